@@ -1,0 +1,85 @@
+/* kvcache base layer: status codes, error messages, dtypes, tensor views,
+ * aligned host allocation and the logging callback.
+ *
+ * Thread safety: every function here is thread-safe; kvc_last_error() is
+ * thread-local (each thread sees the message of its own last failed call). */
+#ifndef KVCACHE_BASE_H
+#define KVCACHE_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Non-negative codes are successes (KVC_NO_SPACE is the ordinary "not
+ * admitted" answer); negative codes are programming/configuration errors and
+ * always come with a message in kvc_last_error(). */
+typedef enum kvc_status {
+    KVC_OK = 0,
+    KVC_CLAMPED = 1,      /* success, but the demand was clamped to max_model_len */
+    KVC_NO_SPACE = 2,     /* not enough free blocks: nothing was allocated */
+    KVC_EINVAL = -1,      /* invalid argument or configuration */
+    KVC_ERANGE = -2,      /* index or id out of range */
+    KVC_EDOUBLEFREE = -3, /* a block that is already free was freed again */
+    KVC_ENOMEM = -4,      /* host memory exhausted, or a budget too small */
+    KVC_EINTERNAL = -5    /* broken internal invariant */
+} kvc_status;
+
+/* Name of a status code ("KVC_NO_SPACE"). Never NULL. */
+const char *kvc_status_str(kvc_status status);
+
+/* Message of the calling thread's last failed call ("" if none). The text
+ * names the argument, its value and what was expected. */
+const char *kvc_last_error(void);
+
+/* Element types of tensors and caches. */
+typedef enum kvc_dtype {
+    KVC_DTYPE_F32 = 0,
+    KVC_DTYPE_F16,
+    KVC_DTYPE_BF16,
+    KVC_DTYPE_I8,
+    KVC_DTYPE_I32,
+    KVC_DTYPE_I64,
+    KVC_DTYPE_BOOL,
+    KVC_DTYPE_COUNT
+} kvc_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+size_t kvc_dtype_size(kvc_dtype dtype);
+/* Short name ("f32", "bf16", ...); "?" for an unknown dtype. */
+const char *kvc_dtype_name(kvc_dtype dtype);
+/* Parses a short name; KVC_EINVAL (with a message) for an unknown one. */
+kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
+
+#define KVC_MAX_DIMS 8
+
+/* Non-owning view of a dense row-major tensor. */
+typedef struct kvc_tensor {
+    void *data;
+    kvc_dtype dtype;
+    int32_t ndim;
+    int64_t shape[KVC_MAX_DIMS];
+} kvc_tensor;
+
+/* Number of elements of a view (product of its shape; 1 for ndim 0). */
+int64_t kvc_tensor_numel(const kvc_tensor *t);
+
+/* Host allocation aligned to `alignment` (a power of two >= sizeof(void*)),
+ * size rounded up to a multiple of it. Free with kvc_aligned_free. */
+kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out);
+void kvc_aligned_free(void *ptr);
+
+typedef enum kvc_log_level { KVC_LOG_DEBUG = 0, KVC_LOG_INFO, KVC_LOG_WARN, KVC_LOG_ERROR } kvc_log_level;
+typedef void (*kvc_log_fn)(void *user, kvc_log_level level, const char *message);
+
+/* Installs the process-wide logging callback (NULL: the library stays silent,
+ * which is the default). The library never prints by itself. */
+void kvc_set_log_callback(kvc_log_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_BASE_H */

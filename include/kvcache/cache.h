@@ -1,0 +1,291 @@
+/* kvcache cache layer: block pool, cache descriptions and their validation,
+ * the per-attention-type managers behind the request-level manager, the block
+ * planner and cache storage. Behaviour: ../shared/spec/kv-management.md.
+ *
+ * Thread safety: none of these objects is thread-safe; callers serialise
+ * access to one object (the reference is single-threaded per worker).
+ * Distinct objects may be used from distinct threads. */
+#ifndef KVCACHE_CACHE_H
+#define KVCACHE_CACHE_H
+
+#include "kvcache/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVC_NAME_MAX 64     /* bytes of a cache name or manager key, NUL included */
+#define KVC_MAX_MANAGERS 16 /* distinct manager keys (groups) in one model */
+#define KVC_NULL_BLOCK 0    /* id of the null block of every pool */
+
+/* ---- block pool ------------------------------------------------------------
+ * Ids 0..num_blocks-1; id 0 is the null block: never handed out, never free,
+ * silently ignored when given back. Free ids form a FIFO queue: blocks are
+ * reused in the order they were freed. take/give are O(n) in the ids moved,
+ * O(1) per id, and never allocate. */
+typedef struct kvc_block_pool kvc_block_pool;
+
+kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
+void kvc_block_pool_destroy(kvc_block_pool *pool);
+int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
+int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
+bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id);
+/* Pops n ids from the head of the queue into out[0..n). n > num_free is
+ * KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
+kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
+/* Appends ids to the tail in list order; null ids are skipped. The whole list
+ * is checked first: an out-of-range id (KVC_ERANGE), an id already free or
+ * listed twice (KVC_EDOUBLEFREE) fails the call and leaves the pool unchanged. */
+kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
+/* Copies the free queue, head first, into out (at most cap ids); *n_out = queue length. */
+kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
+
+/* ---- cache description ----------------------------------------------------- */
+typedef enum kvc_attn_type {
+    KVC_ATTN_FULL = 0,           /* "FullAttention": paged, every position kept */
+    KVC_ATTN_SLIDING_WINDOW = 1, /* "SlidingWindow": only the last W keys backed */
+    KVC_ATTN_MAMBA = 2,          /* "Mamba": one fixed-size state block per request */
+    KVC_ATTN_TYPE_COUNT
+} kvc_attn_type;
+
+/* "FullAttention", "SlidingWindow", "Mamba"; "?" for an unknown value. */
+const char *kvc_attn_type_name(kvc_attn_type type);
+kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
+
+typedef enum kvc_cache_layout {
+    KVC_LAYOUT_BLOCK_MAJOR = 0, /* BnBsND: [blocks, block_size, heads, *dim] */
+    KVC_LAYOUT_HEAD_MAJOR = 1   /* BnNBsD: [blocks, heads, block_size, *dim] */
+} kvc_cache_layout;
+
+typedef enum kvc_allocator {
+    KVC_ALLOC_HBM = 0,    /* device memory (host memory on this CPU build) */
+    KVC_ALLOC_SWAPPED = 1 /* host memory mapped to the device; not for Mamba */
+} kvc_allocator;
+
+/* Receives a freshly allocated cache tensor (called exactly once per entry). */
+typedef void (*kvc_tensor_setter)(void *user, const kvc_tensor *tensor);
+
+/* One cache tensor of one layer. Start from kvc_cache_entry_default(). */
+typedef struct kvc_cache_entry {
+    char name[KVC_NAME_MAX];       /* "k_cache", "v_cache", "nope_cache", ... */
+    int32_t attn_type;             /* kvc_attn_type (int so that bad values can be refused) */
+    int64_t num_head;              /* heads on this rank (not for Mamba) */
+    int32_t n_dims;                /* per-head trailing shape dim[0..n_dims) (not for Mamba) */
+    int64_t dim[KVC_MAX_DIMS];
+    kvc_dtype dtype;
+    bool needs_block;              /* false: no manager, no tensor, no table */
+    int64_t block_size;            /* tokens per block; 0 = unset (an error when needs_block) */
+    char manager_key[KVC_NAME_MAX];/* "" = group by attention type */
+    int64_t sliding_window;        /* keys a query sees, itself included (SlidingWindow only); 0 = unset */
+    int32_t allocator;             /* kvc_allocator */
+    int64_t compress_ratio;        /* logical tokens per stored entry, >= 1 (FullAttention only) */
+    int32_t layout;                /* kvc_cache_layout */
+    bool is_state;                 /* a Mamba state entry (the fields below apply) */
+    int32_t n_shape;               /* Mamba: whole-state shape shape[0..n_shape) of one block */
+    int64_t shape[KVC_MAX_DIMS];
+    int64_t next_n;                /* Mamba: speculative depth; 1 + next_n blocks in decode */
+    kvc_tensor_setter tensor_setter;
+    void *setter_user;
+    kvc_tensor tensor;             /* output: set by kvc_cache_storage_allocate */
+} kvc_cache_entry;
+
+/* Defaults: needs_block, FullAttention, bf16, compress_ratio 1, HBM,
+ * block-major, everything else unset/zero. */
+kvc_cache_entry kvc_cache_entry_default(void);
+
+/* One attention layer (or sub-layer); caches[0..n_caches). */
+typedef struct kvc_layer_cache_info {
+    int32_t layer_idx;
+    int32_t n_caches;
+    kvc_cache_entry *caches; /* [n_caches] */
+} kvc_layer_cache_info;
+
+typedef struct kvc_model_cache_info {
+    int32_t num_layers;
+    int32_t n_layer_infos;
+    kvc_layer_cache_info *layer_infos; /* [n_layer_infos] */
+    bool is_mla_backend;               /* set explicitly by MLA models */
+} kvc_model_cache_info;
+
+/* Product of an entry's per-head dims (Mamba: of its state shape). */
+int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
+/* Group key: manager_key if set, else the attention type's name. */
+const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
+
+/* Checks every rule of the spec (per entry, then per group) and names layer,
+ * cache and field on failure. engine_next_n >= 0 also requires every Mamba
+ * entry's next_n to equal it; pass -1 to skip that rule. */
+kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
+
+/* New cache info = main's layers then draft's, draft layer_idx offset by
+ * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy. */
+kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
+                                      kvc_model_cache_info **out);
+void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
+
+/* The managers a cache description asks for: one group per distinct group key
+ * of the needs_block entries, in first-seen order (layer, then entry). */
+typedef struct kvc_cache_group {
+    char key[KVC_NAME_MAX];
+    kvc_attn_type attn_type;
+    int64_t block_size;     /* logical tokens per block */
+    int64_t sliding_window; /* SlidingWindow: W, else 0 */
+    int64_t compress_ratio; /* FullAttention: shared ratio, else 1 */
+    int64_t next_n;         /* Mamba: shared next_n, else 0 */
+    int32_t n_entries;
+} kvc_cache_group;
+
+typedef struct kvc_cache_groups {
+    int32_t n_groups;
+    kvc_cache_group groups[KVC_MAX_MANAGERS];
+} kvc_cache_groups;
+
+/* Groups a validated description (runs kvc_validate_cache_info with -1). */
+kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
+
+/* ---- block planner (spec §6) ----------------------------------------------- */
+typedef enum kvc_plan_mode {
+    KVC_PLAN_OFFLINE = 0, /* cdiv(max_len, bs) * concurrency + 1 blocks per paged key */
+    KVC_PLAN_BUDGET = 1,  /* kv_memory_bytes for all caches: fixed types first, rest per token */
+    KVC_PLAN_DEVICE = 2   /* total * mem_fraction - used, MIN over the ranks' free memory */
+} kvc_plan_mode;
+
+typedef struct kvc_plan_params {
+    kvc_plan_mode mode;
+    int64_t max_concurrency;      /* C >= 1 */
+    int64_t next_n;               /* speculative depth >= 0 */
+    int64_t max_len;              /* OFFLINE: L_off >= 1 */
+    int64_t free_bytes;           /* OFFLINE: device free memory; < 0 = do not check */
+    int64_t kv_memory_bytes;      /* BUDGET: bytes given to every cache */
+    int64_t total_bytes;          /* DEVICE: device memory */
+    double mem_fraction;          /* DEVICE: default 0.85 */
+    const int64_t *rank_free_bytes; /* DEVICE: [n_ranks] free memory per rank of the TP group */
+    int32_t n_ranks;
+    int64_t extra_reserved_bytes; /* model workspace that must stay free */
+    int64_t max_prefill_tokens;   /* BUDGET/DEVICE: > 0 requires room for one such prefill */
+    int64_t partition;            /* OFFLINE: ranks sharing the persistent cache (default 1) */
+} kvc_plan_params;
+
+kvc_plan_params kvc_plan_default_params(void);
+
+typedef struct kvc_group_plan {
+    char key[KVC_NAME_MAX];
+    kvc_attn_type attn_type;
+    int64_t block_size;
+    int64_t block_num;   /* blocks of the pool, null block included */
+    bool fixed;          /* sized per request (SlidingWindow, Mamba) */
+    int64_t block_bytes; /* bytes one block takes over all entries of the group */
+} kvc_group_plan;
+
+typedef struct kvc_block_plan {
+    int32_t n_groups;
+    kvc_group_plan groups[KVC_MAX_MANAGERS]; /* in group order */
+    int64_t per_token_bytes; /* paged caches, one token, all layers */
+    int64_t fixed_bytes;     /* every fixed-type entry at its planned count */
+    int64_t max_tokens;      /* tokens the paged budget holds (OFFLINE: max_len * C) */
+    int64_t total_bytes;     /* bytes of every planned cache tensor */
+} kvc_block_plan;
+
+kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
+/* Block count planned for a key; KVC_EINVAL naming the key when absent. */
+kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
+/* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
+kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
+                                      int32_t n, kvc_block_plan *out);
+
+/* ---- cache storage (spec §7) ------------------------------------------------ */
+#define KVC_ALIGN_DEFAULT ((size_t)64)
+#define KVC_ALIGN_2MIB ((size_t)2 << 20)
+
+typedef struct kvc_cache_storage kvc_cache_storage;
+
+/* Allocates one tensor per needs_block entry ([n, s, heads, *dim] block-major,
+ * [n, heads, s, *dim] head-major, [n, *shape] Mamba; s = block_size /
+ * compress_ratio), aligned to `alignment` (KVC_ALIGN_DEFAULT or
+ * KVC_ALIGN_2MIB), with block 0 zero-filled; records it in entry.tensor and
+ * hands it to the entry's setter. All-or-nothing. */
+kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
+                                      kvc_cache_storage **out);
+int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
+/* Frees every tensor (entry.tensor views become dangling). */
+void kvc_cache_storage_destroy(kvc_cache_storage *s);
+
+/* ---- request-level manager (spec §5) --------------------------------------- */
+typedef struct kvc_manager kvc_manager;
+
+typedef struct kvc_manager_params {
+    int64_t max_model_len; /* >= 1: positions are clamped to it */
+    int64_t max_requests;  /* live requests the manager tracks; 0 = default (see below) */
+    int64_t engine_next_n; /* >= 0: Mamba entries must agree; -1 = not checked */
+} kvc_manager_params;
+
+/* max_model_len 0 (must be set), max_requests 0 = max(256, the largest pool's
+ * usable blocks), engine_next_n -1. */
+kvc_manager_params kvc_manager_default_params(void);
+
+/* The description must outlive the manager (buffer infos read its tensors). */
+kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
+                              const kvc_manager_params *p, kvc_manager **out);
+void kvc_manager_destroy(kvc_manager *m);
+
+#define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
+
+/* Two-phase allocation: positions 0 .. min(computed + num_new + lookahead,
+ * max_model_len) - 1 become addressable in every selected manager (bit i of
+ * key_mask = manager i), or nothing is allocated anywhere (KVC_NO_SPACE;
+ * blocks that already left a sliding window stay released). KVC_CLAMPED: done,
+ * but the demand was cut to max_model_len. */
+kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t request_id, int64_t computed_tokens,
+                                      int64_t num_new_tokens, int64_t lookahead_tokens, int64_t reserved_tokens,
+                                      uint64_t key_mask);
+/* Returns every block of the request in every manager (unknown id: no-op). */
+kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+
+int32_t kvc_manager_n_keys(const kvc_manager *m);
+const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
+kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
+kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_max_model_len(const kvc_manager *m);
+int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
+int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
+/* cdiv(max_len, block_size) of a key (block-table width for that length). */
+int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
+int64_t kvc_manager_num_live_requests(const kvc_manager *m);
+bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
+
+/* The request's logical block table for one key (null entries included),
+ * copied into out (at most cap ids); *n_out = table length (0 if unknown). */
+kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
+                                 int64_t cap, int64_t *n_out);
+/* The pool's free queue of one key, head first. */
+kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
+                                  int64_t *n_out);
+/* "key1:used1/total1,key2:used2/total2" (the null block counts as used). */
+kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
+
+/* One block-managed cache tensor, for prefill -> decode KV transfer. */
+typedef struct kvc_buffer_info {
+    void *data;
+    int64_t total_bytes;     /* numel * itemsize */
+    int64_t bytes_per_block; /* storage_block_size * heads * dim_numel * itemsize */
+    char key[KVC_NAME_MAX];
+    int64_t block_size;      /* storage block size */
+    int32_t layer_idx;
+    char name[KVC_NAME_MAX];
+} kvc_buffer_info;
+
+/* Every needs_block tensor, layers by layer_idx then entries in order; a Mamba
+ * entry or a missing tensor is KVC_EINVAL. *n_out = the count (even when > cap). */
+kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
+
+/* Checks the pool and table invariants of verification.md §5 (INV-P1..P5,
+ * INV-F1, INV-SW-1, INV-MB-1, INV-K3); KVC_EINTERNAL naming the broken one. */
+kvc_status kvc_manager_check_invariants(const kvc_manager *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_CACHE_H */

@@ -1,0 +1,36 @@
+/* kvcache: the key-value cache of large-language-model inference.
+ *
+ * Layers (each header documents its objects and their thread safety):
+ *   base.h   status codes, kvc_last_error(), dtypes, tensor views, allocation
+ *   cache.h  block pool, cache descriptions, managers, planner, storage
+ *   batch.h  the metadata of one forward step (positions, lengths, tables, slots)
+ *
+ * Usage sketch (one full-attention layer, 16-token blocks):
+ *
+ *   kvc_cache_entry k = kvc_cache_entry_default();
+ *   snprintf(k.name, sizeof k.name, "k_cache");
+ *   k.num_head = 8; k.n_dims = 1; k.dim[0] = 128; k.block_size = 16;
+ *   kvc_layer_cache_info layer = {.layer_idx = 0, .n_caches = 1, .caches = &k};
+ *   kvc_model_cache_info ci = {.num_layers = 1, .n_layer_infos = 1, .layer_infos = &layer};
+ *
+ *   kvc_plan_params pp = kvc_plan_default_params();
+ *   pp.mode = KVC_PLAN_OFFLINE; pp.max_len = 4096; pp.max_concurrency = 16;
+ *   kvc_block_plan plan;
+ *   if (kvc_plan_blocks(&pp, &ci, &plan) != KVC_OK) puts(kvc_last_error());
+ *
+ *   kvc_manager_params mp = kvc_manager_default_params();
+ *   mp.max_model_len = 4096;
+ *   kvc_manager *m = NULL;
+ *   kvc_manager_create(&ci, &plan, &mp, &m);
+ *   kvc_status st = kvc_manager_allocate_slots(m, 7, 0, 100, 0, 0, KVC_ALL_KEYS);
+ *   // st == KVC_OK: positions 0..99 of request 7 are backed; KVC_NO_SPACE: wait.
+ *   kvc_manager_free(m, 7);
+ *   kvc_manager_destroy(m);
+ */
+#ifndef KVCACHE_KVCACHE_H
+#define KVCACHE_KVCACHE_H
+
+#include "kvcache/base.h"
+#include "kvcache/cache.h"
+
+#endif

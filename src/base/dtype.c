@@ -1,0 +1,52 @@
+/* Element types: sizes, names, parsing; tensor views; aligned allocation. */
+#include <string.h>
+
+#include "base/internal.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_table[KVC_DTYPE_COUNT] = {
+    [KVC_DTYPE_F32] = {"f32", 4}, [KVC_DTYPE_F16] = {"f16", 2}, [KVC_DTYPE_BF16] = {"bf16", 2},
+    [KVC_DTYPE_I8] = {"i8", 1},   [KVC_DTYPE_I32] = {"i32", 4}, [KVC_DTYPE_I64] = {"i64", 8},
+    [KVC_DTYPE_BOOL] = {"bool", 1},
+};
+
+static bool dtype_known(kvc_dtype dtype) { return (unsigned)dtype < KVC_DTYPE_COUNT; }
+
+size_t kvc_dtype_size(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_table[dtype].size : 0; }
+
+const char *kvc_dtype_name(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_table[dtype].name : "?"; }
+
+kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
+    if (name == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_dtype_parse: name and out must not be NULL");
+    for (int d = 0; d < KVC_DTYPE_COUNT; d++) {
+        if (strcmp(name, dtype_table[d].name) == 0) {
+            *out = (kvc_dtype)d;
+            return KVC_OK;
+        }
+    }
+    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8, i32, i64 or bool)", name);
+}
+
+int64_t kvc_tensor_numel(const kvc_tensor *t) {
+    int64_t n = 1;
+    for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_aligned_alloc: out must not be NULL");
+    *out = NULL;
+    if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
+        return kvc_fail(KVC_EINVAL, "alignment %zu must be a power of two >= %zu", alignment, sizeof(void *));
+    if (size > SIZE_MAX - alignment) return kvc_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
+    size_t rounded = (size + alignment - 1) / alignment * alignment;
+    if (rounded == 0) rounded = alignment;
+    void *p = aligned_alloc(alignment, rounded);
+    if (p == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate %zu bytes aligned to %zu", rounded, alignment);
+    *out = p;
+    return KVC_OK;
+}
+
+void kvc_aligned_free(void *ptr) { free(ptr); }
