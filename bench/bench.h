@@ -1,0 +1,24 @@
+/* `kvcache bench WHAT [--json]`: benchmarks, never tests. Every figure is
+ * printed next to a baseline measured in the same run. */
+#ifndef KVC_BENCH_H
+#define KVC_BENCH_H
+
+#include <stdbool.h>
+
+typedef int (*kvc_bench_fn)(bool json);
+
+typedef struct kvc_bench_entry {
+    const char *name;
+    const char *summary;
+    kvc_bench_fn run;
+} kvc_bench_entry;
+
+/* bench/bench_table.c; terminated by a NULL name. */
+extern const kvc_bench_entry kvc_benches[];
+
+/* Monotonic wall clock in seconds. */
+double kvc_bench_now(void);
+
+int kvc_cmd_bench(int argc, char **argv);
+
+#endif
