@@ -32,5 +32,6 @@
 
 #include "kvcache/base.h"
 #include "kvcache/cache.h"
+#include "kvcache/batch.h"
 
 #endif

@@ -1,0 +1,49 @@
+/* Internal layout of kvc_step_buffers, shared by the files of src/batch/
+ * that create the workspace and fill one step into it. */
+#ifndef KVC_BATCH_STEP_INTERNAL_H
+#define KVC_BATCH_STEP_INTERNAL_H
+
+#include "kvcache/batch.h"
+
+/* What the buffers remember about one manager key (fixed for the manager's
+ * lifetime: block size, type, widths and whether slots are built). */
+typedef struct kvc_step_key_info {
+    kvc_attn_type attn_type;
+    int64_t block_size;
+    int64_t num_blocks;      /* ids of the key's pool are < num_blocks */
+    int64_t attn_width;      /* attention keys: cdiv(max_model_len, block_size) */
+    int64_t next_n;          /* Mamba keys: decode width is 1 + next_n */
+    int64_t max_width;       /* widest table the key ever needs */
+    bool has_slots;          /* attention key with compress_ratio == 1 */
+} kvc_step_key_info;
+
+struct kvc_step_buffers {
+    const kvc_manager *manager;
+    int64_t max_rows;
+    int64_t max_tokens;
+    int32_t n_keys;
+    kvc_step_key_info info[KVC_MAX_MANAGERS];  /* [n_keys] */
+    int32_t *block_table[KVC_MAX_MANAGERS];    /* [n_keys] -> [max_rows, max_width] */
+    int64_t *slot_mapping[KVC_MAX_MANAGERS];   /* [n_keys] -> [max_tokens] or NULL */
+    int64_t *positions;                        /* [max_tokens] */
+    int64_t *kv_pos;                           /* [max_rows] */
+    int64_t *seq_lens_q;                       /* [max_rows] */
+    int64_t *seq_lens_kv;                      /* [max_rows] */
+    int64_t *cu_seq_lens_q;                    /* [max_rows] */
+    int64_t *cu_seq_lens_kv;                   /* [max_rows] */
+    int64_t *id_scratch;                       /* [max_rows] sorted real request ids */
+};
+
+/* Checks rows[0..n_rows) against the buffers' capacity and fills positions,
+ * kv_pos, the length arrays and their prefix sums; *n_tokens and
+ * *prompt_tokens receive the step totals. */
+kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
+                              int64_t *n_tokens, int64_t *prompt_tokens);
+
+/* Fills the block table (and slot mapping, if the key has one) of key k for
+ * rows already passed through kvc_step_rows_fill; *width receives the width
+ * used for this step. */
+kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
+                             bool is_prefill, int64_t *width);
+
+#endif /* KVC_BATCH_STEP_INTERNAL_H */

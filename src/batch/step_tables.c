@@ -1,0 +1,86 @@
+/* The per-key part of a step: block tables from the manager's request
+ * tables (spec section 6) and slot mappings from the positions (section 7). */
+#include <string.h>
+
+#include "base/internal.h"
+#include "batch/step_internal.h"
+
+/* Copies row b's table of key k into its row of the step table (already
+ * zeroed), checking its length against the width. */
+static kvc_status table_row_fill(const kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b,
+                                 int64_t width, bool is_prefill, int32_t *row /* [width] */) {
+    const kvc_step_key_info *info = &buf->info[k];
+    const char *key = kvc_manager_key(buf->manager, k);
+    int64_t len = 0;
+    kvc_status st = kvc_manager_block_ids(buf->manager, r->request_id, k, row, width, &len);
+    if (st != KVC_OK) return st;
+    if (info->attn_type == KVC_ATTN_MAMBA && len < width) {
+        return kvc_fail(KVC_EINVAL,
+                        "key %s, step row %lld (request %lld): Mamba table holds %lld blocks, a %s step needs %lld "
+                        "(allocate the step's slots first)",
+                        key, (long long)b, (long long)r->request_id, (long long)len,
+                        is_prefill ? "prefill" : "decode", (long long)width);
+    }
+    if (info->attn_type != KVC_ATTN_MAMBA && len > width) {
+        return kvc_fail(KVC_ERANGE,
+                        "key %s, step row %lld (request %lld): block table length %lld exceeds the table width %lld",
+                        key, (long long)b, (long long)r->request_id, (long long)len, (long long)width);
+    }
+    for (int64_t i = 0; i < kvc_min64(len, width); i++) {
+        KVC_ASSERT(row[i] >= 0 && row[i] < info->num_blocks);
+    }
+    return KVC_OK;
+}
+
+/* slot = table[row][pos / bs] * bs + pos % bs for every token of the step. */
+static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
+                             int64_t width) {
+    const kvc_step_key_info *info = &buf->info[k];
+    const int32_t *table = buf->block_table[k];
+    int64_t *slots = buf->slot_mapping[k];
+    int64_t bs = info->block_size;
+    int64_t t = 0;
+    for (int64_t b = 0; b < n_rows; b++) {
+        const int32_t *row = table + b * width;
+        bool real = rows[b].request_id >= 0;
+        for (int64_t i = 0; i < buf->seq_lens_q[b]; i++, t++) {
+            int64_t p = buf->positions[t];
+            int64_t blk = p / bs;
+            if (blk >= width) {
+                return kvc_fail(KVC_ERANGE,
+                                "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, "
+                                "past the table width %lld (block_size %lld)",
+                                kvc_manager_key(buf->manager, k), (long long)b, (long long)rows[b].request_id,
+                                (long long)p, (long long)blk, (long long)width, (long long)bs);
+            }
+            slots[t] = (int64_t)row[blk] * bs + p % bs;
+            /* RM section 7 [proposed]: real full-attention positions are backed. */
+            if (real && info->attn_type == KVC_ATTN_FULL) KVC_ASSERT(row[blk] != KVC_NULL_BLOCK);
+        }
+        /* A sliding window always keeps the row's last position (the query itself). */
+        if (real && info->attn_type == KVC_ATTN_SLIDING_WINDOW) {
+            KVC_ASSERT(row[buf->kv_pos[b] / bs] != KVC_NULL_BLOCK);
+        }
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
+                             bool is_prefill, int64_t *width_out) {
+    const kvc_step_key_info *info = &buf->info[k];
+    int64_t width = info->attn_type == KVC_ATTN_MAMBA ? (is_prefill ? 1 : 1 + info->next_n) : info->attn_width;
+    KVC_ASSERT(width >= 1 && width <= info->max_width);
+    int32_t *table = buf->block_table[k];
+    memset(table, 0, (size_t)(n_rows * width) * sizeof(int32_t));
+    for (int64_t b = 0; b < n_rows; b++) {
+        if (rows[b].request_id < 0) continue; /* padding and dummy rows stay all null */
+        kvc_status st = table_row_fill(buf, k, &rows[b], b, width, is_prefill, table + b * width);
+        if (st != KVC_OK) return st;
+    }
+    if (info->has_slots) {
+        kvc_status st = slots_fill(buf, k, rows, n_rows, width);
+        if (st != KVC_OK) return st;
+    }
+    *width_out = width;
+    return KVC_OK;
+}
