@@ -3,8 +3,11 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "trace_replay.h"
 
 const kvc_command kvc_commands[] = {
     {"bench", "run a benchmark (manager, ...) next to its baseline", kvc_cmd_bench},
+    {"trace", "replay a JSON trace against the manager, print JSON Lines", kvc_cmd_trace},
+    {"demo", "replay a built-in hybrid-model trace under memory pressure", kvc_cmd_demo},
     {NULL, NULL, NULL},
 };

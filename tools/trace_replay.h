@@ -1,0 +1,113 @@
+/* JSON traces replayed against the request-level manager (`kvcache trace`,
+ * `kvcache demo`, tests and fuzz targets).
+ *
+ * A trace is one JSON object:
+ *   max_model_len   positive integer
+ *   layers          [{"caches": [entry, ...]}, ...]; an entry has name,
+ *                   attn_type (FullAttention | SlidingWindow | Mamba), num_head,
+ *                   dim (int or list), dtype (f32 | f16 | bf16 | i8),
+ *                   block_size, and optionally manager_key, sliding_window,
+ *                   compress_ratio, needs_block, cache_layout (BnBsND |
+ *                   BnNBsD) and, for Mamba only, shape and next_n
+ *                   (num_head and dim are optional for Mamba, block_size
+ *                   defaults to 1 there)
+ *   block_num       {KEY: blocks, ...}   (null block included)  -- or --
+ *   plan            {"mode": "offline", "max_len", "max_concurrency", "next_n"}
+ *                   {"mode": "online", "kv_memory_bytes", "max_concurrency", "next_n"}
+ *                   plus optional "max_prefill_tokens" (next_n defaults to 0)
+ *   ops             [{"op": "allocate", "request", "new_tokens",
+ *                     "computed_tokens"?, "lookahead_tokens"?, "reserved_tokens"?,
+ *                     "keys"?: [KEY, ...]},  {"op": "free", "request"}, ...]
+ *
+ * Integers must be integral JSON numbers within the int64 range (cJSON keeps
+ * numbers as doubles, so integers beyond 2^53 are not exact); strings hold at
+ * most KVC_NAME_MAX-1 bytes; unknown and duplicate fields are refused. */
+#ifndef KVC_TOOLS_TRACE_REPLAY_H
+#define KVC_TOOLS_TRACE_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvcache/cache.h"
+
+/* Exit statuses of a replay. */
+#define KVC_TRACE_EXIT_OK 0
+#define KVC_TRACE_EXIT_FAILED 1  /* a manager invariant broke, or the output failed */
+#define KVC_TRACE_EXIT_INVALID 2 /* the trace file is invalid */
+
+typedef struct kvc_trace_options {
+    bool print_usage;        /* a {"usage": ...} line after every op line */
+    int64_t max_model_len;   /* > 0: refuse traces asking for a longer max_model_len */
+    int64_t max_pool_blocks; /* > 0: refuse traces whose pools are larger than this */
+} kvc_trace_options;
+
+typedef enum kvc_trace_op_kind {
+    KVC_TRACE_ALLOCATE = 0,
+    KVC_TRACE_FREE = 1,
+    KVC_TRACE_UNKNOWN = 2 /* an op name the replay does not know */
+} kvc_trace_op_kind;
+
+typedef struct kvc_trace_op {
+    kvc_trace_op_kind kind;
+    int64_t request;
+    int64_t computed_tokens;
+    int64_t new_tokens;
+    int64_t lookahead_tokens;
+    int64_t reserved_tokens;
+    uint64_t key_mask;  /* KVC_ALL_KEYS unless the op lists "keys" */
+    char refusal[160];  /* non-empty: why the replay refuses this op (unknown op or key) */
+} kvc_trace_op;
+
+/* A loaded trace: the cache description it declares, the manager built from
+ * it and the ops still to replay. */
+typedef struct kvc_trace {
+    kvc_model_cache_info info;
+    kvc_manager *manager;
+    kvc_trace_op *ops; /* [n_ops] */
+    size_t n_ops;
+} kvc_trace;
+
+/* Parses and checks a trace and creates its manager. On failure returns
+ * KVC_TRACE_EXIT_INVALID with a message naming the position in err
+ * ("layers[1].caches[0].num_head: expected a positive integer") and *out is
+ * NULL. opts may be NULL (no limits). */
+int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
+                   size_t err_cap);
+void kvc_trace_destroy(kvc_trace *t);
+
+/* Applies ops[i] to the manager. A negative status means the op was refused
+ * as invalid; *message then says why (valid until the next call). */
+kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message);
+
+/* One request's block tables for every key of a manager, packed in one
+ * growing buffer: key k owns ids[start[k] .. start[k+1]). */
+typedef struct kvc_trace_tables {
+    int32_t *ids; /* [cap] */
+    int64_t cap;
+    int64_t start[KVC_MAX_MANAGERS + 1];
+} kvc_trace_tables;
+
+/* Fills tb with the request's tables (grows tb->ids as needed; start from a
+ * zeroed struct). Free with kvc_trace_tables_free. */
+kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_trace_tables *tb);
+void kvc_trace_tables_free(kvc_trace_tables *tb);
+
+/* Writes s as a JSON string literal (quotes included). */
+void kvc_trace_put_json_string(FILE *out, const char *s);
+
+/* Replays a whole trace, printing JSON Lines to out: {"block_num": {...}},
+ * then one line per op ({"op": i, "ok": ..., "blocks": {...}, "free": {...}}
+ * or {"op": i, "error": "..."}). An invalid trace prints the single line
+ * {"error": "..."}. Returns a KVC_TRACE_EXIT_* status. */
+int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_options *opts);
+
+/* The built-in example of `kvcache demo` (the text of
+ * examples/hybrid_pressure.json). */
+extern const char kvc_demo_trace[];
+
+int kvc_cmd_trace(int argc, char **argv);
+int kvc_cmd_demo(int argc, char **argv);
+
+#endif
