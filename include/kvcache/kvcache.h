@@ -33,5 +33,6 @@
 #include "kvcache/base.h"
 #include "kvcache/cache.h"
 #include "kvcache/batch.h"
+#include "kvcache/ops.h"
 
 #endif

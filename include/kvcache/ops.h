@@ -1,0 +1,251 @@
+/* kvcache ops layer: the operators that write new keys/values into a cache
+ * and the fused inference attention operator that reads them back.
+ * Behaviour: ../shared/spec/attention-ops.md (section numbers below, "AO").
+ *
+ * Two implementations of attention share one parameter struct and one
+ * validator: kvc_attention_ref (float64, written for clarity, used by the
+ * tests) and kvc_attention_cpu (tiled online softmax, OpenMP, SIMD chosen at
+ * run time; bitwise identical output whatever the block size, paging, batch
+ * composition or thread count).
+ *
+ * Thread safety: every function is reentrant; concurrent calls must not
+ * write the same cache/output memory. Nothing here allocates except
+ * kvc_attention_ref (scratch for one row) and the helpers that say so. */
+#ifndef KVCACHE_OPS_H
+#define KVCACHE_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvcache/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Cache writes (AO section 2)                                               */
+/* ======================================================================== */
+
+/* AO 2.1 legacy contiguous write: cache [B, S_max, H] (BSH, H = Nkv*D),
+ * upd [B, L, H] of the same dtype; row b is written at positions
+ * starts[b] .. starts[b] + L - 1. starts: [B]. Refused (KVC_ERANGE) when
+ * starts[b] < 0 or starts[b] + L > S_max; nothing is written then. */
+kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                int64_t n_starts);
+
+/* Allocation order of a paged cache (AO 2.2 / 3.3). */
+typedef enum kvc_paged_order {
+    KVC_PAGED_BNBSND = 0, /* [NB, bs, Nkv, D] (viewed [NB, bs, Nkv*D] = BnBsH) */
+    KVC_PAGED_BNNBSD = 1, /* [NB, Nkv, bs, D] */
+    KVC_PAGED_NZ = 2      /* logical [NB, bs, N, D], stored as [NB, N, D/c0, bs, c0] (AO 2.4) */
+} kvc_paged_order;
+
+/* The skip marker of slot mappings (AO 2.2): this token is not written. */
+#define KVC_SLOT_SKIP (-1)
+
+/* AO 2.4: flat element index of (block p, offset o, head h, channel d) in an
+ * NZ cache with bs rows per block, n_heads*head_dim channels and c0
+ * channels per tile (c0 = 32 bytes / element size). */
+int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
+                     int64_t head_dim, int64_t c0);
+
+/* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
+ * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
+ * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
+ * the cache dtype (int8 caches: kvc_write_slots_quant). Refused: slot
+ * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL); the
+ * cache is unchanged after a refusal (all slots are checked first). */
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                           const int64_t *slots, int64_t n_slots);
+
+/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 paged cache:
+ * q = sat_int8(round_half_even(x * inv_scale + offset)). inv_scale is the
+ * reciprocal of the dequantisation scale; both have n_quant entries: 1
+ * (per tensor) or Nkv*D (per channel). offset may be NULL (0). */
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
+                                 const float *offset, int64_t n_quant);
+
+/* One int8 quantisation step as the writes do it (exposed for tests). */
+int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
+
+/* AO 2.3 fused MLA write: per token t, RMSNorm of kv[t, 0:Dc] with gamma and
+ * eps into nope_cache, interleaved RoPE of kv[t, Dc:Dc+Dr] with cos/sin[t]
+ * (output de-interleaved: even lanes first) into rope_cache, both at
+ * slots[t] (-1 skips). Caches are [NB, bs, 1, Dc] / [NB, bs, 1, Dr] in
+ * `order` (BNBSND = PA plain, NZ = PA_NZ). kv is f32 [T, Dc + Dr], gamma
+ * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8
+ * when nope_inv_scale (one per-tensor reciprocal scale) is given; the rope
+ * cache f32/f16/bf16. out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL)
+ * receive c_norm and r_rot (the "return_kv" outputs). */
+typedef struct kvc_mla_write_params {
+    const float *kv;     /* [T, Dc + Dr] */
+    const float *gamma;  /* [Dc] */
+    const float *cos;    /* [T, Dr] */
+    const float *sin;    /* [T, Dr] */
+    const int64_t *slots;/* [T] */
+    int64_t n_tokens;    /* T */
+    int64_t latent_dim;  /* Dc */
+    int64_t rope_dim;    /* Dr, even */
+    float eps;           /* from the model's norm layer (>= 0) */
+    kvc_paged_order order;
+    kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
+    kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
+    const float *nope_inv_scale; /* [1] for an int8 nope cache, else NULL */
+    float *out_nope;     /* [T, Dc] or NULL */
+    float *out_rope;     /* [T, Dr] or NULL */
+} kvc_mla_write_params;
+
+kvc_status kvc_mla_write(const kvc_mla_write_params *p);
+
+/* The two halves of the fused write, for callers and tests:
+ * RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma; x, gamma, y: [n].
+ * Interleaved RoPE: x1 = r[0::2], x2 = r[1::2];
+ * y = concat(x1, x2) * cos + concat(-x2, x1) * sin; r, cos, sin, y: [n]. */
+void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
+void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y);
+
+/* ======================================================================== */
+/* Fused inference attention (AO section 3)                                  */
+/* ======================================================================== */
+
+/* AO 3.3: "X_Y" = query (and non-paged K/V) layout X, output layout Y. */
+typedef enum kvc_attn_layout {
+    KVC_LAYOUT_UNSET = 0,
+    KVC_LAYOUT_TND,       /* q [Tq, Nq, D], k [Tkv, Nkv, D], out [Tq, Nq, Dv] */
+    KVC_LAYOUT_TND_NTD,   /* q [Tq, Nq, D], paged K/V only, out [Nq, Tq, Dv] */
+    KVC_LAYOUT_NTD_TND,   /* q [Nq, Tq, D], k [Nkv, Tkv, D], out [Tq, Nq, Dv] */
+    KVC_LAYOUT_BSH,       /* q [B, Sq, Nq*D], k [B, Skv, Nkv*D], out [B, Sq, Nq*Dv] */
+    KVC_LAYOUT_BSND,      /* q [B, Sq, Nq, D], k [B, Skv, Nkv, D], out [B, Sq, Nq, Dv] */
+    KVC_LAYOUT_BNSD,      /* q [B, Nq, Sq, D], k [B, Nkv, Skv, D], out [B, Nq, Sq, Dv] */
+    KVC_LAYOUT_BSND_NBSD, /* q, k as BSND, out [Nq, B, Sq, Dv] */
+    KVC_LAYOUT_COUNT
+} kvc_attn_layout;
+
+const char *kvc_attn_layout_name(kvc_attn_layout layout);
+
+/* Where K/V live (AO 3.3). CONTIGUOUS: K/V tensors in the query's layout
+ * family (packed for T.. layouts, padded per batch row otherwise).
+ * The paged forms need block_table and block_size. */
+typedef enum kvc_kv_storage {
+    KVC_KV_CONTIGUOUS = 0,
+    KVC_KV_PAGED_BNBSH,  /* [NB, bs, Nkv*D] (also accepted 4-D [NB, bs, Nkv, D]) */
+    KVC_KV_PAGED_BNNBSD, /* [NB, Nkv, bs, D] */
+    KVC_KV_PAGED_NZ      /* [NB, Nkv, D/c0, bs, c0], 16-bit or int8 elements */
+} kvc_kv_storage;
+
+/* AO 3.4 / R9: the form of kv_lens, stated by the caller (no default).
+ * Cumulative goes with packed (T.. contiguous) K/V, direct with paged or
+ * BSH-family K/V. (batch.h's kvc_len_form has no "unset" state, hence a
+ * separate enum here.) */
+typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET = 0, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE } kvc_attn_kv_form;
+
+/* AO 3.10 dequantisation granularity (modes 0-2 are implemented). */
+typedef enum kvc_quant_mode {
+    KVC_QUANT_NONE = -1,
+    KVC_QUANT_PER_CHANNEL = 0, /* scale [1] (per tensor) or [Nkv, D] / [H] / [1, Nkv, D] / [1, Nkv, 1, D] */
+    KVC_QUANT_PER_TOKEN = 1,   /* scale [B, S] or [1, B, S] (S >= every Skv_b, >= W*bs when paged) */
+    KVC_QUANT_PER_HEAD = 2     /* scale [Nkv] */
+} kvc_quant_mode;
+
+/* R13-R15: what the layer this call belongs to expects (optional). */
+typedef enum kvc_attn_bind_type { KVC_BIND_NONE = 0, KVC_BIND_FULL, KVC_BIND_SLIDING } kvc_attn_bind_type;
+
+typedef struct kvc_attn_binding {
+    kvc_attn_bind_type type; /* NONE: no binding checks */
+    int64_t window;          /* SLIDING: W keys including the query (mode 4, pre = W - 1, next = 0) */
+    int32_t num_kv_heads;    /* the cache group's num_head per rank (0: not checked) */
+    int32_t block_size;      /* the manager key's block size (0: not checked) */
+} kvc_attn_binding;
+
+/* The one parameter struct of both operator generations (AO 3.2). Fields
+ * marked "required" have no default: kvc_attention_default_params() leaves
+ * them unset and the validator refuses a call that does not set them. */
+typedef struct kvc_attention_params {
+    kvc_attn_layout layout;   /* required; v1/v2 input_layout */
+    int32_t num_heads;        /* required Nq; v1 num_heads, v2 num_query_heads */
+    int32_t num_kv_heads;     /* required Nkv; num_key_value_heads (0 is NOT "= Nq") */
+    double scale;             /* required, finite > 0; v1 scale/scaleValue, v2 softmax_scale */
+    int32_t sparse_mode;      /* required 0..4 (default -1 = unset) */
+    int64_t pre_tokens;       /* default 2147483647 */
+    int64_t next_tokens;      /* default 2147483647 */
+    bool bidirectional;       /* R1: allow mode 0 without mask and Sq > 1 */
+
+    int64_t batch;            /* B: entries of q_lens and kv_lens */
+    const int64_t *q_lens;    /* [B]; cumulative for TND/TND_NTD/NTD_TND, direct otherwise */
+    const int64_t *kv_lens;   /* [B]; in kv_len_form */
+    kvc_attn_kv_form kv_len_form; /* required */
+
+    kvc_tensor q;             /* f32/f16/bf16, shape per layout (D = last dim / heads) */
+    kvc_tensor k;             /* per layout, or per kv_storage when paged */
+    kvc_tensor v;             /* same as k with Dv; may alias k (MLA) */
+    kvc_tensor q_rope;        /* MLA [.., Nq, 64] like q (data NULL: absent) */
+    kvc_tensor k_rope;        /* MLA like k with last dim 64 (data NULL: absent) */
+    kvc_tensor mask;          /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
+
+    kvc_kv_storage kv_storage;
+    kvc_tensor block_table;   /* int32 [B' >= B, W] when paged */
+    int32_t block_size;       /* bs when paged */
+
+    kvc_tensor sinks;         /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
+
+    kvc_quant_mode key_quant_mode;   /* int8 K/V: required */
+    kvc_quant_mode value_quant_mode;
+    kvc_tensor key_scale, value_scale;   /* f32; both or neither */
+    kvc_tensor key_offset, value_offset; /* f32; both or neither */
+
+    kvc_tensor out;           /* f32/f16/bf16, shape per layout */
+    kvc_tensor lse;           /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */
+
+    kvc_attn_binding binding;
+} kvc_attention_params;
+
+kvc_attention_params kvc_attention_default_params(void);
+
+/* Which operator generation a named parameter comes from (AO 3.2). */
+typedef enum kvc_attn_api { KVC_API_V1 = 1, KVC_API_V2 = 2 } kvc_attn_api;
+
+/* Sets a scalar parameter by its framework name under one generation
+ * ("scale" (v1) / "softmax_scale" (v2), "num_heads" / "num_query_heads",
+ * "num_key_value_heads", "sparse_mode", "pre_tokens", "next_tokens",
+ * "block_size", "softmax_lse_flag" / "return_softmax_lse" (returns
+ * KVC_OK and nothing else: LSE is requested by giving p->lse)). A name of
+ * the other generation is refused (KVC_EINVAL) with a message naming the
+ * right one: the vendor binding silently ignores it (scale becomes 1.0). */
+kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name,
+                                    double value);
+
+/* AO 3.7: mscale(f, m) = 0.1 m ln f + 1 for f > 1, else 1; and the softmax
+ * scale (d_nope + d_rope)^-1/2 * mscale(f, mscale_all_dim)^2 (plain
+ * 1/sqrt(d_nope + d_rope) when mscale_all_dim == 0). */
+double kvc_yarn_mscale(double factor, double mscale);
+double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim);
+
+/* AO 3.5: fills tmpl [2048 * 2048] with T[r][c] = (c > r). */
+#define KVC_MASK_TEMPLATE_DIM 2048
+void kvc_mask_template_fill(uint8_t *tmpl);
+
+/* Validates every rule of AO 6.1 that applies to attention; KVC_OK or the
+ * refusal both implementations would return. */
+kvc_status kvc_attention_check(const kvc_attention_params *p);
+
+/* float64 reference (AO 3.1). Allocates O(Skv + D) scratch per call. */
+kvc_status kvc_attention_ref(const kvc_attention_params *p);
+
+/* Fast CPU kernel. workspace: at least kvc_attention_cpu_workspace_size()
+ * bytes, 64-byte aligned (kvc_aligned_alloc), reusable across calls with
+ * the same or smaller shapes; sized for `max_threads` OpenMP threads (the
+ * call uses at most that many). */
+kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads,
+                                            size_t *bytes);
+kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
+
+/* Name of the SIMD path kvc_attention_cpu picked on this CPU ("avx2-fma-f16c", "portable"). */
+const char *kvc_attention_cpu_isa(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_OPS_H */

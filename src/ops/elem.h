@@ -1,0 +1,41 @@
+/* Element access by dtype for the ops layer (scalar paths only; the fast
+ * kernel has its own vector loads). */
+#ifndef KVC_OPS_ELEM_H
+#define KVC_OPS_ELEM_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kvcache/base.h"
+#include "kvcache/half.h"
+
+/* Reads element idx of a f32/f16/bf16/i8 buffer as float (i8 raw, not dequantised). */
+static inline float kvc_elem_load(const void *base, kvc_dtype dt, int64_t idx)
+{
+    switch (dt) {
+    case KVC_DTYPE_F32: return ((const float *)base)[idx];
+    case KVC_DTYPE_F16: return kvc_f16_to_f32(((const uint16_t *)base)[idx]);
+    case KVC_DTYPE_BF16: return kvc_bf16_to_f32(((const uint16_t *)base)[idx]);
+    case KVC_DTYPE_I8: return (float)((const int8_t *)base)[idx];
+    case KVC_DTYPE_BOOL: return (float)((const uint8_t *)base)[idx];
+    default: return 0.0f;
+    }
+}
+
+/* Stores v (rounded to nearest even) at element idx of a f32/f16/bf16 buffer. */
+static inline void kvc_elem_store(void *base, kvc_dtype dt, int64_t idx, float v)
+{
+    switch (dt) {
+    case KVC_DTYPE_F32: ((float *)base)[idx] = v; break;
+    case KVC_DTYPE_F16: ((uint16_t *)base)[idx] = kvc_f32_to_f16(v); break;
+    case KVC_DTYPE_BF16: ((uint16_t *)base)[idx] = kvc_f32_to_bf16(v); break;
+    default: break;
+    }
+}
+
+static inline int kvc_is_float_dtype(kvc_dtype dt)
+{
+    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16;
+}
+
+#endif

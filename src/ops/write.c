@@ -1,0 +1,192 @@
+/* Cache-write operators: legacy contiguous scatter (AO 2.1), slot scatter
+ * for both paged allocation orders and NZ (AO 2.2, 2.4), int8 quantised
+ * slot writes (AO 2.5). Every index is checked before anything is written. */
+#include <math.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "kvcache/ops.h"
+#include "ops/elem.h"
+#include "ops/write_internal.h"
+
+kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                int64_t n_starts)
+{
+    if (!cache || !upd || !cache->data || !upd->data || (!starts && n_starts > 0))
+        return kvc_fail(KVC_EINVAL, "write_contiguous: cache, upd and starts must not be NULL");
+    if (cache->ndim != 3 || upd->ndim != 3)
+        return kvc_fail(KVC_EINVAL, "write_contiguous: cache (ndim %d) and upd (ndim %d) must be 3-D [B, S, H]",
+                        (int)cache->ndim, (int)upd->ndim);
+    if (cache->dtype != upd->dtype)
+        return kvc_fail(KVC_EINVAL, "write_contiguous: upd dtype %s must equal the cache dtype %s",
+                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+    const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2];
+    const int64_t L = upd->shape[1];
+    if (upd->shape[0] != B || upd->shape[2] != H)
+        return kvc_fail(KVC_EINVAL, "write_contiguous: upd [%lld, %lld, %lld] must be [B=%lld, L, H=%lld]",
+                        (long long)upd->shape[0], (long long)L, (long long)upd->shape[2], (long long)B,
+                        (long long)H);
+    if (n_starts != B)
+        return kvc_fail(KVC_EINVAL, "write_contiguous: %lld starts given, expected one per batch row (%lld)",
+                        (long long)n_starts, (long long)B);
+    for (int64_t b = 0; b < B; b++)
+        if (starts[b] < 0 || starts[b] + L > S)
+            return kvc_fail(KVC_ERANGE,
+                            "write_contiguous: row %lld start %lld + %lld new tokens exceeds S_max %lld (must be in [0, S_max - L])",
+                            (long long)b, (long long)starts[b], (long long)L, (long long)S);
+    const size_t es = kvc_dtype_size(cache->dtype);
+    for (int64_t b = 0; b < B; b++)
+        memcpy((char *)cache->data + ((size_t)(b * S + starts[b]) * (size_t)H) * es,
+               (const char *)upd->data + ((size_t)(b * L) * (size_t)H) * es, (size_t)(L * H) * es);
+    return KVC_OK;
+}
+
+int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
+                     int64_t head_dim, int64_t c0)
+{
+    const int64_t H = n_heads * head_dim, j = h * head_dim + d;
+    return p * (bs * H) + (j / c0) * (bs * c0) + o * c0 + (j % c0);
+}
+
+int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d)
+{
+    const int64_t p = slot / g->bs, o = slot % g->bs;
+    switch (g->order) {
+    case KVC_PAGED_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
+    case KVC_PAGED_NZ: return kvc_nz_index(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
+    case KVC_PAGED_BNBSND:
+    default: return (slot * g->n_heads + h) * g->head_dim + d;
+    }
+}
+
+kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, const char *what,
+                             kvc_paged_geom *g)
+{
+    if (!cache || !cache->data)
+        return kvc_fail(KVC_EINVAL, "%s: cache must not be NULL", what);
+    if (cache->ndim != 4)
+        return kvc_fail(KVC_EINVAL, "%s: cache has ndim %d, expected 4 ([NB, bs, Nkv, D] or [NB, Nkv, bs, D])",
+                        what, (int)cache->ndim);
+    g->order = order;
+    g->n_blocks = cache->shape[0];
+    if (order == KVC_PAGED_BNNBSD) {
+        g->n_heads = cache->shape[1];
+        g->bs = cache->shape[2];
+    } else if (order == KVC_PAGED_BNBSND || order == KVC_PAGED_NZ) {
+        g->bs = cache->shape[1];
+        g->n_heads = cache->shape[2];
+    } else {
+        return kvc_fail(KVC_EINVAL, "%s: unknown paged order %d", what, (int)order);
+    }
+    g->head_dim = cache->shape[3];
+    g->c0 = 0;
+    if (g->bs <= 0 || g->n_heads <= 0 || g->head_dim <= 0 || g->n_blocks < 0)
+        return kvc_fail(KVC_EINVAL, "%s: cache extents must be positive", what);
+    if (order == KVC_PAGED_NZ) {
+        size_t es = kvc_dtype_size(cache->dtype);
+        if (es != 1 && es != 2)
+            return kvc_fail(KVC_EINVAL, "%s: NZ caches hold 16-bit or int8 elements, not %s", what,
+                            kvc_dtype_name(cache->dtype));
+        g->c0 = 32 / (int64_t)es;
+        if (g->head_dim % g->c0 != 0 || g->bs % 16 != 0)
+            return kvc_fail(KVC_EINVAL,
+                            "%s: NZ cache needs D %% c0 == 0 and bs %% 16 == 0 (D %lld, c0 %lld, bs %lld)", what,
+                            (long long)g->head_dim, (long long)g->c0, (long long)g->bs);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity,
+                           const char *what)
+{
+    if (n_slots != n_tokens)
+        return kvc_fail(KVC_EINVAL, "%s: %lld slots for %lld tokens (need one slot per token)", what,
+                        (long long)n_slots, (long long)n_tokens);
+    if (n_slots > 0 && !slots)
+        return kvc_fail(KVC_EINVAL, "%s: slots must not be NULL", what);
+    for (int64_t t = 0; t < n_slots; t++)
+        if (slots[t] != KVC_SLOT_SKIP && (slots[t] < 0 || slots[t] >= capacity))
+            return kvc_fail(KVC_ERANGE,
+                            "%s: slot %lld of token %lld is outside [0, NB*bs = %lld) and is not the skip marker -1",
+                            what, (long long)slots[t], (long long)t, (long long)capacity);
+    return KVC_OK;
+}
+
+static kvc_status check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what)
+{
+    if (!upd || !upd->data || upd->ndim != 3 || upd->shape[1] != g->n_heads || upd->shape[2] != g->head_dim)
+        return kvc_fail(KVC_EINVAL, "%s: upd must be [T, Nkv = %lld, D = %lld]", what, (long long)g->n_heads,
+                        (long long)g->head_dim);
+    return KVC_OK;
+}
+
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                           const int64_t *slots, int64_t n_slots)
+{
+    kvc_paged_geom g;
+    kvc_status st = kvc_paged_geom_of(cache, order, "write_slots", &g);
+    if (st != KVC_OK) return st;
+    if ((st = check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
+    if (upd->dtype != cache->dtype)
+        return kvc_fail(KVC_EINVAL,
+                        "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
+                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, "write_slots")) != KVC_OK)
+        return st;
+    const size_t es = kvc_dtype_size(cache->dtype);
+    const int64_t D = g.head_dim;
+    /* contiguous runs per (token, head): the whole D for plain orders, c0 for NZ */
+    const int64_t run = order == KVC_PAGED_NZ ? g.c0 : D;
+    for (int64_t t = 0; t < n_slots; t++) {
+        if (slots[t] == KVC_SLOT_SKIP) continue;
+        for (int64_t h = 0; h < g.n_heads; h++)
+            for (int64_t d = 0; d < D; d += run)
+                memcpy((char *)cache->data + (size_t)kvc_paged_index(&g, slots[t], h, d) * es,
+                       (const char *)upd->data + (size_t)((t * g.n_heads + h) * D + d) * es, (size_t)run * es);
+    }
+    return KVC_OK;
+}
+
+int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
+{
+    float y = nearbyintf(x * inv_scale + offset); /* default FP mode: ties to even */
+    if (!(y == y)) return 0;
+    if (y > 127.0f) return 127;
+    if (y < -128.0f) return -128;
+    return (int8_t)y;
+}
+
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
+                                 const float *offset, int64_t n_quant)
+{
+    kvc_paged_geom g;
+    kvc_status st = kvc_paged_geom_of(cache, order, "write_slots_quant", &g);
+    if (st != KVC_OK) return st;
+    if ((st = check_upd(upd, &g, "write_slots_quant")) != KVC_OK) return st;
+    if (cache->dtype != KVC_DTYPE_I8 || upd->dtype != KVC_DTYPE_F32)
+        return kvc_fail(KVC_EINVAL, "write_slots_quant: needs an int8 cache (got %s) and f32 upd (got %s)",
+                        kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
+    const int64_t H = g.n_heads * g.head_dim;
+    if (!inv_scale || (n_quant != 1 && n_quant != H))
+        return kvc_fail(KVC_EINVAL, "write_slots_quant: %lld scales given, expected 1 (per tensor) or Nkv*D = %lld",
+                        (long long)n_quant, (long long)H);
+    for (int64_t i = 0; i < n_quant; i++)
+        if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
+            return kvc_fail(KVC_EINVAL, "write_slots_quant: inv_scale[%lld] = %g must be finite and non-zero",
+                            (long long)i, (double)inv_scale[i]);
+    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, "write_slots_quant")) != KVC_OK)
+        return st;
+    const float *x = upd->data;
+    int8_t *c = cache->data;
+    for (int64_t t = 0; t < n_slots; t++) {
+        if (slots[t] == KVC_SLOT_SKIP) continue;
+        for (int64_t h = 0; h < g.n_heads; h++)
+            for (int64_t d = 0; d < g.head_dim; d++) {
+                const int64_t ch = h * g.head_dim + d, qi = n_quant == 1 ? 0 : ch;
+                c[kvc_paged_index(&g, slots[t], h, d)] =
+                    kvc_quantize_i8(x[t * H + ch], inv_scale[qi], offset ? offset[qi] : 0.0f);
+            }
+    }
+    return KVC_OK;
+}

@@ -1,0 +1,263 @@
+/* Cache-write ops (verification.md 7.1): contiguous scatter, slot scatter in
+ * both paged orders and NZ, fused MLA RMSNorm+RoPE+write, int8 writes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/half.h"
+#include "kvcache/ops.h"
+
+static kvc_tensor tensor4(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    kvc_tensor t = {.data = data, .dtype = dt, .ndim = 4, .shape = {a, b, c, d}};
+    return t;
+}
+
+static kvc_tensor tensor3(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c)
+{
+    kvc_tensor t = {.data = data, .dtype = dt, .ndim = 3, .shape = {a, b, c}};
+    return t;
+}
+
+static void test_contiguous_scatter(void **state)
+{
+    (void)state;
+    enum { B = 2, S = 6, H = 3, L = 2 };
+    float cache[B * S * H], upd[B * L * H];
+    for (int i = 0; i < B * S * H; i++) cache[i] = -1.0f;
+    for (int i = 0; i < B * L * H; i++) upd[i] = (float)i;
+    kvc_tensor c = tensor3(cache, KVC_DTYPE_F32, B, S, H), u = tensor3(upd, KVC_DTYPE_F32, B, L, H);
+    int64_t starts[B] = {0, 4};
+    assert_int_equal(kvc_write_contiguous(&c, &u, starts, B), KVC_OK);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) {
+                int t = s - (int)starts[b];
+                float want = (t >= 0 && t < L) ? upd[(b * L + t) * H + h] : -1.0f;
+                assert_true(cache[(b * S + s) * H + h] == want);
+            }
+    float before[B * S * H];
+    memcpy(before, cache, sizeof cache);
+    int64_t bad[B] = {0, 5}; /* 5 + 2 > 6 (R17) */
+    assert_int_equal(kvc_write_contiguous(&c, &u, bad, B), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "S_max"));
+    assert_memory_equal(before, cache, sizeof cache);
+    int64_t neg[B] = {-1, 0};
+    assert_int_equal(kvc_write_contiguous(&c, &u, neg, B), KVC_ERANGE);
+    assert_int_equal(kvc_write_contiguous(&c, &u, starts, 1), KVC_EINVAL);
+}
+
+/* Both allocation orders: values land at the formula's addresses, others untouched, -1 skipped. */
+static void check_slot_scatter(kvc_paged_order order)
+{
+    enum { NB = 3, BS = 4, N = 2, D = 3, T = 4 };
+    float cache[NB * BS * N * D], upd[T * N * D];
+    for (int i = 0; i < NB * BS * N * D; i++) cache[i] = 1000.0f + (float)i;
+    for (int i = 0; i < T * N * D; i++) upd[i] = (float)i;
+    kvc_tensor c = order == KVC_PAGED_BNNBSD ? tensor4(cache, KVC_DTYPE_F32, NB, N, BS, D)
+                                             : tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D);
+    kvc_tensor u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
+    int64_t slots[T] = {5, KVC_SLOT_SKIP, 11, 0};
+    assert_int_equal(kvc_write_slots(&c, order, &u, slots, T), KVC_OK);
+    int written[NB * BS * N * D] = {0};
+    for (int t = 0; t < T; t++) {
+        if (slots[t] < 0) continue;
+        int64_t p = slots[t] / BS, o = slots[t] % BS;
+        for (int h = 0; h < N; h++)
+            for (int d = 0; d < D; d++) {
+                int64_t a = order == KVC_PAGED_BNNBSD ? ((p * N + h) * BS + o) * D + d : ((p * BS + o) * N + h) * D + d;
+                assert_true(cache[a] == upd[(t * N + h) * D + d]);
+                written[a] = 1;
+            }
+    }
+    for (int i = 0; i < NB * BS * N * D; i++)
+        if (!written[i]) assert_true(cache[i] == 1000.0f + (float)i);
+    float before[NB * BS * N * D];
+    memcpy(before, cache, sizeof cache);
+    int64_t oob[T] = {1, 2, NB * BS, 3};
+    assert_int_equal(kvc_write_slots(&c, order, &u, oob, T), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "skip marker"));
+    int64_t neg2[T] = {1, 2, -2, 3};
+    assert_int_equal(kvc_write_slots(&c, order, &u, neg2, T), KVC_ERANGE);
+    assert_int_equal(kvc_write_slots(&c, order, &u, slots, T - 1), KVC_EINVAL); /* len(slots) != T */
+    assert_memory_equal(before, cache, sizeof cache);
+    uint16_t upd16[T * N * D] = {0};
+    kvc_tensor u16 = tensor3(upd16, KVC_DTYPE_BF16, T, N, D);
+    assert_int_equal(kvc_write_slots(&c, order, &u16, slots, T), KVC_EINVAL); /* dtype mismatch */
+}
+
+static void test_slot_scatter_bnbsnd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNBSND); }
+static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNNBSD); }
+
+static void test_nz_index_examples(void **state)
+{
+    (void)state;
+    assert_int_equal(kvc_nz_index(3, 5, 0, 37, 128, 1, 512, 16), 200789);
+    assert_int_equal(kvc_nz_index(3, 5, 0, 37, 128, 1, 512, 32), 200869);
+    /* plain order of the same element */
+    assert_int_equal((3 * 128 + 5) * 512 + 37, 199205);
+}
+
+static void test_nz_write_roundtrip(void **state)
+{
+    (void)state;
+    enum { NB = 4, BS = 128, D = 512 };
+    uint16_t *cache = calloc((size_t)NB * BS * D, sizeof *cache);
+    float upd[D];
+    uint16_t upd16[D];
+    for (int d = 0; d < D; d++) {
+        upd16[d] = kvc_f32_to_bf16((float)(d + 1));
+        upd[d] = kvc_bf16_to_f32(upd16[d]);
+    }
+    kvc_tensor c = tensor4(cache, KVC_DTYPE_BF16, NB, BS, 1, D), u = tensor3(upd16, KVC_DTYPE_BF16, 1, 1, D);
+    int64_t slot = 3 * BS + 5;
+    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_NZ, &u, &slot, 1), KVC_OK);
+    assert_true(kvc_bf16_to_f32(cache[200789]) == upd[37]);
+    /* read back through the 5-D view [NB, 1, D/16, bs, 16] */
+    int plain_same = 1;
+    for (int d = 0; d < D; d++) {
+        size_t a5 = ((((size_t)3 * 1 + 0) * (D / 16) + (size_t)d / 16) * BS + 5) * 16 + (size_t)d % 16;
+        assert_true(kvc_bf16_to_f32(cache[a5]) == upd[d]);
+        if (kvc_bf16_to_f32(cache[(size_t)slot * D + (size_t)d]) != upd[d]) plain_same = 0;
+    }
+    assert_false(plain_same); /* a plain-order read of an NZ cache sees other data */
+    float f32cache[16];
+    kvc_tensor cf = tensor4(f32cache, KVC_DTYPE_F32, 1, 16, 1, 1);
+    assert_int_equal(kvc_write_slots(&cf, KVC_PAGED_NZ, &u, &slot, 1), KVC_EINVAL); /* f32 NZ unsupported */
+    free(cache);
+}
+
+static void test_rmsnorm_rope_vectors(void **state)
+{
+    (void)state;
+    float x[2] = {3, 4}, g[2] = {1, 1}, y[2];
+    kvc_rmsnorm_f32(x, g, 2, 0.0f, y);
+    assert_float_equal(y[0], 0.848528f, 1e-6);
+    assert_float_equal(y[1], 1.131371f, 1e-6);
+    float r[4] = {1, 2, 3, 4}, one[4] = {1, 1, 1, 1}, zero[4] = {0, 0, 0, 0}, o[4];
+    kvc_rope_interleaved_f32(r, one, zero, 4, o);
+    float w1[4] = {1, 3, 2, 4};
+    for (int i = 0; i < 4; i++) assert_true(o[i] == w1[i]);
+    kvc_rope_interleaved_f32(r, zero, one, 4, o);
+    float w2[4] = {-2, -4, 1, 3};
+    for (int i = 0; i < 4; i++) assert_true(o[i] == w2[i]);
+}
+
+/* Full 512 + 64 case against a scalar double-precision reference, plain and NZ. */
+static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
+{
+    enum { T = 3, DC = 512, DR = 64, NB = 2, BS = 16 };
+    float *kv = malloc(sizeof(float) * T * (DC + DR)), gamma[DC], cs[T * DR], sn[T * DR];
+    srand(7);
+    for (int i = 0; i < T * (DC + DR); i++) kv[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
+    for (int i = 0; i < DC; i++) gamma[i] = 0.5f + (float)i / DC;
+    for (int i = 0; i < T * DR; i++) {
+        cs[i] = cosf(0.01f * (float)i);
+        sn[i] = sinf(0.01f * (float)i);
+    }
+    const size_t es = kvc_dtype_size(nope_dt);
+    void *nope = calloc((size_t)NB * BS * DC, es);
+    uint16_t *rope = calloc((size_t)NB * BS * DR, 2);
+    kvc_tensor cn = tensor4(nope, nope_dt, NB, BS, 1, DC), cr = tensor4(rope, KVC_DTYPE_BF16, NB, BS, 1, DR);
+    int64_t slots[T] = {17, KVC_SLOT_SKIP, 2};
+    float inv_scale = 40.0f, out_nope[T * DC], out_rope[T * DR];
+    kvc_mla_write_params p = {.kv = kv, .gamma = gamma, .cos = cs, .sin = sn, .slots = slots, .n_tokens = T,
+                              .latent_dim = DC, .rope_dim = DR, .eps = 1e-6f, .order = order,
+                              .nope_cache = &cn, .rope_cache = &cr,
+                              .nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? &inv_scale : NULL,
+                              .out_nope = out_nope, .out_rope = out_rope};
+    assert_int_equal(kvc_mla_write(&p), KVC_OK);
+    int64_t c0n = 32 / (int64_t)es;
+    for (int t = 0; t < T; t++) {
+        const float *row = kv + t * (DC + DR);
+        double ss = 0;
+        for (int i = 0; i < DC; i++) ss += (double)row[i] * row[i];
+        double inv = 1.0 / sqrt(ss / DC + 1e-6);
+        for (int i = 0; i < DC; i++) {
+            double want = row[i] * inv * gamma[i];
+            assert_float_equal(out_nope[t * DC + i], want, 1e-5);
+            if (slots[t] < 0) continue;
+            int64_t p0 = slots[t] / BS, o = slots[t] % BS;
+            int64_t a = order == KVC_PAGED_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
+            if (nope_dt == KVC_DTYPE_I8) {
+                int8_t q = ((int8_t *)nope)[a];
+                assert_true(fabs(q / inv_scale - want) <= 0.5 / inv_scale + 1e-6 || q == 127 || q == -128);
+            } else {
+                assert_float_equal(kvc_bf16_to_f32(((uint16_t *)nope)[a]), want, fabs(want) * 0.008 + 1e-6);
+            }
+        }
+        for (int i = 0; i < DR; i++) {
+            int k = i % (DR / 2);
+            double x1 = row[DC + 2 * k], x2 = row[DC + 2 * k + 1];
+            double want = i < DR / 2 ? x1 * cs[t * DR + i] - x2 * sn[t * DR + i] : x2 * cs[t * DR + i] + x1 * sn[t * DR + i];
+            assert_float_equal(out_rope[t * DR + i], want, 1e-6);
+            if (slots[t] < 0) continue;
+            int64_t p0 = slots[t] / BS, o = slots[t] % BS;
+            int64_t a = order == KVC_PAGED_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, 16) : slots[t] * DR + i;
+            assert_float_equal(kvc_bf16_to_f32(rope[a]), want, fabs(want) * 0.008 + 1e-6);
+        }
+    }
+    /* misuse: int8 cache without scale; bad slot */
+    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? NULL : &inv_scale;
+    assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
+    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? &inv_scale : NULL;
+    slots[0] = NB * BS;
+    assert_int_equal(kvc_mla_write(&p), KVC_ERANGE);
+    free(kv);
+    free(nope);
+    free(rope);
+}
+
+static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_PAGED_BNBSND, KVC_DTYPE_BF16); }
+static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_BF16); }
+static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_I8); }
+
+static void test_quantized_write(void **state)
+{
+    (void)state;
+    /* round half to even, saturation */
+    assert_int_equal(kvc_quantize_i8(2.5f, 1.0f, 0.0f), 2);
+    assert_int_equal(kvc_quantize_i8(3.5f, 1.0f, 0.0f), 4);
+    assert_int_equal(kvc_quantize_i8(-2.5f, 1.0f, 0.0f), -2);
+    assert_int_equal(kvc_quantize_i8(1000.0f, 1.0f, 0.0f), 127);
+    assert_int_equal(kvc_quantize_i8(-1000.0f, 1.0f, 0.0f), -128);
+    assert_int_equal(kvc_quantize_i8(1.0f, 10.0f, 0.5f), 10); /* 10.5 -> 10 */
+    enum { NB = 2, BS = 4, N = 2, D = 4, T = 3 };
+    int8_t cache[NB * BS * N * D] = {0};
+    float upd[T * N * D];
+    for (int i = 0; i < T * N * D; i++) upd[i] = (float)(i - 12) * 0.37f;
+    float inv[N * D], off[N * D];
+    for (int i = 0; i < N * D; i++) {
+        inv[i] = 10.0f + (float)i;
+        off[i] = (float)(i % 3) - 1.0f;
+    }
+    kvc_tensor c = tensor4(cache, KVC_DTYPE_I8, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
+    int64_t slots[T] = {1, 6, KVC_SLOT_SKIP};
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, N * D), KVC_OK);
+    for (int t = 0; t < 2; t++)
+        for (int ch = 0; ch < N * D; ch++) {
+            int8_t q = cache[slots[t] * N * D + ch];
+            /* dequantise with scale = 1/inv, read offset = -off: x ~ scale * (q - off) */
+            double x = (1.0 / inv[ch]) * (q - off[ch]);
+            assert_true(fabs(x - upd[t * N * D + ch]) <= 0.5 / inv[ch] + 1e-6);
+        }
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, 3), KVC_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_contiguous_scatter),   cmocka_unit_test(test_slot_scatter_bnbsnd),
+        cmocka_unit_test(test_slot_scatter_bnnbsd),  cmocka_unit_test(test_nz_index_examples),
+        cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
+        cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
+        cmocka_unit_test(test_mla_write_nz_int8),    cmocka_unit_test(test_quantized_write),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
