@@ -183,7 +183,7 @@ typedef struct kvc_block_plan {
     int64_t per_token_bytes; /* paged caches, one token, all layers */
     int64_t fixed_bytes;     /* every fixed-type entry at its planned count */
     int64_t max_tokens;      /* tokens the paged budget holds (OFFLINE: max_len * C) */
-    int64_t total_bytes;     /* bytes of every planned cache tensor */
+    int64_t total_bytes;     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
 kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
@@ -219,8 +219,8 @@ typedef struct kvc_manager_params {
     int64_t engine_next_n; /* >= 0: Mamba entries must agree; -1 = not checked */
 } kvc_manager_params;
 
-/* max_model_len 0 (must be set), max_requests 0 = max(256, the largest pool's
- * usable blocks), engine_next_n -1. */
+/* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
+ * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1. */
 kvc_manager_params kvc_manager_default_params(void);
 
 /* The description must outlive the manager (buffer infos read its tensors). */

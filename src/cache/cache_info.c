@@ -1,0 +1,171 @@
+/* Cache descriptions: defaults, derived values, validation (spec §2.5) and
+ * grouping by manager key (spec §4.6). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "cache/manager_type.h"
+
+kvc_cache_entry kvc_cache_entry_default(void) {
+    return (kvc_cache_entry){
+        .attn_type = KVC_ATTN_FULL,
+        .dtype = KVC_DTYPE_BF16,
+        .needs_block = true,
+        .allocator = KVC_ALLOC_HBM,
+        .compress_ratio = 1,
+        .layout = KVC_LAYOUT_BLOCK_MAJOR,
+    };
+}
+
+int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e) {
+    int64_t n = 1;
+    if (e->is_state)
+        for (int32_t i = 0; i < e->n_shape; i++) n *= e->shape[i];
+    else
+        for (int32_t i = 0; i < e->n_dims; i++) n *= e->dim[i];
+    return n;
+}
+
+const char *kvc_cache_entry_group_key(const kvc_cache_entry *e) {
+    return e->manager_key[0] != '\0' ? e->manager_key : kvc_attn_type_name((kvc_attn_type)e->attn_type);
+}
+
+static bool terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
+
+/* One block of the entry stays below 2^40 bytes, so that plans of up to
+ * INT32_MAX blocks cannot overflow int64. */
+static bool entry_block_bytes_fit(const kvc_cache_entry *e) {
+    const int64_t limit = (int64_t)1 << 40;
+    int64_t bytes = (int64_t)kvc_dtype_size(e->dtype);
+    const int64_t *dims = e->is_state ? e->shape : e->dim;
+    int32_t n = e->is_state ? e->n_shape : e->n_dims;
+    for (int32_t i = 0; i < n; i++)
+        if (!kvc_mul64(bytes, dims[i], &bytes) || bytes > limit) return false;
+    if (!e->is_state && (!kvc_mul64(bytes, e->num_head, &bytes) || bytes > limit)) return false;
+    return kvc_mul64(bytes, e->block_size, &bytes) && bytes <= limit;
+}
+
+/* The checks every needs_block entry goes through, in the spec's order, then
+ * the proposed up-front ones. */
+static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
+    if (e->block_size <= 0)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: block_size %lld must be positive", layer_idx, e->name,
+                        (long long)e->block_size);
+    const kvc_manager_type *type = kvc_manager_type_find((kvc_attn_type)e->attn_type);
+    if (type == NULL)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
+                        "SlidingWindow or Mamba)", layer_idx, e->name, e->attn_type);
+    if (e->layout != KVC_LAYOUT_BLOCK_MAJOR && e->layout != KVC_LAYOUT_HEAD_MAJOR)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND or BnNBsD)",
+                        layer_idx, e->name, e->layout);
+    if (e->is_state && e->attn_type != KVC_ATTN_MAMBA)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: a state entry must have attn_type Mamba, not %s", layer_idx,
+                        e->name, type->name);
+    kvc_status st = type->validate_entry(e, layer_idx);
+    if (st != KVC_OK) return st;
+    if (e->allocator != KVC_ALLOC_HBM && e->allocator != KVC_ALLOC_SWAPPED)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: allocator %d is unknown (expected HBM or SWAPPED_MEMORY)",
+                        layer_idx, e->name, e->allocator);
+    if (kvc_dtype_size(e->dtype) == 0)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: dtype %d is unknown", layer_idx, e->name, (int)e->dtype);
+    if (e->compress_ratio < 1 || e->block_size % e->compress_ratio != 0)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: compress_ratio %lld must be >= 1 and divide block_size %lld",
+                        layer_idx, e->name, (long long)e->compress_ratio, (long long)e->block_size);
+    if (e->compress_ratio != 1 && e->attn_type != KVC_ATTN_FULL)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: compress_ratio %lld is only allowed for FullAttention "
+                        "(%s needs 1)", layer_idx, e->name, (long long)e->compress_ratio, type->name);
+    if (!entry_block_bytes_fit(e))
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: one block (block_size x heads x dims x itemsize) exceeds "
+                        "2^40 bytes", layer_idx, e->name);
+    if (e->sliding_window != 0 && e->attn_type != KVC_ATTN_SLIDING_WINDOW)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: sliding_window %lld is set on a %s cache (only "
+                        "SlidingWindow takes one)", layer_idx, e->name, (long long)e->sliding_window, type->name);
+    return KVC_OK;
+}
+
+static kvc_status validate_entries(const kvc_model_cache_info *ci) {
+    if (ci == NULL) return kvc_fail(KVC_EINVAL, "cache info must not be NULL");
+    if (ci->n_layer_infos < 0 || (ci->n_layer_infos > 0 && ci->layer_infos == NULL))
+        return kvc_fail(KVC_EINVAL, "cache info: layer_infos is NULL or n_layer_infos %d is negative",
+                        ci->n_layer_infos);
+    if (ci->num_layers != ci->n_layer_infos)
+        return kvc_fail(KVC_EINVAL, "cache info: num_layers %d differs from the %d layer infos given", ci->num_layers,
+                        ci->n_layer_infos);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) {
+        const kvc_layer_cache_info *layer = &ci->layer_infos[l];
+        if (layer->n_caches <= 0 || layer->caches == NULL)
+            return kvc_fail(KVC_EINVAL, "layer %d: caches is empty (every layer needs at least one entry)",
+                            layer->layer_idx);
+        for (int32_t c = 0; c < layer->n_caches; c++) {
+            const kvc_cache_entry *e = &layer->caches[c];
+            if (!terminated(e->name, sizeof e->name) || e->name[0] == '\0')
+                return kvc_fail(KVC_EINVAL, "layer %d, cache %d: name must be a non-empty string of at most %d bytes",
+                                layer->layer_idx, c, KVC_NAME_MAX - 1);
+            if (!terminated(e->manager_key, sizeof e->manager_key))
+                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: manager_key is longer than %d bytes",
+                                layer->layer_idx, e->name, KVC_NAME_MAX - 1);
+            if (!e->needs_block) continue;
+            kvc_status st = validate_entry(e, layer->layer_idx);
+            if (st != KVC_OK) return st;
+        }
+    }
+    return KVC_OK;
+}
+
+static kvc_cache_group *find_group(kvc_cache_groups *out, const char *key) {
+    for (int32_t g = 0; g < out->n_groups; g++)
+        if (strcmp(out->groups[g].key, key) == 0) return &out->groups[g];
+    return NULL;
+}
+
+/* Adds a validated entry to its group, creating the group on first sight. */
+static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t layer_idx) {
+    const char *key = kvc_cache_entry_group_key(e);
+    const kvc_manager_type *type = kvc_manager_type_find((kvc_attn_type)e->attn_type);
+    kvc_cache_group *g = find_group(out, key);
+    if (g == NULL) {
+        if (out->n_groups == KVC_MAX_MANAGERS)
+            return kvc_fail(KVC_EINVAL, "layer %d, cache %s: more than %d manager keys", layer_idx, e->name,
+                            KVC_MAX_MANAGERS);
+        g = &out->groups[out->n_groups++];
+        *g = (kvc_cache_group){.attn_type = (kvc_attn_type)e->attn_type, .block_size = e->block_size,
+                               .compress_ratio = 1, .n_entries = 1};
+        snprintf(g->key, sizeof g->key, "%s", key);
+        return type->join_group(g, e, layer_idx, true);
+    }
+    if (g->attn_type != (kvc_attn_type)e->attn_type)
+        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %s differs from %s of the other caches of "
+                        "manager %s", layer_idx, e->name, type->name, kvc_attn_type_name(g->attn_type), g->key);
+    if (g->block_size != e->block_size)
+        return kvc_group_mismatch(g, e, layer_idx, "block_size", g->block_size, e->block_size);
+    g->n_entries++;
+    return type->join_group(g, e, layer_idx, false);
+}
+
+kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_cache_groups_build: out must not be NULL");
+    kvc_status st = validate_entries(ci);
+    if (st != KVC_OK) return st;
+    kvc_cache_groups groups = {0};
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) {
+        const kvc_layer_cache_info *layer = &ci->layer_infos[l];
+        for (int32_t c = 0; c < layer->n_caches; c++) {
+            if (!layer->caches[c].needs_block) continue;
+            st = join(&groups, &layer->caches[c], layer->layer_idx);
+            if (st != KVC_OK) return st;
+        }
+    }
+    *out = groups;
+    return KVC_OK;
+}
+
+kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n) {
+    kvc_cache_groups groups;
+    kvc_status st = kvc_cache_groups_build(ci, &groups);
+    if (st != KVC_OK || engine_next_n < 0) return st;
+    for (int32_t g = 0; g < groups.n_groups; g++)
+        if (groups.groups[g].attn_type == KVC_ATTN_MAMBA && groups.groups[g].next_n != engine_next_n)
+            return kvc_fail(KVC_EINVAL, "manager %s: Mamba next_n %lld differs from the engine's next_n %lld",
+                            groups.groups[g].key, (long long)groups.groups[g].next_n, (long long)engine_next_n);
+    return KVC_OK;
+}

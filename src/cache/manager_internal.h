@@ -1,0 +1,21 @@
+/* Internal: the request-level manager's state, shared by its files. */
+#ifndef KVC_CACHE_MANAGER_INTERNAL_H
+#define KVC_CACHE_MANAGER_INTERNAL_H
+
+#include "cache/manager_type.h"
+#include "cache/request_table.h"
+
+struct kvc_manager {
+    const kvc_model_cache_info *ci;
+    int64_t max_model_len;
+    int32_t n_managers;
+    kvc_single_manager managers[KVC_MAX_MANAGERS]; /* in group (first-seen) order */
+    kvc_request_table requests;
+    kvc_req_blocks *tables; /* [max_requests, n_managers] per request slot */
+    int32_t *layer_order;   /* [n_layer_infos] layer infos by ascending layer_idx */
+};
+
+/* The n_managers tables of a request slot. */
+kvc_req_blocks *kvc_manager_request_tables(const kvc_manager *m, int32_t slot);
+
+#endif

@@ -1,0 +1,150 @@
+/* Read-only queries of the request-level manager (spec §5.3). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "cache/manager_internal.h"
+
+static const kvc_single_manager *key_manager(const kvc_manager *m, int32_t key_index) {
+    if (m == NULL || key_index < 0 || key_index >= m->n_managers) return NULL;
+    return &m->managers[key_index];
+}
+
+int32_t kvc_manager_n_keys(const kvc_manager *m) { return m != NULL ? m->n_managers : 0; }
+
+const char *kvc_manager_key(const kvc_manager *m, int32_t key_index) {
+    const kvc_single_manager *sm = key_manager(m, key_index);
+    return sm != NULL ? sm->group.key : NULL;
+}
+
+kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out) {
+    if (m == NULL || key == NULL || out == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_manager_key_index: manager, key and out must not be NULL");
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        if (strcmp(m->managers[g].group.key, key) == 0) {
+            *out = g;
+            return KVC_OK;
+        }
+    }
+    return kvc_fail(KVC_EINVAL, "manager key \"%s\" is unknown", key);
+}
+
+/* Value of one group field, or `fallback` for a bad key index. */
+#define KEY_FIELD(m, key_index, expr, fallback)                          \
+    do {                                                                 \
+        const kvc_single_manager *sm_ = key_manager((m), (key_index));   \
+        return sm_ != NULL ? (expr) : (fallback);                        \
+    } while (0)
+
+kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.attn_type, KVC_ATTN_TYPE_COUNT); }
+int64_t kvc_manager_block_size(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.block_size, -1); }
+int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_blocks(sm_->pool), -1); }
+int64_t kvc_manager_num_free(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_free(sm_->pool), -1); }
+int64_t kvc_manager_next_n(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.next_n, -1); }
+int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.compress_ratio, -1); }
+
+int64_t kvc_manager_table_width(const kvc_manager *m, int32_t k, int64_t max_len) {
+    KEY_FIELD(m, k, max_len >= 0 ? kvc_cdiv(max_len, sm_->group.block_size) : -1, -1);
+}
+
+int64_t kvc_manager_max_model_len(const kvc_manager *m) { return m != NULL ? m->max_model_len : -1; }
+
+int64_t kvc_manager_num_live_requests(const kvc_manager *m) { return m != NULL ? m->requests.n_live : 0; }
+
+bool kvc_manager_has_request(const kvc_manager *m, int64_t rid, int32_t key_index) {
+    if (key_manager(m, key_index) == NULL) return false;
+    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    return slot >= 0 && kvc_manager_request_tables(m, slot)[key_index].present;
+}
+
+static kvc_status check_copy_args(const kvc_manager *m, int32_t key_index, const int32_t *out, int64_t cap,
+                                  const int64_t *n_out, const char *fn) {
+    if (m == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "%s: manager and n_out must not be NULL", fn);
+    if (key_manager(m, key_index) == NULL)
+        return kvc_fail(KVC_ERANGE, "%s: key index %d is out of range [0, %d)", fn, key_index, m->n_managers);
+    if (cap < 0 || (cap > 0 && out == NULL))
+        return kvc_fail(KVC_EINVAL, "%s: out must hold cap %lld ids", fn, (long long)cap);
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out, int64_t cap,
+                                 int64_t *n_out) {
+    kvc_status st = check_copy_args(m, key_index, out, cap, n_out, "kvc_manager_block_ids");
+    if (st != KVC_OK) return st;
+    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    if (slot < 0) {
+        *n_out = 0;
+        return KVC_OK;
+    }
+    const kvc_req_blocks *t = &kvc_manager_request_tables(m, slot)[key_index];
+    kvc_single_manager_table(&m->managers[key_index], t, out, cap);
+    *n_out = kvc_req_blocks_len(t);
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap, int64_t *n_out) {
+    kvc_status st = check_copy_args(m, key_index, out, cap, n_out, "kvc_manager_free_queue");
+    if (st != KVC_OK) return st;
+    return kvc_block_pool_free_ids(m->managers[key_index].pool, out, cap, n_out);
+}
+
+kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap) {
+    if (m == NULL || buf == NULL || cap == 0)
+        return kvc_fail(KVC_EINVAL, "kvc_manager_format_usage: manager and a non-empty buffer are required");
+    if (m->n_managers == 0) {
+        int n = snprintf(buf, cap, "0/0");
+        return (size_t)n < cap ? KVC_OK : kvc_fail(KVC_ERANGE, "usage needs %d bytes, buffer has %zu", n + 1, cap);
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        const kvc_single_manager *sm = &m->managers[g];
+        int64_t total = kvc_block_pool_num_blocks(sm->pool);
+        int n = snprintf(buf + used, cap - used, "%s%s:%lld/%lld", g > 0 ? "," : "", sm->group.key,
+                         (long long)(total - kvc_block_pool_num_free(sm->pool)), (long long)total);
+        if (n < 0 || (size_t)n >= cap - used)
+            return kvc_fail(KVC_ERANGE, "usage does not fit in a buffer of %zu bytes", cap);
+        used += (size_t)n;
+    }
+    return KVC_OK;
+}
+
+/* One export record for a validated attention entry with a tensor. */
+static kvc_buffer_info buffer_info(const kvc_cache_entry *e, int32_t layer_idx) {
+    int64_t storage_bs = e->block_size / e->compress_ratio;
+    int64_t itemsize = (int64_t)kvc_dtype_size(e->dtype);
+    kvc_buffer_info info = {
+        .data = e->tensor.data,
+        .total_bytes = kvc_tensor_numel(&e->tensor) * itemsize,
+        .bytes_per_block = storage_bs * e->num_head * kvc_cache_entry_dim_numel(e) * itemsize,
+        .block_size = storage_bs,
+        .layer_idx = layer_idx,
+    };
+    snprintf(info.key, sizeof info.key, "%s", kvc_cache_entry_group_key(e));
+    snprintf(info.name, sizeof info.name, "%s", e->name);
+    return info;
+}
+
+kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out) {
+    if (m == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_buffer_infos: manager and n_out must not be NULL");
+    if (cap < 0 || (cap > 0 && out == NULL))
+        return kvc_fail(KVC_EINVAL, "kvc_manager_buffer_infos: out must hold cap %lld records", (long long)cap);
+    int64_t n = 0;
+    for (int32_t i = 0; i < m->ci->n_layer_infos; i++) {
+        const kvc_layer_cache_info *layer = &m->ci->layer_infos[m->layer_order[i]];
+        for (int32_t c = 0; c < layer->n_caches; c++) {
+            const kvc_cache_entry *e = &layer->caches[c];
+            if (!e->needs_block) continue;
+            if (e->attn_type == KVC_ATTN_MAMBA)
+                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: Mamba state caches cannot be exported for KV "
+                                "transfer", layer->layer_idx, e->name);
+            if (e->tensor.data == NULL)
+                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: no tensor allocated (run kvc_cache_storage_allocate "
+                                "first)", layer->layer_idx, e->name);
+            if (n < cap) out[n] = buffer_info(e, layer->layer_idx);
+            n++;
+        }
+    }
+    *n_out = n;
+    return KVC_OK;
+}
