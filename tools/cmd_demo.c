@@ -86,13 +86,13 @@ static int run_steps(kvc_trace *t, int *n_refused) {
     kvc_trace_tables tb = {0};
     char what[128], usage[512];
     int bad = 0;
-    printf("%-4s %-44s %-9s %-36s %s\n", "step", "op", "result", "usage (used/total blocks)", "tables of the request");
+    printf("%-4s %-44s %-9s %-40s %s\n", "step", "op", "result", "usage (used/total blocks)", "tables of the request");
     for (size_t i = 0; i < t->n_ops; i++) {
         const char *message = NULL;
         kvc_status st = kvc_trace_apply(t, i, &message);
         describe_op(&t->ops[i], what, sizeof what);
         if (kvc_manager_format_usage(m, usage, sizeof usage) < 0) snprintf(usage, sizeof usage, "?");
-        printf("%4zu %-44s %-9s %-36s", i, what, result_name(st), usage);
+        printf("%4zu %-44s %-9s %-40s", i, what, result_name(st), usage);
         if (st < 0) {
             printf("  %s", message);
             bad++;

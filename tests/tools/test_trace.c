@@ -1,0 +1,367 @@
+/* `kvcache trace`: golden replays of the worked examples of
+ * kv-management.md §8 and the error lines of malformed traces. Traces and
+ * expected lines are written with ' for " to stay readable. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "trace_replay.h"
+
+/* A copy of s with every ' turned into ". */
+static char *dq(const char *s) {
+    char *out = strdup(s);
+    assert_non_null(out);
+    for (char *c = out; *c != '\0'; c++)
+        if (*c == '\'') *c = '"';
+    return out;
+}
+
+/* What a replay printed (open_memstream keeps these two up to date). */
+typedef struct output {
+    char *text;
+    size_t size;
+} output;
+
+/* Replays trace (with ' for ") into out->text; returns the exit status. */
+static int replay_into(const char *trace, bool usage, output *out) {
+    char *json = dq(trace);
+    FILE *f = open_memstream(&out->text, &out->size);
+    assert_non_null(f);
+    kvc_trace_options opts = {.print_usage = usage};
+    int rc = kvc_trace_replay(json, strlen(json), f, &opts);
+    fclose(f);
+    free(json);
+    return rc;
+}
+
+static void expect_replay(const char *trace, bool usage, int want_rc, const char *want) {
+    output got = {0};
+    int rc = replay_into(trace, usage, &got);
+    char *expected = dq(want);
+    assert_string_equal(got.text, expected);
+    assert_int_equal(rc, want_rc);
+    free(got.text);
+    free(expected);
+}
+
+/* The whole output of an invalid trace: the one error line, status 2. */
+static void expect_invalid(const char *trace, const char *message) {
+    char line[512];
+    snprintf(line, sizeof line, "{'error': '%s'}\n", message);
+    expect_replay(trace, false, KVC_TRACE_EXIT_INVALID, line);
+}
+
+/* The output is exactly one line starting with prefix, status 2. */
+static void expect_invalid_prefix(const char *trace, const char *prefix) {
+    output got = {0};
+    int rc = replay_into(trace, false, &got);
+    char *want = dq(prefix);
+    assert_int_equal(rc, KVC_TRACE_EXIT_INVALID);
+    assert_memory_equal(got.text, want, strlen(want));
+    assert_non_null(strchr(got.text, '\n'));
+    assert_int_equal(strchr(got.text, '\n')[1], '\0');
+    free(got.text);
+    free(want);
+}
+
+#define SW_ENTRY                                                                                                  \
+    "{'name': 'k', 'attn_type': 'SlidingWindow', 'num_head': 1, 'dim': 4, 'dtype': 'f32', 'block_size': 4, "      \
+    "'sliding_window': 6}"
+#define FULL_ENTRY "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [2, 4], 'dtype': 'bf16', 'block_size': 4}"
+
+/* §8.1: W = 6, bs = 4, 8 blocks; prefill 10, 5 decodes, free; then a new
+ * prefill of 28 shows the FIFO reuse order (free queue [5,6,7,1,2,3,4]) and
+ * the null prefix. */
+static void test_sliding_window_8_1(void **state) {
+    (void)state;
+    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}],"
+                  " 'block_num': {'SlidingWindow': 8}, 'ops': ["
+                  "{'op': 'allocate', 'request': 7, 'new_tokens': 10},"
+                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 10, 'new_tokens': 1},"
+                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 11, 'new_tokens': 1},"
+                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 12, 'new_tokens': 1},"
+                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 13, 'new_tokens': 1},"
+                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 14, 'new_tokens': 1},"
+                  "{'op': 'free', 'request': 7},"
+                  "{'op': 'allocate', 'request': 8, 'new_tokens': 28}]}",
+                  true, 0,
+                  "{'block_num': {'SlidingWindow': 8}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [1, 2, 3]}, 'free': {'SlidingWindow': 4}}\n"
+                  "{'usage': 'SlidingWindow:4/8'}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
+                  "{'usage': 'SlidingWindow:3/8'}\n"
+                  "{'op': 2, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
+                  "{'usage': 'SlidingWindow:3/8'}\n"
+                  "{'op': 3, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3, 4]}, 'free': {'SlidingWindow': 4}}\n"
+                  "{'usage': 'SlidingWindow:4/8'}\n"
+                  "{'op': 4, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
+                  "{'usage': 'SlidingWindow:3/8'}\n"
+                  "{'op': 5, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
+                  "{'usage': 'SlidingWindow:3/8'}\n"
+                  "{'op': 6, 'ok': true, 'blocks': {'SlidingWindow': []}, 'free': {'SlidingWindow': 7}}\n"
+                  "{'usage': 'SlidingWindow:1/8'}\n"
+                  "{'op': 7, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 0, 0, 0, 5, 6]}, 'free': {'SlidingWindow': 5}}\n"
+                  "{'usage': 'SlidingWindow:3/8'}\n");
+}
+
+/* §8.3: full attention admission with a reservation (bs 4, 11 blocks). */
+static void test_reservation_8_3(void **state) {
+    (void)state;
+    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                  " 'block_num': {'FullAttention': 11}, 'ops': ["
+                  "{'op': 'allocate', 'request': 100, 'computed_tokens': 0, 'new_tokens': 9},"
+                  "{'op': 'allocate', 'request': 101, 'new_tokens': 5},"
+                  "{'op': 'allocate', 'request': 102, 'computed_tokens': 9, 'new_tokens': 1, 'reserved_tokens': 8},"
+                  "{'op': 'allocate', 'request': 102, 'computed_tokens': 4, 'new_tokens': 1, 'reserved_tokens': 4}]}",
+                  false, 0,
+                  "{'block_num': {'FullAttention': 11}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 7}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': [4, 5]}, 'free': {'FullAttention': 5}}\n"
+                  "{'op': 2, 'ok': false, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 5}}\n"
+                  "{'op': 3, 'ok': true, 'blocks': {'FullAttention': [6, 7]}, 'free': {'FullAttention': 3}}\n");
+}
+
+/* §8.4: Mamba, next_n = 1, planned offline for C = 2 -> 5 blocks. */
+static void test_mamba_8_4(void **state) {
+    (void)state;
+    expect_replay("{'max_model_len': 64, 'layers': [{'caches': ["
+                  "{'name': 'state', 'attn_type': 'Mamba', 'dtype': 'f32', 'shape': [4, 3], 'next_n': 1}]}],"
+                  " 'plan': {'mode': 'offline', 'max_len': 64, 'max_concurrency': 2, 'next_n': 1}, 'ops': ["
+                  "{'op': 'allocate', 'request': 0, 'new_tokens': 7},"
+                  "{'op': 'allocate', 'request': 1, 'new_tokens': 3},"
+                  "{'op': 'allocate', 'request': 0, 'computed_tokens': 7, 'new_tokens': 2},"
+                  "{'op': 'allocate', 'request': 1, 'computed_tokens': 3, 'new_tokens': 2},"
+                  "{'op': 'allocate', 'request': 0, 'computed_tokens': 8, 'new_tokens': 2},"
+                  "{'op': 'allocate', 'request': 2, 'new_tokens': 3},"
+                  "{'op': 'free', 'request': 0}]}",
+                  false, 0,
+                  "{'block_num': {'Mamba': 5}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'Mamba': [1]}, 'free': {'Mamba': 3}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'Mamba': [2]}, 'free': {'Mamba': 2}}\n"
+                  "{'op': 2, 'ok': true, 'blocks': {'Mamba': [1, 3]}, 'free': {'Mamba': 1}}\n"
+                  "{'op': 3, 'ok': true, 'blocks': {'Mamba': [2, 4]}, 'free': {'Mamba': 0}}\n"
+                  "{'op': 4, 'ok': true, 'blocks': {'Mamba': [1, 3]}, 'free': {'Mamba': 0}}\n"
+                  "{'op': 5, 'ok': false, 'blocks': {'Mamba': []}, 'free': {'Mamba': 0}}\n"
+                  "{'op': 6, 'ok': true, 'blocks': {'Mamba': []}, 'free': {'Mamba': 2}}\n");
+}
+
+#define HYBRID_8_5                                                                                                 \
+    "{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}, {'caches': [" FULL_ENTRY "]}],"                 \
+    " 'block_num': {'SlidingWindow': 8, 'FullAttention': 5}, 'ops': ["
+
+/* §8.5: the sliding-window release of phase 1 stays when the full-attention
+ * manager refuses. */
+static void test_two_phase_8_5(void **state) {
+    (void)state;
+    expect_replay(HYBRID_8_5 "{'op': 'allocate', 'request': 0, 'new_tokens': 14},"
+                             "{'op': 'allocate', 'request': 0, 'computed_tokens': 14, 'new_tokens': 3}]}",
+                  false, 0,
+                  "{'block_num': {'SlidingWindow': 8, 'FullAttention': 5}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [0, 1, 2, 3], 'FullAttention': [1, 2, 3, 4]},"
+                  " 'free': {'SlidingWindow': 4, 'FullAttention': 0}}\n"
+                  "{'op': 1, 'ok': false, 'blocks': {'SlidingWindow': [0, 0, 2, 3], 'FullAttention': [1, 2, 3, 4]},"
+                  " 'free': {'SlidingWindow': 5, 'FullAttention': 0}}\n");
+}
+
+/* "keys" restricts an allocation to some managers; clamping is reported. */
+static void test_keys_and_clamp(void **state) {
+    (void)state;
+    expect_replay(HYBRID_8_5 "{'op': 'allocate', 'request': 3, 'new_tokens': 5, 'keys': ['SlidingWindow']},"
+                             "{'op': 'allocate', 'request': 3, 'new_tokens': 5, 'keys': []},"
+                             "{'op': 'allocate', 'request': 4, 'computed_tokens': 60, 'new_tokens': 8,"
+                             " 'keys': ['FullAttention']}]}",
+                  false, 0,
+                  "{'block_num': {'SlidingWindow': 8, 'FullAttention': 5}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [1, 2], 'FullAttention': []},"
+                  " 'free': {'SlidingWindow': 5, 'FullAttention': 4}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'SlidingWindow': [1, 2], 'FullAttention': []},"
+                  " 'free': {'SlidingWindow': 5, 'FullAttention': 4}}\n"
+                  "{'op': 2, 'ok': false, 'blocks': {'SlidingWindow': [], 'FullAttention': []},"
+                  " 'free': {'SlidingWindow': 5, 'FullAttention': 4}}\n");
+    expect_replay("{'max_model_len': 8, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                  " 'block_num': {'FullAttention': 5}, 'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 10}]}",
+                  false, 0,
+                  "{'block_num': {'FullAttention': 5}}\n"
+                  "{'op': 0, 'ok': true, 'clamped': true, 'blocks': {'FullAttention': [1, 2]},"
+                  " 'free': {'FullAttention': 2}}\n");
+}
+
+/* Ops the manager refuses get their own error line; the replay goes on. */
+static void test_op_errors(void **state) {
+    (void)state;
+    output got = {0};
+    int rc = replay_into(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': -1},"
+                                       "{'op': 'grow', 'request': 1},"
+                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'keys': ['Nope']},"
+                                       "{'op': 'allocate', 'request': 1, 'computed_tokens': -4, 'new_tokens': 4},"
+                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'lookahead_tokens': -1},"
+                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4}]}",
+                         false, &got);
+    assert_int_equal(rc, 0);
+    char *lines[8] = {0};
+    int n = 0;
+    for (char *s = strtok(got.text, "\n"); s != NULL && n < 8; s = strtok(NULL, "\n")) lines[n++] = s;
+    assert_int_equal(n, 7);
+    char *want = dq("{'op': 0, 'error': '");
+    assert_memory_equal(lines[1], want, strlen(want));
+    free(want);
+    want = dq("{'op': 1, 'error': 'unknown op \\'grow\\' (expected allocate or free)'}");
+    assert_string_equal(lines[2], want);
+    free(want);
+    want = dq("{'op': 2, 'error': 'unknown manager key \\'Nope\\''}");
+    assert_string_equal(lines[3], want);
+    free(want);
+    want = dq("{'op': 3, 'error': '");
+    assert_memory_equal(lines[4], want, strlen(want));
+    free(want);
+    want = dq("{'op': 4, 'error': '");
+    assert_memory_equal(lines[5], want, strlen(want));
+    free(want);
+    want = dq("{'op': 5, 'ok': true, 'blocks': {'SlidingWindow': [1], 'FullAttention': [1]},"
+              " 'free': {'SlidingWindow': 6, 'FullAttention': 3}}");
+    assert_string_equal(lines[6], want);
+    free(want);
+    free(got.text);
+}
+
+#define ONE_LAYER_HEAD "{'max_model_len': 64, 'layers': [{'caches': ["
+#define ONE_LAYER_TAIL "]}], 'block_num': {'FullAttention': 5}, 'ops': []}"
+
+/* Malformed files: one error line naming the position, status 2. */
+static void test_invalid_files(void **state) {
+    (void)state;
+    expect_invalid_prefix("{'max_model_len': 12,, }", "{'error': 'invalid JSON at byte ");
+    expect_invalid_prefix("", "{'error': 'invalid JSON at byte 0'}");
+    expect_invalid_prefix(ONE_LAYER_HEAD FULL_ENTRY ONE_LAYER_TAIL " x", "{'error': 'invalid JSON at byte ");
+    expect_invalid("[]", "expected an object");
+    expect_invalid("{'layers': [], 'block_num': {}, 'ops': []}", "max_model_len: missing");
+    expect_invalid("{'max_model_len': 1e30, 'layers': [], 'block_num': {}, 'ops': []}",
+                   "max_model_len: expected a positive integer");
+    expect_invalid("{'max_model_len': 64, 'layers': [], 'block_num': {}}", "ops: missing");
+    expect_invalid("{'max_model_len': 64, 'layers': {}, 'block_num': {}, 'ops': []}", "layers: expected a list");
+    expect_invalid("{'max_model_len': 64, 'layers': [], 'ops': []}", "block_num: missing (give block_num or plan)");
+    expect_invalid("{'max_model_len': 64, 'layers': [], 'ops': [], 'extra': 1}", "unknown field \\'extra\\'");
+    expect_invalid("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}, {'caches': ["
+                   "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': '2', 'dim': 4, 'dtype': 'f32',"
+                   " 'block_size': 4}]}], 'block_num': {'FullAttention': 5}, 'ops': []}",
+                   "layers[1].caches[0].num_head: expected a positive integer");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2.5, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].num_head: expected a positive integer");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [4, 0],"
+                                  " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].dim[1]: expected a positive integer");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].dtype: missing");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f64', 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].dtype: expected one of f32, f16, bf16, i8");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'Linear', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].attn_type: expected one of FullAttention, SlidingWindow, Mamba");
+    expect_invalid(ONE_LAYER_HEAD "{'name': '0123456789012345678901234567890123456789012345678901234567890123',"
+                                  " 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4, 'dtype': 'f32',"
+                                  " 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].name: expected a string of at most 63 bytes");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4, 'needs_block': 1}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].needs_block: expected true or false");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4, 'shape': [2]}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].shape: only allowed for Mamba entries");
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4, 'dtype': 'f16'}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0]: duplicate field \\'dtype\\'");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 0}, 'ops': []}",
+                   "block_num.FullAttention: expected a positive integer");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 5},"
+                                             " 'plan': {'mode': 'offline'}, 'ops': []}",
+                   "plan: not allowed together with block_num");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'plan': {'mode': 'offline', 'kv_memory_bytes': 10,"
+                                             " 'max_concurrency': 1}, 'ops': []}",
+                   "plan.kv_memory_bytes: not used by mode \\'offline\\'");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'plan': {'mode': 'streaming'}, 'ops': []}",
+                   "plan.mode: expected one of offline, online");
+}
+
+/* Op fields are type-checked before anything is replayed: a bad op makes the
+ * whole file invalid (no block_num line, no op line). */
+static void test_invalid_ops(void **state) {
+    (void)state;
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 4},"
+                              "{'op': 'allocate', 'request': 'x', 'new_tokens': 4}]}",
+                   "ops[1].request: expected an integer");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1}]}", "ops[0].new_tokens: missing");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 9.5}]}",
+                   "ops[0].new_tokens: expected an integer");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 1e19}]}",
+                   "ops[0].new_tokens: expected an integer");
+    expect_invalid(HYBRID_8_5 "{'op': 'free', 'request': 1, 'new_tokens': 4}]}",
+                   "ops[0]: unknown field \\'new_tokens\\'");
+    expect_invalid(HYBRID_8_5 "{'request': 1}]}", "ops[0].op: missing");
+    expect_invalid(HYBRID_8_5 "3]}", "ops[0]: expected an object");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'keys': [1]}]}",
+                   "ops[0].keys[0]: expected a string of at most 63 bytes");
+}
+
+/* Errors found by the library (validation, planning) name their stage. */
+static void test_library_errors(void **state) {
+    (void)state;
+    expect_invalid_prefix(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'SlidingWindow', 'num_head': 1, 'dim': 4,"
+                                         " 'dtype': 'f32', 'block_size': 4}]}],"
+                                         " 'block_num': {'SlidingWindow': 5}, 'ops': []}",
+                          "{'error': 'layers: ");
+    expect_invalid_prefix(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'Other': 5}, 'ops': []}",
+                          "{'error': 'block_num: ");
+    expect_invalid_prefix(ONE_LAYER_HEAD FULL_ENTRY "]}], 'plan': {'mode': 'online', 'kv_memory_bytes': 4096,"
+                                                    " 'max_concurrency': 1, 'max_prefill_tokens': 100000}, 'ops': []}",
+                          "{'error': 'plan: ");
+}
+
+/* The built-in demo trace is the example file, replays cleanly, and shows
+ * pressure: some allocations refused, every block back at the end. */
+static void test_demo_trace(void **state) {
+    (void)state;
+    const char *dir = getenv("KVC_EXAMPLES_DIR");
+    assert_non_null(dir);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/hybrid_pressure.json", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char file[1 << 16];
+    size_t n = fread(file, 1, sizeof file - 1, f);
+    fclose(f);
+    file[n] = '\0';
+    assert_string_equal(file, kvc_demo_trace);
+
+    output got = {0};
+    assert_int_equal(replay_into(file, true, &got), 0);
+    assert_null(strstr(got.text, "\"error\""));
+    assert_non_null(strstr(got.text, "\"ok\": false"));
+    const char *last = strstr(got.text, "{\"usage\": \"FullAttention:1/17,SlidingWindow:1/13\"}\n");
+    assert_non_null(last);
+    assert_int_equal(last[strlen("{\"usage\": \"FullAttention:1/17,SlidingWindow:1/13\"}\n")], '\0');
+    free(got.text);
+
+    char arg0[] = "demo";
+    char *argv[] = {arg0, NULL};
+    assert_int_equal(kvc_cmd_demo(1, argv), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sliding_window_8_1), cmocka_unit_test(test_reservation_8_3),
+        cmocka_unit_test(test_mamba_8_4),          cmocka_unit_test(test_two_phase_8_5),
+        cmocka_unit_test(test_keys_and_clamp),     cmocka_unit_test(test_op_errors),
+        cmocka_unit_test(test_invalid_files),      cmocka_unit_test(test_invalid_ops),
+        cmocka_unit_test(test_library_errors),     cmocka_unit_test(test_demo_trace),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
