@@ -1,0 +1,265 @@
+/* Golden scenarios of kv-management.md §8 through the request-level manager
+ * (verification.md §6 scenarios 1-7), with invariants after every call. */
+#include "kvc_test_util.h"
+
+#define ALLOC(m, rid, computed, new_tokens, reserved) \
+    kvc_manager_allocate_slots((m), (rid), (computed), (new_tokens), 0, (reserved), KVC_ALL_KEYS)
+#define CHECK(m) assert_int_equal(kvc_manager_check_invariants(m), KVC_OK)
+
+static kvc_manager *sliding_manager(kvc_test_model *model) {
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_SLIDING_WINDOW, 4, 6);
+    kvc_test_model_init(model, &e, 1);
+    return kvc_test_manager(model, (const char *[]){"SlidingWindow"}, (const int64_t[]){8}, 1, 64);
+}
+
+/* KM §8.1: W = 6, bs = 4, 8 blocks, prefill 10 then 5 decodes, free. */
+static void test_sliding_prefill_10(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_manager *m = sliding_manager(&model);
+    assert_int_equal(ALLOC(m, 7, 0, 10, 0), KVC_OK);
+    kvc_test_assert_table(m, 7, 0, KVC_IDS(1, 2, 3));
+    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7));
+    const struct {
+        int64_t computed;
+        int32_t table[4], n_table, queue[7], n_queue;
+    } steps[] = {
+        {10, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},
+        {11, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},
+        {12, {0, 2, 3, 4}, 4, {5, 6, 7, 1}, 4},
+        {13, {0, 0, 3, 4}, 4, {5, 6, 7, 1, 2}, 5},
+        {14, {0, 0, 3, 4}, 4, {5, 6, 7, 1, 2}, 5},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        assert_int_equal(ALLOC(m, 7, steps[i].computed, 1, 0), KVC_OK);
+        kvc_test_assert_table(m, 7, 0, steps[i].table, steps[i].n_table);
+        kvc_test_assert_queue(m, 0, steps[i].queue, steps[i].n_queue);
+        CHECK(m);
+    }
+    assert_int_equal(kvc_manager_free(m, 7), KVC_OK);
+    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 1, 2, 3, 4));
+    kvc_test_assert_table(m, 7, 0, NULL, 0);
+    CHECK(m);
+    kvc_manager_destroy(m);
+}
+
+/* KM §8.2: prefill 20 leaves a null prefix; 5 decodes; free. */
+static void test_sliding_null_prefix(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_manager *m = sliding_manager(&model);
+    assert_int_equal(ALLOC(m, 3, 0, 20, 0), KVC_OK);
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 1, 2));
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 4, 5, 6, 7));
+    assert_int_equal(ALLOC(m, 3, 20, 1, 0), KVC_OK);
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 1, 2, 3));
+    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7));
+    for (int64_t c = 21; c <= 23; c++) {
+        assert_int_equal(ALLOC(m, 3, c, 1, 0), KVC_OK);
+        kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 2, 3));
+        kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7, 1));
+        CHECK(m);
+    }
+    assert_int_equal(ALLOC(m, 3, 24, 1, 0), KVC_OK);
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 2, 3, 4));
+    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 1));
+    assert_int_equal(kvc_manager_free(m, 3), KVC_OK);
+    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 1, 2, 3, 4));
+    CHECK(m);
+    kvc_manager_destroy(m);
+}
+
+/* KM §8.2 layout values: table length, null prefix, real blocks at prefill. */
+static void test_sliding_layouts(void **state) {
+    (void)state;
+    const struct {
+        int64_t tokens, total, first_valid;
+    } cases[] = {{0, 0, 0}, {1, 1, 0}, {7, 2, 0}, {8, 2, 0}, {11, 3, 1}, {14, 4, 1}, {20, 5, 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvc_test_model model;
+        kvc_manager *m = sliding_manager(&model);
+        assert_int_equal(ALLOC(m, 1, 0, cases[i].tokens, 0), KVC_OK);
+        int32_t ids[16];
+        int64_t n = -1;
+        assert_int_equal(kvc_manager_block_ids(m, 1, 0, ids, 16, &n), KVC_OK);
+        assert_int_equal(n, cases[i].total);
+        for (int64_t b = 0; b < n; b++) assert_int_equal(ids[b] == 0, b < cases[i].first_valid);
+        assert_int_equal(kvc_manager_num_free(m, 0), 7 - (cases[i].total - cases[i].first_valid));
+        assert_true(kvc_manager_has_request(m, 1, 0)); /* even the empty table of 0 tokens is an entry */
+        kvc_manager_destroy(m);
+    }
+}
+
+/* KM §8.3: admission with a reservation. */
+static void test_full_reservation(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention"}, (const int64_t[]){11}, 1, 64);
+    char usage[64];
+    assert_int_equal(kvc_manager_format_usage(m, usage, sizeof usage), KVC_OK);
+    assert_string_equal(usage, "FullAttention:1/11");
+    assert_int_equal(ALLOC(m, 100, 0, 9, 0), KVC_OK);
+    kvc_test_assert_table(m, 100, 0, KVC_IDS(1, 2, 3));
+    assert_int_equal(ALLOC(m, 101, 0, 5, 0), KVC_OK);
+    kvc_test_assert_table(m, 101, 0, KVC_IDS(4, 5));
+    assert_int_equal(kvc_manager_num_free(m, 0), 5);
+    assert_int_equal(ALLOC(m, 102, 9, 1, 8), KVC_NO_SPACE);
+    assert_false(kvc_manager_has_request(m, 102, 0));
+    assert_int_equal(kvc_manager_num_free(m, 0), 5);
+    assert_int_equal(ALLOC(m, 102, 4, 1, 4), KVC_OK);
+    kvc_test_assert_table(m, 102, 0, KVC_IDS(6, 7));
+    assert_int_equal(kvc_manager_num_free(m, 0), 3);
+    assert_int_equal(kvc_manager_format_usage(m, usage, sizeof usage), KVC_OK);
+    assert_string_equal(usage, "FullAttention:8/11");
+    assert_int_equal(kvc_manager_table_width(m, 0, 64), 16);
+    assert_int_equal(kvc_manager_block_size(m, 0), 4);
+    /* A smaller demand later never shrinks the table. */
+    assert_int_equal(ALLOC(m, 100, 0, 1, 0), KVC_OK);
+    kvc_test_assert_table(m, 100, 0, KVC_IDS(1, 2, 3));
+    CHECK(m);
+    for (int64_t r = 100; r <= 102; r++) assert_int_equal(kvc_manager_free(m, r), KVC_OK);
+    assert_int_equal(kvc_manager_format_usage(m, usage, sizeof usage), KVC_OK);
+    assert_string_equal(usage, "FullAttention:1/11");
+    assert_int_equal(kvc_manager_num_live_requests(m), 0);
+    kvc_manager_destroy(m);
+}
+
+/* KM §8.4: Mamba, next_n = 1, 5 blocks. */
+static void test_mamba(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_mamba_entry("conv_state", 1);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"Mamba"}, (const int64_t[]){5}, 1, 64);
+    assert_int_equal(ALLOC(m, 0, 0, 7, 0), KVC_OK);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(1));
+    assert_int_equal(ALLOC(m, 1, 0, 3, 0), KVC_OK);
+    kvc_test_assert_table(m, 1, 0, KVC_IDS(2));
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 4));
+    assert_int_equal(ALLOC(m, 0, 7, 2, 0), KVC_OK);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(1, 3));
+    assert_int_equal(ALLOC(m, 1, 3, 2, 0), KVC_OK);
+    kvc_test_assert_table(m, 1, 0, KVC_IDS(2, 4));
+    assert_int_equal(ALLOC(m, 0, 8, 2, 0), KVC_OK);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(1, 3));
+    assert_int_equal(ALLOC(m, 2, 0, 3, 0), KVC_NO_SPACE);
+    CHECK(m);
+    assert_int_equal(kvc_manager_free(m, 0), KVC_OK);
+    kvc_test_assert_queue(m, 0, KVC_IDS(1, 3));
+    kvc_manager_destroy(m);
+}
+
+/* KM §8.5: a failed call keeps the sliding window's release, allocates nothing. */
+static void test_two_phase_side_effect(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry entries[2] = {kvc_test_attention_entry("sw_k", KVC_ATTN_SLIDING_WINDOW, 4, 6),
+                                  kvc_test_attention_entry("full_k", KVC_ATTN_FULL, 4, 0)};
+    kvc_test_model_init(&model, entries, 2);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"SlidingWindow", "FullAttention"},
+                                      (const int64_t[]){8, 5}, 2, 64);
+    assert_string_equal(kvc_manager_key(m, 0), "SlidingWindow");
+    assert_int_equal(ALLOC(m, 0, 0, 14, 0), KVC_OK);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 1, 2, 3));
+    kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
+    assert_int_equal(ALLOC(m, 0, 14, 3, 0), KVC_NO_SPACE);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 2, 3));
+    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7, 1));
+    kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
+    assert_int_equal(kvc_manager_num_free(m, 1), 0);
+    CHECK(m);
+    /* A key mask that leaves the full manager out succeeds. */
+    assert_int_equal(kvc_manager_allocate_slots(m, 0, 14, 3, 0, 0, 1u), KVC_OK);
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 2, 3, 4));
+    kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
+    CHECK(m);
+    kvc_manager_destroy(m);
+}
+
+/* P-RUN-11: clamping to max_model_len is reported, the table stops at it. */
+static void test_clamped(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention"}, (const int64_t[]){20}, 1, 10);
+    assert_int_equal(ALLOC(m, 1, 0, 10, 0), KVC_OK);
+    assert_int_equal(ALLOC(m, 1, 10, 1, 0), KVC_CLAMPED);
+    kvc_test_assert_table(m, 1, 0, KVC_IDS(1, 2, 3));
+    assert_int_equal(kvc_manager_allocate_slots(m, 2, 0, 8, 5, 0, KVC_ALL_KEYS), KVC_CLAMPED);
+    kvc_test_assert_table(m, 2, 0, KVC_IDS(4, 5, 6));
+    kvc_manager_destroy(m);
+}
+
+/* Bad arguments are refused by name and change nothing. */
+static void test_refused_calls(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention"}, (const int64_t[]){6}, 1, 64);
+    assert_int_equal(ALLOC(m, 1, 0, -1, 0), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "new -1"));
+    assert_int_equal(ALLOC(m, 1, -2, 1, 0), KVC_EINVAL);
+    assert_int_equal(ALLOC(m, 1, 0, 1, -4), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(m, 1, 0, 1, -1, 0, KVC_ALL_KEYS), KVC_EINVAL);
+    assert_int_equal(ALLOC(m, -1, 0, 1, 0), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "request id -1"));
+    assert_int_equal(ALLOC(m, 1, INT64_MAX, 1, 0), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(NULL, 1, 0, 1, 0, 0, KVC_ALL_KEYS), KVC_EINVAL);
+    assert_int_equal(kvc_manager_num_live_requests(m), 0);
+    assert_int_equal(kvc_manager_num_free(m, 0), 5);
+    assert_int_equal(kvc_manager_free(m, 99), KVC_OK); /* unknown id: no-op (P-REL-2) */
+    assert_int_equal(kvc_manager_free(m, -1), KVC_OK);
+    int32_t ids[4];
+    int64_t n = 0;
+    assert_int_equal(kvc_manager_block_ids(m, 1, 3, ids, 4, &n), KVC_ERANGE);
+    int32_t idx = -1;
+    assert_int_equal(kvc_manager_key_index(m, "SlidingWindow", &idx), KVC_EINVAL);
+    assert_int_equal(kvc_manager_key_index(m, "FullAttention", &idx), KVC_OK);
+    assert_int_equal(idx, 0);
+    char small[8];
+    assert_int_equal(kvc_manager_format_usage(m, small, sizeof small), KVC_ERANGE);
+    kvc_manager_destroy(m);
+    kvc_manager_destroy(NULL);
+}
+
+/* Requests beyond max_requests are not admitted (and nothing is taken). */
+static void test_request_capacity(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){50},
+                                                1, &plan), KVC_OK);
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = 64;
+    p.max_requests = 3;
+    kvc_manager *m = NULL;
+    assert_int_equal(kvc_manager_create(&model.ci, &plan, &p, &m), KVC_OK);
+    for (int64_t r = 0; r < 3; r++) assert_int_equal(ALLOC(m, r, 0, 4, 0), KVC_OK);
+    assert_int_equal(ALLOC(m, 3, 0, 4, 0), KVC_NO_SPACE);
+    assert_int_equal(kvc_manager_num_free(m, 0), 46);
+    assert_int_equal(kvc_manager_free(m, 1), KVC_OK);
+    assert_int_equal(ALLOC(m, 3, 0, 4, 0), KVC_OK);
+    CHECK(m);
+    kvc_manager_destroy(m);
+    p.max_model_len = 0;
+    assert_int_equal(kvc_manager_create(&model.ci, &plan, &p, &m), KVC_EINVAL);
+    assert_null(m);
+    assert_non_null(strstr(kvc_last_error(), "max_model_len 0"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sliding_prefill_10), cmocka_unit_test(test_sliding_null_prefix),
+        cmocka_unit_test(test_sliding_layouts),    cmocka_unit_test(test_full_reservation),
+        cmocka_unit_test(test_mamba),              cmocka_unit_test(test_two_phase_side_effect),
+        cmocka_unit_test(test_clamped),            cmocka_unit_test(test_refused_calls),
+        cmocka_unit_test(test_request_capacity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

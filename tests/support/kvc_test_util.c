@@ -1,0 +1,78 @@
+/* Test helpers (see kvc_test_util.h). */
+#include "kvc_test_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window) {
+    kvc_cache_entry e = kvc_cache_entry_default();
+    snprintf(e.name, sizeof e.name, "%s", name);
+    e.attn_type = type;
+    e.num_head = 2;
+    e.n_dims = 1;
+    e.dim[0] = 8;
+    e.dtype = KVC_DTYPE_F16;
+    e.block_size = block_size;
+    e.sliding_window = type == KVC_ATTN_SLIDING_WINDOW ? window : 0;
+    return e;
+}
+
+kvc_cache_entry kvc_test_mamba_entry(const char *name, int64_t next_n) {
+    kvc_cache_entry e = kvc_cache_entry_default();
+    snprintf(e.name, sizeof e.name, "%s", name);
+    e.attn_type = KVC_ATTN_MAMBA;
+    e.is_state = true;
+    e.block_size = 1;
+    e.n_shape = 2;
+    e.shape[0] = 4;
+    e.shape[1] = 8;
+    e.dtype = KVC_DTYPE_F32;
+    e.next_n = next_n;
+    return e;
+}
+
+void kvc_test_model_init(kvc_test_model *m, const kvc_cache_entry *entries, int32_t n) {
+    assert_true(n >= 1 && n <= KVC_TEST_MAX_LAYERS);
+    for (int32_t i = 0; i < n; i++) {
+        m->entries[i] = entries[i];
+        m->layers[i] = (kvc_layer_cache_info){.layer_idx = i, .n_caches = 1, .caches = &m->entries[i]};
+    }
+    m->ci = (kvc_model_cache_info){.num_layers = n, .n_layer_infos = n, .layer_infos = m->layers};
+}
+
+kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
+                              int64_t max_model_len) {
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&m->ci, keys, counts, n_keys, &plan), KVC_OK);
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = max_model_len;
+    kvc_manager *mgr = NULL;
+    kvc_status st = kvc_manager_create(&m->ci, &plan, &p, &mgr);
+    if (st != KVC_OK) fail_msg("kvc_manager_create: %s", kvc_last_error());
+    return mgr;
+}
+
+static void assert_ids(const char *what, const int32_t *got, int64_t n_got, const int32_t *expected, int64_t n) {
+    char got_s[512] = "", exp_s[512] = "";
+    size_t a = 0, b = 0;
+    for (int64_t i = 0; i < n_got && a < sizeof got_s - 16; i++) a += (size_t)snprintf(got_s + a, sizeof got_s - a, "%d,", got[i]);
+    for (int64_t i = 0; i < n && b < sizeof exp_s - 16; i++) b += (size_t)snprintf(exp_s + b, sizeof exp_s - b, "%d,", expected[i]);
+    if (n_got != n || (n > 0 && memcmp(got, expected, (size_t)n * sizeof *got) != 0))
+        fail_msg("%s: got [%s] expected [%s]", what, got_s, exp_s);
+}
+
+void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n) {
+    int32_t got[256];
+    int64_t n_got = -1;
+    assert_int_equal(kvc_manager_block_ids(m, rid, key_index, got, 256, &n_got), KVC_OK);
+    assert_true(n_got <= 256);
+    assert_ids("block table", got, n_got, expected, n);
+}
+
+void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_t *expected, int64_t n) {
+    int32_t got[256];
+    int64_t n_got = -1;
+    assert_int_equal(kvc_manager_free_queue(m, key_index, got, 256, &n_got), KVC_OK);
+    assert_true(n_got <= 256);
+    assert_ids("free queue", got, n_got, expected, n);
+}

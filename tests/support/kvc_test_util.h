@@ -1,0 +1,39 @@
+/* Test helpers: small cache descriptions and table assertions. */
+#ifndef KVC_TEST_UTIL_H
+#define KVC_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kvcache/kvcache.h"
+
+/* A one-layer-per-entry description built in place (entries live in the struct). */
+#define KVC_TEST_MAX_LAYERS 8
+typedef struct kvc_test_model {
+    kvc_cache_entry entries[KVC_TEST_MAX_LAYERS];
+    kvc_layer_cache_info layers[KVC_TEST_MAX_LAYERS];
+    kvc_model_cache_info ci;
+} kvc_test_model;
+
+/* Attention entry (FullAttention or SlidingWindow with window w). */
+kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window);
+/* Mamba state entry of shape [4, 8], f32. */
+kvc_cache_entry kvc_test_mamba_entry(const char *name, int64_t next_n);
+/* Puts entries[i] alone in layer i and points ci at them. */
+void kvc_test_model_init(kvc_test_model *m, const kvc_cache_entry *entries, int32_t n);
+/* Manager over m with explicit pool sizes per key. */
+kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
+                              int64_t max_model_len);
+
+/* Asserts the request's table for key_index equals expected[0..n). */
+void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n);
+/* Asserts the free queue of key_index equals expected[0..n) (head first). */
+void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_t *expected, int64_t n);
+
+#define KVC_IDS(...) ((const int32_t[]){__VA_ARGS__}), (sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+
+#endif
