@@ -2,6 +2,7 @@
 #include <stddef.h>
 
 #include "bench.h"
+#include "cmd_plan.h"
 #include "commands.h"
 #include "trace_replay.h"
 
@@ -9,5 +10,6 @@ const kvc_command kvc_commands[] = {
     {"bench", "run a benchmark (manager, ...) next to its baseline", kvc_cmd_bench},
     {"trace", "replay a JSON trace against the manager, print JSON Lines", kvc_cmd_trace},
     {"demo", "replay a built-in hybrid-model trace under memory pressure", kvc_cmd_demo},
+    {"plan", "the KV cache plan of a Hugging Face config.json (mode, layers, caches, memory)", kvc_cmd_plan},
     {NULL, NULL, NULL},
 };

@@ -32,6 +32,7 @@
 
 #include "kvcache/base.h"
 #include "kvcache/cache.h"
+#include "kvcache/plan.h"
 #include "kvcache/batch.h"
 #include "kvcache/ops.h"
 

@@ -1,0 +1,335 @@
+/* `kvcache plan CONFIG.json [...]`: the cache plan of a Hugging Face model. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_plan.h"
+#include "kvcache/plan.h"
+
+static void plan_usage(FILE *f) {
+    fprintf(f,
+            "usage: kvcache plan CONFIG.json [--tp N] [--block-size N] [--kv-dtype f16|bf16|f32|i8]\n"
+            "                    [--max-model-len N] [--max-concurrency N] [--next-n N] [--kv-memory BYTES] [--json]\n"
+            "\n"
+            "Reads a Hugging Face config.json and prints its KV cache plan: paged or legacy caches, the\n"
+            "attention type, window and mask modes of every layer, operator generation and layout, MLA\n"
+            "absorption, softmax scale, the caches per tensor-parallel rank and the block planner's numbers.\n"
+            "\n"
+            "  --tp N               attention tensor-parallel ranks (default 1)\n"
+            "  --block-size N       tokens per block (default 128)\n"
+            "  --kv-dtype T         cache dtype (default: the config's torch_dtype)\n"
+            "  --max-model-len N    offline sizing length (default: max_position_embeddings)\n"
+            "  --max-concurrency N  requests at once (default 1)\n"
+            "  --next-n N           speculative depth (default 0)\n"
+            "  --kv-memory BYTES    size the caches from this budget instead of len x concurrency;\n"
+            "                       accepts 64GiB, 512MiB, 1.5GB, 1e9, ...\n"
+            "  --json               one JSON object instead of the table\n");
+}
+
+/* Parses a byte count or count: digits, or a decimal/exponent number, with an
+ * optional K/M/G/T suffix (decimal; KiB/MiB/GiB/TiB binary; a trailing B ok). */
+int kvc_parse_size(const char *text, int64_t *out) {
+    if (text == NULL || *text == '\0') return -1;
+    char *end = NULL;
+    errno = 0;
+    /* Whole digits followed by nothing or a unit: exact integer path. */
+    size_t digits = strspn(text, "0123456789");
+    char after = text[digits];
+    bool plain = digits > 0 && after != '.' && after != 'e' && after != 'E';
+    double value = 0.0;
+    long long whole = 0;
+    if (plain) {
+        whole = strtoll(text, &end, 10);
+        if (errno != 0 || end == text) return -1;
+    } else {
+        value = strtod(text, &end);
+        if (errno != 0 || end == text || !isfinite(value)) return -1;
+    }
+    double mult = 1.0;
+    const char *s = end;
+    if (*s != '\0') {
+        static const struct { const char *suffix; double mult; } units[] = {
+            {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+            {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},          {"TB", 1e12},
+            {"K", 1e3},      {"M", 1e6},         {"G", 1e9},           {"T", 1e12},
+            {"k", 1e3},      {"B", 1.0},
+        };
+        size_t i = 0;
+        for (; i < sizeof units / sizeof units[0]; i++)
+            if (strcmp(s, units[i].suffix) == 0) break;
+        if (i == sizeof units / sizeof units[0]) return -1;
+        mult = units[i].mult;
+    }
+    if (plain && mult == 1.0) {
+        if (whole < 0) return -1;
+        *out = whole;
+        return 0;
+    }
+    double bytes = (plain ? (double)whole : value) * mult;
+    if (!(bytes >= 0.0) || bytes > 9.0e18 || bytes != floor(bytes)) return -1;
+    *out = (int64_t)bytes;
+    return 0;
+}
+
+static int parse_count(const char *flag, const char *text, int64_t min, int64_t *out) {
+    int64_t v = 0;
+    if (kvc_parse_size(text, &v) != 0 || v < min) {
+        fprintf(stderr, "kvcache plan: %s expects an integer >= %lld, got \"%s\"\n", flag, (long long)min,
+                text != NULL ? text : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            char *bigger = cap < ((size_t)64 << 20) ? realloc(buf, cap * 2) : NULL;
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (buf == NULL || failed) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static void human_bytes(int64_t b, char *out, size_t cap) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, cap, "%lld B", (long long)b);
+    else
+        snprintf(out, cap, "%lld B (%.2f %s)", (long long)b, v, units[u]);
+}
+
+static void layer_caches_text(const kvc_plan_layer *L, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int32_t c = 0; c < L->n_caches && n < cap; c++) {
+        const kvc_plan_cache *pc = &L->caches[c];
+        int w;
+        if (pc->is_state) {
+            char shape[96] = "";
+            size_t k = 0;
+            for (int32_t d = 0; d < pc->n_shape && k < sizeof shape; d++)
+                k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? "x" : "", (long long)pc->shape[d]);
+            w = snprintf(out + n, cap - n, "%s%s [%s] %s %lld B/state", c ? ", " : "", pc->name, shape,
+                         kvc_dtype_name(pc->dtype), (long long)pc->bytes_per_block);
+        } else {
+            w = snprintf(out + n, cap - n, "%s%s %lldx%lld %s %lld B/tok", c ? ", " : "", pc->name,
+                         (long long)pc->num_head, (long long)pc->dim, kvc_dtype_name(pc->dtype),
+                         (long long)pc->bytes_per_token);
+        }
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
+    char ta[512], tb[512];
+    if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window || a->sparse_prefill != b->sparse_prefill ||
+        a->sparse_decode != b->sparse_decode || a->pre_tokens != b->pre_tokens)
+        return false;
+    layer_caches_text(a, ta, sizeof ta);
+    layer_caches_text(b, tb, sizeof tb);
+    return strcmp(ta, tb) == 0;
+}
+
+static void print_layer_rows(const kvc_model_plan *p) {
+    printf("  %-9s %-14s %-7s %-7s %-9s %s\n", "layers", "attn_type", "window", "sparse", "pre/next", "caches per rank");
+    /* Layers grouped by pattern: a row lists every layer with the same plan. */
+    bool *done = calloc((size_t)p->n_layers, sizeof *done);
+    if (done == NULL) return;
+    for (int32_t i = 0; i < p->n_layers; i++) {
+        if (done[i]) continue;
+        char ids[160] = "";
+        size_t n = 0;
+        int32_t count = 0;
+        for (int32_t j = i; j < p->n_layers; j++) {
+            if (done[j] || !same_row(&p->layers[i], &p->layers[j])) continue;
+            done[j] = true;
+            int32_t k = j;
+            while (k + 1 < p->n_layers && !done[k + 1] && same_row(&p->layers[i], &p->layers[k + 1])) done[++k] = true;
+            if (n < sizeof ids - 16) {
+                int w = k > j ? snprintf(ids + n, sizeof ids - n, "%s%d-%d", count ? "," : "", j, k)
+                              : snprintf(ids + n, sizeof ids - n, "%s%d", count ? "," : "", j);
+                if (w > 0) n += (size_t)w;
+            }
+            count += k - j + 1;
+            j = k;
+        }
+        const kvc_plan_layer *L = &p->layers[i];
+        char window[24] = "-", sparse[16] = "-", band[32] = "-", caches[512];
+        if (L->sliding_window > 0) snprintf(window, sizeof window, "%lld", (long long)L->sliding_window);
+        if (L->sparse_prefill != KVC_PLAN_NO_MODE) snprintf(sparse, sizeof sparse, "%d/%d", L->sparse_prefill, L->sparse_decode);
+        if (L->pre_tokens != KVC_PLAN_NO_BAND)
+            snprintf(band, sizeof band, "%lld/%lld", (long long)L->pre_tokens, (long long)L->next_tokens);
+        layer_caches_text(L, caches, sizeof caches);
+        if (strlen(ids) > 9) {
+            printf("  %s (%d layers)\n  %-9s", ids, count, "");
+        } else {
+            printf("  %-9s", ids);
+        }
+        printf(" %-14s %-7s %-7s %-9s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band, caches);
+    }
+    free(done);
+}
+
+static void print_table(const kvc_model_plan *p) {
+    const kvc_plan_options *o = &p->options;
+    char b1[64], b2[64], b3[64];
+    printf("model        %s (model_type %s, family %s)\n", p->architecture, p->model_type[0] ? p->model_type : "-",
+           p->family);
+    printf("setup        tp %lld, block_size %lld, kv dtype %s, ", (long long)o->tp, (long long)o->block_size,
+           kvc_dtype_name(o->kv_dtype));
+    if (p->plan_params.mode == KVC_PLAN_BUDGET) {
+        human_bytes(o->kv_memory_bytes, b1, sizeof b1);
+        printf("budget %s, concurrency %lld, next_n %lld\n", b1, (long long)o->max_concurrency, (long long)o->next_n);
+    } else {
+        printf("offline %lld tokens x %lld requests, next_n %lld\n", (long long)o->max_model_len,
+               (long long)o->max_concurrency, (long long)o->next_n);
+    }
+    printf("kv_mode      %s: %s\n", kvc_kv_mode_name(p->kv_mode), p->kv_mode_reason);
+    printf("fa_version   %d: %s\n", p->fa_version, p->fa_version_reason);
+    printf("layout       %s   mla_absorb %s   hybrid %s   sinks %s\n", p->input_layout, p->mla_absorb ? "yes" : "no",
+           p->hybrid ? "yes" : "no", p->sinks ? "yes" : "no");
+    printf("heads        %lld query (%lld per rank), %lld kv, head_dim %lld\n", (long long)p->num_attention_heads,
+           (long long)p->q_heads_per_rank, (long long)p->num_key_value_heads, (long long)p->head_dim);
+    printf("scale        %.9g   (rope %s, factor %g, attention factor %.7g)\n", p->scale, p->rope_type, p->rope_factor,
+           p->rope_attention_factor);
+    print_layer_rows(p);
+    human_bytes(p->blocks.per_token_bytes, b1, sizeof b1);
+    human_bytes(p->blocks.fixed_bytes, b2, sizeof b2);
+    printf("bytes/token  %s (full-attention caches, one rank)\n", b1);
+    printf("fixed bytes  %s (window and state caches)\n", b2);
+    for (int32_t g = 0; g < p->blocks.n_groups; g++) {
+        const kvc_group_plan *gp = &p->blocks.groups[g];
+        human_bytes(gp->block_num * gp->block_bytes, b3, sizeof b3);
+        printf("block_num    %-16s %lld blocks of %lld tokens (%s%s)\n", gp->key, (long long)gp->block_num,
+               (long long)gp->block_size, b3, gp->fixed ? ", fixed" : "");
+    }
+    human_bytes(p->blocks.total_bytes, b1, sizeof b1);
+    printf("max_tokens   %lld   total %s\n", (long long)p->blocks.max_tokens, b1);
+    for (int32_t w = 0; w < p->n_warnings; w++) printf("warning      %s\n", p->warnings[w]);
+}
+
+typedef struct count_option {
+    const char *flag;
+    int64_t min;
+    int64_t *dst;
+} count_option;
+
+/* The numeric options and where they go; false for another flag. */
+static bool count_flag(const char *flag, kvc_plan_options *opt, count_option *out) {
+    const count_option all[] = {{"--tp", 1, &opt->tp},
+                                {"--block-size", 1, &opt->block_size},
+                                {"--max-model-len", 1, &opt->max_model_len},
+                                {"--max-concurrency", 1, &opt->max_concurrency},
+                                {"--next-n", 0, &opt->next_n},
+                                {"--kv-memory", 1, &opt->kv_memory_bytes}};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(flag, all[i].flag) == 0) {
+            *out = all[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+int kvc_cmd_plan(int argc, char **argv) {
+    kvc_plan_options opt = kvc_plan_default_options();
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        count_option count;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            plan_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = true;
+            continue;
+        } else if (count_flag(a, &opt, &count)) {
+            rc = parse_count(a, val, count.min, count.dst);
+        } else if (strcmp(a, "--kv-dtype") == 0) {
+            if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK) {
+                fprintf(stderr, "kvcache plan: --kv-dtype expects f16, bf16, f32 or i8, got \"%s\"\n", val ? val : "");
+                return 2;
+            }
+            opt.kv_dtype_set = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "kvcache plan: unknown option %s\n", a);
+            plan_usage(stderr);
+            return 2;
+        } else {
+            if (path != NULL) {
+                fprintf(stderr, "kvcache plan: one CONFIG.json expected, got \"%s\" and \"%s\"\n", path, a);
+                return 2;
+            }
+            path = a;
+            continue;
+        }
+        if (rc != 0) return 2;
+        i++; /* the option's value */
+    }
+    if (path == NULL) {
+        plan_usage(stderr);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (text == NULL) {
+        fprintf(stderr, "kvcache plan: cannot read %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    kvc_model_plan *plan = NULL;
+    kvc_status st = kvc_model_plan_create(text, len, &opt, &plan);
+    free(text);
+    if (st != KVC_OK) {
+        fprintf(stderr, "kvcache plan: %s: %s\n", path, kvc_last_error());
+        return st == KVC_EINVAL ? 2 : 1;
+    }
+    int rc = 0;
+    if (json) {
+        char *doc = NULL;
+        if (kvc_model_plan_to_json(plan, &doc) != KVC_OK) {
+            fprintf(stderr, "kvcache plan: %s\n", kvc_last_error());
+            rc = 1;
+        } else {
+            printf("%s\n", doc);
+            kvc_plan_json_free(doc);
+        }
+    } else {
+        print_table(plan);
+    }
+    kvc_model_plan_destroy(plan);
+    return rc;
+}
