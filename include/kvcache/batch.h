@@ -53,7 +53,8 @@ typedef struct kvc_step_metadata {
     int64_t *positions;      /* [n_tokens] position of each token within its request; padding tokens 0 */
     int64_t *kv_pos;         /* [n_rows] position of the row's last token; padding rows 0 */
     int64_t *seq_lens_q;     /* [n_rows] query tokens per row (direct) */
-    int64_t *seq_lens_kv;    /* [n_rows] keys visible after the step = kv_pos + 1 (padding rows 1) */
+    int64_t *seq_lens_kv;    /* [n_rows] keys visible after the step = kv_pos + 1; padding rows: 1 in
+                              * decode, their own token count in prefill (so prefill cu_q == cu_kv) */
     int64_t *cu_seq_lens_q;  /* [n_rows] inclusive prefix sums of seq_lens_q */
     int64_t *cu_seq_lens_kv; /* [n_rows] inclusive prefix sums of seq_lens_kv */
     int32_t n_keys;          /* = kvc_manager_n_keys */

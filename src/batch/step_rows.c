@@ -26,8 +26,8 @@ static kvc_status fail_duplicate(const kvc_step_request *rows, int64_t n_rows, i
 
 /* Checks one row's counts; *n_tokens and *kv_total are the running totals
  * before this row and are advanced past it. */
-static kvc_status row_check(const kvc_step_buffers *buf, const kvc_step_request *r, int64_t b, int64_t *n_tokens,
-                            int64_t *kv_total) {
+static kvc_status row_check(const kvc_step_buffers *buf, const kvc_step_request *r, int64_t b, bool is_prefill,
+                            int64_t *n_tokens, int64_t *kv_total) {
     bool real = r->request_id >= 0;
     if (r->num_new_tokens < 1) {
         return kvc_fail(KVC_EINVAL, "step row %lld (request %lld): num_new_tokens %lld must be >= 1", (long long)b,
@@ -50,7 +50,7 @@ static kvc_status row_check(const kvc_step_buffers *buf, const kvc_step_request 
                         (long long)b, (long long)r->request_id, (long long)r->computed_tokens,
                         (long long)r->num_new_tokens);
     }
-    visible = real ? visible + r->num_new_tokens : 1;
+    visible = real ? visible + r->num_new_tokens : (is_prefill ? r->num_new_tokens : 1);
     if (visible > INT64_MAX - *kv_total) {
         return kvc_fail(KVC_ERANGE, "step row %lld (request %lld): the cumulative KV length overflows", (long long)b,
                         (long long)r->request_id);
@@ -64,7 +64,7 @@ kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *row
                               int64_t *n_tokens, int64_t *prompt_tokens) {
     int64_t t = 0, kv_total = 0, n_real = 0;
     for (int64_t b = 0; b < n_rows; b++) {
-        kvc_status st = row_check(buf, &rows[b], b, &t, &kv_total);
+        kvc_status st = row_check(buf, &rows[b], b, is_prefill, &t, &kv_total);
         if (st != KVC_OK) return st;
         if (rows[b].request_id >= 0) buf->id_scratch[n_real++] = rows[b].request_id;
     }
@@ -81,7 +81,9 @@ kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *row
         for (int64_t i = 0; i < r->num_new_tokens; i++) buf->positions[cu_q + i] = real ? first + i : 0;
         buf->kv_pos[b] = real ? first + r->num_new_tokens - 1 : 0;
         buf->seq_lens_q[b] = r->num_new_tokens;
-        buf->seq_lens_kv[b] = buf->kv_pos[b] + 1;
+        /* padding: 1 key in decode (kv_pos 0); in prefill its own packed
+         * tokens, so that cu_q == cu_kv holds for the whole prefill (INV-R4) */
+        buf->seq_lens_kv[b] = real ? buf->kv_pos[b] + 1 : (is_prefill ? r->num_new_tokens : 1);
         cu_q += buf->seq_lens_q[b];
         cu_kv += buf->seq_lens_kv[b];
         buf->cu_seq_lens_q[b] = cu_q;

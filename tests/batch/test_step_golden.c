@@ -123,6 +123,18 @@ static void test_dummy_and_empty_steps(void **state) {
     const kvc_step_key *k = fixture_key(&md, "full");
     expect_i32_array(k->block_table, I32S(0, 0, 0, 0), 4, "block_table");
     expect_i64_array(k->slot_mapping, I64S(0), 1, "slot_mapping");
+    /* trailing padding tokens of a prefill (sequence-parallel alignment):
+     * not prompt tokens, position 0, their own packed K/V (cu_q == cu_kv) */
+    const kvc_step_request aligned[2] = {{0, 0, 5}, {-1, 0, 3}};
+    fixture_build(&f, aligned, 2, true, &md);
+    assert_int_equal(md.n_tokens, 8);
+    assert_int_equal(md.prompt_tokens, 5);
+    expect_i64_array(md.positions, I64S(0, 1, 2, 3, 4, 0, 0, 0), 8, "positions");
+    expect_i64_array(md.kv_pos, I64S(4, 0), 2, "kv_pos");
+    expect_i64_array(md.seq_lens_kv, I64S(5, 3), 2, "actual_kv");
+    expect_i64_array(md.cu_seq_lens_q, I64S(5, 8), 2, "cu_q");
+    expect_i64_array(md.cu_seq_lens_kv, I64S(5, 8), 2, "cu_kv");
+    expect_i64_array(fixture_key(&md, "full")->slot_mapping, I64S(8, 9, 10, 11, 28, 0, 0, 0), 8, "slot_mapping");
     /* warm-up without rows */
     fixture_build(&f, NULL, 0, false, &md);
     assert_int_equal(md.n_rows, 0);
