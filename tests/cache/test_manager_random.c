@@ -1,0 +1,322 @@
+/* Model-based randomised test (verification.md §8): long seeded sequences of
+ * allocate/free over mixed Full, SlidingWindow and Mamba managers, each call
+ * checked against a shadow model that knows only the spec's formulas (table
+ * lengths, backed blocks, free counts, admission) and never block ids, plus
+ * the invariants of §5 and the release chain. */
+#include "kvc_test_util.h"
+
+#define MAX_REQ 24
+#define MAX_KEYS 3
+
+typedef struct shadow_table {
+    bool present;
+    int64_t len;    /* logical table length */
+    int64_t n_null; /* null prefix (sliding window) */
+} shadow_table;
+
+typedef struct shadow {
+    int32_t n_keys;
+    kvc_attn_type type[MAX_KEYS];
+    int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n[MAX_KEYS], num_blocks[MAX_KEYS], free_blocks[MAX_KEYS];
+    int64_t max_model_len;
+    shadow_table t[MAX_REQ][MAX_KEYS];
+} shadow;
+
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int64_t entries_of(const shadow *s, int32_t k) {
+    int64_t n = 0;
+    for (int r = 0; r < MAX_REQ; r++) n += s->t[r][k].present;
+    return n;
+}
+
+/* Predicts one allocate_slots; applies the window releases of phase 1 to the
+ * shadow and, when admitted, phase 2. Returns the expected status. */
+static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t num_new, int64_t lookahead,
+                                  int64_t reserved, uint64_t mask) {
+    int64_t wanted = computed + num_new + lookahead;
+    int64_t need_slot = imin(wanted, s->max_model_len);
+    int64_t total_computed = imin(computed, s->max_model_len);
+    int64_t need[MAX_KEYS] = {0};
+    for (int32_t k = 0; k < s->n_keys; k++) {
+        if (!(mask >> k & 1u)) continue;
+        shadow_table *t = &s->t[r][k];
+        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->present) {
+            int64_t skipped = imax(0, total_computed - s->window[k] + 1);
+            int64_t kk = imin(skipped / s->bs[k], t->len);
+            if (kk > t->n_null) {
+                s->free_blocks[k] += kk - t->n_null;
+                t->n_null = kk;
+            }
+        }
+        int64_t reserve = 0;
+        if (s->type[k] == KVC_ATTN_FULL) {
+            need[k] = imax(0, cdiv(need_slot, s->bs[k]) - t->len);
+            reserve = cdiv(reserved, s->bs[k]) * entries_of(s, k);
+        } else if (s->type[k] == KVC_ATTN_SLIDING_WINDOW) {
+            if (t->len > 0) {
+                need[k] = imax(0, cdiv(need_slot, s->bs[k]) - t->len);
+            } else if (need_slot > 0) {
+                int64_t last = need_slot - 1;
+                need[k] = last / s->bs[k] - imax(0, last - s->window[k]) / s->bs[k] + 1;
+            }
+        } else {
+            need[k] = imax(0, (t->len == 0 ? 1 : 1 + s->next_n[k]) - t->len);
+        }
+        if (need[k] > s->free_blocks[k] - reserve) return KVC_NO_SPACE;
+    }
+    for (int32_t k = 0; k < s->n_keys; k++) {
+        if (!(mask >> k & 1u)) continue;
+        shadow_table *t = &s->t[r][k];
+        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->len == 0 && need[k] > 0) {
+            t->n_null = imax(0, need_slot - 1 - s->window[k]) / s->bs[k];
+            t->len = t->n_null;
+        }
+        t->present = true;
+        t->len += need[k];
+        s->free_blocks[k] -= need[k];
+    }
+    return wanted > s->max_model_len ? KVC_CLAMPED : KVC_OK;
+}
+
+static void shadow_free(shadow *s, int r) {
+    for (int32_t k = 0; k < s->n_keys; k++) {
+        shadow_table *t = &s->t[r][k];
+        if (t->present) s->free_blocks[k] += t->len - t->n_null;
+        *t = (shadow_table){0};
+    }
+}
+
+static bool block_is_free(const kvc_manager *m, int32_t k, int32_t id) {
+    int32_t queue[512];
+    int64_t n = 0;
+    kvc_manager_free_queue(m, k, queue, 512, &n);
+    for (int64_t i = 0; i < n && i < 512; i++)
+        if (queue[i] == id) return true;
+    return false;
+}
+
+/* Every table and free count of the manager equals the shadow's. */
+static void compare(const kvc_manager *m, const shadow *s, long step) {
+    for (int32_t k = 0; k < s->n_keys; k++) {
+        if (kvc_manager_num_free(m, k) != s->free_blocks[k])
+            fail_msg("step %ld key %d: %lld free, shadow %lld", step, k, (long long)kvc_manager_num_free(m, k),
+                     (long long)s->free_blocks[k]);
+        for (int r = 0; r < MAX_REQ; r++) {
+            int32_t ids[512];
+            int64_t n = -1;
+            assert_int_equal(kvc_manager_block_ids(m, r, k, ids, 512, &n), KVC_OK);
+            const shadow_table *t = &s->t[r][k];
+            if (kvc_manager_has_request(m, r, k) != t->present || n != t->len)
+                fail_msg("step %ld req %d key %d: len %lld present %d, shadow len %lld present %d", step, r, k,
+                         (long long)n, kvc_manager_has_request(m, r, k), (long long)t->len, t->present);
+            for (int64_t b = 0; b < n; b++)
+                if ((ids[b] == 0) != (b < t->n_null))
+                    fail_msg("step %ld req %d key %d: entry %lld is %d, shadow null prefix %lld", step, r, k,
+                             (long long)b, ids[b], (long long)t->n_null);
+        }
+    }
+    kvc_status st = kvc_manager_check_invariants(m);
+    if (st != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
+}
+
+/* INV-SW-2 (retention): after a prefill into an empty table, positions >=
+ * need_slot - 1 - W are backed; after a later call whose computed c covers
+ * every position addressed before (the engine's decode pattern), positions
+ * >= c - W + 1 are. */
+static void check_retention(const kvc_manager *m, const shadow *s, int r, const bool *was_empty, int64_t computed,
+                            int64_t need_slot, bool monotone) {
+    for (int32_t k = 0; k < s->n_keys; k++) {
+        if (s->type[k] != KVC_ATTN_SLIDING_WINDOW || !s->t[r][k].present) continue;
+        int64_t first_pos;
+        if (was_empty[k])
+            first_pos = imax(0, need_slot - 1 - s->window[k]);
+        else if (monotone)
+            first_pos = imax(0, imin(computed, s->max_model_len) - s->window[k] + 1);
+        else
+            continue;
+        int32_t ids[512];
+        int64_t n = 0;
+        kvc_manager_block_ids(m, r, k, ids, 512, &n);
+        for (int64_t b = first_pos / s->bs[k]; b < n; b++)
+            if (ids[b] == 0) fail_msg("req %d key %d: logical block %lld inside the window is null", r, k, (long long)b);
+    }
+}
+
+typedef struct config {
+    int32_t n_keys;
+    kvc_attn_type type[MAX_KEYS];
+    int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n, blocks[MAX_KEYS], max_model_len;
+} config;
+
+static void run_config(const config *c, uint64_t seed, long steps) {
+    rng_state = seed;
+    kvc_cache_entry entries[MAX_KEYS];
+    const char *keys[MAX_KEYS];
+    shadow s = {.n_keys = c->n_keys, .max_model_len = c->max_model_len};
+    for (int32_t k = 0; k < c->n_keys; k++) {
+        entries[k] = c->type[k] == KVC_ATTN_MAMBA ? kvc_test_mamba_entry("state", c->next_n)
+                                                 : kvc_test_attention_entry("kv", c->type[k], c->bs[k], c->window[k]);
+        keys[k] = kvc_attn_type_name(c->type[k]);
+        s.type[k] = c->type[k];
+        s.bs[k] = c->type[k] == KVC_ATTN_MAMBA ? 1 : c->bs[k];
+        s.window[k] = c->window[k];
+        s.next_n[k] = c->next_n;
+        s.num_blocks[k] = c->blocks[k];
+        s.free_blocks[k] = c->blocks[k] - 1;
+    }
+    kvc_test_model model;
+    kvc_test_model_init(&model, entries, c->n_keys);
+    kvc_manager *m = kvc_test_manager(&model, keys, c->blocks, c->n_keys, c->max_model_len);
+    int64_t cached[MAX_REQ] = {0}, high[MAX_REQ] = {0}; /* largest need_slot granted so far */
+    long no_space = 0, clamped = 0, frees = 0;
+    for (long step = 0; step < steps; step++) {
+        int r = (int)rnd_in(0, MAX_REQ - 1);
+        int64_t op = rnd_in(0, 99);
+        if (op < 12) {
+            int32_t before[MAX_KEYS][512];
+            int64_t n_before[MAX_KEYS];
+            for (int32_t k = 0; k < c->n_keys; k++) kvc_manager_block_ids(m, r, k, before[k], 512, &n_before[k]);
+            assert_int_equal(kvc_manager_free(m, r), KVC_OK);
+            shadow_free(&s, r);
+            cached[r] = 0;
+            high[r] = 0;
+            frees++;
+            /* release chain: the freed ids are free now, the request is unreachable */
+            for (int32_t k = 0; k < c->n_keys; k++) {
+                assert_false(kvc_manager_has_request(m, r, k));
+                for (int64_t b = 0; b < n_before[k]; b++)
+                    if (before[k][b] != 0) assert_true(block_is_free(m, k, before[k][b]));
+            }
+        } else {
+            bool prefill = cached[r] == 0 || op < 25;
+            int64_t computed = prefill ? (rnd_in(0, 3) == 0 ? cached[r] : 0) : cached[r];
+            int64_t num_new = prefill ? rnd_in(0, 3 * c->bs[0] * 3) : rnd_in(1, 1 + c->next_n);
+            int64_t lookahead = rnd_in(0, 4) == 0 ? rnd_in(0, 3) : 0;
+            int64_t reserved = rnd_in(0, 3) == 0 ? rnd_in(0, 2 * c->bs[0]) : 0;
+            uint64_t mask = rnd_in(0, 5) == 0 ? rnd() : KVC_ALL_KEYS;
+            bool was_empty[MAX_KEYS];
+            for (int32_t k = 0; k < c->n_keys; k++) was_empty[k] = s.t[r][k].len == 0;
+            kvc_status expected = shadow_allocate(&s, r, computed, num_new, lookahead, reserved, mask);
+            kvc_status got = kvc_manager_allocate_slots(m, r, computed, num_new, lookahead, reserved, mask);
+            if (got != expected)
+                fail_msg("step %ld: allocate(%d, %lld, %lld, %lld, %lld, mask %llx) = %s, shadow says %s", step, r,
+                         (long long)computed, (long long)num_new, (long long)lookahead, (long long)reserved,
+                         (unsigned long long)mask, kvc_status_str(got), kvc_status_str(expected));
+            if (got == KVC_NO_SPACE) no_space++;
+            if (got == KVC_CLAMPED) clamped++;
+            if (got >= 0 && got != KVC_NO_SPACE) {
+                int64_t need_slot = imin(computed + num_new + lookahead, c->max_model_len);
+                check_retention(m, &s, r, was_empty, computed, need_slot, computed >= high[r]);
+                high[r] = imax(high[r], need_slot);
+                cached[r] = imin(computed + num_new, c->max_model_len);
+            }
+        }
+        compare(m, &s, step);
+    }
+    /* The run must have exercised refusals, clamping and frees. */
+    assert_true(no_space > steps / 100);
+    assert_true(frees > steps / 20);
+    (void)clamped;
+    for (int r = 0; r < MAX_REQ; r++) kvc_manager_free(m, r);
+    for (int32_t k = 0; k < c->n_keys; k++) assert_int_equal(kvc_manager_num_free(m, k), c->blocks[k] - 1);
+    assert_int_equal(kvc_manager_num_live_requests(m), 0);
+    kvc_manager_destroy(m);
+}
+
+static void test_full_only(void **state) {
+    (void)state;
+    config c = {.n_keys = 1, .type = {KVC_ATTN_FULL}, .bs = {4}, .blocks = {40}, .max_model_len = 50};
+    run_config(&c, 0x1234567u, 20000);
+}
+
+static void test_sliding_windows_below_at_above_block(void **state) {
+    (void)state;
+    const int64_t windows[] = {1, 3, 4, 5, 9};
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+        config c = {.n_keys = 1, .type = {KVC_ATTN_SLIDING_WINDOW}, .bs = {4}, .window = {windows[i]},
+                    .blocks = {30}, .max_model_len = 60};
+        run_config(&c, 0xabcdef01u + i, 8000);
+    }
+}
+
+static void test_mixed_three_managers(void **state) {
+    (void)state;
+    for (int64_t next_n = 0; next_n <= 2; next_n++) {
+        config c = {.n_keys = 3,
+                    .type = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA},
+                    .bs = {4, 4, 1},
+                    .window = {0, 6, 0},
+                    .next_n = next_n,
+                    .blocks = {45, 25, 20},
+                    .max_model_len = 40};
+        run_config(&c, 0x5eed0000u + (uint64_t)next_n, 15000);
+    }
+}
+
+/* P-REL-5/6 soak: thousands of requests through a small pool; after the drain
+ * every pool is back to full and no past request is reachable. */
+static void test_soak_release_chain(void **state) {
+    (void)state;
+    kvc_cache_entry entries[2] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0),
+                                  kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32)};
+    kvc_test_model model;
+    kvc_test_model_init(&model, entries, 2);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention", "SlidingWindow"},
+                                      (const int64_t[]){64, 40}, 2, 256);
+    rng_state = 99;
+    int64_t live[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, len[8] = {0};
+    for (int64_t rid = 0, done = 0; done < 10000;) {
+        int slot = (int)rnd_in(0, 7);
+        if (live[slot] < 0) {
+            int64_t prompt = rnd_in(1, 100);
+            if (kvc_manager_allocate_slots(m, rid, 0, prompt, 0, 0, KVC_ALL_KEYS) == KVC_OK) {
+                live[slot] = rid++;
+                len[slot] = prompt;
+            }
+        } else if (len[slot] < 200 && rnd_in(0, 9) != 0) {
+            if (kvc_manager_allocate_slots(m, live[slot], len[slot], 1, 0, 0, KVC_ALL_KEYS) == KVC_OK) len[slot]++;
+        } else {
+            int32_t old[32];
+            int64_t n = 0;
+            kvc_manager_block_ids(m, live[slot], 0, old, 32, &n);
+            assert_int_equal(kvc_manager_free(m, live[slot]), KVC_OK);
+            for (int64_t b = 0; b < n; b++) assert_true(kvc_manager_num_free(m, 0) > 0 && old[b] > 0);
+            int64_t after = -1;
+            kvc_manager_block_ids(m, live[slot], 0, old, 32, &after);
+            assert_int_equal(after, 0);
+            live[slot] = -1;
+            done++;
+        }
+        if (rid % 500 == 0) assert_int_equal(kvc_manager_check_invariants(m), KVC_OK);
+    }
+    for (int i = 0; i < 8; i++)
+        if (live[i] >= 0) kvc_manager_free(m, live[i]);
+    char usage[128];
+    assert_int_equal(kvc_manager_format_usage(m, usage, sizeof usage), KVC_OK);
+    assert_string_equal(usage, "FullAttention:1/64,SlidingWindow:1/40");
+    assert_int_equal(kvc_manager_num_live_requests(m), 0);
+    assert_int_equal(kvc_manager_check_invariants(m), KVC_OK);
+    kvc_manager_destroy(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_only),
+        cmocka_unit_test(test_sliding_windows_below_at_above_block),
+        cmocka_unit_test(test_mixed_three_managers),
+        cmocka_unit_test(test_soak_release_chain),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
