@@ -55,26 +55,32 @@ static void test_decode_padded(void **state) {
 }
 
 /* 512 and 256 tokens: TND prefill KV [512,768], BSH [512,256]; decode with
- * visible 522 and 266: KV [522,266] in both, Q [1,2] (TND) vs [1,1] (BSH). */
+ * visible 522 and 266: KV [522,266] in both, Q [1,2] (TND) vs [1,1] (BSH);
+ * MLA prefill NTD_TND is packed, MLA absorbed decode TND_NTD is paged. */
 static void test_layouts_512_256(void **state) {
     (void)state;
-    int64_t q[2], kv[2];
-    assert_int_equal(kvc_seq_lens_prefill(KVC_SEQ_LAYOUT_TND, false, I64S(512, 256), 2, q, kv), KVC_OK);
-    expect_i64_array(kv, I64S(512, 768), 2, "TND prefill kv");
-    assert_int_equal(kvc_seq_lens_prefill(KVC_SEQ_LAYOUT_BSH, false, I64S(512, 256), 2, q, kv), KVC_OK);
-    expect_i64_array(kv, I64S(512, 256), 2, "BSH prefill kv");
-    assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_TND, I64S(521, 265), 1, 2, q, kv), KVC_OK);
-    expect_i64_array(kv, I64S(522, 266), 2, "TND decode kv");
-    expect_i64_array(q, I64S(1, 2), 2, "TND decode q");
-    assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_BSH, I64S(521, 265), 1, 2, q, kv), KVC_OK);
-    expect_i64_array(kv, I64S(522, 266), 2, "BSH decode kv");
-    expect_i64_array(q, I64S(1, 1), 2, "BSH decode q");
-    /* MLA: prefill NTD_TND packed (cumulative), absorbed decode TND_NTD (direct kv) */
-    assert_int_equal(kvc_seq_lens_prefill(KVC_SEQ_LAYOUT_NTD_TND, false, I64S(512, 256), 2, q, kv), KVC_OK);
-    expect_i64_array(kv, I64S(512, 768), 2, "NTD_TND prefill kv");
-    assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_TND_NTD, I64S(521, 265), 1, 2, q, kv), KVC_OK);
-    expect_i64_array(q, I64S(1, 2), 2, "TND_NTD decode q");
-    expect_i64_array(kv, I64S(522, 266), 2, "TND_NTD decode kv");
+    static const struct {
+        kvc_seq_layout layout;
+        bool prefill;         /* else decode with q_len 1 */
+        const int64_t in[2];  /* prefill: prompt lengths; decode: kv_pos */
+        const int64_t q[2], kv[2];
+    } cases[] = {
+        {KVC_SEQ_LAYOUT_TND, true, {512, 256}, {512, 768}, {512, 768}},
+        {KVC_SEQ_LAYOUT_BSH, true, {512, 256}, {512, 256}, {512, 256}},
+        {KVC_SEQ_LAYOUT_NTD_TND, true, {512, 256}, {512, 768}, {512, 768}},
+        {KVC_SEQ_LAYOUT_TND, false, {521, 265}, {1, 2}, {522, 266}},
+        {KVC_SEQ_LAYOUT_BSH, false, {521, 265}, {1, 1}, {522, 266}},
+        {KVC_SEQ_LAYOUT_BNSD, false, {521, 265}, {1, 1}, {522, 266}},
+        {KVC_SEQ_LAYOUT_TND_NTD, false, {521, 265}, {1, 2}, {522, 266}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t q[2] = {-1, -1}, kv[2] = {-1, -1};
+        kvc_status st = cases[i].prefill ? kvc_seq_lens_prefill(cases[i].layout, false, cases[i].in, 2, q, kv)
+                                         : kvc_seq_lens_decode(cases[i].layout, cases[i].in, 1, 2, q, kv);
+        assert_int_equal(st, KVC_OK);
+        expect_i64_array(q, cases[i].q, 2, "q");
+        expect_i64_array(kv, cases[i].kv, 2, "kv");
+    }
 }
 
 /* RM section 8, next_n = 1: kv_len = [6,3,4] -> cu_q = [2,4,6], actual_kv = [7,4,5]. */

@@ -76,14 +76,16 @@ static void test_slots_match_general_formula(void **state) {
  * kv_pos + 1; prefill cumulative q == kv (P-STAT-2, RM section 10). */
 static void test_standalone_lengths(void **state) {
     (void)state;
-    int64_t q[2], kv[2];
-    assert_int_equal(kvc_seq_lens_prefill(KVC_SEQ_LAYOUT_TND, false, I64S(512, 256), 2, q, kv), KVC_OK);
-    expect_i64_array(q, I64S(512, 768), 2, "prefill q");
-    expect_i64_array(kv, I64S(512, 768), 2, "prefill kv");
-    /* after prefill kv_pos = L; two decode steps later kv_pos = L + 2 */
-    assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_TND, I64S(514, 258), 1, 2, q, kv), KVC_OK);
-    expect_i64_array(q, I64S(1, 2), 2, "decode q");
-    expect_i64_array(kv, I64S(515, 259), 2, "decode kv");
+    kvc_static_layout l = layout_2x2048();
+    /* after the prefill of [512, 256] kv_pos = L; two decode steps later L + 2:
+     * the write lands at kv_pos and kv_pos + 1 keys are visible */
+    const int64_t kv_pos[2] = {514, 258};
+    int64_t slots[2], q[2], kv[2];
+    assert_int_equal(kvc_static_slots_decode(&l, kv_pos, 2, slots), KVC_OK);
+    expect_i64_array(slots, I64S(514, 2048 + 258), 2, "decode slots");
+    assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_TND, kv_pos, 1, 2, q, kv), KVC_OK);
+    expect_i64_array(q, I64S(1, 2), 2, "decode cu_q");
+    expect_i64_array(kv, I64S(515, 259), 2, "decode actual_kv");
 }
 
 static void test_layout_refusals(void **state) {

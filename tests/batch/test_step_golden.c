@@ -10,20 +10,10 @@ static void setup_rm62(step_fixture *f) {
     kvc_cache_entry e = fix_full("full", 4);
     fixture_create(f, &e, I64S(10), 1, 16, 8, 32);
     for (int64_t i = 0; i < 9; i++) fixture_allocate(f, 100 + i, 0, 4, 0); /* filler 100+i holds block i+1 */
-    for (int64_t i = 0; i < 9; i++) {
-        int32_t id = -1;
-        int64_t n = 0;
-        assert_int_equal(kvc_manager_block_ids(f->m, 100 + i, 0, &id, 1, &n), KVC_OK);
-        assert_int_equal(n, 1);
-        assert_int_equal(id, i + 1);
-    }
+    for (int32_t i = 0; i < 9; i++) kvc_test_assert_table(f->m, 100 + i, 0, &(int32_t){i + 1}, 1);
     const int32_t free_order[9] = {2, 7, 5, 1, 9, 3, 4, 6, 8};
     for (int i = 0; i < 9; i++) assert_int_equal(kvc_manager_free(f->m, 100 + free_order[i] - 1), KVC_OK);
-    int32_t queue[9];
-    int64_t nq = 0;
-    assert_int_equal(kvc_manager_free_queue(f->m, 0, queue, 9, &nq), KVC_OK);
-    assert_int_equal(nq, 9);
-    expect_i32_array(queue, free_order, 9, "free queue");
+    kvc_test_assert_queue(f->m, 0, free_order, 9);
     fixture_allocate(f, 0, 0, 5, 0);
     fixture_allocate(f, 1, 0, 2, 0);
     fixture_allocate(f, 2, 0, 3, 0);
@@ -179,27 +169,36 @@ static void test_mamba_tables(void **state) {
     fixture_destroy(&f);
 }
 
-/* KM 8.1: W = 6, bs = 4, 8 blocks: prefill 10 -> slots 4..13, decodes at
- * positions 10..14 -> slots 14..18 while the window releases block 1, 2. */
+/* A SlidingWindow key W = 6, bs = 4, 8 blocks (KM 8.1 / 8.2), width 16. */
+static void setup_window(step_fixture *f) {
+    kvc_cache_entry e = fix_window("swa", 4, 6);
+    fixture_create(f, &e, I64S(8), 1, 64, 4, 32);
+}
+
+/* Allocates and builds a one-row step of request 0; returns its "swa" key. */
+static const kvc_step_key *window_step(step_fixture *f, int64_t computed, int64_t num_new, bool is_prefill,
+                                       kvc_step_metadata *md) {
+    fixture_allocate(f, 0, computed, num_new, 0);
+    const kvc_step_request row = {0, computed, num_new};
+    fixture_build(f, &row, 1, is_prefill, md);
+    const kvc_step_key *k = fixture_key(md, "swa");
+    assert_int_equal(k->width, 16);
+    return k;
+}
+
+/* KM 8.1: prefill 10 -> slots 4..13, decodes at positions 10..14 -> slots
+ * 14..18 while the window releases blocks 1 and 2. */
 static void test_window_slots_km81(void **state) {
     (void)state;
     step_fixture f;
-    kvc_cache_entry e = fix_window("swa", 4, 6);
-    fixture_create(&f, &e, I64S(8), 1, 64, 4, 32);
-    fixture_allocate(&f, 0, 0, 10, 0);
-    const kvc_step_request pre = {0, 0, 10};
+    setup_window(&f);
     kvc_step_metadata md;
-    fixture_build(&f, &pre, 1, true, &md);
-    const kvc_step_key *k = fixture_key(&md, "swa");
-    assert_int_equal(k->width, 16);
+    const kvc_step_key *k = window_step(&f, 0, 10, true, &md);
     expect_i32_array(k->block_table, I32S(1, 2, 3, 0), 4, "prefill table");
     expect_i64_array(k->slot_mapping, I64S(4, 5, 6, 7, 8, 9, 10, 11, 12, 13), 10, "prefill slots");
     const int32_t tables[5][4] = {{0, 2, 3, 0}, {0, 2, 3, 0}, {0, 2, 3, 4}, {0, 0, 3, 4}, {0, 0, 3, 4}};
     for (int64_t d = 0; d < 5; d++) {
-        fixture_allocate(&f, 0, 10 + d, 1, 0);
-        const kvc_step_request row = {0, 10 + d, 1};
-        fixture_build(&f, &row, 1, false, &md);
-        k = fixture_key(&md, "swa");
+        k = window_step(&f, 10 + d, 1, false, &md);
         expect_i32_array(k->block_table, tables[d], 4, "decode table");
         assert_int_equal(k->slot_mapping[0], 14 + d);
     }
@@ -212,20 +211,13 @@ static void test_window_slots_km81(void **state) {
 static void test_window_null_prefix_km82(void **state) {
     (void)state;
     step_fixture f;
-    kvc_cache_entry e = fix_window("swa", 4, 6);
-    fixture_create(&f, &e, I64S(8), 1, 64, 4, 32);
-    fixture_allocate(&f, 0, 0, 20, 0);
-    const kvc_step_request pre = {0, 0, 20};
+    setup_window(&f);
     kvc_step_metadata md;
-    fixture_build(&f, &pre, 1, true, &md);
-    const kvc_step_key *k = fixture_key(&md, "swa");
+    const kvc_step_key *k = window_step(&f, 0, 20, true, &md);
     expect_i32_array(k->block_table, I32S(0, 0, 0, 1, 2, 0), 6, "prefill table");
     expect_i64_array(k->slot_mapping, I64S(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), 20,
                      "prefill slots");
-    fixture_allocate(&f, 0, 20, 1, 0);
-    const kvc_step_request row = {0, 20, 1};
-    fixture_build(&f, &row, 1, false, &md);
-    k = fixture_key(&md, "swa");
+    k = window_step(&f, 20, 1, false, &md);
     expect_i32_array(k->block_table, I32S(0, 0, 0, 1, 2, 3, 0), 7, "decode table");
     assert_int_equal(k->slot_mapping[0], 12);
     fixture_destroy(&f);
