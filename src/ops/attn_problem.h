@@ -1,0 +1,196 @@
+/* The validated form of one attention call, shared by the reference and the
+ * fast CPU kernel: resolved extents and the index arithmetic of every
+ * layout (AO 3.3), length form (3.4), mask mode (3.5) and dequantisation
+ * granularity (3.10). Built by kvc_attn_resolve (attn_check.c), which
+ * refuses every misuse of AO 6.1 first. */
+#ifndef KVC_OPS_ATTN_PROBLEM_H
+#define KVC_OPS_ATTN_PROBLEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvcache/ops.h"
+
+/* How a dequantisation scale/offset tensor is indexed. */
+typedef enum kvc_qidx { KVC_QIDX_NONE = 0, KVC_QIDX_TENSOR, KVC_QIDX_CHANNEL, KVC_QIDX_TOKEN, KVC_QIDX_HEAD } kvc_qidx;
+
+typedef struct kvc_attn_problem {
+    const kvc_attention_params *p;
+    int64_t B, Nq, Nkv, G, D, Dv, Dr; /* Dr = 0 without MLA rope */
+    bool q_cum;        /* q_lens cumulative (T.. layouts) */
+    bool paged;
+    bool kv_packed;    /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
+    int64_t Tq;        /* T.. layouts: query rows; else B * Sq_dim */
+    int64_t Sq_dim;    /* B.. layouts: S extent of q / out / lse */
+    int64_t Skv_dim;   /* contiguous B.. layouts: S extent of k/v; packed: Tkv */
+    int64_t max_sq, max_skv;
+    /* paging */
+    int64_t bs, NB, tbl_w;
+    int64_t c0k, c0v, c0r; /* NZ tile widths of k, v, k_rope (0: plain) */
+    /* masks */
+    bool has_mask;     /* explicit [Sq, Skv] mask consulted (modes 0/1) */
+    int64_t mask_bstride, mask_cols;
+    /* dequantisation of int8 K/V */
+    bool kv_quant;
+    kvc_qidx kq, vq;   /* scale indexing for K and V */
+    bool k_has_off, v_has_off;
+    int64_t q_tok_s;   /* per-token scales: S extent of [B, S] */
+} kvc_attn_problem;
+
+/* Validates p (every rule of AO 6.1 that applies) and fills pb. */
+kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb);
+
+/* ---- lengths ------------------------------------------------------------- */
+
+/* Query rows of request b: first row index (T.. layouts; 0 otherwise) and count. */
+static inline void kvc_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64_t *q0, int64_t *sq)
+{
+    const kvc_attention_params *p = pb->p;
+    if (pb->q_cum) {
+        *q0 = b == 0 ? 0 : p->q_lens[b - 1];
+        *sq = p->q_lens[b] - *q0;
+    } else {
+        *q0 = 0;
+        *sq = p->q_lens ? p->q_lens[b] : pb->Sq_dim;
+    }
+}
+
+/* Keys of request b: first packed row (packed K/V; 0 otherwise) and count. */
+static inline void kvc_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int64_t *k0, int64_t *skv)
+{
+    const kvc_attention_params *p = pb->p;
+    if (p->kv_len_form == KVC_KV_FORM_CUMULATIVE) {
+        *k0 = b == 0 ? 0 : p->kv_lens[b - 1];
+        *skv = p->kv_lens[b] - *k0;
+    } else {
+        *k0 = 0;
+        *skv = p->kv_lens[b];
+    }
+}
+
+/* ---- query / output / lse addressing ------------------------------------- */
+
+/* Element index of channel 0 of (request b, local row i, head n) in a
+ * query-shaped tensor with `dim` channels per head (q: D, q_rope: Dr). q0
+ * is the request's first row (kvc_attn_q_range). */
+static inline int64_t kvc_attn_q_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n,
+                                       int64_t dim)
+{
+    switch (pb->p->layout) {
+    case KVC_LAYOUT_NTD_TND: return (n * pb->Tq + q0 + i) * dim;
+    case KVC_LAYOUT_TND:
+    case KVC_LAYOUT_TND_NTD: return ((q0 + i) * pb->Nq + n) * dim;
+    case KVC_LAYOUT_BNSD: return ((b * pb->Nq + n) * pb->Sq_dim + i) * dim;
+    default: return ((b * pb->Sq_dim + i) * pb->Nq + n) * dim; /* BSH, BSND, BSND_NBSD */
+    }
+}
+
+/* Element index of channel 0 of the output row (b, i, n). */
+static inline int64_t kvc_attn_out_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
+{
+    const int64_t Dv = pb->Dv;
+    switch (pb->p->layout) {
+    case KVC_LAYOUT_TND:
+    case KVC_LAYOUT_NTD_TND: return ((q0 + i) * pb->Nq + n) * Dv;
+    case KVC_LAYOUT_TND_NTD: return (n * pb->Tq + q0 + i) * Dv;
+    case KVC_LAYOUT_BNSD: return ((b * pb->Nq + n) * pb->Sq_dim + i) * Dv;
+    case KVC_LAYOUT_BSND_NBSD: return ((n * pb->B + b) * pb->Sq_dim + i) * Dv;
+    default: return ((b * pb->Sq_dim + i) * pb->Nq + n) * Dv; /* BSH, BSND */
+    }
+}
+
+/* Element index of the lse of (b, i, n): [Tq, Nq, 1] or [B, Nq, Sq, 1]. */
+static inline int64_t kvc_attn_lse_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
+{
+    if (pb->q_cum) return (q0 + i) * pb->Nq + n;
+    return (b * pb->Nq + n) * pb->Sq_dim + i;
+}
+
+/* ---- key / value addressing ---------------------------------------------- */
+
+/* Element index of channel 0 of key j of request b, KV head g, in a K/V
+ * tensor with `dim` channels per head; `c0` > 0 means NZ storage (channel
+ * d then sits at + (d / c0) * bs * c0 + d % c0, see kvc_attn_kv_chan). k0 is
+ * the request's first packed row. */
+static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, int64_t k0, int64_t j, int64_t g,
+                                        int64_t dim, int64_t c0)
+{
+    const kvc_attention_params *p = pb->p;
+    if (pb->paged) {
+        const int32_t *tbl = (const int32_t *)p->block_table.data;
+        const int64_t blk = tbl[b * pb->tbl_w + j / pb->bs], o = j % pb->bs;
+        switch (p->kv_storage) {
+        case KVC_KV_PAGED_BNNBSD: return ((blk * pb->Nkv + g) * pb->bs + o) * dim;
+        case KVC_KV_PAGED_NZ: return (blk * pb->Nkv + g) * dim * pb->bs + o * c0;
+        default: return ((blk * pb->bs + o) * pb->Nkv + g) * dim;
+        }
+    }
+    switch (p->layout) {
+    case KVC_LAYOUT_NTD_TND: return (g * pb->Skv_dim + k0 + j) * dim;
+    case KVC_LAYOUT_TND: return ((k0 + j) * pb->Nkv + g) * dim;
+    case KVC_LAYOUT_BNSD: return ((b * pb->Nkv + g) * pb->Skv_dim + j) * dim;
+    default: return ((b * pb->Skv_dim + j) * pb->Nkv + g) * dim;
+    }
+}
+
+/* Offset of channel d from channel 0 of one key (plain: d; NZ: tiled). */
+static inline int64_t kvc_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0)
+{
+    return c0 ? (d / c0) * pb->bs * c0 + d % c0 : d;
+}
+
+/* ---- visibility (AO 3.5) ------------------------------------------------- */
+
+/* Keys [lo, hi) of row i that the mode's band/causal rule admits, clipped to
+ * [0, skv) (an explicit mask, if any, is consulted on top: kvc_attn_masked). */
+static inline void kvc_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv,
+                                         int64_t *lo, int64_t *hi)
+{
+    const kvc_attention_params *p = pb->p;
+    const int64_t delta = skv - sq;
+    int64_t a = 0, e = skv; /* [a, e) before clipping */
+    switch (p->sparse_mode) {
+    case 0:
+        if (pb->has_mask) {
+            a = i - p->pre_tokens;
+            e = i + p->next_tokens + 1;
+        }
+        break;
+    case 2: e = i + 1; break;
+    case 3: e = i + delta + 1; break;
+    case 4:
+        a = i + delta - p->pre_tokens;
+        e = i + delta + p->next_tokens + 1;
+        break;
+    default: break; /* mode 1: the mask alone */
+    }
+    if (a < 0) a = 0;
+    if (e > skv) e = skv;
+    if (e < a) e = a;
+    *lo = a;
+    *hi = e;
+}
+
+/* True when the explicit mask hides key j from row i of request b. */
+static inline bool kvc_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_t i, int64_t j)
+{
+    if (!pb->has_mask) return false;
+    const uint8_t *m = (const uint8_t *)pb->p->mask.data;
+    return m[b * pb->mask_bstride + i * pb->mask_cols + j] != 0;
+}
+
+/* ---- dequantisation (AO 3.10) -------------------------------------------- */
+
+/* Index into a scale/offset tensor of kind q for (b, j, g, d) with `dim` channels per head. */
+static inline int64_t kvc_attn_quant_index(const kvc_attn_problem *pb, kvc_qidx q, int64_t b, int64_t j, int64_t g,
+                                           int64_t d, int64_t dim)
+{
+    switch (q) {
+    case KVC_QIDX_CHANNEL: return g * dim + d;
+    case KVC_QIDX_TOKEN: return b * pb->q_tok_s + j;
+    case KVC_QIDX_HEAD: return g;
+    default: return 0;
+    }
+}
+
+#endif

@@ -1,0 +1,418 @@
+/* The float64 reference attention: against the fixture's logical oracle for
+ * every layout / storage / KV dtype / mode, the spec's direct checks
+ * (verification.md 7.2) and every refused misuse (AO 6.1). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn_fixture.h"
+
+static fx_cfg base_cfg(void)
+{
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND;
+    c.storage = KVC_KV_CONTIGUOUS;
+    c.B = 1;
+    c.Nq = c.Nkv = 1;
+    c.D = c.Dv = 8;
+    c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
+    c.bs = 4;
+    c.mode = 3;
+    c.pre = c.next = INT32_MAX;
+    c.quant = -1;
+    c.seed = 1;
+    return c;
+}
+
+/* Runs the reference on the fixture and returns the worst error vs the logical oracle. */
+static double ref_vs_oracle(fx *f, double rtol, double atol)
+{
+    assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
+    const int64_t n = f->c.B * f->sqmax * f->c.Nq;
+    double *out = malloc(sizeof(double) * (size_t)(n * f->c.Dv + 1)), *lse = malloc(sizeof(double) * (size_t)(n + 1));
+    fx_oracle(f, out, lse);
+    double e = fx_check(f, out, lse, rtol, atol);
+    free(out);
+    free(lse);
+    return e;
+}
+
+static void test_ref_matches_oracle_all_layouts(void **state)
+{
+    (void)state;
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
+                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
+    const kvc_kv_storage stores[] = {KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    int runs = 0;
+    for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
+        for (size_t si = 0; si < 4; si++)
+            for (size_t di = 0; di < 4; di++)
+                for (int mode = 0; mode <= 4; mode++) {
+                    fx_cfg c = base_cfg();
+                    c.layout = layouts[li];
+                    c.storage = stores[si];
+                    c.kvdt = kvdts[di];
+                    if (c.storage == KVC_KV_PAGED_NZ && c.kvdt == KVC_DTYPE_F32) continue;
+                    if (c.layout == KVC_LAYOUT_TND_NTD && c.storage == KVC_KV_CONTIGUOUS) continue;
+                    if (c.storage == KVC_KV_PAGED_BNNBSD && c.layout != KVC_LAYOUT_TND && c.layout != KVC_LAYOUT_BNSD &&
+                        c.layout != KVC_LAYOUT_TND_NTD)
+                        continue;
+                    if (c.layout == KVC_LAYOUT_NTD_TND && c.storage != KVC_KV_CONTIGUOUS) continue;
+                    c.B = 3;
+                    c.sq[0] = 3, c.sq[1] = 1, c.sq[2] = 2;
+                    c.skv[0] = 7, c.skv[1] = 16, c.skv[2] = 2;
+                    if (c.storage == KVC_KV_CONTIGUOUS && fx_tlayout(c.layout))
+                        c.skv[0] = 3, c.skv[1] = 1, c.skv[2] = 2; /* packed prefill */
+                    c.Nq = 4, c.Nkv = 2;
+                    c.D = c.storage == KVC_KV_PAGED_NZ ? 32 : 12;
+                    c.Dv = c.storage == KVC_KV_PAGED_NZ ? 64 : 8;
+                    c.bs = 16;
+                    c.mode = mode;
+                    c.explicit_mask = mode <= 1;
+                    c.pre = mode == 4 ? 2 : mode == 0 ? 3 : INT32_MAX;
+                    c.next = mode == 4 ? 0 : mode == 0 ? 1 : INT32_MAX;
+                    c.sinks = (mode % 2) == 0;
+                    c.lse = true;
+                    c.permute_blocks = true;
+                    c.extra_blocks = 2;
+                    c.extra_width = 1;
+                    c.quant = c.kvdt == KVC_DTYPE_I8 ? (int)(runs % 4 == 3 ? 10 : runs % 3) : -1;
+                    c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
+                    c.seed = (uint32_t)runs + 1;
+                    fx f;
+                    fx_build(&f, &c);
+                    double e = ref_vs_oracle(&f, 1e-6, 1e-6);
+                    if (e > 1.0)
+                        fail_msg("layout %s storage %d kv %s mode %d: error %g", kvc_attn_layout_name(c.layout),
+                                 (int)c.storage, kvc_dtype_name(c.kvdt), mode, e);
+                    fx_free(&f);
+                    runs++;
+                }
+    assert_true(runs > 200);
+}
+
+/* verification.md 7.2: scores [0, 0], sink 0, values [1], [3] -> 4/3, lse ln 3; no sink -> 2, lse ln 2. */
+static void test_sink_four_thirds(void **state)
+{
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.sq[0] = 1, c.skv[0] = 2, c.D = c.Dv = 1, c.mode = 0, c.sinks = true, c.lse = true;
+    for (int with_sink = 1; with_sink >= 0; with_sink--) {
+        c.sinks = with_sink;
+        fx f;
+        fx_build(&f, &c);
+        ((float *)f.qbuf)[0] = 0.0f;
+        ((float *)f.vbuf)[0] = 1.0f, ((float *)f.vbuf)[1] = 3.0f;
+        if (with_sink) ((float *)f.sbuf)[0] = 0.0f;
+        assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+        assert_float_equal(((float *)f.obuf)[0], with_sink ? 4.0 / 3.0 : 2.0, 1e-6);
+        assert_float_equal(((float *)f.lsebuf)[0], log(with_sink ? 3.0 : 2.0), 1e-6);
+        fx_free(&f);
+    }
+}
+
+static void test_yarn_scale(void **state)
+{
+    (void)state;
+    assert_float_equal(kvc_yarn_mscale(40.0, 1.0), 1.368888, 1e-6);
+    assert_float_equal(kvc_yarn_softmax_scale(128, 64, 40.0, 1.0), 0.1352338, 1e-7);
+    assert_float_equal(kvc_yarn_softmax_scale(128, 0, 1.0, 0.0), 0.0883883, 1e-7);
+    assert_float_equal(kvc_yarn_mscale(1.0, 1.0), 1.0, 0);
+}
+
+/* AO 3.5 worked table, probed with one-hot values (V = identity, q = 0: uniform over the visible set). */
+static void test_visibility_table(void **state)
+{
+    (void)state;
+    const int modes[4] = {2, 3, 4, 0};
+    const char *want[4][3] = {
+        {"100000", "110000", "111000"}, {"111100", "111110", "111111"},
+        {"011100", "001110", "000111"}, {"111111", "111111", "111111"},
+    };
+    for (int mi = 0; mi < 4; mi++) {
+        fx_cfg c = base_cfg();
+        c.sq[0] = 3, c.skv[0] = 6, c.D = 1, c.Dv = 6, c.mode = modes[mi];
+        c.layout = KVC_LAYOUT_BSND;
+        c.pre = modes[mi] == 4 ? 2 : INT32_MAX;
+        c.next = modes[mi] == 4 ? 0 : INT32_MAX;
+        c.bidirectional = modes[mi] == 0;
+        fx f;
+        fx_build(&f, &c);
+        for (int i = 0; i < 3; i++) ((float *)f.qbuf)[i] = 0.0f;
+        for (int j = 0; j < 6; j++)
+            for (int d = 0; d < 6; d++) ((float *)f.vbuf)[j * 6 + d] = j == d ? 1.0f : 0.0f;
+        assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 6; j++) {
+                const float o = ((float *)f.obuf)[i * 6 + j];
+                if ((o > 0.0f) != (want[mi][i][j] == '1')) fail_msg("mode %d row %d key %d: %g", modes[mi], i, j, (double)o);
+            }
+        fx_free(&f);
+    }
+}
+
+static void test_degenerate_cases(void **state)
+{
+    (void)state;
+    /* Skv = 0 -> zeros, lse +inf; second request: mode 3 with Sq > Skv -> leading rows zero */
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_PAGED_BNBSH;
+    c.B = 2, c.sq[0] = 2, c.skv[0] = 0, c.sq[1] = 4, c.skv[1] = 2, c.lse = true, c.mode = 3, c.extra_width = 1;
+    fx f;
+    fx_build(&f, &c);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    const float *o = f.obuf, *l = f.lsebuf;
+    for (int r = 0; r < 2; r++) { /* request 0: rows 0, 1 */
+        for (int d = 0; d < c.Dv; d++) assert_true(o[r * c.Dv + d] == 0.0f);
+        assert_true(isinf(l[r]) && l[r] > 0);
+    }
+    for (int r = 2; r < 4; r++) /* request 1 rows 0, 1: i + delta = i - 2 < 0 -> empty */
+        for (int d = 0; d < c.Dv; d++) assert_true(o[r * c.Dv + d] == 0.0f);
+    for (int r = 4; r < 6; r++) { /* rows 2, 3 see keys: finite although the null block is NaN */
+        for (int d = 0; d < c.Dv; d++) assert_true(isfinite(o[r * c.Dv + d]));
+        assert_true(isfinite(l[r]));
+    }
+    fx_free(&f);
+    /* Tq = 0: nothing to do */
+    fx_cfg z = base_cfg();
+    z.sq[0] = 0, z.skv[0] = 0;
+    fx_build(&f, &z);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    fx_free(&f);
+}
+
+/* Every refused misuse of AO 6.1 that applies to the operator: status + message fragment. */
+typedef void (*mutate_fn)(fx *f);
+typedef struct {
+    const char *name;
+    mutate_fn mutate;
+    kvc_status want;
+    const char *frag;
+} misuse;
+
+static int64_t g_tmp[8];
+static uint8_t g_mask[64];
+static float g_fmask[64];
+static float g_scale[8];
+
+static void m_scale0(fx *f) { f->p.scale = 0.0; }
+static void m_scalenan(fx *f) { f->p.scale = NAN; }
+static void m_noheads(fx *f) { f->p.num_heads = 0; }
+static void m_gqa(fx *f) { f->p.num_kv_heads = 3; }
+static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
+static void m_nolayout(fx *f) { f->p.layout = KVC_LAYOUT_UNSET; }
+static void m_nomode(fx *f) { f->p.sparse_mode = -1; }
+static void m_r1(fx *f) { f->p.sparse_mode = 0; }
+static void m_floatmask(fx *f)
+{
+    f->p.sparse_mode = 1;
+    f->p.mask = (kvc_tensor){.data = g_fmask, .dtype = KVC_DTYPE_F32, .ndim = 2, .shape = {3, 9}};
+}
+static void m_maskvalue(fx *f)
+{
+    memset(g_mask, 0, sizeof g_mask);
+    g_mask[5] = 2;
+    f->p.sparse_mode = 1;
+    f->p.mask = (kvc_tensor){.data = g_mask, .dtype = KVC_DTYPE_BOOL, .ndim = 2, .shape = {3, 9}};
+}
+static void m_mask_mode3(fx *f)
+{
+    f->p.mask = (kvc_tensor){.data = g_mask, .dtype = KVC_DTYPE_BOOL, .ndim = 2, .shape = {3, 9}};
+}
+static void m_mode1_nomask(fx *f) { f->p.sparse_mode = 1; }
+static void m_band(fx *f) { f->p.sparse_mode = 4, f->p.pre_tokens = -5, f->p.next_tokens = 2; }
+static void m_lenform(fx *f) { f->p.kv_len_form = KVC_KV_FORM_CUMULATIVE; }
+static void m_lenunset(fx *f) { f->p.kv_len_form = KVC_KV_FORM_UNSET; }
+static void m_cuq(fx *f)
+{
+    g_tmp[0] = 2;
+    f->p.q_lens = g_tmp;
+}
+static void m_negkv(fx *f)
+{
+    g_tmp[0] = -1;
+    f->p.kv_lens = g_tmp;
+}
+static void m_kvbeyond(fx *f)
+{
+    g_tmp[0] = 40;
+    f->p.kv_lens = g_tmp;
+}
+static void m_blockid(fx *f) { ((int32_t *)f->tblbuf)[1] = 1000; }
+static void m_blocksize(fx *f) { f->p.block_size = 0; }
+static void m_tabledt(fx *f) { f->p.block_table.dtype = KVC_DTYPE_I64; }
+static void m_bindbs(fx *f) { f->p.binding.block_size = 8; }
+static void m_qshape(fx *f) { f->p.q.shape[1] = 3; }
+static void m_outshape(fx *f) { f->p.out.shape[2] = 5; }
+static void m_sinklen(fx *f)
+{
+    f->p.sinks = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {3}};
+}
+static void m_onerope(fx *f)
+{
+    f->p.q_rope = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {3, 2, 64}};
+}
+static void m_sliding_mode(fx *f) { f->p.binding = (kvc_attn_binding){.type = KVC_BIND_SLIDING, .window = 4}; }
+static void m_sliding_pre(fx *f)
+{
+    f->p.binding = (kvc_attn_binding){.type = KVC_BIND_SLIDING, .window = 4};
+    f->p.sparse_mode = 4, f->p.pre_tokens = 4, f->p.next_tokens = 0;
+}
+static void m_full_band(fx *f)
+{
+    f->p.binding = (kvc_attn_binding){.type = KVC_BIND_FULL};
+    f->p.sparse_mode = 4, f->p.pre_tokens = 3, f->p.next_tokens = 0;
+}
+static void m_onescale(fx *f)
+{
+    f->p.key_scale = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
+}
+static void m_lseshape(fx *f) { f->p.lse.shape[0] = 2; }
+
+static void test_refused_misuse(void **state)
+{
+    (void)state;
+    const misuse cases[] = {
+        {"R5 scale 0", m_scale0, KVC_EINVAL, "scale"},
+        {"R5 scale NaN", m_scalenan, KVC_EINVAL, "finite"},
+        {"num_heads unset", m_noheads, KVC_EINVAL, "num_heads"},
+        {"R6 Nq % Nkv", m_gqa, KVC_EINVAL, "divisible"},
+        {"R6 binding heads", m_bindheads, KVC_EINVAL, "num_head"},
+        {"layout unset", m_nolayout, KVC_EINVAL, "layout"},
+        {"mode unset", m_nomode, KVC_EINVAL, "sparse_mode"},
+        {"R1 garbled prefill", m_r1, KVC_EINVAL, "R1"},
+        {"R2 float mask", m_floatmask, KVC_EINVAL, "R2"},
+        {"R2 mask values", m_maskvalue, KVC_EINVAL, "0 (visible) and 1"},
+        {"R3 mask with mode 3", m_mask_mode3, KVC_EINVAL, "R3"},
+        {"R3 mode 1 without mask", m_mode1_nomask, KVC_EINVAL, "R3"},
+        {"R4 band", m_band, KVC_EINVAL, "R4"},
+        {"R9 cumulative with paged", m_lenform, KVC_EINVAL, "R9"},
+        {"R9 unset", m_lenunset, KVC_EINVAL, "kv_len_form"},
+        {"R7 cu_q end", m_cuq, KVC_EINVAL, "cu_q[B-1]"},
+        {"R7 negative kv len", m_negkv, KVC_EINVAL, "negative"},
+        {"R8 kv len beyond table", m_kvbeyond, KVC_ERANGE, "wide"},
+        {"R8 block id", m_blockid, KVC_ERANGE, "outside [0, NB"},
+        {"R8 block size", m_blocksize, KVC_EINVAL, "block_size"},
+        {"R8 table dtype", m_tabledt, KVC_EINVAL, "int32"},
+        {"R15 other manager", m_bindbs, KVC_EINVAL, "R15"},
+        {"R7 q shape", m_qshape, KVC_EINVAL, "q has shape"},
+        {"R7 out shape", m_outshape, KVC_EINVAL, "out has shape"},
+        {"R11 sink length", m_sinklen, KVC_EINVAL, "R11"},
+        {"R10 one rope", m_onerope, KVC_EINVAL, "R10"},
+        {"R13 sliding non-band", m_sliding_mode, KVC_EINVAL, "R13"},
+        {"R13 window overreach", m_sliding_pre, KVC_EINVAL, "outside the layer's window"},
+        {"R14 full with band", m_full_band, KVC_EINVAL, "R14"},
+        {"R12 one-sided scale", m_onescale, KVC_EINVAL, "R12"},
+        {"R7 lse shape", m_lseshape, KVC_EINVAL, "lse"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fx_cfg c = base_cfg();
+        c.storage = KVC_KV_PAGED_BNBSH;
+        c.sq[0] = 3, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.lse = true, c.extra_width = 1;
+        fx f;
+        fx_build(&f, &c);
+        assert_int_equal(kvc_attention_ref(&f.p), KVC_OK); /* the unmutated call is accepted */
+        cases[i].mutate(&f);
+        const size_t ob = (size_t)f.out_n * sizeof(float);
+        unsigned char *before = malloc(ob);
+        memcpy(before, f.obuf, ob);
+        kvc_status st = kvc_attention_ref(&f.p);
+        if (st != cases[i].want || !strstr(kvc_last_error(), cases[i].frag))
+            fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
+        assert_memory_equal(before, f.obuf, ob); /* nothing written on refusal */
+        free(before);
+        fx_free(&f);
+    }
+}
+
+static void test_mla_rules(void **state)
+{
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.layout = KVC_LAYOUT_TND_NTD, c.storage = KVC_KV_PAGED_NZ, c.kvdt = KVC_DTYPE_BF16, c.qdt = KVC_DTYPE_BF16;
+    c.B = 2, c.sq[0] = 1, c.sq[1] = 1, c.skv[0] = 20, c.skv[1] = 33, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 512, c.Dr = 64;
+    c.bs = 16, c.mode = 0;
+    fx f;
+    fx_build(&f, &c);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    f.p.sparse_mode = 3; /* absorbed decode with mode 3 and Sq = 1 is outside the rule table */
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "R10"));
+    f.p.sparse_mode = 0;
+    f.p.lse = (kvc_tensor){.data = f.obuf, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {2, 4, 1}};
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "LSE"));
+    fx_free(&f);
+}
+
+static void test_named_parameters(void **state)
+{
+    (void)state;
+    kvc_attention_params p = kvc_attention_default_params();
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "softmax_scale", 0.125), KVC_OK);
+    assert_true(p.scale == 0.125);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "scale", 0.25), KVC_OK);
+    assert_true(p.scale == 0.25);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "scale", 0.5), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "softmax_scale"));
+    assert_true(p.scale == 0.25);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "softmax_scale", 0.5), KVC_EINVAL);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "num_query_heads", 8), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_heads"));
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "num_query_heads", 8), KVC_OK);
+    assert_int_equal(p.num_heads, 8);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "learnable_sink", 1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "v2 only"));
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "return_softmax_lse", 1), KVC_OK);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "return_softmax_lse", 1), KVC_EINVAL);
+    /* defaults leave the required fields unset */
+    kvc_attention_params d = kvc_attention_default_params();
+    assert_true(d.scale == 0.0 && d.sparse_mode == -1 && d.layout == KVC_LAYOUT_UNSET && d.num_heads == 0);
+    assert_true(d.pre_tokens == INT32_MAX && d.next_tokens == INT32_MAX);
+}
+
+static void test_mask_template(void **state)
+{
+    (void)state;
+    uint8_t *t = malloc((size_t)KVC_MASK_TEMPLATE_DIM * KVC_MASK_TEMPLATE_DIM);
+    kvc_mask_template_fill(t);
+    assert_int_equal(t[0], 0);
+    assert_int_equal(t[1], 1);
+    assert_int_equal(t[KVC_MASK_TEMPLATE_DIM], 0);
+    fx_cfg c = base_cfg();
+    c.sq[0] = 3, c.skv[0] = 5;
+    fx f;
+    fx_build(&f, &c);
+    f.p.mask = (kvc_tensor){.data = t, .dtype = KVC_DTYPE_BOOL, .ndim = 2, .shape = {2048, 2048}};
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK); /* the canonical template is accepted */
+    t[5] = 0;                                          /* altered template (R3) */
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "canonical"));
+    fx_free(&f);
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ref_matches_oracle_all_layouts),
+        cmocka_unit_test(test_sink_four_thirds),
+        cmocka_unit_test(test_yarn_scale),
+        cmocka_unit_test(test_visibility_table),
+        cmocka_unit_test(test_degenerate_cases),
+        cmocka_unit_test(test_refused_misuse),
+        cmocka_unit_test(test_mla_rules),
+        cmocka_unit_test(test_named_parameters),
+        cmocka_unit_test(test_mask_template),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
