@@ -1,0 +1,627 @@
+/* kvcache plan: the analyzer on the public config.json of real models (JSON
+ * output per layer, per-rank cache shapes at tp 1 and 8, bytes per token,
+ * block numbers for a fixed budget), cross-checked against kvc_plan_blocks
+ * on cache descriptions built here independently; plus malformed configs. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "cmd_plan.h"
+#include "kvcache/kvcache.h"
+
+#define BUDGET 17179869184LL /* 16 GiB for every cache */
+#define CONC 4               /* requests at once */
+
+static char *read_config(const char *name, size_t *len) {
+    const char *dir = getenv("KVC_DATA_DIR");
+    assert_non_null(dir);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+static kvc_plan_options budget_options(int64_t tp) {
+    kvc_plan_options o = kvc_plan_default_options();
+    o.tp = tp;
+    o.kv_dtype_set = true;
+    o.kv_dtype = KVC_DTYPE_BF16;
+    o.max_concurrency = CONC;
+    o.kv_memory_bytes = BUDGET;
+    return o;
+}
+
+/* Plans a shipped config and returns its JSON document, parsed. */
+static cJSON *plan_json(const char *name, const kvc_plan_options *o, kvc_model_plan **plan_out) {
+    size_t len = 0;
+    char *text = read_config(name, &len);
+    kvc_model_plan *plan = NULL;
+    kvc_status st = kvc_model_plan_create(text, len, o, &plan);
+    free(text);
+    if (st != KVC_OK) fail_msg("%s: %s", name, kvc_last_error());
+    char *doc = NULL;
+    assert_int_equal(kvc_model_plan_to_json(plan, &doc), KVC_OK);
+    cJSON *root = cJSON_Parse(doc);
+    kvc_plan_json_free(doc);
+    assert_non_null(root);
+    if (plan_out != NULL)
+        *plan_out = plan;
+    else
+        kvc_model_plan_destroy(plan);
+    return root;
+}
+
+static double num(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(v)) fail_msg("field %s is not a number", name);
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsString(v)) fail_msg("field %s is not a string", name);
+    return v->valuestring;
+}
+
+static bool flag(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsBool(v)) fail_msg("field %s is not a boolean", name);
+    return cJSON_IsTrue(v);
+}
+
+static bool is_null(const cJSON *o, const char *name) { return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, name)); }
+
+/* ---- an independent cache description ------------------------------------- */
+
+enum { T_FULL, T_SW };
+
+typedef struct ref_model {
+    int n_layers;
+    int types[128];  /* T_FULL / T_SW per layer */
+    int64_t window;  /* keys of a window layer */
+    int64_t heads;   /* KV heads per rank */
+    int64_t dim;     /* K and V dim (GQA) */
+    bool mla;
+    int64_t nope, rope;
+} ref_model;
+
+typedef struct ref_desc {
+    kvc_layer_cache_info layers[128];
+    kvc_cache_entry entries[256];
+    kvc_model_cache_info ci;
+} ref_desc;
+
+static void ref_entry(kvc_cache_entry *e, const char *name, int type, int64_t heads, int64_t dim, int64_t window) {
+    *e = kvc_cache_entry_default();
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->attn_type = type == T_SW ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
+    e->num_head = heads;
+    e->n_dims = 1;
+    e->dim[0] = dim;
+    e->dtype = KVC_DTYPE_BF16;
+    e->needs_block = true;
+    e->block_size = 128;
+    if (type == T_SW) e->sliding_window = window;
+}
+
+static void ref_build(const ref_model *m, ref_desc *d) {
+    for (int i = 0; i < m->n_layers; i++) {
+        kvc_cache_entry *e = &d->entries[2 * i];
+        if (m->mla) {
+            ref_entry(&e[0], "nope_cache", T_FULL, 1, m->nope, 0);
+            ref_entry(&e[1], "rope_cache", T_FULL, 1, m->rope, 0);
+        } else {
+            ref_entry(&e[0], "k_cache", m->types[i], m->heads, m->dim, m->window);
+            ref_entry(&e[1], "v_cache", m->types[i], m->heads, m->dim, m->window);
+        }
+        d->layers[i] = (kvc_layer_cache_info){.layer_idx = i, .n_caches = 2, .caches = e};
+    }
+    d->ci = (kvc_model_cache_info){.num_layers = m->n_layers, .n_layer_infos = m->n_layers, .layer_infos = d->layers,
+                                   .is_mla_backend = m->mla};
+}
+
+/* The document's numbers equal the planner's answer for the reference description. */
+static void check_numbers_against_planner(const cJSON *doc, const ref_model *m) {
+    ref_desc *d = calloc(1, sizeof *d);
+    assert_non_null(d);
+    ref_build(m, d);
+    kvc_plan_params pp = kvc_plan_default_params();
+    pp.mode = KVC_PLAN_BUDGET;
+    pp.kv_memory_bytes = BUDGET;
+    pp.max_concurrency = CONC;
+    kvc_block_plan bp;
+    if (kvc_plan_blocks(&pp, &d->ci, &bp) != KVC_OK) fail_msg("reference plan: %s", kvc_last_error());
+    assert_int_equal((int64_t)num(doc, "bytes_per_token"), bp.per_token_bytes);
+    assert_int_equal((int64_t)num(doc, "fixed_bytes"), bp.fixed_bytes);
+    assert_int_equal((int64_t)num(doc, "max_tokens"), bp.max_tokens);
+    assert_int_equal((int64_t)num(doc, "total_bytes"), bp.total_bytes);
+    const cJSON *bn = cJSON_GetObjectItemCaseSensitive(doc, "block_num");
+    assert_int_equal(cJSON_GetArraySize(bn), bp.n_groups);
+    for (int32_t g = 0; g < bp.n_groups; g++) assert_int_equal((int64_t)num(bn, bp.groups[g].key), bp.groups[g].block_num);
+    free(d);
+}
+
+/* Every layer of the document: type, window, masks, caches per rank. */
+static void check_layers(const cJSON *doc, const ref_model *m, const char *layout) {
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), m->n_layers);
+    bool mla_absorb = strcmp(layout, "TND_NTD") == 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const cJSON *L = cJSON_GetArrayItem(layers, i);
+        assert_int_equal((int)num(L, "layer"), i);
+        const cJSON *sm = cJSON_GetObjectItemCaseSensitive(L, "sparse_mode");
+        if (m->types[i] == T_SW) {
+            assert_string_equal(str(L, "attn_type"), "SlidingWindow");
+            assert_int_equal((int64_t)num(L, "sliding_window"), m->window);
+            assert_int_equal((int)num(sm, "prefill"), 4);
+            assert_int_equal((int)num(sm, "decode"), 4);
+            assert_int_equal((int64_t)num(L, "pre_tokens"), m->window - 1);
+            assert_int_equal((int64_t)num(L, "next_tokens"), 0);
+        } else {
+            assert_string_equal(str(L, "attn_type"), "FullAttention");
+            assert_true(is_null(L, "sliding_window"));
+            assert_int_equal((int)num(sm, "prefill"), 3);
+            assert_int_equal((int)num(sm, "decode"), mla_absorb ? 0 : 3);
+            assert_true(is_null(L, "pre_tokens"));
+            assert_true(is_null(L, "next_tokens"));
+        }
+        const cJSON *caches = cJSON_GetObjectItemCaseSensitive(L, "caches");
+        assert_int_equal(cJSON_GetArraySize(caches), 2);
+        const cJSON *c0 = cJSON_GetArrayItem(caches, 0), *c1 = cJSON_GetArrayItem(caches, 1);
+        if (m->mla) {
+            assert_string_equal(str(c0, "name"), "nope_cache");
+            assert_string_equal(str(c1, "name"), "rope_cache");
+            assert_int_equal((int64_t)num(c0, "num_head"), 1);
+            assert_int_equal((int64_t)num(c1, "num_head"), 1);
+            assert_int_equal((int64_t)num(c0, "dim"), m->nope);
+            assert_int_equal((int64_t)num(c1, "dim"), m->rope);
+            assert_int_equal((int64_t)num(c0, "bytes_per_token"), m->nope * 2);
+            assert_int_equal((int64_t)num(c1, "bytes_per_token"), m->rope * 2);
+        } else {
+            assert_string_equal(str(c0, "name"), "k_cache");
+            assert_string_equal(str(c1, "name"), "v_cache");
+            for (int k = 0; k < 2; k++) {
+                const cJSON *c = cJSON_GetArrayItem(caches, k);
+                assert_int_equal((int64_t)num(c, "num_head"), m->heads);
+                assert_int_equal((int64_t)num(c, "dim"), m->dim);
+                assert_string_equal(str(c, "dtype"), "bf16");
+                assert_int_equal((int64_t)num(c, "bytes_per_token"), m->heads * m->dim * 2);
+            }
+        }
+    }
+}
+
+static void check_header(const cJSON *doc, const char *arch, const char *layout, bool mla_absorb, bool hybrid,
+                         double scale) {
+    assert_string_equal(str(doc, "architecture"), arch);
+    assert_string_equal(str(doc, "kv_mode"), "paged");
+    assert_true(is_null(doc, "reason"));
+    assert_int_equal((int)num(doc, "fa_version"), 2);
+    assert_true(strlen(str(doc, "fa_version_reason")) > 0);
+    assert_string_equal(str(doc, "input_layout"), layout);
+    assert_int_equal(flag(doc, "mla_absorb"), mla_absorb);
+    assert_int_equal(flag(doc, "hybrid"), hybrid);
+    assert_true(fabs(num(doc, "scale") - scale) < 1e-7);
+}
+
+static void full_model(ref_model *m, int n_layers) {
+    memset(m, 0, sizeof *m);
+    m->n_layers = n_layers;
+}
+
+static void alternating(ref_model *m, int n_layers, int64_t window) {
+    full_model(m, n_layers);
+    m->window = window;
+    for (int i = 0; i < n_layers; i++) m->types[i] = i % 2 == 0 ? T_SW : T_FULL;
+}
+
+/* One GQA model at tp 1 and tp 8: header, layers, numbers, literal expectations. */
+static void check_gqa(const char *file, const char *arch, ref_model *m, int64_t kv_heads, double scale,
+                      const int64_t per_token[2], const int64_t blocks_full[2], bool hybrid) {
+    const int64_t tps[2] = {1, 8};
+    for (int t = 0; t < 2; t++) {
+        kvc_plan_options o = budget_options(tps[t]);
+        cJSON *doc = plan_json(file, &o, NULL);
+        m->heads = kv_heads / tps[t] > 1 ? kv_heads / tps[t] : 1;
+        check_header(doc, arch, "TND", false, hybrid, scale);
+        check_layers(doc, m, "TND");
+        assert_int_equal((int64_t)num(doc, "bytes_per_token"), per_token[t]);
+        const cJSON *bn = cJSON_GetObjectItemCaseSensitive(doc, "block_num");
+        assert_int_equal((int64_t)num(bn, "FullAttention"), blocks_full[t]);
+        check_numbers_against_planner(doc, m);
+        cJSON_Delete(doc);
+    }
+}
+
+static void test_llama_3_1_8b(void **state) {
+    (void)state;
+    ref_model m;
+    full_model(&m, 32);
+    m.dim = 128;
+    /* 32 layers x (K + V) x 8 heads x 128 x 2 B; tp 8 leaves one head. 16 GiB / bytes, then / 128. */
+    const int64_t per_token[2] = {131072, 16384}, blocks[2] = {1024, 8192};
+    check_gqa("Llama-3.1-8B.json", "LlamaForCausalLM", &m, 8, 1.0 / sqrt(128.0), per_token, blocks, false);
+    kvc_plan_options o = budget_options(1);
+    cJSON *doc = plan_json("Llama-3.1-8B.json", &o, NULL);
+    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(doc, "rope");
+    assert_string_equal(str(rope, "type"), "llama3");
+    assert_true(num(rope, "factor") == 8.0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "warnings")), 0);
+    cJSON_Delete(doc);
+}
+
+static void test_qwen3_8b(void **state) {
+    (void)state;
+    ref_model m;
+    full_model(&m, 36);
+    m.dim = 128;
+    const int64_t per_token[2] = {147456, 18432}, blocks[2] = {910, 7281};
+    check_gqa("Qwen3-8B.json", "Qwen3ForCausalLM", &m, 8, 1.0 / sqrt(128.0), per_token, blocks, false);
+}
+
+static void test_qwen3_30b_a3b(void **state) {
+    (void)state;
+    ref_model m;
+    full_model(&m, 48);
+    m.dim = 128;
+    /* 4 KV heads: tp 8 replicates them, one head per rank. */
+    const int64_t per_token[2] = {98304, 24576}, blocks[2] = {1365, 5461};
+    check_gqa("Qwen3-30B-A3B.json", "Qwen3MoeForCausalLM", &m, 4, 1.0 / sqrt(128.0), per_token, blocks, false);
+}
+
+static void test_gpt_oss_20b(void **state) {
+    (void)state;
+    ref_model m;
+    alternating(&m, 24, 128);
+    m.dim = 64;
+    /* 12 full layers; 12 window layers fixed at CONC * (cdiv(128,128) + 1) + 1 = 9 blocks. */
+    const int64_t per_token[2] = {24576, 3072}, blocks[2] = {5452, 43681};
+    check_gqa("gpt-oss-20b.json", "GptOssForCausalLM", &m, 8, 0.125, per_token, blocks, true);
+    kvc_plan_options o = budget_options(1);
+    cJSON *doc = plan_json("gpt-oss-20b.json", &o, NULL);
+    assert_true(flag(doc, "sinks"));
+    assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), 9);
+    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 28311552);
+    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(doc, "rope");
+    assert_string_equal(str(rope, "type"), "yarn");
+    assert_true(fabs(num(rope, "attention_factor") - (0.1 * log(32.0) + 1.0)) < 1e-9);
+    cJSON_Delete(doc);
+}
+
+static void test_gemma_2_9b(void **state) {
+    (void)state;
+    ref_model m;
+    alternating(&m, 42, 4096);
+    m.dim = 256;
+    /* Scale from query_pre_attn_scalar 256; 21 window layers at CONC * (32 + 1) + 1 = 133 blocks. */
+    const int64_t per_token[2] = {172032, 21504}, blocks[2] = {647, 6108};
+    check_gqa("gemma-2-9b-it.json", "Gemma2ForCausalLM", &m, 8, 0.0625, per_token, blocks, true);
+    kvc_plan_options o = budget_options(1);
+    cJSON *doc = plan_json("gemma-2-9b-it.json", &o, NULL);
+    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 2928672768LL);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_non_null(strstr(cJSON_GetArrayItem(w, 0)->valuestring, "attn_logit_softcapping"));
+    cJSON_Delete(doc);
+}
+
+static void test_deepseek_mla(void **state) {
+    (void)state;
+    ref_model m;
+    full_model(&m, 61);
+    m.mla = true;
+    m.nope = 512;
+    m.rope = 64;
+    const double scale = pow(192.0, -0.5) * pow(0.1 * log(40.0) + 1.0, 2.0); /* 0.1352338 */
+    const int64_t tps[2] = {1, 8};
+    for (int t = 0; t < 2; t++) {
+        kvc_plan_options o = budget_options(tps[t]);
+        cJSON *doc = plan_json("DeepSeek-R1.json", &o, NULL);
+        check_header(doc, "DeepseekV3ForCausalLM", "TND_NTD", true, false, scale);
+        assert_true(fabs(num(doc, "scale") - 0.1352338) < 1e-6);
+        check_layers(doc, &m, "TND_NTD"); /* latent never split: same at tp 8 */
+        assert_int_equal((int64_t)num(doc, "bytes_per_token"), 70272);
+        assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "FullAttention"), 1909);
+        assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "heads"), "q_heads_per_rank"), 128 / tps[t]);
+        check_numbers_against_planner(doc, &m);
+        cJSON_Delete(doc);
+    }
+    /* Speculative decode: the absorbed path switches to mode 3; int8 latent keeps a bf16 rope cache. */
+    kvc_plan_options o = budget_options(1);
+    o.next_n = 1;
+    o.kv_dtype = KVC_DTYPE_I8;
+    kvc_model_plan *plan = NULL;
+    cJSON *doc = plan_json("DeepSeek-R1.json", &o, &plan);
+    assert_int_equal(plan->layers[0].sparse_decode, 3);
+    assert_int_equal(plan->layers[0].caches[0].dtype, KVC_DTYPE_I8);
+    assert_int_equal(plan->layers[0].caches[1].dtype, KVC_DTYPE_BF16);
+    assert_int_equal(plan->blocks.per_token_bytes, 61 * (512 + 128));
+    assert_true(plan->cache_info.is_mla_backend);
+    kvc_model_plan_destroy(plan);
+    cJSON_Delete(doc);
+}
+
+static void test_model_wide_windows(void **state) {
+    (void)state;
+    /* Mistral 4096 and Phi-3 2047: every layer a window layer, only fixed caches. */
+    const struct { const char *file; int n; int64_t w, heads, dim, per_block_tp1; } cases[] = {
+        {"Mistral-7B-v0.1.json", 32, 4096, 8, 128, 32LL * 2 * 128 * 8 * 128 * 2},
+        {"Phi-3-mini-4k-instruct.json", 32, 2047, 32, 96, 32LL * 2 * 128 * 32 * 96 * 2},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        ref_model m;
+        full_model(&m, cases[k].n);
+        m.window = cases[k].w;
+        m.dim = cases[k].dim;
+        for (int i = 0; i < m.n_layers; i++) m.types[i] = T_SW;
+        const int64_t tps[2] = {1, 8};
+        for (int t = 0; t < 2; t++) {
+            kvc_plan_options o = budget_options(tps[t]);
+            cJSON *doc = plan_json(cases[k].file, &o, NULL);
+            m.heads = cases[k].heads / tps[t];
+            check_layers(doc, &m, "TND");
+            assert_false(flag(doc, "hybrid"));
+            int64_t fixed_blocks = CONC * ((cases[k].w + 127) / 128 + 1) + 1;
+            assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), fixed_blocks);
+            assert_int_equal((int64_t)num(doc, "fixed_bytes"), fixed_blocks * cases[k].per_block_tp1 / tps[t]);
+            assert_int_equal((int64_t)num(doc, "bytes_per_token"), 0);
+            check_numbers_against_planner(doc, &m);
+            cJSON_Delete(doc);
+        }
+    }
+}
+
+static void test_offline_sizing(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.max_model_len = 4096 + 2048 + 1;
+    o.max_concurrency = 16;
+    kvc_model_plan *plan = NULL;
+    cJSON *doc = plan_json("Qwen3-8B.json", &o, &plan);
+    /* kv-management §6.3: cdiv(6145, 128) = 49 -> 49 * 16 + 1 = 785 blocks. */
+    assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "FullAttention"), 785);
+    assert_int_equal((int64_t)num(doc, "max_tokens"), 6145 * 16);
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(doc, "sizing"), "mode"), "offline");
+    assert_string_equal(str(doc, "kv_dtype"), "bf16"); /* from torch_dtype */
+    kvc_block_plan again;
+    assert_int_equal(kvc_plan_blocks(&plan->plan_params, &plan->cache_info, &again), KVC_OK);
+    assert_int_equal(again.groups[0].block_num, 785);
+    kvc_model_plan_destroy(plan);
+    cJSON_Delete(doc);
+}
+
+static void test_legacy_and_dtype(void **state) {
+    (void)state;
+    kvc_plan_options o = budget_options(1);
+    o.block_size = 100; /* not a multiple of 16: no paged operator path */
+    cJSON *doc = plan_json("Llama-3.1-8B.json", &o, NULL);
+    assert_string_equal(str(doc, "kv_mode"), "legacy");
+    assert_non_null(strstr(str(doc, "reason"), "block_size 100"));
+    assert_int_equal((int)num(doc, "fa_version"), 1);
+    assert_string_equal(str(doc, "input_layout"), "BSH");
+    const cJSON *L0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "layers"), 0);
+    const cJSON *sm = cJSON_GetObjectItemCaseSensitive(L0, "sparse_mode");
+    assert_int_equal((int)num(sm, "prefill"), 3);
+    assert_int_equal((int)num(sm, "decode"), 0);
+    cJSON_Delete(doc);
+
+    o = budget_options(1);
+    o.kv_dtype = KVC_DTYPE_I8;
+    doc = plan_json("Llama-3.1-8B.json", &o, NULL);
+    assert_int_equal((int64_t)num(doc, "bytes_per_token"), 65536);
+    cJSON_Delete(doc);
+}
+
+/* A hybrid linear-attention model (synthetic config of the Qwen3-Next shape). */
+static const char HYBRID[] =
+    "{\"architectures\": [\"Qwen3NextForCausalLM\"], \"model_type\": \"qwen3_next\", \"num_hidden_layers\": 4,"
+    " \"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"head_dim\": 256, \"hidden_size\": 2048,"
+    " \"max_position_embeddings\": 8192, \"torch_dtype\": \"bfloat16\","
+    " \"layer_types\": [\"linear_attention\", \"linear_attention\", \"linear_attention\", \"full_attention\"],"
+    " \"linear_num_key_heads\": 16, \"linear_num_value_heads\": 32, \"linear_key_head_dim\": 128,"
+    " \"linear_value_head_dim\": 128, \"linear_conv_kernel_dim\": 4}";
+
+static void test_hybrid_state_layers(void **state) {
+    (void)state;
+    kvc_plan_options o = budget_options(2);
+    o.next_n = 1;
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(HYBRID, sizeof HYBRID - 1, &o, &plan), KVC_OK);
+    assert_true(plan->hybrid);
+    for (int i = 0; i < 3; i++) {
+        const kvc_plan_layer *L = &plan->layers[i];
+        assert_int_equal(L->attn_type, KVC_ATTN_MAMBA);
+        assert_int_equal(L->sparse_prefill, KVC_PLAN_NO_MODE);
+        assert_int_equal(L->n_caches, 2);
+        /* per rank (tp 2): conv channels 2 * 8 * 128 + 16 * 128 = 4096, kernel 4; state 16 x 128 x 128 */
+        assert_int_equal(L->caches[0].shape[0], 4096);
+        assert_int_equal(L->caches[0].shape[1], 4);
+        assert_int_equal(L->caches[1].shape[0], 16);
+        assert_int_equal(L->caches[1].bytes_per_block, 16 * 128 * 128 * 2);
+    }
+    assert_int_equal(plan->layers[3].attn_type, KVC_ATTN_FULL);
+    int64_t mamba = 0;
+    assert_int_equal(kvc_block_plan_block_num(&plan->blocks, "Mamba", &mamba), KVC_OK);
+    assert_int_equal(mamba, CONC * (1 + 1) + 1); /* kv-management §6.1 */
+    assert_int_equal(plan->blocks.per_token_bytes, 1 * 2 * 256 * 2);
+    char *doc = NULL;
+    assert_int_equal(kvc_model_plan_to_json(plan, &doc), KVC_OK);
+    cJSON *root = cJSON_Parse(doc);
+    const cJSON *L0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "layers"), 0);
+    assert_string_equal(str(L0, "attn_type"), "Mamba");
+    assert_true(is_null(L0, "sparse_mode"));
+    assert_true(is_null(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(L0, "caches"), 0), "bytes_per_token"));
+    cJSON_Delete(root);
+    kvc_plan_json_free(doc);
+    kvc_model_plan_destroy(plan);
+}
+
+/* An unknown architecture: planned from generic fields with a warning, or refused naming what is missing. */
+static void test_unknown_architecture(void **state) {
+    (void)state;
+    static const char ok[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
+                             " \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"hidden_size\": 1024,"
+                             " \"max_position_embeddings\": 2048, \"torch_dtype\": \"float16\"}";
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(ok, sizeof ok - 1, &o, &plan), KVC_OK);
+    assert_string_equal(plan->family, "generic");
+    assert_int_equal(plan->head_dim, 128);
+    assert_int_equal(plan->options.kv_dtype, KVC_DTYPE_F16);
+    assert_true(plan->n_warnings >= 1);
+    assert_non_null(strstr(plan->warnings[0], "not a known family"));
+    kvc_model_plan_destroy(plan);
+
+    static const char bad[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_key_value_heads\": 2}";
+    plan = (kvc_model_plan *)&plan;
+    assert_int_equal(kvc_model_plan_create(bad, sizeof bad - 1, &o, &plan), KVC_EINVAL);
+    assert_null(plan);
+    assert_non_null(strstr(kvc_last_error(), "num_hidden_layers"));
+    assert_non_null(strstr(kvc_last_error(), "num_attention_heads"));
+    assert_non_null(strstr(kvc_last_error(), "head_dim or hidden_size"));
+}
+
+typedef struct bad_case {
+    const char *json;
+    const char *needle; /* must appear in the error */
+} bad_case;
+
+static void test_malformed_configs(void **state) {
+    (void)state;
+    const bad_case cases[] = {
+        {"{\"model_type\": \"llama\", ", "malformed JSON"},
+        {"[1, 2]", "top level"},
+        {"{\"model_type\": \"llama\", \"num_attention_heads\": 32, \"hidden_size\": 4096}", "num_hidden_layers"},
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": 4096}",
+         "num_hidden_layers must be a number"},
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"num_key_value_heads\": 6,"
+         " \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
+         "num_key_value_heads 6"},
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4001,"
+         " \"max_position_embeddings\": 4096}",
+         "hidden_size 4001"},
+        {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"sliding_window\": 128,"
+         " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+         "layer_types has 2 entries"},
+        {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+         "sliding_window is missing"},
+        {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"sliding_window\": 8, \"layer_types\": [\"local\", \"full_attention\"]}",
+         "layer_types[0]"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
+         " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"max_position_embeddings\": 4096}",
+         "kv_lora_rank is missing"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
+         " \"num_key_value_heads\": 8, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128,"
+         " \"max_position_embeddings\": 4096}",
+         "num_key_value_heads 8 contradicts"},
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096,"
+         " \"max_position_embeddings\": 4096, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
+         " \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
+         "rope_scaling.low_freq_factor is missing"},
+        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 1024,"
+         " \"max_position_embeddings\": 4096, \"use_sliding_window\": true}",
+         "use_sliding_window is true but sliding_window is missing"},
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096}",
+         "max_position_embeddings is missing"},
+        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096,"
+         " \"max_position_embeddings\": 4096, \"sliding_window\": 0}",
+         "sliding_window 0"},
+        {"{\"num_hidden_layers\": 2}", "neither architectures nor model_type"},
+    };
+    kvc_plan_options o = kvc_plan_default_options();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvc_model_plan *plan = NULL;
+        kvc_status st = kvc_model_plan_create(cases[i].json, strlen(cases[i].json), &o, &plan);
+        if (st != KVC_EINVAL || strstr(kvc_last_error(), cases[i].needle) == NULL)
+            fail_msg("case %zu: status %s, message \"%s\", expected \"%s\"", i, kvc_status_str(st), kvc_last_error(),
+                     cases[i].needle);
+        assert_null(plan);
+    }
+}
+
+static void test_invalid_arguments(void **state) {
+    (void)state;
+    size_t len = 0;
+    char *text = read_config("Qwen3-8B.json", &len);
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(text, len, &o, NULL), KVC_EINVAL);
+    assert_int_equal(kvc_model_plan_create(NULL, len, &o, &plan), KVC_EINVAL);
+    assert_int_equal(kvc_model_plan_create(text, len, NULL, &plan), KVC_EINVAL);
+    o.tp = 3;
+    assert_int_equal(kvc_model_plan_create(text, len, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tp 3"));
+    o = kvc_plan_default_options();
+    o.max_concurrency = 0;
+    assert_int_equal(kvc_model_plan_create(text, len, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "max_concurrency"));
+    o = kvc_plan_default_options();
+    o.kv_dtype_set = true;
+    o.kv_dtype = KVC_DTYPE_I32;
+    assert_int_equal(kvc_model_plan_create(text, len, &o, &plan), KVC_EINVAL);
+    o = kvc_plan_default_options();
+    o.kv_memory_bytes = 1000; /* smaller than one block */
+    assert_true(kvc_model_plan_create(text, len, &o, &plan) < 0);
+    assert_null(plan);
+    char *doc = NULL;
+    assert_int_equal(kvc_model_plan_to_json(NULL, &doc), KVC_EINVAL);
+    assert_null(doc);
+    kvc_model_plan_destroy(NULL);
+    free(text);
+}
+
+static void test_size_parser(void **state) {
+    (void)state;
+    int64_t v = 0;
+    assert_int_equal(kvc_parse_size("64GiB", &v), 0);
+    assert_int_equal(v, 68719476736LL);
+    assert_int_equal(kvc_parse_size("512MiB", &v), 0);
+    assert_int_equal(v, 536870912LL);
+    assert_int_equal(kvc_parse_size("1e9", &v), 0);
+    assert_int_equal(v, 1000000000LL);
+    assert_int_equal(kvc_parse_size("1.5GB", &v), 0);
+    assert_int_equal(v, 1500000000LL);
+    assert_int_equal(kvc_parse_size("9223372036854775807", &v), 0);
+    assert_int_equal(v, INT64_MAX);
+    assert_int_equal(kvc_parse_size("128", &v), 0);
+    assert_int_equal(v, 128);
+    assert_int_equal(kvc_parse_size("abc", &v), -1);
+    assert_int_equal(kvc_parse_size("-1", &v), -1);
+    assert_int_equal(kvc_parse_size("12XB", &v), -1);
+    assert_int_equal(kvc_parse_size("0.3B", &v), -1);
+    assert_int_equal(kvc_parse_size("", &v), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_3_1_8b),      cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_qwen3_30b_a3b),     cmocka_unit_test(test_gpt_oss_20b),
+        cmocka_unit_test(test_gemma_2_9b),        cmocka_unit_test(test_deepseek_mla),
+        cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
+        cmocka_unit_test(test_legacy_and_dtype),  cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_malformed_configs),
+        cmocka_unit_test(test_invalid_arguments), cmocka_unit_test(test_size_parser),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
