@@ -109,6 +109,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t compu
     if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager must not be NULL");
     kvc_status st = check_counts(rid, computed, num_new, lookahead, reserved);
     if (st != KVC_OK) return st;
+    key_mask &= ((uint64_t)1 << m->n_managers) - 1; /* n_managers <= KVC_MAX_MANAGERS < 64 */
     int64_t wanted = computed + num_new + lookahead;
     int64_t need_slot = kvc_min64(wanted, m->max_model_len);
     int64_t total_computed = kvc_min64(computed, m->max_model_len);
@@ -130,6 +131,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t compu
             return KVC_NO_SPACE;
         }
     }
+    if (key_mask == 0) return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK; /* nothing selected */
     if (slot < 0) {
         slot = kvc_request_table_insert(&m->requests, rid);
         if (slot < 0) {
