@@ -1,13 +1,27 @@
 /* The per-row part of a step: validation of the scheduled rows, positions,
  * kv_pos and the direct and cumulative sequence lengths (spec sections 2-5). */
-#include <stdlib.h>
-
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* In-place heap sort (qsort may allocate, and a step must not). */
+static void sift_down(int64_t *v, int64_t root, int64_t n) {
+    for (int64_t child = 2 * root + 1; child < n; root = child, child = 2 * root + 1) {
+        if (child + 1 < n && v[child + 1] > v[child]) child++;
+        if (v[root] >= v[child]) return;
+        int64_t t = v[root];
+        v[root] = v[child];
+        v[child] = t;
+    }
+}
+
+static void sort_i64(int64_t *v, int64_t n) {
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(v, i, n);
+    for (int64_t end = n - 1; end > 0; end--) {
+        int64_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        sift_down(v, 0, end);
+    }
 }
 
 /* Fails naming the first two rows that carry request id `id`. */
@@ -68,7 +82,7 @@ kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *row
         if (st != KVC_OK) return st;
         if (rows[b].request_id >= 0) buf->id_scratch[n_real++] = rows[b].request_id;
     }
-    qsort(buf->id_scratch, (size_t)n_real, sizeof(int64_t), cmp_i64);
+    sort_i64(buf->id_scratch, n_real);
     for (int64_t i = 1; i < n_real; i++) {
         if (buf->id_scratch[i] == buf->id_scratch[i - 1]) return fail_duplicate(rows, n_rows, buf->id_scratch[i]);
     }

@@ -87,6 +87,33 @@ static void test_row_refusals(void **state) {
     fixture_destroy(&f);
 }
 
+/* Duplicate detection over many rows in scrambled id order (a compressed
+ * key only: unknown requests then build all-null rows without slots). */
+static void test_duplicates_among_many_rows(void **state) {
+    (void)state;
+    step_fixture f;
+    const kvc_cache_entry e = fix_compressed("cmp", 8, 2);
+    fixture_create(&f, &e, I64S(4), 1, 64, 64, 64);
+    kvc_step_request rows[50];
+    for (int64_t b = 0; b < 50; b++) rows[b] = (kvc_step_request){(b * 37) % 50 * 1000 + 3, 0, 1};
+    kvc_step_metadata md;
+    fixture_build(&f, rows, 50, true, &md);
+    assert_int_equal(md.n_tokens, 50);
+    const int64_t pairs[4][2] = {{0, 49}, {17, 18}, {48, 2}, {25, 31}};
+    for (int i = 0; i < 4; i++) {
+        kvc_step_request dup[50];
+        memcpy(dup, rows, sizeof dup);
+        dup[pairs[i][1]].request_id = dup[pairs[i][0]].request_id;
+        char needle[96];
+        int64_t lo = pairs[i][0] < pairs[i][1] ? pairs[i][0] : pairs[i][1];
+        int64_t hi = pairs[i][0] + pairs[i][1] - lo;
+        snprintf(needle, sizeof needle, "step rows %lld and %lld: request_id %lld", (long long)lo, (long long)hi,
+                 (long long)dup[lo].request_id);
+        expect_build_failure(&f, dup, 50, true, KVC_EINVAL, needle);
+    }
+    fixture_destroy(&f);
+}
+
 /* A Mamba table shorter than the decode width (the decode allocation has not
  * run yet) is refused; after it, the same step builds. */
 static void test_mamba_short_table(void **state) {
@@ -152,7 +179,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_refusals),   cmocka_unit_test(test_argument_refusals),
         cmocka_unit_test(test_row_refusals),      cmocka_unit_test(test_mamba_short_table),
-        cmocka_unit_test(test_position_past_width),
+        cmocka_unit_test(test_position_past_width), cmocka_unit_test(test_duplicates_among_many_rows),
 #ifndef NDEBUG
         cmocka_unit_test(test_unbacked_position_aborts),
 #endif
