@@ -3,6 +3,9 @@
 
 #include "bench.h"
 
+int kvc_bench_manager(bool json); /* bench_manager.c */
+
 const kvc_bench_entry kvc_benches[] = {
+    {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
     {NULL, NULL, NULL},
 };
