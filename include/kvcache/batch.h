@@ -80,12 +80,13 @@ int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * position 0 (spec section 3). Refused (KVC_EINVAL / KVC_ERANGE, message
  * naming the row and field): NULL pointers, n_rows < 0 or > max_rows, more
  * than max_tokens tokens, negative computed_tokens, num_new_tokens < 1, a
- * request id listed twice, a table longer than its width, a Mamba table
- * shorter than its width, a position whose block index reaches the width.
- * On failure *out is unchanged and the buffers' arrays hold unspecified
- * values. Debug builds assert that every real position of a FullAttention
- * key maps to a non-null block (SlidingWindow: those inside the window of
- * the row's last token). */
+ * request id listed twice, a table longer than its width (a guard: the
+ * manager clamps tables to max_model_len), a Mamba table shorter than its
+ * width, a position whose block index reaches the width. A real request the
+ * manager does not know gets null rows. On failure *out is unchanged and the
+ * buffers' arrays hold unspecified values. Debug builds assert (RM section 7)
+ * that every real position of a FullAttention key maps to a non-null block,
+ * and for SlidingWindow keys the row's last position (the query itself). */
 kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
                                    bool is_prefill, kvc_step_metadata *out);
 
