@@ -258,7 +258,8 @@ int kvc_bench_manager(bool json) {
                step.us < TARGET_STEP_US ? "true" : "false");
         return 0;
     }
-    printf("kvcache bench manager (median of %d repetitions)\n\n", REPS);
+    printf("kvcache bench manager (medians: pool over %d repetitions, step over %d timed steps)\n\n", REPS,
+           REPS * STEP_STEPS);
     printf("block pool take/give, batches of %d, %d blocks out and back per repetition\n", POOL_BATCH, POOL_BLOCKS);
     printf("  kvc_block_pool_take/give      %8.2f ns per block op\n", pool.ns);
     printf("  baseline: array FIFO, no checks %6.2f ns per block op   ratio %.2fx   target < %.0f ns: %s\n\n",
