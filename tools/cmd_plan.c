@@ -170,7 +170,8 @@ static void print_layer_rows(const kvc_model_plan *p) {
         if (done[i]) continue;
         char ids[160] = "";
         size_t n = 0;
-        int32_t count = 0;
+        int32_t count = 0, first = -1, prev = -1, step = 0;
+        bool regular = true; /* members evenly spaced: printed as a strided range */
         for (int32_t j = i; j < p->n_layers; j++) {
             if (done[j] || !same_row(&p->layers[i], &p->layers[j])) continue;
             done[j] = true;
@@ -181,9 +182,20 @@ static void print_layer_rows(const kvc_model_plan *p) {
                               : snprintf(ids + n, sizeof ids - n, "%s%d", count ? "," : "", j);
                 if (w > 0) n += (size_t)w;
             }
+            for (int32_t m = j; m <= k; m++) {
+                if (first < 0) {
+                    first = m;
+                } else if (step == 0) {
+                    step = m - prev;
+                } else if (m - prev != step) {
+                    regular = false;
+                }
+                prev = m;
+            }
             count += k - j + 1;
             j = k;
         }
+        if (regular && count > 2 && step > 1) snprintf(ids, sizeof ids, "%d-%d/%d", first, prev, step);
         const kvc_plan_layer *L = &p->layers[i];
         char window[24] = "-", sparse[16] = "-", band[32] = "-", caches[512];
         if (L->sliding_window > 0) snprintf(window, sizeof window, "%lld", (long long)L->sliding_window);

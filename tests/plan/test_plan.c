@@ -474,6 +474,75 @@ static void test_hybrid_state_layers(void **state) {
     kvc_model_plan_destroy(plan);
 }
 
+static kvc_model_plan *plan_text(const char *json, const kvc_plan_options *o) {
+    kvc_model_plan *plan = NULL;
+    if (kvc_model_plan_create(json, strlen(json), o, &plan) != KVC_OK) fail_msg("%s", kvc_last_error());
+    return plan;
+}
+
+/* Family rules that the shipped configs do not reach (synthetic configs). */
+static void test_family_rules(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    /* Gemma 3 in a multimodal wrapper: text_config, five window layers then one full. */
+    kvc_model_plan *p = plan_text(
+        "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"model_type\": \"gemma3\","
+        " \"text_config\": {\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 12, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 4, \"head_dim\": 256, \"query_pre_attn_scalar\": 256, \"sliding_window\": 1024,"
+        " \"sliding_window_pattern\": 6, \"max_position_embeddings\": 131072,"
+        " \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}}}",
+        &o);
+    assert_string_equal(p->family, "gemma3");
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(p->layers[i].attn_type, (i + 1) % 6 == 0 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+    assert_int_equal(p->layers[0].pre_tokens, 1023);
+    assert_true(p->hybrid);
+    assert_string_equal(p->rope_type, "linear");
+    kvc_model_plan_destroy(p);
+
+    /* Qwen2 with use_sliding_window: window layers from max_window_layers on. */
+    p = plan_text("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 1024, \"max_position_embeddings\": 32768,"
+                  " \"use_sliding_window\": true, \"sliding_window\": 4096, \"max_window_layers\": 2}",
+                  &o);
+    assert_int_equal(p->layers[1].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->layers[2].attn_type, KVC_ATTN_SLIDING_WINDOW);
+    assert_int_equal(p->layers[3].sliding_window, 4096);
+    kvc_model_plan_destroy(p);
+
+    /* A window that covers every position is full attention (Phi-3 128k style). */
+    p = plan_text("{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 1024, \"max_position_embeddings\": 131072, \"sliding_window\": 262144}",
+                  &o);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL);
+    assert_non_null(strstr(p->warnings[p->n_warnings - 1], "never drops a key"));
+    kvc_model_plan_destroy(p);
+
+    /* Jamba: attention every attn_layer_period layers, Mamba state elsewhere. */
+    p = plan_text("{\"model_type\": \"jamba\", \"num_hidden_layers\": 8, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 1024, \"max_position_embeddings\": 4096,"
+                  " \"attn_layer_period\": 4, \"attn_layer_offset\": 2, \"mamba_d_state\": 16, \"mamba_d_conv\": 4,"
+                  " \"mamba_expand\": 2}",
+                  &o);
+    for (int i = 0; i < 8; i++) assert_int_equal(p->layers[i].attn_type, i % 4 == 2 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 2048);
+    assert_int_equal(p->layers[0].caches[1].shape[1], 16);
+    kvc_model_plan_destroy(p);
+
+    /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */
+    p = plan_text("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
+                  " \"kv_lora_rank\": 256, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 64,"
+                  " \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_int_equal(p->kv_mode, KVC_KV_LEGACY);
+    assert_false(p->mla_absorb);
+    assert_int_equal(p->fa_version, 1);
+    assert_string_equal(p->input_layout, "NTD_TND");
+    assert_int_equal(p->layers[0].caches[0].dim, 256);
+    assert_true(fabs(p->scale - 1.0 / sqrt(96.0)) < 1e-12);
+    kvc_model_plan_destroy(p);
+}
+
 /* An unknown architecture: planned from generic fields with a warning, or refused naming what is missing. */
 static void test_unknown_architecture(void **state) {
     (void)state;
@@ -619,7 +688,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_30b_a3b),     cmocka_unit_test(test_gpt_oss_20b),
         cmocka_unit_test(test_gemma_2_9b),        cmocka_unit_test(test_deepseek_mla),
         cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
-        cmocka_unit_test(test_legacy_and_dtype),  cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_legacy_and_dtype),  cmocka_unit_test(test_hybrid_state_layers), cmocka_unit_test(test_family_rules),
         cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_malformed_configs),
         cmocka_unit_test(test_invalid_arguments), cmocka_unit_test(test_size_parser),
     };
