@@ -118,7 +118,15 @@ static kvc_cache_group *find_group(kvc_cache_groups *out, const char *key) {
     return NULL;
 }
 
-/* Adds a validated entry to its group, creating the group on first sight. */
+static kvc_status group_mismatch(const kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx,
+                                 const char *field, int64_t group_value, int64_t entry_value) {
+    return kvc_fail(KVC_EINVAL, "layer %d, cache %s: %s %lld differs from %lld of the other caches of manager %s",
+                    layer_idx, e->name, field, (long long)entry_value, (long long)group_value, g->key);
+}
+
+/* Adds a validated entry to its group, creating the group on first sight.
+ * The per-type parameters (compress_ratio, sliding_window, next_n) must agree
+ * within a group; validation already pinned the ones a type does not use. */
 static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t layer_idx) {
     const char *key = kvc_cache_entry_group_key(e);
     const kvc_manager_type *type = kvc_manager_type_find((kvc_attn_type)e->attn_type);
@@ -129,17 +137,22 @@ static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t 
                             KVC_MAX_MANAGERS);
         g = &out->groups[out->n_groups++];
         *g = (kvc_cache_group){.attn_type = (kvc_attn_type)e->attn_type, .block_size = e->block_size,
-                               .compress_ratio = 1, .n_entries = 1};
+                               .sliding_window = e->sliding_window, .compress_ratio = e->compress_ratio,
+                               .next_n = e->is_state ? e->next_n : 0, .n_entries = 1};
         snprintf(g->key, sizeof g->key, "%s", key);
-        return type->join_group(g, e, layer_idx, true);
+        return KVC_OK;
     }
     if (g->attn_type != (kvc_attn_type)e->attn_type)
         return kvc_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %s differs from %s of the other caches of "
                         "manager %s", layer_idx, e->name, type->name, kvc_attn_type_name(g->attn_type), g->key);
-    if (g->block_size != e->block_size)
-        return kvc_group_mismatch(g, e, layer_idx, "block_size", g->block_size, e->block_size);
+    if (g->block_size != e->block_size) return group_mismatch(g, e, layer_idx, "block_size", g->block_size, e->block_size);
+    if (g->compress_ratio != e->compress_ratio)
+        return group_mismatch(g, e, layer_idx, "compress_ratio", g->compress_ratio, e->compress_ratio);
+    if (g->sliding_window != e->sliding_window)
+        return group_mismatch(g, e, layer_idx, "sliding_window", g->sliding_window, e->sliding_window);
+    if (e->is_state && g->next_n != e->next_n) return group_mismatch(g, e, layer_idx, "next_n", g->next_n, e->next_n);
     g->n_entries++;
-    return type->join_group(g, e, layer_idx, false);
+    return KVC_OK;
 }
 
 kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out) {

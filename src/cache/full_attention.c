@@ -2,23 +2,12 @@
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
-static kvc_status full_join_group(kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx, bool first) {
-    if (first) {
-        g->compress_ratio = e->compress_ratio;
-        return KVC_OK;
-    }
-    if (e->compress_ratio != g->compress_ratio)
-        return kvc_group_mismatch(g, e, layer_idx, "compress_ratio", g->compress_ratio, e->compress_ratio);
-    return KVC_OK;
-}
-
 const kvc_manager_type kvc_full_attention_type = {
     .attn_type = KVC_ATTN_FULL,
     .name = "FullAttention",
     .fixed_size = false,
     .has_slot_mapping = true,
     .validate_entry = kvc_validate_attention_entry,
-    .join_group = full_join_group,
     .num_skipped_tokens = kvc_no_skipped_tokens,
     .pre_allocate = kvc_default_pre_allocate,
     .leading_nulls = kvc_no_leading_nulls,

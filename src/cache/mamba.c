@@ -26,15 +26,6 @@ static kvc_status mamba_validate_entry(const kvc_cache_entry *e, int32_t layer_i
     return KVC_OK;
 }
 
-static kvc_status mamba_join_group(kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx, bool first) {
-    if (first) {
-        g->next_n = e->next_n;
-        return KVC_OK;
-    }
-    if (e->next_n != g->next_n) return kvc_group_mismatch(g, e, layer_idx, "next_n", g->next_n, e->next_n);
-    return KVC_OK;
-}
-
 static void mamba_pre_allocate(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
                                int64_t reserved_tokens, int64_t *need, bool *ok) {
     (void)num_tokens;
@@ -61,7 +52,6 @@ const kvc_manager_type kvc_mamba_type = {
     .fixed_size = true,
     .has_slot_mapping = false,
     .validate_entry = mamba_validate_entry,
-    .join_group = mamba_join_group,
     .num_skipped_tokens = kvc_no_skipped_tokens,
     .pre_allocate = mamba_pre_allocate,
     .leading_nulls = kvc_no_leading_nulls,

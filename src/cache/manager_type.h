@@ -39,9 +39,6 @@ struct kvc_manager_type {
     bool has_slot_mapping;/* the step builds a slot mapping for it */
     /* Type-specific per-entry rules (needs_block entries). */
     kvc_status (*validate_entry)(const kvc_cache_entry *e, int32_t layer_idx);
-    /* Copies the entry's parameters into a new group (first = true) or checks
-     * that the entry agrees with the group. */
-    kvc_status (*join_group)(kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx, bool first);
     /* Tokens at the start of the sequence whose blocks may be released once
      * `computed` tokens are cached. */
     int64_t (*num_skipped_tokens)(const kvc_single_manager *m, int64_t computed);
@@ -73,9 +70,6 @@ int64_t kvc_no_skipped_tokens(const kvc_single_manager *m, int64_t computed);
 int64_t kvc_no_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
 int64_t kvc_positions_table_len(const kvc_cache_group *g, int64_t max_model_len);
 kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
-/* Error naming a group parameter two entries disagree on. */
-kvc_status kvc_group_mismatch(const kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx,
-                              const char *field, int64_t group_value, int64_t entry_value);
 
 /* Single-manager operations (single_manager.c). */
 kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,

@@ -136,9 +136,3 @@ kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_
                             (long long)e->dim[i]);
     return KVC_OK;
 }
-
-kvc_status kvc_group_mismatch(const kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx,
-                              const char *field, int64_t group_value, int64_t entry_value) {
-    return kvc_fail(KVC_EINVAL, "layer %d, cache %s: %s %lld differs from %lld of the other caches of manager %s",
-                    layer_idx, e->name, field, (long long)entry_value, (long long)group_value, g->key);
-}

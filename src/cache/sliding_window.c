@@ -25,16 +25,6 @@ static kvc_status sw_validate_entry(const kvc_cache_entry *e, int32_t layer_idx)
     return kvc_validate_attention_entry(e, layer_idx);
 }
 
-static kvc_status sw_join_group(kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx, bool first) {
-    if (first) {
-        g->sliding_window = e->sliding_window;
-        return KVC_OK;
-    }
-    if (e->sliding_window != g->sliding_window)
-        return kvc_group_mismatch(g, e, layer_idx, "sliding_window", g->sliding_window, e->sliding_window);
-    return KVC_OK;
-}
-
 static int64_t sw_skipped_tokens(const kvc_single_manager *m, int64_t computed) {
     return kvc_max64(0, computed - m->group.sliding_window + 1);
 }
@@ -67,7 +57,6 @@ const kvc_manager_type kvc_sliding_window_type = {
     .fixed_size = true,
     .has_slot_mapping = true,
     .validate_entry = sw_validate_entry,
-    .join_group = sw_join_group,
     .num_skipped_tokens = sw_skipped_tokens,
     .pre_allocate = sw_pre_allocate,
     .leading_nulls = sw_leading_nulls,
