@@ -51,22 +51,22 @@ typedef struct fx {
     kvc_attention_params p;
 } fx;
 
-static uint32_t fx_rng(uint32_t *s)
+static inline uint32_t fx_rng(uint32_t *s)
 {
     *s ^= *s << 13;
     *s ^= *s >> 17;
     *s ^= *s << 5;
     return *s;
 }
-static double fx_unif(uint32_t *s) { return (double)(fx_rng(s) & 0xffffff) / 8388608.0 - 1.0; }
+static inline double fx_unif(uint32_t *s) { return (double)(fx_rng(s) & 0xffffff) / 8388608.0 - 1.0; }
 
-static bool fx_tlayout(kvc_attn_layout l)
+static inline bool fx_tlayout(kvc_attn_layout l)
 {
     return l == KVC_LAYOUT_TND || l == KVC_LAYOUT_TND_NTD || l == KVC_LAYOUT_NTD_TND;
 }
 
 /* Stores x in dtype dt at idx and returns the value actually stored. */
-static double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
+static inline double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
 {
     switch (dt) {
     case KVC_DTYPE_F32: ((float *)buf)[idx] = (float)x; return (float)x;
@@ -78,7 +78,7 @@ static double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
     }
 }
 
-static double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
+static inline double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
 {
     switch (dt) {
     case KVC_DTYPE_F32: return ((const float *)buf)[idx];
@@ -88,7 +88,7 @@ static double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
     }
 }
 
-static void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
+static inline void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
 {
     if (dt == KVC_DTYPE_F32) {
         for (int64_t i = 0; i < n; i++) ((float *)buf)[i] = NAN;
@@ -100,7 +100,7 @@ static void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
 }
 
 /* Query-family element index from the spec's layout table; out_form selects the output layout. */
-static int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, int64_t n, int64_t d, int64_t dim)
+static inline int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, int64_t n, int64_t d, int64_t dim)
 {
     const fx_cfg *c = &f->c;
     kvc_attn_layout l = c->layout;
@@ -119,10 +119,10 @@ static int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, int64_t
 }
 
 /* Physical block of logical block e of request b (paged). */
-static int64_t fx_block(const fx *f, int64_t b, int64_t e) { return ((const int32_t *)f->tblbuf)[b * f->width + e]; }
+static inline int64_t fx_block(const fx *f, int64_t b, int64_t e) { return ((const int32_t *)f->tblbuf)[b * f->width + e]; }
 
 /* K/V-family element index of (b, j, g, d) with dim channels, element size es. */
-static int64_t fx_kvidx(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim, size_t es)
+static inline int64_t fx_kvidx(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim, size_t es)
 {
     const fx_cfg *c = &f->c;
     const int64_t Nkv = c->Nkv, bs = c->bs;
@@ -144,7 +144,7 @@ static int64_t fx_kvidx(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d,
     }
 }
 
-static void fx_set_shape(kvc_tensor *t, void *data, kvc_dtype dt, int nd, const int64_t *s)
+static inline void fx_set_shape(kvc_tensor *t, void *data, kvc_dtype dt, int nd, const int64_t *s)
 {
     t->data = data;
     t->dtype = dt;
@@ -152,7 +152,7 @@ static void fx_set_shape(kvc_tensor *t, void *data, kvc_dtype dt, int nd, const 
     for (int i = 0; i < nd; i++) t->shape[i] = s[i];
 }
 
-static int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
+static inline int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
 {
     const fx_cfg *c = &f->c;
     kvc_attn_layout l = c->layout;
@@ -170,7 +170,7 @@ static int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
     }
 }
 
-static int fx_kvshape(const fx *f, int64_t dim, size_t es, int64_t *s)
+static inline int fx_kvshape(const fx *f, int64_t dim, size_t es, int64_t *s)
 {
     const fx_cfg *c = &f->c;
     switch (c->storage) {
@@ -193,7 +193,7 @@ static int fx_kvshape(const fx *f, int64_t dim, size_t es, int64_t *s)
     }
 }
 
-static int64_t fx_numel(const int64_t *s, int nd)
+static inline int64_t fx_numel(const int64_t *s, int nd)
 {
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= s[i];
@@ -201,7 +201,7 @@ static int64_t fx_numel(const int64_t *s, int nd)
 }
 
 /* Dequant scale/offset index of (b, j, g, d) for the configured granularity. */
-static int64_t fx_quant_i(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim)
+static inline int64_t fx_quant_i(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim)
 {
     switch (f->c.quant) {
     case 10: return g * dim + d;
@@ -211,7 +211,7 @@ static int64_t fx_quant_i(const fx *f, int64_t b, int64_t j, int64_t g, int64_t 
     }
 }
 
-static void fx_free(fx *f)
+static inline void fx_free(fx *f)
 {
     void *bufs[] = {f->q, f->qr, f->k, f->v, f->kr, f->msk, f->sink, f->qbuf, f->qrbuf, f->kbuf,
                     f->vbuf, f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf, f->tblbuf};
@@ -219,7 +219,7 @@ static void fx_free(fx *f)
     memset(f, 0, sizeof *f);
 }
 
-static void fx_build(fx *f, const fx_cfg *cfg)
+static inline void fx_build(fx *f, const fx_cfg *cfg)
 {
     memset(f, 0, sizeof *f);
     f->c = *cfg;
@@ -262,9 +262,11 @@ static void fx_build(fx *f, const fx_cfg *cfg)
         f->tblbuf = calloc((size_t)(B * f->width), sizeof(int32_t));
         int32_t *perm = malloc(sizeof(int32_t) * (size_t)f->nblocks);
         for (int64_t i = 0; i < f->nblocks; i++) perm[i] = (int32_t)i;
+        uint32_t ps = c->seed * 747796405u + 1u; /* own stream: data does not depend on paging */
+        if (!ps) ps = 1;
         if (c->permute_blocks)
             for (int64_t i = f->nblocks - 1; i > 1; i--) {
-                int64_t r = 1 + (int64_t)(fx_rng(&rs) % (uint32_t)i);
+                int64_t r = 1 + (int64_t)(fx_rng(&ps) % (uint32_t)i);
                 int32_t t = perm[i]; perm[i] = perm[r]; perm[r] = t;
             }
         int64_t next = 1;
@@ -425,7 +427,7 @@ static void fx_build(fx *f, const fx_cfg *cfg)
 }
 
 /* Logical oracle: out [B][Sqmax][Nq][Dv] and lse [B][Sqmax][Nq] from the logical data. */
-static void fx_oracle(const fx *f, double *out, double *lse)
+static inline inline void fx_oracle(const fx *f, double *out, double *lse)
 {
     const fx_cfg *c = &f->c;
     const int64_t Nq = c->Nq, Nkv = c->Nkv, D = c->D, Dv = c->Dv, Dr = c->Dr, G = Nq / Nkv;
@@ -480,7 +482,7 @@ static void fx_oracle(const fx *f, double *out, double *lse)
 
 /* Largest error of the fixture's output (and lse) against oracle data, as
  * max |got - want| / (atol + rtol |want|) (<= 1 passes). */
-static double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol)
+static inline inline double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol)
 {
     const fx_cfg *c = &f->c;
     double worst = 0;

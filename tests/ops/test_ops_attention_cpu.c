@@ -1,0 +1,289 @@
+/* The fast CPU attention kernel: randomised comparison with the float64
+ * reference over layouts x mask modes x KV dtypes x GQA ratios (both SIMD
+ * tables), and bitwise determinism (memcmp) across block size, paging,
+ * block permutation, batch composition and thread count. */
+#include <math.h>
+#include <omp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn_fixture.h"
+#include "ops/cpu/simd.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KVC_SMALL 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVC_SMALL 1
+#endif
+#endif
+#ifndef KVC_SMALL
+#define KVC_SMALL 0
+#endif
+
+static void run_cpu(kvc_attention_params *p)
+{
+    size_t bytes = 0;
+    assert_int_equal(kvc_attention_cpu_workspace_size(p, omp_get_max_threads(), &bytes), KVC_OK);
+    void *ws = NULL;
+    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
+    kvc_status st = kvc_attention_cpu(p, ws, bytes);
+    if (st != KVC_OK) fail_msg("attention_cpu: %s", kvc_last_error());
+    kvc_aligned_free(ws);
+}
+
+/* Copies the fixture's output/lse, reruns with the reference and returns the worst error of the copy vs it. */
+static double cpu_vs_ref(fx *f, double rtol, double atol)
+{
+    run_cpu(&f->p);
+    const size_t ob = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
+    void *cpu_out = malloc(ob), *cpu_lse = malloc((size_t)(f->lse_n + 1) * sizeof(float));
+    memcpy(cpu_out, f->obuf, ob);
+    if (f->lse_n) memcpy(cpu_lse, f->lsebuf, (size_t)f->lse_n * sizeof(float));
+    assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
+    /* reference values as oracle arrays */
+    const int64_t rows = f->c.B * f->sqmax * f->c.Nq;
+    double *ro = calloc((size_t)(rows * f->c.Dv + 1), sizeof(double)), *rl = calloc((size_t)(rows + 1), sizeof(double));
+    for (int64_t b = 0; b < f->c.B; b++)
+        for (int64_t i = 0; i < f->c.sq[b]; i++)
+            for (int64_t n = 0; n < f->c.Nq; n++) {
+                for (int64_t d = 0; d < f->c.Dv; d++)
+                    ro[((b * f->sqmax + i) * f->c.Nq + n) * f->c.Dv + d] = fx_load(f->obuf, f->c.odt, fx_qidx(f, true, b, i, n, d, f->c.Dv));
+                if (f->lse_n) {
+                    const int64_t li = fx_tlayout(f->c.layout) ? ((b ? f->cuq[b - 1] : 0) + i) * f->c.Nq + n
+                                                                : (b * f->c.Nq + n) * f->c.sq_dim + i;
+                    rl[(b * f->sqmax + i) * f->c.Nq + n] = ((float *)f->lsebuf)[li];
+                }
+            }
+    memcpy(f->obuf, cpu_out, ob);
+    if (f->lse_n) memcpy(f->lsebuf, cpu_lse, (size_t)f->lse_n * sizeof(float));
+    double e = fx_check(f, ro, rl, rtol, atol);
+    free(ro), free(rl), free(cpu_out), free(cpu_lse);
+    return e;
+}
+
+static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dtype kvdt, int G)
+{
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = layout;
+    const uint32_t pick = fx_rng(rs);
+    c.storage = layout == KVC_LAYOUT_TND_NTD ? KVC_KV_PAGED_BNBSH : (pick % 3 == 0 ? KVC_KV_CONTIGUOUS : KVC_KV_PAGED_BNBSH);
+    if (layout == KVC_LAYOUT_NTD_TND) c.storage = KVC_KV_CONTIGUOUS;
+    if (c.storage != KVC_KV_CONTIGUOUS && (layout == KVC_LAYOUT_TND || layout == KVC_LAYOUT_BNSD) && pick % 5 == 1)
+        c.storage = KVC_KV_PAGED_BNNBSD;
+    if (c.storage != KVC_KV_CONTIGUOUS && kvdt != KVC_DTYPE_F32 && pick % 7 == 2) c.storage = KVC_KV_PAGED_NZ;
+    c.B = 1 + (int64_t)(fx_rng(rs) % 3);
+    const bool packed = fx_tlayout(layout) && c.storage == KVC_KV_CONTIGUOUS;
+    const int64_t maxkv = KVC_SMALL ? 80 : 700;
+    for (int64_t b = 0; b < c.B; b++) {
+        c.sq[b] = fx_rng(rs) % 3 == 0 ? 1 : 1 + (int64_t)(fx_rng(rs) % 9);
+        c.skv[b] = packed ? c.sq[b] : c.sq[b] + (int64_t)(fx_rng(rs) % (uint32_t)maxkv);
+    }
+    c.Nkv = 1 + (int)(fx_rng(rs) % 2);
+    c.Nq = c.Nkv * G;
+    c.D = c.storage == KVC_KV_PAGED_NZ ? 32 : 8 * (1 + (int)(fx_rng(rs) % 4)) + (fx_rng(rs) % 2 ? 3 : 0);
+    c.Dv = c.storage == KVC_KV_PAGED_NZ ? 32 : c.D;
+    c.qdt = fx_rng(rs) % 2 ? KVC_DTYPE_F32 : KVC_DTYPE_BF16;
+    c.kvdt = kvdt;
+    c.odt = KVC_DTYPE_F32;
+    const int bss[3] = {16, 32, 128};
+    c.bs = bss[fx_rng(rs) % 3];
+    c.mode = mode;
+    c.explicit_mask = mode <= 1 && (mode == 1 || fx_rng(rs) % 2);
+    c.bidirectional = mode == 0 && !c.explicit_mask;
+    c.pre = mode == 4 || mode == 0 ? 1 + (int64_t)(fx_rng(rs) % 40) : INT32_MAX; /* windows shorter than the sequence */
+    c.next = mode == 4 ? 0 : mode == 0 ? (int64_t)(fx_rng(rs) % 3) : INT32_MAX;
+    c.sinks = fx_rng(rs) % 3 == 0;
+    c.lse = true;
+    c.quant = kvdt == KVC_DTYPE_I8 ? (int)(fx_rng(rs) % 4 == 3 ? 10 : fx_rng(rs) % 3) : -1;
+    c.offsets = kvdt == KVC_DTYPE_I8 && fx_rng(rs) % 2;
+    c.permute_blocks = true;
+    c.extra_blocks = 1;
+    c.extra_width = (int)(fx_rng(rs) % 2);
+    c.seed = fx_rng(rs);
+    return c;
+}
+
+static void randomized(const kvc_simd_table *table)
+{
+    kvc_simd_override(table);
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
+                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const int gs[] = {1, 2, 4};
+    uint32_t rs = 0x1234567u;
+    int runs = 0;
+    for (size_t li = 0; li < 7; li++)
+        for (int mode = 0; mode <= 4; mode++)
+            for (size_t di = 0; di < 4; di++)
+                for (size_t gi = 0; gi < 3; gi++) {
+                    fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
+                    fx f;
+                    fx_build(&f, &c);
+                    const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+                    if (e > 1.0)
+                        fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d: error %g",
+                                 table->name, kvc_attn_layout_name(c.layout), (int)c.storage, mode,
+                                 kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, e);
+                    fx_free(&f);
+                    runs++;
+                }
+    kvc_simd_override(NULL);
+    assert_int_equal(runs, 7 * 5 * 4 * 3);
+}
+
+static void test_cpu_vs_ref_best_isa(void **state)
+{
+    (void)state;
+    randomized(kvc_simd_select());
+}
+
+static void test_cpu_vs_ref_portable(void **state)
+{
+    (void)state;
+    randomized(&kvc_simd_portable);
+}
+
+/* 16-bit outputs: within the output dtype's rounding of the reference. */
+static void test_cpu_half_outputs(void **state)
+{
+    (void)state;
+    uint32_t rs = 99;
+    for (int k = 0; k < 6; k++) {
+        fx_cfg c = random_cfg(&rs, KVC_LAYOUT_TND, 3, k % 2 ? KVC_DTYPE_BF16 : KVC_DTYPE_F16, 2);
+        c.odt = k % 2 ? KVC_DTYPE_BF16 : KVC_DTYPE_F16;
+        fx f;
+        fx_build(&f, &c);
+        const double e = cpu_vs_ref(&f, k % 2 ? 1.0 / 128 : 1.0 / 1024, 1e-3);
+        if (e > 1.0) fail_msg("out %s: error %g", kvc_dtype_name(c.odt), e);
+        fx_free(&f);
+    }
+}
+
+/* Runs the kernel on a fixture and returns a copy of its output bytes. */
+static void *cpu_bytes(fx *f, size_t *n)
+{
+    run_cpu(&f->p);
+    *n = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
+    void *o = malloc(*n);
+    memcpy(o, f->obuf, *n);
+    return o;
+}
+
+static void test_bitwise_determinism(void **state)
+{
+    (void)state;
+    const int64_t L = KVC_SMALL ? 700 : 2500; /* several split-K chunks */
+    const kvc_dtype dts[3] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    for (int di = 0; di < 3; di++) {
+        fx_cfg c;
+        memset(&c, 0, sizeof c);
+        c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
+        c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
+        c.quant = dts[di] == KVC_DTYPE_I8 ? 0 : -1, c.seed = 5, c.sinks = true;
+        c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
+        const kvc_kv_storage st[4] = {KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_BNBSH};
+        const int bss[4] = {16, 128, 64, 48};
+        size_t n0 = 0, n = 0;
+        void *ref = NULL;
+        for (int v = 0; v < 4; v++) {
+            c.storage = st[v], c.bs = bss[v], c.permute_blocks = v % 2, c.extra_width = v;
+            fx f;
+            fx_build(&f, &c);
+            void *o = cpu_bytes(&f, &n);
+            if (!ref) {
+                ref = o, n0 = n;
+                /* thread count 1 vs default: same bytes */
+                omp_set_num_threads(1);
+                void *o1 = cpu_bytes(&f, &n);
+                omp_set_num_threads(2);
+                void *o2 = cpu_bytes(&f, &n);
+                assert_memory_equal(o1, ref, n0);
+                assert_memory_equal(o2, ref, n0);
+                free(o1), free(o2);
+                /* batch composition: each request alone gives its rows of the batch run */
+                for (int64_t b = 0; b < c.B; b++) {
+                    kvc_attention_params p1 = f.p;
+                    const int64_t r0 = b ? f.cuq[b - 1] : 0, rows = f.cuq[b] - r0;
+                    int64_t cu1 = rows;
+                    p1.batch = 1, p1.q_lens = &cu1, p1.kv_lens = &f.dkv[b];
+                    p1.q.data = (float *)f.qbuf + r0 * c.Nq * c.D, p1.q.shape[0] = rows;
+                    p1.out.data = (float *)f.obuf + r0 * c.Nq * c.Dv, p1.out.shape[0] = rows;
+                    p1.block_table.data = (int32_t *)f.tblbuf + b * f.width, p1.block_table.shape[0] = 1;
+                    memset(f.obuf, 0xff, n0);
+                    run_cpu(&p1);
+                    assert_memory_equal((float *)f.obuf + r0 * c.Nq * c.Dv, (float *)ref + r0 * c.Nq * c.Dv,
+                                        (size_t)(rows * c.Nq * c.Dv) * sizeof(float));
+                }
+            } else {
+                assert_int_equal(n, n0);
+                if (memcmp(o, ref, n0) != 0) fail_msg("kv %s variant %d (bs %d) differs bitwise", kvc_dtype_name(c.kvdt), v, c.bs);
+                free(o);
+            }
+            fx_free(&f);
+        }
+        /* contiguous (packed TND) storage of the same data as a prefill with equal lengths */
+        free(ref);
+    }
+}
+
+/* Paged vs contiguous: packed TND prefill vs the same tokens read through a block table. */
+static void test_paged_equals_contiguous(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 40;
+    c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_F16, c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
+    c.quant = -1, c.seed = 11, c.sq[0] = 37, c.skv[0] = 37, c.sq[1] = 600, c.skv[1] = 600, c.bs = 32;
+    size_t n1, n2;
+    c.storage = KVC_KV_CONTIGUOUS;
+    fx f;
+    fx_build(&f, &c);
+    void *a = cpu_bytes(&f, &n1);
+    fx_free(&f);
+    c.storage = KVC_KV_PAGED_BNBSH, c.permute_blocks = true;
+    fx_build(&f, &c);
+    void *b = cpu_bytes(&f, &n2);
+    fx_free(&f);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(a, b, n1);
+    free(a), free(b);
+}
+
+static void test_workspace_refusal(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.B = 1, c.Nq = c.Nkv = 1, c.D = c.Dv = 8, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
+    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 3, c.sq[0] = 4, c.skv[0] = 4;
+    fx f;
+    fx_build(&f, &c);
+    char small[64];
+    assert_int_equal(kvc_attention_cpu(&f.p, small, sizeof small), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "workspace"));
+    f.p.scale = 0;
+    size_t bytes;
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_EINVAL);
+    fx_free(&f);
+    assert_non_null(kvc_attention_cpu_isa());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_vs_ref_best_isa),   cmocka_unit_test(test_cpu_vs_ref_portable),
+        cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
+        cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
