@@ -398,8 +398,7 @@ static bool load_root(parser *p, const cJSON *root, const kvc_trace_options *opt
     mp.engine_next_n = src.block_num == NULL ? src.params.next_n : -1;
     if (kvc_validate_cache_info(&t->info, mp.engine_next_n) < 0) return perr(p, "", "layers", "%s", kvc_last_error());
     if (!make_plan(p, &src, &t->info, &plan) || !check_limits(p, opts, mp.max_model_len, &plan)) return false;
-    if (kvc_manager_create(&t->info, &plan, &mp, &t->manager) < 0)
-        return perr(p, "", "layers", "%s", kvc_last_error());
+    if (kvc_manager_create(&t->info, &plan, &mp, &t->manager) < 0) return perr(p, "", NULL, "%s", kvc_last_error());
     size_t i = 0;
     for (const cJSON *v = get(root, "ops")->child; v != NULL; v = v->next, i++) resolve_keys(t->manager, v, &t->ops[i]);
     return true;
