@@ -241,6 +241,8 @@ static bool parse_plan_source(parser *p, const cJSON *root, plan_source *src) {
     if (src->block_num != NULL && plan != NULL) return perr(p, "", "plan", "not allowed together with block_num");
     if (src->block_num != NULL) {
         if (!require_object(p, src->block_num, "block_num")) return false;
+        if (cJSON_GetArraySize(src->block_num) > KVC_MAX_MANAGERS)
+            return perr(p, "", "block_num", "more than %d keys", KVC_MAX_MANAGERS);
         for (const cJSON *c = src->block_num->child; c != NULL; c = c->next) {
             char path[96];
             snprintf(path, sizeof path, "block_num.%.70s", c->string);

@@ -281,6 +281,12 @@ static void test_invalid_files(void **state) {
                    "layers[0].caches[0]: duplicate field \\'dtype\\'");
     expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 0}, 'ops': []}",
                    "block_num.FullAttention: expected a positive integer");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'a': 1, 'b': 1, 'c': 1, 'd': 1, 'e': 1, 'f': 1,"
+                                             " 'g': 1, 'h': 1, 'i': 1, 'j': 1, 'k': 1, 'l': 1, 'm': 1, 'n': 1, 'o': 1,"
+                                             " 'p': 1, 'q': 1}, 'ops': []}",
+                   "block_num: more than 16 keys");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 5, 'FullAttention': 6}, 'ops': []}",
+                   "block_num.FullAttention: duplicate key");
     expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 5},"
                                              " 'plan': {'mode': 'offline'}, 'ops': []}",
                    "plan: not allowed together with block_num");
