@@ -3,9 +3,11 @@
 
 #include "bench.h"
 
+int kvc_bench_attention(bool json); /* bench_attention.c */
 int kvc_bench_manager(bool json); /* bench_manager.c */
 
 const kvc_bench_entry kvc_benches[] = {
+    {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
     {NULL, NULL, NULL},
 };

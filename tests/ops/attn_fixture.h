@@ -427,7 +427,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
 }
 
 /* Logical oracle: out [B][Sqmax][Nq][Dv] and lse [B][Sqmax][Nq] from the logical data. */
-static inline inline void fx_oracle(const fx *f, double *out, double *lse)
+static inline void fx_oracle(const fx *f, double *out, double *lse)
 {
     const fx_cfg *c = &f->c;
     const int64_t Nq = c->Nq, Nkv = c->Nkv, D = c->D, Dv = c->Dv, Dr = c->Dr, G = Nq / Nkv;
@@ -482,7 +482,7 @@ static inline inline void fx_oracle(const fx *f, double *out, double *lse)
 
 /* Largest error of the fixture's output (and lse) against oracle data, as
  * max |got - want| / (atol + rtol |want|) (<= 1 passes). */
-static inline inline double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol)
+static inline double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol)
 {
     const fx_cfg *c = &f->c;
     double worst = 0;

@@ -155,7 +155,7 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
     enum { T = 3, DC = 512, DR = 64, NB = 2, BS = 16 };
     float *kv = malloc(sizeof(float) * T * (DC + DR)), gamma[DC], cs[T * DR], sn[T * DR];
     srand(7);
-    for (int i = 0; i < T * (DC + DR); i++) kv[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
+    for (int i = 0; i < T * (DC + DR); i++) kv[i] = (float)((double)rand() / RAND_MAX * 2.0 - 1.0);
     for (int i = 0; i < DC; i++) gamma[i] = 0.5f + (float)i / DC;
     for (int i = 0; i < T * DR; i++) {
         cs[i] = cosf(0.01f * (float)i);

@@ -1,0 +1,336 @@
+/* `kvcache bench attention [--json]`: the machine's limits measured in the
+ * same run (read bandwidth: parallel read-and-sum over 1 GiB; FMA peak:
+ * independent FMA chains at the widest vector width this build runs), a
+ * naive scalar attention baseline (batch-1 decode), and kvc_attention_cpu
+ * on decode and prefill shapes with paged KV (block size 128). Decode is
+ * measured cold: consecutive timed calls read different copies of the
+ * cache, so the KV touched across them totals >= 1 GiB. Medians of runs. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "kvcache/half.h"
+#include "kvcache/ops.h"
+
+#define GIB ((size_t)1 << 30)
+#define REPS 5
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* STREAM-style read: sum of 1 GiB of floats with all threads; GB/s (1e9). */
+static double measure_read_gbps(void)
+{
+    const size_t n = GIB / sizeof(float);
+    float *a = NULL;
+    if (kvc_aligned_alloc(64, n * sizeof(float), (void **)&a) != KVC_OK) return 0.0;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) a[i] = (float)(i & 1023) * 0.001f;
+    double t[REPS], sink = 0.0;
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = kvc_bench_now();
+        double s = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+        for (size_t i = 0; i < n; i += 16) {
+            float p = 0.0f;
+            for (size_t k = 0; k < 16; k++) p += a[i + k];
+            s += p;
+        }
+        t[r] = kvc_bench_now() - t0;
+        sink += s;
+    }
+    kvc_aligned_free(a);
+    if (sink == -1.0) return 0.0; /* keeps the sums alive */
+    return (double)(n * sizeof(float)) / median(t, REPS) / 1e9;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx2,fma"))) static double fma_chains_avx2(long iters)
+{
+    __m256 a[10], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < 10; k++) a[k] = _mm256_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 10; k++) a[k] = _mm256_fmadd_ps(a[k], m, c);
+    __m256 s = a[0];
+    for (int k = 1; k < 10; k++) s = _mm256_add_ps(s, a[k]);
+    float o[8];
+    _mm256_storeu_ps(o, s);
+    return (double)o[0];
+}
+static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#else
+static double fma_chains_avx2(long iters) { (void)iters; return 0.0; }
+static int has_avx2(void) { return 0; }
+#endif
+
+/* Scalar fallback: 10 independent multiply-add chains (2 flops each). */
+static double fma_chains_scalar(long iters)
+{
+    float a[10];
+    for (int k = 0; k < 10; k++) a[k] = (float)k;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 10; k++) a[k] = a[k] * 0.999999f + 1e-7f;
+    float s = 0.0f;
+    for (int k = 0; k < 10; k++) s += a[k];
+    return (double)s;
+}
+
+/* FMA peak in GFLOP/s over all threads. */
+static double measure_peak_gflops(void)
+{
+    const long iters = 20000000;
+    const int wide = has_avx2();
+    const double flops_per_iter = 10.0 * 2.0 * (wide ? 8.0 : 1.0);
+    double t[3], sink = 0.0;
+    int threads = 1;
+    for (int r = 0; r < 3; r++) {
+        const double t0 = kvc_bench_now();
+#pragma omp parallel reduction(+ : sink)
+        {
+#pragma omp single
+            threads = omp_get_num_threads();
+            sink += wide ? fma_chains_avx2(iters) : fma_chains_scalar(iters);
+        }
+        t[r] = kvc_bench_now() - t0;
+    }
+    if (sink == -1.0) return 0.0;
+    return flops_per_iter * (double)iters * threads / median(t, 3) / 1e9;
+}
+
+typedef struct shape {
+    const char *phase;
+    int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
+    kvc_dtype kv_dtype;
+} shape;
+
+typedef struct result {
+    double us, naive_us;
+} result;
+
+static size_t kv_bytes(const shape *s)
+{
+    return (size_t)s->batch * (size_t)s->kv_len * (size_t)s->kv_heads * (size_t)s->head_dim * 2u *
+           kvc_dtype_size(s->kv_dtype);
+}
+
+/* Visible (query, key) pairs of one head under mode 3. */
+static double pairs(const shape *s)
+{
+    double p = 0.0;
+    for (int i = 0; i < s->q_len; i++) p += (double)(s->kv_len - s->q_len + i + 1);
+    return p * s->batch;
+}
+
+/* Naive attention: per head and query, scores then softmax then values,
+ * scalar conversions, no sharing of K/V loads across heads. */
+static void naive_attention(const kvc_attention_params *p, int bs, float *scratch)
+{
+    const int Nq = p->num_heads, Nkv = p->num_kv_heads, D = (int)p->q.shape[2], G = Nq / Nkv;
+    const int32_t *tbl = p->block_table.data;
+    const int64_t W = p->block_table.shape[1];
+    const size_t es = kvc_dtype_size(p->k.dtype);
+    const float ks = p->key_scale.data ? *(const float *)p->key_scale.data : 1.0f;
+    for (int64_t b = 0; b < p->batch; b++) {
+        const int64_t skv = p->kv_lens[b];
+        for (int n = 0; n < Nq; n++) {
+            const float *q = (const float *)p->q.data + (b * Nq + n) * D;
+            float m = -INFINITY, l = 0.0f;
+            for (int64_t j = 0; j < skv; j++) {
+                const int64_t off = ((int64_t)tbl[b * W + j / bs] * bs + j % bs) * Nkv * D + (int64_t)(n / G) * D;
+                float s = 0.0f;
+                for (int d = 0; d < D; d++) {
+                    const char *k = (const char *)p->k.data + (size_t)(off + d) * es;
+                    const float x = es == 1 ? ks * (float)*(const int8_t *)k
+                                  : p->k.dtype == KVC_DTYPE_F16 ? kvc_f16_to_f32(*(const uint16_t *)k)
+                                                                : kvc_bf16_to_f32(*(const uint16_t *)k);
+                    s += q[d] * x;
+                }
+                scratch[j] = s * (float)p->scale;
+                m = scratch[j] > m ? scratch[j] : m;
+            }
+            float *o = (float *)p->out.data + (b * Nq + n) * D;
+            for (int d = 0; d < D; d++) o[d] = 0.0f;
+            for (int64_t j = 0; j < skv; j++) {
+                const float w = expf(scratch[j] - m);
+                l += w;
+                const int64_t off = ((int64_t)tbl[b * W + j / bs] * bs + j % bs) * Nkv * D + (int64_t)(n / G) * D;
+                for (int d = 0; d < D; d++) {
+                    const char *v = (const char *)p->v.data + (size_t)(off + d) * es;
+                    const float x = es == 1 ? ks * (float)*(const int8_t *)v
+                                  : p->v.dtype == KVC_DTYPE_F16 ? kvc_f16_to_f32(*(const uint16_t *)v)
+                                                                : kvc_bf16_to_f32(*(const uint16_t *)v);
+                    o[d] += w * x;
+                }
+            }
+            for (int d = 0; d < D; d++) o[d] /= l;
+        }
+    }
+}
+
+/* Runs one shape; returns 0 on success. Paged BnBsH, block size 128. */
+static int run_shape(const shape *s, bool with_naive, result *res)
+{
+    const int bs = 128, D = s->head_dim;
+    const int64_t nbpr = (s->kv_len + bs - 1) / bs; /* blocks per request */
+    const size_t cache = kv_bytes(s);
+    const int copies = s->q_len == 1 && cache < GIB ? (int)((GIB + cache - 1) / cache) : 1;
+    const int64_t NB = nbpr * s->batch * copies;
+    const size_t es = kvc_dtype_size(s->kv_dtype);
+    const size_t pool_elems = (size_t)NB * bs * (size_t)s->kv_heads * (size_t)D;
+    void *k = NULL, *v = NULL, *ws = NULL;
+    float *q = malloc(sizeof(float) * (size_t)s->batch * s->q_len * s->q_heads * D);
+    float *out = malloc(sizeof(float) * (size_t)s->batch * s->q_len * s->q_heads * D);
+    int32_t *tbl = malloc(sizeof(int32_t) * (size_t)(copies * s->batch * nbpr));
+    int64_t *cuq = malloc(sizeof(int64_t) * (size_t)s->batch), *kvl = malloc(sizeof(int64_t) * (size_t)s->batch);
+    float *scratch = malloc(sizeof(float) * (size_t)s->kv_len);
+    if (!q || !out || !tbl || !cuq || !kvl || !scratch || kvc_aligned_alloc(64, pool_elems * es, &k) != KVC_OK ||
+        kvc_aligned_alloc(64, pool_elems * es, &v) != KVC_OK) {
+        fprintf(stderr, "bench attention: out of memory for %zu-byte caches\n", 2 * pool_elems * es);
+        free(q), free(out), free(tbl), free(cuq), free(kvl), free(scratch), kvc_aligned_free(k), kvc_aligned_free(v);
+        return 1;
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < pool_elems; i++) {
+        const uint32_t h = (uint32_t)(i * 2654435761u) >> 20;
+        if (es == 1) {
+            ((int8_t *)k)[i] = (int8_t)((h & 127) - 64);
+            ((int8_t *)v)[i] = (int8_t)(((h >> 3) & 127) - 64);
+        } else {
+            const float x = (float)(h & 1023) / 1024.0f - 0.5f, y = (float)((h >> 2) & 1023) / 1024.0f - 0.5f;
+            ((uint16_t *)k)[i] = s->kv_dtype == KVC_DTYPE_F16 ? kvc_f32_to_f16(x) : kvc_f32_to_bf16(x);
+            ((uint16_t *)v)[i] = s->kv_dtype == KVC_DTYPE_F16 ? kvc_f32_to_f16(y) : kvc_f32_to_bf16(y);
+        }
+    }
+    for (size_t i = 0; i < (size_t)s->batch * s->q_len * s->q_heads * D; i++) q[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (int64_t i = 0; i < copies * s->batch * nbpr; i++) tbl[i] = (int32_t)i;
+    for (int b = 0; b < s->batch; b++) {
+        cuq[b] = (int64_t)(b + 1) * s->q_len;
+        kvl[b] = s->kv_len;
+    }
+    float scale1 = 0.01f;
+    kvc_attention_params p = kvc_attention_default_params();
+    p.layout = KVC_LAYOUT_TND;
+    p.num_heads = s->q_heads;
+    p.num_kv_heads = s->kv_heads;
+    p.scale = 1.0 / sqrt((double)D);
+    p.sparse_mode = 3;
+    p.batch = s->batch;
+    p.q_lens = cuq;
+    p.kv_lens = kvl;
+    p.kv_len_form = KVC_KV_FORM_DIRECT;
+    p.q = (kvc_tensor){.data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {(int64_t)s->batch * s->q_len, s->q_heads, D}};
+    p.out = p.q;
+    p.out.data = out;
+    p.k = (kvc_tensor){.data = k, .dtype = s->kv_dtype, .ndim = 3, .shape = {NB, bs, (int64_t)s->kv_heads * D}};
+    p.v = p.k;
+    p.v.data = v;
+    p.kv_storage = KVC_KV_PAGED_BNBSH;
+    p.block_size = bs;
+    p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->batch, nbpr}};
+    if (es == 1) {
+        p.key_quant_mode = p.value_quant_mode = KVC_QUANT_PER_CHANNEL;
+        p.key_scale = (kvc_tensor){.data = &scale1, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
+        p.value_scale = p.key_scale;
+    }
+    size_t wsb = 0;
+    int rc = 0;
+    if (kvc_attention_cpu_workspace_size(&p, omp_get_max_threads(), &wsb) != KVC_OK ||
+        kvc_aligned_alloc(64, wsb, &ws) != KVC_OK) {
+        fprintf(stderr, "bench attention: %s\n", kvc_last_error());
+        rc = 1;
+    }
+    /* prefill is compute-bound and long: no warm-up, fewer runs for 2048 tokens */
+    const int reps = s->q_len == 1 ? REPS : s->q_len >= 2048 ? 1 : 3;
+    double t[REPS], tn[REPS];
+    for (int r = s->q_len == 1 ? -1 : 0; rc == 0 && r < reps; r++) { /* r = -1: warm-up */
+        p.block_table.data = tbl + (size_t)((r + 1) % copies) * (size_t)(s->batch * nbpr);
+        const double t0 = kvc_bench_now();
+        if (kvc_attention_cpu(&p, ws, wsb) != KVC_OK) {
+            fprintf(stderr, "bench attention: %s\n", kvc_last_error());
+            rc = 1;
+        }
+        if (r >= 0) t[r] = kvc_bench_now() - t0;
+    }
+    res->us = rc == 0 ? median(t, reps) * 1e6 : 0.0;
+    res->naive_us = 0.0;
+    for (int r = 0; rc == 0 && with_naive && r < 3; r++) {
+        p.block_table.data = tbl + (size_t)((r + 1) % copies) * (size_t)(s->batch * nbpr);
+        const double t0 = kvc_bench_now();
+        naive_attention(&p, bs, scratch);
+        tn[r] = kvc_bench_now() - t0;
+        if (r == 2) res->naive_us = median(tn, 3) * 1e6;
+    }
+    kvc_aligned_free(ws), kvc_aligned_free(k), kvc_aligned_free(v);
+    free(q), free(out), free(tbl), free(cuq), free(kvl), free(scratch);
+    return rc;
+}
+
+int kvc_bench_attention(bool json)
+{
+    const double read_gbps = measure_read_gbps();
+    const double peak = measure_peak_gflops();
+    shape shapes[64];
+    int n = 0;
+    const kvc_dtype dts[3] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
+    for (int h = 0; h < 2; h++)
+        for (int d = 0; d < 3; d++)
+            for (int i = 0; i < 6; i++)
+                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, h ? 32 : 8, 128, dts[d]};
+    const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16};
+    if (json)
+        printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"threads\": %d, \"read_gbps\": %.2f, \"peak_gflops\": %.1f, \"shapes\": [",
+               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, peak);
+    else
+        printf("attention (%s, %d threads): read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s\n"
+               "%-7s %5s %6s %4s %4s %4s %-5s %11s %8s %6s %8s %6s %11s %7s\n",
+               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, peak, "phase", "batch", "kv_len", "Nq",
+               "Nkv", "D", "kv", "us", "KV GB/s", "bw", "GFLOP/s", "peak", "naive us", "speedup");
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        const shape *s = &shapes[i];
+        result r;
+        const bool naive = s->q_len == 1 && s->batch == 1;
+        if (run_shape(s, naive, &r) != 0) {
+            rc = 1;
+            continue;
+        }
+        const double sec = r.us * 1e-6;
+        const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
+        const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
+        if (json) {
+            printf("%s{\"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
+                   "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
+                   "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
+                   "\"peak_ratio\": %.3f, ",
+                   i ? ", " : "", s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
+                   kvc_dtype_name(s->kv_dtype), r.us, kv_gbps, read_gbps, kv_gbps / read_gbps, gflops, peak,
+                   gflops / peak);
+            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f}", r.naive_us, r.naive_us / r.us);
+            else printf("\"naive_us\": null, \"speedup\": null}");
+        } else {
+            printf("%-7s %5d %6d %4d %4d %4d %-5s %11.1f %8.2f %6.3f %8.2f %6.3f", s->phase, s->batch, s->kv_len,
+                   s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us, kv_gbps,
+                   kv_gbps / read_gbps, gflops, gflops / peak);
+            if (naive) printf(" %11.1f %7.2f\n", r.naive_us, r.naive_us / r.us);
+            else printf(" %11s %7s\n", "-", "-");
+        }
+        fflush(stdout);
+    }
+    if (json) printf("]}\n");
+    return rc;
+}
