@@ -260,6 +260,25 @@ bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t k
  * copied into out (at most cap ids); *n_out = table length (0 if unknown). */
 kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
                                  int64_t cap, int64_t *n_out);
+/* What a persistent copy of a request's table row holds, so that it can be
+ * brought up to date by writing only what changed: real blocks never move
+ * inside a table, they are appended at its end and released (turned null)
+ * from its front. A zeroed state means "contents unknown". */
+typedef struct kvc_table_state {
+    uint64_t generation; /* the request entry the row was copied from; 0 = unknown / no entry */
+    int64_t n_null;      /* leading null entries at that time */
+    int64_t len;         /* table length at that time (entries len .. width-1 are null) */
+    int64_t width;       /* row width the copy was written with */
+} kvc_table_state;
+
+/* Brings row[0..width) — the request's table then null padding — up to date.
+ * *state says what the row holds (zeroed: rewrite it all) and receives the
+ * new state. A table longer than width is KVC_ERANGE and leaves row and
+ * state unchanged. Unknown requests give an all-null row. O(changes) when
+ * the state is current, O(width) otherwise. */
+kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
+                                  int64_t width, kvc_table_state *state);
+
 /* The pool's free queue of one key, head first. */
 kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
                                   int64_t *n_out);

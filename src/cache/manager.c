@@ -144,7 +144,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t compu
     }
     /* Phase 2: commit (cannot fail: each pool was checked above). */
     for (int32_t g = 0; g < m->n_managers; g++)
-        if (key_mask >> g & 1u) kvc_single_manager_allocate_new(&m->managers[g], &tables[g], need[g], need_slot);
+        if (key_mask >> g & 1u)
+            kvc_single_manager_allocate_new(&m->managers[g], &tables[g], need[g], need_slot, ++m->last_generation);
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }
 

@@ -13,6 +13,7 @@ struct kvc_manager {
     kvc_request_table requests;
     kvc_req_blocks *tables; /* [max_requests, n_managers] per request slot */
     int32_t *layer_order;   /* [n_layer_infos] layer infos by ascending layer_idx */
+    uint64_t last_generation; /* generations handed to request entries so far */
 };
 
 /* The n_managers tables of a request slot. */

@@ -82,6 +82,46 @@ kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t rid, int32_t key_
     return KVC_OK;
 }
 
+/* Writes table entries [from, len) of t into row (nulls, then real ids). */
+static void write_entries(const kvc_single_manager *sm, const kvc_req_blocks *t, int64_t from, int32_t *row) {
+    int64_t len = kvc_req_blocks_len(t);
+    int64_t first_real = kvc_max64(from, t->n_null);
+    for (int64_t i = from; i < first_real; i++) row[i] = KVC_NULL_BLOCK;
+    kvc_single_manager_table_tail(sm, t, len - first_real, row + first_real);
+}
+
+kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *row, int64_t width,
+                                  kvc_table_state *state) {
+    if (m == NULL || row == NULL || state == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: manager, row and state must not be NULL");
+    const kvc_single_manager *sm = key_manager(m, key_index);
+    if (sm == NULL)
+        return kvc_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
+                        m->n_managers);
+    if (width < 0) return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
+    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    const kvc_req_blocks *t = slot >= 0 ? &kvc_manager_request_tables(m, slot)[key_index] : NULL;
+    if (t == NULL || !t->present) {
+        memset(row, 0, (size_t)width * sizeof *row);
+        *state = (kvc_table_state){0};
+        return KVC_OK;
+    }
+    int64_t len = kvc_req_blocks_len(t);
+    if (len > width)
+        return kvc_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
+                        (long long)rid, sm->group.key, (long long)len, (long long)width);
+    if (state->generation == t->generation && state->width == width && state->len <= len) {
+        /* Current copy: entries released since become null, new ones are appended. */
+        for (int64_t i = state->n_null; i < kvc_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
+        write_entries(sm, t, state->len, row);
+    } else {
+        write_entries(sm, t, 0, row);
+        memset(row + len, 0, (size_t)(width - len) * sizeof *row);
+    }
+    *state = (kvc_table_state){.generation = t->generation, .n_null = t->n_null, .len = len, .width = width};
+    return KVC_OK;
+}
+
 kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap, int64_t *n_out) {
     kvc_status st = check_copy_args(m, key_index, out, cap, n_out, "kvc_manager_free_queue");
     if (st != KVC_OK) return st;

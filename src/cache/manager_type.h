@@ -15,6 +15,7 @@ typedef struct kvc_req_blocks {
     int32_t head; /* first real block, -1 if none */
     int32_t tail; /* last real block, -1 if none */
     bool present; /* the request has an entry (possibly empty) */
+    uint64_t generation; /* manager-unique id of this entry (>= 1 while present) */
 } kvc_req_blocks;
 
 static inline int64_t kvc_req_blocks_len(const kvc_req_blocks *t) { return t->n_null + t->n_real; }
@@ -28,6 +29,7 @@ typedef struct kvc_single_manager {
     int64_t max_table;     /* longest table a request can have */
     kvc_block_pool *pool;
     int32_t *next;         /* [num_blocks] next real block of the same request, -1 ends */
+    int32_t *prev;         /* [num_blocks] previous real block (valid back to the table's head) */
     int32_t *scratch;      /* [max_table] ids moved in one call */
     int64_t n_entries;     /* requests with an entry (the reservation rule counts them) */
 } kvc_single_manager;
@@ -77,11 +79,15 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
 void kvc_single_manager_release(kvc_single_manager *m);
 /* Releases blocks that left the window (spec §4.2 remove_skipped). */
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
-/* Appends n fresh blocks (phase 2; cannot fail after pre_allocate said ok). */
-void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+/* Appends n fresh blocks (phase 2; cannot fail after pre_allocate said ok);
+ * a new entry gets `generation`. */
+void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens,
+                                     uint64_t generation);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
 /* Writes the logical table (nulls included) to out[0..min(len, cap)). */
 void kvc_single_manager_table(const kvc_single_manager *m, const kvc_req_blocks *t, int32_t *out, int64_t cap);
+/* Writes the last n entries of the table (n <= n_real) to out[0..n). */
+void kvc_single_manager_table_tail(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t n, int32_t *out);
 
 #endif

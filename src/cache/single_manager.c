@@ -12,23 +12,26 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
     if (st != KVC_OK) return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
     m->next = malloc((size_t)num_blocks * sizeof *m->next);
+    m->prev = malloc((size_t)num_blocks * sizeof *m->prev);
     /* One call never moves more blocks than a table holds or the pool has. */
     m->scratch = malloc((size_t)kvc_max64(kvc_min64(m->max_table, num_blocks), 1) * sizeof *m->scratch);
-    if (m->next == NULL || m->scratch == NULL) {
+    if (m->next == NULL || m->prev == NULL || m->scratch == NULL) {
         kvc_single_manager_release(m);
         return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate its tables for %lld blocks", g->key,
                         (long long)num_blocks);
     }
-    for (int64_t i = 0; i < num_blocks; i++) m->next[i] = -1;
+    for (int64_t i = 0; i < num_blocks; i++) m->next[i] = m->prev[i] = -1;
     return KVC_OK;
 }
 
 void kvc_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
     free(m->next);
+    free(m->prev);
     free(m->scratch);
     m->pool = NULL;
     m->next = NULL;
+    m->prev = NULL;
     m->scratch = NULL;
 }
 
@@ -79,9 +82,10 @@ void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t,
     (void)st;
 }
 
-void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens,
+                                     uint64_t generation) {
     if (!t->present) {
-        *t = (kvc_req_blocks){.head = -1, .tail = -1, .present = true};
+        *t = (kvc_req_blocks){.head = -1, .tail = -1, .present = true, .generation = generation};
         m->n_entries++;
     }
     if (kvc_req_blocks_len(t) == 0 && n > 0) t->n_null = m->type->leading_nulls(m, num_tokens);
@@ -95,6 +99,7 @@ void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, i
             t->head = id;
         else
             m->next[t->tail] = id;
+        m->prev[id] = t->tail;
         t->tail = id;
     }
     t->n_real += n;
@@ -121,6 +126,12 @@ void kvc_single_manager_table(const kvc_single_manager *m, const kvc_req_blocks 
     int64_t i = 0;
     for (; i < t->n_null && i < cap; i++) out[i] = KVC_NULL_BLOCK;
     for (int32_t id = t->head; id >= 0 && i < cap; id = m->next[id]) out[i++] = id;
+}
+
+void kvc_single_manager_table_tail(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t n, int32_t *out) {
+    KVC_ASSERT(n <= t->n_real);
+    int32_t id = t->tail;
+    for (int64_t i = n - 1; i >= 0; i--, id = m->prev[id]) out[i] = id;
 }
 
 kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx) {

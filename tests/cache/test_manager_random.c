@@ -107,6 +107,23 @@ static bool block_is_free(const kvc_manager *m, int32_t k, int32_t id) {
     return false;
 }
 
+/* Persistent copies of every request's rows, kept current with
+ * kvc_manager_table_sync and compared with a fresh copy after every step. */
+#define ROW_WIDTH 64
+static int32_t synced_rows[MAX_REQ][MAX_KEYS][ROW_WIDTH];
+static kvc_table_state synced_state[MAX_REQ][MAX_KEYS];
+
+static void check_synced_row(const kvc_manager *m, int r, int32_t k, long step) {
+    int32_t fresh[ROW_WIDTH] = {0};
+    int64_t n = 0;
+    assert_int_equal(kvc_manager_block_ids(m, r, k, fresh, ROW_WIDTH, &n), KVC_OK);
+    assert_true(n <= ROW_WIDTH);
+    if (kvc_manager_table_sync(m, r, k, synced_rows[r][k], ROW_WIDTH, &synced_state[r][k]) != KVC_OK)
+        fail_msg("step %ld: sync: %s", step, kvc_last_error());
+    if (memcmp(fresh, synced_rows[r][k], sizeof fresh) != 0) fail_msg("step %ld req %d key %d: synced row differs", step, r, k);
+    assert_int_equal(synced_state[r][k].len, n);
+}
+
 /* Every table and free count of the manager equals the shadow's. */
 static void compare(const kvc_manager *m, const shadow *s, long step) {
     for (int32_t k = 0; k < s->n_keys; k++) {
@@ -121,6 +138,8 @@ static void compare(const kvc_manager *m, const shadow *s, long step) {
             if (kvc_manager_has_request(m, r, k) != t->present || n != t->len)
                 fail_msg("step %ld req %d key %d: len %lld present %d, shadow len %lld present %d", step, r, k,
                          (long long)n, kvc_manager_has_request(m, r, k), (long long)t->len, t->present);
+            /* sync only some steps, so that rows lag several changes behind */
+            if ((step + r) % 3 == 0) check_synced_row(m, r, k, step);
             for (int64_t b = 0; b < n; b++)
                 if ((ids[b] == 0) != (b < t->n_null))
                     fail_msg("step %ld req %d key %d: entry %lld is %d, shadow null prefix %lld", step, r, k,
@@ -179,6 +198,8 @@ static void run_config(const config *c, uint64_t seed, long steps) {
     kvc_test_model model;
     kvc_test_model_init(&model, entries, c->n_keys);
     kvc_manager *m = kvc_test_manager(&model, keys, c->blocks, c->n_keys, c->max_model_len);
+    memset(synced_rows, 0x7f, sizeof synced_rows); /* garbage that a zeroed state must overwrite */
+    memset(synced_state, 0, sizeof synced_state);
     int64_t cached[MAX_REQ] = {0}, high[MAX_REQ] = {0}; /* largest need_slot granted so far */
     long no_space = 0, clamped = 0, frees = 0;
     for (long step = 0; step < steps; step++) {
