@@ -80,6 +80,7 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
             break;
         }
         buf->block_table[k] = zalloc(max_rows * buf->info[k].max_width, sizeof(int32_t), "a block table", &st);
+        buf->row_state[k] = zalloc(max_rows, sizeof(kvc_table_state), "the block table row states", &st);
         if (buf->info[k].has_slots) buf->slot_mapping[k] = zalloc(max_tokens, sizeof(int64_t), "a slot mapping", &st);
     }
     if (st != KVC_OK) {
@@ -94,6 +95,7 @@ void kvc_step_buffers_destroy(kvc_step_buffers *buf) {
     if (buf == NULL) return;
     for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) {
         free(buf->block_table[k]);
+        free(buf->row_state[k]);
         free(buf->slot_mapping[k]);
     }
     free(buf->positions);

@@ -5,6 +5,9 @@
 
 #include "kvcache/batch.h"
 
+/* Widest Mamba table a step reads (1 + next_n, next_n <= KVC_MAX_NEXT_N). */
+#define KVC_MAX_STATE_BLOCKS (1 + 1024)
+
 /* What the buffers remember about one manager key (fixed for the manager's
  * lifetime: block size, type, widths and whether slots are built). */
 typedef struct kvc_step_key_info {
@@ -23,7 +26,9 @@ struct kvc_step_buffers {
     int64_t max_tokens;
     int32_t n_keys;
     kvc_step_key_info info[KVC_MAX_MANAGERS];  /* [n_keys] */
-    int32_t *block_table[KVC_MAX_MANAGERS];    /* [n_keys] -> [max_rows, max_width] */
+    int32_t *block_table[KVC_MAX_MANAGERS];    /* [n_keys] -> [max_rows, max_width], kept between steps */
+    kvc_table_state *row_state[KVC_MAX_MANAGERS]; /* [n_keys] -> [max_rows] what each row holds */
+    int64_t last_width[KVC_MAX_MANAGERS];      /* [n_keys] width of the previous step (rows move when it changes) */
     int64_t *slot_mapping[KVC_MAX_MANAGERS];   /* [n_keys] -> [max_tokens] or NULL */
     int64_t *positions;                        /* [max_tokens] */
     int64_t *kv_pos;                           /* [max_rows] */

@@ -5,30 +5,35 @@
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
-/* Copies row b's table of key k into its row of the step table (already
- * zeroed), checking its length against the width. */
-static kvc_status table_row_fill(const kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b,
+/* Brings row b's table of key k up to date (the rows persist between steps,
+ * so only what changed since the row was last written is copied) and checks
+ * its length against the width. */
+static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b,
                                  int64_t width, bool is_prefill, int32_t *row /* [width] */) {
     const kvc_step_key_info *info = &buf->info[k];
-    const char *key = kvc_manager_key(buf->manager, k);
-    int64_t len = 0;
-    kvc_status st = kvc_manager_block_ids(buf->manager, r->request_id, k, row, width, &len);
-    if (st != KVC_OK) return st;
-    if (info->attn_type == KVC_ATTN_MAMBA && len < width) {
-        return kvc_fail(KVC_EINVAL,
-                        "key %s, step row %lld (request %lld): Mamba table holds %lld blocks, a %s step needs %lld "
-                        "(allocate the step's slots first)",
-                        key, (long long)b, (long long)r->request_id, (long long)len,
-                        is_prefill ? "prefill" : "decode", (long long)width);
+    kvc_table_state *state = &buf->row_state[k][b];
+    /* Mamba rows hold the first `width` state blocks of a table that may be longer. */
+    int64_t sync_width = info->attn_type == KVC_ATTN_MAMBA ? info->max_width : width;
+    if (info->attn_type == KVC_ATTN_MAMBA) *state = (kvc_table_state){0};
+    int32_t scratch[KVC_MAX_STATE_BLOCKS];
+    int32_t *target = info->attn_type == KVC_ATTN_MAMBA ? scratch : row;
+    kvc_status st = kvc_manager_table_sync(buf->manager, r->request_id, k, target, sync_width, state);
+    if (st != KVC_OK) {
+        *state = (kvc_table_state){0};
+        return kvc_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k),
+                        (long long)b, (long long)r->request_id, kvc_last_error());
     }
-    if (info->attn_type != KVC_ATTN_MAMBA && len > width) {
-        return kvc_fail(KVC_ERANGE,
-                        "key %s, step row %lld (request %lld): block table length %lld exceeds the table width %lld",
-                        key, (long long)b, (long long)r->request_id, (long long)len, (long long)width);
+    if (info->attn_type == KVC_ATTN_MAMBA) {
+        if (r->request_id >= 0 && state->len < width) {
+            return kvc_fail(KVC_EINVAL,
+                            "key %s, step row %lld (request %lld): Mamba table holds %lld blocks, a %s step needs "
+                            "%lld (allocate the step's slots first)",
+                            kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id,
+                            (long long)state->len, is_prefill ? "prefill" : "decode", (long long)width);
+        }
+        memcpy(row, scratch, (size_t)width * sizeof *row);
     }
-    for (int64_t i = 0; i < kvc_min64(len, width); i++) {
-        KVC_ASSERT(row[i] >= 0 && row[i] < info->num_blocks);
-    }
+    for (int64_t i = 0; i < width; i++) KVC_ASSERT(row[i] >= 0 && row[i] < info->num_blocks);
     return KVC_OK;
 }
 
@@ -71,9 +76,11 @@ kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
     int64_t width = info->attn_type == KVC_ATTN_MAMBA ? (is_prefill ? 1 : 1 + info->next_n) : info->attn_width;
     KVC_ASSERT(width >= 1 && width <= info->max_width);
     int32_t *table = buf->block_table[k];
-    memset(table, 0, (size_t)(n_rows * width) * sizeof(int32_t));
-    for (int64_t b = 0; b < n_rows; b++) {
-        if (rows[b].request_id < 0) continue; /* padding and dummy rows stay all null */
+    if (width != buf->last_width[k]) { /* rows moved: nothing they hold is known */
+        memset(buf->row_state[k], 0, (size_t)buf->max_rows * sizeof *buf->row_state[k]);
+        buf->last_width[k] = width;
+    }
+    for (int64_t b = 0; b < n_rows; b++) { /* padding rows: unknown ids give null rows */
         kvc_status st = table_row_fill(buf, k, &rows[b], b, width, is_prefill, table + b * width);
         if (st != KVC_OK) return st;
     }
