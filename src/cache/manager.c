@@ -114,17 +114,17 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t compu
     int64_t need_slot = kvc_min64(wanted, m->max_model_len);
     int64_t total_computed = kvc_min64(computed, m->max_model_len);
     int32_t slot = kvc_request_table_find(&m->requests, rid);
-    kvc_req_blocks empty[KVC_MAX_MANAGERS] = {{0}};
-    kvc_req_blocks *tables = slot >= 0 ? kvc_manager_request_tables(m, slot) : empty;
-    int64_t need[KVC_MAX_MANAGERS] = {0};
+    kvc_req_blocks *tables = slot >= 0 ? kvc_manager_request_tables(m, slot) : NULL;
+    const kvc_req_blocks absent = {.head = -1, .tail = -1};
+    int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
 
     /* Phase 1: release what left a window, then check every manager. */
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
-        kvc_single_manager_remove_skipped(sm, &tables[g], total_computed);
+        if (tables != NULL) kvc_single_manager_remove_skipped(sm, &tables[g], total_computed);
         bool ok = false;
-        sm->type->pre_allocate(sm, &tables[g], need_slot, reserved, &need[g], &ok);
+        sm->type->pre_allocate(sm, tables != NULL ? &tables[g] : &absent, need_slot, reserved, &need[g], &ok);
         if (!ok) {
             kvc_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
                     sm->group.key, (long long)need[g], (long long)kvc_block_pool_num_free(sm->pool));
@@ -132,7 +132,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t compu
         }
     }
     if (key_mask == 0) return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK; /* nothing selected */
-    if (slot < 0) {
+    if (tables == NULL) {
         slot = kvc_request_table_insert(&m->requests, rid);
         if (slot < 0) {
             kvc_log(KVC_LOG_WARN, "request %lld not admitted: %lld requests are live already", (long long)rid,
