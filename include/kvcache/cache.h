@@ -269,6 +269,7 @@ typedef struct kvc_table_state {
     int64_t n_null;      /* leading null entries at that time */
     int64_t len;         /* table length at that time (entries len .. width-1 are null) */
     int64_t width;       /* row width the copy was written with */
+    int32_t slot;        /* where the manager keeps the entry (a lookup hint; opaque) */
 } kvc_table_state;
 
 /* Brings row[0..width) — the request's table then null padding — up to date.

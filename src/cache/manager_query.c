@@ -90,6 +90,17 @@ static void write_entries(const kvc_single_manager *sm, const kvc_req_blocks *t,
     kvc_single_manager_table_tail(sm, t, len - first_real, row + first_real);
 }
 
+/* The entry a state was copied from, found through its slot hint without
+ * hashing: generations are unique, so a slot still holding the state's
+ * generation for that request holds the same entry. NULL: look it up. */
+static const kvc_req_blocks *cached_entry(const kvc_manager *m, int64_t rid, int32_t key_index,
+                                          const kvc_table_state *state) {
+    if (state->generation == 0 || state->slot < 0 || state->slot >= m->requests.capacity) return NULL;
+    if (m->requests.ids[state->slot] != rid) return NULL;
+    const kvc_req_blocks *t = &kvc_manager_request_tables(m, state->slot)[key_index];
+    return t->present && t->generation == state->generation ? t : NULL;
+}
+
 kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *row, int64_t width,
                                   kvc_table_state *state) {
     if (m == NULL || row == NULL || state == NULL)
@@ -99,8 +110,12 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         return kvc_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
                         m->n_managers);
     if (width < 0) return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
-    const kvc_req_blocks *t = slot >= 0 ? &kvc_manager_request_tables(m, slot)[key_index] : NULL;
+    const kvc_req_blocks *t = cached_entry(m, rid, key_index, state);
+    if (t == NULL) {
+        int32_t slot = kvc_request_table_find(&m->requests, rid);
+        t = slot >= 0 ? &kvc_manager_request_tables(m, slot)[key_index] : NULL;
+        state->slot = slot;
+    }
     if (t == NULL || !t->present) {
         memset(row, 0, (size_t)width * sizeof *row);
         *state = (kvc_table_state){0};
@@ -118,7 +133,8 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         write_entries(sm, t, 0, row);
         memset(row + len, 0, (size_t)(width - len) * sizeof *row);
     }
-    *state = (kvc_table_state){.generation = t->generation, .n_null = t->n_null, .len = len, .width = width};
+    *state = (kvc_table_state){
+        .generation = t->generation, .n_null = t->n_null, .len = len, .width = width, .slot = state->slot};
     return KVC_OK;
 }
 
