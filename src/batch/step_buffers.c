@@ -47,7 +47,8 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
     if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: out is NULL");
     *out = NULL;
     if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: manager is NULL");
-    if (max_rows < 1) return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be >= 1", (long long)max_rows);
+    if (max_rows < 1 || max_rows > INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be in [1, 2^31)", (long long)max_rows);
     if (max_tokens < 1) {
         return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: max_tokens %lld must be >= 1", (long long)max_tokens);
     }
@@ -70,7 +71,10 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
     buf->seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "seq_lens_kv", &st);
     buf->cu_seq_lens_q = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_q", &st);
     buf->cu_seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_kv", &st);
-    buf->id_scratch = zalloc(max_rows, sizeof(int64_t), "the request id scratch", &st);
+    buf->seen_mask = 1;
+    while (buf->seen_mask + 1 < 2 * max_rows) buf->seen_mask = 2 * buf->seen_mask + 1;
+    buf->seen_ids = zalloc(buf->seen_mask + 1, sizeof(int64_t), "the duplicate-id set", &st);
+    buf->seen_stamp = zalloc(buf->seen_mask + 1, sizeof(uint32_t), "the duplicate-id set", &st);
     for (int32_t k = 0; st == KVC_OK && k < n_keys; k++) {
         st = key_info_read(m, k, &buf->info[k]);
         if (st != KVC_OK) break;
@@ -104,7 +108,8 @@ void kvc_step_buffers_destroy(kvc_step_buffers *buf) {
     free(buf->seq_lens_kv);
     free(buf->cu_seq_lens_q);
     free(buf->cu_seq_lens_kv);
-    free(buf->id_scratch);
+    free(buf->seen_ids);
+    free(buf->seen_stamp);
     free(buf);
 }
 

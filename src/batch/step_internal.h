@@ -36,7 +36,10 @@ struct kvc_step_buffers {
     int64_t *seq_lens_kv;                      /* [max_rows] */
     int64_t *cu_seq_lens_q;                    /* [max_rows] */
     int64_t *cu_seq_lens_kv;                   /* [max_rows] */
-    int64_t *id_scratch;                       /* [max_rows] sorted real request ids */
+    int64_t seen_mask;                         /* buckets of the duplicate-id set - 1 (power of two >= 2 max_rows) */
+    int64_t *seen_ids;                         /* [seen_mask + 1] request ids marked this step */
+    uint32_t *seen_stamp;                      /* [seen_mask + 1] step stamp of each bucket */
+    uint32_t stamp;                            /* this step's stamp */
 };
 
 /* Checks rows[0..n_rows) against the buffers' capacity and fills positions,

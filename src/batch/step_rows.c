@@ -1,26 +1,22 @@
 /* The per-row part of a step: validation of the scheduled rows, positions,
  * kv_pos and the direct and cumulative sequence lengths (spec sections 2-5). */
+#include <string.h>
+
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
-/* In-place heap sort (qsort may allocate, and a step must not). */
-static void sift_down(int64_t *v, int64_t root, int64_t n) {
-    for (int64_t child = 2 * root + 1; child < n; root = child, child = 2 * root + 1) {
-        if (child + 1 < n && v[child + 1] > v[child]) child++;
-        if (v[root] >= v[child]) return;
-        int64_t t = v[root];
-        v[root] = v[child];
-        v[child] = t;
-    }
-}
-
-static void sort_i64(int64_t *v, int64_t n) {
-    for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(v, i, n);
-    for (int64_t end = n - 1; end > 0; end--) {
-        int64_t t = v[0];
-        v[0] = v[end];
-        v[end] = t;
-        sift_down(v, 0, end);
+/* True when id was already added in this step: an open-addressing set over
+ * seen_ids whose buckets count as empty unless stamped with this step's
+ * stamp, so it never needs clearing (and never allocates). */
+static bool seen_before(kvc_step_buffers *buf, int64_t id) {
+    uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
+    for (int64_t b = (int64_t)(h >> 32) & buf->seen_mask;; b = (b + 1) & buf->seen_mask) {
+        if (buf->seen_stamp[b] != buf->stamp) {
+            buf->seen_stamp[b] = buf->stamp;
+            buf->seen_ids[b] = id;
+            return false;
+        }
+        if (buf->seen_ids[b] == id) return true;
     }
 }
 
@@ -76,15 +72,16 @@ static kvc_status row_check(const kvc_step_buffers *buf, const kvc_step_request 
 
 kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
                               int64_t *n_tokens, int64_t *prompt_tokens) {
-    int64_t t = 0, kv_total = 0, n_real = 0;
+    int64_t t = 0, kv_total = 0;
+    if (++buf->stamp == 0) { /* the stamp wrapped: forget every old mark */
+        memset(buf->seen_stamp, 0, (size_t)(buf->seen_mask + 1) * sizeof *buf->seen_stamp);
+        buf->stamp = 1;
+    }
     for (int64_t b = 0; b < n_rows; b++) {
         kvc_status st = row_check(buf, &rows[b], b, is_prefill, &t, &kv_total);
         if (st != KVC_OK) return st;
-        if (rows[b].request_id >= 0) buf->id_scratch[n_real++] = rows[b].request_id;
-    }
-    sort_i64(buf->id_scratch, n_real);
-    for (int64_t i = 1; i < n_real; i++) {
-        if (buf->id_scratch[i] == buf->id_scratch[i - 1]) return fail_duplicate(rows, n_rows, buf->id_scratch[i]);
+        if (rows[b].request_id >= 0 && seen_before(buf, rows[b].request_id))
+            return fail_duplicate(rows, n_rows, rows[b].request_id);
     }
 
     int64_t cu_q = 0, cu_kv = 0, prompt = 0;
