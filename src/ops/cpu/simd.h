@@ -1,8 +1,12 @@
 /* SIMD primitives of the CPU attention kernel, one table per instruction
- * set, chosen once at run time. Each converts K/V elements (f32, f16, bf16,
- * int8) to f32 in registers. A K/V row is addressed by its channel-0
- * pointer; with NZ storage (c0 > 0) channel d sits at element
- * (d / c0) * nzs + d % c0, else at d. */
+ * set, chosen once at run time.
+ *
+ * K/V rows are first converted (f32, f16, bf16, int8 -> f32, exact) into
+ * small f32 tiles whose rows are padded with zeros to a multiple of 8
+ * channels; the dot-product and accumulation kernels then work on f32 only.
+ * Every (query row, key) pair goes through the same instruction sequence
+ * whatever the number of rows or keys handled together, so results do not
+ * depend on how work is grouped (the determinism contract of DESIGN.md). */
 #ifndef KVC_OPS_CPU_SIMD_H
 #define KVC_OPS_CPU_SIMD_H
 
@@ -10,17 +14,47 @@
 
 #include "kvcache/base.h"
 
-/* out[r] = sum_d q[r * qstride + d] * k[d] for r < nr (nr <= 4). */
-typedef void (*kvc_dot_fn)(const void *k, int64_t nzs, int64_t c0, const float *q, int64_t qstride, int nr,
-                           int64_t dim, float *out);
-/* acc[r * astride + d] += w[r] * v[d] for r < nr (nr <= 4), d < dim. */
-typedef void (*kvc_axpy_fn)(const void *v, int64_t nzs, int64_t c0, const float *w, float *acc, int64_t astride,
-                            int nr, int64_t dim);
+#define KVC_QK_KEYS 8 /* keys per qk call */
+
+/* Where channel d of a K/V row sits relative to channel 0: plain storage
+ * d; NZ storage with tile width c0 = 1 << sh: (d >> sh) * nzs + (d & mask). */
+typedef struct kvc_chan_map {
+    int64_t nzs;  /* elements between NZ column tiles (bs * c0) */
+    int sh;       /* log2(c0); 62 for plain rows */
+    int64_t mask; /* c0 - 1; all ones for plain rows */
+} kvc_chan_map;
+
+/* dst[d] = (float)src[chan(d)] for d < dim (int8: the raw integer), then
+ * zeros up to the next multiple of 8. */
+typedef void (*kvc_cvt_fn)(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+
+/* out[r * ostride + t] = sum_d q[r * qstride + d] * k[t * kstride + d] for
+ * r < nr, t < KVC_QK_KEYS; dim, qstride, kstride multiples of 8. */
+typedef void (*kvc_qk_fn)(const float *k, int64_t kstride, const float *q, int64_t qstride, int nr, int64_t dim,
+                          float *out, int64_t ostride);
+
+/* acc[r * astride + d] += w[r * wstride + t] * v[t * vstride + d] for
+ * r < nr, d < dim (a multiple of 8), keys t < nk in increasing order. A
+ * pair (r, t) whose weight is 0 is skipped (its value row may hold NaN)
+ * unless dense[t] != 0, which says every row's weight for key t is
+ * nonzero. Skipping and adding 0 * finite give the same bits. */
+typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, const uint8_t *dense, int nk, const float *w,
+                          int64_t wstride, int nr, int64_t dim, float *acc, int64_t astride);
+
+/* s[t] = exp(s[t] - m) for t < n (a multiple of 8; -inf gives 0); returns
+ * the sum, accumulated per lane t % 8 in order of t, then a fixed tree. */
+typedef float (*kvc_exp_sum_fn)(float *s, int64_t n, float m);
+
+/* max of s[0..n) (n a multiple of 8), -inf when every entry is -inf. */
+typedef float (*kvc_max_fn)(const float *s, int64_t n);
 
 typedef struct kvc_simd_table {
     const char *name;
-    kvc_dot_fn dot[4];   /* by kvc_simd_slot(dtype) */
-    kvc_axpy_fn axpy[4];
+    kvc_cvt_fn cvt[4]; /* by kvc_simd_slot(dtype) */
+    kvc_qk_fn qk;
+    kvc_pv_fn pv;
+    kvc_exp_sum_fn exp_sum;
+    kvc_max_fn max;
 } kvc_simd_table;
 
 /* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value). */
@@ -28,6 +62,10 @@ static inline int kvc_simd_slot(kvc_dtype dt)
 {
     return dt == KVC_DTYPE_F16 ? 1 : dt == KVC_DTYPE_BF16 ? 2 : dt == KVC_DTYPE_I8 ? 3 : 0;
 }
+
+static inline int64_t kvc_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh) * cm.nzs + (d & cm.mask); }
+
+static inline int64_t kvc_round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
 extern const kvc_simd_table kvc_simd_portable;
 /* NULL when the compiler cannot build the AVX2 path. */

@@ -1,89 +1,194 @@
 /* AVX2 + FMA + F16C table: 8 lanes, K/V converted in registers. Compiled
  * with target attributes so the rest of the library stays baseline x86-64;
- * used only when the CPU reports all three features. */
+ * used only when the CPU reports AVX2 and FMA (every such CPU has F16C). */
 #include "ops/cpu/simd.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 
 #include "ops/elem.h"
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
+#define INL __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
-TGT static inline __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
-TGT static inline __m256 ld_f16(const void *p, int64_t i)
+INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
+INL __m256 ld_f16(const void *p, int64_t i)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
 }
-TGT static inline __m256 ld_bf16(const void *p, int64_t i)
+INL __m256 ld_bf16(const void *p, int64_t i)
 {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
-TGT static inline __m256 ld_i8(const void *p, int64_t i)
+INL __m256 ld_i8(const void *p, int64_t i)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
 }
 
-TGT static inline float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* Channel offset of lane block d (a multiple of 8; NZ tiles are multiples of 8 wide). */
-#define OFF(d) (c0 ? ((d) / c0) * nzs + (d) % c0 : (d))
-
-#define KVC_AVX2_PAIR(NAME, LD, DT)                                                                              \
-    TGT static void dot_##NAME(const void *k, int64_t nzs, int64_t c0, const float *q, int64_t qstride, int nr,  \
-                               int64_t dim, float *out)                                                          \
-    {                                                                                                            \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                              \
-        const int64_t dv = dim & ~(int64_t)7;                                                                    \
-        for (int64_t d = 0; d < dv; d += 8) {                                                                    \
-            const __m256 x = LD(k, OFF(d));                                                                      \
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), x, a0);                                                 \
-            if (nr > 1) a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + qstride + d), x, a1);                           \
-            if (nr > 2) a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 2 * qstride + d), x, a2);                       \
-            if (nr > 3) a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 3 * qstride + d), x, a3);                       \
-        }                                                                                                        \
-        out[0] = hsum(a0);                                                                                       \
-        if (nr > 1) out[1] = hsum(a1);                                                                           \
-        if (nr > 2) out[2] = hsum(a2);                                                                           \
-        if (nr > 3) out[3] = hsum(a3);                                                                           \
-        for (int64_t d = dv; d < dim; d++) {                                                                     \
-            const float x = kvc_elem_load(k, DT, OFF(d));                                                        \
-            for (int r = 0; r < nr; r++) out[r] += q[r * qstride + d] * x;                                       \
-        }                                                                                                        \
-    }                                                                                                            \
-    TGT static void axpy_##NAME(const void *v, int64_t nzs, int64_t c0, const float *w, float *acc,              \
-                                int64_t astride, int nr, int64_t dim)                                            \
-    {                                                                                                            \
-        const int64_t dv = dim & ~(int64_t)7;                                                                    \
-        for (int64_t d = 0; d < dv; d += 8) {                                                                    \
-            const __m256 x = LD(v, OFF(d));                                                                      \
-            for (int r = 0; r < nr; r++) {                                                                       \
-                float *a = acc + r * astride + d;                                                                \
-                _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_set1_ps(w[r]), x, _mm256_loadu_ps(a)));              \
-            }                                                                                                    \
-        }                                                                                                        \
-        for (int64_t d = dv; d < dim; d++) {                                                                     \
-            const float x = kvc_elem_load(v, DT, OFF(d));                                                        \
-            for (int r = 0; r < nr; r++) acc[r * astride + d] += w[r] * x;                                       \
-        }                                                                                                        \
+#define KVC_AVX2_CVT(NAME, LD, DT)                                                     \
+    TGT static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst) \
+    {                                                                                  \
+        const int64_t dv = dim & ~(int64_t)7;                                          \
+        int64_t d = 0;                                                                 \
+        for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d)));    \
+        for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));         \
+        for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                \
     }
 
-KVC_AVX2_PAIR(f32, ld_f32, KVC_DTYPE_F32)
-KVC_AVX2_PAIR(f16, ld_f16, KVC_DTYPE_F16)
-KVC_AVX2_PAIR(bf16, ld_bf16, KVC_DTYPE_BF16)
-KVC_AVX2_PAIR(i8, ld_i8, KVC_DTYPE_I8)
+KVC_AVX2_CVT(f32, ld_f32, KVC_DTYPE_F32)
+KVC_AVX2_CVT(f16, ld_f16, KVC_DTYPE_F16)
+KVC_AVX2_CVT(bf16, ld_bf16, KVC_DTYPE_BF16)
+KVC_AVX2_CVT(i8, ld_i8, KVC_DTYPE_I8)
+
+/* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). */
+INL __m256 reduce8(const __m256 *a)
+{
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+/* NR rows x NK keys (NR * NK = 8 accumulators, index r * NK + t), keys kt0.. */
+INL void qk_block(const float *k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8)
+{
+    __m256 a[8];
+    for (int x = 0; x < 8; x++) a[x] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 8) {
+        __m256 kv[8];
+        for (int t = 0; t < NK; t++) kv[t] = _mm256_loadu_ps(k + t * ks + d);
+        for (int r = 0; r < NR; r++) {
+            const __m256 qv = _mm256_loadu_ps(q + r * qs + d);
+            for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);
+        }
+    }
+    _mm256_storeu_ps(o8, reduce8(a));
+}
+
+TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
+                   int64_t os)
+{
+    float o8[8];
+    int r = 0;
+    for (; r + 4 <= nr; r += 4)
+        for (int t = 0; t < KVC_QK_KEYS; t += 2) {
+            qk_block(k + t * ks, ks, q + r * qs, qs, dim, 4, 2, o8);
+            for (int x = 0; x < 8; x++) out[(r + x / 2) * os + t + x % 2] = o8[x];
+        }
+    if (r + 2 <= nr) {
+        for (int t = 0; t < KVC_QK_KEYS; t += 4) {
+            qk_block(k + t * ks, ks, q + r * qs, qs, dim, 2, 4, o8);
+            for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];
+        }
+        r += 2;
+    }
+    if (r < nr) {
+        qk_block(k, ks, q + r * qs, qs, dim, 1, 8, o8);
+        for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];
+    }
+}
+
+/* NR rows x W vectors of channels starting at d. */
+INL void pv_block(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,
+                  int W, float *acc, int64_t as)
+{
+    __m256 a[8];
+    for (int r = 0; r < NR; r++)
+        for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + 8 * x);
+    for (int t = 0; t < nk; t++) {
+        __m256 vv[2];
+        for (int x = 0; x < W; x++) vv[x] = _mm256_loadu_ps(v + t * vs + 8 * x);
+        if (dense[t]) {
+            for (int r = 0; r < NR; r++) {
+                const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);
+                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);
+            }
+        } else {
+            for (int r = 0; r < NR; r++) {
+                if (w[r * ws + t] == 0.0f) continue;
+                const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);
+                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);
+            }
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + 8 * x, a[r * W + x]);
+}
+
+INL void pv_rows(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,
+                 int64_t dim, float *acc, int64_t as)
+{
+    int64_t d = 0;
+    for (; d + 16 <= dim; d += 16) pv_block(v + d, vs, dense, nk, w, ws, NR, 2, acc + d, as);
+    if (d < dim) pv_block(v + d, vs, dense, nk, w, ws, NR, 1, acc + d, as);
+}
+
+TGT static void pv(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int nr,
+                   int64_t dim, float *acc, int64_t as)
+{
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) pv_rows(v, vs, dense, nk, w + r * ws, ws, 4, dim, acc + r * as, as);
+    if (r + 2 <= nr) {
+        pv_rows(v, vs, dense, nk, w + r * ws, ws, 2, dim, acc + r * as, as);
+        r += 2;
+    }
+    if (r < nr) pv_rows(v, vs, dense, nk, w + r * ws, ws, 1, dim, acc + r * as, as);
+}
+
+/* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */
+INL __m256 exp256(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.0f);
+    const __m256 valid = _mm256_cmp_ps(x, lo, _CMP_GT_OQ);
+    x = _mm256_max_ps(x, lo);
+    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r);
+    y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), valid);
+}
+
+INL float hsum_tree(__m256 v)
+{
+    const __m256 h = _mm256_hadd_ps(v, v);
+    const __m256 h2 = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
+}
+
+TGT static float exp_sum(float *s, int64_t n, float m)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t t = 0; t < n; t += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + t), mv));
+        _mm256_storeu_ps(s + t, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    return hsum_tree(acc);
+}
+
+TGT static float vmax(const float *s, int64_t n)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    for (int64_t t = 0; t < n; t += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + t));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
 
 static const kvc_simd_table avx2_table = {
-    "avx2-fma-f16c",
-    {dot_f32, dot_f16, dot_bf16, dot_i8},
-    {axpy_f32, axpy_f16, axpy_bf16, axpy_i8},
+    "avx2-fma-f16c", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8}, qk, pv, exp_sum, vmax,
 };
 
 const kvc_simd_table *kvc_simd_avx2_table(void) { return &avx2_table; }

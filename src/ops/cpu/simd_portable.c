@@ -1,33 +1,61 @@
 /* Portable (scalar) SIMD table: the fallback on CPUs without AVX2/FMA/F16C. */
+#include <math.h>
+
 #include "ops/cpu/simd.h"
 #include "ops/elem.h"
 
-#define KVC_PORTABLE_PAIR(NAME, DT)                                                                              \
-    static void dot_##NAME(const void *k, int64_t nzs, int64_t c0, const float *q, int64_t qstride, int nr,      \
-                           int64_t dim, float *out)                                                              \
-    {                                                                                                            \
-        for (int r = 0; r < nr; r++) out[r] = 0.0f;                                                              \
-        for (int64_t d = 0; d < dim; d++) {                                                                      \
-            const float x = kvc_elem_load(k, DT, c0 ? (d / c0) * nzs + d % c0 : d);                              \
-            for (int r = 0; r < nr; r++) out[r] += q[r * qstride + d] * x;                                       \
-        }                                                                                                        \
-    }                                                                                                            \
-    static void axpy_##NAME(const void *v, int64_t nzs, int64_t c0, const float *w, float *acc, int64_t astride, \
-                            int nr, int64_t dim)                                                                 \
-    {                                                                                                            \
-        for (int64_t d = 0; d < dim; d++) {                                                                      \
-            const float x = kvc_elem_load(v, DT, c0 ? (d / c0) * nzs + d % c0 : d);                              \
-            for (int r = 0; r < nr; r++) acc[r * astride + d] += w[r] * x;                                       \
-        }                                                                                                        \
+#define KVC_PORTABLE_CVT(NAME, DT)                                                           \
+    static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)        \
+    {                                                                                        \
+        int64_t d = 0;                                                                       \
+        for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));               \
+        for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                      \
     }
 
-KVC_PORTABLE_PAIR(f32, KVC_DTYPE_F32)
-KVC_PORTABLE_PAIR(f16, KVC_DTYPE_F16)
-KVC_PORTABLE_PAIR(bf16, KVC_DTYPE_BF16)
-KVC_PORTABLE_PAIR(i8, KVC_DTYPE_I8)
+KVC_PORTABLE_CVT(f32, KVC_DTYPE_F32)
+KVC_PORTABLE_CVT(f16, KVC_DTYPE_F16)
+KVC_PORTABLE_CVT(bf16, KVC_DTYPE_BF16)
+KVC_PORTABLE_CVT(i8, KVC_DTYPE_I8)
+
+static void qk(const float *k, int64_t kstride, const float *q, int64_t qstride, int nr, int64_t dim, float *out,
+               int64_t ostride)
+{
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < KVC_QK_KEYS; t++) {
+            float s = 0.0f;
+            for (int64_t d = 0; d < dim; d++) s += q[r * qstride + d] * k[t * kstride + d];
+            out[r * ostride + t] = s;
+        }
+}
+
+static void pv(const float *v, int64_t vstride, const uint8_t *dense, int nk, const float *w, int64_t wstride, int nr,
+               int64_t dim, float *acc, int64_t astride)
+{
+    for (int t = 0; t < nk; t++)
+        for (int r = 0; r < nr; r++) {
+            const float x = w[r * wstride + t];
+            if (x == 0.0f && !dense[t]) continue;
+            for (int64_t d = 0; d < dim; d++) acc[r * astride + d] += x * v[t * vstride + d];
+        }
+}
+
+static float exp_sum(float *s, int64_t n, float m)
+{
+    float lane[8] = {0};
+    for (int64_t t = 0; t < n; t++) {
+        s[t] = s[t] == -INFINITY ? 0.0f : expf(s[t] - m);
+        lane[t % 8] += s[t];
+    }
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+static float vmax(const float *s, int64_t n)
+{
+    float m = -INFINITY;
+    for (int64_t t = 0; t < n; t++) m = s[t] > m ? s[t] : m;
+    return m;
+}
 
 const kvc_simd_table kvc_simd_portable = {
-    "portable",
-    {dot_f32, dot_f16, dot_bf16, dot_i8},
-    {axpy_f32, axpy_f16, axpy_bf16, axpy_i8},
+    "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8}, qk, pv, exp_sum, vmax,
 };

@@ -1,0 +1,295 @@
+/* One chunk of the fast CPU attention: the exact softmax of an item's rows
+ * over the keys of chunk c (absolute positions [c * KVC_CHUNK, (c + 1) *
+ * KVC_CHUNK)), as a record (m, l, e, acc[Dv8]) per row.
+ *
+ * Pass 1 converts the keys 8 at a time (tiles at absolute multiples of 8)
+ * into an f32 tile and computes the scores of all rows against it; each
+ * row then selects its visible keys (never an exp of masked garbage), takes
+ * the maximum and the exponentials (summed per lane t % 8, so leading or
+ * trailing masked keys add exact zeros); pass 2 converts the values 32 at a
+ * time and accumulates them with the weights. Per (row, key) the arithmetic
+ * depends only on the data, never on the block size, paging, batch or
+ * thread count. */
+#include <math.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "ops/cpu/attn_cpu.h"
+#include "ops/elem.h"
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static kvc_chan_map chan_map(int64_t bs, int64_t c0)
+{
+    kvc_chan_map m;
+    if (c0 > 0) {
+        m.nzs = bs * c0;
+        m.sh = __builtin_ctzll((unsigned long long)c0);
+        m.mask = c0 - 1;
+    } else {
+        m.nzs = 0, m.sh = 62, m.mask = -1;
+    }
+    return m;
+}
+
+void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
+{
+    const kvc_attention_params *p = pb->p;
+    memset(cx, 0, sizeof *cx);
+    cx->pb = pb;
+    cx->simd = kvc_simd_select();
+    cx->D8 = kvc_round8(pb->D);
+    cx->Dr8 = kvc_round8(pb->Dr);
+    cx->Dq8 = cx->D8 + cx->Dr8;
+    cx->Dv8 = kvc_round8(pb->Dv);
+    cx->QT = pb->G >= KVC_ROWS ? 1 : KVC_ROWS / pb->G;
+    cx->R = pb->G * cx->QT;
+    cx->RS = KVC_REC_HDR + cx->Dv8;
+    cx->kslot = kvc_simd_slot(p->k.dtype);
+    cx->vslot = kvc_simd_slot(p->v.dtype);
+    cx->rslot = pb->Dr ? kvc_simd_slot(p->k_rope.dtype) : 0;
+    cx->kes = (int64_t)kvc_dtype_size(p->k.dtype);
+    cx->ves = (int64_t)kvc_dtype_size(p->v.dtype);
+    cx->res = pb->Dr ? (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
+    cx->cmk = chan_map(pb->bs, pb->c0k);
+    cx->cmv = chan_map(pb->bs, pb->c0v);
+    cx->cmr = chan_map(pb->bs, pb->c0r);
+    if (pb->paged)
+        cx->token_major = p->kv_storage == KVC_KV_PAGED_BNBSH;
+    else
+        cx->token_major = p->layout != KVC_LAYOUT_NTD_TND && p->layout != KVC_LAYOUT_BNSD;
+    for (int64_t b = 0; b < pb->B; b++) {
+        int64_t q0, sq;
+        kvc_attn_q_range(pb, b, &q0, &sq);
+        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT)
+            cx->n_items += kvc_cdiv(pb->Nkv, kvc_cpu_heads_per_item(cx, kvc_min64(cx->QT, sq - i0)));
+    }
+}
+
+int64_t kvc_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni)
+{
+    if (!cx->token_major) return 1;
+    const int64_t h = KVC_ROWS / (cx->pb->G * ni);
+    return h < 1 ? 1 : h > cx->pb->Nkv ? cx->pb->Nkv : h;
+}
+
+size_t kvc_cpu_thread_floats(const kvc_cpu_ctx *cx)
+{
+    const size_t R = (size_t)cx->R;
+    return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
+           KVC_VTILE * (size_t)cx->Dv8 + align8(KVC_VTILE / 4) + 2 * R * (size_t)cx->RS;
+}
+
+kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
+{
+    const size_t R = (size_t)cx->R;
+    kvc_cpu_scratch s;
+    s.qs = base;
+    s.qsum = s.qs + R * (size_t)cx->Dq8;
+    s.cst = s.qsum + align8(R);
+    s.sc = s.cst + align8(R);
+    s.kt = s.sc + R * KVC_CHUNK;
+    s.vt = s.kt + KVC_QK_KEYS * (size_t)cx->Dq8;
+    s.dense = (uint8_t *)(s.vt + KVC_VTILE * (size_t)cx->Dv8);
+    s.rec = s.vt + KVC_VTILE * (size_t)cx->Dv8 + align8(KVC_VTILE / 4);
+    s.run = s.rec + R * (size_t)cx->RS;
+    return s;
+}
+
+void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const kvc_attention_params *p = pb->p;
+    const bool chan = pb->kv_quant && pb->kq != KVC_QIDX_TOKEN;
+    const float scale = (float)p->scale;
+    const int64_t R = it->ng * pb->G * it->ni;
+    for (int64_t r = 0; r < R; r++) {
+        const int64_t g = it->g0 + r / (pb->G * it->ni), h = r / it->ni % pb->G;
+        const int64_t n = g * pb->G + h, i = it->i0 + r % it->ni;
+        float *q = s->qs + r * cx->Dq8;
+        const int64_t qi = kvc_attn_q_index(pb, it->b, it->q0, i, n, pb->D);
+        float qsum = 0.0f, cst = 0.0f;
+        for (int64_t d = 0; d < pb->D; d++) {
+            float x = kvc_elem_load(p->q.data, p->q.dtype, qi + d);
+            if (chan) x *= kvc_cpu_fquant(&p->key_scale, kvc_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+            x *= scale;
+            if (chan && pb->k_has_off)
+                cst += x * kvc_cpu_fquant(&p->key_offset, kvc_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+            qsum += x;
+            q[d] = x;
+        }
+        for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
+        if (pb->Dr) {
+            const int64_t ri = kvc_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
+            for (int64_t d = 0; d < pb->Dr; d++)
+                q[cx->D8 + d] = scale * kvc_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d);
+            for (int64_t d = pb->Dr; d < cx->Dr8; d++) q[cx->D8 + d] = 0.0f;
+        }
+        s->qsum[r] = qsum;
+        s->cst[r] = cst;
+    }
+}
+
+/* Element index of channel 0 of key j, KV head g, in a K/V tensor of `dim` channels per head. */
+static inline int64_t kv_at(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t g, int64_t dim,
+                            int64_t c0)
+{
+    return kvc_attn_kv_index(cx->pb, it->b, it->k0, j, g, dim, c0);
+}
+
+/* Prefetches keys [j, j + n) of the item's heads from tensor base (es-byte
+ * elements, dim per head). Plain rows only: NZ rows are scattered over
+ * column tiles that the hardware prefetcher follows. */
+static void prefetch_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const char *base, int64_t es, int64_t dim,
+                          int64_t c0, int64_t j, int64_t n)
+{
+    if (c0) return;
+    const int64_t e = kvc_min64(j + n, it->hi), bytes = dim * es;
+    for (; j < e; j++) {
+        if (cx->token_major) { /* the item's heads of one token are adjacent */
+            const char *r = base + es * kv_at(cx, it, j, it->g0, dim, c0);
+            for (int64_t o = 0; o < bytes * it->ng; o += 64) __builtin_prefetch(r + o);
+        } else {
+            for (int64_t g = it->g0; g < it->g0 + it->ng; g++) {
+                const char *r = base + es * kv_at(cx, it, j, g, dim, c0);
+                for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(r + o);
+            }
+        }
+    }
+}
+
+/* Converts key j of head g (and its rope part) into a key-tile row. */
+static void key_row(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t g, float *dst)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const kvc_attention_params *p = pb->p;
+    cx->simd->cvt[cx->kslot]((const char *)p->k.data + cx->kes * kv_at(cx, it, j, g, pb->D, pb->c0k), cx->cmk, pb->D,
+                             dst);
+    if (pb->Dr)
+        cx->simd->cvt[cx->rslot]((const char *)p->k_rope.data + cx->res * kv_at(cx, it, j, g, pb->Dr, pb->c0r),
+                                 cx->cmr, pb->Dr, dst + cx->D8);
+}
+
+/* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8). */
+static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                   kvc_cpu_scratch *s)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const kvc_attention_params *p = pb->p;
+    const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8;
+    const bool ktok = pb->kv_quant && pb->kq == KVC_QIDX_TOKEN;
+    for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += KVC_QK_KEYS) {
+        prefetch_rows(cx, it, p->k.data, cx->kes, pb->D, pb->c0k, jt + KVC_QK_KEYS, KVC_QK_KEYS);
+        for (int64_t gl = 0; gl < it->ng; gl++) {
+            for (int64_t t = 0; t < KVC_QK_KEYS; t++) /* lanes outside [j0, j1) repeat a valid key; masked later */
+                key_row(cx, it, kvc_min64(kvc_max64(jt + t, j0), j1 - 1), it->g0 + gl, s->kt + t * Dq8);
+            cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, s->sc + gl * RG * KVC_CHUNK + (jt - cb),
+                         KVC_CHUNK);
+        }
+        if (!pb->kv_quant) continue;
+        for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
+            float kA = 1.0f, kO = 0.0f;
+            if (ktok) {
+                const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
+                kA = kvc_cpu_fquant(&p->key_scale, qi);
+                if (pb->k_has_off) kO = kvc_cpu_fquant(&p->key_offset, qi);
+            }
+            for (int64_t r = 0; r < R; r++) {
+                float *x = &s->sc[r * KVC_CHUNK + (jt - cb) + t];
+                *x = kA * (*x + kO * s->qsum[r]) + s->cst[r];
+            }
+        }
+    }
+}
+
+static void record_clear(float *rr, int64_t Dv8, float m, float l)
+{
+    rr[0] = m, rr[1] = l, rr[2] = 0.0f;
+    memset(rr + 3, 0, sizeof(float) * (size_t)(KVC_REC_HDR - 3 + Dv8));
+}
+
+/* Selection, maximum and exponentials of row r; weights outside the row's
+ * visible keys are left 0 over [j0, j1) of the chunk. */
+static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
+                        kvc_cpu_scratch *s, float *rr)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t i = it->i0 + r % it->ni;
+    int64_t a, e;
+    kvc_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
+    a = kvc_max64(a, j0) - cb, e = kvc_min64(e, j1) - cb;
+    float *sr = s->sc + r * KVC_CHUNK;
+    const int64_t u0 = j0 - cb, u1 = j1 - cb;
+    if (a >= e) {
+        memset(sr + u0, 0, sizeof(float) * (size_t)(u1 - u0));
+        record_clear(rr, cx->Dv8, -INFINITY, 0.0f);
+        return;
+    }
+    const int64_t a8 = a & ~(int64_t)7, e8 = kvc_round8(e);
+    for (int64_t t = a8; t < a; t++) sr[t] = -INFINITY;
+    for (int64_t t = e; t < e8; t++) sr[t] = -INFINITY;
+    if (pb->has_mask)
+        for (int64_t t = a; t < e; t++)
+            if (kvc_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
+    const float m = cx->simd->max(sr + a8, e8 - a8);
+    if (m == -INFINITY) {
+        memset(sr + u0, 0, sizeof(float) * (size_t)(u1 - u0));
+        record_clear(rr, cx->Dv8, -INFINITY, 0.0f);
+        return;
+    }
+    const float l = cx->simd->exp_sum(sr + a8, e8 - a8, m);
+    for (int64_t t = u0; t < a8; t++) sr[t] = 0.0f;
+    for (int64_t t = e8; t < u1; t++) sr[t] = 0.0f;
+    record_clear(rr, cx->Dv8, m, l);
+}
+
+/* Per-token value scales: weights of key j times its scale, offsets summed into e. */
+static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t j, float *w,
+                               float *rec)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const kvc_attention_params *p = pb->p;
+    const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, j, 0, 0, 0);
+    const float vA = kvc_cpu_fquant(&p->value_scale, qi);
+    const float vO = pb->v_has_off ? kvc_cpu_fquant(&p->value_offset, qi) : 0.0f;
+    for (int64_t r = 0; r < R; r++) {
+        w[r * KVC_CHUNK] *= vA;
+        rec[r * cx->RS + 2] += w[r * KVC_CHUNK] * vO;
+    }
+}
+
+/* Pass 2: rec acc += weights x values over keys [j0, j1), a tile of value rows at a time. */
+static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                   kvc_cpu_scratch *s, float *rec)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const kvc_attention_params *p = pb->p;
+    const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
+    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE;
+    if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)
+        for (int64_t j = j0; j < j1; j++) value_token_scales(cx, it, R, j, s->sc + (j - cb), rec);
+    for (int64_t jv = j0; jv < j1; jv += vt) {
+        const int nk = (int)kvc_min64(vt, j1 - jv);
+        prefetch_rows(cx, it, p->v.data, cx->ves, pb->Dv, pb->c0v, jv + vt, vt);
+        for (int64_t gl = 0; gl < it->ng; gl++) {
+            const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
+            for (int t = 0; t < nk; t++) {
+                uint8_t dense = 1;
+                for (int64_t r = 0; r < RG; r++) dense &= w[r * KVC_CHUNK + t] != 0.0f;
+                s->dense[t] = dense;
+                const char *v = (const char *)p->v.data + cx->ves * kv_at(cx, it, jv + t, it->g0 + gl, pb->Dv, pb->c0v);
+                cx->simd->cvt[cx->vslot](v, cx->cmv, pb->Dv, s->vt + t * Dv8);
+            }
+            cx->simd->pv(s->vt, Dv8, s->dense, nk, w, KVC_CHUNK, (int)RG, Dv8, rec + gl * RG * RS + KVC_REC_HDR, RS);
+        }
+    }
+}
+
+void kvc_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec)
+{
+    const int64_t R = it->ng * cx->pb->G * it->ni, cb = c * KVC_CHUNK;
+    const int64_t j0 = kvc_max64(cb, it->lo), j1 = kvc_min64(cb + KVC_CHUNK, it->hi);
+    scores(cx, it, cb, j0, j1, s);
+    for (int64_t r = 0; r < R; r++) row_softmax(cx, it, r, cb, j0, j1, s, rec + r * cx->RS);
+    values(cx, it, cb, j0, j1, s, rec);
+}

@@ -1,0 +1,73 @@
+/* Internal types of the fast CPU attention kernel: the call context, work
+ * items, per-thread scratch and chunk records, shared by the scheduler
+ * (attention_cpu.c) and the chunk computation (attn_chunk.c). */
+#ifndef KVC_OPS_CPU_ATTN_CPU_H
+#define KVC_OPS_CPU_ATTN_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/attn_problem.h"
+#include "ops/cpu/simd.h"
+
+#define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
+#define KVC_ROWS 32    /* target rows per item (G heads x query positions) */
+#define KVC_VTILE 32   /* value rows converted per pv call (8 when an item holds several heads) */
+#define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
+
+/* Work item: (request b, KV heads [g0, g0 + ng), tile of query rows). Row
+ * r of an item is (head group g0 + r / (G ni), head h = r / ni % G,
+ * query row i0 + r % ni). Token-major K/V storage (all heads of a token
+ * adjacent) puts several heads in one item so that K/V are read in address
+ * order; head-major storage uses one head per item. */
+typedef struct kvc_cpu_item {
+    int64_t b, g0, ng, i0, ni; /* request, KV heads, first query row, query rows */
+    int64_t q0, sq, k0, skv;
+    int64_t lo, hi;         /* union of the rows' visible key intervals */
+    int64_t c_lo, c_hi;     /* chunks [c_lo, c_hi) hold visible keys */
+    int64_t task0;          /* split-K: index of this item's first chunk task */
+} kvc_cpu_item;
+
+typedef struct kvc_cpu_ctx {
+    const kvc_attn_problem *pb;
+    const kvc_simd_table *simd;
+    int64_t D8, Dr8, Dq8; /* q / key-tile row: D channels padded to D8, then Dr padded to Dr8; Dq8 = D8 + Dr8 */
+    int64_t Dv8;          /* value channels padded to a multiple of 8 */
+    int64_t QT, R, RS;    /* query rows per item; max rows; record floats KVC_REC_HDR + Dv8 */
+    int64_t n_items, n_tasks;
+    bool token_major;     /* K/V of all heads of one token adjacent (BnBsH, packed or B.. contiguous) */
+    int kslot, vslot, rslot;
+    int64_t kes, ves, res; /* element sizes */
+    kvc_chan_map cmk, cmv, cmr;
+} kvc_cpu_ctx;
+
+/* Scratch of one thread (floats, each part 32-byte aligned). */
+typedef struct kvc_cpu_scratch {
+    float *qs;     /* [R, Dq8] query rows times the softmax scale (and folded key scales) */
+    float *qsum;   /* [R] sum of a query row's D channels (per-token key offsets) */
+    float *cst;    /* [R] per-channel key offset term */
+    float *sc;     /* [R, KVC_CHUNK] scores, then weights, at chunk-relative positions */
+    float *kt;     /* [KVC_QK_KEYS, Dq8] key tile (f32) */
+    float *vt;     /* [KVC_VTILE, Dv8] value tile (f32) */
+    uint8_t *dense; /* [KVC_VTILE] every row's weight nonzero */
+    float *rec;    /* [R, RS] chunk record */
+    float *run;    /* [R, RS] running record */
+} kvc_cpu_scratch;
+
+/* Element i of an f32 dequantisation scale/offset tensor. */
+static inline float kvc_cpu_fquant(const kvc_tensor *t, int64_t i) { return ((const float *)t->data)[i]; }
+
+void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb);
+/* KV heads per item for a tile of ni query rows. */
+int64_t kvc_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni);
+size_t kvc_cpu_thread_floats(const kvc_cpu_ctx *cx);
+kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base);
+
+/* Loads the item's query rows into scratch. */
+void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s);
+
+/* Computes the record of chunk c of an item into rec [R, RS]: per row
+ * (m, l, e, acc[Dv8]) with m = -inf for a row that sees no key of the chunk. */
+void kvc_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec);
+
+#endif
