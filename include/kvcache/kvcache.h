@@ -3,9 +3,13 @@
  * Layers (each header documents its objects and their thread safety):
  *   base.h   status codes, kvc_last_error(), dtypes, tensor views, allocation
  *   cache.h  block pool, cache descriptions, managers, planner, storage
+ *   half.h   f16 / bf16 conversions
  *   batch.h  the metadata of one forward step (positions, lengths, tables, slots)
+ *   ops.h    cache writes and the attention operator
+ *   plan.h   a model's config.json -> its cache plan and memory budget
  *
- * Usage sketch (one full-attention layer, 16-token blocks):
+ * Usage sketch (one full-attention layer, 16-token blocks; compiled and run
+ * as tests/base/test_usage_example.c):
  *
  *   kvc_cache_entry k = kvc_cache_entry_default();
  *   snprintf(k.name, sizeof k.name, "k_cache");
