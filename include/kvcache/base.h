@@ -64,7 +64,8 @@ typedef struct kvc_tensor {
     int64_t shape[KVC_MAX_DIMS];
 } kvc_tensor;
 
-/* Number of elements of a view (product of its shape; 1 for ndim 0). */
+/* Number of elements of a view (product of its shape; 1 for ndim 0; 0 for
+ * NULL or an ndim outside [0, KVC_MAX_DIMS]). */
 int64_t kvc_tensor_numel(const kvc_tensor *t);
 
 /* Host allocation aligned to `alignment` (a power of two >= sizeof(void*)),

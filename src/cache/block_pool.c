@@ -51,12 +51,12 @@ void kvc_block_pool_destroy(kvc_block_pool *pool) {
     free(pool);
 }
 
-int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool->num_blocks; }
+int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool != NULL ? pool->num_blocks : 0; }
 
-int64_t kvc_block_pool_num_free(const kvc_block_pool *pool) { return pool->count; }
+int64_t kvc_block_pool_num_free(const kvc_block_pool *pool) { return pool != NULL ? pool->count : 0; }
 
 bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id) {
-    return id > 0 && id < pool->num_blocks && bit_get(pool->free_bits, id);
+    return pool != NULL && id > 0 && id < pool->num_blocks && bit_get(pool->free_bits, id);
 }
 
 kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {

@@ -18,6 +18,7 @@ kvc_cache_entry kvc_cache_entry_default(void) {
 }
 
 int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e) {
+    if (e == NULL) return 0;
     int64_t n = 1;
     if (e->is_state)
         for (int32_t i = 0; i < e->n_shape; i++) n *= e->shape[i];
@@ -27,6 +28,7 @@ int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e) {
 }
 
 const char *kvc_cache_entry_group_key(const kvc_cache_entry *e) {
+    if (e == NULL) return "";
     return e->manager_key[0] != '\0' ? e->manager_key : kvc_attn_type_name((kvc_attn_type)e->attn_type);
 }
 
