@@ -88,7 +88,8 @@ void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, i
         *t = (kvc_req_blocks){.head = -1, .tail = -1, .present = true, .generation = generation};
         m->n_entries++;
     }
-    if (kvc_req_blocks_len(t) == 0 && n > 0) t->n_null = m->type->leading_nulls(m, num_tokens);
+    if (n == 0) return; /* the common decode step inside a block */
+    if (kvc_req_blocks_len(t) == 0) t->n_null = m->type->leading_nulls(m, num_tokens);
     KVC_ASSERT(kvc_req_blocks_len(t) + n <= m->max_table);
     kvc_status st = kvc_block_pool_take(m->pool, n, m->scratch);
     KVC_ASSERT(st == KVC_OK);
