@@ -1,4 +1,5 @@
-/* Typed access to config.json fields with errors that name the field. */
+/* Typed access to config.json fields with errors that name the field, and
+ * the plan's text helpers (warnings, copied names). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -96,3 +97,5 @@ void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...) {
     }
     plan->n_warnings++;
 }
+
+void kvc_plan_copy_text(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src != NULL ? src : ""); }

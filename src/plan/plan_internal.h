@@ -34,4 +34,73 @@ void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 #endif
     ;
 
+/* ---- the analyzer's pieces (facts.c, select.c, caches.c, analyze.c) -------- */
+
+typedef enum kvc_plan_family {
+    KVC_FAM_GQA,      /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
+    KVC_FAM_GPT_OSS,  /* layer_types, sinks, YaRN */
+    KVC_FAM_MLA,      /* DeepSeek-V2/V3/R1, Kimi-K2 */
+    KVC_FAM_GEMMA2,   /* alternate sliding / full */
+    KVC_FAM_GEMMA3,   /* sliding_window_pattern */
+    KVC_FAM_QWEN3_NEXT, /* linear attention (Gated DeltaNet) + full attention */
+    KVC_FAM_JAMBA,    /* Mamba + attention every attn_layer_period layers */
+    KVC_FAM_MAMBA2_HYBRID, /* layer_types with "mamba" (Granite 4 style) */
+    KVC_FAM_GENERIC
+} kvc_plan_family;
+
+typedef enum kvc_layer_kind { KVC_LK_FULL = 0, KVC_LK_SLIDING = 1, KVC_LK_STATE = 2 } kvc_layer_kind;
+
+/* Everything the rules need, read once. */
+typedef struct kvc_model_facts {
+    kvc_plan_family fam;
+    int64_t n_layers;
+    int64_t n_heads, n_kv_heads, head_dim, hidden_size;
+    bool have_max_pos;
+    int64_t max_pos;
+    int64_t window;       /* model-wide sliding_window (0 = none) */
+    /* MLA */
+    int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+    /* rope */
+    double rope_factor, rope_attention_factor, mscale_all_dim;
+    bool rope_scaled;
+    kvc_layer_kind *kinds; /* [n_layers] */
+} kvc_model_facts;
+
+/* Shapes of the state caches of a Mamba / linear-attention layer, per rank. */
+typedef struct kvc_state_shapes {
+    int32_t n;
+    const char *names[2];
+    int32_t n_shape[2];
+    int64_t shape[2][KVC_MAX_DIMS];
+} kvc_state_shapes;
+
+/* Copies src (NULL = "") into dst[cap], truncating. */
+void kvc_plan_copy_text(char *dst, size_t cap, const char *src);
+
+/* facts.c: family, architecture, heads and dims, MLA latent dims, max_position_embeddings, rope. */
+kvc_status kvc_plan_read_facts(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f);
+/* facts.c: allocates f->kinds (the caller frees it, also after a failure) and fills it from the family rules. */
+kvc_status kvc_plan_layer_kinds(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f);
+/* facts.c: the YaRN magnitude correction 0.1 * m * ln(s) + 1 (1 for s <= 1). */
+double kvc_plan_yarn_mscale(double s, double m);
+
+/* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
+kvc_status kvc_plan_resolve_dtype(const kvc_cfg *cfg, kvc_model_plan *plan);
+/* select.c: the softmax scale. */
+kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, const kvc_model_facts *f);
+/* select.c: paged or legacy caches, MLA absorption, operator generation and layout. */
+void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention);
+/* select.c: the mask modes and band of one layer (needs the mode chosen). */
+void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
+
+/* caches.c: the state cache shapes of the family for tp ranks. */
+kvc_status kvc_plan_state_shapes(const kvc_cfg *cfg, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
+/* caches.c: plan->layers with attention type, masks and caches per rank. */
+kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
+                                 int64_t kv_per_rank);
+/* caches.c: plan->cache_info (the cache description) from plan->layers. */
+kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan);
+/* caches.c: plan->plan_params and plan->blocks from kvc_plan_blocks. */
+kvc_status kvc_plan_run_planner(kvc_model_plan *plan);
+
 #endif /* KVC_PLAN_INTERNAL_H */

@@ -1,0 +1,452 @@
+/* JSON trace parsing and checking: the cache description, the block plan
+ * source and the ops of a trace, and the manager built from them (see
+ * trace_replay.h for the format). */
+#include "trace_replay.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parsing helpers --------------------------------------------------------
+ * Every helper returns false after writing "PATH.FIELD: what was expected"
+ * into the parser's message buffer. */
+typedef struct parser {
+    char *err;
+    size_t cap;
+} parser;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static bool perr(parser *p, const char *path, const char *field, const char *fmt, ...) {
+    int n = 0;
+    if (path[0] != '\0' && field != NULL)
+        n = snprintf(p->err, p->cap, "%s.%s: ", path, field);
+    else if (path[0] != '\0' || field != NULL)
+        n = snprintf(p->err, p->cap, "%s: ", field != NULL ? field : path);
+    if (n < 0 || (size_t)n >= p->cap) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err + n, p->cap - (size_t)n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static void path_index(char *dst, size_t cap, const char *base, const char *field, int index) {
+    if (base[0] != '\0')
+        snprintf(dst, cap, "%s.%s[%d]", base, field, index);
+    else
+        snprintf(dst, cap, "%s[%d]", field, index);
+}
+
+static const cJSON *get(const cJSON *obj, const char *name) { return cJSON_GetObjectItemCaseSensitive(obj, name); }
+
+static bool name_in(const char *name, const char *const *names) {
+    for (; *names != NULL; names++)
+        if (strcmp(name, *names) == 0) return true;
+    return false;
+}
+
+/* Whether a member of obj before c has c's name. */
+static bool named_earlier(const cJSON *obj, const cJSON *c) {
+    for (const cJSON *d = obj->child; d != c; d = d->next)
+        if (strcmp(d->string, c->string) == 0) return true;
+    return false;
+}
+
+/* Whether v is a string that fits a KVC_NAME_MAX buffer. */
+static bool is_name(const cJSON *v) { return cJSON_IsString(v) && strlen(v->valuestring) < KVC_NAME_MAX; }
+
+/* Refuses fields outside `allowed` and fields given twice. */
+static bool check_fields(parser *p, const cJSON *obj, const char *path, const char *const *allowed) {
+    for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+        if (!name_in(c->string, allowed)) return perr(p, path, NULL, "unknown field \"%.64s\"", c->string);
+        if (named_earlier(obj, c)) return perr(p, path, NULL, "duplicate field \"%.64s\"", c->string);
+    }
+    return true;
+}
+
+static bool require_object(parser *p, const cJSON *v, const char *path) {
+    return cJSON_IsObject(v) ? true : perr(p, path, NULL, "expected an object");
+}
+
+static const char *int_expectation(int64_t min) {
+    if (min == 1) return "a positive integer";
+    if (min == 0) return "a non-negative integer";
+    return "an integer";
+}
+
+/* An integral JSON number within [min, INT64_MAX]. */
+static bool as_int(parser *p, const cJSON *v, const char *path, const char *field, int64_t min, int64_t *out) {
+    double d = cJSON_IsNumber(v) ? v->valuedouble : 0.5;
+    /* -0x1p63 and 0x1p63 are exact doubles: the int64 range is [-2^63, 2^63). */
+    if (!(d >= -0x1p63 && d < 0x1p63) || (double)(int64_t)d != d || (int64_t)d < min)
+        return perr(p, path, field, "expected %s", int_expectation(min));
+    *out = (int64_t)d;
+    return true;
+}
+
+static bool get_int(parser *p, const cJSON *obj, const char *path, const char *field, bool required, int64_t min,
+                    int64_t dflt, int64_t *out) {
+    const cJSON *v = get(obj, field);
+    if (v == NULL) {
+        *out = dflt;
+        return required ? perr(p, path, field, "missing") : true;
+    }
+    return as_int(p, v, path, field, min, out);
+}
+
+/* A string of at most KVC_NAME_MAX-1 bytes copied into dst[KVC_NAME_MAX];
+ * *present says whether the field was there. */
+static bool get_name(parser *p, const cJSON *obj, const char *path, const char *field, bool required,
+                     char dst[KVC_NAME_MAX], bool *present) {
+    const cJSON *v = get(obj, field);
+    *present = v != NULL;
+    if (v == NULL) return required ? perr(p, path, field, "missing") : true;
+    if (!is_name(v)) return perr(p, path, field, "expected a string of at most %d bytes", KVC_NAME_MAX - 1);
+    memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+    return true;
+}
+
+/* One of names[0..n) given by a string field; *out = its index (dflt when
+ * the optional field is absent). */
+static bool get_choice(parser *p, const cJSON *obj, const char *path, const char *field, bool required,
+                       const char *const *names, int n, int dflt, int *out) {
+    const cJSON *v = get(obj, field);
+    *out = dflt;
+    if (v == NULL) return required ? perr(p, path, field, "missing") : true;
+    for (int i = 0; i < n && cJSON_IsString(v); i++)
+        if (strcmp(v->valuestring, names[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i > 0 ? ", " : "", names[i]);
+    }
+    return perr(p, path, field, "expected one of %s", list);
+}
+
+/* A positive integer or a non-empty list of at most KVC_MAX_DIMS of them. */
+static bool get_dims(parser *p, const cJSON *obj, const char *path, const char *field, bool allow_scalar,
+                     int64_t dims[KVC_MAX_DIMS], int32_t *n) {
+    const cJSON *v = get(obj, field);
+    if (allow_scalar && cJSON_IsNumber(v)) {
+        *n = 1;
+        return as_int(p, v, path, field, 1, &dims[0]);
+    }
+    int size = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+    if (size < 1 || size > KVC_MAX_DIMS)
+        return perr(p, path, field, "expected %sa list of 1 to %d positive integers",
+                    allow_scalar ? "a positive integer or " : "", KVC_MAX_DIMS);
+    char item[256];
+    int i = 0;
+    for (const cJSON *c = v->child; c != NULL; c = c->next, i++) {
+        path_index(item, sizeof item, path, field, i);
+        if (!as_int(p, c, item, NULL, 1, &dims[i])) return false;
+    }
+    *n = (int32_t)size;
+    return true;
+}
+
+/* ---- cache description ------------------------------------------------------ */
+static const char *const ATTN_NAMES[] = {"FullAttention", "SlidingWindow", "Mamba"};
+static const char *const LAYOUT_NAMES[] = {"BnBsND", "BnNBsD"};
+static const char *const DTYPE_NAMES[] = {"f32", "f16", "bf16", "i8"};
+static const kvc_dtype DTYPES[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+
+static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_entry *e) {
+    static const char *const fields[] = {"name",         "attn_type",      "num_head",    "dim",
+                                         "dtype",        "block_size",     "manager_key", "sliding_window",
+                                         "compress_ratio", "needs_block",  "cache_layout", "shape",
+                                         "next_n",       NULL};
+    if (!require_object(p, v, path) || !check_fields(p, v, path, fields)) return false;
+    *e = kvc_cache_entry_default();
+    bool present = false;
+    int attn = 0, dtype = 0, layout = 0;
+    if (!get_name(p, v, path, "name", true, e->name, &present) ||
+        !get_choice(p, v, path, "attn_type", true, ATTN_NAMES, 3, 0, &attn) ||
+        !get_choice(p, v, path, "dtype", true, DTYPE_NAMES, 4, 0, &dtype) ||
+        !get_choice(p, v, path, "cache_layout", false, LAYOUT_NAMES, 2, 0, &layout))
+        return false;
+    e->attn_type = attn;
+    e->dtype = DTYPES[dtype];
+    e->layout = layout;
+    bool mamba = attn == KVC_ATTN_MAMBA;
+    e->is_state = mamba;
+    if (!get_int(p, v, path, "num_head", !mamba, 1, 0, &e->num_head)) return false;
+    if ((!mamba || get(v, "dim") != NULL) && !get_dims(p, v, path, "dim", true, e->dim, &e->n_dims)) return false;
+    if (!get_int(p, v, path, "block_size", !mamba, 1, 1, &e->block_size) ||
+        !get_name(p, v, path, "manager_key", false, e->manager_key, &present) ||
+        !get_int(p, v, path, "sliding_window", false, 1, 0, &e->sliding_window) ||
+        !get_int(p, v, path, "compress_ratio", false, 1, 1, &e->compress_ratio))
+        return false;
+    const cJSON *nb = get(v, "needs_block");
+    if (nb != NULL && !cJSON_IsBool(nb)) return perr(p, path, "needs_block", "expected true or false");
+    e->needs_block = nb == NULL || cJSON_IsTrue(nb);
+    if (!mamba) {
+        if (get(v, "shape") != NULL) return perr(p, path, "shape", "only allowed for Mamba entries");
+        if (get(v, "next_n") != NULL) return perr(p, path, "next_n", "only allowed for Mamba entries");
+        return true;
+    }
+    return get_dims(p, v, path, "shape", false, e->shape, &e->n_shape) &&
+           get_int(p, v, path, "next_n", false, 0, 0, &e->next_n);
+}
+
+static void free_info(kvc_model_cache_info *ci) {
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) free(ci->layer_infos[l].caches);
+    free(ci->layer_infos);
+    memset(ci, 0, sizeof *ci);
+}
+
+static bool parse_layers(parser *p, const cJSON *root, kvc_model_cache_info *ci) {
+    static const char *const fields[] = {"caches", NULL};
+    const cJSON *layers = get(root, "layers");
+    if (layers == NULL) return perr(p, "", "layers", "missing");
+    if (!cJSON_IsArray(layers)) return perr(p, "", "layers", "expected a list");
+    int n = cJSON_GetArraySize(layers);
+    ci->layer_infos = calloc((size_t)n + 1, sizeof *ci->layer_infos);
+    if (ci->layer_infos == NULL) return perr(p, "", "layers", "out of memory");
+    char lpath[64], cpath[128];
+    int l = 0;
+    for (const cJSON *lv = layers->child; lv != NULL; lv = lv->next, l++) {
+        path_index(lpath, sizeof lpath, "", "layers", l);
+        if (!require_object(p, lv, lpath) || !check_fields(p, lv, lpath, fields)) return false;
+        const cJSON *caches = get(lv, "caches");
+        if (!cJSON_IsArray(caches)) return perr(p, lpath, "caches", caches == NULL ? "missing" : "expected a list");
+        kvc_layer_cache_info *li = &ci->layer_infos[l];
+        int nc = cJSON_GetArraySize(caches);
+        li->layer_idx = l;
+        li->caches = calloc((size_t)nc + 1, sizeof *li->caches);
+        ci->n_layer_infos = l + 1;
+        if (li->caches == NULL) return perr(p, lpath, "caches", "out of memory");
+        int c = 0;
+        for (const cJSON *cv = caches->child; cv != NULL; cv = cv->next, c++) {
+            path_index(cpath, sizeof cpath, lpath, "caches", c);
+            if (!parse_entry(p, cv, cpath, &li->caches[c])) return false;
+            li->n_caches = c + 1;
+        }
+    }
+    ci->num_layers = n;
+    ci->n_layer_infos = n;
+    return true;
+}
+
+/* ---- block plan ------------------------------------------------------------- */
+typedef struct plan_source {
+    const cJSON *block_num; /* exactly one of block_num and plan */
+    kvc_plan_params params;
+} plan_source;
+
+static bool parse_plan_source(parser *p, const cJSON *root, plan_source *src) {
+    static const char *const fields[] = {"mode",   "max_len",           "kv_memory_bytes", "max_concurrency",
+                                         "next_n", "max_prefill_tokens", NULL};
+    static const char *const modes[] = {"offline", "online"};
+    src->block_num = get(root, "block_num");
+    const cJSON *plan = get(root, "plan");
+    src->params = kvc_plan_default_params();
+    if (src->block_num != NULL && plan != NULL) return perr(p, "", "plan", "not allowed together with block_num");
+    if (src->block_num != NULL) {
+        if (!require_object(p, src->block_num, "block_num")) return false;
+        if (cJSON_GetArraySize(src->block_num) > KVC_MAX_MANAGERS)
+            return perr(p, "", "block_num", "more than %d keys", KVC_MAX_MANAGERS);
+        for (const cJSON *c = src->block_num->child; c != NULL; c = c->next) {
+            char path[96];
+            snprintf(path, sizeof path, "block_num.%.70s", c->string);
+            int64_t n = 0;
+            if (strlen(c->string) >= KVC_NAME_MAX)
+                return perr(p, "block_num", NULL, "key \"%.64s...\" longer than %d bytes", c->string,
+                            KVC_NAME_MAX - 1);
+            if (named_earlier(src->block_num, c)) return perr(p, path, NULL, "duplicate key");
+            if (!as_int(p, c, path, NULL, 1, &n)) return false;
+        }
+        return true;
+    }
+    if (plan == NULL) return perr(p, "", "block_num", "missing (give block_num or plan)");
+    if (!require_object(p, plan, "plan") || !check_fields(p, plan, "plan", fields)) return false;
+    int mode = 0;
+    kvc_plan_params *pp = &src->params;
+    if (!get_choice(p, plan, "plan", "mode", true, modes, 2, 0, &mode)) return false;
+    bool offline = mode == 0;
+    const char *unused = offline ? "kv_memory_bytes" : "max_len";
+    if (get(plan, unused) != NULL)
+        return perr(p, "plan", unused, "not used by mode \"%s\"", offline ? "offline" : "online");
+    pp->mode = offline ? KVC_PLAN_OFFLINE : KVC_PLAN_BUDGET;
+    pp->free_bytes = -1;
+    return (offline ? get_int(p, plan, "plan", "max_len", true, 1, 0, &pp->max_len)
+                    : get_int(p, plan, "plan", "kv_memory_bytes", true, 1, 0, &pp->kv_memory_bytes)) &&
+           get_int(p, plan, "plan", "max_concurrency", true, 1, 0, &pp->max_concurrency) &&
+           get_int(p, plan, "plan", "next_n", false, 0, 0, &pp->next_n) &&
+           get_int(p, plan, "plan", "max_prefill_tokens", false, 0, 0, &pp->max_prefill_tokens);
+}
+
+static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_info *ci, kvc_block_plan *plan) {
+    if (src->block_num == NULL) {
+        if (kvc_plan_blocks(&src->params, ci, plan) < 0) return perr(p, "", "plan", "%s", kvc_last_error());
+        return true;
+    }
+    int n = cJSON_GetArraySize(src->block_num);
+    const char **keys = calloc((size_t)n + 1, sizeof *keys);
+    int64_t *counts = calloc((size_t)n + 1, sizeof *counts);
+    bool ok = keys != NULL && counts != NULL;
+    if (!ok) perr(p, "", "block_num", "out of memory");
+    int i = 0;
+    for (const cJSON *c = src->block_num->child; ok && c != NULL; c = c->next, i++) {
+        keys[i] = c->string;
+        counts[i] = (int64_t)c->valuedouble;
+    }
+    if (ok && kvc_block_plan_from_counts(ci, keys, counts, n, plan) < 0)
+        ok = perr(p, "", "block_num", "%s", kvc_last_error());
+    free(keys);
+    free(counts);
+    return ok;
+}
+
+/* ---- ops -------------------------------------------------------------------- */
+static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
+    static const char *const alloc_fields[] = {"op",
+                                               "request",
+                                               "computed_tokens",
+                                               "new_tokens",
+                                               "lookahead_tokens",
+                                               "reserved_tokens",
+                                               "keys",
+                                               NULL};
+    static const char *const free_fields[] = {"op", "request", NULL};
+    if (!require_object(p, v, path)) return false;
+    const cJSON *name = get(v, "op");
+    if (!cJSON_IsString(name)) return perr(p, path, "op", name == NULL ? "missing" : "expected a string");
+    op->key_mask = KVC_ALL_KEYS;
+    if (strcmp(name->valuestring, "free") == 0) {
+        op->kind = KVC_TRACE_FREE;
+        return check_fields(p, v, path, free_fields) &&
+               get_int(p, v, path, "request", true, INT64_MIN, 0, &op->request);
+    }
+    if (strcmp(name->valuestring, "allocate") != 0) {
+        op->kind = KVC_TRACE_UNKNOWN;
+        snprintf(op->refusal, sizeof op->refusal, "unknown op \"%.64s\" (expected allocate or free)",
+                 name->valuestring);
+        return true;
+    }
+    op->kind = KVC_TRACE_ALLOCATE;
+    if (!check_fields(p, v, path, alloc_fields) ||
+        !get_int(p, v, path, "request", true, INT64_MIN, 0, &op->request) ||
+        !get_int(p, v, path, "new_tokens", true, INT64_MIN, 0, &op->new_tokens) ||
+        !get_int(p, v, path, "computed_tokens", false, INT64_MIN, 0, &op->computed_tokens) ||
+        !get_int(p, v, path, "lookahead_tokens", false, INT64_MIN, 0, &op->lookahead_tokens) ||
+        !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens))
+        return false;
+    const cJSON *keys = get(v, "keys");
+    if (keys == NULL) return true;
+    if (!cJSON_IsArray(keys)) return perr(p, path, "keys", "expected a list of manager keys");
+    char item[128];
+    int i = 0;
+    for (const cJSON *k = keys->child; k != NULL; k = k->next, i++)
+        if (!is_name(k)) {
+            path_index(item, sizeof item, path, "keys", i);
+            return perr(p, item, NULL, "expected a string of at most %d bytes", KVC_NAME_MAX - 1);
+        }
+    return true;
+}
+
+/* Turns an allocate op's "keys" into its key mask, once the manager exists. */
+static void resolve_keys(const kvc_manager *m, const cJSON *v, kvc_trace_op *op) {
+    const cJSON *keys = get(v, "keys");
+    if (op->kind != KVC_TRACE_ALLOCATE || keys == NULL) return;
+    op->key_mask = 0;
+    for (const cJSON *k = keys->child; k != NULL; k = k->next) {
+        int32_t idx = 0;
+        if (kvc_manager_key_index(m, k->valuestring, &idx) < 0) {
+            snprintf(op->refusal, sizeof op->refusal, "unknown manager key \"%s\"", k->valuestring);
+            return;
+        }
+        op->key_mask |= UINT64_C(1) << idx;
+    }
+}
+
+static bool parse_ops(parser *p, const cJSON *root, kvc_trace *t) {
+    const cJSON *ops = get(root, "ops");
+    if (ops == NULL) return perr(p, "", "ops", "missing");
+    if (!cJSON_IsArray(ops)) return perr(p, "", "ops", "expected a list");
+    size_t n = (size_t)cJSON_GetArraySize(ops);
+    t->ops = calloc(n + 1, sizeof *t->ops);
+    if (t->ops == NULL) return perr(p, "", "ops", "out of memory");
+    char path[64];
+    for (const cJSON *v = ops->child; v != NULL; v = v->next) {
+        path_index(path, sizeof path, "", "ops", (int)t->n_ops);
+        if (!parse_op(p, v, path, &t->ops[t->n_ops])) return false;
+        t->n_ops++;
+    }
+    return true;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_model_len,
+                         const kvc_block_plan *plan) {
+    if (opts == NULL) return true;
+    if (opts->max_model_len > 0 && max_model_len > opts->max_model_len)
+        return perr(p, "", "max_model_len", "%" PRId64 " exceeds this replay's limit of %" PRId64, max_model_len,
+                    opts->max_model_len);
+    for (int32_t g = 0; g < plan->n_groups; g++)
+        if (opts->max_pool_blocks > 0 && plan->groups[g].block_num > opts->max_pool_blocks)
+            return perr(p, "", "block_num", "pool %s of %" PRId64 " blocks exceeds this replay's limit of %" PRId64,
+                        plan->groups[g].key, plan->groups[g].block_num, opts->max_pool_blocks);
+    return true;
+}
+
+static bool load_root(parser *p, const cJSON *root, const kvc_trace_options *opts, kvc_trace *t) {
+    static const char *const fields[] = {"max_model_len", "layers", "block_num", "plan", "ops", NULL};
+    plan_source src;
+    kvc_block_plan plan;
+    kvc_manager_params mp = kvc_manager_default_params();
+    if (!require_object(p, root, "") || !check_fields(p, root, "", fields) ||
+        !get_int(p, root, "", "max_model_len", true, 1, 0, &mp.max_model_len) || !parse_layers(p, root, &t->info) ||
+        !parse_plan_source(p, root, &src) || !parse_ops(p, root, t))
+        return false;
+    mp.engine_next_n = src.block_num == NULL ? src.params.next_n : -1;
+    if (kvc_validate_cache_info(&t->info, mp.engine_next_n) < 0) return perr(p, "", "layers", "%s", kvc_last_error());
+    if (!make_plan(p, &src, &t->info, &plan) || !check_limits(p, opts, mp.max_model_len, &plan)) return false;
+    if (kvc_manager_create(&t->info, &plan, &mp, &t->manager) < 0) return perr(p, "", NULL, "%s", kvc_last_error());
+    size_t i = 0;
+    for (const cJSON *v = get(root, "ops")->child; v != NULL; v = v->next, i++) resolve_keys(t->manager, v, &t->ops[i]);
+    return true;
+}
+
+int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
+                   size_t err_cap) {
+    parser p = {err, err_cap};
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
+    if (root == NULL) {
+        size_t at = end != NULL && end >= json ? (size_t)(end - json) : 0;
+        snprintf(err, err_cap, "invalid JSON at byte %zu", at);
+        return KVC_TRACE_EXIT_INVALID;
+    }
+    for (size_t at = (size_t)(end - json); at < len; at++)
+        if (strchr(" \t\r\n", json[at]) == NULL || json[at] == '\0') {
+            snprintf(err, err_cap, "invalid JSON at byte %zu: text after the trace object", at);
+            cJSON_Delete(root);
+            return KVC_TRACE_EXIT_INVALID;
+        }
+    kvc_trace *t = calloc(1, sizeof *t);
+    bool ok = t != NULL ? load_root(&p, root, opts, t) : perr(&p, "", NULL, "out of memory");
+    cJSON_Delete(root);
+    if (!ok) {
+        kvc_trace_destroy(t);
+        return KVC_TRACE_EXIT_INVALID;
+    }
+    *out = t;
+    return KVC_TRACE_EXIT_OK;
+}
+
+void kvc_trace_destroy(kvc_trace *t) {
+    if (t == NULL) return;
+    kvc_manager_destroy(t->manager);
+    free_info(&t->info);
+    free(t->ops);
+    free(t);
+}
