@@ -133,6 +133,17 @@ static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, i
     }
 }
 
+/* Elements from head g to head g + 1 of one key (kvc_attn_kv_index is linear in g). */
+static inline int64_t kvc_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim)
+{
+    if (pb->paged) return pb->p->kv_storage == KVC_KV_PAGED_BNBSH ? dim : pb->bs * dim;
+    switch (pb->p->layout) {
+    case KVC_LAYOUT_NTD_TND:
+    case KVC_LAYOUT_BNSD: return pb->Skv_dim * dim;
+    default: return dim;
+    }
+}
+
 /* Offset of channel d from channel 0 of one key (plain: d; NZ: tiled). */
 static inline int64_t kvc_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0)
 {

@@ -130,44 +130,50 @@ void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu
     }
 }
 
-/* Element index of channel 0 of key j, KV head g, in a K/V tensor of `dim` channels per head. */
-static inline int64_t kv_at(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t g, int64_t dim,
-                            int64_t c0)
+/* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
+ * the item's first head, in a K/V tensor of `dim` channels per head. */
+static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t n, int64_t j0, int64_t j1,
+                        int64_t dim, int64_t c0, int64_t *idx)
 {
-    return kvc_attn_kv_index(cx->pb, it->b, it->k0, j, g, dim, c0);
+    for (int64_t t = 0; t < n; t++)
+        idx[t] = kvc_attn_kv_index(cx->pb, it->b, it->k0, kvc_min64(kvc_max64(j + t, j0), j1 - 1), it->g0, dim, c0);
 }
 
-/* Prefetches keys [j, j + n) of the item's heads from tensor base (es-byte
- * elements, dim per head). Plain rows only: NZ rows are scattered over
- * column tiles that the hardware prefetcher follows. */
-static void prefetch_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const char *base, int64_t es, int64_t dim,
-                          int64_t c0, int64_t j, int64_t n)
+/* Prefetches head g of the rows at idx[0..n) (es-byte elements, dim per
+ * head, hs between heads). Called once per head while the current tile is
+ * computed, so that the requests overlap the arithmetic. Plain rows only:
+ * NZ rows are scattered over column tiles that the hardware prefetcher
+ * follows. */
+static void prefetch_rows(const char *base, int64_t es, int64_t dim, int64_t hs, int64_t c0, const int64_t *idx,
+                          int64_t n, int64_t g)
 {
     if (c0) return;
-    const int64_t e = kvc_min64(j + n, it->hi), bytes = dim * es;
-    for (; j < e; j++) {
-        if (cx->token_major) { /* the item's heads of one token are adjacent */
-            const char *r = base + es * kv_at(cx, it, j, it->g0, dim, c0);
-            for (int64_t o = 0; o < bytes * it->ng; o += 64) __builtin_prefetch(r + o);
-        } else {
-            for (int64_t g = it->g0; g < it->g0 + it->ng; g++) {
-                const char *r = base + es * kv_at(cx, it, j, g, dim, c0);
-                for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(r + o);
-            }
-        }
+    for (int64_t t = 0; t < n; t++) {
+        const char *r = base + es * (idx[t] + g * hs);
+        for (int64_t o = 0; o < dim * es; o += 64) __builtin_prefetch(r + o);
     }
 }
 
-/* Converts key j of head g (and its rope part) into a key-tile row. */
-static void key_row(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t g, float *dst)
+/* Key scores fixed for int8 K: per-token scale kA and offset kO, per-channel offset term cst. */
+static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t jt, int64_t j1, float *sc,
+                          const kvc_cpu_scratch *s)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
-    cx->simd->cvt[cx->kslot]((const char *)p->k.data + cx->kes * kv_at(cx, it, j, g, pb->D, pb->c0k), cx->cmk, pb->D,
-                             dst);
-    if (pb->Dr)
-        cx->simd->cvt[cx->rslot]((const char *)p->k_rope.data + cx->res * kv_at(cx, it, j, g, pb->Dr, pb->c0r),
-                                 cx->cmr, pb->Dr, dst + cx->D8);
+    float kA[KVC_QK_KEYS], kO[KVC_QK_KEYS];
+    for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
+        kA[t] = 1.0f, kO[t] = 0.0f;
+        if (pb->kq == KVC_QIDX_TOKEN) {
+            const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
+            kA[t] = kvc_cpu_fquant(&p->key_scale, qi);
+            if (pb->k_has_off) kO[t] = kvc_cpu_fquant(&p->key_offset, qi);
+        }
+    }
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
+            float *x = &sc[r * KVC_CHUNK + t];
+            *x = kA[t] * (*x + kO[t] * s->qsum[r]) + s->cst[r];
+        }
 }
 
 /* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8). */
@@ -176,29 +182,26 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
-    const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8;
-    const bool ktok = pb->kv_quant && pb->kq == KVC_QIDX_TOKEN;
-    for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += KVC_QK_KEYS) {
-        prefetch_rows(cx, it, p->k.data, cx->kes, pb->D, pb->c0k, jt + KVC_QK_KEYS, KVC_QK_KEYS);
-        for (int64_t gl = 0; gl < it->ng; gl++) {
-            for (int64_t t = 0; t < KVC_QK_KEYS; t++) /* lanes outside [j0, j1) repeat a valid key; masked later */
-                key_row(cx, it, kvc_min64(kvc_max64(jt + t, j0), j1 - 1), it->g0 + gl, s->kt + t * Dq8);
+    const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
+    const int64_t hk = kvc_attn_kv_head_stride(pb, pb->D), hr = kvc_attn_kv_head_stride(pb, pb->Dr);
+    const char *kd = p->k.data, *rd = p->k_rope.data;
+    int64_t ki[KVC_QK_KEYS], ri[KVC_QK_KEYS], pi[KVC_QK_KEYS]; /* key, rope and prefetched key indices */
+    for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) {
+        const bool pf = jt + KVC_PREFETCH < j1;
+        key_indices(cx, it, jt, K, j0, j1, pb->D, pb->c0k, ki);
+        if (pf) key_indices(cx, it, jt + KVC_PREFETCH, K, j0, j1, pb->D, pb->c0k, pi);
+        if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
+        for (int64_t gl = 0; gl < it->ng; gl++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
+            if (pf) prefetch_rows(kd, cx->kes, pb->D, hk, pb->c0k, pi, K, gl);
+            for (int64_t t = 0; t < K; t++) {
+                float *dst = s->kt + t * Dq8;
+                cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
+                if (pb->Dr) cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
+            }
             cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, s->sc + gl * RG * KVC_CHUNK + (jt - cb),
                          KVC_CHUNK);
         }
-        if (!pb->kv_quant) continue;
-        for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
-            float kA = 1.0f, kO = 0.0f;
-            if (ktok) {
-                const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
-                kA = kvc_cpu_fquant(&p->key_scale, qi);
-                if (pb->k_has_off) kO = kvc_cpu_fquant(&p->key_offset, qi);
-            }
-            for (int64_t r = 0; r < R; r++) {
-                float *x = &s->sc[r * KVC_CHUNK + (jt - cb) + t];
-                *x = kA * (*x + kO * s->qsum[r]) + s->cst[r];
-            }
-        }
+        if (pb->kv_quant && (pb->kq == KVC_QIDX_TOKEN || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
     }
 }
 
@@ -265,20 +268,24 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
-    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE;
+    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
+    const char *vd = p->v.data;
+    int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
     if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)
         for (int64_t j = j0; j < j1; j++) value_token_scales(cx, it, R, j, s->sc + (j - cb), rec);
     for (int64_t jv = j0; jv < j1; jv += vt) {
         const int nk = (int)kvc_min64(vt, j1 - jv);
-        prefetch_rows(cx, it, p->v.data, cx->ves, pb->Dv, pb->c0v, jv + vt, vt);
+        const int64_t np = kvc_min64(vt, j1 - jv - KVC_PREFETCH); /* keys to prefetch */
+        key_indices(cx, it, jv, nk, j0, j1, pb->Dv, pb->c0v, vi);
+        if (np > 0) key_indices(cx, it, jv + KVC_PREFETCH, np, j0, j1, pb->Dv, pb->c0v, pi);
         for (int64_t gl = 0; gl < it->ng; gl++) {
+            if (np > 0) prefetch_rows(vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
             for (int t = 0; t < nk; t++) {
                 uint8_t dense = 1;
                 for (int64_t r = 0; r < RG; r++) dense &= w[r * KVC_CHUNK + t] != 0.0f;
                 s->dense[t] = dense;
-                const char *v = (const char *)p->v.data + cx->ves * kv_at(cx, it, jv + t, it->g0 + gl, pb->Dv, pb->c0v);
-                cx->simd->cvt[cx->vslot](v, cx->cmv, pb->Dv, s->vt + t * Dv8);
+                cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
             }
             cx->simd->pv(s->vt, Dv8, s->dense, nk, w, KVC_CHUNK, (int)RG, Dv8, rec + gl * RG * RS + KVC_REC_HDR, RS);
         }

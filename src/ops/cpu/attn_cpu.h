@@ -13,6 +13,7 @@
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
 #define KVC_ROWS 32    /* target rows per item (G heads x query positions) */
 #define KVC_VTILE 32   /* value rows converted per pv call (8 when an item holds several heads) */
+#define KVC_PREFETCH 32 /* keys between the rows being computed and the rows prefetched */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
 
 /* Work item: (request b, KV heads [g0, g0 + ng), tile of query rows). Row

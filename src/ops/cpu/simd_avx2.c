@@ -32,7 +32,10 @@ INL __m256 ld_i8(const void *p, int64_t i)
     {                                                                                  \
         const int64_t dv = dim & ~(int64_t)7;                                          \
         int64_t d = 0;                                                                 \
-        for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d)));    \
+        if (cm.nzs == 0) /* plain row */                                               \
+            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, d));              \
+        else                                                                           \
+            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d))); \
         for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));         \
         for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                \
     }
