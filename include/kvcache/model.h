@@ -1,0 +1,185 @@
+/* kvcache model layer: Hugging Face config.json reading, safetensors loading
+ * by mmap, the three model families (dense GQA: Llama / Qwen2 / Qwen3;
+ * GptOss: sliding/full layers, sinks, biases, MoE; DeepseekV3: MLA) and a
+ * forward pass over a packed batch that consumes one step's metadata.
+ * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
+ *
+ * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
+ * widened at load); dense layers go through BLAS (cblas_sgemm); attention
+ * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
+ * latent caches, which has its own f32 loop (keys in token order, so the
+ * result does not depend on block size or paging).
+ *
+ * Thread safety: a kvc_model is immutable after creation and may be shared;
+ * a kvc_model_workspace serves one forward call at a time. */
+#ifndef KVCACHE_MODEL_H
+#define KVCACHE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvcache/base.h"
+#include "kvcache/batch.h"
+#include "kvcache/cache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVC_MODEL_MAX_LAYERS 256
+
+typedef enum kvc_model_family {
+    KVC_FAMILY_DENSE = 0,  /* llama, qwen2, qwen3 (mistral read as llama) */
+    KVC_FAMILY_GPT_OSS,    /* gpt_oss */
+    KVC_FAMILY_DEEPSEEK_V3 /* deepseek_v3 */
+} kvc_model_family;
+
+const char *kvc_model_family_name(kvc_model_family f);
+
+typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+
+/* MF 1.4. Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
+typedef struct kvc_rope_config {
+    kvc_rope_type type;
+    double theta;
+    double factor;                 /* llama3 / yarn, as written in the dict */
+    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
+    double low_freq_factor;        /* llama3 */
+    double high_freq_factor;       /* llama3 */
+    int64_t original_max_position; /* llama3 / yarn L0 */
+    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
+    double mscale, mscale_all_dim; /* yarn (0 = absent) */
+    double attention_factor;       /* yarn explicit A (0 = derive) */
+    bool truncate;                 /* yarn (default true) */
+} kvc_rope_config;
+
+/* Everything the forward pass needs from config.json. */
+typedef struct kvc_model_config {
+    kvc_model_family family;
+    char model_type[32];
+    int64_t vocab_size, hidden_size, intermediate_size, num_layers;
+    int64_t num_heads, num_kv_heads, head_dim;
+    double rms_norm_eps;
+    bool tie_word_embeddings;
+    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF pitfall 5) */
+    bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
+    int64_t max_position_embeddings;
+    kvc_rope_config rope;
+    int64_t sliding_window;                    /* W keys incl. the query; 0 = none */
+    bool layer_sliding[KVC_MODEL_MAX_LAYERS];  /* [num_layers] */
+    /* GptOss MoE */
+    int64_t num_experts, experts_per_tok;
+    double swiglu_limit, swiglu_alpha;
+    /* DeepseekV3 MLA */
+    int64_t q_lora_rank; /* 0 = plain q_proj */
+    int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+    bool rope_interleave;
+    int64_t first_k_dense_replace, moe_intermediate_size, n_routed_experts, n_shared_experts;
+    int64_t n_group, topk_group;
+    bool norm_topk_prob;
+    double routed_scaling_factor;
+} kvc_model_config;
+
+/* Parses config.json text (name: used in messages). Refuses unknown
+ * model_type, missing required fields and inconsistent sizes, naming the key. */
+kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
+/* Reads DIR/config.json. */
+kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
+
+/* Softmax scale of the family's attention (MF 1.5, 4.3). */
+double kvc_model_attn_scale(const kvc_model_config *c);
+
+/* ---- safetensors (by mmap) -------------------------------------------------- */
+
+typedef struct kvc_safetensors kvc_safetensors;
+
+/* Maps every *.safetensors file of dir (sorted by name) and indexes their
+ * headers. Refused with the file named: truncated file, header out of bounds,
+ * malformed header, tensor data outside the file, duplicate tensor names. */
+kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
+kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
+void kvc_safetensors_destroy(kvc_safetensors *st);
+bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
+/* Copies tensor `name` (F32/F16/BF16 on disk) into dst as f32 after checking
+ * its shape against shape[0..ndim). Errors name the tensor and its file:
+ * missing tensor, wrong shape, wrong dtype. */
+kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
+                                    const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
+
+/* ---- model -------------------------------------------------------------------- */
+
+typedef struct kvc_model kvc_model;
+
+/* config.json + *.safetensors of a Hugging Face model directory. */
+kvc_status kvc_model_load(const char *dir, kvc_model **out);
+/* The same architecture with deterministic pseudo-random weights (MF 5
+ * style: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
+kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
+void kvc_model_destroy(kvc_model *m);
+const kvc_model_config *kvc_model_config_of(const kvc_model *m);
+
+/* ---- caches seen by the forward pass --------------------------------------- */
+
+typedef enum kvc_model_cache_kind {
+    KVC_MCACHE_CONTIGUOUS = 1, /* per layer [rows, S_max, heads * dim] (BSH), written by AO 2.1 */
+    KVC_MCACHE_PAGED = 2       /* per layer [NB, bs, heads, dim], slot scatter AO 2.2, table per key */
+} kvc_model_cache_kind;
+
+/* One attention layer's cache. Full form (`latent` false): k [.., Nkv, D],
+ * v [.., Nkv, Dv] (DeepseekV3: Nkv = nH, D = dn + dr, Dv = dv). Latent form
+ * (DeepseekV3 only, MF 4.4): k = normalised latent c [.., 1, rkv],
+ * v = rotated k_pe [.., 1, dr]. f32 tensors. */
+typedef struct kvc_layer_cache {
+    kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
+    kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
+    char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
+} kvc_layer_cache;
+
+typedef struct kvc_model_caches {
+    kvc_model_cache_kind kind;
+    bool latent;              /* MLA latent caches (MF 4.4 absorbed attention) */
+    int64_t block_size;       /* paged */
+    int32_t n_layers;
+    kvc_layer_cache *layers;  /* [n_layers] */
+} kvc_model_caches;
+
+/* Per-layer cache description the model asks for (engine path): k/v (or
+ * nope/rope for latent) entries with num_head, dims, block_size and the
+ * sliding window of sliding layers (group keys FullAttention / SlidingWindow).
+ * Free with kvc_model_cache_info_destroy (cache.h). */
+kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
+
+/* ---- forward ----------------------------------------------------------------- */
+
+typedef struct kvc_model_workspace kvc_model_workspace;
+
+/* Buffers for steps of at most max_tokens tokens and max_rows rows whose
+ * keys reach at most max_kv_len positions. Forward calls never allocate,
+ * except that the attention kernel's workspace grows (once) when a step
+ * needs more than the largest seen so far. */
+kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
+                                      kvc_model_workspace **out);
+void kvc_model_workspace_destroy(kvc_model_workspace *ws);
+
+typedef struct kvc_forward_args {
+    const int32_t *token_ids;          /* [T], T = md->n_tokens */
+    const kvc_step_metadata *md;       /* positions, lengths, per-key tables and slots */
+    const kvc_model_caches *caches;    /* NULL: no cache; every row must be a whole sequence (positions 0..L-1) */
+    const int64_t *cache_rows;         /* contiguous caches: [n_rows] cache row of each step row (NULL: row r) */
+    bool all_logits;                   /* true: logits of every token; false: of each row's last token */
+    float *logits;                     /* [T, V] if all_logits else [n_rows, V] */
+} kvc_forward_args;
+
+/* One step. Rows whose keys are all in the step (seq_lens_kv == seq_lens_q)
+ * attend over the step's packed K/V and then write the cache; otherwise the
+ * cache is written first and read back (decode, continued prefill). Every
+ * attention layer reads its own key (sliding layers their sliding window).
+ * Refused with a named field: T or rows above the workspace, ids outside the
+ * vocabulary, a paged key missing from md, a cache row or position outside
+ * the cache, cache shapes that do not match the model. */
+kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_MODEL_H */

@@ -1,0 +1,70 @@
+/* kvcache runner layer: the standalone deployment (AO 5, RM 10). The runner
+ * owns its caches and builds its own step metadata, with no manager:
+ *   mode 1  contiguous per-layer (k, v) caches [batch, S_max, heads*dim]
+ *   mode 2  manual paging: per-layer [NB, bs, heads, dim] caches, the static
+ *           block table table[b][i] = b*(S_max/bs) + i and linear slots
+ *   mode 3  MLA latent caches (normalised latent + rotated k_pe, one head)
+ *           over mode 1 (contiguous) or mode 2 (paged)
+ * plus mode 0, a plain recomputation without any cache (every step runs the
+ * whole sequences again), used as the reference of the other modes.
+ * A static batch of prompts is prefilled together, then decoded greedily in
+ * lock-step until every row has max_new_tokens tokens (no stop token).
+ *
+ * Thread safety: a runner serves one generate call at a time. */
+#ifndef KVCACHE_RUNNER_H
+#define KVCACHE_RUNNER_H
+
+#include "kvcache/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kvc_runner_mode {
+    KVC_RUNNER_RECOMPUTE = 0,
+    KVC_RUNNER_CONTIGUOUS = 1,
+    KVC_RUNNER_PAGED = 2,
+    KVC_RUNNER_MLA_LATENT = 3
+} kvc_runner_mode;
+
+typedef struct kvc_runner_params {
+    kvc_runner_mode mode;   /* default 2 */
+    int64_t block_size;     /* mode 2, and mode 3 when mla_paged (default 16) */
+    bool mla_paged;         /* mode 3 over mode 2 (true, default) or mode 1 */
+    int64_t max_new_tokens; /* >= 1 (default 8) */
+    int64_t max_seq_len;    /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
+                             * rounded up to block_size when paged */
+} kvc_runner_params;
+
+kvc_runner_params kvc_runner_default_params(void);
+
+typedef struct kvc_runner kvc_runner;
+
+/* Caches, metadata and workspace for up to `batch` prompts of at most
+ * max_prompt_len tokens, all sized here. Refused: a mode the model cannot
+ * run (mode 3 without MLA), S_max % block_size != 0 (RM 10), S_max below
+ * max_prompt_len + max_new_tokens - 1, sizes < 1. The model must outlive
+ * the runner. */
+kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
+                             kvc_runner **out);
+void kvc_runner_destroy(kvc_runner *r);
+int64_t kvc_runner_max_seq_len(const kvc_runner *r);
+
+/* Timings of the last generate call (milliseconds). */
+typedef struct kvc_runner_stats {
+    double prefill_ms;    /* the first step (mode 0: the first recomputation) */
+    double decode_ms;     /* every later step together */
+    int64_t decode_steps;
+} kvc_runner_stats;
+
+/* Runs n prompts (packed ids [sum lens], lens [n]) to completion:
+ * tokens [n, max_new_tokens] receives the greedy tokens (argmax, ties to the
+ * lower id); logits, if not NULL, [max_new_tokens, n, V] the logits each
+ * token was chosen from; stats may be NULL. */
+kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
+                               float *logits, kvc_runner_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_RUNNER_H */

@@ -1,0 +1,189 @@
+/* One attention layer over the step's packed K/V or its cache (full form):
+ * the cache writes (AO 2.1 per row, AO 2.2 by slots) and the calls of
+ * kvc_attention_cpu for the three read paths (packed TND, contiguous BSH
+ * per row, paged TND through the layer key's block table). */
+#include <omp.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/forward_internal.h"
+
+static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c)
+{
+    kvc_tensor t = {.data = (void *)data, .dtype = KVC_DTYPE_F32, .ndim = nd};
+    t.shape[0] = a, t.shape[1] = b, t.shape[2] = c;
+    return t;
+}
+
+/* Runs the CPU kernel, growing the workspace once when a step needs more. */
+static kvc_status run_attention(kvc_model_workspace *ws, const kvc_attention_params *p)
+{
+    size_t need = 0;
+    const int threads = omp_get_max_threads();
+    kvc_status st = kvc_attention_cpu_workspace_size(p, threads, &need);
+    if (st != KVC_OK) return st;
+    if (need > ws->attn_ws_bytes) {
+        void *n = NULL;
+        st = kvc_aligned_alloc(64, need, &n);
+        if (st != KVC_OK) return st;
+        kvc_aligned_free(ws->attn_ws);
+        ws->attn_ws = n;
+        ws->attn_ws_bytes = need;
+    }
+    return kvc_attention_cpu(p, ws->attn_ws, ws->attn_ws_bytes);
+}
+
+static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one)
+{
+    if (window > 0) {
+        p->sparse_mode = 4;
+        p->pre_tokens = window - 1;
+        p->next_tokens = 0;
+        p->binding.type = KVC_BIND_SLIDING;
+        p->binding.window = window;
+    } else {
+        p->sparse_mode = decode_one ? 0 : 3;
+        p->binding.type = KVC_BIND_FULL;
+    }
+}
+
+static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc)
+{
+    const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
+    if (!k) kvc_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
+    else if (!k->slot_mapping || !k->block_table)
+        kvc_fail(KVC_EINVAL, "forward: manager key \"%s\" has no block table / slot mapping", lc->key);
+    return (k && k->slot_mapping && k->block_table) ? k : NULL;
+}
+
+kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const float *rows,
+                           int64_t heads, int64_t dim)
+{
+    const kvc_step_metadata *md = s->md;
+    const int64_t W = heads * dim;
+    if (s->a->caches->kind == KVC_MCACHE_PAGED) {
+        const kvc_step_key *k = layer_key(s, lc);
+        if (!k) return KVC_EINVAL;
+        kvc_tensor upd = view(rows, 3, s->T, heads, dim);
+        return kvc_write_slots(t, KVC_PAGED_BNBSND, &upd, k->slot_mapping, s->T);
+    }
+    const int64_t S = t->shape[1];
+    int64_t q0 = 0;
+    for (int64_t r = 0; r < md->n_rows; r++) {
+        const int64_t q1 = md->cu_seq_lens_q[r];
+        const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
+        if (cr < 0 || cr >= t->shape[0])
+            return kvc_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
+                            (long long)cr, (long long)t->shape[0]);
+        kvc_tensor crow = view((float *)t->data + cr * S * W, 3, 1, S, W);
+        kvc_tensor upd = view(rows + q0 * W, 3, 1, q1 - q0, W);
+        const int64_t start = md->positions[q0];
+        kvc_status st = kvc_write_contiguous(&crow, &upd, &start, 1);
+        if (st != KVC_OK) return st;
+        q0 = q1;
+    }
+    return KVC_OK;
+}
+
+static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
+{
+    *p = kvc_attention_default_params();
+    p->num_heads = (int32_t)c->nH;
+    p->num_kv_heads = (int32_t)c->nKV;
+    p->scale = c->scale;
+    if (c->sinks) {
+        p->sinks = view(c->sinks, 1, c->nH, 0, 0);
+    }
+}
+
+/* TND query [T, nH, D] and output [T, nH, Dv] over the step's rows (cumulative q lengths). */
+static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc_attn_call *c)
+{
+    base_params(p, c);
+    p->layout = KVC_LAYOUT_TND;
+    p->batch = s->md->n_rows;
+    p->q_lens = s->md->cu_seq_lens_q;
+    p->q = view(c->q, 3, s->T, c->nH, c->D);
+    p->out = view(c->out, 3, s->T, c->nH, c->Dv);
+    set_mask(p, c->window, false);
+}
+
+static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c)
+{
+    kvc_attention_params p;
+    tnd_params(&p, s, c);
+    p.kv_lens = s->md->cu_seq_lens_q;
+    p.kv_len_form = KVC_KV_FORM_CUMULATIVE;
+    p.k = view(c->k, 3, s->T, c->nKV, c->D);
+    p.v = view(c->v, 3, s->T, c->nKV, c->Dv);
+    return run_attention(s->ws, &p);
+}
+
+static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
+{
+    const kvc_step_key *k = layer_key(s, lc);
+    if (!k) return KVC_EINVAL;
+    const int64_t NB = lc->k.shape[0], bs = lc->k.shape[1];
+    if (k->block_size != bs)
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
+                        (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);
+    kvc_attention_params p;
+    tnd_params(&p, s, c);
+    p.kv_lens = s->md->seq_lens_kv;
+    p.kv_len_form = KVC_KV_FORM_DIRECT;
+    p.k = view(lc->k.data, 3, NB, bs, c->nKV * c->D);
+    p.v = view(lc->v.data, 3, NB, bs, c->nKV * c->Dv);
+    p.kv_storage = KVC_KV_PAGED_BNBSH;
+    kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
+    p.block_table = bt;
+    p.block_size = (int32_t)bs;
+    p.binding.block_size = (int32_t)k->block_size;
+    p.binding.num_kv_heads = (int32_t)c->nKV;
+    return run_attention(s->ws, &p);
+}
+
+static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
+{
+    const kvc_step_metadata *md = s->md;
+    const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->nKV * c->Dv;
+    int64_t q0 = 0;
+    for (int64_t r = 0; r < md->n_rows; r++) {
+        const int64_t q1 = md->cu_seq_lens_q[r], len = q1 - q0;
+        const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
+        kvc_attention_params p;
+        base_params(&p, c);
+        p.layout = KVC_LAYOUT_BSH;
+        p.batch = 1;
+        int64_t ql = len, kl = md->seq_lens_kv[r];
+        p.q_lens = &ql;
+        p.kv_lens = &kl;
+        p.kv_len_form = KVC_KV_FORM_DIRECT;
+        p.q = view(c->q + q0 * c->nH * c->D, 3, 1, len, c->nH * c->D);
+        p.k = view((const float *)lc->k.data + cr * S * KW, 3, 1, S, KW);
+        p.v = view((const float *)lc->v.data + cr * S * VW, 3, 1, S, VW);
+        p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
+        set_mask(&p, c->window, len == 1);
+        kvc_status st = run_attention(s->ws, &p);
+        if (st != KVC_OK) return st;
+        q0 = q1;
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
+{
+    const kvc_model_caches *caches = s->a->caches;
+    if (!caches) return attend_packed(s, c);
+    kvc_layer_cache *lc = &caches->layers[c->layer];
+    kvc_status st;
+    if (s->fresh) {
+        st = attend_packed(s, c);
+        if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->k, c->k, c->nKV, c->D);
+        if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, c->v, c->nKV, c->Dv);
+        return st;
+    }
+    st = kvc_cache_write(s, lc, &lc->k, c->k, c->nKV, c->D);
+    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, c->v, c->nKV, c->Dv);
+    if (st != KVC_OK) return st;
+    return caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
+}

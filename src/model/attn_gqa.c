@@ -1,0 +1,46 @@
+/* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
+ * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
+ * RoPE, sliding window / sinks, o_proj. */
+#include "base/internal.h"
+#include "model/forward_internal.h"
+
+kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l)
+{
+    const kvc_model *m = s->m;
+    const kvc_model_config *c = &m->cfg;
+    const kvc_layer_weights *w = &m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    float *q = ws->q; /* [T, nH, D] */
+    float *k = ws->k; /* [T, nKV, D] */
+    float *v = ws->v; /* [T, nKV, D] */
+    kvc_linear(ws->xn, T, H, w->wq, w->bq, nH * D, q);
+    kvc_linear(ws->xn, T, H, w->wk, w->bk, nKV * D, k);
+    kvc_linear(ws->xn, T, H, w->wv, w->bv, nKV * D, v);
+    const float eps = (float)c->rms_norm_eps;
+    if (w->q_norm) {
+        kvc_rmsnorm_rows(q, T * nH, D, D, w->q_norm, eps);
+        kvc_rmsnorm_rows(k, T * nKV, D, D, w->k_norm, eps);
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const int64_t p = s->md->positions[t];
+        kvc_rope_half(m, q + t * nH * D, nH, D, p);
+        kvc_rope_half(m, k + t * nKV * D, nKV, D, p);
+    }
+    kvc_attn_call call = {.layer = l,
+                          .q = q,
+                          .k = k,
+                          .v = v,
+                          .nH = nH,
+                          .nKV = nKV,
+                          .D = D,
+                          .Dv = D,
+                          .scale = kvc_model_attn_scale(c),
+                          .window = c->layer_sliding[l] ? c->sliding_window : 0,
+                          .sinks = w->sinks,
+                          .out = ws->att};
+    kvc_status st = kvc_attn_core(s, &call);
+    if (st != KVC_OK) return st;
+    kvc_linear(ws->att, T, nH * D, w->wo, w->bo, H, ws->proj);
+    return KVC_OK;
+}

@@ -1,0 +1,160 @@
+/* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
+ * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
+ * with routed and shared experts (MF 4.5). Experts run over the tokens routed
+ * to them (gathered rows, one GEMM per expert); each token's expert outputs
+ * are summed in expert-index order. */
+#include <math.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/forward_internal.h"
+
+#define DS_MAX_GROUPS 256
+
+void kvc_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
+                    const float *bu, const float *d, const float *bd, int64_t I, float *ga, float *gb, float *out)
+{
+    kvc_linear(x, n, H, g, bg, I, ga);
+    kvc_linear(x, n, H, u, bu, I, gb);
+    kvc_swiglu(ga, gb, n, I, I, ga, I);
+    kvc_linear(ga, n, I, d, bd, H, out);
+}
+
+/* Indices of the k largest of v[0..n) into idx (ties: lower index first). */
+static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx)
+{
+    for (int64_t j = 0; j < k; j++) {
+        int32_t best = -1;
+        for (int64_t e = 0; e < n; e++) {
+            bool taken = false;
+            for (int64_t q = 0; q < j; q++) taken |= idx[q] == (int32_t)e;
+            if (!taken && (best < 0 || v[e] > v[best])) best = (int32_t)e;
+        }
+        idx[j] = best;
+    }
+}
+
+/* Gathers the tokens that chose expert e: ws->tok / ws->tokw, returns their count. */
+static int64_t gather(kvc_model_workspace *ws, int64_t T, int64_t K, int64_t H, int32_t e)
+{
+    int64_t n = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < K; j++)
+            if (ws->sel[t * K + j] == e) {
+                ws->tok[n] = (int32_t)t;
+                ws->tokw[n] = ws->selw[t * K + j];
+                memcpy(ws->xg + n * H, ws->xn + t * H, (size_t)H * sizeof(float));
+                n++;
+            }
+    return n;
+}
+
+static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *dst = ws->acc + (int64_t)ws->tok[i] * H;
+        const float w = ws->tokw[i], *y = ws->yg + i * H;
+        for (int64_t j = 0; j < H; j++) dst[j] += w * y[j];
+    }
+}
+
+kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
+{
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, H = c->hidden_size, E = c->num_experts, K = c->experts_per_tok, I = c->intermediate_size;
+    const float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
+    kvc_linear(ws->xn, T, H, w->router_w, w->router_b, E, ws->router); /* [T, E] */
+    for (int64_t t = 0; t < T; t++) {
+        const float *lg = ws->router + t * E;
+        int32_t *sel = ws->sel + t * K;
+        float *sw = ws->selw + t * K;
+        top_k(lg, E, K, sel);
+        float mx = lg[sel[0]], den = 0.0f;
+        for (int64_t j = 0; j < K; j++) den += (sw[j] = expf(lg[sel[j]] - mx));
+        for (int64_t j = 0; j < K; j++) sw[j] /= den;
+    }
+    memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
+    for (int32_t e = 0; e < (int32_t)E; e++) {
+        const int64_t n = gather(ws, T, K, H, e);
+        if (n == 0) continue;
+        float *u = ws->ff_a; /* [n, 2I] gate/up interleaved */
+        float *a = ws->ff_b; /* [n, I] */
+        kvc_linear_in_out(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
+        for (int64_t i = 0; i < n * I; i++) {
+            float g = u[2 * i], up = u[2 * i + 1];
+            g = g > lim ? lim : g;
+            up = up > lim ? lim : (up < -lim ? -lim : up);
+            a[i] = (up + 1.0f) * (g / (1.0f + expf(-alpha * g)));
+        }
+        kvc_linear_in_out(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
+        scatter_add(ws, n, H);
+    }
+    memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
+    return KVC_OK;
+}
+
+/* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
+static void deepseek_route(const kvc_model_config *c, const float *logits, const float *corr, int32_t *sel, float *sw,
+                           float *tmp /* [E] */)
+{
+    const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
+    float s[2]; /* top-2 per group */
+    int32_t gidx[DS_MAX_GROUPS];
+    float gscore[DS_MAX_GROUPS];
+    for (int64_t e = 0; e < E; e++) tmp[e] = 1.0f / (1.0f + expf(-logits[e])) + corr[e];
+    for (int64_t g = 0; g < G; g++) {
+        s[0] = s[1] = -INFINITY;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) {
+            if (tmp[e] > s[0]) s[1] = s[0], s[0] = tmp[e];
+            else if (tmp[e] > s[1]) s[1] = tmp[e];
+        }
+        gscore[g] = s[0] + s[1];
+    }
+    top_k(gscore, G, c->topk_group, gidx);
+    for (int64_t g = 0; g < G; g++) {
+        bool keep = false;
+        for (int64_t j = 0; j < c->topk_group; j++) keep |= gidx[j] == (int32_t)g;
+        if (!keep)
+            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = 0.0f;
+    }
+    top_k(tmp, E, K, sel);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < K; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
+    for (int64_t j = 0; j < K; j++) {
+        if (c->norm_topk_prob) sw[j] /= (sum + 1e-20f);
+        sw[j] *= (float)c->routed_scaling_factor;
+    }
+}
+
+kvc_status kvc_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
+{
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
+    const int64_t Im = c->moe_intermediate_size;
+    if (c->n_group > DS_MAX_GROUPS)
+        return kvc_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
+    kvc_linear(ws->xn, T, H, w->gate_w, NULL, E, ws->router); /* [T, E] */
+    for (int64_t t = 0; t < T; t++)
+        deepseek_route(c, ws->router + t * E, w->gate_corr, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
+    memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
+    for (int32_t e = 0; e < (int32_t)E; e++) {
+        const int64_t n = gather(ws, T, K, H, e);
+        if (n == 0) continue;
+        kvc_swiglu_mlp(ws->xg, n, H, w->ex_gate + (int64_t)e * Im * H, NULL, w->ex_up + (int64_t)e * Im * H, NULL,
+                       w->ex_down + (int64_t)e * H * Im, NULL, Im, ws->ff_a, ws->ff_b, ws->yg);
+        scatter_add(ws, n, H);
+    }
+    if (w->sh_gate) {
+        const int64_t Is = Im * c->n_shared_experts;
+        kvc_swiglu_mlp(ws->xn, T, H, w->sh_gate, NULL, w->sh_up, NULL, w->sh_down, NULL, Is, ws->ff_a, ws->ff_b,
+                       ws->proj);
+        for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
+    } else {
+        memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
+    }
+    return KVC_OK;
+}

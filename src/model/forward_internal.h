@@ -1,0 +1,79 @@
+/* The forward pass's workspace and the per-layer pieces it calls. */
+#ifndef KVC_MODEL_FORWARD_INTERNAL_H
+#define KVC_MODEL_FORWARD_INTERNAL_H
+
+#include "kvcache/ops.h"
+#include "model/model_internal.h"
+
+struct kvc_model_workspace {
+    int64_t max_tokens, max_rows, max_kv_len;
+    int64_t qw, kw, vw, ow; /* widths: nH*Dq, Nkv*Dq, Nkv*Dv, nH*max(Dv, rkv) */
+    int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe * shared) */
+    float *h;      /* [Tm, H] residual stream */
+    float *xn;     /* [Tm, H] normed input of a sub-layer */
+    float *q;      /* [Tm, qw] */
+    float *k;      /* [Tm, kw] */
+    float *v;      /* [Tm, vw] */
+    float *att;    /* [Tm, ow] attention output (latent for absorbed MLA) */
+    float *proj;   /* [Tm, H] output of o_proj / MLP */
+    float *ff_a;   /* [Tm, ffw] */
+    float *ff_b;   /* [Tm, ffw] */
+    float *acc;    /* [Tm, H] MoE accumulator */
+    float *xg;     /* [Tm, H] MoE gathered rows */
+    float *yg;     /* [Tm, H] MoE expert outputs of the gathered rows */
+    float *router; /* [Tm, E] router logits / scores */
+    float *route_tmp; /* [E] */
+    int32_t *sel;  /* [Tm, k] chosen experts */
+    float *selw;   /* [Tm, k] their weights */
+    int32_t *tok;  /* [Tm] tokens routed to one expert */
+    float *tokw;   /* [Tm] their weights */
+    float *mla_a;  /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs */
+    float *mla_b;  /* [Tm, nH * max(dn + dv, rkv)] MLA kv_b output or absorbed q */
+    float *scores; /* [threads, max_kv_len] latent attention scores */
+    int threads;
+    float *rope_tmp; /* [rot] */
+    int64_t *lens_a; /* [max_rows] */
+    int64_t *lens_b; /* [max_rows] */
+    void *attn_ws;   /* kvc_attention_cpu workspace (grows once to the largest step) */
+    size_t attn_ws_bytes;
+};
+
+/* What one layer's attention sees of the step. */
+typedef struct kvc_fwd_step {
+    const kvc_model *m;
+    kvc_model_workspace *ws;
+    const kvc_forward_args *a;
+    const kvc_step_metadata *md;
+    int64_t T;
+    bool fresh; /* every row's keys are all in the step (packed attention, then write) */
+} kvc_fwd_step;
+
+/* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
+kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l);
+kvc_status kvc_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* The FFN sub-layers: read ws->xn, write ws->proj. */
+/* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H]; ga, gb: [n, n_inter] scratch. */
+void kvc_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
+                    const float *bu, const float *d, const float *bd, int64_t n_inter, float *ga, float *gb, float *out);
+kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
+kvc_status kvc_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
+
+/* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
+ * and/or the layer's cache (full form): writes the cache and fills out
+ * [T, nH, Dv]. window 0 = full attention; sinks [nH] or NULL. */
+typedef struct kvc_attn_call {
+    int64_t layer;
+    const float *q, *k, *v;
+    int64_t nH, nKV, D, Dv;
+    double scale;
+    int64_t window;
+    const float *sinks;
+    float *out;
+} kvc_attn_call;
+kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
+
+/* Writes rows [T, width] into layer cache tensor t (contiguous per row or paged by slots). */
+kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const float *rows,
+                           int64_t heads, int64_t dim);
+
+#endif /* KVC_MODEL_FORWARD_INTERNAL_H */

@@ -1,0 +1,96 @@
+/* kvc_model_load: config.json + *.safetensors of a model directory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/model_internal.h"
+#include "model/weights_internal.h"
+
+typedef struct load_ctx {
+    const kvc_safetensors *st;
+} load_ctx;
+
+/* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix ".gate_proj.weight" */
+static void split_star(const char *name, char *prefix, size_t cap, const char **suffix)
+{
+    const char *star = strchr(name, '*');
+    size_t n = (size_t)(star - name);
+    if (n >= cap) n = cap - 1;
+    memcpy(prefix, name, n);
+    prefix[n] = '\0';
+    *suffix = star + 1;
+}
+
+/* DeepSeek routed experts: per-module tensors, or the fused [E, 2 Imoe, H] / [E, H, Imoe] form. */
+static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int64_t *shape, float *dst)
+{
+    char prefix[160];
+    const char *suffix;
+    split_star(name, prefix, sizeof prefix, &suffix);
+    const int64_t E = shape[0], per = shape[1] * shape[2];
+    char first[200];
+    snprintf(first, sizeof first, "%s0%s", prefix, suffix);
+    if (kvc_safetensors_has(c->st, first)) {
+        for (int64_t e = 0; e < E; e++) {
+            char n[200];
+            snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
+            kvc_status s = kvc_safetensors_read_f32(c->st, n, 2, shape + 1, dst + e * per);
+            if (s != KVC_OK) return s;
+        }
+        return KVC_OK;
+    }
+    char fused[200];
+    const bool down = strstr(suffix, "down_proj") != NULL;
+    snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
+    if (!kvc_safetensors_has(c->st, fused))
+        return kvc_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
+    if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, dst);
+    /* gate rows first, then up rows (concatenated, MF 4.5) */
+    const int64_t I = shape[1], H = shape[2];
+    const int64_t fs[3] = {E, 2 * I, H};
+    float *tmp = malloc((size_t)(E * 2 * I * H) * sizeof(float));
+    if (!tmp) return kvc_fail(KVC_ENOMEM, "model_load: out of memory");
+    kvc_status s = kvc_safetensors_read_f32(c->st, fused, 3, fs, tmp);
+    const bool up = strstr(suffix, "up_proj") != NULL;
+    if (s == KVC_OK)
+        for (int64_t e = 0; e < E; e++) memcpy(dst + e * per, tmp + (e * 2 * I + (up ? I : 0)) * H, (size_t)per * 4);
+    free(tmp);
+    return s;
+}
+
+static kvc_status load_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
+                          kvc_winit init)
+{
+    (void)init;
+    const load_ctx *c = user;
+    if (strchr(name, '*')) return load_ds_experts(c, name, shape, *slot);
+    if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+        name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
+    return kvc_safetensors_read_f32(c->st, name, ndim, shape, *slot);
+}
+
+kvc_status kvc_model_load(const char *dir, kvc_model **out)
+{
+    if (!dir || !out) return kvc_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
+    *out = NULL;
+    kvc_model_config cfg;
+    kvc_status s = kvc_model_config_load(dir, &cfg);
+    if (s != KVC_OK) return s;
+    kvc_safetensors *st = NULL;
+    s = kvc_safetensors_open_dir(dir, &st);
+    if (s != KVC_OK) return s;
+    kvc_model *m = NULL;
+    s = kvc_model_alloc(&cfg, &m);
+    if (s == KVC_OK) {
+        load_ctx c = {.st = st};
+        s = kvc_model_visit_weights(m, load_fn, &c);
+    }
+    kvc_safetensors_destroy(st);
+    if (s != KVC_OK) {
+        kvc_model_destroy(m);
+        return s;
+    }
+    *out = m;
+    return KVC_OK;
+}

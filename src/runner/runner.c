@@ -1,0 +1,167 @@
+/* kvc_runner: creation of the caches of the three standalone modes (AO 5)
+ * and of every per-step array, sized once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "runner/runner_internal.h"
+
+kvc_runner_params kvc_runner_default_params(void)
+{
+    kvc_runner_params p = {.mode = KVC_RUNNER_PAGED, .block_size = 16, .mla_paged = true, .max_new_tokens = 8,
+                           .max_seq_len = 0};
+    return p;
+}
+
+void kvc_runner_destroy(kvc_runner *r)
+{
+    if (!r) return;
+    kvc_model_workspace_destroy(r->ws);
+    kvc_aligned_free(r->cache_mem);
+    free(r->caches.layers);
+    free(r->table);
+    free(r->ids);
+    free(r->positions);
+    free(r->slots);
+    free(r->kv_pos);
+    free(r->lens_q);
+    free(r->lens_kv);
+    free(r->cu_q);
+    free(r->cu_kv);
+    free(r->seq_len);
+    free(r->hist);
+    free(r->logits);
+    free(r->chosen);
+    free(r->last);
+    free(r);
+}
+
+int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
+
+/* Per-layer (heads, dim) of the k and v caches of the mode. */
+static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4])
+{
+    if (latent) {
+        dims[0] = 1, dims[1] = c->kv_lora_rank, dims[2] = 1, dims[3] = c->qk_rope_head_dim;
+    } else if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
+        dims[0] = dims[2] = c->num_heads;
+        dims[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, dims[3] = c->v_head_dim;
+    } else {
+        dims[0] = dims[2] = c->num_kv_heads, dims[1] = dims[3] = c->head_dim;
+    }
+}
+
+static kvc_status make_caches(kvc_runner *r)
+{
+    const kvc_model_config *c = kvc_model_config_of(r->m);
+    const bool latent = r->p.mode == KVC_RUNNER_MLA_LATENT;
+    const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
+    int64_t d[4];
+    cache_dims(c, latent, d);
+    const int64_t L = c->num_layers, tokens = r->batch * r->S;
+    const int64_t per_layer = tokens * (d[0] * d[1] + d[2] * d[3]);
+    kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * sizeof(float), (void **)&r->cache_mem);
+    if (st != KVC_OK) return st;
+    memset(r->cache_mem, 0, (size_t)(per_layer * L) * sizeof(float));
+    r->caches.layers = calloc((size_t)L, sizeof *r->caches.layers);
+    if (!r->caches.layers) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
+    r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
+    r->caches.latent = latent;
+    r->caches.block_size = paged ? r->lay.block_size : 0;
+    r->caches.n_layers = (int32_t)L;
+    float *cur = r->cache_mem;
+    for (int64_t l = 0; l < L; l++) {
+        kvc_layer_cache *lc = &r->caches.layers[l];
+        kvc_tensor *t[2] = {&lc->k, &lc->v};
+        for (int i = 0; i < 2; i++) {
+            const int64_t heads = d[2 * i], dim = d[2 * i + 1];
+            t[i]->data = cur;
+            t[i]->dtype = KVC_DTYPE_F32;
+            if (paged) {
+                t[i]->ndim = 4;
+                t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = r->lay.block_size;
+                t[i]->shape[2] = heads, t[i]->shape[3] = dim;
+            } else {
+                t[i]->ndim = 3;
+                t[i]->shape[0] = r->batch, t[i]->shape[1] = r->S, t[i]->shape[2] = heads * dim;
+            }
+            cur += tokens * heads * dim;
+        }
+        const kvc_attn_type type = c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
+        snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(type));
+    }
+    return KVC_OK;
+}
+
+static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt)
+{
+    const kvc_model_config *c = kvc_model_config_of(m);
+    if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
+        return kvc_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
+                        (int)p->mode);
+    if (p->mode == KVC_RUNNER_MLA_LATENT && c->family != KVC_FAMILY_DEEPSEEK_V3)
+        return kvc_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
+                        kvc_model_family_name(c->family));
+    if (batch < 1 || max_prompt < 1 || p->max_new_tokens < 1 || p->max_seq_len < 0)
+        return kvc_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
+                        (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens,
+                        (long long)p->max_seq_len);
+    const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
+    if (paged && p->block_size < 1)
+        return kvc_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
+    return KVC_OK;
+}
+
+kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
+                             kvc_runner **out)
+{
+    if (!m || !p || !out) return kvc_fail(KVC_EINVAL, "runner_create: model, params and out must not be NULL");
+    *out = NULL;
+    kvc_status st = check_params(m, p, batch, max_prompt_len);
+    if (st != KVC_OK) return st;
+    const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
+    const int64_t need = max_prompt_len + p->max_new_tokens - 1;
+    int64_t S = p->max_seq_len;
+    if (S == 0) S = paged ? kvc_cdiv(need + 1, p->block_size) * p->block_size : need + 1;
+    if (S < need)
+        return kvc_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
+                        (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
+    kvc_runner *r = calloc(1, sizeof *r);
+    if (!r) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
+    r->m = m;
+    r->p = *p;
+    r->batch = batch, r->max_prompt = max_prompt_len, r->S = S;
+    const bool recompute = p->mode == KVC_RUNNER_RECOMPUTE;
+    r->max_tokens = batch * (recompute ? S : max_prompt_len);
+    if (paged) st = kvc_static_layout_init(batch, S, p->block_size, &r->lay);
+    const int64_t V = kvc_model_config_of(m)->vocab_size, bps = paged ? r->lay.blocks_per_seq : 1;
+    if (st == KVC_OK) {
+        r->table = calloc((size_t)(batch * bps), sizeof *r->table);
+        r->ids = calloc((size_t)r->max_tokens, sizeof *r->ids);
+        r->positions = calloc((size_t)r->max_tokens, sizeof *r->positions);
+        r->slots = calloc((size_t)r->max_tokens, sizeof *r->slots);
+        r->kv_pos = calloc((size_t)batch, sizeof(int64_t));
+        r->lens_q = calloc((size_t)batch, sizeof(int64_t));
+        r->lens_kv = calloc((size_t)batch, sizeof(int64_t));
+        r->cu_q = calloc((size_t)batch, sizeof(int64_t));
+        r->cu_kv = calloc((size_t)batch, sizeof(int64_t));
+        r->seq_len = calloc((size_t)batch, sizeof(int64_t));
+        r->hist = calloc((size_t)(batch * S), sizeof *r->hist);
+        r->logits = calloc((size_t)(batch * V), sizeof *r->logits);
+        r->chosen = calloc((size_t)batch, sizeof *r->chosen);
+        r->last = calloc((size_t)batch, sizeof *r->last);
+        if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
+            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
+            st = kvc_fail(KVC_ENOMEM, "runner: out of memory");
+    }
+    if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);
+    if (st == KVC_OK && !recompute) st = make_caches(r);
+    if (st == KVC_OK) st = kvc_model_workspace_create(m, r->max_tokens, batch, S, &r->ws);
+    if (st != KVC_OK) {
+        kvc_runner_destroy(r);
+        return st;
+    }
+    *out = r;
+    return KVC_OK;
+}
