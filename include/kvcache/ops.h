@@ -55,8 +55,10 @@ int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
  * the cache dtype (int8 caches: kvc_write_slots_quant). Refused: slot
- * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL); the
- * cache is unchanged after a refusal (all slots are checked first). */
+ * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
+ * in debug builds a slot outside the null block (>= bs) given twice
+ * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
+ * unchanged after a refusal (all slots are checked first). */
 kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 

@@ -78,7 +78,7 @@ kvc_status kvc_mla_write(const kvc_mla_write_params *p)
     if (quant && (!isfinite(p->nope_inv_scale[0]) || p->nope_inv_scale[0] == 0.0f))
         return kvc_fail(KVC_EINVAL, "mla_write: nope_inv_scale %g must be finite and non-zero",
                         (double)p->nope_inv_scale[0]);
-    if ((st = kvc_check_slots(p->slots, p->n_tokens, p->n_tokens, gn.n_blocks * gn.bs, "mla_write")) != KVC_OK)
+    if ((st = kvc_check_slots(p->slots, p->n_tokens, p->n_tokens, gn.n_blocks * gn.bs, gn.bs, "mla_write")) != KVC_OK)
         return st;
 
     const int64_t Dc = p->latent_dim, Dr = p->rope_dim, W = Dc + Dr;

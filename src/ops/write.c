@@ -2,6 +2,7 @@
  * for both paged allocation orders and NZ (AO 2.2, 2.4), int8 quantised
  * slot writes (AO 2.5). Every index is checked before anything is written. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -96,7 +97,38 @@ kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, con
     return KVC_OK;
 }
 
-kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity,
+#ifndef NDEBUG
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Debug builds: a slot outside block 0 written twice in one call (AO 2.2:
+ * duplicates are legal only for the null block). Sorts a copy, so it stays
+ * out of release builds (no allocation on the write path). */
+static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_t bs, const char *what)
+{
+    int64_t *c = malloc(sizeof(int64_t) * (size_t)(n_slots + 1));
+    if (!c) return KVC_OK; /* the check is best effort */
+    int64_t n = 0;
+    for (int64_t t = 0; t < n_slots; t++)
+        if (slots[t] >= bs) c[n++] = slots[t];
+    qsort(c, (size_t)n, sizeof *c, cmp_i64);
+    for (int64_t i = 1; i < n; i++)
+        if (c[i] == c[i - 1]) {
+            const int64_t dup = c[i];
+            free(c);
+            return kvc_fail(KVC_EINVAL,
+                            "%s: slot %lld is written twice in one call (duplicates are allowed only in the null block, slots < bs = %lld)",
+                            what, (long long)dup, (long long)bs);
+        }
+    free(c);
+    return KVC_OK;
+}
+#endif
+
+kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
                            const char *what)
 {
     if (n_slots != n_tokens)
@@ -109,7 +141,12 @@ kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_toke
             return kvc_fail(KVC_ERANGE,
                             "%s: slot %lld of token %lld is outside [0, NB*bs = %lld) and is not the skip marker -1",
                             what, (long long)slots[t], (long long)t, (long long)capacity);
+#ifndef NDEBUG
+    return check_duplicates(slots, n_slots, bs, what);
+#else
+    (void)bs;
     return KVC_OK;
+#endif
 }
 
 static kvc_status check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what)
@@ -131,7 +168,7 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_t
         return kvc_fail(KVC_EINVAL,
                         "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
                         kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
-    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, "write_slots")) != KVC_OK)
+    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots")) != KVC_OK)
         return st;
     const size_t es = kvc_dtype_size(cache->dtype);
     const int64_t D = g.head_dim;
@@ -175,7 +212,7 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const
         if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
             return kvc_fail(KVC_EINVAL, "write_slots_quant: inv_scale[%lld] = %g must be finite and non-zero",
                             (long long)i, (double)inv_scale[i]);
-    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, "write_slots_quant")) != KVC_OK)
+    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots_quant")) != KVC_OK)
         return st;
     const float *x = upd->data;
     int8_t *c = cache->data;

@@ -93,6 +93,34 @@ static void check_slot_scatter(kvc_paged_order order)
 }
 
 static void test_slot_scatter_bnbsnd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNBSND); }
+
+/* AO 2.2: duplicates are legal only in the null block (slots < bs); debug
+ * builds refuse a duplicate outside it (in any block, here block 2), leaving
+ * the cache unchanged. */
+static void test_slot_duplicates(void **state)
+{
+    (void)state;
+    enum { NB = 3, BS = 4, N = 1, D = 2, T = 5 };
+    float cache[NB * BS * N * D], upd[T * N * D];
+    for (int i = 0; i < NB * BS * N * D; i++) cache[i] = (float)i;
+    for (int i = 0; i < T * N * D; i++) upd[i] = -1.0f - (float)i;
+    kvc_tensor c = tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
+    int64_t in_null[T] = {0, 5, 0, 3, 3}; /* 0 and 3 repeated: both in block 0 */
+    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, in_null, T), KVC_OK);
+    assert_true(cache[5 * D] == upd[1 * D]);
+#ifndef NDEBUG
+    float before[NB * BS * N * D];
+    memcpy(before, cache, sizeof cache);
+    int64_t dup[T] = {9, 1, KVC_SLOT_SKIP, 4, 9};
+    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, dup, T), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "slot 9 is written twice"));
+    int64_t dup_last_block[T] = {11, 2, 11, KVC_SLOT_SKIP, KVC_SLOT_SKIP};
+    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, dup_last_block, T), KVC_EINVAL);
+    int64_t skips[T] = {KVC_SLOT_SKIP, KVC_SLOT_SKIP, 8, KVC_SLOT_SKIP, 10}; /* repeated skip markers are fine */
+    assert_memory_equal(before, cache, sizeof cache);
+    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, skips, T), KVC_OK);
+#endif
+}
 static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNNBSD); }
 
 static void test_nz_index_examples(void **state)
@@ -258,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
         cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
         cmocka_unit_test(test_mla_write_nz_int8),    cmocka_unit_test(test_quantized_write),
+        cmocka_unit_test(test_slot_duplicates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
