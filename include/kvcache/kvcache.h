@@ -39,5 +39,6 @@
 #include "kvcache/plan.h"
 #include "kvcache/batch.h"
 #include "kvcache/ops.h"
+#include "kvcache/engine.h"
 
 #endif

@@ -1,0 +1,269 @@
+/* kvcache engine layer: the framework deployment. A request queue, a
+ * scheduler that packs prefill batches under a token budget and decodes every
+ * running request (continuous batching), admission through
+ * kvc_manager_allocate_slots with the reserved-decode-tokens rule,
+ * preemption when a decode step runs out of blocks, release of finished
+ * requests' blocks, and a sampler (greedy, temperature / top-k / top-p).
+ * A model that declares no cache info runs on the self-managed path:
+ * legacy contiguous caches [max_batch, max_model_len, *unit] with an explicit
+ * cache row per request. Behaviour: ../shared/spec/runtime-metadata.md
+ * sections 2-9, kv-management.md section 5.4, verification.md sections 1-3.
+ *
+ * The engine talks to the model through kvc_engine_model (a vtable); the
+ * model runtime plugs in through a thin adapter that fills it.
+ *
+ * Thread safety: an engine is not thread-safe (one caller at a time); the
+ * model's forward runs on the calling thread. A sampler is not thread-safe. */
+#ifndef KVCACHE_ENGINE_H
+#define KVCACHE_ENGINE_H
+
+#include "kvcache/base.h"
+#include "kvcache/batch.h"
+#include "kvcache/cache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- sampler ---------------------------------------------------------------- */
+
+/* temperature 0 is greedy (argmax, lowest index on ties). Otherwise the
+ * logits are divided by the temperature, cut to the top_k most likely tokens
+ * (0 = no cut), then to the smallest most-likely-first prefix whose
+ * probability reaches top_p (1 = no cut; at least one token is kept), and one
+ * token is drawn from what is left. Ties in the ordering go to the lower
+ * token id. The draw for a request's k-th generated token depends only on
+ * (seed, k) (a counter-based generator), so a request samples the same tokens
+ * whatever batch it runs in and however often it is preempted. */
+typedef struct kvc_sampling_params {
+    float temperature; /* >= 0; 0 = greedy */
+    int32_t top_k;     /* >= 0; 0 = all tokens */
+    float top_p;       /* (0, 1] */
+    uint64_t seed;
+} kvc_sampling_params;
+
+/* Greedy: temperature 0, top_k 0, top_p 1, seed 0. */
+kvc_sampling_params kvc_sampling_default_params(void);
+/* KVC_EINVAL naming the field when a value is out of range. */
+kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
+
+/* Argmax of logits[0..vocab), lowest index on ties (NaN never wins; 0 when
+ * nothing compares greater than -inf). */
+int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
+
+/* The uniform number in [0, 1) a seeded draw uses for counter k. */
+double kvc_sample_uniform(uint64_t seed, uint64_t k);
+
+/* Workspace for one vocabulary size; sampling never allocates. */
+typedef struct kvc_sampler kvc_sampler;
+
+kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
+void kvc_sampler_destroy(kvc_sampler *s);
+/* Draws one token for draw counter k (the request's generated-token index). */
+kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
+                              uint64_t k, int32_t *token_out);
+
+/* ---- the model seen by the engine ------------------------------------------ */
+
+/* A contiguous cache tensor a self-managed model asks for (spec RM 9): the
+ * engine allocates [max_batch, max_model_len, *unit] of dtype, zero-filled,
+ * and hands it to the setter once. */
+typedef struct kvc_engine_legacy_cache {
+    char name[KVC_NAME_MAX]; /* "k_cache", for messages */
+    int32_t layer_idx;
+    kvc_dtype dtype;
+    int32_t n_dims;               /* per-token trailing shape unit[0..n_dims), >= 1 dims */
+    int64_t unit[KVC_MAX_DIMS];
+    kvc_tensor_setter tensor_setter; /* required */
+    void *setter_user;
+} kvc_engine_legacy_cache;
+
+/* What one forward step receives besides the token ids. */
+typedef struct kvc_engine_batch {
+    /* positions, lengths, kv_pos; in managed mode also the block tables and
+     * slot mappings of every manager key. Self-managed mode: n_keys = 0. */
+    const kvc_step_metadata *md;
+    const int64_t *request_ids; /* [md->n_rows] the engine's request id of each row */
+    /* Self-managed mode only (NULL / 0 in managed mode). The reference's
+     * request_offset counter is replaced by an explicit cache row per request
+     * (RM 9 [proposed]), the same row in prefill and decode; the reference's
+     * two-meaning kv_len is split into md->kv_pos (per row) and legacy_index. */
+    const int64_t *cache_rows;   /* [md->n_rows] legacy cache row of each row, < max_batch */
+    const int64_t *legacy_index; /* [md->n_tokens] cache_rows[row] * cache_seq_len + positions[t] */
+    int64_t cache_seq_len;       /* positions per legacy row (= max_model_len) */
+} kvc_engine_batch;
+
+/* The model, as a vtable plus its self pointer. */
+typedef struct kvc_engine_model {
+    void *self;
+    int64_t vocab_size; /* >= 1 */
+    /* The model's cache declaration; NULL = self-managed. The engine
+     * validates it, plans blocks, allocates storage (the entries' own tensor
+     * setters receive the tensors; entry.tensor is written) and builds the
+     * manager over it, so it must outlive the engine. */
+    kvc_model_cache_info *cache_info;
+    /* Self-managed only: the legacy caches to allocate (may be empty when the
+     * model owns its caches; it still gets a cache row per request). */
+    const kvc_engine_legacy_cache *legacy_caches; /* [n_legacy_caches] */
+    int32_t n_legacy_caches;
+    /* One step: ids packed per batch->md (rows one after another, row b's
+     * tokens at [cu_q[b-1], cu_q[b])); writes each row's logits for its LAST
+     * token: logits [md->n_rows, vocab_size]. Prefill rows start at position
+     * 0; decode rows carry one token at kv_pos. Must write the step's K/V
+     * through the slot mappings (managed) or legacy_index (self-managed)
+     * before reading them back. A failure status is returned by
+     * kvc_engine_step unchanged. */
+    kvc_status (*forward)(void *self, const int32_t *ids /* [md->n_tokens] */, const kvc_engine_batch *batch,
+                          float *logits /* [md->n_rows, vocab_size] */);
+} kvc_engine_model;
+
+/* ---- engine ----------------------------------------------------------------- */
+
+typedef enum kvc_engine_plan {
+    KVC_ENGINE_PLAN_OFFLINE = 0, /* cdiv(max_model_len, bs) * plan_concurrency + 1 blocks per paged key */
+    KVC_ENGINE_PLAN_BUDGET = 1   /* kv_memory_bytes for every cache (fixed-size types first) */
+} kvc_engine_plan;
+
+typedef struct kvc_engine_params {
+    int64_t max_model_len;      /* >= 1: KV positions of one request (prompt + generated - 1) */
+    int64_t max_batch;          /* >= 1: rows per step = requests running at once */
+    int64_t max_prefill_tokens; /* tokens of one prefill step; 0 = max_model_len; must be >= max_model_len
+                                 * (no chunked prefill: a preempted request recomputes up to
+                                 * max_model_len tokens in one prefill) */
+    int64_t max_requests;       /* requests held at once (waiting, running, finished and not released);
+                                 * 0 = 4 * max_batch */
+    kvc_engine_plan plan;
+    int64_t plan_concurrency;   /* OFFLINE: 0 = max_batch */
+    int64_t kv_memory_bytes;    /* BUDGET: > 0 */
+    int64_t reserved_decode_tokens; /* prefill admission keeps cdiv(this, bs) blocks per live request free */
+    int64_t next_n;             /* speculative depth: only 0 is supported */
+    uint64_t seed;              /* mixed into every request's sampling seed */
+    size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB) */
+    bool check;                 /* run the verification checks after every step and release */
+} kvc_engine_params;
+
+/* max_model_len 0 (must be set), max_batch 8, max_prefill_tokens 0,
+ * max_requests 0, OFFLINE, plan_concurrency 0, kv_memory_bytes 0,
+ * reserved_decode_tokens 64, next_n 0, seed 0, KVC_ALIGN_DEFAULT, check on
+ * in debug builds (no NDEBUG) and off otherwise. */
+kvc_engine_params kvc_engine_default_params(void);
+
+typedef struct kvc_engine kvc_engine;
+
+/* Validates the model and params, plans the blocks (or sets up the legacy
+ * caches), allocates the storage, the manager, the step buffers, the request
+ * slots and every per-step workspace: nothing is allocated afterwards. */
+kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
+void kvc_engine_destroy(kvc_engine *e);
+
+/* One request. Start from kvc_engine_request_default(). */
+typedef struct kvc_engine_request {
+    int64_t id;               /* >= 0, not held by the engine already */
+    const int32_t *prompt;    /* [n_prompt] token ids in [0, vocab); copied */
+    int64_t n_prompt;         /* 1 .. max_model_len */
+    int64_t max_new_tokens;   /* >= 1 */
+    int32_t eos_id;           /* -1: none; generation stops after emitting it (it is part of the output) */
+    kvc_sampling_params sampling;
+} kvc_engine_request;
+
+/* id -1, no prompt, max_new_tokens 16, eos_id -1, greedy. */
+kvc_engine_request kvc_engine_request_default(void);
+
+/* Queues a request at the tail of the waiting queue. Refused, with the engine
+ * unchanged: bad fields (KVC_EINVAL: empty prompt, prompt longer than
+ * max_model_len, a token or eos id outside the vocabulary, bad sampling), an
+ * id already held (KVC_EINVAL), a request whose longest run
+ * (min(n_prompt + max_new_tokens - 1, max_model_len) positions) does not fit
+ * the pools even alone (KVC_ENOMEM, naming the key and counts), no free
+ * request slot (KVC_NO_SPACE: release finished requests). */
+kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
+
+typedef enum kvc_engine_request_state {
+    KVC_REQ_WAITING = 0,  /* queued for (re)prefill */
+    KVC_REQ_RUNNING = 1,  /* its KV is cached; decoding */
+    KVC_REQ_FINISHED = 2  /* done; blocks already freed; output readable until released */
+} kvc_engine_request_state;
+
+typedef enum kvc_engine_finish_reason {
+    KVC_FINISH_NONE = 0,
+    KVC_FINISH_EOS = 1,          /* emitted eos_id */
+    KVC_FINISH_MAX_NEW = 2,      /* max_new_tokens generated */
+    KVC_FINISH_MAX_MODEL_LEN = 3 /* its next token would need a position >= max_model_len */
+} kvc_engine_finish_reason;
+
+const char *kvc_engine_request_state_name(kvc_engine_request_state s);
+const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r);
+
+typedef struct kvc_engine_request_info {
+    kvc_engine_request_state state;
+    kvc_engine_finish_reason finish;
+    int64_t n_prompt;
+    int64_t n_generated;
+    int64_t n_cached;     /* tokens whose KV is in the cache (0 while waiting) */
+    int64_t n_preemptions;
+} kvc_engine_request_info;
+
+/* KVC_EINVAL for an id the engine does not hold. */
+kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
+/* Generated tokens so far (at most cap copied); *n_out = their count. */
+kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+/* Forgets a request: a finished one's output goes; a waiting or running one is
+ * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
+kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
+
+typedef struct kvc_engine_step_result {
+    bool is_prefill;
+    int64_t n_rows;       /* rows the model ran (0: nothing ran) */
+    int64_t n_tokens;     /* tokens the model ran */
+    int64_t n_preempted;  /* requests preempted by this step */
+    int64_t n_finished;   /* requests that finished in this step */
+    bool idle;            /* nothing waiting or running: there was nothing to do */
+} kvc_engine_step_result;
+
+/* One scheduler step. If requests wait and a running row is free, a prefill
+ * batch is packed FIFO (up to max_prefill_tokens tokens and max_batch running
+ * rows), each admitted through allocate_slots(id, 0, L, 0,
+ * reserved_decode_tokens); admission stops at the first refusal (no
+ * skipping). Without an admitted request, every running request decodes one
+ * token (allocate_slots(id, computed_len + 1, 1, 0, 0)); when a decode
+ * allocation fails, the most recently admitted running request is preempted
+ * (its blocks freed, requeued at the head of the waiting queue to recompute
+ * its prompt and generated tokens later) and the allocation retried. Then the
+ * model runs, one token is sampled per row, and finished requests release
+ * their blocks at once. KVC_OK when a batch ran or there was nothing to do
+ * (res->idle); KVC_NO_SPACE (with a message) when requests are held but none
+ * can run ("no progress"). If the model's forward fails its status is
+ * returned, prefill admissions are undone and no token is appended. */
+kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+
+typedef struct kvc_engine_stats {
+    int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
+    int64_t n_free_slots;                     /* request slots free now */
+    int64_t steps, prefill_steps, decode_steps;
+    int64_t prefill_tokens, decode_tokens, generated_tokens;
+    int64_t preemptions, finished_total;
+    int32_t n_keys;                           /* manager keys (0: self-managed) */
+    int64_t num_blocks[KVC_MAX_MANAGERS];     /* per key, null block included */
+    int64_t blocks_in_use[KVC_MAX_MANAGERS];  /* per key, null block excluded */
+    int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
+    int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
+    int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
+} kvc_engine_stats;
+
+kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
+
+/* The engine's manager (NULL in self-managed mode) and its parameters. */
+const kvc_manager *kvc_engine_manager(const kvc_engine *e);
+const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
+
+/* Runs the engine-level verification checks now (also run after every step
+ * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping,
+ * every running request known to every manager and no waiting one, and with
+ * nothing running every pool back at num_blocks - 1 free (P-REL-4).
+ * KVC_EINTERNAL naming the broken rule. */
+kvc_status kvc_engine_check(const kvc_engine *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVCACHE_ENGINE_H */

@@ -1,0 +1,215 @@
+/* Engine creation and destruction: parameter checks, the initialisation
+ * chain of the managed path (validate -> plan -> storage -> manager -> step
+ * buffers) or the legacy caches of the self-managed path, and every
+ * workspace a step needs, sized once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+kvc_engine_params kvc_engine_default_params(void) {
+    kvc_engine_params p;
+    memset(&p, 0, sizeof p);
+    p.max_batch = 8;
+    p.plan = KVC_ENGINE_PLAN_OFFLINE;
+    p.reserved_decode_tokens = 64;
+    p.alignment = KVC_ALIGN_DEFAULT;
+#ifdef NDEBUG
+    p.check = false;
+#else
+    p.check = true;
+#endif
+    return p;
+}
+
+#define KVC_ENGINE_MAX_ROWS ((int64_t)1 << 20)
+#define KVC_ENGINE_MAX_REQUESTS ((int64_t)1 << 24)
+
+static kvc_status check_model(const kvc_engine_model *m) {
+    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: model is NULL");
+    if (m->forward == NULL) return kvc_fail(KVC_EINVAL, "engine model: forward is NULL");
+    if (m->vocab_size < 1 || m->vocab_size > INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "engine model: vocab_size %lld must be in [1, 2^31)", (long long)m->vocab_size);
+    if (m->cache_info != NULL && m->n_legacy_caches != 0)
+        return kvc_fail(KVC_EINVAL, "engine model: declares cache info and %d legacy caches; legacy caches are for "
+                        "self-managed models (cache_info NULL) only", m->n_legacy_caches);
+    return KVC_OK;
+}
+
+/* Checks p and replaces its 0 = default fields by their values. */
+static kvc_status resolve_params(kvc_engine_params *p) {
+    if (p->max_model_len < 1 || p->max_model_len >= INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)", (long long)p->max_model_len);
+    if (p->max_batch < 1 || p->max_batch > KVC_ENGINE_MAX_ROWS)
+        return kvc_fail(KVC_EINVAL, "engine: max_batch %lld must be in [1, %lld]", (long long)p->max_batch,
+                        (long long)KVC_ENGINE_MAX_ROWS);
+    if (p->max_prefill_tokens == 0) p->max_prefill_tokens = p->max_model_len;
+    if (p->max_prefill_tokens < p->max_model_len || p->max_prefill_tokens >= INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "engine: max_prefill_tokens %lld must be >= max_model_len %lld (no chunked "
+                        "prefill: a preempted request recomputes up to max_model_len tokens at once) and < 2^31",
+                        (long long)p->max_prefill_tokens, (long long)p->max_model_len);
+    if (p->max_requests == 0) p->max_requests = 4 * p->max_batch;
+    if (p->max_requests < 1 || p->max_requests > KVC_ENGINE_MAX_REQUESTS)
+        return kvc_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
+                        (long long)KVC_ENGINE_MAX_REQUESTS);
+    if (p->plan_concurrency == 0) p->plan_concurrency = p->max_batch;
+    if (p->plan != KVC_ENGINE_PLAN_OFFLINE && p->plan != KVC_ENGINE_PLAN_BUDGET)
+        return kvc_fail(KVC_EINVAL, "engine: plan %d is unknown (OFFLINE or BUDGET)", (int)p->plan);
+    if (p->plan == KVC_ENGINE_PLAN_BUDGET && p->kv_memory_bytes <= 0)
+        return kvc_fail(KVC_EINVAL, "engine: BUDGET planning needs kv_memory_bytes > 0 (got %lld)",
+                        (long long)p->kv_memory_bytes);
+    if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > p->max_model_len)
+        return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, max_model_len %lld]",
+                        (long long)p->reserved_decode_tokens, (long long)p->max_model_len);
+    if (p->next_n != 0)
+        return kvc_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
+                        (long long)p->next_n);
+    if (p->alignment < sizeof(void *) || (p->alignment & (p->alignment - 1)) != 0)
+        return kvc_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
+                        sizeof(void *));
+    int64_t store = 0;
+    if (!kvc_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 40))
+        return kvc_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
+                        (long long)p->max_requests, (long long)p->max_model_len);
+    return KVC_OK;
+}
+
+static kvc_status managed_create(kvc_engine *e) {
+    kvc_model_cache_info *ci = e->model.cache_info;
+    kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
+    kvc_cache_groups groups;
+    if (st == KVC_OK) st = kvc_cache_groups_build(ci, &groups);
+    if (st != KVC_OK) return st;
+    kvc_plan_params pp = kvc_plan_default_params();
+    pp.next_n = e->p.next_n;
+    if (e->p.plan == KVC_ENGINE_PLAN_OFFLINE) {
+        pp.mode = KVC_PLAN_OFFLINE;
+        pp.max_len = e->p.max_model_len;
+        pp.max_concurrency = e->p.plan_concurrency;
+        pp.free_bytes = -1;
+    } else {
+        pp.mode = KVC_PLAN_BUDGET;
+        pp.kv_memory_bytes = e->p.kv_memory_bytes;
+        pp.max_concurrency = e->p.max_batch; /* sizes the fixed-size (window, state) pools */
+    }
+    st = kvc_plan_blocks(&pp, ci, &e->plan);
+    if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, e->p.alignment, &e->storage);
+    if (st != KVC_OK) return st;
+    e->kv_bytes = kvc_cache_storage_bytes(e->storage);
+    kvc_manager_params mp = kvc_manager_default_params();
+    mp.max_model_len = e->p.max_model_len;
+    mp.max_requests = e->p.max_batch;
+    mp.engine_next_n = e->p.next_n;
+    st = kvc_manager_create(ci, &e->plan, &mp, &e->mgr);
+    if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_batch, e->max_tokens, &e->buf);
+    if (st != KVC_OK) return st;
+    e->n_keys = kvc_manager_n_keys(e->mgr);
+    for (int32_t k = 0; k < e->n_keys; k++)
+        for (int32_t g = 0; g < groups.n_groups; g++)
+            if (strcmp(groups.groups[g].key, kvc_manager_key(e->mgr, k)) == 0)
+                e->window[k] = groups.groups[g].sliding_window;
+    return KVC_OK;
+}
+
+static kvc_status alloc_requests(kvc_engine *e) {
+    size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_batch;
+    int64_t map_cap = 16;
+    while (map_cap < 2 * e->p.max_requests) map_cap *= 2;
+    e->reqs = calloc(n, sizeof *e->reqs);
+    e->token_store = malloc(n * (size_t)(e->p.max_model_len + 1) * sizeof *e->token_store);
+    e->free_slots = malloc(n * sizeof *e->free_slots);
+    e->map_ids = malloc((size_t)map_cap * sizeof *e->map_ids);
+    e->map_slots = malloc((size_t)map_cap * sizeof *e->map_slots);
+    e->waiting = malloc(n * sizeof *e->waiting);
+    e->running = malloc(rows * sizeof *e->running);
+    e->rows = malloc(rows * sizeof *e->rows);
+    e->row_slots = malloc(rows * sizeof *e->row_slots);
+    e->row_ids = malloc(rows * sizeof *e->row_ids);
+    e->ids = malloc((size_t)e->max_tokens * sizeof *e->ids);
+    e->logits = malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
+    if (!e->reqs || !e->token_store || !e->free_slots || !e->map_ids || !e->map_slots || !e->waiting ||
+        !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->ids || !e->logits)
+        return kvc_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
+                        (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
+    e->map_mask = map_cap - 1;
+    for (int64_t b = 0; b < map_cap; b++) e->map_ids[b] = -1;
+    for (int64_t i = 0; i < e->p.max_requests; i++) {
+        e->reqs[i].state = KVC_SLOT_UNUSED;
+        e->reqs[i].tokens = e->token_store + (size_t)i * (size_t)(e->p.max_model_len + 1);
+        e->free_slots[i] = (int32_t)(e->p.max_requests - 1 - i); /* slot 0 is taken first */
+    }
+    e->n_free_slots = e->p.max_requests;
+    return kvc_sampler_create(e->model.vocab_size, &e->sampler);
+}
+
+kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: out is NULL");
+    *out = NULL;
+    if (p == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: params are NULL");
+    kvc_status st = check_model(model);
+    if (st != KVC_OK) return st;
+    kvc_engine_params rp = *p;
+    st = resolve_params(&rp);
+    if (st != KVC_OK) return st;
+    kvc_engine *e = calloc(1, sizeof *e);
+    if (e == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
+    e->model = *model;
+    e->p = rp;
+    e->max_tokens = kvc_max64(rp.max_prefill_tokens, rp.max_batch);
+    e->managed = model->cache_info != NULL;
+    st = e->managed ? managed_create(e) : kvc_engine_legacy_create(e);
+    if (st == KVC_OK) st = alloc_requests(e);
+    if (st == KVC_OK && e->p.check) st = kvc_engine_check_alloc(e);
+    if (st != KVC_OK) {
+        kvc_engine_destroy(e);
+        return st;
+    }
+    *out = e;
+    return KVC_OK;
+}
+
+void kvc_engine_destroy(kvc_engine *e) {
+    if (e == NULL) return;
+    kvc_step_buffers_destroy(e->buf);
+    kvc_manager_destroy(e->mgr);
+    kvc_cache_storage_destroy(e->storage);
+    kvc_engine_legacy_destroy(e);
+    kvc_sampler_destroy(e->sampler);
+    free(e->reqs);
+    free(e->token_store);
+    free(e->free_slots);
+    free(e->map_ids);
+    free(e->map_slots);
+    free(e->waiting);
+    free(e->running);
+    free(e->rows);
+    free(e->row_slots);
+    free(e->row_ids);
+    free(e->ids);
+    free(e->logits);
+    free(e->check_row);
+    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) free(e->slot_seen[k]);
+    free(e);
+}
+
+const kvc_manager *kvc_engine_manager(const kvc_engine *e) { return e != NULL ? e->mgr : NULL; }
+
+const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e) { return e != NULL ? &e->p : NULL; }
+
+kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out) {
+    if (e == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_get_stats: engine and out must not be NULL");
+    *out = e->stats;
+    out->n_waiting = e->n_waiting;
+    out->n_running = e->n_running;
+    out->n_finished = e->n_finished;
+    out->n_free_slots = e->n_free_slots;
+    out->n_keys = e->n_keys;
+    out->kv_bytes = e->kv_bytes;
+    out->free_cache_rows = e->managed ? 0 : e->legacy.n_free_rows;
+    for (int32_t k = 0; k < e->n_keys; k++) {
+        out->num_blocks[k] = kvc_manager_num_blocks(e->mgr, k);
+        out->blocks_in_use[k] = out->num_blocks[k] - 1 - kvc_manager_num_free(e->mgr, k);
+        out->peak_blocks_in_use[k] = e->peak_in_use[k];
+    }
+    return KVC_OK;
+}

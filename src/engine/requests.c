@@ -1,0 +1,150 @@
+/* Requests: adding (with every refusal the engine survives), queries of
+ * state and output, and release (which aborts a live request). */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+kvc_engine_request kvc_engine_request_default(void) {
+    return (kvc_engine_request){
+        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1,
+        .sampling = kvc_sampling_default_params(),
+    };
+}
+
+const char *kvc_engine_request_state_name(kvc_engine_request_state s) {
+    switch (s) {
+    case KVC_REQ_WAITING: return "waiting";
+    case KVC_REQ_RUNNING: return "running";
+    case KVC_REQ_FINISHED: return "finished";
+    }
+    return "?";
+}
+
+const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r) {
+    switch (r) {
+    case KVC_FINISH_NONE: return "none";
+    case KVC_FINISH_EOS: return "eos";
+    case KVC_FINISH_MAX_NEW: return "max_new_tokens";
+    case KVC_FINISH_MAX_MODEL_LEN: return "max_model_len";
+    }
+    return "?";
+}
+
+static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r) {
+    if (r->id < 0) return kvc_fail(KVC_EINVAL, "request id %lld must be >= 0", (long long)r->id);
+    if (r->n_prompt < 1)
+        return kvc_fail(KVC_EINVAL, "request %lld: the prompt is empty (n_prompt %lld); at least one token is needed",
+                        (long long)r->id, (long long)r->n_prompt);
+    if (r->prompt == NULL) return kvc_fail(KVC_EINVAL, "request %lld: prompt is NULL", (long long)r->id);
+    if (r->n_prompt > e->p.max_model_len)
+        return kvc_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens is longer than max_model_len %lld",
+                        (long long)r->id, (long long)r->n_prompt, (long long)e->p.max_model_len);
+    for (int64_t i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= e->model.vocab_size)
+            return kvc_fail(KVC_EINVAL, "request %lld: prompt token %lld is %d, outside the vocabulary [0, %lld)",
+                            (long long)r->id, (long long)i, r->prompt[i], (long long)e->model.vocab_size);
+    if (r->max_new_tokens < 1)
+        return kvc_fail(KVC_EINVAL, "request %lld: max_new_tokens %lld must be >= 1", (long long)r->id,
+                        (long long)r->max_new_tokens);
+    if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
+        return kvc_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
+                        r->eos_id, (long long)e->model.vocab_size);
+    kvc_status st = kvc_sampling_params_check(&r->sampling);
+    if (st != KVC_OK) {
+        char why[256]; /* kvc_fail writes the buffer kvc_last_error() reads */
+        snprintf(why, sizeof why, "%s", kvc_last_error());
+        return kvc_fail(st, "request %lld: %s", (long long)r->id, why);
+    }
+    const kvc_engine_req *held = kvc_engine_find(e, r->id);
+    if (held != NULL)
+        return kvc_fail(KVC_EINVAL, "request id %lld is already held by the engine (%s); release it first",
+                        (long long)r->id, kvc_engine_request_state_name((kvc_engine_request_state)held->state));
+    /* positions of its longest run: every token but the last one generated is fed */
+    int64_t room = e->p.max_model_len - r->n_prompt + 1;
+    int64_t positions = r->n_prompt + kvc_min64(r->max_new_tokens, room) - 1;
+    st = kvc_engine_fit_check(e, r->id, kvc_min64(positions, e->p.max_model_len));
+    if (st != KVC_OK) return st;
+    if (e->n_free_slots == 0)
+        return kvc_fail(KVC_NO_SPACE, "request %lld: all %lld request slots are held; release finished requests",
+                        (long long)r->id, (long long)e->p.max_requests);
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
+    if (e == NULL || r == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
+    kvc_status st = check_request(e, r);
+    if (st != KVC_OK) return st;
+    int32_t slot = e->free_slots[--e->n_free_slots];
+    kvc_engine_req *q = &e->reqs[slot];
+    int32_t *tokens = q->tokens;
+    memset(q, 0, sizeof *q);
+    q->tokens = tokens;
+    q->id = r->id;
+    q->state = KVC_REQ_WAITING;
+    q->finish = KVC_FINISH_NONE;
+    q->n_prompt = r->n_prompt;
+    q->n_tokens = r->n_prompt;
+    q->max_new_tokens = r->max_new_tokens;
+    q->eos_id = r->eos_id;
+    q->sampling = r->sampling;
+    q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
+    q->cache_row = -1;
+    memcpy(q->tokens, r->prompt, (size_t)r->n_prompt * sizeof *r->prompt);
+    kvc_engine_map_put(e, r->id, slot);
+    kvc_engine_wait_push_back(e, slot);
+    return KVC_OK;
+}
+
+static kvc_status lookup(const kvc_engine *e, int64_t id, const char *what, kvc_engine_req **out) {
+    if (e == NULL) return kvc_fail(KVC_EINVAL, "%s: engine is NULL", what);
+    *out = kvc_engine_find(e, id);
+    if (*out == NULL) return kvc_fail(KVC_EINVAL, "%s: request %lld is not held by the engine", what, (long long)id);
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out) {
+    kvc_engine_req *r = NULL;
+    kvc_status st = lookup(e, id, "kvc_engine_request_get", &r);
+    if (st != KVC_OK) return st;
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_request_get: out is NULL");
+    *out = (kvc_engine_request_info){
+        .state = (kvc_engine_request_state)r->state, .finish = r->finish, .n_prompt = r->n_prompt,
+        .n_generated = r->n_tokens - r->n_prompt, .n_cached = r->n_cached, .n_preemptions = r->n_preemptions,
+    };
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out) {
+    kvc_engine_req *r = NULL;
+    kvc_status st = lookup(e, id, "kvc_engine_request_output", &r);
+    if (st != KVC_OK) return st;
+    if (n_out == NULL || cap < 0 || (cap > 0 && out == NULL))
+        return kvc_fail(KVC_EINVAL, "kvc_engine_request_output: n_out and (with cap %lld > 0) out are required",
+                        (long long)cap);
+    int64_t n = r->n_tokens - r->n_prompt;
+    if (cap > 0) memcpy(out, r->tokens + r->n_prompt, (size_t)kvc_min64(n, cap) * sizeof *out);
+    *n_out = n;
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
+    kvc_engine_req *r = NULL;
+    kvc_status st = lookup(e, id, "kvc_engine_request_release", &r);
+    if (st != KVC_OK) return st;
+    int32_t slot = kvc_engine_slot_of(e, r);
+    switch (r->state) {
+    case KVC_REQ_WAITING: kvc_engine_wait_remove(e, slot); break;
+    case KVC_REQ_RUNNING:
+        st = kvc_engine_evict(e, r);
+        if (st != KVC_OK) return st;
+        kvc_engine_run_remove(e, slot);
+        break;
+    default: e->n_finished--; break;
+    }
+    kvc_engine_map_remove(e, id);
+    r->state = KVC_SLOT_UNUSED;
+    r->id = -1;
+    e->free_slots[e->n_free_slots++] = slot;
+    return KVC_OK;
+}

@@ -1,0 +1,61 @@
+/* Where a running request's KV lives: blocks of the manager (managed mode)
+ * or one legacy cache row (self-managed mode). Admission, eviction and the
+ * "does it fit alone" check done when a request is added. */
+#include "engine/engine_internal.h"
+
+kvc_status kvc_engine_admit(kvc_engine *e, kvc_engine_req *r) {
+    if (!e->managed) {
+        if (e->legacy.n_free_rows == 0) return KVC_NO_SPACE;
+        r->cache_row = e->legacy.free_rows[--e->legacy.n_free_rows];
+        return KVC_OK;
+    }
+    /* prefill admission: computed_tokens 0, the whole token history, with the
+     * reserved-decode-tokens rule (KM 5.4, RM 2) */
+    kvc_status st = kvc_manager_allocate_slots(e->mgr, r->id, 0, r->n_tokens, 0, e->p.reserved_decode_tokens,
+                                               KVC_ALL_KEYS);
+    if (st == KVC_OK || st == KVC_NO_SPACE) return st;
+    if (st == KVC_CLAMPED) {
+        kvc_manager_free(e->mgr, r->id);
+        return kvc_fail(KVC_EINTERNAL, "engine: prefill of request %lld (%lld tokens) was clamped to max_model_len %lld",
+                        (long long)r->id, (long long)r->n_tokens, (long long)e->p.max_model_len);
+    }
+    return st;
+}
+
+kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
+    if (!e->managed) {
+        if (r->cache_row >= 0) e->legacy.free_rows[e->legacy.n_free_rows++] = r->cache_row;
+        r->cache_row = -1;
+        return KVC_OK;
+    }
+    kvc_status st = kvc_manager_free(e->mgr, r->id);
+    if (st != KVC_OK) return st;
+    return e->p.check ? kvc_engine_check_released(e, r->id) : KVC_OK;
+}
+
+/* Real blocks one request holds at most for `positions` positions of key k
+ * (INV-SW-4 bound for sliding windows, 1 + next_n state blocks for Mamba). */
+static int64_t worst_blocks(const kvc_engine *e, int32_t k, int64_t positions) {
+    int64_t bs = kvc_manager_block_size(e->mgr, k);
+    int64_t full = kvc_cdiv(positions, bs);
+    switch (kvc_manager_key_type(e->mgr, k)) {
+    case KVC_ATTN_SLIDING_WINDOW: return kvc_min64(full, kvc_cdiv(e->window[k] + 2 * e->p.next_n, bs) + 1);
+    case KVC_ATTN_MAMBA: return 1 + e->p.next_n;
+    default: return full;
+    }
+}
+
+kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
+    if (!e->managed) return KVC_OK; /* legacy rows hold max_model_len positions */
+    for (int32_t k = 0; k < e->n_keys; k++) {
+        int64_t need = worst_blocks(e, k, positions);
+        int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
+        if (need > usable)
+            return kvc_fail(KVC_ENOMEM,
+                            "request %lld: its longest run (%lld positions) needs %lld blocks of manager %s "
+                            "(block_size %lld) but the pool holds %lld usable blocks (raise the KV budget)",
+                            (long long)id, (long long)positions, (long long)need, kvc_manager_key(e->mgr, k),
+                            (long long)kvc_manager_block_size(e->mgr, k), (long long)usable);
+    }
+    return KVC_OK;
+}

@@ -1,0 +1,182 @@
+/* The sampler: greedy argmax, and temperature / top-k / top-p with a
+ * counter-based generator (splitmix64 of seed and draw index), so that a
+ * request's k-th draw never depends on what else ran. The candidates are
+ * ordered with an in-place heap (no allocation, O(V + m log V) for m kept
+ * tokens); when nothing is cut the draw walks the tokens in id order. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/internal.h"
+#include "kvcache/engine.h"
+
+struct kvc_sampler {
+    int64_t vocab;
+    int32_t *heap; /* [vocab] token ids: a max-heap in [0, n), popped tokens after it, best last */
+    double *w;     /* [vocab] weight of the j-th popped token */
+};
+
+kvc_sampling_params kvc_sampling_default_params(void) {
+    return (kvc_sampling_params){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 0};
+}
+
+kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
+    if (p == NULL) return kvc_fail(KVC_EINVAL, "sampling params are NULL");
+    if (!(p->temperature >= 0.0f) || isinf(p->temperature))
+        return kvc_fail(KVC_EINVAL, "sampling: temperature %g must be finite and >= 0 (0 = greedy)",
+                        (double)p->temperature);
+    if (p->top_k < 0) return kvc_fail(KVC_EINVAL, "sampling: top_k %d must be >= 0 (0 = no cut)", p->top_k);
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
+        return kvc_fail(KVC_EINVAL, "sampling: top_p %g must be in (0, 1] (1 = no cut)", (double)p->top_p);
+    return KVC_OK;
+}
+
+static float rank_value(float l) { return isnan(l) ? -INFINITY : l; }
+
+int32_t kvc_sample_greedy(const float *logits, int64_t vocab) {
+    int32_t best = 0;
+    float best_v = -INFINITY;
+    for (int64_t i = 0; i < vocab; i++) {
+        if (logits[i] > best_v) { /* strict: the lowest index wins ties; NaN never compares greater */
+            best_v = logits[i];
+            best = (int32_t)i;
+        }
+    }
+    return best;
+}
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+double kvc_sample_uniform(uint64_t seed, uint64_t k) {
+    uint64_t x = splitmix64(splitmix64(seed) ^ (k * 0xd1b54a32d192ed03ULL));
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_sampler_create: out is NULL");
+    *out = NULL;
+    if (vocab_size < 1 || vocab_size > INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "kvc_sampler_create: vocab_size %lld must be in [1, 2^31)", (long long)vocab_size);
+    kvc_sampler *s = calloc(1, sizeof *s);
+    if (s == NULL) return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: out of host memory");
+    s->vocab = vocab_size;
+    s->heap = malloc((size_t)vocab_size * sizeof *s->heap);
+    s->w = malloc((size_t)vocab_size * sizeof *s->w);
+    if (s->heap == NULL || s->w == NULL) {
+        kvc_sampler_destroy(s);
+        return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld", (long long)vocab_size);
+    }
+    *out = s;
+    return KVC_OK;
+}
+
+void kvc_sampler_destroy(kvc_sampler *s) {
+    if (s == NULL) return;
+    free(s->heap);
+    free(s->w);
+    free(s);
+}
+
+/* Token a is ranked before token b: larger logit, then lower id. */
+static bool before(const float *logits, int32_t a, int32_t b) {
+    float la = rank_value(logits[a]), lb = rank_value(logits[b]);
+    return la > lb || (la == lb && a < b);
+}
+
+static void sift_down(int32_t *heap, int64_t n, int64_t i, const float *logits) {
+    for (;;) {
+        int64_t best = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && before(logits, heap[l], heap[best])) best = l;
+        if (r < n && before(logits, heap[r], heap[best])) best = r;
+        if (best == i) return;
+        int32_t t = heap[i];
+        heap[i] = heap[best];
+        heap[best] = t;
+        i = best;
+    }
+}
+
+/* Moves the best token of heap[0..n) to heap[n-1]; returns it. */
+static int32_t heap_pop(int32_t *heap, int64_t n, const float *logits) {
+    int32_t top = heap[0];
+    heap[0] = heap[n - 1];
+    heap[n - 1] = top;
+    sift_down(heap, n - 1, 0, logits);
+    return top;
+}
+
+static double weight(const float *logits, int32_t t, float mx, double inv_t) {
+    return exp(((double)rank_value(logits[t]) - (double)mx) * inv_t);
+}
+
+/* Draw over every token in id order (nothing cut). */
+static int32_t draw_all(const float *logits, int64_t vocab, float mx, double inv_t, double u) {
+    double total = 0.0;
+    for (int64_t t = 0; t < vocab; t++) total += weight(logits, (int32_t)t, mx, inv_t);
+    double target = u * total, acc = 0.0;
+    int32_t last = 0;
+    for (int64_t t = 0; t < vocab; t++) {
+        double w = weight(logits, (int32_t)t, mx, inv_t);
+        if (w <= 0.0) continue;
+        acc += w;
+        last = (int32_t)t;
+        if (target < acc) return last;
+    }
+    return last;
+}
+
+kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, uint64_t k,
+                              int32_t *token_out) {
+    if (s == NULL || logits == NULL || token_out == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_sampler_sample: sampler, logits and token_out must not be NULL");
+    kvc_status st = kvc_sampling_params_check(p);
+    if (st != KVC_OK) return st;
+    int64_t v = s->vocab;
+    int32_t best = kvc_sample_greedy(logits, v);
+    float mx = rank_value(logits[best]);
+    if (p->temperature == 0.0f || p->top_k == 1 || !isfinite(mx)) {
+        *token_out = best;
+        return KVC_OK;
+    }
+    double inv_t = 1.0 / (double)p->temperature;
+    double u = kvc_sample_uniform(p->seed, k);
+    int64_t kk = p->top_k > 0 ? kvc_min64(p->top_k, v) : v;
+    if (kk == v && p->top_p >= 1.0f) {
+        *token_out = draw_all(logits, v, mx, inv_t, u);
+        return KVC_OK;
+    }
+    for (int64_t i = 0; i < v; i++) s->heap[i] = (int32_t)i;
+    for (int64_t i = v / 2 - 1; i >= 0; i--) sift_down(s->heap, v, i, logits);
+    /* total mass the top-p cut is measured against: the top-k set, or every token */
+    double total = 0.0;
+    if (kk < v) {
+        for (int64_t j = 0; j < kk; j++) {
+            s->w[j] = weight(logits, heap_pop(s->heap, v - j, logits), mx, inv_t);
+            total += s->w[j];
+        }
+    } else {
+        for (int64_t t = 0; t < v; t++) total += weight(logits, (int32_t)t, mx, inv_t);
+    }
+    double cut = (double)p->top_p * total, kept = 0.0;
+    int64_t m = 0;
+    while (m < kk) {
+        if (kk == v) s->w[m] = weight(logits, heap_pop(s->heap, v - m, logits), mx, inv_t);
+        kept += s->w[m++];
+        if (kept >= cut) break;
+    }
+    /* the j-th popped token sits at heap[v - 1 - j] */
+    double target = u * kept, acc = 0.0;
+    for (int64_t j = 0; j < m; j++) {
+        acc += s->w[j];
+        if (target < acc) {
+            *token_out = s->heap[v - 1 - j];
+            return KVC_OK;
+        }
+    }
+    *token_out = s->heap[v - m];
+    return KVC_OK;
+}

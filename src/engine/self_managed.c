@@ -1,0 +1,143 @@
+/* The self-managed path (RM 9) for a model that declares no cache info: legacy
+ * contiguous caches [max_batch, cache_seq_len, *unit] (cache_seq_len =
+ * max_model_len), one cache row per running request from a free list, and the
+ * step metadata without block tables: positions, kv_pos, the length arrays,
+ * the row of each batch row and the flat write index of each token. */
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cache *c, int32_t i, int64_t *bytes) {
+    if (c->tensor_setter == NULL)
+        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
+                        c->name, c->layer_idx);
+    size_t item = kvc_dtype_size(c->dtype);
+    if (item == 0)
+        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): dtype %d is unknown", i, c->name, c->layer_idx,
+                        (int)c->dtype);
+    if (c->n_dims < 1 || c->n_dims > KVC_MAX_DIMS - 2)
+        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
+                        c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
+    int64_t n = 0;
+    bool ok = kvc_mul64(e->p.max_batch, e->p.max_model_len, &n) && kvc_mul64(n, (int64_t)item, &n);
+    for (int32_t d = 0; d < c->n_dims && ok; d++) {
+        if (c->unit[d] < 1)
+            return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
+                            c->layer_idx, d, (long long)c->unit[d]);
+        ok = kvc_mul64(n, c->unit[d], &n);
+    }
+    if (!ok)
+        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
+                        c->name, c->layer_idx, (long long)e->p.max_batch, (long long)e->p.max_model_len);
+    *bytes = n;
+    return KVC_OK;
+}
+
+static kvc_status legacy_tensors(kvc_engine *e) {
+    kvc_engine_legacy *l = &e->legacy;
+    const kvc_engine_model *m = &e->model;
+    l->n_caches = m->n_legacy_caches;
+    if (l->n_caches == 0) return KVC_OK;
+    l->data = calloc((size_t)l->n_caches, sizeof *l->data);
+    if (l->data == NULL) return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the legacy cache list");
+    for (int32_t i = 0; i < l->n_caches; i++) {
+        int64_t bytes = 0;
+        kvc_status st = legacy_bytes(e, &m->legacy_caches[i], i, &bytes);
+        if (st == KVC_OK) st = kvc_aligned_alloc(e->p.alignment, (size_t)bytes, &l->data[i]);
+        if (st != KVC_OK) return st;
+        memset(l->data[i], 0, (size_t)bytes);
+        e->kv_bytes += bytes;
+    }
+    /* everything allocated: hand the tensors over */
+    for (int32_t i = 0; i < l->n_caches; i++) {
+        const kvc_engine_legacy_cache *c = &m->legacy_caches[i];
+        kvc_tensor t = {.data = l->data[i], .dtype = c->dtype, .ndim = 2 + c->n_dims};
+        t.shape[0] = e->p.max_batch;
+        t.shape[1] = e->p.max_model_len;
+        for (int32_t d = 0; d < c->n_dims; d++) t.shape[2 + d] = c->unit[d];
+        c->tensor_setter(c->setter_user, &t);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_legacy_create(kvc_engine *e) {
+    kvc_engine_legacy *l = &e->legacy;
+    if (e->model.n_legacy_caches < 0 || (e->model.n_legacy_caches > 0 && e->model.legacy_caches == NULL))
+        return kvc_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
+                        e->model.n_legacy_caches);
+    size_t rows = (size_t)e->p.max_batch, toks = (size_t)e->max_tokens;
+    l->free_rows = malloc(rows * sizeof(int64_t));
+    l->positions = malloc(toks * sizeof(int64_t));
+    l->legacy_index = malloc(toks * sizeof(int64_t));
+    l->kv_pos = malloc(rows * sizeof(int64_t));
+    l->seq_lens_q = malloc(rows * sizeof(int64_t));
+    l->seq_lens_kv = malloc(rows * sizeof(int64_t));
+    l->cu_seq_lens_q = malloc(rows * sizeof(int64_t));
+    l->cu_seq_lens_kv = malloc(rows * sizeof(int64_t));
+    l->cache_rows = malloc(rows * sizeof(int64_t));
+    if (!l->free_rows || !l->positions || !l->legacy_index || !l->kv_pos || !l->seq_lens_q || !l->seq_lens_kv ||
+        !l->cu_seq_lens_q || !l->cu_seq_lens_kv || !l->cache_rows)
+        return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
+    /* a stack popped from the top: row 0 is handed out first */
+    for (int64_t r = 0; r < e->p.max_batch; r++) l->free_rows[r] = e->p.max_batch - 1 - r;
+    l->n_free_rows = e->p.max_batch;
+    return legacy_tensors(e);
+}
+
+void kvc_engine_legacy_destroy(kvc_engine *e) {
+    kvc_engine_legacy *l = &e->legacy;
+    if (l->data != NULL)
+        for (int32_t i = 0; i < l->n_caches; i++) kvc_aligned_free(l->data[i]);
+    free(l->data);
+    free(l->free_rows);
+    free(l->positions);
+    free(l->legacy_index);
+    free(l->kv_pos);
+    free(l->seq_lens_q);
+    free(l->seq_lens_kv);
+    free(l->cu_seq_lens_q);
+    free(l->cu_seq_lens_kv);
+    free(l->cache_rows);
+    memset(l, 0, sizeof *l);
+}
+
+kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
+                                   kvc_step_metadata *md, kvc_engine_batch *batch) {
+    kvc_engine_legacy *l = &e->legacy;
+    int64_t s = e->p.max_model_len, t = 0, cu_kv = 0;
+    for (int64_t b = 0; b < n; b++) {
+        const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
+        int64_t first = rows[b].computed_tokens, q = rows[b].num_new_tokens;
+        if (r->cache_row < 0 || r->cache_row >= e->p.max_batch || first + q > s || t + q > e->max_tokens)
+            return kvc_fail(KVC_EINTERNAL, "engine: self-managed row %lld (request %lld, cache row %lld) positions "
+                            "%lld..%lld do not fit [%lld rows, %lld positions]", (long long)b, (long long)r->id,
+                            (long long)r->cache_row, (long long)first, (long long)(first + q - 1),
+                            (long long)e->p.max_batch, (long long)s);
+        for (int64_t i = 0; i < q; i++, t++) {
+            l->positions[t] = first + i;
+            l->legacy_index[t] = r->cache_row * s + first + i;
+        }
+        l->cache_rows[b] = r->cache_row;
+        l->kv_pos[b] = first + q - 1;
+        l->seq_lens_q[b] = q;
+        l->seq_lens_kv[b] = first + q;
+        l->cu_seq_lens_q[b] = t;
+        cu_kv += first + q;
+        l->cu_seq_lens_kv[b] = cu_kv;
+    }
+    memset(md, 0, sizeof *md);
+    md->is_prefill = is_prefill;
+    md->n_rows = n;
+    md->n_tokens = t;
+    md->prompt_tokens = is_prefill ? t : 0;
+    md->positions = l->positions;
+    md->kv_pos = l->kv_pos;
+    md->seq_lens_q = l->seq_lens_q;
+    md->seq_lens_kv = l->seq_lens_kv;
+    md->cu_seq_lens_q = l->cu_seq_lens_q;
+    md->cu_seq_lens_kv = l->cu_seq_lens_kv;
+    batch->cache_rows = l->cache_rows;
+    batch->legacy_index = l->legacy_index;
+    batch->cache_seq_len = s;
+    return KVC_OK;
+}

@@ -1,0 +1,92 @@
+/* Helpers of the engine tests: engines over the toy model, random
+ * workloads, running to completion and comparing with the dense reference. */
+#ifndef KVC_TESTS_ENGINE_FIXTURE_H
+#define KVC_TESTS_ENGINE_FIXTURE_H
+
+#include <stdlib.h>
+
+#include "toy_model.h"
+
+#define FIX_VOCAB 32
+#define FIX_MAX_PROMPT 64
+
+/* One request of a workload, its prompt stored inline. */
+typedef struct fix_request {
+    kvc_engine_request r;
+    int32_t prompt[FIX_MAX_PROMPT];
+} fix_request;
+
+static inline uint64_t fix_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* A request with a random prompt of 1..max_prompt tokens, 1..max_new new
+ * tokens, EOS 3 and, when `sampled`, temperature sampling with its own seed. */
+static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng, int64_t max_prompt, int64_t max_new,
+                                      bool sampled) {
+    q->r = kvc_engine_request_default();
+    q->r.id = id;
+    q->r.n_prompt = 1 + (int64_t)(fix_rand(rng) % (uint64_t)max_prompt);
+    for (int64_t i = 0; i < q->r.n_prompt; i++) q->prompt[i] = (int32_t)(fix_rand(rng) % FIX_VOCAB);
+    q->r.prompt = q->prompt;
+    q->r.max_new_tokens = 1 + (int64_t)(fix_rand(rng) % (uint64_t)max_new);
+    q->r.eos_id = 3;
+    if (sampled) {
+        q->r.sampling.temperature = 0.8f;
+        q->r.sampling.top_k = 12;
+        q->r.sampling.top_p = 0.9f;
+        q->r.sampling.seed = fix_rand(rng);
+    }
+}
+
+static inline kvc_engine *fix_engine(const kvc_engine_model *model, const kvc_engine_params *p) {
+    kvc_engine *e = NULL;
+    kvc_status st = kvc_engine_create(model, p, &e);
+    if (st != KVC_OK) fail_msg("kvc_engine_create: %s %s", kvc_status_str(st), kvc_last_error());
+    return e;
+}
+
+/* Steps until idle (at most max_steps), every step succeeding. */
+static inline void fix_run(kvc_engine *e, int64_t max_steps) {
+    for (int64_t i = 0; i < max_steps; i++) {
+        kvc_engine_step_result res;
+        kvc_status st = kvc_engine_step(e, &res);
+        if (st != KVC_OK) fail_msg("kvc_engine_step: %s %s", kvc_status_str(st), kvc_last_error());
+        if (res.idle) return;
+    }
+    fail_msg("engine still busy after %lld steps", (long long)max_steps);
+}
+
+static inline void fix_add(kvc_engine *e, const kvc_engine_request *r) {
+    kvc_status st = kvc_engine_add_request(e, r);
+    if (st != KVC_OK) fail_msg("add request %lld: %s %s", (long long)r->id, kvc_status_str(st), kvc_last_error());
+}
+
+/* Asserts the engine's finished output of r equals the dense reference. */
+static inline void fix_expect_reference(const kvc_engine *e, const toy_model *m, const kvc_engine_request *r) {
+    const kvc_engine_params *p = kvc_engine_params_of(e);
+    int32_t *hist = malloc((size_t)(p->max_model_len + 1) * sizeof *hist);
+    int32_t *want = malloc((size_t)r->max_new_tokens * sizeof *want);
+    int32_t *got = malloc((size_t)r->max_new_tokens * sizeof *got);
+    float logits[FIX_VOCAB];
+    kvc_sampler *s = NULL;
+    assert_int_equal(kvc_sampler_create(m->vocab, &s), KVC_OK);
+    int64_t n_want = toy_reference_generate(m, s, r, p->max_model_len, p->seed, hist, logits, want);
+    kvc_engine_request_info info;
+    assert_int_equal(kvc_engine_request_get(e, r->id, &info), KVC_OK);
+    assert_int_equal(info.state, KVC_REQ_FINISHED);
+    int64_t n_got = -1;
+    assert_int_equal(kvc_engine_request_output(e, r->id, got, r->max_new_tokens, &n_got), KVC_OK);
+    int64_t same = 0;
+    while (same < n_got && same < n_want && got[same] == want[same]) same++;
+    if (n_got != n_want || same != n_want)
+        fail_msg("request %lld: %lld tokens generated, reference %lld (first difference at %lld)", (long long)r->id,
+                 (long long)n_got, (long long)n_want, (long long)same);
+    kvc_sampler_destroy(s);
+    free(hist);
+    free(want);
+    free(got);
+}
+
+#endif /* KVC_TESTS_ENGINE_FIXTURE_H */

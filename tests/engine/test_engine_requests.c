@@ -1,0 +1,329 @@
+/* Engine: request lifecycle, batched outputs equal to the dense reference
+ * and to each request run alone (block sizes 1..128, one or two managers),
+ * refusals of bad input while other requests keep being served, creation
+ * refusals, recovery from a failing forward, the max_model_len stop. */
+#include "engine_fixture.h"
+
+static kvc_engine_params small_params(int64_t max_model_len, int64_t max_batch) {
+    kvc_engine_params p = kvc_engine_default_params();
+    p.max_model_len = max_model_len;
+    p.max_batch = max_batch;
+    p.reserved_decode_tokens = 0;
+    p.check = true;
+    return p;
+}
+
+static void test_lifecycle(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = small_params(64, 4);
+    kvc_engine *e = fix_engine(&em, &p);
+    const int32_t prompt[] = {5, 6, 7};
+    kvc_engine_request r = kvc_engine_request_default();
+    r.id = 42;
+    r.prompt = prompt;
+    r.n_prompt = 3;
+    r.max_new_tokens = 5;
+    fix_add(e, &r);
+    kvc_engine_request_info info;
+    assert_int_equal(kvc_engine_request_get(e, 42, &info), KVC_OK);
+    assert_int_equal(info.state, KVC_REQ_WAITING);
+
+    kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_true(res.is_prefill);
+    assert_int_equal(res.n_rows, 1);
+    assert_int_equal(res.n_tokens, 3);
+    assert_int_equal(kvc_engine_request_get(e, 42, &info), KVC_OK);
+    assert_int_equal(info.state, KVC_REQ_RUNNING);
+    assert_int_equal(info.n_cached, 3);
+    assert_int_equal(info.n_generated, 1);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.blocks_in_use[0], 1); /* 3 positions, bs 4 */
+
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_false(res.is_prefill);
+    assert_int_equal(res.n_rows, 1);
+    assert_int_equal(kvc_engine_request_get(e, 42, &info), KVC_OK);
+    assert_int_equal(info.n_cached, 4);
+    fix_run(e, 100);
+    fix_expect_reference(e, &m, &r);
+    assert_int_equal(kvc_engine_request_get(e, 42, &info), KVC_OK);
+    assert_int_equal(info.finish, KVC_FINISH_MAX_NEW);
+    assert_int_equal(info.n_generated, 5);
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.blocks_in_use[0], 0);
+    assert_int_equal(st.peak_blocks_in_use[0], 2); /* 7 positions at most */
+    assert_int_equal(st.n_finished, 1);
+    assert_int_equal(st.generated_tokens, 5);
+
+    assert_int_equal(kvc_engine_request_release(e, 42), KVC_OK);
+    assert_int_equal(kvc_engine_request_get(e, 42, &info), KVC_EINVAL);
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.n_free_slots, kvc_engine_params_of(e)->max_requests);
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_true(res.idle);
+    assert_int_equal(kvc_engine_check(e), KVC_OK);
+    kvc_engine_destroy(e);
+}
+
+/* Outputs of requests run one at a time in a fresh engine. */
+static void run_alone(toy_model *m, const kvc_engine_params *p, const fix_request *q, int64_t n, int32_t *out,
+                      int64_t *n_out, int64_t cap) {
+    for (int64_t i = 0; i < n; i++) {
+        kvc_engine_model em = toy_engine_model(m, false);
+        kvc_engine *e = fix_engine(&em, p);
+        fix_add(e, &q[i].r);
+        fix_run(e, 1000);
+        assert_int_equal(kvc_engine_request_output(e, q[i].r.id, out + i * cap, cap, &n_out[i]), KVC_OK);
+        kvc_engine_destroy(e);
+    }
+}
+
+static void test_batched_equals_alone(void **state) {
+    (void)state;
+    enum { N = 12, CAP = 24 };
+    const int64_t block_sizes[] = {1, 4, 16, 128};
+    for (int32_t layers = 1; layers <= 2; layers++) {
+        for (size_t bi = 0; bi < sizeof block_sizes / sizeof *block_sizes; bi++) {
+            toy_model m;
+            toy_init_managed(&m, FIX_VOCAB, layers, block_sizes[bi], 5);
+            kvc_engine_params p = small_params(96, 4);
+            fix_request q[N];
+            uint64_t rng = 7 + (uint64_t)bi;
+            for (int64_t i = 0; i < N; i++) fix_request_random(&q[i], 100 + i, &rng, 40, CAP, i % 3 == 2);
+            kvc_engine_model em = toy_engine_model(&m, false);
+            kvc_engine *e = fix_engine(&em, &p);
+            for (int64_t i = 0; i < N; i++) fix_add(e, &q[i].r);
+            fix_run(e, 10000);
+            for (int64_t i = 0; i < N; i++) fix_expect_reference(e, &m, &q[i].r);
+            if (block_sizes[bi] == 4) {
+                int32_t alone[N * CAP], got[CAP];
+                int64_t n_alone[N], n_got = 0;
+                run_alone(&m, &p, q, N, alone, n_alone, CAP);
+                for (int64_t i = 0; i < N; i++) {
+                    assert_int_equal(kvc_engine_request_output(e, q[i].r.id, got, CAP, &n_got), KVC_OK);
+                    assert_int_equal(n_got, n_alone[i]);
+                    assert_memory_equal(got, alone + i * CAP, (size_t)n_got * sizeof *got);
+                }
+            }
+            kvc_engine_stats st;
+            assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+            assert_int_equal(st.n_keys, layers);
+            for (int32_t k = 0; k < st.n_keys; k++) assert_int_equal(st.blocks_in_use[k], 0);
+            kvc_engine_destroy(e);
+        }
+    }
+}
+
+static void expect_refused(kvc_engine *e, const kvc_engine_request *r, kvc_status want, const char *needle) {
+    kvc_status st = kvc_engine_add_request(e, r);
+    if (st != want || strstr(kvc_last_error(), needle) == NULL)
+        fail_msg("request %lld: got %s \"%s\", expected %s mentioning \"%s\"", (long long)r->id, kvc_status_str(st),
+                 kvc_last_error(), kvc_status_str(want), needle);
+}
+
+static void test_bad_input_refused_engine_serves(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = small_params(64, 2);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = 11 * 4 * 2 * TOY_D * 4; /* 11 blocks of 4 tokens (k and v, f32): 40 usable positions */
+    p.max_requests = 4;
+    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.num_blocks[0], 11);
+
+    fix_request good[2];
+    uint64_t rng = 3;
+    for (int i = 0; i < 2; i++) fix_request_random(&good[i], i, &rng, 8, 10, false);
+    fix_add(e, &good[0].r);
+    kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK); /* request 0 running */
+
+    int32_t prompt[70];
+    for (int i = 0; i < 70; i++) prompt[i] = i % FIX_VOCAB;
+    kvc_engine_request bad = kvc_engine_request_default();
+    bad.id = 9;
+    bad.prompt = prompt;
+    bad.n_prompt = 0;
+    expect_refused(e, &bad, KVC_EINVAL, "empty");
+    bad.n_prompt = 65;
+    expect_refused(e, &bad, KVC_EINVAL, "longer than max_model_len 64");
+    bad.n_prompt = 4;
+    bad.id = 0; /* running */
+    expect_refused(e, &bad, KVC_EINVAL, "already held");
+    bad.id = -3;
+    expect_refused(e, &bad, KVC_EINVAL, "must be >= 0");
+    bad.id = 9;
+    prompt[1] = FIX_VOCAB;
+    expect_refused(e, &bad, KVC_EINVAL, "outside the vocabulary");
+    prompt[1] = 1;
+    bad.eos_id = FIX_VOCAB;
+    expect_refused(e, &bad, KVC_EINVAL, "eos_id");
+    bad.eos_id = -1;
+    bad.sampling.top_p = 2.0f;
+    expect_refused(e, &bad, KVC_EINVAL, "top_p");
+    bad.sampling.top_p = 1.0f;
+    bad.max_new_tokens = 0;
+    expect_refused(e, &bad, KVC_EINVAL, "max_new_tokens");
+    /* 30 prompt + 20 new - 1 = 49 positions: 13 blocks > 10 usable */
+    bad.n_prompt = 30;
+    bad.max_new_tokens = 20;
+    expect_refused(e, &bad, KVC_ENOMEM, "usable blocks");
+    bad.max_new_tokens = 11; /* 40 positions: exactly fits alone */
+    fix_add(e, &bad);
+    fix_add(e, &good[1].r);
+    fix_request extra;
+    fix_request_random(&extra, 77, &rng, 4, 4, false);
+    fix_add(e, &extra.r); /* fourth slot */
+    extra.r.id = 78;
+    expect_refused(e, &extra.r, KVC_NO_SPACE, "request slots");
+    fix_run(e, 1000);
+    fix_expect_reference(e, &m, &good[0].r);
+    fix_expect_reference(e, &m, &good[1].r);
+    bad.id = 9;
+    fix_expect_reference(e, &m, &bad);
+    /* a finished request keeps its id until released */
+    expect_refused(e, &good[1].r, KVC_EINVAL, "(finished)");
+    assert_int_equal(kvc_engine_request_release(e, good[1].r.id), KVC_OK);
+    fix_add(e, &good[1].r);
+    fix_run(e, 1000);
+    fix_expect_reference(e, &m, &good[1].r);
+    assert_int_equal(kvc_engine_request_release(e, 12345), KVC_EINVAL);
+    kvc_engine_destroy(e);
+}
+
+static void expect_create_refused(const kvc_engine_model *em, const kvc_engine_params *p, kvc_status want,
+                                  const char *needle) {
+    kvc_engine *e = NULL;
+    kvc_status st = kvc_engine_create(em, p, &e);
+    if (st != want || e != NULL || strstr(kvc_last_error(), needle) == NULL)
+        fail_msg("create: got %s \"%s\", expected %s mentioning \"%s\"", kvc_status_str(st), kvc_last_error(),
+                 kvc_status_str(want), needle);
+}
+
+static void test_create_refusals(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = small_params(64, 2);
+    p.max_model_len = 0;
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_model_len");
+    p = small_params(64, 2);
+    p.max_prefill_tokens = 32;
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_prefill_tokens 32");
+    p = small_params(64, 2);
+    p.next_n = 1;
+    expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
+    p = small_params(64, 2);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    expect_create_refused(&em, &p, KVC_EINVAL, "kv_memory_bytes");
+    p.kv_memory_bytes = 100; /* not one block */
+    expect_create_refused(&em, &p, KVC_ENOMEM, "usable block");
+    p = small_params(64, 2);
+    kvc_engine_model bad = em;
+    bad.vocab_size = 0;
+    expect_create_refused(&bad, &p, KVC_EINVAL, "vocab_size");
+    bad = em;
+    bad.forward = NULL;
+    expect_create_refused(&bad, &p, KVC_EINVAL, "forward");
+    m.entries[0][1].block_size = 0;
+    expect_create_refused(&em, &p, KVC_EINVAL, "block_size");
+    m.entries[0][1].block_size = 4;
+    m.entries[0][0].tensor_setter = NULL;
+    expect_create_refused(&em, &p, KVC_EINVAL, "tensor_setter");
+    m.entries[0][0].tensor_setter = toy_setter;
+    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.num_blocks[0], 16 * 2 + 1); /* offline: cdiv(64, 4) x max_batch + null */
+    assert_int_equal(st.kv_bytes, 33 * 4 * TOY_D * 4 * 2);
+    assert_non_null(m.cache[0][0]);
+    assert_non_null(m.cache[0][1]);
+    kvc_engine_destroy(e);
+    kvc_engine_destroy(NULL);
+}
+
+static void test_forward_failure_recovers(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 2, 4, 6);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = small_params(64, 3);
+    kvc_engine *e = fix_engine(&em, &p);
+    fix_request q[5];
+    uint64_t rng = 11;
+    for (int i = 0; i < 5; i++) {
+        fix_request_random(&q[i], i, &rng, 20, 12, i == 4);
+        fix_add(e, &q[i].r);
+    }
+    m.fail_at_call = 1; /* the first prefill */
+    kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_step(e, &res), KVC_ERANGE);
+    assert_int_equal(kvc_engine_check(e), KVC_OK);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.n_waiting, 5);
+    assert_int_equal(st.blocks_in_use[0], 0);
+    m.fail_at_call = 4; /* a decode */
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_int_equal(kvc_engine_step(e, &res), KVC_ERANGE);
+    assert_int_equal(kvc_engine_check(e), KVC_OK);
+    fix_run(e, 1000);
+    for (int i = 0; i < 5; i++) fix_expect_reference(e, &m, &q[i].r);
+    kvc_engine_destroy(e);
+}
+
+static void test_max_model_len_stop(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = small_params(16, 2);
+    kvc_engine *e = fix_engine(&em, &p);
+    int32_t prompt[16];
+    for (int i = 0; i < 16; i++) prompt[i] = (i * 5) % FIX_VOCAB;
+    kvc_engine_request a = kvc_engine_request_default(), b;
+    a.id = 1;
+    a.prompt = prompt;
+    a.n_prompt = 16; /* the whole cache: one token, then stop */
+    a.max_new_tokens = 10;
+    b = a;
+    b.id = 2;
+    b.n_prompt = 14; /* positions 14 and 15 left: three tokens */
+    fix_add(e, &a);
+    fix_add(e, &b);
+    fix_run(e, 100);
+    kvc_engine_request_info info;
+    assert_int_equal(kvc_engine_request_get(e, 1, &info), KVC_OK);
+    assert_int_equal(info.finish, KVC_FINISH_MAX_MODEL_LEN);
+    assert_int_equal(info.n_generated, 1);
+    assert_int_equal(kvc_engine_request_get(e, 2, &info), KVC_OK);
+    assert_int_equal(info.finish, KVC_FINISH_MAX_MODEL_LEN);
+    assert_int_equal(info.n_generated, 3);
+    fix_expect_reference(e, &m, &a);
+    fix_expect_reference(e, &m, &b);
+    assert_string_equal(kvc_engine_finish_reason_name(info.finish), "max_model_len");
+    kvc_engine_destroy(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_batched_equals_alone),
+        cmocka_unit_test(test_bad_input_refused_engine_serves),
+        cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_forward_failure_recovers),
+        cmocka_unit_test(test_max_model_len_stop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,175 @@
+/* Sampler: greedy ties, seeded reproducibility, and the top-k / top-p
+ * truncation on small hand-made distributions. */
+#include <math.h>
+
+#include "kvc_test_util.h"
+
+static kvc_sampler *make(int64_t vocab) {
+    kvc_sampler *s = NULL;
+    assert_int_equal(kvc_sampler_create(vocab, &s), KVC_OK);
+    return s;
+}
+
+static kvc_sampling_params params(float temperature, int32_t top_k, float top_p, uint64_t seed) {
+    kvc_sampling_params p = kvc_sampling_default_params();
+    p.temperature = temperature;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.seed = seed;
+    return p;
+}
+
+/* Counts how often each token is drawn over draws 0..n-1. */
+static void histogram(kvc_sampler *s, const float *logits, int64_t vocab, const kvc_sampling_params *p, int64_t n,
+                      int64_t *counts) {
+    for (int64_t v = 0; v < vocab; v++) counts[v] = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int32_t tok = -1;
+        assert_int_equal(kvc_sampler_sample(s, logits, p, (uint64_t)k, &tok), KVC_OK);
+        assert_true(tok >= 0 && tok < vocab);
+        counts[tok]++;
+    }
+}
+
+static void test_greedy_ties_and_nan(void **state) {
+    (void)state;
+    const float a[] = {1.0f, 3.0f, 3.0f, 2.0f};
+    assert_int_equal(kvc_sample_greedy(a, 4), 1);
+    const float b[] = {NAN, -1.0f, NAN, -1.0f};
+    assert_int_equal(kvc_sample_greedy(b, 4), 1);
+    const float c[] = {-INFINITY, -INFINITY};
+    assert_int_equal(kvc_sample_greedy(c, 2), 0);
+    kvc_sampler *s = make(4);
+    kvc_sampling_params g = kvc_sampling_default_params();
+    int32_t tok = -1;
+    assert_int_equal(kvc_sampler_sample(s, a, &g, 7, &tok), KVC_OK);
+    assert_int_equal(tok, 1);
+    kvc_sampling_params k1 = params(1.0f, 1, 1.0f, 3); /* top_k 1 is greedy too */
+    assert_int_equal(kvc_sampler_sample(s, a, &k1, 7, &tok), KVC_OK);
+    assert_int_equal(tok, 1);
+    kvc_sampler_destroy(s);
+}
+
+static void test_seeded_reproducible(void **state) {
+    (void)state;
+    enum { V = 50, N = 400 };
+    float logits[V];
+    for (int v = 0; v < V; v++) logits[v] = (float)((v * 37) % 11) * 0.3f;
+    kvc_sampler *s = make(V), *s2 = make(V);
+    kvc_sampling_params p = params(0.9f, 20, 0.9f, 12345);
+    kvc_sampling_params q = params(0.9f, 20, 0.9f, 54321);
+    int32_t first[N];
+    int64_t same_as_other_seed = 0, distinct = 0;
+    for (int k = 0; k < N; k++) {
+        assert_int_equal(kvc_sampler_sample(s, logits, &p, (uint64_t)k, &first[k]), KVC_OK);
+        int32_t other = -1;
+        assert_int_equal(kvc_sampler_sample(s2, logits, &q, (uint64_t)k, &other), KVC_OK);
+        same_as_other_seed += other == first[k];
+        distinct += k > 0 && first[k] != first[k - 1];
+    }
+    /* replay in reverse order on the other workspace: a draw depends on (seed, k) only */
+    for (int k = N - 1; k >= 0; k--) {
+        int32_t again = -1;
+        assert_int_equal(kvc_sampler_sample(s2, logits, &p, (uint64_t)k, &again), KVC_OK);
+        assert_int_equal(again, first[k]);
+    }
+    assert_true(same_as_other_seed < N / 2);
+    assert_true(distinct > N / 2);
+    double mean = 0.0;
+    for (uint64_t k = 0; k < 10000; k++) {
+        double u = kvc_sample_uniform(99, k);
+        assert_true(u >= 0.0 && u < 1.0);
+        mean += u / 10000.0;
+    }
+    assert_true(fabs(mean - 0.5) < 0.02);
+    kvc_sampler_destroy(s);
+    kvc_sampler_destroy(s2);
+}
+
+static void test_top_k_truncation(void **state) {
+    (void)state;
+    enum { N = 20000 };
+    const float logits[] = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f};
+    kvc_sampler *s = make(5);
+    int64_t c[5];
+    kvc_sampling_params p = params(1.0f, 2, 1.0f, 1);
+    histogram(s, logits, 5, &p, N, c);
+    assert_int_equal(c[0] + c[1] + c[2], 0);
+    /* renormalised over {4, 3}: P(4) = e / (e + 1) = 0.731 */
+    assert_true(fabs((double)c[4] / N - exp(1.0) / (exp(1.0) + 1.0)) < 0.02);
+    /* ties go to the lower id: of four equal logits top_k 2 keeps tokens 0 and 1 */
+    const float flat[] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    histogram(s, flat, 5, &p, N, c);
+    assert_int_equal(c[2] + c[3] + c[4], 0);
+    assert_true(c[0] > N / 3 && c[1] > N / 3);
+    /* a low temperature concentrates on the argmax */
+    kvc_sampling_params cold = params(0.05f, 0, 1.0f, 2);
+    histogram(s, logits, 5, &cold, 2000, c);
+    assert_int_equal(c[4], 2000);
+    kvc_sampler_destroy(s);
+}
+
+static void test_top_p_truncation(void **state) {
+    (void)state;
+    enum { N = 20000 };
+    const double probs[] = {0.05, 0.5, 0.15, 0.3};
+    float logits[4];
+    for (int v = 0; v < 4; v++) logits[v] = (float)log(probs[v]);
+    kvc_sampler *s = make(4);
+    int64_t c[4];
+    /* 0.5 alone reaches top_p 0.45: only token 1 */
+    kvc_sampling_params p = params(1.0f, 0, 0.45f, 5);
+    histogram(s, logits, 4, &p, N, c);
+    assert_int_equal(c[1], N);
+    /* 0.5 + 0.3 = 0.8 reaches 0.75: tokens 1 and 3, renormalised 0.625 / 0.375 */
+    p.top_p = 0.75f;
+    histogram(s, logits, 4, &p, N, c);
+    assert_int_equal(c[0] + c[2], 0);
+    assert_true(fabs((double)c[1] / N - 0.625) < 0.02);
+    /* 0.9 needs the third token (0.15) but not the fourth */
+    p.top_p = 0.9f;
+    histogram(s, logits, 4, &p, N, c);
+    assert_int_equal(c[0], 0);
+    assert_true(fabs((double)c[2] / N - 0.15 / 0.95) < 0.02);
+    /* top_p 1: every token, in proportion */
+    p.top_p = 1.0f;
+    histogram(s, logits, 4, &p, N, c);
+    for (int v = 0; v < 4; v++) assert_true(fabs((double)c[v] / N - probs[v]) < 0.02);
+    /* top-k first, then top-p on the renormalised set: k 2 keeps {1: 0.625, 3: 0.375}; p 0.6 keeps token 1 */
+    kvc_sampling_params kp = params(1.0f, 2, 0.6f, 5);
+    histogram(s, logits, 4, &kp, N, c);
+    assert_int_equal(c[1], N);
+    kvc_sampler_destroy(s);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    kvc_sampler *s = NULL;
+    assert_int_equal(kvc_sampler_create(0, &s), KVC_EINVAL);
+    assert_null(s);
+    s = make(3);
+    const float logits[] = {0.0f, 1.0f, 2.0f};
+    int32_t tok = -1;
+    kvc_sampling_params bad = params(-1.0f, 0, 1.0f, 0);
+    assert_int_equal(kvc_sampler_sample(s, logits, &bad, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "temperature"));
+    bad = params(1.0f, -2, 1.0f, 0);
+    assert_int_equal(kvc_sampler_sample(s, logits, &bad, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "top_k"));
+    bad = params(1.0f, 0, 0.0f, 0);
+    assert_int_equal(kvc_sampler_sample(s, logits, &bad, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "top_p"));
+    bad = params(NAN, 0, 1.0f, 0);
+    assert_int_equal(kvc_sampling_params_check(&bad), KVC_EINVAL);
+    kvc_sampler_destroy(s);
+    kvc_sampler_destroy(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_ties_and_nan), cmocka_unit_test(test_seeded_reproducible),
+        cmocka_unit_test(test_top_k_truncation),    cmocka_unit_test(test_top_p_truncation),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
