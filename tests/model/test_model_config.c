@@ -1,0 +1,161 @@
+/* config.json reading: the three families' fields, rope parameters in the v5
+ * (`rope_parameters`) and v4 (`rope_theta` + `rope_scaling`) forms, the
+ * derived values of MF 5 (YaRN ramp and attention factor, llama3 bands, MLA
+ * softmax scale), and refusals that name the key. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model/model_internal.h"
+
+static kvc_model *model_of(const char *json)
+{
+    kvc_model_config c;
+    if (kvc_model_config_parse(json, "cfg", &c) != KVC_OK) fail_msg("parse: %s", kvc_last_error());
+    kvc_model *m = NULL;
+    if (kvc_model_create_random(&c, 1, &m) != KVC_OK) fail_msg("create: %s", kvc_last_error());
+    return m;
+}
+
+static float base_inv(double theta, int64_t i, int64_t d) { return 1.0f / powf((float)theta, (float)(2 * i) / (float)d); }
+
+#define GPT_OSS_HEAD                                                                                             \
+    "{\"model_type\":\"gpt_oss\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":8,"                  \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"               \
+    "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"sliding_window\":8,\"max_position_embeddings\":131072,"
+
+static void test_gpt_oss_yarn_v5_and_v4(void **state)
+{
+    (void)state;
+    kvc_model *a = model_of(GPT_OSS_HEAD "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":150000,"
+                                         "\"factor\":32,\"beta_fast\":32,\"beta_slow\":1,\"truncate\":false,"
+                                         "\"original_max_position_embeddings\":4096}}");
+    kvc_model *b = model_of(GPT_OSS_HEAD "\"rope_theta\":150000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":32,"
+                                         "\"truncate\":false,\"original_max_position_embeddings\":4096}}");
+    const kvc_model_config *c = kvc_model_config_of(a);
+    assert_true(c->layer_sliding[0] && !c->layer_sliding[1]); /* default: even layers sliding */
+    assert_true(c->qkv_bias && c->o_bias);
+    assert_true(fabsf(a->rope_attn_factor - 1.3465736f) < 1e-6f);
+    assert_memory_equal(a->inv_freq, b->inv_freq, 16 * sizeof(float));
+    assert_true(a->rope_attn_factor == b->rope_attn_factor);
+    /* lo = 4.0464, hi = 8.6990: pairs 0..4 keep theta, 9..15 divided by 32 */
+    for (int64_t i = 0; i < 16; i++) {
+        const float base = base_inv(150000.0, i, 32);
+        if (i <= 4) assert_true(fabsf(a->inv_freq[i] - base) <= 1e-6f * base);
+        if (i >= 9) assert_true(fabsf(a->inv_freq[i] - base / 32.0f) <= 1e-6f * base);
+        if (i > 4 && i < 9) assert_true(a->inv_freq[i] < base && a->inv_freq[i] > base / 32.0f);
+    }
+    assert_true(fabs(kvc_model_attn_scale(c) - 1.0 / sqrt(32.0)) < 1e-12);
+    kvc_model_destroy(a);
+    kvc_model_destroy(b);
+}
+
+#define DS_HEAD                                                                                                    \
+    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":16,"                \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":32,"              \
+    "\"qk_rope_head_dim\":16,\"v_head_dim\":24,\"max_position_embeddings\":163840,\"first_k_dense_replace\":1,"
+
+static void test_deepseek_scale_and_mscale(void **state)
+{
+    (void)state;
+    kvc_model *d = model_of(DS_HEAD "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":40,"
+                                    "\"original_max_position_embeddings\":4096,\"beta_fast\":32,\"beta_slow\":1,"
+                                    "\"mscale\":1,\"mscale_all_dim\":1}}");
+    const kvc_model_config *c = kvc_model_config_of(d);
+    assert_true(c->num_kv_heads == 2 && c->rope_interleave && c->q_lora_rank == 0 && c->head_dim == 16);
+    assert_true(fabs(kvc_model_attn_scale(c) - 0.2704676) < 1e-6);
+    assert_true(d->rope_attn_factor == 1.0f);
+    /* lo = 2, hi = 6 (truncated): pairs 0..2 keep theta, 6.. divided by 40 */
+    for (int64_t i = 0; i < 8; i++) {
+        const float base = base_inv(10000.0, i, 16);
+        if (i <= 2) assert_true(fabsf(d->inv_freq[i] - base) <= 1e-6f * base);
+        if (i >= 6) assert_true(fabsf(d->inv_freq[i] - base / 40.0f) <= 1e-6f * base);
+    }
+    kvc_model *db = model_of(DS_HEAD "\"q_lora_rank\":null,\"rope_interleave\":false,\"rope_parameters\":{"
+                                     "\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":40,"
+                                     "\"original_max_position_embeddings\":4096,\"mscale\":1,\"mscale_all_dim\":0.8}}");
+    assert_true(fabsf(db->rope_attn_factor - 1.0569663f) < 1e-6f);
+    assert_true(fabs(kvc_model_attn_scale(&db->cfg) - 48.0 / 48.0 * pow(48.0, -0.5) * 1.6773108) < 1e-6);
+    kvc_model_destroy(d);
+    kvc_model_destroy(db);
+}
+
+static void test_llama3_bands(void **state)
+{
+    (void)state;
+    kvc_model *m = model_of("{\"model_type\":\"llama\",\"vocab_size\":16,\"hidden_size\":128,\"intermediate_size\":16,"
+                            "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+                            "\"rope_theta\":500000,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8,"
+                            "\"low_freq_factor\":1,\"high_freq_factor\":4,\"original_max_position_embeddings\":8192},"
+                            "\"max_position_embeddings\":65536}");
+    assert_int_equal(kvc_model_config_of(m)->head_dim, 32);
+    for (int64_t i = 0; i < 16; i++) {
+        const float base = base_inv(500000.0, i, 32);
+        if (i <= 7) assert_true(m->inv_freq[i] == base);
+        if (i == 8) assert_true(m->inv_freq[i] < base && m->inv_freq[i] > base / 8.0f);
+        if (i >= 9) assert_true(fabsf(m->inv_freq[i] - base / 8.0f) <= 1e-6f * base);
+    }
+    kvc_model_destroy(m);
+}
+
+static void test_family_fields(void **state)
+{
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2\",\"vocab_size\":8,\"hidden_size\":8,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+                                            "\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2}",
+                                            "q2", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && !c.qk_norm && c.head_dim == 4 && c.num_kv_heads == 2);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2}",
+                                            "q3", &c),
+                     KVC_OK);
+    assert_true(c.qk_norm && c.head_dim == 128 && !c.qkv_bias && c.rope.theta == 10000.0 && c.sliding_window == 0);
+}
+
+static void expect_refusal(const char *json, const char *needle)
+{
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
+    if (!strstr(kvc_last_error(), needle)) fail_msg("\"%s\" should mention \"%s\"", kvc_last_error(), needle);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "\"hidden_size\"");
+    expect_refusal("[1]", "not a JSON object");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"full_attention\"]}",
+                   "layer_types");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\"}}",
+                   "rope type \"dynamic\"");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
+                   "not a multiple");
+    expect_refusal("{\"model_type\":\"deepseek_v3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"kv_lora_rank\":4,\"qk_nope_head_dim\":4,"
+                   "\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,\"n_routed_experts\":8,"
+                   "\"n_group\":4,\"topk_group\":1,\"num_experts_per_tok\":4}",
+                   "k <= topk_group");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4), cmocka_unit_test(test_deepseek_scale_and_mscale),
+        cmocka_unit_test(test_llama3_bands),           cmocka_unit_test(test_family_fields),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,175 @@
+/* safetensors loading: f32/f16/bf16 reads, and every refusal names the file
+ * and the tensor (truncated file, header out of bounds, data outside the
+ * file, missing tensor, wrong shape, wrong dtype), also through kvc_model_load. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kvcache/half.h"
+#include "kvcache/model.h"
+
+static char g_dir[256];
+
+static void write_file(const char *name, const void *data, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+/* header_len_override < 0: the real length. */
+static void write_st(const char *name, const char *header, const void *data, size_t n, long long header_len_override)
+{
+    const size_t hl = strlen(header);
+    unsigned char *buf = malloc(8 + hl + n);
+    assert_non_null(buf);
+    const unsigned long long L = header_len_override < 0 ? hl : (unsigned long long)header_len_override;
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(L >> (8 * i));
+    memcpy(buf + 8, header, hl);
+    if (n) memcpy(buf + 8 + hl, data, n);
+    write_file(name, buf, 8 + hl + n);
+    free(buf);
+}
+
+static void path_of(const char *name, char *out, size_t cap) { snprintf(out, cap, "%s/%s", g_dir, name); }
+
+static void expect_error(kvc_status st, const char *a, const char *b)
+{
+    if (st == KVC_OK) fail_msg("expected a failure mentioning \"%s\"", a);
+    const char *msg = kvc_last_error();
+    if (!strstr(msg, a) || (b && !strstr(msg, b))) fail_msg("message \"%s\" should mention \"%s\" and \"%s\"", msg, a, b ? b : "");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/kvc_st_XXXXXX");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_reads_three_dtypes(void **state)
+{
+    (void)state;
+    unsigned char data[16 + 4 + 4];
+    const float f[4] = {1.5f, -2.0f, 0.25f, 3.0f};
+    memcpy(data, f, 16);
+    const uint16_t h[2] = {kvc_f32_to_f16(0.5f), kvc_f32_to_f16(-4.0f)};
+    const uint16_t bf[2] = {kvc_f32_to_bf16(2.0f), kvc_f32_to_bf16(-0.125f)};
+    memcpy(data + 16, h, 4);
+    memcpy(data + 20, bf, 4);
+    write_st("ok.safetensors",
+             "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+             "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[16,20]},"
+             "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[20,24]}}",
+             data, sizeof data, -1);
+    char p[512];
+    path_of("ok.safetensors", p, sizeof p);
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    float out[4];
+    const int64_t s22[2] = {2, 2}, s2[1] = {2};
+    assert_int_equal(kvc_safetensors_read_f32(st, "a", 2, s22, out), KVC_OK);
+    assert_memory_equal(out, f, 16);
+    assert_int_equal(kvc_safetensors_read_f32(st, "h", 1, s2, out), KVC_OK);
+    assert_true(out[0] == 0.5f && out[1] == -4.0f);
+    assert_int_equal(kvc_safetensors_read_f32(st, "b", 1, s2, out), KVC_OK);
+    assert_true(out[0] == 2.0f && out[1] == -0.125f);
+    expect_error(kvc_safetensors_read_f32(st, "missing", 1, s2, out), "missing tensor \"missing\"", "ok.safetensors");
+    expect_error(kvc_safetensors_read_f32(st, "a", 1, s2, out), "wrong shape [2, 2], expected [2]", "\"a\"");
+    kvc_safetensors_destroy(st);
+}
+
+static void test_wrong_dtype(void **state)
+{
+    (void)state;
+    const int32_t v[2] = {1, 2};
+    write_st("i32.safetensors", "{\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", v, 8, -1);
+    char p[512];
+    path_of("i32.safetensors", p, sizeof p);
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    float out[2];
+    const int64_t s[1] = {2};
+    expect_error(kvc_safetensors_read_f32(st, "w", 1, s, out), "wrong dtype I32", "i32.safetensors");
+    kvc_safetensors_destroy(st);
+}
+
+static void test_truncated_and_out_of_bounds(void **state)
+{
+    (void)state;
+    char p[512];
+    kvc_safetensors *st = NULL;
+    write_file("short.safetensors", "abc", 3);
+    path_of("short.safetensors", p, sizeof p);
+    expect_error(kvc_safetensors_open_file(p, &st), "truncated file", "short.safetensors");
+    assert_null(st);
+
+    write_st("hdr.safetensors", "{}", NULL, 0, 1000);
+    path_of("hdr.safetensors", p, sizeof p);
+    expect_error(kvc_safetensors_open_file(p, &st), "header out of bounds", "hdr.safetensors");
+
+    const float d[2] = {1, 2};
+    write_st("data.safetensors", "{\"big\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]}}", d, 8, -1);
+    path_of("data.safetensors", p, sizeof p);
+    expect_error(kvc_safetensors_open_file(p, &st), "truncated file", "\"big\"");
+
+    write_st("span.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", d, 8, -1);
+    path_of("span.safetensors", p, sizeof p);
+    expect_error(kvc_safetensors_open_file(p, &st), "span 8 bytes", "\"x\"");
+
+    write_st("json.safetensors", "{not json", NULL, 0, -1);
+    path_of("json.safetensors", p, sizeof p);
+    expect_error(kvc_safetensors_open_file(p, &st), "not a JSON object", "json.safetensors");
+}
+
+static void test_model_load_names_missing_tensor(void **state)
+{
+    (void)state;
+    char sub[300], p[512];
+    snprintf(sub, sizeof sub, "%s/model", g_dir);
+    snprintf(p, sizeof p, "mkdir -p '%s'", sub);
+    assert_int_equal(system(p), 0);
+    const char *cfg = "{\"model_type\":\"qwen3\",\"vocab_size\":4,\"hidden_size\":2,\"intermediate_size\":2,"
+                      "\"num_hidden_layers\":1,\"num_attention_heads\":1,\"num_key_value_heads\":1,\"head_dim\":2}";
+    write_file("model/config.json", cfg, strlen(cfg));
+    const float e[8] = {0};
+    write_st("model/model.safetensors",
+             "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,2],\"data_offsets\":[0,32]}}", e, 32, -1);
+    kvc_model *m = NULL;
+    expect_error(kvc_model_load(sub, &m), "missing tensor \"model.layers.0.input_layernorm.weight\"", "model.safetensors");
+    assert_null(m);
+
+    write_st("model/model.safetensors",
+             "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,32]}}", e, 32, -1);
+    expect_error(kvc_model_load(sub, &m), "\"model.embed_tokens.weight\" has wrong shape [2, 4], expected [4, 2]",
+                 "model.safetensors");
+    expect_error(kvc_model_load(g_dir, &m), "config.json", NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reads_three_dtypes),
+        cmocka_unit_test(test_wrong_dtype),
+        cmocka_unit_test(test_truncated_and_out_of_bounds),
+        cmocka_unit_test(test_model_load_names_missing_tensor),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
