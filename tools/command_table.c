@@ -3,6 +3,7 @@
 
 #include "bench.h"
 #include "cmd_plan.h"
+#include "cmd_run.h"
 #include "commands.h"
 #include "trace_replay.h"
 
@@ -11,5 +12,6 @@ const kvc_command kvc_commands[] = {
     {"trace", "replay a JSON trace against the manager, print JSON Lines", kvc_cmd_trace},
     {"demo", "replay a built-in hybrid-model trace under memory pressure", kvc_cmd_demo},
     {"plan", "the KV cache plan of a Hugging Face config.json (mode, layers, caches, memory)", kvc_cmd_plan},
+    {"run", "run a Hugging Face model directory through the standalone runner (greedy ids)", kvc_cmd_run},
     {NULL, NULL, NULL},
 };

@@ -6,6 +6,8 @@
  *   half.h   f16 / bf16 conversions
  *   batch.h  the metadata of one forward step (positions, lengths, tables, slots)
  *   ops.h    cache writes and the attention operator
+ *   model.h  config.json, safetensors, the model families and their forward pass
+ *   runner.h the standalone runner (modes 1-3 and a no-cache recomputation)
  *   plan.h   a model's config.json -> its cache plan and memory budget
  *
  * Usage sketch (one full-attention layer, 16-token blocks; compiled and run
@@ -39,6 +41,8 @@
 #include "kvcache/plan.h"
 #include "kvcache/batch.h"
 #include "kvcache/ops.h"
+#include "kvcache/model.h"
+#include "kvcache/runner.h"
 #include "kvcache/engine.h"
 
 #endif

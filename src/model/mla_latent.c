@@ -51,7 +51,7 @@ void kvc_mla_latent_attend(const kvc_latent_call *c, float *scores /* [threads, 
 {
     const kvc_step_metadata *md = c->md;
     const int64_t T = md->n_tokens, nH = c->n_heads, R = c->rkv, Dr = c->dr;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T * nH * c->max_kv > 65536)
     for (int64_t th = 0; th < T * nH; th++) {
         const int64_t t = th / nH, h = th % nH;
         int64_t r = 0;

@@ -1,0 +1,194 @@
+/* `kvcache run MODEL_DIR --prompt-ids 1,2,3 [...]`: loads a Hugging Face
+ * model directory (config.json + *.safetensors), runs the prompts through the
+ * standalone runner and prints the greedy continuations. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd_run.h"
+#include "kvcache/runner.h"
+
+#define RUN_MAX_PROMPTS 64
+#define RUN_MAX_IDS 65536
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
+            "                   [--mode 0|1|2|3] [--block-size N] [--json]\n"
+            "\n"
+            "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
+            "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
+            "\n"
+            "  --prompt-ids LIST    comma-separated token ids of one prompt (repeat for a batch)\n"
+            "  --max-new-tokens N   tokens generated per prompt (default 8)\n"
+            "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
+            "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
+            "  --block-size N       tokens per block in modes 2 and 3 (default 16)\n"
+            "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
+            "                       gap to the second, log-sum-exp) and timings\n");
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t *out)
+{
+    if (!s || !*s) return -1;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Appends the ids of "1,2,3" to ids[*n ..]; returns the count or -1. */
+static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n)
+{
+    int64_t count = 0;
+    while (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || v < 0 || v > INT32_MAX || (*end && *end != ',') || *n >= RUN_MAX_IDS) return -1;
+        ids[(*n)++] = (int32_t)v;
+        count++;
+        s = *end ? end + 1 : end;
+    }
+    return count > 0 ? count : -1;
+}
+
+static void step_summary(cJSON *arr, const float *lg, int64_t V)
+{
+    int64_t a = 0, b = -1;
+    for (int64_t i = 1; i < V; i++) {
+        if (lg[i] > lg[a]) b = a, a = i;
+        else if (b < 0 || lg[i] > lg[b]) b = i;
+    }
+    double s = 0.0;
+    for (int64_t i = 0; i < V; i++) s += exp((double)lg[i] - (double)lg[a]);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "top_id", (double)a);
+    cJSON_AddNumberToObject(o, "top_logit", lg[a]);
+    cJSON_AddNumberToObject(o, "top2_gap", b >= 0 ? (double)(lg[a] - lg[b]) : 0.0);
+    cJSON_AddNumberToObject(o, "logsumexp", (double)lg[a] + log(s));
+    cJSON_AddItemToArray(arr, o);
+}
+
+static void print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
+                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", dir);
+    cJSON_AddNumberToObject(root, "mode", (double)p->mode);
+    cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
+    cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
+    cJSON *prompts = cJSON_AddArrayToObject(root, "prompts");
+    int64_t t = 0;
+    const int64_t NT = p->max_new_tokens;
+    for (int64_t b = 0; b < n; b++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "prompt_ids", cJSON_CreateIntArray(ids + t, (int)lens[b]));
+        cJSON_AddItemToObject(o, "generated_ids", cJSON_CreateIntArray(tok + b * NT, (int)NT));
+        cJSON *steps = cJSON_AddArrayToObject(o, "steps");
+        for (int64_t i = 0; i < NT; i++) step_summary(steps, lg + (i * n + b) * V, V);
+        cJSON_AddItemToArray(prompts, o);
+        t += lens[b];
+    }
+    cJSON *tm = cJSON_AddObjectToObject(root, "timings_ms");
+    cJSON_AddNumberToObject(tm, "prefill", st->prefill_ms);
+    cJSON_AddNumberToObject(tm, "decode_total", st->decode_ms);
+    cJSON_AddNumberToObject(tm, "decode_steps", (double)st->decode_steps);
+    cJSON_AddNumberToObject(tm, "decode_per_step", st->decode_steps ? st->decode_ms / (double)st->decode_steps : 0.0);
+    char *text = cJSON_PrintUnformatted(root);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(root);
+}
+
+int kvc_cmd_run(int argc, char **argv)
+{
+    kvc_runner_params p = kvc_runner_default_params();
+    const char *dir = NULL;
+    bool json = false;
+    static int32_t ids[RUN_MAX_IDS];
+    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            run_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = true;
+            continue;
+        } else if (strcmp(a, "--prompt-ids") == 0) {
+            if (n == RUN_MAX_PROMPTS || (lens[n] = parse_ids(val, ids, &n_ids)) < 0) {
+                fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated non-negative ids (at most %d prompts), got \"%s\"\n",
+                        RUN_MAX_PROMPTS, val ? val : "");
+                return 2;
+            }
+            n++;
+        } else if (strcmp(a, "--max-new-tokens") == 0 || strcmp(a, "--block-size") == 0 || strcmp(a, "--mode") == 0) {
+            int64_t v;
+            const bool is_mode = strcmp(a, "--mode") == 0;
+            if (parse_i64(val, is_mode ? 0 : 1, &v) != 0 || (is_mode && v > 3)) {
+                fprintf(stderr, "kvcache run: %s expects %s, got \"%s\"\n", a, is_mode ? "0, 1, 2 or 3" : "an integer >= 1",
+                        val ? val : "");
+                return 2;
+            }
+            if (is_mode) mode = v;
+            else if (a[2] == 'm') p.max_new_tokens = v;
+            else p.block_size = v;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "kvcache run: unknown option %s\n", a);
+            run_usage(stderr);
+            return 2;
+        } else if (!dir) {
+            dir = a;
+            continue;
+        } else {
+            fprintf(stderr, "kvcache run: unexpected argument %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    if (!dir || n == 0) {
+        run_usage(stderr);
+        return 2;
+    }
+    p.mode = (kvc_runner_mode)mode;
+    kvc_model *m = NULL;
+    if (kvc_model_load(dir, &m) != KVC_OK) {
+        fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
+        return 2;
+    }
+    int64_t maxl = 0;
+    for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
+    const int64_t V = kvc_model_config_of(m)->vocab_size, NT = p.max_new_tokens;
+    kvc_runner *r = NULL;
+    int32_t *tok = calloc((size_t)(n * NT), sizeof *tok);
+    float *lg = json ? calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
+    kvc_runner_stats st = {0};
+    int rc = 0;
+    if (!tok || (json && !lg)) {
+        fprintf(stderr, "kvcache run: out of memory\n");
+        rc = 1;
+    } else if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK || kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
+        fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
+        rc = 1;
+    } else if (json) {
+        print_json(dir, &p, ids, lens, n, tok, lg, V, &st);
+    } else {
+        for (int64_t b = 0; b < n; b++) {
+            for (int64_t i = 0; i < NT; i++) printf(i ? ",%d" : "%d", tok[b * NT + i]);
+            printf("\n");
+        }
+    }
+    kvc_runner_destroy(r);
+    kvc_model_destroy(m);
+    free(tok);
+    free(lg);
+    return rc;
+}
