@@ -58,9 +58,9 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->plan == KVC_ENGINE_PLAN_BUDGET && p->kv_memory_bytes <= 0)
         return kvc_fail(KVC_EINVAL, "engine: BUDGET planning needs kv_memory_bytes > 0 (got %lld)",
                         (long long)p->kv_memory_bytes);
-    if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > p->max_model_len)
-        return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, max_model_len %lld]",
-                        (long long)p->reserved_decode_tokens, (long long)p->max_model_len);
+    if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
+                        (long long)p->reserved_decode_tokens);
     if (p->next_n != 0)
         return kvc_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                         (long long)p->next_n);

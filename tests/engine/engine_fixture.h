@@ -40,6 +40,16 @@ static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng,
     }
 }
 
+/* Test params: checks on, no decode reservation. */
+static inline kvc_engine_params fix_params(int64_t max_model_len, int64_t max_batch) {
+    kvc_engine_params p = kvc_engine_default_params();
+    p.max_model_len = max_model_len;
+    p.max_batch = max_batch;
+    p.reserved_decode_tokens = 0;
+    p.check = true;
+    return p;
+}
+
 static inline kvc_engine *fix_engine(const kvc_engine_model *model, const kvc_engine_params *p) {
     kvc_engine *e = NULL;
     kvc_status st = kvc_engine_create(model, p, &e);

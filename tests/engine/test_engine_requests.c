@@ -4,21 +4,12 @@
  * refusals, recovery from a failing forward, the max_model_len stop. */
 #include "engine_fixture.h"
 
-static kvc_engine_params small_params(int64_t max_model_len, int64_t max_batch) {
-    kvc_engine_params p = kvc_engine_default_params();
-    p.max_model_len = max_model_len;
-    p.max_batch = max_batch;
-    p.reserved_decode_tokens = 0;
-    p.check = true;
-    return p;
-}
-
 static void test_lifecycle(void **state) {
     (void)state;
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = small_params(64, 4);
+    kvc_engine_params p = fix_params(64, 4);
     kvc_engine *e = fix_engine(&em, &p);
     const int32_t prompt[] = {5, 6, 7};
     kvc_engine_request r = kvc_engine_request_default();
@@ -91,7 +82,7 @@ static void test_batched_equals_alone(void **state) {
         for (size_t bi = 0; bi < sizeof block_sizes / sizeof *block_sizes; bi++) {
             toy_model m;
             toy_init_managed(&m, FIX_VOCAB, layers, block_sizes[bi], 5);
-            kvc_engine_params p = small_params(96, 4);
+            kvc_engine_params p = fix_params(96, 4);
             fix_request q[N];
             uint64_t rng = 7 + (uint64_t)bi;
             for (int64_t i = 0; i < N; i++) fix_request_random(&q[i], 100 + i, &rng, 40, CAP, i % 3 == 2);
@@ -131,7 +122,7 @@ static void test_bad_input_refused_engine_serves(void **state) {
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = small_params(64, 2);
+    kvc_engine_params p = fix_params(64, 2);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = 11 * 4 * 2 * TOY_D * 4; /* 11 blocks of 4 tokens (k and v, f32): 40 usable positions */
     p.max_requests = 4;
@@ -214,21 +205,21 @@ static void test_create_refusals(void **state) {
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = small_params(64, 2);
+    kvc_engine_params p = fix_params(64, 2);
     p.max_model_len = 0;
     expect_create_refused(&em, &p, KVC_EINVAL, "max_model_len");
-    p = small_params(64, 2);
+    p = fix_params(64, 2);
     p.max_prefill_tokens = 32;
     expect_create_refused(&em, &p, KVC_EINVAL, "max_prefill_tokens 32");
-    p = small_params(64, 2);
+    p = fix_params(64, 2);
     p.next_n = 1;
     expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
-    p = small_params(64, 2);
+    p = fix_params(64, 2);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     expect_create_refused(&em, &p, KVC_EINVAL, "kv_memory_bytes");
     p.kv_memory_bytes = 100; /* not one block */
     expect_create_refused(&em, &p, KVC_ENOMEM, "usable block");
-    p = small_params(64, 2);
+    p = fix_params(64, 2);
     kvc_engine_model bad = em;
     bad.vocab_size = 0;
     expect_create_refused(&bad, &p, KVC_EINVAL, "vocab_size");
@@ -257,7 +248,7 @@ static void test_forward_failure_recovers(void **state) {
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 2, 4, 6);
     kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = small_params(64, 3);
+    kvc_engine_params p = fix_params(64, 3);
     kvc_engine *e = fix_engine(&em, &p);
     fix_request q[5];
     uint64_t rng = 11;
@@ -288,7 +279,7 @@ static void test_max_model_len_stop(void **state) {
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = small_params(16, 2);
+    kvc_engine_params p = fix_params(16, 2);
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[16];
     for (int i = 0; i < 16; i++) prompt[i] = (i * 5) % FIX_VOCAB;
