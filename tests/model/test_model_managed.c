@@ -1,0 +1,150 @@
+/* Framework path: the forward consumes step metadata built by the request
+ * manager (kvc_step_metadata_build) over caches the planner sized and
+ * storage allocated from the model's own cache description. GptOss with
+ * sliding and full layers: sliding layers read the SlidingWindow key (whose
+ * blocks leave the window and are released), full layers the FullAttention
+ * key. Greedy tokens and logits equal the runner's no-cache recomputation. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/kvcache.h"
+
+#define N_REQ 3
+#define NT 8
+
+static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14, 120, 4, 6, 50};
+static const int64_t LENS[N_REQ] = {13, 3, 10};
+
+static void check(kvc_status st, const char *what)
+{
+    if (st != KVC_OK && st != KVC_CLAMPED) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+static void keep_tensor(void *user, const kvc_tensor *t)
+{
+    (void)user, (void)t; /* the storage also records it in entry.tensor */
+}
+
+static void test_gpt_oss_through_managers(void **state)
+{
+    (void)state;
+    kvc_model_config cfg;
+    check(kvc_model_config_parse(
+              "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
+              "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+              "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2}",
+              "cfg", &cfg),
+          "config");
+    kvc_model *m = NULL;
+    check(kvc_model_create_random(&cfg, 7, &m), "model");
+    const int64_t V = cfg.vocab_size, bs = 4, max_len = 64;
+
+    /* reference: runner without cache */
+    kvc_runner_params rp = kvc_runner_default_params();
+    rp.mode = KVC_RUNNER_RECOMPUTE;
+    rp.max_new_tokens = NT;
+    kvc_runner *r = NULL;
+    check(kvc_runner_create(m, &rp, N_REQ, 13, &r), "runner");
+    int32_t ref_tok[N_REQ * NT];
+    float *ref_lg = calloc((size_t)(NT * N_REQ * V), sizeof(float));
+    check(kvc_runner_generate(r, IDS, LENS, N_REQ, ref_tok, ref_lg, NULL), "reference");
+    kvc_runner_destroy(r);
+
+    kvc_model_cache_info *ci = NULL;
+    check(kvc_model_cache_info_build(m, false, bs, &ci), "cache info");
+    check(kvc_validate_cache_info(ci, -1), "validate");
+    for (int l = 0; l < ci->n_layer_infos; l++)
+        for (int e = 0; e < ci->layer_infos[l].n_caches; e++) ci->layer_infos[l].caches[e].tensor_setter = keep_tensor;
+    kvc_plan_params pp = kvc_plan_default_params();
+    pp.mode = KVC_PLAN_OFFLINE;
+    pp.max_len = max_len;
+    pp.max_concurrency = N_REQ;
+    kvc_block_plan plan;
+    check(kvc_plan_blocks(&pp, ci, &plan), "plan");
+    kvc_cache_storage *storage = NULL;
+    check(kvc_cache_storage_allocate(ci, &plan, KVC_ALIGN_DEFAULT, &storage), "storage");
+    kvc_manager_params mp = kvc_manager_default_params();
+    mp.max_model_len = max_len;
+    kvc_manager *mgr = NULL;
+    check(kvc_manager_create(ci, &plan, &mp, &mgr), "manager");
+    assert_int_equal(kvc_manager_n_keys(mgr), 2);
+    kvc_step_buffers *buf = NULL;
+    check(kvc_step_buffers_create(mgr, N_REQ, 64, &buf), "step buffers");
+
+    kvc_layer_cache layers[4];
+    for (int l = 0; l < 4; l++) {
+        layers[l].k = ci->layer_infos[l].caches[0].tensor;
+        layers[l].v = ci->layer_infos[l].caches[1].tensor;
+        snprintf(layers[l].key, sizeof layers[l].key, "%s", kvc_cache_entry_group_key(&ci->layer_infos[l].caches[0]));
+    }
+    assert_string_equal(layers[0].key, "SlidingWindow");
+    assert_string_equal(layers[1].key, "FullAttention");
+    kvc_model_caches caches = {.kind = KVC_MCACHE_PAGED, .block_size = bs, .n_layers = 4, .layers = layers};
+    kvc_model_workspace *ws = NULL;
+    check(kvc_model_workspace_create(m, 64, N_REQ, max_len, &ws), "workspace");
+
+    float lg[N_REQ * 128];
+    int32_t ids[64], tok[N_REQ * NT];
+    int64_t cached[N_REQ];
+    kvc_step_request rows[N_REQ];
+    for (int64_t i = 0; i < NT; i++) {
+        int64_t t = 0, off = 0;
+        for (int64_t b = 0; b < N_REQ; b++) {
+            const bool prefill = i == 0;
+            const int64_t n_new = prefill ? LENS[b] : 1;
+            check(kvc_manager_allocate_slots(mgr, b, prefill ? 0 : cached[b], n_new, 0, 0, KVC_ALL_KEYS), "allocate");
+            rows[b] = (kvc_step_request){.request_id = b, .computed_tokens = prefill ? 0 : cached[b], .num_new_tokens = n_new};
+            if (prefill) memcpy(ids + t, IDS + off, (size_t)n_new * sizeof(int32_t));
+            else ids[t] = tok[b * NT + i - 1];
+            t += n_new;
+            off += LENS[b];
+        }
+        kvc_step_metadata md;
+        check(kvc_step_metadata_build(buf, rows, N_REQ, i == 0, &md), "metadata");
+        kvc_forward_args a = {.token_ids = ids, .md = &md, .caches = &caches, .logits = lg};
+        check(kvc_model_forward(m, ws, &a), "forward");
+        for (int64_t b = 0; b < N_REQ; b++) {
+            const float *row = lg + b * V;
+            int32_t best = 0;
+            for (int32_t v = 1; v < V; v++)
+                if (row[v] > row[best]) best = v;
+            tok[b * NT + i] = best;
+            cached[b] = (i == 0 ? 0 : cached[b]) + rows[b].num_new_tokens;
+            for (int64_t v = 0; v < V; v++) {
+                const double want = ref_lg[(i * N_REQ + b) * V + v];
+                if (fabs(row[v] - want) > 1e-5 * fmax(1.0, fabs(want)))
+                    fail_msg("step %lld row %lld logit %lld: %g vs recomputation %g", (long long)i, (long long)b,
+                             (long long)v, (double)row[v], want);
+            }
+            if (best != ref_tok[b * NT + i]) fail_msg("step %lld row %lld: token %d vs %d", (long long)i, (long long)b, best, ref_tok[b * NT + i]);
+        }
+    }
+    /* the sliding manager released blocks that left the window */
+    int32_t sw = -1;
+    check(kvc_manager_key_index(mgr, "SlidingWindow", &sw), "key");
+    int32_t table[32];
+    int64_t n_blocks = 0;
+    check(kvc_manager_block_ids(mgr, 0, sw, table, 32, &n_blocks), "block ids");
+    assert_true(n_blocks > 2 && table[0] == KVC_NULL_BLOCK);
+
+    kvc_model_workspace_destroy(ws);
+    kvc_step_buffers_destroy(buf);
+    kvc_manager_destroy(mgr);
+    kvc_cache_storage_destroy(storage);
+    kvc_model_cache_info_destroy(ci);
+    kvc_model_destroy(m);
+    free(ref_lg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_gpt_oss_through_managers)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
