@@ -17,6 +17,18 @@
 
 #define FX_MAXB 8
 
+/* KVC_SMALL: 1 under AddressSanitizer (tests shrink their lengths). */
+#if defined(__SANITIZE_ADDRESS__)
+#define KVC_SMALL 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVC_SMALL 1
+#endif
+#endif
+#ifndef KVC_SMALL
+#define KVC_SMALL 0
+#endif
+
 typedef struct fx_cfg {
     kvc_attn_layout layout;
     kvc_kv_storage storage;

@@ -17,16 +17,6 @@
 #include "attn_fixture.h"
 #include "ops/cpu/simd.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KVC_SMALL 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KVC_SMALL 1
-#endif
-#endif
-#ifndef KVC_SMALL
-#define KVC_SMALL 0
-#endif
 
 static void run_cpu(kvc_attention_params *p)
 {

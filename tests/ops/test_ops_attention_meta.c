@@ -21,16 +21,6 @@
 
 #include "attn_fixture.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KVC_SMALL 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KVC_SMALL 1
-#endif
-#endif
-#ifndef KVC_SMALL
-#define KVC_SMALL 0
-#endif
 #define LONG_KV (KVC_SMALL ? 140 : 600) /* > one 512-key chunk outside sanitizer builds */
 
 typedef enum { RUN_CPU, RUN_REF } run_kind;
@@ -288,53 +278,49 @@ static void test_lse_merge(void **state)
     lse_merge_case(RUN_REF);
 }
 
-/* ---- #8 decode vs prefill --------------------------------------------------- */
+/* ---- #8 and #9: causal rows vs single-token decode steps ------------------ */
 
-static void test_decode_equals_last_prefill_row(void **state)
+/* Runs a mode-3 batch, then n decode steps: at step s request b decodes
+ * one of its last min(n, sq[b]) rows over exactly the keys that row sees,
+ * and the decode row must equal the batch row. */
+static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t n, uint32_t seed, const char *what)
 {
-    (void)state;
-    const int64_t sq[2] = {37, LONG_KV}, skv[2] = {37, LONG_KV}; /* cache written first, then causal prefill (AO 2.6) */
     for (int k = 0; k < 2; k++) {
         const run_kind kind = k ? RUN_REF : RUN_CPU;
         fx f;
-        fx_cfg c = paged_cfg(2, sq, skv, 3, 33);
+        fx_cfg c = paged_cfg(2, sq, skv, 3, seed);
         fx_build(&f, &c);
         run(&f.p, kind);
-        const int64_t rows[2] = {f.cuq[0] - 1, f.cuq[1] - 1};
-        dec d;
-        dec_build(&d, &f, rows, skv);
-        run(&d.p, kind);
-        for (int64_t b = 0; b < 2; b++) compare_rows(&f, rows[b], &d, b, kind, "decode vs prefill");
-        fx_free(&f);
-    }
-}
-
-/* ---- #9 speculative verify ------------------------------------------------- */
-
-static void test_verify_equals_decode_steps(void **state)
-{
-    (void)state;
-    const int64_t sq[2] = {4, 3}, skv[2] = {LONG_KV - 70, 19}; /* verify windows of 4 and 3 tokens, mode 3 */
-    for (int k = 0; k < 2; k++) {
-        const run_kind kind = k ? RUN_REF : RUN_CPU;
-        fx f;
-        fx_cfg c = paged_cfg(2, sq, skv, 3, 44);
-        fx_build(&f, &c);
-        run(&f.p, kind);
-        for (int64_t i = 0; i < 4; i++) { /* step i: request b decodes its row min(i, sq-1) over skv - sq + i + 1 keys */
-            int64_t rows[2], kvl[2], loc[2];
+        for (int64_t st = 0; st < n; st++) {
+            int64_t rows[2], kvl[2];
             for (int64_t b = 0; b < 2; b++) {
-                loc[b] = i < sq[b] ? i : sq[b] - 1;
-                rows[b] = (b ? f.cuq[b - 1] : 0) + loc[b];
-                kvl[b] = skv[b] - sq[b] + loc[b] + 1;
+                const int64_t last = sq[b] < n ? sq[b] : n, loc = sq[b] - last + (st < last ? st : last - 1);
+                rows[b] = (b ? f.cuq[b - 1] : 0) + loc;
+                kvl[b] = skv[b] - sq[b] + loc + 1;
             }
             dec d;
             dec_build(&d, &f, rows, kvl);
             run(&d.p, kind);
-            for (int64_t b = 0; b < 2; b++) compare_rows(&f, rows[b], &d, b, kind, "verify vs decode steps");
+            for (int64_t b = 0; b < 2; b++) compare_rows(&f, rows[b], &d, b, kind, what);
         }
         fx_free(&f);
     }
+}
+
+/* #8: cache written first, then a causal prefill (AO 2.6): its last row is a decode step. */
+static void test_decode_equals_last_prefill_row(void **state)
+{
+    (void)state;
+    const int64_t sq[2] = {37, LONG_KV}, skv[2] = {37, LONG_KV};
+    causal_rows_vs_decode(sq, skv, 1, 33, "decode vs prefill");
+}
+
+/* #9: verify windows of 4 and 3 tokens (mode 3) are consecutive decode steps. */
+static void test_verify_equals_decode_steps(void **state)
+{
+    (void)state;
+    const int64_t sq[2] = {4, 3}, skv[2] = {LONG_KV - 70, 19};
+    causal_rows_vs_decode(sq, skv, 4, 44, "verify vs decode steps");
 }
 
 int main(void)
