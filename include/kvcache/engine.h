@@ -20,6 +20,7 @@
 #include "kvcache/base.h"
 #include "kvcache/batch.h"
 #include "kvcache/cache.h"
+#include "kvcache/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -262,6 +263,41 @@ const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
  * nothing running every pool back at num_blocks - 1 free (P-REL-4).
  * KVC_EINTERNAL naming the broken rule. */
 kvc_status kvc_engine_check(const kvc_engine *e);
+
+/* ---- the model runtime as an engine model (model_adapter.c) --------------- */
+
+/* A kvc_engine_model over a kvc_model (model.h). Managed (default): the
+ * model's cache description from kvc_model_cache_info_build(m, latent,
+ * block_size) (f32 entries grouped FullAttention / SlidingWindow); the
+ * adapter's tensor setters record the tensors the engine allocates, so every
+ * layer reads its own manager key. Self-managed: no cache info, one legacy
+ * contiguous k and v cache per layer [max_batch, max_model_len, heads*dim]
+ * (latent: [.., kv_lora_rank] and [.., qk_rope_head_dim]), read and written
+ * at the engine's cache rows. The forward runs kvc_model_forward with each
+ * row's last-token logits into a workspace sized once from the engine
+ * params: a step allocates nothing (the attention kernel's scratch grows
+ * once, model.h).
+ *
+ * One adapter serves one engine (its cache description receives that
+ * engine's tensors); create the adapter, then the engine with the same
+ * params over kvc_engine_adapter_model(), destroy the engine first. The
+ * model must outlive the adapter. Not thread-safe. */
+typedef struct kvc_engine_adapter_params {
+    bool self_managed;  /* legacy contiguous caches instead of cache info */
+    bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
+    int64_t block_size; /* managed: tokens per block, >= 1 */
+} kvc_engine_adapter_params;
+
+typedef struct kvc_engine_adapter kvc_engine_adapter;
+
+/* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
+ * size < 1 on the managed path, engine params without max_model_len or
+ * max_batch. */
+kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
+                                     const kvc_engine_params *engine_params, kvc_engine_adapter **out);
+void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
+/* The vtable to pass to kvc_engine_create (valid while the adapter lives). */
+const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
 
 #ifdef __cplusplus
 }

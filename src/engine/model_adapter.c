@@ -1,0 +1,125 @@
+/* The model runtime seen by the engine: a kvc_engine_model whose forward is
+ * kvc_model_forward over caches the engine allocated. Managed path: the
+ * model's cache description with setters that record each layer's paged k/v
+ * tensors; self-managed path: legacy contiguous k/v caches per layer with
+ * shapes taken from the same description. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/internal.h"
+#include "kvcache/engine.h"
+
+struct kvc_engine_adapter {
+    const kvc_model *m;
+    kvc_engine_model em;
+    kvc_model_cache_info *ci;        /* managed: handed to the engine; self-managed: shapes only */
+    kvc_engine_legacy_cache *legacy; /* self-managed: [2 * n_layers] k, v of each layer */
+    kvc_layer_cache *layers;         /* [n_layers] tensors recorded by the setters */
+    kvc_model_caches caches;
+    kvc_model_workspace *ws;
+};
+
+/* user: the kvc_tensor slot of one layer's k or v */
+static void record_tensor(void *user, const kvc_tensor *t) { *(kvc_tensor *)user = *t; }
+
+static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engine_batch *batch, float *logits) {
+    kvc_engine_adapter *a = self;
+    kvc_forward_args fa = {.token_ids = ids,
+                           .md = batch->md,
+                           .caches = &a->caches,
+                           .cache_rows = batch->cache_rows,
+                           .all_logits = false,
+                           .logits = logits};
+    return kvc_model_forward(a->m, a->ws, &fa);
+}
+
+/* Managed: setters into layers[l].k / .v, keys from the entries' groups. */
+static void wire_managed(kvc_engine_adapter *a) {
+    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
+        kvc_layer_cache_info *li = &a->ci->layer_infos[i];
+        kvc_layer_cache *lc = &a->layers[li->layer_idx];
+        li->caches[0].tensor_setter = record_tensor;
+        li->caches[0].setter_user = &lc->k;
+        li->caches[1].tensor_setter = record_tensor;
+        li->caches[1].setter_user = &lc->v;
+        snprintf(lc->key, sizeof lc->key, "%s", kvc_cache_entry_group_key(&li->caches[0]));
+    }
+    a->em.cache_info = a->ci;
+}
+
+/* Self-managed: one legacy cache per entry, unit = heads * dims. */
+static kvc_status wire_legacy(kvc_engine_adapter *a) {
+    a->legacy = calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
+    if (a->legacy == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
+    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
+        const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
+        kvc_layer_cache *lc = &a->layers[li->layer_idx];
+        for (int32_t kv = 0; kv < 2; kv++) {
+            const kvc_cache_entry *e = &li->caches[kv];
+            kvc_engine_legacy_cache *c = &a->legacy[2 * i + kv];
+            snprintf(c->name, sizeof c->name, "%s", e->name);
+            c->layer_idx = li->layer_idx;
+            c->dtype = e->dtype;
+            c->n_dims = 1;
+            c->unit[0] = e->num_head * kvc_cache_entry_dim_numel(e);
+            c->tensor_setter = record_tensor;
+            c->setter_user = kv == 0 ? &lc->k : &lc->v;
+        }
+    }
+    a->em.legacy_caches = a->legacy;
+    a->em.n_legacy_caches = 2 * a->ci->n_layer_infos;
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
+                                     const kvc_engine_params *ep, kvc_engine_adapter **out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_adapter_create: out is NULL");
+    *out = NULL;
+    if (m == NULL || p == NULL || ep == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
+    if (ep->max_model_len < 1 || ep->max_batch < 1)
+        return kvc_fail(KVC_EINVAL, "engine adapter: engine max_model_len %lld and max_batch %lld must be >= 1",
+                        (long long)ep->max_model_len, (long long)ep->max_batch);
+    const kvc_model_config *c = kvc_model_config_of(m);
+    kvc_engine_adapter *a = calloc(1, sizeof *a);
+    if (a == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
+    a->m = m;
+    a->layers = calloc((size_t)c->num_layers, sizeof *a->layers);
+    kvc_status st = a->layers != NULL ? KVC_OK : kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
+    /* the self-managed path reads only shapes, so any block size will do */
+    if (st == KVC_OK) st = kvc_model_cache_info_build(m, p->latent, p->self_managed ? 1 : p->block_size, &a->ci);
+    if (st == KVC_OK) {
+        a->em.self = a;
+        a->em.vocab_size = c->vocab_size;
+        a->em.forward = adapter_forward;
+        a->caches = (kvc_model_caches){.kind = p->self_managed ? KVC_MCACHE_CONTIGUOUS : KVC_MCACHE_PAGED,
+                                       .latent = p->latent,
+                                       .block_size = p->self_managed ? 0 : p->block_size,
+                                       .n_layers = (int32_t)c->num_layers,
+                                       .layers = a->layers};
+        if (p->self_managed) st = wire_legacy(a);
+        else wire_managed(a);
+    }
+    /* the engine's step sizes: max(max_prefill_tokens (0 = max_model_len), max_batch) tokens */
+    const int64_t prefill = ep->max_prefill_tokens > 0 ? ep->max_prefill_tokens : ep->max_model_len;
+    if (st == KVC_OK)
+        st = kvc_model_workspace_create(m, kvc_max64(prefill, ep->max_batch), ep->max_batch, ep->max_model_len,
+                                        &a->ws);
+    if (st != KVC_OK) {
+        kvc_engine_adapter_destroy(a);
+        return st;
+    }
+    *out = a;
+    return KVC_OK;
+}
+
+void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
+    if (a == NULL) return;
+    kvc_model_workspace_destroy(a->ws);
+    kvc_model_cache_info_destroy(a->ci);
+    free(a->legacy);
+    free(a->layers);
+    free(a);
+}
+
+const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

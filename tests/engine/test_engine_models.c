@@ -1,0 +1,183 @@
+/* The engine over the model runtime (kvc_engine_adapter), for each family
+ * (random small configs and the Hugging Face oracle directories): block
+ * sizes 1, 16 and 128 and the self-managed legacy path give the greedy
+ * tokens of the runner and of transformers, with every logit bitwise equal
+ * to the runner's paged mode (mode 2; MLA latent caches: mode 3) on the same
+ * batch. */
+#include <cjson/cJSON.h>
+
+#include "engine_models.h"
+
+#define NT 8
+
+static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14, 120, 4, 6, 50};
+static const int64_t LENS[] = {13, 3, 10};
+
+typedef struct em_case {
+    const kvc_model *m;
+    const int32_t *ids;
+    const int64_t *lens;
+    int64_t n, max_model_len;
+    const int32_t *oracle; /* [n, NT] transformers' greedy ids, or NULL */
+    const char *name;
+} em_case;
+
+static void expect_same(const em_case *c, const char *path, const int32_t *tok, const float *lg /* [n, NT, V] */,
+                        const int32_t *ref_tok, const float *ref_lg /* [NT, n, V] */) {
+    const int64_t V = kvc_model_config_of(c->m)->vocab_size;
+    for (int64_t b = 0; b < c->n; b++)
+        for (int64_t i = 0; i < NT; i++) {
+            if (tok[b * NT + i] != ref_tok[b * NT + i])
+                fail_msg("%s %s: request %lld token %lld is %d, runner %d", c->name, path, (long long)b, (long long)i,
+                         tok[b * NT + i], ref_tok[b * NT + i]);
+            if (c->oracle && tok[b * NT + i] != c->oracle[b * NT + i])
+                fail_msg("%s %s: request %lld token %lld is %d, transformers %d", c->name, path, (long long)b,
+                         (long long)i, tok[b * NT + i], c->oracle[b * NT + i]);
+            if (memcmp(lg + (b * NT + i) * V, ref_lg + (i * c->n + b) * V, (size_t)V * sizeof(float)) != 0)
+                fail_msg("%s %s: request %lld step %lld logits are not bitwise equal to the runner's", c->name, path,
+                         (long long)b, (long long)i);
+        }
+}
+
+/* Engine paths (managed bs 1/16/128, self-managed) against one runner mode. */
+static void check_paths(const em_case *c, bool latent, kvc_runner_mode mode) {
+    const int64_t V = kvc_model_config_of(c->m)->vocab_size, n = c->n;
+    int32_t *ref_tok = calloc((size_t)(n * NT), sizeof *ref_tok), *tok = calloc((size_t)(n * NT), sizeof *tok);
+    float *ref_lg = calloc((size_t)(n * NT * V), sizeof *ref_lg), *lg = calloc((size_t)(n * NT * V), sizeof *lg);
+    assert_true(ref_tok && tok && ref_lg && lg);
+    em_runner_run(c->m, mode, true, c->ids, c->lens, n, NT, ref_tok, ref_lg);
+    static const int64_t sizes[3] = {1, 16, 128};
+    char path[64];
+    for (int i = 0; i < 4; i++) {
+        kvc_engine_adapter_params ap = {.self_managed = i == 3, .latent = latent, .block_size = i < 3 ? sizes[i] : 0};
+        if (i < 3) snprintf(path, sizeof path, "%s managed block size %lld", latent ? "latent" : "full", (long long)sizes[i]);
+        else snprintf(path, sizeof path, "%s self-managed", latent ? "latent" : "full");
+        memset(lg, 0, (size_t)(n * NT * V) * sizeof *lg);
+        em_engine_run(c->m, &ap, c->max_model_len, c->ids, c->lens, n, NT, tok, lg);
+        expect_same(c, path, tok, lg, ref_tok, ref_lg);
+    }
+    free(ref_tok);
+    free(tok);
+    free(ref_lg);
+    free(lg);
+}
+
+static void check_case(const em_case *c) {
+    check_paths(c, false, KVC_RUNNER_PAGED);
+    if (kvc_model_config_of(c->m)->family == KVC_FAMILY_DEEPSEEK_V3) check_paths(c, true, KVC_RUNNER_MLA_LATENT);
+}
+
+static void random_family(const char *json, const char *name) {
+    kvc_model *m = em_random_model(json, 99);
+    em_case c = {.m = m, .ids = IDS, .lens = LENS, .n = 3, .max_model_len = 48, .name = name};
+    check_case(&c);
+    kvc_model_destroy(m);
+}
+
+static void test_random_qwen3(void **state) {
+    (void)state;
+    random_family("{\"model_type\":\"qwen3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
+                  "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+                  "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"attention_bias\":true,"
+                  "\"max_position_embeddings\":512}",
+                  "qwen3 (random)");
+}
+
+static void test_random_gpt_oss(void **state) {
+    (void)state;
+    random_family("{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
+                  "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+                  "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
+                  "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
+                  "\"max_position_embeddings\":4096}",
+                  "gpt_oss (random)");
+}
+
+static void test_random_deepseek_v3(void **state) {
+    (void)state;
+    random_family("{\"model_type\":\"deepseek_v3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
+                  "\"moe_intermediate_size\":32,\"num_hidden_layers\":3,\"first_k_dense_replace\":1,"
+                  "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24,"
+                  "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8,"
+                  "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"
+                  "\"routed_scaling_factor\":2.5,\"max_position_embeddings\":4096}",
+                  "deepseek_v3 (random)");
+}
+
+/* ---- oracle directories (tests/data/oracle, README there) ---- */
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void oracle_family(const char *sub) {
+    const char *base = getenv("KVC_DATA_DIR");
+    if (!base) fail_msg("KVC_DATA_DIR is not set (CTest sets it to tests/data)");
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/oracle/%s", base, sub);
+    kvc_model *m = NULL;
+    if (kvc_model_load(dir, &m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
+    snprintf(path, sizeof path, "%s/expected.json", dir);
+    char *text = read_text(path);
+    cJSON *exp = cJSON_Parse(text);
+    free(text);
+    assert_non_null(exp);
+    assert_int_equal(cJSON_GetObjectItem(exp, "num_new_tokens")->valueint, NT);
+    int32_t ids[256], greedy[4 * NT];
+    int64_t lens[4], n = 0, t = 0;
+    const cJSON *p, *x;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(exp, "prompts")) {
+        assert_true(n < 4);
+        lens[n] = 0;
+        cJSON_ArrayForEach(x, cJSON_GetObjectItem(p, "ids")) {
+            assert_true(t < 256);
+            ids[t++] = x->valueint;
+            lens[n]++;
+        }
+        int64_t i = 0;
+        cJSON_ArrayForEach(x, cJSON_GetObjectItem(p, "greedy_ids")) {
+            assert_true(i < NT);
+            greedy[n * NT + i++] = x->valueint;
+        }
+        assert_int_equal(i, NT);
+        n++;
+    }
+    cJSON_Delete(exp);
+    em_case c = {.m = m, .ids = ids, .lens = lens, .n = n, .max_model_len = 48, .oracle = greedy, .name = sub};
+    check_case(&c);
+    kvc_model_destroy(m);
+}
+
+static void test_oracle_qwen3(void **state) {
+    (void)state;
+    oracle_family("qwen3");
+}
+
+static void test_oracle_gpt_oss(void **state) {
+    (void)state;
+    oracle_family("gpt_oss");
+}
+
+static void test_oracle_deepseek_v3(void **state) {
+    (void)state;
+    oracle_family("deepseek_v3");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_qwen3),     cmocka_unit_test(test_random_gpt_oss),
+        cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
+        cmocka_unit_test(test_oracle_gpt_oss),   cmocka_unit_test(test_oracle_deepseek_v3),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
