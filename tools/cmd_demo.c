@@ -1,4 +1,5 @@
-/* `kvcache demo`: replays the built-in example trace of a hybrid model under
+/* `kvcache demo --trace` (kvc_cmd_demo; `kvcache demo` itself runs the engine,
+ * demo_engine.c): replays the built-in example trace of a hybrid model under
  * memory pressure (examples/hybrid_pressure.json, embedded so that the demo
  * runs from any directory), one readable line per step, then checks the
  * manager's invariants and prints PASS or FAIL. */
@@ -118,7 +119,7 @@ int kvc_cmd_demo(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: kvcache demo [--json]\n\n"
+            printf("usage: kvcache demo --trace [--json]\n\n"
                    "Replays a built-in trace of a 4-layer hybrid model (full attention + sliding window,\n"
                    "block size 16) under memory pressure, one line per step, and checks the manager's\n"
                    "invariants (PASS/FAIL). --json prints the `kvcache trace --usage` output of the same\n"

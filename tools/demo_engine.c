@@ -1,0 +1,160 @@
+/* `kvcache demo`: the main job. The engine (continuous batching, paged KV
+ * managed by the framework) runs the three built-in models (small random
+ * Qwen3, GptOss with sliding + full layers, DeepseekV3 with MLA latent
+ * caches) over a mixed workload under a KV budget small enough to exhaust the
+ * pools (block reuse, preemption), checks every request against a run of it
+ * alone and prints a summary with PASS/FAIL. `kvcache demo --trace [--json]`
+ * is the earlier manager trace replay (cmd_demo.c). */
+#include <inttypes.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "demo_engine.h"
+#include "demo_workload.h"
+#include "trace_replay.h"
+
+#define DEMO_MAX_MODEL_LEN 512
+#define DEMO_BATCH 8
+#define DEMO_BLOCK 16
+#define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
+
+typedef struct demo_result {
+    kvc_demo_figures fig;
+    int64_t kv_bytes_per_token, budget, prompt_total, matched;
+    bool pools_back, ok;
+} demo_result;
+
+static kvc_engine_params demo_params(int64_t batch) {
+    kvc_engine_params p = kvc_engine_default_params();
+    p.max_model_len = DEMO_MAX_MODEL_LEN;
+    p.max_batch = batch;
+    p.max_requests = 2 * batch;
+    p.seed = 7;
+    p.check = false; /* the checks run in the tests; here they would dominate the time */
+    return p;
+}
+
+/* The workload under pressure, then each request alone; outputs compared. */
+static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *w, demo_result *r) {
+    memset(r, 0, sizeof *r);
+    kvc_model *m = NULL;
+    kvc_status st = kvc_demo_model(f, &m);
+    if (st != KVC_OK) return st;
+    const size_t n_out = (size_t)(w->n * w->max_new);
+    int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
+    if (busy == NULL || alone == NULL) st = KVC_ENOMEM;
+    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK};
+    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent);
+    r->budget = r->kv_bytes_per_token * DEMO_BUDGET_TOKENS;
+    kvc_engine_params p = demo_params(DEMO_BATCH);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = r->budget;
+    if (st == KVC_OK) st = kvc_demo_run(m, &p, &ap, w, busy, &r->fig);
+    kvc_engine_params solo = demo_params(1);
+    kvc_demo_figures solo_fig;
+    if (st == KVC_OK) st = kvc_demo_run(m, &solo, &ap, w, alone, &solo_fig);
+    if (st == KVC_OK) {
+        for (int64_t i = 0; i < w->n; i++) {
+            r->prompt_total += w->reqs[i].n_prompt;
+            r->matched += memcmp(busy + i * w->max_new, alone + i * w->max_new, (size_t)w->max_new * sizeof *busy) == 0;
+        }
+        r->pools_back = true;
+        for (int32_t k = 0; k < r->fig.stats.n_keys; k++) r->pools_back = r->pools_back && r->fig.stats.blocks_in_use[k] == 0;
+        r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1;
+    }
+    free(busy);
+    free(alone);
+    kvc_model_destroy(m);
+    return st;
+}
+
+static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, const demo_result *r) {
+    const kvc_demo_figures *g = &r->fig;
+    printf("%s%s: KV %" PRId64 " B/token (f32, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
+           f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, (double)r->budget / 1024.0,
+           DEMO_BUDGET_TOKENS);
+    printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 " (+%" PRId64 " recomputed)  generated %" PRId64
+           "  steps %" PRId64 "  %.2f s  %.0f tokens/s (prompt + generated)\n",
+           g->requests, w->n, r->prompt_total, g->prompt_tokens - r->prompt_total, g->generated_tokens, g->steps,
+           g->seconds, (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
+    printf("  preemptions %" PRId64 "  peak blocks in use (of the pool, null block excluded):", g->preemptions);
+    for (int32_t k = 0; k < g->stats.n_keys; k++)
+        printf(" %s %" PRId64 "/%" PRId64, g->keys[k], g->stats.peak_blocks_in_use[k], g->stats.num_blocks[k] - 1);
+    printf("\n  blocks back in the pools: %s  outputs equal to the request run alone: %" PRId64 "/%" PRId64 "  %s\n\n",
+           r->pools_back ? "yes" : "NO", r->matched, w->n, r->ok ? "ok" : "FAILED");
+}
+
+static int engine_demo(int64_t n_requests) {
+    /* tiny models: one OpenMP thread is much faster than the attention
+     * kernel's threads oversubscribing (the library leaves this to the tool) */
+    omp_set_num_threads(1);
+    kvc_demo_workload w;
+    if (kvc_demo_workload_make(n_requests, 42, 512, &w) != KVC_OK) {
+        printf("FAIL: out of memory for the workload\n");
+        return 1;
+    }
+    printf("kvcache demo: the engine (continuous batching, framework-managed paged KV) on three built-in\n"
+           "models with random weights, %" PRId64 " requests each: prompts 4-256 tokens, outputs 4-224 tokens, one\n"
+           "in four sampled (temperature 0.8, top-k 40, top-p 0.95, seeded), up to %d running at once, block size\n"
+           "%d, max_model_len %d, one OpenMP thread. Every request is then run alone and compared.\n\n",
+           w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+    bool pass = true;
+    double seconds = 0.0;
+    int64_t tokens = 0, preempted = 0;
+    for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {
+        demo_result r;
+        kvc_status st = run_family(&kvc_demo_families[i], &w, &r);
+        if (st != KVC_OK) {
+            printf("%s: FAILED: %s (%s)\n\n", kvc_demo_families[i].name, kvc_status_str(st), kvc_last_error());
+            pass = false;
+            continue;
+        }
+        print_family(&kvc_demo_families[i], &w, &r);
+        pass = pass && r.ok;
+        seconds += r.fig.seconds;
+        tokens += r.fig.prompt_tokens + r.fig.generated_tokens;
+        preempted += r.fig.preemptions;
+    }
+    printf("total: %" PRId64 " requests, %" PRId64 " tokens in %.2f s (%.0f tokens/s), %" PRId64 " preemptions\n",
+           KVC_DEMO_N_FAMILIES * w.n, tokens, seconds, seconds > 0 ? (double)tokens / seconds : 0.0, preempted);
+    printf("%s\n", pass ? "PASS" : "FAIL");
+    kvc_demo_workload_free(&w);
+    return pass ? 0 : 1;
+}
+
+static void demo_usage(FILE *out) {
+    fprintf(out, "usage: kvcache demo [--requests N] | kvcache demo --trace [--json]\n\n"
+                 "Runs the engine on three small built-in models (random Qwen3, GptOss, DeepseekV3) over a\n"
+                 "mixed workload under a small KV budget (block reuse, preemption), checks every request\n"
+                 "against a run of it alone and prints a summary with PASS/FAIL (exit 1 on FAIL).\n"
+                 "  --requests N   requests per model (default 32)\n"
+                 "  --trace        replay the built-in hybrid-model manager trace instead (--json: JSON Lines)\n");
+}
+
+int kvc_cmd_engine_demo(int argc, char **argv) {
+    int64_t n = 32;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--trace") == 0) {
+            argv[i] = argv[0]; /* the trace demo sees the rest of the arguments */
+            return kvc_cmd_demo(argc - i, argv + i);
+        } else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            n = strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || n < 1 || n > 100000) {
+                fprintf(stderr, "kvcache demo: --requests expects 1..100000, got \"%s\"\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            demo_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kvcache demo: unexpected argument \"%s\"\n", argv[i]);
+            demo_usage(stderr);
+            return 2;
+        }
+    }
+    return engine_demo(n);
+}

@@ -1,0 +1,188 @@
+/* Built-in models, the mixed workload and its driver (demo_workload.h). */
+#include "demo_workload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const kvc_demo_family kvc_demo_families[KVC_DEMO_N_FAMILIES] = {
+    {"qwen3",
+     "{\"model_type\":\"qwen3\",\"vocab_size\":512,\"hidden_size\":64,\"intermediate_size\":128,"
+     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+     "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":1024,\"tie_word_embeddings\":true}",
+     false},
+    {"gpt_oss",
+     "{\"model_type\":\"gpt_oss\",\"vocab_size\":512,\"hidden_size\":64,\"intermediate_size\":32,"
+     "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+     "\"sliding_window\":32,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
+     "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
+     "\"max_position_embeddings\":4096}",
+     false},
+    {"deepseek_v3",
+     "{\"model_type\":\"deepseek_v3\",\"vocab_size\":512,\"hidden_size\":64,\"intermediate_size\":96,"
+     "\"moe_intermediate_size\":32,\"num_hidden_layers\":3,\"first_k_dense_replace\":1,"
+     "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24,"
+     "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8,"
+     "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"
+     "\"routed_scaling_factor\":2.5,\"max_position_embeddings\":4096}",
+     true},
+};
+
+kvc_status kvc_demo_model(const kvc_demo_family *f, kvc_model **out) {
+    kvc_model_config cfg;
+    kvc_status st = kvc_model_config_parse(f->config, f->name, &cfg);
+    return st == KVC_OK ? kvc_model_create_random(&cfg, 20240604, out) : st;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static uint64_t next_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(next_rand(s) % (uint64_t)(hi - lo + 1)); }
+
+kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out) {
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->reqs = calloc((size_t)n, sizeof *out->reqs);
+    out->ids = malloc((size_t)n * 256 * sizeof *out->ids);
+    if (out->reqs == NULL || out->ids == NULL) {
+        kvc_demo_workload_free(out);
+        return KVC_ENOMEM;
+    }
+    uint64_t s = seed;
+    int64_t t = 0;
+    for (int64_t i = 0; i < n; i++) {
+        kvc_demo_request *r = &out->reqs[i];
+        r->n_prompt = next_rand(&s) % 5 == 0 ? uniform(&s, 96, 256) : uniform(&s, 4, 96);
+        r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
+        r->prompt = out->ids + t;
+        for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+        r->sampling = kvc_sampling_default_params();
+        if (i % 4 == 3) r->sampling = (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = (uint64_t)i};
+        out->max_len = max64(out->max_len, r->n_prompt + r->max_new_tokens - 1);
+        out->max_new = max64(out->max_new, r->max_new_tokens);
+    }
+    return KVC_OK;
+}
+
+void kvc_demo_workload_free(kvc_demo_workload *w) {
+    free(w->reqs);
+    free(w->ids);
+    memset(w, 0, sizeof *w);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Adds requests from *next on while request slots are free. */
+static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next, int64_t *live, int64_t *n_live) {
+    for (; *next < w->n; (*next)++) {
+        const kvc_demo_request *d = &w->reqs[*next];
+        kvc_engine_request r = kvc_engine_request_default();
+        r.id = *next;
+        r.prompt = d->prompt;
+        r.n_prompt = d->n_prompt;
+        r.max_new_tokens = d->max_new_tokens;
+        r.sampling = d->sampling;
+        kvc_status st = kvc_engine_add_request(e, &r);
+        if (st == KVC_NO_SPACE) return KVC_OK;
+        if (st != KVC_OK) return st;
+        live[(*n_live)++] = *next;
+    }
+    return KVC_OK;
+}
+
+/* Waste sample over FullAttention keys, then finished requests read and released. */
+static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, int64_t *live,
+                             int64_t *n_live, kvc_demo_figures *fig) {
+    kvc_engine_stats st;
+    kvc_status s = kvc_engine_get_stats(e, &st);
+    int64_t cached = 0;
+    for (int64_t i = 0; i < *n_live && s == KVC_OK; i++) {
+        kvc_engine_request_info info;
+        s = kvc_engine_request_get(e, live[i], &info);
+        cached += info.n_cached;
+    }
+    for (int32_t k = 0; k < st.n_keys && s == KVC_OK; k++)
+        if (strcmp(fig->keys[k], "FullAttention") == 0) {
+            fig->full_slots += st.blocks_in_use[k] * fig->block_size[k];
+            fig->full_cached += cached;
+        }
+    for (int64_t i = 0; i < *n_live && s == KVC_OK;) {
+        kvc_engine_request_info info;
+        s = kvc_engine_request_get(e, live[i], &info);
+        if (s != KVC_OK || info.state != KVC_REQ_FINISHED) {
+            i++;
+            continue;
+        }
+        int64_t got = 0;
+        s = kvc_engine_request_output(e, live[i], outputs + live[i] * w->max_new, w->max_new, &got);
+        if (s == KVC_OK) s = kvc_engine_request_release(e, live[i]);
+        live[i] = live[--(*n_live)];
+    }
+    return s;
+}
+
+static kvc_status drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
+    int64_t *live = malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
+    if (live == NULL) return KVC_ENOMEM;
+    int64_t next = 0, n_live = 0;
+    kvc_status st = KVC_OK;
+    const double t0 = now_s();
+    while (st == KVC_OK && (next < w->n || n_live > 0)) {
+        st = admit(e, w, &next, live, &n_live);
+        kvc_engine_step_result res;
+        if (st == KVC_OK) st = kvc_engine_step(e, &res);
+        if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
+    }
+    fig->seconds = now_s() - t0;
+    free(live);
+    return st;
+}
+
+kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
+                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
+    memset(fig, 0, sizeof *fig);
+    for (int64_t i = 0; i < w->n * w->max_new; i++) outputs[i] = -1;
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL;
+    kvc_status st = kvc_engine_adapter_create(m, ap, ep, &a);
+    if (st == KVC_OK) st = kvc_engine_create(kvc_engine_adapter_model(a), ep, &e);
+    if (st == KVC_OK) {
+        const kvc_manager *mgr = kvc_engine_manager(e);
+        for (int32_t k = 0; mgr != NULL && k < kvc_manager_n_keys(mgr); k++) {
+            snprintf(fig->keys[k], sizeof fig->keys[k], "%s", kvc_manager_key(mgr, k));
+            fig->block_size[k] = kvc_manager_block_size(mgr, k);
+        }
+        st = drive(e, w, outputs, fig);
+    }
+    if (st == KVC_OK) st = kvc_engine_get_stats(e, &fig->stats);
+    fig->requests = fig->stats.finished_total;
+    fig->prompt_tokens = fig->stats.prefill_tokens;
+    fig->generated_tokens = fig->stats.generated_tokens;
+    fig->steps = fig->stats.steps;
+    fig->preemptions = fig->stats.preemptions;
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+    return st;
+}
+
+int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent) {
+    kvc_model_cache_info *ci = NULL;
+    if (kvc_model_cache_info_build(m, latent, 1, &ci) != KVC_OK) return 0;
+    int64_t bytes = 0;
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
+            bytes += e->num_head * kvc_cache_entry_dim_numel(e) * (int64_t)kvc_dtype_size(e->dtype);
+        }
+    kvc_model_cache_info_destroy(ci);
+    return bytes;
+}

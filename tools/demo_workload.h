@@ -1,0 +1,66 @@
+/* The mixed workload of `kvcache demo` and `kvcache bench engine`: built-in
+ * small models of the three families (random weights), a seeded list of
+ * requests whose prompt and output lengths vary (long-tailed outputs, some
+ * sampled requests), and a driver that pushes a workload through an engine
+ * over kvc_engine_adapter, collecting outputs and figures. */
+#ifndef KVC_TOOLS_DEMO_WORKLOAD_H
+#define KVC_TOOLS_DEMO_WORKLOAD_H
+
+#include "kvcache/kvcache.h"
+
+/* One built-in model: a small config.json of the family, random weights. */
+typedef struct kvc_demo_family {
+    const char *name;   /* "qwen3", "gpt_oss", "deepseek_v3" */
+    const char *config; /* config.json text */
+    bool latent;        /* run with MLA latent caches */
+} kvc_demo_family;
+
+#define KVC_DEMO_N_FAMILIES 3
+extern const kvc_demo_family kvc_demo_families[KVC_DEMO_N_FAMILIES];
+
+/* kvc_model_create_random over family f's config (seed fixed). */
+kvc_status kvc_demo_model(const kvc_demo_family *f, kvc_model **out);
+
+typedef struct kvc_demo_request {
+    int64_t n_prompt, max_new_tokens;
+    const int32_t *prompt;        /* [n_prompt] into kvc_demo_workload.ids */
+    kvc_sampling_params sampling; /* greedy, or temperature / top-k / top-p seeded */
+} kvc_demo_request;
+
+typedef struct kvc_demo_workload {
+    int64_t n;                  /* requests, ids 0..n-1 */
+    kvc_demo_request *reqs;     /* [n] */
+    int32_t *ids;               /* every prompt, packed */
+    int64_t max_len;            /* longest n_prompt + max_new_tokens - 1 */
+    int64_t max_new;            /* largest max_new_tokens */
+} kvc_demo_workload;
+
+/* n requests with prompts of 4..96 tokens (some up to 256) and outputs of
+ * 4..32 tokens (a quarter 96..224); every fourth request sampled
+ * (temperature 0.8, top-k 40, top-p 0.95). Fits max_model_len 512. */
+kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out);
+void kvc_demo_workload_free(kvc_demo_workload *w);
+
+/* What one pass of a workload through an engine did. */
+typedef struct kvc_demo_figures {
+    double seconds;                 /* wall time of the steps */
+    int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
+    kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
+    char keys[KVC_MAX_MANAGERS][KVC_NAME_MAX];
+    int64_t block_size[KVC_MAX_MANAGERS];
+    /* FullAttention keys, after every step: slots of the blocks in use and
+     * tokens cached in them, summed over steps (waste = 1 - cached / slots) */
+    int64_t full_slots, full_cached;
+} kvc_demo_figures;
+
+/* Runs every request of w through an engine built over m with ep and ap
+ * (requests added in order as request slots free up, finished ones read and
+ * released at once). outputs [w->n, w->max_new] receive the tokens (the
+ * rest of a row -1). KVC_OK, or the first failure (message set). */
+kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
+                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
+
+/* KV bytes one token takes in every layer's cache (full form or latent). */
+int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent);
+
+#endif
