@@ -11,7 +11,7 @@
 #include "ops/cpu/simd.h"
 
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
-#define KVC_ROWS 32    /* target rows per item (G heads x query positions) */
+#define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
 #define KVC_VTILE 32   /* value rows converted per pv call (8 when an item holds several heads) */
 #define KVC_PREFETCH 32 /* keys between the rows being computed and the rows prefetched */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
