@@ -97,9 +97,9 @@ static int engine_demo(int64_t n_requests) {
         return 1;
     }
     printf("kvcache demo: the engine (continuous batching, framework-managed paged KV) on three built-in\n"
-           "models with random weights, %" PRId64 " requests each: prompts 4-256 tokens, outputs 4-224 tokens, one\n"
-           "in four sampled (temperature 0.8, top-k 40, top-p 0.95, seeded), up to %d running at once, block size\n"
-           "%d, max_model_len %d, one OpenMP thread. Every request is then run alone and compared.\n\n",
+           "models with random weights, %" PRId64 " greedy requests each: prompts 4-256 tokens, outputs 4-224\n"
+           "tokens, up to %d running at once, block size %d, max_model_len %d, one OpenMP thread. Every\n"
+           "request is then run alone and its tokens compared.\n\n",
            w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;

@@ -61,8 +61,6 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
         r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
         r->prompt = out->ids + t;
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
-        r->sampling = kvc_sampling_default_params();
-        if (i % 4 == 3) r->sampling = (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = (uint64_t)i};
         out->max_len = max64(out->max_len, r->n_prompt + r->max_new_tokens - 1);
         out->max_new = max64(out->max_new, r->max_new_tokens);
     }
@@ -90,7 +88,6 @@ static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next
         r.prompt = d->prompt;
         r.n_prompt = d->n_prompt;
         r.max_new_tokens = d->max_new_tokens;
-        r.sampling = d->sampling;
         kvc_status st = kvc_engine_add_request(e, &r);
         if (st == KVC_NO_SPACE) return KVC_OK;
         if (st != KVC_OK) return st;

@@ -5,6 +5,7 @@
  * to the runner's paged mode (mode 2; MLA latent caches: mode 3) on the same
  * batch. */
 #include <cjson/cJSON.h>
+#include <omp.h>
 
 #include "engine_models.h"
 
@@ -174,6 +175,7 @@ static void test_oracle_deepseek_v3(void **state) {
 }
 
 int main(void) {
+    omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_qwen3),     cmocka_unit_test(test_random_gpt_oss),
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),

@@ -1,0 +1,161 @@
+/* The engine over the model runtime under churn and bad input: the built-in
+ * models (tools/demo_workload.h) run a mixed workload through a small KV
+ * pool (blocks reused, requests preempted and recomputed) and every
+ * request's output equals its output when run alone; the pools are empty
+ * afterwards. Bad requests are refused with a clear error while the others
+ * keep being served. */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "demo_workload.h"
+#include "kvc_test_util.h"
+
+#define MML 512
+
+static kvc_engine_params churn_params(int64_t batch) {
+    kvc_engine_params p = kvc_engine_default_params();
+    p.max_model_len = MML;
+    p.max_batch = batch;
+    p.seed = 3;
+    return p;
+}
+
+/* Runs w under p and alone; returns the busy run's figures. */
+static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_params *p,
+                                      const kvc_engine_adapter_params *ap, const kvc_demo_workload *w,
+                                      const char *what) {
+    const size_t n_out = (size_t)(w->n * w->max_new);
+    int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
+    assert_true(busy && alone);
+    kvc_demo_figures fig, solo_fig;
+    if (kvc_demo_run(m, p, ap, w, busy, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
+    kvc_engine_params solo = churn_params(1);
+    solo.max_requests = 1;
+    if (kvc_demo_run(m, &solo, ap, w, alone, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
+    assert_int_equal(fig.requests, w->n);
+    for (int64_t i = 0; i < w->n; i++) {
+        const int32_t *a = busy + i * w->max_new, *b = alone + i * w->max_new;
+        for (int64_t j = 0; j < w->max_new; j++)
+            if (a[j] != b[j])
+                fail_msg("%s: request %lld token %lld is %d under churn, %d alone", what, (long long)i, (long long)j,
+                         a[j], b[j]);
+        assert_int_not_equal(a[w->reqs[i].max_new_tokens - 1], -1); /* every token generated */
+    }
+    for (int32_t k = 0; k < fig.stats.n_keys; k++) assert_int_equal(fig.stats.blocks_in_use[k], 0);
+    free(busy);
+    free(alone);
+    return fig;
+}
+
+/* budget_tokens: KV budget in tokens of every layer (GptOss: its sliding
+ * layers take small window pools, so the same budget leaves more blocks to
+ * its full layers) */
+static void churn_family(int f, int64_t budget_tokens) {
+    const kvc_demo_family *fam = &kvc_demo_families[f];
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_demo_model(fam, &m), KVC_OK);
+    kvc_demo_workload w;
+    assert_int_equal(kvc_demo_workload_make(20, 11, 512, &w), KVC_OK);
+    kvc_engine_adapter_params ap = {.latent = fam->latent, .block_size = 16};
+    kvc_engine_params p = churn_params(6);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent) * budget_tokens;
+    kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, fam->name);
+    if (fig.preemptions < 1) fail_msg("%s: the pool forced no preemption", fam->name);
+    bool exhausted = false; /* some key ran out of blocks: they were reused */
+    for (int32_t k = 0; k < fig.stats.n_keys; k++)
+        exhausted = exhausted || fig.stats.peak_blocks_in_use[k] == fig.stats.num_blocks[k] - 1;
+    assert_true(exhausted);
+    /* the self-managed path: legacy rows reused by later requests */
+    kvc_engine_adapter_params self = {.self_managed = true, .latent = fam->latent};
+    kvc_engine_params ps = churn_params(3);
+    busy_vs_alone(m, &ps, &self, &w, "self-managed");
+    kvc_demo_workload_free(&w);
+    kvc_model_destroy(m);
+}
+
+static void test_churn_qwen3(void **state) {
+    (void)state;
+    churn_family(0, 560);
+}
+
+static void test_churn_gpt_oss(void **state) {
+    (void)state;
+    churn_family(1, 400);
+}
+
+static void test_churn_deepseek_v3(void **state) {
+    (void)state;
+    churn_family(2, 560);
+}
+
+static kvc_status add(kvc_engine *e, int64_t id, const int32_t *prompt, int64_t n, int64_t max_new) {
+    kvc_engine_request r = kvc_engine_request_default();
+    r.id = id;
+    r.prompt = prompt;
+    r.n_prompt = n;
+    r.max_new_tokens = max_new;
+    return kvc_engine_add_request(e, &r);
+}
+
+static void expect_refused(kvc_status got, kvc_status want, const char *needle) {
+    assert_int_equal(got, want);
+    if (strstr(kvc_last_error(), needle) == NULL) fail_msg("error \"%s\" does not mention \"%s\"", kvc_last_error(), needle);
+}
+
+/* Bad requests refused, the good ones served to their full outputs. */
+static void test_bad_input_keeps_serving(void **state) {
+    (void)state;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_demo_model(&kvc_demo_families[0], &m), KVC_OK);
+    kvc_engine_params p = churn_params(4);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false) * 160; /* 10 blocks of 16 */
+    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_OK);
+    static int32_t prompt[MML + 1];
+    for (int i = 0; i <= MML; i++) prompt[i] = (i * 37 + 5) % 512;
+    assert_int_equal(add(e, 1, prompt, 9, 12), KVC_OK);
+    assert_int_equal(add(e, 2, prompt + 3, 20, 12), KVC_OK);
+    kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    expect_refused(add(e, 3, prompt, 0, 4), KVC_EINVAL, "prompt is empty");
+    expect_refused(add(e, 3, prompt, MML + 1, 4), KVC_EINVAL, "max_model_len");
+    expect_refused(add(e, 1, prompt, 4, 4), KVC_EINVAL, "already held");
+    expect_refused(add(e, 3, prompt, 200, 4), KVC_ENOMEM, "FullAttention");
+    int32_t bad_token[2] = {5, 512};
+    expect_refused(add(e, 3, bad_token, 2, 4), KVC_EINVAL, "vocab");
+    assert_int_equal(add(e, 3, prompt + 7, 5, 12), KVC_OK);
+    for (int s = 0; s < 100 && !res.idle; s++) assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    assert_true(res.idle);
+    for (int64_t id = 1; id <= 3; id++) {
+        kvc_engine_request_info info;
+        assert_int_equal(kvc_engine_request_get(e, id, &info), KVC_OK);
+        assert_int_equal(info.state, KVC_REQ_FINISHED);
+        assert_int_equal(info.n_generated, 12);
+    }
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+
+    /* adapter refusals */
+    ap.latent = true;
+    expect_refused(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_EINVAL, "latent");
+    ap = (kvc_engine_adapter_params){.block_size = 0};
+    expect_refused(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_EINVAL, "block_size");
+    assert_null(a);
+    kvc_model_destroy(m);
+}
+
+int main(void) {
+    omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_churn_qwen3),
+        cmocka_unit_test(test_churn_gpt_oss),
+        cmocka_unit_test(test_churn_deepseek_v3),
+        cmocka_unit_test(test_bad_input_keeps_serving),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
