@@ -5,9 +5,11 @@
 
 int kvc_bench_attention(bool json); /* bench_attention.c */
 int kvc_bench_manager(bool json); /* bench_manager.c */
+int kvc_bench_engine(bool json); /* bench_engine.c */
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
+    {"engine", "continuous vs static batching, peak KV blocks vs contiguous, waste in blocks", kvc_bench_engine},
     {NULL, NULL, NULL},
 };
