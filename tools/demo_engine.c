@@ -83,8 +83,10 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
     printf("  preemptions %" PRId64 "  peak blocks in use (of the pool, null block excluded):", g->preemptions);
     for (int32_t k = 0; k < g->stats.n_keys; k++)
         printf(" %s %" PRId64 "/%" PRId64, g->keys[k], g->stats.peak_blocks_in_use[k], g->stats.num_blocks[k] - 1);
-    printf("\n  blocks back in the pools: %s  outputs equal to the request run alone: %" PRId64 "/%" PRId64 "  %s\n\n",
+    printf("\n  blocks back in the pools: %s  outputs equal to the request run alone: %" PRId64 "/%" PRId64 "  %s\n",
            r->pools_back ? "yes" : "NO", r->matched, w->n, r->ok ? "ok" : "FAILED");
+    if (g->preemptions == 0) printf("  FAILED: no preemption, the KV budget did not bind on this workload\n");
+    printf("\n");
 }
 
 static int engine_demo(int64_t n_requests) {
