@@ -54,6 +54,8 @@ void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
     cx->cmk = chan_map(pb->bs, pb->c0k);
     cx->cmv = chan_map(pb->bs, pb->c0v);
     cx->cmr = chan_map(pb->bs, pb->c0r);
+    cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
+                 pb->D % 8 == 0 && pb->Dv % 8 == 0;
     if (pb->paged)
         cx->token_major = p->kv_storage == KVC_KV_PAGED_BNBSH;
     else
@@ -185,6 +187,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
     const int64_t hk = kvc_attn_kv_head_stride(pb, pb->D), hr = kvc_attn_kv_head_stride(pb, pb->Dr);
+    const bool direct = cx->direct && RG <= 4;
     const char *kd = p->k.data, *rd = p->k_rope.data;
     int64_t ki[KVC_QK_KEYS], ri[KVC_QK_KEYS], pi[KVC_QK_KEYS]; /* key, rope and prefetched key indices */
     for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) {
@@ -194,13 +197,19 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
         for (int64_t gl = 0; gl < it->ng; gl++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
             if (pf) prefetch_rows(kd, cx->kes, pb->D, hk, pb->c0k, pi, K, gl);
+            float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
+            if (direct) {
+                const void *kp[KVC_QK_KEYS];
+                for (int64_t t = 0; t < K; t++) kp[t] = kd + cx->kes * (ki[t] + gl * hk);
+                cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK);
+                continue;
+            }
             for (int64_t t = 0; t < K; t++) {
                 float *dst = s->kt + t * Dq8;
                 cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
                 if (pb->Dr) cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
             }
-            cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, s->sc + gl * RG * KVC_CHUNK + (jt - cb),
-                         KVC_CHUNK);
+            cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
         }
         if (pb->kv_quant && (pb->kq == KVC_QIDX_TOKEN || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
     }
@@ -270,6 +279,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
     const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
+    const bool direct = cx->direct && RG <= 4;
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
     if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)
@@ -285,9 +295,16 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             memset(s->dense, 1, (size_t)nk);
             for (int64_t r = 0; r < RG; r++) /* row-major: contiguous weights */
                 for (int t = 0; t < nk; t++) s->dense[t] &= w[r * KVC_CHUNK + t] != 0.0f;
+            float *acc = rec + gl * RG * RS + KVC_REC_HDR;
+            if (direct) {
+                const void *vp[KVC_VTILE];
+                for (int t = 0; t < nk; t++) vp[t] = vd + cx->ves * (vi[t] + gl * hv);
+                cx->simd->pv_direct[cx->vslot](vp, s->dense, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS);
+                continue;
+            }
             for (int t = 0; t < nk; t++)
                 cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
-            cx->simd->pv(s->vt, Dv8, s->dense, nk, w, KVC_CHUNK, (int)RG, Dv8, rec + gl * RG * RS + KVC_REC_HDR, RS);
+            cx->simd->pv(s->vt, Dv8, s->dense, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
         }
     }
 }

@@ -37,6 +37,8 @@ typedef struct kvc_cpu_ctx {
     int64_t QT, R, RS;    /* query rows per item; max rows; record floats KVC_REC_HDR + Dv8 */
     int64_t n_items, n_tasks;
     bool token_major;     /* K/V of all heads of one token adjacent (BnBsH, packed or B.. contiguous) */
+    bool direct;          /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= 4 rows per
+                             head may use the table's direct (tile-free) qk / pv */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes */
     kvc_chan_map cmk, cmv, cmr;

@@ -48,11 +48,23 @@ typedef float (*kvc_exp_sum_fn)(float *s, int64_t n, float m);
 /* max of s[0..n) (n a multiple of 8), -inf when every entry is -inf. */
 typedef float (*kvc_max_fn)(const float *s, int64_t n);
 
+/* Decode forms of qk and pv that read plain K/V rows of one dtype directly
+ * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
+ * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
+ * arithmetic of qk / pv on the converted tile, so either form may serve any
+ * row. NULL in tables without them. */
+typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
+                                 float *out, int64_t ostride);
+typedef void (*kvc_pv_direct_fn)(const void *const *v, const uint8_t *dense, int nk, const float *w, int64_t wstride,
+                                 int nr, int64_t dim, float *acc, int64_t astride);
+
 typedef struct kvc_simd_table {
     const char *name;
     kvc_cvt_fn cvt[4]; /* by kvc_simd_slot(dtype) */
     kvc_qk_fn qk;
     kvc_pv_fn pv;
+    kvc_qk_direct_fn qk_direct[4]; /* by kvc_simd_slot(dtype) */
+    kvc_pv_direct_fn pv_direct[4];
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
 } kvc_simd_table;

@@ -53,91 +53,137 @@ INL __m256 reduce8(const __m256 *a)
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
-/* NR rows x NK keys (NR * NK = 8 accumulators, index r * NK + t), keys kt0.. */
-INL void qk_block(const float *k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8)
-{
-    __m256 a[8];
-    for (int x = 0; x < 8; x++) a[x] = _mm256_setzero_ps();
-    for (int64_t d = 0; d < dim; d += 8) {
-        __m256 kv[8];
-        for (int t = 0; t < NK; t++) kv[t] = _mm256_loadu_ps(k + t * ks + d);
-        for (int r = 0; r < NR; r++) {
-            const __m256 qv = _mm256_loadu_ps(q + r * qs + d);
-            for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);
-        }
+/* The qk and pv kernels, generated for f32 tiles (TILE) and for direct
+ * reads of each K/V dtype: the same instructions per (row, key) pair, only
+ * the load differs (a tile row at t * ks, or row pointer k[t] converted in
+ * registers). */
+#define TILE_K(k, t, ks, d) _mm256_loadu_ps((const float *)(k) + (t) * (ks) + (d))
+
+#define KVC_AVX2_KERNELS(NAME, LOADK, KARG)                                                                        \
+    /* NR rows x NK keys (NR * NK = 8 accumulators, index r * NK + t) */                                           \
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8) \
+    {                                                                                                              \
+        __m256 a[8];                                                                                               \
+        for (int x = 0; x < 8; x++) a[x] = _mm256_setzero_ps();                                                    \
+        for (int64_t d = 0; d < dim; d += 8) {                                                                     \
+            __m256 kv[8];                                                                                          \
+            for (int t = 0; t < NK; t++) kv[t] = LOADK(k, t, ks, d);                                               \
+            for (int r = 0; r < NR; r++) {                                                                         \
+                const __m256 qv = _mm256_loadu_ps(q + r * qs + d);                                                 \
+                for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);            \
+            }                                                                                                      \
+        }                                                                                                          \
+        _mm256_storeu_ps(o8, reduce8(a));                                                                          \
+    }                                                                                                              \
+    INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,       \
+                            int64_t os)                                                                            \
+    {                                                                                                              \
+        float o8[8];                                                                                               \
+        int r = 0;                                                                                                 \
+        for (; r + 4 <= nr; r += 4)                                                                                \
+            for (int t = 0; t < KVC_QK_KEYS; t += 2) {                                                             \
+                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 4, 2, o8);                               \
+                for (int x = 0; x < 8; x++) out[(r + x / 2) * os + t + x % 2] = o8[x];                             \
+            }                                                                                                      \
+        if (r + 2 <= nr) {                                                                                         \
+            for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                             \
+                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8);                               \
+                for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];                             \
+            }                                                                                                      \
+            r += 2;                                                                                                \
+        }                                                                                                          \
+        if (r < nr) {                                                                                              \
+            qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, 8, o8);                                                 \
+            for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];                                                   \
+        }                                                                                                          \
+    }                                                                                                              \
+    /* NR rows x W vectors of channels starting at d */                                                            \
+    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, const uint8_t *dense, int nk, const float *w,          \
+                             int64_t ws, int NR, int W, float *acc, int64_t as)                                    \
+    {                                                                                                              \
+        __m256 a[8];                                                                                               \
+        for (int r = 0; r < NR; r++)                                                                               \
+            for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + 8 * x);                     \
+        for (int t = 0; t < nk; t++) {                                                                             \
+            __m256 vv[2];                                                                                          \
+            for (int x = 0; x < W; x++) vv[x] = LOADK(v, t, vs, d + 8 * x);                                        \
+            if (dense[t]) {                                                                                        \
+                for (int r = 0; r < NR; r++) {                                                                     \
+                    const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);                                         \
+                    for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);           \
+                }                                                                                                  \
+            } else {                                                                                               \
+                for (int r = 0; r < NR; r++) {                                                                     \
+                    if (w[r * ws + t] == 0.0f) continue;                                                           \
+                    const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);                                         \
+                    for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);           \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+        for (int r = 0; r < NR; r++)                                                                               \
+            for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + 8 * x, a[r * W + x]);                     \
+    }                                                                                                              \
+    INL void pv_nr_##NAME(KARG v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,    \
+                          int64_t dim, float *acc, int64_t as)                                                     \
+    {                                                                                                              \
+        int64_t d = 0;                                                                                             \
+        for (; d + 16 <= dim; d += 16) pv_block_##NAME(v, vs, d, dense, nk, w, ws, NR, 2, acc + d, as);            \
+        if (d < dim) pv_block_##NAME(v, vs, d, dense, nk, w, ws, NR, 1, acc + d, as);                              \
+    }                                                                                                              \
+    INL void pv_rows_##NAME(KARG v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int nr,  \
+                            int64_t dim, float *acc, int64_t as)                                                   \
+    {                                                                                                              \
+        int r = 0;                                                                                                 \
+        for (; r + 4 <= nr; r += 4) pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 4, dim, acc + r * as, as);      \
+        if (r + 2 <= nr) {                                                                                         \
+            pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 2, dim, acc + r * as, as);                              \
+            r += 2;                                                                                                \
+        }                                                                                                          \
+        if (r < nr) pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 1, dim, acc + r * as, as);                      \
     }
-    _mm256_storeu_ps(o8, reduce8(a));
-}
+
+/* f32 tiles: k + t * ks */
+#define KSHIFT(k, t, ks) ((k) + (t) * (ks))
+KVC_AVX2_KERNELS(tile, TILE_K, const float *)
+#undef KSHIFT
 
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
                    int64_t os)
 {
-    float o8[8];
-    int r = 0;
-    for (; r + 4 <= nr; r += 4)
-        for (int t = 0; t < KVC_QK_KEYS; t += 2) {
-            qk_block(k + t * ks, ks, q + r * qs, qs, dim, 4, 2, o8);
-            for (int x = 0; x < 8; x++) out[(r + x / 2) * os + t + x % 2] = o8[x];
-        }
-    if (r + 2 <= nr) {
-        for (int t = 0; t < KVC_QK_KEYS; t += 4) {
-            qk_block(k + t * ks, ks, q + r * qs, qs, dim, 2, 4, o8);
-            for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];
-        }
-        r += 2;
-    }
-    if (r < nr) {
-        qk_block(k, ks, q + r * qs, qs, dim, 1, 8, o8);
-        for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];
-    }
-}
-
-/* NR rows x W vectors of channels starting at d. */
-INL void pv_block(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,
-                  int W, float *acc, int64_t as)
-{
-    __m256 a[8];
-    for (int r = 0; r < NR; r++)
-        for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + 8 * x);
-    for (int t = 0; t < nk; t++) {
-        __m256 vv[2];
-        for (int x = 0; x < W; x++) vv[x] = _mm256_loadu_ps(v + t * vs + 8 * x);
-        if (dense[t]) {
-            for (int r = 0; r < NR; r++) {
-                const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);
-                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);
-            }
-        } else {
-            for (int r = 0; r < NR; r++) {
-                if (w[r * ws + t] == 0.0f) continue;
-                const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);
-                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);
-            }
-        }
-    }
-    for (int r = 0; r < NR; r++)
-        for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + 8 * x, a[r * W + x]);
-}
-
-INL void pv_rows(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,
-                 int64_t dim, float *acc, int64_t as)
-{
-    int64_t d = 0;
-    for (; d + 16 <= dim; d += 16) pv_block(v + d, vs, dense, nk, w, ws, NR, 2, acc + d, as);
-    if (d < dim) pv_block(v + d, vs, dense, nk, w, ws, NR, 1, acc + d, as);
+    qk_rows_tile(k, ks, q, qs, nr, dim, out, os);
 }
 
 TGT static void pv(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int nr,
                    int64_t dim, float *acc, int64_t as)
 {
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) pv_rows(v, vs, dense, nk, w + r * ws, ws, 4, dim, acc + r * as, as);
-    if (r + 2 <= nr) {
-        pv_rows(v, vs, dense, nk, w + r * ws, ws, 2, dim, acc + r * as, as);
-        r += 2;
-    }
-    if (r < nr) pv_rows(v, vs, dense, nk, w + r * ws, ws, 1, dim, acc + r * as, as);
+    pv_rows_tile(v, vs, dense, nk, w, ws, nr, dim, acc, as);
 }
+
+/* direct rows: pointer k[t], element d converted in registers */
+#define KSHIFT(k, t, ks) ((k) + (t))
+#define KVC_AVX2_DIRECT(NAME, LD)                                                                              \
+    INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                               \
+    {                                                                                                          \
+        (void)ks;                                                                                              \
+        return LD(k[t], d);                                                                                    \
+    }                                                                                                          \
+    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, const void *const *)                                                 \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,    \
+                                     float *out, int64_t os)                                                   \
+    {                                                                                                          \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os);                                                         \
+    }                                                                                                          \
+    TGT static void pv_direct_##NAME(const void *const *v, const uint8_t *dense, int nk, const float *w,       \
+                                     int64_t ws, int nr, int64_t dim, float *acc, int64_t as)                  \
+    {                                                                                                          \
+        pv_rows_##NAME(v, 0, dense, nk, w, ws, nr, dim, acc, as);                                              \
+    }
+
+KVC_AVX2_DIRECT(f32, ld_f32)
+KVC_AVX2_DIRECT(f16, ld_f16)
+KVC_AVX2_DIRECT(bf16, ld_bf16)
+KVC_AVX2_DIRECT(i8, ld_i8)
+#undef KSHIFT
 
 /* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */
 INL __m256 exp256(__m256 x)
@@ -191,7 +237,14 @@ TGT static float vmax(const float *s, int64_t n)
 }
 
 static const kvc_simd_table avx2_table = {
-    "avx2-fma-f16c", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8}, qk, pv, exp_sum, vmax,
+    "avx2-fma-f16c",
+    {cvt_f32, cvt_f16, cvt_bf16, cvt_i8},
+    qk,
+    pv,
+    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8},
+    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8},
+    exp_sum,
+    vmax,
 };
 
 const kvc_simd_table *kvc_simd_avx2_table(void) { return &avx2_table; }

@@ -1,5 +1,6 @@
 /* Portable (scalar) SIMD table: the fallback on CPUs without AVX2/FMA/F16C. */
 #include <math.h>
+#include <stddef.h>
 
 #include "ops/cpu/simd.h"
 #include "ops/elem.h"
@@ -57,5 +58,6 @@ static float vmax(const float *s, int64_t n)
 }
 
 const kvc_simd_table kvc_simd_portable = {
-    "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8}, qk, pv, exp_sum, vmax,
+    "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8}, qk, pv, {NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL},
+    exp_sum, vmax,
 };
