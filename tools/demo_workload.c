@@ -127,7 +127,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
     return s;
 }
 
-static kvc_status drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
+kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
     int64_t *live = malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
@@ -158,7 +158,7 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
             snprintf(fig->keys[k], sizeof fig->keys[k], "%s", kvc_manager_key(mgr, k));
             fig->block_size[k] = kvc_manager_block_size(mgr, k);
         }
-        st = drive(e, w, outputs, fig);
+        st = kvc_demo_drive(e, w, outputs, fig);
     }
     if (st == KVC_OK) st = kvc_engine_get_stats(e, &fig->stats);
     fig->requests = fig->stats.finished_total;

@@ -62,6 +62,12 @@ typedef struct kvc_demo_figures {
 kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
                         const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
 
+/* The loop of kvc_demo_run on an engine the caller made (its manager keys
+ * already in fig->keys / fig->block_size for the waste figures): adds,
+ * steps, reads and releases until every request of w is done. Adds to
+ * fig's counters; fig->seconds = the loop's wall time. */
+kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
+
 /* KV bytes one token takes in every layer's cache (full form or latent). */
 int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent);
 

@@ -4,6 +4,7 @@
  * request's output equals its output when run alone; the pools are empty
  * afterwards. Bad requests are refused with a clear error while the others
  * keep being served. */
+#include <malloc.h>
 #include <omp.h>
 #include <stdlib.h>
 
@@ -89,6 +90,50 @@ static void test_churn_deepseek_v3(void **state) {
     churn_family(2, 560);
 }
 
+/* A long churn through one engine keeps memory flat: once a first pass has
+ * grown the attention scratch to its size, more passes allocate nothing that
+ * stays (heap bytes in use unchanged; mallinfo2 reads 0 under ASan), give the
+ * same tokens and leave the pools empty. */
+static void test_long_churn_memory_flat(void **state) {
+    (void)state;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_demo_model(&kvc_demo_families[0], &m), KVC_OK);
+    kvc_demo_workload w;
+    assert_int_equal(kvc_demo_workload_make(30, 5, 512, &w), KVC_OK);
+    kvc_engine_params p = churn_params(6);
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false) * 560;
+    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_OK);
+    const size_t n_out = (size_t)(w.n * w.max_new);
+    int32_t *first = malloc(n_out * sizeof *first), *again = malloc(n_out * sizeof *again);
+    assert_true(first && again);
+    for (size_t i = 0; i < n_out; i++) first[i] = again[i] = -1;
+    kvc_demo_figures fig;
+    memset(&fig, 0, sizeof fig);
+    assert_int_equal(kvc_demo_drive(e, &w, first, &fig), KVC_OK);
+    const size_t in_use = mallinfo2().uordblks;
+    for (int pass = 0; pass < 3; pass++) {
+        assert_int_equal(kvc_demo_drive(e, &w, again, &fig), KVC_OK);
+        assert_memory_equal(first, again, n_out * sizeof *first);
+    }
+    assert_int_equal(mallinfo2().uordblks, in_use);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.finished_total, 4 * w.n);
+    assert_true(st.preemptions >= 4);
+    assert_int_equal(st.blocks_in_use[0], 0);
+    free(first);
+    free(again);
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+    kvc_demo_workload_free(&w);
+    kvc_model_destroy(m);
+}
+
 static kvc_status add(kvc_engine *e, int64_t id, const int32_t *prompt, int64_t n, int64_t max_new) {
     kvc_engine_request r = kvc_engine_request_default();
     r.id = id;
@@ -155,6 +200,7 @@ int main(void) {
         cmocka_unit_test(test_churn_qwen3),
         cmocka_unit_test(test_churn_gpt_oss),
         cmocka_unit_test(test_churn_deepseek_v3),
+        cmocka_unit_test(test_long_churn_memory_flat),
         cmocka_unit_test(test_bad_input_keeps_serving),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
