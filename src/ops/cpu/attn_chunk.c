@@ -293,8 +293,12 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             if (np > 0) prefetch_rows(vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
             memset(s->dense, 1, (size_t)nk);
-            for (int64_t r = 0; r < RG; r++) /* row-major: contiguous weights */
-                for (int t = 0; t < nk; t++) s->dense[t] &= w[r * KVC_CHUNK + t] != 0.0f;
+            for (int64_t r = 0; r < RG; r++) /* row-major; w != 0 as bits << 1 != 0 (NaN counts nonzero) */
+                for (int t = 0; t < nk; t++) {
+                    uint32_t b;
+                    memcpy(&b, &w[r * KVC_CHUNK + t], sizeof b);
+                    s->dense[t] &= (uint8_t)((b << 1) != 0);
+                }
             float *acc = rec + gl * RG * RS + KVC_REC_HDR;
             if (direct) {
                 const void *vp[KVC_VTILE];
