@@ -271,6 +271,19 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
     }
 }
 
+/* dn[t] = every row's weight w[r * KVC_CHUNK + t] is nonzero, for t < nk
+ * (row-major; w != 0 tested as bits << 1 != 0, NaN counting as nonzero). */
+static void dense_flags(const float *restrict w, int64_t rows, int nk, uint8_t *restrict dn)
+{
+    memset(dn, 1, (size_t)nk);
+    for (int64_t r = 0; r < rows; r++)
+        for (int t = 0; t < nk; t++) {
+            uint32_t b;
+            memcpy(&b, &w[r * KVC_CHUNK + t], sizeof b);
+            dn[t] &= (uint8_t)((b << 1) != 0);
+        }
+}
+
 /* Pass 2: rec acc += weights x values over keys [j0, j1), a tile of value rows at a time. */
 static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
                    kvc_cpu_scratch *s, float *rec)
@@ -292,13 +305,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         for (int64_t gl = 0; gl < it->ng; gl++) {
             if (np > 0) prefetch_rows(vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
-            memset(s->dense, 1, (size_t)nk);
-            for (int64_t r = 0; r < RG; r++) /* row-major; w != 0 as bits << 1 != 0 (NaN counts nonzero) */
-                for (int t = 0; t < nk; t++) {
-                    uint32_t b;
-                    memcpy(&b, &w[r * KVC_CHUNK + t], sizeof b);
-                    s->dense[t] &= (uint8_t)((b << 1) != 0);
-                }
+            dense_flags(w, RG, nk, s->dense);
             float *acc = rec + gl * RG * RS + KVC_REC_HDR;
             if (direct) {
                 const void *vp[KVC_VTILE];
