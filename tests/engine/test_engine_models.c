@@ -107,29 +107,13 @@ static void test_random_deepseek_v3(void **state) {
 
 /* ---- oracle directories (tests/data/oracle, README there) ---- */
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void oracle_family(const char *sub) {
-    const char *base = getenv("KVC_DATA_DIR");
-    if (!base) fail_msg("KVC_DATA_DIR is not set (CTest sets it to tests/data)");
     char dir[1024], path[1100];
-    snprintf(dir, sizeof dir, "%s/oracle/%s", base, sub);
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
     kvc_model *m = NULL;
     if (kvc_model_load(dir, &m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
     snprintf(path, sizeof path, "%s/expected.json", dir);
-    char *text = read_text(path);
+    char *text = kvc_test_read_text(path);
     cJSON *exp = cJSON_Parse(text);
     free(text);
     assert_non_null(exp);

@@ -15,33 +15,12 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "kvc_test_util.h"
 #include "kvcache/runner.h"
 
 #define REL_TOL 1e-4
 #define ABS_FLOOR 2e-5
 #define MAX_PROMPTS 4
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static void dir_of(const char *sub, char *out, size_t cap)
-{
-    const char *base = getenv("KVC_DATA_DIR");
-    if (!base) fail_msg("KVC_DATA_DIR is not set (CTest sets it to tests/data)");
-    snprintf(out, cap, "%s/oracle/%s", base, sub);
-}
 
 /* Compares float row `got` [V] with the JSON array `ref`; returns the largest relative error. */
 static double compare_row(const float *got, const cJSON *ref, int64_t V, const char *what, int64_t i)
@@ -75,10 +54,10 @@ static void oracle_open(const char *sub, oracle *o)
 {
     memset(o, 0, sizeof *o);
     char dir[1024], path[1100];
-    dir_of(sub, dir, sizeof dir);
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
     if (kvc_model_load(dir, &o->m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
     snprintf(path, sizeof path, "%s/expected.json", dir);
-    char *text = read_text(path);
+    char *text = kvc_test_read_text(path);
     o->exp = cJSON_Parse(text);
     free(text);
     assert_non_null(o->exp);

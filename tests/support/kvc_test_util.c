@@ -2,6 +2,7 @@
 #include "kvc_test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window) {
@@ -50,6 +51,26 @@ kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const 
     kvc_status st = kvc_manager_create(&m->ci, &plan, &p, &mgr);
     if (st != KVC_OK) fail_msg("kvc_manager_create: %s", kvc_last_error());
     return mgr;
+}
+
+char *kvc_test_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void kvc_test_oracle_dir(const char *family, char *out, size_t cap) {
+    const char *base = getenv("KVC_DATA_DIR");
+    if (base == NULL) fail_msg("KVC_DATA_DIR is not set (CTest sets it to tests/data)");
+    snprintf(out, cap, "%s/oracle/%s", base, family);
 }
 
 static void assert_ids(const char *what, const int32_t *got, int64_t n_got, const int32_t *expected, int64_t n) {

@@ -35,6 +35,11 @@ void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index,
 /* Asserts the free queue of key_index equals expected[0..n) (head first). */
 void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_t *expected, int64_t n);
 
+/* Whole file as a NUL-terminated string (fails the test if unreadable); free() it. */
+char *kvc_test_read_text(const char *path);
+/* "$KVC_DATA_DIR/oracle/<family>" (fails the test if KVC_DATA_DIR is unset). */
+void kvc_test_oracle_dir(const char *family, char *out, size_t cap);
+
 #define KVC_IDS(...) ((const int32_t[]){__VA_ARGS__}), (sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 #endif
