@@ -141,7 +141,7 @@ int kvc_cmd_engine_demo(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--trace") == 0) {
             argv[i] = argv[0]; /* the trace demo sees the rest of the arguments */
-            return kvc_cmd_demo(argc - i, argv + i);
+            return kvc_cmd_trace_demo(argc - i, argv + i);
         } else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
             char *end = NULL;
             n = strtoll(argv[++i], &end, 10);

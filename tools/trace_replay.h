@@ -108,6 +108,6 @@ int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_op
 extern const char kvc_demo_trace[];
 
 int kvc_cmd_trace(int argc, char **argv);
-int kvc_cmd_demo(int argc, char **argv);
+int kvc_cmd_trace_demo(int argc, char **argv);
 
 #endif

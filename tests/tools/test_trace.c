@@ -358,7 +358,7 @@ static void test_demo_trace(void **state) {
 
     char arg0[] = "demo";
     char *argv[] = {arg0, NULL};
-    assert_int_equal(kvc_cmd_demo(1, argv), 0);
+    assert_int_equal(kvc_cmd_trace_demo(1, argv), 0);
 }
 
 int main(void) {

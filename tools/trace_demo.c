@@ -1,4 +1,4 @@
-/* `kvcache demo --trace` (kvc_cmd_demo; `kvcache demo` itself runs the engine,
+/* `kvcache demo --trace` (kvc_cmd_trace_demo; `kvcache demo` itself runs the engine,
  * demo_engine.c): replays the built-in example trace of a hybrid model under
  * memory pressure (examples/hybrid_pressure.json, embedded so that the demo
  * runs from any directory), one readable line per step, then checks the
@@ -113,7 +113,7 @@ static int run_steps(kvc_trace *t, int *n_refused) {
     return bad;
 }
 
-int kvc_cmd_demo(int argc, char **argv) {
+int kvc_cmd_trace_demo(int argc, char **argv) {
     bool json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
