@@ -69,6 +69,8 @@ test: unit-test asan-test fuzz-test
 
 bench: build
 	./$(BUILD)/kvcache bench manager
+	./$(BUILD)/kvcache bench engine
+	./$(BUILD)/kvcache bench attention
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
