@@ -146,7 +146,8 @@ static int64_t tasks_bound(const ctx *cx)
         int64_t q0, sq, k0, skv;
         kvc_attn_q_range(pb, b, &q0, &sq);
         kvc_attn_kv_range(pb, b, &k0, &skv);
-        t += pb->Nkv * kvc_cdiv(sq, cx->QT) * kvc_cdiv(skv, KVC_CHUNK);
+        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) /* items as items_fill makes them, each chunk a task */
+            t += kvc_cdiv(pb->Nkv, kvc_cpu_heads_per_item(cx, kvc_min64(cx->QT, sq - i0))) * kvc_cdiv(skv, KVC_CHUNK);
     }
     return t;
 }
@@ -160,7 +161,8 @@ kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int m
     if (st != KVC_OK) return st;
     ctx cx;
     kvc_cpu_ctx_init(&cx, &pb);
-    *bytes = layout_of(&cx, max_threads, tasks_bound(&cx)).total;
+    /* split-K (and its partials) only serves calls with fewer than 4 items per thread */
+    *bytes = layout_of(&cx, max_threads, cx.n_items < 4 * (int64_t)max_threads ? tasks_bound(&cx) : 0).total;
     return KVC_OK;
 }
 
