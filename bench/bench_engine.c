@@ -1,8 +1,8 @@
 /* `kvcache bench engine [--json]`: the demo's mixed workload (tools/
  * demo_workload.h) on each built-in model, measured in one run:
  *   throughput  continuous batching (the engine: a finished request's row is
- *               refilled at once) vs static batching (the runner, mode 2:
- *               batches of the same size in arrival order, each decoded until
+ *               refilled at once) vs static batching (the runner, mode 2, or 3 for
+ *               an MLA model: batches of the same size in arrival order, each decoded until
  *               its longest request is done); generated tokens per second,
  *               counting for the runner only the tokens each request asked for
  *               ("static useful": those over the tokens it decoded)
@@ -34,8 +34,10 @@ typedef struct be_row {
 } be_row;
 
 /* The runner on batches of BE_BATCH in arrival order; returns seconds of generate calls. */
-static kvc_status static_batches(const kvc_model *m, const kvc_demo_workload *w, double *seconds, int64_t *useful,
-                                 int64_t *computed) {
+/* The runner on the same cache form as the engine: paged (mode 2), or paged
+ * MLA latent caches (mode 3) for a latent family. */
+static kvc_status static_batches(const kvc_model *m, bool latent, const kvc_demo_workload *w, double *seconds,
+                                 int64_t *useful, int64_t *computed) {
     int32_t *ids = malloc((size_t)BE_BATCH * 256 * sizeof *ids);
     int32_t *tokens = malloc((size_t)BE_BATCH * (size_t)w->max_new * sizeof *tokens);
     kvc_status st = ids && tokens ? KVC_OK : KVC_ENOMEM;
@@ -45,7 +47,8 @@ static kvc_status static_batches(const kvc_model *m, const kvc_demo_workload *w,
         const int64_t n = w->n - b0 < BE_BATCH ? w->n - b0 : BE_BATCH;
         int64_t lens[BE_BATCH], t = 0, max_prompt = 0;
         kvc_runner_params p = kvc_runner_default_params();
-        p.mode = KVC_RUNNER_PAGED;
+        p.mode = latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED;
+        p.mla_paged = true;
         p.block_size = BE_BLOCK;
         p.max_new_tokens = 1;
         for (int64_t i = 0; i < n; i++) {
@@ -88,7 +91,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *w, 
         double s = 0.0;
         st = kvc_demo_run(m, &p, &ap, w, out, &fig);
         row->cont_s = fig.seconds < row->cont_s ? fig.seconds : row->cont_s;
-        if (st == KVC_OK) st = static_batches(m, w, &s, &row->static_generated, &row->static_computed);
+        if (st == KVC_OK) st = static_batches(m, f->latent, w, &s, &row->static_generated, &row->static_computed);
         row->static_s = s < row->static_s ? s : row->static_s;
     }
     if (st == KVC_OK) {
@@ -108,7 +111,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *w, 
 
 static void print_text(const be_row *rows) {
     printf("kvcache bench engine: %d greedy requests (prompts 4-256, outputs 4-224 tokens), %d rows at once,\n"
-           "block size %d, max_model_len %d, one OpenMP thread; static batching = the runner (mode 2) on batches\n"
+           "block size %d, max_model_len %d, one OpenMP thread; static batching = the runner (mode 2; mode 3 for MLA) on batches\n"
            "of %d in arrival order, each decoded until its longest request is done. Fastest of %d runs each.\n\n",
            BE_REQUESTS, BE_BATCH, BE_BLOCK, BE_MAX_MODEL_LEN, BE_BATCH, BE_REPS);
     printf("%-12s %11s %11s %9s %9s   %22s %7s   %9s\n", "model", "continuous", "static", "static", "speedup",
