@@ -335,10 +335,7 @@ int kvc_bench_attention(bool json)
                 shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, h ? 32 : 8, 128, dts[d]};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
     for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16};
-    if (json)
-        printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"threads\": %d, \"read_gbps\": %.2f, \"peak_gflops\": %.1f, \"shapes\": [",
-               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, peak);
-    else
+    if (!json) /* --json: one JSON object per shape, a line each */
         printf("attention (%s, %d threads): read bandwidth %.2f GB/s (1 GiB, median of %d), FMA peak %.1f GFLOP/s\n"
                "decode: KV read GB/s vs the read bandwidth measured between its calls; prefill: GFLOP/s vs the FMA peak\n"
                "measured between its calls (peak column: that ratio)\n"
@@ -360,14 +357,14 @@ int kvc_bench_attention(bool json)
         const double rd = s->q_len == 1 ? r.read_gbps : read_gbps, pkr = s->q_len == 1 ? peak : r.peak_gflops;
         const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
         if (json) {
-            printf("%s{\"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
+            printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
                    "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
                    "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
                    "\"peak_ratio\": %.3f, ",
-                   i ? ", " : "", s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
+                   kvc_attention_cpu_isa(), omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
                    kvc_dtype_name(s->kv_dtype), r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr);
-            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f}", r.naive_us, r.naive_us / r.us);
-            else printf("\"naive_us\": null, \"speedup\": null}");
+            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f}\n", r.naive_us, r.naive_us / r.us);
+            else printf("\"naive_us\": null, \"speedup\": null}\n");
         } else {
             printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %11.1f %8.2f %8.2f %6.3f %8.2f %6.3f", s->phase, s->batch,
                    s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us,
@@ -377,8 +374,7 @@ int kvc_bench_attention(bool json)
         }
         fflush(stdout);
     }
-    if (json) printf("], \"seconds\": %.1f}\n", kvc_bench_now() - t_start);
-    else printf("total %.1f s\n", kvc_bench_now() - t_start);
+    if (!json) printf("total %.1f s\n", kvc_bench_now() - t_start);
     kvc_aligned_free(g_read);
     g_read = NULL;
     return rc;
