@@ -185,6 +185,10 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
     const int64_t n_tasks = items_fill(&cx, items);
     /* threads the workspace has room for (without partials first) */
     int threads = omp_get_max_threads();
+    /* A problem below about a million multiply-adds runs on one thread: forking
+     * and joining costs more than the work (results do not depend on it). */
+    const double macs = (double)pb.Tq * (double)pb.max_skv * (double)pb.Nq * (double)(pb.D + pb.Dv);
+    if (macs < 1048576.0) threads = 1;
     while (threads > 1 && one.items + one.per_thread * (size_t)threads > workspace_bytes) threads--;
     ws_layout lay = layout_of(&cx, threads, n_tasks);
     const bool split = lay.partials > 0 && lay.total <= workspace_bytes && cx.n_items < 4 * (int64_t)threads &&
