@@ -61,6 +61,55 @@ typedef struct kvc_step_metadata {
     kvc_step_key keys[KVC_MAX_MANAGERS]; /* [n_keys] in manager order */
 } kvc_step_metadata;
 
+/* The per-row part of a step (spec sections 2-5), built without a manager
+ * into caller-owned arrays: positions, kv_pos, the direct and cumulative
+ * length arrays and the step totals. Shared by kvc_step_metadata_build, the
+ * engine's self-managed path and the standalone runner. The caller sets the
+ * capacities and arrays (never written by the builder), then calls
+ * kvc_step_rows_begin once per step and kvc_step_rows_add for its rows in
+ * batch order (all at once, or a few at a time: the arrays and totals read
+ * the same). Row semantics are those of kvc_step_metadata_build: real row b
+ * processes positions computed_tokens .. computed_tokens + num_new_tokens - 1,
+ * kv_pos = its last position, seq_lens_kv = kv_pos + 1; a padding row
+ * (request_id < 0) contributes num_new_tokens tokens at position 0, kv_pos 0,
+ * seq_lens_kv 1 in decode and num_new_tokens in prefill. Request ids are not
+ * looked up and not checked for repeats. Never allocates; a pure function of
+ * its arguments (thread-safe on distinct objects). */
+typedef struct kvc_step_rows {
+    /* set by the caller */
+    int64_t max_rows;        /* >= 0: rows the arrays below hold */
+    int64_t max_tokens;      /* >= 0: tokens positions holds */
+    int64_t *positions;      /* [max_tokens] */
+    int64_t *kv_pos;         /* [max_rows] */
+    int64_t *seq_lens_q;     /* [max_rows] */
+    int64_t *seq_lens_kv;    /* [max_rows] */
+    int64_t *cu_seq_lens_q;  /* [max_rows] inclusive prefix sums */
+    int64_t *cu_seq_lens_kv; /* [max_rows] inclusive prefix sums */
+    /* written by kvc_step_rows_begin / kvc_step_rows_add */
+    bool is_prefill;
+    int64_t n_rows;          /* rows added this step; arrays hold [0, n_rows) and [0, n_tokens) */
+    int64_t n_tokens;        /* = cu_seq_lens_q[n_rows - 1] (0 without rows) */
+    int64_t prompt_tokens;   /* prefill: tokens of the real rows; decode: 0 */
+} kvc_step_rows;
+
+/* Starts a step: n_rows = n_tokens = prompt_tokens = 0. Refused (KVC_EINVAL):
+ * r NULL, a negative capacity, a NULL array with a positive capacity. */
+kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill);
+
+/* Appends rows[0..n) after the rows already added. Refused, naming the row
+ * (numbered from the step's first row) and field: r or (with n > 0) rows NULL,
+ * n < 0 (KVC_EINVAL); more than max_rows rows in the step (KVC_ERANGE);
+ * num_new_tokens < 1 (KVC_EINVAL); more than max_tokens tokens (KVC_ERANGE);
+ * a real row with computed_tokens < 0 (KVC_EINVAL); computed_tokens +
+ * num_new_tokens or the cumulative KV length overflowing int64 (KVC_ERANGE).
+ * All-or-nothing: a refused call changes neither r nor its arrays. */
+kvc_status kvc_step_rows_add(kvc_step_rows *r, const kvc_step_request *rows, int64_t n);
+
+/* Sets the row part of *md from r (is_prefill, n_rows, n_tokens,
+ * prompt_tokens and the six arrays, which md then points into) and clears
+ * everything else (no keys). Refused (KVC_EINVAL): r or md NULL. */
+kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *md);
+
 /* Workspace for the metadata of steps with at most max_rows rows and
  * max_tokens query tokens, sized once from the manager's keys (block tables
  * of the widest form: max_model_len for attention keys, 1 + next_n for Mamba

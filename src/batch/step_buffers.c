@@ -61,16 +61,18 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
     if (buf == NULL) return kvc_fail(KVC_ENOMEM, "kvc_step_buffers_create: cannot allocate the buffers object");
     buf->manager = m;
     buf->max_rows = max_rows;
+    buf->rows.max_rows = max_rows;
+    buf->rows.max_tokens = max_tokens;
     buf->max_tokens = max_tokens;
     buf->n_keys = n_keys;
 
     kvc_status st = KVC_OK;
-    buf->positions = zalloc(max_tokens, sizeof(int64_t), "positions", &st);
-    buf->kv_pos = zalloc(max_rows, sizeof(int64_t), "kv_pos", &st);
-    buf->seq_lens_q = zalloc(max_rows, sizeof(int64_t), "seq_lens_q", &st);
-    buf->seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "seq_lens_kv", &st);
-    buf->cu_seq_lens_q = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_q", &st);
-    buf->cu_seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_kv", &st);
+    buf->rows.positions = zalloc(max_tokens, sizeof(int64_t), "positions", &st);
+    buf->rows.kv_pos = zalloc(max_rows, sizeof(int64_t), "kv_pos", &st);
+    buf->rows.seq_lens_q = zalloc(max_rows, sizeof(int64_t), "seq_lens_q", &st);
+    buf->rows.seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "seq_lens_kv", &st);
+    buf->rows.cu_seq_lens_q = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_q", &st);
+    buf->rows.cu_seq_lens_kv = zalloc(max_rows, sizeof(int64_t), "cu_seq_lens_kv", &st);
     buf->seen_mask = 1;
     while (buf->seen_mask + 1 < 2 * max_rows) buf->seen_mask = 2 * buf->seen_mask + 1;
     buf->seen_ids = zalloc(buf->seen_mask + 1, sizeof(int64_t), "the duplicate-id set", &st);
@@ -102,12 +104,12 @@ void kvc_step_buffers_destroy(kvc_step_buffers *buf) {
         free(buf->row_state[k]);
         free(buf->slot_mapping[k]);
     }
-    free(buf->positions);
-    free(buf->kv_pos);
-    free(buf->seq_lens_q);
-    free(buf->seq_lens_kv);
-    free(buf->cu_seq_lens_q);
-    free(buf->cu_seq_lens_kv);
+    free(buf->rows.positions);
+    free(buf->rows.kv_pos);
+    free(buf->rows.seq_lens_q);
+    free(buf->rows.seq_lens_kv);
+    free(buf->rows.cu_seq_lens_q);
+    free(buf->rows.cu_seq_lens_kv);
     free(buf->seen_ids);
     free(buf->seen_stamp);
     free(buf);

@@ -18,17 +18,8 @@ kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request
         return kvc_fail(KVC_EINVAL, "kvc_step_metadata_build: rows is NULL with n_rows %lld", (long long)n_rows);
     }
     kvc_step_metadata md;
-    memset(&md, 0, sizeof md);
-    md.is_prefill = is_prefill;
-    md.n_rows = n_rows;
-    kvc_status st = kvc_step_rows_fill(buf, rows, n_rows, is_prefill, &md.n_tokens, &md.prompt_tokens);
+    kvc_status st = kvc_step_rows_fill(buf, rows, n_rows, is_prefill, &md);
     if (st != KVC_OK) return st;
-    md.positions = buf->positions;
-    md.kv_pos = buf->kv_pos;
-    md.seq_lens_q = buf->seq_lens_q;
-    md.seq_lens_kv = buf->seq_lens_kv;
-    md.cu_seq_lens_q = buf->cu_seq_lens_q;
-    md.cu_seq_lens_kv = buf->cu_seq_lens_kv;
     md.n_keys = buf->n_keys;
     for (int32_t k = 0; k < buf->n_keys; k++) {
         kvc_step_key *key = &md.keys[k];

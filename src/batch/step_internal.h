@@ -30,23 +30,18 @@ struct kvc_step_buffers {
     kvc_table_state *row_state[KVC_MAX_MANAGERS]; /* [n_keys] -> [max_rows] what each row holds */
     int64_t last_width[KVC_MAX_MANAGERS];      /* [n_keys] width of the previous step (rows move when it changes) */
     int64_t *slot_mapping[KVC_MAX_MANAGERS];   /* [n_keys] -> [max_tokens] or NULL */
-    int64_t *positions;                        /* [max_tokens] */
-    int64_t *kv_pos;                           /* [max_rows] */
-    int64_t *seq_lens_q;                       /* [max_rows] */
-    int64_t *seq_lens_kv;                      /* [max_rows] */
-    int64_t *cu_seq_lens_q;                    /* [max_rows] */
-    int64_t *cu_seq_lens_kv;                   /* [max_rows] */
+    kvc_step_rows rows;                        /* the step's rows: positions [max_tokens], the rest [max_rows] */
     int64_t seen_mask;                         /* buckets of the duplicate-id set - 1 (power of two >= 2 max_rows) */
     int64_t *seen_ids;                         /* [seen_mask + 1] request ids marked this step */
     uint32_t *seen_stamp;                      /* [seen_mask + 1] step stamp of each bucket */
     uint32_t stamp;                            /* this step's stamp */
 };
 
-/* Checks rows[0..n_rows) against the buffers' capacity and fills positions,
- * kv_pos, the length arrays and their prefix sums; *n_tokens and
- * *prompt_tokens receive the step totals. */
+/* Checks rows[0..n_rows) against the buffers' capacity and for a request id
+ * listed twice, fills positions, kv_pos, the length arrays and their prefix
+ * sums (kvc_step_rows_add) and sets the row part of *md (no keys). */
 kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
-                              int64_t *n_tokens, int64_t *prompt_tokens);
+                              kvc_step_metadata *md);
 
 /* Fills the block table (and slot mapping, if the key has one) of key k for
  * rows already passed through kvc_step_rows_fill; *width receives the width

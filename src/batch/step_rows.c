@@ -1,9 +1,129 @@
 /* The per-row part of a step: validation of the scheduled rows, positions,
- * kv_pos and the direct and cumulative sequence lengths (spec sections 2-5). */
+ * kv_pos and the direct and cumulative sequence lengths (spec sections 2-5).
+ * kvc_step_rows_begin / _add / _to_metadata are the manager-free builder;
+ * kvc_step_rows_fill adds the framework path's repeated-id check. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "batch/step_internal.h"
+
+kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill) {
+    if (r == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_rows_begin: rows object is NULL");
+    if (r->max_rows < 0 || r->max_tokens < 0) {
+        return kvc_fail(KVC_EINVAL, "kvc_step_rows_begin: max_rows %lld and max_tokens %lld must be >= 0",
+                        (long long)r->max_rows, (long long)r->max_tokens);
+    }
+    if (r->max_tokens > 0 && r->positions == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_step_rows_begin: positions is NULL with max_tokens %lld",
+                        (long long)r->max_tokens);
+    if (r->max_rows > 0 && (r->kv_pos == NULL || r->seq_lens_q == NULL || r->seq_lens_kv == NULL ||
+                            r->cu_seq_lens_q == NULL || r->cu_seq_lens_kv == NULL)) {
+        return kvc_fail(KVC_EINVAL,
+                        "kvc_step_rows_begin: kv_pos, seq_lens_q, seq_lens_kv, cu_seq_lens_q and cu_seq_lens_kv "
+                        "must not be NULL with max_rows %lld",
+                        (long long)r->max_rows);
+    }
+    r->is_prefill = is_prefill;
+    r->n_rows = 0;
+    r->n_tokens = 0;
+    r->prompt_tokens = 0;
+    return KVC_OK;
+}
+
+/* Checks one row's counts (b numbered from the step's first row);
+ * *n_tokens and *kv_total are the running totals before this row and are
+ * advanced past it. */
+static kvc_status row_check(const kvc_step_rows *rs, const kvc_step_request *r, int64_t b, int64_t *n_tokens,
+                            int64_t *kv_total) {
+    bool real = r->request_id >= 0;
+    if (r->num_new_tokens < 1) {
+        return kvc_fail(KVC_EINVAL, "step row %lld (request %lld): num_new_tokens %lld must be >= 1", (long long)b,
+                        (long long)r->request_id, (long long)r->num_new_tokens);
+    }
+    if (r->num_new_tokens > rs->max_tokens - *n_tokens) {
+        return kvc_fail(KVC_ERANGE,
+                        "step row %lld (request %lld): num_new_tokens %lld brings the step past max_tokens %lld "
+                        "(%lld tokens before this row)",
+                        (long long)b, (long long)r->request_id, (long long)r->num_new_tokens,
+                        (long long)rs->max_tokens, (long long)*n_tokens);
+    }
+    if (real && r->computed_tokens < 0) {
+        return kvc_fail(KVC_EINVAL, "step row %lld (request %lld): computed_tokens %lld must be >= 0", (long long)b,
+                        (long long)r->request_id, (long long)r->computed_tokens);
+    }
+    int64_t visible = real ? r->computed_tokens : 0;
+    if (real && visible > INT64_MAX - r->num_new_tokens) {
+        return kvc_fail(KVC_ERANGE, "step row %lld (request %lld): computed_tokens %lld + num_new_tokens %lld overflows",
+                        (long long)b, (long long)r->request_id, (long long)r->computed_tokens,
+                        (long long)r->num_new_tokens);
+    }
+    visible = real ? visible + r->num_new_tokens : (rs->is_prefill ? r->num_new_tokens : 1);
+    if (visible > INT64_MAX - *kv_total) {
+        return kvc_fail(KVC_ERANGE, "step row %lld (request %lld): the cumulative KV length overflows", (long long)b,
+                        (long long)r->request_id);
+    }
+    *n_tokens += r->num_new_tokens;
+    *kv_total += visible;
+    return KVC_OK;
+}
+
+kvc_status kvc_step_rows_add(kvc_step_rows *rs, const kvc_step_request *rows, int64_t n) {
+    if (rs == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_rows_add: rows object is NULL");
+    if (n < 0) return kvc_fail(KVC_EINVAL, "kvc_step_rows_add: n %lld must be >= 0", (long long)n);
+    if (rows == NULL && n > 0)
+        return kvc_fail(KVC_EINVAL, "kvc_step_rows_add: rows is NULL with n %lld", (long long)n);
+    if (n > rs->max_rows - rs->n_rows) {
+        return kvc_fail(KVC_ERANGE, "kvc_step_rows_add: %lld rows after %lld bring the step past max_rows %lld",
+                        (long long)n, (long long)rs->n_rows, (long long)rs->max_rows);
+    }
+    const int64_t b0 = rs->n_rows;
+    int64_t t = rs->n_tokens, kv_total = b0 > 0 ? rs->cu_seq_lens_kv[b0 - 1] : 0;
+    for (int64_t i = 0; i < n; i++) {
+        kvc_status st = row_check(rs, &rows[i], b0 + i, &t, &kv_total);
+        if (st != KVC_OK) return st;
+    }
+
+    int64_t cu_q = rs->n_tokens, cu_kv = b0 > 0 ? rs->cu_seq_lens_kv[b0 - 1] : 0, prompt = rs->prompt_tokens;
+    for (int64_t i = 0; i < n; i++) {
+        const kvc_step_request *r = &rows[i];
+        const int64_t b = b0 + i;
+        bool real = r->request_id >= 0;
+        int64_t first = real ? r->computed_tokens : 0;
+        for (int64_t j = 0; j < r->num_new_tokens; j++) rs->positions[cu_q + j] = real ? first + j : 0;
+        rs->kv_pos[b] = real ? first + r->num_new_tokens - 1 : 0;
+        rs->seq_lens_q[b] = r->num_new_tokens;
+        /* padding: 1 key in decode (kv_pos 0); in prefill its own packed
+         * tokens, so that cu_q == cu_kv holds for the whole prefill (INV-R4) */
+        rs->seq_lens_kv[b] = real ? rs->kv_pos[b] + 1 : (rs->is_prefill ? r->num_new_tokens : 1);
+        cu_q += rs->seq_lens_q[b];
+        cu_kv += rs->seq_lens_kv[b];
+        rs->cu_seq_lens_q[b] = cu_q;
+        rs->cu_seq_lens_kv[b] = cu_kv;
+        if (real && rs->is_prefill) prompt += r->num_new_tokens;
+    }
+    KVC_ASSERT(cu_q == t && cu_kv == kv_total);
+    rs->n_rows = b0 + n;
+    rs->n_tokens = t;
+    rs->prompt_tokens = prompt;
+    return KVC_OK;
+}
+
+kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *md) {
+    if (r == NULL || md == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_rows_to_metadata: rows and md must not be NULL");
+    *md = (kvc_step_metadata){.is_prefill = r->is_prefill,
+                              .n_rows = r->n_rows,
+                              .n_tokens = r->n_tokens,
+                              .prompt_tokens = r->prompt_tokens,
+                              .positions = r->positions,
+                              .kv_pos = r->kv_pos,
+                              .seq_lens_q = r->seq_lens_q,
+                              .seq_lens_kv = r->seq_lens_kv,
+                              .cu_seq_lens_q = r->cu_seq_lens_q,
+                              .cu_seq_lens_kv = r->cu_seq_lens_kv};
+    return KVC_OK;
+}
+
+/* ---- framework path: the same rows, plus no request id twice ------------- */
 
 /* True when id was already added in this step: an open-addressing set over
  * seen_ids whose buckets count as empty unless stamped with this step's
@@ -34,75 +154,22 @@ static kvc_status fail_duplicate(const kvc_step_request *rows, int64_t n_rows, i
     return kvc_fail(KVC_EINTERNAL, "step rows: duplicate request_id %lld not found again", (long long)id);
 }
 
-/* Checks one row's counts; *n_tokens and *kv_total are the running totals
- * before this row and are advanced past it. */
-static kvc_status row_check(const kvc_step_buffers *buf, const kvc_step_request *r, int64_t b, bool is_prefill,
-                            int64_t *n_tokens, int64_t *kv_total) {
-    bool real = r->request_id >= 0;
-    if (r->num_new_tokens < 1) {
-        return kvc_fail(KVC_EINVAL, "step row %lld (request %lld): num_new_tokens %lld must be >= 1", (long long)b,
-                        (long long)r->request_id, (long long)r->num_new_tokens);
-    }
-    if (r->num_new_tokens > buf->max_tokens - *n_tokens) {
-        return kvc_fail(KVC_ERANGE,
-                        "step row %lld (request %lld): num_new_tokens %lld brings the step past max_tokens %lld "
-                        "(%lld tokens before this row)",
-                        (long long)b, (long long)r->request_id, (long long)r->num_new_tokens,
-                        (long long)buf->max_tokens, (long long)*n_tokens);
-    }
-    if (real && r->computed_tokens < 0) {
-        return kvc_fail(KVC_EINVAL, "step row %lld (request %lld): computed_tokens %lld must be >= 0", (long long)b,
-                        (long long)r->request_id, (long long)r->computed_tokens);
-    }
-    int64_t visible = real ? r->computed_tokens : 0;
-    if (real && visible > INT64_MAX - r->num_new_tokens) {
-        return kvc_fail(KVC_ERANGE, "step row %lld (request %lld): computed_tokens %lld + num_new_tokens %lld overflows",
-                        (long long)b, (long long)r->request_id, (long long)r->computed_tokens,
-                        (long long)r->num_new_tokens);
-    }
-    visible = real ? visible + r->num_new_tokens : (is_prefill ? r->num_new_tokens : 1);
-    if (visible > INT64_MAX - *kv_total) {
-        return kvc_fail(KVC_ERANGE, "step row %lld (request %lld): the cumulative KV length overflows", (long long)b,
-                        (long long)r->request_id);
-    }
-    *n_tokens += r->num_new_tokens;
-    *kv_total += visible;
-    return KVC_OK;
-}
-
 kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
-                              int64_t *n_tokens, int64_t *prompt_tokens) {
-    int64_t t = 0, kv_total = 0;
+                              kvc_step_metadata *md) {
+    kvc_step_rows *rs = &buf->rows;
+    kvc_status st = kvc_step_rows_begin(rs, is_prefill);
+    if (st != KVC_OK) return st;
     if (++buf->stamp == 0) { /* the stamp wrapped: forget every old mark */
         memset(buf->seen_stamp, 0, (size_t)(buf->seen_mask + 1) * sizeof *buf->seen_stamp);
         buf->stamp = 1;
     }
-    for (int64_t b = 0; b < n_rows; b++) {
-        kvc_status st = row_check(buf, &rows[b], b, is_prefill, &t, &kv_total);
-        if (st != KVC_OK) return st;
-        if (rows[b].request_id >= 0 && seen_before(buf, rows[b].request_id))
-            return fail_duplicate(rows, n_rows, rows[b].request_id);
-    }
-
-    int64_t cu_q = 0, cu_kv = 0, prompt = 0;
-    for (int64_t b = 0; b < n_rows; b++) {
-        const kvc_step_request *r = &rows[b];
-        bool real = r->request_id >= 0;
-        int64_t first = real ? r->computed_tokens : 0;
-        for (int64_t i = 0; i < r->num_new_tokens; i++) buf->positions[cu_q + i] = real ? first + i : 0;
-        buf->kv_pos[b] = real ? first + r->num_new_tokens - 1 : 0;
-        buf->seq_lens_q[b] = r->num_new_tokens;
-        /* padding: 1 key in decode (kv_pos 0); in prefill its own packed
-         * tokens, so that cu_q == cu_kv holds for the whole prefill (INV-R4) */
-        buf->seq_lens_kv[b] = real ? buf->kv_pos[b] + 1 : (is_prefill ? r->num_new_tokens : 1);
-        cu_q += buf->seq_lens_q[b];
-        cu_kv += buf->seq_lens_kv[b];
-        buf->cu_seq_lens_q[b] = cu_q;
-        buf->cu_seq_lens_kv[b] = cu_kv;
-        if (real && is_prefill) prompt += r->num_new_tokens;
-    }
-    KVC_ASSERT(cu_q == t && cu_kv == kv_total);
-    *n_tokens = t;
-    *prompt_tokens = prompt;
-    return KVC_OK;
+    /* the first row that repeats an id; the rows up to it are checked first,
+     * so a row's own count errors are reported before its repetition */
+    int64_t dup = -1;
+    for (int64_t b = 0; b < n_rows && dup < 0; b++)
+        if (rows[b].request_id >= 0 && seen_before(buf, rows[b].request_id)) dup = b;
+    st = kvc_step_rows_add(rs, rows, dup >= 0 ? dup + 1 : n_rows);
+    if (st != KVC_OK) return st;
+    if (dup >= 0) return fail_duplicate(rows, n_rows, rows[dup].request_id);
+    return kvc_step_rows_to_metadata(rs, md);
 }

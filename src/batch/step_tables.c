@@ -48,8 +48,8 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
     for (int64_t b = 0; b < n_rows; b++) {
         const int32_t *row = table + b * width;
         bool real = rows[b].request_id >= 0;
-        for (int64_t i = 0; i < buf->seq_lens_q[b]; i++, t++) {
-            int64_t p = buf->positions[t];
+        for (int64_t i = 0; i < buf->rows.seq_lens_q[b]; i++, t++) {
+            int64_t p = buf->rows.positions[t];
             int64_t blk = p / bs;
             if (blk >= width) {
                 return kvc_fail(KVC_ERANGE,
@@ -64,7 +64,7 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
         }
         /* A sliding window always keeps the row's last position (the query itself). */
         if (real && info->attn_type == KVC_ATTN_SLIDING_WINDOW) {
-            KVC_ASSERT(row[buf->kv_pos[b] / bs] != KVC_NULL_BLOCK);
+            KVC_ASSERT(row[buf->rows.kv_pos[b] / bs] != KVC_NULL_BLOCK);
         }
     }
     return KVC_OK;

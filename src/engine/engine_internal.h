@@ -29,12 +29,7 @@ typedef struct kvc_engine_legacy {
     void **data;            /* [n_caches] the tensors handed to the model */
     int64_t *free_rows;     /* [max_batch] stack of free cache rows */
     int64_t n_free_rows;
-    int64_t *positions;     /* [max_tokens] */
-    int64_t *kv_pos;        /* [max_batch] */
-    int64_t *seq_lens_q;    /* [max_batch] */
-    int64_t *seq_lens_kv;   /* [max_batch] */
-    int64_t *cu_seq_lens_q; /* [max_batch] */
-    int64_t *cu_seq_lens_kv;/* [max_batch] */
+    kvc_step_rows rows;     /* the step's rows: arrays [max_batch] and positions [max_tokens] */
     int64_t *cache_rows;    /* [max_batch] */
     int64_t *legacy_index;  /* [max_tokens] */
 } kvc_engine_legacy;

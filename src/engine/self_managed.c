@@ -66,17 +66,20 @@ kvc_status kvc_engine_legacy_create(kvc_engine *e) {
         return kvc_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
                         e->model.n_legacy_caches);
     size_t rows = (size_t)e->p.max_batch, toks = (size_t)e->max_tokens;
+    kvc_step_rows *sr = &l->rows;
+    sr->max_rows = e->p.max_batch;
+    sr->max_tokens = e->max_tokens;
     l->free_rows = malloc(rows * sizeof(int64_t));
-    l->positions = malloc(toks * sizeof(int64_t));
+    sr->positions = malloc(toks * sizeof(int64_t));
     l->legacy_index = malloc(toks * sizeof(int64_t));
-    l->kv_pos = malloc(rows * sizeof(int64_t));
-    l->seq_lens_q = malloc(rows * sizeof(int64_t));
-    l->seq_lens_kv = malloc(rows * sizeof(int64_t));
-    l->cu_seq_lens_q = malloc(rows * sizeof(int64_t));
-    l->cu_seq_lens_kv = malloc(rows * sizeof(int64_t));
+    sr->kv_pos = malloc(rows * sizeof(int64_t));
+    sr->seq_lens_q = malloc(rows * sizeof(int64_t));
+    sr->seq_lens_kv = malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_q = malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_kv = malloc(rows * sizeof(int64_t));
     l->cache_rows = malloc(rows * sizeof(int64_t));
-    if (!l->free_rows || !l->positions || !l->legacy_index || !l->kv_pos || !l->seq_lens_q || !l->seq_lens_kv ||
-        !l->cu_seq_lens_q || !l->cu_seq_lens_kv || !l->cache_rows)
+    if (!l->free_rows || !sr->positions || !l->legacy_index || !sr->kv_pos || !sr->seq_lens_q || !sr->seq_lens_kv ||
+        !sr->cu_seq_lens_q || !sr->cu_seq_lens_kv || !l->cache_rows)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
     /* a stack popped from the top: row 0 is handed out first */
     for (int64_t r = 0; r < e->p.max_batch; r++) l->free_rows[r] = e->p.max_batch - 1 - r;
@@ -90,13 +93,13 @@ void kvc_engine_legacy_destroy(kvc_engine *e) {
         for (int32_t i = 0; i < l->n_caches; i++) kvc_aligned_free(l->data[i]);
     free(l->data);
     free(l->free_rows);
-    free(l->positions);
+    free(l->rows.positions);
     free(l->legacy_index);
-    free(l->kv_pos);
-    free(l->seq_lens_q);
-    free(l->seq_lens_kv);
-    free(l->cu_seq_lens_q);
-    free(l->cu_seq_lens_kv);
+    free(l->rows.kv_pos);
+    free(l->rows.seq_lens_q);
+    free(l->rows.seq_lens_kv);
+    free(l->rows.cu_seq_lens_q);
+    free(l->rows.cu_seq_lens_kv);
     free(l->cache_rows);
     memset(l, 0, sizeof *l);
 }
@@ -104,7 +107,7 @@ void kvc_engine_legacy_destroy(kvc_engine *e) {
 kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
                                    kvc_step_metadata *md, kvc_engine_batch *batch) {
     kvc_engine_legacy *l = &e->legacy;
-    int64_t s = e->p.max_model_len, t = 0, cu_kv = 0;
+    int64_t s = e->p.max_model_len, t = 0;
     for (int64_t b = 0; b < n; b++) {
         const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
         int64_t first = rows[b].computed_tokens, q = rows[b].num_new_tokens;
@@ -113,29 +116,16 @@ kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, 
                             "%lld..%lld do not fit [%lld rows, %lld positions]", (long long)b, (long long)r->id,
                             (long long)r->cache_row, (long long)first, (long long)(first + q - 1),
                             (long long)e->p.max_batch, (long long)s);
-        for (int64_t i = 0; i < q; i++, t++) {
-            l->positions[t] = first + i;
-            l->legacy_index[t] = r->cache_row * s + first + i;
-        }
         l->cache_rows[b] = r->cache_row;
-        l->kv_pos[b] = first + q - 1;
-        l->seq_lens_q[b] = q;
-        l->seq_lens_kv[b] = first + q;
-        l->cu_seq_lens_q[b] = t;
-        cu_kv += first + q;
-        l->cu_seq_lens_kv[b] = cu_kv;
+        t += q;
     }
-    memset(md, 0, sizeof *md);
-    md->is_prefill = is_prefill;
-    md->n_rows = n;
-    md->n_tokens = t;
-    md->prompt_tokens = is_prefill ? t : 0;
-    md->positions = l->positions;
-    md->kv_pos = l->kv_pos;
-    md->seq_lens_q = l->seq_lens_q;
-    md->seq_lens_kv = l->seq_lens_kv;
-    md->cu_seq_lens_q = l->cu_seq_lens_q;
-    md->cu_seq_lens_kv = l->cu_seq_lens_kv;
+    kvc_status st = kvc_step_rows_begin(&l->rows, is_prefill);
+    if (st == KVC_OK) st = kvc_step_rows_add(&l->rows, rows, n);
+    if (st == KVC_OK) st = kvc_step_rows_to_metadata(&l->rows, md);
+    if (st != KVC_OK) return st;
+    /* token i of row b goes to position positions[i] of cache row cache_rows[b] */
+    for (int64_t b = 0, i = 0; b < n; b++)
+        for (; i < l->rows.cu_seq_lens_q[b]; i++) l->legacy_index[i] = l->cache_rows[b] * s + l->rows.positions[i];
     batch->cache_rows = l->cache_rows;
     batch->legacy_index = l->legacy_index;
     batch->cache_seq_len = s;

@@ -23,31 +23,29 @@ static int32_t argmax(const float *v, int64_t n)
     return (int32_t)best;
 }
 
-/* Lengths, prefix sums and the paged keys of a step whose rows hold q[b]
- * tokens ending at position kv[b] - 1. Positions and slots are filled by the caller. */
-static void fill_md(kvc_runner *r, int64_t n, bool prefill)
+/* The metadata of a step of n rows, row b holding q[b] tokens (NULL: 1 each)
+ * from position first[b] (NULL: 0 each), built into the runner's arrays by
+ * the batch layer's row builder, plus the paged keys (static table, linear
+ * slots; the slots themselves are filled by the caller). */
+static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q)
 {
-    kvc_step_metadata *md = &r->md;
-    memset(md, 0, sizeof *md);
-    md->is_prefill = prefill;
-    md->n_rows = n;
-    int64_t cq = 0, ckv = 0;
-    for (int64_t b = 0; b < n; b++) {
-        cq += r->lens_q[b];
-        ckv += r->lens_kv[b];
-        r->cu_q[b] = cq;
-        r->cu_kv[b] = ckv;
-        r->kv_pos[b] = r->lens_kv[b] - 1;
+    kvc_step_rows rs = {.max_rows = r->batch,
+                        .max_tokens = r->max_tokens,
+                        .positions = r->positions,
+                        .kv_pos = r->kv_pos,
+                        .seq_lens_q = r->lens_q,
+                        .seq_lens_kv = r->lens_kv,
+                        .cu_seq_lens_q = r->cu_q,
+                        .cu_seq_lens_kv = r->cu_kv};
+    kvc_status st = kvc_step_rows_begin(&rs, prefill);
+    for (int64_t b = 0; b < n && st == KVC_OK; b++) {
+        const kvc_step_request row = {.request_id = b, .computed_tokens = first ? first[b] : 0,
+                                      .num_new_tokens = q ? q[b] : 1};
+        st = kvc_step_rows_add(&rs, &row, 1);
     }
-    md->n_tokens = cq;
-    md->prompt_tokens = prefill ? cq : 0;
-    md->positions = r->positions;
-    md->kv_pos = r->kv_pos;
-    md->seq_lens_q = r->lens_q;
-    md->seq_lens_kv = r->lens_kv;
-    md->cu_seq_lens_q = r->cu_q;
-    md->cu_seq_lens_kv = r->cu_kv;
-    if (r->caches.kind != KVC_MCACHE_PAGED || r->p.mode == KVC_RUNNER_RECOMPUTE) return;
+    if (st == KVC_OK) st = kvc_step_rows_to_metadata(&rs, &r->md);
+    if (st != KVC_OK || r->caches.kind != KVC_MCACHE_PAGED || r->p.mode == KVC_RUNNER_RECOMPUTE) return st;
+    kvc_step_metadata *md = &r->md;
     const kvc_model_config *c = kvc_model_config_of(r->m);
     bool has[2] = {false, false};
     for (int64_t l = 0; l < c->num_layers; l++) has[c->layer_sliding[l] ? 1 : 0] = true;
@@ -61,6 +59,7 @@ static void fill_md(kvc_runner *r, int64_t n, bool prefill)
         k->block_table = r->table; /* the same static table for both keys (standalone: nothing is released) */
         k->slot_mapping = r->slots;
     }
+    return KVC_OK;
 }
 
 static kvc_status step(kvc_runner *r, int64_t n, float *logits_out /* [n, V] or NULL */, int32_t *next /* [n] */)
@@ -83,30 +82,22 @@ static kvc_status recompute_step(kvc_runner *r, int64_t n, float *logits_out, in
 {
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
-        const int64_t len = r->seq_len[b];
-        memcpy(r->ids + t, r->hist + b * r->S, (size_t)len * sizeof(int32_t));
-        for (int64_t p = 0; p < len; p++) r->positions[t + p] = p;
-        r->lens_q[b] = r->lens_kv[b] = len;
-        t += len;
+        memcpy(r->ids + t, r->hist + b * r->S, (size_t)r->seq_len[b] * sizeof(int32_t));
+        t += r->seq_len[b];
     }
-    fill_md(r, n, true);
-    return step(r, n, logits_out, next);
+    kvc_status st = fill_md(r, n, true, NULL, r->seq_len);
+    return st != KVC_OK ? st : step(r, n, logits_out, next);
 }
 
 static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, float *logits_out,
                           int32_t *next)
 {
-    int64_t t = 0;
-    for (int64_t b = 0; b < n; b++) {
-        for (int64_t p = 0; p < lens[b]; p++) r->positions[t + p] = p;
-        r->lens_q[b] = r->lens_kv[b] = lens[b];
-        t += lens[b];
-    }
-    memcpy(r->ids, ids, (size_t)t * sizeof(int32_t));
-    fill_md(r, n, true);
+    kvc_status st = fill_md(r, n, true, NULL, lens);
+    if (st != KVC_OK) return st;
+    memcpy(r->ids, ids, (size_t)r->md.n_tokens * sizeof(int32_t));
     if (r->caches.kind == KVC_MCACHE_PAGED) {
         int64_t n_slots = 0;
-        kvc_status st = kvc_static_slots_prefill(&r->lay, lens, n, r->slots, r->max_tokens, &n_slots);
+        st = kvc_static_slots_prefill(&r->lay, lens, n, r->slots, r->max_tokens, &n_slots);
         if (st != KVC_OK) return st;
     }
     return step(r, n, logits_out, next);
@@ -114,15 +105,12 @@ static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens
 
 static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n, float *logits_out, int32_t *next)
 {
-    for (int64_t b = 0; b < n; b++) {
-        r->ids[b] = last[b];
-        r->positions[b] = r->seq_len[b]; /* kv_pos: tokens cached before this step */
-        r->lens_q[b] = 1;
-        r->lens_kv[b] = r->seq_len[b] + 1;
-    }
-    fill_md(r, n, false);
+    /* one token per row at kv_pos = tokens cached before this step */
+    kvc_status st = fill_md(r, n, false, r->seq_len, NULL);
+    if (st != KVC_OK) return st;
+    memcpy(r->ids, last, (size_t)n * sizeof(int32_t));
     if (r->caches.kind == KVC_MCACHE_PAGED) {
-        kvc_status st = kvc_static_slots_decode(&r->lay, r->kv_pos, n, r->slots);
+        st = kvc_static_slots_decode(&r->lay, r->kv_pos, n, r->slots);
         if (st != KVC_OK) return st;
     }
     return step(r, n, logits_out, next);
