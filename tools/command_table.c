@@ -9,7 +9,7 @@
 #include "trace_replay.h"
 
 const kvc_command kvc_commands[] = {
-    {"bench", "run a benchmark (manager, ...) next to its baseline", kvc_cmd_bench},
+    {"bench", "run a benchmark (manager, engine, attention) next to its baseline", kvc_cmd_bench},
     {"trace", "replay a JSON trace against the manager, print JSON Lines", kvc_cmd_trace},
     {"demo", "the engine on built-in models: mixed workload, KV pressure, checked (--trace: manager trace)", kvc_cmd_engine_demo},
     {"plan", "the KV cache plan of a Hugging Face config.json (mode, layers, caches, memory)", kvc_cmd_plan},
