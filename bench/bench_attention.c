@@ -39,16 +39,52 @@ static double median(double *v, int n)
 static float *g_read;
 static const size_t g_read_n = GIB / sizeof(float);
 
-/* One STREAM-style pass: sum of 1 GiB of floats with all threads; GB/s (1e9). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* Sum of n floats (n a multiple of 32) in four independent 8-lane chains:
+ * enough loads in flight that the pass is bound by memory, not by the
+ * latency of one add chain (a scalar chain reads about 40 % slower here). */
+__attribute__((target("avx2"))) static float read_sum_avx2(const float *p, size_t n)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+    }
+    float o[8];
+    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return o[0] + o[1] + o[2] + o[3] + o[4] + o[5] + o[6] + o[7];
+}
+static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#else
+static float read_sum_avx2(const float *p, size_t n) { (void)p, (void)n; return 0.0f; }
+static int has_avx2(void) { return 0; }
+#endif
+
+/* Portable read: eight independent scalar chains (n a multiple of 32). */
+static float read_sum_scalar(const float *p, size_t n)
+{
+    float a[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] += p[i + k];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* One STREAM-style pass: every thread sums its contiguous share of the
+ * 1 GiB buffer at the widest vector width; GB/s (1e9). */
 static double read_pass(void)
 {
+    const int wide = has_avx2();
     const double t0 = kvc_bench_now();
     double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
-    for (size_t i = 0; i < g_read_n; i += 16) {
-        float p = 0.0f;
-        for (size_t k = 0; k < 16; k++) p += g_read[i + k];
-        s += p;
+#pragma omp parallel reduction(+ : s)
+    {
+        const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+        const size_t per = g_read_n / nt & ~(size_t)31, n = id + 1 == nt ? g_read_n - per * id : per;
+        const float *p = g_read + per * id;
+        s += wide ? read_sum_avx2(p, n) : read_sum_scalar(p, n);
     }
     const double t = kvc_bench_now() - t0;
     if (s == -1.0) return 0.0; /* keeps the sum alive */
@@ -71,7 +107,6 @@ static double measure_read_gbps(void)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
 __attribute__((target("avx2,fma"))) static double fma_chains_avx2(long iters)
 {
     __m256 a[10], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
@@ -84,10 +119,8 @@ __attribute__((target("avx2,fma"))) static double fma_chains_avx2(long iters)
     _mm256_storeu_ps(o, s);
     return (double)o[0];
 }
-static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #else
 static double fma_chains_avx2(long iters) { (void)iters; return 0.0; }
-static int has_avx2(void) { return 0; }
 #endif
 
 /* Scalar fallback: 10 independent multiply-add chains (2 flops each). */
