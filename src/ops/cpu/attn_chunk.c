@@ -79,7 +79,7 @@ size_t kvc_cpu_thread_floats(const kvc_cpu_ctx *cx)
 {
     const size_t R = (size_t)cx->R;
     return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
-           KVC_VTILE * (size_t)cx->Dv8 + align8(KVC_VTILE / 4) + 2 * R * (size_t)cx->RS;
+           KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS;
 }
 
 kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
@@ -92,8 +92,7 @@ kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
     s.sc = s.cst + align8(R);
     s.kt = s.sc + R * KVC_CHUNK;
     s.vt = s.kt + KVC_QK_KEYS * (size_t)cx->Dq8;
-    s.dense = (uint8_t *)(s.vt + KVC_VTILE * (size_t)cx->Dv8);
-    s.rec = s.vt + KVC_VTILE * (size_t)cx->Dv8 + align8(KVC_VTILE / 4);
+    s.rec = s.vt + KVC_VTILE * (size_t)cx->Dv8;
     s.run = s.rec + R * (size_t)cx->RS;
     return s;
 }
@@ -271,19 +270,6 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
     }
 }
 
-/* dn[t] = every row's weight w[r * KVC_CHUNK + t] is nonzero, for t < nk
- * (row-major; w != 0 tested as bits << 1 != 0, NaN counting as nonzero). */
-static void dense_flags(const float *restrict w, int64_t rows, int nk, uint8_t *restrict dn)
-{
-    memset(dn, 1, (size_t)nk);
-    for (int64_t r = 0; r < rows; r++)
-        for (int t = 0; t < nk; t++) {
-            uint32_t b;
-            memcpy(&b, &w[r * KVC_CHUNK + t], sizeof b);
-            dn[t] &= (uint8_t)((b << 1) != 0);
-        }
-}
-
 /* Pass 2: rec acc += weights x values over keys [j0, j1), a tile of value rows at a time. */
 static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
                    kvc_cpu_scratch *s, float *rec)
@@ -291,8 +277,8 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
-    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
     const bool direct = cx->direct && RG <= 4;
+    const int64_t vt = it->ng > 1 && !direct ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
     if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)
@@ -305,17 +291,16 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         for (int64_t gl = 0; gl < it->ng; gl++) {
             if (np > 0) prefetch_rows(vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
-            dense_flags(w, RG, nk, s->dense);
             float *acc = rec + gl * RG * RS + KVC_REC_HDR;
             if (direct) {
                 const void *vp[KVC_VTILE];
                 for (int t = 0; t < nk; t++) vp[t] = vd + cx->ves * (vi[t] + gl * hv);
-                cx->simd->pv_direct[cx->vslot](vp, s->dense, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS);
+                cx->simd->pv_direct[cx->vslot](vp, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS);
                 continue;
             }
             for (int t = 0; t < nk; t++)
                 cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
-            cx->simd->pv(s->vt, Dv8, s->dense, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
+            cx->simd->pv(s->vt, Dv8, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
         }
     }
 }

@@ -12,7 +12,6 @@
 
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
 #define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
-#define KVC_VTILE 32   /* value rows converted per pv call (8 when an item holds several heads) */
 #define KVC_PREFETCH 32 /* keys between the rows being computed and the rows prefetched */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
 
@@ -52,7 +51,6 @@ typedef struct kvc_cpu_scratch {
     float *sc;     /* [R, KVC_CHUNK] scores, then weights, at chunk-relative positions */
     float *kt;     /* [KVC_QK_KEYS, Dq8] key tile (f32) */
     float *vt;     /* [KVC_VTILE, Dv8] value tile (f32) */
-    uint8_t *dense; /* [KVC_VTILE] every row's weight nonzero */
     float *rec;    /* [R, RS] chunk record */
     float *run;    /* [R, RS] running record */
 } kvc_cpu_scratch;

@@ -15,6 +15,7 @@
 #include "kvcache/base.h"
 
 #define KVC_QK_KEYS 8 /* keys per qk call */
+#define KVC_VTILE 32  /* most keys per pv call */
 
 /* Where channel d of a K/V row sits relative to channel 0: plain storage
  * d; NZ storage with tile width c0 = 1 << sh: (d >> sh) * nzs + (d & mask). */
@@ -34,12 +35,11 @@ typedef void (*kvc_qk_fn)(const float *k, int64_t kstride, const float *q, int64
                           float *out, int64_t ostride);
 
 /* acc[r * astride + d] += w[r * wstride + t] * v[t * vstride + d] for
- * r < nr, d < dim (a multiple of 8), keys t < nk in increasing order. A
- * pair (r, t) whose weight is 0 is skipped (its value row may hold NaN)
- * unless dense[t] != 0, which says every row's weight for key t is
- * nonzero. Skipping and adding 0 * finite give the same bits. */
-typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, const uint8_t *dense, int nk, const float *w,
-                          int64_t wstride, int nr, int64_t dim, float *acc, int64_t astride);
+ * r < nr, d < dim (a multiple of 8), keys t < nk <= KVC_VTILE in
+ * increasing order. A pair (r, t) whose weight is 0 is skipped (its value
+ * row may hold NaN); skipping and adding 0 * finite give the same bits. */
+typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, int nk, const float *w, int64_t wstride, int nr,
+                          int64_t dim, float *acc, int64_t astride);
 
 /* s[t] = exp(s[t] - m) for t < n (a multiple of 8; -inf gives 0); returns
  * the sum, accumulated per lane t % 8 in order of t, then a fixed tree. */
@@ -52,11 +52,12 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
  * arithmetic of qk / pv on the converted tile, so either form may serve any
- * row. NULL in tables without them. */
+ * row.
+ * NULL in tables without them. */
 typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
                                  float *out, int64_t ostride);
-typedef void (*kvc_pv_direct_fn)(const void *const *v, const uint8_t *dense, int nk, const float *w, int64_t wstride,
-                                 int nr, int64_t dim, float *acc, int64_t astride);
+typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
+                                 float *acc, int64_t astride);
 
 typedef struct kvc_simd_table {
     const char *name;

@@ -53,6 +53,22 @@ INL __m256 reduce8(const __m256 *a)
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
+/* Broadcasts w[r * ws + t] into wb[t * NR + r] for t < nk <= KVC_VTILE;
+ * returns whether every weight is nonzero (NaN counts as nonzero). */
+INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    int zeros = 0;
+    for (int r = 0; r < NR; r++) {
+        int t = 0;
+        for (; t + 8 <= nk; t += 8) zeros |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(w + r * ws + t), zero, _CMP_EQ_OQ));
+        for (; t < nk; t++) zeros |= w[r * ws + t] == 0.0f;
+    }
+    for (int t = 0; t < nk; t++)
+        for (int r = 0; r < NR; r++) wb[t * NR + r] = _mm256_broadcast_ss(w + r * ws + t);
+    return !zeros;
+}
+
 /* The qk and pv kernels, generated for f32 tiles (TILE) and for direct
  * reads of each K/V dtype: the same instructions per (row, key) pair, only
  * the load differs (a tile row at t * ks, or row pointer k[t] converted in
@@ -61,9 +77,8 @@ INL __m256 reduce8(const __m256 *a)
 
 #define KVC_AVX2_KERNELS(NAME, LOADK, KARG)                                                                        \
     /* NR rows x NK keys (NR * NK = 8 accumulators, index r * NK + t) */                                           \
-    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8) \
+    INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a)  \
     {                                                                                                              \
-        __m256 a[8];                                                                                               \
         for (int x = 0; x < 8; x++) a[x] = _mm256_setzero_ps();                                                    \
         for (int64_t d = 0; d < dim; d += 8) {                                                                     \
             __m256 kv[8];                                                                                          \
@@ -73,7 +88,24 @@ INL __m256 reduce8(const __m256 *a)
                 for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);            \
             }                                                                                                      \
         }                                                                                                          \
+    }                                                                                                              \
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8) \
+    {                                                                                                              \
+        __m256 a[8];                                                                                               \
+        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a);                                                               \
         _mm256_storeu_ps(o8, reduce8(a));                                                                          \
+    }                                                                                                              \
+    /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                             \
+    INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os)   \
+    {                                                                                                              \
+        __m256 a[8];                                                                                               \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a);                                                                 \
+        const __m256 s = reduce8(a);                                                                               \
+        const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);                             \
+        _mm_storel_pi((__m64 *)out, lo);                                                                           \
+        _mm_storeh_pi((__m64 *)(out + os), lo);                                                                    \
+        _mm_storel_pi((__m64 *)(out + 2 * os), hi);                                                                \
+        _mm_storeh_pi((__m64 *)(out + 3 * os), hi);                                                                \
     }                                                                                                              \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,       \
                             int64_t os)                                                                            \
@@ -82,8 +114,7 @@ INL __m256 reduce8(const __m256 *a)
         int r = 0;                                                                                                 \
         for (; r + 4 <= nr; r += 4)                                                                                \
             for (int t = 0; t < KVC_QK_KEYS; t += 2) {                                                             \
-                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 4, 2, o8);                               \
-                for (int x = 0; x < 8; x++) out[(r + x / 2) * os + t + x % 2] = o8[x];                             \
+                qk_pairs_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, out + r * os + t, os);                   \
             }                                                                                                      \
         if (r + 2 <= nr) {                                                                                         \
             for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                             \
@@ -97,49 +128,53 @@ INL __m256 reduce8(const __m256 *a)
             for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];                                                   \
         }                                                                                                          \
     }                                                                                                              \
-    /* NR rows x W vectors of channels starting at d */                                                            \
-    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, const uint8_t *dense, int nk, const float *w,          \
-                             int64_t ws, int NR, int W, float *acc, int64_t as)                                    \
-    {                                                                                                              \
-        __m256 a[8];                                                                                               \
-        for (int r = 0; r < NR; r++)                                                                               \
-            for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + 8 * x);                     \
-        for (int t = 0; t < nk; t++) {                                                                             \
-            __m256 vv[2];                                                                                          \
-            for (int x = 0; x < W; x++) vv[x] = LOADK(v, t, vs, d + 8 * x);                                        \
-            if (dense[t]) {                                                                                        \
-                for (int r = 0; r < NR; r++) {                                                                     \
-                    const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);                                         \
-                    for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);           \
-                }                                                                                                  \
-            } else {                                                                                               \
-                for (int r = 0; r < NR; r++) {                                                                     \
-                    if (w[r * ws + t] == 0.0f) continue;                                                           \
-                    const __m256 wb = _mm256_broadcast_ss(w + r * ws + t);                                         \
-                    for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wb, vv[x], a[r * W + x]);           \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
-        for (int r = 0; r < NR; r++)                                                                               \
-            for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + 8 * x, a[r * W + x]);                     \
-    }                                                                                                              \
-    INL void pv_nr_##NAME(KARG v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int NR,    \
-                          int64_t dim, float *acc, int64_t as)                                                     \
-    {                                                                                                              \
-        int64_t d = 0;                                                                                             \
-        for (; d + 16 <= dim; d += 16) pv_block_##NAME(v, vs, d, dense, nk, w, ws, NR, 2, acc + d, as);            \
-        if (d < dim) pv_block_##NAME(v, vs, d, dense, nk, w, ws, NR, 1, acc + d, as);                              \
-    }                                                                                                              \
-    INL void pv_rows_##NAME(KARG v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int nr,  \
-                            int64_t dim, float *acc, int64_t as)                                                   \
-    {                                                                                                              \
-        int r = 0;                                                                                                 \
-        for (; r + 4 <= nr; r += 4) pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 4, dim, acc + r * as, as);      \
-        if (r + 2 <= nr) {                                                                                         \
-            pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 2, dim, acc + r * as, as);                              \
-            r += 2;                                                                                                \
-        }                                                                                                          \
-        if (r < nr) pv_nr_##NAME(v, vs, dense, nk, w + r * ws, ws, 1, dim, acc + r * as, as);                      \
+    /* NR rows x W vectors of channels from d: acc = fma(w, v, acc) in increasing                                   \
+     * key order. DENSE (a constant): every weight nonzero and broadcast in                                         \
+     * wb[t * NR + r], read as a memory operand; otherwise each pair whose                                          \
+     * weight is 0 is skipped (its value row may hold NaN). */                                                      \
+    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, int nk, const float *w, int64_t ws, const __m256 *wb,   \
+                             int DENSE, int NR, int W, float *acc, int64_t as)                                      \
+    {                                                                                                               \
+        __m256 a[8];                                                                                                \
+        for (int r = 0; r < NR; r++)                                                                                \
+            for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + d + 8 * x);                   \
+        for (int t = 0; t < nk; t++) {                                                                              \
+            __m256 vv[2];                                                                                           \
+            for (int x = 0; x < W; x++) vv[x] = LOADK(v, t, vs, d + 8 * x);                                         \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                if (!DENSE && w[r * ws + t] == 0.0f) continue;                                                      \
+                const __m256 wr = DENSE ? wb[t * NR + r] : _mm256_broadcast_ss(w + r * ws + t);                     \
+                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wr, vv[x], a[r * W + x]);                \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++)                                                                                \
+            for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + d + 8 * x, a[r * W + x]);                   \
+    }                                                                                                               \
+    /* One group of NR <= 4 rows over all channels, 16 at a time. */                                                \
+    INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
+                             float *acc, int64_t as)                                                                \
+    {                                                                                                               \
+        __m256 wb[KVC_VTILE * 4];                                                                                   \
+        const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
+        int64_t d = 0;                                                                                              \
+        for (; d + 16 <= dim; d += 16)                                                                              \
+            if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 2, acc, as);                                 \
+            else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 2, acc, as);                                       \
+        if (d < dim) {                                                                                              \
+            if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 1, acc, as);                                 \
+            else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 1, acc, as);                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,\
+                            int64_t as)                                                                             \
+    {                                                                                                               \
+        int r = 0;                                                                                                  \
+        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as);           \
+        if (r + 2 <= nr) {                                                                                          \
+            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as);                                   \
+            r += 2;                                                                                                 \
+        }                                                                                                           \
+        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as);                           \
     }
 
 /* f32 tiles: k + t * ks */
@@ -153,14 +188,15 @@ TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int n
     qk_rows_tile(k, ks, q, qs, nr, dim, out, os);
 }
 
-TGT static void pv(const float *v, int64_t vs, const uint8_t *dense, int nk, const float *w, int64_t ws, int nr,
-                   int64_t dim, float *acc, int64_t as)
+TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
+                   int64_t as)
 {
-    pv_rows_tile(v, vs, dense, nk, w, ws, nr, dim, acc, as);
+    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as);
 }
 
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))
+
 #define KVC_AVX2_DIRECT(NAME, LD)                                                                              \
     INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                               \
     {                                                                                                          \
@@ -173,10 +209,10 @@ TGT static void pv(const float *v, int64_t vs, const uint8_t *dense, int nk, con
     {                                                                                                          \
         qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os);                                                         \
     }                                                                                                          \
-    TGT static void pv_direct_##NAME(const void *const *v, const uint8_t *dense, int nk, const float *w,       \
-                                     int64_t ws, int nr, int64_t dim, float *acc, int64_t as)                  \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,         \
+                                     int64_t dim, float *acc, int64_t as)                                      \
     {                                                                                                          \
-        pv_rows_##NAME(v, 0, dense, nk, w, ws, nr, dim, acc, as);                                              \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as);                                                     \
     }
 
 KVC_AVX2_DIRECT(f32, ld_f32)

@@ -29,13 +29,13 @@ static void qk(const float *k, int64_t kstride, const float *q, int64_t qstride,
         }
 }
 
-static void pv(const float *v, int64_t vstride, const uint8_t *dense, int nk, const float *w, int64_t wstride, int nr,
-               int64_t dim, float *acc, int64_t astride)
+static void pv(const float *v, int64_t vstride, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
+               float *acc, int64_t astride)
 {
     for (int t = 0; t < nk; t++)
         for (int r = 0; r < nr; r++) {
             const float x = w[r * wstride + t];
-            if (x == 0.0f && !dense[t]) continue;
+            if (x == 0.0f) continue;
             for (int64_t d = 0; d < dim; d++) acc[r * astride + d] += x * v[t * vstride + d];
         }
 }
