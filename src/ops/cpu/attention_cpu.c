@@ -197,15 +197,20 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
     const int64_t RS = cx.RS, nit = cx.n_items;
     if (split) {
         float *part = (float *)(tbase + lay.per_thread * (size_t)threads);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (int64_t t = 0; t < n_tasks; t++) {
-            /* find the item of task t (items are few on this path) */
-            int64_t k = 0;
-            while (k + 1 < nit && items[k + 1].task0 <= t) k++;
-            const item *it = &items[k];
+#pragma omp parallel num_threads(threads)
+        {
             scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)omp_get_thread_num()));
-            kvc_cpu_load_queries(&cx, it, &s);
-            kvc_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
+            int64_t loaded = -1; /* item whose queries this thread's scratch holds */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < n_tasks; t++) {
+                /* find the item of task t (items are few on this path) */
+                int64_t k = 0;
+                while (k + 1 < nit && items[k + 1].task0 <= t) k++;
+                const item *it = &items[k];
+                if (k != loaded) kvc_cpu_load_queries(&cx, it, &s);
+                loaded = k;
+                kvc_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
+            }
         }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (int64_t k = 0; k < nit; k++) {

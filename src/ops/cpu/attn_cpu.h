@@ -12,7 +12,7 @@
 
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
 #define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
-#define KVC_PREFETCH 32 /* keys between the rows being computed and the rows prefetched */
+#define KVC_PREFETCH 16 /* keys between the rows being computed and the rows prefetched (16 measured best of 8-256) */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
 
 /* Work item: (request b, KV heads [g0, g0 + ng), tile of query rows). Row
