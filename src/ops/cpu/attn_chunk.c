@@ -278,7 +278,10 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
     const bool direct = cx->direct && RG <= 4;
-    const int64_t vt = it->ng > 1 && !direct ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
+    /* 8 value rows per call when an item holds several heads: one head's rows of
+     * consecutive tokens sit a token row apart (2 KiB for 8 heads of 128 f16),
+     * so 32 of them fall into the same few L1 sets and evict each other. */
+    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
     if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)

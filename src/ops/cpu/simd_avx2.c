@@ -135,34 +135,51 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
     INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, int nk, const float *w, int64_t ws, const __m256 *wb,   \
                              int DENSE, int NR, int W, float *acc, int64_t as)                                      \
     {                                                                                                               \
-        __m256 a[8];                                                                                                \
+        __m256 a[12];                                                                                               \
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + d + 8 * x);                   \
         for (int t = 0; t < nk; t++) {                                                                              \
-            __m256 vv[2];                                                                                           \
+            if (DENSE) { /* one value vector live at a time: 12 accumulators fit the 16 registers */                \
+                for (int x = 0; x < W; x++) {                                                                       \
+                    const __m256 vx = LOADK(v, t, vs, d + 8 * x);                                                   \
+                    for (int r = 0; r < NR; r++) a[r * W + x] = _mm256_fmadd_ps(wb[t * NR + r], vx, a[r * W + x]);  \
+                }                                                                                                   \
+                continue;                                                                                           \
+            }                                                                                                       \
+            __m256 vv[3];                                                                                           \
             for (int x = 0; x < W; x++) vv[x] = LOADK(v, t, vs, d + 8 * x);                                         \
             for (int r = 0; r < NR; r++) {                                                                          \
-                if (!DENSE && w[r * ws + t] == 0.0f) continue;                                                      \
-                const __m256 wr = DENSE ? wb[t * NR + r] : _mm256_broadcast_ss(w + r * ws + t);                     \
+                if (w[r * ws + t] == 0.0f) continue;                                                                \
+                const __m256 wr = _mm256_broadcast_ss(w + r * ws + t);                                              \
                 for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wr, vv[x], a[r * W + x]);                \
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + d + 8 * x, a[r * W + x]);                   \
     }                                                                                                               \
-    /* One group of NR <= 4 rows over all channels, 16 at a time. */                                                \
+    /* One group of NR <= 4 rows over all channels: 24 at a time (12 accumulator                                    \
+     * chains hide the FMA latency), then 16 or 8 for the rest (128 = 4 x 24 +                                      \
+     * 2 x 16). */                                                                                                  \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
                              float *acc, int64_t as)                                                                \
     {                                                                                                               \
         __m256 wb[KVC_VTILE * 4];                                                                                   \
         const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
-        int64_t d = 0;                                                                                              \
-        for (; d + 16 <= dim; d += 16)                                                                              \
-            if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 2, acc, as);                                 \
-            else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 2, acc, as);                                       \
-        if (d < dim) {                                                                                              \
-            if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 1, acc, as);                                 \
-            else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 1, acc, as);                                       \
+        for (int64_t d = 0; d < dim;) { /* W a constant in every call: the accumulators stay in registers */        \
+            const int64_t rem = dim - d;                                                                            \
+            if (rem >= 48 || rem == 24) {                                                                           \
+                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 3, acc, as);                             \
+                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 3, acc, as);                                   \
+                d += 24;                                                                                            \
+            } else if (rem >= 16) {                                                                                 \
+                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 2, acc, as);                             \
+                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 2, acc, as);                                   \
+                d += 16;                                                                                            \
+            } else {                                                                                                \
+                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 1, acc, as);                             \
+                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 1, acc, as);                                   \
+                d += 8;                                                                                             \
+            }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,\
