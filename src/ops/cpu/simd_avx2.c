@@ -53,6 +53,13 @@ INL __m256 reduce8(const __m256 *a)
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
+/* Lane i < 4 of the result = sum of a_i by the same tree as reduce8. */
+INL __m128 reduce4(const __m256 *a)
+{
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    return _mm_add_ps(_mm256_castps256_ps128(t0), _mm256_extractf128_ps(t0, 1));
+}
+
 /* Broadcasts w[r * ws + t] into wb[t * NR + r] for t < nk <= KVC_VTILE;
  * returns whether every weight is nonzero (NaN counts as nonzero). */
 INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb)
@@ -76,46 +83,57 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
 #define TILE_K(k, t, ks, d) _mm256_loadu_ps((const float *)(k) + (t) * (ks) + (d))
 
 #define KVC_AVX2_KERNELS(NAME, LOADK, KARG)                                                                        \
-    /* NR rows x NK keys (NR * NK = 8 accumulators, index r * NK + t) */                                           \
+    /* NR rows x NK keys (NR * NK <= 12 accumulators, index r * NK + t) */                                          \
     INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a)  \
-    {                                                                                                              \
-        for (int x = 0; x < 8; x++) a[x] = _mm256_setzero_ps();                                                    \
-        for (int64_t d = 0; d < dim; d += 8) {                                                                     \
-            __m256 kv[8];                                                                                          \
-            for (int t = 0; t < NK; t++) kv[t] = LOADK(k, t, ks, d);                                               \
-            for (int r = 0; r < NR; r++) {                                                                         \
-                const __m256 qv = _mm256_loadu_ps(q + r * qs + d);                                                 \
-                for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);            \
-            }                                                                                                      \
-        }                                                                                                          \
-    }                                                                                                              \
-    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8) \
-    {                                                                                                              \
-        __m256 a[8];                                                                                               \
-        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a);                                                               \
-        _mm256_storeu_ps(o8, reduce8(a));                                                                          \
-    }                                                                                                              \
-    /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                             \
+    {                                                                                                               \
+        for (int x = 0; x < NR * NK; x++) a[x] = _mm256_setzero_ps();                                               \
+        for (int64_t d = 0; d < dim; d += 8) {                                                                      \
+            __m256 kv[8];                                                                                           \
+            for (int t = 0; t < NK; t++) kv[t] = LOADK(k, t, ks, d);                                                \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                const __m256 qv = _mm256_loadu_ps(q + r * qs + d);                                                  \
+                for (int t = 0; t < NK; t++) a[r * NK + t] = _mm256_fmadd_ps(qv, kv[t], a[r * NK + t]);             \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8)\
+    {                                                                                                               \
+        __m256 a[8];                                                                                                \
+        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a);                                                                \
+        _mm256_storeu_ps(o8, reduce8(a));                                                                           \
+    }                                                                                                               \
+    /* 4 rows x keys t .. t + 2 (12 accumulator chains hide the FMA latency) */                                     \
+    INL void qk_triples_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os) \
+    {                                                                                                               \
+        __m256 a[12];                                                                                               \
+        float o[12];                                                                                                \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a);                                                                  \
+        _mm256_storeu_ps(o, reduce8(a));                                                                            \
+        _mm_storeu_ps(o + 8, reduce4(a + 8));                                                                       \
+        for (int x = 0; x < 12; x++) out[x / 3 * os + x % 3] = o[x];                                                \
+    }                                                                                                               \
+    /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                              \
     INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os)   \
-    {                                                                                                              \
-        __m256 a[8];                                                                                               \
-        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a);                                                                 \
-        const __m256 s = reduce8(a);                                                                               \
-        const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);                             \
-        _mm_storel_pi((__m64 *)out, lo);                                                                           \
-        _mm_storeh_pi((__m64 *)(out + os), lo);                                                                    \
-        _mm_storel_pi((__m64 *)(out + 2 * os), hi);                                                                \
-        _mm_storeh_pi((__m64 *)(out + 3 * os), hi);                                                                \
-    }                                                                                                              \
+    {                                                                                                               \
+        __m256 a[8];                                                                                                \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a);                                                                  \
+        const __m256 s = reduce8(a);                                                                                \
+        const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);                              \
+        _mm_storel_pi((__m64 *)out, lo);                                                                            \
+        _mm_storeh_pi((__m64 *)(out + os), lo);                                                                     \
+        _mm_storel_pi((__m64 *)(out + 2 * os), hi);                                                                 \
+        _mm_storeh_pi((__m64 *)(out + 3 * os), hi);                                                                 \
+    }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,       \
                             int64_t os)                                                                            \
     {                                                                                                              \
         float o8[8];                                                                                               \
         int r = 0;                                                                                                 \
-        for (; r + 4 <= nr; r += 4)                                                                                \
-            for (int t = 0; t < KVC_QK_KEYS; t += 2) {                                                             \
-                qk_pairs_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, out + r * os + t, os);                   \
-            }                                                                                                      \
+        for (; r + 4 <= nr; r += 4) { /* keys 0-2, 3-5, 6-7 */                                                     \
+            qk_triples_##NAME(k, ks, q + r * qs, qs, dim, out + r * os, os);                                       \
+            qk_triples_##NAME(KSHIFT(k, 3, ks), ks, q + r * qs, qs, dim, out + r * os + 3, os);                    \
+            qk_pairs_##NAME(KSHIFT(k, 6, ks), ks, q + r * qs, qs, dim, out + r * os + 6, os);                      \
+        }                                                                                                          \
         if (r + 2 <= nr) {                                                                                         \
             for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                             \
                 qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8);                               \
