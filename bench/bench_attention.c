@@ -399,9 +399,11 @@ int kvc_bench_attention(bool json)
             if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f}\n", r.naive_us, r.naive_us / r.us);
             else printf("\"naive_us\": null, \"speedup\": null}\n");
         } else {
-            printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %11.1f %8.2f %8.2f %6.3f %8.2f %6.3f", s->phase, s->batch,
-                   s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us,
-                   kv_gbps, rd, kv_gbps / rd, gflops, gflops / pkr);
+            printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
+                   s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us, kv_gbps);
+            if (s->q_len == 1) printf(" %8.2f %6.3f", rd, kv_gbps / rd);
+            else printf(" %8s %6s", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
+            printf(" %8.2f %6.3f", gflops, gflops / pkr);
             if (naive) printf(" %11.1f %7.2f\n", r.naive_us, r.naive_us / r.us);
             else printf(" %11s %7s\n", "-", "-");
         }
