@@ -249,6 +249,49 @@ static void test_paged_equals_contiguous(void **state)
     free(a), free(b);
 }
 
+/* Keys masked for every query row of their request may hold NaN in K and V
+ * (slots never written, or recycled): no result may read them. Scores of
+ * such keys become -inf and their weights 0, and pv skips zero weights,
+ * in decode (direct rows, 4 query heads per KV head) and prefill (tile
+ * rows), with both SIMD tables. */
+static void test_masked_keys_hold_nan(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    for (int ti = 0; ti < 2; ti++)
+        for (int64_t sq = 1; sq <= 9; sq += 8) {
+            kvc_simd_override(tables[ti]);
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
+            c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_F16, c.odt = KVC_DTYPE_F32, c.mode = 1, c.explicit_mask = true;
+            c.pre = c.next = INT32_MAX, c.quant = -1, c.bs = 16, c.seed = 5 + (uint32_t)sq, c.lse = true;
+            for (int64_t b = 0; b < c.B; b++) c.sq[b] = sq, c.skv[b] = sq + 100 + 7 * b;
+            fx f;
+            fx_build(&f, &c);
+            int64_t poisoned = 0;
+            for (int64_t b = 0; b < c.B; b++)
+                for (int64_t j = 2; j < c.skv[b]; j += 5) {
+                    for (int64_t i = 0; i < f.sqmax; i++) {
+                        const int64_t e = (b * f.sqmax + i) * f.skvmax + j;
+                        ((uint8_t *)f.mbuf)[e] = 1;
+                        f.msk[e] = 1;
+                    }
+                    for (int64_t g = 0; g < c.Nkv; g++)
+                        for (int64_t d = 0; d < c.D; d++) {
+                            ((uint16_t *)f.kbuf)[fx_kvidx(&f, b, j, g, d, c.D, 2)] = 0x7e00u; /* f16 NaN */
+                            ((uint16_t *)f.vbuf)[fx_kvidx(&f, b, j, g, d, c.Dv, 2)] = 0x7e00u;
+                        }
+                    poisoned++;
+                }
+            assert_true(poisoned > 40);
+            const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+            if (!(e <= 1.0)) fail_msg("%s, %lld query rows: error %g with NaN in masked keys", tables[ti]->name, (long long)sq, e);
+            fx_free(&f);
+        }
+    kvc_simd_override(NULL);
+}
+
 static void test_workspace_refusal(void **state)
 {
     (void)state;
@@ -274,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_cpu_vs_ref_best_isa),   cmocka_unit_test(test_cpu_vs_ref_portable),
         cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
+        cmocka_unit_test(test_masked_keys_hold_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
