@@ -1,11 +1,16 @@
-/* `kvcache bench WHAT [--json]`: benchmarks, never tests. Every figure is
- * printed next to a baseline measured in the same run. */
+/* `kvcache bench WHAT [--json] [--against LIB]`: benchmarks, never tests.
+ * Every figure is printed next to a baseline measured in the same run. */
 #ifndef KVC_BENCH_H
 #define KVC_BENCH_H
 
 #include <stdbool.h>
 
-typedef int (*kvc_bench_fn)(bool json);
+typedef struct kvc_bench_opts {
+    bool json;           /* one JSON object per line instead of a table */
+    const char *against; /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
+} kvc_bench_opts;
+
+typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);
 
 typedef struct kvc_bench_entry {
     const char *name;

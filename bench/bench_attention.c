@@ -9,7 +9,13 @@
  * followed by one 1 GiB read pass, so every shape's bandwidth_ratio divides
  * medians measured side by side (this machine's bandwidth moves with the
  * load of its neighbours). Prefill is compared likewise with FMA-peak
- * passes run between its timed calls. */
+ * passes run between its timed calls.
+ *
+ * --against LIB also times kvc_attention_cpu of another build (its shared
+ * library), its calls alternating with ours on the same caches, so that the
+ * ratio of the two medians holds even while the machine's speed moves. */
+#define _GNU_SOURCE /* RTLD_DEEPBIND */
+#include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -162,6 +168,34 @@ static double measure_peak_gflops(void)
     return median(g, REPS);
 }
 
+/* Another build's attention entry points, for --against. RTLD_DEEPBIND
+ * makes the library resolve its own symbols first, so that its kernel calls
+ * its own internal functions and not ours (same names, other code). The two
+ * builds must share the kvc_attention_params layout of kvcache/ops.h. */
+typedef struct other_lib {
+    void *handle;
+    kvc_status (*run)(const kvc_attention_params *p, void *workspace, size_t bytes);
+    kvc_status (*workspace_size)(const kvc_attention_params *p, int max_threads, size_t *bytes);
+} other_lib;
+
+static int other_open(const char *path, other_lib *o)
+{
+    memset(o, 0, sizeof *o);
+    o->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!o->handle) {
+        fprintf(stderr, "bench attention: cannot load --against %s: %s\n", path, dlerror());
+        return 1;
+    }
+    *(void **)&o->run = dlsym(o->handle, "kvc_attention_cpu");
+    *(void **)&o->workspace_size = dlsym(o->handle, "kvc_attention_cpu_workspace_size");
+    if (!o->run || !o->workspace_size) {
+        fprintf(stderr, "bench attention: %s has no kvc_attention_cpu / kvc_attention_cpu_workspace_size\n", path);
+        dlclose(o->handle);
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct shape {
     const char *phase;
     int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
@@ -170,6 +204,7 @@ typedef struct shape {
 
 typedef struct result {
     double us, naive_us; /* medians */
+    double other_us;     /* --against: median of the other build's calls */
     double read_gbps;    /* decode: median of read passes interleaved with the timed calls */
     double peak_gflops;  /* prefill: median of FMA-peak passes interleaved with the timed calls */
 } result;
@@ -258,7 +293,7 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
 }
 
 /* Runs one shape; returns 0 on success. Paged BnBsH, block size 128. */
-static int run_shape(const shape *s, bool with_naive, result *res)
+static int run_shape(const shape *s, bool with_naive, const other_lib *other, result *res)
 {
     const int bs = 128, D = s->head_dim;
     const bool decode = s->q_len == 1;
@@ -313,28 +348,34 @@ static int run_shape(const shape *s, bool with_naive, result *res)
         p.key_scale = (kvc_tensor){.data = &scale1, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
         p.value_scale = p.key_scale;
     }
-    size_t wsb = 0;
+    size_t wsb = 0, wso = 0;
     int rc = 0;
     if (kvc_attention_cpu_workspace_size(&p, omp_get_max_threads(), &wsb) != KVC_OK ||
-        kvc_aligned_alloc(64, wsb, &ws) != KVC_OK) {
+        (other && other->workspace_size(&p, omp_get_max_threads(), &wso) != KVC_OK) ||
+        kvc_aligned_alloc(64, wsb > wso ? wsb : wso, &ws) != KVC_OK) {
         fprintf(stderr, "bench attention: %s\n", kvc_last_error());
         rc = 1;
     }
+    if (wso > wsb) wsb = wso;
     /* prefill is compute-bound and long: no warm-up, one run for 2048 new tokens */
     const int reps = decode ? REPS : s->q_len >= 2048 ? 1 : 3;
-    double t[REPS], g[REPS], pk[REPS];
-    for (int r = decode ? -1 : 0; rc == 0 && r < reps; r++) { /* r = -1: warm-up */
-        p.block_table.data = tbl + (size_t)((r + 1) % copies) * (size_t)(s->batch * nbpr);
-        const double t0 = kvc_bench_now();
-        if (kvc_attention_cpu(&p, ws, wsb) != KVC_OK) {
-            fprintf(stderr, "bench attention: %s\n", kvc_last_error());
-            rc = 1;
+    double t[REPS], g[REPS], pk[REPS], to[REPS];
+    const int runs = other ? 2 : 1; /* ours, then the other build's, on the next copy */
+    for (int r = decode ? -1 : 0; rc == 0 && r < reps; r++) /* r = -1: warm-up */
+        for (int who = 0; rc == 0 && who < runs; who++) {
+            p.block_table.data = tbl + (size_t)((runs * (r + 1) + who) % copies) * (size_t)(s->batch * nbpr);
+            const double t0 = kvc_bench_now();
+            if ((who == 0 ? kvc_attention_cpu(&p, ws, wsb) : other->run(&p, ws, wsb)) != KVC_OK) {
+                fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "", who ? "its call failed" : kvc_last_error());
+                rc = 1;
+            }
+            if (r >= 0) *(who == 0 ? &t[r] : &to[r]) = kvc_bench_now() - t0;
+            if (r >= 0 && who == 0 && decode) g[r] = read_pass(); /* also evicts this call's KV from the caches */
+            if (r >= 0 && who == 1 && decode) (void)read_pass();
+            if (r >= 0 && who == 0 && !decode) pk[r] = peak_pass();
         }
-        if (r >= 0) t[r] = kvc_bench_now() - t0;
-        if (r >= 0 && decode) g[r] = read_pass(); /* also evicts this call's KV from the caches */
-        if (r >= 0 && !decode) pk[r] = peak_pass();
-    }
     res->us = rc == 0 ? median(t, reps) * 1e6 : 0.0;
+    res->other_us = rc == 0 && other ? median(to, reps) * 1e6 : 0.0;
     res->read_gbps = rc == 0 && decode ? median(g, reps) : 0.0;
     res->peak_gflops = rc == 0 && !decode ? median(pk, reps) : 0.0;
     res->naive_us = 0.0;
@@ -349,10 +390,17 @@ static int run_shape(const shape *s, bool with_naive, result *res)
     return rc;
 }
 
-int kvc_bench_attention(bool json)
+int kvc_bench_attention(const kvc_bench_opts *opts)
 {
+    const bool json = opts->json;
+    other_lib other_store, *other = NULL;
+    if (opts->against) {
+        if (other_open(opts->against, &other_store) != 0) return 2;
+        other = &other_store;
+    }
     if (read_init() != 0) {
         fprintf(stderr, "bench attention: out of memory for the 1 GiB read buffer\n");
+        if (other) dlclose(other->handle);
         return 1;
     }
     const double t_start = kvc_bench_now();
@@ -372,16 +420,18 @@ int kvc_bench_attention(bool json)
         printf("attention (%s, %d threads): read bandwidth %.2f GB/s (1 GiB, median of %d), FMA peak %.1f GFLOP/s\n"
                "decode: KV read GB/s vs the read bandwidth measured between its calls; prefill: GFLOP/s vs the FMA peak\n"
                "measured between its calls (peak column: that ratio)\n"
-               "%-7s %5s %5s %6s %4s %4s %4s %-5s %11s %8s %8s %6s %8s %6s %11s %7s\n",
-               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, REPS, peak, "phase", "batch", "q_len",
-               "kv_len", "Nq", "Nkv", "D", "kv", "us", "KV GB/s", "read", "bw", "GFLOP/s", "peak", "naive us",
-               "speedup");
+               "%s"
+               "%-7s %5s %5s %6s %4s %4s %4s %-5s %11s %8s %8s %6s %8s %6s %11s %7s%s\n",
+               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, REPS, peak,
+               other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
+               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "us", "KV GB/s", "read", "bw", "GFLOP/s",
+               "peak", "naive us", "speedup", other ? "  against us   ratio" : "");
     int rc = 0;
     for (int i = 0; i < n; i++) {
         const shape *s = &shapes[i];
         result r;
         const bool naive = s->q_len == 1 && s->batch == 1;
-        if (run_shape(s, naive, &r) != 0) {
+        if (run_shape(s, naive, other, &r) != 0) {
             rc = 1;
             continue;
         }
@@ -396,21 +446,26 @@ int kvc_bench_attention(bool json)
                    "\"peak_ratio\": %.3f, ",
                    kvc_attention_cpu_isa(), omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
                    kvc_dtype_name(s->kv_dtype), r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr);
-            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f}\n", r.naive_us, r.naive_us / r.us);
-            else printf("\"naive_us\": null, \"speedup\": null}\n");
+            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r.naive_us, r.naive_us / r.us);
+            else printf("\"naive_us\": null, \"speedup\": null");
+            if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r.other_us, r.us / r.other_us);
+            printf("}\n");
         } else {
             printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
                    s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us, kv_gbps);
             if (s->q_len == 1) printf(" %8.2f %6.3f", rd, kv_gbps / rd);
             else printf(" %8s %6s", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
             printf(" %8.2f %6.3f", gflops, gflops / pkr);
-            if (naive) printf(" %11.1f %7.2f\n", r.naive_us, r.naive_us / r.us);
-            else printf(" %11s %7s\n", "-", "-");
+            if (naive) printf(" %11.1f %7.2f", r.naive_us, r.naive_us / r.us);
+            else printf(" %11s %7s", "-", "-");
+            if (other) printf(" %11.1f %7.3f", r.other_us, r.us / r.other_us);
+            printf("\n");
         }
         fflush(stdout);
     }
     if (!json) printf("total %.1f s\n", kvc_bench_now() - t_start);
     kvc_aligned_free(g_read);
     g_read = NULL;
+    if (other) dlclose(other->handle);
     return rc;
 }

@@ -146,7 +146,8 @@ static void print_json(const be_row *rows) {
     printf("]}\n");
 }
 
-int kvc_bench_engine(bool json) {
+int kvc_bench_engine(const kvc_bench_opts *opts) {
+    const bool json = opts->json;
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     kvc_demo_workload w;
     if (kvc_demo_workload_make(BE_REQUESTS, 42, 512, &w) != KVC_OK) {

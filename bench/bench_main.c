@@ -1,4 +1,4 @@
-/* `kvcache bench WHAT [--json]`: finds the benchmark and runs it. */
+/* `kvcache bench WHAT [--json] [--against LIB]`: finds the benchmark and runs it. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -12,16 +12,24 @@ double kvc_bench_now(void) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: kvcache bench WHAT [--json]\n\nbenchmarks:\n");
+    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
+    fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
+               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n");
 }
 
 int kvc_cmd_bench(int argc, char **argv) {
     const char *what = NULL;
-    bool json = false;
+    kvc_bench_opts opts = {false, NULL};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
-            json = true;
+            opts.json = true;
+        } else if (strcmp(argv[i], "--against") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "kvcache bench: --against needs the path of another build's libkvcache.so\n");
+                return 2;
+            }
+            opts.against = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
@@ -36,8 +44,12 @@ int kvc_cmd_bench(int argc, char **argv) {
         bench_usage(stderr);
         return 2;
     }
+    if (opts.against && strcmp(what, "attention") != 0) {
+        fprintf(stderr, "kvcache bench: --against applies to the attention benchmark only\n");
+        return 2;
+    }
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++)
-        if (strcmp(what, b->name) == 0) return b->run(json);
+        if (strcmp(what, b->name) == 0) return b->run(&opts);
     fprintf(stderr, "kvcache bench: unknown benchmark \"%s\"\n", what);
     bench_usage(stderr);
     return 2;

@@ -240,7 +240,8 @@ static int bench_step(step_result *res) {
 
 static const char *verdict(double value, double target) { return value < target ? "met" : "MISSED"; }
 
-int kvc_bench_manager(bool json) {
+int kvc_bench_manager(const kvc_bench_opts *opts) {
+    const bool json = opts->json;
     pool_result pool;
     step_result step;
     if (bench_pool(&pool) != 0 || bench_step(&step) != 0) return 1;

@@ -3,9 +3,9 @@
 
 #include "bench.h"
 
-int kvc_bench_attention(bool json); /* bench_attention.c */
-int kvc_bench_manager(bool json); /* bench_manager.c */
-int kvc_bench_engine(bool json); /* bench_engine.c */
+int kvc_bench_attention(const kvc_bench_opts *opts); /* bench_attention.c */
+int kvc_bench_manager(const kvc_bench_opts *opts);   /* bench_manager.c */
+int kvc_bench_engine(const kvc_bench_opts *opts);    /* bench_engine.c */
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
