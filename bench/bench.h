@@ -24,6 +24,9 @@ extern const kvc_bench_entry kvc_benches[];
 /* Monotonic wall clock in seconds. */
 double kvc_bench_now(void);
 
+/* Median of v[0..n) (sorts v). */
+double kvc_bench_median(double *v, int n);
+
 int kvc_cmd_bench(int argc, char **argv);
 
 #endif

@@ -37,15 +37,6 @@ enum {
 /* Results of the baselines land here so that the compiler keeps their work. */
 static volatile int64_t bench_sink;
 
-static double median(double *v, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ---- block pool ------------------------------------------------------------- */
 
@@ -99,8 +90,8 @@ static int bench_pool(pool_result *res) {
         lib[rep] = 1e9 * (t1 - t0) / ops;
         base[rep] = 1e9 * (t2 - t1) / ops;
     }
-    res->ns = median(lib, REPS);
-    res->baseline_ns = median(base, REPS);
+    res->ns = kvc_bench_median(lib, REPS);
+    res->baseline_ns = kvc_bench_median(base, REPS);
     int rc = st == KVC_OK && kvc_block_pool_num_free(pool) == POOL_BLOCKS && r.n == POOL_BLOCKS ? 0 : 1;
     if (rc != 0) fprintf(stderr, "kvcache bench manager: block pool run failed: %s\n", kvc_last_error());
     kvc_block_pool_destroy(pool);
@@ -221,10 +212,10 @@ static int bench_step(step_result *res) {
     if (rc != 0) {
         fprintf(stderr, "kvcache bench manager: decode step failed: %s\n", kvc_last_error());
     } else {
-        res->us = 1e6 * median(samples, N);
-        res->allocate_us = 1e6 * median(samples + N, N);
-        res->build_us = 1e6 * median(samples + 2 * N, N);
-        res->baseline_us = 1e6 * median(samples + 3 * N, N);
+        res->us = 1e6 * kvc_bench_median(samples, N);
+        res->allocate_us = 1e6 * kvc_bench_median(samples + N, N);
+        res->build_us = 1e6 * kvc_bench_median(samples + 2 * N, N);
+        res->baseline_us = 1e6 * kvc_bench_median(samples + 3 * N, N);
     }
     if (s != NULL) {
         kvc_step_buffers_destroy(s->buf);
