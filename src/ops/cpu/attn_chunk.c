@@ -140,19 +140,36 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
         idx[t] = kvc_attn_kv_index(cx->pb, it->b, it->k0, kvc_min64(kvc_max64(j + t, j0), j1 - 1), it->g0, dim, c0);
 }
 
-/* Prefetches head g of the rows at idx[0..n) (es-byte elements, dim per
- * head, hs between heads). Called once per head while the current tile is
- * computed, so that the requests overlap the arithmetic. Plain rows only:
- * NZ rows are scattered over column tiles that the hardware prefetcher
- * follows. Always inlined: as an outlined function gcc finds it free of
- * side effects and drops the calls. */
-__attribute__((always_inline)) static inline void prefetch_rows(const char *base, int64_t es, int64_t dim, int64_t hs, int64_t c0, const int64_t *idx,
-                          int64_t n, int64_t g)
+/* Prefetches the rows at idx[0..n) (es-byte elements, dim per head, hs
+ * between heads) for head g of the item's ng, called once per head while
+ * the current tile is computed so that the requests overlap the
+ * arithmetic. Token-major rows: part g of ng of the whole token rows (all
+ * the item's heads), in address order. Prefetching head g's own rows would
+ * put them all into the few L1 sets of one head's offset (a head's rows
+ * are a token row apart) and evict the rows being computed; on this CPU
+ * every prefetch hint fills L1. Measured: multi-head decode 15-23 % faster
+ * cold, 4 heads per KV head unchanged. Head-major rows: head g's rows. NZ
+ * rows are scattered over column tiles that the hardware prefetcher
+ * follows: none. Always inlined: as an outlined function gcc finds it free
+ * of side effects and drops the calls. */
+__attribute__((always_inline)) static inline void prefetch_part(const kvc_cpu_ctx *cx, const char *base, int64_t es,
+                                                                int64_t dim, int64_t hs, int64_t c0, const int64_t *idx,
+                                                                int64_t n, int64_t g, int64_t ng)
 {
     if (c0) return;
-    for (int64_t t = 0; t < n; t++) {
-        const char *r = base + es * (idx[t] + g * hs);
-        for (int64_t o = 0; o < dim * es; o += 64) __builtin_prefetch(r + o);
+    if (!cx->token_major) {
+        for (int64_t t = 0; t < n; t++) {
+            const char *r = base + es * (idx[t] + g * hs);
+            for (int64_t o = 0; o < dim * es; o += 64) __builtin_prefetch(r + o);
+        }
+        return;
+    }
+    const int64_t lines = ((ng - 1) * hs * es + dim * es + 63) / 64, total = n * lines;
+    const int64_t l0 = total * g / ng, l1 = total * (g + 1) / ng;
+    int64_t t = l0 / lines, o = l0 - t * lines;
+    for (int64_t l = l0; l < l1; l++) {
+        __builtin_prefetch(base + es * idx[t] + 64 * o);
+        if (++o == lines) o = 0, t++;
     }
 }
 
@@ -195,7 +212,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         if (pf) key_indices(cx, it, jt + KVC_PREFETCH, K, j0, j1, pb->D, pb->c0k, pi);
         if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
         for (int64_t gl = 0; gl < it->ng; gl++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
-            if (pf) prefetch_rows(kd, cx->kes, pb->D, hk, pb->c0k, pi, K, gl);
+            if (pf) prefetch_part(cx, kd, cx->kes, pb->D, hk, pb->c0k, pi, K, gl, it->ng);
             float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
             if (direct) {
                 const void *kp[KVC_QK_KEYS];
@@ -292,7 +309,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         key_indices(cx, it, jv, nk, j0, j1, pb->Dv, pb->c0v, vi);
         if (np > 0) key_indices(cx, it, jv + KVC_PREFETCH, np, j0, j1, pb->Dv, pb->c0v, pi);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            if (np > 0) prefetch_rows(vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl);
+            if (np > 0) prefetch_part(cx, vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, gl, it->ng);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
             float *acc = rec + gl * RG * RS + KVC_REC_HDR;
             if (direct) {
