@@ -60,8 +60,9 @@ INL __m128 reduce4(const __m256 *a)
     return _mm_add_ps(_mm256_castps256_ps128(t0), _mm256_extractf128_ps(t0, 1));
 }
 
-/* Broadcasts w[r * ws + t] into wb[t * NR + r] for t < nk <= KVC_VTILE;
- * returns whether every weight is nonzero (NaN counts as nonzero). */
+/* When every weight w[r * ws + t] (t < nk <= KVC_VTILE) is nonzero (NaN
+ * counts as nonzero), broadcasts it into wb[t * NR + r] and returns 1;
+ * otherwise returns 0 and leaves wb alone (the caller skips zero pairs). */
 INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb)
 {
     const __m256 zero = _mm256_setzero_ps();
@@ -71,9 +72,10 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         for (; t + 8 <= nk; t += 8) zeros |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(w + r * ws + t), zero, _CMP_EQ_OQ));
         for (; t < nk; t++) zeros |= w[r * ws + t] == 0.0f;
     }
+    if (zeros) return 0;
     for (int t = 0; t < nk; t++)
         for (int r = 0; r < NR; r++) wb[t * NR + r] = _mm256_broadcast_ss(w + r * ws + t);
-    return !zeros;
+    return 1;
 }
 
 /* The qk and pv kernels, generated for f32 tiles (TILE) and for direct
