@@ -84,12 +84,25 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
  * registers). */
 #define TILE_K(k, t, ks, d) _mm256_loadu_ps((const float *)(k) + (t) * (ks) + (d))
 
-#define KVC_AVX2_KERNELS(NAME, LOADK, KARG)                                                                        \
+/* One case of pv_group's switch on W (unreachable for NR * W > 12). */
+#define PV_CASE(NAME, W)                                                                   \
+    case W:                                                                                \
+        if (NR * W > 12) break;                                                            \
+        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as);            \
+        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as);                  \
+        break;
+
+#define KVC_AVX2_KERNELS(NAME, LOADK, ROWAT, LD, KARG)                                                                      \
     /* NR rows x NK keys (NR * NK <= 12 accumulators, index r * NK + t) */                                          \
     INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a)  \
     {                                                                                                               \
         for (int x = 0; x < NR * NK; x++) a[x] = _mm256_setzero_ps();                                               \
         for (int64_t d = 0; d < dim; d += 8) {                                                                      \
+            if (NR == 1) { /* each key converted just before its FMA: 8 accumulators + q + 1 key, no spill */       \
+                const __m256 qv = _mm256_loadu_ps(q + d);                                                           \
+                for (int t = 0; t < NK; t++) a[t] = _mm256_fmadd_ps(qv, LOADK(k, t, ks, d), a[t]);                  \
+                continue;                                                                                           \
+            }                                                                                                       \
             __m256 kv[8];                                                                                           \
             for (int t = 0; t < NK; t++) kv[t] = LOADK(k, t, ks, d);                                                \
             for (int r = 0; r < NR; r++) {                                                                          \
@@ -159,47 +172,46 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + d + 8 * x);                   \
         for (int t = 0; t < nk; t++) {                                                                              \
+            /* channels d + 8 x read at constant displacements from one register (the                           \
+             * empty asm keeps gcc from hoisting d + 8 x per x into spilled invariants) */                          \
+            const void *vr = ROWAT(v, t, vs, d);                                                                    \
+            __asm__("" : "+r"(vr));                                                                                 \
             if (DENSE) { /* one value vector live at a time: 12 accumulators fit the 16 registers */                \
                 for (int x = 0; x < W; x++) {                                                                       \
-                    const __m256 vx = LOADK(v, t, vs, d + 8 * x);                                                   \
+                    const __m256 vx = LD(vr, 8 * x);                                                   \
                     for (int r = 0; r < NR; r++) a[r * W + x] = _mm256_fmadd_ps(wb[t * NR + r], vx, a[r * W + x]);  \
                 }                                                                                                   \
                 continue;                                                                                           \
             }                                                                                                       \
-            __m256 vv[3];                                                                                           \
-            for (int x = 0; x < W; x++) vv[x] = LOADK(v, t, vs, d + 8 * x);                                         \
-            for (int r = 0; r < NR; r++) {                                                                          \
-                if (w[r * ws + t] == 0.0f) continue;                                                                \
-                const __m256 wr = _mm256_broadcast_ss(w + r * ws + t);                                              \
-                for (int x = 0; x < W; x++) a[r * W + x] = _mm256_fmadd_ps(wr, vv[x], a[r * W + x]);                \
+            for (int x = 0; x < W; x++) {                                                                           \
+                const __m256 vx = LD(vr, 8 * x);                                                       \
+                for (int r = 0; r < NR; r++)                                                                        \
+                    if (w[r * ws + t] != 0.0f)                                                                      \
+                        a[r * W + x] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + r * ws + t), vx, a[r * W + x]);      \
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + d + 8 * x, a[r * W + x]);                   \
     }                                                                                                               \
-    /* One group of NR <= 4 rows over all channels: 24 at a time (12 accumulator                                    \
-     * chains hide the FMA latency), then 16 or 8 for the rest (128 = 4 x 24 +                                      \
-     * 2 x 16). */                                                                                                  \
+    /* One group of NR <= 4 rows over all channels, W = 12 / NR vectors at a time                                 \
+     * where the channels allow (NR x W accumulator chains hide the FMA latency;                                    \
+     * 3 chains for one row ran at a third of the FMA rate), then fewer.                                            \
+     * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). */                                        \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
                              float *acc, int64_t as)                                                                \
     {                                                                                                               \
         __m256 wb[KVC_VTILE * 4];                                                                                   \
         const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
+        const int WMAX = 12 / NR;                                                                                   \
         for (int64_t d = 0; d < dim;) { /* W a constant in every call: the accumulators stay in registers */        \
-            const int64_t rem = dim - d;                                                                            \
-            if (rem >= 48 || rem == 24) {                                                                           \
-                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 3, acc, as);                             \
-                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 3, acc, as);                                   \
-                d += 24;                                                                                            \
-            } else if (rem >= 16) {                                                                                 \
-                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 2, acc, as);                             \
-                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 2, acc, as);                                   \
-                d += 16;                                                                                            \
-            } else {                                                                                                \
-                if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, 1, acc, as);                             \
-                else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, 1, acc, as);                                   \
-                d += 8;                                                                                             \
+            const int64_t rem = (dim - d) / 8;                                                                      \
+            const int W = rem >= 2 * WMAX ? WMAX : rem > WMAX ? (int)(rem + 1) / 2 : (int)rem;                      \
+            switch (W) {                                                                                            \
+            PV_CASE(NAME, 12) PV_CASE(NAME, 11) PV_CASE(NAME, 10) PV_CASE(NAME, 9) PV_CASE(NAME, 8)                  \
+            PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4) PV_CASE(NAME, 3)                     \
+            PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                                              \
             }                                                                                                       \
+            d += 8 * W;                                                                                             \
         }                                                                                                           \
     }                                                                                                               \
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,\
@@ -216,7 +228,8 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
 
 /* f32 tiles: k + t * ks */
 #define KSHIFT(k, t, ks) ((k) + (t) * (ks))
-KVC_AVX2_KERNELS(tile, TILE_K, const float *)
+#define TILE_ROW(k, t, ks, d) ((const float *)(k) + (t) * (ks) + (d))
+KVC_AVX2_KERNELS(tile, TILE_K, TILE_ROW, ld_f32, const float *)
 #undef KSHIFT
 
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
@@ -234,13 +247,18 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))
 
-#define KVC_AVX2_DIRECT(NAME, LD)                                                                              \
+#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                              \
     INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                               \
     {                                                                                                          \
         (void)ks;                                                                                              \
         return LD(k[t], d);                                                                                    \
     }                                                                                                          \
-    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, const void *const *)                                                 \
+    INL const void *row_at_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                          \
+    {                                                                                                          \
+        (void)ks;                                                                                              \
+        return (const ET *)k[t] + d;                                                                           \
+    }                                                                                                          \
+    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                                 \
     TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,    \
                                      float *out, int64_t os)                                                   \
     {                                                                                                          \
@@ -252,10 +270,10 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
         pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as);                                                     \
     }
 
-KVC_AVX2_DIRECT(f32, ld_f32)
-KVC_AVX2_DIRECT(f16, ld_f16)
-KVC_AVX2_DIRECT(bf16, ld_bf16)
-KVC_AVX2_DIRECT(i8, ld_i8)
+KVC_AVX2_DIRECT(f32, ld_f32, float)
+KVC_AVX2_DIRECT(f16, ld_f16, uint16_t)
+KVC_AVX2_DIRECT(bf16, ld_bf16, uint16_t)
+KVC_AVX2_DIRECT(i8, ld_i8, int8_t)
 #undef KSHIFT
 
 /* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */
