@@ -174,9 +174,11 @@ static prefetch_walk prefetch_start(const kvc_cpu_ctx *cx, const char *base, int
     return w;
 }
 
-/* The share of head call g. Always inlined: as an outlined function gcc
- * finds it free of side effects and drops the calls. */
-__attribute__((always_inline)) static inline void prefetch_step(prefetch_walk *w, int64_t g)
+/* The share of head call g. Its first contiguous run goes into *defer (a
+ * direct kernel spreads it over its steps) when defer is not NULL; the
+ * rest is requested now. Always inlined: as an outlined function gcc finds
+ * it free of side effects and drops the calls. */
+__attribute__((always_inline)) static inline void prefetch_step(prefetch_walk *w, int64_t g, kvc_pf_run *defer)
 {
     if (w->off) return;
     if (!w->token_major) {
@@ -189,7 +191,9 @@ __attribute__((always_inline)) static inline void prefetch_step(prefetch_walk *w
     for (int64_t q = w->share < w->left ? w->share : w->left; q > 0;) {
         const int64_t run = q < w->lines - w->o ? q : w->lines - w->o;
         const char *r = w->base + w->es * w->idx[w->t] + 64 * w->o;
-        for (int64_t i = 0; i < run; i++) __builtin_prefetch(r + 64 * i);
+        if (defer && defer->n == 0) defer->p = r, defer->n = run;
+        else
+            for (int64_t i = 0; i < run; i++) __builtin_prefetch(r + 64 * i);
         q -= run, w->left -= run, w->o += run;
         if (w->o == w->lines) w->o = 0, w->t++;
     }
@@ -243,12 +247,13 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
         prefetch_walk pw = prefetch_start(cx, kd, cx->kes, pb->D, hk, pb->c0k, pi, pf ? K : 0, it->ng);
         for (int64_t gl = 0; gl < it->ng; gl++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
-            prefetch_step(&pw, gl);
+            kvc_pf_run run = {NULL, 0};
+            prefetch_step(&pw, gl, direct ? &run : NULL);
             float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
             if (direct) {
                 const void *kp[KVC_QK_KEYS];
                 for (int64_t t = 0; t < K; t++) kp[t] = kd + cx->kes * (ki[t] + gl * hk);
-                cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK);
+                cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK, run);
                 continue;
             }
             for (int64_t t = 0; t < K; t++) {
@@ -341,13 +346,14 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         if (np > 0) key_indices(cx, it, jv + KVC_PREFETCH, np, j0, j1, pb->Dv, pb->c0v, pi);
         prefetch_walk pw = prefetch_start(cx, vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, it->ng);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            prefetch_step(&pw, gl);
+            kvc_pf_run run = {NULL, 0};
+            prefetch_step(&pw, gl, direct ? &run : NULL);
             const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
             float *acc = rec + gl * RG * RS + KVC_REC_HDR;
             if (direct) {
                 const void *vp[KVC_VTILE];
                 for (int t = 0; t < nk; t++) vp[t] = vd + cx->ves * (vi[t] + gl * hv);
-                cx->simd->pv_direct[cx->vslot](vp, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS);
+                cx->simd->pv_direct[cx->vslot](vp, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS, run);
                 continue;
             }
             for (int t = 0; t < nk; t++)

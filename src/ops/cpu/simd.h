@@ -52,12 +52,17 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
  * arithmetic of qk / pv on the converted tile, so either form may serve any
- * row.
+ * row. pf: a run of cache lines to prefetch, spread over the call's inner
+ * steps (one line per step, the rest at the end).
  * NULL in tables without them. */
+typedef struct kvc_pf_run {
+    const char *p; /* first line */
+    int64_t n;     /* lines, 64 bytes apart */
+} kvc_pf_run;
 typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
-                                 float *out, int64_t ostride);
+                                 float *out, int64_t ostride, kvc_pf_run pf);
 typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
-                                 float *acc, int64_t astride);
+                                 float *acc, int64_t astride, kvc_pf_run pf);
 
 typedef struct kvc_simd_table {
     const char *name;

@@ -78,6 +78,23 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
     return 1;
 }
 
+/* One line of a direct call's prefetch run per inner step: the requests
+ * are spread over the arithmetic instead of issued in one burst before it
+ * (a burst fills the L1 miss buffers, and the core waits for them). */
+INL void pf_step(kvc_pf_run *c)
+{
+    if (c->n > 0) {
+        __builtin_prefetch(c->p);
+        c->p += 64, c->n--;
+    }
+}
+
+/* The lines the steps did not reach. */
+INL void pf_rest(kvc_pf_run *c)
+{
+    for (; c->n > 0; c->n--, c->p += 64) __builtin_prefetch(c->p);
+}
+
 /* The qk and pv kernels, generated for f32 tiles (TILE) and for direct
  * reads of each K/V dtype: the same instructions per (row, key) pair, only
  * the load differs (a tile row at t * ks, or row pointer k[t] converted in
@@ -88,16 +105,17 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
 #define PV_CASE(NAME, W)                                                                   \
     case W:                                                                                \
         if (NR * W > 12) break;                                                            \
-        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as);            \
-        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as);                  \
+        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as, pf);            \
+        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as, pf);                  \
         break;
 
 #define KVC_AVX2_KERNELS(NAME, LOADK, ROWAT, LD, KARG)                                                                      \
     /* NR rows x NK keys (NR * NK <= 12 accumulators, index r * NK + t) */                                          \
-    INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a)  \
+    INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a, kvc_pf_run *pf)  \
     {                                                                                                               \
         for (int x = 0; x < NR * NK; x++) a[x] = _mm256_setzero_ps();                                               \
         for (int64_t d = 0; d < dim; d += 8) {                                                                      \
+            pf_step(pf);                                                                                            \
             if (NR == 1) { /* each key converted just before its FMA: 8 accumulators + q + 1 key, no spill */       \
                 const __m256 qv = _mm256_loadu_ps(q + d);                                                           \
                 for (int t = 0; t < NK; t++) a[t] = _mm256_fmadd_ps(qv, LOADK(k, t, ks, d), a[t]);                  \
@@ -111,27 +129,27 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
-    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8)\
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8, kvc_pf_run *pf)\
     {                                                                                                               \
         __m256 a[8];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a);                                                                \
+        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a, pf);                                                                \
         _mm256_storeu_ps(o8, reduce8(a));                                                                           \
     }                                                                                                               \
     /* 4 rows x keys t .. t + 2 (12 accumulator chains hide the FMA latency) */                                     \
-    INL void qk_triples_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os) \
+    INL void qk_triples_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os, kvc_pf_run *pf) \
     {                                                                                                               \
         __m256 a[12];                                                                                               \
         float o[12];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a);                                                                  \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a, pf);                                                                  \
         _mm256_storeu_ps(o, reduce8(a));                                                                            \
         _mm_storeu_ps(o + 8, reduce4(a + 8));                                                                       \
         for (int x = 0; x < 12; x++) out[x / 3 * os + x % 3] = o[x];                                                \
     }                                                                                                               \
     /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                              \
-    INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os)   \
+    INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os, kvc_pf_run *pf)   \
     {                                                                                                               \
         __m256 a[8];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a);                                                                  \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a, pf);                                                                  \
         const __m256 s = reduce8(a);                                                                                \
         const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);                              \
         _mm_storel_pi((__m64 *)out, lo);                                                                            \
@@ -140,24 +158,24 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         _mm_storeh_pi((__m64 *)(out + 3 * os), hi);                                                                 \
     }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,       \
-                            int64_t os)                                                                            \
+                            int64_t os, kvc_pf_run *pf)                                                                            \
     {                                                                                                              \
         float o8[8];                                                                                               \
         int r = 0;                                                                                                 \
         for (; r + 4 <= nr; r += 4) { /* keys 0-2, 3-5, 6-7 */                                                     \
-            qk_triples_##NAME(k, ks, q + r * qs, qs, dim, out + r * os, os);                                       \
-            qk_triples_##NAME(KSHIFT(k, 3, ks), ks, q + r * qs, qs, dim, out + r * os + 3, os);                    \
-            qk_pairs_##NAME(KSHIFT(k, 6, ks), ks, q + r * qs, qs, dim, out + r * os + 6, os);                      \
+            qk_triples_##NAME(k, ks, q + r * qs, qs, dim, out + r * os, os, pf);                                       \
+            qk_triples_##NAME(KSHIFT(k, 3, ks), ks, q + r * qs, qs, dim, out + r * os + 3, os, pf);                    \
+            qk_pairs_##NAME(KSHIFT(k, 6, ks), ks, q + r * qs, qs, dim, out + r * os + 6, os, pf);                      \
         }                                                                                                          \
         if (r + 2 <= nr) {                                                                                         \
             for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                             \
-                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8);                               \
+                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8, pf);                               \
                 for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];                             \
             }                                                                                                      \
             r += 2;                                                                                                \
         }                                                                                                          \
         if (r < nr) {                                                                                              \
-            qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, 8, o8);                                                 \
+            qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, 8, o8, pf);                                                 \
             for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];                                                   \
         }                                                                                                          \
     }                                                                                                              \
@@ -166,7 +184,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
      * wb[t * NR + r], read as a memory operand; otherwise each pair whose                                          \
      * weight is 0 is skipped (its value row may hold NaN). */                                                      \
     INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, int nk, const float *w, int64_t ws, const __m256 *wb,   \
-                             int DENSE, int NR, int W, float *acc, int64_t as)                                      \
+                             int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                                      \
     {                                                                                                               \
         __m256 a[12];                                                                                               \
         for (int r = 0; r < NR; r++)                                                                                \
@@ -176,6 +194,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
              * empty asm keeps gcc from hoisting d + 8 x per x into spilled invariants) */                          \
             const void *vr = ROWAT(v, t, vs, d);                                                                    \
             __asm__("" : "+r"(vr));                                                                                 \
+            pf_step(pf);                                                                                            \
             if (DENSE) { /* one value vector live at a time: 12 accumulators fit the 16 registers */                \
                 for (int x = 0; x < W; x++) {                                                                       \
                     const __m256 vx = LD(vr, 8 * x);                                                   \
@@ -198,7 +217,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
      * 3 chains for one row ran at a third of the FMA rate), then fewer.                                            \
      * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). */                                        \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
-                             float *acc, int64_t as)                                                                \
+                             float *acc, int64_t as, kvc_pf_run *pf)                                                                \
     {                                                                                                               \
         __m256 wb[KVC_VTILE * 4];                                                                                   \
         const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
@@ -215,15 +234,15 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         }                                                                                                           \
     }                                                                                                               \
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,\
-                            int64_t as)                                                                             \
+                            int64_t as, kvc_pf_run *pf)                                                                             \
     {                                                                                                               \
         int r = 0;                                                                                                  \
-        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as);           \
+        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf);           \
         if (r + 2 <= nr) {                                                                                          \
-            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as);                                   \
+            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf);                                   \
             r += 2;                                                                                                 \
         }                                                                                                           \
-        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as);                           \
+        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf);                           \
     }
 
 /* f32 tiles: k + t * ks */
@@ -235,13 +254,15 @@ KVC_AVX2_KERNELS(tile, TILE_K, TILE_ROW, ld_f32, const float *)
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
                    int64_t os)
 {
-    qk_rows_tile(k, ks, q, qs, nr, dim, out, os);
+    kvc_pf_run none = {NULL, 0};
+    qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
 }
 
 TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
                    int64_t as)
 {
-    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as);
+    kvc_pf_run none = {NULL, 0};
+    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
 }
 
 /* direct rows: pointer k[t], element d converted in registers */
@@ -260,14 +281,16 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
     }                                                                                                          \
     KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                                 \
     TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,    \
-                                     float *out, int64_t os)                                                   \
+                                     float *out, int64_t os, kvc_pf_run pf)                                    \
     {                                                                                                          \
-        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os);                                                         \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                    \
+        pf_rest(&pf);                                                                                          \
     }                                                                                                          \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,         \
-                                     int64_t dim, float *acc, int64_t as)                                      \
+                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                       \
     {                                                                                                          \
-        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as);                                                     \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                \
+        pf_rest(&pf);                                                                                          \
     }
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)
