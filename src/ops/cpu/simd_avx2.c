@@ -27,17 +27,17 @@ INL __m256 ld_i8(const void *p, int64_t i)
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
 }
 
-#define KVC_AVX2_CVT(NAME, LD, DT)                                                     \
-    TGT static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst) \
-    {                                                                                  \
-        const int64_t dv = dim & ~(int64_t)7;                                          \
-        int64_t d = 0;                                                                 \
-        if (cm.nzs == 0) /* plain row */                                               \
-            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, d));              \
-        else                                                                           \
-            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d))); \
-        for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));         \
-        for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                \
+#define KVC_AVX2_CVT(NAME, LD, DT)                                                                                  \
+    TGT static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
+    {                                                                                                               \
+        const int64_t dv = dim & ~(int64_t)7;                                                                       \
+        int64_t d = 0;                                                                                              \
+        if (cm.nzs == 0) /* plain row */                                                                            \
+            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, d));                                           \
+        else                                                                                                        \
+            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d)));                             \
+        for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));                                      \
+        for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                                             \
     }
 
 KVC_AVX2_CVT(f32, ld_f32, KVC_DTYPE_F32)
@@ -102,16 +102,17 @@ INL void pf_rest(kvc_pf_run *c)
 #define TILE_K(k, t, ks, d) _mm256_loadu_ps((const float *)(k) + (t) * (ks) + (d))
 
 /* One case of pv_group's switch on W (unreachable for NR * W > 12). */
-#define PV_CASE(NAME, W)                                                                   \
-    case W:                                                                                \
-        if (NR * W > 12) break;                                                            \
-        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as, pf);            \
-        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as, pf);                  \
+#define PV_CASE(NAME, W)                                                               \
+    case W:                                                                            \
+        if (NR * W > 12) break;                                                        \
+        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as, pf);    \
+        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as, pf);          \
         break;
 
-#define KVC_AVX2_KERNELS(NAME, LOADK, ROWAT, LD, KARG)                                                                      \
+#define KVC_AVX2_KERNELS(NAME, LOADK, ROWAT, LD, KARG)                                                              \
     /* NR rows x NK keys (NR * NK <= 12 accumulators, index r * NK + t) */                                          \
-    INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, __m256 *a, kvc_pf_run *pf)  \
+    INL void qk_acc_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK,             \
+                           __m256 *a, kvc_pf_run *pf)                                                               \
     {                                                                                                               \
         for (int x = 0; x < NR * NK; x++) a[x] = _mm256_setzero_ps();                                               \
         for (int64_t d = 0; d < dim; d += 8) {                                                                      \
@@ -129,27 +130,30 @@ INL void pf_rest(kvc_pf_run *c)
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
-    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK, float *o8, kvc_pf_run *pf)\
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, int NK,           \
+                           float *o8, kvc_pf_run *pf)                                                               \
     {                                                                                                               \
         __m256 a[8];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a, pf);                                                                \
+        qk_acc_##NAME(k, ks, q, qs, dim, NR, NK, a, pf);                                                            \
         _mm256_storeu_ps(o8, reduce8(a));                                                                           \
     }                                                                                                               \
     /* 4 rows x keys t .. t + 2 (12 accumulator chains hide the FMA latency) */                                     \
-    INL void qk_triples_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os, kvc_pf_run *pf) \
+    INL void qk_triples_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out,             \
+                           int64_t os, kvc_pf_run *pf)                                                              \
     {                                                                                                               \
         __m256 a[12];                                                                                               \
         float o[12];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a, pf);                                                                  \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a, pf);                                                              \
         _mm256_storeu_ps(o, reduce8(a));                                                                            \
         _mm_storeu_ps(o + 8, reduce4(a + 8));                                                                       \
         for (int x = 0; x < 12; x++) out[x / 3 * os + x % 3] = o[x];                                                \
     }                                                                                                               \
     /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                              \
-    INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out, int64_t os, kvc_pf_run *pf)   \
+    INL void qk_pairs_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, float *out,               \
+                           int64_t os, kvc_pf_run *pf)                                                              \
     {                                                                                                               \
         __m256 a[8];                                                                                                \
-        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a, pf);                                                                  \
+        qk_acc_##NAME(k, ks, q, qs, dim, 4, 2, a, pf);                                                              \
         const __m256 s = reduce8(a);                                                                                \
         const __m128 lo = _mm256_castps256_ps128(s), hi = _mm256_extractf128_ps(s, 1);                              \
         _mm_storel_pi((__m64 *)out, lo);                                                                            \
@@ -157,53 +161,53 @@ INL void pf_rest(kvc_pf_run *c)
         _mm_storel_pi((__m64 *)(out + 2 * os), hi);                                                                 \
         _mm_storeh_pi((__m64 *)(out + 3 * os), hi);                                                                 \
     }                                                                                                               \
-    INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,       \
-                            int64_t os, kvc_pf_run *pf)                                                                            \
-    {                                                                                                              \
-        float o8[8];                                                                                               \
-        int r = 0;                                                                                                 \
-        for (; r + 4 <= nr; r += 4) { /* keys 0-2, 3-5, 6-7 */                                                     \
-            qk_triples_##NAME(k, ks, q + r * qs, qs, dim, out + r * os, os, pf);                                       \
-            qk_triples_##NAME(KSHIFT(k, 3, ks), ks, q + r * qs, qs, dim, out + r * os + 3, os, pf);                    \
-            qk_pairs_##NAME(KSHIFT(k, 6, ks), ks, q + r * qs, qs, dim, out + r * os + 6, os, pf);                      \
-        }                                                                                                          \
-        if (r + 2 <= nr) {                                                                                         \
-            for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                             \
-                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8, pf);                               \
-                for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];                             \
-            }                                                                                                      \
-            r += 2;                                                                                                \
-        }                                                                                                          \
-        if (r < nr) {                                                                                              \
-            qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, 8, o8, pf);                                                 \
-            for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];                                                   \
-        }                                                                                                          \
-    }                                                                                                              \
+    INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
+                            int64_t os, kvc_pf_run *pf)                                                             \
+    {                                                                                                               \
+        float o8[8];                                                                                                \
+        int r = 0;                                                                                                  \
+        for (; r + 4 <= nr; r += 4) { /* keys 0-2, 3-5, 6-7 */                                                      \
+            qk_triples_##NAME(k, ks, q + r * qs, qs, dim, out + r * os, os, pf);                                    \
+            qk_triples_##NAME(KSHIFT(k, 3, ks), ks, q + r * qs, qs, dim, out + r * os + 3, os, pf);                 \
+            qk_pairs_##NAME(KSHIFT(k, 6, ks), ks, q + r * qs, qs, dim, out + r * os + 6, os, pf);                   \
+        }                                                                                                           \
+        if (r + 2 <= nr) {                                                                                          \
+            for (int t = 0; t < KVC_QK_KEYS; t += 4) {                                                              \
+                qk_block_##NAME(KSHIFT(k, t, ks), ks, q + r * qs, qs, dim, 2, 4, o8, pf);                           \
+                for (int x = 0; x < 8; x++) out[(r + x / 4) * os + t + x % 4] = o8[x];                              \
+            }                                                                                                       \
+            r += 2;                                                                                                 \
+        }                                                                                                           \
+        if (r < nr) {                                                                                               \
+            qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, 8, o8, pf);                                              \
+            for (int x = 0; x < 8; x++) out[r * os + x] = o8[x];                                                    \
+        }                                                                                                           \
+    }                                                                                                               \
     /* NR rows x W vectors of channels from d: acc = fma(w, v, acc) in increasing                                   \
      * key order. DENSE (a constant): every weight nonzero and broadcast in                                         \
      * wb[t * NR + r], read as a memory operand; otherwise each pair whose                                          \
      * weight is 0 is skipped (its value row may hold NaN). */                                                      \
     INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, int nk, const float *w, int64_t ws, const __m256 *wb,   \
-                             int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                                      \
+                             int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                      \
     {                                                                                                               \
         __m256 a[12];                                                                                               \
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) a[r * W + x] = _mm256_loadu_ps(acc + r * as + d + 8 * x);                   \
         for (int t = 0; t < nk; t++) {                                                                              \
-            /* channels d + 8 x read at constant displacements from one register (the                           \
+            /* channels d + 8 x read at constant displacements from one register (the                               \
              * empty asm keeps gcc from hoisting d + 8 x per x into spilled invariants) */                          \
             const void *vr = ROWAT(v, t, vs, d);                                                                    \
             __asm__("" : "+r"(vr));                                                                                 \
             pf_step(pf);                                                                                            \
             if (DENSE) { /* one value vector live at a time: 12 accumulators fit the 16 registers */                \
                 for (int x = 0; x < W; x++) {                                                                       \
-                    const __m256 vx = LD(vr, 8 * x);                                                   \
+                    const __m256 vx = LD(vr, 8 * x);                                                                \
                     for (int r = 0; r < NR; r++) a[r * W + x] = _mm256_fmadd_ps(wb[t * NR + r], vx, a[r * W + x]);  \
                 }                                                                                                   \
                 continue;                                                                                           \
             }                                                                                                       \
             for (int x = 0; x < W; x++) {                                                                           \
-                const __m256 vx = LD(vr, 8 * x);                                                       \
+                const __m256 vx = LD(vr, 8 * x);                                                                    \
                 for (int r = 0; r < NR; r++)                                                                        \
                     if (w[r * ws + t] != 0.0f)                                                                      \
                         a[r * W + x] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + r * ws + t), vx, a[r * W + x]);      \
@@ -212,12 +216,12 @@ INL void pf_rest(kvc_pf_run *c)
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + d + 8 * x, a[r * W + x]);                   \
     }                                                                                                               \
-    /* One group of NR <= 4 rows over all channels, W = 12 / NR vectors at a time                                 \
+    /* One group of NR <= 4 rows over all channels, W = 12 / NR vectors at a time                                   \
      * where the channels allow (NR x W accumulator chains hide the FMA latency;                                    \
      * 3 chains for one row ran at a third of the FMA rate), then fewer.                                            \
-     * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). */                                        \
+     * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). */                                      \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
-                             float *acc, int64_t as, kvc_pf_run *pf)                                                                \
+                             float *acc, int64_t as, kvc_pf_run *pf)                                                \
     {                                                                                                               \
         __m256 wb[KVC_VTILE * 4];                                                                                   \
         const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
@@ -226,23 +230,23 @@ INL void pf_rest(kvc_pf_run *c)
             const int64_t rem = (dim - d) / 8;                                                                      \
             const int W = rem >= 2 * WMAX ? WMAX : rem > WMAX ? (int)(rem + 1) / 2 : (int)rem;                      \
             switch (W) {                                                                                            \
-            PV_CASE(NAME, 12) PV_CASE(NAME, 11) PV_CASE(NAME, 10) PV_CASE(NAME, 9) PV_CASE(NAME, 8)                  \
-            PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4) PV_CASE(NAME, 3)                     \
+            PV_CASE(NAME, 12) PV_CASE(NAME, 11) PV_CASE(NAME, 10) PV_CASE(NAME, 9) PV_CASE(NAME, 8)                 \
+            PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4) PV_CASE(NAME, 3)                    \
             PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                                              \
             }                                                                                                       \
             d += 8 * W;                                                                                             \
         }                                                                                                           \
     }                                                                                                               \
-    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,\
-                            int64_t as, kvc_pf_run *pf)                                                                             \
+    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
+                            float *acc, int64_t as, kvc_pf_run *pf)                                                 \
     {                                                                                                               \
         int r = 0;                                                                                                  \
-        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf);           \
+        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf);       \
         if (r + 2 <= nr) {                                                                                          \
-            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf);                                   \
+            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf);                               \
             r += 2;                                                                                                 \
         }                                                                                                           \
-        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf);                           \
+        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf);                       \
     }
 
 /* f32 tiles: k + t * ks */
@@ -268,29 +272,29 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))
 
-#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                              \
-    INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                               \
-    {                                                                                                          \
-        (void)ks;                                                                                              \
-        return LD(k[t], d);                                                                                    \
-    }                                                                                                          \
-    INL const void *row_at_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                          \
-    {                                                                                                          \
-        (void)ks;                                                                                              \
-        return (const ET *)k[t] + d;                                                                           \
-    }                                                                                                          \
-    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                                 \
-    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,    \
-                                     float *out, int64_t os, kvc_pf_run pf)                                    \
-    {                                                                                                          \
-        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                    \
-        pf_rest(&pf);                                                                                          \
-    }                                                                                                          \
-    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,         \
-                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                       \
-    {                                                                                                          \
-        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                \
-        pf_rest(&pf);                                                                                          \
+#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                               \
+    INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                                    \
+    {                                                                                                               \
+        (void)ks;                                                                                                   \
+        return LD(k[t], d);                                                                                         \
+    }                                                                                                               \
+    INL const void *row_at_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                               \
+    {                                                                                                               \
+        (void)ks;                                                                                                   \
+        return (const ET *)k[t] + d;                                                                                \
+    }                                                                                                               \
+    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                   \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
+                                     float *out, int64_t os, kvc_pf_run pf)                                         \
+    {                                                                                                               \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
+        pf_rest(&pf);                                                                                               \
+    }                                                                                                               \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
+                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
+    {                                                                                                               \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
+        pf_rest(&pf);                                                                                               \
     }
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)
