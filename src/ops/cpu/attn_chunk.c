@@ -156,7 +156,7 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
 typedef struct prefetch_walk {
     const char *base;
     const int64_t *idx;
-    int64_t es, dim, hs, ng, n;
+    int64_t es, dim, hs, n;
     int64_t lines, share; /* token-major: lines per token row, lines per head call */
     int64_t t, o, left;   /* token-major cursor: token, line in its row, lines left */
     bool token_major, off;
@@ -165,7 +165,7 @@ typedef struct prefetch_walk {
 static prefetch_walk prefetch_start(const kvc_cpu_ctx *cx, const char *base, int64_t es, int64_t dim, int64_t hs,
                                     int64_t c0, const int64_t *idx, int64_t n, int64_t ng)
 {
-    prefetch_walk w = {base, idx, es, dim, hs, ng, n, 0, 0, 0, 0, 0, cx->token_major, c0 != 0 || n <= 0};
+    prefetch_walk w = {base, idx, es, dim, hs, n, 0, 0, 0, 0, 0, cx->token_major, c0 != 0 || n <= 0};
     if (w.token_major) {
         w.lines = ((ng - 1) * hs * es + dim * es + 63) / 64;
         w.left = n * w.lines;
