@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cmd_plan.h"
+#include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
 
 #define BUDGET 17179869184LL /* 16 GiB for every cache */
@@ -25,17 +26,8 @@ static char *read_config(const char *name, size_t *len) {
     assert_non_null(dir);
     char path[1024];
     snprintf(path, sizeof path, "%s/configs/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
+    char *buf = kvc_test_read_text(path);
+    *len = strlen(buf);
     return buf;
 }
 
