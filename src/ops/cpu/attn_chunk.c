@@ -132,12 +132,23 @@ void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu
 }
 
 /* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
- * the item's first head, in a K/V tensor of `dim` channels per head. */
+ * the item's first head, in a K/V tensor of `dim` channels per head. The
+ * index is linear in the key within one block (and throughout contiguous
+ * storage): keys of one block cost two index computations, not one each
+ * (each holds a 64-bit division by the block size; for items of one head
+ * and one row they took about as long as the arithmetic). */
 static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t n, int64_t j0, int64_t j1,
                         int64_t dim, int64_t c0, int64_t *idx)
 {
-    for (int64_t t = 0; t < n; t++)
-        idx[t] = kvc_attn_kv_index(cx->pb, it->b, it->k0, kvc_min64(kvc_max64(j + t, j0), j1 - 1), it->g0, dim, c0);
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t a = kvc_min64(kvc_max64(j, j0), j1 - 1), e = kvc_min64(kvc_max64(j + n, j0 + 1), j1); /* keys used */
+    const bool one_block = !pb->paged || a / pb->bs == (e - 1) / pb->bs;
+    const int64_t i0 = kvc_attn_kv_index(pb, it->b, it->k0, a, it->g0, dim, c0);
+    const int64_t step = one_block && e - a >= 2 ? kvc_attn_kv_index(pb, it->b, it->k0, a + 1, it->g0, dim, c0) - i0 : 0;
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t k = kvc_min64(kvc_max64(j + t, j0), j1 - 1);
+        idx[t] = one_block ? i0 + (k - a) * step : kvc_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
+    }
 }
 
 /* Prefetch of the rows at idx[0..n) (es-byte elements, dim per head, hs
