@@ -2,7 +2,9 @@
  * same run (read bandwidth: parallel read-and-sum over 1 GiB; FMA peak:
  * independent FMA chains at the widest vector width this build runs), a
  * naive scalar attention baseline (batch-1 decode), and kvc_attention_cpu
- * on decode and prefill shapes with paged KV (block size 128).
+ * on decode and prefill shapes with paged KV (block size 128), token-major
+ * blocks [NB, bs, Nkv * D], plus two decode shapes on head-major blocks
+ * [NB, Nkv, bs, D] (the order of vLLM's paged cache).
  *
  * Decode is measured cold: consecutive timed calls read different copies of
  * the cache (>= 1 GiB touched across them), and each timed call is
@@ -70,6 +72,7 @@ typedef struct shape {
     const char *phase;
     int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
     kvc_dtype kv_dtype;
+    bool head_major; /* paged [NB, Nkv, bs, D] (vLLM's order) instead of [NB, bs, Nkv * D] */
 } shape;
 
 typedef struct result {
@@ -162,7 +165,7 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
     }
 }
 
-/* Runs one shape; returns 0 on success. Paged BnBsH, block size 128. */
+/* Runs one shape; returns 0 on success. Paged BnBsH (or BnNBsD), block size 128. */
 static int run_shape(const shape *s, bool with_naive, const other_lib *other, result *res)
 {
     const int bs = 128, D = s->head_dim;
@@ -211,6 +214,11 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, re
     p.v = p.k;
     p.v.data = v;
     p.kv_storage = KVC_KV_PAGED_BNBSH;
+    if (s->head_major) {
+        p.kv_storage = KVC_KV_PAGED_BNNBSD;
+        p.k.ndim = p.v.ndim = 4;
+        p.k.shape[1] = p.v.shape[1] = s->kv_heads, p.k.shape[2] = p.v.shape[2] = bs, p.k.shape[3] = p.v.shape[3] = D;
+    }
     p.block_size = bs;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->batch, nbpr}};
     if (es == 1) {
@@ -283,18 +291,20 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     for (int h = 0; h < 2; h++)
         for (int d = 0; d < 3; d++)
             for (int i = 0; i < 6; i++)
-                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, h ? 32 : 8, 128, dts[d]};
+                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, h ? 32 : 8, 128, dts[d], false};
+    for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
+        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, true};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, false};
     if (!json) /* --json: one JSON object per shape, a line each */
         printf("attention (%s, %d threads): read bandwidth %.2f GB/s (1 GiB, median of %d), FMA peak %.1f GFLOP/s\n"
                "decode: KV read GB/s vs the read bandwidth measured between its calls; prefill: GFLOP/s vs the FMA peak\n"
                "measured between its calls (peak column: that ratio)\n"
                "%s"
-               "%-7s %5s %5s %6s %4s %4s %4s %-5s %11s %8s %8s %6s %8s %6s %11s %7s%s\n",
+               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %11s %8s %8s %6s %8s %6s %11s %7s%s\n",
                kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, REPS, peak,
                other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
-               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "us", "KV GB/s", "read", "bw", "GFLOP/s",
+               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "us", "KV GB/s", "read", "bw", "GFLOP/s",
                "peak", "naive us", "speedup", other ? "  against us   ratio" : "");
     int rc = 0;
     for (int i = 0; i < n; i++) {
@@ -309,20 +319,21 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
         const double rd = s->q_len == 1 ? r.read_gbps : read_gbps, pkr = s->q_len == 1 ? peak : r.peak_gflops;
         const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
+        const char *storage = s->head_major ? "BnNBsD" : "BnBsH";
         if (json) {
             printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
-                   "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
+                   "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
                    "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
                    "\"peak_ratio\": %.3f, ",
                    kvc_attention_cpu_isa(), omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-                   kvc_dtype_name(s->kv_dtype), r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr);
+                   kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr);
             if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r.naive_us, r.naive_us / r.us);
             else printf("\"naive_us\": null, \"speedup\": null");
             if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r.other_us, r.us / r.other_us);
             printf("}\n");
         } else {
-            printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
-                   s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), r.us, kv_gbps);
+            printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
+                   s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps);
             if (s->q_len == 1) printf(" %8.2f %6.3f", rd, kv_gbps / rd);
             else printf(" %8s %6s", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
             printf(" %8.2f %6.3f", gflops, gflops / pkr);
