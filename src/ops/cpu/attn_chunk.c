@@ -2,12 +2,14 @@
  * over the keys of chunk c (absolute positions [c * KVC_CHUNK, (c + 1) *
  * KVC_CHUNK)), as a record (m, l, e, acc[Dv8]) per row.
  *
- * Pass 1 converts the keys 8 at a time (tiles at absolute multiples of 8)
- * into an f32 tile and computes the scores of all rows against it; each
- * row then selects its visible keys (never an exp of masked garbage), takes
- * the maximum and the exponentials (summed per lane t % 8, so leading or
- * trailing masked keys add exact zeros); pass 2 converts the values 32 at a
- * time and accumulates them with the weights. Per (row, key) the arithmetic
+ * Pass 1 takes the keys 8 at a time (tiles at absolute multiples of 8),
+ * converted into an f32 tile (or in registers by the direct kernels for
+ * items of up to 4 rows per head), and computes the scores of all rows
+ * against them; each row then selects its visible keys (never an exp of
+ * masked garbage), takes the maximum and the exponentials (summed per lane
+ * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
+ * the values 32 at a time (8 when an item holds several heads) the same way
+ * and accumulates them with the weights. Per (row, key) the arithmetic
  * depends only on the data, never on the block size, paging, batch or
  * thread count. */
 #include <math.h>
