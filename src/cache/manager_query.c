@@ -77,7 +77,7 @@ kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t rid, int32_t key_
         return KVC_OK;
     }
     const kvc_req_blocks *t = &kvc_manager_request_tables(m, slot)[key_index];
-    memcpy(out, t->ids, (size_t)kvc_min64(t->len, cap) * sizeof *out);
+    if (kvc_min64(t->len, cap) > 0) memcpy(out, t->ids, (size_t)kvc_min64(t->len, cap) * sizeof *out);
     *n_out = t->len;
     return KVC_OK;
 }
