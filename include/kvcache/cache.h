@@ -230,14 +230,46 @@ KVC_API void kvc_manager_destroy(kvc_manager *m);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
 
-/* Two-phase allocation: positions 0 .. min(computed + num_new + lookahead,
- * max_model_len) - 1 become addressable in every selected manager (bit i of
- * key_mask = manager i), or nothing is allocated anywhere (KVC_NO_SPACE;
- * blocks that already left a sliding window stay released). KVC_CLAMPED: done,
- * but the demand was cut to max_model_len. */
-KVC_API kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t request_id, int64_t computed_tokens,
-                                      int64_t num_new_tokens, int64_t lookahead_tokens, int64_t reserved_tokens,
-                                      uint64_t key_mask);
+/* What one allocate_slots call asks for. Fill it with designated
+ * initialisers; every field left out is 0, which is the common case:
+ *
+ *   kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = id,
+ *                              .computed_tokens = done, .num_new_tokens = 1});
+ *
+ * The positions of one request in one manager key (block size 4 here), and
+ * what each field names:
+ *
+ *   position  0 1 2 3 | 4 5 6 7 | 8 9 10 11 | 12 13 14 15 | 16 ...
+ *             <--- computed_tokens --->|<- num_new ->|<- lookahead ->|
+ *             |  already in the cache  | this step   | speculative   |
+ *   blocks    [   b0   ][   b1   ][    b2    ][    b3     ][   b4  ]
+ *
+ * After KVC_OK, every position before computed + num_new + lookahead (cut to
+ * max_model_len) has a block; blocks already in the table are kept, new ones
+ * are appended. A sliding-window key first releases the blocks that the
+ * computed tokens have left behind (they become null entries), a Mamba key
+ * holds its state block(s) instead of position blocks.
+ *
+ * reserved_tokens is an admission rule for paged (FullAttention) keys: the
+ * call succeeds only if, after it, the pool still has
+ * cdiv(reserved_tokens, block_size) free blocks for every request that
+ * already had an entry in that key, so that running requests can keep
+ * decoding. Engines
+ * pass their decode reserve when admitting a prompt and 0 for decode steps. */
+typedef struct kvc_slot_request {
+    int64_t request_id;       /* >= 0 */
+    int64_t computed_tokens;  /* tokens whose KV is already cached */
+    int64_t num_new_tokens;   /* tokens computed by this step */
+    int64_t lookahead_tokens; /* speculative positions after them */
+    int64_t reserved_tokens;  /* see above; 0 = no reservation */
+    uint64_t skip_keys;       /* bit i set: leave manager i untouched (0 = allocate in every manager) */
+} kvc_slot_request;
+
+/* Two-phase allocation: the positions above become addressable in every
+ * selected manager, or nothing is allocated anywhere (KVC_NO_SPACE; blocks
+ * that already left a sliding window stay released). KVC_CLAMPED: done, but
+ * the demand was cut to max_model_len. Negative counts or id: KVC_EINVAL. */
+KVC_API kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
 /* Returns every block of the request in every manager (unknown id: no-op). */
 KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
 

@@ -223,10 +223,11 @@ typedef struct kvc_engine_step_result {
 
 /* One scheduler step. If requests wait and a running row is free, a prefill
  * batch is packed FIFO (up to max_prefill_tokens tokens and max_batch running
- * rows), each admitted through allocate_slots(id, 0, L, 0,
- * reserved_decode_tokens); admission stops at the first refusal (no
+ * rows), each admitted through allocate_slots({.num_new_tokens = L,
+ * .reserved_tokens = reserved_decode_tokens}); admission stops at the first refusal (no
  * skipping). Without an admitted request, every running request decodes one
- * token (allocate_slots(id, computed_len + 1, 1, 0, 0)); when a decode
+ * token (allocate_slots({.computed_tokens = computed_len + 1,
+ * .num_new_tokens = 1})); when a decode
  * allocation fails, the most recently admitted running request is preempted
  * (its blocks freed, requeued at the head of the waiting queue to recompute
  * its prompt and generated tokens later) and the allocation retried. Then the
