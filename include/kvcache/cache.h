@@ -27,26 +27,26 @@ extern "C" {
  * moved, O(1) per id, and never allocate. */
 typedef struct kvc_block_pool kvc_block_pool;
 
-kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
-void kvc_block_pool_destroy(kvc_block_pool *pool);
-int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
-int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
-bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id); /* count 0, in the queue */
-int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id); /* 0 for the null block or a bad id */
+KVC_API kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
+KVC_API void kvc_block_pool_destroy(kvc_block_pool *pool);
+KVC_API int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
+KVC_API int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
+KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id); /* count 0, in the queue */
+KVC_API int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id); /* 0 for the null block or a bad id */
 /* Pops n ids from the head of the queue into out[0..n), each with count 1.
  * n > num_free is KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
-kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
+KVC_API kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
 /* One more holder for a block; a free block leaves the queue (O(1)). The
  * null block or an out-of-range id is KVC_ERANGE. */
-kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id);
+KVC_API kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id);
 /* Drops one holder per listed id; blocks left with none join the tail in
  * list order; null ids are skipped. The whole list is checked first: an
  * out-of-range id (KVC_ERANGE) or a count that would go below 0 (an id
  * already free, or listed more often than it is held: KVC_EDOUBLEFREE)
  * fails the call and leaves the pool unchanged. */
-kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
+KVC_API kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
 /* Copies the free queue, head first, into out (at most cap ids); *n_out = queue length. */
-kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
 
 /* ---- cache description ----------------------------------------------------- */
 typedef enum kvc_attn_type {
@@ -57,8 +57,8 @@ typedef enum kvc_attn_type {
 } kvc_attn_type;
 
 /* "FullAttention", "SlidingWindow", "Mamba"; "?" for an unknown value. */
-const char *kvc_attn_type_name(kvc_attn_type type);
-kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
+KVC_API const char *kvc_attn_type_name(kvc_attn_type type);
+KVC_API kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
 
 typedef enum kvc_cache_layout {
     KVC_LAYOUT_BLOCK_MAJOR = 0, /* BnBsND: [blocks, block_size, heads, *dim] */
@@ -99,7 +99,7 @@ typedef struct kvc_cache_entry {
 
 /* Defaults: needs_block, FullAttention, bf16, compress_ratio 1, HBM,
  * block-major, everything else unset/zero. */
-kvc_cache_entry kvc_cache_entry_default(void);
+KVC_API kvc_cache_entry kvc_cache_entry_default(void);
 
 /* One attention layer (or sub-layer); caches[0..n_caches). */
 typedef struct kvc_layer_cache_info {
@@ -116,20 +116,20 @@ typedef struct kvc_model_cache_info {
 } kvc_model_cache_info;
 
 /* Product of an entry's per-head dims (Mamba: of its state shape). */
-int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
+KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
 /* Group key: manager_key if set, else the attention type's name. */
-const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
+KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
 /* Checks every rule of the spec (per entry, then per group) and names layer,
  * cache and field on failure. engine_next_n >= 0 also requires every Mamba
  * entry's next_n to equal it; pass -1 to skip that rule. */
-kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
+KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
 
 /* New cache info = main's layers then draft's, draft layer_idx offset by
  * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy. */
-kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
+KVC_API kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
                                       kvc_model_cache_info **out);
-void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
+KVC_API void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
 
 /* The managers a cache description asks for: one group per distinct group key
  * of the needs_block entries, in first-seen order (layer, then entry). */
@@ -149,7 +149,7 @@ typedef struct kvc_cache_groups {
 } kvc_cache_groups;
 
 /* Groups a validated description (runs kvc_validate_cache_info with -1). */
-kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
+KVC_API kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
 
 /* ---- block planner (spec §6) ----------------------------------------------- */
 typedef enum kvc_plan_mode {
@@ -174,7 +174,7 @@ typedef struct kvc_plan_params {
     int64_t partition;            /* OFFLINE: ranks sharing the persistent cache (default 1) */
 } kvc_plan_params;
 
-kvc_plan_params kvc_plan_default_params(void);
+KVC_API kvc_plan_params kvc_plan_default_params(void);
 
 typedef struct kvc_group_plan {
     char key[KVC_NAME_MAX];
@@ -194,11 +194,11 @@ typedef struct kvc_block_plan {
     int64_t total_bytes;     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
-kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
+KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
 /* Block count planned for a key; KVC_EINVAL naming the key when absent. */
-kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
+KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
-kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
+KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out);
 
 /* ---- cache storage (spec §7) ------------------------------------------------ */
@@ -212,11 +212,11 @@ typedef struct kvc_cache_storage kvc_cache_storage;
  * compress_ratio), aligned to `alignment` (KVC_ALIGN_DEFAULT or
  * KVC_ALIGN_2MIB), with block 0 zero-filled; records it in entry.tensor and
  * hands it to the entry's setter. All-or-nothing. */
-kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
+KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
                                       kvc_cache_storage **out);
-int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
+KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
 /* Frees every tensor (entry.tensor views become dangling). */
-void kvc_cache_storage_destroy(kvc_cache_storage *s);
+KVC_API void kvc_cache_storage_destroy(kvc_cache_storage *s);
 
 /* ---- request-level manager (spec §5) --------------------------------------- */
 typedef struct kvc_manager kvc_manager;
@@ -235,12 +235,12 @@ typedef struct kvc_manager_params {
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
  * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1,
  * prefix caching off (salt 0, interval 0). */
-kvc_manager_params kvc_manager_default_params(void);
+KVC_API kvc_manager_params kvc_manager_default_params(void);
 
 /* The description must outlive the manager (buffer infos read its tensors). */
-kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
+KVC_API kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out);
-void kvc_manager_destroy(kvc_manager *m);
+KVC_API void kvc_manager_destroy(kvc_manager *m);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
 
@@ -296,9 +296,9 @@ typedef struct kvc_slot_request {
  * selected manager, or nothing is allocated anywhere (KVC_NO_SPACE; blocks
  * that already left a sliding window stay released). KVC_CLAMPED: done, but
  * the demand was cut to max_model_len. Negative counts or id: KVC_EINVAL. */
-kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
+KVC_API kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
 /* Returns every block of the request in every manager (unknown id: no-op). */
-kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
 
 /* ---- prefix caching (docs/prefix-caching.md) -------------------------------
  * With kvc_manager_params.prefix_caching on, a full block whose tokens are
@@ -321,18 +321,18 @@ typedef struct kvc_prefix_hit {
  * its first L / block_size blocks cached; SlidingWindow: the blocks the
  * window still needs at L; Mamba: a state snapshot at exactly L). Changes
  * nothing but the manager's scratch. With caching off, a zero hit. */
-kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
+KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
 /* Indexes the request's full blocks now that its first n_computed tokens
  * (tokens[0..n_computed), the prompt then generated tokens) are computed;
  * releases the Mamba copy source of its last step. O(new blocks). No-op with
  * caching off or for an unknown request. */
-kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens,
+KVC_API kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens,
                                       int64_t n_computed);
 /* Mamba keys under prefix caching: the block whose state the request's next
  * step starts from (a hit's snapshot, or the request's own previous block
  * after it moved off a snapshot), or KVC_NULL_BLOCK when its state block
  * already holds it. */
-kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out);
+KVC_API kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out);
 
 typedef struct kvc_prefix_stats {
     int64_t queries;       /* requests admitted with a prompt */
@@ -343,30 +343,30 @@ typedef struct kvc_prefix_stats {
     int64_t cached_blocks; /* blocks indexed now (all keys) */
 } kvc_prefix_stats;
 
-kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
+KVC_API kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
 /* Free blocks of a key that are still cached (indexed); O(blocks of the key). */
-int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
 /* Empties the index of every key (blocks stay where they are). */
-kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
+KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 
-int32_t kvc_manager_n_keys(const kvc_manager *m);
-const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
-kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
-kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_max_model_len(const kvc_manager *m);
-int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
-int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
+KVC_API int32_t kvc_manager_n_keys(const kvc_manager *m);
+KVC_API const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
+KVC_API kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
+KVC_API kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_max_model_len(const kvc_manager *m);
+KVC_API int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
+KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
 /* cdiv(max_len, block_size) of a key (block-table width for that length). */
-int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
-int64_t kvc_manager_num_live_requests(const kvc_manager *m);
-bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
+KVC_API int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
+KVC_API int64_t kvc_manager_num_live_requests(const kvc_manager *m);
+KVC_API bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
 
 /* The request's logical block table for one key (null entries included),
  * copied into out (at most cap ids); *n_out = table length (0 if unknown). */
-kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
+KVC_API kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
                                  int64_t cap, int64_t *n_out);
 /* What a persistent copy of a request's table row holds, so that it can be
  * brought up to date by writing only what changed: real blocks never move
@@ -385,14 +385,14 @@ typedef struct kvc_table_state {
  * new state. A table longer than width is KVC_ERANGE and leaves row and
  * state unchanged. Unknown requests give an all-null row. O(changes) when
  * the state is current, O(width) otherwise. */
-kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
+KVC_API kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
                                   int64_t width, kvc_table_state *state);
 
 /* The pool's free queue of one key, head first. */
-kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
+KVC_API kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
                                   int64_t *n_out);
 /* "key1:used1/total1,key2:used2/total2" (the null block counts as used). */
-kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
+KVC_API kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
 
 /* One block-managed cache tensor, for prefill -> decode KV transfer. */
 typedef struct kvc_buffer_info {
@@ -407,11 +407,11 @@ typedef struct kvc_buffer_info {
 
 /* Every needs_block tensor, layers by layer_idx then entries in order; a Mamba
  * entry or a missing tensor is KVC_EINVAL. *n_out = the count (even when > cap). */
-kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
 
 /* Checks the pool and table invariants of verification.md §5 (INV-P1..P5,
  * INV-F1, INV-SW-1, INV-MB-1, INV-K3); KVC_EINTERNAL naming the broken one. */
-kvc_status kvc_manager_check_invariants(const kvc_manager *m);
+KVC_API kvc_status kvc_manager_check_invariants(const kvc_manager *m);
 
 #ifdef __cplusplus
 }
