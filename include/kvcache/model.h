@@ -21,6 +21,7 @@
 #include "kvcache/base.h"
 #include "kvcache/batch.h"
 #include "kvcache/cache.h"
+#include "kvcache/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,22 +37,7 @@ typedef enum kvc_model_family {
 
 KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
-
-/* MF 1.4. Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
-typedef struct kvc_rope_config {
-    kvc_rope_type type;
-    double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
-    double low_freq_factor;        /* llama3 */
-    double high_freq_factor;       /* llama3 */
-    int64_t original_max_position; /* llama3 / yarn L0 */
-    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
-    double mscale, mscale_all_dim; /* yarn (0 = absent) */
-    double attention_factor;       /* yarn explicit A (0 = derive) */
-    bool truncate;                 /* yarn (default true) */
-} kvc_rope_config;
+/* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them). */
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
