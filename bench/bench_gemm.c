@@ -23,24 +23,21 @@ typedef struct gemm_shape {
     int64_t M, N, K;
 } gemm_shape;
 
+/* The instruction-set flags the CPU reports that matter to the kernels
+ * (the names both GCC and clang know for __builtin_cpu_supports). */
 static void cpu_flags(char *out, size_t cap)
 {
+    size_t len = 0;
     out[0] = '\0';
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    static const struct { const char *name; int on; } *f, flags[] = {
-        {"avx2", 0}, {"fma", 0}, {"f16c", 0}, {"avx512f", 0}, {"avx512bw", 0}, {"avx512vl", 0}, {"avx512vnni", 0}, {"avx512bf16", 0}};
-    int on[8] = {__builtin_cpu_supports("avx2"),       __builtin_cpu_supports("fma"),
-                 __builtin_cpu_supports("f16c"),       __builtin_cpu_supports("avx512f"),
-                 __builtin_cpu_supports("avx512bw"),   __builtin_cpu_supports("avx512vl"),
-                 __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512bf16")};
-    size_t len = 0;
-    for (int i = 0; i < 8; i++) {
-        f = &flags[i];
-        if (on[i] && len + strlen(f->name) + 2 < cap) len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", f->name);
-    }
+#define FLAG(name)                                                                                  \
+    if (__builtin_cpu_supports(name) && len + sizeof name + 1 < cap)                                \
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", name);
+    FLAG("avx2") FLAG("fma") FLAG("avx512f") FLAG("avx512bw") FLAG("avx512vl") FLAG("avx512vnni")
+#undef FLAG
 #endif
-    if (!out[0]) snprintf(out, cap, "none of avx2/fma/avx512 reported");
+    if (len == 0) snprintf(out, cap, "none of avx2/fma/avx512 reported");
 }
 
 /* Seconds per call of ours (who 0) or OpenBLAS (who 1), one sample. */
