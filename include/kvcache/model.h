@@ -36,20 +36,31 @@ typedef enum kvc_model_family {
 
 const char *kvc_model_family_name(kvc_model_family f);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+typedef enum kvc_rope_type {
+    KVC_ROPE_DEFAULT = 0,
+    KVC_ROPE_LLAMA3,
+    KVC_ROPE_YARN,
+    KVC_ROPE_LINEAR,   /* read (the planner reports it); the runtime refuses it */
+    KVC_ROPE_DYNAMIC,  /* read (the planner reports it); the runtime refuses it */
+    KVC_ROPE_LONGROPE  /* read (the planner reports it); the runtime refuses it */
+} kvc_rope_type;
 
-/* MF 1.4. Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+const char *kvc_rope_type_name(kvc_rope_type t);
+
+/* The rotary embedding as transformers 5.x resolves it (docs/config.md): the
+ * dict is a non-empty `rope_scaling`, else `rope_parameters`; every value
+ * below is final (no field is left for the consumer to derive). */
 typedef struct kvc_rope_config {
     kvc_rope_type type;
-    double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
+    double theta;                  /* the dict's rope_theta, else the top-level one, else the class default */
+    double factor;                 /* as written in the dict (1 for default rope) */
     double low_freq_factor;        /* llama3 */
     double high_freq_factor;       /* llama3 */
-    int64_t original_max_position; /* llama3 / yarn L0 */
-    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
-    double mscale, mscale_all_dim; /* yarn (0 = absent) */
-    double attention_factor;       /* yarn explicit A (0 = derive) */
+    int64_t original_max_position; /* llama3 / yarn / longrope L0 (top-level key, else the dict's, else max_pos) */
+    double beta_fast, beta_slow;   /* yarn (32 / 1 when absent or 0) */
+    double mscale, mscale_all_dim; /* scaled types (0 = absent) */
+    double attention_factor;       /* yarn A on cos/sin: explicit, else derived from factor and mscales; 1 otherwise */
     bool truncate;                 /* yarn (default true) */
 } kvc_rope_config;
 
@@ -80,8 +91,10 @@ typedef struct kvc_model_config {
     double routed_scaling_factor;
 } kvc_model_config;
 
-/* Parses config.json text (name: used in messages). Refuses unknown
- * model_type, missing required fields and inconsistent sizes, naming the key. */
+/* Parses config.json text (name: used in messages) through the one config
+ * reader (docs/config.md). Refuses unknown model_type, missing required
+ * fields, sizes outside the documented bounds, invalid UTF-8 and
+ * inconsistent sizes, naming the key and the value. */
 kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
 /* Reads DIR/config.json. */
 kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
