@@ -172,22 +172,15 @@ static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r)
         return kvc_fail(KVC_EINVAL, "%s: %s.beta_fast %g and beta_slow %g must be positive", dict->doc, dict->path,
                         r->beta_fast, r->beta_slow);
     KVC_TRY(kvc_json_bool(dict, "truncate", &r->truncate, &have));
-    double explicit_a = 0.0;
-    KVC_TRY(kvc_json_num(dict, "attention_factor", POSITIVE_FACTOR, &explicit_a, &have));
-    if (have)
-        r->attention_factor = explicit_a;
-    else if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
-        r->attention_factor = kvc_yarn_mscale(r->factor, r->mscale) / kvc_yarn_mscale(r->factor, r->mscale_all_dim);
-    else
-        r->attention_factor = kvc_yarn_mscale(r->factor, 1.0);
-    return KVC_OK;
+    /* 0 (absent): kvc_rope_attention_factor derives A from factor and the mscales */
+    return kvc_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
 kvc_status kvc_hparams_read_rope(kvc_hparams *hp)
 {
     kvc_rope_config *r = &hp->rope;
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0,
-                           .attention_factor = 1.0, .truncate = true};
+                           .attention_factor = 0.0, .truncate = true};
     kvc_json_obj dict = {0};
     char dict_path[64];
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, &hp->rope_source));

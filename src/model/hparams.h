@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "kvcache/model.h"
+#include "kvcache/ops.h"
 #include "model/json_read.h"
 
 /* Bounds of the sizes read from config.json (docs/config.md says why). */
@@ -75,8 +76,5 @@ kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out);
 /* Softmax scale of MLA attention: (dn + dr)^-1/2, times mscale(factor,
  * mscale_all_dim)^2 when the rope is scaled and mscale_all_dim is set. */
 double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim);
-
-/* "default", "linear", "dynamic", "yarn", "longrope", "llama3". */
-const char *kvc_rope_type_name(kvc_rope_type t);
 
 #endif /* KVC_MODEL_HPARAMS_H */

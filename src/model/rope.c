@@ -54,7 +54,7 @@ kvc_status kvc_rope_prepare(kvc_model *m)
             const float ef = (float)(1.0 - ramp);
             inv[i] = inter * (1.0f - ef) + extra * ef;
         }
-        m->rope_attn_factor = (float)r->attention_factor; /* resolved by the config reader */
+        m->rope_attn_factor = (float)kvc_rope_attention_factor(r);
     }
     return KVC_OK;
 }

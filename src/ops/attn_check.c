@@ -426,7 +426,8 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     if (qr != kr) FAIL(KVC_EINVAL, "%s is given without %s: MLA needs both query_rope and key_rope (R10)",
                        qr ? "query_rope" : "key_rope", qr ? "key_rope" : "query_rope");
     pb->Dr = head_dim_of(&p->q_rope, p->layout, pb->Nq);
-    if (pb->Dr != 64) FAIL(KVC_EINVAL, "query_rope head dim %lld must be 64 (R10)", (long long)pb->Dr);
+    if (pb->Dr <= 0 || pb->Dr % 2 != 0)
+        FAIL(KVC_EINVAL, "query_rope head dim %lld must be even and > 0 (R10)", (long long)pb->Dr);
     if (p->q_rope.dtype != p->q.dtype)
         FAIL(KVC_EINVAL, "query_rope dtype %s must equal the query dtype %s (R10)", kvc_dtype_name(p->q_rope.dtype),
              kvc_dtype_name(p->q.dtype));
@@ -435,10 +436,14 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     TRY(expect_shape(pb, &p->q_rope, "query_rope", nd, s));
     int64_t kdim;
     TRY(kv_dims(pb, &p->k_rope, "key_rope", &kdim));
-    if (kdim != 64) FAIL(KVC_EINVAL, "key_rope head dim %lld must be 64 (R10)", (long long)kdim);
+    if (kdim != pb->Dr)
+        FAIL(KVC_EINVAL, "key_rope head dim %lld differs from the query_rope head dim %lld (R10)", (long long)kdim,
+             (long long)pb->Dr);
     TRY(check_kv_tensor(pb, &p->k_rope, "key_rope", kdim));
-    if (pb->D != 512 && pb->D != 128)
-        FAIL(KVC_EINVAL, "MLA query head dim %lld must be 512 (absorbed) or 128 (R10)", (long long)pb->D);
+    /* The vendor operator's two MLA paths (rope 64 with D 512 absorbed or
+     * 128 non-absorbed) keep its limits; any other dims are general MLA:
+     * every layout, storage, mode, LSE and query length the kernel takes. */
+    if (pb->Dr != 64 || (pb->D != 512 && pb->D != 128)) return KVC_OK;
     if (pb->D == 128) {
         if (pb->paged || (p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_NTD_TND))
             FAIL(KVC_EINVAL, "MLA with head dim 128 (non-absorbed) takes packed TND or NTD_TND K/V without paging (R10)");
@@ -538,6 +543,8 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
         FAIL(KVC_EINVAL, "MLA int8 latent cache takes one per-tensor scale (R10)");
+    if (pb->Dr && pb->kq == KVC_QIDX_TOKEN)
+        FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
     return KVC_OK;
 }
 

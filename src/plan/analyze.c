@@ -141,7 +141,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     plan->mla = f.fam == KVC_FAM_MLA;
     plan->sinks = f.fam == KVC_FAM_GPT_OSS;
     plan->rope_factor = f.rope.factor;
-    plan->rope_attention_factor = f.rope.attention_factor;
+    plan->rope_attention_factor = kvc_rope_attention_factor(&f.rope);
 
     kvc_state_shapes states = {0};
     st = decide(hp, plan, &f, kv_per_rank, &states);
