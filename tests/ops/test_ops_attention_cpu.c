@@ -363,6 +363,48 @@ static void test_mla_general_refusals(void **state)
     fx_free(&f);
 }
 
+/* Per-token int8 dequantisation: keys masked for a row may carry NaN or
+ * infinite key/value scales and offsets (slots never written): the row must
+ * not read them (selection, not multiplication by zero). Keys hidden by the
+ * explicit mask for every row, and keys before a decode row's band. */
+static void test_masked_keys_nan_token_scales(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    for (int ti = 0; ti < 2; ti++)
+        for (int mode = 1; mode <= 4; mode += 3) {
+            kvc_simd_override(tables[ti]);
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
+            c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_I8, c.odt = KVC_DTYPE_F32, c.mode = mode;
+            c.explicit_mask = mode == 1, c.pre = mode == 4 ? 20 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+            c.quant = 1, c.offsets = true, c.bs = 16, c.seed = 21 + (uint32_t)mode, c.lse = true;
+            for (int64_t b = 0; b < c.B; b++) c.sq[b] = mode == 4 ? 1 : 3, c.skv[b] = 90 + 7 * b;
+            fx f;
+            fx_build(&f, &c);
+            int64_t poisoned = 0;
+            for (int64_t b = 0; b < c.B; b++)
+                for (int64_t j = 0; j < c.skv[b]; j++) {
+                    const bool hide = mode == 1 ? j % 5 == 2 : j < c.skv[b] - 21; /* mode 4: before the band */
+                    if (!hide) continue;
+                    if (mode == 1)
+                        for (int64_t i = 0; i < f.sqmax; i++) ((uint8_t *)f.mbuf)[(b * f.sqmax + i) * f.skvmax + j] = 1;
+                    const int64_t qi = b * f.skvmax + j;
+                    f.ks[qi] = NAN, f.vs[qi] = j % 2 ? NAN : INFINITY, f.ko[qi] = INFINITY, f.vo[qi] = NAN;
+                    poisoned++;
+                }
+            assert_true(poisoned > 30);
+            run_cpu(&f.p);
+            for (int64_t e = 0; e < f.out_n; e++)
+                if (!isfinite(((float *)f.obuf)[e])) fail_msg("%s mode %d: output %lld is %g", tables[ti]->name, mode, (long long)e, ((float *)f.obuf)[e]);
+            const double err = cpu_vs_ref(&f, 1e-5, 1e-5);
+            if (!(err <= 1.0)) fail_msg("%s mode %d: error %g against the reference", tables[ti]->name, mode, err);
+            fx_free(&f);
+        }
+    kvc_simd_override(NULL);
+}
+
 static void test_workspace_refusal(void **state)
 {
     (void)state;
@@ -389,7 +431,7 @@ int main(void)
         cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
         cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
-        cmocka_unit_test(test_mla_general_refusals),
+        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
