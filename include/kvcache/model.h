@@ -6,10 +6,9 @@
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
  * widened at load); dense layers go through the library's batch-invariant
- * GEMM (a fixed reduction order over K, docs/runtime.md); attention
- * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
- * latent caches, which has its own f32 loop (keys in token order, so the
- * result does not depend on block size or paging).
+ * GEMM (a fixed reduction order over K, docs/runtime.md); cache writes,
+ * RMSNorm, RoPE and attention (the absorbed MLA form over latent caches
+ * included) only through the ops layer (ops.h): one code path.
  *
  * Thread safety: a kvc_model is immutable after creation and may be shared;
  * a kvc_model_workspace serves one forward call at a time. */

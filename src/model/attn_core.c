@@ -8,11 +8,16 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c)
+static kvc_tensor view_dt(const void *data, kvc_dtype dt, int32_t nd, int64_t a, int64_t b, int64_t c)
 {
-    kvc_tensor t = {.data = (void *)data, .dtype = KVC_DTYPE_F32, .ndim = nd};
+    kvc_tensor t = {.data = (void *)data, .dtype = dt, .ndim = nd};
     t.shape[0] = a, t.shape[1] = b, t.shape[2] = c;
     return t;
+}
+
+static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c)
+{
+    return view_dt(data, KVC_DTYPE_F32, nd, a, b, c);
 }
 
 /* Runs the CPU kernel, growing the workspace once when a step needs more. */
@@ -131,8 +136,14 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     tnd_params(&p, s, c);
     p.kv_lens = s->md->seq_lens_kv;
     p.kv_len_form = KVC_KV_FORM_DIRECT;
-    p.k = view(lc->k.data, 3, NB, bs, c->nKV * c->D);
-    p.v = view(lc->v.data, 3, NB, bs, c->nKV * c->Dv);
+    p.k = view_dt(lc->k.data, lc->k.dtype, 3, NB, bs, c->nKV * c->D);
+    if (c->q_rope) { /* absorbed MLA: the latent cache is key and value, the rope cache the keys' rope part */
+        p.v = p.k;
+        p.k_rope = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->dr);
+        p.q_rope = view(c->q_rope, 3, s->T, c->nH, c->dr);
+    } else {
+        p.v = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->nKV * c->Dv);
+    }
     p.kv_storage = KVC_KV_PAGED_BNBSH;
     kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
     p.block_table = bt;
@@ -145,7 +156,8 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
 static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
 {
     const kvc_step_metadata *md = s->md;
-    const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->nKV * c->Dv;
+    const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->q_rope ? c->dr : c->nKV * c->Dv;
+    const size_t ke = kvc_dtype_size(lc->k.dtype), ve = kvc_dtype_size(lc->v.dtype);
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         const int64_t q1 = md->cu_seq_lens_q[r], len = q1 - q0;
@@ -159,8 +171,15 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         p.kv_lens = &kl;
         p.kv_len_form = KVC_KV_FORM_DIRECT;
         p.q = view(c->q + q0 * c->nH * c->D, 3, 1, len, c->nH * c->D);
-        p.k = view((const float *)lc->k.data + cr * S * KW, 3, 1, S, KW);
-        p.v = view((const float *)lc->v.data + cr * S * VW, 3, 1, S, VW);
+        p.k = view_dt((const char *)lc->k.data + (size_t)(cr * S * KW) * ke, lc->k.dtype, 3, 1, S, KW);
+        const kvc_tensor second = view_dt((const char *)lc->v.data + (size_t)(cr * S * VW) * ve, lc->v.dtype, 3, 1, S, VW);
+        if (c->q_rope) {
+            p.v = p.k;
+            p.k_rope = second;
+            p.q_rope = view(c->q_rope + q0 * c->nH * c->dr, 3, 1, len, c->nH * c->dr);
+        } else {
+            p.v = second;
+        }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
         set_mask(&p, c->window, len == 1);
         kvc_status st = run_attention(s->ws, &p);
@@ -168,6 +187,12 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         q0 = q1;
     }
     return KVC_OK;
+}
+
+kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
+{
+    kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
+    return s->a->caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
 }
 
 kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
@@ -185,5 +210,5 @@ kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
     st = kvc_cache_write(s, lc, &lc->k, c->k, c->nKV, c->D);
     if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, c->v, c->nKV, c->Dv);
     if (st != KVC_OK) return st;
-    return caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
+    return kvc_attn_cached(s, c);
 }
