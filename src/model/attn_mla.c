@@ -104,8 +104,10 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
         memcpy(lat + t * rkv, ckv + t * (rkv + dr), (size_t)rkv * sizeof(float));
         memcpy(rope + t * dr, ckv + t * (rkv + dr) + rkv, (size_t)dr * sizeof(float));
     }
-    kvc_status st = kvc_cache_write(s, lc, &lc->k, lat, 1, rkv);
-    return st == KVC_OK ? kvc_cache_write(s, lc, &lc->v, rope, 1, dr) : st;
+    const void *lq = kvc_cache_rows(&lc->k, lc->k_scale, lat, T * rkv, ws->kc);
+    const void *rq = kvc_cache_rows(&lc->v, lc->v_scale, rope, T * dr, ws->vc);
+    kvc_status st = kvc_cache_write(s, lc, &lc->k, lq, 1, rkv);
+    return st == KVC_OK ? kvc_cache_write(s, lc, &lc->v, rq, 1, dr) : st;
 }
 
 /* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */

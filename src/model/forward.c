@@ -1,6 +1,7 @@
 /* The forward pass over a packed batch (MF 1.3 decoder skeleton, RM 3):
  * hidden states stay [T, H]; every layer reads the step's metadata and its
  * own cache; the workspace is sized once. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,8 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws)
     kvc_aligned_free(ws->lens_a);
     kvc_aligned_free(ws->lens_b);
     kvc_aligned_free(ws->slots);
+    kvc_aligned_free(ws->kc);
+    kvc_aligned_free(ws->vc);
     kvc_aligned_free(ws->attn_ws);
     free(ws);
 }
@@ -92,6 +95,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)max_rows * 8, (void **)&ws->lens_a);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)max_rows * 8, (void **)&ws->lens_b);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)Tm * 8, (void **)&ws->slots);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * ws->kw) * 4, &ws->kc);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * ws->vw) * 4, &ws->vc);
     if (st != KVC_OK) {
         kvc_model_workspace_destroy(ws);
         return st;
@@ -101,6 +106,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 }
 
 /* ---- validation -------------------------------------------------------------- */
+
+bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent)
+{
+    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || (dt == KVC_DTYPE_I8 && !latent);
+}
 
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l)
 {
@@ -112,9 +122,17 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     if (cs->latent) hk = hv = 1, dk = c->kv_lora_rank, dvv = c->qk_rope_head_dim;
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
+    const kvc_dtype dt = lc->k.dtype;
+    if (!kvc_model_kv_dtype_ok(dt, cs->latent) || lc->v.dtype != dt)
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
+                        (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype),
+                        cs->latent ? " (latent caches: int8 is not supported)" : ", int8");
+    if (dt == KVC_DTYPE_I8 && !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld int8 caches need finite positive scales (k_scale %g, v_scale %g)",
+                        (long long)l, (double)lc->k_scale, (double)lc->v_scale);
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
-        bool ok = x->data && x->dtype == KVC_DTYPE_F32;
+        bool ok = x->data != NULL;
         if (cs->kind == KVC_MCACHE_PAGED)
             ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == cs->block_size &&
                  x->shape[0] == t[0]->shape[0];
@@ -122,7 +140,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
         if (!ok)
-            return kvc_fail(KVC_EINVAL, "forward: layer %lld %s cache must be f32 %s with %lld heads of %lld (block size %lld)",
+            return kvc_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
                             (long long)l, i ? "v" : "k",
                             cs->kind == KVC_MCACHE_PAGED ? "[NB, bs, heads, dim]" : "[rows, S_max, heads*dim]",
                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);

@@ -33,6 +33,9 @@ struct kvc_model_workspace {
     float *cos;    /* [Tm, rot] RoPE cos of each token's position (this step) */
     float *sin;    /* [Tm, rot] */
     float *rope_tmp; /* [rot] */
+    void *kc;        /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
+    void *vc;        /* [Tm, vw] values in the cache dtype */
+    float *kv_absmax; /* [num_layers, 2] calibration: largest |k|, |v| seen (NULL: not recorded) */
     int64_t *slots;  /* [Tm] MLA latent writes into contiguous caches: cache row * S_max + position */
     int64_t *lens_a; /* [max_rows] */
     int64_t *lens_b; /* [max_rows] */
@@ -79,11 +82,17 @@ typedef struct kvc_attn_call {
     float *out;
 } kvc_attn_call;
 kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* Calibration (calibrate.c): folds the call's |k| and |v| into ws->kv_absmax when set. */
+void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* Attention over what the layer's cache holds (its writes done), any form. */
 kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 
-/* Writes rows [T, width] into layer cache tensor t (contiguous per row or paged by slots). */
-kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const float *rows,
+/* rows [n] f32 as cache tensor t stores them: rows itself for f32; else
+ * converted into buf (f16/bf16 round to nearest even; int8 quantised with
+ * dequantisation scale `scale` as kvc_quantize_i8 does). */
+const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
+/* Writes rows [T, heads, dim] of t's dtype into layer cache tensor t (contiguous per row or paged by slots). */
+kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim);
 
 #endif /* KVC_MODEL_FORWARD_INTERNAL_H */
