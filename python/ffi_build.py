@@ -114,10 +114,16 @@ kvc_manager_params kvc_manager_default_params(void);
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out);
 void kvc_manager_destroy(kvc_manager *m);
-#define KVC_ALL_KEYS ...
-kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t request_id, int64_t computed_tokens,
-                                      int64_t num_new_tokens, int64_t lookahead_tokens, int64_t reserved_tokens,
-                                      uint64_t key_mask);
+typedef struct kvc_slot_request {
+    int64_t request_id;
+    int64_t computed_tokens;
+    int64_t num_new_tokens;
+    int64_t lookahead_tokens;
+    int64_t reserved_tokens;
+    uint64_t skip_keys;
+    ...;
+} kvc_slot_request;
+kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
 kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
 int32_t kvc_manager_n_keys(const kvc_manager *m);
 const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);

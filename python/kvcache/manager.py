@@ -201,15 +201,16 @@ class Manager:
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
         free blocks: nothing was allocated)."""
-        mask = lib.KVC_ALL_KEYS if keys is None else 0
-        for k in keys or ():
-            mask |= 1 << self.key_index(k)
-        st = check(lib.kvc_manager_allocate_slots(self._m, int64(request_id, "request_id"),
-                                                  int64(computed_tokens, "computed_tokens"),
-                                                  int64(num_new_tokens, "num_new_tokens"),
-                                                  int64(lookahead_tokens, "lookahead_tokens"),
-                                                  int64(reserved_tokens, "reserved_tokens"), mask))
-        return st != lib.KVC_NO_SPACE
+        req = ffi.new("kvc_slot_request *")
+        req.request_id = int64(request_id, "request_id")
+        req.computed_tokens = int64(computed_tokens, "computed_tokens")
+        req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
+        req.lookahead_tokens = int64(lookahead_tokens, "lookahead_tokens")
+        req.reserved_tokens = int64(reserved_tokens, "reserved_tokens")
+        if keys is not None:
+            chosen = {self.key_index(k) for k in keys}
+            req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
+        return check(lib.kvc_manager_allocate_slots(self._m, req)) != lib.KVC_NO_SPACE
 
     def free(self, request_id):
         """Returns every block of the request (an unknown id does nothing)."""
