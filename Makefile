@@ -9,6 +9,7 @@ DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp
                 libcjson-dev libcmocka-dev libopenblas-dev python3-venv python3-dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
+PREFIX ?= /usr/local
 
 # intercept_tls_get_addr=0: LLVM <= 16's __tls_get_addr interceptor can misread
 # a dynamic TLS block (libomp's worker threads have them) and make the leak
@@ -26,7 +27,7 @@ PY_VENV := $(BUILD)/python-venv
 PY_STAMP := $(PY_VENV)/.kvcache-deps
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps build demo test unit-test python-test asan-test fuzz-test bench clean
+.PHONY: all deps build demo install test unit-test python-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -49,6 +50,12 @@ build: deps
 
 demo: build
 	./$(BUILD)/kvcache demo
+
+# Headers, libkvcache + libkvcache_core (shared and static), the kvcache
+# command, pkg-config files and the CMake package under $(PREFIX) (DESTDIR
+# is honoured for staged installs); see docs/install.md.
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -80,7 +80,11 @@ typedef enum kvc_log_level { KVC_LOG_DEBUG = 0, KVC_LOG_INFO, KVC_LOG_WARN, KVC_
 typedef void (*kvc_log_fn)(void *user, kvc_log_level level, const char *message);
 
 /* Installs the process-wide logging callback (NULL: the library stays silent,
- * which is the default). The library never prints by itself. */
+ * which is the default). The library never prints by itself. Safe to call
+ * while other threads log: each message goes to one installed (fn, user)
+ * pair, never to a mix of two; a message already being delivered when the
+ * pair changes still goes to the previous one. The callback may run on any
+ * thread that calls into the library, and may itself call this function. */
 KVC_API void kvc_set_log_callback(kvc_log_fn fn, void *user);
 
 #ifdef __cplusplus
