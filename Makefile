@@ -6,7 +6,7 @@
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev python3-venv python3-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format python3-venv python3-dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
 PREFIX ?= /usr/local
@@ -16,6 +16,13 @@ PREFIX ?= /usr/local
 # checker's tracer crash at exit with "Tracer caught signal 11" although no
 # leak exists (google/sanitizers#1267, fixed in later LLVM).
 ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
+
+# Files kept in the .clang-format style (checked by make format-check, part of
+# make test). The tree is formatted file by file: add a file when you format it.
+FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
+                include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
+                src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
+                tests/install/consumer.c)
 
 BUILD := build
 BUILD_ASAN := build-asan
@@ -27,7 +34,7 @@ PY_VENV := $(BUILD)/python-venv
 PY_STAMP := $(PY_VENV)/.kvcache-deps
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps build demo install test unit-test python-test asan-test fuzz-test bench clean
+.PHONY: all deps build demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -95,7 +102,13 @@ python-test: build
 	cd $(BUILD) && KVC_REQUIRE_BUILD=1 KVC_BUILD_DIR=$(CURDIR)/$(BUILD) KVC_SOURCE_DIR=$(CURDIR) MPLBACKEND=Agg \
 	  $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 
-test: unit-test python-test asan-test fuzz-test
+format-check: deps
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+test: format-check unit-test python-test asan-test fuzz-test
 
 bench: build
 	./$(BUILD)/kvcache bench manager

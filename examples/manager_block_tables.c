@@ -20,15 +20,13 @@
 
 enum { N_REQ = 2, MAX_LEN = 32, BLOCK_SIZE = 4, WINDOW = 8, DECODE_STEPS = 8 };
 
-static int check(kvc_status st, const char *what)
-{
+static int check(kvc_status st, const char *what) {
     if (st >= 0) return 0;
     fprintf(stderr, "%s: %s: %s\n", what, kvc_status_str(st), kvc_last_error());
     return 1;
 }
 
-static kvc_cache_entry attention_entry(const char *name, kvc_attn_type type)
-{
+static kvc_cache_entry attention_entry(const char *name, kvc_attn_type type) {
     kvc_cache_entry e = kvc_cache_entry_default();
     snprintf(e.name, sizeof e.name, "%s", name);
     e.attn_type = type;
@@ -41,15 +39,13 @@ static kvc_cache_entry attention_entry(const char *name, kvc_attn_type type)
     return e;
 }
 
-static void print_row(const char *key, int64_t id, const int32_t *row, int64_t width)
-{
+static void print_row(const char *key, int64_t id, const int32_t *row, int64_t width) {
     printf("  %-13s request %lld: [", key, (long long)id);
     for (int64_t i = 0; i < width; i++) printf(i ? " %2d" : "%2d", row[i]);
     printf("]\n");
 }
 
-int main(void)
-{
+int main(void) {
     /* 1. one cache per layer; the manager groups them by attention type */
     kvc_cache_entry entries[2] = {attention_entry("k_cache", KVC_ATTN_FULL),
                                   attention_entry("k_cache", KVC_ATTN_SLIDING_WINDOW)};

@@ -30,15 +30,13 @@ static float next_value(uint32_t *seed) /* deterministic values in [-1, 1) */
     return (float)(*seed >> 8) / 8388608.0f - 1.0f;
 }
 
-static int check(kvc_status st, const char *what)
-{
+static int check(kvc_status st, const char *what) {
     if (st >= 0) return 0;
     fprintf(stderr, "%s: %s: %s\n", what, kvc_status_str(st), kvc_last_error());
     return 1;
 }
 
-int main(void)
-{
+int main(void) {
     static float k_cache[N_BLOCKS * BLOCK_SIZE * ROW], v_cache[N_BLOCKS * BLOCK_SIZE * ROW];
     static float keys[N_REQ][10][ROW], values[N_REQ][10][ROW]; /* [req][token][Nkv * D] */
     static float q[N_REQ][Q_HEADS][HEAD_DIM], out[N_REQ][Q_HEADS][HEAD_DIM];
@@ -54,7 +52,8 @@ int main(void)
             for (int c = 0; c < ROW; c++) keys[b][t][c] = next_value(&seed), values[b][t][c] = next_value(&seed);
             slots[t] = (int64_t)block_table[b][t / BLOCK_SIZE] * BLOCK_SIZE + t % BLOCK_SIZE;
         }
-        kvc_tensor kc4 = {.data = k_cache, .dtype = KVC_DTYPE_F32, .ndim = 4, .shape = {N_BLOCKS, BLOCK_SIZE, KV_HEADS, HEAD_DIM}};
+        kvc_tensor kc4 = {
+            .data = k_cache, .dtype = KVC_DTYPE_F32, .ndim = 4, .shape = {N_BLOCKS, BLOCK_SIZE, KV_HEADS, HEAD_DIM}};
         kvc_tensor vc4 = kc4;
         vc4.data = v_cache;
         kvc_tensor ku = {.data = keys[b], .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {kv_len[b], KV_HEADS, HEAD_DIM}};
@@ -84,7 +83,8 @@ int main(void)
     p.k = kc;
     p.v = vc;
     p.kv_storage = KVC_KV_PAGED_BNBSH;
-    p.block_table = (kvc_tensor){.data = (void *)block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {N_REQ, TABLE_W}};
+    p.block_table =
+        (kvc_tensor){.data = (void *)block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {N_REQ, TABLE_W}};
     p.block_size = BLOCK_SIZE;
     p.out = (kvc_tensor){.data = out, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {N_REQ, Q_HEADS, HEAD_DIM}};
 

@@ -5,7 +5,8 @@
  * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
- * widened at load); dense layers go through BLAS (cblas_sgemm); attention
+ * widened at load); dense layers go through the library's batch-invariant
+ * GEMM (a fixed reduction order over K, docs/runtime.md); attention
  * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
  * latent caches, which has its own f32 loop (keys in token order, so the
  * result does not depend on block size or paging).

@@ -69,22 +69,38 @@ int main(int argc, char **argv) {
         char key[64], rest[4000] = "";
         if (sscanf(line, "%63s %3999[^\n]", key, rest) < 1) continue;
         long long v = atoll(rest);
-        if (strcmp(key, "layout") == 0) p.layout = (kvc_attn_layout)v;
-        else if (strcmp(key, "num_heads") == 0) p.num_heads = (int32_t)v;
-        else if (strcmp(key, "num_kv_heads") == 0) p.num_kv_heads = (int32_t)v;
-        else if (strcmp(key, "scale") == 0) p.scale = strtod(rest, NULL);
-        else if (strcmp(key, "sparse_mode") == 0) p.sparse_mode = (int32_t)v;
-        else if (strcmp(key, "pre_tokens") == 0) p.pre_tokens = v;
-        else if (strcmp(key, "next_tokens") == 0) p.next_tokens = v;
-        else if (strcmp(key, "batch") == 0) p.batch = v;
-        else if (strcmp(key, "bidirectional") == 0) p.bidirectional = v != 0;
-        else if (strcmp(key, "kv_len_form") == 0) p.kv_len_form = (kvc_attn_kv_form)v;
-        else if (strcmp(key, "kv_storage") == 0) p.kv_storage = (kvc_kv_storage)v;
-        else if (strcmp(key, "block_size") == 0) p.block_size = (int32_t)v;
-        else if (strcmp(key, "key_quant") == 0) p.key_quant_mode = (kvc_quant_mode)v;
-        else if (strcmp(key, "value_quant") == 0) p.value_quant_mode = (kvc_quant_mode)v;
-        else if (strcmp(key, "q_lens") == 0) read_lens(rest, q_lens);
-        else if (strcmp(key, "kv_lens") == 0) read_lens(rest, kv_lens);
+        if (strcmp(key, "layout") == 0)
+            p.layout = (kvc_attn_layout)v;
+        else if (strcmp(key, "num_heads") == 0)
+            p.num_heads = (int32_t)v;
+        else if (strcmp(key, "num_kv_heads") == 0)
+            p.num_kv_heads = (int32_t)v;
+        else if (strcmp(key, "scale") == 0)
+            p.scale = strtod(rest, NULL);
+        else if (strcmp(key, "sparse_mode") == 0)
+            p.sparse_mode = (int32_t)v;
+        else if (strcmp(key, "pre_tokens") == 0)
+            p.pre_tokens = v;
+        else if (strcmp(key, "next_tokens") == 0)
+            p.next_tokens = v;
+        else if (strcmp(key, "batch") == 0)
+            p.batch = v;
+        else if (strcmp(key, "bidirectional") == 0)
+            p.bidirectional = v != 0;
+        else if (strcmp(key, "kv_len_form") == 0)
+            p.kv_len_form = (kvc_attn_kv_form)v;
+        else if (strcmp(key, "kv_storage") == 0)
+            p.kv_storage = (kvc_kv_storage)v;
+        else if (strcmp(key, "block_size") == 0)
+            p.block_size = (int32_t)v;
+        else if (strcmp(key, "key_quant") == 0)
+            p.key_quant_mode = (kvc_quant_mode)v;
+        else if (strcmp(key, "value_quant") == 0)
+            p.value_quant_mode = (kvc_quant_mode)v;
+        else if (strcmp(key, "q_lens") == 0)
+            read_lens(rest, q_lens);
+        else if (strcmp(key, "kv_lens") == 0)
+            read_lens(rest, kv_lens);
         else if (strcmp(key, "tensor") == 0) {
             char name[32], dt[16];
             int ndim = 0, used = 0;
@@ -122,7 +138,8 @@ int main(int argc, char **argv) {
     size_t ws_bytes = 0;
     void *ws = NULL;
     if (kvc_attention_cpu_workspace_size(&p, omp_get_max_threads(), &ws_bytes) != KVC_OK ||
-        kvc_aligned_alloc(64, ws_bytes ? ws_bytes : 64, &ws) != KVC_OK || kvc_attention_cpu(&p, ws, ws_bytes) != KVC_OK) {
+        kvc_aligned_alloc(64, ws_bytes ? ws_bytes : 64, &ws) != KVC_OK ||
+        kvc_attention_cpu(&p, ws, ws_bytes) != KVC_OK) {
         fprintf(stderr, "attn_oracle: %s\n", kvc_last_error());
         return 1;
     }

@@ -17,10 +17,8 @@ static atomic_flag log_lock = ATOMIC_FLAG_INIT;
 static kvc_log_fn log_fn;
 static void *log_user;
 
-static void log_lock_take(void)
-{
-    while (atomic_flag_test_and_set_explicit(&log_lock, memory_order_acquire)) {
-    }
+static void log_lock_take(void) {
+    while (atomic_flag_test_and_set_explicit(&log_lock, memory_order_acquire)) {}
 }
 
 static void log_lock_drop(void) { atomic_flag_clear_explicit(&log_lock, memory_order_release); }

@@ -7,16 +7,14 @@
 #include "base/internal.h"
 #include "kvc_test_util.h"
 
-static void test_fail_can_quote_the_previous_message(void **state)
-{
+static void test_fail_can_quote_the_previous_message(void **state) {
     (void)state;
     assert_int_equal(kvc_fail(KVC_ERANGE, "num_blocks %d must be in [1, %d]", 0, INT32_MAX), KVC_ERANGE);
     assert_int_equal(kvc_fail(KVC_EINVAL, "manager %s: %s", "FullAttention", kvc_last_error()), KVC_EINVAL);
     assert_string_equal(kvc_last_error(), "manager FullAttention: num_blocks 0 must be in [1, 2147483647]");
 }
 
-static void test_fail_truncates_a_long_quote(void **state)
-{
+static void test_fail_truncates_a_long_quote(void **state) {
     (void)state;
     char inner[600];
     memset(inner, 'x', sizeof inner - 1);
@@ -30,8 +28,7 @@ static void test_fail_truncates_a_long_quote(void **state)
 
 /* A pool that cannot be created, reported through the manager that wanted it
  * (the path that printed "manager FullAttention: manager FullAttention: ..."). */
-static void test_manager_message_quotes_the_pool_message(void **state)
-{
+static void test_manager_message_quotes_the_pool_message(void **state) {
     (void)state;
     kvc_test_model tm;
     kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
@@ -61,16 +58,14 @@ typedef struct {
 
 static log_tally tally_a, tally_b;
 
-static void log_a(void *user, kvc_log_level level, const char *message)
-{
+static void log_a(void *user, kvc_log_level level, const char *message) {
     (void)level;
     (void)message;
     atomic_fetch_add(&tally_a.calls, 1);
     if (user != &tally_a) atomic_fetch_add(&tally_a.mismatches, 1);
 }
 
-static void log_b(void *user, kvc_log_level level, const char *message)
-{
+static void log_b(void *user, kvc_log_level level, const char *message) {
     (void)level;
     (void)message;
     atomic_fetch_add(&tally_b.calls, 1);
@@ -79,8 +74,7 @@ static void log_b(void *user, kvc_log_level level, const char *message)
 
 #define LOG_ROUNDS 20000
 
-static void *flip_callbacks(void *arg)
-{
+static void *flip_callbacks(void *arg) {
     (void)arg;
     for (int i = 0; i < LOG_ROUNDS; i++) {
         kvc_set_log_callback(log_a, &tally_a);
@@ -89,15 +83,13 @@ static void *flip_callbacks(void *arg)
     return NULL;
 }
 
-static void *log_messages(void *arg)
-{
+static void *log_messages(void *arg) {
     (void)arg;
     for (int i = 0; i < LOG_ROUNDS; i++) kvc_log(KVC_LOG_INFO, "message %d", i);
     return NULL;
 }
 
-static void test_log_callback_pair_is_never_torn(void **state)
-{
+static void test_log_callback_pair_is_never_torn(void **state) {
     (void)state;
     kvc_set_log_callback(log_a, &tally_a);
     pthread_t writer, readers[3];
@@ -113,8 +105,7 @@ static void test_log_callback_pair_is_never_torn(void **state)
     assert_int_equal(atomic_load(&tally_a.calls) + atomic_load(&tally_b.calls), 3 * LOG_ROUNDS);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fail_can_quote_the_previous_message),
         cmocka_unit_test(test_fail_truncates_a_long_quote),

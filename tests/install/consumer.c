@@ -8,8 +8,7 @@
 
 #include <kvcache/kvcache.h>
 
-static char *read_file(const char *path, size_t *len)
-{
+static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) return NULL;
     char *text = NULL;
@@ -24,8 +23,7 @@ static char *read_file(const char *path, size_t *len)
     return text;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (kvc_version() != KVC_VERSION) {
         fprintf(stderr, "library version %d, headers %d\n", (int)kvc_version(), KVC_VERSION);
         return 1;
