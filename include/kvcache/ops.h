@@ -114,14 +114,21 @@ KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, floa
 /* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. */
 KVC_API void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+typedef enum kvc_rope_type {
+    KVC_ROPE_DEFAULT = 0,
+    KVC_ROPE_LLAMA3,
+    KVC_ROPE_YARN,
+    KVC_ROPE_LINEAR,  /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
+    KVC_ROPE_DYNAMIC, /* as LINEAR */
+    KVC_ROPE_LONGROPE /* as LINEAR */
+} kvc_rope_type;
 
-/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn). Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
+/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn),
+ * as the config reader resolves config.json (docs/config.md). */
 typedef struct kvc_rope_config {
     kvc_rope_type type;
     double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
+    double factor;                 /* llama3 / yarn, as written in the dict (also the YaRN ramp's f) */
     double low_freq_factor;        /* llama3 */
     double high_freq_factor;       /* llama3 */
     int64_t original_max_position; /* llama3 / yarn L0 */
@@ -141,6 +148,9 @@ typedef struct kvc_rope_config {
  * <= 0, theta <= 1, or a llama3/yarn plan whose factor, L0, beta or
  * low/high frequency factors are not usable. */
 KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
+/* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
+ * every type but yarn). */
+KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]
  * (h = rot_dim / 2, f32 product as HF), cos = cosf(angle) * A, sin =
