@@ -9,7 +9,8 @@ The view must be C-contiguous (row-major, as kvc_tensor is) and in host
 memory; a buffer written by the library must be writable.
 
 NumPy has no bf16 or fp8 types: `view_as(array, "bf16")` reinterprets a
-uint16 (or int16) array as bf16 elements, still without a copy.
+uint16 (or int16) array as bf16 elements, `view_as(array, "fp8_e4m3")` (or
+"fp8_e5m2") a uint8 array as fp8 elements, still without a copy.
 """
 import ctypes
 
@@ -22,9 +23,9 @@ from ._lib import dtype_code, ffi, invalid
 _FORMATS = {"f": "f32", "e": "f16", "b": "i8", "i": "i32", "l": "i64", "q": "i64", "?": "bool"}
 
 # DLPack (type code, bits) -> kvcache dtype name (dlpack.h: kDLInt 0,
-# kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6)
+# kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12)
 _DLPACK = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16", (0, 8): "i8", (0, 32): "i32", (0, 64): "i64",
-           (6, 8): "bool"}
+           (6, 8): "bool", (10, 8): "fp8_e4m3", (12, 8): "fp8_e5m2"}
 _KDL_CPU = 1
 
 # dlpack.h's stable ABI, read through a capsule's pointer
@@ -52,12 +53,13 @@ class Reinterpreted:
 
 
 # storage dtypes without a NumPy type, and the same-width integer formats they ride on
-_REINTERPRET = {"bf16": ("H", "h"), "f16": ("H", "h", "e")}
+_REINTERPRET = {"bf16": ("H", "h"), "f16": ("H", "h", "e"), "fp8_e4m3": ("B", "b"), "fp8_e5m2": ("B", "b")}
 
 
 def view_as(array, dtype):
     """Marks a NumPy array so that its elements are read as `dtype` without a
-    copy: "bf16" (or "f16") over uint16/int16 arrays. Returns a wrapper every
+    copy: "bf16" (or "f16") over uint16/int16 arrays, "fp8_e4m3" / "fp8_e5m2"
+    over uint8/int8 arrays. Returns a wrapper every
     kvcache call accepts wherever it takes an array."""
     if dtype not in _REINTERPRET:
         raise invalid(f"view_as: dtype \"{dtype}\" is not one of {sorted(_REINTERPRET)}")
@@ -102,7 +104,8 @@ def _buffer_view(obj, mv, name, writable, reinterpret):
         fmt = fmt[1:]
     if reinterpret is not None:
         if fmt not in _REINTERPRET[reinterpret]:
-            raise invalid(f"{name}: view_as(\"{reinterpret}\") needs 16-bit integer elements, got format \"{mv.format}\"")
+            raise invalid(f"{name}: view_as(\"{reinterpret}\") needs integer elements of the same width "
+                          f"({'/'.join(_REINTERPRET[reinterpret])}), got format \"{mv.format}\"")
         dtype = reinterpret
     elif fmt in _FORMATS and not (fmt in "lq" and mv.itemsize != 8):
         dtype = _FORMATS[fmt]
@@ -130,7 +133,7 @@ def _from_dlpack(obj, name):
     key = (t.dtype.code, t.dtype.bits)
     if t.dtype.lanes != 1 or key not in _DLPACK:
         raise invalid(f"{name}: DLPack dtype (code {key[0]}, bits {key[1]}, lanes {t.dtype.lanes}) is not "
-                      "f32, f16, bf16, i8, i32, i64 or bool")
+                      "f32, f16, bf16, fp8 e4m3fn/e5m2, i8, i32, i64 or bool")
     shape = [t.shape[i] for i in range(t.ndim)]
     if t.strides != _dl.NULL:
         expect = 1

@@ -37,6 +37,16 @@ def make_array(rng, shape, dtype, scale=1.0):
     if dtype == "bf16":
         b = to_bf16_bits(x)
         return kvcache.view_as(b, "bf16"), bf16_to_f32(b), b.tobytes()
+    if dtype in ("fp8_e4m3", "fp8_e5m2"):
+        # sign | exponent | mantissa with exponents near the bias: magnitudes 1/8 .. 8, no NaN/inf patterns
+        e4 = dtype == "fp8_e4m3"
+        exp = rng.integers(4, 10, size=shape) if e4 else rng.integers(12, 18, size=shape)
+        mant = rng.integers(0, 8 if e4 else 4, size=shape)
+        sign = rng.integers(0, 2, size=shape)
+        bits = ((sign << 7) | (exp << (3 if e4 else 2)) | mant).astype(np.uint8)
+        m_bits, bias = (3, 7) if e4 else (2, 15)
+        values = ((-1.0) ** sign * 2.0 ** (exp - bias) * (1 + mant / 2**m_bits)).astype(np.float32)
+        return kvcache.view_as(bits, dtype), values, bits.tobytes()
     if dtype == "i8":
         i = rng.integers(-127, 128, size=shape).astype(np.int8)
         return i, i.astype(np.float32), i.tobytes()

@@ -11,7 +11,8 @@ from attn_cases import DTYPES, SHAPES, bf16_to_f32, out_bytes, out_f32, random_c
 
 # every layout x storage with every q dtype and kv of the same dtype, plus int8 KV
 COMBOS = [(lay, kvl, qd, qd) for (lay, kvl), qd in itertools.product(SHAPES, DTYPES)]
-COMBOS += [(lay, kvl, qd, "i8") for (lay, kvl) in SHAPES for qd in ("f32", "f16")]
+COMBOS += [(lay, kvl, qd, kvd) for (lay, kvl) in SHAPES for qd in ("f32", "f16") for kvd in ("i8", "fp8_e4m3")]
+COMBOS += [("TND", "BNBSND", "bf16", "fp8_e5m2"), ("BSND", None, "f32", "fp8_e5m2")]
 TOL = {"f32": 2e-5, "f16": 2e-3, "bf16": 1.6e-2}
 
 

@@ -52,7 +52,7 @@ CASES = [
     ("write dtype", lambda: kvcache.write_slots(_cache.copy(), _upd.astype(np.float16), [1]), kvcache.InvalidArgument,
      "dtype f16"),
     ("quant write cache", lambda: kvcache.write_slots_quant(_cache.copy(), _upd, [1], [1.0]), kvcache.InvalidArgument,
-     "int8 cache"),
+     "needs an int8"),
     ("contiguous start", lambda: kvcache.write_contiguous(np.zeros((1, 4, 8), np.float32), np.zeros((1, 2, 8), np.float32),
                                                           [3]), kvcache.OutOfRange, "start 3"),
     ("run missing dir", lambda: kvcache.run("/nonexistent", [[1]]), kvcache.InvalidArgument, "cannot open"),

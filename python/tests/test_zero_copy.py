@@ -59,6 +59,14 @@ def test_write_slots_quant_rounds_into_int8_cache():
     assert cache[1, 2, 0].tolist() == [0, 2, -2, 127]  # half to even, saturated
 
 
+def test_write_slots_quant_fp8_through_view_as():
+    bits = np.zeros((1, 4, 1, 5), dtype=np.uint8)
+    upd = np.array([[[1.0, 0.5, -2.0, 448.0, 1000.0]]], dtype=np.float32)
+    kvcache.write_slots_quant(kvcache.view_as(bits, "fp8_e4m3"), upd, [2], inv_scale=[1.0])
+    # e4m3fn: bias 7, 3 mantissa bits; 448 is the largest finite value and 1000 saturates to it
+    assert bits[0, 2, 0].tolist() == [0x38, 0x30, 0xC0, 0x7E, 0x7E]
+
+
 def test_write_contiguous_in_place():
     cache = np.zeros((2, 6, 4), dtype=np.float32)
     upd = np.ones((2, 2, 4), dtype=np.float32)
