@@ -38,7 +38,12 @@ typedef enum kvc_model_family {
 
 KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
-/* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them). */
+/* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them);
+ * the config reader fills them as transformers 5.x resolves the config
+ * (docs/config.md). */
+
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
@@ -67,8 +72,10 @@ typedef struct kvc_model_config {
     double routed_scaling_factor;
 } kvc_model_config;
 
-/* Parses config.json text (name: used in messages). Refuses unknown
- * model_type, missing required fields and inconsistent sizes, naming the key. */
+/* Parses config.json text (name: used in messages) through the one config
+ * reader (docs/config.md). Refuses unknown model_type, missing required
+ * fields, sizes outside the documented bounds, invalid UTF-8 and
+ * inconsistent sizes, naming the key and the value. */
 KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
 /* Reads DIR/config.json. */
 KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);

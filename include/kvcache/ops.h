@@ -54,7 +54,7 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
- * the cache dtype (int8 caches: kvc_write_slots_quant). Refused: slot
+ * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant). Refused: slot
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
@@ -62,10 +62,13 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 
-/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 paged cache:
- * q = sat_int8(round_half_even(x * inv_scale + offset)). inv_scale is the
- * reciprocal of the dequantisation scale; both have n_quant entries: 1
- * (per tensor) or Nkv*D (per channel). offset may be NULL (0). */
+/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 or fp8 paged
+ * cache. int8: q = sat_int8(round_half_even(x * inv_scale + offset)); fp8:
+ * q = fp8(x * inv_scale), the product rounded once to f32 and then to fp8
+ * (ties to even, saturating at +-max, kvc_f32_to_fp8_e4m3/e5m2). inv_scale
+ * is the reciprocal of the dequantisation scale; inv_scale (and offset) have
+ * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
+ * offset may be NULL (0); fp8 caches take none. */
 KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
@@ -78,8 +81,9 @@ KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
  * (output de-interleaved: even lanes first) into rope_cache, both at
  * slots[t] (-1 skips). Caches are [NB, bs, 1, Dc] / [NB, bs, 1, Dr] in
  * `order` (BNBSND = PA plain, NZ = PA_NZ). kv is f32 [T, Dc + Dr], gamma
- * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8
- * when nope_inv_scale (one per-tensor reciprocal scale) is given; the rope
+ * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8 /
+ * fp8 when nope_inv_scale (one per-tensor reciprocal scale) is given (stored
+ * as kvc_write_slots_quant does); the rope
  * cache f32/f16/bf16. out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL)
  * receive c_norm and r_rot (the "return_kv" outputs). */
 typedef struct kvc_mla_write_params {
@@ -95,7 +99,7 @@ typedef struct kvc_mla_write_params {
     kvc_paged_order order;
     kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
     kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
-    const float *nope_inv_scale; /* [1] for an int8 nope cache, else NULL */
+    const float *nope_inv_scale; /* [1] for an int8/fp8 nope cache, else NULL */
     float *out_nope;     /* [T, Dc] or NULL */
     float *out_rope;     /* [T, Dr] or NULL */
 } kvc_mla_write_params;
@@ -114,14 +118,21 @@ KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, floa
 /* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. */
 KVC_API void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+typedef enum kvc_rope_type {
+    KVC_ROPE_DEFAULT = 0,
+    KVC_ROPE_LLAMA3,
+    KVC_ROPE_YARN,
+    KVC_ROPE_LINEAR,  /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
+    KVC_ROPE_DYNAMIC, /* as LINEAR */
+    KVC_ROPE_LONGROPE /* as LINEAR */
+} kvc_rope_type;
 
-/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn). Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
+/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn),
+ * as the config reader resolves config.json (docs/config.md). */
 typedef struct kvc_rope_config {
     kvc_rope_type type;
     double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
+    double factor;                 /* llama3 / yarn, as written in the dict (also the YaRN ramp's f) */
     double low_freq_factor;        /* llama3 */
     double high_freq_factor;       /* llama3 */
     int64_t original_max_position; /* llama3 / yarn L0 */
@@ -141,6 +152,9 @@ typedef struct kvc_rope_config {
  * <= 0, theta <= 1, or a llama3/yarn plan whose factor, L0, beta or
  * low/high frequency factors are not usable. */
 KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
+/* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
+ * every type but yarn). */
+KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]
  * (h = rot_dim / 2, f32 product as HF), cos = cosf(angle) * A, sin =
@@ -254,10 +268,13 @@ typedef struct kvc_attention_params {
 
     kvc_tensor sinks;         /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
 
-    kvc_quant_mode key_quant_mode;   /* int8 K/V: required */
+    /* Quantised K/V (docs/kv-dtypes.md): x = scale * (q + offset) with q the
+     * int8 integer or the exact fp8 value. int8 needs scales; fp8 scales are
+     * optional (absent: x = q) and fp8 takes no offsets. */
+    kvc_quant_mode key_quant_mode;   /* with scales: required */
     kvc_quant_mode value_quant_mode;
     kvc_tensor key_scale, value_scale;   /* f32; both or neither */
-    kvc_tensor key_offset, value_offset; /* f32; both or neither */
+    kvc_tensor key_offset, value_offset; /* f32; both or neither (int8 only) */
 
     kvc_tensor out;           /* f32/f16/bf16, shape per layout */
     kvc_tensor lse;           /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */

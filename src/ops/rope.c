@@ -24,12 +24,12 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim)
                             "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < low_freq_factor %g < high_freq_factor %g",
                             r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
     } else if (r->type == KVC_ROPE_YARN) {
-        if (!(r->ramp_factor > 0.0) || !isfinite(r->ramp_factor) || r->original_max_position <= 0 ||
+        if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 ||
             !(r->beta_fast > 0.0) || !(r->beta_slow > 0.0) || !isfinite(r->beta_fast) || !isfinite(r->beta_slow) ||
             !(r->theta > 1.0))
             return kvc_fail(KVC_EINVAL,
                             "rope yarn: factor %g, original_max_position %lld, beta_fast %g and beta_slow %g must be finite and > 0, theta %g > 1",
-                            r->ramp_factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
+                            r->factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
         if (!isfinite(r->attention_factor) || r->attention_factor < 0.0 || !isfinite(r->mscale) ||
             !isfinite(r->mscale_all_dim))
             return kvc_fail(KVC_EINVAL, "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
@@ -59,11 +59,20 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv)
     }
 }
 
-/* YaRN: a linear ramp over the dimensions between the correction range of
- * beta_fast and beta_slow blends interpolation and extrapolation; returns A. */
-static float yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
+double kvc_rope_attention_factor(const kvc_rope_config *r)
 {
-    const double f = r->ramp_factor, L0 = (double)r->original_max_position, th = r->theta;
+    if (r->type != KVC_ROPE_YARN) return 1.0;
+    if (r->attention_factor > 0) return r->attention_factor;
+    if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
+        return kvc_yarn_mscale(r->factor, r->mscale) / kvc_yarn_mscale(r->factor, r->mscale_all_dim);
+    return kvc_yarn_mscale(r->factor, 1.0);
+}
+
+/* YaRN: a linear ramp over the dimensions between the correction range of
+ * beta_fast and beta_slow blends interpolation and extrapolation. */
+static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
+{
+    const double f = r->factor, L0 = (double)r->original_max_position, th = r->theta;
     double lo = (double)d * log(L0 / (r->beta_fast * 2.0 * KVC_PI)) / (2.0 * log(th));
     double hi = (double)d * log(L0 / (r->beta_slow * 2.0 * KVC_PI)) / (2.0 * log(th));
     if (r->truncate) {
@@ -82,10 +91,6 @@ static float yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
         const float ef = (float)(1.0 - ramp);
         inv[i] = inter * (1.0f - ef) + extra * ef;
     }
-    if (r->attention_factor > 0) return (float)r->attention_factor;
-    if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
-        return (float)(kvc_yarn_mscale(f, r->mscale) / kvc_yarn_mscale(f, r->mscale_all_dim));
-    return (float)kvc_yarn_mscale(f, 1.0);
 }
 
 kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor)
@@ -96,9 +101,9 @@ kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float
     const int64_t half = rot_dim / 2;
     for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
         inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
-    *attn_factor = 1.0f;
     if (r->type == KVC_ROPE_LLAMA3) llama3_scale(r, half, inv_freq);
-    else if (r->type == KVC_ROPE_YARN) *attn_factor = yarn_scale(r, rot_dim, inv_freq);
+    else if (r->type == KVC_ROPE_YARN) yarn_scale(r, rot_dim, inv_freq);
+    *attn_factor = (float)kvc_rope_attention_factor(r);
     return KVC_OK;
 }
 

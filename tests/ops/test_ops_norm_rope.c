@@ -34,7 +34,7 @@ static void test_default_frequencies(void **state)
 static void test_yarn_frequencies(void **state)
 {
     (void)state;
-    kvc_rope_config r = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 40.0, .ramp_factor = 40.0,
+    kvc_rope_config r = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 40.0,
                          .original_max_position = 4096, .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0,
                          .mscale_all_dim = 1.0, .truncate = true};
     const int d = 16;
@@ -93,7 +93,7 @@ static void test_plan_refusals(void **state)
     r.theta = 0;
     assert_int_equal(kvc_rope_frequencies(&r, 16, inv, &A), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "theta"));
-    kvc_rope_config y = {.type = KVC_ROPE_YARN, .theta = 10000.0, .ramp_factor = 4.0, .original_max_position = 0,
+    kvc_rope_config y = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 4.0, .original_max_position = 0,
                          .beta_fast = 32, .beta_slow = 1};
     assert_int_equal(kvc_rope_frequencies(&y, 16, inv, &A), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "yarn"));
