@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/internal.h"
 #include "cmd_run.h"
 #include "kvcache/runner.h"
 
@@ -104,7 +105,7 @@ static void print_json(const char *dir, const kvc_runner_params *p, const int32_
     cJSON_AddNumberToObject(tm, "decode_per_step", st->decode_steps ? st->decode_ms / (double)st->decode_steps : 0.0);
     char *text = cJSON_PrintUnformatted(root);
     if (text) puts(text);
-    free(text);
+    kvc_free(text);
     cJSON_Delete(root);
 }
 
@@ -168,8 +169,8 @@ int kvc_cmd_run(int argc, char **argv)
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
     const int64_t V = kvc_model_config_of(m)->vocab_size, NT = p.max_new_tokens;
     kvc_runner *r = NULL;
-    int32_t *tok = calloc((size_t)(n * NT), sizeof *tok);
-    float *lg = json ? calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
+    int32_t *tok = kvc_calloc((size_t)(n * NT), sizeof *tok);
+    float *lg = json ? kvc_calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
     kvc_runner_stats st = {0};
     int rc = 0;
     if (!tok || (json && !lg)) {
@@ -188,7 +189,7 @@ int kvc_cmd_run(int argc, char **argv)
     }
     kvc_runner_destroy(r);
     kvc_model_destroy(m);
-    free(tok);
-    free(lg);
+    kvc_free(tok);
+    kvc_free(lg);
     return rc;
 }

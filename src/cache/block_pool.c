@@ -23,13 +23,13 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
     *out = NULL;
     if (num_blocks <= 0 || num_blocks > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "num_blocks %lld must be in [1, %d]", (long long)num_blocks, INT32_MAX);
-    kvc_block_pool *pool = calloc(1, sizeof *pool);
-    int32_t *ring = malloc((size_t)num_blocks * sizeof *ring);
-    uint64_t *bits = calloc((size_t)kvc_cdiv(num_blocks, 64), sizeof *bits);
+    kvc_block_pool *pool = kvc_calloc(1, sizeof *pool);
+    int32_t *ring = kvc_malloc((size_t)num_blocks * sizeof *ring);
+    uint64_t *bits = kvc_calloc((size_t)kvc_cdiv(num_blocks, 64), sizeof *bits);
     if (pool == NULL || ring == NULL || bits == NULL) {
-        free(pool);
-        free(ring);
-        free(bits);
+        kvc_free(pool);
+        kvc_free(ring);
+        kvc_free(bits);
         return kvc_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
     pool->num_blocks = num_blocks;
@@ -46,9 +46,9 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
 
 void kvc_block_pool_destroy(kvc_block_pool *pool) {
     if (pool == NULL) return;
-    free(pool->ring);
-    free(pool->free_bits);
-    free(pool);
+    kvc_free(pool->ring);
+    kvc_free(pool->free_bits);
+    kvc_free(pool);
 }
 
 int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool != NULL ? pool->num_blocks : 0; }

@@ -10,7 +10,7 @@
 static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num_blocks] */) {
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
     int64_t n_free = kvc_block_pool_num_free(sm->pool);
-    int32_t *queue = malloc((size_t)kvc_max64(n_free, 1) * sizeof *queue);
+    int32_t *queue = kvc_malloc((size_t)kvc_max64(n_free, 1) * sizeof *queue);
     if (queue == NULL) return kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld ids", (long long)n_free);
     int64_t n = 0;
     kvc_block_pool_free_ids(sm->pool, queue, n_free, &n);
@@ -24,7 +24,7 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
         else if (!kvc_block_pool_is_free(sm->pool, id))
             st = BROKEN("%s: INV-P2 block %d is queued but not marked free", sm->group.key, id);
     }
-    free(queue);
+    kvc_free(queue);
     for (int64_t id = 1; id < num_blocks && st == KVC_OK; id++)
         if (!seen[id] && kvc_block_pool_is_free(sm->pool, (int32_t)id))
             st = BROKEN("%s: INV-P2 block %lld is marked free but not queued", sm->group.key, (long long)id);
@@ -86,11 +86,11 @@ kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
     if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_check_invariants: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) {
         int64_t num_blocks = kvc_block_pool_num_blocks(m->managers[g].pool);
-        uint8_t *seen = calloc((size_t)num_blocks, 1);
+        uint8_t *seen = kvc_calloc((size_t)num_blocks, 1);
         if (seen == NULL) return kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld flags", (long long)num_blocks);
         kvc_status st = check_pool(&m->managers[g], seen);
         if (st == KVC_OK) st = check_tables(m, g, seen);
-        free(seen);
+        kvc_free(seen);
         if (st != KVC_OK) return st;
     }
     return KVC_OK;

@@ -11,10 +11,10 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
     m->max_table = type->max_table_len(g, max_model_len);
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
     if (st != KVC_OK) return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
-    m->next = malloc((size_t)num_blocks * sizeof *m->next);
-    m->prev = malloc((size_t)num_blocks * sizeof *m->prev);
+    m->next = kvc_malloc((size_t)num_blocks * sizeof *m->next);
+    m->prev = kvc_malloc((size_t)num_blocks * sizeof *m->prev);
     /* One call never moves more blocks than a table holds or the pool has. */
-    m->scratch = malloc((size_t)kvc_max64(kvc_min64(m->max_table, num_blocks), 1) * sizeof *m->scratch);
+    m->scratch = kvc_malloc((size_t)kvc_max64(kvc_min64(m->max_table, num_blocks), 1) * sizeof *m->scratch);
     if (m->next == NULL || m->prev == NULL || m->scratch == NULL) {
         kvc_single_manager_release(m);
         return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate its tables for %lld blocks", g->key,
@@ -26,9 +26,9 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
 
 void kvc_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
-    free(m->next);
-    free(m->prev);
-    free(m->scratch);
+    kvc_free(m->next);
+    kvc_free(m->prev);
+    kvc_free(m->scratch);
     m->pool = NULL;
     m->next = NULL;
     m->prev = NULL;

@@ -49,7 +49,7 @@ static void wire_managed(kvc_engine_adapter *a) {
 
 /* Self-managed: one legacy cache per entry, unit = heads * dims. */
 static kvc_status wire_legacy(kvc_engine_adapter *a) {
-    a->legacy = calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
+    a->legacy = kvc_calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
     if (a->legacy == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
         const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
@@ -81,10 +81,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         return kvc_fail(KVC_EINVAL, "engine adapter: engine max_model_len %lld and max_batch %lld must be >= 1",
                         (long long)ep->max_model_len, (long long)ep->max_batch);
     const kvc_model_config *c = kvc_model_config_of(m);
-    kvc_engine_adapter *a = calloc(1, sizeof *a);
+    kvc_engine_adapter *a = kvc_calloc(1, sizeof *a);
     if (a == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;
-    a->layers = calloc((size_t)c->num_layers, sizeof *a->layers);
+    a->layers = kvc_calloc((size_t)c->num_layers, sizeof *a->layers);
     kvc_status st = a->layers != NULL ? KVC_OK : kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK) st = kvc_model_cache_info_build(m, p->latent, p->self_managed ? 1 : p->block_size, &a->ci);
@@ -117,9 +117,9 @@ void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
     if (a == NULL) return;
     kvc_model_workspace_destroy(a->ws);
     kvc_model_cache_info_destroy(a->ci);
-    free(a->legacy);
-    free(a->layers);
-    free(a);
+    kvc_free(a->legacy);
+    kvc_free(a->layers);
+    kvc_free(a);
 }
 
 const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

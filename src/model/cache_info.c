@@ -32,10 +32,10 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t b
     if (block_size < 1) return kvc_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvc_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
-    kvc_model_cache_info *ci = calloc(1, sizeof *ci);
-    if (ci) ci->layer_infos = calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
+    kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);
+    if (ci) ci->layer_infos = kvc_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
     if (!ci || !ci->layer_infos) {
-        free(ci);
+        kvc_free(ci);
         return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
     }
     ci->num_layers = (int32_t)c->num_layers;
@@ -47,7 +47,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t b
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = calloc(2, sizeof *li->caches);
+        li->caches = kvc_calloc(2, sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");

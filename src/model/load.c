@@ -49,13 +49,13 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     /* gate rows first, then up rows (concatenated, MF 4.5) */
     const int64_t I = shape[1], H = shape[2];
     const int64_t fs[3] = {E, 2 * I, H};
-    float *tmp = malloc((size_t)(E * 2 * I * H) * sizeof(float));
+    float *tmp = kvc_malloc((size_t)(E * 2 * I * H) * sizeof(float));
     if (!tmp) return kvc_fail(KVC_ENOMEM, "model_load: out of memory");
     kvc_status s = kvc_safetensors_read_f32(c->st, fused, 3, fs, tmp);
     const bool up = strstr(suffix, "up_proj") != NULL;
     if (s == KVC_OK)
         for (int64_t e = 0; e < E; e++) memcpy(dst + e * per, tmp + (e * 2 * I + (up ? I : 0)) * H, (size_t)per * 4);
-    free(tmp);
+    kvc_free(tmp);
     return s;
 }
 

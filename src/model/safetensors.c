@@ -164,11 +164,11 @@ kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out)
 {
     if (!path || !out) return kvc_fail(KVC_EINVAL, "safetensors_open_file: path and out must not be NULL");
     *out = NULL;
-    kvc_safetensors *st = calloc(1, sizeof *st);
+    kvc_safetensors *st = kvc_calloc(1, sizeof *st);
     if (!st) return kvc_fail(KVC_ENOMEM, "safetensors_open_file: out of memory");
     kvc_status s = file_open(&st->files[0], path);
     if (s != KVC_OK) {
-        free(st);
+        kvc_free(st);
         return s;
     }
     st->n_files = 1;
@@ -195,7 +195,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
             s = kvc_fail(KVC_EINVAL, "%s: more than %d .safetensors files", dir, ST_MAX_FILES);
             break;
         }
-        names[n] = strdup(de->d_name);
+        names[n] = kvc_strdup(de->d_name);
         if (!names[n]) {
             s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
             break;
@@ -206,7 +206,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
     if (s == KVC_OK && n == 0) s = kvc_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
     kvc_safetensors *st = NULL;
     if (s == KVC_OK) {
-        st = calloc(1, sizeof *st);
+        st = kvc_calloc(1, sizeof *st);
         if (!st) s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
     }
     if (s == KVC_OK) {
@@ -220,7 +220,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
         }
         if (s == KVC_OK) s = check_duplicates(st);
     }
-    for (int i = 0; i < n; i++) free(names[i]);
+    for (int i = 0; i < n; i++) kvc_free(names[i]);
     if (s != KVC_OK) {
         kvc_safetensors_destroy(st);
         return s;
@@ -233,7 +233,7 @@ void kvc_safetensors_destroy(kvc_safetensors *st)
 {
     if (!st) return;
     for (int32_t i = 0; i < st->n_files; i++) file_close(&st->files[i]);
-    free(st);
+    kvc_free(st);
 }
 
 bool kvc_safetensors_has(const kvc_safetensors *st, const char *name)

@@ -184,8 +184,8 @@ void kvc_model_destroy(kvc_model *m)
 {
     if (!m) return;
     kvc_aligned_free(m->arena);
-    free(m->inv_freq);
-    free(m);
+    kvc_free(m->inv_freq);
+    kvc_free(m);
 }
 
 kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out)
@@ -205,11 +205,11 @@ kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out)
     if (cfg->family == KVC_FAMILY_GPT_OSS && (cfg->num_experts < 1 || cfg->experts_per_tok < 1 || cfg->experts_per_tok > cfg->num_experts))
         return kvc_fail(KVC_EINVAL, "model: gpt_oss needs 1 <= num_experts_per_tok %lld <= num_experts %lld",
                         (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
-    kvc_model *m = calloc(1, sizeof *m);
+    kvc_model *m = kvc_calloc(1, sizeof *m);
     if (!m) return kvc_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = *cfg;
     m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
-    m->inv_freq = calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
+    m->inv_freq = kvc_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
     kvc_status st = m->inv_freq ? kvc_model_visit_weights(m, count_fn, &n) : kvc_fail(KVC_ENOMEM, "model: out of memory");
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n * sizeof(float), (void **)&m->arena);

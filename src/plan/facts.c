@@ -271,7 +271,7 @@ static kvc_status read_window(const kvc_cfg *cfg, kvc_model_facts *f, bool *have
 }
 
 kvc_status kvc_plan_layer_kinds(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f) {
-    f->kinds = calloc((size_t)f->n_layers, sizeof *f->kinds);
+    f->kinds = kvc_calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL) return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     bool given = false, have_window = false;
     kvc_status st = layer_types_list(cfg, f, &given);
