@@ -76,6 +76,14 @@ static void test_corpus(void **state) {
     assert_non_null(mkdtemp(tmp));
     snprintf(path, sizeof path, "%s/fifo", tmp);
     assert_int_equal(mkfifo(path, 0600), 0);
+    /* a model directory whose weights file is a FIFO nobody writes to */
+    snprintf(path, sizeof path, "%s/fifo_model", tmp);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/fifo_model/model.safetensors", tmp);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    snprintf(path, sizeof path, "%s/fifo_model/config.json", tmp);
+    snprintf(out_path, sizeof out_path, "%s/run_ok/config.json", bad);
+    assert_int_equal(symlink(out_path, path), 0);
     snprintf(out_path, sizeof out_path, "%s/out.txt", tmp);
     snprintf(path, sizeof path, "%s/cases.tsv", bad);
     char *cases = kvc_test_read_text(path);
@@ -111,7 +119,35 @@ static void test_corpus(void **state) {
     assert_int_equal(system(path), 0);
 }
 
+/* The id cap names ids, the prompt cap prompts (both refused before the
+ * model is read). */
+static void test_prompt_caps(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/kvc_caps_XXXXXX", out_path[64];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out_path, sizeof out_path, "%s/out.txt", tmp);
+    size_t cap = 65537 * 2 + 1;
+    char *ids = malloc(cap), arg0[] = "run", dir[] = "no_model", flag[] = "--prompt-ids";
+    assert_non_null(ids);
+    for (size_t i = 0; i < 65537; i++) memcpy(ids + 2 * i, "1,", 2);
+    ids[cap - 2] = '\0';
+    char *argv[] = {arg0, dir, flag, ids, NULL};
+    assert_int_equal(run_child(4, argv, out_path, false), 2);
+    char *got = kvc_test_read_text(out_path);
+    assert_non_null(strstr(got, "at most 65536 prompt ids in all prompts together"));
+    free(got);
+    char one[] = "1", *many[2 + 2 * 65 + 1] = {arg0, dir};
+    for (int i = 0; i < 65; i++) many[2 + 2 * i] = flag, many[3 + 2 * i] = one;
+    assert_int_equal(run_child(2 + 2 * 65, many, out_path, false), 2);
+    got = kvc_test_read_text(out_path);
+    assert_non_null(strstr(got, "at most 64 prompts (--prompt-ids)"));
+    free(got);
+    free(ids);
+    unlink(out_path);
+    rmdir(tmp);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_corpus)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_corpus), cmocka_unit_test(test_prompt_caps)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
