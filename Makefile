@@ -5,9 +5,10 @@
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
+PREFIX ?= /usr/local
 
 # intercept_tls_get_addr=0: LLVM <= 16's __tls_get_addr interceptor can misread
 # a dynamic TLS block (libomp's worker threads have them) and make the leak
@@ -15,11 +16,18 @@ FUZZ_SECONDS ?= 30
 # leak exists (google/sanitizers#1267, fixed in later LLVM).
 ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 
+# Files kept in the .clang-format style (checked by make format-check, part of
+# make test). The tree is formatted file by file: add a file when you format it.
+FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
+                include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
+                src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
+                tests/install/consumer.c)
+
 BUILD := build
 BUILD_ASAN := build-asan
 BUILD_FUZZ := build-fuzz
 
-.PHONY: all deps build demo test unit-test asan-test fuzz-test bench clean
+.PHONY: all deps build demo install format format-check test unit-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -37,22 +45,28 @@ deps:
 	fi
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKVC_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
 	./$(BUILD)/kvcache demo
 
+# Headers, libkvcache + libkvcache_core (shared and static), the kvcache
+# command, pkg-config files and the CMake package under $(PREFIX) (DESTDIR
+# is honoured for staged installs); see docs/install.md.
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
 unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan-test: deps
-	CC=clang cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DKVC_SANITIZE=ON
+	CC=clang cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DKVC_SANITIZE=ON -DKVC_WERROR=ON
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
 fuzz-test: deps
-	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DKVC_FUZZ=ON -DKVC_TESTS=OFF
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DKVC_FUZZ=ON -DKVC_TESTS=OFF -DKVC_WERROR=ON
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	@for f in $(BUILD_FUZZ)/fuzz_*; do \
 	  [ -x "$$f" ] || continue; name=$$(basename $$f); \
@@ -65,7 +79,13 @@ fuzz-test: deps
 	  tail -n 6 $(BUILD_FUZZ)/$$name.log; \
 	done
 
-test: unit-test asan-test fuzz-test
+format-check: deps
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+test: format-check unit-test asan-test fuzz-test
 
 bench: build
 	./$(BUILD)/kvcache bench manager

@@ -1,7 +1,6 @@
 /* JSON trace parsing and checking: the cache description, the block plan
  * source and the ops of a trace, and the manager built from them (see
  * trace_replay.h for the format). */
-#include "base/internal.h"
 #include "trace_replay.h"
 
 #include <cjson/cJSON.h>
@@ -9,6 +8,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/internal.h"
+#include "model/json_read.h"
 
 /* ---- parsing helpers --------------------------------------------------------
  * Every helper returns false after writing "PATH.FIELD: what was expected"

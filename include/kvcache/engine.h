@@ -44,24 +44,24 @@ typedef struct kvc_sampling_params {
 } kvc_sampling_params;
 
 /* Greedy: temperature 0, top_k 0, top_p 1, seed 0. */
-kvc_sampling_params kvc_sampling_default_params(void);
+KVC_API kvc_sampling_params kvc_sampling_default_params(void);
 /* KVC_EINVAL naming the field when a value is out of range. */
-kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
+KVC_API kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
 
 /* Argmax of logits[0..vocab), lowest index on ties (NaN never wins; 0 when
  * nothing compares greater than -inf). */
-int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
+KVC_API int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
 
 /* The uniform number in [0, 1) a seeded draw uses for counter k. */
-double kvc_sample_uniform(uint64_t seed, uint64_t k);
+KVC_API double kvc_sample_uniform(uint64_t seed, uint64_t k);
 
 /* Workspace for one vocabulary size; sampling never allocates. */
 typedef struct kvc_sampler kvc_sampler;
 
-kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
-void kvc_sampler_destroy(kvc_sampler *s);
+KVC_API kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
+KVC_API void kvc_sampler_destroy(kvc_sampler *s);
 /* Draws one token for draw counter k (the request's generated-token index). */
-kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
+KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
                               uint64_t k, int32_t *token_out);
 
 /* ---- the model seen by the engine ------------------------------------------ */
@@ -147,15 +147,15 @@ typedef struct kvc_engine_params {
  * max_requests 0, OFFLINE, plan_concurrency 0, kv_memory_bytes 0,
  * reserved_decode_tokens 64, next_n 0, seed 0, KVC_ALIGN_DEFAULT, check on
  * in debug builds (no NDEBUG) and off otherwise. */
-kvc_engine_params kvc_engine_default_params(void);
+KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
 
 /* Validates the model and params, plans the blocks (or sets up the legacy
  * caches), allocates the storage, the manager, the step buffers, the request
  * slots and every per-step workspace: nothing is allocated afterwards. */
-kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
-void kvc_engine_destroy(kvc_engine *e);
+KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
+KVC_API void kvc_engine_destroy(kvc_engine *e);
 
 /* One request. Start from kvc_engine_request_default(). */
 typedef struct kvc_engine_request {
@@ -168,7 +168,7 @@ typedef struct kvc_engine_request {
 } kvc_engine_request;
 
 /* id -1, no prompt, max_new_tokens 16, eos_id -1, greedy. */
-kvc_engine_request kvc_engine_request_default(void);
+KVC_API kvc_engine_request kvc_engine_request_default(void);
 
 /* Queues a request at the tail of the waiting queue. Refused, with the engine
  * unchanged: bad fields (KVC_EINVAL: empty prompt, prompt longer than
@@ -177,7 +177,7 @@ kvc_engine_request kvc_engine_request_default(void);
  * (min(n_prompt + max_new_tokens - 1, max_model_len) positions) does not fit
  * the pools even alone (KVC_ENOMEM, naming the key and counts), no free
  * request slot (KVC_NO_SPACE: release finished requests). */
-kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
+KVC_API kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
 
 typedef enum kvc_engine_request_state {
     KVC_REQ_WAITING = 0,  /* queued for (re)prefill */
@@ -192,8 +192,8 @@ typedef enum kvc_engine_finish_reason {
     KVC_FINISH_MAX_MODEL_LEN = 3 /* its next token would need a position >= max_model_len */
 } kvc_engine_finish_reason;
 
-const char *kvc_engine_request_state_name(kvc_engine_request_state s);
-const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r);
+KVC_API const char *kvc_engine_request_state_name(kvc_engine_request_state s);
+KVC_API const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r);
 
 typedef struct kvc_engine_request_info {
     kvc_engine_request_state state;
@@ -205,12 +205,12 @@ typedef struct kvc_engine_request_info {
 } kvc_engine_request_info;
 
 /* KVC_EINVAL for an id the engine does not hold. */
-kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
+KVC_API kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 /* Generated tokens so far (at most cap copied); *n_out = their count. */
-kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
 /* Forgets a request: a finished one's output goes; a waiting or running one is
  * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
-kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
+KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 
 typedef struct kvc_engine_step_result {
     bool is_prefill;
@@ -223,10 +223,11 @@ typedef struct kvc_engine_step_result {
 
 /* One scheduler step. If requests wait and a running row is free, a prefill
  * batch is packed FIFO (up to max_prefill_tokens tokens and max_batch running
- * rows), each admitted through allocate_slots(id, 0, L, 0,
- * reserved_decode_tokens); admission stops at the first refusal (no
+ * rows), each admitted through allocate_slots({.num_new_tokens = L,
+ * .reserved_tokens = reserved_decode_tokens}); admission stops at the first refusal (no
  * skipping). Without an admitted request, every running request decodes one
- * token (allocate_slots(id, computed_len + 1, 1, 0, 0)); when a decode
+ * token (allocate_slots({.computed_tokens = computed_len + 1,
+ * .num_new_tokens = 1})); when a decode
  * allocation fails, the most recently admitted running request is preempted
  * (its blocks freed, requeued at the head of the waiting queue to recompute
  * its prompt and generated tokens later) and the allocation retried. Then the
@@ -235,7 +236,7 @@ typedef struct kvc_engine_step_result {
  * (res->idle); KVC_NO_SPACE (with a message) when requests are held but none
  * can run ("no progress"). If the model's forward fails its status is
  * returned, prefill admissions are undone and no token is appended. */
-kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+KVC_API kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
 
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
@@ -251,18 +252,18 @@ typedef struct kvc_engine_stats {
     int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 
-kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
+KVC_API kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
 
 /* The engine's manager (NULL in self-managed mode) and its parameters. */
-const kvc_manager *kvc_engine_manager(const kvc_engine *e);
-const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
+KVC_API const kvc_manager *kvc_engine_manager(const kvc_engine *e);
+KVC_API const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
 
 /* Runs the engine-level verification checks now (also run after every step
  * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping,
  * every running request known to every manager and no waiting one, and with
  * nothing running every pool back at num_blocks - 1 free (P-REL-4).
  * KVC_EINTERNAL naming the broken rule. */
-kvc_status kvc_engine_check(const kvc_engine *e);
+KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* ---- the model runtime as an engine model (model_adapter.c) --------------- */
 
@@ -293,11 +294,11 @@ typedef struct kvc_engine_adapter kvc_engine_adapter;
 /* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
  * size < 1 on the managed path, engine params without max_model_len or
  * max_batch. */
-kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
+KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *engine_params, kvc_engine_adapter **out);
-void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
+KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
 /* The vtable to pass to kvc_engine_create (valid while the adapter lives). */
-const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
+KVC_API const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,8 @@
  * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
- * widened at load); dense layers go through BLAS (cblas_sgemm); attention
+ * widened at load); dense layers go through the library's batch-invariant
+ * GEMM (a fixed reduction order over K, docs/runtime.md); attention
  * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
  * latent caches, which has its own f32 loop (keys in token order, so the
  * result does not depend on block size or paging).
@@ -21,6 +22,7 @@
 #include "kvcache/base.h"
 #include "kvcache/batch.h"
 #include "kvcache/cache.h"
+#include "kvcache/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,24 +36,14 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DEEPSEEK_V3 /* deepseek_v3 */
 } kvc_model_family;
 
-const char *kvc_model_family_name(kvc_model_family f);
+KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+/* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them);
+ * the config reader fills them as transformers 5.x resolves the config
+ * (docs/config.md). */
 
-/* MF 1.4. Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
-typedef struct kvc_rope_config {
-    kvc_rope_type type;
-    double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
-    double low_freq_factor;        /* llama3 */
-    double high_freq_factor;       /* llama3 */
-    int64_t original_max_position; /* llama3 / yarn L0 */
-    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
-    double mscale, mscale_all_dim; /* yarn (0 = absent) */
-    double attention_factor;       /* yarn explicit A (0 = derive) */
-    bool truncate;                 /* yarn (default true) */
-} kvc_rope_config;
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
@@ -80,14 +72,16 @@ typedef struct kvc_model_config {
     double routed_scaling_factor;
 } kvc_model_config;
 
-/* Parses config.json text (name: used in messages). Refuses unknown
- * model_type, missing required fields and inconsistent sizes, naming the key. */
-kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
+/* Parses config.json text (name: used in messages) through the one config
+ * reader (docs/config.md). Refuses unknown model_type, missing required
+ * fields, sizes outside the documented bounds, invalid UTF-8 and
+ * inconsistent sizes, naming the key and the value. */
+KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
 /* Reads DIR/config.json. */
-kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
+KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
 
 /* Softmax scale of the family's attention (MF 1.5, 4.3). */
-double kvc_model_attn_scale(const kvc_model_config *c);
+KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 /* ---- safetensors (by mmap) -------------------------------------------------- */
 
@@ -99,14 +93,14 @@ typedef struct kvc_safetensors kvc_safetensors;
  * offsets not exact integers, tensor data outside the file, tensors that do
  * not tile the data section exactly (overlap, gap, offset not a multiple of
  * the element size; the tensor named), duplicate tensor names. */
-kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
-kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
-void kvc_safetensors_destroy(kvc_safetensors *st);
-bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
+KVC_API kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
+KVC_API kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
+KVC_API void kvc_safetensors_destroy(kvc_safetensors *st);
+KVC_API bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
 /* Copies tensor `name` (F32/F16/BF16 on disk) into dst as f32 after checking
  * its shape against shape[0..ndim); dst NULL checks only. Errors name the
  * tensor and its file: missing tensor, wrong shape, wrong dtype. */
-kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
+KVC_API kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
                                     const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
 
 /* ---- model -------------------------------------------------------------------- */
@@ -114,12 +108,12 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
 typedef struct kvc_model kvc_model;
 
 /* config.json + *.safetensors of a Hugging Face model directory. */
-kvc_status kvc_model_load(const char *dir, kvc_model **out);
+KVC_API kvc_status kvc_model_load(const char *dir, kvc_model **out);
 /* The same architecture with deterministic pseudo-random weights (MF 5
  * style: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
-kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
-void kvc_model_destroy(kvc_model *m);
-const kvc_model_config *kvc_model_config_of(const kvc_model *m);
+KVC_API kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
+KVC_API void kvc_model_destroy(kvc_model *m);
+KVC_API const kvc_model_config *kvc_model_config_of(const kvc_model *m);
 
 /* ---- caches seen by the forward pass --------------------------------------- */
 
@@ -150,7 +144,7 @@ typedef struct kvc_model_caches {
  * nope/rope for latent) entries with num_head, dims, block_size and the
  * sliding window of sliding layers (group keys FullAttention / SlidingWindow).
  * Free with kvc_model_cache_info_destroy (cache.h). */
-kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
+KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
 
 /* ---- forward ----------------------------------------------------------------- */
 
@@ -160,9 +154,9 @@ typedef struct kvc_model_workspace kvc_model_workspace;
  * keys reach at most max_kv_len positions. Forward calls never allocate,
  * except that the attention kernel's workspace grows (once) when a step
  * needs more than the largest seen so far. */
-kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
+KVC_API kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
                                       kvc_model_workspace **out);
-void kvc_model_workspace_destroy(kvc_model_workspace *ws);
+KVC_API void kvc_model_workspace_destroy(kvc_model_workspace *ws);
 
 typedef struct kvc_forward_args {
     const int32_t *token_ids;          /* [T], T = md->n_tokens */
@@ -180,7 +174,7 @@ typedef struct kvc_forward_args {
  * Refused with a named field: T or rows above the workspace, ids outside the
  * vocabulary, a paged key missing from md, a cache row or position outside
  * the cache, cache shapes that do not match the model. */
-kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
+KVC_API kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
 
 #ifdef __cplusplus
 }

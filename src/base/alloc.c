@@ -1,11 +1,9 @@
 /* The one place where the library and the kvcache command take host memory
- * (cJSON included, through cJSON_InitHooks), so that a test can make the
- * N-th allocation fail and a caller can tell out-of-memory from other
- * failures by the failure count. */
+ * (cJSON included: model/json_read.c routes it here), so that a test can
+ * make the N-th allocation fail and a caller can tell out-of-memory from
+ * other failures by the failure count. */
 #include <stdatomic.h>
 #include <string.h>
-
-#include <cjson/cJSON.h>
 
 #include "base/internal.h"
 
@@ -67,11 +65,3 @@ void kvc_alloc_fail_at(uint64_t n) {
 uint64_t kvc_alloc_calls(void) { return atomic_load(&n_calls); }
 
 uint64_t kvc_alloc_failures(void) { return atomic_load(&n_failures); }
-
-/* cJSON allocates through the same counter from the moment the library is
- * loaded (cJSON_InitHooks is process-wide; it only changes where cJSON's
- * memory comes from, and kvc_free is free, so cJSON_free stays correct). */
-__attribute__((constructor)) static void route_cjson_allocations(void) {
-    cJSON_Hooks hooks = {.malloc_fn = kvc_malloc, .free_fn = kvc_free};
-    cJSON_InitHooks(&hooks);
-}

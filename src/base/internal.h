@@ -67,7 +67,7 @@ void kvc_alloc_fail_at(uint64_t n);
 uint64_t kvc_alloc_calls(void);
 uint64_t kvc_alloc_failures(void);
 
-/* ---- input (read_file.c, json.c) ---------------------------------------- */
+/* ---- input (read_file.c, utf8.c) ---------------------------------------- */
 
 /* Largest input file any reader takes (config.json, traces, plan input):
  * 64 MiB, a hundred times the largest real config.json and room for about a
@@ -82,17 +82,12 @@ kvc_status kvc_open_regular(const char *path, int *fd_out, size_t *size_out);
  * max_bytes. *out is NULL after a failure. */
 kvc_status kvc_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 
-/* Whether text[0..len) is well-formed UTF-8; *bad_at (may be NULL) is the
- * offset of the first bad byte. */
-bool kvc_utf8_valid(const char *text, size_t len, size_t *bad_at);
+/* Whether text[0..n) is well-formed UTF-8 (no overlong forms, no surrogates,
+ * at most U+10FFFF). */
+bool kvc_utf8_valid(const char *text, size_t n);
+/* Length of the longest well-formed UTF-8 prefix of text[0..n). */
+size_t kvc_utf8_valid_prefix(const char *text, size_t n);
 /* Bytes of the well-formed UTF-8 character at text[0..n), 0 if there is none. */
 size_t kvc_utf8_char_len(const char *text, size_t n);
-
-struct cJSON;
-/* Parses exactly one JSON value from text[0..len): invalid UTF-8, invalid
- * JSON and text after the value are KVC_EINVAL ("WHAT: invalid JSON at byte
- * N"; what "" leaves the prefix out), a failed allocation KVC_ENOMEM. Free
- * *out with cJSON_Delete. */
-kvc_status kvc_json_parse(const char *text, size_t len, const char *what, struct cJSON **out);
 
 #endif /* KVC_BASE_INTERNAL_H */

@@ -3,7 +3,7 @@
 #define KVC_CACHE_MANAGER_INTERNAL_H
 
 #include "cache/manager_type.h"
-#include "cache/request_table.h"
+#include "base/request_table.h"
 
 struct kvc_manager {
     const kvc_model_cache_info *ci;

@@ -169,11 +169,11 @@ static kvc_status check_queues(const kvc_engine *e) {
                             (long long)i);
     }
     if (counts[KVC_REQ_WAITING] != e->n_waiting || counts[KVC_REQ_RUNNING] != e->n_running ||
-        counts[KVC_REQ_FINISHED] != e->n_finished || unused != e->n_free_slots)
+        counts[KVC_REQ_FINISHED] != e->n_finished || unused != e->table.n_free)
         return kvc_fail(KVC_EINTERNAL, "engine: slots say %lld waiting, %lld running, %lld finished, %lld free; queues "
                         "say %lld, %lld, %lld, %lld", (long long)counts[0], (long long)counts[1],
                         (long long)counts[2], (long long)unused, (long long)e->n_waiting, (long long)e->n_running,
-                        (long long)e->n_finished, (long long)e->n_free_slots);
+                        (long long)e->n_finished, (long long)e->table.n_free);
     for (int64_t i = 0; i < e->n_waiting; i++) {
         const kvc_engine_req *r = &e->reqs[kvc_engine_wait_at(e, i)];
         if (r->state != KVC_REQ_WAITING || r->n_cached != 0 || r->cache_row >= 0)

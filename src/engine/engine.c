@@ -113,13 +113,10 @@ static kvc_status managed_create(kvc_engine *e) {
 
 static kvc_status alloc_requests(kvc_engine *e) {
     size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_batch;
-    int64_t map_cap = 16;
-    while (map_cap < 2 * e->p.max_requests) map_cap *= 2;
+    kvc_status st = kvc_request_table_init(&e->table, e->p.max_requests);
+    if (st != KVC_OK) return st;
     e->reqs = kvc_calloc(n, sizeof *e->reqs);
     e->token_store = kvc_malloc(n * (size_t)(e->p.max_model_len + 1) * sizeof *e->token_store);
-    e->free_slots = kvc_malloc(n * sizeof *e->free_slots);
-    e->map_ids = kvc_malloc((size_t)map_cap * sizeof *e->map_ids);
-    e->map_slots = kvc_malloc((size_t)map_cap * sizeof *e->map_slots);
     e->waiting = kvc_malloc(n * sizeof *e->waiting);
     e->running = kvc_malloc(rows * sizeof *e->running);
     e->rows = kvc_malloc(rows * sizeof *e->rows);
@@ -127,18 +124,14 @@ static kvc_status alloc_requests(kvc_engine *e) {
     e->row_ids = kvc_malloc(rows * sizeof *e->row_ids);
     e->ids = kvc_malloc((size_t)e->max_tokens * sizeof *e->ids);
     e->logits = kvc_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
-    if (!e->reqs || !e->token_store || !e->free_slots || !e->map_ids || !e->map_slots || !e->waiting ||
+    if (!e->reqs || !e->token_store || !e->waiting ||
         !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->ids || !e->logits)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
                         (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
-    e->map_mask = map_cap - 1;
-    for (int64_t b = 0; b < map_cap; b++) e->map_ids[b] = -1;
     for (int64_t i = 0; i < e->p.max_requests; i++) {
         e->reqs[i].state = KVC_SLOT_UNUSED;
         e->reqs[i].tokens = e->token_store + (size_t)i * (size_t)(e->p.max_model_len + 1);
-        e->free_slots[i] = (int32_t)(e->p.max_requests - 1 - i); /* slot 0 is taken first */
     }
-    e->n_free_slots = e->p.max_requests;
     return kvc_sampler_create(e->model.vocab_size, &e->sampler);
 }
 
@@ -177,9 +170,7 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvc_sampler_destroy(e->sampler);
     kvc_free(e->reqs);
     kvc_free(e->token_store);
-    kvc_free(e->free_slots);
-    kvc_free(e->map_ids);
-    kvc_free(e->map_slots);
+    kvc_request_table_release(&e->table);
     kvc_free(e->waiting);
     kvc_free(e->running);
     kvc_free(e->rows);
@@ -202,7 +193,7 @@ kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out) {
     out->n_waiting = e->n_waiting;
     out->n_running = e->n_running;
     out->n_finished = e->n_finished;
-    out->n_free_slots = e->n_free_slots;
+    out->n_free_slots = e->table.n_free;
     out->n_keys = e->n_keys;
     out->kv_bytes = e->kv_bytes;
     out->free_cache_rows = e->managed ? 0 : e->legacy.n_free_rows;

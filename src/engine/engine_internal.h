@@ -4,6 +4,7 @@
 #define KVC_ENGINE_INTERNAL_H
 
 #include "base/internal.h"
+#include "base/request_table.h"
 #include "kvcache/engine.h"
 
 #define KVC_SLOT_UNUSED (-1) /* state of a request slot that holds no request */
@@ -54,13 +55,9 @@ struct kvc_engine {
     kvc_engine_legacy legacy;
 
     /* requests */
-    kvc_engine_req *reqs;   /* [max_requests] */
+    kvc_request_table table; /* held ids -> slots of reqs (and the stack of unused slots) */
+    kvc_engine_req *reqs;   /* [max_requests] indexed by slot */
     int32_t *token_store;   /* [max_requests, max_model_len + 1] */
-    int32_t *free_slots;    /* [max_requests] stack of unused slots */
-    int64_t n_free_slots;
-    int64_t *map_ids;       /* [map_cap] id map: open addressing, -1 = empty */
-    int32_t *map_slots;     /* [map_cap] */
-    int64_t map_mask;       /* map_cap - 1 (map_cap a power of two >= 2 * max_requests) */
     int32_t *waiting;       /* [max_requests] ring of slots */
     int64_t wait_head, n_waiting;
     int32_t *running;       /* [max_batch] slots in admission order */
@@ -84,8 +81,6 @@ struct kvc_engine {
 
 /* ---- request slots and queues (queue.c) ---- */
 kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id);
-void kvc_engine_map_put(kvc_engine *e, int64_t id, int32_t slot);
-void kvc_engine_map_remove(kvc_engine *e, int64_t id);
 void kvc_engine_wait_push_back(kvc_engine *e, int32_t slot);
 void kvc_engine_wait_push_front(kvc_engine *e, int32_t slot);
 int32_t kvc_engine_wait_at(const kvc_engine *e, int64_t i); /* i-th waiting slot from the head */

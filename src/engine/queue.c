@@ -1,45 +1,11 @@
-/* Request bookkeeping: the id -> slot map (open addressing with
- * backward-shift deletion, so it never fills with tombstones), the waiting
+/* Request bookkeeping: lookup by id (the request table of base/), the waiting
  * ring (push at both ends: new requests at the tail, preempted ones at the
  * head) and the running list in admission order. Nothing here allocates. */
 #include "engine/engine_internal.h"
 
-static int64_t map_home(const kvc_engine *e, int64_t id) {
-    return (int64_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17) & e->map_mask;
-}
-
 kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id) {
-    if (id < 0) return NULL;
-    for (int64_t b = map_home(e, id);; b = (b + 1) & e->map_mask) {
-        if (e->map_ids[b] < 0) return NULL;
-        if (e->map_ids[b] == id) return &e->reqs[e->map_slots[b]];
-    }
-}
-
-void kvc_engine_map_put(kvc_engine *e, int64_t id, int32_t slot) {
-    int64_t b = map_home(e, id);
-    while (e->map_ids[b] >= 0) b = (b + 1) & e->map_mask;
-    e->map_ids[b] = id;
-    e->map_slots[b] = slot;
-}
-
-void kvc_engine_map_remove(kvc_engine *e, int64_t id) {
-    int64_t b = map_home(e, id);
-    while (e->map_ids[b] != id) {
-        KVC_ASSERT(e->map_ids[b] >= 0);
-        b = (b + 1) & e->map_mask;
-    }
-    /* backward shift: move later entries of the probe run into the hole */
-    for (int64_t j = (b + 1) & e->map_mask; e->map_ids[j] >= 0; j = (j + 1) & e->map_mask) {
-        int64_t home = map_home(e, e->map_ids[j]);
-        /* entry j may move to b when b lies cyclically in [home, j) */
-        bool movable = b <= j ? (home <= b || home > j) : (home <= b && home > j);
-        if (!movable) continue;
-        e->map_ids[b] = e->map_ids[j];
-        e->map_slots[b] = e->map_slots[j];
-        b = j;
-    }
-    e->map_ids[b] = -1;
+    int32_t slot = id >= 0 ? kvc_request_table_find(&e->table, id) : -1;
+    return slot >= 0 ? &e->reqs[slot] : NULL;
 }
 
 static int64_t wait_index(const kvc_engine *e, int64_t i) { return (e->wait_head + i) % e->p.max_requests; }

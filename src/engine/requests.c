@@ -65,7 +65,7 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     int64_t positions = r->n_prompt + kvc_min64(r->max_new_tokens, room) - 1;
     st = kvc_engine_fit_check(e, r->id, kvc_min64(positions, e->p.max_model_len));
     if (st != KVC_OK) return st;
-    if (e->n_free_slots == 0)
+    if (e->table.n_free == 0)
         return kvc_fail(KVC_NO_SPACE, "request %lld: all %lld request slots are held; release finished requests",
                         (long long)r->id, (long long)e->p.max_requests);
     return KVC_OK;
@@ -75,7 +75,7 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     if (e == NULL || r == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
     kvc_status st = check_request(e, r);
     if (st != KVC_OK) return st;
-    int32_t slot = e->free_slots[--e->n_free_slots];
+    int32_t slot = kvc_request_table_insert(&e->table, r->id);
     kvc_engine_req *q = &e->reqs[slot];
     int32_t *tokens = q->tokens;
     memset(q, 0, sizeof *q);
@@ -91,7 +91,6 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
     q->cache_row = -1;
     memcpy(q->tokens, r->prompt, (size_t)r->n_prompt * sizeof *r->prompt);
-    kvc_engine_map_put(e, r->id, slot);
     kvc_engine_wait_push_back(e, slot);
     return KVC_OK;
 }
@@ -142,9 +141,8 @@ kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
         break;
     default: e->n_finished--; break;
     }
-    kvc_engine_map_remove(e, id);
+    kvc_request_table_remove(&e->table, id);
     r->state = KVC_SLOT_UNUSED;
     r->id = -1;
-    e->free_slots[e->n_free_slots++] = slot;
     return KVC_OK;
 }

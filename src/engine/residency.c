@@ -11,8 +11,9 @@ kvc_status kvc_engine_admit(kvc_engine *e, kvc_engine_req *r) {
     }
     /* prefill admission: computed_tokens 0, the whole token history, with the
      * reserved-decode-tokens rule (KM 5.4, RM 2) */
-    kvc_status st = kvc_manager_allocate_slots(e->mgr, r->id, 0, r->n_tokens, 0, e->p.reserved_decode_tokens,
-                                               KVC_ALL_KEYS);
+    kvc_status st = kvc_manager_allocate_slots(
+        e->mgr, &(kvc_slot_request){
+                    .request_id = r->id, .num_new_tokens = r->n_tokens, .reserved_tokens = e->p.reserved_decode_tokens});
     if (st == KVC_OK || st == KVC_NO_SPACE) return st;
     if (st == KVC_CLAMPED) {
         kvc_manager_free(e->mgr, r->id);

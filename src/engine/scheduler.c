@@ -68,7 +68,8 @@ static kvc_status select_decode(kvc_engine *e, int64_t *n_rows, int64_t *n_preem
         kvc_engine_req *r = &e->reqs[slot];
         kvc_status st = KVC_OK;
         /* RM 2: computed_tokens = computed_len + 1 = n_cached; one new position */
-        if (e->managed) st = kvc_manager_allocate_slots(e->mgr, r->id, r->n_cached, 1, 0, 0, KVC_ALL_KEYS);
+        if (e->managed) st = kvc_manager_allocate_slots(
+                           e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = 1});
         if (st == KVC_OK) {
             add_row(e, n, slot, r->n_cached);
             e->ids[n++] = r->tokens[r->n_tokens - 1];

@@ -4,10 +4,9 @@
  * rotated k_pe are cached and attention runs in the absorbed form. */
 #include <string.h>
 
-#include <cblas.h>
-
 #include "base/internal.h"
 #include "model/forward_internal.h"
+#include "model/gemm.h"
 #include "model/mla_internal.h"
 
 #define DS_LATENT_EPS 1e-6f /* q_a_layernorm / kv_a_layernorm class default (MF 1.2) */
@@ -31,9 +30,7 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, const float *ckv /*
     const int64_t T = s->T, nH = c->num_heads, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr, KVW = nH * (dn + dv);
     float *kv = ws->mla_b; /* [T, nH, dn + dv] */
-    if (T > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)KVW, (int)rkv, 1.0f, ckv, (int)(rkv + dr),
-                    w->wkvb, (int)rkv, 0.0f, kv, (int)KVW);
+    kvc_gemm_nt(T, KVW, rkv, ckv, rkv + dr, w->wkvb, rkv, NULL, kv, KVW);
     float *k = ws->k; /* [T, nH, dq] */
     float *v = ws->v; /* [T, nH, dv] */
     for (int64_t t = 0; t < T; t++)
@@ -68,9 +65,8 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, const float *ckv /*
     if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, rope, 1, dr);
     if (st != KVC_OK) return st;
     float *qlat = ws->mla_b; /* [T, nH, rkv] = q_nope_h . W_UK^h */
-    for (int64_t h = 0; h < nH && T > 0; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)rkv, (int)dn, 1.0f, ws->q + h * dq,
-                    (int)(nH * dq), w->wkvb + h * (dn + dv) * rkv, (int)rkv, 0.0f, qlat + h * rkv, (int)(nH * rkv));
+    for (int64_t h = 0; h < nH; h++)
+        kvc_gemm_nt(T, rkv, dn, ws->q + h * dq, nH * dq, w->wuk_t + h * rkv * dn, dn, NULL, qlat + h * rkv, nH * rkv);
     kvc_latent_call lcall = {.md = s->md, .n_heads = nH, .rkv = rkv, .dr = dr, .scale = kvc_model_attn_scale(c),
                              .q_lat = qlat, .q_pe = ws->q + dn, .q_pe_stride = nH * dq, .q_pe_head_stride = dq,
                              .latent = lc->k.data, .rope = lc->v.data, .max_kv = ws->max_kv_len, .out = ws->att};
@@ -93,9 +89,9 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, const float *ckv /*
     kvc_mla_latent_attend(&lcall, ws->scores);
     /* o_h = W_UV^h . o_lat_h, W_UV^h = kv_b rows [h(dn+dv) + dn, (h+1)(dn+dv)) : [dv, rkv] */
     float *o = ws->mla_b; /* [T, nH, dv] (q_lat is dead now) */
-    for (int64_t h = 0; h < nH && T > 0; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)dv, (int)rkv, 1.0f, ws->att + h * rkv,
-                    (int)(nH * rkv), w->wkvb + (h * (dn + dv) + dn) * rkv, (int)rkv, 0.0f, o + h * dv, (int)(nH * dv));
+    for (int64_t h = 0; h < nH; h++)
+        kvc_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL, o + h * dv,
+                    nH * dv);
     memcpy(ws->att, o, (size_t)(T * nH * dv) * sizeof(float));
     return KVC_OK;
 }

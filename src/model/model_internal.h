@@ -27,14 +27,15 @@ typedef struct kvc_layer_weights {
     float *wkva, *bkva; /* [rkv+dr, H], [rkv+dr] */
     float *kva_norm;  /* [rkv] */
     float *wkvb;      /* [nH*(dn+dv), rkv] */
+    float *wuk_t;     /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
     /* dense SwiGLU MLP */
     float *w_gate, *b_gate; /* [I, H], [I] */
     float *w_up, *b_up;     /* [I, H], [I] */
     float *w_down, *b_down; /* [H, I], [H] */
     /* GptOss MoE */
     float *router_w, *router_b; /* [E, H], [E] */
-    float *gu, *gu_b;           /* [E, H, 2I] ([in, out]), [E, 2I] */
-    float *dn, *dn_b;           /* [E, I, H], [E, H] */
+    float *gu, *gu_b;           /* [E, 2I, H] after load (checkpoint [E, H, 2I] transposed), [E, 2I] */
+    float *dn, *dn_b;           /* [E, H, I] after load (checkpoint [E, I, H] transposed), [E, H] */
     /* DeepseekV3 MoE */
     float *gate_w;     /* [E, H] */
     float *gate_corr;  /* [E] e_score_correction_bias */
@@ -51,6 +52,7 @@ struct kvc_model {
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     float *arena;      /* every weight above lives in this one allocation */
     int64_t arena_floats;
+    float *derived;    /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
     float *inv_freq;   /* [rot/2] RoPE inverse frequencies after scaling */
     float rope_attn_factor; /* A (MF 1.4) */
     int64_t rot_dim;   /* rotary width d */
@@ -72,19 +74,21 @@ kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *u
 #define KVC_MODEL_MAX_DIM (INT64_C(1) << 24)
 #define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
 
-/* Common tail of load / random: config checks (every size bounded), arena
+/* Common head of load / random: config checks (every size bounded), arena
  * sizing, then `check` (may be NULL) over every tensor before the arena is
  * allocated (load compares the file's shapes there), arena, rope tables. */
 kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
                            kvc_model **out);
+/* Common tail of load / random, once the weights are filled (prepare.c):
+ * brings every weight the GEMM reads into [out, in] form (GptOss experts
+ * transposed in place, W_UK^h transposed into m->derived). */
+kvc_status kvc_model_prepare(kvc_model *m);
 kvc_status kvc_rope_prepare(kvc_model *m);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
-/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear). */
+/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear), batch-invariant (gemm.h). */
 void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
-/* y[T, out] = x[T, in] . W[in, out] (+ b) (GptOss expert layout). */
-void kvc_linear_in_out(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
 /* RMSNorm of each of n_rows rows of width n (stride ld) in place: x * w / sqrt(mean(x^2) + eps). */
 void kvc_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *w, float eps);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */

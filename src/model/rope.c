@@ -9,8 +9,6 @@
 
 #define KVC_PI 3.14159265358979323846
 
-static double yarn_g(double s, double m) { return s <= 1.0 ? 1.0 : 0.1 * m * log(s) + 1.0; }
-
 kvc_status kvc_rope_prepare(kvc_model *m)
 {
     const kvc_rope_config *r = &m->cfg.rope;
@@ -37,7 +35,7 @@ kvc_status kvc_rope_prepare(kvc_model *m)
             inv[i] = (float)v;
         }
     } else if (r->type == KVC_ROPE_YARN) {
-        const double f = r->ramp_factor, L0 = (double)r->original_max_position, th = r->theta;
+        const double f = r->factor, L0 = (double)r->original_max_position, th = r->theta;
         double lo = (double)d * log(L0 / (r->beta_fast * 2.0 * KVC_PI)) / (2.0 * log(th));
         double hi = (double)d * log(L0 / (r->beta_slow * 2.0 * KVC_PI)) / (2.0 * log(th));
         if (r->truncate) {
@@ -56,11 +54,7 @@ kvc_status kvc_rope_prepare(kvc_model *m)
             const float ef = (float)(1.0 - ramp);
             inv[i] = inter * (1.0f - ef) + extra * ef;
         }
-        double A;
-        if (r->attention_factor > 0) A = r->attention_factor;
-        else if (r->mscale != 0.0 && r->mscale_all_dim != 0.0) A = yarn_g(f, r->mscale) / yarn_g(f, r->mscale_all_dim);
-        else A = yarn_g(f, 1.0);
-        m->rope_attn_factor = (float)A;
+        m->rope_attn_factor = (float)kvc_rope_attention_factor(r);
     }
     return KVC_OK;
 }

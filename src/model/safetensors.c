@@ -16,6 +16,7 @@
 #include "base/internal.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
+#include "model/json_read.h"
 
 #define ST_MAX_FILES 64
 #define ST_PATH_MAX 4096

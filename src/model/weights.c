@@ -194,6 +194,7 @@ void kvc_model_destroy(kvc_model *m)
 {
     if (!m) return;
     kvc_aligned_free(m->arena);
+    kvc_aligned_free(m->derived);
     kvc_free(m->inv_freq);
     kvc_free(m);
 }
@@ -319,6 +320,7 @@ kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, k
     kvc_model *m = NULL;
     TRY(kvc_model_alloc(cfg, NULL, NULL, &m));
     kvc_status st = kvc_model_visit_weights(m, random_fn, &seed);
+    if (st == KVC_OK) st = kvc_model_prepare(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

@@ -111,31 +111,27 @@ void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
 
 /* ---- scale ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, const kvc_model_facts *f) {
+kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f) {
+    const kvc_json_obj *cfg = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
     bool have = false;
     double v = 0.0;
     kvc_status st;
     if (f->fam == KVC_FAM_MLA) {
-        plan->scale = 1.0 / sqrt((double)f->head_dim);
-        if (f->rope_scaled && f->mscale_all_dim != 0.0) {
-            double g = kvc_plan_yarn_mscale(f->rope_factor, f->mscale_all_dim);
-            plan->scale *= g * g;
-        }
+        plan->scale = kvc_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
         return KVC_OK;
     }
-    if ((st = kvc_cfg_num(cfg, "attention_multiplier", false, &v, &have)) != KVC_OK) return st;
+    if ((st = kvc_json_num(cfg, "attention_multiplier", positive, &v, &have)) != KVC_OK) return st;
     if (have) {
-        if (!(v > 0.0)) return kvc_fail(KVC_EINVAL, "config.json: attention_multiplier %g must be positive", v);
         plan->scale = v;
         return KVC_OK;
     }
     if (f->fam == KVC_FAM_GEMMA2 || f->fam == KVC_FAM_GEMMA3) {
-        if ((st = kvc_cfg_num(cfg, "query_pre_attn_scalar", false, &v, &have)) != KVC_OK) return st;
+        if ((st = kvc_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
         if (!have) {
             v = (double)f->head_dim;
             kvc_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale", (long long)f->head_dim);
         }
-        if (!(v > 0.0)) return kvc_fail(KVC_EINVAL, "config.json: query_pre_attn_scalar %g must be positive", v);
         plan->scale = 1.0 / sqrt(v);
         return KVC_OK;
     }
@@ -145,13 +141,14 @@ kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, cons
 
 /* ---- dtype ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_resolve_dtype(const kvc_cfg *cfg, kvc_model_plan *plan) {
+kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
     if (plan->options.kv_dtype_set) return KVC_OK;
     const char *name = NULL;
-    kvc_status st = kvc_cfg_str(cfg, "torch_dtype", &name);
-    if (st == KVC_OK && name == NULL) st = kvc_cfg_str(cfg, "dtype", &name);
+    bool have = false;
+    kvc_status st = kvc_json_str(&hp->cfg, "torch_dtype", KVC_HP_NAME_MAX, &name, &have);
+    if (st == KVC_OK && !have) st = kvc_json_str(&hp->cfg, "dtype", KVC_HP_NAME_MAX, &name, &have);
     if (st != KVC_OK) return st;
-    if (name == NULL) {
+    if (!have) {
         plan->options.kv_dtype = KVC_DTYPE_BF16;
         kvc_plan_warn(plan, "torch_dtype absent: bf16 KV caches assumed");
     } else if (strcmp(name, "bfloat16") == 0) {

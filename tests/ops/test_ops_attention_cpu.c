@@ -292,6 +292,119 @@ static void test_masked_keys_hold_nan(void **state)
     kvc_simd_override(NULL);
 }
 
+/* MLA at the dims of the small DeepSeek-V3 oracle model (4 heads, latent
+ * kv_lora_rank 32, rope 16, nope 32, value 24): absorbed (one latent head
+ * read as key and value through a block table, prefill and decode rows,
+ * causal or band, LSE) and non-absorbed (packed TND, per-head keys of
+ * nope + rope) against the float64 reference, every float cache dtype; and
+ * the absorbed output bitwise equal across block sizes. */
+static void test_mla_oracle_dims(void **state)
+{
+    (void)state;
+    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16};
+    uint32_t rs = 77;
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (int absorbed = 0; absorbed < 2; absorbed++)
+            for (int mode = 3; mode <= 4; mode++) {
+                fx_cfg c;
+                memset(&c, 0, sizeof c);
+                c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
+                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+                c.quant = -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
+                if (absorbed) {
+                    c.storage = KVC_KV_PAGED_BNBSH, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
+                    for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
+                } else {
+                    c.storage = KVC_KV_CONTIGUOUS, c.Nq = c.Nkv = 4, c.D = 32, c.Dv = 24;
+                    for (int64_t b = 0; b < c.B; b++) c.sq[b] = c.skv[b] = 5 + 11 * b;
+                }
+                fx f;
+                fx_build(&f, &c);
+                if (absorbed) f.p.v = f.p.k; /* the latent cache is the value too */
+                const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+                if (e > 1.0) fail_msg("MLA %s kv %s mode %d: error %g", absorbed ? "absorbed" : "expanded",
+                                      kvc_dtype_name(c.kvdt), mode, e);
+                if (absorbed) { /* the same tokens in blocks of 64: same bytes */
+                    size_t n1, n2;
+                    void *a = cpu_bytes(&f, &n1);
+                    fx_free(&f);
+                    c.bs = 64;
+                    fx_build(&f, &c);
+                    f.p.v = f.p.k;
+                    void *b = cpu_bytes(&f, &n2);
+                    assert_int_equal(n1, n2);
+                    assert_memory_equal(a, b, n1);
+                    free(a), free(b);
+                }
+                fx_free(&f);
+            }
+}
+
+/* General MLA refusals: an odd rope dim, rope dims that differ, per-token key scales. */
+static void test_mla_general_refusals(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32;
+    c.Dr = 16, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1;
+    c.bs = 16, c.seed = 4, c.sq[0] = 3, c.skv[0] = 9;
+    fx f;
+    fx_build(&f, &c);
+    kvc_attention_params p = f.p;
+    p.q_rope.shape[2] = 15;
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "must be even"));
+    p = f.p;
+    p.k_rope.shape[2] = 8;
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "differs from the query_rope head dim"));
+    assert_int_equal(kvc_attention_check(&f.p), KVC_OK);
+    fx_free(&f);
+}
+
+/* Per-token int8 dequantisation: keys masked for a row may carry NaN or
+ * infinite key/value scales and offsets (slots never written): the row must
+ * not read them (selection, not multiplication by zero). Keys hidden by the
+ * explicit mask for every row, and keys before a decode row's band. */
+static void test_masked_keys_nan_token_scales(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    for (int ti = 0; ti < 2; ti++)
+        for (int mode = 1; mode <= 4; mode += 3) {
+            kvc_simd_override(tables[ti]);
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
+            c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_I8, c.odt = KVC_DTYPE_F32, c.mode = mode;
+            c.explicit_mask = mode == 1, c.pre = mode == 4 ? 20 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+            c.quant = 1, c.offsets = true, c.bs = 16, c.seed = 21 + (uint32_t)mode, c.lse = true;
+            for (int64_t b = 0; b < c.B; b++) c.sq[b] = mode == 4 ? 1 : 3, c.skv[b] = 90 + 7 * b;
+            fx f;
+            fx_build(&f, &c);
+            int64_t poisoned = 0;
+            for (int64_t b = 0; b < c.B; b++)
+                for (int64_t j = 0; j < c.skv[b]; j++) {
+                    const bool hide = mode == 1 ? j % 5 == 2 : j < c.skv[b] - 21; /* mode 4: before the band */
+                    if (!hide) continue;
+                    if (mode == 1)
+                        for (int64_t i = 0; i < f.sqmax; i++) ((uint8_t *)f.mbuf)[(b * f.sqmax + i) * f.skvmax + j] = 1;
+                    const int64_t qi = b * f.skvmax + j;
+                    f.ks[qi] = NAN, f.vs[qi] = j % 2 ? NAN : INFINITY, f.ko[qi] = INFINITY, f.vo[qi] = NAN;
+                    poisoned++;
+                }
+            assert_true(poisoned > 30);
+            run_cpu(&f.p);
+            for (int64_t e = 0; e < f.out_n; e++)
+                if (!isfinite(((float *)f.obuf)[e])) fail_msg("%s mode %d: output %lld is %g", tables[ti]->name, mode, (long long)e, ((float *)f.obuf)[e]);
+            const double err = cpu_vs_ref(&f, 1e-5, 1e-5);
+            if (!(err <= 1.0)) fail_msg("%s mode %d: error %g against the reference", tables[ti]->name, mode, err);
+            fx_free(&f);
+        }
+    kvc_simd_override(NULL);
+}
+
 static void test_workspace_refusal(void **state)
 {
     (void)state;
@@ -317,7 +430,8 @@ int main(void)
         cmocka_unit_test(test_cpu_vs_ref_best_isa),   cmocka_unit_test(test_cpu_vs_ref_portable),
         cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
-        cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
+        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

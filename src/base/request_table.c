@@ -1,5 +1,5 @@
 /* Live request ids -> slots (see request_table.h). */
-#include "cache/request_table.h"
+#include "base/request_table.h"
 
 #include "base/internal.h"
 

@@ -1,7 +1,9 @@
 /* Internal: live request ids -> request slots, open addressing with linear
- * probing and backward-shift deletion; sized once, never reallocated. */
-#ifndef KVC_CACHE_REQUEST_TABLE_H
-#define KVC_CACHE_REQUEST_TABLE_H
+ * probing and backward-shift deletion; sized once, never reallocated. One
+ * table maps ids for the cache manager and another for the engine (each
+ * keeps its per-request data in arrays indexed by the slot). */
+#ifndef KVC_BASE_REQUEST_TABLE_H
+#define KVC_BASE_REQUEST_TABLE_H
 
 #include <stdbool.h>
 #include <stdint.h>
