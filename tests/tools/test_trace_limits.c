@@ -51,7 +51,7 @@ static int replay(const char *json, const kvc_trace_options *opts, output *out) 
  * replay that checks allocates once more per op than the one that does not. */
 static void test_check_only_on_request(void **state) {
     (void)state;
-    char *json = make_trace(1 << 16);
+    char *json = make_trace(1 << 12);
     output got = {0};
     kvc_trace_options opts = {0};
     kvc_alloc_fail_at(0);
