@@ -47,6 +47,8 @@ typedef enum kvc_dtype {
     KVC_DTYPE_I32,
     KVC_DTYPE_I64,
     KVC_DTYPE_BOOL,
+    KVC_DTYPE_F8E4M3, /* fp8 "fn" e4m3: bias 7, max 448, no infinities (docs/kv-dtypes.md) */
+    KVC_DTYPE_F8E5M2, /* fp8 e5m2: bias 15, max 57344, IEEE-style inf/NaN */
     KVC_DTYPE_COUNT
 } kvc_dtype;
 
@@ -54,7 +56,8 @@ typedef enum kvc_dtype {
 KVC_API size_t kvc_dtype_size(kvc_dtype dtype);
 /* Short name ("f32", "bf16", ...); "?" for an unknown dtype. */
 KVC_API const char *kvc_dtype_name(kvc_dtype dtype);
-/* Parses a short name; KVC_EINVAL (with a message) for an unknown one. */
+/* Parses a short name ("fp8" is accepted for fp8_e4m3, as vLLM's
+ * --kv-cache-dtype fp8); KVC_EINVAL (with a message) for an unknown one. */
 KVC_API kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
 
 #define KVC_MAX_DIMS 8

@@ -6,10 +6,9 @@
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
  * widened at load); dense layers go through the library's batch-invariant
- * GEMM (a fixed reduction order over K, docs/runtime.md); attention
- * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
- * latent caches, which has its own f32 loop (keys in token order, so the
- * result does not depend on block size or paging).
+ * GEMM (a fixed reduction order over K, docs/runtime.md); cache writes,
+ * RMSNorm, RoPE and attention (the absorbed MLA form over latent caches
+ * included) only through the ops layer (ops.h): one code path.
  *
  * Thread safety: a kvc_model is immutable after creation and may be shared;
  * a kvc_model_workspace serves one forward call at a time. */
@@ -125,12 +124,26 @@ typedef enum kvc_model_cache_kind {
 /* One attention layer's cache. Full form (`latent` false): k [.., Nkv, D],
  * v [.., Nkv, Dv] (DeepseekV3: Nkv = nH, D = dn + dr, Dv = dv). Latent form
  * (DeepseekV3 only, MF 4.4): k = normalised latent c [.., 1, rkv],
- * v = rotated k_pe [.., 1, dr]. f32 tensors. */
+ * v = rotated k_pe [.., 1, dr]. k and v have one dtype: f32, f16, bf16
+ * (written rounded to nearest even) or, full form only, int8 quantised on
+ * write with static per-tensor scales (q = round_half_even(x / scale)
+ * saturated to [-128, 127], read back as scale * q; see
+ * kvc_model_calibrate_kv). */
 typedef struct kvc_layer_cache {
     kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
     kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
+    float k_scale, v_scale; /* int8: dequantisation scales (finite, > 0); unused otherwise */
     char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
 } kvc_layer_cache;
+
+/* Whether the forward takes caches of dtype dt (full form or latent). */
+KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent);
+
+/* Static int8 calibration: runs ids[0..n) as one sequence without a cache
+ * and writes, per layer, the largest |key| and |value| the full-form caches
+ * would receive: absmax [num_layers, 2]. A per-tensor scale absmax / 127
+ * then covers every calibration value without saturation. */
+KVC_API kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_t n, float *absmax);
 
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;

@@ -54,7 +54,7 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
- * the cache dtype (int8 caches: kvc_write_slots_quant). Refused: slot
+ * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant). Refused: slot
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
@@ -62,13 +62,39 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 
-/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 paged cache:
- * q = sat_int8(round_half_even(x * inv_scale + offset)). inv_scale is the
- * reciprocal of the dequantisation scale; both have n_quant entries: 1
- * (per tensor) or Nkv*D (per channel). offset may be NULL (0). */
+/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 or fp8 paged
+ * cache. int8: q = sat_int8(round_half_even(x * inv_scale + offset)); fp8:
+ * q = fp8(x * inv_scale), the product rounded once to f32 and then to fp8
+ * (ties to even, saturating at +-max, kvc_f32_to_fp8_e4m3/e5m2). inv_scale
+ * is the reciprocal of the dequantisation scale; inv_scale (and offset) have
+ * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
+ * offset may be NULL (0); fp8 caches take none. */
 KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
+
+/* Symmetric scales for quantising x (f32 [T, Nkv, D], finite) into a cache
+ * of cache_dtype (int8 or fp8): per group of channels (n_scale 1: the
+ * tensor; Nkv: each head; Nkv*D: each channel), amax = max |x| over the
+ * group and all T tokens, scale = amax / qmax and inv_scale = qmax / amax
+ * (qmax 127 for int8, 448 e4m3, 57344 e5m2; an all-zero group gets 1 and 1).
+ * For static calibrated scales (vLLM's k_scale / v_scale, KIVI's
+ * per-channel keys): calibrate on representative tokens, write with
+ * kvc_write_slots_quant(inv_scale), read with key/value_scale = scale in
+ * mode 0 ([1] or [Nkv, D]) or mode 2 ([Nkv]). scale, inv_scale: [n_scale]. */
+KVC_API kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64_t n_scale, float *scale,
+                                       float *inv_scale);
+
+/* Per-token quantisation on the fly (KIVI's per-token values): each token
+ * of upd (f32 [T, Nkv, D], finite) gets scale = amax / qmax over its Nkv*D
+ * values (as kvc_kv_quant_scales with T = 1, n_scale = 1), is written as
+ * kvc_write_slots_quant does with inv = qmax / amax, and its scale goes to
+ * slot_scale[slots[t]]. slot_scale: [NB*bs] (n_slot_scale = NB*bs), read by
+ * attention as quant mode 3 (KVC_QUANT_PER_SLOT). Nothing is written when
+ * a check fails (slots, shapes, dtype, a non-finite value). */
+KVC_API kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                                               const int64_t *slots, int64_t n_slots, float *slot_scale,
+                                               int64_t n_slot_scale);
 
 /* One int8 quantisation step as the writes do it (exposed for tests). */
 KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
@@ -78,8 +104,9 @@ KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
  * (output de-interleaved: even lanes first) into rope_cache, both at
  * slots[t] (-1 skips). Caches are [NB, bs, 1, Dc] / [NB, bs, 1, Dr] in
  * `order` (BNBSND = PA plain, NZ = PA_NZ). kv is f32 [T, Dc + Dr], gamma
- * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8
- * when nope_inv_scale (one per-tensor reciprocal scale) is given; the rope
+ * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8 /
+ * fp8 when nope_inv_scale (one per-tensor reciprocal scale) is given (stored
+ * as kvc_write_slots_quant does); the rope
  * cache f32/f16/bf16. out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL)
  * receive c_norm and r_rot (the "return_kv" outputs). */
 typedef struct kvc_mla_write_params {
@@ -95,7 +122,7 @@ typedef struct kvc_mla_write_params {
     kvc_paged_order order;
     kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
     kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
-    const float *nope_inv_scale; /* [1] for an int8 nope cache, else NULL */
+    const float *nope_inv_scale; /* [1] for an int8/fp8 nope cache, else NULL */
     float *out_nope;     /* [T, Dc] or NULL */
     float *out_rope;     /* [T, Dr] or NULL */
 } kvc_mla_write_params;
@@ -206,12 +233,16 @@ typedef enum kvc_kv_storage {
  * separate enum here.) */
 typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET = 0, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE } kvc_attn_kv_form;
 
-/* AO 3.10 dequantisation granularity (modes 0-2 are implemented). */
+/* AO 3.10 dequantisation granularity (modes 0-2), and mode 3: per token
+ * stored by cache slot, as kvc_write_slots_token_quant writes it (paged
+ * K/V only). Keys and values take the same mode, except keys per channel
+ * (0) with values per token (1 or 3): the KIVI split. docs/kv-dtypes.md. */
 typedef enum kvc_quant_mode {
     KVC_QUANT_NONE = -1,
     KVC_QUANT_PER_CHANNEL = 0, /* scale [1] (per tensor) or [Nkv, D] / [H] / [1, Nkv, D] / [1, Nkv, 1, D] */
     KVC_QUANT_PER_TOKEN = 1,   /* scale [B, S] or [1, B, S] (S >= every Skv_b, >= W*bs when paged) */
-    KVC_QUANT_PER_HEAD = 2     /* scale [Nkv] */
+    KVC_QUANT_PER_HEAD = 2,    /* scale [Nkv] */
+    KVC_QUANT_PER_SLOT = 3     /* scale [NB, bs] or [NB*bs]: key j of request b at slot tbl[b][j/bs]*bs + j%bs */
 } kvc_quant_mode;
 
 /* R13-R15: what the layer this call belongs to expects (optional). */
@@ -264,10 +295,13 @@ typedef struct kvc_attention_params {
 
     kvc_tensor sinks;         /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
 
-    kvc_quant_mode key_quant_mode;   /* int8 K/V: required */
+    /* Quantised K/V (docs/kv-dtypes.md): x = scale * (q + offset) with q the
+     * int8 integer or the exact fp8 value. int8 needs scales; fp8 scales are
+     * optional (absent: x = q) and fp8 takes no offsets. */
+    kvc_quant_mode key_quant_mode;   /* with scales: required */
     kvc_quant_mode value_quant_mode;
     kvc_tensor key_scale, value_scale;   /* f32; both or neither */
-    kvc_tensor key_offset, value_offset; /* f32; both or neither */
+    kvc_tensor key_offset, value_offset; /* f32; both or neither (int8 only) */
 
     kvc_tensor out;           /* f32/f16/bf16, shape per layout */
     kvc_tensor lse;           /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */

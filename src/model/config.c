@@ -16,29 +16,25 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 static const kvc_json_range SCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, true};
 
 /* Optional members with a default (stored first, kept when absent). */
-static kvc_status opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out)
-{
+static kvc_status opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
     bool have = false;
     *out = def;
     return kvc_json_int(c, key, lo, hi, out, &have);
 }
 
-static kvc_status opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out)
-{
+static kvc_status opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out) {
     bool have = false;
     *out = def;
     return kvc_json_num(c, key, r, out, &have);
 }
 
-static kvc_status opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out)
-{
+static kvc_status opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out) {
     bool have = false;
     *out = def;
     return kvc_json_bool(c, key, out, &have);
 }
 
-const char *kvc_model_family_name(kvc_model_family f)
-{
+const char *kvc_model_family_name(kvc_model_family f) {
     switch (f) {
     case KVC_FAMILY_DENSE: return "dense";
     case KVC_FAMILY_GPT_OSS: return "gpt_oss";
@@ -48,8 +44,7 @@ const char *kvc_model_family_name(kvc_model_family f)
 }
 
 /* The runtime implements default, llama3 and yarn rope. */
-static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_rope_type t = hp->rope.type;
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
         return kvc_fail(KVC_EINVAL, "%s: rope type \"%s\" is not supported by the runtime (default, llama3, yarn)",
@@ -59,8 +54,7 @@ static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg)
 }
 
 /* layer_types list, or the family's rule when absent. */
-static kvc_status parse_layer_types(const kvc_json_obj *c, kvc_model_config *cfg, bool sliding_default_rule)
-{
+static kvc_status parse_layer_types(const kvc_json_obj *c, kvc_model_config *cfg, bool sliding_default_rule) {
     const cJSON *lt = NULL;
     bool have = false;
     const int64_t L = cfg->num_layers;
@@ -70,22 +64,24 @@ static kvc_status parse_layer_types(const kvc_json_obj *c, kvc_model_config *cfg
         return KVC_OK;
     }
     if (cJSON_GetArraySize(lt) != L)
-        return kvc_fail(KVC_EINVAL, "%s: layer_types must be a list of num_hidden_layers = %lld entries, got %d", c->doc,
-                        (long long)L, cJSON_GetArraySize(lt));
+        return kvc_fail(KVC_EINVAL, "%s: layer_types must be a list of num_hidden_layers = %lld entries, got %d",
+                        c->doc, (long long)L, cJSON_GetArraySize(lt));
     int64_t i = 0;
     for (const cJSON *e = lt->child; e != NULL; e = e->next, i++) {
         const char *s = cJSON_IsString(e) ? e->valuestring : "";
-        if (strcmp(s, "sliding_attention") == 0) cfg->layer_sliding[i] = true;
-        else if (strcmp(s, "full_attention") == 0) cfg->layer_sliding[i] = false;
+        if (strcmp(s, "sliding_attention") == 0)
+            cfg->layer_sliding[i] = true;
+        else if (strcmp(s, "full_attention") == 0)
+            cfg->layer_sliding[i] = false;
         else
-            return kvc_fail(KVC_EINVAL, "%s: layer_types[%lld] = \"%.64s\" (expected sliding_attention or full_attention)",
-                            c->doc, (long long)i, s);
+            return kvc_fail(KVC_EINVAL,
+                            "%s: layer_types[%lld] = \"%.64s\" (expected sliding_attention or full_attention)", c->doc,
+                            (long long)i, s);
     }
     return KVC_OK;
 }
 
-static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     const bool qwen3 = strcmp(mt, "qwen3") == 0, qwen2 = strcmp(mt, "qwen2") == 0;
@@ -114,8 +110,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg)
     return KVC_OK;
 }
 
-static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(kvc_hparams_head_dim(hp, &cfg->head_dim));
     bool attn_bias = false;
@@ -135,8 +130,7 @@ static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg)
     return KVC_OK;
 }
 
-static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d;
     KVC_TRY(kvc_hparams_read_mla(hp, &d));
@@ -163,20 +157,22 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg)
     if (cfg->first_k_dense_replace < cfg->num_layers) {
         const int64_t E = cfg->n_routed_experts, g = cfg->n_group;
         if (E % g != 0 || E / g < 2 || cfg->topk_group > g || cfg->experts_per_tok > cfg->topk_group * (E / g))
-            return kvc_fail(KVC_EINVAL, "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group %lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= n_group, k <= topk_group * E/n_group",
+            return kvc_fail(KVC_EINVAL,
+                            "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group "
+                            "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= "
+                            "n_group, k <= topk_group * E/n_group",
                             c->doc, (long long)E, (long long)g, (long long)cfg->topk_group,
                             (long long)cfg->experts_per_tok);
     }
     return KVC_OK;
 }
 
-static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *doc = hp->cfg.doc, *t = hp->model_type;
     if (t == NULL) return kvc_fail(KVC_EINVAL, "%s: required key \"model_type\" is missing", doc);
     if (strlen(t) >= sizeof cfg->model_type)
-        return kvc_fail(KVC_EINVAL, "%s: model_type \"%.40s...\" is %zu bytes long, the runtime keeps at most %zu", doc, t,
-                        strlen(t), sizeof cfg->model_type - 1);
+        return kvc_fail(KVC_EINVAL, "%s: model_type \"%.40s...\" is %zu bytes long, the runtime keeps at most %zu", doc,
+                        t, strlen(t), sizeof cfg->model_type - 1);
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", t);
     if (strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0 || strcmp(t, "qwen2") == 0 || strcmp(t, "qwen3") == 0)
         cfg->family = KVC_FAMILY_DENSE;
@@ -185,14 +181,14 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg)
     else if (strcmp(t, "deepseek_v3") == 0)
         cfg->family = KVC_FAMILY_DEEPSEEK_V3;
     else
-        return kvc_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported (llama, mistral, qwen2, qwen3, gpt_oss, deepseek_v3)",
+        return kvc_fail(KVC_EINVAL,
+                        "%s: model_type \"%s\" is not supported (llama, mistral, qwen2, qwen3, gpt_oss, deepseek_v3)",
                         doc, t);
     return KVC_OK;
 }
 
 /* Sizes of the shared reader plus the runtime's required ones. */
-static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     if (hp->n_layers > KVC_MODEL_MAX_LAYERS)
         return kvc_fail(KVC_EINVAL, "%s: num_hidden_layers %lld exceeds the runtime's %d layers (KVC_MODEL_MAX_LAYERS)",
@@ -209,8 +205,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg)
     return opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings);
 }
 
-static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg)
-{
+static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_family(hp, cfg));
     KVC_TRY(kvc_hparams_read_sizes(hp));
     KVC_TRY(parse_sizes(hp, cfg));
@@ -223,7 +218,8 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg)
     }
     const char *doc = hp->cfg.doc;
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
-        return kvc_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", doc, (long long)cfg->head_dim);
+        return kvc_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", doc,
+                        (long long)cfg->head_dim);
     bool any_sliding = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) any_sliding |= cfg->layer_sliding[i];
     if (any_sliding && cfg->sliding_window < 1)
@@ -233,8 +229,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg)
     return KVC_OK;
 }
 
-kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out)
-{
+kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out) {
     if (!json_text || !out) return kvc_fail(KVC_EINVAL, "model_config_parse: json_text and out must not be NULL");
     kvc_hparams hp;
     kvc_status st = kvc_hparams_open(json_text, strlen(json_text), name != NULL ? name : "config.json", &hp);
@@ -246,8 +241,7 @@ kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_m
     return st;
 }
 
-kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out)
-{
+kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
     if (!dir || !out) return kvc_fail(KVC_EINVAL, "model_config_load: dir and out must not be NULL");
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
@@ -261,8 +255,7 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out)
     return st;
 }
 
-double kvc_model_attn_scale(const kvc_model_config *c)
-{
+double kvc_model_attn_scale(const kvc_model_config *c) {
     if (c->family != KVC_FAMILY_DEEPSEEK_V3) return 1.0 / sqrt((double)c->head_dim);
     return kvc_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);
 }

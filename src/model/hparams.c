@@ -20,8 +20,7 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_oss", 64, 150000.0},
 };
 
-static type_defaults defaults_of(const kvc_hparams *hp)
-{
+static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
     return (type_defaults){NULL, 0, 10000.0};
@@ -29,8 +28,7 @@ static type_defaults defaults_of(const kvc_hparams *hp)
 
 /* ---- document and identity ---------------------------------------------------- */
 
-kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp)
-{
+kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp) {
     if (hp == NULL) return kvc_fail(KVC_EINVAL, "config reader: hp must not be NULL");
     memset(hp, 0, sizeof *hp);
     if (doc == NULL) doc = "config.json";
@@ -56,8 +54,7 @@ kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_h
     return kvc_json_str(&hp->cfg, "model_type", KVC_HP_NAME_MAX, &hp->model_type, &have);
 }
 
-void kvc_hparams_close(kvc_hparams *hp)
-{
+void kvc_hparams_close(kvc_hparams *hp) {
     if (hp == NULL) return;
     cJSON_Delete(hp->doc);
     hp->doc = NULL;
@@ -65,8 +62,7 @@ void kvc_hparams_close(kvc_hparams *hp)
 
 /* ---- sizes ----------------------------------------------------------------------- */
 
-kvc_status kvc_hparams_read_sizes(kvc_hparams *hp)
-{
+kvc_status kvc_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(kvc_json_int(c, "num_hidden_layers", 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     KVC_TRY(kvc_json_int(c, "num_attention_heads", 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
@@ -81,8 +77,7 @@ kvc_status kvc_hparams_read_sizes(kvc_hparams *hp)
     return kvc_json_int(c, "max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
 }
 
-kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out)
-{
+kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     bool have = false;
     KVC_TRY(kvc_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
@@ -95,7 +90,8 @@ kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out)
     if (hp->hidden_size == 0)
         return kvc_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size is absent to derive it", c->doc);
     if (hp->hidden_size % hp->n_heads != 0)
-        return kvc_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
+        return kvc_fail(KVC_EINVAL,
+                        "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
                         c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
     *out = hp->hidden_size / hp->n_heads;
     return KVC_OK;
@@ -105,8 +101,7 @@ kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out)
 
 static const char *const ROPE_NAMES[] = {"default", "llama3", "yarn", "linear", "dynamic", "longrope"};
 
-const char *kvc_rope_type_name(kvc_rope_type t)
-{
+const char *kvc_rope_type_name(kvc_rope_type t) {
     return (t >= 0 && (size_t)t < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]) ? ROPE_NAMES[t] : "?";
 }
 
@@ -115,8 +110,7 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 
 /* The dict: a non-empty rope_scaling wins (transformers 5.x reads
  * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
-static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, const char **source)
-{
+static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, const char **source) {
     bool have = false;
     *source = NULL;
     KVC_TRY(kvc_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
@@ -129,8 +123,7 @@ static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_j
     return KVC_OK;
 }
 
-static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out)
-{
+static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
     const char *name = "default";
     bool have = false;
     KVC_TRY(kvc_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
@@ -140,14 +133,15 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out)
             *out = (kvc_rope_type)i;
             return KVC_OK;
         }
-    return kvc_fail(KVC_EINVAL, "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3)",
-                    dict->doc, dict->path, name);
+    return kvc_fail(
+        KVC_EINVAL,
+        "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3)",
+        dict->doc, dict->path, name);
 }
 
 /* L0 of llama3 / yarn / longrope: the top-level key wins (Phi-3 keeps it
  * there), else the dict's, else max_position_embeddings. */
-static kvc_status original_max_position(const kvc_hparams *hp, const kvc_json_obj *dict, int64_t *out)
-{
+static kvc_status original_max_position(const kvc_hparams *hp, const kvc_json_obj *dict, int64_t *out) {
     bool have = false;
     KVC_TRY(kvc_json_int(&hp->cfg, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
     if (!have) KVC_TRY(kvc_json_int(dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
@@ -159,8 +153,7 @@ static kvc_status original_max_position(const kvc_hparams *hp, const kvc_json_ob
     return KVC_OK;
 }
 
-static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r)
-{
+static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r) {
     bool have = false;
     double beta_fast = 0.0, beta_slow = 0.0;
     const kvc_json_range beta = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
@@ -176,11 +169,14 @@ static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r)
     return kvc_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
-kvc_status kvc_hparams_read_rope(kvc_hparams *hp)
-{
+kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
     kvc_rope_config *r = &hp->rope;
-    *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0,
-                           .attention_factor = 0.0, .truncate = true};
+    *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
+                           .factor = 1.0,
+                           .beta_fast = 32.0,
+                           .beta_slow = 1.0,
+                           .attention_factor = 0.0,
+                           .truncate = true};
     kvc_json_obj dict = {0};
     char dict_path[64];
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, &hp->rope_source));
@@ -202,8 +198,8 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp)
         KVC_TRY(kvc_json_num(&dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
         KVC_TRY(kvc_json_num(&dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
         if (!(r->high_freq_factor > r->low_freq_factor))
-            return kvc_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc, dict.path,
-                            r->high_freq_factor, r->low_freq_factor);
+            return kvc_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc,
+                            dict.path, r->high_freq_factor, r->low_freq_factor);
     }
     if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(&dict, r));
     return KVC_OK;
@@ -211,8 +207,7 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp)
 
 /* ---- MLA ------------------------------------------------------------------------------ */
 
-kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out)
-{
+kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d = {0};
     bool have = false;
@@ -237,8 +232,7 @@ kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out)
     return KVC_OK;
 }
 
-double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim)
-{
+double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim) {
     const double mscale_all_dim = rope->type != KVC_ROPE_DEFAULT ? rope->mscale_all_dim : 0.0;
     return kvc_yarn_softmax_scale(qk_nope_head_dim, qk_rope_head_dim, rope->factor, mscale_all_dim);
 }

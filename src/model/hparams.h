@@ -18,16 +18,16 @@
 #include "model/json_read.h"
 
 /* Bounds of the sizes read from config.json (docs/config.md says why). */
-#define KVC_HP_MAX_LAYERS 100000            /* num_hidden_layers */
-#define KVC_HP_MAX_HEADS 65536              /* attention heads, KV heads, state heads */
-#define KVC_HP_MAX_DIM 65536                /* head dims, latent ranks, state dims, conv widths */
-#define KVC_HP_MAX_WIDTH (INT64_C(1) << 20) /* hidden and intermediate sizes */
-#define KVC_HP_MAX_VOCAB (INT64_C(1) << 24) /* vocab_size */
-#define KVC_HP_MAX_POSITIONS INT32_MAX      /* max_position_embeddings, windows, original lengths */
-#define KVC_HP_MAX_EXPERTS 65536            /* expert counts and groups */
-#define KVC_HP_MAX_FACTOR 1e6               /* rope factors, attention factors, mscales */
-#define KVC_HP_MAX_THETA 1e12               /* rope_theta */
-#define KVC_HP_NAME_MAX 255                 /* bytes of model_type, architectures[0] and rope type */
+#define KVC_HP_MAX_LAYERS    100000             /* num_hidden_layers */
+#define KVC_HP_MAX_HEADS     65536              /* attention heads, KV heads, state heads */
+#define KVC_HP_MAX_DIM       65536              /* head dims, latent ranks, state dims, conv widths */
+#define KVC_HP_MAX_WIDTH     (INT64_C(1) << 20) /* hidden and intermediate sizes */
+#define KVC_HP_MAX_VOCAB     (INT64_C(1) << 24) /* vocab_size */
+#define KVC_HP_MAX_POSITIONS INT32_MAX          /* max_position_embeddings, windows, original lengths */
+#define KVC_HP_MAX_EXPERTS   65536              /* expert counts and groups */
+#define KVC_HP_MAX_FACTOR    1e6                /* rope factors, attention factors, mscales */
+#define KVC_HP_MAX_THETA     1e12               /* rope_theta */
+#define KVC_HP_NAME_MAX      255                /* bytes of model_type, architectures[0] and rope type */
 
 /* A parsed config.json. Strings point into the owned tree. */
 typedef struct kvc_hparams {
@@ -36,16 +36,16 @@ typedef struct kvc_hparams {
     const char *model_type;   /* NULL when absent */
     const char *architecture; /* architectures[0]; NULL when absent */
     /* kvc_hparams_read_sizes */
-    int64_t n_layers;         /* [1, KVC_HP_MAX_LAYERS] */
-    int64_t n_heads;          /* [1, KVC_HP_MAX_HEADS] */
-    int64_t n_kv_heads;       /* divides n_heads; n_heads when absent */
+    int64_t n_layers;   /* [1, KVC_HP_MAX_LAYERS] */
+    int64_t n_heads;    /* [1, KVC_HP_MAX_HEADS] */
+    int64_t n_kv_heads; /* divides n_heads; n_heads when absent */
     bool have_kv_heads;
-    int64_t hidden_size;      /* 0 when absent */
-    int64_t max_pos;          /* max_position_embeddings, [1, KVC_HP_MAX_POSITIONS] */
+    int64_t hidden_size; /* 0 when absent */
+    int64_t max_pos;     /* max_position_embeddings, [1, KVC_HP_MAX_POSITIONS] */
     bool have_max_pos;
     /* kvc_hparams_read_rope */
     kvc_rope_config rope;
-    const char *rope_source;  /* "rope_scaling", "rope_parameters" or NULL (no dict) */
+    const char *rope_source; /* "rope_scaling", "rope_parameters" or NULL (no dict) */
 } kvc_hparams;
 
 /* The latent dims of an MLA (DeepSeek-style) model. */

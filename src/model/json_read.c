@@ -8,8 +8,7 @@
 
 #include "base/internal.h"
 
-const char *kvc_json_type_name(const cJSON *item)
-{
+const char *kvc_json_type_name(const cJSON *item) {
     if (item == NULL || cJSON_IsNull(item)) return "null";
     if (cJSON_IsBool(item)) return "a boolean";
     if (cJSON_IsNumber(item)) return "a number";
@@ -73,8 +72,7 @@ static const char *doc_name(const char *doc) { return doc != NULL ? doc : ""; }
 
 /* Refuses an object with a member name given twice (JSON leaves the meaning
  * open: transformers keeps the last, cJSON finds the first). */
-static kvc_status check_unique(const cJSON *obj, const char *doc, const char *path)
-{
+static kvc_status check_unique(const cJSON *obj, const char *doc, const char *path) {
     int n = 0;
     for (const cJSON *c = obj->child; c != NULL; c = c->next, n++) {
         if (n == MAX_MEMBERS)
@@ -82,8 +80,8 @@ static kvc_status check_unique(const cJSON *obj, const char *doc, const char *pa
                             path[0] ? path : "(top level)", MAX_MEMBERS);
         for (const cJSON *d = obj->child; d != c; d = d->next)
             if (strcmp(d->string, c->string) == 0)
-                return kvc_fail(KVC_EINVAL, "%s%s%s%s%.64s: the key is given twice", doc_name(doc), prefix_sep(doc), path,
-                                path[0] ? "." : "", c->string);
+                return kvc_fail(KVC_EINVAL, "%s%s%s%s%.64s: the key is given twice", doc_name(doc), prefix_sep(doc),
+                                path, path[0] ? "." : "", c->string);
     }
     return KVC_OK;
 }
@@ -104,8 +102,8 @@ static kvc_status check_strings(const cJSON *item, const char *doc, char *path, 
     for (const cJSON *c = item->child; c != NULL; c = c->next, index++) {
         if (cJSON_IsObject(item)) {
             if (!kvc_utf8_valid(c->string, strlen(c->string)))
-                return kvc_fail(KVC_EINVAL, "%s%s%s: a member name is not valid UTF-8", doc_name(doc),
-                                prefix_sep(doc), at > 0 ? path : "(top level)");
+                return kvc_fail(KVC_EINVAL, "%s%s%s: a member name is not valid UTF-8", doc_name(doc), prefix_sep(doc),
+                                at > 0 ? path : "(top level)");
             snprintf(path + at, cap - at, "%s%s", at > 0 ? "." : "", c->string);
         } else {
             snprintf(path + at, cap - at, "[%d]", index);
@@ -117,8 +115,7 @@ static kvc_status check_strings(const cJSON *item, const char *doc, char *path, 
     return KVC_OK;
 }
 
-kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out)
-{
+kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out) {
     if (out == NULL) return kvc_fail(KVC_EINVAL, "json parse: out must not be NULL");
     *out = NULL;
     if (text == NULL) return kvc_fail(KVC_EINVAL, "json parse: text must not be NULL");
@@ -140,22 +137,19 @@ kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, 
 
 /* ---- members ------------------------------------------------------------------- */
 
-static const cJSON *member(const cJSON *obj, const char *key)
-{
+static const cJSON *member(const cJSON *obj, const char *key) {
     if (obj == NULL) return NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return (v != NULL && !cJSON_IsNull(v)) ? v : NULL;
 }
 
-const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key)
-{
+const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key) {
     const cJSON *v = member(o->obj, key);
     return v != NULL ? v : member(o->fallback, key);
 }
 
 /* "doc: path.key" into buf. */
-static const char *where(const kvc_json_obj *o, const char *key, char *buf, size_t cap)
-{
+static const char *where(const kvc_json_obj *o, const char *key, char *buf, size_t cap) {
     const bool nested = o->path != NULL && o->path[0] != '\0';
     snprintf(buf, cap, "%s%s%s%s%s", doc_name(o->doc), prefix_sep(o->doc), nested ? o->path : "", nested ? "." : "",
              key);
@@ -163,8 +157,7 @@ static const char *where(const kvc_json_obj *o, const char *key, char *buf, size
 }
 
 /* Absent member: fine when optional, an error when required. */
-static kvc_status absent(const kvc_json_obj *o, const char *key, bool *present)
-{
+static kvc_status absent(const kvc_json_obj *o, const char *key, bool *present) {
     if (present != NULL) {
         *present = false;
         return KVC_OK;
@@ -174,8 +167,7 @@ static kvc_status absent(const kvc_json_obj *o, const char *key, bool *present)
 }
 
 /* A number as written in messages: integral values in full, others in %.15g. */
-static const char *number_text(double d, char *buf, size_t cap)
-{
+static const char *number_text(double d, char *buf, size_t cap) {
     if (fabs(d) < 1e18 && d == floor(d))
         snprintf(buf, cap, "%.0f", d);
     else
@@ -183,8 +175,7 @@ static const char *number_text(double d, char *buf, size_t cap)
     return buf;
 }
 
-kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present)
-{
+kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
@@ -202,8 +193,7 @@ kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int6
     return KVC_OK;
 }
 
-kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present)
-{
+kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
@@ -221,20 +211,19 @@ kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r
     return KVC_OK;
 }
 
-kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present)
-{
+kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
     if (!cJSON_IsBool(v))
-        return kvc_fail(KVC_EINVAL, "%s must be true or false, got %s", where(o, key, w, sizeof w), kvc_json_type_name(v));
+        return kvc_fail(KVC_EINVAL, "%s must be true or false, got %s", where(o, key, w, sizeof w),
+                        kvc_json_type_name(v));
     *out = cJSON_IsTrue(v);
     if (present != NULL) *present = true;
     return KVC_OK;
 }
 
-kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes, const char **out, bool *present)
-{
+kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes, const char **out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
@@ -244,15 +233,15 @@ kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes
     if (!kvc_utf8_valid(v->valuestring, n))
         return kvc_fail(KVC_EINVAL, "%s is not valid UTF-8", where(o, key, w, sizeof w));
     if (n > max_bytes)
-        return kvc_fail(KVC_EINVAL, "%s is %zu bytes long, at most %zu are kept", where(o, key, w, sizeof w), n, max_bytes);
+        return kvc_fail(KVC_EINVAL, "%s is %zu bytes long, at most %zu are kept", where(o, key, w, sizeof w), n,
+                        max_bytes);
     *out = v->valuestring;
     if (present != NULL) *present = true;
     return KVC_OK;
 }
 
 kvc_status kvc_json_child(const kvc_json_obj *o, const char *key, char *path, size_t cap, kvc_json_obj *out,
-                          bool *present)
-{
+                          bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
@@ -265,8 +254,7 @@ kvc_status kvc_json_child(const kvc_json_obj *o, const char *key, char *path, si
     return KVC_OK;
 }
 
-kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out, bool *present)
-{
+kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];

@@ -21,10 +21,10 @@
 #include "kvcache/base.h"
 
 /* Returns the status of expr from the calling function unless it is KVC_OK. */
-#define KVC_TRY(expr)                          \
-    do {                                       \
-        kvc_status try_st_ = (expr);           \
-        if (try_st_ != KVC_OK) return try_st_; \
+#define KVC_TRY(expr)                                                                                                  \
+    do {                                                                                                               \
+        kvc_status try_st_ = (expr);                                                                                   \
+        if (try_st_ != KVC_OK) return try_st_;                                                                         \
     } while (0)
 
 /* One object of a document and where it sits. Lookups try `obj` first, then
@@ -60,8 +60,7 @@ const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key);
 
 /* An integral number in [lo, hi]. Values outside int64 are refused before any
  * conversion. */
-kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out,
-                        bool *present);
+kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present);
 /* A finite number in the range. */
 kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present);
 kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present);
@@ -72,8 +71,7 @@ kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes
 kvc_status kvc_json_child(const kvc_json_obj *o, const char *key, char *path, size_t cap, kvc_json_obj *out,
                           bool *present);
 /* An array member with at most max_items items. */
-kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out,
-                          bool *present);
+kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out, bool *present);
 
 /* "a string", "a number", ... for messages. */
 const char *kvc_json_type_name(const cJSON *item);

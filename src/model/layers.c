@@ -1,5 +1,5 @@
 /* Dense kernels of the decoder: Linear through the batch-invariant GEMM,
- * RMSNorm, SwiGLU. Each works row by row, so a token's result never depends
+ * SwiGLU. Each works row by row, so a token's result never depends
  * on the other tokens of the step. */
 #include <math.h>
 
@@ -9,17 +9,6 @@
 void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
 {
     kvc_gemm_nt(T, out, in, x, in, w, in, b, y, out);
-}
-
-void kvc_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *w, float eps)
-{
-    for (int64_t r = 0; r < n_rows; r++) {
-        float *v = x + r * ld;
-        float ss = 0.0f;
-        for (int64_t j = 0; j < n; j++) ss += v[j] * v[j];
-        const float inv = 1.0f / sqrtf(ss / (float)n + eps);
-        for (int64_t j = 0; j < n; j++) v[j] = (v[j] * inv) * w[j];
-    }
 }
 
 void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)

@@ -1,6 +1,6 @@
 /* Internal layout of a kvc_model: f32 weights per layer, named as in the
  * Hugging Face checkpoints (MF 2, 3.5, 4.5), and the small dense kernels
- * shared by the families. */
+ * shared by the families (RMSNorm and RoPE are the ops layer's). */
 #ifndef KVC_MODEL_INTERNAL_H
 #define KVC_MODEL_INTERNAL_H
 
@@ -75,7 +75,7 @@ kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *u
 #define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
 
 /* Common head of load / random: config checks (every size bounded), arena
- * sizing, then `check` (may be NULL) over every tensor before the arena is
+ * sizing, RoPE frequencies (kvc_rope_frequencies), then `check` (may be NULL) over every tensor before the arena is
  * allocated (load compares the file's shapes there), arena, rope tables. */
 kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
                            kvc_model **out);
@@ -83,19 +83,12 @@ kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn chec
  * brings every weight the GEMM reads into [out, in] form (GptOss experts
  * transposed in place, W_UK^h transposed into m->derived). */
 kvc_status kvc_model_prepare(kvc_model *m);
-kvc_status kvc_rope_prepare(kvc_model *m);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear), batch-invariant (gemm.h). */
 void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
-/* RMSNorm of each of n_rows rows of width n (stride ld) in place: x * w / sqrt(mean(x^2) + eps). */
-void kvc_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *w, float eps);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
 void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
-/* Half-split RoPE (MF 1.4) of n_heads heads of width d at x[h*stride ..] for position p. */
-void kvc_rope_half(const kvc_model *m, float *x, int64_t n_heads, int64_t stride, int64_t p);
-/* Interleaved RoPE with de-interleaved output (MF 1.4, DeepSeek rope_interleave). */
-void kvc_rope_interleaved(const kvc_model *m, float *x, int64_t n_heads, int64_t stride, int64_t p, float *tmp /* [d] */);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -264,7 +264,7 @@ kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn chec
         st = kvc_model_visit_weights(m, assign_fn, &cur);
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
-    if (st == KVC_OK) st = kvc_rope_prepare(m);
+    if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

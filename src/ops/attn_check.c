@@ -263,7 +263,7 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
     if (pb->p->kv_storage == KVC_KV_PAGED_NZ) {
         const size_t es = kvc_dtype_size(t->dtype);
         if (es != 1 && es != 2)
-            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or int8 elements", name, kvc_dtype_name(t->dtype));
+            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name, kvc_dtype_name(t->dtype));
         if (dim % (32 / (int64_t)es) != 0 || pb->bs % 16 != 0)
             FAIL(KVC_EINVAL, "%s: NZ storage needs D %% c0 == 0 and block_size %% 16 == 0", name);
     }
@@ -519,9 +519,18 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
         FAIL(KVC_EINVAL, "%s: quant mode 1 takes [B = %lld, S] or [1, B, S] per-token scales (R12)", name,
              (long long)pb->B);
     }
+    case KVC_QUANT_PER_SLOT:
+        if (!pb->paged)
+            FAIL(KVC_EINVAL, "%s: quant mode 3 (per cache slot) needs paged K/V; contiguous K/V take mode 1 (R12)", name);
+        if (n == pb->NB * pb->bs && (t->ndim == 1 || (t->ndim == 2 && t->shape[0] == pb->NB))) {
+            *out = KVC_QIDX_SLOT;
+            return KVC_OK;
+        }
+        FAIL(KVC_EINVAL, "%s: quant mode 3 takes one scale per cache slot, [NB = %lld, bs = %lld] or [NB*bs] (R12)", name,
+             (long long)pb->NB, (long long)pb->bs);
     default:
-        FAIL(KVC_EINVAL, "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head) (R12)", name,
-             (int)mode);
+        FAIL(KVC_EINVAL, "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head, 3 per slot) (R12)",
+             name, (int)mode);
     }
 }
 
@@ -529,26 +538,29 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
 {
     const bool ks = p->key_scale.data != NULL, vs = p->value_scale.data != NULL;
     const bool ko = p->key_offset.data != NULL, vo = p->value_offset.data != NULL;
-    const bool k8 = p->k.dtype == KVC_DTYPE_I8, v8 = p->v.dtype == KVC_DTYPE_I8;
-    pb->kv_quant = k8;
+    const bool quant = kvc_is_quant_dtype(p->k.dtype), fp8 = kvc_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
+    pb->kv_quant = false;
     pb->kq = pb->vq = KVC_QIDX_NONE;
     pb->q_tok_s = 0;
     if (ks != vs) FAIL(KVC_EINVAL, "only the %s dequant scale is given: key and value scales come together (R12)",
                        ks ? "key" : "value");
     if (ko != vo) FAIL(KVC_EINVAL, "only the %s dequant offset is given: key and value offsets come together (R12)",
                        ko ? "key" : "value");
-    if (k8 != v8) FAIL(KVC_EINVAL, "k is %s but v is %s: int8 K/V are quantised together", kvc_dtype_name(p->k.dtype),
-                       kvc_dtype_name(p->v.dtype));
-    if (!k8) {
-        if (ks || ko) FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 (R12)",
+    if (!quant) {
+        if (ks || ko) FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 or fp8 (R12)",
                            kvc_dtype_name(p->k.dtype));
         return KVC_OK;
     }
+    if (fp8 && ko)
+        FAIL(KVC_EINVAL, "%s K/V take dequant scales only, no offsets (x = scale * fp8 value) (R12)",
+             kvc_dtype_name(p->k.dtype));
+    if (fp8 && !ks) return KVC_OK; /* unscaled fp8: the values as stored */
     if (!ks) FAIL(KVC_EINVAL, "int8 K/V need key_scale and value_scale (dequant x = scale * (q + offset)) (R12)");
+    pb->kv_quant = true;
     if (ko && !vs) FAIL(KVC_EINVAL, "offsets without scales (R12)");
     const kvc_quant_mode km = p->key_quant_mode, vm = p->value_quant_mode;
-    if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && vm == KVC_QUANT_PER_TOKEN))
-        FAIL(KVC_EINVAL, "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 (R12)",
+    if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && (vm == KVC_QUANT_PER_TOKEN || vm == KVC_QUANT_PER_SLOT)))
+        FAIL(KVC_EINVAL, "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 or 3 (R12)",
              (int)km, (int)vm);
     TRY(quant_kind(pb, km, &p->key_scale, pb->D, "key_scale", &pb->kq));
     TRY(quant_kind(pb, vm, &p->value_scale, pb->Dv, "value_scale", &pb->vq));
@@ -560,8 +572,8 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     }
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
-        FAIL(KVC_EINVAL, "MLA int8 latent cache takes one per-tensor scale (R10)");
-    if (pb->Dr && pb->kq == KVC_QIDX_TOKEN)
+        FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
+    if (pb->Dr && kvc_qidx_per_key(pb->kq))
         FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
     return KVC_OK;
 }
@@ -611,8 +623,8 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
     TRY(check_kv_tensor(pb, &p->v, "v", vd));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
-    if (!kvc_is_float_dtype(p->k.dtype) && p->k.dtype != KVC_DTYPE_I8)
-        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8)", kvc_dtype_name(p->k.dtype));
+    if (!kvc_is_float_dtype(p->k.dtype) && !kvc_is_quant_dtype(p->k.dtype))
+        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)", kvc_dtype_name(p->k.dtype));
     if (p->kv_storage == KVC_KV_PAGED_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;

@@ -39,10 +39,10 @@ kvc_status kvc_mla_write(const kvc_mla_write_params *p)
     if (!kvc_is_float_dtype(p->rope_cache->dtype))
         return kvc_fail(KVC_EINVAL, "mla_write: rope cache dtype %s must be f32/f16/bf16",
                         kvc_dtype_name(p->rope_cache->dtype));
-    const bool quant = p->nope_cache->dtype == KVC_DTYPE_I8;
+    const bool quant = kvc_is_quant_dtype(p->nope_cache->dtype);
     if (quant != (p->nope_inv_scale != NULL))
         return kvc_fail(KVC_EINVAL,
-                        "mla_write: an int8 nope cache needs nope_inv_scale and a float cache must not get one (cache %s)",
+                        "mla_write: an int8/fp8 nope cache needs nope_inv_scale and a float cache must not get one (cache %s)",
                         kvc_dtype_name(p->nope_cache->dtype));
     if (!quant && !kvc_is_float_dtype(p->nope_cache->dtype))
         return kvc_fail(KVC_EINVAL, "mla_write: nope cache dtype %s unsupported",
@@ -65,7 +65,7 @@ kvc_status kvc_mla_write(const kvc_mla_write_params *p)
             if (s == KVC_SLOT_SKIP) continue;
             const int64_t a = kvc_paged_index(&gn, s, 0, i);
             if (quant)
-                ((int8_t *)p->nope_cache->data)[a] = kvc_quantize_i8(y, p->nope_inv_scale[0], 0.0f);
+                kvc_quant_store(p->nope_cache->data, p->nope_cache->dtype, a, y, p->nope_inv_scale[0], 0.0f);
             else
                 kvc_elem_store(p->nope_cache->data, p->nope_cache->dtype, a, y);
         }

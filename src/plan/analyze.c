@@ -19,12 +19,19 @@ const char *kvc_kv_mode_name(kvc_kv_mode mode) {
 }
 
 kvc_plan_options kvc_plan_default_options(void) {
-    return (kvc_plan_options){.tp = 1, .block_size = 128, .kv_dtype_set = false, .kv_dtype = KVC_DTYPE_BF16,
-                              .max_model_len = 0, .max_concurrency = 1, .next_n = 0, .kv_memory_bytes = 0};
+    return (kvc_plan_options){.tp = 1,
+                              .block_size = 128,
+                              .kv_dtype_set = false,
+                              .kv_dtype = KVC_DTYPE_BF16,
+                              .max_model_len = 0,
+                              .max_concurrency = 1,
+                              .next_n = 0,
+                              .kv_memory_bytes = 0};
 }
 
 static kvc_status check_options(const kvc_plan_options *o) {
-    if (o->tp < 1 || o->tp > 4096) return kvc_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
+    if (o->tp < 1 || o->tp > 4096)
+        return kvc_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
     if (o->block_size < 1 || o->block_size > (1 << 20))
         return kvc_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
     if (o->kv_dtype_set && o->kv_dtype != KVC_DTYPE_F16 && o->kv_dtype != KVC_DTYPE_BF16 &&
@@ -67,7 +74,8 @@ static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_fa
 static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, int64_t *kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
     if (f->n_heads % o->tp != 0)
-        return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp, (long long)f->n_heads);
+        return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
+                        (long long)f->n_heads);
     *kv_per_rank = kvc_max64(f->n_kv_heads / o->tp, 1);
     if (f->fam != KVC_FAM_MLA) {
         if (f->n_kv_heads >= o->tp && f->n_kv_heads % o->tp != 0)
@@ -75,8 +83,10 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
                             (long long)f->n_kv_heads);
         if (f->n_kv_heads < o->tp) {
             if (o->tp % f->n_kv_heads != 0)
-                return kvc_fail(KVC_EINVAL, "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
-                                (long long)o->tp, (long long)f->n_kv_heads);
+                return kvc_fail(
+                    KVC_EINVAL,
+                    "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
+                    (long long)o->tp, (long long)f->n_kv_heads);
             kvc_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
                           (long long)o->tp, (long long)f->n_kv_heads, (long long)(o->tp / f->n_kv_heads));
         }
@@ -94,7 +104,8 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
     bool have_softcap = false;
     kvc_status st = kvc_json_num(&hp->cfg, "attn_logit_softcapping", any, &softcap, &have_softcap);
     if (st == KVC_OK && have_softcap && softcap != 0.0)
-        kvc_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping", softcap);
+        kvc_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping",
+                      softcap);
     int64_t mtp = 0;
     bool have_mtp = false;
     if (st == KVC_OK) st = kvc_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
@@ -119,8 +130,9 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     if (st == KVC_OK && any_state) {
         st = kvc_plan_state_shapes(hp, f, plan->options.tp, states);
         if (st == KVC_OK)
-            kvc_plan_warn(plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
-                          kvc_dtype_name(plan->options.kv_dtype));
+            kvc_plan_warn(
+                plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
+                kvc_dtype_name(plan->options.kv_dtype));
     }
     if (st == KVC_OK) st = kvc_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;

@@ -11,7 +11,8 @@
 
 static kvc_status split_tp(const char *field, int64_t v, int64_t tp, int64_t *out) {
     if (v % tp != 0)
-        return kvc_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v, (long long)tp);
+        return kvc_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v,
+                        (long long)tp);
     *out = v / tp;
     return KVC_OK;
 }
@@ -41,8 +42,10 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
             if ((st = kvc_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_key_heads", nk, tp, &nk_r)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_value_heads", nv, tp, &nv_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "recurrent_state"}, .n_shape = {2, 3},
-                            .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
+        *s = (kvc_state_shapes){.n = 2,
+                                .names = {"conv_state", "recurrent_state"},
+                                .n_shape = {2, 3},
+                                .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
         return KVC_OK;
     }
     if (f->fam == KVC_FAM_JAMBA) {
@@ -50,10 +53,14 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
         if ((st = kvc_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
         if ((st = kvc_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
         if ((st = kvc_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL)) != KVC_OK) return st;
-        if (f->hidden_size < 1) return kvc_fail(KVC_EINVAL, "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
+        if (f->hidden_size < 1)
+            return kvc_fail(KVC_EINVAL,
+                            "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
         if ((st = split_tp("mamba_expand * hidden_size", expand * f->hidden_size, tp, &inner_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 2},
-                            .shape = {{inner_r, conv}, {inner_r, state}}};
+        *s = (kvc_state_shapes){.n = 2,
+                                .names = {"conv_state", "ssm_state"},
+                                .n_shape = {2, 2},
+                                .shape = {{inner_r, conv}, {inner_r, state}}};
         return KVC_OK;
     }
     /* Mamba2-style fields (Granite 4, Nemotron-H, ...). */
@@ -76,8 +83,10 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
     int64_t heads_r = 0, conv_r = 0;
     if ((st = split_tp("mamba_n_heads", heads, tp, &heads_r)) != KVC_OK) return st;
     if ((st = split_tp("mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r)) != KVC_OK) return st;
-    *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 3},
-                        .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "ssm_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
     return KVC_OK;
 }
 
@@ -149,12 +158,15 @@ kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
             e->block_size = plan->options.block_size;
             if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
                 e->sliding_window = L->sliding_window;
-                if (multi_window) snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
+                if (multi_window)
+                    snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
             }
         }
     }
-    plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers, .n_layer_infos = plan->n_layers,
-                                              .layer_infos = layers, .is_mla_backend = plan->mla};
+    plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers,
+                                              .n_layer_infos = plan->n_layers,
+                                              .layer_infos = layers,
+                                              .is_mla_backend = plan->mla};
     return KVC_OK;
 }
 
@@ -185,7 +197,8 @@ kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f,
     const kvc_plan_options *o = &plan->options;
     plan->n_layers = (int32_t)f->n_layers;
     plan->layers = kvc_calloc((size_t)f->n_layers, sizeof *plan->layers);
-    if (plan->layers == NULL) return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+    if (plan->layers == NULL)
+        return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;
     for (int32_t i = 0; i < plan->n_layers; i++) {
         kvc_plan_layer *L = &plan->layers[i];

@@ -100,7 +100,8 @@ static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fa
     f->have_max_pos = hp->have_max_pos;
     f->max_pos = hp->max_pos;
     if (!hp->have_kv_heads && f->fam == KVC_FAM_GENERIC)
-        kvc_plan_warn(plan, "num_key_value_heads absent: %lld (one KV head per query head) assumed", (long long)f->n_heads);
+        kvc_plan_warn(plan, "num_key_value_heads absent: %lld (one KV head per query head) assumed",
+                      (long long)f->n_heads);
     if (f->fam == KVC_FAM_MLA) {
         /* MLA dims come from the latent fields */
         kvc_mla_dims d;
@@ -137,7 +138,8 @@ static kvc_status layer_types_list(const kvc_json_obj *cfg, kvc_model_facts *f, 
                         cJSON_GetArraySize(lt), (long long)f->n_layers);
     int64_t i = 0;
     for (const cJSON *e = lt->child; e != NULL; e = e->next, i++) {
-        if (!cJSON_IsString(e)) return kvc_fail(KVC_EINVAL, "config.json: layer_types[%lld] must be a string", (long long)i);
+        if (!cJSON_IsString(e))
+            return kvc_fail(KVC_EINVAL, "config.json: layer_types[%lld] must be a string", (long long)i);
         const char *s = e->valuestring;
         if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0)
             f->kinds[i] = KVC_LK_FULL;
@@ -163,7 +165,8 @@ static kvc_status read_window(const kvc_json_obj *cfg, kvc_model_facts *f, bool 
 kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const kvc_json_obj *cfg = &hp->cfg;
     f->kinds = kvc_calloc((size_t)f->n_layers, sizeof *f->kinds);
-    if (f->kinds == NULL) return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+    if (f->kinds == NULL)
+        return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     bool given = false, have_window = false;
     kvc_status st = layer_types_list(cfg, f, &given);
     if (st == KVC_OK) st = read_window(cfg, f, &have_window);
@@ -178,11 +181,15 @@ kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc
         case KVC_FAM_GEMMA3: {
             int64_t pattern = 6;
             bool have = false;
-            if ((st = kvc_json_int(cfg, "sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have)) != KVC_OK) return st;
-            if (!have && (st = kvc_json_int(cfg, "_sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have)) != KVC_OK)
+            if ((st = kvc_json_int(cfg, "sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have)) != KVC_OK)
                 return st;
-            if (!have) kvc_plan_warn(plan, "sliding_window_pattern absent: 6 (five sliding layers, then one full) assumed");
-            for (int64_t i = 0; i < f->n_layers; i++) f->kinds[i] = (i + 1) % pattern != 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+            if (!have &&
+                (st = kvc_json_int(cfg, "_sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have)) != KVC_OK)
+                return st;
+            if (!have)
+                kvc_plan_warn(plan, "sliding_window_pattern absent: 6 (five sliding layers, then one full) assumed");
+            for (int64_t i = 0; i < f->n_layers; i++)
+                f->kinds[i] = (i + 1) % pattern != 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
             break;
         }
         case KVC_FAM_GQA: {
@@ -192,10 +199,12 @@ kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc
             if (have_use) {
                 if (!use) break;
                 if (!have_window)
-                    return kvc_fail(KVC_EINVAL, "config.json: use_sliding_window is true but sliding_window is missing");
+                    return kvc_fail(KVC_EINVAL,
+                                    "config.json: use_sliding_window is true but sliding_window is missing");
                 int64_t from = 28;
                 bool have_from = false;
-                if ((st = kvc_json_int(cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have_from)) != KVC_OK) return st;
+                if ((st = kvc_json_int(cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have_from)) != KVC_OK)
+                    return st;
                 if (!have_from) kvc_plan_warn(plan, "max_window_layers absent: 28 assumed");
                 for (int64_t i = from; i < f->n_layers; i++) f->kinds[i] = KVC_LK_SLIDING;
                 break;
@@ -215,7 +224,8 @@ kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc
             if ((st = kvc_json_int(cfg, "attn_layer_period", 1, KVC_HP_MAX_LAYERS, &period, NULL)) != KVC_OK) return st;
             if ((st = kvc_json_int(cfg, "attn_layer_offset", 0, KVC_HP_MAX_LAYERS, &offset, NULL)) != KVC_OK) return st;
             if (offset >= period)
-                return kvc_fail(KVC_EINVAL, "config.json: attn_layer_offset %lld must be in [0, attn_layer_period %lld)",
+                return kvc_fail(KVC_EINVAL,
+                                "config.json: attn_layer_offset %lld must be in [0, attn_layer_period %lld)",
                                 (long long)offset, (long long)period);
             for (int64_t i = 0; i < f->n_layers; i++) f->kinds[i] = i % period == offset ? KVC_LK_FULL : KVC_LK_STATE;
             break;
@@ -225,20 +235,23 @@ kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc
             bool have = false;
             if ((st = kvc_json_int(cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have)) != KVC_OK)
                 return st;
-            if (!have) kvc_plan_warn(plan, "layer_types and full_attention_interval absent: every 4th layer full assumed");
-            for (int64_t i = 0; i < f->n_layers; i++) f->kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
+            if (!have)
+                kvc_plan_warn(plan, "layer_types and full_attention_interval absent: every 4th layer full assumed");
+            for (int64_t i = 0; i < f->n_layers; i++)
+                f->kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
             break;
         }
         case KVC_FAM_MAMBA2_HYBRID:
-            return kvc_fail(KVC_EINVAL, "config.json: layer_types is missing (needed to tell mamba from attention layers)");
-        case KVC_FAM_MLA:
-            break;
+            return kvc_fail(KVC_EINVAL,
+                            "config.json: layer_types is missing (needed to tell mamba from attention layers)");
+        case KVC_FAM_MLA: break;
         }
     }
     bool any_sliding = false;
     for (int64_t i = 0; i < f->n_layers; i++) any_sliding |= f->kinds[i] == KVC_LK_SLIDING;
     if (any_sliding && !have_window)
-        return kvc_fail(KVC_EINVAL, "config.json: sliding_window is missing but the model has sliding-attention layers");
+        return kvc_fail(KVC_EINVAL,
+                        "config.json: sliding_window is missing but the model has sliding-attention layers");
     if (any_sliding && f->fam == KVC_FAM_MLA)
         return kvc_fail(KVC_EINVAL, "config.json: layer_types asks for sliding layers, which MLA models do not have");
     if (any_sliding && f->have_max_pos && f->window >= f->max_pos) {

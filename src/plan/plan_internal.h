@@ -15,13 +15,13 @@ void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 /* ---- the analyzer's pieces (facts.c, select.c, caches.c, analyze.c) -------- */
 
 typedef enum kvc_plan_family {
-    KVC_FAM_GQA,      /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
-    KVC_FAM_GPT_OSS,  /* layer_types, sinks, YaRN */
-    KVC_FAM_MLA,      /* DeepSeek-V2/V3/R1, Kimi-K2 */
-    KVC_FAM_GEMMA2,   /* alternate sliding / full */
-    KVC_FAM_GEMMA3,   /* sliding_window_pattern */
-    KVC_FAM_QWEN3_NEXT, /* linear attention (Gated DeltaNet) + full attention */
-    KVC_FAM_JAMBA,    /* Mamba + attention every attn_layer_period layers */
+    KVC_FAM_GQA,           /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
+    KVC_FAM_GPT_OSS,       /* layer_types, sinks, YaRN */
+    KVC_FAM_MLA,           /* DeepSeek-V2/V3/R1, Kimi-K2 */
+    KVC_FAM_GEMMA2,        /* alternate sliding / full */
+    KVC_FAM_GEMMA3,        /* sliding_window_pattern */
+    KVC_FAM_QWEN3_NEXT,    /* linear attention (Gated DeltaNet) + full attention */
+    KVC_FAM_JAMBA,         /* Mamba + attention every attn_layer_period layers */
     KVC_FAM_MAMBA2_HYBRID, /* layer_types with "mamba" (Granite 4 style) */
     KVC_FAM_GENERIC
 } kvc_plan_family;
@@ -35,10 +35,10 @@ typedef struct kvc_model_facts {
     int64_t n_heads, n_kv_heads, head_dim, hidden_size;
     bool have_max_pos;
     int64_t max_pos;
-    int64_t window;       /* model-wide sliding_window (0 = none) */
+    int64_t window; /* model-wide sliding_window (0 = none) */
     /* MLA */
     int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
-    kvc_rope_config rope; /* as the config reader resolved it */
+    kvc_rope_config rope;  /* as the config reader resolved it */
     kvc_layer_kind *kinds; /* [n_layers] */
 } kvc_model_facts;
 

@@ -4,8 +4,7 @@
 
 #include "model/model_internal.h"
 
-static kvc_model *model_of(const char *json)
-{
+static kvc_model *model_of(const char *json) {
     kvc_model_config c;
     if (kvc_model_config_parse(json, "cfg", &c) != KVC_OK) fail_msg("parse: %s", kvc_last_error());
     kvc_model *m = NULL;

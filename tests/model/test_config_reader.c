@@ -18,16 +18,17 @@
 #include "config_fixture.h"
 
 /* A DeepSeek-V3 shape with nope 16 + rope 8 = 24 query/key dims. */
-#define DS_BASE                                                                                                     \
-    "{\"model_type\":\"deepseek_v3\",\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":16,"             \
-    "\"hidden_size\":32,\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"               \
-    "\"num_key_value_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,"                \
+#define DS_BASE                                                                                                        \
+    "{\"model_type\":\"deepseek_v3\",\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":16,"                 \
+    "\"hidden_size\":32,\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"                   \
+    "\"num_key_value_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,"                     \
     "\"v_head_dim\":8,\"first_k_dense_replace\":1,\"max_position_embeddings\":163840,\"torch_dtype\":\"bfloat16\","
 
-#define YARN_40 "{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,\"mscale\":1.0,\"mscale_all_dim\":1.0}"
+#define YARN_40                                                                                                        \
+    "{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,\"mscale\":1.0,\"mscale_all_dim\":1."  \
+    "0}"
 
-static kvc_model_plan *plan_of(const char *json)
-{
+static kvc_model_plan *plan_of(const char *json) {
     kvc_plan_options o = kvc_plan_default_options();
     kvc_model_plan *p = NULL;
     if (kvc_model_plan_create(json, strlen(json), &o, &p) != KVC_OK) fail_msg("plan: %s", kvc_last_error());
@@ -35,14 +36,12 @@ static kvc_model_plan *plan_of(const char *json)
 }
 
 /* float64 reference of the MLA scale with YaRN mscale_all_dim m at factor f. */
-static double mla_scale_ref(double dq, double f, double m)
-{
+static double mla_scale_ref(double dq, double f, double m) {
     const double g = f > 1.0 ? 0.1 * m * log(f) + 1.0 : 1.0;
     return g * g / sqrt(dq);
 }
 
-static void test_rope_scaling_wins_in_model_and_plan(void **state)
-{
+static void test_rope_scaling_wins_in_model_and_plan(void **state) {
     (void)state;
     /* rope_scaling (yarn, factor 40, mscale_all_dim 1) beside rope_parameters (default) */
     const char *both = DS_BASE "\"rope_theta\":10000,\"rope_scaling\":" YARN_40 ","
@@ -60,7 +59,8 @@ static void test_rope_scaling_wins_in_model_and_plan(void **state)
     kvc_model_destroy(m);
 
     /* an empty rope_scaling does not count: rope_parameters (default) applies */
-    const char *empty = DS_BASE "\"rope_scaling\":{},\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000}}";
+    const char *empty =
+        DS_BASE "\"rope_scaling\":{},\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000}}";
     m = model_of(empty);
     p = plan_of(empty);
     assert_true(fabs(kvc_model_attn_scale(kvc_model_config_of(m)) - 1.0 / sqrt(24.0)) < 1e-12);
@@ -70,20 +70,20 @@ static void test_rope_scaling_wins_in_model_and_plan(void **state)
     kvc_model_destroy(m);
 }
 
-#define LLAMA_HEAD                                                                                                  \
-    "{\"model_type\":\"llama\",\"vocab_size\":16,\"intermediate_size\":16,\"num_key_value_heads\":1,"                \
+#define LLAMA_HEAD                                                                                                     \
+    "{\"model_type\":\"llama\",\"vocab_size\":16,\"intermediate_size\":16,\"num_key_value_heads\":1,"                  \
     "\"torch_dtype\":\"bfloat16\","
 #define LLAMA_SIZES "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
-#define LLAMA_BASE LLAMA_HEAD LLAMA_SIZES
+#define LLAMA_BASE  LLAMA_HEAD LLAMA_SIZES
 
-static void test_explicit_yarn_factor_is_kept(void **state)
-{
+static void test_explicit_yarn_factor_is_kept(void **state) {
     (void)state;
     /* factor 4 while max_position_embeddings / L0 = 8: transformers 5.x uses 4 in both dict forms */
     kvc_model *v4 = model_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_theta\":10000,\"rope_scaling\":"
                                         "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
-    kvc_model *v5 = model_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_parameters\":{\"rope_type\":\"yarn\","
-                                        "\"rope_theta\":10000,\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    kvc_model *v5 =
+        model_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_parameters\":{\"rope_type\":\"yarn\","
+                            "\"rope_theta\":10000,\"factor\":4,\"original_max_position_embeddings\":4096}}");
     /* the same rope with a consistent max_position_embeddings (4 * 4096) */
     kvc_model *ok = model_of(LLAMA_BASE "\"max_position_embeddings\":16384,\"rope_theta\":10000,\"rope_scaling\":"
                                         "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
@@ -96,8 +96,9 @@ static void test_explicit_yarn_factor_is_kept(void **state)
     assert_true(fabsf(v4->inv_freq[half - 1] - last / 4.0f) <= 1e-6f * last);
     const double a = 0.1 * log(4.0) + 1.0;
     assert_true(fabsf(v4->rope_attn_factor - (float)a) < 1e-7f);
-    kvc_model_plan *p = plan_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_theta\":10000,\"rope_scaling\":"
-                                           "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    kvc_model_plan *p =
+        plan_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_theta\":10000,\"rope_scaling\":"
+                           "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
     assert_true(p->rope_factor == 4.0);
     assert_true(fabs(p->rope_attention_factor - a) < 1e-12);
     kvc_model_plan_destroy(p);
@@ -107,8 +108,7 @@ static void test_explicit_yarn_factor_is_kept(void **state)
 }
 
 /* Both consumers refuse json with a message containing every needle. */
-static void expect_both_refuse(const char *json, const char *needle, const char *needle2)
-{
+static void expect_both_refuse(const char *json, const char *needle, const char *needle2) {
     kvc_model_config c;
     kvc_status st = kvc_model_config_parse(json, "config.json", &c);
     if (st != KVC_EINVAL || strstr(kvc_last_error(), needle) == NULL ||
@@ -125,8 +125,7 @@ static void expect_both_refuse(const char *json, const char *needle, const char 
     assert_null(p);
 }
 
-static void test_q_lora_rank(void **state)
-{
+static void test_q_lora_rank(void **state) {
     (void)state;
     expect_both_refuse(DS_BASE "\"q_lora_rank\":0}", "q_lora_rank 0", NULL);
     /* null and absent: a plain q_proj in both */
@@ -139,8 +138,7 @@ static void test_q_lora_rank(void **state)
     kvc_model_destroy(m);
 }
 
-static void test_invalid_utf8_refused(void **state)
-{
+static void test_invalid_utf8_refused(void **state) {
     (void)state;
     /* "llama" followed by a lone continuation byte, an overlong '/', a surrogate */
     expect_both_refuse("{\"model_type\":\"llama\x80\",\"num_hidden_layers\":1}", "model_type", "UTF-8");
@@ -152,8 +150,7 @@ static void test_invalid_utf8_refused(void **state)
     assert_false(kvc_utf8_valid("\xE2\x82", 2));         /* truncated */
 }
 
-static void test_sizes_bounded_before_use(void **state)
-{
+static void test_sizes_bounded_before_use(void **state) {
     (void)state;
     /* heads near 9e15 (signed overflow in the planner before) */
     expect_both_refuse(LLAMA_HEAD "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":9000000000000000,"
@@ -175,8 +172,37 @@ static void test_sizes_bounded_before_use(void **state)
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64} trailing", "byte", NULL);
 }
 
-static void test_fixed_arrays_refuse(void **state)
-{
+/* The planner alone refuses json naming needle. */
+static void expect_plan_refuses(const char *json, const char *needle) {
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = NULL;
+    kvc_status st = kvc_model_plan_create(json, strlen(json), &o, &p);
+    if (st != KVC_EINVAL || strstr(kvc_last_error(), needle) == NULL)
+        fail_msg("plan: status %s, \"%s\" should name \"%s\"", kvc_status_str(st), kvc_last_error(), needle);
+    assert_null(p);
+}
+
+#define JAMBA                                                                                                          \
+    "{\"model_type\":\"jamba\",\"num_hidden_layers\":8,\"num_attention_heads\":32,\"num_key_value_heads\":8,"          \
+    "\"hidden_size\":4096,\"max_position_embeddings\":4096,\"attn_layer_period\":8,\"attn_layer_offset\":4,"           \
+    "\"mamba_d_state\":16,\"mamba_d_conv\":4,"
+
+static void test_state_sizes_bounded(void **state) {
+    (void)state;
+    /* 2^52 * hidden 4096 wrapped and was planned as if it were 1 */
+    expect_plan_refuses(JAMBA "\"mamba_expand\":4503599627370496}", "mamba_expand 4503599627370496");
+    expect_plan_refuses(JAMBA "\"mamba_expand\":0}", "mamba_expand 0");
+    kvc_model_plan *p = plan_of(JAMBA "\"mamba_expand\":2}");
+    assert_int_equal(p->layers[0].caches[0].shape[0], 8192); /* conv state: expand * hidden channels */
+    kvc_model_plan_destroy(p);
+    expect_plan_refuses("{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":4,\"num_attention_heads\":16,"
+                        "\"num_key_value_heads\":2,\"head_dim\":256,\"max_position_embeddings\":4096,"
+                        "\"linear_num_key_heads\":16,\"linear_num_value_heads\":9000000000000000,"
+                        "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4}",
+                        "linear_num_value_heads 9000000000000000");
+}
+
+static void test_fixed_arrays_refuse(void **state) {
     (void)state;
     kvc_model_config c;
     /* model_type is kept in char[32]: a longer one is refused, not truncated */
@@ -195,14 +221,14 @@ static void test_fixed_arrays_refuse(void **state)
     kvc_model_plan_destroy(p);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope_scaling_wins_in_model_and_plan),
         cmocka_unit_test(test_explicit_yarn_factor_is_kept),
         cmocka_unit_test(test_q_lora_rank),
         cmocka_unit_test(test_invalid_utf8_refused),
         cmocka_unit_test(test_sizes_bounded_before_use),
+        cmocka_unit_test(test_state_sizes_bounded),
         cmocka_unit_test(test_fixed_arrays_refuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,7 @@ typedef struct harness {
     const kvc_model_config *c;
     kvc_model_workspace *ws;
     kvc_model_caches caches;
-    float *mem;
+    void *mem;
     int64_t V;
     int32_t table[NREQ * (SMAX / BS)]; /* per step row: [rows, SMAX / BS] */
     int64_t slots[NREQ * SMAX];
@@ -53,7 +53,7 @@ typedef struct harness {
     float *logits; /* [NREQ * SMAX, V] */
 } harness;
 
-static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent)
+static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_dtype dt)
 {
     const kvc_model_config *c = h->c;
     int64_t d[4];
@@ -62,18 +62,19 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent)
         d[0] = d[2] = c->num_heads, d[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, d[3] = c->v_head_dim;
     else d[0] = d[2] = c->num_kv_heads, d[1] = d[3] = c->head_dim;
     const int64_t L = c->num_layers, per_layer = NREQ * SMAX * (d[0] * d[1] + d[2] * d[3]);
-    h->mem = calloc((size_t)(L * per_layer), sizeof(float));
+    const size_t es = kvc_dtype_size(dt);
+    h->mem = calloc((size_t)(L * per_layer), es);
     h->caches.layers = calloc((size_t)L, sizeof(kvc_layer_cache));
     assert_non_null(h->mem);
     assert_non_null(h->caches.layers);
     h->caches.kind = kind, h->caches.latent = latent, h->caches.block_size = kind == KVC_MCACHE_PAGED ? BS : 0;
     h->caches.n_layers = (int32_t)L;
-    float *cur = h->mem;
+    char *cur = h->mem;
     for (int64_t l = 0; l < L; l++) {
         kvc_layer_cache *lc = &h->caches.layers[l];
         kvc_tensor *t[2] = {&lc->k, &lc->v};
         for (int i = 0; i < 2; i++) {
-            t[i]->data = cur, t[i]->dtype = KVC_DTYPE_F32;
+            t[i]->data = cur, t[i]->dtype = dt;
             if (kind == KVC_MCACHE_PAGED) {
                 t[i]->ndim = 4;
                 t[i]->shape[0] = NREQ * SMAX / BS, t[i]->shape[1] = BS, t[i]->shape[2] = d[2 * i], t[i]->shape[3] = d[2 * i + 1];
@@ -81,8 +82,9 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent)
                 t[i]->ndim = 3;
                 t[i]->shape[0] = NREQ, t[i]->shape[1] = SMAX, t[i]->shape[2] = d[2 * i] * d[2 * i + 1];
             }
-            cur += NREQ * SMAX * d[2 * i] * d[2 * i + 1];
+            cur += (size_t)(NREQ * SMAX * d[2 * i] * d[2 * i + 1]) * es;
         }
+        lc->k_scale = 0.02f, lc->v_scale = 0.03f; /* int8: static scales (any positive value serves here) */
         snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
     }
 }
@@ -124,8 +126,8 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
 
 /* One round: new random sequences and schedule; adds its preemptions and
  * mixed prefill/decode steps to the counters. */
-static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, uint64_t seed, int64_t *preempts,
-                      int64_t *mixed)
+static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed,
+                      int64_t *preempts, int64_t *mixed)
 {
     kvc_model_config cfg;
     check(kvc_model_config_parse(json, "test config", &cfg), "config");
@@ -133,7 +135,7 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
     check(kvc_model_create_random(&cfg, seed, &m), "model");
     harness h = {.m = m, .c = kvc_model_config_of(m), .V = cfg.vocab_size};
     check(kvc_model_workspace_create(m, NREQ * SMAX, NREQ, SMAX, &h.ws), "workspace");
-    caches_init(&h, kind, latent);
+    caches_init(&h, kind, latent, dt);
     h.logits = malloc((size_t)(NREQ * SMAX * h.V) * sizeof(float));
     float *ref = malloc((size_t)(NREQ * SMAX * h.V) * sizeof(float)); /* [NREQ, SMAX, V] */
     assert_non_null(h.logits);
@@ -201,10 +203,10 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
 
 #define ROUNDS 4
 
-static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, uint64_t seed)
+static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed)
 {
     int64_t preempts = 0, mixed = 0;
-    for (uint64_t r = 0; r < ROUNDS; r++) run_round(json, kind, latent, seed * 100 + r, &preempts, &mixed);
+    for (uint64_t r = 0; r < ROUNDS; r++) run_round(json, kind, latent, dt, seed * 100 + r, &preempts, &mixed);
     /* the schedules are fixed by the seeds: they must have exercised both */
     assert_true(preempts > 0);
     assert_true(mixed > 0);
@@ -225,13 +227,22 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
                  "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1," \
                  "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
 
-static void test_dense_paged(void **s) { (void)s, run_family(QWEN3, KVC_MCACHE_PAGED, false, 1); }
-static void test_dense_contiguous(void **s) { (void)s, run_family(QWEN3, KVC_MCACHE_CONTIGUOUS, false, 2); }
-static void test_gpt_oss_paged(void **s) { (void)s, run_family(GPT_OSS, KVC_MCACHE_PAGED, false, 3); }
-static void test_gpt_oss_contiguous(void **s) { (void)s, run_family(GPT_OSS, KVC_MCACHE_CONTIGUOUS, false, 4); }
-static void test_deepseek_paged(void **s) { (void)s, run_family(DEEPSEEK, KVC_MCACHE_PAGED, false, 5); }
-static void test_deepseek_latent_paged(void **s) { (void)s, run_family(DEEPSEEK, KVC_MCACHE_PAGED, true, 6); }
-static void test_deepseek_latent_contiguous(void **s) { (void)s, run_family(DEEPSEEK, KVC_MCACHE_CONTIGUOUS, true, 7); }
+#define F32 KVC_DTYPE_F32
+#define PAGED KVC_MCACHE_PAGED
+#define CONTIG KVC_MCACHE_CONTIGUOUS
+static void test_dense_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, F32, 1); }
+static void test_dense_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, F32, 2); }
+static void test_gpt_oss_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, F32, 3); }
+static void test_gpt_oss_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, F32, 4); }
+static void test_deepseek_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, false, F32, 5); }
+static void test_deepseek_latent_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, F32, 6); }
+static void test_deepseek_latent_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, true, F32, 7); }
+/* reduced-precision caches: fresh prefill attends over the converted keys, so it still equals a read-back */
+static void test_dense_bf16_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, KVC_DTYPE_BF16, 8); }
+static void test_gpt_oss_int8_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_I8, 9); }
+static void test_gpt_oss_f16_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, KVC_DTYPE_F16, 10); }
+static void test_deepseek_int8_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, false, KVC_DTYPE_I8, 11); }
+static void test_deepseek_latent_bf16_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_BF16, 12); }
 
 int main(void)
 {
@@ -239,7 +250,9 @@ int main(void)
         cmocka_unit_test(test_dense_paged),           cmocka_unit_test(test_dense_contiguous),
         cmocka_unit_test(test_gpt_oss_paged),         cmocka_unit_test(test_gpt_oss_contiguous),
         cmocka_unit_test(test_deepseek_paged),        cmocka_unit_test(test_deepseek_latent_paged),
-        cmocka_unit_test(test_deepseek_latent_contiguous),
+        cmocka_unit_test(test_deepseek_latent_contiguous), cmocka_unit_test(test_dense_bf16_paged),
+        cmocka_unit_test(test_gpt_oss_int8_paged),       cmocka_unit_test(test_gpt_oss_f16_contiguous),
+        cmocka_unit_test(test_deepseek_int8_contiguous), cmocka_unit_test(test_deepseek_latent_bf16_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

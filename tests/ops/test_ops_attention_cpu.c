@@ -94,6 +94,13 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     c.sinks = fx_rng(rs) % 3 == 0;
     c.lse = true;
     c.quant = kvdt == KVC_DTYPE_I8 ? (int)(fx_rng(rs) % 4 == 3 ? 10 : fx_rng(rs) % 3) : -1;
+    if (fx_fp8(kvdt)) { /* unscaled, per tensor, per head, per channel, per token */
+        const int fq[5] = {-1, 0, 2, 10, 1};
+        c.quant = fq[fx_rng(rs) % 5];
+    }
+    const bool paged = c.storage != KVC_KV_CONTIGUOUS;
+    if (c.quant >= 0 && paged && fx_rng(rs) % 4 == 0) c.quant = 3; /* per token by cache slot */
+    if (c.quant == 10 && fx_rng(rs) % 2) c.value_quant = paged && fx_rng(rs) % 2 ? 3 : 1; /* KIVI: keys per channel, values per token */
     c.offsets = kvdt == KVC_DTYPE_I8 && fx_rng(rs) % 2;
     c.permute_blocks = true;
     c.extra_blocks = 1;
@@ -107,27 +114,28 @@ static void randomized(const kvc_simd_table *table)
     kvc_simd_override(table);
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    enum { NDT = sizeof kvdts / sizeof kvdts[0] };
     const int gs[] = {1, 2, 4};
     uint32_t rs = 0x1234567u;
     int runs = 0;
     for (size_t li = 0; li < 7; li++)
         for (int mode = 0; mode <= 4; mode++)
-            for (size_t di = 0; di < 4; di++)
+            for (size_t di = 0; di < NDT; di++)
                 for (size_t gi = 0; gi < 3; gi++) {
                     fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
                     fx f;
                     fx_build(&f, &c);
                     const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
                     if (e > 1.0)
-                        fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d: error %g",
+                        fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d/%d: error %g",
                                  table->name, kvc_attn_layout_name(c.layout), (int)c.storage, mode,
-                                 kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, e);
+                                 kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, c.value_quant, e);
                     fx_free(&f);
                     runs++;
                 }
     kvc_simd_override(NULL);
-    assert_int_equal(runs, 7 * 5 * 4 * 3);
+    assert_int_equal(runs, 7 * 5 * NDT * 3);
 }
 
 static void test_cpu_vs_ref_best_isa(void **state)
@@ -172,13 +180,13 @@ static void test_bitwise_determinism(void **state)
 {
     (void)state;
     const int64_t L = KVC_SMALL ? 700 : 2500; /* several split-K chunks */
-    const kvc_dtype dts[3] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8};
-    for (int di = 0; di < 3; di++) {
+    const kvc_dtype dts[5] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    for (int di = 0; di < 5; di++) {
         fx_cfg c;
         memset(&c, 0, sizeof c);
         c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
         c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
-        c.quant = dts[di] == KVC_DTYPE_I8 ? 0 : -1, c.seed = 5, c.sinks = true;
+        c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
         c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
         const kvc_kv_storage st[4] = {KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_BNBSH};
         const int bss[4] = {16, 128, 64, 48};
@@ -301,7 +309,7 @@ static void test_masked_keys_hold_nan(void **state)
 static void test_mla_oracle_dims(void **state)
 {
     (void)state;
-    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16};
+    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     uint32_t rs = 77;
     for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
         for (int absorbed = 0; absorbed < 2; absorbed++)
@@ -310,7 +318,7 @@ static void test_mla_oracle_dims(void **state)
                 memset(&c, 0, sizeof c);
                 c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
                 c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
-                c.quant = -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
+                c.quant = fx_fp8(dts[di]) && absorbed ? 0 : -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
                 if (absorbed) {
                     c.storage = KVC_KV_PAGED_BNBSH, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
                     for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;

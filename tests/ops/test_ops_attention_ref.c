@@ -51,11 +51,11 @@ static void test_ref_matches_oracle_all_layouts(void **state)
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
     const kvc_kv_storage stores[] = {KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     int runs = 0;
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
         for (size_t si = 0; si < 4; si++)
-            for (size_t di = 0; di < 4; di++)
+            for (size_t di = 0; di < sizeof kvdts / sizeof kvdts[0]; di++)
                 for (int mode = 0; mode <= 4; mode++) {
                     fx_cfg c = base_cfg();
                     c.layout = layouts[li];
@@ -86,6 +86,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     c.extra_blocks = 2;
                     c.extra_width = 1;
                     c.quant = c.kvdt == KVC_DTYPE_I8 ? (int)(runs % 4 == 3 ? 10 : runs % 3) : -1;
+                    if (fx_fp8(c.kvdt)) c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
                     c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
                     c.seed = (uint32_t)runs + 1;
                     fx f;
