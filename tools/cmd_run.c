@@ -12,6 +12,7 @@
 #include "base/internal.h"
 #include "cmd_run.h"
 #include "kvcache/runner.h"
+#include "run_compare.h"
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS 65536 /* prompt ids of all prompts together */
@@ -26,7 +27,9 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
-            "                   [--mode 0|1|2|3] [--block-size N] [--max-positions N] [--json]\n"
+            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype f32|f16|bf16|i8] [--max-positions N]\n"
+            "                   [--json]\n"
+            "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ...] [--mode 1|2|3] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
@@ -39,6 +42,12 @@ static void run_usage(FILE *f)
             "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %lld)\n"
+            "  --kv-dtype D         KV cache dtype in modes 1-3 (default f32); i8: static per-tensor scales\n"
+            "                       calibrated on the prompts (modes 1 and 2); the first line names the dtype\n"
+            "                       and the bytes one token takes in every layer's cache\n"
+            "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
+            "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
+            "                       largest logit error, KL divergence (docs/runtime.md)\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
             "                       gap to the second, log-sum-exp) and timings\n",
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)RUN_MAX_POSITIONS, (long long)RUN_MAX_BLOCK_SIZE);
@@ -102,7 +111,8 @@ static void step_summary(cJSON *arr, const float *lg, int64_t V)
 /* Prints the --json document; false when memory ran out building it (a
  * document with parts missing is never printed). */
 static bool print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
-                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st)
+                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
+                       int64_t kv_bytes_per_token)
 {
     const uint64_t failures = kvc_alloc_failures();
     cJSON *root = cJSON_CreateObject();
@@ -110,6 +120,8 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
     cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
     cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
+    cJSON_AddStringToObject(root, "kv_dtype", kvc_dtype_name(p->kv_dtype));
+    cJSON_AddNumberToObject(root, "kv_bytes_per_token", (double)kv_bytes_per_token);
     cJSON *prompts = cJSON_AddArrayToObject(root, "prompts");
     int64_t t = 0;
     const int64_t NT = p->max_new_tokens;
@@ -139,7 +151,7 @@ int kvc_cmd_run(int argc, char **argv)
 {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
-    bool json = false;
+    bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, max_positions = 0;
     for (int i = 1; i < argc; i++) {
@@ -150,6 +162,14 @@ int kvc_cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             json = true;
             continue;
+        } else if (strcmp(a, "--compare-dtypes") == 0) {
+            compare = true;
+            continue;
+        } else if (strcmp(a, "--kv-dtype") == 0) {
+            if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype, false)) {
+                fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16 or i8, got \"%s\"\n", val ? val : "");
+                return 2;
+            }
         } else if (strcmp(a, "--prompt-ids") == 0) {
             int64_t got = n < RUN_MAX_PROMPTS ? parse_ids(val, ids, &n_ids) : 0;
             if (got <= 0) {
@@ -188,7 +208,7 @@ int kvc_cmd_run(int argc, char **argv)
         }
         i++;
     }
-    if (!dir || n == 0) {
+    if (!dir || (n == 0 && !compare)) {
         run_usage(stderr);
         return 2;
     }
@@ -198,6 +218,11 @@ int kvc_cmd_run(int argc, char **argv)
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;
+    }
+    if (compare) {
+        const int crc = kvc_run_compare_dtypes(m, dir, p, ids, lens, n, json);
+        kvc_model_destroy(m);
+        return crc;
     }
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
@@ -232,10 +257,13 @@ int kvc_cmd_run(int argc, char **argv)
     } else if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK || kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         rc = 1;
-    } else if (json && !print_json(dir, &p, ids, lens, n, tok, lg, V, &st)) {
+    } else if (json && !print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r))) {
         fprintf(stderr, "kvcache run: out of memory building the JSON output\n");
         rc = 1;
     } else if (!json) {
+        if (p.mode != KVC_RUNNER_RECOMPUTE)
+            printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.kv_dtype),
+                   (long long)kvc_runner_kv_bytes_per_token(r));
         for (int64_t b = 0; b < n; b++) {
             for (int64_t i = 0; i < NT; i++) printf(i ? ",%d" : "%d", tok[b * NT + i]);
             printf("\n");
