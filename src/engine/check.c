@@ -1,4 +1,4 @@
-/* The verification chains of verification.md run by the engine itself:
+/* The verification chains (VER 1-3, docs/rules.md) run by the engine itself:
  * per-step metadata checks before the model runs (INV-R1..R6, P-SELF-1/2),
  * engine bookkeeping and the manager's invariants after every step, the
  * release chain after every free (P-REL-1, P-REL-4). Each failure is
