@@ -7,7 +7,7 @@
  *               counting for the runner only the tokens each request asked for
  *               ("static useful": those over the tokens it decoded)
  *   memory      peak blocks in use over the blocks a contiguous max-length
- *               allocation needs (max_batch x cdiv(max_model_len, bs) per key)
+ *               allocation needs (max_num_seqs x cdiv(max_model_len, bs) per key)
  *   waste       unused slots inside the FullAttention blocks in use, averaged
  *               over the steps (1 - tokens cached / block slots)
  * Targets (issue 6): >= 2x, <= 0.3, <= 4 %. Printed, never asserted. */
@@ -81,7 +81,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *w, 
     if (out == NULL) st = KVC_ENOMEM;
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = BE_MAX_MODEL_LEN;
-    p.max_batch = BE_BATCH;
+    p.max_num_seqs = BE_BATCH;
     p.plan_concurrency = BE_BATCH; /* the pools of a contiguous allocation: the engine is not short of blocks */
     p.check = false;
     kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = BE_BLOCK};
@@ -130,7 +130,7 @@ static void print_text(const be_row *rows) {
 }
 
 static void print_json(const be_row *rows) {
-    printf("{\"bench\": \"engine\", \"requests\": %d, \"max_batch\": %d, \"block_size\": %d, \"max_model_len\": %d, "
+    printf("{\"bench\": \"engine\", \"requests\": %d, \"max_num_seqs\": %d, \"block_size\": %d, \"max_model_len\": %d, "
            "\"models\": [",
            BE_REQUESTS, BE_BATCH, BE_BLOCK, BE_MAX_MODEL_LEN);
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {

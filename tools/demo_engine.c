@@ -30,7 +30,7 @@ typedef struct demo_result {
 static kvc_engine_params demo_params(int64_t batch) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = DEMO_MAX_MODEL_LEN;
-    p.max_batch = batch;
+    p.max_num_seqs = batch;
     p.max_requests = 2 * batch;
     p.seed = 7;
     p.check = false; /* the checks run in the tests; here they would dominate the time */

@@ -1,23 +1,25 @@
 /* Where a running request's KV lives: blocks of the manager (managed mode)
- * or one legacy cache row (self-managed mode). Admission, eviction and the
- * "does it fit alone" check done when a request is added. */
+ * or one legacy cache row (self-managed mode). Allocation for a chunk or a
+ * decode token, eviction and the "does it fit alone" check done when a
+ * request is added. Checks are the callers' business. */
 #include "engine/engine_internal.h"
 
-kvc_status kvc_engine_admit(kvc_engine *e, kvc_engine_req *r) {
+kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t n_new, bool admit) {
     if (!e->managed) {
+        if (!admit) return KVC_OK; /* a legacy row holds max_model_len positions */
         if (e->legacy.n_free_rows == 0) return KVC_NO_SPACE;
         r->cache_row = e->legacy.free_rows[--e->legacy.n_free_rows];
         return KVC_OK;
     }
-    /* prefill admission: computed_tokens 0, the whole token history, with the
-     * reserved-decode-tokens rule (KM 5.4, RM 2) */
-    kvc_status st = kvc_manager_allocate_slots(e->mgr, r->id, 0, r->n_tokens, 0, e->p.reserved_decode_tokens,
-                                               KVC_ALL_KEYS);
+    /* a first chunk keeps the decode reserve of every live request free */
+    int64_t reserved = admit ? e->p.reserved_decode_tokens : 0;
+    kvc_status st = kvc_manager_allocate_slots(e->mgr, r->id, r->n_cached, n_new, e->p.next_n, reserved, KVC_ALL_KEYS);
     if (st == KVC_OK || st == KVC_NO_SPACE) return st;
     if (st == KVC_CLAMPED) {
-        kvc_manager_free(e->mgr, r->id);
-        return kvc_fail(KVC_EINTERNAL, "engine: prefill of request %lld (%lld tokens) was clamped to max_model_len %lld",
-                        (long long)r->id, (long long)r->n_tokens, (long long)e->p.max_model_len);
+        if (admit) kvc_manager_free(e->mgr, r->id);
+        return kvc_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
+                        (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + n_new - 1),
+                        (long long)e->p.max_model_len);
     }
     return st;
 }
@@ -28,9 +30,7 @@ kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
         r->cache_row = -1;
         return KVC_OK;
     }
-    kvc_status st = kvc_manager_free(e->mgr, r->id);
-    if (st != KVC_OK) return st;
-    return e->p.check ? kvc_engine_check_released(e, r->id) : KVC_OK;
+    return kvc_manager_free(e->mgr, r->id);
 }
 
 /* Real blocks one request holds at most for `positions` positions of key k

@@ -41,10 +41,10 @@ static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng,
 }
 
 /* Test params: checks on, no decode reservation. */
-static inline kvc_engine_params fix_params(int64_t max_model_len, int64_t max_batch) {
+static inline kvc_engine_params fix_params(int64_t max_model_len, int64_t max_num_seqs) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = max_model_len;
-    p.max_batch = max_batch;
+    p.max_num_seqs = max_num_seqs;
     p.reserved_decode_tokens = 0;
     p.check = true;
     return p;

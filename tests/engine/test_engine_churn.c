@@ -7,8 +7,8 @@
 #include "engine_fixture.h"
 
 /* Params whose BUDGET pool holds n_blocks blocks of 4 tokens (one layer). */
-static kvc_engine_params pool_params(int64_t max_model_len, int64_t max_batch, int64_t n_blocks) {
-    kvc_engine_params p = fix_params(max_model_len, max_batch);
+static kvc_engine_params pool_params(int64_t max_model_len, int64_t max_num_seqs, int64_t n_blocks) {
+    kvc_engine_params p = fix_params(max_model_len, max_num_seqs);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = n_blocks * 4 * 2 * TOY_D * (int64_t)sizeof(float);
     return p;

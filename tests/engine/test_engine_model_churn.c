@@ -16,7 +16,7 @@
 static kvc_engine_params churn_params(int64_t batch) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = MML;
-    p.max_batch = batch;
+    p.max_num_seqs = batch;
     p.seed = 3;
     return p;
 }
