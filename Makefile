@@ -37,7 +37,7 @@ deps:
 	fi
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKVC_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -47,12 +47,12 @@ unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan-test: deps
-	CC=clang cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DKVC_SANITIZE=ON
+	CC=clang cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DKVC_SANITIZE=ON -DKVC_WERROR=ON
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
 fuzz-test: deps
-	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DKVC_FUZZ=ON -DKVC_TESTS=OFF
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DKVC_FUZZ=ON -DKVC_TESTS=OFF -DKVC_WERROR=ON
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	@for f in $(BUILD_FUZZ)/fuzz_*; do \
 	  [ -x "$$f" ] || continue; name=$$(basename $$f); \

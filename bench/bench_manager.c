@@ -148,7 +148,9 @@ static kvc_status step_run(step_setup *s, double *t_alloc, double *t_build) {
     kvc_step_metadata md;
     double t0 = kvc_bench_now();
     for (int64_t b = 0; b < STEP_REQUESTS; b++) {
-        kvc_status st = kvc_manager_allocate_slots(s->m, b, s->rows[b].computed_tokens, 1, 0, 0, KVC_ALL_KEYS);
+        kvc_status st = kvc_manager_allocate_slots(s->m, &(kvc_slot_request){.request_id = b,
+                                                                     .computed_tokens = s->rows[b].computed_tokens,
+                                                                     .num_new_tokens = 1});
         if (st != KVC_OK) return st < 0 ? st : KVC_EINTERNAL;
     }
     double t1 = kvc_bench_now();
@@ -194,7 +196,7 @@ static int bench_step(step_result *res) {
     for (int rep = 0; rep < REPS && rc == 0; rep++) {
         for (int64_t b = 0; b < STEP_REQUESTS && rc == 0; b++) {
             s->rows[b] = (kvc_step_request){.request_id = b, .computed_tokens = STEP_PROMPT, .num_new_tokens = 1};
-            rc = kvc_manager_allocate_slots(s->m, b, 0, STEP_PROMPT, 0, 0, KVC_ALL_KEYS) != KVC_OK;
+            rc = kvc_manager_allocate_slots(s->m, &(kvc_slot_request){.request_id = b, .num_new_tokens = STEP_PROMPT}) != KVC_OK;
         }
         for (int step = 0; step < STEP_STEPS && rc == 0; step++) {
             int i = rep * STEP_STEPS + step;

@@ -125,16 +125,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (kind == 2) {
             /* One of the counts made negative: refused, nothing changes. */
             int which = data[i + 3] % 3;
-            kvc_status st = kvc_manager_allocate_slots(m, rid, which == 0 ? -1 - computed : computed,
-                                                       which == 1 ? -1 - fresh : fresh,
-                                                       which == 2 ? -1 - lookahead : lookahead, reserved, mask);
+            kvc_status st = kvc_manager_allocate_slots(
+                m, &(kvc_slot_request){.request_id = rid,
+                                       .computed_tokens = which == 0 ? -1 - computed : computed,
+                                       .num_new_tokens = which == 1 ? -1 - fresh : fresh,
+                                       .lookahead_tokens = which == 2 ? -1 - lookahead : lookahead,
+                                       .reserved_tokens = reserved,
+                                       .skip_keys = ~mask});
             take_snapshot(m, rid, &after, op);
             if (st != KVC_EINVAL) die("negative count not refused with KVC_EINVAL", op);
             for (int32_t k = 0; k < N_KEYS; k++)
                 if (!same_table(&before, &after, k) || before.free[k] != after.free[k])
                     die("a refused call changed the manager", op);
         } else {
-            kvc_status st = kvc_manager_allocate_slots(m, rid, computed, fresh, lookahead, reserved, mask);
+            kvc_status st = kvc_manager_allocate_slots(
+                m, &(kvc_slot_request){.request_id = rid, .computed_tokens = computed, .num_new_tokens = fresh,
+                                       .lookahead_tokens = lookahead, .reserved_tokens = reserved, .skip_keys = ~mask});
             take_snapshot(m, rid, &after, op);
             check_allocation(m, st, mask, computed + fresh + lookahead, &before, &after, op);
         }

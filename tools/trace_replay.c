@@ -16,8 +16,12 @@ kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
     if (op->kind == KVC_TRACE_FREE)
         st = kvc_manager_free(t->manager, op->request);
     else
-        st = kvc_manager_allocate_slots(t->manager, op->request, op->computed_tokens, op->new_tokens,
-                                        op->lookahead_tokens, op->reserved_tokens, op->key_mask);
+        st = kvc_manager_allocate_slots(t->manager, &(kvc_slot_request){.request_id = op->request,
+                                                                      .computed_tokens = op->computed_tokens,
+                                                                      .num_new_tokens = op->new_tokens,
+                                                                      .lookahead_tokens = op->lookahead_tokens,
+                                                                      .reserved_tokens = op->reserved_tokens,
+                                                                      .skip_keys = ~op->key_mask});
     if (st < 0) *message = kvc_last_error();
     return st;
 }

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kvcache/export.h"
+#include "kvcache/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,11 +32,11 @@ typedef enum kvc_status {
 } kvc_status;
 
 /* Name of a status code ("KVC_NO_SPACE"). Never NULL. */
-const char *kvc_status_str(kvc_status status);
+KVC_API const char *kvc_status_str(kvc_status status);
 
 /* Message of the calling thread's last failed call ("" if none). The text
  * names the argument, its value and what was expected. */
-const char *kvc_last_error(void);
+KVC_API const char *kvc_last_error(void);
 
 /* Element types of tensors and caches. */
 typedef enum kvc_dtype {
@@ -48,11 +51,11 @@ typedef enum kvc_dtype {
 } kvc_dtype;
 
 /* Bytes per element; 0 for an unknown dtype. */
-size_t kvc_dtype_size(kvc_dtype dtype);
+KVC_API size_t kvc_dtype_size(kvc_dtype dtype);
 /* Short name ("f32", "bf16", ...); "?" for an unknown dtype. */
-const char *kvc_dtype_name(kvc_dtype dtype);
+KVC_API const char *kvc_dtype_name(kvc_dtype dtype);
 /* Parses a short name; KVC_EINVAL (with a message) for an unknown one. */
-kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
+KVC_API kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
 
 #define KVC_MAX_DIMS 8
 
@@ -66,19 +69,19 @@ typedef struct kvc_tensor {
 
 /* Number of elements of a view (product of its shape; 1 for ndim 0; 0 for
  * NULL or an ndim outside [0, KVC_MAX_DIMS]). */
-int64_t kvc_tensor_numel(const kvc_tensor *t);
+KVC_API int64_t kvc_tensor_numel(const kvc_tensor *t);
 
 /* Host allocation aligned to `alignment` (a power of two >= sizeof(void*)),
  * size rounded up to a multiple of it. Free with kvc_aligned_free. */
-kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out);
-void kvc_aligned_free(void *ptr);
+KVC_API kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out);
+KVC_API void kvc_aligned_free(void *ptr);
 
 typedef enum kvc_log_level { KVC_LOG_DEBUG = 0, KVC_LOG_INFO, KVC_LOG_WARN, KVC_LOG_ERROR } kvc_log_level;
 typedef void (*kvc_log_fn)(void *user, kvc_log_level level, const char *message);
 
 /* Installs the process-wide logging callback (NULL: the library stays silent,
  * which is the default). The library never prints by itself. */
-void kvc_set_log_callback(kvc_log_fn fn, void *user);
+KVC_API void kvc_set_log_callback(kvc_log_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,7 @@ typedef struct kvc_step_rows {
 
 /* Starts a step: n_rows = n_tokens = prompt_tokens = 0. Refused (KVC_EINVAL):
  * r NULL, a negative capacity, a NULL array with a positive capacity. */
-kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill);
+KVC_API kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill);
 
 /* Appends rows[0..n) after the rows already added. Refused, naming the row
  * (numbered from the step's first row) and field: r or (with n > 0) rows NULL,
@@ -103,12 +103,12 @@ kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill);
  * a real row with computed_tokens < 0 (KVC_EINVAL); computed_tokens +
  * num_new_tokens or the cumulative KV length overflowing int64 (KVC_ERANGE).
  * All-or-nothing: a refused call changes neither r nor its arrays. */
-kvc_status kvc_step_rows_add(kvc_step_rows *r, const kvc_step_request *rows, int64_t n);
+KVC_API kvc_status kvc_step_rows_add(kvc_step_rows *r, const kvc_step_request *rows, int64_t n);
 
 /* Sets the row part of *md from r (is_prefill, n_rows, n_tokens,
  * prompt_tokens and the six arrays, which md then points into) and clears
  * everything else (no keys). Refused (KVC_EINVAL): r or md NULL. */
-kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *md);
+KVC_API kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *md);
 
 /* Workspace for the metadata of steps with at most max_rows rows and
  * max_tokens query tokens, sized once from the manager's keys (block tables
@@ -116,11 +116,11 @@ kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *
  * keys). Building never allocates. The manager must outlive the buffers. */
 typedef struct kvc_step_buffers kvc_step_buffers;
 
-kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
+KVC_API kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
                                    kvc_step_buffers **out);
-void kvc_step_buffers_destroy(kvc_step_buffers *buf);
-int64_t kvc_step_buffers_max_rows(const kvc_step_buffers *buf);
-int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
+KVC_API void kvc_step_buffers_destroy(kvc_step_buffers *buf);
+KVC_API int64_t kvc_step_buffers_max_rows(const kvc_step_buffers *buf);
+KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
 
 /* Builds the metadata of one step from rows[0..n_rows) and the manager's
  * current block tables (call it after the step's kvc_manager_allocate_slots).
@@ -136,11 +136,11 @@ int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * buffers' arrays hold unspecified values. Debug builds assert (RM section 7)
  * that every real position of a FullAttention key maps to a non-null block,
  * and for SlidingWindow keys the row's last position (the query itself). */
-kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
+KVC_API kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
                                    bool is_prefill, kvc_step_metadata *out);
 
 /* The entry of one manager key in a built step (NULL if the key is absent). */
-const kvc_step_key *kvc_step_metadata_key(const kvc_step_metadata *md, const char *key);
+KVC_API const kvc_step_key *kvc_step_metadata_key(const kvc_step_metadata *md, const char *key);
 
 /* ---- sequence-length arrays (spec section 5) ------------------------------- */
 
@@ -161,21 +161,21 @@ typedef enum kvc_len_form { KVC_LEN_DIRECT = 0, KVC_LEN_CUMULATIVE = 1 } kvc_len
 /* Spec section 5 rule: Q lengths are cumulative for every T... layout; KV
  * lengths are cumulative when K/V are the step's packed tensors (T... layout,
  * kv_paged false) and direct when read through a block table or padded. */
-kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_form *q_form, kvc_len_form *kv_form);
+KVC_API kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_form *q_form, kvc_len_form *kv_form);
 
 /* Writes q_lens / kv_lens (direct, each >= 0) in the forms the layout needs. */
-kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t *q_lens /* [n] */,
+KVC_API kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t *q_lens /* [n] */,
                              const int64_t *kv_lens /* [n] */, int64_t n, int64_t *q_out /* [n] */,
                              int64_t *kv_out /* [n] */);
 
 /* Prefill of prompts seq_lens[b] >= 1 from position 0: Q = KV = seq_lens,
  * in the layout's forms (TND packed: both cumulative). */
-kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, const int64_t *seq_lens /* [n] */, int64_t n,
+KVC_API kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, const int64_t *seq_lens /* [n] */, int64_t n,
                                 int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
 
 /* Decode: every row has q_len >= 1 query tokens ending at kv_pos[b] >= 0;
  * Q = q_len, KV = kv_pos + 1 read from the cache (paged for T... layouts). */
-kvc_status kvc_seq_lens_decode(kvc_seq_layout layout, const int64_t *kv_pos /* [n] */, int64_t q_len, int64_t n,
+KVC_API kvc_status kvc_seq_lens_decode(kvc_seq_layout layout, const int64_t *kv_pos /* [n] */, int64_t q_len, int64_t n,
                                int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
 
 /* ---- standalone static tables and linear slots (spec section 10) ----------- */
@@ -190,21 +190,21 @@ typedef struct kvc_static_layout {
 
 /* Refuses non-positive values, max_seq_len % block_size != 0 and more blocks
  * than int32 ids hold. */
-kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t block_size, kvc_static_layout *out);
+KVC_API kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t block_size, kvc_static_layout *out);
 
 /* table[b][i] = b * blocks_per_seq + i; cap = elements table holds. */
-kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table /* [batch, blocks_per_seq] */,
+KVC_API kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table /* [batch, blocks_per_seq] */,
                                  int64_t cap);
 
 /* Prefill rows 0..n-1 of seq_lens[b] tokens each (1 <= L <= max_seq_len,
  * n <= batch): slots concat_b(b * max_seq_len + 0 .. L_b - 1);
  * *n_out = sum of seq_lens; more than cap slots is KVC_ERANGE. */
-kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const int64_t *seq_lens /* [n] */, int64_t n,
+KVC_API kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const int64_t *seq_lens /* [n] */, int64_t n,
                                     int64_t *slots /* [cap] */, int64_t cap, int64_t *n_out);
 
 /* Decode row b writes at kv_pos[b] (0 <= kv_pos < max_seq_len):
  * slot = b * max_seq_len + kv_pos[b]. */
-kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv_pos /* [n] */, int64_t n,
+KVC_API kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv_pos /* [n] */, int64_t n,
                                    int64_t *slots /* [n] */);
 
 /* ---- self-managed legacy contiguous cache (spec section 9) ----------------- */
@@ -213,13 +213,13 @@ kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv
  * and its token p goes to (request_offset + b) * cache_seq_len + p
  * (1 <= seq_lens[b] <= cache_seq_len). *n_out = sum of seq_lens; more than
  * cap entries is KVC_ERANGE. */
-kvc_status kvc_legacy_index_prefill(int64_t request_offset, const int64_t *seq_lens /* [n] */, int64_t n,
+KVC_API kvc_status kvc_legacy_index_prefill(int64_t request_offset, const int64_t *seq_lens /* [n] */, int64_t n,
                                     int64_t cache_seq_len, int64_t n_cache_rows, int64_t *out /* [cap] */,
                                     int64_t cap, int64_t *n_out);
 
 /* Decode: row r writes at kv_pos[r] (< cache_seq_len) of cache row
  * cache_rows[r] (< n_cache_rows): out[r] = cache_rows[r] * cache_seq_len + kv_pos[r]. */
-kvc_status kvc_legacy_index_decode(const int64_t *cache_rows /* [n] */, const int64_t *kv_pos /* [n] */, int64_t n,
+KVC_API kvc_status kvc_legacy_index_decode(const int64_t *cache_rows /* [n] */, const int64_t *kv_pos /* [n] */, int64_t n,
                                    int64_t cache_seq_len, int64_t n_cache_rows, int64_t *out /* [n] */);
 
 #ifdef __cplusplus

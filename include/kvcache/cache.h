@@ -25,20 +25,20 @@ extern "C" {
  * O(1) per id, and never allocate. */
 typedef struct kvc_block_pool kvc_block_pool;
 
-kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
-void kvc_block_pool_destroy(kvc_block_pool *pool);
-int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
-int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
-bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id);
+KVC_API kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
+KVC_API void kvc_block_pool_destroy(kvc_block_pool *pool);
+KVC_API int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
+KVC_API int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
+KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id);
 /* Pops n ids from the head of the queue into out[0..n). n > num_free is
  * KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
-kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
+KVC_API kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
 /* Appends ids to the tail in list order; null ids are skipped. The whole list
  * is checked first: an out-of-range id (KVC_ERANGE), an id already free or
  * listed twice (KVC_EDOUBLEFREE) fails the call and leaves the pool unchanged. */
-kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
+KVC_API kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
 /* Copies the free queue, head first, into out (at most cap ids); *n_out = queue length. */
-kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
 
 /* ---- cache description ----------------------------------------------------- */
 typedef enum kvc_attn_type {
@@ -49,8 +49,8 @@ typedef enum kvc_attn_type {
 } kvc_attn_type;
 
 /* "FullAttention", "SlidingWindow", "Mamba"; "?" for an unknown value. */
-const char *kvc_attn_type_name(kvc_attn_type type);
-kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
+KVC_API const char *kvc_attn_type_name(kvc_attn_type type);
+KVC_API kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
 
 typedef enum kvc_cache_layout {
     KVC_LAYOUT_BLOCK_MAJOR = 0, /* BnBsND: [blocks, block_size, heads, *dim] */
@@ -91,7 +91,7 @@ typedef struct kvc_cache_entry {
 
 /* Defaults: needs_block, FullAttention, bf16, compress_ratio 1, HBM,
  * block-major, everything else unset/zero. */
-kvc_cache_entry kvc_cache_entry_default(void);
+KVC_API kvc_cache_entry kvc_cache_entry_default(void);
 
 /* One attention layer (or sub-layer); caches[0..n_caches). */
 typedef struct kvc_layer_cache_info {
@@ -108,20 +108,20 @@ typedef struct kvc_model_cache_info {
 } kvc_model_cache_info;
 
 /* Product of an entry's per-head dims (Mamba: of its state shape). */
-int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
+KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
 /* Group key: manager_key if set, else the attention type's name. */
-const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
+KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
 /* Checks every rule of the spec (per entry, then per group) and names layer,
  * cache and field on failure. engine_next_n >= 0 also requires every Mamba
  * entry's next_n to equal it; pass -1 to skip that rule. */
-kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
+KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
 
 /* New cache info = main's layers then draft's, draft layer_idx offset by
  * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy. */
-kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
+KVC_API kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
                                       kvc_model_cache_info **out);
-void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
+KVC_API void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
 
 /* The managers a cache description asks for: one group per distinct group key
  * of the needs_block entries, in first-seen order (layer, then entry). */
@@ -141,7 +141,7 @@ typedef struct kvc_cache_groups {
 } kvc_cache_groups;
 
 /* Groups a validated description (runs kvc_validate_cache_info with -1). */
-kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
+KVC_API kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
 
 /* ---- block planner (spec §6) ----------------------------------------------- */
 typedef enum kvc_plan_mode {
@@ -166,7 +166,7 @@ typedef struct kvc_plan_params {
     int64_t partition;            /* OFFLINE: ranks sharing the persistent cache (default 1) */
 } kvc_plan_params;
 
-kvc_plan_params kvc_plan_default_params(void);
+KVC_API kvc_plan_params kvc_plan_default_params(void);
 
 typedef struct kvc_group_plan {
     char key[KVC_NAME_MAX];
@@ -186,11 +186,11 @@ typedef struct kvc_block_plan {
     int64_t total_bytes;     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
-kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
+KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
 /* Block count planned for a key; KVC_EINVAL naming the key when absent. */
-kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
+KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
-kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
+KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out);
 
 /* ---- cache storage (spec §7) ------------------------------------------------ */
@@ -204,11 +204,11 @@ typedef struct kvc_cache_storage kvc_cache_storage;
  * compress_ratio), aligned to `alignment` (KVC_ALIGN_DEFAULT or
  * KVC_ALIGN_2MIB), with block 0 zero-filled; records it in entry.tensor and
  * hands it to the entry's setter. All-or-nothing. */
-kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
+KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
                                       kvc_cache_storage **out);
-int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
+KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
 /* Frees every tensor (entry.tensor views become dangling). */
-void kvc_cache_storage_destroy(kvc_cache_storage *s);
+KVC_API void kvc_cache_storage_destroy(kvc_cache_storage *s);
 
 /* ---- request-level manager (spec §5) --------------------------------------- */
 typedef struct kvc_manager kvc_manager;
@@ -221,44 +221,76 @@ typedef struct kvc_manager_params {
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
  * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1. */
-kvc_manager_params kvc_manager_default_params(void);
+KVC_API kvc_manager_params kvc_manager_default_params(void);
 
 /* The description must outlive the manager (buffer infos read its tensors). */
-kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
+KVC_API kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out);
-void kvc_manager_destroy(kvc_manager *m);
+KVC_API void kvc_manager_destroy(kvc_manager *m);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
 
-/* Two-phase allocation: positions 0 .. min(computed + num_new + lookahead,
- * max_model_len) - 1 become addressable in every selected manager (bit i of
- * key_mask = manager i), or nothing is allocated anywhere (KVC_NO_SPACE;
- * blocks that already left a sliding window stay released). KVC_CLAMPED: done,
- * but the demand was cut to max_model_len. */
-kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t request_id, int64_t computed_tokens,
-                                      int64_t num_new_tokens, int64_t lookahead_tokens, int64_t reserved_tokens,
-                                      uint64_t key_mask);
-/* Returns every block of the request in every manager (unknown id: no-op). */
-kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+/* What one allocate_slots call asks for. Fill it with designated
+ * initialisers; every field left out is 0, which is the common case:
+ *
+ *   kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = id,
+ *                              .computed_tokens = done, .num_new_tokens = 1});
+ *
+ * The positions of one request in one manager key (block size 4 here), and
+ * what each field names:
+ *
+ *   position  0 1 2 3 | 4 5 6 7 | 8 9 10 11 | 12 13 14 15 | 16 ...
+ *             <--- computed_tokens --->|<- num_new ->|<- lookahead ->|
+ *             |  already in the cache  | this step   | speculative   |
+ *   blocks    [   b0   ][   b1   ][    b2    ][    b3     ][   b4  ]
+ *
+ * After KVC_OK, every position before computed + num_new + lookahead (cut to
+ * max_model_len) has a block; blocks already in the table are kept, new ones
+ * are appended. A sliding-window key first releases the blocks that the
+ * computed tokens have left behind (they become null entries), a Mamba key
+ * holds its state block(s) instead of position blocks.
+ *
+ * reserved_tokens is an admission rule for paged (FullAttention) keys: the
+ * call succeeds only if, after it, the pool still has
+ * cdiv(reserved_tokens, block_size) free blocks for every request that
+ * already had an entry in that key, so that running requests can keep
+ * decoding. Engines
+ * pass their decode reserve when admitting a prompt and 0 for decode steps. */
+typedef struct kvc_slot_request {
+    int64_t request_id;       /* >= 0 */
+    int64_t computed_tokens;  /* tokens whose KV is already cached */
+    int64_t num_new_tokens;   /* tokens computed by this step */
+    int64_t lookahead_tokens; /* speculative positions after them */
+    int64_t reserved_tokens;  /* see above; 0 = no reservation */
+    uint64_t skip_keys;       /* bit i set: leave manager i untouched (0 = allocate in every manager) */
+} kvc_slot_request;
 
-int32_t kvc_manager_n_keys(const kvc_manager *m);
-const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
-kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
-kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_max_model_len(const kvc_manager *m);
-int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
-int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
-int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
+/* Two-phase allocation: the positions above become addressable in every
+ * selected manager, or nothing is allocated anywhere (KVC_NO_SPACE; blocks
+ * that already left a sliding window stay released). KVC_CLAMPED: done, but
+ * the demand was cut to max_model_len. Negative counts or id: KVC_EINVAL. */
+KVC_API kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
+/* Returns every block of the request in every manager (unknown id: no-op). */
+KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+
+KVC_API int32_t kvc_manager_n_keys(const kvc_manager *m);
+KVC_API const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
+KVC_API kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
+KVC_API kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_max_model_len(const kvc_manager *m);
+KVC_API int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
+KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
 /* cdiv(max_len, block_size) of a key (block-table width for that length). */
-int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
-int64_t kvc_manager_num_live_requests(const kvc_manager *m);
-bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
+KVC_API int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
+KVC_API int64_t kvc_manager_num_live_requests(const kvc_manager *m);
+KVC_API bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
 
 /* The request's logical block table for one key (null entries included),
  * copied into out (at most cap ids); *n_out = table length (0 if unknown). */
-kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
+KVC_API kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
                                  int64_t cap, int64_t *n_out);
 /* What a persistent copy of a request's table row holds, so that it can be
  * brought up to date by writing only what changed: real blocks never move
@@ -277,14 +309,14 @@ typedef struct kvc_table_state {
  * new state. A table longer than width is KVC_ERANGE and leaves row and
  * state unchanged. Unknown requests give an all-null row. O(changes) when
  * the state is current, O(width) otherwise. */
-kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
+KVC_API kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
                                   int64_t width, kvc_table_state *state);
 
 /* The pool's free queue of one key, head first. */
-kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
+KVC_API kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
                                   int64_t *n_out);
 /* "key1:used1/total1,key2:used2/total2" (the null block counts as used). */
-kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
+KVC_API kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
 
 /* One block-managed cache tensor, for prefill -> decode KV transfer. */
 typedef struct kvc_buffer_info {
@@ -299,11 +331,11 @@ typedef struct kvc_buffer_info {
 
 /* Every needs_block tensor, layers by layer_idx then entries in order; a Mamba
  * entry or a missing tensor is KVC_EINVAL. *n_out = the count (even when > cap). */
-kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
 
 /* Checks the pool and table invariants of verification.md §5 (INV-P1..P5,
  * INV-F1, INV-SW-1, INV-MB-1, INV-K3); KVC_EINTERNAL naming the broken one. */
-kvc_status kvc_manager_check_invariants(const kvc_manager *m);
+KVC_API kvc_status kvc_manager_check_invariants(const kvc_manager *m);
 
 #ifdef __cplusplus
 }

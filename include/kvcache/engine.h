@@ -47,24 +47,24 @@ typedef struct kvc_sampling_params {
 } kvc_sampling_params;
 
 /* Greedy: temperature 0, top_k 0, top_p 1, seed 0. */
-kvc_sampling_params kvc_sampling_default_params(void);
+KVC_API kvc_sampling_params kvc_sampling_default_params(void);
 /* KVC_EINVAL naming the field when a value is out of range. */
-kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
+KVC_API kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
 
 /* Argmax of logits[0..vocab), lowest index on ties (NaN never wins; 0 when
  * nothing compares greater than -inf). */
-int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
+KVC_API int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
 
 /* The uniform number in [0, 1) a seeded draw uses for counter k. */
-double kvc_sample_uniform(uint64_t seed, uint64_t k);
+KVC_API double kvc_sample_uniform(uint64_t seed, uint64_t k);
 
 /* Workspace for one vocabulary size; sampling never allocates. */
 typedef struct kvc_sampler kvc_sampler;
 
-kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
-void kvc_sampler_destroy(kvc_sampler *s);
+KVC_API kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
+KVC_API void kvc_sampler_destroy(kvc_sampler *s);
 /* Draws one token for draw counter k (the request's generated-token index). */
-kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
+KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
                               uint64_t k, int32_t *token_out);
 
 /* ---- the model seen by the engine ------------------------------------------ */
@@ -166,7 +166,7 @@ typedef struct kvc_engine_params {
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, KVC_ALIGN_DEFAULT, check on in debug builds (no NDEBUG) and off
  * otherwise. */
-kvc_engine_params kvc_engine_default_params(void);
+KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
 
@@ -175,11 +175,11 @@ typedef struct kvc_engine kvc_engine;
  * slots and every per-step workspace: nothing is allocated afterwards. */
 /* The tokens of one step the params give (the resolved
  * max_num_batched_tokens); 0 for params kvc_engine_create would refuse. */
-int64_t kvc_engine_step_tokens(const kvc_engine_params *p);
+KVC_API int64_t kvc_engine_step_tokens(const kvc_engine_params *p);
 /* The monotonic clock the engine's latency records use, in nanoseconds. */
-int64_t kvc_engine_now_ns(void);
-kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
-void kvc_engine_destroy(kvc_engine *e);
+KVC_API int64_t kvc_engine_now_ns(void);
+KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
+KVC_API void kvc_engine_destroy(kvc_engine *e);
 
 /* One request. Start from kvc_engine_request_default(). */
 typedef struct kvc_engine_request {
@@ -194,7 +194,7 @@ typedef struct kvc_engine_request {
 } kvc_engine_request;
 
 /* id -1, no prompt, max_new_tokens 16, eos_id -1, priority 0, arrival now, greedy. */
-kvc_engine_request kvc_engine_request_default(void);
+KVC_API kvc_engine_request kvc_engine_request_default(void);
 
 /* Queues a request behind every waiting request of its priority or a lower
  * one. Refused, with the engine unchanged: bad fields (KVC_EINVAL: empty
@@ -204,7 +204,7 @@ kvc_engine_request kvc_engine_request_default(void);
  * (min(n_prompt + max_new_tokens - 1, max_model_len) positions) does not fit
  * the pools even alone (KVC_ENOMEM, naming the key and counts), no free
  * request slot (KVC_NO_SPACE: release finished requests). */
-kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
+KVC_API kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
 
 typedef enum kvc_engine_request_state {
     KVC_REQ_WAITING = 0,  /* queued for (re)prefill; holds no KV */
@@ -219,8 +219,8 @@ typedef enum kvc_engine_finish_reason {
     KVC_FINISH_MAX_MODEL_LEN = 3 /* its next token would need a position >= max_model_len */
 } kvc_engine_finish_reason;
 
-const char *kvc_engine_request_state_name(kvc_engine_request_state s);
-const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r);
+KVC_API const char *kvc_engine_request_state_name(kvc_engine_request_state s);
+KVC_API const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r);
 
 typedef struct kvc_engine_request_info {
     kvc_engine_request_state state;
@@ -233,9 +233,9 @@ typedef struct kvc_engine_request_info {
 } kvc_engine_request_info;
 
 /* KVC_EINVAL for an id the engine does not hold. */
-kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
+KVC_API kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 /* Generated tokens so far (at most cap copied); *n_out = their count. */
-kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
 /* Latency records of one request: steps are kvc_engine_stats.steps at the
  * time (a request that arrives before step s has arrival_step s; a token
  * produced by step s has step s), nanoseconds are kvc_engine_now_ns; -1 =
@@ -245,15 +245,15 @@ typedef struct kvc_engine_request_times {
     int64_t arrival_ns, first_scheduled_ns, first_token_ns, finish_ns;
 } kvc_engine_request_times;
 
-kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_engine_request_times *out);
+KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_engine_request_times *out);
 /* When each generated token was produced: step and ns of token k at
  * steps[k], ns[k] (either may be NULL; at most cap written); *n_out = the
  * number of generated tokens. */
-kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
+KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
                                           int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
 /* Forgets a request: a finished one's output goes; a waiting or running one is
  * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
-kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
+KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 
 typedef struct kvc_engine_step_result {
     bool is_prefill;          /* the step ran at least one prompt chunk */
@@ -288,7 +288,7 @@ typedef struct kvc_engine_step_result {
  * when requests are held but none can run ("no progress"). If the model's
  * forward fails its status is returned, this step's admissions are undone
  * and no token is appended. */
-kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+KVC_API kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
 
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
@@ -305,11 +305,11 @@ typedef struct kvc_engine_stats {
     int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 
-kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
+KVC_API kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
 
 /* The engine's manager (NULL in self-managed mode) and its parameters. */
-const kvc_manager *kvc_engine_manager(const kvc_engine *e);
-const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
+KVC_API const kvc_manager *kvc_engine_manager(const kvc_engine *e);
+KVC_API const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
 
 /* Runs the engine-level verification checks now (also run after every step
  * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping
@@ -317,7 +317,7 @@ const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
  * exactly the blocks of its cached tokens in every manager and no waiting
  * one holding any, and with nothing running every pool back at num_blocks - 1
  * free. KVC_EINTERNAL naming the broken rule. */
-kvc_status kvc_engine_check(const kvc_engine *e);
+KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* ---- the model runtime as an engine model (model_adapter.c) --------------- */
 
@@ -348,11 +348,11 @@ typedef struct kvc_engine_adapter kvc_engine_adapter;
 /* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
  * size < 1 on the managed path, engine params kvc_engine_create would refuse
  * for their sizes. */
-kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
+KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *engine_params, kvc_engine_adapter **out);
-void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
+KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
 /* The vtable to pass to kvc_engine_create (valid while the adapter lives). */
-const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
+KVC_API const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
 
 #ifdef __cplusplus
 }

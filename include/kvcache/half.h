@@ -9,14 +9,16 @@
 
 #include <stdint.h>
 
+#include "kvcache/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-float kvc_f16_to_f32(uint16_t h);
-uint16_t kvc_f32_to_f16(float f);
-float kvc_bf16_to_f32(uint16_t h);
-uint16_t kvc_f32_to_bf16(float f);
+KVC_API float kvc_f16_to_f32(uint16_t h);
+KVC_API uint16_t kvc_f32_to_f16(float f);
+KVC_API float kvc_bf16_to_f32(uint16_t h);
+KVC_API uint16_t kvc_f32_to_bf16(float f);
 
 #ifdef __cplusplus
 }

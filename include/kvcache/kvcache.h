@@ -28,7 +28,7 @@
  *   mp.max_model_len = 4096;
  *   kvc_manager *m = NULL;
  *   kvc_manager_create(&ci, &plan, &mp, &m);
- *   kvc_status st = kvc_manager_allocate_slots(m, 7, 0, 100, 0, 0, KVC_ALL_KEYS);
+ *   kvc_status st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 7, .num_new_tokens = 100});
  *   // st == KVC_OK: positions 0..99 of request 7 are backed; KVC_NO_SPACE: wait.
  *   kvc_manager_free(m, 7);
  *   kvc_manager_destroy(m);

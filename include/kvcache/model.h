@@ -34,7 +34,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DEEPSEEK_V3 /* deepseek_v3 */
 } kvc_model_family;
 
-const char *kvc_model_family_name(kvc_model_family f);
+KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
 typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
 
@@ -82,12 +82,12 @@ typedef struct kvc_model_config {
 
 /* Parses config.json text (name: used in messages). Refuses unknown
  * model_type, missing required fields and inconsistent sizes, naming the key. */
-kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
+KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
 /* Reads DIR/config.json. */
-kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
+KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
 
 /* Softmax scale of the family's attention (MF 1.5, 4.3). */
-double kvc_model_attn_scale(const kvc_model_config *c);
+KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 /* ---- safetensors (by mmap) -------------------------------------------------- */
 
@@ -96,14 +96,14 @@ typedef struct kvc_safetensors kvc_safetensors;
 /* Maps every *.safetensors file of dir (sorted by name) and indexes their
  * headers. Refused with the file named: truncated file, header out of bounds,
  * malformed header, tensor data outside the file, duplicate tensor names. */
-kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
-kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
-void kvc_safetensors_destroy(kvc_safetensors *st);
-bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
+KVC_API kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
+KVC_API kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
+KVC_API void kvc_safetensors_destroy(kvc_safetensors *st);
+KVC_API bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
 /* Copies tensor `name` (F32/F16/BF16 on disk) into dst as f32 after checking
  * its shape against shape[0..ndim). Errors name the tensor and its file:
  * missing tensor, wrong shape, wrong dtype. */
-kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
+KVC_API kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
                                     const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
 
 /* ---- model -------------------------------------------------------------------- */
@@ -111,12 +111,12 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
 typedef struct kvc_model kvc_model;
 
 /* config.json + *.safetensors of a Hugging Face model directory. */
-kvc_status kvc_model_load(const char *dir, kvc_model **out);
+KVC_API kvc_status kvc_model_load(const char *dir, kvc_model **out);
 /* The same architecture with deterministic pseudo-random weights (MF 5
  * style: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
-kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
-void kvc_model_destroy(kvc_model *m);
-const kvc_model_config *kvc_model_config_of(const kvc_model *m);
+KVC_API kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
+KVC_API void kvc_model_destroy(kvc_model *m);
+KVC_API const kvc_model_config *kvc_model_config_of(const kvc_model *m);
 
 /* ---- caches seen by the forward pass --------------------------------------- */
 
@@ -147,7 +147,7 @@ typedef struct kvc_model_caches {
  * nope/rope for latent) entries with num_head, dims, block_size and the
  * sliding window of sliding layers (group keys FullAttention / SlidingWindow).
  * Free with kvc_model_cache_info_destroy (cache.h). */
-kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
+KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
 
 /* ---- forward ----------------------------------------------------------------- */
 
@@ -157,9 +157,9 @@ typedef struct kvc_model_workspace kvc_model_workspace;
  * keys reach at most max_kv_len positions. Forward calls never allocate,
  * except that the attention kernel's workspace grows (once) when a step
  * needs more than the largest seen so far. */
-kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
+KVC_API kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
                                       kvc_model_workspace **out);
-void kvc_model_workspace_destroy(kvc_model_workspace *ws);
+KVC_API void kvc_model_workspace_destroy(kvc_model_workspace *ws);
 
 typedef struct kvc_forward_args {
     const int32_t *token_ids;          /* [T], T = md->n_tokens */
@@ -177,7 +177,7 @@ typedef struct kvc_forward_args {
  * Refused with a named field: T or rows above the workspace, ids outside the
  * vocabulary, a paged key missing from md, a cache row or position outside
  * the cache, cache shapes that do not match the model. */
-kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
+KVC_API kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,7 @@ extern "C" {
  * upd [B, L, H] of the same dtype; row b is written at positions
  * starts[b] .. starts[b] + L - 1. starts: [B]. Refused (KVC_ERANGE) when
  * starts[b] < 0 or starts[b] + L > S_max; nothing is written then. */
-kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+KVC_API kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
                                 int64_t n_starts);
 
 /* Allocation order of a paged cache (AO 2.2 / 3.3). */
@@ -48,7 +48,7 @@ typedef enum kvc_paged_order {
 /* AO 2.4: flat element index of (block p, offset o, head h, channel d) in an
  * NZ cache with bs rows per block, n_heads*head_dim channels and c0
  * channels per tile (c0 = 32 bytes / element size). */
-int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
+KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
                      int64_t head_dim, int64_t c0);
 
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
@@ -59,19 +59,19 @@ int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
  * unchanged after a refusal (all slots are checked first). */
-kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 
 /* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 paged cache:
  * q = sat_int8(round_half_even(x * inv_scale + offset)). inv_scale is the
  * reciprocal of the dequantisation scale; both have n_quant entries: 1
  * (per tensor) or Nkv*D (per channel). offset may be NULL (0). */
-kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
 
 /* One int8 quantisation step as the writes do it (exposed for tests). */
-int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
+KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
 
 /* AO 2.3 fused MLA write: per token t, RMSNorm of kv[t, 0:Dc] with gamma and
  * eps into nope_cache, interleaved RoPE of kv[t, Dc:Dc+Dr] with cos/sin[t]
@@ -100,14 +100,14 @@ typedef struct kvc_mla_write_params {
     float *out_rope;     /* [T, Dr] or NULL */
 } kvc_mla_write_params;
 
-kvc_status kvc_mla_write(const kvc_mla_write_params *p);
+KVC_API kvc_status kvc_mla_write(const kvc_mla_write_params *p);
 
 /* The two halves of the fused write, for callers and tests:
  * RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma; x, gamma, y: [n].
  * Interleaved RoPE: x1 = r[0::2], x2 = r[1::2];
  * y = concat(x1, x2) * cos + concat(-x2, x1) * sin; r, cos, sin, y: [n]. */
-void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
-void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y);
+KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
+KVC_API void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y);
 
 /* ======================================================================== */
 /* Fused inference attention (AO section 3)                                  */
@@ -126,7 +126,7 @@ typedef enum kvc_attn_layout {
     KVC_LAYOUT_COUNT
 } kvc_attn_layout;
 
-const char *kvc_attn_layout_name(kvc_attn_layout layout);
+KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
 
 /* Where K/V live (AO 3.3). CONTIGUOUS: K/V tensors in the query's layout
  * family (packed for T.. layouts, padded per batch row otherwise).
@@ -204,7 +204,7 @@ typedef struct kvc_attention_params {
     kvc_attn_binding binding;
 } kvc_attention_params;
 
-kvc_attention_params kvc_attention_default_params(void);
+KVC_API kvc_attention_params kvc_attention_default_params(void);
 
 /* Which operator generation a named parameter comes from (AO 3.2). */
 typedef enum kvc_attn_api { KVC_API_V1 = 1, KVC_API_V2 = 2 } kvc_attn_api;
@@ -216,36 +216,36 @@ typedef enum kvc_attn_api { KVC_API_V1 = 1, KVC_API_V2 = 2 } kvc_attn_api;
  * KVC_OK and nothing else: LSE is requested by giving p->lse)). A name of
  * the other generation is refused (KVC_EINVAL) with a message naming the
  * right one: the vendor binding silently ignores it (scale becomes 1.0). */
-kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name,
+KVC_API kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name,
                                     double value);
 
 /* AO 3.7: mscale(f, m) = 0.1 m ln f + 1 for f > 1, else 1; and the softmax
  * scale (d_nope + d_rope)^-1/2 * mscale(f, mscale_all_dim)^2 (plain
  * 1/sqrt(d_nope + d_rope) when mscale_all_dim == 0). */
-double kvc_yarn_mscale(double factor, double mscale);
-double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim);
+KVC_API double kvc_yarn_mscale(double factor, double mscale);
+KVC_API double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim);
 
 /* AO 3.5: fills tmpl [2048 * 2048] with T[r][c] = (c > r). */
 #define KVC_MASK_TEMPLATE_DIM 2048
-void kvc_mask_template_fill(uint8_t *tmpl);
+KVC_API void kvc_mask_template_fill(uint8_t *tmpl);
 
 /* Validates every rule of AO 6.1 that applies to attention; KVC_OK or the
  * refusal both implementations would return. */
-kvc_status kvc_attention_check(const kvc_attention_params *p);
+KVC_API kvc_status kvc_attention_check(const kvc_attention_params *p);
 
 /* float64 reference (AO 3.1). Allocates O(Skv + D) scratch per call. */
-kvc_status kvc_attention_ref(const kvc_attention_params *p);
+KVC_API kvc_status kvc_attention_ref(const kvc_attention_params *p);
 
 /* Fast CPU kernel. workspace: at least kvc_attention_cpu_workspace_size()
  * bytes, 64-byte aligned (kvc_aligned_alloc), reusable across calls with
  * the same or smaller shapes; sized for `max_threads` OpenMP threads (the
  * call uses at most that many). */
-kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads,
+KVC_API kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads,
                                             size_t *bytes);
-kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
+KVC_API kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
 
 /* Name of the SIMD path kvc_attention_cpu picked on this CPU ("avx2-fma-f16c", "portable"). */
-const char *kvc_attention_cpu_isa(void);
+KVC_API const char *kvc_attention_cpu_isa(void);
 
 #ifdef __cplusplus
 }

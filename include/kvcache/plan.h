@@ -30,7 +30,7 @@ typedef enum kvc_kv_mode {
 } kvc_kv_mode;
 
 /* "paged" / "legacy"; "?" for an unknown value. */
-const char *kvc_kv_mode_name(kvc_kv_mode mode);
+KVC_API const char *kvc_kv_mode_name(kvc_kv_mode mode);
 
 /* What the caller decides; start from kvc_plan_default_options(). */
 typedef struct kvc_plan_options {
@@ -46,7 +46,7 @@ typedef struct kvc_plan_options {
 
 /* tp 1, block_size 128, dtype from the config, max_model_len from the config,
  * concurrency 1, next_n 0, offline sizing. */
-kvc_plan_options kvc_plan_default_options(void);
+KVC_API kvc_plan_options kvc_plan_default_options(void);
 
 /* One cache tensor of one layer, on one rank. */
 typedef struct kvc_plan_cache {
@@ -114,14 +114,14 @@ typedef struct kvc_model_plan {
  * architecture without the generic fields, or options the model cannot take
  * are KVC_EINVAL naming the field; a budget too small for the fixed caches is
  * the planner's error. *out is NULL after a failure. */
-kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
+KVC_API kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
                                  kvc_model_plan **out);
-void kvc_model_plan_destroy(kvc_model_plan *plan);
+KVC_API void kvc_model_plan_destroy(kvc_model_plan *plan);
 
 /* The plan as one JSON object (the `kvcache plan --json` document), a
  * NUL-terminated string the caller releases with kvc_plan_json_free. */
-kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out);
-void kvc_plan_json_free(char *json);
+KVC_API kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out);
+KVC_API void kvc_plan_json_free(char *json);
 
 #ifdef __cplusplus
 }

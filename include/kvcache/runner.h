@@ -36,7 +36,7 @@ typedef struct kvc_runner_params {
                              * rounded up to block_size when paged */
 } kvc_runner_params;
 
-kvc_runner_params kvc_runner_default_params(void);
+KVC_API kvc_runner_params kvc_runner_default_params(void);
 
 typedef struct kvc_runner kvc_runner;
 
@@ -45,10 +45,10 @@ typedef struct kvc_runner kvc_runner;
  * run (mode 3 without MLA), S_max % block_size != 0 (RM 10), S_max below
  * max_prompt_len + max_new_tokens - 1, sizes < 1. The model must outlive
  * the runner. */
-kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
+KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
                              kvc_runner **out);
-void kvc_runner_destroy(kvc_runner *r);
-int64_t kvc_runner_max_seq_len(const kvc_runner *r);
+KVC_API void kvc_runner_destroy(kvc_runner *r);
+KVC_API int64_t kvc_runner_max_seq_len(const kvc_runner *r);
 
 /* Timings of the last generate call (milliseconds). */
 typedef struct kvc_runner_stats {
@@ -61,7 +61,7 @@ typedef struct kvc_runner_stats {
  * tokens [n, max_new_tokens] receives the greedy tokens (argmax, ties to the
  * lower id); logits, if not NULL, [max_new_tokens, n, V] the logits each
  * token was chosen from; stats may be NULL. */
-kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
+KVC_API kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
                                float *logits, kvc_runner_stats *stats);
 
 #ifdef __cplusplus

@@ -104,12 +104,14 @@ static kvc_status check_counts(int64_t rid, int64_t computed, int64_t num_new, i
     return KVC_OK;
 }
 
-kvc_status kvc_manager_allocate_slots(kvc_manager *m, int64_t rid, int64_t computed, int64_t num_new,
-                                      int64_t lookahead, int64_t reserved, uint64_t key_mask) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager must not be NULL");
+kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
+    if (m == NULL || req == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
+    int64_t rid = req->request_id, computed = req->computed_tokens, num_new = req->num_new_tokens;
+    int64_t lookahead = req->lookahead_tokens, reserved = req->reserved_tokens;
     kvc_status st = check_counts(rid, computed, num_new, lookahead, reserved);
     if (st != KVC_OK) return st;
-    key_mask &= ((uint64_t)1 << m->n_managers) - 1; /* n_managers <= KVC_MAX_MANAGERS < 64 */
+    uint64_t key_mask = ~req->skip_keys & (((uint64_t)1 << m->n_managers) - 1); /* n_managers <= 16 */
     int64_t wanted = computed + num_new + lookahead;
     int64_t need_slot = kvc_min64(wanted, m->max_model_len);
     int64_t total_computed = kvc_min64(computed, m->max_model_len);

@@ -12,8 +12,10 @@ kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t n_new, boo
         return KVC_OK;
     }
     /* a first chunk keeps the decode reserve of every live request free */
-    int64_t reserved = admit ? e->p.reserved_decode_tokens : 0;
-    kvc_status st = kvc_manager_allocate_slots(e->mgr, r->id, r->n_cached, n_new, e->p.next_n, reserved, KVC_ALL_KEYS);
+    kvc_status st = kvc_manager_allocate_slots(
+        e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = n_new,
+                                    .lookahead_tokens = e->p.next_n,
+                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0});
     if (st == KVC_OK || st == KVC_NO_SPACE) return st;
     if (st == KVC_CLAMPED) {
         if (admit) kvc_manager_free(e->mgr, r->id);

@@ -24,7 +24,7 @@ static void test_header_example(void **state) {
     mp.max_model_len = 4096;
     kvc_manager *m = NULL;
     assert_int_equal(kvc_manager_create(&ci, &plan, &mp, &m), KVC_OK);
-    kvc_status st = kvc_manager_allocate_slots(m, 7, 0, 100, 0, 0, KVC_ALL_KEYS);
+    kvc_status st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 7, .num_new_tokens = 100});
     assert_int_equal(st, KVC_OK);
     assert_int_equal(kvc_manager_num_free(m, 0), 256 * 16 - 7);
     kvc_manager_free(m, 7);

@@ -186,7 +186,7 @@ static void step_prefill(sim *s) {
         if (s->live[i].live) continue;
         int64_t id = s->next_id;
         int64_t len = 1 + (int64_t)rnd(s, 40);
-        kvc_status st = kvc_manager_allocate_slots(s->f.m, id, 0, len, 0, 0, KVC_ALL_KEYS);
+        kvc_status st = kvc_manager_allocate_slots(s->f.m, &(kvc_slot_request){.request_id = id, .num_new_tokens = len});
         if (st == KVC_NO_SPACE) {
             s->n_no_space++;
             break; /* strict FIFO: the queue head waits */
@@ -230,8 +230,9 @@ static void step_decode(sim *s) {
             sim_free(s, r);
             continue;
         }
-        kvc_status st = kvc_manager_allocate_slots(s->f.m, r->id, r->computed_len + 1, q_len,
-                                                   s->next_n > 1 ? s->next_n - 1 : 0, 0, KVC_ALL_KEYS);
+        kvc_status st = kvc_manager_allocate_slots(
+            s->f.m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->computed_len + 1,
+                                        .num_new_tokens = q_len, .lookahead_tokens = s->next_n > 1 ? s->next_n - 1 : 0});
         if (st == KVC_NO_SPACE) {
             s->n_no_space++;
             continue; /* left out of this step */

@@ -3,7 +3,8 @@
 #include "kvc_test_util.h"
 
 #define ALLOC(m, rid, computed, new_tokens, reserved) \
-    kvc_manager_allocate_slots((m), (rid), (computed), (new_tokens), 0, (reserved), KVC_ALL_KEYS)
+    kvc_manager_allocate_slots((m), &(kvc_slot_request){.request_id = (rid), .computed_tokens = (computed), \
+                                                        .num_new_tokens = (new_tokens), .reserved_tokens = (reserved)})
 #define CHECK(m) assert_int_equal(kvc_manager_check_invariants(m), KVC_OK)
 
 static kvc_manager *sliding_manager(kvc_test_model *model) {
@@ -171,7 +172,8 @@ static void test_two_phase_side_effect(void **state) {
     assert_int_equal(kvc_manager_num_free(m, 1), 0);
     CHECK(m);
     /* A key mask that leaves the full manager out succeeds. */
-    assert_int_equal(kvc_manager_allocate_slots(m, 0, 14, 3, 0, 0, 1u), KVC_OK);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 0, .computed_tokens = 14,
+                                                                   .num_new_tokens = 3, .skip_keys = ~1u}), KVC_OK);
     kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 2, 3, 4));
     kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
     CHECK(m);
@@ -188,7 +190,8 @@ static void test_clamped(void **state) {
     assert_int_equal(ALLOC(m, 1, 0, 10, 0), KVC_OK);
     assert_int_equal(ALLOC(m, 1, 10, 1, 0), KVC_CLAMPED);
     kvc_test_assert_table(m, 1, 0, KVC_IDS(1, 2, 3));
-    assert_int_equal(kvc_manager_allocate_slots(m, 2, 0, 8, 5, 0, KVC_ALL_KEYS), KVC_CLAMPED);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8,
+                                                                   .lookahead_tokens = 5}), KVC_CLAMPED);
     kvc_test_assert_table(m, 2, 0, KVC_IDS(4, 5, 6));
     kvc_manager_destroy(m);
 }
@@ -204,11 +207,12 @@ static void test_refused_calls(void **state) {
     assert_non_null(strstr(kvc_last_error(), "new -1"));
     assert_int_equal(ALLOC(m, 1, -2, 1, 0), KVC_EINVAL);
     assert_int_equal(ALLOC(m, 1, 0, 1, -4), KVC_EINVAL);
-    assert_int_equal(kvc_manager_allocate_slots(m, 1, 0, 1, -1, 0, KVC_ALL_KEYS), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1,
+                                                                   .lookahead_tokens = -1}), KVC_EINVAL);
     assert_int_equal(ALLOC(m, -1, 0, 1, 0), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "request id -1"));
     assert_int_equal(ALLOC(m, 1, INT64_MAX, 1, 0), KVC_EINVAL);
-    assert_int_equal(kvc_manager_allocate_slots(NULL, 1, 0, 1, 0, 0, KVC_ALL_KEYS), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(NULL, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1}), KVC_EINVAL);
     assert_int_equal(kvc_manager_num_live_requests(m), 0);
     assert_int_equal(kvc_manager_num_free(m, 0), 5);
     assert_int_equal(kvc_manager_free(m, 99), KVC_OK); /* unknown id: no-op (P-REL-2) */

@@ -230,7 +230,9 @@ static void run_config(const config *c, uint64_t seed, long steps) {
             bool was_empty[MAX_KEYS];
             for (int32_t k = 0; k < c->n_keys; k++) was_empty[k] = s.t[r][k].len == 0;
             kvc_status expected = shadow_allocate(&s, r, computed, num_new, lookahead, reserved, mask);
-            kvc_status got = kvc_manager_allocate_slots(m, r, computed, num_new, lookahead, reserved, mask);
+            kvc_status got = kvc_manager_allocate_slots(
+                m, &(kvc_slot_request){.request_id = r, .computed_tokens = computed, .num_new_tokens = num_new,
+                                       .lookahead_tokens = lookahead, .reserved_tokens = reserved, .skip_keys = ~mask});
             if (got != expected)
                 fail_msg("step %ld: allocate(%d, %lld, %lld, %lld, %lld, mask %llx) = %s, shadow says %s", step, r,
                          (long long)computed, (long long)num_new, (long long)lookahead, (long long)reserved,
@@ -302,12 +304,13 @@ static void test_soak_release_chain(void **state) {
         int slot = (int)rnd_in(0, 7);
         if (live[slot] < 0) {
             int64_t prompt = rnd_in(1, 100);
-            if (kvc_manager_allocate_slots(m, rid, 0, prompt, 0, 0, KVC_ALL_KEYS) == KVC_OK) {
+            if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid, .num_new_tokens = prompt}) == KVC_OK) {
                 live[slot] = rid++;
                 len[slot] = prompt;
             }
         } else if (len[slot] < 200 && rnd_in(0, 9) != 0) {
-            if (kvc_manager_allocate_slots(m, live[slot], len[slot], 1, 0, 0, KVC_ALL_KEYS) == KVC_OK) len[slot]++;
+            if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = live[slot],
+                                                                 .computed_tokens = len[slot], .num_new_tokens = 1}) == KVC_OK) len[slot]++;
         } else {
             int32_t old[32];
             int64_t n = 0;

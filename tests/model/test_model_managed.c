@@ -99,7 +99,9 @@ static void test_gpt_oss_through_managers(void **state)
         for (int64_t b = 0; b < N_REQ; b++) {
             const bool prefill = i == 0;
             const int64_t n_new = prefill ? LENS[b] : 1;
-            check(kvc_manager_allocate_slots(mgr, b, prefill ? 0 : cached[b], n_new, 0, 0, KVC_ALL_KEYS), "allocate");
+            check(kvc_manager_allocate_slots(mgr, &(kvc_slot_request){.request_id = b,
+                                                                      .computed_tokens = prefill ? 0 : cached[b],
+                                                                      .num_new_tokens = n_new}), "allocate");
             rows[b] = (kvc_step_request){.request_id = b, .computed_tokens = prefill ? 0 : cached[b], .num_new_tokens = n_new};
             if (prefill) memcpy(ids + t, IDS + off, (size_t)n_new * sizeof(int32_t));
             else ids[t] = tok[b * NT + i - 1];
