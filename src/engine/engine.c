@@ -102,6 +102,27 @@ int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
     return resolve_params(&rp) == KVC_OK ? rp.max_num_batched_tokens : 0;
 }
 
+/* A prompt chunk reads the keys of its window from the cache, so a pool
+ * sized per request (sliding window) must also back one step's chunk: each
+ * such pool gets cdiv(max_num_batched_tokens, bs) + 1 blocks more than the
+ * planner's per-request count (vLLM sizes its sliding-window pages from
+ * window - 1 + max_num_batched_tokens the same way). */
+static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
+    const char *keys[KVC_MAX_MANAGERS];
+    int64_t counts[KVC_MAX_MANAGERS];
+    for (int32_t g = 0; g < e->plan.n_groups; g++) {
+        const kvc_group_plan *gp = &e->plan.groups[g];
+        keys[g] = gp->key;
+        counts[g] = gp->block_num;
+        if (gp->fixed && gp->attn_type != KVC_ATTN_MAMBA)
+            counts[g] += kvc_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
+    }
+    kvc_block_plan sized;
+    kvc_status st = kvc_block_plan_from_counts(ci, keys, counts, e->plan.n_groups, &sized);
+    if (st == KVC_OK) e->plan = sized;
+    return st;
+}
+
 static kvc_status managed_create(kvc_engine *e) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
@@ -121,6 +142,7 @@ static kvc_status managed_create(kvc_engine *e) {
         pp.max_concurrency = e->p.max_num_seqs; /* sizes the fixed-size (window, state) pools */
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
+    if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
     if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, e->p.alignment, &e->storage);
     if (st != KVC_OK) return st;
     e->kv_bytes = kvc_cache_storage_bytes(e->storage);

@@ -4,6 +4,14 @@
  * request is added. Checks are the callers' business. */
 #include "engine/engine_internal.h"
 
+static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t n_new, bool admit) {
+    /* a first chunk keeps the decode reserve of every live request free */
+    return kvc_manager_allocate_slots(
+        e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = n_new,
+                                    .lookahead_tokens = e->p.next_n,
+                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0});
+}
+
 kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t n_new, bool admit) {
     if (!e->managed) {
         if (!admit) return KVC_OK; /* a legacy row holds max_model_len positions */
@@ -11,19 +19,21 @@ kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t n_new, boo
         r->cache_row = e->legacy.free_rows[--e->legacy.n_free_rows];
         return KVC_OK;
     }
-    /* a first chunk keeps the decode reserve of every live request free */
-    kvc_status st = kvc_manager_allocate_slots(
-        e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = n_new,
-                                    .lookahead_tokens = e->p.next_n,
-                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0});
-    if (st == KVC_OK || st == KVC_NO_SPACE) return st;
-    if (st == KVC_CLAMPED) {
-        if (admit) kvc_manager_free(e->mgr, r->id);
-        return kvc_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
-                        (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + n_new - 1),
-                        (long long)e->p.max_model_len);
-    }
-    return st;
+    kvc_status st = KVC_OK;
+    /* A first allocation backs a prompt as a whole prefill would read it: a
+     * sliding window only its last window of positions. A chunk that runs
+     * beside other rows reads every position of its window from the cache,
+     * so the budget scheduler admits with one token first; growing the table
+     * then backs every position of the chunk. */
+    if (admit && n_new > 1 && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = allocate(e, r, 1, true);
+    if (st == KVC_OK) st = allocate(e, r, n_new, admit);
+    if (st != KVC_OK && st != KVC_NO_SPACE && st != KVC_CLAMPED) return st;
+    if (st == KVC_NO_SPACE && admit) kvc_manager_free(e->mgr, r->id); /* the one-token table, if it was made */
+    if (st != KVC_CLAMPED) return st;
+    if (admit) kvc_manager_free(e->mgr, r->id);
+    return kvc_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
+                    (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + n_new - 1),
+                    (long long)e->p.max_model_len);
 }
 
 kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {

@@ -42,6 +42,16 @@ static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
     return e->p.long_prefill_token_threshold > 0 ? kvc_min64(n, e->p.long_prefill_token_threshold) : n;
 }
 
+/* Allocates a chunk of *n tokens, halving it while the pools refuse (a
+ * smaller chunk needs fewer blocks); KVC_NO_SPACE when one token does not fit. */
+static kvc_status alloc_chunk(kvc_engine *e, kvc_engine_req *r, int64_t *n, bool admit) {
+    for (;;) {
+        kvc_status st = kvc_engine_alloc(e, r, *n, admit);
+        if (st != KVC_NO_SPACE || *n == 1) return st;
+        *n = kvc_cdiv(*n, 2);
+    }
+}
+
 static bool has_row(const kvc_engine *e, int32_t slot) {
     for (int64_t b = 0; b < e->n_rows; b++)
         if (e->row_slots[b] == slot) return true;
@@ -49,7 +59,7 @@ static bool has_row(const kvc_engine *e, int32_t slot) {
 }
 
 /* The next chunk of every running request still being prefilled, best
- * first. A chunk that finds no blocks waits (its request keeps what it
+ * first, as large as the pools allow. A chunk that finds no blocks waits (its request keeps what it
  * holds) and ends this pass, unless nothing at all runs in this step: then
  * the lowest-priority running request is preempted and the chunk retried. */
 static kvc_status schedule_partials(kvc_engine *e, int64_t *n_preempted) {
@@ -62,7 +72,7 @@ static kvc_status schedule_partials(kvc_engine *e, int64_t *n_preempted) {
             continue;
         }
         int64_t n = chunk_size(e, r);
-        kvc_status st = kvc_engine_alloc(e, r, n, false);
+        kvc_status st = alloc_chunk(e, r, &n, false);
         if (st == KVC_OK) {
             kvc_engine_row_add(e, slot, n, false);
             i++;
@@ -86,7 +96,7 @@ static kvc_status admit_waiting(kvc_engine *e, bool whole) {
         kvc_engine_req *r = &e->reqs[slot];
         int64_t n = whole ? r->n_tokens : chunk_size(e, r);
         if (whole && e->n_row_tokens + n > e->max_tokens) break;
-        kvc_status st = kvc_engine_alloc(e, r, n, true);
+        kvc_status st = whole ? kvc_engine_alloc(e, r, n, true) : alloc_chunk(e, r, &n, true);
         if (st == KVC_NO_SPACE) break;
         if (st != KVC_OK) return st;
         kvc_engine_wait_remove(e, slot);

@@ -209,8 +209,21 @@ static void test_create_refusals(void **state) {
     p.max_model_len = 0;
     expect_create_refused(&em, &p, KVC_EINVAL, "max_model_len");
     p = fix_params(64, 2);
-    p.max_num_batched_tokens = 32;
+    p.max_num_batched_tokens = 32; /* the prefill-alone scheduler does not chunk */
+    p.scheduler = KVC_ENGINE_SCHED_PREFILL_ALONE;
     expect_create_refused(&em, &p, KVC_EINVAL, "max_num_batched_tokens 32");
+    p = fix_params(64, 4);
+    p.max_num_batched_tokens = 3; /* a step holds every running request's decode token */
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_num_seqs 4");
+    p = fix_params(64, 2);
+    p.max_num_batched_tokens = -1;
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_num_batched_tokens -1");
+    p = fix_params(64, 2);
+    p.long_prefill_token_threshold = -2;
+    expect_create_refused(&em, &p, KVC_EINVAL, "long_prefill_token_threshold -2");
+    p = fix_params(64, 2);
+    p.scheduler = (kvc_engine_scheduler)7;
+    expect_create_refused(&em, &p, KVC_EINVAL, "scheduler 7");
     p = fix_params(64, 2);
     p.next_n = 1;
     expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
