@@ -10,6 +10,6 @@ int kvc_bench_engine(const kvc_bench_opts *opts);    /* bench_engine.c */
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
-    {"engine", "continuous vs static batching, peak KV blocks vs contiguous, waste in blocks", kvc_bench_engine},
+    {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks", kvc_bench_engine},
     {NULL, NULL, NULL},
 };

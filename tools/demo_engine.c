@@ -1,5 +1,6 @@
-/* `kvcache demo`: the main job. The engine (continuous batching, paged KV
- * managed by the framework) runs the three built-in models (small random
+/* `kvcache demo`: the main job. The engine (the budget scheduler: decode
+ * rows and prompt chunks in one batch per step, paged KV managed by the
+ * framework) runs the three built-in models (small random
  * Qwen3, GptOss with sliding + full layers, DeepseekV3 with MLA latent
  * caches) over a mixed workload under a KV budget small enough to exhaust the
  * pools (block reuse, preemption), checks every request against a run of it
@@ -20,9 +21,11 @@
 #define DEMO_BATCH 8
 #define DEMO_BLOCK 16
 #define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
+#define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
 
 typedef struct demo_result {
     kvc_demo_figures fig;
+    double ttft_ms[3], tpot_ms[3]; /* p50, p90, p99 of the busy run */
     int64_t kv_bytes_per_token, budget, prompt_total, matched;
     bool pools_back, ok;
 } demo_result;
@@ -32,6 +35,7 @@ static kvc_engine_params demo_params(int64_t batch) {
     p.max_model_len = DEMO_MAX_MODEL_LEN;
     p.max_num_seqs = batch;
     p.max_requests = 2 * batch;
+    p.max_num_batched_tokens = DEMO_STEP_TOKENS;
     p.seed = 7;
     p.check = false; /* the checks run in the tests; here they would dominate the time */
     return p;
@@ -52,10 +56,20 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     kvc_engine_params p = demo_params(DEMO_BATCH);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = r->budget;
-    if (st == KVC_OK) st = kvc_demo_run(m, &p, &ap, w, busy, &r->fig);
+    kvc_demo_latency lat;
+    if (st == KVC_OK) st = kvc_demo_latency_create(w, &lat);
+    if (st == KVC_OK) {
+        st = kvc_demo_run(m, &p, &ap, w, busy, &lat, &r->fig);
+        const double q[3] = {0.5, 0.9, 0.99};
+        for (int i = 0; i < 3; i++) {
+            r->ttft_ms[i] = 1e3 * kvc_demo_percentile(lat.ttft_s, lat.n_ttft, q[i]);
+            r->tpot_ms[i] = 1e3 * kvc_demo_percentile(lat.tpot_s, lat.n_tpot, q[i]);
+        }
+        kvc_demo_latency_free(&lat);
+    }
     kvc_engine_params solo = demo_params(1);
     kvc_demo_figures solo_fig;
-    if (st == KVC_OK) st = kvc_demo_run(m, &solo, &ap, w, alone, &solo_fig);
+    if (st == KVC_OK) st = kvc_demo_run(m, &solo, &ap, w, alone, NULL, &solo_fig);
     if (st == KVC_OK) {
         for (int64_t i = 0; i < w->n; i++) {
             r->prompt_total += w->reqs[i].n_prompt;
@@ -80,6 +94,8 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
            "  steps %" PRId64 "  %.2f s  %.0f tokens/s (prompt + generated)\n",
            g->requests, w->n, r->prompt_total, g->prompt_tokens - r->prompt_total, g->generated_tokens, g->steps,
            g->seconds, (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
+    printf("  TTFT p50/p90/p99 %.1f / %.1f / %.1f ms  TPOT p50/p90/p99 %.2f / %.2f / %.2f ms (all requests arrive at once)\n",
+           r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2], r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2]);
     printf("  preemptions %" PRId64 "  peak blocks in use (of the pool, null block excluded):", g->preemptions);
     for (int32_t k = 0; k < g->stats.n_keys; k++)
         printf(" %s %" PRId64 "/%" PRId64, g->keys[k], g->stats.peak_blocks_in_use[k], g->stats.num_blocks[k] - 1);
@@ -94,15 +110,16 @@ static int engine_demo(int64_t n_requests) {
      * kernel's threads oversubscribing (the library leaves this to the tool) */
     omp_set_num_threads(1);
     kvc_demo_workload w;
-    if (kvc_demo_workload_make(n_requests, 42, 512, &w) != KVC_OK) {
+    if (kvc_demo_workload_make(n_requests, 42, 512, 0, &w) != KVC_OK) {
         printf("FAIL: out of memory for the workload\n");
         return 1;
     }
-    printf("kvcache demo: the engine (continuous batching, framework-managed paged KV) on three built-in\n"
-           "models with random weights, %" PRId64 " greedy requests each: prompts 4-256 tokens, outputs 4-224\n"
-           "tokens, up to %d running at once, block size %d, max_model_len %d, one OpenMP thread. Every\n"
-           "request is then run alone and its tokens compared.\n\n",
-           w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+    printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
+           "after, in one batch; framework-managed paged KV) on three built-in models with random weights,\n"
+           "%" PRId64 " greedy requests each: prompts 4-256 tokens, outputs 4-224 tokens, up to %d running at once,\n"
+           "block size %d, max_model_len %d, one OpenMP thread. Every request is then run alone and its tokens\n"
+           "compared.\n\n",
+           (long long)DEMO_STEP_TOKENS, w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

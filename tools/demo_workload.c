@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 const kvc_demo_family kvc_demo_families[KVC_DEMO_N_FAMILIES] = {
@@ -44,12 +45,14 @@ static uint64_t next_rand(uint64_t *s) {
 
 static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(next_rand(s) % (uint64_t)(hi - lo + 1)); }
 
-kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out) {
+kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64_t long_every, kvc_demo_workload *out) {
     memset(out, 0, sizeof *out);
     out->n = n;
+    const int64_t max_prompt = long_every > 0 ? 900 : 256;
     out->reqs = calloc((size_t)n, sizeof *out->reqs);
-    out->ids = malloc((size_t)n * 256 * sizeof *out->ids);
-    if (out->reqs == NULL || out->ids == NULL) {
+    out->arrival_s = calloc((size_t)n, sizeof *out->arrival_s);
+    out->ids = malloc((size_t)(n * max_prompt) * sizeof *out->ids);
+    if (out->reqs == NULL || out->arrival_s == NULL || out->ids == NULL) {
         kvc_demo_workload_free(out);
         return KVC_ENOMEM;
     }
@@ -58,6 +61,7 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
     for (int64_t i = 0; i < n; i++) {
         kvc_demo_request *r = &out->reqs[i];
         r->n_prompt = next_rand(&s) % 5 == 0 ? uniform(&s, 96, 256) : uniform(&s, 4, 96);
+        if (long_every > 0 && i % long_every == long_every - 1) r->n_prompt = uniform(&s, 600, 900);
         r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
         r->prompt = out->ids + t;
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
@@ -69,30 +73,92 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
 
 void kvc_demo_workload_free(kvc_demo_workload *w) {
     free(w->reqs);
+    free(w->arrival_s);
     free(w->ids);
     memset(w, 0, sizeof *w);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed) {
+    uint64_t s = seed;
+    double t = 0.0;
+    for (int64_t i = 0; i < w->n; i++) {
+        if (rate > 0.0) t -= log(1.0 - ((double)next_rand(&s) + 0.5) / 2147483648.0) / rate; /* next_rand: 31 bits */
+        w->arrival_s[i] = t;
+    }
 }
 
-/* Adds requests from *next on while request slots are free. */
-static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next, int64_t *live, int64_t *n_live) {
+kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency *out) {
+    memset(out, 0, sizeof *out);
+    out->ttft_s = malloc((size_t)w->n * sizeof *out->ttft_s);
+    out->tpot_s = malloc((size_t)(w->n * w->max_new) * sizeof *out->tpot_s);
+    out->token_ns = malloc((size_t)w->max_new * sizeof *out->token_ns);
+    if (out->ttft_s == NULL || out->tpot_s == NULL || out->token_ns == NULL) {
+        kvc_demo_latency_free(out);
+        return KVC_ENOMEM;
+    }
+    return KVC_OK;
+}
+
+void kvc_demo_latency_free(kvc_demo_latency *l) {
+    free(l->ttft_s);
+    free(l->tpot_s);
+    free(l->token_ns);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double kvc_demo_percentile(double *v, int64_t n, double q) {
+    if (n == 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int64_t rank = (int64_t)ceil(q * (double)n); /* nearest rank, 1-based */
+    return v[rank < 1 ? 0 : (rank > n ? n - 1 : rank - 1)];
+}
+
+/* Adds requests from *next on that have arrived by now while request slots
+ * are free, each with its arrival time. */
+static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t t0, int64_t *next, int64_t *live,
+                        int64_t *n_live) {
+    const int64_t now = kvc_engine_now_ns();
     for (; *next < w->n; (*next)++) {
         const kvc_demo_request *d = &w->reqs[*next];
+        int64_t arrival = t0 + (int64_t)(w->arrival_s[*next] * 1e9);
+        if (arrival > now) return KVC_OK;
         kvc_engine_request r = kvc_engine_request_default();
         r.id = *next;
         r.prompt = d->prompt;
         r.n_prompt = d->n_prompt;
         r.max_new_tokens = d->max_new_tokens;
+        r.arrival_ns = arrival > 0 ? arrival : 1;
         kvc_status st = kvc_engine_add_request(e, &r);
         if (st == KVC_NO_SPACE) return KVC_OK;
         if (st != KVC_OK) return st;
         live[(*n_live)++] = *next;
     }
+    return KVC_OK;
+}
+
+/* Sleeps until the next arrival when nothing is held. */
+static void wait_arrival(const kvc_demo_workload *w, int64_t t0, int64_t next, int64_t n_live) {
+    if (n_live > 0 || next >= w->n) return;
+    int64_t wait = t0 + (int64_t)(w->arrival_s[next] * 1e9) - kvc_engine_now_ns();
+    if (wait <= 0) return;
+    struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
+/* The finished request's time to first token and gaps between its tokens. */
+static kvc_status record_latency(const kvc_engine *e, int64_t id, kvc_demo_latency *lat, int64_t max_new) {
+    kvc_engine_request_times t;
+    int64_t n = 0;
+    kvc_status st = kvc_engine_request_times_get(e, id, &t);
+    if (st == KVC_OK) st = kvc_engine_request_token_times(e, id, NULL, lat->token_ns, max_new, &n);
+    if (st != KVC_OK) return st;
+    lat->ttft_s[lat->n_ttft++] = 1e-9 * (double)(t.first_token_ns - t.arrival_ns);
+    for (int64_t k = 1; k < n && k < max_new; k++) lat->tpot_s[lat->n_tpot++] = 1e-9 * (double)(lat->token_ns[k] - lat->token_ns[k - 1]);
     return KVC_OK;
 }
 
@@ -121,6 +187,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
         }
         int64_t got = 0;
         s = kvc_engine_request_output(e, live[i], outputs + live[i] * w->max_new, w->max_new, &got);
+        if (s == KVC_OK && fig->lat != NULL) s = record_latency(e, live[i], fig->lat, w->max_new);
         if (s == KVC_OK) s = kvc_engine_request_release(e, live[i]);
         live[i] = live[--(*n_live)];
     }
@@ -132,21 +199,23 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
-    const double t0 = now_s();
+    const int64_t t0_ns = kvc_engine_now_ns();
     while (st == KVC_OK && (next < w->n || n_live > 0)) {
-        st = admit(e, w, &next, live, &n_live);
+        wait_arrival(w, t0_ns, next, n_live);
+        st = admit(e, w, t0_ns, &next, live, &n_live);
         kvc_engine_step_result res;
         if (st == KVC_OK) st = kvc_engine_step(e, &res);
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
-    fig->seconds = now_s() - t0;
+    fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);
     free(live);
     return st;
 }
 
 kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
-                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
+                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_latency *lat, kvc_demo_figures *fig) {
     memset(fig, 0, sizeof *fig);
+    fig->lat = lat;
     for (int64_t i = 0; i < w->n * w->max_new; i++) outputs[i] = -1;
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;

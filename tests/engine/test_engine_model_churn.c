@@ -29,10 +29,10 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
     assert_true(busy && alone);
     kvc_demo_figures fig, solo_fig;
-    if (kvc_demo_run(m, p, ap, w, busy, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
+    if (kvc_demo_run(m, p, ap, w, busy, NULL, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
-    if (kvc_demo_run(m, &solo, ap, w, alone, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
+    if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
     for (int64_t i = 0; i < w->n; i++) {
         const int32_t *a = busy + i * w->max_new, *b = alone + i * w->max_new;
@@ -56,7 +56,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_demo_model(fam, &m), KVC_OK);
     kvc_demo_workload w;
-    assert_int_equal(kvc_demo_workload_make(20, 11, 512, &w), KVC_OK);
+    assert_int_equal(kvc_demo_workload_make(20, 11, 512, 0, &w), KVC_OK);
     kvc_engine_adapter_params ap = {.latent = fam->latent, .block_size = 16};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -99,7 +99,7 @@ static void test_long_churn_memory_flat(void **state) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_demo_model(&kvc_demo_families[0], &m), KVC_OK);
     kvc_demo_workload w;
-    assert_int_equal(kvc_demo_workload_make(30, 5, 512, &w), KVC_OK);
+    assert_int_equal(kvc_demo_workload_make(30, 5, 512, 0, &w), KVC_OK);
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false) * 560;
