@@ -89,10 +89,19 @@ void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed
 
 kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency *out) {
     memset(out, 0, sizeof *out);
-    out->ttft_s = malloc((size_t)w->n * sizeof *out->ttft_s);
-    out->tpot_s = malloc((size_t)(w->n * w->max_new) * sizeof *out->tpot_s);
+    int64_t tokens = 16; /* every step runs a token: steps <= tokens fed (recomputation counted 4 times over) */
+    for (int64_t i = 0; i < w->n; i++) tokens += 4 * (w->reqs[i].n_prompt + w->reqs[i].max_new_tokens);
+    size_t n = (size_t)w->n, gaps = (size_t)(w->n * w->max_new);
+    out->ttft_s = malloc(n * sizeof *out->ttft_s);
+    out->ttft_work = malloc(n * sizeof *out->ttft_work);
+    out->tpot_s = malloc(gaps * sizeof *out->tpot_s);
+    out->tpot_work = malloc(gaps * sizeof *out->tpot_work);
     out->token_ns = malloc((size_t)w->max_new * sizeof *out->token_ns);
-    if (out->ttft_s == NULL || out->tpot_s == NULL || out->token_ns == NULL) {
+    out->token_step = malloc((size_t)w->max_new * sizeof *out->token_step);
+    out->cum_tokens = malloc((size_t)tokens * sizeof *out->cum_tokens);
+    out->cap_steps = tokens;
+    if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->token_ns || !out->token_step ||
+        !out->cum_tokens) {
         kvc_demo_latency_free(out);
         return KVC_ENOMEM;
     }
@@ -101,8 +110,12 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
 
 void kvc_demo_latency_free(kvc_demo_latency *l) {
     free(l->ttft_s);
+    free(l->ttft_work);
     free(l->tpot_s);
+    free(l->tpot_work);
     free(l->token_ns);
+    free(l->token_step);
+    free(l->cum_tokens);
     memset(l, 0, sizeof *l);
 }
 
@@ -150,16 +163,34 @@ static void wait_arrival(const kvc_demo_workload *w, int64_t t0, int64_t next, i
     nanosleep(&ts, NULL);
 }
 
+/* Tokens the model ran in engine steps [from, to]. */
+static double work(const kvc_demo_latency *lat, int64_t from, int64_t to) {
+    if (to >= lat->cap_steps) return -1.0; /* beyond the record (not reached by the workloads) */
+    return (double)(lat->cum_tokens[to] - (from > 0 ? lat->cum_tokens[from - 1] : 0));
+}
+
 /* The finished request's time to first token and gaps between its tokens. */
 static kvc_status record_latency(const kvc_engine *e, int64_t id, kvc_demo_latency *lat, int64_t max_new) {
     kvc_engine_request_times t;
     int64_t n = 0;
     kvc_status st = kvc_engine_request_times_get(e, id, &t);
-    if (st == KVC_OK) st = kvc_engine_request_token_times(e, id, NULL, lat->token_ns, max_new, &n);
+    if (st == KVC_OK) st = kvc_engine_request_token_times(e, id, lat->token_step, lat->token_ns, max_new, &n);
     if (st != KVC_OK) return st;
-    lat->ttft_s[lat->n_ttft++] = 1e-9 * (double)(t.first_token_ns - t.arrival_ns);
-    for (int64_t k = 1; k < n && k < max_new; k++) lat->tpot_s[lat->n_tpot++] = 1e-9 * (double)(lat->token_ns[k] - lat->token_ns[k - 1]);
+    lat->ttft_s[lat->n_ttft] = 1e-9 * (double)(t.first_token_ns - t.arrival_ns);
+    lat->ttft_work[lat->n_ttft++] = work(lat, t.arrival_step, t.first_token_step);
+    for (int64_t k = 1; k < n && k < max_new; k++) {
+        lat->tpot_s[lat->n_tpot] = 1e-9 * (double)(lat->token_ns[k] - lat->token_ns[k - 1]);
+        lat->tpot_work[lat->n_tpot++] = work(lat, lat->token_step[k - 1] + 1, lat->token_step[k]);
+    }
     return KVC_OK;
+}
+
+/* Running total of the tokens of every step, by the engine's step number. */
+static void record_step(const kvc_engine *e, const kvc_engine_step_result *res, kvc_demo_latency *lat) {
+    kvc_engine_stats st;
+    if (res->n_rows == 0 || kvc_engine_get_stats(e, &st) != KVC_OK) return;
+    int64_t s = st.steps - 1;
+    if (s < lat->cap_steps) lat->cum_tokens[s] = (s > 0 ? lat->cum_tokens[s - 1] : 0) + res->n_tokens;
 }
 
 /* Waste sample over FullAttention keys, then finished requests read and released. */
@@ -205,6 +236,7 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
         st = admit(e, w, t0_ns, &next, live, &n_live);
         kvc_engine_step_result res;
         if (st == KVC_OK) st = kvc_engine_step(e, &res);
+        if (st == KVC_OK && fig->lat != NULL) record_step(e, &res, fig->lat);
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
     fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);

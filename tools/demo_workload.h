@@ -49,14 +49,18 @@ void kvc_demo_workload_free(kvc_demo_workload *w);
  * rate 0: every request arrives at the start. */
 void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed);
 
-/* Latency samples of a pass (seconds): the time to first token of every
- * finished request (from its arrival) and every gap between two
- * consecutive tokens of one request (time per output token). */
+/* Latency samples of a pass: the time to first token of every finished
+ * request (from its arrival) and every gap between two consecutive tokens
+ * of one request (time per output token), in seconds and in model work:
+ * the tokens the model ran in the steps between (a measure a loaded machine
+ * does not disturb). */
 typedef struct kvc_demo_latency {
-    double *ttft_s;          /* [w->n] */
-    double *tpot_s;          /* [w->n * w->max_new] */
+    double *ttft_s, *ttft_work;  /* [w->n] */
+    double *tpot_s, *tpot_work;  /* [w->n * w->max_new] */
     int64_t n_ttft, n_tpot;
-    int64_t *token_ns;       /* [w->max_new] scratch */
+    int64_t *token_ns, *token_step; /* [w->max_new] scratch */
+    int64_t *cum_tokens;         /* [cap_steps] tokens run by steps 0..s of the engine */
+    int64_t cap_steps;
 } kvc_demo_latency;
 
 kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency *out);

@@ -1,8 +1,11 @@
 /* The engine over the model runtime under churn and bad input: the built-in
  * models (tools/demo_workload.h) run a mixed workload through a small KV
- * pool (blocks reused, requests preempted and recomputed) and every
- * request's output equals its output when run alone; the pools are empty
- * afterwards. Bad requests are refused with a clear error while the others
+ * pool (blocks reused, requests preempted and recomputed), also with small
+ * step budgets that chunk every prompt beside decode rows, and every
+ * request's greedy tokens equal its tokens when run alone (tokens, not
+ * logits: the dense layers' BLAS results may change in the last bits with
+ * the rows of a step; exact logits wait for batch-invariant dense layers);
+ * the pools are empty afterwards. Bad requests are refused with a clear error while the others
  * keep being served. */
 #include <malloc.h>
 #include <omp.h>
@@ -67,6 +70,12 @@ static void churn_family(int f, int64_t budget_tokens) {
     for (int32_t k = 0; k < fig.stats.n_keys; k++)
         exhausted = exhausted || fig.stats.peak_blocks_in_use[k] == fig.stats.num_blocks[k] - 1;
     assert_true(exhausted);
+    /* small steps: prompts chunked (at most 10 tokens of one request, 24 per
+     * step), decode rows beside chunks in most steps */
+    p.max_num_batched_tokens = 24;
+    p.long_prefill_token_threshold = 10;
+    kvc_demo_figures chunked = busy_vs_alone(m, &p, &ap, &w, fam->name);
+    if (chunked.stats.prefill_steps < 2 * w.n) fail_msg("%s: prompts were not chunked", fam->name);
     /* the self-managed path: legacy rows reused by later requests */
     kvc_engine_adapter_params self = {.self_managed = true, .latent = fam->latent};
     kvc_engine_params ps = churn_params(3);
