@@ -1,13 +1,15 @@
 # The two commands a newcomer needs on a fresh Debian machine:
 #   make demo   build everything and run the main job on built-in defaults
 #   make test   build everything and run the whole test suite (unit tests,
-#               the same tests under ASan+UBSan, a libFuzzer smoke run)
+#               the same tests under ASan+UBSan, a libFuzzer smoke run, the
+#               Python package's tests in a virtualenv under build/)
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3-venv python3-dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
+PREFIX ?= /usr/local
 
 # intercept_tls_get_addr=0: LLVM <= 16's __tls_get_addr interceptor can misread
 # a dynamic TLS block (libomp's worker threads have them) and make the leak
@@ -15,11 +17,28 @@ FUZZ_SECONDS ?= 30
 # leak exists (google/sanitizers#1267, fixed in later LLVM).
 ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 
+# Files kept in the .clang-format style (checked by make format-check, part of
+# make test). The tree is formatted file by file: add a file when you format it.
+# the config reader, the planner and their tests
+CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model/config.c src/plan/*.[ch] \
+                       tests/model/test_config_reader.c tests/model/config_fixture.h fuzz/fuzz_config.c \
+                       tests/batch/test_step_state_width.c
+FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
+                include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
+                src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
+                tests/install/consumer.c $(CONFIG_FORMAT_FILES))
+
 BUILD := build
 BUILD_ASAN := build-asan
 BUILD_FUZZ := build-fuzz
+# The Python package (python/) is tested in a virtualenv of Debian's python3;
+# its PyPI dependencies come from its own metadata (the "test" extra).
+PYTHON ?= /usr/bin/python3
+PY_VENV := $(BUILD)/python-venv
+PY_STAMP := $(PY_VENV)/.kvcache-deps
+PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps build demo test unit-test asan-test fuzz-test bench clean
+.PHONY: all deps build demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -43,6 +62,12 @@ build: deps
 demo: build
 	./$(BUILD)/kvcache demo
 
+# Headers, libkvcache + libkvcache_core (shared and static), the kvcache
+# command, pkg-config files and the CMake package under $(PREFIX) (DESTDIR
+# is honoured for staged installs); see docs/install.md.
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
 unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
@@ -65,7 +90,29 @@ fuzz-test: deps
 	  tail -n 6 $(BUILD_FUZZ)/$$name.log; \
 	done
 
-test: unit-test asan-test fuzz-test
+# First run: a virtualenv and `pip install ./python[test]` from PyPI (bounded
+# retries; a clear failure offline). Later runs rebuild the extension in place
+# (build/python-cmake) without the network, then run pytest (exit 5, no test
+# collected, fails like any other non-zero exit).
+python-test: build
+	@[ -x $(PY_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_VENV)
+	@if [ ! -f $(PY_STAMP) ] || [ python/pyproject.toml -nt $(PY_STAMP) ]; then \
+	  echo "installing ./python[test] and its PyPI dependencies into $(PY_VENV)"; \
+	  SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake $(PIP) install --timeout 30 --retries 2 --quiet "./python[test]" \
+	    && touch $(PY_STAMP) \
+	    || { echo "FAIL: pip could not install ./python[test] (PyPI unreachable? see the output above)"; exit 1; }; \
+	fi
+	SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake $(PIP) install --no-build-isolation --no-index --no-deps --quiet ./python
+	cd $(BUILD) && KVC_REQUIRE_BUILD=1 KVC_BUILD_DIR=$(CURDIR)/$(BUILD) KVC_SOURCE_DIR=$(CURDIR) MPLBACKEND=Agg \
+	  $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
+
+format-check: deps
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+test: format-check unit-test python-test asan-test fuzz-test
 
 bench: build
 	./$(BUILD)/kvcache bench manager

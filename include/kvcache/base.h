@@ -47,6 +47,8 @@ typedef enum kvc_dtype {
     KVC_DTYPE_I32,
     KVC_DTYPE_I64,
     KVC_DTYPE_BOOL,
+    KVC_DTYPE_F8E4M3, /* fp8 "fn" e4m3: bias 7, max 448, no infinities (docs/kv-dtypes.md) */
+    KVC_DTYPE_F8E5M2, /* fp8 e5m2: bias 15, max 57344, IEEE-style inf/NaN */
     KVC_DTYPE_COUNT
 } kvc_dtype;
 
@@ -54,7 +56,8 @@ typedef enum kvc_dtype {
 KVC_API size_t kvc_dtype_size(kvc_dtype dtype);
 /* Short name ("f32", "bf16", ...); "?" for an unknown dtype. */
 KVC_API const char *kvc_dtype_name(kvc_dtype dtype);
-/* Parses a short name; KVC_EINVAL (with a message) for an unknown one. */
+/* Parses a short name ("fp8" is accepted for fp8_e4m3, as vLLM's
+ * --kv-cache-dtype fp8); KVC_EINVAL (with a message) for an unknown one. */
 KVC_API kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
 
 #define KVC_MAX_DIMS 8
@@ -80,7 +83,11 @@ typedef enum kvc_log_level { KVC_LOG_DEBUG = 0, KVC_LOG_INFO, KVC_LOG_WARN, KVC_
 typedef void (*kvc_log_fn)(void *user, kvc_log_level level, const char *message);
 
 /* Installs the process-wide logging callback (NULL: the library stays silent,
- * which is the default). The library never prints by itself. */
+ * which is the default). The library never prints by itself. Safe to call
+ * while other threads log: each message goes to one installed (fn, user)
+ * pair, never to a mix of two; a message already being delivered when the
+ * pair changes still goes to the previous one. The callback may run on any
+ * thread that calls into the library, and may itself call this function. */
 KVC_API void kvc_set_log_callback(kvc_log_fn fn, void *user);
 
 #ifdef __cplusplus

@@ -20,22 +20,30 @@ extern "C" {
 
 /* ---- block pool ------------------------------------------------------------
  * Ids 0..num_blocks-1; id 0 is the null block: never handed out, never free,
- * silently ignored when given back. Free ids form a FIFO queue: blocks are
- * reused in the order they were freed. take/give are O(n) in the ids moved,
- * O(1) per id, and never allocate. */
+ * never counted, silently ignored when given back. Every other block has a
+ * reference count (its holders); a block nobody holds is in the free queue,
+ * which is also the eviction order of the prefix cache: blocks are handed out
+ * from its head in the order they were freed. take/give are O(n) in the ids
+ * moved, O(1) per id, and never allocate. */
 typedef struct kvc_block_pool kvc_block_pool;
 
 KVC_API kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
 KVC_API void kvc_block_pool_destroy(kvc_block_pool *pool);
 KVC_API int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
 KVC_API int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
-KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id);
-/* Pops n ids from the head of the queue into out[0..n). n > num_free is
- * KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
+KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id); /* count 0, in the queue */
+KVC_API int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id); /* 0 for the null block or a bad id */
+/* Pops n ids from the head of the queue into out[0..n), each with count 1.
+ * n > num_free is KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
 KVC_API kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out /* [n] */);
-/* Appends ids to the tail in list order; null ids are skipped. The whole list
- * is checked first: an out-of-range id (KVC_ERANGE), an id already free or
- * listed twice (KVC_EDOUBLEFREE) fails the call and leaves the pool unchanged. */
+/* One more holder for a block; a free block leaves the queue (O(1)). The
+ * null block or an out-of-range id is KVC_ERANGE. */
+KVC_API kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id);
+/* Drops one holder per listed id; blocks left with none join the tail in
+ * list order; null ids are skipped. The whole list is checked first: an
+ * out-of-range id (KVC_ERANGE) or a count that would go below 0 (an id
+ * already free, or listed more often than it is held: KVC_EDOUBLEFREE)
+ * fails the call and leaves the pool unchanged. */
 KVC_API kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids /* [n] */, int64_t n);
 /* Copies the free queue, head first, into out (at most cap ids); *n_out = queue length. */
 KVC_API kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out);
@@ -217,10 +225,16 @@ typedef struct kvc_manager_params {
     int64_t max_model_len; /* >= 1: positions are clamped to it */
     int64_t max_requests;  /* live requests the manager tracks; 0 = default (see below) */
     int64_t engine_next_n; /* >= 0: Mamba entries must agree; -1 = not checked */
+    bool prefix_caching;   /* share computed full blocks between requests (docs/prefix-caching.md) */
+    uint64_t prefix_salt;  /* prefix caching: the engine's salt, in every hash chain */
+    int64_t state_snapshot_interval; /* prefix caching, Mamba keys: tokens between kept state
+                                      * snapshots, a multiple of every FullAttention and
+                                      * SlidingWindow block size; 0 = their least common multiple */
 } kvc_manager_params;
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
- * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1. */
+ * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1,
+ * prefix caching off (salt 0, interval 0). */
 KVC_API kvc_manager_params kvc_manager_default_params(void);
 
 /* The description must outlive the manager (buffer infos read its tensors). */
@@ -229,6 +243,13 @@ KVC_API kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_
 KVC_API void kvc_manager_destroy(kvc_manager *m);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
+
+/* A request's prompt for prefix caching (see below). */
+typedef struct kvc_prompt {
+    const int32_t *tokens;  /* [n_tokens] the request's token ids */
+    int64_t n_tokens;
+    const char *cache_salt; /* NULL or a string: only requests with the same salt share blocks */
+} kvc_prompt;
 
 /* What one allocate_slots call asks for. Fill it with designated
  * initialisers; every field left out is 0, which is the common case:
@@ -263,6 +284,12 @@ typedef struct kvc_slot_request {
     int64_t lookahead_tokens; /* speculative positions after them */
     int64_t reserved_tokens;  /* see above; 0 = no reservation */
     uint64_t skip_keys;       /* bit i set: leave manager i untouched (0 = allocate in every manager) */
+    /* Prefix caching, first call for a request only (NULL otherwise): its
+     * prompt, whose salt seeds the request's hash chains, and whose first
+     * computed_tokens tokens are taken from the cache when computed_tokens
+     * is the n_tokens of the hit kvc_manager_find_prefix just returned for it
+     * (0 = no hit). A hit whose blocks are no longer cached is KVC_EINVAL. */
+    const kvc_prompt *prompt;
 } kvc_slot_request;
 
 /* Two-phase allocation: the positions above become addressable in every
@@ -272,6 +299,55 @@ typedef struct kvc_slot_request {
 KVC_API kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
 /* Returns every block of the request in every manager (unknown id: no-op). */
 KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+
+/* ---- prefix caching (docs/prefix-caching.md) -------------------------------
+ * With kvc_manager_params.prefix_caching on, a full block whose tokens are
+ * all computed is indexed by a hash chained over its tokens and its
+ * predecessors' (seeded by the engine and request salts) and stays cached
+ * after its requests release it, until the pool hands it out again. A new
+ * request asks kvc_manager_find_prefix for the longest prefix of its prompt
+ * every manager key has cached, passes it to allocate_slots and computes only
+ * the rest; after each step kvc_manager_cache_computed indexes what it
+ * computed. Every hit is verified against the stored tokens. */
+typedef struct kvc_prefix_hit {
+    int64_t n_tokens;                       /* L: leading tokens already cached (0 = miss); at most
+                                             * n_tokens - 1, so the last prompt token is computed */
+    int64_t n_entries[KVC_MAX_MANAGERS];    /* table entries the hit fills per key, null entries
+                                             * included (Mamba keys: 1 state snapshot to copy from) */
+    int64_t n_cached[KVC_MAX_MANAGERS];     /* cached blocks among them */
+} kvc_prefix_hit;
+
+/* The hit for a prompt: the largest L that every key accepts (FullAttention:
+ * its first L / block_size blocks cached; SlidingWindow: the blocks the
+ * window still needs at L; Mamba: a state snapshot at exactly L). Changes
+ * nothing but the manager's scratch. With caching off, a zero hit. */
+KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
+/* Indexes the request's full blocks now that its first n_computed tokens
+ * (tokens[0..n_computed), the prompt then generated tokens) are computed;
+ * releases the Mamba copy source of its last step. O(new blocks). No-op with
+ * caching off or for an unknown request. */
+KVC_API kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens,
+                                      int64_t n_computed);
+/* Mamba keys under prefix caching: the block whose state the request's next
+ * step starts from (a hit's snapshot, or the request's own previous block
+ * after it moved off a snapshot), or KVC_NULL_BLOCK when its state block
+ * already holds it. */
+KVC_API kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out);
+
+typedef struct kvc_prefix_stats {
+    int64_t queries;       /* requests admitted with a prompt */
+    int64_t hits;          /* of those, admitted with a hit */
+    int64_t query_tokens;  /* their prompt tokens */
+    int64_t hit_tokens;    /* tokens taken from the cache */
+    int64_t evictions;     /* cached blocks handed out for new data (all keys) */
+    int64_t cached_blocks; /* blocks indexed now (all keys) */
+} kvc_prefix_stats;
+
+KVC_API kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
+/* Free blocks of a key that are still cached (indexed); O(blocks of the key). */
+KVC_API int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
+/* Empties the index of every key (blocks stay where they are). */
+KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 
 KVC_API int32_t kvc_manager_n_keys(const kvc_manager *m);
 KVC_API const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */

@@ -5,10 +5,10 @@
  * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
- * widened at load); dense layers go through BLAS (cblas_sgemm); attention
- * through kvc_attention_cpu (ops.h), except the absorbed MLA path over
- * latent caches, which has its own f32 loop (keys in token order, so the
- * result does not depend on block size or paging).
+ * widened at load); dense layers go through the library's batch-invariant
+ * GEMM (a fixed reduction order over K, docs/runtime.md); cache writes,
+ * RMSNorm, RoPE and attention (the absorbed MLA form over latent caches
+ * included) only through the ops layer (ops.h): one code path.
  *
  * Thread safety: a kvc_model is immutable after creation and may be shared;
  * a kvc_model_workspace serves one forward call at a time. */
@@ -21,6 +21,7 @@
 #include "kvcache/base.h"
 #include "kvcache/batch.h"
 #include "kvcache/cache.h"
+#include "kvcache/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,22 +37,12 @@ typedef enum kvc_model_family {
 
 KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
-typedef enum kvc_rope_type { KVC_ROPE_DEFAULT = 0, KVC_ROPE_LLAMA3, KVC_ROPE_YARN } kvc_rope_type;
+/* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them);
+ * the config reader fills them as transformers 5.x resolves the config
+ * (docs/config.md). */
 
-/* MF 1.4. Read from v5 `rope_parameters` or v4 `rope_theta` + `rope_scaling`. */
-typedef struct kvc_rope_config {
-    kvc_rope_type type;
-    double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict */
-    double ramp_factor;            /* yarn f of the ramp and of A (v4 form: max_pos / L0) */
-    double low_freq_factor;        /* llama3 */
-    double high_freq_factor;       /* llama3 */
-    int64_t original_max_position; /* llama3 / yarn L0 */
-    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
-    double mscale, mscale_all_dim; /* yarn (0 = absent) */
-    double attention_factor;       /* yarn explicit A (0 = derive) */
-    bool truncate;                 /* yarn (default true) */
-} kvc_rope_config;
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
@@ -80,8 +71,10 @@ typedef struct kvc_model_config {
     double routed_scaling_factor;
 } kvc_model_config;
 
-/* Parses config.json text (name: used in messages). Refuses unknown
- * model_type, missing required fields and inconsistent sizes, naming the key. */
+/* Parses config.json text (name: used in messages) through the one config
+ * reader (docs/config.md). Refuses unknown model_type, missing required
+ * fields, sizes outside the documented bounds, invalid UTF-8 and
+ * inconsistent sizes, naming the key and the value. */
 KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out);
 /* Reads DIR/config.json. */
 KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
@@ -128,12 +121,26 @@ typedef enum kvc_model_cache_kind {
 /* One attention layer's cache. Full form (`latent` false): k [.., Nkv, D],
  * v [.., Nkv, Dv] (DeepseekV3: Nkv = nH, D = dn + dr, Dv = dv). Latent form
  * (DeepseekV3 only, MF 4.4): k = normalised latent c [.., 1, rkv],
- * v = rotated k_pe [.., 1, dr]. f32 tensors. */
+ * v = rotated k_pe [.., 1, dr]. k and v have one dtype: f32, f16, bf16
+ * (written rounded to nearest even) or, full form only, int8 quantised on
+ * write with static per-tensor scales (q = round_half_even(x / scale)
+ * saturated to [-128, 127], read back as scale * q; see
+ * kvc_model_calibrate_kv). */
 typedef struct kvc_layer_cache {
     kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
     kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
+    float k_scale, v_scale; /* int8: dequantisation scales (finite, > 0); unused otherwise */
     char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
 } kvc_layer_cache;
+
+/* Whether the forward takes caches of dtype dt (full form or latent). */
+KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent);
+
+/* Static int8 calibration: runs ids[0..n) as one sequence without a cache
+ * and writes, per layer, the largest |key| and |value| the full-form caches
+ * would receive: absmax [num_layers, 2]. A per-tensor scale absmax / 127
+ * then covers every calibration value without saturation. */
+KVC_API kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_t n, float *absmax);
 
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;

@@ -54,7 +54,7 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
- * the cache dtype (int8 caches: kvc_write_slots_quant). Refused: slot
+ * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant). Refused: slot
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
@@ -62,10 +62,13 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
 KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 
-/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 paged cache:
- * q = sat_int8(round_half_even(x * inv_scale + offset)). inv_scale is the
- * reciprocal of the dequantisation scale; both have n_quant entries: 1
- * (per tensor) or Nkv*D (per channel). offset may be NULL (0). */
+/* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 or fp8 paged
+ * cache. int8: q = sat_int8(round_half_even(x * inv_scale + offset)); fp8:
+ * q = fp8(x * inv_scale), the product rounded once to f32 and then to fp8
+ * (ties to even, saturating at +-max, kvc_f32_to_fp8_e4m3/e5m2). inv_scale
+ * is the reciprocal of the dequantisation scale; inv_scale (and offset) have
+ * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
+ * offset may be NULL (0); fp8 caches take none. */
 KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
@@ -78,8 +81,9 @@ KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
  * (output de-interleaved: even lanes first) into rope_cache, both at
  * slots[t] (-1 skips). Caches are [NB, bs, 1, Dc] / [NB, bs, 1, Dr] in
  * `order` (BNBSND = PA plain, NZ = PA_NZ). kv is f32 [T, Dc + Dr], gamma
- * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8
- * when nope_inv_scale (one per-tensor reciprocal scale) is given; the rope
+ * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8 /
+ * fp8 when nope_inv_scale (one per-tensor reciprocal scale) is given (stored
+ * as kvc_write_slots_quant does); the rope
  * cache f32/f16/bf16. out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL)
  * receive c_norm and r_rot (the "return_kv" outputs). */
 typedef struct kvc_mla_write_params {
@@ -95,19 +99,81 @@ typedef struct kvc_mla_write_params {
     kvc_paged_order order;
     kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
     kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
-    const float *nope_inv_scale; /* [1] for an int8 nope cache, else NULL */
+    const float *nope_inv_scale; /* [1] for an int8/fp8 nope cache, else NULL */
     float *out_nope;     /* [T, Dc] or NULL */
     float *out_rope;     /* [T, Dr] or NULL */
 } kvc_mla_write_params;
 
 KVC_API kvc_status kvc_mla_write(const kvc_mla_write_params *p);
 
-/* The two halves of the fused write, for callers and tests:
- * RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma; x, gamma, y: [n].
- * Interleaved RoPE: x1 = r[0::2], x2 = r[1::2];
- * y = concat(x1, x2) * cos + concat(-x2, x1) * sin; r, cos, sin, y: [n]. */
+/* ======================================================================== */
+/* RMSNorm and RoPE: the one implementation used by the fused MLA write and  */
+/* by the model runtime (every norm and rotary embedding of the forward).    */
+/* ======================================================================== */
+
+/* RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma, the mean of squares
+ * accumulated in double, each output rounded once to f32. x, gamma, y: [n];
+ * y may alias x. */
 KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
+/* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. */
+KVC_API void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
+
+typedef enum kvc_rope_type {
+    KVC_ROPE_DEFAULT = 0,
+    KVC_ROPE_LLAMA3,
+    KVC_ROPE_YARN,
+    KVC_ROPE_LINEAR,  /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
+    KVC_ROPE_DYNAMIC, /* as LINEAR */
+    KVC_ROPE_LONGROPE /* as LINEAR */
+} kvc_rope_type;
+
+/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn),
+ * as the config reader resolves config.json (docs/config.md). */
+typedef struct kvc_rope_config {
+    kvc_rope_type type;
+    double theta;
+    double factor;                 /* llama3 / yarn, as written in the dict (also the YaRN ramp's f) */
+    double low_freq_factor;        /* llama3 */
+    double high_freq_factor;       /* llama3 */
+    int64_t original_max_position; /* llama3 / yarn L0 */
+    double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
+    double mscale, mscale_all_dim; /* yarn (0 = absent) */
+    double attention_factor;       /* yarn explicit A (0 = derive) */
+    bool truncate;                 /* yarn (default true) */
+} kvc_rope_config;
+
+/* Inverse frequencies inv_freq [rot_dim / 2] and the attention factor A
+ * (YaRN's cos/sin scale; 1 for default and llama3) of a RoPE plan, as HF
+ * computes them: theta^(-2i/d) in f32, then the llama3 band scaling or the
+ * YaRN ramp between interpolation (1/(f theta^(2i/d))) and extrapolation;
+ * A = attention_factor if given, else mscale(f, mscale) / mscale(f,
+ * mscale_all_dim) when both are non-zero, else mscale(f, 1) (mscale as
+ * kvc_yarn_mscale). Refused (KVC_EINVAL, nothing written): rot_dim odd or
+ * <= 0, theta <= 1, or a llama3/yarn plan whose factor, L0, beta or
+ * low/high frequency factors are not usable. */
+KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
+/* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
+ * every type but yarn). */
+KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
+
+/* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]
+ * (h = rot_dim / 2, f32 product as HF), cos = cosf(angle) * A, sin =
+ * sinf(angle) * A; both halves repeat the h angles (HF's cat(freqs, freqs)). */
+KVC_API void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin);
+
+/* Half-split RoPE (HF rotate_half): with x1 = x[0:h], x2 = x[h:n],
+ * y = concat(x1, x2) * cos + concat(-x2, x1) * sin. x, cos, sin, y: [n];
+ * y may alias x. */
+KVC_API void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y);
+/* Interleaved RoPE (DeepSeek's rope_interleave): x1 = r[0::2], x2 = r[1::2],
+ * then as kvc_rope_half_f32, so the output is de-interleaved (even lanes
+ * first). r, cos, sin, y: [n]; y must not alias r. */
 KVC_API void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y);
+/* Either form in place on the first rot_dim channels of n_heads heads
+ * stride floats apart: x [n_heads, stride]; tmp [rot_dim] (interleaved only,
+ * NULL for the half-split form). */
+KVC_API void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin, int64_t rot_dim,
+                        bool interleaved, float *tmp);
 
 /* ======================================================================== */
 /* Fused inference attention (AO section 3)                                  */
@@ -162,7 +228,16 @@ typedef struct kvc_attn_binding {
     int32_t block_size;      /* the manager key's block size (0: not checked) */
 } kvc_attn_binding;
 
-/* The one parameter struct of both operator generations (AO 3.2). Fields
+/* MLA (q_rope and k_rope given): scores are q.k + q_rope.k_rope. With the
+ * vendor operator's dims (Dr 64 and D 512 absorbed, or D 128 expanded) its
+ * limits apply (R10: absorbed needs paged K/V, Nkv 1, Dv 512, at most 16
+ * query tokens per request, no LSE, decode modes 0/4 or prefill 3/4; expanded
+ * takes packed TND/NTD_TND K/V). Any other dims (e.g. latent 32 + rope 16 of
+ * small models) are general MLA: every layout, storage, mode, query length
+ * and LSE; absorbed calls pass the latent cache as both k and v with Nkv 1.
+ * Quantised keys then take scales per tensor, channel or head only.
+ *
+ * The one parameter struct of both operator generations (AO 3.2). Fields
  * marked "required" have no default: kvc_attention_default_params() leaves
  * them unset and the validator refuses a call that does not set them. */
 typedef struct kvc_attention_params {
@@ -183,8 +258,8 @@ typedef struct kvc_attention_params {
     kvc_tensor q;             /* f32/f16/bf16, shape per layout (D = last dim / heads) */
     kvc_tensor k;             /* per layout, or per kv_storage when paged */
     kvc_tensor v;             /* same as k with Dv; may alias k (MLA) */
-    kvc_tensor q_rope;        /* MLA [.., Nq, 64] like q (data NULL: absent) */
-    kvc_tensor k_rope;        /* MLA like k with last dim 64 (data NULL: absent) */
+    kvc_tensor q_rope;        /* MLA [.., Nq, Dr] like q, Dr even (data NULL: absent) */
+    kvc_tensor k_rope;        /* MLA like k with Dr channels per head (data NULL: absent) */
     kvc_tensor mask;          /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
 
     kvc_kv_storage kv_storage;
@@ -193,10 +268,13 @@ typedef struct kvc_attention_params {
 
     kvc_tensor sinks;         /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
 
-    kvc_quant_mode key_quant_mode;   /* int8 K/V: required */
+    /* Quantised K/V (docs/kv-dtypes.md): x = scale * (q + offset) with q the
+     * int8 integer or the exact fp8 value. int8 needs scales; fp8 scales are
+     * optional (absent: x = q) and fp8 takes no offsets. */
+    kvc_quant_mode key_quant_mode;   /* with scales: required */
     kvc_quant_mode value_quant_mode;
     kvc_tensor key_scale, value_scale;   /* f32; both or neither */
-    kvc_tensor key_offset, value_offset; /* f32; both or neither */
+    kvc_tensor key_offset, value_offset; /* f32; both or neither (int8 only) */
 
     kvc_tensor out;           /* f32/f16/bf16, shape per layout */
     kvc_tensor lse;           /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */

@@ -9,7 +9,7 @@ static const struct {
 } dtype_table[KVC_DTYPE_COUNT] = {
     [KVC_DTYPE_F32] = {"f32", 4}, [KVC_DTYPE_F16] = {"f16", 2}, [KVC_DTYPE_BF16] = {"bf16", 2},
     [KVC_DTYPE_I8] = {"i8", 1},   [KVC_DTYPE_I32] = {"i32", 4}, [KVC_DTYPE_I64] = {"i64", 8},
-    [KVC_DTYPE_BOOL] = {"bool", 1},
+    [KVC_DTYPE_BOOL] = {"bool", 1}, [KVC_DTYPE_F8E4M3] = {"fp8_e4m3", 1}, [KVC_DTYPE_F8E5M2] = {"fp8_e5m2", 1},
 };
 
 static bool dtype_known(kvc_dtype dtype) { return (unsigned)dtype < KVC_DTYPE_COUNT; }
@@ -20,13 +20,17 @@ const char *kvc_dtype_name(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_
 
 kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
     if (name == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_dtype_parse: name and out must not be NULL");
+    if (strcmp(name, "fp8") == 0) { /* vLLM's --kv-cache-dtype fp8 means e4m3 */
+        *out = KVC_DTYPE_F8E4M3;
+        return KVC_OK;
+    }
     for (int d = 0; d < KVC_DTYPE_COUNT; d++) {
         if (strcmp(name, dtype_table[d].name) == 0) {
             *out = (kvc_dtype)d;
             return KVC_OK;
         }
     }
-    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8, i32, i64 or bool)", name);
+    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8, i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
 }
 
 int64_t kvc_tensor_numel(const kvc_tensor *t) {

@@ -5,7 +5,6 @@
 
 int32_t kvc_version(void) { return KVC_VERSION; }
 
-const char *kvc_version_string(void)
-{
+const char *kvc_version_string(void) {
     return KVC_STR(KVC_VERSION_MAJOR) "." KVC_STR(KVC_VERSION_MINOR) "." KVC_STR(KVC_VERSION_PATCH);
 }

@@ -39,6 +39,9 @@ static kvc_status key_info_read(const kvc_manager *m, int32_t k, kvc_step_key_in
                         (int)k, key ? key : "?", (long long)info->block_size, (long long)info->num_blocks,
                         (long long)info->next_n, (long long)info->attn_width);
     }
+    if (info->attn_type == KVC_ATTN_MAMBA && info->max_width > KVC_MAX_STATE_BLOCKS)
+        return kvc_fail(KVC_EINVAL, "step buffers: manager key %d (%s) has next_n %lld; a step holds at most %d state blocks",
+                        (int)k, key ? key : "?", (long long)info->next_n, KVC_MAX_STATE_BLOCKS);
     return KVC_OK;
 }
 

@@ -3,10 +3,12 @@
 #ifndef KVC_BATCH_STEP_INTERNAL_H
 #define KVC_BATCH_STEP_INTERNAL_H
 
+#include "base/internal.h"
 #include "kvcache/batch.h"
 
-/* Widest Mamba table a step reads (1 + next_n, next_n <= KVC_MAX_NEXT_N). */
-#define KVC_MAX_STATE_BLOCKS (1 + 1024)
+/* Widest Mamba table a step reads (1 + next_n, next_n <= KVC_MAX_NEXT_N);
+ * the step's scratch row holds this many ids (step_tables.c). */
+#define KVC_MAX_STATE_BLOCKS (1 + KVC_MAX_NEXT_N)
 
 /* What the buffers remember about one manager key (fixed for the manager's
  * lifetime: block size, type, widths and whether slots are built). */

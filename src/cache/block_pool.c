@@ -1,6 +1,8 @@
-/* Block pool: a FIFO ring of free ids plus a bitmap mirroring it, so that
- * membership, take and give are O(1) per id and nothing allocates after
- * creation. Id 0 is the null block and never enters the ring. */
+/* Block pool: a reference count per block and the free queue as a doubly
+ * linked list through two id arrays, so that take (from the head), give (to
+ * the tail), and taking a block out of the middle (a prefix-cache hit on a
+ * cached free block) are O(1) per id and nothing allocates after creation.
+ * Id 0 is the null block: never counted, never queued. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -8,15 +10,38 @@
 
 struct kvc_block_pool {
     int64_t num_blocks;
-    int32_t *ring;       /* [num_blocks] free ids, ring[head .. head+count) mod num_blocks */
-    int64_t head;
-    int64_t count;
-    uint64_t *free_bits; /* [cdiv(num_blocks, 64)] bit id set <=> id in the ring */
+    int32_t *count;    /* [num_blocks] holders of each block; 0 <=> queued (null block: always 0, never queued) */
+    int32_t *after;    /* [num_blocks] next id towards the tail of the free queue, -1 at the tail */
+    int32_t *before;   /* [num_blocks] next id towards the head, -1 at the head */
+    int32_t head;      /* first free id (taken next), -1 when empty */
+    int32_t tail;      /* last free id, -1 when empty */
+    int64_t n_free;
 };
 
-static bool bit_get(const uint64_t *bits, int32_t id) { return (bits[id >> 6] >> (id & 63)) & 1u; }
-static void bit_set(uint64_t *bits, int32_t id) { bits[id >> 6] |= (uint64_t)1 << (id & 63); }
-static void bit_clear(uint64_t *bits, int32_t id) { bits[id >> 6] &= ~((uint64_t)1 << (id & 63)); }
+static void queue_append(kvc_block_pool *pool, int32_t id) {
+    pool->after[id] = -1;
+    pool->before[id] = pool->tail;
+    if (pool->tail >= 0)
+        pool->after[pool->tail] = id;
+    else
+        pool->head = id;
+    pool->tail = id;
+    pool->n_free++;
+}
+
+static void queue_unlink(kvc_block_pool *pool, int32_t id) {
+    int32_t a = pool->after[id], b = pool->before[id];
+    if (b >= 0)
+        pool->after[b] = a;
+    else
+        pool->head = a;
+    if (a >= 0)
+        pool->before[a] = b;
+    else
+        pool->tail = b;
+    pool->after[id] = pool->before[id] = -1;
+    pool->n_free--;
+}
 
 kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
     if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_create: out must not be NULL");
@@ -24,102 +49,112 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
     if (num_blocks <= 0 || num_blocks > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "num_blocks %lld must be in [1, %d]", (long long)num_blocks, INT32_MAX);
     kvc_block_pool *pool = calloc(1, sizeof *pool);
-    int32_t *ring = malloc((size_t)num_blocks * sizeof *ring);
-    uint64_t *bits = calloc((size_t)kvc_cdiv(num_blocks, 64), sizeof *bits);
-    if (pool == NULL || ring == NULL || bits == NULL) {
+    int32_t *count = calloc((size_t)num_blocks, sizeof *count);
+    int32_t *after = malloc((size_t)num_blocks * sizeof *after);
+    int32_t *before = malloc((size_t)num_blocks * sizeof *before);
+    if (pool == NULL || count == NULL || after == NULL || before == NULL) {
         free(pool);
-        free(ring);
-        free(bits);
+        free(count);
+        free(after);
+        free(before);
         return kvc_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
-    pool->num_blocks = num_blocks;
-    pool->ring = ring;
-    pool->free_bits = bits;
-    for (int64_t id = 1; id < num_blocks; id++) {
-        ring[id - 1] = (int32_t)id;
-        bit_set(bits, (int32_t)id);
-    }
-    pool->count = num_blocks - 1;
+    *pool = (kvc_block_pool){.num_blocks = num_blocks, .count = count, .after = after, .before = before,
+                             .head = -1, .tail = -1};
+    after[KVC_NULL_BLOCK] = before[KVC_NULL_BLOCK] = -1;
+    for (int64_t id = 1; id < num_blocks; id++) queue_append(pool, (int32_t)id);
     *out = pool;
     return KVC_OK;
 }
 
 void kvc_block_pool_destroy(kvc_block_pool *pool) {
     if (pool == NULL) return;
-    free(pool->ring);
-    free(pool->free_bits);
+    free(pool->count);
+    free(pool->after);
+    free(pool->before);
     free(pool);
 }
 
 int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool != NULL ? pool->num_blocks : 0; }
 
-int64_t kvc_block_pool_num_free(const kvc_block_pool *pool) { return pool != NULL ? pool->count : 0; }
+int64_t kvc_block_pool_num_free(const kvc_block_pool *pool) { return pool != NULL ? pool->n_free : 0; }
 
 bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id) {
-    return pool != NULL && id > 0 && id < pool->num_blocks && bit_get(pool->free_bits, id);
+    return pool != NULL && id > 0 && id < pool->num_blocks && pool->count[id] == 0;
+}
+
+int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id) {
+    return pool != NULL && id > 0 && id < pool->num_blocks ? pool->count[id] : 0;
 }
 
 kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {
     if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: pool must not be NULL");
     if (n < 0) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: n %lld must not be negative", (long long)n);
-    if (n > pool->count) return KVC_NO_SPACE;
+    if (n > pool->n_free) return KVC_NO_SPACE;
     if (n > 0 && out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: out must not be NULL");
     for (int64_t i = 0; i < n; i++) {
-        int32_t id = pool->ring[pool->head];
-        pool->head = pool->head + 1 == pool->num_blocks ? 0 : pool->head + 1;
-        bit_clear(pool->free_bits, id);
+        int32_t id = pool->head;
+        queue_unlink(pool, id);
+        pool->count[id] = 1;
         out[i] = id;
     }
-    pool->count -= n;
     return KVC_OK;
 }
 
-/* Undoes the marks check_give_list set for ids[0..n). */
-static void unmark(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
+kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id) {
+    if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_ref: pool must not be NULL");
+    if (id <= 0 || id >= pool->num_blocks)
+        return kvc_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d is out of range [1, %lld)", id,
+                        (long long)pool->num_blocks);
+    if (pool->count[id] == INT32_MAX)
+        return kvc_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
+    if (pool->count[id] == 0) queue_unlink(pool, id);
+    pool->count[id]++;
+    return KVC_OK;
+}
+
+/* Gives back the references that the check of kvc_block_pool_give dropped
+ * from ids[0..n). */
+static void restore_counts(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        if (ids[i] != KVC_NULL_BLOCK) bit_clear(pool->free_bits, ids[i]);
+        if (ids[i] != KVC_NULL_BLOCK) pool->count[ids[i]]++;
 }
 
 kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
     if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: pool must not be NULL");
     if (n < 0) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: n %lld must not be negative", (long long)n);
     if (n > 0 && ids == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: ids must not be NULL");
-    /* Pass 1: check every id, marking as we go so that a duplicate inside the
-     * list is seen as "already free"; undo the marks on failure. */
+    /* Pass 1: drop one reference per listed id, so that an id listed more
+     * often than it is held is seen going below 0; undo on failure. */
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= pool->num_blocks) {
-            unmark(pool, ids, i);
+            restore_counts(pool, ids, i);
             return kvc_fail(KVC_ERANGE, "block %d (entry %lld) is out of range [0, %lld)", id, (long long)i,
                             (long long)pool->num_blocks);
         }
         if (id == KVC_NULL_BLOCK) continue;
-        if (bit_get(pool->free_bits, id)) {
-            unmark(pool, ids, i);
+        if (pool->count[id] == 0) {
+            restore_counts(pool, ids, i);
             return kvc_fail(KVC_EDOUBLEFREE, "block %d (entry %lld) is already free", id, (long long)i);
         }
-        bit_set(pool->free_bits, id);
+        pool->count[id]--;
     }
-    /* Pass 2: append in list order. */
+    /* Pass 2: blocks nobody holds any more join the tail in list order. */
     for (int64_t i = 0; i < n; i++) {
-        if (ids[i] == KVC_NULL_BLOCK) continue;
-        int64_t tail = pool->head + pool->count;
-        if (tail >= pool->num_blocks) tail -= pool->num_blocks;
-        pool->ring[tail] = ids[i];
-        pool->count++;
+        int32_t id = ids[i];
+        if (id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id)
+            queue_append(pool, id);
     }
-    KVC_ASSERT(pool->count <= pool->num_blocks - 1);
+    KVC_ASSERT(pool->n_free <= pool->num_blocks - 1);
     return KVC_OK;
 }
 
 kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out) {
     if (pool == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
     if (cap > 0 && out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
-    int64_t idx = pool->head;
-    for (int64_t i = 0; i < pool->count && i < cap; i++) {
-        out[i] = pool->ring[idx];
-        idx = idx + 1 == pool->num_blocks ? 0 : idx + 1;
-    }
-    *n_out = pool->count;
+    int64_t i = 0;
+    for (int32_t id = pool->head; id >= 0 && i < cap; id = pool->after[id]) out[i++] = id;
+    *n_out = pool->n_free;
     return KVC_OK;
 }

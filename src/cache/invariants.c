@@ -1,4 +1,4 @@
-/* kvc_manager_check_invariants: verification.md §5 after any mutating call. */
+/* kvc_manager_check_invariants: the pool, table and index invariants after any mutating call. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -6,7 +6,8 @@
 
 #define BROKEN(...) kvc_fail(KVC_EINTERNAL, __VA_ARGS__)
 
-/* INV-P1, INV-P2: the free queue holds distinct real ids, mirrored by is_free. */
+/* INV-P1, INV-P2: the free queue holds distinct real ids, exactly the blocks
+ * nobody holds. */
 static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num_blocks] */) {
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
     int64_t n_free = kvc_block_pool_num_free(sm->pool);
@@ -22,36 +23,48 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
         else if (seen[id]++)
             st = BROKEN("%s: INV-P2 block %d is twice in the free queue", sm->group.key, id);
         else if (!kvc_block_pool_is_free(sm->pool, id))
-            st = BROKEN("%s: INV-P2 block %d is queued but not marked free", sm->group.key, id);
+            st = BROKEN("%s: INV-P2 block %d is queued but has holders", sm->group.key, id);
     }
     free(queue);
     for (int64_t id = 1; id < num_blocks && st == KVC_OK; id++)
         if (!seen[id] && kvc_block_pool_is_free(sm->pool, (int32_t)id))
-            st = BROKEN("%s: INV-P2 block %lld is marked free but not queued", sm->group.key, (long long)id);
+            st = BROKEN("%s: INV-P2 block %lld has no holder but is not queued", sm->group.key, (long long)id);
     return st;
 }
 
-/* Per-type table shape: INV-F1 (no nulls), INV-SW-1 (nulls a prefix: by
- * construction), INV-MB-1 (Mamba: 1 or 1 + next_n blocks, no nulls). */
+/* Per-type table shape: INV-F1 (no nulls), INV-SW-1 (nulls a prefix),
+ * INV-MB-1 (Mamba: 1 or 1 + next_n blocks, no nulls). */
 static kvc_status check_table_shape(const kvc_single_manager *sm, const kvc_req_blocks *t, int64_t rid) {
-    int64_t len = kvc_req_blocks_len(t);
-    if (len > sm->max_table)
-        return BROKEN("%s: request %lld has %lld table entries, more than %lld", sm->group.key, (long long)rid,
-                      (long long)len, (long long)sm->max_table);
+    int64_t len = t->len;
+    if (len > sm->max_table || t->n_null > len)
+        return BROKEN("%s: request %lld has %lld table entries (%lld null), more than %lld", sm->group.key,
+                      (long long)rid, (long long)len, (long long)t->n_null, (long long)sm->max_table);
     if (sm->group.attn_type != KVC_ATTN_SLIDING_WINDOW && t->n_null != 0)
         return BROKEN("%s: INV-F1/MB-1 request %lld has %lld null entries", sm->group.key, (long long)rid,
                       (long long)t->n_null);
     if (sm->group.attn_type == KVC_ATTN_MAMBA && len != 0 && len != 1 && len != 1 + sm->group.next_n)
         return BROKEN("%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)", sm->group.key,
                       (long long)rid, (long long)len, (long long)(1 + sm->group.next_n));
+    for (int64_t i = 0; i < len; i++)
+        if ((i < t->n_null) != (t->ids[i] == KVC_NULL_BLOCK))
+            return BROKEN("%s: INV-SW-1 request %lld: entry %lld is %d with %lld leading nulls", sm->group.key,
+                          (long long)rid, (long long)i, t->ids[i], (long long)t->n_null);
     return KVC_OK;
 }
 
-/* INV-P3 (conservation), INV-P4 (exclusivity), INV-P5 (range) for one manager. */
-static kvc_status check_tables(const kvc_manager *m, int32_t g, uint8_t *seen) {
+/* One holder of block id seen in a table (or as a copy source). */
+static kvc_status hold(const kvc_single_manager *sm, int32_t *holders, int32_t id, int64_t rid) {
+    if (id <= 0 || id >= kvc_block_pool_num_blocks(sm->pool))
+        return BROKEN("%s: INV-P5 request %lld holds block %d", sm->group.key, (long long)rid, id);
+    holders[id]++;
+    return KVC_OK;
+}
+
+/* INV-P3/P4 with sharing: every block's reference count equals the tables
+ * (and copy sources) holding it; INV-P5 (range); the entry count. */
+static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders) {
     const kvc_single_manager *sm = &m->managers[g];
-    int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
-    int64_t held = 0, entries = 0;
+    int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool), entries = 0;
     for (int64_t slot = 0; slot < m->requests.capacity; slot++) {
         if (kvc_request_table_find(&m->requests, m->requests.ids[slot]) != slot) continue;
         const kvc_req_blocks *t = &kvc_manager_request_tables(m, (int32_t)slot)[g];
@@ -59,26 +72,37 @@ static kvc_status check_tables(const kvc_manager *m, int32_t g, uint8_t *seen) {
         if (!t->present) continue;
         entries++;
         kvc_status st = check_table_shape(sm, t, rid);
+        for (int64_t i = t->n_null; i < t->len && st == KVC_OK; i++) st = hold(sm, holders, t->ids[i], rid);
+        if (st == KVC_OK && t->state_source != KVC_NULL_BLOCK) st = hold(sm, holders, t->state_source, rid);
         if (st != KVC_OK) return st;
-        int64_t n = 0;
-        for (int32_t id = t->head; id >= 0; id = sm->next[id], n++) {
-            if (id == 0 || id >= num_blocks)
-                return BROKEN("%s: INV-P5 request %lld holds block %d", sm->group.key, (long long)rid, id);
-            if (seen[id]++)
-                return BROKEN("%s: INV-P4 block %d is held twice or held while free", sm->group.key, id);
-            if (n > t->n_real) break;
-        }
-        if (n != t->n_real)
-            return BROKEN("%s: request %lld links %lld blocks, counts %lld", sm->group.key, (long long)rid,
-                          (long long)n, (long long)t->n_real);
-        held += n;
     }
     if (entries != sm->n_entries)
         return BROKEN("%s: %lld requests have entries, counted %lld", sm->group.key, (long long)entries,
                       (long long)sm->n_entries);
-    if (kvc_block_pool_num_free(sm->pool) + held + 1 != num_blocks)
-        return BROKEN("%s: INV-P3 %lld free + %lld held + null != %lld blocks", sm->group.key,
-                      (long long)kvc_block_pool_num_free(sm->pool), (long long)held, (long long)num_blocks);
+    for (int32_t id = 1; id < num_blocks; id++)
+        if (holders[id] != kvc_block_pool_ref_count(sm->pool, id))
+            return BROKEN("%s: INV-P3/P4 block %d is held by %d tables but counts %d holders", sm->group.key, id,
+                          holders[id], kvc_block_pool_ref_count(sm->pool, id));
+    return KVC_OK;
+}
+
+/* Every indexed block can be found under its hash and its hash is the hash
+ * of its stored parent and tokens. */
+static kvc_status check_index(const kvc_single_manager *sm) {
+    if (!sm->caching) return KVC_OK;
+    kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index; /* the hash writes only its byte scratch */
+    int64_t n = 0;
+    for (int32_t id = 1; id < ix->num_blocks; id++) {
+        if (!ix->indexed[id]) continue;
+        n++;
+        const int32_t *tokens = ix->tokens + (int64_t)id * ix->block_tokens;
+        if (!kvc_hash128_equal(kvc_prefix_block_hash(ix, ix->parent[id], tokens), ix->hash[id]))
+            return BROKEN("%s: indexed block %d does not hash to its key", sm->group.key, id);
+        if (kvc_prefix_index_find(ix, ix->hash[id], ix->parent[id], tokens) != id)
+            return BROKEN("%s: indexed block %d is not found under its hash", sm->group.key, id);
+    }
+    if (n != ix->n_indexed)
+        return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n, (long long)ix->n_indexed);
     return KVC_OK;
 }
 
@@ -87,10 +111,14 @@ kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
     for (int32_t g = 0; g < m->n_managers; g++) {
         int64_t num_blocks = kvc_block_pool_num_blocks(m->managers[g].pool);
         uint8_t *seen = calloc((size_t)num_blocks, 1);
-        if (seen == NULL) return kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld flags", (long long)num_blocks);
-        kvc_status st = check_pool(&m->managers[g], seen);
-        if (st == KVC_OK) st = check_tables(m, g, seen);
+        int32_t *holders = calloc((size_t)num_blocks, sizeof *holders);
+        kvc_status st = seen != NULL && holders != NULL
+                            ? check_pool(&m->managers[g], seen)
+                            : kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
+        if (st == KVC_OK) st = check_tables(m, g, holders);
+        if (st == KVC_OK) st = check_index(&m->managers[g]);
         free(seen);
+        free(holders);
         if (st != KVC_OK) return st;
     }
     return KVC_OK;

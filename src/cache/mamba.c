@@ -26,14 +26,70 @@ static kvc_status mamba_validate_entry(const kvc_cache_entry *e, int32_t layer_i
     return KVC_OK;
 }
 
-static void mamba_pre_allocate(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
-                               int64_t reserved_tokens, int64_t *need, bool *ok) {
-    (void)num_tokens;
-    (void)reserved_tokens;
-    int64_t existing = kvc_req_blocks_len(t);
-    int64_t target = existing == 0 ? 1 : 1 + m->group.next_n;
-    *need = kvc_max64(0, target - existing);
-    *ok = *need <= kvc_block_pool_num_free(m->pool);
+/* Under prefix caching, a request whose state block was kept as the
+ * snapshot of the state at a snapshot position moves to a fresh block before
+ * computing past it (the snapshot stays cached; the step copies it). */
+static bool mamba_moves_off_snapshot(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
+    return m->caching && t->len > 0 && m->index.indexed[t->ids[0]] &&
+           num_tokens > t->n_hashed * m->index.block_tokens;
+}
+
+static int64_t mamba_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
+    int64_t target = t->len == 0 ? 1 : 1 + m->group.next_n;
+    return kvc_max64(0, target - t->len) + (mamba_moves_off_snapshot(m, t, num_tokens) ? 1 : 0);
+}
+
+static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+    if (mamba_moves_off_snapshot(m, t, num_tokens)) {
+        int32_t fresh;
+        kvc_single_manager_take(m, 1, &fresh);
+        if (t->state_source != KVC_NULL_BLOCK) {
+            kvc_status st = kvc_block_pool_give(m->pool, &t->state_source, 1);
+            KVC_ASSERT(st == KVC_OK);
+            (void)st;
+        }
+        t->state_source = t->ids[0]; /* the table's hold moves to the copy source */
+        t->ids[0] = fresh;
+        n--;
+    }
+    kvc_single_manager_append(m, t, n, num_tokens);
+}
+
+/* A state can be reused only where a snapshot of exactly that prefix was
+ * kept: the largest snapshot position L <= max_len that is cached. */
+static int64_t mamba_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
+    int64_t interval = m->index.block_tokens;
+    for (int64_t k = max_len / interval; k > 0; k--) {
+        int32_t id = kvc_prefix_lookup(m, q, k - 1);
+        if (id >= 0) {
+            m->hit_ids[0] = id;
+            m->n_hit = 1;
+            return k * interval;
+        }
+    }
+    m->n_hit = 0;
+    return 0;
+}
+
+/* The copy source is no longer needed once a step is computed; at a
+ * snapshot position the request's state block is indexed as the snapshot
+ * of the prefix computed so far. */
+static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed) {
+    if (t->state_source != KVC_NULL_BLOCK) {
+        kvc_status st = kvc_block_pool_give(m->pool, &t->state_source, 1);
+        KVC_ASSERT(st == KVC_OK);
+        (void)st;
+        t->state_source = KVC_NULL_BLOCK;
+    }
+    int64_t interval = m->index.block_tokens;
+    kvc_hash128 parent = t->chain;
+    bool advanced = false;
+    for (; (t->n_hashed + 1) * interval <= computed; t->n_hashed++, advanced = true) {
+        parent = t->chain;
+        t->chain = kvc_prefix_block_hash(&m->index, parent, tokens + t->n_hashed * interval);
+    }
+    if (advanced && computed == t->n_hashed * interval && t->len > 0 && !m->index.indexed[t->ids[0]])
+        kvc_prefix_index_insert(&m->index, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
 }
 
 static int64_t mamba_fixed_blocks(const kvc_cache_group *g, int64_t concurrency, int64_t next_n) {
@@ -51,10 +107,15 @@ const kvc_manager_type kvc_mamba_type = {
     .name = "Mamba",
     .fixed_size = true,
     .has_slot_mapping = false,
+    .state_hits = true, /* the snapshot is the copy source; the table gets a fresh block */
+    .reserves_decode = false, /* fixed-size pool */
     .validate_entry = mamba_validate_entry,
     .num_skipped_tokens = kvc_no_skipped_tokens,
-    .pre_allocate = mamba_pre_allocate,
+    .blocks_needed = mamba_blocks_needed,
     .leading_nulls = kvc_no_leading_nulls,
     .fixed_blocks = mamba_fixed_blocks,
     .max_table_len = mamba_max_table_len,
+    .grow = mamba_grow,
+    .hit_length = mamba_hit_length,
+    .cache_computed = mamba_cache_computed,
 };

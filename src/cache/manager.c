@@ -7,7 +7,8 @@
 #include "cache/manager_internal.h"
 
 kvc_manager_params kvc_manager_default_params(void) {
-    return (kvc_manager_params){.max_model_len = 0, .max_requests = 0, .engine_next_n = -1};
+    return (kvc_manager_params){.max_model_len = 0, .max_requests = 0, .engine_next_n = -1, .prefix_caching = false,
+                                .prefix_salt = 0, .state_snapshot_interval = 0};
 }
 
 /* Every request with a token holds a block of each of its managers, so the
@@ -28,6 +29,45 @@ static kvc_status check_create_args(const kvc_model_cache_info *ci, const kvc_bl
         return kvc_fail(KVC_EINVAL, "max_model_len %lld must be in [1, 2^31)", (long long)p->max_model_len);
     if (p->max_requests < 0)
         return kvc_fail(KVC_EINVAL, "max_requests %lld must not be negative (0 = default)", (long long)p->max_requests);
+    if (p->state_snapshot_interval < 0 || p->state_snapshot_interval > p->max_model_len)
+        return kvc_fail(KVC_EINVAL, "state_snapshot_interval %lld must be in [0, max_model_len %lld]",
+                        (long long)p->state_snapshot_interval, (long long)p->max_model_len);
+    return KVC_OK;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) { return b == 0 ? a : gcd64(b, a % b); }
+
+/* Tokens one hashed block covers in each group (0: caching off): the block
+ * size of position-table types, the snapshot interval of state types. */
+static kvc_status hash_tokens(const kvc_cache_groups *groups, const kvc_manager_params *p, int64_t *out) {
+    int64_t lcm = 1;
+    bool paged = false;
+    for (int32_t g = 0; g < groups->n_groups; g++) {
+        const kvc_manager_type *type = kvc_manager_type_find(groups->groups[g].attn_type);
+        out[g] = 0;
+        if (!p->prefix_caching || type->state_hits) continue;
+        out[g] = groups->groups[g].block_size;
+        int64_t bs = out[g], next = lcm / gcd64(lcm, bs);
+        if (!kvc_mul64(next, bs, &lcm) || lcm > p->max_model_len) lcm = INT64_MAX;
+        paged = true;
+    }
+    for (int32_t g = 0; g < groups->n_groups; g++) {
+        const kvc_cache_group *grp = &groups->groups[g];
+        if (!p->prefix_caching || !kvc_manager_type_find(grp->attn_type)->state_hits) continue;
+        int64_t interval = p->state_snapshot_interval;
+        if (interval == 0 && !paged)
+            return kvc_fail(KVC_EINVAL, "manager %s: prefix caching of a model without paged keys needs "
+                            "state_snapshot_interval", grp->key);
+        if (interval == 0 && lcm == INT64_MAX)
+            return kvc_fail(KVC_EINVAL, "manager %s: the block sizes' least common multiple exceeds max_model_len "
+                            "%lld; set state_snapshot_interval", grp->key, (long long)p->max_model_len);
+        if (interval == 0) interval = lcm;
+        for (int32_t h = 0; h < groups->n_groups; h++)
+            if (out[h] > 0 && interval % out[h] != 0)
+                return kvc_fail(KVC_EINVAL, "state_snapshot_interval %lld is not a multiple of the block size %lld "
+                                "of key %s", (long long)interval, (long long)out[h], groups->groups[h].key);
+        out[g] = interval;
+    }
     return KVC_OK;
 }
 
@@ -55,13 +95,19 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     if (m == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate the manager");
     m->ci = ci;
     m->max_model_len = p->max_model_len;
+    m->prefix_caching = p->prefix_caching;
+    m->prefix_salt = p->prefix_salt;
+    int64_t max_requests = p->max_requests > 0 ? p->max_requests : default_max_requests(plan);
+    int64_t tokens_per_hash[KVC_MAX_MANAGERS];
+    st = hash_tokens(&groups, p, tokens_per_hash);
     for (int32_t g = 0; g < groups.n_groups && st == KVC_OK; g++) {
         int64_t block_num = 0;
         st = kvc_block_plan_block_num(plan, groups.groups[g].key, &block_num);
-        if (st == KVC_OK) st = kvc_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len);
+        if (st == KVC_OK)
+            st = kvc_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len,
+                                         max_requests, tokens_per_hash[g]);
         if (st == KVC_OK) m->n_managers = g + 1;
     }
-    int64_t max_requests = p->max_requests > 0 ? p->max_requests : default_max_requests(plan);
     if (st == KVC_OK) st = kvc_request_table_init(&m->requests, max_requests);
     if (st == KVC_OK) {
         m->tables = calloc((size_t)max_requests * (size_t)kvc_max64(m->n_managers, 1), sizeof *m->tables);
@@ -104,6 +150,23 @@ static kvc_status check_counts(int64_t rid, int64_t computed, int64_t num_new, i
     return KVC_OK;
 }
 
+/* A prompt given to allocate_slots: well formed, for a new request, and with
+ * computed_tokens a hit length it may have. */
+static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req, bool known) {
+    const kvc_prompt *p = req->prompt;
+    if (p->n_tokens < 0 || (p->n_tokens > 0 && p->tokens == NULL))
+        return kvc_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens without token ids", (long long)req->request_id,
+                        (long long)p->n_tokens);
+    if (known)
+        return kvc_fail(KVC_EINVAL, "request %lld: a prompt is given only with the request's first allocation",
+                        (long long)req->request_id);
+    if (m->prefix_caching && req->computed_tokens > 0 && req->computed_tokens >= p->n_tokens)
+        return kvc_fail(KVC_EINVAL, "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
+                        "to compute", (long long)req->request_id, (long long)req->computed_tokens,
+                        (long long)p->n_tokens);
+    return KVC_OK;
+}
+
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
         return kvc_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
@@ -117,7 +180,22 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     int64_t total_computed = kvc_min64(computed, m->max_model_len);
     int32_t slot = kvc_request_table_find(&m->requests, rid);
     kvc_req_blocks *tables = slot >= 0 ? kvc_manager_request_tables(m, slot) : NULL;
-    const kvc_req_blocks absent = {.head = -1, .tail = -1};
+    if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;
+    /* A hit: every selected key must still give exactly computed tokens. */
+    bool hit = m->prefix_caching && req->prompt != NULL && total_computed > 0;
+    kvc_prefix_query q = {0};
+    if (m->prefix_caching && tables == NULL) {
+        const char *salt = req->prompt != NULL ? req->prompt->cache_salt : NULL;
+        q = (kvc_prefix_query){.seed = kvc_prefix_seed(m->prefix_salt, salt)};
+        if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
+    } else if (tables != NULL) {
+        for (int32_t g = 0; g < m->n_managers; g++) /* a key opened later continues the request's seed */
+            if (tables[g].present) q.seed = tables[g].seed;
+    }
+    if (hit && kvc_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
+        return kvc_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
+                        "stale hit: query again)", (long long)rid, (long long)total_computed);
+    const kvc_req_blocks absent = {0};
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
 
     /* Phase 1: release what left a window, then check every manager. */
@@ -125,11 +203,17 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         if (tables != NULL) kvc_single_manager_remove_skipped(sm, &tables[g], total_computed);
-        bool ok = false;
-        sm->type->pre_allocate(sm, tables != NULL ? &tables[g] : &absent, need_slot, reserved, &need[g], &ok);
-        if (!ok) {
+        kvc_req_blocks view = tables != NULL ? tables[g] : absent;
+        int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
+        if (hit) {
+            view.len = kvc_single_manager_hit_table_len(sm);
+            taken_free = kvc_single_manager_hit_free_blocks(sm);
+        }
+        need[g] = sm->type->blocks_needed(sm, &view, need_slot);
+        int64_t reserve = sm->type->reserves_decode ? kvc_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
+        if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
             kvc_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
-                    sm->group.key, (long long)need[g], (long long)kvc_block_pool_num_free(sm->pool));
+                    sm->group.key, (long long)(need[g] + taken_free), (long long)kvc_block_pool_num_free(sm->pool));
             return KVC_NO_SPACE;
         }
     }
@@ -142,12 +226,23 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
             return KVC_NO_SPACE;
         }
         tables = kvc_manager_request_tables(m, slot);
-        for (int32_t g = 0; g < m->n_managers; g++) tables[g] = (kvc_req_blocks){.head = -1, .tail = -1};
+        for (int32_t g = 0; g < m->n_managers; g++)
+            tables[g] = (kvc_req_blocks){.ids = kvc_single_manager_slot_ids(&m->managers[g], slot)};
+        if (req->prompt != NULL && m->prefix_caching) {
+            m->stats.queries++;
+            m->stats.query_tokens += req->prompt->n_tokens;
+            m->stats.hits += hit;
+            m->stats.hit_tokens += hit ? total_computed : 0;
+        }
     }
     /* Phase 2: commit (cannot fail: each pool was checked above). */
-    for (int32_t g = 0; g < m->n_managers; g++)
-        if (key_mask >> g & 1u)
-            kvc_single_manager_allocate_new(&m->managers[g], &tables[g], need[g], need_slot, ++m->last_generation);
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        if (!(key_mask >> g & 1u)) continue;
+        kvc_single_manager *sm = &m->managers[g];
+        kvc_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
+        if (hit) kvc_single_manager_take_hit(sm, &tables[g], total_computed);
+        sm->type->grow(sm, &tables[g], need[g], need_slot);
+    }
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }
 

@@ -14,7 +14,16 @@ struct kvc_manager {
     kvc_req_blocks *tables; /* [max_requests, n_managers] per request slot */
     int32_t *layer_order;   /* [n_layer_infos] layer infos by ascending layer_idx */
     uint64_t last_generation; /* generations handed to request entries so far */
+    bool prefix_caching;
+    uint64_t prefix_salt;
+    kvc_prefix_stats stats;   /* queries, hits, query and hit tokens (evictions and
+                               * cached blocks are read from the managers) */
 };
+
+/* Prefix caching (manager_prefix.c): the hit of exactly `len` tokens for the
+ * query in every selected key, leaving each key's hit in its scratch; the
+ * largest length every key accepts when `exact` is false. */
+int64_t kvc_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask);
 
 /* The n_managers tables of a request slot. */
 kvc_req_blocks *kvc_manager_request_tables(const kvc_manager *m, int32_t slot);

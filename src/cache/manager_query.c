@@ -77,17 +77,14 @@ kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t rid, int32_t key_
         return KVC_OK;
     }
     const kvc_req_blocks *t = &kvc_manager_request_tables(m, slot)[key_index];
-    kvc_single_manager_table(&m->managers[key_index], t, out, cap);
-    *n_out = kvc_req_blocks_len(t);
+    if (kvc_min64(t->len, cap) > 0) memcpy(out, t->ids, (size_t)kvc_min64(t->len, cap) * sizeof *out);
+    *n_out = t->len;
     return KVC_OK;
 }
 
-/* Writes table entries [from, len) of t into row (nulls, then real ids). */
-static void write_entries(const kvc_single_manager *sm, const kvc_req_blocks *t, int64_t from, int32_t *row) {
-    int64_t len = kvc_req_blocks_len(t);
-    int64_t first_real = kvc_max64(from, t->n_null);
-    for (int64_t i = from; i < first_real; i++) row[i] = KVC_NULL_BLOCK;
-    kvc_single_manager_table_tail(sm, t, len - first_real, row + first_real);
+/* Writes table entries [from, len) of t into row. */
+static void write_entries(const kvc_req_blocks *t, int64_t from, int32_t *row) {
+    if (from < t->len) memcpy(row + from, t->ids + from, (size_t)(t->len - from) * sizeof *row);
 }
 
 /* The entry a state was copied from, found through its slot hint without
@@ -121,16 +118,16 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         *state = (kvc_table_state){0};
         return KVC_OK;
     }
-    int64_t len = kvc_req_blocks_len(t);
+    int64_t len = t->len;
     if (len > width)
         return kvc_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
                         (long long)rid, sm->group.key, (long long)len, (long long)width);
     if (state->generation == t->generation && state->width == width && state->len <= len) {
         /* Current copy: entries released since become null, new ones are appended. */
         for (int64_t i = state->n_null; i < kvc_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
-        write_entries(sm, t, state->len, row);
+        write_entries(t, state->len, row);
     } else {
-        write_entries(sm, t, 0, row);
+        write_entries(t, 0, row);
         memset(row + len, 0, (size_t)(width - len) * sizeof *row);
     }
     *state = (kvc_table_state){

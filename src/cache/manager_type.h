@@ -4,23 +4,36 @@
 #ifndef KVC_CACHE_MANAGER_TYPE_H
 #define KVC_CACHE_MANAGER_TYPE_H
 
+#include "cache/prefix_index.h"
 #include "kvcache/cache.h"
 
-/* One request's logical block table in one manager: n_null null entries
- * (always a prefix), then n_real real blocks linked head -> tail through the
- * manager's next[] array (each real block is held by one request at most). */
+/* One request's logical block table in one manager: ids[0..len), of which
+ * the first n_null are the null block (always a prefix) and the rest real
+ * blocks. A real block may be in several tables at once (prefix sharing). */
 typedef struct kvc_req_blocks {
+    int32_t *ids;        /* [max_table] the table; set once at creation, kept across entries */
     int64_t n_null;
-    int64_t n_real;
-    int32_t head; /* first real block, -1 if none */
-    int32_t tail; /* last real block, -1 if none */
-    bool present; /* the request has an entry (possibly empty) */
+    int64_t len;
+    bool present;        /* the request has an entry (possibly empty) */
     uint64_t generation; /* manager-unique id of this entry (>= 1 while present) */
+    /* Prefix caching (only used when it is on): */
+    kvc_hash128 seed;    /* first parent of the request's chain (engine and request salts) */
+    kvc_hash128 chain;   /* hash of the request's last hashed block (the seed before the first) */
+    int64_t n_hashed;    /* blocks of block_tokens tokens whose hashes the chain has passed */
+    int32_t state_source;/* state types: block to copy the initial state from this step, or 0 */
 } kvc_req_blocks;
 
-static inline int64_t kvc_req_blocks_len(const kvc_req_blocks *t) { return t->n_null + t->n_real; }
+static inline int64_t kvc_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
 
 typedef struct kvc_manager_type kvc_manager_type;
+
+/* The prompt a hit is searched for, with its chain hashes per block of
+ * `block_tokens` computed lazily into the manager's scratch. */
+typedef struct kvc_prefix_query {
+    const int32_t *tokens; /* [n_tokens] */
+    int64_t n_tokens;
+    kvc_hash128 seed;
+} kvc_prefix_query;
 
 typedef struct kvc_single_manager {
     const kvc_manager_type *type;
@@ -28,10 +41,18 @@ typedef struct kvc_single_manager {
     int64_t max_model_len;
     int64_t max_table;     /* longest table a request can have */
     kvc_block_pool *pool;
-    int32_t *next;         /* [num_blocks] next real block of the same request, -1 ends */
-    int32_t *prev;         /* [num_blocks] previous real block (valid back to the table's head) */
+    int32_t *table_ids;    /* [max_requests, max_table] storage of every request's table */
     int32_t *scratch;      /* [max_table] ids moved in one call */
     int64_t n_entries;     /* requests with an entry (the reservation rule counts them) */
+    /* Prefix caching (NULL/0 when off): */
+    bool caching;
+    kvc_prefix_index index;
+    kvc_hash128 *chain;    /* [max_chain] query: chain hash of each block, chain[i] after block i */
+    int64_t max_chain;
+    int64_t n_chain;       /* hashes of the current query computed so far */
+    int32_t *hit_ids;      /* [max_table] table entries (or the state source) of the last hit_length */
+    int64_t n_hit;
+    int64_t evictions;     /* indexed blocks taken for new data */
 } kvc_single_manager;
 
 struct kvc_manager_type {
@@ -39,15 +60,15 @@ struct kvc_manager_type {
     const char *name;     /* "FullAttention", ... */
     bool fixed_size;      /* pool sized per request by the planner (spec §6.1) */
     bool has_slot_mapping;/* the step builds a slot mapping for it */
+    bool reserves_decode; /* the allocate_slots reservation rule applies to it */
+    bool state_hits;      /* a hit is a state snapshot to copy from, not table entries */
     /* Type-specific per-entry rules (needs_block entries). */
     kvc_status (*validate_entry)(const kvc_cache_entry *e, int32_t layer_idx);
     /* Tokens at the start of the sequence whose blocks may be released once
      * `computed` tokens are cached. */
     int64_t (*num_skipped_tokens)(const kvc_single_manager *m, int64_t computed);
-    /* Pure: blocks to take so that num_tokens positions are addressable, and
-     * whether the pool can give them under the reservation rule. */
-    void (*pre_allocate)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
-                         int64_t reserved_tokens, int64_t *need, bool *ok);
+    /* Pure: fresh blocks to take so that num_tokens positions are addressable. */
+    int64_t (*blocks_needed)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
     /* Null entries placed before the first real block when an empty table
      * receives its first blocks for num_tokens positions. */
     int64_t (*leading_nulls)(const kvc_single_manager *m, int64_t num_tokens);
@@ -55,6 +76,17 @@ struct kvc_manager_type {
     int64_t (*fixed_blocks)(const kvc_cache_group *g, int64_t concurrency, int64_t next_n);
     /* Longest table a request can reach. */
     int64_t (*max_table_len)(const kvc_cache_group *g, int64_t max_model_len);
+    /* Prefix caching: the largest hit length L <= max_len this type accepts
+     * for the query (0 = none), leaving in m->hit_ids[0..n_hit) what the
+     * request's table receives for it (paged types: the table entries of
+     * positions [0, L), nulls included; state types: the snapshot block). */
+    int64_t (*hit_length)(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
+    /* Appends n fresh blocks for num_tokens positions (phase 2, after
+     * blocks_needed; cannot fail). */
+    void (*grow)(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+    /* Prefix caching: hashes and indexes the request's blocks once
+     * `computed` tokens of `tokens` are in the cache. */
+    void (*cache_computed)(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 };
 
 /* registry.c */
@@ -66,28 +98,45 @@ extern const kvc_manager_type kvc_sliding_window_type;
 extern const kvc_manager_type kvc_mamba_type;
 
 /* Shared policies (single_manager.c). */
-void kvc_default_pre_allocate(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
-                              int64_t reserved_tokens, int64_t *need, bool *ok);
+int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
 int64_t kvc_no_skipped_tokens(const kvc_single_manager *m, int64_t computed);
 int64_t kvc_no_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
 int64_t kvc_positions_table_len(const kvc_cache_group *g, int64_t max_model_len);
 kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
 
+/* Prefix-caching policies of paged types (prefix_rules.c). */
+/* Chain hash after block i of the query (computed up to i on demand). */
+kvc_hash128 kvc_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
+/* The verified cached block at block index i of the query, or -1. */
+int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
+/* Hashes the table's full computed blocks, indexing its real ones. */
+void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
+
 /* Single-manager operations (single_manager.c). */
 kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len);
+                                   int64_t max_model_len, int64_t max_requests, int64_t hash_tokens);
 void kvc_single_manager_release(kvc_single_manager *m);
+/* The table of request slot `slot` (its ids storage). */
+int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
 /* Releases blocks that left the window (spec §4.2 remove_skipped). */
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
-/* Appends n fresh blocks (phase 2; cannot fail after pre_allocate said ok);
- * a new entry gets `generation`. */
-void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens,
-                                     uint64_t generation);
+/* Opens the entry if absent (with `generation`). */
+void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
+/* Table entries the last hit_length result gives an empty entry. */
+int64_t kvc_single_manager_hit_table_len(const kvc_single_manager *m);
+/* Free (cached) blocks the last hit_length result takes out of the queue. */
+int64_t kvc_single_manager_hit_free_blocks(const kvc_single_manager *m);
+/* Places the last hit_length result, of hit_len tokens, into the empty
+ * entry t: table entries, or the copy source of a state type; its blocks
+ * gain a holder and the request's chain continues after them. */
+void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
+/* The grow of position-table types: appends n fresh blocks (an empty table
+ * first gets its leading nulls). */
+void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
-/* Writes the logical table (nulls included) to out[0..min(len, cap)). */
-void kvc_single_manager_table(const kvc_single_manager *m, const kvc_req_blocks *t, int32_t *out, int64_t cap);
-/* Writes the last n entries of the table (n <= n_real) to out[0..n). */
-void kvc_single_manager_table_tail(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t n, int32_t *out);
+/* Takes n blocks from the pool into out, dropping the index entries of
+ * cached blocks it reuses (counted as evictions). */
+void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
 
 #endif

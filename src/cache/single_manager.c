@@ -1,46 +1,66 @@
 /* The single-type manager: the operations every attention type shares
  * (spec §4.2), parameterised by the type's vtable. */
+#include <string.h>
+
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
 kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len) {
+                                   int64_t max_model_len, int64_t max_requests, int64_t hash_tokens) {
     const kvc_manager_type *type = kvc_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
     *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len};
     m->max_table = type->max_table_len(g, max_model_len);
+    int64_t table_entries = 0;
+    if (!kvc_mul64(max_requests, m->max_table, &table_entries) || table_entries > ((int64_t)1 << 36))
+        return kvc_fail(KVC_EINVAL, "manager %s: %lld requests x %lld table entries are too many", g->key,
+                        (long long)max_requests, (long long)m->max_table);
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
     if (st != KVC_OK) return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
-    m->next = malloc((size_t)num_blocks * sizeof *m->next);
-    m->prev = malloc((size_t)num_blocks * sizeof *m->prev);
-    /* One call never moves more blocks than a table holds or the pool has. */
-    m->scratch = malloc((size_t)kvc_max64(kvc_min64(m->max_table, num_blocks), 1) * sizeof *m->scratch);
-    if (m->next == NULL || m->prev == NULL || m->scratch == NULL) {
+    /* Zeroed pages are only touched by the requests that use them. */
+    m->table_ids = calloc((size_t)kvc_max64(table_entries, 1), sizeof *m->table_ids);
+    m->scratch = malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->scratch);
+    if (m->table_ids == NULL || m->scratch == NULL) {
         kvc_single_manager_release(m);
-        return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate its tables for %lld blocks", g->key,
-                        (long long)num_blocks);
+        return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate tables of %lld entries for %lld requests", g->key,
+                        (long long)m->max_table, (long long)max_requests);
     }
-    for (int64_t i = 0; i < num_blocks; i++) m->next[i] = m->prev[i] = -1;
+    if (hash_tokens <= 0) return KVC_OK;
+    m->caching = true;
+    m->max_chain = max_model_len / hash_tokens + 1;
+    st = kvc_prefix_index_init(&m->index, num_blocks, hash_tokens);
+    if (st != KVC_OK) {
+        kvc_single_manager_release(m);
+        return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
+    }
+    m->chain = malloc((size_t)m->max_chain * sizeof *m->chain);
+    m->hit_ids = malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->hit_ids);
+    if (m->chain == NULL || m->hit_ids == NULL) {
+        kvc_single_manager_release(m);
+        return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for %lld blocks", g->key,
+                        (long long)m->max_chain);
+    }
     return KVC_OK;
 }
 
 void kvc_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
-    free(m->next);
-    free(m->prev);
+    free(m->table_ids);
     free(m->scratch);
+    kvc_prefix_index_release(&m->index);
+    free(m->chain);
+    free(m->hit_ids);
     m->pool = NULL;
-    m->next = NULL;
-    m->prev = NULL;
-    m->scratch = NULL;
+    m->table_ids = m->scratch = m->hit_ids = NULL;
+    m->chain = NULL;
 }
 
-void kvc_default_pre_allocate(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
-                              int64_t reserved_tokens, int64_t *need, bool *ok) {
-    int64_t required = kvc_cdiv(num_tokens, m->group.block_size);
-    *need = kvc_max64(0, required - kvc_req_blocks_len(t));
-    int64_t reserved = kvc_cdiv(reserved_tokens, m->group.block_size) * m->n_entries;
-    *ok = *need <= kvc_block_pool_num_free(m->pool) - reserved;
+int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot) {
+    return m->table_ids + (int64_t)slot * m->max_table;
+}
+
+int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
+    return kvc_max64(0, kvc_cdiv(num_tokens, m->group.block_size) - t->len);
 }
 
 int64_t kvc_no_skipped_tokens(const kvc_single_manager *m, int64_t computed) {
@@ -59,80 +79,99 @@ int64_t kvc_positions_table_len(const kvc_cache_group *g, int64_t max_model_len)
     return kvc_cdiv(max_model_len, g->block_size);
 }
 
-void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {
-    int64_t skipped = m->type->num_skipped_tokens(m, total_computed);
-    if (skipped <= 0 || !t->present) return;
-    int64_t k = kvc_min64(skipped / m->group.block_size, kvc_req_blocks_len(t));
-    int64_t n_release = k - t->n_null; /* real blocks at logical indices n_null .. k-1 */
-    if (n_release <= 0) return;
-    /* The pool receives them highest logical index first. */
-    int32_t id = t->head;
-    for (int64_t i = n_release - 1; i >= 0; i--) {
-        m->scratch[i] = id;
-        int32_t following = m->next[id];
-        m->next[id] = -1;
-        id = following;
-    }
-    t->head = id;
-    t->n_null += n_release;
-    t->n_real -= n_release;
-    if (t->n_real == 0) t->tail = -1;
-    kvc_status st = kvc_block_pool_give(m->pool, m->scratch, n_release);
+/* Gives ids[0..n) back (each loses one holder); cannot fail for held ids. */
+static void give_back(kvc_single_manager *m, const int32_t *ids, int64_t n) {
+    kvc_status st = kvc_block_pool_give(m->pool, ids, n);
     KVC_ASSERT(st == KVC_OK);
     (void)st;
 }
 
-void kvc_single_manager_allocate_new(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens,
-                                     uint64_t generation) {
-    if (!t->present) {
-        *t = (kvc_req_blocks){.head = -1, .tail = -1, .present = true, .generation = generation};
-        m->n_entries++;
-    }
-    if (n == 0) return; /* the common decode step inside a block */
-    if (kvc_req_blocks_len(t) == 0) t->n_null = m->type->leading_nulls(m, num_tokens);
-    KVC_ASSERT(kvc_req_blocks_len(t) + n <= m->max_table);
-    kvc_status st = kvc_block_pool_take(m->pool, n, m->scratch);
+void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
+    kvc_status st = kvc_block_pool_take(m->pool, n, out);
     KVC_ASSERT(st == KVC_OK);
     (void)st;
-    for (int64_t i = 0; i < n; i++) {
-        int32_t id = m->scratch[i];
-        if (t->tail < 0)
-            t->head = id;
-        else
-            m->next[t->tail] = id;
-        m->prev[id] = t->tail;
-        t->tail = id;
+    if (!m->caching) return;
+    for (int64_t i = 0; i < n; i++) m->evictions += kvc_prefix_index_drop(&m->index, out[i]);
+}
+
+void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {
+    int64_t skipped = m->type->num_skipped_tokens(m, total_computed);
+    if (skipped <= 0 || !t->present) return;
+    int64_t k = kvc_min64(skipped / m->group.block_size, t->len);
+    int64_t n_release = k - t->n_null; /* real blocks at logical indices n_null .. k-1 */
+    if (n_release <= 0) return;
+    /* The pool receives them highest logical index first. */
+    for (int64_t i = 0; i < n_release; i++) {
+        m->scratch[i] = t->ids[k - 1 - i];
+        t->ids[k - 1 - i] = KVC_NULL_BLOCK;
     }
-    t->n_real += n;
+    t->n_null = k;
+    give_back(m, m->scratch, n_release);
+}
+
+void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
+    if (t->present) return;
+    *t = (kvc_req_blocks){.ids = t->ids, .present = true, .generation = generation, .seed = seed, .chain = seed};
+    m->n_entries++;
+}
+
+int64_t kvc_single_manager_hit_table_len(const kvc_single_manager *m) { return m->type->state_hits ? 0 : m->n_hit; }
+
+int64_t kvc_single_manager_hit_free_blocks(const kvc_single_manager *m) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->n_hit; i++) n += kvc_block_pool_is_free(m->pool, m->hit_ids[i]);
+    return n;
+}
+
+void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len) {
+    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && m->n_hit <= m->max_table);
+    t->n_hashed = hit_len / m->index.block_tokens;
+    KVC_ASSERT(t->n_hashed > 0 && t->n_hashed <= m->n_chain);
+    t->chain = m->chain[t->n_hashed - 1];
+    for (int64_t i = 0; i < m->n_hit; i++) {
+        int32_t id = m->hit_ids[i];
+        if (id != KVC_NULL_BLOCK) {
+            kvc_status st = kvc_block_pool_ref(m->pool, id);
+            KVC_ASSERT(st == KVC_OK);
+            (void)st;
+        }
+    }
+    if (m->type->state_hits) {
+        if (m->n_hit > 0) t->state_source = m->hit_ids[0];
+        return;
+    }
+    for (int64_t i = 0; i < m->n_hit; i++) {
+        t->ids[i] = m->hit_ids[i];
+        if (t->ids[i] == KVC_NULL_BLOCK) t->n_null = i + 1;
+    }
+    t->len = m->n_hit;
+}
+
+void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+    if (n == 0) return; /* the common decode step inside a block */
+    if (t->len == 0) {
+        t->n_null = t->len = m->type->leading_nulls(m, num_tokens);
+        for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
+    }
+    KVC_ASSERT(t->len + n <= m->max_table);
+    kvc_single_manager_take(m, n, t->ids + t->len);
+    t->len += n;
 }
 
 void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     if (!t->present) return;
-    int64_t n = 0;
-    for (int32_t id = t->head; id >= 0;) {
-        int32_t following = m->next[id];
-        m->next[id] = -1;
-        m->scratch[n++] = id;
-        id = following;
+    int64_t n = kvc_req_blocks_real(t);
+    const int32_t *real = t->ids + t->n_null;
+    if (m->caching) {
+        /* Tail first: the last blocks of a sequence are evicted before its first. */
+        for (int64_t i = 0; i < n; i++) m->scratch[i] = real[n - 1 - i];
+        give_back(m, m->scratch, n);
+    } else {
+        give_back(m, real, n);
     }
-    KVC_ASSERT(n == t->n_real);
-    kvc_status st = kvc_block_pool_give(m->pool, m->scratch, n);
-    KVC_ASSERT(st == KVC_OK);
-    (void)st;
-    *t = (kvc_req_blocks){.head = -1, .tail = -1, .present = false};
+    if (t->state_source != KVC_NULL_BLOCK) give_back(m, &t->state_source, 1);
+    *t = (kvc_req_blocks){.ids = t->ids};
     m->n_entries--;
-}
-
-void kvc_single_manager_table(const kvc_single_manager *m, const kvc_req_blocks *t, int32_t *out, int64_t cap) {
-    int64_t i = 0;
-    for (; i < t->n_null && i < cap; i++) out[i] = KVC_NULL_BLOCK;
-    for (int32_t id = t->head; id >= 0 && i < cap; id = m->next[id]) out[i++] = id;
-}
-
-void kvc_single_manager_table_tail(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t n, int32_t *out) {
-    KVC_ASSERT(n <= t->n_real);
-    int32_t id = t->tail;
-    for (int64_t i = n - 1; i >= 0; i--, id = m->prev[id]) out[i] = id;
 }
 
 kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx) {

@@ -29,15 +29,34 @@ static int64_t sw_skipped_tokens(const kvc_single_manager *m, int64_t computed) 
     return kvc_max64(0, computed - m->group.sliding_window + 1);
 }
 
-static void sw_pre_allocate(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens,
-                            int64_t reserved_tokens, int64_t *need, bool *ok) {
-    (void)reserved_tokens; /* fixed-size pool: no reservation */
-    int64_t existing = kvc_req_blocks_len(t);
-    if (existing > 0)
-        *need = kvc_max64(0, kvc_cdiv(num_tokens, m->group.block_size) - existing);
-    else
-        *need = sw_prefill_layout(num_tokens, m->group.sliding_window, m->group.block_size).valid;
-    *ok = *need <= kvc_block_pool_num_free(m->pool);
+static int64_t sw_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
+    if (t->len > 0) return kvc_positions_blocks_needed(m, t, num_tokens);
+    return sw_prefill_layout(num_tokens, m->group.sliding_window, m->group.block_size).valid;
+}
+
+/* A hit of length L needs only the blocks that stay in the window once L
+ * tokens are computed (those from num_skipped_tokens(L) on); the ones
+ * before become null entries. Searched from the longest candidate down: a
+ * miss at block i moves the candidate end to i. */
+static int64_t sw_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
+    int64_t bs = m->group.block_size;
+    int64_t end = max_len / bs;
+    for (int64_t i = end - 1; i >= 0; i--) {
+        int32_t id = kvc_prefix_lookup(m, q, i);
+        if (id < 0) {
+            end = i;
+            continue;
+        }
+        m->hit_ids[i] = id;
+        int64_t first = sw_skipped_tokens(m, end * bs) / bs;
+        if (i <= first) {
+            for (int64_t j = 0; j < i; j++) m->hit_ids[j] = KVC_NULL_BLOCK;
+            m->n_hit = end;
+            return end * bs;
+        }
+    }
+    m->n_hit = 0;
+    return 0;
 }
 
 static int64_t sw_leading_nulls(const kvc_single_manager *m, int64_t num_tokens) {
@@ -56,10 +75,15 @@ const kvc_manager_type kvc_sliding_window_type = {
     .name = "SlidingWindow",
     .fixed_size = true,
     .has_slot_mapping = true,
+    .state_hits = false,
+    .reserves_decode = false, /* fixed-size pool */
     .validate_entry = sw_validate_entry,
     .num_skipped_tokens = sw_skipped_tokens,
-    .pre_allocate = sw_pre_allocate,
+    .blocks_needed = sw_blocks_needed,
     .leading_nulls = sw_leading_nulls,
     .fixed_blocks = sw_fixed_blocks,
     .max_table_len = kvc_positions_table_len,
+    .grow = kvc_single_manager_append,
+    .hit_length = sw_hit_length,
+    .cache_computed = kvc_paged_cache_computed,
 };

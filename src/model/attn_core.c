@@ -6,13 +6,19 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "kvcache/half.h"
 #include "model/forward_internal.h"
+
+static kvc_tensor view_dt(const void *data, kvc_dtype dt, int32_t nd, int64_t a, int64_t b, int64_t c)
+{
+    kvc_tensor t = {.data = (void *)data, .dtype = dt, .ndim = nd};
+    t.shape[0] = a, t.shape[1] = b, t.shape[2] = c;
+    return t;
+}
 
 static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c)
 {
-    kvc_tensor t = {.data = (void *)data, .dtype = KVC_DTYPE_F32, .ndim = nd};
-    t.shape[0] = a, t.shape[1] = b, t.shape[2] = c;
-    return t;
+    return view_dt(data, KVC_DTYPE_F32, nd, a, b, c);
 }
 
 /* Runs the CPU kernel, growing the workspace once when a step needs more. */
@@ -56,7 +62,25 @@ static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cach
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
-kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const float *rows,
+const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf)
+{
+    switch (t->dtype) {
+    case KVC_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_f16(rows[i]);
+        return buf;
+    case KVC_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_bf16(rows[i]);
+        return buf;
+    case KVC_DTYPE_I8: {
+        const float inv = 1.0f / scale;
+        for (int64_t i = 0; i < n; i++) ((int8_t *)buf)[i] = kvc_quantize_i8(rows[i], inv, 0.0f);
+        return buf;
+    }
+    default: return rows;
+    }
+}
+
+kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim)
 {
     const kvc_step_metadata *md = s->md;
@@ -64,7 +88,7 @@ kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
         const kvc_step_key *k = layer_key(s, lc);
         if (!k) return KVC_EINVAL;
-        kvc_tensor upd = view(rows, 3, s->T, heads, dim);
+        kvc_tensor upd = view_dt(rows, t->dtype, 3, s->T, heads, dim);
         return kvc_write_slots(t, KVC_PAGED_BNBSND, &upd, k->slot_mapping, s->T);
     }
     const int64_t S = t->shape[1];
@@ -75,8 +99,9 @@ kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc
         if (cr < 0 || cr >= t->shape[0])
             return kvc_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
                             (long long)cr, (long long)t->shape[0]);
-        kvc_tensor crow = view((float *)t->data + cr * S * W, 3, 1, S, W);
-        kvc_tensor upd = view(rows + q0 * W, 3, 1, q1 - q0, W);
+        const size_t es = kvc_dtype_size(t->dtype);
+        kvc_tensor crow = view_dt((char *)t->data + (size_t)(cr * S * W) * es, t->dtype, 3, 1, S, W);
+        kvc_tensor upd = view_dt((const char *)rows + (size_t)(q0 * W) * es, t->dtype, 3, 1, q1 - q0, W);
         const int64_t start = md->positions[q0];
         kvc_status st = kvc_write_contiguous(&crow, &upd, &start, 1);
         if (st != KVC_OK) return st;
@@ -96,6 +121,15 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
     }
 }
 
+/* int8 keys/values: the layer cache's per-tensor dequantisation scales. */
+static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc)
+{
+    if (lc->k.dtype != KVC_DTYPE_I8) return;
+    p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_CHANNEL;
+    p->key_scale = view(&lc->k_scale, 1, 1, 0, 0);
+    p->value_scale = view(&lc->v_scale, 1, 1, 0, 0);
+}
+
 /* TND query [T, nH, D] and output [T, nH, Dv] over the step's rows (cumulative q lengths). */
 static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc_attn_call *c)
 {
@@ -108,14 +142,18 @@ static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc
     set_mask(p, c->window, false);
 }
 
-static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c)
+/* Over the step's own keys: k [T, nKV, D], v [T, nKV, Dv] as the layer's
+ * cache stores them (its dtype and scales), or f32 without a cache (lc NULL). */
+static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc,
+                                const void *k, const void *v)
 {
     kvc_attention_params p;
     tnd_params(&p, s, c);
     p.kv_lens = s->md->cu_seq_lens_q;
     p.kv_len_form = KVC_KV_FORM_CUMULATIVE;
-    p.k = view(c->k, 3, s->T, c->nKV, c->D);
-    p.v = view(c->v, 3, s->T, c->nKV, c->Dv);
+    p.k = view_dt(k, lc ? lc->k.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->D);
+    p.v = view_dt(v, lc ? lc->v.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->Dv);
+    if (lc) quant_params(&p, lc);
     return run_attention(s->ws, &p);
 }
 
@@ -131,9 +169,16 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     tnd_params(&p, s, c);
     p.kv_lens = s->md->seq_lens_kv;
     p.kv_len_form = KVC_KV_FORM_DIRECT;
-    p.k = view(lc->k.data, 3, NB, bs, c->nKV * c->D);
-    p.v = view(lc->v.data, 3, NB, bs, c->nKV * c->Dv);
+    p.k = view_dt(lc->k.data, lc->k.dtype, 3, NB, bs, c->nKV * c->D);
+    if (c->q_rope) { /* absorbed MLA: the latent cache is key and value, the rope cache the keys' rope part */
+        p.v = p.k;
+        p.k_rope = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->dr);
+        p.q_rope = view(c->q_rope, 3, s->T, c->nH, c->dr);
+    } else {
+        p.v = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->nKV * c->Dv);
+    }
     p.kv_storage = KVC_KV_PAGED_BNBSH;
+    quant_params(&p, lc);
     kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
     p.block_table = bt;
     p.block_size = (int32_t)bs;
@@ -145,7 +190,8 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
 static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
 {
     const kvc_step_metadata *md = s->md;
-    const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->nKV * c->Dv;
+    const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->q_rope ? c->dr : c->nKV * c->Dv;
+    const size_t ke = kvc_dtype_size(lc->k.dtype), ve = kvc_dtype_size(lc->v.dtype);
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         const int64_t q1 = md->cu_seq_lens_q[r], len = q1 - q0;
@@ -159,10 +205,18 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         p.kv_lens = &kl;
         p.kv_len_form = KVC_KV_FORM_DIRECT;
         p.q = view(c->q + q0 * c->nH * c->D, 3, 1, len, c->nH * c->D);
-        p.k = view((const float *)lc->k.data + cr * S * KW, 3, 1, S, KW);
-        p.v = view((const float *)lc->v.data + cr * S * VW, 3, 1, S, VW);
+        p.k = view_dt((const char *)lc->k.data + (size_t)(cr * S * KW) * ke, lc->k.dtype, 3, 1, S, KW);
+        const kvc_tensor second = view_dt((const char *)lc->v.data + (size_t)(cr * S * VW) * ve, lc->v.dtype, 3, 1, S, VW);
+        if (c->q_rope) {
+            p.v = p.k;
+            p.k_rope = second;
+            p.q_rope = view(c->q_rope + q0 * c->nH * c->dr, 3, 1, len, c->nH * c->dr);
+        } else {
+            p.v = second;
+        }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
         set_mask(&p, c->window, len == 1);
+        quant_params(&p, lc);
         kvc_status st = run_attention(s->ws, &p);
         if (st != KVC_OK) return st;
         q0 = q1;
@@ -170,20 +224,29 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
     return KVC_OK;
 }
 
+kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
+{
+    kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
+    return s->a->caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
+}
+
 kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
 {
     const kvc_model_caches *caches = s->a->caches;
-    if (!caches) return attend_packed(s, c);
-    kvc_layer_cache *lc = &caches->layers[c->layer];
-    kvc_status st;
-    if (s->fresh) {
-        st = attend_packed(s, c);
-        if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->k, c->k, c->nKV, c->D);
-        if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, c->v, c->nKV, c->Dv);
-        return st;
+    if (!caches) {
+        kvc_fwd_record_absmax(s, c);
+        return attend_packed(s, c, NULL, c->k, c->v);
     }
-    st = kvc_cache_write(s, lc, &lc->k, c->k, c->nKV, c->D);
-    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, c->v, c->nKV, c->Dv);
-    if (st != KVC_OK) return st;
-    return caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
+    kvc_layer_cache *lc = &caches->layers[c->layer];
+    const int64_t T = s->T;
+    /* the keys and values as the cache stores them; fresh rows attend over
+     * exactly these, so their logits equal those of a later read-back */
+    const void *k = kvc_cache_rows(&lc->k, lc->k_scale, c->k, T * c->nKV * c->D, s->ws->kc);
+    const void *v = kvc_cache_rows(&lc->v, lc->v_scale, c->v, T * c->nKV * c->Dv, s->ws->vc);
+    kvc_status st = KVC_OK;
+    if (s->fresh) st = attend_packed(s, c, lc, k, v);
+    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
+    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv);
+    if (st != KVC_OK || s->fresh) return st;
+    return kvc_attn_cached(s, c);
 }

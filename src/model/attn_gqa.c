@@ -19,14 +19,11 @@ kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l)
     kvc_linear(ws->xn, T, H, w->wv, w->bv, nKV * D, v);
     const float eps = (float)c->rms_norm_eps;
     if (w->q_norm) {
-        kvc_rmsnorm_rows(q, T * nH, D, D, w->q_norm, eps);
-        kvc_rmsnorm_rows(k, T * nKV, D, D, w->k_norm, eps);
+        kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
+        kvc_rmsnorm_rows_f32(k, T * nKV, D, D, w->k_norm, eps);
     }
-    for (int64_t t = 0; t < T; t++) {
-        const int64_t p = s->md->positions[t];
-        kvc_rope_half(m, q + t * nH * D, nH, D, p);
-        kvc_rope_half(m, k + t * nKV * D, nKV, D, p);
-    }
+    kvc_fwd_rope(s, q, nH, D, nH * D, false);
+    kvc_fwd_rope(s, k, nKV, D, nKV * D, false);
     kvc_attn_call call = {.layer = l,
                           .q = q,
                           .k = k,

@@ -1,39 +1,39 @@
 /* DeepseekV3 MLA attention (MF 4.2-4.4). Without a cache or with full-form
  * caches: per-head keys [k_nope | k_pe] and values expanded through kv_b_proj
  * (the non-absorbed form). With latent caches: the normalised latent and the
- * rotated k_pe are cached and attention runs in the absorbed form. */
+ * rotated k_pe are written by the ops layer (the fused RMSNorm + RoPE +
+ * write for interleaved RoPE, else RMSNorm, RoPE and slot writes) and
+ * kvc_attention_cpu runs the absorbed form over them: queries q_nope . W_UK
+ * against the latent, q_pe against the rope cache, values the latent, then
+ * W_UV per head. */
 #include <string.h>
-
-#include <cblas.h>
 
 #include "base/internal.h"
 #include "model/forward_internal.h"
-#include "model/mla_internal.h"
+#include "model/gemm.h"
 
 #define DS_LATENT_EPS 1e-6f /* q_a_layernorm / kv_a_layernorm class default (MF 1.2) */
 
-static void rope_rows(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t head_stride, int64_t row_stride)
+/* kv_a output [T, rkv + dr] -> normalised latent and rotated k_pe in place. */
+static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv)
 {
-    const kvc_model *m = s->m;
-    for (int64_t t = 0; t < s->T; t++) {
-        const int64_t p = s->md->positions[t];
-        if (m->cfg.rope_interleave) kvc_rope_interleaved(m, x + t * row_stride, n_heads, head_stride, p, s->ws->rope_tmp);
-        else kvc_rope_half(m, x + t * row_stride, n_heads, head_stride, p);
-    }
+    const kvc_model_config *c = &s->m->cfg;
+    const int64_t rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
+    kvc_rmsnorm_rows_f32(ckv, s->T, rkv, rkv + dr, s->m->layers[l].kva_norm, DS_LATENT_EPS);
+    kvc_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr, c->rope_interleave);
 }
 
 /* Non-absorbed: k [T, nH, dq], v [T, nH, dv] from the latent, then plain attention. */
-static kvc_status expanded(const kvc_fwd_step *s, int64_t l, const float *ckv /* [T, rkv + dr] */)
+static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
 {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, nH = c->num_heads, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr, KVW = nH * (dn + dv);
+    norm_rope_latent(s, l, ckv);
     float *kv = ws->mla_b; /* [T, nH, dn + dv] */
-    if (T > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)KVW, (int)rkv, 1.0f, ckv, (int)(rkv + dr),
-                    w->wkvb, (int)rkv, 0.0f, kv, (int)KVW);
+    kvc_gemm_nt(T, KVW, rkv, ckv, rkv + dr, w->wkvb, rkv, NULL, kv, KVW);
     float *k = ws->k; /* [T, nH, dq] */
     float *v = ws->v; /* [T, nH, dv] */
     for (int64_t t = 0; t < T; t++)
@@ -48,54 +48,93 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, const float *ckv /*
     return kvc_attn_core(s, &call);
 }
 
-/* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */
-static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, const float *ckv /* [T, rkv + dr] */)
+/* The latent caches' slots of the step's tokens: the manager key's slot
+ * mapping (paged), or cache row * S_max + position (contiguous, viewed as
+ * blocks of S_max tokens). */
+static const int64_t *latent_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc, int64_t l)
+{
+    if (s->a->caches->kind == KVC_MCACHE_PAGED) {
+        const kvc_step_key *key = kvc_step_metadata_key(s->md, lc->key);
+        if (!key || !key->slot_mapping) {
+            kvc_fail(KVC_EINVAL, "forward: the step has no slot mapping for manager key \"%s\" (layer %lld)", lc->key,
+                     (long long)l);
+            return NULL;
+        }
+        return key->slot_mapping;
+    }
+    const kvc_step_metadata *md = s->md;
+    const int64_t S = lc->k.shape[1];
+    int64_t q0 = 0;
+    for (int64_t r = 0; r < md->n_rows; r++) {
+        const int64_t row = s->a->cache_rows ? s->a->cache_rows[r] : r;
+        for (int64_t t = q0; t < md->cu_seq_lens_q[r]; t++) s->ws->slots[t] = row * S + md->positions[t];
+        q0 = md->cu_seq_lens_q[r];
+    }
+    return s->ws->slots;
+}
+
+/* A latent cache tensor as the 4-D [blocks, block, 1, dim] the MLA write takes. */
+static kvc_tensor as_blocks(const kvc_tensor *t)
+{
+    kvc_tensor b = *t;
+    if (t->ndim == 3) b.ndim = 4, b.shape[2] = 1, b.shape[3] = t->shape[2];
+    return b;
+}
+
+static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
 {
     const kvc_model_config *c = &s->m->cfg;
-    const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const kvc_model_caches *caches = s->a->caches;
-    kvc_layer_cache *lc = &caches->layers[l];
-    const int64_t T = s->T, nH = c->num_heads, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
-    const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr;
+    kvc_layer_cache *lc = &s->a->caches->layers[l];
+    const int64_t T = s->T, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
+    if (c->rope_interleave) { /* the fused op: RMSNorm + interleaved RoPE + write */
+        const int64_t *slots = latent_slots(s, lc, l);
+        if (!slots) return KVC_EINVAL;
+        kvc_tensor nope = as_blocks(&lc->k), rope = as_blocks(&lc->v);
+        const kvc_mla_write_params p = {.kv = ckv, .gamma = s->m->layers[l].kva_norm, .cos = ws->cos, .sin = ws->sin,
+                                        .slots = slots, .n_tokens = T, .latent_dim = rkv, .rope_dim = dr,
+                                        .eps = DS_LATENT_EPS, .order = KVC_PAGED_BNBSND, .nope_cache = &nope,
+                                        .rope_cache = &rope};
+        return kvc_mla_write(&p);
+    }
+    norm_rope_latent(s, l, ckv);
     float *lat = ws->k;  /* [T, rkv] */
     float *rope = ws->v; /* [T, dr] */
     for (int64_t t = 0; t < T; t++) {
         memcpy(lat + t * rkv, ckv + t * (rkv + dr), (size_t)rkv * sizeof(float));
         memcpy(rope + t * dr, ckv + t * (rkv + dr) + rkv, (size_t)dr * sizeof(float));
     }
-    kvc_status st = kvc_cache_write(s, lc, &lc->k, lat, 1, rkv);
-    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, rope, 1, dr);
+    const void *lq = kvc_cache_rows(&lc->k, lc->k_scale, lat, T * rkv, ws->kc);
+    const void *rq = kvc_cache_rows(&lc->v, lc->v_scale, rope, T * dr, ws->vc);
+    kvc_status st = kvc_cache_write(s, lc, &lc->k, lq, 1, rkv);
+    return st == KVC_OK ? kvc_cache_write(s, lc, &lc->v, rq, 1, dr) : st;
+}
+
+/* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */
+static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
+{
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, nH = c->num_heads, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
+    const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr;
+    kvc_status st = write_latent(s, l, ckv);
     if (st != KVC_OK) return st;
     float *qlat = ws->mla_b; /* [T, nH, rkv] = q_nope_h . W_UK^h */
-    for (int64_t h = 0; h < nH && T > 0; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)rkv, (int)dn, 1.0f, ws->q + h * dq,
-                    (int)(nH * dq), w->wkvb + h * (dn + dv) * rkv, (int)rkv, 0.0f, qlat + h * rkv, (int)(nH * rkv));
-    kvc_latent_call lcall = {.md = s->md, .n_heads = nH, .rkv = rkv, .dr = dr, .scale = kvc_model_attn_scale(c),
-                             .q_lat = qlat, .q_pe = ws->q + dn, .q_pe_stride = nH * dq, .q_pe_head_stride = dq,
-                             .latent = lc->k.data, .rope = lc->v.data, .max_kv = ws->max_kv_len, .out = ws->att};
-    if (caches->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *key = kvc_step_metadata_key(s->md, lc->key);
-        if (!key || !key->block_table)
-            return kvc_fail(KVC_EINVAL, "forward: the step has no block table for manager key \"%s\" (layer %lld)", lc->key,
-                            (long long)l);
-        lcall.block_table = key->block_table;
-        lcall.table_width = key->width;
-        lcall.block_size = lc->k.shape[1];
-        lcall.n_blocks = lc->k.shape[0];
-    } else {
-        lcall.cache_row = s->a->cache_rows ? s->a->cache_rows : ws->lens_a;
-        lcall.n_cache_rows = lc->k.shape[0];
-        lcall.seq_cap = lc->k.shape[1];
-    }
-    st = kvc_mla_latent_check(&lcall);
+    for (int64_t h = 0; h < nH; h++)
+        kvc_gemm_nt(T, rkv, dn, ws->q + h * dq, nH * dq, w->wuk_t + h * rkv * dn, dn, NULL, qlat + h * rkv, nH * rkv);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < nH; h++)
+            memcpy(ws->q_rope + (t * nH + h) * dr, ws->q + (t * nH + h) * dq + dn, (size_t)dr * sizeof(float));
+    kvc_attn_call call = {.layer = l, .q = qlat, .nH = nH, .nKV = 1, .D = rkv, .Dv = rkv,
+                          .scale = kvc_model_attn_scale(c), .q_rope = ws->q_rope, .dr = dr, .out = ws->att};
+    st = kvc_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
     if (st != KVC_OK) return st;
-    kvc_mla_latent_attend(&lcall, ws->scores);
     /* o_h = W_UV^h . o_lat_h, W_UV^h = kv_b rows [h(dn+dv) + dn, (h+1)(dn+dv)) : [dv, rkv] */
     float *o = ws->mla_b; /* [T, nH, dv] (q_lat is dead now) */
-    for (int64_t h = 0; h < nH && T > 0; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)dv, (int)rkv, 1.0f, ws->att + h * rkv,
-                    (int)(nH * rkv), w->wkvb + (h * (dn + dv) + dn) * rkv, (int)rkv, 0.0f, o + h * dv, (int)(nH * dv));
+    for (int64_t h = 0; h < nH; h++)
+        kvc_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL, o + h * dv,
+                    nH * dv);
     memcpy(ws->att, o, (size_t)(T * nH * dv) * sizeof(float));
     return KVC_OK;
 }
@@ -111,16 +150,14 @@ kvc_status kvc_attn_mla(const kvc_fwd_step *s, int64_t l)
     if (rq > 0) {
         float *cq = ws->mla_a; /* [T, rq] */
         kvc_linear(ws->xn, T, H, w->wqa, w->bqa, rq, cq);
-        kvc_rmsnorm_rows(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
+        kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
         kvc_linear(cq, T, rq, w->wqb, NULL, nH * dq, q);
     } else {
         kvc_linear(ws->xn, T, H, w->wq, NULL, nH * dq, q);
     }
-    float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe] */
+    kvc_fwd_rope(s, q + dn, nH, dq, nH * dq, c->rope_interleave);
+    float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
     kvc_linear(ws->xn, T, H, w->wkva, w->bkva, rkv + dr, ckv);
-    kvc_rmsnorm_rows(ckv, T, rkv, rkv + dr, w->kva_norm, DS_LATENT_EPS);
-    rope_rows(s, q + dn, nH, dq, nH * dq);
-    rope_rows(s, ckv + rkv, 1, dr, rkv + dr);
     const bool latent = s->a->caches && s->a->caches->latent;
     kvc_status st = latent ? absorbed(s, l, ckv) : expanded(s, l, ckv);
     if (st != KVC_OK) return st;

@@ -81,14 +81,14 @@ kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
         if (n == 0) continue;
         float *u = ws->ff_a; /* [n, 2I] gate/up interleaved */
         float *a = ws->ff_b; /* [n, I] */
-        kvc_linear_in_out(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
+        kvc_linear(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
         for (int64_t i = 0; i < n * I; i++) {
             float g = u[2 * i], up = u[2 * i + 1];
             g = g > lim ? lim : g;
             up = up > lim ? lim : (up < -lim ? -lim : up);
             a[i] = (up + 1.0f) * (g / (1.0f + expf(-alpha * g)));
         }
-        kvc_linear_in_out(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
+        kvc_linear(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
         scatter_add(ws, n, H);
     }
     memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));

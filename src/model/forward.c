@@ -1,7 +1,7 @@
 /* The forward pass over a packed batch (MF 1.3 decoder skeleton, RM 3):
  * hidden states stay [T, H]; every layer reads the step's metadata and its
  * own cache; the workspace is sized once. */
-#include <omp.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +25,15 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws)
     if (!ws) return;
     float **f[] = {&ws->h, &ws->xn, &ws->q, &ws->k, &ws->v, &ws->att, &ws->proj, &ws->ff_a, &ws->ff_b, &ws->acc,
                    &ws->xg, &ws->yg, &ws->router, &ws->route_tmp, &ws->selw, &ws->tokw, &ws->mla_a, &ws->mla_b,
-                   &ws->scores, &ws->rope_tmp};
+                   &ws->q_rope, &ws->cos, &ws->sin, &ws->rope_tmp};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
     kvc_aligned_free(ws->lens_a);
     kvc_aligned_free(ws->lens_b);
+    kvc_aligned_free(ws->slots);
+    kvc_aligned_free(ws->kc);
+    kvc_aligned_free(ws->vc);
     kvc_aligned_free(ws->attn_ws);
     free(ws);
 }
@@ -61,7 +64,6 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
                    c->moe_intermediate_size * kvc_max64(c->n_shared_experts, 1), 1);
     const int64_t E = kvc_max64(kvc_max64(c->num_experts, c->n_routed_experts), 1);
     const int64_t K = kvc_max64(c->experts_per_tok, 1);
-    ws->threads = omp_get_max_threads();
     kvc_status st = KVC_OK;
 #define A(ptr, n) \
     if (st == KVC_OK) st = alloc_f(&ws->ptr, (n))
@@ -83,13 +85,18 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(tokw, Tm * K);
     A(mla_a, Tm * kvc_max64(c->q_lora_rank, rkv + dr));
     A(mla_b, Tm * nH * kvc_max64(dn + dv, rkv));
-    A(scores, (int64_t)ws->threads * max_kv_len);
+    A(q_rope, Tm * nH * dr);
+    A(cos, Tm * m->rot_dim);
+    A(sin, Tm * m->rot_dim);
     A(rope_tmp, m->rot_dim);
 #undef A
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->sel);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->tok);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)max_rows * 8, (void **)&ws->lens_a);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)max_rows * 8, (void **)&ws->lens_b);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)Tm * 8, (void **)&ws->slots);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * ws->kw) * 4, &ws->kc);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * ws->vw) * 4, &ws->vc);
     if (st != KVC_OK) {
         kvc_model_workspace_destroy(ws);
         return st;
@@ -99,6 +106,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 }
 
 /* ---- validation -------------------------------------------------------------- */
+
+bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent)
+{
+    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || (dt == KVC_DTYPE_I8 && !latent);
+}
 
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l)
 {
@@ -110,9 +122,17 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     if (cs->latent) hk = hv = 1, dk = c->kv_lora_rank, dvv = c->qk_rope_head_dim;
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
+    const kvc_dtype dt = lc->k.dtype;
+    if (!kvc_model_kv_dtype_ok(dt, cs->latent) || lc->v.dtype != dt)
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
+                        (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype),
+                        cs->latent ? " (latent caches: int8 is not supported)" : ", int8");
+    if (dt == KVC_DTYPE_I8 && !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld int8 caches need finite positive scales (k_scale %g, v_scale %g)",
+                        (long long)l, (double)lc->k_scale, (double)lc->v_scale);
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
-        bool ok = x->data && x->dtype == KVC_DTYPE_F32;
+        bool ok = x->data != NULL;
         if (cs->kind == KVC_MCACHE_PAGED)
             ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == cs->block_size &&
                  x->shape[0] == t[0]->shape[0];
@@ -120,7 +140,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
         if (!ok)
-            return kvc_fail(KVC_EINVAL, "forward: layer %lld %s cache must be f32 %s with %lld heads of %lld (block size %lld)",
+            return kvc_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
                             (long long)l, i ? "v" : "k",
                             cs->kind == KVC_MCACHE_PAGED ? "[NB, bs, heads, dim]" : "[rows, S_max, heads*dim]",
                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
@@ -190,6 +210,14 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+void kvc_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved)
+{
+    const int64_t rot = s->m->rot_dim;
+    for (int64_t t = 0; t < s->T; t++)
+        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot,
+                           interleaved, s->ws->rope_tmp);
+}
+
 static void add_rows(float *h, const float *d, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
@@ -206,17 +234,21 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     const int64_t T = md->n_tokens, H = c->hidden_size;
     for (int64_t r = 0; r < md->n_rows; r++) ws->lens_a[r] = r; /* identity cache rows */
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
-    for (int64_t t = 0; t < T; t++) memcpy(ws->h + t * H, m->embed + (int64_t)a->token_ids[t] * H, (size_t)H * 4);
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(ws->h + t * H, m->embed + (int64_t)a->token_ids[t] * H, (size_t)H * 4);
+        kvc_rope_cos_sin(m->inv_freq, m->rot_dim, m->rope_attn_factor, md->positions[t], ws->cos + t * m->rot_dim,
+                         ws->sin + t * m->rot_dim);
+    }
     const float eps = (float)c->rms_norm_eps;
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows(ws->xn, T, H, H, w->in_norm, eps);
+        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
         st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvc_attn_mla(&s, l) : kvc_attn_gqa(&s, l);
         if (st != KVC_OK) return st;
         add_rows(ws->h, ws->proj, T * H);
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows(ws->xn, T, H, H, w->post_norm, eps);
+        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
         if (c->family == KVC_FAMILY_GPT_OSS) {
             st = kvc_ffn_gpt_oss(&s, l);
         } else if (w->moe) {
@@ -236,7 +268,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         for (int64_t r = 0; r < n; r++)
             memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
-    kvc_rmsnorm_rows(ws->xn, n, H, H, m->final_norm, eps);
+    kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
     kvc_linear(ws->xn, n, H, m->lm_head, NULL, c->vocab_size, a->logits);
     return KVC_OK;
 }

@@ -29,9 +29,14 @@ struct kvc_model_workspace {
     float *tokw;   /* [Tm] their weights */
     float *mla_a;  /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs */
     float *mla_b;  /* [Tm, nH * max(dn + dv, rkv)] MLA kv_b output or absorbed q */
-    float *scores; /* [threads, max_kv_len] latent attention scores */
-    int threads;
+    float *q_rope; /* [Tm, nH, dr] MLA absorbed: the rotated rope lanes of the queries */
+    float *cos;    /* [Tm, rot] RoPE cos of each token's position (this step) */
+    float *sin;    /* [Tm, rot] */
     float *rope_tmp; /* [rot] */
+    void *kc;        /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
+    void *vc;        /* [Tm, vw] values in the cache dtype */
+    float *kv_absmax; /* [num_layers, 2] calibration: largest |k|, |v| seen (NULL: not recorded) */
+    int64_t *slots;  /* [Tm] MLA latent writes into contiguous caches: cache row * S_max + position */
     int64_t *lens_a; /* [max_rows] */
     int64_t *lens_b; /* [max_rows] */
     void *attn_ws;   /* kvc_attention_cpu workspace (grows once to the largest step) */
@@ -47,6 +52,10 @@ typedef struct kvc_fwd_step {
     int64_t T;
     bool fresh; /* every row's keys are all in the step (packed attention, then write) */
 } kvc_fwd_step;
+
+/* RoPE of n_heads heads stride floats apart in each of the step's token
+ * rows (row_stride floats apart), at each token's position (ws->cos/sin). */
+void kvc_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved);
 
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l);
@@ -68,12 +77,22 @@ typedef struct kvc_attn_call {
     double scale;
     int64_t window;
     const float *sinks;
+    const float *q_rope; /* MLA absorbed [T, nH, dr]: k is the latent cache (also the value), v the rope cache */
+    int64_t dr;
     float *out;
 } kvc_attn_call;
 kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* Calibration (calibrate.c): folds the call's |k| and |v| into ws->kv_absmax when set. */
+void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* Attention over what the layer's cache holds (its writes done), any form. */
+kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 
-/* Writes rows [T, width] into layer cache tensor t (contiguous per row or paged by slots). */
-kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const float *rows,
+/* rows [n] f32 as cache tensor t stores them: rows itself for f32; else
+ * converted into buf (f16/bf16 round to nearest even; int8 quantised with
+ * dequantisation scale `scale` as kvc_quantize_i8 does). */
+const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
+/* Writes rows [T, heads, dim] of t's dtype into layer cache tensor t (contiguous per row or paged by slots). */
+kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim);
 
 #endif /* KVC_MODEL_FORWARD_INTERNAL_H */

@@ -1,39 +1,14 @@
-/* Dense kernels of the decoder: Linear through BLAS, RMSNorm, SwiGLU. */
+/* Dense kernels of the decoder: Linear through the batch-invariant GEMM,
+ * SwiGLU. Each works row by row, so a token's result never depends
+ * on the other tokens of the step. */
 #include <math.h>
 
-#include <cblas.h>
-
+#include "model/gemm.h"
 #include "model/model_internal.h"
 
 void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
 {
-    if (T <= 0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, 0.0f,
-                y, (int)out);
-    if (b)
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t o = 0; o < out; o++) y[t * out + o] += b[o];
-}
-
-void kvc_linear_in_out(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
-{
-    if (T <= 0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)out, (int)in, 1.0f, x, (int)in, w, (int)out,
-                0.0f, y, (int)out);
-    if (b)
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t o = 0; o < out; o++) y[t * out + o] += b[o];
-}
-
-void kvc_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *w, float eps)
-{
-    for (int64_t r = 0; r < n_rows; r++) {
-        float *v = x + r * ld;
-        float ss = 0.0f;
-        for (int64_t j = 0; j < n; j++) ss += v[j] * v[j];
-        const float inv = 1.0f / sqrtf(ss / (float)n + eps);
-        for (int64_t j = 0; j < n; j++) v[j] = (v[j] * inv) * w[j];
-    }
+    kvc_gemm_nt(T, out, in, x, in, w, in, b, y, out);
 }
 
 void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)

@@ -86,6 +86,7 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out)
         load_ctx c = {.st = st};
         s = kvc_model_visit_weights(m, load_fn, &c);
     }
+    if (s == KVC_OK) s = kvc_model_prepare(m);
     kvc_safetensors_destroy(st);
     if (s != KVC_OK) {
         kvc_model_destroy(m);

@@ -1,6 +1,6 @@
 /* Internal layout of a kvc_model: f32 weights per layer, named as in the
  * Hugging Face checkpoints (MF 2, 3.5, 4.5), and the small dense kernels
- * shared by the families. */
+ * shared by the families (RMSNorm and RoPE are the ops layer's). */
 #ifndef KVC_MODEL_INTERNAL_H
 #define KVC_MODEL_INTERNAL_H
 
@@ -27,14 +27,15 @@ typedef struct kvc_layer_weights {
     float *wkva, *bkva; /* [rkv+dr, H], [rkv+dr] */
     float *kva_norm;  /* [rkv] */
     float *wkvb;      /* [nH*(dn+dv), rkv] */
+    float *wuk_t;     /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
     /* dense SwiGLU MLP */
     float *w_gate, *b_gate; /* [I, H], [I] */
     float *w_up, *b_up;     /* [I, H], [I] */
     float *w_down, *b_down; /* [H, I], [H] */
     /* GptOss MoE */
     float *router_w, *router_b; /* [E, H], [E] */
-    float *gu, *gu_b;           /* [E, H, 2I] ([in, out]), [E, 2I] */
-    float *dn, *dn_b;           /* [E, I, H], [E, H] */
+    float *gu, *gu_b;           /* [E, 2I, H] after load (checkpoint [E, H, 2I] transposed), [E, 2I] */
+    float *dn, *dn_b;           /* [E, H, I] after load (checkpoint [E, I, H] transposed), [E, H] */
     /* DeepseekV3 MoE */
     float *gate_w;     /* [E, H] */
     float *gate_corr;  /* [E] e_score_correction_bias */
@@ -51,6 +52,7 @@ struct kvc_model {
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     float *arena;      /* every weight above lives in this one allocation */
     int64_t arena_floats;
+    float *derived;    /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
     float *inv_freq;   /* [rot/2] RoPE inverse frequencies after scaling */
     float rope_attn_factor; /* A (MF 1.4) */
     int64_t rot_dim;   /* rotary width d */
@@ -65,23 +67,18 @@ typedef kvc_status (*kvc_weight_visit_fn)(void *user, const char *name, int32_t 
                                           float **slot, kvc_winit init);
 kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
 
-/* Common tail of load / random: arena, rope tables, config checks. */
+/* Common head of load / random: arena, RoPE frequencies (kvc_rope_frequencies), config checks. */
 kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out);
-kvc_status kvc_rope_prepare(kvc_model *m);
+/* Common tail of load / random, once the weights are filled (prepare.c):
+ * brings every weight the GEMM reads into [out, in] form (GptOss experts
+ * transposed in place, W_UK^h transposed into m->derived). */
+kvc_status kvc_model_prepare(kvc_model *m);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
-/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear). */
+/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear), batch-invariant (gemm.h). */
 void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
-/* y[T, out] = x[T, in] . W[in, out] (+ b) (GptOss expert layout). */
-void kvc_linear_in_out(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
-/* RMSNorm of each of n_rows rows of width n (stride ld) in place: x * w / sqrt(mean(x^2) + eps). */
-void kvc_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *w, float eps);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
 void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
-/* Half-split RoPE (MF 1.4) of n_heads heads of width d at x[h*stride ..] for position p. */
-void kvc_rope_half(const kvc_model *m, float *x, int64_t n_heads, int64_t stride, int64_t p);
-/* Interleaved RoPE with de-interleaved output (MF 1.4, DeepSeek rope_interleave). */
-void kvc_rope_interleaved(const kvc_model *m, float *x, int64_t n_heads, int64_t stride, int64_t p, float *tmp /* [d] */);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -184,6 +184,7 @@ void kvc_model_destroy(kvc_model *m)
 {
     if (!m) return;
     kvc_aligned_free(m->arena);
+    kvc_aligned_free(m->derived);
     free(m->inv_freq);
     free(m);
 }
@@ -219,7 +220,7 @@ kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out)
         st = kvc_model_visit_weights(m, assign_fn, &cur);
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
-    if (st == KVC_OK) st = kvc_rope_prepare(m);
+    if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;
@@ -275,6 +276,7 @@ kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, k
     kvc_model *m = NULL;
     TRY(kvc_model_alloc(cfg, &m));
     kvc_status st = kvc_model_visit_weights(m, random_fn, &seed);
+    if (st == KVC_OK) st = kvc_model_prepare(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

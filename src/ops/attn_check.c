@@ -78,9 +78,9 @@ static kvc_status check_scalars(const kvc_attention_params *p)
     if (p->sparse_mode < 0 || p->sparse_mode > 4)
         FAIL(KVC_EINVAL, "sparse_mode %d must be set to 0..4 (0 dense/full mask, 1 all-mask, 2 left-up causal, 3 right-down causal, 4 band)",
              (int)p->sparse_mode);
-    if (p->batch < 0 || (p->batch > 0 && !p->kv_lens))
-        FAIL(KVC_EINVAL, "batch %lld with kv_lens %s: kv_lens [B] is required", (long long)p->batch,
-             p->kv_lens ? "given" : "NULL");
+    if (p->batch < 0) FAIL(KVC_EINVAL, "batch %lld must be >= 0 (the number of requests)", (long long)p->batch);
+    if (p->batch > 0 && !p->kv_lens)
+        FAIL(KVC_EINVAL, "kv_lens is NULL but batch is %lld: kv_lens [B] is required", (long long)p->batch);
     if (p->kv_len_form != KVC_KV_FORM_DIRECT && p->kv_len_form != KVC_KV_FORM_CUMULATIVE)
         FAIL(KVC_EINVAL, "kv_len_form is not set: say whether kv_lens are DIRECT (per request) or CUMULATIVE (R9)");
     if (is_t_layout(p->layout) && p->batch > 0 && !p->q_lens)
@@ -197,12 +197,19 @@ static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem 
 }
 
 /* Shape of a K/V-family tensor with `dim` channels per head (contiguous or paged). */
-static int kv_shape(const kvc_attn_problem *pb, int64_t dim, kvc_dtype dt, int64_t *s)
+static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t, int64_t *s)
 {
     const kvc_attention_params *p = pb->p;
     const int64_t Nkv = pb->Nkv;
+    const kvc_dtype dt = t->dtype;
     switch (p->kv_storage) {
-    case KVC_KV_PAGED_BNBSH: s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv * dim; return 3;
+    case KVC_KV_PAGED_BNBSH:
+        if (t->ndim == 4) {
+            s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv, s[3] = dim;
+            return 4;
+        }
+        s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv * dim;
+        return 3;
     case KVC_KV_PAGED_BNNBSD: s[0] = pb->NB, s[1] = Nkv, s[2] = pb->bs, s[3] = dim; return 4;
     case KVC_KV_PAGED_NZ: {
         const int64_t c0 = 32 / (int64_t)kvc_dtype_size(dt);
@@ -220,15 +227,26 @@ static int kv_shape(const kvc_attn_problem *pb, int64_t dim, kvc_dtype dt, int64
     }
 }
 
+/* A K/V tensor is given and has at least 3 dims. */
+static kvc_status kv_present(const kvc_tensor *t, const char *name)
+{
+    if (!t->data) FAIL(KVC_EINVAL, "%s tensor is required (its data is NULL)", name);
+    if (t->ndim < 3 || t->ndim > KVC_MAX_DIMS)
+        FAIL(KVC_EINVAL, "%s has %d dims: K/V tensors have 3 to 5 dims per layout and storage (R7)", name, (int)t->ndim);
+    return KVC_OK;
+}
+
 /* Channels per head of a K/V tensor, and for contiguous layouts its S extent. */
 static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t *dim)
 {
     const kvc_attention_params *p = pb->p;
     *dim = 0;
-    if (!t->data) FAIL(KVC_EINVAL, "%s tensor is required", name);
-    if (t->ndim < 3) FAIL(KVC_EINVAL, "%s has %d dims (R7)", name, (int)t->ndim);
+    TRY(kv_present(t, name));
     switch (p->kv_storage) {
-    case KVC_KV_PAGED_BNBSH: *dim = t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0; break;
+    case KVC_KV_PAGED_BNBSH: /* [NB, bs, Nkv*D] or [NB, bs, Nkv, D] */
+        if (t->ndim == 4) *dim = t->shape[2] == pb->Nkv ? t->shape[3] : 0;
+        else *dim = t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0;
+        break;
     case KVC_KV_PAGED_NZ: *dim = t->ndim == 5 ? t->shape[2] * t->shape[4] : 0; break;
     case KVC_KV_PAGED_BNNBSD: *dim = t->ndim == 4 ? t->shape[3] : 0; break;
     default:
@@ -245,11 +263,11 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
     if (pb->p->kv_storage == KVC_KV_PAGED_NZ) {
         const size_t es = kvc_dtype_size(t->dtype);
         if (es != 1 && es != 2)
-            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or int8 elements", name, kvc_dtype_name(t->dtype));
+            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name, kvc_dtype_name(t->dtype));
         if (dim % (32 / (int64_t)es) != 0 || pb->bs % 16 != 0)
             FAIL(KVC_EINVAL, "%s: NZ storage needs D %% c0 == 0 and block_size %% 16 == 0", name);
     }
-    int nd = kv_shape(pb, dim, t->dtype, s);
+    int nd = kv_shape(pb, dim, t, s);
     return expect_shape(pb, t, name, nd, s);
 }
 
@@ -259,7 +277,7 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         if (p->block_table.data)
             FAIL(KVC_EINVAL, "a block_table is given but kv_storage is CONTIGUOUS: choose a paged kv_storage (R8)");
         const kvc_tensor *k = &p->k;
-        if (!k->data || k->ndim < 3) FAIL(KVC_EINVAL, "k tensor is required (R7)");
+        TRY(kv_present(&p->k, "k"));
         switch (p->layout) {
         case KVC_LAYOUT_TND: pb->Skv_dim = k->shape[0]; break;
         case KVC_LAYOUT_NTD_TND: pb->Skv_dim = k->shape[1]; break;
@@ -288,7 +306,8 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         p->layout != KVC_LAYOUT_TND_NTD)
         FAIL(KVC_EINVAL, "BnNBsD paged storage goes with BNSD or TND queries, not %s", kvc_attn_layout_name(p->layout));
     const kvc_tensor *bt = &p->block_table;
-    if (!bt->data || bt->ndim != 2 || bt->dtype != KVC_DTYPE_I32)
+    if (!bt->data) FAIL(KVC_EINVAL, "block_table is required (its data is NULL) with paged K/V (R8)");
+    if (bt->ndim != 2 || bt->dtype != KVC_DTYPE_I32)
         FAIL(KVC_EINVAL, "block_table must be a 2-D int32 tensor [B, W] with paged K/V (R8), got ndim %d dtype %s",
              (int)bt->ndim, kvc_dtype_name(bt->dtype));
     if (bt->shape[0] < pb->B)
@@ -296,7 +315,7 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
              (long long)pb->B);
     pb->bs = p->block_size;
     pb->tbl_w = bt->shape[1];
-    if (!p->k.data || p->k.ndim < 3) FAIL(KVC_EINVAL, "k cache tensor is required (R7)");
+    TRY(kv_present(&p->k, "k cache"));
     pb->NB = p->k.shape[0];
     const int32_t *tbl = bt->data;
     for (int64_t b = 0; b < pb->B; b++) {
@@ -377,7 +396,7 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
              (long long)pb->max_sq);
     }
     if (mode == 4 || (mode == 0 && pb->has_mask)) {
-        const int64_t pre = p->pre_tokens, next = p->next_tokens;
+        const int64_t pre = kvc_attn_band_clamp(p->pre_tokens), next = kvc_attn_band_clamp(p->next_tokens);
         for (int64_t b = 0; b < pb->B; b++) {
             int64_t q0, sq, k0, skv;
             kvc_attn_q_range(pb, b, &q0, &sq);
@@ -405,9 +424,8 @@ static kvc_status check_binding(const kvc_attention_params *p)
             FAIL(KVC_EINVAL, "sliding-window layer (window %lld) called with sparse_mode %d: it needs mode 4 with pre_tokens = %lld, next_tokens = 0 (R13)",
                  (long long)bd->window, (int)p->sparse_mode, (long long)(bd->window - 1));
         if (p->pre_tokens > bd->window - 1)
-            FAIL(KVC_EINVAL, "pre_tokens %lld lets a query see %lld keys, outside the layer's window of %lld keys (released blocks would be read): use pre_tokens = %lld (R13)",
-                 (long long)p->pre_tokens, (long long)(p->pre_tokens + 1), (long long)bd->window,
-                 (long long)(bd->window - 1));
+            FAIL(KVC_EINVAL, "pre_tokens %lld lets a query see keys outside the layer's window of %lld keys (released blocks would be read): use pre_tokens = %lld (R13)",
+                 (long long)p->pre_tokens, (long long)bd->window, (long long)(bd->window - 1));
         if (p->pre_tokens != bd->window - 1 || p->next_tokens != 0)
             FAIL(KVC_EINVAL, "pre_tokens %lld / next_tokens %lld disagree with the layer's window of %lld keys: expected %lld / 0 (R13)",
                  (long long)p->pre_tokens, (long long)p->next_tokens, (long long)bd->window,
@@ -426,7 +444,8 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     if (qr != kr) FAIL(KVC_EINVAL, "%s is given without %s: MLA needs both query_rope and key_rope (R10)",
                        qr ? "query_rope" : "key_rope", qr ? "key_rope" : "query_rope");
     pb->Dr = head_dim_of(&p->q_rope, p->layout, pb->Nq);
-    if (pb->Dr != 64) FAIL(KVC_EINVAL, "query_rope head dim %lld must be 64 (R10)", (long long)pb->Dr);
+    if (pb->Dr <= 0 || pb->Dr % 2 != 0)
+        FAIL(KVC_EINVAL, "query_rope head dim %lld must be even and > 0 (R10)", (long long)pb->Dr);
     if (p->q_rope.dtype != p->q.dtype)
         FAIL(KVC_EINVAL, "query_rope dtype %s must equal the query dtype %s (R10)", kvc_dtype_name(p->q_rope.dtype),
              kvc_dtype_name(p->q.dtype));
@@ -435,10 +454,14 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     TRY(expect_shape(pb, &p->q_rope, "query_rope", nd, s));
     int64_t kdim;
     TRY(kv_dims(pb, &p->k_rope, "key_rope", &kdim));
-    if (kdim != 64) FAIL(KVC_EINVAL, "key_rope head dim %lld must be 64 (R10)", (long long)kdim);
+    if (kdim != pb->Dr)
+        FAIL(KVC_EINVAL, "key_rope head dim %lld differs from the query_rope head dim %lld (R10)", (long long)kdim,
+             (long long)pb->Dr);
     TRY(check_kv_tensor(pb, &p->k_rope, "key_rope", kdim));
-    if (pb->D != 512 && pb->D != 128)
-        FAIL(KVC_EINVAL, "MLA query head dim %lld must be 512 (absorbed) or 128 (R10)", (long long)pb->D);
+    /* The vendor operator's two MLA paths (rope 64 with D 512 absorbed or
+     * 128 non-absorbed) keep its limits; any other dims are general MLA:
+     * every layout, storage, mode, LSE and query length the kernel takes. */
+    if (pb->Dr != 64 || (pb->D != 512 && pb->D != 128)) return KVC_OK;
     if (pb->D == 128) {
         if (pb->paged || (p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_NTD_TND))
             FAIL(KVC_EINVAL, "MLA with head dim 128 (non-absorbed) takes packed TND or NTD_TND K/V without paging (R10)");
@@ -506,22 +529,25 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
 {
     const bool ks = p->key_scale.data != NULL, vs = p->value_scale.data != NULL;
     const bool ko = p->key_offset.data != NULL, vo = p->value_offset.data != NULL;
-    const bool k8 = p->k.dtype == KVC_DTYPE_I8, v8 = p->v.dtype == KVC_DTYPE_I8;
-    pb->kv_quant = k8;
+    const bool quant = kvc_is_quant_dtype(p->k.dtype), fp8 = kvc_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
+    pb->kv_quant = false;
     pb->kq = pb->vq = KVC_QIDX_NONE;
     pb->q_tok_s = 0;
     if (ks != vs) FAIL(KVC_EINVAL, "only the %s dequant scale is given: key and value scales come together (R12)",
                        ks ? "key" : "value");
     if (ko != vo) FAIL(KVC_EINVAL, "only the %s dequant offset is given: key and value offsets come together (R12)",
                        ko ? "key" : "value");
-    if (k8 != v8) FAIL(KVC_EINVAL, "k is %s but v is %s: int8 K/V are quantised together", kvc_dtype_name(p->k.dtype),
-                       kvc_dtype_name(p->v.dtype));
-    if (!k8) {
-        if (ks || ko) FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 (R12)",
+    if (!quant) {
+        if (ks || ko) FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 or fp8 (R12)",
                            kvc_dtype_name(p->k.dtype));
         return KVC_OK;
     }
+    if (fp8 && ko)
+        FAIL(KVC_EINVAL, "%s K/V take dequant scales only, no offsets (x = scale * fp8 value) (R12)",
+             kvc_dtype_name(p->k.dtype));
+    if (fp8 && !ks) return KVC_OK; /* unscaled fp8: the values as stored */
     if (!ks) FAIL(KVC_EINVAL, "int8 K/V need key_scale and value_scale (dequant x = scale * (q + offset)) (R12)");
+    pb->kv_quant = true;
     if (ko && !vs) FAIL(KVC_EINVAL, "offsets without scales (R12)");
     const kvc_quant_mode km = p->key_quant_mode, vm = p->value_quant_mode;
     if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && vm == KVC_QUANT_PER_TOKEN))
@@ -537,7 +563,9 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     }
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
-        FAIL(KVC_EINVAL, "MLA int8 latent cache takes one per-tensor scale (R10)");
+        FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
+    if (pb->Dr && pb->kq == KVC_QIDX_TOKEN)
+        FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
     return KVC_OK;
 }
 
@@ -586,8 +614,8 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
     TRY(check_kv_tensor(pb, &p->v, "v", vd));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
-    if (!kvc_is_float_dtype(p->k.dtype) && p->k.dtype != KVC_DTYPE_I8)
-        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8)", kvc_dtype_name(p->k.dtype));
+    if (!kvc_is_float_dtype(p->k.dtype) && !kvc_is_quant_dtype(p->k.dtype))
+        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)", kvc_dtype_name(p->k.dtype));
     if (p->kv_storage == KVC_KV_PAGED_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;

@@ -152,26 +152,35 @@ static inline int64_t kvc_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, in
 
 /* ---- visibility (AO 3.5) ------------------------------------------------- */
 
+/* pre_tokens / next_tokens bounded to +-2^60: every band wider than any
+ * sequence behaves the same, and sums with positions cannot overflow
+ * (INT64_MAX for both means "no band limit"). */
+#define KVC_ATTN_BAND_LIMIT ((int64_t)1 << 60)
+static inline int64_t kvc_attn_band_clamp(int64_t x)
+{
+    return x > KVC_ATTN_BAND_LIMIT ? KVC_ATTN_BAND_LIMIT : x < -KVC_ATTN_BAND_LIMIT ? -KVC_ATTN_BAND_LIMIT : x;
+}
+
 /* Keys [lo, hi) of row i that the mode's band/causal rule admits, clipped to
  * [0, skv) (an explicit mask, if any, is consulted on top: kvc_attn_masked). */
 static inline void kvc_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv,
                                          int64_t *lo, int64_t *hi)
 {
     const kvc_attention_params *p = pb->p;
-    const int64_t delta = skv - sq;
+    const int64_t delta = skv - sq, pre = kvc_attn_band_clamp(p->pre_tokens), next = kvc_attn_band_clamp(p->next_tokens);
     int64_t a = 0, e = skv; /* [a, e) before clipping */
     switch (p->sparse_mode) {
     case 0:
         if (pb->has_mask) {
-            a = i - p->pre_tokens;
-            e = i + p->next_tokens + 1;
+            a = i - pre;
+            e = i + next + 1;
         }
         break;
     case 2: e = i + 1; break;
     case 3: e = i + delta + 1; break;
     case 4:
-        a = i + delta - p->pre_tokens;
-        e = i + delta + p->next_tokens + 1;
+        a = i + delta - pre;
+        e = i + delta + next + 1;
         break;
     default: break; /* mode 1: the mask alone */
     }

@@ -1,6 +1,6 @@
 /* Cache-write operators: legacy contiguous scatter (AO 2.1), slot scatter
- * for both paged allocation orders and NZ (AO 2.2, 2.4), int8 quantised
- * slot writes (AO 2.5). Every index is checked before anything is written. */
+ * for both paged allocation orders and NZ (AO 2.2, 2.4), int8 and fp8
+ * quantised slot writes (AO 2.5). Every index is checked before anything is written. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,7 @@ kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, con
     if (order == KVC_PAGED_NZ) {
         size_t es = kvc_dtype_size(cache->dtype);
         if (es != 1 && es != 2)
-            return kvc_fail(KVC_EINVAL, "%s: NZ caches hold 16-bit or int8 elements, not %s", what,
+            return kvc_fail(KVC_EINVAL, "%s: NZ caches hold 16-bit or 8-bit elements, not %s", what,
                             kvc_dtype_name(cache->dtype));
         g->c0 = 32 / (int64_t)es;
         if (g->head_dim % g->c0 != 0 || g->bs % 16 != 0)
@@ -184,6 +184,12 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_t
     return KVC_OK;
 }
 
+void kvc_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset)
+{
+    if (dt == KVC_DTYPE_I8) ((int8_t *)cache)[idx] = kvc_quantize_i8(x, inv_scale, offset);
+    else kvc_elem_store(cache, dt, idx, x * inv_scale); /* fp8: saturating, ties to even */
+}
+
 int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
 {
     float y = nearbyintf(x * inv_scale + offset); /* default FP mode: ties to even */
@@ -201,13 +207,17 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const
     kvc_status st = kvc_paged_geom_of(cache, order, "write_slots_quant", &g);
     if (st != KVC_OK) return st;
     if ((st = check_upd(upd, &g, "write_slots_quant")) != KVC_OK) return st;
-    if (cache->dtype != KVC_DTYPE_I8 || upd->dtype != KVC_DTYPE_F32)
-        return kvc_fail(KVC_EINVAL, "write_slots_quant: needs an int8 cache (got %s) and f32 upd (got %s)",
+    if (!kvc_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
+        return kvc_fail(KVC_EINVAL, "write_slots_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
                         kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
     const int64_t H = g.n_heads * g.head_dim;
-    if (!inv_scale || (n_quant != 1 && n_quant != H))
-        return kvc_fail(KVC_EINVAL, "write_slots_quant: %lld scales given, expected 1 (per tensor) or Nkv*D = %lld",
-                        (long long)n_quant, (long long)H);
+    if (!inv_scale || (n_quant != 1 && n_quant != g.n_heads && n_quant != H))
+        return kvc_fail(KVC_EINVAL,
+                        "write_slots_quant: %lld scales given, expected 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
+                        (long long)n_quant, (long long)g.n_heads, (long long)H);
+    if (offset && cache->dtype != KVC_DTYPE_I8)
+        return kvc_fail(KVC_EINVAL, "write_slots_quant: %s caches take no offset (x * inv_scale is stored)",
+                        kvc_dtype_name(cache->dtype));
     for (int64_t i = 0; i < n_quant; i++)
         if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
             return kvc_fail(KVC_EINVAL, "write_slots_quant: inv_scale[%lld] = %g must be finite and non-zero",
@@ -215,14 +225,13 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const
     if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots_quant")) != KVC_OK)
         return st;
     const float *x = upd->data;
-    int8_t *c = cache->data;
     for (int64_t t = 0; t < n_slots; t++) {
         if (slots[t] == KVC_SLOT_SKIP) continue;
         for (int64_t h = 0; h < g.n_heads; h++)
             for (int64_t d = 0; d < g.head_dim; d++) {
-                const int64_t ch = h * g.head_dim + d, qi = n_quant == 1 ? 0 : ch;
-                c[kvc_paged_index(&g, slots[t], h, d)] =
-                    kvc_quantize_i8(x[t * H + ch], inv_scale[qi], offset ? offset[qi] : 0.0f);
+                const int64_t ch = h * g.head_dim + d, qi = n_quant == 1 ? 0 : n_quant == H ? ch : h;
+                kvc_quant_store(cache->data, cache->dtype, kvc_paged_index(&g, slots[t], h, d), x[t * H + ch],
+                                inv_scale[qi], offset ? offset[qi] : 0.0f);
             }
     }
     return KVC_OK;

@@ -2,6 +2,8 @@
 #ifndef KVC_OPS_WRITE_INTERNAL_H
 #define KVC_OPS_WRITE_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "kvcache/ops.h"
 
 typedef struct kvc_paged_geom {
@@ -19,5 +21,21 @@ int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_
  * refuse a slot >= bs (outside the null block) given twice. */
 kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
                            const char *what);
+
+/* Stores x quantised into element idx of an int8 cache (kvc_quantize_i8) or
+ * an fp8 cache (x * inv_scale, saturating round to nearest even; offset 0). */
+void kvc_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset);
+
+/* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
+ * and one output element x * inv * gamma rounded once to f32. */
+double kvc_rms_inv(const float *x, int64_t n, float eps);
+static inline float kvc_rms_scaled(float x, double inv, float gamma) { return (float)((double)x * inv * (double)gamma); }
+
+/* One RoPE output lane from the pair (x1, x2): the first-half lane
+ * x1 cos - x2 sin, or the second-half lane x2 cos + x1 sin. */
+static inline float kvc_rope_lane(float x1, float x2, float c, float s, bool second)
+{
+    return second ? x2 * c + x1 * s : x1 * c - x2 * s;
+}
 
 #endif

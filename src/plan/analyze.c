@@ -19,12 +19,19 @@ const char *kvc_kv_mode_name(kvc_kv_mode mode) {
 }
 
 kvc_plan_options kvc_plan_default_options(void) {
-    return (kvc_plan_options){.tp = 1, .block_size = 128, .kv_dtype_set = false, .kv_dtype = KVC_DTYPE_BF16,
-                              .max_model_len = 0, .max_concurrency = 1, .next_n = 0, .kv_memory_bytes = 0};
+    return (kvc_plan_options){.tp = 1,
+                              .block_size = 128,
+                              .kv_dtype_set = false,
+                              .kv_dtype = KVC_DTYPE_BF16,
+                              .max_model_len = 0,
+                              .max_concurrency = 1,
+                              .next_n = 0,
+                              .kv_memory_bytes = 0};
 }
 
 static kvc_status check_options(const kvc_plan_options *o) {
-    if (o->tp < 1 || o->tp > 4096) return kvc_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
+    if (o->tp < 1 || o->tp > 4096)
+        return kvc_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
     if (o->block_size < 1 || o->block_size > (1 << 20))
         return kvc_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
     if (o->kv_dtype_set && o->kv_dtype != KVC_DTYPE_F16 && o->kv_dtype != KVC_DTYPE_BF16 &&
@@ -67,7 +74,8 @@ static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_fa
 static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, int64_t *kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
     if (f->n_heads % o->tp != 0)
-        return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp, (long long)f->n_heads);
+        return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
+                        (long long)f->n_heads);
     *kv_per_rank = kvc_max64(f->n_kv_heads / o->tp, 1);
     if (f->fam != KVC_FAM_MLA) {
         if (f->n_kv_heads >= o->tp && f->n_kv_heads % o->tp != 0)
@@ -75,8 +83,10 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
                             (long long)f->n_kv_heads);
         if (f->n_kv_heads < o->tp) {
             if (o->tp % f->n_kv_heads != 0)
-                return kvc_fail(KVC_EINVAL, "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
-                                (long long)o->tp, (long long)f->n_kv_heads);
+                return kvc_fail(
+                    KVC_EINVAL,
+                    "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
+                    (long long)o->tp, (long long)f->n_kv_heads);
             kvc_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
                           (long long)o->tp, (long long)f->n_kv_heads, (long long)(o->tp / f->n_kv_heads));
         }
@@ -88,15 +98,17 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
 }
 
 /* Config features the plan does not cover, reported as warnings. */
-static kvc_status warn_unplanned(const kvc_cfg *cfg, kvc_model_plan *plan) {
+static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
+    const kvc_json_range any = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
     double softcap = 0.0;
     bool have_softcap = false;
-    kvc_status st = kvc_cfg_num(cfg, "attn_logit_softcapping", false, &softcap, &have_softcap);
+    kvc_status st = kvc_json_num(&hp->cfg, "attn_logit_softcapping", any, &softcap, &have_softcap);
     if (st == KVC_OK && have_softcap && softcap != 0.0)
-        kvc_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping", softcap);
+        kvc_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping",
+                      softcap);
     int64_t mtp = 0;
     bool have_mtp = false;
-    if (st == KVC_OK) st = kvc_cfg_int(cfg, "num_nextn_predict_layers", false, &mtp, &have_mtp);
+    if (st == KVC_OK) st = kvc_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
     if (st == KVC_OK && have_mtp && mtp > 0)
         kvc_plan_warn(plan,
                       "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
@@ -106,9 +118,9 @@ static kvc_status warn_unplanned(const kvc_cfg *cfg, kvc_model_plan *plan) {
 }
 
 /* Layer kinds, state shapes, scale and mode; f->kinds is left for the caller to free. */
-static kvc_status decide(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
+static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
-    kvc_status st = kvc_plan_layer_kinds(cfg, plan, f);
+    kvc_status st = kvc_plan_layer_kinds(hp, plan, f);
     bool any_state = false, any_attention = false, seen[3] = {false, false, false};
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
         any_state |= f->kinds[i] == KVC_LK_STATE;
@@ -116,34 +128,35 @@ static kvc_status decide(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_fac
         seen[f->kinds[i]] = true;
     }
     if (st == KVC_OK && any_state) {
-        st = kvc_plan_state_shapes(cfg, f, plan->options.tp, states);
+        st = kvc_plan_state_shapes(hp, f, plan->options.tp, states);
         if (st == KVC_OK)
-            kvc_plan_warn(plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
-                          kvc_dtype_name(plan->options.kv_dtype));
+            kvc_plan_warn(
+                plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
+                kvc_dtype_name(plan->options.kv_dtype));
     }
-    if (st == KVC_OK) st = kvc_plan_compute_scale(cfg, plan, f);
+    if (st == KVC_OK) st = kvc_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
     plan->hybrid = (int)seen[0] + (int)seen[1] + (int)seen[2] > 1;
     kvc_plan_select_mode(plan, f, kv_per_rank, any_attention);
-    return warn_unplanned(cfg, plan);
+    return warn_unplanned(hp, plan);
 }
 
-static kvc_status analyze(const kvc_cfg *cfg, kvc_model_plan *plan) {
+static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     kvc_model_facts f = {0};
     int64_t kv_per_rank = 0;
-    kvc_status st = kvc_plan_read_facts(cfg, plan, &f);
-    if (st == KVC_OK) st = kvc_plan_resolve_dtype(cfg, plan);
+    kvc_status st = kvc_plan_read_facts(hp, plan, &f);
+    if (st == KVC_OK) st = kvc_plan_resolve_dtype(hp, plan);
     if (st == KVC_OK) st = resolve_max_model_len(plan, &f);
     if (st == KVC_OK) st = split_heads(plan, &f, &kv_per_rank);
     if (st != KVC_OK) return st;
     plan->mla = f.fam == KVC_FAM_MLA;
     plan->sinks = f.fam == KVC_FAM_GPT_OSS;
-    plan->rope_factor = f.rope_factor;
-    plan->rope_attention_factor = f.rope_attention_factor;
+    plan->rope_factor = f.rope.factor;
+    plan->rope_attention_factor = kvc_rope_attention_factor(&f.rope);
 
     kvc_state_shapes states = {0};
-    st = decide(cfg, plan, &f, kv_per_rank, &states);
+    st = decide(hp, plan, &f, kv_per_rank, &states);
     if (st == KVC_OK) st = kvc_plan_build_layers(plan, &f, &states, kv_per_rank);
     free(f.kinds);
     if (st == KVC_OK) st = kvc_plan_build_cache_info(plan);
@@ -159,33 +172,20 @@ kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_
     if (opt == NULL) return kvc_fail(KVC_EINVAL, "kvc_model_plan_create: options must not be NULL");
     kvc_status st = check_options(opt);
     if (st != KVC_OK) return st;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(config_json, len, &end, false);
-    if (root == NULL) {
-        size_t at = end != NULL && end >= config_json ? (size_t)(end - config_json) : 0;
-        return kvc_fail(KVC_EINVAL, "config.json: malformed JSON near byte %zu", at);
-    }
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return kvc_fail(KVC_EINVAL, "config.json: the top level must be an object");
-    }
-    kvc_cfg cfg = {.root = root, .text = root};
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    if (text != NULL && !cJSON_IsNull(text)) {
-        if (!cJSON_IsObject(text)) {
-            cJSON_Delete(root);
-            return kvc_fail(KVC_EINVAL, "config.json: text_config must be an object");
-        }
-        cfg.text = text;
+    kvc_hparams hp;
+    st = kvc_hparams_open(config_json, len, "config.json", &hp);
+    if (st != KVC_OK) {
+        kvc_hparams_close(&hp);
+        return st;
     }
     kvc_model_plan *plan = calloc(1, sizeof *plan);
     if (plan == NULL) {
-        cJSON_Delete(root);
+        kvc_hparams_close(&hp);
         return kvc_fail(KVC_ENOMEM, "kvc_model_plan_create: out of host memory");
     }
     plan->options = *opt;
-    st = analyze(&cfg, plan);
-    cJSON_Delete(root);
+    st = analyze(&hp, plan);
+    kvc_hparams_close(&hp);
     if (st != KVC_OK) {
         kvc_model_plan_destroy(plan);
         return st;

@@ -11,21 +11,26 @@
 
 static kvc_status split_tp(const char *field, int64_t v, int64_t tp, int64_t *out) {
     if (v % tp != 0)
-        return kvc_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v, (long long)tp);
+        return kvc_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v,
+                        (long long)tp);
     *out = v / tp;
     return KVC_OK;
 }
 
-/* First present of several alternative names. */
-static kvc_status int_alt(const kvc_cfg *cfg, const char *const *names, int n, int64_t *out, bool *have) {
+/* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
+static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int n, int64_t *out, bool *have) {
     for (int i = 0; i < n; i++) {
-        kvc_status st = kvc_cfg_int(cfg, names[i], false, out, have);
+        kvc_status st = kvc_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
         if (st != KVC_OK || *have) return st;
     }
     return KVC_OK;
 }
 
-kvc_status kvc_plan_state_shapes(const kvc_cfg *cfg, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s) {
+/* Every size below is at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most
+ * 2^20, so the state widths stay below 2^37 and one state block below 2^53
+ * bytes: no product here can overflow. */
+kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s) {
+    const kvc_json_obj *cfg = &hp->cfg;
     *s = (kvc_state_shapes){0};
     kvc_status st = KVC_OK;
     if (f->fam == KVC_FAM_QWEN3_NEXT) {
@@ -33,26 +38,29 @@ kvc_status kvc_plan_state_shapes(const kvc_cfg *cfg, const kvc_model_facts *f, i
         const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                                "linear_value_head_dim", "linear_conv_kernel_dim"};
         int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
-        for (int i = 0; i < 5; i++) {
-            if ((st = kvc_cfg_int(cfg, names[i], true, dst[i], NULL)) != KVC_OK) return st;
-            if (*dst[i] < 1) return kvc_fail(KVC_EINVAL, "config.json: %s %lld must be positive", names[i], (long long)*dst[i]);
-        }
+        for (int i = 0; i < 5; i++)
+            if ((st = kvc_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_key_heads", nk, tp, &nk_r)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_value_heads", nv, tp, &nv_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "recurrent_state"}, .n_shape = {2, 3},
-                            .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
+        *s = (kvc_state_shapes){.n = 2,
+                                .names = {"conv_state", "recurrent_state"},
+                                .n_shape = {2, 3},
+                                .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
         return KVC_OK;
     }
     if (f->fam == KVC_FAM_JAMBA) {
         int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
-        if ((st = kvc_cfg_int(cfg, "mamba_d_state", true, &state, NULL)) != KVC_OK) return st;
-        if ((st = kvc_cfg_int(cfg, "mamba_d_conv", true, &conv, NULL)) != KVC_OK) return st;
-        if ((st = kvc_cfg_int(cfg, "mamba_expand", true, &expand, NULL)) != KVC_OK) return st;
-        if (state < 1 || conv < 1 || expand < 1 || f->hidden_size < 1)
-            return kvc_fail(KVC_EINVAL, "config.json: mamba_d_state, mamba_d_conv, mamba_expand and hidden_size must be positive");
+        if ((st = kvc_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
+        if ((st = kvc_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
+        if ((st = kvc_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL)) != KVC_OK) return st;
+        if (f->hidden_size < 1)
+            return kvc_fail(KVC_EINVAL,
+                            "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
         if ((st = split_tp("mamba_expand * hidden_size", expand * f->hidden_size, tp, &inner_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 2},
-                            .shape = {{inner_r, conv}, {inner_r, state}}};
+        *s = (kvc_state_shapes){.n = 2,
+                                .names = {"conv_state", "ssm_state"},
+                                .n_shape = {2, 2},
+                                .shape = {{inner_r, conv}, {inner_r, state}}};
         return KVC_OK;
     }
     /* Mamba2-style fields (Granite 4, Nemotron-H, ...). */
@@ -72,13 +80,13 @@ kvc_status kvc_plan_state_shapes(const kvc_cfg *cfg, const kvc_model_facts *f, i
         return kvc_fail(KVC_EINVAL, "config.json: the state layers need %s%s%s%s to size their state",
                         h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
                         h4 ? "" : "mamba_d_conv");
-    if (heads < 1 || hdim < 1 || state < 1 || conv < 1 || groups < 1)
-        return kvc_fail(KVC_EINVAL, "config.json: mamba heads, head dim, state, conv kernel and groups must be positive");
     int64_t heads_r = 0, conv_r = 0;
     if ((st = split_tp("mamba_n_heads", heads, tp, &heads_r)) != KVC_OK) return st;
     if ((st = split_tp("mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r)) != KVC_OK) return st;
-    *s = (kvc_state_shapes){.n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 3},
-                        .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "ssm_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
     return KVC_OK;
 }
 
@@ -150,12 +158,15 @@ kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
             e->block_size = plan->options.block_size;
             if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
                 e->sliding_window = L->sliding_window;
-                if (multi_window) snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
+                if (multi_window)
+                    snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
             }
         }
     }
-    plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers, .n_layer_infos = plan->n_layers,
-                                              .layer_infos = layers, .is_mla_backend = plan->mla};
+    plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers,
+                                              .n_layer_infos = plan->n_layers,
+                                              .layer_infos = layers,
+                                              .is_mla_backend = plan->mla};
     return KVC_OK;
 }
 
@@ -186,7 +197,8 @@ kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f,
     const kvc_plan_options *o = &plan->options;
     plan->n_layers = (int32_t)f->n_layers;
     plan->layers = calloc((size_t)f->n_layers, sizeof *plan->layers);
-    if (plan->layers == NULL) return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+    if (plan->layers == NULL)
+        return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;
     for (int32_t i = 0; i < plan->n_layers; i++) {
         kvc_plan_layer *L = &plan->layers[i];

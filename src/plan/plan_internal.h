@@ -2,30 +2,8 @@
 #ifndef KVC_PLAN_INTERNAL_H
 #define KVC_PLAN_INTERNAL_H
 
-#include <cjson/cJSON.h>
-
 #include "kvcache/plan.h"
-
-/* Reading config.json fields. A field is looked up in the text config first
- * (text_config of multimodal configs, else the root), then in the root.
- * "Absent" covers a missing key and a JSON null. Errors name the field. */
-typedef struct kvc_cfg {
-    const cJSON *root;
-    const cJSON *text; /* == root when there is no text_config */
-} kvc_cfg;
-
-const cJSON *kvc_cfg_item(const kvc_cfg *cfg, const char *name);
-bool kvc_cfg_has(const kvc_cfg *cfg, const char *name);
-/* Integer field (a JSON number with an integral value). *present = false when
- * absent; required fields fail instead. */
-kvc_status kvc_cfg_int(const kvc_cfg *cfg, const char *name, bool required, int64_t *out, bool *present);
-kvc_status kvc_cfg_num(const kvc_cfg *cfg, const char *name, bool required, double *out, bool *present);
-kvc_status kvc_cfg_bool(const kvc_cfg *cfg, const char *name, bool *out, bool *present);
-/* String field; *out points into the JSON tree (NULL when absent). */
-kvc_status kvc_cfg_str(const kvc_cfg *cfg, const char *name, const char **out);
-/* Number inside an object (rope dicts); `where` names the object in errors. */
-kvc_status kvc_obj_num(const cJSON *obj, const char *where, const char *name, bool required, double *out,
-                       bool *present);
+#include "model/hparams.h"
 
 /* Appends a warning to the plan (the last slot says when more were dropped). */
 void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
@@ -37,13 +15,13 @@ void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 /* ---- the analyzer's pieces (facts.c, select.c, caches.c, analyze.c) -------- */
 
 typedef enum kvc_plan_family {
-    KVC_FAM_GQA,      /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
-    KVC_FAM_GPT_OSS,  /* layer_types, sinks, YaRN */
-    KVC_FAM_MLA,      /* DeepSeek-V2/V3/R1, Kimi-K2 */
-    KVC_FAM_GEMMA2,   /* alternate sliding / full */
-    KVC_FAM_GEMMA3,   /* sliding_window_pattern */
-    KVC_FAM_QWEN3_NEXT, /* linear attention (Gated DeltaNet) + full attention */
-    KVC_FAM_JAMBA,    /* Mamba + attention every attn_layer_period layers */
+    KVC_FAM_GQA,           /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
+    KVC_FAM_GPT_OSS,       /* layer_types, sinks, YaRN */
+    KVC_FAM_MLA,           /* DeepSeek-V2/V3/R1, Kimi-K2 */
+    KVC_FAM_GEMMA2,        /* alternate sliding / full */
+    KVC_FAM_GEMMA3,        /* sliding_window_pattern */
+    KVC_FAM_QWEN3_NEXT,    /* linear attention (Gated DeltaNet) + full attention */
+    KVC_FAM_JAMBA,         /* Mamba + attention every attn_layer_period layers */
     KVC_FAM_MAMBA2_HYBRID, /* layer_types with "mamba" (Granite 4 style) */
     KVC_FAM_GENERIC
 } kvc_plan_family;
@@ -57,12 +35,10 @@ typedef struct kvc_model_facts {
     int64_t n_heads, n_kv_heads, head_dim, hidden_size;
     bool have_max_pos;
     int64_t max_pos;
-    int64_t window;       /* model-wide sliding_window (0 = none) */
+    int64_t window; /* model-wide sliding_window (0 = none) */
     /* MLA */
     int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
-    /* rope */
-    double rope_factor, rope_attention_factor, mscale_all_dim;
-    bool rope_scaled;
+    kvc_rope_config rope;  /* as the config reader resolved it */
     kvc_layer_kind *kinds; /* [n_layers] */
 } kvc_model_facts;
 
@@ -78,23 +54,21 @@ typedef struct kvc_state_shapes {
 void kvc_plan_copy_text(char *dst, size_t cap, const char *src);
 
 /* facts.c: family, architecture, heads and dims, MLA latent dims, max_position_embeddings, rope. */
-kvc_status kvc_plan_read_facts(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f);
+kvc_status kvc_plan_read_facts(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 /* facts.c: allocates f->kinds (the caller frees it, also after a failure) and fills it from the family rules. */
-kvc_status kvc_plan_layer_kinds(const kvc_cfg *cfg, kvc_model_plan *plan, kvc_model_facts *f);
-/* facts.c: the YaRN magnitude correction 0.1 * m * ln(s) + 1 (1 for s <= 1). */
-double kvc_plan_yarn_mscale(double s, double m);
+kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
-kvc_status kvc_plan_resolve_dtype(const kvc_cfg *cfg, kvc_model_plan *plan);
+kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
 /* select.c: the softmax scale. */
-kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, const kvc_model_facts *f);
+kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f);
 /* select.c: paged or legacy caches, MLA absorption, operator generation and layout. */
 void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention);
 /* select.c: the mask modes and band of one layer (needs the mode chosen). */
 void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
 
 /* caches.c: the state cache shapes of the family for tp ranks. */
-kvc_status kvc_plan_state_shapes(const kvc_cfg *cfg, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
+kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
 /* caches.c: plan->layers with attention type, masks and caches per rank. */
 kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
                                  int64_t kv_per_rank);

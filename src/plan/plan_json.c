@@ -18,7 +18,8 @@ static cJSON *cache_json(const kvc_plan_cache *c) {
         ok = ok && cJSON_AddNullToObject(o, "num_head") != NULL && cJSON_AddNullToObject(o, "dim") != NULL;
         cJSON *shape = cJSON_AddArrayToObject(o, "shape");
         ok = ok && shape != NULL;
-        for (int32_t d = 0; ok && d < c->n_shape; d++) ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)c->shape[d]));
+        for (int32_t d = 0; ok && d < c->n_shape; d++)
+            ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)c->shape[d]));
     } else {
         ok = ok && add_num(o, "num_head", (double)c->num_head) && add_num(o, "dim", (double)c->dim);
     }
@@ -86,7 +87,8 @@ static bool add_header(cJSON *o, const kvc_model_plan *p) {
     ok = ok && (heads = cJSON_AddObjectToObject(o, "heads")) != NULL &&
          add_num(heads, "num_attention_heads", (double)p->num_attention_heads) &&
          add_num(heads, "num_key_value_heads", (double)p->num_key_value_heads) &&
-         add_num(heads, "q_heads_per_rank", (double)p->q_heads_per_rank) && add_num(heads, "head_dim", (double)p->head_dim);
+         add_num(heads, "q_heads_per_rank", (double)p->q_heads_per_rank) &&
+         add_num(heads, "head_dim", (double)p->head_dim);
     return ok;
 }
 
@@ -99,7 +101,8 @@ static bool add_numbers(cJSON *o, const kvc_model_plan *p) {
               add_num(sizing, "max_model_len", (double)p->options.max_model_len) &&
               add_num(sizing, "max_concurrency", (double)p->options.max_concurrency) &&
               add_num(sizing, "next_n", (double)p->options.next_n);
-    ok = ok && add_num(o, "bytes_per_token", (double)b->per_token_bytes) && add_num(o, "fixed_bytes", (double)b->fixed_bytes);
+    ok = ok && add_num(o, "bytes_per_token", (double)b->per_token_bytes) &&
+         add_num(o, "fixed_bytes", (double)b->fixed_bytes);
     cJSON *bn = ok ? cJSON_AddObjectToObject(o, "block_num") : NULL;
     cJSON *groups = ok ? cJSON_AddArrayToObject(o, "managers") : NULL;
     ok = ok && bn != NULL && groups != NULL;

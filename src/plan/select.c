@@ -10,20 +10,18 @@
 
 #define BAND_ALIGN_BLOCK_MAX 512 /* attention-ops §3.13: paged block size limit */
 
-
 /* ---- selection ------------------------------------------------------------- */
 
 static bool is_pow2_le(int64_t v, int64_t cap) { return v >= 1 && v <= cap && (v & (v - 1)) == 0; }
 
-void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank,
-                          bool any_attention) {
+void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
     const kvc_plan_options *o = &plan->options;
     int64_t align = o->kv_dtype == KVC_DTYPE_I8 ? 32 : 16; /* attention-ops §3.13 */
     const char *dt = kvc_dtype_name(o->kv_dtype);
     plan->kv_mode = KVC_KV_PAGED;
     if (!any_attention) {
         kvc_plan_copy_text(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
-                  "state caches only: one fixed-size state block per request, managed by the Mamba manager");
+                           "state caches only: one fixed-size state block per request, managed by the Mamba manager");
     } else if (o->block_size > BAND_ALIGN_BLOCK_MAX || o->block_size % align != 0) {
         plan->kv_mode = KVC_KV_LEGACY;
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
@@ -64,11 +62,15 @@ void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_
 
     plan->mla_absorb = plan->mla && plan->kv_mode == KVC_KV_PAGED;
     /* Operator generation and layout: the reference call matrix (attention-ops §4, §5). */
-    static const struct { int32_t version; const char *layout, *reason; } ops[] = {
+    static const struct {
+        int32_t version;
+        const char *layout, *reason;
+    } ops[] = {
         {1, "NTD_TND", "non-absorbed MLA attention over packed per-head K/V (NTD_TND) is a v1 call (attention-ops §4)"},
         {1, "BSH", "contiguous BSH caches with per-batch lengths run the v1 operator (attention-ops §5 mode 1)"},
-        {2, "TND_NTD", "absorbed MLA decode over the paged latent cache (TND_NTD, key = value = nope cache) is a v2 "
-                       "call; prefill runs the non-absorbed v1 NTD_TND path (attention-ops §4)"},
+        {2, "TND_NTD",
+         "absorbed MLA decode over the paged latent cache (TND_NTD, key = value = nope cache) is a v2 "
+         "call; prefill runs the non-absorbed v1 NTD_TND path (attention-ops §4)"},
         {2, "TND", "learnable attention sinks exist only in the v2 operator (attention-ops §3.9)"},
         {2, "TND", "paged TND attention with per-request KV lengths is the v2 path (attention-ops §4)"},
     };
@@ -111,31 +113,28 @@ void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
 
 /* ---- scale ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, const kvc_model_facts *f) {
+kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f) {
+    const kvc_json_obj *cfg = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
     bool have = false;
     double v = 0.0;
     kvc_status st;
     if (f->fam == KVC_FAM_MLA) {
-        plan->scale = 1.0 / sqrt((double)f->head_dim);
-        if (f->rope_scaled && f->mscale_all_dim != 0.0) {
-            double g = kvc_plan_yarn_mscale(f->rope_factor, f->mscale_all_dim);
-            plan->scale *= g * g;
-        }
+        plan->scale = kvc_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
         return KVC_OK;
     }
-    if ((st = kvc_cfg_num(cfg, "attention_multiplier", false, &v, &have)) != KVC_OK) return st;
+    if ((st = kvc_json_num(cfg, "attention_multiplier", positive, &v, &have)) != KVC_OK) return st;
     if (have) {
-        if (!(v > 0.0)) return kvc_fail(KVC_EINVAL, "config.json: attention_multiplier %g must be positive", v);
         plan->scale = v;
         return KVC_OK;
     }
     if (f->fam == KVC_FAM_GEMMA2 || f->fam == KVC_FAM_GEMMA3) {
-        if ((st = kvc_cfg_num(cfg, "query_pre_attn_scalar", false, &v, &have)) != KVC_OK) return st;
+        if ((st = kvc_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
         if (!have) {
             v = (double)f->head_dim;
-            kvc_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale", (long long)f->head_dim);
+            kvc_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale",
+                          (long long)f->head_dim);
         }
-        if (!(v > 0.0)) return kvc_fail(KVC_EINVAL, "config.json: query_pre_attn_scalar %g must be positive", v);
         plan->scale = 1.0 / sqrt(v);
         return KVC_OK;
     }
@@ -145,13 +144,14 @@ kvc_status kvc_plan_compute_scale(const kvc_cfg *cfg, kvc_model_plan *plan, cons
 
 /* ---- dtype ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_resolve_dtype(const kvc_cfg *cfg, kvc_model_plan *plan) {
+kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
     if (plan->options.kv_dtype_set) return KVC_OK;
     const char *name = NULL;
-    kvc_status st = kvc_cfg_str(cfg, "torch_dtype", &name);
-    if (st == KVC_OK && name == NULL) st = kvc_cfg_str(cfg, "dtype", &name);
+    bool have = false;
+    kvc_status st = kvc_json_str(&hp->cfg, "torch_dtype", KVC_HP_NAME_MAX, &name, &have);
+    if (st == KVC_OK && !have) st = kvc_json_str(&hp->cfg, "dtype", KVC_HP_NAME_MAX, &name, &have);
     if (st != KVC_OK) return st;
-    if (name == NULL) {
+    if (!have) {
         plan->options.kv_dtype = KVC_DTYPE_BF16;
         kvc_plan_warn(plan, "torch_dtype absent: bf16 KV caches assumed");
     } else if (strcmp(name, "bfloat16") == 0) {

@@ -134,6 +134,8 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
         r->seq_len[b] = lens[b];
         t += lens[b];
     }
+    kvc_status cst = kvc_runner_calibrate(r, ids, lens, n);
+    if (cst != KVC_OK) return cst;
     kvc_runner_stats s = {0};
     for (int64_t i = 0; i < NT; i++) {
         const double t0 = now_ms();

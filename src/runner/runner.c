@@ -10,7 +10,7 @@
 kvc_runner_params kvc_runner_default_params(void)
 {
     kvc_runner_params p = {.mode = KVC_RUNNER_PAGED, .block_size = 16, .mla_paged = true, .max_new_tokens = 8,
-                           .max_seq_len = 0};
+                           .max_seq_len = 0, .kv_dtype = KVC_DTYPE_F32};
     return p;
 }
 
@@ -34,10 +34,22 @@ void kvc_runner_destroy(kvc_runner *r)
     free(r->logits);
     free(r->chosen);
     free(r->last);
+    free(r->absmax);
     free(r);
 }
 
+static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
+
 int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
+
+int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r)
+{
+    if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE) return 0;
+    int64_t d[4];
+    const kvc_model_config *c = kvc_model_config_of(r->m);
+    cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT, d);
+    return c->num_layers * (d[0] * d[1] + d[2] * d[3]) * (int64_t)kvc_dtype_size(r->p.kv_dtype);
+}
 
 /* Per-layer (heads, dim) of the k and v caches of the mode. */
 static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4])
@@ -61,23 +73,24 @@ static kvc_status make_caches(kvc_runner *r)
     cache_dims(c, latent, d);
     const int64_t L = c->num_layers, tokens = r->batch * r->S;
     const int64_t per_layer = tokens * (d[0] * d[1] + d[2] * d[3]);
-    kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * sizeof(float), (void **)&r->cache_mem);
+    const size_t es = kvc_dtype_size(r->p.kv_dtype);
+    kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * es, &r->cache_mem);
     if (st != KVC_OK) return st;
-    memset(r->cache_mem, 0, (size_t)(per_layer * L) * sizeof(float));
+    memset(r->cache_mem, 0, (size_t)(per_layer * L) * es);
     r->caches.layers = calloc((size_t)L, sizeof *r->caches.layers);
     if (!r->caches.layers) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
     r->caches.latent = latent;
     r->caches.block_size = paged ? r->lay.block_size : 0;
     r->caches.n_layers = (int32_t)L;
-    float *cur = r->cache_mem;
+    char *cur = r->cache_mem;
     for (int64_t l = 0; l < L; l++) {
         kvc_layer_cache *lc = &r->caches.layers[l];
         kvc_tensor *t[2] = {&lc->k, &lc->v};
         for (int i = 0; i < 2; i++) {
             const int64_t heads = d[2 * i], dim = d[2 * i + 1];
             t[i]->data = cur;
-            t[i]->dtype = KVC_DTYPE_F32;
+            t[i]->dtype = r->p.kv_dtype;
             if (paged) {
                 t[i]->ndim = 4;
                 t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = r->lay.block_size;
@@ -86,7 +99,7 @@ static kvc_status make_caches(kvc_runner *r)
                 t[i]->ndim = 3;
                 t[i]->shape[0] = r->batch, t[i]->shape[1] = r->S, t[i]->shape[2] = heads * dim;
             }
-            cur += tokens * heads * dim;
+            cur += (size_t)(tokens * heads * dim) * es;
         }
         const kvc_attn_type type = c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
         snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(type));
@@ -107,6 +120,9 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
         return kvc_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
                         (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens,
                         (long long)p->max_seq_len);
+    if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype, p->mode == KVC_RUNNER_MLA_LATENT))
+        return kvc_fail(KVC_EINVAL, "runner: kv_dtype %s is not a cache dtype of mode %d (f32, f16, bf16%s)",
+                        kvc_dtype_name(p->kv_dtype), (int)p->mode, p->mode == KVC_RUNNER_MLA_LATENT ? "" : ", int8");
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
         return kvc_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
@@ -151,8 +167,9 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         r->logits = calloc((size_t)(batch * V), sizeof *r->logits);
         r->chosen = calloc((size_t)batch, sizeof *r->chosen);
         r->last = calloc((size_t)batch, sizeof *r->last);
+        r->absmax = calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
         if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
-            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
+            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last || !r->absmax)
             st = kvc_fail(KVC_ENOMEM, "runner: out of memory");
     }
     if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);
@@ -163,5 +180,25 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         return st;
     }
     *out = r;
+    return KVC_OK;
+}
+
+kvc_status kvc_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n)
+{
+    if (r->p.mode == KVC_RUNNER_RECOMPUTE || r->p.kv_dtype != KVC_DTYPE_I8) return KVC_OK;
+    const int64_t L = kvc_model_config_of(r->m)->num_layers;
+    float *best = r->absmax, *one = r->absmax + 2 * L; /* [L, 2] each */
+    for (int64_t i = 0; i < 2 * L; i++) best[i] = 0.0f;
+    int64_t off = 0;
+    for (int64_t b = 0; b < n; b++) {
+        kvc_status st = kvc_model_calibrate_kv(r->m, ids + off, lens[b], one);
+        if (st != KVC_OK) return st;
+        for (int64_t i = 0; i < 2 * L; i++) best[i] = best[i] > one[i] ? best[i] : one[i];
+        off += lens[b];
+    }
+    for (int64_t l = 0; l < L; l++) { /* absmax / 127: the calibration values never saturate */
+        r->caches.layers[l].k_scale = (best[2 * l] > 0.0f ? best[2 * l] : 1.0f) / 127.0f;
+        r->caches.layers[l].v_scale = (best[2 * l + 1] > 0.0f ? best[2 * l + 1] : 1.0f) / 127.0f;
+    }
     return KVC_OK;
 }

@@ -11,16 +11,7 @@
 
 #include <cmocka.h>
 
-#include "model/model_internal.h"
-
-static kvc_model *model_of(const char *json)
-{
-    kvc_model_config c;
-    if (kvc_model_config_parse(json, "cfg", &c) != KVC_OK) fail_msg("parse: %s", kvc_last_error());
-    kvc_model *m = NULL;
-    if (kvc_model_create_random(&c, 1, &m) != KVC_OK) fail_msg("create: %s", kvc_last_error());
-    return m;
-}
+#include "config_fixture.h"
 
 static float base_inv(double theta, int64_t i, int64_t d) { return 1.0f / powf((float)theta, (float)(2 * i) / (float)d); }
 
@@ -132,14 +123,14 @@ static void test_refusals(void **state)
 {
     (void)state;
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
-    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "\"hidden_size\"");
-    expect_refusal("[1]", "not a JSON object");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
+    expect_refusal("[1]", "the top level must be an object");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"full_attention\"]}",
                    "layer_types");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
-                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\"}}",
-                   "rope type \"dynamic\"");
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
+                   "rope type \"dynamic\" is not supported by the runtime");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");

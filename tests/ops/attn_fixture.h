@@ -41,7 +41,7 @@ typedef struct fx_cfg {
     int mode;
     int64_t pre, next;
     bool bidirectional, sinks, lse, explicit_mask;
-    int quant; /* -1 none; 0 per tensor; 10 per channel; 1 per token; 2 per head */
+    int quant; /* -1 none (fp8: unscaled); 0 per tensor; 10 per channel; 1 per token; 2 per head */
     bool offsets;
     uint32_t seed;
     bool permute_blocks;
@@ -90,6 +90,20 @@ static inline double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
     }
 }
 
+static inline bool fx_fp8(kvc_dtype dt) { return dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2; }
+
+/* fp8 value of a code, written from the format definitions (not the library's decoder). */
+static inline double fx_fp8_value(uint8_t x, kvc_dtype dt)
+{
+    const bool e5 = dt == KVC_DTYPE_F8E5M2;
+    const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, e = (x & 0x7f) >> mb, m = x & ((1 << mb) - 1);
+    const double sign = x & 0x80 ? -1.0 : 1.0;
+    if (e5 && e == 31) return m ? NAN : sign * INFINITY;
+    if (!e5 && e == 15 && m == 7) return NAN;
+    if (e == 0) return sign * ldexp((double)m, 1 - bias - mb);
+    return sign * ldexp(1.0 + (double)m / (1 << mb), e - bias);
+}
+
 static inline double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
 {
     switch (dt) {
@@ -104,8 +118,8 @@ static inline void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
 {
     if (dt == KVC_DTYPE_F32) {
         for (int64_t i = 0; i < n; i++) ((float *)buf)[i] = NAN;
-    } else if (dt == KVC_DTYPE_I8) {
-        memset(buf, 0x7f, (size_t)n);
+    } else if (dt == KVC_DTYPE_I8 || fx_fp8(dt)) {
+        memset(buf, 0x7f, (size_t)n); /* int8 127; fp8 NaN in both formats */
     } else {
         for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = 0x7fc0u | (dt == KVC_DTYPE_F16 ? 0x7e00u : 0);
     }
@@ -252,7 +266,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     if (!c->skv_dim) c->skv_dim = f->skvmax;
     const int64_t B = c->B, Nq = c->Nq, Nkv = c->Nkv, D = c->D, Dv = c->Dv, Dr = c->Dr;
     const size_t kes = kvc_dtype_size(c->kvdt);
-    const bool quant = c->kvdt == KVC_DTYPE_I8;
+    const bool fp8 = fx_fp8(c->kvdt), quant = c->kvdt == KVC_DTYPE_I8 || (fp8 && c->quant >= 0);
     f->q = calloc((size_t)(B * f->sqmax * Nq * D), sizeof(double));
     f->qr = calloc((size_t)(B * f->sqmax * Nq * (Dr + 1)), sizeof(double));
     f->k = calloc((size_t)(B * f->skvmax * Nkv * D), sizeof(double));
@@ -312,9 +326,10 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     int64_t nq = 1;
     if (quant) {
         nq = c->quant == 10 ? Nkv * (D > Dv ? D : Dv) : c->quant == 1 ? B * f->skvmax : c->quant == 2 ? Nkv : 1;
+        const double s0 = fp8 ? 0.1 : 0.004, s1 = fp8 ? 0.1 : 0.006; /* fp8 codes hold values up to ~4 here */
         for (int64_t i = 0; i < nq; i++) {
-            f->ks[i] = (float)(0.004 + 0.006 * (fx_unif(&rs) + 1.0));
-            f->vs[i] = (float)(0.004 + 0.006 * (fx_unif(&rs) + 1.0));
+            f->ks[i] = (float)(s0 + s1 * (fx_unif(&rs) + 1.0));
+            f->vs[i] = (float)(s0 + s1 * (fx_unif(&rs) + 1.0));
             f->ko[i] = c->offsets ? (float)round(8.0 * fx_unif(&rs)) : 0.0f;
             f->vo[i] = c->offsets ? (float)round(8.0 * fx_unif(&rs)) : 0.0f;
         }
@@ -337,7 +352,13 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                     for (int64_t d = 0; d < dim; d++) {
                         const int64_t at = fx_kvidx(f, b, j, g, d, dim, kes);
                         double x;
-                        if (quant) {
+                        if (fp8) { /* a code of a value in [-4, 4] (subnormals included), its exact value, scaled */
+                            const float v = (float)(4.0 * fx_unif(&rs) * (fx_rng(&rs) % 8u == 0 ? 1.0 / 512 : 1.0));
+                            const uint8_t code = c->kvdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
+                            ((uint8_t *)*bufs[kv])[at] = code;
+                            const int64_t qi = fx_quant_i(f, b, j, g, d, dim);
+                            x = (quant ? (double)(kv ? f->vs[qi] : f->ks[qi]) : 1.0) * fx_fp8_value(code, c->kvdt);
+                        } else if (quant) {
                             const int8_t raw = (int8_t)((int)(fx_rng(&rs) % 255u) - 127);
                             ((int8_t *)*bufs[kv])[at] = raw;
                             const int64_t qi = fx_quant_i(f, b, j, g, d, dim);
@@ -350,7 +371,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                     }
     }
     if (Dr) {
-        const kvc_dtype rdt = c->kvdt == KVC_DTYPE_I8 ? c->qdt : c->kvdt;
+        const kvc_dtype rdt = c->kvdt == KVC_DTYPE_I8 || fp8 ? c->qdt : c->kvdt;
         const size_t res = kvc_dtype_size(rdt);
         nd = fx_kvshape(f, Dr, res, s);
         f->krbuf = malloc((size_t)fx_numel(s, nd) * res);

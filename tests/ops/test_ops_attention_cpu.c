@@ -94,6 +94,10 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     c.sinks = fx_rng(rs) % 3 == 0;
     c.lse = true;
     c.quant = kvdt == KVC_DTYPE_I8 ? (int)(fx_rng(rs) % 4 == 3 ? 10 : fx_rng(rs) % 3) : -1;
+    if (fx_fp8(kvdt)) { /* unscaled, per tensor, per head, per channel, per token */
+        const int fq[5] = {-1, 0, 2, 10, 1};
+        c.quant = fq[fx_rng(rs) % 5];
+    }
     c.offsets = kvdt == KVC_DTYPE_I8 && fx_rng(rs) % 2;
     c.permute_blocks = true;
     c.extra_blocks = 1;
@@ -107,13 +111,14 @@ static void randomized(const kvc_simd_table *table)
     kvc_simd_override(table);
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    enum { NDT = sizeof kvdts / sizeof kvdts[0] };
     const int gs[] = {1, 2, 4};
     uint32_t rs = 0x1234567u;
     int runs = 0;
     for (size_t li = 0; li < 7; li++)
         for (int mode = 0; mode <= 4; mode++)
-            for (size_t di = 0; di < 4; di++)
+            for (size_t di = 0; di < NDT; di++)
                 for (size_t gi = 0; gi < 3; gi++) {
                     fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
                     fx f;
@@ -127,7 +132,7 @@ static void randomized(const kvc_simd_table *table)
                     runs++;
                 }
     kvc_simd_override(NULL);
-    assert_int_equal(runs, 7 * 5 * 4 * 3);
+    assert_int_equal(runs, 7 * 5 * NDT * 3);
 }
 
 static void test_cpu_vs_ref_best_isa(void **state)
@@ -172,13 +177,13 @@ static void test_bitwise_determinism(void **state)
 {
     (void)state;
     const int64_t L = KVC_SMALL ? 700 : 2500; /* several split-K chunks */
-    const kvc_dtype dts[3] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8};
-    for (int di = 0; di < 3; di++) {
+    const kvc_dtype dts[5] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    for (int di = 0; di < 5; di++) {
         fx_cfg c;
         memset(&c, 0, sizeof c);
         c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
         c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
-        c.quant = dts[di] == KVC_DTYPE_I8 ? 0 : -1, c.seed = 5, c.sinks = true;
+        c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
         c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
         const kvc_kv_storage st[4] = {KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_BNBSH};
         const int bss[4] = {16, 128, 64, 48};
@@ -292,6 +297,119 @@ static void test_masked_keys_hold_nan(void **state)
     kvc_simd_override(NULL);
 }
 
+/* MLA at the dims of the small DeepSeek-V3 oracle model (4 heads, latent
+ * kv_lora_rank 32, rope 16, nope 32, value 24): absorbed (one latent head
+ * read as key and value through a block table, prefill and decode rows,
+ * causal or band, LSE) and non-absorbed (packed TND, per-head keys of
+ * nope + rope) against the float64 reference, every float cache dtype; and
+ * the absorbed output bitwise equal across block sizes. */
+static void test_mla_oracle_dims(void **state)
+{
+    (void)state;
+    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    uint32_t rs = 77;
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (int absorbed = 0; absorbed < 2; absorbed++)
+            for (int mode = 3; mode <= 4; mode++) {
+                fx_cfg c;
+                memset(&c, 0, sizeof c);
+                c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
+                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+                c.quant = fx_fp8(dts[di]) && absorbed ? 0 : -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
+                if (absorbed) {
+                    c.storage = KVC_KV_PAGED_BNBSH, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
+                    for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
+                } else {
+                    c.storage = KVC_KV_CONTIGUOUS, c.Nq = c.Nkv = 4, c.D = 32, c.Dv = 24;
+                    for (int64_t b = 0; b < c.B; b++) c.sq[b] = c.skv[b] = 5 + 11 * b;
+                }
+                fx f;
+                fx_build(&f, &c);
+                if (absorbed) f.p.v = f.p.k; /* the latent cache is the value too */
+                const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+                if (e > 1.0) fail_msg("MLA %s kv %s mode %d: error %g", absorbed ? "absorbed" : "expanded",
+                                      kvc_dtype_name(c.kvdt), mode, e);
+                if (absorbed) { /* the same tokens in blocks of 64: same bytes */
+                    size_t n1, n2;
+                    void *a = cpu_bytes(&f, &n1);
+                    fx_free(&f);
+                    c.bs = 64;
+                    fx_build(&f, &c);
+                    f.p.v = f.p.k;
+                    void *b = cpu_bytes(&f, &n2);
+                    assert_int_equal(n1, n2);
+                    assert_memory_equal(a, b, n1);
+                    free(a), free(b);
+                }
+                fx_free(&f);
+            }
+}
+
+/* General MLA refusals: an odd rope dim, rope dims that differ, per-token key scales. */
+static void test_mla_general_refusals(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32;
+    c.Dr = 16, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1;
+    c.bs = 16, c.seed = 4, c.sq[0] = 3, c.skv[0] = 9;
+    fx f;
+    fx_build(&f, &c);
+    kvc_attention_params p = f.p;
+    p.q_rope.shape[2] = 15;
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "must be even"));
+    p = f.p;
+    p.k_rope.shape[2] = 8;
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "differs from the query_rope head dim"));
+    assert_int_equal(kvc_attention_check(&f.p), KVC_OK);
+    fx_free(&f);
+}
+
+/* Per-token int8 dequantisation: keys masked for a row may carry NaN or
+ * infinite key/value scales and offsets (slots never written): the row must
+ * not read them (selection, not multiplication by zero). Keys hidden by the
+ * explicit mask for every row, and keys before a decode row's band. */
+static void test_masked_keys_nan_token_scales(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    for (int ti = 0; ti < 2; ti++)
+        for (int mode = 1; mode <= 4; mode += 3) {
+            kvc_simd_override(tables[ti]);
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
+            c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_I8, c.odt = KVC_DTYPE_F32, c.mode = mode;
+            c.explicit_mask = mode == 1, c.pre = mode == 4 ? 20 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+            c.quant = 1, c.offsets = true, c.bs = 16, c.seed = 21 + (uint32_t)mode, c.lse = true;
+            for (int64_t b = 0; b < c.B; b++) c.sq[b] = mode == 4 ? 1 : 3, c.skv[b] = 90 + 7 * b;
+            fx f;
+            fx_build(&f, &c);
+            int64_t poisoned = 0;
+            for (int64_t b = 0; b < c.B; b++)
+                for (int64_t j = 0; j < c.skv[b]; j++) {
+                    const bool hide = mode == 1 ? j % 5 == 2 : j < c.skv[b] - 21; /* mode 4: before the band */
+                    if (!hide) continue;
+                    if (mode == 1)
+                        for (int64_t i = 0; i < f.sqmax; i++) ((uint8_t *)f.mbuf)[(b * f.sqmax + i) * f.skvmax + j] = 1;
+                    const int64_t qi = b * f.skvmax + j;
+                    f.ks[qi] = NAN, f.vs[qi] = j % 2 ? NAN : INFINITY, f.ko[qi] = INFINITY, f.vo[qi] = NAN;
+                    poisoned++;
+                }
+            assert_true(poisoned > 30);
+            run_cpu(&f.p);
+            for (int64_t e = 0; e < f.out_n; e++)
+                if (!isfinite(((float *)f.obuf)[e])) fail_msg("%s mode %d: output %lld is %g", tables[ti]->name, mode, (long long)e, ((float *)f.obuf)[e]);
+            const double err = cpu_vs_ref(&f, 1e-5, 1e-5);
+            if (!(err <= 1.0)) fail_msg("%s mode %d: error %g against the reference", tables[ti]->name, mode, err);
+            fx_free(&f);
+        }
+    kvc_simd_override(NULL);
+}
+
 static void test_workspace_refusal(void **state)
 {
     (void)state;
@@ -317,7 +435,8 @@ int main(void)
         cmocka_unit_test(test_cpu_vs_ref_best_isa),   cmocka_unit_test(test_cpu_vs_ref_portable),
         cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
-        cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
+        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

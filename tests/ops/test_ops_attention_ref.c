@@ -51,11 +51,11 @@ static void test_ref_matches_oracle_all_layouts(void **state)
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
     const kvc_kv_storage stores[] = {KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     int runs = 0;
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
         for (size_t si = 0; si < 4; si++)
-            for (size_t di = 0; di < 4; di++)
+            for (size_t di = 0; di < sizeof kvdts / sizeof kvdts[0]; di++)
                 for (int mode = 0; mode <= 4; mode++) {
                     fx_cfg c = base_cfg();
                     c.layout = layouts[li];
@@ -86,6 +86,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     c.extra_blocks = 2;
                     c.extra_width = 1;
                     c.quant = c.kvdt == KVC_DTYPE_I8 ? (int)(runs % 4 == 3 ? 10 : runs % 3) : -1;
+                    if (fx_fp8(c.kvdt)) c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
                     c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
                     c.seed = (uint32_t)runs + 1;
                     fx f;
@@ -334,6 +335,68 @@ static void test_refused_misuse(void **state)
     }
 }
 
+/* Issue 12 section 5 regressions: a band of INT64_MAX both ways is "no
+ * limit" (it was refused as an empty band after a signed overflow); the
+ * 4-D [NB, bs, Nkv, D] form of paged BnBsH caches is accepted and gives the
+ * bytes of the 3-D form; messages name the actual fault. */
+static void test_issue12_defects(void **state)
+{
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.sq[0] = 3, c.skv[0] = 9, c.sq[1] = 1, c.skv[1] = 5, c.Nq = 4, c.Nkv = 2;
+    c.lse = true;
+    fx f;
+    fx_build(&f, &c);
+    /* band INT64_MAX / INT64_MAX with modes 4 and 0 + mask: the same as no band */
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    float *causal = malloc(ob);
+    memcpy(causal, f.obuf, ob);
+    f.p.sparse_mode = 4, f.p.pre_tokens = INT64_MAX, f.p.next_tokens = 0;
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    assert_memory_equal(causal, f.obuf, ob); /* band [-inf, 0] from the diagonal = causal (mode 3) */
+    f.p.next_tokens = INT64_MAX;
+    if (kvc_attention_check(&f.p) != KVC_OK) fail_msg("INT64_MAX band refused: %s", kvc_last_error());
+    f.p.pre_tokens = INT64_MIN, f.p.next_tokens = INT64_MAX; /* |pre| >= Sq */
+    assert_int_equal(kvc_attention_check(&f.p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "R4"));
+    f.p.pre_tokens = INT64_MIN, f.p.next_tokens = INT64_MIN;
+    assert_int_equal(kvc_attention_check(&f.p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "R4"));
+    f.p.sparse_mode = 3, f.p.pre_tokens = f.p.next_tokens = INT32_MAX;
+    /* 4-D paged BnBsH: [NB, bs, Nkv, D] reads as [NB, bs, Nkv*D] */
+    kvc_attention_params p4 = f.p;
+    p4.k.ndim = p4.v.ndim = 4;
+    p4.k.shape[2] = p4.v.shape[2] = c.Nkv, p4.k.shape[3] = c.D, p4.v.shape[3] = c.Dv;
+    memset(f.obuf, 0, ob);
+    if (kvc_attention_ref(&p4) != KVC_OK) fail_msg("4-D BnBsH refused: %s", kvc_last_error());
+    assert_memory_equal(causal, f.obuf, ob);
+    p4.k.shape[2] = 1, p4.k.shape[3] = c.Nkv * c.D; /* a head count that is not Nkv */
+    assert_int_equal(kvc_attention_check(&p4), KVC_EINVAL);
+    /* messages */
+    kvc_attention_params m = f.p;
+    m.block_table.data = NULL;
+    assert_int_equal(kvc_attention_check(&m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "block_table is required"));
+    assert_null(strstr(kvc_last_error(), "ndim"));
+    m = f.p;
+    m.k.ndim = 2;
+    assert_int_equal(kvc_attention_check(&m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "has 2 dims"));
+    assert_null(strstr(kvc_last_error(), "required"));
+    m = f.p;
+    m.batch = -1;
+    assert_int_equal(kvc_attention_check(&m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "batch -1 must be >= 0"));
+    assert_null(strstr(kvc_last_error(), "kv_lens"));
+    m = f.p;
+    m.kv_lens = NULL;
+    assert_int_equal(kvc_attention_check(&m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "kv_lens is NULL"));
+    free(causal);
+    fx_free(&f);
+}
+
 static void test_mla_rules(void **state)
 {
     (void)state;
@@ -411,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_degenerate_cases),
         cmocka_unit_test(test_refused_misuse),
         cmocka_unit_test(test_mla_rules),
+        cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),
         cmocka_unit_test(test_mask_template),
     };

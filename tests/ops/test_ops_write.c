@@ -198,7 +198,7 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
     kvc_mla_write_params p = {.kv = kv, .gamma = gamma, .cos = cs, .sin = sn, .slots = slots, .n_tokens = T,
                               .latent_dim = DC, .rope_dim = DR, .eps = 1e-6f, .order = order,
                               .nope_cache = &cn, .rope_cache = &cr,
-                              .nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? &inv_scale : NULL,
+                              .nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? &inv_scale : NULL,
                               .out_nope = out_nope, .out_rope = out_rope};
     assert_int_equal(kvc_mla_write(&p), KVC_OK);
     int64_t c0n = 32 / (int64_t)es;
@@ -213,7 +213,9 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
             int64_t a = order == KVC_PAGED_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
-            if (nope_dt == KVC_DTYPE_I8) {
+            if (nope_dt == KVC_DTYPE_F8E4M3) {
+                assert_int_equal(((uint8_t *)nope)[a], kvc_f32_to_fp8_e4m3(out_nope[t * DC + i] * inv_scale));
+            } else if (nope_dt == KVC_DTYPE_I8) {
                 int8_t q = ((int8_t *)nope)[a];
                 assert_true(fabs(q / inv_scale - want) <= 0.5 / inv_scale + 1e-6 || q == 127 || q == -128);
             } else {
@@ -232,9 +234,9 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
         }
     }
     /* misuse: int8 cache without scale; bad slot */
-    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? NULL : &inv_scale;
+    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? NULL : &inv_scale;
     assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
-    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 ? &inv_scale : NULL;
+    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? &inv_scale : NULL;
     slots[0] = NB * BS;
     assert_int_equal(kvc_mla_write(&p), KVC_ERANGE);
     free(kv);
@@ -244,6 +246,7 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
 
 static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_PAGED_BNBSND, KVC_DTYPE_BF16); }
 static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_BF16); }
+static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_PAGED_BNBSND, KVC_DTYPE_F8E4M3); }
 static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_I8); }
 
 static void test_quantized_write(void **state)
@@ -278,6 +281,59 @@ static void test_quantized_write(void **state)
     assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, 3), KVC_EINVAL);
 }
 
+/* fp8 slot writes: every element is the saturating round-to-nearest-even
+ * fp8 code of x * inv_scale, with one scale per tensor, per head or per
+ * channel, in both paged orders and NZ; offsets and other scale counts are
+ * refused with the cache unchanged. */
+static void test_fp8_write(void **state)
+{
+    (void)state;
+    enum { NB = 2, BS = 16, N = 2, D = 32, T = 3, H = N * D };
+    static uint8_t cache[NB * BS * H];
+    float upd[T * H], inv[H];
+    for (int i = 0; i < T * H; i++) upd[i] = (float)sin(0.7 * i) * (i % 11 == 0 ? 900.0f : 3.0f); /* some saturate */
+    for (int i = 0; i < H; i++) inv[i] = 0.5f + 0.25f * (float)i;
+    const kvc_dtype dts[2] = {KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    const kvc_paged_order orders[3] = {KVC_PAGED_BNBSND, KVC_PAGED_BNNBSD, KVC_PAGED_NZ};
+    const int64_t counts[3] = {1, N, H};
+    int64_t slots[T] = {17, KVC_SLOT_SKIP, 2};
+    for (int di = 0; di < 2; di++)
+        for (int oi = 0; oi < 3; oi++)
+            for (int ci = 0; ci < 3; ci++) {
+                memset(cache, 0xaa, sizeof cache);
+                kvc_tensor c = orders[oi] == KVC_PAGED_BNNBSD ? tensor4(cache, dts[di], NB, N, BS, D)
+                                                              : tensor4(cache, dts[di], NB, BS, N, D);
+                kvc_tensor u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
+                assert_int_equal(kvc_write_slots_quant(&c, orders[oi], &u, slots, T, inv, NULL, counts[ci]), KVC_OK);
+                for (int t = 0; t < T; t++) {
+                    if (slots[t] < 0) continue;
+                    const int64_t p = slots[t] / BS, o = slots[t] % BS;
+                    for (int h = 0; h < N; h++)
+                        for (int d = 0; d < D; d++) {
+                            const int ch = h * D + d, qi = counts[ci] == 1 ? 0 : counts[ci] == N ? h : ch;
+                            const float y = upd[t * H + ch] * inv[qi];
+                            const uint8_t want = dts[di] == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(y) : kvc_f32_to_fp8_e5m2(y);
+                            int64_t a = orders[oi] == KVC_PAGED_NZ ? kvc_nz_index(p, o, h, d, BS, N, D, 32)
+                                        : orders[oi] == KVC_PAGED_BNNBSD ? ((p * N + h) * BS + o) * D + d
+                                                                         : (slots[t] * N + h) * D + d;
+                            assert_int_equal(cache[a], want);
+                        }
+                }
+                int written = 0;
+                for (size_t i = 0; i < sizeof cache; i++) written += cache[i] != 0xaa;
+                assert_true(written <= 2 * H); /* nothing outside the two written tokens */
+            }
+    uint8_t before[sizeof cache];
+    memcpy(before, cache, sizeof cache);
+    kvc_tensor c = tensor4(cache, KVC_DTYPE_F8E4M3, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
+    float off[H] = {0};
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, H), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "no offset"));
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, NULL, 3), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "per head"));
+    assert_memory_equal(before, cache, sizeof cache);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,7 +342,8 @@ int main(void)
         cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
         cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
         cmocka_unit_test(test_mla_write_nz_int8),    cmocka_unit_test(test_quantized_write),
-        cmocka_unit_test(test_slot_duplicates),
+        cmocka_unit_test(test_slot_duplicates),      cmocka_unit_test(test_fp8_write),
+        cmocka_unit_test(test_mla_write_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

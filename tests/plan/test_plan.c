@@ -572,7 +572,7 @@ static void test_malformed_configs(void **state) {
         {"[1, 2]", "top level"},
         {"{\"model_type\": \"llama\", \"num_attention_heads\": 32, \"hidden_size\": 4096}", "num_hidden_layers"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": 4096}",
-         "num_hidden_layers must be a number"},
+         "num_hidden_layers must be an integer"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"num_key_value_heads\": 6,"
          " \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
          "num_key_value_heads 6"},

@@ -43,12 +43,17 @@ void kvc_test_model_init(kvc_test_model *m, const kvc_cache_entry *entries, int3
 
 kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
                               int64_t max_model_len) {
-    kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&m->ci, keys, counts, n_keys, &plan), KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = max_model_len;
+    return kvc_test_manager_with(m, keys, counts, n_keys, &p);
+}
+
+kvc_manager *kvc_test_manager_with(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
+                                   const kvc_manager_params *p) {
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&m->ci, keys, counts, n_keys, &plan), KVC_OK);
     kvc_manager *mgr = NULL;
-    kvc_status st = kvc_manager_create(&m->ci, &plan, &p, &mgr);
+    kvc_status st = kvc_manager_create(&m->ci, &plan, p, &mgr);
     if (st != KVC_OK) fail_msg("kvc_manager_create: %s", kvc_last_error());
     return mgr;
 }

@@ -29,6 +29,9 @@ void kvc_test_model_init(kvc_test_model *m, const kvc_cache_entry *entries, int3
 /* Manager over m with explicit pool sizes per key. */
 kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
                               int64_t max_model_len);
+/* The same with explicit manager parameters (prefix caching, ...). */
+kvc_manager *kvc_test_manager_with(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
+                                   const kvc_manager_params *p);
 
 /* Asserts the request's table for key_index equals expected[0..n). */
 void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n);

@@ -14,10 +14,10 @@
  * identical whatever the block size, paging, batch composition or thread
  * count. */
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "base/internal.h"
+#include "base/threads.h"
 #include "ops/cpu/attn_cpu.h"
 #include "ops/elem.h"
 
@@ -184,7 +184,7 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
     item *items = (item *)ws;
     const int64_t n_tasks = items_fill(&cx, items);
     /* threads the workspace has room for (without partials first) */
-    int threads = omp_get_max_threads();
+    int threads = kvc_max_threads();
     /* A problem below about a million multiply-adds runs on one thread: forking
      * and joining costs more than the work (results do not depend on it). */
     const double macs = (double)pb.Tq * (double)pb.max_skv * (double)pb.Nq * (double)(pb.D + pb.Dv);
@@ -199,7 +199,7 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
         float *part = (float *)(tbase + lay.per_thread * (size_t)threads);
 #pragma omp parallel num_threads(threads)
         {
-            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)omp_get_thread_num()));
+            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
             int64_t loaded = -1; /* item whose queries this thread's scratch holds */
 #pragma omp for schedule(dynamic, 1)
             for (int64_t t = 0; t < n_tasks; t++) {
@@ -215,7 +215,7 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (int64_t k = 0; k < nit; k++) {
             const item *it = &items[k];
-            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)omp_get_thread_num()));
+            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
             const int64_t R = it->ng * pb.G * it->ni;
             for (int64_t r = 0; r < R; r++) {
                 record_empty(s.run + r * RS, RS);
@@ -229,7 +229,7 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t k = 0; k < nit; k++) {
         const item *it = &items[k];
-        scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)omp_get_thread_num()));
+        scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
         const int64_t R = it->ng * pb.G * it->ni;
         kvc_cpu_load_queries(&cx, it, &s);
         for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);

@@ -334,18 +334,26 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
     record_clear(rr, cx->Dv8, m, l);
 }
 
-/* Per-token value scales: weights of key j times its scale, offsets summed into e. */
-static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t j, float *w,
-                               float *rec)
+/* Per-token value scales over keys [j0, j1): the weight of each key a row
+ * sees is multiplied by the key's scale and the key's offset term summed
+ * into the row's e. Keys a row does not see are skipped (selection): their
+ * scale or offset may be NaN or infinite, and 0 * NaN would poison the row. */
+static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t cb, int64_t j0,
+                               int64_t j1, kvc_cpu_scratch *s, float *rec)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
-    const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, j, 0, 0, 0);
-    const float vA = kvc_cpu_fquant(&p->value_scale, qi);
-    const float vO = pb->v_has_off ? kvc_cpu_fquant(&p->value_offset, qi) : 0.0f;
     for (int64_t r = 0; r < R; r++) {
-        w[r * KVC_CHUNK] *= vA;
-        rec[r * cx->RS + 2] += w[r * KVC_CHUNK] * vO;
+        const int64_t i = it->i0 + r % it->ni;
+        int64_t a, e;
+        kvc_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
+        float *w = s->sc + r * KVC_CHUNK; /* chunk-relative: key j at w[j - cb] */
+        for (int64_t j = kvc_max64(a, j0); j < kvc_min64(e, j1); j++) {
+            if (kvc_attn_masked(pb, it->b, i, j)) continue;
+            const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, j, 0, 0, 0);
+            w[j - cb] *= kvc_cpu_fquant(&p->value_scale, qi);
+            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvc_cpu_fquant(&p->value_offset, qi);
+        }
     }
 }
 
@@ -363,8 +371,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
-    if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN)
-        for (int64_t j = j0; j < j1; j++) value_token_scales(cx, it, R, j, s->sc + (j - cb), rec);
+    if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
     for (int64_t jv = j0; jv < j1; jv += vt) {
         const int nk = (int)kvc_min64(vt, j1 - jv);
         const int64_t np = prefetches(cx, RG, cx->ves) ? kvc_min64(vt, j1 - jv - KVC_PREFETCH) : 0; /* keys to prefetch */

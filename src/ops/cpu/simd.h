@@ -1,7 +1,7 @@
 /* SIMD primitives of the CPU attention kernel, one table per instruction
  * set, chosen once at run time.
  *
- * K/V rows are first converted (f32, f16, bf16, int8 -> f32, exact) into
+ * K/V rows are first converted (f32, f16, bf16, int8, fp8 -> f32, exact) into
  * small f32 tiles whose rows are padded with zeros to a multiple of 8
  * channels; the dot-product and accumulation kernels then work on f32 only.
  * Every (query row, key) pair goes through the same instruction sequence
@@ -25,7 +25,7 @@ typedef struct kvc_chan_map {
     int64_t mask; /* c0 - 1; all ones for plain rows */
 } kvc_chan_map;
 
-/* dst[d] = (float)src[chan(d)] for d < dim (int8: the raw integer), then
+/* dst[d] = (float)src[chan(d)] for d < dim (int8: the raw integer; fp8: its exact value), then
  * zeros up to the next multiple of 8. */
 typedef void (*kvc_cvt_fn)(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 
@@ -64,21 +64,35 @@ typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t q
 typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
                                  float *acc, int64_t astride, kvc_pf_run pf);
 
+#define KVC_SIMD_SLOTS 6
+
+/* fp8 rows: exact decoding through the scalar conversions, shared by every
+ * table (simd_portable.c). */
+void kvc_simd_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvc_simd_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+
 typedef struct kvc_simd_table {
     const char *name;
-    kvc_cvt_fn cvt[4]; /* by kvc_simd_slot(dtype) */
+    kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvc_simd_slot(dtype) */
     kvc_qk_fn qk;
     kvc_pv_fn pv;
-    kvc_qk_direct_fn qk_direct[4]; /* by kvc_simd_slot(dtype) */
-    kvc_pv_direct_fn pv_direct[4];
+    kvc_qk_direct_fn qk_direct[KVC_SIMD_SLOTS]; /* by kvc_simd_slot(dtype); NULL: tile path */
+    kvc_pv_direct_fn pv_direct[KVC_SIMD_SLOTS];
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
 } kvc_simd_table;
 
-/* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value). */
+/* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value), 4 fp8 e4m3, 5 fp8 e5m2. */
 static inline int kvc_simd_slot(kvc_dtype dt)
 {
-    return dt == KVC_DTYPE_F16 ? 1 : dt == KVC_DTYPE_BF16 ? 2 : dt == KVC_DTYPE_I8 ? 3 : 0;
+    switch (dt) {
+    case KVC_DTYPE_F16: return 1;
+    case KVC_DTYPE_BF16: return 2;
+    case KVC_DTYPE_I8: return 3;
+    case KVC_DTYPE_F8E4M3: return 4;
+    case KVC_DTYPE_F8E5M2: return 5;
+    default: return 0;
+    }
 }
 
 static inline int64_t kvc_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh) * cm.nzs + (d & cm.mask); }

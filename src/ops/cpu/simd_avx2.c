@@ -356,11 +356,11 @@ TGT static float vmax(const float *s, int64_t n)
 
 static const kvc_simd_table avx2_table = {
     "avx2-fma-f16c",
-    {cvt_f32, cvt_f16, cvt_bf16, cvt_i8},
+    {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
     qk,
     pv,
-    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8},
-    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8},
+    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
+    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
     exp_sum,
     vmax,
 };

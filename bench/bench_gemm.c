@@ -1,0 +1,120 @@
+/* `kvcache bench gemm`: the model's batch-invariant GEMM (src/model/gemm.h)
+ * against OpenBLAS cblas_sgemm on the same operands, in the same run, on
+ * the projection / MLP shapes of a Qwen3-0.6B-sized layer and of the
+ * oracle models, for decode and prefill row counts. The two are timed call
+ * by call in alternation (the fair A/B on a shared machine) with the same
+ * thread count; the figure is the median GFLOP/s of each and their ratio.
+ * A check that the two agree to float rounding runs once per shape. */
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "model/gemm.h"
+
+#define REPS 9
+#define MIN_CALL_S 0.02 /* each timed sample repeats the call until it lasts this long */
+
+typedef struct gemm_shape {
+    const char *name; /* the layer the shape comes from */
+    int64_t M, N, K;
+} gemm_shape;
+
+/* The instruction-set flags the CPU reports that matter to the kernels
+ * (the names both GCC and clang know for __builtin_cpu_supports). */
+static void cpu_flags(char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+#define FLAG(name)                                                                                  \
+    if (__builtin_cpu_supports(name) && len + sizeof name + 1 < cap)                                \
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", name);
+    FLAG("avx2") FLAG("fma") FLAG("avx512f") FLAG("avx512bw") FLAG("avx512vl") FLAG("avx512vnni")
+#undef FLAG
+#endif
+    if (len == 0) snprintf(out, cap, "none of avx2/fma/avx512 reported");
+}
+
+/* Seconds per call of ours (who 0) or OpenBLAS (who 1), one sample. */
+static double sample(int who, const gemm_shape *s, const float *A, const float *B, float *C)
+{
+    int calls = 0;
+    const double t0 = kvc_bench_now();
+    double t;
+    do {
+        if (who == 0)
+            kvc_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B,
+                        (int)s->K, 0.0f, C, (int)s->N);
+        calls++;
+        t = kvc_bench_now() - t0;
+    } while (t < MIN_CALL_S);
+    return t / calls;
+}
+
+static int run_shape(const gemm_shape *s, bool json)
+{
+    float *A = malloc((size_t)(s->M * s->K) * sizeof(float)), *B = malloc((size_t)(s->N * s->K) * sizeof(float));
+    float *C = malloc((size_t)(s->M * s->N) * sizeof(float)), *R = malloc((size_t)(s->M * s->N) * sizeof(float));
+    if (!A || !B || !C || !R) {
+        fprintf(stderr, "bench gemm: out of memory for %s M %lld\n", s->name, (long long)s->M);
+        free(A), free(B), free(C), free(R);
+        return 1;
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int64_t i = 0; i < s->M * s->K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
+    for (int64_t i = 0; i < s->N * s->K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
+    kvc_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B, (int)s->K,
+                0.0f, R, (int)s->N);
+    double diff = 0.0;
+    for (int64_t i = 0; i < s->M * s->N; i++) diff = fmax(diff, fabs((double)C[i] - R[i]));
+    double ours[REPS], blas[REPS];
+    for (int r = 0; r < REPS; r++) {
+        ours[r] = sample(0, s, A, B, C);
+        blas[r] = sample(1, s, A, B, R);
+    }
+    const double flop = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    const double go = flop / kvc_bench_median(ours, REPS) / 1e9, gb = flop / kvc_bench_median(blas, REPS) / 1e9;
+    if (json)
+        printf("{\"bench\":\"gemm\",\"kernel\":\"%s\",\"threads\":%d,\"layer\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
+               "\"gflops\":%.3f,\"openblas_gflops\":%.3f,\"ratio\":%.3f,\"max_abs_diff\":%.3g}\n",
+               kvc_gemm_active()->name, omp_get_max_threads(), s->name, (long long)s->M, (long long)s->N,
+               (long long)s->K, go, gb, go / gb, diff);
+    else
+        printf("%-22s %5lld %6lld %6lld %10.2f %10.2f %7.2f %10.2g\n", s->name, (long long)s->M, (long long)s->N,
+               (long long)s->K, go, gb, go / gb, diff);
+    free(A), free(B), free(C), free(R);
+    return 0;
+}
+
+int kvc_bench_gemm(const kvc_bench_opts *opts)
+{
+    const int threads = omp_get_max_threads();
+    openblas_set_num_threads(threads);
+    char flags[160];
+    cpu_flags(flags, sizeof flags);
+    static const struct { const char *name; int64_t N, K; } layers[] = {
+        {"0.6B q_proj", 2048, 1024}, {"0.6B gate/up_proj", 3072, 1024}, {"0.6B down_proj", 1024, 3072},
+        {"oracle qwen3 gate", 256, 128}, {"oracle qwen3 lm_head", 512, 128}, {"oracle ds kv_a", 48, 128}};
+    static const int64_t rows[] = {1, 8, 64, 256};
+    if (!opts->json)
+        printf("gemm: kernel %s, %d threads, CPU flags: %s\n"
+               "C[M,N] = A[M,K] B[N,K]^T; GFLOP/s median of %d alternating samples; ratio = ours / OpenBLAS (%s)\n"
+               "%-22s %5s %6s %6s %10s %10s %7s %10s\n",
+               kvc_gemm_active()->name, threads, flags, REPS, openblas_get_config(), "layer", "M", "N", "K", "ours",
+               "OpenBLAS", "ratio", "max |diff|");
+    int rc = 0;
+    for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            const gemm_shape s = {layers[l].name, rows[r], layers[l].N, layers[l].K};
+            rc |= run_shape(&s, opts->json);
+        }
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* libFuzzer target: arbitrary bytes as a model's config.json for the one
+ * config reader, as the runtime (kvc_model_config_parse) and the planner
+ * (kvc_model_plan_create) consume it. Any input must either be read or be
+ * refused with a status and a message. When both layers accept a config of a
+ * family the runtime implements, they must agree on the softmax scale (one
+ * rope precedence, one mscale): a disagreement is a finding, as are a crash,
+ * a sanitizer report, or an accepted config outside the documented bounds. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcache/model.h"
+#include "kvcache/plan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* What an accepted runtime config promises (docs/config.md). */
+static void check_accepted(const kvc_model_config *c) {
+    if (c->num_layers < 1 || c->num_layers > KVC_MODEL_MAX_LAYERS || c->num_heads < 1 || c->num_kv_heads < 1 ||
+        c->num_heads % c->num_kv_heads != 0 || c->head_dim < 2 || c->head_dim % 2 != 0 || c->vocab_size < 1 ||
+        c->hidden_size < 1 || c->max_position_embeddings < 1 || c->rope.theta <= 1.0 || !(c->rope.factor > 0.0) ||
+        strlen(c->model_type) >= sizeof c->model_type)
+        abort();
+    const double scale = kvc_model_attn_scale(c);
+    if (!(scale > 0.0) || !isfinite(scale)) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    if (text == NULL) return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    kvc_model_config cfg;
+    const kvc_status model_st = kvc_model_config_parse(text, "config.json", &cfg);
+    if (model_st == KVC_OK)
+        check_accepted(&cfg);
+    else if (kvc_last_error()[0] == '\0')
+        abort(); /* a refusal says why */
+
+    kvc_plan_options opt = kvc_plan_default_options();
+    opt.max_model_len = 4096;
+    kvc_model_plan *plan = NULL;
+    const size_t len = strlen(text); /* what the runtime read (up to a NUL byte) */
+    const kvc_status plan_st = len > 0 ? kvc_model_plan_create(text, len, &opt, &plan) : KVC_EINVAL;
+    if (plan_st != KVC_OK && plan != NULL) abort();
+    /* Granite's attention_multiplier sets the plan's scale; the runtime families have none. */
+    if (model_st == KVC_OK && plan_st == KVC_OK && strstr(text, "attention_multiplier") == NULL) {
+        const double a = kvc_model_attn_scale(&cfg), b = plan->scale;
+        if (fabs(a - b) > 1e-12 * fabs(a)) abort();
+    }
+    kvc_model_plan_destroy(plan);
+    free(text);
+    return 0;
+}

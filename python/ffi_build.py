@@ -1,0 +1,322 @@
+"""Generates the C source of kvcache._ffi (cffi, API mode).
+
+The declarations below are the part of the public headers (include/kvcache/*.h)
+the Python package calls. Structs end with "...;" and enums with "...": the C
+compiler fills in sizes, offsets and values from the real headers, so a field
+the headers add never breaks the binding, and a field it renames fails the
+build instead of reading the wrong bytes.
+
+Usage (run by CMakeLists.txt): python ffi_build.py OUTPUT.c
+"""
+import sys
+
+import cffi
+
+CDEF = r"""
+/* ---- base.h ---- */
+typedef enum kvc_status {
+    KVC_OK, KVC_CLAMPED, KVC_NO_SPACE, KVC_EINVAL, KVC_ERANGE, KVC_EDOUBLEFREE, KVC_ENOMEM, KVC_EINTERNAL, ...
+} kvc_status;
+const char *kvc_status_str(kvc_status status);
+const char *kvc_last_error(void);
+
+typedef enum kvc_dtype { KVC_DTYPE_COUNT, ... } kvc_dtype;
+size_t kvc_dtype_size(kvc_dtype dtype);
+const char *kvc_dtype_name(kvc_dtype dtype);
+kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out);
+
+#define KVC_MAX_DIMS ...
+typedef struct kvc_tensor {
+    void *data;
+    kvc_dtype dtype;
+    int32_t ndim;
+    int64_t shape[...];
+    ...;
+} kvc_tensor;
+
+kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out);
+void kvc_aligned_free(void *ptr);
+
+/* ---- cache.h ---- */
+#define KVC_NAME_MAX ...
+#define KVC_MAX_MANAGERS ...
+typedef enum kvc_attn_type { KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA, KVC_ATTN_TYPE_COUNT, ... } kvc_attn_type;
+const char *kvc_attn_type_name(kvc_attn_type type);
+kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
+
+typedef struct kvc_cache_entry {
+    char name[...];
+    int32_t attn_type;
+    int64_t num_head;
+    int32_t n_dims;
+    int64_t dim[...];
+    kvc_dtype dtype;
+    bool needs_block;
+    int64_t block_size;
+    char manager_key[...];
+    int64_t sliding_window;
+    int64_t compress_ratio;
+    int32_t layout;
+    bool is_state;
+    int32_t n_shape;
+    int64_t shape[...];
+    int64_t next_n;
+    ...;
+} kvc_cache_entry;
+kvc_cache_entry kvc_cache_entry_default(void);
+
+typedef struct kvc_layer_cache_info {
+    int32_t layer_idx;
+    int32_t n_caches;
+    kvc_cache_entry *caches;
+    ...;
+} kvc_layer_cache_info;
+
+typedef struct kvc_model_cache_info {
+    int32_t num_layers;
+    int32_t n_layer_infos;
+    kvc_layer_cache_info *layer_infos;
+    bool is_mla_backend;
+    ...;
+} kvc_model_cache_info;
+const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
+kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
+
+typedef struct kvc_group_plan {
+    char key[...];
+    kvc_attn_type attn_type;
+    int64_t block_size;
+    int64_t block_num;
+    bool fixed;
+    int64_t block_bytes;
+    ...;
+} kvc_group_plan;
+typedef struct kvc_block_plan {
+    int32_t n_groups;
+    kvc_group_plan groups[...];
+    int64_t per_token_bytes;
+    int64_t fixed_bytes;
+    int64_t max_tokens;
+    int64_t total_bytes;
+    ...;
+} kvc_block_plan;
+kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
+                                      int32_t n, kvc_block_plan *out);
+
+typedef struct kvc_manager kvc_manager;
+typedef struct kvc_manager_params {
+    int64_t max_model_len;
+    int64_t max_requests;
+    int64_t engine_next_n;
+    ...;
+} kvc_manager_params;
+kvc_manager_params kvc_manager_default_params(void);
+kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
+                              const kvc_manager_params *p, kvc_manager **out);
+void kvc_manager_destroy(kvc_manager *m);
+typedef struct kvc_slot_request {
+    int64_t request_id;
+    int64_t computed_tokens;
+    int64_t num_new_tokens;
+    int64_t lookahead_tokens;
+    int64_t reserved_tokens;
+    uint64_t skip_keys;
+    ...;
+} kvc_slot_request;
+kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
+kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
+int32_t kvc_manager_n_keys(const kvc_manager *m);
+const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);
+kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
+kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_max_model_len(const kvc_manager *m);
+int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+int64_t kvc_manager_num_live_requests(const kvc_manager *m);
+bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
+kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
+                                 int64_t cap, int64_t *n_out);
+kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
+                                  int64_t *n_out);
+kvc_status kvc_manager_check_invariants(const kvc_manager *m);
+
+/* ---- plan.h ---- */
+typedef struct kvc_plan_options {
+    int64_t tp;
+    int64_t block_size;
+    bool kv_dtype_set;
+    kvc_dtype kv_dtype;
+    int64_t max_model_len;
+    int64_t max_concurrency;
+    int64_t next_n;
+    int64_t kv_memory_bytes;
+    ...;
+} kvc_plan_options;
+kvc_plan_options kvc_plan_default_options(void);
+typedef struct kvc_model_plan {
+    kvc_plan_options options;
+    kvc_model_cache_info cache_info;
+    kvc_block_plan blocks;
+    ...;
+} kvc_model_plan;
+kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
+                                 kvc_model_plan **out);
+void kvc_model_plan_destroy(kvc_model_plan *plan);
+kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out);
+void kvc_plan_json_free(char *json);
+
+/* ---- batch.h ---- */
+typedef struct kvc_step_request {
+    int64_t request_id;
+    int64_t computed_tokens;
+    int64_t num_new_tokens;
+    ...;
+} kvc_step_request;
+typedef struct kvc_step_key {
+    const char *key;
+    kvc_attn_type attn_type;
+    int64_t block_size;
+    int64_t width;
+    int32_t *block_table;
+    int64_t *slot_mapping;
+    ...;
+} kvc_step_key;
+typedef struct kvc_step_metadata {
+    bool is_prefill;
+    int64_t n_rows;
+    int64_t n_tokens;
+    int64_t prompt_tokens;
+    int64_t *positions;
+    int64_t *kv_pos;
+    int64_t *seq_lens_q;
+    int64_t *seq_lens_kv;
+    int64_t *cu_seq_lens_q;
+    int64_t *cu_seq_lens_kv;
+    int32_t n_keys;
+    kvc_step_key keys[...];
+    ...;
+} kvc_step_metadata;
+typedef struct kvc_step_buffers kvc_step_buffers;
+kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
+                                   kvc_step_buffers **out);
+void kvc_step_buffers_destroy(kvc_step_buffers *buf);
+kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
+                                   bool is_prefill, kvc_step_metadata *out);
+
+typedef enum kvc_seq_layout {
+    KVC_SEQ_LAYOUT_TND, KVC_SEQ_LAYOUT_NTD_TND, KVC_SEQ_LAYOUT_TND_NTD, KVC_SEQ_LAYOUT_BSH,
+    KVC_SEQ_LAYOUT_BSND, KVC_SEQ_LAYOUT_BNSD, ...
+} kvc_seq_layout;
+typedef enum kvc_len_form { KVC_LEN_DIRECT, KVC_LEN_CUMULATIVE, ... } kvc_len_form;
+kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_form *q_form, kvc_len_form *kv_form);
+kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t *q_lens, const int64_t *kv_lens,
+                             int64_t n, int64_t *q_out, int64_t *kv_out);
+
+/* ---- ops.h ---- */
+kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts);
+typedef enum kvc_paged_order { KVC_PAGED_BNBSND, KVC_PAGED_BNNBSD, KVC_PAGED_NZ, ... } kvc_paged_order;
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                           const int64_t *slots, int64_t n_slots);
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
+                                 const float *offset, int64_t n_quant);
+
+typedef enum kvc_attn_layout {
+    KVC_LAYOUT_UNSET, KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
+    KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD, ...
+} kvc_attn_layout;
+typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ, ... } kvc_kv_storage;
+typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE, ... } kvc_attn_kv_form;
+typedef enum kvc_quant_mode { KVC_QUANT_NONE, KVC_QUANT_PER_CHANNEL, KVC_QUANT_PER_TOKEN, KVC_QUANT_PER_HEAD, ... } kvc_quant_mode;
+
+typedef struct kvc_attention_params {
+    kvc_attn_layout layout;
+    int32_t num_heads;
+    int32_t num_kv_heads;
+    double scale;
+    int32_t sparse_mode;
+    int64_t pre_tokens;
+    int64_t next_tokens;
+    bool bidirectional;
+    int64_t batch;
+    const int64_t *q_lens;
+    const int64_t *kv_lens;
+    kvc_attn_kv_form kv_len_form;
+    kvc_tensor q;
+    kvc_tensor k;
+    kvc_tensor v;
+    kvc_tensor mask;
+    kvc_kv_storage kv_storage;
+    kvc_tensor block_table;
+    int32_t block_size;
+    kvc_tensor sinks;
+    kvc_quant_mode key_quant_mode;
+    kvc_quant_mode value_quant_mode;
+    kvc_tensor key_scale, value_scale;
+    kvc_tensor key_offset, value_offset;
+    kvc_tensor out;
+    kvc_tensor lse;
+    ...;
+} kvc_attention_params;
+kvc_attention_params kvc_attention_default_params(void);
+kvc_status kvc_attention_check(const kvc_attention_params *p);
+kvc_status kvc_attention_ref(const kvc_attention_params *p);
+kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes);
+kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
+const char *kvc_attention_cpu_isa(void);
+int omp_get_max_threads(void);
+
+/* ---- model.h / runner.h ---- */
+typedef struct kvc_model kvc_model;
+typedef struct kvc_model_config {
+    int64_t vocab_size;
+    ...;
+} kvc_model_config;
+kvc_status kvc_model_load(const char *dir, kvc_model **out);
+void kvc_model_destroy(kvc_model *m);
+const kvc_model_config *kvc_model_config_of(const kvc_model *m);
+
+typedef enum kvc_runner_mode {
+    KVC_RUNNER_RECOMPUTE, KVC_RUNNER_CONTIGUOUS, KVC_RUNNER_PAGED, KVC_RUNNER_MLA_LATENT, ...
+} kvc_runner_mode;
+typedef struct kvc_runner_params {
+    kvc_runner_mode mode;
+    int64_t block_size;
+    bool mla_paged;
+    int64_t max_new_tokens;
+    int64_t max_seq_len;
+    ...;
+} kvc_runner_params;
+kvc_runner_params kvc_runner_default_params(void);
+typedef struct kvc_runner kvc_runner;
+kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
+                             kvc_runner **out);
+void kvc_runner_destroy(kvc_runner *r);
+typedef struct kvc_runner_stats {
+    double prefill_ms;
+    double decode_ms;
+    int64_t decode_steps;
+    ...;
+} kvc_runner_stats;
+kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
+                               float *logits, kvc_runner_stats *stats);
+"""
+
+SOURCE = r"""
+#include <omp.h>
+#include "kvcache/kvcache.h"
+"""
+
+
+def builder():
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    ffi.set_source("kvcache._ffi", SOURCE)
+    return ffi
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python ffi_build.py OUTPUT.c")
+    builder().emit_c_code(sys.argv[1])

@@ -1,0 +1,23 @@
+"""kvcache: the KV cache of LLM inference, from Python.
+
+Bindings (cffi, over the public C headers) of the kvcache C library:
+  plan(config, ...)            a model's cache plan (the `kvcache plan --json` document)
+  Manager(plan | layers, ...)  block manager: allocate_slots, free, block tables, step metadata
+  attention(q, k, v, ...)      the fused attention operator on NumPy arrays / torch CPU tensors
+  write_slots, write_slots_quant, write_contiguous   cache writes, in place
+  run(model_dir, prompts, ...) the standalone runner (greedy ids, optional logits)
+  kvcache.plot                 matplotlib pictures (needs the "plot" extra)
+Errors raise kvcache.Error subclasses carrying the status and the library's message.
+"""
+from .arrays import view_as
+from .errors import DoubleFree, Error, InternalError, InvalidArgument, OutOfMemory, OutOfRange
+from .manager import Manager, StepKey, StepMetadata
+from .ops import attention, cpu_isa, write_contiguous, write_slots, write_slots_quant
+from .plan import Plan, parse_bytes, plan
+from .runner import run
+
+__version__ = "0.1.0"
+
+__all__ = ["plan", "Plan", "parse_bytes", "Manager", "StepMetadata", "StepKey", "attention", "write_slots",
+           "write_slots_quant", "write_contiguous", "cpu_isa", "run", "view_as", "Error", "InvalidArgument",
+           "OutOfRange", "DoubleFree", "OutOfMemory", "InternalError"]

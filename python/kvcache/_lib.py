@@ -1,0 +1,67 @@
+"""The compiled cffi module and the one status check every wrapper uses."""
+from ._ffi import ffi, lib
+from .errors import BY_NAME, Error, InvalidArgument
+
+
+def status_name(status):
+    return ffi.string(lib.kvc_status_str(status)).decode()
+
+
+def check(status):
+    """Returns a success status (>= 0) unchanged; raises the Error subclass
+    of a failure with the library's message."""
+    if status >= 0:
+        return status
+    name = status_name(status)
+    message = ffi.string(lib.kvc_last_error()).decode(errors="replace")
+    raise BY_NAME.get(name, Error)(status, name, message)
+
+
+def invalid(message):
+    """The exception for a fault found on the Python side, before any call
+    (same class and status as the library's own refusal of bad input)."""
+    return InvalidArgument(lib.KVC_EINVAL, "KVC_EINVAL", message)
+
+
+def cstr(text):
+    return ffi.string(text).decode() if text != ffi.NULL else None
+
+
+def dtype_code(name):
+    """The kvc_dtype of a short name ("f32", "bf16", ...); the library's
+    message for an unknown one."""
+    out = ffi.new("kvc_dtype *")
+    check(lib.kvc_dtype_parse(str(name).encode(), out))
+    return out[0]
+
+
+def dtype_name(code):
+    return ffi.string(lib.kvc_dtype_name(code)).decode()
+
+
+def int64(value, name):
+    """An int64 argument: bools, non-integers and values beyond int64 are
+    refused as InvalidArgument naming the argument."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise invalid(f"{name}: {value!r} is not an integer")
+    v = value.__index__()
+    if not -(2**63) <= v < 2**63:
+        raise invalid(f"{name}: {v} does not fit int64")
+    return v
+
+
+def int32(value, name):
+    v = int64(value, name)
+    if not -(2**31) <= v < 2**31:
+        raise invalid(f"{name}: {v} does not fit int32")
+    return v
+
+
+def real(value, name):
+    """A float argument (ints and NumPy scalars accepted; the library judges the value)."""
+    if isinstance(value, bool):
+        raise invalid(f"{name}: {value!r} is not a number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise invalid(f"{name}: {value!r} is not a number") from None

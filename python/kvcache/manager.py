@@ -1,0 +1,304 @@
+"""kvcache.Manager: the request-level block manager (kvc_manager) and the
+metadata of one forward step (kvc_step_metadata_build), with NumPy arrays."""
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import numpy as np
+
+from ._lib import check, cstr, dtype_code, ffi, int64, invalid, lib
+from .plan import Plan
+
+_ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n")
+
+
+def _attn_type(name):
+    out = ffi.new("kvc_attn_type *")
+    check(lib.kvc_attn_type_parse(str(name).encode(), out))
+    return out[0]
+
+
+def _copy_name(field, text, what):
+    raw = str(text).encode()
+    if len(raw) >= len(field):
+        raise invalid(f"{what} \"{text}\" is longer than {len(field) - 1} bytes")
+    ffi.memmove(field, raw + b"\0", len(raw) + 1)
+
+
+def _fill_entry(e, spec, where):
+    known = {"name", "attn_type", "dim", "dtype", "needs_block", "manager_key", "layout", "shape", *_ENTRY_INTS}
+    unknown = set(spec) - known
+    if unknown:
+        raise invalid(f"{where}: unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
+    _copy_name(e.name, spec.get("name", "k_cache"), f"{where} name")
+    e.attn_type = _attn_type(spec.get("attn_type", "FullAttention"))
+    for f in _ENTRY_INTS:
+        if f in spec:
+            setattr(e, f, int64(spec[f], f"{where} {f}"))
+    if "dtype" in spec:
+        e.dtype = dtype_code(spec["dtype"])
+    if "needs_block" in spec:
+        e.needs_block = bool(spec["needs_block"])
+    if "manager_key" in spec:
+        _copy_name(e.manager_key, spec["manager_key"], f"{where} manager_key")
+    if "layout" in spec:
+        layouts = {"block_major": 0, "head_major": 1}
+        if spec["layout"] not in layouts:
+            raise invalid(f"{where} layout \"{spec['layout']}\" is not block_major or head_major")
+        e.layout = layouts[spec["layout"]]
+    for field, count, name in (("dim", "n_dims", "dim"), ("shape", "n_shape", "shape")):
+        if name in spec:
+            dims = spec[name]
+            dims = [dims] if not isinstance(dims, (list, tuple)) else list(dims)
+            if len(dims) > len(getattr(e, field)):
+                raise invalid(f"{where} {name}: {len(dims)} dims, at most {len(getattr(e, field))}")
+            for i, dv in enumerate(dims):
+                getattr(e, field)[i] = int64(dv, f"{where} {name}[{i}]")
+            setattr(e, count, len(dims))
+    if "shape" in spec:
+        e.is_state = True
+
+
+class _Description:
+    """A kvc_model_cache_info built from Python: a list of layers, each a list
+    of cache dicts (or {"layer": i, "caches": [...]})."""
+
+    def __init__(self, layers):
+        if not isinstance(layers, (list, tuple)) or not layers:
+            raise invalid("cache description: a non-empty list of layers is expected")
+        self.entries, self.layer_arr = [], ffi.new("kvc_layer_cache_info[]", len(layers))
+        for li, layer in enumerate(layers):
+            caches = layer.get("caches") if isinstance(layer, dict) else layer
+            if not isinstance(caches, (list, tuple)):
+                raise invalid(f"layer {li}: a list of caches (or {{\"caches\": [...]}}) is expected")
+            arr = ffi.new("kvc_cache_entry[]", max(len(caches), 1))
+            for ci, spec in enumerate(caches):
+                arr[ci] = lib.kvc_cache_entry_default()
+                if not isinstance(spec, dict):
+                    raise invalid(f"layer {li} cache {ci}: a dict is expected")
+                _fill_entry(arr[ci], spec, f"layer {li} cache {ci}")
+            self.entries.append(arr)
+            self.layer_arr[li].layer_idx = int64(layer.get("layer", li), "layer") if isinstance(layer, dict) else li
+            self.layer_arr[li].n_caches = len(caches)
+            self.layer_arr[li].caches = arr
+        self.ci = ffi.new("kvc_model_cache_info *")
+        self.ci.num_layers = len(layers)
+        self.ci.n_layer_infos = len(layers)
+        self.ci.layer_infos = self.layer_arr
+        check(lib.kvc_validate_cache_info(self.ci, -1))
+
+    def group_keys(self):
+        keys = []
+        for li in range(self.ci.n_layer_infos):
+            layer = self.ci.layer_infos[li]
+            for ci in range(layer.n_caches):
+                e = ffi.addressof(layer.caches[ci])
+                key = cstr(lib.kvc_cache_entry_group_key(e))
+                if e.needs_block and key not in keys:
+                    keys.append(key)
+        return keys
+
+
+@dataclass
+class StepKey:
+    """One manager key of a step: its block table and slot mapping."""
+    attn_type: str
+    block_size: int
+    width: int
+    block_table: np.ndarray  # int32 [n_rows, width]
+    slot_mapping: Optional[np.ndarray]  # int64 [n_tokens]; None for Mamba / compressed keys
+
+
+@dataclass
+class StepMetadata:
+    """What the model needs for one step (kvc_step_metadata), copied out."""
+    is_prefill: bool
+    n_rows: int
+    n_tokens: int
+    prompt_tokens: int
+    positions: np.ndarray  # int64 [n_tokens]
+    kv_pos: np.ndarray  # int64 [n_rows]
+    seq_lens_q: np.ndarray  # int64 [n_rows]
+    seq_lens_kv: np.ndarray  # int64 [n_rows]
+    cu_seq_lens_q: np.ndarray  # int64 [n_rows], inclusive prefix sums
+    cu_seq_lens_kv: np.ndarray  # int64 [n_rows]
+    keys: Dict[str, StepKey]
+
+
+def _copy(ptr, n, dtype, ctype):
+    if n == 0 or ptr == ffi.NULL:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(ffi.buffer(ffi.cast(ctype, ptr), n * np.dtype(dtype).itemsize), dtype=dtype).copy()
+
+
+class Manager:
+    """Block bookkeeping of every cache group (manager key) of a model.
+
+    Manager(plan) uses a kvcache.plan(...) result (its caches and block
+    counts); Manager(layers, block_num=...) a cache description: a list of
+    layers, each a list of cache dicts such as
+    {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
+     "attn_type": "SlidingWindow", "sliding_window": 4096}
+    and block_num an int (every key) or {key: blocks} (null block included).
+    """
+
+    def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0):
+        if isinstance(source, Plan):
+            self._owner = source
+            ci = ffi.addressof(source._handle[0], "cache_info")
+            blocks = ffi.addressof(source._handle[0], "blocks")
+            keys = [ffi.string(blocks.groups[i].key).decode() for i in range(blocks.n_groups)]
+            if max_model_len is None:
+                max_model_len = source._handle.options.max_model_len
+        else:
+            self._owner = _Description(source)
+            ci, blocks, keys = self._owner.ci, None, self._owner.group_keys()
+            if block_num is None:
+                raise invalid("block_num: give the blocks of every key ({key: count} or one count for all)")
+            if max_model_len is None:
+                raise invalid("max_model_len: required with a cache description")
+        if block_num is not None:
+            counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
+            names = [ffi.new("char[]", str(k).encode()) for k in counts]
+            nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
+            blocks = ffi.new("kvc_block_plan *")
+            check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
+        self._blocks = blocks
+        p = ffi.new("kvc_manager_params *", lib.kvc_manager_default_params())
+        p.max_model_len = int64(max_model_len, "max_model_len")
+        p.max_requests = int64(max_requests, "max_requests")
+        out = ffi.new("kvc_manager **")
+        check(lib.kvc_manager_create(ci, blocks, p, out))
+        # the destructor holds what the manager reads (the description, the
+        # block plan) so that they are released only after it
+        self._m = ffi.gc(out[0], lambda m, deps=(self._owner, blocks): lib.kvc_manager_destroy(m))
+        self._steps = None
+
+    # ---- keys ------------------------------------------------------------
+    @property
+    def keys(self):
+        """Manager keys in manager order (bit i of a key mask = keys[i])."""
+        return [cstr(lib.kvc_manager_key(self._m, i)) for i in range(lib.kvc_manager_n_keys(self._m))]
+
+    def key_index(self, key):
+        if key is None:
+            return 0
+        if isinstance(key, int) and not isinstance(key, bool):
+            if not 0 <= key < lib.kvc_manager_n_keys(self._m):
+                raise invalid(f"key index {key} outside [0, {lib.kvc_manager_n_keys(self._m)})")
+            return key
+        out = ffi.new("int32_t *")
+        check(lib.kvc_manager_key_index(self._m, str(key).encode(), out))
+        return out[0]
+
+    @property
+    def max_model_len(self):
+        return lib.kvc_manager_max_model_len(self._m)
+
+    # ---- requests --------------------------------------------------------
+    def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
+                       keys=None):
+        """Backs positions 0 .. computed + new + lookahead - 1 of the request
+        in every selected key (default all), or nothing anywhere. Returns
+        True (done, possibly clamped to max_model_len) or False (not enough
+        free blocks: nothing was allocated)."""
+        req = ffi.new("kvc_slot_request *")
+        req.request_id = int64(request_id, "request_id")
+        req.computed_tokens = int64(computed_tokens, "computed_tokens")
+        req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
+        req.lookahead_tokens = int64(lookahead_tokens, "lookahead_tokens")
+        req.reserved_tokens = int64(reserved_tokens, "reserved_tokens")
+        if keys is not None:
+            chosen = {self.key_index(k) for k in keys}
+            req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
+        return check(lib.kvc_manager_allocate_slots(self._m, req)) != lib.KVC_NO_SPACE
+
+    def free(self, request_id):
+        """Returns every block of the request (an unknown id does nothing)."""
+        check(lib.kvc_manager_free(self._m, int64(request_id, "request_id")))
+
+    def has_request(self, request_id, key=None):
+        return bool(lib.kvc_manager_has_request(self._m, int64(request_id, "request_id"), self.key_index(key)))
+
+    def _ids(self, fn, *args):
+        n = ffi.new("int64_t *")
+        check(fn(self._m, *args, ffi.NULL, 0, n))
+        out = np.zeros(n[0], dtype=np.int32)
+        if n[0]:
+            check(fn(self._m, *args, ffi.cast("int32_t *", ffi.from_buffer(out)), n[0], n))
+        return out
+
+    def block_table(self, request_id, key=None):
+        """The request's logical block table of one key (first key by
+        default), null entries (0) included: int32 array."""
+        return self._ids(lib.kvc_manager_block_ids, int64(request_id, "request_id"), self.key_index(key))
+
+    def block_tables(self, request_id):
+        return {k: self.block_table(request_id, i) for i, k in enumerate(self.keys)}
+
+    def free_queue(self, key=None):
+        """Free block ids of a key, next to be handed out first."""
+        return self._ids(lib.kvc_manager_free_queue, self.key_index(key))
+
+    # ---- usage -----------------------------------------------------------
+    def usage(self):
+        """{key: {"used", "free", "total", "block_size", "attn_type"}} (the null block counts as used)."""
+        out = {}
+        for i, k in enumerate(self.keys):
+            total, free = lib.kvc_manager_num_blocks(self._m, i), lib.kvc_manager_num_free(self._m, i)
+            out[k] = {"used": total - free, "free": free, "total": total,
+                      "block_size": lib.kvc_manager_block_size(self._m, i),
+                      "attn_type": cstr(lib.kvc_attn_type_name(lib.kvc_manager_key_type(self._m, i)))}
+        return out
+
+    def stats(self):
+        return {"live_requests": lib.kvc_manager_num_live_requests(self._m), "max_model_len": self.max_model_len,
+                "keys": self.usage()}
+
+    def check(self):
+        """Runs the manager's invariant checks; InternalError names a broken one."""
+        check(lib.kvc_manager_check_invariants(self._m))
+
+    # ---- step metadata -----------------------------------------------------
+    def step(self, rows, is_prefill):
+        """Metadata of one step over rows [(request_id, computed_tokens,
+        num_new_tokens), ...] in batch order (request_id < 0: padding), built
+        from the current block tables (call after the step's allocate_slots)."""
+        rows = [tuple(r) for r in rows]
+        n = len(rows)
+        req = ffi.new("kvc_step_request[]", max(n, 1))
+        tokens = 0
+        for i, r in enumerate(rows):
+            if len(r) != 3:
+                raise invalid(f"row {i}: (request_id, computed_tokens, num_new_tokens) expected, got {r!r}")
+            req[i].request_id = int64(r[0], f"row {i} request_id")
+            req[i].computed_tokens = int64(r[1], f"row {i} computed_tokens")
+            req[i].num_new_tokens = int64(r[2], f"row {i} num_new_tokens")
+            tokens += max(req[i].num_new_tokens, 0)
+        self._ensure_steps(n, tokens)
+        md = ffi.new("kvc_step_metadata *")
+        check(lib.kvc_step_metadata_build(self._steps[0], req, n, bool(is_prefill), md))
+        nr, nt = md.n_rows, md.n_tokens
+        keys = {}
+        for i in range(md.n_keys):
+            k = md.keys[i]
+            keys[cstr(k.key)] = StepKey(
+                attn_type=cstr(lib.kvc_attn_type_name(k.attn_type)), block_size=k.block_size, width=k.width,
+                block_table=_copy(k.block_table, nr * k.width, np.int32, "int32_t *").reshape(nr, k.width),
+                slot_mapping=None if k.slot_mapping == ffi.NULL else _copy(k.slot_mapping, nt, np.int64, "int64_t *"))
+        arr = {f: _copy(getattr(md, f), nt if f == "positions" else nr, np.int64, "int64_t *")
+               for f in ("positions", "kv_pos", "seq_lens_q", "seq_lens_kv", "cu_seq_lens_q", "cu_seq_lens_kv")}
+        return StepMetadata(is_prefill=bool(md.is_prefill), n_rows=nr, n_tokens=nt, prompt_tokens=md.prompt_tokens,
+                            keys=keys, **arr)
+
+    def _ensure_steps(self, rows, tokens):
+        # sized once, regrown (doubling) only when a step is larger than any before
+        if self._steps is not None and rows <= self._steps[1] and tokens <= self._steps[2]:
+            return
+        r = max(rows, 64 if self._steps is None else self._steps[1] * 2)
+        t = max(tokens, 1024 if self._steps is None else self._steps[2] * 2)
+        # a row never needs more tokens than max_model_len: a larger step is the builder's refusal
+        r, t = min(r, 2**31 - 1), min(t, max(r, 1) * self.max_model_len)
+        out = ffi.new("kvc_step_buffers **")
+        check(lib.kvc_step_buffers_create(self._m, r, t, out))
+        self._steps = None  # the old buffers go first
+        self._steps = (ffi.gc(out[0], lambda b, m=self._m: lib.kvc_step_buffers_destroy(b)), r, t)

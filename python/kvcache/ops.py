@@ -1,0 +1,305 @@
+"""The attention operator and the cache writes on caller arrays (no copies).
+
+Every array argument may be a NumPy array, a PyTorch CPU tensor (or any
+DLPack exporter) or a view_as(...) wrapper; see arrays.py. Shapes and the
+rules they follow are the C library's (include/kvcache/ops.h); the library
+validates every call and its refusal raises kvcache.InvalidArgument /
+OutOfRange with its message.
+"""
+import math
+import threading
+
+import numpy as np
+
+from ._lib import check, ffi, int32, int64, invalid, lib, real
+from .arrays import Reinterpreted, index_array, view
+
+# Python names of the query layouts (ops.h kvc_attn_layout) and the batch
+# layer's sequence layout each one takes its length forms from.
+_LAYOUTS = {
+    "TND": (lib.KVC_LAYOUT_TND, lib.KVC_SEQ_LAYOUT_TND),
+    "TND_NTD": (lib.KVC_LAYOUT_TND_NTD, lib.KVC_SEQ_LAYOUT_TND_NTD),
+    "NTD_TND": (lib.KVC_LAYOUT_NTD_TND, lib.KVC_SEQ_LAYOUT_NTD_TND),
+    "BSH": (lib.KVC_LAYOUT_BSH, lib.KVC_SEQ_LAYOUT_BSH),
+    "BSND": (lib.KVC_LAYOUT_BSND, lib.KVC_SEQ_LAYOUT_BSND),
+    "BNSD": (lib.KVC_LAYOUT_BNSD, lib.KVC_SEQ_LAYOUT_BNSD),
+    "BSND_NBSD": (lib.KVC_LAYOUT_BSND_NBSD, lib.KVC_SEQ_LAYOUT_BSND),
+}
+# Paged cache orders: attention's kv_storage and the writes' paged order.
+_KV_LAYOUTS = {
+    "BNBSND": (lib.KVC_KV_PAGED_BNBSH, lib.KVC_PAGED_BNBSND),  # [NB, bs, Nkv, D] (or [NB, bs, Nkv*D])
+    "BNNBSD": (lib.KVC_KV_PAGED_BNNBSD, lib.KVC_PAGED_BNNBSD),  # [NB, Nkv, bs, D]
+    "NZ": (lib.KVC_KV_PAGED_NZ, lib.KVC_PAGED_NZ),  # [NB, Nkv, D/c0, bs, c0]
+}
+_QUANT = {"per_channel": lib.KVC_QUANT_PER_CHANNEL, "per_token": lib.KVC_QUANT_PER_TOKEN,
+          "per_head": lib.KVC_QUANT_PER_HEAD}
+
+
+def _choice(table, value, what):
+    if value not in table:
+        raise invalid(f"{what} \"{value}\" is not one of {', '.join(table)}")
+    return table[value]
+
+
+def _dim(v, axis, what):
+    if len(v.shape) <= axis:
+        raise invalid(f"{what}: a tensor of {len(v.shape)} dims has no axis {axis} (shape {list(v.shape)})")
+    return v.shape[axis]
+
+
+def _heads_and_dims(layout, qv, kv, vv, paged, kv_layout, num_heads, num_kv_heads):
+    """(Nq, Nkv, D, Dv) read from the shapes of the layout, explicit counts winning."""
+    q_axis = {"TND": 1, "TND_NTD": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
+    nq = num_heads if num_heads is not None else (_dim(qv, q_axis, "q") if q_axis is not None else None)
+    if paged:
+        kv_axis = {"BNBSND": 2, "BNNBSD": 1, "NZ": 1}[kv_layout] if len(kv.shape) >= 4 else None
+    else:
+        kv_axis = {"TND": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
+    nkv = num_kv_heads if num_kv_heads is not None else (_dim(kv, kv_axis, "k") if kv_axis is not None else None)
+    if nq is None or nkv is None:
+        raise invalid(f"layout {layout} with k of shape {list(kv.shape)}: give num_heads and num_kv_heads "
+                      "(they cannot be read from the shapes)")
+    packed_q = layout == "BSH"
+    packed_kv = (paged and len(kv.shape) == 3) or (not paged and layout == "BSH")
+    d = _dim(qv, len(qv.shape) - 1, "q") // max(nq, 1) if packed_q else _dim(qv, len(qv.shape) - 1, "q")
+    if paged and kv_layout == "NZ":
+        dv = _dim(vv, 2, "v") * _dim(vv, 4, "v")
+    else:
+        last = _dim(vv, len(vv.shape) - 1, "v")
+        dv = last // max(nkv, 1) if packed_kv else last
+    return int(nq), int(nkv), int(d), int(dv)
+
+
+def _batch_lengths(layout, qv, kv, paged, kv_layout, q_lens, kv_lens):
+    """Per-row query and key lengths (direct form), defaults from the shapes."""
+    t_layout = layout in ("TND", "TND_NTD", "NTD_TND")
+    if t_layout:
+        tq = qv.shape[0] if layout != "NTD_TND" else _dim(qv, 1, "q")
+        q = [tq] if q_lens is None else q_lens
+    else:
+        b = _dim(qv, 0, "q")
+        sq = _dim(qv, 2 if layout == "BNSD" else 1, "q")
+        q = [sq] * b if q_lens is None else q_lens
+    if kv_lens is None:
+        if paged:
+            raise invalid("paged attention needs kv_lens (keys of each row, direct form)")
+        if t_layout:
+            kv_lens = [_dim(kv, 1 if layout == "NTD_TND" else 0, "k")] if q_lens is None else q
+        else:
+            kv_lens = [_dim(kv, 2 if layout == "BNSD" else 1, "k")] * len(q)
+    qa = index_array(q, "q_lens", "i64")
+    ka = index_array(kv_lens, "kv_lens", "i64")
+    return qa, ka
+
+
+def _out_shape(layout, qv, nq, dv, q_rows):
+    s = qv.shape
+    return {
+        "TND": (q_rows, nq, dv), "NTD_TND": (q_rows, nq, dv), "TND_NTD": (nq, q_rows, dv),
+        "BSH": (s[0], s[1], nq * dv), "BSND": (s[0], s[1], nq, dv),
+        "BNSD": (s[0], nq, s[2], dv), "BSND_NBSD": (nq, s[0], s[1], dv),
+    }[layout]
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _new_like(q, shape, dtype=None):
+    """An empty output of q's kind: a torch tensor next to a torch q, else NumPy."""
+    if _is_torch(q):
+        import torch
+
+        return torch.empty(shape, dtype=dtype or q.dtype)
+    if dtype is not None:
+        return np.empty(shape, dtype=dtype)
+    if isinstance(q, Reinterpreted):
+        return Reinterpreted(np.empty(shape, dtype=np.uint16), q.dtype)
+    return np.empty(shape, dtype=np.asarray(q).dtype)
+
+
+_workspace = threading.local()
+
+
+def _cpu_workspace(p):
+    threads = lib.omp_get_max_threads()
+    need = ffi.new("size_t *")
+    check(lib.kvc_attention_cpu_workspace_size(p, threads, need))
+    have = getattr(_workspace, "bytes", -1)
+    if need[0] > have:
+        out = ffi.new("void **")
+        check(lib.kvc_aligned_alloc(64, max(need[0], 64), out))
+        _workspace.ptr = ffi.gc(out[0], lib.kvc_aligned_free)
+        _workspace.bytes = max(need[0], 64)
+    return _workspace.ptr, _workspace.bytes
+
+
+def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=None, num_heads=None,
+              num_kv_heads=None, scale=None, sparse_mode=3, pre_tokens=None, next_tokens=None,
+              bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
+              key_offset=None, value_offset=None, quant_mode="per_channel", out=None, return_lse=False,
+              impl="cpu"):
+    """Fused inference attention (kvc_attention_cpu, or the float64 reference
+    kvc_attention_ref with impl="ref").
+
+    q, k, v: arrays in `layout` ("BSND" by default, "TND" when paged):
+      TND q [T, Nq, D]; BSND q [B, S, Nq, D]; BNSD q [B, Nq, S, D]; BSH q [B, S, Nq*D];
+      NTD_TND q [Nq, T, D]; TND_NTD / BSND_NBSD as named. Contiguous k/v follow
+      the query's layout; with a block_table (int32 [B, W]) they are paged
+      caches in `kv_layout`: "BNBSND" [NB, bs, Nkv, D], "BNNBSD" [NB, Nkv, bs, D]
+      or "NZ". q_lens / kv_lens are per-row lengths (direct form; converted to
+      the form the layout needs); defaults come from the shapes (paged calls
+      must give kv_lens). Head counts come from the shapes unless given.
+    scale: default 1/sqrt(D). sparse_mode: 0 none (needs mask or
+      bidirectional=True when S > 1), 1 full mask, 2 causal from the top-left,
+      3 causal aligned to the last key (default), 4 band (pre_tokens/next_tokens).
+    int8 k/v: key_scale/value_scale (f32) in quant_mode "per_channel",
+      "per_token" or "per_head" (a pair for keys and values may be given).
+    out: written in place (q's dtype and shape rule by default, a new array
+      of q's kind when None). Returns out, or (out, lse) with return_lse.
+    """
+    paged = block_table is not None
+    num_heads = None if num_heads is None else int32(num_heads, "num_heads")
+    num_kv_heads = None if num_kv_heads is None else int32(num_kv_heads, "num_kv_heads")
+    layout = layout or ("TND" if paged else "BSND")
+    c_layout, seq_layout = _choice(_LAYOUTS, layout, "layout")
+    storage = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")[0] if paged else None
+    qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
+    nq, nkv, d, dv = _heads_and_dims(layout, qv, kv_, vv, paged, kv_layout, num_heads, num_kv_heads)
+    qa, ka = _batch_lengths(layout, qv, kv_, paged, kv_layout, q_lens, kv_lens)
+    n = qa.shape[0] if qa.shape else 1
+    if len(ka.shape) != 1 or len(qa.shape) != 1 or ka.shape[0] != n:
+        raise invalid(f"q_lens ({list(qa.shape)}) and kv_lens ({list(ka.shape)}) must be 1-D of one length")
+
+    # the forms the layout wants, by the batch layer's rule
+    q_form, kv_form = ffi.new("kvc_len_form *"), ffi.new("kvc_len_form *")
+    check(lib.kvc_seq_layout_forms(seq_layout, paged, q_form, kv_form))
+    q_c, kv_c = ffi.new("int64_t[]", max(n, 1)), ffi.new("int64_t[]", max(n, 1))
+    check(lib.kvc_seq_lens_fill(seq_layout, paged, qa.ptr("int64_t *"), ka.ptr("int64_t *"), n, q_c, kv_c))
+
+    p = ffi.new("kvc_attention_params *", lib.kvc_attention_default_params())
+    p.layout = c_layout
+    p.num_heads, p.num_kv_heads = int32(nq, "num_heads"), int32(nkv, "num_kv_heads")
+    p.scale = 1.0 / math.sqrt(d) if scale is None else real(scale, "scale")
+    p.sparse_mode = int32(sparse_mode, "sparse_mode")
+    if pre_tokens is not None:
+        p.pre_tokens = int64(pre_tokens, "pre_tokens")
+    if next_tokens is not None:
+        p.next_tokens = int64(next_tokens, "next_tokens")
+    p.bidirectional = bool(bidirectional)
+    p.batch = n
+    p.q_lens, p.kv_lens = q_c, kv_c
+    p.kv_len_form = lib.KVC_KV_FORM_CUMULATIVE if kv_form[0] == lib.KVC_LEN_CUMULATIVE else lib.KVC_KV_FORM_DIRECT
+    keep = [qv, kv_, vv, qa, ka, q_c, kv_c]
+    if paged and kv_layout == "BNBSND":
+        # the operator reads block-major caches as [NB, bs, Nkv*D]: the same memory
+        for t in (kv_, vv):
+            if len(t.shape) == 4:
+                t.shape = (t.shape[0], t.shape[1], t.shape[2] * t.shape[3])
+    qv.fill(p.q)
+    kv_.fill(p.k)
+    vv.fill(p.v)
+    if paged:
+        tv = index_array(block_table, "block_table", "i32")
+        keep.append(tv)
+        tv.fill(p.block_table)
+        p.kv_storage = storage
+        bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3}[kv_layout]
+        p.block_size = int32(_dim(kv_, bs_axis, "k"), "block_size")
+    for name, arr, field in (("mask", mask, p.mask), ("sinks", sinks, p.sinks), ("key_scale", key_scale, p.key_scale),
+                             ("value_scale", value_scale, p.value_scale), ("key_offset", key_offset, p.key_offset),
+                             ("value_offset", value_offset, p.value_offset)):
+        if arr is not None:
+            av = view(arr, name)
+            keep.append(av)
+            av.fill(field)
+    if key_scale is not None or value_scale is not None:
+        kq, vq = (quant_mode, quant_mode) if isinstance(quant_mode, str) else quant_mode
+        p.key_quant_mode = _choice(_QUANT, kq, "quant_mode")
+        p.value_quant_mode = _choice(_QUANT, vq, "quant_mode")
+
+    q_rows = _dim(qv, 1, "q") if layout == "NTD_TND" else qv.shape[0]  # Tq for the T.. layouts
+    if out is None:
+        out = _new_like(q, _out_shape(layout, qv, nq, dv, q_rows))
+    ov = view(out, "out", writable=True)
+    keep.append(ov)
+    ov.fill(p.out)
+    lse = None
+    if return_lse:
+        t_layout = layout in ("TND", "TND_NTD", "NTD_TND")
+        shape = (q_rows, nq, 1) if t_layout else (qv.shape[0], nq, qv.shape[2 if layout == "BNSD" else 1], 1)
+        if _is_torch(q):
+            import torch
+
+            lse = torch.empty(shape, dtype=torch.float32)
+        else:
+            lse = np.empty(shape, dtype=np.float32)
+        lv = view(lse, "lse", writable=True)
+        keep.append(lv)
+        lv.fill(p.lse)
+
+    if impl == "cpu":
+        ws, ws_bytes = _cpu_workspace(p)
+        check(lib.kvc_attention_cpu(p, ws, ws_bytes))
+    elif impl == "ref":
+        check(lib.kvc_attention_ref(p))
+    else:
+        raise invalid(f"impl \"{impl}\" is not \"cpu\" or \"ref\"")
+    result = out.array if isinstance(out, Reinterpreted) else out
+    return (result, lse) if return_lse else result
+
+
+def _slot_write(cache, update, slots, kv_layout):
+    _, order = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")
+    cv = view(cache, "cache", writable=True)
+    uv = view(update, "update")
+    sv = index_array(slots, "slots", "i64")
+    if len(sv.shape) != 1:
+        raise invalid(f"slots: shape {list(sv.shape)} is not 1-D")
+    c, u = ffi.new("kvc_tensor *"), ffi.new("kvc_tensor *")
+    cv.fill(c)
+    uv.fill(u)
+    return order, c, u, sv, (cv, uv)
+
+
+def write_slots(cache, update, slots, *, kv_layout="BNBSND"):
+    """Scatters update [T, Nkv, D] into the paged cache at slots [T]
+    (slot = block * block_size + offset; -1 skips a token), in place.
+    The cache is [NB, bs, Nkv, D] ("BNBSND", also NZ's logical shape) or
+    [NB, Nkv, bs, D] ("BNNBSD"), of update's dtype."""
+    order, c, u, sv, keep = _slot_write(cache, update, slots, kv_layout)
+    check(lib.kvc_write_slots(c, order, u, sv.ptr("int64_t *"), sv.shape[0]))
+    del keep
+
+
+def write_slots_quant(cache, update, slots, inv_scale, offset=None, *, kv_layout="BNBSND"):
+    """Quantising scatter: f32 update [T, Nkv, D] into an int8 paged cache,
+    q = saturate(round_half_even(x * inv_scale + offset)); inv_scale and
+    offset hold 1 (per tensor) or Nkv*D (per channel) f32 values."""
+    order, c, u, sv, keep = _slot_write(cache, update, slots, kv_layout)
+    sc = np.ascontiguousarray(np.asarray(inv_scale, dtype=np.float32).reshape(-1))
+    off = None if offset is None else np.ascontiguousarray(np.asarray(offset, dtype=np.float32).reshape(-1))
+    if off is not None and off.size != sc.size:
+        raise invalid(f"offset has {off.size} values, inv_scale {sc.size}: they must match")
+    off_ptr = ffi.NULL if off is None else ffi.from_buffer("float[]", off)
+    check(lib.kvc_write_slots_quant(c, order, u, sv.ptr("int64_t *"), sv.shape[0], ffi.from_buffer("float[]", sc),
+                                    off_ptr, sc.size))
+    del keep
+
+
+def write_contiguous(cache, update, starts):
+    """Legacy contiguous write: update [B, L, H] into cache [B, S_max, H] at
+    rows' positions starts[b] .. starts[b] + L - 1, in place."""
+    cv = view(cache, "cache", writable=True)
+    uv = view(update, "update")
+    sv = index_array(starts, "starts", "i64")
+    c, u = ffi.new("kvc_tensor *"), ffi.new("kvc_tensor *")
+    cv.fill(c)
+    uv.fill(u)
+    n = sv.shape[0] if sv.shape else 1
+    check(lib.kvc_write_contiguous(c, u, sv.ptr("int64_t *"), n))
+
+
+def cpu_isa():
+    """The SIMD path kvc_attention_cpu runs on this CPU ("avx512-...", "portable")."""
+    return ffi.string(lib.kvc_attention_cpu_isa()).decode()

@@ -1,0 +1,86 @@
+"""kvcache.plan: a model's config.json -> its KV cache plan (kvc_model_plan)."""
+import json
+import math
+import os
+import re
+
+from ._lib import check, dtype_code, ffi, int64, invalid, lib
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(value):
+    """Bytes from an int or a string such as "64GiB", "512MiB", "1.5GB", "1e9"."""
+    if isinstance(value, bool):
+        raise invalid(f"kv_memory {value!r} is not a byte count")
+    if isinstance(value, int):
+        return int64(value, "kv_memory")
+    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise invalid(f"kv_memory \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
+    try:
+        number = float(m.group(1))
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise invalid(f"kv_memory \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
+    return int64(int(number * _UNITS[m.group(2).upper()]), "kv_memory")
+
+
+def _config_text(config):
+    if isinstance(config, dict):
+        return json.dumps(config)
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
+    raise invalid(f"config: {type(config).__name__} is neither a dict nor a path to config.json")
+
+
+class Plan(dict):
+    """The plan as the document `kvcache plan --json` prints (a dict), keeping
+    the C plan it came from so that Manager(plan) can build on it."""
+
+    def __init__(self, handle):
+        text = ffi.new("char **")
+        check(lib.kvc_model_plan_to_json(handle, text))
+        try:
+            super().__init__(json.loads(ffi.string(text[0]).decode()))
+        finally:
+            lib.kvc_plan_json_free(text[0])
+        self._handle = handle
+
+    def manager(self, **kwargs):
+        """A Manager over this plan's caches and block counts."""
+        from .manager import Manager
+
+        return Manager(self, **kwargs)
+
+
+def plan(config, tp=1, block_size=128, kv_dtype=None, kv_memory=None, max_model_len=None, max_concurrency=1,
+         next_n=0):
+    """The KV cache plan of a Hugging Face config (a dict, a config.json path
+    or a model directory): paged or legacy caches, per-layer attention types,
+    mask modes, caches per tensor-parallel rank and the block planner's
+    numbers. kv_dtype: "f16", "bf16", "f32" or "i8" (default: the config's
+    torch_dtype); kv_memory: a byte budget (int or "64GiB"); without it the
+    caches are sized for max_model_len x max_concurrency tokens."""
+    opt = ffi.new("kvc_plan_options *", lib.kvc_plan_default_options())
+    opt.tp = int64(tp, "tp")
+    opt.block_size = int64(block_size, "block_size")
+    if kv_dtype is not None:
+        opt.kv_dtype_set = True
+        opt.kv_dtype = dtype_code(kv_dtype)
+    if max_model_len is not None:
+        opt.max_model_len = int64(max_model_len, "max_model_len")
+    opt.max_concurrency = int64(max_concurrency, "max_concurrency")
+    opt.next_n = int64(next_n, "next_n")
+    if kv_memory is not None:
+        opt.kv_memory_bytes = parse_bytes(kv_memory)
+    data = _config_text(config).encode()
+    out = ffi.new("kvc_model_plan **")
+    check(lib.kvc_model_plan_create(data, len(data), opt, out))
+    return Plan(ffi.gc(out[0], lib.kvc_model_plan_destroy))

@@ -1,0 +1,90 @@
+"""kvcache.Manager: allocation, tables, usage and step metadata, against a
+shadow model of the block counts and the slot rule."""
+import numpy as np
+import pytest
+
+import kvcache
+from conftest import DATA
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def test_from_plan():
+    p = kvcache.plan(DATA / "configs" / "gpt-oss-20b.json", block_size=16, max_model_len=256, max_concurrency=2)
+    m = p.manager()
+    assert m.keys == [g["key"] for g in p["managers"]]
+    assert {k: u["total"] for k, u in m.usage().items()} == p["block_num"]
+    assert m.allocate_slots(1, 0, 100)
+    assert len(m.block_table(1, "FullAttention")) == cdiv(100, 16)
+    m.free(1)
+    assert all(u["used"] == 1 for u in m.usage().values())  # only the null block
+    m.check()
+
+
+def test_no_space_allocates_nothing():
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4}]], block_num=5, max_model_len=64)
+    assert m.allocate_slots(1, 0, 12)  # 3 of the 4 usable blocks
+    assert not m.allocate_slots(2, 0, 8)  # needs 2
+    assert not m.has_request(2) and m.usage()["FullAttention"]["free"] == 1
+    assert m.free_queue().tolist() == [4]
+
+
+def test_random_ops_against_shadow():
+    rng = np.random.default_rng(7)
+    bs, blocks, max_len = 4, 40, 60
+    m = kvcache.Manager([[{"name": "k", "num_head": 2, "dim": 8, "block_size": bs}]], block_num=blocks,
+                        max_model_len=max_len)
+    held = {}
+    for _ in range(400):
+        rid = int(rng.integers(0, 8))
+        if rng.random() < 0.3:
+            m.free(rid)
+            held.pop(rid, None)
+            continue
+        computed = held.get(rid, 0)
+        new = int(rng.integers(1, 10))
+        need = cdiv(min(computed + new, max_len), bs) - cdiv(computed, bs)
+        free = blocks - 1 - sum(cdiv(t, bs) for t in held.values())
+        ok = m.allocate_slots(rid, computed, new)
+        assert ok == (need <= free)
+        if ok:
+            held[rid] = min(computed + new, max_len)
+        assert m.usage()["FullAttention"]["free"] == blocks - 1 - sum(cdiv(t, bs) for t in held.values())
+        for r, t in held.items():
+            table = m.block_table(r)
+            assert len(table) == cdiv(t, bs) and (table > 0).all()
+        m.check()
+
+
+def test_step_metadata_follows_the_tables():
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4}],
+                         [{"name": "k", "num_head": 1, "dim": 8, "block_size": 4, "attn_type": "SlidingWindow",
+                           "sliding_window": 5}]], block_num=30, max_model_len=32)
+    assert m.allocate_slots(10, 0, 7) and m.allocate_slots(11, 0, 3)
+    md = m.step([(10, 0, 7), (11, 0, 3), (-1, 0, 2)], is_prefill=True)
+    assert md.n_rows == 3 and md.n_tokens == 12 and md.prompt_tokens == 10
+    assert md.positions.tolist() == [0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 0, 0]
+    assert md.cu_seq_lens_q.tolist() == [7, 10, 12] and md.seq_lens_kv.tolist() == [7, 3, 2]
+    full = md.keys["FullAttention"]
+    assert full.block_table.shape == (3, cdiv(32, 4)) and not full.block_table[2].any()
+    assert full.block_table[0, :2].tolist() == m.block_table(10, "FullAttention").tolist()
+    rows = [0] * 7 + [1] * 3
+    for t, (row, pos) in enumerate(zip(rows, md.positions[:10])):
+        assert full.slot_mapping[t] == full.block_table[row, pos // 4] * 4 + pos % 4
+    # decode: one token each, after growing the tables
+    assert m.allocate_slots(10, 7, 1) and m.allocate_slots(11, 3, 1)
+    md = m.step([(10, 7, 1), (11, 3, 1)], is_prefill=False)
+    assert md.positions.tolist() == [7, 3] and md.kv_pos.tolist() == [7, 3]
+    sw = md.keys["SlidingWindow"]
+    assert sw.slot_mapping[0] == sw.block_table[0, 7 // 4] * 4 + 3
+
+
+def test_step_buffers_grow():
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 16}]], block_num=400, max_model_len=512)
+    rows = [(r, 0, 500) for r in range(6)]
+    for r, _, n in rows:
+        assert m.allocate_slots(r, 0, n)
+    md = m.step(rows, True)
+    assert md.n_tokens == 3000 and md.keys["FullAttention"].slot_mapping.shape == (3000,)

@@ -1,0 +1,47 @@
+"""kvcache.plan returns the document `kvcache plan --json` prints."""
+import json
+import subprocess
+
+import pytest
+
+import kvcache
+from conftest import DATA
+
+CONFIGS = sorted((DATA / "configs").glob("*.json"))
+OPTIONS = [dict(), dict(tp=2, block_size=16, max_model_len=8192, max_concurrency=4),
+           dict(kv_dtype="f16", kv_memory="8GiB", block_size=64)]
+
+
+def _cli_args(opts):
+    flags = {"tp": "--tp", "block_size": "--block-size", "max_model_len": "--max-model-len",
+             "max_concurrency": "--max-concurrency", "kv_dtype": "--kv-dtype", "kv_memory": "--kv-memory"}
+    args = []
+    for k, v in opts.items():
+        args += [flags[k], str(v)]
+    return args
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
+@pytest.mark.parametrize("opts", range(len(OPTIONS)))
+def test_same_document_as_the_command(kvcache_cmd, config, opts):
+    o = OPTIONS[opts]
+    r = subprocess.run([str(kvcache_cmd), "plan", str(config), "--json", *_cli_args(o)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert dict(kvcache.plan(config, **o)) == json.loads(r.stdout)
+
+
+def test_dict_path_and_directory_agree():
+    qwen = DATA / "oracle" / "qwen3"
+    from_dir = kvcache.plan(qwen, block_size=16)
+    assert from_dir == kvcache.plan(qwen / "config.json", block_size=16)
+    assert from_dir == kvcache.plan(json.loads((qwen / "config.json").read_text()), block_size=16)
+
+
+def test_sizes_parse_like_the_command():
+    assert kvcache.parse_bytes("64GiB") == 64 << 30
+    assert kvcache.parse_bytes("1.5GB") == 1_500_000_000
+    assert kvcache.parse_bytes("1e9") == 10**9
+    assert kvcache.parse_bytes(4096) == 4096
+    for bad in ("lots", "12QB", "", "1e999"):
+        with pytest.raises(kvcache.InvalidArgument):
+            kvcache.parse_bytes(bad)

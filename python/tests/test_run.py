@@ -1,0 +1,43 @@
+"""kvcache.run against Hugging Face transformers' greedy ids and logits
+(tests/data/oracle, made by tools/oracle/make_oracle.py) and the command."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import kvcache
+from conftest import DATA
+
+QWEN3 = DATA / "oracle" / "qwen3"
+EXPECTED = json.loads((QWEN3 / "expected.json").read_text())
+
+
+def test_greedy_ids_and_logits_match_transformers():
+    prompts = [p["ids"] for p in EXPECTED["prompts"]]
+    n = EXPECTED["num_new_tokens"]
+    ids, logits = kvcache.run(QWEN3, prompts, n, logits=True)
+    assert ids.shape == (len(prompts), n) and logits.shape == (len(prompts), n, EXPECTED["vocab_size"])
+    for b, p in enumerate(EXPECTED["prompts"]):
+        assert ids[b].tolist() == p["greedy_ids"]
+        assert np.allclose(logits[b], np.array(p["step_logits"], dtype=np.float32), atol=2e-3)
+
+
+def test_modes_agree():
+    """Paged and contiguous caches read the same keys in the same order: the
+    same bits. Recomputation runs whole sequences through the dense layers
+    (other GEMM shapes): the same ids, logits within rounding."""
+    prompts = [[5, 9, 200, 3], [7, 7]]
+    paged, paged_logits = kvcache.run(QWEN3, prompts, 5, logits=True)
+    contiguous, contiguous_logits = kvcache.run(QWEN3, prompts, 5, mode="contiguous", logits=True)
+    assert np.array_equal(paged, contiguous) and np.array_equal(paged_logits, contiguous_logits)
+    again, again_logits = kvcache.run(QWEN3, prompts, 5, mode="recompute", logits=True)
+    assert np.array_equal(paged, again) and np.allclose(paged_logits, again_logits, atol=1e-4)
+
+
+def test_same_ids_as_the_command(kvcache_cmd):
+    r = subprocess.run([str(kvcache_cmd), "run", str(QWEN3), "--prompt-ids", "1,2,3", "--prompt-ids", "40,41",
+                        "--max-new-tokens", "4", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = [p["generated_ids"] for p in json.loads(r.stdout)["prompts"]]
+    assert kvcache.run(QWEN3, [[1, 2, 3], [40, 41]], 4).tolist() == want

@@ -1,0 +1,96 @@
+/* The request-level manager's prefix caching: the hybrid hit (a fixed point
+ * over the keys' hit rules), indexing computed blocks, statistics and
+ * clearing (docs/prefix-caching.md). */
+#include "base/internal.h"
+#include "cache/manager_internal.h"
+
+int64_t kvc_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask) {
+    for (int32_t g = 0; g < m->n_managers; g++) m->managers[g].n_chain = 0;
+    /* Position-table keys propose, state keys accept or lower, until a
+     * round lowers nothing; each rule returns the largest length it accepts
+     * up to its input, so this ends at the largest length all keys accept,
+     * and in the last round every key left its hit for that length. */
+    for (int64_t before = -1; len > 0 && len != before;) {
+        before = len;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int32_t g = 0; g < m->n_managers && len > 0; g++) {
+                kvc_single_manager *sm = &m->managers[g];
+                if (!(key_mask >> g & 1u) || sm->type->state_hits != (pass == 1)) continue;
+                len = sm->type->hit_length(sm, q, len);
+            }
+        }
+    }
+    return len;
+}
+
+kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out) {
+    if (m == NULL || prompt == NULL || out == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_manager_find_prefix: manager, prompt and out must not be NULL");
+    if (prompt->n_tokens < 0 || (prompt->n_tokens > 0 && prompt->tokens == NULL))
+        return kvc_fail(KVC_EINVAL, "kvc_manager_find_prefix: a prompt of %lld tokens needs its token ids",
+                        (long long)prompt->n_tokens);
+    *out = (kvc_prefix_hit){0};
+    if (!m->prefix_caching || prompt->n_tokens < 2) return KVC_OK;
+    kvc_prefix_query q = {.tokens = prompt->tokens,
+                          .n_tokens = prompt->n_tokens,
+                          .seed = kvc_prefix_seed(m->prefix_salt, prompt->cache_salt)};
+    /* At least the last prompt token is computed (its logits are needed). */
+    int64_t cap = kvc_min64(prompt->n_tokens - 1, m->max_model_len);
+    out->n_tokens = kvc_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
+    for (int32_t g = 0; g < m->n_managers && out->n_tokens > 0; g++) {
+        const kvc_single_manager *sm = &m->managers[g];
+        out->n_entries[g] = sm->n_hit;
+        for (int64_t i = 0; i < sm->n_hit; i++) out->n_cached[g] += sm->hit_ids[i] != KVC_NULL_BLOCK;
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n_computed) {
+    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_cache_computed: manager must not be NULL");
+    if (n_computed < 0 || (n_computed > 0 && tokens == NULL))
+        return kvc_fail(KVC_EINVAL, "kvc_manager_cache_computed: request %lld: %lld computed tokens need their ids",
+                        (long long)rid, (long long)n_computed);
+    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    if (!m->prefix_caching || slot < 0) return KVC_OK;
+    kvc_req_blocks *tables = kvc_manager_request_tables(m, slot);
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        kvc_single_manager *sm = &m->managers[g];
+        if (tables[g].present) sm->type->cache_computed(sm, &tables[g], tokens, n_computed);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out) {
+    if (m == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
+    if (key_index < 0 || key_index >= m->n_managers)
+        return kvc_fail(KVC_ERANGE, "kvc_manager_state_source: key index %d is out of range [0, %d)", key_index,
+                        m->n_managers);
+    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    *out = slot >= 0 ? kvc_manager_request_tables(m, slot)[key_index].state_source : KVC_NULL_BLOCK;
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out) {
+    if (m == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_prefix_stats: manager and out must not be NULL");
+    *out = m->stats;
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        out->evictions += m->managers[g].evictions;
+        out->cached_blocks += m->managers[g].index.n_indexed;
+    }
+    return KVC_OK;
+}
+
+int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
+    if (m == NULL || key_index < 0 || key_index >= m->n_managers) return -1;
+    const kvc_single_manager *sm = &m->managers[key_index];
+    if (!sm->caching) return 0;
+    int64_t n = 0, num_blocks = kvc_block_pool_num_blocks(sm->pool);
+    for (int32_t id = 1; id < num_blocks; id++) n += sm->index.indexed[id] && kvc_block_pool_is_free(sm->pool, id);
+    return n;
+}
+
+kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
+    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
+    for (int32_t g = 0; g < m->n_managers; g++) kvc_prefix_index_clear(&m->managers[g].index);
+    return KVC_OK;
+}

@@ -1,0 +1,55 @@
+/* Internal: the prefix index of one single-type manager. A cached block is
+ * found by the chained hash of the tokens it covers (XXH3-128 over the
+ * parent's hash and the block's token ids; the first parent is the request's
+ * salted seed) and verified before it is returned: it keeps its own token ids
+ * and its parent's hash, and a hash match whose tokens or parent differ is a
+ * miss. Buckets use open addressing with linear probing and backward-shift
+ * deletion; every array is sized at creation. */
+#ifndef KVC_CACHE_PREFIX_INDEX_H
+#define KVC_CACHE_PREFIX_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+#include "kvcache/base.h"
+
+typedef XXH128_hash_t kvc_hash128;
+
+typedef struct kvc_prefix_index {
+    int64_t block_tokens;  /* tokens one hashed block covers */
+    int64_t num_blocks;
+    kvc_hash128 *hash;     /* [num_blocks] hash of each indexed block */
+    kvc_hash128 *parent;   /* [num_blocks] hash of its parent (the seed for a first block) */
+    int32_t *tokens;       /* [num_blocks, block_tokens] token ids of each indexed block */
+    uint8_t *indexed;      /* [num_blocks] 1 while the block is in the buckets */
+    int32_t *buckets;      /* [mask + 1] block id or -1 */
+    int64_t mask;          /* buckets - 1, a power of two >= 2 num_blocks */
+    int64_t n_indexed;
+    uint8_t *buf;          /* [16 + 4 block_tokens] bytes hashed for one block */
+} kvc_prefix_index;
+
+/* The block hash: the test build may replace it to force collisions. */
+typedef kvc_hash128 (*kvc_prefix_hash_fn)(const void *bytes, size_t n);
+extern kvc_prefix_hash_fn kvc_prefix_hash_override; /* NULL: XXH3-128 */
+
+kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens);
+void kvc_prefix_index_release(kvc_prefix_index *ix);
+/* Seed of a request's chains: the engine salt and the request's cache salt. */
+kvc_hash128 kvc_prefix_seed(uint64_t engine_salt, const char *cache_salt);
+/* Hash of a block with these token ids (block_tokens of them) after parent. */
+kvc_hash128 kvc_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens);
+/* The verified block with this hash, parent and tokens, or -1. */
+int32_t kvc_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens);
+/* Indexes block id under hash (false, nothing changed, when the hash is
+ * already indexed: the first block computed for a content stays its copy). */
+bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+                             const int32_t *tokens);
+/* Drops a block from the index (no-op when it is not indexed); true if it was. */
+bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id);
+/* Drops every block. */
+void kvc_prefix_index_clear(kvc_prefix_index *ix);
+
+static inline bool kvc_hash128_equal(kvc_hash128 a, kvc_hash128 b) { return XXH128_isEqual(a, b) != 0; }
+
+#endif

@@ -1,0 +1,34 @@
+/* Prefix-caching steps shared by the types that keep one block per
+ * block_size positions (FullAttention, SlidingWindow): the query's hash
+ * chain, the verified lookup, and hashing a request's computed blocks. */
+#include "base/internal.h"
+#include "cache/manager_type.h"
+
+kvc_hash128 kvc_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i) {
+    int64_t bt = m->index.block_tokens;
+    KVC_ASSERT(i < m->max_chain && (i + 1) * bt <= q->n_tokens);
+    for (; m->n_chain <= i; m->n_chain++) {
+        kvc_hash128 parent = m->n_chain == 0 ? q->seed : m->chain[m->n_chain - 1];
+        m->chain[m->n_chain] = kvc_prefix_block_hash(&m->index, parent, q->tokens + m->n_chain * bt);
+    }
+    return m->chain[i];
+}
+
+int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i) {
+    kvc_hash128 hash = kvc_prefix_chain_at(m, q, i);
+    kvc_hash128 parent = i == 0 ? q->seed : m->chain[i - 1];
+    return kvc_prefix_index_find(&m->index, hash, parent, q->tokens + i * m->index.block_tokens);
+}
+
+void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed) {
+    int64_t bt = m->index.block_tokens;
+    int64_t n_full = kvc_min64(computed / bt, t->len);
+    for (; t->n_hashed < n_full; t->n_hashed++) {
+        const int32_t *block_tokens = tokens + t->n_hashed * bt;
+        kvc_hash128 hash = kvc_prefix_block_hash(&m->index, t->chain, block_tokens);
+        int32_t id = t->ids[t->n_hashed];
+        if (id != KVC_NULL_BLOCK && !m->index.indexed[id])
+            kvc_prefix_index_insert(&m->index, id, hash, t->chain, block_tokens);
+        t->chain = hash;
+    }
+}

@@ -1,0 +1,238 @@
+/* The one reader of config.json (see hparams.h and docs/config.md). */
+#include "model/hparams.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "kvcache/ops.h"
+
+/* Class defaults that differ between model types (transformers' config classes). */
+typedef struct type_defaults {
+    const char *model_type;
+    int64_t head_dim; /* 0: hidden_size / num_attention_heads */
+    double rope_theta;
+} type_defaults;
+
+static const type_defaults DEFAULTS[] = {
+    {"qwen3", 128, 10000.0},
+    {"qwen3_moe", 128, 10000.0},
+    {"gpt_oss", 64, 150000.0},
+};
+
+static type_defaults defaults_of(const kvc_hparams *hp) {
+    for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
+        if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
+    return (type_defaults){NULL, 0, 10000.0};
+}
+
+/* ---- document and identity ---------------------------------------------------- */
+
+kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp) {
+    if (hp == NULL) return kvc_fail(KVC_EINVAL, "config reader: hp must not be NULL");
+    memset(hp, 0, sizeof *hp);
+    if (doc == NULL) doc = "config.json";
+    KVC_TRY(kvc_json_parse_object(text, len, doc, &hp->doc));
+    const kvc_json_obj root = {.obj = hp->doc, .doc = doc, .path = ""};
+    char path[32];
+    bool have_text = false;
+    KVC_TRY(kvc_json_child(&root, "text_config", path, sizeof path, &hp->cfg, &have_text));
+    hp->cfg = have_text ? (kvc_json_obj){.obj = hp->cfg.obj, .fallback = hp->doc, .doc = doc, .path = ""} : root;
+
+    const cJSON *archs = NULL;
+    bool have = false;
+    KVC_TRY(kvc_json_array(&root, "architectures", 64, &archs, &have));
+    if (have) {
+        const cJSON *first = cJSON_GetArrayItem(archs, 0);
+        if (first == NULL || !cJSON_IsString(first))
+            return kvc_fail(KVC_EINVAL, "%s: architectures must be a non-empty array of strings", doc);
+        if (strlen(first->valuestring) > KVC_HP_NAME_MAX)
+            return kvc_fail(KVC_EINVAL, "%s: architectures[0] is %zu bytes long, at most %d are kept", doc,
+                            strlen(first->valuestring), KVC_HP_NAME_MAX);
+        hp->architecture = first->valuestring;
+    }
+    return kvc_json_str(&hp->cfg, "model_type", KVC_HP_NAME_MAX, &hp->model_type, &have);
+}
+
+void kvc_hparams_close(kvc_hparams *hp) {
+    if (hp == NULL) return;
+    cJSON_Delete(hp->doc);
+    hp->doc = NULL;
+}
+
+/* ---- sizes ----------------------------------------------------------------------- */
+
+kvc_status kvc_hparams_read_sizes(kvc_hparams *hp) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvc_json_int(c, "num_hidden_layers", 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
+    KVC_TRY(kvc_json_int(c, "num_attention_heads", 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
+    hp->n_kv_heads = hp->n_heads;
+    KVC_TRY(kvc_json_int(c, "num_key_value_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    if (hp->n_heads % hp->n_kv_heads != 0)
+        return kvc_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                        c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
+    bool have = false;
+    hp->hidden_size = 0;
+    KVC_TRY(kvc_json_int(c, "hidden_size", 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    return kvc_json_int(c, "max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+}
+
+kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
+    const kvc_json_obj *c = &hp->cfg;
+    bool have = false;
+    KVC_TRY(kvc_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+    if (have) return KVC_OK;
+    const type_defaults d = defaults_of(hp);
+    if (d.head_dim > 0) {
+        *out = d.head_dim;
+        return KVC_OK;
+    }
+    if (hp->hidden_size == 0)
+        return kvc_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size is absent to derive it", c->doc);
+    if (hp->hidden_size % hp->n_heads != 0)
+        return kvc_fail(KVC_EINVAL,
+                        "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
+                        c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
+    *out = hp->hidden_size / hp->n_heads;
+    return KVC_OK;
+}
+
+/* ---- rope -------------------------------------------------------------------------- */
+
+static const char *const ROPE_NAMES[] = {"default", "llama3", "yarn", "linear", "dynamic", "longrope"};
+
+const char *kvc_rope_type_name(kvc_rope_type t) {
+    return (t >= 0 && (size_t)t < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]) ? ROPE_NAMES[t] : "?";
+}
+
+static const kvc_json_range POSITIVE_FACTOR = {0.0, KVC_HP_MAX_FACTOR, true};
+static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
+
+/* The dict: a non-empty rope_scaling wins (transformers 5.x reads
+ * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
+static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, const char **source) {
+    bool have = false;
+    *source = NULL;
+    KVC_TRY(kvc_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
+    if (have && dict->obj->child != NULL) {
+        *source = "rope_scaling";
+        return KVC_OK;
+    }
+    KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
+    if (have) *source = "rope_parameters";
+    return KVC_OK;
+}
+
+static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
+    const char *name = "default";
+    bool have = false;
+    KVC_TRY(kvc_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
+    if (!have) KVC_TRY(kvc_json_str(dict, "type", KVC_HP_NAME_MAX, &name, &have));
+    for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
+        if (strcmp(name, ROPE_NAMES[i]) == 0) {
+            *out = (kvc_rope_type)i;
+            return KVC_OK;
+        }
+    return kvc_fail(
+        KVC_EINVAL,
+        "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3)",
+        dict->doc, dict->path, name);
+}
+
+/* L0 of llama3 / yarn / longrope: the top-level key wins (Phi-3 keeps it
+ * there), else the dict's, else max_position_embeddings. */
+static kvc_status original_max_position(const kvc_hparams *hp, const kvc_json_obj *dict, int64_t *out) {
+    bool have = false;
+    KVC_TRY(kvc_json_int(&hp->cfg, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
+    if (!have) KVC_TRY(kvc_json_int(dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
+    if (have) return KVC_OK;
+    if (!hp->have_max_pos)
+        return kvc_fail(KVC_EINVAL, "%s: %s needs original_max_position_embeddings (or max_position_embeddings)",
+                        dict->doc, dict->path);
+    *out = hp->max_pos;
+    return KVC_OK;
+}
+
+static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r) {
+    bool have = false;
+    double beta_fast = 0.0, beta_slow = 0.0;
+    const kvc_json_range beta = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
+    KVC_TRY(kvc_json_num(dict, "beta_fast", beta, &beta_fast, &have));
+    KVC_TRY(kvc_json_num(dict, "beta_slow", beta, &beta_slow, &have));
+    r->beta_fast = beta_fast != 0.0 ? beta_fast : 32.0; /* transformers: `or 32` */
+    r->beta_slow = beta_slow != 0.0 ? beta_slow : 1.0;
+    if (!(r->beta_fast > 0.0 && r->beta_slow > 0.0))
+        return kvc_fail(KVC_EINVAL, "%s: %s.beta_fast %g and beta_slow %g must be positive", dict->doc, dict->path,
+                        r->beta_fast, r->beta_slow);
+    KVC_TRY(kvc_json_bool(dict, "truncate", &r->truncate, &have));
+    /* 0 (absent): kvc_rope_attention_factor derives A from factor and the mscales */
+    return kvc_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
+}
+
+kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
+    kvc_rope_config *r = &hp->rope;
+    *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
+                           .factor = 1.0,
+                           .beta_fast = 32.0,
+                           .beta_slow = 1.0,
+                           .attention_factor = 0.0,
+                           .truncate = true};
+    kvc_json_obj dict = {0};
+    char dict_path[64];
+    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, &hp->rope_source));
+    const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
+    bool have = false;
+    r->theta = defaults_of(hp).rope_theta;
+    KVC_TRY(kvc_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
+    if (hp->rope_source == NULL) return KVC_OK;
+    KVC_TRY(kvc_json_num(&dict, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(rope_type_of(&dict, &r->type));
+    if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
+    /* factor is required by every scaled type but longrope, where it is optional */
+    KVC_TRY(kvc_json_num(&dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
+    KVC_TRY(kvc_json_num(&dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
+    KVC_TRY(kvc_json_num(&dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
+    if (r->type == KVC_ROPE_LLAMA3 || r->type == KVC_ROPE_YARN || r->type == KVC_ROPE_LONGROPE)
+        KVC_TRY(original_max_position(hp, &dict, &r->original_max_position));
+    if (r->type == KVC_ROPE_LLAMA3) {
+        KVC_TRY(kvc_json_num(&dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
+        KVC_TRY(kvc_json_num(&dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
+        if (!(r->high_freq_factor > r->low_freq_factor))
+            return kvc_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc,
+                            dict.path, r->high_freq_factor, r->low_freq_factor);
+    }
+    if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(&dict, r));
+    return KVC_OK;
+}
+
+/* ---- MLA ------------------------------------------------------------------------------ */
+
+kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
+    const kvc_json_obj *c = &hp->cfg;
+    kvc_mla_dims d = {0};
+    bool have = false;
+    /* transformers' MLA expands keys per query head */
+    if (hp->have_kv_heads && hp->n_kv_heads != hp->n_heads)
+        return kvc_fail(KVC_EINVAL,
+                        "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
+                        "query head, the two must be equal)",
+                        c->doc, (long long)hp->n_kv_heads, (long long)hp->n_heads);
+    KVC_TRY(kvc_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, NULL));
+    KVC_TRY(kvc_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, NULL));
+    KVC_TRY(kvc_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, NULL));
+    KVC_TRY(kvc_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
+    KVC_TRY(kvc_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
+    if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
+        return kvc_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,
+                        KVC_HP_MAX_DIM);
+    if (d.qk_rope_head_dim % 2 != 0)
+        return kvc_fail(KVC_EINVAL, "%s: qk_rope_head_dim %lld must be even (rotary pairs)", c->doc,
+                        (long long)d.qk_rope_head_dim);
+    *out = d;
+    return KVC_OK;
+}
+
+double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim) {
+    const double mscale_all_dim = rope->type != KVC_ROPE_DEFAULT ? rope->mscale_all_dim : 0.0;
+    return kvc_yarn_softmax_scale(qk_nope_head_dim, qk_rope_head_dim, rope->factor, mscale_all_dim);
+}

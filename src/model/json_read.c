@@ -1,0 +1,268 @@
+/* Typed reading of JSON members with messages naming the member and value
+ * (see json_read.h). */
+#include "model/json_read.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+
+const char *kvc_json_type_name(const cJSON *item) {
+    if (item == NULL || cJSON_IsNull(item)) return "null";
+    if (cJSON_IsBool(item)) return "a boolean";
+    if (cJSON_IsNumber(item)) return "a number";
+    if (cJSON_IsString(item)) return "a string";
+    if (cJSON_IsArray(item)) return "an array";
+    if (cJSON_IsObject(item)) return "an object";
+    return "an invalid value";
+}
+
+bool kvc_utf8_valid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        const unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlong forms */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0)
+                lo = 0x90; /* no overlong forms */
+            else if (c == 0xF4)
+                hi = 0x8F; /* at most U+10FFFF */
+        } else {
+            return false;
+        }
+        if (n - i < len || p[i + 1] < lo || p[i + 1] > hi) return false;
+        for (size_t k = 2; k < len; k++)
+            if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
+        i += len;
+    }
+    return true;
+}
+
+/* ---- document ---------------------------------------------------------------- */
+
+static const char *prefix_sep(const char *doc) { return doc != NULL ? ": " : ""; }
+static const char *doc_name(const char *doc) { return doc != NULL ? doc : ""; }
+
+#define MAX_MEMBERS 4096 /* members of one object (duplicates are looked for pairwise) */
+
+/* Refuses an object with a member name given twice (JSON leaves the meaning
+ * open: transformers keeps the last, cJSON finds the first). */
+static kvc_status check_unique(const cJSON *obj, const char *doc, const char *path) {
+    int n = 0;
+    for (const cJSON *c = obj->child; c != NULL; c = c->next, n++) {
+        if (n == MAX_MEMBERS)
+            return kvc_fail(KVC_EINVAL, "%s%s%s: more than %d members", doc_name(doc), prefix_sep(doc),
+                            path[0] ? path : "(top level)", MAX_MEMBERS);
+        for (const cJSON *d = obj->child; d != c; d = d->next)
+            if (strcmp(d->string, c->string) == 0)
+                return kvc_fail(KVC_EINVAL, "%s%s%s%s%.64s: the key is given twice", doc_name(doc), prefix_sep(doc),
+                                path, path[0] ? "." : "", c->string);
+    }
+    return KVC_OK;
+}
+
+/* Checks every member name and string below item; path[cap] holds item's path. */
+static kvc_status check_strings(const cJSON *item, const char *doc, char *path, size_t cap) {
+    const size_t at = strlen(path);
+    if (cJSON_IsString(item) && !kvc_utf8_valid(item->valuestring, strlen(item->valuestring)))
+        return kvc_fail(KVC_EINVAL, "%s%s%s: the string is not valid UTF-8", doc_name(doc), prefix_sep(doc),
+                        at > 0 ? path : "(top level)");
+    if (cJSON_IsObject(item)) {
+        kvc_status st = check_unique(item, doc, path);
+        if (st != KVC_OK) return st;
+    }
+    int index = 0;
+    for (const cJSON *c = item->child; c != NULL; c = c->next, index++) {
+        if (cJSON_IsObject(item)) {
+            if (!kvc_utf8_valid(c->string, strlen(c->string)))
+                return kvc_fail(KVC_EINVAL, "%s%s%s: a member name is not valid UTF-8", doc_name(doc), prefix_sep(doc),
+                                at > 0 ? path : "(top level)");
+            snprintf(path + at, cap - at, "%s%s", at > 0 ? "." : "", c->string);
+        } else {
+            snprintf(path + at, cap - at, "[%d]", index);
+        }
+        kvc_status st = check_strings(c, doc, path, cap);
+        path[at] = '\0';
+        if (st != KVC_OK) return st;
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out) {
+    if (out == NULL) return kvc_fail(KVC_EINVAL, "json parse: out must not be NULL");
+    *out = NULL;
+    if (text == NULL || len == 0)
+        return kvc_fail(KVC_EINVAL, "%s%sthe document is empty", doc_name(doc), prefix_sep(doc));
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (root == NULL) {
+        size_t at = end != NULL && end >= text ? (size_t)(end - text) : 0;
+        return kvc_fail(KVC_EINVAL, "%s%smalformed JSON near byte %zu", doc_name(doc), prefix_sep(doc), at);
+    }
+    kvc_status st = KVC_OK;
+    for (size_t at = (size_t)(end - text); st == KVC_OK && at < len; at++)
+        if (text[at] == '\0' || strchr(" \t\r\n", text[at]) == NULL)
+            st = kvc_fail(KVC_EINVAL, "%s%stext after the top-level value at byte %zu", doc_name(doc), prefix_sep(doc),
+                          at);
+    if (st == KVC_OK && !cJSON_IsObject(root))
+        st = kvc_fail(KVC_EINVAL, "%s%sthe top level must be an object, got %s", doc_name(doc), prefix_sep(doc),
+                      kvc_json_type_name(root));
+    char path[512] = "";
+    if (st == KVC_OK) st = check_strings(root, doc, path, sizeof path);
+    if (st != KVC_OK) {
+        cJSON_Delete(root);
+        return st;
+    }
+    *out = root;
+    return KVC_OK;
+}
+
+/* ---- members ------------------------------------------------------------------- */
+
+static const cJSON *member(const cJSON *obj, const char *key) {
+    if (obj == NULL) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return (v != NULL && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key) {
+    const cJSON *v = member(o->obj, key);
+    return v != NULL ? v : member(o->fallback, key);
+}
+
+/* "doc: path.key" into buf. */
+static const char *where(const kvc_json_obj *o, const char *key, char *buf, size_t cap) {
+    const bool nested = o->path != NULL && o->path[0] != '\0';
+    snprintf(buf, cap, "%s%s%s%s%s", doc_name(o->doc), prefix_sep(o->doc), nested ? o->path : "", nested ? "." : "",
+             key);
+    return buf;
+}
+
+/* Absent member: fine when optional, an error when required. */
+static kvc_status absent(const kvc_json_obj *o, const char *key, bool *present) {
+    if (present != NULL) {
+        *present = false;
+        return KVC_OK;
+    }
+    char w[320];
+    return kvc_fail(KVC_EINVAL, "%s is missing", where(o, key, w, sizeof w));
+}
+
+/* A number as written in messages: integral values in full, others in %.15g. */
+static const char *number_text(double d, char *buf, size_t cap) {
+    if (fabs(d) < 1e18 && d == floor(d))
+        snprintf(buf, cap, "%.0f", d);
+    else
+        snprintf(buf, cap, "%.15g", d);
+    return buf;
+}
+
+kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    if (!cJSON_IsNumber(v))
+        return kvc_fail(KVC_EINVAL, "%s must be an integer in [%lld, %lld], got %s", where(o, key, w, sizeof w),
+                        (long long)lo, (long long)hi, kvc_json_type_name(v));
+    const double d = v->valuedouble;
+    char num[40];
+    /* -2^63 and 2^63 are exact doubles: the int64 range is [-2^63, 2^63). */
+    if (!(d >= -0x1p63 && d < 0x1p63) || d != floor(d) || (int64_t)d < lo || (int64_t)d > hi)
+        return kvc_fail(KVC_EINVAL, "%s %s must be an integer in [%lld, %lld]", where(o, key, w, sizeof w),
+                        number_text(d, num, sizeof num), (long long)lo, (long long)hi);
+    *out = (int64_t)d;
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    const char open = r.lo_open ? '(' : '[';
+    if (!cJSON_IsNumber(v))
+        return kvc_fail(KVC_EINVAL, "%s must be a number in %c%g, %g], got %s", where(o, key, w, sizeof w), open, r.lo,
+                        r.hi, kvc_json_type_name(v));
+    const double d = v->valuedouble;
+    char num[40];
+    if (!isfinite(d) || d > r.hi || (r.lo_open ? !(d > r.lo) : !(d >= r.lo)))
+        return kvc_fail(KVC_EINVAL, "%s %s must be a number in %c%g, %g]", where(o, key, w, sizeof w),
+                        number_text(d, num, sizeof num), open, r.lo, r.hi);
+    *out = d;
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    if (!cJSON_IsBool(v))
+        return kvc_fail(KVC_EINVAL, "%s must be true or false, got %s", where(o, key, w, sizeof w),
+                        kvc_json_type_name(v));
+    *out = cJSON_IsTrue(v);
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes, const char **out, bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return kvc_fail(KVC_EINVAL, "%s must be a string, got %s", where(o, key, w, sizeof w), kvc_json_type_name(v));
+    const size_t n = strlen(v->valuestring);
+    if (!kvc_utf8_valid(v->valuestring, n))
+        return kvc_fail(KVC_EINVAL, "%s is not valid UTF-8", where(o, key, w, sizeof w));
+    if (n > max_bytes)
+        return kvc_fail(KVC_EINVAL, "%s is %zu bytes long, at most %zu are kept", where(o, key, w, sizeof w), n,
+                        max_bytes);
+    *out = v->valuestring;
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_child(const kvc_json_obj *o, const char *key, char *path, size_t cap, kvc_json_obj *out,
+                          bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    if (!cJSON_IsObject(v))
+        return kvc_fail(KVC_EINVAL, "%s must be an object, got %s", where(o, key, w, sizeof w), kvc_json_type_name(v));
+    const bool nested = o->path != NULL && o->path[0] != '\0';
+    snprintf(path, cap, "%s%s%s", nested ? o->path : "", nested ? "." : "", key);
+    *out = (kvc_json_obj){.obj = v, .fallback = NULL, .doc = o->doc, .path = path};
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out, bool *present) {
+    const cJSON *v = kvc_json_find(o, key);
+    if (v == NULL) return absent(o, key, present);
+    char w[320];
+    if (!cJSON_IsArray(v))
+        return kvc_fail(KVC_EINVAL, "%s must be an array, got %s", where(o, key, w, sizeof w), kvc_json_type_name(v));
+    const int n = cJSON_GetArraySize(v);
+    if (n > max_items)
+        return kvc_fail(KVC_EINVAL, "%s has %d items, at most %lld are accepted", where(o, key, w, sizeof w), n,
+                        (long long)max_items);
+    *out = v;
+    if (present != NULL) *present = true;
+    return KVC_OK;
+}

@@ -1,0 +1,74 @@
+/* Typed reading of JSON documents (cJSON trees): the one accessor set of the
+ * config.json reader, the planner and the trace reader.
+ *
+ * A member is "absent" when it is missing or JSON null. Every getter either
+ * fills *out and returns KVC_OK, or fails through kvc_fail with a message
+ * that names the document, the member's path and the value it found
+ * ("config.json: rope_parameters.factor -2 must be in (0, 1e+06]"). An
+ * optional member that is absent leaves *out untouched (the caller stores
+ * the default first) and sets *present to false; passing present == NULL
+ * makes the member required. */
+#ifndef KVC_MODEL_JSON_READ_H
+#define KVC_MODEL_JSON_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "kvcache/base.h"
+
+/* Returns the status of expr from the calling function unless it is KVC_OK. */
+#define KVC_TRY(expr)                                                                                                  \
+    do {                                                                                                               \
+        kvc_status try_st_ = (expr);                                                                                   \
+        if (try_st_ != KVC_OK) return try_st_;                                                                         \
+    } while (0)
+
+/* One object of a document and where it sits. Lookups try `obj` first, then
+ * `fallback` (the root of a multimodal config behind its text_config). */
+typedef struct kvc_json_obj {
+    const cJSON *obj;
+    const cJSON *fallback; /* NULL: none */
+    const char *doc;       /* document name in messages ("config.json"); NULL: none */
+    const char *path;      /* path of obj in the document ("rope_parameters"); "" at the top */
+} kvc_json_obj;
+
+/* A numeric range [lo, hi]; lo_open makes it (lo, hi]. */
+typedef struct kvc_json_range {
+    double lo, hi;
+    bool lo_open;
+} kvc_json_range;
+
+/* Parses text[0..len) as one JSON object (whitespace may follow it) and
+ * refuses any member name or string value that is not valid UTF-8, naming its
+ * path. *out is the tree (release with cJSON_Delete), NULL after a failure. */
+kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out);
+
+/* Whether s[0..n) is well-formed UTF-8 (no overlong forms, no surrogates, at
+ * most U+10FFFF). */
+bool kvc_utf8_valid(const char *s, size_t n);
+
+/* The member (NULL when absent). */
+const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key);
+
+/* An integral number in [lo, hi]. Values outside int64 are refused before any
+ * conversion. */
+kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present);
+/* A finite number in the range. */
+kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present);
+kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present);
+/* A string of at most max_bytes bytes; *out points into the tree. */
+kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes, const char **out, bool *present);
+/* An object member as a view for further reads (its path extends o's). The
+ * caller's path buffer path[cap] holds the child's path. */
+kvc_status kvc_json_child(const kvc_json_obj *o, const char *key, char *path, size_t cap, kvc_json_obj *out,
+                          bool *present);
+/* An array member with at most max_items items. */
+kvc_status kvc_json_array(const kvc_json_obj *o, const char *key, int64_t max_items, const cJSON **out, bool *present);
+
+/* "a string", "a number", ... for messages. */
+const char *kvc_json_type_name(const cJSON *item);
+
+#endif /* KVC_MODEL_JSON_READ_H */

@@ -1,0 +1,153 @@
+/* RoPE, the one implementation of the library: frequency plans (default,
+ * llama3, YaRN), cos/sin of a position, and the half-split and interleaved
+ * rotations used by the fused MLA write and by the model. Angles are f32
+ * products pos * inv_freq[i] as in HF transformers. */
+#include <math.h>
+
+#include "base/internal.h"
+#include "kvcache/ops.h"
+#include "ops/write_internal.h"
+
+#define KVC_PI 3.14159265358979323846
+
+static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim)
+{
+    if (!r) return kvc_fail(KVC_EINVAL, "rope: the plan must not be NULL");
+    if (rot_dim <= 0 || rot_dim % 2 != 0)
+        return kvc_fail(KVC_EINVAL, "rope: rot_dim %lld must be even and > 0", (long long)rot_dim);
+    if (!(r->theta > 0.0) || !isfinite(r->theta))
+        return kvc_fail(KVC_EINVAL, "rope: theta %g must be finite and > 0", r->theta);
+    if (r->type == KVC_ROPE_LLAMA3) {
+        if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 || !(r->low_freq_factor > 0.0) ||
+            !(r->high_freq_factor > r->low_freq_factor) || !isfinite(r->high_freq_factor))
+            return kvc_fail(KVC_EINVAL,
+                            "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < low_freq_factor %g < high_freq_factor %g",
+                            r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
+    } else if (r->type == KVC_ROPE_YARN) {
+        if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 ||
+            !(r->beta_fast > 0.0) || !(r->beta_slow > 0.0) || !isfinite(r->beta_fast) || !isfinite(r->beta_slow) ||
+            !(r->theta > 1.0))
+            return kvc_fail(KVC_EINVAL,
+                            "rope yarn: factor %g, original_max_position %lld, beta_fast %g and beta_slow %g must be finite and > 0, theta %g > 1",
+                            r->factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
+        if (!isfinite(r->attention_factor) || r->attention_factor < 0.0 || !isfinite(r->mscale) ||
+            !isfinite(r->mscale_all_dim))
+            return kvc_fail(KVC_EINVAL, "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
+                            r->attention_factor, r->mscale, r->mscale_all_dim);
+    } else if (r->type != KVC_ROPE_DEFAULT) {
+        return kvc_fail(KVC_EINVAL, "rope: type %d unknown (default, llama3, yarn)", (int)r->type);
+    }
+    return KVC_OK;
+}
+
+/* llama3: wavelengths above L0 / low_freq_factor divided by the factor,
+ * below L0 / high_freq_factor kept, a smooth blend in between. */
+static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv)
+{
+    const double L0 = (double)r->original_max_position, f = r->factor;
+    const double low_wl = L0 / r->low_freq_factor, high_wl = L0 / r->high_freq_factor;
+    for (int64_t i = 0; i < half; i++) {
+        const double w = (double)inv[i], wl = 2.0 * KVC_PI / w;
+        double v = w;
+        if (wl > low_wl) {
+            v = w / f;
+        } else if (wl >= high_wl) {
+            const double s = (L0 / wl - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+            v = (1.0 - s) * w / f + s * w;
+        }
+        inv[i] = (float)v;
+    }
+}
+
+double kvc_rope_attention_factor(const kvc_rope_config *r)
+{
+    if (r->type != KVC_ROPE_YARN) return 1.0;
+    if (r->attention_factor > 0) return r->attention_factor;
+    if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
+        return kvc_yarn_mscale(r->factor, r->mscale) / kvc_yarn_mscale(r->factor, r->mscale_all_dim);
+    return kvc_yarn_mscale(r->factor, 1.0);
+}
+
+/* YaRN: a linear ramp over the dimensions between the correction range of
+ * beta_fast and beta_slow blends interpolation and extrapolation. */
+static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
+{
+    const double f = r->factor, L0 = (double)r->original_max_position, th = r->theta;
+    double lo = (double)d * log(L0 / (r->beta_fast * 2.0 * KVC_PI)) / (2.0 * log(th));
+    double hi = (double)d * log(L0 / (r->beta_slow * 2.0 * KVC_PI)) / (2.0 * log(th));
+    if (r->truncate) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0) lo = 0;
+    if (hi > (double)(d - 1)) hi = (double)(d - 1);
+    if (lo == hi) hi += 0.001;
+    for (int64_t i = 0; i < d / 2; i++) {
+        double ramp = ((double)i - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : (ramp > 1 ? 1 : ramp);
+        /* HF: extrapolation factor = 1 - ramp, both terms in f32 */
+        const float pos = powf((float)th, (float)(2 * i) / (float)d);
+        const float extra = 1.0f / pos, inter = 1.0f / ((float)f * pos);
+        const float ef = (float)(1.0 - ramp);
+        inv[i] = inter * (1.0f - ef) + extra * ef;
+    }
+}
+
+kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor)
+{
+    kvc_status st = check_plan(r, rot_dim);
+    if (st != KVC_OK) return st;
+    if (!inv_freq || !attn_factor) return kvc_fail(KVC_EINVAL, "rope: inv_freq and attn_factor must not be NULL");
+    const int64_t half = rot_dim / 2;
+    for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
+        inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
+    if (r->type == KVC_ROPE_LLAMA3) llama3_scale(r, half, inv_freq);
+    else if (r->type == KVC_ROPE_YARN) yarn_scale(r, rot_dim, inv_freq);
+    *attn_factor = (float)kvc_rope_attention_factor(r);
+    return KVC_OK;
+}
+
+void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin)
+{
+    const int64_t half = rot_dim / 2;
+    const float pf = (float)pos;
+    for (int64_t i = 0; i < half; i++) {
+        const float ang = pf * inv_freq[i];
+        cos[i] = cos[i + half] = cosf(ang) * attn_factor;
+        sin[i] = sin[i + half] = sinf(ang) * attn_factor;
+    }
+}
+
+void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y)
+{
+    const int64_t h = n / 2;
+    for (int64_t i = 0; i < h; i++) {
+        const float x1 = x[i], x2 = x[i + h];
+        y[i] = kvc_rope_lane(x1, x2, cos[i], sin[i], false);
+        y[i + h] = kvc_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
+    }
+}
+
+void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y)
+{
+    const int64_t h = n / 2;
+    for (int64_t i = 0; i < h; i++) {
+        const float x1 = r[2 * i], x2 = r[2 * i + 1];
+        y[i] = kvc_rope_lane(x1, x2, cos[i], sin[i], false);
+        y[i + h] = kvc_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
+    }
+}
+
+void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin, int64_t rot_dim,
+                        bool interleaved, float *tmp)
+{
+    for (int64_t h = 0; h < n_heads; h++) {
+        float *v = x + h * stride;
+        if (!interleaved) {
+            kvc_rope_half_f32(v, cos, sin, rot_dim, v);
+            continue;
+        }
+        for (int64_t i = 0; i < rot_dim; i++) tmp[i] = v[i];
+        kvc_rope_interleaved_f32(tmp, cos, sin, rot_dim, v);
+    }
+}

@@ -1,0 +1,444 @@
+/* Model-based randomised test of prefix caching: seeded sequences of
+ * admissions (with the hit the manager finds), chunked prefill, decode,
+ * frees in random order, preemption with recomputation, pool pressure and
+ * clearing, over a hybrid model of FullAttention (bs 4), SlidingWindow
+ * (bs 4, W 6) and Mamba (snapshots every 8 tokens, next_n 1) keys. A shadow
+ * model that knows only the rules of docs/prefix-caching.md (the free queue
+ * as eviction order, holders per block, which contents are cached, each
+ * type's hit rule, the hybrid's largest common length) predicts every
+ * status, table, queue, reference count, copy source and hit, and after
+ * every call: reference counts equal the tables holding each block, a block
+ * is queued exactly when nobody holds it, and every indexed block's stored
+ * tokens and hash match the chain of the content the shadow says it holds. */
+#include "kvc_test_util.h"
+
+#include "cache/manager_internal.h"
+
+#define N_KEYS 3
+#define MAX_REQ 8
+#define MAX_LEN 48
+#define MAX_BLOCKS 40
+#define BS 4
+#define WINDOW 6
+#define INTERVAL 8
+#define NEXT_N 1
+#define N_SALTS 3
+
+static const int64_t pool_size[N_KEYS] = {40, 32, 24};
+static const kvc_attn_type key_type[N_KEYS] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
+static const char *const salt_name[N_SALTS] = {NULL, "tenant-1", "tenant-2"};
+
+typedef struct sh_table {
+    bool present;
+    int32_t ids[MAX_LEN];
+    int64_t len, n_null, n_hashed;
+    int32_t source;
+} sh_table;
+
+typedef struct sh_req {
+    bool live;
+    int64_t id;
+    int32_t tokens[MAX_LEN];
+    int64_t n_known;  /* tokens known (prompt, then generated) */
+    int64_t computed; /* tokens computed and marked */
+    int salt;
+    sh_table t[N_KEYS];
+} sh_req;
+
+typedef struct sh_key {
+    int32_t queue[MAX_BLOCKS];
+    int64_t n_queue;
+    int32_t count[MAX_BLOCKS];
+    bool indexed[MAX_BLOCKS];
+    int salt[MAX_BLOCKS];
+    int64_t clen[MAX_BLOCKS];            /* tokens of the cached prefix the block ends */
+    int32_t ctokens[MAX_BLOCKS][MAX_LEN];
+    int64_t n_entries;
+} sh_key;
+
+typedef struct shadow {
+    sh_key k[N_KEYS];
+    sh_req r[MAX_REQ];
+    int64_t evictions, queries, hits, hit_tokens;
+} shadow;
+
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t hash_tokens(int g) { return key_type[g] == KVC_ATTN_MAMBA ? INTERVAL : BS; }
+
+/* ---- the shadow's pool ------------------------------------------------------ */
+static void sh_give(sh_key *k, int32_t id) {
+    if (id == 0) return;
+    assert_true(k->count[id] > 0);
+    if (--k->count[id] == 0) k->queue[k->n_queue++] = id;
+}
+
+static void sh_ref(sh_key *k, int32_t id) {
+    if (k->count[id]++ > 0) return;
+    int64_t i = 0;
+    while (k->queue[i] != id) i++;
+    memmove(k->queue + i, k->queue + i + 1, (size_t)(k->n_queue - i - 1) * sizeof *k->queue);
+    k->n_queue--;
+}
+
+static int32_t sh_take(shadow *s, sh_key *k) {
+    int32_t id = k->queue[0];
+    memmove(k->queue, k->queue + 1, (size_t)(k->n_queue - 1) * sizeof *k->queue);
+    k->n_queue--;
+    k->count[id] = 1;
+    if (k->indexed[id]) s->evictions++;
+    k->indexed[id] = false;
+    return id;
+}
+
+/* The cached block holding exactly this content, or -1. */
+static int32_t sh_find(const sh_key *k, int salt, const int32_t *tokens, int64_t len) {
+    for (int32_t id = 1; id < MAX_BLOCKS; id++)
+        if (k->indexed[id] && k->salt[id] == salt && k->clen[id] == len &&
+            memcmp(k->ctokens[id], tokens, (size_t)len * sizeof *tokens) == 0)
+            return id;
+    return -1;
+}
+
+static void sh_index(sh_key *k, int32_t id, int salt, const int32_t *tokens, int64_t len) {
+    if (id == 0 || k->indexed[id] || sh_find(k, salt, tokens, len) >= 0) return;
+    k->indexed[id] = true;
+    k->salt[id] = salt;
+    k->clen[id] = len;
+    memcpy(k->ctokens[id], tokens, (size_t)len * sizeof *tokens);
+}
+
+/* ---- the rules -------------------------------------------------------------- */
+/* Whether key g accepts a hit of L tokens; the table entries (or snapshot) in hit[]. */
+static bool sh_accepts(const shadow *s, int g, int salt, const int32_t *tokens, int64_t L, int32_t *hit, int64_t *n_hit) {
+    const sh_key *k = &s->k[g];
+    if (L % hash_tokens(g) != 0) return false;
+    if (key_type[g] == KVC_ATTN_MAMBA) {
+        hit[0] = sh_find(k, salt, tokens, L);
+        *n_hit = 1;
+        return hit[0] >= 0;
+    }
+    int64_t first = key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, L - WINDOW + 1) / BS : 0;
+    for (int64_t i = 0; i < L / BS; i++) {
+        hit[i] = i < first ? 0 : sh_find(k, salt, tokens, (i + 1) * BS);
+        if (hit[i] < 0) return false;
+    }
+    *n_hit = L / BS;
+    return true;
+}
+
+static int64_t sh_hit(const shadow *s, int salt, const int32_t *tokens, int64_t n, int32_t hit[N_KEYS][MAX_LEN],
+                      int64_t *n_hit) {
+    for (int64_t L = imin(n - 1, MAX_LEN); L > 0; L--) {
+        bool all = true;
+        for (int g = 0; g < N_KEYS && all; g++) all = sh_accepts(s, g, salt, tokens, L, hit[g], &n_hit[g]);
+        if (all) return L;
+    }
+    return 0;
+}
+
+static int64_t sh_needed(const shadow *s, int g, const sh_table *t, int64_t num_tokens) {
+    if (key_type[g] == KVC_ATTN_MAMBA) {
+        bool swap = t->len > 0 && s->k[g].indexed[t->ids[0]] && num_tokens > t->n_hashed * INTERVAL;
+        return imax(0, (t->len == 0 ? 1 : 1 + NEXT_N) - t->len) + swap;
+    }
+    if (key_type[g] == KVC_ATTN_SLIDING_WINDOW && t->len == 0 && num_tokens > 0) {
+        int64_t last = num_tokens - 1;
+        return last / BS - imax(0, last - WINDOW) / BS + 1;
+    }
+    return imax(0, cdiv(num_tokens, BS) - t->len);
+}
+
+static void sh_grow(shadow *s, int g, sh_table *t, int64_t n, int64_t num_tokens) {
+    sh_key *k = &s->k[g];
+    if (key_type[g] == KVC_ATTN_MAMBA && t->len > 0 && k->indexed[t->ids[0]] && num_tokens > t->n_hashed * INTERVAL) {
+        int32_t fresh = sh_take(s, k);
+        if (t->source != 0) sh_give(k, t->source);
+        t->source = t->ids[0];
+        t->ids[0] = fresh;
+        n--;
+    }
+    if (n == 0) return;
+    if (t->len == 0 && key_type[g] == KVC_ATTN_SLIDING_WINDOW) {
+        t->n_null = t->len = imax(0, num_tokens - 1 - WINDOW) / BS;
+        for (int64_t i = 0; i < t->len; i++) t->ids[i] = 0;
+    }
+    for (int64_t i = 0; i < n; i++) t->ids[t->len++] = sh_take(s, k);
+}
+
+static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
+    if (key_type[g] != KVC_ATTN_SLIDING_WINDOW || !t->present) return;
+    int64_t kk = imin(imax(0, computed - WINDOW + 1) / BS, t->len);
+    for (int64_t i = kk - 1; i >= t->n_null; i--) {
+        sh_give(&s->k[g], t->ids[i]);
+        t->ids[i] = 0;
+    }
+    t->n_null = imax(t->n_null, kk);
+}
+
+/* Predicts allocate_slots for request r (new when prompt_len >= 0). */
+static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t num_new, bool is_new) {
+    int64_t need_slot = imin(computed + num_new, MAX_LEN);
+    int32_t hit[N_KEYS][MAX_LEN];
+    int64_t n_hit[N_KEYS] = {0};
+    bool hit_on = is_new && computed > 0;
+    if (hit_on) assert_int_equal(sh_hit(s, r->salt, r->tokens, r->n_known, hit, n_hit) >= computed, true);
+    for (int g = 0; hit_on && g < N_KEYS; g++) assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
+    int64_t need[N_KEYS];
+    for (int g = 0; g < N_KEYS; g++) {
+        sh_table *t = &r->t[g];
+        if (!is_new) sh_release_window(s, g, t, computed);
+        sh_table view = is_new ? (sh_table){0} : *t;
+        int64_t taken_free = 0;
+        if (hit_on) {
+            for (int64_t i = 0; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].count[hit[g][i]] == 0;
+            view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : n_hit[g];
+        }
+        need[g] = sh_needed(s, g, &view, need_slot);
+        if (need[g] + taken_free > s->k[g].n_queue) return KVC_NO_SPACE;
+    }
+    if (is_new) {
+        s->queries++;
+        s->hits += hit_on;
+        s->hit_tokens += hit_on ? computed : 0;
+    }
+    for (int g = 0; g < N_KEYS; g++) {
+        sh_table *t = &r->t[g];
+        if (!t->present) {
+            *t = (sh_table){.present = true};
+            s->k[g].n_entries++;
+        }
+        if (hit_on) {
+            for (int64_t i = 0; i < n_hit[g]; i++)
+                if (hit[g][i] != 0) sh_ref(&s->k[g], hit[g][i]);
+            t->n_hashed = computed / hash_tokens(g);
+            if (key_type[g] == KVC_ATTN_MAMBA) {
+                t->source = hit[g][0];
+            } else {
+                memcpy(t->ids, hit[g], (size_t)n_hit[g] * sizeof *t->ids);
+                t->len = n_hit[g];
+                t->n_null = key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, computed - WINDOW + 1) / BS : 0;
+            }
+        }
+        sh_grow(s, g, t, need[g], need_slot);
+    }
+    return KVC_OK;
+}
+
+static void sh_cache_computed(shadow *s, sh_req *r, int64_t n) {
+    for (int g = 0; g < N_KEYS; g++) {
+        sh_table *t = &r->t[g];
+        sh_key *k = &s->k[g];
+        if (key_type[g] == KVC_ATTN_MAMBA) {
+            if (t->source != 0) sh_give(k, t->source);
+            t->source = 0;
+            int64_t before = t->n_hashed;
+            t->n_hashed = n / INTERVAL;
+            if (t->n_hashed > before && n % INTERVAL == 0 && t->len > 0) sh_index(k, t->ids[0], r->salt, r->tokens, n);
+            continue;
+        }
+        int64_t n_full = imin(n / BS, t->len);
+        for (; t->n_hashed < n_full; t->n_hashed++)
+            sh_index(k, t->ids[t->n_hashed], r->salt, r->tokens, (t->n_hashed + 1) * BS);
+    }
+}
+
+static void sh_free(shadow *s, sh_req *r) {
+    for (int g = 0; g < N_KEYS; g++) {
+        sh_table *t = &r->t[g];
+        if (!t->present) continue;
+        for (int64_t i = t->len - 1; i >= t->n_null; i--) sh_give(&s->k[g], t->ids[i]);
+        if (t->source != 0) sh_give(&s->k[g], t->source);
+        *t = (sh_table){0};
+        s->k[g].n_entries--;
+    }
+    r->live = false;
+}
+
+/* ---- comparison ------------------------------------------------------------- */
+/* The chain hash of a cached content, recomputed from the public rules. */
+static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *tokens, int64_t len, kvc_hash128 *parent) {
+    kvc_hash128 h = kvc_prefix_seed(7, salt_name[salt]);
+    for (int64_t i = 0; i < len / ix->block_tokens; i++) {
+        *parent = h;
+        h = kvc_prefix_block_hash(ix, h, tokens + i * ix->block_tokens);
+    }
+    return h;
+}
+
+static void compare(const kvc_manager *m, shadow *s, long step) {
+    if (kvc_manager_check_invariants(m) != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
+    for (int g = 0; g < N_KEYS; g++) {
+        sh_key *k = &s->k[g];
+        kvc_test_assert_queue(m, g, k->queue, k->n_queue);
+        const kvc_single_manager *sm = &m->managers[g];
+        for (int32_t id = 1; id < pool_size[g]; id++) {
+            if (kvc_block_pool_ref_count(sm->pool, id) != k->count[id])
+                fail_msg("step %ld key %d block %d: %d holders, shadow %d", step, g, id,
+                         kvc_block_pool_ref_count(sm->pool, id), k->count[id]);
+            if ((sm->index.indexed[id] != 0) != k->indexed[id])
+                fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id, sm->index.indexed[id],
+                         k->indexed[id]);
+            if (!k->indexed[id]) continue;
+            kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
+            kvc_hash128 parent;
+            kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
+            assert_true(kvc_hash128_equal(h, ix->hash[id]));
+            assert_true(kvc_hash128_equal(parent, ix->parent[id]));
+            assert_memory_equal(ix->tokens + id * ix->block_tokens, k->ctokens[id] + k->clen[id] - ix->block_tokens,
+                                (size_t)ix->block_tokens * sizeof(int32_t));
+        }
+        for (int i = 0; i < MAX_REQ; i++) {
+            const sh_req *r = &s->r[i];
+            if (!r->live) continue;
+            kvc_test_assert_table(m, r->id, g, r->t[g].ids, r->t[g].len);
+            int32_t source = -1;
+            assert_int_equal(kvc_manager_state_source(m, r->id, g, &source), KVC_OK);
+            assert_int_equal(source, r->t[g].source);
+        }
+    }
+    kvc_prefix_stats st;
+    assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
+    assert_int_equal(st.evictions, s->evictions);
+    assert_int_equal(st.queries, s->queries);
+    assert_int_equal(st.hits, s->hits);
+    assert_int_equal(st.hit_tokens, s->hit_tokens);
+}
+
+/* ---- the driver ------------------------------------------------------------- */
+static int32_t bases[3][MAX_LEN];
+
+static void new_tokens(sh_req *r, int64_t n) {
+    int b = (int)rnd_in(0, 2);
+    int64_t shared = rnd_in(0, 1) == 0 ? n - rnd_in(0, 3) : rnd_in(0, n);
+    for (int64_t i = 0; i < n; i++) r->tokens[i] = i < shared ? bases[b][i] : (int32_t)rnd_in(0, 9);
+    r->n_known = n;
+}
+
+/* A prefill chunk after `computed` of n_known tokens, ending at a snapshot
+ * position half of the time when one is left. */
+static int64_t chunk_after(int64_t computed, int64_t n_known) {
+    int64_t aligned = (computed / INTERVAL + 1) * INTERVAL;
+    if (aligned <= n_known && rnd_in(0, 1) == 0) return aligned - computed;
+    return rnd_in(1, n_known - computed);
+}
+
+/* Admits r (new) with the hit the manager finds; one prefill chunk. */
+static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
+    kvc_prompt prompt = {.tokens = r->tokens, .n_tokens = r->n_known, .cache_salt = salt_name[r->salt]};
+    kvc_prefix_hit hit;
+    assert_int_equal(kvc_manager_find_prefix(m, &prompt, &hit), KVC_OK);
+    int32_t sh_ids[N_KEYS][MAX_LEN];
+    int64_t sh_n[N_KEYS];
+    int64_t expected = sh_hit(s, r->salt, r->tokens, r->n_known, sh_ids, sh_n);
+    if (hit.n_tokens != expected)
+        fail_msg("step %ld: hit %lld tokens, shadow %lld", step, (long long)hit.n_tokens, (long long)expected);
+    for (int g = 0; g < N_KEYS && expected > 0; g++) assert_int_equal(hit.n_entries[g], sh_n[g]);
+    int64_t chunk = chunk_after(hit.n_tokens, r->n_known);
+    kvc_status want = sh_allocate(s, r, hit.n_tokens, chunk, true);
+    kvc_status got = kvc_manager_allocate_slots(
+        m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = hit.n_tokens, .num_new_tokens = chunk,
+                               .prompt = &prompt});
+    if (got != want) fail_msg("step %ld: admission %s, shadow %s (%s)", step, kvc_status_str(got), kvc_status_str(want),
+                              kvc_last_error());
+    if (got != KVC_OK) return;
+    r->live = true;
+    r->computed = hit.n_tokens + chunk;
+    assert_int_equal(kvc_manager_cache_computed(m, r->id, r->tokens, r->computed), KVC_OK);
+    sh_cache_computed(s, r, r->computed);
+}
+
+static void step_request(kvc_manager *m, shadow *s, sh_req *r, long step) {
+    int64_t n = r->computed < r->n_known ? chunk_after(r->computed, r->n_known) : 1;
+    if (r->computed == r->n_known) r->tokens[r->n_known++] = (int32_t)rnd_in(0, 9); /* generated */
+    kvc_status want = sh_allocate(s, r, r->computed, n, false);
+    kvc_status got = kvc_manager_allocate_slots(
+        m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->computed, .num_new_tokens = n});
+    if (got != want) fail_msg("step %ld: step %s, shadow %s", step, kvc_status_str(got), kvc_status_str(want));
+    if (got != KVC_OK) return;
+    r->computed += n;
+    assert_int_equal(kvc_manager_cache_computed(m, r->id, r->tokens, r->computed), KVC_OK);
+    sh_cache_computed(s, r, r->computed);
+}
+
+static void run(uint64_t seed, long steps) {
+    rng_state = seed;
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < MAX_LEN; i++) bases[b][i] = (int32_t)rnd_in(0, 9);
+    kvc_test_model model;
+    kvc_cache_entry e[N_KEYS] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, BS, 0),
+                                 kvc_test_attention_entry("w", KVC_ATTN_SLIDING_WINDOW, BS, WINDOW),
+                                 kvc_test_mamba_entry("ssm", NEXT_N)};
+    kvc_test_model_init(&model, e, N_KEYS);
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = MAX_LEN;
+    p.max_requests = MAX_REQ;
+    p.prefix_caching = true;
+    p.prefix_salt = 7;
+    p.state_snapshot_interval = INTERVAL;
+    kvc_manager *m = kvc_test_manager_with(&model, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
+                                           pool_size, N_KEYS, &p);
+    static shadow s;
+    memset(&s, 0, sizeof s);
+    for (int g = 0; g < N_KEYS; g++)
+        for (int32_t id = 1; id < pool_size[g]; id++) s.k[g].queue[s.k[g].n_queue++] = id;
+    int64_t next_id = 0;
+    for (long step = 0; step < steps; step++) {
+        sh_req *r = &s.r[rnd_in(0, MAX_REQ - 1)];
+        int64_t op = rnd_in(0, 99);
+        if (!r->live) {
+            /* a new request, or one preempted earlier recomputing what it had */
+            bool resume = r->n_known >= 2 && rnd_in(0, 2) == 0;
+            if (!resume) {
+                new_tokens(r, rnd_in(2, MAX_LEN - 8));
+                r->salt = (int)rnd_in(0, 9) < 7 ? 0 : (int)rnd_in(1, N_SALTS - 1);
+            }
+            r->id = next_id++;
+            r->computed = 0;
+            admit(m, &s, r, step);
+        } else if (op < 20 || r->n_known >= MAX_LEN - 1) {
+            assert_int_equal(kvc_manager_free(m, r->id), KVC_OK);
+            sh_free(&s, r);
+            if (op < 8) r->n_known = 0; /* finished, not preempted */
+        } else if (op == 99) {
+            assert_int_equal(kvc_manager_clear_prefix_cache(m), KVC_OK);
+            for (int g = 0; g < N_KEYS; g++) memset(s.k[g].indexed, 0, sizeof s.k[g].indexed);
+        } else {
+            step_request(m, &s, r, step);
+        }
+        compare(m, &s, step);
+    }
+    /* Releasing everything returns every block; clearing empties the index. */
+    for (int i = 0; i < MAX_REQ; i++)
+        if (s.r[i].live) {
+            assert_int_equal(kvc_manager_free(m, s.r[i].id), KVC_OK);
+            sh_free(&s, &s.r[i]);
+        }
+    compare(m, &s, steps);
+    for (int g = 0; g < N_KEYS; g++) assert_int_equal(kvc_manager_num_free(m, g), pool_size[g] - 1);
+    assert_int_equal(kvc_manager_clear_prefix_cache(m), KVC_OK);
+    kvc_prefix_stats st;
+    assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
+    assert_int_equal(st.cached_blocks, 0);
+    assert_true(s.hits > 0 && s.evictions > 0);
+    kvc_manager_destroy(m);
+}
+
+static void test_prefix_cache_against_shadow(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefix_cache_against_shadow)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

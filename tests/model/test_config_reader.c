@@ -1,0 +1,235 @@
+/* The one config.json reader as the runtime (kvc_model_config_parse) and the
+ * planner (kvc_model_plan_create) see it: the same rope precedence
+ * (transformers 5.x: a non-empty rope_scaling wins over rope_parameters), an
+ * explicit YaRN factor kept when factor * L0 != max_position_embeddings, one
+ * softmax scale, one answer for q_lora_rank 0, invalid UTF-8 refused, and
+ * every size bounded before use with a message naming key and value. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/plan.h"
+#include "model/json_read.h"
+#include "config_fixture.h"
+
+/* A DeepSeek-V3 shape with nope 16 + rope 8 = 24 query/key dims. */
+#define DS_BASE                                                                                                        \
+    "{\"model_type\":\"deepseek_v3\",\"architectures\":[\"DeepseekV3ForCausalLM\"],\"vocab_size\":16,"                 \
+    "\"hidden_size\":32,\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"                   \
+    "\"num_key_value_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,"                     \
+    "\"v_head_dim\":8,\"first_k_dense_replace\":1,\"max_position_embeddings\":163840,\"torch_dtype\":\"bfloat16\","
+
+#define YARN_40                                                                                                        \
+    "{\"type\":\"yarn\",\"factor\":40,\"original_max_position_embeddings\":4096,\"mscale\":1.0,\"mscale_all_dim\":1."  \
+    "0}"
+
+static kvc_model_plan *plan_of(const char *json) {
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = NULL;
+    if (kvc_model_plan_create(json, strlen(json), &o, &p) != KVC_OK) fail_msg("plan: %s", kvc_last_error());
+    return p;
+}
+
+/* float64 reference of the MLA scale with YaRN mscale_all_dim m at factor f. */
+static double mla_scale_ref(double dq, double f, double m) {
+    const double g = f > 1.0 ? 0.1 * m * log(f) + 1.0 : 1.0;
+    return g * g / sqrt(dq);
+}
+
+static void test_rope_scaling_wins_in_model_and_plan(void **state) {
+    (void)state;
+    /* rope_scaling (yarn, factor 40, mscale_all_dim 1) beside rope_parameters (default) */
+    const char *both = DS_BASE "\"rope_theta\":10000,\"rope_scaling\":" YARN_40 ","
+                               "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000}}";
+    kvc_model *m = model_of(both);
+    kvc_model_plan *p = plan_of(both);
+    const double want = mla_scale_ref(24.0, 40.0, 1.0); /* 0.3825 */
+    assert_true(fabs(want - 0.38249) < 1e-4);
+    assert_true(fabs(kvc_model_attn_scale(kvc_model_config_of(m)) - want) < 1e-12);
+    assert_true(fabs(p->scale - want) < 1e-12);
+    assert_int_equal(kvc_model_config_of(m)->rope.type, KVC_ROPE_YARN);
+    assert_string_equal(p->rope_type, "yarn");
+    assert_true(p->rope_factor == 40.0);
+    kvc_model_plan_destroy(p);
+    kvc_model_destroy(m);
+
+    /* an empty rope_scaling does not count: rope_parameters (default) applies */
+    const char *empty =
+        DS_BASE "\"rope_scaling\":{},\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000}}";
+    m = model_of(empty);
+    p = plan_of(empty);
+    assert_true(fabs(kvc_model_attn_scale(kvc_model_config_of(m)) - 1.0 / sqrt(24.0)) < 1e-12);
+    assert_true(fabs(p->scale - 1.0 / sqrt(24.0)) < 1e-12);
+    assert_string_equal(p->rope_type, "default");
+    kvc_model_plan_destroy(p);
+    kvc_model_destroy(m);
+}
+
+#define LLAMA_HEAD                                                                                                     \
+    "{\"model_type\":\"llama\",\"vocab_size\":16,\"intermediate_size\":16,\"num_key_value_heads\":1,"                  \
+    "\"torch_dtype\":\"bfloat16\","
+#define LLAMA_SIZES "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+#define LLAMA_BASE  LLAMA_HEAD LLAMA_SIZES
+
+static void test_explicit_yarn_factor_is_kept(void **state) {
+    (void)state;
+    /* factor 4 while max_position_embeddings / L0 = 8: transformers 5.x uses 4 in both dict forms */
+    kvc_model *v4 = model_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_theta\":10000,\"rope_scaling\":"
+                                        "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    kvc_model *v5 =
+        model_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_parameters\":{\"rope_type\":\"yarn\","
+                            "\"rope_theta\":10000,\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    /* the same rope with a consistent max_position_embeddings (4 * 4096) */
+    kvc_model *ok = model_of(LLAMA_BASE "\"max_position_embeddings\":16384,\"rope_theta\":10000,\"rope_scaling\":"
+                                        "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    const int64_t half = v4->rot_dim / 2;
+    assert_int_equal(half, 16);
+    assert_memory_equal(v4->inv_freq, ok->inv_freq, (size_t)half * sizeof(float));
+    assert_memory_equal(v5->inv_freq, ok->inv_freq, (size_t)half * sizeof(float));
+    /* the last pair is past the ramp: plain theta frequency divided by 4 */
+    const float last = 1.0f / powf(10000.0f, (float)(2 * (half - 1)) / 32.0f);
+    assert_true(fabsf(v4->inv_freq[half - 1] - last / 4.0f) <= 1e-6f * last);
+    const double a = 0.1 * log(4.0) + 1.0;
+    assert_true(fabsf(v4->rope_attn_factor - (float)a) < 1e-7f);
+    kvc_model_plan *p =
+        plan_of(LLAMA_BASE "\"max_position_embeddings\":32768,\"rope_theta\":10000,\"rope_scaling\":"
+                           "{\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":4096}}");
+    assert_true(p->rope_factor == 4.0);
+    assert_true(fabs(p->rope_attention_factor - a) < 1e-12);
+    kvc_model_plan_destroy(p);
+    kvc_model_destroy(v4);
+    kvc_model_destroy(v5);
+    kvc_model_destroy(ok);
+}
+
+/* Both consumers refuse json with a message containing every needle. */
+static void expect_both_refuse(const char *json, const char *needle, const char *needle2) {
+    kvc_model_config c;
+    kvc_status st = kvc_model_config_parse(json, "config.json", &c);
+    if (st != KVC_EINVAL || strstr(kvc_last_error(), needle) == NULL ||
+        (needle2 != NULL && strstr(kvc_last_error(), needle2) == NULL))
+        fail_msg("model: status %s, \"%s\" should name \"%s\" and \"%s\"", kvc_status_str(st), kvc_last_error(), needle,
+                 needle2 ? needle2 : "");
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = NULL;
+    st = kvc_model_plan_create(json, strlen(json), &o, &p);
+    if (st != KVC_EINVAL || strstr(kvc_last_error(), needle) == NULL ||
+        (needle2 != NULL && strstr(kvc_last_error(), needle2) == NULL))
+        fail_msg("plan: status %s, \"%s\" should name \"%s\" and \"%s\"", kvc_status_str(st), kvc_last_error(), needle,
+                 needle2 ? needle2 : "");
+    assert_null(p);
+}
+
+static void test_q_lora_rank(void **state) {
+    (void)state;
+    expect_both_refuse(DS_BASE "\"q_lora_rank\":0}", "q_lora_rank 0", NULL);
+    /* null and absent: a plain q_proj in both */
+    kvc_model *m = model_of(DS_BASE "\"q_lora_rank\":null}");
+    assert_int_equal(kvc_model_config_of(m)->q_lora_rank, 0);
+    kvc_model_destroy(m);
+    kvc_model_plan_destroy(plan_of(DS_BASE "\"q_lora_rank\":null}"));
+    m = model_of(DS_BASE "\"q_lora_rank\":12}");
+    assert_int_equal(kvc_model_config_of(m)->q_lora_rank, 12);
+    kvc_model_destroy(m);
+}
+
+static void test_invalid_utf8_refused(void **state) {
+    (void)state;
+    /* "llama" followed by a lone continuation byte, an overlong '/', a surrogate */
+    expect_both_refuse("{\"model_type\":\"llama\x80\",\"num_hidden_layers\":1}", "model_type", "UTF-8");
+    expect_both_refuse("{\"model_type\":\"llama\",\"note\":\"\xC0\xAF\"}", "note", "UTF-8");
+    expect_both_refuse("{\"model_type\":\"llama\",\"a\":{\"\xED\xA0\x80\":1}}", "a", "UTF-8");
+    /* valid multi-byte text is fine */
+    assert_true(kvc_utf8_valid("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 9));
+    assert_false(kvc_utf8_valid("\xF4\x90\x80\x80", 4)); /* above U+10FFFF */
+    assert_false(kvc_utf8_valid("\xE2\x82", 2));         /* truncated */
+}
+
+static void test_sizes_bounded_before_use(void **state) {
+    (void)state;
+    /* heads near 9e15 (signed overflow in the planner before) */
+    expect_both_refuse(LLAMA_HEAD "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":9000000000000000,"
+                                  "\"max_position_embeddings\":64}",
+                       "num_attention_heads 9000000000000000", "[1, 65536]");
+    /* float-to-int64 overflow */
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4,"
+                                  "\"original_max_position_embeddings\":1e300}}",
+                       "rope_scaling.original_max_position_embeddings 1e+300", NULL);
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":0}", "max_position_embeddings 0", NULL);
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":-1}", "max_position_embeddings -1", NULL);
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"head_dim\":1e300}", "head_dim 1e+300", NULL);
+    expect_both_refuse(LLAMA_HEAD "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"max_position_embeddings\":64,"
+                                  "\"hidden_size\":1.5}",
+                       "hidden_size 1.5", NULL);
+    /* a key given twice: transformers keeps the last, cJSON the first; refused */
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"hidden_size\":128}", "hidden_size", "twice");
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"rope_theta\":1e400}", "rope_theta", NULL);
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64} trailing", "byte", NULL);
+}
+
+/* The planner alone refuses json naming needle. */
+static void expect_plan_refuses(const char *json, const char *needle) {
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = NULL;
+    kvc_status st = kvc_model_plan_create(json, strlen(json), &o, &p);
+    if (st != KVC_EINVAL || strstr(kvc_last_error(), needle) == NULL)
+        fail_msg("plan: status %s, \"%s\" should name \"%s\"", kvc_status_str(st), kvc_last_error(), needle);
+    assert_null(p);
+}
+
+#define JAMBA                                                                                                          \
+    "{\"model_type\":\"jamba\",\"num_hidden_layers\":8,\"num_attention_heads\":32,\"num_key_value_heads\":8,"          \
+    "\"hidden_size\":4096,\"max_position_embeddings\":4096,\"attn_layer_period\":8,\"attn_layer_offset\":4,"           \
+    "\"mamba_d_state\":16,\"mamba_d_conv\":4,"
+
+static void test_state_sizes_bounded(void **state) {
+    (void)state;
+    /* 2^52 * hidden 4096 wrapped and was planned as if it were 1 */
+    expect_plan_refuses(JAMBA "\"mamba_expand\":4503599627370496}", "mamba_expand 4503599627370496");
+    expect_plan_refuses(JAMBA "\"mamba_expand\":0}", "mamba_expand 0");
+    kvc_model_plan *p = plan_of(JAMBA "\"mamba_expand\":2}");
+    assert_int_equal(p->layers[0].caches[0].shape[0], 8192); /* conv state: expand * hidden channels */
+    kvc_model_plan_destroy(p);
+    expect_plan_refuses("{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":4,\"num_attention_heads\":16,"
+                        "\"num_key_value_heads\":2,\"head_dim\":256,\"max_position_embeddings\":4096,"
+                        "\"linear_num_key_heads\":16,\"linear_num_value_heads\":9000000000000000,"
+                        "\"linear_key_head_dim\":128,\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4}",
+                        "linear_num_value_heads 9000000000000000");
+}
+
+static void test_fixed_arrays_refuse(void **state) {
+    (void)state;
+    kvc_model_config c;
+    /* model_type is kept in char[32]: a longer one is refused, not truncated */
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llama_with_a_name_longer_than_the_field\"}", "c", &c),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "model_type"));
+    assert_non_null(strstr(kvc_last_error(), "at most 31"));
+    /* layer_sliding[256]: the planner takes 300 layers, the runtime refuses them by name */
+    const char *deep = LLAMA_HEAD "\"hidden_size\":64,\"num_attention_heads\":2,\"max_position_embeddings\":64,"
+                                  "\"num_hidden_layers\":300}";
+    assert_int_equal(kvc_model_config_parse(deep, "c", &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_hidden_layers 300"));
+    assert_non_null(strstr(kvc_last_error(), "KVC_MODEL_MAX_LAYERS"));
+    kvc_model_plan *p = plan_of(deep);
+    assert_int_equal(p->n_layers, 300);
+    kvc_model_plan_destroy(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rope_scaling_wins_in_model_and_plan),
+        cmocka_unit_test(test_explicit_yarn_factor_is_kept),
+        cmocka_unit_test(test_q_lora_rank),
+        cmocka_unit_test(test_invalid_utf8_refused),
+        cmocka_unit_test(test_sizes_bounded_before_use),
+        cmocka_unit_test(test_state_sizes_bounded),
+        cmocka_unit_test(test_fixed_arrays_refuse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

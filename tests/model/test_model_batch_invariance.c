@@ -1,0 +1,258 @@
+/* Batch invariance to the last bit (DESIGN "Numerics and determinism"):
+ * requests with fixed token sequences run alone (one prefill, then one
+ * token per step, one thread) and then together under a random schedule:
+ * random batch sizes and row orders, prefill in random chunks mixed with
+ * decode rows, 1 or 2 threads per step, and preemptions that drop a
+ * request's cache and recompute it from position 0. Every token's logits
+ * must be memcmp-equal to its logits alone, for every family and for
+ * contiguous, paged and MLA latent caches. The count of random steps is
+ * fixed (no wall-clock budget). */
+#include <omp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/kvcache.h"
+
+#define NREQ 5
+#define SMAX 32 /* positions per request */
+#define BS 4    /* block size of paged caches */
+#define MAX_CHUNK 7
+
+static void check(kvc_status st, const char *what)
+{
+    if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+static uint64_t rs;
+static int64_t rnd(int64_t n) /* uniform in [0, n) */
+{
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return (int64_t)(rs % (uint64_t)n);
+}
+
+typedef struct harness {
+    const kvc_model *m;
+    const kvc_model_config *c;
+    kvc_model_workspace *ws;
+    kvc_model_caches caches;
+    void *mem;
+    int64_t V;
+    int32_t table[NREQ * (SMAX / BS)]; /* per step row: [rows, SMAX / BS] */
+    int64_t slots[NREQ * SMAX];
+    int64_t cache_rows[NREQ];
+    int32_t ids[NREQ * SMAX];
+    int64_t positions[NREQ * SMAX], kv_pos[NREQ], lq[NREQ], lkv[NREQ], cq[NREQ], ckv[NREQ];
+    kvc_step_metadata md;
+    float *logits; /* [NREQ * SMAX, V] */
+} harness;
+
+static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_dtype dt)
+{
+    const kvc_model_config *c = h->c;
+    int64_t d[4];
+    if (latent) d[0] = 1, d[1] = c->kv_lora_rank, d[2] = 1, d[3] = c->qk_rope_head_dim;
+    else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
+        d[0] = d[2] = c->num_heads, d[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, d[3] = c->v_head_dim;
+    else d[0] = d[2] = c->num_kv_heads, d[1] = d[3] = c->head_dim;
+    const int64_t L = c->num_layers, per_layer = NREQ * SMAX * (d[0] * d[1] + d[2] * d[3]);
+    const size_t es = kvc_dtype_size(dt);
+    h->mem = calloc((size_t)(L * per_layer), es);
+    h->caches.layers = calloc((size_t)L, sizeof(kvc_layer_cache));
+    assert_non_null(h->mem);
+    assert_non_null(h->caches.layers);
+    h->caches.kind = kind, h->caches.latent = latent, h->caches.block_size = kind == KVC_MCACHE_PAGED ? BS : 0;
+    h->caches.n_layers = (int32_t)L;
+    char *cur = h->mem;
+    for (int64_t l = 0; l < L; l++) {
+        kvc_layer_cache *lc = &h->caches.layers[l];
+        kvc_tensor *t[2] = {&lc->k, &lc->v};
+        for (int i = 0; i < 2; i++) {
+            t[i]->data = cur, t[i]->dtype = dt;
+            if (kind == KVC_MCACHE_PAGED) {
+                t[i]->ndim = 4;
+                t[i]->shape[0] = NREQ * SMAX / BS, t[i]->shape[1] = BS, t[i]->shape[2] = d[2 * i], t[i]->shape[3] = d[2 * i + 1];
+            } else {
+                t[i]->ndim = 3;
+                t[i]->shape[0] = NREQ, t[i]->shape[1] = SMAX, t[i]->shape[2] = d[2 * i] * d[2 * i + 1];
+            }
+            cur += (size_t)(NREQ * SMAX * d[2 * i] * d[2 * i + 1]) * es;
+        }
+        lc->k_scale = 0.02f, lc->v_scale = 0.03f; /* int8: static scales (any positive value serves here) */
+        snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
+    }
+}
+
+/* One step: rows (request req[b], its tokens from first[b], n[b] of them), all logits. */
+static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64_t *req, const int64_t *first,
+                     const int64_t *n)
+{
+    kvc_step_rows rows = {.max_rows = NREQ, .max_tokens = NREQ * SMAX, .positions = h->positions, .kv_pos = h->kv_pos,
+                          .seq_lens_q = h->lq, .seq_lens_kv = h->lkv, .cu_seq_lens_q = h->cq, .cu_seq_lens_kv = h->ckv};
+    bool prefill = true;
+    for (int64_t b = 0; b < nrows; b++) prefill = prefill && first[b] == 0;
+    check(kvc_step_rows_begin(&rows, prefill), "rows_begin");
+    int64_t t = 0;
+    const int64_t bps = SMAX / BS;
+    for (int64_t b = 0; b < nrows; b++) {
+        const kvc_step_request r = {.request_id = req[b], .computed_tokens = first[b], .num_new_tokens = n[b]};
+        check(kvc_step_rows_add(&rows, &r, 1), "rows_add");
+        h->cache_rows[b] = req[b];
+        for (int64_t i = 0; i < bps; i++) h->table[b * bps + i] = (int32_t)(req[b] * bps + i);
+        for (int64_t i = 0; i < n[b]; i++, t++) {
+            const int64_t pos = first[b] + i;
+            h->ids[t] = seqs[req[b] * SMAX + pos];
+            h->slots[t] = (req[b] * bps + pos / BS) * BS + pos % BS;
+        }
+    }
+    check(kvc_step_rows_to_metadata(&rows, &h->md), "to_metadata");
+    if (h->caches.kind == KVC_MCACHE_PAGED)
+        for (int i = 0; i < 2; i++) {
+            kvc_step_key *k = &h->md.keys[h->md.n_keys++];
+            k->attn_type = i ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
+            k->key = kvc_attn_type_name(k->attn_type);
+            k->block_size = BS, k->width = bps, k->block_table = h->table, k->slot_mapping = h->slots;
+        }
+    kvc_forward_args a = {.token_ids = h->ids, .md = &h->md, .caches = &h->caches, .cache_rows = h->cache_rows,
+                          .all_logits = true, .logits = h->logits};
+    check(kvc_model_forward(h->m, h->ws, &a), "forward");
+}
+
+/* One round: new random sequences and schedule; adds its preemptions and
+ * mixed prefill/decode steps to the counters. */
+static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed,
+                      int64_t *preempts, int64_t *mixed)
+{
+    kvc_model_config cfg;
+    check(kvc_model_config_parse(json, "test config", &cfg), "config");
+    kvc_model *m = NULL;
+    check(kvc_model_create_random(&cfg, seed, &m), "model");
+    harness h = {.m = m, .c = kvc_model_config_of(m), .V = cfg.vocab_size};
+    check(kvc_model_workspace_create(m, NREQ * SMAX, NREQ, SMAX, &h.ws), "workspace");
+    caches_init(&h, kind, latent, dt);
+    h.logits = malloc((size_t)(NREQ * SMAX * h.V) * sizeof(float));
+    float *ref = malloc((size_t)(NREQ * SMAX * h.V) * sizeof(float)); /* [NREQ, SMAX, V] */
+    assert_non_null(h.logits);
+    assert_non_null(ref);
+    rs = seed * 2654435761u + 1;
+    int32_t seqs[NREQ * SMAX];
+    int64_t len[NREQ], prompt[NREQ];
+    for (int64_t r = 0; r < NREQ; r++) {
+        len[r] = 8 + rnd(SMAX - 8 + 1), prompt[r] = 1 + rnd(len[r] - 1);
+        for (int64_t i = 0; i < SMAX; i++) seqs[r * SMAX + i] = (int32_t)rnd(h.V);
+    }
+    /* alone: prompt in one step, then one token per step, one thread */
+    omp_set_num_threads(1);
+    for (int64_t r = 0; r < NREQ; r++)
+        for (int64_t p = 0; p < len[r];) {
+            const int64_t n = p == 0 ? prompt[r] : 1;
+            run_step(&h, seqs, 1, &r, &p, &n);
+            memcpy(ref + (r * SMAX + p) * h.V, h.logits, (size_t)(n * h.V) * sizeof(float));
+            p += n;
+        }
+    /* together: random rows, chunks, threads and preemptions */
+    int64_t done[NREQ] = {0}, n_steps = 0, n_preempt = 0, n_mixed = 0;
+    for (;;) {
+        int64_t live[NREQ], nl = 0;
+        for (int64_t r = 0; r < NREQ; r++)
+            if (done[r] < len[r]) live[nl++] = r;
+        if (nl == 0) break;
+        for (int64_t i = nl - 1; i > 0; i--) { /* random row order */
+            const int64_t j = rnd(i + 1), x = live[i];
+            live[i] = live[j], live[j] = x;
+        }
+        const int64_t nrows = 1 + rnd(nl);
+        int64_t first[NREQ], n[NREQ];
+        bool any_prefill = false, any_decode = false;
+        for (int64_t b = 0; b < nrows; b++) {
+            const int64_t r = live[b];
+            if (done[r] > 0 && rnd(25) == 0) done[r] = 0, n_preempt++; /* preempted: recompute from position 0 */
+            first[b] = done[r];
+            const int64_t left = len[r] - done[r];
+            n[b] = 1 + rnd(left < MAX_CHUNK ? left : MAX_CHUNK);
+            any_prefill |= n[b] > 1, any_decode |= n[b] == 1 && done[r] > 0;
+        }
+        n_mixed += any_prefill && any_decode;
+        omp_set_num_threads(1 + (int)rnd(2));
+        run_step(&h, seqs, nrows, live, first, n);
+        int64_t t = 0;
+        for (int64_t b = 0; b < nrows; b++) {
+            const int64_t r = live[b];
+            for (int64_t i = 0; i < n[b]; i++, t++)
+                if (memcmp(h.logits + t * h.V, ref + (r * SMAX + first[b] + i) * h.V, (size_t)h.V * sizeof(float)) != 0)
+                    fail_msg("%s: step %lld, request %lld position %lld (row %lld of %lld, chunk %lld): logits differ from the request alone",
+                             cfg.model_type, (long long)n_steps, (long long)r, (long long)(first[b] + i), (long long)b,
+                             (long long)nrows, (long long)n[b]);
+            done[r] = first[b] + n[b];
+        }
+        n_steps++;
+    }
+    omp_set_num_threads(2);
+    assert_true(n_steps >= NREQ);
+    *preempts += n_preempt, *mixed += n_mixed;
+    free(ref), free(h.logits), free(h.mem), free(h.caches.layers);
+    kvc_model_workspace_destroy(h.ws);
+    kvc_model_destroy(m);
+}
+
+#define ROUNDS 4
+
+static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed)
+{
+    int64_t preempts = 0, mixed = 0;
+    for (uint64_t r = 0; r < ROUNDS; r++) run_round(json, kind, latent, dt, seed * 100 + r, &preempts, &mixed);
+    /* the schedules are fixed by the seeds: they must have exercised both */
+    assert_true(preempts > 0);
+    assert_true(mixed > 0);
+}
+
+#define QWEN3 "{\"model_type\":\"qwen3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96," \
+              "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
+              "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
+#define GPT_OSS "{\"model_type\":\"gpt_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32," \
+                "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
+                "\"sliding_window\":5,\"num_local_experts\":4,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5," \
+                "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"rope_theta\":150000," \
+                "\"max_position_embeddings\":4096}"
+#define DEEPSEEK "{\"model_type\":\"deepseek_v3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96," \
+                 "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"first_k_dense_replace\":1," \
+                 "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24," \
+                 "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8," \
+                 "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1," \
+                 "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
+
+#define F32 KVC_DTYPE_F32
+#define PAGED KVC_MCACHE_PAGED
+#define CONTIG KVC_MCACHE_CONTIGUOUS
+static void test_dense_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, F32, 1); }
+static void test_dense_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, F32, 2); }
+static void test_gpt_oss_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, F32, 3); }
+static void test_gpt_oss_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, F32, 4); }
+static void test_deepseek_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, false, F32, 5); }
+static void test_deepseek_latent_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, F32, 6); }
+static void test_deepseek_latent_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, true, F32, 7); }
+/* reduced-precision caches: fresh prefill attends over the converted keys, so it still equals a read-back */
+static void test_dense_bf16_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, KVC_DTYPE_BF16, 8); }
+static void test_gpt_oss_int8_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_I8, 9); }
+static void test_gpt_oss_f16_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, KVC_DTYPE_F16, 10); }
+static void test_deepseek_int8_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, false, KVC_DTYPE_I8, 11); }
+static void test_deepseek_latent_bf16_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_BF16, 12); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense_paged),           cmocka_unit_test(test_dense_contiguous),
+        cmocka_unit_test(test_gpt_oss_paged),         cmocka_unit_test(test_gpt_oss_contiguous),
+        cmocka_unit_test(test_deepseek_paged),        cmocka_unit_test(test_deepseek_latent_paged),
+        cmocka_unit_test(test_deepseek_latent_contiguous), cmocka_unit_test(test_dense_bf16_paged),
+        cmocka_unit_test(test_gpt_oss_int8_paged),       cmocka_unit_test(test_gpt_oss_f16_contiguous),
+        cmocka_unit_test(test_deepseek_int8_contiguous), cmocka_unit_test(test_deepseek_latent_bf16_paged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

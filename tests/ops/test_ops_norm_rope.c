@@ -1,0 +1,163 @@
+/* The library's one RMSNorm and one RoPE (ops.h): frequency plans (default,
+ * llama3, YaRN) against float64 formulas written here from the HF
+ * definitions, cos/sin of a position, the half-split and interleaved
+ * rotations over heads in place, the row-wise RMSNorm, and the refusals of
+ * unusable plans. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/ops.h"
+
+#define PI 3.14159265358979323846
+
+static double rel(double got, double want) { return fabs(got - want) / (fabs(want) + 1e-30); }
+
+static void test_default_frequencies(void **state)
+{
+    (void)state;
+    kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
+    float inv[32], A = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_OK);
+    assert_true(A == 1.0f);
+    for (int i = 0; i < 32; i++) assert_true(rel(inv[i], pow(10000.0, -2.0 * i / 64.0)) < 1e-6);
+}
+
+/* YaRN as the DeepSeek-V3 oracle config states it: rope 16, theta 1e4,
+ * factor 40, L0 4096, beta 32 / 1, mscale = mscale_all_dim = 1 (A = 1). */
+static void test_yarn_frequencies(void **state)
+{
+    (void)state;
+    kvc_rope_config r = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 40.0,
+                         .original_max_position = 4096, .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0,
+                         .mscale_all_dim = 1.0, .truncate = true};
+    const int d = 16;
+    float inv[8], A = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, d, inv, &A), KVC_OK);
+    assert_true(fabs(A - 1.0) < 1e-7);
+    double lo = floor(d * log(4096.0 / (32.0 * 2 * PI)) / (2 * log(10000.0)));
+    double hi = ceil(d * log(4096.0 / (1.0 * 2 * PI)) / (2 * log(10000.0)));
+    if (lo < 0) lo = 0;
+    if (hi > d - 1) hi = d - 1;
+    for (int i = 0; i < d / 2; i++) {
+        double ramp = (i - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        const double base = pow(10000.0, -2.0 * i / d);
+        const double want = base / 40.0 * ramp + base * (1.0 - ramp);
+        assert_true(rel(inv[i], want) < 1e-6);
+    }
+    /* without mscale / mscale_all_dim: A = 0.1 ln(f) + 1; an explicit attention_factor wins */
+    r.mscale = r.mscale_all_dim = 0.0;
+    assert_int_equal(kvc_rope_frequencies(&r, d, inv, &A), KVC_OK);
+    assert_true(rel(A, 0.1 * log(40.0) + 1.0) < 1e-6);
+    r.attention_factor = 0.75;
+    assert_int_equal(kvc_rope_frequencies(&r, d, inv, &A), KVC_OK);
+    assert_true(A == 0.75f);
+}
+
+static void test_llama3_frequencies(void **state)
+{
+    (void)state;
+    kvc_rope_config r = {.type = KVC_ROPE_LLAMA3, .theta = 500000.0, .factor = 8.0, .low_freq_factor = 1.0,
+                         .high_freq_factor = 4.0, .original_max_position = 8192};
+    float inv[64], A = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, 128, inv, &A), KVC_OK);
+    assert_true(A == 1.0f);
+    int low = 0, mid = 0, high = 0;
+    for (int i = 0; i < 64; i++) {
+        const double w = (double)(float)(1.0 / pow(500000.0, 2.0 * i / 128.0)), wl = 2 * PI / w;
+        double want = w;
+        if (wl > 8192.0) want = w / 8.0, low++;
+        else if (wl >= 2048.0) {
+            const double s = (8192.0 / wl - 1.0) / 3.0;
+            want = (1 - s) * w / 8.0 + s * w, mid++;
+        } else high++;
+        assert_true(rel(inv[i], want) < 1e-6);
+    }
+    assert_true(low > 0 && mid > 0 && high > 0); /* all three bands are exercised */
+}
+
+static void test_plan_refusals(void **state)
+{
+    (void)state;
+    float inv[8], A;
+    kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
+    assert_int_equal(kvc_rope_frequencies(&r, 15, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "rot_dim 15"));
+    r.theta = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, 16, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "theta"));
+    kvc_rope_config y = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 4.0, .original_max_position = 0,
+                         .beta_fast = 32, .beta_slow = 1};
+    assert_int_equal(kvc_rope_frequencies(&y, 16, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "yarn"));
+    kvc_rope_config l = {.type = KVC_ROPE_LLAMA3, .theta = 10000.0, .factor = 8, .low_freq_factor = 4,
+                         .high_freq_factor = 1, .original_max_position = 8192};
+    assert_int_equal(kvc_rope_frequencies(&l, 16, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "llama3"));
+    assert_int_equal(kvc_rope_frequencies(NULL, 16, inv, &A), KVC_EINVAL);
+}
+
+/* cos/sin of a position, then both rotations over 3 heads in place against
+ * the float64 rotate_half formula (interleaved: on the de-interleaved pairs). */
+static void test_rotations(void **state)
+{
+    (void)state;
+    enum { D = 16, H = 3, STRIDE = 20 };
+    kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
+    float inv[D / 2], A, cs[D], sn[D];
+    assert_int_equal(kvc_rope_frequencies(&r, D, inv, &A), KVC_OK);
+    const int64_t pos = 1234;
+    kvc_rope_cos_sin(inv, D, 0.5f, pos, cs, sn);
+    for (int i = 0; i < D; i++) {
+        const double ang = (double)((float)pos * inv[i % (D / 2)]);
+        assert_true(fabs(cs[i] - 0.5 * cos(ang)) < 1e-6 && fabs(sn[i] - 0.5 * sin(ang)) < 1e-6);
+    }
+    for (int interleaved = 0; interleaved < 2; interleaved++) {
+        float x[H * STRIDE], orig[H * STRIDE], tmp[D];
+        for (int i = 0; i < H * STRIDE; i++) orig[i] = x[i] = (float)sin(0.37 * i + interleaved);
+        kvc_rope_heads_f32(x, H, STRIDE, cs, sn, D, interleaved, interleaved ? tmp : NULL);
+        for (int h = 0; h < H; h++) {
+            const float *o = orig + h * STRIDE;
+            for (int i = 0; i < D / 2; i++) {
+                const double x1 = interleaved ? o[2 * i] : o[i], x2 = interleaved ? o[2 * i + 1] : o[i + D / 2];
+                assert_true(fabs(x[h * STRIDE + i] - (x1 * cs[i] - x2 * sn[i])) < 1e-6);
+                assert_true(fabs(x[h * STRIDE + i + D / 2] - (x2 * cs[i + D / 2] + x1 * sn[i + D / 2])) < 1e-6);
+            }
+            for (int i = D; i < STRIDE; i++) assert_true(x[h * STRIDE + i] == o[i]); /* past rot_dim untouched */
+        }
+    }
+}
+
+static void test_rmsnorm_rows(void **state)
+{
+    (void)state;
+    enum { R = 3, N = 37, LD = 40 };
+    float x[R * LD], orig[R * LD], g[N];
+    for (int i = 0; i < R * LD; i++) orig[i] = x[i] = (float)cos(0.3 * i) * (float)(1 + i % 5);
+    for (int i = 0; i < N; i++) g[i] = 0.5f + 0.01f * (float)i;
+    kvc_rmsnorm_rows_f32(x, R, N, LD, g, 1e-6f);
+    for (int r = 0; r < R; r++) {
+        double ss = 0;
+        for (int i = 0; i < N; i++) ss += (double)orig[r * LD + i] * orig[r * LD + i];
+        const double inv = 1.0 / sqrt(ss / N + 1e-6);
+        for (int i = 0; i < N; i++) assert_true(rel(x[r * LD + i], orig[r * LD + i] * inv * g[i]) < 1e-6);
+        for (int i = N; i < LD; i++) assert_true(x[r * LD + i] == orig[r * LD + i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_rotations),           cmocka_unit_test(test_rmsnorm_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
