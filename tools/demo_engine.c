@@ -22,6 +22,7 @@
 #define DEMO_BLOCK 16
 #define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
 #define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
+#define DEMO_SHARED_PROMPT 48  /* every other request starts with the same 48 tokens (prefix caching) */
 
 typedef struct demo_result {
     kvc_demo_figures fig;
@@ -56,6 +57,7 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     kvc_engine_params p = demo_params(DEMO_BATCH);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = r->budget;
+    p.prefix_caching = true; /* the run alone below has it off: outputs must not depend on it */
     kvc_demo_latency lat;
     if (st == KVC_OK) st = kvc_demo_latency_create(w, &lat);
     if (st == KVC_OK) {
@@ -77,7 +79,8 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
         }
         r->pools_back = true;
         for (int32_t k = 0; k < r->fig.stats.n_keys; k++) r->pools_back = r->pools_back && r->fig.stats.blocks_in_use[k] == 0;
-        r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1;
+        r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1 &&
+                r->fig.prefix.hits >= 1;
     }
     free(busy);
     free(alone);
@@ -90,18 +93,23 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
     printf("%s%s: KV %" PRId64 " B/token (f32, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
            f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, (double)r->budget / 1024.0,
            DEMO_BUDGET_TOKENS);
-    printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 " (+%" PRId64 " recomputed)  generated %" PRId64
-           "  steps %" PRId64 "  %.2f s  %.0f tokens/s (prompt + generated)\n",
-           g->requests, w->n, r->prompt_total, g->prompt_tokens - r->prompt_total, g->generated_tokens, g->steps,
-           g->seconds, (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
+    printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 "  computed %" PRId64 " (recomputation after "
+           "preemption included, prefix hits not)  generated %" PRId64 "\n  steps %" PRId64 "  %.2f s  %.0f tokens/s "
+           "(computed + generated)\n",
+           g->requests, w->n, r->prompt_total, g->prompt_tokens, g->generated_tokens, g->steps, g->seconds,
+           (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
     printf("  TTFT p50/p90/p99 %.1f / %.1f / %.1f ms  TPOT p50/p90/p99 %.2f / %.2f / %.2f ms (all requests arrive at once)\n",
            r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2], r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2]);
+    printf("  prefix cache: %" PRId64 " of %" PRId64 " admissions hit, %" PRId64 " of %" PRId64
+           " prompt tokens taken from the cache, %" PRId64 " cached blocks evicted\n",
+           g->prefix.hits, g->prefix.queries, g->prefix.hit_tokens, g->prefix.query_tokens, g->prefix.evictions);
     printf("  preemptions %" PRId64 "  peak blocks in use (of the pool, null block excluded):", g->preemptions);
     for (int32_t k = 0; k < g->stats.n_keys; k++)
         printf(" %s %" PRId64 "/%" PRId64, g->keys[k], g->stats.peak_blocks_in_use[k], g->stats.num_blocks[k] - 1);
     printf("\n  blocks back in the pools: %s  outputs equal to the request run alone: %" PRId64 "/%" PRId64 "  %s\n",
            r->pools_back ? "yes" : "NO", r->matched, w->n, r->ok ? "ok" : "FAILED");
     if (g->preemptions == 0) printf("  FAILED: no preemption, the KV budget did not bind on this workload\n");
+    if (g->prefix.hits == 0) printf("  FAILED: no prefix-cache hit on the shared system prompt\n");
     printf("\n");
 }
 
@@ -114,12 +122,14 @@ static int engine_demo(int64_t n_requests) {
         printf("FAIL: out of memory for the workload\n");
         return 1;
     }
+    kvc_demo_workload_share_prefix(&w, 2, DEMO_SHARED_PROMPT, 512);
     printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
-           "after, in one batch; framework-managed paged KV) on three built-in models with random weights,\n"
-           "%" PRId64 " greedy requests each: prompts 4-256 tokens, outputs 4-224 tokens, up to %d running at once,\n"
-           "block size %d, max_model_len %d, one OpenMP thread. Every request is then run alone and its tokens\n"
-           "compared.\n\n",
-           (long long)DEMO_STEP_TOKENS, w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+           "after, in one batch; framework-managed paged KV; prefix caching on) on three built-in models with\n"
+           "random weights, %" PRId64 " greedy requests each: prompts 4-256 tokens (every other one starting with\n"
+           "the same %d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d,\n"
+           "max_model_len %d, one OpenMP thread. Every request is then run alone (no prefix caching) and its\n"
+           "tokens compared.\n\n",
+           (long long)DEMO_STEP_TOKENS, w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

@@ -78,6 +78,15 @@ void kvc_demo_workload_free(kvc_demo_workload *w) {
     memset(w, 0, sizeof *w);
 }
 
+void kvc_demo_workload_share_prefix(kvc_demo_workload *w, int64_t every, int64_t n_shared, int64_t vocab) {
+    for (int64_t i = 0; i < w->n; i += every) {
+        kvc_demo_request *r = &w->reqs[i];
+        int32_t *prompt = w->ids + (r->prompt - w->ids); /* the workload owns its ids */
+        uint64_t s = 77;
+        for (int64_t j = 0; j < n_shared && j < r->n_prompt - 1; j++) prompt[j] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+    }
+}
+
 void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed) {
     uint64_t s = seed;
     double t = 0.0;
@@ -262,6 +271,7 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
         st = kvc_demo_drive(e, w, outputs, fig);
     }
     if (st == KVC_OK) st = kvc_engine_get_stats(e, &fig->stats);
+    if (st == KVC_OK && kvc_engine_manager(e) != NULL) st = kvc_manager_prefix_stats(kvc_engine_manager(e), &fig->prefix);
     fig->requests = fig->stats.finished_total;
     fig->prompt_tokens = fig->stats.prefill_tokens;
     fig->generated_tokens = fig->stats.generated_tokens;

@@ -45,6 +45,10 @@ typedef struct kvc_demo_workload {
  * churn is checked exactly with the toy model of tests/engine. */
 kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64_t long_every, kvc_demo_workload *out);
 void kvc_demo_workload_free(kvc_demo_workload *w);
+/* A shared prompt part: every request i with i % every == 0 starts with the
+ * same n_shared tokens (a system prompt; at most its prompt length - 1), the
+ * rest of its prompt unchanged. */
+void kvc_demo_workload_share_prefix(kvc_demo_workload *w, int64_t every, int64_t n_shared, int64_t vocab);
 /* Poisson arrivals: exponential gaps of mean 1 / rate seconds (rate > 0);
  * rate 0: every request arrives at the start. */
 void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed);
@@ -73,6 +77,7 @@ typedef struct kvc_demo_figures {
     double seconds;                 /* wall time of the steps */
     int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
     kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
+    kvc_prefix_stats prefix;        /* the manager's prefix-cache counters at the end */
     char keys[KVC_MAX_MANAGERS][KVC_NAME_MAX];
     int64_t block_size[KVC_MAX_MANAGERS];
     /* FullAttention keys, after every step: slots of the blocks in use and

@@ -157,6 +157,8 @@ typedef struct kvc_engine_params {
     int64_t reserved_decode_tokens; /* admitting a waiting request keeps cdiv(this, bs) blocks per live request free */
     int64_t next_n;             /* speculative depth: only 0 is supported */
     uint64_t seed;              /* mixed into every request's sampling seed */
+    bool prefix_caching;        /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
+    uint64_t prefix_salt;       /* prefix caching: the engine's salt, in every block hash chain */
     size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB) */
     bool check;                 /* run the verification checks before and after every step and release */
 } kvc_engine_params;
@@ -164,8 +166,8 @@ typedef struct kvc_engine_params {
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
  * long_prefill_token_threshold 0, BUDGET scheduler, max_requests 0, OFFLINE,
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
- * 0, seed 0, KVC_ALIGN_DEFAULT, check on in debug builds (no NDEBUG) and off
- * otherwise. */
+ * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, check on in
+ * debug builds (no NDEBUG) and off otherwise. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -273,8 +275,10 @@ typedef struct kvc_engine_step_result {
  * preempted (its blocks freed, back to the waiting queue to recompute its
  * prompt and generated tokens) and the allocation retried. Then partially
  * prefilled requests get their next chunk, then waiting requests are
- * admitted (allocate_slots(id, 0, chunk, next_n, reserved_decode_tokens);
- * admission stops at the first refusal, nobody overtakes), each chunk as
+ * admitted (allocate_slots(id, hit, chunk, next_n, reserved_decode_tokens),
+ * where hit is 0 or, with prefix caching, the prefix of its tokens
+ * kvc_manager_find_prefix finds cached; admission stops at the first
+ * refusal, nobody overtakes), each chunk as
  * large as the budget left, the rest of the prompt and
  * long_prefill_token_threshold allow, until max_num_batched_tokens tokens or
  * max_num_seqs rows. A chunk that finds no blocks waits for a later step
@@ -283,6 +287,9 @@ typedef struct kvc_engine_step_result {
  * PREFILL_ALONE: a step admits whole prompts (FIFO under the budget) or, when
  * none can be admitted, decodes every running request. Then the model runs,
  * one token is sampled per row that reached the end of its request's tokens,
+ * the blocks the step completed are offered to the prefix cache
+ * (kvc_manager_cache_computed: a request admitted in the same step as
+ * another with the same prompt shares nothing with it until a later step),
  * and finished requests release their blocks at once. KVC_OK when a batch
  * ran or there was nothing to do (res->idle); KVC_NO_SPACE (with a message)
  * when requests are held but none can run ("no progress"). If the model's
@@ -302,6 +309,7 @@ typedef struct kvc_engine_stats {
     int64_t blocks_in_use[KVC_MAX_MANAGERS];  /* per key, null block excluded */
     int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
+    int64_t prefix_hit_tokens;                /* prompt tokens taken from the prefix cache at admission */
     int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 

@@ -83,6 +83,9 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
                         (long long)p->reserved_decode_tokens);
+    if (p->prefix_caching && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
+        return kvc_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
+                        "compute from the middle, which the PREFILL_ALONE scheduler never does)");
     if (p->next_n != 0)
         return kvc_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                         (long long)p->next_n);
@@ -150,6 +153,8 @@ static kvc_status managed_create(kvc_engine *e) {
     mp.max_model_len = e->p.max_model_len;
     mp.max_requests = e->p.max_num_seqs;
     mp.engine_next_n = e->p.next_n;
+    mp.prefix_caching = e->p.prefix_caching;
+    mp.prefix_salt = e->p.prefix_salt;
     st = kvc_manager_create(ci, &e->plan, &mp, &e->mgr);
     if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_num_seqs, e->max_tokens, &e->buf);
     if (st != KVC_OK) return st;

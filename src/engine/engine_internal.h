@@ -105,11 +105,14 @@ static inline int32_t kvc_engine_slot_of(const kvc_engine *e, const kvc_engine_r
 }
 
 /* ---- residency: blocks or cache rows (residency.c) ---- */
-/* Makes positions [0, r->n_cached + n_new) addressable (plus the lookahead):
- * a first chunk takes a cache row (self-managed) or is admitted under the
- * reserved-decode rule (`admit`); later chunks and decode tokens grow the
- * request's tables. KVC_NO_SPACE when the pools or the legacy rows refuse. */
-kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t n_new, bool admit);
+/* Makes positions [0, r->n_cached + *n_new) addressable (plus the
+ * lookahead): a first chunk (`admit`) takes a cache row (self-managed) or is
+ * admitted under the reserved-decode rule, after its prefix hit with caching
+ * on (r->n_cached becomes the hit, *n_new is cut to the tokens left after
+ * it, and with `halve` halved while the pools refuse it); later chunks and
+ * decode tokens grow the request's tables. KVC_NO_SPACE when the pools or
+ * the legacy rows refuse (r unchanged). */
+kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve);
 /* Gives back a request's blocks or cache row (idempotent). */
 kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r);
 /* Blocks one request needs at worst for `positions` positions, per key, vs pools. */

@@ -22,7 +22,8 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
             i++;
             continue;
         }
-        kvc_status st = kvc_engine_alloc(e, r, 1, false);
+        int64_t one = 1;
+        kvc_status st = kvc_engine_alloc(e, r, &one, false, false);
         if (st == KVC_OK) {
             kvc_engine_row_add(e, slot, 1, false);
             i++;
@@ -42,11 +43,12 @@ static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
     return e->p.long_prefill_token_threshold > 0 ? kvc_min64(n, e->p.long_prefill_token_threshold) : n;
 }
 
-/* Allocates a chunk of *n tokens, halving it while the pools refuse (a
- * smaller chunk needs fewer blocks); KVC_NO_SPACE when one token does not fit. */
-static kvc_status alloc_chunk(kvc_engine *e, kvc_engine_req *r, int64_t *n, bool admit) {
+/* Allocates the next chunk of a running request, *n tokens halved while the
+ * pools refuse (a smaller chunk needs fewer blocks); KVC_NO_SPACE when one
+ * token does not fit. */
+static kvc_status alloc_chunk(kvc_engine *e, kvc_engine_req *r, int64_t *n) {
     for (;;) {
-        kvc_status st = kvc_engine_alloc(e, r, *n, admit);
+        kvc_status st = kvc_engine_alloc(e, r, n, false, false);
         if (st != KVC_NO_SPACE || *n == 1) return st;
         *n = kvc_cdiv(*n, 2);
     }
@@ -72,7 +74,7 @@ static kvc_status schedule_partials(kvc_engine *e, int64_t *n_preempted) {
             continue;
         }
         int64_t n = chunk_size(e, r);
-        kvc_status st = alloc_chunk(e, r, &n, false);
+        kvc_status st = alloc_chunk(e, r, &n);
         if (st == KVC_OK) {
             kvc_engine_row_add(e, slot, n, false);
             i++;
@@ -96,7 +98,7 @@ static kvc_status admit_waiting(kvc_engine *e, bool whole) {
         kvc_engine_req *r = &e->reqs[slot];
         int64_t n = whole ? r->n_tokens : chunk_size(e, r);
         if (whole && e->n_row_tokens + n > e->max_tokens) break;
-        kvc_status st = whole ? kvc_engine_alloc(e, r, n, true) : alloc_chunk(e, r, &n, true);
+        kvc_status st = kvc_engine_alloc(e, r, &n, true, !whole);
         if (st == KVC_NO_SPACE) break;
         if (st != KVC_OK) return st;
         kvc_engine_wait_remove(e, slot);

@@ -60,9 +60,12 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
         int32_t slot = e->row_slots[b];
         kvc_engine_req *r = &e->reqs[slot];
         r->n_cached = e->rows[b].computed_tokens + e->rows[b].num_new_tokens;
+        /* what is computed now may be shared from the next step on */
+        kvc_status st = e->p.prefix_caching ? kvc_manager_cache_computed(e->mgr, r->id, r->tokens, r->n_cached) : KVC_OK;
+        if (st != KVC_OK) return st;
         if (r->n_cached < r->n_tokens) continue; /* a chunk in the middle of the tokens: nothing to sample */
         int32_t tok = 0;
-        kvc_status st = kvc_sampler_sample(e->sampler, e->logits + b * vocab, &r->sampling,
+        st = kvc_sampler_sample(e->sampler, e->logits + b * vocab, &r->sampling,
                                            (uint64_t)(r->n_tokens - r->n_prompt), &tok);
         if (st != KVC_OK) return st;
         r->tokens[r->n_tokens] = tok;

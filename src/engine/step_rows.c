@@ -37,6 +37,7 @@ void kvc_engine_rows_undo(kvc_engine *e) {
         kvc_engine_evict(e, r);
         kvc_engine_run_remove(e, e->row_slots[b]);
         r->state = KVC_REQ_WAITING;
+        r->n_cached = 0; /* a prefix hit is asked for again at the next admission */
         kvc_engine_wait_insert(e, e->row_slots[b]);
     }
     e->n_rows = e->n_row_tokens = 0;

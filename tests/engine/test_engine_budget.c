@@ -8,7 +8,8 @@
  * drained); a 4k-token prompt arriving while 8 requests decode does not
  * stall them; a stream of short requests does not starve a long one;
  * priorities order admission and choose the preemption victim; the latency
- * records are consistent. */
+ * records are consistent; prefix caching changes no output and shares only
+ * computed blocks. */
 #include "engine_fixture.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -44,7 +45,7 @@ static void expect_times(const kvc_engine *e, int64_t id) {
 
 /* One random configuration: requests arrive at random steps with random
  * priorities; every one is checked against the reference when finished. */
-static void random_run(uint64_t seed) {
+static int64_t random_run(uint64_t seed, bool caching) {
     uint64_t rng = seed;
     const int32_t layers = 1 + (int32_t)(fix_rand(&rng) % 2);
     const int64_t bs = (int64_t[]){1, 2, 4, 16}[fix_rand(&rng) % 4];
@@ -62,7 +63,11 @@ static void random_run(uint64_t seed) {
     p.kv_memory_bytes = positions * 2 * TOY_D * (int64_t)sizeof(float) * layers;
     p.max_requests = 3 * seqs;
     p.seed = seed;
+    p.prefix_caching = caching;
+    p.prefix_salt = seed;
     kvc_engine *e = fix_engine(&em, &p);
+    int32_t shared[40]; /* caching: prompts start with a random part of this one */
+    for (int i = 0; i < 40; i++) shared[i] = (int32_t)(fix_rand(&rng) % FIX_VOCAB);
     enum { N = 40 };
     fix_request q[N];
     int64_t added = 0, done = 0, steps = 0;
@@ -71,6 +76,10 @@ static void random_run(uint64_t seed) {
         for (int64_t k = (int64_t)(fix_rand(&rng) % 4); k > 0 && added < N; k--) {
             fix_request_random(&q[added], added, &rng, 40, 30, added % 3 == 0);
             q[added].r.priority = (int32_t)(fix_rand(&rng) % 3);
+            if (caching) {
+                int64_t n_shared = (int64_t)(fix_rand(&rng) % (uint64_t)q[added].r.n_prompt);
+                memcpy(q[added].prompt, shared, (size_t)n_shared * sizeof *shared);
+            }
             if (kvc_engine_add_request(e, &q[added].r) != KVC_OK) break; /* slots full: arrives later */
             added++;
         }
@@ -92,11 +101,60 @@ static void random_run(uint64_t seed) {
     for (int32_t k = 0; k < st.n_keys; k++) assert_int_equal(st.blocks_in_use[k], 0);
     assert_int_equal(kvc_engine_check(e), KVC_OK);
     kvc_engine_destroy(e);
+    return st.prefix_hit_tokens;
 }
 
 static void test_random_budgets(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed);
+    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed, false);
+}
+
+/* The same with prefix caching on and shared prompt prefixes: outputs are
+ * unchanged by the cache (hits, preemption with recomputation hitting the
+ * cache, eviction under the small pools). */
+static void test_random_prefix_caching(void **state) {
+    (void)state;
+    int64_t hit_tokens = 0;
+    for (uint64_t seed = 101; seed <= 140; seed++) hit_tokens += random_run(seed, true);
+    assert_true(hit_tokens > 0);
+}
+
+/* Two requests with one prompt admitted in the same step share nothing (the
+ * blocks are not computed yet); a third one after that step hits every full
+ * block but the one holding the last prompt token. */
+static void test_prefix_hit_after_computed(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 2, 4, 6);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = fix_params(64, 4);
+    p.prefix_caching = true;
+    kvc_engine *e = fix_engine(&em, &p);
+    int32_t prompt[40];
+    for (int i = 0; i < 40; i++) prompt[i] = (i * 11 + 5) % FIX_VOCAB;
+    kvc_engine_request a = fix_request_over(1, prompt, 40, 6), b = fix_request_over(2, prompt, 40, 6),
+                       c = fix_request_over(3, prompt, 40, 6);
+    fix_add(e, &a);
+    fix_add(e, &b);
+    kvc_engine_step_result res;
+    step_ok(e, &res);
+    assert_int_equal(res.n_prefill_tokens, 80);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.prefix_hit_tokens, 0);
+    fix_add(e, &c);
+    step_ok(e, &res);
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.prefix_hit_tokens, 36); /* 9 full blocks; the 10th holds token 39 */
+    assert_int_equal(res.n_prefill_tokens, 4);
+    kvc_prefix_stats ps;
+    assert_int_equal(kvc_manager_prefix_stats(kvc_engine_manager(e), &ps), KVC_OK);
+    assert_int_equal(ps.hits, 1);
+    fix_run(e, 100);
+    fix_expect_reference(e, &m, &a);
+    fix_expect_reference(e, &m, &b);
+    fix_expect_reference(e, &m, &c);
+    kvc_engine_destroy(e);
 }
 
 /* 8 requests decode; a 4,096-token prompt arrives; with a 512-token budget
@@ -261,6 +319,8 @@ static void test_priorities(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_budgets),
+        cmocka_unit_test(test_random_prefix_caching),
+        cmocka_unit_test(test_prefix_hit_after_computed),
         cmocka_unit_test(test_long_prompt_does_not_stall),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_priorities),

@@ -80,6 +80,20 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_demo_figures chunked = busy_vs_alone(m, &p, &ap, &few, fam->name);
     if (chunked.stats.prefill_steps < 2 * few.n) fail_msg("%s: prompts were not chunked", fam->name);
     kvc_demo_workload_free(&few);
+    /* prefix caching on (the run alone: off): two thirds of the requests share
+     * a 64-token system prompt; hits, sliding windows shorter than the shared
+     * prefix (GptOss), preemption and eviction under the small pool */
+    kvc_demo_workload shared;
+    assert_int_equal(kvc_demo_workload_make(12, 13, 512, 0, &shared), KVC_OK);
+    kvc_demo_workload_share_prefix(&shared, 1, 64, 512);
+    for (int64_t i = 2; i < shared.n; i += 3) shared.ids[shared.reqs[i].prompt - shared.ids] ^= 1; /* a third differ */
+    kvc_engine_params pc = churn_params(6);
+    pc.plan = KVC_ENGINE_PLAN_BUDGET;
+    pc.kv_memory_bytes = p.kv_memory_bytes;
+    pc.prefix_caching = true;
+    kvc_demo_figures cached = busy_vs_alone(m, &pc, &ap, &shared, fam->name);
+    if (cached.stats.prefix_hit_tokens == 0) fail_msg("%s: no prefix hit", fam->name);
+    kvc_demo_workload_free(&shared);
     /* the self-managed path: legacy rows reused by later requests */
     kvc_engine_adapter_params self = {.self_managed = true, .latent = fam->latent};
     kvc_engine_params ps = churn_params(3);
