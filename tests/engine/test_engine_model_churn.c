@@ -51,6 +51,12 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     return fig;
 }
 
+/* At most 12 new tokens per request (the sanitizer build runs the model slowly). */
+static void short_outputs(kvc_demo_workload *w) {
+    for (int64_t i = 0; i < w->n; i++)
+        if (w->reqs[i].max_new_tokens > 12) w->reqs[i].max_new_tokens = 12;
+}
+
 /* budget_tokens: KV budget in tokens of every layer (GptOss: its sliding
  * layers take small window pools, so the same budget leaves more blocks to
  * its full layers) */
@@ -75,6 +81,7 @@ static void churn_family(int f, int64_t budget_tokens) {
      * the sanitizer build runs the model slowly) */
     kvc_demo_workload few;
     assert_int_equal(kvc_demo_workload_make(6, 12, 512, 0, &few), KVC_OK);
+    short_outputs(&few);
     p.max_num_batched_tokens = 24;
     p.long_prefill_token_threshold = 10;
     kvc_demo_figures chunked = busy_vs_alone(m, &p, &ap, &few, fam->name);
@@ -86,6 +93,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_demo_workload shared;
     assert_int_equal(kvc_demo_workload_make(12, 13, 512, 0, &shared), KVC_OK);
     kvc_demo_workload_share_prefix(&shared, 1, 64, 512);
+    short_outputs(&shared);
     for (int64_t i = 2; i < shared.n; i += 3) shared.ids[shared.reqs[i].prompt - shared.ids] ^= 1; /* a third differ */
     kvc_engine_params pc = churn_params(6);
     pc.plan = KVC_ENGINE_PLAN_BUDGET;
