@@ -6,7 +6,7 @@
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3-venv python3-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
 PREFIX ?= /usr/local
@@ -21,7 +21,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 # make test). The tree is formatted file by file: add a file when you format it.
 # the config reader, the planner and their tests
 CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model/config.c src/plan/*.[ch] \
-                       tests/model/test_config_reader.c tests/model/config_fixture.h fuzz/fuzz_config.c \
+                       tests/model/test_config_reader.c tests/model/config_fixture.h tests/plan/test_plan.c fuzz/fuzz_config.c \
                        tests/batch/test_step_state_width.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \

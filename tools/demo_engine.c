@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "commands.h"
 #include "demo_engine.h"
 #include "demo_workload.h"
@@ -21,6 +22,7 @@
 #define DEMO_BATCH 8
 #define DEMO_BLOCK 16
 #define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
+#define DEMO_KV_DTYPE KVC_DTYPE_BF16
 #define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
 #define DEMO_SHARED_PROMPT 48  /* every other request starts with the same 48 tokens (prefix caching) */
 
@@ -49,10 +51,10 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     kvc_status st = kvc_demo_model(f, &m);
     if (st != KVC_OK) return st;
     const size_t n_out = (size_t)(w->n * w->max_new);
-    int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
+    int32_t *busy = kvc_malloc(n_out * sizeof *busy), *alone = kvc_malloc(n_out * sizeof *alone);
     if (busy == NULL || alone == NULL) st = KVC_ENOMEM;
-    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK};
-    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent);
+    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK, .kv_dtype = DEMO_KV_DTYPE};
+    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent, DEMO_KV_DTYPE);
     r->budget = r->kv_bytes_per_token * DEMO_BUDGET_TOKENS;
     kvc_engine_params p = demo_params(DEMO_BATCH);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -82,17 +84,17 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
         r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1 &&
                 r->fig.prefix.hits >= 1;
     }
-    free(busy);
-    free(alone);
+    kvc_free(busy);
+    kvc_free(alone);
     kvc_model_destroy(m);
     return st;
 }
 
 static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, const demo_result *r) {
     const kvc_demo_figures *g = &r->fig;
-    printf("%s%s: KV %" PRId64 " B/token (f32, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
-           f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, (double)r->budget / 1024.0,
-           DEMO_BUDGET_TOKENS);
+    printf("%s%s: KV %" PRId64 " B/token (%s, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
+           f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, kvc_dtype_name(DEMO_KV_DTYPE),
+           (double)r->budget / 1024.0, DEMO_BUDGET_TOKENS);
     printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 "  computed %" PRId64 " (recomputation after "
            "preemption included, prefix hits not)  generated %" PRId64 "\n  steps %" PRId64 "  %.2f s  %.0f tokens/s "
            "(computed + generated)\n",
@@ -125,11 +127,13 @@ static int engine_demo(int64_t n_requests) {
     kvc_demo_workload_share_prefix(&w, 2, DEMO_SHARED_PROMPT, 512);
     printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
            "after, in one batch; framework-managed paged KV; prefix caching on) on three built-in models with\n"
-           "random weights, %" PRId64 " greedy requests each: prompts 4-256 tokens (every other one starting with\n"
-           "the same %d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d,\n"
-           "max_model_len %d, one OpenMP thread. Every request is then run alone (no prefix caching) and its\n"
-           "tokens compared.\n\n",
-           (long long)DEMO_STEP_TOKENS, w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+           "random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8, top-k 40,\n"
+           "top-p 0.9, seeded; half greedy): prompts 4-256 tokens (every other one starting with the same\n"
+           "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"
+           "%d, one OpenMP thread. Every request is then run alone (no prefix caching) and its tokens compared\n"
+           "(bitwise: the forward is batch-invariant).\n\n",
+           (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK,
+           DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

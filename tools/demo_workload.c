@@ -1,4 +1,5 @@
 /* Built-in models, the mixed workload and its driver (demo_workload.h). */
+#include "base/internal.h"
 #include "demo_workload.h"
 
 #include <stdio.h>
@@ -49,9 +50,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
     memset(out, 0, sizeof *out);
     out->n = n;
     const int64_t max_prompt = long_every > 0 ? 900 : 256;
-    out->reqs = calloc((size_t)n, sizeof *out->reqs);
-    out->arrival_s = calloc((size_t)n, sizeof *out->arrival_s);
-    out->ids = malloc((size_t)(n * max_prompt) * sizeof *out->ids);
+    out->reqs = kvc_calloc((size_t)n, sizeof *out->reqs);
+    out->arrival_s = kvc_calloc((size_t)n, sizeof *out->arrival_s);
+    out->ids = kvc_malloc((size_t)(n * max_prompt) * sizeof *out->ids);
     if (out->reqs == NULL || out->arrival_s == NULL || out->ids == NULL) {
         kvc_demo_workload_free(out);
         return KVC_ENOMEM;
@@ -65,6 +66,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
         r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
         r->prompt = out->ids + t;
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+        r->sampling = kvc_sampling_default_params();
+        if (i % 2 == 1)
+            r->sampling = (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = (uint64_t)i + 1};
         out->max_len = max64(out->max_len, r->n_prompt + r->max_new_tokens - 1);
         out->max_new = max64(out->max_new, r->max_new_tokens);
     }
@@ -72,9 +76,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
 }
 
 void kvc_demo_workload_free(kvc_demo_workload *w) {
-    free(w->reqs);
-    free(w->arrival_s);
-    free(w->ids);
+    kvc_free(w->reqs);
+    kvc_free(w->arrival_s);
+    kvc_free(w->ids);
     memset(w, 0, sizeof *w);
 }
 
@@ -101,13 +105,13 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
     int64_t tokens = 16; /* every step runs a token: steps <= tokens fed (recomputation counted 4 times over) */
     for (int64_t i = 0; i < w->n; i++) tokens += 4 * (w->reqs[i].n_prompt + w->reqs[i].max_new_tokens);
     size_t n = (size_t)w->n, gaps = (size_t)(w->n * w->max_new);
-    out->ttft_s = malloc(n * sizeof *out->ttft_s);
-    out->ttft_work = malloc(n * sizeof *out->ttft_work);
-    out->tpot_s = malloc(gaps * sizeof *out->tpot_s);
-    out->tpot_work = malloc(gaps * sizeof *out->tpot_work);
-    out->token_ns = malloc((size_t)w->max_new * sizeof *out->token_ns);
-    out->token_step = malloc((size_t)w->max_new * sizeof *out->token_step);
-    out->cum_tokens = malloc((size_t)tokens * sizeof *out->cum_tokens);
+    out->ttft_s = kvc_malloc(n * sizeof *out->ttft_s);
+    out->ttft_work = kvc_malloc(n * sizeof *out->ttft_work);
+    out->tpot_s = kvc_malloc(gaps * sizeof *out->tpot_s);
+    out->tpot_work = kvc_malloc(gaps * sizeof *out->tpot_work);
+    out->token_ns = kvc_malloc((size_t)w->max_new * sizeof *out->token_ns);
+    out->token_step = kvc_malloc((size_t)w->max_new * sizeof *out->token_step);
+    out->cum_tokens = kvc_malloc((size_t)tokens * sizeof *out->cum_tokens);
     out->cap_steps = tokens;
     if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->token_ns || !out->token_step ||
         !out->cum_tokens) {
@@ -118,13 +122,13 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
 }
 
 void kvc_demo_latency_free(kvc_demo_latency *l) {
-    free(l->ttft_s);
-    free(l->ttft_work);
-    free(l->tpot_s);
-    free(l->tpot_work);
-    free(l->token_ns);
-    free(l->token_step);
-    free(l->cum_tokens);
+    kvc_free(l->ttft_s);
+    kvc_free(l->ttft_work);
+    kvc_free(l->tpot_s);
+    kvc_free(l->tpot_work);
+    kvc_free(l->token_ns);
+    kvc_free(l->token_step);
+    kvc_free(l->cum_tokens);
     memset(l, 0, sizeof *l);
 }
 
@@ -155,6 +159,7 @@ static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t t0, i
         r.n_prompt = d->n_prompt;
         r.max_new_tokens = d->max_new_tokens;
         r.arrival_ns = arrival > 0 ? arrival : 1;
+        r.sampling = d->sampling;
         kvc_status st = kvc_engine_add_request(e, &r);
         if (st == KVC_NO_SPACE) return KVC_OK;
         if (st != KVC_OK) return st;
@@ -235,7 +240,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
 }
 
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
-    int64_t *live = malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
+    int64_t *live = kvc_malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
@@ -249,7 +254,7 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
     fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);
-    free(live);
+    kvc_free(live);
     return st;
 }
 
@@ -282,9 +287,9 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
     return st;
 }
 
-int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent) {
+int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent, kvc_dtype kv_dtype) {
     kvc_model_cache_info *ci = NULL;
-    if (kvc_model_cache_info_build(m, latent, 1, &ci) != KVC_OK) return 0;
+    if (kvc_model_cache_info_build(m, latent, kv_dtype, 1, &ci) != KVC_OK) return 0;
     int64_t bytes = 0;
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {

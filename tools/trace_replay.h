@@ -15,9 +15,20 @@
  *   plan            {"mode": "offline", "max_len", "max_concurrency", "next_n"}
  *                   {"mode": "online", "kv_memory_bytes", "max_concurrency", "next_n"}
  *                   plus optional "max_prefill_tokens" (next_n defaults to 0)
+ *   prefix_caching  optional {"salt"?: engine salt >= 0, "state_snapshot_interval"?: tokens}:
+ *                   turns prefix caching on (docs/prefix-caching.md)
  *   ops             [{"op": "allocate", "request", "new_tokens",
  *                     "computed_tokens"?, "lookahead_tokens"?, "reserved_tokens"?,
- *                     "keys"?: [KEY, ...]},  {"op": "free", "request"}, ...]
+ *                     "keys"?: [KEY, ...], "tokens"?: TOKENS, "cache_salt"?: STRING},
+ *                    {"op": "free", "request"}, ...]
+ *                   TOKENS lists the request's token ids so far (at least
+ *                   computed_tokens + new_tokens of them, at most max_model_len),
+ *                   each item an id or a run [first, count] of consecutive ids:
+ *                   [1, [100, 1024], 7] is 1, 100, 101, ..., 1123, 7. With prefix
+ *                   caching, the first allocate of a request with tokens asks for
+ *                   the cached prefix of them and takes it (the op's positions
+ *                   stay covered), and every allocate with tokens reports its
+ *                   computed_tokens + new_tokens tokens computed afterwards.
  *
  * Integers must be integral JSON numbers within the int64 range (cJSON keeps
  * numbers as doubles, so integers beyond 2^53 are not exact); strings hold at
@@ -37,10 +48,16 @@
 #define KVC_TRACE_EXIT_FAILED 1  /* a manager invariant broke, or the output failed */
 #define KVC_TRACE_EXIT_INVALID 2 /* the trace file is invalid */
 
+/* Blocks a `kvcache trace` replay builds at most, all pools together, unless
+ * --max-blocks says otherwise: 2^24 blocks take about 300 MB and half a second
+ * to set up, and an offline plan of a long max_model_len asks for far more. */
+#define KVC_TRACE_DEFAULT_MAX_BLOCKS (INT64_C(1) << 24)
+
 typedef struct kvc_trace_options {
-    bool print_usage;        /* a {"usage": ...} line after every op line */
-    int64_t max_model_len;   /* > 0: refuse traces asking for a longer max_model_len */
-    int64_t max_pool_blocks; /* > 0: refuse traces whose pools are larger than this */
+    bool print_usage;      /* a {"usage": ...} line after every op line */
+    bool check_invariants; /* check the manager's invariants after every op (O(pool) each) */
+    int64_t max_model_len; /* > 0: refuse traces asking for a longer max_model_len */
+    int64_t max_blocks;    /* > 0: refuse traces whose pools hold more blocks than this in total */
 } kvc_trace_options;
 
 typedef enum kvc_trace_op_kind {
@@ -57,6 +74,10 @@ typedef struct kvc_trace_op {
     int64_t lookahead_tokens;
     int64_t reserved_tokens;
     uint64_t key_mask;  /* KVC_ALL_KEYS unless the op lists "keys" */
+    int32_t *tokens;    /* [n_tokens] the request's token ids (NULL: none given) */
+    int64_t n_tokens;
+    bool has_salt;
+    char cache_salt[KVC_NAME_MAX];
     char refusal[160];  /* non-empty: why the replay refuses this op (unknown op or key) */
 } kvc_trace_op;
 
@@ -67,12 +88,15 @@ typedef struct kvc_trace {
     kvc_manager *manager;
     kvc_trace_op *ops; /* [n_ops] */
     size_t n_ops;
+    bool prefix_caching;
+    int64_t last_hit;  /* hit length taken by the last applied op, -1 if it looked for none */
 } kvc_trace;
 
 /* Parses and checks a trace and creates its manager. On failure returns
  * KVC_TRACE_EXIT_INVALID with a message naming the position in err
- * ("layers[1].caches[0].num_head: expected a positive integer") and *out is
- * NULL. opts may be NULL (no limits). */
+ * ("layers[1].caches[0].num_head: expected a positive integer"), or
+ * KVC_TRACE_EXIT_FAILED when memory ran out, and *out is NULL. opts may be
+ * NULL (no limits). */
 int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
                    size_t err_cap);
 void kvc_trace_destroy(kvc_trace *t);
@@ -99,8 +123,11 @@ void kvc_trace_put_json_string(FILE *out, const char *s);
 
 /* Replays a whole trace, printing JSON Lines to out: {"block_num": {...}},
  * then one line per op ({"op": i, "ok": ..., "blocks": {...}, "free": {...}}
- * or {"op": i, "error": "..."}). An invalid trace prints the single line
- * {"error": "..."}. Returns a KVC_TRACE_EXIT_* status. */
+ * or {"op": i, "error": "..."} for an op the manager refused). An invalid
+ * trace prints the single line {"error": "..."}. A failure of the replay
+ * itself (memory, a broken invariant, the output) ends it with an
+ * {"error": "..."} line and KVC_TRACE_EXIT_FAILED. Returns a
+ * KVC_TRACE_EXIT_* status. */
 int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_options *opts);
 
 /* The built-in example of `kvcache demo` (the text of

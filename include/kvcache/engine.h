@@ -10,7 +10,7 @@
  * prompts in steps of their own) stays as an option. A model that declares
  * no cache info runs on the self-managed path: legacy contiguous caches
  * [max_num_seqs, max_model_len, *unit] with an explicit cache row per
- * request.
+ * request. Behaviour: docs/engine.md and docs/scheduler.md.
  *
  * The engine talks to the model through kvc_engine_model (a vtable); the
  * model runtime plugs in through a thin adapter that fills it.
@@ -349,6 +349,10 @@ typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
+    kvc_dtype kv_dtype; /* cache dtype (0 = f32; f16, bf16; int8 full form only, with calibration ids) */
+    const int32_t *calib_ids; /* int8: [n_calib] a token sequence whose keys/values set the static
+                               * per-tensor scales (kvc_model_calibrate_kv); copied at create */
+    int64_t n_calib;
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;

@@ -2,7 +2,7 @@
  * by mmap, the three model families (dense GQA: Llama / Qwen2 / Qwen3;
  * GptOss: sliding/full layers, sinks, biases, MoE; DeepseekV3: MLA) and a
  * forward pass over a packed batch that consumes one step's metadata.
- * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
+ * Behaviour: docs/model.md ("MF"), docs/batch.md ("RM").
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
  * widened at load); dense layers go through the library's batch-invariant
@@ -52,7 +52,7 @@ typedef struct kvc_model_config {
     int64_t num_heads, num_kv_heads, head_dim;
     double rms_norm_eps;
     bool tie_word_embeddings;
-    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF pitfall 5) */
+    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF 6.5) */
     bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
     int64_t max_position_embeddings;
     kvc_rope_config rope;
@@ -79,7 +79,7 @@ KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *nam
 /* Reads DIR/config.json. */
 KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
 
-/* Softmax scale of the family's attention (MF 1.5, 4.3). */
+/* Softmax scale of the family's attention (MF 1.5, MF 4.3). */
 KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 /* ---- safetensors (by mmap) -------------------------------------------------- */
@@ -87,15 +87,18 @@ KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 typedef struct kvc_safetensors kvc_safetensors;
 
 /* Maps every *.safetensors file of dir (sorted by name) and indexes their
- * headers. Refused with the file named: truncated file, header out of bounds,
- * malformed header, tensor data outside the file, duplicate tensor names. */
+ * headers. Refused with the file named: not a regular file, truncated file,
+ * header out of bounds (or over 100 MiB), header not UTF-8 JSON, shape or
+ * offsets not exact integers, tensor data outside the file, tensors that do
+ * not tile the data section exactly (overlap, gap, offset not a multiple of
+ * the element size; the tensor named), duplicate tensor names. */
 KVC_API kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
 KVC_API kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
 KVC_API void kvc_safetensors_destroy(kvc_safetensors *st);
 KVC_API bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
 /* Copies tensor `name` (F32/F16/BF16 on disk) into dst as f32 after checking
- * its shape against shape[0..ndim). Errors name the tensor and its file:
- * missing tensor, wrong shape, wrong dtype. */
+ * its shape against shape[0..ndim); dst NULL checks only. Errors name the
+ * tensor and its file: missing tensor, wrong shape, wrong dtype. */
 KVC_API kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
                                     const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
 
@@ -151,10 +154,12 @@ typedef struct kvc_model_caches {
 } kvc_model_caches;
 
 /* Per-layer cache description the model asks for (engine path): k/v (or
- * nope/rope for latent) entries with num_head, dims, block_size and the
- * sliding window of sliding layers (group keys FullAttention / SlidingWindow).
- * Free with kvc_model_cache_info_destroy (cache.h). */
-KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
+ * nope/rope for latent) entries of dtype kv_dtype (kvc_model_kv_dtype_ok)
+ * with num_head, dims, block_size and the sliding window of sliding layers
+ * (group keys FullAttention / SlidingWindow). Free with
+ * kvc_model_cache_info_destroy (cache.h). */
+KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                                              kvc_model_cache_info **out);
 
 /* ---- forward ----------------------------------------------------------------- */
 

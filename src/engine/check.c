@@ -21,17 +21,17 @@ kvc_status kvc_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws) 
         width = kvc_max64(width, 1 + e->p.next_n);
         if (!has_slots(e, k)) continue;
         int64_t bits = kvc_manager_num_blocks(e->mgr, k) * kvc_manager_block_size(e->mgr, k);
-        ws->slot_seen[k] = calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
+        ws->slot_seen[k] = kvc_calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
         if (ws->slot_seen[k] == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the slot checks");
     }
-    ws->row = malloc((size_t)width * sizeof *ws->row);
+    ws->row = kvc_malloc((size_t)width * sizeof *ws->row);
     if (ws->row == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the table checks");
     return KVC_OK;
 }
 
 void kvc_engine_check_free(kvc_engine_check_ws *ws) {
-    free(ws->row);
-    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) free(ws->slot_seen[k]);
+    kvc_free(ws->row);
+    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) kvc_free(ws->slot_seen[k]);
     memset(ws, 0, sizeof *ws);
 }
 

@@ -46,6 +46,9 @@ const char *kvc_model_family_name(kvc_model_family f) {
 /* The runtime implements default, llama3 and yarn rope. */
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_rope_type t = hp->rope.type;
+    if (hp->rope_per_layer_type)
+        return kvc_fail(KVC_EINVAL, "%s: %s holds one rope per layer type, which the runtime does not support",
+                        hp->cfg.doc, hp->rope_source);
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
         return kvc_fail(KVC_EINVAL, "%s: rope type \"%s\" is not supported by the runtime (default, llama3, yarn)",
                         hp->cfg.doc, kvc_rope_type_name(t));
@@ -93,19 +96,16 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->o_bias = qwen2 ? false : attn_bias;
     cfg->mlp_bias = (qwen2 || qwen3) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
-    if (qwen2 || qwen3) {
-        bool use_sw = false;
+    bool qwen_rule = false;
+    KVC_TRY(kvc_hparams_window(hp, &cfg->sliding_window, &qwen_rule));
+    if (qwen_rule) {
         int64_t mwl = 28;
-        KVC_TRY(opt_bool(c, "use_sliding_window", false, &use_sw));
         KVC_TRY(opt_int(c, "max_window_layers", 28, 0, KVC_HP_MAX_LAYERS, &mwl));
-        KVC_TRY(opt_int(c, "sliding_window", 0, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
-        if (!use_sw) cfg->sliding_window = 0;
         KVC_TRY(parse_layer_types(c, cfg, false));
-        if (use_sw && kvc_json_find(c, "layer_types") == NULL)
+        if (kvc_json_find(c, "layer_types") == NULL)
             for (int64_t i = 0; i < cfg->num_layers; i++) cfg->layer_sliding[i] = i >= mwl;
     } else {
-        KVC_TRY(opt_int(c, "sliding_window", 0, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
-        KVC_TRY(parse_layer_types(c, cfg, cfg->sliding_window > 0));
+        KVC_TRY(parse_layer_types(c, cfg, cfg->sliding_window > 0 && !qwen2 && !qwen3));
     }
     return KVC_OK;
 }
@@ -116,7 +116,8 @@ static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     bool attn_bias = false;
     KVC_TRY(opt_bool(c, "attention_bias", true, &attn_bias));
     cfg->qkv_bias = cfg->o_bias = attn_bias;
-    KVC_TRY(opt_int(c, "sliding_window", 128, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
+    bool qwen_rule = false;
+    KVC_TRY(kvc_hparams_window(hp, &cfg->sliding_window, &qwen_rule));
     KVC_TRY(opt_int(c, "num_local_experts", 128, 1, KVC_HP_MAX_EXPERTS, &cfg->num_experts));
     KVC_TRY(opt_int(c, "num_experts_per_tok", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     KVC_TRY(opt_num(c, "swiglu_limit", 7.0, SCALE_RANGE, &cfg->swiglu_limit));
@@ -246,21 +247,12 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return kvc_fail(KVC_EINVAL, "model_config_load: path too long");
-    FILE *f = fopen(path, "rb");
-    if (!f) return kvc_fail(KVC_EINVAL, "%s: cannot open (%s)", path, strerror(errno));
     char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n >= 0 && n < (1L << 26) && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return kvc_fail(KVC_EINVAL, "%s: cannot read", path);
-    }
-    fclose(f);
-    buf[n] = '\0';
+    size_t n = 0;
+    kvc_status rd = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &buf, &n);
+    if (rd != KVC_OK) return rd;
     kvc_status st = kvc_model_config_parse(buf, path, out);
-    free(buf);
+    kvc_free(buf);
     return st;
 }
 

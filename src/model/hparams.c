@@ -1,7 +1,7 @@
 /* The one reader of config.json (see hparams.h and docs/config.md). */
 #include "model/hparams.h"
 
-#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -12,18 +12,19 @@ typedef struct type_defaults {
     const char *model_type;
     int64_t head_dim; /* 0: hidden_size / num_attention_heads */
     double rope_theta;
+    int64_t sliding_window; /* when the key is absent; 0: none */
+    bool window_switch;     /* sliding_window applies only with use_sliding_window true */
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen3", 128, 10000.0},
-    {"qwen3_moe", 128, 10000.0},
-    {"gpt_oss", 64, 150000.0},
+    {"qwen2", 0, 10000.0, 0, true},       {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
+    {"qwen3_moe", 128, 10000.0, 0, true}, {"gpt_oss", 64, 150000.0, 128, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
-    return (type_defaults){NULL, 0, 10000.0};
+    return (type_defaults){NULL, 0, 10000.0, 0, false};
 }
 
 /* ---- document and identity ---------------------------------------------------- */
@@ -97,6 +98,24 @@ kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     return KVC_OK;
 }
 
+kvc_status kvc_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule) {
+    const type_defaults d = defaults_of(hp);
+    bool have = false;
+    *window = 0;
+    *qwen_rule = false;
+    if (d.window_switch) {
+        bool use = false;
+        KVC_TRY(kvc_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
+        if (!use) return KVC_OK; /* transformers ignores sliding_window then */
+        *qwen_rule = true;
+    }
+    *window = d.sliding_window;
+    KVC_TRY(kvc_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
+    if (*qwen_rule && *window == 0)
+        return kvc_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
+    return KVC_OK;
+}
+
 /* ---- rope -------------------------------------------------------------------------- */
 
 static const char *const ROPE_NAMES[] = {"default", "llama3", "yarn", "linear", "dynamic", "longrope"};
@@ -110,17 +129,38 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 
 /* The dict: a non-empty rope_scaling wins (transformers 5.x reads
  * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
-static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, const char **source) {
+/* Whether the dict holds one rope dict per layer type (transformers 5.x's
+ * nested form: every key a layer type, every value an object). */
+static bool per_layer_type(const cJSON *dict) {
+    static const char *const types[] = {"full_attention", "sliding_attention", "chunked_attention", "linear_attention",
+                                        "mamba",          "attention"};
+    for (const cJSON *c = dict->child; c != NULL; c = c->next) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
+        if (!known || !cJSON_IsObject(c)) return false;
+    }
+    return dict->child != NULL;
+}
+
+static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict) {
     bool have = false;
-    *source = NULL;
+    hp->rope_source = NULL;
     KVC_TRY(kvc_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
-        *source = "rope_scaling";
-        return KVC_OK;
+        hp->rope_source = "rope_scaling";
+    } else {
+        KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
+        if (have) hp->rope_source = "rope_parameters";
     }
-    KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
-    if (have) *source = "rope_parameters";
-    return KVC_OK;
+    if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
+    /* nested: the full-attention layers' dict stands for the model (the first one without them) */
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention");
+    const char *name = full != NULL ? "full_attention" : dict->obj->child->string;
+    hp->rope_per_layer_type = true;
+    char outer_path[64];
+    snprintf(outer_path, sizeof outer_path, "%s", path);
+    const kvc_json_obj parent = {.obj = dict->obj, .doc = dict->doc, .path = outer_path};
+    return kvc_json_child(&parent, name, path, cap, dict, &have);
 }
 
 static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
@@ -179,7 +219,7 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
                            .truncate = true};
     kvc_json_obj dict = {0};
     char dict_path[64];
-    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, &hp->rope_source));
+    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict));
     const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;
