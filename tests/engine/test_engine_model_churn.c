@@ -2,10 +2,10 @@
  * models (tools/demo_workload.h) run a mixed workload through a small KV
  * pool (blocks reused, requests preempted and recomputed), also with small
  * step budgets that chunk every prompt beside decode rows, and every
- * request's greedy tokens equal its tokens when run alone (tokens, not
- * logits: the dense layers' BLAS results may change in the last bits with
- * the rows of a step; exact logits wait for batch-invariant dense layers);
- * the pools are empty afterwards. Bad requests are refused with a clear error while the others
+ * request's tokens (half of them sampled) equal its tokens when run alone
+ * (the logits' bitwise equality under batching and chunking is the model's
+ * batch-invariance test in tests/model); prefix caching on (the run alone
+ * has it off) changes no token either; the pools are empty afterwards. Bad requests are refused with a clear error while the others
  * keep being served. */
 #include <malloc.h>
 #include <omp.h>
