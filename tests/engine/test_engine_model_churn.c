@@ -5,8 +5,9 @@
  * request's tokens (half of them sampled) equal its tokens when run alone
  * (the logits' bitwise equality under batching and chunking is the model's
  * batch-invariance test in tests/model); prefix caching on (the run alone
- * has it off) changes no token either; the pools are empty afterwards. Bad requests are refused with a clear error while the others
- * keep being served. */
+ * has it off) changes no token either; the pools are empty afterwards.
+ * Bad requests are refused with a clear error while the others keep being
+ * served. */
 #include <malloc.h>
 #include <omp.h>
 #include <stdlib.h>
