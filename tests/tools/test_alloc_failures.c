@@ -31,8 +31,8 @@
 #endif
 #endif
 #ifdef SANITIZED
-#define DENSE 64
-#define POINTS 200
+#define DENSE 200
+#define POINTS 600
 #else
 #define DENSE 4000
 #define POINTS 8000
