@@ -7,6 +7,7 @@
  * a finding. `bench` and the engine demo are left out: once their few flags
  * parse they run for seconds or minutes by design. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Reads every F32/F16/BF16 tensor of the header at its own shape. */
-static void read_all(const kvc_safetensors *st, const uint8_t *data, size_t size) {
+static void read_all(const kvc_safetensors *st, const uint8_t *data) {
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | data[i];
     cJSON *header = cJSON_ParseWithLength((const char *)data + 8, (size_t)hl);
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kvc_safetensors *st = NULL;
     kvc_status s = kvc_safetensors_open_file(path, &st);
     if (s == KVC_OK) {
-        read_all(st, data, size);
+        read_all(st, data);
         kvc_safetensors_destroy(st);
     } else if (st != NULL || kvc_last_error()[0] == '\0') {
         abort();
