@@ -180,9 +180,9 @@ kvc_status kvc_soak_engine(int64_t n_requests, kvc_soak_figures *out) {
     toy_init(&m);
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = 64;
-    p.max_batch = SOAK_BATCH;
+    p.max_num_seqs = SOAK_BATCH;
     p.max_requests = 2 * SOAK_BATCH;
-    p.plan_concurrency = 32; /* 4 blocks each: 129 blocks, half of what 64 running requests may need */
+    p.plan_concurrency = 8; /* 4 blocks each: 33 blocks, a sixth of what 64 running requests may need */
     p.reserved_decode_tokens = 0;
     p.check = false;
     kvc_engine *e = NULL;

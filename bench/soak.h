@@ -30,7 +30,7 @@ typedef struct kvc_soak_figures {
 kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out);
 
 /* n_requests requests of 4..35 prompt tokens and 1..8 new tokens through one
- * engine (max_batch 64, a pool of 129 blocks of 16) over a toy model whose
+ * engine (max_num_seqs 64, a pool of 33 blocks of 16) over a toy model whose
  * logits depend only on the last token; requests are added as slots free up
  * and released when they finish. */
 kvc_status kvc_soak_engine(int64_t n_requests, kvc_soak_figures *out);

@@ -53,12 +53,15 @@ typedef struct kvc_single_manager {
     int32_t *hit_ids;      /* [max_table] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
+    /* Storage poisoning (debug; NULL when off): */
+    const kvc_cache_entry **poison; /* [n_poison] the group's entries, whose blocks are poisoned when taken */
+    int32_t n_poison;
 } kvc_single_manager;
 
 struct kvc_manager_type {
     kvc_attn_type attn_type;
     const char *name;     /* "FullAttention", ... */
-    bool fixed_size;      /* pool sized per request by the planner (spec §6.1) */
+    bool fixed_size;      /* pool sized per request by the planner (KM 6.1) */
     bool has_slot_mapping;/* the step builds a slot mapping for it */
     bool reserves_decode; /* the allocate_slots reservation rule applies to it */
     bool state_hits;      /* a hit is a state snapshot to copy from, not table entries */
@@ -112,13 +115,17 @@ int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int6
 /* Hashes the table's full computed blocks, indexing its real ones. */
 void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 
+/* Fills block id of e's tensor with its dtype's poison value (storage_poison.c);
+ * no-op without a tensor. */
+void kvc_storage_poison_block(const kvc_cache_entry *e, int32_t id);
+
 /* Single-manager operations (single_manager.c). */
 kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
                                    int64_t max_model_len, int64_t max_requests, int64_t hash_tokens);
 void kvc_single_manager_release(kvc_single_manager *m);
 /* The table of request slot `slot` (its ids storage). */
 int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
-/* Releases blocks that left the window (spec §4.2 remove_skipped). */
+/* Releases blocks that left the window (KM 4.2 remove_skipped). */
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */
 void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
@@ -135,8 +142,9 @@ void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64
 void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
-/* Takes n blocks from the pool into out, dropping the index entries of
- * cached blocks it reuses (counted as evictions). */
+/* Takes n blocks from the pool into out for new data: drops the index
+ * entries of cached blocks it reuses (counted as evictions) and poisons
+ * their storage when that debug option is on. */
 void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
 
 #endif

@@ -1,5 +1,5 @@
 /* KV pressure at scale (issue 13): the built-in model families
- * (tools/demo_workload.h) serve 48 requests at once (max_batch 48) from a
+ * (tools/demo_workload.h) serve 48 requests at once (max_num_seqs 48) from a
  * KV pool that holds a tenth of what they would need together, so requests
  * are admitted, preempted and recomputed over and over. Through the public
  * engine API only: every request finishes with exactly the tokens it gets
@@ -97,7 +97,7 @@ static void pressure(int f) {
 
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = 64;
-    p.max_batch = N_REQ;
+    p.max_num_seqs = N_REQ;
     p.max_requests = N_REQ;
     p.reserved_decode_tokens = 0; /* admit as many as fit: decodes then preempt */
     p.plan = KVC_ENGINE_PLAN_OFFLINE;
@@ -106,7 +106,7 @@ static void pressure(int f) {
     if (st.preemptions < 1) fail_msg("%s: only %lld preemptions", fam->name, (long long)st.preemptions);
 
     kvc_engine_params solo = p;
-    solo.max_batch = 1;
+    solo.max_num_seqs = 1;
     solo.max_requests = 1;
     solo.plan_concurrency = 1;
     for (int i = 0; i < N_REQ; i++) serve(m, fam->latent, &solo, &alone, i, 1, "alone");
