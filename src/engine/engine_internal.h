@@ -59,7 +59,6 @@ struct kvc_engine {
     kvc_manager *mgr;
     kvc_step_buffers *buf;
     int32_t n_keys;
-    int64_t window[KVC_MAX_MANAGERS]; /* per key: SlidingWindow W, else 0 */
     int64_t peak_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;
 
