@@ -21,7 +21,8 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
  * the chunk, which backs every position of it; the chunk halves while the
  * pools refuse (`halve`). */
 static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
-    const kvc_prompt prompt = {.tokens = r->tokens, .n_tokens = r->n_tokens};
+    const kvc_prompt prompt = {
+        .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = e->p.prefix_caching ? kvc_manager_find_prefix(e->mgr, &prompt, &hit) : KVC_OK;
     if (st != KVC_OK) return st;
@@ -70,22 +71,10 @@ kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
     return kvc_manager_free(e->mgr, r->id);
 }
 
-/* Real blocks one request holds at most for `positions` positions of key k
- * (INV-SW-4 bound for sliding windows, 1 + next_n state blocks for Mamba). */
-static int64_t worst_blocks(const kvc_engine *e, int32_t k, int64_t positions) {
-    int64_t bs = kvc_manager_block_size(e->mgr, k);
-    int64_t full = kvc_cdiv(positions, bs);
-    switch (kvc_manager_key_type(e->mgr, k)) {
-    case KVC_ATTN_SLIDING_WINDOW: return kvc_min64(full, kvc_cdiv(e->window[k] + 2 * e->p.next_n, bs) + 1);
-    case KVC_ATTN_MAMBA: return 1 + e->p.next_n;
-    default: return full;
-    }
-}
-
 kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
     if (!e->managed) return KVC_OK; /* legacy rows hold max_model_len positions */
     for (int32_t k = 0; k < e->n_keys; k++) {
-        int64_t need = worst_blocks(e, k, positions);
+        int64_t need = kvc_manager_worst_blocks(e->mgr, k, positions);
         int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
         if (need > usable)
             return kvc_fail(KVC_ENOMEM,
