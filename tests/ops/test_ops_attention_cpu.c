@@ -487,6 +487,46 @@ static void test_workspace_refusal(void **state)
     assert_non_null(kvc_attention_cpu_isa());
 }
 
+/* A workspace sized for fewer threads runs the call on fewer threads, and
+ * kvc_attention_cpu_threads says how many; the results are the same bytes. */
+static void test_threads_query(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 64, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
+    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 9, c.sq[0] = 1, c.skv[0] = 4096; /* 2 M multiply-adds */
+    c.storage = KVC_KV_PAGED_BNBSH, c.bs = 128;
+    fx f;
+    fx_build(&f, &c);
+    const int maxt = omp_get_max_threads();
+    size_t b1 = 0, bn = 0;
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &b1), KVC_OK);
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, maxt, &bn), KVC_OK);
+    void *ws = NULL;
+    assert_int_equal(kvc_aligned_alloc(64, bn, &ws), KVC_OK);
+    int t = -1;
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, b1, &t), KVC_OK);
+    assert_int_equal(t, 1);
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, &t), KVC_OK);
+    assert_int_equal(t, maxt);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    assert_int_equal(kvc_attention_cpu(&f.p, ws, b1), KVC_OK);
+    void *o1 = malloc(ob);
+    memcpy(o1, f.obuf, ob);
+    assert_int_equal(kvc_attention_cpu(&f.p, ws, bn), KVC_OK);
+    assert_memory_equal(o1, f.obuf, ob);
+    /* refusals: too small, misaligned, NULL out-pointer */
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, 64, &t), KVC_EINVAL);
+    assert_int_equal(t, 0);
+    assert_non_null(strstr(kvc_last_error(), "workspace"));
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, (char *)ws + 8, bn - 8, &t), KVC_EINVAL);
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, NULL), KVC_EINVAL);
+    free(o1);
+    kvc_aligned_free(ws);
+    fx_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
         cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
         cmocka_unit_test(test_avx512_equals_avx2),   cmocka_unit_test(test_simd_environment),
+        cmocka_unit_test(test_threads_query),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
