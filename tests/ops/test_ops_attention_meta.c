@@ -285,10 +285,11 @@ static void test_lse_merge(void **state)
  * and the decode row must equal the batch row. */
 static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t n, uint32_t seed, const char *what)
 {
-    for (int k = 0; k < 2; k++) {
-        const run_kind kind = k ? RUN_REF : RUN_CPU;
+    for (int k = 0; k < 4; k++) { /* cpu and reference, bf16 and per-head scaled fp8 e4m3 caches */
+        const run_kind kind = k % 2 ? RUN_REF : RUN_CPU;
         fx f;
         fx_cfg c = paged_cfg(2, sq, skv, 3, seed);
+        if (k >= 2) c.kvdt = KVC_DTYPE_F8E4M3, c.quant = 2;
         fx_build(&f, &c);
         run(&f.p, kind);
         for (int64_t st = 0; st < n; st++) {
