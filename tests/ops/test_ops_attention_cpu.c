@@ -496,7 +496,7 @@ static void test_threads_query(void **state)
     memset(&c, 0, sizeof c);
     c.layout = KVC_LAYOUT_TND, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 64, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
     c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 9, c.sq[0] = 1, c.skv[0] = 4096; /* 2 M multiply-adds */
-    c.storage = KVC_KV_PAGED_BNBSH, c.bs = 128;
+    c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNBSND, c.bs = 128;
     fx f;
     fx_build(&f, &c);
     const int maxt = omp_get_max_threads();
