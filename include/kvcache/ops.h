@@ -73,6 +73,29 @@ KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order orde
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
 
+/* Symmetric scales for quantising x (f32 [T, Nkv, D], finite) into a cache
+ * of cache_dtype (int8 or fp8): per group of channels (n_scale 1: the
+ * tensor; Nkv: each head; Nkv*D: each channel), amax = max |x| over the
+ * group and all T tokens, scale = amax / qmax and inv_scale = qmax / amax
+ * (qmax 127 for int8, 448 e4m3, 57344 e5m2; an all-zero group gets 1 and 1).
+ * For static calibrated scales (vLLM's k_scale / v_scale, KIVI's
+ * per-channel keys): calibrate on representative tokens, write with
+ * kvc_write_slots_quant(inv_scale), read with key/value_scale = scale in
+ * mode 0 ([1] or [Nkv, D]) or mode 2 ([Nkv]). scale, inv_scale: [n_scale]. */
+KVC_API kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64_t n_scale, float *scale,
+                                       float *inv_scale);
+
+/* Per-token quantisation on the fly (KIVI's per-token values): each token
+ * of upd (f32 [T, Nkv, D], finite) gets scale = amax / qmax over its Nkv*D
+ * values (as kvc_kv_quant_scales with T = 1, n_scale = 1), is written as
+ * kvc_write_slots_quant does with inv = qmax / amax, and its scale goes to
+ * slot_scale[slots[t]]. slot_scale: [NB*bs] (n_slot_scale = NB*bs), read by
+ * attention as quant mode 3 (KVC_QUANT_PER_SLOT). Nothing is written when
+ * a check fails (slots, shapes, dtype, a non-finite value). */
+KVC_API kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+                                               const int64_t *slots, int64_t n_slots, float *slot_scale,
+                                               int64_t n_slot_scale);
+
 /* One int8 quantisation step as the writes do it (exposed for tests). */
 KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
 
@@ -210,12 +233,16 @@ typedef enum kvc_kv_storage {
  * separate enum here.) */
 typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET = 0, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE } kvc_attn_kv_form;
 
-/* AO 3.10 dequantisation granularity (modes 0-2 are implemented). */
+/* AO 3.10 dequantisation granularity (modes 0-2), and mode 3: per token
+ * stored by cache slot, as kvc_write_slots_token_quant writes it (paged
+ * K/V only). Keys and values take the same mode, except keys per channel
+ * (0) with values per token (1 or 3): the KIVI split. docs/kv-dtypes.md. */
 typedef enum kvc_quant_mode {
     KVC_QUANT_NONE = -1,
     KVC_QUANT_PER_CHANNEL = 0, /* scale [1] (per tensor) or [Nkv, D] / [H] / [1, Nkv, D] / [1, Nkv, 1, D] */
     KVC_QUANT_PER_TOKEN = 1,   /* scale [B, S] or [1, B, S] (S >= every Skv_b, >= W*bs when paged) */
-    KVC_QUANT_PER_HEAD = 2     /* scale [Nkv] */
+    KVC_QUANT_PER_HEAD = 2,    /* scale [Nkv] */
+    KVC_QUANT_PER_SLOT = 3     /* scale [NB, bs] or [NB*bs]: key j of request b at slot tbl[b][j/bs]*bs + j%bs */
 } kvc_quant_mode;
 
 /* R13-R15: what the layer this call belongs to expects (optional). */

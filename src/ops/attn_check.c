@@ -519,9 +519,18 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
         FAIL(KVC_EINVAL, "%s: quant mode 1 takes [B = %lld, S] or [1, B, S] per-token scales (R12)", name,
              (long long)pb->B);
     }
+    case KVC_QUANT_PER_SLOT:
+        if (!pb->paged)
+            FAIL(KVC_EINVAL, "%s: quant mode 3 (per cache slot) needs paged K/V; contiguous K/V take mode 1 (R12)", name);
+        if (n == pb->NB * pb->bs && (t->ndim == 1 || (t->ndim == 2 && t->shape[0] == pb->NB))) {
+            *out = KVC_QIDX_SLOT;
+            return KVC_OK;
+        }
+        FAIL(KVC_EINVAL, "%s: quant mode 3 takes one scale per cache slot, [NB = %lld, bs = %lld] or [NB*bs] (R12)", name,
+             (long long)pb->NB, (long long)pb->bs);
     default:
-        FAIL(KVC_EINVAL, "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head) (R12)", name,
-             (int)mode);
+        FAIL(KVC_EINVAL, "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head, 3 per slot) (R12)",
+             name, (int)mode);
     }
 }
 
@@ -550,8 +559,8 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     pb->kv_quant = true;
     if (ko && !vs) FAIL(KVC_EINVAL, "offsets without scales (R12)");
     const kvc_quant_mode km = p->key_quant_mode, vm = p->value_quant_mode;
-    if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && vm == KVC_QUANT_PER_TOKEN))
-        FAIL(KVC_EINVAL, "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 (R12)",
+    if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && (vm == KVC_QUANT_PER_TOKEN || vm == KVC_QUANT_PER_SLOT)))
+        FAIL(KVC_EINVAL, "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 or 3 (R12)",
              (int)km, (int)vm);
     TRY(quant_kind(pb, km, &p->key_scale, pb->D, "key_scale", &pb->kq));
     TRY(quant_kind(pb, vm, &p->value_scale, pb->Dv, "value_scale", &pb->vq));
@@ -564,7 +573,7 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
         FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
-    if (pb->Dr && pb->kq == KVC_QIDX_TOKEN)
+    if (pb->Dr && kvc_qidx_per_key(pb->kq))
         FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
     return KVC_OK;
 }

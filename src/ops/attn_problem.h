@@ -12,7 +12,18 @@
 #include "kvcache/ops.h"
 
 /* How a dequantisation scale/offset tensor is indexed. */
-typedef enum kvc_qidx { KVC_QIDX_NONE = 0, KVC_QIDX_TENSOR, KVC_QIDX_CHANNEL, KVC_QIDX_TOKEN, KVC_QIDX_HEAD } kvc_qidx;
+typedef enum kvc_qidx {
+    KVC_QIDX_NONE = 0,
+    KVC_QIDX_TENSOR,
+    KVC_QIDX_CHANNEL,
+    KVC_QIDX_TOKEN, /* [B, S] by request and key position */
+    KVC_QIDX_HEAD,
+    KVC_QIDX_SLOT   /* [NB * bs] by the key's physical cache slot */
+} kvc_qidx;
+
+/* Scales that vary per key (a factor of the key's score or value weight)
+ * rather than per channel or head (folded into the query or the output). */
+static inline bool kvc_qidx_per_key(kvc_qidx q) { return q == KVC_QIDX_TOKEN || q == KVC_QIDX_SLOT; }
 
 typedef struct kvc_attn_problem {
     const kvc_attention_params *p;
@@ -208,6 +219,10 @@ static inline int64_t kvc_attn_quant_index(const kvc_attn_problem *pb, kvc_qidx 
     switch (q) {
     case KVC_QIDX_CHANNEL: return g * dim + d;
     case KVC_QIDX_TOKEN: return b * pb->q_tok_s + j;
+    case KVC_QIDX_SLOT: {
+        const int32_t *tbl = (const int32_t *)pb->p->block_table.data;
+        return (int64_t)tbl[b * pb->tbl_w + j / pb->bs] * pb->bs + j % pb->bs;
+    }
     case KVC_QIDX_HEAD: return g;
     default: return 0;
     }

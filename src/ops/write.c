@@ -1,6 +1,7 @@
 /* Cache-write operators: legacy contiguous scatter (AO 2.1), slot scatter
- * for both paged allocation orders and NZ (AO 2.2, 2.4), int8 and fp8
- * quantised slot writes (AO 2.5). Every index is checked before anything is written. */
+ * for both paged allocation orders and NZ (AO 2.2, 2.4), and the paged
+ * geometry and slot checks shared with the quantising writes
+ * (quant_write.c). Every index is checked before anything is written. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,7 @@ kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_toke
 #endif
 }
 
-static kvc_status check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what)
+kvc_status kvc_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what)
 {
     if (!upd || !upd->data || upd->ndim != 3 || upd->shape[1] != g->n_heads || upd->shape[2] != g->head_dim)
         return kvc_fail(KVC_EINVAL, "%s: upd must be [T, Nkv = %lld, D = %lld]", what, (long long)g->n_heads,
@@ -163,7 +164,7 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_t
     kvc_paged_geom g;
     kvc_status st = kvc_paged_geom_of(cache, order, "write_slots", &g);
     if (st != KVC_OK) return st;
-    if ((st = check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
+    if ((st = kvc_check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
     if (upd->dtype != cache->dtype)
         return kvc_fail(KVC_EINVAL,
                         "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
@@ -180,59 +181,6 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_t
             for (int64_t d = 0; d < D; d += run)
                 memcpy((char *)cache->data + (size_t)kvc_paged_index(&g, slots[t], h, d) * es,
                        (const char *)upd->data + (size_t)((t * g.n_heads + h) * D + d) * es, (size_t)run * es);
-    }
-    return KVC_OK;
-}
-
-void kvc_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset)
-{
-    if (dt == KVC_DTYPE_I8) ((int8_t *)cache)[idx] = kvc_quantize_i8(x, inv_scale, offset);
-    else kvc_elem_store(cache, dt, idx, x * inv_scale); /* fp8: saturating, ties to even */
-}
-
-int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
-{
-    float y = nearbyintf(x * inv_scale + offset); /* default FP mode: ties to even */
-    if (!(y == y)) return 0;
-    if (y > 127.0f) return 127;
-    if (y < -128.0f) return -128;
-    return (int8_t)y;
-}
-
-kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
-                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
-                                 const float *offset, int64_t n_quant)
-{
-    kvc_paged_geom g;
-    kvc_status st = kvc_paged_geom_of(cache, order, "write_slots_quant", &g);
-    if (st != KVC_OK) return st;
-    if ((st = check_upd(upd, &g, "write_slots_quant")) != KVC_OK) return st;
-    if (!kvc_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
-        return kvc_fail(KVC_EINVAL, "write_slots_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
-                        kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
-    const int64_t H = g.n_heads * g.head_dim;
-    if (!inv_scale || (n_quant != 1 && n_quant != g.n_heads && n_quant != H))
-        return kvc_fail(KVC_EINVAL,
-                        "write_slots_quant: %lld scales given, expected 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
-                        (long long)n_quant, (long long)g.n_heads, (long long)H);
-    if (offset && cache->dtype != KVC_DTYPE_I8)
-        return kvc_fail(KVC_EINVAL, "write_slots_quant: %s caches take no offset (x * inv_scale is stored)",
-                        kvc_dtype_name(cache->dtype));
-    for (int64_t i = 0; i < n_quant; i++)
-        if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
-            return kvc_fail(KVC_EINVAL, "write_slots_quant: inv_scale[%lld] = %g must be finite and non-zero",
-                            (long long)i, (double)inv_scale[i]);
-    if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots_quant")) != KVC_OK)
-        return st;
-    const float *x = upd->data;
-    for (int64_t t = 0; t < n_slots; t++) {
-        if (slots[t] == KVC_SLOT_SKIP) continue;
-        for (int64_t h = 0; h < g.n_heads; h++)
-            for (int64_t d = 0; d < g.head_dim; d++) {
-                const int64_t ch = h * g.head_dim + d, qi = n_quant == 1 ? 0 : n_quant == H ? ch : h;
-                kvc_quant_store(cache->data, cache->dtype, kvc_paged_index(&g, slots[t], h, d), x[t * H + ch],
-                                inv_scale[qi], offset ? offset[qi] : 0.0f);
-            }
     }
     return KVC_OK;
 }

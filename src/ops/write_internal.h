@@ -22,6 +22,9 @@ int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_
 kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
                            const char *what);
 
+/* upd is [T, Nkv, D] with the geometry's Nkv and D (refusal names `what`). */
+kvc_status kvc_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what);
+
 /* Stores x quantised into element idx of an int8 cache (kvc_quantize_i8) or
  * an fp8 cache (x * inv_scale, saturating round to nearest even; offset 0). */
 void kvc_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset);

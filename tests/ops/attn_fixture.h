@@ -41,7 +41,8 @@ typedef struct fx_cfg {
     int mode;
     int64_t pre, next;
     bool bidirectional, sinks, lse, explicit_mask;
-    int quant; /* -1 none (fp8: unscaled); 0 per tensor; 10 per channel; 1 per token; 2 per head */
+    int quant; /* -1 none (fp8: unscaled); 0 per tensor; 10 per channel; 1 per token; 2 per head; 3 per slot (paged) */
+    int value_quant; /* 0: as quant; else the values' granularity (the KIVI split: quant 10, value_quant 3 or 1) */
     bool offsets;
     uint32_t seed;
     bool permute_blocks;
@@ -57,7 +58,7 @@ typedef struct fx {
     double *sink;     /* [Nq] */
     /* tensors */
     void *qbuf, *qrbuf, *kbuf, *vbuf, *krbuf, *obuf, *lsebuf, *mbuf, *sbuf, *tblbuf;
-    float ks[4096], vs[4096], ko[4096], vo[4096];
+    float *ks, *vs, *ko, *vo; /* [max scale count] dequant scales / offsets of K and V */
     int64_t cuq[FX_MAXB], ckv[FX_MAXB], dkv[FX_MAXB], dq[FX_MAXB];
     int64_t out_n, lse_n, nblocks, width;
     kvc_attention_params p;
@@ -226,21 +227,24 @@ static inline int64_t fx_numel(const int64_t *s, int nd)
     return n;
 }
 
-/* Dequant scale/offset index of (b, j, g, d) for the configured granularity. */
-static inline int64_t fx_quant_i(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim)
+static inline int fx_granularity(const fx_cfg *c, bool is_v) { return is_v && c->value_quant ? c->value_quant : c->quant; }
+
+/* Dequant scale/offset index of (b, j, g, d) of K (is_v false) or V for the configured granularity. */
+static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim)
 {
-    switch (f->c.quant) {
+    switch (fx_granularity(&f->c, is_v)) {
     case 10: return g * dim + d;
     case 1: return b * f->skvmax + j;
     case 2: return g;
+    case 3: return fx_block(f, b, j / f->c.bs) * f->c.bs + j % f->c.bs;
     default: return 0;
     }
 }
 
 static inline void fx_free(fx *f)
 {
-    void *bufs[] = {f->q, f->qr, f->k, f->v, f->kr, f->msk, f->sink, f->qbuf, f->qrbuf, f->kbuf,
-                    f->vbuf, f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf, f->tblbuf};
+    void *bufs[] = {f->q,    f->qr,   f->k,      f->v,   f->kr,   f->msk,  f->sink, f->qbuf, f->qrbuf, f->kbuf, f->vbuf,
+                    f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf, f->tblbuf, f->ks,  f->vs,   f->ko,    f->vo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(f, 0, sizeof *f);
 }
@@ -324,8 +328,14 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
             }
     /* quant scales */
     int64_t nq = 1;
+    for (int kv = 0; kv < 2; kv++) {
+        const int q = fx_granularity(c, kv);
+        const int64_t n = q == 10 ? Nkv * (D > Dv ? D : Dv) : q == 1 ? B * f->skvmax : q == 2 ? Nkv : q == 3 ? f->nblocks * c->bs : 1;
+        nq = n > nq ? n : nq;
+    }
+    f->ks = calloc((size_t)nq, sizeof(float)), f->vs = calloc((size_t)nq, sizeof(float));
+    f->ko = calloc((size_t)nq, sizeof(float)), f->vo = calloc((size_t)nq, sizeof(float));
     if (quant) {
-        nq = c->quant == 10 ? Nkv * (D > Dv ? D : Dv) : c->quant == 1 ? B * f->skvmax : c->quant == 2 ? Nkv : 1;
         const double s0 = fp8 ? 0.1 : 0.004, s1 = fp8 ? 0.1 : 0.006; /* fp8 codes hold values up to ~4 here */
         for (int64_t i = 0; i < nq; i++) {
             f->ks[i] = (float)(s0 + s1 * (fx_unif(&rs) + 1.0));
@@ -356,12 +366,12 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                             const float v = (float)(4.0 * fx_unif(&rs) * (fx_rng(&rs) % 8u == 0 ? 1.0 / 512 : 1.0));
                             const uint8_t code = c->kvdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
                             ((uint8_t *)*bufs[kv])[at] = code;
-                            const int64_t qi = fx_quant_i(f, b, j, g, d, dim);
+                            const int64_t qi = fx_quant_i(f, kv, b, j, g, d, dim);
                             x = (quant ? (double)(kv ? f->vs[qi] : f->ks[qi]) : 1.0) * fx_fp8_value(code, c->kvdt);
                         } else if (quant) {
                             const int8_t raw = (int8_t)((int)(fx_rng(&rs) % 255u) - 127);
                             ((int8_t *)*bufs[kv])[at] = raw;
-                            const int64_t qi = fx_quant_i(f, b, j, g, d, dim);
+                            const int64_t qi = fx_quant_i(f, kv, b, j, g, d, dim);
                             const double sc = kv ? f->vs[qi] : f->ks[qi], of = kv ? f->vo[qi] : f->ko[qi];
                             x = (double)(float)sc * ((double)raw + (double)(float)of);
                         } else {
@@ -445,17 +455,22 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
         fx_set_shape(&p->mask, f->mbuf, KVC_DTYPE_BOOL, 3, s);
     }
     if (quant) {
-        const kvc_quant_mode m = c->quant == 1 ? KVC_QUANT_PER_TOKEN : c->quant == 2 ? KVC_QUANT_PER_HEAD : KVC_QUANT_PER_CHANNEL;
-        p->key_quant_mode = p->value_quant_mode = m;
+        kvc_quant_mode modes[2];
+        for (int kv = 0; kv < 2; kv++) {
+            const int q = fx_granularity(c, kv);
+            modes[kv] = q == 1 ? KVC_QUANT_PER_TOKEN : q == 2 ? KVC_QUANT_PER_HEAD : q == 3 ? KVC_QUANT_PER_SLOT : KVC_QUANT_PER_CHANNEL;
+        }
+        p->key_quant_mode = modes[0], p->value_quant_mode = modes[1];
         kvc_tensor *sc[4] = {&p->key_scale, &p->value_scale, &p->key_offset, &p->value_offset};
         float *src[4] = {f->ks, f->vs, f->ko, f->vo};
         for (int t = 0; t < (c->offsets ? 4 : 2); t++) {
-            if (c->quant == 10) s[0] = Nkv, s[1] = t % 2 ? Dv : D, nd = 2;
-            else if (c->quant == 1) s[0] = B, s[1] = f->skvmax, nd = 2;
-            else s[0] = c->quant == 2 ? Nkv : 1, nd = 1;
+            const int q = fx_granularity(c, t % 2);
+            if (q == 10) s[0] = Nkv, s[1] = t % 2 ? Dv : D, nd = 2;
+            else if (q == 1) s[0] = B, s[1] = f->skvmax, nd = 2;
+            else if (q == 3) s[0] = f->nblocks, s[1] = c->bs, nd = 2;
+            else s[0] = q == 2 ? Nkv : 1, nd = 1;
             fx_set_shape(sc[t], src[t], KVC_DTYPE_F32, nd, s);
         }
-        (void)nq;
     }
 }
 

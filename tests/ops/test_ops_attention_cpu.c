@@ -98,6 +98,9 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
         const int fq[5] = {-1, 0, 2, 10, 1};
         c.quant = fq[fx_rng(rs) % 5];
     }
+    const bool paged = c.storage != KVC_KV_CONTIGUOUS;
+    if (c.quant >= 0 && paged && fx_rng(rs) % 4 == 0) c.quant = 3; /* per token by cache slot */
+    if (c.quant == 10 && fx_rng(rs) % 2) c.value_quant = paged && fx_rng(rs) % 2 ? 3 : 1; /* KIVI: keys per channel, values per token */
     c.offsets = kvdt == KVC_DTYPE_I8 && fx_rng(rs) % 2;
     c.permute_blocks = true;
     c.extra_blocks = 1;
@@ -125,9 +128,9 @@ static void randomized(const kvc_simd_table *table)
                     fx_build(&f, &c);
                     const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
                     if (e > 1.0)
-                        fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d: error %g",
+                        fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d/%d: error %g",
                                  table->name, kvc_attn_layout_name(c.layout), (int)c.storage, mode,
-                                 kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, e);
+                                 kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, c.value_quant, e);
                     fx_free(&f);
                     runs++;
                 }

@@ -96,7 +96,7 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
     float M = a[0], L = a[1];
     float *acc = a + KVC_REC_HDR;
     if (pb->kv_quant) {
-        if (pb->vq == KVC_QIDX_TOKEN) {
+        if (kvc_qidx_per_key(pb->vq)) {
             for (int64_t d = 0; d < Dv; d++) acc[d] += a[2];
         } else {
             for (int64_t d = 0; d < Dv; d++) {

@@ -103,7 +103,7 @@ void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
-    const bool chan = pb->kv_quant && pb->kq != KVC_QIDX_TOKEN;
+    const bool chan = pb->kv_quant && !kvc_qidx_per_key(pb->kq);
     const float scale = (float)p->scale;
     const int64_t R = it->ng * pb->G * it->ni;
     for (int64_t r = 0; r < R; r++) {
@@ -242,8 +242,8 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
     float kA[KVC_QK_KEYS], kO[KVC_QK_KEYS];
     for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
         kA[t] = 1.0f, kO[t] = 0.0f;
-        if (pb->kq == KVC_QIDX_TOKEN) {
-            const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
+        if (kvc_qidx_per_key(pb->kq)) {
+            const int64_t qi = kvc_attn_quant_index(pb, pb->kq, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
             kA[t] = kvc_cpu_fquant(&p->key_scale, qi);
             if (pb->k_has_off) kO[t] = kvc_cpu_fquant(&p->key_offset, qi);
         }
@@ -289,7 +289,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             }
             cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
         }
-        if (pb->kv_quant && (pb->kq == KVC_QIDX_TOKEN || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
+        if (pb->kv_quant && (kvc_qidx_per_key(pb->kq) || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
     }
 }
 
@@ -350,7 +350,7 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
         float *w = s->sc + r * KVC_CHUNK; /* chunk-relative: key j at w[j - cb] */
         for (int64_t j = kvc_max64(a, j0); j < kvc_min64(e, j1); j++) {
             if (kvc_attn_masked(pb, it->b, i, j)) continue;
-            const int64_t qi = kvc_attn_quant_index(pb, KVC_QIDX_TOKEN, it->b, j, 0, 0, 0);
+            const int64_t qi = kvc_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
             w[j - cb] *= kvc_cpu_fquant(&p->value_scale, qi);
             if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvc_cpu_fquant(&p->value_offset, qi);
         }
@@ -371,7 +371,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
-    if (pb->kv_quant && pb->vq == KVC_QIDX_TOKEN) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
+    if (pb->kv_quant && kvc_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
     for (int64_t jv = j0; jv < j1; jv += vt) {
         const int nk = (int)kvc_min64(vt, j1 - jv);
         const int64_t np = prefetches(cx, RG, cx->ves) ? kvc_min64(vt, j1 - jv - KVC_PREFETCH) : 0; /* keys to prefetch */
