@@ -5,18 +5,21 @@
 #include <string.h>
 
 #include "commands.h"
+#include "plot_data.h"
 #include "trace_replay.h"
 
 static void trace_usage(FILE *f) {
     fprintf(f,
-            "usage: kvcache trace FILE|- [--usage]\n\n"
+            "usage: kvcache trace FILE|- [--usage] [--plot FILE.png]\n\n"
             "Replays a JSON trace (a cache description, block counts or a plan, and a list of\n"
             "allocate/free ops) against the request-level manager and prints JSON Lines:\n"
             "  {\"block_num\": {KEY: N, ...}}                          the pools\n"
             "  {\"op\": I, \"ok\": B, \"blocks\": {KEY: [ids]}, \"free\": {KEY: N}}   one per op\n"
             "  {\"op\": I, \"error\": MSG}                               an op the manager refuses\n"
             "An invalid trace prints one {\"error\": MSG} line naming the position and exits 2.\n\n"
-            "  --usage   also print {\"usage\": \"key:used/total,...\"} after every op line\n");
+            "  --usage          also print {\"usage\": \"key:used/total,...\"} after every op line\n"
+            "  --plot FILE.png  draw block usage per key over the ops (implies --usage; writes the lines\n"
+            "                   to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
 }
 
 /* Reads the whole stream into a malloc'ed buffer. */
@@ -40,11 +43,14 @@ static char *read_all(FILE *f, size_t *len) {
 }
 
 int kvc_cmd_trace(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *plot = NULL;
     kvc_trace_options opts = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--usage") == 0) {
             opts.print_usage = true;
+        } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
+            plot = argv[++i];
+            opts.print_usage = true; /* the usage lines are what the picture draws */
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             trace_usage(stdout);
             return 0;
@@ -71,7 +77,26 @@ int kvc_cmd_trace(int argc, char **argv) {
         fprintf(stderr, "kvcache trace: cannot read %s\n", path);
         return 2;
     }
-    int rc = kvc_trace_replay(json, len, stdout, &opts);
+    if (plot == NULL) {
+        int rc = kvc_trace_replay(json, len, stdout, &opts);
+        free(json);
+        return fflush(stdout) == 0 ? rc : 1;
+    }
+    /* --plot: the same lines go to stdout and to the picture's data file */
+    char *lines = NULL;
+    size_t n_lines = 0;
+    FILE *mem = open_memstream(&lines, &n_lines);
+    if (mem == NULL) {
+        free(json);
+        fprintf(stderr, "kvcache trace: out of memory\n");
+        return 1;
+    }
+    int rc = kvc_trace_replay(json, len, mem, &opts);
     free(json);
-    return fflush(stdout) == 0 ? rc : 1;
+    if (fclose(mem) != 0) rc = 1;
+    fwrite(lines, 1, n_lines, stdout);
+    if (fflush(stdout) != 0) rc = 1;
+    if (rc == 0) rc = kvc_plot_emit("trace", lines, n_lines, plot, ".jsonl");
+    free(lines);
+    return rc;
 }
