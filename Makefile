@@ -6,7 +6,7 @@
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3-venv python3-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 30
 PREFIX ?= /usr/local

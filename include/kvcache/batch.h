@@ -3,7 +3,7 @@
  * mappings per manager key for the framework path (built from a kvc_manager),
  * the static tables and linear slots of the standalone path, and the legacy
  * flat index of the self-managed path. Behaviour:
- * ../shared/spec/runtime-metadata.md sections 2-10.
+ * RM 2-10.
  *
  * Conventions of every array here: int64 unless said otherwise; cumulative
  * length arrays are inclusive prefix sums without a leading 0 (entry b is the
@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-/* ---- framework step metadata (spec sections 3-8) --------------------------- */
+/* ---- framework step metadata (RM 3-8) -------------------------------------- */
 
 /* One scheduled row of a step, in batch order. */
 typedef struct kvc_step_request {
@@ -61,7 +61,7 @@ typedef struct kvc_step_metadata {
     kvc_step_key keys[KVC_MAX_MANAGERS]; /* [n_keys] in manager order */
 } kvc_step_metadata;
 
-/* The per-row part of a step (spec sections 2-5), built without a manager
+/* The per-row part of a step (RM 2-5), built without a manager
  * into caller-owned arrays: positions, kv_pos, the direct and cumulative
  * length arrays and the step totals. Shared by kvc_step_metadata_build, the
  * engine's self-managed path and the standalone runner. The caller sets the
@@ -126,14 +126,14 @@ KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * current block tables (call it after the step's kvc_manager_allocate_slots).
  * Real row b processes positions computed_tokens .. computed_tokens +
  * num_new_tokens - 1; padding rows contribute num_new_tokens tokens at
- * position 0 (spec section 3). Refused (KVC_EINVAL / KVC_ERANGE, message
+ * position 0 (RM 3). Refused (KVC_EINVAL / KVC_ERANGE, message
  * naming the row and field): NULL pointers, n_rows < 0 or > max_rows, more
  * than max_tokens tokens, negative computed_tokens, num_new_tokens < 1, a
  * request id listed twice, a table longer than its width (a guard: the
  * manager clamps tables to max_model_len), a Mamba table shorter than its
  * width, a position whose block index reaches the width. A real request the
  * manager does not know gets null rows. On failure *out is unchanged and the
- * buffers' arrays hold unspecified values. Debug builds assert (RM section 7)
+ * buffers' arrays hold unspecified values. Debug builds assert (RM 7)
  * that every real position of a FullAttention key maps to a non-null block,
  * and for SlidingWindow keys the row's last position (the query itself). */
 KVC_API kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
@@ -142,7 +142,7 @@ KVC_API kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step
 /* The entry of one manager key in a built step (NULL if the key is absent). */
 KVC_API const kvc_step_key *kvc_step_metadata_key(const kvc_step_metadata *md, const char *key);
 
-/* ---- sequence-length arrays (spec section 5) ------------------------------- */
+/* ---- sequence-length arrays (RM 5) ----------------------------------------- */
 
 /* Query / key-value layouts of the attention call ("X_Y": input X, output Y). */
 typedef enum kvc_seq_layout {
@@ -178,7 +178,7 @@ KVC_API kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, co
 KVC_API kvc_status kvc_seq_lens_decode(kvc_seq_layout layout, const int64_t *kv_pos /* [n] */, int64_t q_len, int64_t n,
                                int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
 
-/* ---- standalone static tables and linear slots (spec section 10) ----------- */
+/* ---- standalone static tables and linear slots (RM 10) --------------------- */
 
 typedef struct kvc_static_layout {
     int64_t batch;          /* sequences (cache rows) */
@@ -207,7 +207,7 @@ KVC_API kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const in
 KVC_API kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv_pos /* [n] */, int64_t n,
                                    int64_t *slots /* [n] */);
 
-/* ---- self-managed legacy contiguous cache (spec section 9) ----------------- */
+/* ---- self-managed legacy contiguous cache (RM 9) --------------------------- */
 
 /* Prefill: request b of the batch owns cache row request_offset + b (< n_cache_rows)
  * and its token p goes to (request_offset + b) * cache_seq_len + p

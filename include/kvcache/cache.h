@@ -1,6 +1,6 @@
 /* kvcache cache layer: block pool, cache descriptions and their validation,
  * the per-attention-type managers behind the request-level manager, the block
- * planner and cache storage. Behaviour: ../shared/spec/kv-management.md.
+ * planner and cache storage. Behaviour: docs/cache.md.
  *
  * Thread safety: none of these objects is thread-safe; callers serialise
  * access to one object (the reference is single-threaded per worker).
@@ -120,7 +120,7 @@ KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
 /* Group key: manager_key if set, else the attention type's name. */
 KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
-/* Checks every rule of the spec (per entry, then per group) and names layer,
+/* Checks every rule of KM 2.5 (per entry, then per group) and names layer,
  * cache and field on failure. engine_next_n >= 0 also requires every Mamba
  * entry's next_n to equal it; pass -1 to skip that rule. */
 KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
@@ -151,7 +151,7 @@ typedef struct kvc_cache_groups {
 /* Groups a validated description (runs kvc_validate_cache_info with -1). */
 KVC_API kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
 
-/* ---- block planner (spec §6) ----------------------------------------------- */
+/* ---- block planner (KM 6) -------------------------------------------------- */
 typedef enum kvc_plan_mode {
     KVC_PLAN_OFFLINE = 0, /* cdiv(max_len, bs) * concurrency + 1 blocks per paged key */
     KVC_PLAN_BUDGET = 1,  /* kv_memory_bytes for all caches: fixed types first, rest per token */
@@ -201,7 +201,7 @@ KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const ch
 KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out);
 
-/* ---- cache storage (spec §7) ------------------------------------------------ */
+/* ---- cache storage (KM 7) -------------------------------------------------- */
 #define KVC_ALIGN_DEFAULT ((size_t)64)
 #define KVC_ALIGN_2MIB ((size_t)2 << 20)
 
@@ -218,7 +218,7 @@ KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
 /* Frees every tensor (entry.tensor views become dangling). */
 KVC_API void kvc_cache_storage_destroy(kvc_cache_storage *s);
 
-/* ---- request-level manager (spec §5) --------------------------------------- */
+/* ---- request-level manager (KM 5) ------------------------------------------ */
 typedef struct kvc_manager kvc_manager;
 
 typedef struct kvc_manager_params {
@@ -409,7 +409,7 @@ typedef struct kvc_buffer_info {
  * entry or a missing tensor is KVC_EINVAL. *n_out = the count (even when > cap). */
 KVC_API kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
 
-/* Checks the pool and table invariants of verification.md §5 (INV-P1..P5,
+/* Checks the pool and table invariants of VER 5 (INV-P1..P5,
  * INV-F1, INV-SW-1, INV-MB-1, INV-K3); KVC_EINTERNAL naming the broken one. */
 KVC_API kvc_status kvc_manager_check_invariants(const kvc_manager *m);
 

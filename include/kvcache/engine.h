@@ -6,8 +6,8 @@
  * requests' blocks, and a sampler (greedy, temperature / top-k / top-p).
  * A model that declares no cache info runs on the self-managed path:
  * legacy contiguous caches [max_batch, max_model_len, *unit] with an explicit
- * cache row per request. Behaviour: ../shared/spec/runtime-metadata.md
- * sections 2-9, kv-management.md section 5.4, verification.md sections 1-3.
+ * cache row per request. Behaviour: docs/engine.md, RM 2-9,
+ * KM 5.4, VER 1-3.
  *
  * The engine talks to the model through kvc_engine_model (a vtable); the
  * model runtime plugs in through a thin adapter that fills it.
@@ -66,7 +66,7 @@ KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vo
 
 /* ---- the model seen by the engine ------------------------------------------ */
 
-/* A contiguous cache tensor a self-managed model asks for (spec RM 9): the
+/* A contiguous cache tensor a self-managed model asks for (RM 9): the
  * engine allocates [max_batch, max_model_len, *unit] of dtype, zero-filled,
  * and hands it to the setter once. */
 typedef struct kvc_engine_legacy_cache {

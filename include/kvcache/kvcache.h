@@ -9,6 +9,12 @@
  *   model.h  config.json, safetensors, the model families and their forward pass
  *   runner.h the standalone runner (modes 1-3 and a no-cache recomputation)
  *   plan.h   a model's config.json -> its cache plan and memory budget
+ *   version.h KVC_VERSION_* and kvc_version() (included by base.h)
+ *
+ * Each layer's behaviour, with the worked examples that are its tests, is in
+ * docs/<layer>.md; rule ids cited in the headers ("KM 8.1", "R9") in
+ * docs/rules.md; installing and linking (libkvcache, libkvcache_core,
+ * pkg-config, CMake) in docs/install.md.
  *
  * Usage sketch (one full-attention layer, 16-token blocks; compiled and run
  * as tests/base/test_usage_example.c):

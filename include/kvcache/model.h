@@ -2,7 +2,7 @@
  * by mmap, the three model families (dense GQA: Llama / Qwen2 / Qwen3;
  * GptOss: sliding/full layers, sinks, biases, MoE; DeepseekV3: MLA) and a
  * forward pass over a packed batch that consumes one step's metadata.
- * Behaviour: ../shared/spec/model-families.md ("MF"), runtime-metadata.md.
+ * Behaviour: docs/model.md ("MF"), docs/batch.md ("RM").
  *
  * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
  * widened at load); dense layers go through the library's batch-invariant
@@ -52,7 +52,7 @@ typedef struct kvc_model_config {
     int64_t num_heads, num_kv_heads, head_dim;
     double rms_norm_eps;
     bool tie_word_embeddings;
-    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF pitfall 5) */
+    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF 6.5) */
     bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
     int64_t max_position_embeddings;
     kvc_rope_config rope;
@@ -79,7 +79,7 @@ KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *nam
 /* Reads DIR/config.json. */
 KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
 
-/* Softmax scale of the family's attention (MF 1.5, 4.3). */
+/* Softmax scale of the family's attention (MF 1.5, MF 4.3). */
 KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 /* ---- safetensors (by mmap) -------------------------------------------------- */

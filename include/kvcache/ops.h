@@ -1,6 +1,6 @@
 /* kvcache ops layer: the operators that write new keys/values into a cache
  * and the fused inference attention operator that reads them back.
- * Behaviour: ../shared/spec/attention-ops.md (section numbers below, "AO").
+ * Behaviour: docs/ops.md (section numbers below, "AO").
  *
  * Two implementations of attention share one parameter struct and one
  * validator: kvc_attention_ref (float64, written for clarity, used by the
@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* ======================================================================== */
-/* Cache writes (AO section 2)                                               */
+/* Cache writes (AO 2)                                                      */
 /* ======================================================================== */
 
 /* AO 2.1 legacy contiguous write: cache [B, S_max, H] (BSH, H = Nkv*D),
@@ -199,7 +199,7 @@ KVC_API void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const
                         bool interleaved, float *tmp);
 
 /* ======================================================================== */
-/* Fused inference attention (AO section 3)                                  */
+/* Fused inference attention (AO 3)                                        */
 /* ======================================================================== */
 
 /* AO 3.3: "X_Y" = query (and non-paged K/V) layout X, output layout Y. */

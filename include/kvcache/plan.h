@@ -2,9 +2,9 @@
  * plan — paged or legacy caches, the attention type, window, mask modes and
  * caches of every layer, the operator generation and layout, MLA absorption,
  * the softmax scale, the cache description it implies and the block
- * planner's numbers for it. Selection rules: ../shared/spec/attention-ops.md
- * (§3.5 masks, §3.7 scale, §3.8 MLA, §4 call matrix, §5 standalone modes);
- * sizing: ../shared/spec/kv-management.md §2 and §6 (kvc_plan_blocks).
+ * planner's numbers for it. Selection rules: docs/ops.md
+ * (AO 3.5 masks, AO 3.7 scale, AO 3.8 MLA, AO 4 call matrix, AO 5 standalone modes);
+ * sizing: KM 2 and KM 6 (kvc_plan_blocks).
  *
  * Thread safety: a kvc_model_plan is immutable after creation and may be read
  * from several threads; creating plans from several threads is safe. */
@@ -65,7 +65,7 @@ typedef struct kvc_plan_layer {
     int32_t layer;
     kvc_attn_type attn_type;
     int64_t sliding_window;  /* keys a query sees, itself included; 0 = not a window layer */
-    int32_t sparse_prefill;  /* attention-ops §3.5 mode, KVC_PLAN_NO_MODE for Mamba */
+    int32_t sparse_prefill;  /* AO 3.5 mode, KVC_PLAN_NO_MODE for Mamba */
     int32_t sparse_decode;
     int64_t pre_tokens;      /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
     int64_t next_tokens;     /* band layers: 0; else KVC_PLAN_NO_BAND */

@@ -1,4 +1,4 @@
-/* Self-managed legacy contiguous cache: flat indices (RM section 9,
+/* Self-managed legacy contiguous cache: flat indices (RM 9,
  * verification P-SELF-1, P-SELF-2, golden scenario 10). */
 #include "batch_assert.h"
 

@@ -1,4 +1,4 @@
-/* Direct vs cumulative sequence-length arrays per layout (RM section 5 worked
+/* Direct vs cumulative sequence-length arrays per layout (RM 5 worked
  * numbers, section 8 speculative lengths, INV-R4). */
 #include "batch_assert.h"
 
@@ -83,7 +83,7 @@ static void test_layouts_512_256(void **state) {
     }
 }
 
-/* RM section 8, next_n = 1: kv_len = [6,3,4] -> cu_q = [2,4,6], actual_kv = [7,4,5]. */
+/* RM 8, next_n = 1: kv_len = [6,3,4] -> cu_q = [2,4,6], actual_kv = [7,4,5]. */
 static void test_speculative_decode(void **state) {
     (void)state;
     int64_t q[3], kv[3];

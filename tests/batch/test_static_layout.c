@@ -1,4 +1,4 @@
-/* Standalone static block table and linear slots (RM section 10,
+/* Standalone static block table and linear slots (RM 10,
  * verification P-STAT-1, P-STAT-2, golden scenario 11). */
 #include "batch_assert.h"
 
@@ -73,7 +73,7 @@ static void test_slots_match_general_formula(void **state) {
 }
 
 /* Standalone lengths use the framework convention: write at kv_pos, visible
- * kv_pos + 1; prefill cumulative q == kv (P-STAT-2, RM section 10). */
+ * kv_pos + 1; prefill cumulative q == kv (P-STAT-2, RM 10). */
 static void test_standalone_lengths(void **state) {
     (void)state;
     kvc_static_layout l = layout_2x2048();

@@ -1,4 +1,4 @@
-/* Step metadata over a real manager: the worked examples of RM sections 5,
+/* Step metadata over a real manager: the worked examples of RM 5,
  * 6.2, 7 and 8 (golden scenarios 8 and 9), the Mamba tables of KM 8.4 and
  * the sliding-window slots of KM 8.1 / 8.2, all as exact values. */
 #include "step_fixture.h"
@@ -71,7 +71,7 @@ static void test_rm62_decode_padded(void **state) {
     fixture_destroy(&f);
 }
 
-/* RM section 8, next_n = 1 (golden scenario 9): the decode allocation asks
+/* RM 8, next_n = 1 (golden scenario 9): the decode allocation asks
  * for computed_len + 2*next_n + 1 = [7,4,5] positions, so request 2 takes
  * block 9, the head of the queue. */
 static void test_rm8_speculative(void **state) {
@@ -97,7 +97,7 @@ static void test_rm8_speculative(void **state) {
     fixture_destroy(&f);
 }
 
-/* Dummy batch (RM section 3): one row with id -1 and one token; no
+/* Dummy batch (RM 3): one row with id -1 and one token; no
  * allocation, all-null tables, position 0 -> slot 0, no real prompt tokens. */
 static void test_dummy_and_empty_steps(void **state) {
     (void)state;

@@ -1,4 +1,4 @@
-/* INV-R1..R6 (verification.md section 5) on randomised steps over a real
+/* INV-R1..R6 (VER 5) on randomised steps over a real
  * hybrid manager (full, sliding window, compressed full, Mamba), driven the
  * way the engine drives it (KM 5.4): FIFO prefill admission, decode rows
  * padded to a fixed batch, speculative acceptance, finish and free. Every
@@ -17,7 +17,7 @@
 
 typedef struct sim_request {
     int64_t id;
-    int64_t computed_len; /* index of the last cached token (RM section 2) */
+    int64_t computed_len; /* index of the last cached token (RM 2) */
     bool live;
 } sim_request;
 
@@ -146,7 +146,7 @@ static void check_rows(const sim *s, const kvc_step_metadata *md, const kvc_step
                 assert_int_equal(md->seq_lens_kv[b], q);
                 prompt += q;
             } else {
-                /* INV-R5 / RM section 2: kv_len = computed_len + next_n + 1 */
+                /* INV-R5 / RM 2: kv_len = computed_len + next_n + 1 */
                 assert_int_equal(q, 1 + s->next_n);
                 assert_int_equal(md->kv_pos[b], first[b] + s->next_n);
             }

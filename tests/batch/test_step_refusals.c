@@ -1,6 +1,6 @@
 /* Every input kvc_step_buffers_create and kvc_step_metadata_build refuse,
  * with its status and the field the message names; a refused build leaves
- * the caller's metadata untouched. Debug builds also check the RM section 7
+ * the caller's metadata untouched. Debug builds also check the RM 7
  * assertion (a real full-attention position on the null block aborts). */
 #include <signal.h>
 #include <sys/wait.h>
@@ -148,7 +148,7 @@ static void test_position_past_width(void **state) {
 }
 
 #ifndef NDEBUG
-/* RM section 7 [proposed]: in debug builds a real full-attention position
+/* RM 7 [proposed]: in debug builds a real full-attention position
  * that maps to the null block (allocate_slots skipped) trips KVC_ASSERT. */
 static void test_unbacked_position_aborts(void **state) {
     (void)state;

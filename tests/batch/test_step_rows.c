@@ -1,5 +1,5 @@
 /* The manager-free row builder kvc_step_rows_begin / _add / _to_metadata:
- * exact values from RM section 5 worked numbers (and section 8's speculative
+ * exact values from RM 5 worked numbers (and section 8's speculative
  * window), padding rows, adding in pieces, and every refusal (a refused add
  * leaves the object and its arrays unchanged). */
 #include "batch_assert.h"

@@ -1,4 +1,4 @@
-/* Block pool: FIFO reuse, null block, all-or-nothing give (KM §3, §8.6). */
+/* Block pool: FIFO reuse, null block, all-or-nothing give (KM 3, KM 8.6). */
 #include "kvc_test_util.h"
 
 static void queue_is(const kvc_block_pool *pool, const int32_t *expected, int64_t n) {
@@ -26,7 +26,7 @@ static void test_create_reserves_null_block(void **state) {
     kvc_block_pool_destroy(NULL);
 }
 
-/* KM §8.6 step by step. */
+/* KM 8.6 step by step. */
 static void test_fifo_and_atomic_double_free(void **state) {
     (void)state;
     kvc_block_pool *pool = NULL;

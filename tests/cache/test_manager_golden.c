@@ -1,5 +1,5 @@
-/* Golden scenarios of kv-management.md §8 through the request-level manager
- * (verification.md §6 scenarios 1-7), with invariants after every call. */
+/* Golden scenarios of KM 8 through the request-level manager
+ * (VER 6 scenarios 1-7), with invariants after every call. */
 #include "kvc_test_util.h"
 
 #define ALLOC(m, rid, computed, new_tokens, reserved) \
@@ -13,7 +13,7 @@ static kvc_manager *sliding_manager(kvc_test_model *model) {
     return kvc_test_manager(model, (const char *[]){"SlidingWindow"}, (const int64_t[]){8}, 1, 64);
 }
 
-/* KM §8.1: W = 6, bs = 4, 8 blocks, prefill 10 then 5 decodes, free. */
+/* KM 8.1: W = 6, bs = 4, 8 blocks, prefill 10 then 5 decodes, free. */
 static void test_sliding_prefill_10(void **state) {
     (void)state;
     kvc_test_model model;
@@ -44,7 +44,7 @@ static void test_sliding_prefill_10(void **state) {
     kvc_manager_destroy(m);
 }
 
-/* KM §8.2: prefill 20 leaves a null prefix; 5 decodes; free. */
+/* KM 8.2: prefill 20 leaves a null prefix; 5 decodes; free. */
 static void test_sliding_null_prefix(void **state) {
     (void)state;
     kvc_test_model model;
@@ -70,7 +70,7 @@ static void test_sliding_null_prefix(void **state) {
     kvc_manager_destroy(m);
 }
 
-/* KM §8.2 layout values: table length, null prefix, real blocks at prefill. */
+/* KM 8.2 layout values: table length, null prefix, real blocks at prefill. */
 static void test_sliding_layouts(void **state) {
     (void)state;
     const struct {
@@ -91,7 +91,7 @@ static void test_sliding_layouts(void **state) {
     }
 }
 
-/* KM §8.3: admission with a reservation. */
+/* KM 8.3: admission with a reservation. */
 static void test_full_reservation(void **state) {
     (void)state;
     kvc_test_model model;
@@ -127,7 +127,7 @@ static void test_full_reservation(void **state) {
     kvc_manager_destroy(m);
 }
 
-/* KM §8.4: Mamba, next_n = 1, 5 blocks. */
+/* KM 8.4: Mamba, next_n = 1, 5 blocks. */
 static void test_mamba(void **state) {
     (void)state;
     kvc_test_model model;
@@ -152,7 +152,7 @@ static void test_mamba(void **state) {
     kvc_manager_destroy(m);
 }
 
-/* KM §8.5: a failed call keeps the sliding window's release, allocates nothing. */
+/* KM 8.5: a failed call keeps the sliding window's release, allocates nothing. */
 static void test_two_phase_side_effect(void **state) {
     (void)state;
     kvc_test_model model;

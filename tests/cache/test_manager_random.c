@@ -1,8 +1,8 @@
-/* Model-based randomised test (verification.md §8): long seeded sequences of
+/* Model-based randomised test (VER 8): long seeded sequences of
  * allocate/free over mixed Full, SlidingWindow and Mamba managers, each call
  * checked against a shadow model that knows only the spec's formulas (table
  * lengths, backed blocks, free counts, admission) and never block ids, plus
- * the invariants of §5 and the release chain. */
+ * the invariants of VER 5 and the release chain. */
 #include "kvc_test_util.h"
 
 #define MAX_REQ 24

@@ -1,4 +1,4 @@
-/* Block planner: the golden numbers of KM §6.3 and every error path (P-INIT-3, P-INIT-4). */
+/* Block planner: the golden numbers of KM 6.3 and every error path (P-INIT-3, P-INIT-4). */
 #include "kvc_test_util.h"
 
 static int64_t plan_one(kvc_cache_entry e, kvc_plan_params p) {
@@ -47,7 +47,7 @@ static void test_offline_full(void **state) {
     assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_EINVAL);
 }
 
-/* MLA-style model: 61 layers of nope 512 + rope 64, bf16 (KM §6.3, online). */
+/* MLA-style model: 61 layers of nope 512 + rope 64, bf16 (KM 6.3, online). */
 static void test_device_mla(void **state) {
     (void)state;
     enum { LAYERS = 61 };

@@ -1,4 +1,4 @@
-/* Cache storage (KM §7, P-INIT-5) and the transfer export (KM §5.3.6). */
+/* Cache storage (KM 7, P-INIT-5) and the transfer export (KM 5.3.6). */
 #include "kvc_test_util.h"
 
 typedef struct setter_log {

@@ -1,4 +1,4 @@
-/* Cache description validation (KM §2.5, P-INIT-2, P-INIT-6) and merge (P-INIT-1). */
+/* Cache description validation (KM 2.5, P-INIT-2, P-INIT-6) and merge (P-INIT-1). */
 #include "kvc_test_util.h"
 
 typedef void (*mutate_fn)(kvc_test_model *m);

@@ -1,4 +1,4 @@
-/* Metamorphic relations of the attention operator (verification.md 7.3),
+/* Metamorphic relations of the attention operator (VER 7.3),
  * for the fast CPU kernel and the float64 reference:
  *   #5 MLA absorbed (q W_UK, value = latent, then W_UV) == the expanded
  *      multi-head computation (k = c_kv W_UK^T, v = c_kv W_UV per head);

@@ -1,6 +1,6 @@
 /* The float64 reference attention: against the fixture's logical oracle for
  * every layout / storage / KV dtype / mode, the spec's direct checks
- * (verification.md 7.2) and every refused misuse (AO 6.1). */
+ * (VER 7.2) and every refused misuse (AO 6.1). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,7 +101,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
     assert_true(runs > 200);
 }
 
-/* verification.md 7.2: scores [0, 0], sink 0, values [1], [3] -> 4/3, lse ln 3; no sink -> 2, lse ln 2. */
+/* VER 7.2: scores [0, 0], sink 0, values [1], [3] -> 4/3, lse ln 3; no sink -> 2, lse ln 2. */
 static void test_sink_four_thirds(void **state)
 {
     (void)state;

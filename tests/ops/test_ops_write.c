@@ -1,4 +1,4 @@
-/* Cache-write ops (verification.md 7.1): contiguous scatter, slot scatter in
+/* Cache-write ops (VER 7.1): contiguous scatter, slot scatter in
  * both paged orders and NZ, fused MLA RMSNorm+RoPE+write, int8 writes. */
 #include <math.h>
 #include <setjmp.h>

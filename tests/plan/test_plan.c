@@ -388,7 +388,7 @@ static void test_offline_sizing(void **state) {
     o.max_concurrency = 16;
     kvc_model_plan *plan = NULL;
     cJSON *doc = plan_json("Qwen3-8B.json", &o, &plan);
-    /* kv-management §6.3: cdiv(6145, 128) = 49 -> 49 * 16 + 1 = 785 blocks. */
+    /* KM 6.3: cdiv(6145, 128) = 49 -> 49 * 16 + 1 = 785 blocks. */
     assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "FullAttention"), 785);
     assert_int_equal((int64_t)num(doc, "max_tokens"), 6145 * 16);
     assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(doc, "sizing"), "mode"), "offline");
@@ -452,7 +452,7 @@ static void test_hybrid_state_layers(void **state) {
     assert_int_equal(plan->layers[3].attn_type, KVC_ATTN_FULL);
     int64_t mamba = 0;
     assert_int_equal(kvc_block_plan_block_num(&plan->blocks, "Mamba", &mamba), KVC_OK);
-    assert_int_equal(mamba, CONC * (1 + 1) + 1); /* kv-management §6.1 */
+    assert_int_equal(mamba, CONC * (1 + 1) + 1); /* KM 6.1 */
     assert_int_equal(plan->blocks.per_token_bytes, 1 * 2 * 256 * 2);
     char *doc = NULL;
     assert_int_equal(kvc_model_plan_to_json(plan, &doc), KVC_OK);

@@ -1,5 +1,5 @@
 /* `kvcache trace`: golden replays of the worked examples of
- * kv-management.md §8 and the error lines of malformed traces. Traces and
+ * KM 8 and the error lines of malformed traces. Traces and
  * expected lines are written with ' for " to stay readable. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,7 +75,7 @@ static void expect_invalid_prefix(const char *trace, const char *prefix) {
     "'sliding_window': 6}"
 #define FULL_ENTRY "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [2, 4], 'dtype': 'bf16', 'block_size': 4}"
 
-/* §8.1: W = 6, bs = 4, 8 blocks; prefill 10, 5 decodes, free; then a new
+/* KM 8.1: W = 6, bs = 4, 8 blocks; prefill 10, 5 decodes, free; then a new
  * prefill of 28 shows the FIFO reuse order (free queue [5,6,7,1,2,3,4]) and
  * the null prefix. */
 static void test_sliding_window_8_1(void **state) {
@@ -110,7 +110,7 @@ static void test_sliding_window_8_1(void **state) {
                   "{'usage': 'SlidingWindow:3/8'}\n");
 }
 
-/* §8.3: full attention admission with a reservation (bs 4, 11 blocks). */
+/* KM 8.3: full attention admission with a reservation (bs 4, 11 blocks). */
 static void test_reservation_8_3(void **state) {
     (void)state;
     expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
@@ -127,7 +127,7 @@ static void test_reservation_8_3(void **state) {
                   "{'op': 3, 'ok': true, 'blocks': {'FullAttention': [6, 7]}, 'free': {'FullAttention': 3}}\n");
 }
 
-/* §8.4: Mamba, next_n = 1, planned offline for C = 2 -> 5 blocks. */
+/* KM 8.4: Mamba, next_n = 1, planned offline for C = 2 -> 5 blocks. */
 static void test_mamba_8_4(void **state) {
     (void)state;
     expect_replay("{'max_model_len': 64, 'layers': [{'caches': ["
@@ -155,7 +155,7 @@ static void test_mamba_8_4(void **state) {
     "{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}, {'caches': [" FULL_ENTRY "]}],"                 \
     " 'block_num': {'SlidingWindow': 8, 'FullAttention': 5}, 'ops': ["
 
-/* §8.5: the sliding-window release of phase 1 stays when the full-attention
+/* KM 8.5: the sliding-window release of phase 1 stays when the full-attention
  * manager refuses. */
 static void test_two_phase_8_5(void **state) {
     (void)state;
