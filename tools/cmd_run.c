@@ -11,6 +11,7 @@
 
 #include "cmd_run.h"
 #include "kvcache/runner.h"
+#include "run_compare.h"
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS 65536
@@ -19,7 +20,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
-            "                   [--mode 0|1|2|3] [--block-size N] [--json]\n"
+            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype f32|f16|bf16|i8] [--json]\n"
+            "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ...] [--mode 1|2|3] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
@@ -29,6 +31,12 @@ static void run_usage(FILE *f)
             "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16)\n"
+            "  --kv-dtype D         KV cache dtype in modes 1-3 (default f32); i8: static per-tensor scales\n"
+            "                       calibrated on the prompts (modes 1 and 2); the first line names the dtype\n"
+            "                       and the bytes one token takes in every layer's cache\n"
+            "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
+            "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
+            "                       largest logit error, KL divergence (docs/runtime.md)\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
             "                       gap to the second, log-sum-exp) and timings\n");
 }
@@ -78,13 +86,16 @@ static void step_summary(cJSON *arr, const float *lg, int64_t V)
 }
 
 static void print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
-                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st)
+                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
+                       int64_t kv_bytes_per_token)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", dir);
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
     cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
     cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
+    cJSON_AddStringToObject(root, "kv_dtype", kvc_dtype_name(p->kv_dtype));
+    cJSON_AddNumberToObject(root, "kv_bytes_per_token", (double)kv_bytes_per_token);
     cJSON *prompts = cJSON_AddArrayToObject(root, "prompts");
     int64_t t = 0;
     const int64_t NT = p->max_new_tokens;
@@ -112,7 +123,7 @@ int kvc_cmd_run(int argc, char **argv)
 {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
-    bool json = false;
+    bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
     for (int i = 1; i < argc; i++) {
@@ -123,6 +134,14 @@ int kvc_cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             json = true;
             continue;
+        } else if (strcmp(a, "--compare-dtypes") == 0) {
+            compare = true;
+            continue;
+        } else if (strcmp(a, "--kv-dtype") == 0) {
+            if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype, false)) {
+                fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16 or i8, got \"%s\"\n", val ? val : "");
+                return 2;
+            }
         } else if (strcmp(a, "--prompt-ids") == 0) {
             if (n == RUN_MAX_PROMPTS || (lens[n] = parse_ids(val, ids, &n_ids)) < 0) {
                 fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated non-negative ids (at most %d prompts), got \"%s\"\n",
@@ -154,7 +173,7 @@ int kvc_cmd_run(int argc, char **argv)
         }
         i++;
     }
-    if (!dir || n == 0) {
+    if (!dir || (n == 0 && !compare)) {
         run_usage(stderr);
         return 2;
     }
@@ -163,6 +182,11 @@ int kvc_cmd_run(int argc, char **argv)
     if (kvc_model_load(dir, &m) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return 2;
+    }
+    if (compare) {
+        const int crc = kvc_run_compare_dtypes(m, dir, p, ids, lens, n, json);
+        kvc_model_destroy(m);
+        return crc;
     }
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
@@ -179,8 +203,11 @@ int kvc_cmd_run(int argc, char **argv)
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         rc = 1;
     } else if (json) {
-        print_json(dir, &p, ids, lens, n, tok, lg, V, &st);
+        print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r));
     } else {
+        if (p.mode != KVC_RUNNER_RECOMPUTE)
+            printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.kv_dtype),
+                   (long long)kvc_runner_kv_bytes_per_token(r));
         for (int64_t b = 0; b < n; b++) {
             for (int64_t i = 0; i < NT; i++) printf(i ? ",%d" : "%d", tok[b * NT + i]);
             printf("\n");

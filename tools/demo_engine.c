@@ -20,6 +20,7 @@
 #define DEMO_BATCH 8
 #define DEMO_BLOCK 16
 #define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
+#define DEMO_KV_DTYPE KVC_DTYPE_BF16
 
 typedef struct demo_result {
     kvc_demo_figures fig;
@@ -46,8 +47,8 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     const size_t n_out = (size_t)(w->n * w->max_new);
     int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
     if (busy == NULL || alone == NULL) st = KVC_ENOMEM;
-    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK};
-    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent);
+    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK, .kv_dtype = DEMO_KV_DTYPE};
+    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent, DEMO_KV_DTYPE);
     r->budget = r->kv_bytes_per_token * DEMO_BUDGET_TOKENS;
     kvc_engine_params p = demo_params(DEMO_BATCH);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -73,9 +74,9 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
 
 static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, const demo_result *r) {
     const kvc_demo_figures *g = &r->fig;
-    printf("%s%s: KV %" PRId64 " B/token (f32, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
-           f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, (double)r->budget / 1024.0,
-           DEMO_BUDGET_TOKENS);
+    printf("%s%s: KV %" PRId64 " B/token (%s, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
+           f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, kvc_dtype_name(DEMO_KV_DTYPE),
+           (double)r->budget / 1024.0, DEMO_BUDGET_TOKENS);
     printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 " (+%" PRId64 " recomputed)  generated %" PRId64
            "  steps %" PRId64 "  %.2f s  %.0f tokens/s (prompt + generated)\n",
            g->requests, w->n, r->prompt_total, g->prompt_tokens - r->prompt_total, g->generated_tokens, g->steps,
@@ -99,10 +100,11 @@ static int engine_demo(int64_t n_requests) {
         return 1;
     }
     printf("kvcache demo: the engine (continuous batching, framework-managed paged KV) on three built-in\n"
-           "models with random weights, %" PRId64 " greedy requests each: prompts 4-256 tokens, outputs 4-224\n"
-           "tokens, up to %d running at once, block size %d, max_model_len %d, one OpenMP thread. Every\n"
-           "request is then run alone and its tokens compared.\n\n",
-           w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+           "models with random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8,\n"
+           "top-k 40, top-p 0.9, seeded; half greedy): prompts 4-256 tokens, outputs 4-224 tokens, up to %d\n"
+           "running at once, block size %d, max_model_len %d, one OpenMP thread. Every request is then run\n"
+           "alone and its tokens compared (bitwise: the forward is batch-invariant).\n\n",
+           kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

@@ -61,6 +61,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
         r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
         r->prompt = out->ids + t;
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+        r->sampling = kvc_sampling_default_params();
+        if (i % 2 == 1)
+            r->sampling = (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = (uint64_t)i + 1};
         out->max_len = max64(out->max_len, r->n_prompt + r->max_new_tokens - 1);
         out->max_new = max64(out->max_new, r->max_new_tokens);
     }
@@ -88,6 +91,7 @@ static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next
         r.prompt = d->prompt;
         r.n_prompt = d->n_prompt;
         r.max_new_tokens = d->max_new_tokens;
+        r.sampling = d->sampling;
         kvc_status st = kvc_engine_add_request(e, &r);
         if (st == KVC_NO_SPACE) return KVC_OK;
         if (st != KVC_OK) return st;
@@ -171,9 +175,9 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
     return st;
 }
 
-int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent) {
+int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent, kvc_dtype kv_dtype) {
     kvc_model_cache_info *ci = NULL;
-    if (kvc_model_cache_info_build(m, latent, 1, &ci) != KVC_OK) return 0;
+    if (kvc_model_cache_info_build(m, latent, kv_dtype, 1, &ci) != KVC_OK) return 0;
     int64_t bytes = 0;
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {

@@ -24,6 +24,7 @@ kvc_status kvc_demo_model(const kvc_demo_family *f, kvc_model **out);
 typedef struct kvc_demo_request {
     int64_t n_prompt, max_new_tokens;
     const int32_t *prompt;        /* [n_prompt] into kvc_demo_workload.ids */
+    kvc_sampling_params sampling; /* greedy, or seeded temperature / top-k / top-p */
 } kvc_demo_request;
 
 typedef struct kvc_demo_workload {
@@ -34,12 +35,11 @@ typedef struct kvc_demo_workload {
     int64_t max_new;            /* largest max_new_tokens */
 } kvc_demo_workload;
 
-/* n greedy requests with prompts of 4..96 tokens (a fifth 96..256) and
- * outputs of 4..32 tokens (a quarter 96..224). Fits max_model_len 512.
- * Greedy only: the CPU forward is not batch-invariant in the last bits
- * (BLAS kernels change with the number of rows), which can reorder
- * near-tied tokens inside a sampler's top-k / top-p; seeded sampling under
- * churn is checked exactly with the toy model of tests/engine. */
+/* n requests with prompts of 4..96 tokens (a fifth 96..256) and outputs of
+ * 4..32 tokens (a quarter 96..224); odd ids sample (temperature 0.8,
+ * top-k 40, top-p 0.9, seed from the id), even ids are greedy. Fits
+ * max_model_len 512. The forward is batch-invariant to the last bit, so a
+ * sampled request draws the same tokens under churn as alone. */
 kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out);
 void kvc_demo_workload_free(kvc_demo_workload *w);
 
@@ -68,7 +68,7 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
  * fig's counters; fig->seconds = the loop's wall time. */
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
 
-/* KV bytes one token takes in every layer's cache (full form or latent). */
-int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent);
+/* KV bytes one token takes in every layer's cache (full form or latent) of kv_dtype. */
+int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent, kvc_dtype kv_dtype);
 
 #endif

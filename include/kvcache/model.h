@@ -151,10 +151,12 @@ typedef struct kvc_model_caches {
 } kvc_model_caches;
 
 /* Per-layer cache description the model asks for (engine path): k/v (or
- * nope/rope for latent) entries with num_head, dims, block_size and the
- * sliding window of sliding layers (group keys FullAttention / SlidingWindow).
- * Free with kvc_model_cache_info_destroy (cache.h). */
-KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out);
+ * nope/rope for latent) entries of dtype kv_dtype (kvc_model_kv_dtype_ok)
+ * with num_head, dims, block_size and the sliding window of sliding layers
+ * (group keys FullAttention / SlidingWindow). Free with
+ * kvc_model_cache_info_destroy (cache.h). */
+KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                                              kvc_model_cache_info **out);
 
 /* ---- forward ----------------------------------------------------------------- */
 

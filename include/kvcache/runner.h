@@ -69,6 +69,38 @@ typedef struct kvc_runner_stats {
 KVC_API kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
                                float *logits, kvc_runner_stats *stats);
 
+/* The same run, teacher-forced: step i + 1 is fed forced[b, i] instead of
+ * the token picked at step i (forced [n, max_new_tokens], ids in the
+ * vocabulary); tokens still receives the picked (argmax) tokens. Used to
+ * compare paths position by position (kvc_runner_compare_dtype). */
+KVC_API kvc_status kvc_runner_generate_forced(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n,
+                                              const int32_t *forced, int32_t *tokens, float *logits,
+                                              kvc_runner_stats *stats);
+
+/* How close a reduced-precision cache stays to f32 on a batch of prompts
+ * (kvc_runner_compare_dtype). */
+typedef struct kvc_dtype_compare {
+    kvc_dtype dtype;
+    int64_t bytes_per_token;     /* KV bytes per token, all layers */
+    int64_t f32_bytes_per_token; /* the same with f32 caches */
+    int64_t tokens;              /* n * max_new_tokens greedy tokens compared */
+    int64_t same_as_f32;         /* free-running greedy tokens equal to the f32 cache's, position by position */
+    int64_t same_as_ref;         /* ... equal to ref_tokens (the Hugging Face oracle's), -1 without them */
+    double max_logit_err;        /* teacher-forced on the f32 tokens: largest |logit - f32 logit|, every step and id */
+    double kl_mean, kl_max;      /* KL(f32 || dtype) of the next-token distributions over every step, nats */
+    int64_t forced_argmax_same;  /* teacher-forced steps whose argmax equals the f32 one */
+    int64_t near_ties;           /* steps whose f32 top-2 gap is at most 2x that step's largest logit error
+                                  * (the only steps where the argmax may legitimately change) */
+    int64_t flips_beyond_error;  /* steps whose argmax changed although the gap exceeded 2x the error (must be 0) */
+} kvc_dtype_compare;
+
+/* Runs the prompts through runners of params p (mode 1, 2 or 3; kv_dtype
+ * ignored) with f32 caches and with `dtype` caches and fills out. ref_tokens
+ * [n, max_new_tokens] or NULL. Allocates its runners and buffers. */
+KVC_API kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids,
+                                            const int64_t *lens, int64_t n, kvc_dtype dtype,
+                                            const int32_t *ref_tokens, kvc_dtype_compare *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,23 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
     return kvc_model_forward(a->m, a->ws, &fa);
 }
 
+/* int8: static per-tensor scales, absmax / 127 of the calibration sequence's keys and values. */
+static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p) {
+    const int64_t L = kvc_model_config_of(a->m)->num_layers;
+    if (p->calib_ids == NULL || p->n_calib < 1)
+        return kvc_fail(KVC_EINVAL, "engine adapter: int8 caches need calib_ids (n_calib %lld) to set their scales",
+                        (long long)p->n_calib);
+    float *absmax = malloc((size_t)(2 * L) * sizeof *absmax);
+    if (absmax == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
+    kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
+    for (int64_t l = 0; st == KVC_OK && l < L; l++) {
+        a->layers[l].k_scale = (absmax[2 * l] > 0.0f ? absmax[2 * l] : 1.0f) / 127.0f;
+        a->layers[l].v_scale = (absmax[2 * l + 1] > 0.0f ? absmax[2 * l + 1] : 1.0f) / 127.0f;
+    }
+    free(absmax);
+    return st;
+}
+
 /* Managed: setters into layers[l].k / .v, keys from the entries' groups. */
 static void wire_managed(kvc_engine_adapter *a) {
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
@@ -87,7 +104,9 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     a->layers = calloc((size_t)c->num_layers, sizeof *a->layers);
     kvc_status st = a->layers != NULL ? KVC_OK : kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     /* the self-managed path reads only shapes, so any block size will do */
-    if (st == KVC_OK) st = kvc_model_cache_info_build(m, p->latent, p->self_managed ? 1 : p->block_size, &a->ci);
+    if (st == KVC_OK)
+        st = kvc_model_cache_info_build(m, p->latent, p->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
+    if (st == KVC_OK && p->kv_dtype == KVC_DTYPE_I8) st = calibrate(a, p);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;

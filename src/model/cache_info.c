@@ -8,14 +8,14 @@
 #include "model/model_internal.h"
 
 static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_t l, int64_t heads, int64_t dim,
-                             int64_t block_size)
+                             kvc_dtype dt, int64_t block_size)
 {
     kvc_cache_entry e = kvc_cache_entry_default();
     snprintf(e.name, sizeof e.name, "%s", name);
     e.num_head = heads;
     e.n_dims = 1;
     e.dim[0] = dim;
-    e.dtype = KVC_DTYPE_F32;
+    e.dtype = dt;
     e.block_size = block_size;
     if (c->layer_sliding[l]) {
         e.attn_type = KVC_ATTN_SLIDING_WINDOW;
@@ -24,12 +24,16 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     return e;
 }
 
-kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t block_size, kvc_model_cache_info **out)
+kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                                      kvc_model_cache_info **out)
 {
     if (!m || !out) return kvc_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
     *out = NULL;
     const kvc_model_config *c = &m->cfg;
     if (block_size < 1) return kvc_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
+    if (!kvc_model_kv_dtype_ok(kv_dtype, latent))
+        return kvc_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a %s cache dtype (f32, f16, bf16%s)",
+                        kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", int8");
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvc_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = calloc(1, sizeof *ci);
@@ -55,11 +59,11 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, int64_t b
         ci->n_layer_infos = (int32_t)(l + 1);
         li->n_caches = 2;
         if (latent) {
-            li->caches[0] = entry("nope_cache", c, l, 1, c->kv_lora_rank, block_size);
-            li->caches[1] = entry("rope_cache", c, l, 1, c->qk_rope_head_dim, block_size);
+            li->caches[0] = entry("nope_cache", c, l, 1, c->kv_lora_rank, kv_dtype, block_size);
+            li->caches[1] = entry("rope_cache", c, l, 1, c->qk_rope_head_dim, kv_dtype, block_size);
         } else {
-            li->caches[0] = entry("k_cache", c, l, heads, dk, block_size);
-            li->caches[1] = entry("v_cache", c, l, heads, dv, block_size);
+            li->caches[0] = entry("k_cache", c, l, heads, dk, kv_dtype, block_size);
+            li->caches[1] = entry("v_cache", c, l, heads, dv, kv_dtype, block_size);
         }
     }
     *out = ci;

@@ -116,8 +116,9 @@ static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n
     return step(r, n, logits_out, next);
 }
 
-kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
-                               float *logits, kvc_runner_stats *stats)
+/* forced [n, NT] or NULL: the tokens fed back instead of the picked ones. */
+static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, const int32_t *forced,
+                           int32_t *tokens, float *logits, kvc_runner_stats *stats)
 {
     if (!r || !ids || !lens || !tokens) return kvc_fail(KVC_EINVAL, "runner_generate: NULL argument");
     if (n < 1 || n > r->batch)
@@ -128,6 +129,10 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
             return kvc_fail(KVC_EINVAL, "runner_generate: prompt %lld has %lld tokens, outside [1, %lld]", (long long)b,
                             (long long)lens[b], (long long)r->max_prompt);
     const int64_t NT = r->p.max_new_tokens, V = kvc_model_config_of(r->m)->vocab_size;
+    for (int64_t i = 0; forced && i < n * NT; i++)
+        if (forced[i] < 0 || forced[i] >= V)
+            return kvc_fail(KVC_ERANGE, "runner_generate_forced: forced[%lld] = %d outside the vocabulary [0, %lld)",
+                            (long long)i, (int)forced[i], (long long)V);
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
         memcpy(r->hist + b * r->S, ids + t, (size_t)lens[b] * sizeof(int32_t));
@@ -146,14 +151,15 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
         } else if (i == 0) {
             st = prefill(r, ids, lens, n, lo, r->chosen);
         } else {
-            for (int64_t b = 0; b < n; b++) r->last[b] = tokens[b * NT + i - 1];
+            for (int64_t b = 0; b < n; b++) r->last[b] = (forced ? forced : tokens)[b * NT + i - 1];
             st = decode(r, r->last, n, lo, r->chosen);
             for (int64_t b = 0; b < n; b++) r->seq_len[b]++;
         }
         if (st != KVC_OK) return st;
         for (int64_t b = 0; b < n; b++) {
             tokens[b * NT + i] = r->chosen[b];
-            if (r->p.mode == KVC_RUNNER_RECOMPUTE && i + 1 < NT) r->hist[b * r->S + r->seq_len[b]++] = r->chosen[b];
+            if (r->p.mode == KVC_RUNNER_RECOMPUTE && i + 1 < NT)
+                r->hist[b * r->S + r->seq_len[b]++] = forced ? forced[b * NT + i] : r->chosen[b];
         }
         const double dt = now_ms() - t0;
         if (i == 0) s.prefill_ms = dt;
@@ -161,4 +167,17 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
     }
     if (stats) *stats = s;
     return KVC_OK;
+}
+
+kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
+                               float *logits, kvc_runner_stats *stats)
+{
+    return generate(r, ids, lens, n, NULL, tokens, logits, stats);
+}
+
+kvc_status kvc_runner_generate_forced(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n,
+                                      const int32_t *forced, int32_t *tokens, float *logits, kvc_runner_stats *stats)
+{
+    if (!forced) return kvc_fail(KVC_EINVAL, "runner_generate_forced: forced must not be NULL");
+    return generate(r, ids, lens, n, forced, tokens, logits, stats);
 }

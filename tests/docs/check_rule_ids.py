@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-SECTION = re.compile(r'\b(AO|KM|RM|MF|VER) (\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?')
+SECTION = re.compile(r'\b(AO|KM|RM|MF|VER) (?:§ ?)?(\d+(?:\.\d+)*)(?:-(\d+(?:\.\d+)*))?')
 MISUSE = re.compile(r'\bR(\d{1,2})\b')
 NAMED = re.compile(r'\b((?:INV|P)-[A-Z]+[0-9]*(?:-[A-Z0-9]+)*)\b')
 OUTSIDE = re.compile(r'\.\./shared|\bspec/')

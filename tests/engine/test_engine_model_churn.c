@@ -60,7 +60,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_engine_adapter_params ap = {.latent = fam->latent, .block_size = 16};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
-    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent) * budget_tokens;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent, KVC_DTYPE_F32) * budget_tokens;
     kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, fam->name);
     if (fig.preemptions < 1) fail_msg("%s: the pool forced no preemption", fam->name);
     bool exhausted = false; /* some key ran out of blocks: they were reused */
@@ -102,7 +102,7 @@ static void test_long_churn_memory_flat(void **state) {
     assert_int_equal(kvc_demo_workload_make(30, 5, 512, &w), KVC_OK);
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
-    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false) * 560;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * 560;
     kvc_engine_adapter_params ap = {.block_size = 16};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
@@ -155,7 +155,7 @@ static void test_bad_input_keeps_serving(void **state) {
     assert_int_equal(kvc_demo_model(&kvc_demo_families[0], &m), KVC_OK);
     kvc_engine_params p = churn_params(4);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
-    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false) * 160; /* 10 blocks of 16 */
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * 160; /* 10 blocks of 16 */
     kvc_engine_adapter_params ap = {.block_size = 16};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;

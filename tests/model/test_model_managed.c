@@ -58,7 +58,7 @@ static void test_gpt_oss_through_managers(void **state)
     kvc_runner_destroy(r);
 
     kvc_model_cache_info *ci = NULL;
-    check(kvc_model_cache_info_build(m, false, bs, &ci), "cache info");
+    check(kvc_model_cache_info_build(m, false, KVC_DTYPE_F32, bs, &ci), "cache info");
     check(kvc_validate_cache_info(ci, -1), "validate");
     for (int l = 0; l < ci->n_layer_infos; l++)
         for (int e = 0; e < ci->layer_infos[l].n_caches; e++) ci->layer_infos[l].caches[e].tensor_setter = keep_tensor;

@@ -1,0 +1,17 @@
+/* `kvcache run MODEL_DIR --compare-dtypes`: every KV cache dtype against f32
+ * on the same prompts (kvc_runner_compare_dtype), printed as a table. */
+#ifndef KVC_TOOLS_RUN_COMPARE_H
+#define KVC_TOOLS_RUN_COMPARE_H
+
+#include <stdbool.h>
+
+#include "kvcache/runner.h"
+
+/* Prompts ids/lens[n] (n 0: the prompts, greedy_ids and num_new_tokens of
+ * DIR/expected.json, the Hugging Face oracle format of tests/data/oracle,
+ * whose greedy ids become the reference column). p: mode, block size,
+ * max_new_tokens. Returns the process exit code. */
+int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_params p, const int32_t *ids,
+                           const int64_t *lens, int64_t n, bool json);
+
+#endif
