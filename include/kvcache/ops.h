@@ -35,6 +35,14 @@ extern "C" {
 KVC_API kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
                                 int64_t n_starts);
 
+/* AO 2.1 with quantisation: f32 upd [B, L, H] into an int8 or fp8 cache
+ * [B, S_max, H], each element stored as kvc_write_slots_quant does; inv_scale
+ * (and offset, int8 only) have n_quant entries: 1 (per tensor) or H (per
+ * channel). Refusals as kvc_write_contiguous; nothing written then. */
+KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                              int64_t n_starts, const float *inv_scale, const float *offset,
+                                              int64_t n_quant);
+
 /* Allocation order of a paged cache (AO 2.2 / 3.3). */
 typedef enum kvc_paged_order {
     KVC_PAGED_BNBSND = 0, /* [NB, bs, Nkv, D] (viewed [NB, bs, Nkv*D] = BnBsH) */

@@ -46,6 +46,9 @@ const char *kvc_model_family_name(kvc_model_family f) {
 /* The runtime implements default, llama3 and yarn rope. */
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_rope_type t = hp->rope.type;
+    if (hp->rope_per_layer_type)
+        return kvc_fail(KVC_EINVAL, "%s: %s holds one rope per layer type, which the runtime does not support",
+                        hp->cfg.doc, hp->rope_source);
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
         return kvc_fail(KVC_EINVAL, "%s: rope type \"%s\" is not supported by the runtime (default, llama3, yarn)",
                         hp->cfg.doc, kvc_rope_type_name(t));

@@ -1,7 +1,7 @@
 /* The one reader of config.json (see hparams.h and docs/config.md). */
 #include "model/hparams.h"
 
-#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -110,17 +110,38 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 
 /* The dict: a non-empty rope_scaling wins (transformers 5.x reads
  * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
-static kvc_status rope_dict(const kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, const char **source) {
+/* Whether the dict holds one rope dict per layer type (transformers 5.x's
+ * nested form: every key a layer type, every value an object). */
+static bool per_layer_type(const cJSON *dict) {
+    static const char *const types[] = {"full_attention", "sliding_attention", "chunked_attention", "linear_attention",
+                                        "mamba",          "attention"};
+    for (const cJSON *c = dict->child; c != NULL; c = c->next) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
+        if (!known || !cJSON_IsObject(c)) return false;
+    }
+    return dict->child != NULL;
+}
+
+static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict) {
     bool have = false;
-    *source = NULL;
+    hp->rope_source = NULL;
     KVC_TRY(kvc_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
-        *source = "rope_scaling";
-        return KVC_OK;
+        hp->rope_source = "rope_scaling";
+    } else {
+        KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
+        if (have) hp->rope_source = "rope_parameters";
     }
-    KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
-    if (have) *source = "rope_parameters";
-    return KVC_OK;
+    if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
+    /* nested: the full-attention layers' dict stands for the model (the first one without them) */
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention");
+    const char *name = full != NULL ? "full_attention" : dict->obj->child->string;
+    hp->rope_per_layer_type = true;
+    char outer_path[64];
+    snprintf(outer_path, sizeof outer_path, "%s", path);
+    const kvc_json_obj parent = {.obj = dict->obj, .doc = dict->doc, .path = outer_path};
+    return kvc_json_child(&parent, name, path, cap, dict, &have);
 }
 
 static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
@@ -179,7 +200,7 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
                            .truncate = true};
     kvc_json_obj dict = {0};
     char dict_path[64];
-    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, &hp->rope_source));
+    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict));
     const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;

@@ -45,7 +45,8 @@ typedef struct kvc_hparams {
     bool have_max_pos;
     /* kvc_hparams_read_rope */
     kvc_rope_config rope;
-    const char *rope_source; /* "rope_scaling", "rope_parameters" or NULL (no dict) */
+    const char *rope_source;  /* "rope_scaling", "rope_parameters" or NULL (no dict) */
+    bool rope_per_layer_type; /* the dict is nested per layer type; `rope` is its full_attention entry */
 } kvc_hparams;
 
 /* The latent dims of an MLA (DeepSeek-style) model. */

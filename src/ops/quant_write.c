@@ -25,6 +25,19 @@ int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
     return (int8_t)y;
 }
 
+/* Static scales: each inverse scale finite and non-zero; offsets for int8 only. */
+static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const float *offset, kvc_dtype dt,
+                                   const char *what)
+{
+    if (offset && dt != KVC_DTYPE_I8)
+        return kvc_fail(KVC_EINVAL, "%s: %s caches take no offset (x * inv_scale is stored)", what, kvc_dtype_name(dt));
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
+            return kvc_fail(KVC_EINVAL, "%s: inv_scale[%lld] = %g must be finite and non-zero", what, (long long)i,
+                            (double)inv_scale[i]);
+    return KVC_OK;
+}
+
 kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant)
@@ -41,13 +54,7 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const
         return kvc_fail(KVC_EINVAL,
                         "write_slots_quant: %lld scales given, expected 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
                         (long long)n_quant, (long long)g.n_heads, (long long)H);
-    if (offset && cache->dtype != KVC_DTYPE_I8)
-        return kvc_fail(KVC_EINVAL, "write_slots_quant: %s caches take no offset (x * inv_scale is stored)",
-                        kvc_dtype_name(cache->dtype));
-    for (int64_t i = 0; i < n_quant; i++)
-        if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
-            return kvc_fail(KVC_EINVAL, "write_slots_quant: inv_scale[%lld] = %g must be finite and non-zero",
-                            (long long)i, (double)inv_scale[i]);
+    if ((st = check_inv_scales(inv_scale, n_quant, offset, cache->dtype, "write_slots_quant")) != KVC_OK) return st;
     if ((st = kvc_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots_quant")) != KVC_OK)
         return st;
     const float *x = upd->data;
@@ -60,6 +67,30 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const
                                 inv_scale[qi], offset ? offset[qi] : 0.0f);
             }
     }
+    return KVC_OK;
+}
+
+kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                     int64_t n_starts, const float *inv_scale, const float *offset, int64_t n_quant)
+{
+    kvc_status st = kvc_check_contiguous(cache, upd, starts, n_starts, "write_contiguous_quant");
+    if (st != KVC_OK) return st;
+    if (!kvc_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
+        return kvc_fail(KVC_EINVAL, "write_contiguous_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
+                        kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
+    const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
+    if (!inv_scale || (n_quant != 1 && n_quant != H))
+        return kvc_fail(KVC_EINVAL, "write_contiguous_quant: %lld scales given, expected 1 (per tensor) or H = %lld (per channel)",
+                        (long long)n_quant, (long long)H);
+    if ((st = check_inv_scales(inv_scale, n_quant, offset, cache->dtype, "write_contiguous_quant")) != KVC_OK) return st;
+    const float *x = upd->data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t l = 0; l < L; l++)
+            for (int64_t c = 0; c < H; c++) {
+                const int64_t qi = n_quant == 1 ? 0 : c;
+                kvc_quant_store(cache->data, cache->dtype, (b * S + starts[b] + l) * H + c, x[(b * L + l) * H + c],
+                                inv_scale[qi], offset ? offset[qi] : 0.0f);
+            }
     return KVC_OK;
 }
 

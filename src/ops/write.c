@@ -11,31 +11,41 @@
 #include "ops/elem.h"
 #include "ops/write_internal.h"
 
-kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                int64_t n_starts)
+kvc_status kvc_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                int64_t n_starts, const char *what)
 {
     if (!cache || !upd || !cache->data || !upd->data || (!starts && n_starts > 0))
-        return kvc_fail(KVC_EINVAL, "write_contiguous: cache, upd and starts must not be NULL");
+        return kvc_fail(KVC_EINVAL, "%s: cache, upd and starts must not be NULL", what);
     if (cache->ndim != 3 || upd->ndim != 3)
-        return kvc_fail(KVC_EINVAL, "write_contiguous: cache (ndim %d) and upd (ndim %d) must be 3-D [B, S, H]",
+        return kvc_fail(KVC_EINVAL, "%s: cache (ndim %d) and upd (ndim %d) must be 3-D [B, S, H]", what,
                         (int)cache->ndim, (int)upd->ndim);
-    if (cache->dtype != upd->dtype)
-        return kvc_fail(KVC_EINVAL, "write_contiguous: upd dtype %s must equal the cache dtype %s",
-                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2];
     const int64_t L = upd->shape[1];
-    if (upd->shape[0] != B || upd->shape[2] != H)
-        return kvc_fail(KVC_EINVAL, "write_contiguous: upd [%lld, %lld, %lld] must be [B=%lld, L, H=%lld]",
+    if (upd->shape[0] != B || upd->shape[2] != H || L < 0)
+        return kvc_fail(KVC_EINVAL, "%s: upd [%lld, %lld, %lld] must be [B=%lld, L, H=%lld]", what,
                         (long long)upd->shape[0], (long long)L, (long long)upd->shape[2], (long long)B,
                         (long long)H);
     if (n_starts != B)
-        return kvc_fail(KVC_EINVAL, "write_contiguous: %lld starts given, expected one per batch row (%lld)",
+        return kvc_fail(KVC_EINVAL, "%s: %lld starts given, expected one per batch row (%lld)", what,
                         (long long)n_starts, (long long)B);
     for (int64_t b = 0; b < B; b++)
-        if (starts[b] < 0 || starts[b] + L > S)
+        if (starts[b] < 0 || starts[b] > S - L)
             return kvc_fail(KVC_ERANGE,
-                            "write_contiguous: row %lld start %lld + %lld new tokens exceeds S_max %lld (must be in [0, S_max - L])",
-                            (long long)b, (long long)starts[b], (long long)L, (long long)S);
+                            "%s: row %lld start %lld + %lld new tokens exceeds S_max %lld (must be in [0, S_max - L])",
+                            what, (long long)b, (long long)starts[b], (long long)L, (long long)S);
+    return KVC_OK;
+}
+
+kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                int64_t n_starts)
+{
+    kvc_status st = kvc_check_contiguous(cache, upd, starts, n_starts, "write_contiguous");
+    if (st != KVC_OK) return st;
+    if (cache->dtype != upd->dtype)
+        return kvc_fail(KVC_EINVAL,
+                        "write_contiguous: upd dtype %s must equal the cache dtype %s (f32 into int8/fp8: kvc_write_contiguous_quant)",
+                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+    const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
     const size_t es = kvc_dtype_size(cache->dtype);
     for (int64_t b = 0; b < B; b++)
         memcpy((char *)cache->data + ((size_t)(b * S + starts[b]) * (size_t)H) * es,

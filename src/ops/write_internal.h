@@ -22,6 +22,11 @@ int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_
 kvc_status kvc_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
                            const char *what);
 
+/* AO 2.1 arguments: cache [B, S, H], upd [B, L, H], one start per row with
+ * start + L <= S (dtypes are checked by the caller). */
+kvc_status kvc_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
+                                int64_t n_starts, const char *what);
+
 /* upd is [T, Nkv, D] with the geometry's Nkv and D (refusal names `what`). */
 kvc_status kvc_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what);
 

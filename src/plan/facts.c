@@ -122,6 +122,9 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
     kvc_status st = kvc_hparams_read_rope(hp);
     if (st != KVC_OK) return st;
     f->rope = hp->rope;
+    if (hp->rope_per_layer_type)
+        kvc_plan_warn(plan, "%s holds one rope per layer type: the full-attention entry is reported (%s)",
+                      hp->rope_source, kvc_rope_type_name(hp->rope.type));
     kvc_plan_copy_text(plan->rope_type, sizeof plan->rope_type, kvc_rope_type_name(hp->rope.type));
     return KVC_OK;
 }

@@ -107,6 +107,29 @@ static void test_explicit_yarn_factor_is_kept(void **state) {
     kvc_model_destroy(ok);
 }
 
+/* transformers 5.x's nested form: one rope dict per layer type */
+static void test_rope_per_layer_type(void **state) {
+    (void)state;
+    const char *gemma3 = "{\"model_type\":\"gemma3_text\",\"num_hidden_layers\":6,\"num_attention_heads\":8,"
+                         "\"num_key_value_heads\":4,\"head_dim\":256,\"max_position_embeddings\":131072,"
+                         "\"sliding_window\":1024,\"query_pre_attn_scalar\":256,\"rope_parameters\":{"
+                         "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000},"
+                         "\"full_attention\":{\"rope_type\":\"linear\",\"factor\":8,\"rope_theta\":1000000}}}";
+    kvc_model_plan *p = plan_of(gemma3);
+    assert_string_equal(p->rope_type, "linear");
+    assert_true(p->rope_factor == 8.0);
+    bool warned = false;
+    for (int32_t i = 0; i < p->n_warnings; i++) warned |= strstr(p->warnings[i], "per layer type") != NULL;
+    assert_true(warned);
+    kvc_model_plan_destroy(p);
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LLAMA_BASE "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
+                                                       "\"default\",\"rope_theta\":10000}}}",
+                                            "c", &c),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "one rope per layer type"));
+}
+
 /* Both consumers refuse json with a message containing every needle. */
 static void expect_both_refuse(const char *json, const char *needle, const char *needle2) {
     kvc_model_config c;
@@ -153,9 +176,11 @@ static void test_invalid_utf8_refused(void **state) {
 static void test_sizes_bounded_before_use(void **state) {
     (void)state;
     /* heads near 9e15 (signed overflow in the planner before) */
-    expect_both_refuse(LLAMA_HEAD "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":9000000000000000,"
-                                  "\"max_position_embeddings\":64}",
-                       "num_attention_heads 9000000000000000", "[1, 65536]");
+    expect_both_refuse(
+        LLAMA_HEAD
+        "\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":9000000000000000,\"head_dim\":128,"
+        "\"max_position_embeddings\":64}",
+        "num_attention_heads 9000000000000000", "[1, 65536]");
     /* float-to-int64 overflow */
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4,"
                                   "\"original_max_position_embeddings\":1e300}}",
@@ -225,6 +250,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope_scaling_wins_in_model_and_plan),
         cmocka_unit_test(test_explicit_yarn_factor_is_kept),
+        cmocka_unit_test(test_rope_per_layer_type),
         cmocka_unit_test(test_q_lora_rank),
         cmocka_unit_test(test_invalid_utf8_refused),
         cmocka_unit_test(test_sizes_bounded_before_use),

@@ -161,6 +161,44 @@ static void test_nz_write_roundtrip(void **state)
     free(cache);
 }
 
+/* Quantising contiguous write: fp8 per channel and int8 per tensor with
+ * offset, each element as the slot writes store it; bad scales and ranges
+ * refused with the cache unchanged. */
+static void test_contiguous_quant(void **state)
+{
+    (void)state;
+    enum { B = 2, S = 5, H = 4, L = 2 };
+    uint8_t cache[B * S * H];
+    float upd[B * L * H], inv[H] = {1.0f, 2.0f, 0.5f, 100.0f};
+    for (int i = 0; i < B * L * H; i++) upd[i] = (float)(i - 7) * 0.9f;
+    int64_t starts[B] = {3, 0};
+    memset(cache, 0x11, sizeof cache);
+    kvc_tensor c = tensor3(cache, KVC_DTYPE_F8E5M2, B, S, H), u = tensor3(upd, KVC_DTYPE_F32, B, L, H);
+    assert_int_equal(kvc_write_contiguous_quant(&c, &u, starts, B, inv, NULL, H), KVC_OK);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (int h = 0; h < H; h++) {
+                const int l = s - (int)starts[b];
+                const uint8_t want = l >= 0 && l < L ? kvc_f32_to_fp8_e5m2(upd[(b * L + l) * H + h] * inv[h]) : 0x11;
+                assert_int_equal(cache[(b * S + s) * H + h], want);
+            }
+    float off = 3.0f;
+    c.dtype = KVC_DTYPE_I8;
+    assert_int_equal(kvc_write_contiguous_quant(&c, &u, starts, B, inv, &off, 1), KVC_OK);
+    assert_int_equal((int8_t)cache[(0 * S + 3) * H + 0], kvc_quantize_i8(upd[0], inv[0], off));
+    uint8_t before[sizeof cache];
+    memcpy(before, cache, sizeof cache);
+    float bad = INFINITY;
+    assert_int_equal(kvc_write_contiguous_quant(&c, &u, starts, B, &bad, NULL, 1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "inv_scale[0]"));
+    starts[0] = 4;
+    assert_int_equal(kvc_write_contiguous_quant(&c, &u, starts, B, inv, NULL, 1), KVC_ERANGE);
+    starts[0] = 3, c.dtype = KVC_DTYPE_F8E4M3;
+    assert_int_equal(kvc_write_contiguous_quant(&c, &u, starts, B, inv, &off, 1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "no offset"));
+    assert_memory_equal(before, cache, sizeof cache);
+}
+
 static void test_rmsnorm_rope_vectors(void **state)
 {
     (void)state;
@@ -343,7 +381,7 @@ int main(void)
         cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
         cmocka_unit_test(test_mla_write_nz_int8),    cmocka_unit_test(test_quantized_write),
         cmocka_unit_test(test_slot_duplicates),      cmocka_unit_test(test_fp8_write),
-        cmocka_unit_test(test_mla_write_fp8),
+        cmocka_unit_test(test_mla_write_fp8),        cmocka_unit_test(test_contiguous_quant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
