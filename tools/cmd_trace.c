@@ -17,9 +17,20 @@ static void trace_usage(FILE *f) {
             "  {\"op\": I, \"ok\": B, \"blocks\": {KEY: [ids]}, \"free\": {KEY: N}}   one per op\n"
             "  {\"op\": I, \"error\": MSG}                               an op the manager refuses\n"
             "An invalid trace prints one {\"error\": MSG} line naming the position and exits 2.\n\n"
-            "  --usage          also print {\"usage\": \"key:used/total,...\"} after every op line\n"
-            "  --plot FILE.png  draw block usage per key over the ops (implies --usage; writes the lines\n"
-            "                   to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
+            "Prefix caching (docs/prefix-caching.md): a top-level\n"
+            "  \"prefix_caching\": {\"salt\": N, \"state_snapshot_interval\": TOKENS}   (both optional)\n"
+            "turns it on. An allocate op then may carry the request's token ids so far,\n"
+            "  \"tokens\": [7, [100, 1024], 3]   ids and runs [first, count] of consecutive ids,\n"
+            "and a \"cache_salt\" string. The first allocate of a request with tokens takes the\n"
+            "longest cached prefix of them (its op line gains \"hit\": L); every allocate with\n"
+            "tokens marks computed_tokens + new_tokens of them computed. Op lines gain\n"
+            "\"cached_free\": {KEY: N}, the free blocks still cached.\n\n"
+            "  --usage   also print {\"usage\": \"key:used/total,...\"} after every op line, and with\n"
+            "            prefix caching {\"prefix\": {queries, hits, query_tokens, hit_tokens,\n"
+            "            evictions, cached_blocks}}\n"
+            "  --plot FILE.png  draw block usage per key over the ops, prefix hits marked (implies\n"
+            "            --usage; writes the lines to FILE.png.jsonl and runs python3 -m kvcache.plot on\n"
+            "            them, KVC_PYTHON picks the Python)\n");
 }
 
 /* Reads the whole stream into a malloc'ed buffer. */

@@ -15,6 +15,7 @@
 typedef struct parser {
     char *err;
     size_t cap;
+    int64_t max_tokens; /* token ids an op may list (max_model_len) */
 } parser;
 
 #if defined(__GNUC__)
@@ -306,6 +307,48 @@ static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_i
 }
 
 /* ---- ops -------------------------------------------------------------------- */
+/* A run [first, count] of consecutive token ids, or one id. */
+static bool token_item(parser *p, const cJSON *v, const char *path, int64_t *first, int64_t *count) {
+    *count = 1;
+    if (!cJSON_IsArray(v)) {
+        if (!as_int(p, v, path, NULL, 0, first)) return false;
+        return *first <= INT32_MAX || perr(p, path, NULL, "token id %" PRId64 " exceeds %d", *first, INT32_MAX);
+    }
+    if (cJSON_GetArraySize(v) != 2) return perr(p, path, NULL, "expected a token id or a run [first, count]");
+    if (!as_int(p, v->child, path, "first", 0, first) || !as_int(p, v->child->next, path, "count", 1, count))
+        return false;
+    if (*first > INT32_MAX || *count > (int64_t)INT32_MAX - *first + 1)
+        return perr(p, path, NULL, "run [%" PRId64 ", %" PRId64 "] goes past token id %d", *first, *count, INT32_MAX);
+    return true;
+}
+
+/* "tokens": ids and runs, expanded into op->tokens (at most max_tokens). */
+static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
+    const cJSON *list = get(v, "tokens");
+    if (list == NULL) return true;
+    if (!cJSON_IsArray(list)) return perr(p, path, "tokens", "expected a list of token ids and runs [first, count]");
+    char item[128];
+    int64_t total = 0, first = 0, count = 0;
+    int i = 0;
+    for (const cJSON *c = list->child; c != NULL; c = c->next, i++) {
+        path_index(item, sizeof item, path, "tokens", i);
+        if (!token_item(p, c, item, &first, &count)) return false;
+        if (count > p->max_tokens - total)
+            return perr(p, path, "tokens", "more than max_model_len %" PRId64 " token ids", p->max_tokens);
+        total += count;
+    }
+    if (total < op->computed_tokens + op->new_tokens)
+        return perr(p, path, "tokens", "%" PRId64 " token ids do not cover computed_tokens + new_tokens = %" PRId64,
+                    total, op->computed_tokens + op->new_tokens);
+    op->tokens = malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
+    if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
+    for (const cJSON *c = list->child; c != NULL; c = c->next) {
+        token_item(p, c, "", &first, &count);
+        for (int64_t t = 0; t < count; t++) op->tokens[op->n_tokens++] = (int32_t)(first + t);
+    }
+    return true;
+}
+
 static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
     static const char *const alloc_fields[] = {"op",
                                                "request",
@@ -314,6 +357,8 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
                                                "lookahead_tokens",
                                                "reserved_tokens",
                                                "keys",
+                                               "tokens",
+                                               "cache_salt",
                                                NULL};
     static const char *const free_fields[] = {"op", "request", NULL};
     if (!require_object(p, v, path)) return false;
@@ -337,7 +382,11 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
         !get_int(p, v, path, "new_tokens", true, INT64_MIN, 0, &op->new_tokens) ||
         !get_int(p, v, path, "computed_tokens", false, INT64_MIN, 0, &op->computed_tokens) ||
         !get_int(p, v, path, "lookahead_tokens", false, INT64_MIN, 0, &op->lookahead_tokens) ||
-        !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens))
+        !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens) ||
+        !get_name(p, v, path, "cache_salt", false, op->cache_salt, &op->has_salt))
+        return false;
+    if (op->computed_tokens >= 0 && op->new_tokens >= 0 && op->computed_tokens <= INT64_MAX - op->new_tokens &&
+        !parse_tokens(p, v, path, op))
         return false;
     const cJSON *keys = get(v, "keys");
     if (keys == NULL) return true;
@@ -397,15 +446,33 @@ static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_m
     return true;
 }
 
+/* "prefix_caching": {"salt"?, "state_snapshot_interval"?} turns caching on. */
+static bool parse_prefix_caching(parser *p, const cJSON *root, kvc_manager_params *mp) {
+    static const char *const fields[] = {"salt", "state_snapshot_interval", NULL};
+    const cJSON *pc = get(root, "prefix_caching");
+    if (pc == NULL) return true;
+    int64_t salt = 0;
+    if (!require_object(p, pc, "prefix_caching") || !check_fields(p, pc, "prefix_caching", fields) ||
+        !get_int(p, pc, "prefix_caching", "salt", false, 0, 0, &salt) ||
+        !get_int(p, pc, "prefix_caching", "state_snapshot_interval", false, 0, 0, &mp->state_snapshot_interval))
+        return false;
+    mp->prefix_caching = true;
+    mp->prefix_salt = (uint64_t)salt;
+    return true;
+}
+
 static bool load_root(parser *p, const cJSON *root, const kvc_trace_options *opts, kvc_trace *t) {
-    static const char *const fields[] = {"max_model_len", "layers", "block_num", "plan", "ops", NULL};
+    static const char *const fields[] = {"max_model_len", "layers", "block_num", "plan", "ops", "prefix_caching", NULL};
     plan_source src;
     kvc_block_plan plan;
     kvc_manager_params mp = kvc_manager_default_params();
     if (!require_object(p, root, "") || !check_fields(p, root, "", fields) ||
         !get_int(p, root, "", "max_model_len", true, 1, 0, &mp.max_model_len) || !parse_layers(p, root, &t->info) ||
-        !parse_plan_source(p, root, &src) || !parse_ops(p, root, t))
+        !parse_plan_source(p, root, &src) || !parse_prefix_caching(p, root, &mp))
         return false;
+    p->max_tokens = mp.max_model_len;
+    t->prefix_caching = mp.prefix_caching;
+    if (!parse_ops(p, root, t)) return false;
     mp.engine_next_n = src.block_num == NULL ? src.params.next_n : -1;
     if (kvc_validate_cache_info(&t->info, mp.engine_next_n) < 0) return perr(p, "", "layers", "%s", kvc_last_error());
     if (!make_plan(p, &src, &t->info, &plan) || !check_limits(p, opts, mp.max_model_len, &plan)) return false;
@@ -417,7 +484,7 @@ static bool load_root(parser *p, const cJSON *root, const kvc_trace_options *opt
 
 int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
                    size_t err_cap) {
-    parser p = {err, err_cap};
+    parser p = {err, err_cap, 0};
     *out = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
@@ -447,6 +514,7 @@ void kvc_trace_destroy(kvc_trace *t) {
     if (t == NULL) return;
     kvc_manager_destroy(t->manager);
     free_info(&t->info);
+    for (size_t i = 0; t->ops != NULL && i < t->n_ops; i++) free(t->ops[i].tokens);
     free(t->ops);
     free(t);
 }

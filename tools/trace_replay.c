@@ -5,23 +5,55 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+/* An allocate op with token ids under prefix caching: a new request takes the
+ * cached prefix of them (its positions stay covered), and the op's tokens
+ * count as computed once it is allocated. */
+static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_slot_request *req) {
+    kvc_prompt prompt = {.tokens = op->tokens, .n_tokens = op->n_tokens, .cache_salt = op->has_salt ? op->cache_salt : NULL};
+    bool known = false;
+    for (int32_t k = 0; k < kvc_manager_n_keys(t->manager); k++) known |= kvc_manager_has_request(t->manager, op->request, k);
+    if (!known) {
+        kvc_prefix_hit hit;
+        kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
+        if (st < 0) return st;
+        int64_t end = req->computed_tokens + req->num_new_tokens;
+        if (hit.n_tokens > req->computed_tokens) {
+            req->computed_tokens = hit.n_tokens;
+            req->num_new_tokens = end > hit.n_tokens ? end - hit.n_tokens : 0;
+        }
+        if (req->computed_tokens == hit.n_tokens) req->prompt = &prompt; /* not when the op computed more */
+        t->last_hit = hit.n_tokens;
+    }
+    kvc_status st = kvc_manager_allocate_slots(t->manager, req);
+    if (st >= 0 && st != KVC_NO_SPACE) {
+        kvc_status cached = kvc_manager_cache_computed(t->manager, op->request, op->tokens,
+                                                       req->computed_tokens + req->num_new_tokens);
+        if (cached < 0) return cached;
+    }
+    return st;
+}
+
 kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
     const kvc_trace_op *op = &t->ops[i];
     kvc_status st = KVC_OK;
     *message = NULL;
+    t->last_hit = -1;
     if (op->refusal[0] != '\0') {
         *message = op->refusal;
         return KVC_EINVAL;
     }
+    kvc_slot_request req = {.request_id = op->request,
+                            .computed_tokens = op->computed_tokens,
+                            .num_new_tokens = op->new_tokens,
+                            .lookahead_tokens = op->lookahead_tokens,
+                            .reserved_tokens = op->reserved_tokens,
+                            .skip_keys = ~op->key_mask};
     if (op->kind == KVC_TRACE_FREE)
         st = kvc_manager_free(t->manager, op->request);
+    else if (t->prefix_caching && op->tokens != NULL && op->computed_tokens >= 0 && op->new_tokens >= 0)
+        st = apply_with_tokens(t, op, &req);
     else
-        st = kvc_manager_allocate_slots(t->manager, &(kvc_slot_request){.request_id = op->request,
-                                                                      .computed_tokens = op->computed_tokens,
-                                                                      .num_new_tokens = op->new_tokens,
-                                                                      .lookahead_tokens = op->lookahead_tokens,
-                                                                      .reserved_tokens = op->reserved_tokens,
-                                                                      .skip_keys = ~op->key_mask});
+        st = kvc_manager_allocate_slots(t->manager, &req);
     if (st < 0) *message = kvc_last_error();
     return st;
 }
@@ -83,10 +115,23 @@ void kvc_trace_tables_free(kvc_trace_tables *tb) {
     tb->cap = 0;
 }
 
-static void put_op_line(FILE *out, const kvc_manager *m, size_t index, kvc_status st, const kvc_trace_tables *tb) {
+/* ", NAME: {KEY: value(k), ...}" over the manager's keys. */
+static void put_key_counts(FILE *out, const kvc_manager *m, const char *name, int64_t (*value)(const kvc_manager *, int32_t)) {
+    fprintf(out, ", \"%s\": {", name);
+    for (int32_t k = 0; k < kvc_manager_n_keys(m); k++) {
+        fputs(k > 0 ? ", " : "", out);
+        kvc_trace_put_json_string(out, kvc_manager_key(m, k));
+        fprintf(out, ": %" PRId64, value(m, k));
+    }
+    fputc('}', out);
+}
+
+static void put_op_line(FILE *out, const kvc_trace *t, size_t index, kvc_status st, const kvc_trace_tables *tb) {
+    const kvc_manager *m = t->manager;
     int32_t n_keys = kvc_manager_n_keys(m);
     fprintf(out, "{\"op\": %zu, \"ok\": %s, ", index, st == KVC_NO_SPACE ? "false" : "true");
     if (st == KVC_CLAMPED) fputs("\"clamped\": true, ", out);
+    if (t->last_hit >= 0) fprintf(out, "\"hit\": %" PRId64 ", ", t->last_hit);
     fputs("\"blocks\": {", out);
     for (int32_t k = 0; k < n_keys; k++) {
         fputs(k > 0 ? ", " : "", out);
@@ -96,13 +141,19 @@ static void put_op_line(FILE *out, const kvc_manager *m, size_t index, kvc_statu
             fprintf(out, "%s%" PRId32, j > tb->start[k] ? ", " : "", tb->ids[j]);
         fputc(']', out);
     }
-    fputs("}, \"free\": {", out);
-    for (int32_t k = 0; k < n_keys; k++) {
-        fputs(k > 0 ? ", " : "", out);
-        kvc_trace_put_json_string(out, kvc_manager_key(m, k));
-        fprintf(out, ": %" PRId64, kvc_manager_num_free(m, k));
-    }
-    fputs("}}\n", out);
+    fputc('}', out);
+    put_key_counts(out, m, "free", kvc_manager_num_free);
+    if (t->prefix_caching) put_key_counts(out, m, "cached_free", kvc_manager_num_cached_free);
+    fputs("}\n", out);
+}
+
+static void put_prefix_stats_line(FILE *out, const kvc_manager *m) {
+    kvc_prefix_stats st;
+    if (kvc_manager_prefix_stats(m, &st) < 0) return;
+    fprintf(out,
+            "{\"prefix\": {\"queries\": %" PRId64 ", \"hits\": %" PRId64 ", \"query_tokens\": %" PRId64
+            ", \"hit_tokens\": %" PRId64 ", \"evictions\": %" PRId64 ", \"cached_blocks\": %" PRId64 "}}\n",
+            st.queries, st.hits, st.query_tokens, st.hit_tokens, st.evictions, st.cached_blocks);
 }
 
 static void put_block_num_line(FILE *out, const kvc_manager *m) {
@@ -136,13 +187,14 @@ int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_op
         if (st < 0)
             put_error_line(out, &i, message);
         else
-            put_op_line(out, t->manager, i, st, &tb);
+            put_op_line(out, t, i, st, &tb);
         if (opts != NULL && opts->print_usage) {
             fputs("{\"usage\": ", out);
             kvc_trace_put_json_string(out, kvc_manager_format_usage(t->manager, usage, sizeof usage) < 0
                                                ? kvc_last_error()
                                                : usage);
             fputs("}\n", out);
+            if (t->prefix_caching) put_prefix_stats_line(out, t->manager);
         }
         if (kvc_manager_check_invariants(t->manager) < 0) {
             snprintf(err, sizeof err, "manager invariant broken: %s", kvc_last_error());

@@ -15,9 +15,20 @@
  *   plan            {"mode": "offline", "max_len", "max_concurrency", "next_n"}
  *                   {"mode": "online", "kv_memory_bytes", "max_concurrency", "next_n"}
  *                   plus optional "max_prefill_tokens" (next_n defaults to 0)
+ *   prefix_caching  optional {"salt"?: engine salt >= 0, "state_snapshot_interval"?: tokens}:
+ *                   turns prefix caching on (docs/prefix-caching.md)
  *   ops             [{"op": "allocate", "request", "new_tokens",
  *                     "computed_tokens"?, "lookahead_tokens"?, "reserved_tokens"?,
- *                     "keys"?: [KEY, ...]},  {"op": "free", "request"}, ...]
+ *                     "keys"?: [KEY, ...], "tokens"?: TOKENS, "cache_salt"?: STRING},
+ *                    {"op": "free", "request"}, ...]
+ *                   TOKENS lists the request's token ids so far (at least
+ *                   computed_tokens + new_tokens of them, at most max_model_len),
+ *                   each item an id or a run [first, count] of consecutive ids:
+ *                   [1, [100, 1024], 7] is 1, 100, 101, ..., 1123, 7. With prefix
+ *                   caching, the first allocate of a request with tokens asks for
+ *                   the cached prefix of them and takes it (the op's positions
+ *                   stay covered), and every allocate with tokens reports its
+ *                   computed_tokens + new_tokens tokens computed afterwards.
  *
  * Integers must be integral JSON numbers within the int64 range (cJSON keeps
  * numbers as doubles, so integers beyond 2^53 are not exact); strings hold at
@@ -57,6 +68,10 @@ typedef struct kvc_trace_op {
     int64_t lookahead_tokens;
     int64_t reserved_tokens;
     uint64_t key_mask;  /* KVC_ALL_KEYS unless the op lists "keys" */
+    int32_t *tokens;    /* [n_tokens] the request's token ids (NULL: none given) */
+    int64_t n_tokens;
+    bool has_salt;
+    char cache_salt[KVC_NAME_MAX];
     char refusal[160];  /* non-empty: why the replay refuses this op (unknown op or key) */
 } kvc_trace_op;
 
@@ -67,6 +82,8 @@ typedef struct kvc_trace {
     kvc_manager *manager;
     kvc_trace_op *ops; /* [n_ops] */
     size_t n_ops;
+    bool prefix_caching;
+    int64_t last_hit;  /* hit length taken by the last applied op, -1 if it looked for none */
 } kvc_trace;
 
 /* Parses and checks a trace and creates its manager. On failure returns

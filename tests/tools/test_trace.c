@@ -361,6 +361,70 @@ static void test_demo_trace(void **state) {
     assert_int_equal(kvc_cmd_trace_demo(1, argv), 0);
 }
 
+/* Prefix caching: token runs, the hit a new request takes, cache salts,
+ * cached-free counts and the statistics line of --usage. */
+static void test_prefix_caching(void **state) {
+    (void)state;
+    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                  " 'block_num': {'FullAttention': 8}, 'prefix_caching': {'salt': 1}, 'ops': ["
+                  "{'op': 'allocate', 'request': 1, 'new_tokens': 10, 'tokens': [[1, 10]]},"
+                  "{'op': 'free', 'request': 1},"
+                  "{'op': 'allocate', 'request': 2, 'new_tokens': 12, 'tokens': [[1, 8], 50, 51, 52, 53]},"
+                  "{'op': 'allocate', 'request': 3, 'new_tokens': 10, 'tokens': [[1, 10]], 'cache_salt': 'other'},"
+                  "{'op': 'allocate', 'request': 2, 'computed_tokens': 12, 'new_tokens': 1,"
+                  " 'tokens': [[1, 8], [50, 5]]}]}",
+                  true, 0,
+                  "{'block_num': {'FullAttention': 8}}\n"
+                  "{'op': 0, 'ok': true, 'hit': 0, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
+                  " 'cached_free': {'FullAttention': 0}}\n"
+                  "{'usage': 'FullAttention:4/8'}\n"
+                  "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
+                  " 'cached_blocks': 2}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
+                  " 'cached_free': {'FullAttention': 2}}\n"
+                  "{'usage': 'FullAttention:1/8'}\n"
+                  "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
+                  " 'cached_blocks': 2}}\n"
+                  "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4]}, 'free': {'FullAttention': 4},"
+                  " 'cached_free': {'FullAttention': 0}}\n"
+                  "{'usage': 'FullAttention:4/8'}\n"
+                  "{'prefix': {'queries': 2, 'hits': 1, 'query_tokens': 22, 'hit_tokens': 8, 'evictions': 0,"
+                  " 'cached_blocks': 3}}\n"
+                  "{'op': 3, 'ok': true, 'hit': 0, 'blocks': {'FullAttention': [5, 6, 7]}, 'free': {'FullAttention': 1},"
+                  " 'cached_free': {'FullAttention': 0}}\n"
+                  "{'usage': 'FullAttention:7/8'}\n"
+                  "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
+                  " 'cached_blocks': 5}}\n"
+                  "{'op': 4, 'ok': true, 'blocks': {'FullAttention': [1, 2, 4, 3]}, 'free': {'FullAttention': 0},"
+                  " 'cached_free': {'FullAttention': 0}}\n"
+                  "{'usage': 'FullAttention:8/8'}\n"
+                  "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
+                  " 'cached_blocks': 5}}\n");
+    static const struct {
+        const char *rest, *message;
+    } bad[] = {
+        {"'prefix_caching': {'salt': -1}, 'ops': []", "prefix_caching.salt: expected a non-negative integer"},
+        {"'prefix_caching': {'seed': 1}, 'ops': []", "prefix_caching: unknown field \\'seed\\'"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 5, 'tokens': [1, 2]}]",
+         "ops[0].tokens: 2 token ids do not cover computed_tokens + new_tokens = 5"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 17]]}]",
+         "ops[0].tokens: more than max_model_len 16 token ids"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 0]]}]",
+         "ops[0].tokens[0].count: expected a positive integer"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1]]}]",
+         "ops[0].tokens[0]: expected a token id or a run [first, count]"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[2147483647, 2]]}]",
+         "ops[0].tokens[0]: run [2147483647, 2] goes past token id 2147483647"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char trace[512];
+        snprintf(trace, sizeof trace,
+                 "{'max_model_len': 16, 'layers': [{'caches': [" FULL_ENTRY "]}], 'block_num': {'FullAttention': 8}, %s}",
+                 bad[i].rest);
+        expect_invalid(trace, bad[i].message);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sliding_window_8_1), cmocka_unit_test(test_reservation_8_3),
@@ -368,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_keys_and_clamp),     cmocka_unit_test(test_op_errors),
         cmocka_unit_test(test_invalid_files),      cmocka_unit_test(test_invalid_ops),
         cmocka_unit_test(test_library_errors),     cmocka_unit_test(test_demo_trace),
+        cmocka_unit_test(test_prefix_caching),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
