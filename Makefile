@@ -21,7 +21,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 # make test). The tree is formatted file by file: add a file when you format it.
 # the config reader, the planner and their tests
 CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model/config.c src/plan/*.[ch] \
-                       tests/model/test_config_reader.c tests/model/config_fixture.h fuzz/fuzz_config.c \
+                       tests/model/test_config_reader.c tests/model/config_fixture.h tests/plan/test_plan.c fuzz/fuzz_config.c \
                        tests/batch/test_step_state_width.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \

@@ -96,19 +96,16 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->o_bias = qwen2 ? false : attn_bias;
     cfg->mlp_bias = (qwen2 || qwen3) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
-    if (qwen2 || qwen3) {
-        bool use_sw = false;
+    bool qwen_rule = false;
+    KVC_TRY(kvc_hparams_window(hp, &cfg->sliding_window, &qwen_rule));
+    if (qwen_rule) {
         int64_t mwl = 28;
-        KVC_TRY(opt_bool(c, "use_sliding_window", false, &use_sw));
         KVC_TRY(opt_int(c, "max_window_layers", 28, 0, KVC_HP_MAX_LAYERS, &mwl));
-        KVC_TRY(opt_int(c, "sliding_window", 0, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
-        if (!use_sw) cfg->sliding_window = 0;
         KVC_TRY(parse_layer_types(c, cfg, false));
-        if (use_sw && kvc_json_find(c, "layer_types") == NULL)
+        if (kvc_json_find(c, "layer_types") == NULL)
             for (int64_t i = 0; i < cfg->num_layers; i++) cfg->layer_sliding[i] = i >= mwl;
     } else {
-        KVC_TRY(opt_int(c, "sliding_window", 0, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
-        KVC_TRY(parse_layer_types(c, cfg, cfg->sliding_window > 0));
+        KVC_TRY(parse_layer_types(c, cfg, cfg->sliding_window > 0 && !qwen2 && !qwen3));
     }
     return KVC_OK;
 }
@@ -119,7 +116,8 @@ static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     bool attn_bias = false;
     KVC_TRY(opt_bool(c, "attention_bias", true, &attn_bias));
     cfg->qkv_bias = cfg->o_bias = attn_bias;
-    KVC_TRY(opt_int(c, "sliding_window", 128, 0, KVC_HP_MAX_POSITIONS, &cfg->sliding_window));
+    bool qwen_rule = false;
+    KVC_TRY(kvc_hparams_window(hp, &cfg->sliding_window, &qwen_rule));
     KVC_TRY(opt_int(c, "num_local_experts", 128, 1, KVC_HP_MAX_EXPERTS, &cfg->num_experts));
     KVC_TRY(opt_int(c, "num_experts_per_tok", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     KVC_TRY(opt_num(c, "swiglu_limit", 7.0, SCALE_RANGE, &cfg->swiglu_limit));

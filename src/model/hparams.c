@@ -12,18 +12,19 @@ typedef struct type_defaults {
     const char *model_type;
     int64_t head_dim; /* 0: hidden_size / num_attention_heads */
     double rope_theta;
+    int64_t sliding_window; /* when the key is absent; 0: none */
+    bool window_switch;     /* sliding_window applies only with use_sliding_window true */
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen3", 128, 10000.0},
-    {"qwen3_moe", 128, 10000.0},
-    {"gpt_oss", 64, 150000.0},
+    {"qwen2", 0, 10000.0, 0, true},       {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
+    {"qwen3_moe", 128, 10000.0, 0, true}, {"gpt_oss", 64, 150000.0, 128, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
-    return (type_defaults){NULL, 0, 10000.0};
+    return (type_defaults){NULL, 0, 10000.0, 0, false};
 }
 
 /* ---- document and identity ---------------------------------------------------- */
@@ -94,6 +95,24 @@ kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
                         "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
                         c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
     *out = hp->hidden_size / hp->n_heads;
+    return KVC_OK;
+}
+
+kvc_status kvc_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule) {
+    const type_defaults d = defaults_of(hp);
+    bool have = false;
+    *window = 0;
+    *qwen_rule = false;
+    if (d.window_switch) {
+        bool use = false;
+        KVC_TRY(kvc_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
+        if (!use) return KVC_OK; /* transformers ignores sliding_window then */
+        *qwen_rule = true;
+    }
+    *window = d.sliding_window;
+    KVC_TRY(kvc_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
+    if (*qwen_rule && *window == 0)
+        return kvc_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
     return KVC_OK;
 }
 

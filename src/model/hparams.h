@@ -68,6 +68,11 @@ kvc_status kvc_hparams_read_sizes(kvc_hparams *hp);
  * default (qwen3: 128, gpt_oss: 64), else hidden_size / num_attention_heads
  * (which must divide). */
 kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
+/* The sliding window (0: none): sliding_window, or the class default (gpt_oss:
+ * 128). Qwen2/Qwen3 configs apply it only when use_sliding_window is true
+ * (*qwen_rule then: windows from max_window_layers on); otherwise transformers
+ * ignores the key and so does the reader. */
+kvc_status kvc_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
 /* The rotary embedding (after read_sizes): the dict is a non-empty
  * `rope_scaling`, else `rope_parameters`; see docs/config.md. */
 kvc_status kvc_hparams_read_rope(kvc_hparams *hp);

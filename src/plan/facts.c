@@ -160,20 +160,16 @@ static kvc_status layer_types_list(const kvc_json_obj *cfg, kvc_model_facts *f, 
     return KVC_OK;
 }
 
-static kvc_status read_window(const kvc_json_obj *cfg, kvc_model_facts *f, bool *have) {
-    f->window = 0;
-    return kvc_json_int(cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, &f->window, have);
-}
-
 kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const kvc_json_obj *cfg = &hp->cfg;
     f->kinds = calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL)
         return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
-    bool given = false, have_window = false;
+    bool given = false, qwen_rule = false;
     kvc_status st = layer_types_list(cfg, f, &given);
-    if (st == KVC_OK) st = read_window(cfg, f, &have_window);
+    if (st == KVC_OK) st = kvc_hparams_window(hp, &f->window, &qwen_rule);
     if (st != KVC_OK) return st;
+    const bool have_window = f->window > 0;
     for (int64_t i = 0; i < f->n_layers && !given; i++) f->kinds[i] = KVC_LK_FULL;
     if (!given) {
         switch (f->fam) {
@@ -197,13 +193,7 @@ kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc
         }
         case KVC_FAM_GQA: {
             /* Qwen2/Qwen3: windows only with use_sliding_window, from max_window_layers on. */
-            bool use = false, have_use = false;
-            if ((st = kvc_json_bool(cfg, "use_sliding_window", &use, &have_use)) != KVC_OK) return st;
-            if (have_use) {
-                if (!use) break;
-                if (!have_window)
-                    return kvc_fail(KVC_EINVAL,
-                                    "config.json: use_sliding_window is true but sliding_window is missing");
+            if (qwen_rule) {
                 int64_t from = 28;
                 bool have_from = false;
                 if ((st = kvc_json_int(cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have_from)) != KVC_OK)

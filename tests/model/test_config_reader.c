@@ -197,6 +197,35 @@ static void test_sizes_bounded_before_use(void **state) {
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64} trailing", "byte", NULL);
 }
 
+/* One window rule: Qwen applies sliding_window only with use_sliding_window
+ * (transformers ignores the key otherwise), gpt_oss defaults to 128, and a
+ * window of 0 is refused by both. */
+static void test_window_rule(void **state) {
+    (void)state;
+    const char *qwen =
+        "{\"model_type\":\"qwen3\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"
+        "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":32,\"max_position_embeddings\":64,"
+        "\"torch_dtype\":\"bfloat16\",\"sliding_window\":8}";
+    kvc_model *m = model_of(qwen);
+    kvc_model_plan *p = plan_of(qwen);
+    assert_int_equal(kvc_model_config_of(m)->sliding_window, 0);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL); /* was planned as a window layer */
+    assert_int_equal(p->layers[1].attn_type, KVC_ATTN_FULL);
+    kvc_model_plan_destroy(p);
+    kvc_model_destroy(m);
+    const char *oss = "{\"model_type\":\"gpt_oss\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":8,"
+                      "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
+                      "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"max_position_embeddings\":4096,"
+                      "\"torch_dtype\":\"bfloat16\"}";
+    m = model_of(oss);
+    p = plan_of(oss);
+    assert_int_equal(kvc_model_config_of(m)->sliding_window, 128);
+    assert_int_equal(p->layers[0].sliding_window, 128); /* was refused: "sliding_window is missing" */
+    kvc_model_plan_destroy(p);
+    kvc_model_destroy(m);
+    expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"sliding_window\":0}", "sliding_window 0", NULL);
+}
+
 /* The planner alone refuses json naming needle. */
 static void expect_plan_refuses(const char *json, const char *needle) {
     kvc_plan_options o = kvc_plan_default_options();
@@ -254,6 +283,7 @@ int main(void) {
         cmocka_unit_test(test_q_lora_rank),
         cmocka_unit_test(test_invalid_utf8_refused),
         cmocka_unit_test(test_sizes_bounded_before_use),
+        cmocka_unit_test(test_window_rule),
         cmocka_unit_test(test_state_sizes_bounded),
         cmocka_unit_test(test_fixed_arrays_refuse),
     };

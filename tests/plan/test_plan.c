@@ -19,7 +19,7 @@
 #include "kvcache/kvcache.h"
 
 #define BUDGET 17179869184LL /* 16 GiB for every cache */
-#define CONC 4               /* requests at once */
+#define CONC   4             /* requests at once */
 
 static char *read_config(const char *name, size_t *len) {
     const char *dir = getenv("KVC_DATA_DIR");
@@ -79,7 +79,9 @@ static bool flag(const cJSON *o, const char *name) {
     return cJSON_IsTrue(v);
 }
 
-static bool is_null(const cJSON *o, const char *name) { return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, name)); }
+static bool is_null(const cJSON *o, const char *name) {
+    return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, name));
+}
 
 /* ---- an independent cache description ------------------------------------- */
 
@@ -87,10 +89,10 @@ enum { T_FULL, T_SW };
 
 typedef struct ref_model {
     int n_layers;
-    int types[128];  /* T_FULL / T_SW per layer */
-    int64_t window;  /* keys of a window layer */
-    int64_t heads;   /* KV heads per rank */
-    int64_t dim;     /* K and V dim (GQA) */
+    int types[128]; /* T_FULL / T_SW per layer */
+    int64_t window; /* keys of a window layer */
+    int64_t heads;  /* KV heads per rank */
+    int64_t dim;    /* K and V dim (GQA) */
     bool mla;
     int64_t nope, rope;
 } ref_model;
@@ -126,8 +128,8 @@ static void ref_build(const ref_model *m, ref_desc *d) {
         }
         d->layers[i] = (kvc_layer_cache_info){.layer_idx = i, .n_caches = 2, .caches = e};
     }
-    d->ci = (kvc_model_cache_info){.num_layers = m->n_layers, .n_layer_infos = m->n_layers, .layer_infos = d->layers,
-                                   .is_mla_backend = m->mla};
+    d->ci = (kvc_model_cache_info){
+        .num_layers = m->n_layers, .n_layer_infos = m->n_layers, .layer_infos = d->layers, .is_mla_backend = m->mla};
 }
 
 /* The document's numbers equal the planner's answer for the reference description. */
@@ -147,7 +149,8 @@ static void check_numbers_against_planner(const cJSON *doc, const ref_model *m) 
     assert_int_equal((int64_t)num(doc, "total_bytes"), bp.total_bytes);
     const cJSON *bn = cJSON_GetObjectItemCaseSensitive(doc, "block_num");
     assert_int_equal(cJSON_GetArraySize(bn), bp.n_groups);
-    for (int32_t g = 0; g < bp.n_groups; g++) assert_int_equal((int64_t)num(bn, bp.groups[g].key), bp.groups[g].block_num);
+    for (int32_t g = 0; g < bp.n_groups; g++)
+        assert_int_equal((int64_t)num(bn, bp.groups[g].key), bp.groups[g].block_num);
     free(d);
 }
 
@@ -332,7 +335,8 @@ static void test_deepseek_mla(void **state) {
         check_layers(doc, &m, "TND_NTD"); /* latent never split: same at tp 8 */
         assert_int_equal((int64_t)num(doc, "bytes_per_token"), 70272);
         assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "FullAttention"), 1909);
-        assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "heads"), "q_heads_per_rank"), 128 / tps[t]);
+        assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "heads"), "q_heads_per_rank"),
+                         128 / tps[t]);
         check_numbers_against_planner(doc, &m);
         cJSON_Delete(doc);
     }
@@ -354,7 +358,11 @@ static void test_deepseek_mla(void **state) {
 static void test_model_wide_windows(void **state) {
     (void)state;
     /* Mistral 4096 and Phi-3 2047: every layer a window layer, only fixed caches. */
-    const struct { const char *file; int n; int64_t w, heads, dim, per_block_tp1; } cases[] = {
+    const struct {
+        const char *file;
+        int n;
+        int64_t w, heads, dim, per_block_tp1;
+    } cases[] = {
         {"Mistral-7B-v0.1.json", 32, 4096, 8, 128, 32LL * 2 * 128 * 8 * 128 * 2},
         {"Phi-3-mini-4k-instruct.json", 32, 2047, 32, 96, 32LL * 2 * 128 * 32 * 96 * 2},
     };
@@ -372,7 +380,8 @@ static void test_model_wide_windows(void **state) {
             check_layers(doc, &m, "TND");
             assert_false(flag(doc, "hybrid"));
             int64_t fixed_blocks = CONC * ((cases[k].w + 127) / 128 + 1) + 1;
-            assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), fixed_blocks);
+            assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"),
+                             fixed_blocks);
             assert_int_equal((int64_t)num(doc, "fixed_bytes"), fixed_blocks * cases[k].per_block_tp1 / tps[t]);
             assert_int_equal((int64_t)num(doc, "bytes_per_token"), 0);
             check_numbers_against_planner(doc, &m);
@@ -571,9 +580,11 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"llama\", ", "malformed JSON"},
         {"[1, 2]", "top level"},
         {"{\"model_type\": \"llama\", \"num_attention_heads\": 32, \"hidden_size\": 4096}", "num_hidden_layers"},
-        {"{\"model_type\": \"llama\", \"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": 4096}",
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": "
+         "4096}",
          "num_hidden_layers must be an integer"},
-        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"num_key_value_heads\": 6,"
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"num_key_value_heads\": "
+         "6,"
          " \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
          "num_key_value_heads 6"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4001,"
@@ -583,7 +594,7 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 128,"
          " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
          "layer_types has 2 entries"},
-        {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
          "sliding_window is missing"},
         {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
@@ -676,13 +687,14 @@ static void test_size_parser(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_3_1_8b),      cmocka_unit_test(test_qwen3_8b),
-        cmocka_unit_test(test_qwen3_30b_a3b),     cmocka_unit_test(test_gpt_oss_20b),
-        cmocka_unit_test(test_gemma_2_9b),        cmocka_unit_test(test_deepseek_mla),
+        cmocka_unit_test(test_llama_3_1_8b),       cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_qwen3_30b_a3b),      cmocka_unit_test(test_gpt_oss_20b),
+        cmocka_unit_test(test_gemma_2_9b),         cmocka_unit_test(test_deepseek_mla),
         cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
-        cmocka_unit_test(test_legacy_and_dtype),  cmocka_unit_test(test_hybrid_state_layers), cmocka_unit_test(test_family_rules),
-        cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_malformed_configs),
-        cmocka_unit_test(test_invalid_arguments), cmocka_unit_test(test_size_parser),
+        cmocka_unit_test(test_legacy_and_dtype),   cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_family_rules),       cmocka_unit_test(test_unknown_architecture),
+        cmocka_unit_test(test_malformed_configs),  cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_size_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
