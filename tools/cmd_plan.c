@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "cmd_plan.h"
 #include "kvcache/plan.h"
 #include "plot_data.h"
@@ -88,36 +89,6 @@ static int parse_count(const char *flag, const char *text, int64_t min, int64_t 
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-        if (n == cap) {
-            char *bigger = cap < ((size_t)64 << 20) ? realloc(buf, cap * 2) : NULL;
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (buf == NULL || failed) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 static void human_bytes(int64_t b, char *out, size_t cap) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)b;
@@ -168,7 +139,7 @@ static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
 static void print_layer_rows(const kvc_model_plan *p) {
     printf("  %-9s %-14s %-7s %-7s %-9s %s\n", "layers", "attn_type", "window", "sparse", "pre/next", "caches per rank");
     /* Layers grouped by pattern: a row lists every layer with the same plan. */
-    bool *done = calloc((size_t)p->n_layers, sizeof *done);
+    bool *done = kvc_calloc((size_t)p->n_layers, sizeof *done);
     if (done == NULL) return;
     for (int32_t i = 0; i < p->n_layers; i++) {
         if (done[i]) continue;
@@ -214,7 +185,7 @@ static void print_layer_rows(const kvc_model_plan *p) {
         }
         printf(" %-14s %-7s %-7s %-9s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band, caches);
     }
-    free(done);
+    kvc_free(done);
 }
 
 static void print_table(const kvc_model_plan *p) {
@@ -328,14 +299,15 @@ int kvc_cmd_plan(int argc, char **argv) {
         return 2;
     }
     size_t len = 0;
-    char *text = read_file(path, &len);
-    if (text == NULL) {
-        fprintf(stderr, "kvcache plan: cannot read %s: %s\n", path, strerror(errno));
-        return 2;
+    char *text = NULL;
+    kvc_status st = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
+    if (st != KVC_OK) {
+        fprintf(stderr, "kvcache plan: %s\n", kvc_last_error());
+        return st == KVC_ENOMEM ? 1 : 2;
     }
     kvc_model_plan *plan = NULL;
-    kvc_status st = kvc_model_plan_create(text, len, &opt, &plan);
-    free(text);
+    st = kvc_model_plan_create(text, len, &opt, &plan);
+    kvc_free(text);
     if (st != KVC_OK) {
         fprintf(stderr, "kvcache plan: %s: %s\n", path, kvc_last_error());
         return st == KVC_EINVAL ? 2 : 1;

@@ -9,28 +9,39 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/internal.h"
 #include "cmd_run.h"
 #include "kvcache/runner.h"
 #include "run_compare.h"
 
 #define RUN_MAX_PROMPTS 64
-#define RUN_MAX_IDS 65536
+#define RUN_MAX_IDS 65536 /* prompt ids of all prompts together */
+/* Longest sequence (prompt + new tokens) even with --max-positions, and the
+ * largest block: the runner's caches and step buffers grow with both. */
+#define RUN_MAX_POSITIONS (INT64_C(1) << 20)
+#define RUN_MAX_BLOCK_SIZE (INT64_C(1) << 16)
+/* Logits --json keeps for its per-step summaries. */
+#define RUN_MAX_LOGIT_BYTES (INT64_C(1) << 32)
 
 static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
-            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype f32|f16|bf16|i8] [--json]\n"
+            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype f32|f16|bf16|i8] [--max-positions N]\n"
+            "                   [--json]\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ...] [--mode 1|2|3] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
             "\n"
-            "  --prompt-ids LIST    comma-separated token ids of one prompt (repeat for a batch)\n"
-            "  --max-new-tokens N   tokens generated per prompt (default 8)\n"
+            "  --prompt-ids LIST    comma-separated token ids of one prompt (repeat for a batch; at most\n"
+            "                       %d prompts and %d ids in all)\n"
+            "  --max-new-tokens N   tokens generated per prompt (default 8); the longest prompt plus N\n"
+            "                       must fit in the model's max_position_embeddings\n"
+            "  --max-positions N    allow sequences of up to N positions instead (at most %lld)\n"
             "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
-            "  --block-size N       tokens per block in modes 2 and 3 (default 16)\n"
+            "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %lld)\n"
             "  --kv-dtype D         KV cache dtype in modes 1-3 (default f32); i8: static per-tensor scales\n"
             "                       calibrated on the prompts (modes 1 and 2); the first line names the dtype\n"
             "                       and the bytes one token takes in every layer's cache\n"
@@ -38,34 +49,46 @@ static void run_usage(FILE *f)
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
-            "                       gap to the second, log-sum-exp) and timings\n");
+            "                       gap to the second, log-sum-exp) and timings\n",
+            RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)RUN_MAX_POSITIONS, (long long)RUN_MAX_BLOCK_SIZE);
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out)
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     if (!s || !*s) return -1;
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo) return -1;
+    if (errno || *end || v < lo || v > hi) return -1;
     *out = v;
     return 0;
 }
 
-/* Appends the ids of "1,2,3" to ids[*n ..]; returns the count or -1. */
+/* Appends the ids of "1,2,3" to ids[*n ..] and returns their count; -1 for
+ * anything else (an empty item too: "1,,2", "1,2," and ",1" alike), -2 when
+ * the ids of all prompts would pass RUN_MAX_IDS. */
 static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n)
 {
+    if (!s || !*s) return -1;
     int64_t count = 0;
-    while (s && *s) {
+    for (;;) {
         char *end = NULL;
         errno = 0;
         long v = strtol(s, &end, 10);
-        if (errno || end == s || v < 0 || v > INT32_MAX || (*end && *end != ',') || *n >= RUN_MAX_IDS) return -1;
+        if (errno || end == s || *s == '-' || *s == '+' || v > INT32_MAX || (*end && *end != ',')) return -1;
+        if (*n >= RUN_MAX_IDS) return -2;
         ids[(*n)++] = (int32_t)v;
         count++;
-        s = *end ? end + 1 : end;
+        if (!*end) return count;
+        s = end + 1;
     }
-    return count > 0 ? count : -1;
+}
+
+/* Adds item to an array (key NULL) or an object; deletes it when that fails
+ * (a container that could not be created, out of memory). */
+static void add_item(cJSON *to, const char *key, cJSON *item)
+{
+    if (!(key ? cJSON_AddItemToObject(to, key, item) : cJSON_AddItemToArray(to, item))) cJSON_Delete(item);
 }
 
 static void step_summary(cJSON *arr, const float *lg, int64_t V)
@@ -82,13 +105,16 @@ static void step_summary(cJSON *arr, const float *lg, int64_t V)
     cJSON_AddNumberToObject(o, "top_logit", lg[a]);
     cJSON_AddNumberToObject(o, "top2_gap", b >= 0 ? (double)(lg[a] - lg[b]) : 0.0);
     cJSON_AddNumberToObject(o, "logsumexp", (double)lg[a] + log(s));
-    cJSON_AddItemToArray(arr, o);
+    add_item(arr, NULL, o);
 }
 
-static void print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
+/* Prints the --json document; false when memory ran out building it (a
+ * document with parts missing is never printed). */
+static bool print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
                        int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
                        int64_t kv_bytes_per_token)
 {
+    const uint64_t failures = kvc_alloc_failures();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", dir);
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
@@ -101,11 +127,11 @@ static void print_json(const char *dir, const kvc_runner_params *p, const int32_
     const int64_t NT = p->max_new_tokens;
     for (int64_t b = 0; b < n; b++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "prompt_ids", cJSON_CreateIntArray(ids + t, (int)lens[b]));
-        cJSON_AddItemToObject(o, "generated_ids", cJSON_CreateIntArray(tok + b * NT, (int)NT));
+        add_item(o, "prompt_ids", cJSON_CreateIntArray(ids + t, (int)lens[b]));
+        add_item(o, "generated_ids", cJSON_CreateIntArray(tok + b * NT, (int)NT));
         cJSON *steps = cJSON_AddArrayToObject(o, "steps");
-        for (int64_t i = 0; i < NT; i++) step_summary(steps, lg + (i * n + b) * V, V);
-        cJSON_AddItemToArray(prompts, o);
+        for (int64_t i = 0; i < NT && steps; i++) step_summary(steps, lg + (i * n + b) * V, V);
+        add_item(prompts, NULL, o);
         t += lens[b];
     }
     cJSON *tm = cJSON_AddObjectToObject(root, "timings_ms");
@@ -114,9 +140,11 @@ static void print_json(const char *dir, const kvc_runner_params *p, const int32_
     cJSON_AddNumberToObject(tm, "decode_steps", (double)st->decode_steps);
     cJSON_AddNumberToObject(tm, "decode_per_step", st->decode_steps ? st->decode_ms / (double)st->decode_steps : 0.0);
     char *text = cJSON_PrintUnformatted(root);
-    if (text) puts(text);
-    free(text);
+    if (text && kvc_alloc_failures() == failures) puts(text);
+    const bool ok = text && kvc_alloc_failures() == failures;
+    kvc_free(text);
     cJSON_Delete(root);
+    return ok;
 }
 
 int kvc_cmd_run(int argc, char **argv)
@@ -125,7 +153,7 @@ int kvc_cmd_run(int argc, char **argv)
     const char *dir = NULL;
     bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
-    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
+    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, max_positions = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -143,23 +171,30 @@ int kvc_cmd_run(int argc, char **argv)
                 return 2;
             }
         } else if (strcmp(a, "--prompt-ids") == 0) {
-            if (n == RUN_MAX_PROMPTS || (lens[n] = parse_ids(val, ids, &n_ids)) < 0) {
-                fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated non-negative ids (at most %d prompts), got \"%s\"\n",
-                        RUN_MAX_PROMPTS, val ? val : "");
+            int64_t got = n < RUN_MAX_PROMPTS ? parse_ids(val, ids, &n_ids) : 0;
+            if (got <= 0) {
+                if (n == RUN_MAX_PROMPTS) fprintf(stderr, "kvcache run: at most %d prompts (--prompt-ids)\n", RUN_MAX_PROMPTS);
+                else if (got == -2) fprintf(stderr, "kvcache run: at most %d prompt ids in all prompts together\n", RUN_MAX_IDS);
+                else fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated ids in [0, %d], got \"%s\"\n",
+                             INT32_MAX, val ? val : "");
                 return 2;
             }
-            n++;
-        } else if (strcmp(a, "--max-new-tokens") == 0 || strcmp(a, "--block-size") == 0 || strcmp(a, "--mode") == 0) {
-            int64_t v;
-            const bool is_mode = strcmp(a, "--mode") == 0;
-            if (parse_i64(val, is_mode ? 0 : 1, &v) != 0 || (is_mode && v > 3)) {
-                fprintf(stderr, "kvcache run: %s expects %s, got \"%s\"\n", a, is_mode ? "0, 1, 2 or 3" : "an integer >= 1",
-                        val ? val : "");
+            lens[n++] = got;
+        } else if (strcmp(a, "--max-new-tokens") == 0 || strcmp(a, "--block-size") == 0 || strcmp(a, "--mode") == 0 ||
+                   strcmp(a, "--max-positions") == 0) {
+            int64_t v, hi = RUN_MAX_POSITIONS;
+            const bool is_mode = strcmp(a, "--mode") == 0, is_block = strcmp(a, "--block-size") == 0;
+            if (is_mode) hi = 3;
+            if (is_block) hi = RUN_MAX_BLOCK_SIZE;
+            if (parse_i64(val, is_mode ? 0 : 1, hi, &v) != 0) {
+                fprintf(stderr, "kvcache run: %s expects an integer in [%d, %lld], got \"%s\"\n", a, is_mode ? 0 : 1,
+                        (long long)hi, val ? val : "");
                 return 2;
             }
             if (is_mode) mode = v;
-            else if (a[2] == 'm') p.max_new_tokens = v;
-            else p.block_size = v;
+            else if (is_block) p.block_size = v;
+            else if (strcmp(a, "--max-positions") == 0) max_positions = v;
+            else p.max_new_tokens = v;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "kvcache run: unknown option %s\n", a);
             run_usage(stderr);
@@ -179,9 +214,10 @@ int kvc_cmd_run(int argc, char **argv)
     }
     p.mode = (kvc_runner_mode)mode;
     kvc_model *m = NULL;
-    if (kvc_model_load(dir, &m) != KVC_OK) {
+    kvc_status loaded = kvc_model_load(dir, &m);
+    if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
-        return 2;
+        return loaded == KVC_ENOMEM ? 1 : 2;
     }
     if (compare) {
         const int crc = kvc_run_compare_dtypes(m, dir, p, ids, lens, n, json);
@@ -190,10 +226,29 @@ int kvc_cmd_run(int argc, char **argv)
     }
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
-    const int64_t V = kvc_model_config_of(m)->vocab_size, NT = p.max_new_tokens;
+    const kvc_model_config *cfg = kvc_model_config_of(m);
+    const int64_t V = cfg->vocab_size, NT = p.max_new_tokens;
+    const int64_t limit = max_positions > 0 ? max_positions : cfg->max_position_embeddings;
+    /* n <= 64, NT <= 2^20 and V <= 2^24 (model check): these products fit in int64. */
+    if (maxl + NT > limit) {
+        if (max_positions > 0)
+            fprintf(stderr, "kvcache run: a prompt of %lld ids + %lld new tokens passes --max-positions %lld\n",
+                    (long long)maxl, (long long)NT, (long long)limit);
+        else
+            fprintf(stderr, "kvcache run: a prompt of %lld ids + %lld new tokens passes the model's max_position_embeddings %lld (--max-positions overrides it)\n",
+                    (long long)maxl, (long long)NT, (long long)limit);
+        kvc_model_destroy(m);
+        return 2;
+    }
+    if (json && NT * n * V * (int64_t)sizeof(float) > RUN_MAX_LOGIT_BYTES) {
+        fprintf(stderr, "kvcache run: --json would keep %lld bytes of logits, more than %lld; lower --max-new-tokens\n",
+                (long long)(NT * n * V * (int64_t)sizeof(float)), (long long)RUN_MAX_LOGIT_BYTES);
+        kvc_model_destroy(m);
+        return 2;
+    }
     kvc_runner *r = NULL;
-    int32_t *tok = calloc((size_t)(n * NT), sizeof *tok);
-    float *lg = json ? calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
+    int32_t *tok = kvc_calloc((size_t)(n * NT), sizeof *tok);
+    float *lg = json ? kvc_calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
     kvc_runner_stats st = {0};
     int rc = 0;
     if (!tok || (json && !lg)) {
@@ -202,9 +257,10 @@ int kvc_cmd_run(int argc, char **argv)
     } else if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK || kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         rc = 1;
-    } else if (json) {
-        print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r));
-    } else {
+    } else if (json && !print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r))) {
+        fprintf(stderr, "kvcache run: out of memory building the JSON output\n");
+        rc = 1;
+    } else if (!json) {
         if (p.mode != KVC_RUNNER_RECOMPUTE)
             printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.kv_dtype),
                    (long long)kvc_runner_kv_bytes_per_token(r));
@@ -215,7 +271,7 @@ int kvc_cmd_run(int argc, char **argv)
     }
     kvc_runner_destroy(r);
     kvc_model_destroy(m);
-    free(tok);
-    free(lg);
+    kvc_free(tok);
+    kvc_free(lg);
     return rc;
 }

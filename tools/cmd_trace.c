@@ -1,22 +1,28 @@
-/* `kvcache trace FILE|- [--usage]`: replays a JSON trace against the
- * request-level manager and prints JSON Lines (format: trace_replay.h). */
+/* `kvcache trace FILE|- [--usage] [--check] [--max-blocks N]`: replays a JSON
+ * trace against the request-level manager and prints JSON Lines (format:
+ * trace_replay.h). */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "commands.h"
 #include "plot_data.h"
 #include "trace_replay.h"
 
 static void trace_usage(FILE *f) {
     fprintf(f,
-            "usage: kvcache trace FILE|- [--usage] [--plot FILE.png]\n\n"
+            "usage: kvcache trace FILE|- [--usage] [--check] [--max-blocks N] [--plot FILE.png]\n\n"
             "Replays a JSON trace (a cache description, block counts or a plan, and a list of\n"
             "allocate/free ops) against the request-level manager and prints JSON Lines:\n"
             "  {\"block_num\": {KEY: N, ...}}                          the pools\n"
             "  {\"op\": I, \"ok\": B, \"blocks\": {KEY: [ids]}, \"free\": {KEY: N}}   one per op\n"
             "  {\"op\": I, \"error\": MSG}                               an op the manager refuses\n"
-            "An invalid trace prints one {\"error\": MSG} line naming the position and exits 2.\n\n"
+            "An invalid trace prints one {\"error\": MSG} line naming the position and exits 2;\n"
+            "a replay that cannot go on (out of memory, a broken invariant) ends with an\n"
+            "{\"error\": MSG} line and exits 1, as does a failed write of the output.\n\n"
             "Prefix caching (docs/prefix-caching.md): a top-level\n"
             "  \"prefix_caching\": {\"salt\": N, \"state_snapshot_interval\": TOKENS}   (both optional)\n"
             "turns it on. An allocate op then may carry the request's token ids so far,\n"
@@ -25,43 +31,48 @@ static void trace_usage(FILE *f) {
             "longest cached prefix of them (its op line gains \"hit\": L); every allocate with\n"
             "tokens marks computed_tokens + new_tokens of them computed. Op lines gain\n"
             "\"cached_free\": {KEY: N}, the free blocks still cached.\n\n"
-            "  --usage   also print {\"usage\": \"key:used/total,...\"} after every op line, and with\n"
-            "            prefix caching {\"prefix\": {queries, hits, query_tokens, hit_tokens,\n"
-            "            evictions, cached_blocks}}\n"
-            "  --plot FILE.png  draw block usage per key over the ops, prefix hits marked (implies\n"
-            "            --usage; writes the lines to FILE.png.jsonl and runs python3 -m kvcache.plot on\n"
-            "            them, KVC_PYTHON picks the Python)\n");
+            "  --usage         also print {\"usage\": \"key:used/total,...\"} after every op line, and\n"
+            "                  with prefix caching {\"prefix\": {queries, hits, query_tokens, hit_tokens,\n"
+            "                  evictions, cached_blocks}}\n"
+            "  --check         check the manager's invariants after every op (time grows with\n"
+            "                  the pool size per op)\n"
+            "  --max-blocks N  largest number of blocks of all pools together (default %" PRId64 ";\n"
+            "                  at most %" PRId32 ")\n"
+            "  --plot FILE.png draw block usage per key over the ops, prefix hits marked (implies\n"
+            "                  --usage; writes the lines to FILE.png.jsonl and runs python3 -m\n"
+            "                  kvcache.plot on them, KVC_PYTHON picks the Python)\n"
+            "The input file is at most %zu bytes.\n",
+            KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
 }
 
-/* Reads the whole stream into a malloc'ed buffer. */
-static char *read_all(FILE *f, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *grown = realloc(buf, cap * 2);
-        if (grown == NULL) free(buf);
-        buf = grown;
-        cap *= 2;
-    }
-    if (buf != NULL && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    *len = n;
-    return buf;
+/* A decimal integer in [1, INT32_MAX] (block ids are int32). */
+static bool parse_max_blocks(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = s != NULL ? strtoll(s, &end, 10) : 0;
+    if (s == NULL || end == s || *end != '\0' || errno != 0 || v < 1 || v > INT32_MAX) return false;
+    *out = v;
+    return true;
 }
 
 int kvc_cmd_trace(int argc, char **argv) {
     const char *path = NULL, *plot = NULL;
-    kvc_trace_options opts = {0};
+    kvc_trace_options opts = {.max_blocks = KVC_TRACE_DEFAULT_MAX_BLOCKS};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--usage") == 0) {
             opts.print_usage = true;
         } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
             plot = argv[++i];
             opts.print_usage = true; /* the usage lines are what the picture draws */
+        } else if (strcmp(argv[i], "--check") == 0) {
+            opts.check_invariants = true;
+        } else if (strcmp(argv[i], "--max-blocks") == 0) {
+            if (!parse_max_blocks(i + 1 < argc ? argv[i + 1] : NULL, &opts.max_blocks)) {
+                fprintf(stderr, "kvcache trace: --max-blocks expects an integer in [1, %" PRId32 "], got \"%s\"\n",
+                        INT32_MAX, i + 1 < argc ? argv[i + 1] : "");
+                return 2;
+            }
+            i++;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             trace_usage(stdout);
             return 0;
@@ -76,38 +87,31 @@ int kvc_cmd_trace(int argc, char **argv) {
         trace_usage(stderr);
         return 2;
     }
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (in == NULL) {
-        fprintf(stderr, "kvcache trace: cannot open %s\n", path);
-        return 2;
-    }
+    char *json = NULL;
     size_t len = 0;
-    char *json = read_all(in, &len);
-    if (in != stdin) fclose(in);
-    if (json == NULL) {
-        fprintf(stderr, "kvcache trace: cannot read %s\n", path);
-        return 2;
+    kvc_status st = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &json, &len);
+    if (st != KVC_OK) {
+        fprintf(stderr, "kvcache trace: %s\n", kvc_last_error());
+        return st == KVC_ENOMEM ? 1 : 2;
     }
-    if (plot == NULL) {
-        int rc = kvc_trace_replay(json, len, stdout, &opts);
-        free(json);
-        return fflush(stdout) == 0 ? rc : 1;
-    }
-    /* --plot: the same lines go to stdout and to the picture's data file */
+    /* --plot: the lines go to memory first, then to stdout and the picture's data file */
     char *lines = NULL;
     size_t n_lines = 0;
-    FILE *mem = open_memstream(&lines, &n_lines);
-    if (mem == NULL) {
-        free(json);
-        fprintf(stderr, "kvcache trace: out of memory\n");
+    FILE *out = plot != NULL ? open_memstream(&lines, &n_lines) : stdout;
+    if (out == NULL) {
+        kvc_free(json);
+        fprintf(stderr, "kvcache trace: out of memory for the --plot data\n");
         return 1;
     }
-    int rc = kvc_trace_replay(json, len, mem, &opts);
-    free(json);
-    if (fclose(mem) != 0) rc = 1;
-    fwrite(lines, 1, n_lines, stdout);
-    if (fflush(stdout) != 0) rc = 1;
-    if (rc == 0) rc = kvc_plot_emit("trace", lines, n_lines, plot, ".jsonl");
+    int rc = kvc_trace_replay(json, len, out, &opts);
+    kvc_free(json);
+    if (plot != NULL && (fclose(out) != 0 || fwrite(lines, 1, n_lines, stdout) != n_lines)) rc = 1;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
+        free(lines);
+        return 1;
+    }
+    if (plot != NULL && rc == 0) rc = kvc_plot_emit("trace", lines, n_lines, plot, ".jsonl");
     free(lines);
     return rc;
 }

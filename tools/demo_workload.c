@@ -1,4 +1,5 @@
 /* Built-in models, the mixed workload and its driver (demo_workload.h). */
+#include "base/internal.h"
 #include "demo_workload.h"
 
 #include <stdio.h>
@@ -47,8 +48,8 @@ static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64
 kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out) {
     memset(out, 0, sizeof *out);
     out->n = n;
-    out->reqs = calloc((size_t)n, sizeof *out->reqs);
-    out->ids = malloc((size_t)n * 256 * sizeof *out->ids);
+    out->reqs = kvc_calloc((size_t)n, sizeof *out->reqs);
+    out->ids = kvc_malloc((size_t)n * 256 * sizeof *out->ids);
     if (out->reqs == NULL || out->ids == NULL) {
         kvc_demo_workload_free(out);
         return KVC_ENOMEM;
@@ -71,8 +72,8 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
 }
 
 void kvc_demo_workload_free(kvc_demo_workload *w) {
-    free(w->reqs);
-    free(w->ids);
+    kvc_free(w->reqs);
+    kvc_free(w->ids);
     memset(w, 0, sizeof *w);
 }
 
@@ -132,7 +133,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
 }
 
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
-    int64_t *live = malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
+    int64_t *live = kvc_malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
@@ -144,7 +145,7 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
     fig->seconds = now_s() - t0;
-    free(live);
+    kvc_free(live);
     return st;
 }
 

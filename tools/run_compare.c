@@ -7,34 +7,10 @@
 
 #include <cjson/cJSON.h>
 
-#define ORACLE_MAX_IDS 65536
+#include "base/internal.h"
+#include "model/json_read.h"
 
-/* The whole file as a string (NULL if unreadable); free() it. */
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    char chunk[65536];
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = 2 * (len + got + 1);
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, got);
-        len += got;
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    return buf;
-}
+#define ORACLE_MAX_IDS 65536
 
 typedef struct oracle_prompts {
     int32_t *ids;  /* [sum lens] */
@@ -45,7 +21,7 @@ typedef struct oracle_prompts {
 
 static void oracle_free(oracle_prompts *o)
 {
-    free(o->ids), free(o->lens), free(o->ref);
+    kvc_free(o->ids), kvc_free(o->lens), kvc_free(o->ref);
     memset(o, 0, sizeof *o);
 }
 
@@ -55,9 +31,11 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o)
     memset(o, 0, sizeof *o);
     char path[4096];
     snprintf(path, sizeof path, "%s/expected.json", dir);
-    char *text = read_text(path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    if (kvc_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len) == KVC_OK) (void)kvc_json_parse(text, len, path, &root);
+    kvc_free(text);
     const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(root, "prompts");
     const cJSON *nt = cJSON_GetObjectItemCaseSensitive(root, "num_new_tokens");
     const int n = cJSON_GetArraySize(prompts);
@@ -70,9 +48,9 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o)
     }
     if (rc == 0) {
         o->n = n, o->new_tokens = (int64_t)nt->valuedouble;
-        o->ids = malloc(ORACLE_MAX_IDS * sizeof *o->ids);
-        o->lens = calloc((size_t)n, sizeof *o->lens);
-        o->ref = malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
+        o->ids = kvc_malloc(ORACLE_MAX_IDS * sizeof *o->ids);
+        o->lens = kvc_calloc((size_t)n, sizeof *o->lens);
+        o->ref = kvc_malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
         if (!o->ids || !o->lens || !o->ref) {
             fprintf(stderr, "kvcache run: out of memory\n");
             rc = 1;

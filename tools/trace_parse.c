@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
+#include "model/json_read.h"
+
 /* ---- parsing helpers --------------------------------------------------------
  * Every helper returns false after writing "PATH.FIELD: what was expected"
  * into the parser's message buffer. */
@@ -198,8 +201,8 @@ static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_e
 }
 
 static void free_info(kvc_model_cache_info *ci) {
-    for (int32_t l = 0; l < ci->n_layer_infos; l++) free(ci->layer_infos[l].caches);
-    free(ci->layer_infos);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvc_free(ci->layer_infos[l].caches);
+    kvc_free(ci->layer_infos);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -209,7 +212,7 @@ static bool parse_layers(parser *p, const cJSON *root, kvc_model_cache_info *ci)
     if (layers == NULL) return perr(p, "", "layers", "missing");
     if (!cJSON_IsArray(layers)) return perr(p, "", "layers", "expected a list");
     int n = cJSON_GetArraySize(layers);
-    ci->layer_infos = calloc((size_t)n + 1, sizeof *ci->layer_infos);
+    ci->layer_infos = kvc_calloc((size_t)n + 1, sizeof *ci->layer_infos);
     if (ci->layer_infos == NULL) return perr(p, "", "layers", "out of memory");
     char lpath[64], cpath[128];
     int l = 0;
@@ -221,7 +224,7 @@ static bool parse_layers(parser *p, const cJSON *root, kvc_model_cache_info *ci)
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         int nc = cJSON_GetArraySize(caches);
         li->layer_idx = l;
-        li->caches = calloc((size_t)nc + 1, sizeof *li->caches);
+        li->caches = kvc_calloc((size_t)nc + 1, sizeof *li->caches);
         ci->n_layer_infos = l + 1;
         if (li->caches == NULL) return perr(p, lpath, "caches", "out of memory");
         int c = 0;
@@ -290,8 +293,8 @@ static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_i
         return true;
     }
     int n = cJSON_GetArraySize(src->block_num);
-    const char **keys = calloc((size_t)n + 1, sizeof *keys);
-    int64_t *counts = calloc((size_t)n + 1, sizeof *counts);
+    const char **keys = kvc_calloc((size_t)n + 1, sizeof *keys);
+    int64_t *counts = kvc_calloc((size_t)n + 1, sizeof *counts);
     bool ok = keys != NULL && counts != NULL;
     if (!ok) perr(p, "", "block_num", "out of memory");
     int i = 0;
@@ -301,8 +304,8 @@ static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_i
     }
     if (ok && kvc_block_plan_from_counts(ci, keys, counts, n, plan) < 0)
         ok = perr(p, "", "block_num", "%s", kvc_last_error());
-    free(keys);
-    free(counts);
+    kvc_free(keys);
+    kvc_free(counts);
     return ok;
 }
 
@@ -340,7 +343,7 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
     if (total < op->computed_tokens + op->new_tokens)
         return perr(p, path, "tokens", "%" PRId64 " token ids do not cover computed_tokens + new_tokens = %" PRId64,
                     total, op->computed_tokens + op->new_tokens);
-    op->tokens = malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
+    op->tokens = kvc_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
     if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
     for (const cJSON *c = list->child; c != NULL; c = c->next) {
         token_item(p, c, "", &first, &count);
@@ -421,7 +424,7 @@ static bool parse_ops(parser *p, const cJSON *root, kvc_trace *t) {
     if (ops == NULL) return perr(p, "", "ops", "missing");
     if (!cJSON_IsArray(ops)) return perr(p, "", "ops", "expected a list");
     size_t n = (size_t)cJSON_GetArraySize(ops);
-    t->ops = calloc(n + 1, sizeof *t->ops);
+    t->ops = kvc_calloc(n + 1, sizeof *t->ops);
     if (t->ops == NULL) return perr(p, "", "ops", "out of memory");
     char path[64];
     for (const cJSON *v = ops->child; v != NULL; v = v->next) {
@@ -439,10 +442,14 @@ static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_m
     if (opts->max_model_len > 0 && max_model_len > opts->max_model_len)
         return perr(p, "", "max_model_len", "%" PRId64 " exceeds this replay's limit of %" PRId64, max_model_len,
                     opts->max_model_len);
-    for (int32_t g = 0; g < plan->n_groups; g++)
-        if (opts->max_pool_blocks > 0 && plan->groups[g].block_num > opts->max_pool_blocks)
-            return perr(p, "", "block_num", "pool %s of %" PRId64 " blocks exceeds this replay's limit of %" PRId64,
-                        plan->groups[g].key, plan->groups[g].block_num, opts->max_pool_blocks);
+    int64_t total = 0;
+    for (int32_t g = 0; g < plan->n_groups && opts->max_blocks > 0; g++) {
+        if (!kvc_add64(total, plan->groups[g].block_num, &total) || total > opts->max_blocks)
+            return perr(p, "", NULL,
+                        "pool %s: the pools hold more than %" PRId64
+                        " blocks in all, this replay's limit (--max-blocks raises it)",
+                        plan->groups[g].key, opts->max_blocks);
+    }
     return true;
 }
 
@@ -486,25 +493,21 @@ int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, 
                    size_t err_cap) {
     parser p = {err, err_cap, 0};
     *out = NULL;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
-    if (root == NULL) {
-        size_t at = end != NULL && end >= json ? (size_t)(end - json) : 0;
-        snprintf(err, err_cap, "invalid JSON at byte %zu", at);
-        return KVC_TRACE_EXIT_INVALID;
+    cJSON *root = NULL;
+    kvc_status st = kvc_json_parse(json, len, "", &root);
+    if (st != KVC_OK) {
+        snprintf(err, err_cap, "%s", kvc_last_error());
+        return st == KVC_ENOMEM ? KVC_TRACE_EXIT_FAILED : KVC_TRACE_EXIT_INVALID;
     }
-    for (size_t at = (size_t)(end - json); at < len; at++)
-        if (strchr(" \t\r\n", json[at]) == NULL || json[at] == '\0') {
-            snprintf(err, err_cap, "invalid JSON at byte %zu: text after the trace object", at);
-            cJSON_Delete(root);
-            return KVC_TRACE_EXIT_INVALID;
-        }
-    kvc_trace *t = calloc(1, sizeof *t);
-    bool ok = t != NULL ? load_root(&p, root, opts, t) : perr(&p, "", NULL, "out of memory");
+    uint64_t failures = kvc_alloc_failures();
+    kvc_trace *t = kvc_calloc(1, sizeof *t);
+    bool ok = t != NULL && load_root(&p, root, opts, t);
     cJSON_Delete(root);
     if (!ok) {
         kvc_trace_destroy(t);
-        return KVC_TRACE_EXIT_INVALID;
+        if (kvc_alloc_failures() == failures) return KVC_TRACE_EXIT_INVALID;
+        snprintf(err, err_cap, "out of memory loading the trace");
+        return KVC_TRACE_EXIT_FAILED;
     }
     *out = t;
     return KVC_TRACE_EXIT_OK;
@@ -514,7 +517,7 @@ void kvc_trace_destroy(kvc_trace *t) {
     if (t == NULL) return;
     kvc_manager_destroy(t->manager);
     free_info(&t->info);
-    for (size_t i = 0; t->ops != NULL && i < t->n_ops; i++) free(t->ops[i].tokens);
-    free(t->ops);
-    free(t);
+    for (size_t i = 0; t->ops != NULL && i < t->n_ops; i++) kvc_free(t->ops[i].tokens);
+    kvc_free(t->ops);
+    kvc_free(t);
 }

@@ -2,8 +2,11 @@
  * results as JSON Lines (see trace_replay.h; parsing is in trace_parse.c). */
 #include "trace_replay.h"
 
+#include "base/internal.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* An allocate op with token ids under prefix caching: a new request takes the
  * cached prefix of them (its positions stay covered), and the op's tokens
@@ -61,20 +64,25 @@ kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
 /* ---- replay ----------------------------------------------------------------- */
 void kvc_trace_put_json_string(FILE *out, const char *s) {
     fputc('"', out);
-    for (; *s != '\0'; s++) {
+    for (size_t len = strlen(s); len > 0;) {
         unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            if (c < 0x20)
-                fprintf(out, "\\u%04x", c);
-            else
-                fputc(c, out);
+        size_t n = kvc_utf8_char_len(s, len);
+        if (n == 0) {
+            fputs("\\ufffd", out); /* a byte that is not UTF-8 (a message cut inside a character) */
+            n = 1;
+        } else if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc(c, out);
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            fputc('\\', out);
+            fputc(c == '\n' ? 'n' : c == '\r' ? 'r' : 't', out);
+        } else if (c < 0x20) {
+            fprintf(out, "\\u%04x", c);
+        } else {
+            fwrite(s, 1, n, out);
         }
+        s += n;
+        len -= n;
     }
     fputc('"', out);
 }
@@ -95,8 +103,10 @@ kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_tra
         for (;;) {
             if (tb->ids == NULL || tb->start[k] + n > tb->cap) {
                 int64_t cap = 2 * (tb->start[k] + n) + 64;
-                int32_t *grown = realloc(tb->ids, (size_t)cap * sizeof *grown);
-                if (grown == NULL) return KVC_ENOMEM;
+                int32_t *grown = kvc_realloc(tb->ids, (size_t)cap * sizeof *grown);
+                if (grown == NULL)
+                    return kvc_fail(KVC_ENOMEM, "cannot allocate %" PRId64 " block ids for request %" PRId64, cap,
+                                    request);
                 tb->ids = grown;
                 tb->cap = cap;
             }
@@ -110,7 +120,7 @@ kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_tra
 }
 
 void kvc_trace_tables_free(kvc_trace_tables *tb) {
-    free(tb->ids);
+    kvc_free(tb->ids);
     tb->ids = NULL;
     tb->cap = 0;
 }
@@ -166,7 +176,47 @@ static void put_block_num_line(FILE *out, const kvc_manager *m) {
     fputs("}}\n", out);
 }
 
+/* Runs ops[i] and prints its line; false (with an error line) when the
+ * replay cannot go on: memory ran out, or an invariant broke. */
+static bool replay_op(kvc_trace *t, size_t i, FILE *out, const kvc_trace_options *opts, kvc_trace_tables *tb) {
+    char line[512];
+    const char *message = NULL;
+    kvc_status st = kvc_trace_apply(t, i, &message);
+    kvc_status fetched = st >= 0 ? kvc_trace_fetch_tables(t->manager, t->ops[i].request, tb) : KVC_OK;
+    if (st == KVC_ENOMEM || fetched < 0) {
+        snprintf(line, sizeof line, "op %zu: %s (%s): %s", i,
+                 st == KVC_ENOMEM || fetched == KVC_ENOMEM ? "out of memory" : "replay failed",
+                 st < 0 ? "the op was refused" : "the op was applied", kvc_last_error());
+        put_error_line(out, NULL, line);
+        return false;
+    }
+    if (st < 0)
+        put_error_line(out, &i, message);
+    else
+        put_op_line(out, t, i, st, tb);
+    if (opts->print_usage) {
+        char usage[KVC_MAX_MANAGERS * (KVC_NAME_MAX + 48) + 8];
+        fputs("{\"usage\": ", out);
+        kvc_trace_put_json_string(out, kvc_manager_format_usage(t->manager, usage, sizeof usage) < 0
+                                           ? kvc_last_error()
+                                           : usage);
+        fputs("}\n", out);
+        if (t->prefix_caching) put_prefix_stats_line(out, t->manager);
+    }
+    kvc_status checked = opts->check_invariants ? kvc_manager_check_invariants(t->manager) : KVC_OK;
+    if (checked < 0) {
+        snprintf(line, sizeof line, "op %zu: %s: %s", i,
+                 checked == KVC_ENOMEM ? "out of memory checking the invariants" : "manager invariant broken",
+                 kvc_last_error());
+        put_error_line(out, NULL, line);
+        return false;
+    }
+    return true;
+}
+
 int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_options *opts) {
+    static const kvc_trace_options no_options = {0};
+    if (opts == NULL) opts = &no_options;
     char err[512];
     kvc_trace *t = NULL;
     int rc = kvc_trace_load(json, len, opts, &t, err, sizeof err);
@@ -176,32 +226,8 @@ int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_op
     }
     put_block_num_line(out, t->manager);
     kvc_trace_tables tb = {0};
-    char usage[KVC_MAX_MANAGERS * (KVC_NAME_MAX + 48) + 8];
-    for (size_t i = 0; i < t->n_ops && rc == KVC_TRACE_EXIT_OK; i++) {
-        const char *message = NULL;
-        kvc_status st = kvc_trace_apply(t, i, &message);
-        if (st >= 0 && kvc_trace_fetch_tables(t->manager, t->ops[i].request, &tb) < 0) {
-            st = KVC_EINTERNAL;
-            message = "could not read the request's block tables";
-        }
-        if (st < 0)
-            put_error_line(out, &i, message);
-        else
-            put_op_line(out, t, i, st, &tb);
-        if (opts != NULL && opts->print_usage) {
-            fputs("{\"usage\": ", out);
-            kvc_trace_put_json_string(out, kvc_manager_format_usage(t->manager, usage, sizeof usage) < 0
-                                               ? kvc_last_error()
-                                               : usage);
-            fputs("}\n", out);
-            if (t->prefix_caching) put_prefix_stats_line(out, t->manager);
-        }
-        if (kvc_manager_check_invariants(t->manager) < 0) {
-            snprintf(err, sizeof err, "manager invariant broken: %s", kvc_last_error());
-            put_error_line(out, &i, err);
-            rc = KVC_TRACE_EXIT_FAILED;
-        }
-    }
+    for (size_t i = 0; i < t->n_ops && rc == KVC_TRACE_EXIT_OK && !ferror(out); i++)
+        if (!replay_op(t, i, out, opts, &tb)) rc = KVC_TRACE_EXIT_FAILED;
     kvc_trace_tables_free(&tb);
     kvc_trace_destroy(t);
     return rc == KVC_TRACE_EXIT_OK && ferror(out) ? KVC_TRACE_EXIT_FAILED : rc;

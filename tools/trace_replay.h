@@ -48,10 +48,16 @@
 #define KVC_TRACE_EXIT_FAILED 1  /* a manager invariant broke, or the output failed */
 #define KVC_TRACE_EXIT_INVALID 2 /* the trace file is invalid */
 
+/* Blocks a `kvcache trace` replay builds at most, all pools together, unless
+ * --max-blocks says otherwise: 2^24 blocks take about 300 MB and half a second
+ * to set up, and an offline plan of a long max_model_len asks for far more. */
+#define KVC_TRACE_DEFAULT_MAX_BLOCKS (INT64_C(1) << 24)
+
 typedef struct kvc_trace_options {
-    bool print_usage;        /* a {"usage": ...} line after every op line */
-    int64_t max_model_len;   /* > 0: refuse traces asking for a longer max_model_len */
-    int64_t max_pool_blocks; /* > 0: refuse traces whose pools are larger than this */
+    bool print_usage;      /* a {"usage": ...} line after every op line */
+    bool check_invariants; /* check the manager's invariants after every op (O(pool) each) */
+    int64_t max_model_len; /* > 0: refuse traces asking for a longer max_model_len */
+    int64_t max_blocks;    /* > 0: refuse traces whose pools hold more blocks than this in total */
 } kvc_trace_options;
 
 typedef enum kvc_trace_op_kind {
@@ -88,8 +94,9 @@ typedef struct kvc_trace {
 
 /* Parses and checks a trace and creates its manager. On failure returns
  * KVC_TRACE_EXIT_INVALID with a message naming the position in err
- * ("layers[1].caches[0].num_head: expected a positive integer") and *out is
- * NULL. opts may be NULL (no limits). */
+ * ("layers[1].caches[0].num_head: expected a positive integer"), or
+ * KVC_TRACE_EXIT_FAILED when memory ran out, and *out is NULL. opts may be
+ * NULL (no limits). */
 int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
                    size_t err_cap);
 void kvc_trace_destroy(kvc_trace *t);
@@ -116,8 +123,11 @@ void kvc_trace_put_json_string(FILE *out, const char *s);
 
 /* Replays a whole trace, printing JSON Lines to out: {"block_num": {...}},
  * then one line per op ({"op": i, "ok": ..., "blocks": {...}, "free": {...}}
- * or {"op": i, "error": "..."}). An invalid trace prints the single line
- * {"error": "..."}. Returns a KVC_TRACE_EXIT_* status. */
+ * or {"op": i, "error": "..."} for an op the manager refused). An invalid
+ * trace prints the single line {"error": "..."}. A failure of the replay
+ * itself (memory, a broken invariant, the output) ends it with an
+ * {"error": "..."} line and KVC_TRACE_EXIT_FAILED. Returns a
+ * KVC_TRACE_EXIT_* status. */
 int kvc_trace_replay(const char *json, size_t len, FILE *out, const kvc_trace_options *opts);
 
 /* The built-in example of `kvcache demo` (the text of

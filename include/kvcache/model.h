@@ -87,15 +87,18 @@ KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 typedef struct kvc_safetensors kvc_safetensors;
 
 /* Maps every *.safetensors file of dir (sorted by name) and indexes their
- * headers. Refused with the file named: truncated file, header out of bounds,
- * malformed header, tensor data outside the file, duplicate tensor names. */
+ * headers. Refused with the file named: not a regular file, truncated file,
+ * header out of bounds (or over 100 MiB), header not UTF-8 JSON, shape or
+ * offsets not exact integers, tensor data outside the file, tensors that do
+ * not tile the data section exactly (overlap, gap, offset not a multiple of
+ * the element size; the tensor named), duplicate tensor names. */
 KVC_API kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
 KVC_API kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
 KVC_API void kvc_safetensors_destroy(kvc_safetensors *st);
 KVC_API bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
 /* Copies tensor `name` (F32/F16/BF16 on disk) into dst as f32 after checking
- * its shape against shape[0..ndim). Errors name the tensor and its file:
- * missing tensor, wrong shape, wrong dtype. */
+ * its shape against shape[0..ndim); dst NULL checks only. Errors name the
+ * tensor and its file: missing tensor, wrong shape, wrong dtype. */
 KVC_API kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
                                     const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
 

@@ -1,4 +1,4 @@
-/* Element types: sizes, names, parsing; tensor views; aligned allocation. */
+/* Element types: sizes, names, parsing; tensor views. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -39,19 +39,3 @@ int64_t kvc_tensor_numel(const kvc_tensor *t) {
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
 }
-
-kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_aligned_alloc: out must not be NULL");
-    *out = NULL;
-    if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
-        return kvc_fail(KVC_EINVAL, "alignment %zu must be a power of two >= %zu", alignment, sizeof(void *));
-    if (size > SIZE_MAX - alignment) return kvc_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
-    size_t rounded = (size + alignment - 1) / alignment * alignment;
-    if (rounded == 0) rounded = alignment;
-    void *p = aligned_alloc(alignment, rounded);
-    if (p == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate %zu bytes aligned to %zu", rounded, alignment);
-    *out = p;
-    return KVC_OK;
-}
-
-void kvc_aligned_free(void *ptr) { free(ptr); }

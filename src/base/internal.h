@@ -48,4 +48,46 @@ static inline int64_t kvc_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline bool kvc_mul64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 static inline bool kvc_add64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
+/* Host memory of the library and the command (src/base/alloc.c): every
+ * allocation goes through these, cJSON's included, so the failure count is
+ * exact and a test can fail any one of them. Free with kvc_free. A size of 0
+ * is taken as 1 (the result is never NULL on success). */
+void *kvc_malloc(size_t size);
+void *kvc_calloc(size_t count, size_t size);
+void *kvc_realloc(void *ptr, size_t size);
+char *kvc_strdup(const char *s);
+void kvc_free(void *ptr);
+
+/* Test hook: resets the call count and makes call number n from now fail
+ * (once); 0 turns injection off. */
+void kvc_alloc_fail_at(uint64_t n);
+/* Allocation calls since the last kvc_alloc_fail_at, and failures (injected
+ * or real) since the process started: a caller that sees the failure count
+ * move across a call that failed knows the cause was memory. */
+uint64_t kvc_alloc_calls(void);
+uint64_t kvc_alloc_failures(void);
+
+/* ---- input (read_file.c, utf8.c) ---------------------------------------- */
+
+/* Largest input file any reader takes (config.json, traces, plan input):
+ * 64 MiB, a hundred times the largest real config.json and room for about a
+ * million trace ops. */
+#define KVC_MAX_INPUT_BYTES ((size_t)64 << 20)
+
+/* Opens path read-only if it is a regular file (never blocks on a FIFO;
+ * symlink loops fail in open with ELOOP); *fd_out and its *size_out. */
+kvc_status kvc_open_regular(const char *path, int *fd_out, size_t *size_out);
+/* The whole of a regular file ("-": standard input, any kind) as a
+ * NUL-terminated kvc_malloc'ed buffer of *len bytes; refuses more than
+ * max_bytes. *out is NULL after a failure. */
+kvc_status kvc_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
+
+/* Whether text[0..n) is well-formed UTF-8 (no overlong forms, no surrogates,
+ * at most U+10FFFF). */
+bool kvc_utf8_valid(const char *text, size_t n);
+/* Length of the longest well-formed UTF-8 prefix of text[0..n). */
+size_t kvc_utf8_valid_prefix(const char *text, size_t n);
+/* Bytes of the well-formed UTF-8 character at text[0..n), 0 if there is none. */
+size_t kvc_utf8_char_len(const char *text, size_t n);
+
 #endif /* KVC_BASE_INTERNAL_H */

@@ -21,9 +21,9 @@ kvc_status kvc_request_table_init(kvc_request_table *t, int64_t capacity) {
     while (buckets < 2 * capacity) buckets *= 2;
     t->capacity = capacity;
     t->mask = buckets - 1;
-    t->buckets = malloc((size_t)buckets * sizeof *t->buckets);
-    t->ids = calloc((size_t)capacity, sizeof *t->ids);
-    t->free_slots = malloc((size_t)capacity * sizeof *t->free_slots);
+    t->buckets = kvc_malloc((size_t)buckets * sizeof *t->buckets);
+    t->ids = kvc_calloc((size_t)capacity, sizeof *t->ids);
+    t->free_slots = kvc_malloc((size_t)capacity * sizeof *t->free_slots);
     if (t->buckets == NULL || t->ids == NULL || t->free_slots == NULL) {
         kvc_request_table_release(t);
         return kvc_fail(KVC_ENOMEM, "cannot allocate a request table of %lld requests", (long long)capacity);
@@ -35,9 +35,9 @@ kvc_status kvc_request_table_init(kvc_request_table *t, int64_t capacity) {
 }
 
 void kvc_request_table_release(kvc_request_table *t) {
-    free(t->buckets);
-    free(t->ids);
-    free(t->free_slots);
+    kvc_free(t->buckets);
+    kvc_free(t->ids);
+    kvc_free(t->free_slots);
     *t = (kvc_request_table){0};
 }
 

@@ -14,7 +14,7 @@ static void *zalloc(int64_t count, size_t elem, const char *what, kvc_status *st
                        what, (long long)count, elem);
         return NULL;
     }
-    void *p = calloc((size_t)count, elem);
+    void *p = kvc_calloc((size_t)count, elem);
     if (p == NULL) {
         *st = kvc_fail(KVC_ENOMEM, "step buffers: cannot allocate %s (%lld elements of %zu bytes)", what,
                        (long long)count, elem);
@@ -60,7 +60,7 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
         return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: manager has %d keys, expected 0..%d", (int)n_keys,
                         KVC_MAX_MANAGERS);
     }
-    kvc_step_buffers *buf = calloc(1, sizeof *buf);
+    kvc_step_buffers *buf = kvc_calloc(1, sizeof *buf);
     if (buf == NULL) return kvc_fail(KVC_ENOMEM, "kvc_step_buffers_create: cannot allocate the buffers object");
     buf->manager = m;
     buf->max_rows = max_rows;
@@ -103,19 +103,19 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
 void kvc_step_buffers_destroy(kvc_step_buffers *buf) {
     if (buf == NULL) return;
     for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) {
-        free(buf->block_table[k]);
-        free(buf->row_state[k]);
-        free(buf->slot_mapping[k]);
+        kvc_free(buf->block_table[k]);
+        kvc_free(buf->row_state[k]);
+        kvc_free(buf->slot_mapping[k]);
     }
-    free(buf->rows.positions);
-    free(buf->rows.kv_pos);
-    free(buf->rows.seq_lens_q);
-    free(buf->rows.seq_lens_kv);
-    free(buf->rows.cu_seq_lens_q);
-    free(buf->rows.cu_seq_lens_kv);
-    free(buf->seen_ids);
-    free(buf->seen_stamp);
-    free(buf);
+    kvc_free(buf->rows.positions);
+    kvc_free(buf->rows.kv_pos);
+    kvc_free(buf->rows.seq_lens_q);
+    kvc_free(buf->rows.seq_lens_kv);
+    kvc_free(buf->rows.cu_seq_lens_q);
+    kvc_free(buf->rows.cu_seq_lens_kv);
+    kvc_free(buf->seen_ids);
+    kvc_free(buf->seen_stamp);
+    kvc_free(buf);
 }
 
 int64_t kvc_step_buffers_max_rows(const kvc_step_buffers *buf) { return buf ? buf->max_rows : 0; }

@@ -48,15 +48,15 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
     *out = NULL;
     if (num_blocks <= 0 || num_blocks > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "num_blocks %lld must be in [1, %d]", (long long)num_blocks, INT32_MAX);
-    kvc_block_pool *pool = calloc(1, sizeof *pool);
-    int32_t *count = calloc((size_t)num_blocks, sizeof *count);
-    int32_t *after = malloc((size_t)num_blocks * sizeof *after);
-    int32_t *before = malloc((size_t)num_blocks * sizeof *before);
+    kvc_block_pool *pool = kvc_calloc(1, sizeof *pool);
+    int32_t *count = kvc_calloc((size_t)num_blocks, sizeof *count);
+    int32_t *after = kvc_malloc((size_t)num_blocks * sizeof *after);
+    int32_t *before = kvc_malloc((size_t)num_blocks * sizeof *before);
     if (pool == NULL || count == NULL || after == NULL || before == NULL) {
-        free(pool);
-        free(count);
-        free(after);
-        free(before);
+        kvc_free(pool);
+        kvc_free(count);
+        kvc_free(after);
+        kvc_free(before);
         return kvc_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
     *pool = (kvc_block_pool){.num_blocks = num_blocks, .count = count, .after = after, .before = before,
@@ -69,10 +69,10 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
 
 void kvc_block_pool_destroy(kvc_block_pool *pool) {
     if (pool == NULL) return;
-    free(pool->count);
-    free(pool->after);
-    free(pool->before);
-    free(pool);
+    kvc_free(pool->count);
+    kvc_free(pool->after);
+    kvc_free(pool->before);
+    kvc_free(pool);
 }
 
 int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool != NULL ? pool->num_blocks : 0; }

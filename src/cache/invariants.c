@@ -11,7 +11,7 @@
 static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num_blocks] */) {
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
     int64_t n_free = kvc_block_pool_num_free(sm->pool);
-    int32_t *queue = malloc((size_t)kvc_max64(n_free, 1) * sizeof *queue);
+    int32_t *queue = kvc_malloc((size_t)kvc_max64(n_free, 1) * sizeof *queue);
     if (queue == NULL) return kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld ids", (long long)n_free);
     int64_t n = 0;
     kvc_block_pool_free_ids(sm->pool, queue, n_free, &n);
@@ -25,7 +25,7 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
         else if (!kvc_block_pool_is_free(sm->pool, id))
             st = BROKEN("%s: INV-P2 block %d is queued but has holders", sm->group.key, id);
     }
-    free(queue);
+    kvc_free(queue);
     for (int64_t id = 1; id < num_blocks && st == KVC_OK; id++)
         if (!seen[id] && kvc_block_pool_is_free(sm->pool, (int32_t)id))
             st = BROKEN("%s: INV-P2 block %lld has no holder but is not queued", sm->group.key, (long long)id);
@@ -110,15 +110,15 @@ kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
     if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_check_invariants: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) {
         int64_t num_blocks = kvc_block_pool_num_blocks(m->managers[g].pool);
-        uint8_t *seen = calloc((size_t)num_blocks, 1);
-        int32_t *holders = calloc((size_t)num_blocks, sizeof *holders);
+        uint8_t *seen = kvc_calloc((size_t)num_blocks, 1);
+        int32_t *holders = kvc_calloc((size_t)num_blocks, sizeof *holders);
         kvc_status st = seen != NULL && holders != NULL
                             ? check_pool(&m->managers[g], seen)
                             : kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
         if (st == KVC_OK) st = check_tables(m, g, holders);
         if (st == KVC_OK) st = check_index(&m->managers[g]);
-        free(seen);
-        free(holders);
+        kvc_free(seen);
+        kvc_free(holders);
         if (st != KVC_OK) return st;
     }
     return KVC_OK;

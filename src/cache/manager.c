@@ -91,7 +91,7 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     kvc_cache_groups groups;
     if (st == KVC_OK) st = kvc_cache_groups_build(ci, &groups);
     if (st != KVC_OK) return st;
-    kvc_manager *m = calloc(1, sizeof *m);
+    kvc_manager *m = kvc_calloc(1, sizeof *m);
     if (m == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate the manager");
     m->ci = ci;
     m->max_model_len = p->max_model_len;
@@ -110,8 +110,8 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     }
     if (st == KVC_OK) st = kvc_request_table_init(&m->requests, max_requests);
     if (st == KVC_OK) {
-        m->tables = calloc((size_t)max_requests * (size_t)kvc_max64(m->n_managers, 1), sizeof *m->tables);
-        m->layer_order = malloc((size_t)kvc_max64(ci->n_layer_infos, 1) * sizeof *m->layer_order);
+        m->tables = kvc_calloc((size_t)max_requests * (size_t)kvc_max64(m->n_managers, 1), sizeof *m->tables);
+        m->layer_order = kvc_malloc((size_t)kvc_max64(ci->n_layer_infos, 1) * sizeof *m->layer_order);
         if (m->tables == NULL || m->layer_order == NULL)
             st = kvc_fail(KVC_ENOMEM, "cannot allocate tables for %lld requests", (long long)max_requests);
     }
@@ -128,9 +128,9 @@ void kvc_manager_destroy(kvc_manager *m) {
     if (m == NULL) return;
     for (int32_t g = 0; g < m->n_managers; g++) kvc_single_manager_release(&m->managers[g]);
     kvc_request_table_release(&m->requests);
-    free(m->tables);
-    free(m->layer_order);
-    free(m);
+    kvc_free(m->tables);
+    kvc_free(m->layer_order);
+    kvc_free(m);
 }
 
 kvc_req_blocks *kvc_manager_request_tables(const kvc_manager *m, int32_t slot) {

@@ -6,9 +6,9 @@
 
 void kvc_model_cache_info_destroy(kvc_model_cache_info *ci) {
     if (ci == NULL) return;
-    for (int32_t l = 0; l < ci->n_layer_infos; l++) free(ci->layer_infos[l].caches);
-    free(ci->layer_infos);
-    free(ci);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvc_free(ci->layer_infos[l].caches);
+    kvc_free(ci->layer_infos);
+    kvc_free(ci);
 }
 
 /* Deep-copies src's layers into dst->layer_infos[first ..], offsetting layer_idx. */
@@ -17,7 +17,7 @@ static kvc_status copy_layers(kvc_model_cache_info *dst, int32_t first, const kv
     for (int32_t l = 0; l < src->n_layer_infos; l++) {
         const kvc_layer_cache_info *from = &src->layer_infos[l];
         kvc_layer_cache_info *to = &dst->layer_infos[first + l];
-        to->caches = malloc((size_t)kvc_max64(from->n_caches, 1) * sizeof *to->caches);
+        to->caches = kvc_malloc((size_t)kvc_max64(from->n_caches, 1) * sizeof *to->caches);
         if (to->caches == NULL) return kvc_fail(KVC_ENOMEM, "cannot copy layer %d", from->layer_idx);
         if (from->n_caches > 0) memcpy(to->caches, from->caches, (size_t)from->n_caches * sizeof *to->caches);
         to->n_caches = from->n_caches;
@@ -48,10 +48,10 @@ kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const
         return kvc_fail(KVC_EINVAL, "merge: is_mla_backend differs (main %s, draft %s)",
                         main_ci->is_mla_backend ? "true" : "false", draft_ci->is_mla_backend ? "true" : "false");
     int32_t n = main_ci->n_layer_infos + draft_ci->n_layer_infos;
-    kvc_model_cache_info *ci = calloc(1, sizeof *ci);
-    if (ci != NULL) ci->layer_infos = calloc((size_t)kvc_max64(n, 1), sizeof *ci->layer_infos);
+    kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);
+    if (ci != NULL) ci->layer_infos = kvc_calloc((size_t)kvc_max64(n, 1), sizeof *ci->layer_infos);
     if (ci == NULL || ci->layer_infos == NULL) {
-        free(ci);
+        kvc_free(ci);
         return kvc_fail(KVC_ENOMEM, "merge: cannot allocate %d layers", n);
     }
     ci->is_mla_backend = main_ci->is_mla_backend;

@@ -22,12 +22,12 @@ kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64
     int64_t buckets = 2;
     while (buckets < 2 * num_blocks) buckets *= 2;
     ix->mask = buckets - 1;
-    ix->hash = malloc((size_t)num_blocks * sizeof *ix->hash);
-    ix->parent = malloc((size_t)num_blocks * sizeof *ix->parent);
-    ix->tokens = malloc((size_t)token_count * sizeof *ix->tokens);
-    ix->indexed = calloc((size_t)num_blocks, 1);
-    ix->buckets = malloc((size_t)buckets * sizeof *ix->buckets);
-    ix->buf = malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
+    ix->hash = kvc_malloc((size_t)num_blocks * sizeof *ix->hash);
+    ix->parent = kvc_malloc((size_t)num_blocks * sizeof *ix->parent);
+    ix->tokens = kvc_malloc((size_t)token_count * sizeof *ix->tokens);
+    ix->indexed = kvc_calloc((size_t)num_blocks, 1);
+    ix->buckets = kvc_malloc((size_t)buckets * sizeof *ix->buckets);
+    ix->buf = kvc_malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
     if (ix->hash == NULL || ix->parent == NULL || ix->tokens == NULL || ix->indexed == NULL || ix->buckets == NULL ||
         ix->buf == NULL) {
         kvc_prefix_index_release(ix);
@@ -39,12 +39,12 @@ kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64
 }
 
 void kvc_prefix_index_release(kvc_prefix_index *ix) {
-    free(ix->hash);
-    free(ix->parent);
-    free(ix->tokens);
-    free(ix->indexed);
-    free(ix->buckets);
-    free(ix->buf);
+    kvc_free(ix->hash);
+    kvc_free(ix->parent);
+    kvc_free(ix->tokens);
+    kvc_free(ix->indexed);
+    kvc_free(ix->buckets);
+    kvc_free(ix->buf);
     *ix = (kvc_prefix_index){0};
 }
 

@@ -18,8 +18,8 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
     if (st != KVC_OK) return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
     /* Zeroed pages are only touched by the requests that use them. */
-    m->table_ids = calloc((size_t)kvc_max64(table_entries, 1), sizeof *m->table_ids);
-    m->scratch = malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->scratch);
+    m->table_ids = kvc_calloc((size_t)kvc_max64(table_entries, 1), sizeof *m->table_ids);
+    m->scratch = kvc_malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->scratch);
     if (m->table_ids == NULL || m->scratch == NULL) {
         kvc_single_manager_release(m);
         return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate tables of %lld entries for %lld requests", g->key,
@@ -33,8 +33,8 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
         kvc_single_manager_release(m);
         return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
     }
-    m->chain = malloc((size_t)m->max_chain * sizeof *m->chain);
-    m->hit_ids = malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->hit_ids);
+    m->chain = kvc_malloc((size_t)m->max_chain * sizeof *m->chain);
+    m->hit_ids = kvc_malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->hit_ids);
     if (m->chain == NULL || m->hit_ids == NULL) {
         kvc_single_manager_release(m);
         return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for %lld blocks", g->key,
@@ -45,11 +45,11 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
 
 void kvc_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
-    free(m->table_ids);
-    free(m->scratch);
+    kvc_free(m->table_ids);
+    kvc_free(m->scratch);
     kvc_prefix_index_release(&m->index);
-    free(m->chain);
-    free(m->hit_ids);
+    kvc_free(m->chain);
+    kvc_free(m->hit_ids);
     m->pool = NULL;
     m->table_ids = m->scratch = m->hit_ids = NULL;
     m->chain = NULL;

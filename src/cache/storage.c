@@ -63,10 +63,10 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
     int64_t n = 0;
     if (st == KVC_OK) st = count_entries(ci, plan, &n);
     if (st != KVC_OK) return st;
-    kvc_cache_storage *s = calloc(1, sizeof *s);
-    if (s != NULL) s->tensors = calloc((size_t)kvc_max64(n, 1), sizeof *s->tensors);
+    kvc_cache_storage *s = kvc_calloc(1, sizeof *s);
+    if (s != NULL) s->tensors = kvc_calloc((size_t)kvc_max64(n, 1), sizeof *s->tensors);
     if (s == NULL || s->tensors == NULL) {
-        free(s);
+        kvc_free(s);
         return kvc_fail(KVC_ENOMEM, "cannot allocate the storage record of %lld tensors", (long long)n);
     }
     /* Allocate everything first, hand tensors out only when all succeeded. */
@@ -115,6 +115,6 @@ int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s) { return s != NULL ?
 void kvc_cache_storage_destroy(kvc_cache_storage *s) {
     if (s == NULL) return;
     for (int64_t i = 0; i < s->n_tensors; i++) kvc_aligned_free(s->tensors[i]);
-    free(s->tensors);
-    free(s);
+    kvc_free(s->tensors);
+    kvc_free(s);
 }

@@ -20,10 +20,10 @@ kvc_status kvc_engine_check_alloc(kvc_engine *e) {
         width = kvc_max64(width, 1 + e->p.next_n);
         if (!has_slots(e, k)) continue;
         int64_t bits = kvc_manager_num_blocks(e->mgr, k) * kvc_manager_block_size(e->mgr, k);
-        e->slot_seen[k] = calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
+        e->slot_seen[k] = kvc_calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
         if (e->slot_seen[k] == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the slot checks");
     }
-    e->check_row = malloc((size_t)width * sizeof *e->check_row);
+    e->check_row = kvc_malloc((size_t)width * sizeof *e->check_row);
     if (e->check_row == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the table checks");
     return KVC_OK;
 }

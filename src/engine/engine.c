@@ -115,15 +115,15 @@ static kvc_status alloc_requests(kvc_engine *e) {
     size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_batch;
     kvc_status st = kvc_request_table_init(&e->table, e->p.max_requests);
     if (st != KVC_OK) return st;
-    e->reqs = calloc(n, sizeof *e->reqs);
-    e->token_store = malloc(n * (size_t)(e->p.max_model_len + 1) * sizeof *e->token_store);
-    e->waiting = malloc(n * sizeof *e->waiting);
-    e->running = malloc(rows * sizeof *e->running);
-    e->rows = malloc(rows * sizeof *e->rows);
-    e->row_slots = malloc(rows * sizeof *e->row_slots);
-    e->row_ids = malloc(rows * sizeof *e->row_ids);
-    e->ids = malloc((size_t)e->max_tokens * sizeof *e->ids);
-    e->logits = malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
+    e->reqs = kvc_calloc(n, sizeof *e->reqs);
+    e->token_store = kvc_malloc(n * (size_t)(e->p.max_model_len + 1) * sizeof *e->token_store);
+    e->waiting = kvc_malloc(n * sizeof *e->waiting);
+    e->running = kvc_malloc(rows * sizeof *e->running);
+    e->rows = kvc_malloc(rows * sizeof *e->rows);
+    e->row_slots = kvc_malloc(rows * sizeof *e->row_slots);
+    e->row_ids = kvc_malloc(rows * sizeof *e->row_ids);
+    e->ids = kvc_malloc((size_t)e->max_tokens * sizeof *e->ids);
+    e->logits = kvc_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
     if (!e->reqs || !e->token_store || !e->waiting ||
         !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->ids || !e->logits)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
@@ -144,7 +144,7 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     kvc_engine_params rp = *p;
     st = resolve_params(&rp);
     if (st != KVC_OK) return st;
-    kvc_engine *e = calloc(1, sizeof *e);
+    kvc_engine *e = kvc_calloc(1, sizeof *e);
     if (e == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
     e->model = *model;
     e->p = rp;
@@ -168,19 +168,19 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvc_cache_storage_destroy(e->storage);
     kvc_engine_legacy_destroy(e);
     kvc_sampler_destroy(e->sampler);
-    free(e->reqs);
-    free(e->token_store);
+    kvc_free(e->reqs);
+    kvc_free(e->token_store);
     kvc_request_table_release(&e->table);
-    free(e->waiting);
-    free(e->running);
-    free(e->rows);
-    free(e->row_slots);
-    free(e->row_ids);
-    free(e->ids);
-    free(e->logits);
-    free(e->check_row);
-    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) free(e->slot_seen[k]);
-    free(e);
+    kvc_free(e->waiting);
+    kvc_free(e->running);
+    kvc_free(e->rows);
+    kvc_free(e->row_slots);
+    kvc_free(e->row_ids);
+    kvc_free(e->ids);
+    kvc_free(e->logits);
+    kvc_free(e->check_row);
+    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) kvc_free(e->slot_seen[k]);
+    kvc_free(e);
 }
 
 const kvc_manager *kvc_engine_manager(const kvc_engine *e) { return e != NULL ? e->mgr : NULL; }

@@ -39,14 +39,14 @@ static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_para
     if (p->calib_ids == NULL || p->n_calib < 1)
         return kvc_fail(KVC_EINVAL, "engine adapter: int8 caches need calib_ids (n_calib %lld) to set their scales",
                         (long long)p->n_calib);
-    float *absmax = malloc((size_t)(2 * L) * sizeof *absmax);
+    float *absmax = kvc_malloc((size_t)(2 * L) * sizeof *absmax);
     if (absmax == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
     for (int64_t l = 0; st == KVC_OK && l < L; l++) {
         a->layers[l].k_scale = (absmax[2 * l] > 0.0f ? absmax[2 * l] : 1.0f) / 127.0f;
         a->layers[l].v_scale = (absmax[2 * l + 1] > 0.0f ? absmax[2 * l + 1] : 1.0f) / 127.0f;
     }
-    free(absmax);
+    kvc_free(absmax);
     return st;
 }
 
@@ -66,7 +66,7 @@ static void wire_managed(kvc_engine_adapter *a) {
 
 /* Self-managed: one legacy cache per entry, unit = heads * dims. */
 static kvc_status wire_legacy(kvc_engine_adapter *a) {
-    a->legacy = calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
+    a->legacy = kvc_calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
     if (a->legacy == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
         const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
@@ -98,10 +98,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         return kvc_fail(KVC_EINVAL, "engine adapter: engine max_model_len %lld and max_batch %lld must be >= 1",
                         (long long)ep->max_model_len, (long long)ep->max_batch);
     const kvc_model_config *c = kvc_model_config_of(m);
-    kvc_engine_adapter *a = calloc(1, sizeof *a);
+    kvc_engine_adapter *a = kvc_calloc(1, sizeof *a);
     if (a == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;
-    a->layers = calloc((size_t)c->num_layers, sizeof *a->layers);
+    a->layers = kvc_calloc((size_t)c->num_layers, sizeof *a->layers);
     kvc_status st = a->layers != NULL ? KVC_OK : kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
@@ -136,9 +136,9 @@ void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
     if (a == NULL) return;
     kvc_model_workspace_destroy(a->ws);
     kvc_model_cache_info_destroy(a->ci);
-    free(a->legacy);
-    free(a->layers);
-    free(a);
+    kvc_free(a->legacy);
+    kvc_free(a->layers);
+    kvc_free(a);
 }
 
 const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

@@ -61,11 +61,11 @@ kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
     *out = NULL;
     if (vocab_size < 1 || vocab_size > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "kvc_sampler_create: vocab_size %lld must be in [1, 2^31)", (long long)vocab_size);
-    kvc_sampler *s = calloc(1, sizeof *s);
+    kvc_sampler *s = kvc_calloc(1, sizeof *s);
     if (s == NULL) return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: out of host memory");
     s->vocab = vocab_size;
-    s->heap = malloc((size_t)vocab_size * sizeof *s->heap);
-    s->w = malloc((size_t)vocab_size * sizeof *s->w);
+    s->heap = kvc_malloc((size_t)vocab_size * sizeof *s->heap);
+    s->w = kvc_malloc((size_t)vocab_size * sizeof *s->w);
     if (s->heap == NULL || s->w == NULL) {
         kvc_sampler_destroy(s);
         return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld", (long long)vocab_size);
@@ -76,9 +76,9 @@ kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
 
 void kvc_sampler_destroy(kvc_sampler *s) {
     if (s == NULL) return;
-    free(s->heap);
-    free(s->w);
-    free(s);
+    kvc_free(s->heap);
+    kvc_free(s->w);
+    kvc_free(s);
 }
 
 /* Token a is ranked before token b: larger logit, then lower id. */

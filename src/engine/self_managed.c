@@ -38,7 +38,7 @@ static kvc_status legacy_tensors(kvc_engine *e) {
     const kvc_engine_model *m = &e->model;
     l->n_caches = m->n_legacy_caches;
     if (l->n_caches == 0) return KVC_OK;
-    l->data = calloc((size_t)l->n_caches, sizeof *l->data);
+    l->data = kvc_calloc((size_t)l->n_caches, sizeof *l->data);
     if (l->data == NULL) return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the legacy cache list");
     for (int32_t i = 0; i < l->n_caches; i++) {
         int64_t bytes = 0;
@@ -69,15 +69,15 @@ kvc_status kvc_engine_legacy_create(kvc_engine *e) {
     kvc_step_rows *sr = &l->rows;
     sr->max_rows = e->p.max_batch;
     sr->max_tokens = e->max_tokens;
-    l->free_rows = malloc(rows * sizeof(int64_t));
-    sr->positions = malloc(toks * sizeof(int64_t));
-    l->legacy_index = malloc(toks * sizeof(int64_t));
-    sr->kv_pos = malloc(rows * sizeof(int64_t));
-    sr->seq_lens_q = malloc(rows * sizeof(int64_t));
-    sr->seq_lens_kv = malloc(rows * sizeof(int64_t));
-    sr->cu_seq_lens_q = malloc(rows * sizeof(int64_t));
-    sr->cu_seq_lens_kv = malloc(rows * sizeof(int64_t));
-    l->cache_rows = malloc(rows * sizeof(int64_t));
+    l->free_rows = kvc_malloc(rows * sizeof(int64_t));
+    sr->positions = kvc_malloc(toks * sizeof(int64_t));
+    l->legacy_index = kvc_malloc(toks * sizeof(int64_t));
+    sr->kv_pos = kvc_malloc(rows * sizeof(int64_t));
+    sr->seq_lens_q = kvc_malloc(rows * sizeof(int64_t));
+    sr->seq_lens_kv = kvc_malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_q = kvc_malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_kv = kvc_malloc(rows * sizeof(int64_t));
+    l->cache_rows = kvc_malloc(rows * sizeof(int64_t));
     if (!l->free_rows || !sr->positions || !l->legacy_index || !sr->kv_pos || !sr->seq_lens_q || !sr->seq_lens_kv ||
         !sr->cu_seq_lens_q || !sr->cu_seq_lens_kv || !l->cache_rows)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
@@ -91,16 +91,16 @@ void kvc_engine_legacy_destroy(kvc_engine *e) {
     kvc_engine_legacy *l = &e->legacy;
     if (l->data != NULL)
         for (int32_t i = 0; i < l->n_caches; i++) kvc_aligned_free(l->data[i]);
-    free(l->data);
-    free(l->free_rows);
-    free(l->rows.positions);
-    free(l->legacy_index);
-    free(l->rows.kv_pos);
-    free(l->rows.seq_lens_q);
-    free(l->rows.seq_lens_kv);
-    free(l->rows.cu_seq_lens_q);
-    free(l->rows.cu_seq_lens_kv);
-    free(l->cache_rows);
+    kvc_free(l->data);
+    kvc_free(l->free_rows);
+    kvc_free(l->rows.positions);
+    kvc_free(l->legacy_index);
+    kvc_free(l->rows.kv_pos);
+    kvc_free(l->rows.seq_lens_q);
+    kvc_free(l->rows.seq_lens_kv);
+    kvc_free(l->rows.cu_seq_lens_q);
+    kvc_free(l->rows.cu_seq_lens_kv);
+    kvc_free(l->cache_rows);
     memset(l, 0, sizeof *l);
 }
 

@@ -36,10 +36,10 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
                         kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", int8");
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvc_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
-    kvc_model_cache_info *ci = calloc(1, sizeof *ci);
-    if (ci) ci->layer_infos = calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
+    kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);
+    if (ci) ci->layer_infos = kvc_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
     if (!ci || !ci->layer_infos) {
-        free(ci);
+        kvc_free(ci);
         return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
     }
     ci->num_layers = (int32_t)c->num_layers;
@@ -51,7 +51,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = calloc(2, sizeof *li->caches);
+        li->caches = kvc_calloc(2, sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");

@@ -21,8 +21,8 @@ kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_
     if (!m || !ids || !absmax || n < 1)
         return kvc_fail(KVC_EINVAL, "model_calibrate_kv: model, ids and absmax must be given and n %lld >= 1", (long long)n);
     const int64_t L = m->cfg.num_layers, V = m->cfg.vocab_size;
-    int64_t *arrays = calloc((size_t)(n + 6), sizeof(int64_t));
-    float *logits = malloc((size_t)V * sizeof(float));
+    int64_t *arrays = kvc_calloc((size_t)(n + 6), sizeof(int64_t));
+    float *logits = kvc_malloc((size_t)V * sizeof(float));
     kvc_model_workspace *ws = NULL;
     kvc_status st = arrays && logits ? kvc_model_workspace_create(m, n, 1, n, &ws)
                                      : kvc_fail(KVC_ENOMEM, "model_calibrate_kv: out of memory");
@@ -40,7 +40,7 @@ kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_
         st = kvc_model_forward(m, ws, &a);
     }
     kvc_model_workspace_destroy(ws);
-    free(arrays);
-    free(logits);
+    kvc_free(arrays);
+    kvc_free(logits);
     return st;
 }

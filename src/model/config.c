@@ -247,21 +247,12 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return kvc_fail(KVC_EINVAL, "model_config_load: path too long");
-    FILE *f = fopen(path, "rb");
-    if (!f) return kvc_fail(KVC_EINVAL, "%s: cannot open (%s)", path, strerror(errno));
     char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n >= 0 && n < (1L << 26) && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return kvc_fail(KVC_EINVAL, "%s: cannot read", path);
-    }
-    fclose(f);
-    buf[n] = '\0';
+    size_t n = 0;
+    kvc_status rd = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &buf, &n);
+    if (rd != KVC_OK) return rd;
     kvc_status st = kvc_model_config_parse(buf, path, out);
-    free(buf);
+    kvc_free(buf);
     return st;
 }
 

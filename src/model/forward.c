@@ -35,7 +35,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws)
     kvc_aligned_free(ws->kc);
     kvc_aligned_free(ws->vc);
     kvc_aligned_free(ws->attn_ws);
-    free(ws);
+    kvc_free(ws);
 }
 
 static kvc_status alloc_f(float **p, int64_t n) { return kvc_aligned_alloc(64, (size_t)kvc_max64(n, 1) * 4, (void **)p); }
@@ -49,7 +49,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
         return kvc_fail(KVC_EINVAL, "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with max_rows <= max_tokens <= 2^24",
                         (long long)max_tokens, (long long)max_rows, (long long)max_kv_len);
     const kvc_model_config *c = &m->cfg;
-    kvc_model_workspace *ws = calloc(1, sizeof *ws);
+    kvc_model_workspace *ws = kvc_calloc(1, sizeof *ws);
     if (!ws) return kvc_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
     int64_t dq, dv, nkv;
     attn_dims(c, &dq, &dv, &nkv);

@@ -18,40 +18,49 @@ const char *kvc_json_type_name(const cJSON *item) {
     return "an invalid value";
 }
 
-bool kvc_utf8_valid(const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        const unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0)
-                lo = 0xA0; /* no overlong forms */
-            else if (c == 0xED)
-                hi = 0x9F; /* no surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0)
-                lo = 0x90; /* no overlong forms */
-            else if (c == 0xF4)
-                hi = 0x8F; /* at most U+10FFFF */
-        } else {
-            return false;
-        }
-        if (n - i < len || p[i + 1] < lo || p[i + 1] > hi) return false;
-        for (size_t k = 2; k < len; k++)
-            if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
-        i += len;
+/* ---- document ---------------------------------------------------------------- */
+
+/* cJSON allocates through the library's hook (kvc_malloc) from the moment the
+ * library is loaded, so its allocations are counted and can be failed like
+ * the rest (cJSON_InitHooks is process-wide; kvc_free is free, so cJSON_free
+ * and memory cJSON handed out before stay correct). */
+__attribute__((constructor)) static void route_cjson_allocations(void)
+{
+    cJSON_Hooks hooks = {.malloc_fn = kvc_malloc, .free_fn = kvc_free};
+    cJSON_InitHooks(&hooks);
+}
+
+/* One JSON value from text[0..len) with nothing but whitespace after it;
+ * a failed allocation is KVC_ENOMEM, not a syntax error. */
+static kvc_status parse_value(const char *text, size_t len, const char *what, cJSON **out)
+{
+    *out = NULL;
+    const char *sep = what[0] != '\0' ? ": " : "";
+    size_t at = 0;
+    uint64_t failures = kvc_alloc_failures();
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (root == NULL) {
+        if (kvc_alloc_failures() != failures) return kvc_fail(KVC_ENOMEM, "%s%sout of memory parsing JSON", what, sep);
+        at = end != NULL && end >= text ? (size_t)(end - text) : 0;
+        return kvc_fail(KVC_EINVAL, "%s%sinvalid JSON at byte %zu", what, sep, at);
     }
-    return true;
+    for (at = (size_t)(end - text); at < len; at++)
+        if (text[at] == '\0' || strchr(" \t\r\n", text[at]) == NULL) {
+            cJSON_Delete(root);
+            return kvc_fail(KVC_EINVAL, "%s%sinvalid JSON at byte %zu: text after the JSON value", what, sep,
+                            at);
+        }
+    *out = root;
+    return KVC_OK;
+}
+
+kvc_status kvc_json_parse(const char *text, size_t len, const char *what, cJSON **out)
+{
+    *out = NULL;
+    size_t at = kvc_utf8_valid_prefix(text, len);
+    if (at != len) return kvc_fail(KVC_EINVAL, "%s%sinvalid UTF-8 at byte %zu", what, what[0] ? ": " : "", at);
+    return parse_value(text, len, what, out);
 }
 
 /* ---- document ---------------------------------------------------------------- */
@@ -77,8 +86,10 @@ static kvc_status check_unique(const cJSON *obj, const char *doc, const char *pa
     return KVC_OK;
 }
 
-/* Checks every member name and string below item; path[cap] holds item's path. */
-static kvc_status check_strings(const cJSON *item, const char *doc, char *path, size_t cap) {
+/* Checks every member name and string below item (UTF-8, names given once);
+ * path[cap] holds item's path. */
+static kvc_status check_strings(const cJSON *item, const char *doc, char *path, size_t cap)
+{
     const size_t at = strlen(path);
     if (cJSON_IsString(item) && !kvc_utf8_valid(item->valuestring, strlen(item->valuestring)))
         return kvc_fail(KVC_EINVAL, "%s%s%s: the string is not valid UTF-8", doc_name(doc), prefix_sep(doc),
@@ -107,19 +118,10 @@ static kvc_status check_strings(const cJSON *item, const char *doc, char *path, 
 kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out) {
     if (out == NULL) return kvc_fail(KVC_EINVAL, "json parse: out must not be NULL");
     *out = NULL;
-    if (text == NULL || len == 0)
-        return kvc_fail(KVC_EINVAL, "%s%sthe document is empty", doc_name(doc), prefix_sep(doc));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (root == NULL) {
-        size_t at = end != NULL && end >= text ? (size_t)(end - text) : 0;
-        return kvc_fail(KVC_EINVAL, "%s%smalformed JSON near byte %zu", doc_name(doc), prefix_sep(doc), at);
-    }
-    kvc_status st = KVC_OK;
-    for (size_t at = (size_t)(end - text); st == KVC_OK && at < len; at++)
-        if (text[at] == '\0' || strchr(" \t\r\n", text[at]) == NULL)
-            st = kvc_fail(KVC_EINVAL, "%s%stext after the top-level value at byte %zu", doc_name(doc), prefix_sep(doc),
-                          at);
+    if (text == NULL) return kvc_fail(KVC_EINVAL, "json parse: text must not be NULL");
+    cJSON *root = NULL;
+    kvc_status st = parse_value(text, len, doc_name(doc), &root);
+    if (st != KVC_OK) return st;
     if (st == KVC_OK && !cJSON_IsObject(root))
         st = kvc_fail(KVC_EINVAL, "%s%sthe top level must be an object, got %s", doc_name(doc), prefix_sep(doc),
                       kvc_json_type_name(root));

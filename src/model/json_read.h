@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/internal.h" /* kvc_utf8_valid */
 #include "kvcache/base.h"
 
 /* Returns the status of expr from the calling function unless it is KVC_OK. */
@@ -41,14 +42,18 @@ typedef struct kvc_json_range {
     bool lo_open;
 } kvc_json_range;
 
-/* Parses text[0..len) as one JSON object (whitespace may follow it) and
- * refuses any member name or string value that is not valid UTF-8, naming its
- * path. *out is the tree (release with cJSON_Delete), NULL after a failure. */
-kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out);
+/* Parses exactly one JSON value from text[0..len): invalid UTF-8, invalid
+ * JSON and text after the value are KVC_EINVAL ("WHAT: invalid JSON at byte
+ * N"; what "" leaves the prefix out), a failed allocation KVC_ENOMEM. Free
+ * *out with cJSON_Delete. */
+kvc_status kvc_json_parse(const char *text, size_t len, const char *what, cJSON **out);
 
-/* Whether s[0..n) is well-formed UTF-8 (no overlong forms, no surrogates, at
- * most U+10FFFF). */
-bool kvc_utf8_valid(const char *s, size_t n);
+/* Parses text[0..len) as one JSON object (whitespace may follow it; out of
+ * memory told apart as in kvc_json_parse) and refuses any member name or
+ * string value that is not valid UTF-8 and a member name given twice, naming
+ * its path. *out is the tree (release with cJSON_Delete), NULL after a
+ * failure. */
+kvc_status kvc_json_parse_object(const char *text, size_t len, const char *doc, cJSON **out);
 
 /* The member (NULL when absent). */
 const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key);

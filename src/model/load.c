@@ -9,6 +9,7 @@
 
 typedef struct load_ctx {
     const kvc_safetensors *st;
+    bool check_only; /* compare names, shapes and dtypes; read nothing */
 } load_ctx;
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix ".gate_proj.weight" */
@@ -35,7 +36,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
         for (int64_t e = 0; e < E; e++) {
             char n[200];
             snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
-            kvc_status s = kvc_safetensors_read_f32(c->st, n, 2, shape + 1, dst + e * per);
+            kvc_status s = kvc_safetensors_read_f32(c->st, n, 2, shape + 1, c->check_only ? NULL : dst + e * per);
             if (s != KVC_OK) return s;
         }
         return KVC_OK;
@@ -45,17 +46,18 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
     if (!kvc_safetensors_has(c->st, fused))
         return kvc_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
-    if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, dst);
+    if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, c->check_only ? NULL : dst);
     /* gate rows first, then up rows (concatenated, MF 4.5) */
     const int64_t I = shape[1], H = shape[2];
     const int64_t fs[3] = {E, 2 * I, H};
-    float *tmp = malloc((size_t)(E * 2 * I * H) * sizeof(float));
+    if (c->check_only) return kvc_safetensors_read_f32(c->st, fused, 3, fs, NULL);
+    float *tmp = kvc_malloc((size_t)(E * 2 * I * H) * sizeof(float));
     if (!tmp) return kvc_fail(KVC_ENOMEM, "model_load: out of memory");
     kvc_status s = kvc_safetensors_read_f32(c->st, fused, 3, fs, tmp);
     const bool up = strstr(suffix, "up_proj") != NULL;
     if (s == KVC_OK)
         for (int64_t e = 0; e < E; e++) memcpy(dst + e * per, tmp + (e * 2 * I + (up ? I : 0)) * H, (size_t)per * 4);
-    free(tmp);
+    kvc_free(tmp);
     return s;
 }
 
@@ -67,7 +69,7 @@ static kvc_status load_fn(void *user, const char *name, int32_t ndim, const int6
     if (strchr(name, '*')) return load_ds_experts(c, name, shape, *slot);
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
-    return kvc_safetensors_read_f32(c->st, name, ndim, shape, *slot);
+    return kvc_safetensors_read_f32(c->st, name, ndim, shape, c->check_only ? NULL : *slot);
 }
 
 kvc_status kvc_model_load(const char *dir, kvc_model **out)
@@ -81,11 +83,9 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out)
     s = kvc_safetensors_open_dir(dir, &st);
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
-    s = kvc_model_alloc(&cfg, &m);
-    if (s == KVC_OK) {
-        load_ctx c = {.st = st};
-        s = kvc_model_visit_weights(m, load_fn, &c);
-    }
+    load_ctx check = {.st = st, .check_only = true}, c = {.st = st};
+    s = kvc_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
+    if (s == KVC_OK) s = kvc_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvc_model_prepare(m);
     kvc_safetensors_destroy(st);
     if (s != KVC_OK) {

@@ -67,8 +67,18 @@ typedef kvc_status (*kvc_weight_visit_fn)(void *user, const char *name, int32_t 
                                           float **slot, kvc_winit init);
 kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
 
-/* Common head of load / random: arena, RoPE frequencies (kvc_rope_frequencies), config checks. */
-kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out);
+/* Largest size of any one dimension of a config (2^24: vocabularies and
+ * widths of real models are below 2^20), so that products of two sizes stay
+ * far from int64 overflow; and the most weight bytes a model may take
+ * (2^38 = 256 GiB of f32). */
+#define KVC_MODEL_MAX_DIM (INT64_C(1) << 24)
+#define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
+
+/* Common head of load / random: config checks (every size bounded), arena
+ * sizing, RoPE frequencies (kvc_rope_frequencies), then `check` (may be NULL) over every tensor before the arena is
+ * allocated (load compares the file's shapes there), arena, rope tables. */
+kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
+                           kvc_model **out);
 /* Common tail of load / random, once the weights are filled (prepare.c):
  * brings every weight the GEMM reads into [out, in] form (GptOss experts
  * transposed in place, W_UK^h transposed into m->derived). */

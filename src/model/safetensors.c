@@ -16,6 +16,7 @@
 #include "base/internal.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
+#include "model/json_read.h"
 
 #define ST_MAX_FILES 64
 #define ST_PATH_MAX 4096
@@ -50,8 +51,30 @@ static size_t dtype_bytes(const char *dt)
     return 0;
 }
 
-/* Checks one header entry: dtype known, shape non-negative, offsets inside the data. */
-static kvc_status check_entry(const st_file *f, const cJSON *e)
+/* Largest header the format allows (the reference implementation's limit). */
+#define ST_MAX_HEADER_BYTES ((uint64_t)100 << 20)
+
+/* A JSON number that is an integer in [0, 2^53] (exact in a double); false
+ * for anything else, 1e300 included. */
+static bool as_size(const cJSON *v, int64_t *out)
+{
+    if (!cJSON_IsNumber(v)) return false;
+    const double d = v->valuedouble;
+    if (!(d >= 0 && d <= 0x1p53) || d != (double)(int64_t)d) return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* Where one tensor's bytes lie in the data section. */
+typedef struct st_span {
+    int64_t begin, end;
+    const char *name;
+} st_span;
+
+/* Checks one header entry: dtype known, shape and offsets exact integers,
+ * the span as long as shape and dtype need, inside the data, aligned to the
+ * element size; *span is where it lies. */
+static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span)
 {
     const char *name = e->string;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -61,41 +84,93 @@ static kvc_status check_entry(const st_file *f, const cJSON *e)
         cJSON_GetArraySize(off) != 2)
         return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": header entry needs dtype, shape and data_offsets [begin, end]",
                         f->path, name);
-    const size_t es = dtype_bytes(dt->valuestring);
+    const int64_t es = (int64_t)dtype_bytes(dt->valuestring);
     if (es == 0) return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"", f->path, name, dt->valuestring);
-    double numel = 1;
+    if (cJSON_GetArraySize(sh) > KVC_MAX_DIMS)
+        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": %d dimensions, more than %d", f->path, name,
+                        cJSON_GetArraySize(sh), KVC_MAX_DIMS);
+    int64_t bytes = es;
     const cJSON *d;
     cJSON_ArrayForEach(d, sh)
     {
-        if (!cJSON_IsNumber(d) || d->valuedouble < 0)
-            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": shape entries must be non-negative integers", f->path, name);
-        numel *= d->valuedouble;
+        int64_t dim = 0;
+        if (!as_size(d, &dim))
+            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": shape entries must be integers in [0, 2^53]", f->path,
+                            name);
+        if (!kvc_mul64(bytes, dim, &bytes))
+            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": the bytes of its shape overflow 64 bits", f->path, name);
     }
-    const double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-    if (!(b >= 0) || !(en >= b))
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets [%.0f, %.0f] are not an increasing pair", f->path,
-                        name, b, en);
-    if (en > (double)f->data_size)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": truncated file: data ends at byte %.0f but the file holds %zu data bytes",
-                        f->path, name, en, f->data_size);
-    if (en - b != numel * (double)es)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets span %.0f bytes, shape and dtype %s need %.0f",
-                        f->path, name, en - b, dt->valuestring, numel * (double)es);
+    int64_t b = 0, en = 0;
+    if (!as_size(cJSON_GetArrayItem(off, 0), &b) || !as_size(cJSON_GetArrayItem(off, 1), &en) || en < b)
+        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets must be an increasing pair of integers", f->path,
+                        name);
+    if (en > (int64_t)f->data_size)
+        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": truncated file: data ends at byte %lld but the file holds %zu data bytes",
+                        f->path, name, (long long)en, f->data_size);
+    if (en - b != bytes)
+        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets span %lld bytes, shape and dtype %s need %lld",
+                        f->path, name, (long long)(en - b), dt->valuestring, (long long)bytes);
+    if (b % es != 0)
+        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, not a multiple of the %lld-byte %s element",
+                        f->path, name, (long long)b, (long long)es, dt->valuestring);
+    *span = (st_span){b, en, name};
     return KVC_OK;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    const st_span *x = a, *y = b;
+    return x->begin != y->begin ? (x->begin < y->begin ? -1 : 1) : (x->end < y->end ? -1 : x->end > y->end);
+}
+
+/* The format's rule: the tensors tile the data section exactly, in some
+ * order, with no byte shared and none left over. */
+static kvc_status check_tiling(const st_file *f, st_span *spans, int n)
+{
+    qsort(spans, (size_t)n, sizeof *spans, cmp_span);
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (spans[i].begin < at)
+            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor \"%s\"", f->path,
+                            spans[i].name, (long long)spans[i].begin, (long long)spans[i].end, spans[i - 1].name);
+        if (spans[i].begin > at)
+            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, leaving bytes %lld..%lld of the data unused",
+                            f->path, spans[i].name, (long long)spans[i].begin, (long long)at,
+                            (long long)spans[i].begin - 1);
+        at = spans[i].end;
+    }
+    if (at != (int64_t)f->data_size)
+        return kvc_fail(KVC_EINVAL, "%s: the tensors end at data byte %lld, the data section holds %zu bytes", f->path,
+                        (long long)at, f->data_size);
+    return KVC_OK;
+}
+
+static kvc_status check_entries(const st_file *f)
+{
+    const int n = cJSON_GetArraySize(f->header);
+    st_span *spans = kvc_calloc((size_t)n, sizeof *spans);
+    if (!spans) return kvc_fail(KVC_ENOMEM, "%s: out of memory checking %d header entries", f->path, n);
+    int n_spans = 0;
+    kvc_status st = KVC_OK;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f->header)
+    {
+        if (strcmp(e->string, "__metadata__") == 0) continue;
+        if ((st = check_entry(f, e, &spans[n_spans])) != KVC_OK) break;
+        n_spans++;
+    }
+    if (st == KVC_OK) st = check_tiling(f, spans, n_spans);
+    kvc_free(spans);
+    return st;
 }
 
 static kvc_status file_open(st_file *f, const char *path)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return kvc_fail(KVC_EINVAL, "%s: cannot open (%s)", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return kvc_fail(KVC_EINVAL, "%s: cannot stat (%s)", path, strerror(errno));
-    }
-    f->size = (size_t)sb.st_size;
+    int fd = -1;
+    kvc_status st = kvc_open_regular(path, &fd, &f->size);
+    if (st != KVC_OK) return st;
     if (f->size < 8) {
         close(fd);
         return kvc_fail(KVC_EINVAL, "%s: truncated file: %zu bytes, shorter than the 8-byte header length", path, f->size);
@@ -106,30 +181,25 @@ static kvc_status file_open(st_file *f, const char *path)
     f->map = map;
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | f->map[i];
-    if (hl > f->size - 8) {
-        kvc_status st = kvc_fail(KVC_EINVAL, "%s: header out of bounds: header length %llu exceeds the %zu bytes after it",
-                                 path, (unsigned long long)hl, f->size - 8);
+    if (hl > f->size - 8 || hl > ST_MAX_HEADER_BYTES) {
+        st = kvc_fail(KVC_EINVAL, "%s: header out of bounds: header length %llu exceeds the %zu bytes after it or the %llu-byte limit",
+                      path, (unsigned long long)hl, f->size - 8, (unsigned long long)ST_MAX_HEADER_BYTES);
         file_close(f);
         return st;
     }
-    f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hl);
-    if (!f->header || !cJSON_IsObject(f->header)) {
-        file_close(f);
-        return kvc_fail(KVC_EINVAL, "%s: header is not a JSON object", path);
+    st = kvc_json_parse((const char *)f->map + 8, (size_t)hl, "", &f->header);
+    if (st != KVC_OK || !cJSON_IsObject(f->header)) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", st != KVC_OK ? kvc_last_error() : "another JSON value");
+        st = kvc_fail(st == KVC_ENOMEM ? KVC_ENOMEM : KVC_EINVAL, "%s: header is not a JSON object: %s", path, why);
     }
-    f->data = f->map + 8 + hl;
-    f->data_size = f->size - 8 - (size_t)hl;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, f->header)
-    {
-        if (strcmp(e->string, "__metadata__") == 0) continue;
-        kvc_status st = check_entry(f, e);
-        if (st != KVC_OK) {
-            file_close(f);
-            return st;
-        }
+    if (st == KVC_OK) {
+        f->data = f->map + 8 + hl;
+        f->data_size = f->size - 8 - (size_t)hl;
+        st = check_entries(f);
     }
-    return KVC_OK;
+    if (st != KVC_OK) file_close(f);
+    return st;
 }
 
 static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file)
@@ -164,11 +234,11 @@ kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out)
 {
     if (!path || !out) return kvc_fail(KVC_EINVAL, "safetensors_open_file: path and out must not be NULL");
     *out = NULL;
-    kvc_safetensors *st = calloc(1, sizeof *st);
+    kvc_safetensors *st = kvc_calloc(1, sizeof *st);
     if (!st) return kvc_fail(KVC_ENOMEM, "safetensors_open_file: out of memory");
     kvc_status s = file_open(&st->files[0], path);
     if (s != KVC_OK) {
-        free(st);
+        kvc_free(st);
         return s;
     }
     st->n_files = 1;
@@ -195,7 +265,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
             s = kvc_fail(KVC_EINVAL, "%s: more than %d .safetensors files", dir, ST_MAX_FILES);
             break;
         }
-        names[n] = strdup(de->d_name);
+        names[n] = kvc_strdup(de->d_name);
         if (!names[n]) {
             s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
             break;
@@ -206,7 +276,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
     if (s == KVC_OK && n == 0) s = kvc_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
     kvc_safetensors *st = NULL;
     if (s == KVC_OK) {
-        st = calloc(1, sizeof *st);
+        st = kvc_calloc(1, sizeof *st);
         if (!st) s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
     }
     if (s == KVC_OK) {
@@ -220,7 +290,7 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
         }
         if (s == KVC_OK) s = check_duplicates(st);
     }
-    for (int i = 0; i < n; i++) free(names[i]);
+    for (int i = 0; i < n; i++) kvc_free(names[i]);
     if (s != KVC_OK) {
         kvc_safetensors_destroy(st);
         return s;
@@ -233,7 +303,7 @@ void kvc_safetensors_destroy(kvc_safetensors *st)
 {
     if (!st) return;
     for (int32_t i = 0; i < st->n_files; i++) file_close(&st->files[i]);
-    free(st);
+    kvc_free(st);
 }
 
 bool kvc_safetensors_has(const kvc_safetensors *st, const char *name)
@@ -252,7 +322,7 @@ static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap)
 kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
                                     float *dst)
 {
-    if (!st || !name || !dst || (ndim > 0 && !shape) || ndim < 0 || ndim > KVC_MAX_DIMS)
+    if (!st || !name || (ndim > 0 && !shape) || ndim < 0 || ndim > KVC_MAX_DIMS)
         return kvc_fail(KVC_EINVAL, "safetensors_read_f32: NULL argument or ndim %d outside [0, %d]", (int)ndim,
                         KVC_MAX_DIMS);
     const st_file *f = NULL;
@@ -261,19 +331,15 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
         return kvc_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
                         st->n_files > 1 ? " or the other shards" : "");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    int64_t got[KVC_MAX_DIMS + 1];
+    int64_t got[KVC_MAX_DIMS];
     int32_t gn = 0;
     const cJSON *d;
-    cJSON_ArrayForEach(d, sh)
-    {
-        if (gn <= KVC_MAX_DIMS) got[gn] = (int64_t)d->valuedouble;
-        gn++;
-    }
+    cJSON_ArrayForEach(d, sh) got[gn++] = (int64_t)d->valuedouble; /* integers of at most KVC_MAX_DIMS (file_open) */
     bool same = gn == ndim;
     for (int32_t i = 0; same && i < ndim; i++) same = got[i] == shape[i];
     if (!same) {
         char a[160], b[160];
-        shape_text(got, gn <= KVC_MAX_DIMS ? gn : KVC_MAX_DIMS, a, sizeof a);
+        shape_text(got, gn, a, sizeof a);
         shape_text(shape, ndim, b, sizeof b);
         return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong shape %s, expected %s", f->path, name, a, b);
     }
@@ -281,7 +347,9 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     const uint8_t *src = f->data + (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
     int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++) n *= shape[i];
+    for (int32_t i = 0; i < ndim; i++) n *= shape[i]; /* equal to the file's shape, whose bytes it holds */
+    const bool known = strcmp(dt, "F32") == 0 || strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0;
+    if (known && !dst) return KVC_OK;
     if (strcmp(dt, "F32") == 0) {
         memcpy(dst, src, (size_t)n * 4);
     } else if (strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0) {

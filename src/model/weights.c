@@ -161,12 +161,22 @@ static int64_t numel(int32_t ndim, const int64_t *s)
     return n;
 }
 
+/* Sums the arena's floats, each tensor rounded up to 16 floats (64-byte
+ * aligned starts); refuses a tensor or a total beyond KVC_MODEL_MAX_WEIGHT_BYTES
+ * before any product can overflow (every size is at most KVC_MODEL_MAX_DIM). */
 static kvc_status count_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
                            kvc_winit init)
 {
-    (void)name, (void)slot, (void)init;
-    int64_t *n = user;
-    *n += (numel(ndim, shape) + 15) & ~(int64_t)15; /* 64-byte aligned starts */
+    (void)slot, (void)init;
+    int64_t *total = user, n = 1;
+    for (int32_t i = 0; i < ndim; i++)
+        if (!kvc_mul64(n, shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
+            return kvc_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", name,
+                            (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
+    *total += (n + 15) & ~(int64_t)15;
+    if (*total > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
+        return kvc_fail(KVC_EINVAL, "model: the weights up to tensor \"%s\" need more than the %lld-byte weight limit",
+                        name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     return KVC_OK;
 }
 
@@ -185,34 +195,68 @@ void kvc_model_destroy(kvc_model *m)
     if (!m) return;
     kvc_aligned_free(m->arena);
     kvc_aligned_free(m->derived);
-    free(m->inv_freq);
-    free(m);
+    kvc_free(m->inv_freq);
+    kvc_free(m);
 }
 
-kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_model **out)
+/* Every size of a config is bounded before anything is multiplied with it:
+ * required ones in [1, KVC_MODEL_MAX_DIM], optional ones in [0, it]. */
+static kvc_status check_sizes(const kvc_model_config *c)
+{
+    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3, moe = c->family == KVC_FAMILY_GPT_OSS;
+    const struct {
+        const char *name;
+        int64_t value, min;
+    } sizes[] = {
+        {"vocab_size", c->vocab_size, 1},
+        {"hidden_size", c->hidden_size, 1},
+        {"intermediate_size", c->intermediate_size, 1},
+        {"num_attention_heads", c->num_heads, 1},
+        {"num_key_value_heads", c->num_kv_heads, 1},
+        {"head_dim", c->head_dim, 2},
+        {"num_local_experts", c->num_experts, moe},
+        {"num_experts_per_tok", c->experts_per_tok, moe},
+        {"q_lora_rank", c->q_lora_rank, 0},
+        {"kv_lora_rank", c->kv_lora_rank, mla},
+        {"qk_nope_head_dim", c->qk_nope_head_dim, mla},
+        {"qk_rope_head_dim", c->qk_rope_head_dim, 0},
+        {"v_head_dim", c->v_head_dim, mla},
+        {"moe_intermediate_size", c->moe_intermediate_size, 0},
+        {"n_routed_experts", c->n_routed_experts, 0},
+        {"n_shared_experts", c->n_shared_experts, 0},
+        {"first_k_dense_replace", c->first_k_dense_replace, 0},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
+            return kvc_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name, (long long)sizes[i].value,
+                            (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
+    return KVC_OK;
+}
+
+kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out)
 {
     *out = NULL;
     if (cfg->num_layers < 1 || cfg->num_layers > KVC_MODEL_MAX_LAYERS)
         return kvc_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
                         KVC_MODEL_MAX_LAYERS);
-    if (cfg->vocab_size < 1 || cfg->hidden_size < 1 || cfg->intermediate_size < 1 || cfg->num_heads < 1 ||
-        cfg->num_kv_heads < 1 || cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim < 2 || cfg->head_dim % 2)
-        return kvc_fail(KVC_EINVAL, "model: sizes must be positive, num_heads %lld a multiple of num_kv_heads %lld, head_dim %lld even",
+    TRY(check_sizes(cfg));
+    if (cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim % 2)
+        return kvc_fail(KVC_EINVAL, "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
                         (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
     if (cfg->family == KVC_FAMILY_DEEPSEEK_V3 &&
-        (cfg->kv_lora_rank < 1 || cfg->qk_nope_head_dim < 1 || cfg->v_head_dim < 1 || cfg->qk_rope_head_dim != cfg->head_dim ||
-         cfg->num_kv_heads != cfg->num_heads))
-        return kvc_fail(KVC_EINVAL, "model: deepseek_v3 needs kv_lora_rank, qk_nope_head_dim, v_head_dim > 0, head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
-    if (cfg->family == KVC_FAMILY_GPT_OSS && (cfg->num_experts < 1 || cfg->experts_per_tok < 1 || cfg->experts_per_tok > cfg->num_experts))
-        return kvc_fail(KVC_EINVAL, "model: gpt_oss needs 1 <= num_experts_per_tok %lld <= num_experts %lld",
+        (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
+        return kvc_fail(KVC_EINVAL, "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+    if (cfg->family == KVC_FAMILY_GPT_OSS && cfg->experts_per_tok > cfg->num_experts)
+        return kvc_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
                         (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
-    kvc_model *m = calloc(1, sizeof *m);
+    kvc_model *m = kvc_calloc(1, sizeof *m);
     if (!m) return kvc_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = *cfg;
     m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
-    m->inv_freq = calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
+    m->inv_freq = kvc_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
     kvc_status st = m->inv_freq ? kvc_model_visit_weights(m, count_fn, &n) : kvc_fail(KVC_ENOMEM, "model: out of memory");
+    if (st == KVC_OK && check) st = kvc_model_visit_weights(m, check, check_user);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n * sizeof(float), (void **)&m->arena);
     if (st == KVC_OK) {
         m->arena_floats = n;
@@ -274,7 +318,7 @@ kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, k
     if (!cfg || !out) return kvc_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
     kvc_model *m = NULL;
-    TRY(kvc_model_alloc(cfg, &m));
+    TRY(kvc_model_alloc(cfg, NULL, NULL, &m));
     kvc_status st = kvc_model_visit_weights(m, random_fn, &seed);
     if (st == KVC_OK) st = kvc_model_prepare(m);
     if (st != KVC_OK) {

@@ -120,7 +120,7 @@ static int cmp_i64(const void *a, const void *b)
  * out of release builds (no allocation on the write path). */
 static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_t bs, const char *what)
 {
-    int64_t *c = malloc(sizeof(int64_t) * (size_t)(n_slots + 1));
+    int64_t *c = kvc_malloc(sizeof(int64_t) * (size_t)(n_slots + 1));
     if (!c) return KVC_OK; /* the check is best effort */
     int64_t n = 0;
     for (int64_t t = 0; t < n_slots; t++)
@@ -129,12 +129,12 @@ static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_
     for (int64_t i = 1; i < n; i++)
         if (c[i] == c[i - 1]) {
             const int64_t dup = c[i];
-            free(c);
+            kvc_free(c);
             return kvc_fail(KVC_EINVAL,
                             "%s: slot %lld is written twice in one call (duplicates are allowed only in the null block, slots < bs = %lld)",
                             what, (long long)dup, (long long)bs);
         }
-    free(c);
+    kvc_free(c);
     return KVC_OK;
 }
 #endif

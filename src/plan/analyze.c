@@ -158,7 +158,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     kvc_state_shapes states = {0};
     st = decide(hp, plan, &f, kv_per_rank, &states);
     if (st == KVC_OK) st = kvc_plan_build_layers(plan, &f, &states, kv_per_rank);
-    free(f.kinds);
+    kvc_free(f.kinds);
     if (st == KVC_OK) st = kvc_plan_build_cache_info(plan);
     if (st == KVC_OK) st = kvc_plan_run_planner(plan);
     return st;
@@ -178,7 +178,7 @@ kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_
         kvc_hparams_close(&hp);
         return st;
     }
-    kvc_model_plan *plan = calloc(1, sizeof *plan);
+    kvc_model_plan *plan = kvc_calloc(1, sizeof *plan);
     if (plan == NULL) {
         kvc_hparams_close(&hp);
         return kvc_fail(KVC_ENOMEM, "kvc_model_plan_create: out of host memory");
@@ -197,9 +197,9 @@ kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_
 void kvc_model_plan_destroy(kvc_model_plan *plan) {
     if (plan == NULL) return;
     if (plan->cache_info.layer_infos != NULL) {
-        free(plan->cache_info.layer_infos[0].caches); /* one array holds every layer's entries */
-        free(plan->cache_info.layer_infos);
+        kvc_free(plan->cache_info.layer_infos[0].caches); /* one array holds every layer's entries */
+        kvc_free(plan->cache_info.layer_infos);
     }
-    free(plan->layers);
-    free(plan);
+    kvc_free(plan->layers);
+    kvc_free(plan);
 }

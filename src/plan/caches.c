@@ -114,13 +114,13 @@ static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, k
 }
 
 kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
-    kvc_layer_cache_info *layers = calloc((size_t)plan->n_layers, sizeof *layers);
+    kvc_layer_cache_info *layers = kvc_calloc((size_t)plan->n_layers, sizeof *layers);
     int64_t n_entries = 0;
     for (int32_t i = 0; i < plan->n_layers; i++) n_entries += plan->layers[i].n_caches;
-    kvc_cache_entry *entries = calloc((size_t)n_entries, sizeof *entries);
+    kvc_cache_entry *entries = kvc_calloc((size_t)n_entries, sizeof *entries);
     if (layers == NULL || entries == NULL) {
-        free(layers);
-        free(entries);
+        kvc_free(layers);
+        kvc_free(entries);
         return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld cache entries", (long long)n_entries);
     }
     /* Distinct windows need distinct managers (one window per SlidingWindow group). */
@@ -196,7 +196,7 @@ kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f,
                                  int64_t kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
     plan->n_layers = (int32_t)f->n_layers;
-    plan->layers = calloc((size_t)f->n_layers, sizeof *plan->layers);
+    plan->layers = kvc_calloc((size_t)f->n_layers, sizeof *plan->layers);
     if (plan->layers == NULL)
         return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;

@@ -162,7 +162,7 @@ static kvc_status layer_types_list(const kvc_json_obj *cfg, kvc_model_facts *f, 
 
 kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const kvc_json_obj *cfg = &hp->cfg;
-    f->kinds = calloc((size_t)f->n_layers, sizeof *f->kinds);
+    f->kinds = kvc_calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL)
         return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     bool given = false, qwen_rule = false;

@@ -69,8 +69,8 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     if (NT < 1 || !kvc_mul64(NT * n, V, &cells) || cells > (INT64_C(1) << 28))
         return kvc_fail(KVC_EINVAL, "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
                         (long long)n, (long long)NT, (long long)V);
-    int32_t *t32 = malloc((size_t)(n * NT) * sizeof *t32), *td = malloc((size_t)(n * NT) * sizeof *td);
-    float *l32 = malloc((size_t)cells * sizeof *l32), *ld = malloc((size_t)cells * sizeof *ld);
+    int32_t *t32 = kvc_malloc((size_t)(n * NT) * sizeof *t32), *td = kvc_malloc((size_t)(n * NT) * sizeof *td);
+    float *l32 = kvc_malloc((size_t)cells * sizeof *l32), *ld = kvc_malloc((size_t)cells * sizeof *ld);
     kvc_status st = t32 && td && l32 && ld ? KVC_OK : kvc_fail(KVC_ENOMEM, "runner_compare_dtype: out of memory");
     memset(out, 0, sizeof *out);
     out->dtype = dtype;
@@ -102,6 +102,6 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
         else out->flips_beyond_error += top != topd;
     }
     if (st == KVC_OK) out->kl_mean = kl_sum / (double)(n * NT);
-    free(t32), free(td), free(l32), free(ld);
+    kvc_free(t32), kvc_free(td), kvc_free(l32), kvc_free(ld);
     return st;
 }

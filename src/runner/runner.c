@@ -19,23 +19,23 @@ void kvc_runner_destroy(kvc_runner *r)
     if (!r) return;
     kvc_model_workspace_destroy(r->ws);
     kvc_aligned_free(r->cache_mem);
-    free(r->caches.layers);
-    free(r->table);
-    free(r->ids);
-    free(r->positions);
-    free(r->slots);
-    free(r->kv_pos);
-    free(r->lens_q);
-    free(r->lens_kv);
-    free(r->cu_q);
-    free(r->cu_kv);
-    free(r->seq_len);
-    free(r->hist);
-    free(r->logits);
-    free(r->chosen);
-    free(r->last);
-    free(r->absmax);
-    free(r);
+    kvc_free(r->caches.layers);
+    kvc_free(r->table);
+    kvc_free(r->ids);
+    kvc_free(r->positions);
+    kvc_free(r->slots);
+    kvc_free(r->kv_pos);
+    kvc_free(r->lens_q);
+    kvc_free(r->lens_kv);
+    kvc_free(r->cu_q);
+    kvc_free(r->cu_kv);
+    kvc_free(r->seq_len);
+    kvc_free(r->hist);
+    kvc_free(r->logits);
+    kvc_free(r->chosen);
+    kvc_free(r->last);
+    kvc_free(r->absmax);
+    kvc_free(r);
 }
 
 static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
@@ -77,7 +77,7 @@ static kvc_status make_caches(kvc_runner *r)
     kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * es, &r->cache_mem);
     if (st != KVC_OK) return st;
     memset(r->cache_mem, 0, (size_t)(per_layer * L) * es);
-    r->caches.layers = calloc((size_t)L, sizeof *r->caches.layers);
+    r->caches.layers = kvc_calloc((size_t)L, sizeof *r->caches.layers);
     if (!r->caches.layers) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
     r->caches.latent = latent;
@@ -143,7 +143,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     if (S < need)
         return kvc_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
                         (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
-    kvc_runner *r = calloc(1, sizeof *r);
+    kvc_runner *r = kvc_calloc(1, sizeof *r);
     if (!r) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
     r->m = m;
     r->p = *p;
@@ -153,21 +153,21 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     if (paged) st = kvc_static_layout_init(batch, S, p->block_size, &r->lay);
     const int64_t V = kvc_model_config_of(m)->vocab_size, bps = paged ? r->lay.blocks_per_seq : 1;
     if (st == KVC_OK) {
-        r->table = calloc((size_t)(batch * bps), sizeof *r->table);
-        r->ids = calloc((size_t)r->max_tokens, sizeof *r->ids);
-        r->positions = calloc((size_t)r->max_tokens, sizeof *r->positions);
-        r->slots = calloc((size_t)r->max_tokens, sizeof *r->slots);
-        r->kv_pos = calloc((size_t)batch, sizeof(int64_t));
-        r->lens_q = calloc((size_t)batch, sizeof(int64_t));
-        r->lens_kv = calloc((size_t)batch, sizeof(int64_t));
-        r->cu_q = calloc((size_t)batch, sizeof(int64_t));
-        r->cu_kv = calloc((size_t)batch, sizeof(int64_t));
-        r->seq_len = calloc((size_t)batch, sizeof(int64_t));
-        r->hist = calloc((size_t)(batch * S), sizeof *r->hist);
-        r->logits = calloc((size_t)(batch * V), sizeof *r->logits);
-        r->chosen = calloc((size_t)batch, sizeof *r->chosen);
-        r->last = calloc((size_t)batch, sizeof *r->last);
-        r->absmax = calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
+        r->table = kvc_calloc((size_t)(batch * bps), sizeof *r->table);
+        r->ids = kvc_calloc((size_t)r->max_tokens, sizeof *r->ids);
+        r->positions = kvc_calloc((size_t)r->max_tokens, sizeof *r->positions);
+        r->slots = kvc_calloc((size_t)r->max_tokens, sizeof *r->slots);
+        r->kv_pos = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->lens_q = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->lens_kv = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->cu_q = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->cu_kv = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->seq_len = kvc_calloc((size_t)batch, sizeof(int64_t));
+        r->hist = kvc_calloc((size_t)(batch * S), sizeof *r->hist);
+        r->logits = kvc_calloc((size_t)(batch * V), sizeof *r->logits);
+        r->chosen = kvc_calloc((size_t)batch, sizeof *r->chosen);
+        r->last = kvc_calloc((size_t)batch, sizeof *r->last);
+        r->absmax = kvc_calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
         if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
             !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last || !r->absmax)
             st = kvc_fail(KVC_ENOMEM, "runner: out of memory");

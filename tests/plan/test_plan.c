@@ -577,7 +577,7 @@ typedef struct bad_case {
 static void test_malformed_configs(void **state) {
     (void)state;
     const bad_case cases[] = {
-        {"{\"model_type\": \"llama\", ", "malformed JSON"},
+        {"{\"model_type\": \"llama\", ", "invalid JSON"},
         {"[1, 2]", "top level"},
         {"{\"model_type\": \"llama\", \"num_attention_heads\": 32, \"hidden_size\": 4096}", "num_hidden_layers"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": "

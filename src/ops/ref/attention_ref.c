@@ -86,11 +86,11 @@ kvc_status kvc_attention_ref(const kvc_attention_params *p)
     kvc_attn_problem pb;
     kvc_status st = kvc_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
-    double *s = malloc(sizeof(double) * (size_t)(pb.max_skv + 1));
-    double *acc = malloc(sizeof(double) * (size_t)(pb.Dv + 1));
+    double *s = kvc_malloc(sizeof(double) * (size_t)(pb.max_skv + 1));
+    double *acc = kvc_malloc(sizeof(double) * (size_t)(pb.Dv + 1));
     if (!s || !acc) {
-        free(s);
-        free(acc);
+        kvc_free(s);
+        kvc_free(acc);
         return kvc_fail(KVC_ENOMEM, "attention_ref: no memory for %lld scores", (long long)pb.max_skv);
     }
     for (int64_t b = 0; b < pb.B; b++) {
@@ -100,7 +100,7 @@ kvc_status kvc_attention_ref(const kvc_attention_params *p)
         for (int64_t n = 0; n < pb.Nq; n++)
             for (int64_t i = 0; i < sq; i++) ref_row(&pb, b, q0, sq, i, n, k0, skv, s, acc);
     }
-    free(s);
-    free(acc);
+    kvc_free(s);
+    kvc_free(acc);
     return KVC_OK;
 }

@@ -1,0 +1,69 @@
+/* Model sizes given through the C API (not config.json, whose reader bounds
+ * them too) are bounded before anything is multiplied or allocated (issue
+ * 13 #6): every size at most 2^24, the weights at most 2^38 bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/internal.h"
+#include "kvcache/model.h"
+
+static kvc_model_config small_config(void)
+{
+    kvc_model_config cfg;
+    kvc_status st = kvc_model_config_parse(
+        "{\"model_type\":\"qwen3\",\"vocab_size\":16,\"hidden_size\":8,\"intermediate_size\":16,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":4}",
+        "cfg", &cfg);
+    assert_int_equal(st, KVC_OK);
+    return cfg;
+}
+
+/* Refused with a message naming `text`, and without a single allocation. */
+static void expect_refused(const kvc_model_config *cfg, const char *text)
+{
+    kvc_model *m = (kvc_model *)cfg;
+    kvc_alloc_fail_at(0);
+    assert_int_equal(kvc_model_create_random(cfg, 1, &m), KVC_EINVAL);
+    assert_null(m);
+    if (strstr(kvc_last_error(), text) == NULL) fail_msg("\"%s\" should name \"%s\"", kvc_last_error(), text);
+    assert_true(kvc_alloc_calls() <= 2); /* the model struct and its RoPE table at most, never the weights */
+}
+
+static void test_sizes_bounded(void **state)
+{
+    (void)state;
+    kvc_model_config cfg = small_config();
+    cfg.vocab_size = INT64_C(1) << 40;
+    expect_refused(&cfg, "vocab_size 1099511627776 outside [1, 16777216]");
+    cfg = small_config();
+    cfg.hidden_size = INT64_C(9000000000000000);
+    expect_refused(&cfg, "hidden_size 9000000000000000 outside");
+    cfg = small_config();
+    cfg.intermediate_size = -1;
+    expect_refused(&cfg, "intermediate_size -1 outside");
+    cfg = small_config();
+    cfg.num_heads = cfg.num_kv_heads = INT64_C(1) << 50;
+    expect_refused(&cfg, "num_attention_heads");
+}
+
+/* Sizes each within bounds whose product is not: refused by the weight
+ * limit before the arena is allocated. */
+static void test_weight_limit(void **state)
+{
+    (void)state;
+    kvc_model_config cfg = small_config();
+    cfg.vocab_size = INT64_C(1) << 24;
+    cfg.hidden_size = INT64_C(1) << 20;
+    expect_refused(&cfg, "model.embed_tokens.weight\" needs more than the 274877906944-byte weight limit");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
