@@ -230,11 +230,16 @@ typedef struct kvc_manager_params {
     int64_t state_snapshot_interval; /* prefix caching, Mamba keys: tokens between kept state
                                       * snapshots, a multiple of every FullAttention and
                                       * SlidingWindow block size; 0 = their least common multiple */
+    bool poison_new_blocks; /* debug: fill a block's storage with NaN (float dtypes) or a sentinel
+                             * (int8: -128) whenever it is taken for new data, so that reading a slot
+                             * not written since shows; needs the tensors allocated before the first
+                             * allocation. Default: off, or on when the environment variable
+                             * KVC_POISON_BLOCKS is 1. */
 } kvc_manager_params;
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
  * min(max(256, the largest pool's usable blocks), 65536), engine_next_n -1,
- * prefix caching off (salt 0, interval 0). */
+ * prefix caching off (salt 0, interval 0), poison_new_blocks from KVC_POISON_BLOCKS. */
 KVC_API kvc_manager_params kvc_manager_default_params(void);
 
 /* The description must outlive the manager (buffer infos read its tensors). */

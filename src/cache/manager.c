@@ -7,8 +7,10 @@
 #include "cache/manager_internal.h"
 
 kvc_manager_params kvc_manager_default_params(void) {
+    const char *poison = getenv("KVC_POISON_BLOCKS");
     return (kvc_manager_params){.max_model_len = 0, .max_requests = 0, .engine_next_n = -1, .prefix_caching = false,
-                                .prefix_salt = 0, .state_snapshot_interval = 0};
+                                .prefix_salt = 0, .state_snapshot_interval = 0,
+                                .poison_new_blocks = poison != NULL && strcmp(poison, "1") == 0};
 }
 
 /* Every request with a token holds a block of each of its managers, so the
@@ -83,6 +85,20 @@ static void sort_layers(kvc_manager *m) {
     }
 }
 
+/* The group's entries, for poisoning its blocks' storage. */
+static kvc_status collect_poison_entries(const kvc_model_cache_info *ci, kvc_single_manager *sm) {
+    sm->poison = kvc_malloc((size_t)kvc_max64(sm->group.n_entries, 1) * sizeof *sm->poison);
+    if (sm->poison == NULL) return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate its entry list", sm->group.key);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
+            if (e->needs_block && strcmp(kvc_cache_entry_group_key(e), sm->group.key) == 0 &&
+                sm->n_poison < sm->group.n_entries)
+                sm->poison[sm->n_poison++] = e;
+        }
+    return KVC_OK;
+}
+
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out) {
     kvc_status st = check_create_args(ci, plan, p, out);
@@ -108,6 +124,8 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
                                          max_requests, tokens_per_hash[g]);
         if (st == KVC_OK) m->n_managers = g + 1;
     }
+    for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
+        st = collect_poison_entries(ci, &m->managers[g]);
     if (st == KVC_OK) st = kvc_request_table_init(&m->requests, max_requests);
     if (st == KVC_OK) {
         m->tables = kvc_calloc((size_t)max_requests * (size_t)kvc_max64(m->n_managers, 1), sizeof *m->tables);

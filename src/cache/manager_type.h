@@ -53,6 +53,9 @@ typedef struct kvc_single_manager {
     int32_t *hit_ids;      /* [max_table] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
+    /* Storage poisoning (debug; NULL when off): */
+    const kvc_cache_entry **poison; /* [n_poison] the group's entries, whose blocks are poisoned when taken */
+    int32_t n_poison;
 } kvc_single_manager;
 
 struct kvc_manager_type {
@@ -112,6 +115,10 @@ int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int6
 /* Hashes the table's full computed blocks, indexing its real ones. */
 void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 
+/* Fills block id of e's tensor with its dtype's poison value (storage_poison.c);
+ * no-op without a tensor. */
+void kvc_storage_poison_block(const kvc_cache_entry *e, int32_t id);
+
 /* Single-manager operations (single_manager.c). */
 kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
                                    int64_t max_model_len, int64_t max_requests, int64_t hash_tokens);
@@ -135,8 +142,9 @@ void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64
 void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
-/* Takes n blocks from the pool into out, dropping the index entries of
- * cached blocks it reuses (counted as evictions). */
+/* Takes n blocks from the pool into out for new data: drops the index
+ * entries of cached blocks it reuses (counted as evictions) and poisons
+ * their storage when that debug option is on. */
 void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
 
 #endif

@@ -50,6 +50,8 @@ void kvc_single_manager_release(kvc_single_manager *m) {
     kvc_prefix_index_release(&m->index);
     kvc_free(m->chain);
     kvc_free(m->hit_ids);
+    kvc_free(m->poison);
+    m->poison = NULL;
     m->pool = NULL;
     m->table_ids = m->scratch = m->hit_ids = NULL;
     m->chain = NULL;
@@ -90,6 +92,8 @@ void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
     kvc_status st = kvc_block_pool_take(m->pool, n, out);
     KVC_ASSERT(st == KVC_OK);
     (void)st;
+    for (int64_t i = 0; i < n; i++)
+        for (int32_t e = 0; e < m->n_poison; e++) kvc_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
     for (int64_t i = 0; i < n; i++) m->evictions += kvc_prefix_index_drop(&m->index, out[i]);
 }
