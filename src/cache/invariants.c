@@ -96,9 +96,9 @@ static kvc_status check_index(const kvc_single_manager *sm) {
         if (!ix->indexed[id]) continue;
         n++;
         const int32_t *tokens = ix->tokens + (int64_t)id * ix->block_tokens;
-        if (!kvc_hash128_equal(kvc_prefix_block_hash(ix, ix->parent[id], tokens), ix->hash[id]))
+        if (!kvc_hash128_equal(kvc_prefix_block_hash(ix, ix->keys[id].parent, tokens), ix->keys[id].hash))
             return BROKEN("%s: indexed block %d does not hash to its key", sm->group.key, id);
-        if (kvc_prefix_index_find(ix, ix->hash[id], ix->parent[id], tokens) != id)
+        if (kvc_prefix_index_find(ix, ix->keys[id].hash, ix->keys[id].parent, tokens) != id)
             return BROKEN("%s: indexed block %d is not found under its hash", sm->group.key, id);
     }
     if (n != ix->n_indexed)

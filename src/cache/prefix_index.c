@@ -22,13 +22,12 @@ kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64
     int64_t buckets = 2;
     while (buckets < 2 * num_blocks) buckets *= 2;
     ix->mask = buckets - 1;
-    ix->hash = kvc_malloc((size_t)num_blocks * sizeof *ix->hash);
-    ix->parent = kvc_malloc((size_t)num_blocks * sizeof *ix->parent);
+    ix->keys = kvc_malloc((size_t)num_blocks * sizeof *ix->keys);
     ix->tokens = kvc_malloc((size_t)token_count * sizeof *ix->tokens);
     ix->indexed = kvc_calloc((size_t)num_blocks, 1);
     ix->buckets = kvc_malloc((size_t)buckets * sizeof *ix->buckets);
     ix->buf = kvc_malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
-    if (ix->hash == NULL || ix->parent == NULL || ix->tokens == NULL || ix->indexed == NULL || ix->buckets == NULL ||
+    if (ix->keys == NULL || ix->tokens == NULL || ix->indexed == NULL || ix->buckets == NULL ||
         ix->buf == NULL) {
         kvc_prefix_index_release(ix);
         return kvc_fail(KVC_ENOMEM, "prefix index: cannot allocate it for %lld blocks of %lld tokens",
@@ -39,8 +38,7 @@ kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64
 }
 
 void kvc_prefix_index_release(kvc_prefix_index *ix) {
-    kvc_free(ix->hash);
-    kvc_free(ix->parent);
+    kvc_free(ix->keys);
     kvc_free(ix->tokens);
     kvc_free(ix->indexed);
     kvc_free(ix->buckets);
@@ -73,8 +71,8 @@ int32_t kvc_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_
     for (int64_t b = home(ix, hash);; b = (b + 1) & ix->mask) {
         int32_t id = ix->buckets[b];
         if (id < 0) return -1;
-        if (kvc_hash128_equal(ix->hash[id], hash))
-            return kvc_hash128_equal(ix->parent[id], parent) &&
+        if (kvc_hash128_equal(ix->keys[id].hash, hash))
+            return kvc_hash128_equal(ix->keys[id].parent, parent) &&
                            memcmp(ix->tokens + (int64_t)id * ix->block_tokens, tokens, n) == 0
                        ? id
                        : -1;
@@ -86,10 +84,10 @@ bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash,
     KVC_ASSERT(!ix->indexed[id]);
     int64_t b = home(ix, hash);
     for (; ix->buckets[b] >= 0; b = (b + 1) & ix->mask)
-        if (kvc_hash128_equal(ix->hash[ix->buckets[b]], hash)) return false;
+        if (kvc_hash128_equal(ix->keys[ix->buckets[b]].hash, hash)) return false;
     ix->buckets[b] = id;
-    ix->hash[id] = hash;
-    ix->parent[id] = parent;
+    ix->keys[id].hash = hash;
+    ix->keys[id].parent = parent;
     memcpy(ix->tokens + (int64_t)id * ix->block_tokens, tokens, (size_t)ix->block_tokens * sizeof(int32_t));
     ix->indexed[id] = 1;
     ix->n_indexed++;
@@ -98,7 +96,7 @@ bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash,
 
 bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id) {
     if (ix->indexed == NULL || !ix->indexed[id]) return false;
-    int64_t hole = home(ix, ix->hash[id]);
+    int64_t hole = home(ix, ix->keys[id].hash);
     while (ix->buckets[hole] != id) hole = (hole + 1) & ix->mask;
     ix->indexed[id] = 0;
     ix->n_indexed--;
@@ -109,7 +107,7 @@ bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id) {
         for (;;) {
             b = (b + 1) & ix->mask;
             if (ix->buckets[b] < 0) return true;
-            int64_t h = home(ix, ix->hash[ix->buckets[b]]);
+            int64_t h = home(ix, ix->keys[ix->buckets[b]].hash);
             bool stays = hole <= b ? (hole < h && h <= b) : (hole < h || h <= b);
             if (!stays) break;
         }

@@ -16,11 +16,17 @@
 
 typedef XXH128_hash_t kvc_hash128;
 
+/* What identifies an indexed block, kept together so that a lookup reads
+ * one 32-byte record per candidate. */
+typedef struct kvc_prefix_key {
+    kvc_hash128 hash;   /* the block's chained hash */
+    kvc_hash128 parent; /* its parent's hash (the seed for a first block) */
+} kvc_prefix_key;
+
 typedef struct kvc_prefix_index {
     int64_t block_tokens;  /* tokens one hashed block covers */
     int64_t num_blocks;
-    kvc_hash128 *hash;     /* [num_blocks] hash of each indexed block */
-    kvc_hash128 *parent;   /* [num_blocks] hash of its parent (the seed for a first block) */
+    kvc_prefix_key *keys;  /* [num_blocks] hash and parent hash of each indexed block */
     int32_t *tokens;       /* [num_blocks, block_tokens] token ids of each indexed block */
     uint8_t *indexed;      /* [num_blocks] 1 while the block is in the buckets */
     int32_t *buckets;      /* [mask + 1] block id or -1 */

@@ -292,8 +292,8 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
             kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
             kvc_hash128 parent;
             kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
-            assert_true(kvc_hash128_equal(h, ix->hash[id]));
-            assert_true(kvc_hash128_equal(parent, ix->parent[id]));
+            assert_true(kvc_hash128_equal(h, ix->keys[id].hash));
+            assert_true(kvc_hash128_equal(parent, ix->keys[id].parent));
             assert_memory_equal(ix->tokens + id * ix->block_tokens, k->ctokens[id] + k->clen[id] - ix->block_tokens,
                                 (size_t)ix->block_tokens * sizeof(int32_t));
         }

@@ -4,9 +4,9 @@
  * random batch sizes and row orders, prefill in random chunks mixed with
  * decode rows, 1 or 2 threads per step, and preemptions that drop a
  * request's cache and recompute it from position 0. Every token's logits
- * must be memcmp-equal to its logits alone, for every family and for
- * contiguous, paged and MLA latent caches. The count of random steps is
- * fixed (no wall-clock budget). */
+ * must be memcmp-equal to its logits alone, for every family, for
+ * contiguous, paged and MLA latent caches and for f32, f16, bf16 and int8
+ * caches. The count of random steps is fixed (no wall-clock budget). */
 #include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,0 +1,271 @@
+/* `kvcache bench prefix [--json]`: prefix caching through the request-level
+ * manager, caching on and off in the same run.
+ *
+ *   shared prefix: 128 requests, each a 1,024-token common prefix plus its
+ *                  own 64-token suffix, admitted one after another (each is
+ *                  prefilled, decodes 16 tokens and leaves);
+ *   chat:          32 conversations of 8 turns, taken round-robin; a turn's
+ *                  prompt is the conversation so far (previous prompt, the
+ *                  32-token answer, a new 48-token user message);
+ * both on a FullAttention key with 16-token blocks. Printed: hit rate (hit
+ * tokens / prompt tokens), prefill tokens computed and their reduction,
+ * evictions, the manager's bookkeeping per request (find_prefix +
+ * allocate_slots + cache_computed + decode + free), and the cost of a hit per
+ * block (a find_prefix over a fully cached 1,024-token prefix divided by its
+ * 64 blocks: hash + lookup + verify) next to the bare XXH3-128 of the same
+ * bytes (parent hash + 16 token ids per block), both medians over 2,000
+ * queries timed one by one; the workload figures are medians over 7
+ * repetitions. The engine (tokens/s with a model) is not part of it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "bench.h"
+#include "kvcache/cache.h"
+
+enum {
+    REPS = 7,
+    BS = 16,
+    MAX_LEN = 2048,
+    POOL_BLOCKS = 4096,
+    SHARED_REQUESTS = 128,
+    SHARED_PREFIX = 1024,
+    SHARED_SUFFIX = 64,
+    DECODE = 16,
+    CHATS = 32,
+    TURNS = 8,
+    CHAT_SYSTEM = 256,
+    CHAT_USER = 48,
+    CHAT_ANSWER = 32,
+    HIT_REPS = 2000
+};
+
+#define TARGET_REDUCTION 0.90
+#define TARGET_HIT_NS 100.0
+
+static volatile uint64_t bench_sink;
+
+typedef struct bench_model {
+    kvc_cache_entry entry;
+    kvc_layer_cache_info layer;
+    kvc_model_cache_info ci;
+    kvc_block_plan plan;
+} bench_model;
+
+static int make_manager(bench_model *bm, bool caching, kvc_manager **out) {
+    bm->entry = kvc_cache_entry_default();
+    snprintf(bm->entry.name, sizeof bm->entry.name, "k_cache");
+    bm->entry.num_head = 8;
+    bm->entry.n_dims = 1;
+    bm->entry.dim[0] = 128;
+    bm->entry.block_size = BS;
+    bm->layer = (kvc_layer_cache_info){.layer_idx = 0, .n_caches = 1, .caches = &bm->entry};
+    bm->ci = (kvc_model_cache_info){.num_layers = 1, .n_layer_infos = 1, .layer_infos = &bm->layer};
+    const char *key = "FullAttention";
+    int64_t blocks = POOL_BLOCKS;
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = MAX_LEN;
+    p.max_requests = 256;
+    p.prefix_caching = caching;
+    p.poison_new_blocks = false; /* no storage here */
+    if (kvc_block_plan_from_counts(&bm->ci, &key, &blocks, 1, &bm->plan) != KVC_OK ||
+        kvc_manager_create(&bm->ci, &bm->plan, &p, out) != KVC_OK) {
+        fprintf(stderr, "kvcache bench prefix: %s\n", kvc_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct workload_result {
+    int64_t prompt_tokens, computed_tokens, hit_tokens, evictions, requests;
+    double us_per_request;
+} workload_result;
+
+/* One request's life: admitted with the hit the manager finds, prefilled,
+ * DECODE (or `decode`) tokens decoded, freed. tokens must hold n + decode ids. */
+static int serve(kvc_manager *m, int64_t id, const int32_t *tokens, int64_t n, int64_t decode, workload_result *r) {
+    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n};
+    kvc_prefix_hit hit;
+    if (kvc_manager_find_prefix(m, &prompt, &hit) != KVC_OK) return 1;
+    kvc_status st = kvc_manager_allocate_slots(
+        m, &(kvc_slot_request){.request_id = id, .computed_tokens = hit.n_tokens, .num_new_tokens = n - hit.n_tokens,
+                               .prompt = &prompt});
+    if (st != KVC_OK || kvc_manager_cache_computed(m, id, tokens, n) != KVC_OK) return 1;
+    for (int64_t t = n; t < n + decode; t++)
+        if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = id, .computed_tokens = t,
+                                                              .num_new_tokens = 1}) != KVC_OK ||
+            kvc_manager_cache_computed(m, id, tokens, t + 1) != KVC_OK)
+            return 1;
+    if (kvc_manager_free(m, id) != KVC_OK) return 1;
+    r->prompt_tokens += n;
+    r->computed_tokens += n - hit.n_tokens;
+    r->hit_tokens += hit.n_tokens;
+    r->requests++;
+    return 0;
+}
+
+static int32_t *shared_tokens(int64_t i, int32_t *buf) {
+    for (int64_t t = 0; t < SHARED_PREFIX; t++) buf[t] = (int32_t)(t * 7 + 3);
+    for (int64_t t = 0; t < SHARED_SUFFIX + DECODE; t++) buf[SHARED_PREFIX + t] = (int32_t)(100000 + i * 1000 + t);
+    return buf;
+}
+
+static int run_shared(kvc_manager *m, workload_result *r) {
+    static int32_t buf[SHARED_PREFIX + SHARED_SUFFIX + DECODE];
+    for (int64_t i = 0; i < SHARED_REQUESTS; i++)
+        if (serve(m, i, shared_tokens(i, buf), SHARED_PREFIX + SHARED_SUFFIX, DECODE, r) != 0) return 1;
+    return 0;
+}
+
+/* Conversation c's tokens up to turn `turn` (its prompt and answer). */
+static int64_t chat_tokens(int64_t c, int64_t turn, int32_t *buf) {
+    int64_t n = 0;
+    for (int64_t t = 0; t < CHAT_SYSTEM; t++) buf[n++] = (int32_t)(t * 5 + 1);
+    for (int64_t k = 0; k <= turn; k++) {
+        for (int64_t t = 0; t < CHAT_USER; t++) buf[n++] = (int32_t)(200000 + c * 10000 + k * 100 + t);
+        for (int64_t t = 0; t < CHAT_ANSWER; t++) buf[n++] = (int32_t)(500000 + c * 10000 + k * 100 + t);
+    }
+    return n;
+}
+
+static int run_chat(kvc_manager *m, workload_result *r) {
+    static int32_t buf[CHAT_SYSTEM + TURNS * (CHAT_USER + CHAT_ANSWER)];
+    int64_t id = 0;
+    for (int64_t turn = 0; turn < TURNS; turn++)
+        for (int64_t c = 0; c < CHATS; c++) {
+            int64_t n = chat_tokens(c, turn, buf) - CHAT_ANSWER; /* the answer is generated */
+            if (serve(m, id++, buf, n, CHAT_ANSWER, r) != 0) return 1;
+        }
+    return 0;
+}
+
+/* Median over REPS fresh managers of one workload; counts from the first. */
+static int measure(bool caching, int (*workload)(kvc_manager *, workload_result *), workload_result *out) {
+    double us[REPS];
+    for (int rep = 0; rep < REPS; rep++) {
+        bench_model bm;
+        kvc_manager *m = NULL;
+        if (make_manager(&bm, caching, &m) != 0) return 1;
+        workload_result r = {0};
+        double t0 = kvc_bench_now();
+        int rc = workload(m, &r);
+        us[rep] = 1e6 * (kvc_bench_now() - t0) / (double)(r.requests > 0 ? r.requests : 1);
+        kvc_prefix_stats st;
+        kvc_manager_prefix_stats(m, &st);
+        r.evictions = st.evictions;
+        kvc_manager_destroy(m);
+        if (rc != 0) {
+            fprintf(stderr, "kvcache bench prefix: %s\n", kvc_last_error());
+            return 1;
+        }
+        if (rep == 0) *out = r;
+    }
+    out->us_per_request = kvc_bench_median(us, REPS);
+    return 0;
+}
+
+typedef struct hit_result {
+    double ns_per_block, xxh3_ns_per_block;
+} hit_result;
+
+/* A find_prefix over a fully cached prefix, per block, and the bare XXH3 of
+ * the same bytes per block. */
+static int measure_hit(hit_result *out) {
+    bench_model bm;
+    kvc_manager *m = NULL;
+    if (make_manager(&bm, true, &m) != 0) return 1;
+    static int32_t buf[SHARED_PREFIX + SHARED_SUFFIX + DECODE];
+    workload_result r = {0};
+    if (serve(m, 0, shared_tokens(0, buf), SHARED_PREFIX + 1, 0, &r) != 0) return 1;
+    kvc_prompt prompt = {.tokens = buf, .n_tokens = SHARED_PREFIX + 1};
+    const int64_t blocks = SHARED_PREFIX / BS;
+    /* Each query and each bare chain is timed alone (a few us, well inside a
+     * scheduler time slice), so that a preemption moves one sample, not the median. */
+    static double find[HIT_REPS], bare[HIT_REPS];
+    uint8_t bytes[16 + BS * sizeof(int32_t)];
+    for (int i = 0; i < HIT_REPS; i++) {
+        kvc_prefix_hit hit;
+        double t0 = kvc_bench_now();
+        kvc_manager_find_prefix(m, &prompt, &hit);
+        double t1 = kvc_bench_now();
+        XXH128_hash_t h = {0, 0};
+        for (int64_t b = 0; b < blocks; b++) {
+            memcpy(bytes, &h, 16);
+            memcpy(bytes + 16, buf + b * BS, BS * sizeof(int32_t));
+            h = XXH3_128bits(bytes, sizeof bytes);
+        }
+        double t2 = kvc_bench_now();
+        bench_sink += h.low64 + (uint64_t)hit.n_tokens;
+        if (hit.n_tokens != SHARED_PREFIX) {
+            fprintf(stderr, "kvcache bench prefix: expected a hit of %d tokens, got %" PRId64 "\n", SHARED_PREFIX,
+                    hit.n_tokens);
+            kvc_manager_destroy(m);
+            return 1;
+        }
+        find[i] = 1e9 * (t1 - t0) / (double)blocks;
+        bare[i] = 1e9 * (t2 - t1) / (double)blocks;
+    }
+    kvc_manager_destroy(m);
+    out->ns_per_block = kvc_bench_median(find, HIT_REPS);
+    out->xxh3_ns_per_block = kvc_bench_median(bare, HIT_REPS);
+    return 0;
+}
+
+static double reduction(const workload_result *on, const workload_result *off) {
+    return off->computed_tokens > 0 ? 1.0 - (double)on->computed_tokens / (double)off->computed_tokens : 0.0;
+}
+
+static void print_workload(const char *name, const workload_result *on, const workload_result *off, bool json,
+                           bool last) {
+    double hit_rate = (double)on->hit_tokens / (double)on->prompt_tokens;
+    if (json) {
+        printf("\"%s\": {\"requests\": %" PRId64 ", \"prompt_tokens\": %" PRId64 ", \"hit_rate\": %.4f, "
+               "\"prefill_tokens_on\": %" PRId64 ", \"prefill_tokens_off\": %" PRId64 ", \"reduction\": %.4f, "
+               "\"evictions\": %" PRId64 ", \"us_per_request_on\": %.2f, \"us_per_request_off\": %.2f}%s",
+               name, on->requests, on->prompt_tokens, hit_rate, on->computed_tokens, off->computed_tokens,
+               reduction(on, off), on->evictions, on->us_per_request, off->us_per_request, last ? "" : ", ");
+        return;
+    }
+    printf("  %-14s %5" PRId64 " requests  hit rate %5.1f %%  prefill tokens %8" PRId64 " on / %8" PRId64
+           " off (-%.1f %%)  evictions %5" PRId64 "  manager %6.2f us/request on, %6.2f off\n",
+           name, on->requests, 100.0 * hit_rate, on->computed_tokens, off->computed_tokens,
+           100.0 * reduction(on, off), on->evictions, on->us_per_request, off->us_per_request);
+}
+
+int kvc_bench_prefix(const kvc_bench_opts *opts) {
+    workload_result shared_on, shared_off, chat_on, chat_off;
+    hit_result hit;
+    if (measure(true, run_shared, &shared_on) != 0 || measure(false, run_shared, &shared_off) != 0 ||
+        measure(true, run_chat, &chat_on) != 0 || measure(false, run_chat, &chat_off) != 0 || measure_hit(&hit) != 0)
+        return 1;
+    bool reduction_met = reduction(&shared_on, &shared_off) >= TARGET_REDUCTION;
+    bool hit_met = hit.ns_per_block <= TARGET_HIT_NS;
+    if (opts->json) {
+        printf("{\"bench\": \"prefix\", \"repetitions\": %d, \"block_size\": %d, ", REPS, BS);
+        print_workload("shared_prefix", &shared_on, &shared_off, true, false);
+        print_workload("chat", &chat_on, &chat_off, true, false);
+        printf("\"hit\": {\"blocks\": %d, \"ns_per_block\": %.2f, \"xxh3_ns_per_block\": %.2f, \"target_ns\": %.0f, "
+               "\"target_met\": %s}, \"reduction_target\": %.2f, \"reduction_target_met\": %s}\n",
+               SHARED_PREFIX / BS, hit.ns_per_block, hit.xxh3_ns_per_block, TARGET_HIT_NS, hit_met ? "true" : "false",
+               TARGET_REDUCTION, reduction_met ? "true" : "false");
+        return 0;
+    }
+    printf("kvcache bench prefix (manager only, FullAttention, block size %d, medians over %d repetitions)\n\n", BS,
+           REPS);
+    printf("caching on vs off in the same run (shared prefix: %d requests x (%d shared + %d own tokens), %d decoded;\n"
+           "chat: %d conversations x %d turns, %d-token system prompt, %d user + %d answer tokens a turn)\n",
+           SHARED_REQUESTS, SHARED_PREFIX, SHARED_SUFFIX, DECODE, CHATS, TURNS, CHAT_SYSTEM, CHAT_USER, CHAT_ANSWER);
+    print_workload("shared prefix", &shared_on, &shared_off, false, false);
+    print_workload("chat", &chat_on, &chat_off, false, true);
+    printf("  prefill reduction on the shared prefix: target >= %.0f %%: %s\n\n", 100.0 * TARGET_REDUCTION,
+           reduction_met ? "met" : "MISSED");
+    printf("a hit, per block (%d-block cached prefix: chain hash + lookup + token compare; median of %d queries)\n",
+           SHARED_PREFIX / BS, HIT_REPS);
+    printf("  kvc_manager_find_prefix       %8.2f ns per block   target <= %.0f ns: %s\n", hit.ns_per_block,
+           TARGET_HIT_NS, hit_met ? "met" : "MISSED");
+    printf("  baseline: bare XXH3-128 of the same %d bytes %6.2f ns per block   ratio %.2fx\n",
+           (int)(16 + BS * sizeof(int32_t)), hit.xxh3_ns_per_block, hit.ns_per_block / hit.xxh3_ns_per_block);
+    return 0;
+}
