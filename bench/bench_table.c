@@ -12,7 +12,7 @@ int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
-    {"engine", "continuous vs static batching, peak KV blocks vs contiguous, waste in blocks", kvc_bench_engine},
+    {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks", kvc_bench_engine},
     {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},
     {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3", kvc_bench_prefix},
     {NULL, NULL, NULL},

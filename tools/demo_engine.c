@@ -1,5 +1,6 @@
-/* `kvcache demo`: the main job. The engine (continuous batching, paged KV
- * managed by the framework) runs the three built-in models (small random
+/* `kvcache demo`: the main job. The engine (the budget scheduler: decode
+ * rows and prompt chunks in one batch per step, paged KV managed by the
+ * framework) runs the three built-in models (small random
  * Qwen3, GptOss with sliding + full layers, DeepseekV3 with MLA latent
  * caches) over a mixed workload under a KV budget small enough to exhaust the
  * pools (block reuse, preemption), checks every request against a run of it
@@ -22,9 +23,12 @@
 #define DEMO_BLOCK 16
 #define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
 #define DEMO_KV_DTYPE KVC_DTYPE_BF16
+#define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
+#define DEMO_SHARED_PROMPT 48  /* every other request starts with the same 48 tokens (prefix caching) */
 
 typedef struct demo_result {
     kvc_demo_figures fig;
+    double ttft_ms[3], tpot_ms[3]; /* p50, p90, p99 of the busy run */
     int64_t kv_bytes_per_token, budget, prompt_total, matched;
     bool pools_back, ok;
 } demo_result;
@@ -32,8 +36,9 @@ typedef struct demo_result {
 static kvc_engine_params demo_params(int64_t batch) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = DEMO_MAX_MODEL_LEN;
-    p.max_batch = batch;
+    p.max_num_seqs = batch;
     p.max_requests = 2 * batch;
+    p.max_num_batched_tokens = DEMO_STEP_TOKENS;
     p.seed = 7;
     p.check = false; /* the checks run in the tests; here they would dominate the time */
     return p;
@@ -54,10 +59,21 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     kvc_engine_params p = demo_params(DEMO_BATCH);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = r->budget;
-    if (st == KVC_OK) st = kvc_demo_run(m, &p, &ap, w, busy, &r->fig);
+    p.prefix_caching = true; /* the run alone below has it off: outputs must not depend on it */
+    kvc_demo_latency lat;
+    if (st == KVC_OK) st = kvc_demo_latency_create(w, &lat);
+    if (st == KVC_OK) {
+        st = kvc_demo_run(m, &p, &ap, w, busy, &lat, &r->fig);
+        const double q[3] = {0.5, 0.9, 0.99};
+        for (int i = 0; i < 3; i++) {
+            r->ttft_ms[i] = 1e3 * kvc_demo_percentile(lat.ttft_s, lat.n_ttft, q[i]);
+            r->tpot_ms[i] = 1e3 * kvc_demo_percentile(lat.tpot_s, lat.n_tpot, q[i]);
+        }
+        kvc_demo_latency_free(&lat);
+    }
     kvc_engine_params solo = demo_params(1);
     kvc_demo_figures solo_fig;
-    if (st == KVC_OK) st = kvc_demo_run(m, &solo, &ap, w, alone, &solo_fig);
+    if (st == KVC_OK) st = kvc_demo_run(m, &solo, &ap, w, alone, NULL, &solo_fig);
     if (st == KVC_OK) {
         for (int64_t i = 0; i < w->n; i++) {
             r->prompt_total += w->reqs[i].n_prompt;
@@ -65,7 +81,8 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
         }
         r->pools_back = true;
         for (int32_t k = 0; k < r->fig.stats.n_keys; k++) r->pools_back = r->pools_back && r->fig.stats.blocks_in_use[k] == 0;
-        r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1;
+        r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1 &&
+                r->fig.prefix.hits >= 1;
     }
     kvc_free(busy);
     kvc_free(alone);
@@ -78,16 +95,23 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
     printf("%s%s: KV %" PRId64 " B/token (%s, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
            f->latent ? " (MLA latent caches)" : "", r->kv_bytes_per_token, kvc_dtype_name(DEMO_KV_DTYPE),
            (double)r->budget / 1024.0, DEMO_BUDGET_TOKENS);
-    printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 " (+%" PRId64 " recomputed)  generated %" PRId64
-           "  steps %" PRId64 "  %.2f s  %.0f tokens/s (prompt + generated)\n",
-           g->requests, w->n, r->prompt_total, g->prompt_tokens - r->prompt_total, g->generated_tokens, g->steps,
-           g->seconds, (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
+    printf("  requests %" PRId64 "/%" PRId64 "  prompt tokens %" PRId64 "  computed %" PRId64 " (recomputation after "
+           "preemption included, prefix hits not)  generated %" PRId64 "\n  steps %" PRId64 "  %.2f s  %.0f tokens/s "
+           "(computed + generated)\n",
+           g->requests, w->n, r->prompt_total, g->prompt_tokens, g->generated_tokens, g->steps, g->seconds,
+           (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
+    printf("  TTFT p50/p90/p99 %.1f / %.1f / %.1f ms  TPOT p50/p90/p99 %.2f / %.2f / %.2f ms (all requests arrive at once)\n",
+           r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2], r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2]);
+    printf("  prefix cache: %" PRId64 " of %" PRId64 " admissions hit, %" PRId64 " of %" PRId64
+           " prompt tokens taken from the cache, %" PRId64 " cached blocks evicted\n",
+           g->prefix.hits, g->prefix.queries, g->prefix.hit_tokens, g->prefix.query_tokens, g->prefix.evictions);
     printf("  preemptions %" PRId64 "  peak blocks in use (of the pool, null block excluded):", g->preemptions);
     for (int32_t k = 0; k < g->stats.n_keys; k++)
         printf(" %s %" PRId64 "/%" PRId64, g->keys[k], g->stats.peak_blocks_in_use[k], g->stats.num_blocks[k] - 1);
     printf("\n  blocks back in the pools: %s  outputs equal to the request run alone: %" PRId64 "/%" PRId64 "  %s\n",
            r->pools_back ? "yes" : "NO", r->matched, w->n, r->ok ? "ok" : "FAILED");
     if (g->preemptions == 0) printf("  FAILED: no preemption, the KV budget did not bind on this workload\n");
+    if (g->prefix.hits == 0) printf("  FAILED: no prefix-cache hit on the shared system prompt\n");
     printf("\n");
 }
 
@@ -96,16 +120,20 @@ static int engine_demo(int64_t n_requests) {
      * kernel's threads oversubscribing (the library leaves this to the tool) */
     omp_set_num_threads(1);
     kvc_demo_workload w;
-    if (kvc_demo_workload_make(n_requests, 42, 512, &w) != KVC_OK) {
+    if (kvc_demo_workload_make(n_requests, 42, 512, 0, &w) != KVC_OK) {
         printf("FAIL: out of memory for the workload\n");
         return 1;
     }
-    printf("kvcache demo: the engine (continuous batching, framework-managed paged KV) on three built-in\n"
-           "models with random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8,\n"
-           "top-k 40, top-p 0.9, seeded; half greedy): prompts 4-256 tokens, outputs 4-224 tokens, up to %d\n"
-           "running at once, block size %d, max_model_len %d, one OpenMP thread. Every request is then run\n"
-           "alone and its tokens compared (bitwise: the forward is batch-invariant).\n\n",
-           kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_BATCH, DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
+    kvc_demo_workload_share_prefix(&w, 2, DEMO_SHARED_PROMPT, 512);
+    printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
+           "after, in one batch; framework-managed paged KV; prefix caching on) on three built-in models with\n"
+           "random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8, top-k 40,\n"
+           "top-p 0.9, seeded; half greedy): prompts 4-256 tokens (every other one starting with the same\n"
+           "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"
+           "%d, one OpenMP thread. Every request is then run alone (no prefix caching) and its tokens compared\n"
+           "(bitwise: the forward is batch-invariant).\n\n",
+           (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK,
+           DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 const kvc_demo_family kvc_demo_families[KVC_DEMO_N_FAMILIES] = {
@@ -45,12 +46,14 @@ static uint64_t next_rand(uint64_t *s) {
 
 static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(next_rand(s) % (uint64_t)(hi - lo + 1)); }
 
-kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out) {
+kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64_t long_every, kvc_demo_workload *out) {
     memset(out, 0, sizeof *out);
     out->n = n;
+    const int64_t max_prompt = long_every > 0 ? 900 : 256;
     out->reqs = kvc_calloc((size_t)n, sizeof *out->reqs);
-    out->ids = kvc_malloc((size_t)n * 256 * sizeof *out->ids);
-    if (out->reqs == NULL || out->ids == NULL) {
+    out->arrival_s = kvc_calloc((size_t)n, sizeof *out->arrival_s);
+    out->ids = kvc_malloc((size_t)(n * max_prompt) * sizeof *out->ids);
+    if (out->reqs == NULL || out->arrival_s == NULL || out->ids == NULL) {
         kvc_demo_workload_free(out);
         return KVC_ENOMEM;
     }
@@ -59,6 +62,7 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
     for (int64_t i = 0; i < n; i++) {
         kvc_demo_request *r = &out->reqs[i];
         r->n_prompt = next_rand(&s) % 5 == 0 ? uniform(&s, 96, 256) : uniform(&s, 4, 96);
+        if (long_every > 0 && i % long_every == long_every - 1) r->n_prompt = uniform(&s, 600, 900);
         r->max_new_tokens = next_rand(&s) % 4 == 0 ? uniform(&s, 96, 224) : uniform(&s, 4, 32);
         r->prompt = out->ids + t;
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
@@ -73,25 +77,88 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_d
 
 void kvc_demo_workload_free(kvc_demo_workload *w) {
     kvc_free(w->reqs);
+    kvc_free(w->arrival_s);
     kvc_free(w->ids);
     memset(w, 0, sizeof *w);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+void kvc_demo_workload_share_prefix(kvc_demo_workload *w, int64_t every, int64_t n_shared, int64_t vocab) {
+    for (int64_t i = 0; i < w->n; i += every) {
+        kvc_demo_request *r = &w->reqs[i];
+        int32_t *prompt = w->ids + (r->prompt - w->ids); /* the workload owns its ids */
+        uint64_t s = 77;
+        for (int64_t j = 0; j < n_shared && j < r->n_prompt - 1; j++) prompt[j] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+    }
 }
 
-/* Adds requests from *next on while request slots are free. */
-static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next, int64_t *live, int64_t *n_live) {
+void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed) {
+    uint64_t s = seed;
+    double t = 0.0;
+    for (int64_t i = 0; i < w->n; i++) {
+        if (rate > 0.0) t -= log(1.0 - ((double)next_rand(&s) + 0.5) / 2147483648.0) / rate; /* next_rand: 31 bits */
+        w->arrival_s[i] = t;
+    }
+}
+
+kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency *out) {
+    memset(out, 0, sizeof *out);
+    int64_t tokens = 16; /* every step runs a token: steps <= tokens fed (recomputation counted 4 times over) */
+    for (int64_t i = 0; i < w->n; i++) tokens += 4 * (w->reqs[i].n_prompt + w->reqs[i].max_new_tokens);
+    size_t n = (size_t)w->n, gaps = (size_t)(w->n * w->max_new);
+    out->ttft_s = kvc_malloc(n * sizeof *out->ttft_s);
+    out->ttft_work = kvc_malloc(n * sizeof *out->ttft_work);
+    out->tpot_s = kvc_malloc(gaps * sizeof *out->tpot_s);
+    out->tpot_work = kvc_malloc(gaps * sizeof *out->tpot_work);
+    out->token_ns = kvc_malloc((size_t)w->max_new * sizeof *out->token_ns);
+    out->token_step = kvc_malloc((size_t)w->max_new * sizeof *out->token_step);
+    out->cum_tokens = kvc_malloc((size_t)tokens * sizeof *out->cum_tokens);
+    out->cap_steps = tokens;
+    if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->token_ns || !out->token_step ||
+        !out->cum_tokens) {
+        kvc_demo_latency_free(out);
+        return KVC_ENOMEM;
+    }
+    return KVC_OK;
+}
+
+void kvc_demo_latency_free(kvc_demo_latency *l) {
+    kvc_free(l->ttft_s);
+    kvc_free(l->ttft_work);
+    kvc_free(l->tpot_s);
+    kvc_free(l->tpot_work);
+    kvc_free(l->token_ns);
+    kvc_free(l->token_step);
+    kvc_free(l->cum_tokens);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double kvc_demo_percentile(double *v, int64_t n, double q) {
+    if (n == 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int64_t rank = (int64_t)ceil(q * (double)n); /* nearest rank, 1-based */
+    return v[rank < 1 ? 0 : (rank > n ? n - 1 : rank - 1)];
+}
+
+/* Adds requests from *next on that have arrived by now while request slots
+ * are free, each with its arrival time. */
+static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t t0, int64_t *next, int64_t *live,
+                        int64_t *n_live) {
+    const int64_t now = kvc_engine_now_ns();
     for (; *next < w->n; (*next)++) {
         const kvc_demo_request *d = &w->reqs[*next];
+        int64_t arrival = t0 + (int64_t)(w->arrival_s[*next] * 1e9);
+        if (arrival > now) return KVC_OK;
         kvc_engine_request r = kvc_engine_request_default();
         r.id = *next;
         r.prompt = d->prompt;
         r.n_prompt = d->n_prompt;
         r.max_new_tokens = d->max_new_tokens;
+        r.arrival_ns = arrival > 0 ? arrival : 1;
         r.sampling = d->sampling;
         kvc_status st = kvc_engine_add_request(e, &r);
         if (st == KVC_NO_SPACE) return KVC_OK;
@@ -99,6 +166,45 @@ static kvc_status admit(kvc_engine *e, const kvc_demo_workload *w, int64_t *next
         live[(*n_live)++] = *next;
     }
     return KVC_OK;
+}
+
+/* Sleeps until the next arrival when nothing is held. */
+static void wait_arrival(const kvc_demo_workload *w, int64_t t0, int64_t next, int64_t n_live) {
+    if (n_live > 0 || next >= w->n) return;
+    int64_t wait = t0 + (int64_t)(w->arrival_s[next] * 1e9) - kvc_engine_now_ns();
+    if (wait <= 0) return;
+    struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Tokens the model ran in engine steps [from, to]. */
+static double work(const kvc_demo_latency *lat, int64_t from, int64_t to) {
+    if (to >= lat->cap_steps) return -1.0; /* beyond the record (not reached by the workloads) */
+    return (double)(lat->cum_tokens[to] - (from > 0 ? lat->cum_tokens[from - 1] : 0));
+}
+
+/* The finished request's time to first token and gaps between its tokens. */
+static kvc_status record_latency(const kvc_engine *e, int64_t id, kvc_demo_latency *lat, int64_t max_new) {
+    kvc_engine_request_times t;
+    int64_t n = 0;
+    kvc_status st = kvc_engine_request_times_get(e, id, &t);
+    if (st == KVC_OK) st = kvc_engine_request_token_times(e, id, lat->token_step, lat->token_ns, max_new, &n);
+    if (st != KVC_OK) return st;
+    lat->ttft_s[lat->n_ttft] = 1e-9 * (double)(t.first_token_ns - t.arrival_ns);
+    lat->ttft_work[lat->n_ttft++] = work(lat, t.arrival_step, t.first_token_step);
+    for (int64_t k = 1; k < n && k < max_new; k++) {
+        lat->tpot_s[lat->n_tpot] = 1e-9 * (double)(lat->token_ns[k] - lat->token_ns[k - 1]);
+        lat->tpot_work[lat->n_tpot++] = work(lat, lat->token_step[k - 1] + 1, lat->token_step[k]);
+    }
+    return KVC_OK;
+}
+
+/* Running total of the tokens of every step, by the engine's step number. */
+static void record_step(const kvc_engine *e, const kvc_engine_step_result *res, kvc_demo_latency *lat) {
+    kvc_engine_stats st;
+    if (res->n_rows == 0 || kvc_engine_get_stats(e, &st) != KVC_OK) return;
+    int64_t s = st.steps - 1;
+    if (s < lat->cap_steps) lat->cum_tokens[s] = (s > 0 ? lat->cum_tokens[s - 1] : 0) + res->n_tokens;
 }
 
 /* Waste sample over FullAttention keys, then finished requests read and released. */
@@ -126,6 +232,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
         }
         int64_t got = 0;
         s = kvc_engine_request_output(e, live[i], outputs + live[i] * w->max_new, w->max_new, &got);
+        if (s == KVC_OK && fig->lat != NULL) s = record_latency(e, live[i], fig->lat, w->max_new);
         if (s == KVC_OK) s = kvc_engine_request_release(e, live[i]);
         live[i] = live[--(*n_live)];
     }
@@ -137,21 +244,24 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
-    const double t0 = now_s();
+    const int64_t t0_ns = kvc_engine_now_ns();
     while (st == KVC_OK && (next < w->n || n_live > 0)) {
-        st = admit(e, w, &next, live, &n_live);
+        wait_arrival(w, t0_ns, next, n_live);
+        st = admit(e, w, t0_ns, &next, live, &n_live);
         kvc_engine_step_result res;
         if (st == KVC_OK) st = kvc_engine_step(e, &res);
+        if (st == KVC_OK && fig->lat != NULL) record_step(e, &res, fig->lat);
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
-    fig->seconds = now_s() - t0;
+    fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);
     kvc_free(live);
     return st;
 }
 
 kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
-                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
+                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_latency *lat, kvc_demo_figures *fig) {
     memset(fig, 0, sizeof *fig);
+    fig->lat = lat;
     for (int64_t i = 0; i < w->n * w->max_new; i++) outputs[i] = -1;
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
@@ -166,6 +276,7 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
         st = kvc_demo_drive(e, w, outputs, fig);
     }
     if (st == KVC_OK) st = kvc_engine_get_stats(e, &fig->stats);
+    if (st == KVC_OK && kvc_engine_manager(e) != NULL) st = kvc_manager_prefix_stats(kvc_engine_manager(e), &fig->prefix);
     fig->requests = fig->stats.finished_total;
     fig->prompt_tokens = fig->stats.prefill_tokens;
     fig->generated_tokens = fig->stats.generated_tokens;

@@ -30,37 +30,70 @@ typedef struct kvc_demo_request {
 typedef struct kvc_demo_workload {
     int64_t n;                  /* requests, ids 0..n-1 */
     kvc_demo_request *reqs;     /* [n] */
+    double *arrival_s;          /* [n] arrival of each request, seconds after the start (0: all at once) */
     int32_t *ids;               /* every prompt, packed */
     int64_t max_len;            /* longest n_prompt + max_new_tokens - 1 */
     int64_t max_new;            /* largest max_new_tokens */
 } kvc_demo_workload;
 
 /* n requests with prompts of 4..96 tokens (a fifth 96..256) and outputs of
- * 4..32 tokens (a quarter 96..224); odd ids sample (temperature 0.8,
- * top-k 40, top-p 0.9, seed from the id), even ids are greedy. Fits
- * max_model_len 512. The forward is batch-invariant to the last bit, so a
- * sampled request draws the same tokens under churn as alone. */
-kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, kvc_demo_workload *out);
+ * 4..32 tokens (a quarter 96..224), all arriving at once; odd ids sample
+ * (temperature 0.8, top-k 40, top-p 0.9, seed from the id), even ids are
+ * greedy. Fits max_model_len 512. long_every > 0: every long_every-th
+ * request instead has a long prompt of 600..900 tokens (fits max_model_len
+ * 1024). The forward is batch-invariant to the last bit, so a sampled
+ * request draws the same tokens under churn as alone. */
+kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64_t long_every, kvc_demo_workload *out);
 void kvc_demo_workload_free(kvc_demo_workload *w);
+/* A shared prompt part: every request i with i % every == 0 starts with the
+ * same n_shared tokens (a system prompt; at most its prompt length - 1), the
+ * rest of its prompt unchanged. */
+void kvc_demo_workload_share_prefix(kvc_demo_workload *w, int64_t every, int64_t n_shared, int64_t vocab);
+/* Poisson arrivals: exponential gaps of mean 1 / rate seconds (rate > 0);
+ * rate 0: every request arrives at the start. */
+void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed);
+
+/* Latency samples of a pass: the time to first token of every finished
+ * request (from its arrival) and every gap between two consecutive tokens
+ * of one request (time per output token), in seconds and in model work:
+ * the tokens the model ran in the steps between (a measure a loaded machine
+ * does not disturb). */
+typedef struct kvc_demo_latency {
+    double *ttft_s, *ttft_work;  /* [w->n] */
+    double *tpot_s, *tpot_work;  /* [w->n * w->max_new] */
+    int64_t n_ttft, n_tpot;
+    int64_t *token_ns, *token_step; /* [w->max_new] scratch */
+    int64_t *cum_tokens;         /* [cap_steps] tokens run by steps 0..s of the engine */
+    int64_t cap_steps;
+} kvc_demo_latency;
+
+kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency *out);
+void kvc_demo_latency_free(kvc_demo_latency *l);
+/* The q-quantile (0..1, nearest rank) of v[0..n); sorts v. 0 when n is 0. */
+double kvc_demo_percentile(double *v, int64_t n, double q);
 
 /* What one pass of a workload through an engine did. */
 typedef struct kvc_demo_figures {
     double seconds;                 /* wall time of the steps */
     int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
     kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
+    kvc_prefix_stats prefix;        /* the manager's prefix-cache counters at the end */
     char keys[KVC_MAX_MANAGERS][KVC_NAME_MAX];
     int64_t block_size[KVC_MAX_MANAGERS];
     /* FullAttention keys, after every step: slots of the blocks in use and
      * tokens cached in them, summed over steps (waste = 1 - cached / slots) */
     int64_t full_slots, full_cached;
+    kvc_demo_latency *lat;          /* NULL, or where the pass adds its latency samples */
 } kvc_demo_figures;
 
 /* Runs every request of w through an engine built over m with ep and ap
- * (requests added in order as request slots free up, finished ones read and
- * released at once). outputs [w->n, w->max_new] receive the tokens (the
- * rest of a row -1). KVC_OK, or the first failure (message set). */
+ * (each request added once it has arrived and a request slot is free, with
+ * its arrival time; finished ones read and released at once; the loop
+ * sleeps when nothing has arrived yet). outputs [w->n, w->max_new] receive the tokens (the
+ * rest of a row -1); lat (NULL: not collected) the latency samples. KVC_OK, or the first
+ * failure (message set). */
 kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const kvc_engine_adapter_params *ap,
-                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
+                        const kvc_demo_workload *w, int32_t *outputs, kvc_demo_latency *lat, kvc_demo_figures *fig);
 
 /* The loop of kvc_demo_run on an engine the caller made (its manager keys
  * already in fig->keys / fig->block_size for the waste figures): adds,

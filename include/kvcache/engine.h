@@ -1,13 +1,16 @@
-/* kvcache engine layer: the framework deployment. A request queue, a
- * scheduler that packs prefill batches under a token budget and decodes every
- * running request (continuous batching), admission through
+/* kvcache engine layer: the framework deployment. A request queue ordered
+ * by priority then arrival, a scheduler that fills every step under one
+ * token budget (decode tokens of the running requests first, then chunks of
+ * partially prefilled and waiting prompts, all in one packed batch: chunked
+ * prefill mixed with decode, docs/scheduler.md), admission through
  * kvc_manager_allocate_slots with the reserved-decode-tokens rule,
- * preemption when a decode step runs out of blocks, release of finished
- * requests' blocks, and a sampler (greedy, temperature / top-k / top-p).
- * A model that declares no cache info runs on the self-managed path:
- * legacy contiguous caches [max_batch, max_model_len, *unit] with an explicit
- * cache row per request. Behaviour: docs/engine.md, RM 2-9,
- * KM 5.4, VER 1-3.
+ * preemption by recomputation when the pool runs short, release of finished
+ * requests' blocks, per-request latency accounting, and a sampler (greedy,
+ * temperature / top-k / top-p). The earlier prefill-alone scheduler (whole
+ * prompts in steps of their own) stays as an option. A model that declares
+ * no cache info runs on the self-managed path: legacy contiguous caches
+ * [max_num_seqs, max_model_len, *unit] with an explicit cache row per
+ * request. Behaviour: docs/engine.md and docs/scheduler.md.
  *
  * The engine talks to the model through kvc_engine_model (a vtable); the
  * model runtime plugs in through a thin adapter that fills it.
@@ -66,8 +69,8 @@ KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vo
 
 /* ---- the model seen by the engine ------------------------------------------ */
 
-/* A contiguous cache tensor a self-managed model asks for (RM 9): the
- * engine allocates [max_batch, max_model_len, *unit] of dtype, zero-filled,
+/* A contiguous cache tensor a self-managed model asks for: the engine
+ * allocates [max_num_seqs, max_model_len, *unit] of dtype, zero-filled,
  * and hands it to the setter once. */
 typedef struct kvc_engine_legacy_cache {
     char name[KVC_NAME_MAX]; /* "k_cache", for messages */
@@ -85,11 +88,10 @@ typedef struct kvc_engine_batch {
      * slot mappings of every manager key. Self-managed mode: n_keys = 0. */
     const kvc_step_metadata *md;
     const int64_t *request_ids; /* [md->n_rows] the engine's request id of each row */
-    /* Self-managed mode only (NULL / 0 in managed mode). The reference's
-     * request_offset counter is replaced by an explicit cache row per request
-     * (RM 9 [proposed]), the same row in prefill and decode; the reference's
-     * two-meaning kv_len is split into md->kv_pos (per row) and legacy_index. */
-    const int64_t *cache_rows;   /* [md->n_rows] legacy cache row of each row, < max_batch */
+    /* Self-managed mode only (NULL / 0 in managed mode): an explicit cache row
+     * per request, the same row in every step of the request; md->kv_pos is
+     * the row's last position and legacy_index each token's flat index. */
+    const int64_t *cache_rows;   /* [md->n_rows] legacy cache row of each row, < max_num_seqs */
     const int64_t *legacy_index; /* [md->n_tokens] cache_rows[row] * cache_seq_len + positions[t] */
     int64_t cache_seq_len;       /* positions per legacy row (= max_model_len) */
 } kvc_engine_batch;
@@ -109,8 +111,10 @@ typedef struct kvc_engine_model {
     int32_t n_legacy_caches;
     /* One step: ids packed per batch->md (rows one after another, row b's
      * tokens at [cu_q[b-1], cu_q[b])); writes each row's logits for its LAST
-     * token: logits [md->n_rows, vocab_size]. Prefill rows start at position
-     * 0; decode rows carry one token at kv_pos. Must write the step's K/V
+     * token: logits [md->n_rows, vocab_size]. A row is a decode token (one
+     * token at kv_pos) or a prompt chunk (positions kv_pos - q + 1 .. kv_pos
+     * over the request's KV already cached before them); one step mixes
+     * both kinds. Must write the step's K/V
      * through the slot mappings (managed) or legacy_index (self-managed)
      * before reading them back. A failure status is returned by
      * kvc_engine_step unchanged. */
@@ -125,28 +129,45 @@ typedef enum kvc_engine_plan {
     KVC_ENGINE_PLAN_BUDGET = 1   /* kv_memory_bytes for every cache (fixed-size types first) */
 } kvc_engine_plan;
 
+typedef enum kvc_engine_scheduler {
+    /* One token budget per step: running requests' decode tokens first, then
+     * chunks of partially prefilled and waiting prompts (priority, then
+     * arrival order) until max_num_batched_tokens is spent; one batch. */
+    KVC_ENGINE_SCHED_BUDGET = 0,
+    /* The earlier scheduler: a step admits whole prompts only (no decode rows
+     * in it); decode steps run when nothing can be admitted. */
+    KVC_ENGINE_SCHED_PREFILL_ALONE = 1
+} kvc_engine_scheduler;
+
 typedef struct kvc_engine_params {
-    int64_t max_model_len;      /* >= 1: KV positions of one request (prompt + generated - 1) */
-    int64_t max_batch;          /* >= 1: rows per step = requests running at once */
-    int64_t max_prefill_tokens; /* tokens of one prefill step; 0 = max_model_len; must be >= max_model_len
-                                 * (no chunked prefill: a preempted request recomputes up to
-                                 * max_model_len tokens in one prefill) */
+    int64_t max_model_len;          /* >= 1: KV positions of one request (prompt + generated - 1) */
+    int64_t max_num_seqs;           /* >= 1: rows per step = requests running at once */
+    int64_t max_num_batched_tokens; /* tokens of one step, >= max_num_seqs; 0 = default: BUDGET
+                                     * max(2048, max_num_seqs); PREFILL_ALONE max(max_model_len,
+                                     * max_num_seqs), and there it must be >= max_model_len (a
+                                     * preempted request recomputes up to max_model_len tokens in one
+                                     * step) */
+    int64_t long_prefill_token_threshold; /* BUDGET: most prompt tokens of one request in one step; 0 = no cap */
+    kvc_engine_scheduler scheduler;
     int64_t max_requests;       /* requests held at once (waiting, running, finished and not released);
-                                 * 0 = 4 * max_batch */
+                                 * 0 = 4 * max_num_seqs */
     kvc_engine_plan plan;
-    int64_t plan_concurrency;   /* OFFLINE: 0 = max_batch */
+    int64_t plan_concurrency;   /* OFFLINE: 0 = max_num_seqs */
     int64_t kv_memory_bytes;    /* BUDGET: > 0 */
-    int64_t reserved_decode_tokens; /* prefill admission keeps cdiv(this, bs) blocks per live request free */
+    int64_t reserved_decode_tokens; /* admitting a waiting request keeps cdiv(this, bs) blocks per live request free */
     int64_t next_n;             /* speculative depth: only 0 is supported */
     uint64_t seed;              /* mixed into every request's sampling seed */
+    bool prefix_caching;        /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
+    uint64_t prefix_salt;       /* prefix caching: the engine's salt, in every block hash chain */
     size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB) */
-    bool check;                 /* run the verification checks after every step and release */
+    bool check;                 /* run the verification checks before and after every step and release */
 } kvc_engine_params;
 
-/* max_model_len 0 (must be set), max_batch 8, max_prefill_tokens 0,
- * max_requests 0, OFFLINE, plan_concurrency 0, kv_memory_bytes 0,
- * reserved_decode_tokens 64, next_n 0, seed 0, KVC_ALIGN_DEFAULT, check on
- * in debug builds (no NDEBUG) and off otherwise. */
+/* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
+ * long_prefill_token_threshold 0, BUDGET scheduler, max_requests 0, OFFLINE,
+ * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
+ * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, check on in
+ * debug builds (no NDEBUG) and off otherwise. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -154,6 +175,11 @@ typedef struct kvc_engine kvc_engine;
 /* Validates the model and params, plans the blocks (or sets up the legacy
  * caches), allocates the storage, the manager, the step buffers, the request
  * slots and every per-step workspace: nothing is allocated afterwards. */
+/* The tokens of one step the params give (the resolved
+ * max_num_batched_tokens); 0 for params kvc_engine_create would refuse. */
+KVC_API int64_t kvc_engine_step_tokens(const kvc_engine_params *p);
+/* The monotonic clock the engine's latency records use, in nanoseconds. */
+KVC_API int64_t kvc_engine_now_ns(void);
 KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
 KVC_API void kvc_engine_destroy(kvc_engine *e);
 
@@ -164,15 +190,18 @@ typedef struct kvc_engine_request {
     int64_t n_prompt;         /* 1 .. max_model_len */
     int64_t max_new_tokens;   /* >= 1 */
     int32_t eos_id;           /* -1: none; generation stops after emitting it (it is part of the output) */
+    int32_t priority;         /* lower is served first; equal priorities in arrival order */
+    int64_t arrival_ns;       /* 0: now; else when it arrived (kvc_engine_now_ns clock, not in the future) */
     kvc_sampling_params sampling;
 } kvc_engine_request;
 
-/* id -1, no prompt, max_new_tokens 16, eos_id -1, greedy. */
+/* id -1, no prompt, max_new_tokens 16, eos_id -1, priority 0, arrival now, greedy. */
 KVC_API kvc_engine_request kvc_engine_request_default(void);
 
-/* Queues a request at the tail of the waiting queue. Refused, with the engine
- * unchanged: bad fields (KVC_EINVAL: empty prompt, prompt longer than
- * max_model_len, a token or eos id outside the vocabulary, bad sampling), an
+/* Queues a request behind every waiting request of its priority or a lower
+ * one. Refused, with the engine unchanged: bad fields (KVC_EINVAL: empty
+ * prompt, prompt longer than max_model_len, a token or eos id outside the
+ * vocabulary, bad sampling, an arrival time in the future), an
  * id already held (KVC_EINVAL), a request whose longest run
  * (min(n_prompt + max_new_tokens - 1, max_model_len) positions) does not fit
  * the pools even alone (KVC_ENOMEM, naming the key and counts), no free
@@ -180,8 +209,8 @@ KVC_API kvc_engine_request kvc_engine_request_default(void);
 KVC_API kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
 
 typedef enum kvc_engine_request_state {
-    KVC_REQ_WAITING = 0,  /* queued for (re)prefill */
-    KVC_REQ_RUNNING = 1,  /* its KV is cached; decoding */
+    KVC_REQ_WAITING = 0,  /* queued for (re)prefill; holds no KV */
+    KVC_REQ_RUNNING = 1,  /* holds KV: being prefilled chunk by chunk, or decoding */
     KVC_REQ_FINISHED = 2  /* done; blocks already freed; output readable until released */
 } kvc_engine_request_state;
 
@@ -202,46 +231,77 @@ typedef struct kvc_engine_request_info {
     int64_t n_generated;
     int64_t n_cached;     /* tokens whose KV is in the cache (0 while waiting) */
     int64_t n_preemptions;
+    int32_t priority;
 } kvc_engine_request_info;
 
 /* KVC_EINVAL for an id the engine does not hold. */
 KVC_API kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 /* Generated tokens so far (at most cap copied); *n_out = their count. */
 KVC_API kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+/* Latency records of one request: steps are kvc_engine_stats.steps at the
+ * time (a request that arrives before step s has arrival_step s; a token
+ * produced by step s has step s), nanoseconds are kvc_engine_now_ns; -1 =
+ * not yet. first_scheduled is the first step that ran one of its tokens. */
+typedef struct kvc_engine_request_times {
+    int64_t arrival_step, first_scheduled_step, first_token_step, finish_step;
+    int64_t arrival_ns, first_scheduled_ns, first_token_ns, finish_ns;
+} kvc_engine_request_times;
+
+KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_engine_request_times *out);
+/* When each generated token was produced: step and ns of token k at
+ * steps[k], ns[k] (either may be NULL; at most cap written); *n_out = the
+ * number of generated tokens. */
+KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
+                                          int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
 /* Forgets a request: a finished one's output goes; a waiting or running one is
  * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
 KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 
 typedef struct kvc_engine_step_result {
-    bool is_prefill;
-    int64_t n_rows;       /* rows the model ran (0: nothing ran) */
-    int64_t n_tokens;     /* tokens the model ran */
-    int64_t n_preempted;  /* requests preempted by this step */
-    int64_t n_finished;   /* requests that finished in this step */
-    bool idle;            /* nothing waiting or running: there was nothing to do */
+    bool is_prefill;          /* the step ran at least one prompt chunk */
+    int64_t n_rows;           /* rows the model ran (0: nothing ran) */
+    int64_t n_tokens;         /* tokens the model ran */
+    int64_t n_decode_rows;    /* rows of one token that continue a request (n_rows - prompt chunks) */
+    int64_t n_prefill_tokens; /* tokens of the prompt chunks */
+    int64_t n_preempted;      /* requests preempted by this step */
+    int64_t n_finished;       /* requests that finished in this step */
+    bool idle;                /* nothing waiting or running: there was nothing to do */
 } kvc_engine_step_result;
 
-/* One scheduler step. If requests wait and a running row is free, a prefill
- * batch is packed FIFO (up to max_prefill_tokens tokens and max_batch running
- * rows), each admitted through allocate_slots({.num_new_tokens = L,
- * .reserved_tokens = reserved_decode_tokens}); admission stops at the first refusal (no
- * skipping). Without an admitted request, every running request decodes one
- * token (allocate_slots({.computed_tokens = computed_len + 1,
- * .num_new_tokens = 1})); when a decode
- * allocation fails, the most recently admitted running request is preempted
- * (its blocks freed, requeued at the head of the waiting queue to recompute
- * its prompt and generated tokens later) and the allocation retried. Then the
- * model runs, one token is sampled per row, and finished requests release
- * their blocks at once. KVC_OK when a batch ran or there was nothing to do
- * (res->idle); KVC_NO_SPACE (with a message) when requests are held but none
- * can run ("no progress"). If the model's forward fails its status is
- * returned, prefill admissions are undone and no token is appended. */
+/* One scheduler step (docs/scheduler.md). Requests are served in order of
+ * priority, then arrival. BUDGET: every running request that has one token
+ * left to feed gets a decode row (allocate_slots(id, cached, 1, next_n, 0));
+ * when that allocation fails, the lowest-priority running request is
+ * preempted (its blocks freed, back to the waiting queue to recompute its
+ * prompt and generated tokens) and the allocation retried. Then partially
+ * prefilled requests get their next chunk, then waiting requests are
+ * admitted (allocate_slots(id, hit, chunk, next_n, reserved_decode_tokens),
+ * where hit is 0 or, with prefix caching, the prefix of its tokens
+ * kvc_manager_find_prefix finds cached; admission stops at the first
+ * refusal, nobody overtakes), each chunk as
+ * large as the budget left, the rest of the prompt and
+ * long_prefill_token_threshold allow, until max_num_batched_tokens tokens or
+ * max_num_seqs rows. A chunk that finds no blocks waits for a later step
+ * (the request keeps what it holds) unless nothing else can run, then the
+ * lowest-priority request is preempted; a step that preempted admits nobody.
+ * PREFILL_ALONE: a step admits whole prompts (FIFO under the budget) or, when
+ * none can be admitted, decodes every running request. Then the model runs,
+ * one token is sampled per row that reached the end of its request's tokens,
+ * the blocks the step completed are offered to the prefix cache
+ * (kvc_manager_cache_computed: a request admitted in the same step as
+ * another with the same prompt shares nothing with it until a later step),
+ * and finished requests release their blocks at once. KVC_OK when a batch
+ * ran or there was nothing to do (res->idle); KVC_NO_SPACE (with a message)
+ * when requests are held but none can run ("no progress"). If the model's
+ * forward fails its status is returned, this step's admissions are undone
+ * and no token is appended. */
 KVC_API kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
 
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
     int64_t n_free_slots;                     /* request slots free now */
-    int64_t steps, prefill_steps, decode_steps;
+    int64_t steps;                            /* steps that ran the model */
+    int64_t prefill_steps, decode_steps;      /* steps with a prompt chunk / with a decode row (a mixed step counts in both) */
     int64_t prefill_tokens, decode_tokens, generated_tokens;
     int64_t preemptions, finished_total;
     int32_t n_keys;                           /* manager keys (0: self-managed) */
@@ -249,6 +309,7 @@ typedef struct kvc_engine_stats {
     int64_t blocks_in_use[KVC_MAX_MANAGERS];  /* per key, null block excluded */
     int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
+    int64_t prefix_hit_tokens;                /* prompt tokens taken from the prefix cache at admission */
     int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 
@@ -259,10 +320,11 @@ KVC_API const kvc_manager *kvc_engine_manager(const kvc_engine *e);
 KVC_API const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
 
 /* Runs the engine-level verification checks now (also run after every step
- * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping,
- * every running request known to every manager and no waiting one, and with
- * nothing running every pool back at num_blocks - 1 free (P-REL-4).
- * KVC_EINTERNAL naming the broken rule. */
+ * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping
+ * (queues ordered by priority then arrival), every running request holding
+ * exactly the blocks of its cached tokens in every manager and no waiting
+ * one holding any, and with nothing running every pool back at num_blocks - 1
+ * free. KVC_EINTERNAL naming the broken rule. */
 KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* ---- the model runtime as an engine model (model_adapter.c) --------------- */
@@ -272,7 +334,7 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * block_size) (f32 entries grouped FullAttention / SlidingWindow); the
  * adapter's tensor setters record the tensors the engine allocates, so every
  * layer reads its own manager key. Self-managed: no cache info, one legacy
- * contiguous k and v cache per layer [max_batch, max_model_len, heads*dim]
+ * contiguous k and v cache per layer [max_num_seqs, max_model_len, heads*dim]
  * (latent: [.., kv_lora_rank] and [.., qk_rope_head_dim]), read and written
  * at the engine's cache rows. The forward runs kvc_model_forward with each
  * row's last-token logits into a workspace sized once from the engine
@@ -296,8 +358,8 @@ typedef struct kvc_engine_adapter_params {
 typedef struct kvc_engine_adapter kvc_engine_adapter;
 
 /* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
- * size < 1 on the managed path, engine params without max_model_len or
- * max_batch. */
+ * size < 1 on the managed path, engine params kvc_engine_create would refuse
+ * for their sizes. */
 KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *engine_params, kvc_engine_adapter **out);
 KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);

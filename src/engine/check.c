@@ -1,8 +1,9 @@
-/* The verification chains of verification.md run by the engine itself:
- * per-step metadata checks before the model runs (INV-R1..R6, P-SELF-1/2),
- * engine bookkeeping and the manager's invariants after every step, the
- * release chain after every free (P-REL-1, P-REL-4). Each failure is
- * KVC_EINTERNAL naming the rule, row and values. */
+/* The engine's verification checks: the step about to run (budgets, chunks
+ * in order, metadata against the manager: INV-R1..R5, P-SELF-1/2), engine
+ * bookkeeping and the manager's invariants after every step, the release
+ * chain after every free (P-REL-1, P-REL-4). A leaf: it reads the engine and
+ * writes only its own scratch; the callers decide when to check. Each
+ * failure is KVC_EINTERNAL naming the rule, row and values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,22 +14,54 @@ static bool has_slots(const kvc_engine *e, int32_t k) {
     return t != KVC_ATTN_MAMBA && kvc_manager_compress_ratio(e->mgr, k) == 1;
 }
 
-kvc_status kvc_engine_check_alloc(kvc_engine *e) {
+kvc_status kvc_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws) {
     int64_t width = 1;
     for (int32_t k = 0; k < e->n_keys; k++) {
         width = kvc_max64(width, kvc_manager_table_width(e->mgr, k, e->p.max_model_len));
         width = kvc_max64(width, 1 + e->p.next_n);
         if (!has_slots(e, k)) continue;
         int64_t bits = kvc_manager_num_blocks(e->mgr, k) * kvc_manager_block_size(e->mgr, k);
-        e->slot_seen[k] = kvc_calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
-        if (e->slot_seen[k] == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the slot checks");
+        ws->slot_seen[k] = kvc_calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
+        if (ws->slot_seen[k] == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the slot checks");
     }
-    e->check_row = kvc_malloc((size_t)width * sizeof *e->check_row);
-    if (e->check_row == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the table checks");
+    ws->row = kvc_malloc((size_t)width * sizeof *ws->row);
+    if (ws->row == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the table checks");
     return KVC_OK;
 }
 
-/* INV-R4..R6 and agreement with the scheduled rows. */
+void kvc_engine_check_free(kvc_engine_check_ws *ws) {
+    kvc_free(ws->row);
+    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) kvc_free(ws->slot_seen[k]);
+    memset(ws, 0, sizeof *ws);
+}
+
+/* Both budgets; every row continues its request where its cached tokens end
+ * (chunks in order, none twice) and stays within the request's tokens; no
+ * request has two rows. */
+static kvc_status check_schedule(const kvc_engine *e, const kvc_step_metadata *md) {
+    if (md->n_rows > e->p.max_num_seqs || md->n_tokens > e->p.max_num_batched_tokens)
+        return kvc_fail(KVC_EINTERNAL, "engine: the step has %lld rows and %lld tokens; the budgets are %lld rows "
+                        "(max_num_seqs) and %lld tokens (max_num_batched_tokens)", (long long)md->n_rows,
+                        (long long)md->n_tokens, (long long)e->p.max_num_seqs, (long long)e->p.max_num_batched_tokens);
+    for (int64_t b = 0; b < md->n_rows; b++) {
+        const kvc_step_request *row = &e->rows[b];
+        const kvc_engine_req *r = kvc_engine_find(e, row->request_id);
+        if (r == NULL || r->state != KVC_REQ_RUNNING || row->computed_tokens != r->n_cached ||
+            row->computed_tokens + row->num_new_tokens > r->n_tokens)
+            return kvc_fail(KVC_EINTERNAL, "engine: step row %lld feeds tokens %lld .. %lld of request %lld, which "
+                            "%s with %lld cached of %lld tokens", (long long)b, (long long)row->computed_tokens,
+                            (long long)(row->computed_tokens + row->num_new_tokens - 1), (long long)row->request_id,
+                            r == NULL ? "is not held" : kvc_engine_request_state_name((kvc_engine_request_state)r->state),
+                            r == NULL ? 0LL : (long long)r->n_cached, r == NULL ? 0LL : (long long)r->n_tokens);
+        for (int64_t c = 0; c < b; c++)
+            if (e->rows[c].request_id == row->request_id)
+                return kvc_fail(KVC_EINTERNAL, "engine: request %lld has rows %lld and %lld in one step",
+                                (long long)row->request_id, (long long)c, (long long)b);
+    }
+    return KVC_OK;
+}
+
+/* INV-R4, R5 and agreement with the scheduled rows. */
 static kvc_status check_rows(const kvc_engine *e, const kvc_step_metadata *md) {
     int64_t cu_q = 0, cu_kv = 0;
     for (int64_t b = 0; b < md->n_rows; b++) {
@@ -46,13 +79,10 @@ static kvc_status check_rows(const kvc_engine *e, const kvc_step_metadata *md) {
             return kvc_fail(KVC_EINTERNAL, "INV-R5: step row %lld: kv_pos %lld, seq_lens_kv %lld; expected %lld, %lld",
                             (long long)b, (long long)md->kv_pos[b], (long long)md->seq_lens_kv[b], (long long)last,
                             (long long)last + 1);
-        if (md->is_prefill && r->computed_tokens != 0)
-            return kvc_fail(KVC_EINTERNAL, "INV-R6: prefill row %lld starts at position %lld, not 0", (long long)b,
-                            (long long)r->computed_tokens);
         for (int64_t i = 0; i < q; i++) {
             int64_t t = cu_q - q + i;
             if (md->positions[t] != r->computed_tokens + i)
-                return kvc_fail(KVC_EINTERNAL, "INV-R5/R6: token %lld of row %lld has position %lld, expected %lld",
+                return kvc_fail(KVC_EINTERNAL, "INV-R5: token %lld of row %lld has position %lld, expected %lld",
                                 (long long)t, (long long)b, (long long)md->positions[t],
                                 (long long)(r->computed_tokens + i));
         }
@@ -64,15 +94,15 @@ static kvc_status check_rows(const kvc_engine *e, const kvc_step_metadata *md) {
 }
 
 /* INV-R1: row b of a key's table is the request's table followed by nulls. */
-static kvc_status check_table(const kvc_engine *e, const kvc_step_metadata *md, int32_t k) {
+static kvc_status check_table(const kvc_engine *e, int32_t *ids /* [width] */, const kvc_step_metadata *md, int32_t k) {
     const kvc_step_key *key = &md->keys[k];
     for (int64_t b = 0; b < md->n_rows; b++) {
         int64_t n = 0;
-        kvc_status st = kvc_manager_block_ids(e->mgr, e->rows[b].request_id, k, e->check_row, key->width, &n);
+        kvc_status st = kvc_manager_block_ids(e->mgr, e->rows[b].request_id, k, ids, key->width, &n);
         if (st != KVC_OK) return st;
         const int32_t *row = key->block_table + b * key->width;
         for (int64_t i = 0; i < key->width; i++) {
-            int32_t want = i < n ? e->check_row[i] : KVC_NULL_BLOCK;
+            int32_t want = i < n ? ids[i] : KVC_NULL_BLOCK;
             if (row[i] != want)
                 return kvc_fail(KVC_EINTERNAL, "INV-R1: key %s row %lld (request %lld) entry %lld is %d, the "
                                 "manager's table says %d", key->key, (long long)b, (long long)e->rows[b].request_id,
@@ -84,10 +114,9 @@ static kvc_status check_table(const kvc_engine *e, const kvc_step_metadata *md, 
 
 /* INV-R2 (formula, bounds) and INV-R3 (full attention: no real token in
  * block 0; no two tokens of the step share a non-null slot). */
-static kvc_status check_slots(kvc_engine *e, const kvc_step_metadata *md, int32_t k) {
+static kvc_status check_slots(const kvc_engine *e, uint64_t *seen, const kvc_step_metadata *md, int32_t k) {
     const kvc_step_key *key = &md->keys[k];
     int64_t bs = key->block_size, limit = kvc_manager_num_blocks(e->mgr, k) * bs;
-    uint64_t *seen = e->slot_seen[k];
     kvc_status st = KVC_OK;
     int64_t b = 0, t = 0;
     for (; t < md->n_tokens && st == KVC_OK; t++) {
@@ -126,7 +155,7 @@ static kvc_status check_legacy(const kvc_engine *e, const kvc_engine_batch *batc
         for (; t < md->cu_seq_lens_q[b]; t++) {
             int64_t pos = md->positions[t];
             if (pos >= s || batch->legacy_index[t] != batch->cache_rows[b] * s + pos ||
-                batch->cache_rows[b] >= e->p.max_batch)
+                batch->cache_rows[b] >= e->p.max_num_seqs)
                 return kvc_fail(KVC_EINTERNAL, "P-SELF-2: token %lld (row %lld, cache row %lld, position %lld) has "
                                 "legacy index %lld", (long long)t, (long long)b, (long long)batch->cache_rows[b],
                                 (long long)pos, (long long)batch->legacy_index[t]);
@@ -135,13 +164,15 @@ static kvc_status check_legacy(const kvc_engine *e, const kvc_engine_batch *batc
     return KVC_OK;
 }
 
-kvc_status kvc_engine_check_step(kvc_engine *e, const kvc_engine_batch *batch) {
+kvc_status kvc_engine_check_step(const kvc_engine *e, kvc_engine_check_ws *ws, const kvc_engine_batch *batch) {
     const kvc_step_metadata *md = batch->md;
-    kvc_status st = check_rows(e, md);
+    kvc_status st = check_schedule(e, md);
+    if (st == KVC_OK) st = check_rows(e, md);
     if (st != KVC_OK || !e->managed) return st == KVC_OK ? check_legacy(e, batch) : st;
     for (int32_t k = 0; k < md->n_keys && st == KVC_OK; k++) {
-        st = check_table(e, md, k);
-        if (st == KVC_OK && md->keys[k].slot_mapping != NULL && e->slot_seen[k] != NULL) st = check_slots(e, md, k);
+        st = check_table(e, ws->row, md, k);
+        if (st == KVC_OK && md->keys[k].slot_mapping != NULL && ws->slot_seen[k] != NULL)
+            st = check_slots(e, ws->slot_seen[k], md, k);
     }
     return st;
 }
@@ -175,26 +206,36 @@ static kvc_status check_queues(const kvc_engine *e) {
                         (long long)counts[2], (long long)unused, (long long)e->n_waiting, (long long)e->n_running,
                         (long long)e->n_finished, (long long)e->table.n_free);
     for (int64_t i = 0; i < e->n_waiting; i++) {
-        const kvc_engine_req *r = &e->reqs[kvc_engine_wait_at(e, i)];
+        const kvc_engine_req *r = &e->reqs[e->waiting[i]];
         if (r->state != KVC_REQ_WAITING || r->n_cached != 0 || r->cache_row >= 0)
             return kvc_fail(KVC_EINTERNAL, "engine: waiting queue entry %lld (request %lld) is %s with %lld cached",
                             (long long)i, (long long)r->id,
                             kvc_engine_request_state_name((kvc_engine_request_state)r->state), (long long)r->n_cached);
+        if (i > 0 && !kvc_engine_req_before(&e->reqs[e->waiting[i - 1]], r))
+            return kvc_fail(KVC_EINTERNAL, "engine: waiting queue entry %lld (request %lld) is out of (priority, "
+                            "arrival) order", (long long)i, (long long)r->id);
     }
-    for (int64_t i = 0; i < e->n_running; i++)
-        if (e->reqs[e->running[i]].state != KVC_REQ_RUNNING)
+    for (int64_t i = 0; i < e->n_running; i++) {
+        const kvc_engine_req *r = &e->reqs[e->running[i]];
+        if (r->state != KVC_REQ_RUNNING)
             return kvc_fail(KVC_EINTERNAL, "engine: running list entry %lld is not running", (long long)i);
+        if (i > 0 && !kvc_engine_req_before(&e->reqs[e->running[i - 1]], r))
+            return kvc_fail(KVC_EINTERNAL, "engine: running list entry %lld (request %lld) is out of (priority, "
+                            "arrival) order", (long long)i, (long long)r->id);
+    }
     return KVC_OK;
 }
 
-/* Running requests back exactly their cached positions; waiting ones hold nothing. */
+/* Running requests hold the blocks of their cached positions and at most
+ * those of every token they hold plus the lookahead (what a step allocated
+ * before its chunk ran); waiting ones hold nothing. */
 static kvc_status check_residency(const kvc_engine *e) {
     if (!e->managed) {
         int64_t rows = e->legacy.n_free_rows;
         for (int64_t i = 0; i < e->n_running; i++) rows += e->reqs[e->running[i]].cache_row >= 0;
-        return rows == e->p.max_batch ? KVC_OK
+        return rows == e->p.max_num_seqs ? KVC_OK
                                       : kvc_fail(KVC_EINTERNAL, "P-SELF-3: %lld free + running cache rows, expected %lld",
-                                                 (long long)rows, (long long)e->p.max_batch);
+                                                 (long long)rows, (long long)e->p.max_num_seqs);
     }
     if (kvc_manager_num_live_requests(e->mgr) != e->n_running)
         return kvc_fail(KVC_EINTERNAL, "engine: the manager tracks %lld requests, %lld are running",
@@ -205,15 +246,18 @@ static kvc_status check_residency(const kvc_engine *e) {
             int64_t n = 0;
             kvc_status st = kvc_manager_block_ids(e->mgr, r->id, k, NULL, 0, &n);
             if (st != KVC_OK) return st;
-            int64_t want = kvc_cdiv(r->n_cached, kvc_manager_block_size(e->mgr, k));
-            if (kvc_manager_key_type(e->mgr, k) != KVC_ATTN_MAMBA && n != want)
-                return kvc_fail(KVC_EINTERNAL, "INV-K1: request %lld has %lld cached tokens but a table of %lld "
-                                "blocks in manager %s (expected %lld)", (long long)r->id, (long long)r->n_cached,
-                                (long long)n, kvc_manager_key(e->mgr, k), (long long)want);
+            int64_t bs = kvc_manager_block_size(e->mgr, k);
+            int64_t lo = kvc_cdiv(r->n_cached, bs);
+            int64_t hi = kvc_cdiv(kvc_min64(r->n_tokens + e->p.next_n, e->p.max_model_len), bs);
+            if (kvc_manager_key_type(e->mgr, k) != KVC_ATTN_MAMBA && (n < lo || n > hi))
+                return kvc_fail(KVC_EINTERNAL, "INV-K1: request %lld has %lld cached of %lld tokens but a table of "
+                                "%lld blocks in manager %s (expected %lld .. %lld)", (long long)r->id,
+                                (long long)r->n_cached, (long long)r->n_tokens, (long long)n,
+                                kvc_manager_key(e->mgr, k), (long long)lo, (long long)hi);
         }
     }
     for (int64_t i = 0; i < e->n_waiting; i++) {
-        kvc_status st = kvc_engine_check_released(e, e->reqs[kvc_engine_wait_at(e, i)].id);
+        kvc_status st = kvc_engine_check_released(e, e->reqs[e->waiting[i]].id);
         if (st != KVC_OK) return st;
     }
     if (e->n_running == 0)

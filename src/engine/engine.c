@@ -10,7 +10,8 @@
 kvc_engine_params kvc_engine_default_params(void) {
     kvc_engine_params p;
     memset(&p, 0, sizeof p);
-    p.max_batch = 8;
+    p.max_num_seqs = 8;
+    p.scheduler = KVC_ENGINE_SCHED_BUDGET;
     p.plan = KVC_ENGINE_PLAN_OFFLINE;
     p.reserved_decode_tokens = 64;
     p.alignment = KVC_ALIGN_DEFAULT;
@@ -36,23 +37,44 @@ static kvc_status check_model(const kvc_engine_model *m) {
     return KVC_OK;
 }
 
+#define KVC_ENGINE_DEFAULT_BUDGET 2048 /* tokens per step of the BUDGET scheduler (vLLM's online default) */
+
+/* max_num_batched_tokens with 0 replaced by its default (p's other sizes valid). */
+static int64_t step_tokens(const kvc_engine_params *p) {
+    if (p->max_num_batched_tokens != 0) return p->max_num_batched_tokens;
+    int64_t base = p->scheduler == KVC_ENGINE_SCHED_PREFILL_ALONE ? p->max_model_len : KVC_ENGINE_DEFAULT_BUDGET;
+    return kvc_max64(base, p->max_num_seqs);
+}
+
 /* Checks p and replaces its 0 = default fields by their values. */
 static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->max_model_len < 1 || p->max_model_len >= INT32_MAX)
         return kvc_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)", (long long)p->max_model_len);
-    if (p->max_batch < 1 || p->max_batch > KVC_ENGINE_MAX_ROWS)
-        return kvc_fail(KVC_EINVAL, "engine: max_batch %lld must be in [1, %lld]", (long long)p->max_batch,
+    if (p->max_num_seqs < 1 || p->max_num_seqs > KVC_ENGINE_MAX_ROWS)
+        return kvc_fail(KVC_EINVAL, "engine: max_num_seqs %lld must be in [1, %lld]", (long long)p->max_num_seqs,
                         (long long)KVC_ENGINE_MAX_ROWS);
-    if (p->max_prefill_tokens == 0) p->max_prefill_tokens = p->max_model_len;
-    if (p->max_prefill_tokens < p->max_model_len || p->max_prefill_tokens >= INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "engine: max_prefill_tokens %lld must be >= max_model_len %lld (no chunked "
-                        "prefill: a preempted request recomputes up to max_model_len tokens at once) and < 2^31",
-                        (long long)p->max_prefill_tokens, (long long)p->max_model_len);
-    if (p->max_requests == 0) p->max_requests = 4 * p->max_batch;
+    if (p->scheduler != KVC_ENGINE_SCHED_BUDGET && p->scheduler != KVC_ENGINE_SCHED_PREFILL_ALONE)
+        return kvc_fail(KVC_EINVAL, "engine: scheduler %d is unknown (BUDGET or PREFILL_ALONE)", (int)p->scheduler);
+    if (p->max_num_batched_tokens < 0 || p->max_num_batched_tokens >= INT32_MAX)
+        return kvc_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be in [0, 2^31 - 1) (0: default)",
+                        (long long)p->max_num_batched_tokens);
+    p->max_num_batched_tokens = step_tokens(p);
+    if (p->max_num_batched_tokens < p->max_num_seqs)
+        return kvc_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be >= max_num_seqs %lld (every running "
+                        "request's decode token fits one step)", (long long)p->max_num_batched_tokens,
+                        (long long)p->max_num_seqs);
+    if (p->scheduler == KVC_ENGINE_SCHED_PREFILL_ALONE && p->max_num_batched_tokens < p->max_model_len)
+        return kvc_fail(KVC_EINVAL, "engine: the PREFILL_ALONE scheduler needs max_num_batched_tokens %lld >= "
+                        "max_model_len %lld (it does not chunk: a preempted request recomputes up to max_model_len "
+                        "tokens in one step)", (long long)p->max_num_batched_tokens, (long long)p->max_model_len);
+    if (p->long_prefill_token_threshold < 0)
+        return kvc_fail(KVC_EINVAL, "engine: long_prefill_token_threshold %lld must be >= 0 (0: no cap)",
+                        (long long)p->long_prefill_token_threshold);
+    if (p->max_requests == 0) p->max_requests = 4 * p->max_num_seqs;
     if (p->max_requests < 1 || p->max_requests > KVC_ENGINE_MAX_REQUESTS)
         return kvc_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
                         (long long)KVC_ENGINE_MAX_REQUESTS);
-    if (p->plan_concurrency == 0) p->plan_concurrency = p->max_batch;
+    if (p->plan_concurrency == 0) p->plan_concurrency = p->max_num_seqs;
     if (p->plan != KVC_ENGINE_PLAN_OFFLINE && p->plan != KVC_ENGINE_PLAN_BUDGET)
         return kvc_fail(KVC_EINVAL, "engine: plan %d is unknown (OFFLINE or BUDGET)", (int)p->plan);
     if (p->plan == KVC_ENGINE_PLAN_BUDGET && p->kv_memory_bytes <= 0)
@@ -61,6 +83,9 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > INT32_MAX)
         return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
                         (long long)p->reserved_decode_tokens);
+    if (p->prefix_caching && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
+        return kvc_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
+                        "compute from the middle, which the PREFILL_ALONE scheduler never does)");
     if (p->next_n != 0)
         return kvc_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                         (long long)p->next_n);
@@ -68,10 +93,37 @@ static kvc_status resolve_params(kvc_engine_params *p) {
         return kvc_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
                         sizeof(void *));
     int64_t store = 0;
-    if (!kvc_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 40))
+    if (!kvc_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvc_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
                         (long long)p->max_requests, (long long)p->max_model_len);
     return KVC_OK;
+}
+
+int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
+    if (p == NULL) return 0;
+    kvc_engine_params rp = *p;
+    return resolve_params(&rp) == KVC_OK ? rp.max_num_batched_tokens : 0;
+}
+
+/* A prompt chunk reads the keys of its window from the cache, so a pool
+ * sized per request (sliding window) must also back one step's chunk: each
+ * such pool gets cdiv(max_num_batched_tokens, bs) + 1 blocks more than the
+ * planner's per-request count (vLLM sizes its sliding-window pages from
+ * window - 1 + max_num_batched_tokens the same way). */
+static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
+    const char *keys[KVC_MAX_MANAGERS];
+    int64_t counts[KVC_MAX_MANAGERS];
+    for (int32_t g = 0; g < e->plan.n_groups; g++) {
+        const kvc_group_plan *gp = &e->plan.groups[g];
+        keys[g] = gp->key;
+        counts[g] = gp->block_num;
+        if (gp->fixed && gp->attn_type != KVC_ATTN_MAMBA)
+            counts[g] += kvc_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
+    }
+    kvc_block_plan sized;
+    kvc_status st = kvc_block_plan_from_counts(ci, keys, counts, e->plan.n_groups, &sized);
+    if (st == KVC_OK) e->plan = sized;
+    return st;
 }
 
 static kvc_status managed_create(kvc_engine *e) {
@@ -90,18 +142,21 @@ static kvc_status managed_create(kvc_engine *e) {
     } else {
         pp.mode = KVC_PLAN_BUDGET;
         pp.kv_memory_bytes = e->p.kv_memory_bytes;
-        pp.max_concurrency = e->p.max_batch; /* sizes the fixed-size (window, state) pools */
+        pp.max_concurrency = e->p.max_num_seqs; /* sizes the fixed-size (window, state) pools */
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
+    if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
     if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, e->p.alignment, &e->storage);
     if (st != KVC_OK) return st;
     e->kv_bytes = kvc_cache_storage_bytes(e->storage);
     kvc_manager_params mp = kvc_manager_default_params();
     mp.max_model_len = e->p.max_model_len;
-    mp.max_requests = e->p.max_batch;
+    mp.max_requests = e->p.max_num_seqs;
     mp.engine_next_n = e->p.next_n;
+    mp.prefix_caching = e->p.prefix_caching;
+    mp.prefix_salt = e->p.prefix_salt;
     st = kvc_manager_create(ci, &e->plan, &mp, &e->mgr);
-    if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_batch, e->max_tokens, &e->buf);
+    if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_num_seqs, e->max_tokens, &e->buf);
     if (st != KVC_OK) return st;
     e->n_keys = kvc_manager_n_keys(e->mgr);
     for (int32_t k = 0; k < e->n_keys; k++)
@@ -112,25 +167,29 @@ static kvc_status managed_create(kvc_engine *e) {
 }
 
 static kvc_status alloc_requests(kvc_engine *e) {
-    size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_batch;
+    size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_num_seqs, len = (size_t)e->p.max_model_len + 1;
     kvc_status st = kvc_request_table_init(&e->table, e->p.max_requests);
     if (st != KVC_OK) return st;
     e->reqs = kvc_calloc(n, sizeof *e->reqs);
-    e->token_store = kvc_malloc(n * (size_t)(e->p.max_model_len + 1) * sizeof *e->token_store);
+    e->token_store = kvc_malloc(n * len * sizeof *e->token_store);
+    e->time_store = kvc_malloc(2 * n * len * sizeof *e->time_store);
     e->waiting = kvc_malloc(n * sizeof *e->waiting);
     e->running = kvc_malloc(rows * sizeof *e->running);
     e->rows = kvc_malloc(rows * sizeof *e->rows);
     e->row_slots = kvc_malloc(rows * sizeof *e->row_slots);
     e->row_ids = kvc_malloc(rows * sizeof *e->row_ids);
+    e->row_admitted = kvc_malloc(rows * sizeof *e->row_admitted);
     e->ids = kvc_malloc((size_t)e->max_tokens * sizeof *e->ids);
     e->logits = kvc_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
-    if (!e->reqs || !e->token_store || !e->waiting ||
-        !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->ids || !e->logits)
+    if (!e->reqs || !e->token_store || !e->time_store || !e->waiting || !e->running || !e->rows || !e->row_slots ||
+        !e->row_ids || !e->row_admitted || !e->ids || !e->logits)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
                         (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
-    for (int64_t i = 0; i < e->p.max_requests; i++) {
+    for (size_t i = 0; i < n; i++) {
         e->reqs[i].state = KVC_SLOT_UNUSED;
-        e->reqs[i].tokens = e->token_store + (size_t)i * (size_t)(e->p.max_model_len + 1);
+        e->reqs[i].tokens = e->token_store + i * len;
+        e->reqs[i].token_step = e->time_store + i * len;
+        e->reqs[i].token_ns = e->time_store + (n + i) * len;
     }
     return kvc_sampler_create(e->model.vocab_size, &e->sampler);
 }
@@ -148,11 +207,11 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     if (e == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
     e->model = *model;
     e->p = rp;
-    e->max_tokens = kvc_max64(rp.max_prefill_tokens, rp.max_batch);
+    e->max_tokens = rp.max_num_batched_tokens;
     e->managed = model->cache_info != NULL;
     st = e->managed ? managed_create(e) : kvc_engine_legacy_create(e);
     if (st == KVC_OK) st = alloc_requests(e);
-    if (st == KVC_OK && e->p.check) st = kvc_engine_check_alloc(e);
+    if (st == KVC_OK && e->p.check) st = kvc_engine_check_alloc(e, &e->check_ws);
     if (st != KVC_OK) {
         kvc_engine_destroy(e);
         return st;
@@ -170,16 +229,17 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvc_sampler_destroy(e->sampler);
     kvc_free(e->reqs);
     kvc_free(e->token_store);
+    kvc_free(e->time_store);
     kvc_request_table_release(&e->table);
     kvc_free(e->waiting);
     kvc_free(e->running);
     kvc_free(e->rows);
     kvc_free(e->row_slots);
     kvc_free(e->row_ids);
+    kvc_free(e->row_admitted);
     kvc_free(e->ids);
     kvc_free(e->logits);
-    kvc_free(e->check_row);
-    for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) kvc_free(e->slot_seen[k]);
+    kvc_engine_check_free(&e->check_ws);
     kvc_free(e);
 }
 

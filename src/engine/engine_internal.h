@@ -1,5 +1,6 @@
-/* Engine internals shared by the files of src/engine: the request slots, the id map,
- * the waiting ring and the running list, the per-step workspaces. */
+/* Engine internals shared by the files of src/engine: the request slots, the
+ * id table, the waiting and running lists, the rows of the step being built,
+ * the per-step workspaces. */
 #ifndef KVC_ENGINE_INTERNAL_H
 #define KVC_ENGINE_INTERNAL_H
 
@@ -13,32 +14,43 @@ typedef struct kvc_engine_req {
     int64_t id;
     int32_t state; /* kvc_engine_request_state, or KVC_SLOT_UNUSED */
     kvc_engine_finish_reason finish;
+    int32_t priority;
+    int64_t arrival;  /* arrival number: order among equal priorities */
     int64_t n_prompt;
     int64_t n_tokens; /* prompt + generated */
-    int64_t n_cached; /* tokens whose KV is cached (computed_len + 1); 0 while waiting */
+    int64_t n_cached; /* tokens whose KV is cached (fed to the model); 0 while waiting */
     int64_t max_new_tokens;
     int32_t eos_id;
     kvc_sampling_params sampling; /* seed already mixed with the engine's */
     int64_t n_preemptions;
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
-    int32_t *tokens;   /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
+    kvc_engine_request_times times;
+    int32_t *tokens;     /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
+    int64_t *token_step; /* [max_model_len + 1] step that produced tokens[i] (generated i only) */
+    int64_t *token_ns;   /* [max_model_len + 1] its monotonic time */
 } kvc_engine_req;
 
-/* Self-managed workspaces (RM 9). */
+/* Self-managed workspaces. */
 typedef struct kvc_engine_legacy {
     int32_t n_caches;
     void **data;            /* [n_caches] the tensors handed to the model */
-    int64_t *free_rows;     /* [max_batch] stack of free cache rows */
+    int64_t *free_rows;     /* [max_num_seqs] stack of free cache rows */
     int64_t n_free_rows;
-    kvc_step_rows rows;     /* the step's rows: arrays [max_batch] and positions [max_tokens] */
-    int64_t *cache_rows;    /* [max_batch] */
+    kvc_step_rows rows;     /* the step's rows: arrays [max_num_seqs] and positions [max_tokens] */
+    int64_t *cache_rows;    /* [max_num_seqs] */
     int64_t *legacy_index;  /* [max_tokens] */
 } kvc_engine_legacy;
 
+/* Scratch of the step checks (allocated when p.check). */
+typedef struct kvc_engine_check_ws {
+    int32_t *row;                      /* [max table width] */
+    uint64_t *slot_seen[KVC_MAX_MANAGERS]; /* [cdiv(num_blocks * bs, 64)] bitmap per slot-mapped key */
+} kvc_engine_check_ws;
+
 struct kvc_engine {
     kvc_engine_model model;
-    kvc_engine_params p;
-    int64_t max_tokens; /* tokens of one step: max(max_prefill_tokens, max_batch) */
+    kvc_engine_params p;  /* resolved: no 0 = default field left */
+    int64_t max_tokens;   /* tokens of one step = p.max_num_batched_tokens */
     bool managed;
 
     /* managed mode */
@@ -56,49 +68,75 @@ struct kvc_engine {
 
     /* requests */
     kvc_request_table table; /* held ids -> slots of reqs (and the stack of unused slots) */
-    kvc_engine_req *reqs;   /* [max_requests] indexed by slot */
-    int32_t *token_store;   /* [max_requests, max_model_len + 1] */
-    int32_t *waiting;       /* [max_requests] ring of slots */
-    int64_t wait_head, n_waiting;
-    int32_t *running;       /* [max_batch] slots in admission order */
+    kvc_engine_req *reqs;    /* [max_requests] indexed by slot */
+    int32_t *token_store;    /* [max_requests, max_model_len + 1] */
+    int64_t *time_store;     /* [2, max_requests, max_model_len + 1] token steps, then token ns */
+    int64_t next_arrival;
+    int32_t *waiting;        /* [max_requests] slots, best (priority, arrival) first */
+    int64_t n_waiting;
+    int32_t *running;        /* [max_num_seqs] slots, best (priority, arrival) first */
     int64_t n_running;
     int64_t n_finished;
 
-    /* per-step workspaces */
-    kvc_step_request *rows; /* [max_batch] */
-    int32_t *row_slots;     /* [max_batch] */
-    int64_t *row_ids;       /* [max_batch] */
+    /* the step being built */
+    kvc_step_request *rows; /* [max_num_seqs] */
+    int32_t *row_slots;     /* [max_num_seqs] */
+    int64_t *row_ids;       /* [max_num_seqs] */
+    bool *row_admitted;     /* [max_num_seqs] the row's request was admitted by this step */
+    int64_t n_rows, n_row_tokens;
     int32_t *ids;           /* [max_tokens] */
-    float *logits;          /* [max_batch, vocab] */
+    float *logits;          /* [max_num_seqs, vocab] */
     kvc_sampler *sampler;
 
-    /* verification workspaces (allocated when p.check) */
-    int32_t *check_row;     /* [max table width] */
-    uint64_t *slot_seen[KVC_MAX_MANAGERS]; /* [cdiv(num_blocks * bs, 64)] bitmap per slot-mapped key */
-
+    kvc_engine_check_ws check_ws;
     kvc_engine_stats stats; /* counters; the "now" fields are filled on demand */
 };
 
-/* ---- request slots and queues (queue.c) ---- */
+/* ---- request slots and ordered lists (queue.c) ---- */
 kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id);
-void kvc_engine_wait_push_back(kvc_engine *e, int32_t slot);
-void kvc_engine_wait_push_front(kvc_engine *e, int32_t slot);
-int32_t kvc_engine_wait_at(const kvc_engine *e, int64_t i); /* i-th waiting slot from the head */
-void kvc_engine_wait_pop_front(kvc_engine *e);
+/* a is served before b: lower priority value, then earlier arrival. */
+bool kvc_engine_req_before(const kvc_engine_req *a, const kvc_engine_req *b);
+void kvc_engine_wait_insert(kvc_engine *e, int32_t slot);
 void kvc_engine_wait_remove(kvc_engine *e, int32_t slot);
+void kvc_engine_run_insert(kvc_engine *e, int32_t slot);
 void kvc_engine_run_remove(kvc_engine *e, int32_t slot);
 static inline int32_t kvc_engine_slot_of(const kvc_engine *e, const kvc_engine_req *r) {
     return (int32_t)(r - e->reqs);
 }
 
 /* ---- residency: blocks or cache rows (residency.c) ---- */
-/* Admits a request for a prefill of r->n_tokens tokens: KVC_NO_SPACE when the
- * pools (reserved-decode rule) or the legacy rows refuse. */
-kvc_status kvc_engine_admit(kvc_engine *e, kvc_engine_req *r);
+/* Makes positions [0, r->n_cached + *n_new) addressable (plus the
+ * lookahead): a first chunk (`admit`) takes a cache row (self-managed) or is
+ * admitted under the reserved-decode rule, after its prefix hit with caching
+ * on (r->n_cached becomes the hit, *n_new is cut to the tokens left after
+ * it, and with `halve` halved while the pools refuse it); later chunks and
+ * decode tokens grow the request's tables. KVC_NO_SPACE when the pools or
+ * the legacy rows refuse (r unchanged). */
+kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve);
 /* Gives back a request's blocks or cache row (idempotent). */
 kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r);
 /* Blocks one request needs at worst for `positions` positions, per key, vs pools. */
 kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions);
+
+/* ---- the step's rows and preemption (step_rows.c) ---- */
+/* Appends a row for slot: tokens [r->n_cached, r->n_cached + n_new). */
+void kvc_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted);
+/* Frees the request's KV and puts it back in the waiting queue to recompute. */
+kvc_status kvc_engine_preempt(kvc_engine *e, int32_t slot);
+/* Gives back what the rows admitted by this step took, requeueing them. */
+void kvc_engine_rows_undo(kvc_engine *e);
+
+/* ---- scheduling policies (schedule.c): fill e->rows for one step ---- */
+kvc_status kvc_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted);
+kvc_status kvc_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted);
+
+/* ---- latency records (latency.c) ---- */
+void kvc_engine_times_arrive(kvc_engine *e, kvc_engine_req *r, int64_t arrival_ns);
+/* Stamps first-scheduled for the step's rows (at t0) and the token appended
+ * to r (at t1). */
+void kvc_engine_times_scheduled(kvc_engine *e, int64_t t0);
+void kvc_engine_times_token(kvc_engine *e, kvc_engine_req *r, int64_t t1);
+void kvc_engine_times_finish(kvc_engine *e, kvc_engine_req *r, int64_t t1);
 
 /* ---- self-managed path (self_managed.c) ---- */
 kvc_status kvc_engine_legacy_create(kvc_engine *e);
@@ -107,9 +145,11 @@ void kvc_engine_legacy_destroy(kvc_engine *e);
 kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
                                    kvc_step_metadata *md, kvc_engine_batch *batch);
 
-/* ---- checks (check.c) ---- */
-kvc_status kvc_engine_check_step(kvc_engine *e, const kvc_engine_batch *batch);
+/* ---- checks (check.c): read-only, callers decide when to run them ---- */
+kvc_status kvc_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws);
+void kvc_engine_check_free(kvc_engine_check_ws *ws);
+/* The step about to run: budgets, rows in order, metadata vs the manager. */
+kvc_status kvc_engine_check_step(const kvc_engine *e, kvc_engine_check_ws *ws, const kvc_engine_batch *batch);
 kvc_status kvc_engine_check_released(const kvc_engine *e, int64_t id);
-kvc_status kvc_engine_check_alloc(kvc_engine *e);
 
 #endif /* KVC_ENGINE_INTERNAL_H */

@@ -94,9 +94,8 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     *out = NULL;
     if (m == NULL || p == NULL || ep == NULL)
         return kvc_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
-    if (ep->max_model_len < 1 || ep->max_batch < 1)
-        return kvc_fail(KVC_EINVAL, "engine adapter: engine max_model_len %lld and max_batch %lld must be >= 1",
-                        (long long)ep->max_model_len, (long long)ep->max_batch);
+    const int64_t step_tokens = kvc_engine_step_tokens(ep);
+    if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
     const kvc_model_config *c = kvc_model_config_of(m);
     kvc_engine_adapter *a = kvc_calloc(1, sizeof *a);
     if (a == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
@@ -119,11 +118,8 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         if (p->self_managed) st = wire_legacy(a);
         else wire_managed(a);
     }
-    /* the engine's step sizes: max(max_prefill_tokens (0 = max_model_len), max_batch) tokens */
-    const int64_t prefill = ep->max_prefill_tokens > 0 ? ep->max_prefill_tokens : ep->max_model_len;
     if (st == KVC_OK)
-        st = kvc_model_workspace_create(m, kvc_max64(prefill, ep->max_batch), ep->max_batch, ep->max_model_len,
-                                        &a->ws);
+        st = kvc_model_workspace_create(m, step_tokens, ep->max_num_seqs, ep->max_model_len, &a->ws);
     if (st != KVC_OK) {
         kvc_engine_adapter_destroy(a);
         return st;

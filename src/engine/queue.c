@@ -1,6 +1,9 @@
-/* Request bookkeeping: lookup by id (the request table of base/), the waiting
- * ring (push at both ends: new requests at the tail, preempted ones at the
- * head) and the running list in admission order. Nothing here allocates. */
+/* Request bookkeeping: lookup by id (the request table of base/) and the two
+ * ordered lists, waiting and running, each kept best first by (priority,
+ * arrival). Insertion and removal shift the list (a few hundred entries at
+ * most); nothing here allocates. */
+#include <string.h>
+
 #include "engine/engine_internal.h"
 
 kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id) {
@@ -8,41 +11,36 @@ kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id) {
     return slot >= 0 ? &e->reqs[slot] : NULL;
 }
 
-static int64_t wait_index(const kvc_engine *e, int64_t i) { return (e->wait_head + i) % e->p.max_requests; }
-
-void kvc_engine_wait_push_back(kvc_engine *e, int32_t slot) {
-    KVC_ASSERT(e->n_waiting < e->p.max_requests);
-    e->waiting[wait_index(e, e->n_waiting)] = slot;
-    e->n_waiting++;
+bool kvc_engine_req_before(const kvc_engine_req *a, const kvc_engine_req *b) {
+    return a->priority != b->priority ? a->priority < b->priority : a->arrival < b->arrival;
 }
 
-void kvc_engine_wait_push_front(kvc_engine *e, int32_t slot) {
-    KVC_ASSERT(e->n_waiting < e->p.max_requests);
-    e->wait_head = (e->wait_head + e->p.max_requests - 1) % e->p.max_requests;
-    e->waiting[e->wait_head] = slot;
-    e->n_waiting++;
+static void list_insert(const kvc_engine *e, int32_t *list, int64_t *n, int32_t slot) {
+    int64_t i = *n;
+    while (i > 0 && kvc_engine_req_before(&e->reqs[slot], &e->reqs[list[i - 1]])) i--;
+    memmove(list + i + 1, list + i, (size_t)(*n - i) * sizeof *list);
+    list[i] = slot;
+    (*n)++;
 }
 
-int32_t kvc_engine_wait_at(const kvc_engine *e, int64_t i) { return e->waiting[wait_index(e, i)]; }
-
-void kvc_engine_wait_pop_front(kvc_engine *e) {
-    KVC_ASSERT(e->n_waiting > 0);
-    e->wait_head = (e->wait_head + 1) % e->p.max_requests;
-    e->n_waiting--;
-}
-
-void kvc_engine_wait_remove(kvc_engine *e, int32_t slot) {
+static void list_remove(int32_t *list, int64_t *n, int32_t slot) {
     int64_t i = 0;
-    while (i < e->n_waiting && kvc_engine_wait_at(e, i) != slot) i++;
-    KVC_ASSERT(i < e->n_waiting);
-    for (; i + 1 < e->n_waiting; i++) e->waiting[wait_index(e, i)] = e->waiting[wait_index(e, i + 1)];
-    e->n_waiting--;
+    while (i < *n && list[i] != slot) i++;
+    KVC_ASSERT(i < *n);
+    memmove(list + i, list + i + 1, (size_t)(*n - i - 1) * sizeof *list);
+    (*n)--;
 }
 
-void kvc_engine_run_remove(kvc_engine *e, int32_t slot) {
-    int64_t i = 0;
-    while (i < e->n_running && e->running[i] != slot) i++;
-    KVC_ASSERT(i < e->n_running);
-    for (; i + 1 < e->n_running; i++) e->running[i] = e->running[i + 1];
-    e->n_running--;
+void kvc_engine_wait_insert(kvc_engine *e, int32_t slot) {
+    KVC_ASSERT(e->n_waiting < e->p.max_requests);
+    list_insert(e, e->waiting, &e->n_waiting, slot);
 }
+
+void kvc_engine_wait_remove(kvc_engine *e, int32_t slot) { list_remove(e->waiting, &e->n_waiting, slot); }
+
+void kvc_engine_run_insert(kvc_engine *e, int32_t slot) {
+    KVC_ASSERT(e->n_running < e->p.max_num_seqs);
+    list_insert(e, e->running, &e->n_running, slot);
+}
+
+void kvc_engine_run_remove(kvc_engine *e, int32_t slot) { list_remove(e->running, &e->n_running, slot); }

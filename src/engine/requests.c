@@ -7,31 +7,12 @@
 
 kvc_engine_request kvc_engine_request_default(void) {
     return (kvc_engine_request){
-        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1,
+        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .arrival_ns = 0,
         .sampling = kvc_sampling_default_params(),
     };
 }
 
-const char *kvc_engine_request_state_name(kvc_engine_request_state s) {
-    switch (s) {
-    case KVC_REQ_WAITING: return "waiting";
-    case KVC_REQ_RUNNING: return "running";
-    case KVC_REQ_FINISHED: return "finished";
-    }
-    return "?";
-}
-
-const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r) {
-    switch (r) {
-    case KVC_FINISH_NONE: return "none";
-    case KVC_FINISH_EOS: return "eos";
-    case KVC_FINISH_MAX_NEW: return "max_new_tokens";
-    case KVC_FINISH_MAX_MODEL_LEN: return "max_model_len";
-    }
-    return "?";
-}
-
-static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r) {
+static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r, int64_t now) {
     if (r->id < 0) return kvc_fail(KVC_EINVAL, "request id %lld must be >= 0", (long long)r->id);
     if (r->n_prompt < 1)
         return kvc_fail(KVC_EINVAL, "request %lld: the prompt is empty (n_prompt %lld); at least one token is needed",
@@ -50,6 +31,9 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
         return kvc_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
                         r->eos_id, (long long)e->model.vocab_size);
+    if (r->arrival_ns < 0 || r->arrival_ns > now)
+        return kvc_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
+                        "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
     if (st != KVC_OK) {
         char why[256]; /* kvc_fail writes the buffer kvc_last_error() reads */
@@ -73,14 +57,20 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
 
 kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     if (e == NULL || r == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
-    kvc_status st = check_request(e, r);
+    const int64_t now = kvc_engine_now_ns();
+    kvc_status st = check_request(e, r, now);
     if (st != KVC_OK) return st;
     int32_t slot = kvc_request_table_insert(&e->table, r->id);
     kvc_engine_req *q = &e->reqs[slot];
     int32_t *tokens = q->tokens;
+    int64_t *token_step = q->token_step, *token_ns = q->token_ns;
     memset(q, 0, sizeof *q);
     q->tokens = tokens;
+    q->token_step = token_step;
+    q->token_ns = token_ns;
     q->id = r->id;
+    q->priority = r->priority;
+    q->arrival = e->next_arrival++;
     q->state = KVC_REQ_WAITING;
     q->finish = KVC_FINISH_NONE;
     q->n_prompt = r->n_prompt;
@@ -91,7 +81,8 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
     q->cache_row = -1;
     memcpy(q->tokens, r->prompt, (size_t)r->n_prompt * sizeof *r->prompt);
-    kvc_engine_wait_push_back(e, slot);
+    kvc_engine_times_arrive(e, q, r->arrival_ns > 0 ? r->arrival_ns : now);
+    kvc_engine_wait_insert(e, slot);
     return KVC_OK;
 }
 
@@ -110,6 +101,7 @@ kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_re
     *out = (kvc_engine_request_info){
         .state = (kvc_engine_request_state)r->state, .finish = r->finish, .n_prompt = r->n_prompt,
         .n_generated = r->n_tokens - r->n_prompt, .n_cached = r->n_cached, .n_preemptions = r->n_preemptions,
+        .priority = r->priority,
     };
     return KVC_OK;
 }
@@ -136,6 +128,7 @@ kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
     case KVC_REQ_WAITING: kvc_engine_wait_remove(e, slot); break;
     case KVC_REQ_RUNNING:
         st = kvc_engine_evict(e, r);
+        if (st == KVC_OK && e->p.check) st = kvc_engine_check_released(e, id);
         if (st != KVC_OK) return st;
         kvc_engine_run_remove(e, slot);
         break;

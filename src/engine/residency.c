@@ -1,26 +1,64 @@
 /* Where a running request's KV lives: blocks of the manager (managed mode)
- * or one legacy cache row (self-managed mode). Admission, eviction and the
- * "does it fit alone" check done when a request is added. */
+ * or one legacy cache row (self-managed mode). Allocation for a chunk or a
+ * decode token, eviction and the "does it fit alone" check done when a
+ * request is added. Checks are the callers' business. */
 #include "engine/engine_internal.h"
 
-kvc_status kvc_engine_admit(kvc_engine *e, kvc_engine_req *r) {
+static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t computed, int64_t n_new, bool admit,
+                           const kvc_prompt *prompt) {
+    /* a first chunk keeps the decode reserve of every live request free */
+    return kvc_manager_allocate_slots(
+        e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = computed, .num_new_tokens = n_new,
+                                    .lookahead_tokens = e->p.next_n,
+                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt});
+}
+
+/* Admission: the prefix hit first (with caching on), then the chunk. A
+ * first allocation backs a prompt as a whole prefill would read it: a
+ * sliding window only its last window of positions. A chunk that runs
+ * beside other rows reads every position of its window from the cache, so
+ * the budget scheduler admits with one token first, then grows the table to
+ * the chunk, which backs every position of it; the chunk halves while the
+ * pools refuse (`halve`). */
+static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
+    const kvc_prompt prompt = {.tokens = r->tokens, .n_tokens = r->n_tokens};
+    kvc_prefix_hit hit = {.n_tokens = 0};
+    kvc_status st = e->p.prefix_caching ? kvc_manager_find_prefix(e->mgr, &prompt, &hit) : KVC_OK;
+    if (st != KVC_OK) return st;
+    int64_t n = kvc_min64(*n_new, r->n_tokens - hit.n_tokens);
+    const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;
+    bool one_first = n > 1 && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET;
+    st = allocate(e, r, hit.n_tokens, one_first ? 1 : n, true, first);
+    while (st == KVC_OK && one_first) {
+        st = allocate(e, r, hit.n_tokens, n, true, NULL);
+        if (st != KVC_NO_SPACE || !halve) break;
+        n = kvc_cdiv(n, 2);
+        st = KVC_OK;
+        one_first = n > 1; /* one token is what the first call holds already */
+    }
+    if (st != KVC_OK) {
+        kvc_manager_free(e->mgr, r->id); /* the one-token table, if it was made */
+        return st;
+    }
+    r->n_cached = hit.n_tokens;
+    e->stats.prefix_hit_tokens += hit.n_tokens;
+    *n_new = n;
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve) {
     if (!e->managed) {
+        if (!admit) return KVC_OK; /* a legacy row holds max_model_len positions */
         if (e->legacy.n_free_rows == 0) return KVC_NO_SPACE;
         r->cache_row = e->legacy.free_rows[--e->legacy.n_free_rows];
         return KVC_OK;
     }
-    /* prefill admission: computed_tokens 0, the whole token history, with the
-     * reserved-decode-tokens rule (KM 5.4, RM 2) */
-    kvc_status st = kvc_manager_allocate_slots(
-        e->mgr, &(kvc_slot_request){
-                    .request_id = r->id, .num_new_tokens = r->n_tokens, .reserved_tokens = e->p.reserved_decode_tokens});
-    if (st == KVC_OK || st == KVC_NO_SPACE) return st;
-    if (st == KVC_CLAMPED) {
-        kvc_manager_free(e->mgr, r->id);
-        return kvc_fail(KVC_EINTERNAL, "engine: prefill of request %lld (%lld tokens) was clamped to max_model_len %lld",
-                        (long long)r->id, (long long)r->n_tokens, (long long)e->p.max_model_len);
-    }
-    return st;
+    kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
+    if (st != KVC_CLAMPED) return st;
+    if (admit) kvc_manager_free(e->mgr, r->id);
+    return kvc_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
+                    (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
+                    (long long)e->p.max_model_len);
 }
 
 kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
@@ -29,9 +67,7 @@ kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
         r->cache_row = -1;
         return KVC_OK;
     }
-    kvc_status st = kvc_manager_free(e->mgr, r->id);
-    if (st != KVC_OK) return st;
-    return e->p.check ? kvc_engine_check_released(e, r->id) : KVC_OK;
+    return kvc_manager_free(e->mgr, r->id);
 }
 
 /* Real blocks one request holds at most for `positions` positions of key k

@@ -1,5 +1,5 @@
 /* The self-managed path (RM 9) for a model that declares no cache info: legacy
- * contiguous caches [max_batch, cache_seq_len, *unit] (cache_seq_len =
+ * contiguous caches [max_num_seqs, cache_seq_len, *unit] (cache_seq_len =
  * max_model_len), one cache row per running request from a free list, and the
  * step metadata without block tables: positions, kv_pos, the length arrays,
  * the row of each batch row and the flat write index of each token. */
@@ -19,7 +19,7 @@ static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cach
         return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
                         c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
     int64_t n = 0;
-    bool ok = kvc_mul64(e->p.max_batch, e->p.max_model_len, &n) && kvc_mul64(n, (int64_t)item, &n);
+    bool ok = kvc_mul64(e->p.max_num_seqs, e->p.max_model_len, &n) && kvc_mul64(n, (int64_t)item, &n);
     for (int32_t d = 0; d < c->n_dims && ok; d++) {
         if (c->unit[d] < 1)
             return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
@@ -28,7 +28,7 @@ static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cach
     }
     if (!ok)
         return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
-                        c->name, c->layer_idx, (long long)e->p.max_batch, (long long)e->p.max_model_len);
+                        c->name, c->layer_idx, (long long)e->p.max_num_seqs, (long long)e->p.max_model_len);
     *bytes = n;
     return KVC_OK;
 }
@@ -52,7 +52,7 @@ static kvc_status legacy_tensors(kvc_engine *e) {
     for (int32_t i = 0; i < l->n_caches; i++) {
         const kvc_engine_legacy_cache *c = &m->legacy_caches[i];
         kvc_tensor t = {.data = l->data[i], .dtype = c->dtype, .ndim = 2 + c->n_dims};
-        t.shape[0] = e->p.max_batch;
+        t.shape[0] = e->p.max_num_seqs;
         t.shape[1] = e->p.max_model_len;
         for (int32_t d = 0; d < c->n_dims; d++) t.shape[2 + d] = c->unit[d];
         c->tensor_setter(c->setter_user, &t);
@@ -65,9 +65,9 @@ kvc_status kvc_engine_legacy_create(kvc_engine *e) {
     if (e->model.n_legacy_caches < 0 || (e->model.n_legacy_caches > 0 && e->model.legacy_caches == NULL))
         return kvc_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
                         e->model.n_legacy_caches);
-    size_t rows = (size_t)e->p.max_batch, toks = (size_t)e->max_tokens;
+    size_t rows = (size_t)e->p.max_num_seqs, toks = (size_t)e->max_tokens;
     kvc_step_rows *sr = &l->rows;
-    sr->max_rows = e->p.max_batch;
+    sr->max_rows = e->p.max_num_seqs;
     sr->max_tokens = e->max_tokens;
     l->free_rows = kvc_malloc(rows * sizeof(int64_t));
     sr->positions = kvc_malloc(toks * sizeof(int64_t));
@@ -82,8 +82,8 @@ kvc_status kvc_engine_legacy_create(kvc_engine *e) {
         !sr->cu_seq_lens_q || !sr->cu_seq_lens_kv || !l->cache_rows)
         return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
     /* a stack popped from the top: row 0 is handed out first */
-    for (int64_t r = 0; r < e->p.max_batch; r++) l->free_rows[r] = e->p.max_batch - 1 - r;
-    l->n_free_rows = e->p.max_batch;
+    for (int64_t r = 0; r < e->p.max_num_seqs; r++) l->free_rows[r] = e->p.max_num_seqs - 1 - r;
+    l->n_free_rows = e->p.max_num_seqs;
     return legacy_tensors(e);
 }
 
@@ -111,11 +111,11 @@ kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, 
     for (int64_t b = 0; b < n; b++) {
         const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
         int64_t first = rows[b].computed_tokens, q = rows[b].num_new_tokens;
-        if (r->cache_row < 0 || r->cache_row >= e->p.max_batch || first + q > s || t + q > e->max_tokens)
+        if (r->cache_row < 0 || r->cache_row >= e->p.max_num_seqs || first + q > s || t + q > e->max_tokens)
             return kvc_fail(KVC_EINTERNAL, "engine: self-managed row %lld (request %lld, cache row %lld) positions "
                             "%lld..%lld do not fit [%lld rows, %lld positions]", (long long)b, (long long)r->id,
                             (long long)r->cache_row, (long long)first, (long long)(first + q - 1),
-                            (long long)e->p.max_batch, (long long)s);
+                            (long long)e->p.max_num_seqs, (long long)s);
         l->cache_rows[b] = r->cache_row;
         t += q;
     }

@@ -40,11 +40,27 @@ static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng,
     }
 }
 
+/* A greedy request over a caller-owned prompt. */
+static inline kvc_engine_request fix_request_over(int64_t id, const int32_t *prompt, int64_t n_prompt, int64_t max_new) {
+    kvc_engine_request r = kvc_engine_request_default();
+    r.id = id;
+    r.prompt = prompt;
+    r.n_prompt = n_prompt;
+    r.max_new_tokens = max_new;
+    return r;
+}
+
+static inline kvc_engine_request_info fix_info(const kvc_engine *e, int64_t id) {
+    kvc_engine_request_info info;
+    assert_int_equal(kvc_engine_request_get(e, id, &info), KVC_OK);
+    return info;
+}
+
 /* Test params: checks on, no decode reservation. */
-static inline kvc_engine_params fix_params(int64_t max_model_len, int64_t max_batch) {
+static inline kvc_engine_params fix_params(int64_t max_model_len, int64_t max_num_seqs) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = max_model_len;
-    p.max_batch = max_batch;
+    p.max_num_seqs = max_num_seqs;
     p.reserved_decode_tokens = 0;
     p.check = true;
     return p;

@@ -47,8 +47,8 @@ static inline kvc_model *em_random_model(const char *json, uint64_t seed) {
 static inline kvc_engine_params em_params(int64_t max_model_len, int64_t n, int64_t prompt_tokens) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = max_model_len;
-    p.max_batch = n;
-    p.max_prefill_tokens = prompt_tokens > max_model_len ? prompt_tokens : max_model_len;
+    p.max_num_seqs = n;
+    p.max_num_batched_tokens = prompt_tokens > max_model_len ? prompt_tokens : max_model_len;
     p.reserved_decode_tokens = 0;
     return p;
 }

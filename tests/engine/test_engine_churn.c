@@ -7,29 +7,14 @@
 #include "engine_fixture.h"
 
 /* Params whose BUDGET pool holds n_blocks blocks of 4 tokens (one layer). */
-static kvc_engine_params pool_params(int64_t max_model_len, int64_t max_batch, int64_t n_blocks) {
-    kvc_engine_params p = fix_params(max_model_len, max_batch);
+static kvc_engine_params pool_params(int64_t max_model_len, int64_t max_num_seqs, int64_t n_blocks) {
+    kvc_engine_params p = fix_params(max_model_len, max_num_seqs);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = n_blocks * 4 * 2 * TOY_D * (int64_t)sizeof(float);
     return p;
 }
 
 static int64_t kvc_max64_test(int64_t a, int64_t b) { return a > b ? a : b; }
-
-static kvc_engine_request fixed_request(int64_t id, const int32_t *prompt, int64_t n_prompt, int64_t max_new) {
-    kvc_engine_request r = kvc_engine_request_default();
-    r.id = id;
-    r.prompt = prompt;
-    r.n_prompt = n_prompt;
-    r.max_new_tokens = max_new;
-    return r;
-}
-
-static kvc_engine_request_info info_of(const kvc_engine *e, int64_t id) {
-    kvc_engine_request_info info;
-    assert_int_equal(kvc_engine_request_get(e, id, &info), KVC_OK);
-    return info;
-}
 
 static void test_lifo_preemption(void **state) {
     (void)state;
@@ -40,8 +25,8 @@ static void test_lifo_preemption(void **state) {
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[12];
     for (int i = 0; i < 12; i++) prompt[i] = (7 * i + 1) % FIX_VOCAB;
-    kvc_engine_request a = fixed_request(1, prompt, 12, 20), b = fixed_request(2, prompt, 12, 20),
-                       c = fixed_request(3, prompt + 4, 8, 5);
+    kvc_engine_request a = fix_request_over(1, prompt, 12, 20), b = fix_request_over(2, prompt, 12, 20),
+                       c = fix_request_over(3, prompt + 4, 8, 5);
     b.sampling.temperature = 1.0f;
     b.sampling.seed = 99;
     fix_add(e, &a);
@@ -56,13 +41,13 @@ static void test_lifo_preemption(void **state) {
     assert_false(res.is_prefill);
     assert_int_equal(res.n_preempted, 1);
     assert_int_equal(res.n_rows, 2);
-    kvc_engine_request_info ic = info_of(e, 3);
+    kvc_engine_request_info ic = fix_info(e, 3);
     assert_int_equal(ic.state, KVC_REQ_WAITING);
     assert_int_equal(ic.n_cached, 0);
     assert_int_equal(ic.n_preemptions, 1);
     assert_int_equal(ic.n_generated, 1); /* kept: it is recomputed, not regenerated */
-    assert_int_equal(info_of(e, 1).n_preemptions, 0);
-    assert_int_equal(info_of(e, 2).n_preemptions, 0);
+    assert_int_equal(fix_info(e, 1).n_preemptions, 0);
+    assert_int_equal(fix_info(e, 2).n_preemptions, 0);
     fix_run(e, 1000);
     fix_expect_reference(e, &m, &a);
     fix_expect_reference(e, &m, &b);
@@ -75,32 +60,50 @@ static void test_lifo_preemption(void **state) {
     kvc_engine_destroy(e);
 }
 
-static void test_fifo_no_skip(void **state) {
-    (void)state;
+/* A waiting head that does not fit is not overtaken by a later request that
+ * would. The prefill-alone scheduler leaves the head waiting; the budget
+ * scheduler admits it with the largest chunk the pool backs (halving 16 ->
+ * 8 tokens: two blocks), which leaves nothing for the later one either. */
+static void fifo_no_skip(kvc_engine_scheduler sched) {
     toy_model m;
     toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = pool_params(32, 4, 9);
+    p.scheduler = sched;
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[20];
     for (int i = 0; i < 20; i++) prompt[i] = (5 * i + 2) % FIX_VOCAB;
-    kvc_engine_request a = fixed_request(1, prompt, 20, 12), b = fixed_request(2, prompt, 16, 4),
-                       d = fixed_request(3, prompt + 3, 2, 4);
+    kvc_engine_request a = fix_request_over(1, prompt, 20, 12), b = fix_request_over(2, prompt, 16, 4),
+                       d = fix_request_over(3, prompt + 3, 2, 4);
     fix_add(e, &a);
     kvc_engine_step_result res;
     assert_int_equal(kvc_engine_step(e, &res), KVC_OK); /* A: 5 blocks, 3 free */
-    fix_add(e, &b);                                       /* needs 4: does not fit */
+    fix_add(e, &b);                                       /* needs 4: does not fit whole */
     fix_add(e, &d);                                       /* needs 1: would fit, but waits behind B */
-    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
-    assert_false(res.is_prefill);
-    assert_int_equal(res.n_rows, 1);
-    assert_int_equal(info_of(e, 2).state, KVC_REQ_WAITING);
-    assert_int_equal(info_of(e, 3).state, KVC_REQ_WAITING);
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);  /* A's decode takes a 6th block */
+    if (sched == KVC_ENGINE_SCHED_PREFILL_ALONE) {
+        assert_false(res.is_prefill);
+        assert_int_equal(res.n_rows, 1);
+        assert_int_equal(fix_info(e, 2).state, KVC_REQ_WAITING);
+    } else {
+        assert_true(res.is_prefill);
+        assert_int_equal(res.n_rows, 2);
+        assert_int_equal(res.n_decode_rows, 1);
+        assert_int_equal(fix_info(e, 2).state, KVC_REQ_RUNNING);
+        assert_int_equal(fix_info(e, 2).n_cached, 8);
+    }
+    assert_int_equal(fix_info(e, 3).state, KVC_REQ_WAITING);
     fix_run(e, 1000);
     fix_expect_reference(e, &m, &a);
     fix_expect_reference(e, &m, &b);
     fix_expect_reference(e, &m, &d);
     kvc_engine_destroy(e);
+}
+
+static void test_fifo_no_skip(void **state) {
+    (void)state;
+    fifo_no_skip(KVC_ENGINE_SCHED_BUDGET);
+    fifo_no_skip(KVC_ENGINE_SCHED_PREFILL_ALONE);
 }
 
 /* Thousands of requests through a small pool, max_held in flight at once;

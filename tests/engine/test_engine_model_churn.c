@@ -1,9 +1,13 @@
 /* The engine over the model runtime under churn and bad input: the built-in
  * models (tools/demo_workload.h) run a mixed workload through a small KV
- * pool (blocks reused, requests preempted and recomputed) and every
- * request's output equals its output when run alone; the pools are empty
- * afterwards. Bad requests are refused with a clear error while the others
- * keep being served. */
+ * pool (blocks reused, requests preempted and recomputed), also with small
+ * step budgets that chunk every prompt beside decode rows, and every
+ * request's tokens (half of them sampled) equal its tokens when run alone
+ * (the logits' bitwise equality under batching and chunking is the model's
+ * batch-invariance test in tests/model); prefix caching on (the run alone
+ * has it off) changes no token either; the pools are empty afterwards.
+ * Bad requests are refused with a clear error while the others keep being
+ * served. */
 #include <malloc.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -16,7 +20,7 @@
 static kvc_engine_params churn_params(int64_t batch) {
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = MML;
-    p.max_batch = batch;
+    p.max_num_seqs = batch;
     p.seed = 3;
     return p;
 }
@@ -29,10 +33,10 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
     assert_true(busy && alone);
     kvc_demo_figures fig, solo_fig;
-    if (kvc_demo_run(m, p, ap, w, busy, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
+    if (kvc_demo_run(m, p, ap, w, busy, NULL, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
-    if (kvc_demo_run(m, &solo, ap, w, alone, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
+    if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
     for (int64_t i = 0; i < w->n; i++) {
         const int32_t *a = busy + i * w->max_new, *b = alone + i * w->max_new;
@@ -48,6 +52,12 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     return fig;
 }
 
+/* At most 12 new tokens per request (the sanitizer build runs the model slowly). */
+static void short_outputs(kvc_demo_workload *w) {
+    for (int64_t i = 0; i < w->n; i++)
+        if (w->reqs[i].max_new_tokens > 12) w->reqs[i].max_new_tokens = 12;
+}
+
 /* budget_tokens: KV budget in tokens of every layer (GptOss: its sliding
  * layers take small window pools, so the same budget leaves more blocks to
  * its full layers) */
@@ -56,7 +66,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_demo_model(fam, &m), KVC_OK);
     kvc_demo_workload w;
-    assert_int_equal(kvc_demo_workload_make(20, 11, 512, &w), KVC_OK);
+    assert_int_equal(kvc_demo_workload_make(20, 11, 512, 0, &w), KVC_OK);
     kvc_engine_adapter_params ap = {.latent = fam->latent, .block_size = 16};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -67,6 +77,32 @@ static void churn_family(int f, int64_t budget_tokens) {
     for (int32_t k = 0; k < fig.stats.n_keys; k++)
         exhausted = exhausted || fig.stats.peak_blocks_in_use[k] == fig.stats.num_blocks[k] - 1;
     assert_true(exhausted);
+    /* small steps: prompts chunked (at most 10 tokens of one request, 24 per
+     * step), decode rows beside chunks in most steps (a shorter workload:
+     * the sanitizer build runs the model slowly) */
+    kvc_demo_workload few;
+    assert_int_equal(kvc_demo_workload_make(6, 12, 512, 0, &few), KVC_OK);
+    short_outputs(&few);
+    p.max_num_batched_tokens = 24;
+    p.long_prefill_token_threshold = 10;
+    kvc_demo_figures chunked = busy_vs_alone(m, &p, &ap, &few, fam->name);
+    if (chunked.stats.prefill_steps < 2 * few.n) fail_msg("%s: prompts were not chunked", fam->name);
+    kvc_demo_workload_free(&few);
+    /* prefix caching on (the run alone: off): two thirds of the requests share
+     * a 64-token system prompt; hits, sliding windows shorter than the shared
+     * prefix (GptOss), preemption and eviction under the small pool */
+    kvc_demo_workload shared;
+    assert_int_equal(kvc_demo_workload_make(12, 13, 512, 0, &shared), KVC_OK);
+    kvc_demo_workload_share_prefix(&shared, 1, 64, 512);
+    short_outputs(&shared);
+    for (int64_t i = 2; i < shared.n; i += 3) shared.ids[shared.reqs[i].prompt - shared.ids] ^= 1; /* a third differ */
+    kvc_engine_params pc = churn_params(6);
+    pc.plan = KVC_ENGINE_PLAN_BUDGET;
+    pc.kv_memory_bytes = p.kv_memory_bytes;
+    pc.prefix_caching = true;
+    kvc_demo_figures cached = busy_vs_alone(m, &pc, &ap, &shared, fam->name);
+    if (cached.stats.prefix_hit_tokens == 0) fail_msg("%s: no prefix hit", fam->name);
+    kvc_demo_workload_free(&shared);
     /* the self-managed path: legacy rows reused by later requests */
     kvc_engine_adapter_params self = {.self_managed = true, .latent = fam->latent};
     kvc_engine_params ps = churn_params(3);
@@ -99,7 +135,7 @@ static void test_long_churn_memory_flat(void **state) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_demo_model(&kvc_demo_families[0], &m), KVC_OK);
     kvc_demo_workload w;
-    assert_int_equal(kvc_demo_workload_make(30, 5, 512, &w), KVC_OK);
+    assert_int_equal(kvc_demo_workload_make(30, 5, 512, 0, &w), KVC_OK);
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * 560;

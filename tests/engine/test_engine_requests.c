@@ -209,8 +209,21 @@ static void test_create_refusals(void **state) {
     p.max_model_len = 0;
     expect_create_refused(&em, &p, KVC_EINVAL, "max_model_len");
     p = fix_params(64, 2);
-    p.max_prefill_tokens = 32;
-    expect_create_refused(&em, &p, KVC_EINVAL, "max_prefill_tokens 32");
+    p.max_num_batched_tokens = 32; /* the prefill-alone scheduler does not chunk */
+    p.scheduler = KVC_ENGINE_SCHED_PREFILL_ALONE;
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_num_batched_tokens 32");
+    p = fix_params(64, 4);
+    p.max_num_batched_tokens = 3; /* a step holds every running request's decode token */
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_num_seqs 4");
+    p = fix_params(64, 2);
+    p.max_num_batched_tokens = -1;
+    expect_create_refused(&em, &p, KVC_EINVAL, "max_num_batched_tokens -1");
+    p = fix_params(64, 2);
+    p.long_prefill_token_threshold = -2;
+    expect_create_refused(&em, &p, KVC_EINVAL, "long_prefill_token_threshold -2");
+    p = fix_params(64, 2);
+    p.scheduler = (kvc_engine_scheduler)7;
+    expect_create_refused(&em, &p, KVC_EINVAL, "scheduler 7");
     p = fix_params(64, 2);
     p.next_n = 1;
     expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
@@ -235,7 +248,7 @@ static void test_create_refusals(void **state) {
     kvc_engine *e = fix_engine(&em, &p);
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
-    assert_int_equal(st.num_blocks[0], 16 * 2 + 1); /* offline: cdiv(64, 4) x max_batch + null */
+    assert_int_equal(st.num_blocks[0], 16 * 2 + 1); /* offline: cdiv(64, 4) x max_num_seqs + null */
     assert_int_equal(st.kv_bytes, 33 * 4 * TOY_D * 4 * 2);
     assert_non_null(m.cache[0][0]);
     assert_non_null(m.cache[0][1]);

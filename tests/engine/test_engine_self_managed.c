@@ -1,5 +1,5 @@
 /* The self-managed path (RM 9): a model without cache info gets legacy
- * contiguous caches [max_batch, max_model_len, *unit], a cache row per
+ * contiguous caches [max_num_seqs, max_model_len, *unit], a cache row per
  * running request from a free list (reused after finish), and writes at
  * legacy_index; its outputs equal the dense reference and the managed path. */
 #include "engine_fixture.h"
@@ -42,7 +42,7 @@ static void test_legacy_tensors(void **state) {
     assert_non_null(strstr(kvc_last_error(), "unit[0]"));
 }
 
-/* Runs n random requests (n > max_batch, so rows are reused) and checks them. */
+/* Runs n random requests (n > max_num_seqs, so rows are reused) and checks them. */
 static void run_workload(toy_model *m, bool self_managed, int64_t n, int32_t *outputs /* [n, 16] */) {
     kvc_engine_model em = toy_engine_model(m, self_managed);
     kvc_engine_params p = self_params();
@@ -91,7 +91,7 @@ static void test_rows_reused(void **state) {
     toy_init_self_managed(&m, FIX_VOCAB);
     kvc_engine_model em = toy_engine_model(&m, true);
     kvc_engine_params p = self_params();
-    p.max_batch = 1;
+    p.max_num_seqs = 1;
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[20];
     for (int i = 0; i < 20; i++) prompt[i] = (3 * i + 1) % FIX_VOCAB;

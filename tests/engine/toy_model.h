@@ -27,7 +27,7 @@ typedef struct toy_model {
     kvc_model_cache_info ci;
     float *cache[2][2];                /* managed: [num_blocks, bs, 1, TOY_D] per layer and k/v */
     kvc_engine_legacy_cache legacy[2]; /* self-managed: k, v of layer 0 */
-    float *legacy_data[2];             /* [max_batch, cache_seq_len, TOY_D] */
+    float *legacy_data[2];             /* [max_num_seqs, cache_seq_len, TOY_D] */
     int64_t legacy_shape[2][3];
     struct toy_legacy_user {
         struct toy_model *m;
