@@ -1,7 +1,7 @@
 /* libFuzzer target: bytes decoded into allocate/free sequences against a
  * small FullAttention + SlidingWindow + Mamba manager. After every op the
  * manager's invariants must hold, and each outcome is checked against the
- * spec (kv-management.md §5.2, verification.md INV-K1/K2):
+ * rules (KM 5.2, INV-K1/K2 in docs/rules.md):
  *   - valid arguments never give a negative status;
  *   - KVC_OK/KVC_CLAMPED: every selected key addresses the demand, CLAMPED
  *     exactly when the demand passed max_model_len, unselected keys untouched;

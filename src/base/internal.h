@@ -1,5 +1,5 @@
 /* Internal helpers shared by every layer: error reporting, assertions,
- * integer arithmetic that is safe for the edge cases the spec calls out. */
+ * integer arithmetic that is safe for the edge cases the layer docs call out. */
 #ifndef KVC_BASE_INTERNAL_H
 #define KVC_BASE_INTERNAL_H
 

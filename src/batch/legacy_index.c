@@ -1,5 +1,5 @@
 /* Self-managed mode: flat indices into the legacy contiguous cache
- * [n_cache_rows, cache_seq_len, ...] (spec section 9), bounds-checked. */
+ * [n_cache_rows, cache_seq_len, ...] (RM 9), bounds-checked. */
 #include "base/internal.h"
 #include "kvcache/batch.h"
 

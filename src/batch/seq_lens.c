@@ -1,5 +1,5 @@
 /* Direct and cumulative sequence-length arrays per attention layout
- * (spec section 5) and the standalone prefill/decode forms (section 10). */
+ * (RM 5) and the standalone prefill/decode forms (RM 10). */
 #include "base/internal.h"
 #include "kvcache/batch.h"
 

@@ -1,5 +1,5 @@
 /* Standalone deployment: the static block table and linear slots
- * (spec section 10). */
+ * (RM 10). */
 #include "base/internal.h"
 #include "kvcache/batch.h"
 

@@ -1,5 +1,5 @@
 /* The per-row part of a step: validation of the scheduled rows, positions,
- * kv_pos and the direct and cumulative sequence lengths (spec sections 2-5).
+ * kv_pos and the direct and cumulative sequence lengths (RM 2-5).
  * kvc_step_rows_begin / _add / _to_metadata are the manager-free builder;
  * kvc_step_rows_fill adds the framework path's repeated-id check. */
 #include <string.h>

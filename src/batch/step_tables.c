@@ -1,5 +1,5 @@
 /* The per-key part of a step: block tables from the manager's request
- * tables (spec section 6) and slot mappings from the positions (section 7). */
+ * tables (RM 6) and slot mappings from the positions (RM 7). */
 #include <string.h>
 
 #include "base/internal.h"

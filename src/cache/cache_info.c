@@ -1,5 +1,5 @@
-/* Cache descriptions: defaults, derived values, validation (spec §2.5) and
- * grouping by manager key (spec §4.6). */
+/* Cache descriptions: defaults, derived values, validation (KM 2.5) and
+ * grouping by manager key (KM 4.6). */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +47,7 @@ static bool entry_block_bytes_fit(const kvc_cache_entry *e) {
     return kvc_mul64(bytes, e->block_size, &bytes) && bytes <= limit;
 }
 
-/* The checks every needs_block entry goes through, in the spec's order, then
+/* The checks every needs_block entry goes through, in the order of KM 2.5, then
  * the proposed up-front ones. */
 static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->block_size <= 0)

@@ -1,5 +1,5 @@
 /* Mamba (fixed-size recurrent state): one state block per request after its
- * prefill, 1 + next_n from its first decode on (spec §4.5). */
+ * prefill, 1 + next_n from its first decode on (KM 4.5). */
 #include "base/internal.h"
 #include "cache/manager_type.h"
 

@@ -1,4 +1,4 @@
-/* The request-level manager (spec §5): one single-type manager per group key,
+/* The request-level manager (KM 5): one single-type manager per group key,
  * two-phase allocate_slots, free, queries. */
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Read-only queries of the request-level manager (spec §5.3). */
+/* Read-only queries of the request-level manager (KM 5.3). */
 #include <stdio.h>
 #include <string.h>
 

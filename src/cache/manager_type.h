@@ -61,7 +61,7 @@ typedef struct kvc_single_manager {
 struct kvc_manager_type {
     kvc_attn_type attn_type;
     const char *name;     /* "FullAttention", ... */
-    bool fixed_size;      /* pool sized per request by the planner (spec §6.1) */
+    bool fixed_size;      /* pool sized per request by the planner (KM 6.1) */
     bool has_slot_mapping;/* the step builds a slot mapping for it */
     bool reserves_decode; /* the allocate_slots reservation rule applies to it */
     bool state_hits;      /* a hit is a state snapshot to copy from, not table entries */
@@ -125,7 +125,7 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
 void kvc_single_manager_release(kvc_single_manager *m);
 /* The table of request slot `slot` (its ids storage). */
 int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
-/* Releases blocks that left the window (spec §4.2 remove_skipped). */
+/* Releases blocks that left the window (KM 4.2 remove_skipped). */
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */
 void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);

@@ -1,4 +1,4 @@
-/* Block planner (spec §6): fixed-size types first, then the paged types,
+/* Block planner (KM 6): fixed-size types first, then the paged types,
  * offline from a maximum length or online from a memory budget. */
 #include <math.h>
 #include <stdio.h>

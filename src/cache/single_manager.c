@@ -1,5 +1,5 @@
 /* The single-type manager: the operations every attention type shares
- * (spec §4.2), parameterised by the type's vtable. */
+ * (KM 4.2), parameterised by the type's vtable. */
 #include <string.h>
 
 #include "base/internal.h"

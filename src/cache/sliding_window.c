@@ -1,11 +1,11 @@
 /* SlidingWindow (window W = keys a query sees, itself included): the logical
  * table stays aligned with positions, but only blocks inside the window are
- * backed; older ones become the null block (spec §4.4). */
+ * backed; older ones become the null block (KM 4.4). */
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
 /* Prefill layout of num_tokens positions: table length, leading nulls, real
- * blocks. Keeps the last W + 1 tokens (the spec's conservative prefill). */
+ * blocks. Keeps the last W + 1 tokens (the conservative prefill of KM 4.4). */
 typedef struct sw_layout {
     int64_t total, first_valid, valid;
 } sw_layout;

@@ -1,4 +1,4 @@
-/* Cache storage (spec §7): one aligned host tensor per needs_block entry. */
+/* Cache storage (KM 7): one aligned host tensor per needs_block entry. */
 #include <string.h>
 
 #include "base/internal.h"

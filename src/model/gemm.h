@@ -1,7 +1,7 @@
 /* The model's dense layers: one single-precision GEMM whose result for each
  * output element depends only on its own row of A, its own row of B and K,
  * never on M, N, the tiling, the thread count or the instruction set
- * (the batch-invariance contract of DESIGN.md "Numerics and determinism").
+ * (the batch-invariance contract, docs/runtime.md).
  *
  * Fixed reduction order: element (i, j) = sum_k A[i,k] * B[j,k] is split
  * into 16 lanes, lane l accumulating k = l, l + 16, l + 32, ... in

@@ -1,6 +1,6 @@
 /* The analyzer: config.json -> kvc_model_plan. Family rules decide the
  * attention type of every layer (facts.c); the selection rules of
- * attention-ops.md decide mode, operator generation, layout and mask modes
+ * the operator rules (docs/ops.md) decide mode, operator generation, layout and mask modes
  * (select.c); the cache description is handed to kvc_plan_blocks for every
  * number it implies (caches.c). This file runs the steps in order and holds
  * the public entry points. */

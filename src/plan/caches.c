@@ -215,7 +215,7 @@ kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f,
         if (L->attn_type == KVC_ATTN_MAMBA) {
             for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
         } else if (plan->mla) {
-            /* int8 latent keeps a bf16 rope cache (attention-ops §3.8 full-quant variant). */
+            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
             add_cache(L, "nope_cache", 1, f->kv_lora_rank, dt, o->block_size);
             add_cache(L, "rope_cache", 1, f->qk_rope_head_dim, dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt, o->block_size);
         } else {

@@ -1,4 +1,4 @@
-/* The selection rules of attention-ops.md: paged or legacy caches, MLA
+/* The selection rules of docs/ops.md (AO 3-5): paged or legacy caches, MLA
  * absorption, operator generation and layout, mask modes per layer, the
  * softmax scale and the KV dtype. */
 #include <math.h>
@@ -8,7 +8,7 @@
 #include "base/internal.h"
 #include "plan/plan_internal.h"
 
-#define BAND_ALIGN_BLOCK_MAX 512 /* attention-ops §3.13: paged block size limit */
+#define BAND_ALIGN_BLOCK_MAX 512 /* AO 3.13: paged block size limit */
 
 /* ---- selection ------------------------------------------------------------- */
 
@@ -16,7 +16,7 @@ static bool is_pow2_le(int64_t v, int64_t cap) { return v >= 1 && v <= cap && (v
 
 void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
     const kvc_plan_options *o = &plan->options;
-    int64_t align = o->kv_dtype == KVC_DTYPE_I8 ? 32 : 16; /* attention-ops §3.13 */
+    int64_t align = o->kv_dtype == KVC_DTYPE_I8 ? 32 : 16; /* AO 3.13 */
     const char *dt = kvc_dtype_name(o->kv_dtype);
     plan->kv_mode = KVC_KV_PAGED;
     if (!any_attention) {
@@ -26,33 +26,33 @@ void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_
         plan->kv_mode = KVC_KV_LEGACY;
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
                  "block_size %lld is not a multiple of %lld (%s KV) in [%lld, %d], which the paged operator requires "
-                 "(attention-ops §3.13); contiguous per-request caches instead",
+                 "(AO 3.13); contiguous per-request caches instead",
                  (long long)o->block_size, (long long)align, dt, (long long)align, BAND_ALIGN_BLOCK_MAX);
     } else if (plan->mla) {
         if (f->kv_lora_rank != 512 || f->qk_rope_head_dim != 64 || !is_pow2_le(plan->q_heads_per_rank, 128)) {
             plan->kv_mode = KVC_KV_LEGACY;
             snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
                      "the paged latent path needs kv_lora_rank 512, qk_rope_head_dim 64 and a power-of-two query "
-                     "head count <= 128 per rank (got %lld, %lld, %lld; attention-ops §3.8): contiguous latent "
+                     "head count <= 128 per rank (got %lld, %lld, %lld; AO 3.8): contiguous latent "
                      "caches, non-absorbed attention",
                      (long long)f->kv_lora_rank, (long long)f->qk_rope_head_dim, (long long)plan->q_heads_per_rank);
         } else {
             snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
                      "latent caches (nope %lld + rope %lld, one head) paged with block_size %lld; paging is mandatory "
-                     "for the absorbed MLA operator (attention-ops §3.8)",
+                     "for the absorbed MLA operator (AO 3.8)",
                      (long long)f->kv_lora_rank, (long long)f->qk_rope_head_dim, (long long)o->block_size);
         }
     } else if (f->head_dim % align != 0) {
         plan->kv_mode = KVC_KV_LEGACY;
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
                  "head_dim %lld is not a multiple of %lld elements (%s KV), which the paged operator requires "
-                 "(attention-ops §3.13)",
+                 "(AO 3.13)",
                  (long long)f->head_dim, (long long)align, dt);
     } else if (kv_per_rank * f->head_dim > 65535) {
         plan->kv_mode = KVC_KV_LEGACY;
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
                  "%lld KV heads x head_dim %lld per rank exceed the 65535 channels of paged BnBsH storage "
-                 "(attention-ops §3.13)",
+                 "(AO 3.13)",
                  (long long)kv_per_rank, (long long)f->head_dim);
     } else {
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
@@ -61,18 +61,18 @@ void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_
     }
 
     plan->mla_absorb = plan->mla && plan->kv_mode == KVC_KV_PAGED;
-    /* Operator generation and layout: the reference call matrix (attention-ops §4, §5). */
+    /* Operator generation and layout: the reference call matrix (AO 4, AO 5). */
     static const struct {
         int32_t version;
         const char *layout, *reason;
     } ops[] = {
-        {1, "NTD_TND", "non-absorbed MLA attention over packed per-head K/V (NTD_TND) is a v1 call (attention-ops §4)"},
-        {1, "BSH", "contiguous BSH caches with per-batch lengths run the v1 operator (attention-ops §5 mode 1)"},
+        {1, "NTD_TND", "non-absorbed MLA attention over packed per-head K/V (NTD_TND) is a v1 call (AO 4)"},
+        {1, "BSH", "contiguous BSH caches with per-batch lengths run the v1 operator (AO 5 mode 1)"},
         {2, "TND_NTD",
          "absorbed MLA decode over the paged latent cache (TND_NTD, key = value = nope cache) is a v2 "
-         "call; prefill runs the non-absorbed v1 NTD_TND path (attention-ops §4)"},
-        {2, "TND", "learnable attention sinks exist only in the v2 operator (attention-ops §3.9)"},
-        {2, "TND", "paged TND attention with per-request KV lengths is the v2 path (attention-ops §4)"},
+         "call; prefill runs the non-absorbed v1 NTD_TND path (AO 4)"},
+        {2, "TND", "learnable attention sinks exist only in the v2 operator (AO 3.9)"},
+        {2, "TND", "paged TND attention with per-request KV lengths is the v2 path (AO 4)"},
     };
     size_t pick;
     if (plan->kv_mode == KVC_KV_LEGACY)
@@ -95,7 +95,7 @@ void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
         return;
     }
     if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
-        /* Band with right-down origin; W keys including the query: pre = W - 1 (attention-ops §3.5). */
+        /* Band with right-down origin; W keys including the query: pre = W - 1 (AO 3.5). */
         L->sparse_prefill = 4;
         L->sparse_decode = 4;
         L->pre_tokens = L->sliding_window - 1;
@@ -104,9 +104,9 @@ void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
     }
     L->sparse_prefill = 3;
     if (plan->kv_mode == KVC_KV_LEGACY)
-        L->sparse_decode = 0; /* one query row per request, dense decode (attention-ops §5 mode 1) */
+        L->sparse_decode = 0; /* one query row per request, dense decode (AO 5 mode 1) */
     else if (plan->mla_absorb)
-        L->sparse_decode = plan->options.next_n == 0 ? 0 : 3; /* q_len 1 -> 0, verify -> 3 (§3.8) */
+        L->sparse_decode = plan->options.next_n == 0 ? 0 : 3; /* q_len 1 -> 0, verify -> 3 (AO 3.8) */
     else
         L->sparse_decode = 3;
 }

@@ -6,7 +6,7 @@
  * channels; the dot-product and accumulation kernels then work on f32 only.
  * Every (query row, key) pair goes through the same instruction sequence
  * whatever the number of rows or keys handled together, so results do not
- * depend on how work is grouped (the determinism contract of DESIGN.md). */
+ * depend on how work is grouped (the determinism contract, docs/ops.md "Two implementations"). */
 #ifndef KVC_OPS_CPU_SIMD_H
 #define KVC_OPS_CPU_SIMD_H
 

@@ -1,6 +1,6 @@
 /* float64 reference of the fused attention operator (AO 3.1), written for
  * clarity: one (request, head, query row) at a time, every key visited in
- * order, dequantised and masked exactly as the spec states. Used by tests. */
+ * order, dequantised and masked exactly as docs/ops.md states. Used by tests. */
 #include <math.h>
 #include <stdlib.h>
 
