@@ -13,8 +13,10 @@
 #include "model/json_read.h"
 
 /* ---- parsing helpers --------------------------------------------------------
- * Every helper returns false after writing "PATH.FIELD: what was expected"
- * into the parser's message buffer. */
+ * Values are read with the typed accessors of the config reader
+ * (model/json_read.h: the same checks and messages); every helper returns
+ * false after writing "PATH.FIELD ...: what was expected" into the parser's
+ * message buffer. JSON null counts as absent. */
 typedef struct parser {
     char *err;
     size_t cap;
@@ -38,6 +40,13 @@ static bool perr(parser *p, const char *path, const char *field, const char *fmt
     return false;
 }
 
+/* The accessors' verdict: true on KVC_OK, else their message into p->err. */
+static bool took(parser *p, kvc_status st) {
+    if (st == KVC_OK) return true;
+    snprintf(p->err, p->cap, "%s", kvc_last_error());
+    return false;
+}
+
 static void path_index(char *dst, size_t cap, const char *base, const char *field, int index) {
     if (base[0] != '\0')
         snprintf(dst, cap, "%s.%s[%d]", base, field, index);
@@ -45,7 +54,13 @@ static void path_index(char *dst, size_t cap, const char *base, const char *fiel
         snprintf(dst, cap, "%s[%d]", field, index);
 }
 
-static const cJSON *get(const cJSON *obj, const char *name) { return cJSON_GetObjectItemCaseSensitive(obj, name); }
+/* obj at path as an accessor view. */
+static kvc_json_obj view(const cJSON *obj, const char *path) { return (kvc_json_obj){.obj = obj, .path = path}; }
+
+static const cJSON *get(const cJSON *obj, const char *name) {
+    const kvc_json_obj o = view(obj, "");
+    return kvc_json_find(&o, name);
+}
 
 static bool name_in(const char *name, const char *const *names) {
     for (; *names != NULL; names++)
@@ -76,41 +91,36 @@ static bool require_object(parser *p, const cJSON *v, const char *path) {
     return cJSON_IsObject(v) ? true : perr(p, path, NULL, "expected an object");
 }
 
-static const char *int_expectation(int64_t min) {
-    if (min == 1) return "a positive integer";
-    if (min == 0) return "a non-negative integer";
-    return "an integer";
-}
-
-/* An integral JSON number within [min, INT64_MAX]. */
+/* An integral JSON number within [min, INT64_MAX]; path.field names it. */
 static bool as_int(parser *p, const cJSON *v, const char *path, const char *field, int64_t min, int64_t *out) {
-    double d = cJSON_IsNumber(v) ? v->valuedouble : 0.5;
-    /* -0x1p63 and 0x1p63 are exact doubles: the int64 range is [-2^63, 2^63). */
-    if (!(d >= -0x1p63 && d < 0x1p63) || (double)(int64_t)d != d || (int64_t)d < min)
-        return perr(p, path, field, "expected %s", int_expectation(min));
-    *out = (int64_t)d;
-    return true;
+    char where[320];
+    if (field != NULL)
+        snprintf(where, sizeof where, "%s%s%s", path, path[0] ? "." : "", field);
+    else
+        snprintf(where, sizeof where, "%s", path);
+    return took(p, kvc_json_int_value(v, where, min, INT64_MAX, out));
 }
 
 static bool get_int(parser *p, const cJSON *obj, const char *path, const char *field, bool required, int64_t min,
                     int64_t dflt, int64_t *out) {
-    const cJSON *v = get(obj, field);
-    if (v == NULL) {
-        *out = dflt;
-        return required ? perr(p, path, field, "missing") : true;
-    }
-    return as_int(p, v, path, field, min, out);
+    const kvc_json_obj o = view(obj, path);
+    bool present = false;
+    *out = dflt;
+    return took(p, kvc_json_int(&o, field, min, INT64_MAX, out, required ? NULL : &present));
 }
 
 /* A string of at most KVC_NAME_MAX-1 bytes copied into dst[KVC_NAME_MAX];
  * *present says whether the field was there. */
 static bool get_name(parser *p, const cJSON *obj, const char *path, const char *field, bool required,
                      char dst[KVC_NAME_MAX], bool *present) {
-    const cJSON *v = get(obj, field);
-    *present = v != NULL;
-    if (v == NULL) return required ? perr(p, path, field, "missing") : true;
-    if (!is_name(v)) return perr(p, path, field, "expected a string of at most %d bytes", KVC_NAME_MAX - 1);
-    memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+    const kvc_json_obj o = view(obj, path);
+    const char *s = NULL;
+    *present = false;
+    if (!took(p, kvc_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : present))) return false;
+    if (s != NULL) {
+        *present = true;
+        memcpy(dst, s, strlen(s) + 1);
+    }
     return true;
 }
 
@@ -118,11 +128,14 @@ static bool get_name(parser *p, const cJSON *obj, const char *path, const char *
  * the optional field is absent). */
 static bool get_choice(parser *p, const cJSON *obj, const char *path, const char *field, bool required,
                        const char *const *names, int n, int dflt, int *out) {
-    const cJSON *v = get(obj, field);
+    const kvc_json_obj o = view(obj, path);
+    const char *s = NULL;
+    bool present = false;
     *out = dflt;
-    if (v == NULL) return required ? perr(p, path, field, "missing") : true;
-    for (int i = 0; i < n && cJSON_IsString(v); i++)
-        if (strcmp(v->valuestring, names[i]) == 0) {
+    if (!took(p, kvc_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : &present))) return false;
+    if (s == NULL) return true;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) {
             *out = i;
             return true;
         }
@@ -188,9 +201,10 @@ static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_e
         !get_int(p, v, path, "sliding_window", false, 1, 0, &e->sliding_window) ||
         !get_int(p, v, path, "compress_ratio", false, 1, 1, &e->compress_ratio))
         return false;
-    const cJSON *nb = get(v, "needs_block");
-    if (nb != NULL && !cJSON_IsBool(nb)) return perr(p, path, "needs_block", "expected true or false");
-    e->needs_block = nb == NULL || cJSON_IsTrue(nb);
+    const kvc_json_obj entry = view(v, path);
+    bool have = false;
+    e->needs_block = true;
+    if (!took(p, kvc_json_bool(&entry, "needs_block", &e->needs_block, &have))) return false;
     if (!mamba) {
         if (get(v, "shape") != NULL) return perr(p, path, "shape", "only allowed for Mamba entries");
         if (get(v, "next_n") != NULL) return perr(p, path, "next_n", "only allowed for Mamba entries");

@@ -1,6 +1,5 @@
 /* Requests: adding (with every refusal the engine survives), queries of
  * state and output, and release (which aborts a live request). */
-#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
@@ -35,11 +34,7 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
         return kvc_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
                         "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
-    if (st != KVC_OK) {
-        char why[256]; /* kvc_fail writes the buffer kvc_last_error() reads */
-        snprintf(why, sizeof why, "%s", kvc_last_error());
-        return kvc_fail(st, "request %lld: %s", (long long)r->id, why);
-    }
+    if (st != KVC_OK) return kvc_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
     const kvc_engine_req *held = kvc_engine_find(e, r->id);
     if (held != NULL)
         return kvc_fail(KVC_EINVAL, "request id %lld is already held by the engine (%s); release it first",

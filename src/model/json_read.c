@@ -175,20 +175,36 @@ static const char *number_text(double d, char *buf, size_t cap) {
     return buf;
 }
 
+/* "an integer in [lo, hi]", "an integer >= lo" or "an integer". */
+static const char *int_range_text(int64_t lo, int64_t hi, char *buf, size_t cap) {
+    if (lo == INT64_MIN && hi == INT64_MAX)
+        snprintf(buf, cap, "an integer");
+    else if (hi == INT64_MAX)
+        snprintf(buf, cap, "an integer >= %lld", (long long)lo);
+    else
+        snprintf(buf, cap, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+    return buf;
+}
+
+kvc_status kvc_json_int_value(const cJSON *v, const char *where, int64_t lo, int64_t hi, int64_t *out) {
+    char range[80], num[40];
+    if (!cJSON_IsNumber(v))
+        return kvc_fail(KVC_EINVAL, "%s must be %s, got %s", where, int_range_text(lo, hi, range, sizeof range),
+                        kvc_json_type_name(v));
+    const double d = v->valuedouble;
+    /* -2^63 and 2^63 are exact doubles: the int64 range is [-2^63, 2^63). */
+    if (!(d >= -0x1p63 && d < 0x1p63) || d != floor(d) || (int64_t)d < lo || (int64_t)d > hi)
+        return kvc_fail(KVC_EINVAL, "%s %s must be %s", where, number_text(d, num, sizeof num),
+                        int_range_text(lo, hi, range, sizeof range));
+    *out = (int64_t)d;
+    return KVC_OK;
+}
+
 kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present) {
     const cJSON *v = kvc_json_find(o, key);
     if (v == NULL) return absent(o, key, present);
     char w[320];
-    if (!cJSON_IsNumber(v))
-        return kvc_fail(KVC_EINVAL, "%s must be an integer in [%lld, %lld], got %s", where(o, key, w, sizeof w),
-                        (long long)lo, (long long)hi, kvc_json_type_name(v));
-    const double d = v->valuedouble;
-    char num[40];
-    /* -2^63 and 2^63 are exact doubles: the int64 range is [-2^63, 2^63). */
-    if (!(d >= -0x1p63 && d < 0x1p63) || d != floor(d) || (int64_t)d < lo || (int64_t)d > hi)
-        return kvc_fail(KVC_EINVAL, "%s %s must be an integer in [%lld, %lld]", where(o, key, w, sizeof w),
-                        number_text(d, num, sizeof num), (long long)lo, (long long)hi);
-    *out = (int64_t)d;
+    KVC_TRY(kvc_json_int_value(v, where(o, key, w, sizeof w), lo, hi, out));
     if (present != NULL) *present = true;
     return KVC_OK;
 }
@@ -233,7 +249,7 @@ kvc_status kvc_json_str(const kvc_json_obj *o, const char *key, size_t max_bytes
     if (!kvc_utf8_valid(v->valuestring, n))
         return kvc_fail(KVC_EINVAL, "%s is not valid UTF-8", where(o, key, w, sizeof w));
     if (n > max_bytes)
-        return kvc_fail(KVC_EINVAL, "%s is %zu bytes long, at most %zu are kept", where(o, key, w, sizeof w), n,
+        return kvc_fail(KVC_EINVAL, "%s is %zu bytes long, at most %zu are accepted", where(o, key, w, sizeof w), n,
                         max_bytes);
     *out = v->valuestring;
     if (present != NULL) *present = true;

@@ -61,6 +61,9 @@ const cJSON *kvc_json_find(const kvc_json_obj *o, const char *key);
 /* An integral number in [lo, hi]. Values outside int64 are refused before any
  * conversion. */
 kvc_status kvc_json_int(const kvc_json_obj *o, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present);
+/* The same for a value that is not an object member (an array item, a
+ * member walked by the caller); `where` names it in messages. */
+kvc_status kvc_json_int_value(const cJSON *v, const char *where, int64_t lo, int64_t hi, int64_t *out);
 /* A finite number in the range. */
 kvc_status kvc_json_num(const kvc_json_obj *o, const char *key, kvc_json_range r, double *out, bool *present);
 kvc_status kvc_json_bool(const kvc_json_obj *o, const char *key, bool *out, bool *present);

@@ -20,6 +20,7 @@ for f in "$prefix/include/kvcache/kvcache.h" "$prefix/bin/kvcache" "$libdir/libk
   [ -e "$f" ] || fail "missing $f"
 done
 version=$(grep -E '^#define KVC_VERSION_(MAJOR|MINOR|PATCH) ' "$prefix/include/kvcache/version.h" | awk '{print $3}' | paste -sd.)
+[ "$("$prefix/bin/kvcache" --version)" = "kvcache $version" ] || fail "bin/kvcache --version: $("$prefix/bin/kvcache" --version)"
 soname=$(readelf -d "$libdir/libkvcache.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = "libkvcache.so.${version%%.*}" ] || fail "SONAME $soname, expected libkvcache.so.${version%%.*}"
 

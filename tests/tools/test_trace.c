@@ -240,9 +240,9 @@ static void test_invalid_files(void **state) {
     expect_invalid_prefix("", "{'error': 'invalid JSON at byte 0'}");
     expect_invalid_prefix(ONE_LAYER_HEAD FULL_ENTRY ONE_LAYER_TAIL " x", "{'error': 'invalid JSON at byte ");
     expect_invalid("[]", "expected an object");
-    expect_invalid("{'layers': [], 'block_num': {}, 'ops': []}", "max_model_len: missing");
+    expect_invalid("{'layers': [], 'block_num': {}, 'ops': []}", "max_model_len is missing");
     expect_invalid("{'max_model_len': 1e30, 'layers': [], 'block_num': {}, 'ops': []}",
-                   "max_model_len: expected a positive integer");
+                   "max_model_len 1e+30 must be an integer >= 1");
     expect_invalid("{'max_model_len': 64, 'layers': [], 'block_num': {}}", "ops: missing");
     expect_invalid("{'max_model_len': 64, 'layers': {}, 'block_num': {}, 'ops': []}", "layers: expected a list");
     expect_invalid("{'max_model_len': 64, 'layers': [], 'ops': []}", "block_num: missing (give block_num or plan)");
@@ -250,16 +250,16 @@ static void test_invalid_files(void **state) {
     expect_invalid("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}, {'caches': ["
                    "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': '2', 'dim': 4, 'dtype': 'f32',"
                    " 'block_size': 4}]}], 'block_num': {'FullAttention': 5}, 'ops': []}",
-                   "layers[1].caches[0].num_head: expected a positive integer");
+                   "layers[1].caches[0].num_head must be an integer >= 1, got a string");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2.5, 'dim': 4,"
                                   " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].num_head: expected a positive integer");
+                   "layers[0].caches[0].num_head 2.5 must be an integer >= 1");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [4, 0],"
                                   " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].dim[1]: expected a positive integer");
+                   "layers[0].caches[0].dim[1] 0 must be an integer >= 1");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
                                   " 'block_size': 4}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].dtype: missing");
+                   "layers[0].caches[0].dtype is missing");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
                                   " 'dtype': 'f64', 'block_size': 4}" ONE_LAYER_TAIL,
                    "layers[0].caches[0].dtype: expected one of f32, f16, bf16, i8");
@@ -269,10 +269,10 @@ static void test_invalid_files(void **state) {
     expect_invalid(ONE_LAYER_HEAD "{'name': '0123456789012345678901234567890123456789012345678901234567890123',"
                                   " 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4, 'dtype': 'f32',"
                                   " 'block_size': 4}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].name: expected a string of at most 63 bytes");
+                   "layers[0].caches[0].name is 64 bytes long, at most 63 are accepted");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
                                   " 'dtype': 'f32', 'block_size': 4, 'needs_block': 1}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].needs_block: expected true or false");
+                   "layers[0].caches[0].needs_block must be true or false, got a number");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
                                   " 'dtype': 'f32', 'block_size': 4, 'shape': [2]}" ONE_LAYER_TAIL,
                    "layers[0].caches[0].shape: only allowed for Mamba entries");
@@ -280,7 +280,7 @@ static void test_invalid_files(void **state) {
                                   " 'dtype': 'f32', 'block_size': 4, 'dtype': 'f16'}" ONE_LAYER_TAIL,
                    "layers[0].caches[0]: duplicate field \\'dtype\\'");
     expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention': 0}, 'ops': []}",
-                   "block_num.FullAttention: expected a positive integer");
+                   "block_num.FullAttention 0 must be an integer >= 1");
     expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'a': 1, 'b': 1, 'c': 1, 'd': 1, 'e': 1, 'f': 1,"
                                              " 'g': 1, 'h': 1, 'i': 1, 'j': 1, 'k': 1, 'l': 1, 'm': 1, 'n': 1, 'o': 1,"
                                              " 'p': 1, 'q': 1}, 'ops': []}",
@@ -303,12 +303,12 @@ static void test_invalid_ops(void **state) {
     (void)state;
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 4},"
                               "{'op': 'allocate', 'request': 'x', 'new_tokens': 4}]}",
-                   "ops[1].request: expected an integer");
-    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1}]}", "ops[0].new_tokens: missing");
+                   "ops[1].request must be an integer, got a string");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1}]}", "ops[0].new_tokens is missing");
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 9.5}]}",
-                   "ops[0].new_tokens: expected an integer");
+                   "ops[0].new_tokens 9.5 must be an integer");
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 1e19}]}",
-                   "ops[0].new_tokens: expected an integer");
+                   "ops[0].new_tokens 1e+19 must be an integer");
     expect_invalid(HYBRID_8_5 "{'op': 'free', 'request': 1, 'new_tokens': 4}]}",
                    "ops[0]: unknown field \\'new_tokens\\'");
     expect_invalid(HYBRID_8_5 "{'request': 1}]}", "ops[0].op: missing");
@@ -403,14 +403,14 @@ static void test_prefix_caching(void **state) {
     static const struct {
         const char *rest, *message;
     } bad[] = {
-        {"'prefix_caching': {'salt': -1}, 'ops': []", "prefix_caching.salt: expected a non-negative integer"},
+        {"'prefix_caching': {'salt': -1}, 'ops': []", "prefix_caching.salt -1 must be an integer >= 0"},
         {"'prefix_caching': {'seed': 1}, 'ops': []", "prefix_caching: unknown field \\'seed\\'"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 5, 'tokens': [1, 2]}]",
          "ops[0].tokens: 2 token ids do not cover computed_tokens + new_tokens = 5"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 17]]}]",
          "ops[0].tokens: more than max_model_len 16 token ids"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 0]]}]",
-         "ops[0].tokens[0].count: expected a positive integer"},
+         "ops[0].tokens[0].count 0 must be an integer >= 1"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1]]}]",
          "ops[0].tokens[0]: expected a token id or a run [first, count]"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[2147483647, 2]]}]",
