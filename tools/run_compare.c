@@ -92,12 +92,13 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
         ids = o.ids, lens = o.lens, n = o.n, p.max_new_tokens = o.new_tokens;
     }
     if (p.mode == KVC_RUNNER_RECOMPUTE) p.mode = KVC_RUNNER_PAGED;
-    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype dts[] = {KVC_DTYPE_F32,  KVC_DTYPE_F16,    KVC_DTYPE_BF16,
+                             KVC_DTYPE_I8,   KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     if (!json)
         printf("%s: mode %d, %lld prompts x %lld greedy tokens; each KV dtype against f32 caches\n"
                "(tokens: free-running greedy equal to f32 / to the oracle; logit error, KL(f32 || dtype) and\n"
                "argmax: teacher-forced on the f32 tokens; near ties: steps whose top-2 gap <= 2x their error)\n"
-               "%-6s %10s %12s %12s %12s %12s %12s %10s %6s\n",
+               "%-8s %10s %12s %12s %12s %12s %12s %10s %6s\n",
                dir, (int)p.mode, (long long)n, (long long)p.max_new_tokens, "dtype", "B/token", "tokens=f32",
                "tokens=ref", "max |dlogit|", "KL mean", "KL max", "argmax=", "ties");
     int rc = 0;
@@ -123,7 +124,7 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
             char same[32], am[32];
             snprintf(same, sizeof same, "%lld/%lld", (long long)c.same_as_f32, (long long)c.tokens);
             snprintf(am, sizeof am, "%lld/%lld", (long long)c.forced_argmax_same, (long long)c.tokens);
-            printf("%-6s %10lld %12s %12s %12.3g %12.3g %12.3g %10s %6lld\n", kvc_dtype_name(dts[d]),
+            printf("%-8s %10lld %12s %12s %12.3g %12.3g %12.3g %10s %6lld\n", kvc_dtype_name(dts[d]),
                    (long long)c.bytes_per_token, same, ref, c.max_logit_err, c.kl_mean, c.kl_max, am,
                    (long long)c.near_ties);
         }

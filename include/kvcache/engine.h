@@ -349,9 +349,9 @@ typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
-    kvc_dtype kv_dtype; /* cache dtype (0 = f32; f16, bf16; int8 full form only, with calibration ids) */
-    const int32_t *calib_ids; /* int8: [n_calib] a token sequence whose keys/values set the static
-                               * per-tensor scales (kvc_model_calibrate_kv); copied at create */
+    kvc_dtype kv_dtype; /* cache dtype (0 = f32; f16, bf16; int8 / fp8 full form only, with calib_ids) */
+    const int32_t *calib_ids; /* int8 / fp8: [n_calib] a token sequence whose keys/values set the static
+                               * per-tensor scales (kvc_model_calibrate_kv); read at create only */
     int64_t n_calib;
 } kvc_engine_adapter_params;
 

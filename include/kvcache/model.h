@@ -125,14 +125,15 @@ typedef enum kvc_model_cache_kind {
  * v [.., Nkv, Dv] (DeepseekV3: Nkv = nH, D = dn + dr, Dv = dv). Latent form
  * (DeepseekV3 only, MF 4.4): k = normalised latent c [.., 1, rkv],
  * v = rotated k_pe [.., 1, dr]. k and v have one dtype: f32, f16, bf16
- * (written rounded to nearest even) or, full form only, int8 quantised on
- * write with static per-tensor scales (q = round_half_even(x / scale)
- * saturated to [-128, 127], read back as scale * q; see
- * kvc_model_calibrate_kv). */
+ * (written rounded to nearest even) or, full form only, int8 / fp8 (e4m3,
+ * e5m2) quantised on write with static per-tensor scales: int8 q =
+ * round_half_even(x / scale) saturated to [-128, 127], fp8 q = fp8(x /
+ * scale) saturated to its largest finite value; read back as scale * q
+ * (see kvc_model_calibrate_kv, kvc_model_set_kv_scales). */
 typedef struct kvc_layer_cache {
     kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
     kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
-    float k_scale, v_scale; /* int8: dequantisation scales (finite, > 0); unused otherwise */
+    float k_scale, v_scale; /* int8 / fp8: dequantisation scales (finite, > 0); unused otherwise */
     char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
 } kvc_layer_cache;
 
@@ -144,6 +145,12 @@ KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent);
  * would receive: absmax [num_layers, 2]. A per-tensor scale absmax / 127
  * then covers every calibration value without saturation. */
 KVC_API kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_t n, float *absmax);
+/* The static scales of int8 / fp8 caches from those magnitudes: per layer
+ * k_scale = absmax[l, 0] / qmax and v_scale = absmax[l, 1] / qmax (qmax 127
+ * for int8, 448 for fp8 e4m3, 57344 for e5m2; a zero magnitude gives
+ * 1 / qmax), so no calibration value saturates. Other dtypes: nothing set. */
+KVC_API void kvc_model_set_kv_scales(const float *absmax /* [n_layers, 2] */, kvc_dtype kv_dtype, int32_t n_layers,
+                                     kvc_layer_cache *layers /* [n_layers] */);
 
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;

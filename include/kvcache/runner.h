@@ -34,9 +34,9 @@ typedef struct kvc_runner_params {
     int64_t max_new_tokens; /* >= 1 (default 8) */
     int64_t max_seq_len;    /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
                              * rounded up to block_size when paged */
-    kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 (modes 1 and 2; static
-                             * per-tensor scales calibrated on each generate call's prompts,
-                             * kvc_model_calibrate_kv) */
+    kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
+                             * (modes 1 and 2; static per-tensor scales calibrated on each generate
+                             * call's prompts, kvc_model_calibrate_kv) */
 } kvc_runner_params;
 
 KVC_API kvc_runner_params kvc_runner_default_params(void);

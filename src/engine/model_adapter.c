@@ -33,20 +33,17 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
     return kvc_model_forward(a->m, a->ws, &fa);
 }
 
-/* int8: static per-tensor scales, absmax / 127 of the calibration sequence's keys and values. */
+/* int8 / fp8: static per-tensor scales from the calibration sequence's keys and values. */
 static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p) {
     const int64_t L = kvc_model_config_of(a->m)->num_layers;
     if (p->calib_ids == NULL || p->n_calib < 1)
-        return kvc_fail(KVC_EINVAL, "engine adapter: int8 caches need calib_ids (n_calib %lld) to set their scales",
-                        (long long)p->n_calib);
-    float *absmax = kvc_malloc((size_t)(2 * L) * sizeof *absmax);
+        return kvc_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
+                        kvc_dtype_name(p->kv_dtype), (long long)p->n_calib);
+    float *absmax = malloc((size_t)(2 * L) * sizeof *absmax);
     if (absmax == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
-    for (int64_t l = 0; st == KVC_OK && l < L; l++) {
-        a->layers[l].k_scale = (absmax[2 * l] > 0.0f ? absmax[2 * l] : 1.0f) / 127.0f;
-        a->layers[l].v_scale = (absmax[2 * l + 1] > 0.0f ? absmax[2 * l + 1] : 1.0f) / 127.0f;
-    }
-    kvc_free(absmax);
+    if (st == KVC_OK) kvc_model_set_kv_scales(absmax, p->kv_dtype, (int32_t)L, a->layers);
+    free(absmax);
     return st;
 }
 
@@ -105,7 +102,8 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
         st = kvc_model_cache_info_build(m, p->latent, p->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
-    if (st == KVC_OK && p->kv_dtype == KVC_DTYPE_I8) st = calibrate(a, p);
+    const bool quantised = p->kv_dtype == KVC_DTYPE_I8 || p->kv_dtype == KVC_DTYPE_F8E4M3 || p->kv_dtype == KVC_DTYPE_F8E5M2;
+    if (st == KVC_OK && quantised) st = calibrate(a, p);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;

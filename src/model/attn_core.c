@@ -76,6 +76,16 @@ const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, 
         for (int64_t i = 0; i < n; i++) ((int8_t *)buf)[i] = kvc_quantize_i8(rows[i], inv, 0.0f);
         return buf;
     }
+    case KVC_DTYPE_F8E4M3: { /* the ops writers' rule: fp8(x * inv_scale), the product rounded to f32 first */
+        const float inv = 1.0f / scale;
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)buf)[i] = kvc_f32_to_fp8_e4m3(rows[i] * inv);
+        return buf;
+    }
+    case KVC_DTYPE_F8E5M2: {
+        const float inv = 1.0f / scale;
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)buf)[i] = kvc_f32_to_fp8_e5m2(rows[i] * inv);
+        return buf;
+    }
     default: return rows;
     }
 }
@@ -121,10 +131,10 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
     }
 }
 
-/* int8 keys/values: the layer cache's per-tensor dequantisation scales. */
+/* int8 / fp8 keys and values: the layer cache's per-tensor dequantisation scales. */
 static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc)
 {
-    if (lc->k.dtype != KVC_DTYPE_I8) return;
+    if (kvc_model_kv_qmax(lc->k.dtype) == 0.0f) return;
     p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_CHANNEL;
     p->key_scale = view(&lc->k_scale, 1, 1, 0, 0);
     p->value_scale = view(&lc->v_scale, 1, 1, 0, 0);

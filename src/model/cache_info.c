@@ -33,7 +33,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     if (block_size < 1) return kvc_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
     if (!kvc_model_kv_dtype_ok(kv_dtype, latent))
         return kvc_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a %s cache dtype (f32, f16, bf16%s)",
-                        kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", int8");
+                        kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", i8, fp8_e4m3, fp8_e5m2");
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvc_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);

@@ -1,5 +1,6 @@
-/* kvc_model_calibrate_kv: the static scales of int8 caches, from the
- * largest magnitudes the keys and values of a calibration sequence reach. */
+/* kvc_model_calibrate_kv and kvc_model_set_kv_scales: the static scales of
+ * int8 and fp8 caches, from the largest magnitudes the keys and values of a
+ * calibration sequence reach. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,4 +44,24 @@ kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_
     kvc_free(arrays);
     kvc_free(logits);
     return st;
+}
+
+float kvc_model_kv_qmax(kvc_dtype dt)
+{
+    switch (dt) {
+    case KVC_DTYPE_I8: return 127.0f;
+    case KVC_DTYPE_F8E4M3: return 448.0f;
+    case KVC_DTYPE_F8E5M2: return 57344.0f;
+    default: return 0.0f;
+    }
+}
+
+void kvc_model_set_kv_scales(const float *absmax, kvc_dtype kv_dtype, int32_t n_layers, kvc_layer_cache *layers)
+{
+    const float qmax = kvc_model_kv_qmax(kv_dtype);
+    if (!absmax || !layers || qmax == 0.0f) return;
+    for (int32_t l = 0; l < n_layers; l++) {
+        layers[l].k_scale = (absmax[2 * l] > 0.0f ? absmax[2 * l] : 1.0f) / qmax;
+        layers[l].v_scale = (absmax[2 * l + 1] > 0.0f ? absmax[2 * l + 1] : 1.0f) / qmax;
+    }
 }

@@ -109,7 +109,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 
 bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent)
 {
-    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || (dt == KVC_DTYPE_I8 && !latent);
+    const bool quantised = dt == KVC_DTYPE_I8 || dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2;
+    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || (quantised && !latent);
 }
 
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l)
@@ -126,10 +127,11 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     if (!kvc_model_kv_dtype_ok(dt, cs->latent) || lc->v.dtype != dt)
         return kvc_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
                         (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype),
-                        cs->latent ? " (latent caches: int8 is not supported)" : ", int8");
-    if (dt == KVC_DTYPE_I8 && !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
-        return kvc_fail(KVC_EINVAL, "forward: layer %lld int8 caches need finite positive scales (k_scale %g, v_scale %g)",
-                        (long long)l, (double)lc->k_scale, (double)lc->v_scale);
+                        cs->latent ? " (latent caches: int8 and fp8 are not supported)" : ", i8, fp8_e4m3, fp8_e5m2");
+    if (kvc_model_kv_qmax(dt) > 0.0f &&
+        !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
+        return kvc_fail(KVC_EINVAL, "forward: layer %lld %s caches need finite positive scales (k_scale %g, v_scale %g)",
+                        (long long)l, kvc_dtype_name(dt), (double)lc->k_scale, (double)lc->v_scale);
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
         bool ok = x->data != NULL;

@@ -82,6 +82,8 @@ typedef struct kvc_attn_call {
     float *out;
 } kvc_attn_call;
 kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* The largest quantised magnitude of an int8 / fp8 cache dtype; 0 for the float ones (calibrate.c). */
+float kvc_model_kv_qmax(kvc_dtype dt);
 /* Calibration (calibrate.c): folds the call's |k| and |v| into ws->kv_absmax when set. */
 void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* Attention over what the layer's cache holds (its writes done), any form. */
@@ -89,7 +91,8 @@ kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 
 /* rows [n] f32 as cache tensor t stores them: rows itself for f32; else
  * converted into buf (f16/bf16 round to nearest even; int8 quantised with
- * dequantisation scale `scale` as kvc_quantize_i8 does). */
+ * dequantisation scale `scale` as kvc_quantize_i8 does; fp8 as
+ * fp8(x / scale) with the ops layer's saturating rule). */
 const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
 /* Writes rows [T, heads, dim] of t's dtype into layer cache tensor t (contiguous per row or paged by slots). */
 kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,

@@ -122,7 +122,8 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
                         (long long)p->max_seq_len);
     if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype, p->mode == KVC_RUNNER_MLA_LATENT))
         return kvc_fail(KVC_EINVAL, "runner: kv_dtype %s is not a cache dtype of mode %d (f32, f16, bf16%s)",
-                        kvc_dtype_name(p->kv_dtype), (int)p->mode, p->mode == KVC_RUNNER_MLA_LATENT ? "" : ", int8");
+                        kvc_dtype_name(p->kv_dtype), (int)p->mode,
+                        p->mode == KVC_RUNNER_MLA_LATENT ? "" : ", i8, fp8_e4m3, fp8_e5m2");
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
         return kvc_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
@@ -185,7 +186,9 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
 
 kvc_status kvc_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n)
 {
-    if (r->p.mode == KVC_RUNNER_RECOMPUTE || r->p.kv_dtype != KVC_DTYPE_I8) return KVC_OK;
+    const kvc_dtype dt = r->p.kv_dtype;
+    if (r->p.mode == KVC_RUNNER_RECOMPUTE || (dt != KVC_DTYPE_I8 && dt != KVC_DTYPE_F8E4M3 && dt != KVC_DTYPE_F8E5M2))
+        return KVC_OK;
     const int64_t L = kvc_model_config_of(r->m)->num_layers;
     float *best = r->absmax, *one = r->absmax + 2 * L; /* [L, 2] each */
     for (int64_t i = 0; i < 2 * L; i++) best[i] = 0.0f;
@@ -196,9 +199,6 @@ kvc_status kvc_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t
         for (int64_t i = 0; i < 2 * L; i++) best[i] = best[i] > one[i] ? best[i] : one[i];
         off += lens[b];
     }
-    for (int64_t l = 0; l < L; l++) { /* absmax / 127: the calibration values never saturate */
-        r->caches.layers[l].k_scale = (best[2 * l] > 0.0f ? best[2 * l] : 1.0f) / 127.0f;
-        r->caches.layers[l].v_scale = (best[2 * l + 1] > 0.0f ? best[2 * l + 1] : 1.0f) / 127.0f;
-    }
+    kvc_model_set_kv_scales(best, dt, (int32_t)L, r->caches.layers);
     return KVC_OK;
 }

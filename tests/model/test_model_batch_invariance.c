@@ -5,8 +5,8 @@
  * decode rows, 1 or 2 threads per step, and preemptions that drop a
  * request's cache and recompute it from position 0. Every token's logits
  * must be memcmp-equal to its logits alone, for every family, for
- * contiguous, paged and MLA latent caches and for f32, f16, bf16 and int8
- * caches. The count of random steps is fixed (no wall-clock budget). */
+ * contiguous, paged and MLA latent caches and for f32, f16, bf16, int8 and
+ * fp8 caches. The count of random steps is fixed (no wall-clock budget). */
 #include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,6 +243,8 @@ static void test_gpt_oss_int8_paged(void **s) { (void)s, run_family(GPT_OSS, PAG
 static void test_gpt_oss_f16_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, KVC_DTYPE_F16, 10); }
 static void test_deepseek_int8_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, false, KVC_DTYPE_I8, 11); }
 static void test_deepseek_latent_bf16_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_BF16, 12); }
+static void test_dense_fp8_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, KVC_DTYPE_F8E4M3, 13); }
+static void test_gpt_oss_fp8_e5m2_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_F8E5M2, 14); }
 
 int main(void)
 {
@@ -253,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_latent_contiguous), cmocka_unit_test(test_dense_bf16_paged),
         cmocka_unit_test(test_gpt_oss_int8_paged),       cmocka_unit_test(test_gpt_oss_f16_contiguous),
         cmocka_unit_test(test_deepseek_int8_contiguous), cmocka_unit_test(test_deepseek_latent_bf16_paged),
+        cmocka_unit_test(test_dense_fp8_contiguous),     cmocka_unit_test(test_gpt_oss_fp8_e5m2_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
