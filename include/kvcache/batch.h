@@ -38,9 +38,9 @@ typedef struct kvc_step_key {
     const char *key;        /* manager key (owned by the manager) */
     kvc_attn_type attn_type;
     int64_t block_size;     /* logical tokens per block */
-    int64_t width;          /* attention: cdiv(max_model_len, block_size); Mamba: 1 prefill, 1 + next_n decode */
+    int64_t width;          /* kvc_manager_step_width: attention cdiv(max_model_len, block_size); Mamba 1 prefill, 1 + next_n decode */
     int32_t *block_table;   /* [n_rows, width] row-major; padding rows and unused tails are 0 (the null id) */
-    int64_t *slot_mapping;  /* [n_tokens]; NULL for Mamba keys and keys with compress_ratio > 1 */
+    int64_t *slot_mapping;  /* [n_tokens]; NULL where kvc_manager_has_slot_mapping is false (Mamba, compress_ratio > 1) */
 } kvc_step_key;
 
 /* Everything the model needs for one step. Arrays point into the
@@ -134,8 +134,9 @@ KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * width, a position whose block index reaches the width. A real request the
  * manager does not know gets null rows. On failure *out is unchanged and the
  * buffers' arrays hold unspecified values. Debug builds assert (RM 7)
- * that every real position of a FullAttention key maps to a non-null block,
- * and for SlidingWindow keys the row's last position (the query itself). */
+ * that every real position the row still needs (from
+ * kvc_manager_skipped_tokens on: all of them for FullAttention) maps to a
+ * non-null block, the row's last position (the query itself) included. */
 KVC_API kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
                                    bool is_prefill, kvc_step_metadata *out);
 

@@ -364,6 +364,24 @@ KVC_API int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
 KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
+/* The rules of a key's attention type, for the layers above (step
+ * metadata, engine); each comes from the type's vtable, so a new type needs
+ * no change there. -1 / false for a bad key index. */
+/* Block-table width a step uses for the key: cdiv(max_model_len, block_size)
+ * for position tables, 1 (prefill) or 1 + next_n (decode) for Mamba states. */
+KVC_API int64_t kvc_manager_step_width(const kvc_manager *m, int32_t key_index, bool is_prefill);
+/* Whether a step builds a per-token slot mapping for the key (position
+ * tables with compress_ratio 1; not Mamba). */
+KVC_API bool kvc_manager_has_slot_mapping(const kvc_manager *m, int32_t key_index);
+/* Whether the key's tables hold state blocks rather than one block per
+ * block_size positions (Mamba). */
+KVC_API bool kvc_manager_key_is_state(const kvc_manager *m, int32_t key_index);
+/* Most real blocks one request holds for `positions` positions (sliding
+ * window: its window's blocks + 1; Mamba: 1 + next_n). */
+KVC_API int64_t kvc_manager_worst_blocks(const kvc_manager *m, int32_t key_index, int64_t positions);
+/* Leading positions whose blocks a request no longer needs once `computed`
+ * tokens are cached (sliding window: all but the last W - 1; else 0). */
+KVC_API int64_t kvc_manager_skipped_tokens(const kvc_manager *m, int32_t key_index, int64_t computed);
 /* cdiv(max_len, block_size) of a key (block-table width for that length). */
 KVC_API int64_t kvc_manager_table_width(const kvc_manager *m, int32_t key_index, int64_t max_len);
 KVC_API int64_t kvc_manager_num_live_requests(const kvc_manager *m);

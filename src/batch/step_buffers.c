@@ -27,21 +27,22 @@ static kvc_status key_info_read(const kvc_manager *m, int32_t k, kvc_step_key_in
     info->attn_type = kvc_manager_key_type(m, k);
     info->block_size = kvc_manager_block_size(m, k);
     info->num_blocks = kvc_manager_num_blocks(m, k);
-    info->attn_width = kvc_manager_table_width(m, k, kvc_manager_max_model_len(m));
-    info->next_n = info->attn_type == KVC_ATTN_MAMBA ? kvc_manager_next_n(m, k) : 0;
-    info->has_slots = info->attn_type != KVC_ATTN_MAMBA && kvc_manager_compress_ratio(m, k) == 1;
-    info->max_width = info->attn_type == KVC_ATTN_MAMBA ? 1 + info->next_n : info->attn_width;
+    info->is_state = kvc_manager_key_is_state(m, k);
+    info->prefill_width = kvc_manager_step_width(m, k, true);
+    info->decode_width = kvc_manager_step_width(m, k, false);
+    info->has_slots = kvc_manager_has_slot_mapping(m, k);
+    info->max_width = kvc_max64(info->prefill_width, info->decode_width);
     const char *key = kvc_manager_key(m, k);
-    if (info->block_size < 1 || info->num_blocks < 1 || info->next_n < 0 || info->attn_width < 1) {
+    if (info->block_size < 1 || info->num_blocks < 1 || info->prefill_width < 1 || info->decode_width < 1) {
         return kvc_fail(KVC_EINVAL,
-                        "step buffers: manager key %d (%s) reports block_size %lld, num_blocks %lld, next_n %lld, "
-                        "table width %lld; expected positive sizes and next_n >= 0",
+                        "step buffers: manager key %d (%s) reports block_size %lld, num_blocks %lld, step widths "
+                        "%lld (prefill) and %lld (decode); expected positive sizes",
                         (int)k, key ? key : "?", (long long)info->block_size, (long long)info->num_blocks,
-                        (long long)info->next_n, (long long)info->attn_width);
+                        (long long)info->prefill_width, (long long)info->decode_width);
     }
-    if (info->attn_type == KVC_ATTN_MAMBA && info->max_width > KVC_MAX_STATE_BLOCKS)
-        return kvc_fail(KVC_EINVAL, "step buffers: manager key %d (%s) has next_n %lld; a step holds at most %d state blocks",
-                        (int)k, key ? key : "?", (long long)info->next_n, KVC_MAX_STATE_BLOCKS);
+    if (info->is_state && info->max_width > KVC_MAX_STATE_BLOCKS)
+        return kvc_fail(KVC_EINVAL, "step buffers: manager key %d (%s) reads %lld state blocks a step; a step holds at "
+                        "most %d", (int)k, key ? key : "?", (long long)info->max_width, KVC_MAX_STATE_BLOCKS);
     return KVC_OK;
 }
 

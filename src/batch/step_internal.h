@@ -16,10 +16,11 @@ typedef struct kvc_step_key_info {
     kvc_attn_type attn_type;
     int64_t block_size;
     int64_t num_blocks;      /* ids of the key's pool are < num_blocks */
-    int64_t attn_width;      /* attention keys: cdiv(max_model_len, block_size) */
-    int64_t next_n;          /* Mamba keys: decode width is 1 + next_n */
+    bool is_state;           /* the table holds state blocks, not positions (kvc_manager_key_is_state) */
+    int64_t prefill_width;   /* table width of a prefill step (kvc_manager_step_width) */
+    int64_t decode_width;    /* table width of a decode step */
     int64_t max_width;       /* widest table the key ever needs */
-    bool has_slots;          /* attention key with compress_ratio == 1 */
+    bool has_slots;          /* a step builds its slot mapping (kvc_manager_has_slot_mapping) */
 } kvc_step_key_info;
 
 struct kvc_step_buffers {

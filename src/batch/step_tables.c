@@ -12,23 +12,24 @@ static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_ste
                                  int64_t width, bool is_prefill, int32_t *row /* [width] */) {
     const kvc_step_key_info *info = &buf->info[k];
     kvc_table_state *state = &buf->row_state[k][b];
-    /* Mamba rows hold the first `width` state blocks of a table that may be longer. */
-    int64_t sync_width = info->attn_type == KVC_ATTN_MAMBA ? info->max_width : width;
-    if (info->attn_type == KVC_ATTN_MAMBA) *state = (kvc_table_state){0};
+    /* State rows hold the first `width` state blocks of a table that may be longer. */
+    int64_t sync_width = info->is_state ? info->max_width : width;
+    if (info->is_state) *state = (kvc_table_state){0};
     int32_t scratch[KVC_MAX_STATE_BLOCKS];
-    int32_t *target = info->attn_type == KVC_ATTN_MAMBA ? scratch : row;
+    int32_t *target = info->is_state ? scratch : row;
     kvc_status st = kvc_manager_table_sync(buf->manager, r->request_id, k, target, sync_width, state);
     if (st != KVC_OK) {
         *state = (kvc_table_state){0};
         return kvc_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k),
                         (long long)b, (long long)r->request_id, kvc_last_error());
     }
-    if (info->attn_type == KVC_ATTN_MAMBA) {
+    if (info->is_state) {
         if (r->request_id >= 0 && state->len < width) {
             return kvc_fail(KVC_EINVAL,
-                            "key %s, step row %lld (request %lld): Mamba table holds %lld blocks, a %s step needs "
+                            "key %s, step row %lld (request %lld): %s table holds %lld blocks, a %s step needs "
                             "%lld (allocate the step's slots first)",
                             kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id,
+                            kvc_attn_type_name(info->attn_type),
                             (long long)state->len, is_prefill ? "prefill" : "decode", (long long)width);
         }
         memcpy(row, scratch, (size_t)width * sizeof *row);
@@ -48,6 +49,8 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
     for (int64_t b = 0; b < n_rows; b++) {
         const int32_t *row = table + b * width;
         bool real = rows[b].request_id >= 0;
+        /* RM section 7 [proposed]: the positions a real row still needs are backed. */
+        int64_t needed_from = real ? kvc_manager_skipped_tokens(buf->manager, k, buf->rows.kv_pos[b]) : INT64_MAX;
         for (int64_t i = 0; i < buf->rows.seq_lens_q[b]; i++, t++) {
             int64_t p = buf->rows.positions[t];
             int64_t blk = p / bs;
@@ -59,13 +62,10 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
                                 (long long)p, (long long)blk, (long long)width, (long long)bs);
             }
             slots[t] = (int64_t)row[blk] * bs + p % bs;
-            /* RM section 7 [proposed]: real full-attention positions are backed. */
-            if (real && info->attn_type == KVC_ATTN_FULL) KVC_ASSERT(row[blk] != KVC_NULL_BLOCK);
+            if (p >= needed_from) KVC_ASSERT(row[blk] != KVC_NULL_BLOCK);
         }
-        /* A sliding window always keeps the row's last position (the query itself). */
-        if (real && info->attn_type == KVC_ATTN_SLIDING_WINDOW) {
-            KVC_ASSERT(row[buf->rows.kv_pos[b] / bs] != KVC_NULL_BLOCK);
-        }
+        /* The row's last position (the query itself) is always kept. */
+        if (real) KVC_ASSERT(row[buf->rows.kv_pos[b] / bs] != KVC_NULL_BLOCK);
     }
     return KVC_OK;
 }
@@ -73,7 +73,7 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
 kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
                              bool is_prefill, int64_t *width_out) {
     const kvc_step_key_info *info = &buf->info[k];
-    int64_t width = info->attn_type == KVC_ATTN_MAMBA ? (is_prefill ? 1 : 1 + info->next_n) : info->attn_width;
+    int64_t width = is_prefill ? info->prefill_width : info->decode_width;
     KVC_ASSERT(width >= 1 && width <= info->max_width);
     int32_t *table = buf->block_table[k];
     if (width != buf->last_width[k]) { /* rows moved: nothing they hold is known */

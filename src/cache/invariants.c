@@ -39,12 +39,13 @@ static kvc_status check_table_shape(const kvc_single_manager *sm, const kvc_req_
     if (len > sm->max_table || t->n_null > len)
         return BROKEN("%s: request %lld has %lld table entries (%lld null), more than %lld", sm->group.key,
                       (long long)rid, (long long)len, (long long)t->n_null, (long long)sm->max_table);
-    if (sm->group.attn_type != KVC_ATTN_SLIDING_WINDOW && t->n_null != 0)
+    if (!sm->type->null_prefix && t->n_null != 0)
         return BROKEN("%s: INV-F1/MB-1 request %lld has %lld null entries", sm->group.key, (long long)rid,
                       (long long)t->n_null);
-    if (sm->group.attn_type == KVC_ATTN_MAMBA && len != 0 && len != 1 && len != 1 + sm->group.next_n)
-        return BROKEN("%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)", sm->group.key,
-                      (long long)rid, (long long)len, (long long)(1 + sm->group.next_n));
+    if (sm->type->check_table != NULL) {
+        kvc_status st = sm->type->check_table(sm, t, rid);
+        if (st != KVC_OK) return st;
+    }
     for (int64_t i = 0; i < len; i++)
         if ((i < t->n_null) != (t->ids[i] == KVC_NULL_BLOCK))
             return BROKEN("%s: INV-SW-1 request %lld: entry %lld is %d with %lld leading nulls", sm->group.key,

@@ -102,19 +102,44 @@ static int64_t mamba_max_table_len(const kvc_cache_group *g, int64_t max_model_l
     return 1 + g->next_n;
 }
 
+/* A prefill reads the one state block, a decode step 1 + next_n of them. */
+static int64_t mamba_step_width(const kvc_cache_group *g, int64_t max_model_len, bool is_prefill) {
+    (void)max_model_len;
+    return is_prefill ? 1 : 1 + g->next_n;
+}
+
+static bool mamba_has_slot_mapping(const kvc_cache_group *g) {
+    (void)g;
+    return false; /* states are addressed by block, not by token slot */
+}
+
+static int64_t mamba_worst_blocks(const kvc_cache_group *g, int64_t positions) {
+    (void)positions;
+    return 1 + g->next_n;
+}
+
+/* INV-MB-1: 1 state block after a prefill, 1 + next_n from the first decode. */
+static kvc_status mamba_check_table(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t rid) {
+    if (t->len == 0 || t->len == 1 || t->len == 1 + m->group.next_n) return KVC_OK;
+    return kvc_fail(KVC_EINTERNAL, "%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)",
+                    m->group.key, (long long)rid, (long long)t->len, (long long)(1 + m->group.next_n));
+}
+
 const kvc_manager_type kvc_mamba_type = {
     .attn_type = KVC_ATTN_MAMBA,
     .name = "Mamba",
     .fixed_size = true,
-    .has_slot_mapping = false,
-    .state_hits = true, /* the snapshot is the copy source; the table gets a fresh block */
     .reserves_decode = false, /* fixed-size pool */
+    .state_hits = true, /* the snapshot is the copy source; the table gets a fresh block */
+    .null_prefix = false,
     .validate_entry = mamba_validate_entry,
-    .num_skipped_tokens = kvc_no_skipped_tokens,
     .blocks_needed = mamba_blocks_needed,
-    .leading_nulls = kvc_no_leading_nulls,
     .fixed_blocks = mamba_fixed_blocks,
     .max_table_len = mamba_max_table_len,
+    .step_width = mamba_step_width,
+    .has_slot_mapping = mamba_has_slot_mapping,
+    .worst_blocks = mamba_worst_blocks,
+    .check_table = mamba_check_table,
     .grow = mamba_grow,
     .hit_length = mamba_hit_length,
     .cache_computed = mamba_cache_computed,

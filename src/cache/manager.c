@@ -259,7 +259,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         kvc_single_manager *sm = &m->managers[g];
         kvc_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
         if (hit) kvc_single_manager_take_hit(sm, &tables[g], total_computed);
-        sm->type->grow(sm, &tables[g], need[g], need_slot);
+        kvc_type_grow(sm, &tables[g], need[g], need_slot);
     }
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }

@@ -55,7 +55,7 @@ kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t
     kvc_req_blocks *tables = kvc_manager_request_tables(m, slot);
     for (int32_t g = 0; g < m->n_managers; g++) {
         kvc_single_manager *sm = &m->managers[g];
-        if (tables[g].present) sm->type->cache_computed(sm, &tables[g], tokens, n_computed);
+        if (tables[g].present) kvc_type_cache_computed(sm, &tables[g], tokens, n_computed);
     }
     return KVC_OK;
 }

@@ -58,42 +58,71 @@ typedef struct kvc_single_manager {
     int32_t n_poison;
 } kvc_single_manager;
 
+/* Every rule that depends on the attention type lives here; the layers
+ * above ask through the kvc_manager_* queries of cache.h. Slots marked
+ * "optional" may be NULL and then take the default named there. */
 struct kvc_manager_type {
     kvc_attn_type attn_type;
     const char *name;     /* "FullAttention", ... */
     bool fixed_size;      /* pool sized per request by the planner (KM 6.1) */
-    bool has_slot_mapping;/* the step builds a slot mapping for it */
     bool reserves_decode; /* the allocate_slots reservation rule applies to it */
-    bool state_hits;      /* a hit is a state snapshot to copy from, not table entries */
+    bool state_hits;      /* the table holds state blocks (not one block per block_size positions);
+                           * a prefix hit is a state snapshot to copy from, not table entries */
+    bool null_prefix;     /* the table may start with null entries (positions no longer needed) */
     /* Type-specific per-entry rules (needs_block entries). */
     kvc_status (*validate_entry)(const kvc_cache_entry *e, int32_t layer_idx);
     /* Tokens at the start of the sequence whose blocks may be released once
-     * `computed` tokens are cached. */
+     * `computed` tokens are cached (optional: none). */
     int64_t (*num_skipped_tokens)(const kvc_single_manager *m, int64_t computed);
     /* Pure: fresh blocks to take so that num_tokens positions are addressable. */
     int64_t (*blocks_needed)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
     /* Null entries placed before the first real block when an empty table
-     * receives its first blocks for num_tokens positions. */
+     * receives its first blocks for num_tokens positions (optional: none). */
     int64_t (*leading_nulls)(const kvc_single_manager *m, int64_t num_tokens);
     /* Fixed types: pool size for `concurrency` requests (null block included). */
     int64_t (*fixed_blocks)(const kvc_cache_group *g, int64_t concurrency, int64_t next_n);
-    /* Longest table a request can reach. */
+    /* Longest table a request can reach (optional: cdiv(max_model_len, block_size)). */
     int64_t (*max_table_len)(const kvc_cache_group *g, int64_t max_model_len);
+    /* Block-table width of a step (optional: cdiv(max_model_len, block_size)). */
+    int64_t (*step_width)(const kvc_cache_group *g, int64_t max_model_len, bool is_prefill);
+    /* Whether a step builds a slot mapping for the key (optional: when compress_ratio is 1). */
+    bool (*has_slot_mapping)(const kvc_cache_group *g);
+    /* Most real blocks one request holds for `positions` positions (optional:
+     * cdiv(positions, block_size)). */
+    int64_t (*worst_blocks)(const kvc_cache_group *g, int64_t positions);
+    /* Extra per-table invariant (optional: none); KVC_EINTERNAL naming it. */
+    kvc_status (*check_table)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t rid);
+    /* Appends n fresh blocks for num_tokens positions (phase 2, after
+     * blocks_needed; cannot fail) (optional: kvc_single_manager_append). */
+    void (*grow)(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
     /* Prefix caching: the largest hit length L <= max_len this type accepts
      * for the query (0 = none), leaving in m->hit_ids[0..n_hit) what the
-     * request's table receives for it (paged types: the table entries of
-     * positions [0, L), nulls included; state types: the snapshot block). */
+     * request's table receives for it (position tables: the table entries of
+     * positions [0, L), nulls included; state tables: the snapshot block). */
     int64_t (*hit_length)(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
-    /* Appends n fresh blocks for num_tokens positions (phase 2, after
-     * blocks_needed; cannot fail). */
-    void (*grow)(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
     /* Prefix caching: hashes and indexes the request's blocks once
-     * `computed` tokens of `tokens` are in the cache. */
+     * `computed` tokens of `tokens` are in the cache (optional:
+     * kvc_paged_cache_computed). */
     void (*cache_computed)(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 };
 
+/* The rules of a type with its optional slots' defaults applied (rules.c). */
+int64_t kvc_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
+int64_t kvc_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
+int64_t kvc_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
+int64_t kvc_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
+                            bool is_prefill);
+bool kvc_type_has_slot_mapping(const kvc_manager_type *t, const kvc_cache_group *g);
+int64_t kvc_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group *g, int64_t positions);
+void kvc_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+void kvc_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
+
 /* registry.c */
 const kvc_manager_type *kvc_manager_type_find(kvc_attn_type type);
+#define KVC_MAX_ATTN_TYPES 8 /* built-in types plus those registered at run time */
+/* Adds a type at run time (tests of the vtable contract); *out = its attn_type
+ * value. The vtable must outlive every manager using it. */
+kvc_status kvc_manager_type_register(kvc_manager_type *type, kvc_attn_type *out);
 
 /* The vtables (one file each). */
 extern const kvc_manager_type kvc_full_attention_type;
@@ -102,9 +131,6 @@ extern const kvc_manager_type kvc_mamba_type;
 
 /* Shared policies (single_manager.c). */
 int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
-int64_t kvc_no_skipped_tokens(const kvc_single_manager *m, int64_t computed);
-int64_t kvc_no_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
-int64_t kvc_positions_table_len(const kvc_cache_group *g, int64_t max_model_len);
 kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
 
 /* Prefix-caching policies of paged types (prefix_rules.c). */
@@ -114,6 +140,11 @@ kvc_hash128 kvc_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q
 int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
 /* Hashes the table's full computed blocks, indexing its real ones. */
 void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
+/* The hit rule of types that release a leading part of the sequence: L needs
+ * the blocks from num_skipped_tokens(L) / block_size on, the earlier entries
+ * are nulls; searched from the longest candidate down (a miss at block i
+ * moves the candidate end to i). */
+int64_t kvc_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
 
 /* Fills block id of e's tensor with its dtype's poison value (storage_poison.c);
  * no-op without a tensor. */

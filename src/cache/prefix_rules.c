@@ -32,3 +32,23 @@ void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const in
         t->chain = hash;
     }
 }
+
+int64_t kvc_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
+    int64_t bs = m->group.block_size;
+    int64_t end = max_len / bs;
+    for (int64_t i = end - 1; i >= 0; i--) {
+        int32_t id = kvc_prefix_lookup(m, q, i);
+        if (id < 0) {
+            end = i;
+            continue;
+        }
+        m->hit_ids[i] = id;
+        if (i <= kvc_type_skipped_tokens(m, end * bs) / bs) {
+            for (int64_t j = 0; j < i; j++) m->hit_ids[j] = KVC_NULL_BLOCK;
+            m->n_hit = end;
+            return end * bs;
+        }
+    }
+    m->n_hit = 0;
+    return 0;
+}

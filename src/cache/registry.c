@@ -4,14 +4,29 @@
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
-static const kvc_manager_type *const registry[KVC_ATTN_TYPE_COUNT] = {
+static const kvc_manager_type *registry[KVC_MAX_ATTN_TYPES] = {
     [KVC_ATTN_FULL] = &kvc_full_attention_type,
     [KVC_ATTN_SLIDING_WINDOW] = &kvc_sliding_window_type,
     [KVC_ATTN_MAMBA] = &kvc_mamba_type,
 };
+static int n_registered = KVC_ATTN_TYPE_COUNT;
 
 const kvc_manager_type *kvc_manager_type_find(kvc_attn_type type) {
-    return (unsigned)type < KVC_ATTN_TYPE_COUNT ? registry[type] : NULL;
+    return (unsigned)type < (unsigned)n_registered ? registry[type] : NULL;
+}
+
+kvc_status kvc_manager_type_register(kvc_manager_type *type, kvc_attn_type *out) {
+    if (type == NULL || out == NULL || type->name == NULL || type->validate_entry == NULL ||
+        type->blocks_needed == NULL || type->hit_length == NULL || (type->fixed_size && type->fixed_blocks == NULL))
+        return kvc_fail(KVC_EINVAL, "kvc_manager_type_register: a type needs a name, validate_entry, blocks_needed, "
+                        "hit_length and (fixed-size types) fixed_blocks");
+    if (n_registered == KVC_MAX_ATTN_TYPES)
+        return kvc_fail(KVC_ENOMEM, "kvc_manager_type_register: %d attention types are registered already",
+                        KVC_MAX_ATTN_TYPES);
+    type->attn_type = (kvc_attn_type)n_registered;
+    registry[n_registered] = type;
+    *out = (kvc_attn_type)n_registered++;
+    return KVC_OK;
 }
 
 const char *kvc_attn_type_name(kvc_attn_type type) {
@@ -21,8 +36,8 @@ const char *kvc_attn_type_name(kvc_attn_type type) {
 
 kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out) {
     if (name == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_attn_type_parse: name and out must not be NULL");
-    for (int t = 0; t < KVC_ATTN_TYPE_COUNT; t++) {
-        if (registry[t] != NULL && strcmp(name, registry[t]->name) == 0) {
+    for (int t = 0; t < n_registered; t++) {
+        if (strcmp(name, registry[t]->name) == 0) {
             *out = (kvc_attn_type)t;
             return KVC_OK;
         }

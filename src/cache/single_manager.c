@@ -10,7 +10,7 @@ kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group 
     const kvc_manager_type *type = kvc_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
     *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len};
-    m->max_table = type->max_table_len(g, max_model_len);
+    m->max_table = kvc_type_max_table_len(type, g, max_model_len);
     int64_t table_entries = 0;
     if (!kvc_mul64(max_requests, m->max_table, &table_entries) || table_entries > ((int64_t)1 << 36))
         return kvc_fail(KVC_EINVAL, "manager %s: %lld requests x %lld table entries are too many", g->key,
@@ -65,22 +65,6 @@ int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_b
     return kvc_max64(0, kvc_cdiv(num_tokens, m->group.block_size) - t->len);
 }
 
-int64_t kvc_no_skipped_tokens(const kvc_single_manager *m, int64_t computed) {
-    (void)m;
-    (void)computed;
-    return 0;
-}
-
-int64_t kvc_no_leading_nulls(const kvc_single_manager *m, int64_t num_tokens) {
-    (void)m;
-    (void)num_tokens;
-    return 0;
-}
-
-int64_t kvc_positions_table_len(const kvc_cache_group *g, int64_t max_model_len) {
-    return kvc_cdiv(max_model_len, g->block_size);
-}
-
 /* Gives ids[0..n) back (each loses one holder); cannot fail for held ids. */
 static void give_back(kvc_single_manager *m, const int32_t *ids, int64_t n) {
     kvc_status st = kvc_block_pool_give(m->pool, ids, n);
@@ -99,7 +83,7 @@ void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
 }
 
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {
-    int64_t skipped = m->type->num_skipped_tokens(m, total_computed);
+    int64_t skipped = kvc_type_skipped_tokens(m, total_computed);
     if (skipped <= 0 || !t->present) return;
     int64_t k = kvc_min64(skipped / m->group.block_size, t->len);
     int64_t n_release = k - t->n_null; /* real blocks at logical indices n_null .. k-1 */
@@ -154,7 +138,7 @@ void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64
 void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
     if (n == 0) return; /* the common decode step inside a block */
     if (t->len == 0) {
-        t->n_null = t->len = m->type->leading_nulls(m, num_tokens);
+        t->n_null = t->len = kvc_type_leading_nulls(m, num_tokens);
         for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
     }
     KVC_ASSERT(t->len + n <= m->max_table);

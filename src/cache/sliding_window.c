@@ -34,33 +34,14 @@ static int64_t sw_blocks_needed(const kvc_single_manager *m, const kvc_req_block
     return sw_prefill_layout(num_tokens, m->group.sliding_window, m->group.block_size).valid;
 }
 
-/* A hit of length L needs only the blocks that stay in the window once L
- * tokens are computed (those from num_skipped_tokens(L) on); the ones
- * before become null entries. Searched from the longest candidate down: a
- * miss at block i moves the candidate end to i. */
-static int64_t sw_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
-    int64_t bs = m->group.block_size;
-    int64_t end = max_len / bs;
-    for (int64_t i = end - 1; i >= 0; i--) {
-        int32_t id = kvc_prefix_lookup(m, q, i);
-        if (id < 0) {
-            end = i;
-            continue;
-        }
-        m->hit_ids[i] = id;
-        int64_t first = sw_skipped_tokens(m, end * bs) / bs;
-        if (i <= first) {
-            for (int64_t j = 0; j < i; j++) m->hit_ids[j] = KVC_NULL_BLOCK;
-            m->n_hit = end;
-            return end * bs;
-        }
-    }
-    m->n_hit = 0;
-    return 0;
-}
-
 static int64_t sw_leading_nulls(const kvc_single_manager *m, int64_t num_tokens) {
     return sw_prefill_layout(num_tokens, m->group.sliding_window, m->group.block_size).first_valid;
+}
+
+/* Real blocks a request holds for `positions` positions: the window's, +1
+ * for a window straddling a block boundary (INV-SW-4). */
+static int64_t sw_worst_blocks(const kvc_cache_group *g, int64_t positions) {
+    return kvc_min64(kvc_cdiv(positions, g->block_size), kvc_cdiv(g->sliding_window, g->block_size) + 1);
 }
 
 /* cdiv(W + 2 next_n, bs) per request, +1 for a window straddling a block
@@ -74,16 +55,15 @@ const kvc_manager_type kvc_sliding_window_type = {
     .attn_type = KVC_ATTN_SLIDING_WINDOW,
     .name = "SlidingWindow",
     .fixed_size = true,
-    .has_slot_mapping = true,
-    .state_hits = false,
     .reserves_decode = false, /* fixed-size pool */
+    .state_hits = false,
+    .null_prefix = true,
     .validate_entry = sw_validate_entry,
     .num_skipped_tokens = sw_skipped_tokens,
     .blocks_needed = sw_blocks_needed,
     .leading_nulls = sw_leading_nulls,
     .fixed_blocks = sw_fixed_blocks,
-    .max_table_len = kvc_positions_table_len,
-    .grow = kvc_single_manager_append,
-    .hit_length = sw_hit_length,
-    .cache_computed = kvc_paged_cache_computed,
+    .worst_blocks = sw_worst_blocks,
+    .hit_length = kvc_windowed_hit_length,
+    /* optional slots left to their defaults: table length, step width, slot mapping, grow, cache_computed */
 };
