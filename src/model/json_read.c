@@ -24,16 +24,14 @@ const char *kvc_json_type_name(const cJSON *item) {
  * library is loaded, so its allocations are counted and can be failed like
  * the rest (cJSON_InitHooks is process-wide; kvc_free is free, so cJSON_free
  * and memory cJSON handed out before stay correct). */
-__attribute__((constructor)) static void route_cjson_allocations(void)
-{
+__attribute__((constructor)) static void route_cjson_allocations(void) {
     cJSON_Hooks hooks = {.malloc_fn = kvc_malloc, .free_fn = kvc_free};
     cJSON_InitHooks(&hooks);
 }
 
 /* One JSON value from text[0..len) with nothing but whitespace after it;
  * a failed allocation is KVC_ENOMEM, not a syntax error. */
-static kvc_status parse_value(const char *text, size_t len, const char *what, cJSON **out)
-{
+static kvc_status parse_value(const char *text, size_t len, const char *what, cJSON **out) {
     *out = NULL;
     const char *sep = what[0] != '\0' ? ": " : "";
     size_t at = 0;
@@ -48,15 +46,13 @@ static kvc_status parse_value(const char *text, size_t len, const char *what, cJ
     for (at = (size_t)(end - text); at < len; at++)
         if (text[at] == '\0' || strchr(" \t\r\n", text[at]) == NULL) {
             cJSON_Delete(root);
-            return kvc_fail(KVC_EINVAL, "%s%sinvalid JSON at byte %zu: text after the JSON value", what, sep,
-                            at);
+            return kvc_fail(KVC_EINVAL, "%s%sinvalid JSON at byte %zu: text after the JSON value", what, sep, at);
         }
     *out = root;
     return KVC_OK;
 }
 
-kvc_status kvc_json_parse(const char *text, size_t len, const char *what, cJSON **out)
-{
+kvc_status kvc_json_parse(const char *text, size_t len, const char *what, cJSON **out) {
     *out = NULL;
     size_t at = kvc_utf8_valid_prefix(text, len);
     if (at != len) return kvc_fail(KVC_EINVAL, "%s%sinvalid UTF-8 at byte %zu", what, what[0] ? ": " : "", at);
@@ -88,8 +84,7 @@ static kvc_status check_unique(const cJSON *obj, const char *doc, const char *pa
 
 /* Checks every member name and string below item (UTF-8, names given once);
  * path[cap] holds item's path. */
-static kvc_status check_strings(const cJSON *item, const char *doc, char *path, size_t cap)
-{
+static kvc_status check_strings(const cJSON *item, const char *doc, char *path, size_t cap) {
     const size_t at = strlen(path);
     if (cJSON_IsString(item) && !kvc_utf8_valid(item->valuestring, strlen(item->valuestring)))
         return kvc_fail(KVC_EINVAL, "%s%s%s: the string is not valid UTF-8", doc_name(doc), prefix_sep(doc),

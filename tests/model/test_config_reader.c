@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -16,6 +17,7 @@
 #include "kvcache/plan.h"
 #include "model/json_read.h"
 #include "config_fixture.h"
+#include "kvc_test_util.h"
 
 /* A DeepSeek-V3 shape with nope 16 + rope 8 = 24 query/key dims. */
 #define DS_BASE                                                                                                        \
@@ -275,9 +277,38 @@ static void test_fixed_arrays_refuse(void **state) {
     kvc_model_plan_destroy(p);
 }
 
+/* The published configs and the oracle models: where the runtime reads one,
+ * the planner reads the same rope and the same softmax scale. */
+static void test_published_configs_agree(void **state) {
+    (void)state;
+    static const char *const files[] = {
+        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",   "configs/Qwen3-8B.json",
+        "configs/gpt-oss-20b.json",   "configs/DeepSeek-R1.json",       "oracle/qwen3/config.json",
+        "oracle/gpt_oss/config.json", "oracle/deepseek_v3/config.json",
+    };
+    const char *dir = getenv("KVC_DATA_DIR");
+    assert_non_null(dir);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        char *text = kvc_test_read_text(path);
+        kvc_model_config c;
+        if (kvc_model_config_parse(text, files[i], &c) != KVC_OK) fail_msg("%s: %s", files[i], kvc_last_error());
+        kvc_model_plan *p = plan_of(text);
+        if (fabs(kvc_model_attn_scale(&c) - p->scale) > 1e-12 * p->scale || c.rope.factor != p->rope_factor ||
+            strcmp(kvc_rope_type_name(c.rope.type), p->rope_type) != 0)
+            fail_msg("%s: model scale %.9g rope %s x%g, plan scale %.9g rope %s x%g", files[i],
+                     kvc_model_attn_scale(&c), kvc_rope_type_name(c.rope.type), c.rope.factor, p->scale, p->rope_type,
+                     p->rope_factor);
+        kvc_model_plan_destroy(p);
+        free(text);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope_scaling_wins_in_model_and_plan),
+        cmocka_unit_test(test_published_configs_agree),
         cmocka_unit_test(test_explicit_yarn_factor_is_kept),
         cmocka_unit_test(test_rope_per_layer_type),
         cmocka_unit_test(test_q_lora_rank),
