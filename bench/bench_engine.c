@@ -16,7 +16,8 @@
  *                 over the steps (1 - tokens cached / block slots)
  * Latency (the mixed workload with a long prompt (600-900 tokens) every 8th
  * request): all at once ("offline"), then Poisson arrivals at 50 % and 90 %
- * of the budget scheduler's offline request rate; for each scheduler the time
+ * of the budget scheduler's offline request rate; for each scheduler (and the
+ * budget scheduler with 16 tokens per step: chunks of two decode steps) the time
  * to first token (from arrival) and the time per output token (every gap
  * between two tokens of one request) at p50 / p90 / p99, in ms and in the
  * tokens the model ran meanwhile (a measure of the scheduling that a loaded
@@ -41,7 +42,9 @@
 #define BE_N_ARRIVALS 3       /* offline, 50 %, 90 % of the offline rate */
 
 static const double be_rate_share[BE_N_ARRIVALS] = {0.0, 0.5, 0.9};
-static const char *const be_sched_names[2] = {"budget", "prefill-alone"};
+#define BE_SMALL_STEP_TOKENS 16 /* a budget of two decode steps' tokens: the latency of small chunks */
+#define BE_N_SCHED 3            /* budget, prefill-alone (throughput and latency), budget-16 (latency) */
+static const char *const be_sched_names[BE_N_SCHED] = {"budget", "prefill-alone", "budget-16"};
 
 typedef struct be_latency {
     double rate;           /* requests per second (0: offline) */
@@ -56,7 +59,7 @@ typedef struct be_row {
     int64_t peak_blocks, contiguous_blocks;
     double waste;
     int64_t static_generated, static_computed; /* static: tokens asked for, tokens decoded */
-    be_latency lat[2][BE_N_ARRIVALS];          /* [scheduler][arrivals] */
+    be_latency lat[BE_N_SCHED][BE_N_ARRIVALS]; /* [scheduler][arrivals] */
 } be_row;
 
 static kvc_engine_params be_params(int s) {
@@ -65,8 +68,8 @@ static kvc_engine_params be_params(int s) {
     p.max_num_seqs = BE_BATCH;
     p.plan_concurrency = BE_BATCH; /* the pools of a contiguous allocation: the engine is not short of blocks */
     p.check = false;
-    p.scheduler = s == 0 ? KVC_ENGINE_SCHED_BUDGET : KVC_ENGINE_SCHED_PREFILL_ALONE;
-    p.max_num_batched_tokens = s == 0 ? BE_STEP_TOKENS : BE_MAX_MODEL_LEN;
+    p.scheduler = s == 1 ? KVC_ENGINE_SCHED_PREFILL_ALONE : KVC_ENGINE_SCHED_BUDGET;
+    p.max_num_batched_tokens = s == 0 ? BE_STEP_TOKENS : s == 1 ? BE_MAX_MODEL_LEN : BE_SMALL_STEP_TOKENS;
     return p;
 }
 
@@ -176,7 +179,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *mix
     for (int a = 0; a < BE_N_ARRIVALS && st == KVC_OK; a++) {
         double rate = be_rate_share[a] * offline_rate;
         kvc_demo_workload_arrivals(longmix, rate, 99);
-        for (int s = 0; s < 2 && st == KVC_OK; s++) {
+        for (int s = 0; s < BE_N_SCHED && st == KVC_OK; s++) {
             st = measure_latency(m, f, longmix, s, out, &row->lat[s][a]);
             row->lat[s][a].rate = rate;
         }
@@ -189,7 +192,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *mix
 }
 
 static void print_text(const be_row *rows) {
-    printf("kvcache bench engine: %d greedy requests (prompts 4-256, outputs 4-224 tokens), %d rows at once, block\n"
+    printf("kvcache bench engine: %d requests (prompts 4-256, outputs 4-224 tokens, half sampled), %d rows at once, block\n"
            "size %d, max_model_len %d, one OpenMP thread. Schedulers: budget (max_num_batched_tokens %d, decode rows\n"
            "first, prompt chunks after, one batch) and prefill-alone (whole prompts in steps of their own); static =\n"
            "the runner (mode 2; mode 3 for MLA) on batches of %d in arrival order, each decoded until its longest\n"
@@ -213,15 +216,16 @@ static void print_text(const be_row *rows) {
     printf("Latency: the same requests with a long prompt (600-900 tokens) every %dth, arriving all at once\n"
            "(offline) or by Poisson arrivals at 50 %% and 90 %% of the budget scheduler's offline rate. TTFT from\n"
            "arrival, TPOT = every gap between two tokens of one request, in ms and in work (tokens the model ran\n"
-           "in the steps between: what a loaded machine does not disturb). Target: TPOT p99 <= 2x p50.\n\n",
-           BE_LONG_EVERY);
+           "in the steps between: what a loaded machine does not disturb). budget-16: the budget scheduler with\n"
+           "%d tokens per step. Target: TPOT p99 <= 2x p50.\n\n",
+           BE_LONG_EVERY, BE_SMALL_STEP_TOKENS);
     printf("%-12s %-13s %7s %9s | %7s %7s %7s | %6s %6s %6s | %7s %7s | %6s %6s %6s %7s\n", "", "", "", "",
            "TTFT ms", "", "", "TPOT", "ms", "", "TTFT", "tokens", "TPOT", "tokens", "", "p99/");
     printf("%-12s %-13s %7s %9s | %7s %7s %7s | %6s %6s %6s | %7s %7s | %6s %6s %6s %7s\n", "model", "scheduler",
            "req/s", "gen tok/s", "p50", "p90", "p99", "p50", "p90", "p99", "p50", "p99", "p50", "p90", "p99", "p50");
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++)
         for (int a = 0; a < BE_N_ARRIVALS; a++)
-            for (int s = 0; s < 2; s++) {
+            for (int s = 0; s < BE_N_SCHED; s++) {
                 const be_latency *l = &rows[i].lat[s][a];
                 char rate[16];
                 if (a == 0) snprintf(rate, sizeof rate, "offline");
@@ -250,7 +254,7 @@ static void print_json(const be_row *rows) {
                r->tps[1] / r->static_tps, (long long)r->peak_blocks, (long long)r->contiguous_blocks,
                (double)r->peak_blocks / (double)r->contiguous_blocks, r->waste);
         for (int a = 0; a < BE_N_ARRIVALS; a++)
-            for (int s = 0; s < 2; s++) {
+            for (int s = 0; s < BE_N_SCHED; s++) {
                 const be_latency *l = &r->lat[s][a];
                 printf("%s{\"scheduler\": \"%s\", \"arrivals\": \"%s\", \"rate_per_s\": %.3f, "
                        "\"tokens_per_s\": %.1f, \"preemptions\": %lld, \"ttft_ms\": [%.3f, %.3f, %.3f], "
