@@ -349,7 +349,7 @@ typedef struct kvc_prefix_stats {
 } kvc_prefix_stats;
 
 KVC_API kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
-/* Free blocks of a key that are still cached (indexed); O(blocks of the key). */
+/* Free blocks of a key that are still cached (indexed); O(1). */
 KVC_API int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
 /* Empties the index of every key (blocks stay where they are). */
 KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/internal.h"
-#include "kvcache/cache.h"
+#include "cache/manager_type.h"
 
 struct kvc_block_pool {
     int64_t num_blocks;
@@ -16,6 +16,8 @@ struct kvc_block_pool {
     int32_t head;      /* first free id (taken next), -1 when empty */
     int32_t tail;      /* last free id, -1 when empty */
     int64_t n_free;
+    uint8_t *cached;   /* [num_blocks] 1 while the block is in a prefix index */
+    int64_t n_cached_free; /* queued blocks with cached set */
 };
 
 static void queue_append(kvc_block_pool *pool, int32_t id) {
@@ -52,15 +54,17 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
     int32_t *count = kvc_calloc((size_t)num_blocks, sizeof *count);
     int32_t *after = kvc_malloc((size_t)num_blocks * sizeof *after);
     int32_t *before = kvc_malloc((size_t)num_blocks * sizeof *before);
-    if (pool == NULL || count == NULL || after == NULL || before == NULL) {
+    uint8_t *cached = kvc_calloc((size_t)num_blocks, 1);
+    if (pool == NULL || count == NULL || after == NULL || before == NULL || cached == NULL) {
         kvc_free(pool);
         kvc_free(count);
         kvc_free(after);
         kvc_free(before);
+        kvc_free(cached);
         return kvc_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
     *pool = (kvc_block_pool){.num_blocks = num_blocks, .count = count, .after = after, .before = before,
-                             .head = -1, .tail = -1};
+                             .head = -1, .tail = -1, .cached = cached};
     after[KVC_NULL_BLOCK] = before[KVC_NULL_BLOCK] = -1;
     for (int64_t id = 1; id < num_blocks; id++) queue_append(pool, (int32_t)id);
     *out = pool;
@@ -72,6 +76,7 @@ void kvc_block_pool_destroy(kvc_block_pool *pool) {
     kvc_free(pool->count);
     kvc_free(pool->after);
     kvc_free(pool->before);
+    kvc_free(pool->cached);
     kvc_free(pool);
 }
 
@@ -96,6 +101,7 @@ kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {
         int32_t id = pool->head;
         queue_unlink(pool, id);
         pool->count[id] = 1;
+        pool->n_cached_free -= pool->cached[id];
         out[i] = id;
     }
     return KVC_OK;
@@ -108,7 +114,10 @@ kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id) {
                         (long long)pool->num_blocks);
     if (pool->count[id] == INT32_MAX)
         return kvc_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
-    if (pool->count[id] == 0) queue_unlink(pool, id);
+    if (pool->count[id] == 0) {
+        queue_unlink(pool, id);
+        pool->n_cached_free -= pool->cached[id];
+    }
     pool->count[id]++;
     return KVC_OK;
 }
@@ -143,8 +152,10 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
     /* Pass 2: blocks nobody holds any more join the tail in list order. */
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
-        if (id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id)
+        if (id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id) {
             queue_append(pool, id);
+            pool->n_cached_free += pool->cached[id];
+        }
     }
     KVC_ASSERT(pool->n_free <= pool->num_blocks - 1);
     return KVC_OK;
@@ -158,3 +169,11 @@ kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int
     *n_out = pool->n_free;
     return KVC_OK;
 }
+
+void kvc_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached) {
+    KVC_ASSERT(id > 0 && id < pool->num_blocks);
+    if (pool->count[id] == 0) pool->n_cached_free += (int64_t)cached - (int64_t)pool->cached[id];
+    pool->cached[id] = cached;
+}
+
+int64_t kvc_block_pool_num_cached_free(const kvc_block_pool *pool) { return pool->n_cached_free; }

@@ -92,10 +92,11 @@ static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders
 static kvc_status check_index(const kvc_single_manager *sm) {
     if (!sm->caching) return KVC_OK;
     kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index; /* the hash writes only its byte scratch */
-    int64_t n = 0;
+    int64_t n = 0, cached_free = 0;
     for (int32_t id = 1; id < ix->num_blocks; id++) {
         if (!ix->indexed[id]) continue;
         n++;
+        cached_free += kvc_block_pool_is_free(sm->pool, id);
         const int32_t *tokens = ix->tokens + (int64_t)id * ix->block_tokens;
         if (!kvc_hash128_equal(kvc_prefix_block_hash(ix, ix->keys[id].parent, tokens), ix->keys[id].hash))
             return BROKEN("%s: indexed block %d does not hash to its key", sm->group.key, id);
@@ -104,6 +105,9 @@ static kvc_status check_index(const kvc_single_manager *sm) {
     }
     if (n != ix->n_indexed)
         return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n, (long long)ix->n_indexed);
+    if (cached_free != kvc_block_pool_num_cached_free(sm->pool))
+        return BROKEN("%s: %lld free blocks are cached, the pool counts %lld", sm->group.key, (long long)cached_free,
+                      (long long)kvc_block_pool_num_cached_free(sm->pool));
     return KVC_OK;
 }
 

@@ -89,7 +89,7 @@ static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const
         t->chain = kvc_prefix_block_hash(&m->index, parent, tokens + t->n_hashed * interval);
     }
     if (advanced && computed == t->n_hashed * interval && t->len > 0 && !m->index.indexed[t->ids[0]])
-        kvc_prefix_index_insert(&m->index, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
+        kvc_single_manager_index(m, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
 }
 
 static int64_t mamba_fixed_blocks(const kvc_cache_group *g, int64_t concurrency, int64_t next_n) {

@@ -82,15 +82,11 @@ kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out)
 
 int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
     if (m == NULL || key_index < 0 || key_index >= m->n_managers) return -1;
-    const kvc_single_manager *sm = &m->managers[key_index];
-    if (!sm->caching) return 0;
-    int64_t n = 0, num_blocks = kvc_block_pool_num_blocks(sm->pool);
-    for (int32_t id = 1; id < num_blocks; id++) n += sm->index.indexed[id] && kvc_block_pool_is_free(sm->pool, id);
-    return n;
+    return kvc_block_pool_num_cached_free(m->managers[key_index].pool);
 }
 
 kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
     if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
-    for (int32_t g = 0; g < m->n_managers; g++) kvc_prefix_index_clear(&m->managers[g].index);
+    for (int32_t g = 0; g < m->n_managers; g++) kvc_single_manager_clear_index(&m->managers[g]);
     return KVC_OK;
 }

@@ -117,6 +117,11 @@ int64_t kvc_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group *
 void kvc_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 void kvc_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 
+/* block_pool.c: which blocks a prefix index holds, so that the pool counts
+ * its free blocks that are still cached in O(1). */
+void kvc_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached);
+int64_t kvc_block_pool_num_cached_free(const kvc_block_pool *pool);
+
 /* registry.c */
 const kvc_manager_type *kvc_manager_type_find(kvc_attn_type type);
 #define KVC_MAX_ATTN_TYPES 8 /* built-in types plus those registered at run time */
@@ -138,6 +143,11 @@ kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_
 kvc_hash128 kvc_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
 /* The verified cached block at block index i of the query, or -1. */
 int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
+/* Indexes block id (a no-op when its hash is indexed already) and tells the pool. */
+void kvc_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+                              const int32_t *tokens);
+/* Empties the manager's index. */
+void kvc_single_manager_clear_index(kvc_single_manager *m);
 /* Hashes the table's full computed blocks, indexing its real ones. */
 void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 /* The hit rule of types that release a leading part of the sequence: L needs

@@ -28,7 +28,7 @@ void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const in
         kvc_hash128 hash = kvc_prefix_block_hash(&m->index, t->chain, block_tokens);
         int32_t id = t->ids[t->n_hashed];
         if (id != KVC_NULL_BLOCK && !m->index.indexed[id])
-            kvc_prefix_index_insert(&m->index, id, hash, t->chain, block_tokens);
+            kvc_single_manager_index(m, id, hash, t->chain, block_tokens);
         t->chain = hash;
     }
 }
@@ -51,4 +51,16 @@ int64_t kvc_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *q
     }
     m->n_hit = 0;
     return 0;
+}
+
+void kvc_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+                              const int32_t *tokens) {
+    if (kvc_prefix_index_insert(&m->index, id, hash, parent, tokens)) kvc_block_pool_mark_cached(m->pool, id, true);
+}
+
+void kvc_single_manager_clear_index(kvc_single_manager *m) {
+    if (!m->caching) return;
+    for (int32_t id = 1; id < m->index.num_blocks; id++)
+        if (m->index.indexed[id]) kvc_block_pool_mark_cached(m->pool, id, false);
+    kvc_prefix_index_clear(&m->index);
 }

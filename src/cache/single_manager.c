@@ -79,7 +79,11 @@ void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
     for (int64_t i = 0; i < n; i++)
         for (int32_t e = 0; e < m->n_poison; e++) kvc_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
-    for (int64_t i = 0; i < n; i++) m->evictions += kvc_prefix_index_drop(&m->index, out[i]);
+    for (int64_t i = 0; i < n; i++) {
+        if (!kvc_prefix_index_drop(&m->index, out[i])) continue;
+        kvc_block_pool_mark_cached(m->pool, out[i], false);
+        m->evictions++;
+    }
 }
 
 void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {

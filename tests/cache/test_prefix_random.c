@@ -281,6 +281,9 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
         sh_key *k = &s->k[g];
         kvc_test_assert_queue(m, g, k->queue, k->n_queue);
         const kvc_single_manager *sm = &m->managers[g];
+        int64_t cached_free = 0;
+        for (int32_t id = 1; id < pool_size[g]; id++) cached_free += k->indexed[id] && k->count[id] == 0;
+        assert_int_equal(kvc_manager_num_cached_free(m, g), cached_free);
         for (int32_t id = 1; id < pool_size[g]; id++) {
             if (kvc_block_pool_ref_count(sm->pool, id) != k->count[id])
                 fail_msg("step %ld key %d block %d: %d holders, shadow %d", step, g, id,
