@@ -23,10 +23,14 @@ ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model/config.c src/plan/*.[ch] \
                        tests/model/test_config_reader.c tests/model/config_fixture.h tests/plan/test_plan.c fuzz/fuzz_config.c \
                        tests/batch/test_step_state_width.c
+# the engine's scheduler files
+ENGINE_FORMAT_FILES := src/engine/names.c src/engine/queue.c src/engine/latency.c src/engine/step.c \
+                       src/engine/step_rows.c src/engine/schedule.c src/engine/engine_internal.h \
+                       tests/engine/test_engine_budget.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
-                tests/install/consumer.c $(CONFIG_FORMAT_FILES))
+                tests/install/consumer.c $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES))
 
 BUILD := build
 BUILD_ASAN := build-asan

@@ -9,17 +9,12 @@
 
 #include "engine/engine_internal.h"
 
-static bool has_slots(const kvc_engine *e, int32_t k) {
-    kvc_attn_type t = kvc_manager_key_type(e->mgr, k);
-    return t != KVC_ATTN_MAMBA && kvc_manager_compress_ratio(e->mgr, k) == 1;
-}
-
 kvc_status kvc_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws) {
     int64_t width = 1;
     for (int32_t k = 0; k < e->n_keys; k++) {
         width = kvc_max64(width, kvc_manager_table_width(e->mgr, k, e->p.max_model_len));
         width = kvc_max64(width, 1 + e->p.next_n);
-        if (!has_slots(e, k)) continue;
+        if (!kvc_manager_has_slot_mapping(e->mgr, k)) continue;
         int64_t bits = kvc_manager_num_blocks(e->mgr, k) * kvc_manager_block_size(e->mgr, k);
         ws->slot_seen[k] = kvc_calloc((size_t)kvc_cdiv(bits, 64), sizeof(uint64_t));
         if (ws->slot_seen[k] == NULL) return kvc_fail(KVC_ENOMEM, "engine: no host memory for the slot checks");
@@ -249,7 +244,7 @@ static kvc_status check_residency(const kvc_engine *e) {
             int64_t bs = kvc_manager_block_size(e->mgr, k);
             int64_t lo = kvc_cdiv(r->n_cached, bs);
             int64_t hi = kvc_cdiv(kvc_min64(r->n_tokens + e->p.next_n, e->p.max_model_len), bs);
-            if (kvc_manager_key_type(e->mgr, k) != KVC_ATTN_MAMBA && (n < lo || n > hi))
+            if (!kvc_manager_key_is_state(e->mgr, k) && (n < lo || n > hi))
                 return kvc_fail(KVC_EINTERNAL, "INV-K1: request %lld has %lld cached of %lld tokens but a table of "
                                 "%lld blocks in manager %s (expected %lld .. %lld)", (long long)r->id,
                                 (long long)r->n_cached, (long long)r->n_tokens, (long long)n,

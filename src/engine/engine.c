@@ -107,9 +107,10 @@ int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
 
 /* A prompt chunk reads the keys of its window from the cache, so a pool
  * sized per request (sliding window) must also back one step's chunk: each
- * such pool gets cdiv(max_num_batched_tokens, bs) + 1 blocks more than the
- * planner's per-request count (vLLM sizes its sliding-window pages from
- * window - 1 + max_num_batched_tokens the same way). */
+ * pool the planner sizes per request gets cdiv(max_num_batched_tokens, bs)
+ * + 1 blocks more than its per-request count (vLLM sizes its sliding-window
+ * pages from window - 1 + max_num_batched_tokens the same way; a state pool
+ * gets the same few blocks, unused). */
 static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
     const char *keys[KVC_MAX_MANAGERS];
     int64_t counts[KVC_MAX_MANAGERS];
@@ -117,7 +118,7 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
         const kvc_group_plan *gp = &e->plan.groups[g];
         keys[g] = gp->key;
         counts[g] = gp->block_num;
-        if (gp->fixed && gp->attn_type != KVC_ATTN_MAMBA)
+        if (gp->fixed)
             counts[g] += kvc_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
     }
     kvc_block_plan sized;
@@ -129,8 +130,6 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
 static kvc_status managed_create(kvc_engine *e) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
-    kvc_cache_groups groups;
-    if (st == KVC_OK) st = kvc_cache_groups_build(ci, &groups);
     if (st != KVC_OK) return st;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.next_n = e->p.next_n;
@@ -159,10 +158,6 @@ static kvc_status managed_create(kvc_engine *e) {
     if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_num_seqs, e->max_tokens, &e->buf);
     if (st != KVC_OK) return st;
     e->n_keys = kvc_manager_n_keys(e->mgr);
-    for (int32_t k = 0; k < e->n_keys; k++)
-        for (int32_t g = 0; g < groups.n_groups; g++)
-            if (strcmp(groups.groups[g].key, kvc_manager_key(e->mgr, k)) == 0)
-                e->window[k] = groups.groups[g].sliding_window;
     return KVC_OK;
 }
 

@@ -15,7 +15,7 @@ typedef struct kvc_engine_req {
     int32_t state; /* kvc_engine_request_state, or KVC_SLOT_UNUSED */
     kvc_engine_finish_reason finish;
     int32_t priority;
-    int64_t arrival;  /* arrival number: order among equal priorities */
+    int64_t arrival; /* arrival number: order among equal priorities */
     int64_t n_prompt;
     int64_t n_tokens; /* prompt + generated */
     int64_t n_cached; /* tokens whose KV is cached (fed to the model); 0 while waiting */
@@ -33,24 +33,24 @@ typedef struct kvc_engine_req {
 /* Self-managed workspaces. */
 typedef struct kvc_engine_legacy {
     int32_t n_caches;
-    void **data;            /* [n_caches] the tensors handed to the model */
-    int64_t *free_rows;     /* [max_num_seqs] stack of free cache rows */
+    void **data;        /* [n_caches] the tensors handed to the model */
+    int64_t *free_rows; /* [max_num_seqs] stack of free cache rows */
     int64_t n_free_rows;
-    kvc_step_rows rows;     /* the step's rows: arrays [max_num_seqs] and positions [max_tokens] */
-    int64_t *cache_rows;    /* [max_num_seqs] */
-    int64_t *legacy_index;  /* [max_tokens] */
+    kvc_step_rows rows;    /* the step's rows: arrays [max_num_seqs] and positions [max_tokens] */
+    int64_t *cache_rows;   /* [max_num_seqs] */
+    int64_t *legacy_index; /* [max_tokens] */
 } kvc_engine_legacy;
 
 /* Scratch of the step checks (allocated when p.check). */
 typedef struct kvc_engine_check_ws {
-    int32_t *row;                      /* [max table width] */
+    int32_t *row;                          /* [max table width] */
     uint64_t *slot_seen[KVC_MAX_MANAGERS]; /* [cdiv(num_blocks * bs, 64)] bitmap per slot-mapped key */
 } kvc_engine_check_ws;
 
 struct kvc_engine {
     kvc_engine_model model;
-    kvc_engine_params p;  /* resolved: no 0 = default field left */
-    int64_t max_tokens;   /* tokens of one step = p.max_num_batched_tokens */
+    kvc_engine_params p; /* resolved: no 0 = default field left */
+    int64_t max_tokens;  /* tokens of one step = p.max_num_batched_tokens */
     bool managed;
 
     /* managed mode */
@@ -59,7 +59,6 @@ struct kvc_engine {
     kvc_manager *mgr;
     kvc_step_buffers *buf;
     int32_t n_keys;
-    int64_t window[KVC_MAX_MANAGERS]; /* per key: SlidingWindow W, else 0 */
     int64_t peak_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;
 
@@ -72,9 +71,9 @@ struct kvc_engine {
     int32_t *token_store;    /* [max_requests, max_model_len + 1] */
     int64_t *time_store;     /* [2, max_requests, max_model_len + 1] token steps, then token ns */
     int64_t next_arrival;
-    int32_t *waiting;        /* [max_requests] slots, best (priority, arrival) first */
+    int32_t *waiting; /* [max_requests] slots, best (priority, arrival) first */
     int64_t n_waiting;
-    int32_t *running;        /* [max_num_seqs] slots, best (priority, arrival) first */
+    int32_t *running; /* [max_num_seqs] slots, best (priority, arrival) first */
     int64_t n_running;
     int64_t n_finished;
 
@@ -84,8 +83,8 @@ struct kvc_engine {
     int64_t *row_ids;       /* [max_num_seqs] */
     bool *row_admitted;     /* [max_num_seqs] the row's request was admitted by this step */
     int64_t n_rows, n_row_tokens;
-    int32_t *ids;           /* [max_tokens] */
-    float *logits;          /* [max_num_seqs, vocab] */
+    int32_t *ids;  /* [max_tokens] */
+    float *logits; /* [max_num_seqs, vocab] */
     kvc_sampler *sampler;
 
     kvc_engine_check_ws check_ws;

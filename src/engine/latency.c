@@ -6,8 +6,14 @@
 
 void kvc_engine_times_arrive(kvc_engine *e, kvc_engine_req *r, int64_t arrival_ns) {
     r->times = (kvc_engine_request_times){
-        .arrival_step = e->stats.steps, .first_scheduled_step = -1, .first_token_step = -1, .finish_step = -1,
-        .arrival_ns = arrival_ns, .first_scheduled_ns = -1, .first_token_ns = -1, .finish_ns = -1,
+        .arrival_step = e->stats.steps,
+        .first_scheduled_step = -1,
+        .first_token_step = -1,
+        .finish_step = -1,
+        .arrival_ns = arrival_ns,
+        .first_scheduled_ns = -1,
+        .first_token_ns = -1,
+        .finish_ns = -1,
     };
 }
 
@@ -34,10 +40,12 @@ void kvc_engine_times_finish(kvc_engine *e, kvc_engine_req *r, int64_t t1) {
 }
 
 kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_engine_request_times *out) {
-    if (e == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_request_times_get: engine and out must not be NULL");
+    if (e == NULL || out == NULL)
+        return kvc_fail(KVC_EINVAL, "kvc_engine_request_times_get: engine and out must not be NULL");
     const kvc_engine_req *r = kvc_engine_find(e, id);
     if (r == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_engine_request_times_get: request %lld is not held by the engine", (long long)id);
+        return kvc_fail(KVC_EINVAL, "kvc_engine_request_times_get: request %lld is not held by the engine",
+                        (long long)id);
     *out = r->times;
     return KVC_OK;
 }
@@ -45,8 +53,10 @@ kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_eng
 kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps, int64_t *ns, int64_t cap,
                                           int64_t *n_out) {
     if (e == NULL || n_out == NULL || cap < 0)
-        return kvc_fail(KVC_EINVAL, "kvc_engine_request_token_times: engine and n_out are required and cap %lld must "
-                        "be >= 0", (long long)cap);
+        return kvc_fail(KVC_EINVAL,
+                        "kvc_engine_request_token_times: engine and n_out are required and cap %lld must "
+                        "be >= 0",
+                        (long long)cap);
     const kvc_engine_req *r = kvc_engine_find(e, id);
     if (r == NULL)
         return kvc_fail(KVC_EINVAL, "kvc_engine_request_token_times: request %lld is not held by the engine",

@@ -70,22 +70,10 @@ kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
     return kvc_manager_free(e->mgr, r->id);
 }
 
-/* Real blocks one request holds at most for `positions` positions of key k
- * (INV-SW-4 bound for sliding windows, 1 + next_n state blocks for Mamba). */
-static int64_t worst_blocks(const kvc_engine *e, int32_t k, int64_t positions) {
-    int64_t bs = kvc_manager_block_size(e->mgr, k);
-    int64_t full = kvc_cdiv(positions, bs);
-    switch (kvc_manager_key_type(e->mgr, k)) {
-    case KVC_ATTN_SLIDING_WINDOW: return kvc_min64(full, kvc_cdiv(e->window[k] + 2 * e->p.next_n, bs) + 1);
-    case KVC_ATTN_MAMBA: return 1 + e->p.next_n;
-    default: return full;
-    }
-}
-
 kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
     if (!e->managed) return KVC_OK; /* legacy rows hold max_model_len positions */
     for (int32_t k = 0; k < e->n_keys; k++) {
-        int64_t need = worst_blocks(e, k, positions);
+        int64_t need = kvc_manager_worst_blocks(e->mgr, k, positions);
         int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
         if (need > usable)
             return kvc_fail(KVC_ENOMEM,

@@ -4,8 +4,10 @@
 #include "engine/engine_internal.h"
 
 static kvc_status clamped_decode(const kvc_engine_req *r, kvc_status st) {
-    return st == KVC_CLAMPED ? kvc_fail(KVC_EINTERNAL, "engine: decode of request %lld at position %lld was clamped "
-                                        "to max_model_len", (long long)r->id, (long long)r->n_cached)
+    return st == KVC_CLAMPED ? kvc_fail(KVC_EINTERNAL,
+                                        "engine: decode of request %lld at position %lld was clamped "
+                                        "to max_model_len",
+                                        (long long)r->id, (long long)r->n_cached)
                              : st;
 }
 

@@ -23,7 +23,8 @@ static bool pack_ids(kvc_engine *e, kvc_engine_step_result *res) {
         t += row->num_new_tokens;
         if (row->num_new_tokens == 1 && row->computed_tokens > 0 && row->computed_tokens + 1 == r->n_tokens)
             res->n_decode_rows++;
-        else res->n_prefill_tokens += row->num_new_tokens;
+        else
+            res->n_prefill_tokens += row->num_new_tokens;
     }
     return res->n_decode_rows < e->n_rows;
 }
@@ -61,12 +62,13 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
         kvc_engine_req *r = &e->reqs[slot];
         r->n_cached = e->rows[b].computed_tokens + e->rows[b].num_new_tokens;
         /* what is computed now may be shared from the next step on */
-        kvc_status st = e->p.prefix_caching ? kvc_manager_cache_computed(e->mgr, r->id, r->tokens, r->n_cached) : KVC_OK;
+        kvc_status st =
+            e->p.prefix_caching ? kvc_manager_cache_computed(e->mgr, r->id, r->tokens, r->n_cached) : KVC_OK;
         if (st != KVC_OK) return st;
         if (r->n_cached < r->n_tokens) continue; /* a chunk in the middle of the tokens: nothing to sample */
         int32_t tok = 0;
-        st = kvc_sampler_sample(e->sampler, e->logits + b * vocab, &r->sampling,
-                                           (uint64_t)(r->n_tokens - r->n_prompt), &tok);
+        st = kvc_sampler_sample(e->sampler, e->logits + b * vocab, &r->sampling, (uint64_t)(r->n_tokens - r->n_prompt),
+                                &tok);
         if (st != KVC_OK) return st;
         r->tokens[r->n_tokens] = tok;
         kvc_engine_times_token(e, r, t1);
@@ -98,9 +100,10 @@ static kvc_status no_progress(const kvc_engine *e) {
     const kvc_engine_req *head = &e->reqs[e->n_waiting > 0 ? e->waiting[0] : e->running[0]];
     char usage[256] = "";
     if (e->managed) kvc_manager_format_usage(e->mgr, usage, sizeof usage);
-    return kvc_fail(KVC_NO_SPACE, "engine: no progress: request %lld (%lld tokens, %lld cached) cannot be scheduled "
-                    "with %lld waiting and %lld of %lld rows running (blocks used %s)", (long long)head->id,
-                    (long long)head->n_tokens, (long long)head->n_cached, (long long)e->n_waiting,
+    return kvc_fail(KVC_NO_SPACE,
+                    "engine: no progress: request %lld (%lld tokens, %lld cached) cannot be scheduled "
+                    "with %lld waiting and %lld of %lld rows running (blocks used %s)",
+                    (long long)head->id, (long long)head->n_tokens, (long long)head->n_cached, (long long)e->n_waiting,
                     (long long)e->n_running, (long long)e->p.max_num_seqs, usage);
 }
 

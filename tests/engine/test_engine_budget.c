@@ -277,7 +277,8 @@ static void test_priorities(void **state) {
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[12];
     for (int i = 0; i < 12; i++) prompt[i] = (5 * i + 1) % FIX_VOCAB;
-    kvc_engine_request a = fix_request_over(1, prompt, 4, 2), b = fix_request_over(2, prompt, 5, 2), c = fix_request_over(3, prompt, 6, 2);
+    kvc_engine_request a = fix_request_over(1, prompt, 4, 2), b = fix_request_over(2, prompt, 5, 2),
+                       c = fix_request_over(3, prompt, 6, 2);
     a.priority = b.priority = 1;
     c.priority = 0;
     fix_add(e, &a);
