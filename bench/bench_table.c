@@ -8,6 +8,7 @@ int kvc_bench_manager(const kvc_bench_opts *opts);   /* bench_manager.c */
 int kvc_bench_engine(const kvc_bench_opts *opts);    /* bench_engine.c */
 int kvc_bench_gemm(const kvc_bench_opts *opts);      /* bench_gemm.c */
 int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
+int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
@@ -15,5 +16,6 @@ const kvc_bench_entry kvc_benches[] = {
     {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks", kvc_bench_engine},
     {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},
     {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3", kvc_bench_prefix},
+    {"soak", "1M requests through the manager, 100k through the engine: memory at checkpoints", kvc_bench_soak},
     {NULL, NULL, NULL},
 };

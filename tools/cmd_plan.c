@@ -136,11 +136,10 @@ static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     return strcmp(ta, tb) == 0;
 }
 
-static void print_layer_rows(const kvc_model_plan *p) {
+/* done[n_layers]: zeroed scratch flags. */
+static void print_layer_rows(const kvc_model_plan *p, bool *done) {
     printf("  %-9s %-14s %-7s %-7s %-9s %s\n", "layers", "attn_type", "window", "sparse", "pre/next", "caches per rank");
     /* Layers grouped by pattern: a row lists every layer with the same plan. */
-    bool *done = kvc_calloc((size_t)p->n_layers, sizeof *done);
-    if (done == NULL) return;
     for (int32_t i = 0; i < p->n_layers; i++) {
         if (done[i]) continue;
         char ids[160] = "";
@@ -185,10 +184,12 @@ static void print_layer_rows(const kvc_model_plan *p) {
         }
         printf(" %-14s %-7s %-7s %-9s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band, caches);
     }
-    kvc_free(done);
 }
 
-static void print_table(const kvc_model_plan *p) {
+/* Prints the plan table; false (nothing printed) when memory ran out. */
+static bool print_table(const kvc_model_plan *p) {
+    bool *done = kvc_calloc((size_t)p->n_layers, sizeof *done);
+    if (done == NULL) return false;
     const kvc_plan_options *o = &p->options;
     char b1[64], b2[64], b3[64];
     printf("model        %s (model_type %s, family %s)\n", p->architecture, p->model_type[0] ? p->model_type : "-",
@@ -210,7 +211,8 @@ static void print_table(const kvc_model_plan *p) {
            (long long)p->q_heads_per_rank, (long long)p->num_key_value_heads, (long long)p->head_dim);
     printf("scale        %.9g   (rope %s, factor %g, attention factor %.7g)\n", p->scale, p->rope_type, p->rope_factor,
            p->rope_attention_factor);
-    print_layer_rows(p);
+    print_layer_rows(p, done);
+    kvc_free(done);
     human_bytes(p->blocks.per_token_bytes, b1, sizeof b1);
     human_bytes(p->blocks.fixed_bytes, b2, sizeof b2);
     printf("bytes/token  %s (full-attention caches, one rank)\n", b1);
@@ -224,6 +226,7 @@ static void print_table(const kvc_model_plan *p) {
     human_bytes(p->blocks.total_bytes, b1, sizeof b1);
     printf("max_tokens   %lld   total %s\n", (long long)p->blocks.max_tokens, b1);
     for (int32_t w = 0; w < p->n_warnings; w++) printf("warning      %s\n", p->warnings[w]);
+    return true;
 }
 
 typedef struct count_option {
@@ -322,8 +325,9 @@ int kvc_cmd_plan(int argc, char **argv) {
             printf("%s\n", doc);
             kvc_plan_json_free(doc);
         }
-    } else {
-        print_table(plan);
+    } else if (!print_table(plan)) {
+        fprintf(stderr, "kvcache plan: out of memory printing the table\n");
+        rc = 1;
     }
     if (plot != NULL && rc == 0) {
         char *doc = NULL;

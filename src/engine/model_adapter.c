@@ -39,11 +39,11 @@ static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_para
     if (p->calib_ids == NULL || p->n_calib < 1)
         return kvc_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
                         kvc_dtype_name(p->kv_dtype), (long long)p->n_calib);
-    float *absmax = malloc((size_t)(2 * L) * sizeof *absmax);
+    float *absmax = kvc_malloc((size_t)(2 * L) * sizeof *absmax);
     if (absmax == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
     if (st == KVC_OK) kvc_model_set_kv_scales(absmax, p->kv_dtype, (int32_t)L, a->layers);
-    free(absmax);
+    kvc_free(absmax);
     return st;
 }
 

@@ -145,6 +145,24 @@ static kvc_status check_tiling(const st_file *f, st_span *spans, int n)
     return KVC_OK;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A tensor named twice in one header is ambiguous (which one would a read
+ * find?): refused. Sorting keeps this O(n log n) for headers of 10^5 tensors. */
+static kvc_status check_names(const st_file *f, const st_span *spans, int n)
+{
+    const char **names = kvc_calloc((size_t)n, sizeof *names);
+    if (!names) return kvc_fail(KVC_ENOMEM, "%s: out of memory checking %d tensor names", f->path, n);
+    for (int i = 0; i < n; i++) names[i] = spans[i].name;
+    qsort(names, (size_t)n, sizeof *names, cmp_name);
+    kvc_status st = KVC_OK;
+    for (int i = 1; i < n && st == KVC_OK; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            st = kvc_fail(KVC_EINVAL, "%s: tensor \"%s\" is named twice in the header", f->path, names[i]);
+    kvc_free(names);
+    return st;
+}
+
 static kvc_status check_entries(const st_file *f)
 {
     const int n = cJSON_GetArraySize(f->header);
@@ -159,6 +177,7 @@ static kvc_status check_entries(const st_file *f)
         if ((st = check_entry(f, e, &spans[n_spans])) != KVC_OK) break;
         n_spans++;
     }
+    if (st == KVC_OK) st = check_names(f, spans, n_spans);
     if (st == KVC_OK) st = check_tiling(f, spans, n_spans);
     kvc_free(spans);
     return st;

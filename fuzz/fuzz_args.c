@@ -1,0 +1,70 @@
+/* libFuzzer target: arbitrary argument vectors for the command-line parsers
+ * of `kvcache trace`, `plan`, `run` and `demo --trace`. The first byte picks
+ * the command, the rest is split at NUL and newline bytes into at most 15
+ * arguments. Standard input reads as empty and the output goes to
+ * /dev/null. Every command must end with exit status 0, 1 or 2 (with
+ * nothing leaked): a crash, a sanitizer report, a hang or another status is
+ * a finding. `bench` and the engine demo are left out: once their few flags
+ * parse they run for seconds or minutes by design. */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_ARGS 16
+#define MAX_ARG_BYTES 256
+
+static const char *const COMMANDS[][2] = {{"trace", NULL}, {"plan", NULL}, {"run", NULL}, {"demo", "--trace"}};
+
+static kvc_command_fn find(const char *name) {
+    for (const kvc_command *c = kvc_commands; c->name != NULL; c++)
+        if (strcmp(c->name, name) == 0) return c->run;
+    abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static bool quiet = false;
+    if (!quiet) {
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0) abort();
+        close(null_fd);
+        quiet = true;
+    }
+    if (size == 0) return 0;
+    const char *const *cmd = COMMANDS[data[0] % (sizeof COMMANDS / sizeof COMMANDS[0])];
+    static char args[MAX_ARGS][MAX_ARG_BYTES];
+    char *argv[MAX_ARGS + 1];
+    int argc = 0;
+    argv[argc] = args[argc];
+    snprintf(args[argc++], MAX_ARG_BYTES, "%s", cmd[0]);
+    if (cmd[1] != NULL) {
+        argv[argc] = args[argc];
+        snprintf(args[argc++], MAX_ARG_BYTES, "%s", cmd[1]);
+    }
+    size_t at = 1;
+    while (at < size && argc < MAX_ARGS) {
+        size_t n = 0;
+        while (at < size && data[at] != '\0' && data[at] != '\n') {
+            if (n + 1 < MAX_ARG_BYTES) args[argc][n++] = (char)data[at];
+            at++;
+        }
+        args[argc][n] = '\0';
+        argv[argc] = args[argc];
+        argc++;
+        at++;
+    }
+    argv[argc] = NULL;
+    int rc = find(cmd[0])(argc, argv);
+    fflush(stdout);
+    clearerr(stdout);
+    if (rc < 0 || rc > 2) abort();
+    return 0;
+}
