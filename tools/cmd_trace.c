@@ -94,24 +94,37 @@ int kvc_cmd_trace(int argc, char **argv) {
         fprintf(stderr, "kvcache trace: %s\n", kvc_last_error());
         return st == KVC_ENOMEM ? 1 : 2;
     }
-    /* --plot: the lines go to memory first, then to stdout and the picture's data file */
-    char *lines = NULL;
-    size_t n_lines = 0;
-    FILE *out = plot != NULL ? open_memstream(&lines, &n_lines) : stdout;
-    if (out == NULL) {
+    if (plot == NULL) {
+        int rc = kvc_trace_replay(json, len, stdout, &opts);
         kvc_free(json);
-        fprintf(stderr, "kvcache trace: out of memory for the --plot data\n");
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
+            return 1;
+        }
+        return rc;
+    }
+    /* --plot: the lines go to the picture's data file, then from it to stdout */
+    char *data_path = kvc_plot_data_path(plot, ".jsonl");
+    FILE *out = data_path != NULL ? fopen(data_path, "w+b") : NULL;
+    if (out == NULL) {
+        if (data_path != NULL) fprintf(stderr, "kvcache trace: cannot write %s\n", data_path);
+        kvc_free(data_path);
+        kvc_free(json);
         return 1;
     }
     int rc = kvc_trace_replay(json, len, out, &opts);
     kvc_free(json);
-    if (plot != NULL && (fclose(out) != 0 || fwrite(lines, 1, n_lines, stdout) != n_lines)) rc = 1;
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    char buf[8192];
+    rewind(out);
+    for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;)
+        if (fwrite(buf, 1, n, stdout) != n) break;
+    bool bad = ferror(out) != 0;
+    bad |= fclose(out) != 0;
+    if (bad || fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
-        free(lines);
-        return 1;
+        rc = 1;
     }
-    if (plot != NULL && rc == 0) rc = kvc_plot_emit("trace", lines, n_lines, plot, ".jsonl");
-    free(lines);
+    if (rc == 0) rc = kvc_plot_run("trace", data_path, plot);
+    kvc_free(data_path);
     return rc;
 }
