@@ -25,9 +25,11 @@ typedef struct kvc_engine_req {
     int64_t n_preemptions;
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
     kvc_engine_request_times times;
-    int32_t *tokens;     /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
-    int64_t *token_step; /* [max_model_len + 1] step that produced tokens[i] (generated i only) */
-    int64_t *token_ns;   /* [max_model_len + 1] its monotonic time */
+    bool salted;                          /* cache_salt holds the request's prefix-cache salt */
+    char cache_salt[KVC_ENGINE_SALT_MAX]; /* NUL-terminated */
+    int32_t *tokens;                      /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
+    int64_t *token_step;                  /* [max_model_len + 1] step that produced tokens[i] (generated i only) */
+    int64_t *token_ns;                    /* [max_model_len + 1] its monotonic time */
 } kvc_engine_req;
 
 /* Self-managed workspaces. */

@@ -1,12 +1,13 @@
 /* Requests: adding (with every refusal the engine survives), queries of
  * state and output, and release (which aborts a live request). */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
 
 kvc_engine_request kvc_engine_request_default(void) {
     return (kvc_engine_request){
-        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .arrival_ns = 0,
+        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .cache_salt = NULL, .arrival_ns = 0,
         .sampling = kvc_sampling_default_params(),
     };
 }
@@ -30,6 +31,9 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
         return kvc_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
                         r->eos_id, (long long)e->model.vocab_size);
+    if (r->cache_salt != NULL && strnlen(r->cache_salt, KVC_ENGINE_SALT_MAX) == KVC_ENGINE_SALT_MAX)
+        return kvc_fail(KVC_EINVAL, "request %lld: cache_salt is longer than %d bytes", (long long)r->id,
+                        KVC_ENGINE_SALT_MAX - 1);
     if (r->arrival_ns < 0 || r->arrival_ns > now)
         return kvc_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
                         "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
@@ -65,6 +69,8 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->token_ns = token_ns;
     q->id = r->id;
     q->priority = r->priority;
+    q->salted = r->cache_salt != NULL;
+    if (q->salted) snprintf(q->cache_salt, sizeof q->cache_salt, "%s", r->cache_salt);
     q->arrival = e->next_arrival++;
     q->state = KVC_REQ_WAITING;
     q->finish = KVC_FINISH_NONE;

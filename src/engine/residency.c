@@ -21,7 +21,8 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
  * the chunk, which backs every position of it; the chunk halves while the
  * pools refuse (`halve`). */
 static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
-    const kvc_prompt prompt = {.tokens = r->tokens, .n_tokens = r->n_tokens};
+    const kvc_prompt prompt = {
+        .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = e->p.prefix_caching ? kvc_manager_find_prefix(e->mgr, &prompt, &hit) : KVC_OK;
     if (st != KVC_OK) return st;

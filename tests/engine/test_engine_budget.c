@@ -121,7 +121,8 @@ static void test_random_prefix_caching(void **state) {
 
 /* Two requests with one prompt admitted in the same step share nothing (the
  * blocks are not computed yet); a third one after that step hits every full
- * block but the one holding the last prompt token. */
+ * block but the one holding the last prompt token; a request with a cache
+ * salt shares only with requests of the same salt. */
 static void test_prefix_hit_after_computed(void **state) {
     (void)state;
     toy_model m;
@@ -150,10 +151,31 @@ static void test_prefix_hit_after_computed(void **state) {
     kvc_prefix_stats ps;
     assert_int_equal(kvc_manager_prefix_stats(kvc_engine_manager(e), &ps), KVC_OK);
     assert_int_equal(ps.hits, 1);
+    /* salts: another tenant's salt misses, the same salt hits what its
+     * tenant computed */
+    kvc_engine_request d = fix_request_over(4, prompt, 40, 6), f = fix_request_over(5, prompt, 40, 6);
+    d.cache_salt = f.cache_salt = "tenant-b";
+    fix_add(e, &d);
+    step_ok(e, &res);
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(fix_info(e, 4).state, KVC_REQ_RUNNING);
+    assert_int_equal(st.prefix_hit_tokens, 36); /* d was admitted and missed */
+    fix_add(e, &f);
+    while (fix_info(e, 5).state == KVC_REQ_WAITING) step_ok(e, &res); /* until a row frees */
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    assert_int_equal(st.prefix_hit_tokens, 72); /* f hit d's blocks */
+    char long_salt[KVC_ENGINE_SALT_MAX + 1];
+    memset(long_salt, 'x', KVC_ENGINE_SALT_MAX);
+    long_salt[KVC_ENGINE_SALT_MAX] = '\0';
+    kvc_engine_request g = fix_request_over(6, prompt, 4, 1);
+    g.cache_salt = long_salt;
+    assert_int_equal(kvc_engine_add_request(e, &g), KVC_EINVAL);
     fix_run(e, 100);
     fix_expect_reference(e, &m, &a);
     fix_expect_reference(e, &m, &b);
     fix_expect_reference(e, &m, &c);
+    fix_expect_reference(e, &m, &d);
+    fix_expect_reference(e, &m, &f);
     kvc_engine_destroy(e);
 }
 
