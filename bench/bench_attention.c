@@ -213,9 +213,9 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, re
     p.k = (kvc_tensor){.data = k, .dtype = s->kv_dtype, .ndim = 3, .shape = {NB, bs, (int64_t)s->kv_heads * D}};
     p.v = p.k;
     p.v.data = v;
-    p.kv_storage = KVC_KV_PAGED_BNBSH;
+    p.kv_storage = KVC_KV_BLOCKS;
     if (s->head_major) {
-        p.kv_storage = KVC_KV_PAGED_BNNBSD;
+        p.block_layout = KVC_BLOCK_BNNBSD;
         p.k.ndim = p.v.ndim = 4;
         p.k.shape[1] = p.v.shape[1] = s->kv_heads, p.k.shape[2] = p.v.shape[2] = bs, p.k.shape[3] = p.v.shape[3] = D;
     }

@@ -59,8 +59,8 @@ int main(void) {
         kvc_tensor ku = {.data = keys[b], .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {kv_len[b], KV_HEADS, HEAD_DIM}};
         kvc_tensor vu = ku;
         vu.data = values[b];
-        if (check(kvc_write_slots(&kc4, KVC_PAGED_BNBSND, &ku, slots, kv_len[b]), "write keys") ||
-            check(kvc_write_slots(&vc4, KVC_PAGED_BNBSND, &vu, slots, kv_len[b]), "write values"))
+        if (check(kvc_write_slots(&kc4, KVC_BLOCK_BNBSND, &ku, slots, kv_len[b]), "write keys") ||
+            check(kvc_write_slots(&vc4, KVC_BLOCK_BNBSND, &vu, slots, kv_len[b]), "write values"))
             return 1;
     }
     for (int b = 0; b < N_REQ; b++)
@@ -82,7 +82,7 @@ int main(void) {
     p.q = (kvc_tensor){.data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {N_REQ, Q_HEADS, HEAD_DIM}};
     p.k = kc;
     p.v = vc;
-    p.kv_storage = KVC_KV_PAGED_BNBSH;
+    p.kv_storage = KVC_KV_BLOCKS;
     p.block_table =
         (kvc_tensor){.data = (void *)block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {N_REQ, TABLE_W}};
     p.block_size = BLOCK_SIZE;

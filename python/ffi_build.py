@@ -246,10 +246,10 @@ kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t
 
 /* ---- ops.h ---- */
 kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts);
-typedef enum kvc_paged_order { KVC_PAGED_BNBSND, KVC_PAGED_BNNBSD, KVC_PAGED_NZ, ... } kvc_paged_order;
-kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+typedef enum kvc_block_layout { KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ, ... } kvc_block_layout;
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
-kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
 
@@ -257,7 +257,7 @@ typedef enum kvc_attn_layout {
     KVC_LAYOUT_UNSET, KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
     KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD, ...
 } kvc_attn_layout;
-typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ, ... } kvc_kv_storage;
+typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS, KVC_KV_BLOCKS, ... } kvc_kv_storage;
 typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE, ... } kvc_attn_kv_form;
 typedef enum kvc_quant_mode { KVC_QUANT_NONE, KVC_QUANT_PER_CHANNEL, KVC_QUANT_PER_TOKEN, KVC_QUANT_PER_HEAD, ... } kvc_quant_mode;
 
@@ -279,6 +279,7 @@ typedef struct kvc_attention_params {
     kvc_tensor v;
     kvc_tensor mask;
     kvc_kv_storage kv_storage;
+    kvc_block_layout block_layout;
     kvc_tensor block_table;
     int32_t block_size;
     kvc_tensor sinks;

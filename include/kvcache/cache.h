@@ -60,10 +60,13 @@ typedef enum kvc_attn_type {
 KVC_API const char *kvc_attn_type_name(kvc_attn_type type);
 KVC_API kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
 
-typedef enum kvc_cache_layout {
-    KVC_LAYOUT_BLOCK_MAJOR = 0, /* BnBsND: [blocks, block_size, heads, *dim] */
-    KVC_LAYOUT_HEAD_MAJOR = 1   /* BnNBsD: [blocks, heads, block_size, *dim] */
-} kvc_cache_layout;
+/* Physical layout of the blocks of a paged cache: the one name of each
+ * layout, used by cache descriptions, the cache writes and attention. */
+typedef enum kvc_block_layout {
+    KVC_BLOCK_BNBSND = 0, /* block-major: [blocks, block_size, heads, *dim] (attention also reads [.., heads*dim]) */
+    KVC_BLOCK_BNNBSD = 1, /* head-major: [blocks, heads, block_size, *dim] */
+    KVC_BLOCK_NZ = 2      /* ops only: logical [blocks, block_size, heads, dim] in tiles [blocks, heads, dim/c0, block_size, c0] */
+} kvc_block_layout;
 
 typedef enum kvc_allocator {
     KVC_ALLOC_HBM = 0,    /* device memory (host memory on this CPU build) */
@@ -87,7 +90,7 @@ typedef struct kvc_cache_entry {
     int64_t sliding_window;        /* keys a query sees, itself included (SlidingWindow only); 0 = unset */
     int32_t allocator;             /* kvc_allocator */
     int64_t compress_ratio;        /* logical tokens per stored entry, >= 1 (FullAttention only) */
-    int32_t layout;                /* kvc_cache_layout */
+    int32_t layout;                /* kvc_block_layout */
     bool is_state;                 /* a Mamba state entry (the fields below apply) */
     int32_t n_shape;               /* Mamba: whole-state shape shape[0..n_shape) of one block */
     int64_t shape[KVC_MAX_DIMS];

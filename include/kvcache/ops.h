@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "kvcache/base.h"
+#include "kvcache/cache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,12 +44,9 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
                                               int64_t n_starts, const float *inv_scale, const float *offset,
                                               int64_t n_quant);
 
-/* Allocation order of a paged cache (AO 2.2 / 3.3). */
-typedef enum kvc_paged_order {
-    KVC_PAGED_BNBSND = 0, /* [NB, bs, Nkv, D] (viewed [NB, bs, Nkv*D] = BnBsH) */
-    KVC_PAGED_BNNBSD = 1, /* [NB, Nkv, bs, D] */
-    KVC_PAGED_NZ = 2      /* logical [NB, bs, N, D], stored as [NB, N, D/c0, bs, c0] (AO 2.4) */
-} kvc_paged_order;
+/* Paged caches are written and read in a kvc_block_layout (cache.h):
+ * KVC_BLOCK_BNBSND [NB, bs, Nkv, D], KVC_BLOCK_BNNBSD [NB, Nkv, bs, D] or
+ * KVC_BLOCK_NZ (logical [NB, bs, N, D] stored as [NB, N, D/c0, bs, c0], AO 2.4). */
 
 /* The skip marker of slot mappings (AO 2.2): this token is not written. */
 #define KVC_SLOT_SKIP (-1)
@@ -67,7 +65,7 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
  * unchanged after a refusal (all slots are checked first). */
-KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 
 /* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 or fp8 paged
@@ -77,7 +75,7 @@ KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, con
  * is the reciprocal of the dequantisation scale; inv_scale (and offset) have
  * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
  * offset may be NULL (0); fp8 caches take none. */
-KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant);
 
@@ -100,7 +98,7 @@ KVC_API kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtyp
  * slot_scale[slots[t]]. slot_scale: [NB*bs] (n_slot_scale = NB*bs), read by
  * attention as quant mode 3 (KVC_QUANT_PER_SLOT). Nothing is written when
  * a check fails (slots, shapes, dtype, a non-finite value). */
-KVC_API kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+KVC_API kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                                const int64_t *slots, int64_t n_slots, float *slot_scale,
                                                int64_t n_slot_scale);
 
@@ -127,7 +125,7 @@ typedef struct kvc_mla_write_params {
     int64_t latent_dim;  /* Dc */
     int64_t rope_dim;    /* Dr, even */
     float eps;           /* from the model's norm layer (>= 0) */
-    kvc_paged_order order;
+    kvc_block_layout order;
     kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
     kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
     const float *nope_inv_scale; /* [1] for an int8/fp8 nope cache, else NULL */
@@ -226,14 +224,12 @@ typedef enum kvc_attn_layout {
 KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
 
 /* Where K/V live (AO 3.3). CONTIGUOUS: K/V tensors in the query's layout
- * family (packed for T.. layouts, padded per batch row otherwise).
- * The paged forms need block_table and block_size. */
-typedef enum kvc_kv_storage {
-    KVC_KV_CONTIGUOUS = 0,
-    KVC_KV_PAGED_BNBSH,  /* [NB, bs, Nkv*D] (also accepted 4-D [NB, bs, Nkv, D]) */
-    KVC_KV_PAGED_BNNBSD, /* [NB, Nkv, bs, D] */
-    KVC_KV_PAGED_NZ      /* [NB, Nkv, D/c0, bs, c0], 16-bit or int8 elements */
-} kvc_kv_storage;
+ * family (packed for T.. layouts, padded per batch row otherwise). PAGED:
+ * blocks in the params' block_layout, read through block_table and
+ * block_size: KVC_BLOCK_BNBSND [NB, bs, Nkv*D] (or 4-D [NB, bs, Nkv, D]),
+ * KVC_BLOCK_BNNBSD [NB, Nkv, bs, D], KVC_BLOCK_NZ [NB, Nkv, D/c0, bs, c0]
+ * (16-bit or 8-bit elements). */
+typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_storage;
 
 /* AO 3.4 / R9: the form of kv_lens, stated by the caller (no default).
  * Cumulative goes with packed (T.. contiguous) K/V, direct with paged or
@@ -291,13 +287,14 @@ typedef struct kvc_attention_params {
     kvc_attn_kv_form kv_len_form; /* required */
 
     kvc_tensor q;             /* f32/f16/bf16, shape per layout (D = last dim / heads) */
-    kvc_tensor k;             /* per layout, or per kv_storage when paged */
+    kvc_tensor k;             /* per layout, or per block_layout when paged */
     kvc_tensor v;             /* same as k with Dv; may alias k (MLA) */
     kvc_tensor q_rope;        /* MLA [.., Nq, Dr] like q, Dr even (data NULL: absent) */
     kvc_tensor k_rope;        /* MLA like k with Dr channels per head (data NULL: absent) */
     kvc_tensor mask;          /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
 
     kvc_kv_storage kv_storage;
+    kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND) */
     kvc_tensor block_table;   /* int32 [B' >= B, W] when paged */
     int32_t block_size;       /* bs when paged */
 

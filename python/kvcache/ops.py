@@ -25,11 +25,11 @@ _LAYOUTS = {
     "BNSD": (lib.KVC_LAYOUT_BNSD, lib.KVC_SEQ_LAYOUT_BNSD),
     "BSND_NBSD": (lib.KVC_LAYOUT_BSND_NBSD, lib.KVC_SEQ_LAYOUT_BSND),
 }
-# Paged cache orders: attention's kv_storage and the writes' paged order.
+# Paged cache block layouts (attention's block_layout and the writes' layout).
 _KV_LAYOUTS = {
-    "BNBSND": (lib.KVC_KV_PAGED_BNBSH, lib.KVC_PAGED_BNBSND),  # [NB, bs, Nkv, D] (or [NB, bs, Nkv*D])
-    "BNNBSD": (lib.KVC_KV_PAGED_BNNBSD, lib.KVC_PAGED_BNNBSD),  # [NB, Nkv, bs, D]
-    "NZ": (lib.KVC_KV_PAGED_NZ, lib.KVC_PAGED_NZ),  # [NB, Nkv, D/c0, bs, c0]
+    "BNBSND": lib.KVC_BLOCK_BNBSND,  # [NB, bs, Nkv, D] (or [NB, bs, Nkv*D])
+    "BNNBSD": lib.KVC_BLOCK_BNNBSD,  # [NB, Nkv, bs, D]
+    "NZ": lib.KVC_BLOCK_NZ,  # [NB, Nkv, D/c0, bs, c0]
 }
 _QUANT = {"per_channel": lib.KVC_QUANT_PER_CHANNEL, "per_token": lib.KVC_QUANT_PER_TOKEN,
           "per_head": lib.KVC_QUANT_PER_HEAD}
@@ -163,7 +163,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     num_kv_heads = None if num_kv_heads is None else int32(num_kv_heads, "num_kv_heads")
     layout = layout or ("TND" if paged else "BSND")
     c_layout, seq_layout = _choice(_LAYOUTS, layout, "layout")
-    storage = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")[0] if paged else None
+    block_layout = _choice(_KV_LAYOUTS, kv_layout, "kv_layout") if paged else None
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     nq, nkv, d, dv = _heads_and_dims(layout, qv, kv_, vv, paged, kv_layout, num_heads, num_kv_heads)
     qa, ka = _batch_lengths(layout, qv, kv_, paged, kv_layout, q_lens, kv_lens)
@@ -203,7 +203,8 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
         tv = index_array(block_table, "block_table", "i32")
         keep.append(tv)
         tv.fill(p.block_table)
-        p.kv_storage = storage
+        p.kv_storage = lib.KVC_KV_BLOCKS
+        p.block_layout = block_layout
         bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3}[kv_layout]
         p.block_size = int32(_dim(kv_, bs_axis, "k"), "block_size")
     for name, arr, field in (("mask", mask, p.mask), ("sinks", sinks, p.sinks), ("key_scale", key_scale, p.key_scale),
@@ -250,7 +251,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
 
 
 def _slot_write(cache, update, slots, kv_layout):
-    _, order = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")
+    order = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")
     cv = view(cache, "cache", writable=True)
     uv = view(update, "update")
     sv = index_array(slots, "slots", "i64")

@@ -129,7 +129,8 @@ def random_case(rng, layout, kv_layout, q_dtype, kv_dtype, mode=None):
         tensors["k"] = (kv_dtype, c_shape, kb)
         tensors["v"] = (kv_dtype, c_shape, vb)
         tensors["block_table"] = ("i32", ids.shape, ids.tobytes())
-        params["kv_storage"] = lib.KVC_KV_PAGED_BNBSH if kv_layout == "BNBSND" else lib.KVC_KV_PAGED_BNNBSD
+        params["kv_storage"] = lib.KVC_KV_BLOCKS
+        params["block_layout"] = lib.KVC_BLOCK_BNBSND if kv_layout == "BNBSND" else lib.KVC_BLOCK_BNNBSD
         params["block_size"] = bs
         args = (q, k, v, ids)
         kw["kv_layout"] = kv_layout

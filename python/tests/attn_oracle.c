@@ -6,7 +6,7 @@
  * usage: attn_oracle DIR   (DIR/params.txt, DIR/<tensor>.bin -> DIR/out.bin)
  * params.txt, one item per line:
  *   layout|num_heads|num_kv_heads|sparse_mode|pre_tokens|next_tokens|batch|bidirectional|
- *   kv_len_form|kv_storage|block_size|key_quant|value_quant VALUE
+ *   kv_len_form|kv_storage|block_layout|block_size|key_quant|value_quant VALUE
  *   scale DOUBLE
  *   q_lens V...   kv_lens V...
  *   tensor NAME DTYPE NDIM D0 D1 ...   (NAME: q k v out block_table key_scale value_scale) */
@@ -91,6 +91,8 @@ int main(int argc, char **argv) {
             p.kv_len_form = (kvc_attn_kv_form)v;
         else if (strcmp(key, "kv_storage") == 0)
             p.kv_storage = (kvc_kv_storage)v;
+        else if (strcmp(key, "block_layout") == 0)
+            p.block_layout = (kvc_block_layout)v;
         else if (strcmp(key, "block_size") == 0)
             p.block_size = (int32_t)v;
         else if (strcmp(key, "key_quant") == 0)

@@ -13,7 +13,7 @@ kvc_cache_entry kvc_cache_entry_default(void) {
         .needs_block = true,
         .allocator = KVC_ALLOC_HBM,
         .compress_ratio = 1,
-        .layout = KVC_LAYOUT_BLOCK_MAJOR,
+        .layout = KVC_BLOCK_BNBSND,
     };
 }
 
@@ -57,7 +57,7 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (type == NULL)
         return kvc_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
                         "SlidingWindow or Mamba)", layer_idx, e->name, e->attn_type);
-    if (e->layout != KVC_LAYOUT_BLOCK_MAJOR && e->layout != KVC_LAYOUT_HEAD_MAJOR)
+    if (e->layout != KVC_BLOCK_BNBSND && e->layout != KVC_BLOCK_BNNBSD)
         return kvc_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND or BnNBsD)",
                         layer_idx, e->name, e->layout);
     if (e->is_state && e->attn_type != KVC_ATTN_MAMBA)

@@ -19,7 +19,7 @@ static kvc_tensor entry_tensor(const kvc_cache_entry *e, int64_t n) {
         return t;
     }
     int64_t s = e->block_size / e->compress_ratio;
-    bool head_major = e->layout == KVC_LAYOUT_HEAD_MAJOR;
+    bool head_major = e->layout == KVC_BLOCK_BNNBSD;
     t.shape[t.ndim++] = head_major ? e->num_head : s;
     t.shape[t.ndim++] = head_major ? s : e->num_head;
     /* n, s, heads and up to KVC_MAX_DIMS - 3 dims; more dims are flattened into the last one. */

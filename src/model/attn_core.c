@@ -99,7 +99,7 @@ kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc
         const kvc_step_key *k = layer_key(s, lc);
         if (!k) return KVC_EINVAL;
         kvc_tensor upd = view_dt(rows, t->dtype, 3, s->T, heads, dim);
-        return kvc_write_slots(t, KVC_PAGED_BNBSND, &upd, k->slot_mapping, s->T);
+        return kvc_write_slots(t, KVC_BLOCK_BNBSND, &upd, k->slot_mapping, s->T);
     }
     const int64_t S = t->shape[1];
     int64_t q0 = 0;
@@ -187,7 +187,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     } else {
         p.v = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->nKV * c->Dv);
     }
-    p.kv_storage = KVC_KV_PAGED_BNBSH;
+    p.kv_storage = KVC_KV_BLOCKS;
     quant_params(&p, lc);
     kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
     p.block_table = bt;

@@ -93,7 +93,7 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
         kvc_tensor nope = as_blocks(&lc->k), rope = as_blocks(&lc->v);
         const kvc_mla_write_params p = {.kv = ckv, .gamma = s->m->layers[l].kva_norm, .cos = ws->cos, .sin = ws->sin,
                                         .slots = slots, .n_tokens = T, .latent_dim = rkv, .rope_dim = dr,
-                                        .eps = DS_LATENT_EPS, .order = KVC_PAGED_BNBSND, .nope_cache = &nope,
+                                        .eps = DS_LATENT_EPS, .order = KVC_BLOCK_BNBSND, .nope_cache = &nope,
                                         .rope_cache = &rope};
         return kvc_mla_write(&p);
     }

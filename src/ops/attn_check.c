@@ -98,7 +98,12 @@ static kvc_status check_scalars(const kvc_attention_params *p)
 static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem *pb)
 {
     const bool t = is_t_layout(p->layout);
-    pb->paged = p->kv_storage != KVC_KV_CONTIGUOUS;
+    if (p->kv_storage != KVC_KV_CONTIGUOUS && p->kv_storage != KVC_KV_BLOCKS)
+        FAIL(KVC_EINVAL, "kv_storage %d unknown (CONTIGUOUS or PAGED)", (int)p->kv_storage);
+    pb->paged = p->kv_storage == KVC_KV_BLOCKS;
+    pb->blk = p->block_layout;
+    if (pb->paged && pb->blk != KVC_BLOCK_BNBSND && pb->blk != KVC_BLOCK_BNNBSD && pb->blk != KVC_BLOCK_NZ)
+        FAIL(KVC_EINVAL, "block_layout %d unknown (BNBSND, BNNBSD or NZ)", (int)pb->blk);
     pb->kv_packed = t && !pb->paged;
     pb->q_cum = t;
     if (p->layout == KVC_LAYOUT_TND_NTD && !pb->paged)
@@ -202,21 +207,22 @@ static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t
     const kvc_attention_params *p = pb->p;
     const int64_t Nkv = pb->Nkv;
     const kvc_dtype dt = t->dtype;
-    switch (p->kv_storage) {
-    case KVC_KV_PAGED_BNBSH:
-        if (t->ndim == 4) {
-            s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv, s[3] = dim;
-            return 4;
-        }
-        s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv * dim;
-        return 3;
-    case KVC_KV_PAGED_BNNBSD: s[0] = pb->NB, s[1] = Nkv, s[2] = pb->bs, s[3] = dim; return 4;
-    case KVC_KV_PAGED_NZ: {
+    if (pb->paged && pb->blk == KVC_BLOCK_BNNBSD) {
+        s[0] = pb->NB, s[1] = Nkv, s[2] = pb->bs, s[3] = dim;
+        return 4;
+    }
+    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         const int64_t c0 = 32 / (int64_t)kvc_dtype_size(dt);
         s[0] = pb->NB, s[1] = Nkv, s[2] = dim / c0, s[3] = pb->bs, s[4] = c0;
         return 5;
     }
-    default: break;
+    if (pb->paged && t->ndim == 4) { /* BNBSND [NB, bs, Nkv, D] */
+        s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv, s[3] = dim;
+        return 4;
+    }
+    if (pb->paged) { /* BNBSND viewed [NB, bs, Nkv*D] */
+        s[0] = pb->NB, s[1] = pb->bs, s[2] = Nkv * dim;
+        return 3;
     }
     switch (p->layout) {
     case KVC_LAYOUT_TND: s[0] = pb->Skv_dim, s[1] = Nkv, s[2] = dim; return 3;
@@ -242,17 +248,17 @@ static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const
     const kvc_attention_params *p = pb->p;
     *dim = 0;
     TRY(kv_present(t, name));
-    switch (p->kv_storage) {
-    case KVC_KV_PAGED_BNBSH: /* [NB, bs, Nkv*D] or [NB, bs, Nkv, D] */
-        if (t->ndim == 4) *dim = t->shape[2] == pb->Nkv ? t->shape[3] : 0;
-        else *dim = t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0;
-        break;
-    case KVC_KV_PAGED_NZ: *dim = t->ndim == 5 ? t->shape[2] * t->shape[4] : 0; break;
-    case KVC_KV_PAGED_BNNBSD: *dim = t->ndim == 4 ? t->shape[3] : 0; break;
-    default:
+    if (!pb->paged)
         *dim = p->layout == KVC_LAYOUT_BSH ? (t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0)
                                            : t->shape[t->ndim - 1];
-    }
+    else if (pb->blk == KVC_BLOCK_NZ)
+        *dim = t->ndim == 5 ? t->shape[2] * t->shape[4] : 0;
+    else if (pb->blk == KVC_BLOCK_BNNBSD)
+        *dim = t->ndim == 4 ? t->shape[3] : 0;
+    else if (t->ndim == 4) /* BNBSND [NB, bs, Nkv, D] */
+        *dim = t->shape[2] == pb->Nkv ? t->shape[3] : 0;
+    else /* BNBSND viewed [NB, bs, Nkv*D] */
+        *dim = t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0;
     if (*dim <= 0) FAIL(KVC_EINVAL, "%s's extents do not hold num_kv_heads %lld heads (R7)", name, (long long)pb->Nkv);
     return KVC_OK;
 }
@@ -260,7 +266,7 @@ static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const
 static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t dim)
 {
     int64_t s[5];
-    if (pb->p->kv_storage == KVC_KV_PAGED_NZ) {
+    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         const size_t es = kvc_dtype_size(t->dtype);
         if (es != 1 && es != 2)
             FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name, kvc_dtype_name(t->dtype));
@@ -295,14 +301,12 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         }
         return KVC_OK;
     }
-    if (p->kv_storage != KVC_KV_PAGED_BNBSH && p->kv_storage != KVC_KV_PAGED_BNNBSD && p->kv_storage != KVC_KV_PAGED_NZ)
-        FAIL(KVC_EINVAL, "kv_storage %d unknown", (int)p->kv_storage);
     if (p->block_size <= 0 || p->block_size > 1024)
         FAIL(KVC_EINVAL, "block_size %d must be in [1, 1024] with paged K/V (R8)", (int)p->block_size);
     if (p->binding.block_size > 0 && p->binding.block_size != p->block_size)
         FAIL(KVC_EINVAL, "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
              (int)p->block_size, (int)p->binding.block_size);
-    if (p->kv_storage == KVC_KV_PAGED_BNNBSD && p->layout != KVC_LAYOUT_BNSD && p->layout != KVC_LAYOUT_TND &&
+    if (pb->blk == KVC_BLOCK_BNNBSD && p->layout != KVC_LAYOUT_BNSD && p->layout != KVC_LAYOUT_TND &&
         p->layout != KVC_LAYOUT_TND_NTD)
         FAIL(KVC_EINVAL, "BnNBsD paged storage goes with BNSD or TND queries, not %s", kvc_attn_layout_name(p->layout));
     const kvc_tensor *bt = &p->block_table;
@@ -625,7 +629,7 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
     if (!kvc_is_float_dtype(p->k.dtype) && !kvc_is_quant_dtype(p->k.dtype))
         FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)", kvc_dtype_name(p->k.dtype));
-    if (p->kv_storage == KVC_KV_PAGED_NZ) {
+    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
     }

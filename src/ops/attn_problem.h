@@ -30,6 +30,7 @@ typedef struct kvc_attn_problem {
     int64_t B, Nq, Nkv, G, D, Dv, Dr; /* Dr = 0 without MLA rope */
     bool q_cum;        /* q_lens cumulative (T.. layouts) */
     bool paged;
+    kvc_block_layout blk; /* paged: the blocks' layout */
     bool kv_packed;    /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
     int64_t Tq;        /* T.. layouts: query rows; else B * Sq_dim */
     int64_t Sq_dim;    /* B.. layouts: S extent of q / out / lse */
@@ -130,9 +131,9 @@ static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, i
     if (pb->paged) {
         const int32_t *tbl = (const int32_t *)p->block_table.data;
         const int64_t blk = tbl[b * pb->tbl_w + j / pb->bs], o = j % pb->bs;
-        switch (p->kv_storage) {
-        case KVC_KV_PAGED_BNNBSD: return ((blk * pb->Nkv + g) * pb->bs + o) * dim;
-        case KVC_KV_PAGED_NZ: return (blk * pb->Nkv + g) * dim * pb->bs + o * c0;
+        switch (pb->blk) {
+        case KVC_BLOCK_BNNBSD: return ((blk * pb->Nkv + g) * pb->bs + o) * dim;
+        case KVC_BLOCK_NZ: return (blk * pb->Nkv + g) * dim * pb->bs + o * c0;
         default: return ((blk * pb->bs + o) * pb->Nkv + g) * dim;
         }
     }
@@ -147,7 +148,7 @@ static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, i
 /* Elements from head g to head g + 1 of one key (kvc_attn_kv_index is linear in g). */
 static inline int64_t kvc_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim)
 {
-    if (pb->paged) return pb->p->kv_storage == KVC_KV_PAGED_BNBSH ? dim : pb->bs * dim;
+    if (pb->paged) return pb->blk == KVC_BLOCK_BNBSND ? dim : pb->bs * dim;
     switch (pb->p->layout) {
     case KVC_LAYOUT_NTD_TND:
     case KVC_LAYOUT_BNSD: return pb->Skv_dim * dim;

@@ -7,12 +7,12 @@
 #include "ops/elem.h"
 #include "ops/write_internal.h"
 
-static kvc_status check_cache(const kvc_tensor *c, kvc_paged_order order, int64_t dim, const char *what,
+static kvc_status check_cache(const kvc_tensor *c, kvc_block_layout order, int64_t dim, const char *what,
                               kvc_paged_geom *g)
 {
     kvc_status st = kvc_paged_geom_of(c, order, what, g);
     if (st != KVC_OK) return st;
-    if (order == KVC_PAGED_BNNBSD)
+    if (order == KVC_BLOCK_BNNBSD)
         return kvc_fail(KVC_EINVAL, "%s: MLA caches are written in PA (BNBSND) or PA_NZ order", what);
     if (g->n_heads != 1 || g->head_dim != dim)
         return kvc_fail(KVC_EINVAL, "%s: cache must be [NB, bs, 1, %lld], got heads %lld, dim %lld", what,

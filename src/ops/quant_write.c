@@ -38,7 +38,7 @@ static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const floa
     return KVC_OK;
 }
 
-kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                  const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                  const float *offset, int64_t n_quant)
 {
@@ -153,7 +153,7 @@ kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64
     return KVC_OK;
 }
 
-kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                        const int64_t *slots, int64_t n_slots, float *slot_scale, int64_t n_slot_scale)
 {
     kvc_paged_geom g;

@@ -64,14 +64,14 @@ int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_
 {
     const int64_t p = slot / g->bs, o = slot % g->bs;
     switch (g->order) {
-    case KVC_PAGED_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
-    case KVC_PAGED_NZ: return kvc_nz_index(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
-    case KVC_PAGED_BNBSND:
+    case KVC_BLOCK_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
+    case KVC_BLOCK_NZ: return kvc_nz_index(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
+    case KVC_BLOCK_BNBSND:
     default: return (slot * g->n_heads + h) * g->head_dim + d;
     }
 }
 
-kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, const char *what,
+kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what,
                              kvc_paged_geom *g)
 {
     if (!cache || !cache->data)
@@ -81,20 +81,20 @@ kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, con
                         what, (int)cache->ndim);
     g->order = order;
     g->n_blocks = cache->shape[0];
-    if (order == KVC_PAGED_BNNBSD) {
+    if (order == KVC_BLOCK_BNNBSD) {
         g->n_heads = cache->shape[1];
         g->bs = cache->shape[2];
-    } else if (order == KVC_PAGED_BNBSND || order == KVC_PAGED_NZ) {
+    } else if (order == KVC_BLOCK_BNBSND || order == KVC_BLOCK_NZ) {
         g->bs = cache->shape[1];
         g->n_heads = cache->shape[2];
     } else {
-        return kvc_fail(KVC_EINVAL, "%s: unknown paged order %d", what, (int)order);
+        return kvc_fail(KVC_EINVAL, "%s: unknown block layout %d", what, (int)order);
     }
     g->head_dim = cache->shape[3];
     g->c0 = 0;
     if (g->bs <= 0 || g->n_heads <= 0 || g->head_dim <= 0 || g->n_blocks < 0)
         return kvc_fail(KVC_EINVAL, "%s: cache extents must be positive", what);
-    if (order == KVC_PAGED_NZ) {
+    if (order == KVC_BLOCK_NZ) {
         size_t es = kvc_dtype_size(cache->dtype);
         if (es != 1 && es != 2)
             return kvc_fail(KVC_EINVAL, "%s: NZ caches hold 16-bit or 8-bit elements, not %s", what,
@@ -168,7 +168,7 @@ kvc_status kvc_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const c
     return KVC_OK;
 }
 
-kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_tensor *upd,
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots)
 {
     kvc_paged_geom g;
@@ -184,7 +184,7 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_paged_order order, const kvc_t
     const size_t es = kvc_dtype_size(cache->dtype);
     const int64_t D = g.head_dim;
     /* contiguous runs per (token, head): the whole D for plain orders, c0 for NZ */
-    const int64_t run = order == KVC_PAGED_NZ ? g.c0 : D;
+    const int64_t run = order == KVC_BLOCK_NZ ? g.c0 : D;
     for (int64_t t = 0; t < n_slots; t++) {
         if (slots[t] == KVC_SLOT_SKIP) continue;
         for (int64_t h = 0; h < g.n_heads; h++)

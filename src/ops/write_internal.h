@@ -7,13 +7,13 @@
 #include "kvcache/ops.h"
 
 typedef struct kvc_paged_geom {
-    kvc_paged_order order;
+    kvc_block_layout order;
     int64_t n_blocks, bs, n_heads, head_dim;
     int64_t c0; /* NZ channels per tile; 0 for plain orders */
 } kvc_paged_geom;
 
 /* Reads the geometry of a 4-D paged cache (refusal names `what`). */
-kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_paged_order order, const char *what,
+kvc_status kvc_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what,
                              kvc_paged_geom *g);
 /* Element index of (slot, head h, channel d). */
 int64_t kvc_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d);

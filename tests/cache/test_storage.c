@@ -25,7 +25,7 @@ static void test_shapes_alignment_setters(void **state) {
                                   kvc_test_attention_entry("v", KVC_ATTN_FULL, 16, 0),
                                   kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32),
                                   kvc_test_mamba_entry("state", 0)};
-    entries[1].layout = KVC_LAYOUT_HEAD_MAJOR;
+    entries[1].layout = KVC_BLOCK_BNNBSD;
     entries[0].compress_ratio = 4;
     entries[1].compress_ratio = 4;
     setter_log logs[4] = {{0}};

@@ -32,6 +32,7 @@
 typedef struct fx_cfg {
     kvc_attn_layout layout;
     kvc_kv_storage storage;
+    kvc_block_layout blk; /* paged: the blocks' layout */
     int64_t B;
     int64_t sq[FX_MAXB], skv[FX_MAXB];
     int64_t sq_dim, skv_dim; /* B.. layouts: padded extents (0: the max) */
@@ -72,6 +73,9 @@ static inline uint32_t fx_rng(uint32_t *s)
     return *s;
 }
 static inline double fx_unif(uint32_t *s) { return (double)(fx_rng(s) & 0xffffff) / 8388608.0 - 1.0; }
+
+/* Paged K/V in block layout l. */
+static inline bool fx_paged_as(const fx_cfg *c, kvc_block_layout l) { return c->storage == KVC_KV_BLOCKS && c->blk == l; }
 
 static inline bool fx_tlayout(kvc_attn_layout l)
 {
@@ -155,8 +159,8 @@ static inline int64_t fx_kvidx(const fx *f, int64_t b, int64_t j, int64_t g, int
     const int64_t Nkv = c->Nkv, bs = c->bs;
     if (c->storage != KVC_KV_CONTIGUOUS) {
         const int64_t p = fx_block(f, b, j / bs), o = j % bs;
-        if (c->storage == KVC_KV_PAGED_BNNBSD) return ((p * Nkv + g) * bs + o) * dim + d;
-        if (c->storage == KVC_KV_PAGED_NZ) {
+        if (c->blk == KVC_BLOCK_BNNBSD) return ((p * Nkv + g) * bs + o) * dim + d;
+        if (c->blk == KVC_BLOCK_NZ) {
             const int64_t c0 = 32 / (int64_t)es;
             return kvc_nz_index(p, o, g, d, bs, Nkv, dim, c0);
         }
@@ -200,16 +204,15 @@ static inline int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
 static inline int fx_kvshape(const fx *f, int64_t dim, size_t es, int64_t *s)
 {
     const fx_cfg *c = &f->c;
-    switch (c->storage) {
-    case KVC_KV_PAGED_BNBSH: s[0] = f->nblocks, s[1] = c->bs, s[2] = c->Nkv * dim; return 3;
-    case KVC_KV_PAGED_BNNBSD: s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
-    case KVC_KV_PAGED_NZ: {
-        int64_t c0 = 32 / (int64_t)es;
-        s[0] = f->nblocks, s[1] = c->Nkv, s[2] = dim / c0, s[3] = c->bs, s[4] = c0;
-        return 5;
-    }
-    default: break;
-    }
+    if (c->storage == KVC_KV_BLOCKS) switch (c->blk) {
+        case KVC_BLOCK_BNNBSD: s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
+        case KVC_BLOCK_NZ: {
+            int64_t c0 = 32 / (int64_t)es;
+            s[0] = f->nblocks, s[1] = c->Nkv, s[2] = dim / c0, s[3] = c->bs, s[4] = c0;
+            return 5;
+        }
+        default: s[0] = f->nblocks, s[1] = c->bs, s[2] = c->Nkv * dim; return 3;
+        }
     const int64_t T = f->ckv[c->B - 1];
     switch (c->layout) {
     case KVC_LAYOUT_TND: s[0] = T, s[1] = c->Nkv, s[2] = dim; return 3;
@@ -433,6 +436,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     p->kv_lens = packed ? f->ckv : f->dkv;
     p->kv_len_form = packed ? KVC_KV_FORM_CUMULATIVE : KVC_KV_FORM_DIRECT;
     p->kv_storage = c->storage;
+    p->block_layout = c->blk;
     if (c->storage != KVC_KV_CONTIGUOUS) {
         s[0] = B, s[1] = f->width;
         fx_set_shape(&p->block_table, f->tblbuf, KVC_DTYPE_I32, 2, s);

@@ -65,11 +65,11 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     memset(&c, 0, sizeof c);
     c.layout = layout;
     const uint32_t pick = fx_rng(rs);
-    c.storage = layout == KVC_LAYOUT_TND_NTD ? KVC_KV_PAGED_BNBSH : (pick % 3 == 0 ? KVC_KV_CONTIGUOUS : KVC_KV_PAGED_BNBSH);
+    c.storage = layout == KVC_LAYOUT_TND_NTD ? KVC_KV_BLOCKS : (pick % 3 == 0 ? KVC_KV_CONTIGUOUS : KVC_KV_BLOCKS);
     if (layout == KVC_LAYOUT_NTD_TND) c.storage = KVC_KV_CONTIGUOUS;
     if (c.storage != KVC_KV_CONTIGUOUS && (layout == KVC_LAYOUT_TND || layout == KVC_LAYOUT_BNSD) && pick % 5 == 1)
-        c.storage = KVC_KV_PAGED_BNNBSD;
-    if (c.storage != KVC_KV_CONTIGUOUS && kvdt != KVC_DTYPE_F32 && pick % 7 == 2) c.storage = KVC_KV_PAGED_NZ;
+        c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNNBSD;
+    if (c.storage != KVC_KV_CONTIGUOUS && kvdt != KVC_DTYPE_F32 && pick % 7 == 2) c.blk = KVC_BLOCK_NZ;
     c.B = 1 + (int64_t)(fx_rng(rs) % 3);
     const bool packed = fx_tlayout(layout) && c.storage == KVC_KV_CONTIGUOUS;
     const int64_t maxkv = KVC_SMALL ? 80 : 700;
@@ -79,8 +79,8 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     }
     c.Nkv = 1 + (int)(fx_rng(rs) % 2);
     c.Nq = c.Nkv * G;
-    c.D = c.storage == KVC_KV_PAGED_NZ ? 32 : 8 * (1 + (int)(fx_rng(rs) % 4)) + (fx_rng(rs) % 2 ? 3 : 0);
-    c.Dv = c.storage == KVC_KV_PAGED_NZ ? 32 : c.D;
+    c.D = fx_paged_as(&c, KVC_BLOCK_NZ) ? 32 : 8 * (1 + (int)(fx_rng(rs) % 4)) + (fx_rng(rs) % 2 ? 3 : 0);
+    c.Dv = fx_paged_as(&c, KVC_BLOCK_NZ) ? 32 : c.D;
     c.qdt = fx_rng(rs) % 2 ? KVC_DTYPE_F32 : KVC_DTYPE_BF16;
     c.kvdt = kvdt;
     c.odt = KVC_DTYPE_F32;
@@ -129,7 +129,7 @@ static void randomized(const kvc_simd_table *table)
                     const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
                     if (e > 1.0)
                         fail_msg("%s: layout %s storage %d mode %d kv %s G %d B %lld bs %d D %d quant %d/%d: error %g",
-                                 table->name, kvc_attn_layout_name(c.layout), (int)c.storage, mode,
+                                 table->name, kvc_attn_layout_name(c.layout), (int)c.storage * 10 + (int)c.blk, mode,
                                  kvc_dtype_name(c.kvdt), gs[gi], (long long)c.B, c.bs, c.D, c.quant, c.value_quant, e);
                     fx_free(&f);
                     runs++;
@@ -188,12 +188,12 @@ static void test_bitwise_determinism(void **state)
         c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
         c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
         c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
-        const kvc_kv_storage st[4] = {KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_BNBSH};
+        const kvc_block_layout st[4] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_BNBSND};
         const int bss[4] = {16, 128, 64, 48};
         size_t n0 = 0, n = 0;
         void *ref = NULL;
         for (int v = 0; v < 4; v++) {
-            c.storage = st[v], c.bs = bss[v], c.permute_blocks = v % 2, c.extra_width = v;
+            c.storage = KVC_KV_BLOCKS, c.blk = st[v], c.bs = bss[v], c.permute_blocks = v % 2, c.extra_width = v;
             fx f;
             fx_build(&f, &c);
             void *o = cpu_bytes(&f, &n);
@@ -248,7 +248,7 @@ static void test_paged_equals_contiguous(void **state)
     fx_build(&f, &c);
     void *a = cpu_bytes(&f, &n1);
     fx_free(&f);
-    c.storage = KVC_KV_PAGED_BNBSH, c.permute_blocks = true;
+    c.storage = KVC_KV_BLOCKS, c.permute_blocks = true;
     fx_build(&f, &c);
     void *b = cpu_bytes(&f, &n2);
     fx_free(&f);
@@ -271,7 +271,7 @@ static void test_masked_keys_hold_nan(void **state)
             kvc_simd_override(tables[ti]);
             fx_cfg c;
             memset(&c, 0, sizeof c);
-            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 2, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
             c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_F16, c.odt = KVC_DTYPE_F32, c.mode = 1, c.explicit_mask = true;
             c.pre = c.next = INT32_MAX, c.quant = -1, c.bs = 16, c.seed = 5 + (uint32_t)sq, c.lse = true;
             for (int64_t b = 0; b < c.B; b++) c.sq[b] = sq, c.skv[b] = sq + 100 + 7 * b;
@@ -320,7 +320,7 @@ static void test_mla_oracle_dims(void **state)
                 c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
                 c.quant = fx_fp8(dts[di]) && absorbed ? 0 : -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
                 if (absorbed) {
-                    c.storage = KVC_KV_PAGED_BNBSH, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
+                    c.storage = KVC_KV_BLOCKS, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
                     for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
                 } else {
                     c.storage = KVC_KV_CONTIGUOUS, c.Nq = c.Nkv = 4, c.D = 32, c.Dv = 24;
@@ -354,7 +354,7 @@ static void test_mla_general_refusals(void **state)
     (void)state;
     fx_cfg c;
     memset(&c, 0, sizeof c);
-    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32;
+    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32;
     c.Dr = 16, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1;
     c.bs = 16, c.seed = 4, c.sq[0] = 3, c.skv[0] = 9;
     fx f;
@@ -384,7 +384,7 @@ static void test_masked_keys_nan_token_scales(void **state)
             kvc_simd_override(tables[ti]);
             fx_cfg c;
             memset(&c, 0, sizeof c);
-            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
+            c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
             c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_I8, c.odt = KVC_DTYPE_F32, c.mode = mode;
             c.explicit_mask = mode == 1, c.pre = mode == 4 ? 20 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
             c.quant = 1, c.offsets = true, c.bs = 16, c.seed = 21 + (uint32_t)mode, c.lse = true;

@@ -113,7 +113,7 @@ static double mla_equivalence(const mla_case *mc, run_kind kind, uint32_t seed)
     p.batch = mc->B, p.q_lens = cuq, p.kv_lens = dkv, p.kv_len_form = KVC_KV_FORM_DIRECT;
     p.q = t3(qa, KVC_DTYPE_F32, T, H, Dc), p.q_rope = t3(qp, KVC_DTYPE_F32, T, H, Dr);
     p.k = t3(lat, KVC_DTYPE_F32, NB, bs, Dc), p.v = p.k, p.k_rope = t3(rope, KVC_DTYPE_F32, NB, bs, Dr);
-    p.kv_storage = KVC_KV_PAGED_BNBSH, p.block_size = bs;
+    p.kv_storage = KVC_KV_BLOCKS, p.block_size = bs;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {mc->B, width}};
     p.out = t3(oa, KVC_DTYPE_F32, H, T, Dc);
     run(&p, kind);
@@ -179,7 +179,7 @@ static fx_cfg paged_cfg(int64_t B, const int64_t *sq, const int64_t *skv, int mo
 {
     fx_cfg c;
     memset(&c, 0, sizeof c);
-    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_PAGED_BNBSH, c.B = B;
+    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = B;
     for (int64_t b = 0; b < B; b++) c.sq[b] = sq[b], c.skv[b] = skv[b];
     c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
     c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_BF16, c.odt = KVC_DTYPE_F32;
@@ -285,10 +285,11 @@ static void test_lse_merge(void **state)
  * and the decode row must equal the batch row. */
 static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t n, uint32_t seed, const char *what)
 {
-    for (int k = 0; k < 2; k++) {
-        const run_kind kind = k ? RUN_REF : RUN_CPU;
+    for (int k = 0; k < 4; k++) { /* cpu and reference, bf16 and per-head scaled fp8 e4m3 caches */
+        const run_kind kind = k % 2 ? RUN_REF : RUN_CPU;
         fx f;
         fx_cfg c = paged_cfg(2, sq, skv, 3, seed);
+        if (k >= 2) c.kvdt = KVC_DTYPE_F8E4M3, c.quant = 2;
         fx_build(&f, &c);
         run(&f.p, kind);
         for (int64_t st = 0; st < n; st++) {

@@ -50,7 +50,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
     (void)state;
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_kv_storage stores[] = {KVC_KV_CONTIGUOUS, KVC_KV_PAGED_BNBSH, KVC_KV_PAGED_BNNBSD, KVC_KV_PAGED_NZ};
+    const kvc_block_layout blks[] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ};
     const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     int runs = 0;
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
@@ -59,11 +59,11 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                 for (int mode = 0; mode <= 4; mode++) {
                     fx_cfg c = base_cfg();
                     c.layout = layouts[li];
-                    c.storage = stores[si];
+                    c.storage = si ? KVC_KV_BLOCKS : KVC_KV_CONTIGUOUS, c.blk = blks[si];
                     c.kvdt = kvdts[di];
-                    if (c.storage == KVC_KV_PAGED_NZ && c.kvdt == KVC_DTYPE_F32) continue;
+                    if (fx_paged_as(&c, KVC_BLOCK_NZ) && c.kvdt == KVC_DTYPE_F32) continue;
                     if (c.layout == KVC_LAYOUT_TND_NTD && c.storage == KVC_KV_CONTIGUOUS) continue;
-                    if (c.storage == KVC_KV_PAGED_BNNBSD && c.layout != KVC_LAYOUT_TND && c.layout != KVC_LAYOUT_BNSD &&
+                    if (fx_paged_as(&c, KVC_BLOCK_BNNBSD) && c.layout != KVC_LAYOUT_TND && c.layout != KVC_LAYOUT_BNSD &&
                         c.layout != KVC_LAYOUT_TND_NTD)
                         continue;
                     if (c.layout == KVC_LAYOUT_NTD_TND && c.storage != KVC_KV_CONTIGUOUS) continue;
@@ -73,8 +73,8 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     if (c.storage == KVC_KV_CONTIGUOUS && fx_tlayout(c.layout))
                         c.skv[0] = 3, c.skv[1] = 1, c.skv[2] = 2; /* packed prefill */
                     c.Nq = 4, c.Nkv = 2;
-                    c.D = c.storage == KVC_KV_PAGED_NZ ? 32 : 12;
-                    c.Dv = c.storage == KVC_KV_PAGED_NZ ? 64 : 8;
+                    c.D = fx_paged_as(&c, KVC_BLOCK_NZ) ? 32 : 12;
+                    c.Dv = fx_paged_as(&c, KVC_BLOCK_NZ) ? 64 : 8;
                     c.bs = 16;
                     c.mode = mode;
                     c.explicit_mask = mode <= 1;
@@ -94,7 +94,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     double e = ref_vs_oracle(&f, 1e-6, 1e-6);
                     if (e > 1.0)
                         fail_msg("layout %s storage %d kv %s mode %d: error %g", kvc_attn_layout_name(c.layout),
-                                 (int)c.storage, kvc_dtype_name(c.kvdt), mode, e);
+                                 (int)c.storage * 10 + (int)c.blk, kvc_dtype_name(c.kvdt), mode, e);
                     fx_free(&f);
                     runs++;
                 }
@@ -166,7 +166,7 @@ static void test_degenerate_cases(void **state)
     (void)state;
     /* Skv = 0 -> zeros, lse +inf; second request: mode 3 with Sq > Skv -> leading rows zero */
     fx_cfg c = base_cfg();
-    c.storage = KVC_KV_PAGED_BNBSH;
+    c.storage = KVC_KV_BLOCKS;
     c.B = 2, c.sq[0] = 2, c.skv[0] = 0, c.sq[1] = 4, c.skv[1] = 2, c.lse = true, c.mode = 3, c.extra_width = 1;
     fx f;
     fx_build(&f, &c);
@@ -317,7 +317,7 @@ static void test_refused_misuse(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fx_cfg c = base_cfg();
-        c.storage = KVC_KV_PAGED_BNBSH;
+        c.storage = KVC_KV_BLOCKS;
         c.sq[0] = 3, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.lse = true, c.extra_width = 1;
         fx f;
         fx_build(&f, &c);
@@ -337,13 +337,13 @@ static void test_refused_misuse(void **state)
 
 /* Issue 12 section 5 regressions: a band of INT64_MAX both ways is "no
  * limit" (it was refused as an empty band after a signed overflow); the
- * 4-D [NB, bs, Nkv, D] form of paged BnBsH caches is accepted and gives the
+ * 4-D [NB, bs, Nkv, D] form of KVC_BLOCK_BNBSND caches is accepted and gives the
  * bytes of the 3-D form; messages name the actual fault. */
 static void test_issue12_defects(void **state)
 {
     (void)state;
     fx_cfg c = base_cfg();
-    c.storage = KVC_KV_PAGED_BNBSH, c.B = 2, c.sq[0] = 3, c.skv[0] = 9, c.sq[1] = 1, c.skv[1] = 5, c.Nq = 4, c.Nkv = 2;
+    c.storage = KVC_KV_BLOCKS, c.B = 2, c.sq[0] = 3, c.skv[0] = 9, c.sq[1] = 1, c.skv[1] = 5, c.Nq = 4, c.Nkv = 2;
     c.lse = true;
     fx f;
     fx_build(&f, &c);
@@ -364,12 +364,12 @@ static void test_issue12_defects(void **state)
     assert_int_equal(kvc_attention_check(&f.p), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "R4"));
     f.p.sparse_mode = 3, f.p.pre_tokens = f.p.next_tokens = INT32_MAX;
-    /* 4-D paged BnBsH: [NB, bs, Nkv, D] reads as [NB, bs, Nkv*D] */
+    /* 4-D KVC_BLOCK_BNBSND: [NB, bs, Nkv, D] reads as [NB, bs, Nkv*D] */
     kvc_attention_params p4 = f.p;
     p4.k.ndim = p4.v.ndim = 4;
     p4.k.shape[2] = p4.v.shape[2] = c.Nkv, p4.k.shape[3] = c.D, p4.v.shape[3] = c.Dv;
     memset(f.obuf, 0, ob);
-    if (kvc_attention_ref(&p4) != KVC_OK) fail_msg("4-D BnBsH refused: %s", kvc_last_error());
+    if (kvc_attention_ref(&p4) != KVC_OK) fail_msg("4-D BNBSND refused: %s", kvc_last_error());
     assert_memory_equal(causal, f.obuf, ob);
     p4.k.shape[2] = 1, p4.k.shape[3] = c.Nkv * c.D; /* a head count that is not Nkv */
     assert_int_equal(kvc_attention_check(&p4), KVC_EINVAL);
@@ -401,7 +401,7 @@ static void test_mla_rules(void **state)
 {
     (void)state;
     fx_cfg c = base_cfg();
-    c.layout = KVC_LAYOUT_TND_NTD, c.storage = KVC_KV_PAGED_NZ, c.kvdt = KVC_DTYPE_BF16, c.qdt = KVC_DTYPE_BF16;
+    c.layout = KVC_LAYOUT_TND_NTD, c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_NZ, c.kvdt = KVC_DTYPE_BF16, c.qdt = KVC_DTYPE_BF16;
     c.B = 2, c.sq[0] = 1, c.sq[1] = 1, c.skv[0] = 20, c.skv[1] = 33, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 512, c.Dr = 64;
     c.bs = 16, c.mode = 0;
     fx f;

@@ -70,17 +70,17 @@ static void test_token_write_refusals(void **state)
     kvc_tensor c = {.data = cache, .dtype = KVC_DTYPE_I8, .ndim = 4, .shape = {NB, BS, N, D}};
     kvc_tensor u = t3(upd, KVC_DTYPE_F32, T, N, D);
     int64_t slots[T] = {5, 2};
-    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, scales, NB * BS), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, scales, NB * BS), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "token 1, channel 2 is inf"));
     upd[6] = 7.0f;
-    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, scales, NB * BS - 1), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, scales, NB * BS - 1), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "one scale per cache slot"));
     slots[1] = NB * BS;
-    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, scales, NB * BS), KVC_ERANGE);
+    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, scales, NB * BS), KVC_ERANGE);
     for (size_t i = 0; i < sizeof cache; i++) assert_int_equal(cache[i], 0x55); /* nothing written */
     for (int i = 0; i < NB * BS; i++) assert_true(scales[i] == -1.0f);
     slots[1] = KVC_SLOT_SKIP;
-    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, scales, NB * BS), KVC_OK);
+    assert_int_equal(kvc_write_slots_token_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, scales, NB * BS), KVC_OK);
     assert_true(fabsf(scales[5] - 4.0f / 127.0f) < 1e-7f);
     const int8_t want[4] = {32, 64, 95, 127}; /* 127 x / 4, ties to even: 31.75, 63.5, 95.25, 127 */
     for (int d = 0; d < D; d++) assert_int_equal(cache[5 * D + d], want[d]);
@@ -117,8 +117,8 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     kvc_tensor kc4 = {.data = kc, .dtype = dt, .ndim = 4, .shape = {NB, BS, NKV, D}}, vc4 = kc4;
     vc4.data = vc;
     assert_int_equal(kvc_kv_quant_scales(&kt, dt, H, kscale, kinv), KVC_OK); /* keys: calibrated per channel */
-    assert_int_equal(kvc_write_slots_quant(&kc4, KVC_PAGED_BNBSND, &kt, slots, total, kinv, NULL, H), KVC_OK);
-    assert_int_equal(kvc_write_slots_token_quant(&vc4, KVC_PAGED_BNBSND, &vt, slots, total, vslot, NB * BS), KVC_OK);
+    assert_int_equal(kvc_write_slots_quant(&kc4, KVC_BLOCK_BNBSND, &kt, slots, total, kinv, NULL, H), KVC_OK);
+    assert_int_equal(kvc_write_slots_token_quant(&vc4, KVC_BLOCK_BNBSND, &vt, slots, total, vslot, NB * BS), KVC_OK);
     /* per-element quantisation error, read back through the definitions */
     double dk[H] = {0}, dv_max = 0, vmax = 0;
     for (int64_t r = 0; r < total; r++)
@@ -144,7 +144,7 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     p.batch = B, p.q_lens = (int64_t[]){1, 2}, p.kv_lens = L, p.kv_len_form = KVC_KV_FORM_DIRECT;
     p.q = t3(q, KVC_DTYPE_F32, B, NQ, D), p.out = t3(out_q, KVC_DTYPE_F32, B, NQ, D);
     p.k = t3(kc, dt, NB, BS, H), p.v = t3(vc, dt, NB, BS, H);
-    p.kv_storage = KVC_KV_PAGED_BNBSH, p.block_size = BS;
+    p.kv_storage = KVC_KV_BLOCKS, p.block_size = BS;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {B, W}};
     p.key_quant_mode = KVC_QUANT_PER_CHANNEL, p.value_quant_mode = KVC_QUANT_PER_SLOT;
     p.key_scale = (kvc_tensor){.data = kscale, .dtype = KVC_DTYPE_F32, .ndim = 2, .shape = {NKV, D}};

@@ -54,13 +54,13 @@ static void test_contiguous_scatter(void **state)
 }
 
 /* Both allocation orders: values land at the formula's addresses, others untouched, -1 skipped. */
-static void check_slot_scatter(kvc_paged_order order)
+static void check_slot_scatter(kvc_block_layout order)
 {
     enum { NB = 3, BS = 4, N = 2, D = 3, T = 4 };
     float cache[NB * BS * N * D], upd[T * N * D];
     for (int i = 0; i < NB * BS * N * D; i++) cache[i] = 1000.0f + (float)i;
     for (int i = 0; i < T * N * D; i++) upd[i] = (float)i;
-    kvc_tensor c = order == KVC_PAGED_BNNBSD ? tensor4(cache, KVC_DTYPE_F32, NB, N, BS, D)
+    kvc_tensor c = order == KVC_BLOCK_BNNBSD ? tensor4(cache, KVC_DTYPE_F32, NB, N, BS, D)
                                              : tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D);
     kvc_tensor u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
     int64_t slots[T] = {5, KVC_SLOT_SKIP, 11, 0};
@@ -71,7 +71,7 @@ static void check_slot_scatter(kvc_paged_order order)
         int64_t p = slots[t] / BS, o = slots[t] % BS;
         for (int h = 0; h < N; h++)
             for (int d = 0; d < D; d++) {
-                int64_t a = order == KVC_PAGED_BNNBSD ? ((p * N + h) * BS + o) * D + d : ((p * BS + o) * N + h) * D + d;
+                int64_t a = order == KVC_BLOCK_BNNBSD ? ((p * N + h) * BS + o) * D + d : ((p * BS + o) * N + h) * D + d;
                 assert_true(cache[a] == upd[(t * N + h) * D + d]);
                 written[a] = 1;
             }
@@ -92,7 +92,7 @@ static void check_slot_scatter(kvc_paged_order order)
     assert_int_equal(kvc_write_slots(&c, order, &u16, slots, T), KVC_EINVAL); /* dtype mismatch */
 }
 
-static void test_slot_scatter_bnbsnd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNBSND); }
+static void test_slot_scatter_bnbsnd(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNBSND); }
 
 /* AO 2.2: duplicates are legal only in the null block (slots < bs); debug
  * builds refuse a duplicate outside it (in any block, here block 2), leaving
@@ -106,22 +106,22 @@ static void test_slot_duplicates(void **state)
     for (int i = 0; i < T * N * D; i++) upd[i] = -1.0f - (float)i;
     kvc_tensor c = tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
     int64_t in_null[T] = {0, 5, 0, 3, 3}; /* 0 and 3 repeated: both in block 0 */
-    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, in_null, T), KVC_OK);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, in_null, T), KVC_OK);
     assert_true(cache[5 * D] == upd[1 * D]);
 #ifndef NDEBUG
     float before[NB * BS * N * D];
     memcpy(before, cache, sizeof cache);
     int64_t dup[T] = {9, 1, KVC_SLOT_SKIP, 4, 9};
-    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, dup, T), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, dup, T), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "slot 9 is written twice"));
     int64_t dup_last_block[T] = {11, 2, 11, KVC_SLOT_SKIP, KVC_SLOT_SKIP};
-    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, dup_last_block, T), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, dup_last_block, T), KVC_EINVAL);
     int64_t skips[T] = {KVC_SLOT_SKIP, KVC_SLOT_SKIP, 8, KVC_SLOT_SKIP, 10}; /* repeated skip markers are fine */
     assert_memory_equal(before, cache, sizeof cache);
-    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_BNBSND, &u, skips, T), KVC_OK);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, skips, T), KVC_OK);
 #endif
 }
-static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_PAGED_BNNBSD); }
+static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNNBSD); }
 
 static void test_nz_index_examples(void **state)
 {
@@ -145,7 +145,7 @@ static void test_nz_write_roundtrip(void **state)
     }
     kvc_tensor c = tensor4(cache, KVC_DTYPE_BF16, NB, BS, 1, D), u = tensor3(upd16, KVC_DTYPE_BF16, 1, 1, D);
     int64_t slot = 3 * BS + 5;
-    assert_int_equal(kvc_write_slots(&c, KVC_PAGED_NZ, &u, &slot, 1), KVC_OK);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_NZ, &u, &slot, 1), KVC_OK);
     assert_true(kvc_bf16_to_f32(cache[200789]) == upd[37]);
     /* read back through the 5-D view [NB, 1, D/16, bs, 16] */
     int plain_same = 1;
@@ -157,7 +157,7 @@ static void test_nz_write_roundtrip(void **state)
     assert_false(plain_same); /* a plain-order read of an NZ cache sees other data */
     float f32cache[16];
     kvc_tensor cf = tensor4(f32cache, KVC_DTYPE_F32, 1, 16, 1, 1);
-    assert_int_equal(kvc_write_slots(&cf, KVC_PAGED_NZ, &u, &slot, 1), KVC_EINVAL); /* f32 NZ unsupported */
+    assert_int_equal(kvc_write_slots(&cf, KVC_BLOCK_NZ, &u, &slot, 1), KVC_EINVAL); /* f32 NZ unsupported */
     free(cache);
 }
 
@@ -216,7 +216,7 @@ static void test_rmsnorm_rope_vectors(void **state)
 }
 
 /* Full 512 + 64 case against a scalar double-precision reference, plain and NZ. */
-static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
+static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
 {
     enum { T = 3, DC = 512, DR = 64, NB = 2, BS = 16 };
     float *kv = malloc(sizeof(float) * T * (DC + DR)), gamma[DC], cs[T * DR], sn[T * DR];
@@ -250,7 +250,7 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
             assert_float_equal(out_nope[t * DC + i], want, 1e-5);
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
-            int64_t a = order == KVC_PAGED_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
+            int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
             if (nope_dt == KVC_DTYPE_F8E4M3) {
                 assert_int_equal(((uint8_t *)nope)[a], kvc_f32_to_fp8_e4m3(out_nope[t * DC + i] * inv_scale));
             } else if (nope_dt == KVC_DTYPE_I8) {
@@ -267,7 +267,7 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
             assert_float_equal(out_rope[t * DR + i], want, 1e-6);
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
-            int64_t a = order == KVC_PAGED_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, 16) : slots[t] * DR + i;
+            int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, 16) : slots[t] * DR + i;
             assert_float_equal(kvc_bf16_to_f32(rope[a]), want, fabs(want) * 0.008 + 1e-6);
         }
     }
@@ -282,10 +282,10 @@ static void check_mla_write(kvc_paged_order order, kvc_dtype nope_dt)
     free(rope);
 }
 
-static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_PAGED_BNBSND, KVC_DTYPE_BF16); }
-static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_BF16); }
-static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_PAGED_BNBSND, KVC_DTYPE_F8E4M3); }
-static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_PAGED_NZ, KVC_DTYPE_I8); }
+static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_BF16); }
+static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_BF16); }
+static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_F8E4M3); }
+static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_I8); }
 
 static void test_quantized_write(void **state)
 {
@@ -308,7 +308,7 @@ static void test_quantized_write(void **state)
     }
     kvc_tensor c = tensor4(cache, KVC_DTYPE_I8, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
     int64_t slots[T] = {1, 6, KVC_SLOT_SKIP};
-    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, N * D), KVC_OK);
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, N * D), KVC_OK);
     for (int t = 0; t < 2; t++)
         for (int ch = 0; ch < N * D; ch++) {
             int8_t q = cache[slots[t] * N * D + ch];
@@ -316,7 +316,7 @@ static void test_quantized_write(void **state)
             double x = (1.0 / inv[ch]) * (q - off[ch]);
             assert_true(fabs(x - upd[t * N * D + ch]) <= 0.5 / inv[ch] + 1e-6);
         }
-    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, 3), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, 3), KVC_EINVAL);
 }
 
 /* fp8 slot writes: every element is the saturating round-to-nearest-even
@@ -332,14 +332,14 @@ static void test_fp8_write(void **state)
     for (int i = 0; i < T * H; i++) upd[i] = (float)sin(0.7 * i) * (i % 11 == 0 ? 900.0f : 3.0f); /* some saturate */
     for (int i = 0; i < H; i++) inv[i] = 0.5f + 0.25f * (float)i;
     const kvc_dtype dts[2] = {KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
-    const kvc_paged_order orders[3] = {KVC_PAGED_BNBSND, KVC_PAGED_BNNBSD, KVC_PAGED_NZ};
+    const kvc_block_layout orders[3] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ};
     const int64_t counts[3] = {1, N, H};
     int64_t slots[T] = {17, KVC_SLOT_SKIP, 2};
     for (int di = 0; di < 2; di++)
         for (int oi = 0; oi < 3; oi++)
             for (int ci = 0; ci < 3; ci++) {
                 memset(cache, 0xaa, sizeof cache);
-                kvc_tensor c = orders[oi] == KVC_PAGED_BNNBSD ? tensor4(cache, dts[di], NB, N, BS, D)
+                kvc_tensor c = orders[oi] == KVC_BLOCK_BNNBSD ? tensor4(cache, dts[di], NB, N, BS, D)
                                                               : tensor4(cache, dts[di], NB, BS, N, D);
                 kvc_tensor u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
                 assert_int_equal(kvc_write_slots_quant(&c, orders[oi], &u, slots, T, inv, NULL, counts[ci]), KVC_OK);
@@ -351,8 +351,8 @@ static void test_fp8_write(void **state)
                             const int ch = h * D + d, qi = counts[ci] == 1 ? 0 : counts[ci] == N ? h : ch;
                             const float y = upd[t * H + ch] * inv[qi];
                             const uint8_t want = dts[di] == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(y) : kvc_f32_to_fp8_e5m2(y);
-                            int64_t a = orders[oi] == KVC_PAGED_NZ ? kvc_nz_index(p, o, h, d, BS, N, D, 32)
-                                        : orders[oi] == KVC_PAGED_BNNBSD ? ((p * N + h) * BS + o) * D + d
+                            int64_t a = orders[oi] == KVC_BLOCK_NZ ? kvc_nz_index(p, o, h, d, BS, N, D, 32)
+                                        : orders[oi] == KVC_BLOCK_BNNBSD ? ((p * N + h) * BS + o) * D + d
                                                                          : (slots[t] * N + h) * D + d;
                             assert_int_equal(cache[a], want);
                         }
@@ -365,9 +365,9 @@ static void test_fp8_write(void **state)
     memcpy(before, cache, sizeof cache);
     kvc_tensor c = tensor4(cache, KVC_DTYPE_F8E4M3, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
     float off[H] = {0};
-    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, off, H), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, H), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "no offset"));
-    assert_int_equal(kvc_write_slots_quant(&c, KVC_PAGED_BNBSND, &u, slots, T, inv, NULL, 3), KVC_EINVAL);
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, NULL, 3), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "per head"));
     assert_memory_equal(before, cache, sizeof cache);
 }

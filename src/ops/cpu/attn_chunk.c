@@ -59,7 +59,7 @@ void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
     if (pb->paged)
-        cx->token_major = p->kv_storage == KVC_KV_PAGED_BNBSH;
+        cx->token_major = pb->blk == KVC_BLOCK_BNBSND;
     else
         cx->token_major = p->layout != KVC_LAYOUT_NTD_TND && p->layout != KVC_LAYOUT_BNSD;
     for (int64_t b = 0; b < pb->B; b++) {

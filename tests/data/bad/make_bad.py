@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the model directories of the bad-input corpus (cases.tsv): a tiny
 qwen3 model that runs (run_ok) and copies of it broken in one way each.
-The trace files beside them are written by hand. Run from this folder."""
+The trace files beside them were written by hand (trace_loop_a/b.json are
+symlinks to each other). Run from this folder."""
 import json
 import os
 import shutil
@@ -84,7 +85,15 @@ def main():
     write("run_st_gap_last", data_edit=lambda d: d + b"\0" * 4)
     write("run_st_shape_1e300", header_edit=shape_huge)
     write("run_st_misaligned", header_edit=misaligned, data_edit=lambda d: b"\0" * 2 + d)
+    write("run_st_dup_name", raw_header=b'{"model.norm.weight": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}, '
+          b'"model.norm.weight": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}', data_edit=lambda d: b"")
     write("run_st_utf8", raw_header=b'{"model.norm.weight\xff": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}')
+    # two *.safetensors symlinks that point at each other (issue 13 #11)
+    shutil.rmtree("run_st_loop", ignore_errors=True)
+    os.makedirs("run_st_loop")
+    shutil.copy(os.path.join("run_ok", "config.json"), "run_st_loop")
+    os.symlink("b.safetensors", os.path.join("run_st_loop", "a.safetensors"))
+    os.symlink("a.safetensors", os.path.join("run_st_loop", "b.safetensors"))
 
 
 main()
