@@ -108,12 +108,21 @@ typedef struct kvc_manager_params {
     int64_t max_model_len;
     int64_t max_requests;
     int64_t engine_next_n;
+    bool prefix_caching;
+    uint64_t prefix_salt;
+    int64_t state_snapshot_interval;
     ...;
 } kvc_manager_params;
 kvc_manager_params kvc_manager_default_params(void);
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out);
 void kvc_manager_destroy(kvc_manager *m);
+typedef struct kvc_prompt {
+    const int32_t *tokens;
+    int64_t n_tokens;
+    const char *cache_salt;
+    ...;
+} kvc_prompt;
 typedef struct kvc_slot_request {
     int64_t request_id;
     int64_t computed_tokens;
@@ -121,9 +130,31 @@ typedef struct kvc_slot_request {
     int64_t lookahead_tokens;
     int64_t reserved_tokens;
     uint64_t skip_keys;
+    const kvc_prompt *prompt;
     ...;
 } kvc_slot_request;
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
+typedef struct kvc_prefix_hit {
+    int64_t n_tokens;
+    int64_t n_entries[...];
+    int64_t n_cached[...];
+    ...;
+} kvc_prefix_hit;
+kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
+kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens, int64_t n_computed);
+kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out);
+typedef struct kvc_prefix_stats {
+    int64_t queries;
+    int64_t hits;
+    int64_t query_tokens;
+    int64_t hit_tokens;
+    int64_t evictions;
+    int64_t cached_blocks;
+    ...;
+} kvc_prefix_stats;
+kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
+int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
+kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
 int32_t kvc_manager_n_keys(const kvc_manager *m);
 const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);

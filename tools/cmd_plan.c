@@ -8,11 +8,13 @@
 #include "base/internal.h"
 #include "cmd_plan.h"
 #include "kvcache/plan.h"
+#include "plot_data.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,
             "usage: kvcache plan CONFIG.json [--tp N] [--block-size N] [--kv-dtype f16|bf16|f32|i8]\n"
             "                    [--max-model-len N] [--max-concurrency N] [--next-n N] [--kv-memory BYTES] [--json]\n"
+            "                    [--plot FILE.png]\n"
             "\n"
             "Reads a Hugging Face config.json and prints its KV cache plan: paged or legacy caches, the\n"
             "attention type, window and mask modes of every layer, operator generation and layout, MLA\n"
@@ -26,7 +28,9 @@ static void plan_usage(FILE *f) {
             "  --next-n N           speculative depth (default 0)\n"
             "  --kv-memory BYTES    size the caches from this budget instead of len x concurrency;\n"
             "                       accepts 64GiB, 512MiB, 1.5GB, 1e9, ...\n"
-            "  --json               one JSON object instead of the table\n");
+            "  --json               one JSON object instead of the table\n"
+            "  --plot FILE.png      also draw the memory split (writes FILE.png.json and runs\n"
+            "                       python3 -m kvcache.plot on it; KVC_PYTHON picks the Python)\n");
 }
 
 /* Parses a byte count or count: digits, or a decimal/exponent number, with an
@@ -252,6 +256,7 @@ int kvc_cmd_plan(int argc, char **argv) {
     kvc_plan_options opt = kvc_plan_default_options();
     const char *path = NULL;
     bool json = false;
+    const char *plot = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -263,6 +268,12 @@ int kvc_cmd_plan(int argc, char **argv) {
         } else if (strcmp(a, "--json") == 0) {
             json = true;
             continue;
+        } else if (strcmp(a, "--plot") == 0) {
+            if (val == NULL) {
+                fprintf(stderr, "kvcache plan: --plot expects FILE.png\n");
+                return 2;
+            }
+            plot = val;
         } else if (count_flag(a, &opt, &count)) {
             rc = parse_count(a, val, count.min, count.dst);
         } else if (strcmp(a, "--kv-dtype") == 0) {
@@ -317,6 +328,16 @@ int kvc_cmd_plan(int argc, char **argv) {
     } else if (!print_table(plan)) {
         fprintf(stderr, "kvcache plan: out of memory printing the table\n");
         rc = 1;
+    }
+    if (plot != NULL && rc == 0) {
+        char *doc = NULL;
+        if (kvc_model_plan_to_json(plan, &doc) != KVC_OK) {
+            fprintf(stderr, "kvcache plan: %s\n", kvc_last_error());
+            rc = 1;
+        } else {
+            rc = kvc_plot_emit("plan", doc, strlen(doc), plot, ".json");
+            kvc_plan_json_free(doc);
+        }
     }
     kvc_model_plan_destroy(plan);
     return rc;

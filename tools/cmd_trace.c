@@ -9,11 +9,12 @@
 
 #include "base/internal.h"
 #include "commands.h"
+#include "plot_data.h"
 #include "trace_replay.h"
 
 static void trace_usage(FILE *f) {
     fprintf(f,
-            "usage: kvcache trace FILE|- [--usage] [--check] [--max-blocks N]\n\n"
+            "usage: kvcache trace FILE|- [--usage] [--check] [--max-blocks N] [--plot FILE.png]\n\n"
             "Replays a JSON trace (a cache description, block counts or a plan, and a list of\n"
             "allocate/free ops) against the request-level manager and prints JSON Lines:\n"
             "  {\"block_num\": {KEY: N, ...}}                          the pools\n"
@@ -37,6 +38,9 @@ static void trace_usage(FILE *f) {
             "                  the pool size per op)\n"
             "  --max-blocks N  largest number of blocks of all pools together (default %" PRId64 ";\n"
             "                  at most %" PRId32 ")\n"
+            "  --plot FILE.png draw block usage per key over the ops, prefix hits marked (implies\n"
+            "                  --usage; writes the lines to FILE.png.jsonl and runs python3 -m\n"
+            "                  kvcache.plot on them, KVC_PYTHON picks the Python)\n"
             "The input file is at most %zu bytes.\n",
             KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
 }
@@ -52,11 +56,14 @@ static bool parse_max_blocks(const char *s, int64_t *out) {
 }
 
 int kvc_cmd_trace(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *plot = NULL;
     kvc_trace_options opts = {.max_blocks = KVC_TRACE_DEFAULT_MAX_BLOCKS};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--usage") == 0) {
             opts.print_usage = true;
+        } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
+            plot = argv[++i];
+            opts.print_usage = true; /* the usage lines are what the picture draws */
         } else if (strcmp(argv[i], "--check") == 0) {
             opts.check_invariants = true;
         } else if (strcmp(argv[i], "--max-blocks") == 0) {
@@ -87,11 +94,37 @@ int kvc_cmd_trace(int argc, char **argv) {
         fprintf(stderr, "kvcache trace: %s\n", kvc_last_error());
         return st == KVC_ENOMEM ? 1 : 2;
     }
-    int rc = kvc_trace_replay(json, len, stdout, &opts);
-    kvc_free(json);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
+    if (plot == NULL) {
+        int rc = kvc_trace_replay(json, len, stdout, &opts);
+        kvc_free(json);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
+            return 1;
+        }
+        return rc;
+    }
+    /* --plot: the lines go to the picture's data file, then from it to stdout */
+    char *data_path = kvc_plot_data_path(plot, ".jsonl");
+    FILE *out = data_path != NULL ? fopen(data_path, "w+b") : NULL;
+    if (out == NULL) {
+        if (data_path != NULL) fprintf(stderr, "kvcache trace: cannot write %s\n", data_path);
+        kvc_free(data_path);
+        kvc_free(json);
         return 1;
     }
+    int rc = kvc_trace_replay(json, len, out, &opts);
+    kvc_free(json);
+    char buf[8192];
+    rewind(out);
+    for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;)
+        if (fwrite(buf, 1, n, stdout) != n) break;
+    bool bad = ferror(out) != 0;
+    bad |= fclose(out) != 0;
+    if (bad || fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
+        rc = 1;
+    }
+    if (rc == 0) rc = kvc_plot_run("trace", data_path, plot);
+    kvc_free(data_path);
     return rc;
 }

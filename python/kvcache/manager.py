@@ -124,6 +124,31 @@ class StepMetadata:
     keys: Dict[str, StepKey]
 
 
+def _tokens(tokens):
+    try:
+        a = np.asarray(tokens)
+    except Exception:
+        raise invalid("tokens: not a list of token ids") from None
+    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+        raise invalid(f"tokens: a 1-D list of integer token ids is expected, got shape {list(a.shape)} of {a.dtype}")
+    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+        raise invalid("tokens: ids outside int32")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _prompt(tokens, cache_salt):
+    """A kvc_prompt over a copy of the ids; returns (prompt, what keeps it valid)."""
+    arr = _tokens(tokens)
+    p = ffi.new("kvc_prompt *")
+    buf = ffi.from_buffer("int32_t[]", arr)
+    p.tokens, p.n_tokens = buf, arr.size
+    salt = None
+    if cache_salt is not None:
+        salt = ffi.new("char[]", str(cache_salt).encode())
+        p.cache_salt = salt
+    return p, arr, buf, salt
+
+
 def _copy(ptr, n, dtype, ctype):
     if n == 0 or ptr == ffi.NULL:
         return np.zeros(0, dtype=dtype)
@@ -141,7 +166,8 @@ class Manager:
     and block_num an int (every key) or {key: blocks} (null block included).
     """
 
-    def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0):
+    def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0, prefix_caching=False,
+                 prefix_salt=0, state_snapshot_interval=0):
         if isinstance(source, Plan):
             self._owner = source
             ci = ffi.addressof(source._handle[0], "cache_info")
@@ -166,6 +192,12 @@ class Manager:
         p = ffi.new("kvc_manager_params *", lib.kvc_manager_default_params())
         p.max_model_len = int64(max_model_len, "max_model_len")
         p.max_requests = int64(max_requests, "max_requests")
+        p.prefix_caching = bool(prefix_caching)
+        if isinstance(prefix_salt, bool) or not hasattr(prefix_salt, "__index__") \
+                or not 0 <= prefix_salt.__index__() < 2**64:
+            raise invalid(f"prefix_salt: {prefix_salt!r} is not a 64-bit unsigned integer")
+        p.prefix_salt = prefix_salt.__index__()
+        p.state_snapshot_interval = int64(state_snapshot_interval, "state_snapshot_interval")
         out = ffi.new("kvc_manager **")
         check(lib.kvc_manager_create(ci, blocks, p, out))
         # the destructor holds what the manager reads (the description, the
@@ -196,12 +228,18 @@ class Manager:
 
     # ---- requests --------------------------------------------------------
     def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
-                       keys=None):
+                       keys=None, prompt=None, cache_salt=None):
         """Backs positions 0 .. computed + new + lookahead - 1 of the request
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
-        free blocks: nothing was allocated)."""
+        free blocks: nothing was allocated). With prefix caching, the first
+        call of a request passes its prompt (token ids) and, after a hit from
+        find_prefix, computed_tokens = the hit's n_tokens."""
         req = ffi.new("kvc_slot_request *")
+        keep = None
+        if prompt is not None:
+            keep = _prompt(prompt, cache_salt)
+            req.prompt = keep[0]
         req.request_id = int64(request_id, "request_id")
         req.computed_tokens = int64(computed_tokens, "computed_tokens")
         req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
@@ -210,7 +248,45 @@ class Manager:
         if keys is not None:
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
-        return check(lib.kvc_manager_allocate_slots(self._m, req)) != lib.KVC_NO_SPACE
+        status = check(lib.kvc_manager_allocate_slots(self._m, req))
+        del keep
+        return status != lib.KVC_NO_SPACE
+
+    # ---- prefix caching ------------------------------------------------------
+    def find_prefix(self, tokens, cache_salt=None):
+        """The longest cached prefix of a prompt every key accepts:
+        {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks}}
+        (L = 0: a miss, and always a miss with prefix caching off)."""
+        prompt = _prompt(tokens, cache_salt)
+        hit = ffi.new("kvc_prefix_hit *")
+        check(lib.kvc_manager_find_prefix(self._m, prompt[0], hit))
+        keys = self.keys
+        return {"n_tokens": hit.n_tokens, "entries": {k: hit.n_entries[i] for i, k in enumerate(keys)},
+                "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}}
+
+    def cache_computed(self, request_id, tokens):
+        """Indexes the request's full blocks once tokens (prompt then
+        generated ids, all computed) are in the cache."""
+        arr = _tokens(tokens)
+        check(lib.kvc_manager_cache_computed(self._m, int64(request_id, "request_id"),
+                                             ffi.from_buffer("int32_t[]", arr), arr.size))
+
+    def state_source(self, request_id, key=None):
+        """Mamba keys with prefix caching: the block the request's next state
+        starts from (0 when its own state block already holds it)."""
+        out = ffi.new("int32_t *")
+        check(lib.kvc_manager_state_source(self._m, int64(request_id, "request_id"), self.key_index(key), out))
+        return out[0]
+
+    def prefix_stats(self):
+        """{"queries", "hits", "query_tokens", "hit_tokens", "evictions", "cached_blocks"}."""
+        st = ffi.new("kvc_prefix_stats *")
+        check(lib.kvc_manager_prefix_stats(self._m, st))
+        return {f: getattr(st, f) for f in ("queries", "hits", "query_tokens", "hit_tokens", "evictions",
+                                            "cached_blocks")}
+
+    def clear_prefix_cache(self):
+        check(lib.kvc_manager_clear_prefix_cache(self._m))
 
     def free(self, request_id):
         """Returns every block of the request (an unknown id does nothing)."""
@@ -241,18 +317,20 @@ class Manager:
 
     # ---- usage -----------------------------------------------------------
     def usage(self):
-        """{key: {"used", "free", "total", "block_size", "attn_type"}} (the null block counts as used)."""
+        """{key: {"used", "free", "cached_free", "total", "block_size", "attn_type"}} (the null
+        block counts as used; cached_free: free blocks still holding indexed prefix data)."""
         out = {}
         for i, k in enumerate(self.keys):
             total, free = lib.kvc_manager_num_blocks(self._m, i), lib.kvc_manager_num_free(self._m, i)
             out[k] = {"used": total - free, "free": free, "total": total,
+                      "cached_free": lib.kvc_manager_num_cached_free(self._m, i),
                       "block_size": lib.kvc_manager_block_size(self._m, i),
                       "attn_type": cstr(lib.kvc_attn_type_name(lib.kvc_manager_key_type(self._m, i)))}
         return out
 
     def stats(self):
         return {"live_requests": lib.kvc_manager_num_live_requests(self._m), "max_model_len": self.max_model_len,
-                "keys": self.usage()}
+                "keys": self.usage(), "prefix": self.prefix_stats()}
 
     def check(self):
         """Runs the manager's invariant checks; InternalError names a broken one."""

@@ -88,3 +88,33 @@ def test_step_buffers_grow():
         assert m.allocate_slots(r, 0, n)
     md = m.step(rows, True)
     assert md.n_tokens == 3000 and md.keys["FullAttention"].slot_mapping.shape == (3000,)
+
+
+def test_prefix_cache_hit_reuses_blocks():
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4}]], block_num=40, max_model_len=64,
+                        prefix_caching=True)
+    prompt = list(range(100, 140))
+    assert m.allocate_slots(1, 0, len(prompt), prompt=prompt)
+    first = m.block_table(1).tolist()
+    m.cache_computed(1, prompt)
+    m.free(1)
+    assert m.usage()["FullAttention"]["cached_free"] == 10
+    longer = prompt + [7, 8, 9, 10]
+    hit = m.find_prefix(longer)
+    assert hit["n_tokens"] == 40 and hit["cached"]["FullAttention"] == 10
+    assert m.find_prefix(longer, cache_salt="tenant-b")["n_tokens"] == 0  # another salt shares nothing
+    assert m.allocate_slots(2, hit["n_tokens"], len(longer) - hit["n_tokens"], prompt=longer)
+    assert m.block_table(2).tolist()[:10] == first
+    stats = m.prefix_stats()
+    assert stats["hits"] == 1 and stats["hit_tokens"] == 40 and stats["queries"] == 2
+    m.check()
+    m.clear_prefix_cache()
+    assert m.prefix_stats()["cached_blocks"] == 0
+
+
+def test_prefix_cache_off_never_hits():
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4}]], block_num=20, max_model_len=64)
+    assert m.allocate_slots(1, 0, 8, prompt=list(range(8)))
+    m.cache_computed(1, list(range(8)))
+    m.free(1)
+    assert m.find_prefix(list(range(12)))["n_tokens"] == 0

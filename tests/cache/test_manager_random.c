@@ -5,6 +5,8 @@
  * the invariants of VER 5 and the release chain. */
 #include "kvc_test_util.h"
 
+#include "shadow_rng.h"
+
 #define MAX_REQ 24
 #define MAX_KEYS 3
 
@@ -21,19 +23,6 @@ typedef struct shadow {
     int64_t max_model_len;
     shadow_table t[MAX_REQ][MAX_KEYS];
 } shadow;
-
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
-
-static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static int64_t entries_of(const shadow *s, int32_t k) {
     int64_t n = 0;

@@ -13,6 +13,7 @@
 #include "kvc_test_util.h"
 
 #include "cache/manager_internal.h"
+#include "shadow_rng.h"
 
 #define N_KEYS 3
 #define MAX_REQ 8
@@ -62,17 +63,6 @@ typedef struct shadow {
     int64_t evictions, queries, hits, hit_tokens;
 } shadow;
 
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t hash_tokens(int g) { return key_type[g] == KVC_ATTN_MAMBA ? INTERVAL : BS; }
 
 /* ---- the shadow's pool ------------------------------------------------------ */

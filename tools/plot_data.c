@@ -1,0 +1,56 @@
+/* --plot: the data file and the Python plotting run (plot_data.h). */
+#include "plot_data.h"
+
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "base/internal.h"
+
+extern char **environ;
+
+char *kvc_plot_data_path(const char *png_path, const char *suffix) {
+    size_t n = strlen(png_path) + strlen(suffix) + 1;
+    char *path = kvc_malloc(n);
+    if (path == NULL) {
+        fprintf(stderr, "kvcache: --plot: out of memory\n");
+        return NULL;
+    }
+    snprintf(path, n, "%s%s", png_path, suffix);
+    return path;
+}
+
+int kvc_plot_run(const char *kind, const char *data_path, const char *png_path) {
+    const char *python = getenv("KVC_PYTHON");
+    if (python == NULL || python[0] == '\0') python = "python3";
+    char *argv[] = {(char *)python, "-m", "kvcache.plot", (char *)kind, (char *)data_path, (char *)png_path, NULL};
+    pid_t pid;
+    int status = 0;
+    int rc = posix_spawnp(&pid, python, NULL, NULL, argv, environ);
+    if (rc == 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        fprintf(stderr, "kvcache: --plot: wrote %s (data: %s)\n", png_path, data_path);
+        return 0;
+    }
+    fprintf(stderr,
+            "kvcache: --plot: \"%s -m kvcache.plot %s %s %s\" %s; the data is in %s (install the Python package: "
+            "pip install ./python[plot], or set KVC_PYTHON to a Python that has it)\n",
+            python, kind, data_path, png_path, rc != 0 ? "could not start" : "failed", data_path);
+    return 1;
+}
+
+int kvc_plot_emit(const char *kind, const char *data, size_t len, const char *png_path, const char *suffix) {
+    char *path = kvc_plot_data_path(png_path, suffix);
+    if (path == NULL) return 1;
+    FILE *f = fopen(path, "wb");
+    int bad = f == NULL || fwrite(data, 1, len, f) != len;
+    if (f != NULL && fclose(f) != 0) bad = 1;
+    int rc = 1;
+    if (bad)
+        fprintf(stderr, "kvcache: --plot: cannot write %s\n", path);
+    else
+        rc = kvc_plot_run(kind, path, png_path);
+    kvc_free(path);
+    return rc;
+}

@@ -1,0 +1,22 @@
+/* `--plot FILE.png` of `kvcache trace`, `plan` and `bench engine`: the command
+ * writes the data of the picture beside it (FILE.png.json, or .jsonl for a
+ * trace) and has the Python package draw it:
+ *   $KVC_PYTHON -m kvcache.plot KIND DATA FILE.png   (KVC_PYTHON: python3 by default)
+ * The package comes from `pip install ./python[plot]` (docs/python.md). */
+#ifndef KVC_TOOLS_PLOT_DATA_H
+#define KVC_TOOLS_PLOT_DATA_H
+
+#include <stddef.h>
+
+/* png_path + suffix, kvc_malloc'ed (kvc_free it); NULL after a message when out of memory. */
+char *kvc_plot_data_path(const char *png_path, const char *suffix);
+
+/* Runs the plotting on a data file already written. Returns 0, or 1 after a
+ * message on stderr naming what failed (the data file stays, so the picture
+ * can be drawn later). */
+int kvc_plot_run(const char *kind, const char *data_path, const char *png_path);
+
+/* Writes data[0..len) to png_path + suffix, then kvc_plot_run. */
+int kvc_plot_emit(const char *kind, const char *data, size_t len, const char *png_path, const char *suffix);
+
+#endif
