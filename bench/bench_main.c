@@ -1,4 +1,4 @@
-/* `kvcache bench WHAT [--json] [--against LIB]`: finds the benchmark and runs it. */
+/* `kvcache bench WHAT [--json] [--against LIB] [--plot FILE.png]`: finds the benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +23,17 @@ double kvc_bench_median(double *v, int n) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB]\n\nbenchmarks:\n");
+    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--plot FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
-               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n");
+               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n"
+               "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
+               "the samples to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
 }
 
 int kvc_cmd_bench(int argc, char **argv) {
     const char *what = NULL;
-    kvc_bench_opts opts = {false, NULL};
+    kvc_bench_opts opts = {.json = false};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             opts.json = true;
@@ -41,6 +43,12 @@ int kvc_cmd_bench(int argc, char **argv) {
                 return 2;
             }
             opts.against = argv[++i];
+        } else if (strcmp(argv[i], "--plot") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "kvcache bench: --plot needs FILE.png\n");
+                return 2;
+            }
+            opts.plot = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
@@ -53,6 +61,10 @@ int kvc_cmd_bench(int argc, char **argv) {
     }
     if (what == NULL) {
         bench_usage(stderr);
+        return 2;
+    }
+    if (opts.plot && strcmp(what, "engine") != 0) {
+        fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
     if (opts.against && strcmp(what, "attention") != 0) {
