@@ -29,10 +29,15 @@ CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model
 ENGINE_FORMAT_FILES := src/engine/names.c src/engine/queue.c src/engine/latency.c src/engine/step.c \
                        src/engine/step_rows.c src/engine/schedule.c src/engine/engine_internal.h \
                        tests/engine/test_engine_budget.c
+# the runtime's GEMM, calibration, dtype comparison and their tests
+RUNTIME_FORMAT_FILES := src/model/gemm.h src/model/gemm.c src/model/gemm_avx2.c src/model/gemm_avx512.c \
+                        src/model/prepare.c src/model/calibrate.c src/runner/compare.c tools/run_compare.h \
+                        tools/run_compare.c bench/bench_gemm.c tests/model/test_model_gemm.c \
+                        tests/model/test_model_batch_invariance.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
-                tests/install/consumer.c $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES))
+                tests/install/consumer.c $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES))
 
 BUILD := build
 BUILD_ASAN := build-asan

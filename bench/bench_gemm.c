@@ -15,7 +15,7 @@
 #include "bench.h"
 #include "model/gemm.h"
 
-#define REPS 9
+#define REPS       9
 #define MIN_CALL_S 0.02 /* each timed sample repeats the call until it lasts this long */
 
 typedef struct gemm_shape {
@@ -25,24 +25,29 @@ typedef struct gemm_shape {
 
 /* The instruction-set flags the CPU reports that matter to the kernels
  * (the names both GCC and clang know for __builtin_cpu_supports). */
-static void cpu_flags(char *out, size_t cap)
-{
+static void cpu_flags(char *out, size_t cap) {
     size_t len = 0;
     out[0] = '\0';
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-#define FLAG(name)                                                                                  \
-    if (__builtin_cpu_supports(name) && len + sizeof name + 1 < cap)                                \
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", name);
-    FLAG("avx2") FLAG("fma") FLAG("avx512f") FLAG("avx512bw") FLAG("avx512vl") FLAG("avx512vnni")
+#define FLAG(name)                                                                                                     \
+    do {                                                                                                               \
+        if (__builtin_cpu_supports(name) && len + sizeof name + 1 < cap)                                               \
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", name);                               \
+    } while (0)
+    FLAG("avx2");
+    FLAG("fma");
+    FLAG("avx512f");
+    FLAG("avx512bw");
+    FLAG("avx512vl");
+    FLAG("avx512vnni");
 #undef FLAG
 #endif
     if (len == 0) snprintf(out, cap, "none of avx2/fma/avx512 reported");
 }
 
 /* Seconds per call of ours (who 0) or OpenBLAS (who 1), one sample. */
-static double sample(int who, const gemm_shape *s, const float *A, const float *B, float *C)
-{
+static double sample(int who, const gemm_shape *s, const float *A, const float *B, float *C) {
     int calls = 0;
     const double t0 = kvc_bench_now();
     double t;
@@ -58,8 +63,7 @@ static double sample(int who, const gemm_shape *s, const float *A, const float *
     return t / calls;
 }
 
-static int run_shape(const gemm_shape *s, bool json)
-{
+static int run_shape(const gemm_shape *s, bool json) {
     float *A = malloc((size_t)(s->M * s->K) * sizeof(float)), *B = malloc((size_t)(s->N * s->K) * sizeof(float));
     float *C = malloc((size_t)(s->M * s->N) * sizeof(float)), *R = malloc((size_t)(s->M * s->N) * sizeof(float));
     if (!A || !B || !C || !R) {
@@ -68,11 +72,13 @@ static int run_shape(const gemm_shape *s, bool json)
         return 1;
     }
     uint64_t x = 88172645463325252ull;
-    for (int64_t i = 0; i < s->M * s->K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
-    for (int64_t i = 0; i < s->N * s->K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
+    for (int64_t i = 0; i < s->M * s->K; i++)
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
+    for (int64_t i = 0; i < s->N * s->K; i++)
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
     kvc_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B, (int)s->K,
-                0.0f, R, (int)s->N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B,
+                (int)s->K, 0.0f, R, (int)s->N);
     double diff = 0.0;
     for (int64_t i = 0; i < s->M * s->N; i++) diff = fmax(diff, fabs((double)C[i] - R[i]));
     double ours[REPS], blas[REPS];
@@ -94,15 +100,16 @@ static int run_shape(const gemm_shape *s, bool json)
     return 0;
 }
 
-int kvc_bench_gemm(const kvc_bench_opts *opts)
-{
+int kvc_bench_gemm(const kvc_bench_opts *opts) {
     const int threads = omp_get_max_threads();
     openblas_set_num_threads(threads);
     char flags[160];
     cpu_flags(flags, sizeof flags);
-    static const struct { const char *name; int64_t N, K; } layers[] = {
-        {"0.6B q_proj", 2048, 1024}, {"0.6B gate/up_proj", 3072, 1024}, {"0.6B down_proj", 1024, 3072},
-        {"oracle qwen3 gate", 256, 128}, {"oracle qwen3 lm_head", 512, 128}, {"oracle ds kv_a", 48, 128}};
+    static const struct {
+        const char *name;
+        int64_t N, K;
+    } layers[] = {{"0.6B q_proj", 2048, 1024},     {"0.6B gate/up_proj", 3072, 1024},  {"0.6B down_proj", 1024, 3072},
+                  {"oracle qwen3 gate", 256, 128}, {"oracle qwen3 lm_head", 512, 128}, {"oracle ds kv_a", 48, 128}};
     static const int64_t rows[] = {1, 8, 64, 256};
     if (!opts->json)
         printf("gemm: kernel %s, %d threads, CPU flags: %s\n"

@@ -10,8 +10,7 @@
 #include "model/gemm.h"
 
 /* The fixed lane tree of gemm.h: l + l+8, + 4, + 2, + 1. */
-static float lane_tree(const float l[16])
-{
+static float lane_tree(const float l[16]) {
     float t8[8], t4[4];
     for (int i = 0; i < 8; i++) t8[i] = l[i] + l[i + 8];
     for (int i = 0; i < 4; i++) t4[i] = t8[i] + t8[i + 4];
@@ -20,8 +19,7 @@ static float lane_tree(const float l[16])
 }
 
 static void tile_portable(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                          const float *bias, float *C, int64_t ldc)
-{
+                          const float *bias, float *C, int64_t ldc) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
             const float *a = A + i * lda, *b = B + j * ldb;
@@ -38,8 +36,7 @@ static void tile_portable(int mr, int nr, int64_t K, const float *A, int64_t lda
 
 static const kvc_gemm_kernel portable = {"portable", 1, 1, tile_portable};
 
-int kvc_gemm_kernels(const kvc_gemm_kernel **out)
-{
+int kvc_gemm_kernels(const kvc_gemm_kernel **out) {
     int n = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
@@ -53,8 +50,7 @@ int kvc_gemm_kernels(const kvc_gemm_kernel **out)
 
 static const kvc_gemm_kernel *_Atomic forced;
 
-const kvc_gemm_kernel *kvc_gemm_active(void)
-{
+const kvc_gemm_kernel *kvc_gemm_active(void) {
     const kvc_gemm_kernel *f = forced;
     if (f) return f;
     const kvc_gemm_kernel *all[3];
@@ -62,8 +58,7 @@ const kvc_gemm_kernel *kvc_gemm_active(void)
     return all[0];
 }
 
-kvc_status kvc_gemm_force(const char *name)
-{
+kvc_status kvc_gemm_force(const char *name) {
     if (!name) {
         forced = NULL;
         return KVC_OK;
@@ -80,13 +75,12 @@ kvc_status kvc_gemm_force(const char *name)
 
 /* Rows of B per job: a block of about 64 KiB of B stays in L2 while the
  * job's row tiles of A pass over it. Rows of A per job: GEMM_MC. */
-#define GEMM_B_BLOCK_BYTES (64 * 1024)
-#define GEMM_MC 64
+#define GEMM_B_BLOCK_BYTES  (64 * 1024)
+#define GEMM_MC             64
 #define GEMM_PARALLEL_FLOPS (1 << 22) /* about 40 us on one core: below, a parallel region costs more than it saves */
 
 void kvc_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                 const float *bias, float *C, int64_t ldc)
-{
+                 const float *bias, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return;
     KVC_ASSERT(K >= 1);
     const kvc_gemm_kernel *kr = kvc_gemm_active();

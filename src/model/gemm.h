@@ -27,8 +27,8 @@ void kvc_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, c
                  const float *bias, float *C, int64_t ldc);
 
 /* One output tile of at most mr x nr elements (the ISA table's tile). */
-typedef void (*kvc_gemm_tile_fn)(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B,
-                                 int64_t ldb, const float *bias, float *C, int64_t ldc);
+typedef void (*kvc_gemm_tile_fn)(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                                 const float *bias, float *C, int64_t ldc);
 
 typedef struct kvc_gemm_kernel {
     const char *name; /* "avx512", "avx2-fma", "portable" */

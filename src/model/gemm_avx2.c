@@ -11,8 +11,7 @@
 #define INL __attribute__((target("avx2,fma"), always_inline)) static inline
 #define TGT __attribute__((target("avx2,fma")))
 
-INL float tree8(__m256 lo, __m256 hi)
-{
+INL float tree8(__m256 lo, __m256 hi) {
     const __m256 t8 = _mm256_add_ps(lo, hi);
     const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
     const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4)); /* [t4[0] + t4[2], t4[1] + t4[3]] */
@@ -20,15 +19,15 @@ INL float tree8(__m256 lo, __m256 hi)
 }
 
 INL void tile(const int MR, const int NR, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-              const float *bias, float *C, int64_t ldc)
-{
+              const float *bias, float *C, int64_t ldc) {
     __m256 lo[4], hi[4];
     for (int n = 0; n < 4; n++) lo[n] = hi[n] = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
         __m256 al[2], ah[2];
 #pragma GCC unroll 2
-        for (int i = 0; i < MR; i++) al[i] = _mm256_loadu_ps(A + i * lda + k), ah[i] = _mm256_loadu_ps(A + i * lda + k + 8);
+        for (int i = 0; i < MR; i++)
+            al[i] = _mm256_loadu_ps(A + i * lda + k), ah[i] = _mm256_loadu_ps(A + i * lda + k + 8);
 #pragma GCC unroll 2
         for (int j = 0; j < NR; j++) {
             const __m256 bl = _mm256_loadu_ps(B + j * ldb + k), bh = _mm256_loadu_ps(B + j * ldb + k + 8);
@@ -59,11 +58,10 @@ INL void tile(const int MR, const int NR, int64_t K, const float *A, int64_t lda
         }
 }
 
-#define TILE_FN(MR, NR)                                                                                       \
-    TGT static void tile_##MR##x##NR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,    \
-                                     const float *bias, float *C, int64_t ldc)                                \
-    {                                                                                                         \
-        tile(MR, NR, K, A, lda, B, ldb, bias, C, ldc);                                                        \
+#define TILE_FN(MR, NR)                                                                                                \
+    TGT static void tile_##MR##x##NR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,              \
+                                     const float *bias, float *C, int64_t ldc) {                                       \
+        tile(MR, NR, K, A, lda, B, ldb, bias, C, ldc);                                                                 \
     }
 TILE_FN(1, 1)
 TILE_FN(1, 2)
@@ -74,8 +72,7 @@ typedef void (*fixed_tile)(int64_t, const float *, int64_t, const float *, int64
 static const fixed_tile tiles[2][2] = {{tile_1x1, tile_1x2}, {tile_2x1, tile_2x2}};
 
 static void tile_any(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                     const float *bias, float *C, int64_t ldc)
-{
+                     const float *bias, float *C, int64_t ldc) {
     tiles[mr - 1][nr - 1](K, A, lda, B, ldb, bias, C, ldc);
 }
 

@@ -12,8 +12,7 @@
 #define TGT __attribute__((target("avx512f")))
 
 /* acc[i*4 + j] -> one vector whose lane 4j + i holds the lane-tree sum of acc[i*4 + j]. */
-INL __m512 reduce16(const __m512 acc[16])
-{
+INL __m512 reduce16(const __m512 acc[16]) {
     __m512 v[8], w[4];
     for (int p = 0; p < 8; p++) /* t8: lanes 0-7 + lanes 8-15, two accumulators per vector */
         v[p] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], 0x44),
@@ -29,8 +28,7 @@ INL __m512 reduce16(const __m512 acc[16])
 }
 
 INL void tile(const int MR, const int NR, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-              const float *bias, float *C, int64_t ldc)
-{
+              const float *bias, float *C, int64_t ldc) {
     __m512 acc[16];
     for (int n = 0; n < 16; n++) acc[n] = _mm512_setzero_ps();
     int64_t k = 0;
@@ -59,11 +57,10 @@ INL void tile(const int MR, const int NR, int64_t K, const float *A, int64_t lda
         for (int j = 0; j < NR; j++) C[i * ldc + j] = bias ? s[4 * j + i] + bias[j] : s[4 * j + i];
 }
 
-#define TILE_FN(MR, NR)                                                                                       \
-    TGT static void tile_##MR##x##NR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,    \
-                                     const float *bias, float *C, int64_t ldc)                                \
-    {                                                                                                         \
-        tile(MR, NR, K, A, lda, B, ldb, bias, C, ldc);                                                        \
+#define TILE_FN(MR, NR)                                                                                                \
+    TGT static void tile_##MR##x##NR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,              \
+                                     const float *bias, float *C, int64_t ldc) {                                       \
+        tile(MR, NR, K, A, lda, B, ldb, bias, C, ldc);                                                                 \
     }
 #define TILE_ROW(MR) TILE_FN(MR, 1) TILE_FN(MR, 2) TILE_FN(MR, 3) TILE_FN(MR, 4)
 TILE_ROW(1)
@@ -72,12 +69,12 @@ TILE_ROW(3)
 TILE_ROW(4)
 
 typedef void (*fixed_tile)(int64_t, const float *, int64_t, const float *, int64_t, const float *, float *, int64_t);
-#define ROW(MR) {tile_##MR##x1, tile_##MR##x2, tile_##MR##x3, tile_##MR##x4}
+#define ROW(MR)                                                                                                        \
+    { tile_##MR##x1, tile_##MR##x2, tile_##MR##x3, tile_##MR##x4 }
 static const fixed_tile tiles[4][4] = {ROW(1), ROW(2), ROW(3), ROW(4)};
 
 static void tile_any(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                     const float *bias, float *C, int64_t ldc)
-{
+                     const float *bias, float *C, int64_t ldc) {
     tiles[mr - 1][nr - 1](K, A, lda, B, ldb, bias, C, ldc);
 }
 

@@ -10,15 +10,13 @@
 #include "model/model_internal.h"
 
 /* m[rows, cols] -> m[cols, rows] through tmp [rows * cols]. */
-static void transpose(float *m, int64_t rows, int64_t cols, float *tmp)
-{
+static void transpose(float *m, int64_t rows, int64_t cols, float *tmp) {
     memcpy(tmp, m, (size_t)(rows * cols) * sizeof(float));
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) m[c * rows + r] = tmp[r * cols + c];
 }
 
-kvc_status kvc_model_prepare(kvc_model *m)
-{
+kvc_status kvc_model_prepare(kvc_model *m) {
     const kvc_model_config *c = &m->cfg;
     const int64_t L = c->num_layers, H = c->hidden_size;
     if (c->family == KVC_FAMILY_GPT_OSS) {

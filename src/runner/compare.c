@@ -10,8 +10,7 @@
 #include "kvcache/runner.h"
 
 /* KL(p || q) of softmax(a) and softmax(b) over V logits, in nats (float64). */
-static double kl_logits(const float *a, const float *b, int64_t V)
-{
+static double kl_logits(const float *a, const float *b, int64_t V) {
     double ma = a[0], mb = b[0];
     for (int64_t i = 1; i < V; i++) ma = fmax(ma, a[i]), mb = fmax(mb, b[i]);
     double za = 0.0, zb = 0.0;
@@ -25,12 +24,13 @@ static double kl_logits(const float *a, const float *b, int64_t V)
     return kl > 0.0 ? kl : 0.0;
 }
 
-static int64_t argmax(const float *v, int64_t n, float *gap)
-{
+static int64_t argmax(const float *v, int64_t n, float *gap) {
     int64_t a = 0, b = -1;
     for (int64_t i = 1; i < n; i++) {
-        if (v[i] > v[a]) b = a, a = i;
-        else if (b < 0 || v[i] > v[b]) b = i;
+        if (v[i] > v[a])
+            b = a, a = i;
+        else if (b < 0 || v[i] > v[b])
+            b = i;
     }
     *gap = b < 0 ? INFINITY : v[a] - v[b];
     return a;
@@ -40,8 +40,7 @@ static int64_t argmax(const float *v, int64_t n, float *gap)
  * [NT, n, V] (or NULL), its KV bytes per token into *bytes. */
 static kvc_status run(const kvc_model *m, kvc_runner_params p, kvc_dtype dt, const int32_t *ids, const int64_t *lens,
                       int64_t n, int64_t max_len, const int32_t *forced, int32_t *tokens, float *logits,
-                      int64_t *bytes)
-{
+                      int64_t *bytes) {
     p.kv_dtype = dt;
     kvc_runner *r = NULL;
     kvc_status st = kvc_runner_create(m, &p, n, max_len, &r);
@@ -55,8 +54,7 @@ static kvc_status run(const kvc_model *m, kvc_runner_params p, kvc_dtype dt, con
 
 kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids,
                                     const int64_t *lens, int64_t n, kvc_dtype dtype, const int32_t *ref_tokens,
-                                    kvc_dtype_compare *out)
-{
+                                    kvc_dtype_compare *out) {
     if (!m || !p || !ids || !lens || !out || n < 1)
         return kvc_fail(KVC_EINVAL, "runner_compare_dtype: model, params, ids, lens and out must be given, n %lld >= 1",
                         (long long)n);
@@ -67,7 +65,8 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
     int64_t cells = 0;
     if (NT < 1 || !kvc_mul64(NT * n, V, &cells) || cells > (INT64_C(1) << 28))
-        return kvc_fail(KVC_EINVAL, "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
+        return kvc_fail(KVC_EINVAL,
+                        "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
                         (long long)n, (long long)NT, (long long)V);
     int32_t *t32 = kvc_malloc((size_t)(n * NT) * sizeof *t32), *td = kvc_malloc((size_t)(n * NT) * sizeof *td);
     float *l32 = kvc_malloc((size_t)cells * sizeof *l32), *ld = kvc_malloc((size_t)cells * sizeof *ld);
@@ -77,7 +76,8 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     out->tokens = n * NT;
     out->same_as_ref = -1;
     if (st == KVC_OK) st = run(m, *p, KVC_DTYPE_F32, ids, lens, n, max_len, NULL, t32, l32, &out->f32_bytes_per_token);
-    if (st == KVC_OK) st = run(m, *p, dtype, ids, lens, n, max_len, NULL, td, NULL, &out->bytes_per_token); /* free-running */
+    if (st == KVC_OK)
+        st = run(m, *p, dtype, ids, lens, n, max_len, NULL, td, NULL, &out->bytes_per_token); /* free-running */
     if (st == KVC_OK) {
         out->same_as_ref = ref_tokens ? 0 : -1;
         for (int64_t i = 0; i < n * NT; i++) {
@@ -98,8 +98,10 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
         float gap, unused;
         const int64_t top = argmax(a, V, &gap), topd = argmax(b, V, &unused);
         out->forced_argmax_same += top == topd;
-        if ((double)gap <= 2.0 * err) out->near_ties++;
-        else out->flips_beyond_error += top != topd;
+        if ((double)gap <= 2.0 * err)
+            out->near_ties++;
+        else
+            out->flips_beyond_error += top != topd;
     }
     if (st == KVC_OK) out->kl_mean = kl_sum / (double)(n * NT);
     kvc_free(t32), kvc_free(td), kvc_free(l32), kvc_free(ld);

@@ -20,13 +20,12 @@
 
 #include "kvcache/kvcache.h"
 
-#define NREQ 5
-#define SMAX 32 /* positions per request */
-#define BS 4    /* block size of paged caches */
+#define NREQ      5
+#define SMAX      32 /* positions per request */
+#define BS        4  /* block size of paged caches */
 #define MAX_CHUNK 7
 
-static void check(kvc_status st, const char *what)
-{
+static void check(kvc_status st, const char *what) {
     if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
 }
 
@@ -53,14 +52,15 @@ typedef struct harness {
     float *logits; /* [NREQ * SMAX, V] */
 } harness;
 
-static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_dtype dt)
-{
+static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_dtype dt) {
     const kvc_model_config *c = h->c;
     int64_t d[4];
-    if (latent) d[0] = 1, d[1] = c->kv_lora_rank, d[2] = 1, d[3] = c->qk_rope_head_dim;
+    if (latent)
+        d[0] = 1, d[1] = c->kv_lora_rank, d[2] = 1, d[3] = c->qk_rope_head_dim;
     else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         d[0] = d[2] = c->num_heads, d[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, d[3] = c->v_head_dim;
-    else d[0] = d[2] = c->num_kv_heads, d[1] = d[3] = c->head_dim;
+    else
+        d[0] = d[2] = c->num_kv_heads, d[1] = d[3] = c->head_dim;
     const int64_t L = c->num_layers, per_layer = NREQ * SMAX * (d[0] * d[1] + d[2] * d[3]);
     const size_t es = kvc_dtype_size(dt);
     h->mem = calloc((size_t)(L * per_layer), es);
@@ -77,7 +77,8 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             t[i]->data = cur, t[i]->dtype = dt;
             if (kind == KVC_MCACHE_PAGED) {
                 t[i]->ndim = 4;
-                t[i]->shape[0] = NREQ * SMAX / BS, t[i]->shape[1] = BS, t[i]->shape[2] = d[2 * i], t[i]->shape[3] = d[2 * i + 1];
+                t[i]->shape[0] = NREQ * SMAX / BS, t[i]->shape[1] = BS, t[i]->shape[2] = d[2 * i],
+                t[i]->shape[3] = d[2 * i + 1];
             } else {
                 t[i]->ndim = 3;
                 t[i]->shape[0] = NREQ, t[i]->shape[1] = SMAX, t[i]->shape[2] = d[2 * i] * d[2 * i + 1];
@@ -85,16 +86,22 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             cur += (size_t)(NREQ * SMAX * d[2 * i] * d[2 * i + 1]) * es;
         }
         lc->k_scale = 0.02f, lc->v_scale = 0.03f; /* int8: static scales (any positive value serves here) */
-        snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
+        snprintf(lc->key, sizeof lc->key, "%s",
+                 kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
     }
 }
 
 /* One step: rows (request req[b], its tokens from first[b], n[b] of them), all logits. */
 static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64_t *req, const int64_t *first,
-                     const int64_t *n)
-{
-    kvc_step_rows rows = {.max_rows = NREQ, .max_tokens = NREQ * SMAX, .positions = h->positions, .kv_pos = h->kv_pos,
-                          .seq_lens_q = h->lq, .seq_lens_kv = h->lkv, .cu_seq_lens_q = h->cq, .cu_seq_lens_kv = h->ckv};
+                     const int64_t *n) {
+    kvc_step_rows rows = {.max_rows = NREQ,
+                          .max_tokens = NREQ * SMAX,
+                          .positions = h->positions,
+                          .kv_pos = h->kv_pos,
+                          .seq_lens_q = h->lq,
+                          .seq_lens_kv = h->lkv,
+                          .cu_seq_lens_q = h->cq,
+                          .cu_seq_lens_kv = h->ckv};
     bool prefill = true;
     for (int64_t b = 0; b < nrows; b++) prefill = prefill && first[b] == 0;
     check(kvc_step_rows_begin(&rows, prefill), "rows_begin");
@@ -119,16 +126,19 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
             k->key = kvc_attn_type_name(k->attn_type);
             k->block_size = BS, k->width = bps, k->block_table = h->table, k->slot_mapping = h->slots;
         }
-    kvc_forward_args a = {.token_ids = h->ids, .md = &h->md, .caches = &h->caches, .cache_rows = h->cache_rows,
-                          .all_logits = true, .logits = h->logits};
+    kvc_forward_args a = {.token_ids = h->ids,
+                          .md = &h->md,
+                          .caches = &h->caches,
+                          .cache_rows = h->cache_rows,
+                          .all_logits = true,
+                          .logits = h->logits};
     check(kvc_model_forward(h->m, h->ws, &a), "forward");
 }
 
 /* One round: new random sequences and schedule; adds its preemptions and
  * mixed prefill/decode steps to the counters. */
 static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed,
-                      int64_t *preempts, int64_t *mixed)
-{
+                      int64_t *preempts, int64_t *mixed) {
     kvc_model_config cfg;
     check(kvc_model_config_parse(json, "test config", &cfg), "config");
     kvc_model *m = NULL;
@@ -186,7 +196,8 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
             const int64_t r = live[b];
             for (int64_t i = 0; i < n[b]; i++, t++)
                 if (memcmp(h.logits + t * h.V, ref + (r * SMAX + first[b] + i) * h.V, (size_t)h.V * sizeof(float)) != 0)
-                    fail_msg("%s: step %lld, request %lld position %lld (row %lld of %lld, chunk %lld): logits differ from the request alone",
+                    fail_msg("%s: step %lld, request %lld position %lld (row %lld of %lld, chunk %lld): logits differ "
+                             "from the request alone",
                              cfg.model_type, (long long)n_steps, (long long)r, (long long)(first[b] + i), (long long)b,
                              (long long)nrows, (long long)n[b]);
             done[r] = first[b] + n[b];
@@ -203,8 +214,7 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
 
 #define ROUNDS 4
 
-static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed)
-{
+static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed) {
     int64_t preempts = 0, mixed = 0;
     for (uint64_t r = 0; r < ROUNDS; r++) run_round(json, kind, latent, dt, seed * 100 + r, &preempts, &mixed);
     /* the schedules are fixed by the seeds: they must have exercised both */
@@ -212,23 +222,26 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     assert_true(mixed > 0);
 }
 
-#define QWEN3 "{\"model_type\":\"qwen3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96," \
-              "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
-              "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
-#define GPT_OSS "{\"model_type\":\"gpt_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32," \
-                "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
-                "\"sliding_window\":5,\"num_local_experts\":4,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5," \
-                "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"rope_theta\":150000," \
-                "\"max_position_embeddings\":4096}"
-#define DEEPSEEK "{\"model_type\":\"deepseek_v3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96," \
-                 "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"first_k_dense_replace\":1," \
-                 "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24," \
-                 "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8," \
-                 "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1," \
-                 "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
+#define QWEN3                                                                                                          \
+    "{\"model_type\":\"qwen3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                         \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
+#define GPT_OSS                                                                                                        \
+    "{\"model_type\":\"gpt_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32,"                       \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"sliding_window\":5,\"num_local_experts\":4,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"                    \
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"rope_theta\":150000,"                                \
+    "\"max_position_embeddings\":4096}"
+#define DEEPSEEK                                                                                                       \
+    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                   \
+    "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"first_k_dense_replace\":1,"                                \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24,"                      \
+    "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8,"                         \
+    "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"                                 \
+    "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
 
-#define F32 KVC_DTYPE_F32
-#define PAGED KVC_MCACHE_PAGED
+#define F32    KVC_DTYPE_F32
+#define PAGED  KVC_MCACHE_PAGED
 #define CONTIG KVC_MCACHE_CONTIGUOUS
 static void test_dense_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, F32, 1); }
 static void test_dense_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, F32, 2); }
@@ -242,20 +255,28 @@ static void test_dense_bf16_paged(void **s) { (void)s, run_family(QWEN3, PAGED, 
 static void test_gpt_oss_int8_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_I8, 9); }
 static void test_gpt_oss_f16_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, KVC_DTYPE_F16, 10); }
 static void test_deepseek_int8_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, false, KVC_DTYPE_I8, 11); }
-static void test_deepseek_latent_bf16_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_BF16, 12); }
+static void test_deepseek_latent_bf16_paged(void **s) {
+    (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_BF16, 12);
+}
 static void test_dense_fp8_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, KVC_DTYPE_F8E4M3, 13); }
 static void test_gpt_oss_fp8_e5m2_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_F8E5M2, 14); }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dense_paged),           cmocka_unit_test(test_dense_contiguous),
-        cmocka_unit_test(test_gpt_oss_paged),         cmocka_unit_test(test_gpt_oss_contiguous),
-        cmocka_unit_test(test_deepseek_paged),        cmocka_unit_test(test_deepseek_latent_paged),
-        cmocka_unit_test(test_deepseek_latent_contiguous), cmocka_unit_test(test_dense_bf16_paged),
-        cmocka_unit_test(test_gpt_oss_int8_paged),       cmocka_unit_test(test_gpt_oss_f16_contiguous),
-        cmocka_unit_test(test_deepseek_int8_contiguous), cmocka_unit_test(test_deepseek_latent_bf16_paged),
-        cmocka_unit_test(test_dense_fp8_contiguous),     cmocka_unit_test(test_gpt_oss_fp8_e5m2_paged),
+        cmocka_unit_test(test_dense_paged),
+        cmocka_unit_test(test_dense_contiguous),
+        cmocka_unit_test(test_gpt_oss_paged),
+        cmocka_unit_test(test_gpt_oss_contiguous),
+        cmocka_unit_test(test_deepseek_paged),
+        cmocka_unit_test(test_deepseek_latent_paged),
+        cmocka_unit_test(test_deepseek_latent_contiguous),
+        cmocka_unit_test(test_dense_bf16_paged),
+        cmocka_unit_test(test_gpt_oss_int8_paged),
+        cmocka_unit_test(test_gpt_oss_f16_contiguous),
+        cmocka_unit_test(test_deepseek_int8_contiguous),
+        cmocka_unit_test(test_deepseek_latent_bf16_paged),
+        cmocka_unit_test(test_dense_fp8_contiguous),
+        cmocka_unit_test(test_gpt_oss_fp8_e5m2_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

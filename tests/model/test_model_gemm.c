@@ -17,14 +17,12 @@
 #include "model/gemm.h"
 
 static uint64_t rng = 0x1234567ull;
-static float frand(void)
-{
+static float frand(void) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
     return (float)((double)(rng >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
 }
 
-static float *rand_buf(int64_t n)
-{
+static float *rand_buf(int64_t n) {
     float *p = malloc((size_t)n * sizeof(float));
     assert_non_null(p);
     for (int64_t i = 0; i < n; i++) p[i] = frand();
@@ -32,11 +30,10 @@ static float *rand_buf(int64_t n)
 }
 
 /* Shapes around every tile and lane edge: K below, at and above 16-multiples. */
-static const int64_t SHAPES[][3] = {{1, 1, 1},   {1, 7, 15},  {3, 5, 16},  {4, 4, 17},  {5, 9, 33},
+static const int64_t SHAPES[][3] = {{1, 1, 1},   {1, 7, 15},  {3, 5, 16},    {4, 4, 17},   {5, 9, 33},
                                     {7, 13, 64}, {9, 3, 100}, {17, 31, 130}, {66, 70, 48}, {2, 300, 257}};
 
-static void test_accuracy_against_float64(void **state)
-{
+static void test_accuracy_against_float64(void **state) {
     (void)state;
     for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
         const int64_t M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2];
@@ -62,8 +59,7 @@ static void test_accuracy_against_float64(void **state)
     }
 }
 
-static void test_every_kernel_bitwise_equal(void **state)
-{
+static void test_every_kernel_bitwise_equal(void **state) {
     (void)state;
     const kvc_gemm_kernel *all[3];
     const int n = kvc_gemm_kernels(all);
@@ -91,8 +87,7 @@ static void test_every_kernel_bitwise_equal(void **state)
 
 /* Rows alone, rows inside larger M, column slices of N, strided inputs and
  * 1 or 2 threads: every element bitwise the same. Large enough to thread. */
-static void test_rows_and_columns_independent(void **state)
-{
+static void test_rows_and_columns_independent(void **state) {
     (void)state;
     const int64_t M = 70, N = 200, K = 300;
     float *A = rand_buf(M * K), *B = rand_buf(N * K), *bias = rand_buf(N);
@@ -118,8 +113,7 @@ static void test_rows_and_columns_independent(void **state)
     free(A), free(B), free(bias), free(full), free(part);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy_against_float64),
         cmocka_unit_test(test_every_kernel_bitwise_equal),
