@@ -1,6 +1,6 @@
 /* `kvcache bench attention [--json]`: the machine's limits measured in the
- * same run (read bandwidth: parallel read-and-sum over 1 GiB; FMA peak:
- * independent FMA chains at the widest vector width this build runs), a
+ * same run (read bandwidth: parallel read-and-sum over 1 GiB; the peak of
+ * each arithmetic instruction the kernels may use: independent chains), a
  * naive scalar attention baseline (batch-1 decode), and kvc_attention_cpu
  * on decode and prefill shapes with paged KV (block size 128), token-major
  * blocks [NB, bs, Nkv * D], plus two decode shapes on head-major blocks
@@ -10,8 +10,15 @@
  * the cache (>= 1 GiB touched across them), and each timed call is
  * followed by one 1 GiB read pass, so every shape's bandwidth_ratio divides
  * medians measured side by side (this machine's bandwidth moves with the
- * load of its neighbours). Prefill is compared likewise with FMA-peak
- * passes run between its timed calls.
+ * load of its neighbours). Prefill is compared likewise with peak passes
+ * of the path's instruction run between its timed calls.
+ *
+ * Roofline: each decode row's arithmetic work per KV byte (flop_per_byte)
+ * and the peak of the instruction its SIMD path computes with (FMA on
+ * scalars, ymm or zmm; the header also measures vdpbf16ps and vpdpbusd
+ * where present, paths that may use them later) give the row's compute
+ * ceiling in KV GB/s; the roofline is the lower of it and the read
+ * bandwidth, and the row prints its ratio to it and which bound applies.
  *
  * --against LIB also times kvc_attention_cpu of another build (its shared
  * library), its calls alternating with ours on the same caches, so that the
@@ -32,12 +39,28 @@
 #define GIB ((size_t)1 << 30)
 #define REPS 5
 
-/* Median of REPS passes of a machine-limit measurement. */
-static double median_of_passes(double (*pass)(void))
+/* Median of REPS read passes. */
+static double median_read(void)
 {
     double g[REPS];
-    for (int r = 0; r < REPS; r++) g[r] = pass();
+    for (int r = 0; r < REPS; r++) g[r] = kvc_limits_read_pass();
     return kvc_bench_median(g, REPS);
+}
+
+/* Median of REPS peak passes of instruction k. */
+static double median_peak(kvc_peak_kind k)
+{
+    double g[REPS];
+    for (int r = 0; r < REPS; r++) g[r] = kvc_limits_peak_pass(k);
+    return kvc_bench_median(g, REPS);
+}
+
+/* The instruction the kernel's SIMD path computes with: FMA at its vector width. */
+static kvc_peak_kind path_peak(const char *isa)
+{
+    if (strncmp(isa, "avx512", 6) == 0) return KVC_PEAK_FMA_ZMM;
+    if (strncmp(isa, "avx2", 4) == 0) return KVC_PEAK_FMA_YMM;
+    return KVC_PEAK_FMA_SCALAR;
 }
 
 /* Another build's attention entry points, for --against. RTLD_DEEPBIND
@@ -79,13 +102,24 @@ typedef struct result {
     double us, naive_us; /* medians */
     double other_us;     /* --against: median of the other build's calls */
     double read_gbps;    /* decode: median of read passes interleaved with the timed calls */
-    double peak_gflops;  /* prefill: median of FMA-peak passes interleaved with the timed calls */
+    double peak_gflops;  /* prefill: median of peak passes of the path's instruction interleaved with the timed calls */
 } result;
 
 static size_t kv_bytes(const shape *s)
 {
     return (size_t)s->batch * (size_t)s->kv_len * (size_t)s->kv_heads * (size_t)s->head_dim * 2u *
            kvc_dtype_size(s->kv_dtype);
+}
+
+/* Arithmetic work per KV byte of a decode row: every K and V element is
+ * multiplied and added (2 flops) once for each of the G query heads that
+ * share it. int8 elements cost no flops beyond that: they are converted to
+ * f32, per-channel key scales are folded into q and value scales applied
+ * after the product. The softmax (a few dozen flops per key and head) is
+ * left out: under 1/(2 D) of the work. */
+static double flop_per_byte(const shape *s)
+{
+    return 2.0 * (double)(s->q_heads / s->kv_heads) / (double)kvc_dtype_size(s->kv_dtype);
 }
 
 /* Visible (query, key) pairs of one head under mode 3. */
@@ -166,7 +200,7 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
 }
 
 /* Runs one shape; returns 0 on success. Paged BnBsH (or BnNBsD), block size 128. */
-static int run_shape(const shape *s, bool with_naive, const other_lib *other, result *res)
+static int run_shape(const shape *s, bool with_naive, const other_lib *other, kvc_peak_kind pk_kind, result *res)
 {
     const int bs = 128, D = s->head_dim;
     const bool decode = s->q_len == 1;
@@ -250,7 +284,7 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, re
             if (r >= 0) *(who == 0 ? &t[r] : &to[r]) = kvc_bench_now() - t0;
             if (r >= 0 && who == 0 && decode) g[r] = kvc_limits_read_pass(); /* also evicts this call's KV from the caches */
             if (r >= 0 && who == 1 && decode) (void)kvc_limits_read_pass();
-            if (r >= 0 && who == 0 && !decode) pk[r] = kvc_limits_peak_pass();
+            if (r >= 0 && who == 0 && !decode) pk[r] = kvc_limits_peak_pass(pk_kind);
         }
     res->us = rc == 0 ? kvc_bench_median(t, reps) * 1e6 : 0.0;
     res->other_us = rc == 0 && other ? kvc_bench_median(to, reps) * 1e6 : 0.0;
@@ -282,51 +316,75 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         return 1;
     }
     const double t_start = kvc_bench_now();
-    const double read_gbps = median_of_passes(kvc_limits_read_pass);
-    const double peak = median_of_passes(kvc_limits_peak_pass);
+    const char *isa = kvc_attention_cpu_isa();
+    const kvc_peak_kind pk_kind = path_peak(isa);
+    const double read_gbps = median_read();
+    double peaks[KVC_PEAK_KINDS];
+    for (int k = 0; k < KVC_PEAK_KINDS; k++) peaks[k] = median_peak((kvc_peak_kind)k);
+    const double peak = peaks[pk_kind];
+    char flags[256];
+    kvc_limits_cpu_flags(flags, sizeof flags);
     shape shapes[64];
     int n = 0;
     const kvc_dtype dts[3] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
     const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
-    for (int h = 0; h < 2; h++)
+    const int kvh[3] = {8, 32, 4}; /* GQA 4, 1 and 8 */
+    for (int h = 0; h < 3; h++)
         for (int d = 0; d < 3; d++)
             for (int i = 0; i < 6; i++)
-                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, h ? 32 : 8, 128, dts[d], false};
+                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], false};
     for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
         shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, true};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
     for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, false};
-    if (!json) /* --json: one JSON object per shape, a line each */
-        printf("attention (%s, %d threads): read bandwidth %.2f GB/s (1 GiB, median of %d), FMA peak %.1f GFLOP/s\n"
-               "decode: KV read GB/s vs the read bandwidth measured between its calls; prefill: GFLOP/s vs the FMA peak\n"
-               "measured between its calls (peak column: that ratio)\n"
+    if (!json) { /* --json: one JSON object per shape, a line each */
+        printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
+               "read bandwidth %.2f GB/s (1 GiB, median of %d); peaks (G op/s, median of %d):",
+               isa, omp_get_max_threads(), flags, read_gbps, REPS, REPS);
+        for (int k = 0; k < KVC_PEAK_KINDS; k++)
+            if (kvc_limits_has_peak((kvc_peak_kind)k)) printf(" %s %.1f%s", kvc_limits_peak_name((kvc_peak_kind)k), peaks[k], k == (int)pk_kind ? " (path)" : "");
+        printf("\ndecode: KV read GB/s vs the read bandwidth measured between its calls (read, bw) and vs the roofline\n"
+               "min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
+               "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio)\n"
                "%s"
-               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %11s %8s %8s %6s %8s %6s %11s %7s%s\n",
-               kvc_attention_cpu_isa(), omp_get_max_threads(), read_gbps, REPS, peak,
+               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s\n",
                other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
-               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "us", "KV GB/s", "read", "bw", "GFLOP/s",
-               "peak", "naive us", "speedup", other ? "  against us   ratio" : "");
+               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "us", "KV GB/s", "read", "bw", "f/B",
+               "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup", other ? "  against us   ratio" : "");
+    }
     int rc = 0;
     for (int i = 0; i < n; i++) {
         const shape *s = &shapes[i];
+        char label[96];
+        snprintf(label, sizeof label, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
+                 s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), s->head_major ? "BnNBsD" : "BnBsH");
+        if (opts->only && !strstr(label, opts->only)) continue;
         result r;
         const bool naive = s->q_len == 1 && s->batch == 1;
-        if (run_shape(s, naive, other, &r) != 0) {
+        const bool decode = s->q_len == 1;
+        if (run_shape(s, naive, other, pk_kind, &r) != 0) {
             rc = 1;
             continue;
         }
         const double sec = r.us * 1e-6;
         const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
-        const double rd = s->q_len == 1 ? r.read_gbps : read_gbps, pkr = s->q_len == 1 ? peak : r.peak_gflops;
+        const double rd = decode ? r.read_gbps : read_gbps, pkr = decode ? peak : r.peak_gflops;
         const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
+        const double fpb = flop_per_byte(s), compute_gbps = pkr / fpb;
+        const double roof = compute_gbps < rd ? compute_gbps : rd;
+        const char *bound = !decode || compute_gbps < rd ? "compute" : "memory";
+        const double roof_ratio = decode ? kv_gbps / roof : gflops / pkr;
         const char *storage = s->head_major ? "BnNBsD" : "BnBsH";
         if (json) {
-            printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
+            printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
                    "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
                    "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
-                   "\"peak_ratio\": %.3f, ",
-                   kvc_attention_cpu_isa(), omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-                   kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr);
+                   "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
+                   isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
+                   kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
+            if (decode) printf("\"roofline_gbps\": %.2f, ", roof);
+            else printf("\"roofline_gbps\": null, ");
+            printf("\"bound\": \"%s\", \"roofline_ratio\": %.3f, ", bound, roof_ratio);
             if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r.naive_us, r.naive_us / r.us);
             else printf("\"naive_us\": null, \"speedup\": null");
             if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r.other_us, r.us / r.other_us);
@@ -334,9 +392,9 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         } else {
             printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
                    s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps);
-            if (s->q_len == 1) printf(" %8.2f %6.3f", rd, kv_gbps / rd);
-            else printf(" %8s %6s", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
-            printf(" %8.2f %6.3f", gflops, gflops / pkr);
+            if (decode) printf(" %8.2f %6.3f %5.1f %8.2f", rd, kv_gbps / rd, fpb, roof);
+            else printf(" %8s %6s %5s %8s", "-", "-", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
+            printf(" %-7s %6.3f %8.2f %6.3f", bound, roof_ratio, gflops, gflops / pkr);
             if (naive) printf(" %11.1f %7.2f", r.naive_us, r.naive_us / r.us);
             else printf(" %11s %7s", "-", "-");
             if (other) printf(" %11.1f %7.3f", r.other_us, r.us / r.other_us);

@@ -11,7 +11,7 @@ int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
 int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
 
 const kvc_bench_entry kvc_benches[] = {
-    {"attention", "attention kernel vs read bandwidth, FMA peak and a naive baseline", kvc_bench_attention},
+    {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline", kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
     {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks", kvc_bench_engine},
     {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},

@@ -1,9 +1,12 @@
 /* The machine's ceilings, measured while a benchmark runs so that its
  * figures can be divided by them: read bandwidth (every thread sums its
- * share of a 1 GiB buffer in independent vector chains) and the FMA peak
- * (independent FMA chains at the widest vector width this build runs). */
+ * share of a 1 GiB buffer in independent vector chains) and the peak of
+ * each arithmetic instruction a kernel may use (independent chains of it
+ * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd. */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "kvcache/base.h"
@@ -75,41 +78,126 @@ int kvc_limits_init(void)
     return 0;
 }
 
+/* Independent chains of one instruction: enough of them (12) that the
+ * pass is bound by the instruction's throughput, not its latency. Each
+ * returns a value derived from every chain so that none is dropped. */
+#define CHAINS 12
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2,fma"))) static double fma_chains_avx2(long iters)
+__attribute__((target("avx2,fma"))) static double chains_fma_ymm(long iters)
 {
-    __m256 a[10], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-    for (int k = 0; k < 10; k++) a[k] = _mm256_set1_ps((float)k);
+    __m256 a[CHAINS], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < CHAINS; k++) a[k] = _mm256_set1_ps((float)k);
     for (long i = 0; i < iters; i++)
-        for (int k = 0; k < 10; k++) a[k] = _mm256_fmadd_ps(a[k], m, c);
+        for (int k = 0; k < CHAINS; k++) a[k] = _mm256_fmadd_ps(a[k], m, c);
     __m256 s = a[0];
-    for (int k = 1; k < 10; k++) s = _mm256_add_ps(s, a[k]);
-    float o[8];
-    _mm256_storeu_ps(o, s);
-    return (double)o[0];
+    for (int k = 1; k < CHAINS; k++) s = _mm256_add_ps(s, a[k]);
+    return (double)_mm256_cvtss_f32(s);
+}
+
+__attribute__((target("avx512f"))) static double chains_fma_zmm(long iters)
+{
+    __m512 a[CHAINS], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++) a[k] = _mm512_fmadd_ps(a[k], m, c);
+    __m512 s = a[0];
+    for (int k = 1; k < CHAINS; k++) s = _mm512_add_ps(s, a[k]);
+    return (double)_mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double chains_dpbf16(long iters)
+{
+    __m512 a[CHAINS];
+    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
+    for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++) a[k] = _mm512_dpbf16_ps(a[k], x, x);
+    __m512 s = a[0];
+    for (int k = 1; k < CHAINS; k++) s = _mm512_add_ps(s, a[k]);
+    return (double)_mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long iters)
+{
+    __m512i a[CHAINS];
+    const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(-2);
+    for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_epi32(k);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k++) a[k] = _mm512_dpbusd_epi32(a[k], u, v);
+    __m512i s = a[0];
+    for (int k = 1; k < CHAINS; k++) s = _mm512_add_epi32(s, a[k]);
+    return (double)_mm512_reduce_add_epi32(s);
+}
+
+static int cpu_has(kvc_peak_kind k)
+{
+    __builtin_cpu_init();
+    switch (k) {
+    case KVC_PEAK_FMA_SCALAR: return 1;
+    case KVC_PEAK_FMA_YMM: return has_avx2();
+    case KVC_PEAK_FMA_ZMM: return __builtin_cpu_supports("avx512f");
+    case KVC_PEAK_DPBF16: return __builtin_cpu_supports("avx512bf16");
+    case KVC_PEAK_DPBUSD: return __builtin_cpu_supports("avx512vnni");
+    default: return 0;
+    }
 }
 #else
-static double fma_chains_avx2(long iters) { (void)iters; return 0.0; }
+static double chains_fma_ymm(long iters) { (void)iters; return 0.0; }
+static double chains_fma_zmm(long iters) { (void)iters; return 0.0; }
+static double chains_dpbf16(long iters) { (void)iters; return 0.0; }
+static double chains_dpbusd(long iters) { (void)iters; return 0.0; }
+static int cpu_has(kvc_peak_kind k) { return k == KVC_PEAK_FMA_SCALAR; }
 #endif
 
-/* Scalar fallback: 10 independent multiply-add chains (2 flops each). */
-static double fma_chains_scalar(long iters)
+/* Scalar fallback: independent multiply-add chains (2 flops each). */
+static double chains_fma_scalar(long iters)
 {
-    float a[10];
-    for (int k = 0; k < 10; k++) a[k] = (float)k;
+    float a[CHAINS];
+    for (int k = 0; k < CHAINS; k++) a[k] = (float)k;
     for (long i = 0; i < iters; i++)
-        for (int k = 0; k < 10; k++) a[k] = a[k] * 0.999999f + 1e-7f;
+        for (int k = 0; k < CHAINS; k++) a[k] = a[k] * 0.999999f + 1e-7f;
     float s = 0.0f;
-    for (int k = 0; k < 10; k++) s += a[k];
+    for (int k = 0; k < CHAINS; k++) s += a[k];
     return (double)s;
 }
 
-/* One FMA-peak pass in GFLOP/s over all threads (about 0.1 s). */
-double kvc_limits_peak_pass(void)
+/* Per kind: name, operations per instruction (a multiply-add counts 2;
+ * vdpbf16ps: 16 lanes x 2 bf16 products; vpdpbusd: 16 lanes x 4 byte
+ * products), iterations of one pass, the chains. */
+static const struct {
+    const char *name;
+    double ops;
+    long iters;
+    double (*chains)(long iters);
+} g_peaks[KVC_PEAK_KINDS] = {
+    {"fma-scalar", 2.0, 4000000, chains_fma_scalar},
+    {"fma-ymm", 16.0, 8000000, chains_fma_ymm},
+    {"fma-zmm", 32.0, 4000000, chains_fma_zmm},
+    {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
+    {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd},
+};
+
+void kvc_limits_cpu_flags(char *buf, size_t n)
 {
-    const long iters = 20000000;
-    const int wide = has_avx2();
-    const double flops_per_iter = 10.0 * 2.0 * (wide ? 8.0 : 1.0);
+    buf[0] = '\0';
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+#define KVC_FLAG(F) \
+    if (__builtin_cpu_supports(F)) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " " : "", F);
+    KVC_FLAG("avx2") KVC_FLAG("fma") KVC_FLAG("avx512f") KVC_FLAG("avx512bw") KVC_FLAG("avx512vl")
+    KVC_FLAG("avx512vnni") KVC_FLAG("avx512bf16")
+#undef KVC_FLAG
+#endif
+    if (!buf[0]) snprintf(buf, n, "(none of avx2 fma avx512f/bw/vl/vnni/bf16)");
+}
+
+const char *kvc_limits_peak_name(kvc_peak_kind k) { return g_peaks[k].name; }
+
+int kvc_limits_has_peak(kvc_peak_kind k) { return cpu_has(k); }
+
+double kvc_limits_peak_pass(kvc_peak_kind k)
+{
+    if (!cpu_has(k)) return 0.0;
     double sink = 0.0;
     int threads = 1;
     const double t0 = kvc_bench_now();
@@ -117,11 +205,11 @@ double kvc_limits_peak_pass(void)
     {
 #pragma omp single
         threads = omp_get_num_threads();
-        sink += wide ? fma_chains_avx2(iters) : fma_chains_scalar(iters);
+        sink += g_peaks[k].chains(g_peaks[k].iters);
     }
     const double t = kvc_bench_now() - t0;
     if (sink == -1.0) return 0.0;
-    return flops_per_iter * (double)iters * threads / t / 1e9;
+    return g_peaks[k].ops * CHAINS * (double)g_peaks[k].iters * threads / t / 1e9;
 }
 
 void kvc_limits_free(void)

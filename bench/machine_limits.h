@@ -2,13 +2,31 @@
 #ifndef KVC_BENCH_MACHINE_LIMITS_H
 #define KVC_BENCH_MACHINE_LIMITS_H
 
+#include <stddef.h>
+
 /* Allocates and fills the 1 GiB read buffer; 0 on success. */
 int kvc_limits_init(void);
 void kvc_limits_free(void);
 /* One read pass over the buffer with all threads, in GB/s (1e9); it also
  * evicts whatever the caches held. */
 double kvc_limits_read_pass(void);
-/* One FMA-peak pass (about 0.1 s) with all threads, in GFLOP/s. */
-double kvc_limits_peak_pass(void);
+/* The arithmetic instructions whose peak a benchmark may divide by. */
+typedef enum kvc_peak_kind {
+    KVC_PEAK_FMA_SCALAR,
+    KVC_PEAK_FMA_YMM, /* AVX2 + FMA */
+    KVC_PEAK_FMA_ZMM, /* AVX-512 F */
+    KVC_PEAK_DPBF16,  /* AVX-512 BF16 vdpbf16ps on zmm */
+    KVC_PEAK_DPBUSD,  /* AVX-512 VNNI vpdpbusd on zmm (integer operations) */
+    KVC_PEAK_KINDS
+} kvc_peak_kind;
+
+/* The CPU's SIMD flags a kernel path may use, space-separated, into buf[n]. */
+void kvc_limits_cpu_flags(char *buf, size_t n);
+const char *kvc_limits_peak_name(kvc_peak_kind k);
+/* Whether this CPU has the instruction. */
+int kvc_limits_has_peak(kvc_peak_kind k);
+/* One peak pass of instruction k (about 0.05-0.2 s) with all threads, in
+ * G operations/s (a multiply-add counts 2); 0 when the CPU lacks it. */
+double kvc_limits_peak_pass(kvc_peak_kind k);
 
 #endif

@@ -353,8 +353,17 @@ KVC_API kvc_status kvc_attention_ref(const kvc_attention_params *p);
 KVC_API kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads,
                                             size_t *bytes);
 KVC_API kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
+/* The number of threads kvc_attention_cpu(p, workspace, workspace_bytes)
+ * runs on: the OpenMP maximum, fewer when the workspace was sized for
+ * fewer threads (kvc_attention_cpu_workspace_size's max_threads), 1 for
+ * problems too small to share. Same refusals as the call for p and the
+ * workspace; *threads is 0 on failure. Results never depend on it. */
+KVC_API kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace,
+                                             size_t workspace_bytes, int *threads);
 
-/* Name of the SIMD path kvc_attention_cpu picked on this CPU ("avx2-fma-f16c", "portable"). */
+/* Name of the SIMD path kvc_attention_cpu picked on this CPU ("avx512-f-bw-vl", "avx2-fma-f16c",
+ * "portable"); the environment variable KVC_SIMD=portable|avx2|avx512 forces a path (never one
+ * the CPU cannot run). */
 KVC_API const char *kvc_attention_cpu_isa(void);
 
 #ifdef __cplusplus

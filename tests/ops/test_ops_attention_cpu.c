@@ -29,6 +29,16 @@ static void run_cpu(kvc_attention_params *p)
     kvc_aligned_free(ws);
 }
 
+/* Runs the kernel on a fixture and returns a copy of its output bytes. */
+static void *cpu_bytes(fx *f, size_t *n)
+{
+    run_cpu(&f->p);
+    *n = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
+    void *o = malloc(*n);
+    memcpy(o, f->obuf, *n);
+    return o;
+}
+
 /* Copies the fixture's output/lse, reruns with the reference and returns the worst error of the copy vs it. */
 static double cpu_vs_ref(fx *f, double rtol, double atol)
 {
@@ -147,7 +157,62 @@ static void test_cpu_vs_ref_best_isa(void **state)
 static void test_cpu_vs_ref_portable(void **state)
 {
     (void)state;
+    if (kvc_simd_select() == &kvc_simd_portable) skip(); /* the best-ISA test ran it (KVC_SIMD=portable) */
     randomized(&kvc_simd_portable);
+}
+
+/* The AVX-512 table gives every (row, key) pair the AVX2 table's per-lane
+ * arithmetic: outputs and lse are bitwise equal over random problems
+ * (layouts x mask modes x KV dtypes x GQA ratios x head dims 8-35, direct
+ * and tile kernels, 8-channel tails). Skipped where the CPU lacks either. */
+static void test_avx512_equals_avx2(void **state)
+{
+    (void)state;
+    const kvc_simd_table *t2 = kvc_simd_avx2_table(), *t5 = kvc_simd_avx512_table();
+    if (!kvc_simd_cpu_runs(t2) || !kvc_simd_cpu_runs(t5)) skip();
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
+    const int gs[] = {1, 2, 4, 8};
+    uint32_t rs = 0x51d5eedu;
+    int runs = 0;
+    for (size_t li = 0; li < 3; li++)
+        for (int mode = 1; mode <= 4; mode++)
+            for (size_t di = 0; di < 5; di++)
+                for (size_t gi = 0; gi < 4; gi++) {
+                    fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
+                    fx f;
+                    fx_build(&f, &c);
+                    size_t n2 = 0, n5 = 0;
+                    const size_t ob = (size_t)f.out_n * kvc_dtype_size(c.odt);
+                    memset(f.obuf, 0xff, ob); /* padding rows of BSND / BNSD stay unwritten: equal in both runs */
+                    kvc_simd_override(t2);
+                    void *o2 = cpu_bytes(&f, &n2), *l2 = malloc((size_t)(f.lse_n + 1) * sizeof(float));
+                    memcpy(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float));
+                    memset(f.obuf, 0xff, ob);
+                    kvc_simd_override(t5);
+                    void *o5 = cpu_bytes(&f, &n5);
+                    assert_int_equal(n2, n5);
+                    const bool same = memcmp(o2, o5, n2) == 0 && memcmp(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float)) == 0;
+                    kvc_simd_override(NULL);
+                    if (!same)
+                        fail_msg("layout %s mode %d kv %s G %d D %d bs %d: avx512 differs from avx2", kvc_attn_layout_name(c.layout),
+                                 mode, kvc_dtype_name(c.kvdt), gs[gi], c.D, c.bs);
+                    free(o2), free(o5), free(l2);
+                    fx_free(&f);
+                    runs++;
+                }
+    kvc_simd_override(NULL);
+    assert_int_equal(runs, 3 * 4 * 5 * 4);
+}
+
+/* KVC_SIMD picks the path (tests/CMake runs this file again with KVC_SIMD=portable). */
+static void test_simd_environment(void **state)
+{
+    (void)state;
+    const char *e = getenv("KVC_SIMD");
+    if (e && strcmp(e, "portable") == 0) assert_ptr_equal(kvc_simd_select(), &kvc_simd_portable);
+    else assert_true(kvc_simd_cpu_runs(kvc_simd_select()));
+    assert_string_equal(kvc_attention_cpu_isa(), kvc_simd_select()->name);
 }
 
 /* 16-bit outputs: within the output dtype's rounding of the reference. */
@@ -164,16 +229,6 @@ static void test_cpu_half_outputs(void **state)
         if (e > 1.0) fail_msg("out %s: error %g", kvc_dtype_name(c.odt), e);
         fx_free(&f);
     }
-}
-
-/* Runs the kernel on a fixture and returns a copy of its output bytes. */
-static void *cpu_bytes(fx *f, size_t *n)
-{
-    run_cpu(&f->p);
-    *n = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
-    void *o = malloc(*n);
-    memcpy(o, f->obuf, *n);
-    return o;
 }
 
 static void test_bitwise_determinism(void **state)
@@ -432,6 +487,46 @@ static void test_workspace_refusal(void **state)
     assert_non_null(kvc_attention_cpu_isa());
 }
 
+/* A workspace sized for fewer threads runs the call on fewer threads, and
+ * kvc_attention_cpu_threads says how many; the results are the same bytes. */
+static void test_threads_query(void **state)
+{
+    (void)state;
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 64, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
+    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 9, c.sq[0] = 1, c.skv[0] = 4096; /* 2 M multiply-adds */
+    c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNBSND, c.bs = 128;
+    fx f;
+    fx_build(&f, &c);
+    const int maxt = omp_get_max_threads();
+    size_t b1 = 0, bn = 0;
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &b1), KVC_OK);
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, maxt, &bn), KVC_OK);
+    void *ws = NULL;
+    assert_int_equal(kvc_aligned_alloc(64, bn, &ws), KVC_OK);
+    int t = -1;
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, b1, &t), KVC_OK);
+    assert_int_equal(t, 1);
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, &t), KVC_OK);
+    assert_int_equal(t, maxt);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    assert_int_equal(kvc_attention_cpu(&f.p, ws, b1), KVC_OK);
+    void *o1 = malloc(ob);
+    memcpy(o1, f.obuf, ob);
+    assert_int_equal(kvc_attention_cpu(&f.p, ws, bn), KVC_OK);
+    assert_memory_equal(o1, f.obuf, ob);
+    /* refusals: too small, misaligned, NULL out-pointer */
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, 64, &t), KVC_EINVAL);
+    assert_int_equal(t, 0);
+    assert_non_null(strstr(kvc_last_error(), "workspace"));
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, (char *)ws + 8, bn - 8, &t), KVC_EINVAL);
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, NULL), KVC_EINVAL);
+    free(o1);
+    kvc_aligned_free(ws);
+    fx_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +535,8 @@ int main(void)
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
         cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
         cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
+        cmocka_unit_test(test_avx512_equals_avx2),   cmocka_unit_test(test_simd_environment),
+        cmocka_unit_test(test_threads_query),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

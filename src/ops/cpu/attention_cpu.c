@@ -168,6 +168,47 @@ kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int m
 
 const char *kvc_attention_cpu_isa(void) { return kvc_simd_select()->name; }
 
+/* Threads a call with a workspace of `bytes` runs on: the OpenMP maximum,
+ * one for a problem below about a million multiply-adds (forking and
+ * joining costs more than the work; results do not depend on it), and no
+ * more than the workspace has per-thread scratch for (what
+ * kvc_attention_cpu_threads reports). */
+static int call_threads(const ctx *cx, size_t bytes)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const ws_layout one = layout_of(cx, 1, 0);
+    int threads = kvc_max_threads();
+    const double macs = (double)pb->Tq * (double)pb->max_skv * (double)pb->Nq * (double)(pb->D + pb->Dv);
+    if (macs < 1048576.0) threads = 1;
+    while (threads > 1 && one.items + one.per_thread * (size_t)threads > bytes) threads--;
+    return threads;
+}
+
+static kvc_status workspace_check(const char *fn, const ctx *cx, const void *workspace, size_t bytes)
+{
+    const ws_layout one = layout_of(cx, 1, 0);
+    if (!workspace || bytes < one.total || ((uintptr_t)workspace & 63u))
+        return kvc_fail(KVC_EINVAL, "%s: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: kvc_attention_cpu_workspace_size)",
+                        fn, workspace, bytes, one.total);
+    return KVC_OK;
+}
+
+kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace, size_t workspace_bytes,
+                                     int *threads)
+{
+    if (!threads) return kvc_fail(KVC_EINVAL, "attention_cpu_threads: threads must not be NULL");
+    *threads = 0;
+    kvc_attn_problem pb;
+    kvc_status st = kvc_attn_resolve(p, &pb);
+    if (st != KVC_OK) return st;
+    ctx cx;
+    kvc_cpu_ctx_init(&cx, &pb);
+    st = workspace_check("attention_cpu_threads", &cx, workspace, workspace_bytes);
+    if (st != KVC_OK) return st;
+    *threads = call_threads(&cx, workspace_bytes);
+    return KVC_OK;
+}
+
 kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes)
 {
     kvc_attn_problem pb;
@@ -175,21 +216,13 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
     if (st != KVC_OK) return st;
     ctx cx;
     kvc_cpu_ctx_init(&cx, &pb);
-    const ws_layout one = layout_of(&cx, 1, 0);
-    if (!workspace || workspace_bytes < one.total || ((uintptr_t)workspace & 63u))
-        return kvc_fail(KVC_EINVAL, "attention_cpu: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: kvc_attention_cpu_workspace_size)",
-                        workspace, workspace_bytes, one.total);
+    st = workspace_check("attention_cpu", &cx, workspace, workspace_bytes);
+    if (st != KVC_OK) return st;
     if (cx.n_items == 0) return KVC_OK;
     char *ws = workspace;
     item *items = (item *)ws;
     const int64_t n_tasks = items_fill(&cx, items);
-    /* threads the workspace has room for (without partials first) */
-    int threads = kvc_max_threads();
-    /* A problem below about a million multiply-adds runs on one thread: forking
-     * and joining costs more than the work (results do not depend on it). */
-    const double macs = (double)pb.Tq * (double)pb.max_skv * (double)pb.Nq * (double)(pb.D + pb.Dv);
-    if (macs < 1048576.0) threads = 1;
-    while (threads > 1 && one.items + one.per_thread * (size_t)threads > workspace_bytes) threads--;
+    const int threads = call_threads(&cx, workspace_bytes);
     ws_layout lay = layout_of(&cx, threads, n_tasks);
     const bool split = lay.partials > 0 && lay.total <= workspace_bytes && cx.n_items < 4 * (int64_t)threads &&
                        n_tasks > cx.n_items;

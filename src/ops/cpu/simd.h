@@ -10,6 +10,7 @@
 #ifndef KVC_OPS_CPU_SIMD_H
 #define KVC_OPS_CPU_SIMD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kvcache/base.h"
@@ -100,12 +101,18 @@ static inline int64_t kvc_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh)
 static inline int64_t kvc_round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
 extern const kvc_simd_table kvc_simd_portable;
-/* NULL when the compiler cannot build the AVX2 path. */
+/* NULL when the compiler cannot build the path (simd_avx2.c, simd_avx512.c). */
 const kvc_simd_table *kvc_simd_avx2_table(void);
-/* The best table this CPU runs (AVX2+FMA+F16C, else portable), or the
- * override. */
+const kvc_simd_table *kvc_simd_avx512_table(void);
+/* Whether this CPU runs table t (simd_select.c). */
+bool kvc_simd_cpu_runs(const kvc_simd_table *t);
+/* The table the kernels use: the override when set, else the path named by
+ * the environment variable KVC_SIMD ("portable", "avx2" or "avx512"; read
+ * once; a path this CPU cannot run gives the best one below it, any other
+ * value is ignored), else the best this CPU runs (AVX-512 F/BW/VL, then
+ * AVX2+FMA+F16C, then portable). */
 const kvc_simd_table *kvc_simd_select(void);
-/* Tests: force a table (NULL: back to detection). Not for concurrent use. */
+/* Tests: force a table (NULL: back to the environment and detection). Not for concurrent use. */
 void kvc_simd_override(const kvc_simd_table *t);
 
 #endif

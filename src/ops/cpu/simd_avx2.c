@@ -1,34 +1,18 @@
 /* AVX2 + FMA + F16C table: 8 lanes, K/V converted in registers. Compiled
  * with target attributes so the rest of the library stays baseline x86-64;
  * used only when the CPU reports AVX2 and FMA (every such CPU has F16C). */
-#include "ops/cpu/simd.h"
+#include "ops/cpu/simd_x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
 #include <math.h>
 
 #include "ops/elem.h"
 
-#define TGT __attribute__((target("avx2,fma,f16c")))
-#define INL __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
-
-INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
-INL __m256 ld_f16(const void *p, int64_t i)
-{
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-}
-INL __m256 ld_bf16(const void *p, int64_t i)
-{
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-INL __m256 ld_i8(const void *p, int64_t i)
-{
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
-}
+#define TGT KVC_X86_AVX2
+#define INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
 #define KVC_AVX2_CVT(NAME, LD, DT)                                                                                  \
-    TGT static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
+    TGT void kvc_avx2_cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
     {                                                                                                               \
         const int64_t dv = dim & ~(int64_t)7;                                                                       \
         int64_t d = 0;                                                                                              \
@@ -44,14 +28,6 @@ KVC_AVX2_CVT(f32, ld_f32, KVC_DTYPE_F32)
 KVC_AVX2_CVT(f16, ld_f16, KVC_DTYPE_F16)
 KVC_AVX2_CVT(bf16, ld_bf16, KVC_DTYPE_BF16)
 KVC_AVX2_CVT(i8, ld_i8, KVC_DTYPE_I8)
-
-/* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). */
-INL __m256 reduce8(const __m256 *a)
-{
-    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
-}
 
 /* Lane i < 4 of the result = sum of a_i by the same tree as reduce8. */
 INL __m128 reduce4(const __m256 *a)
@@ -76,23 +52,6 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
     for (int t = 0; t < nk; t++)
         for (int r = 0; r < NR; r++) wb[t * NR + r] = _mm256_broadcast_ss(w + r * ws + t);
     return 1;
-}
-
-/* One line of a direct call's prefetch run per inner step: the requests
- * are spread over the arithmetic instead of issued in one burst before it
- * (a burst fills the L1 miss buffers, and the core waits for them). */
-INL void pf_step(kvc_pf_run *c)
-{
-    if (c->n > 0) {
-        __builtin_prefetch(c->p);
-        c->p += 64, c->n--;
-    }
-}
-
-/* The lines the steps did not reach. */
-INL void pf_rest(kvc_pf_run *c)
-{
-    for (; c->n > 0; c->n--, c->p += 64) __builtin_prefetch(c->p);
 }
 
 /* The qk and pv kernels, generated for f32 tiles (TILE) and for direct
@@ -332,7 +291,7 @@ INL float hsum_tree(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
 }
 
-TGT static float exp_sum(float *s, int64_t n, float m)
+TGT float kvc_avx2_exp_sum(float *s, int64_t n, float m)
 {
     const __m256 mv = _mm256_set1_ps(m);
     __m256 acc = _mm256_setzero_ps();
@@ -344,7 +303,7 @@ TGT static float exp_sum(float *s, int64_t n, float m)
     return hsum_tree(acc);
 }
 
-TGT static float vmax(const float *s, int64_t n)
+TGT float kvc_avx2_max(const float *s, int64_t n)
 {
     __m256 m = _mm256_set1_ps(-INFINITY);
     for (int64_t t = 0; t < n; t += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + t));
@@ -356,35 +315,16 @@ TGT static float vmax(const float *s, int64_t n)
 
 static const kvc_simd_table avx2_table = {
     "avx2-fma-f16c",
-    {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
+    {kvc_avx2_cvt_f32, kvc_avx2_cvt_f16, kvc_avx2_cvt_bf16, kvc_avx2_cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
     qk,
     pv,
     {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
     {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
-    exp_sum,
-    vmax,
+    kvc_avx2_exp_sum,
+    kvc_avx2_max,
 };
 
 const kvc_simd_table *kvc_simd_avx2_table(void) { return &avx2_table; }
-
-static const kvc_simd_table *detect(void)
-{
-    __builtin_cpu_init();
-    /* F16C has no __builtin_cpu_supports name in older compilers; every AVX2 CPU has it */
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2_table;
-    return &kvc_simd_portable;
-}
 #else
 const kvc_simd_table *kvc_simd_avx2_table(void) { return NULL; }
-static const kvc_simd_table *detect(void) { return &kvc_simd_portable; }
 #endif
-
-static const kvc_simd_table *_Atomic forced;
-
-void kvc_simd_override(const kvc_simd_table *t) { forced = t; }
-
-const kvc_simd_table *kvc_simd_select(void)
-{
-    const kvc_simd_table *f = forced;
-    return f ? f : detect();
-}

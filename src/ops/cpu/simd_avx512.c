@@ -1,0 +1,222 @@
+/* AVX-512 (F, BW, VL) table: the qk and pv kernels on zmm registers, the
+ * rest (conversion into tiles, exponentials, maximum) shared with the AVX2
+ * table. Bitwise equal to the AVX2 table by construction:
+ * - qk holds two keys per zmm (key t in lanes 0-7, key t + 1 in lanes
+ *   8-15, the query's 8 channels in both halves), so every lane
+ *   accumulates exactly the products the AVX2 kernel's lane does, in the
+ *   same order, and each key's 8 lanes go through the same reduction tree
+ *   (reduce8). With 32 registers, 4 query rows x 8 keys (16 accumulators)
+ *   are computed in one pass over the channels, each key loaded once.
+ * - pv computes acc += w * v per channel in increasing key order, skipping
+ *   zero weights: the same per-element operations at any vector width;
+ *   16 channels per zmm, a tail of 8 through masked loads and stores
+ *   (masked lanes are not read, so no byte past a row is touched).
+ * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
+#include "ops/cpu/simd_x86.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define INL TGT __attribute__((always_inline)) static inline
+
+/* Two 8-channel halves into one zmm: lo in lanes 0-7, hi in lanes 8-15. */
+INL __m512 join(__m256 lo, __m256 hi)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+/* Channels d..d+7 of rows a and b, each converted exactly as ld_* converts them. */
+INL __m512 pair_f32(const void *a, const void *b, int64_t d) { return join(ld_f32(a, d), ld_f32(b, d)); }
+INL __m256i halves16(const void *a, const void *b, int64_t d)
+{
+    const __m128i lo = _mm_loadu_si128((const __m128i *)((const uint16_t *)a + d));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), _mm_loadu_si128((const __m128i *)((const uint16_t *)b + d)), 1);
+}
+INL __m512 pair_f16(const void *a, const void *b, int64_t d) { return _mm512_cvtph_ps(halves16(a, b, d)); }
+INL __m512 pair_bf16(const void *a, const void *b, int64_t d)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves16(a, b, d)), 16));
+}
+INL __m512 pair_i8(const void *a, const void *b, int64_t d)
+{
+    const __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)((const int8_t *)a + d)),
+                                         _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x));
+}
+
+/* 16 channels (lanes outside mask m read nothing and hold 0). */
+INL __m512 vec_f32(const void *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+INL __m512 vec_f16(const void *p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+INL __m512 vec_bf16(const void *p, __mmask16 m)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p))); }
+
+/* The query's channels d..d+7 in both halves. */
+INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
+
+/* Whether any weight w[r * ws + t], r < nr, t < nk, is 0. */
+INL int any_zero(const float *w, int64_t ws, int nk, int nr)
+{
+    int z = 0;
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nk; t++) z |= w[r * ws + t] == 0.0f;
+    return z;
+}
+
+/* The kernels for f32 tiles (row t at k + t * ks) and for direct rows of
+ * each dtype (row t at k[t]); ROW(k, t, ks) gives row t's address, PAIR
+ * and VEC convert in registers. */
+#define KVC_AVX512_KERNELS(NAME, KARG, ROW, PAIR, VEC, ET)                                                          \
+    /* NR <= 4 rows x 8 keys: a[r * 4 + p] holds keys 2p, 2p + 1 of row r */                                        \
+    INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,       \
+                             int64_t os, kvc_pf_run *pf)                                                            \
+    {                                                                                                               \
+        __m512 a[16];                                                                                               \
+        const void *kr[8];                                                                                          \
+        for (int t = 0; t < 8; t++) kr[t] = ROW(k, t, ks);                                                          \
+        for (int x = 0; x < NR * 4; x++) a[x] = _mm512_setzero_ps();                                                \
+        for (int64_t d = 0; d < dim; d += 8) {                                                                      \
+            pf_step(pf);                                                                                            \
+            __m512 kv[4];                                                                                           \
+            for (int p = 0; p < 4; p++) kv[p] = PAIR(kr[2 * p], kr[2 * p + 1], d);                                  \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                const __m512 qv = q_both(q + r * qs + d);                                                           \
+                for (int p = 0; p < 4; p++) a[r * 4 + p] = _mm512_fmadd_ps(qv, kv[p], a[r * 4 + p]);                \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            __m256 h[8];                                                                                            \
+            for (int p = 0; p < 4; p++) {                                                                           \
+                h[2 * p] = _mm512_castps512_ps256(a[r * 4 + p]);                                                    \
+                h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r * 4 + p]), 1));         \
+            }                                                                                                       \
+            _mm256_storeu_ps(out + r * os, reduce8(h));                                                             \
+        }                                                                                                           \
+    }                                                                                                               \
+    INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
+                            int64_t os, kvc_pf_run *pf)                                                             \
+    {                                                                                                               \
+        for (int r = 0; r < nr; r += 4) { /* NR a constant in each call: the accumulators stay in registers */      \
+            switch (nr - r) {                                                                                       \
+            case 1: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, out + r * os, os, pf); break;                    \
+            case 2: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 2, out + r * os, os, pf); break;                    \
+            case 3: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 3, out + r * os, os, pf); break;                    \
+            default: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                   \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    /* NR rows x W vectors of 16 channels from d (masks m[x]); DENSE (a                                             \
+     * constant): no weight is 0, otherwise zero-weight pairs are skipped */                                        \
+    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, const __mmask16 *m, int nk, const float *w, int64_t ws,  \
+                             int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                      \
+    {                                                                                                               \
+        __m512 a[24];                                                                                               \
+        for (int r = 0; r < NR; r++)                                                                                \
+            for (int x = 0; x < W; x++) a[r * W + x] = _mm512_maskz_loadu_ps(m[x], acc + r * as + d + 16 * x);     \
+        for (int t = 0; t < nk; t++) {                                                                              \
+            const ET *vr = (const ET *)ROW(v, t, vs) + d;                                                           \
+            pf_step(pf);                                                                                            \
+            for (int x = 0; x < W; x++) {                                                                           \
+                const __m512 vx = VEC(vr + 16 * x, m[x]);                                                           \
+                for (int r = 0; r < NR; r++)                                                                        \
+                    if (DENSE || w[r * ws + t] != 0.0f)                                                             \
+                        a[r * W + x] = _mm512_fmadd_ps(_mm512_set1_ps(w[r * ws + t]), vx, a[r * W + x]);            \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++)                                                                                \
+            for (int x = 0; x < W; x++) _mm512_mask_storeu_ps(acc + r * as + d + 16 * x, m[x], a[r * W + x]);       \
+    }                                                                                                               \
+    /* NR <= 4 rows over all channels, up to 24 / NR (at most 8) vectors at a time */                               \
+    INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
+                             float *acc, int64_t as, kvc_pf_run *pf)                                                \
+    {                                                                                                               \
+        const int dense = !any_zero(w, ws, nk, NR), WMAX = NR == 4 ? 4 : NR == 3 ? 6 : 8;                           \
+        for (int64_t d = 0; d < dim;) {                                                                             \
+            const int64_t nv = (dim - d + 15) / 16;                                                                 \
+            const int W = nv > WMAX ? WMAX : (int)nv;                                                               \
+            __mmask16 m[8];                                                                                         \
+            for (int x = 0; x < W; x++) m[x] = dim - d - 16 * x >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;     \
+            switch (W) {                                                                                            \
+            PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
+            PV_CASE(NAME, 3) PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                             \
+            }                                                                                                       \
+            d += 16 * W;                                                                                            \
+        }                                                                                                           \
+    }                                                                                                               \
+    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
+                            float *acc, int64_t as, kvc_pf_run *pf)                                                 \
+    {                                                                                                               \
+        for (int r = 0; r < nr; r += 4) {                                                                           \
+            switch (nr - r) {                                                                                       \
+            case 1: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf); break;                \
+            case 2: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf); break;                \
+            case 3: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 3, dim, acc + r * as, as, pf); break;                \
+            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;               \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+/* One case of pv_group's switch on W (unreachable for NR * W > 24). */
+#define PV_CASE(NAME, W)                                                            \
+    case W:                                                                         \
+        if (NR * W > 24) break;                                                     \
+        if (dense) pv_block_##NAME(v, vs, d, m, nk, w, ws, 1, NR, W, acc, as, pf);  \
+        else pv_block_##NAME(v, vs, d, m, nk, w, ws, 0, NR, W, acc, as, pf);        \
+        break;
+
+/* f32 tiles */
+#define TILE_ROW(k, t, ks) ((const void *)((k) + (t) * (ks)))
+KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float)
+
+TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out, int64_t os)
+{
+    kvc_pf_run none = {NULL, 0};
+    qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
+}
+
+TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
+                   int64_t as)
+{
+    kvc_pf_run none = {NULL, 0};
+    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
+}
+
+/* direct rows: pointer k[t] */
+#define DIRECT_ROW(k, t, ks) ((void)(ks), (k)[t])
+#define KVC_AVX512_DIRECT(NAME, ET)                                                                                 \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET)                          \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
+                                     float *out, int64_t os, kvc_pf_run pf)                                         \
+    {                                                                                                               \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
+        pf_rest(&pf);                                                                                               \
+    }                                                                                                               \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
+                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
+    {                                                                                                               \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
+        pf_rest(&pf);                                                                                               \
+    }
+
+KVC_AVX512_DIRECT(f32, float)
+KVC_AVX512_DIRECT(f16, uint16_t)
+KVC_AVX512_DIRECT(bf16, uint16_t)
+KVC_AVX512_DIRECT(i8, int8_t)
+
+static const kvc_simd_table avx512_table = {
+    "avx512-f-bw-vl",
+    {kvc_avx2_cvt_f32, kvc_avx2_cvt_f16, kvc_avx2_cvt_bf16, kvc_avx2_cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
+    qk,
+    pv,
+    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
+    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
+    kvc_avx2_exp_sum,
+    kvc_avx2_max,
+};
+
+const kvc_simd_table *kvc_simd_avx512_table(void) { return &avx512_table; }
+#else
+const kvc_simd_table *kvc_simd_avx512_table(void) { return NULL; }
+#endif

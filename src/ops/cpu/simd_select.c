@@ -1,0 +1,54 @@
+/* Run-time choice of the SIMD table: the CPU's best path, or the one the
+ * environment variable KVC_SIMD names (clamped to what the CPU runs, so
+ * that a forced path never executes an instruction the CPU lacks). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/simd.h"
+
+bool kvc_simd_cpu_runs(const kvc_simd_table *t)
+{
+    if (!t) return false;
+    if (t == &kvc_simd_portable) return true;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    /* F16C has no __builtin_cpu_supports name in older compilers; every AVX2 CPU has it */
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (t == kvc_simd_avx2_table()) return avx2;
+    if (t == kvc_simd_avx512_table())
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
+#endif
+    return false;
+}
+
+/* The best table at or below rank (0 portable, 1 avx2, 2 avx512) that this CPU runs. */
+static const kvc_simd_table *best_up_to(int rank)
+{
+    if (rank >= 2 && kvc_simd_cpu_runs(kvc_simd_avx512_table())) return kvc_simd_avx512_table();
+    if (rank >= 1 && kvc_simd_cpu_runs(kvc_simd_avx2_table())) return kvc_simd_avx2_table();
+    return &kvc_simd_portable;
+}
+
+static const kvc_simd_table *from_environment(void)
+{
+    const char *e = getenv("KVC_SIMD");
+    int rank = 2;
+    if (e && strcmp(e, "portable") == 0) rank = 0;
+    else if (e && strcmp(e, "avx2") == 0) rank = 1;
+    return best_up_to(rank);
+}
+
+static const kvc_simd_table *_Atomic forced;
+static const kvc_simd_table *_Atomic chosen; /* from_environment(), once (every thread computes the same) */
+
+void kvc_simd_override(const kvc_simd_table *t) { forced = t; }
+
+const kvc_simd_table *kvc_simd_select(void)
+{
+    const kvc_simd_table *f = forced;
+    if (f) return f;
+    const kvc_simd_table *c = chosen;
+    if (!c) chosen = c = from_environment();
+    return c;
+}

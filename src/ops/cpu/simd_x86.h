@@ -1,0 +1,67 @@
+/* Pieces shared by the x86 SIMD tables (simd_avx2.c, simd_avx512.c): the
+ * conversions of 8 K/V channels into f32 lanes, the fixed reduction tree of
+ * the dot products, the prefetch walk of the direct kernels, and the AVX2
+ * functions the AVX-512 table reuses unchanged (conversion into tiles,
+ * exponentials, maximum). Both tables give every (row, key) pair the same
+ * per-lane arithmetic, so their results are bitwise equal. */
+#ifndef KVC_OPS_CPU_SIMD_X86_H
+#define KVC_OPS_CPU_SIMD_X86_H
+
+#include "ops/cpu/simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define KVC_X86_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define KVC_X86_INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
+
+KVC_X86_INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
+KVC_X86_INL __m256 ld_f16(const void *p, int64_t i)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+}
+KVC_X86_INL __m256 ld_bf16(const void *p, int64_t i)
+{
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+KVC_X86_INL __m256 ld_i8(const void *p, int64_t i)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
+}
+
+/* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). */
+KVC_X86_INL __m256 reduce8(const __m256 *a)
+{
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+/* One line of a direct call's prefetch run per inner step: the requests
+ * are spread over the arithmetic instead of issued in one burst before it
+ * (a burst fills the L1 miss buffers, and the core waits for them). */
+KVC_X86_INL void pf_step(kvc_pf_run *c)
+{
+    if (c->n > 0) {
+        __builtin_prefetch(c->p);
+        c->p += 64, c->n--;
+    }
+}
+
+/* The lines the steps did not reach. */
+KVC_X86_INL void pf_rest(kvc_pf_run *c)
+{
+    for (; c->n > 0; c->n--, c->p += 64) __builtin_prefetch(c->p);
+}
+
+/* simd_avx2.c */
+void kvc_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvc_avx2_cvt_f16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvc_avx2_cvt_bf16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvc_avx2_cvt_i8(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+float kvc_avx2_exp_sum(float *s, int64_t n, float m);
+float kvc_avx2_max(const float *s, int64_t n);
+#endif
+
+#endif
