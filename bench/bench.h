@@ -8,6 +8,7 @@
 typedef struct kvc_bench_opts {
     bool json;           /* one JSON object per line instead of a table */
     const char *against; /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
+    const char *plot;    /* engine only: FILE.png of the TTFT/TPOT distributions (tools/plot_data.h); NULL: none */
     const char *only;    /* attention only: run the rows whose label contains this text; NULL: all */
 } kvc_bench_opts;
 

@@ -29,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "bench.h"
 #include "demo_workload.h"
+#include "plot_data.h"
 
 #define BE_REQUESTS 48
 #define BE_BATCH 8
@@ -140,7 +142,10 @@ static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *
     return KVC_OK;
 }
 
-/* One pass of the long-prompt mix under scheduler s at the workload's arrivals. */
+/* --plot: the latency samples of every pass go here (tools/plot_data.h). */
+static FILE *be_plot;
+
+/* One pass of the long-prompt mix under scheduler s at the workload's arrivals (lat->rate). */
 static kvc_status measure_latency(const kvc_model *m, const kvc_demo_family *f, const kvc_demo_workload *w, int s,
                                   int32_t *out, be_latency *lat) {
     kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = BE_BLOCK};
@@ -159,6 +164,15 @@ static kvc_status measure_latency(const kvc_model *m, const kvc_demo_family *f, 
             lat->tpot[i] = 1e3 * kvc_demo_percentile(samples.tpot_s, samples.n_tpot, q[i]);
             lat->ttft_work[i] = kvc_demo_percentile(samples.ttft_work, samples.n_ttft, q[i]);
             lat->tpot_work[i] = kvc_demo_percentile(samples.tpot_work, samples.n_tpot, q[i]);
+        }
+        if (be_plot != NULL) {
+            char run[96];
+            if (lat->rate > 0)
+                snprintf(run, sizeof run, "%s, Poisson %.0f req/s", be_sched_names[s], lat->rate);
+            else
+                snprintf(run, sizeof run, "%s, offline", be_sched_names[s]);
+            kvc_plot_latency_line(be_plot, f->name, run, samples.ttft_s, samples.n_ttft, samples.tpot_s,
+                                  samples.n_tpot);
         }
     }
     kvc_demo_latency_free(&samples);
@@ -180,8 +194,8 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *mix
         double rate = be_rate_share[a] * offline_rate;
         kvc_demo_workload_arrivals(longmix, rate, 99);
         for (int s = 0; s < BE_N_SCHED && st == KVC_OK; s++) {
-            st = measure_latency(m, f, longmix, s, out, &row->lat[s][a]);
             row->lat[s][a].rate = rate;
+            st = measure_latency(m, f, longmix, s, out, &row->lat[s][a]);
         }
         if (a == 0) offline_rate = (double)longmix->n / row->lat[0][0].seconds;
     }
@@ -281,6 +295,12 @@ int kvc_bench_engine(const kvc_bench_opts *opts) {
     }
     be_row rows[KVC_DEMO_N_FAMILIES];
     int rc = 0;
+    char *plot_data = opts->plot != NULL ? kvc_plot_data_path(opts->plot, ".jsonl") : NULL;
+    if (plot_data != NULL && (be_plot = fopen(plot_data, "w")) == NULL) {
+        fprintf(stderr, "kvcache bench engine: cannot write %s\n", plot_data);
+        rc = 1;
+    }
+    if (opts->plot != NULL && plot_data == NULL) rc = 1;
     for (int i = 0; i < KVC_DEMO_N_FAMILIES && rc == 0; i++) {
         kvc_status st = measure(&kvc_demo_families[i], &mixed, &longmix, &rows[i]);
         if (st != KVC_OK) {
@@ -293,6 +313,12 @@ int kvc_bench_engine(const kvc_bench_opts *opts) {
         if (json) print_json(rows);
         else print_text(rows);
     }
+    if (be_plot != NULL) {
+        if (fclose(be_plot) != 0 && rc == 0) rc = 1;
+        be_plot = NULL;
+        if (rc == 0) rc = kvc_plot_run("latency", plot_data, opts->plot);
+    }
+    kvc_free(plot_data);
     kvc_demo_workload_free(&mixed);
     kvc_demo_workload_free(&longmix);
     return rc;

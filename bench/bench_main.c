@@ -1,4 +1,4 @@
-/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT]`: finds the benchmark and runs it. */
+/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--plot FILE.png]`: finds the benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +23,19 @@ double kvc_bench_median(double *v, int n) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT]\n\nbenchmarks:\n");
+    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--plot FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
                "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n"
                "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
-               "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT\n");
+               "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT\n"
+               "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
+               "the samples to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
 }
 
 int kvc_cmd_bench(int argc, char **argv) {
     const char *what = NULL;
-    kvc_bench_opts opts = {false, NULL, NULL};
+    kvc_bench_opts opts = {.json = false};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             opts.json = true;
@@ -43,6 +45,12 @@ int kvc_cmd_bench(int argc, char **argv) {
                 return 2;
             }
             opts.against = argv[++i];
+        } else if (strcmp(argv[i], "--plot") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "kvcache bench: --plot needs FILE.png\n");
+                return 2;
+            }
+            opts.plot = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "kvcache bench: --only needs the text of the row labels to run (e.g. decode/b8/)\n");
@@ -61,6 +69,10 @@ int kvc_cmd_bench(int argc, char **argv) {
     }
     if (what == NULL) {
         bench_usage(stderr);
+        return 2;
+    }
+    if (opts.plot && strcmp(what, "engine") != 0) {
+        fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
     if ((opts.against || opts.only) && strcmp(what, "attention") != 0) {

@@ -15,7 +15,11 @@
  * 64 blocks: hash + lookup + verify) next to the bare XXH3-128 of the same
  * bytes (parent hash + 16 token ids per block), both medians over 2,000
  * queries timed one by one; the workload figures are medians over 7
- * repetitions. The engine (tokens/s with a model) is not part of it. */
+ * repetitions. Then the shared-prefix workload (64 requests) through the
+ * engine with the demo's toy model, caching off and on: tokens/s (prompt +
+ * generated tokens over the steps' wall time, fastest of 3 alternating runs
+ * each), speedup, prefill tokens the
+ * model computed, and whether both runs produced the same tokens. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +27,9 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "demo_workload.h"
 #include "kvcache/cache.h"
+#include "kvcache/engine.h"
 
 enum {
     REPS = 7,
@@ -213,6 +219,69 @@ static int measure_hit(hit_result *out) {
     return 0;
 }
 
+/* ---- through the engine with the demo's toy model -------------------------- */
+enum { ENGINE_REQUESTS = 64, ENGINE_NEW = 8, ENGINE_MAX_LEN = 1152, ENGINE_REPS = 3 };
+
+typedef struct engine_result {
+    double tokens_per_s[2];     /* [off, on] the workload's prompt + generated tokens per second of engine steps */
+    double seconds[2];
+    int64_t prefill_computed[2]; /* prompt tokens the model computed */
+    int64_t hit_tokens;
+    bool outputs_equal;
+} engine_result;
+
+static int measure_engine(engine_result *out) {
+    const kvc_demo_family *f = &kvc_demo_families[0];
+    kvc_model *m = NULL;
+    if (kvc_demo_model(f, &m) != KVC_OK) return 1;
+    const int64_t n_prompt = SHARED_PREFIX + SHARED_SUFFIX;
+    kvc_demo_workload w = {.n = ENGINE_REQUESTS, .max_len = n_prompt + ENGINE_NEW - 1, .max_new = ENGINE_NEW};
+    w.reqs = calloc(ENGINE_REQUESTS, sizeof *w.reqs);
+    w.arrival_s = calloc(ENGINE_REQUESTS, sizeof *w.arrival_s);
+    w.ids = malloc((size_t)ENGINE_REQUESTS * (size_t)n_prompt * sizeof *w.ids);
+    int32_t *outputs[2] = {malloc(ENGINE_REQUESTS * ENGINE_NEW * sizeof(int32_t)),
+                           malloc(ENGINE_REQUESTS * ENGINE_NEW * sizeof(int32_t))};
+    int rc = w.reqs == NULL || w.arrival_s == NULL || w.ids == NULL || outputs[0] == NULL || outputs[1] == NULL;
+    for (int64_t i = 0; i < ENGINE_REQUESTS && rc == 0; i++) {
+        int32_t *ids = w.ids + i * n_prompt;
+        for (int64_t t = 0; t < n_prompt; t++)
+            ids[t] = (int32_t)((t < SHARED_PREFIX ? t * 7 + 3 : i * 31 + t) % 100);
+        w.reqs[i] = (kvc_demo_request){.n_prompt = n_prompt, .max_new_tokens = ENGINE_NEW, .prompt = ids,
+                                       .sampling = kvc_sampling_default_params()};
+    }
+    kvc_engine_adapter_params ap = {.block_size = BS};
+    for (int run = 0; run < 2 * ENGINE_REPS && rc == 0; run++) { /* off, on, off, on, ...: fastest of each */
+        int on = run % 2;
+        kvc_engine_params p = kvc_engine_default_params();
+        p.max_model_len = ENGINE_MAX_LEN;
+        p.max_num_seqs = 16;
+        p.plan_concurrency = 16;
+        p.check = false;
+        p.prefix_caching = on == 1;
+        kvc_demo_figures fig;
+        if (kvc_demo_run(m, &p, &ap, &w, outputs[on], NULL, &fig) != KVC_OK) {
+            fprintf(stderr, "kvcache bench prefix: engine: %s\n", kvc_last_error());
+            rc = 1;
+            break;
+        }
+        if (run >= 2 && fig.seconds >= out->seconds[on]) continue;
+        out->seconds[on] = fig.seconds;
+        /* the same workload both times: every prompt and generated token counts */
+        out->tokens_per_s[on] = (double)(ENGINE_REQUESTS * (n_prompt + ENGINE_NEW)) / fig.seconds;
+        out->prefill_computed[on] = fig.prompt_tokens; /* the prompt tokens the steps computed */
+        if (on) out->hit_tokens = fig.prefix.hit_tokens;
+    }
+    if (rc == 0)
+        out->outputs_equal = memcmp(outputs[0], outputs[1], ENGINE_REQUESTS * ENGINE_NEW * sizeof(int32_t)) == 0;
+    free(outputs[0]);
+    free(outputs[1]);
+    free(w.reqs);
+    free(w.arrival_s);
+    free(w.ids);
+    kvc_model_destroy(m);
+    return rc;
+}
+
 static double reduction(const workload_result *on, const workload_result *off) {
     return off->computed_tokens > 0 ? 1.0 - (double)on->computed_tokens / (double)off->computed_tokens : 0.0;
 }
@@ -235,11 +304,14 @@ static void print_workload(const char *name, const workload_result *on, const wo
 }
 
 int kvc_bench_prefix(const kvc_bench_opts *opts) {
-    workload_result shared_on, shared_off, chat_on, chat_off;
+    workload_result shared_on = {0}, shared_off = {0}, chat_on = {0}, chat_off = {0};
     hit_result hit;
+    engine_result eng = {0};
     if (measure(true, run_shared, &shared_on) != 0 || measure(false, run_shared, &shared_off) != 0 ||
-        measure(true, run_chat, &chat_on) != 0 || measure(false, run_chat, &chat_off) != 0 || measure_hit(&hit) != 0)
+        measure(true, run_chat, &chat_on) != 0 || measure(false, run_chat, &chat_off) != 0 || measure_hit(&hit) != 0 ||
+        measure_engine(&eng) != 0)
         return 1;
+    double speedup = eng.seconds[0] / eng.seconds[1];
     bool reduction_met = reduction(&shared_on, &shared_off) >= TARGET_REDUCTION;
     bool hit_met = hit.ns_per_block <= TARGET_HIT_NS;
     if (opts->json) {
@@ -247,9 +319,14 @@ int kvc_bench_prefix(const kvc_bench_opts *opts) {
         print_workload("shared_prefix", &shared_on, &shared_off, true, false);
         print_workload("chat", &chat_on, &chat_off, true, false);
         printf("\"hit\": {\"blocks\": %d, \"ns_per_block\": %.2f, \"xxh3_ns_per_block\": %.2f, \"target_ns\": %.0f, "
-               "\"target_met\": %s}, \"reduction_target\": %.2f, \"reduction_target_met\": %s}\n",
+               "\"target_met\": %s}, \"reduction_target\": %.2f, \"reduction_target_met\": %s, "
+               "\"engine\": {\"model\": \"%s\", \"requests\": %d, \"tokens_per_s_off\": %.1f, "
+               "\"tokens_per_s_on\": %.1f, \"speedup\": %.2f, \"prefill_computed_off\": %" PRId64
+               ", \"prefill_computed_on\": %" PRId64 ", \"outputs_equal\": %s}}\n",
                SHARED_PREFIX / BS, hit.ns_per_block, hit.xxh3_ns_per_block, TARGET_HIT_NS, hit_met ? "true" : "false",
-               TARGET_REDUCTION, reduction_met ? "true" : "false");
+               TARGET_REDUCTION, reduction_met ? "true" : "false", kvc_demo_families[0].name, ENGINE_REQUESTS,
+               eng.tokens_per_s[0], eng.tokens_per_s[1], speedup, eng.prefill_computed[0], eng.prefill_computed[1],
+               eng.outputs_equal ? "true" : "false");
         return 0;
     }
     printf("kvcache bench prefix (manager only, FullAttention, block size %d, medians over %d repetitions)\n\n", BS,
@@ -265,7 +342,15 @@ int kvc_bench_prefix(const kvc_bench_opts *opts) {
            SHARED_PREFIX / BS, HIT_REPS);
     printf("  kvc_manager_find_prefix       %8.2f ns per block   target <= %.0f ns: %s\n", hit.ns_per_block,
            TARGET_HIT_NS, hit_met ? "met" : "MISSED");
-    printf("  baseline: bare XXH3-128 of the same %d bytes %6.2f ns per block   ratio %.2fx\n",
+    printf("  baseline: bare XXH3-128 of the same %d bytes %6.2f ns per block   ratio %.2fx\n\n",
            (int)(16 + BS * sizeof(int32_t)), hit.xxh3_ns_per_block, hit.ns_per_block / hit.xxh3_ns_per_block);
+    printf("through the engine (%s toy model, %d requests of %d shared + %d own prompt tokens, %d generated)\n",
+           kvc_demo_families[0].name, ENGINE_REQUESTS, SHARED_PREFIX, SHARED_SUFFIX, ENGINE_NEW);
+    printf("  caching on  %9.1f tokens/s  prefill tokens computed %7" PRId64 "\n", eng.tokens_per_s[1],
+           eng.prefill_computed[1]);
+    printf("  caching off %9.1f tokens/s  prefill tokens computed %7" PRId64 "   speedup %.2fx (target >= 3x: %s)"
+           "   outputs equal: %s\n",
+           eng.tokens_per_s[0], eng.prefill_computed[0], speedup, speedup >= 3.0 ? "met" : "MISSED",
+           eng.outputs_equal ? "yes" : "NO");
     return 0;
 }

@@ -54,3 +54,18 @@ int kvc_plot_emit(const char *kind, const char *data, size_t len, const char *pn
     kvc_free(path);
     return rc;
 }
+
+static void ms_array(FILE *f, const char *name, const double *s, int64_t n) {
+    fprintf(f, "\"%s\": [", name);
+    for (int64_t i = 0; i < n; i++) fprintf(f, "%s%.4f", i ? ", " : "", 1e3 * s[i]);
+    fputc(']', f);
+}
+
+void kvc_plot_latency_line(FILE *f, const char *family, const char *run, const double *ttft_s, int64_t n_ttft,
+                           const double *tpot_s, int64_t n_tpot) {
+    fprintf(f, "{\"family\": \"%s\", \"run\": \"%s\", ", family, run);
+    ms_array(f, "ttft_ms", ttft_s, n_ttft);
+    fputs(", ", f);
+    ms_array(f, "tpot_ms", tpot_s, n_tpot);
+    fputs("}\n", f);
+}

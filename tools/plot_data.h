@@ -7,6 +7,8 @@
 #define KVC_TOOLS_PLOT_DATA_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* png_path + suffix, kvc_malloc'ed (kvc_free it); NULL after a message when out of memory. */
 char *kvc_plot_data_path(const char *png_path, const char *suffix);
@@ -18,5 +20,10 @@ int kvc_plot_run(const char *kind, const char *data_path, const char *png_path);
 
 /* Writes data[0..len) to png_path + suffix, then kvc_plot_run. */
 int kvc_plot_emit(const char *kind, const char *data, size_t len, const char *png_path, const char *suffix);
+
+/* One latency pass as a line of the `latency` data (JSON Lines):
+ * {"family": F, "run": R, "ttft_ms": [...], "tpot_ms": [...]}, from samples in seconds. */
+void kvc_plot_latency_line(FILE *f, const char *family, const char *run, const double *ttft_s, int64_t n_ttft,
+                           const double *tpot_s, int64_t n_tpot);
 
 #endif

@@ -6,7 +6,8 @@ through pyplot).
                               preemptions, prefix hits and refusals marked
   trace_steps(lines)          the steps of a `kvcache trace --usage` output
   plan_memory(plan, out)      where a plan's cache memory goes
-  latency(runs, out)          TTFT / TPOT distributions
+  latency(runs, out)          TTFT / TPOT distributions; latency_runs(lines) reads
+                              `kvcache bench engine --plot` data
 
 Every function returns the matplotlib Figure and writes it to `out` when
 given (the format follows the file name: .png, .svg, .pdf).
@@ -17,7 +18,8 @@ As a command (what `kvcache trace|plan|bench engine --plot FILE.png` runs):
 import json
 import sys
 
-_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
+_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+           "#d62728"]
 _TYPE_COLORS = {"FullAttention": "#1f77b4", "SlidingWindow": "#ff7f0e", "Mamba": "#2ca02c"}
 
 
@@ -154,32 +156,50 @@ def _percentile(values, q):
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+def latency_runs(lines):
+    """{family: {run: {"ttft_ms": [...], "tpot_ms": [...]}}} from the JSON
+    Lines `kvcache bench engine --plot` writes (one line per latency pass)."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    runs = {}
+    for raw in lines:
+        if raw.strip():
+            rec = json.loads(raw)
+            runs.setdefault(rec.get("family", ""), {})[rec["run"]] = {"ttft_ms": rec["ttft_ms"], "tpot_ms": rec["tpot_ms"]}
+    if not runs:
+        raise ValueError("no latency lines")
+    return runs
+
+
 def latency(runs, out=None, title="Latency per request"):
-    """TTFT and TPOT distributions (histograms, p50 and p99 marked). runs:
-    {name: {"ttft_ms": [...], "tpot_ms": [...]}} (several schedulers or
-    loads side by side) or one such dict."""
+    """TTFT and TPOT distributions as cumulative curves (log time axis), p50
+    and p99 in the legend. runs: {name: {"ttft_ms": [...], "tpot_ms": [...]}}
+    (runs side by side), one such dict, or {family: {name: {...}}} for one row
+    of panels per model family."""
     if "ttft_ms" in runs or "tpot_ms" in runs:
         runs = {"": runs}
-    fig = _figure(10, 4.0)
-    axes = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    for ax, field, label in zip(axes, ("ttft_ms", "tpot_ms"), ("time to first token (ms)", "time per output token (ms)")):
-        series = [(name, [float(v) for v in r.get(field) or []]) for name, r in runs.items()]
-        series = [(n, v) for n, v in series if v]
-        if series:
-            lo = min(min(v) for _, v in series)
-            hi = max(max(v) for _, v in series)
-            bins = [lo + (hi - lo) * i / 30 for i in range(31)] if hi > lo else 10
-            for i, (name, v) in enumerate(series):
-                color = _COLORS[i % len(_COLORS)]
+    if all(isinstance(v, dict) and ("ttft_ms" in v or "tpot_ms" in v) for v in runs.values()):
+        runs = {"": runs}
+    fig = _figure(11, 0.6 + 3.0 * len(runs))
+    for row, (family, family_runs) in enumerate(runs.items()):
+        for col, (field, label) in enumerate((("ttft_ms", "time to first token (ms)"),
+                                              ("tpot_ms", "time per output token (ms)"))):
+            ax = fig.add_subplot(len(runs), 2, 2 * row + col + 1)
+            for i, (name, r) in enumerate(family_runs.items()):
+                v = sorted(float(x) for x in r.get(field) or [] if x > 0)
+                if not v:
+                    continue
                 p50, p99 = _percentile(v, 50), _percentile(v, 99)
-                ax.hist(v, bins=bins, alpha=0.55, color=color,
-                        label=f"{name + ': ' if name else ''}p50 {p50:.2f}, p99 {p99:.2f} (n={len(v)})")
-                ax.axvline(p50, color=color, ls="-", lw=1)
-                ax.axvline(p99, color=color, ls="--", lw=1)
-            ax.legend(fontsize=8)
-        ax.set_xlabel(label)
-        ax.set_ylabel("requests")
-        ax.grid(alpha=0.3)
+                ax.step(v, [(k + 1) / len(v) for k in range(len(v))], where="post", color=_COLORS[i % len(_COLORS)],
+                        lw=1.3, label=f"{name + ': ' if name else ''}p50 {p50:.3g}, p99 {p99:.3g} (n={len(v)})")
+            ax.set_xscale("log")
+            ax.set_ylim(0, 1.02)
+            ax.set_xlabel(label, fontsize=8)
+            ax.set_ylabel(f"{family + ': ' if family else ''}share of samples", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3, which="both")
+            if ax.get_lines():
+                ax.legend(fontsize=6.5, loc="lower right")
     fig.suptitle(title, fontsize=10)
     return _save(fig, out)
 
@@ -202,8 +222,7 @@ def draw(kind, text, out):
     if kind == "plan":
         return plan_memory(json.loads(text), out)
     if kind == "latency":
-        data = json.loads(text)
-        return latency(data.get("runs", data), out, title=data.get("title", "Latency per request"))
+        return latency(latency_runs(text), out, title="TTFT / TPOT of the engine bench's latency passes")
     raise ValueError(f"unknown plot kind \"{kind}\" (trace, usage, plan, latency)")
 
 

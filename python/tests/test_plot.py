@@ -44,6 +44,15 @@ def test_trace_steps_are_the_managers_usage(kvcache_cmd):
     assert any(s["refused"] for s in steps)  # the example runs out of blocks on purpose
 
 
+def test_prefix_hits_are_marked(kvcache_cmd, tmp_path):
+    example = REPO / "python" / "examples" / "prefix_trace.json"
+    out = subprocess.run([str(kvcache_cmd), "trace", str(example), "--usage"], capture_output=True, text=True, check=True)
+    steps = plot.trace_steps(out.stdout)
+    assert sum(1 for s in steps if s["prefix_hit_tokens"] == 64) == 13  # every request after the first
+    fig = plot.block_usage(steps, tmp_path / "prefix.png")
+    assert any("prefix hit (13)" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+
+
 def test_block_usage_marks(tmp_path):
     steps = [{"usage": {"A": 1 + i, "B": 1 + i // 2}, "total": {"A": 11, "B": 11}, "preempted": int(i == 5),
               "prefix_hit_tokens": 16 * (i == 3), "refused": i == 7} for i in range(10)]
@@ -69,6 +78,15 @@ def test_latency(tmp_path):
     fig = plot.latency(runs, tmp_path / "lat.png")
     assert_png(tmp_path / "lat.png")
     assert len(fig.axes) == 2 and "p99" in fig.axes[0].get_legend().get_texts()[0].get_text()
+    # the bench's data: one JSON line per pass, one row of panels per family
+    lines = [json.dumps({"family": fam, "run": run, **r}) for fam in ("qwen3", "gpt_oss") for run, r in runs.items()]
+    data = tmp_path / "bench.png.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([sys.executable, "-m", "kvcache.plot", "latency", str(data), str(tmp_path / "bench.png")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert_png(tmp_path / "bench.png")
+    assert set(plot.latency_runs(data.read_text())) == {"qwen3", "gpt_oss"}
 
 
 def test_command_line_plot_flags(kvcache_cmd, tmp_path):

@@ -107,11 +107,12 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         return kvc_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
                         m->n_managers);
     if (width < 0) return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
+    /* state is written only on success (KVC_ERANGE leaves it unchanged). */
+    int32_t slot = state->slot;
     const kvc_req_blocks *t = cached_entry(m, rid, key_index, state);
     if (t == NULL) {
-        int32_t slot = kvc_request_table_find(&m->requests, rid);
+        slot = kvc_request_table_find(&m->requests, rid);
         t = slot >= 0 ? &kvc_manager_request_tables(m, slot)[key_index] : NULL;
-        state->slot = slot;
     }
     if (t == NULL || !t->present) {
         memset(row, 0, (size_t)width * sizeof *row);
@@ -131,7 +132,7 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         memset(row + len, 0, (size_t)(width - len) * sizeof *row);
     }
     *state = (kvc_table_state){
-        .generation = t->generation, .n_null = t->n_null, .len = len, .width = width, .slot = state->slot};
+        .generation = t->generation, .n_null = t->n_null, .len = len, .width = width, .slot = slot};
     return KVC_OK;
 }
 

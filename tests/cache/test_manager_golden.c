@@ -257,13 +257,39 @@ static void test_request_capacity(void **state) {
     assert_non_null(strstr(kvc_last_error(), "max_model_len 0"));
 }
 
+/* A row too narrow for the table is KVC_ERANGE and leaves row and state as
+ * they were, including the state's slot hint (it used to be overwritten). */
+static void test_table_sync_erange_unchanged(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(&model, &e, 1);
+    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention"}, (const int64_t[]){11}, 1, 64);
+    assert_int_equal(ALLOC(m, 7, 0, 9, 0), KVC_OK); /* 3 blocks */
+    int32_t row[2] = {-5, -6};
+    kvc_table_state st = {.generation = 0, .n_null = 0, .len = 0, .width = 2, .slot = 12345};
+    assert_int_equal(kvc_manager_table_sync(m, 7, 0, row, 2, &st), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "exceeds the row width 2"));
+    assert_int_equal(st.slot, 12345);
+    assert_int_equal(st.generation, 0);
+    assert_int_equal(st.len, 0);
+    assert_int_equal(row[0], -5);
+    assert_int_equal(row[1], -6);
+    int32_t wide[4];
+    kvc_table_state fresh = {0};
+    assert_int_equal(kvc_manager_table_sync(m, 7, 0, wide, 4, &fresh), KVC_OK);
+    assert_int_equal(fresh.len, 3);
+    assert_int_equal(wide[3], 0);
+    kvc_manager_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sliding_prefill_10), cmocka_unit_test(test_sliding_null_prefix),
         cmocka_unit_test(test_sliding_layouts),    cmocka_unit_test(test_full_reservation),
         cmocka_unit_test(test_mamba),              cmocka_unit_test(test_two_phase_side_effect),
         cmocka_unit_test(test_clamped),            cmocka_unit_test(test_refused_calls),
-        cmocka_unit_test(test_request_capacity),
+        cmocka_unit_test(test_request_capacity), cmocka_unit_test(test_table_sync_erange_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
