@@ -29,6 +29,10 @@ double kvc_bench_now(void);
 /* Median of v[0..n) (sorts v). */
 double kvc_bench_median(double *v, int n);
 
+/* Parses `bench` arguments: -1 with *bench and *opts set when a benchmark
+ * should run, otherwise the exit status (0 after --help, 2 on bad usage, with
+ * the message printed). The fuzz target calls it without running anything. */
+int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts);
 int kvc_cmd_bench(int argc, char **argv);
 
 #endif

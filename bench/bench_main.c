@@ -33,30 +33,31 @@ static void bench_usage(FILE *f) {
                "the samples to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
 }
 
-int kvc_cmd_bench(int argc, char **argv) {
+int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {
     const char *what = NULL;
-    kvc_bench_opts opts = {.json = false};
+    *bench = NULL;
+    *opts = (kvc_bench_opts){.json = false};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
-            opts.json = true;
+            opts->json = true;
         } else if (strcmp(argv[i], "--against") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "kvcache bench: --against needs the path of another build's libkvcache.so\n");
                 return 2;
             }
-            opts.against = argv[++i];
+            opts->against = argv[++i];
         } else if (strcmp(argv[i], "--plot") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "kvcache bench: --plot needs FILE.png\n");
                 return 2;
             }
-            opts.plot = argv[++i];
+            opts->plot = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0) {
             if (i + 1 == argc) {
                 fprintf(stderr, "kvcache bench: --only needs the text of the row labels to run (e.g. decode/b8/)\n");
                 return 2;
             }
-            opts.only = argv[++i];
+            opts->only = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
@@ -71,17 +72,27 @@ int kvc_cmd_bench(int argc, char **argv) {
         bench_usage(stderr);
         return 2;
     }
-    if (opts.plot && strcmp(what, "engine") != 0) {
+    if (opts->plot && strcmp(what, "engine") != 0) {
         fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
-    if ((opts.against || opts.only) && strcmp(what, "attention") != 0) {
+    if ((opts->against || opts->only) && strcmp(what, "attention") != 0) {
         fprintf(stderr, "kvcache bench: --against and --only apply to the attention benchmark only\n");
         return 2;
     }
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++)
-        if (strcmp(what, b->name) == 0) return b->run(&opts);
+        if (strcmp(what, b->name) == 0) {
+            *bench = b;
+            return -1;
+        }
     fprintf(stderr, "kvcache bench: unknown benchmark \"%s\"\n", what);
     bench_usage(stderr);
     return 2;
+}
+
+int kvc_cmd_bench(int argc, char **argv) {
+    const kvc_bench_entry *bench = NULL;
+    kvc_bench_opts opts;
+    int rc = kvc_bench_parse(argc, argv, &bench, &opts);
+    return rc >= 0 ? rc : bench->run(&opts);
 }

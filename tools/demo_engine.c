@@ -167,16 +167,17 @@ static void demo_usage(FILE *out) {
                  "  --trace        replay the built-in hybrid-model manager trace instead (--json: JSON Lines)\n");
 }
 
-int kvc_cmd_engine_demo(int argc, char **argv) {
-    int64_t n = 32;
+int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace_at) {
+    *n_requests = 32;
+    *trace_at = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--trace") == 0) {
-            argv[i] = argv[0]; /* the trace demo sees the rest of the arguments */
-            return kvc_cmd_trace_demo(argc - i, argv + i);
+            *trace_at = i;
+            return -1;
         } else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
             char *end = NULL;
-            n = strtoll(argv[++i], &end, 10);
-            if (*end != '\0' || n < 1 || n > 100000) {
+            *n_requests = strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || *n_requests < 1 || *n_requests > 100000) {
                 fprintf(stderr, "kvcache demo: --requests expects 1..100000, got \"%s\"\n", argv[i]);
                 return 2;
             }
@@ -188,6 +189,18 @@ int kvc_cmd_engine_demo(int argc, char **argv) {
             demo_usage(stderr);
             return 2;
         }
+    }
+    return -1;
+}
+
+int kvc_cmd_engine_demo(int argc, char **argv) {
+    int64_t n = 0;
+    int trace_at = 0;
+    int rc = kvc_engine_demo_parse(argc, argv, &n, &trace_at);
+    if (rc >= 0) return rc;
+    if (trace_at > 0) {
+        argv[trace_at] = argv[0]; /* the trace demo sees the rest of the arguments */
+        return kvc_cmd_trace_demo(argc - trace_at, argv + trace_at);
     }
     return engine_demo(n);
 }
