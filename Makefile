@@ -127,7 +127,9 @@ test: format-check unit-test python-test asan-test fuzz-test
 
 bench: build
 	./$(BUILD)/kvcache bench manager
+	./$(BUILD)/kvcache bench prefix
 	./$(BUILD)/kvcache bench engine
+	./$(BUILD)/kvcache bench gemm
 	./$(BUILD)/kvcache bench attention
 
 clean:
