@@ -43,7 +43,7 @@ static void run_usage(FILE *f)
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %lld)\n"
             "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, or in modes 1 and 2\n"
-            "                       i8, fp8_e4m3 (fp8), fp8_e5m2 with static per-tensor scales calibrated on\n"
+            "                       i8 (int8), fp8_e4m3 (fp8), fp8_e5m2 with static per-tensor scales calibrated on\n"
             "                       the prompts; the first line names the dtype and the bytes one token\n"
             "                       takes in every layer's cache\n"
             "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
@@ -168,7 +168,7 @@ int kvc_cmd_run(int argc, char **argv)
             continue;
         } else if (strcmp(a, "--kv-dtype") == 0) {
             if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype, false)) {
-                fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16, i8, fp8_e4m3 (fp8) or fp8_e5m2, got \"%s\"\n",
+                fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got \"%s\"\n",
                         val ? val : "");
                 return 2;
             }

@@ -20,9 +20,16 @@ const char *kvc_dtype_name(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_
 
 kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
     if (name == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_dtype_parse: name and out must not be NULL");
-    if (strcmp(name, "fp8") == 0) { /* vLLM's --kv-cache-dtype fp8 means e4m3 */
-        *out = KVC_DTYPE_F8E4M3;
-        return KVC_OK;
+    /* Aliases users type: vLLM's --kv-cache-dtype fp8 means e4m3; int8 is i8. */
+    static const struct {
+        const char *alias;
+        kvc_dtype dtype;
+    } aliases[] = {{"fp8", KVC_DTYPE_F8E4M3}, {"int8", KVC_DTYPE_I8}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        if (strcmp(name, aliases[i].alias) == 0) {
+            *out = aliases[i].dtype;
+            return KVC_OK;
+        }
     }
     for (int d = 0; d < KVC_DTYPE_COUNT; d++) {
         if (strcmp(name, dtype_table[d].name) == 0) {
@@ -30,7 +37,7 @@ kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
             return KVC_OK;
         }
     }
-    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8, i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
+    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8 (or int8), i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
 }
 
 int64_t kvc_tensor_numel(const kvc_tensor *t) {

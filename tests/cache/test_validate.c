@@ -166,6 +166,8 @@ static void test_names(void **state) {
     assert_int_equal(kvc_dtype_size(d), 2);
     assert_int_equal(kvc_dtype_parse("fp8", &d), KVC_OK);
     assert_int_equal(d, KVC_DTYPE_F8E4M3);
+    assert_int_equal(kvc_dtype_parse("int8", &d), KVC_OK);
+    assert_int_equal(d, KVC_DTYPE_I8);
     assert_int_equal(kvc_dtype_parse("fp4", &d), KVC_EINVAL);
     assert_string_equal(kvc_status_str(KVC_NO_SPACE), "KVC_NO_SPACE");
 }
