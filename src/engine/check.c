@@ -107,8 +107,13 @@ static kvc_status check_table(const kvc_engine *e, int32_t *ids /* [width] */, c
     return KVC_OK;
 }
 
-/* INV-R2 (formula, bounds) and INV-R3 (full attention: no real token in
- * block 0; no two tokens of the step share a non-null slot). */
+/* Tokens of row b's request computed once this step has run. */
+static int64_t row_end(const kvc_step_metadata *md, int64_t b) { return md->positions[md->cu_seq_lens_q[b] - 1] + 1; }
+
+/* INV-R2 (formula, bounds) and INV-R3 (a token goes to the null block only
+ * at a position its type no longer keeps once the row's step is computed —
+ * never for full attention, whose skipped prefix is empty; no two tokens of
+ * the step share a non-null slot). */
 static kvc_status check_slots(const kvc_engine *e, uint64_t *seen, const kvc_step_metadata *md, int32_t k) {
     const kvc_step_key *key = &md->keys[k];
     int64_t bs = key->block_size, limit = kvc_manager_num_blocks(e->mgr, k) * bs;
@@ -122,7 +127,7 @@ static kvc_status check_slots(const kvc_engine *e, uint64_t *seen, const kvc_ste
             st = kvc_fail(KVC_EINTERNAL, "INV-R2: key %s token %lld (row %lld, position %lld): slot %lld, expected "
                           "%lld within [0, %lld)", key->key, (long long)t, (long long)b, (long long)pos,
                           (long long)slot, (long long)want, (long long)limit);
-        else if (slot < bs && key->attn_type == KVC_ATTN_FULL)
+        else if (slot < bs && pos >= kvc_manager_skipped_tokens(e->mgr, k, row_end(md, b)))
             st = kvc_fail(KVC_EINTERNAL, "INV-R3: key %s token %lld (request %lld, position %lld) maps into the null "
                           "block", key->key, (long long)t, (long long)e->rows[b].request_id, (long long)pos);
         else if (slot >= bs && (seen[slot / 64] >> (slot % 64) & 1u))
