@@ -318,7 +318,7 @@ int kvc_bench_engine(const kvc_bench_opts *opts) {
         be_plot = NULL;
         if (rc == 0) rc = kvc_plot_run("latency", plot_data, opts->plot);
     }
-    kvc_free(plot_data);
+    kvci_free(plot_data);
     kvc_demo_workload_free(&mixed);
     kvc_demo_workload_free(&longmix);
     return rc;

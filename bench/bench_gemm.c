@@ -53,7 +53,7 @@ static double sample(int who, const gemm_shape *s, const float *A, const float *
     double t;
     do {
         if (who == 0)
-            kvc_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
+            kvci_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B,
                         (int)s->K, 0.0f, C, (int)s->N);
@@ -76,7 +76,7 @@ static int run_shape(const gemm_shape *s, bool json) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
     for (int64_t i = 0; i < s->N * s->K; i++)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x >> 40) / 16777216.0f - 0.5f;
-    kvc_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
+    kvci_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, A, (int)s->K, B,
                 (int)s->K, 0.0f, R, (int)s->N);
     double diff = 0.0;
@@ -91,7 +91,7 @@ static int run_shape(const gemm_shape *s, bool json) {
     if (json)
         printf("{\"bench\":\"gemm\",\"kernel\":\"%s\",\"threads\":%d,\"layer\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
                "\"gflops\":%.3f,\"openblas_gflops\":%.3f,\"ratio\":%.3f,\"max_abs_diff\":%.3g}\n",
-               kvc_gemm_active()->name, omp_get_max_threads(), s->name, (long long)s->M, (long long)s->N,
+               kvci_gemm_active()->name, omp_get_max_threads(), s->name, (long long)s->M, (long long)s->N,
                (long long)s->K, go, gb, go / gb, diff);
     else
         printf("%-22s %5lld %6lld %6lld %10.2f %10.2f %7.2f %10.2g\n", s->name, (long long)s->M, (long long)s->N,
@@ -115,7 +115,7 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
         printf("gemm: kernel %s, %d threads, CPU flags: %s\n"
                "C[M,N] = A[M,K] B[N,K]^T; GFLOP/s median of %d alternating samples; ratio = ours / OpenBLAS (%s)\n"
                "%-22s %5s %6s %6s %10s %10s %7s %10s\n",
-               kvc_gemm_active()->name, threads, flags, REPS, openblas_get_config(), "layer", "M", "N", "K", "ours",
+               kvci_gemm_active()->name, threads, flags, REPS, openblas_get_config(), "layer", "M", "N", "K", "ours",
                "OpenBLAS", "ratio", "max |diff|");
     int rc = 0;
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)

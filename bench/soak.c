@@ -60,7 +60,7 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
     char err[256];
     kvc_trace *t = NULL;
     if (kvc_trace_load(soak_trace, strlen(soak_trace), NULL, &t, err, sizeof err) != KVC_TRACE_EXIT_OK)
-        return kvc_fail(KVC_EINTERNAL, "soak: the built-in trace does not load: %s", err);
+        return kvci_fail(KVC_EINTERNAL, "soak: the built-in trace does not load: %s", err);
     kvc_manager *m = t->manager;
     live_request live[SOAK_LIVE];
     int n_live = 0;
@@ -76,7 +76,7 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
             if (st == KVC_NO_SPACE) { /* make room: the oldest live request finishes early */
                 out->refused++;
                 next_id--;
-                st = n_live > 0 ? kvc_manager_free(m, live[0].id) : kvc_fail(KVC_EINTERNAL, "soak: an empty pool refused");
+                st = n_live > 0 ? kvc_manager_free(m, live[0].id) : kvci_fail(KVC_EINTERNAL, "soak: an empty pool refused");
                 if (n_live > 0) memmove(live, live + 1, (size_t)--n_live * sizeof *live), done++;
             } else if (st >= 0) {
                 r.computed = prompt;
@@ -110,7 +110,7 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
     out->requests = done;
     for (int32_t k = 0; st >= 0 && k < kvc_manager_n_keys(m); k++)
         if (kvc_manager_num_free(m, k) != kvc_manager_num_blocks(m, k) - 1)
-            st = kvc_fail(KVC_EINTERNAL, "soak: pool %s holds blocks after every request ended", kvc_manager_key(m, k));
+            st = kvci_fail(KVC_EINTERNAL, "soak: pool %s holds blocks after every request ended", kvc_manager_key(m, k));
     if (st >= 0) st = kvc_manager_check_invariants(m);
     kvc_trace_destroy(t);
     return st < 0 ? st : KVC_OK;
@@ -189,8 +189,8 @@ kvc_status kvc_soak_engine(int64_t n_requests, kvc_soak_figures *out) {
     kvc_status st = kvc_engine_create(&m.model, &p, &e);
     if (st != KVC_OK) return st;
     int64_t next_id = 0, done = 0;
-    int64_t *held = kvc_calloc((size_t)p.max_requests, sizeof *held); /* [max_requests] ids held, -1: free */
-    if (held == NULL) st = kvc_fail(KVC_ENOMEM, "soak: out of memory");
+    int64_t *held = kvci_calloc((size_t)p.max_requests, sizeof *held); /* [max_requests] ids held, -1: free */
+    if (held == NULL) st = kvci_fail(KVC_ENOMEM, "soak: out of memory");
     for (int64_t i = 0; held != NULL && i < p.max_requests; i++) held[i] = -1;
     uint64_t seed = 11;
     const double t0 = kvc_bench_now();
@@ -216,10 +216,10 @@ kvc_status kvc_soak_engine(int64_t n_requests, kvc_soak_figures *out) {
     kvc_engine_stats stats;
     if (st == KVC_OK && (st = kvc_engine_get_stats(e, &stats)) == KVC_OK) {
         out->preemptions = stats.preemptions;
-        if (stats.blocks_in_use[0] != 0) st = kvc_fail(KVC_EINTERNAL, "soak: blocks in use after every request ended");
+        if (stats.blocks_in_use[0] != 0) st = kvci_fail(KVC_EINTERNAL, "soak: blocks in use after every request ended");
     }
     if (st == KVC_OK) st = kvc_engine_check(e);
-    kvc_free(held);
+    kvci_free(held);
     kvc_engine_destroy(e);
     return st;
 }

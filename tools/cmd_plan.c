@@ -188,7 +188,7 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done) {
 
 /* Prints the plan table; false (nothing printed) when memory ran out. */
 static bool print_table(const kvc_model_plan *p) {
-    bool *done = kvc_calloc((size_t)p->n_layers, sizeof *done);
+    bool *done = kvci_calloc((size_t)p->n_layers, sizeof *done);
     if (done == NULL) return false;
     const kvc_plan_options *o = &p->options;
     char b1[64], b2[64], b3[64];
@@ -212,7 +212,7 @@ static bool print_table(const kvc_model_plan *p) {
     printf("scale        %.9g   (rope %s, factor %g, attention factor %.7g)\n", p->scale, p->rope_type, p->rope_factor,
            p->rope_attention_factor);
     print_layer_rows(p, done);
-    kvc_free(done);
+    kvci_free(done);
     human_bytes(p->blocks.per_token_bytes, b1, sizeof b1);
     human_bytes(p->blocks.fixed_bytes, b2, sizeof b2);
     printf("bytes/token  %s (full-attention caches, one rank)\n", b1);
@@ -303,14 +303,14 @@ int kvc_cmd_plan(int argc, char **argv) {
     }
     size_t len = 0;
     char *text = NULL;
-    kvc_status st = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
+    kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
     if (st != KVC_OK) {
         fprintf(stderr, "kvcache plan: %s\n", kvc_last_error());
         return st == KVC_ENOMEM ? 1 : 2;
     }
     kvc_model_plan *plan = NULL;
     st = kvc_model_plan_create(text, len, &opt, &plan);
-    kvc_free(text);
+    kvci_free(text);
     if (st != KVC_OK) {
         fprintf(stderr, "kvcache plan: %s: %s\n", path, kvc_last_error());
         return st == KVC_EINVAL ? 2 : 1;

@@ -115,7 +115,7 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
                        int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
                        int64_t kv_bytes_per_token)
 {
-    const uint64_t failures = kvc_alloc_failures();
+    const uint64_t failures = kvci_alloc_failures();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", dir);
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
@@ -141,9 +141,9 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     cJSON_AddNumberToObject(tm, "decode_steps", (double)st->decode_steps);
     cJSON_AddNumberToObject(tm, "decode_per_step", st->decode_steps ? st->decode_ms / (double)st->decode_steps : 0.0);
     char *text = cJSON_PrintUnformatted(root);
-    if (text && kvc_alloc_failures() == failures) puts(text);
-    const bool ok = text && kvc_alloc_failures() == failures;
-    kvc_free(text);
+    if (text && kvci_alloc_failures() == failures) puts(text);
+    const bool ok = text && kvci_alloc_failures() == failures;
+    kvci_free(text);
     cJSON_Delete(root);
     return ok;
 }
@@ -249,8 +249,8 @@ int kvc_cmd_run(int argc, char **argv)
         return 2;
     }
     kvc_runner *r = NULL;
-    int32_t *tok = kvc_calloc((size_t)(n * NT), sizeof *tok);
-    float *lg = json ? kvc_calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
+    int32_t *tok = kvci_calloc((size_t)(n * NT), sizeof *tok);
+    float *lg = json ? kvci_calloc((size_t)(NT * n * V), sizeof *lg) : NULL;
     kvc_runner_stats st = {0};
     int rc = 0;
     if (!tok || (json && !lg)) {
@@ -273,7 +273,7 @@ int kvc_cmd_run(int argc, char **argv)
     }
     kvc_runner_destroy(r);
     kvc_model_destroy(m);
-    kvc_free(tok);
-    kvc_free(lg);
+    kvci_free(tok);
+    kvci_free(lg);
     return rc;
 }

@@ -89,14 +89,14 @@ int kvc_cmd_trace(int argc, char **argv) {
     }
     char *json = NULL;
     size_t len = 0;
-    kvc_status st = kvc_read_file(path, KVC_MAX_INPUT_BYTES, &json, &len);
+    kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &json, &len);
     if (st != KVC_OK) {
         fprintf(stderr, "kvcache trace: %s\n", kvc_last_error());
         return st == KVC_ENOMEM ? 1 : 2;
     }
     if (plot == NULL) {
         int rc = kvc_trace_replay(json, len, stdout, &opts);
-        kvc_free(json);
+        kvci_free(json);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "kvcache trace: cannot write the output (%s)\n", strerror(errno));
             return 1;
@@ -108,12 +108,12 @@ int kvc_cmd_trace(int argc, char **argv) {
     FILE *out = data_path != NULL ? fopen(data_path, "w+b") : NULL;
     if (out == NULL) {
         if (data_path != NULL) fprintf(stderr, "kvcache trace: cannot write %s\n", data_path);
-        kvc_free(data_path);
-        kvc_free(json);
+        kvci_free(data_path);
+        kvci_free(json);
         return 1;
     }
     int rc = kvc_trace_replay(json, len, out, &opts);
-    kvc_free(json);
+    kvci_free(json);
     char buf[8192];
     rewind(out);
     for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;)
@@ -125,6 +125,6 @@ int kvc_cmd_trace(int argc, char **argv) {
         rc = 1;
     }
     if (rc == 0) rc = kvc_plot_run("trace", data_path, plot);
-    kvc_free(data_path);
+    kvci_free(data_path);
     return rc;
 }

@@ -51,7 +51,7 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     kvc_status st = kvc_demo_model(f, &m);
     if (st != KVC_OK) return st;
     const size_t n_out = (size_t)(w->n * w->max_new);
-    int32_t *busy = kvc_malloc(n_out * sizeof *busy), *alone = kvc_malloc(n_out * sizeof *alone);
+    int32_t *busy = kvci_malloc(n_out * sizeof *busy), *alone = kvci_malloc(n_out * sizeof *alone);
     if (busy == NULL || alone == NULL) st = KVC_ENOMEM;
     kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK, .kv_dtype = DEMO_KV_DTYPE};
     r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent, DEMO_KV_DTYPE);
@@ -84,8 +84,8 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
         r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1 &&
                 r->fig.prefix.hits >= 1;
     }
-    kvc_free(busy);
-    kvc_free(alone);
+    kvci_free(busy);
+    kvci_free(alone);
     kvc_model_destroy(m);
     return st;
 }

@@ -50,9 +50,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
     memset(out, 0, sizeof *out);
     out->n = n;
     const int64_t max_prompt = long_every > 0 ? 900 : 256;
-    out->reqs = kvc_calloc((size_t)n, sizeof *out->reqs);
-    out->arrival_s = kvc_calloc((size_t)n, sizeof *out->arrival_s);
-    out->ids = kvc_malloc((size_t)(n * max_prompt) * sizeof *out->ids);
+    out->reqs = kvci_calloc((size_t)n, sizeof *out->reqs);
+    out->arrival_s = kvci_calloc((size_t)n, sizeof *out->arrival_s);
+    out->ids = kvci_malloc((size_t)(n * max_prompt) * sizeof *out->ids);
     if (out->reqs == NULL || out->arrival_s == NULL || out->ids == NULL) {
         kvc_demo_workload_free(out);
         return KVC_ENOMEM;
@@ -76,9 +76,9 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
 }
 
 void kvc_demo_workload_free(kvc_demo_workload *w) {
-    kvc_free(w->reqs);
-    kvc_free(w->arrival_s);
-    kvc_free(w->ids);
+    kvci_free(w->reqs);
+    kvci_free(w->arrival_s);
+    kvci_free(w->ids);
     memset(w, 0, sizeof *w);
 }
 
@@ -105,13 +105,13 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
     int64_t tokens = 16; /* every step runs a token: steps <= tokens fed (recomputation counted 4 times over) */
     for (int64_t i = 0; i < w->n; i++) tokens += 4 * (w->reqs[i].n_prompt + w->reqs[i].max_new_tokens);
     size_t n = (size_t)w->n, gaps = (size_t)(w->n * w->max_new);
-    out->ttft_s = kvc_malloc(n * sizeof *out->ttft_s);
-    out->ttft_work = kvc_malloc(n * sizeof *out->ttft_work);
-    out->tpot_s = kvc_malloc(gaps * sizeof *out->tpot_s);
-    out->tpot_work = kvc_malloc(gaps * sizeof *out->tpot_work);
-    out->token_ns = kvc_malloc((size_t)w->max_new * sizeof *out->token_ns);
-    out->token_step = kvc_malloc((size_t)w->max_new * sizeof *out->token_step);
-    out->cum_tokens = kvc_malloc((size_t)tokens * sizeof *out->cum_tokens);
+    out->ttft_s = kvci_malloc(n * sizeof *out->ttft_s);
+    out->ttft_work = kvci_malloc(n * sizeof *out->ttft_work);
+    out->tpot_s = kvci_malloc(gaps * sizeof *out->tpot_s);
+    out->tpot_work = kvci_malloc(gaps * sizeof *out->tpot_work);
+    out->token_ns = kvci_malloc((size_t)w->max_new * sizeof *out->token_ns);
+    out->token_step = kvci_malloc((size_t)w->max_new * sizeof *out->token_step);
+    out->cum_tokens = kvci_malloc((size_t)tokens * sizeof *out->cum_tokens);
     out->cap_steps = tokens;
     if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->token_ns || !out->token_step ||
         !out->cum_tokens) {
@@ -122,13 +122,13 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
 }
 
 void kvc_demo_latency_free(kvc_demo_latency *l) {
-    kvc_free(l->ttft_s);
-    kvc_free(l->ttft_work);
-    kvc_free(l->tpot_s);
-    kvc_free(l->tpot_work);
-    kvc_free(l->token_ns);
-    kvc_free(l->token_step);
-    kvc_free(l->cum_tokens);
+    kvci_free(l->ttft_s);
+    kvci_free(l->ttft_work);
+    kvci_free(l->tpot_s);
+    kvci_free(l->tpot_work);
+    kvci_free(l->token_ns);
+    kvci_free(l->token_step);
+    kvci_free(l->cum_tokens);
     memset(l, 0, sizeof *l);
 }
 
@@ -240,7 +240,7 @@ static kvc_status after_step(kvc_engine *e, const kvc_demo_workload *w, int32_t 
 }
 
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig) {
-    int64_t *live = kvc_malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
+    int64_t *live = kvci_malloc((size_t)kvc_engine_params_of(e)->max_requests * sizeof *live);
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
@@ -254,7 +254,7 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
     fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);
-    kvc_free(live);
+    kvci_free(live);
     return st;
 }
 

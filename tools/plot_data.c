@@ -13,7 +13,7 @@ extern char **environ;
 
 char *kvc_plot_data_path(const char *png_path, const char *suffix) {
     size_t n = strlen(png_path) + strlen(suffix) + 1;
-    char *path = kvc_malloc(n);
+    char *path = kvci_malloc(n);
     if (path == NULL) {
         fprintf(stderr, "kvcache: --plot: out of memory\n");
         return NULL;
@@ -51,7 +51,7 @@ int kvc_plot_emit(const char *kind, const char *data, size_t len, const char *pn
         fprintf(stderr, "kvcache: --plot: cannot write %s\n", path);
     else
         rc = kvc_plot_run(kind, path, png_path);
-    kvc_free(path);
+    kvci_free(path);
     return rc;
 }
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* png_path + suffix, kvc_malloc'ed (kvc_free it); NULL after a message when out of memory. */
+/* png_path + suffix, kvci_malloc'ed (kvci_free it); NULL after a message when out of memory. */
 char *kvc_plot_data_path(const char *png_path, const char *suffix);
 
 /* Runs the plotting on a data file already written. Returns 0, or 1 after a

@@ -20,7 +20,7 @@ typedef struct oracle_prompts {
 } oracle_prompts;
 
 static void oracle_free(oracle_prompts *o) {
-    kvc_free(o->ids), kvc_free(o->lens), kvc_free(o->ref);
+    kvci_free(o->ids), kvci_free(o->lens), kvci_free(o->ref);
     memset(o, 0, sizeof *o);
 }
 
@@ -32,8 +32,8 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
     char *text = NULL;
     size_t len = 0;
     cJSON *root = NULL;
-    if (kvc_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len) == KVC_OK) (void)kvc_json_parse(text, len, path, &root);
-    kvc_free(text);
+    if (kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len) == KVC_OK) (void)kvci_json_parse(text, len, path, &root);
+    kvci_free(text);
     const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(root, "prompts");
     const cJSON *nt = cJSON_GetObjectItemCaseSensitive(root, "num_new_tokens");
     const int n = cJSON_GetArraySize(prompts);
@@ -48,9 +48,9 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
     }
     if (rc == 0) {
         o->n = n, o->new_tokens = (int64_t)nt->valuedouble;
-        o->ids = kvc_malloc(ORACLE_MAX_IDS * sizeof *o->ids);
-        o->lens = kvc_calloc((size_t)n, sizeof *o->lens);
-        o->ref = kvc_malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
+        o->ids = kvci_malloc(ORACLE_MAX_IDS * sizeof *o->ids);
+        o->lens = kvci_calloc((size_t)n, sizeof *o->lens);
+        o->ref = kvci_malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
         if (!o->ids || !o->lens || !o->ref) {
             fprintf(stderr, "kvcache run: out of memory\n");
             rc = 1;

@@ -59,7 +59,7 @@ static kvc_json_obj view(const cJSON *obj, const char *path) { return (kvc_json_
 
 static const cJSON *get(const cJSON *obj, const char *name) {
     const kvc_json_obj o = view(obj, "");
-    return kvc_json_find(&o, name);
+    return kvci_json_find(&o, name);
 }
 
 static bool name_in(const char *name, const char *const *names) {
@@ -98,7 +98,7 @@ static bool as_int(parser *p, const cJSON *v, const char *path, const char *fiel
         snprintf(where, sizeof where, "%s%s%s", path, path[0] ? "." : "", field);
     else
         snprintf(where, sizeof where, "%s", path);
-    return took(p, kvc_json_int_value(v, where, min, INT64_MAX, out));
+    return took(p, kvci_json_int_value(v, where, min, INT64_MAX, out));
 }
 
 static bool get_int(parser *p, const cJSON *obj, const char *path, const char *field, bool required, int64_t min,
@@ -106,7 +106,7 @@ static bool get_int(parser *p, const cJSON *obj, const char *path, const char *f
     const kvc_json_obj o = view(obj, path);
     bool present = false;
     *out = dflt;
-    return took(p, kvc_json_int(&o, field, min, INT64_MAX, out, required ? NULL : &present));
+    return took(p, kvci_json_int(&o, field, min, INT64_MAX, out, required ? NULL : &present));
 }
 
 /* A string of at most KVC_NAME_MAX-1 bytes copied into dst[KVC_NAME_MAX];
@@ -116,7 +116,7 @@ static bool get_name(parser *p, const cJSON *obj, const char *path, const char *
     const kvc_json_obj o = view(obj, path);
     const char *s = NULL;
     *present = false;
-    if (!took(p, kvc_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : present))) return false;
+    if (!took(p, kvci_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : present))) return false;
     if (s != NULL) {
         *present = true;
         memcpy(dst, s, strlen(s) + 1);
@@ -132,7 +132,7 @@ static bool get_choice(parser *p, const cJSON *obj, const char *path, const char
     const char *s = NULL;
     bool present = false;
     *out = dflt;
-    if (!took(p, kvc_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : &present))) return false;
+    if (!took(p, kvci_json_str(&o, field, KVC_NAME_MAX - 1, &s, required ? NULL : &present))) return false;
     if (s == NULL) return true;
     for (int i = 0; i < n; i++)
         if (strcmp(s, names[i]) == 0) {
@@ -204,7 +204,7 @@ static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_e
     const kvc_json_obj entry = view(v, path);
     bool have = false;
     e->needs_block = true;
-    if (!took(p, kvc_json_bool(&entry, "needs_block", &e->needs_block, &have))) return false;
+    if (!took(p, kvci_json_bool(&entry, "needs_block", &e->needs_block, &have))) return false;
     if (!mamba) {
         if (get(v, "shape") != NULL) return perr(p, path, "shape", "only allowed for Mamba entries");
         if (get(v, "next_n") != NULL) return perr(p, path, "next_n", "only allowed for Mamba entries");
@@ -215,8 +215,8 @@ static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_e
 }
 
 static void free_info(kvc_model_cache_info *ci) {
-    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvc_free(ci->layer_infos[l].caches);
-    kvc_free(ci->layer_infos);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvci_free(ci->layer_infos[l].caches);
+    kvci_free(ci->layer_infos);
     memset(ci, 0, sizeof *ci);
 }
 
@@ -226,7 +226,7 @@ static bool parse_layers(parser *p, const cJSON *root, kvc_model_cache_info *ci)
     if (layers == NULL) return perr(p, "", "layers", "missing");
     if (!cJSON_IsArray(layers)) return perr(p, "", "layers", "expected a list");
     int n = cJSON_GetArraySize(layers);
-    ci->layer_infos = kvc_calloc((size_t)n + 1, sizeof *ci->layer_infos);
+    ci->layer_infos = kvci_calloc((size_t)n + 1, sizeof *ci->layer_infos);
     if (ci->layer_infos == NULL) return perr(p, "", "layers", "out of memory");
     char lpath[64], cpath[128];
     int l = 0;
@@ -238,7 +238,7 @@ static bool parse_layers(parser *p, const cJSON *root, kvc_model_cache_info *ci)
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         int nc = cJSON_GetArraySize(caches);
         li->layer_idx = l;
-        li->caches = kvc_calloc((size_t)nc + 1, sizeof *li->caches);
+        li->caches = kvci_calloc((size_t)nc + 1, sizeof *li->caches);
         ci->n_layer_infos = l + 1;
         if (li->caches == NULL) return perr(p, lpath, "caches", "out of memory");
         int c = 0;
@@ -307,8 +307,8 @@ static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_i
         return true;
     }
     int n = cJSON_GetArraySize(src->block_num);
-    const char **keys = kvc_calloc((size_t)n + 1, sizeof *keys);
-    int64_t *counts = kvc_calloc((size_t)n + 1, sizeof *counts);
+    const char **keys = kvci_calloc((size_t)n + 1, sizeof *keys);
+    int64_t *counts = kvci_calloc((size_t)n + 1, sizeof *counts);
     bool ok = keys != NULL && counts != NULL;
     if (!ok) perr(p, "", "block_num", "out of memory");
     int i = 0;
@@ -318,8 +318,8 @@ static bool make_plan(parser *p, const plan_source *src, const kvc_model_cache_i
     }
     if (ok && kvc_block_plan_from_counts(ci, keys, counts, n, plan) < 0)
         ok = perr(p, "", "block_num", "%s", kvc_last_error());
-    kvc_free(keys);
-    kvc_free(counts);
+    kvci_free(keys);
+    kvci_free(counts);
     return ok;
 }
 
@@ -357,7 +357,7 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
     if (total < op->computed_tokens + op->new_tokens)
         return perr(p, path, "tokens", "%" PRId64 " token ids do not cover computed_tokens + new_tokens = %" PRId64,
                     total, op->computed_tokens + op->new_tokens);
-    op->tokens = kvc_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
+    op->tokens = kvci_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
     if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
     for (const cJSON *c = list->child; c != NULL; c = c->next) {
         token_item(p, c, "", &first, &count);
@@ -438,7 +438,7 @@ static bool parse_ops(parser *p, const cJSON *root, kvc_trace *t) {
     if (ops == NULL) return perr(p, "", "ops", "missing");
     if (!cJSON_IsArray(ops)) return perr(p, "", "ops", "expected a list");
     size_t n = (size_t)cJSON_GetArraySize(ops);
-    t->ops = kvc_calloc(n + 1, sizeof *t->ops);
+    t->ops = kvci_calloc(n + 1, sizeof *t->ops);
     if (t->ops == NULL) return perr(p, "", "ops", "out of memory");
     char path[64];
     for (const cJSON *v = ops->child; v != NULL; v = v->next) {
@@ -458,7 +458,7 @@ static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_m
                     opts->max_model_len);
     int64_t total = 0;
     for (int32_t g = 0; g < plan->n_groups && opts->max_blocks > 0; g++) {
-        if (!kvc_add64(total, plan->groups[g].block_num, &total) || total > opts->max_blocks)
+        if (!kvci_add64(total, plan->groups[g].block_num, &total) || total > opts->max_blocks)
             return perr(p, "", NULL,
                         "pool %s: the pools hold more than %" PRId64
                         " blocks in all, this replay's limit (--max-blocks raises it)",
@@ -508,18 +508,18 @@ int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, 
     parser p = {err, err_cap, 0};
     *out = NULL;
     cJSON *root = NULL;
-    kvc_status st = kvc_json_parse(json, len, "", &root);
+    kvc_status st = kvci_json_parse(json, len, "", &root);
     if (st != KVC_OK) {
         snprintf(err, err_cap, "%s", kvc_last_error());
         return st == KVC_ENOMEM ? KVC_TRACE_EXIT_FAILED : KVC_TRACE_EXIT_INVALID;
     }
-    uint64_t failures = kvc_alloc_failures();
-    kvc_trace *t = kvc_calloc(1, sizeof *t);
+    uint64_t failures = kvci_alloc_failures();
+    kvc_trace *t = kvci_calloc(1, sizeof *t);
     bool ok = t != NULL && load_root(&p, root, opts, t);
     cJSON_Delete(root);
     if (!ok) {
         kvc_trace_destroy(t);
-        if (kvc_alloc_failures() == failures) return KVC_TRACE_EXIT_INVALID;
+        if (kvci_alloc_failures() == failures) return KVC_TRACE_EXIT_INVALID;
         snprintf(err, err_cap, "out of memory loading the trace");
         return KVC_TRACE_EXIT_FAILED;
     }
@@ -531,7 +531,7 @@ void kvc_trace_destroy(kvc_trace *t) {
     if (t == NULL) return;
     kvc_manager_destroy(t->manager);
     free_info(&t->info);
-    for (size_t i = 0; t->ops != NULL && i < t->n_ops; i++) kvc_free(t->ops[i].tokens);
-    kvc_free(t->ops);
-    kvc_free(t);
+    for (size_t i = 0; t->ops != NULL && i < t->n_ops; i++) kvci_free(t->ops[i].tokens);
+    kvci_free(t->ops);
+    kvci_free(t);
 }

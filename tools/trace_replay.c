@@ -66,7 +66,7 @@ void kvc_trace_put_json_string(FILE *out, const char *s) {
     fputc('"', out);
     for (size_t len = strlen(s); len > 0;) {
         unsigned char c = (unsigned char)*s;
-        size_t n = kvc_utf8_char_len(s, len);
+        size_t n = kvci_utf8_char_len(s, len);
         if (n == 0) {
             fputs("\\ufffd", out); /* a byte that is not UTF-8 (a message cut inside a character) */
             n = 1;
@@ -103,9 +103,9 @@ kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_tra
         for (;;) {
             if (tb->ids == NULL || tb->start[k] + n > tb->cap) {
                 int64_t cap = 2 * (tb->start[k] + n) + 64;
-                int32_t *grown = kvc_realloc(tb->ids, (size_t)cap * sizeof *grown);
+                int32_t *grown = kvci_realloc(tb->ids, (size_t)cap * sizeof *grown);
                 if (grown == NULL)
-                    return kvc_fail(KVC_ENOMEM, "cannot allocate %" PRId64 " block ids for request %" PRId64, cap,
+                    return kvci_fail(KVC_ENOMEM, "cannot allocate %" PRId64 " block ids for request %" PRId64, cap,
                                     request);
                 tb->ids = grown;
                 tb->cap = cap;
@@ -120,7 +120,7 @@ kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_tra
 }
 
 void kvc_trace_tables_free(kvc_trace_tables *tb) {
-    kvc_free(tb->ids);
+    kvci_free(tb->ids);
     tb->ids = NULL;
     tb->cap = 0;
 }

@@ -22,46 +22,46 @@ static void *counted(void *p) {
     return p;
 }
 
-void *kvc_malloc(size_t size) { return counted(injected_failure() ? NULL : malloc(size == 0 ? 1 : size)); }
+void *kvci_malloc(size_t size) { return counted(injected_failure() ? NULL : malloc(size == 0 ? 1 : size)); }
 
-void *kvc_calloc(size_t count, size_t size) {
+void *kvci_calloc(size_t count, size_t size) {
     return counted(injected_failure() ? NULL : calloc(count == 0 ? 1 : count, size == 0 ? 1 : size));
 }
 
-void *kvc_realloc(void *ptr, size_t size) {
+void *kvci_realloc(void *ptr, size_t size) {
     return counted(injected_failure() ? NULL : realloc(ptr, size == 0 ? 1 : size));
 }
 
-void kvc_free(void *ptr) { free(ptr); }
+void kvci_free(void *ptr) { free(ptr); }
 
-char *kvc_strdup(const char *s) {
+char *kvci_strdup(const char *s) {
     size_t n = strlen(s) + 1;
-    char *copy = kvc_malloc(n);
+    char *copy = kvci_malloc(n);
     if (copy != NULL) memcpy(copy, s, n);
     return copy;
 }
 
 kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_aligned_alloc: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_aligned_alloc: out must not be NULL");
     *out = NULL;
     if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
-        return kvc_fail(KVC_EINVAL, "alignment %zu must be a power of two >= %zu", alignment, sizeof(void *));
-    if (size > SIZE_MAX - alignment) return kvc_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
+        return kvci_fail(KVC_EINVAL, "alignment %zu must be a power of two >= %zu", alignment, sizeof(void *));
+    if (size > SIZE_MAX - alignment) return kvci_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
     size_t rounded = (size + alignment - 1) / alignment * alignment;
     if (rounded == 0) rounded = alignment;
     void *p = counted(injected_failure() ? NULL : aligned_alloc(alignment, rounded));
-    if (p == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate %zu bytes aligned to %zu", rounded, alignment);
+    if (p == NULL) return kvci_fail(KVC_ENOMEM, "cannot allocate %zu bytes aligned to %zu", rounded, alignment);
     *out = p;
     return KVC_OK;
 }
 
 void kvc_aligned_free(void *ptr) { free(ptr); }
 
-void kvc_alloc_fail_at(uint64_t n) {
+void kvci_alloc_fail_at(uint64_t n) {
     atomic_store(&n_calls, 0);
     atomic_store(&fail_at, n);
 }
 
-uint64_t kvc_alloc_calls(void) { return atomic_load(&n_calls); }
+uint64_t kvci_alloc_calls(void) { return atomic_load(&n_calls); }
 
-uint64_t kvc_alloc_failures(void) { return atomic_load(&n_failures); }
+uint64_t kvci_alloc_failures(void) { return atomic_load(&n_failures); }

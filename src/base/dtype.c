@@ -19,7 +19,7 @@ size_t kvc_dtype_size(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_table
 const char *kvc_dtype_name(kvc_dtype dtype) { return dtype_known(dtype) ? dtype_table[dtype].name : "?"; }
 
 kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
-    if (name == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_dtype_parse: name and out must not be NULL");
+    if (name == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_dtype_parse: name and out must not be NULL");
     /* Aliases users type: vLLM's --kv-cache-dtype fp8 means e4m3; int8 is i8. */
     static const struct {
         const char *alias;
@@ -37,7 +37,7 @@ kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
             return KVC_OK;
         }
     }
-    return kvc_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8 (or int8), i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
+    return kvci_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8 (or int8), i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
 }
 
 int64_t kvc_tensor_numel(const kvc_tensor *t) {

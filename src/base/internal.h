@@ -16,11 +16,11 @@
 #endif
 
 /* Records the thread's error message and returns `status` unchanged, so a
- * failing path reads `return kvc_fail(KVC_EINVAL, "...", ...);`. */
-kvc_status kvc_fail(kvc_status status, const char *fmt, ...) KVC_PRINTF(2, 3);
+ * failing path reads `return kvci_fail(KVC_EINVAL, "...", ...);`. */
+kvc_status kvci_fail(kvc_status status, const char *fmt, ...) KVC_PRINTF(2, 3);
 
 /* Sends a message to the logging callback, if one is installed. */
-void kvc_log(kvc_log_level level, const char *fmt, ...) KVC_PRINTF(2, 3);
+void kvci_log(kvc_log_level level, const char *fmt, ...) KVC_PRINTF(2, 3);
 
 /* Broken internal invariants abort in debug and sanitizer builds; in release
  * builds they are compiled out. */
@@ -33,9 +33,9 @@ void kvc_assert_fail(const char *cond, const char *file, int line);
 
 /* cdiv(a, b) = ceil(a / b) for a >= 0, b > 0, without overflow (never
  * (a - 1) / b + 1: that is wrong for a == 0 under C's truncating division). */
-static inline int64_t kvc_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-static inline int64_t kvc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t kvc_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t kvci_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+static inline int64_t kvci_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t kvci_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #define KVC_STR_(x) #x
 #define KVC_STR(x) KVC_STR_(x)
@@ -45,27 +45,27 @@ static inline int64_t kvc_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 #define KVC_MAX_NEXT_N 1024
 
 /* a * b and a + b into *out; false (and *out unspecified) on int64 overflow. */
-static inline bool kvc_mul64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
-static inline bool kvc_add64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline bool kvci_mul64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static inline bool kvci_add64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
 /* Host memory of the library and the command (src/base/alloc.c): every
  * allocation goes through these, cJSON's included, so the failure count is
- * exact and a test can fail any one of them. Free with kvc_free. A size of 0
+ * exact and a test can fail any one of them. Free with kvci_free. A size of 0
  * is taken as 1 (the result is never NULL on success). */
-void *kvc_malloc(size_t size);
-void *kvc_calloc(size_t count, size_t size);
-void *kvc_realloc(void *ptr, size_t size);
-char *kvc_strdup(const char *s);
-void kvc_free(void *ptr);
+void *kvci_malloc(size_t size);
+void *kvci_calloc(size_t count, size_t size);
+void *kvci_realloc(void *ptr, size_t size);
+char *kvci_strdup(const char *s);
+void kvci_free(void *ptr);
 
 /* Test hook: resets the call count and makes call number n from now fail
  * (once); 0 turns injection off. */
-void kvc_alloc_fail_at(uint64_t n);
-/* Allocation calls since the last kvc_alloc_fail_at, and failures (injected
+void kvci_alloc_fail_at(uint64_t n);
+/* Allocation calls since the last kvci_alloc_fail_at, and failures (injected
  * or real) since the process started: a caller that sees the failure count
  * move across a call that failed knows the cause was memory. */
-uint64_t kvc_alloc_calls(void);
-uint64_t kvc_alloc_failures(void);
+uint64_t kvci_alloc_calls(void);
+uint64_t kvci_alloc_failures(void);
 
 /* ---- input (read_file.c, utf8.c) ---------------------------------------- */
 
@@ -76,18 +76,18 @@ uint64_t kvc_alloc_failures(void);
 
 /* Opens path read-only if it is a regular file (never blocks on a FIFO;
  * symlink loops fail in open with ELOOP); *fd_out and its *size_out. */
-kvc_status kvc_open_regular(const char *path, int *fd_out, size_t *size_out);
+kvc_status kvci_open_regular(const char *path, int *fd_out, size_t *size_out);
 /* The whole of a regular file ("-": standard input, any kind) as a
- * NUL-terminated kvc_malloc'ed buffer of *len bytes; refuses more than
+ * NUL-terminated kvci_malloc'ed buffer of *len bytes; refuses more than
  * max_bytes. *out is NULL after a failure. */
-kvc_status kvc_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
+kvc_status kvci_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 
 /* Whether text[0..n) is well-formed UTF-8 (no overlong forms, no surrogates,
  * at most U+10FFFF). */
-bool kvc_utf8_valid(const char *text, size_t n);
+bool kvci_utf8_valid(const char *text, size_t n);
 /* Length of the longest well-formed UTF-8 prefix of text[0..n). */
-size_t kvc_utf8_valid_prefix(const char *text, size_t n);
+size_t kvci_utf8_valid_prefix(const char *text, size_t n);
 /* Bytes of the well-formed UTF-8 character at text[0..n), 0 if there is none. */
-size_t kvc_utf8_char_len(const char *text, size_t n);
+size_t kvci_utf8_char_len(const char *text, size_t n);
 
 #endif /* KVC_BASE_INTERNAL_H */

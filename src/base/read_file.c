@@ -18,20 +18,20 @@ static const char *file_kind(mode_t mode) {
     return "not a regular file";
 }
 
-kvc_status kvc_open_regular(const char *path, int *fd_out, size_t *size_out) {
+kvc_status kvci_open_regular(const char *path, int *fd_out, size_t *size_out) {
     *fd_out = -1;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat sees it. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return kvc_fail(KVC_EINVAL, "%s: cannot open (%s)", path, strerror(errno));
+    if (fd < 0) return kvci_fail(KVC_EINVAL, "%s: cannot open (%s)", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
-        return kvc_fail(KVC_EINVAL, "%s: cannot stat (%s)", path, strerror(e));
+        return kvci_fail(KVC_EINVAL, "%s: cannot stat (%s)", path, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return kvc_fail(KVC_EINVAL, "%s: is %s; only regular files are read", path, file_kind(sb.st_mode));
+        return kvci_fail(KVC_EINVAL, "%s: is %s; only regular files are read", path, file_kind(sb.st_mode));
     }
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -44,16 +44,16 @@ kvc_status kvc_open_regular(const char *path, int *fd_out, size_t *size_out) {
 static kvc_status read_fd(int fd, const char *name, size_t max_bytes, size_t size_hint, char **out, size_t *len) {
     size_t cap = size_hint < max_bytes ? size_hint + 1 : max_bytes + 1;
     if (cap < 4096) cap = 4096;
-    char *buf = kvc_malloc(cap + 1);
-    if (buf == NULL) return kvc_fail(KVC_ENOMEM, "%s: out of memory reading the file", name);
+    char *buf = kvci_malloc(cap + 1);
+    if (buf == NULL) return kvci_fail(KVC_ENOMEM, "%s: out of memory reading the file", name);
     size_t n = 0;
     for (;;) {
         if (n == cap) {
             size_t grown = cap > max_bytes / 2 ? max_bytes + 1 : cap * 2;
-            char *bigger = kvc_realloc(buf, grown + 1);
+            char *bigger = kvci_realloc(buf, grown + 1);
             if (bigger == NULL) {
-                kvc_free(buf);
-                return kvc_fail(KVC_ENOMEM, "%s: out of memory reading %zu bytes", name, n);
+                kvci_free(buf);
+                return kvci_fail(KVC_ENOMEM, "%s: out of memory reading %zu bytes", name, n);
             }
             buf = bigger;
             cap = grown;
@@ -62,14 +62,14 @@ static kvc_status read_fd(int fd, const char *name, size_t max_bytes, size_t siz
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             int e = errno;
-            kvc_free(buf);
-            return kvc_fail(KVC_EINVAL, "%s: read error after %zu bytes (%s)", name, n, strerror(e));
+            kvci_free(buf);
+            return kvci_fail(KVC_EINVAL, "%s: read error after %zu bytes (%s)", name, n, strerror(e));
         }
         if (got == 0) break;
         n += (size_t)got;
         if (n > max_bytes) {
-            kvc_free(buf);
-            return kvc_fail(KVC_EINVAL, "%s: larger than the input limit of %zu bytes", name, max_bytes);
+            kvci_free(buf);
+            return kvci_fail(KVC_EINVAL, "%s: larger than the input limit of %zu bytes", name, max_bytes);
         }
     }
     buf[n] = '\0';
@@ -78,16 +78,16 @@ static kvc_status read_fd(int fd, const char *name, size_t max_bytes, size_t siz
     return KVC_OK;
 }
 
-kvc_status kvc_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
+kvc_status kvci_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
     *out = NULL;
     *len = 0;
     if (strcmp(path, "-") == 0) return read_fd(STDIN_FILENO, "stdin", max_bytes, 0, out, len);
     int fd = -1;
     size_t size = 0;
-    kvc_status st = kvc_open_regular(path, &fd, &size);
+    kvc_status st = kvci_open_regular(path, &fd, &size);
     if (st != KVC_OK) return st;
     if (size > max_bytes)
-        st = kvc_fail(KVC_EINVAL, "%s: %zu bytes, larger than the input limit of %zu bytes", path, size, max_bytes);
+        st = kvci_fail(KVC_EINVAL, "%s: %zu bytes, larger than the input limit of %zu bytes", path, size, max_bytes);
     else
         st = read_fd(fd, path, max_bytes, size, out, len);
     close(fd);

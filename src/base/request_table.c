@@ -13,20 +13,20 @@ static uint64_t hash_id(int64_t id) {
     return x;
 }
 
-kvc_status kvc_request_table_init(kvc_request_table *t, int64_t capacity) {
+kvc_status kvci_request_table_init(kvc_request_table *t, int64_t capacity) {
     *t = (kvc_request_table){0};
     if (capacity <= 0 || capacity > INT32_MAX / 4)
-        return kvc_fail(KVC_EINVAL, "max_requests %lld must be in [1, %d]", (long long)capacity, INT32_MAX / 4);
+        return kvci_fail(KVC_EINVAL, "max_requests %lld must be in [1, %d]", (long long)capacity, INT32_MAX / 4);
     int64_t buckets = 1;
     while (buckets < 2 * capacity) buckets *= 2;
     t->capacity = capacity;
     t->mask = buckets - 1;
-    t->buckets = kvc_malloc((size_t)buckets * sizeof *t->buckets);
-    t->ids = kvc_calloc((size_t)capacity, sizeof *t->ids);
-    t->free_slots = kvc_malloc((size_t)capacity * sizeof *t->free_slots);
+    t->buckets = kvci_malloc((size_t)buckets * sizeof *t->buckets);
+    t->ids = kvci_calloc((size_t)capacity, sizeof *t->ids);
+    t->free_slots = kvci_malloc((size_t)capacity * sizeof *t->free_slots);
     if (t->buckets == NULL || t->ids == NULL || t->free_slots == NULL) {
-        kvc_request_table_release(t);
-        return kvc_fail(KVC_ENOMEM, "cannot allocate a request table of %lld requests", (long long)capacity);
+        kvci_request_table_release(t);
+        return kvci_fail(KVC_ENOMEM, "cannot allocate a request table of %lld requests", (long long)capacity);
     }
     for (int64_t b = 0; b < buckets; b++) t->buckets[b] = -1;
     for (int64_t s = 0; s < capacity; s++) t->free_slots[s] = (int32_t)(capacity - 1 - s);
@@ -34,10 +34,10 @@ kvc_status kvc_request_table_init(kvc_request_table *t, int64_t capacity) {
     return KVC_OK;
 }
 
-void kvc_request_table_release(kvc_request_table *t) {
-    kvc_free(t->buckets);
-    kvc_free(t->ids);
-    kvc_free(t->free_slots);
+void kvci_request_table_release(kvc_request_table *t) {
+    kvci_free(t->buckets);
+    kvci_free(t->ids);
+    kvci_free(t->free_slots);
     *t = (kvc_request_table){0};
 }
 
@@ -48,9 +48,9 @@ static int64_t probe(const kvc_request_table *t, int64_t id) {
     return b;
 }
 
-int32_t kvc_request_table_find(const kvc_request_table *t, int64_t id) { return t->buckets[probe(t, id)]; }
+int32_t kvci_request_table_find(const kvc_request_table *t, int64_t id) { return t->buckets[probe(t, id)]; }
 
-int32_t kvc_request_table_insert(kvc_request_table *t, int64_t id) {
+int32_t kvci_request_table_insert(kvc_request_table *t, int64_t id) {
     if (t->n_free == 0) return -1;
     int64_t b = probe(t, id);
     KVC_ASSERT(t->buckets[b] < 0);
@@ -61,7 +61,7 @@ int32_t kvc_request_table_insert(kvc_request_table *t, int64_t id) {
     return slot;
 }
 
-void kvc_request_table_remove(kvc_request_table *t, int64_t id) {
+void kvci_request_table_remove(kvc_request_table *t, int64_t id) {
     int64_t hole = probe(t, id);
     int32_t slot = t->buckets[hole];
     if (slot < 0) return;

@@ -20,12 +20,12 @@ typedef struct kvc_request_table {
     int64_t n_free;
 } kvc_request_table;
 
-kvc_status kvc_request_table_init(kvc_request_table *t, int64_t capacity);
-void kvc_request_table_release(kvc_request_table *t);
+kvc_status kvci_request_table_init(kvc_request_table *t, int64_t capacity);
+void kvci_request_table_release(kvc_request_table *t);
 /* Slot of a live id, or -1. */
-int32_t kvc_request_table_find(const kvc_request_table *t, int64_t id);
+int32_t kvci_request_table_find(const kvc_request_table *t, int64_t id);
 /* Inserts an id that is not live; -1 when every slot is taken. */
-int32_t kvc_request_table_insert(kvc_request_table *t, int64_t id);
-void kvc_request_table_remove(kvc_request_table *t, int64_t id);
+int32_t kvci_request_table_insert(kvc_request_table *t, int64_t id);
+void kvci_request_table_remove(kvc_request_table *t, int64_t id);
 
 #endif

@@ -42,7 +42,7 @@ const char *kvc_last_error(void) { return last_error; }
 /* Callers may pass kvc_last_error() itself as an argument (to prefix the
  * message of a failed inner call), so the text is formatted into a scratch
  * buffer first and copied over the thread's message afterwards. */
-kvc_status kvc_fail(kvc_status status, const char *fmt, ...) {
+kvc_status kvci_fail(kvc_status status, const char *fmt, ...) {
     char message[KVC_ERROR_CAP];
     va_list ap;
     va_start(ap, fmt);
@@ -59,7 +59,7 @@ void kvc_set_log_callback(kvc_log_fn fn, void *user) {
     log_lock_drop();
 }
 
-void kvc_log(kvc_log_level level, const char *fmt, ...) {
+void kvci_log(kvc_log_level level, const char *fmt, ...) {
     log_lock_take();
     const kvc_log_fn fn = log_fn;
     void *const user = log_user;

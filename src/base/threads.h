@@ -7,11 +7,11 @@
 
 #ifdef _OPENMP
 #include <omp.h>
-static inline int kvc_max_threads(void) { return omp_get_max_threads(); }
-static inline int kvc_thread_num(void) { return omp_get_thread_num(); }
+static inline int kvci_max_threads(void) { return omp_get_max_threads(); }
+static inline int kvci_thread_num(void) { return omp_get_thread_num(); }
 #else
-static inline int kvc_max_threads(void) { return 1; }
-static inline int kvc_thread_num(void) { return 0; }
+static inline int kvci_max_threads(void) { return 1; }
+static inline int kvci_thread_num(void) { return 0; }
 #endif
 
 #endif /* KVC_BASE_THREADS_H */

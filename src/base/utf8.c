@@ -22,14 +22,14 @@ static size_t utf8_sequence(const unsigned char *s, size_t n) {
     return len;
 }
 
-size_t kvc_utf8_char_len(const char *text, size_t n) {
+size_t kvci_utf8_char_len(const char *text, size_t n) {
     return n == 0 ? 0 : utf8_sequence((const unsigned char *)text, n);
 }
 
-size_t kvc_utf8_valid_prefix(const char *text, size_t n) {
+size_t kvci_utf8_valid_prefix(const char *text, size_t n) {
     size_t i = 0, len = 0;
-    while (i < n && (len = kvc_utf8_char_len(text + i, n - i)) > 0) i += len;
+    while (i < n && (len = kvci_utf8_char_len(text + i, n - i)) > 0) i += len;
     return i;
 }
 
-bool kvc_utf8_valid(const char *text, size_t n) { return kvc_utf8_valid_prefix(text, n) == n; }
+bool kvci_utf8_valid(const char *text, size_t n) { return kvci_utf8_valid_prefix(text, n) == n; }

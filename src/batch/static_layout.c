@@ -4,20 +4,20 @@
 #include "kvcache/batch.h"
 
 kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t block_size, kvc_static_layout *out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_static_layout_init: out is NULL");
-    if (batch < 1) return kvc_fail(KVC_EINVAL, "static layout: batch %lld must be >= 1", (long long)batch);
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_static_layout_init: out is NULL");
+    if (batch < 1) return kvci_fail(KVC_EINVAL, "static layout: batch %lld must be >= 1", (long long)batch);
     if (max_seq_len < 1) {
-        return kvc_fail(KVC_EINVAL, "static layout: max_seq_len %lld must be >= 1", (long long)max_seq_len);
+        return kvci_fail(KVC_EINVAL, "static layout: max_seq_len %lld must be >= 1", (long long)max_seq_len);
     }
-    if (block_size < 1) return kvc_fail(KVC_EINVAL, "static layout: block_size %lld must be >= 1", (long long)block_size);
+    if (block_size < 1) return kvci_fail(KVC_EINVAL, "static layout: block_size %lld must be >= 1", (long long)block_size);
     if (max_seq_len % block_size != 0) {
-        return kvc_fail(KVC_EINVAL,
+        return kvci_fail(KVC_EINVAL,
                         "static layout: max_seq_len %lld is not a multiple of block_size %lld (rows would overlap)",
                         (long long)max_seq_len, (long long)block_size);
     }
     int64_t per_seq = max_seq_len / block_size;
     if (per_seq > INT32_MAX / batch || max_seq_len > INT64_MAX / batch) {
-        return kvc_fail(KVC_ERANGE, "static layout: batch %lld x %lld blocks per sequence exceeds int32 block ids",
+        return kvci_fail(KVC_ERANGE, "static layout: batch %lld x %lld blocks per sequence exceeds int32 block ids",
                         (long long)batch, (long long)per_seq);
     }
     out->batch = batch;
@@ -29,9 +29,9 @@ kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t bl
 }
 
 kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table, int64_t cap) {
-    if (l == NULL || table == NULL) return kvc_fail(KVC_EINVAL, "kvc_static_table_fill: layout or table is NULL");
+    if (l == NULL || table == NULL) return kvci_fail(KVC_EINVAL, "kvc_static_table_fill: layout or table is NULL");
     if (cap < l->total_blocks) {
-        return kvc_fail(KVC_ERANGE, "kvc_static_table_fill: cap %lld is less than batch x blocks_per_seq = %lld",
+        return kvci_fail(KVC_ERANGE, "kvc_static_table_fill: cap %lld is less than batch x blocks_per_seq = %lld",
                         (long long)cap, (long long)l->total_blocks);
     }
     for (int64_t b = 0; b < l->batch; b++) {
@@ -45,10 +45,10 @@ kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table, int
 /* Checks the row count of a standalone call against the layout. */
 static kvc_status rows_check(const char *fn, const kvc_static_layout *l, const void *in, int64_t n, const void *outp) {
     if (l == NULL || outp == NULL || (in == NULL && n > 0)) {
-        return kvc_fail(KVC_EINVAL, "%s: layout, input or output is NULL", fn);
+        return kvci_fail(KVC_EINVAL, "%s: layout, input or output is NULL", fn);
     }
     if (n < 0 || n > l->batch) {
-        return kvc_fail(KVC_ERANGE, "%s: n %lld rows, expected 0..batch %lld", fn, (long long)n, (long long)l->batch);
+        return kvci_fail(KVC_ERANGE, "%s: n %lld rows, expected 0..batch %lld", fn, (long long)n, (long long)l->batch);
     }
     return KVC_OK;
 }
@@ -60,13 +60,13 @@ kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const int64_t *s
     int64_t total = 0;
     for (int64_t b = 0; b < n; b++) {
         if (seq_lens[b] < 1 || seq_lens[b] > l->max_seq_len) {
-            return kvc_fail(KVC_ERANGE, "kvc_static_slots_prefill: seq_lens[%lld] = %lld, expected 1..max_seq_len %lld",
+            return kvci_fail(KVC_ERANGE, "kvc_static_slots_prefill: seq_lens[%lld] = %lld, expected 1..max_seq_len %lld",
                             (long long)b, (long long)seq_lens[b], (long long)l->max_seq_len);
         }
         total += seq_lens[b];
     }
     if (total > cap || (total > 0 && slots == NULL)) {
-        return kvc_fail(KVC_ERANGE, "kvc_static_slots_prefill: %lld slots do not fit in cap %lld", (long long)total,
+        return kvci_fail(KVC_ERANGE, "kvc_static_slots_prefill: %lld slots do not fit in cap %lld", (long long)total,
                         (long long)(slots == NULL ? 0 : cap));
     }
     int64_t t = 0;
@@ -82,7 +82,7 @@ kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv
     if (st != KVC_OK) return st;
     for (int64_t b = 0; b < n; b++) {
         if (kv_pos[b] < 0 || kv_pos[b] >= l->max_seq_len) {
-            return kvc_fail(KVC_ERANGE, "kvc_static_slots_decode: kv_pos[%lld] = %lld, expected 0..max_seq_len-1 = %lld",
+            return kvci_fail(KVC_ERANGE, "kvc_static_slots_decode: kv_pos[%lld] = %lld, expected 0..max_seq_len-1 = %lld",
                             (long long)b, (long long)kv_pos[b], (long long)(l->max_seq_len - 1));
         }
     }

@@ -10,13 +10,13 @@ static void *zalloc(int64_t count, size_t elem, const char *what, kvc_status *st
     if (*st != KVC_OK) return NULL;
     if (count < 1) count = 1;
     if ((uint64_t)count > SIZE_MAX / elem) {
-        *st = kvc_fail(KVC_ENOMEM, "step buffers: %s needs %lld elements of %zu bytes, more than memory can address",
+        *st = kvci_fail(KVC_ENOMEM, "step buffers: %s needs %lld elements of %zu bytes, more than memory can address",
                        what, (long long)count, elem);
         return NULL;
     }
-    void *p = kvc_calloc((size_t)count, elem);
+    void *p = kvci_calloc((size_t)count, elem);
     if (p == NULL) {
-        *st = kvc_fail(KVC_ENOMEM, "step buffers: cannot allocate %s (%lld elements of %zu bytes)", what,
+        *st = kvci_fail(KVC_ENOMEM, "step buffers: cannot allocate %s (%lld elements of %zu bytes)", what,
                        (long long)count, elem);
     }
     return p;
@@ -31,38 +31,38 @@ static kvc_status key_info_read(const kvc_manager *m, int32_t k, kvc_step_key_in
     info->prefill_width = kvc_manager_step_width(m, k, true);
     info->decode_width = kvc_manager_step_width(m, k, false);
     info->has_slots = kvc_manager_has_slot_mapping(m, k);
-    info->max_width = kvc_max64(info->prefill_width, info->decode_width);
+    info->max_width = kvci_max64(info->prefill_width, info->decode_width);
     const char *key = kvc_manager_key(m, k);
     if (info->block_size < 1 || info->num_blocks < 1 || info->prefill_width < 1 || info->decode_width < 1) {
-        return kvc_fail(KVC_EINVAL,
+        return kvci_fail(KVC_EINVAL,
                         "step buffers: manager key %d (%s) reports block_size %lld, num_blocks %lld, step widths "
                         "%lld (prefill) and %lld (decode); expected positive sizes",
                         (int)k, key ? key : "?", (long long)info->block_size, (long long)info->num_blocks,
                         (long long)info->prefill_width, (long long)info->decode_width);
     }
     if (info->is_state && info->max_width > KVC_MAX_STATE_BLOCKS)
-        return kvc_fail(KVC_EINVAL, "step buffers: manager key %d (%s) reads %lld state blocks a step; a step holds at "
+        return kvci_fail(KVC_EINVAL, "step buffers: manager key %d (%s) reads %lld state blocks a step; a step holds at "
                         "most %d", (int)k, key ? key : "?", (long long)info->max_width, KVC_MAX_STATE_BLOCKS);
     return KVC_OK;
 }
 
 kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
                                    kvc_step_buffers **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: out is NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: out is NULL");
     *out = NULL;
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: manager is NULL");
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: manager is NULL");
     if (max_rows < 1 || max_rows > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be in [1, 2^31)", (long long)max_rows);
+        return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be in [1, 2^31)", (long long)max_rows);
     if (max_tokens < 1) {
-        return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: max_tokens %lld must be >= 1", (long long)max_tokens);
+        return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: max_tokens %lld must be >= 1", (long long)max_tokens);
     }
     int32_t n_keys = kvc_manager_n_keys(m);
     if (n_keys < 0 || n_keys > KVC_MAX_MANAGERS) {
-        return kvc_fail(KVC_EINVAL, "kvc_step_buffers_create: manager has %d keys, expected 0..%d", (int)n_keys,
+        return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: manager has %d keys, expected 0..%d", (int)n_keys,
                         KVC_MAX_MANAGERS);
     }
-    kvc_step_buffers *buf = kvc_calloc(1, sizeof *buf);
-    if (buf == NULL) return kvc_fail(KVC_ENOMEM, "kvc_step_buffers_create: cannot allocate the buffers object");
+    kvc_step_buffers *buf = kvci_calloc(1, sizeof *buf);
+    if (buf == NULL) return kvci_fail(KVC_ENOMEM, "kvc_step_buffers_create: cannot allocate the buffers object");
     buf->manager = m;
     buf->max_rows = max_rows;
     buf->rows.max_rows = max_rows;
@@ -85,7 +85,7 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
         st = key_info_read(m, k, &buf->info[k]);
         if (st != KVC_OK) break;
         if (buf->info[k].max_width > INT64_MAX / max_rows) {
-            st = kvc_fail(KVC_ENOMEM, "kvc_step_buffers_create: block table of key %s: %lld rows x %lld overflows",
+            st = kvci_fail(KVC_ENOMEM, "kvc_step_buffers_create: block table of key %s: %lld rows x %lld overflows",
                           kvc_manager_key(m, k), (long long)max_rows, (long long)buf->info[k].max_width);
             break;
         }
@@ -104,19 +104,19 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
 void kvc_step_buffers_destroy(kvc_step_buffers *buf) {
     if (buf == NULL) return;
     for (int32_t k = 0; k < KVC_MAX_MANAGERS; k++) {
-        kvc_free(buf->block_table[k]);
-        kvc_free(buf->row_state[k]);
-        kvc_free(buf->slot_mapping[k]);
+        kvci_free(buf->block_table[k]);
+        kvci_free(buf->row_state[k]);
+        kvci_free(buf->slot_mapping[k]);
     }
-    kvc_free(buf->rows.positions);
-    kvc_free(buf->rows.kv_pos);
-    kvc_free(buf->rows.seq_lens_q);
-    kvc_free(buf->rows.seq_lens_kv);
-    kvc_free(buf->rows.cu_seq_lens_q);
-    kvc_free(buf->rows.cu_seq_lens_kv);
-    kvc_free(buf->seen_ids);
-    kvc_free(buf->seen_stamp);
-    kvc_free(buf);
+    kvci_free(buf->rows.positions);
+    kvci_free(buf->rows.kv_pos);
+    kvci_free(buf->rows.seq_lens_q);
+    kvci_free(buf->rows.seq_lens_kv);
+    kvci_free(buf->rows.cu_seq_lens_q);
+    kvci_free(buf->rows.cu_seq_lens_kv);
+    kvci_free(buf->seen_ids);
+    kvci_free(buf->seen_stamp);
+    kvci_free(buf);
 }
 
 int64_t kvc_step_buffers_max_rows(const kvc_step_buffers *buf) { return buf ? buf->max_rows : 0; }

@@ -43,13 +43,13 @@ struct kvc_step_buffers {
 /* Checks rows[0..n_rows) against the buffers' capacity and for a request id
  * listed twice, fills positions, kv_pos, the length arrays and their prefix
  * sums (kvc_step_rows_add) and sets the row part of *md (no keys). */
-kvc_status kvc_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
+kvc_status kvci_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
                               kvc_step_metadata *md);
 
 /* Fills the block table (and slot mapping, if the key has one) of key k for
- * rows already passed through kvc_step_rows_fill; *width receives the width
+ * rows already passed through kvci_step_rows_fill; *width receives the width
  * used for this step. */
-kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
+kvc_status kvci_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
                              bool is_prefill, int64_t *width);
 
 #endif /* KVC_BATCH_STEP_INTERNAL_H */

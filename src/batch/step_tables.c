@@ -20,12 +20,12 @@ static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_ste
     kvc_status st = kvc_manager_table_sync(buf->manager, r->request_id, k, target, sync_width, state);
     if (st != KVC_OK) {
         *state = (kvc_table_state){0};
-        return kvc_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k),
+        return kvci_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k),
                         (long long)b, (long long)r->request_id, kvc_last_error());
     }
     if (info->is_state) {
         if (r->request_id >= 0 && state->len < width) {
-            return kvc_fail(KVC_EINVAL,
+            return kvci_fail(KVC_EINVAL,
                             "key %s, step row %lld (request %lld): %s table holds %lld blocks, a %s step needs "
                             "%lld (allocate the step's slots first)",
                             kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id,
@@ -55,7 +55,7 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
             int64_t p = buf->rows.positions[t];
             int64_t blk = p / bs;
             if (blk >= width) {
-                return kvc_fail(KVC_ERANGE,
+                return kvci_fail(KVC_ERANGE,
                                 "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, "
                                 "past the table width %lld (block_size %lld)",
                                 kvc_manager_key(buf->manager, k), (long long)b, (long long)rows[b].request_id,
@@ -70,7 +70,7 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
     return KVC_OK;
 }
 
-kvc_status kvc_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
+kvc_status kvci_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
                              bool is_prefill, int64_t *width_out) {
     const kvc_step_key_info *info = &buf->info[k];
     int64_t width = is_prefill ? info->prefill_width : info->decode_width;

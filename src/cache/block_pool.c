@@ -46,22 +46,22 @@ static void queue_unlink(kvc_block_pool *pool, int32_t id) {
 }
 
 kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_create: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_create: out must not be NULL");
     *out = NULL;
     if (num_blocks <= 0 || num_blocks > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "num_blocks %lld must be in [1, %d]", (long long)num_blocks, INT32_MAX);
-    kvc_block_pool *pool = kvc_calloc(1, sizeof *pool);
-    int32_t *count = kvc_calloc((size_t)num_blocks, sizeof *count);
-    int32_t *after = kvc_malloc((size_t)num_blocks * sizeof *after);
-    int32_t *before = kvc_malloc((size_t)num_blocks * sizeof *before);
-    uint8_t *cached = kvc_calloc((size_t)num_blocks, 1);
+        return kvci_fail(KVC_EINVAL, "num_blocks %lld must be in [1, %d]", (long long)num_blocks, INT32_MAX);
+    kvc_block_pool *pool = kvci_calloc(1, sizeof *pool);
+    int32_t *count = kvci_calloc((size_t)num_blocks, sizeof *count);
+    int32_t *after = kvci_malloc((size_t)num_blocks * sizeof *after);
+    int32_t *before = kvci_malloc((size_t)num_blocks * sizeof *before);
+    uint8_t *cached = kvci_calloc((size_t)num_blocks, 1);
     if (pool == NULL || count == NULL || after == NULL || before == NULL || cached == NULL) {
-        kvc_free(pool);
-        kvc_free(count);
-        kvc_free(after);
-        kvc_free(before);
-        kvc_free(cached);
-        return kvc_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
+        kvci_free(pool);
+        kvci_free(count);
+        kvci_free(after);
+        kvci_free(before);
+        kvci_free(cached);
+        return kvci_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
     *pool = (kvc_block_pool){.num_blocks = num_blocks, .count = count, .after = after, .before = before,
                              .head = -1, .tail = -1, .cached = cached};
@@ -73,11 +73,11 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
 
 void kvc_block_pool_destroy(kvc_block_pool *pool) {
     if (pool == NULL) return;
-    kvc_free(pool->count);
-    kvc_free(pool->after);
-    kvc_free(pool->before);
-    kvc_free(pool->cached);
-    kvc_free(pool);
+    kvci_free(pool->count);
+    kvci_free(pool->after);
+    kvci_free(pool->before);
+    kvci_free(pool->cached);
+    kvci_free(pool);
 }
 
 int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool) { return pool != NULL ? pool->num_blocks : 0; }
@@ -93,10 +93,10 @@ int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id) {
 }
 
 kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {
-    if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: pool must not be NULL");
-    if (n < 0) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: n %lld must not be negative", (long long)n);
+    if (pool == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_take: pool must not be NULL");
+    if (n < 0) return kvci_fail(KVC_EINVAL, "kvc_block_pool_take: n %lld must not be negative", (long long)n);
     if (n > pool->n_free) return KVC_NO_SPACE;
-    if (n > 0 && out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_take: out must not be NULL");
+    if (n > 0 && out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_take: out must not be NULL");
     for (int64_t i = 0; i < n; i++) {
         int32_t id = pool->head;
         queue_unlink(pool, id);
@@ -108,12 +108,12 @@ kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {
 }
 
 kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id) {
-    if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_ref: pool must not be NULL");
+    if (pool == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_ref: pool must not be NULL");
     if (id <= 0 || id >= pool->num_blocks)
-        return kvc_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d is out of range [1, %lld)", id,
+        return kvci_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d is out of range [1, %lld)", id,
                         (long long)pool->num_blocks);
     if (pool->count[id] == INT32_MAX)
-        return kvc_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
+        return kvci_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
     if (pool->count[id] == 0) {
         queue_unlink(pool, id);
         pool->n_cached_free -= pool->cached[id];
@@ -130,22 +130,22 @@ static void restore_counts(kvc_block_pool *pool, const int32_t *ids, int64_t n) 
 }
 
 kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
-    if (pool == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: pool must not be NULL");
-    if (n < 0) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: n %lld must not be negative", (long long)n);
-    if (n > 0 && ids == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_give: ids must not be NULL");
+    if (pool == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: pool must not be NULL");
+    if (n < 0) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: n %lld must not be negative", (long long)n);
+    if (n > 0 && ids == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: ids must not be NULL");
     /* Pass 1: drop one reference per listed id, so that an id listed more
      * often than it is held is seen going below 0; undo on failure. */
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= pool->num_blocks) {
             restore_counts(pool, ids, i);
-            return kvc_fail(KVC_ERANGE, "block %d (entry %lld) is out of range [0, %lld)", id, (long long)i,
+            return kvci_fail(KVC_ERANGE, "block %d (entry %lld) is out of range [0, %lld)", id, (long long)i,
                             (long long)pool->num_blocks);
         }
         if (id == KVC_NULL_BLOCK) continue;
         if (pool->count[id] == 0) {
             restore_counts(pool, ids, i);
-            return kvc_fail(KVC_EDOUBLEFREE, "block %d (entry %lld) is already free", id, (long long)i);
+            return kvci_fail(KVC_EDOUBLEFREE, "block %d (entry %lld) is already free", id, (long long)i);
         }
         pool->count[id]--;
     }
@@ -162,18 +162,18 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
 }
 
 kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out) {
-    if (pool == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
-    if (cap > 0 && out == NULL) return kvc_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
+    if (pool == NULL || n_out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
+    if (cap > 0 && out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
     int64_t i = 0;
     for (int32_t id = pool->head; id >= 0 && i < cap; id = pool->after[id]) out[i++] = id;
     *n_out = pool->n_free;
     return KVC_OK;
 }
 
-void kvc_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached) {
+void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached) {
     KVC_ASSERT(id > 0 && id < pool->num_blocks);
     if (pool->count[id] == 0) pool->n_cached_free += (int64_t)cached - (int64_t)pool->cached[id];
     pool->cached[id] = cached;
 }
 
-int64_t kvc_block_pool_num_cached_free(const kvc_block_pool *pool) { return pool->n_cached_free; }
+int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool) { return pool->n_cached_free; }

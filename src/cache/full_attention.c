@@ -6,7 +6,7 @@
 static int64_t full_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
     int64_t n = max_len / m->group.block_size, i = 0;
     for (; i < n; i++) {
-        int32_t id = kvc_prefix_lookup(m, q, i);
+        int32_t id = kvci_prefix_lookup(m, q, i);
         if (id < 0) break;
         m->hit_ids[i] = id;
     }
@@ -21,8 +21,8 @@ const kvc_manager_type kvc_full_attention_type = {
     .reserves_decode = true,
     .state_hits = false,
     .null_prefix = false,
-    .validate_entry = kvc_validate_attention_entry,
-    .blocks_needed = kvc_positions_blocks_needed,
+    .validate_entry = kvci_validate_attention_entry,
+    .blocks_needed = kvci_positions_blocks_needed,
     .hit_length = full_hit_length,
     /* every optional slot takes its default: all positions stay backed */
 };

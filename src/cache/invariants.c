@@ -4,15 +4,15 @@
 #include "base/internal.h"
 #include "cache/manager_internal.h"
 
-#define BROKEN(...) kvc_fail(KVC_EINTERNAL, __VA_ARGS__)
+#define BROKEN(...) kvci_fail(KVC_EINTERNAL, __VA_ARGS__)
 
 /* INV-P1, INV-P2: the free queue holds distinct real ids, exactly the blocks
  * nobody holds. */
 static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num_blocks] */) {
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
     int64_t n_free = kvc_block_pool_num_free(sm->pool);
-    int32_t *queue = kvc_malloc((size_t)kvc_max64(n_free, 1) * sizeof *queue);
-    if (queue == NULL) return kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld ids", (long long)n_free);
+    int32_t *queue = kvci_malloc((size_t)kvci_max64(n_free, 1) * sizeof *queue);
+    if (queue == NULL) return kvci_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld ids", (long long)n_free);
     int64_t n = 0;
     kvc_block_pool_free_ids(sm->pool, queue, n_free, &n);
     kvc_status st = KVC_OK;
@@ -25,7 +25,7 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
         else if (!kvc_block_pool_is_free(sm->pool, id))
             st = BROKEN("%s: INV-P2 block %d is queued but has holders", sm->group.key, id);
     }
-    kvc_free(queue);
+    kvci_free(queue);
     for (int64_t id = 1; id < num_blocks && st == KVC_OK; id++)
         if (!seen[id] && kvc_block_pool_is_free(sm->pool, (int32_t)id))
             st = BROKEN("%s: INV-P2 block %lld has no holder but is not queued", sm->group.key, (long long)id);
@@ -67,8 +67,8 @@ static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders
     const kvc_single_manager *sm = &m->managers[g];
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool), entries = 0;
     for (int64_t slot = 0; slot < m->requests.capacity; slot++) {
-        if (kvc_request_table_find(&m->requests, m->requests.ids[slot]) != slot) continue;
-        const kvc_req_blocks *t = &kvc_manager_request_tables(m, (int32_t)slot)[g];
+        if (kvci_request_table_find(&m->requests, m->requests.ids[slot]) != slot) continue;
+        const kvc_req_blocks *t = &kvci_manager_request_tables(m, (int32_t)slot)[g];
         int64_t rid = m->requests.ids[slot];
         if (!t->present) continue;
         entries++;
@@ -98,32 +98,32 @@ static kvc_status check_index(const kvc_single_manager *sm) {
         n++;
         cached_free += kvc_block_pool_is_free(sm->pool, id);
         const int32_t *tokens = ix->tokens + (int64_t)id * ix->block_tokens;
-        if (!kvc_hash128_equal(kvc_prefix_block_hash(ix, ix->keys[id].parent, tokens), ix->keys[id].hash))
+        if (!kvci_hash128_equal(kvci_prefix_block_hash(ix, ix->keys[id].parent, tokens), ix->keys[id].hash))
             return BROKEN("%s: indexed block %d does not hash to its key", sm->group.key, id);
-        if (kvc_prefix_index_find(ix, ix->keys[id].hash, ix->keys[id].parent, tokens) != id)
+        if (kvci_prefix_index_find(ix, ix->keys[id].hash, ix->keys[id].parent, tokens) != id)
             return BROKEN("%s: indexed block %d is not found under its hash", sm->group.key, id);
     }
     if (n != ix->n_indexed)
         return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n, (long long)ix->n_indexed);
-    if (cached_free != kvc_block_pool_num_cached_free(sm->pool))
+    if (cached_free != kvci_block_pool_num_cached_free(sm->pool))
         return BROKEN("%s: %lld free blocks are cached, the pool counts %lld", sm->group.key, (long long)cached_free,
-                      (long long)kvc_block_pool_num_cached_free(sm->pool));
+                      (long long)kvci_block_pool_num_cached_free(sm->pool));
     return KVC_OK;
 }
 
 kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_check_invariants: manager must not be NULL");
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_check_invariants: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) {
         int64_t num_blocks = kvc_block_pool_num_blocks(m->managers[g].pool);
-        uint8_t *seen = kvc_calloc((size_t)num_blocks, 1);
-        int32_t *holders = kvc_calloc((size_t)num_blocks, sizeof *holders);
+        uint8_t *seen = kvci_calloc((size_t)num_blocks, 1);
+        int32_t *holders = kvci_calloc((size_t)num_blocks, sizeof *holders);
         kvc_status st = seen != NULL && holders != NULL
                             ? check_pool(&m->managers[g], seen)
-                            : kvc_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
+                            : kvci_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
         if (st == KVC_OK) st = check_tables(m, g, holders);
         if (st == KVC_OK) st = check_index(&m->managers[g]);
-        kvc_free(seen);
-        kvc_free(holders);
+        kvci_free(seen);
+        kvci_free(holders);
         if (st != KVC_OK) return st;
     }
     return KVC_OK;

@@ -5,23 +5,23 @@
 
 static kvc_status mamba_validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (!e->is_state)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: attn_type Mamba needs a state entry (is_state with shape)",
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: attn_type Mamba needs a state entry (is_state with shape)",
                         layer_idx, e->name);
     if (e->block_size != 1)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: block_size %lld of a Mamba entry must be 1", layer_idx,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: block_size %lld of a Mamba entry must be 1", layer_idx,
                         e->name, (long long)e->block_size);
     if (e->n_shape < 1 || e->n_shape > KVC_MAX_DIMS)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: shape must have 1 to %d values (has %d)", layer_idx, e->name,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: shape must have 1 to %d values (has %d)", layer_idx, e->name,
                         KVC_MAX_DIMS, e->n_shape);
     for (int32_t i = 0; i < e->n_shape; i++)
         if (e->shape[i] <= 0)
-            return kvc_fail(KVC_EINVAL, "layer %d, cache %s: shape[%d] %lld must be positive", layer_idx, e->name, i,
+            return kvci_fail(KVC_EINVAL, "layer %d, cache %s: shape[%d] %lld must be positive", layer_idx, e->name, i,
                             (long long)e->shape[i]);
     if (e->next_n < 0 || e->next_n > KVC_MAX_NEXT_N)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: next_n %lld must be in [0, " KVC_STR(KVC_MAX_NEXT_N) "]", layer_idx, e->name,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: next_n %lld must be in [0, " KVC_STR(KVC_MAX_NEXT_N) "]", layer_idx, e->name,
                         (long long)e->next_n);
     if (e->allocator != KVC_ALLOC_HBM)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: a Mamba entry must use the HBM allocator", layer_idx,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: a Mamba entry must use the HBM allocator", layer_idx,
                         e->name);
     return KVC_OK;
 }
@@ -36,13 +36,13 @@ static bool mamba_moves_off_snapshot(const kvc_single_manager *m, const kvc_req_
 
 static int64_t mamba_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
     int64_t target = t->len == 0 ? 1 : 1 + m->group.next_n;
-    return kvc_max64(0, target - t->len) + (mamba_moves_off_snapshot(m, t, num_tokens) ? 1 : 0);
+    return kvci_max64(0, target - t->len) + (mamba_moves_off_snapshot(m, t, num_tokens) ? 1 : 0);
 }
 
 static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
     if (mamba_moves_off_snapshot(m, t, num_tokens)) {
         int32_t fresh;
-        kvc_single_manager_take(m, 1, &fresh);
+        kvci_single_manager_take(m, 1, &fresh);
         if (t->state_source != KVC_NULL_BLOCK) {
             kvc_status st = kvc_block_pool_give(m->pool, &t->state_source, 1);
             KVC_ASSERT(st == KVC_OK);
@@ -52,7 +52,7 @@ static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int6
         t->ids[0] = fresh;
         n--;
     }
-    kvc_single_manager_append(m, t, n, num_tokens);
+    kvci_single_manager_append(m, t, n, num_tokens);
 }
 
 /* A state can be reused only where a snapshot of exactly that prefix was
@@ -60,7 +60,7 @@ static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int6
 static int64_t mamba_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len) {
     int64_t interval = m->index.block_tokens;
     for (int64_t k = max_len / interval; k > 0; k--) {
-        int32_t id = kvc_prefix_lookup(m, q, k - 1);
+        int32_t id = kvci_prefix_lookup(m, q, k - 1);
         if (id >= 0) {
             m->hit_ids[0] = id;
             m->n_hit = 1;
@@ -86,10 +86,10 @@ static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const
     bool advanced = false;
     for (; (t->n_hashed + 1) * interval <= computed; t->n_hashed++, advanced = true) {
         parent = t->chain;
-        t->chain = kvc_prefix_block_hash(&m->index, parent, tokens + t->n_hashed * interval);
+        t->chain = kvci_prefix_block_hash(&m->index, parent, tokens + t->n_hashed * interval);
     }
     if (advanced && computed == t->n_hashed * interval && t->len > 0 && !m->index.indexed[t->ids[0]])
-        kvc_single_manager_index(m, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
+        kvci_single_manager_index(m, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
 }
 
 static int64_t mamba_fixed_blocks(const kvc_cache_group *g, int64_t concurrency, int64_t next_n) {
@@ -121,7 +121,7 @@ static int64_t mamba_worst_blocks(const kvc_cache_group *g, int64_t positions) {
 /* INV-MB-1: 1 state block after a prefill, 1 + next_n from the first decode. */
 static kvc_status mamba_check_table(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t rid) {
     if (t->len == 0 || t->len == 1 || t->len == 1 + m->group.next_n) return KVC_OK;
-    return kvc_fail(KVC_EINTERNAL, "%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)",
+    return kvci_fail(KVC_EINTERNAL, "%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)",
                     m->group.key, (long long)rid, (long long)t->len, (long long)(1 + m->group.next_n));
 }
 

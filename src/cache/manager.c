@@ -17,22 +17,22 @@ kvc_manager_params kvc_manager_default_params(void) {
  * largest pool bounds the live requests in practice (capped at 65536). */
 static int64_t default_max_requests(const kvc_block_plan *plan) {
     int64_t most = 256;
-    for (int32_t g = 0; g < plan->n_groups; g++) most = kvc_max64(most, plan->groups[g].block_num - 1);
-    return kvc_min64(most, 65536);
+    for (int32_t g = 0; g < plan->n_groups; g++) most = kvci_max64(most, plan->groups[g].block_num - 1);
+    return kvci_min64(most, 65536);
 }
 
 static kvc_status check_create_args(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                                     const kvc_manager_params *p, kvc_manager **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_create: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_create: out must not be NULL");
     *out = NULL;
     if (ci == NULL || plan == NULL || p == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_create: cache info, plan and params must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_create: cache info, plan and params must not be NULL");
     if (p->max_model_len <= 0 || p->max_model_len > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "max_model_len %lld must be in [1, 2^31)", (long long)p->max_model_len);
+        return kvci_fail(KVC_EINVAL, "max_model_len %lld must be in [1, 2^31)", (long long)p->max_model_len);
     if (p->max_requests < 0)
-        return kvc_fail(KVC_EINVAL, "max_requests %lld must not be negative (0 = default)", (long long)p->max_requests);
+        return kvci_fail(KVC_EINVAL, "max_requests %lld must not be negative (0 = default)", (long long)p->max_requests);
     if (p->state_snapshot_interval < 0 || p->state_snapshot_interval > p->max_model_len)
-        return kvc_fail(KVC_EINVAL, "state_snapshot_interval %lld must be in [0, max_model_len %lld]",
+        return kvci_fail(KVC_EINVAL, "state_snapshot_interval %lld must be in [0, max_model_len %lld]",
                         (long long)p->state_snapshot_interval, (long long)p->max_model_len);
     return KVC_OK;
 }
@@ -45,28 +45,28 @@ static kvc_status hash_tokens(const kvc_cache_groups *groups, const kvc_manager_
     int64_t lcm = 1;
     bool paged = false;
     for (int32_t g = 0; g < groups->n_groups; g++) {
-        const kvc_manager_type *type = kvc_manager_type_find(groups->groups[g].attn_type);
+        const kvc_manager_type *type = kvci_manager_type_find(groups->groups[g].attn_type);
         out[g] = 0;
         if (!p->prefix_caching || type->state_hits) continue;
         out[g] = groups->groups[g].block_size;
         int64_t bs = out[g], next = lcm / gcd64(lcm, bs);
-        if (!kvc_mul64(next, bs, &lcm) || lcm > p->max_model_len) lcm = INT64_MAX;
+        if (!kvci_mul64(next, bs, &lcm) || lcm > p->max_model_len) lcm = INT64_MAX;
         paged = true;
     }
     for (int32_t g = 0; g < groups->n_groups; g++) {
         const kvc_cache_group *grp = &groups->groups[g];
-        if (!p->prefix_caching || !kvc_manager_type_find(grp->attn_type)->state_hits) continue;
+        if (!p->prefix_caching || !kvci_manager_type_find(grp->attn_type)->state_hits) continue;
         int64_t interval = p->state_snapshot_interval;
         if (interval == 0 && !paged)
-            return kvc_fail(KVC_EINVAL, "manager %s: prefix caching of a model without paged keys needs "
+            return kvci_fail(KVC_EINVAL, "manager %s: prefix caching of a model without paged keys needs "
                             "state_snapshot_interval", grp->key);
         if (interval == 0 && lcm == INT64_MAX)
-            return kvc_fail(KVC_EINVAL, "manager %s: the block sizes' least common multiple exceeds max_model_len "
+            return kvci_fail(KVC_EINVAL, "manager %s: the block sizes' least common multiple exceeds max_model_len "
                             "%lld; set state_snapshot_interval", grp->key, (long long)p->max_model_len);
         if (interval == 0) interval = lcm;
         for (int32_t h = 0; h < groups->n_groups; h++)
             if (out[h] > 0 && interval % out[h] != 0)
-                return kvc_fail(KVC_EINVAL, "state_snapshot_interval %lld is not a multiple of the block size %lld "
+                return kvci_fail(KVC_EINVAL, "state_snapshot_interval %lld is not a multiple of the block size %lld "
                                 "of key %s", (long long)interval, (long long)out[h], groups->groups[h].key);
         out[g] = interval;
     }
@@ -87,8 +87,8 @@ static void sort_layers(kvc_manager *m) {
 
 /* The group's entries, for poisoning its blocks' storage. */
 static kvc_status collect_poison_entries(const kvc_model_cache_info *ci, kvc_single_manager *sm) {
-    sm->poison = kvc_malloc((size_t)kvc_max64(sm->group.n_entries, 1) * sizeof *sm->poison);
-    if (sm->poison == NULL) return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate its entry list", sm->group.key);
+    sm->poison = kvci_malloc((size_t)kvci_max64(sm->group.n_entries, 1) * sizeof *sm->poison);
+    if (sm->poison == NULL) return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate its entry list", sm->group.key);
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
             const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
@@ -107,8 +107,8 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     kvc_cache_groups groups;
     if (st == KVC_OK) st = kvc_cache_groups_build(ci, &groups);
     if (st != KVC_OK) return st;
-    kvc_manager *m = kvc_calloc(1, sizeof *m);
-    if (m == NULL) return kvc_fail(KVC_ENOMEM, "cannot allocate the manager");
+    kvc_manager *m = kvci_calloc(1, sizeof *m);
+    if (m == NULL) return kvci_fail(KVC_ENOMEM, "cannot allocate the manager");
     m->ci = ci;
     m->max_model_len = p->max_model_len;
     m->prefix_caching = p->prefix_caching;
@@ -120,18 +120,18 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
         int64_t block_num = 0;
         st = kvc_block_plan_block_num(plan, groups.groups[g].key, &block_num);
         if (st == KVC_OK)
-            st = kvc_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len,
+            st = kvci_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len,
                                          max_requests, tokens_per_hash[g]);
         if (st == KVC_OK) m->n_managers = g + 1;
     }
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
         st = collect_poison_entries(ci, &m->managers[g]);
-    if (st == KVC_OK) st = kvc_request_table_init(&m->requests, max_requests);
+    if (st == KVC_OK) st = kvci_request_table_init(&m->requests, max_requests);
     if (st == KVC_OK) {
-        m->tables = kvc_calloc((size_t)max_requests * (size_t)kvc_max64(m->n_managers, 1), sizeof *m->tables);
-        m->layer_order = kvc_malloc((size_t)kvc_max64(ci->n_layer_infos, 1) * sizeof *m->layer_order);
+        m->tables = kvci_calloc((size_t)max_requests * (size_t)kvci_max64(m->n_managers, 1), sizeof *m->tables);
+        m->layer_order = kvci_malloc((size_t)kvci_max64(ci->n_layer_infos, 1) * sizeof *m->layer_order);
         if (m->tables == NULL || m->layer_order == NULL)
-            st = kvc_fail(KVC_ENOMEM, "cannot allocate tables for %lld requests", (long long)max_requests);
+            st = kvci_fail(KVC_ENOMEM, "cannot allocate tables for %lld requests", (long long)max_requests);
     }
     if (st != KVC_OK) {
         kvc_manager_destroy(m);
@@ -144,27 +144,27 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
 
 void kvc_manager_destroy(kvc_manager *m) {
     if (m == NULL) return;
-    for (int32_t g = 0; g < m->n_managers; g++) kvc_single_manager_release(&m->managers[g]);
-    kvc_request_table_release(&m->requests);
-    kvc_free(m->tables);
-    kvc_free(m->layer_order);
-    kvc_free(m);
+    for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_release(&m->managers[g]);
+    kvci_request_table_release(&m->requests);
+    kvci_free(m->tables);
+    kvci_free(m->layer_order);
+    kvci_free(m);
 }
 
-kvc_req_blocks *kvc_manager_request_tables(const kvc_manager *m, int32_t slot) {
+kvc_req_blocks *kvci_manager_request_tables(const kvc_manager *m, int32_t slot) {
     return &m->tables[(int64_t)slot * m->n_managers];
 }
 
 static kvc_status check_counts(int64_t rid, int64_t computed, int64_t num_new, int64_t lookahead, int64_t reserved) {
     if (rid < 0)
-        return kvc_fail(KVC_EINVAL, "request id %lld is negative (padding requests are never allocated)",
+        return kvci_fail(KVC_EINVAL, "request id %lld is negative (padding requests are never allocated)",
                         (long long)rid);
     if (computed < 0 || num_new < 0 || lookahead < 0 || reserved < 0)
-        return kvc_fail(KVC_EINVAL, "request %lld: token counts must not be negative (computed %lld, new %lld, "
+        return kvci_fail(KVC_EINVAL, "request %lld: token counts must not be negative (computed %lld, new %lld, "
                         "lookahead %lld, reserved %lld)", (long long)rid, (long long)computed, (long long)num_new,
                         (long long)lookahead, (long long)reserved);
     if (computed > INT64_MAX - num_new || computed + num_new > INT64_MAX - lookahead)
-        return kvc_fail(KVC_EINVAL, "request %lld: computed + new + lookahead tokens overflow", (long long)rid);
+        return kvci_fail(KVC_EINVAL, "request %lld: computed + new + lookahead tokens overflow", (long long)rid);
     return KVC_OK;
 }
 
@@ -173,13 +173,13 @@ static kvc_status check_counts(int64_t rid, int64_t computed, int64_t num_new, i
 static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req, bool known) {
     const kvc_prompt *p = req->prompt;
     if (p->n_tokens < 0 || (p->n_tokens > 0 && p->tokens == NULL))
-        return kvc_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens without token ids", (long long)req->request_id,
+        return kvci_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens without token ids", (long long)req->request_id,
                         (long long)p->n_tokens);
     if (known)
-        return kvc_fail(KVC_EINVAL, "request %lld: a prompt is given only with the request's first allocation",
+        return kvci_fail(KVC_EINVAL, "request %lld: a prompt is given only with the request's first allocation",
                         (long long)req->request_id);
     if (m->prefix_caching && req->computed_tokens > 0 && req->computed_tokens >= p->n_tokens)
-        return kvc_fail(KVC_EINVAL, "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
+        return kvci_fail(KVC_EINVAL, "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
                         "to compute", (long long)req->request_id, (long long)req->computed_tokens,
                         (long long)p->n_tokens);
     return KVC_OK;
@@ -187,31 +187,31 @@ static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req
 
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
     int64_t rid = req->request_id, computed = req->computed_tokens, num_new = req->num_new_tokens;
     int64_t lookahead = req->lookahead_tokens, reserved = req->reserved_tokens;
     kvc_status st = check_counts(rid, computed, num_new, lookahead, reserved);
     if (st != KVC_OK) return st;
     uint64_t key_mask = ~req->skip_keys & (((uint64_t)1 << m->n_managers) - 1); /* n_managers <= 16 */
     int64_t wanted = computed + num_new + lookahead;
-    int64_t need_slot = kvc_min64(wanted, m->max_model_len);
-    int64_t total_computed = kvc_min64(computed, m->max_model_len);
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
-    kvc_req_blocks *tables = slot >= 0 ? kvc_manager_request_tables(m, slot) : NULL;
+    int64_t need_slot = kvci_min64(wanted, m->max_model_len);
+    int64_t total_computed = kvci_min64(computed, m->max_model_len);
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
+    kvc_req_blocks *tables = slot >= 0 ? kvci_manager_request_tables(m, slot) : NULL;
     if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;
     /* A hit: every selected key must still give exactly computed tokens. */
     bool hit = m->prefix_caching && req->prompt != NULL && total_computed > 0;
     kvc_prefix_query q = {0};
     if (m->prefix_caching && tables == NULL) {
         const char *salt = req->prompt != NULL ? req->prompt->cache_salt : NULL;
-        q = (kvc_prefix_query){.seed = kvc_prefix_seed(m->prefix_salt, salt)};
+        q = (kvc_prefix_query){.seed = kvci_prefix_seed(m->prefix_salt, salt)};
         if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
     } else if (tables != NULL) {
         for (int32_t g = 0; g < m->n_managers; g++) /* a key opened later continues the request's seed */
             if (tables[g].present) q.seed = tables[g].seed;
     }
-    if (hit && kvc_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
-        return kvc_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
+    if (hit && kvci_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
+        return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
                         "stale hit: query again)", (long long)rid, (long long)total_computed);
     const kvc_req_blocks absent = {0};
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
@@ -220,32 +220,32 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
-        if (tables != NULL) kvc_single_manager_remove_skipped(sm, &tables[g], total_computed);
+        if (tables != NULL) kvci_single_manager_remove_skipped(sm, &tables[g], total_computed);
         kvc_req_blocks view = tables != NULL ? tables[g] : absent;
         int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
         if (hit) {
-            view.len = kvc_single_manager_hit_table_len(sm);
-            taken_free = kvc_single_manager_hit_free_blocks(sm);
+            view.len = kvci_single_manager_hit_table_len(sm);
+            taken_free = kvci_single_manager_hit_free_blocks(sm);
         }
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
-        int64_t reserve = sm->type->reserves_decode ? kvc_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
+        int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
         if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
-            kvc_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
+            kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
                     sm->group.key, (long long)(need[g] + taken_free), (long long)kvc_block_pool_num_free(sm->pool));
             return KVC_NO_SPACE;
         }
     }
     if (key_mask == 0) return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK; /* nothing selected */
     if (tables == NULL) {
-        slot = kvc_request_table_insert(&m->requests, rid);
+        slot = kvci_request_table_insert(&m->requests, rid);
         if (slot < 0) {
-            kvc_log(KVC_LOG_WARN, "request %lld not admitted: %lld requests are live already", (long long)rid,
+            kvci_log(KVC_LOG_WARN, "request %lld not admitted: %lld requests are live already", (long long)rid,
                     (long long)m->requests.capacity);
             return KVC_NO_SPACE;
         }
-        tables = kvc_manager_request_tables(m, slot);
+        tables = kvci_manager_request_tables(m, slot);
         for (int32_t g = 0; g < m->n_managers; g++)
-            tables[g] = (kvc_req_blocks){.ids = kvc_single_manager_slot_ids(&m->managers[g], slot)};
+            tables[g] = (kvc_req_blocks){.ids = kvci_single_manager_slot_ids(&m->managers[g], slot)};
         if (req->prompt != NULL && m->prefix_caching) {
             m->stats.queries++;
             m->stats.query_tokens += req->prompt->n_tokens;
@@ -257,19 +257,19 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
-        kvc_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
-        if (hit) kvc_single_manager_take_hit(sm, &tables[g], total_computed);
-        kvc_type_grow(sm, &tables[g], need[g], need_slot);
+        kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
+        if (hit) kvci_single_manager_take_hit(sm, &tables[g], total_computed);
+        kvci_type_grow(sm, &tables[g], need[g], need_slot);
     }
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }
 
 kvc_status kvc_manager_free(kvc_manager *m, int64_t rid) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_free: manager must not be NULL");
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_free: manager must not be NULL");
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
     if (slot < 0) return KVC_OK;
-    kvc_req_blocks *tables = kvc_manager_request_tables(m, slot);
-    for (int32_t g = 0; g < m->n_managers; g++) kvc_single_manager_free(&m->managers[g], &tables[g]);
-    kvc_request_table_remove(&m->requests, rid);
+    kvc_req_blocks *tables = kvci_manager_request_tables(m, slot);
+    for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_free(&m->managers[g], &tables[g]);
+    kvci_request_table_remove(&m->requests, rid);
     return KVC_OK;
 }

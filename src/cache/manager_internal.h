@@ -23,9 +23,9 @@ struct kvc_manager {
 /* Prefix caching (manager_prefix.c): the hit of exactly `len` tokens for the
  * query in every selected key, leaving each key's hit in its scratch; the
  * largest length every key accepts when `exact` is false. */
-int64_t kvc_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask);
+int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask);
 
 /* The n_managers tables of a request slot. */
-kvc_req_blocks *kvc_manager_request_tables(const kvc_manager *m, int32_t slot);
+kvc_req_blocks *kvci_manager_request_tables(const kvc_manager *m, int32_t slot);
 
 #endif

@@ -4,7 +4,7 @@
 #include "base/internal.h"
 #include "cache/manager_internal.h"
 
-int64_t kvc_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask) {
+int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask) {
     for (int32_t g = 0; g < m->n_managers; g++) m->managers[g].n_chain = 0;
     /* Position-table keys propose, state keys accept or lower, until a
      * round lowers nothing; each rule returns the largest length it accepts
@@ -25,18 +25,18 @@ int64_t kvc_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_
 
 kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out) {
     if (m == NULL || prompt == NULL || out == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_find_prefix: manager, prompt and out must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: manager, prompt and out must not be NULL");
     if (prompt->n_tokens < 0 || (prompt->n_tokens > 0 && prompt->tokens == NULL))
-        return kvc_fail(KVC_EINVAL, "kvc_manager_find_prefix: a prompt of %lld tokens needs its token ids",
+        return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: a prompt of %lld tokens needs its token ids",
                         (long long)prompt->n_tokens);
     *out = (kvc_prefix_hit){0};
     if (!m->prefix_caching || prompt->n_tokens < 2) return KVC_OK;
     kvc_prefix_query q = {.tokens = prompt->tokens,
                           .n_tokens = prompt->n_tokens,
-                          .seed = kvc_prefix_seed(m->prefix_salt, prompt->cache_salt)};
+                          .seed = kvci_prefix_seed(m->prefix_salt, prompt->cache_salt)};
     /* At least the last prompt token is computed (its logits are needed). */
-    int64_t cap = kvc_min64(prompt->n_tokens - 1, m->max_model_len);
-    out->n_tokens = kvc_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
+    int64_t cap = kvci_min64(prompt->n_tokens - 1, m->max_model_len);
+    out->n_tokens = kvci_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
     for (int32_t g = 0; g < m->n_managers && out->n_tokens > 0; g++) {
         const kvc_single_manager *sm = &m->managers[g];
         out->n_entries[g] = sm->n_hit;
@@ -46,32 +46,32 @@ kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc
 }
 
 kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n_computed) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_cache_computed: manager must not be NULL");
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_cache_computed: manager must not be NULL");
     if (n_computed < 0 || (n_computed > 0 && tokens == NULL))
-        return kvc_fail(KVC_EINVAL, "kvc_manager_cache_computed: request %lld: %lld computed tokens need their ids",
+        return kvci_fail(KVC_EINVAL, "kvc_manager_cache_computed: request %lld: %lld computed tokens need their ids",
                         (long long)rid, (long long)n_computed);
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
     if (!m->prefix_caching || slot < 0) return KVC_OK;
-    kvc_req_blocks *tables = kvc_manager_request_tables(m, slot);
+    kvc_req_blocks *tables = kvci_manager_request_tables(m, slot);
     for (int32_t g = 0; g < m->n_managers; g++) {
         kvc_single_manager *sm = &m->managers[g];
-        if (tables[g].present) kvc_type_cache_computed(sm, &tables[g], tokens, n_computed);
+        if (tables[g].present) kvci_type_cache_computed(sm, &tables[g], tokens, n_computed);
     }
     return KVC_OK;
 }
 
 kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out) {
-    if (m == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
+    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
     if (key_index < 0 || key_index >= m->n_managers)
-        return kvc_fail(KVC_ERANGE, "kvc_manager_state_source: key index %d is out of range [0, %d)", key_index,
+        return kvci_fail(KVC_ERANGE, "kvc_manager_state_source: key index %d is out of range [0, %d)", key_index,
                         m->n_managers);
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
-    *out = slot >= 0 ? kvc_manager_request_tables(m, slot)[key_index].state_source : KVC_NULL_BLOCK;
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
+    *out = slot >= 0 ? kvci_manager_request_tables(m, slot)[key_index].state_source : KVC_NULL_BLOCK;
     return KVC_OK;
 }
 
 kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out) {
-    if (m == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_prefix_stats: manager and out must not be NULL");
+    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_prefix_stats: manager and out must not be NULL");
     *out = m->stats;
     for (int32_t g = 0; g < m->n_managers; g++) {
         out->evictions += m->managers[g].evictions;
@@ -82,11 +82,11 @@ kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out)
 
 int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
     if (m == NULL || key_index < 0 || key_index >= m->n_managers) return -1;
-    return kvc_block_pool_num_cached_free(m->managers[key_index].pool);
+    return kvci_block_pool_num_cached_free(m->managers[key_index].pool);
 }
 
 kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
-    for (int32_t g = 0; g < m->n_managers; g++) kvc_single_manager_clear_index(&m->managers[g]);
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
+    for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_clear_index(&m->managers[g]);
     return KVC_OK;
 }

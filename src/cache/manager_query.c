@@ -19,14 +19,14 @@ const char *kvc_manager_key(const kvc_manager *m, int32_t key_index) {
 
 kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out) {
     if (m == NULL || key == NULL || out == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_key_index: manager, key and out must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_key_index: manager, key and out must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (strcmp(m->managers[g].group.key, key) == 0) {
             *out = g;
             return KVC_OK;
         }
     }
-    return kvc_fail(KVC_EINVAL, "manager key \"%s\" is unknown", key);
+    return kvci_fail(KVC_EINVAL, "manager key \"%s\" is unknown", key);
 }
 
 /* Value of one group field, or `fallback` for a bad key index. */
@@ -44,7 +44,7 @@ int64_t kvc_manager_next_n(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm
 int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.compress_ratio, -1); }
 
 int64_t kvc_manager_table_width(const kvc_manager *m, int32_t k, int64_t max_len) {
-    KEY_FIELD(m, k, max_len >= 0 ? kvc_cdiv(max_len, sm_->group.block_size) : -1, -1);
+    KEY_FIELD(m, k, max_len >= 0 ? kvci_cdiv(max_len, sm_->group.block_size) : -1, -1);
 }
 
 int64_t kvc_manager_max_model_len(const kvc_manager *m) { return m != NULL ? m->max_model_len : -1; }
@@ -53,17 +53,17 @@ int64_t kvc_manager_num_live_requests(const kvc_manager *m) { return m != NULL ?
 
 bool kvc_manager_has_request(const kvc_manager *m, int64_t rid, int32_t key_index) {
     if (key_manager(m, key_index) == NULL) return false;
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
-    return slot >= 0 && kvc_manager_request_tables(m, slot)[key_index].present;
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
+    return slot >= 0 && kvci_manager_request_tables(m, slot)[key_index].present;
 }
 
 static kvc_status check_copy_args(const kvc_manager *m, int32_t key_index, const int32_t *out, int64_t cap,
                                   const int64_t *n_out, const char *fn) {
-    if (m == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "%s: manager and n_out must not be NULL", fn);
+    if (m == NULL || n_out == NULL) return kvci_fail(KVC_EINVAL, "%s: manager and n_out must not be NULL", fn);
     if (key_manager(m, key_index) == NULL)
-        return kvc_fail(KVC_ERANGE, "%s: key index %d is out of range [0, %d)", fn, key_index, m->n_managers);
+        return kvci_fail(KVC_ERANGE, "%s: key index %d is out of range [0, %d)", fn, key_index, m->n_managers);
     if (cap < 0 || (cap > 0 && out == NULL))
-        return kvc_fail(KVC_EINVAL, "%s: out must hold cap %lld ids", fn, (long long)cap);
+        return kvci_fail(KVC_EINVAL, "%s: out must hold cap %lld ids", fn, (long long)cap);
     return KVC_OK;
 }
 
@@ -71,13 +71,13 @@ kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t rid, int32_t key_
                                  int64_t *n_out) {
     kvc_status st = check_copy_args(m, key_index, out, cap, n_out, "kvc_manager_block_ids");
     if (st != KVC_OK) return st;
-    int32_t slot = kvc_request_table_find(&m->requests, rid);
+    int32_t slot = kvci_request_table_find(&m->requests, rid);
     if (slot < 0) {
         *n_out = 0;
         return KVC_OK;
     }
-    const kvc_req_blocks *t = &kvc_manager_request_tables(m, slot)[key_index];
-    if (kvc_min64(t->len, cap) > 0) memcpy(out, t->ids, (size_t)kvc_min64(t->len, cap) * sizeof *out);
+    const kvc_req_blocks *t = &kvci_manager_request_tables(m, slot)[key_index];
+    if (kvci_min64(t->len, cap) > 0) memcpy(out, t->ids, (size_t)kvci_min64(t->len, cap) * sizeof *out);
     *n_out = t->len;
     return KVC_OK;
 }
@@ -94,25 +94,25 @@ static const kvc_req_blocks *cached_entry(const kvc_manager *m, int64_t rid, int
                                           const kvc_table_state *state) {
     if (state->generation == 0 || state->slot < 0 || state->slot >= m->requests.capacity) return NULL;
     if (m->requests.ids[state->slot] != rid) return NULL;
-    const kvc_req_blocks *t = &kvc_manager_request_tables(m, state->slot)[key_index];
+    const kvc_req_blocks *t = &kvci_manager_request_tables(m, state->slot)[key_index];
     return t->present && t->generation == state->generation ? t : NULL;
 }
 
 kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *row, int64_t width,
                                   kvc_table_state *state) {
     if (m == NULL || row == NULL || state == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: manager, row and state must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_table_sync: manager, row and state must not be NULL");
     const kvc_single_manager *sm = key_manager(m, key_index);
     if (sm == NULL)
-        return kvc_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
+        return kvci_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
                         m->n_managers);
-    if (width < 0) return kvc_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
+    if (width < 0) return kvci_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
     /* state is written only on success (KVC_ERANGE leaves it unchanged). */
     int32_t slot = state->slot;
     const kvc_req_blocks *t = cached_entry(m, rid, key_index, state);
     if (t == NULL) {
-        slot = kvc_request_table_find(&m->requests, rid);
-        t = slot >= 0 ? &kvc_manager_request_tables(m, slot)[key_index] : NULL;
+        slot = kvci_request_table_find(&m->requests, rid);
+        t = slot >= 0 ? &kvci_manager_request_tables(m, slot)[key_index] : NULL;
     }
     if (t == NULL || !t->present) {
         memset(row, 0, (size_t)width * sizeof *row);
@@ -121,11 +121,11 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
     }
     int64_t len = t->len;
     if (len > width)
-        return kvc_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
+        return kvci_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
                         (long long)rid, sm->group.key, (long long)len, (long long)width);
     if (state->generation == t->generation && state->width == width && state->len <= len) {
         /* Current copy: entries released since become null, new ones are appended. */
-        for (int64_t i = state->n_null; i < kvc_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
+        for (int64_t i = state->n_null; i < kvci_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
         write_entries(t, state->len, row);
     } else {
         write_entries(t, 0, row);
@@ -144,10 +144,10 @@ kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32
 
 kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap) {
     if (m == NULL || buf == NULL || cap == 0)
-        return kvc_fail(KVC_EINVAL, "kvc_manager_format_usage: manager and a non-empty buffer are required");
+        return kvci_fail(KVC_EINVAL, "kvc_manager_format_usage: manager and a non-empty buffer are required");
     if (m->n_managers == 0) {
         int n = snprintf(buf, cap, "0/0");
-        return (size_t)n < cap ? KVC_OK : kvc_fail(KVC_ERANGE, "usage needs %d bytes, buffer has %zu", n + 1, cap);
+        return (size_t)n < cap ? KVC_OK : kvci_fail(KVC_ERANGE, "usage needs %d bytes, buffer has %zu", n + 1, cap);
     }
     size_t used = 0;
     buf[0] = '\0';
@@ -157,7 +157,7 @@ kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap)
         int n = snprintf(buf + used, cap - used, "%s%s:%lld/%lld", g > 0 ? "," : "", sm->group.key,
                          (long long)(total - kvc_block_pool_num_free(sm->pool)), (long long)total);
         if (n < 0 || (size_t)n >= cap - used)
-            return kvc_fail(KVC_ERANGE, "usage does not fit in a buffer of %zu bytes", cap);
+            return kvci_fail(KVC_ERANGE, "usage does not fit in a buffer of %zu bytes", cap);
         used += (size_t)n;
     }
     return KVC_OK;
@@ -180,9 +180,9 @@ static kvc_buffer_info buffer_info(const kvc_cache_entry *e, int32_t layer_idx) 
 }
 
 kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out) {
-    if (m == NULL || n_out == NULL) return kvc_fail(KVC_EINVAL, "kvc_manager_buffer_infos: manager and n_out must not be NULL");
+    if (m == NULL || n_out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_buffer_infos: manager and n_out must not be NULL");
     if (cap < 0 || (cap > 0 && out == NULL))
-        return kvc_fail(KVC_EINVAL, "kvc_manager_buffer_infos: out must hold cap %lld records", (long long)cap);
+        return kvci_fail(KVC_EINVAL, "kvc_manager_buffer_infos: out must hold cap %lld records", (long long)cap);
     int64_t n = 0;
     for (int32_t i = 0; i < m->ci->n_layer_infos; i++) {
         const kvc_layer_cache_info *layer = &m->ci->layer_infos[m->layer_order[i]];
@@ -190,10 +190,10 @@ kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, 
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block) continue;
             if (e->attn_type == KVC_ATTN_MAMBA)
-                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: Mamba state caches cannot be exported for KV "
+                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: Mamba state caches cannot be exported for KV "
                                 "transfer", layer->layer_idx, e->name);
             if (e->tensor.data == NULL)
-                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: no tensor allocated (run kvc_cache_storage_allocate "
+                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor allocated (run kvc_cache_storage_allocate "
                                 "first)", layer->layer_idx, e->name);
             if (n < cap) out[n] = buffer_info(e, layer->layer_idx);
             n++;

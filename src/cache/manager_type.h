@@ -23,7 +23,7 @@ typedef struct kvc_req_blocks {
     int32_t state_source;/* state types: block to copy the initial state from this step, or 0 */
 } kvc_req_blocks;
 
-static inline int64_t kvc_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
+static inline int64_t kvci_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
 
 typedef struct kvc_manager_type kvc_manager_type;
 
@@ -93,7 +93,7 @@ struct kvc_manager_type {
     /* Extra per-table invariant (optional: none); KVC_EINTERNAL naming it. */
     kvc_status (*check_table)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t rid);
     /* Appends n fresh blocks for num_tokens positions (phase 2, after
-     * blocks_needed; cannot fail) (optional: kvc_single_manager_append). */
+     * blocks_needed; cannot fail) (optional: kvci_single_manager_append). */
     void (*grow)(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
     /* Prefix caching: the largest hit length L <= max_len this type accepts
      * for the query (0 = none), leaving in m->hit_ids[0..n_hit) what the
@@ -102,32 +102,32 @@ struct kvc_manager_type {
     int64_t (*hit_length)(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
     /* Prefix caching: hashes and indexes the request's blocks once
      * `computed` tokens of `tokens` are in the cache (optional:
-     * kvc_paged_cache_computed). */
+     * kvci_paged_cache_computed). */
     void (*cache_computed)(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 };
 
 /* The rules of a type with its optional slots' defaults applied (rules.c). */
-int64_t kvc_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
-int64_t kvc_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
-int64_t kvc_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
-int64_t kvc_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
+int64_t kvci_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
+int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
+int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
+int64_t kvci_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
                             bool is_prefill);
-bool kvc_type_has_slot_mapping(const kvc_manager_type *t, const kvc_cache_group *g);
-int64_t kvc_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group *g, int64_t positions);
-void kvc_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
-void kvc_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
+bool kvci_type_has_slot_mapping(const kvc_manager_type *t, const kvc_cache_group *g);
+int64_t kvci_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group *g, int64_t positions);
+void kvci_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+void kvci_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 
 /* block_pool.c: which blocks a prefix index holds, so that the pool counts
  * its free blocks that are still cached in O(1). */
-void kvc_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached);
-int64_t kvc_block_pool_num_cached_free(const kvc_block_pool *pool);
+void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached);
+int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool);
 
 /* registry.c */
-const kvc_manager_type *kvc_manager_type_find(kvc_attn_type type);
+const kvc_manager_type *kvci_manager_type_find(kvc_attn_type type);
 #define KVC_MAX_ATTN_TYPES 8 /* built-in types plus those registered at run time */
 /* Adds a type at run time (tests of the vtable contract); *out = its attn_type
  * value. The vtable must outlive every manager using it. */
-kvc_status kvc_manager_type_register(kvc_manager_type *type, kvc_attn_type *out);
+kvc_status kvci_manager_type_register(kvc_manager_type *type, kvc_attn_type *out);
 
 /* The vtables (one file each). */
 extern const kvc_manager_type kvc_full_attention_type;
@@ -135,57 +135,57 @@ extern const kvc_manager_type kvc_sliding_window_type;
 extern const kvc_manager_type kvc_mamba_type;
 
 /* Shared policies (single_manager.c). */
-int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
-kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
+int64_t kvci_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
+kvc_status kvci_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
 
 /* Prefix-caching policies of paged types (prefix_rules.c). */
 /* Chain hash after block i of the query (computed up to i on demand). */
-kvc_hash128 kvc_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
+kvc_hash128 kvci_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
 /* The verified cached block at block index i of the query, or -1. */
-int32_t kvc_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
+int32_t kvci_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
 /* Indexes block id (a no-op when its hash is indexed already) and tells the pool. */
-void kvc_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                               const int32_t *tokens);
 /* Empties the manager's index. */
-void kvc_single_manager_clear_index(kvc_single_manager *m);
+void kvci_single_manager_clear_index(kvc_single_manager *m);
 /* Hashes the table's full computed blocks, indexing its real ones. */
-void kvc_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
+void kvci_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 /* The hit rule of types that release a leading part of the sequence: L needs
  * the blocks from num_skipped_tokens(L) / block_size on, the earlier entries
  * are nulls; searched from the longest candidate down (a miss at block i
  * moves the candidate end to i). */
-int64_t kvc_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
+int64_t kvci_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *q, int64_t max_len);
 
 /* Fills block id of e's tensor with its dtype's poison value (storage_poison.c);
  * no-op without a tensor. */
-void kvc_storage_poison_block(const kvc_cache_entry *e, int32_t id);
+void kvci_storage_poison_block(const kvc_cache_entry *e, int32_t id);
 
 /* Single-manager operations (single_manager.c). */
-kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
+kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
                                    int64_t max_model_len, int64_t max_requests, int64_t hash_tokens);
-void kvc_single_manager_release(kvc_single_manager *m);
+void kvci_single_manager_release(kvc_single_manager *m);
 /* The table of request slot `slot` (its ids storage). */
-int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
+int32_t *kvci_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
 /* Releases blocks that left the window (KM 4.2 remove_skipped). */
-void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
+void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */
-void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
+void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
 /* Table entries the last hit_length result gives an empty entry. */
-int64_t kvc_single_manager_hit_table_len(const kvc_single_manager *m);
+int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m);
 /* Free (cached) blocks the last hit_length result takes out of the queue. */
-int64_t kvc_single_manager_hit_free_blocks(const kvc_single_manager *m);
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m);
 /* Places the last hit_length result, of hit_len tokens, into the empty
  * entry t: table entries, or the copy source of a state type; its blocks
  * gain a holder and the request's chain continues after them. */
-void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
 /* The grow of position-table types: appends n fresh blocks (an empty table
  * first gets its leading nulls). */
-void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 /* Returns every block of the table to the pool and drops the entry. */
-void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
+void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
 /* Takes n blocks from the pool into out for new data: drops the index
  * entries of cached blocks it reuses (counted as evictions) and poisons
  * their storage when that debug option is on. */
-void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
+void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
 
 #endif

@@ -6,9 +6,9 @@
 
 void kvc_model_cache_info_destroy(kvc_model_cache_info *ci) {
     if (ci == NULL) return;
-    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvc_free(ci->layer_infos[l].caches);
-    kvc_free(ci->layer_infos);
-    kvc_free(ci);
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) kvci_free(ci->layer_infos[l].caches);
+    kvci_free(ci->layer_infos);
+    kvci_free(ci);
 }
 
 /* Deep-copies src's layers into dst->layer_infos[first ..], offsetting layer_idx. */
@@ -17,8 +17,8 @@ static kvc_status copy_layers(kvc_model_cache_info *dst, int32_t first, const kv
     for (int32_t l = 0; l < src->n_layer_infos; l++) {
         const kvc_layer_cache_info *from = &src->layer_infos[l];
         kvc_layer_cache_info *to = &dst->layer_infos[first + l];
-        to->caches = kvc_malloc((size_t)kvc_max64(from->n_caches, 1) * sizeof *to->caches);
-        if (to->caches == NULL) return kvc_fail(KVC_ENOMEM, "cannot copy layer %d", from->layer_idx);
+        to->caches = kvci_malloc((size_t)kvci_max64(from->n_caches, 1) * sizeof *to->caches);
+        if (to->caches == NULL) return kvci_fail(KVC_ENOMEM, "cannot copy layer %d", from->layer_idx);
         if (from->n_caches > 0) memcpy(to->caches, from->caches, (size_t)from->n_caches * sizeof *to->caches);
         to->n_caches = from->n_caches;
         to->layer_idx = from->layer_idx + idx_offset;
@@ -28,31 +28,31 @@ static kvc_status copy_layers(kvc_model_cache_info *dst, int32_t first, const kv
 }
 
 static kvc_status check_shape(const kvc_model_cache_info *ci, const char *which) {
-    if (ci == NULL) return kvc_fail(KVC_EINVAL, "merge: %s cache info must not be NULL", which);
+    if (ci == NULL) return kvci_fail(KVC_EINVAL, "merge: %s cache info must not be NULL", which);
     if (ci->n_layer_infos < 0 || (ci->n_layer_infos > 0 && ci->layer_infos == NULL))
-        return kvc_fail(KVC_EINVAL, "merge: %s cache info has no layer_infos array", which);
+        return kvci_fail(KVC_EINVAL, "merge: %s cache info has no layer_infos array", which);
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         if (ci->layer_infos[l].n_caches < 0 || (ci->layer_infos[l].n_caches > 0 && ci->layer_infos[l].caches == NULL))
-            return kvc_fail(KVC_EINVAL, "merge: %s layer %d has no caches array", which, ci->layer_infos[l].layer_idx);
+            return kvci_fail(KVC_EINVAL, "merge: %s layer %d has no caches array", which, ci->layer_infos[l].layer_idx);
     return KVC_OK;
 }
 
 kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
                                       kvc_model_cache_info **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "merge: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "merge: out must not be NULL");
     *out = NULL;
     kvc_status st = check_shape(main_ci, "main");
     if (st == KVC_OK) st = check_shape(draft_ci, "draft");
     if (st != KVC_OK) return st;
     if (main_ci->is_mla_backend != draft_ci->is_mla_backend)
-        return kvc_fail(KVC_EINVAL, "merge: is_mla_backend differs (main %s, draft %s)",
+        return kvci_fail(KVC_EINVAL, "merge: is_mla_backend differs (main %s, draft %s)",
                         main_ci->is_mla_backend ? "true" : "false", draft_ci->is_mla_backend ? "true" : "false");
     int32_t n = main_ci->n_layer_infos + draft_ci->n_layer_infos;
-    kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);
-    if (ci != NULL) ci->layer_infos = kvc_calloc((size_t)kvc_max64(n, 1), sizeof *ci->layer_infos);
+    kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
+    if (ci != NULL) ci->layer_infos = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *ci->layer_infos);
     if (ci == NULL || ci->layer_infos == NULL) {
-        kvc_free(ci);
-        return kvc_fail(KVC_ENOMEM, "merge: cannot allocate %d layers", n);
+        kvci_free(ci);
+        return kvci_fail(KVC_ENOMEM, "merge: cannot allocate %d layers", n);
     }
     ci->is_mla_backend = main_ci->is_mla_backend;
     st = copy_layers(ci, 0, main_ci, 0);

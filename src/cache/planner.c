@@ -40,7 +40,7 @@ static void plan_skeleton(const kvc_model_cache_info *ci, const kvc_cache_groups
         snprintf(gp->key, sizeof gp->key, "%s", groups->groups[g].key);
         gp->attn_type = groups->groups[g].attn_type;
         gp->block_size = groups->groups[g].block_size;
-        gp->fixed = kvc_manager_type_find(gp->attn_type)->fixed_size;
+        gp->fixed = kvci_manager_type_find(gp->attn_type)->fixed_size;
     }
     for (int32_t l = 0; l < ci->n_layer_infos; l++) {
         const kvc_layer_cache_info *layer = &ci->layer_infos[l];
@@ -62,9 +62,9 @@ static kvc_status plan_totals(kvc_block_plan *plan) {
     for (int32_t g = 0; g < plan->n_groups; g++) {
         int64_t bytes = 0;
         if (plan->groups[g].block_num > INT32_MAX ||
-            !kvc_mul64(plan->groups[g].block_num, plan->groups[g].block_bytes, &bytes) ||
-            !kvc_add64(plan->total_bytes, bytes, &plan->total_bytes))
-            return kvc_fail(KVC_EINVAL, "plan: manager %s would need %lld blocks of %lld bytes, beyond what one "
+            !kvci_mul64(plan->groups[g].block_num, plan->groups[g].block_bytes, &bytes) ||
+            !kvci_add64(plan->total_bytes, bytes, &plan->total_bytes))
+            return kvci_fail(KVC_EINVAL, "plan: manager %s would need %lld blocks of %lld bytes, beyond what one "
                             "pool can address", plan->groups[g].key, (long long)plan->groups[g].block_num,
                             (long long)plan->groups[g].block_bytes);
         if (plan->groups[g].fixed) plan->fixed_bytes += bytes;
@@ -74,37 +74,37 @@ static kvc_status plan_totals(kvc_block_plan *plan) {
 
 static kvc_status check_plan_params(const kvc_plan_params *p) {
     if (p->max_concurrency < 1)
-        return kvc_fail(KVC_EINVAL, "plan: max_concurrency %lld must be >= 1", (long long)p->max_concurrency);
+        return kvci_fail(KVC_EINVAL, "plan: max_concurrency %lld must be >= 1", (long long)p->max_concurrency);
     if (p->max_concurrency > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "plan: max_concurrency %lld must be < 2^31", (long long)p->max_concurrency);
+        return kvci_fail(KVC_EINVAL, "plan: max_concurrency %lld must be < 2^31", (long long)p->max_concurrency);
     if (p->next_n < 0 || p->next_n > KVC_MAX_NEXT_N)
-        return kvc_fail(KVC_EINVAL, "plan: next_n %lld must be in [0, %d]", (long long)p->next_n, KVC_MAX_NEXT_N);
+        return kvci_fail(KVC_EINVAL, "plan: next_n %lld must be in [0, %d]", (long long)p->next_n, KVC_MAX_NEXT_N);
     if (p->extra_reserved_bytes < 0 || p->max_prefill_tokens < 0)
-        return kvc_fail(KVC_EINVAL, "plan: extra_reserved_bytes and max_prefill_tokens must not be negative");
+        return kvci_fail(KVC_EINVAL, "plan: extra_reserved_bytes and max_prefill_tokens must not be negative");
     switch (p->mode) {
     case KVC_PLAN_OFFLINE:
-        if (p->max_len < 1) return kvc_fail(KVC_EINVAL, "plan: offline max_len %lld must be >= 1", (long long)p->max_len);
+        if (p->max_len < 1) return kvci_fail(KVC_EINVAL, "plan: offline max_len %lld must be >= 1", (long long)p->max_len);
         if (p->partition < 1 || p->max_concurrency % p->partition != 0)
-            return kvc_fail(KVC_EINVAL, "plan: partition %lld must be >= 1 and divide max_concurrency %lld",
+            return kvci_fail(KVC_EINVAL, "plan: partition %lld must be >= 1 and divide max_concurrency %lld",
                             (long long)p->partition, (long long)p->max_concurrency);
         return KVC_OK;
     case KVC_PLAN_BUDGET:
         if (p->kv_memory_bytes <= 0)
-            return kvc_fail(KVC_EINVAL, "plan: kv_memory_bytes %lld must be positive", (long long)p->kv_memory_bytes);
+            return kvci_fail(KVC_EINVAL, "plan: kv_memory_bytes %lld must be positive", (long long)p->kv_memory_bytes);
         return KVC_OK;
     case KVC_PLAN_DEVICE:
         if (p->total_bytes <= 0 || !(p->mem_fraction > 0.0 && p->mem_fraction <= 1.0))
-            return kvc_fail(KVC_EINVAL, "plan: device total_bytes %lld must be positive and mem_fraction %g in (0, 1]",
+            return kvci_fail(KVC_EINVAL, "plan: device total_bytes %lld must be positive and mem_fraction %g in (0, 1]",
                             (long long)p->total_bytes, p->mem_fraction);
         if (p->n_ranks < 1 || p->rank_free_bytes == NULL)
-            return kvc_fail(KVC_EINVAL, "plan: device mode needs the free memory of n_ranks >= 1 ranks");
+            return kvci_fail(KVC_EINVAL, "plan: device mode needs the free memory of n_ranks >= 1 ranks");
         for (int32_t r = 0; r < p->n_ranks; r++)
             if (p->rank_free_bytes[r] < 0 || p->rank_free_bytes[r] > p->total_bytes)
-                return kvc_fail(KVC_EINVAL, "plan: rank %d free bytes %lld must be in [0, total %lld]", r,
+                return kvci_fail(KVC_EINVAL, "plan: rank %d free bytes %lld must be in [0, total %lld]", r,
                                 (long long)p->rank_free_bytes[r], (long long)p->total_bytes);
         return KVC_OK;
     }
-    return kvc_fail(KVC_EINVAL, "plan: mode %d is unknown (expected OFFLINE, BUDGET or DEVICE)", (int)p->mode);
+    return kvci_fail(KVC_EINVAL, "plan: mode %d is unknown (expected OFFLINE, BUDGET or DEVICE)", (int)p->mode);
 }
 
 static kvc_status plan_offline(const kvc_plan_params *p, kvc_block_plan *plan) {
@@ -112,20 +112,20 @@ static kvc_status plan_offline(const kvc_plan_params *p, kvc_block_plan *plan) {
         kvc_group_plan *gp = &plan->groups[g];
         if (gp->fixed) continue;
         int64_t partition = gp->attn_type == KVC_ATTN_FULL ? p->partition : 1;
-        if (!kvc_mul64(kvc_cdiv(p->max_len, gp->block_size), p->max_concurrency / partition, &gp->block_num) ||
+        if (!kvci_mul64(kvci_cdiv(p->max_len, gp->block_size), p->max_concurrency / partition, &gp->block_num) ||
             gp->block_num >= INT32_MAX)
-            return kvc_fail(KVC_EINVAL, "plan: manager %s: max_len %lld x concurrency %lld needs more than %d blocks",
+            return kvci_fail(KVC_EINVAL, "plan: manager %s: max_len %lld x concurrency %lld needs more than %d blocks",
                             gp->key, (long long)p->max_len, (long long)p->max_concurrency, INT32_MAX);
         gp->block_num += 1;
     }
-    if (!kvc_mul64(p->max_len, p->max_concurrency, &plan->max_tokens))
-        return kvc_fail(KVC_EINVAL, "plan: max_len %lld x concurrency %lld overflows", (long long)p->max_len,
+    if (!kvci_mul64(p->max_len, p->max_concurrency, &plan->max_tokens))
+        return kvci_fail(KVC_EINVAL, "plan: max_len %lld x concurrency %lld overflows", (long long)p->max_len,
                         (long long)p->max_concurrency);
     kvc_status st = plan_totals(plan);
     if (st != KVC_OK) return st;
     int64_t required = plan->total_bytes + p->extra_reserved_bytes;
     if (p->free_bytes >= 0 && required > p->free_bytes)
-        return kvc_fail(KVC_ENOMEM, "plan: offline caches need %lld bytes but only %lld are free (short by %lld)",
+        return kvci_fail(KVC_ENOMEM, "plan: offline caches need %lld bytes but only %lld are free (short by %lld)",
                         (long long)required, (long long)p->free_bytes, (long long)(required - p->free_bytes));
     return KVC_OK;
 }
@@ -146,10 +146,10 @@ static kvc_status plan_online(const kvc_plan_params *p, kvc_block_plan *plan) {
     for (int32_t r = 0; r < n_ranks; r++) {
         double available = paged_budget(p, plan->fixed_bytes, r);
         if (available <= 0.0)
-            return kvc_fail(KVC_ENOMEM, "plan: rank %d has %.0f bytes left for the paged caches after %lld bytes of "
+            return kvci_fail(KVC_ENOMEM, "plan: rank %d has %.0f bytes left for the paged caches after %lld bytes of "
                             "fixed-size caches and %lld reserved (raise the memory budget or fraction)", r, available,
                             (long long)plan->fixed_bytes, (long long)p->extra_reserved_bytes);
-        max_tokens = kvc_min64(max_tokens, (int64_t)floor(available / (double)plan->per_token_bytes));
+        max_tokens = kvci_min64(max_tokens, (int64_t)floor(available / (double)plan->per_token_bytes));
     }
     plan->max_tokens = max_tokens;
     int64_t supported = INT64_MAX;
@@ -157,22 +157,22 @@ static kvc_status plan_online(const kvc_plan_params *p, kvc_block_plan *plan) {
         kvc_group_plan *gp = &plan->groups[g];
         if (gp->fixed) continue;
         gp->block_num = max_tokens / gp->block_size;
-        supported = kvc_min64(supported, (gp->block_num - 1) * gp->block_size);
+        supported = kvci_min64(supported, (gp->block_num - 1) * gp->block_size);
     }
     st = plan_totals(plan);
     if (st != KVC_OK) return st;
     if (supported < 1)
-        return kvc_fail(KVC_ENOMEM, "plan: the budget holds %lld tokens (%lld bytes each), not one usable block",
+        return kvci_fail(KVC_ENOMEM, "plan: the budget holds %lld tokens (%lld bytes each), not one usable block",
                         (long long)max_tokens, (long long)plan->per_token_bytes);
     if (p->max_prefill_tokens > 0 && supported - 1 < p->max_prefill_tokens)
-        return kvc_fail(KVC_ENOMEM, "plan: the budget supports %lld tokens, a prefill of %lld needs %lld more",
+        return kvci_fail(KVC_ENOMEM, "plan: the budget supports %lld tokens, a prefill of %lld needs %lld more",
                         (long long)(supported - 1), (long long)p->max_prefill_tokens,
                         (long long)(p->max_prefill_tokens - (supported - 1)));
     return KVC_OK;
 }
 
 kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out) {
-    if (p == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_plan_blocks: params and out must not be NULL");
+    if (p == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_plan_blocks: params and out must not be NULL");
     kvc_status st = check_plan_params(p);
     if (st == KVC_OK) st = kvc_validate_cache_info(ci, p->next_n);
     kvc_cache_groups groups;
@@ -182,7 +182,7 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     plan_skeleton(ci, &groups, &plan);
     bool any_paged = false;
     for (int32_t g = 0; g < plan.n_groups; g++) {
-        const kvc_manager_type *type = kvc_manager_type_find(plan.groups[g].attn_type);
+        const kvc_manager_type *type = kvci_manager_type_find(plan.groups[g].attn_type);
         if (type->fixed_size)
             plan.groups[g].block_num = type->fixed_blocks(&groups.groups[g], p->max_concurrency, p->next_n);
         else
@@ -194,7 +194,7 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
         st = plan_offline(p, &plan);
     } else {
         if (plan.per_token_bytes <= 0)
-            return kvc_fail(KVC_EINVAL, "plan: no HBM-backed paged cache to size from the memory budget");
+            return kvci_fail(KVC_EINVAL, "plan: no HBM-backed paged cache to size from the memory budget");
         st = plan_online(p, &plan);
     }
     if (st == KVC_OK) *out = plan;
@@ -203,43 +203,43 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
 
 kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out) {
     if (plan == NULL || key == NULL || out == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_block_plan_block_num: plan, key and out must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_block_plan_block_num: plan, key and out must not be NULL");
     for (int32_t g = 0; g < plan->n_groups; g++) {
         if (strcmp(plan->groups[g].key, key) == 0) {
             *out = plan->groups[g].block_num;
             return KVC_OK;
         }
     }
-    return kvc_fail(KVC_EINVAL, "no block count planned for manager key \"%s\"", key);
+    return kvci_fail(KVC_EINVAL, "no block count planned for manager key \"%s\"", key);
 }
 
 kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out) {
     if (out == NULL || n < 0 || (n > 0 && (keys == NULL || counts == NULL)))
-        return kvc_fail(KVC_EINVAL, "kvc_block_plan_from_counts: out and %d keys with counts are required", n);
+        return kvci_fail(KVC_EINVAL, "kvc_block_plan_from_counts: out and %d keys with counts are required", n);
     kvc_cache_groups groups;
     kvc_status st = kvc_cache_groups_build(ci, &groups);
     if (st != KVC_OK) return st;
     kvc_block_plan plan;
     plan_skeleton(ci, &groups, &plan);
     for (int32_t i = 0; i < n; i++) {
-        if (keys[i] == NULL) return kvc_fail(KVC_EINVAL, "block count %d has no key", i);
+        if (keys[i] == NULL) return kvci_fail(KVC_EINVAL, "block count %d has no key", i);
         int32_t g = 0;
         while (g < plan.n_groups && strcmp(plan.groups[g].key, keys[i]) != 0) g++;
-        if (g == plan.n_groups) return kvc_fail(KVC_EINVAL, "block count for \"%s\" matches no manager key", keys[i]);
+        if (g == plan.n_groups) return kvci_fail(KVC_EINVAL, "block count for \"%s\" matches no manager key", keys[i]);
         if (counts[i] < 1 || counts[i] > INT32_MAX)
-            return kvc_fail(KVC_EINVAL, "block count %lld for \"%s\" must be in [1, %d] (null block included)",
+            return kvci_fail(KVC_EINVAL, "block count %lld for \"%s\" must be in [1, %d] (null block included)",
                             (long long)counts[i], keys[i], INT32_MAX);
         plan.groups[g].block_num = counts[i];
     }
     for (int32_t g = 0; g < plan.n_groups; g++)
         if (plan.groups[g].block_num == 0)
-            return kvc_fail(KVC_EINVAL, "no block count given for manager key \"%s\"", plan.groups[g].key);
+            return kvci_fail(KVC_EINVAL, "no block count given for manager key \"%s\"", plan.groups[g].key);
     st = plan_totals(&plan);
     if (st != KVC_OK) return st;
     int64_t min_tokens = INT64_MAX;
     for (int32_t g = 0; g < plan.n_groups; g++)
-        if (!plan.groups[g].fixed) min_tokens = kvc_min64(min_tokens, plan.groups[g].block_num * plan.groups[g].block_size);
+        if (!plan.groups[g].fixed) min_tokens = kvci_min64(min_tokens, plan.groups[g].block_num * plan.groups[g].block_size);
     plan.max_tokens = min_tokens == INT64_MAX ? 0 : min_tokens;
     *out = plan;
     return KVC_OK;

@@ -12,41 +12,41 @@ static kvc_hash128 hash_bytes(const void *bytes, size_t n) {
     return kvc_prefix_hash_override != NULL ? kvc_prefix_hash_override(bytes, n) : XXH3_128bits(bytes, n);
 }
 
-kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens) {
+kvc_status kvci_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens) {
     *ix = (kvc_prefix_index){.block_tokens = block_tokens, .num_blocks = num_blocks};
     int64_t token_count = 0;
-    if (block_tokens <= 0 || block_tokens > (1 << 20) || !kvc_mul64(num_blocks, block_tokens, &token_count) ||
+    if (block_tokens <= 0 || block_tokens > (1 << 20) || !kvci_mul64(num_blocks, block_tokens, &token_count) ||
         token_count > ((int64_t)1 << 34))
-        return kvc_fail(KVC_EINVAL, "prefix index: %lld blocks of %lld tokens are too many to keep token ids for",
+        return kvci_fail(KVC_EINVAL, "prefix index: %lld blocks of %lld tokens are too many to keep token ids for",
                         (long long)num_blocks, (long long)block_tokens);
     int64_t buckets = 2;
     while (buckets < 2 * num_blocks) buckets *= 2;
     ix->mask = buckets - 1;
-    ix->keys = kvc_malloc((size_t)num_blocks * sizeof *ix->keys);
-    ix->tokens = kvc_malloc((size_t)token_count * sizeof *ix->tokens);
-    ix->indexed = kvc_calloc((size_t)num_blocks, 1);
-    ix->buckets = kvc_malloc((size_t)buckets * sizeof *ix->buckets);
-    ix->buf = kvc_malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
+    ix->keys = kvci_malloc((size_t)num_blocks * sizeof *ix->keys);
+    ix->tokens = kvci_malloc((size_t)token_count * sizeof *ix->tokens);
+    ix->indexed = kvci_calloc((size_t)num_blocks, 1);
+    ix->buckets = kvci_malloc((size_t)buckets * sizeof *ix->buckets);
+    ix->buf = kvci_malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
     if (ix->keys == NULL || ix->tokens == NULL || ix->indexed == NULL || ix->buckets == NULL ||
         ix->buf == NULL) {
-        kvc_prefix_index_release(ix);
-        return kvc_fail(KVC_ENOMEM, "prefix index: cannot allocate it for %lld blocks of %lld tokens",
+        kvci_prefix_index_release(ix);
+        return kvci_fail(KVC_ENOMEM, "prefix index: cannot allocate it for %lld blocks of %lld tokens",
                         (long long)num_blocks, (long long)block_tokens);
     }
     for (int64_t b = 0; b < buckets; b++) ix->buckets[b] = -1;
     return KVC_OK;
 }
 
-void kvc_prefix_index_release(kvc_prefix_index *ix) {
-    kvc_free(ix->keys);
-    kvc_free(ix->tokens);
-    kvc_free(ix->indexed);
-    kvc_free(ix->buckets);
-    kvc_free(ix->buf);
+void kvci_prefix_index_release(kvc_prefix_index *ix) {
+    kvci_free(ix->keys);
+    kvci_free(ix->tokens);
+    kvci_free(ix->indexed);
+    kvci_free(ix->buckets);
+    kvci_free(ix->buf);
     *ix = (kvc_prefix_index){0};
 }
 
-kvc_hash128 kvc_prefix_seed(uint64_t engine_salt, const char *cache_salt) {
+kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const char *cache_salt) {
     static const char domain[] = "kvcache prefix seed";
     XXH3_state_t state; /* on the stack: the seed is made once per query, without allocating */
     XXH3_INITSTATE(&state);
@@ -57,7 +57,7 @@ kvc_hash128 kvc_prefix_seed(uint64_t engine_salt, const char *cache_salt) {
     return XXH3_128bits_digest(&state);
 }
 
-kvc_hash128 kvc_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens) {
+kvc_hash128 kvci_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens) {
     size_t n = (size_t)ix->block_tokens * sizeof(int32_t);
     memcpy(ix->buf, &parent, sizeof parent);
     memcpy(ix->buf + sizeof parent, tokens, n);
@@ -66,25 +66,25 @@ kvc_hash128 kvc_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, cons
 
 static int64_t home(const kvc_prefix_index *ix, kvc_hash128 h) { return (int64_t)(h.low64 & (uint64_t)ix->mask); }
 
-int32_t kvc_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens) {
+int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens) {
     size_t n = (size_t)ix->block_tokens * sizeof(int32_t);
     for (int64_t b = home(ix, hash);; b = (b + 1) & ix->mask) {
         int32_t id = ix->buckets[b];
         if (id < 0) return -1;
-        if (kvc_hash128_equal(ix->keys[id].hash, hash))
-            return kvc_hash128_equal(ix->keys[id].parent, parent) &&
+        if (kvci_hash128_equal(ix->keys[id].hash, hash))
+            return kvci_hash128_equal(ix->keys[id].parent, parent) &&
                            memcmp(ix->tokens + (int64_t)id * ix->block_tokens, tokens, n) == 0
                        ? id
                        : -1;
     }
 }
 
-bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+bool kvci_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                              const int32_t *tokens) {
     KVC_ASSERT(!ix->indexed[id]);
     int64_t b = home(ix, hash);
     for (; ix->buckets[b] >= 0; b = (b + 1) & ix->mask)
-        if (kvc_hash128_equal(ix->keys[ix->buckets[b]].hash, hash)) return false;
+        if (kvci_hash128_equal(ix->keys[ix->buckets[b]].hash, hash)) return false;
     ix->buckets[b] = id;
     ix->keys[id].hash = hash;
     ix->keys[id].parent = parent;
@@ -94,7 +94,7 @@ bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash,
     return true;
 }
 
-bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id) {
+bool kvci_prefix_index_drop(kvc_prefix_index *ix, int32_t id) {
     if (ix->indexed == NULL || !ix->indexed[id]) return false;
     int64_t hole = home(ix, ix->keys[id].hash);
     while (ix->buckets[hole] != id) hole = (hole + 1) & ix->mask;
@@ -116,7 +116,7 @@ bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id) {
     }
 }
 
-void kvc_prefix_index_clear(kvc_prefix_index *ix) {
+void kvci_prefix_index_clear(kvc_prefix_index *ix) {
     if (ix->indexed == NULL) return;
     for (int64_t b = 0; b <= ix->mask; b++) ix->buckets[b] = -1;
     memset(ix->indexed, 0, (size_t)ix->num_blocks);

@@ -39,23 +39,23 @@ typedef struct kvc_prefix_index {
 typedef kvc_hash128 (*kvc_prefix_hash_fn)(const void *bytes, size_t n);
 extern kvc_prefix_hash_fn kvc_prefix_hash_override; /* NULL: XXH3-128 */
 
-kvc_status kvc_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens);
-void kvc_prefix_index_release(kvc_prefix_index *ix);
+kvc_status kvci_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens);
+void kvci_prefix_index_release(kvc_prefix_index *ix);
 /* Seed of a request's chains: the engine salt and the request's cache salt. */
-kvc_hash128 kvc_prefix_seed(uint64_t engine_salt, const char *cache_salt);
+kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const char *cache_salt);
 /* Hash of a block with these token ids (block_tokens of them) after parent. */
-kvc_hash128 kvc_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens);
+kvc_hash128 kvci_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens);
 /* The verified block with this hash, parent and tokens, or -1. */
-int32_t kvc_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens);
+int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens);
 /* Indexes block id under hash (false, nothing changed, when the hash is
  * already indexed: the first block computed for a content stays its copy). */
-bool kvc_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
+bool kvci_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                              const int32_t *tokens);
 /* Drops a block from the index (no-op when it is not indexed); true if it was. */
-bool kvc_prefix_index_drop(kvc_prefix_index *ix, int32_t id);
+bool kvci_prefix_index_drop(kvc_prefix_index *ix, int32_t id);
 /* Drops every block. */
-void kvc_prefix_index_clear(kvc_prefix_index *ix);
+void kvci_prefix_index_clear(kvc_prefix_index *ix);
 
-static inline bool kvc_hash128_equal(kvc_hash128 a, kvc_hash128 b) { return XXH128_isEqual(a, b) != 0; }
+static inline bool kvci_hash128_equal(kvc_hash128 a, kvc_hash128 b) { return XXH128_isEqual(a, b) != 0; }
 
 #endif

@@ -5,64 +5,64 @@
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
-kvc_status kvc_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
+kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
                                    int64_t max_model_len, int64_t max_requests, int64_t hash_tokens) {
-    const kvc_manager_type *type = kvc_manager_type_find(g->attn_type);
+    const kvc_manager_type *type = kvci_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
     *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len};
-    m->max_table = kvc_type_max_table_len(type, g, max_model_len);
+    m->max_table = kvci_type_max_table_len(type, g, max_model_len);
     int64_t table_entries = 0;
-    if (!kvc_mul64(max_requests, m->max_table, &table_entries) || table_entries > ((int64_t)1 << 36))
-        return kvc_fail(KVC_EINVAL, "manager %s: %lld requests x %lld table entries are too many", g->key,
+    if (!kvci_mul64(max_requests, m->max_table, &table_entries) || table_entries > ((int64_t)1 << 36))
+        return kvci_fail(KVC_EINVAL, "manager %s: %lld requests x %lld table entries are too many", g->key,
                         (long long)max_requests, (long long)m->max_table);
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
-    if (st != KVC_OK) return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
+    if (st != KVC_OK) return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
     /* Zeroed pages are only touched by the requests that use them. */
-    m->table_ids = kvc_calloc((size_t)kvc_max64(table_entries, 1), sizeof *m->table_ids);
-    m->scratch = kvc_malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->scratch);
+    m->table_ids = kvci_calloc((size_t)kvci_max64(table_entries, 1), sizeof *m->table_ids);
+    m->scratch = kvci_malloc((size_t)kvci_max64(m->max_table, 1) * sizeof *m->scratch);
     if (m->table_ids == NULL || m->scratch == NULL) {
-        kvc_single_manager_release(m);
-        return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate tables of %lld entries for %lld requests", g->key,
+        kvci_single_manager_release(m);
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate tables of %lld entries for %lld requests", g->key,
                         (long long)m->max_table, (long long)max_requests);
     }
     if (hash_tokens <= 0) return KVC_OK;
     m->caching = true;
     m->max_chain = max_model_len / hash_tokens + 1;
-    st = kvc_prefix_index_init(&m->index, num_blocks, hash_tokens);
+    st = kvci_prefix_index_init(&m->index, num_blocks, hash_tokens);
     if (st != KVC_OK) {
-        kvc_single_manager_release(m);
-        return kvc_fail(st, "manager %s: %s", g->key, kvc_last_error());
+        kvci_single_manager_release(m);
+        return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
     }
-    m->chain = kvc_malloc((size_t)m->max_chain * sizeof *m->chain);
-    m->hit_ids = kvc_malloc((size_t)kvc_max64(m->max_table, 1) * sizeof *m->hit_ids);
+    m->chain = kvci_malloc((size_t)m->max_chain * sizeof *m->chain);
+    m->hit_ids = kvci_malloc((size_t)kvci_max64(m->max_table, 1) * sizeof *m->hit_ids);
     if (m->chain == NULL || m->hit_ids == NULL) {
-        kvc_single_manager_release(m);
-        return kvc_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for %lld blocks", g->key,
+        kvci_single_manager_release(m);
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for %lld blocks", g->key,
                         (long long)m->max_chain);
     }
     return KVC_OK;
 }
 
-void kvc_single_manager_release(kvc_single_manager *m) {
+void kvci_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
-    kvc_free(m->table_ids);
-    kvc_free(m->scratch);
-    kvc_prefix_index_release(&m->index);
-    kvc_free(m->chain);
-    kvc_free(m->hit_ids);
-    kvc_free(m->poison);
+    kvci_free(m->table_ids);
+    kvci_free(m->scratch);
+    kvci_prefix_index_release(&m->index);
+    kvci_free(m->chain);
+    kvci_free(m->hit_ids);
+    kvci_free(m->poison);
     m->poison = NULL;
     m->pool = NULL;
     m->table_ids = m->scratch = m->hit_ids = NULL;
     m->chain = NULL;
 }
 
-int32_t *kvc_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot) {
+int32_t *kvci_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot) {
     return m->table_ids + (int64_t)slot * m->max_table;
 }
 
-int64_t kvc_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
-    return kvc_max64(0, kvc_cdiv(num_tokens, m->group.block_size) - t->len);
+int64_t kvci_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
+    return kvci_max64(0, kvci_cdiv(num_tokens, m->group.block_size) - t->len);
 }
 
 /* Gives ids[0..n) back (each loses one holder); cannot fail for held ids. */
@@ -72,24 +72,24 @@ static void give_back(kvc_single_manager *m, const int32_t *ids, int64_t n) {
     (void)st;
 }
 
-void kvc_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
+void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
     kvc_status st = kvc_block_pool_take(m->pool, n, out);
     KVC_ASSERT(st == KVC_OK);
     (void)st;
     for (int64_t i = 0; i < n; i++)
-        for (int32_t e = 0; e < m->n_poison; e++) kvc_storage_poison_block(m->poison[e], out[i]);
+        for (int32_t e = 0; e < m->n_poison; e++) kvci_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
     for (int64_t i = 0; i < n; i++) {
-        if (!kvc_prefix_index_drop(&m->index, out[i])) continue;
-        kvc_block_pool_mark_cached(m->pool, out[i], false);
+        if (!kvci_prefix_index_drop(&m->index, out[i])) continue;
+        kvci_block_pool_mark_cached(m->pool, out[i], false);
         m->evictions++;
     }
 }
 
-void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {
-    int64_t skipped = kvc_type_skipped_tokens(m, total_computed);
+void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed) {
+    int64_t skipped = kvci_type_skipped_tokens(m, total_computed);
     if (skipped <= 0 || !t->present) return;
-    int64_t k = kvc_min64(skipped / m->group.block_size, t->len);
+    int64_t k = kvci_min64(skipped / m->group.block_size, t->len);
     int64_t n_release = k - t->n_null; /* real blocks at logical indices n_null .. k-1 */
     if (n_release <= 0) return;
     /* The pool receives them highest logical index first. */
@@ -101,21 +101,21 @@ void kvc_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t,
     give_back(m, m->scratch, n_release);
 }
 
-void kvc_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
+void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
     if (t->present) return;
     *t = (kvc_req_blocks){.ids = t->ids, .present = true, .generation = generation, .seed = seed, .chain = seed};
     m->n_entries++;
 }
 
-int64_t kvc_single_manager_hit_table_len(const kvc_single_manager *m) { return m->type->state_hits ? 0 : m->n_hit; }
+int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m) { return m->type->state_hits ? 0 : m->n_hit; }
 
-int64_t kvc_single_manager_hit_free_blocks(const kvc_single_manager *m) {
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m) {
     int64_t n = 0;
     for (int64_t i = 0; i < m->n_hit; i++) n += kvc_block_pool_is_free(m->pool, m->hit_ids[i]);
     return n;
 }
 
-void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len) {
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len) {
     KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && m->n_hit <= m->max_table);
     t->n_hashed = hit_len / m->index.block_tokens;
     KVC_ASSERT(t->n_hashed > 0 && t->n_hashed <= m->n_chain);
@@ -139,20 +139,20 @@ void kvc_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64
     t->len = m->n_hit;
 }
 
-void kvc_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
     if (n == 0) return; /* the common decode step inside a block */
     if (t->len == 0) {
-        t->n_null = t->len = kvc_type_leading_nulls(m, num_tokens);
+        t->n_null = t->len = kvci_type_leading_nulls(m, num_tokens);
         for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
     }
     KVC_ASSERT(t->len + n <= m->max_table);
-    kvc_single_manager_take(m, n, t->ids + t->len);
+    kvci_single_manager_take(m, n, t->ids + t->len);
     t->len += n;
 }
 
-void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
+void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     if (!t->present) return;
-    int64_t n = kvc_req_blocks_real(t);
+    int64_t n = kvci_req_blocks_real(t);
     const int32_t *real = t->ids + t->n_null;
     if (m->caching) {
         /* Tail first: the last blocks of a sequence are evicted before its first. */
@@ -166,16 +166,16 @@ void kvc_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     m->n_entries--;
 }
 
-kvc_status kvc_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx) {
+kvc_status kvci_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->num_head <= 0)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: num_head %lld must be positive", layer_idx, e->name,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: num_head %lld must be positive", layer_idx, e->name,
                         (long long)e->num_head);
     if (e->n_dims < 1 || e->n_dims > KVC_MAX_DIMS)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: dim must have 1 to %d values (has %d)", layer_idx, e->name,
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dim must have 1 to %d values (has %d)", layer_idx, e->name,
                         KVC_MAX_DIMS, e->n_dims);
     for (int32_t i = 0; i < e->n_dims; i++)
         if (e->dim[i] <= 0)
-            return kvc_fail(KVC_EINVAL, "layer %d, cache %s: dim[%d] %lld must be positive", layer_idx, e->name, i,
+            return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dim[%d] %lld must be positive", layer_idx, e->name, i,
                             (long long)e->dim[i]);
     return KVC_OK;
 }

@@ -14,23 +14,23 @@ static sw_layout sw_prefill_layout(int64_t num_tokens, int64_t window, int64_t b
     if (num_tokens == 0) return (sw_layout){0, 0, 0};
     int64_t last = num_tokens - 1;
     int64_t last_block = last / block_size;
-    int64_t first_valid = kvc_max64(0, last - window) / block_size;
-    return (sw_layout){kvc_cdiv(num_tokens, block_size), first_valid, last_block - first_valid + 1};
+    int64_t first_valid = kvci_max64(0, last - window) / block_size;
+    return (sw_layout){kvci_cdiv(num_tokens, block_size), first_valid, last_block - first_valid + 1};
 }
 
 static kvc_status sw_validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->sliding_window <= 0 || e->sliding_window > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "layer %d, cache %s: sliding_window %lld must be set to a number of keys in [1, 2^31)",
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: sliding_window %lld must be set to a number of keys in [1, 2^31)",
                         layer_idx, e->name, (long long)e->sliding_window);
-    return kvc_validate_attention_entry(e, layer_idx);
+    return kvci_validate_attention_entry(e, layer_idx);
 }
 
 static int64_t sw_skipped_tokens(const kvc_single_manager *m, int64_t computed) {
-    return kvc_max64(0, computed - m->group.sliding_window + 1);
+    return kvci_max64(0, computed - m->group.sliding_window + 1);
 }
 
 static int64_t sw_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
-    if (t->len > 0) return kvc_positions_blocks_needed(m, t, num_tokens);
+    if (t->len > 0) return kvci_positions_blocks_needed(m, t, num_tokens);
     return sw_prefill_layout(num_tokens, m->group.sliding_window, m->group.block_size).valid;
 }
 
@@ -41,13 +41,13 @@ static int64_t sw_leading_nulls(const kvc_single_manager *m, int64_t num_tokens)
 /* Real blocks a request holds for `positions` positions: the window's, +1
  * for a window straddling a block boundary (INV-SW-4). */
 static int64_t sw_worst_blocks(const kvc_cache_group *g, int64_t positions) {
-    return kvc_min64(kvc_cdiv(positions, g->block_size), kvc_cdiv(g->sliding_window, g->block_size) + 1);
+    return kvci_min64(kvci_cdiv(positions, g->block_size), kvci_cdiv(g->sliding_window, g->block_size) + 1);
 }
 
 /* cdiv(W + 2 next_n, bs) per request, +1 for a window straddling a block
  * boundary, +1 for the null block. */
 static int64_t sw_fixed_blocks(const kvc_cache_group *g, int64_t concurrency, int64_t next_n) {
-    int64_t per_request = kvc_cdiv(g->sliding_window + 2 * next_n, g->block_size);
+    int64_t per_request = kvci_cdiv(g->sliding_window + 2 * next_n, g->block_size);
     return concurrency * (per_request + 1) + 1;
 }
 
@@ -64,6 +64,6 @@ const kvc_manager_type kvc_sliding_window_type = {
     .leading_nulls = sw_leading_nulls,
     .fixed_blocks = sw_fixed_blocks,
     .worst_blocks = sw_worst_blocks,
-    .hit_length = kvc_windowed_hit_length,
+    .hit_length = kvci_windowed_hit_length,
     /* optional slots left to their defaults: table length, step width, slot mapping, grow, cache_computed */
 };

@@ -40,11 +40,11 @@ static kvc_status count_entries(const kvc_model_cache_info *ci, const kvc_block_
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block) continue;
             if (e->tensor_setter == NULL)
-                return kvc_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter to receive the tensor",
+                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter to receive the tensor",
                                 layer->layer_idx, e->name);
             int64_t block_num = 0;
             kvc_status st = kvc_block_plan_block_num(plan, kvc_cache_entry_group_key(e), &block_num);
-            if (st != KVC_OK) return kvc_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
+            if (st != KVC_OK) return kvci_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
             n++;
         }
     }
@@ -54,20 +54,20 @@ static kvc_status count_entries(const kvc_model_cache_info *ci, const kvc_block_
 
 kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
                                       kvc_cache_storage **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_cache_storage_allocate: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: out must not be NULL");
     *out = NULL;
-    if (plan == NULL) return kvc_fail(KVC_EINVAL, "kvc_cache_storage_allocate: plan must not be NULL");
+    if (plan == NULL) return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: plan must not be NULL");
     if (alignment != KVC_ALIGN_DEFAULT && alignment != KVC_ALIGN_2MIB)
-        return kvc_fail(KVC_EINVAL, "alignment %zu must be KVC_ALIGN_DEFAULT (64) or KVC_ALIGN_2MIB", alignment);
+        return kvci_fail(KVC_EINVAL, "alignment %zu must be KVC_ALIGN_DEFAULT (64) or KVC_ALIGN_2MIB", alignment);
     kvc_status st = kvc_validate_cache_info(ci, -1);
     int64_t n = 0;
     if (st == KVC_OK) st = count_entries(ci, plan, &n);
     if (st != KVC_OK) return st;
-    kvc_cache_storage *s = kvc_calloc(1, sizeof *s);
-    if (s != NULL) s->tensors = kvc_calloc((size_t)kvc_max64(n, 1), sizeof *s->tensors);
+    kvc_cache_storage *s = kvci_calloc(1, sizeof *s);
+    if (s != NULL) s->tensors = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *s->tensors);
     if (s == NULL || s->tensors == NULL) {
-        kvc_free(s);
-        return kvc_fail(KVC_ENOMEM, "cannot allocate the storage record of %lld tensors", (long long)n);
+        kvci_free(s);
+        return kvci_fail(KVC_ENOMEM, "cannot allocate the storage record of %lld tensors", (long long)n);
     }
     /* Allocate everything first, hand tensors out only when all succeeded. */
     for (int32_t l = 0; l < ci->n_layer_infos && st == KVC_OK; l++) {
@@ -79,13 +79,13 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
             kvc_block_plan_block_num(plan, kvc_cache_entry_group_key(e), &block_num);
             kvc_tensor t = entry_tensor(e, block_num);
             int64_t bytes = 0;
-            if (!kvc_mul64(kvc_tensor_numel(&t), (int64_t)kvc_dtype_size(e->dtype), &bytes)) {
-                st = kvc_fail(KVC_ENOMEM, "layer %d, cache %s: tensor size overflows", layer->layer_idx, e->name);
+            if (!kvci_mul64(kvc_tensor_numel(&t), (int64_t)kvc_dtype_size(e->dtype), &bytes)) {
+                st = kvci_fail(KVC_ENOMEM, "layer %d, cache %s: tensor size overflows", layer->layer_idx, e->name);
                 break;
             }
             st = kvc_aligned_alloc(alignment, (size_t)bytes, &t.data);
             if (st != KVC_OK) {
-                st = kvc_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
+                st = kvci_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
                 break;
             }
             memset(t.data, 0, (size_t)(bytes / block_num)); /* block 0, the null block */
@@ -115,6 +115,6 @@ int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s) { return s != NULL ?
 void kvc_cache_storage_destroy(kvc_cache_storage *s) {
     if (s == NULL) return;
     for (int64_t i = 0; i < s->n_tensors; i++) kvc_aligned_free(s->tensors[i]);
-    kvc_free(s->tensors);
-    kvc_free(s);
+    kvci_free(s->tensors);
+    kvci_free(s);
 }

@@ -20,7 +20,7 @@ static size_t poison_bytes(kvc_dtype dtype, uint8_t out[8]) {
     }
 }
 
-void kvc_storage_poison_block(const kvc_cache_entry *e, int32_t id) {
+void kvci_storage_poison_block(const kvc_cache_entry *e, int32_t id) {
     const kvc_tensor *t = &e->tensor;
     if (t->data == NULL || t->ndim < 1 || id >= t->shape[0]) return;
     int64_t per_block = kvc_tensor_numel(t) / t->shape[0];

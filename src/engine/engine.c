@@ -27,12 +27,12 @@ kvc_engine_params kvc_engine_default_params(void) {
 #define KVC_ENGINE_MAX_REQUESTS ((int64_t)1 << 24)
 
 static kvc_status check_model(const kvc_engine_model *m) {
-    if (m == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: model is NULL");
-    if (m->forward == NULL) return kvc_fail(KVC_EINVAL, "engine model: forward is NULL");
+    if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_create: model is NULL");
+    if (m->forward == NULL) return kvci_fail(KVC_EINVAL, "engine model: forward is NULL");
     if (m->vocab_size < 1 || m->vocab_size > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "engine model: vocab_size %lld must be in [1, 2^31)", (long long)m->vocab_size);
+        return kvci_fail(KVC_EINVAL, "engine model: vocab_size %lld must be in [1, 2^31)", (long long)m->vocab_size);
     if (m->cache_info != NULL && m->n_legacy_caches != 0)
-        return kvc_fail(KVC_EINVAL, "engine model: declares cache info and %d legacy caches; legacy caches are for "
+        return kvci_fail(KVC_EINVAL, "engine model: declares cache info and %d legacy caches; legacy caches are for "
                         "self-managed models (cache_info NULL) only", m->n_legacy_caches);
     return KVC_OK;
 }
@@ -43,58 +43,58 @@ static kvc_status check_model(const kvc_engine_model *m) {
 static int64_t step_tokens(const kvc_engine_params *p) {
     if (p->max_num_batched_tokens != 0) return p->max_num_batched_tokens;
     int64_t base = p->scheduler == KVC_ENGINE_SCHED_PREFILL_ALONE ? p->max_model_len : KVC_ENGINE_DEFAULT_BUDGET;
-    return kvc_max64(base, p->max_num_seqs);
+    return kvci_max64(base, p->max_num_seqs);
 }
 
 /* Checks p and replaces its 0 = default fields by their values. */
 static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->max_model_len < 1 || p->max_model_len >= INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)", (long long)p->max_model_len);
+        return kvci_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)", (long long)p->max_model_len);
     if (p->max_num_seqs < 1 || p->max_num_seqs > KVC_ENGINE_MAX_ROWS)
-        return kvc_fail(KVC_EINVAL, "engine: max_num_seqs %lld must be in [1, %lld]", (long long)p->max_num_seqs,
+        return kvci_fail(KVC_EINVAL, "engine: max_num_seqs %lld must be in [1, %lld]", (long long)p->max_num_seqs,
                         (long long)KVC_ENGINE_MAX_ROWS);
     if (p->scheduler != KVC_ENGINE_SCHED_BUDGET && p->scheduler != KVC_ENGINE_SCHED_PREFILL_ALONE)
-        return kvc_fail(KVC_EINVAL, "engine: scheduler %d is unknown (BUDGET or PREFILL_ALONE)", (int)p->scheduler);
+        return kvci_fail(KVC_EINVAL, "engine: scheduler %d is unknown (BUDGET or PREFILL_ALONE)", (int)p->scheduler);
     if (p->max_num_batched_tokens < 0 || p->max_num_batched_tokens >= INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be in [0, 2^31 - 1) (0: default)",
+        return kvci_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be in [0, 2^31 - 1) (0: default)",
                         (long long)p->max_num_batched_tokens);
     p->max_num_batched_tokens = step_tokens(p);
     if (p->max_num_batched_tokens < p->max_num_seqs)
-        return kvc_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be >= max_num_seqs %lld (every running "
+        return kvci_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be >= max_num_seqs %lld (every running "
                         "request's decode token fits one step)", (long long)p->max_num_batched_tokens,
                         (long long)p->max_num_seqs);
     if (p->scheduler == KVC_ENGINE_SCHED_PREFILL_ALONE && p->max_num_batched_tokens < p->max_model_len)
-        return kvc_fail(KVC_EINVAL, "engine: the PREFILL_ALONE scheduler needs max_num_batched_tokens %lld >= "
+        return kvci_fail(KVC_EINVAL, "engine: the PREFILL_ALONE scheduler needs max_num_batched_tokens %lld >= "
                         "max_model_len %lld (it does not chunk: a preempted request recomputes up to max_model_len "
                         "tokens in one step)", (long long)p->max_num_batched_tokens, (long long)p->max_model_len);
     if (p->long_prefill_token_threshold < 0)
-        return kvc_fail(KVC_EINVAL, "engine: long_prefill_token_threshold %lld must be >= 0 (0: no cap)",
+        return kvci_fail(KVC_EINVAL, "engine: long_prefill_token_threshold %lld must be >= 0 (0: no cap)",
                         (long long)p->long_prefill_token_threshold);
     if (p->max_requests == 0) p->max_requests = 4 * p->max_num_seqs;
     if (p->max_requests < 1 || p->max_requests > KVC_ENGINE_MAX_REQUESTS)
-        return kvc_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
+        return kvci_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
                         (long long)KVC_ENGINE_MAX_REQUESTS);
     if (p->plan_concurrency == 0) p->plan_concurrency = p->max_num_seqs;
     if (p->plan != KVC_ENGINE_PLAN_OFFLINE && p->plan != KVC_ENGINE_PLAN_BUDGET)
-        return kvc_fail(KVC_EINVAL, "engine: plan %d is unknown (OFFLINE or BUDGET)", (int)p->plan);
+        return kvci_fail(KVC_EINVAL, "engine: plan %d is unknown (OFFLINE or BUDGET)", (int)p->plan);
     if (p->plan == KVC_ENGINE_PLAN_BUDGET && p->kv_memory_bytes <= 0)
-        return kvc_fail(KVC_EINVAL, "engine: BUDGET planning needs kv_memory_bytes > 0 (got %lld)",
+        return kvci_fail(KVC_EINVAL, "engine: BUDGET planning needs kv_memory_bytes > 0 (got %lld)",
                         (long long)p->kv_memory_bytes);
     if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
+        return kvci_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
                         (long long)p->reserved_decode_tokens);
     if (p->prefix_caching && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
-        return kvc_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
+        return kvci_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
                         "compute from the middle, which the PREFILL_ALONE scheduler never does)");
     if (p->next_n != 0)
-        return kvc_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
+        return kvci_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                         (long long)p->next_n);
     if (p->alignment < sizeof(void *) || (p->alignment & (p->alignment - 1)) != 0)
-        return kvc_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
+        return kvci_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
                         sizeof(void *));
     int64_t store = 0;
-    if (!kvc_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
-        return kvc_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
+    if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
+        return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
                         (long long)p->max_requests, (long long)p->max_model_len);
     return KVC_OK;
 }
@@ -119,7 +119,7 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
         keys[g] = gp->key;
         counts[g] = gp->block_num;
         if (gp->fixed)
-            counts[g] += kvc_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
+            counts[g] += kvci_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
     }
     kvc_block_plan sized;
     kvc_status st = kvc_block_plan_from_counts(ci, keys, counts, e->plan.n_groups, &sized);
@@ -163,22 +163,22 @@ static kvc_status managed_create(kvc_engine *e) {
 
 static kvc_status alloc_requests(kvc_engine *e) {
     size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_num_seqs, len = (size_t)e->p.max_model_len + 1;
-    kvc_status st = kvc_request_table_init(&e->table, e->p.max_requests);
+    kvc_status st = kvci_request_table_init(&e->table, e->p.max_requests);
     if (st != KVC_OK) return st;
-    e->reqs = kvc_calloc(n, sizeof *e->reqs);
-    e->token_store = kvc_malloc(n * len * sizeof *e->token_store);
-    e->time_store = kvc_malloc(2 * n * len * sizeof *e->time_store);
-    e->waiting = kvc_malloc(n * sizeof *e->waiting);
-    e->running = kvc_malloc(rows * sizeof *e->running);
-    e->rows = kvc_malloc(rows * sizeof *e->rows);
-    e->row_slots = kvc_malloc(rows * sizeof *e->row_slots);
-    e->row_ids = kvc_malloc(rows * sizeof *e->row_ids);
-    e->row_admitted = kvc_malloc(rows * sizeof *e->row_admitted);
-    e->ids = kvc_malloc((size_t)e->max_tokens * sizeof *e->ids);
-    e->logits = kvc_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
+    e->reqs = kvci_calloc(n, sizeof *e->reqs);
+    e->token_store = kvci_malloc(n * len * sizeof *e->token_store);
+    e->time_store = kvci_malloc(2 * n * len * sizeof *e->time_store);
+    e->waiting = kvci_malloc(n * sizeof *e->waiting);
+    e->running = kvci_malloc(rows * sizeof *e->running);
+    e->rows = kvci_malloc(rows * sizeof *e->rows);
+    e->row_slots = kvci_malloc(rows * sizeof *e->row_slots);
+    e->row_ids = kvci_malloc(rows * sizeof *e->row_ids);
+    e->row_admitted = kvci_malloc(rows * sizeof *e->row_admitted);
+    e->ids = kvci_malloc((size_t)e->max_tokens * sizeof *e->ids);
+    e->logits = kvci_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
     if (!e->reqs || !e->token_store || !e->time_store || !e->waiting || !e->running || !e->rows || !e->row_slots ||
         !e->row_ids || !e->row_admitted || !e->ids || !e->logits)
-        return kvc_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
+        return kvci_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
                         (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
     for (size_t i = 0; i < n; i++) {
         e->reqs[i].state = KVC_SLOT_UNUSED;
@@ -190,23 +190,23 @@ static kvc_status alloc_requests(kvc_engine *e) {
 }
 
 kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: out is NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_create: out is NULL");
     *out = NULL;
-    if (p == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_create: params are NULL");
+    if (p == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_create: params are NULL");
     kvc_status st = check_model(model);
     if (st != KVC_OK) return st;
     kvc_engine_params rp = *p;
     st = resolve_params(&rp);
     if (st != KVC_OK) return st;
-    kvc_engine *e = kvc_calloc(1, sizeof *e);
-    if (e == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
+    kvc_engine *e = kvci_calloc(1, sizeof *e);
+    if (e == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
     e->model = *model;
     e->p = rp;
     e->max_tokens = rp.max_num_batched_tokens;
     e->managed = model->cache_info != NULL;
-    st = e->managed ? managed_create(e) : kvc_engine_legacy_create(e);
+    st = e->managed ? managed_create(e) : kvci_engine_legacy_create(e);
     if (st == KVC_OK) st = alloc_requests(e);
-    if (st == KVC_OK && e->p.check) st = kvc_engine_check_alloc(e, &e->check_ws);
+    if (st == KVC_OK && e->p.check) st = kvci_engine_check_alloc(e, &e->check_ws);
     if (st != KVC_OK) {
         kvc_engine_destroy(e);
         return st;
@@ -220,22 +220,22 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvc_step_buffers_destroy(e->buf);
     kvc_manager_destroy(e->mgr);
     kvc_cache_storage_destroy(e->storage);
-    kvc_engine_legacy_destroy(e);
+    kvci_engine_legacy_destroy(e);
     kvc_sampler_destroy(e->sampler);
-    kvc_free(e->reqs);
-    kvc_free(e->token_store);
-    kvc_free(e->time_store);
-    kvc_request_table_release(&e->table);
-    kvc_free(e->waiting);
-    kvc_free(e->running);
-    kvc_free(e->rows);
-    kvc_free(e->row_slots);
-    kvc_free(e->row_ids);
-    kvc_free(e->row_admitted);
-    kvc_free(e->ids);
-    kvc_free(e->logits);
-    kvc_engine_check_free(&e->check_ws);
-    kvc_free(e);
+    kvci_free(e->reqs);
+    kvci_free(e->token_store);
+    kvci_free(e->time_store);
+    kvci_request_table_release(&e->table);
+    kvci_free(e->waiting);
+    kvci_free(e->running);
+    kvci_free(e->rows);
+    kvci_free(e->row_slots);
+    kvci_free(e->row_ids);
+    kvci_free(e->row_admitted);
+    kvci_free(e->ids);
+    kvci_free(e->logits);
+    kvci_engine_check_free(&e->check_ws);
+    kvci_free(e);
 }
 
 const kvc_manager *kvc_engine_manager(const kvc_engine *e) { return e != NULL ? e->mgr : NULL; }
@@ -243,7 +243,7 @@ const kvc_manager *kvc_engine_manager(const kvc_engine *e) { return e != NULL ? 
 const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e) { return e != NULL ? &e->p : NULL; }
 
 kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out) {
-    if (e == NULL || out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_get_stats: engine and out must not be NULL");
+    if (e == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_get_stats: engine and out must not be NULL");
     *out = e->stats;
     out->n_waiting = e->n_waiting;
     out->n_running = e->n_running;

@@ -94,14 +94,14 @@ struct kvc_engine {
 };
 
 /* ---- request slots and ordered lists (queue.c) ---- */
-kvc_engine_req *kvc_engine_find(const kvc_engine *e, int64_t id);
+kvc_engine_req *kvci_engine_find(const kvc_engine *e, int64_t id);
 /* a is served before b: lower priority value, then earlier arrival. */
-bool kvc_engine_req_before(const kvc_engine_req *a, const kvc_engine_req *b);
-void kvc_engine_wait_insert(kvc_engine *e, int32_t slot);
-void kvc_engine_wait_remove(kvc_engine *e, int32_t slot);
-void kvc_engine_run_insert(kvc_engine *e, int32_t slot);
-void kvc_engine_run_remove(kvc_engine *e, int32_t slot);
-static inline int32_t kvc_engine_slot_of(const kvc_engine *e, const kvc_engine_req *r) {
+bool kvci_engine_req_before(const kvc_engine_req *a, const kvc_engine_req *b);
+void kvci_engine_wait_insert(kvc_engine *e, int32_t slot);
+void kvci_engine_wait_remove(kvc_engine *e, int32_t slot);
+void kvci_engine_run_insert(kvc_engine *e, int32_t slot);
+void kvci_engine_run_remove(kvc_engine *e, int32_t slot);
+static inline int32_t kvci_engine_slot_of(const kvc_engine *e, const kvc_engine_req *r) {
     return (int32_t)(r - e->reqs);
 }
 
@@ -113,44 +113,44 @@ static inline int32_t kvc_engine_slot_of(const kvc_engine *e, const kvc_engine_r
  * it, and with `halve` halved while the pools refuse it); later chunks and
  * decode tokens grow the request's tables. KVC_NO_SPACE when the pools or
  * the legacy rows refuse (r unchanged). */
-kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve);
+kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve);
 /* Gives back a request's blocks or cache row (idempotent). */
-kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r);
+kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r);
 /* Blocks one request needs at worst for `positions` positions, per key, vs pools. */
-kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions);
+kvc_status kvci_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions);
 
 /* ---- the step's rows and preemption (step_rows.c) ---- */
 /* Appends a row for slot: tokens [r->n_cached, r->n_cached + n_new). */
-void kvc_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted);
+void kvci_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted);
 /* Frees the request's KV and puts it back in the waiting queue to recompute. */
-kvc_status kvc_engine_preempt(kvc_engine *e, int32_t slot);
+kvc_status kvci_engine_preempt(kvc_engine *e, int32_t slot);
 /* Gives back what the rows admitted by this step took, requeueing them. */
-void kvc_engine_rows_undo(kvc_engine *e);
+void kvci_engine_rows_undo(kvc_engine *e);
 
 /* ---- scheduling policies (schedule.c): fill e->rows for one step ---- */
-kvc_status kvc_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted);
-kvc_status kvc_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted);
+kvc_status kvci_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted);
+kvc_status kvci_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted);
 
 /* ---- latency records (latency.c) ---- */
-void kvc_engine_times_arrive(kvc_engine *e, kvc_engine_req *r, int64_t arrival_ns);
+void kvci_engine_times_arrive(kvc_engine *e, kvc_engine_req *r, int64_t arrival_ns);
 /* Stamps first-scheduled for the step's rows (at t0) and the token appended
  * to r (at t1). */
-void kvc_engine_times_scheduled(kvc_engine *e, int64_t t0);
-void kvc_engine_times_token(kvc_engine *e, kvc_engine_req *r, int64_t t1);
-void kvc_engine_times_finish(kvc_engine *e, kvc_engine_req *r, int64_t t1);
+void kvci_engine_times_scheduled(kvc_engine *e, int64_t t0);
+void kvci_engine_times_token(kvc_engine *e, kvc_engine_req *r, int64_t t1);
+void kvci_engine_times_finish(kvc_engine *e, kvc_engine_req *r, int64_t t1);
 
 /* ---- self-managed path (self_managed.c) ---- */
-kvc_status kvc_engine_legacy_create(kvc_engine *e);
-void kvc_engine_legacy_destroy(kvc_engine *e);
+kvc_status kvci_engine_legacy_create(kvc_engine *e);
+void kvci_engine_legacy_destroy(kvc_engine *e);
 /* Metadata of rows[0..n) (no keys) plus cache rows and legacy indices. */
-kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
-                                   kvc_step_metadata *md, kvc_engine_batch *batch);
+kvc_status kvci_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
+                                    kvc_step_metadata *md, kvc_engine_batch *batch);
 
 /* ---- checks (check.c): read-only, callers decide when to run them ---- */
-kvc_status kvc_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws);
-void kvc_engine_check_free(kvc_engine_check_ws *ws);
+kvc_status kvci_engine_check_alloc(const kvc_engine *e, kvc_engine_check_ws *ws);
+void kvci_engine_check_free(kvc_engine_check_ws *ws);
 /* The step about to run: budgets, rows in order, metadata vs the manager. */
-kvc_status kvc_engine_check_step(const kvc_engine *e, kvc_engine_check_ws *ws, const kvc_engine_batch *batch);
-kvc_status kvc_engine_check_released(const kvc_engine *e, int64_t id);
+kvc_status kvci_engine_check_step(const kvc_engine *e, kvc_engine_check_ws *ws, const kvc_engine_batch *batch);
+kvc_status kvci_engine_check_released(const kvc_engine *e, int64_t id);
 
 #endif /* KVC_ENGINE_INTERNAL_H */

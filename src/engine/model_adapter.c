@@ -37,13 +37,13 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
 static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p) {
     const int64_t L = kvc_model_config_of(a->m)->num_layers;
     if (p->calib_ids == NULL || p->n_calib < 1)
-        return kvc_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
+        return kvci_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
                         kvc_dtype_name(p->kv_dtype), (long long)p->n_calib);
-    float *absmax = kvc_malloc((size_t)(2 * L) * sizeof *absmax);
-    if (absmax == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
+    float *absmax = kvci_malloc((size_t)(2 * L) * sizeof *absmax);
+    if (absmax == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
     if (st == KVC_OK) kvc_model_set_kv_scales(absmax, p->kv_dtype, (int32_t)L, a->layers);
-    kvc_free(absmax);
+    kvci_free(absmax);
     return st;
 }
 
@@ -63,8 +63,8 @@ static void wire_managed(kvc_engine_adapter *a) {
 
 /* Self-managed: one legacy cache per entry, unit = heads * dims. */
 static kvc_status wire_legacy(kvc_engine_adapter *a) {
-    a->legacy = kvc_calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
-    if (a->legacy == NULL) return kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
+    a->legacy = kvci_calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
+    if (a->legacy == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
         const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
         kvc_layer_cache *lc = &a->layers[li->layer_idx];
@@ -87,18 +87,18 @@ static kvc_status wire_legacy(kvc_engine_adapter *a) {
 
 kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *ep, kvc_engine_adapter **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_adapter_create: out is NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: out is NULL");
     *out = NULL;
     if (m == NULL || p == NULL || ep == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
     const int64_t step_tokens = kvc_engine_step_tokens(ep);
     if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
     const kvc_model_config *c = kvc_model_config_of(m);
-    kvc_engine_adapter *a = kvc_calloc(1, sizeof *a);
-    if (a == NULL) return kvc_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
+    kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
+    if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;
-    a->layers = kvc_calloc((size_t)c->num_layers, sizeof *a->layers);
-    kvc_status st = a->layers != NULL ? KVC_OK : kvc_fail(KVC_ENOMEM, "engine adapter: out of host memory");
+    a->layers = kvci_calloc((size_t)c->num_layers, sizeof *a->layers);
+    kvc_status st = a->layers != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
         st = kvc_model_cache_info_build(m, p->latent, p->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
@@ -130,9 +130,9 @@ void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
     if (a == NULL) return;
     kvc_model_workspace_destroy(a->ws);
     kvc_model_cache_info_destroy(a->ci);
-    kvc_free(a->legacy);
-    kvc_free(a->layers);
-    kvc_free(a);
+    kvci_free(a->legacy);
+    kvci_free(a->layers);
+    kvci_free(a);
 }
 
 const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

@@ -13,53 +13,53 @@ kvc_engine_request kvc_engine_request_default(void) {
 }
 
 static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r, int64_t now) {
-    if (r->id < 0) return kvc_fail(KVC_EINVAL, "request id %lld must be >= 0", (long long)r->id);
+    if (r->id < 0) return kvci_fail(KVC_EINVAL, "request id %lld must be >= 0", (long long)r->id);
     if (r->n_prompt < 1)
-        return kvc_fail(KVC_EINVAL, "request %lld: the prompt is empty (n_prompt %lld); at least one token is needed",
+        return kvci_fail(KVC_EINVAL, "request %lld: the prompt is empty (n_prompt %lld); at least one token is needed",
                         (long long)r->id, (long long)r->n_prompt);
-    if (r->prompt == NULL) return kvc_fail(KVC_EINVAL, "request %lld: prompt is NULL", (long long)r->id);
+    if (r->prompt == NULL) return kvci_fail(KVC_EINVAL, "request %lld: prompt is NULL", (long long)r->id);
     if (r->n_prompt > e->p.max_model_len)
-        return kvc_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens is longer than max_model_len %lld",
+        return kvci_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens is longer than max_model_len %lld",
                         (long long)r->id, (long long)r->n_prompt, (long long)e->p.max_model_len);
     for (int64_t i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->model.vocab_size)
-            return kvc_fail(KVC_EINVAL, "request %lld: prompt token %lld is %d, outside the vocabulary [0, %lld)",
+            return kvci_fail(KVC_EINVAL, "request %lld: prompt token %lld is %d, outside the vocabulary [0, %lld)",
                             (long long)r->id, (long long)i, r->prompt[i], (long long)e->model.vocab_size);
     if (r->max_new_tokens < 1)
-        return kvc_fail(KVC_EINVAL, "request %lld: max_new_tokens %lld must be >= 1", (long long)r->id,
+        return kvci_fail(KVC_EINVAL, "request %lld: max_new_tokens %lld must be >= 1", (long long)r->id,
                         (long long)r->max_new_tokens);
     if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
-        return kvc_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
+        return kvci_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
                         r->eos_id, (long long)e->model.vocab_size);
     if (r->cache_salt != NULL && strnlen(r->cache_salt, KVC_ENGINE_SALT_MAX) == KVC_ENGINE_SALT_MAX)
-        return kvc_fail(KVC_EINVAL, "request %lld: cache_salt is longer than %d bytes", (long long)r->id,
+        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt is longer than %d bytes", (long long)r->id,
                         KVC_ENGINE_SALT_MAX - 1);
     if (r->arrival_ns < 0 || r->arrival_ns > now)
-        return kvc_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
+        return kvci_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
                         "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
-    if (st != KVC_OK) return kvc_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
-    const kvc_engine_req *held = kvc_engine_find(e, r->id);
+    if (st != KVC_OK) return kvci_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
+    const kvc_engine_req *held = kvci_engine_find(e, r->id);
     if (held != NULL)
-        return kvc_fail(KVC_EINVAL, "request id %lld is already held by the engine (%s); release it first",
+        return kvci_fail(KVC_EINVAL, "request id %lld is already held by the engine (%s); release it first",
                         (long long)r->id, kvc_engine_request_state_name((kvc_engine_request_state)held->state));
     /* positions of its longest run: every token but the last one generated is fed */
     int64_t room = e->p.max_model_len - r->n_prompt + 1;
-    int64_t positions = r->n_prompt + kvc_min64(r->max_new_tokens, room) - 1;
-    st = kvc_engine_fit_check(e, r->id, kvc_min64(positions, e->p.max_model_len));
+    int64_t positions = r->n_prompt + kvci_min64(r->max_new_tokens, room) - 1;
+    st = kvci_engine_fit_check(e, r->id, kvci_min64(positions, e->p.max_model_len));
     if (st != KVC_OK) return st;
     if (e->table.n_free == 0)
-        return kvc_fail(KVC_NO_SPACE, "request %lld: all %lld request slots are held; release finished requests",
+        return kvci_fail(KVC_NO_SPACE, "request %lld: all %lld request slots are held; release finished requests",
                         (long long)r->id, (long long)e->p.max_requests);
     return KVC_OK;
 }
 
 kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
-    if (e == NULL || r == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
+    if (e == NULL || r == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
     const int64_t now = kvc_engine_now_ns();
     kvc_status st = check_request(e, r, now);
     if (st != KVC_OK) return st;
-    int32_t slot = kvc_request_table_insert(&e->table, r->id);
+    int32_t slot = kvci_request_table_insert(&e->table, r->id);
     kvc_engine_req *q = &e->reqs[slot];
     int32_t *tokens = q->tokens;
     int64_t *token_step = q->token_step, *token_ns = q->token_ns;
@@ -82,15 +82,15 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
     q->cache_row = -1;
     memcpy(q->tokens, r->prompt, (size_t)r->n_prompt * sizeof *r->prompt);
-    kvc_engine_times_arrive(e, q, r->arrival_ns > 0 ? r->arrival_ns : now);
-    kvc_engine_wait_insert(e, slot);
+    kvci_engine_times_arrive(e, q, r->arrival_ns > 0 ? r->arrival_ns : now);
+    kvci_engine_wait_insert(e, slot);
     return KVC_OK;
 }
 
 static kvc_status lookup(const kvc_engine *e, int64_t id, const char *what, kvc_engine_req **out) {
-    if (e == NULL) return kvc_fail(KVC_EINVAL, "%s: engine is NULL", what);
-    *out = kvc_engine_find(e, id);
-    if (*out == NULL) return kvc_fail(KVC_EINVAL, "%s: request %lld is not held by the engine", what, (long long)id);
+    if (e == NULL) return kvci_fail(KVC_EINVAL, "%s: engine is NULL", what);
+    *out = kvci_engine_find(e, id);
+    if (*out == NULL) return kvci_fail(KVC_EINVAL, "%s: request %lld is not held by the engine", what, (long long)id);
     return KVC_OK;
 }
 
@@ -98,7 +98,7 @@ kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_re
     kvc_engine_req *r = NULL;
     kvc_status st = lookup(e, id, "kvc_engine_request_get", &r);
     if (st != KVC_OK) return st;
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_request_get: out is NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_request_get: out is NULL");
     *out = (kvc_engine_request_info){
         .state = (kvc_engine_request_state)r->state, .finish = r->finish, .n_prompt = r->n_prompt,
         .n_generated = r->n_tokens - r->n_prompt, .n_cached = r->n_cached, .n_preemptions = r->n_preemptions,
@@ -112,10 +112,10 @@ kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *o
     kvc_status st = lookup(e, id, "kvc_engine_request_output", &r);
     if (st != KVC_OK) return st;
     if (n_out == NULL || cap < 0 || (cap > 0 && out == NULL))
-        return kvc_fail(KVC_EINVAL, "kvc_engine_request_output: n_out and (with cap %lld > 0) out are required",
+        return kvci_fail(KVC_EINVAL, "kvc_engine_request_output: n_out and (with cap %lld > 0) out are required",
                         (long long)cap);
     int64_t n = r->n_tokens - r->n_prompt;
-    if (cap > 0) memcpy(out, r->tokens + r->n_prompt, (size_t)kvc_min64(n, cap) * sizeof *out);
+    if (cap > 0) memcpy(out, r->tokens + r->n_prompt, (size_t)kvci_min64(n, cap) * sizeof *out);
     *n_out = n;
     return KVC_OK;
 }
@@ -124,18 +124,18 @@ kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
     kvc_engine_req *r = NULL;
     kvc_status st = lookup(e, id, "kvc_engine_request_release", &r);
     if (st != KVC_OK) return st;
-    int32_t slot = kvc_engine_slot_of(e, r);
+    int32_t slot = kvci_engine_slot_of(e, r);
     switch (r->state) {
-    case KVC_REQ_WAITING: kvc_engine_wait_remove(e, slot); break;
+    case KVC_REQ_WAITING: kvci_engine_wait_remove(e, slot); break;
     case KVC_REQ_RUNNING:
-        st = kvc_engine_evict(e, r);
-        if (st == KVC_OK && e->p.check) st = kvc_engine_check_released(e, id);
+        st = kvci_engine_evict(e, r);
+        if (st == KVC_OK && e->p.check) st = kvci_engine_check_released(e, id);
         if (st != KVC_OK) return st;
-        kvc_engine_run_remove(e, slot);
+        kvci_engine_run_remove(e, slot);
         break;
     default: e->n_finished--; break;
     }
-    kvc_request_table_remove(&e->table, id);
+    kvci_request_table_remove(&e->table, id);
     r->state = KVC_SLOT_UNUSED;
     r->id = -1;
     return KVC_OK;

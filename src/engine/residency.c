@@ -26,14 +26,14 @@ static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new,
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = e->p.prefix_caching ? kvc_manager_find_prefix(e->mgr, &prompt, &hit) : KVC_OK;
     if (st != KVC_OK) return st;
-    int64_t n = kvc_min64(*n_new, r->n_tokens - hit.n_tokens);
+    int64_t n = kvci_min64(*n_new, r->n_tokens - hit.n_tokens);
     const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;
     bool one_first = n > 1 && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET;
     st = allocate(e, r, hit.n_tokens, one_first ? 1 : n, true, first);
     while (st == KVC_OK && one_first) {
         st = allocate(e, r, hit.n_tokens, n, true, NULL);
         if (st != KVC_NO_SPACE || !halve) break;
-        n = kvc_cdiv(n, 2);
+        n = kvci_cdiv(n, 2);
         st = KVC_OK;
         one_first = n > 1; /* one token is what the first call holds already */
     }
@@ -47,7 +47,7 @@ static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new,
     return KVC_OK;
 }
 
-kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve) {
+kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve) {
     if (!e->managed) {
         if (!admit) return KVC_OK; /* a legacy row holds max_model_len positions */
         if (e->legacy.n_free_rows == 0) return KVC_NO_SPACE;
@@ -57,12 +57,12 @@ kvc_status kvc_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bo
     kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
     if (st != KVC_CLAMPED) return st;
     if (admit) kvc_manager_free(e->mgr, r->id);
-    return kvc_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
+    return kvci_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
                     (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
                     (long long)e->p.max_model_len);
 }
 
-kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
+kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r) {
     if (!e->managed) {
         if (r->cache_row >= 0) e->legacy.free_rows[e->legacy.n_free_rows++] = r->cache_row;
         r->cache_row = -1;
@@ -71,13 +71,13 @@ kvc_status kvc_engine_evict(kvc_engine *e, kvc_engine_req *r) {
     return kvc_manager_free(e->mgr, r->id);
 }
 
-kvc_status kvc_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
+kvc_status kvci_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
     if (!e->managed) return KVC_OK; /* legacy rows hold max_model_len positions */
     for (int32_t k = 0; k < e->n_keys; k++) {
         int64_t need = kvc_manager_worst_blocks(e->mgr, k, positions);
         int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
         if (need > usable)
-            return kvc_fail(KVC_ENOMEM,
+            return kvci_fail(KVC_ENOMEM,
                             "request %lld: its longest run (%lld positions) needs %lld blocks of manager %s "
                             "(block_size %lld) but the pool holds %lld usable blocks (raise the KV budget)",
                             (long long)id, (long long)positions, (long long)need, kvc_manager_key(e->mgr, k),

@@ -20,13 +20,13 @@ kvc_sampling_params kvc_sampling_default_params(void) {
 }
 
 kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
-    if (p == NULL) return kvc_fail(KVC_EINVAL, "sampling params are NULL");
+    if (p == NULL) return kvci_fail(KVC_EINVAL, "sampling params are NULL");
     if (!(p->temperature >= 0.0f) || isinf(p->temperature))
-        return kvc_fail(KVC_EINVAL, "sampling: temperature %g must be finite and >= 0 (0 = greedy)",
+        return kvci_fail(KVC_EINVAL, "sampling: temperature %g must be finite and >= 0 (0 = greedy)",
                         (double)p->temperature);
-    if (p->top_k < 0) return kvc_fail(KVC_EINVAL, "sampling: top_k %d must be >= 0 (0 = no cut)", p->top_k);
+    if (p->top_k < 0) return kvci_fail(KVC_EINVAL, "sampling: top_k %d must be >= 0 (0 = no cut)", p->top_k);
     if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
-        return kvc_fail(KVC_EINVAL, "sampling: top_p %g must be in (0, 1] (1 = no cut)", (double)p->top_p);
+        return kvci_fail(KVC_EINVAL, "sampling: top_p %g must be in (0, 1] (1 = no cut)", (double)p->top_p);
     return KVC_OK;
 }
 
@@ -57,18 +57,18 @@ double kvc_sample_uniform(uint64_t seed, uint64_t k) {
 }
 
 kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_sampler_create: out is NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_sampler_create: out is NULL");
     *out = NULL;
     if (vocab_size < 1 || vocab_size > INT32_MAX)
-        return kvc_fail(KVC_EINVAL, "kvc_sampler_create: vocab_size %lld must be in [1, 2^31)", (long long)vocab_size);
-    kvc_sampler *s = kvc_calloc(1, sizeof *s);
-    if (s == NULL) return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: out of host memory");
+        return kvci_fail(KVC_EINVAL, "kvc_sampler_create: vocab_size %lld must be in [1, 2^31)", (long long)vocab_size);
+    kvc_sampler *s = kvci_calloc(1, sizeof *s);
+    if (s == NULL) return kvci_fail(KVC_ENOMEM, "kvc_sampler_create: out of host memory");
     s->vocab = vocab_size;
-    s->heap = kvc_malloc((size_t)vocab_size * sizeof *s->heap);
-    s->w = kvc_malloc((size_t)vocab_size * sizeof *s->w);
+    s->heap = kvci_malloc((size_t)vocab_size * sizeof *s->heap);
+    s->w = kvci_malloc((size_t)vocab_size * sizeof *s->w);
     if (s->heap == NULL || s->w == NULL) {
         kvc_sampler_destroy(s);
-        return kvc_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld", (long long)vocab_size);
+        return kvci_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld", (long long)vocab_size);
     }
     *out = s;
     return KVC_OK;
@@ -76,9 +76,9 @@ kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
 
 void kvc_sampler_destroy(kvc_sampler *s) {
     if (s == NULL) return;
-    kvc_free(s->heap);
-    kvc_free(s->w);
-    kvc_free(s);
+    kvci_free(s->heap);
+    kvci_free(s->w);
+    kvci_free(s);
 }
 
 /* Token a is ranked before token b: larger logit, then lower id. */
@@ -132,7 +132,7 @@ static int32_t draw_all(const float *logits, int64_t vocab, float mx, double inv
 kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, uint64_t k,
                               int32_t *token_out) {
     if (s == NULL || logits == NULL || token_out == NULL)
-        return kvc_fail(KVC_EINVAL, "kvc_sampler_sample: sampler, logits and token_out must not be NULL");
+        return kvci_fail(KVC_EINVAL, "kvc_sampler_sample: sampler, logits and token_out must not be NULL");
     kvc_status st = kvc_sampling_params_check(p);
     if (st != KVC_OK) return st;
     int64_t v = s->vocab;
@@ -144,7 +144,7 @@ kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sam
     }
     double inv_t = 1.0 / (double)p->temperature;
     double u = kvc_sample_uniform(p->seed, k);
-    int64_t kk = p->top_k > 0 ? kvc_min64(p->top_k, v) : v;
+    int64_t kk = p->top_k > 0 ? kvci_min64(p->top_k, v) : v;
     if (kk == v && p->top_p >= 1.0f) {
         *token_out = draw_all(logits, v, mx, inv_t, u);
         return KVC_OK;

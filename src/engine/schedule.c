@@ -1,13 +1,13 @@
 /* The two scheduling policies: which requests run in the next step and how
  * many tokens each feeds (docs/scheduler.md). Both fill e->rows through
- * kvc_engine_row_add, allocating every row's blocks before the step runs. */
+ * kvci_engine_row_add, allocating every row's blocks before the step runs. */
 #include "engine/engine_internal.h"
 
 static kvc_status clamped_decode(const kvc_engine_req *r, kvc_status st) {
-    return st == KVC_CLAMPED ? kvc_fail(KVC_EINTERNAL,
-                                        "engine: decode of request %lld at position %lld was clamped "
-                                        "to max_model_len",
-                                        (long long)r->id, (long long)r->n_cached)
+    return st == KVC_CLAMPED ? kvci_fail(KVC_EINTERNAL,
+                                         "engine: decode of request %lld at position %lld was clamped "
+                                         "to max_model_len",
+                                         (long long)r->id, (long long)r->n_cached)
                              : st;
 }
 
@@ -25,15 +25,15 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
             continue;
         }
         int64_t one = 1;
-        kvc_status st = kvc_engine_alloc(e, r, &one, false, false);
+        kvc_status st = kvci_engine_alloc(e, r, &one, false, false);
         if (st == KVC_OK) {
-            kvc_engine_row_add(e, slot, 1, false);
+            kvci_engine_row_add(e, slot, 1, false);
             i++;
             continue;
         }
         if (st != KVC_NO_SPACE) return clamped_decode(r, st);
         int32_t victim = e->running[e->n_running - 1];
-        st = kvc_engine_preempt(e, victim);
+        st = kvci_engine_preempt(e, victim);
         if (st != KVC_OK) return st;
         (*n_preempted)++;
     }
@@ -41,8 +41,8 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
 }
 
 static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
-    int64_t n = kvc_min64(r->n_tokens - r->n_cached, e->max_tokens - e->n_row_tokens);
-    return e->p.long_prefill_token_threshold > 0 ? kvc_min64(n, e->p.long_prefill_token_threshold) : n;
+    int64_t n = kvci_min64(r->n_tokens - r->n_cached, e->max_tokens - e->n_row_tokens);
+    return e->p.long_prefill_token_threshold > 0 ? kvci_min64(n, e->p.long_prefill_token_threshold) : n;
 }
 
 /* Allocates the next chunk of a running request, *n tokens halved while the
@@ -50,9 +50,9 @@ static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
  * token does not fit. */
 static kvc_status alloc_chunk(kvc_engine *e, kvc_engine_req *r, int64_t *n) {
     for (;;) {
-        kvc_status st = kvc_engine_alloc(e, r, n, false, false);
+        kvc_status st = kvci_engine_alloc(e, r, n, false, false);
         if (st != KVC_NO_SPACE || *n == 1) return st;
-        *n = kvc_cdiv(*n, 2);
+        *n = kvci_cdiv(*n, 2);
     }
 }
 
@@ -78,13 +78,13 @@ static kvc_status schedule_partials(kvc_engine *e, int64_t *n_preempted) {
         int64_t n = chunk_size(e, r);
         kvc_status st = alloc_chunk(e, r, &n);
         if (st == KVC_OK) {
-            kvc_engine_row_add(e, slot, n, false);
+            kvci_engine_row_add(e, slot, n, false);
             i++;
             continue;
         }
         if (st != KVC_NO_SPACE) return st;
         if (e->n_rows > 0) return KVC_OK;
-        st = kvc_engine_preempt(e, e->running[e->n_running - 1]);
+        st = kvci_engine_preempt(e, e->running[e->n_running - 1]);
         if (st != KVC_OK) return st;
         (*n_preempted)++;
     }
@@ -100,18 +100,18 @@ static kvc_status admit_waiting(kvc_engine *e, bool whole) {
         kvc_engine_req *r = &e->reqs[slot];
         int64_t n = whole ? r->n_tokens : chunk_size(e, r);
         if (whole && e->n_row_tokens + n > e->max_tokens) break;
-        kvc_status st = kvc_engine_alloc(e, r, &n, true, !whole);
+        kvc_status st = kvci_engine_alloc(e, r, &n, true, !whole);
         if (st == KVC_NO_SPACE) break;
         if (st != KVC_OK) return st;
-        kvc_engine_wait_remove(e, slot);
+        kvci_engine_wait_remove(e, slot);
         r->state = KVC_REQ_RUNNING;
-        kvc_engine_run_insert(e, slot);
-        kvc_engine_row_add(e, slot, n, true);
+        kvci_engine_run_insert(e, slot);
+        kvci_engine_row_add(e, slot, n, true);
     }
     return KVC_OK;
 }
 
-kvc_status kvc_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted) {
+kvc_status kvci_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted) {
     kvc_status st = schedule_decodes(e, n_preempted);
     if (st == KVC_OK) st = schedule_partials(e, n_preempted);
     /* a step that had to preempt leaves the waiting queue alone: the blocks
@@ -120,7 +120,7 @@ kvc_status kvc_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted) {
     return st;
 }
 
-kvc_status kvc_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted) {
+kvc_status kvci_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted) {
     kvc_status st = admit_waiting(e, true);
     if (st == KVC_OK && e->n_rows == 0) st = schedule_decodes(e, n_preempted);
     return st;

@@ -9,25 +9,25 @@
 
 static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cache *c, int32_t i, int64_t *bytes) {
     if (c->tensor_setter == NULL)
-        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
+        return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
                         c->name, c->layer_idx);
     size_t item = kvc_dtype_size(c->dtype);
     if (item == 0)
-        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): dtype %d is unknown", i, c->name, c->layer_idx,
+        return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): dtype %d is unknown", i, c->name, c->layer_idx,
                         (int)c->dtype);
     if (c->n_dims < 1 || c->n_dims > KVC_MAX_DIMS - 2)
-        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
+        return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
                         c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
     int64_t n = 0;
-    bool ok = kvc_mul64(e->p.max_num_seqs, e->p.max_model_len, &n) && kvc_mul64(n, (int64_t)item, &n);
+    bool ok = kvci_mul64(e->p.max_num_seqs, e->p.max_model_len, &n) && kvci_mul64(n, (int64_t)item, &n);
     for (int32_t d = 0; d < c->n_dims && ok; d++) {
         if (c->unit[d] < 1)
-            return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
+            return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
                             c->layer_idx, d, (long long)c->unit[d]);
-        ok = kvc_mul64(n, c->unit[d], &n);
+        ok = kvci_mul64(n, c->unit[d], &n);
     }
     if (!ok)
-        return kvc_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
+        return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
                         c->name, c->layer_idx, (long long)e->p.max_num_seqs, (long long)e->p.max_model_len);
     *bytes = n;
     return KVC_OK;
@@ -38,8 +38,8 @@ static kvc_status legacy_tensors(kvc_engine *e) {
     const kvc_engine_model *m = &e->model;
     l->n_caches = m->n_legacy_caches;
     if (l->n_caches == 0) return KVC_OK;
-    l->data = kvc_calloc((size_t)l->n_caches, sizeof *l->data);
-    if (l->data == NULL) return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the legacy cache list");
+    l->data = kvci_calloc((size_t)l->n_caches, sizeof *l->data);
+    if (l->data == NULL) return kvci_fail(KVC_ENOMEM, "engine: out of host memory for the legacy cache list");
     for (int32_t i = 0; i < l->n_caches; i++) {
         int64_t bytes = 0;
         kvc_status st = legacy_bytes(e, &m->legacy_caches[i], i, &bytes);
@@ -60,51 +60,51 @@ static kvc_status legacy_tensors(kvc_engine *e) {
     return KVC_OK;
 }
 
-kvc_status kvc_engine_legacy_create(kvc_engine *e) {
+kvc_status kvci_engine_legacy_create(kvc_engine *e) {
     kvc_engine_legacy *l = &e->legacy;
     if (e->model.n_legacy_caches < 0 || (e->model.n_legacy_caches > 0 && e->model.legacy_caches == NULL))
-        return kvc_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
+        return kvci_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
                         e->model.n_legacy_caches);
     size_t rows = (size_t)e->p.max_num_seqs, toks = (size_t)e->max_tokens;
     kvc_step_rows *sr = &l->rows;
     sr->max_rows = e->p.max_num_seqs;
     sr->max_tokens = e->max_tokens;
-    l->free_rows = kvc_malloc(rows * sizeof(int64_t));
-    sr->positions = kvc_malloc(toks * sizeof(int64_t));
-    l->legacy_index = kvc_malloc(toks * sizeof(int64_t));
-    sr->kv_pos = kvc_malloc(rows * sizeof(int64_t));
-    sr->seq_lens_q = kvc_malloc(rows * sizeof(int64_t));
-    sr->seq_lens_kv = kvc_malloc(rows * sizeof(int64_t));
-    sr->cu_seq_lens_q = kvc_malloc(rows * sizeof(int64_t));
-    sr->cu_seq_lens_kv = kvc_malloc(rows * sizeof(int64_t));
-    l->cache_rows = kvc_malloc(rows * sizeof(int64_t));
+    l->free_rows = kvci_malloc(rows * sizeof(int64_t));
+    sr->positions = kvci_malloc(toks * sizeof(int64_t));
+    l->legacy_index = kvci_malloc(toks * sizeof(int64_t));
+    sr->kv_pos = kvci_malloc(rows * sizeof(int64_t));
+    sr->seq_lens_q = kvci_malloc(rows * sizeof(int64_t));
+    sr->seq_lens_kv = kvci_malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_q = kvci_malloc(rows * sizeof(int64_t));
+    sr->cu_seq_lens_kv = kvci_malloc(rows * sizeof(int64_t));
+    l->cache_rows = kvci_malloc(rows * sizeof(int64_t));
     if (!l->free_rows || !sr->positions || !l->legacy_index || !sr->kv_pos || !sr->seq_lens_q || !sr->seq_lens_kv ||
         !sr->cu_seq_lens_q || !sr->cu_seq_lens_kv || !l->cache_rows)
-        return kvc_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
+        return kvci_fail(KVC_ENOMEM, "engine: out of host memory for the self-managed step buffers");
     /* a stack popped from the top: row 0 is handed out first */
     for (int64_t r = 0; r < e->p.max_num_seqs; r++) l->free_rows[r] = e->p.max_num_seqs - 1 - r;
     l->n_free_rows = e->p.max_num_seqs;
     return legacy_tensors(e);
 }
 
-void kvc_engine_legacy_destroy(kvc_engine *e) {
+void kvci_engine_legacy_destroy(kvc_engine *e) {
     kvc_engine_legacy *l = &e->legacy;
     if (l->data != NULL)
         for (int32_t i = 0; i < l->n_caches; i++) kvc_aligned_free(l->data[i]);
-    kvc_free(l->data);
-    kvc_free(l->free_rows);
-    kvc_free(l->rows.positions);
-    kvc_free(l->legacy_index);
-    kvc_free(l->rows.kv_pos);
-    kvc_free(l->rows.seq_lens_q);
-    kvc_free(l->rows.seq_lens_kv);
-    kvc_free(l->rows.cu_seq_lens_q);
-    kvc_free(l->rows.cu_seq_lens_kv);
-    kvc_free(l->cache_rows);
+    kvci_free(l->data);
+    kvci_free(l->free_rows);
+    kvci_free(l->rows.positions);
+    kvci_free(l->legacy_index);
+    kvci_free(l->rows.kv_pos);
+    kvci_free(l->rows.seq_lens_q);
+    kvci_free(l->rows.seq_lens_kv);
+    kvci_free(l->rows.cu_seq_lens_q);
+    kvci_free(l->rows.cu_seq_lens_kv);
+    kvci_free(l->cache_rows);
     memset(l, 0, sizeof *l);
 }
 
-kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
+kvc_status kvci_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
                                    kvc_step_metadata *md, kvc_engine_batch *batch) {
     kvc_engine_legacy *l = &e->legacy;
     int64_t s = e->p.max_model_len, t = 0;
@@ -112,7 +112,7 @@ kvc_status kvc_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, 
         const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
         int64_t first = rows[b].computed_tokens, q = rows[b].num_new_tokens;
         if (r->cache_row < 0 || r->cache_row >= e->p.max_num_seqs || first + q > s || t + q > e->max_tokens)
-            return kvc_fail(KVC_EINTERNAL, "engine: self-managed row %lld (request %lld, cache row %lld) positions "
+            return kvci_fail(KVC_EINTERNAL, "engine: self-managed row %lld (request %lld, cache row %lld) positions "
                             "%lld..%lld do not fit [%lld rows, %lld positions]", (long long)b, (long long)r->id,
                             (long long)r->cache_row, (long long)first, (long long)(first + q - 1),
                             (long long)e->p.max_num_seqs, (long long)s);

@@ -34,12 +34,12 @@ static kvc_status run_model(kvc_engine *e, bool is_prefill) {
     kvc_engine_batch batch;
     memset(&batch, 0, sizeof batch);
     kvc_status st = e->managed ? kvc_step_metadata_build(e->buf, e->rows, e->n_rows, is_prefill, &md)
-                               : kvc_engine_legacy_build(e, e->rows, e->n_rows, is_prefill, &md, &batch);
+                               : kvci_engine_legacy_build(e, e->rows, e->n_rows, is_prefill, &md, &batch);
     if (st != KVC_OK) return st;
     batch.md = &md;
     batch.request_ids = e->row_ids;
     if (e->p.check) {
-        st = kvc_engine_check_step(e, &e->check_ws, &batch);
+        st = kvci_engine_check_step(e, &e->check_ws, &batch);
         if (st != KVC_OK) return st;
     }
     return e->model.forward(e->model.self, e->ids, &batch, e->logits);
@@ -71,17 +71,17 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
                                 &tok);
         if (st != KVC_OK) return st;
         r->tokens[r->n_tokens] = tok;
-        kvc_engine_times_token(e, r, t1);
+        kvci_engine_times_token(e, r, t1);
         r->n_tokens++;
         e->stats.generated_tokens++;
         r->finish = finish_reason(e, r);
         if (r->finish == KVC_FINISH_NONE) continue;
-        st = kvc_engine_evict(e, r);
-        if (st == KVC_OK && e->p.check) st = kvc_engine_check_released(e, r->id);
+        st = kvci_engine_evict(e, r);
+        if (st == KVC_OK && e->p.check) st = kvci_engine_check_released(e, r->id);
         if (st != KVC_OK) return st;
-        kvc_engine_run_remove(e, slot);
+        kvci_engine_run_remove(e, slot);
         r->state = KVC_REQ_FINISHED;
-        kvc_engine_times_finish(e, r, t1);
+        kvci_engine_times_finish(e, r, t1);
         e->n_finished++;
         e->stats.finished_total++;
         res->n_finished++;
@@ -92,7 +92,7 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
 static void note_usage(kvc_engine *e) {
     for (int32_t k = 0; k < e->n_keys; k++) {
         int64_t used = kvc_manager_num_blocks(e->mgr, k) - 1 - kvc_manager_num_free(e->mgr, k);
-        e->peak_in_use[k] = kvc_max64(e->peak_in_use[k], used);
+        e->peak_in_use[k] = kvci_max64(e->peak_in_use[k], used);
     }
 }
 
@@ -100,15 +100,15 @@ static kvc_status no_progress(const kvc_engine *e) {
     const kvc_engine_req *head = &e->reqs[e->n_waiting > 0 ? e->waiting[0] : e->running[0]];
     char usage[256] = "";
     if (e->managed) kvc_manager_format_usage(e->mgr, usage, sizeof usage);
-    return kvc_fail(KVC_NO_SPACE,
-                    "engine: no progress: request %lld (%lld tokens, %lld cached) cannot be scheduled "
-                    "with %lld waiting and %lld of %lld rows running (blocks used %s)",
-                    (long long)head->id, (long long)head->n_tokens, (long long)head->n_cached, (long long)e->n_waiting,
-                    (long long)e->n_running, (long long)e->p.max_num_seqs, usage);
+    return kvci_fail(KVC_NO_SPACE,
+                     "engine: no progress: request %lld (%lld tokens, %lld cached) cannot be scheduled "
+                     "with %lld waiting and %lld of %lld rows running (blocks used %s)",
+                     (long long)head->id, (long long)head->n_tokens, (long long)head->n_cached, (long long)e->n_waiting,
+                     (long long)e->n_running, (long long)e->p.max_num_seqs, usage);
 }
 
 kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
-    if (e == NULL || res == NULL) return kvc_fail(KVC_EINVAL, "kvc_engine_step: engine and result must not be NULL");
+    if (e == NULL || res == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_step: engine and result must not be NULL");
     memset(res, 0, sizeof *res);
     if (e->n_waiting == 0 && e->n_running == 0) {
         res->idle = true;
@@ -116,10 +116,11 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     }
     const int64_t t0 = kvc_engine_now_ns();
     e->n_rows = e->n_row_tokens = 0;
-    kvc_status st = e->p.scheduler == KVC_ENGINE_SCHED_BUDGET ? kvc_engine_schedule_budget(e, &res->n_preempted)
-                                                              : kvc_engine_schedule_prefill_alone(e, &res->n_preempted);
+    kvc_status st = e->p.scheduler == KVC_ENGINE_SCHED_BUDGET
+                        ? kvci_engine_schedule_budget(e, &res->n_preempted)
+                        : kvci_engine_schedule_prefill_alone(e, &res->n_preempted);
     if (st != KVC_OK) {
-        kvc_engine_rows_undo(e);
+        kvci_engine_rows_undo(e);
         return st;
     }
     if (e->n_rows == 0) return res->n_preempted > 0 ? KVC_OK : no_progress(e);
@@ -127,12 +128,12 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     note_usage(e);
     st = run_model(e, res->is_prefill);
     if (st != KVC_OK) {
-        kvc_engine_rows_undo(e);
+        kvci_engine_rows_undo(e);
         return st;
     }
     res->n_rows = e->n_rows;
     res->n_tokens = e->n_row_tokens;
-    kvc_engine_times_scheduled(e, t0);
+    kvci_engine_times_scheduled(e, t0);
     e->stats.prefill_steps += res->is_prefill;
     e->stats.decode_steps += res->n_decode_rows > 0;
     e->stats.prefill_tokens += res->n_prefill_tokens;

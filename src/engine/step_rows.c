@@ -3,7 +3,7 @@
  * admissions when its forward fails. */
 #include "engine/engine_internal.h"
 
-void kvc_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted) {
+void kvci_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted) {
     const kvc_engine_req *r = &e->reqs[slot];
     int64_t b = e->n_rows++;
     e->rows[b] = (kvc_step_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = n_new};
@@ -13,32 +13,32 @@ void kvc_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitte
     e->n_row_tokens += n_new;
 }
 
-kvc_status kvc_engine_preempt(kvc_engine *e, int32_t slot) {
+kvc_status kvci_engine_preempt(kvc_engine *e, int32_t slot) {
     kvc_engine_req *r = &e->reqs[slot];
-    kvc_status st = kvc_engine_evict(e, r);
+    kvc_status st = kvci_engine_evict(e, r);
     if (st != KVC_OK) return st;
     if (e->p.check) {
-        st = kvc_engine_check_released(e, r->id);
+        st = kvci_engine_check_released(e, r->id);
         if (st != KVC_OK) return st;
     }
-    kvc_engine_run_remove(e, slot);
+    kvci_engine_run_remove(e, slot);
     r->state = KVC_REQ_WAITING;
     r->n_cached = 0;
     r->n_preemptions++;
-    kvc_engine_wait_insert(e, slot);
+    kvci_engine_wait_insert(e, slot);
     e->stats.preemptions++;
     return KVC_OK;
 }
 
-void kvc_engine_rows_undo(kvc_engine *e) {
+void kvci_engine_rows_undo(kvc_engine *e) {
     for (int64_t b = e->n_rows - 1; b >= 0; b--) {
         if (!e->row_admitted[b]) continue;
         kvc_engine_req *r = &e->reqs[e->row_slots[b]];
-        kvc_engine_evict(e, r);
-        kvc_engine_run_remove(e, e->row_slots[b]);
+        kvci_engine_evict(e, r);
+        kvci_engine_run_remove(e, e->row_slots[b]);
         r->state = KVC_REQ_WAITING;
         r->n_cached = 0; /* a prefix hit is asked for again at the next admission */
-        kvc_engine_wait_insert(e, e->row_slots[b]);
+        kvci_engine_wait_insert(e, e->row_slots[b]);
     }
     e->n_rows = e->n_row_tokens = 0;
 }

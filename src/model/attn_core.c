@@ -56,13 +56,13 @@ static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one)
 static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc)
 {
     const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
-    if (!k) kvc_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
+    if (!k) kvci_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
     else if (!k->slot_mapping || !k->block_table)
-        kvc_fail(KVC_EINVAL, "forward: manager key \"%s\" has no block table / slot mapping", lc->key);
+        kvci_fail(KVC_EINVAL, "forward: manager key \"%s\" has no block table / slot mapping", lc->key);
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
-const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf)
+const void *kvci_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf)
 {
     switch (t->dtype) {
     case KVC_DTYPE_F16:
@@ -90,7 +90,7 @@ const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, 
     }
 }
 
-kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
+kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim)
 {
     const kvc_step_metadata *md = s->md;
@@ -107,7 +107,7 @@ kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc
         const int64_t q1 = md->cu_seq_lens_q[r];
         const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
         if (cr < 0 || cr >= t->shape[0])
-            return kvc_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
+            return kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
                             (long long)cr, (long long)t->shape[0]);
         const size_t es = kvc_dtype_size(t->dtype);
         kvc_tensor crow = view_dt((char *)t->data + (size_t)(cr * S * W) * es, t->dtype, 3, 1, S, W);
@@ -134,7 +134,7 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
 /* int8 / fp8 keys and values: the layer cache's per-tensor dequantisation scales. */
 static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc)
 {
-    if (kvc_model_kv_qmax(lc->k.dtype) == 0.0f) return;
+    if (kvci_model_kv_qmax(lc->k.dtype) == 0.0f) return;
     p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_CHANNEL;
     p->key_scale = view(&lc->k_scale, 1, 1, 0, 0);
     p->value_scale = view(&lc->v_scale, 1, 1, 0, 0);
@@ -173,7 +173,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     if (!k) return KVC_EINVAL;
     const int64_t NB = lc->k.shape[0], bs = lc->k.shape[1];
     if (k->block_size != bs)
-        return kvc_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
                         (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);
     kvc_attention_params p;
     tnd_params(&p, s, c);
@@ -234,29 +234,29 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
     return KVC_OK;
 }
 
-kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
+kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
 {
     kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
     return s->a->caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
 }
 
-kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
+kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
 {
     const kvc_model_caches *caches = s->a->caches;
     if (!caches) {
-        kvc_fwd_record_absmax(s, c);
+        kvci_fwd_record_absmax(s, c);
         return attend_packed(s, c, NULL, c->k, c->v);
     }
     kvc_layer_cache *lc = &caches->layers[c->layer];
     const int64_t T = s->T;
     /* the keys and values as the cache stores them; fresh rows attend over
      * exactly these, so their logits equal those of a later read-back */
-    const void *k = kvc_cache_rows(&lc->k, lc->k_scale, c->k, T * c->nKV * c->D, s->ws->kc);
-    const void *v = kvc_cache_rows(&lc->v, lc->v_scale, c->v, T * c->nKV * c->Dv, s->ws->vc);
+    const void *k = kvci_cache_rows(&lc->k, lc->k_scale, c->k, T * c->nKV * c->D, s->ws->kc);
+    const void *v = kvci_cache_rows(&lc->v, lc->v_scale, c->v, T * c->nKV * c->Dv, s->ws->vc);
     kvc_status st = KVC_OK;
     if (s->fresh) st = attend_packed(s, c, lc, k, v);
-    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
-    if (st == KVC_OK) st = kvc_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv);
+    if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
+    if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv);
     if (st != KVC_OK || s->fresh) return st;
-    return kvc_attn_cached(s, c);
+    return kvci_attn_cached(s, c);
 }

@@ -4,7 +4,7 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l)
+kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l)
 {
     const kvc_model *m = s->m;
     const kvc_model_config *c = &m->cfg;
@@ -14,16 +14,16 @@ kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l)
     float *q = ws->q; /* [T, nH, D] */
     float *k = ws->k; /* [T, nKV, D] */
     float *v = ws->v; /* [T, nKV, D] */
-    kvc_linear(ws->xn, T, H, w->wq, w->bq, nH * D, q);
-    kvc_linear(ws->xn, T, H, w->wk, w->bk, nKV * D, k);
-    kvc_linear(ws->xn, T, H, w->wv, w->bv, nKV * D, v);
+    kvci_linear(ws->xn, T, H, w->wq, w->bq, nH * D, q);
+    kvci_linear(ws->xn, T, H, w->wk, w->bk, nKV * D, k);
+    kvci_linear(ws->xn, T, H, w->wv, w->bv, nKV * D, v);
     const float eps = (float)c->rms_norm_eps;
     if (w->q_norm) {
         kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
         kvc_rmsnorm_rows_f32(k, T * nKV, D, D, w->k_norm, eps);
     }
-    kvc_fwd_rope(s, q, nH, D, nH * D, false);
-    kvc_fwd_rope(s, k, nKV, D, nKV * D, false);
+    kvci_fwd_rope(s, q, nH, D, nH * D, false);
+    kvci_fwd_rope(s, k, nKV, D, nKV * D, false);
     kvc_attn_call call = {.layer = l,
                           .q = q,
                           .k = k,
@@ -36,8 +36,8 @@ kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l)
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .sinks = w->sinks,
                           .out = ws->att};
-    kvc_status st = kvc_attn_core(s, &call);
+    kvc_status st = kvci_attn_core(s, &call);
     if (st != KVC_OK) return st;
-    kvc_linear(ws->att, T, nH * D, w->wo, w->bo, H, ws->proj);
+    kvci_linear(ws->att, T, nH * D, w->wo, w->bo, H, ws->proj);
     return KVC_OK;
 }

@@ -20,7 +20,7 @@ static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv)
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     kvc_rmsnorm_rows_f32(ckv, s->T, rkv, rkv + dr, s->m->layers[l].kva_norm, DS_LATENT_EPS);
-    kvc_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr, c->rope_interleave);
+    kvci_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr, c->rope_interleave);
 }
 
 /* Non-absorbed: k [T, nH, dq], v [T, nH, dv] from the latent, then plain attention. */
@@ -33,7 +33,7 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr, KVW = nH * (dn + dv);
     norm_rope_latent(s, l, ckv);
     float *kv = ws->mla_b; /* [T, nH, dn + dv] */
-    kvc_gemm_nt(T, KVW, rkv, ckv, rkv + dr, w->wkvb, rkv, NULL, kv, KVW);
+    kvci_gemm_nt(T, KVW, rkv, ckv, rkv + dr, w->wkvb, rkv, NULL, kv, KVW);
     float *k = ws->k; /* [T, nH, dq] */
     float *v = ws->v; /* [T, nH, dv] */
     for (int64_t t = 0; t < T; t++)
@@ -45,7 +45,7 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
         }
     kvc_attn_call call = {.layer = l, .q = ws->q, .k = k, .v = v, .nH = nH, .nKV = nH, .D = dq, .Dv = dv,
                           .scale = kvc_model_attn_scale(c), .window = 0, .sinks = NULL, .out = ws->att};
-    return kvc_attn_core(s, &call);
+    return kvci_attn_core(s, &call);
 }
 
 /* The latent caches' slots of the step's tokens: the manager key's slot
@@ -56,7 +56,7 @@ static const int64_t *latent_slots(const kvc_fwd_step *s, const kvc_layer_cache 
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
         const kvc_step_key *key = kvc_step_metadata_key(s->md, lc->key);
         if (!key || !key->slot_mapping) {
-            kvc_fail(KVC_EINVAL, "forward: the step has no slot mapping for manager key \"%s\" (layer %lld)", lc->key,
+            kvci_fail(KVC_EINVAL, "forward: the step has no slot mapping for manager key \"%s\" (layer %lld)", lc->key,
                      (long long)l);
             return NULL;
         }
@@ -104,10 +104,10 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
         memcpy(lat + t * rkv, ckv + t * (rkv + dr), (size_t)rkv * sizeof(float));
         memcpy(rope + t * dr, ckv + t * (rkv + dr) + rkv, (size_t)dr * sizeof(float));
     }
-    const void *lq = kvc_cache_rows(&lc->k, lc->k_scale, lat, T * rkv, ws->kc);
-    const void *rq = kvc_cache_rows(&lc->v, lc->v_scale, rope, T * dr, ws->vc);
-    kvc_status st = kvc_cache_write(s, lc, &lc->k, lq, 1, rkv);
-    return st == KVC_OK ? kvc_cache_write(s, lc, &lc->v, rq, 1, dr) : st;
+    const void *lq = kvci_cache_rows(&lc->k, lc->k_scale, lat, T * rkv, ws->kc);
+    const void *rq = kvci_cache_rows(&lc->v, lc->v_scale, rope, T * dr, ws->vc);
+    kvc_status st = kvci_cache_write(s, lc, &lc->k, lq, 1, rkv);
+    return st == KVC_OK ? kvci_cache_write(s, lc, &lc->v, rq, 1, dr) : st;
 }
 
 /* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */
@@ -122,24 +122,24 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     if (st != KVC_OK) return st;
     float *qlat = ws->mla_b; /* [T, nH, rkv] = q_nope_h . W_UK^h */
     for (int64_t h = 0; h < nH; h++)
-        kvc_gemm_nt(T, rkv, dn, ws->q + h * dq, nH * dq, w->wuk_t + h * rkv * dn, dn, NULL, qlat + h * rkv, nH * rkv);
+        kvci_gemm_nt(T, rkv, dn, ws->q + h * dq, nH * dq, w->wuk_t + h * rkv * dn, dn, NULL, qlat + h * rkv, nH * rkv);
     for (int64_t t = 0; t < T; t++)
         for (int64_t h = 0; h < nH; h++)
             memcpy(ws->q_rope + (t * nH + h) * dr, ws->q + (t * nH + h) * dq + dn, (size_t)dr * sizeof(float));
     kvc_attn_call call = {.layer = l, .q = qlat, .nH = nH, .nKV = 1, .D = rkv, .Dv = rkv,
                           .scale = kvc_model_attn_scale(c), .q_rope = ws->q_rope, .dr = dr, .out = ws->att};
-    st = kvc_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
+    st = kvci_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
     if (st != KVC_OK) return st;
     /* o_h = W_UV^h . o_lat_h, W_UV^h = kv_b rows [h(dn+dv) + dn, (h+1)(dn+dv)) : [dv, rkv] */
     float *o = ws->mla_b; /* [T, nH, dv] (q_lat is dead now) */
     for (int64_t h = 0; h < nH; h++)
-        kvc_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL, o + h * dv,
+        kvci_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL, o + h * dv,
                     nH * dv);
     memcpy(ws->att, o, (size_t)(T * nH * dv) * sizeof(float));
     return KVC_OK;
 }
 
-kvc_status kvc_attn_mla(const kvc_fwd_step *s, int64_t l)
+kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l)
 {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
@@ -149,18 +149,18 @@ kvc_status kvc_attn_mla(const kvc_fwd_step *s, int64_t l)
     float *q = ws->q; /* [T, nH, dq] = [nope | pe] per head */
     if (rq > 0) {
         float *cq = ws->mla_a; /* [T, rq] */
-        kvc_linear(ws->xn, T, H, w->wqa, w->bqa, rq, cq);
+        kvci_linear(ws->xn, T, H, w->wqa, w->bqa, rq, cq);
         kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
-        kvc_linear(cq, T, rq, w->wqb, NULL, nH * dq, q);
+        kvci_linear(cq, T, rq, w->wqb, NULL, nH * dq, q);
     } else {
-        kvc_linear(ws->xn, T, H, w->wq, NULL, nH * dq, q);
+        kvci_linear(ws->xn, T, H, w->wq, NULL, nH * dq, q);
     }
-    kvc_fwd_rope(s, q + dn, nH, dq, nH * dq, c->rope_interleave);
+    kvci_fwd_rope(s, q + dn, nH, dq, nH * dq, c->rope_interleave);
     float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
-    kvc_linear(ws->xn, T, H, w->wkva, w->bkva, rkv + dr, ckv);
+    kvci_linear(ws->xn, T, H, w->wkva, w->bkva, rkv + dr, ckv);
     const bool latent = s->a->caches && s->a->caches->latent;
     kvc_status st = latent ? absorbed(s, l, ckv) : expanded(s, l, ckv);
     if (st != KVC_OK) return st;
-    kvc_linear(ws->att, T, nH * dv, w->wo, w->bo, H, ws->proj);
+    kvci_linear(ws->att, T, nH * dv, w->wo, w->bo, H, ws->proj);
     return KVC_OK;
 }

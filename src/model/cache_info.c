@@ -27,20 +27,20 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
 kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                       kvc_model_cache_info **out)
 {
-    if (!m || !out) return kvc_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
+    if (!m || !out) return kvci_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
     *out = NULL;
     const kvc_model_config *c = &m->cfg;
-    if (block_size < 1) return kvc_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
+    if (block_size < 1) return kvci_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
     if (!kvc_model_kv_dtype_ok(kv_dtype, latent))
-        return kvc_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a %s cache dtype (f32, f16, bf16%s)",
+        return kvci_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a %s cache dtype (f32, f16, bf16%s)",
                         kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", i8, fp8_e4m3, fp8_e5m2");
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
-        return kvc_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
-    kvc_model_cache_info *ci = kvc_calloc(1, sizeof *ci);
-    if (ci) ci->layer_infos = kvc_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
+        return kvci_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
+    kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
+    if (ci) ci->layer_infos = kvci_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
     if (!ci || !ci->layer_infos) {
-        kvc_free(ci);
-        return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
+        kvci_free(ci);
+        return kvci_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
     }
     ci->num_layers = (int32_t)c->num_layers;
     ci->is_mla_backend = latent;
@@ -51,10 +51,10 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = kvc_calloc(2, sizeof *li->caches);
+        li->caches = kvci_calloc(2, sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
-            return kvc_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
+            return kvci_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
         li->n_caches = 2;

@@ -8,7 +8,7 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c) {
+void kvci_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c) {
     float *am = s->ws->kv_absmax;
     if (!am) return;
     const int64_t nk = s->T * c->nKV * c->D, nv = s->T * c->nKV * c->Dv;
@@ -18,14 +18,14 @@ void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c) {
 
 kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_t n, float *absmax) {
     if (!m || !ids || !absmax || n < 1)
-        return kvc_fail(KVC_EINVAL, "model_calibrate_kv: model, ids and absmax must be given and n %lld >= 1",
-                        (long long)n);
+        return kvci_fail(KVC_EINVAL, "model_calibrate_kv: model, ids and absmax must be given and n %lld >= 1",
+                         (long long)n);
     const int64_t L = m->cfg.num_layers, V = m->cfg.vocab_size;
-    int64_t *arrays = kvc_calloc((size_t)(n + 6), sizeof(int64_t));
-    float *logits = kvc_malloc((size_t)V * sizeof(float));
+    int64_t *arrays = kvci_calloc((size_t)(n + 6), sizeof(int64_t));
+    float *logits = kvci_malloc((size_t)V * sizeof(float));
     kvc_model_workspace *ws = NULL;
     kvc_status st = arrays && logits ? kvc_model_workspace_create(m, n, 1, n, &ws)
-                                     : kvc_fail(KVC_ENOMEM, "model_calibrate_kv: out of memory");
+                                     : kvci_fail(KVC_ENOMEM, "model_calibrate_kv: out of memory");
     if (st == KVC_OK) {
         int64_t *pos = arrays, *len = arrays + n;
         for (int64_t t = 0; t < n; t++) pos[t] = t;
@@ -47,12 +47,12 @@ kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_
         st = kvc_model_forward(m, ws, &a);
     }
     kvc_model_workspace_destroy(ws);
-    kvc_free(arrays);
-    kvc_free(logits);
+    kvci_free(arrays);
+    kvci_free(logits);
     return st;
 }
 
-float kvc_model_kv_qmax(kvc_dtype dt) {
+float kvci_model_kv_qmax(kvc_dtype dt) {
     switch (dt) {
     case KVC_DTYPE_I8: return 127.0f;
     case KVC_DTYPE_F8E4M3: return 448.0f;
@@ -62,7 +62,7 @@ float kvc_model_kv_qmax(kvc_dtype dt) {
 }
 
 void kvc_model_set_kv_scales(const float *absmax, kvc_dtype kv_dtype, int32_t n_layers, kvc_layer_cache *layers) {
-    const float qmax = kvc_model_kv_qmax(kv_dtype);
+    const float qmax = kvci_model_kv_qmax(kv_dtype);
     if (!absmax || !layers || qmax == 0.0f) return;
     for (int32_t l = 0; l < n_layers; l++) {
         layers[l].k_scale = (absmax[2 * l] > 0.0f ? absmax[2 * l] : 1.0f) / qmax;

@@ -11,13 +11,13 @@
 
 #define DS_MAX_GROUPS 256
 
-void kvc_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
+void kvci_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
                     const float *bu, const float *d, const float *bd, int64_t I, float *ga, float *gb, float *out)
 {
-    kvc_linear(x, n, H, g, bg, I, ga);
-    kvc_linear(x, n, H, u, bu, I, gb);
-    kvc_swiglu(ga, gb, n, I, I, ga, I);
-    kvc_linear(ga, n, I, d, bd, H, out);
+    kvci_linear(x, n, H, g, bg, I, ga);
+    kvci_linear(x, n, H, u, bu, I, gb);
+    kvci_swiglu(ga, gb, n, I, I, ga, I);
+    kvci_linear(ga, n, I, d, bd, H, out);
 }
 
 /* Indices of the k largest of v[0..n) into idx (ties: lower index first). */
@@ -58,14 +58,14 @@ static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H)
     }
 }
 
-kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
+kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
 {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->num_experts, K = c->experts_per_tok, I = c->intermediate_size;
     const float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
-    kvc_linear(ws->xn, T, H, w->router_w, w->router_b, E, ws->router); /* [T, E] */
+    kvci_linear(ws->xn, T, H, w->router_w, w->router_b, E, ws->router); /* [T, E] */
     for (int64_t t = 0; t < T; t++) {
         const float *lg = ws->router + t * E;
         int32_t *sel = ws->sel + t * K;
@@ -81,14 +81,14 @@ kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
         if (n == 0) continue;
         float *u = ws->ff_a; /* [n, 2I] gate/up interleaved */
         float *a = ws->ff_b; /* [n, I] */
-        kvc_linear(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
+        kvci_linear(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
         for (int64_t i = 0; i < n * I; i++) {
             float g = u[2 * i], up = u[2 * i + 1];
             g = g > lim ? lim : g;
             up = up > lim ? lim : (up < -lim ? -lim : up);
             a[i] = (up + 1.0f) * (g / (1.0f + expf(-alpha * g)));
         }
-        kvc_linear(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
+        kvci_linear(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
         scatter_add(ws, n, H);
     }
     memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
@@ -128,7 +128,7 @@ static void deepseek_route(const kvc_model_config *c, const float *logits, const
     }
 }
 
-kvc_status kvc_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
 {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
@@ -136,21 +136,21 @@ kvc_status kvc_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
     const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
     const int64_t Im = c->moe_intermediate_size;
     if (c->n_group > DS_MAX_GROUPS)
-        return kvc_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
-    kvc_linear(ws->xn, T, H, w->gate_w, NULL, E, ws->router); /* [T, E] */
+        return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
+    kvci_linear(ws->xn, T, H, w->gate_w, NULL, E, ws->router); /* [T, E] */
     for (int64_t t = 0; t < T; t++)
         deepseek_route(c, ws->router + t * E, w->gate_corr, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, T, K, H, e);
         if (n == 0) continue;
-        kvc_swiglu_mlp(ws->xg, n, H, w->ex_gate + (int64_t)e * Im * H, NULL, w->ex_up + (int64_t)e * Im * H, NULL,
+        kvci_swiglu_mlp(ws->xg, n, H, w->ex_gate + (int64_t)e * Im * H, NULL, w->ex_up + (int64_t)e * Im * H, NULL,
                        w->ex_down + (int64_t)e * H * Im, NULL, Im, ws->ff_a, ws->ff_b, ws->yg);
         scatter_add(ws, n, H);
     }
     if (w->sh_gate) {
         const int64_t Is = Im * c->n_shared_experts;
-        kvc_swiglu_mlp(ws->xn, T, H, w->sh_gate, NULL, w->sh_up, NULL, w->sh_down, NULL, Is, ws->ff_a, ws->ff_b,
+        kvci_swiglu_mlp(ws->xn, T, H, w->sh_gate, NULL, w->sh_up, NULL, w->sh_down, NULL, Is, ws->ff_a, ws->ff_b,
                        ws->proj);
         for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
     } else {

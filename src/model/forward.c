@@ -8,7 +8,7 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvc_max64(a, kvc_max64(b, c)); }
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
 
 /* Attention widths per family: query/key head dim, value head dim, KV heads of the full form. */
 static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64_t *nkv)
@@ -35,35 +35,35 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws)
     kvc_aligned_free(ws->kc);
     kvc_aligned_free(ws->vc);
     kvc_aligned_free(ws->attn_ws);
-    kvc_free(ws);
+    kvci_free(ws);
 }
 
-static kvc_status alloc_f(float **p, int64_t n) { return kvc_aligned_alloc(64, (size_t)kvc_max64(n, 1) * 4, (void **)p); }
+static kvc_status alloc_f(float **p, int64_t n) { return kvc_aligned_alloc(64, (size_t)kvci_max64(n, 1) * 4, (void **)p); }
 
 kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
                                       kvc_model_workspace **out)
 {
-    if (!m || !out) return kvc_fail(KVC_EINVAL, "model_workspace_create: model and out must not be NULL");
+    if (!m || !out) return kvci_fail(KVC_EINVAL, "model_workspace_create: model and out must not be NULL");
     *out = NULL;
     if (max_tokens < 1 || max_rows < 1 || max_rows > max_tokens || max_kv_len < 1 || max_tokens > (1 << 24))
-        return kvc_fail(KVC_EINVAL, "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with max_rows <= max_tokens <= 2^24",
+        return kvci_fail(KVC_EINVAL, "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with max_rows <= max_tokens <= 2^24",
                         (long long)max_tokens, (long long)max_rows, (long long)max_kv_len);
     const kvc_model_config *c = &m->cfg;
-    kvc_model_workspace *ws = kvc_calloc(1, sizeof *ws);
-    if (!ws) return kvc_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
+    kvc_model_workspace *ws = kvci_calloc(1, sizeof *ws);
+    if (!ws) return kvci_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
     int64_t dq, dv, nkv;
     attn_dims(c, &dq, &dv, &nkv);
     const int64_t Tm = max_tokens, H = c->hidden_size, nH = c->num_heads, rkv = c->kv_lora_rank;
     const int64_t dr = c->qk_rope_head_dim, dn = c->qk_nope_head_dim;
     ws->max_tokens = Tm, ws->max_rows = max_rows, ws->max_kv_len = max_kv_len;
     ws->qw = nH * dq;
-    ws->kw = kvc_max64(nkv * dq, rkv);
-    ws->vw = kvc_max64(nkv * dv, dr);
-    ws->ow = nH * kvc_max64(dv, rkv);
+    ws->kw = kvci_max64(nkv * dq, rkv);
+    ws->vw = kvci_max64(nkv * dv, dr);
+    ws->ow = nH * kvci_max64(dv, rkv);
     ws->ffw = max3(c->intermediate_size * (c->family == KVC_FAMILY_GPT_OSS ? 2 : 1),
-                   c->moe_intermediate_size * kvc_max64(c->n_shared_experts, 1), 1);
-    const int64_t E = kvc_max64(kvc_max64(c->num_experts, c->n_routed_experts), 1);
-    const int64_t K = kvc_max64(c->experts_per_tok, 1);
+                   c->moe_intermediate_size * kvci_max64(c->n_shared_experts, 1), 1);
+    const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts), 1);
+    const int64_t K = kvci_max64(c->experts_per_tok, 1);
     kvc_status st = KVC_OK;
 #define A(ptr, n) \
     if (st == KVC_OK) st = alloc_f(&ws->ptr, (n))
@@ -83,8 +83,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(route_tmp, E);
     A(selw, Tm * K);
     A(tokw, Tm * K);
-    A(mla_a, Tm * kvc_max64(c->q_lora_rank, rkv + dr));
-    A(mla_b, Tm * nH * kvc_max64(dn + dv, rkv));
+    A(mla_a, Tm * kvci_max64(c->q_lora_rank, rkv + dr));
+    A(mla_b, Tm * nH * kvci_max64(dn + dv, rkv));
     A(q_rope, Tm * nH * dr);
     A(cos, Tm * m->rot_dim);
     A(sin, Tm * m->rot_dim);
@@ -125,12 +125,12 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
     const kvc_dtype dt = lc->k.dtype;
     if (!kvc_model_kv_dtype_ok(dt, cs->latent) || lc->v.dtype != dt)
-        return kvc_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
                         (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype),
                         cs->latent ? " (latent caches: int8 and fp8 are not supported)" : ", i8, fp8_e4m3, fp8_e5m2");
-    if (kvc_model_kv_qmax(dt) > 0.0f &&
+    if (kvci_model_kv_qmax(dt) > 0.0f &&
         !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
-        return kvc_fail(KVC_EINVAL, "forward: layer %lld %s caches need finite positive scales (k_scale %g, v_scale %g)",
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld %s caches need finite positive scales (k_scale %g, v_scale %g)",
                         (long long)l, kvc_dtype_name(dt), (double)lc->k_scale, (double)lc->v_scale);
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
@@ -142,13 +142,13 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
         if (!ok)
-            return kvc_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
+            return kvci_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
                             (long long)l, i ? "v" : "k",
                             cs->kind == KVC_MCACHE_PAGED ? "[NB, bs, heads, dim]" : "[rows, S_max, heads*dim]",
                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
     }
     if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')
-        return kvc_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);
     return KVC_OK;
 }
 
@@ -157,20 +157,20 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     const kvc_model_config *c = &m->cfg;
     const kvc_step_metadata *md = a->md;
     if (!md || !a->token_ids || !a->logits)
-        return kvc_fail(KVC_EINVAL, "forward: md, token_ids and logits must not be NULL");
+        return kvci_fail(KVC_EINVAL, "forward: md, token_ids and logits must not be NULL");
     const int64_t T = md->n_tokens, R = md->n_rows;
     if (T < 1 || T > ws->max_tokens || R < 1 || R > ws->max_rows)
-        return kvc_fail(KVC_EINVAL, "forward: step has %lld tokens in %lld rows; the workspace takes 1..%lld tokens, 1..%lld rows",
+        return kvci_fail(KVC_EINVAL, "forward: step has %lld tokens in %lld rows; the workspace takes 1..%lld tokens, 1..%lld rows",
                         (long long)T, (long long)R, (long long)ws->max_tokens, (long long)ws->max_rows);
     if (!md->positions || !md->seq_lens_q || !md->seq_lens_kv || !md->cu_seq_lens_q || md->cu_seq_lens_q[R - 1] != T)
-        return kvc_fail(KVC_EINVAL, "forward: md needs positions, seq_lens_q/kv and cu_seq_lens_q ending at n_tokens %lld",
+        return kvci_fail(KVC_EINVAL, "forward: md needs positions, seq_lens_q/kv and cu_seq_lens_q ending at n_tokens %lld",
                         (long long)T);
     for (int64_t t = 0; t < T; t++) {
         if (a->token_ids[t] < 0 || a->token_ids[t] >= c->vocab_size)
-            return kvc_fail(KVC_ERANGE, "forward: token_ids[%lld] = %d outside the vocabulary [0, %lld)", (long long)t,
+            return kvci_fail(KVC_ERANGE, "forward: token_ids[%lld] = %d outside the vocabulary [0, %lld)", (long long)t,
                             (int)a->token_ids[t], (long long)c->vocab_size);
         if (md->positions[t] < 0 || md->positions[t] >= ws->max_kv_len)
-            return kvc_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
+            return kvci_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
                             (long long)md->positions[t], (long long)ws->max_kv_len);
     }
     *fresh = true;
@@ -179,7 +179,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         const int64_t len = md->cu_seq_lens_q[r] - q0;
         if (len < 1 || len != md->seq_lens_q[r] || md->seq_lens_kv[r] < len || md->seq_lens_kv[r] > ws->max_kv_len ||
             md->positions[q0 + len - 1] != md->seq_lens_kv[r] - 1)
-            return kvc_fail(KVC_EINVAL, "forward: row %lld: %lld query tokens, %lld keys, last position %lld (need >= 1 tokens, keys <= max_kv_len %lld, last position = keys - 1)",
+            return kvci_fail(KVC_EINVAL, "forward: row %lld: %lld query tokens, %lld keys, last position %lld (need >= 1 tokens, keys <= max_kv_len %lld, last position = keys - 1)",
                             (long long)r, (long long)len, (long long)md->seq_lens_kv[r],
                             (long long)md->positions[q0 + len - 1], (long long)ws->max_kv_len);
         *fresh = *fresh && md->seq_lens_kv[r] == len;
@@ -187,17 +187,17 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     }
     if (!a->caches) {
         if (!*fresh)
-            return kvc_fail(KVC_EINVAL, "forward: without caches every row must hold its whole sequence (keys == query tokens)");
+            return kvci_fail(KVC_EINVAL, "forward: without caches every row must hold its whole sequence (keys == query tokens)");
         return KVC_OK;
     }
     const kvc_model_caches *cs = a->caches;
     if (cs->n_layers != c->num_layers || !cs->layers)
-        return kvc_fail(KVC_EINVAL, "forward: caches hold %d layers, the model has %lld", (int)cs->n_layers,
+        return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers, the model has %lld", (int)cs->n_layers,
                         (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
-        return kvc_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
+        return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
     if (cs->latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
-        return kvc_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3), not %s", c->model_type);
+        return kvci_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3), not %s", c->model_type);
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
@@ -205,14 +205,14 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
         for (int64_t r = 0; r < R; r++)
             if (a->cache_rows[r] < 0 || a->cache_rows[r] >= cs->layers[0].k.shape[0])
-                return kvc_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
+                return kvci_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
                                 (long long)a->cache_rows[r], (long long)cs->layers[0].k.shape[0]);
     return KVC_OK;
 }
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-void kvc_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved)
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved)
 {
     const int64_t rot = s->m->rot_dim;
     for (int64_t t = 0; t < s->T; t++)
@@ -227,7 +227,7 @@ static void add_rows(float *h, const float *d, int64_t n)
 
 kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a)
 {
-    if (!m || !ws || !a) return kvc_fail(KVC_EINVAL, "forward: model, workspace and args must not be NULL");
+    if (!m || !ws || !a) return kvci_fail(KVC_EINVAL, "forward: model, workspace and args must not be NULL");
     bool fresh = false;
     kvc_status st = check_args(m, ws, a, &fresh);
     if (st != KVC_OK) return st;
@@ -246,17 +246,17 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const kvc_layer_weights *w = &m->layers[l];
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
-        st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvc_attn_mla(&s, l) : kvc_attn_gqa(&s, l);
+        st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvci_attn_mla(&s, l) : kvci_attn_gqa(&s, l);
         if (st != KVC_OK) return st;
         add_rows(ws->h, ws->proj, T * H);
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
         if (c->family == KVC_FAMILY_GPT_OSS) {
-            st = kvc_ffn_gpt_oss(&s, l);
+            st = kvci_ffn_gpt_oss(&s, l);
         } else if (w->moe) {
-            st = kvc_ffn_deepseek(&s, l);
+            st = kvci_ffn_deepseek(&s, l);
         } else {
-            kvc_swiglu_mlp(ws->xn, T, H, w->w_gate, w->b_gate, w->w_up, w->b_up, w->w_down, w->b_down,
+            kvci_swiglu_mlp(ws->xn, T, H, w->w_gate, w->b_gate, w->w_up, w->b_up, w->w_down, w->b_down,
                            c->intermediate_size, ws->ff_a, ws->ff_b, ws->proj);
         }
         if (st != KVC_OK) return st;
@@ -271,6 +271,6 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
-    kvc_linear(ws->xn, n, H, m->lm_head, NULL, c->vocab_size, a->logits);
+    kvci_linear(ws->xn, n, H, m->lm_head, NULL, c->vocab_size, a->logits);
     return KVC_OK;
 }

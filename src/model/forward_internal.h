@@ -55,17 +55,17 @@ typedef struct kvc_fwd_step {
 
 /* RoPE of n_heads heads stride floats apart in each of the step's token
  * rows (row_stride floats apart), at each token's position (ws->cos/sin). */
-void kvc_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved);
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved);
 
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
-kvc_status kvc_attn_gqa(const kvc_fwd_step *s, int64_t l);
-kvc_status kvc_attn_mla(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H]; ga, gb: [n, n_inter] scratch. */
-void kvc_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
+void kvci_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
                     const float *bu, const float *d, const float *bd, int64_t n_inter, float *ga, float *gb, float *out);
-kvc_status kvc_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
-kvc_status kvc_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out
@@ -81,21 +81,21 @@ typedef struct kvc_attn_call {
     int64_t dr;
     float *out;
 } kvc_attn_call;
-kvc_status kvc_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
+kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* The largest quantised magnitude of an int8 / fp8 cache dtype; 0 for the float ones (calibrate.c). */
-float kvc_model_kv_qmax(kvc_dtype dt);
+float kvci_model_kv_qmax(kvc_dtype dt);
 /* Calibration (calibrate.c): folds the call's |k| and |v| into ws->kv_absmax when set. */
-void kvc_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
+void kvci_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* Attention over what the layer's cache holds (its writes done), any form. */
-kvc_status kvc_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
+kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 
 /* rows [n] f32 as cache tensor t stores them: rows itself for f32; else
  * converted into buf (f16/bf16 round to nearest even; int8 quantised with
  * dequantisation scale `scale` as kvc_quantize_i8 does; fp8 as
  * fp8(x / scale) with the ops layer's saturating rule). */
-const void *kvc_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
+const void *kvci_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
 /* Writes rows [T, heads, dim] of t's dtype into layer cache tensor t (contiguous per row or paged by slots). */
-kvc_status kvc_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
+kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim);
 
 #endif /* KVC_MODEL_FORWARD_INTERNAL_H */

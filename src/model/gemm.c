@@ -1,4 +1,4 @@
-/* kvc_gemm_nt: the blocking and threading around the per-ISA tile kernels,
+/* kvci_gemm_nt: the blocking and threading around the per-ISA tile kernels,
  * the portable kernel and the run-time choice of kernel. The blocking only
  * decides which tile is computed when and by which thread; every tile runs
  * the whole K reduction itself, so blocking and threads never change a bit. */
@@ -36,11 +36,11 @@ static void tile_portable(int mr, int nr, int64_t K, const float *A, int64_t lda
 
 static const kvc_gemm_kernel portable = {"portable", 1, 1, tile_portable};
 
-int kvc_gemm_kernels(const kvc_gemm_kernel **out) {
+int kvci_gemm_kernels(const kvc_gemm_kernel **out) {
     int n = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    const kvc_gemm_kernel *k512 = kvc_gemm_avx512_kernel(), *k2 = kvc_gemm_avx2_kernel();
+    const kvc_gemm_kernel *k512 = kvci_gemm_avx512_kernel(), *k2 = kvci_gemm_avx2_kernel();
     if (k512 && __builtin_cpu_supports("avx512f")) out[n++] = k512;
     if (k2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = k2;
 #endif
@@ -50,27 +50,27 @@ int kvc_gemm_kernels(const kvc_gemm_kernel **out) {
 
 static const kvc_gemm_kernel *_Atomic forced;
 
-const kvc_gemm_kernel *kvc_gemm_active(void) {
+const kvc_gemm_kernel *kvci_gemm_active(void) {
     const kvc_gemm_kernel *f = forced;
     if (f) return f;
     const kvc_gemm_kernel *all[3];
-    kvc_gemm_kernels(all);
+    kvci_gemm_kernels(all);
     return all[0];
 }
 
-kvc_status kvc_gemm_force(const char *name) {
+kvc_status kvci_gemm_force(const char *name) {
     if (!name) {
         forced = NULL;
         return KVC_OK;
     }
     const kvc_gemm_kernel *all[3];
-    const int n = kvc_gemm_kernels(all);
+    const int n = kvci_gemm_kernels(all);
     for (int i = 0; i < n; i++)
         if (strcmp(all[i]->name, name) == 0) {
             forced = all[i];
             return KVC_OK;
         }
-    return kvc_fail(KVC_EINVAL, "gemm: kernel \"%s\" is not available on this CPU (best: %s)", name, all[0]->name);
+    return kvci_fail(KVC_EINVAL, "gemm: kernel \"%s\" is not available on this CPU (best: %s)", name, all[0]->name);
 }
 
 /* Rows of B per job: a block of about 64 KiB of B stays in L2 while the
@@ -79,25 +79,25 @@ kvc_status kvc_gemm_force(const char *name) {
 #define GEMM_MC             64
 #define GEMM_PARALLEL_FLOPS (1 << 22) /* about 40 us on one core: below, a parallel region costs more than it saves */
 
-void kvc_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                 const float *bias, float *C, int64_t ldc) {
+void kvci_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  const float *bias, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return;
     KVC_ASSERT(K >= 1);
-    const kvc_gemm_kernel *kr = kvc_gemm_active();
+    const kvc_gemm_kernel *kr = kvci_gemm_active();
     const int64_t MR = kr->mr, NR = kr->nr;
     int64_t nc = GEMM_B_BLOCK_BYTES / (K * (int64_t)sizeof(float));
-    nc = kvc_max64(NR, nc / NR * NR);
+    nc = kvci_max64(NR, nc / NR * NR);
     const int64_t mc = GEMM_MC / MR * MR;
-    const int64_t jobs_m = kvc_cdiv(M, mc), jobs_n = kvc_cdiv(N, nc), jobs = jobs_m * jobs_n;
+    const int64_t jobs_m = kvci_cdiv(M, mc), jobs_n = kvci_cdiv(N, nc), jobs = jobs_m * jobs_n;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
 #pragma omp parallel for schedule(static) if (jobs > 1 && flops >= GEMM_PARALLEL_FLOPS)
     for (int64_t job = 0; job < jobs; job++) {
         const int64_t m0 = (job % jobs_m) * mc, n0 = (job / jobs_m) * nc;
-        const int64_t m1 = kvc_min64(M, m0 + mc), n1 = kvc_min64(N, n0 + nc);
+        const int64_t m1 = kvci_min64(M, m0 + mc), n1 = kvci_min64(N, n0 + nc);
         for (int64_t i = m0; i < m1; i += MR) {
-            const int mr = (int)kvc_min64(MR, m1 - i);
+            const int mr = (int)kvci_min64(MR, m1 - i);
             for (int64_t j = n0; j < n1; j += NR)
-                kr->tile(mr, (int)kvc_min64(NR, n1 - j), K, A + i * lda, lda, B + j * ldb, ldb, bias ? bias + j : NULL,
+                kr->tile(mr, (int)kvci_min64(NR, n1 - j), K, A + i * lda, lda, B + j * ldb, ldb, bias ? bias + j : NULL,
                          C + i * ldc + j, ldc);
         }
     }

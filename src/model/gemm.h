@@ -23,8 +23,8 @@
  * [out, in]), bias [N] or NULL, C [M, N] rows ldc apart. M, N >= 0, K >= 1;
  * C must not overlap A, B or bias. Uses the OpenMP threads when the
  * product is large enough. */
-void kvc_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                 const float *bias, float *C, int64_t ldc);
+void kvci_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  const float *bias, float *C, int64_t ldc);
 
 /* One output tile of at most mr x nr elements (the ISA table's tile). */
 typedef void (*kvc_gemm_tile_fn)(int mr, int nr, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -37,16 +37,16 @@ typedef struct kvc_gemm_kernel {
 } kvc_gemm_kernel;
 
 /* The kernels this CPU can run, best first (at most 3; portable always last). */
-int kvc_gemm_kernels(const kvc_gemm_kernel **out /* [3] */);
-/* The kernel kvc_gemm_nt uses now (the best one unless forced). */
-const kvc_gemm_kernel *kvc_gemm_active(void);
+int kvci_gemm_kernels(const kvc_gemm_kernel **out /* [3] */);
+/* The kernel kvci_gemm_nt uses now (the best one unless forced). */
+const kvc_gemm_kernel *kvci_gemm_active(void);
 /* Forces a kernel by name (tests, bench); NULL restores the best one.
  * KVC_EINVAL naming the kernel when this CPU cannot run it. */
-kvc_status kvc_gemm_force(const char *name);
+kvc_status kvci_gemm_force(const char *name);
 
 /* The per-ISA tables (gemm_avx512.c, gemm_avx2.c); NULL when the compiler
  * cannot build them. The CPU check is the caller's. */
-const kvc_gemm_kernel *kvc_gemm_avx512_kernel(void);
-const kvc_gemm_kernel *kvc_gemm_avx2_kernel(void);
+const kvc_gemm_kernel *kvci_gemm_avx512_kernel(void);
+const kvc_gemm_kernel *kvci_gemm_avx2_kernel(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* AVX2 + FMA tiles of kvc_gemm_nt: up to 2 x 2 output elements, each with
+/* AVX2 + FMA tiles of kvci_gemm_nt: up to 2 x 2 output elements, each with
  * two 8-lane accumulators (lanes 0-7 and 8-15 of the 16-lane order of
  * gemm.h), summed first (the tree's l + l+8 step) and then by the rest of
  * the fixed tree. Compiled with a target attribute; used only when the CPU
@@ -78,7 +78,7 @@ static void tile_any(int mr, int nr, int64_t K, const float *A, int64_t lda, con
 
 static const kvc_gemm_kernel avx2 = {"avx2-fma", 2, 2, tile_any};
 
-const kvc_gemm_kernel *kvc_gemm_avx2_kernel(void) { return &avx2; }
+const kvc_gemm_kernel *kvci_gemm_avx2_kernel(void) { return &avx2; }
 #else
-const kvc_gemm_kernel *kvc_gemm_avx2_kernel(void) { return NULL; }
+const kvc_gemm_kernel *kvci_gemm_avx2_kernel(void) { return NULL; }
 #endif

@@ -1,4 +1,4 @@
-/* AVX-512F tiles of kvc_gemm_nt: up to 4 x 4 output elements, one 16-lane
+/* AVX-512F tiles of kvci_gemm_nt: up to 4 x 4 output elements, one 16-lane
  * accumulator each (lane l holds k = l mod 16, gemm.h), and one joint
  * reduction of the 16 accumulators by 128-bit and in-lane shuffles that
  * follows the fixed lane tree element by element. Compiled with a target
@@ -80,7 +80,7 @@ static void tile_any(int mr, int nr, int64_t K, const float *A, int64_t lda, con
 
 static const kvc_gemm_kernel avx512 = {"avx512", 4, 4, tile_any};
 
-const kvc_gemm_kernel *kvc_gemm_avx512_kernel(void) { return &avx512; }
+const kvc_gemm_kernel *kvci_gemm_avx512_kernel(void) { return &avx512; }
 #else
-const kvc_gemm_kernel *kvc_gemm_avx512_kernel(void) { return NULL; }
+const kvc_gemm_kernel *kvci_gemm_avx512_kernel(void) { return NULL; }
 #endif

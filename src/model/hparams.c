@@ -29,33 +29,33 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 
 /* ---- document and identity ---------------------------------------------------- */
 
-kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp) {
-    if (hp == NULL) return kvc_fail(KVC_EINVAL, "config reader: hp must not be NULL");
+kvc_status kvci_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp) {
+    if (hp == NULL) return kvci_fail(KVC_EINVAL, "config reader: hp must not be NULL");
     memset(hp, 0, sizeof *hp);
     if (doc == NULL) doc = "config.json";
-    KVC_TRY(kvc_json_parse_object(text, len, doc, &hp->doc));
+    KVC_TRY(kvci_json_parse_object(text, len, doc, &hp->doc));
     const kvc_json_obj root = {.obj = hp->doc, .doc = doc, .path = ""};
     char path[32];
     bool have_text = false;
-    KVC_TRY(kvc_json_child(&root, "text_config", path, sizeof path, &hp->cfg, &have_text));
+    KVC_TRY(kvci_json_child(&root, "text_config", path, sizeof path, &hp->cfg, &have_text));
     hp->cfg = have_text ? (kvc_json_obj){.obj = hp->cfg.obj, .fallback = hp->doc, .doc = doc, .path = ""} : root;
 
     const cJSON *archs = NULL;
     bool have = false;
-    KVC_TRY(kvc_json_array(&root, "architectures", 64, &archs, &have));
+    KVC_TRY(kvci_json_array(&root, "architectures", 64, &archs, &have));
     if (have) {
         const cJSON *first = cJSON_GetArrayItem(archs, 0);
         if (first == NULL || !cJSON_IsString(first))
-            return kvc_fail(KVC_EINVAL, "%s: architectures must be a non-empty array of strings", doc);
+            return kvci_fail(KVC_EINVAL, "%s: architectures must be a non-empty array of strings", doc);
         if (strlen(first->valuestring) > KVC_HP_NAME_MAX)
-            return kvc_fail(KVC_EINVAL, "%s: architectures[0] is %zu bytes long, at most %d are kept", doc,
-                            strlen(first->valuestring), KVC_HP_NAME_MAX);
+            return kvci_fail(KVC_EINVAL, "%s: architectures[0] is %zu bytes long, at most %d are kept", doc,
+                             strlen(first->valuestring), KVC_HP_NAME_MAX);
         hp->architecture = first->valuestring;
     }
-    return kvc_json_str(&hp->cfg, "model_type", KVC_HP_NAME_MAX, &hp->model_type, &have);
+    return kvci_json_str(&hp->cfg, "model_type", KVC_HP_NAME_MAX, &hp->model_type, &have);
 }
 
-void kvc_hparams_close(kvc_hparams *hp) {
+void kvci_hparams_close(kvc_hparams *hp) {
     if (hp == NULL) return;
     cJSON_Delete(hp->doc);
     hp->doc = NULL;
@@ -63,25 +63,25 @@ void kvc_hparams_close(kvc_hparams *hp) {
 
 /* ---- sizes ----------------------------------------------------------------------- */
 
-kvc_status kvc_hparams_read_sizes(kvc_hparams *hp) {
+kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    KVC_TRY(kvc_json_int(c, "num_hidden_layers", 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
-    KVC_TRY(kvc_json_int(c, "num_attention_heads", 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
+    KVC_TRY(kvci_json_int(c, "num_hidden_layers", 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
+    KVC_TRY(kvci_json_int(c, "num_attention_heads", 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    KVC_TRY(kvc_json_int(c, "num_key_value_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    KVC_TRY(kvci_json_int(c, "num_key_value_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
     if (hp->n_heads % hp->n_kv_heads != 0)
-        return kvc_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
-                        c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
+        return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                         c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
     bool have = false;
     hp->hidden_size = 0;
-    KVC_TRY(kvc_json_int(c, "hidden_size", 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
-    return kvc_json_int(c, "max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+    KVC_TRY(kvci_json_int(c, "hidden_size", 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    return kvci_json_int(c, "max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
 }
 
-kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
+kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     bool have = false;
-    KVC_TRY(kvc_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+    KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
     if (have) return KVC_OK;
     const type_defaults d = defaults_of(hp);
     if (d.head_dim > 0) {
@@ -89,30 +89,30 @@ kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
         return KVC_OK;
     }
     if (hp->hidden_size == 0)
-        return kvc_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size is absent to derive it", c->doc);
+        return kvci_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size is absent to derive it", c->doc);
     if (hp->hidden_size % hp->n_heads != 0)
-        return kvc_fail(KVC_EINVAL,
-                        "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
-                        c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
+        return kvci_fail(KVC_EINVAL,
+                         "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
+                         c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
     *out = hp->hidden_size / hp->n_heads;
     return KVC_OK;
 }
 
-kvc_status kvc_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule) {
+kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule) {
     const type_defaults d = defaults_of(hp);
     bool have = false;
     *window = 0;
     *qwen_rule = false;
     if (d.window_switch) {
         bool use = false;
-        KVC_TRY(kvc_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
+        KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
         *qwen_rule = true;
     }
     *window = d.sliding_window;
-    KVC_TRY(kvc_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
+    KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
     if (*qwen_rule && *window == 0)
-        return kvc_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
+        return kvci_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
     return KVC_OK;
 }
 
@@ -145,11 +145,11 @@ static bool per_layer_type(const cJSON *dict) {
 static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict) {
     bool have = false;
     hp->rope_source = NULL;
-    KVC_TRY(kvc_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
+    KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
         hp->rope_source = "rope_scaling";
     } else {
-        KVC_TRY(kvc_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
+        KVC_TRY(kvci_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
         if (have) hp->rope_source = "rope_parameters";
     }
     if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
@@ -160,20 +160,20 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     char outer_path[64];
     snprintf(outer_path, sizeof outer_path, "%s", path);
     const kvc_json_obj parent = {.obj = dict->obj, .doc = dict->doc, .path = outer_path};
-    return kvc_json_child(&parent, name, path, cap, dict, &have);
+    return kvci_json_child(&parent, name, path, cap, dict, &have);
 }
 
 static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
     const char *name = "default";
     bool have = false;
-    KVC_TRY(kvc_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
-    if (!have) KVC_TRY(kvc_json_str(dict, "type", KVC_HP_NAME_MAX, &name, &have));
+    KVC_TRY(kvci_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
+    if (!have) KVC_TRY(kvci_json_str(dict, "type", KVC_HP_NAME_MAX, &name, &have));
     for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
         if (strcmp(name, ROPE_NAMES[i]) == 0) {
             *out = (kvc_rope_type)i;
             return KVC_OK;
         }
-    return kvc_fail(
+    return kvci_fail(
         KVC_EINVAL,
         "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3)",
         dict->doc, dict->path, name);
@@ -183,12 +183,12 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
  * there), else the dict's, else max_position_embeddings. */
 static kvc_status original_max_position(const kvc_hparams *hp, const kvc_json_obj *dict, int64_t *out) {
     bool have = false;
-    KVC_TRY(kvc_json_int(&hp->cfg, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
-    if (!have) KVC_TRY(kvc_json_int(dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
+    KVC_TRY(kvci_json_int(&hp->cfg, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
+    if (!have) KVC_TRY(kvci_json_int(dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, out, &have));
     if (have) return KVC_OK;
     if (!hp->have_max_pos)
-        return kvc_fail(KVC_EINVAL, "%s: %s needs original_max_position_embeddings (or max_position_embeddings)",
-                        dict->doc, dict->path);
+        return kvci_fail(KVC_EINVAL, "%s: %s needs original_max_position_embeddings (or max_position_embeddings)",
+                         dict->doc, dict->path);
     *out = hp->max_pos;
     return KVC_OK;
 }
@@ -197,19 +197,19 @@ static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r) {
     bool have = false;
     double beta_fast = 0.0, beta_slow = 0.0;
     const kvc_json_range beta = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
-    KVC_TRY(kvc_json_num(dict, "beta_fast", beta, &beta_fast, &have));
-    KVC_TRY(kvc_json_num(dict, "beta_slow", beta, &beta_slow, &have));
+    KVC_TRY(kvci_json_num(dict, "beta_fast", beta, &beta_fast, &have));
+    KVC_TRY(kvci_json_num(dict, "beta_slow", beta, &beta_slow, &have));
     r->beta_fast = beta_fast != 0.0 ? beta_fast : 32.0; /* transformers: `or 32` */
     r->beta_slow = beta_slow != 0.0 ? beta_slow : 1.0;
     if (!(r->beta_fast > 0.0 && r->beta_slow > 0.0))
-        return kvc_fail(KVC_EINVAL, "%s: %s.beta_fast %g and beta_slow %g must be positive", dict->doc, dict->path,
-                        r->beta_fast, r->beta_slow);
-    KVC_TRY(kvc_json_bool(dict, "truncate", &r->truncate, &have));
+        return kvci_fail(KVC_EINVAL, "%s: %s.beta_fast %g and beta_slow %g must be positive", dict->doc, dict->path,
+                         r->beta_fast, r->beta_slow);
+    KVC_TRY(kvci_json_bool(dict, "truncate", &r->truncate, &have));
     /* 0 (absent): kvc_rope_attention_factor derives A from factor and the mscales */
-    return kvc_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
+    return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
-kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
+kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_rope_config *r = &hp->rope;
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
                            .factor = 1.0,
@@ -223,23 +223,23 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
     const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;
-    KVC_TRY(kvc_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     if (hp->rope_source == NULL) return KVC_OK;
-    KVC_TRY(kvc_json_num(&dict, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(kvci_json_num(&dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(rope_type_of(&dict, &r->type));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */
-    KVC_TRY(kvc_json_num(&dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
-    KVC_TRY(kvc_json_num(&dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
-    KVC_TRY(kvc_json_num(&dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
+    KVC_TRY(kvci_json_num(&dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
+    KVC_TRY(kvci_json_num(&dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
+    KVC_TRY(kvci_json_num(&dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
     if (r->type == KVC_ROPE_LLAMA3 || r->type == KVC_ROPE_YARN || r->type == KVC_ROPE_LONGROPE)
         KVC_TRY(original_max_position(hp, &dict, &r->original_max_position));
     if (r->type == KVC_ROPE_LLAMA3) {
-        KVC_TRY(kvc_json_num(&dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
-        KVC_TRY(kvc_json_num(&dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
+        KVC_TRY(kvci_json_num(&dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
+        KVC_TRY(kvci_json_num(&dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
         if (!(r->high_freq_factor > r->low_freq_factor))
-            return kvc_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc,
-                            dict.path, r->high_freq_factor, r->low_freq_factor);
+            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc,
+                             dict.path, r->high_freq_factor, r->low_freq_factor);
     }
     if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(&dict, r));
     return KVC_OK;
@@ -247,32 +247,32 @@ kvc_status kvc_hparams_read_rope(kvc_hparams *hp) {
 
 /* ---- MLA ------------------------------------------------------------------------------ */
 
-kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
+kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d = {0};
     bool have = false;
     /* transformers' MLA expands keys per query head */
     if (hp->have_kv_heads && hp->n_kv_heads != hp->n_heads)
-        return kvc_fail(KVC_EINVAL,
-                        "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
-                        "query head, the two must be equal)",
-                        c->doc, (long long)hp->n_kv_heads, (long long)hp->n_heads);
-    KVC_TRY(kvc_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, NULL));
-    KVC_TRY(kvc_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, NULL));
-    KVC_TRY(kvc_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, NULL));
-    KVC_TRY(kvc_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
-    KVC_TRY(kvc_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
+        return kvci_fail(KVC_EINVAL,
+                         "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
+                         "query head, the two must be equal)",
+                         c->doc, (long long)hp->n_kv_heads, (long long)hp->n_heads);
+    KVC_TRY(kvci_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, NULL));
+    KVC_TRY(kvci_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, NULL));
+    KVC_TRY(kvci_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, NULL));
+    KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
+    KVC_TRY(kvci_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
     if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
-        return kvc_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,
-                        KVC_HP_MAX_DIM);
+        return kvci_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,
+                         KVC_HP_MAX_DIM);
     if (d.qk_rope_head_dim % 2 != 0)
-        return kvc_fail(KVC_EINVAL, "%s: qk_rope_head_dim %lld must be even (rotary pairs)", c->doc,
-                        (long long)d.qk_rope_head_dim);
+        return kvci_fail(KVC_EINVAL, "%s: qk_rope_head_dim %lld must be even (rotary pairs)", c->doc,
+                         (long long)d.qk_rope_head_dim);
     *out = d;
     return KVC_OK;
 }
 
-double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim) {
+double kvci_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim) {
     const double mscale_all_dim = rope->type != KVC_ROPE_DEFAULT ? rope->mscale_all_dim : 0.0;
     return kvc_yarn_softmax_scale(qk_nope_head_dim, qk_rope_head_dim, rope->factor, mscale_all_dim);
 }

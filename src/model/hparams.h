@@ -35,7 +35,7 @@ typedef struct kvc_hparams {
     kvc_json_obj cfg;         /* text_config when present (root as fallback), else the root */
     const char *model_type;   /* NULL when absent */
     const char *architecture; /* architectures[0]; NULL when absent */
-    /* kvc_hparams_read_sizes */
+    /* kvci_hparams_read_sizes */
     int64_t n_layers;   /* [1, KVC_HP_MAX_LAYERS] */
     int64_t n_heads;    /* [1, KVC_HP_MAX_HEADS] */
     int64_t n_kv_heads; /* divides n_heads; n_heads when absent */
@@ -43,7 +43,7 @@ typedef struct kvc_hparams {
     int64_t hidden_size; /* 0 when absent */
     int64_t max_pos;     /* max_position_embeddings, [1, KVC_HP_MAX_POSITIONS] */
     bool have_max_pos;
-    /* kvc_hparams_read_rope */
+    /* kvci_hparams_read_rope */
     kvc_rope_config rope;
     const char *rope_source;  /* "rope_scaling", "rope_parameters" or NULL (no dict) */
     bool rope_per_layer_type; /* the dict is nested per layer type; `rope` is its full_attention entry */
@@ -58,29 +58,29 @@ typedef struct kvc_mla_dims {
 /* Parses text[0..len) (doc names it in messages), selects text_config, reads
  * model_type and architectures[0]. hp is zeroed first; close it also after a
  * failure. */
-kvc_status kvc_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp);
-void kvc_hparams_close(kvc_hparams *hp);
+kvc_status kvci_hparams_open(const char *text, size_t len, const char *doc, kvc_hparams *hp);
+void kvci_hparams_close(kvc_hparams *hp);
 
 /* num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size,
  * max_position_embeddings. */
-kvc_status kvc_hparams_read_sizes(kvc_hparams *hp);
+kvc_status kvci_hparams_read_sizes(kvc_hparams *hp);
 /* The attention head dim: head_dim when given, else the model type's class
  * default (qwen3: 128, gpt_oss: 64), else hidden_size / num_attention_heads
  * (which must divide). */
-kvc_status kvc_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
+kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
 /* The sliding window (0: none): sliding_window, or the class default (gpt_oss:
  * 128). Qwen2/Qwen3 configs apply it only when use_sliding_window is true
  * (*qwen_rule then: windows from max_window_layers on); otherwise transformers
  * ignores the key and so does the reader. */
-kvc_status kvc_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
+kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
 /* The rotary embedding (after read_sizes): the dict is a non-empty
  * `rope_scaling`, else `rope_parameters`; see docs/config.md. */
-kvc_status kvc_hparams_read_rope(kvc_hparams *hp);
+kvc_status kvci_hparams_read_rope(kvc_hparams *hp);
 /* The MLA latent dims; q_lora_rank must be null/absent or >= 1. */
-kvc_status kvc_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out);
+kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out);
 
 /* Softmax scale of MLA attention: (dn + dr)^-1/2, times mscale(factor,
  * mscale_all_dim)^2 when the rope is scaled and mscale_all_dim is set. */
-double kvc_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim);
+double kvci_mla_softmax_scale(const kvc_rope_config *rope, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim);
 
 #endif /* KVC_MODEL_HPARAMS_H */

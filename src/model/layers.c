@@ -6,12 +6,12 @@
 #include "model/gemm.h"
 #include "model/model_internal.h"
 
-void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
+void kvci_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
 {
-    kvc_gemm_nt(T, out, in, x, in, w, in, b, y, out);
+    kvci_gemm_nt(T, out, in, x, in, w, in, b, y, out);
 }
 
-void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)
+void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)
 {
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < n; j++) {

@@ -45,19 +45,19 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     const bool down = strstr(suffix, "down_proj") != NULL;
     snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
     if (!kvc_safetensors_has(c->st, fused))
-        return kvc_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
+        return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
     if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, c->check_only ? NULL : dst);
     /* gate rows first, then up rows (concatenated, MF 4.5) */
     const int64_t I = shape[1], H = shape[2];
     const int64_t fs[3] = {E, 2 * I, H};
     if (c->check_only) return kvc_safetensors_read_f32(c->st, fused, 3, fs, NULL);
-    float *tmp = kvc_malloc((size_t)(E * 2 * I * H) * sizeof(float));
-    if (!tmp) return kvc_fail(KVC_ENOMEM, "model_load: out of memory");
+    float *tmp = kvci_malloc((size_t)(E * 2 * I * H) * sizeof(float));
+    if (!tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory");
     kvc_status s = kvc_safetensors_read_f32(c->st, fused, 3, fs, tmp);
     const bool up = strstr(suffix, "up_proj") != NULL;
     if (s == KVC_OK)
         for (int64_t e = 0; e < E; e++) memcpy(dst + e * per, tmp + (e * 2 * I + (up ? I : 0)) * H, (size_t)per * 4);
-    kvc_free(tmp);
+    kvci_free(tmp);
     return s;
 }
 
@@ -74,7 +74,7 @@ static kvc_status load_fn(void *user, const char *name, int32_t ndim, const int6
 
 kvc_status kvc_model_load(const char *dir, kvc_model **out)
 {
-    if (!dir || !out) return kvc_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
+    if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
     kvc_model_config cfg;
     kvc_status s = kvc_model_config_load(dir, &cfg);
@@ -84,9 +84,9 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out)
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
     load_ctx check = {.st = st, .check_only = true}, c = {.st = st};
-    s = kvc_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
-    if (s == KVC_OK) s = kvc_model_visit_weights(m, load_fn, &c);
-    if (s == KVC_OK) s = kvc_model_prepare(m);
+    s = kvci_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
+    if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
+    if (s == KVC_OK) s = kvci_model_prepare(m);
     kvc_safetensors_destroy(st);
     if (s != KVC_OK) {
         kvc_model_destroy(m);

@@ -65,7 +65,7 @@ struct kvc_model {
 typedef enum kvc_winit { KVC_WINIT_WEIGHT, KVC_WINIT_NORM, KVC_WINIT_BIAS, KVC_WINIT_SINK, KVC_WINIT_GATE_UP } kvc_winit;
 typedef kvc_status (*kvc_weight_visit_fn)(void *user, const char *name, int32_t ndim, const int64_t *shape,
                                           float **slot, kvc_winit init);
-kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
+kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
 
 /* Largest size of any one dimension of a config (2^24: vocabularies and
  * widths of real models are below 2^20), so that products of two sizes stay
@@ -77,18 +77,18 @@ kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *u
 /* Common head of load / random: config checks (every size bounded), arena
  * sizing, RoPE frequencies (kvc_rope_frequencies), then `check` (may be NULL) over every tensor before the arena is
  * allocated (load compares the file's shapes there), arena, rope tables. */
-kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
                            kvc_model **out);
 /* Common tail of load / random, once the weights are filled (prepare.c):
  * brings every weight the GEMM reads into [out, in] form (GptOss experts
  * transposed in place, W_UK^h transposed into m->derived). */
-kvc_status kvc_model_prepare(kvc_model *m);
+kvc_status kvci_model_prepare(kvc_model *m);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear), batch-invariant (gemm.h). */
-void kvc_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
+void kvci_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
-void kvc_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
+void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -1,4 +1,4 @@
-/* kvc_model_prepare: after the weights are filled (load or random), every
+/* kvci_model_prepare: after the weights are filled (load or random), every
  * matrix the forward multiplies is brought into the [out, in] form the one
  * GEMM reads (gemm.h): the GptOss expert tensors, stored [in, out] by the
  * checkpoints, are transposed in place, and the absorbed MLA query
@@ -16,7 +16,7 @@ static void transpose(float *m, int64_t rows, int64_t cols, float *tmp) {
         for (int64_t c = 0; c < cols; c++) m[c * rows + r] = tmp[r * cols + c];
 }
 
-kvc_status kvc_model_prepare(kvc_model *m) {
+kvc_status kvci_model_prepare(kvc_model *m) {
     const kvc_model_config *c = &m->cfg;
     const int64_t L = c->num_layers, H = c->hidden_size;
     if (c->family == KVC_FAMILY_GPT_OSS) {

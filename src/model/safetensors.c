@@ -82,12 +82,12 @@ static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span)
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
         cJSON_GetArraySize(off) != 2)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": header entry needs dtype, shape and data_offsets [begin, end]",
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": header entry needs dtype, shape and data_offsets [begin, end]",
                         f->path, name);
     const int64_t es = (int64_t)dtype_bytes(dt->valuestring);
-    if (es == 0) return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"", f->path, name, dt->valuestring);
+    if (es == 0) return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"", f->path, name, dt->valuestring);
     if (cJSON_GetArraySize(sh) > KVC_MAX_DIMS)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": %d dimensions, more than %d", f->path, name,
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": %d dimensions, more than %d", f->path, name,
                         cJSON_GetArraySize(sh), KVC_MAX_DIMS);
     int64_t bytes = es;
     const cJSON *d;
@@ -95,23 +95,23 @@ static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span)
     {
         int64_t dim = 0;
         if (!as_size(d, &dim))
-            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": shape entries must be integers in [0, 2^53]", f->path,
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": shape entries must be integers in [0, 2^53]", f->path,
                             name);
-        if (!kvc_mul64(bytes, dim, &bytes))
-            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": the bytes of its shape overflow 64 bits", f->path, name);
+        if (!kvci_mul64(bytes, dim, &bytes))
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": the bytes of its shape overflow 64 bits", f->path, name);
     }
     int64_t b = 0, en = 0;
     if (!as_size(cJSON_GetArrayItem(off, 0), &b) || !as_size(cJSON_GetArrayItem(off, 1), &en) || en < b)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets must be an increasing pair of integers", f->path,
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets must be an increasing pair of integers", f->path,
                         name);
     if (en > (int64_t)f->data_size)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": truncated file: data ends at byte %lld but the file holds %zu data bytes",
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": truncated file: data ends at byte %lld but the file holds %zu data bytes",
                         f->path, name, (long long)en, f->data_size);
     if (en - b != bytes)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets span %lld bytes, shape and dtype %s need %lld",
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets span %lld bytes, shape and dtype %s need %lld",
                         f->path, name, (long long)(en - b), dt->valuestring, (long long)bytes);
     if (b % es != 0)
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, not a multiple of the %lld-byte %s element",
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, not a multiple of the %lld-byte %s element",
                         f->path, name, (long long)b, (long long)es, dt->valuestring);
     *span = (st_span){b, en, name};
     return KVC_OK;
@@ -131,16 +131,16 @@ static kvc_status check_tiling(const st_file *f, st_span *spans, int n)
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
         if (spans[i].begin < at)
-            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor \"%s\"", f->path,
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor \"%s\"", f->path,
                             spans[i].name, (long long)spans[i].begin, (long long)spans[i].end, spans[i - 1].name);
         if (spans[i].begin > at)
-            return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, leaving bytes %lld..%lld of the data unused",
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, leaving bytes %lld..%lld of the data unused",
                             f->path, spans[i].name, (long long)spans[i].begin, (long long)at,
                             (long long)spans[i].begin - 1);
         at = spans[i].end;
     }
     if (at != (int64_t)f->data_size)
-        return kvc_fail(KVC_EINVAL, "%s: the tensors end at data byte %lld, the data section holds %zu bytes", f->path,
+        return kvci_fail(KVC_EINVAL, "%s: the tensors end at data byte %lld, the data section holds %zu bytes", f->path,
                         (long long)at, f->data_size);
     return KVC_OK;
 }
@@ -151,23 +151,23 @@ static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const 
  * find?): refused. Sorting keeps this O(n log n) for headers of 10^5 tensors. */
 static kvc_status check_names(const st_file *f, const st_span *spans, int n)
 {
-    const char **names = kvc_calloc((size_t)n, sizeof *names);
-    if (!names) return kvc_fail(KVC_ENOMEM, "%s: out of memory checking %d tensor names", f->path, n);
+    const char **names = kvci_calloc((size_t)n, sizeof *names);
+    if (!names) return kvci_fail(KVC_ENOMEM, "%s: out of memory checking %d tensor names", f->path, n);
     for (int i = 0; i < n; i++) names[i] = spans[i].name;
     qsort(names, (size_t)n, sizeof *names, cmp_name);
     kvc_status st = KVC_OK;
     for (int i = 1; i < n && st == KVC_OK; i++)
         if (strcmp(names[i - 1], names[i]) == 0)
-            st = kvc_fail(KVC_EINVAL, "%s: tensor \"%s\" is named twice in the header", f->path, names[i]);
-    kvc_free(names);
+            st = kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" is named twice in the header", f->path, names[i]);
+    kvci_free(names);
     return st;
 }
 
 static kvc_status check_entries(const st_file *f)
 {
     const int n = cJSON_GetArraySize(f->header);
-    st_span *spans = kvc_calloc((size_t)n, sizeof *spans);
-    if (!spans) return kvc_fail(KVC_ENOMEM, "%s: out of memory checking %d header entries", f->path, n);
+    st_span *spans = kvci_calloc((size_t)n, sizeof *spans);
+    if (!spans) return kvci_fail(KVC_ENOMEM, "%s: out of memory checking %d header entries", f->path, n);
     int n_spans = 0;
     kvc_status st = KVC_OK;
     const cJSON *e;
@@ -179,7 +179,7 @@ static kvc_status check_entries(const st_file *f)
     }
     if (st == KVC_OK) st = check_names(f, spans, n_spans);
     if (st == KVC_OK) st = check_tiling(f, spans, n_spans);
-    kvc_free(spans);
+    kvci_free(spans);
     return st;
 }
 
@@ -188,29 +188,29 @@ static kvc_status file_open(st_file *f, const char *path)
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
     int fd = -1;
-    kvc_status st = kvc_open_regular(path, &fd, &f->size);
+    kvc_status st = kvci_open_regular(path, &fd, &f->size);
     if (st != KVC_OK) return st;
     if (f->size < 8) {
         close(fd);
-        return kvc_fail(KVC_EINVAL, "%s: truncated file: %zu bytes, shorter than the 8-byte header length", path, f->size);
+        return kvci_fail(KVC_EINVAL, "%s: truncated file: %zu bytes, shorter than the 8-byte header length", path, f->size);
     }
     void *map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return kvc_fail(KVC_EINVAL, "%s: mmap failed (%s)", path, strerror(errno));
+    if (map == MAP_FAILED) return kvci_fail(KVC_EINVAL, "%s: mmap failed (%s)", path, strerror(errno));
     f->map = map;
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | f->map[i];
     if (hl > f->size - 8 || hl > ST_MAX_HEADER_BYTES) {
-        st = kvc_fail(KVC_EINVAL, "%s: header out of bounds: header length %llu exceeds the %zu bytes after it or the %llu-byte limit",
+        st = kvci_fail(KVC_EINVAL, "%s: header out of bounds: header length %llu exceeds the %zu bytes after it or the %llu-byte limit",
                       path, (unsigned long long)hl, f->size - 8, (unsigned long long)ST_MAX_HEADER_BYTES);
         file_close(f);
         return st;
     }
-    st = kvc_json_parse((const char *)f->map + 8, (size_t)hl, "", &f->header);
+    st = kvci_json_parse((const char *)f->map + 8, (size_t)hl, "", &f->header);
     if (st != KVC_OK || !cJSON_IsObject(f->header)) {
         char why[160];
         snprintf(why, sizeof why, "%s", st != KVC_OK ? kvc_last_error() : "another JSON value");
-        st = kvc_fail(st == KVC_ENOMEM ? KVC_ENOMEM : KVC_EINVAL, "%s: header is not a JSON object: %s", path, why);
+        st = kvci_fail(st == KVC_ENOMEM ? KVC_ENOMEM : KVC_EINVAL, "%s: header is not a JSON object: %s", path, why);
     }
     if (st == KVC_OK) {
         f->data = f->map + 8 + hl;
@@ -242,7 +242,7 @@ static kvc_status check_duplicates(const kvc_safetensors *st)
             if (strcmp(e->string, "__metadata__") == 0) continue;
             for (int32_t j = 0; j < i; j++)
                 if (cJSON_GetObjectItemCaseSensitive(st->files[j].header, e->string))
-                    return kvc_fail(KVC_EINVAL, "tensor \"%s\" is in both %s and %s", e->string, st->files[j].path,
+                    return kvci_fail(KVC_EINVAL, "tensor \"%s\" is in both %s and %s", e->string, st->files[j].path,
                                     st->files[i].path);
         }
     }
@@ -251,13 +251,13 @@ static kvc_status check_duplicates(const kvc_safetensors *st)
 
 kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out)
 {
-    if (!path || !out) return kvc_fail(KVC_EINVAL, "safetensors_open_file: path and out must not be NULL");
+    if (!path || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_file: path and out must not be NULL");
     *out = NULL;
-    kvc_safetensors *st = kvc_calloc(1, sizeof *st);
-    if (!st) return kvc_fail(KVC_ENOMEM, "safetensors_open_file: out of memory");
+    kvc_safetensors *st = kvci_calloc(1, sizeof *st);
+    if (!st) return kvci_fail(KVC_ENOMEM, "safetensors_open_file: out of memory");
     kvc_status s = file_open(&st->files[0], path);
     if (s != KVC_OK) {
-        kvc_free(st);
+        kvci_free(st);
         return s;
     }
     st->n_files = 1;
@@ -269,10 +269,10 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
 {
-    if (!dir || !out) return kvc_fail(KVC_EINVAL, "safetensors_open_dir: dir and out must not be NULL");
+    if (!dir || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_dir: dir and out must not be NULL");
     *out = NULL;
     DIR *d = opendir(dir);
-    if (!d) return kvc_fail(KVC_EINVAL, "%s: cannot open directory (%s)", dir, strerror(errno));
+    if (!d) return kvci_fail(KVC_EINVAL, "%s: cannot open directory (%s)", dir, strerror(errno));
     char *names[ST_MAX_FILES];
     int n = 0;
     struct dirent *de;
@@ -281,35 +281,35 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
         const size_t len = strlen(de->d_name);
         if (len < 12 || strcmp(de->d_name + len - 12, ".safetensors") != 0) continue;
         if (n == ST_MAX_FILES) {
-            s = kvc_fail(KVC_EINVAL, "%s: more than %d .safetensors files", dir, ST_MAX_FILES);
+            s = kvci_fail(KVC_EINVAL, "%s: more than %d .safetensors files", dir, ST_MAX_FILES);
             break;
         }
-        names[n] = kvc_strdup(de->d_name);
+        names[n] = kvci_strdup(de->d_name);
         if (!names[n]) {
-            s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
+            s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
             break;
         }
         n++;
     }
     closedir(d);
-    if (s == KVC_OK && n == 0) s = kvc_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
+    if (s == KVC_OK && n == 0) s = kvci_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
     kvc_safetensors *st = NULL;
     if (s == KVC_OK) {
-        st = kvc_calloc(1, sizeof *st);
-        if (!st) s = kvc_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
+        st = kvci_calloc(1, sizeof *st);
+        if (!st) s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
     }
     if (s == KVC_OK) {
         qsort(names, (size_t)n, sizeof names[0], cmp_str);
         for (int i = 0; i < n && s == KVC_OK; i++) {
             char path[ST_PATH_MAX];
             if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path)
-                s = kvc_fail(KVC_EINVAL, "%s: path too long", dir);
+                s = kvci_fail(KVC_EINVAL, "%s: path too long", dir);
             else if ((s = file_open(&st->files[st->n_files], path)) == KVC_OK)
                 st->n_files++;
         }
         if (s == KVC_OK) s = check_duplicates(st);
     }
-    for (int i = 0; i < n; i++) kvc_free(names[i]);
+    for (int i = 0; i < n; i++) kvci_free(names[i]);
     if (s != KVC_OK) {
         kvc_safetensors_destroy(st);
         return s;
@@ -322,7 +322,7 @@ void kvc_safetensors_destroy(kvc_safetensors *st)
 {
     if (!st) return;
     for (int32_t i = 0; i < st->n_files; i++) file_close(&st->files[i]);
-    kvc_free(st);
+    kvci_free(st);
 }
 
 bool kvc_safetensors_has(const kvc_safetensors *st, const char *name)
@@ -342,12 +342,12 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
                                     float *dst)
 {
     if (!st || !name || (ndim > 0 && !shape) || ndim < 0 || ndim > KVC_MAX_DIMS)
-        return kvc_fail(KVC_EINVAL, "safetensors_read_f32: NULL argument or ndim %d outside [0, %d]", (int)ndim,
+        return kvci_fail(KVC_EINVAL, "safetensors_read_f32: NULL argument or ndim %d outside [0, %d]", (int)ndim,
                         KVC_MAX_DIMS);
     const st_file *f = NULL;
     const cJSON *e = find(st, name, &f);
     if (!e)
-        return kvc_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
+        return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
                         st->n_files > 1 ? " or the other shards" : "");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     int64_t got[KVC_MAX_DIMS];
@@ -360,7 +360,7 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
         char a[160], b[160];
         shape_text(got, gn, a, sizeof a);
         shape_text(shape, ndim, b, sizeof b);
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong shape %s, expected %s", f->path, name, a, b);
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong shape %s, expected %s", f->path, name, a, b);
     }
     const char *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring;
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
@@ -378,7 +378,7 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
             dst[i] = bf ? kvc_bf16_to_f32(h) : kvc_f16_to_f32(h);
         }
     } else {
-        return kvc_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name, dt);
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name, dt);
     }
     return KVC_OK;
 }

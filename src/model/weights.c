@@ -139,7 +139,7 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     return KVC_OK;
 }
 
-kvc_status kvc_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user)
+kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user)
 {
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .prefix = ""};
@@ -170,12 +170,12 @@ static kvc_status count_fn(void *user, const char *name, int32_t ndim, const int
     (void)slot, (void)init;
     int64_t *total = user, n = 1;
     for (int32_t i = 0; i < ndim; i++)
-        if (!kvc_mul64(n, shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
-            return kvc_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", name,
+        if (!kvci_mul64(n, shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
+            return kvci_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", name,
                             (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     *total += (n + 15) & ~(int64_t)15;
     if (*total > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
-        return kvc_fail(KVC_EINVAL, "model: the weights up to tensor \"%s\" need more than the %lld-byte weight limit",
+        return kvci_fail(KVC_EINVAL, "model: the weights up to tensor \"%s\" need more than the %lld-byte weight limit",
                         name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     return KVC_OK;
 }
@@ -195,8 +195,8 @@ void kvc_model_destroy(kvc_model *m)
     if (!m) return;
     kvc_aligned_free(m->arena);
     kvc_aligned_free(m->derived);
-    kvc_free(m->inv_freq);
-    kvc_free(m);
+    kvci_free(m->inv_freq);
+    kvci_free(m);
 }
 
 /* Every size of a config is bounded before anything is multiplied with it:
@@ -228,40 +228,40 @@ static kvc_status check_sizes(const kvc_model_config *c)
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
-            return kvc_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name, (long long)sizes[i].value,
+            return kvci_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name, (long long)sizes[i].value,
                             (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
     return KVC_OK;
 }
 
-kvc_status kvc_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out)
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out)
 {
     *out = NULL;
     if (cfg->num_layers < 1 || cfg->num_layers > KVC_MODEL_MAX_LAYERS)
-        return kvc_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
+        return kvci_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
                         KVC_MODEL_MAX_LAYERS);
     TRY(check_sizes(cfg));
     if (cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim % 2)
-        return kvc_fail(KVC_EINVAL, "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
+        return kvci_fail(KVC_EINVAL, "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
                         (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
     if (cfg->family == KVC_FAMILY_DEEPSEEK_V3 &&
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
-        return kvc_fail(KVC_EINVAL, "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+        return kvci_fail(KVC_EINVAL, "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
     if (cfg->family == KVC_FAMILY_GPT_OSS && cfg->experts_per_tok > cfg->num_experts)
-        return kvc_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
+        return kvci_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
                         (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
-    kvc_model *m = kvc_calloc(1, sizeof *m);
-    if (!m) return kvc_fail(KVC_ENOMEM, "model: out of memory");
+    kvc_model *m = kvci_calloc(1, sizeof *m);
+    if (!m) return kvci_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = *cfg;
     m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
-    m->inv_freq = kvc_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
+    m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
-    kvc_status st = m->inv_freq ? kvc_model_visit_weights(m, count_fn, &n) : kvc_fail(KVC_ENOMEM, "model: out of memory");
-    if (st == KVC_OK && check) st = kvc_model_visit_weights(m, check, check_user);
+    kvc_status st = m->inv_freq ? kvci_model_visit_weights(m, count_fn, &n) : kvci_fail(KVC_ENOMEM, "model: out of memory");
+    if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n * sizeof(float), (void **)&m->arena);
     if (st == KVC_OK) {
         m->arena_floats = n;
         float *cur = m->arena;
-        st = kvc_model_visit_weights(m, assign_fn, &cur);
+        st = kvci_model_visit_weights(m, assign_fn, &cur);
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
@@ -315,12 +315,12 @@ static kvc_status random_fn(void *user, const char *name, int32_t ndim, const in
 
 kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out)
 {
-    if (!cfg || !out) return kvc_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
+    if (!cfg || !out) return kvci_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
     kvc_model *m = NULL;
-    TRY(kvc_model_alloc(cfg, NULL, NULL, &m));
-    kvc_status st = kvc_model_visit_weights(m, random_fn, &seed);
-    if (st == KVC_OK) st = kvc_model_prepare(m);
+    TRY(kvci_model_alloc(cfg, NULL, NULL, &m));
+    kvc_status st = kvci_model_visit_weights(m, random_fn, &seed);
+    if (st == KVC_OK) st = kvci_model_prepare(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

@@ -9,7 +9,7 @@
 #include "ops/attn_problem.h"
 #include "ops/elem.h"
 
-#define FAIL(st, ...) return kvc_fail((st), "attention: " __VA_ARGS__)
+#define FAIL(st, ...) return kvci_fail((st), "attention: " __VA_ARGS__)
 #define TRY(expr)                                    \
     do {                                             \
         kvc_status try_st_ = (expr);                 \
@@ -87,9 +87,9 @@ static kvc_status check_scalars(const kvc_attention_params *p)
         FAIL(KVC_EINVAL, "layout %s needs cumulative q_lens [B]", kvc_attn_layout_name(p->layout));
     if (!p->q.data || !p->out.data)
         FAIL(KVC_EINVAL, "q and out tensors are required");
-    if (!kvc_is_float_dtype(p->q.dtype))
+    if (!kvci_is_float_dtype(p->q.dtype))
         FAIL(KVC_EINVAL, "q dtype %s unsupported (f32, f16, bf16)", kvc_dtype_name(p->q.dtype));
-    if (!kvc_is_float_dtype(p->out.dtype))
+    if (!kvci_is_float_dtype(p->out.dtype))
         FAIL(KVC_EINVAL, "out dtype %s unsupported (f32, f16, bf16)", kvc_dtype_name(p->out.dtype));
     return KVC_OK;
 }
@@ -127,10 +127,10 @@ static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem 
                  pb->kv_packed ? "smaller than the previous cumulative entry" : "negative");
         if (p->q_lens) prev_q = p->q_lens[b];
         prev_kv = p->kv_lens[b];
-        kvc_attn_q_range(pb, b, &q0, &sq);
-        kvc_attn_kv_range(pb, b, &k0, &skv);
-        pb->max_sq = kvc_max64(pb->max_sq, sq);
-        pb->max_skv = kvc_max64(pb->max_skv, skv);
+        kvci_attn_q_range(pb, b, &q0, &sq);
+        kvci_attn_kv_range(pb, b, &k0, &skv);
+        pb->max_sq = kvci_max64(pb->max_sq, sq);
+        pb->max_skv = kvci_max64(pb->max_skv, skv);
     }
     return KVC_OK;
 }
@@ -324,8 +324,8 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
     const int32_t *tbl = bt->data;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t k0, skv;
-        kvc_attn_kv_range(pb, b, &k0, &skv);
-        const int64_t need = kvc_cdiv(skv, pb->bs);
+        kvci_attn_kv_range(pb, b, &k0, &skv);
+        const int64_t need = kvci_cdiv(skv, pb->bs);
         if (need > pb->tbl_w)
             FAIL(KVC_ERANGE, "request %lld: kv_len %lld needs %lld blocks of %lld but the block_table is only %lld wide (R8)",
                  (long long)b, (long long)skv, (long long)need, (long long)pb->bs, (long long)pb->tbl_w);
@@ -400,11 +400,11 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
              (long long)pb->max_sq);
     }
     if (mode == 4 || (mode == 0 && pb->has_mask)) {
-        const int64_t pre = kvc_attn_band_clamp(p->pre_tokens), next = kvc_attn_band_clamp(p->next_tokens);
+        const int64_t pre = kvci_attn_band_clamp(p->pre_tokens), next = kvci_attn_band_clamp(p->next_tokens);
         for (int64_t b = 0; b < pb->B; b++) {
             int64_t q0, sq, k0, skv;
-            kvc_attn_q_range(pb, b, &q0, &sq);
-            kvc_attn_kv_range(pb, b, &k0, &skv);
+            kvci_attn_q_range(pb, b, &q0, &sq);
+            kvci_attn_kv_range(pb, b, &k0, &skv);
             if (sq == 0) continue;
             if (pre + next < 0 || (next < 0 && (pre < -next || -next >= skv)) || (pre < 0 && (next < -pre || -pre >= sq)))
                 FAIL(KVC_EINVAL,
@@ -542,7 +542,7 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
 {
     const bool ks = p->key_scale.data != NULL, vs = p->value_scale.data != NULL;
     const bool ko = p->key_offset.data != NULL, vo = p->value_offset.data != NULL;
-    const bool quant = kvc_is_quant_dtype(p->k.dtype), fp8 = kvc_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
+    const bool quant = kvci_is_quant_dtype(p->k.dtype), fp8 = kvci_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
     pb->kv_quant = false;
     pb->kq = pb->vq = KVC_QIDX_NONE;
     pb->q_tok_s = 0;
@@ -577,7 +577,7 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
         FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
-    if (pb->Dr && kvc_qidx_per_key(pb->kq))
+    if (pb->Dr && kvci_qidx_per_key(pb->kq))
         FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
     return KVC_OK;
 }
@@ -596,7 +596,7 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
         else TRY(expect_shape(pb, &p->lse, "lse", 4, lb));
     }
     if (p->sinks.data) {
-        if (!kvc_is_float_dtype(p->sinks.dtype))
+        if (!kvci_is_float_dtype(p->sinks.dtype))
             FAIL(KVC_EINVAL, "sinks dtype %s must be f32/f16/bf16 (R11)", kvc_dtype_name(p->sinks.dtype));
         if (p->sinks.ndim != 1 || p->sinks.shape[0] != pb->Nq)
             FAIL(KVC_EINVAL, "sinks must be [Nq = %lld], one logit per query head (R11)", (long long)pb->Nq);
@@ -604,9 +604,9 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
     return KVC_OK;
 }
 
-kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
+kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
 {
-    if (!p || !pb) return kvc_fail(KVC_EINVAL, "attention: params must not be NULL");
+    if (!p || !pb) return kvci_fail(KVC_EINVAL, "attention: params must not be NULL");
     memset(pb, 0, sizeof *pb);
     pb->p = p;
     TRY(check_scalars(p));
@@ -627,7 +627,7 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
     TRY(check_kv_tensor(pb, &p->v, "v", vd));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
-    if (!kvc_is_float_dtype(p->k.dtype) && !kvc_is_quant_dtype(p->k.dtype))
+    if (!kvci_is_float_dtype(p->k.dtype) && !kvci_is_quant_dtype(p->k.dtype))
         FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)", kvc_dtype_name(p->k.dtype));
     if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
@@ -637,7 +637,7 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
     if (pb->Dr && p->k_rope.dtype != p->q.dtype && p->k_rope.dtype != p->k.dtype)
         FAIL(KVC_EINVAL, "key_rope dtype %s must be a float dtype of the query or cache (R10)",
              kvc_dtype_name(p->k_rope.dtype));
-    if (pb->Dr && !kvc_is_float_dtype(p->k_rope.dtype))
+    if (pb->Dr && !kvci_is_float_dtype(p->k_rope.dtype))
         FAIL(KVC_EINVAL, "key_rope dtype %s must be f32/f16/bf16 (R10)", kvc_dtype_name(p->k_rope.dtype));
     TRY(resolve_mask(p, pb));
     TRY(check_binding(p));
@@ -649,5 +649,5 @@ kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
 kvc_status kvc_attention_check(const kvc_attention_params *p)
 {
     kvc_attn_problem pb;
-    return kvc_attn_resolve(p, &pb);
+    return kvci_attn_resolve(p, &pb);
 }

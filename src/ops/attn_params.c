@@ -58,9 +58,9 @@ static int32_t to_i32(double v) { return v > INT32_MAX ? INT32_MAX : v < INT32_M
 
 kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value)
 {
-    if (!p || !name) return kvc_fail(KVC_EINVAL, "attention params_set: params and name must not be NULL");
+    if (!p || !name) return kvci_fail(KVC_EINVAL, "attention params_set: params and name must not be NULL");
     if (api != KVC_API_V1 && api != KVC_API_V2)
-        return kvc_fail(KVC_EINVAL, "attention params_set: api %d must be KVC_API_V1 or KVC_API_V2", (int)api);
+        return kvci_fail(KVC_EINVAL, "attention params_set: api %d must be KVC_API_V1 or KVC_API_V2", (int)api);
     const size_t n = sizeof names / sizeof names[0];
     for (size_t i = 0; i < n; i++) {
         const char *mine = api == KVC_API_V1 ? names[i].v1 : names[i].v2;
@@ -76,20 +76,20 @@ kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, c
             case F_BS: p->block_size = to_i32(value); break;
             case F_LSE: break; /* LSE is requested by giving p->lse */
             case F_SINK:
-                return kvc_fail(KVC_EINVAL, "attention: learnable_sink is a tensor: set p->sinks [Nq] instead");
+                return kvci_fail(KVC_EINVAL, "attention: learnable_sink is a tensor: set p->sinks [Nq] instead");
             }
             return KVC_OK;
         }
         if (other && strcmp(other, name) == 0) {
             if (!mine)
-                return kvc_fail(KVC_EINVAL, "attention: parameter '%s' does not exist in operator generation v%d (R11: sinks are v2 only)",
+                return kvci_fail(KVC_EINVAL, "attention: parameter '%s' does not exist in operator generation v%d (R11: sinks are v2 only)",
                                 name, (int)api);
-            return kvc_fail(KVC_EINVAL,
+            return kvci_fail(KVC_EINVAL,
                             "attention: parameter '%s' is the v%d name; under v%d it is '%s' (the vendor binding would silently ignore it and use its default)",
                             name, api == KVC_API_V1 ? 2 : 1, (int)api, mine);
         }
     }
-    return kvc_fail(KVC_EINVAL, "attention: unknown scalar parameter '%s' for v%d", name, (int)api);
+    return kvci_fail(KVC_EINVAL, "attention: unknown scalar parameter '%s' for v%d", name, (int)api);
 }
 
 double kvc_yarn_mscale(double factor, double mscale)

@@ -1,7 +1,7 @@
 /* The validated form of one attention call, shared by the reference and the
  * fast CPU kernel: resolved extents and the index arithmetic of every
  * layout (AO 3.3), length form (3.4), mask mode (3.5) and dequantisation
- * granularity (3.10). Built by kvc_attn_resolve (attn_check.c), which
+ * granularity (3.10). Built by kvci_attn_resolve (attn_check.c), which
  * refuses every misuse of AO 6.1 first. */
 #ifndef KVC_OPS_ATTN_PROBLEM_H
 #define KVC_OPS_ATTN_PROBLEM_H
@@ -23,7 +23,7 @@ typedef enum kvc_qidx {
 
 /* Scales that vary per key (a factor of the key's score or value weight)
  * rather than per channel or head (folded into the query or the output). */
-static inline bool kvc_qidx_per_key(kvc_qidx q) { return q == KVC_QIDX_TOKEN || q == KVC_QIDX_SLOT; }
+static inline bool kvci_qidx_per_key(kvc_qidx q) { return q == KVC_QIDX_TOKEN || q == KVC_QIDX_SLOT; }
 
 typedef struct kvc_attn_problem {
     const kvc_attention_params *p;
@@ -50,12 +50,12 @@ typedef struct kvc_attn_problem {
 } kvc_attn_problem;
 
 /* Validates p (every rule of AO 6.1 that applies) and fills pb. */
-kvc_status kvc_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb);
+kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb);
 
 /* ---- lengths ------------------------------------------------------------- */
 
 /* Query rows of request b: first row index (T.. layouts; 0 otherwise) and count. */
-static inline void kvc_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64_t *q0, int64_t *sq)
+static inline void kvci_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64_t *q0, int64_t *sq)
 {
     const kvc_attention_params *p = pb->p;
     if (pb->q_cum) {
@@ -68,7 +68,7 @@ static inline void kvc_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64
 }
 
 /* Keys of request b: first packed row (packed K/V; 0 otherwise) and count. */
-static inline void kvc_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int64_t *k0, int64_t *skv)
+static inline void kvci_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int64_t *k0, int64_t *skv)
 {
     const kvc_attention_params *p = pb->p;
     if (p->kv_len_form == KVC_KV_FORM_CUMULATIVE) {
@@ -84,8 +84,8 @@ static inline void kvc_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int6
 
 /* Element index of channel 0 of (request b, local row i, head n) in a
  * query-shaped tensor with `dim` channels per head (q: D, q_rope: Dr). q0
- * is the request's first row (kvc_attn_q_range). */
-static inline int64_t kvc_attn_q_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n,
+ * is the request's first row (kvci_attn_q_range). */
+static inline int64_t kvci_attn_q_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n,
                                        int64_t dim)
 {
     switch (pb->p->layout) {
@@ -98,7 +98,7 @@ static inline int64_t kvc_attn_q_index(const kvc_attn_problem *pb, int64_t b, in
 }
 
 /* Element index of channel 0 of the output row (b, i, n). */
-static inline int64_t kvc_attn_out_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
+static inline int64_t kvci_attn_out_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
 {
     const int64_t Dv = pb->Dv;
     switch (pb->p->layout) {
@@ -112,7 +112,7 @@ static inline int64_t kvc_attn_out_index(const kvc_attn_problem *pb, int64_t b, 
 }
 
 /* Element index of the lse of (b, i, n): [Tq, Nq, 1] or [B, Nq, Sq, 1]. */
-static inline int64_t kvc_attn_lse_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
+static inline int64_t kvci_attn_lse_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
 {
     if (pb->q_cum) return (q0 + i) * pb->Nq + n;
     return (b * pb->Nq + n) * pb->Sq_dim + i;
@@ -122,9 +122,9 @@ static inline int64_t kvc_attn_lse_index(const kvc_attn_problem *pb, int64_t b, 
 
 /* Element index of channel 0 of key j of request b, KV head g, in a K/V
  * tensor with `dim` channels per head; `c0` > 0 means NZ storage (channel
- * d then sits at + (d / c0) * bs * c0 + d % c0, see kvc_attn_kv_chan). k0 is
+ * d then sits at + (d / c0) * bs * c0 + d % c0, see kvci_attn_kv_chan). k0 is
  * the request's first packed row. */
-static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, int64_t k0, int64_t j, int64_t g,
+static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, int64_t b, int64_t k0, int64_t j, int64_t g,
                                         int64_t dim, int64_t c0)
 {
     const kvc_attention_params *p = pb->p;
@@ -145,8 +145,8 @@ static inline int64_t kvc_attn_kv_index(const kvc_attn_problem *pb, int64_t b, i
     }
 }
 
-/* Elements from head g to head g + 1 of one key (kvc_attn_kv_index is linear in g). */
-static inline int64_t kvc_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim)
+/* Elements from head g to head g + 1 of one key (kvci_attn_kv_index is linear in g). */
+static inline int64_t kvci_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim)
 {
     if (pb->paged) return pb->blk == KVC_BLOCK_BNBSND ? dim : pb->bs * dim;
     switch (pb->p->layout) {
@@ -157,7 +157,7 @@ static inline int64_t kvc_attn_kv_head_stride(const kvc_attn_problem *pb, int64_
 }
 
 /* Offset of channel d from channel 0 of one key (plain: d; NZ: tiled). */
-static inline int64_t kvc_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0)
+static inline int64_t kvci_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0)
 {
     return c0 ? (d / c0) * pb->bs * c0 + d % c0 : d;
 }
@@ -168,18 +168,18 @@ static inline int64_t kvc_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, in
  * sequence behaves the same, and sums with positions cannot overflow
  * (INT64_MAX for both means "no band limit"). */
 #define KVC_ATTN_BAND_LIMIT ((int64_t)1 << 60)
-static inline int64_t kvc_attn_band_clamp(int64_t x)
+static inline int64_t kvci_attn_band_clamp(int64_t x)
 {
     return x > KVC_ATTN_BAND_LIMIT ? KVC_ATTN_BAND_LIMIT : x < -KVC_ATTN_BAND_LIMIT ? -KVC_ATTN_BAND_LIMIT : x;
 }
 
 /* Keys [lo, hi) of row i that the mode's band/causal rule admits, clipped to
- * [0, skv) (an explicit mask, if any, is consulted on top: kvc_attn_masked). */
-static inline void kvc_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv,
+ * [0, skv) (an explicit mask, if any, is consulted on top: kvci_attn_masked). */
+static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv,
                                          int64_t *lo, int64_t *hi)
 {
     const kvc_attention_params *p = pb->p;
-    const int64_t delta = skv - sq, pre = kvc_attn_band_clamp(p->pre_tokens), next = kvc_attn_band_clamp(p->next_tokens);
+    const int64_t delta = skv - sq, pre = kvci_attn_band_clamp(p->pre_tokens), next = kvci_attn_band_clamp(p->next_tokens);
     int64_t a = 0, e = skv; /* [a, e) before clipping */
     switch (p->sparse_mode) {
     case 0:
@@ -204,7 +204,7 @@ static inline void kvc_attn_row_interval(const kvc_attn_problem *pb, int64_t i, 
 }
 
 /* True when the explicit mask hides key j from row i of request b. */
-static inline bool kvc_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_t i, int64_t j)
+static inline bool kvci_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_t i, int64_t j)
 {
     if (!pb->has_mask) return false;
     const uint8_t *m = (const uint8_t *)pb->p->mask.data;
@@ -214,7 +214,7 @@ static inline bool kvc_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_
 /* ---- dequantisation (AO 3.10) -------------------------------------------- */
 
 /* Index into a scale/offset tensor of kind q for (b, j, g, d) with `dim` channels per head. */
-static inline int64_t kvc_attn_quant_index(const kvc_attn_problem *pb, kvc_qidx q, int64_t b, int64_t j, int64_t g,
+static inline int64_t kvci_attn_quant_index(const kvc_attn_problem *pb, kvc_qidx q, int64_t b, int64_t j, int64_t g,
                                            int64_t d, int64_t dim)
 {
     switch (q) {

@@ -4,7 +4,7 @@
 #include "kvcache/ops.h"
 #include "ops/write_internal.h"
 
-double kvc_rms_inv(const float *x, int64_t n, float eps)
+double kvci_rms_inv(const float *x, int64_t n, float eps)
 {
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
@@ -13,8 +13,8 @@ double kvc_rms_inv(const float *x, int64_t n, float eps)
 
 void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y)
 {
-    const double inv = kvc_rms_inv(x, n, eps);
-    for (int64_t i = 0; i < n; i++) y[i] = kvc_rms_scaled(x[i], inv, gamma[i]);
+    const double inv = kvci_rms_inv(x, n, eps);
+    for (int64_t i = 0; i < n; i++) y[i] = kvci_rms_scaled(x[i], inv, gamma[i]);
 }
 
 void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps)

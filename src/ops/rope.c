@@ -12,30 +12,30 @@
 
 static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim)
 {
-    if (!r) return kvc_fail(KVC_EINVAL, "rope: the plan must not be NULL");
+    if (!r) return kvci_fail(KVC_EINVAL, "rope: the plan must not be NULL");
     if (rot_dim <= 0 || rot_dim % 2 != 0)
-        return kvc_fail(KVC_EINVAL, "rope: rot_dim %lld must be even and > 0", (long long)rot_dim);
+        return kvci_fail(KVC_EINVAL, "rope: rot_dim %lld must be even and > 0", (long long)rot_dim);
     if (!(r->theta > 0.0) || !isfinite(r->theta))
-        return kvc_fail(KVC_EINVAL, "rope: theta %g must be finite and > 0", r->theta);
+        return kvci_fail(KVC_EINVAL, "rope: theta %g must be finite and > 0", r->theta);
     if (r->type == KVC_ROPE_LLAMA3) {
         if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 || !(r->low_freq_factor > 0.0) ||
             !(r->high_freq_factor > r->low_freq_factor) || !isfinite(r->high_freq_factor))
-            return kvc_fail(KVC_EINVAL,
+            return kvci_fail(KVC_EINVAL,
                             "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < low_freq_factor %g < high_freq_factor %g",
                             r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
     } else if (r->type == KVC_ROPE_YARN) {
         if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 ||
             !(r->beta_fast > 0.0) || !(r->beta_slow > 0.0) || !isfinite(r->beta_fast) || !isfinite(r->beta_slow) ||
             !(r->theta > 1.0))
-            return kvc_fail(KVC_EINVAL,
+            return kvci_fail(KVC_EINVAL,
                             "rope yarn: factor %g, original_max_position %lld, beta_fast %g and beta_slow %g must be finite and > 0, theta %g > 1",
                             r->factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
         if (!isfinite(r->attention_factor) || r->attention_factor < 0.0 || !isfinite(r->mscale) ||
             !isfinite(r->mscale_all_dim))
-            return kvc_fail(KVC_EINVAL, "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
+            return kvci_fail(KVC_EINVAL, "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
                             r->attention_factor, r->mscale, r->mscale_all_dim);
     } else if (r->type != KVC_ROPE_DEFAULT) {
-        return kvc_fail(KVC_EINVAL, "rope: type %d unknown (default, llama3, yarn)", (int)r->type);
+        return kvci_fail(KVC_EINVAL, "rope: type %d unknown (default, llama3, yarn)", (int)r->type);
     }
     return KVC_OK;
 }
@@ -97,7 +97,7 @@ kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float
 {
     kvc_status st = check_plan(r, rot_dim);
     if (st != KVC_OK) return st;
-    if (!inv_freq || !attn_factor) return kvc_fail(KVC_EINVAL, "rope: inv_freq and attn_factor must not be NULL");
+    if (!inv_freq || !attn_factor) return kvci_fail(KVC_EINVAL, "rope: inv_freq and attn_factor must not be NULL");
     const int64_t half = rot_dim / 2;
     for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
         inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
@@ -123,8 +123,8 @@ void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64
     const int64_t h = n / 2;
     for (int64_t i = 0; i < h; i++) {
         const float x1 = x[i], x2 = x[i + h];
-        y[i] = kvc_rope_lane(x1, x2, cos[i], sin[i], false);
-        y[i + h] = kvc_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
+        y[i] = kvci_rope_lane(x1, x2, cos[i], sin[i], false);
+        y[i + h] = kvci_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
     }
 }
 
@@ -133,8 +133,8 @@ void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin
     const int64_t h = n / 2;
     for (int64_t i = 0; i < h; i++) {
         const float x1 = r[2 * i], x2 = r[2 * i + 1];
-        y[i] = kvc_rope_lane(x1, x2, cos[i], sin[i], false);
-        y[i + h] = kvc_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
+        y[i] = kvci_rope_lane(x1, x2, cos[i], sin[i], false);
+        y[i + h] = kvci_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
     }
 }
 

@@ -31,23 +31,23 @@ kvc_plan_options kvc_plan_default_options(void) {
 
 static kvc_status check_options(const kvc_plan_options *o) {
     if (o->tp < 1 || o->tp > 4096)
-        return kvc_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
+        return kvci_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
     if (o->block_size < 1 || o->block_size > (1 << 20))
-        return kvc_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
+        return kvci_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
     if (o->kv_dtype_set && o->kv_dtype != KVC_DTYPE_F16 && o->kv_dtype != KVC_DTYPE_BF16 &&
         o->kv_dtype != KVC_DTYPE_F32 && o->kv_dtype != KVC_DTYPE_I8)
-        return kvc_fail(KVC_EINVAL, "plan options: kv_dtype %s is not a KV cache dtype (f16, bf16, f32, i8)",
-                        kvc_dtype_name(o->kv_dtype));
+        return kvci_fail(KVC_EINVAL, "plan options: kv_dtype %s is not a KV cache dtype (f16, bf16, f32, i8)",
+                         kvc_dtype_name(o->kv_dtype));
     if (o->max_model_len < 0)
-        return kvc_fail(KVC_EINVAL, "plan options: max_model_len %lld must not be negative (0 = from the config)",
-                        (long long)o->max_model_len);
+        return kvci_fail(KVC_EINVAL, "plan options: max_model_len %lld must not be negative (0 = from the config)",
+                         (long long)o->max_model_len);
     if (o->max_concurrency < 1)
-        return kvc_fail(KVC_EINVAL, "plan options: max_concurrency %lld must be >= 1", (long long)o->max_concurrency);
+        return kvci_fail(KVC_EINVAL, "plan options: max_concurrency %lld must be >= 1", (long long)o->max_concurrency);
     if (o->next_n < 0 || o->next_n > 64)
-        return kvc_fail(KVC_EINVAL, "plan options: next_n %lld must be in [0, 64]", (long long)o->next_n);
+        return kvci_fail(KVC_EINVAL, "plan options: next_n %lld must be in [0, 64]", (long long)o->next_n);
     if (o->kv_memory_bytes < 0)
-        return kvc_fail(KVC_EINVAL, "plan options: kv_memory_bytes %lld must not be negative (0 = offline sizing)",
-                        (long long)o->kv_memory_bytes);
+        return kvci_fail(KVC_EINVAL, "plan options: kv_memory_bytes %lld must not be negative (0 = offline sizing)",
+                         (long long)o->kv_memory_bytes);
     return KVC_OK;
 }
 
@@ -58,15 +58,15 @@ static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_fa
     kvc_plan_options *o = &plan->options;
     if (o->max_model_len == 0 && o->kv_memory_bytes == 0) {
         if (!f->have_max_pos)
-            return kvc_fail(KVC_EINVAL,
-                            "config.json: max_position_embeddings is missing; pass --max-model-len or --kv-memory");
+            return kvci_fail(KVC_EINVAL,
+                             "config.json: max_position_embeddings is missing; pass --max-model-len or --kv-memory");
         o->max_model_len = f->max_pos;
     } else if (o->max_model_len == 0) {
         o->max_model_len = f->have_max_pos ? f->max_pos : 0;
     }
     if (f->have_max_pos && o->max_model_len > f->max_pos)
-        kvc_plan_warn(plan, "max_model_len %lld exceeds max_position_embeddings %lld", (long long)o->max_model_len,
-                      (long long)f->max_pos);
+        kvci_plan_warn(plan, "max_model_len %lld exceeds max_position_embeddings %lld", (long long)o->max_model_len,
+                       (long long)f->max_pos);
     return KVC_OK;
 }
 
@@ -74,21 +74,21 @@ static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_fa
 static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, int64_t *kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
     if (f->n_heads % o->tp != 0)
-        return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
-                        (long long)f->n_heads);
-    *kv_per_rank = kvc_max64(f->n_kv_heads / o->tp, 1);
+        return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
+                         (long long)f->n_heads);
+    *kv_per_rank = kvci_max64(f->n_kv_heads / o->tp, 1);
     if (f->fam != KVC_FAM_MLA) {
         if (f->n_kv_heads >= o->tp && f->n_kv_heads % o->tp != 0)
-            return kvc_fail(KVC_EINVAL, "tp %lld does not divide num_key_value_heads %lld", (long long)o->tp,
-                            (long long)f->n_kv_heads);
+            return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_key_value_heads %lld", (long long)o->tp,
+                             (long long)f->n_kv_heads);
         if (f->n_kv_heads < o->tp) {
             if (o->tp % f->n_kv_heads != 0)
-                return kvc_fail(
+                return kvci_fail(
                     KVC_EINVAL,
                     "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
                     (long long)o->tp, (long long)f->n_kv_heads);
-            kvc_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
-                          (long long)o->tp, (long long)f->n_kv_heads, (long long)(o->tp / f->n_kv_heads));
+            kvci_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
+                           (long long)o->tp, (long long)f->n_kv_heads, (long long)(o->tp / f->n_kv_heads));
         }
     }
     plan->num_attention_heads = f->n_heads;
@@ -102,25 +102,25 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
     const kvc_json_range any = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
     double softcap = 0.0;
     bool have_softcap = false;
-    kvc_status st = kvc_json_num(&hp->cfg, "attn_logit_softcapping", any, &softcap, &have_softcap);
+    kvc_status st = kvci_json_num(&hp->cfg, "attn_logit_softcapping", any, &softcap, &have_softcap);
     if (st == KVC_OK && have_softcap && softcap != 0.0)
-        kvc_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping",
-                      softcap);
+        kvci_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping",
+                       softcap);
     int64_t mtp = 0;
     bool have_mtp = false;
-    if (st == KVC_OK) st = kvc_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
+    if (st == KVC_OK) st = kvci_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
     if (st == KVC_OK && have_mtp && mtp > 0)
-        kvc_plan_warn(plan,
-                      "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
-                      "(kvc_model_cache_info_merge) when it drafts",
-                      (long long)mtp);
+        kvci_plan_warn(plan,
+                       "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
+                       "(kvc_model_cache_info_merge) when it drafts",
+                       (long long)mtp);
     return st;
 }
 
 /* Layer kinds, state shapes, scale and mode; f->kinds is left for the caller to free. */
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
-    kvc_status st = kvc_plan_layer_kinds(hp, plan, f);
+    kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
     bool any_state = false, any_attention = false, seen[3] = {false, false, false};
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
         any_state |= f->kinds[i] == KVC_LK_STATE;
@@ -128,25 +128,25 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
         seen[f->kinds[i]] = true;
     }
     if (st == KVC_OK && any_state) {
-        st = kvc_plan_state_shapes(hp, f, plan->options.tp, states);
+        st = kvci_plan_state_shapes(hp, f, plan->options.tp, states);
         if (st == KVC_OK)
-            kvc_plan_warn(
+            kvci_plan_warn(
                 plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
                 kvc_dtype_name(plan->options.kv_dtype));
     }
-    if (st == KVC_OK) st = kvc_plan_compute_scale(hp, plan, f);
+    if (st == KVC_OK) st = kvci_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
     plan->hybrid = (int)seen[0] + (int)seen[1] + (int)seen[2] > 1;
-    kvc_plan_select_mode(plan, f, kv_per_rank, any_attention);
+    kvci_plan_select_mode(plan, f, kv_per_rank, any_attention);
     return warn_unplanned(hp, plan);
 }
 
 static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     kvc_model_facts f = {0};
     int64_t kv_per_rank = 0;
-    kvc_status st = kvc_plan_read_facts(hp, plan, &f);
-    if (st == KVC_OK) st = kvc_plan_resolve_dtype(hp, plan);
+    kvc_status st = kvci_plan_read_facts(hp, plan, &f);
+    if (st == KVC_OK) st = kvci_plan_resolve_dtype(hp, plan);
     if (st == KVC_OK) st = resolve_max_model_len(plan, &f);
     if (st == KVC_OK) st = split_heads(plan, &f, &kv_per_rank);
     if (st != KVC_OK) return st;
@@ -157,35 +157,35 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
 
     kvc_state_shapes states = {0};
     st = decide(hp, plan, &f, kv_per_rank, &states);
-    if (st == KVC_OK) st = kvc_plan_build_layers(plan, &f, &states, kv_per_rank);
-    kvc_free(f.kinds);
-    if (st == KVC_OK) st = kvc_plan_build_cache_info(plan);
-    if (st == KVC_OK) st = kvc_plan_run_planner(plan);
+    if (st == KVC_OK) st = kvci_plan_build_layers(plan, &f, &states, kv_per_rank);
+    kvci_free(f.kinds);
+    if (st == KVC_OK) st = kvci_plan_build_cache_info(plan);
+    if (st == KVC_OK) st = kvci_plan_run_planner(plan);
     return st;
 }
 
 kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
                                  kvc_model_plan **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_model_plan_create: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_model_plan_create: out must not be NULL");
     *out = NULL;
-    if (config_json == NULL || len == 0) return kvc_fail(KVC_EINVAL, "kvc_model_plan_create: config text is empty");
-    if (opt == NULL) return kvc_fail(KVC_EINVAL, "kvc_model_plan_create: options must not be NULL");
+    if (config_json == NULL || len == 0) return kvci_fail(KVC_EINVAL, "kvc_model_plan_create: config text is empty");
+    if (opt == NULL) return kvci_fail(KVC_EINVAL, "kvc_model_plan_create: options must not be NULL");
     kvc_status st = check_options(opt);
     if (st != KVC_OK) return st;
     kvc_hparams hp;
-    st = kvc_hparams_open(config_json, len, "config.json", &hp);
+    st = kvci_hparams_open(config_json, len, "config.json", &hp);
     if (st != KVC_OK) {
-        kvc_hparams_close(&hp);
+        kvci_hparams_close(&hp);
         return st;
     }
-    kvc_model_plan *plan = kvc_calloc(1, sizeof *plan);
+    kvc_model_plan *plan = kvci_calloc(1, sizeof *plan);
     if (plan == NULL) {
-        kvc_hparams_close(&hp);
-        return kvc_fail(KVC_ENOMEM, "kvc_model_plan_create: out of host memory");
+        kvci_hparams_close(&hp);
+        return kvci_fail(KVC_ENOMEM, "kvc_model_plan_create: out of host memory");
     }
     plan->options = *opt;
     st = analyze(&hp, plan);
-    kvc_hparams_close(&hp);
+    kvci_hparams_close(&hp);
     if (st != KVC_OK) {
         kvc_model_plan_destroy(plan);
         return st;
@@ -197,9 +197,9 @@ kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_
 void kvc_model_plan_destroy(kvc_model_plan *plan) {
     if (plan == NULL) return;
     if (plan->cache_info.layer_infos != NULL) {
-        kvc_free(plan->cache_info.layer_infos[0].caches); /* one array holds every layer's entries */
-        kvc_free(plan->cache_info.layer_infos);
+        kvci_free(plan->cache_info.layer_infos[0].caches); /* one array holds every layer's entries */
+        kvci_free(plan->cache_info.layer_infos);
     }
-    kvc_free(plan->layers);
-    kvc_free(plan);
+    kvci_free(plan->layers);
+    kvci_free(plan);
 }

@@ -11,8 +11,8 @@
 
 static kvc_status split_tp(const char *field, int64_t v, int64_t tp, int64_t *out) {
     if (v % tp != 0)
-        return kvc_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v,
-                        (long long)tp);
+        return kvci_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v,
+                         (long long)tp);
     *out = v / tp;
     return KVC_OK;
 }
@@ -20,7 +20,7 @@ static kvc_status split_tp(const char *field, int64_t v, int64_t tp, int64_t *ou
 /* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
 static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int n, int64_t *out, bool *have) {
     for (int i = 0; i < n; i++) {
-        kvc_status st = kvc_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
+        kvc_status st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
         if (st != KVC_OK || *have) return st;
     }
     return KVC_OK;
@@ -29,7 +29,7 @@ static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int
 /* Every size below is at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most
  * 2^20, so the state widths stay below 2^37 and one state block below 2^53
  * bytes: no product here can overflow. */
-kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s) {
+kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s) {
     const kvc_json_obj *cfg = &hp->cfg;
     *s = (kvc_state_shapes){0};
     kvc_status st = KVC_OK;
@@ -39,7 +39,7 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
                                "linear_value_head_dim", "linear_conv_kernel_dim"};
         int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
         for (int i = 0; i < 5; i++)
-            if ((st = kvc_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL)) != KVC_OK) return st;
+            if ((st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_key_heads", nk, tp, &nk_r)) != KVC_OK) return st;
         if ((st = split_tp("linear_num_value_heads", nv, tp, &nv_r)) != KVC_OK) return st;
         *s = (kvc_state_shapes){.n = 2,
@@ -50,12 +50,12 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
     }
     if (f->fam == KVC_FAM_JAMBA) {
         int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
-        if ((st = kvc_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
-        if ((st = kvc_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
-        if ((st = kvc_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL)) != KVC_OK) return st;
+        if ((st = kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
+        if ((st = kvci_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
+        if ((st = kvci_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL)) != KVC_OK) return st;
         if (f->hidden_size < 1)
-            return kvc_fail(KVC_EINVAL,
-                            "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
+            return kvci_fail(KVC_EINVAL,
+                             "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
         if ((st = split_tp("mamba_expand * hidden_size", expand * f->hidden_size, tp, &inner_r)) != KVC_OK) return st;
         *s = (kvc_state_shapes){.n = 2,
                                 .names = {"conv_state", "ssm_state"},
@@ -77,9 +77,9 @@ kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f
     if ((st = int_alt(cfg, conv_n, 2, &conv, &h4)) != KVC_OK) return st;
     if ((st = int_alt(cfg, groups_n, 2, &groups, &h5)) != KVC_OK) return st;
     if (!h1 || !h2 || !h3 || !h4)
-        return kvc_fail(KVC_EINVAL, "config.json: the state layers need %s%s%s%s to size their state",
-                        h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
-                        h4 ? "" : "mamba_d_conv");
+        return kvci_fail(KVC_EINVAL, "config.json: the state layers need %s%s%s%s to size their state",
+                         h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
+                         h4 ? "" : "mamba_d_conv");
     int64_t heads_r = 0, conv_r = 0;
     if ((st = split_tp("mamba_n_heads", heads, tp, &heads_r)) != KVC_OK) return st;
     if ((st = split_tp("mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r)) != KVC_OK) return st;
@@ -96,7 +96,7 @@ static void add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_
                       int64_t block_size) {
     kvc_plan_cache *c = &L->caches[L->n_caches++];
     *c = (kvc_plan_cache){.num_head = heads, .dim = dim, .dtype = dtype};
-    kvc_plan_copy_text(c->name, sizeof c->name, name);
+    kvci_plan_copy_text(c->name, sizeof c->name, name);
     c->bytes_per_token = heads * dim * (int64_t)kvc_dtype_size(dtype);
     c->bytes_per_block = c->bytes_per_token * block_size;
 }
@@ -104,7 +104,7 @@ static void add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_
 static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, kvc_dtype dtype) {
     kvc_plan_cache *c = &L->caches[L->n_caches++];
     *c = (kvc_plan_cache){.is_state = true, .n_shape = s->n_shape[k], .dtype = dtype};
-    kvc_plan_copy_text(c->name, sizeof c->name, s->names[k]);
+    kvci_plan_copy_text(c->name, sizeof c->name, s->names[k]);
     int64_t numel = 1;
     for (int32_t d = 0; d < s->n_shape[k]; d++) {
         c->shape[d] = s->shape[k][d];
@@ -113,15 +113,15 @@ static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, k
     c->bytes_per_block = numel * (int64_t)kvc_dtype_size(dtype);
 }
 
-kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
-    kvc_layer_cache_info *layers = kvc_calloc((size_t)plan->n_layers, sizeof *layers);
+kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
+    kvc_layer_cache_info *layers = kvci_calloc((size_t)plan->n_layers, sizeof *layers);
     int64_t n_entries = 0;
     for (int32_t i = 0; i < plan->n_layers; i++) n_entries += plan->layers[i].n_caches;
-    kvc_cache_entry *entries = kvc_calloc((size_t)n_entries, sizeof *entries);
+    kvc_cache_entry *entries = kvci_calloc((size_t)n_entries, sizeof *entries);
     if (layers == NULL || entries == NULL) {
-        kvc_free(layers);
-        kvc_free(entries);
-        return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld cache entries", (long long)n_entries);
+        kvci_free(layers);
+        kvci_free(entries);
+        return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld cache entries", (long long)n_entries);
     }
     /* Distinct windows need distinct managers (one window per SlidingWindow group). */
     bool multi_window = false;
@@ -140,7 +140,7 @@ kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
             const kvc_plan_cache *pc = &L->caches[c];
             kvc_cache_entry *e = &entries[next++];
             *e = kvc_cache_entry_default();
-            kvc_plan_copy_text(e->name, sizeof e->name, pc->name);
+            kvci_plan_copy_text(e->name, sizeof e->name, pc->name);
             e->attn_type = (int32_t)L->attn_type;
             e->dtype = pc->dtype;
             e->needs_block = true;
@@ -170,7 +170,7 @@ kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan) {
     return KVC_OK;
 }
 
-kvc_status kvc_plan_run_planner(kvc_model_plan *plan) {
+kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
     kvc_plan_params pp = kvc_plan_default_params();
     pp.max_concurrency = plan->options.max_concurrency;
     pp.next_n = plan->options.next_n;
@@ -187,18 +187,18 @@ kvc_status kvc_plan_run_planner(kvc_model_plan *plan) {
     if (st != KVC_OK) {
         char msg[KVC_PLAN_TEXT_MAX * 2];
         snprintf(msg, sizeof msg, "%s", kvc_last_error());
-        return kvc_fail(st, "planning the caches of %s: %s", plan->architecture, msg);
+        return kvci_fail(st, "planning the caches of %s: %s", plan->architecture, msg);
     }
     return KVC_OK;
 }
 
-kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
-                                 int64_t kv_per_rank) {
+kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
+                                  int64_t kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
     plan->n_layers = (int32_t)f->n_layers;
-    plan->layers = kvc_calloc((size_t)f->n_layers, sizeof *plan->layers);
+    plan->layers = kvci_calloc((size_t)f->n_layers, sizeof *plan->layers);
     if (plan->layers == NULL)
-        return kvc_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+        return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;
     for (int32_t i = 0; i < plan->n_layers; i++) {
         kvc_plan_layer *L = &plan->layers[i];
@@ -211,7 +211,7 @@ kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f,
             break;
         case KVC_LK_STATE: L->attn_type = KVC_ATTN_MAMBA; break;
         }
-        kvc_plan_set_layer_masks(plan, L);
+        kvci_plan_set_layer_masks(plan, L);
         if (L->attn_type == KVC_ATTN_MAMBA) {
             for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
         } else if (plan->mla) {

@@ -6,7 +6,7 @@
 #include "model/hparams.h"
 
 /* Appends a warning to the plan (the last slot says when more were dropped). */
-void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
+void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -51,30 +51,30 @@ typedef struct kvc_state_shapes {
 } kvc_state_shapes;
 
 /* Copies src (NULL = "") into dst[cap], truncating. */
-void kvc_plan_copy_text(char *dst, size_t cap, const char *src);
+void kvci_plan_copy_text(char *dst, size_t cap, const char *src);
 
 /* facts.c: family, architecture, heads and dims, MLA latent dims, max_position_embeddings, rope. */
-kvc_status kvc_plan_read_facts(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+kvc_status kvci_plan_read_facts(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 /* facts.c: allocates f->kinds (the caller frees it, also after a failure) and fills it from the family rules. */
-kvc_status kvc_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
-kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
+kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
 /* select.c: the softmax scale. */
-kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f);
+kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f);
 /* select.c: paged or legacy caches, MLA absorption, operator generation and layout. */
-void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention);
+void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention);
 /* select.c: the mask modes and band of one layer (needs the mode chosen). */
-void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
+void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
 
 /* caches.c: the state cache shapes of the family for tp ranks. */
-kvc_status kvc_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
+kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
 /* caches.c: plan->layers with attention type, masks and caches per rank. */
-kvc_status kvc_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
-                                 int64_t kv_per_rank);
+kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
+                                  int64_t kv_per_rank);
 /* caches.c: plan->cache_info (the cache description) from plan->layers. */
-kvc_status kvc_plan_build_cache_info(kvc_model_plan *plan);
+kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan);
 /* caches.c: plan->plan_params and plan->blocks from kvc_plan_blocks. */
-kvc_status kvc_plan_run_planner(kvc_model_plan *plan);
+kvc_status kvci_plan_run_planner(kvc_model_plan *plan);
 
 #endif /* KVC_PLAN_INTERNAL_H */

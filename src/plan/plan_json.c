@@ -126,9 +126,9 @@ static bool add_numbers(cJSON *o, const kvc_model_plan *p) {
 }
 
 kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out) {
-    if (out == NULL) return kvc_fail(KVC_EINVAL, "kvc_model_plan_to_json: out must not be NULL");
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_model_plan_to_json: out must not be NULL");
     *out = NULL;
-    if (plan == NULL) return kvc_fail(KVC_EINVAL, "kvc_model_plan_to_json: plan must not be NULL");
+    if (plan == NULL) return kvci_fail(KVC_EINVAL, "kvc_model_plan_to_json: plan must not be NULL");
     cJSON *o = cJSON_CreateObject();
     bool ok = o != NULL && add_header(o, plan);
     cJSON *layers = ok ? cJSON_AddArrayToObject(o, "layers") : NULL;
@@ -145,7 +145,7 @@ kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out) {
         ok = cJSON_AddItemToArray(warnings, cJSON_CreateString(plan->warnings[w]));
     char *text = ok ? cJSON_Print(o) : NULL;
     cJSON_Delete(o);
-    if (text == NULL) return kvc_fail(KVC_ENOMEM, "kvc_model_plan_to_json: out of host memory");
+    if (text == NULL) return kvci_fail(KVC_ENOMEM, "kvc_model_plan_to_json: out of host memory");
     *out = text;
     return KVC_OK;
 }

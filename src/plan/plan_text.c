@@ -6,7 +6,7 @@
 #include "base/internal.h"
 #include "plan/plan_internal.h"
 
-void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...) {
+void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...) {
     if (plan->n_warnings >= KVC_PLAN_MAX_WARNINGS) return;
     char *slot = plan->warnings[plan->n_warnings];
     if (plan->n_warnings == KVC_PLAN_MAX_WARNINGS - 1) {
@@ -20,4 +20,4 @@ void kvc_plan_warn(kvc_model_plan *plan, const char *fmt, ...) {
     plan->n_warnings++;
 }
 
-void kvc_plan_copy_text(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src != NULL ? src : ""); }
+void kvci_plan_copy_text(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src != NULL ? src : ""); }

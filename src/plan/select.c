@@ -14,14 +14,14 @@
 
 static bool is_pow2_le(int64_t v, int64_t cap) { return v >= 1 && v <= cap && (v & (v - 1)) == 0; }
 
-void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
+void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
     const kvc_plan_options *o = &plan->options;
     int64_t align = o->kv_dtype == KVC_DTYPE_I8 ? 32 : 16; /* AO 3.13 */
     const char *dt = kvc_dtype_name(o->kv_dtype);
     plan->kv_mode = KVC_KV_PAGED;
     if (!any_attention) {
-        kvc_plan_copy_text(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
-                           "state caches only: one fixed-size state block per request, managed by the Mamba manager");
+        kvci_plan_copy_text(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
+                            "state caches only: one fixed-size state block per request, managed by the Mamba manager");
     } else if (o->block_size > BAND_ALIGN_BLOCK_MAX || o->block_size % align != 0) {
         plan->kv_mode = KVC_KV_LEGACY;
         snprintf(plan->kv_mode_reason, sizeof plan->kv_mode_reason,
@@ -80,13 +80,13 @@ void kvc_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_
     else
         pick = plan->mla_absorb ? 2 : plan->sinks ? 3 : 4;
     plan->fa_version = ops[pick].version;
-    kvc_plan_copy_text(plan->input_layout, sizeof plan->input_layout, ops[pick].layout);
-    kvc_plan_copy_text(plan->fa_version_reason, sizeof plan->fa_version_reason, ops[pick].reason);
+    kvci_plan_copy_text(plan->input_layout, sizeof plan->input_layout, ops[pick].layout);
+    kvci_plan_copy_text(plan->fa_version_reason, sizeof plan->fa_version_reason, ops[pick].reason);
     if (plan->kv_mode == KVC_KV_LEGACY && plan->sinks)
-        kvc_plan_warn(plan, "learnable sinks need the v2 operator, which the legacy contiguous path does not use");
+        kvci_plan_warn(plan, "learnable sinks need the v2 operator, which the legacy contiguous path does not use");
 }
 
-void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
+void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
     L->pre_tokens = KVC_PLAN_NO_BAND;
     L->next_tokens = KVC_PLAN_NO_BAND;
     if (L->attn_type == KVC_ATTN_MAMBA) {
@@ -113,27 +113,27 @@ void kvc_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
 
 /* ---- scale ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f) {
+kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f) {
     const kvc_json_obj *cfg = &hp->cfg;
     const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
     bool have = false;
     double v = 0.0;
     kvc_status st;
     if (f->fam == KVC_FAM_MLA) {
-        plan->scale = kvc_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
+        plan->scale = kvci_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
         return KVC_OK;
     }
-    if ((st = kvc_json_num(cfg, "attention_multiplier", positive, &v, &have)) != KVC_OK) return st;
+    if ((st = kvci_json_num(cfg, "attention_multiplier", positive, &v, &have)) != KVC_OK) return st;
     if (have) {
         plan->scale = v;
         return KVC_OK;
     }
     if (f->fam == KVC_FAM_GEMMA2 || f->fam == KVC_FAM_GEMMA3) {
-        if ((st = kvc_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
+        if ((st = kvci_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
         if (!have) {
             v = (double)f->head_dim;
-            kvc_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale",
-                          (long long)f->head_dim);
+            kvci_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale",
+                           (long long)f->head_dim);
         }
         plan->scale = 1.0 / sqrt(v);
         return KVC_OK;
@@ -144,16 +144,16 @@ kvc_status kvc_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, c
 
 /* ---- dtype ----------------------------------------------------------------- */
 
-kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
+kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
     if (plan->options.kv_dtype_set) return KVC_OK;
     const char *name = NULL;
     bool have = false;
-    kvc_status st = kvc_json_str(&hp->cfg, "torch_dtype", KVC_HP_NAME_MAX, &name, &have);
-    if (st == KVC_OK && !have) st = kvc_json_str(&hp->cfg, "dtype", KVC_HP_NAME_MAX, &name, &have);
+    kvc_status st = kvci_json_str(&hp->cfg, "torch_dtype", KVC_HP_NAME_MAX, &name, &have);
+    if (st == KVC_OK && !have) st = kvci_json_str(&hp->cfg, "dtype", KVC_HP_NAME_MAX, &name, &have);
     if (st != KVC_OK) return st;
     if (!have) {
         plan->options.kv_dtype = KVC_DTYPE_BF16;
-        kvc_plan_warn(plan, "torch_dtype absent: bf16 KV caches assumed");
+        kvci_plan_warn(plan, "torch_dtype absent: bf16 KV caches assumed");
     } else if (strcmp(name, "bfloat16") == 0) {
         plan->options.kv_dtype = KVC_DTYPE_BF16;
     } else if (strcmp(name, "float16") == 0) {
@@ -162,7 +162,7 @@ kvc_status kvc_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
         plan->options.kv_dtype = KVC_DTYPE_F32;
     } else {
         plan->options.kv_dtype = KVC_DTYPE_BF16;
-        kvc_plan_warn(plan, "torch_dtype \"%s\" is not a KV dtype: bf16 KV caches assumed", name);
+        kvci_plan_warn(plan, "torch_dtype \"%s\" is not a KV dtype: bf16 KV caches assumed", name);
     }
     return KVC_OK;
 }

@@ -56,21 +56,22 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
                                     const int64_t *lens, int64_t n, kvc_dtype dtype, const int32_t *ref_tokens,
                                     kvc_dtype_compare *out) {
     if (!m || !p || !ids || !lens || !out || n < 1)
-        return kvc_fail(KVC_EINVAL, "runner_compare_dtype: model, params, ids, lens and out must be given, n %lld >= 1",
-                        (long long)n);
+        return kvci_fail(KVC_EINVAL,
+                         "runner_compare_dtype: model, params, ids, lens and out must be given, n %lld >= 1",
+                         (long long)n);
     if (p->mode == KVC_RUNNER_RECOMPUTE)
-        return kvc_fail(KVC_EINVAL, "runner_compare_dtype: mode 0 has no cache to compare; use mode 1, 2 or 3");
+        return kvci_fail(KVC_EINVAL, "runner_compare_dtype: mode 0 has no cache to compare; use mode 1, 2 or 3");
     const int64_t NT = p->max_new_tokens, V = kvc_model_config_of(m)->vocab_size;
     int64_t max_len = 1;
     for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
     int64_t cells = 0;
-    if (NT < 1 || !kvc_mul64(NT * n, V, &cells) || cells > (INT64_C(1) << 28))
-        return kvc_fail(KVC_EINVAL,
-                        "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
-                        (long long)n, (long long)NT, (long long)V);
-    int32_t *t32 = kvc_malloc((size_t)(n * NT) * sizeof *t32), *td = kvc_malloc((size_t)(n * NT) * sizeof *td);
-    float *l32 = kvc_malloc((size_t)cells * sizeof *l32), *ld = kvc_malloc((size_t)cells * sizeof *ld);
-    kvc_status st = t32 && td && l32 && ld ? KVC_OK : kvc_fail(KVC_ENOMEM, "runner_compare_dtype: out of memory");
+    if (NT < 1 || !kvci_mul64(NT * n, V, &cells) || cells > (INT64_C(1) << 28))
+        return kvci_fail(KVC_EINVAL,
+                         "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
+                         (long long)n, (long long)NT, (long long)V);
+    int32_t *t32 = kvci_malloc((size_t)(n * NT) * sizeof *t32), *td = kvci_malloc((size_t)(n * NT) * sizeof *td);
+    float *l32 = kvci_malloc((size_t)cells * sizeof *l32), *ld = kvci_malloc((size_t)cells * sizeof *ld);
+    kvc_status st = t32 && td && l32 && ld ? KVC_OK : kvci_fail(KVC_ENOMEM, "runner_compare_dtype: out of memory");
     memset(out, 0, sizeof *out);
     out->dtype = dtype;
     out->tokens = n * NT;
@@ -104,6 +105,6 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
             out->flips_beyond_error += top != topd;
     }
     if (st == KVC_OK) out->kl_mean = kl_sum / (double)(n * NT);
-    kvc_free(t32), kvc_free(td), kvc_free(l32), kvc_free(ld);
+    kvci_free(t32), kvci_free(td), kvci_free(l32), kvci_free(ld);
     return st;
 }

@@ -120,18 +120,18 @@ static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n
 static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, const int32_t *forced,
                            int32_t *tokens, float *logits, kvc_runner_stats *stats)
 {
-    if (!r || !ids || !lens || !tokens) return kvc_fail(KVC_EINVAL, "runner_generate: NULL argument");
+    if (!r || !ids || !lens || !tokens) return kvci_fail(KVC_EINVAL, "runner_generate: NULL argument");
     if (n < 1 || n > r->batch)
-        return kvc_fail(KVC_EINVAL, "runner_generate: %lld prompts, the runner takes 1..%lld", (long long)n,
+        return kvci_fail(KVC_EINVAL, "runner_generate: %lld prompts, the runner takes 1..%lld", (long long)n,
                         (long long)r->batch);
     for (int64_t b = 0; b < n; b++)
         if (lens[b] < 1 || lens[b] > r->max_prompt)
-            return kvc_fail(KVC_EINVAL, "runner_generate: prompt %lld has %lld tokens, outside [1, %lld]", (long long)b,
+            return kvci_fail(KVC_EINVAL, "runner_generate: prompt %lld has %lld tokens, outside [1, %lld]", (long long)b,
                             (long long)lens[b], (long long)r->max_prompt);
     const int64_t NT = r->p.max_new_tokens, V = kvc_model_config_of(r->m)->vocab_size;
     for (int64_t i = 0; forced && i < n * NT; i++)
         if (forced[i] < 0 || forced[i] >= V)
-            return kvc_fail(KVC_ERANGE, "runner_generate_forced: forced[%lld] = %d outside the vocabulary [0, %lld)",
+            return kvci_fail(KVC_ERANGE, "runner_generate_forced: forced[%lld] = %d outside the vocabulary [0, %lld)",
                             (long long)i, (int)forced[i], (long long)V);
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
@@ -139,7 +139,7 @@ static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *len
         r->seq_len[b] = lens[b];
         t += lens[b];
     }
-    kvc_status cst = kvc_runner_calibrate(r, ids, lens, n);
+    kvc_status cst = kvci_runner_calibrate(r, ids, lens, n);
     if (cst != KVC_OK) return cst;
     kvc_runner_stats s = {0};
     for (int64_t i = 0; i < NT; i++) {
@@ -178,6 +178,6 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
 kvc_status kvc_runner_generate_forced(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n,
                                       const int32_t *forced, int32_t *tokens, float *logits, kvc_runner_stats *stats)
 {
-    if (!forced) return kvc_fail(KVC_EINVAL, "runner_generate_forced: forced must not be NULL");
+    if (!forced) return kvci_fail(KVC_EINVAL, "runner_generate_forced: forced must not be NULL");
     return generate(r, ids, lens, n, forced, tokens, logits, stats);
 }

@@ -19,23 +19,23 @@ void kvc_runner_destroy(kvc_runner *r)
     if (!r) return;
     kvc_model_workspace_destroy(r->ws);
     kvc_aligned_free(r->cache_mem);
-    kvc_free(r->caches.layers);
-    kvc_free(r->table);
-    kvc_free(r->ids);
-    kvc_free(r->positions);
-    kvc_free(r->slots);
-    kvc_free(r->kv_pos);
-    kvc_free(r->lens_q);
-    kvc_free(r->lens_kv);
-    kvc_free(r->cu_q);
-    kvc_free(r->cu_kv);
-    kvc_free(r->seq_len);
-    kvc_free(r->hist);
-    kvc_free(r->logits);
-    kvc_free(r->chosen);
-    kvc_free(r->last);
-    kvc_free(r->absmax);
-    kvc_free(r);
+    kvci_free(r->caches.layers);
+    kvci_free(r->table);
+    kvci_free(r->ids);
+    kvci_free(r->positions);
+    kvci_free(r->slots);
+    kvci_free(r->kv_pos);
+    kvci_free(r->lens_q);
+    kvci_free(r->lens_kv);
+    kvci_free(r->cu_q);
+    kvci_free(r->cu_kv);
+    kvci_free(r->seq_len);
+    kvci_free(r->hist);
+    kvci_free(r->logits);
+    kvci_free(r->chosen);
+    kvci_free(r->last);
+    kvci_free(r->absmax);
+    kvci_free(r);
 }
 
 static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
@@ -77,8 +77,8 @@ static kvc_status make_caches(kvc_runner *r)
     kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * es, &r->cache_mem);
     if (st != KVC_OK) return st;
     memset(r->cache_mem, 0, (size_t)(per_layer * L) * es);
-    r->caches.layers = kvc_calloc((size_t)L, sizeof *r->caches.layers);
-    if (!r->caches.layers) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
+    r->caches.layers = kvci_calloc((size_t)L, sizeof *r->caches.layers);
+    if (!r->caches.layers) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
     r->caches.latent = latent;
     r->caches.block_size = paged ? r->lay.block_size : 0;
@@ -111,41 +111,41 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
 {
     const kvc_model_config *c = kvc_model_config_of(m);
     if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
-        return kvc_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
+        return kvci_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
                         (int)p->mode);
     if (p->mode == KVC_RUNNER_MLA_LATENT && c->family != KVC_FAMILY_DEEPSEEK_V3)
-        return kvc_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
+        return kvci_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
                         kvc_model_family_name(c->family));
     if (batch < 1 || max_prompt < 1 || p->max_new_tokens < 1 || p->max_seq_len < 0)
-        return kvc_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
+        return kvci_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
                         (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens,
                         (long long)p->max_seq_len);
     if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype, p->mode == KVC_RUNNER_MLA_LATENT))
-        return kvc_fail(KVC_EINVAL, "runner: kv_dtype %s is not a cache dtype of mode %d (f32, f16, bf16%s)",
+        return kvci_fail(KVC_EINVAL, "runner: kv_dtype %s is not a cache dtype of mode %d (f32, f16, bf16%s)",
                         kvc_dtype_name(p->kv_dtype), (int)p->mode,
                         p->mode == KVC_RUNNER_MLA_LATENT ? "" : ", i8, fp8_e4m3, fp8_e5m2");
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
-        return kvc_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
+        return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
     return KVC_OK;
 }
 
 kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
                              kvc_runner **out)
 {
-    if (!m || !p || !out) return kvc_fail(KVC_EINVAL, "runner_create: model, params and out must not be NULL");
+    if (!m || !p || !out) return kvci_fail(KVC_EINVAL, "runner_create: model, params and out must not be NULL");
     *out = NULL;
     kvc_status st = check_params(m, p, batch, max_prompt_len);
     if (st != KVC_OK) return st;
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     const int64_t need = max_prompt_len + p->max_new_tokens - 1;
     int64_t S = p->max_seq_len;
-    if (S == 0) S = paged ? kvc_cdiv(need + 1, p->block_size) * p->block_size : need + 1;
+    if (S == 0) S = paged ? kvci_cdiv(need + 1, p->block_size) * p->block_size : need + 1;
     if (S < need)
-        return kvc_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
+        return kvci_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
                         (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
-    kvc_runner *r = kvc_calloc(1, sizeof *r);
-    if (!r) return kvc_fail(KVC_ENOMEM, "runner: out of memory");
+    kvc_runner *r = kvci_calloc(1, sizeof *r);
+    if (!r) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
     r->m = m;
     r->p = *p;
     r->batch = batch, r->max_prompt = max_prompt_len, r->S = S;
@@ -154,24 +154,24 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     if (paged) st = kvc_static_layout_init(batch, S, p->block_size, &r->lay);
     const int64_t V = kvc_model_config_of(m)->vocab_size, bps = paged ? r->lay.blocks_per_seq : 1;
     if (st == KVC_OK) {
-        r->table = kvc_calloc((size_t)(batch * bps), sizeof *r->table);
-        r->ids = kvc_calloc((size_t)r->max_tokens, sizeof *r->ids);
-        r->positions = kvc_calloc((size_t)r->max_tokens, sizeof *r->positions);
-        r->slots = kvc_calloc((size_t)r->max_tokens, sizeof *r->slots);
-        r->kv_pos = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->lens_q = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->lens_kv = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->cu_q = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->cu_kv = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->seq_len = kvc_calloc((size_t)batch, sizeof(int64_t));
-        r->hist = kvc_calloc((size_t)(batch * S), sizeof *r->hist);
-        r->logits = kvc_calloc((size_t)(batch * V), sizeof *r->logits);
-        r->chosen = kvc_calloc((size_t)batch, sizeof *r->chosen);
-        r->last = kvc_calloc((size_t)batch, sizeof *r->last);
-        r->absmax = kvc_calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
+        r->table = kvci_calloc((size_t)(batch * bps), sizeof *r->table);
+        r->ids = kvci_calloc((size_t)r->max_tokens, sizeof *r->ids);
+        r->positions = kvci_calloc((size_t)r->max_tokens, sizeof *r->positions);
+        r->slots = kvci_calloc((size_t)r->max_tokens, sizeof *r->slots);
+        r->kv_pos = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->lens_q = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->lens_kv = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->cu_q = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->cu_kv = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->seq_len = kvci_calloc((size_t)batch, sizeof(int64_t));
+        r->hist = kvci_calloc((size_t)(batch * S), sizeof *r->hist);
+        r->logits = kvci_calloc((size_t)(batch * V), sizeof *r->logits);
+        r->chosen = kvci_calloc((size_t)batch, sizeof *r->chosen);
+        r->last = kvci_calloc((size_t)batch, sizeof *r->last);
+        r->absmax = kvci_calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
         if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
             !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last || !r->absmax)
-            st = kvc_fail(KVC_ENOMEM, "runner: out of memory");
+            st = kvci_fail(KVC_ENOMEM, "runner: out of memory");
     }
     if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);
     if (st == KVC_OK && !recompute) st = make_caches(r);
@@ -184,7 +184,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     return KVC_OK;
 }
 
-kvc_status kvc_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n)
+kvc_status kvci_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n)
 {
     const kvc_dtype dt = r->p.kv_dtype;
     if (r->p.mode == KVC_RUNNER_RECOMPUTE || (dt != KVC_DTYPE_I8 && dt != KVC_DTYPE_F8E4M3 && dt != KVC_DTYPE_F8E5M2))

@@ -5,7 +5,7 @@
 #include "kvcache/runner.h"
 
 /* int8 caches: static per-tensor scales from the prompts of this generate call. */
-kvc_status kvc_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n);
+kvc_status kvci_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n);
 
 struct kvc_runner {
     const kvc_model *m;

@@ -17,28 +17,28 @@
 
 static void test_fail_at(void **state) {
     (void)state;
-    uint64_t failures = kvc_alloc_failures();
-    kvc_alloc_fail_at(2);
-    void *a = kvc_malloc(8), *b = kvc_calloc(2, 8), *c = kvc_realloc(NULL, 8);
+    uint64_t failures = kvci_alloc_failures();
+    kvci_alloc_fail_at(2);
+    void *a = kvci_malloc(8), *b = kvci_calloc(2, 8), *c = kvci_realloc(NULL, 8);
     void *d = NULL;
     assert_int_equal(kvc_aligned_alloc(64, 64, &d), KVC_OK);
     assert_non_null(a);
     assert_null(b); /* the second call only */
     assert_non_null(c);
     assert_non_null(d);
-    assert_int_equal(kvc_alloc_calls(), 4);
-    assert_int_equal(kvc_alloc_failures(), failures + 1);
-    kvc_alloc_fail_at(1);
+    assert_int_equal(kvci_alloc_calls(), 4);
+    assert_int_equal(kvci_alloc_failures(), failures + 1);
+    kvci_alloc_fail_at(1);
     void *e = NULL;
     assert_int_equal(kvc_aligned_alloc(64, 64, &e), KVC_ENOMEM);
     assert_null(e);
-    kvc_alloc_fail_at(1);
-    assert_null(kvc_strdup("x"));
-    kvc_alloc_fail_at(0);
-    char *s = kvc_strdup("abc");
+    kvci_alloc_fail_at(1);
+    assert_null(kvci_strdup("x"));
+    kvci_alloc_fail_at(0);
+    char *s = kvci_strdup("abc");
     assert_string_equal(s, "abc");
-    kvc_free(s);
-    kvc_free(a), kvc_free(c), kvc_aligned_free(d);
+    kvci_free(s);
+    kvci_free(a), kvci_free(c), kvc_aligned_free(d);
 }
 
 /* Name of a raw allocation call in line (not preceded by an identifier

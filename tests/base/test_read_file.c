@@ -19,7 +19,7 @@
 static void expect_refused(const char *path, size_t max, const char *text) {
     char *buf = (char *)path;
     size_t len = 1;
-    kvc_status st = kvc_read_file(path, max, &buf, &len);
+    kvc_status st = kvci_read_file(path, max, &buf, &len);
     assert_int_equal(st, KVC_EINVAL);
     assert_null(buf);
     assert_int_equal(len, 0);
@@ -37,10 +37,10 @@ static void test_files(void **state) {
     fclose(f);
     char *buf = NULL;
     size_t len = 0;
-    assert_int_equal(kvc_read_file(path, 10, &buf, &len), KVC_OK);
+    assert_int_equal(kvci_read_file(path, 10, &buf, &len), KVC_OK);
     assert_int_equal(len, 10);
     assert_string_equal(buf, "0123456789");
-    kvc_free(buf);
+    kvci_free(buf);
     expect_refused(path, 9, "10 bytes, larger than the input limit of 9 bytes");
     expect_refused("/dev/zero", 100, "is a character device; only regular files are read");
     expect_refused(dir, 100, "is a directory");
@@ -65,9 +65,9 @@ static void test_stdin(void **state) {
     close(fds[0]);
     char *buf = NULL;
     size_t len = 0;
-    assert_int_equal(kvc_read_file("-", 100, &buf, &len), KVC_OK);
+    assert_int_equal(kvci_read_file("-", 100, &buf, &len), KVC_OK);
     assert_string_equal(buf, "{\"a\": 1}");
-    kvc_free(buf);
+    kvci_free(buf);
 
     assert_int_equal(pipe(fds), 0);
     assert_int_equal(write(fds[1], "0123456789", 10), 10);

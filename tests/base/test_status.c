@@ -9,8 +9,8 @@
 
 static void test_fail_can_quote_the_previous_message(void **state) {
     (void)state;
-    assert_int_equal(kvc_fail(KVC_ERANGE, "num_blocks %d must be in [1, %d]", 0, INT32_MAX), KVC_ERANGE);
-    assert_int_equal(kvc_fail(KVC_EINVAL, "manager %s: %s", "FullAttention", kvc_last_error()), KVC_EINVAL);
+    assert_int_equal(kvci_fail(KVC_ERANGE, "num_blocks %d must be in [1, %d]", 0, INT32_MAX), KVC_ERANGE);
+    assert_int_equal(kvci_fail(KVC_EINVAL, "manager %s: %s", "FullAttention", kvc_last_error()), KVC_EINVAL);
     assert_string_equal(kvc_last_error(), "manager FullAttention: num_blocks 0 must be in [1, 2147483647]");
 }
 
@@ -19,8 +19,8 @@ static void test_fail_truncates_a_long_quote(void **state) {
     char inner[600];
     memset(inner, 'x', sizeof inner - 1);
     inner[sizeof inner - 1] = '\0';
-    kvc_fail(KVC_EINVAL, "%s", inner);
-    kvc_fail(KVC_EINVAL, "outer: %s", kvc_last_error());
+    kvci_fail(KVC_EINVAL, "%s", inner);
+    kvci_fail(KVC_EINVAL, "outer: %s", kvc_last_error());
     const char *msg = kvc_last_error();
     assert_memory_equal(msg, "outer: xxxx", 11);
     for (size_t i = 7; msg[i] != '\0'; i++) assert_int_equal(msg[i], 'x');
@@ -85,7 +85,7 @@ static void *flip_callbacks(void *arg) {
 
 static void *log_messages(void *arg) {
     (void)arg;
-    for (int i = 0; i < LOG_ROUNDS; i++) kvc_log(KVC_LOG_INFO, "message %d", i);
+    for (int i = 0; i < LOG_ROUNDS; i++) kvci_log(KVC_LOG_INFO, "message %d", i);
     return NULL;
 }
 
@@ -101,7 +101,7 @@ static void test_log_callback_pair_is_never_torn(void **state) {
     assert_int_equal(atomic_load(&tally_a.calls) + atomic_load(&tally_b.calls), 3 * LOG_ROUNDS);
     assert_int_equal(atomic_load(&tally_a.mismatches), 0);
     assert_int_equal(atomic_load(&tally_b.mismatches), 0);
-    kvc_log(KVC_LOG_INFO, "after the callback was removed");
+    kvci_log(KVC_LOG_INFO, "after the callback was removed");
     assert_int_equal(atomic_load(&tally_a.calls) + atomic_load(&tally_b.calls), 3 * LOG_ROUNDS);
 }
 

@@ -19,7 +19,7 @@ static int64_t chunked_skipped_tokens(const kvc_single_manager *m, int64_t compu
 }
 
 static int64_t chunked_worst_blocks(const kvc_cache_group *g, int64_t positions) {
-    return kvc_min64(kvc_cdiv(positions, g->block_size), kvc_cdiv(CHUNK, g->block_size) + 1);
+    return kvci_min64(kvci_cdiv(positions, g->block_size), kvci_cdiv(CHUNK, g->block_size) + 1);
 }
 
 /* Only the rules that differ from the defaults are given. */
@@ -29,11 +29,11 @@ static kvc_manager_type chunked_local_type = {
     .reserves_decode = true,
     .state_hits = false,
     .null_prefix = true,
-    .validate_entry = kvc_validate_attention_entry,
+    .validate_entry = kvci_validate_attention_entry,
     .num_skipped_tokens = chunked_skipped_tokens,
-    .blocks_needed = kvc_positions_blocks_needed,
+    .blocks_needed = kvci_positions_blocks_needed,
     .worst_blocks = chunked_worst_blocks,
-    .hit_length = kvc_windowed_hit_length,
+    .hit_length = kvci_windowed_hit_length,
 };
 
 static kvc_attn_type chunked;
@@ -119,7 +119,7 @@ static void test_chunked_prefix_hit(void **state) {
 
 int main(void) {
     /* The one registration. */
-    if (kvc_manager_type_register(&chunked_local_type, &chunked) != KVC_OK) {
+    if (kvci_manager_type_register(&chunked_local_type, &chunked) != KVC_OK) {
         fprintf(stderr, "%s\n", kvc_last_error());
         return 1;
     }

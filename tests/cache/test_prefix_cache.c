@@ -105,10 +105,10 @@ static void test_salts_separate_tenants(void **state) {
     assert_int_equal(admit(m, 5, prompt_a, 10, NULL), 8);
     kvc_manager_destroy(m);
     /* The engine salt and the request salt both change the seed of the chain. */
-    kvc_hash128 a = kvc_prefix_seed(99, NULL), b = kvc_prefix_seed(98, NULL), c = kvc_prefix_seed(99, "");
-    assert_false(kvc_hash128_equal(a, b));
-    assert_false(kvc_hash128_equal(a, kvc_prefix_seed(99, "x")));
-    assert_true(kvc_hash128_equal(a, c)); /* an empty salt is no salt */
+    kvc_hash128 a = kvci_prefix_seed(99, NULL), b = kvci_prefix_seed(98, NULL), c = kvci_prefix_seed(99, "");
+    assert_false(kvci_hash128_equal(a, b));
+    assert_false(kvci_hash128_equal(a, kvci_prefix_seed(99, "x")));
+    assert_true(kvci_hash128_equal(a, c)); /* an empty salt is no salt */
 }
 
 static kvc_hash128 constant_hash(const void *bytes, size_t n) {

@@ -257,10 +257,10 @@ static void sh_free(shadow *s, sh_req *r) {
 /* ---- comparison ------------------------------------------------------------- */
 /* The chain hash of a cached content, recomputed from the public rules. */
 static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *tokens, int64_t len, kvc_hash128 *parent) {
-    kvc_hash128 h = kvc_prefix_seed(7, salt_name[salt]);
+    kvc_hash128 h = kvci_prefix_seed(7, salt_name[salt]);
     for (int64_t i = 0; i < len / ix->block_tokens; i++) {
         *parent = h;
-        h = kvc_prefix_block_hash(ix, h, tokens + i * ix->block_tokens);
+        h = kvci_prefix_block_hash(ix, h, tokens + i * ix->block_tokens);
     }
     return h;
 }
@@ -285,8 +285,8 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
             kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
             kvc_hash128 parent;
             kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
-            assert_true(kvc_hash128_equal(h, ix->keys[id].hash));
-            assert_true(kvc_hash128_equal(parent, ix->keys[id].parent));
+            assert_true(kvci_hash128_equal(h, ix->keys[id].hash));
+            assert_true(kvci_hash128_equal(parent, ix->keys[id].parent));
             assert_memory_equal(ix->tokens + id * ix->block_tokens, k->ctokens[id] + k->clen[id] - ix->block_tokens,
                                 (size_t)ix->block_tokens * sizeof(int32_t));
         }

@@ -35,6 +35,11 @@ if ! diff "$work/declared" "$work/exported" > "$work/export.diff"; then
   cat "$work/export.diff" >&2
   fail "libkvcache.so's export list differs from the public headers"
 fi
+# Naming: every global function of the library named kvc_* is public; the
+# internal ones are named kvci_* (so a name tells which side it is on).
+nm -g --defined-only "$libdir/libkvcache.a" 2>/dev/null | awk '$2 == "T" && $3 ~ /^kvc_/ {print $3}' | sort -u > "$work/static_kvc"
+internal=$(comm -23 "$work/static_kvc" "$work/declared")
+[ -z "$internal" ] || fail "libkvcache.a defines kvc_ functions that are not public (name internal ones kvci_): $internal"
 nm -D --defined-only "$libdir/libkvcache_core.so" | awk '$2 == "T" {print $3}' | sort -u > "$work/core_exported"
 extra=$(comm -13 "$work/declared" "$work/core_exported")
 [ -z "$extra" ] || fail "libkvcache_core.so exports undeclared symbols: $extra"

@@ -170,9 +170,9 @@ static void test_invalid_utf8_refused(void **state) {
     expect_both_refuse("{\"model_type\":\"llama\",\"note\":\"\xC0\xAF\"}", "note", "UTF-8");
     expect_both_refuse("{\"model_type\":\"llama\",\"a\":{\"\xED\xA0\x80\":1}}", "a", "UTF-8");
     /* valid multi-byte text is fine */
-    assert_true(kvc_utf8_valid("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 9));
-    assert_false(kvc_utf8_valid("\xF4\x90\x80\x80", 4)); /* above U+10FFFF */
-    assert_false(kvc_utf8_valid("\xE2\x82", 2));         /* truncated */
+    assert_true(kvci_utf8_valid("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 9));
+    assert_false(kvci_utf8_valid("\xF4\x90\x80\x80", 4)); /* above U+10FFFF */
+    assert_false(kvci_utf8_valid("\xE2\x82", 2));         /* truncated */
 }
 
 static void test_sizes_bounded_before_use(void **state) {

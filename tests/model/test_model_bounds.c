@@ -27,11 +27,11 @@ static kvc_model_config small_config(void)
 static void expect_refused(const kvc_model_config *cfg, const char *text)
 {
     kvc_model *m = (kvc_model *)cfg;
-    kvc_alloc_fail_at(0);
+    kvci_alloc_fail_at(0);
     assert_int_equal(kvc_model_create_random(cfg, 1, &m), KVC_EINVAL);
     assert_null(m);
     if (strstr(kvc_last_error(), text) == NULL) fail_msg("\"%s\" should name \"%s\"", kvc_last_error(), text);
-    assert_true(kvc_alloc_calls() <= 2); /* the model struct and its RoPE table at most, never the weights */
+    assert_true(kvci_alloc_calls() <= 2); /* the model struct and its RoPE table at most, never the weights */
 }
 
 static void test_sizes_bounded(void **state)

@@ -39,7 +39,7 @@ static void test_accuracy_against_float64(void **state) {
         const int64_t M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2];
         const int64_t lda = K + 3, ldb = K + 1, ldc = N + 2;
         float *A = rand_buf(M * lda), *B = rand_buf(N * ldb), *bias = rand_buf(N), *C = rand_buf(M * ldc);
-        kvc_gemm_nt(M, N, K, A, lda, B, ldb, bias, C, ldc);
+        kvci_gemm_nt(M, N, K, A, lda, B, ldb, bias, C, ldc);
         /* each lane sums ceil(K/16) products, then 4 tree levels and the bias: error <= (ceil(K/16) + 5) u sum|ab| */
         const double u = ldexp(1.0, -24), levels = (double)((K + 15) / 16 + 5);
         for (int64_t i = 0; i < M; i++)
@@ -62,26 +62,26 @@ static void test_accuracy_against_float64(void **state) {
 static void test_every_kernel_bitwise_equal(void **state) {
     (void)state;
     const kvc_gemm_kernel *all[3];
-    const int n = kvc_gemm_kernels(all);
+    const int n = kvci_gemm_kernels(all);
     assert_string_equal(all[n - 1]->name, "portable");
     for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
         const int64_t M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2];
         float *A = rand_buf(M * K), *B = rand_buf(N * K), *bias = rand_buf(N);
         float *ref = calloc((size_t)(M * N), sizeof(float)), *C = calloc((size_t)(M * N), sizeof(float));
-        assert_int_equal(kvc_gemm_force("portable"), KVC_OK);
-        kvc_gemm_nt(M, N, K, A, K, B, K, s % 2 ? bias : NULL, ref, N);
+        assert_int_equal(kvci_gemm_force("portable"), KVC_OK);
+        kvci_gemm_nt(M, N, K, A, K, B, K, s % 2 ? bias : NULL, ref, N);
         for (int i = 0; i < n; i++) {
-            assert_int_equal(kvc_gemm_force(all[i]->name), KVC_OK);
-            assert_string_equal(kvc_gemm_active()->name, all[i]->name);
-            kvc_gemm_nt(M, N, K, A, K, B, K, s % 2 ? bias : NULL, C, N);
+            assert_int_equal(kvci_gemm_force(all[i]->name), KVC_OK);
+            assert_string_equal(kvci_gemm_active()->name, all[i]->name);
+            kvci_gemm_nt(M, N, K, A, K, B, K, s % 2 ? bias : NULL, C, N);
             if (memcmp(C, ref, (size_t)(M * N) * sizeof(float)) != 0)
                 fail_msg("kernel %s differs from portable at M %lld N %lld K %lld", all[i]->name, (long long)M,
                          (long long)N, (long long)K);
         }
-        assert_int_equal(kvc_gemm_force(NULL), KVC_OK);
+        assert_int_equal(kvci_gemm_force(NULL), KVC_OK);
         free(A), free(B), free(bias), free(ref), free(C);
     }
-    assert_int_equal(kvc_gemm_force("sse9"), KVC_EINVAL);
+    assert_int_equal(kvci_gemm_force("sse9"), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "sse9"));
 }
 
@@ -93,22 +93,22 @@ static void test_rows_and_columns_independent(void **state) {
     float *A = rand_buf(M * K), *B = rand_buf(N * K), *bias = rand_buf(N);
     float *full = calloc((size_t)(M * N), sizeof(float)), *part = calloc((size_t)(M * N), sizeof(float));
     omp_set_num_threads(2);
-    kvc_gemm_nt(M, N, K, A, K, B, K, bias, full, N);
+    kvci_gemm_nt(M, N, K, A, K, B, K, bias, full, N);
     omp_set_num_threads(1);
     for (int64_t i = 0; i < M; i += 7) { /* row alone */
-        kvc_gemm_nt(1, N, K, A + i * K, K, B, K, bias, part, N);
+        kvci_gemm_nt(1, N, K, A + i * K, K, B, K, bias, part, N);
         assert_memory_equal(part, full + i * N, (size_t)N * sizeof(float));
     }
     omp_set_num_threads(2);
     for (int64_t m0 = 0; m0 < M; m0 += 13) { /* row blocks of odd sizes, column slices */
         const int64_t mm = m0 + 13 <= M ? 13 : M - m0;
         const int64_t n0 = (m0 * 7) % 50, nn = N - n0 - 3;
-        kvc_gemm_nt(mm, nn, K, A + m0 * K, K, B + n0 * K, K, bias + n0, part, nn);
+        kvci_gemm_nt(mm, nn, K, A + m0 * K, K, B + n0 * K, K, bias + n0, part, nn);
         for (int64_t i = 0; i < mm; i++)
             assert_memory_equal(part + i * nn, full + (m0 + i) * N + n0, (size_t)nn * sizeof(float));
     }
     omp_set_num_threads(1);
-    kvc_gemm_nt(M, N, K, A, K, B, K, bias, part, N);
+    kvci_gemm_nt(M, N, K, A, K, B, K, bias, part, N);
     assert_memory_equal(part, full, (size_t)(M * N) * sizeof(float));
     free(A), free(B), free(bias), free(full), free(part);
 }

@@ -121,7 +121,7 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
 
 static void randomized(const kvc_simd_table *table)
 {
-    kvc_simd_override(table);
+    kvci_simd_override(table);
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
     const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
@@ -144,20 +144,20 @@ static void randomized(const kvc_simd_table *table)
                     fx_free(&f);
                     runs++;
                 }
-    kvc_simd_override(NULL);
+    kvci_simd_override(NULL);
     assert_int_equal(runs, 7 * 5 * NDT * 3);
 }
 
 static void test_cpu_vs_ref_best_isa(void **state)
 {
     (void)state;
-    randomized(kvc_simd_select());
+    randomized(kvci_simd_select());
 }
 
 static void test_cpu_vs_ref_portable(void **state)
 {
     (void)state;
-    if (kvc_simd_select() == &kvc_simd_portable) skip(); /* the best-ISA test ran it (KVC_SIMD=portable) */
+    if (kvci_simd_select() == &kvc_simd_portable) skip(); /* the best-ISA test ran it (KVC_SIMD=portable) */
     randomized(&kvc_simd_portable);
 }
 
@@ -168,8 +168,8 @@ static void test_cpu_vs_ref_portable(void **state)
 static void test_avx512_equals_avx2(void **state)
 {
     (void)state;
-    const kvc_simd_table *t2 = kvc_simd_avx2_table(), *t5 = kvc_simd_avx512_table();
-    if (!kvc_simd_cpu_runs(t2) || !kvc_simd_cpu_runs(t5)) skip();
+    const kvc_simd_table *t2 = kvci_simd_avx2_table(), *t5 = kvci_simd_avx512_table();
+    if (!kvci_simd_cpu_runs(t2) || !kvci_simd_cpu_runs(t5)) skip();
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD};
     const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
     const int gs[] = {1, 2, 4, 8};
@@ -185,15 +185,15 @@ static void test_avx512_equals_avx2(void **state)
                     size_t n2 = 0, n5 = 0;
                     const size_t ob = (size_t)f.out_n * kvc_dtype_size(c.odt);
                     memset(f.obuf, 0xff, ob); /* padding rows of BSND / BNSD stay unwritten: equal in both runs */
-                    kvc_simd_override(t2);
+                    kvci_simd_override(t2);
                     void *o2 = cpu_bytes(&f, &n2), *l2 = malloc((size_t)(f.lse_n + 1) * sizeof(float));
                     memcpy(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float));
                     memset(f.obuf, 0xff, ob);
-                    kvc_simd_override(t5);
+                    kvci_simd_override(t5);
                     void *o5 = cpu_bytes(&f, &n5);
                     assert_int_equal(n2, n5);
                     const bool same = memcmp(o2, o5, n2) == 0 && memcmp(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float)) == 0;
-                    kvc_simd_override(NULL);
+                    kvci_simd_override(NULL);
                     if (!same)
                         fail_msg("layout %s mode %d kv %s G %d D %d bs %d: avx512 differs from avx2", kvc_attn_layout_name(c.layout),
                                  mode, kvc_dtype_name(c.kvdt), gs[gi], c.D, c.bs);
@@ -201,7 +201,7 @@ static void test_avx512_equals_avx2(void **state)
                     fx_free(&f);
                     runs++;
                 }
-    kvc_simd_override(NULL);
+    kvci_simd_override(NULL);
     assert_int_equal(runs, 3 * 4 * 5 * 4);
 }
 
@@ -210,9 +210,9 @@ static void test_simd_environment(void **state)
 {
     (void)state;
     const char *e = getenv("KVC_SIMD");
-    if (e && strcmp(e, "portable") == 0) assert_ptr_equal(kvc_simd_select(), &kvc_simd_portable);
-    else assert_true(kvc_simd_cpu_runs(kvc_simd_select()));
-    assert_string_equal(kvc_attention_cpu_isa(), kvc_simd_select()->name);
+    if (e && strcmp(e, "portable") == 0) assert_ptr_equal(kvci_simd_select(), &kvc_simd_portable);
+    else assert_true(kvci_simd_cpu_runs(kvci_simd_select()));
+    assert_string_equal(kvc_attention_cpu_isa(), kvci_simd_select()->name);
 }
 
 /* 16-bit outputs: within the output dtype's rounding of the reference. */
@@ -320,10 +320,10 @@ static void test_paged_equals_contiguous(void **state)
 static void test_masked_keys_hold_nan(void **state)
 {
     (void)state;
-    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
     for (int ti = 0; ti < 2; ti++)
         for (int64_t sq = 1; sq <= 9; sq += 8) {
-            kvc_simd_override(tables[ti]);
+            kvci_simd_override(tables[ti]);
             fx_cfg c;
             memset(&c, 0, sizeof c);
             c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 2, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
@@ -352,7 +352,7 @@ static void test_masked_keys_hold_nan(void **state)
             if (!(e <= 1.0)) fail_msg("%s, %lld query rows: error %g with NaN in masked keys", tables[ti]->name, (long long)sq, e);
             fx_free(&f);
         }
-    kvc_simd_override(NULL);
+    kvci_simd_override(NULL);
 }
 
 /* MLA at the dims of the small DeepSeek-V3 oracle model (4 heads, latent
@@ -433,10 +433,10 @@ static void test_mla_general_refusals(void **state)
 static void test_masked_keys_nan_token_scales(void **state)
 {
     (void)state;
-    const kvc_simd_table *tables[2] = {kvc_simd_select(), &kvc_simd_portable};
+    const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
     for (int ti = 0; ti < 2; ti++)
         for (int mode = 1; mode <= 4; mode += 3) {
-            kvc_simd_override(tables[ti]);
+            kvci_simd_override(tables[ti]);
             fx_cfg c;
             memset(&c, 0, sizeof c);
             c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 2, c.Nq = 4, c.Nkv = 2, c.D = c.Dv = 16;
@@ -465,7 +465,7 @@ static void test_masked_keys_nan_token_scales(void **state)
             if (!(err <= 1.0)) fail_msg("%s mode %d: error %g against the reference", tables[ti]->name, mode, err);
             fx_free(&f);
         }
-    kvc_simd_override(NULL);
+    kvci_simd_override(NULL);
 }
 
 static void test_workspace_refusal(void **state)

@@ -1,5 +1,5 @@
 /* Allocation-failure walk (issue 13): every allocation of the library, the
- * command and cJSON goes through kvc_malloc & co., and kvc_alloc_fail_at(N)
+ * command and cJSON goes through kvci_malloc & co., and kvci_alloc_fail_at(N)
  * makes the N-th one fail. Each scenario runs a `kvcache` command in process
  * once unhurt, then with allocation N failing for N = 1, 2, ... (every one
  * up to DENSE, then in even steps so that a scenario stays within POINTS
@@ -63,10 +63,10 @@ static result run_command(char *const *args, int argc, uint64_t fail_at) {
     for (const kvc_command *c = kvc_commands; c->name != NULL; c++)
         if (strcmp(c->name, argv[0]) == 0) cmd = c;
     result r = {0};
-    kvc_alloc_fail_at(fail_at);
+    kvci_alloc_fail_at(fail_at);
     r.rc = cmd != NULL ? cmd->run(argc, argv) : 99;
-    r.calls = kvc_alloc_calls();
-    kvc_alloc_fail_at(0);
+    r.calls = kvci_alloc_calls();
+    kvci_alloc_fail_at(0);
     fflush(stdout);
     fflush(stderr);
     clearerr(stdout);

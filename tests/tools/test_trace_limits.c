@@ -54,14 +54,14 @@ static void test_check_only_on_request(void **state) {
     char *json = make_trace(1 << 12);
     output got = {0};
     kvc_trace_options opts = {0};
-    kvc_alloc_fail_at(0);
+    kvci_alloc_fail_at(0);
     assert_int_equal(replay(json, &opts, &got), KVC_TRACE_EXIT_OK);
-    uint64_t unchecked = kvc_alloc_calls();
+    uint64_t unchecked = kvci_alloc_calls();
     free(got.text);
     opts.check_invariants = true;
-    kvc_alloc_fail_at(0);
+    kvci_alloc_fail_at(0);
     assert_int_equal(replay(json, &opts, &got), KVC_TRACE_EXIT_OK);
-    uint64_t checked = kvc_alloc_calls();
+    uint64_t checked = kvci_alloc_calls();
     free(got.text);
     assert_true(checked >= unchecked + N_OPS);
     free(json);
@@ -111,9 +111,9 @@ static void test_failures_named(void **state) {
     (void)state;
     char *json = make_trace(100);
     output got = {0};
-    kvc_alloc_fail_at(1);
+    kvci_alloc_fail_at(1);
     assert_int_equal(replay(json, NULL, &got), KVC_TRACE_EXIT_FAILED);
-    kvc_alloc_fail_at(0);
+    kvci_alloc_fail_at(0);
     assert_string_equal(got.text, "{\"error\": \"out of memory parsing JSON\"}\n");
     free(got.text);
 

@@ -36,26 +36,26 @@ static int64_t items_fill(const ctx *cx, item *it)
     int64_t n = 0, tasks = 0;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t q0, sq, k0, skv;
-        kvc_attn_q_range(pb, b, &q0, &sq);
-        kvc_attn_kv_range(pb, b, &k0, &skv);
+        kvci_attn_q_range(pb, b, &q0, &sq);
+        kvci_attn_kv_range(pb, b, &k0, &skv);
         for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
-            const int64_t ni = kvc_min64(cx->QT, sq - i0);
+            const int64_t ni = kvci_min64(cx->QT, sq - i0);
             int64_t lo = skv, hi = 0;
             for (int64_t i = i0; i < i0 + ni; i++) {
                 int64_t a, e;
-                kvc_attn_row_interval(pb, i, sq, skv, &a, &e);
+                kvci_attn_row_interval(pb, i, sq, skv, &a, &e);
                 if (e > a) {
-                    lo = kvc_min64(lo, a);
-                    hi = kvc_max64(hi, e);
+                    lo = kvci_min64(lo, a);
+                    hi = kvci_max64(hi, e);
                 }
             }
-            const int64_t hg = kvc_cpu_heads_per_item(cx, ni);
+            const int64_t hg = kvci_cpu_heads_per_item(cx, ni);
             for (int64_t g = 0; g < pb->Nkv; g += hg) {
                 item *x = &it[n++];
-                x->b = b, x->g0 = g, x->ng = kvc_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0, x->sq = sq, x->k0 = k0, x->skv = skv;
+                x->b = b, x->g0 = g, x->ng = kvci_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0, x->sq = sq, x->k0 = k0, x->skv = skv;
                 x->lo = lo, x->hi = hi;
                 x->c_lo = hi > lo ? lo / KVC_CHUNK : 0;
-                x->c_hi = hi > lo ? kvc_cdiv(hi, KVC_CHUNK) : 0;
+                x->c_hi = hi > lo ? kvci_cdiv(hi, KVC_CHUNK) : 0;
                 x->task0 = tasks;
                 tasks += x->c_hi - x->c_lo;
             }
@@ -96,29 +96,29 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
     float M = a[0], L = a[1];
     float *acc = a + KVC_REC_HDR;
     if (pb->kv_quant) {
-        if (kvc_qidx_per_key(pb->vq)) {
+        if (kvci_qidx_per_key(pb->vq)) {
             for (int64_t d = 0; d < Dv; d++) acc[d] += a[2];
         } else {
             for (int64_t d = 0; d < Dv; d++) {
-                const int64_t k = kvc_attn_quant_index(pb, pb->vq, it->b, 0, g, d, Dv);
-                const float off = pb->v_has_off ? kvc_cpu_fquant(&p->value_offset, k) : 0.0f;
-                acc[d] = kvc_cpu_fquant(&p->value_scale, k) * (acc[d] + off * L);
+                const int64_t k = kvci_attn_quant_index(pb, pb->vq, it->b, 0, g, d, Dv);
+                const float off = pb->v_has_off ? kvci_cpu_fquant(&p->value_offset, k) : 0.0f;
+                acc[d] = kvci_cpu_fquant(&p->value_scale, k) * (acc[d] + off * L);
             }
         }
     }
     if (p->sinks.data) {
-        const float sg = kvc_elem_load(p->sinks.data, p->sinks.dtype, n);
+        const float sg = kvci_elem_load(p->sinks.data, p->sinks.dtype, n);
         const float Mn = M > sg ? M : sg;
         const float fa = M == -INFINITY ? 0.0f : expf(M - Mn);
         L = L * fa + expf(sg - Mn);
         for (int64_t d = 0; d < Dv; d++) acc[d] *= fa;
         M = Mn;
     }
-    const int64_t oi = kvc_attn_out_index(pb, it->b, it->q0, i, n);
+    const int64_t oi = kvci_attn_out_index(pb, it->b, it->q0, i, n);
     const bool empty = !(L > 0.0f);
-    for (int64_t d = 0; d < Dv; d++) kvc_elem_store(p->out.data, p->out.dtype, oi + d, empty ? 0.0f : acc[d] / L);
+    for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, empty ? 0.0f : acc[d] / L);
     if (p->lse.data)
-        ((float *)p->lse.data)[kvc_attn_lse_index(pb, it->b, it->q0, i, n)] = empty ? INFINITY : M + logf(L);
+        ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] = empty ? INFINITY : M + logf(L);
 }
 
 /* Workspace layout: items, per-thread scratch, optional split-K partials. */
@@ -130,7 +130,7 @@ static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks)
 {
     ws_layout w;
     w.items = align64(sizeof(item) * (size_t)(cx->n_items + 1));
-    w.per_thread = align64(sizeof(float) * kvc_cpu_thread_floats(cx));
+    w.per_thread = align64(sizeof(float) * kvci_cpu_thread_floats(cx));
     const size_t part = sizeof(float) * (size_t)n_tasks * (size_t)cx->R * (size_t)cx->RS;
     w.partials = part <= KVC_PARTIAL_CAP ? align64(part) : 0;
     w.total = w.items + w.per_thread * (size_t)threads + w.partials;
@@ -144,29 +144,29 @@ static int64_t tasks_bound(const ctx *cx)
     int64_t t = 0;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t q0, sq, k0, skv;
-        kvc_attn_q_range(pb, b, &q0, &sq);
-        kvc_attn_kv_range(pb, b, &k0, &skv);
+        kvci_attn_q_range(pb, b, &q0, &sq);
+        kvci_attn_kv_range(pb, b, &k0, &skv);
         for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) /* items as items_fill makes them, each chunk a task */
-            t += kvc_cdiv(pb->Nkv, kvc_cpu_heads_per_item(cx, kvc_min64(cx->QT, sq - i0))) * kvc_cdiv(skv, KVC_CHUNK);
+            t += kvci_cdiv(pb->Nkv, kvci_cpu_heads_per_item(cx, kvci_min64(cx->QT, sq - i0))) * kvci_cdiv(skv, KVC_CHUNK);
     }
     return t;
 }
 
 kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes)
 {
-    if (!bytes) return kvc_fail(KVC_EINVAL, "attention_cpu_workspace_size: bytes must not be NULL");
-    if (max_threads < 1) return kvc_fail(KVC_EINVAL, "attention_cpu_workspace_size: max_threads %d must be >= 1", max_threads);
+    if (!bytes) return kvci_fail(KVC_EINVAL, "attention_cpu_workspace_size: bytes must not be NULL");
+    if (max_threads < 1) return kvci_fail(KVC_EINVAL, "attention_cpu_workspace_size: max_threads %d must be >= 1", max_threads);
     kvc_attn_problem pb;
-    kvc_status st = kvc_attn_resolve(p, &pb);
+    kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
     ctx cx;
-    kvc_cpu_ctx_init(&cx, &pb);
+    kvci_cpu_ctx_init(&cx, &pb);
     /* split-K (and its partials) only serves calls with fewer than 4 items per thread */
     *bytes = layout_of(&cx, max_threads, cx.n_items < 4 * (int64_t)max_threads ? tasks_bound(&cx) : 0).total;
     return KVC_OK;
 }
 
-const char *kvc_attention_cpu_isa(void) { return kvc_simd_select()->name; }
+const char *kvc_attention_cpu_isa(void) { return kvci_simd_select()->name; }
 
 /* Threads a call with a workspace of `bytes` runs on: the OpenMP maximum,
  * one for a problem below about a million multiply-adds (forking and
@@ -177,7 +177,7 @@ static int call_threads(const ctx *cx, size_t bytes)
 {
     const kvc_attn_problem *pb = cx->pb;
     const ws_layout one = layout_of(cx, 1, 0);
-    int threads = kvc_max_threads();
+    int threads = kvci_max_threads();
     const double macs = (double)pb->Tq * (double)pb->max_skv * (double)pb->Nq * (double)(pb->D + pb->Dv);
     if (macs < 1048576.0) threads = 1;
     while (threads > 1 && one.items + one.per_thread * (size_t)threads > bytes) threads--;
@@ -188,7 +188,7 @@ static kvc_status workspace_check(const char *fn, const ctx *cx, const void *wor
 {
     const ws_layout one = layout_of(cx, 1, 0);
     if (!workspace || bytes < one.total || ((uintptr_t)workspace & 63u))
-        return kvc_fail(KVC_EINVAL, "%s: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: kvc_attention_cpu_workspace_size)",
+        return kvci_fail(KVC_EINVAL, "%s: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: kvc_attention_cpu_workspace_size)",
                         fn, workspace, bytes, one.total);
     return KVC_OK;
 }
@@ -196,13 +196,13 @@ static kvc_status workspace_check(const char *fn, const ctx *cx, const void *wor
 kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace, size_t workspace_bytes,
                                      int *threads)
 {
-    if (!threads) return kvc_fail(KVC_EINVAL, "attention_cpu_threads: threads must not be NULL");
+    if (!threads) return kvci_fail(KVC_EINVAL, "attention_cpu_threads: threads must not be NULL");
     *threads = 0;
     kvc_attn_problem pb;
-    kvc_status st = kvc_attn_resolve(p, &pb);
+    kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
     ctx cx;
-    kvc_cpu_ctx_init(&cx, &pb);
+    kvci_cpu_ctx_init(&cx, &pb);
     st = workspace_check("attention_cpu_threads", &cx, workspace, workspace_bytes);
     if (st != KVC_OK) return st;
     *threads = call_threads(&cx, workspace_bytes);
@@ -212,10 +212,10 @@ kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *
 kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes)
 {
     kvc_attn_problem pb;
-    kvc_status st = kvc_attn_resolve(p, &pb);
+    kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
     ctx cx;
-    kvc_cpu_ctx_init(&cx, &pb);
+    kvci_cpu_ctx_init(&cx, &pb);
     st = workspace_check("attention_cpu", &cx, workspace, workspace_bytes);
     if (st != KVC_OK) return st;
     if (cx.n_items == 0) return KVC_OK;
@@ -232,7 +232,7 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
         float *part = (float *)(tbase + lay.per_thread * (size_t)threads);
 #pragma omp parallel num_threads(threads)
         {
-            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
+            scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
             int64_t loaded = -1; /* item whose queries this thread's scratch holds */
 #pragma omp for schedule(dynamic, 1)
             for (int64_t t = 0; t < n_tasks; t++) {
@@ -240,15 +240,15 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
                 int64_t k = 0;
                 while (k + 1 < nit && items[k + 1].task0 <= t) k++;
                 const item *it = &items[k];
-                if (k != loaded) kvc_cpu_load_queries(&cx, it, &s);
+                if (k != loaded) kvci_cpu_load_queries(&cx, it, &s);
                 loaded = k;
-                kvc_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
+                kvci_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
             }
         }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (int64_t k = 0; k < nit; k++) {
             const item *it = &items[k];
-            scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
+            scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
             const int64_t R = it->ng * pb.G * it->ni;
             for (int64_t r = 0; r < R; r++) {
                 record_empty(s.run + r * RS, RS);
@@ -262,12 +262,12 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t k = 0; k < nit; k++) {
         const item *it = &items[k];
-        scratch s = kvc_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvc_thread_num()));
+        scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
         const int64_t R = it->ng * pb.G * it->ni;
-        kvc_cpu_load_queries(&cx, it, &s);
+        kvci_cpu_load_queries(&cx, it, &s);
         for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
         for (int64_t c = it->c_lo; c < it->c_hi; c++) {
-            kvc_cpu_chunk(&cx, it, c, &s, s.rec);
+            kvci_cpu_chunk(&cx, it, c, &s, s.rec);
             for (int64_t r = 0; r < R; r++) merge_row(s.run + r * RS, s.rec + r * RS, RS);
         }
         for (int64_t r = 0; r < R; r++) finalize_row(&cx, it, r, s.run + r * RS);

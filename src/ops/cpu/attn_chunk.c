@@ -34,22 +34,22 @@ static kvc_chan_map chan_map(int64_t bs, int64_t c0)
     return m;
 }
 
-void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
+void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
 {
     const kvc_attention_params *p = pb->p;
     memset(cx, 0, sizeof *cx);
     cx->pb = pb;
-    cx->simd = kvc_simd_select();
-    cx->D8 = kvc_round8(pb->D);
-    cx->Dr8 = kvc_round8(pb->Dr);
+    cx->simd = kvci_simd_select();
+    cx->D8 = kvci_round8(pb->D);
+    cx->Dr8 = kvci_round8(pb->Dr);
     cx->Dq8 = cx->D8 + cx->Dr8;
-    cx->Dv8 = kvc_round8(pb->Dv);
+    cx->Dv8 = kvci_round8(pb->Dv);
     cx->QT = pb->G >= KVC_ROWS ? 1 : KVC_ROWS / pb->G;
     cx->R = pb->G * cx->QT;
     cx->RS = KVC_REC_HDR + cx->Dv8;
-    cx->kslot = kvc_simd_slot(p->k.dtype);
-    cx->vslot = kvc_simd_slot(p->v.dtype);
-    cx->rslot = pb->Dr ? kvc_simd_slot(p->k_rope.dtype) : 0;
+    cx->kslot = kvci_simd_slot(p->k.dtype);
+    cx->vslot = kvci_simd_slot(p->v.dtype);
+    cx->rslot = pb->Dr ? kvci_simd_slot(p->k_rope.dtype) : 0;
     cx->kes = (int64_t)kvc_dtype_size(p->k.dtype);
     cx->ves = (int64_t)kvc_dtype_size(p->v.dtype);
     cx->res = pb->Dr ? (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
@@ -64,27 +64,27 @@ void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
         cx->token_major = p->layout != KVC_LAYOUT_NTD_TND && p->layout != KVC_LAYOUT_BNSD;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t q0, sq;
-        kvc_attn_q_range(pb, b, &q0, &sq);
+        kvci_attn_q_range(pb, b, &q0, &sq);
         for (int64_t i0 = 0; i0 < sq; i0 += cx->QT)
-            cx->n_items += kvc_cdiv(pb->Nkv, kvc_cpu_heads_per_item(cx, kvc_min64(cx->QT, sq - i0)));
+            cx->n_items += kvci_cdiv(pb->Nkv, kvci_cpu_heads_per_item(cx, kvci_min64(cx->QT, sq - i0)));
     }
 }
 
-int64_t kvc_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni)
+int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni)
 {
     if (!cx->token_major) return 1;
     const int64_t h = KVC_ROWS / (cx->pb->G * ni);
     return h < 1 ? 1 : h > cx->pb->Nkv ? cx->pb->Nkv : h;
 }
 
-size_t kvc_cpu_thread_floats(const kvc_cpu_ctx *cx)
+size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx)
 {
     const size_t R = (size_t)cx->R;
     return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
            KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS;
 }
 
-kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
+kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
 {
     const size_t R = (size_t)cx->R;
     kvc_cpu_scratch s;
@@ -99,33 +99,33 @@ kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
     return s;
 }
 
-void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s)
+void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
-    const bool chan = pb->kv_quant && !kvc_qidx_per_key(pb->kq);
+    const bool chan = pb->kv_quant && !kvci_qidx_per_key(pb->kq);
     const float scale = (float)p->scale;
     const int64_t R = it->ng * pb->G * it->ni;
     for (int64_t r = 0; r < R; r++) {
         const int64_t g = it->g0 + r / (pb->G * it->ni), h = r / it->ni % pb->G;
         const int64_t n = g * pb->G + h, i = it->i0 + r % it->ni;
         float *q = s->qs + r * cx->Dq8;
-        const int64_t qi = kvc_attn_q_index(pb, it->b, it->q0, i, n, pb->D);
+        const int64_t qi = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->D);
         float qsum = 0.0f, cst = 0.0f;
         for (int64_t d = 0; d < pb->D; d++) {
-            float x = kvc_elem_load(p->q.data, p->q.dtype, qi + d);
-            if (chan) x *= kvc_cpu_fquant(&p->key_scale, kvc_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+            float x = kvci_elem_load(p->q.data, p->q.dtype, qi + d);
+            if (chan) x *= kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
             x *= scale;
             if (chan && pb->k_has_off)
-                cst += x * kvc_cpu_fquant(&p->key_offset, kvc_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+                cst += x * kvci_cpu_fquant(&p->key_offset, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
             qsum += x;
             q[d] = x;
         }
         for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
         if (pb->Dr) {
-            const int64_t ri = kvc_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
+            const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
             for (int64_t d = 0; d < pb->Dr; d++)
-                q[cx->D8 + d] = scale * kvc_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d);
+                q[cx->D8 + d] = scale * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d);
             for (int64_t d = pb->Dr; d < cx->Dr8; d++) q[cx->D8 + d] = 0.0f;
         }
         s->qsum[r] = qsum;
@@ -143,13 +143,13 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
                         int64_t dim, int64_t c0, int64_t *idx)
 {
     const kvc_attn_problem *pb = cx->pb;
-    const int64_t a = kvc_min64(kvc_max64(j, j0), j1 - 1), e = kvc_min64(kvc_max64(j + n, j0 + 1), j1); /* keys used */
+    const int64_t a = kvci_min64(kvci_max64(j, j0), j1 - 1), e = kvci_min64(kvci_max64(j + n, j0 + 1), j1); /* keys used */
     const bool one_block = !pb->paged || a / pb->bs == (e - 1) / pb->bs;
-    const int64_t i0 = kvc_attn_kv_index(pb, it->b, it->k0, a, it->g0, dim, c0);
-    const int64_t step = one_block && e - a >= 2 ? kvc_attn_kv_index(pb, it->b, it->k0, a + 1, it->g0, dim, c0) - i0 : 0;
+    const int64_t i0 = kvci_attn_kv_index(pb, it->b, it->k0, a, it->g0, dim, c0);
+    const int64_t step = one_block && e - a >= 2 ? kvci_attn_kv_index(pb, it->b, it->k0, a + 1, it->g0, dim, c0) - i0 : 0;
     for (int64_t t = 0; t < n; t++) {
-        const int64_t k = kvc_min64(kvc_max64(j + t, j0), j1 - 1);
-        idx[t] = one_block ? i0 + (k - a) * step : kvc_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
+        const int64_t k = kvci_min64(kvci_max64(j + t, j0), j1 - 1);
+        idx[t] = one_block ? i0 + (k - a) * step : kvci_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
     }
 }
 
@@ -242,10 +242,10 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
     float kA[KVC_QK_KEYS], kO[KVC_QK_KEYS];
     for (int64_t t = 0; t < KVC_QK_KEYS; t++) {
         kA[t] = 1.0f, kO[t] = 0.0f;
-        if (kvc_qidx_per_key(pb->kq)) {
-            const int64_t qi = kvc_attn_quant_index(pb, pb->kq, it->b, kvc_min64(jt + t, j1 - 1), 0, 0, 0);
-            kA[t] = kvc_cpu_fquant(&p->key_scale, qi);
-            if (pb->k_has_off) kO[t] = kvc_cpu_fquant(&p->key_offset, qi);
+        if (kvci_qidx_per_key(pb->kq)) {
+            const int64_t qi = kvci_attn_quant_index(pb, pb->kq, it->b, kvci_min64(jt + t, j1 - 1), 0, 0, 0);
+            kA[t] = kvci_cpu_fquant(&p->key_scale, qi);
+            if (pb->k_has_off) kO[t] = kvci_cpu_fquant(&p->key_offset, qi);
         }
     }
     for (int64_t r = 0; r < R; r++)
@@ -262,7 +262,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
-    const int64_t hk = kvc_attn_kv_head_stride(pb, pb->D), hr = kvc_attn_kv_head_stride(pb, pb->Dr);
+    const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
     const bool direct = cx->direct && RG <= 4;
     const char *kd = p->k.data, *rd = p->k_rope.data;
     int64_t ki[KVC_QK_KEYS], ri[KVC_QK_KEYS], pi[KVC_QK_KEYS]; /* key, rope and prefetched key indices */
@@ -289,7 +289,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             }
             cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
         }
-        if (pb->kv_quant && (kvc_qidx_per_key(pb->kq) || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
+        if (pb->kv_quant && (kvci_qidx_per_key(pb->kq) || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
     }
 }
 
@@ -307,8 +307,8 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
     const kvc_attn_problem *pb = cx->pb;
     const int64_t i = it->i0 + r % it->ni;
     int64_t a, e;
-    kvc_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
-    a = kvc_max64(a, j0) - cb, e = kvc_min64(e, j1) - cb;
+    kvci_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
+    a = kvci_max64(a, j0) - cb, e = kvci_min64(e, j1) - cb;
     float *sr = s->sc + r * KVC_CHUNK;
     const int64_t u0 = j0 - cb, u1 = j1 - cb;
     if (a >= e) {
@@ -316,12 +316,12 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
         record_clear(rr, cx->Dv8, -INFINITY, 0.0f);
         return;
     }
-    const int64_t a8 = a & ~(int64_t)7, e8 = kvc_round8(e);
+    const int64_t a8 = a & ~(int64_t)7, e8 = kvci_round8(e);
     for (int64_t t = a8; t < a; t++) sr[t] = -INFINITY;
     for (int64_t t = e; t < e8; t++) sr[t] = -INFINITY;
     if (pb->has_mask)
         for (int64_t t = a; t < e; t++)
-            if (kvc_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
+            if (kvci_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
     const float m = cx->simd->max(sr + a8, e8 - a8);
     if (m == -INFINITY) {
         memset(sr + u0, 0, sizeof(float) * (size_t)(u1 - u0));
@@ -346,13 +346,13 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
     for (int64_t r = 0; r < R; r++) {
         const int64_t i = it->i0 + r % it->ni;
         int64_t a, e;
-        kvc_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
+        kvci_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
         float *w = s->sc + r * KVC_CHUNK; /* chunk-relative: key j at w[j - cb] */
-        for (int64_t j = kvc_max64(a, j0); j < kvc_min64(e, j1); j++) {
-            if (kvc_attn_masked(pb, it->b, i, j)) continue;
-            const int64_t qi = kvc_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
-            w[j - cb] *= kvc_cpu_fquant(&p->value_scale, qi);
-            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvc_cpu_fquant(&p->value_offset, qi);
+        for (int64_t j = kvci_max64(a, j0); j < kvci_min64(e, j1); j++) {
+            if (kvci_attn_masked(pb, it->b, i, j)) continue;
+            const int64_t qi = kvci_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
+            w[j - cb] *= kvci_cpu_fquant(&p->value_scale, qi);
+            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvci_cpu_fquant(&p->value_offset, qi);
         }
     }
 }
@@ -368,13 +368,13 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     /* 8 value rows per call when an item holds several heads: one head's rows of
      * consecutive tokens sit a token row apart (2 KiB for 8 heads of 128 f16),
      * so 32 of them fall into the same few L1 sets and evict each other. */
-    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvc_attn_kv_head_stride(pb, pb->Dv);
+    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvci_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
     int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
-    if (pb->kv_quant && kvc_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
+    if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
     for (int64_t jv = j0; jv < j1; jv += vt) {
-        const int nk = (int)kvc_min64(vt, j1 - jv);
-        const int64_t np = prefetches(cx, RG, cx->ves) ? kvc_min64(vt, j1 - jv - KVC_PREFETCH) : 0; /* keys to prefetch */
+        const int nk = (int)kvci_min64(vt, j1 - jv);
+        const int64_t np = prefetches(cx, RG, cx->ves) ? kvci_min64(vt, j1 - jv - KVC_PREFETCH) : 0; /* keys to prefetch */
         key_indices(cx, it, jv, nk, j0, j1, pb->Dv, pb->c0v, vi);
         if (np > 0) key_indices(cx, it, jv + KVC_PREFETCH, np, j0, j1, pb->Dv, pb->c0v, pi);
         prefetch_walk pw = prefetch_start(cx, vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, it->ng);
@@ -396,10 +396,10 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     }
 }
 
-void kvc_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec)
+void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec)
 {
     const int64_t R = it->ng * cx->pb->G * it->ni, cb = c * KVC_CHUNK;
-    const int64_t j0 = kvc_max64(cb, it->lo), j1 = kvc_min64(cb + KVC_CHUNK, it->hi);
+    const int64_t j0 = kvci_max64(cb, it->lo), j1 = kvci_min64(cb + KVC_CHUNK, it->hi);
     scores(cx, it, cb, j0, j1, s);
     for (int64_t r = 0; r < R; r++) row_softmax(cx, it, r, cb, j0, j1, s, rec + r * cx->RS);
     values(cx, it, cb, j0, j1, s, rec);

@@ -56,19 +56,19 @@ typedef struct kvc_cpu_scratch {
 } kvc_cpu_scratch;
 
 /* Element i of an f32 dequantisation scale/offset tensor. */
-static inline float kvc_cpu_fquant(const kvc_tensor *t, int64_t i) { return ((const float *)t->data)[i]; }
+static inline float kvci_cpu_fquant(const kvc_tensor *t, int64_t i) { return ((const float *)t->data)[i]; }
 
-void kvc_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb);
+void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb);
 /* KV heads per item for a tile of ni query rows. */
-int64_t kvc_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni);
-size_t kvc_cpu_thread_floats(const kvc_cpu_ctx *cx);
-kvc_cpu_scratch kvc_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base);
+int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni);
+size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx);
+kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base);
 
 /* Loads the item's query rows into scratch. */
-void kvc_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s);
+void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s);
 
 /* Computes the record of chunk c of an item into rec [R, RS]: per row
  * (m, l, e, acc[Dv8]) with m = -inf for a row that sees no key of the chunk. */
-void kvc_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec);
+void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec);
 
 #endif

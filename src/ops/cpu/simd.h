@@ -69,22 +69,22 @@ typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, i
 
 /* fp8 rows: exact decoding through the scalar conversions, shared by every
  * table (simd_portable.c). */
-void kvc_simd_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-void kvc_simd_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_simd_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_simd_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 
 typedef struct kvc_simd_table {
     const char *name;
-    kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvc_simd_slot(dtype) */
+    kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype) */
     kvc_qk_fn qk;
     kvc_pv_fn pv;
-    kvc_qk_direct_fn qk_direct[KVC_SIMD_SLOTS]; /* by kvc_simd_slot(dtype); NULL: tile path */
+    kvc_qk_direct_fn qk_direct[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype); NULL: tile path */
     kvc_pv_direct_fn pv_direct[KVC_SIMD_SLOTS];
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
 } kvc_simd_table;
 
 /* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value), 4 fp8 e4m3, 5 fp8 e5m2. */
-static inline int kvc_simd_slot(kvc_dtype dt)
+static inline int kvci_simd_slot(kvc_dtype dt)
 {
     switch (dt) {
     case KVC_DTYPE_F16: return 1;
@@ -96,23 +96,23 @@ static inline int kvc_simd_slot(kvc_dtype dt)
     }
 }
 
-static inline int64_t kvc_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh) * cm.nzs + (d & cm.mask); }
+static inline int64_t kvci_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh) * cm.nzs + (d & cm.mask); }
 
-static inline int64_t kvc_round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
+static inline int64_t kvci_round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
 extern const kvc_simd_table kvc_simd_portable;
 /* NULL when the compiler cannot build the path (simd_avx2.c, simd_avx512.c). */
-const kvc_simd_table *kvc_simd_avx2_table(void);
-const kvc_simd_table *kvc_simd_avx512_table(void);
+const kvc_simd_table *kvci_simd_avx2_table(void);
+const kvc_simd_table *kvci_simd_avx512_table(void);
 /* Whether this CPU runs table t (simd_select.c). */
-bool kvc_simd_cpu_runs(const kvc_simd_table *t);
+bool kvci_simd_cpu_runs(const kvc_simd_table *t);
 /* The table the kernels use: the override when set, else the path named by
  * the environment variable KVC_SIMD ("portable", "avx2" or "avx512"; read
  * once; a path this CPU cannot run gives the best one below it, any other
  * value is ignored), else the best this CPU runs (AVX-512 F/BW/VL, then
  * AVX2+FMA+F16C, then portable). */
-const kvc_simd_table *kvc_simd_select(void);
+const kvc_simd_table *kvci_simd_select(void);
 /* Tests: force a table (NULL: back to the environment and detection). Not for concurrent use. */
-void kvc_simd_override(const kvc_simd_table *t);
+void kvci_simd_override(const kvc_simd_table *t);
 
 #endif

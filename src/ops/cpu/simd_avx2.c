@@ -12,16 +12,16 @@
 #define INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
 #define KVC_AVX2_CVT(NAME, LD, DT)                                                                                  \
-    TGT void kvc_avx2_cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
+    TGT void kvci_avx2_cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
     {                                                                                                               \
         const int64_t dv = dim & ~(int64_t)7;                                                                       \
         int64_t d = 0;                                                                                              \
         if (cm.nzs == 0) /* plain row */                                                                            \
             for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, d));                                           \
         else                                                                                                        \
-            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvc_chan(cm, d)));                             \
-        for (; d < dim; d++) dst[d] = kvc_elem_load(src, DT, kvc_chan(cm, d));                                      \
-        for (; d < kvc_round8(dim); d++) dst[d] = 0.0f;                                                             \
+            for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvci_chan(cm, d)));                             \
+        for (; d < dim; d++) dst[d] = kvci_elem_load(src, DT, kvci_chan(cm, d));                                      \
+        for (; d < kvci_round8(dim); d++) dst[d] = 0.0f;                                                             \
     }
 
 KVC_AVX2_CVT(f32, ld_f32, KVC_DTYPE_F32)
@@ -291,7 +291,7 @@ INL float hsum_tree(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
 }
 
-TGT float kvc_avx2_exp_sum(float *s, int64_t n, float m)
+TGT float kvci_avx2_exp_sum(float *s, int64_t n, float m)
 {
     const __m256 mv = _mm256_set1_ps(m);
     __m256 acc = _mm256_setzero_ps();
@@ -303,7 +303,7 @@ TGT float kvc_avx2_exp_sum(float *s, int64_t n, float m)
     return hsum_tree(acc);
 }
 
-TGT float kvc_avx2_max(const float *s, int64_t n)
+TGT float kvci_avx2_max(const float *s, int64_t n)
 {
     __m256 m = _mm256_set1_ps(-INFINITY);
     for (int64_t t = 0; t < n; t += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + t));
@@ -315,16 +315,16 @@ TGT float kvc_avx2_max(const float *s, int64_t n)
 
 static const kvc_simd_table avx2_table = {
     "avx2-fma-f16c",
-    {kvc_avx2_cvt_f32, kvc_avx2_cvt_f16, kvc_avx2_cvt_bf16, kvc_avx2_cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
+    {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3, kvci_simd_cvt_e5m2},
     qk,
     pv,
     {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
     {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
-    kvc_avx2_exp_sum,
-    kvc_avx2_max,
+    kvci_avx2_exp_sum,
+    kvci_avx2_max,
 };
 
-const kvc_simd_table *kvc_simd_avx2_table(void) { return &avx2_table; }
+const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else
-const kvc_simd_table *kvc_simd_avx2_table(void) { return NULL; }
+const kvc_simd_table *kvci_simd_avx2_table(void) { return NULL; }
 #endif

@@ -207,16 +207,16 @@ KVC_AVX512_DIRECT(i8, int8_t)
 
 static const kvc_simd_table avx512_table = {
     "avx512-f-bw-vl",
-    {kvc_avx2_cvt_f32, kvc_avx2_cvt_f16, kvc_avx2_cvt_bf16, kvc_avx2_cvt_i8, kvc_simd_cvt_e4m3, kvc_simd_cvt_e5m2},
+    {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3, kvci_simd_cvt_e5m2},
     qk,
     pv,
     {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
     {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
-    kvc_avx2_exp_sum,
-    kvc_avx2_max,
+    kvci_avx2_exp_sum,
+    kvci_avx2_max,
 };
 
-const kvc_simd_table *kvc_simd_avx512_table(void) { return &avx512_table; }
+const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
 #else
-const kvc_simd_table *kvc_simd_avx512_table(void) { return NULL; }
+const kvc_simd_table *kvci_simd_avx512_table(void) { return NULL; }
 #endif

@@ -6,7 +6,7 @@
 
 #include "ops/cpu/simd.h"
 
-bool kvc_simd_cpu_runs(const kvc_simd_table *t)
+bool kvci_simd_cpu_runs(const kvc_simd_table *t)
 {
     if (!t) return false;
     if (t == &kvc_simd_portable) return true;
@@ -14,8 +14,8 @@ bool kvc_simd_cpu_runs(const kvc_simd_table *t)
     __builtin_cpu_init();
     /* F16C has no __builtin_cpu_supports name in older compilers; every AVX2 CPU has it */
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (t == kvc_simd_avx2_table()) return avx2;
-    if (t == kvc_simd_avx512_table())
+    if (t == kvci_simd_avx2_table()) return avx2;
+    if (t == kvci_simd_avx512_table())
         return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl");
 #endif
@@ -25,8 +25,8 @@ bool kvc_simd_cpu_runs(const kvc_simd_table *t)
 /* The best table at or below rank (0 portable, 1 avx2, 2 avx512) that this CPU runs. */
 static const kvc_simd_table *best_up_to(int rank)
 {
-    if (rank >= 2 && kvc_simd_cpu_runs(kvc_simd_avx512_table())) return kvc_simd_avx512_table();
-    if (rank >= 1 && kvc_simd_cpu_runs(kvc_simd_avx2_table())) return kvc_simd_avx2_table();
+    if (rank >= 2 && kvci_simd_cpu_runs(kvci_simd_avx512_table())) return kvci_simd_avx512_table();
+    if (rank >= 1 && kvci_simd_cpu_runs(kvci_simd_avx2_table())) return kvci_simd_avx2_table();
     return &kvc_simd_portable;
 }
 
@@ -42,9 +42,9 @@ static const kvc_simd_table *from_environment(void)
 static const kvc_simd_table *_Atomic forced;
 static const kvc_simd_table *_Atomic chosen; /* from_environment(), once (every thread computes the same) */
 
-void kvc_simd_override(const kvc_simd_table *t) { forced = t; }
+void kvci_simd_override(const kvc_simd_table *t) { forced = t; }
 
-const kvc_simd_table *kvc_simd_select(void)
+const kvc_simd_table *kvci_simd_select(void)
 {
     const kvc_simd_table *f = forced;
     if (f) return f;

@@ -56,12 +56,12 @@ KVC_X86_INL void pf_rest(kvc_pf_run *c)
 }
 
 /* simd_avx2.c */
-void kvc_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-void kvc_avx2_cvt_f16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-void kvc_avx2_cvt_bf16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-void kvc_avx2_cvt_i8(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-float kvc_avx2_exp_sum(float *s, int64_t n, float m);
-float kvc_avx2_max(const float *s, int64_t n);
+void kvci_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_avx2_cvt_f16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_avx2_cvt_bf16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_avx2_cvt_i8(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+float kvci_avx2_exp_sum(float *s, int64_t n, float m);
+float kvci_avx2_max(const float *s, int64_t n);
 #endif
 
 #endif

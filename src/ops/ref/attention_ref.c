@@ -14,11 +14,11 @@ static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t 
     const kvc_attention_params *p = pb->p;
     const kvc_tensor *t = is_v ? &p->v : &p->k;
     const int64_t dim = is_v ? pb->Dv : pb->D, c0 = is_v ? pb->c0v : pb->c0k;
-    const int64_t idx = kvc_attn_kv_index(pb, b, k0, j, g, dim, c0) + kvc_attn_kv_chan(pb, d, c0);
-    const double x = kvc_elem_load(t->data, t->dtype, idx);
+    const int64_t idx = kvci_attn_kv_index(pb, b, k0, j, g, dim, c0) + kvci_attn_kv_chan(pb, d, c0);
+    const double x = kvci_elem_load(t->data, t->dtype, idx);
     if (!pb->kv_quant) return x;
     const kvc_qidx q = is_v ? pb->vq : pb->kq;
-    const int64_t qi = kvc_attn_quant_index(pb, q, b, j, g, d, dim);
+    const int64_t qi = kvci_attn_quant_index(pb, q, b, j, g, d, dim);
     const double s = ((const float *)(is_v ? p->value_scale.data : p->key_scale.data))[qi];
     const double o = (is_v ? pb->v_has_off : pb->k_has_off)
                          ? ((const float *)(is_v ? p->value_offset.data : p->key_offset.data))[qi]
@@ -31,16 +31,16 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
 {
     const kvc_attention_params *p = pb->p;
     const int64_t g = n / pb->G;
-    const int64_t qi = kvc_attn_q_index(pb, b, q0, i, n, pb->D);
+    const int64_t qi = kvci_attn_q_index(pb, b, q0, i, n, pb->D);
     double dot = 0.0;
     for (int64_t d = 0; d < pb->D; d++)
-        dot += (double)kvc_elem_load(p->q.data, p->q.dtype, qi + d) * kv_elem(pb, false, b, k0, j, g, d);
+        dot += (double)kvci_elem_load(p->q.data, p->q.dtype, qi + d) * kv_elem(pb, false, b, k0, j, g, d);
     if (pb->Dr) {
-        const int64_t ri = kvc_attn_q_index(pb, b, q0, i, n, pb->Dr);
-        const int64_t ki = kvc_attn_kv_index(pb, b, k0, j, g, pb->Dr, pb->c0r);
+        const int64_t ri = kvci_attn_q_index(pb, b, q0, i, n, pb->Dr);
+        const int64_t ki = kvci_attn_kv_index(pb, b, k0, j, g, pb->Dr, pb->c0r);
         for (int64_t d = 0; d < pb->Dr; d++)
-            dot += (double)kvc_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
-                   (double)kvc_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvc_attn_kv_chan(pb, d, pb->c0r));
+            dot += (double)kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
+                   (double)kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(pb, d, pb->c0r));
     }
     return p->scale * dot;
 }
@@ -51,25 +51,25 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
 {
     const kvc_attention_params *p = pb->p;
     int64_t lo, hi;
-    kvc_attn_row_interval(pb, i, sq, skv, &lo, &hi);
+    kvci_attn_row_interval(pb, i, sq, skv, &lo, &hi);
     bool any = false;
     double m = -INFINITY;
     for (int64_t j = lo; j < hi; j++) {
-        if (kvc_attn_masked(pb, b, i, j)) continue;
+        if (kvci_attn_masked(pb, b, i, j)) continue;
         s[j] = score(pb, b, q0, i, n, k0, j);
         if (s[j] > m) m = s[j];
         any = true;
     }
     const bool sink = p->sinks.data != NULL;
-    const double sigma = sink ? kvc_elem_load(p->sinks.data, p->sinks.dtype, n) : 0.0;
-    const int64_t oi = kvc_attn_out_index(pb, b, q0, i, n);
+    const double sigma = sink ? kvci_elem_load(p->sinks.data, p->sinks.dtype, n) : 0.0;
+    const int64_t oi = kvci_attn_out_index(pb, b, q0, i, n);
     double lse = INFINITY;
     for (int64_t d = 0; d < pb->Dv; d++) acc[d] = 0.0;
     if (any || sink) {
         if (sink && sigma > m) m = sigma;
         double den = sink ? exp(sigma - m) : 0.0;
         for (int64_t j = lo; j < hi; j++) {
-            if (kvc_attn_masked(pb, b, i, j)) continue; /* selection, never exp(garbage) * 0 */
+            if (kvci_attn_masked(pb, b, i, j)) continue; /* selection, never exp(garbage) * 0 */
             const double w = exp(s[j] - m);
             den += w;
             for (int64_t d = 0; d < pb->Dv; d++) acc[d] += w * kv_elem(pb, true, b, k0, j, n / pb->G, d);
@@ -77,30 +77,30 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
         for (int64_t d = 0; d < pb->Dv; d++) acc[d] /= den;
         lse = m + log(den);
     }
-    for (int64_t d = 0; d < pb->Dv; d++) kvc_elem_store(p->out.data, p->out.dtype, oi + d, (float)acc[d]);
-    if (p->lse.data) ((float *)p->lse.data)[kvc_attn_lse_index(pb, b, q0, i, n)] = (float)lse;
+    for (int64_t d = 0; d < pb->Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, (float)acc[d]);
+    if (p->lse.data) ((float *)p->lse.data)[kvci_attn_lse_index(pb, b, q0, i, n)] = (float)lse;
 }
 
 kvc_status kvc_attention_ref(const kvc_attention_params *p)
 {
     kvc_attn_problem pb;
-    kvc_status st = kvc_attn_resolve(p, &pb);
+    kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
-    double *s = kvc_malloc(sizeof(double) * (size_t)(pb.max_skv + 1));
-    double *acc = kvc_malloc(sizeof(double) * (size_t)(pb.Dv + 1));
+    double *s = kvci_malloc(sizeof(double) * (size_t)(pb.max_skv + 1));
+    double *acc = kvci_malloc(sizeof(double) * (size_t)(pb.Dv + 1));
     if (!s || !acc) {
-        kvc_free(s);
-        kvc_free(acc);
-        return kvc_fail(KVC_ENOMEM, "attention_ref: no memory for %lld scores", (long long)pb.max_skv);
+        kvci_free(s);
+        kvci_free(acc);
+        return kvci_fail(KVC_ENOMEM, "attention_ref: no memory for %lld scores", (long long)pb.max_skv);
     }
     for (int64_t b = 0; b < pb.B; b++) {
         int64_t q0, sq, k0, skv;
-        kvc_attn_q_range(&pb, b, &q0, &sq);
-        kvc_attn_kv_range(&pb, b, &k0, &skv);
+        kvci_attn_q_range(&pb, b, &q0, &sq);
+        kvci_attn_kv_range(&pb, b, &k0, &skv);
         for (int64_t n = 0; n < pb.Nq; n++)
             for (int64_t i = 0; i < sq; i++) ref_row(&pb, b, q0, sq, i, n, k0, skv, s, acc);
     }
-    kvc_free(s);
-    kvc_free(acc);
+    kvci_free(s);
+    kvci_free(acc);
     return KVC_OK;
 }
