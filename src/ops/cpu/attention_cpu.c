@@ -193,17 +193,25 @@ static kvc_status workspace_check(const char *fn, const ctx *cx, const void *wor
     return KVC_OK;
 }
 
+/* Resolves the call into *pb, fills *cx from it and checks the workspace
+ * (cx keeps a pointer to pb, so both live in the caller's frame). */
+static kvc_status prepare_call(const char *what, const kvc_attention_params *p, const void *workspace,
+                               size_t workspace_bytes, kvc_attn_problem *pb, ctx *cx)
+{
+    kvc_status st = kvci_attn_resolve(p, pb);
+    if (st != KVC_OK) return st;
+    kvci_cpu_ctx_init(cx, pb);
+    return workspace_check(what, cx, workspace, workspace_bytes);
+}
+
 kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace, size_t workspace_bytes,
                                      int *threads)
 {
     if (!threads) return kvci_fail(KVC_EINVAL, "attention_cpu_threads: threads must not be NULL");
     *threads = 0;
     kvc_attn_problem pb;
-    kvc_status st = kvci_attn_resolve(p, &pb);
-    if (st != KVC_OK) return st;
     ctx cx;
-    kvci_cpu_ctx_init(&cx, &pb);
-    st = workspace_check("attention_cpu_threads", &cx, workspace, workspace_bytes);
+    kvc_status st = prepare_call("attention_cpu_threads", p, workspace, workspace_bytes, &pb, &cx);
     if (st != KVC_OK) return st;
     *threads = call_threads(&cx, workspace_bytes);
     return KVC_OK;
@@ -212,11 +220,8 @@ kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *
 kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes)
 {
     kvc_attn_problem pb;
-    kvc_status st = kvci_attn_resolve(p, &pb);
-    if (st != KVC_OK) return st;
     ctx cx;
-    kvci_cpu_ctx_init(&cx, &pb);
-    st = workspace_check("attention_cpu", &cx, workspace, workspace_bytes);
+    kvc_status st = prepare_call("attention_cpu", p, workspace, workspace_bytes, &pb, &cx);
     if (st != KVC_OK) return st;
     if (cx.n_items == 0) return KVC_OK;
     char *ws = workspace;

@@ -313,16 +313,7 @@ TGT float kvci_avx2_max(const float *s, int64_t n)
     return _mm_cvtss_f32(h);
 }
 
-static const kvc_simd_table avx2_table = {
-    "avx2-fma-f16c",
-    {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3, kvci_simd_cvt_e5m2},
-    qk,
-    pv,
-    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
-    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
-    kvci_avx2_exp_sum,
-    kvci_avx2_max,
-};
+KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c");
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else

@@ -205,16 +205,7 @@ KVC_AVX512_DIRECT(f16, uint16_t)
 KVC_AVX512_DIRECT(bf16, uint16_t)
 KVC_AVX512_DIRECT(i8, int8_t)
 
-static const kvc_simd_table avx512_table = {
-    "avx512-f-bw-vl",
-    {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3, kvci_simd_cvt_e5m2},
-    qk,
-    pv,
-    {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},
-    {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},
-    kvci_avx2_exp_sum,
-    kvci_avx2_max,
-};
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl");
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
 #else

@@ -15,6 +15,22 @@
 #define KVC_X86_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define KVC_X86_INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
+/* The dispatch table of an x86 path: the file's own qk/pv tile kernels and
+ * direct kernels (f32, f16, bf16, i8; fp8 has no direct kernel yet), with the
+ * shared AVX2 conversions, exponentials and maximum. */
+#define KVC_X86_SIMD_TABLE(VAR, NAME)                                                                                \
+    static const kvc_simd_table VAR = {                                                                              \
+        NAME,                                                                                                        \
+        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3,             \
+         kvci_simd_cvt_e5m2},                                                                                        \
+        qk,                                                                                                          \
+        pv,                                                                                                          \
+        {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},                                    \
+        {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},                                    \
+        kvci_avx2_exp_sum,                                                                                           \
+        kvci_avx2_max,                                                                                               \
+    }
+
 KVC_X86_INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
 KVC_X86_INL __m256 ld_f16(const void *p, int64_t i)
 {
