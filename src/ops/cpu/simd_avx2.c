@@ -217,14 +217,14 @@ KVC_AVX2_KERNELS(tile, TILE_K, TILE_ROW, ld_f32, const float *)
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
                    int64_t os)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
 }
 
 TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
                    int64_t as)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
 }
 
@@ -247,13 +247,13 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
                                      float *out, int64_t os, kvc_pf_run pf)                                         \
     {                                                                                                               \
         qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }                                                                                                               \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
                                      int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
     {                                                                                                               \
         pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)

@@ -107,37 +107,46 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
-    /* NR rows x W vectors of 16 channels from d (masks m[x]); DENSE (a                                             \
-     * constant): no weight is 0, otherwise zero-weight pairs are skipped */                                        \
-    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, const __mmask16 *m, int nk, const float *w, int64_t ws,  \
+    /* NR rows x W vectors of 16 channels from d, the last one under mask mt                                        \
+     * (8 or 16 channels); DENSE (a constant): no weight is 0, otherwise                                            \
+     * zero-weight pairs are skipped. Per key: the W value vectors, then one                                        \
+     * weight broadcast per row (NR * W + W + 1 registers: no accumulator spills;                                   \
+     * an array of per-vector masks made gcc keep the accumulators on the stack). */                                \
+    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, __mmask16 mt, int nk, const float *w, int64_t ws,       \
                              int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                      \
     {                                                                                                               \
         __m512 a[24];                                                                                               \
-        for (int r = 0; r < NR; r++)                                                                                \
-            for (int x = 0; x < W; x++) a[r * W + x] = _mm512_maskz_loadu_ps(m[x], acc + r * as + d + 16 * x);     \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            for (int x = 0; x + 1 < W; x++) a[r * W + x] = _mm512_loadu_ps(acc + r * as + d + 16 * x);              \
+            a[r * W + W - 1] = _mm512_maskz_loadu_ps(mt, acc + r * as + d + 16 * (W - 1));                          \
+        }                                                                                                           \
         for (int t = 0; t < nk; t++) {                                                                              \
             const ET *vr = (const ET *)ROW(v, t, vs) + d;                                                           \
             pf_step(pf);                                                                                            \
-            for (int x = 0; x < W; x++) {                                                                           \
-                const __m512 vx = VEC(vr + 16 * x, m[x]);                                                           \
-                for (int r = 0; r < NR; r++)                                                                        \
-                    if (DENSE || w[r * ws + t] != 0.0f)                                                             \
-                        a[r * W + x] = _mm512_fmadd_ps(_mm512_set1_ps(w[r * ws + t]), vx, a[r * W + x]);            \
+            __m512 vx[8];                                                                                           \
+            for (int x = 0; x + 1 < W; x++) vx[x] = VEC(vr + 16 * x, (__mmask16)0xFFFF);                            \
+            vx[W - 1] = VEC(vr + 16 * (W - 1), mt);                                                                 \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                if (!DENSE && w[r * ws + t] == 0.0f) continue;                                                      \
+                const __m512 wr = _mm512_set1_ps(w[r * ws + t]);                                                    \
+                for (int x = 0; x < W; x++) a[r * W + x] = _mm512_fmadd_ps(wr, vx[x], a[r * W + x]);                \
             }                                                                                                       \
         }                                                                                                           \
-        for (int r = 0; r < NR; r++)                                                                                \
-            for (int x = 0; x < W; x++) _mm512_mask_storeu_ps(acc + r * as + d + 16 * x, m[x], a[r * W + x]);       \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            for (int x = 0; x + 1 < W; x++) _mm512_storeu_ps(acc + r * as + d + 16 * x, a[r * W + x]);              \
+            _mm512_mask_storeu_ps(acc + r * as + d + 16 * (W - 1), mt, a[r * W + W - 1]);                           \
+        }                                                                                                           \
     }                                                                                                               \
-    /* NR <= 4 rows over all channels, up to 24 / NR (at most 8) vectors at a time */                               \
+    /* NR <= 8 rows over all channels, W vectors at a time: at most 29 / (NR + 1)                                   \
+     * (NR * W accumulators, W values, a weight), spread evenly over the passes */                                  \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
                              float *acc, int64_t as, kvc_pf_run *pf)                                                \
     {                                                                                                               \
-        const int dense = !any_zero(w, ws, nk, NR), WMAX = NR == 4 ? 4 : NR == 3 ? 6 : 8;                           \
+        const int dense = !any_zero(w, ws, nk, NR), WMAX = 29 / (NR + 1) > 8 ? 8 : 29 / (NR + 1);                   \
         for (int64_t d = 0; d < dim;) {                                                                             \
-            const int64_t nv = (dim - d + 15) / 16;                                                                 \
-            const int W = nv > WMAX ? WMAX : (int)nv;                                                               \
-            __mmask16 m[8];                                                                                         \
-            for (int x = 0; x < W; x++) m[x] = dim - d - 16 * x >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;     \
+            const int64_t nv = (dim - d + 15) / 16, passes = (nv + WMAX - 1) / WMAX;                                \
+            const int W = (int)((nv + passes - 1) / passes);                                                        \
+            const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;             \
             switch (W) {                                                                                            \
             PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
             PV_CASE(NAME, 3) PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                             \
@@ -158,12 +167,12 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
         }                                                                                                           \
     }
 
-/* One case of pv_group's switch on W (unreachable for NR * W > 24). */
+/* One case of pv_group's switch on W (unreachable above its WMAX). */
 #define PV_CASE(NAME, W)                                                            \
     case W:                                                                         \
-        if (NR * W > 24) break;                                                     \
-        if (dense) pv_block_##NAME(v, vs, d, m, nk, w, ws, 1, NR, W, acc, as, pf);  \
-        else pv_block_##NAME(v, vs, d, m, nk, w, ws, 0, NR, W, acc, as, pf);        \
+        if (W > 29 / (NR + 1)) break;                                               \
+        if (dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, NR, W, acc, as, pf); \
+        else pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, NR, W, acc, as, pf);       \
         break;
 
 /* f32 tiles */
@@ -172,14 +181,14 @@ KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float)
 
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out, int64_t os)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
 }
 
 TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
                    int64_t as)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
 }
 
@@ -191,13 +200,13 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
                                      float *out, int64_t os, kvc_pf_run pf)                                         \
     {                                                                                                               \
         qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }                                                                                                               \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
                                      int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
     {                                                                                                               \
         pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }
 
 KVC_AVX512_DIRECT(f32, float)

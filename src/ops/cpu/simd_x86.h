@@ -54,21 +54,12 @@ KVC_X86_INL __m256 reduce8(const __m256 *a)
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
-/* One line of a direct call's prefetch run per inner step: the requests
+/* Two lines of a direct call's prefetch run per inner step: the requests
  * are spread over the arithmetic instead of issued in one burst before it
- * (a burst fills the L1 miss buffers, and the core waits for them). */
+ * (a burst fills the miss buffers, and the core waits for them). */
 KVC_X86_INL void pf_step(kvc_pf_run *c)
 {
-    if (c->n > 0) {
-        __builtin_prefetch(c->p);
-        c->p += 64, c->n--;
-    }
-}
-
-/* The lines the steps did not reach. */
-KVC_X86_INL void pf_rest(kvc_pf_run *c)
-{
-    for (; c->n > 0; c->n--, c->p += 64) __builtin_prefetch(c->p);
+    if (kvci_pf_line(c)) kvci_pf_line(c);
 }
 
 /* simd_avx2.c */
