@@ -30,9 +30,9 @@ KVC_AVX2_CVT(bf16, ld_bf16, KVC_DTYPE_BF16)
 KVC_AVX2_CVT(i8, ld_i8, KVC_DTYPE_I8)
 
 /* Lane i < 4 of the result = sum of a_i by the same tree as reduce8. */
-INL __m128 reduce4(const __m256 *a)
+INL __m128 reduce4_sums(const __m256 *a)
 {
-    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 t0 = reduce4(a);
     return _mm_add_ps(_mm256_castps256_ps128(t0), _mm256_extractf128_ps(t0, 1));
 }
 
@@ -104,7 +104,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         float o[12];                                                                                                \
         qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a, pf);                                                              \
         _mm256_storeu_ps(o, reduce8(a));                                                                            \
-        _mm_storeu_ps(o + 8, reduce4(a + 8));                                                                       \
+        _mm_storeu_ps(o + 8, reduce4_sums(a + 8));                                                                       \
         for (int x = 0; x < 12; x++) out[x / 3 * os + x % 3] = o[x];                                                \
     }                                                                                                               \
     /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                              \

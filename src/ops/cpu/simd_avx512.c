@@ -5,10 +5,13 @@
  *   8-15, the query's 8 channels in both halves), so every lane
  *   accumulates exactly the products the AVX2 kernel's lane does, in the
  *   same order, and each key's 8 lanes go through the same reduction tree
- *   (reduce8). With 32 registers, 4 query rows x 8 keys (16 accumulators)
- *   are computed in one pass over the channels, each key loaded once.
+ *   (reduce8). With 32 registers, up to 4 query rows x 8 keys (16
+ *   accumulators) are computed in one pass over the channels, and 5-8 rows
+ *   (GQA 8 decode) in two passes of 4 keys: each key is converted once for
+ *   all rows of its KV head.
  * - pv computes acc += w * v per channel in increasing key order, skipping
  *   zero weights: the same per-element operations at any vector width;
+ *   up to 8 rows share each converted value vector;
  *   16 channels per zmm, a tail of 8 through masked loads and stores
  *   (masked lanes are not read, so no byte past a row is touched).
  * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
@@ -95,15 +98,52 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             _mm256_storeu_ps(out + r * os, reduce8(h));                                                             \
         }                                                                                                           \
     }                                                                                                               \
+    /* 4 < NR <= 8 rows x 8 keys in two halves of 4 keys (a[r * 2 + p]: keys                                        \
+     * 4 h + 2 p, 4 h + 2 p + 1): each key converted once for all rows; the                                         \
+     * halves' trees (reduce4) are joined as reduce8 joins them */                                                  \
+    INL void qk_block8_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,      \
+                              int64_t os, kvc_pf_run *pf)                                                           \
+    {                                                                                                               \
+        __m256 t[2][8];                                                                                             \
+        for (int hh = 0; hh < 2; hh++) {                                                                            \
+            __m512 a[16];                                                                                           \
+            const void *kr[4];                                                                                      \
+            for (int u = 0; u < 4; u++) kr[u] = ROW(k, 4 * hh + u, ks);                                             \
+            for (int x = 0; x < NR * 2; x++) a[x] = _mm512_setzero_ps();                                            \
+            for (int64_t d = 0; d < dim; d += 8) {                                                                  \
+                pf_step(pf);                                                                                        \
+                const __m512 k0 = PAIR(kr[0], kr[1], d), k1 = PAIR(kr[2], kr[3], d);                                \
+                for (int r = 0; r < NR; r++) {                                                                      \
+                    const __m512 qv = q_both(q + r * qs + d);                                                       \
+                    a[r * 2] = _mm512_fmadd_ps(qv, k0, a[r * 2]);                                                   \
+                    a[r * 2 + 1] = _mm512_fmadd_ps(qv, k1, a[r * 2 + 1]);                                           \
+                }                                                                                                   \
+            }                                                                                                       \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                __m256 h[4];                                                                                        \
+                for (int p = 0; p < 2; p++) {                                                                       \
+                    h[2 * p] = _mm512_castps512_ps256(a[r * 2 + p]);                                                \
+                    h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r * 2 + p]), 1));     \
+                }                                                                                                   \
+                t[hh][r] = reduce4(h);                                                                              \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * os, reduce_join(t[0][r], t[1][r]));                 \
+    }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
                             int64_t os, kvc_pf_run *pf)                                                             \
     {                                                                                                               \
-        for (int r = 0; r < nr; r += 4) { /* NR a constant in each call: the accumulators stay in registers */      \
-            switch (nr - r) {                                                                                       \
+        for (int r = 0, n; r < nr; r += n) { /* NR a constant in each call: the accumulators stay in registers */   \
+            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            switch (n) {                                                                                            \
             case 1: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, out + r * os, os, pf); break;                    \
             case 2: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 2, out + r * os, os, pf); break;                    \
             case 3: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 3, out + r * os, os, pf); break;                    \
-            default: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                   \
+            case 4: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                    \
+            case 5: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 5, out + r * os, os, pf); break;                   \
+            case 6: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 6, out + r * os, os, pf); break;                   \
+            case 7: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 7, out + r * os, os, pf); break;                   \
+            default: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 8, out + r * os, os, pf); break;                  \
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
@@ -157,12 +197,17 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
                             float *acc, int64_t as, kvc_pf_run *pf)                                                 \
     {                                                                                                               \
-        for (int r = 0; r < nr; r += 4) {                                                                           \
-            switch (nr - r) {                                                                                       \
+        for (int r = 0, n; r < nr; r += n) {                                                                        \
+            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            switch (n) {                                                                                            \
             case 1: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf); break;                \
             case 2: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf); break;                \
             case 3: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 3, dim, acc + r * as, as, pf); break;                \
-            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;               \
+            case 4: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;                \
+            case 5: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 5, dim, acc + r * as, as, pf); break;                \
+            case 6: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 6, dim, acc + r * as, as, pf); break;                \
+            case 7: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 7, dim, acc + r * as, as, pf); break;                \
+            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 8, dim, acc + r * as, as, pf); break;               \
             }                                                                                                       \
         }                                                                                                           \
     }
