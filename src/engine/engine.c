@@ -15,6 +15,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.plan = KVC_ENGINE_PLAN_OFFLINE;
     p.reserved_decode_tokens = 64;
     p.alignment = KVC_ALIGN_DEFAULT;
+    p.kv_dtype = KVC_DTYPE_F32;
 #ifdef NDEBUG
     p.check = false;
 #else
@@ -92,6 +93,11 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->alignment < sizeof(void *) || (p->alignment & (p->alignment - 1)) != 0)
         return kvci_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
                         sizeof(void *));
+    const kvc_dtype kd = p->kv_dtype;
+    if (kd != KVC_DTYPE_F32 && kd != KVC_DTYPE_F16 && kd != KVC_DTYPE_BF16 && kd != KVC_DTYPE_I8 &&
+        kd != KVC_DTYPE_F8E4M3 && kd != KVC_DTYPE_F8E5M2)
+        return kvci_fail(KVC_EINVAL, "engine: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
+                        "fp8_e5m2)", kvc_dtype_name(kd), (int)kd);
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
