@@ -151,7 +151,9 @@ static kvc_status managed_create(kvc_engine *e) {
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
     if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
-    if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, e->p.alignment, &e->storage);
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params(); /* large tensors on huge pages */
+    sp.alignment = e->p.alignment;
+    if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, &sp, &e->storage);
     if (st != KVC_OK) return st;
     e->kv_bytes = kvc_cache_storage_bytes(e->storage);
     kvc_manager_params mp = kvc_manager_default_params();
