@@ -175,13 +175,15 @@ typedef struct kvc_engine_params {
     uint64_t prefix_salt;       /* prefix caching: the engine's salt, in every block hash chain */
     size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB) */
     bool check;                 /* run the verification checks before and after every step and release */
+    kvc_dtype kv_dtype;         /* KV cache element type: f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2; the model
+                                 * adapter builds its caches of it (docs/runtime.md) */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
  * long_prefill_token_threshold 0, step_cost_ratio 2, min_chunk_tokens 4, BUDGET scheduler, max_requests 0, OFFLINE,
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, check on in
- * debug builds (no NDEBUG) and off otherwise. */
+ * debug builds (no NDEBUG) and off otherwise, kv_dtype f32. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -374,7 +376,6 @@ typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
-    kvc_dtype kv_dtype; /* cache dtype (0 = f32; f16, bf16; int8 / fp8 full form only, with calib_ids) */
     const int32_t *calib_ids; /* int8 / fp8: [n_calib] a token sequence whose keys/values set the static
                                * per-tensor scales (kvc_model_calibrate_kv); read at create only */
     int64_t n_calib;

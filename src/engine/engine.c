@@ -18,6 +18,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.step_cost_ratio = 2.0;
     p.min_chunk_tokens = 4;
     p.alignment = KVC_ALIGN_DEFAULT;
+    p.kv_dtype = KVC_DTYPE_F32;
 #ifdef NDEBUG
     p.check = false;
 #else
@@ -105,6 +106,11 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->alignment < sizeof(void *) || (p->alignment & (p->alignment - 1)) != 0)
         return kvci_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
                         sizeof(void *));
+    const kvc_dtype kd = p->kv_dtype;
+    if (kd != KVC_DTYPE_F32 && kd != KVC_DTYPE_F16 && kd != KVC_DTYPE_BF16 && kd != KVC_DTYPE_I8 &&
+        kd != KVC_DTYPE_F8E4M3 && kd != KVC_DTYPE_F8E5M2)
+        return kvci_fail(KVC_EINVAL, "engine: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
+                        "fp8_e5m2)", kvc_dtype_name(kd), (int)kd);
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
@@ -158,7 +164,9 @@ static kvc_status managed_create(kvc_engine *e) {
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
     if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
-    if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, e->p.alignment, &e->storage);
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params(); /* large tensors on huge pages */
+    sp.alignment = e->p.alignment;
+    if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, &sp, &e->storage);
     if (st != KVC_OK) return st;
     e->kv_bytes = kvc_cache_storage_bytes(e->storage);
     kvc_manager_params mp = kvc_manager_default_params();

@@ -71,15 +71,15 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
 }
 
 /* int8 / fp8: static per-tensor scales from the calibration sequence's keys and values. */
-static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p) {
+static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p, kvc_dtype kv_dtype) {
     const int64_t L = kvc_model_config_of(a->m)->num_layers;
     if (p->calib_ids == NULL || p->n_calib < 1)
         return kvci_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
-                        kvc_dtype_name(p->kv_dtype), (long long)p->n_calib);
+                        kvc_dtype_name(kv_dtype), (long long)p->n_calib);
     float *absmax = kvci_malloc((size_t)(2 * L) * sizeof *absmax);
     if (absmax == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
-    if (st == KVC_OK) kvc_model_set_kv_scales(absmax, p->kv_dtype, (int32_t)L, a->layers);
+    if (st == KVC_OK) kvc_model_set_kv_scales(absmax, kv_dtype, (int32_t)L, a->layers);
     kvci_free(absmax);
     return st;
 }
@@ -138,9 +138,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     kvc_status st = a->layers != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
-        st = kvc_model_cache_info_build(m, p->latent, p->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
-    const bool quantised = p->kv_dtype == KVC_DTYPE_I8 || p->kv_dtype == KVC_DTYPE_F8E4M3 || p->kv_dtype == KVC_DTYPE_F8E5M2;
-    if (st == KVC_OK && quantised) st = calibrate(a, p);
+        st = kvc_model_cache_info_build(m, p->latent, ep->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
+    const kvc_dtype kd = ep->kv_dtype;
+    const bool quantised = kd == KVC_DTYPE_I8 || kd == KVC_DTYPE_F8E4M3 || kd == KVC_DTYPE_F8E5M2;
+    if (st == KVC_OK && quantised) st = calibrate(a, p, kd);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;

@@ -90,7 +90,7 @@ void kvci_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
     const int64_t mc = GEMM_MC / MR * MR;
     const int64_t jobs_m = kvci_cdiv(M, mc), jobs_n = kvci_cdiv(N, nc), jobs = jobs_m * jobs_n;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
-#pragma omp parallel for schedule(static) if (jobs > 1 && flops >= GEMM_PARALLEL_FLOPS)
+#pragma omp parallel for schedule(dynamic, 1) if (jobs > 1 && flops >= GEMM_PARALLEL_FLOPS)
     for (int64_t job = 0; job < jobs; job++) {
         const int64_t m0 = (job % jobs_m) * mc, n0 = (job / jobs_m) * nc;
         const int64_t m1 = kvci_min64(M, m0 + mc), n1 = kvci_min64(N, n0 + nc);

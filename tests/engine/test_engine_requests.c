@@ -228,6 +228,11 @@ static void test_create_refusals(void **state) {
     p.next_n = 1;
     expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
     p = fix_params(64, 2);
+    p.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
+    expect_create_refused(&em, &p, KVC_EINVAL, "kv_dtype i32");
+    p.kv_dtype = (kvc_dtype)99;
+    expect_create_refused(&em, &p, KVC_EINVAL, "kv_dtype ? (99)");
+    p = fix_params(64, 2);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     expect_create_refused(&em, &p, KVC_EINVAL, "kv_memory_bytes");
     p.kv_memory_bytes = 100; /* not one block */

@@ -126,13 +126,13 @@ static void randomized(const kvc_simd_table *table)
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
     const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     enum { NDT = sizeof kvdts / sizeof kvdts[0] };
-    const int gs[] = {1, 2, 4};
+    const int gs[] = {1, 2, 4, 8}; /* 8: decode rows beyond one 4-row kernel group */
     uint32_t rs = 0x1234567u;
     int runs = 0;
     for (size_t li = 0; li < 7; li++)
         for (int mode = 0; mode <= 4; mode++)
             for (size_t di = 0; di < NDT; di++)
-                for (size_t gi = 0; gi < 3; gi++) {
+                for (size_t gi = 0; gi < 4; gi++) {
                     fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
                     fx f;
                     fx_build(&f, &c);
@@ -145,7 +145,7 @@ static void randomized(const kvc_simd_table *table)
                     runs++;
                 }
     kvci_simd_override(NULL);
-    assert_int_equal(runs, 7 * 5 * NDT * 3);
+    assert_int_equal(runs, 7 * 5 * NDT * 4);
 }
 
 static void test_cpu_vs_ref_best_isa(void **state)

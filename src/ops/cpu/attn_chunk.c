@@ -4,7 +4,7 @@
  *
  * Pass 1 takes the keys 8 at a time (tiles at absolute multiples of 8),
  * converted into an f32 tile (or in registers by the direct kernels for
- * items of up to 4 rows per head), and computes the scores of all rows
+ * items of up to KVC_DIRECT_ROWS rows per head), and computes the scores of all rows
  * against them; each row then selects its visible keys (never an exp of
  * masked garbage), takes the maximum and the exponentials (summed per lane
  * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
@@ -263,7 +263,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
     const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
-    const bool direct = cx->direct && RG <= 4;
+    const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     const char *kd = p->k.data, *rd = p->k_rope.data;
     int64_t ki[KVC_QK_KEYS], ri[KVC_QK_KEYS], pi[KVC_QK_KEYS]; /* key, rope and prefetched key indices */
     for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) {
@@ -364,7 +364,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
-    const bool direct = cx->direct && RG <= 4;
+    const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     /* 8 value rows per call when an item holds several heads: one head's rows of
      * consecutive tokens sit a token row apart (2 KiB for 8 heads of 128 f16),
      * so 32 of them fall into the same few L1 sets and evict each other. */
