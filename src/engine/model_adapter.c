@@ -33,6 +33,43 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
     return kvc_model_forward(a->m, a->ws, &fa);
 }
 
+/* Multiply-adds of the dense layers of one token (projections and MLP or
+ * routed experts, sliding-window attention over a full window), of one
+ * pair of a query token and a key position in the full-attention layers,
+ * and of one row's output head and sampling pass: the step cost model of
+ * the stall-free limit (kvc_engine_model.cost_*). */
+static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool latent) {
+    const double H = (double)c->hidden_size, nH = (double)c->num_heads, V = (double)c->vocab_size;
+    double dq = (double)c->head_dim, dv = dq, proj;
+    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
+        const double dn = (double)c->qk_nope_head_dim, dr = (double)c->qk_rope_head_dim, rkv = (double)c->kv_lora_rank;
+        const double q = c->q_lora_rank > 0 ? H * (double)c->q_lora_rank + (double)c->q_lora_rank * nH * (dn + dr)
+                                            : H * nH * (dn + dr);
+        dv = (double)c->v_head_dim;
+        proj = q + H * (rkv + dr) + rkv * nH * (dn + dv) + nH * dv * H;
+        dq = latent ? rkv + dr : dn + dr; /* latent: scores over the latent and rope parts, values over the latent */
+        if (latent) dv = rkv;
+    } else {
+        proj = H * nH * dq * 2.0 + 2.0 * H * (double)c->num_kv_heads * dq;
+    }
+    const double pair = nH * (dq + dv);
+    double token = 0.0, context = 0.0;
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        double mlp = 3.0 * H * (double)c->intermediate_size;
+        if (c->family == KVC_FAMILY_GPT_OSS)
+            mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
+        else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace)
+            mlp = H * (double)c->n_routed_experts +
+                  (double)(c->experts_per_tok + c->n_shared_experts) * 3.0 * H * (double)c->moe_intermediate_size;
+        token += proj + mlp;
+        if (c->layer_sliding[l]) token += pair * (double)c->sliding_window;
+        else context += pair;
+    }
+    em->cost_token = token;
+    em->cost_context = context;
+    em->cost_row = H * V + V;
+}
+
 /* The tensor slot entry c of a layer's cache info fills: k, v, then (int8 / fp8) the per-slot scales. */
 static kvc_tensor *entry_tensor(kvc_layer_cache *lc, int32_t c) {
     kvc_tensor *slots[4] = {&lc->k, &lc->v, &lc->k_scales, &lc->v_scales};
@@ -101,6 +138,7 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;
         a->em.forward = adapter_forward;
+        set_costs(&a->em, c, p->latent);
         a->caches = (kvc_model_caches){.kind = p->self_managed ? KVC_MCACHE_CONTIGUOUS : KVC_MCACHE_PAGED,
                                        .latent = p->latent,
                                        .block_size = p->self_managed ? 0 : p->block_size,
