@@ -207,17 +207,56 @@ KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, co
 /* ---- cache storage (KM 7) -------------------------------------------------- */
 #define KVC_ALIGN_DEFAULT ((size_t)64)
 #define KVC_ALIGN_2MIB ((size_t)2 << 20)
+/* Tensors of at least this many bytes follow the page policy below. */
+#define KVC_HUGE_PAGE_MIN_BYTES ((int64_t)2 << 20)
 
 typedef struct kvc_cache_storage kvc_cache_storage;
 
+/* Pages of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES (smaller
+ * ones always take the plain aligned allocation). A decode kernel streams
+ * the cache; hardware prefetchers stop at page boundaries, so on 4 KiB pages
+ * it reads slower than on 2 MiB ones (docs/cache.md, "Storage"). */
+typedef enum kvc_storage_pages {
+    KVC_STORAGE_PAGES_HUGE = 0, /* default: a 2 MiB-aligned mapping advised madvise(MADV_HUGEPAGE)
+                                 * (Linux; transparent huge pages where the system allows them) */
+    KVC_STORAGE_PAGES_SYSTEM,   /* off: the plain aligned allocation; the system's setting decides */
+    KVC_STORAGE_PAGES_BASE,     /* a 2 MiB-aligned mapping advised MADV_NOHUGEPAGE: 4 KiB pages even
+                                 * where the system puts huge pages everywhere (for measuring) */
+} kvc_storage_pages;
+
+typedef struct kvc_cache_storage_params {
+    size_t alignment;        /* KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB; tensors on a mapping
+                              * (HUGE, BASE) are 2 MiB-aligned whatever it says */
+    kvc_storage_pages pages; /* page policy of the large tensors */
+} kvc_cache_storage_params;
+
+/* alignment KVC_ALIGN_DEFAULT, pages KVC_STORAGE_PAGES_HUGE. */
+KVC_API kvc_cache_storage_params kvc_cache_storage_default_params(void);
+
 /* Allocates one tensor per needs_block entry ([n, s, heads, *dim] block-major,
  * [n, heads, s, *dim] head-major, [n, *shape] Mamba; s = block_size /
- * compress_ratio), aligned to `alignment` (KVC_ALIGN_DEFAULT or
- * KVC_ALIGN_2MIB), with block 0 zero-filled; records it in entry.tensor and
- * hands it to the entry's setter. All-or-nothing. */
-KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan, size_t alignment,
-                                      kvc_cache_storage **out);
+ * compress_ratio), aligned and paged as p says, with block 0 zero-filled;
+ * records it in entry.tensor and hands it to the entry's setter.
+ * All-or-nothing. */
+KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan,
+                                              const kvc_cache_storage_params *p, kvc_cache_storage **out);
 KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
+
+/* What a storage asked of the kernel for its pages, and what it got. */
+typedef struct kvc_storage_page_info {
+    kvc_storage_pages pages; /* the policy it was allocated with */
+    int64_t mapped_bytes;    /* bytes of its tensors on 2 MiB-aligned mappings (each rounded up to 2 MiB) */
+    int64_t advised_bytes;   /* of those, bytes whose advice the kernel accepted (0 off Linux, or
+                              * where transparent huge pages are compiled out) */
+    int64_t huge_bytes;      /* bytes on huge pages now: AnonHugePages of the process's mappings that
+                              * hold its tensors (/proc/self/smaps; a mapping the kernel merged with an
+                              * adjacent one counts whole); -1 where that file cannot be read. Pages
+                              * come on first write, so this grows as blocks are written. */
+} kvc_storage_page_info;
+
+/* Fills *out for s. Reads /proc/self/smaps, which walks the process's page
+ * tables (milliseconds for large caches): a query, not for hot paths. */
+KVC_API kvc_status kvc_cache_storage_page_info(const kvc_cache_storage *s, kvc_storage_page_info *out);
 /* Frees every tensor (entry.tensor views become dangling). */
 KVC_API void kvc_cache_storage_destroy(kvc_cache_storage *s);
 

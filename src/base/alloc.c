@@ -2,10 +2,15 @@
  * (cJSON included: model/json_read.c routes it here), so that a test can
  * make the N-th allocation fail and a caller can tell out-of-memory from
  * other failures by the failure count. */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "base/internal.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static atomic_uint_fast64_t n_calls;    /* allocations requested so far */
 static atomic_uint_fast64_t n_failures; /* allocations that returned NULL */
@@ -56,6 +61,64 @@ kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
 }
 
 void kvc_aligned_free(void *ptr) { free(ptr); }
+
+static atomic_bool refuse_advice; /* test hook: madvise is taken as refused */
+
+size_t kvci_pages_round(size_t size) {
+    if (size > SIZE_MAX - KVCI_HUGE_PAGE) return 0;
+    size_t rounded = (size + KVCI_HUGE_PAGE - 1) / KVCI_HUGE_PAGE * KVCI_HUGE_PAGE;
+    return rounded == 0 ? KVCI_HUGE_PAGE : rounded;
+}
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+/* An anonymous mapping of rounded + 2 MiB bytes, trimmed to the 2 MiB-aligned
+ * rounded bytes inside it, so that the kernel can back it with whole huge
+ * pages; then the advice. */
+static void *map_pages(size_t rounded, kvci_page_advice advice, bool *advised) {
+    size_t span = rounded + KVCI_HUGE_PAGE;
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *p = (char *)(((uintptr_t)raw + KVCI_HUGE_PAGE - 1) & ~(uintptr_t)(KVCI_HUGE_PAGE - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + rounded) munmap(p + rounded, (size_t)(raw + span - (p + rounded)));
+    *advised = !atomic_load(&refuse_advice) &&
+               madvise(p, rounded, advice == KVCI_PAGES_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+    return p;
+}
+
+static void unmap_pages(void *p, size_t size) { munmap(p, kvci_pages_round(size)); }
+#else
+/* No madvise here: plain aligned memory, zero-filled like a mapping, nothing advised. */
+static void *map_pages(size_t rounded, kvci_page_advice advice, bool *advised) {
+    (void)advice;
+    *advised = false;
+    void *p = aligned_alloc(KVCI_HUGE_PAGE, rounded);
+    if (p != NULL) memset(p, 0, rounded);
+    return p;
+}
+
+static void unmap_pages(void *p, size_t size) {
+    (void)size;
+    free(p);
+}
+#endif
+
+kvc_status kvci_pages_alloc(size_t size, kvci_page_advice advice, bool *advised, void **out) {
+    *out = NULL;
+    *advised = false;
+    size_t rounded = kvci_pages_round(size);
+    if (rounded == 0) return kvci_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
+    void *p = counted(injected_failure() ? NULL : map_pages(rounded, advice, advised));
+    if (p == NULL) return kvci_fail(KVC_ENOMEM, "cannot map %zu bytes on 2 MiB boundaries", rounded);
+    *out = p;
+    return KVC_OK;
+}
+
+void kvci_pages_free(void *ptr, size_t size) {
+    if (ptr != NULL) unmap_pages(ptr, size);
+}
+
+void kvci_pages_refuse_advice(bool refuse) { atomic_store(&refuse_advice, refuse); }
 
 void kvci_alloc_fail_at(uint64_t n) {
     atomic_store(&n_calls, 0);

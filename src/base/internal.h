@@ -58,6 +58,33 @@ void *kvci_realloc(void *ptr, size_t size);
 char *kvci_strdup(const char *s);
 void kvci_free(void *ptr);
 
+/* Memory for large buffers (cache storage, benchmark buffers): size rounded
+ * up to whole 2 MiB pages (kvci_pages_round), 2 MiB-aligned, zero-filled,
+ * counted by the hook like every allocation. On Linux an anonymous mapping
+ * with madvise MADV_HUGEPAGE (KVCI_PAGES_HUGE: transparent huge pages even
+ * where the system setting is "madvise") or MADV_NOHUGEPAGE
+ * (KVCI_PAGES_BASE: 4 KiB pages even where it is "always"); *advised says
+ * whether the kernel accepted the advice (false where THP is compiled out,
+ * and on other systems, which get aligned_alloc). The advice only permits
+ * huge pages: the kernel backs a page with one on its first write when it
+ * has a free 2 MiB frame. Free with kvci_pages_free and the same size. */
+#define KVCI_HUGE_PAGE ((size_t)2 << 20)
+typedef enum kvci_page_advice { KVCI_PAGES_HUGE, KVCI_PAGES_BASE } kvci_page_advice;
+kvc_status kvci_pages_alloc(size_t size, kvci_page_advice advice, bool *advised, void **out);
+void kvci_pages_free(void *ptr, size_t size);
+/* size rounded up to a multiple of 2 MiB (at least one page); 0 on overflow. */
+size_t kvci_pages_round(size_t size);
+/* Bytes of transparent huge pages backing the mappings that overlap the n
+ * buffers ptrs[i][0..sizes[i]): the AnonHugePages fields of an smaps file
+ * (NULL: /proc/self/smaps; a mapping the kernel merged with its neighbour
+ * counts whole); -1 where the file cannot be read or lists no mapping.
+ * Reading /proc/self/smaps walks the process's page tables: a query, not
+ * for hot paths. */
+int64_t kvci_pages_huge_resident(const char *smaps, const void *const *ptrs, const size_t *sizes, int64_t n);
+/* Test hook: while on, kvci_pages_alloc skips madvise and reports the advice
+ * refused, as a kernel without transparent huge pages does. */
+void kvci_pages_refuse_advice(bool refuse);
+
 /* Test hook: resets the call count and makes call number n from now fail
  * (once); 0 turns injection off. */
 void kvci_alloc_fail_at(uint64_t n);

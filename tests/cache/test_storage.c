@@ -12,13 +12,6 @@ static void record_tensor(void *user, const kvc_tensor *t) {
     log->last = *t;
 }
 
-static bool zero_bytes(const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != 0) return false;
-    return true;
-}
-
 static void test_shapes_alignment_setters(void **state) {
     (void)state;
     kvc_cache_entry entries[4] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0),
@@ -39,7 +32,9 @@ static void test_shapes_alignment_setters(void **state) {
     assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
                                                 (const int64_t[]){6, 5, 3}, 3, &plan), KVC_OK);
     kvc_cache_storage *s = NULL;
-    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, KVC_ALIGN_2MIB, &s), KVC_OK);
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    sp.alignment = KVC_ALIGN_2MIB; /* every tensor here is below 2 MiB: the plain allocation aligns them */
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_OK);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(logs[i].calls, 1);
         assert_ptr_equal(logs[i].last.data, m.entries[i].tensor.data);
@@ -52,8 +47,8 @@ static void test_shapes_alignment_setters(void **state) {
         for (int d = 0; d < ndim[i]; d++) assert_int_equal(logs[i].last.shape[d], expected[i][d]);
     }
     /* block 0 zero-filled */
-    assert_true(zero_bytes(m.entries[0].tensor.data, 4 * 2 * 8 * 2));
-    assert_true(zero_bytes(m.entries[3].tensor.data, 4 * 8 * 4));
+    assert_true(kvc_test_zero_bytes(m.entries[0].tensor.data, 4 * 2 * 8 * 2));
+    assert_true(kvc_test_zero_bytes(m.entries[3].tensor.data, 4 * 8 * 4));
     assert_int_equal(kvc_cache_storage_bytes(s), 2 * 6 * 4 * 2 * 8 * 2 + 5 * 16 * 2 * 8 * 2 + 3 * 32 * 4);
 
     /* The transfer export refuses Mamba caches... */
@@ -97,7 +92,8 @@ static void test_buffer_infos_order(void **state) {
     assert_int_equal(kvc_manager_buffer_infos(mgr, infos, 4, &n), KVC_EINVAL); /* nothing allocated yet */
     assert_non_null(strstr(kvc_last_error(), "no tensor allocated"));
     kvc_cache_storage *s = NULL;
-    assert_int_equal(kvc_cache_storage_allocate(&ci, &plan, KVC_ALIGN_DEFAULT, &s), KVC_OK);
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    assert_int_equal(kvc_cache_storage_allocate(&ci, &plan, &sp, &s), KVC_OK);
     assert_int_equal(log.calls, 3);
     assert_true(l1[1].tensor.data == NULL);
     assert_int_equal(kvc_manager_buffer_infos(mgr, infos, 4, &n), KVC_OK);
@@ -123,19 +119,30 @@ static void test_refusals(void **state) {
     kvc_block_plan plan;
     assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
     kvc_cache_storage *s = NULL;
-    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, KVC_ALIGN_DEFAULT, &s), KVC_EINVAL);
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "layer 0, cache k: no tensor_setter"));
     assert_null(s);
     m.entries[0].tensor_setter = record_tensor;
     setter_log log = {0};
     m.entries[0].setter_user = &log;
-    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, 48, &s), KVC_EINVAL);
+    kvc_cache_storage_params bad = sp;
+    bad.alignment = 48;
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &bad, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "alignment 48"));
+    bad = sp;
+    bad.pages = (kvc_storage_pages)7;
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &bad, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "pages 7"));
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, NULL, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "params must not be NULL"));
+    assert_null(s);
     kvc_block_plan other;
     kvc_cache_entry sw = kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 8);
     kvc_test_model m2;
     kvc_test_model_init(&m2, &sw, 1);
     assert_int_equal(kvc_block_plan_from_counts(&m2.ci, (const char *[]){"SlidingWindow"}, (const int64_t[]){3}, 1, &other), KVC_OK);
-    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &other, KVC_ALIGN_DEFAULT, &s), KVC_EINVAL);
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &other, &sp, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "FullAttention"));
     assert_int_equal(log.calls, 0);
     kvc_cache_storage_destroy(NULL);

@@ -30,7 +30,8 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){6}, 1,
                                                 &plan), KVC_OK);
     kvc_cache_storage *storage = NULL;
-    assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, KVC_ALIGN_DEFAULT, &storage), KVC_OK);
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, &sp, &storage), KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 32;
     p.prefix_caching = true;
@@ -81,7 +82,8 @@ static void test_poison_values_are_nan(void **state) {
         assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3},
                                                     1, &plan), KVC_OK);
         kvc_cache_storage *storage = NULL;
-        assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, KVC_ALIGN_DEFAULT, &storage), KVC_OK);
+        const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+        assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, &sp, &storage), KVC_OK);
         kvc_manager_params p = kvc_manager_default_params();
         p.max_model_len = 8;
         p.poison_new_blocks = true;

@@ -130,6 +130,7 @@ static void test_prefix_hit_after_computed(void **state) {
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = fix_params(64, 4);
     p.prefix_caching = true;
+    p.step_cost_ratio = 0.0; /* whole prompts in one step: d is computed when f arrives */
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[40];
     for (int i = 0; i < 40; i++) prompt[i] = (i * 11 + 5) % FIX_VOCAB;
@@ -180,8 +181,9 @@ static void test_prefix_hit_after_computed(void **state) {
 }
 
 /* 8 requests decode; a 4,096-token prompt arrives; with a 512-token budget
- * it is chunked in over 9 steps while each of the 8 gets a token in every
- * step, and the prompt's first token comes when its last chunk ran. */
+ * (stall-free limit off) it is chunked in over 9 steps while each of the 8
+ * gets a token in every step, and the prompt's first token comes when its
+ * last chunk ran. */
 static void test_long_prompt_does_not_stall(void **state) {
     (void)state;
     enum { LONG = 4096, N_DEC = 8, BUDGET = 512 };
@@ -190,6 +192,7 @@ static void test_long_prompt_does_not_stall(void **state) {
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = fix_params(LONG + 64, N_DEC + 1);
     p.max_num_batched_tokens = BUDGET;
+    p.step_cost_ratio = 0.0;
     p.max_requests = N_DEC + 1;
     kvc_engine *e = fix_engine(&em, &p);
     int32_t *prompt = malloc(LONG * sizeof *prompt);
@@ -225,6 +228,80 @@ static void test_long_prompt_does_not_stall(void **state) {
     fix_expect_reference(e, &m, &big);
     kvc_engine_request_times t = times_of(e, 100);
     assert_int_equal(t.first_token_step - t.first_scheduled_step + 1, chunk_steps);
+    free(prompt);
+    kvc_engine_destroy(e);
+}
+
+/* Cost of a row of n tokens after `start` cached ones (kvc_engine_model's
+ * formula), in float64 from the test's own arithmetic. */
+static double row_cost(const kvc_engine_model *em, int64_t start, int64_t n) {
+    return em->cost_row + em->cost_token * (double)n +
+           em->cost_context * ((double)n * (double)start + (double)n * (double)(n + 1) / 2.0);
+}
+
+/* The stall-free limit (default step_cost_ratio 2, min_chunk_tokens 4) with
+ * a cost model that counts the attention context: 8 requests decode while a
+ * 1,500-token prompt is chunked in. Every step gives each of the 8 a token;
+ * its chunk costs at most (ratio - 1) x the decode rows, or is the 4-token
+ * floor; one more token would break the limit (chunks are as large as
+ * allowed); chunks shrink as the prompt's context grows; the outputs equal
+ * the reference. */
+static void test_stall_free_chunks(void **state) {
+    (void)state;
+    enum { LONG = 1500, N_DEC = 8, BUDGET = 2048 };
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 2, 16, 64);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    em.cost_token = 1.0;
+    em.cost_row = 3.0;
+    em.cost_context = 1.0 / 32.0;
+    kvc_engine_params p = fix_params(LONG + 64, N_DEC + 1);
+    p.max_num_batched_tokens = BUDGET;
+    p.max_requests = N_DEC + 1;
+    assert_true(p.step_cost_ratio == 2.0 && p.min_chunk_tokens == 4);
+    kvc_engine *e = fix_engine(&em, &p);
+    int32_t *prompt = malloc(LONG * sizeof *prompt);
+    for (int64_t i = 0; i < LONG; i++) prompt[i] = (int32_t)((i * 5 + 1) % FIX_VOCAB);
+    kvc_engine_request dec[N_DEC];
+    for (int64_t i = 0; i < N_DEC; i++) {
+        dec[i] = fix_request_over(i, prompt + 40 * i, 30 + 60 * i, 400);
+        fix_add(e, &dec[i]);
+    }
+    kvc_engine_step_result res;
+    for (int k = 0; k < 3; k++) step_ok(e, &res); /* prompts in, then decode steps */
+    assert_int_equal(res.n_decode_rows, N_DEC);
+    kvc_engine_request big = fix_request_over(100, prompt, LONG, 4);
+    fix_add(e, &big);
+    int64_t first_chunk = -1, last_chunk = -1, floor_steps = 0;
+    while (fix_info(e, 100).n_generated == 0) {
+        int64_t before[N_DEC];
+        double decode = 0.0;
+        for (int64_t i = 0; i < N_DEC; i++) {
+            kvc_engine_request_info info = fix_info(e, i);
+            before[i] = info.n_generated;
+            decode += row_cost(&em, info.n_cached, 1);
+        }
+        const int64_t cached = fix_info(e, 100).n_cached;
+        step_ok(e, &res);
+        assert_int_equal(res.n_decode_rows, N_DEC);
+        for (int64_t i = 0; i < N_DEC; i++) assert_int_equal(fix_info(e, i).n_generated, before[i] + 1);
+        const int64_t chunk = fix_info(e, 100).n_cached - cached;
+        assert_true(chunk >= 1);
+        const double allowance = (p.step_cost_ratio - 1.0) * decode;
+        if (chunk == p.min_chunk_tokens && row_cost(&em, cached, chunk) > allowance)
+            floor_steps++;
+        else
+            assert_true(row_cost(&em, cached, chunk) <= allowance);
+        if (cached + chunk < LONG)
+            assert_true(chunk == p.min_chunk_tokens || row_cost(&em, cached, chunk + 1) > allowance);
+        if (first_chunk < 0) first_chunk = chunk;
+        if (cached + chunk < LONG) last_chunk = chunk;
+    }
+    assert_true(first_chunk > last_chunk); /* the context makes later tokens dearer */
+    assert_true(floor_steps > 0);          /* the deep chunks hit the floor */
+    fix_run(e, 2000);
+    for (int64_t i = 0; i < N_DEC; i++) fix_expect_reference(e, &m, &dec[i]);
+    fix_expect_reference(e, &m, &big);
     free(prompt);
     kvc_engine_destroy(e);
 }
@@ -345,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_random_prefix_caching),
         cmocka_unit_test(test_prefix_hit_after_computed),
         cmocka_unit_test(test_long_prompt_does_not_stall),
+        cmocka_unit_test(test_stall_free_chunks),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_priorities),
     };

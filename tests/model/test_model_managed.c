@@ -69,7 +69,8 @@ static void test_gpt_oss_through_managers(void **state)
     kvc_block_plan plan;
     check(kvc_plan_blocks(&pp, ci, &plan), "plan");
     kvc_cache_storage *storage = NULL;
-    check(kvc_cache_storage_allocate(ci, &plan, KVC_ALIGN_DEFAULT, &storage), "storage");
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    check(kvc_cache_storage_allocate(ci, &plan, &sp, &storage), "storage");
     kvc_manager_params mp = kvc_manager_default_params();
     mp.max_model_len = max_len;
     kvc_manager *mgr = NULL;

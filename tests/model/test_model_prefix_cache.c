@@ -53,7 +53,8 @@ static void server_init(server *s, kvc_model *m, bool caching) {
     pp.max_concurrency = 4;
     kvc_block_plan plan;
     check(kvc_plan_blocks(&pp, s->ci, &plan), "plan");
-    check(kvc_cache_storage_allocate(s->ci, &plan, KVC_ALIGN_DEFAULT, &s->storage), "storage");
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    check(kvc_cache_storage_allocate(s->ci, &plan, &sp, &s->storage), "storage");
     kvc_manager_params mp = kvc_manager_default_params();
     mp.max_model_len = MAX_LEN;
     mp.prefix_caching = caching;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window) {
     kvc_cache_entry e = kvc_cache_entry_default();
@@ -102,3 +103,12 @@ void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_
     assert_true(n_got <= 256);
     assert_ids("free queue", got, n_got, expected, n);
 }
+
+bool kvc_test_zero_bytes(const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != 0) return false;
+    return true;
+}
+
+bool kvc_test_kernel_has_thp(void) { return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0; }

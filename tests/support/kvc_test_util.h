@@ -43,6 +43,11 @@ char *kvc_test_read_text(const char *path);
 /* "$KVC_DATA_DIR/oracle/<family>" (fails the test if KVC_DATA_DIR is unset). */
 void kvc_test_oracle_dir(const char *family, char *out, size_t cap);
 
+/* Whether p[0..n) is all zero bytes. */
+bool kvc_test_zero_bytes(const void *p, size_t n);
+/* Whether this kernel has transparent huge pages (then madvise(MADV_HUGEPAGE) succeeds). */
+bool kvc_test_kernel_has_thp(void);
+
 #define KVC_IDS(...) ((const int32_t[]){__VA_ARGS__}), (sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 #endif
