@@ -59,6 +59,17 @@ INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
 
+/* reduce4 of the 4 keys held by two pair accumulators (keys 2p in lanes 0-7, 2p + 1 in lanes 8-15) */
+INL __m256 pairs_tree4(const __m512 *a)
+{
+    __m256 h[4];
+    for (int p = 0; p < 2; p++) {
+        h[2 * p] = _mm512_castps512_ps256(a[p]);
+        h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[p]), 1));
+    }
+    return reduce4(h);
+}
+
 /* Whether any weight w[r * ws + t], r < nr, t < nk, is 0. */
 INL int any_zero(const float *w, int64_t ws, int nk, int nr)
 {
@@ -89,14 +100,8 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
                 for (int p = 0; p < 4; p++) a[r * 4 + p] = _mm512_fmadd_ps(qv, kv[p], a[r * 4 + p]);                \
             }                                                                                                       \
         }                                                                                                           \
-        for (int r = 0; r < NR; r++) {                                                                              \
-            __m256 h[8];                                                                                            \
-            for (int p = 0; p < 4; p++) {                                                                           \
-                h[2 * p] = _mm512_castps512_ps256(a[r * 4 + p]);                                                    \
-                h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r * 4 + p]), 1));         \
-            }                                                                                                       \
-            _mm256_storeu_ps(out + r * os, reduce8(h));                                                             \
-        }                                                                                                           \
+        for (int r = 0; r < NR; r++)                                                                                \
+            _mm256_storeu_ps(out + r * os, reduce_join(pairs_tree4(a + r * 4), pairs_tree4(a + r * 4 + 2)));        \
     }                                                                                                               \
     /* 4 < NR <= 8 rows x 8 keys in two halves of 4 keys (a[r * 2 + p]: keys                                        \
      * 4 h + 2 p, 4 h + 2 p + 1): each key converted once for all rows; the                                         \
@@ -119,14 +124,7 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
                     a[r * 2 + 1] = _mm512_fmadd_ps(qv, k1, a[r * 2 + 1]);                                           \
                 }                                                                                                   \
             }                                                                                                       \
-            for (int r = 0; r < NR; r++) {                                                                          \
-                __m256 h[4];                                                                                        \
-                for (int p = 0; p < 2; p++) {                                                                       \
-                    h[2 * p] = _mm512_castps512_ps256(a[r * 2 + p]);                                                \
-                    h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r * 2 + p]), 1));     \
-                }                                                                                                   \
-                t[hh][r] = reduce4(h);                                                                              \
-            }                                                                                                       \
+            for (int r = 0; r < NR; r++) t[hh][r] = pairs_tree4(a + r * 2);                                         \
         }                                                                                                           \
         for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * os, reduce_join(t[0][r], t[1][r]));                 \
     }                                                                                                               \
