@@ -52,7 +52,7 @@
 #define BE_BLOCK 16
 #define BE_MAX_MODEL_LEN 1024 /* the context the engine serves; contiguous rows reserve all of it */
 #define BE_EQUAL_MEMORY_SEQS 64 /* max_num_seqs at equal memory: >= the workload's requests */
-#define BE_REPS 3               /* throughput: each side runs this often, the fastest run counts */
+#define BE_REPS 5               /* throughput: each side runs this often, the fastest run counts */
 #define BE_LONG_EVERY 8
 #define BE_N_ARRIVALS 3         /* offline, 50 %, 90 % of the offline rate */
 
