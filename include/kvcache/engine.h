@@ -358,12 +358,14 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* A kvc_engine_model over a kvc_model (model.h). Managed (default): the
  * model's cache description from kvc_model_cache_info_build(m, latent,
- * block_size) (f32 entries grouped FullAttention / SlidingWindow); the
+ * engine_params->kv_dtype, block_size) (entries grouped FullAttention /
+ * SlidingWindow; int8 / fp8 with their per-slot scale entries); the
  * adapter's tensor setters record the tensors the engine allocates, so every
  * layer reads its own manager key. Self-managed: no cache info, one legacy
- * contiguous k and v cache per layer [max_num_seqs, max_model_len, heads*dim]
- * (latent: [.., kv_lora_rank] and [.., qk_rope_head_dim]), read and written
- * at the engine's cache rows. The forward runs kvc_model_forward with each
+ * contiguous cache per entry of that description [max_num_seqs,
+ * max_model_len, heads*dim] (k, v; latent: [.., kv_lora_rank] and [..,
+ * qk_rope_head_dim]; scales [.., 1]), read and written at the engine's
+ * cache rows. The forward runs kvc_model_forward with each
  * row's last-token logits into a workspace sized once from the engine
  * params: a step allocates nothing (the attention kernel's scratch grows
  * once, model.h).
@@ -376,9 +378,6 @@ typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
-    const int32_t *calib_ids; /* int8 / fp8: [n_calib] a token sequence whose keys/values set the static
-                               * per-tensor scales (kvc_model_calibrate_kv); read at create only */
-    int64_t n_calib;
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;

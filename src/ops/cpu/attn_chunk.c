@@ -124,8 +124,12 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
         if (pb->Dr) {
             const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
+            /* a quantised rope part takes the key's scale: folded here when constant along the keys */
+            const float rs = pb->rope_quant && chan
+                                 ? kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, 0, pb->D))
+                                 : 1.0f;
             for (int64_t d = 0; d < pb->Dr; d++)
-                q[cx->D8 + d] = scale * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d);
+                q[cx->D8 + d] = scale * (rs * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d));
             for (int64_t d = pb->Dr; d < cx->Dr8; d++) q[cx->D8 + d] = 0.0f;
         }
         s->qsum[r] = qsum;
