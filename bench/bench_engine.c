@@ -2,7 +2,9 @@
  * on the built-in models (tools/demo_workload.h), measured in one run.
  *
  * Throughput (the demo's mixed workload, all requests arriving at once),
- * generated tokens per second, fastest of BE_REPS runs of each side:
+ * generated tokens per second of wall time and of the thread's CPU time
+ * (the forward runs on the calling thread), fastest of BE_REPS runs of each
+ * side:
  *   static        the runner (mode 2, or 3 for an MLA model) on batches of 8
  *                 in arrival order, each decoded until its longest request is
  *                 done, counting only the tokens each request asked for
@@ -18,8 +20,10 @@
  *   equal memory  the engine in the same KV memory M (KVC_ENGINE_PLAN_BUDGET,
  *                 everything it allocates included) with max_num_seqs 64
  *                 (every request of the workload may run at once), default
- *                 scheduler; with its peak rows, memory and where its step
- *                 time went (schedule, metadata, forward, sampling).
+ *                 scheduler and without the stall-free limit; with peak
+ *                 rows, memory, CPU time per token run on each side
+ *                 (prompt tokens included) and where the default engine's
+ *                 step time went (schedule, metadata, forward, sampling).
  *   memory        peak blocks in use (budget-256, 8 rows) over the blocks a
  *                 contiguous max-length allocation needs; waste: unused slots
  *                 inside the FullAttention blocks in use over the steps
@@ -48,20 +52,29 @@
 #define BE_BLOCK 16
 #define BE_MAX_MODEL_LEN 1024 /* the context the engine serves; contiguous rows reserve all of it */
 #define BE_EQUAL_MEMORY_SEQS 64 /* max_num_seqs at equal memory: >= the workload's requests */
-#define BE_REPS 3               /* throughput: each side runs this often, the fastest run counts */
+#define BE_REPS 5               /* throughput: each side runs this often, the fastest run counts */
 #define BE_LONG_EVERY 8
 #define BE_N_ARRIVALS 3         /* offline, 50 %, 90 % of the offline rate */
 
 static const double be_rate_share[BE_N_ARRIVALS] = {0.0, 0.5, 0.9};
 
 /* The engine configurations; the first four run the latency passes too. */
-enum { BE_STALL_FREE, BE_BUDGET_256, BE_PREFILL_ALONE, BE_BUDGET_16, BE_EQUAL_MEMORY, BE_N_CONFIGS };
+enum {
+    BE_STALL_FREE,
+    BE_BUDGET_256,
+    BE_PREFILL_ALONE,
+    BE_BUDGET_16,
+    BE_EQUAL_MEMORY,
+    BE_EQUAL_MEMORY_NO_LIMIT,
+    BE_N_CONFIGS
+};
 #define BE_N_SCHED 4      /* latency: configs 0..3 */
-#define BE_N_THROUGHPUT 4 /* throughput: stall-free, budget-256, prefill-alone (8 rows), equal memory */
+#define BE_N_THROUGHPUT 5 /* throughput: stall-free, budget-256, prefill-alone (8 rows), equal memory (2) */
 static const int be_throughput_configs[BE_N_THROUGHPUT] = {BE_STALL_FREE, BE_BUDGET_256, BE_PREFILL_ALONE,
-                                                           BE_EQUAL_MEMORY};
-static const char *const be_config_names[BE_N_CONFIGS] = {"stall-free", "budget-256", "prefill-alone", "budget-16",
-                                                          "equal-memory"};
+                                                           BE_EQUAL_MEMORY, BE_EQUAL_MEMORY_NO_LIMIT};
+static const char *const be_config_names[BE_N_CONFIGS] = {"stall-free",   "budget-256",
+                                                          "prefill-alone", "budget-16",
+                                                          "equal-memory", "equal-memory-no-limit"};
 
 typedef struct be_latency {
     double rate;           /* requests per second (0: offline) */
@@ -72,14 +85,16 @@ typedef struct be_latency {
 } be_latency;
 
 typedef struct be_row {
-    double tps[BE_N_CONFIGS], static_tps; /* generated tokens per second */
+    double tps[BE_N_CONFIGS], static_tps;         /* generated tokens per second (wall) */
+    double cpu_tps[BE_N_CONFIGS], static_cpu_tps; /* the same per second of the thread's CPU time */
     int64_t peak_blocks, contiguous_blocks;
     double waste;
     int64_t static_generated, static_computed; /* static: tokens asked for, tokens decoded */
     int64_t prompt_tokens;                     /* of the workload: both sides prefill them once */
     int64_t static_bytes, equal_bytes;         /* KV memory: static's contiguous rows, the engine at equal memory */
     int64_t equal_kv_budget;                   /* its kv_memory_bytes (so that everything it allocates fits) */
-    int64_t equal_peak_rows, equal_steps, equal_preemptions;
+    int64_t equal_peak_rows, equal_steps, equal_preemptions, no_limit_peak_rows;
+    double static_us_per_token, engine_us_per_token; /* CPU time per token run (prompt + decoded or generated) */
     double equal_phase_us[4];                  /* per step: schedule, metadata, forward, sample */
     be_latency lat[BE_N_SCHED][BE_N_ARRIVALS]; /* [scheduler][arrivals] */
 } be_row;
@@ -96,10 +111,11 @@ static kvc_engine_params be_params(int config, int64_t kv_budget) {
     } else if (config == BE_BUDGET_256 || config == BE_BUDGET_16) {
         p.max_num_batched_tokens = config == BE_BUDGET_256 ? 256 : 16;
         p.step_cost_ratio = 0.0;
-    } else if (config == BE_EQUAL_MEMORY) {
+    } else if (config == BE_EQUAL_MEMORY || config == BE_EQUAL_MEMORY_NO_LIMIT) {
         p.max_num_seqs = BE_EQUAL_MEMORY_SEQS;
         p.plan = KVC_ENGINE_PLAN_BUDGET;
         p.kv_memory_bytes = kv_budget;
+        if (config == BE_EQUAL_MEMORY_NO_LIMIT) p.step_cost_ratio = 0.0; /* every prompt admitted at once */
     }
     return p;
 }
@@ -107,11 +123,11 @@ static kvc_engine_params be_params(int config, int64_t kv_budget) {
 /* The runner on the same cache form as the engine: paged (mode 2), or paged
  * MLA latent caches (mode 3) for a latent family. */
 static kvc_status static_batches(const kvc_model *m, bool latent, const kvc_demo_workload *w, double *seconds,
-                                 int64_t *useful, int64_t *computed) {
+                                 double *cpu_seconds, int64_t *useful, int64_t *computed) {
     int32_t *ids = malloc((size_t)BE_BATCH * 256 * sizeof *ids);
     int32_t *tokens = malloc((size_t)BE_BATCH * (size_t)w->max_new * sizeof *tokens);
     kvc_status st = ids && tokens ? KVC_OK : KVC_ENOMEM;
-    *seconds = 0.0;
+    *seconds = *cpu_seconds = 0.0;
     *useful = *computed = 0;
     for (int64_t b0 = 0; b0 < w->n && st == KVC_OK; b0 += BE_BATCH) {
         const int64_t n = w->n - b0 < BE_BATCH ? w->n - b0 : BE_BATCH;
@@ -133,8 +149,10 @@ static kvc_status static_batches(const kvc_model *m, bool latent, const kvc_demo
         kvc_runner *run = NULL;
         st = kvc_runner_create(m, &p, n, max_prompt, &run);
         const double t0 = kvc_bench_now();
+        const int64_t cpu0 = kvc_demo_thread_cpu_ns();
         if (st == KVC_OK) st = kvc_runner_generate(run, ids, lens, n, tokens, NULL, NULL);
         *seconds += kvc_bench_now() - t0;
+        *cpu_seconds += 1e-9 * (double)(kvc_demo_thread_cpu_ns() - cpu0);
         kvc_runner_destroy(run);
     }
     free(ids);
@@ -181,10 +199,11 @@ static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *
                                      int32_t *out, be_row *row) {
     kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = BE_BLOCK};
     row->static_bytes = BE_BATCH * BE_MAX_MODEL_LEN * kvc_demo_kv_bytes_per_token(m, f->latent, KVC_DTYPE_F32);
+    for (int64_t i = 0; i < w->n; i++) row->prompt_tokens += w->reqs[i].n_prompt;
     kvc_status st = fit_equal_memory(m, &ap, row);
-    double best[BE_N_CONFIGS], best_static = 1e30;
+    double best[BE_N_CONFIGS], best_cpu[BE_N_CONFIGS], best_static = 1e30, best_static_cpu = 1e30;
     kvc_demo_figures fig[BE_N_CONFIGS];
-    for (int c = 0; c < BE_N_CONFIGS; c++) best[c] = 1e30;
+    for (int c = 0; c < BE_N_CONFIGS; c++) best[c] = best_cpu[c] = 1e30;
     for (int rep = 0; rep < BE_REPS && st == KVC_OK; rep++) {
         for (int i = 0; i < BE_N_THROUGHPUT && st == KVC_OK; i++) {
             const int c = be_throughput_configs[i];
@@ -195,19 +214,23 @@ static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *
                 best[c] = now.seconds;
                 fig[c] = now;
             }
+            best_cpu[c] = now.cpu_seconds < best_cpu[c] ? now.cpu_seconds : best_cpu[c];
         }
-        double secs = 0.0;
+        double secs = 0.0, cpu = 0.0;
         row->static_generated = row->static_computed = 0;
-        if (st == KVC_OK) st = static_batches(m, f->latent, w, &secs, &row->static_generated, &row->static_computed);
+        if (st == KVC_OK)
+            st = static_batches(m, f->latent, w, &secs, &cpu, &row->static_generated, &row->static_computed);
         best_static = secs < best_static ? secs : best_static;
+        best_static_cpu = cpu < best_static_cpu ? cpu : best_static_cpu;
     }
     if (st != KVC_OK) return st;
     for (int i = 0; i < BE_N_THROUGHPUT; i++) {
         const int c = be_throughput_configs[i];
         row->tps[c] = (double)fig[c].generated_tokens / best[c];
+        row->cpu_tps[c] = (double)fig[c].generated_tokens / best_cpu[c];
     }
     row->static_tps = (double)row->static_generated / best_static;
-    for (int64_t i = 0; i < w->n; i++) row->prompt_tokens += w->reqs[i].n_prompt;
+    row->static_cpu_tps = (double)row->static_generated / best_static_cpu;
     const kvc_demo_figures *b = &fig[BE_BUDGET_256], *q = &fig[BE_EQUAL_MEMORY];
     for (int32_t k = 0; k < b->stats.n_keys; k++) {
         row->peak_blocks += b->stats.peak_blocks_in_use[k];
@@ -215,6 +238,9 @@ static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *
     }
     row->waste = b->full_slots > 0 ? 1.0 - (double)b->full_cached / (double)b->full_slots : 0.0;
     row->equal_peak_rows = q->peak_rows;
+    row->no_limit_peak_rows = fig[BE_EQUAL_MEMORY_NO_LIMIT].peak_rows;
+    row->static_us_per_token = 1e6 * best_static_cpu / (double)(row->static_computed + row->prompt_tokens);
+    row->engine_us_per_token = 1e6 * best_cpu[BE_EQUAL_MEMORY] / (double)(q->generated_tokens + q->prompt_tokens);
     row->equal_steps = q->steps;
     row->equal_preemptions = q->preemptions;
     const int64_t phase[4] = {q->stats.schedule_ns, q->stats.metadata_ns, q->stats.forward_ns, q->stats.sample_ns};
@@ -288,6 +314,11 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *mix
 
 static double ratio(const double *p) { return p[0] > 0 ? p[2] / p[0] : 0.0; }
 
+/* Config c's generated tokens per second over static's, by wall or by CPU time. */
+static double speedup(const be_row *r, int c, bool cpu) {
+    return cpu ? r->cpu_tps[c] / r->static_cpu_tps : r->tps[c] / r->static_tps;
+}
+
 /* engine / static if a token cost the same on both sides: static runs its
  * decoded tokens and the prompts, the engine the generated tokens and the
  * prompts (the useful-work bound of the speedup). */
@@ -302,26 +333,40 @@ static void print_throughput(const be_row *rows) {
            "until its longest request is done; static batching reserves max_model_len per row, so its KV memory M =\n"
            "%d rows x %d positions. Equal rows: the engine with %d rows (pools of %d max-length requests): stall-free\n"
            "(default: budget 2048 + stall-free limit), budget-256 (fixed budget, no limit), prefill-alone. Equal\n"
-           "memory: the default engine in M (everything it allocates) with max_num_seqs %d.\n\n",
+           "memory: the engine in M (everything it allocates) with max_num_seqs %d.\n\n",
            BE_REQUESTS, BE_BLOCK, BE_MAX_MODEL_LEN, BE_REPS, BE_BATCH, BE_BATCH, BE_MAX_MODEL_LEN, BE_BATCH, BE_BATCH,
            BE_EQUAL_MEMORY_SEQS);
-    printf("%-12s %9s %7s %7s | %9s %7s %9s %7s %9s %7s | %9s %7s %5s %11s %11s\n", "", "static", "static",
-           "ceiling", "equal", "rows", "(8)", "", "", "", "equal", "memory", "", "KV MiB", "");
-    printf("%-12s %9s %7s %7s | %9s %7s %9s %7s %9s %7s | %9s %7s %5s %11s %11s\n", "model", "gen tok/s", "useful",
-           "", "stall-fr", "/static", "budget256", "/static", "pf-alone", "/static", "engine", "/static", "rows",
-           "static", "engine");
+    printf("Speedups over static by wall time and, after the slash, by the thread's CPU time (what a loaded machine's\n"
+           "time slicing does not disturb).\n\nEqual rows (the comparison of the last measurement):\n");
+    printf("%-12s %9s %7s %8s | %9s %13s | %9s %13s | %9s %13s\n", "model", "static", "static", "ceiling", "stall-fr",
+           "/static", "budget256", "/static", "pf-alone", "/static");
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {
         const be_row *r = &rows[i];
-        printf("%-12s %9.0f %6.1f%% %6.2fx | %9.0f %6.2fx %9.0f %6.2fx %9.0f %6.2fx | %9.0f %6.2fx %5lld %11.2f %11.2f\n",
+        printf("%-12s %9.0f %6.1f%% %7.2fx | %9.0f %5.2fx/%5.2fx | %9.0f %5.2fx/%5.2fx | %9.0f %5.2fx/%5.2fx\n",
                kvc_demo_families[i].name, r->static_tps,
                100.0 * (double)r->static_generated / (double)r->static_computed, ceiling(r), r->tps[BE_STALL_FREE],
-               r->tps[BE_STALL_FREE] / r->static_tps, r->tps[BE_BUDGET_256], r->tps[BE_BUDGET_256] / r->static_tps,
-               r->tps[BE_PREFILL_ALONE], r->tps[BE_PREFILL_ALONE] / r->static_tps, r->tps[BE_EQUAL_MEMORY],
-               r->tps[BE_EQUAL_MEMORY] / r->static_tps, (long long)r->equal_peak_rows,
-               (double)r->static_bytes / 1048576.0, (double)r->equal_bytes / 1048576.0);
+               speedup(r, BE_STALL_FREE, false), speedup(r, BE_STALL_FREE, true), r->tps[BE_BUDGET_256],
+               speedup(r, BE_BUDGET_256, false), speedup(r, BE_BUDGET_256, true), r->tps[BE_PREFILL_ALONE],
+               speedup(r, BE_PREFILL_ALONE, false), speedup(r, BE_PREFILL_ALONE, true));
+    }
+    printf("\nEqual memory (KV MiB each side gets; the engine: default, and without the stall-free limit; us/token =\n"
+           "CPU time per token run, prompt tokens included: static's decoded tokens, the default engine's generated\n"
+           "ones):\n");
+    printf("%-12s %6s %6s | %9s %13s %5s | %9s %13s %5s | %9s %9s %6s\n", "model", "static", "engine", "engine",
+           "/static", "rows", "no limit", "/static", "rows", "us/tok st", "us/tok en", "ratio");
+    for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {
+        const be_row *r = &rows[i];
+        printf("%-12s %6.2f %6.2f | %9.0f %5.2fx/%5.2fx %5lld | %9.0f %5.2fx/%5.2fx %5lld | %9.2f %9.2f %5.2fx\n",
+               kvc_demo_families[i].name, (double)r->static_bytes / 1048576.0, (double)r->equal_bytes / 1048576.0,
+               r->tps[BE_EQUAL_MEMORY], speedup(r, BE_EQUAL_MEMORY, false), speedup(r, BE_EQUAL_MEMORY, true),
+               (long long)r->equal_peak_rows, r->tps[BE_EQUAL_MEMORY_NO_LIMIT],
+               speedup(r, BE_EQUAL_MEMORY_NO_LIMIT, false), speedup(r, BE_EQUAL_MEMORY_NO_LIMIT, true),
+               (long long)r->no_limit_peak_rows, r->static_us_per_token, r->engine_us_per_token,
+               r->static_us_per_token / r->engine_us_per_token);
     }
     printf("(target: engine / static >= 3x; ceiling = (static's decoded + prompt tokens) / (tokens asked for + prompt\n"
-           "tokens): the speedup if a token cost the same on both sides; rows = peak rows of one step at equal memory)\n\n");
+           "tokens): the speedup if a token cost the same on both sides, which the us/token ratio multiplies; rows = peak\n"
+           "rows of one step)\n\n");
     printf("Equal-memory engine, per step (us): schedule, metadata (block tables, slot mappings), forward, sampling\n"
            "and retiring rows; memory: peak blocks / contiguous (budget-256, 8 rows) and KV waste (target <= 4 %%).\n\n");
     printf("%-12s %6s %6s %9s %9s %9s %9s   %14s %7s %9s\n", "model", "steps", "preemp", "schedule", "metadata",
@@ -372,23 +417,28 @@ static void print_json(const be_row *rows) {
            BE_REQUESTS, BE_BATCH, BE_EQUAL_MEMORY_SEQS, BE_BLOCK, BE_MAX_MODEL_LEN, BE_LONG_EVERY);
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {
         const be_row *r = &rows[i];
-        printf("%s{\"model\": \"%s\", \"static_tokens_per_s\": %.1f, \"static_useful_tokens\": %lld, "
+        printf("%s{\"model\": \"%s\", \"static_tokens_per_s\": %.1f, \"static_tokens_per_cpu_s\": %.1f, "
+               "\"static_useful_tokens\": %lld, "
                "\"static_decoded_tokens\": %lld, \"prompt_tokens\": %lld, \"equal_cost_ceiling\": %.3f, "
                "\"static_kv_bytes\": %lld, \"throughput\": {",
-               i ? ", " : "", kvc_demo_families[i].name, r->static_tps, (long long)r->static_generated,
+               i ? ", " : "", kvc_demo_families[i].name, r->static_tps, r->static_cpu_tps, (long long)r->static_generated,
                (long long)r->static_computed, (long long)r->prompt_tokens, ceiling(r), (long long)r->static_bytes);
         for (int k = 0; k < BE_N_THROUGHPUT; k++) {
             const int c = be_throughput_configs[k];
-            printf("%s\"%s\": {\"tokens_per_s\": %.1f, \"speedup\": %.3f}", k ? ", " : "", be_config_names[c],
-                   r->tps[c], r->tps[c] / r->static_tps);
+            printf("%s\"%s\": {\"tokens_per_s\": %.1f, \"speedup\": %.3f, \"tokens_per_cpu_s\": %.1f, "
+                   "\"cpu_speedup\": %.3f}",
+                   k ? ", " : "", be_config_names[c], r->tps[c], speedup(r, c, false), r->cpu_tps[c],
+                   speedup(r, c, true));
         }
         printf("}, \"speedup_target\": 3.0, \"equal_memory\": {\"kv_bytes\": %lld, \"kv_memory_bytes\": %lld, "
-               "\"max_num_seqs\": %d, \"peak_rows\": %lld, \"steps\": %lld, \"preemptions\": %lld, "
+               "\"max_num_seqs\": %d, \"peak_rows\": %lld, \"no_limit_peak_rows\": %lld, \"steps\": %lld, "
+               "\"preemptions\": %lld, \"static_us_per_token\": %.3f, \"engine_us_per_token\": %.3f, "
                "\"step_us\": {\"schedule\": %.2f, \"metadata\": %.2f, \"forward\": %.2f, \"sample\": %.2f}}, "
                "\"peak_blocks\": %lld, \"contiguous_blocks\": %lld, \"block_ratio\": %.4f, \"waste\": %.4f, "
                "\"waste_target\": 0.04, \"latency\": [",
                (long long)r->equal_bytes, (long long)r->equal_kv_budget, BE_EQUAL_MEMORY_SEQS,
-               (long long)r->equal_peak_rows, (long long)r->equal_steps, (long long)r->equal_preemptions,
+               (long long)r->equal_peak_rows, (long long)r->no_limit_peak_rows, (long long)r->equal_steps,
+               (long long)r->equal_preemptions, r->static_us_per_token, r->engine_us_per_token,
                r->equal_phase_us[0], r->equal_phase_us[1], r->equal_phase_us[2], r->equal_phase_us[3],
                (long long)r->peak_blocks, (long long)r->contiguous_blocks,
                (double)r->peak_blocks / (double)r->contiguous_blocks, r->waste);

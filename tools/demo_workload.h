@@ -78,6 +78,7 @@ double kvc_demo_percentile(double *v, int64_t n, double q);
 /* What one pass of a workload through an engine did. */
 typedef struct kvc_demo_figures {
     double seconds;                 /* wall time of the steps */
+    double cpu_seconds;             /* the calling thread's CPU time in the same loop */
     int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
     int64_t peak_rows;              /* most rows of one step */
     kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
@@ -102,8 +103,12 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
 /* The loop of kvc_demo_run on an engine the caller made (its manager keys
  * already in fig->keys / fig->block_size for the waste figures): adds,
  * steps, reads and releases until every request of w is done. Adds to
- * fig's counters; fig->seconds = the loop's wall time. */
+ * fig's counters; fig->seconds = the loop's wall time, fig->cpu_seconds its
+ * thread CPU time. */
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
+
+/* CPU time of the calling thread, in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+int64_t kvc_demo_thread_cpu_ns(void);
 
 /* KV bytes one token takes in every layer's cache (full form or latent) of kv_dtype. */
 int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent, kvc_dtype kv_dtype);

@@ -121,9 +121,29 @@ static int32_t heap_pop(int32_t *heap, int64_t n, const float *logits) {
     return top;
 }
 
-static int descending(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x < y) - (x > y);
+/* Sorts v[0..n) descending in place (a heap sort: no allocation, unlike qsort). */
+static void sort_descending(uint64_t *v, int64_t n) {
+    for (int64_t start = n / 2 - 1, end = n; end > 1;) {
+        int64_t i;
+        if (start >= 0) { /* heapify: a min-heap, so that popping to the end leaves v descending */
+            i = start--;
+        } else {
+            const uint64_t t = v[0];
+            v[0] = v[--end];
+            v[end] = t;
+            i = 0;
+        }
+        for (;;) {
+            int64_t c = 2 * i + 1;
+            if (c >= end) break;
+            if (c + 1 < end && v[c + 1] < v[c]) c++;
+            if (v[i] <= v[c]) break;
+            const uint64_t t = v[i];
+            v[i] = v[c];
+            v[c] = t;
+            i = c;
+        }
+    }
 }
 
 /* An unsigned key that orders like rank_value (larger logit, larger key;
@@ -140,8 +160,8 @@ static uint32_t rank_key(float l) {
  * s->heap[0..kk): the kk-th largest key K by a radix select (8 bits at a
  * time from the top, a histogram of the keys still in range per pass), then
  * one pass in id order takes the keys above K and the lowest ids equal to
- * it, and a sort orders the kk by key, then id (insertion below 33 tokens,
- * qsort above). About 5 V simple steps whatever the logits, plus the sort. */
+ * it, and a sort orders the kk by key, then id (insertion up to 64 tokens,
+ * a heap sort above). About 5 V simple steps whatever the logits, plus the sort. */
 static void select_top_k(kvc_sampler *s, const float *logits, int64_t v, int64_t kk) {
     uint32_t *key = s->keys;
     for (int64_t t = 0; t < v; t++) key[t] = rank_key(logits[t]);
@@ -161,8 +181,8 @@ static void select_top_k(kvc_sampler *s, const float *logits, int64_t v, int64_t
     for (int64_t t = 0; t < v && n < kk; t++)
         if (key[t] > prefix || (key[t] == prefix && equal-- > 0))
             pick[n++] = (uint64_t)key[t] << 32 | (uint32_t) ~(uint32_t)t;
-    if (n > 32) {
-        qsort(pick, (size_t)n, sizeof *pick, descending);
+    if (n > 64) {
+        sort_descending(pick, n);
     } else {
         for (int64_t i = 1; i < n; i++) {
             const uint64_t x = pick[i];

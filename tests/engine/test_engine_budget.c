@@ -9,7 +9,9 @@
  * stall them; a stream of short requests does not starve a long one;
  * priorities order admission and choose the preemption victim; the latency
  * records are consistent; prefix caching changes no output and shares only
- * computed blocks. */
+ * computed blocks; with the checks off, steps and requests allocate nothing
+ * after the engine is created. */
+#include "base/internal.h"
 #include "engine_fixture.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -45,7 +47,7 @@ static void expect_times(const kvc_engine *e, int64_t id) {
 
 /* One random configuration: requests arrive at random steps with random
  * priorities; every one is checked against the reference when finished. */
-static int64_t random_run(uint64_t seed, bool caching) {
+static int64_t random_run(uint64_t seed, bool caching, bool check) {
     uint64_t rng = seed;
     const int32_t layers = 1 + (int32_t)(fix_rand(&rng) % 2);
     const int64_t bs = (int64_t[]){1, 2, 4, 16}[fix_rand(&rng) % 4];
@@ -65,8 +67,10 @@ static int64_t random_run(uint64_t seed, bool caching) {
     p.seed = seed;
     p.prefix_caching = caching;
     p.prefix_salt = seed;
+    p.check = check;
     kvc_engine *e = fix_engine(&em, &p);
-    int32_t shared[40]; /* caching: prompts start with a random part of this one */
+    uint64_t engine_allocs = 0; /* the library's allocations inside add, step and release */
+    int32_t shared[40];         /* caching: prompts start with a random part of this one */
     for (int i = 0; i < 40; i++) shared[i] = (int32_t)(fix_rand(&rng) % FIX_VOCAB);
     enum { N = 40 };
     fix_request q[N];
@@ -80,11 +84,16 @@ static int64_t random_run(uint64_t seed, bool caching) {
                 int64_t n_shared = (int64_t)(fix_rand(&rng) % (uint64_t)q[added].r.n_prompt);
                 memcpy(q[added].prompt, shared, (size_t)n_shared * sizeof *shared);
             }
-            if (kvc_engine_add_request(e, &q[added].r) != KVC_OK) break; /* slots full: arrives later */
+            kvci_alloc_fail_at(0);
+            kvc_status st = kvc_engine_add_request(e, &q[added].r);
+            engine_allocs += kvci_alloc_calls();
+            if (st != KVC_OK) break; /* slots full: arrives later */
             added++;
         }
         kvc_engine_step_result res;
+        kvci_alloc_fail_at(0);
         step_ok(e, &res);
+        engine_allocs += kvci_alloc_calls();
         assert_true(res.n_tokens <= p.max_num_batched_tokens && res.n_rows <= seqs);
         assert_true(++steps < 20000);
         for (int64_t i = 0; i < added; i++) {
@@ -92,13 +101,16 @@ static int64_t random_run(uint64_t seed, bool caching) {
             if (kvc_engine_request_get(e, i, &info) != KVC_OK || info.state != KVC_REQ_FINISHED) continue;
             fix_expect_reference(e, &m, &q[i].r);
             expect_times(e, i);
+            kvci_alloc_fail_at(0);
             assert_int_equal(kvc_engine_request_release(e, i), KVC_OK);
+            engine_allocs += kvci_alloc_calls();
             done++;
         }
     }
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
     for (int32_t k = 0; k < st.n_keys; k++) assert_int_equal(st.blocks_in_use[k], 0);
+    if (!check) assert_int_equal(engine_allocs, 0); /* with checks on, the manager's invariant check has scratch */
     assert_int_equal(kvc_engine_check(e), KVC_OK);
     kvc_engine_destroy(e);
     return st.prefix_hit_tokens;
@@ -106,7 +118,7 @@ static int64_t random_run(uint64_t seed, bool caching) {
 
 static void test_random_budgets(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed, false);
+    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed, false, true);
 }
 
 /* The same with prefix caching on and shared prompt prefixes: outputs are
@@ -115,8 +127,16 @@ static void test_random_budgets(void **state) {
 static void test_random_prefix_caching(void **state) {
     (void)state;
     int64_t hit_tokens = 0;
-    for (uint64_t seed = 101; seed <= 140; seed++) hit_tokens += random_run(seed, true);
+    for (uint64_t seed = 101; seed <= 140; seed++) hit_tokens += random_run(seed, true, true);
     assert_true(hit_tokens > 0);
+}
+
+/* With the checks off (as in production), steps and requests allocate
+ * nothing once the engine exists: chunking, preemption, prefix caching,
+ * sampling, release. */
+static void test_steps_allocate_nothing(void **state) {
+    (void)state;
+    for (uint64_t seed = 201; seed <= 210; seed++) random_run(seed, seed % 2 == 0, false);
 }
 
 /* Two requests with one prompt admitted in the same step share nothing (the
@@ -420,6 +440,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_budgets),
         cmocka_unit_test(test_random_prefix_caching),
+        cmocka_unit_test(test_steps_allocate_nothing),
         cmocka_unit_test(test_prefix_hit_after_computed),
         cmocka_unit_test(test_long_prompt_does_not_stall),
         cmocka_unit_test(test_stall_free_chunks),

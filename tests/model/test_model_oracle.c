@@ -186,7 +186,8 @@ static void run_dir(const char *sub)
  *   and DeepSeek for every dtype and 15-29 on gpt_oss for f16 / bf16, so 64
  *   leaves a margin of at least 1.7. gpt_oss with 8-bit caches is not held
  *   to it: its measured gains are 57 (e5m2), 63 (e4m3) and 914 (int8), the
- *   error jumps rather than scales (docs/runtime.md reports it). */
+ *   error jumps rather than scales: a router's top-2 choice flips (a whole
+ *   expert's output), as docs/runtime.md shows. */
 static void check_dtypes(const char *sub)
 {
     oracle o;
