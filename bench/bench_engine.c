@@ -58,6 +58,12 @@
 
 static const double be_rate_share[BE_N_ARRIVALS] = {0.0, 0.5, 0.9};
 
+/* Decode cost per token against the batch: the runner's decode steps at these rows. */
+#define BE_N_DECODE_ROWS 3
+static const int64_t be_decode_rows[BE_N_DECODE_ROWS] = {1, 8, 48};
+#define BE_DECODE_PROMPT 32
+#define BE_DECODE_NEW 64
+
 /* The engine configurations; the first four run the latency passes too. */
 enum {
     BE_STALL_FREE,
@@ -95,6 +101,7 @@ typedef struct be_row {
     int64_t equal_kv_budget;                   /* its kv_memory_bytes (so that everything it allocates fits) */
     int64_t equal_peak_rows, equal_steps, equal_preemptions, no_limit_peak_rows;
     double static_us_per_token, engine_us_per_token; /* CPU time per token run (prompt + decoded or generated) */
+    double decode_us[BE_N_DECODE_ROWS];              /* runner decode wall time per token at be_decode_rows rows */
     double equal_phase_us[4];                  /* per step: schedule, metadata, forward, sample */
     be_latency lat[BE_N_SCHED][BE_N_ARRIVALS]; /* [scheduler][arrivals] */
 } be_row;
@@ -156,6 +163,37 @@ static kvc_status static_batches(const kvc_model *m, bool latent, const kvc_demo
         kvc_runner_destroy(run);
     }
     free(ids);
+    free(tokens);
+    return st;
+}
+
+/* The runner's decode wall time per token (fastest of BE_REPS) at each of
+ * be_decode_rows rows of 32-token prompts decoding 64 tokens: what a larger
+ * batch saves per token with the batch-invariant GEMM. */
+static kvc_status decode_scaling(const kvc_model *m, bool latent, const kvc_demo_workload *w, be_row *row) {
+    int32_t *tokens = malloc((size_t)(48 * BE_DECODE_NEW) * sizeof *tokens);
+    kvc_status st = tokens != NULL ? KVC_OK : KVC_ENOMEM;
+    for (int i = 0; i < BE_N_DECODE_ROWS && st == KVC_OK; i++) {
+        const int64_t n = be_decode_rows[i];
+        int64_t lens[48];
+        for (int64_t b = 0; b < n; b++) lens[b] = BE_DECODE_PROMPT;
+        kvc_runner_params p = kvc_runner_default_params();
+        p.mode = latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED;
+        p.mla_paged = true;
+        p.block_size = BE_BLOCK;
+        p.max_new_tokens = BE_DECODE_NEW;
+        kvc_runner *run = NULL;
+        st = kvc_runner_create(m, &p, n, BE_DECODE_PROMPT, &run);
+        double best = 1e30;
+        for (int rep = 0; rep < BE_REPS && st == KVC_OK; rep++) {
+            kvc_runner_stats rs;
+            st = kvc_runner_generate(run, w->ids, lens, n, tokens, NULL, &rs); /* the workload's first prompt tokens */
+            const double us = 1e3 * rs.decode_ms / (double)(n * (rs.decode_steps > 0 ? rs.decode_steps : 1));
+            best = us < best ? us : best;
+        }
+        row->decode_us[i] = best;
+        kvc_runner_destroy(run);
+    }
     free(tokens);
     return st;
 }
@@ -296,6 +334,7 @@ static kvc_status measure(const kvc_demo_family *f, const kvc_demo_workload *mix
                                                                             : longmix->n * longmix->max_new;
     int32_t *out = malloc((size_t)cap * sizeof *out);
     st = out != NULL ? measure_throughput(m, f, mixed, out, row) : KVC_ENOMEM;
+    if (st == KVC_OK) st = decode_scaling(m, f->latent, mixed, row);
     double offline_rate = 0.0;
     for (int a = 0; a < BE_N_ARRIVALS && st == KVC_OK; a++) {
         double rate = be_rate_share[a] * offline_rate;
@@ -367,6 +406,13 @@ static void print_throughput(const be_row *rows) {
     printf("(target: engine / static >= 3x; ceiling = (static's decoded + prompt tokens) / (tokens asked for + prompt\n"
            "tokens): the speedup if a token cost the same on both sides, which the us/token ratio multiplies; rows = peak\n"
            "rows of one step)\n\n");
+    printf("Decode wall time per token against the batch (the runner, %d-token prompts, %d decode steps, fastest of %d):\n",
+           BE_DECODE_PROMPT, BE_DECODE_NEW - 1, BE_REPS);
+    printf("%-12s %12s %12s %12s\n", "model", "1 row us", "8 rows us", "48 rows us");
+    for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++)
+        printf("%-12s %12.2f %12.2f %12.2f\n", kvc_demo_families[i].name, rows[i].decode_us[0], rows[i].decode_us[1],
+               rows[i].decode_us[2]);
+    printf("\n");
     printf("Equal-memory engine, per step (us): schedule, metadata (block tables, slot mappings), forward, sampling\n"
            "and retiring rows; memory: peak blocks / contiguous (budget-256, 8 rows) and KV waste (target <= 4 %%).\n\n");
     printf("%-12s %6s %6s %9s %9s %9s %9s   %14s %7s %9s\n", "model", "steps", "preemp", "schedule", "metadata",
@@ -433,12 +479,14 @@ static void print_json(const be_row *rows) {
         printf("}, \"speedup_target\": 3.0, \"equal_memory\": {\"kv_bytes\": %lld, \"kv_memory_bytes\": %lld, "
                "\"max_num_seqs\": %d, \"peak_rows\": %lld, \"no_limit_peak_rows\": %lld, \"steps\": %lld, "
                "\"preemptions\": %lld, \"static_us_per_token\": %.3f, \"engine_us_per_token\": %.3f, "
+               "\"decode_us_per_token_at_1_8_48_rows\": [%.3f, %.3f, %.3f], "
                "\"step_us\": {\"schedule\": %.2f, \"metadata\": %.2f, \"forward\": %.2f, \"sample\": %.2f}}, "
                "\"peak_blocks\": %lld, \"contiguous_blocks\": %lld, \"block_ratio\": %.4f, \"waste\": %.4f, "
                "\"waste_target\": 0.04, \"latency\": [",
                (long long)r->equal_bytes, (long long)r->equal_kv_budget, BE_EQUAL_MEMORY_SEQS,
                (long long)r->equal_peak_rows, (long long)r->no_limit_peak_rows, (long long)r->equal_steps,
-               (long long)r->equal_preemptions, r->static_us_per_token, r->engine_us_per_token,
+               (long long)r->equal_preemptions, r->static_us_per_token, r->engine_us_per_token, r->decode_us[0],
+               r->decode_us[1], r->decode_us[2],
                r->equal_phase_us[0], r->equal_phase_us[1], r->equal_phase_us[2], r->equal_phase_us[3],
                (long long)r->peak_blocks, (long long)r->contiguous_blocks,
                (double)r->peak_blocks / (double)r->contiguous_blocks, r->waste);
