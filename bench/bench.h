@@ -5,11 +5,15 @@
 
 #include <stdbool.h>
 
+/* Pages of the attention benchmark's read buffers and caches (--pages). */
+typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_BENCH_PAGES_BOTH } kvc_bench_pages;
+
 typedef struct kvc_bench_opts {
     bool json;           /* one JSON object per line instead of a table */
     const char *against; /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
     const char *plot;    /* engine only: FILE.png of the TTFT/TPOT distributions (tools/plot_data.h); NULL: none */
     const char *only;    /* attention only: run the rows whose label contains this text; NULL: all */
+    kvc_bench_pages pages; /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);
