@@ -30,6 +30,12 @@ extern const kvc_bench_entry kvc_benches[];
 /* Monotonic wall clock in seconds. */
 double kvc_bench_now(void);
 
+/* CPU time of the process (all its threads) in seconds: unlike the wall
+ * clock, it does not advance while the process waits for a core that other
+ * processes hold, so an A/B of two memory-bound variants on a loaded machine
+ * can compare it (with one thread it is the time the call ran). */
+double kvc_bench_cpu_now(void);
+
 /* Median of v[0..n) (sorts v). */
 double kvc_bench_median(double *v, int n);
 

@@ -48,12 +48,14 @@
 #define GIB ((size_t)1 << 30)
 #define REPS 5
 
-/* Median of REPS read passes on the buffer of `pages`. */
-static double median_read(kvc_limits_pages pages)
+/* Median of 2 REPS read passes on the buffer of each page kind of
+ * kinds[0..n), the kinds alternating pass by pass; into gbps[kind]. */
+static void median_reads(const kvc_limits_pages *kinds, int n, double *gbps)
 {
-    double g[REPS];
-    for (int r = 0; r < REPS; r++) g[r] = kvc_limits_read_pass(pages);
-    return kvc_bench_median(g, REPS);
+    double g[KVC_LIMITS_PAGE_KINDS][2 * REPS];
+    for (int r = 0; r < 2 * REPS; r++)
+        for (int i = 0; i < n; i++) g[i][r] = kvc_limits_read_pass(kinds[i]);
+    for (int i = 0; i < n; i++) gbps[kinds[i]] = kvc_bench_median(g[i], 2 * REPS);
 }
 
 /* Median of REPS peak passes of instruction k. */
@@ -114,6 +116,7 @@ typedef struct result {
     double read_gbps;    /* decode: median of read passes interleaved with the timed calls */
     double peak_gflops;  /* prefill: median of peak passes of the path's instruction interleaved with the timed calls */
     int64_t huge_bytes;  /* bytes of the caches on huge pages after the calls (-1: unknown) */
+    double cpu_us;       /* median process CPU time of our calls (all threads) */
 } result;
 
 /* The K and V caches of one shape, from the library's cache storage. */
@@ -335,19 +338,20 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     /* prefill is compute-bound and long: no warm-up, one run for 2048 new tokens */
     const int reps = decode ? REPS : s->q_len >= 2048 ? 1 : 3;
     double t[KVC_LIMITS_PAGE_KINDS][REPS], g[KVC_LIMITS_PAGE_KINDS][REPS], pk[KVC_LIMITS_PAGE_KINDS][REPS],
-        to[KVC_LIMITS_PAGE_KINDS][REPS];
+        to[KVC_LIMITS_PAGE_KINDS][REPS], tc[KVC_LIMITS_PAGE_KINDS][REPS];
     const int runs = other ? 2 : 1; /* per page kind: ours, then the other build's, each on the next copy */
     for (int r = decode ? -1 : 0; rc == 0 && r < reps; r++) /* r = -1: warm-up */
         for (int i = 0; rc == 0 && i < n_pages; i++)
             for (int who = 0; rc == 0 && who < runs; who++) {
                 p.k.data = pool[i].k, p.v.data = pool[i].v;
                 p.block_table.data = tbl + (size_t)((runs * (r + 1) + who) % copies) * (size_t)(s->batch * nbpr);
-                const double t0 = kvc_bench_now();
+                const double t0 = kvc_bench_now(), c0 = kvc_bench_cpu_now();
                 if ((who == 0 ? kvc_attention_cpu(&p, ws, wsb) : other->run(&p, ws, wsb)) != KVC_OK) {
                     fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "", who ? "its call failed" : kvc_last_error());
                     rc = 1;
                 }
                 if (r >= 0) *(who == 0 ? &t[i][r] : &to[i][r]) = kvc_bench_now() - t0;
+                if (r >= 0 && who == 0) tc[i][r] = kvc_bench_cpu_now() - c0;
                 /* the read pass also evicts this call's KV from the caches */
                 if (r >= 0 && decode) {
                     const double gb = kvc_limits_read_pass(pages[i]);
@@ -361,6 +365,7 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
         res[i].read_gbps = rc == 0 && decode ? kvc_bench_median(g[i], reps) : 0.0;
         res[i].peak_gflops = rc == 0 && !decode ? kvc_bench_median(pk[i], reps) : 0.0;
         res[i].huge_bytes = pool_huge_bytes(&pool[i]);
+        res[i].cpu_us = rc == 0 ? kvc_bench_median(tc[i], reps) * 1e6 : 0.0;
         res[i].naive_us = 0.0;
     }
     if (rc == 0 && with_naive) { /* one cold run: the naive loop takes seconds at 32k */
@@ -400,7 +405,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     const char *isa = kvc_attention_cpu_isa();
     const kvc_peak_kind pk_kind = path_peak(isa);
     double read_by[KVC_LIMITS_PAGE_KINDS] = {0};
-    for (int i = 0; i < n_kinds; i++) read_by[kinds[i]] = median_read(kinds[i]);
+    median_reads(kinds, n_kinds, read_by);
     char thp[32];
     kvc_limits_thp_setting(thp, sizeof thp);
     double peaks[KVC_PEAK_KINDS];
@@ -423,7 +428,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, false};
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
-               "read bandwidth (1 GiB, median of %d):", isa, omp_get_max_threads(), flags, REPS);
+               "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);
         for (int i = 0; i < n_kinds; i++) {
             const int64_t huge = kvc_limits_huge_bytes(kinds[i]);
             printf(" %s pages %.2f GB/s (%lld MiB on huge pages)%s", kvc_limits_pages_name(kinds[i]), read_by[kinds[i]],
@@ -439,11 +444,12 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
                "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
                "%s"
                "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
-               n_kinds == 2 ? "; 4k/2m: a decode shape's 4k time over its 2m time (above 1: huge pages are faster)" : "",
+               n_kinds == 2 ? ";\n4k/2m: a decode shape's 4k time over its 2m time (above 1: huge pages are faster), by the wall clock and\n"
+                              "by the process's CPU time (the time its threads ran: less disturbed by other processes on a loaded machine)" : "",
                other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
                "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "pages", "huge", "us", "KV GB/s", "read", "bw", "f/B",
                "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup", other ? "  against us   ratio" : "",
-               n_kinds == 2 ? "   4k/2m" : "");
+               n_kinds == 2 ? "    4k/2m  cpu 4k/2m" : "");
     }
     int rc = 0;
     for (int i = 0; i < n; i++) {
@@ -476,14 +482,15 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
             const bool has_naive = naive && r->naive_us > 0.0;
             const bool paired = n_pg == 2 && pg[k] == KVC_LIMITS_2M; /* the 2m row of a shape run on both */
             const double pages_ratio = paired ? res[0].us / r->us : 0.0;
+            const double pages_cpu_ratio = paired ? res[0].cpu_us / r->cpu_us : 0.0;
             if (json) {
                 printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
                        "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"pages\": \"%s\", \"thp\": \"%s\", "
-                       "\"huge_bytes\": %lld, \"us\": %.1f, \"kv_gbps\": %.2f, "
+                       "\"huge_bytes\": %lld, \"us\": %.1f, \"cpu_us\": %.1f, \"kv_gbps\": %.2f, "
                        "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
                        "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
                        isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-                       kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]), thp, (long long)r->huge_bytes, r->us,
+                       kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]), thp, (long long)r->huge_bytes, r->us, r->cpu_us,
                        kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
                 if (decode) printf("\"roofline_gbps\": %.2f, ", roof);
                 else printf("\"roofline_gbps\": null, ");
@@ -491,7 +498,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
                 if (has_naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r->naive_us, r->naive_us / r->us);
                 else printf("\"naive_us\": null, \"speedup\": null");
                 if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r->other_us, r->us / r->other_us);
-                if (paired) printf(", \"us_4k_over_2m\": %.3f", pages_ratio);
+                if (paired) printf(", \"us_4k_over_2m\": %.3f, \"cpu_4k_over_2m\": %.3f", pages_ratio, pages_cpu_ratio);
                 printf("}\n");
             } else {
                 printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %-5s %6lld %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
@@ -503,8 +510,8 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
                 if (has_naive) printf(" %11.1f %7.2f", r->naive_us, r->naive_us / r->us);
                 else printf(" %11s %7s", "-", "-");
                 if (other) printf(" %11.1f %7.3f", r->other_us, r->us / r->other_us);
-                if (paired) printf(" %8.3f", pages_ratio);
-                else if (n_kinds == 2) printf(" %8s", "-");
+                if (paired) printf(" %8.3f %8.3f", pages_ratio, pages_cpu_ratio);
+                else if (n_kinds == 2) printf(" %8s %8s", "-", "-");
                 printf("\n");
             }
         }
