@@ -28,7 +28,8 @@ CONFIG_FORMAT_FILES := src/model/json_read.[ch] src/model/hparams.[ch] src/model
 # the engine's scheduler files
 ENGINE_FORMAT_FILES := src/engine/names.c src/engine/queue.c src/engine/latency.c src/engine/step.c \
                        src/engine/step_rows.c src/engine/schedule.c src/engine/engine_internal.h \
-                       tests/engine/test_engine_budget.c
+                       src/engine/step_cost.c src/engine/sampler.c tests/engine/test_engine_budget.c \
+                       tests/engine/test_engine_sampler.c
 # the runtime's GEMM, calibration, dtype comparison and their tests
 RUNTIME_FORMAT_FILES := src/model/gemm.h src/model/gemm.c src/model/gemm_avx2.c src/model/gemm_avx512.c \
                         src/model/prepare.c src/model/calibrate.c src/runner/compare.c tools/run_compare.h \

@@ -42,10 +42,10 @@ static void run_usage(FILE *f)
             "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %lld)\n"
-            "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, or in modes 1 and 2\n"
-            "                       i8 (int8), fp8_e4m3 (fp8), fp8_e5m2 with static per-tensor scales calibrated on\n"
-            "                       the prompts; the first line names the dtype and the bytes one token\n"
-            "                       takes in every layer's cache\n"
+            "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, i8 (int8), fp8_e4m3\n"
+            "                       (fp8) or fp8_e5m2; int8 / fp8 take a scale per token computed on write;\n"
+            "                       the first line names the dtype and the bytes one token takes in every\n"
+            "                       layer's cache (scales included)\n"
             "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
@@ -167,7 +167,7 @@ int kvc_cmd_run(int argc, char **argv)
             compare = true;
             continue;
         } else if (strcmp(a, "--kv-dtype") == 0) {
-            if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype, false)) {
+            if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype)) {
                 fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got \"%s\"\n",
                         val ? val : "");
                 return 2;

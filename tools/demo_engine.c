@@ -21,7 +21,7 @@
 #define DEMO_MAX_MODEL_LEN 512
 #define DEMO_BATCH 8
 #define DEMO_BLOCK 16
-#define DEMO_BUDGET_TOKENS 768 /* KV budget: this many tokens of every layer */
+#define DEMO_BUDGET_TOKENS 576 /* KV budget: this many tokens of every layer */
 #define DEMO_KV_DTYPE KVC_DTYPE_BF16
 #define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
 #define DEMO_SHARED_PROMPT 48  /* every other request starts with the same 48 tokens (prefix caching) */
@@ -127,7 +127,8 @@ static int engine_demo(int64_t n_requests) {
     }
     kvc_demo_workload_share_prefix(&w, 2, DEMO_SHARED_PROMPT, 512);
     printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
-           "after, in one batch; framework-managed paged KV; prefix caching on) on three built-in models with\n"
+           "after, in one batch, a step with chunks costing at most 2x its decode rows (the stall-free default);\n"
+           "framework-managed paged KV; prefix caching on) on three built-in models with\n"
            "random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8, top-k 40,\n"
            "top-p 0.9, seeded; half greedy): prompts 4-256 tokens (every other one starting with the same\n"
            "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"

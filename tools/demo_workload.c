@@ -109,12 +109,14 @@ kvc_status kvc_demo_latency_create(const kvc_demo_workload *w, kvc_demo_latency 
     out->ttft_work = kvci_malloc(n * sizeof *out->ttft_work);
     out->tpot_s = kvci_malloc(gaps * sizeof *out->tpot_s);
     out->tpot_work = kvci_malloc(gaps * sizeof *out->tpot_work);
+    out->tpot_cpu_s = kvci_malloc(gaps * sizeof *out->tpot_cpu_s);
     out->token_ns = kvci_malloc((size_t)w->max_new * sizeof *out->token_ns);
     out->token_step = kvci_malloc((size_t)w->max_new * sizeof *out->token_step);
     out->cum_tokens = kvci_malloc((size_t)tokens * sizeof *out->cum_tokens);
+    out->cum_cpu_ns = kvci_malloc((size_t)tokens * sizeof *out->cum_cpu_ns);
     out->cap_steps = tokens;
-    if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->token_ns || !out->token_step ||
-        !out->cum_tokens) {
+    if (!out->ttft_s || !out->ttft_work || !out->tpot_s || !out->tpot_work || !out->tpot_cpu_s || !out->token_ns ||
+        !out->token_step || !out->cum_tokens || !out->cum_cpu_ns) {
         kvc_demo_latency_free(out);
         return KVC_ENOMEM;
     }
@@ -126,9 +128,11 @@ void kvc_demo_latency_free(kvc_demo_latency *l) {
     kvci_free(l->ttft_work);
     kvci_free(l->tpot_s);
     kvci_free(l->tpot_work);
+    kvci_free(l->tpot_cpu_s);
     kvci_free(l->token_ns);
     kvci_free(l->token_step);
     kvci_free(l->cum_tokens);
+    kvci_free(l->cum_cpu_ns);
     memset(l, 0, sizeof *l);
 }
 
@@ -177,10 +181,10 @@ static void wait_arrival(const kvc_demo_workload *w, int64_t t0, int64_t next, i
     nanosleep(&ts, NULL);
 }
 
-/* Tokens the model ran in engine steps [from, to]. */
-static double work(const kvc_demo_latency *lat, int64_t from, int64_t to) {
+/* What cum[] sums (tokens run, thread CPU ns) over engine steps [from, to]. */
+static double steps_sum(const kvc_demo_latency *lat, const int64_t *cum, int64_t from, int64_t to) {
     if (to >= lat->cap_steps) return -1.0; /* beyond the record (not reached by the workloads) */
-    return (double)(lat->cum_tokens[to] - (from > 0 ? lat->cum_tokens[from - 1] : 0));
+    return (double)(cum[to] - (from > 0 ? cum[from - 1] : 0));
 }
 
 /* The finished request's time to first token and gaps between its tokens. */
@@ -191,20 +195,30 @@ static kvc_status record_latency(const kvc_engine *e, int64_t id, kvc_demo_laten
     if (st == KVC_OK) st = kvc_engine_request_token_times(e, id, lat->token_step, lat->token_ns, max_new, &n);
     if (st != KVC_OK) return st;
     lat->ttft_s[lat->n_ttft] = 1e-9 * (double)(t.first_token_ns - t.arrival_ns);
-    lat->ttft_work[lat->n_ttft++] = work(lat, t.arrival_step, t.first_token_step);
+    lat->ttft_work[lat->n_ttft++] = steps_sum(lat, lat->cum_tokens, t.arrival_step, t.first_token_step);
     for (int64_t k = 1; k < n && k < max_new; k++) {
+        const int64_t from = lat->token_step[k - 1] + 1, to = lat->token_step[k];
         lat->tpot_s[lat->n_tpot] = 1e-9 * (double)(lat->token_ns[k] - lat->token_ns[k - 1]);
-        lat->tpot_work[lat->n_tpot++] = work(lat, lat->token_step[k - 1] + 1, lat->token_step[k]);
+        lat->tpot_cpu_s[lat->n_tpot] = 1e-9 * steps_sum(lat, lat->cum_cpu_ns, from, to);
+        lat->tpot_work[lat->n_tpot++] = steps_sum(lat, lat->cum_tokens, from, to);
     }
     return KVC_OK;
 }
 
-/* Running total of the tokens of every step, by the engine's step number. */
-static void record_step(const kvc_engine *e, const kvc_engine_step_result *res, kvc_demo_latency *lat) {
+/* Running totals of the tokens and the thread CPU time of every step, by the engine's step number. */
+static void record_step(const kvc_engine *e, const kvc_engine_step_result *res, int64_t cpu_ns, kvc_demo_latency *lat) {
     kvc_engine_stats st;
     if (res->n_rows == 0 || kvc_engine_get_stats(e, &st) != KVC_OK) return;
     int64_t s = st.steps - 1;
-    if (s < lat->cap_steps) lat->cum_tokens[s] = (s > 0 ? lat->cum_tokens[s - 1] : 0) + res->n_tokens;
+    if (s >= lat->cap_steps) return;
+    lat->cum_tokens[s] = (s > 0 ? lat->cum_tokens[s - 1] : 0) + res->n_tokens;
+    lat->cum_cpu_ns[s] = (s > 0 ? lat->cum_cpu_ns[s - 1] : 0) + cpu_ns;
+}
+
+int64_t kvc_demo_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Waste sample over FullAttention keys, then finished requests read and released. */
@@ -244,16 +258,19 @@ kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *ou
     if (live == NULL) return KVC_ENOMEM;
     int64_t next = 0, n_live = 0;
     kvc_status st = KVC_OK;
-    const int64_t t0_ns = kvc_engine_now_ns();
+    const int64_t t0_ns = kvc_engine_now_ns(), cpu0_ns = kvc_demo_thread_cpu_ns();
     while (st == KVC_OK && (next < w->n || n_live > 0)) {
         wait_arrival(w, t0_ns, next, n_live);
         st = admit(e, w, t0_ns, &next, live, &n_live);
         kvc_engine_step_result res;
+        const int64_t cpu0 = kvc_demo_thread_cpu_ns();
         if (st == KVC_OK) st = kvc_engine_step(e, &res);
-        if (st == KVC_OK && fig->lat != NULL) record_step(e, &res, fig->lat);
+        if (st == KVC_OK && fig->lat != NULL) record_step(e, &res, kvc_demo_thread_cpu_ns() - cpu0, fig->lat);
+        if (st == KVC_OK && res.n_rows > fig->peak_rows) fig->peak_rows = res.n_rows;
         if (st == KVC_OK) st = after_step(e, w, outputs, live, &n_live, fig);
     }
     fig->seconds = 1e-9 * (double)(kvc_engine_now_ns() - t0_ns);
+    fig->cpu_seconds = 1e-9 * (double)(kvc_demo_thread_cpu_ns() - cpu0_ns);
     kvci_free(live);
     return st;
 }

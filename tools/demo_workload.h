@@ -55,15 +55,18 @@ void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed
 
 /* Latency samples of a pass: the time to first token of every finished
  * request (from its arrival) and every gap between two consecutive tokens
- * of one request (time per output token), in seconds and in model work:
- * the tokens the model ran in the steps between (a measure a loaded machine
- * does not disturb). */
+ * of one request (time per output token), in seconds, in model work (the
+ * tokens the model ran in the steps between) and, for the gaps, in the
+ * CPU time of the calling thread spent in those steps (kvc_engine_step with
+ * one OpenMP thread: the steps' cost without the time other processes of a
+ * loaded machine took from it). */
 typedef struct kvc_demo_latency {
     double *ttft_s, *ttft_work;  /* [w->n] */
-    double *tpot_s, *tpot_work;  /* [w->n * w->max_new] */
+    double *tpot_s, *tpot_work, *tpot_cpu_s; /* [w->n * w->max_new] */
     int64_t n_ttft, n_tpot;
     int64_t *token_ns, *token_step; /* [w->max_new] scratch */
     int64_t *cum_tokens;         /* [cap_steps] tokens run by steps 0..s of the engine */
+    int64_t *cum_cpu_ns;         /* [cap_steps] thread CPU time of steps 0..s */
     int64_t cap_steps;
 } kvc_demo_latency;
 
@@ -75,7 +78,9 @@ double kvc_demo_percentile(double *v, int64_t n, double q);
 /* What one pass of a workload through an engine did. */
 typedef struct kvc_demo_figures {
     double seconds;                 /* wall time of the steps */
+    double cpu_seconds;             /* the calling thread's CPU time in the same loop */
     int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
+    int64_t peak_rows;              /* most rows of one step */
     kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
     kvc_prefix_stats prefix;        /* the manager's prefix-cache counters at the end */
     char keys[KVC_MAX_MANAGERS][KVC_NAME_MAX];
@@ -98,8 +103,12 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
 /* The loop of kvc_demo_run on an engine the caller made (its manager keys
  * already in fig->keys / fig->block_size for the waste figures): adds,
  * steps, reads and releases until every request of w is done. Adds to
- * fig's counters; fig->seconds = the loop's wall time. */
+ * fig's counters; fig->seconds = the loop's wall time, fig->cpu_seconds its
+ * thread CPU time. */
 kvc_status kvc_demo_drive(kvc_engine *e, const kvc_demo_workload *w, int32_t *outputs, kvc_demo_figures *fig);
+
+/* CPU time of the calling thread, in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+int64_t kvc_demo_thread_cpu_ns(void);
 
 /* KV bytes one token takes in every layer's cache (full form or latent) of kv_dtype. */
 int64_t kvc_demo_kv_bytes_per_token(const kvc_model *m, bool latent, kvc_dtype kv_dtype);

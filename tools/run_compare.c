@@ -108,7 +108,6 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
                "tokens=ref", "max |dlogit|", "KL mean", "KL max", "argmax=", "ties");
     int rc = 0;
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-        if (!kvc_model_kv_dtype_ok(dts[d], p.mode == KVC_RUNNER_MLA_LATENT)) continue;
         kvc_dtype_compare c;
         if (kvc_runner_compare_dtype(m, &p, ids, lens, n, dts[d], o.ref, &c) != KVC_OK) {
             fprintf(stderr, "kvcache run: %s: %s\n", kvc_dtype_name(dts[d]), kvc_last_error());

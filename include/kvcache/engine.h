@@ -120,6 +120,12 @@ typedef struct kvc_engine_model {
      * kvc_engine_step unchanged. */
     kvc_status (*forward)(void *self, const int32_t *ids /* [md->n_tokens] */, const kvc_engine_batch *batch,
                           float *logits /* [md->n_rows, vocab_size] */);
+    /* What a step costs, for the stall-free limit (kvc_engine_params.step_cost_ratio), in one unit of the
+     * model's choosing (the adapter counts multiply-adds): a row of q tokens starting at position s costs
+     * cost_row + cost_token * q + cost_context * (q * s + q * (q + 1) / 2) (the output head and the sampling
+     * once per row, the dense layers per token, the attention per pair of a query token and a key position
+     * it reads). All three 0: a token costs 1, nothing else counts. Finite and >= 0. */
+    double cost_token, cost_row, cost_context;
 } kvc_engine_model;
 
 /* ---- engine ----------------------------------------------------------------- */
@@ -148,6 +154,14 @@ typedef struct kvc_engine_params {
                                      * preempted request recomputes up to max_model_len tokens in one
                                      * step) */
     int64_t long_prefill_token_threshold; /* BUDGET: most prompt tokens of one request in one step; 0 = no cap */
+    /* BUDGET, stall-free limit (as Sarathi-Serve): a step that runs decode rows and prompt chunks costs at
+     * most step_cost_ratio times its decode rows alone, under the model's cost (kvc_engine_model.cost_*),
+     * so a long prompt arriving stretches no running request's time per token by more than that. 0 = off
+     * (chunks fill the token budget); else in [1, 1e6]. A step without decode rows is limited by the
+     * token budget only. */
+    double step_cost_ratio;
+    int64_t min_chunk_tokens; /* the limit never cuts the first chunk of a step below this many tokens, so a
+                               * long prompt progresses beside a small batch; >= 1 when the limit is on */
     kvc_engine_scheduler scheduler;
     int64_t max_requests;       /* requests held at once (waiting, running, finished and not released);
                                  * 0 = 4 * max_num_seqs */
@@ -166,7 +180,7 @@ typedef struct kvc_engine_params {
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
- * long_prefill_token_threshold 0, BUDGET scheduler, max_requests 0, OFFLINE,
+ * long_prefill_token_threshold 0, step_cost_ratio 2, min_chunk_tokens 4, BUDGET scheduler, max_requests 0, OFFLINE,
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, check on in
  * debug builds (no NDEBUG) and off otherwise, kv_dtype f32. */
@@ -286,8 +300,9 @@ typedef struct kvc_engine_step_result {
  * where hit is 0 or, with prefix caching, the prefix of its tokens
  * kvc_manager_find_prefix finds cached; admission stops at the first
  * refusal, nobody overtakes), each chunk as
- * large as the budget left, the rest of the prompt and
- * long_prefill_token_threshold allow, until max_num_batched_tokens tokens or
+ * large as the budget left, the rest of the prompt,
+ * long_prefill_token_threshold and the stall-free limit (step_cost_ratio,
+ * min_chunk_tokens) allow, until max_num_batched_tokens tokens or
  * max_num_seqs rows. A chunk that finds no blocks waits for a later step
  * (the request keeps what it holds) unless nothing else can run, then the
  * lowest-priority request is preempted; a step that preempted admits nobody.
@@ -317,6 +332,11 @@ typedef struct kvc_engine_stats {
     int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
     int64_t prefix_hit_tokens;                /* prompt tokens taken from the prefix cache at admission */
+    /* Where the steps' time went, summed over the steps that ran the model (CLOCK_MONOTONIC ns):
+     * choosing the rows and allocating their blocks, building the step metadata (block tables, slot
+     * mappings; and the step check when params.check), the model's forward, sampling and retiring
+     * the rows (finished requests' release). */
+    int64_t schedule_ns, metadata_ns, forward_ns, sample_ns;
     int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 
@@ -338,12 +358,14 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* A kvc_engine_model over a kvc_model (model.h). Managed (default): the
  * model's cache description from kvc_model_cache_info_build(m, latent,
- * block_size) (f32 entries grouped FullAttention / SlidingWindow); the
+ * engine_params->kv_dtype, block_size) (entries grouped FullAttention /
+ * SlidingWindow; int8 / fp8 with their per-slot scale entries); the
  * adapter's tensor setters record the tensors the engine allocates, so every
  * layer reads its own manager key. Self-managed: no cache info, one legacy
- * contiguous k and v cache per layer [max_num_seqs, max_model_len, heads*dim]
- * (latent: [.., kv_lora_rank] and [.., qk_rope_head_dim]), read and written
- * at the engine's cache rows. The forward runs kvc_model_forward with each
+ * contiguous cache per entry of that description [max_num_seqs,
+ * max_model_len, heads*dim] (k, v; latent: [.., kv_lora_rank] and [..,
+ * qk_rope_head_dim]; scales [.., 1]), read and written at the engine's
+ * cache rows. The forward runs kvc_model_forward with each
  * row's last-token logits into a workspace sized once from the engine
  * params: a step allocates nothing (the attention kernel's scratch grows
  * once, model.h).
@@ -356,9 +378,6 @@ typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
-    const int32_t *calib_ids; /* int8 / fp8: [n_calib] a token sequence whose keys/values set the static
-                               * per-tensor scales (kvc_model_calibrate_kv); read at create only */
-    int64_t n_calib;
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;

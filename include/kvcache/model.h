@@ -125,32 +125,28 @@ typedef enum kvc_model_cache_kind {
  * v [.., Nkv, Dv] (DeepseekV3: Nkv = nH, D = dn + dr, Dv = dv). Latent form
  * (DeepseekV3 only, MF 4.4): k = normalised latent c [.., 1, rkv],
  * v = rotated k_pe [.., 1, dr]. k and v have one dtype: f32, f16, bf16
- * (written rounded to nearest even) or, full form only, int8 / fp8 (e4m3,
- * e5m2) quantised on write with static per-tensor scales: int8 q =
- * round_half_even(x / scale) saturated to [-128, 127], fp8 q = fp8(x /
- * scale) saturated to its largest finite value; read back as scale * q
- * (see kvc_model_calibrate_kv, kvc_model_set_kv_scales). */
+ * (written rounded to nearest even) or int8 / fp8 (e4m3, e5m2), quantised
+ * on write with a scale per token computed from that token's values
+ * (amax / qmax, qmax 127, 448 or 57344; kvc_write_slots_token_quant and the
+ * fused kvc_mla_write), stored by cache slot and read back as scale * q
+ * (attention quant mode 3 paged, 1 contiguous). Full form: one scale per
+ * token for its keys (all heads) and one for its values; latent form: one
+ * scale per token over the latent and the rope part together (the latent is
+ * the value too). */
 typedef struct kvc_layer_cache {
     kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
     kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
-    float k_scale, v_scale; /* int8 / fp8: dequantisation scales (finite, > 0); unused otherwise */
+    kvc_tensor k_scales; /* int8 / fp8 only, f32 with NB*bs (paged) or rows*S_max (contiguous) elements, e.g.
+                          * [NB, bs] / [rows, S_max]: the keys' per-slot scales (latent: of latent + rope) */
+    kvc_tensor v_scales; /* int8 / fp8 full form only: the values' per-slot scales, shaped as k_scales */
     char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
 } kvc_layer_cache;
 
-/* Whether the forward takes caches of dtype dt (full form or latent). */
-KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent);
-
-/* Static int8 calibration: runs ids[0..n) as one sequence without a cache
- * and writes, per layer, the largest |key| and |value| the full-form caches
- * would receive: absmax [num_layers, 2]. A per-tensor scale absmax / 127
- * then covers every calibration value without saturation. */
-KVC_API kvc_status kvc_model_calibrate_kv(const kvc_model *m, const int32_t *ids, int64_t n, float *absmax);
-/* The static scales of int8 / fp8 caches from those magnitudes: per layer
- * k_scale = absmax[l, 0] / qmax and v_scale = absmax[l, 1] / qmax (qmax 127
- * for int8, 448 for fp8 e4m3, 57344 for e5m2; a zero magnitude gives
- * 1 / qmax), so no calibration value saturates. Other dtypes: nothing set. */
-KVC_API void kvc_model_set_kv_scales(const float *absmax /* [n_layers, 2] */, kvc_dtype kv_dtype, int32_t n_layers,
-                                     kvc_layer_cache *layers /* [n_layers] */);
+/* Whether the forward takes caches of dtype dt (f32, f16, bf16, i8,
+ * fp8_e4m3, fp8_e5m2; full form and latent alike). */
+KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt);
+/* Whether caches of dt are quantised on write (int8, fp8) and so need the per-slot scale tensors. */
+KVC_API bool kvc_model_kv_quantised(kvc_dtype dt);
 
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;
@@ -163,7 +159,9 @@ typedef struct kvc_model_caches {
 /* Per-layer cache description the model asks for (engine path): k/v (or
  * nope/rope for latent) entries of dtype kv_dtype (kvc_model_kv_dtype_ok)
  * with num_head, dims, block_size and the sliding window of sliding layers
- * (group keys FullAttention / SlidingWindow). Free with
+ * (group keys FullAttention / SlidingWindow); for int8 / fp8 also the f32
+ * per-slot scale entries (one head of one channel): "k_scale" and "v_scale"
+ * (full form) or "scale" (latent), in the layer's group. Free with
  * kvc_model_cache_info_destroy (cache.h). */
 KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                               kvc_model_cache_info **out);

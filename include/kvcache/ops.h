@@ -110,11 +110,19 @@ KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
  * (output de-interleaved: even lanes first) into rope_cache, both at
  * slots[t] (-1 skips). Caches are [NB, bs, 1, Dc] / [NB, bs, 1, Dr] in
  * `order` (BNBSND = PA plain, NZ = PA_NZ). kv is f32 [T, Dc + Dr], gamma
- * f32 [Dc], cos/sin f32 [T, Dr]. nope_cache may be f32/f16/bf16, or int8 /
- * fp8 when nope_inv_scale (one per-tensor reciprocal scale) is given (stored
- * as kvc_write_slots_quant does); the rope
- * cache f32/f16/bf16. out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL)
- * receive c_norm and r_rot (the "return_kv" outputs). */
+ * f32 [Dc], cos/sin f32 [T, Dr]. The caches are f32/f16/bf16 (the rope
+ * cache may differ from the nope cache), or both of one int8 / fp8 dtype,
+ * quantised with ONE scale over the latent and the rope part together (as
+ * vLLM's fp8 MLA cache, which stores them in one row), either
+ *  - static: nope_inv_scale [1], the reciprocal of the dequantisation scale
+ *    (stored as kvc_write_slots_quant does), or
+ *  - per token, computed on write: slot_scale [n_slot_scale = NB*bs]; each
+ *    token's scale = amax / qmax over its Dc + Dr normalised and rotated
+ *    values (qmax as kvc_kv_quant_scales) goes to slot_scale[slots[t]]
+ *    (attention quant mode 3 reads it for the latent and the rope part).
+ * out_nope [T, Dc] / out_rope [T, Dr] (f32, may be NULL) receive c_norm
+ * and r_rot (the "return_kv" outputs). Nothing is written when a check
+ * fails (non-finite values included, with per-token scales). */
 typedef struct kvc_mla_write_params {
     const float *kv;     /* [T, Dc + Dr] */
     const float *gamma;  /* [Dc] */
@@ -128,7 +136,9 @@ typedef struct kvc_mla_write_params {
     kvc_block_layout order;
     kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
     kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
-    const float *nope_inv_scale; /* [1] for an int8/fp8 nope cache, else NULL */
+    const float *nope_inv_scale; /* [1] static scale of int8/fp8 caches, else NULL */
+    float *slot_scale;           /* [n_slot_scale] per-token scales of int8/fp8 caches, else NULL */
+    int64_t n_slot_scale;        /* NB*bs with slot_scale */
     float *out_nope;     /* [T, Dc] or NULL */
     float *out_rope;     /* [T, Dr] or NULL */
 } kvc_mla_write_params;
@@ -266,7 +276,10 @@ typedef struct kvc_attn_binding {
  * takes packed TND/NTD_TND K/V). Any other dims (e.g. latent 32 + rope 16 of
  * small models) are general MLA: every layout, storage, mode, query length
  * and LSE; absorbed calls pass the latent cache as both k and v with Nkv 1.
- * Quantised keys then take scales per tensor, channel or head only.
+ * k_rope is f32/f16/bf16, or the keys' own int8/fp8 dtype, then read with
+ * its key's scale (one scale over latent + rope: per tensor, head, token or
+ * slot, no offsets). With a float k_rope, quantised keys take scales per
+ * tensor, channel or head only (docs/kv-dtypes.md).
  *
  * The one parameter struct of both operator generations (AO 3.2). Fields
  * marked "required" have no default: kvc_attention_default_params() leaves

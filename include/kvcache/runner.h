@@ -35,8 +35,7 @@ typedef struct kvc_runner_params {
     int64_t max_seq_len;    /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
                              * rounded up to block_size when paged */
     kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
-                             * (modes 1 and 2; static per-tensor scales calibrated on each generate
-                             * call's prompts, kvc_model_calibrate_kv) */
+                             * (every mode; scales per token computed on write, model.h) */
 } kvc_runner_params;
 
 KVC_API kvc_runner_params kvc_runner_default_params(void);
@@ -52,7 +51,8 @@ KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params
                              kvc_runner **out);
 KVC_API void kvc_runner_destroy(kvc_runner *r);
 KVC_API int64_t kvc_runner_max_seq_len(const kvc_runner *r);
-/* Bytes one token's keys and values take in every layer's cache (0 in mode 0). */
+/* Bytes one token's keys and values take in every layer's cache, int8 / fp8
+ * scales included (0 in mode 0). */
 KVC_API int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r);
 
 /* Timings of the last generate call (milliseconds). */

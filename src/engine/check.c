@@ -56,6 +56,33 @@ static kvc_status check_schedule(const kvc_engine *e, const kvc_step_metadata *m
     return KVC_OK;
 }
 
+/* The stall-free limit: with decode rows in the step (rows of requests
+ * that ran before it, feeding their last token), its prompt chunks cost at
+ * most (step_cost_ratio - 1) times them, unless the step has one chunk of
+ * at most min_chunk_tokens tokens. */
+static kvc_status check_step_cost(const kvc_engine *e, const kvc_step_metadata *md) {
+    if (e->p.scheduler != KVC_ENGINE_SCHED_BUDGET || e->p.step_cost_ratio == 0.0) return KVC_OK;
+    double decode = 0.0, chunks = 0.0;
+    int64_t n_chunks = 0, chunk_tokens = 0;
+    for (int64_t b = 0; b < md->n_rows; b++) {
+        const kvc_step_request *row = &e->rows[b];
+        const double c = kvci_engine_row_cost(e, row->computed_tokens, row->num_new_tokens);
+        if (!e->row_admitted[b] && kvci_engine_is_decode_row(kvci_engine_find(e, row->request_id), row)) {
+            decode += c;
+        } else {
+            chunks += c;
+            n_chunks++;
+            chunk_tokens += row->num_new_tokens;
+        }
+    }
+    const double allowance = (e->p.step_cost_ratio - 1.0) * decode;
+    if (decode == 0.0 || chunks <= allowance * (1.0 + 1e-12) || (n_chunks == 1 && chunk_tokens <= e->p.min_chunk_tokens))
+        return KVC_OK;
+    return kvci_fail(KVC_EINTERNAL, "engine: the step's %lld prompt chunks (%lld tokens) cost %g, more than "
+                     "(step_cost_ratio %g - 1) x its decode rows' %g", (long long)n_chunks, (long long)chunk_tokens,
+                     chunks, e->p.step_cost_ratio, decode);
+}
+
 /* INV-R4, R5 and agreement with the scheduled rows. */
 static kvc_status check_rows(const kvc_engine *e, const kvc_step_metadata *md) {
     int64_t cu_q = 0, cu_kv = 0;
@@ -167,6 +194,7 @@ static kvc_status check_legacy(const kvc_engine *e, const kvc_engine_batch *batc
 kvc_status kvci_engine_check_step(const kvc_engine *e, kvc_engine_check_ws *ws, const kvc_engine_batch *batch) {
     const kvc_step_metadata *md = batch->md;
     kvc_status st = check_schedule(e, md);
+    if (st == KVC_OK) st = check_step_cost(e, md);
     if (st == KVC_OK) st = check_rows(e, md);
     if (st != KVC_OK || !e->managed) return st == KVC_OK ? check_legacy(e, batch) : st;
     for (int32_t k = 0; k < md->n_keys && st == KVC_OK; k++) {

@@ -2,6 +2,7 @@
  * chain of the managed path (validate -> plan -> storage -> manager -> step
  * buffers) or the legacy caches of the self-managed path, and every
  * workspace a step needs, sized once. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.scheduler = KVC_ENGINE_SCHED_BUDGET;
     p.plan = KVC_ENGINE_PLAN_OFFLINE;
     p.reserved_decode_tokens = 64;
+    p.step_cost_ratio = 2.0;
+    p.min_chunk_tokens = 4;
     p.alignment = KVC_ALIGN_DEFAULT;
     p.kv_dtype = KVC_DTYPE_F32;
 #ifdef NDEBUG
@@ -32,6 +35,11 @@ static kvc_status check_model(const kvc_engine_model *m) {
     if (m->forward == NULL) return kvci_fail(KVC_EINVAL, "engine model: forward is NULL");
     if (m->vocab_size < 1 || m->vocab_size > INT32_MAX)
         return kvci_fail(KVC_EINVAL, "engine model: vocab_size %lld must be in [1, 2^31)", (long long)m->vocab_size);
+    const double costs[3] = {m->cost_token, m->cost_row, m->cost_context};
+    for (int i = 0; i < 3; i++)
+        if (!(costs[i] >= 0.0) || isinf(costs[i]))
+            return kvci_fail(KVC_EINVAL, "engine model: %s %g must be finite and >= 0",
+                             (const char *[]){"cost_token", "cost_row", "cost_context"}[i], costs[i]);
     if (m->cache_info != NULL && m->n_legacy_caches != 0)
         return kvci_fail(KVC_EINVAL, "engine model: declares cache info and %d legacy caches; legacy caches are for "
                         "self-managed models (cache_info NULL) only", m->n_legacy_caches);
@@ -71,6 +79,11 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->long_prefill_token_threshold < 0)
         return kvci_fail(KVC_EINVAL, "engine: long_prefill_token_threshold %lld must be >= 0 (0: no cap)",
                         (long long)p->long_prefill_token_threshold);
+    if (!(p->step_cost_ratio == 0.0 || (p->step_cost_ratio >= 1.0 && p->step_cost_ratio <= 1e6)))
+        return kvci_fail(KVC_EINVAL, "engine: step_cost_ratio %g must be 0 (off) or in [1, 1e6]", p->step_cost_ratio);
+    if (p->step_cost_ratio > 0.0 && (p->min_chunk_tokens < 1 || p->min_chunk_tokens >= INT32_MAX))
+        return kvci_fail(KVC_EINVAL, "engine: min_chunk_tokens %lld must be in [1, 2^31 - 1) when step_cost_ratio is on",
+                         (long long)p->min_chunk_tokens);
     if (p->max_requests == 0) p->max_requests = 4 * p->max_num_seqs;
     if (p->max_requests < 1 || p->max_requests > KVC_ENGINE_MAX_REQUESTS)
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
@@ -211,6 +224,8 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     e->model = *model;
     e->p = rp;
     e->max_tokens = rp.max_num_batched_tokens;
+    const bool costed = model->cost_token > 0.0 || model->cost_row > 0.0 || model->cost_context > 0.0;
+    e->cost_token = costed ? model->cost_token : 1.0;
     e->managed = model->cache_info != NULL;
     st = e->managed ? managed_create(e) : kvci_engine_legacy_create(e);
     if (st == KVC_OK) st = alloc_requests(e);

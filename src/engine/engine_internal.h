@@ -24,6 +24,7 @@ typedef struct kvc_engine_req {
     kvc_sampling_params sampling; /* seed already mixed with the engine's */
     int64_t n_preemptions;
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
+    int64_t row_build; /* kvc_engine.build of the last step that gave it a row */
     kvc_engine_request_times times;
     bool salted;                          /* cache_salt holds the request's prefix-cache salt */
     char cache_salt[KVC_ENGINE_SALT_MAX]; /* NUL-terminated */
@@ -53,6 +54,7 @@ struct kvc_engine {
     kvc_engine_model model;
     kvc_engine_params p; /* resolved: no 0 = default field left */
     int64_t max_tokens;  /* tokens of one step = p.max_num_batched_tokens */
+    double cost_token;   /* model.cost_token, or 1 when the model gives no costs (a token costs 1) */
     bool managed;
 
     /* managed mode */
@@ -85,8 +87,13 @@ struct kvc_engine {
     int64_t *row_ids;       /* [max_num_seqs] */
     bool *row_admitted;     /* [max_num_seqs] the row's request was admitted by this step */
     int64_t n_rows, n_row_tokens;
-    int32_t *ids;  /* [max_tokens] */
-    float *logits; /* [max_num_seqs, vocab] */
+    int64_t build;      /* number of the step being built: a request has a row in it when its row_build equals this */
+    double decode_cost; /* stall-free limit: cost of the step's decode rows (kvci_engine_row_cost) */
+    double chunk_cost;  /* and of its prompt chunks so far */
+    int64_t n_chunks;   /* prompt chunks in the step so far */
+    int64_t step_forward_ns; /* the last forward's duration */
+    int32_t *ids;            /* [max_tokens] */
+    float *logits;           /* [max_num_seqs, vocab] */
     kvc_sampler *sampler;
 
     kvc_engine_check_ws check_ws;
@@ -106,13 +113,17 @@ static inline int32_t kvci_engine_slot_of(const kvc_engine *e, const kvc_engine_
 }
 
 /* ---- residency: blocks or cache rows (residency.c) ---- */
+/* A waiting request about to be admitted: r->n_cached = the prefix of its
+ * tokens the cache holds (kvc_manager_find_prefix; 0 with caching off). The
+ * admission's kvci_engine_alloc must follow before any other manager call. */
+kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r);
 /* Makes positions [0, r->n_cached + *n_new) addressable (plus the
- * lookahead): a first chunk (`admit`) takes a cache row (self-managed) or is
- * admitted under the reserved-decode rule, after its prefix hit with caching
- * on (r->n_cached becomes the hit, *n_new is cut to the tokens left after
- * it, and with `halve` halved while the pools refuse it); later chunks and
- * decode tokens grow the request's tables. KVC_NO_SPACE when the pools or
- * the legacy rows refuse (r unchanged). */
+ * lookahead): a first chunk (`admit`, after kvci_engine_prefix_hit) takes a
+ * cache row (self-managed) or is admitted under the reserved-decode rule
+ * (*n_new cut to the tokens left after the hit and, with `halve`, halved
+ * while the pools refuse it); later chunks and decode tokens grow the
+ * request's tables. KVC_NO_SPACE when the pools or the legacy rows refuse
+ * (r unchanged, an admission's n_cached back to 0). */
 kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool admit, bool halve);
 /* Gives back a request's blocks or cache row (idempotent). */
 kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r);
@@ -126,6 +137,14 @@ void kvci_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitt
 kvc_status kvci_engine_preempt(kvc_engine *e, int32_t slot);
 /* Gives back what the rows admitted by this step took, requeueing them. */
 void kvci_engine_rows_undo(kvc_engine *e);
+
+/* ---- step cost (step_cost.c): the stall-free limit's cost model ---- */
+/* Cost of a row of n tokens after `start` cached ones under the model's cost (kvcache/engine.h). */
+double kvci_engine_row_cost(const kvc_engine *e, int64_t start, int64_t n);
+/* Most tokens (<= n_max) a chunk starting at `start` may take for a cost of at most `allowance`. */
+int64_t kvci_engine_tokens_for_cost(const kvc_engine *e, int64_t start, int64_t n_max, double allowance);
+/* Whether the row of a running request is a decode row: one token, the request's last. */
+bool kvci_engine_is_decode_row(const kvc_engine_req *r, const kvc_step_request *row);
 
 /* ---- scheduling policies (schedule.c): fill e->rows for one step ---- */
 kvc_status kvci_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted);

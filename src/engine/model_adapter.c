@@ -33,29 +33,58 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
     return kvc_model_forward(a->m, a->ws, &fa);
 }
 
-/* int8 / fp8: static per-tensor scales from the calibration sequence's keys and values. */
-static kvc_status calibrate(kvc_engine_adapter *a, const kvc_engine_adapter_params *p, kvc_dtype kv_dtype) {
-    const int64_t L = kvc_model_config_of(a->m)->num_layers;
-    if (p->calib_ids == NULL || p->n_calib < 1)
-        return kvci_fail(KVC_EINVAL, "engine adapter: %s caches need calib_ids (n_calib %lld) to set their scales",
-                        kvc_dtype_name(kv_dtype), (long long)p->n_calib);
-    float *absmax = kvci_malloc((size_t)(2 * L) * sizeof *absmax);
-    if (absmax == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
-    kvc_status st = kvc_model_calibrate_kv(a->m, p->calib_ids, p->n_calib, absmax);
-    if (st == KVC_OK) kvc_model_set_kv_scales(absmax, kv_dtype, (int32_t)L, a->layers);
-    kvci_free(absmax);
-    return st;
+/* Multiply-adds of the dense layers of one token (projections and MLP or
+ * routed experts, sliding-window attention over a full window), of one
+ * pair of a query token and a key position in the full-attention layers,
+ * and of one row's output head and sampling pass: the step cost model of
+ * the stall-free limit (kvc_engine_model.cost_*). */
+static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool latent) {
+    const double H = (double)c->hidden_size, nH = (double)c->num_heads, V = (double)c->vocab_size;
+    double dq = (double)c->head_dim, dv = dq, proj;
+    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
+        const double dn = (double)c->qk_nope_head_dim, dr = (double)c->qk_rope_head_dim, rkv = (double)c->kv_lora_rank;
+        const double q = c->q_lora_rank > 0 ? H * (double)c->q_lora_rank + (double)c->q_lora_rank * nH * (dn + dr)
+                                            : H * nH * (dn + dr);
+        dv = (double)c->v_head_dim;
+        proj = q + H * (rkv + dr) + rkv * nH * (dn + dv) + nH * dv * H;
+        dq = latent ? rkv + dr : dn + dr; /* latent: scores over the latent and rope parts, values over the latent */
+        if (latent) dv = rkv;
+    } else {
+        proj = H * nH * dq * 2.0 + 2.0 * H * (double)c->num_kv_heads * dq;
+    }
+    const double pair = nH * (dq + dv);
+    double token = 0.0, context = 0.0;
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        double mlp = 3.0 * H * (double)c->intermediate_size;
+        if (c->family == KVC_FAMILY_GPT_OSS)
+            mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
+        else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace)
+            mlp = H * (double)c->n_routed_experts +
+                  (double)(c->experts_per_tok + c->n_shared_experts) * 3.0 * H * (double)c->moe_intermediate_size;
+        token += proj + mlp;
+        if (c->layer_sliding[l]) token += pair * (double)c->sliding_window;
+        else context += pair;
+    }
+    em->cost_token = token;
+    em->cost_context = context;
+    em->cost_row = H * V + V;
 }
 
-/* Managed: setters into layers[l].k / .v, keys from the entries' groups. */
+/* The tensor slot entry c of a layer's cache info fills: k, v, then (int8 / fp8) the per-slot scales. */
+static kvc_tensor *entry_tensor(kvc_layer_cache *lc, int32_t c) {
+    kvc_tensor *slots[4] = {&lc->k, &lc->v, &lc->k_scales, &lc->v_scales};
+    return slots[c];
+}
+
+/* Managed: setters into layers[l].k / .v (/ scales), keys from the entries' groups. */
 static void wire_managed(kvc_engine_adapter *a) {
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
         kvc_layer_cache_info *li = &a->ci->layer_infos[i];
         kvc_layer_cache *lc = &a->layers[li->layer_idx];
-        li->caches[0].tensor_setter = record_tensor;
-        li->caches[0].setter_user = &lc->k;
-        li->caches[1].tensor_setter = record_tensor;
-        li->caches[1].setter_user = &lc->v;
+        for (int32_t c = 0; c < li->n_caches; c++) {
+            li->caches[c].tensor_setter = record_tensor;
+            li->caches[c].setter_user = entry_tensor(lc, c);
+        }
         snprintf(lc->key, sizeof lc->key, "%s", kvc_cache_entry_group_key(&li->caches[0]));
     }
     a->em.cache_info = a->ci;
@@ -63,25 +92,28 @@ static void wire_managed(kvc_engine_adapter *a) {
 
 /* Self-managed: one legacy cache per entry, unit = heads * dims. */
 static kvc_status wire_legacy(kvc_engine_adapter *a) {
-    a->legacy = kvci_calloc((size_t)a->ci->n_layer_infos * 2, sizeof *a->legacy);
+    int32_t n = 0;
+    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) n += a->ci->layer_infos[i].n_caches;
+    a->legacy = kvci_calloc((size_t)n, sizeof *a->legacy);
     if (a->legacy == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
+    n = 0;
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
         const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
         kvc_layer_cache *lc = &a->layers[li->layer_idx];
-        for (int32_t kv = 0; kv < 2; kv++) {
-            const kvc_cache_entry *e = &li->caches[kv];
-            kvc_engine_legacy_cache *c = &a->legacy[2 * i + kv];
+        for (int32_t e_i = 0; e_i < li->n_caches; e_i++) {
+            const kvc_cache_entry *e = &li->caches[e_i];
+            kvc_engine_legacy_cache *c = &a->legacy[n++];
             snprintf(c->name, sizeof c->name, "%s", e->name);
             c->layer_idx = li->layer_idx;
             c->dtype = e->dtype;
             c->n_dims = 1;
             c->unit[0] = e->num_head * kvc_cache_entry_dim_numel(e);
             c->tensor_setter = record_tensor;
-            c->setter_user = kv == 0 ? &lc->k : &lc->v;
+            c->setter_user = entry_tensor(lc, e_i);
         }
     }
     a->em.legacy_caches = a->legacy;
-    a->em.n_legacy_caches = 2 * a->ci->n_layer_infos;
+    a->em.n_legacy_caches = n;
     return KVC_OK;
 }
 
@@ -102,13 +134,11 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
         st = kvc_model_cache_info_build(m, p->latent, ep->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
-    const kvc_dtype kd = ep->kv_dtype;
-    const bool quantised = kd == KVC_DTYPE_I8 || kd == KVC_DTYPE_F8E4M3 || kd == KVC_DTYPE_F8E5M2;
-    if (st == KVC_OK && quantised) st = calibrate(a, p, kd);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;
         a->em.forward = adapter_forward;
+        set_costs(&a->em, c, p->latent);
         a->caches = (kvc_model_caches){.kind = p->self_managed ? KVC_MCACHE_CONTIGUOUS : KVC_MCACHE_PAGED,
                                        .latent = p->latent,
                                        .block_size = p->self_managed ? 0 : p->block_size,

@@ -13,25 +13,34 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
                                     .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt});
 }
 
-/* Admission: the prefix hit first (with caching on), then the chunk. A
- * first allocation backs a prompt as a whole prefill would read it: a
- * sliding window only its last window of positions. A chunk that runs
- * beside other rows reads every position of its window from the cache, so
- * the budget scheduler admits with one token first, then grows the table to
- * the chunk, which backs every position of it; the chunk halves while the
- * pools refuse (`halve`). */
-static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
+kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
+    r->n_cached = 0;
+    if (!e->p.prefix_caching || !e->managed) return KVC_OK;
     const kvc_prompt prompt = {
         .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
     kvc_prefix_hit hit = {.n_tokens = 0};
-    kvc_status st = e->p.prefix_caching ? kvc_manager_find_prefix(e->mgr, &prompt, &hit) : KVC_OK;
-    if (st != KVC_OK) return st;
-    int64_t n = kvci_min64(*n_new, r->n_tokens - hit.n_tokens);
+    kvc_status st = kvc_manager_find_prefix(e->mgr, &prompt, &hit);
+    if (st == KVC_OK) r->n_cached = hit.n_tokens;
+    return st;
+}
+
+/* Admission after kvci_engine_prefix_hit (r->n_cached = the hit). A first
+ * allocation backs a prompt as a whole prefill would read it: a sliding
+ * window only its last window of positions. A chunk that runs beside other
+ * rows reads every position of its window from the cache, so the budget
+ * scheduler admits with one token first, then grows the table to the chunk,
+ * which backs every position of it; the chunk halves while the pools refuse
+ * (`halve`). */
+static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
+    const kvc_prompt prompt = {
+        .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
+    const int64_t hit = r->n_cached;
+    int64_t n = kvci_min64(*n_new, r->n_tokens - hit);
     const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;
     bool one_first = n > 1 && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET;
-    st = allocate(e, r, hit.n_tokens, one_first ? 1 : n, true, first);
+    kvc_status st = allocate(e, r, hit, one_first ? 1 : n, true, first);
     while (st == KVC_OK && one_first) {
-        st = allocate(e, r, hit.n_tokens, n, true, NULL);
+        st = allocate(e, r, hit, n, true, NULL);
         if (st != KVC_NO_SPACE || !halve) break;
         n = kvci_cdiv(n, 2);
         st = KVC_OK;
@@ -39,10 +48,10 @@ static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new,
     }
     if (st != KVC_OK) {
         kvc_manager_free(e->mgr, r->id); /* the one-token table, if it was made */
+        r->n_cached = 0;
         return st;
     }
-    r->n_cached = hit.n_tokens;
-    e->stats.prefix_hit_tokens += hit.n_tokens;
+    e->stats.prefix_hit_tokens += hit;
     *n_new = n;
     return KVC_OK;
 }
@@ -56,7 +65,10 @@ kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, b
     }
     kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
     if (st != KVC_CLAMPED) return st;
-    if (admit) kvc_manager_free(e->mgr, r->id);
+    if (admit) {
+        kvc_manager_free(e->mgr, r->id);
+        r->n_cached = 0;
+    }
     return kvci_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
                     (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
                     (long long)e->p.max_model_len);

@@ -1,18 +1,25 @@
 /* The sampler: greedy argmax, and temperature / top-k / top-p with a
  * counter-based generator (splitmix64 of seed and draw index), so that a
- * request's k-th draw never depends on what else ran. The candidates are
- * ordered with an in-place heap (no allocation, O(V + m log V) for m kept
- * tokens); when nothing is cut the draw walks the tokens in id order. */
+ * request's k-th draw never depends on what else ran. With top-k the k best
+ * tokens are found by a radix select over the vocabulary (O(V), no
+ * data-dependent branches in the passes) and sorted (O(k log k)); top-p alone
+ * orders the candidates with a heap over the whole vocabulary, popped until
+ * the mass is reached (O(V + m log V) for m kept tokens). Nothing allocates;
+ * when nothing is cut the draw walks the tokens in id order. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/internal.h"
 #include "kvcache/engine.h"
 
 struct kvc_sampler {
     int64_t vocab;
-    int32_t *heap; /* [vocab] token ids: a max-heap in [0, n), popped tokens after it, best last */
-    double *w;     /* [vocab] weight of the j-th popped token */
+    int32_t
+        *heap; /* [vocab] token ids: the top-k best first, or a max-heap in [0, n) with the popped tokens after it */
+    double *w; /* [vocab] weight of the j-th best token */
+    uint32_t *keys; /* [vocab] rank keys of the top-k selection */
+    uint64_t *pick; /* [vocab] the selected (key, ~id) pairs being sorted */
 };
 
 kvc_sampling_params kvc_sampling_default_params(void) {
@@ -23,7 +30,7 @@ kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
     if (p == NULL) return kvci_fail(KVC_EINVAL, "sampling params are NULL");
     if (!(p->temperature >= 0.0f) || isinf(p->temperature))
         return kvci_fail(KVC_EINVAL, "sampling: temperature %g must be finite and >= 0 (0 = greedy)",
-                        (double)p->temperature);
+                         (double)p->temperature);
     if (p->top_k < 0) return kvci_fail(KVC_EINVAL, "sampling: top_k %d must be >= 0 (0 = no cut)", p->top_k);
     if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
         return kvci_fail(KVC_EINVAL, "sampling: top_p %g must be in (0, 1] (1 = no cut)", (double)p->top_p);
@@ -66,9 +73,12 @@ kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
     s->vocab = vocab_size;
     s->heap = kvci_malloc((size_t)vocab_size * sizeof *s->heap);
     s->w = kvci_malloc((size_t)vocab_size * sizeof *s->w);
-    if (s->heap == NULL || s->w == NULL) {
+    s->keys = kvci_malloc((size_t)vocab_size * sizeof *s->keys);
+    s->pick = kvci_malloc((size_t)vocab_size * sizeof *s->pick);
+    if (s->heap == NULL || s->w == NULL || s->keys == NULL || s->pick == NULL) {
         kvc_sampler_destroy(s);
-        return kvci_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld", (long long)vocab_size);
+        return kvci_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld",
+                         (long long)vocab_size);
     }
     *out = s;
     return KVC_OK;
@@ -78,6 +88,8 @@ void kvc_sampler_destroy(kvc_sampler *s) {
     if (s == NULL) return;
     kvci_free(s->heap);
     kvci_free(s->w);
+    kvci_free(s->keys);
+    kvci_free(s->pick);
     kvci_free(s);
 }
 
@@ -107,6 +119,79 @@ static int32_t heap_pop(int32_t *heap, int64_t n, const float *logits) {
     heap[n - 1] = top;
     sift_down(heap, n - 1, 0, logits);
     return top;
+}
+
+/* Sorts v[0..n) descending in place (a heap sort: no allocation, unlike qsort). */
+static void sort_descending(uint64_t *v, int64_t n) {
+    for (int64_t start = n / 2 - 1, end = n; end > 1;) {
+        int64_t i;
+        if (start >= 0) { /* heapify: a min-heap, so that popping to the end leaves v descending */
+            i = start--;
+        } else {
+            const uint64_t t = v[0];
+            v[0] = v[--end];
+            v[end] = t;
+            i = 0;
+        }
+        for (;;) {
+            int64_t c = 2 * i + 1;
+            if (c >= end) break;
+            if (c + 1 < end && v[c + 1] < v[c]) c++;
+            if (v[i] <= v[c]) break;
+            const uint64_t t = v[i];
+            v[i] = v[c];
+            v[c] = t;
+            i = c;
+        }
+    }
+}
+
+/* An unsigned key that orders like rank_value (larger logit, larger key;
+ * NaN as -inf; -0 as +0, which compare equal). */
+static uint32_t rank_key(float l) {
+    float v = rank_value(l);
+    if (v == 0.0f) v = 0.0f;
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* The kk best tokens of logits[0..v) (1 <= kk < v), best first, into
+ * s->heap[0..kk): the kk-th largest key K by a radix select (8 bits at a
+ * time from the top, a histogram of the keys still in range per pass), then
+ * one pass in id order takes the keys above K and the lowest ids equal to
+ * it, and a sort orders the kk by key, then id (insertion up to 64 tokens,
+ * a heap sort above). About 5 V simple steps whatever the logits, plus the sort. */
+static void select_top_k(kvc_sampler *s, const float *logits, int64_t v, int64_t kk) {
+    uint32_t *key = s->keys;
+    for (int64_t t = 0; t < v; t++) key[t] = rank_key(logits[t]);
+    uint32_t prefix = 0, mask = 0;
+    int64_t above = 0; /* keys above the range [prefix, prefix | ~mask] */
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        int32_t hist[256] = {0};
+        for (int64_t t = 0; t < v; t++) hist[(key[t] >> shift) & 255u] += (key[t] & mask) == prefix;
+        int d = 255;
+        while (above + hist[d] < kk) above += hist[d--];
+        prefix |= (uint32_t)d << shift;
+        mask |= 255u << shift;
+    }
+    /* (key, ~id) packed: descending order is key descending, then id ascending */
+    uint64_t *pick = s->pick;
+    int64_t n = 0, equal = kk - above;
+    for (int64_t t = 0; t < v && n < kk; t++)
+        if (key[t] > prefix || (key[t] == prefix && equal-- > 0))
+            pick[n++] = (uint64_t)key[t] << 32 | (uint32_t) ~(uint32_t)t;
+    if (n > 64) {
+        sort_descending(pick, n);
+    } else {
+        for (int64_t i = 1; i < n; i++) {
+            const uint64_t x = pick[i];
+            int64_t j = i;
+            for (; j > 0 && pick[j - 1] < x; j--) pick[j] = pick[j - 1];
+            pick[j] = x;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) s->heap[i] = (int32_t) ~(uint32_t)pick[i];
 }
 
 static double weight(const float *logits, int32_t t, float mx, double inv_t) {
@@ -149,16 +234,19 @@ kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sam
         *token_out = draw_all(logits, v, mx, inv_t, u);
         return KVC_OK;
     }
-    for (int64_t i = 0; i < v; i++) s->heap[i] = (int32_t)i;
-    for (int64_t i = v / 2 - 1; i >= 0; i--) sift_down(s->heap, v, i, logits);
-    /* total mass the top-p cut is measured against: the top-k set, or every token */
+    /* w[j] is the weight of the j-th best token; total the mass the top-p
+     * cut is measured against: the top-k set, or every token */
     double total = 0.0;
     if (kk < v) {
+        select_top_k(s, logits, v, kk); /* the j-th best at heap[j] */
         for (int64_t j = 0; j < kk; j++) {
-            s->w[j] = weight(logits, heap_pop(s->heap, v - j, logits), mx, inv_t);
+            s->w[j] = weight(logits, s->heap[j], mx, inv_t);
             total += s->w[j];
         }
     } else {
+        /* top-p alone: a max-heap over every token, popped below (the j-th best lands at heap[v - 1 - j]) */
+        for (int64_t i = 0; i < v; i++) s->heap[i] = (int32_t)i;
+        for (int64_t i = v / 2 - 1; i >= 0; i--) sift_down(s->heap, v, i, logits);
         for (int64_t t = 0; t < v; t++) total += weight(logits, (int32_t)t, mx, inv_t);
     }
     double cut = (double)p->top_p * total, kept = 0.0;
@@ -168,15 +256,13 @@ kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sam
         kept += s->w[m++];
         if (kept >= cut) break;
     }
-    /* the j-th popped token sits at heap[v - 1 - j] */
     double target = u * kept, acc = 0.0;
-    for (int64_t j = 0; j < m; j++) {
+    int64_t j = 0;
+    while (j < m - 1) {
         acc += s->w[j];
-        if (target < acc) {
-            *token_out = s->heap[v - 1 - j];
-            return KVC_OK;
-        }
+        if (target < acc) break;
+        j++;
     }
-    *token_out = s->heap[v - m];
+    *token_out = kk < v ? s->heap[j] : s->heap[v - 1 - j];
     return KVC_OK;
 }

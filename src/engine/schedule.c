@@ -27,6 +27,7 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
         int64_t one = 1;
         kvc_status st = kvci_engine_alloc(e, r, &one, false, false);
         if (st == KVC_OK) {
+            e->decode_cost += kvci_engine_row_cost(e, r->n_cached, 1);
             kvci_engine_row_add(e, slot, 1, false);
             i++;
             continue;
@@ -40,9 +41,24 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
     return KVC_OK;
 }
 
+/* Tokens of r's next chunk: as many of its remaining tokens as the token
+ * budget left, long_prefill_token_threshold and the stall-free limit allow
+ * (0: none this step). The limit gives the step's chunks together at most
+ * (step_cost_ratio - 1) times the cost of its decode rows, except that the
+ * first chunk may always take min_chunk_tokens. */
 static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
     int64_t n = kvci_min64(r->n_tokens - r->n_cached, e->max_tokens - e->n_row_tokens);
-    return e->p.long_prefill_token_threshold > 0 ? kvci_min64(n, e->p.long_prefill_token_threshold) : n;
+    if (e->p.long_prefill_token_threshold > 0) n = kvci_min64(n, e->p.long_prefill_token_threshold);
+    if (e->p.step_cost_ratio == 0.0 || e->decode_cost == 0.0) return n;
+    const double allowance = (e->p.step_cost_ratio - 1.0) * e->decode_cost - e->chunk_cost;
+    const int64_t fit = kvci_engine_tokens_for_cost(e, r->n_cached, n, allowance);
+    return e->n_chunks == 0 ? kvci_max64(fit, kvci_min64(n, e->p.min_chunk_tokens)) : fit;
+}
+
+static void chunk_add(kvc_engine *e, int32_t slot, int64_t n, bool admitted) {
+    e->chunk_cost += kvci_engine_row_cost(e, e->reqs[slot].n_cached, n);
+    e->n_chunks++;
+    kvci_engine_row_add(e, slot, n, admitted);
 }
 
 /* Allocates the next chunk of a running request, *n tokens halved while the
@@ -56,12 +72,6 @@ static kvc_status alloc_chunk(kvc_engine *e, kvc_engine_req *r, int64_t *n) {
     }
 }
 
-static bool has_row(const kvc_engine *e, int32_t slot) {
-    for (int64_t b = 0; b < e->n_rows; b++)
-        if (e->row_slots[b] == slot) return true;
-    return false;
-}
-
 /* The next chunk of every running request still being prefilled, best
  * first, as large as the pools allow. A chunk that finds no blocks waits (its request keeps what it
  * holds) and ends this pass, unless nothing at all runs in this step: then
@@ -71,14 +81,15 @@ static kvc_status schedule_partials(kvc_engine *e, int64_t *n_preempted) {
     while (i < e->n_running && e->n_row_tokens < e->max_tokens && e->n_rows < e->p.max_num_seqs) {
         int32_t slot = e->running[i];
         kvc_engine_req *r = &e->reqs[slot];
-        if (has_row(e, slot)) {
+        if (r->row_build == e->build) {
             i++;
             continue;
         }
         int64_t n = chunk_size(e, r);
+        if (n == 0) return KVC_OK; /* the step's chunk allowance is spent */
         kvc_status st = alloc_chunk(e, r, &n);
         if (st == KVC_OK) {
-            kvci_engine_row_add(e, slot, n, false);
+            chunk_add(e, slot, n, false);
             i++;
             continue;
         }
@@ -98,15 +109,20 @@ static kvc_status admit_waiting(kvc_engine *e, bool whole) {
     while (e->n_waiting > 0 && e->n_running < e->p.max_num_seqs && e->n_row_tokens < e->max_tokens) {
         int32_t slot = e->waiting[0];
         kvc_engine_req *r = &e->reqs[slot];
+        kvc_status st = kvci_engine_prefix_hit(e, r); /* the first chunk starts after the cached prefix */
+        if (st != KVC_OK) return st;
         int64_t n = whole ? r->n_tokens : chunk_size(e, r);
-        if (whole && e->n_row_tokens + n > e->max_tokens) break;
-        kvc_status st = kvci_engine_alloc(e, r, &n, true, !whole);
+        if (n == 0 || (whole && e->n_row_tokens + n > e->max_tokens)) {
+            r->n_cached = 0; /* waiting requests hold nothing */
+            break;
+        }
+        st = kvci_engine_alloc(e, r, &n, true, !whole);
         if (st == KVC_NO_SPACE) break;
         if (st != KVC_OK) return st;
         kvci_engine_wait_remove(e, slot);
         r->state = KVC_REQ_RUNNING;
         kvci_engine_run_insert(e, slot);
-        kvci_engine_row_add(e, slot, n, true);
+        chunk_add(e, slot, n, true);
     }
     return KVC_OK;
 }

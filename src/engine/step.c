@@ -42,7 +42,10 @@ static kvc_status run_model(kvc_engine *e, bool is_prefill) {
         st = kvci_engine_check_step(e, &e->check_ws, &batch);
         if (st != KVC_OK) return st;
     }
-    return e->model.forward(e->model.self, e->ids, &batch, e->logits);
+    const int64_t t0 = kvc_engine_now_ns();
+    st = e->model.forward(e->model.self, e->ids, &batch, e->logits);
+    e->step_forward_ns = kvc_engine_now_ns() - t0;
+    return st;
 }
 
 static kvc_engine_finish_reason finish_reason(const kvc_engine *e, const kvc_engine_req *r) {
@@ -115,7 +118,9 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
         return KVC_OK;
     }
     const int64_t t0 = kvc_engine_now_ns();
-    e->n_rows = e->n_row_tokens = 0;
+    e->n_rows = e->n_row_tokens = e->n_chunks = 0;
+    e->decode_cost = e->chunk_cost = 0.0;
+    e->build++;
     kvc_status st = e->p.scheduler == KVC_ENGINE_SCHED_BUDGET
                         ? kvci_engine_schedule_budget(e, &res->n_preempted)
                         : kvci_engine_schedule_prefill_alone(e, &res->n_preempted);
@@ -126,11 +131,13 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     if (e->n_rows == 0) return res->n_preempted > 0 ? KVC_OK : no_progress(e);
     res->is_prefill = pack_ids(e, res);
     note_usage(e);
+    const int64_t t_scheduled = kvc_engine_now_ns();
     st = run_model(e, res->is_prefill);
     if (st != KVC_OK) {
         kvci_engine_rows_undo(e);
         return st;
     }
+    const int64_t t_forward = kvc_engine_now_ns();
     res->n_rows = e->n_rows;
     res->n_tokens = e->n_row_tokens;
     kvci_engine_times_scheduled(e, t0);
@@ -138,7 +145,11 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     e->stats.decode_steps += res->n_decode_rows > 0;
     e->stats.prefill_tokens += res->n_prefill_tokens;
     e->stats.decode_tokens += res->n_decode_rows;
-    st = finish_rows(e, kvc_engine_now_ns(), res);
+    st = finish_rows(e, t_forward, res);
+    e->stats.schedule_ns += t_scheduled - t0;
+    e->stats.forward_ns += e->step_forward_ns;
+    e->stats.metadata_ns += t_forward - t_scheduled - e->step_forward_ns; /* the build and, when on, the step check */
+    e->stats.sample_ns += kvc_engine_now_ns() - t_forward;
     e->stats.steps++;
     if (st == KVC_OK && e->p.check) st = kvc_engine_check(e);
     return st;

@@ -4,7 +4,8 @@
 #include "engine/engine_internal.h"
 
 void kvci_engine_row_add(kvc_engine *e, int32_t slot, int64_t n_new, bool admitted) {
-    const kvc_engine_req *r = &e->reqs[slot];
+    kvc_engine_req *r = &e->reqs[slot];
+    r->row_build = e->build;
     int64_t b = e->n_rows++;
     e->rows[b] = (kvc_step_request){.request_id = r->id, .computed_tokens = r->n_cached, .num_new_tokens = n_new};
     e->row_slots[b] = slot;

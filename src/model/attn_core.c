@@ -62,7 +62,7 @@ static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cach
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
-const void *kvci_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf)
+const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf)
 {
     switch (t->dtype) {
     case KVC_DTYPE_F16:
@@ -71,23 +71,44 @@ const void *kvci_cache_rows(const kvc_tensor *t, float scale, const float *rows,
     case KVC_DTYPE_BF16:
         for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_bf16(rows[i]);
         return buf;
-    case KVC_DTYPE_I8: {
-        const float inv = 1.0f / scale;
-        for (int64_t i = 0; i < n; i++) ((int8_t *)buf)[i] = kvc_quantize_i8(rows[i], inv, 0.0f);
-        return buf;
-    }
-    case KVC_DTYPE_F8E4M3: { /* the ops writers' rule: fp8(x * inv_scale), the product rounded to f32 first */
-        const float inv = 1.0f / scale;
-        for (int64_t i = 0; i < n; i++) ((uint8_t *)buf)[i] = kvc_f32_to_fp8_e4m3(rows[i] * inv);
-        return buf;
-    }
-    case KVC_DTYPE_F8E5M2: {
-        const float inv = 1.0f / scale;
-        for (int64_t i = 0; i < n; i++) ((uint8_t *)buf)[i] = kvc_f32_to_fp8_e5m2(rows[i] * inv);
-        return buf;
-    }
     default: return rows;
     }
+}
+
+const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc)
+{
+    if (s->a->caches->kind == KVC_MCACHE_PAGED) {
+        const kvc_step_key *k = layer_key(s, lc);
+        return k ? k->slot_mapping : NULL;
+    }
+    const kvc_step_metadata *md = s->md;
+    const int64_t rows = lc->k.shape[0], S = lc->k.shape[1];
+    int64_t q0 = 0;
+    for (int64_t r = 0; r < md->n_rows; r++) {
+        const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
+        if (cr < 0 || cr >= rows) {
+            kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r, (long long)cr,
+                      (long long)rows);
+            return NULL;
+        }
+        for (int64_t t = q0; t < md->cu_seq_lens_q[r]; t++) s->ws->slots[t] = cr * S + md->positions[t];
+        q0 = md->cu_seq_lens_q[r];
+    }
+    return s->ws->slots;
+}
+
+/* int8 / fp8: rows f32 [T, heads, dim] quantised per token into t (seen as
+ * [blocks, block, heads, dim]), each token's scale at its slot of `scales`. */
+static kvc_status cache_write_quant(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t,
+                                   const kvc_tensor *scales, const float *rows, int64_t heads, int64_t dim)
+{
+    const int64_t *slots = kvci_cache_slots(s, lc);
+    if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
+    kvc_tensor c4 = *t;
+    c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim;
+    const kvc_tensor upd = view(rows, 3, s->T, heads, dim);
+    return kvc_write_slots_token_quant(&c4, KVC_BLOCK_BNBSND, &upd, slots, s->T, scales->data,
+                                       t->shape[0] * t->shape[1]);
 }
 
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
@@ -131,13 +152,24 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
     }
 }
 
-/* int8 / fp8 keys and values: the layer cache's per-tensor dequantisation scales. */
-static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc)
+/* int8 / fp8 keys and values: the per-slot scales written with them, read
+ * by slot (paged, mode 3) or as the [1, S_max] row of cache row cr
+ * (contiguous, mode 1). Latent caches: the one scale of latent + rope is
+ * the value's scale too. */
+static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc, bool latent, int64_t cr)
 {
-    if (kvci_model_kv_qmax(lc->k.dtype) == 0.0f) return;
-    p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_CHANNEL;
-    p->key_scale = view(&lc->k_scale, 1, 1, 0, 0);
-    p->value_scale = view(&lc->v_scale, 1, 1, 0, 0);
+    if (!kvc_model_kv_quantised(lc->k.dtype)) return;
+    const kvc_tensor *vs = latent ? &lc->k_scales : &lc->v_scales;
+    const int64_t NB = lc->k.shape[0], S = lc->k.shape[1];
+    if (cr < 0) {
+        p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_SLOT;
+        p->key_scale = view(lc->k_scales.data, 1, NB * S, 0, 0);
+        p->value_scale = view(vs->data, 1, NB * S, 0, 0);
+    } else {
+        p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_TOKEN;
+        p->key_scale = view((const float *)lc->k_scales.data + cr * S, 2, 1, S, 0);
+        p->value_scale = view((const float *)vs->data + cr * S, 2, 1, S, 0);
+    }
 }
 
 /* TND query [T, nH, D] and output [T, nH, Dv] over the step's rows (cumulative q lengths). */
@@ -153,7 +185,7 @@ static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc
 }
 
 /* Over the step's own keys: k [T, nKV, D], v [T, nKV, Dv] as the layer's
- * cache stores them (its dtype and scales), or f32 without a cache (lc NULL). */
+ * float cache stores them (its dtype), or f32 without a cache (lc NULL). */
 static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc,
                                 const void *k, const void *v)
 {
@@ -163,7 +195,6 @@ static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, c
     p.kv_len_form = KVC_KV_FORM_CUMULATIVE;
     p.k = view_dt(k, lc ? lc->k.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->D);
     p.v = view_dt(v, lc ? lc->v.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->Dv);
-    if (lc) quant_params(&p, lc);
     return run_attention(s->ws, &p);
 }
 
@@ -188,7 +219,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
         p.v = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->nKV * c->Dv);
     }
     p.kv_storage = KVC_KV_BLOCKS;
-    quant_params(&p, lc);
+    quant_params(&p, lc, c->q_rope != NULL, -1);
     kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
     p.block_table = bt;
     p.block_size = (int32_t)bs;
@@ -226,7 +257,7 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
         set_mask(&p, c->window, len == 1);
-        quant_params(&p, lc);
+        quant_params(&p, lc, c->q_rope != NULL, cr);
         kvc_status st = run_attention(s->ws, &p);
         if (st != KVC_OK) return st;
         q0 = q1;
@@ -243,17 +274,19 @@ kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
 kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
 {
     const kvc_model_caches *caches = s->a->caches;
-    if (!caches) {
-        kvci_fwd_record_absmax(s, c);
-        return attend_packed(s, c, NULL, c->k, c->v);
-    }
+    if (!caches) return attend_packed(s, c, NULL, c->k, c->v);
     kvc_layer_cache *lc = &caches->layers[c->layer];
     const int64_t T = s->T;
+    kvc_status st = KVC_OK;
+    if (kvc_model_kv_quantised(lc->k.dtype)) { /* scales computed on write: always written, then read back */
+        st = cache_write_quant(s, lc, &lc->k, &lc->k_scales, c->k, c->nKV, c->D);
+        if (st == KVC_OK) st = cache_write_quant(s, lc, &lc->v, &lc->v_scales, c->v, c->nKV, c->Dv);
+        return st == KVC_OK ? kvci_attn_cached(s, c) : st;
+    }
     /* the keys and values as the cache stores them; fresh rows attend over
      * exactly these, so their logits equal those of a later read-back */
-    const void *k = kvci_cache_rows(&lc->k, lc->k_scale, c->k, T * c->nKV * c->D, s->ws->kc);
-    const void *v = kvci_cache_rows(&lc->v, lc->v_scale, c->v, T * c->nKV * c->Dv, s->ws->vc);
-    kvc_status st = KVC_OK;
+    const void *k = kvci_cache_rows(&lc->k, c->k, T * c->nKV * c->D, s->ws->kc);
+    const void *v = kvci_cache_rows(&lc->v, c->v, T * c->nKV * c->Dv, s->ws->vc);
     if (s->fresh) st = attend_packed(s, c, lc, k, v);
     if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
     if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv);

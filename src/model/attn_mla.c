@@ -1,8 +1,8 @@
 /* DeepseekV3 MLA attention (MF 4.2-4.4). Without a cache or with full-form
  * caches: per-head keys [k_nope | k_pe] and values expanded through kv_b_proj
  * (the non-absorbed form). With latent caches: the normalised latent and the
- * rotated k_pe are written by the ops layer (the fused RMSNorm + RoPE +
- * write for interleaved RoPE, else RMSNorm, RoPE and slot writes) and
+ * rotated k_pe are written by the ops layer's fused RMSNorm + RoPE + write
+ * (for both RoPE forms, int8 / fp8 with a scale per token) and
  * kvc_attention_cpu runs the absorbed form over them: queries q_nope . W_UK
  * against the latent, q_pe against the rope cache, values the latent, then
  * W_UV per head. */
@@ -48,31 +48,6 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     return kvci_attn_core(s, &call);
 }
 
-/* The latent caches' slots of the step's tokens: the manager key's slot
- * mapping (paged), or cache row * S_max + position (contiguous, viewed as
- * blocks of S_max tokens). */
-static const int64_t *latent_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc, int64_t l)
-{
-    if (s->a->caches->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *key = kvc_step_metadata_key(s->md, lc->key);
-        if (!key || !key->slot_mapping) {
-            kvci_fail(KVC_EINVAL, "forward: the step has no slot mapping for manager key \"%s\" (layer %lld)", lc->key,
-                     (long long)l);
-            return NULL;
-        }
-        return key->slot_mapping;
-    }
-    const kvc_step_metadata *md = s->md;
-    const int64_t S = lc->k.shape[1];
-    int64_t q0 = 0;
-    for (int64_t r = 0; r < md->n_rows; r++) {
-        const int64_t row = s->a->cache_rows ? s->a->cache_rows[r] : r;
-        for (int64_t t = q0; t < md->cu_seq_lens_q[r]; t++) s->ws->slots[t] = row * S + md->positions[t];
-        q0 = md->cu_seq_lens_q[r];
-    }
-    return s->ws->slots;
-}
-
 /* A latent cache tensor as the 4-D [blocks, block, 1, dim] the MLA write takes. */
 static kvc_tensor as_blocks(const kvc_tensor *t)
 {
@@ -81,33 +56,32 @@ static kvc_tensor as_blocks(const kvc_tensor *t)
     return b;
 }
 
+/* The fused op (RMSNorm + RoPE + write; int8 / fp8 with one scale per token
+ * over latent + rope) for either RoPE form: the interleaved op applied to
+ * half-split lanes rearranged as pairs (x[i], x[i + dr/2]) computes exactly
+ * the half-split rotation, so the rope part is rearranged in place first. */
 static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
 {
     const kvc_model_config *c = &s->m->cfg;
     kvc_model_workspace *ws = s->ws;
     kvc_layer_cache *lc = &s->a->caches->layers[l];
     const int64_t T = s->T, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
-    if (c->rope_interleave) { /* the fused op: RMSNorm + interleaved RoPE + write */
-        const int64_t *slots = latent_slots(s, lc, l);
-        if (!slots) return KVC_EINVAL;
-        kvc_tensor nope = as_blocks(&lc->k), rope = as_blocks(&lc->v);
-        const kvc_mla_write_params p = {.kv = ckv, .gamma = s->m->layers[l].kva_norm, .cos = ws->cos, .sin = ws->sin,
-                                        .slots = slots, .n_tokens = T, .latent_dim = rkv, .rope_dim = dr,
-                                        .eps = DS_LATENT_EPS, .order = KVC_BLOCK_BNBSND, .nope_cache = &nope,
-                                        .rope_cache = &rope};
-        return kvc_mla_write(&p);
-    }
-    norm_rope_latent(s, l, ckv);
-    float *lat = ws->k;  /* [T, rkv] */
-    float *rope = ws->v; /* [T, dr] */
-    for (int64_t t = 0; t < T; t++) {
-        memcpy(lat + t * rkv, ckv + t * (rkv + dr), (size_t)rkv * sizeof(float));
-        memcpy(rope + t * dr, ckv + t * (rkv + dr) + rkv, (size_t)dr * sizeof(float));
-    }
-    const void *lq = kvci_cache_rows(&lc->k, lc->k_scale, lat, T * rkv, ws->kc);
-    const void *rq = kvci_cache_rows(&lc->v, lc->v_scale, rope, T * dr, ws->vc);
-    kvc_status st = kvci_cache_write(s, lc, &lc->k, lq, 1, rkv);
-    return st == KVC_OK ? kvci_cache_write(s, lc, &lc->v, rq, 1, dr) : st;
+    const int64_t *slots = kvci_cache_slots(s, lc);
+    if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
+    if (!c->rope_interleave)
+        for (int64_t t = 0; t < T; t++) {
+            float *r = ckv + t * (rkv + dr) + rkv;
+            for (int64_t i = 0; i < dr / 2; i++) ws->rope_tmp[2 * i] = r[i], ws->rope_tmp[2 * i + 1] = r[i + dr / 2];
+            memcpy(r, ws->rope_tmp, (size_t)dr * sizeof(float));
+        }
+    kvc_tensor nope = as_blocks(&lc->k), rope = as_blocks(&lc->v);
+    const bool quant = kvc_model_kv_quantised(lc->k.dtype);
+    const kvc_mla_write_params p = {.kv = ckv, .gamma = s->m->layers[l].kva_norm, .cos = ws->cos, .sin = ws->sin,
+                                    .slots = slots, .n_tokens = T, .latent_dim = rkv, .rope_dim = dr,
+                                    .eps = DS_LATENT_EPS, .order = KVC_BLOCK_BNBSND, .nope_cache = &nope,
+                                    .rope_cache = &rope, .slot_scale = quant ? lc->k_scales.data : NULL,
+                                    .n_slot_scale = quant ? nope.shape[0] * nope.shape[1] : 0};
+    return kvc_mla_write(&p);
 }
 
 /* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */

@@ -1,6 +1,7 @@
 /* The cache description a model asks the managers for (KM 2): per layer a
- * k/v pair (full form) or nope/rope (MLA latent, one head), grouped by
- * attention type, sliding layers with their window. */
+ * k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
+ * fp8 caches their per-slot scales, grouped by attention type, sliding
+ * layers with their window. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,9 +32,9 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     *out = NULL;
     const kvc_model_config *c = &m->cfg;
     if (block_size < 1) return kvci_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
-    if (!kvc_model_kv_dtype_ok(kv_dtype, latent))
-        return kvci_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a %s cache dtype (f32, f16, bf16%s)",
-                        kvc_dtype_name(kv_dtype), latent ? "latent" : "full-form", latent ? "" : ", i8, fp8_e4m3, fp8_e5m2");
+    if (!kvc_model_kv_dtype_ok(kv_dtype))
+        return kvci_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, "
+                        "fp8_e4m3, fp8_e5m2)", kvc_dtype_name(kv_dtype));
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvci_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
@@ -48,16 +49,23 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     const int64_t heads = mla ? c->num_heads : c->num_kv_heads;
     const int64_t dk = mla ? c->qk_nope_head_dim + c->qk_rope_head_dim : c->head_dim;
     const int64_t dv = mla ? c->v_head_dim : c->head_dim;
+    /* int8 / fp8: the per-slot scales (one f32 per token; latent: one over latent + rope) */
+    const int32_t n_scales = kvc_model_kv_quantised(kv_dtype) ? (latent ? 1 : 2) : 0;
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = kvci_calloc(2, sizeof *li->caches);
+        li->caches = kvci_calloc((size_t)(2 + n_scales), sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvci_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
-        li->n_caches = 2;
+        li->n_caches = 2 + n_scales;
+        if (n_scales == 1) li->caches[2] = entry("scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
+        if (n_scales == 2) {
+            li->caches[2] = entry("k_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
+            li->caches[3] = entry("v_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
+        }
         if (latent) {
             li->caches[0] = entry("nope_cache", c, l, 1, c->kv_lora_rank, kv_dtype, block_size);
             li->caches[1] = entry("rope_cache", c, l, 1, c->qk_rope_head_dim, kv_dtype, block_size);

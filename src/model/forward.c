@@ -107,10 +107,31 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 
 /* ---- validation -------------------------------------------------------------- */
 
-bool kvc_model_kv_dtype_ok(kvc_dtype dt, bool latent)
+bool kvc_model_kv_quantised(kvc_dtype dt)
 {
-    const bool quantised = dt == KVC_DTYPE_I8 || dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2;
-    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || (quantised && !latent);
+    return dt == KVC_DTYPE_I8 || dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2;
+}
+
+bool kvc_model_kv_dtype_ok(kvc_dtype dt)
+{
+    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || kvc_model_kv_quantised(dt);
+}
+
+/* int8 / fp8: f32 scale tensors with one element per cache slot (NB*bs or rows*S_max). */
+static kvc_status check_scales(const kvc_model_caches *cs, int64_t l)
+{
+    const kvc_layer_cache *lc = &cs->layers[l];
+    const int64_t want = lc->k.shape[0] * lc->k.shape[1];
+    const kvc_tensor *t[2] = {&lc->k_scales, &lc->v_scales};
+    for (int i = 0; i < (cs->latent ? 1 : 2); i++) {
+        int64_t n = 1;
+        for (int32_t d = 0; d < t[i]->ndim; d++) n *= t[i]->shape[d];
+        if (!t[i]->data || t[i]->dtype != KVC_DTYPE_F32 || t[i]->ndim < 1 || t[i]->ndim > 4 || n != want)
+            return kvci_fail(KVC_EINVAL, "forward: layer %lld %s caches need f32 %s with one scale per cache slot "
+                            "(%lld)", (long long)l, kvc_dtype_name(lc->k.dtype), i ? "v_scales" : "k_scales",
+                            (long long)want);
+    }
+    return KVC_OK;
 }
 
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l)
@@ -124,14 +145,9 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
     const kvc_dtype dt = lc->k.dtype;
-    if (!kvc_model_kv_dtype_ok(dt, cs->latent) || lc->v.dtype != dt)
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16%s",
-                        (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype),
-                        cs->latent ? " (latent caches: int8 and fp8 are not supported)" : ", i8, fp8_e4m3, fp8_e5m2");
-    if (kvci_model_kv_qmax(dt) > 0.0f &&
-        !(lc->k_scale > 0.0f && lc->v_scale > 0.0f && lc->k_scale < INFINITY && lc->v_scale < INFINITY))
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld %s caches need finite positive scales (k_scale %g, v_scale %g)",
-                        (long long)l, kvc_dtype_name(dt), (double)lc->k_scale, (double)lc->v_scale);
+    if (!kvc_model_kv_dtype_ok(dt) || lc->v.dtype != dt)
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
+                        "fp8_e4m3, fp8_e5m2", (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
         bool ok = x->data != NULL;
@@ -149,7 +165,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     }
     if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')
         return kvci_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);
-    return KVC_OK;
+    return kvc_model_kv_quantised(dt) ? check_scales(cs, l) : KVC_OK;
 }
 
 static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, const kvc_forward_args *a, bool *fresh)

@@ -35,8 +35,7 @@ struct kvc_model_workspace {
     float *rope_tmp; /* [rot] */
     void *kc;        /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;        /* [Tm, vw] values in the cache dtype */
-    float *kv_absmax; /* [num_layers, 2] calibration: largest |k|, |v| seen (NULL: not recorded) */
-    int64_t *slots;  /* [Tm] MLA latent writes into contiguous caches: cache row * S_max + position */
+    int64_t *slots;  /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
     int64_t *lens_a; /* [max_rows] */
     int64_t *lens_b; /* [max_rows] */
     void *attn_ws;   /* kvc_attention_cpu workspace (grows once to the largest step) */
@@ -82,20 +81,18 @@ typedef struct kvc_attn_call {
     float *out;
 } kvc_attn_call;
 kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
-/* The largest quantised magnitude of an int8 / fp8 cache dtype; 0 for the float ones (calibrate.c). */
-float kvci_model_kv_qmax(kvc_dtype dt);
-/* Calibration (calibrate.c): folds the call's |k| and |v| into ws->kv_absmax when set. */
-void kvci_fwd_record_absmax(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* Attention over what the layer's cache holds (its writes done), any form. */
 kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 
-/* rows [n] f32 as cache tensor t stores them: rows itself for f32; else
- * converted into buf (f16/bf16 round to nearest even; int8 quantised with
- * dequantisation scale `scale` as kvc_quantize_i8 does; fp8 as
- * fp8(x / scale) with the ops layer's saturating rule). */
-const void *kvci_cache_rows(const kvc_tensor *t, float scale, const float *rows, int64_t n, void *buf);
-/* Writes rows [T, heads, dim] of t's dtype into layer cache tensor t (contiguous per row or paged by slots). */
+/* rows [n] f32 as float cache tensor t stores them: rows itself for f32;
+ * else converted into buf (f16/bf16, rounded to nearest even). */
+const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf);
+/* Writes rows [T, heads, dim] of t's dtype into float layer cache tensor t (contiguous per row or paged by slots). */
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
                            int64_t heads, int64_t dim);
+/* The cache slot of each of the step's tokens: the layer key's slot mapping
+ * (paged), or cache row * S_max + position (contiguous caches seen as
+ * blocks of S_max tokens); NULL (error set) when a key or row is missing. */
+const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc);
 
 #endif /* KVC_MODEL_FORWARD_INTERNAL_H */

@@ -577,8 +577,10 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     pb->k_has_off = pb->v_has_off = ko;
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
         FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
-    if (pb->Dr && kvci_qidx_per_key(pb->kq))
-        FAIL(KVC_EINVAL, "MLA with quantised keys takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
+    if (pb->Dr && kvci_qidx_per_key(pb->kq) && !pb->rope_quant)
+        FAIL(KVC_EINVAL, "MLA with quantised keys and a float key_rope takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
+    if (pb->rope_quant && (pb->kq == KVC_QIDX_CHANNEL || ko))
+        FAIL(KVC_EINVAL, "an int8/fp8 key_rope shares the keys' scale: key scales per tensor, head or token, no offsets (R10)");
     return KVC_OK;
 }
 
@@ -637,8 +639,10 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     if (pb->Dr && p->k_rope.dtype != p->q.dtype && p->k_rope.dtype != p->k.dtype)
         FAIL(KVC_EINVAL, "key_rope dtype %s must be a float dtype of the query or cache (R10)",
              kvc_dtype_name(p->k_rope.dtype));
-    if (pb->Dr && !kvci_is_float_dtype(p->k_rope.dtype))
-        FAIL(KVC_EINVAL, "key_rope dtype %s must be f32/f16/bf16 (R10)", kvc_dtype_name(p->k_rope.dtype));
+    pb->rope_quant = pb->Dr && kvci_is_quant_dtype(p->k_rope.dtype);
+    if (pb->Dr && !kvci_is_float_dtype(p->k_rope.dtype) && !(pb->rope_quant && p->k_rope.dtype == p->k.dtype))
+        FAIL(KVC_EINVAL, "key_rope dtype %s must be f32/f16/bf16, or the int8/fp8 dtype of the keys (R10)",
+             kvc_dtype_name(p->k_rope.dtype));
     TRY(resolve_mask(p, pb));
     TRY(check_binding(p));
     TRY(check_quant(p, pb));

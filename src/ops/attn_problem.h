@@ -46,6 +46,7 @@ typedef struct kvc_attn_problem {
     bool kv_quant;
     kvc_qidx kq, vq;   /* scale indexing for K and V */
     bool k_has_off, v_has_off;
+    bool rope_quant;   /* MLA k_rope int8/fp8 (k's dtype): dequantised with the key scale of its key */
     int64_t q_tok_s;   /* per-token scales: S extent of [B, S] */
 } kvc_attn_problem;
 

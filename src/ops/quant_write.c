@@ -94,23 +94,18 @@ kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, 
     return KVC_OK;
 }
 
-/* Largest magnitude the symmetric scales map to: 127 for int8 (so that
- * -amax maps to -127 too), the largest finite fp8 value otherwise. */
-static float qmax_of(kvc_dtype dt)
+float kvci_quant_qmax(kvc_dtype dt)
 {
     return dt == KVC_DTYPE_I8 ? 127.0f : dt == KVC_DTYPE_F8E4M3 ? 448.0f : 57344.0f;
 }
 
-/* scale = amax / qmax (dequantisation) and inv = qmax / amax (quantisation);
- * an all-zero group gets 1 / 1. */
-static void scale_of_amax(float amax, float qmax, float *scale, float *inv)
+void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv)
 {
     *scale = amax > 0.0f ? amax / qmax : 1.0f;
     *inv = amax > 0.0f ? qmax / amax : 1.0f;
 }
 
-/* The first non-finite value of x [n], or -1. */
-static int64_t first_nonfinite(const float *x, int64_t n)
+int64_t kvci_first_nonfinite(const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(x[i])) return i;
@@ -122,7 +117,7 @@ static kvc_status check_f32_rows(const kvc_tensor *x, const char *what)
     if (!x || !x->data || x->ndim != 3 || x->dtype != KVC_DTYPE_F32 || x->shape[0] < 0 || x->shape[1] <= 0 ||
         x->shape[2] <= 0)
         return kvci_fail(KVC_EINVAL, "%s: values must be an f32 tensor [T, Nkv, D] with Nkv, D > 0", what);
-    const int64_t H = x->shape[1] * x->shape[2], bad = first_nonfinite(x->data, x->shape[0] * H);
+    const int64_t H = x->shape[1] * x->shape[2], bad = kvci_first_nonfinite(x->data, x->shape[0] * H);
     if (bad >= 0)
         return kvci_fail(KVC_EINVAL, "%s: value of token %lld, channel %lld is %g: scales need finite values", what,
                         (long long)(bad / H), (long long)(bad % H), (double)((const float *)x->data)[bad]);
@@ -148,7 +143,7 @@ kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64
         float amax = 0.0f;
         for (int64_t t = 0; t < T; t++)
             for (int64_t c = k * per; c < (k + 1) * per; c++) amax = fmaxf(amax, fabsf(v[t * H + c]));
-        scale_of_amax(amax, qmax_of(cache_dtype), &scale[k], &inv_scale[k]);
+        kvci_scale_of_amax(amax, kvci_quant_qmax(cache_dtype), &scale[k], &inv_scale[k]);
     }
     return KVC_OK;
 }
@@ -171,12 +166,12 @@ kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], cap, g.bs, "write_slots_token_quant")) != KVC_OK)
         return st;
     const int64_t H = g.n_heads * g.head_dim;
-    const float *x = upd->data, qmax = qmax_of(cache->dtype);
+    const float *x = upd->data, qmax = kvci_quant_qmax(cache->dtype);
     for (int64_t t = 0; t < n_slots; t++) {
         if (slots[t] == KVC_SLOT_SKIP) continue;
         float amax = 0.0f, inv;
         for (int64_t c = 0; c < H; c++) amax = fmaxf(amax, fabsf(x[t * H + c]));
-        scale_of_amax(amax, qmax, &slot_scale[slots[t]], &inv);
+        kvci_scale_of_amax(amax, qmax, &slot_scale[slots[t]], &inv);
         for (int64_t h = 0; h < g.n_heads; h++)
             for (int64_t d = 0; d < g.head_dim; d++)
                 kvci_quant_store(cache->data, cache->dtype, kvci_paged_index(&g, slots[t], h, d),

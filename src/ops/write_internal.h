@@ -34,6 +34,16 @@ kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const 
  * an fp8 cache (x * inv_scale, saturating round to nearest even; offset 0). */
 void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset);
 
+/* Largest magnitude the symmetric scales map to (quant_write.c): 127 for
+ * int8 (so that -amax maps to -127 too), the largest finite fp8 value
+ * otherwise. */
+float kvci_quant_qmax(kvc_dtype dt);
+/* scale = amax / qmax (dequantisation) and inv = qmax / amax (quantisation);
+ * an all-zero group gets 1 / 1. */
+void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
+/* The first non-finite value of x [n], or -1. */
+int64_t kvci_first_nonfinite(const float *x, int64_t n);
+
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */
 double kvci_rms_inv(const float *x, int64_t n, float eps);

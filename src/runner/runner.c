@@ -34,11 +34,17 @@ void kvc_runner_destroy(kvc_runner *r)
     kvci_free(r->logits);
     kvci_free(r->chosen);
     kvci_free(r->last);
-    kvci_free(r->absmax);
     kvci_free(r);
 }
 
 static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
+
+/* Per-slot scale tensors of one layer: int8 / fp8 full form 2 (keys, values), latent 1 (latent + rope). */
+static int64_t n_scales(const kvc_runner *r)
+{
+    if (!kvc_model_kv_quantised(r->p.kv_dtype)) return 0;
+    return r->p.mode == KVC_RUNNER_MLA_LATENT ? 1 : 2;
+}
 
 int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
 
@@ -48,7 +54,8 @@ int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r)
     int64_t d[4];
     const kvc_model_config *c = kvc_model_config_of(r->m);
     cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT, d);
-    return c->num_layers * (d[0] * d[1] + d[2] * d[3]) * (int64_t)kvc_dtype_size(r->p.kv_dtype);
+    return c->num_layers * ((d[0] * d[1] + d[2] * d[3]) * (int64_t)kvc_dtype_size(r->p.kv_dtype) +
+                            n_scales(r) * (int64_t)sizeof(float));
 }
 
 /* Per-layer (heads, dim) of the k and v caches of the mode. */
@@ -71,12 +78,12 @@ static kvc_status make_caches(kvc_runner *r)
     const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
     int64_t d[4];
     cache_dims(c, latent, d);
-    const int64_t L = c->num_layers, tokens = r->batch * r->S;
-    const int64_t per_layer = tokens * (d[0] * d[1] + d[2] * d[3]);
+    const int64_t L = c->num_layers, tokens = r->batch * r->S, ns = n_scales(r);
     const size_t es = kvc_dtype_size(r->p.kv_dtype);
-    kvc_status st = kvc_aligned_alloc(64, (size_t)(per_layer * L) * es, &r->cache_mem);
+    const size_t per_layer = (size_t)(tokens * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(tokens * ns) * sizeof(float);
+    kvc_status st = kvc_aligned_alloc(64, per_layer * (size_t)L, &r->cache_mem);
     if (st != KVC_OK) return st;
-    memset(r->cache_mem, 0, (size_t)(per_layer * L) * es);
+    memset(r->cache_mem, 0, per_layer * (size_t)L);
     r->caches.layers = kvci_calloc((size_t)L, sizeof *r->caches.layers);
     if (!r->caches.layers) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
@@ -101,6 +108,12 @@ static kvc_status make_caches(kvc_runner *r)
             }
             cur += (size_t)(tokens * heads * dim) * es;
         }
+        kvc_tensor *sc[2] = {&lc->k_scales, &lc->v_scales};
+        for (int64_t i = 0; i < ns; i++) { /* [NB, bs] or [rows, S_max]: one f32 per slot */
+            *sc[i] = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 2};
+            sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = t[0]->shape[1];
+            cur += (size_t)tokens * sizeof(float);
+        }
         const kvc_attn_type type = c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
         snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(type));
     }
@@ -120,10 +133,9 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
         return kvci_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
                         (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens,
                         (long long)p->max_seq_len);
-    if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype, p->mode == KVC_RUNNER_MLA_LATENT))
-        return kvci_fail(KVC_EINVAL, "runner: kv_dtype %s is not a cache dtype of mode %d (f32, f16, bf16%s)",
-                        kvc_dtype_name(p->kv_dtype), (int)p->mode,
-                        p->mode == KVC_RUNNER_MLA_LATENT ? "" : ", i8, fp8_e4m3, fp8_e5m2");
+    if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype))
+        return kvci_fail(KVC_EINVAL, "runner: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
+                        "fp8_e5m2)", kvc_dtype_name(p->kv_dtype));
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
         return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
@@ -168,9 +180,8 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         r->logits = kvci_calloc((size_t)(batch * V), sizeof *r->logits);
         r->chosen = kvci_calloc((size_t)batch, sizeof *r->chosen);
         r->last = kvci_calloc((size_t)batch, sizeof *r->last);
-        r->absmax = kvci_calloc((size_t)(4 * kvc_model_config_of(m)->num_layers), sizeof *r->absmax);
         if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
-            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last || !r->absmax)
+            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
             st = kvci_fail(KVC_ENOMEM, "runner: out of memory");
     }
     if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);
@@ -181,24 +192,5 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         return st;
     }
     *out = r;
-    return KVC_OK;
-}
-
-kvc_status kvci_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n)
-{
-    const kvc_dtype dt = r->p.kv_dtype;
-    if (r->p.mode == KVC_RUNNER_RECOMPUTE || (dt != KVC_DTYPE_I8 && dt != KVC_DTYPE_F8E4M3 && dt != KVC_DTYPE_F8E5M2))
-        return KVC_OK;
-    const int64_t L = kvc_model_config_of(r->m)->num_layers;
-    float *best = r->absmax, *one = r->absmax + 2 * L; /* [L, 2] each */
-    for (int64_t i = 0; i < 2 * L; i++) best[i] = 0.0f;
-    int64_t off = 0;
-    for (int64_t b = 0; b < n; b++) {
-        kvc_status st = kvc_model_calibrate_kv(r->m, ids + off, lens[b], one);
-        if (st != KVC_OK) return st;
-        for (int64_t i = 0; i < 2 * L; i++) best[i] = best[i] > one[i] ? best[i] : one[i];
-        off += lens[b];
-    }
-    kvc_model_set_kv_scales(best, dt, (int32_t)L, r->caches.layers);
     return KVC_OK;
 }

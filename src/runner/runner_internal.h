@@ -4,9 +4,6 @@
 
 #include "kvcache/runner.h"
 
-/* int8 caches: static per-tensor scales from the prompts of this generate call. */
-kvc_status kvci_runner_calibrate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n);
-
 struct kvc_runner {
     const kvc_model *m;
     kvc_runner_params p;
@@ -15,7 +12,6 @@ struct kvc_runner {
     kvc_static_layout lay;          /* paged modes */
     kvc_model_caches caches;        /* modes 1-3 */
     void *cache_mem;                /* every cache tensor, one allocation */
-    float *absmax;                  /* [num_layers, 2] int8 calibration scratch */
     kvc_model_workspace *ws;
     int32_t *table;     /* [batch, blocks_per_seq] static block table */
     int32_t *ids;       /* [max_tokens] step tokens */

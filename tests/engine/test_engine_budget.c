@@ -9,7 +9,9 @@
  * stall them; a stream of short requests does not starve a long one;
  * priorities order admission and choose the preemption victim; the latency
  * records are consistent; prefix caching changes no output and shares only
- * computed blocks. */
+ * computed blocks; with the checks off, steps and requests allocate nothing
+ * after the engine is created. */
+#include "base/internal.h"
 #include "engine_fixture.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -45,7 +47,7 @@ static void expect_times(const kvc_engine *e, int64_t id) {
 
 /* One random configuration: requests arrive at random steps with random
  * priorities; every one is checked against the reference when finished. */
-static int64_t random_run(uint64_t seed, bool caching) {
+static int64_t random_run(uint64_t seed, bool caching, bool check) {
     uint64_t rng = seed;
     const int32_t layers = 1 + (int32_t)(fix_rand(&rng) % 2);
     const int64_t bs = (int64_t[]){1, 2, 4, 16}[fix_rand(&rng) % 4];
@@ -65,8 +67,10 @@ static int64_t random_run(uint64_t seed, bool caching) {
     p.seed = seed;
     p.prefix_caching = caching;
     p.prefix_salt = seed;
+    p.check = check;
     kvc_engine *e = fix_engine(&em, &p);
-    int32_t shared[40]; /* caching: prompts start with a random part of this one */
+    uint64_t engine_allocs = 0; /* the library's allocations inside add, step and release */
+    int32_t shared[40];         /* caching: prompts start with a random part of this one */
     for (int i = 0; i < 40; i++) shared[i] = (int32_t)(fix_rand(&rng) % FIX_VOCAB);
     enum { N = 40 };
     fix_request q[N];
@@ -80,11 +84,16 @@ static int64_t random_run(uint64_t seed, bool caching) {
                 int64_t n_shared = (int64_t)(fix_rand(&rng) % (uint64_t)q[added].r.n_prompt);
                 memcpy(q[added].prompt, shared, (size_t)n_shared * sizeof *shared);
             }
-            if (kvc_engine_add_request(e, &q[added].r) != KVC_OK) break; /* slots full: arrives later */
+            kvci_alloc_fail_at(0);
+            kvc_status st = kvc_engine_add_request(e, &q[added].r);
+            engine_allocs += kvci_alloc_calls();
+            if (st != KVC_OK) break; /* slots full: arrives later */
             added++;
         }
         kvc_engine_step_result res;
+        kvci_alloc_fail_at(0);
         step_ok(e, &res);
+        engine_allocs += kvci_alloc_calls();
         assert_true(res.n_tokens <= p.max_num_batched_tokens && res.n_rows <= seqs);
         assert_true(++steps < 20000);
         for (int64_t i = 0; i < added; i++) {
@@ -92,13 +101,16 @@ static int64_t random_run(uint64_t seed, bool caching) {
             if (kvc_engine_request_get(e, i, &info) != KVC_OK || info.state != KVC_REQ_FINISHED) continue;
             fix_expect_reference(e, &m, &q[i].r);
             expect_times(e, i);
+            kvci_alloc_fail_at(0);
             assert_int_equal(kvc_engine_request_release(e, i), KVC_OK);
+            engine_allocs += kvci_alloc_calls();
             done++;
         }
     }
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
     for (int32_t k = 0; k < st.n_keys; k++) assert_int_equal(st.blocks_in_use[k], 0);
+    if (!check) assert_int_equal(engine_allocs, 0); /* with checks on, the manager's invariant check has scratch */
     assert_int_equal(kvc_engine_check(e), KVC_OK);
     kvc_engine_destroy(e);
     return st.prefix_hit_tokens;
@@ -106,7 +118,7 @@ static int64_t random_run(uint64_t seed, bool caching) {
 
 static void test_random_budgets(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed, false);
+    for (uint64_t seed = 1; seed <= 60; seed++) random_run(seed, false, true);
 }
 
 /* The same with prefix caching on and shared prompt prefixes: outputs are
@@ -115,8 +127,16 @@ static void test_random_budgets(void **state) {
 static void test_random_prefix_caching(void **state) {
     (void)state;
     int64_t hit_tokens = 0;
-    for (uint64_t seed = 101; seed <= 140; seed++) hit_tokens += random_run(seed, true);
+    for (uint64_t seed = 101; seed <= 140; seed++) hit_tokens += random_run(seed, true, true);
     assert_true(hit_tokens > 0);
+}
+
+/* With the checks off (as in production), steps and requests allocate
+ * nothing once the engine exists: chunking, preemption, prefix caching,
+ * sampling, release. */
+static void test_steps_allocate_nothing(void **state) {
+    (void)state;
+    for (uint64_t seed = 201; seed <= 210; seed++) random_run(seed, seed % 2 == 0, false);
 }
 
 /* Two requests with one prompt admitted in the same step share nothing (the
@@ -130,6 +150,7 @@ static void test_prefix_hit_after_computed(void **state) {
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = fix_params(64, 4);
     p.prefix_caching = true;
+    p.step_cost_ratio = 0.0; /* whole prompts in one step: d is computed when f arrives */
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[40];
     for (int i = 0; i < 40; i++) prompt[i] = (i * 11 + 5) % FIX_VOCAB;
@@ -180,8 +201,9 @@ static void test_prefix_hit_after_computed(void **state) {
 }
 
 /* 8 requests decode; a 4,096-token prompt arrives; with a 512-token budget
- * it is chunked in over 9 steps while each of the 8 gets a token in every
- * step, and the prompt's first token comes when its last chunk ran. */
+ * (stall-free limit off) it is chunked in over 9 steps while each of the 8
+ * gets a token in every step, and the prompt's first token comes when its
+ * last chunk ran. */
 static void test_long_prompt_does_not_stall(void **state) {
     (void)state;
     enum { LONG = 4096, N_DEC = 8, BUDGET = 512 };
@@ -190,6 +212,7 @@ static void test_long_prompt_does_not_stall(void **state) {
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = fix_params(LONG + 64, N_DEC + 1);
     p.max_num_batched_tokens = BUDGET;
+    p.step_cost_ratio = 0.0;
     p.max_requests = N_DEC + 1;
     kvc_engine *e = fix_engine(&em, &p);
     int32_t *prompt = malloc(LONG * sizeof *prompt);
@@ -225,6 +248,80 @@ static void test_long_prompt_does_not_stall(void **state) {
     fix_expect_reference(e, &m, &big);
     kvc_engine_request_times t = times_of(e, 100);
     assert_int_equal(t.first_token_step - t.first_scheduled_step + 1, chunk_steps);
+    free(prompt);
+    kvc_engine_destroy(e);
+}
+
+/* Cost of a row of n tokens after `start` cached ones (kvc_engine_model's
+ * formula), in float64 from the test's own arithmetic. */
+static double row_cost(const kvc_engine_model *em, int64_t start, int64_t n) {
+    return em->cost_row + em->cost_token * (double)n +
+           em->cost_context * ((double)n * (double)start + (double)n * (double)(n + 1) / 2.0);
+}
+
+/* The stall-free limit (default step_cost_ratio 2, min_chunk_tokens 4) with
+ * a cost model that counts the attention context: 8 requests decode while a
+ * 1,500-token prompt is chunked in. Every step gives each of the 8 a token;
+ * its chunk costs at most (ratio - 1) x the decode rows, or is the 4-token
+ * floor; one more token would break the limit (chunks are as large as
+ * allowed); chunks shrink as the prompt's context grows; the outputs equal
+ * the reference. */
+static void test_stall_free_chunks(void **state) {
+    (void)state;
+    enum { LONG = 1500, N_DEC = 8, BUDGET = 2048 };
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 2, 16, 64);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    em.cost_token = 1.0;
+    em.cost_row = 3.0;
+    em.cost_context = 1.0 / 32.0;
+    kvc_engine_params p = fix_params(LONG + 64, N_DEC + 1);
+    p.max_num_batched_tokens = BUDGET;
+    p.max_requests = N_DEC + 1;
+    assert_true(p.step_cost_ratio == 2.0 && p.min_chunk_tokens == 4);
+    kvc_engine *e = fix_engine(&em, &p);
+    int32_t *prompt = malloc(LONG * sizeof *prompt);
+    for (int64_t i = 0; i < LONG; i++) prompt[i] = (int32_t)((i * 5 + 1) % FIX_VOCAB);
+    kvc_engine_request dec[N_DEC];
+    for (int64_t i = 0; i < N_DEC; i++) {
+        dec[i] = fix_request_over(i, prompt + 40 * i, 30 + 60 * i, 400);
+        fix_add(e, &dec[i]);
+    }
+    kvc_engine_step_result res;
+    for (int k = 0; k < 3; k++) step_ok(e, &res); /* prompts in, then decode steps */
+    assert_int_equal(res.n_decode_rows, N_DEC);
+    kvc_engine_request big = fix_request_over(100, prompt, LONG, 4);
+    fix_add(e, &big);
+    int64_t first_chunk = -1, last_chunk = -1, floor_steps = 0;
+    while (fix_info(e, 100).n_generated == 0) {
+        int64_t before[N_DEC];
+        double decode = 0.0;
+        for (int64_t i = 0; i < N_DEC; i++) {
+            kvc_engine_request_info info = fix_info(e, i);
+            before[i] = info.n_generated;
+            decode += row_cost(&em, info.n_cached, 1);
+        }
+        const int64_t cached = fix_info(e, 100).n_cached;
+        step_ok(e, &res);
+        assert_int_equal(res.n_decode_rows, N_DEC);
+        for (int64_t i = 0; i < N_DEC; i++) assert_int_equal(fix_info(e, i).n_generated, before[i] + 1);
+        const int64_t chunk = fix_info(e, 100).n_cached - cached;
+        assert_true(chunk >= 1);
+        const double allowance = (p.step_cost_ratio - 1.0) * decode;
+        if (chunk == p.min_chunk_tokens && row_cost(&em, cached, chunk) > allowance)
+            floor_steps++;
+        else
+            assert_true(row_cost(&em, cached, chunk) <= allowance);
+        if (cached + chunk < LONG)
+            assert_true(chunk == p.min_chunk_tokens || row_cost(&em, cached, chunk + 1) > allowance);
+        if (first_chunk < 0) first_chunk = chunk;
+        if (cached + chunk < LONG) last_chunk = chunk;
+    }
+    assert_true(first_chunk > last_chunk); /* the context makes later tokens dearer */
+    assert_true(floor_steps > 0);          /* the deep chunks hit the floor */
+    fix_run(e, 2000);
+    for (int64_t i = 0; i < N_DEC; i++) fix_expect_reference(e, &m, &dec[i]);
+    fix_expect_reference(e, &m, &big);
     free(prompt);
     kvc_engine_destroy(e);
 }
@@ -343,8 +440,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_budgets),
         cmocka_unit_test(test_random_prefix_caching),
+        cmocka_unit_test(test_steps_allocate_nothing),
         cmocka_unit_test(test_prefix_hit_after_computed),
         cmocka_unit_test(test_long_prompt_does_not_stall),
+        cmocka_unit_test(test_stall_free_chunks),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_priorities),
     };

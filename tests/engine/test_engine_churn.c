@@ -70,6 +70,7 @@ static void fifo_no_skip(kvc_engine_scheduler sched) {
     kvc_engine_model em = toy_engine_model(&m, false);
     kvc_engine_params p = pool_params(32, 4, 9);
     p.scheduler = sched;
+    p.step_cost_ratio = 0.0; /* the chunk is sized by the pool alone */
     kvc_engine *e = fix_engine(&em, &p);
     int32_t prompt[20];
     for (int i = 0; i < 20; i++) prompt[i] = (5 * i + 2) % FIX_VOCAB;

@@ -75,23 +75,49 @@ static void random_family(const char *json, const char *name) {
     kvc_model_destroy(m);
 }
 
+static const char *const QWEN3_JSON =
+    "{\"model_type\":\"qwen3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+    "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"attention_bias\":true,\"max_position_embeddings\":512}";
+
+static const char *const GPT_OSS_JSON =
+    "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+    "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
+    "\"max_position_embeddings\":4096}";
+
 static void test_random_qwen3(void **state) {
     (void)state;
-    random_family("{\"model_type\":\"qwen3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
-                  "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-                  "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"attention_bias\":true,"
-                  "\"max_position_embeddings\":512}",
-                  "qwen3 (random)");
+    random_family(QWEN3_JSON, "qwen3 (random)");
 }
 
 static void test_random_gpt_oss(void **state) {
     (void)state;
-    random_family("{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
-                  "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-                  "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
-                  "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
-                  "\"max_position_embeddings\":4096}",
-                  "gpt_oss (random)");
+    random_family(GPT_OSS_JSON, "gpt_oss (random)");
+}
+
+/* The adapter's step cost model (multiply-adds, docs/scheduler.md), counted
+ * here by hand from the two configs above. */
+static void expect_costs(const char *json, double token, double row, double context) {
+    kvc_model *m = em_random_model(json, 5);
+    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_params ep = em_params(48, 3, 64);
+    kvc_engine_adapter *a = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);
+    const kvc_engine_model *em = kvc_engine_adapter_model(a);
+    assert_true(em->cost_token == token && em->cost_row == row && em->cost_context == context);
+    kvc_engine_adapter_destroy(a);
+    kvc_model_destroy(m);
+}
+
+static void test_adapter_costs(void **state) {
+    (void)state;
+    /* Qwen3: per layer q, o 64 x 64, k, v 64 x 32, MLP 3 x 64 x 96; 2 layers; 4 heads x (16 + 16) per pair */
+    expect_costs(QWEN3_JSON, 2.0 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 96), 64.0 * 128 + 128, 2.0 * 4 * 32);
+    /* GptOss: router 64 x 8 + 2 experts x 3 x 64 x 32; layers 0 and 2 attend a window of 4 per token */
+    expect_costs(GPT_OSS_JSON, 4.0 * (2 * 64 * 64 + 2 * 64 * 32 + 64 * 8 + 2 * 3 * 64 * 32) + 2.0 * 4 * 32 * 4,
+                 64.0 * 128 + 128, 2.0 * 4 * 32);
 }
 
 static void test_random_deepseek_v3(void **state) {
@@ -164,6 +190,7 @@ int main(void) {
         cmocka_unit_test(test_random_qwen3),     cmocka_unit_test(test_random_gpt_oss),
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),   cmocka_unit_test(test_oracle_deepseek_v3),
+        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

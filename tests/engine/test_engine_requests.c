@@ -2,6 +2,8 @@
  * and to each request run alone (block sizes 1..128, one or two managers),
  * refusals of bad input while other requests keep being served, creation
  * refusals, recovery from a failing forward, the max_model_len stop. */
+#include <math.h>
+
 #include "engine_fixture.h"
 
 static void test_lifecycle(void **state) {
@@ -228,6 +230,17 @@ static void test_create_refusals(void **state) {
     p.next_n = 1;
     expect_create_refused(&em, &p, KVC_EINVAL, "next_n");
     p = fix_params(64, 2);
+    p.step_cost_ratio = 0.5; /* a step with chunks cannot cost less than its decode rows */
+    expect_create_refused(&em, &p, KVC_EINVAL, "step_cost_ratio 0.5");
+    p.step_cost_ratio = NAN;
+    expect_create_refused(&em, &p, KVC_EINVAL, "step_cost_ratio nan");
+    p.step_cost_ratio = 2.0;
+    p.min_chunk_tokens = 0;
+    expect_create_refused(&em, &p, KVC_EINVAL, "min_chunk_tokens 0");
+    p.step_cost_ratio = 0.0; /* the limit off: min_chunk_tokens unused */
+    kvc_engine *off = fix_engine(&em, &p);
+    kvc_engine_destroy(off);
+    p = fix_params(64, 2);
     p.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
     expect_create_refused(&em, &p, KVC_EINVAL, "kv_dtype i32");
     p.kv_dtype = (kvc_dtype)99;
@@ -244,6 +257,12 @@ static void test_create_refusals(void **state) {
     bad = em;
     bad.forward = NULL;
     expect_create_refused(&bad, &p, KVC_EINVAL, "forward");
+    bad = em;
+    bad.cost_context = -1.0;
+    expect_create_refused(&bad, &p, KVC_EINVAL, "cost_context -1");
+    bad = em;
+    bad.cost_token = INFINITY;
+    expect_create_refused(&bad, &p, KVC_EINVAL, "cost_token inf");
     m.entries[0][1].block_size = 0;
     expect_create_refused(&em, &p, KVC_EINVAL, "block_size");
     m.entries[0][1].block_size = 4;

@@ -1,8 +1,16 @@
-/* Sampler: greedy ties, seeded reproducibility, and the top-k / top-p
- * truncation on small hand-made distributions. */
+/* Sampler: greedy ties, seeded reproducibility, the top-k / top-p
+ * truncation on small hand-made distributions, and every draw equal to a
+ * reference that sorts the whole vocabulary (random logits with ties, NaN
+ * and -inf; random temperature, top-k and top-p). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "kvc_test_util.h"
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
 
 static kvc_sampler *make(int64_t vocab) {
     kvc_sampler *s = NULL;
@@ -142,6 +150,88 @@ static void test_top_p_truncation(void **state) {
     kvc_sampler_destroy(s);
 }
 
+/* The reference: every token sorted by (logit desc, NaN as -inf, then id),
+ * weights exp((l - max) / T) in that order, the same sums in the same order
+ * as the sampler's definition (kvcache/engine.h), so draws compare exactly. */
+static const float *ref_logits;
+
+static float ref_rank(float l) { return isnan(l) ? -INFINITY : l; }
+
+static int ref_cmp(const void *pa, const void *pb) {
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    float la = ref_rank(ref_logits[a]), lb = ref_rank(ref_logits[b]);
+    if (la != lb) return la > lb ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+static int32_t ref_sample(const float *logits, int64_t v, const kvc_sampling_params *p, uint64_t k) {
+    int32_t best = kvc_sample_greedy(logits, v);
+    float mx = ref_rank(logits[best]);
+    if (p->temperature == 0.0f || p->top_k == 1 || !isfinite(mx)) return best;
+    int32_t order[256];
+    double w[256];
+    for (int64_t t = 0; t < v; t++) order[t] = (int32_t)t;
+    ref_logits = logits;
+    qsort(order, (size_t)v, sizeof *order, ref_cmp);
+    const double inv_t = 1.0 / (double)p->temperature, u = kvc_sample_uniform(p->seed, k);
+    int64_t kk = p->top_k > 0 && p->top_k < v ? p->top_k : v;
+    double total = 0.0;
+    for (int64_t j = 0; j < v; j++) w[j] = exp(((double)ref_rank(logits[order[j]]) - (double)mx) * inv_t);
+    if (kk == v && p->top_p >= 1.0f) { /* nothing cut: the draw walks the ids in order */
+        for (int64_t t = 0; t < v; t++) total += exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+        double target = u * total, acc = 0.0;
+        int32_t last = 0;
+        for (int64_t t = 0; t < v; t++) {
+            double x = exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+            if (x <= 0.0) continue;
+            acc += x;
+            last = (int32_t)t;
+            if (target < acc) return last;
+        }
+        return last;
+    }
+    if (kk < v)
+        for (int64_t j = 0; j < kk; j++) total += w[j];
+    else
+        for (int64_t t = 0; t < v; t++) total += exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+    double cut = (double)p->top_p * total, kept = 0.0;
+    int64_t m = 0;
+    while (m < kk) {
+        kept += w[m++];
+        if (kept >= cut) break;
+    }
+    double target = u * kept, acc = 0.0;
+    for (int64_t j = 0; j < m; j++) {
+        acc += w[j];
+        if (target < acc) return order[j];
+    }
+    return order[m - 1];
+}
+
+static void test_equals_full_sort(void **state) {
+    (void)state;
+    uint64_t rng = 7;
+    for (int trial = 0; trial < 400; trial++) {
+        const int64_t v = 1 + (int64_t)(lcg(&rng) % 256);
+        float logits[256];
+        for (int64_t t = 0; t < v; t++) {
+            uint64_t r = lcg(&rng) % 100;
+            logits[t] = r < 3 ? NAN : r < 6 ? -INFINITY : (float)(lcg(&rng) % 24) * 0.25f; /* many ties */
+        }
+        kvc_sampler *s = make(v);
+        for (int draw = 0; draw < 8; draw++) {
+            const float temperature = (float)(1 + lcg(&rng) % 20) * 0.1f;
+            const int32_t top_k = lcg(&rng) % 3 ? (int32_t)(lcg(&rng) % (uint64_t)(v + 2)) : 0;
+            const float top_p = lcg(&rng) % 3 ? (float)(1 + lcg(&rng) % 100) * 0.01f : 1.0f;
+            kvc_sampling_params p = params(temperature, top_k, top_p, lcg(&rng));
+            int32_t tok = -1;
+            assert_int_equal(kvc_sampler_sample(s, logits, &p, (uint64_t)draw, &tok), KVC_OK);
+            assert_int_equal(tok, ref_sample(logits, v, &p, (uint64_t)draw));
+        }
+        kvc_sampler_destroy(s);
+    }
+}
+
 static void test_refusals(void **state) {
     (void)state;
     kvc_sampler *s = NULL;
@@ -169,7 +259,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_ties_and_nan), cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_top_k_truncation),    cmocka_unit_test(test_top_p_truncation),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_equals_full_sort),    cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,9 +61,11 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
         d[0] = d[2] = c->num_heads, d[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, d[3] = c->v_head_dim;
     else
         d[0] = d[2] = c->num_kv_heads, d[1] = d[3] = c->head_dim;
-    const int64_t L = c->num_layers, per_layer = NREQ * SMAX * (d[0] * d[1] + d[2] * d[3]);
+    const int64_t ns = kvc_model_kv_quantised(dt) ? (latent ? 1 : 2) : 0; /* per-slot scale tensors */
+    const int64_t L = c->num_layers;
     const size_t es = kvc_dtype_size(dt);
-    h->mem = calloc((size_t)(L * per_layer), es);
+    const size_t per_layer = (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4;
+    h->mem = calloc((size_t)L, per_layer);
     h->caches.layers = calloc((size_t)L, sizeof(kvc_layer_cache));
     assert_non_null(h->mem);
     assert_non_null(h->caches.layers);
@@ -85,7 +87,12 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             }
             cur += (size_t)(NREQ * SMAX * d[2 * i] * d[2 * i + 1]) * es;
         }
-        lc->k_scale = 0.02f, lc->v_scale = 0.03f; /* int8: static scales (any positive value serves here) */
+        kvc_tensor *sc[2] = {&lc->k_scales, &lc->v_scales};
+        for (int64_t i = 0; i < ns; i++) { /* one f32 per slot: [NB, bs] or [rows, S_max] */
+            *sc[i] = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 2};
+            sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = t[0]->shape[1];
+            cur += (size_t)(NREQ * SMAX) * 4;
+        }
         snprintf(lc->key, sizeof lc->key, "%s",
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
     }
@@ -250,7 +257,8 @@ static void test_gpt_oss_contiguous(void **s) { (void)s, run_family(GPT_OSS, CON
 static void test_deepseek_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, false, F32, 5); }
 static void test_deepseek_latent_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, F32, 6); }
 static void test_deepseek_latent_contiguous(void **s) { (void)s, run_family(DEEPSEEK, CONTIG, true, F32, 7); }
-/* reduced-precision caches: fresh prefill attends over the converted keys, so it still equals a read-back */
+/* reduced-precision caches: fresh prefill attends over the converted keys (f16/bf16), or int8 / fp8 are
+ * written first and read back (scales per token), so a prompt at once equals one in chunks */
 static void test_dense_bf16_paged(void **s) { (void)s, run_family(QWEN3, PAGED, false, KVC_DTYPE_BF16, 8); }
 static void test_gpt_oss_int8_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_I8, 9); }
 static void test_gpt_oss_f16_contiguous(void **s) { (void)s, run_family(GPT_OSS, CONTIG, false, KVC_DTYPE_F16, 10); }
@@ -260,6 +268,11 @@ static void test_deepseek_latent_bf16_paged(void **s) {
 }
 static void test_dense_fp8_contiguous(void **s) { (void)s, run_family(QWEN3, CONTIG, false, KVC_DTYPE_F8E4M3, 13); }
 static void test_gpt_oss_fp8_e5m2_paged(void **s) { (void)s, run_family(GPT_OSS, PAGED, false, KVC_DTYPE_F8E5M2, 14); }
+/* int8 / fp8 latent caches: one scale per token over latent + rope, computed on write */
+static void test_deepseek_latent_int8_contiguous(void **s) {
+    (void)s, run_family(DEEPSEEK, CONTIG, true, KVC_DTYPE_I8, 15);
+}
+static void test_deepseek_latent_fp8_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_F8E4M3, 16); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -277,6 +290,8 @@ int main(void) {
         cmocka_unit_test(test_deepseek_latent_bf16_paged),
         cmocka_unit_test(test_dense_fp8_contiguous),
         cmocka_unit_test(test_gpt_oss_fp8_e5m2_paged),
+        cmocka_unit_test(test_deepseek_latent_int8_contiguous),
+        cmocka_unit_test(test_deepseek_latent_fp8_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

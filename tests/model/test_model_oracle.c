@@ -168,7 +168,8 @@ static void run_dir(const char *sub)
 }
 
 /* Reduced-precision caches against f32 (kvc_runner_compare_dtype), greedy
- * over the oracle prompts in mode 2 (and mode 3 for MLA). The bounds:
+ * over the oracle prompts in mode 2 (and mode 3 for MLA), int8 / fp8 with
+ * their scales per token computed on write. The bounds:
  * - f32 against itself: no difference at all (the comparison adds nothing);
  * - any dtype: a step whose f32 top-2 gap exceeds twice its largest logit
  *   error cannot change its argmax (each logit moved by at most the error),
@@ -177,15 +178,16 @@ static void run_dir(const char *sub)
  * - KL(f32 || dtype) <= err^2 / 2 at every step: with q_i = p_i e^{d_i} / Z
  *   and |d_i| <= err, KL = log E_p[e^d] - E_p[d] <= (2 err)^2 / 8 by
  *   Hoeffding's lemma;
- * - f16 / bf16: the logit error grows linearly with the storage's unit
- *   roundoff u (2^-11 / 2^-8; measured bf16/f16 error ratios 8-15 match
- *   their ratio of 8) times a model-dependent gain measured at 7-29 on
- *   these models; the bound allows a gain of 64.
- * int8 and fp8 (static per-tensor scales) get no such bound here: int8's
- * error is absolute (half a scale step) and large for small values, and
- * fp8's relative roundoff (2^-4 for e4m3, 2^-3 for e5m2) is too coarse for
- * a linear model of the error; the first three rules apply, and the table
- * in docs/runtime.md reports them. */
+ * - the largest logit error <= 64 u, u the storage's relative rounding:
+ *   2^-11 (f16), 2^-8 (bf16), 2^-4 (fp8 e4m3), 2^-3 (fp8 e5m2) of the
+ *   element, and for int8 half a step, 1/254 of the token's largest
+ *   magnitude (its scale is amax / 127). The error is linear in the storage
+ *   rounding times a gain of the model; the measured gains are 7-38 on qwen3
+ *   and DeepSeek for every dtype and 15-29 on gpt_oss for f16 / bf16, so 64
+ *   leaves a margin of at least 1.7. gpt_oss with 8-bit caches is not held
+ *   to it: its measured gains are 57 (e5m2), 63 (e4m3) and 914 (int8), the
+ *   error jumps rather than scales: a router's top-2 choice flips (a whole
+ *   expert's output), as docs/runtime.md shows. */
 static void check_dtypes(const char *sub)
 {
     oracle o;
@@ -200,7 +202,6 @@ static void check_dtypes(const char *sub)
                              KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     for (int mode = 2; mode <= (mla ? 3 : 2); mode++)
         for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-            if (!kvc_model_kv_dtype_ok(dts[d], mode == 3)) continue;
             kvc_runner_params p = kvc_runner_default_params();
             p.mode = (kvc_runner_mode)mode;
             p.max_new_tokens = o.N;
@@ -221,8 +222,14 @@ static void check_dtypes(const char *sub)
             if (c.kl_max > 0.5 * c.max_logit_err * c.max_logit_err * (1.0 + 1e-6) + 1e-12)
                 fail_msg("%s mode %d %s: KL %g above err^2/2 = %g", sub, mode, dn, c.kl_max,
                          0.5 * c.max_logit_err * c.max_logit_err);
-            const double u = dts[d] == KVC_DTYPE_F16 ? ldexp(1.0, -11) : ldexp(1.0, -8);
-            if ((dts[d] == KVC_DTYPE_F16 || dts[d] == KVC_DTYPE_BF16) && c.max_logit_err > 64.0 * u)
+            const double u = dts[d] == KVC_DTYPE_F16      ? ldexp(1.0, -11)
+                             : dts[d] == KVC_DTYPE_BF16     ? ldexp(1.0, -8)
+                             : dts[d] == KVC_DTYPE_I8       ? 1.0 / 254.0
+                             : dts[d] == KVC_DTYPE_F8E4M3   ? ldexp(1.0, -4)
+                                                            : ldexp(1.0, -3);
+            const bool eight_bit = kvc_model_kv_quantised(dts[d]);
+            const bool gpt_oss = kvc_model_config_of(o.m)->family == KVC_FAMILY_GPT_OSS;
+            if (dts[d] != KVC_DTYPE_F32 && !(eight_bit && gpt_oss) && c.max_logit_err > 64.0 * u)
                 fail_msg("%s mode %d %s: largest logit error %g above 64 u = %g", sub, mode, dn, c.max_logit_err, 64.0 * u);
         }
     free(ref);

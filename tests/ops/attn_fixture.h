@@ -45,6 +45,7 @@ typedef struct fx_cfg {
     int quant; /* -1 none (fp8: unscaled); 0 per tensor; 10 per channel; 1 per token; 2 per head; 3 per slot (paged) */
     int value_quant; /* 0: as quant; else the values' granularity (the KIVI split: quant 10, value_quant 3 or 1) */
     bool offsets;
+    bool rope_quant; /* MLA: k_rope in the int8/fp8 cache dtype, dequantised with its key's scale */
     uint32_t seed;
     bool permute_blocks;
 } fx_cfg;
@@ -384,7 +385,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                     }
     }
     if (Dr) {
-        const kvc_dtype rdt = c->kvdt == KVC_DTYPE_I8 || fp8 ? c->qdt : c->kvdt;
+        const kvc_dtype rdt = c->rope_quant ? c->kvdt : c->kvdt == KVC_DTYPE_I8 || fp8 ? c->qdt : c->kvdt;
         const size_t res = kvc_dtype_size(rdt);
         nd = fx_kvshape(f, Dr, res, s);
         f->krbuf = malloc((size_t)fx_numel(s, nd) * res);
@@ -393,9 +394,26 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < c->skv[b]; j++)
                 for (int64_t g = 0; g < Nkv; g++)
-                    for (int64_t d = 0; d < Dr; d++)
-                        f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d] =
-                            fx_store(f->krbuf, rdt, fx_kvidx(f, b, j, g, d, Dr, res), fx_unif(&rs));
+                    for (int64_t d = 0; d < Dr; d++) {
+                        const int64_t at = fx_kvidx(f, b, j, g, d, Dr, res);
+                        double x;
+                        if (c->rope_quant) { /* stored like the keys, read with the key scale of (b, j, g) */
+                            const double sc = quant ? (double)f->ks[fx_quant_i(f, false, b, j, g, 0, D)] : 1.0;
+                            if (fp8) {
+                                const float v = (float)(4.0 * fx_unif(&rs));
+                                const uint8_t code = rdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
+                                ((uint8_t *)f->krbuf)[at] = code;
+                                x = sc * fx_fp8_value(code, rdt);
+                            } else {
+                                const int8_t raw = (int8_t)((int)(fx_rng(&rs) % 255u) - 127);
+                                ((int8_t *)f->krbuf)[at] = raw;
+                                x = sc * (double)raw;
+                            }
+                        } else {
+                            x = fx_store(f->krbuf, rdt, at, fx_unif(&rs));
+                        }
+                        f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d] = x;
+                    }
     }
     /* output, lse */
     nd = fx_qshape(f, true, Dv, s);

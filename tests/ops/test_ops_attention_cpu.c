@@ -355,6 +355,23 @@ static void test_masked_keys_hold_nan(void **state)
     kvci_simd_override(NULL);
 }
 
+/* Absorbed MLA (f's latent cache is key and value): the output of f, and
+ * of the same tokens rebuilt in blocks of 64 (f is rebuilt so), are the
+ * same bytes. */
+static void absorbed_same_at_bs64(fx *f, fx_cfg c)
+{
+    size_t n1, n2;
+    void *a = cpu_bytes(f, &n1);
+    fx_free(f);
+    c.bs = 64;
+    fx_build(f, &c);
+    f->p.v = f->p.k;
+    void *b = cpu_bytes(f, &n2);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(a, b, n1);
+    free(a), free(b);
+}
+
 /* MLA at the dims of the small DeepSeek-V3 oracle model (4 heads, latent
  * kv_lora_rank 32, rope 16, nope 32, value 24): absorbed (one latent head
  * read as key and value through a block table, prefill and decode rows,
@@ -387,18 +404,49 @@ static void test_mla_oracle_dims(void **state)
                 const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
                 if (e > 1.0) fail_msg("MLA %s kv %s mode %d: error %g", absorbed ? "absorbed" : "expanded",
                                       kvc_dtype_name(c.kvdt), mode, e);
-                if (absorbed) { /* the same tokens in blocks of 64: same bytes */
-                    size_t n1, n2;
-                    void *a = cpu_bytes(&f, &n1);
+                if (absorbed) absorbed_same_at_bs64(&f, c);
+                fx_free(&f);
+            }
+}
+
+/* MLA over int8 / fp8 latent caches whose rope part is stored in the same
+ * dtype and read with the key's scale (one scale over latent + rope, as
+ * vLLM's fp8 MLA cache): per tensor, and per token by cache slot (the
+ * runtime's scales computed on write), absorbed (latent = key = value) and
+ * general, against the float64 reference; with scales that do not depend
+ * on the slot, bitwise equal across block sizes. */
+static void test_mla_quant_rope(void **state)
+{
+    (void)state;
+    const kvc_dtype dts[] = {KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    const int quants[] = {0, 3, 2};
+    uint32_t rs = 91;
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (size_t qi = 0; qi < sizeof quants / sizeof quants[0]; qi++)
+            for (int mode = 3; mode <= 4; mode++) {
+                fx_cfg c;
+                memset(&c, 0, sizeof c);
+                c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
+                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+                c.quant = quants[qi], c.rope_quant = true, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
+                c.storage = KVC_KV_BLOCKS, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
+                for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
+                fx f;
+                fx_build(&f, &c);
+                f.p.v = f.p.k; /* the latent cache is the value too */
+                if (c.quant == 3) f.p.value_scale = f.p.key_scale; /* and its scale */
+                const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+                if (e > 1.0) fail_msg("MLA quantised rope kv %s quant %d mode %d: error %g", kvc_dtype_name(c.kvdt),
+                                      c.quant, mode, e);
+                kvc_attention_params bad = f.p; /* a rope part in another 8-bit dtype than the keys: refused */
+                bad.k_rope.dtype = dts[di] == KVC_DTYPE_I8 ? KVC_DTYPE_F8E4M3 : KVC_DTYPE_I8;
+                assert_int_equal(kvc_attention_check(&bad), KVC_EINVAL);
+                assert_non_null(strstr(kvc_last_error(), "key_rope dtype"));
+                if (c.quant == 3) { /* the fixture draws slot scales in slot order: other blocks, other data */
                     fx_free(&f);
-                    c.bs = 64;
-                    fx_build(&f, &c);
-                    f.p.v = f.p.k;
-                    void *b = cpu_bytes(&f, &n2);
-                    assert_int_equal(n1, n2);
-                    assert_memory_equal(a, b, n1);
-                    free(a), free(b);
+                    continue;
                 }
+                absorbed_same_at_bs64(&f, c);
                 fx_free(&f);
             }
 }
@@ -534,7 +582,7 @@ int main(void)
         cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
         cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
         cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
-        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_masked_keys_nan_token_scales),
+        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_mla_quant_rope), cmocka_unit_test(test_masked_keys_nan_token_scales),
         cmocka_unit_test(test_avx512_equals_avx2),   cmocka_unit_test(test_simd_environment),
         cmocka_unit_test(test_threads_query),
     };

@@ -215,8 +215,20 @@ static void test_rmsnorm_rope_vectors(void **state)
     for (int i = 0; i < 4; i++) assert_true(o[i] == w2[i]);
 }
 
-/* Full 512 + 64 case against a scalar double-precision reference, plain and NZ. */
-static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
+/* A stored element of an int8 / fp8 cache against the value it quantises (y * inv). */
+static void check_quant_elem(const void *cache, kvc_dtype dt, int64_t a, float y, float inv)
+{
+    if (dt == KVC_DTYPE_F8E4M3) {
+        assert_int_equal(((const uint8_t *)cache)[a], kvc_f32_to_fp8_e4m3(y * inv));
+    } else {
+        const int8_t q = ((const int8_t *)cache)[a];
+        assert_true(fabs(q / inv - y) <= 0.5 / inv + 1e-6 || q == 127 || q == -128);
+    }
+}
+
+/* Full 512 + 64 case against a scalar double-precision reference, plain and
+ * NZ; int8 / fp8 with one static scale or per-token scales over latent + rope. */
+static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_token)
 {
     enum { T = 3, DC = 512, DR = 64, NB = 2, BS = 16 };
     float *kv = malloc(sizeof(float) * T * (DC + DR)), gamma[DC], cs[T * DR], sn[T * DR];
@@ -227,21 +239,34 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
         cs[i] = cosf(0.01f * (float)i);
         sn[i] = sinf(0.01f * (float)i);
     }
-    const size_t es = kvc_dtype_size(nope_dt);
+    const bool quant = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3;
+    const kvc_dtype rope_dt = quant ? nope_dt : KVC_DTYPE_BF16; /* one quantised row: latent and rope together */
+    const size_t es = kvc_dtype_size(nope_dt), rs = kvc_dtype_size(rope_dt);
     void *nope = calloc((size_t)NB * BS * DC, es);
-    uint16_t *rope = calloc((size_t)NB * BS * DR, 2);
-    kvc_tensor cn = tensor4(nope, nope_dt, NB, BS, 1, DC), cr = tensor4(rope, KVC_DTYPE_BF16, NB, BS, 1, DR);
+    void *rope = calloc((size_t)NB * BS * DR, rs);
+    kvc_tensor cn = tensor4(nope, nope_dt, NB, BS, 1, DC), cr = tensor4(rope, rope_dt, NB, BS, 1, DR);
     int64_t slots[T] = {17, KVC_SLOT_SKIP, 2};
-    float inv_scale = 40.0f, out_nope[T * DC], out_rope[T * DR];
+    float inv_scale = 40.0f, out_nope[T * DC], out_rope[T * DR], slot_scale[NB * BS];
+    for (int i = 0; i < NB * BS; i++) slot_scale[i] = -1.0f;
     kvc_mla_write_params p = {.kv = kv, .gamma = gamma, .cos = cs, .sin = sn, .slots = slots, .n_tokens = T,
                               .latent_dim = DC, .rope_dim = DR, .eps = 1e-6f, .order = order,
                               .nope_cache = &cn, .rope_cache = &cr,
-                              .nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? &inv_scale : NULL,
+                              .nope_inv_scale = quant && !per_token ? &inv_scale : NULL,
+                              .slot_scale = per_token ? slot_scale : NULL, .n_slot_scale = per_token ? NB * BS : 0,
                               .out_nope = out_nope, .out_rope = out_rope};
     assert_int_equal(kvc_mla_write(&p), KVC_OK);
-    int64_t c0n = 32 / (int64_t)es;
+    const int64_t c0n = 32 / (int64_t)es, c0r = 32 / (int64_t)rs;
+    const float qmax = nope_dt == KVC_DTYPE_I8 ? 127.0f : 448.0f;
     for (int t = 0; t < T; t++) {
         const float *row = kv + t * (DC + DR);
+        float inv_t = inv_scale;
+        if (per_token && slots[t] >= 0) { /* the token's scale: amax over latent and rope outputs / qmax */
+            float amax = 0.0f;
+            for (int i = 0; i < DC; i++) amax = fmaxf(amax, fabsf(out_nope[t * DC + i]));
+            for (int i = 0; i < DR; i++) amax = fmaxf(amax, fabsf(out_rope[t * DR + i]));
+            assert_true(slot_scale[slots[t]] == amax / qmax);
+            inv_t = qmax / amax;
+        }
         double ss = 0;
         for (int i = 0; i < DC; i++) ss += (double)row[i] * row[i];
         double inv = 1.0 / sqrt(ss / DC + 1e-6);
@@ -251,14 +276,8 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
             int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
-            if (nope_dt == KVC_DTYPE_F8E4M3) {
-                assert_int_equal(((uint8_t *)nope)[a], kvc_f32_to_fp8_e4m3(out_nope[t * DC + i] * inv_scale));
-            } else if (nope_dt == KVC_DTYPE_I8) {
-                int8_t q = ((int8_t *)nope)[a];
-                assert_true(fabs(q / inv_scale - want) <= 0.5 / inv_scale + 1e-6 || q == 127 || q == -128);
-            } else {
-                assert_float_equal(kvc_bf16_to_f32(((uint16_t *)nope)[a]), want, fabs(want) * 0.008 + 1e-6);
-            }
+            if (quant) check_quant_elem(nope, nope_dt, a, out_nope[t * DC + i], inv_t);
+            else assert_float_equal(kvc_bf16_to_f32(((uint16_t *)nope)[a]), want, fabs(want) * 0.008 + 1e-6);
         }
         for (int i = 0; i < DR; i++) {
             int k = i % (DR / 2);
@@ -267,14 +286,33 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
             assert_float_equal(out_rope[t * DR + i], want, 1e-6);
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
-            int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, 16) : slots[t] * DR + i;
-            assert_float_equal(kvc_bf16_to_f32(rope[a]), want, fabs(want) * 0.008 + 1e-6);
+            int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, c0r) : slots[t] * DR + i;
+            if (quant) check_quant_elem(rope, rope_dt, a, out_rope[t * DR + i], inv_t);
+            else assert_float_equal(kvc_bf16_to_f32(((uint16_t *)rope)[a]), want, fabs(want) * 0.008 + 1e-6);
         }
     }
-    /* misuse: int8 cache without scale; bad slot */
-    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? NULL : &inv_scale;
+    if (per_token) assert_true(slot_scale[0] == -1.0f); /* slots not written keep their scale */
+    /* misuse: a quantised cache without a scale or with both kinds, a float cache with one; bad slot */
+    p.nope_inv_scale = quant && !per_token ? NULL : &inv_scale;
     assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
-    p.nope_inv_scale = nope_dt == KVC_DTYPE_I8 || nope_dt == KVC_DTYPE_F8E4M3 ? &inv_scale : NULL;
+    p.nope_inv_scale = quant && !per_token ? &inv_scale : NULL;
+    if (quant) { /* a float rope cache beside a quantised latent: one scale could not cover both */
+        kvc_tensor fr = tensor4(rope, KVC_DTYPE_BF16, NB, BS, 1, DR);
+        p.rope_cache = &fr;
+        assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "rope cache"));
+        p.rope_cache = &cr;
+    }
+    if (per_token) {
+        p.n_slot_scale = NB * BS - 1;
+        assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "slot_scale"));
+        p.n_slot_scale = NB * BS;
+        kv[5] = NAN;
+        assert_int_equal(kvc_mla_write(&p), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "token 0, channel 5"));
+        kv[5] = 0.0f;
+    }
     slots[0] = NB * BS;
     assert_int_equal(kvc_mla_write(&p), KVC_ERANGE);
     free(kv);
@@ -282,10 +320,12 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt)
     free(rope);
 }
 
-static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_BF16); }
-static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_BF16); }
-static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_F8E4M3); }
-static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_I8); }
+static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_BF16, false); }
+static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_BF16, false); }
+static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_F8E4M3, false); }
+static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_I8, false); }
+static void test_mla_write_token_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_I8, true); }
+static void test_mla_write_token_fp8_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_F8E4M3, true); }
 
 static void test_quantized_write(void **state)
 {
@@ -379,7 +419,10 @@ int main(void)
         cmocka_unit_test(test_slot_scatter_bnnbsd),  cmocka_unit_test(test_nz_index_examples),
         cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
         cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
-        cmocka_unit_test(test_mla_write_nz_int8),    cmocka_unit_test(test_quantized_write),
+        cmocka_unit_test(test_mla_write_nz_int8),
+        cmocka_unit_test(test_mla_write_token_int8),
+        cmocka_unit_test(test_mla_write_token_fp8_nz),
+        cmocka_unit_test(test_quantized_write),
         cmocka_unit_test(test_slot_duplicates),      cmocka_unit_test(test_fp8_write),
         cmocka_unit_test(test_mla_write_fp8),        cmocka_unit_test(test_contiguous_quant),
     };

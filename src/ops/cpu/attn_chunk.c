@@ -56,6 +56,7 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
     cx->cmk = chan_map(pb->bs, pb->c0k);
     cx->cmv = chan_map(pb->bs, pb->c0v);
     cx->cmr = chan_map(pb->bs, pb->c0r);
+    cx->prefetch = !pb->c0k && !pb->c0v;
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
     if (pb->paged)
@@ -124,8 +125,12 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
         if (pb->Dr) {
             const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
+            /* a quantised rope part takes the key's scale: folded here when constant along the keys */
+            const float rs = pb->rope_quant && chan
+                                 ? kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, 0, pb->D))
+                                 : 1.0f;
             for (int64_t d = 0; d < pb->Dr; d++)
-                q[cx->D8 + d] = scale * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d);
+                q[cx->D8 + d] = scale * (rs * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d));
             for (int64_t d = pb->Dr; d < cx->Dr8; d++) q[cx->D8 + d] = 0.0f;
         }
         s->qsum[r] = qsum;
@@ -153,85 +158,83 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
     }
 }
 
-/* Prefetch of the rows at idx[0..n) (es-byte elements, dim per head, hs
- * between heads) spread over the item's ng head calls, so that the
- * requests overlap the arithmetic of the current tile.
- * Token-major rows: the whole token rows (all the item's heads) in address
- * order, a share of about 1/ng per head call. Prefetching head g's own rows
- * instead would put them all into the few L1 sets of one head's offset (a
- * head's rows are a token row apart) and evict the rows being computed; on
- * this CPU every prefetch hint fills L1 (measured: multi-head decode 15-23 %
- * faster cold). The share is walked by a cursor, without divisions per
- * call (three 64-bit divisions per head call cost about a tenth of 4:1
- * decode). Head-major rows: head g's rows in the call for head g, rows
- * adjacent in memory (consecutive keys of one block) taken as one run, so
- * that a direct kernel spreads it like a token-major share (measured cold
- * on paged [NB, Nkv, bs, D], against one burst per row and no prefetch for
- * f16 rows of one query head: f16 one row per head 1.35-1.45x faster, 4
- * rows per head 1.2x, int8 one row per head 1.15-1.2x). NZ rows are
- * scattered over column tiles that the hardware prefetcher follows: none. */
-typedef struct prefetch_walk {
-    const char *base;
-    const int64_t *idx;
-    int64_t es, dim, hs, n;
-    int64_t lines, share; /* token-major: lines per token row, lines per head call */
-    int64_t t, o, left;   /* token-major cursor: token, line in its row, lines left */
-    bool token_major, off;
-} prefetch_walk;
+/* Software prefetch (docs/bench-attention.md, "Decode design"). A chunk is
+ * computed in units: the keys of one sub-range (KVC_SUB keys at absolute
+ * multiples of KVC_SUB) times one KV head of the item, first the scores of
+ * every unit (sub-ranges in order, heads in order inside each), then the
+ * values of every unit in the same order. While a unit computes, the rows
+ * of the unit computed next are prefetched (pf_share says where to), spread
+ * over the unit's kernel calls and inside them over their inner steps: the
+ * next head's rows of the sub-range, then the next sub-range's first head;
+ * after the last key unit the first value unit, after the last value unit
+ * the next chunk's first key unit. On token-major rows (all heads of a
+ * token adjacent) a unit reads one head's 256-512 bytes of every token row
+ * while the prefetches keep the other heads' rows on their way, so every
+ * byte of a token row is still read once per pass. NZ rows (column tiles)
+ * are not prefetched. */
+typedef struct chunk_rows {
+    int64_t p0;             /* first key tile of the chunk (j0 rounded down to 8) */
+    int64_t ki[KVC_CHUNK];  /* key p0 + t: element index of channel 0 of the item's first head in K (clamped to [j0, j1)) */
+    int64_t vi[KVC_CHUNK];  /* the same in V */
+    int64_t nb, nn;         /* the next chunk's first key unit: keys [nb, nb + nn) (nn 0: none) */
+    int64_t ni[KVC_SUB];    /* their K indices */
+} chunk_rows;
 
-static prefetch_walk prefetch_start(const kvc_cpu_ctx *cx, const char *base, int64_t es, int64_t dim, int64_t hs,
-                                    int64_t c0, const int64_t *idx, int64_t n, int64_t ng)
+static int64_t sub_end(int64_t a, int64_t j1) { return kvci_min64(j1, (a / KVC_SUB + 1) * KVC_SUB); }
+
+static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                            chunk_rows *cr)
 {
-    prefetch_walk w = {base, idx, es, dim, hs, n, 0, 0, 0, 0, 0, cx->token_major, c0 != 0 || n <= 0};
-    if (w.token_major) {
-        w.lines = ((ng - 1) * hs * es + dim * es + 63) / 64;
-        w.left = n * w.lines;
-        w.share = (w.left + ng - 1) / ng;
+    const kvc_attn_problem *pb = cx->pb;
+    cr->p0 = j0 & ~(int64_t)7;
+    for (int64_t jt = cr->p0; jt < j1; jt += 8) {
+        key_indices(cx, it, jt, 8, j0, j1, pb->D, pb->c0k, cr->ki + (jt - cr->p0));
+        key_indices(cx, it, jt, 8, j0, j1, pb->Dv, pb->c0v, cr->vi + (jt - cr->p0));
     }
-    return w;
+    cr->nb = cb + KVC_CHUNK;
+    cr->nn = cx->prefetch && cr->nb < it->hi ? kvci_min64(KVC_SUB, it->hi - cr->nb) : 0;
+    for (int64_t jt = cr->nb; jt < cr->nb + cr->nn; jt += 8)
+        key_indices(cx, it, jt, 8, cr->nb, cr->nb + cr->nn, pb->D, pb->c0k, cr->ni + (jt - cr->nb));
 }
 
-/* The share of head call g. Its first contiguous run goes into *defer (a
- * direct kernel spreads it over its steps) when defer is not NULL; the
- * rest is requested now. Always inlined: as an outlined function gcc finds
- * it free of side effects and drops the calls. */
-__attribute__((always_inline)) static inline void prefetch_step(prefetch_walk *w, int64_t g, kvc_pf_run *defer)
+/* Row addresses of the unit computed after (keys [a, e), head gl) of pass
+ * `pass` (0 scores, 1 values) into pr; returns their number and sets
+ * *lines to the 64-byte lines of each row. */
+static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
+                              int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines)
 {
-    if (w->off) return;
-    if (!w->token_major) {
-        for (int64_t t = 0, u; t < w->n; t = u) {
-            for (u = t + 1; u < w->n && w->idx[u] == w->idx[u - 1] + w->dim;) u++; /* rows t..u-1 adjacent */
-            const uintptr_t a = (uintptr_t)(w->base + w->es * (w->idx[t] + g * w->hs));
-            const char *r = (const char *)(a & ~(uintptr_t)63);
-            const int64_t lines = ((int64_t)(a & 63) + (u - t) * w->dim * w->es + 63) / 64;
-            if (defer && defer->n == 0) defer->p = r, defer->n = lines;
-            else
-                for (int64_t i = 0; i < lines; i++) __builtin_prefetch(r + 64 * i);
+    if (!cx->prefetch) return 0;
+    const kvc_attn_problem *pb = cx->pb;
+    int64_t na = a, ne = e, ng = gl + 1, off = cr->p0;
+    const int64_t *idx = NULL;
+    if (ng == it->ng) {
+        ng = 0, na = e, ne = sub_end(e, j1);
+        if (na >= j1) {
+            if (pass == 0) pass = 1, na = j0, ne = sub_end(j0, j1);
+            else pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
         }
-        return;
     }
-    for (int64_t q = w->share < w->left ? w->share : w->left; q > 0;) {
-        const int64_t run = q < w->lines - w->o ? q : w->lines - w->o;
-        const char *r = w->base + w->es * w->idx[w->t] + 64 * w->o;
-        if (defer && defer->n == 0) defer->p = r, defer->n = run;
-        else
-            for (int64_t i = 0; i < run; i++) __builtin_prefetch(r + 64 * i);
-        q -= run, w->left -= run, w->o += run;
-        if (w->o == w->lines) w->o = 0, w->t++;
-    }
+    const kvc_attention_params *p = pb->p;
+    const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
+    const int64_t hs = kvci_attn_kv_head_stride(pb, dim);
+    const char *base = pass ? p->v.data : p->k.data;
+    if (!idx) idx = pass ? cr->vi : cr->ki;
+    *lines = (int)((dim * es + 63) / 64);
+    for (int64_t j = na; j < ne; j++) pr[j - na] = base + es * (idx[j - off] + ng * hs);
+    return ne - na;
 }
 
-/* Whether an item with RG rows per KV head prefetches its K/V rows of
- * es-byte elements. Token-major rows: when a prefetched 64-byte line feeds
- * at least 64 multiply-adds (RG * 64 / es); below that the prefetch
- * instructions, one per line, cost more than the hardware prefetcher,
- * which follows whole token rows in address order, leaves to gain.
- * Measured cold, one row per head: f16 and f32 up to 20 % faster without,
- * int8 5-14 % faster with; 4 rows per head, f16: 22-34 % faster with.
- * Head-major rows always: an item reads one head's run per block and
- * jumps between blocks (measured cold, one f16 row per head: about 1.2x
- * faster with, even as one burst per row). */
-static bool prefetches(const kvc_cpu_ctx *cx, int64_t RG, int64_t es) { return !cx->token_major || RG * 64 / es >= 64; }
+/* Call c's share of a unit's prefetch rows pr[0..n) over `calls` calls.
+ * Items of several rows per KV head prefetch into L1, those of one row
+ * (multi-head attention: one multiply-add per element) into L2; measured
+ * cold, batch 8 at 4k, calls alternating: GQA 4 f16 10-15 % faster with
+ * prefetcht0 than with prefetcht2, GQA 1 f16 7-8 % slower. */
+static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t calls, int64_t c, int64_t RG)
+{
+    const int64_t per = kvci_cdiv(n, calls), r0 = kvci_min64(n, c * per);
+    kvc_pf_run run = {pr + r0, kvci_min64(per, n - r0), lines, 0, RG > 1};
+    return run;
+}
 
 /* Key scores fixed for int8 K: per-token scale kA and offset kO, per-channel offset term cst. */
 static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t jt, int64_t j1, float *sc,
@@ -255,9 +258,9 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
         }
 }
 
-/* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8). */
+/* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8), unit by unit. */
 static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                   kvc_cpu_scratch *s)
+                   const chunk_rows *cr, kvc_cpu_scratch *s)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
@@ -265,32 +268,37 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
     const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     const char *kd = p->k.data, *rd = p->k_rope.data;
-    int64_t ki[KVC_QK_KEYS], ri[KVC_QK_KEYS], pi[KVC_QK_KEYS]; /* key, rope and prefetched key indices */
-    for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) {
-        const bool pf = prefetches(cx, RG, cx->kes) && jt + KVC_PREFETCH < j1;
-        key_indices(cx, it, jt, K, j0, j1, pb->D, pb->c0k, ki);
-        if (pf) key_indices(cx, it, jt + KVC_PREFETCH, K, j0, j1, pb->D, pb->c0k, pi);
-        if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
-        prefetch_walk pw = prefetch_start(cx, kd, cx->kes, pb->D, hk, pb->c0k, pi, pf ? K : 0, it->ng);
-        for (int64_t gl = 0; gl < it->ng; gl++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
-            kvc_pf_run run = {NULL, 0};
-            prefetch_step(&pw, gl, direct ? &run : NULL);
-            float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
-            if (direct) {
-                const void *kp[KVC_QK_KEYS];
-                for (int64_t t = 0; t < K; t++) kp[t] = kd + cx->kes * (ki[t] + gl * hk);
-                cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK, run);
-                continue;
+    const char *pr[KVC_SUB];
+    int64_t ri[KVC_QK_KEYS]; /* rope key indices */
+    for (int64_t a = j0, e; a < j1; a = e) {
+        e = sub_end(a, j1);
+        const int64_t t0 = a & ~(int64_t)7, calls = kvci_cdiv(e - t0, K);
+        for (int64_t gl = 0; gl < it->ng; gl++) {
+            int lines = 0;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 0, pr, &lines);
+            for (int64_t jt = t0, c = 0; jt < e; jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
+                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                const int64_t *ki = cr->ki + (jt - cr->p0);
+                float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
+                if (direct) {
+                    const void *kp[KVC_QK_KEYS];
+                    for (int64_t t = 0; t < K; t++) kp[t] = kd + cx->kes * (ki[t] + gl * hk);
+                    cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK, run);
+                    continue;
+                }
+                if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
+                for (int64_t t = 0; t < K; t++) {
+                    float *dst = s->kt + t * Dq8;
+                    cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
+                    if (pb->Dr) cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
+                }
+                kvci_pf_rest(&run);
+                cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
             }
-            for (int64_t t = 0; t < K; t++) {
-                float *dst = s->kt + t * Dq8;
-                cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
-                if (pb->Dr) cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
-            }
-            cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
         }
-        if (pb->kv_quant && (kvci_qidx_per_key(pb->kq) || pb->k_has_off)) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
     }
+    if (pb->kv_quant && (kvci_qidx_per_key(pb->kq) || pb->k_has_off))
+        for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
 }
 
 static void record_clear(float *rr, int64_t Dv8, float m, float l)
@@ -357,41 +365,41 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
     }
 }
 
-/* Pass 2: rec acc += weights x values over keys [j0, j1), a tile of value rows at a time. */
+/* Pass 2: rec acc += weights x values over keys [j0, j1), unit by unit, up to KVC_VTILE value rows per call. */
 static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                   kvc_cpu_scratch *s, float *rec)
+                   const chunk_rows *cr, kvc_cpu_scratch *s, float *rec)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
     const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
-    /* 8 value rows per call when an item holds several heads: one head's rows of
-     * consecutive tokens sit a token row apart (2 KiB for 8 heads of 128 f16),
-     * so 32 of them fall into the same few L1 sets and evict each other. */
-    const int64_t vt = it->ng > 1 ? 8 : KVC_VTILE, hv = kvci_attn_kv_head_stride(pb, pb->Dv);
+    const int64_t hv = kvci_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
-    int64_t vi[KVC_VTILE], pi[KVC_VTILE]; /* value indices of this tile and of the prefetched one */
+    const char *pr[KVC_SUB];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
-    for (int64_t jv = j0; jv < j1; jv += vt) {
-        const int nk = (int)kvci_min64(vt, j1 - jv);
-        const int64_t np = prefetches(cx, RG, cx->ves) ? kvci_min64(vt, j1 - jv - KVC_PREFETCH) : 0; /* keys to prefetch */
-        key_indices(cx, it, jv, nk, j0, j1, pb->Dv, pb->c0v, vi);
-        if (np > 0) key_indices(cx, it, jv + KVC_PREFETCH, np, j0, j1, pb->Dv, pb->c0v, pi);
-        prefetch_walk pw = prefetch_start(cx, vd, cx->ves, pb->Dv, hv, pb->c0v, pi, np, it->ng);
+    for (int64_t a = j0, e; a < j1; a = e) {
+        e = sub_end(a, j1);
+        const int64_t calls = kvci_cdiv(e - a, KVC_VTILE);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            kvc_pf_run run = {NULL, 0};
-            prefetch_step(&pw, gl, direct ? &run : NULL);
-            const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
-            float *acc = rec + gl * RG * RS + KVC_REC_HDR;
-            if (direct) {
-                const void *vp[KVC_VTILE];
-                for (int t = 0; t < nk; t++) vp[t] = vd + cx->ves * (vi[t] + gl * hv);
-                cx->simd->pv_direct[cx->vslot](vp, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS, run);
-                continue;
+            int lines = 0;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 1, pr, &lines);
+            for (int64_t jv = a, c = 0; jv < e; jv += KVC_VTILE, c++) {
+                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                const int nk = (int)kvci_min64(KVC_VTILE, e - jv);
+                const int64_t *vi = cr->vi + (jv - cr->p0);
+                const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
+                float *acc = rec + gl * RG * RS + KVC_REC_HDR;
+                if (direct) {
+                    const void *vp[KVC_VTILE];
+                    for (int t = 0; t < nk; t++) vp[t] = vd + cx->ves * (vi[t] + gl * hv);
+                    cx->simd->pv_direct[cx->vslot](vp, nk, w, KVC_CHUNK, (int)RG, pb->Dv, acc, RS, run);
+                    continue;
+                }
+                for (int t = 0; t < nk; t++)
+                    cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
+                kvci_pf_rest(&run);
+                cx->simd->pv(s->vt, Dv8, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
             }
-            for (int t = 0; t < nk; t++)
-                cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
-            cx->simd->pv(s->vt, Dv8, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
         }
     }
 }
@@ -400,7 +408,9 @@ void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kv
 {
     const int64_t R = it->ng * cx->pb->G * it->ni, cb = c * KVC_CHUNK;
     const int64_t j0 = kvci_max64(cb, it->lo), j1 = kvci_min64(cb + KVC_CHUNK, it->hi);
-    scores(cx, it, cb, j0, j1, s);
+    chunk_rows cr;
+    chunk_rows_fill(cx, it, cb, j0, j1, &cr);
+    scores(cx, it, cb, j0, j1, &cr, s);
     for (int64_t r = 0; r < R; r++) row_softmax(cx, it, r, cb, j0, j1, s, rec + r * cx->RS);
-    values(cx, it, cb, j0, j1, s, rec);
+    values(cx, it, cb, j0, j1, &cr, s, rec);
 }

@@ -53,13 +53,34 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
  * arithmetic of qk / pv on the converted tile, so either form may serve any
- * row. pf: a run of cache lines to prefetch, spread over the call's inner
- * steps (one line per step, the rest at the end).
+ * row. pf: rows to prefetch, spread over the call's inner steps (two lines
+ * per step, the rest at the end).
  * NULL in tables without them. */
 typedef struct kvc_pf_run {
-    const char *p; /* first line */
-    int64_t n;     /* lines, 64 bytes apart */
+    const char *const *row; /* rows to prefetch, in order */
+    int64_t n;              /* rows left */
+    int lines;              /* 64-byte lines per row */
+    int at;                 /* next line of *row */
+    bool l1;                /* into L1 (prefetcht0), else into L2 (prefetcht2) */
 } kvc_pf_run;
+
+/* Prefetches the run's next line; false when the run is done. */
+__attribute__((always_inline)) static inline bool kvci_pf_line(kvc_pf_run *r)
+{
+    if (r->n <= 0) return false;
+    if (r->l1) __builtin_prefetch(*r->row + 64 * r->at, 0, 3);
+    else __builtin_prefetch(*r->row + 64 * r->at, 0, 1);
+    if (++r->at == r->lines) r->at = 0, r->row++, r->n--;
+    return true;
+}
+
+/* The lines the run has left. */
+static inline void kvci_pf_rest(kvc_pf_run *r)
+{
+    while (kvci_pf_line(r)) {
+    }
+}
+
 typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
                                  float *out, int64_t ostride, kvc_pf_run pf);
 typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,

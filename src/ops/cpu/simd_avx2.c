@@ -30,9 +30,9 @@ KVC_AVX2_CVT(bf16, ld_bf16, KVC_DTYPE_BF16)
 KVC_AVX2_CVT(i8, ld_i8, KVC_DTYPE_I8)
 
 /* Lane i < 4 of the result = sum of a_i by the same tree as reduce8. */
-INL __m128 reduce4(const __m256 *a)
+INL __m128 reduce4_sums(const __m256 *a)
 {
-    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 t0 = reduce4(a);
     return _mm_add_ps(_mm256_castps256_ps128(t0), _mm256_extractf128_ps(t0, 1));
 }
 
@@ -104,7 +104,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         float o[12];                                                                                                \
         qk_acc_##NAME(k, ks, q, qs, dim, 4, 3, a, pf);                                                              \
         _mm256_storeu_ps(o, reduce8(a));                                                                            \
-        _mm_storeu_ps(o + 8, reduce4(a + 8));                                                                       \
+        _mm_storeu_ps(o + 8, reduce4_sums(a + 8));                                                                       \
         for (int x = 0; x < 12; x++) out[x / 3 * os + x % 3] = o[x];                                                \
     }                                                                                                               \
     /* 4 rows x keys t, t + 1: each row's pair of scores stored as one 64-bit store */                              \
@@ -217,14 +217,14 @@ KVC_AVX2_KERNELS(tile, TILE_K, TILE_ROW, ld_f32, const float *)
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
                    int64_t os)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
 }
 
 TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
                    int64_t as)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
 }
 
@@ -247,13 +247,13 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
                                      float *out, int64_t os, kvc_pf_run pf)                                         \
     {                                                                                                               \
         qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }                                                                                                               \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
                                      int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
     {                                                                                                               \
         pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)

@@ -5,10 +5,13 @@
  *   8-15, the query's 8 channels in both halves), so every lane
  *   accumulates exactly the products the AVX2 kernel's lane does, in the
  *   same order, and each key's 8 lanes go through the same reduction tree
- *   (reduce8). With 32 registers, 4 query rows x 8 keys (16 accumulators)
- *   are computed in one pass over the channels, each key loaded once.
+ *   (reduce8). With 32 registers, up to 4 query rows x 8 keys (16
+ *   accumulators) are computed in one pass over the channels, and 5-8 rows
+ *   (GQA 8 decode) in two passes of 4 keys: each key is converted once for
+ *   all rows of its KV head.
  * - pv computes acc += w * v per channel in increasing key order, skipping
  *   zero weights: the same per-element operations at any vector width;
+ *   up to 8 rows share each converted value vector;
  *   16 channels per zmm, a tail of 8 through masked loads and stores
  *   (masked lanes are not read, so no byte past a row is touched).
  * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
@@ -56,6 +59,17 @@ INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
 
+/* reduce4 of the 4 keys held by two pair accumulators (keys 2p in lanes 0-7, 2p + 1 in lanes 8-15) */
+INL __m256 pairs_tree4(const __m512 *a)
+{
+    __m256 h[4];
+    for (int p = 0; p < 2; p++) {
+        h[2 * p] = _mm512_castps512_ps256(a[p]);
+        h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[p]), 1));
+    }
+    return reduce4(h);
+}
+
 /* Whether any weight w[r * ws + t], r < nr, t < nk, is 0. */
 INL int any_zero(const float *w, int64_t ws, int nk, int nr)
 {
@@ -86,58 +100,91 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
                 for (int p = 0; p < 4; p++) a[r * 4 + p] = _mm512_fmadd_ps(qv, kv[p], a[r * 4 + p]);                \
             }                                                                                                       \
         }                                                                                                           \
-        for (int r = 0; r < NR; r++) {                                                                              \
-            __m256 h[8];                                                                                            \
-            for (int p = 0; p < 4; p++) {                                                                           \
-                h[2 * p] = _mm512_castps512_ps256(a[r * 4 + p]);                                                    \
-                h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[r * 4 + p]), 1));         \
+        for (int r = 0; r < NR; r++)                                                                                \
+            _mm256_storeu_ps(out + r * os, reduce_join(pairs_tree4(a + r * 4), pairs_tree4(a + r * 4 + 2)));        \
+    }                                                                                                               \
+    /* 4 < NR <= 8 rows x 8 keys in two halves of 4 keys (a[r * 2 + p]: keys                                        \
+     * 4 h + 2 p, 4 h + 2 p + 1): each key converted once for all rows; the                                         \
+     * halves' trees (reduce4) are joined as reduce8 joins them */                                                  \
+    INL void qk_block8_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,      \
+                              int64_t os, kvc_pf_run *pf)                                                           \
+    {                                                                                                               \
+        __m256 t[2][8];                                                                                             \
+        for (int hh = 0; hh < 2; hh++) {                                                                            \
+            __m512 a[16];                                                                                           \
+            const void *kr[4];                                                                                      \
+            for (int u = 0; u < 4; u++) kr[u] = ROW(k, 4 * hh + u, ks);                                             \
+            for (int x = 0; x < NR * 2; x++) a[x] = _mm512_setzero_ps();                                            \
+            for (int64_t d = 0; d < dim; d += 8) {                                                                  \
+                pf_step(pf);                                                                                        \
+                const __m512 k0 = PAIR(kr[0], kr[1], d), k1 = PAIR(kr[2], kr[3], d);                                \
+                for (int r = 0; r < NR; r++) {                                                                      \
+                    const __m512 qv = q_both(q + r * qs + d);                                                       \
+                    a[r * 2] = _mm512_fmadd_ps(qv, k0, a[r * 2]);                                                   \
+                    a[r * 2 + 1] = _mm512_fmadd_ps(qv, k1, a[r * 2 + 1]);                                           \
+                }                                                                                                   \
             }                                                                                                       \
-            _mm256_storeu_ps(out + r * os, reduce8(h));                                                             \
+            for (int r = 0; r < NR; r++) t[hh][r] = pairs_tree4(a + r * 2);                                         \
         }                                                                                                           \
+        for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * os, reduce_join(t[0][r], t[1][r]));                 \
     }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
                             int64_t os, kvc_pf_run *pf)                                                             \
     {                                                                                                               \
-        for (int r = 0; r < nr; r += 4) { /* NR a constant in each call: the accumulators stay in registers */      \
-            switch (nr - r) {                                                                                       \
+        for (int r = 0, n; r < nr; r += n) { /* NR a constant in each call: the accumulators stay in registers */   \
+            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            switch (n) {                                                                                            \
             case 1: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, out + r * os, os, pf); break;                    \
             case 2: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 2, out + r * os, os, pf); break;                    \
             case 3: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 3, out + r * os, os, pf); break;                    \
-            default: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                   \
+            case 4: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                    \
+            case 5: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 5, out + r * os, os, pf); break;                   \
+            case 6: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 6, out + r * os, os, pf); break;                   \
+            case 7: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 7, out + r * os, os, pf); break;                   \
+            default: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 8, out + r * os, os, pf); break;                  \
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
-    /* NR rows x W vectors of 16 channels from d (masks m[x]); DENSE (a                                             \
-     * constant): no weight is 0, otherwise zero-weight pairs are skipped */                                        \
-    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, const __mmask16 *m, int nk, const float *w, int64_t ws,  \
+    /* NR rows x W vectors of 16 channels from d, the last one under mask mt                                        \
+     * (8 or 16 channels); DENSE (a constant): no weight is 0, otherwise                                            \
+     * zero-weight pairs are skipped. Per key: the W value vectors, then one                                        \
+     * weight broadcast per row (NR * W + W + 1 registers: no accumulator spills;                                   \
+     * an array of per-vector masks made gcc keep the accumulators on the stack). */                                \
+    INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, __mmask16 mt, int nk, const float *w, int64_t ws,       \
                              int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                      \
     {                                                                                                               \
         __m512 a[24];                                                                                               \
-        for (int r = 0; r < NR; r++)                                                                                \
-            for (int x = 0; x < W; x++) a[r * W + x] = _mm512_maskz_loadu_ps(m[x], acc + r * as + d + 16 * x);     \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            for (int x = 0; x + 1 < W; x++) a[r * W + x] = _mm512_loadu_ps(acc + r * as + d + 16 * x);              \
+            a[r * W + W - 1] = _mm512_maskz_loadu_ps(mt, acc + r * as + d + 16 * (W - 1));                          \
+        }                                                                                                           \
         for (int t = 0; t < nk; t++) {                                                                              \
             const ET *vr = (const ET *)ROW(v, t, vs) + d;                                                           \
             pf_step(pf);                                                                                            \
-            for (int x = 0; x < W; x++) {                                                                           \
-                const __m512 vx = VEC(vr + 16 * x, m[x]);                                                           \
-                for (int r = 0; r < NR; r++)                                                                        \
-                    if (DENSE || w[r * ws + t] != 0.0f)                                                             \
-                        a[r * W + x] = _mm512_fmadd_ps(_mm512_set1_ps(w[r * ws + t]), vx, a[r * W + x]);            \
+            __m512 vx[8];                                                                                           \
+            for (int x = 0; x + 1 < W; x++) vx[x] = VEC(vr + 16 * x, (__mmask16)0xFFFF);                            \
+            vx[W - 1] = VEC(vr + 16 * (W - 1), mt);                                                                 \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                if (!DENSE && w[r * ws + t] == 0.0f) continue;                                                      \
+                const __m512 wr = _mm512_set1_ps(w[r * ws + t]);                                                    \
+                for (int x = 0; x < W; x++) a[r * W + x] = _mm512_fmadd_ps(wr, vx[x], a[r * W + x]);                \
             }                                                                                                       \
         }                                                                                                           \
-        for (int r = 0; r < NR; r++)                                                                                \
-            for (int x = 0; x < W; x++) _mm512_mask_storeu_ps(acc + r * as + d + 16 * x, m[x], a[r * W + x]);       \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            for (int x = 0; x + 1 < W; x++) _mm512_storeu_ps(acc + r * as + d + 16 * x, a[r * W + x]);              \
+            _mm512_mask_storeu_ps(acc + r * as + d + 16 * (W - 1), mt, a[r * W + W - 1]);                           \
+        }                                                                                                           \
     }                                                                                                               \
-    /* NR <= 4 rows over all channels, up to 24 / NR (at most 8) vectors at a time */                               \
+    /* NR <= 8 rows over all channels, W vectors at a time: at most 29 / (NR + 1)                                   \
+     * (NR * W accumulators, W values, a weight), spread evenly over the passes */                                  \
     INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
                              float *acc, int64_t as, kvc_pf_run *pf)                                                \
     {                                                                                                               \
-        const int dense = !any_zero(w, ws, nk, NR), WMAX = NR == 4 ? 4 : NR == 3 ? 6 : 8;                           \
+        const int dense = !any_zero(w, ws, nk, NR), WMAX = 29 / (NR + 1) > 8 ? 8 : 29 / (NR + 1);                   \
         for (int64_t d = 0; d < dim;) {                                                                             \
-            const int64_t nv = (dim - d + 15) / 16;                                                                 \
-            const int W = nv > WMAX ? WMAX : (int)nv;                                                               \
-            __mmask16 m[8];                                                                                         \
-            for (int x = 0; x < W; x++) m[x] = dim - d - 16 * x >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;     \
+            const int64_t nv = (dim - d + 15) / 16, passes = (nv + WMAX - 1) / WMAX;                                \
+            const int W = (int)((nv + passes - 1) / passes);                                                        \
+            const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;             \
             switch (W) {                                                                                            \
             PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
             PV_CASE(NAME, 3) PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                             \
@@ -148,22 +195,27 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
                             float *acc, int64_t as, kvc_pf_run *pf)                                                 \
     {                                                                                                               \
-        for (int r = 0; r < nr; r += 4) {                                                                           \
-            switch (nr - r) {                                                                                       \
+        for (int r = 0, n; r < nr; r += n) {                                                                        \
+            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            switch (n) {                                                                                            \
             case 1: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf); break;                \
             case 2: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf); break;                \
             case 3: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 3, dim, acc + r * as, as, pf); break;                \
-            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;               \
+            case 4: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;                \
+            case 5: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 5, dim, acc + r * as, as, pf); break;                \
+            case 6: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 6, dim, acc + r * as, as, pf); break;                \
+            case 7: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 7, dim, acc + r * as, as, pf); break;                \
+            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 8, dim, acc + r * as, as, pf); break;               \
             }                                                                                                       \
         }                                                                                                           \
     }
 
-/* One case of pv_group's switch on W (unreachable for NR * W > 24). */
+/* One case of pv_group's switch on W (unreachable above its WMAX). */
 #define PV_CASE(NAME, W)                                                            \
     case W:                                                                         \
-        if (NR * W > 24) break;                                                     \
-        if (dense) pv_block_##NAME(v, vs, d, m, nk, w, ws, 1, NR, W, acc, as, pf);  \
-        else pv_block_##NAME(v, vs, d, m, nk, w, ws, 0, NR, W, acc, as, pf);        \
+        if (W > 29 / (NR + 1)) break;                                               \
+        if (dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, NR, W, acc, as, pf); \
+        else pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, NR, W, acc, as, pf);       \
         break;
 
 /* f32 tiles */
@@ -172,14 +224,14 @@ KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float)
 
 TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out, int64_t os)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
 }
 
 TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
                    int64_t as)
 {
-    kvc_pf_run none = {NULL, 0};
+    kvc_pf_run none = {NULL, 0, 1, 0, false};
     pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
 }
 
@@ -191,13 +243,13 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
                                      float *out, int64_t os, kvc_pf_run pf)                                         \
     {                                                                                                               \
         qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }                                                                                                               \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
                                      int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
     {                                                                                                               \
         pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        pf_rest(&pf);                                                                                               \
+        kvci_pf_rest(&pf);                                                                                               \
     }
 
 KVC_AVX512_DIRECT(f32, float)

@@ -46,29 +46,21 @@ KVC_X86_INL __m256 ld_i8(const void *p, int64_t i)
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
 }
 
-/* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). */
-KVC_X86_INL __m256 reduce8(const __m256 *a)
+/* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)),
+ * in two steps that may run apart: reduce4 of a[0..3] and of a[4..7], then reduce_join. */
+KVC_X86_INL __m256 reduce4(const __m256 *a) { return _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3])); }
+KVC_X86_INL __m256 reduce_join(__m256 t0, __m256 t1)
 {
-    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
+KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), reduce4(a + 4)); }
 
-/* One line of a direct call's prefetch run per inner step: the requests
+/* Two lines of a direct call's prefetch run per inner step: the requests
  * are spread over the arithmetic instead of issued in one burst before it
- * (a burst fills the L1 miss buffers, and the core waits for them). */
+ * (a burst fills the miss buffers, and the core waits for them). */
 KVC_X86_INL void pf_step(kvc_pf_run *c)
 {
-    if (c->n > 0) {
-        __builtin_prefetch(c->p);
-        c->p += 64, c->n--;
-    }
-}
-
-/* The lines the steps did not reach. */
-KVC_X86_INL void pf_rest(kvc_pf_run *c)
-{
-    for (; c->n > 0; c->n--, c->p += 64) __builtin_prefetch(c->p);
+    if (kvci_pf_line(c)) kvci_pf_line(c);
 }
 
 /* simd_avx2.c */

@@ -38,9 +38,13 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
     if (pb->Dr) {
         const int64_t ri = kvci_attn_q_index(pb, b, q0, i, n, pb->Dr);
         const int64_t ki = kvci_attn_kv_index(pb, b, k0, j, g, pb->Dr, pb->c0r);
+        /* an int8/fp8 rope part is dequantised with its key's scale (per tensor, head or key) */
+        const double rs = pb->rope_quant && pb->kv_quant
+                              ? ((const float *)p->key_scale.data)[kvci_attn_quant_index(pb, pb->kq, b, j, g, 0, pb->D)]
+                              : 1.0;
         for (int64_t d = 0; d < pb->Dr; d++)
             dot += (double)kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
-                   (double)kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(pb, d, pb->c0r));
+                   (rs * kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(pb, d, pb->c0r)));
     }
     return p->scale * dot;
 }

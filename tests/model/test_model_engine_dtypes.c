@@ -1,0 +1,122 @@
+/* int8 and fp8 KV caches through the engine (kvc_engine_params.kv_dtype, the
+ * model adapter): the oracle models' greedy tokens under the engine, with
+ * prompts chunked over several steps and requests batched, equal the
+ * standalone runner's at the same dtype token for token (the forward is
+ * batch-invariant and each token's scale depends on its own keys and values
+ * only). Managed paged caches with their per-slot scale entries and
+ * self-managed contiguous ones; DeepSeek in full form and with latent
+ * caches. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvc_test_util.h"
+#include "kvcache/engine.h"
+#include "kvcache/runner.h"
+
+#define N_REQ 3
+#define NEW   6
+#define BLOCK 4
+
+static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7};
+static const int64_t LENS[N_REQ] = {11, 3, 7};
+
+static void check(kvc_status st, const char *what)
+{
+    if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+/* Greedy tokens [N_REQ, NEW] of the runner (mode, dtype). */
+static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_paged, kvc_dtype dt, int32_t *out)
+{
+    kvc_runner_params p = kvc_runner_default_params();
+    p.mode = mode, p.mla_paged = mla_paged, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
+    kvc_runner *r = NULL;
+    check(kvc_runner_create(m, &p, N_REQ, 11, &r), "runner");
+    check(kvc_runner_generate(r, IDS, LENS, N_REQ, out, NULL, NULL), "generate");
+    kvc_runner_destroy(r);
+}
+
+/* Greedy tokens [N_REQ, NEW] of the engine over the model adapter. */
+static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kvc_dtype dt, int32_t *out)
+{
+    kvc_engine_params ep = kvc_engine_default_params();
+    ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed in */
+    ep.kv_dtype = dt, ep.check = true;
+    const kvc_engine_adapter_params ap = {.self_managed = self_managed, .latent = latent, .block_size = BLOCK};
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL;
+    check(kvc_engine_adapter_create(m, &ap, &ep, &a), "adapter");
+    check(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), "engine");
+    int64_t off = 0;
+    for (int64_t i = 0; i < N_REQ; i++) {
+        kvc_engine_request r = kvc_engine_request_default();
+        r.id = i, r.prompt = IDS + off, r.n_prompt = LENS[i], r.max_new_tokens = NEW;
+        check(kvc_engine_add_request(e, &r), "add_request");
+        off += LENS[i];
+    }
+    int64_t finished = 0;
+    for (int steps = 0; finished < N_REQ; steps++) {
+        assert_true(steps < 200);
+        kvc_engine_step_result res;
+        check(kvc_engine_step(e, &res), "step");
+        finished = 0;
+        for (int64_t i = 0; i < N_REQ; i++) {
+            kvc_engine_request_info info;
+            check(kvc_engine_request_get(e, i, &info), "request_get");
+            finished += info.state == KVC_REQ_FINISHED;
+        }
+    }
+    for (int64_t i = 0; i < N_REQ; i++) {
+        int64_t got = 0;
+        check(kvc_engine_request_output(e, i, out + i * NEW, NEW, &got), "output");
+        assert_int_equal(got, NEW);
+    }
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+}
+
+static void compare(const char *family, kvc_dtype dt)
+{
+    char dir[1024];
+    kvc_test_oracle_dir(family, dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    const bool mla = kvc_model_config_of(m)->family == KVC_FAMILY_DEEPSEEK_V3;
+    int32_t want[N_REQ * NEW], got[N_REQ * NEW];
+    for (int latent = 0; latent <= (mla ? 1 : 0); latent++) {
+        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED, true, dt, want);
+        engine_tokens(m, false, latent, dt, got);
+        if (memcmp(want, got, sizeof want) != 0)
+            fail_msg("%s %s%s managed: engine tokens differ from the runner's", family, kvc_dtype_name(dt),
+                     latent ? " latent" : "");
+        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_CONTIGUOUS, false, dt, want);
+        engine_tokens(m, true, latent, dt, got);
+        if (memcmp(want, got, sizeof want) != 0)
+            fail_msg("%s %s%s self-managed: engine tokens differ from the runner's", family, kvc_dtype_name(dt),
+                     latent ? " latent" : "");
+    }
+    kvc_model_destroy(m);
+}
+
+static void test_qwen3_int8(void **state) { (void)state, compare("qwen3", KVC_DTYPE_I8); }
+static void test_gpt_oss_fp8(void **state) { (void)state, compare("gpt_oss", KVC_DTYPE_F8E4M3); }
+static void test_deepseek_int8(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_I8); }
+static void test_deepseek_fp8_e5m2(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_F8E5M2); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen3_int8),
+        cmocka_unit_test(test_gpt_oss_fp8),
+        cmocka_unit_test(test_deepseek_int8),
+        cmocka_unit_test(test_deepseek_fp8_e5m2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
