@@ -171,7 +171,7 @@ static size_t kv_bytes(const shape *s)
 
 /* Arithmetic work per KV byte of a decode row: every K and V element is
  * multiplied and added (2 flops) once for each of the G query heads that
- * share it. int8 elements cost no flops beyond that: they are converted to
+ * share it. int8 and fp8 elements cost no flops beyond that: they are converted to
  * f32, per-channel key scales are folded into q and value scales applied
  * after the product. The softmax (a few dozen flops per key and head) is
  * left out: under 1/(2 D) of the work. */
@@ -186,6 +186,17 @@ static double pairs(const shape *s)
     double p = 0.0;
     for (int i = 0; i < s->q_len; i++) p += (double)(s->kv_len - s->q_len + i + 1);
     return p * s->batch;
+}
+
+/* One K/V element as the naive loop reads it (1-byte types times the per-tensor scale). */
+static float naive_load(const char *e, kvc_dtype dt, float scale)
+{
+    switch (dt) {
+    case KVC_DTYPE_I8: return scale * (float)*(const int8_t *)e;
+    case KVC_DTYPE_F8E4M3: return scale * kvc_fp8_e4m3_to_f32(*(const uint8_t *)e);
+    case KVC_DTYPE_F16: return kvc_f16_to_f32(*(const uint16_t *)e);
+    default: return kvc_bf16_to_f32(*(const uint16_t *)e);
+    }
 }
 
 /* Naive attention: per head and query, scores then softmax then values,
@@ -207,9 +218,7 @@ static void naive_attention(const kvc_attention_params *p, int bs, float *scratc
                 float s = 0.0f;
                 for (int d = 0; d < D; d++) {
                     const char *k = (const char *)p->k.data + (size_t)(off + d) * es;
-                    const float x = es == 1 ? ks * (float)*(const int8_t *)k
-                                  : p->k.dtype == KVC_DTYPE_F16 ? kvc_f16_to_f32(*(const uint16_t *)k)
-                                                                : kvc_bf16_to_f32(*(const uint16_t *)k);
+                    const float x = naive_load(k, p->k.dtype, ks);
                     s += q[d] * x;
                 }
                 scratch[j] = s * (float)p->scale;
@@ -223,9 +232,7 @@ static void naive_attention(const kvc_attention_params *p, int bs, float *scratc
                 const int64_t off = ((int64_t)tbl[b * W + j / bs] * bs + j % bs) * Nkv * D + (int64_t)(n / G) * D;
                 for (int d = 0; d < D; d++) {
                     const char *v = (const char *)p->v.data + (size_t)(off + d) * es;
-                    const float x = es == 1 ? ks * (float)*(const int8_t *)v
-                                  : p->v.dtype == KVC_DTYPE_F16 ? kvc_f16_to_f32(*(const uint16_t *)v)
-                                                                : kvc_bf16_to_f32(*(const uint16_t *)v);
+                    const float x = naive_load(v, p->v.dtype, ks);
                     o[d] += w * x;
                 }
             }
@@ -247,7 +254,7 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
         const uint32_t h = (uint32_t)((i + seed) * 2654435761u) >> 12;
         const float x = (float)(h & 1023) / 1024.0f - 0.5f;
         p16[i] = dt == KVC_DTYPE_F16 ? kvc_f32_to_f16(x) : kvc_f32_to_bf16(x);
-        p8[i] = (int8_t)((h & 127) - 64);
+        p8[i] = dt == KVC_DTYPE_F8E4M3 ? (int8_t)kvc_f32_to_fp8_e4m3(x) : (int8_t)((h & 127) - 64);
     }
     const size_t runs = (n + PAT - 1) / PAT;
 #pragma omp parallel for schedule(static)
@@ -413,13 +420,13 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     const double peak = peaks[pk_kind];
     char flags[256];
     kvc_limits_cpu_flags(flags, sizeof flags);
-    shape shapes[64];
+    shape shapes[96];
     int n = 0;
-    const kvc_dtype dts[3] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
+    const kvc_dtype dts[4] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
     const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
     const int kvh[3] = {8, 32, 4}; /* GQA 4, 1 and 8 */
     for (int h = 0; h < 3; h++)
-        for (int d = 0; d < 3; d++)
+        for (int d = 0; d < 4; d++)
             for (int i = 0; i < 6; i++)
                 shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], false};
     for (int h = 0; h < 2; h++) /* the same cache in head-major block order */

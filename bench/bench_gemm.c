@@ -139,11 +139,10 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
         printf("gemm: kernel %s, %d threads (OMP_WAIT_POLICY %s), CPU flags: %s\n"
                "C[M,N] = A[M,K] B[N,K]^T; GFLOP/s median of %d samples (%s); ratio = ours / OpenBLAS (%s)\n"
                "%-22s %5s %6s %6s %10s %10s %7s %10s\n",
-               kvci_gemm_active()->name, threads, getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "unset", flags,
-               REPS,
+               kvci_gemm_active()->name, threads, getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "unset",
+               flags, REPS,
                threads == 1 ? "alternating call by call" : "in blocks per side, the other side's threads idle",
-               openblas_get_config(), "layer", "M", "N", "K", "ours",
-               "OpenBLAS", "ratio", "max |diff|");
+               openblas_get_config(), "layer", "M", "N", "K", "ours", "OpenBLAS", "ratio", "max |diff|");
     int rc = 0;
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {

@@ -272,7 +272,9 @@ static void test_gpt_oss_fp8_e5m2_paged(void **s) { (void)s, run_family(GPT_OSS,
 static void test_deepseek_latent_int8_contiguous(void **s) {
     (void)s, run_family(DEEPSEEK, CONTIG, true, KVC_DTYPE_I8, 15);
 }
-static void test_deepseek_latent_fp8_paged(void **s) { (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_F8E4M3, 16); }
+static void test_deepseek_latent_fp8_paged(void **s) {
+    (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_F8E4M3, 16);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {

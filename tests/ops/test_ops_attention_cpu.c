@@ -171,13 +171,13 @@ static void test_avx512_equals_avx2(void **state)
     const kvc_simd_table *t2 = kvci_simd_avx2_table(), *t5 = kvci_simd_avx512_table();
     if (!kvci_simd_cpu_runs(t2) || !kvci_simd_cpu_runs(t5)) skip();
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     const int gs[] = {1, 2, 4, 8};
     uint32_t rs = 0x51d5eedu;
     int runs = 0;
     for (size_t li = 0; li < 3; li++)
         for (int mode = 1; mode <= 4; mode++)
-            for (size_t di = 0; di < 5; di++)
+            for (size_t di = 0; di < 6; di++)
                 for (size_t gi = 0; gi < 4; gi++) {
                     fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
                     fx f;
@@ -202,7 +202,70 @@ static void test_avx512_equals_avx2(void **state)
                     runs++;
                 }
     kvci_simd_override(NULL);
-    assert_int_equal(runs, 3 * 4 * 5 * 4);
+    assert_int_equal(runs, 3 * 4 * 6 * 4);
+}
+
+/* Every fp8 code (both formats, NaN and subnormals included) converts to the
+ * bits of the scalar decoding kvc_fp8_*_to_f32 in every table this CPU runs
+ * (the x86 tables convert in registers through f16). */
+static void test_fp8_rows_exact(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
+    uint8_t row[256];
+    for (int i = 0; i < 256; i++) row[i] = (uint8_t)i;
+    const kvc_chan_map plain = {0, 62, -1};
+    for (int ti = 0; ti < 3; ti++) {
+        if (!kvci_simd_cpu_runs(tables[ti])) continue;
+        for (int f = 0; f < 2; f++) {
+            float got[256];
+            tables[ti]->cvt[kvci_simd_slot(f ? KVC_DTYPE_F8E5M2 : KVC_DTYPE_F8E4M3)](row, plain, 256, got);
+            for (int i = 0; i < 256; i++) {
+                const float want = f ? kvc_fp8_e5m2_to_f32((uint8_t)i) : kvc_fp8_e4m3_to_f32((uint8_t)i);
+                if (memcmp(&got[i], &want, sizeof want) != 0)
+                    fail_msg("%s %s code 0x%02x: %g, want %g", tables[ti]->name, f ? "e5m2" : "e4m3", i, got[i], want);
+            }
+        }
+    }
+}
+
+/* The direct kernels' fp8 conversions: one visible key with zero K and the
+ * 256 codes as its value row gives weight 1, so the output row is the
+ * value row's decoding plus the accumulator's initial +0 (so -0 gives +0),
+ * bit for bit, on every path this CPU runs. */
+static void test_fp8_direct_values_exact(void **state)
+{
+    (void)state;
+    const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
+    enum { D = 256, BS = 16 };
+    static uint8_t k[BS * D], v[BS * D];
+    static float q[D], out[D];
+    for (int i = 0; i < D; i++) v[i] = (uint8_t)i, q[i] = 0.25f;
+    int32_t tbl[1] = {0};
+    int64_t cuq[1] = {1}, kvl[1] = {1};
+    for (int f = 0; f < 2; f++) {
+        const kvc_dtype dt = f ? KVC_DTYPE_F8E5M2 : KVC_DTYPE_F8E4M3;
+        kvc_attention_params p = kvc_attention_default_params();
+        p.layout = KVC_LAYOUT_TND, p.num_heads = 1, p.num_kv_heads = 1, p.scale = 1.0 / 16.0, p.sparse_mode = 3;
+        p.batch = 1, p.q_lens = cuq, p.kv_lens = kvl, p.kv_len_form = KVC_KV_FORM_DIRECT;
+        p.q = (kvc_tensor){.data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {1, 1, D}};
+        p.out = p.q, p.out.data = out;
+        p.k = (kvc_tensor){.data = k, .dtype = dt, .ndim = 3, .shape = {1, BS, D}};
+        p.v = p.k, p.v.data = v;
+        p.kv_storage = KVC_KV_BLOCKS, p.block_size = BS;
+        p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {1, 1}};
+        for (int ti = 0; ti < 3; ti++) {
+            if (!kvci_simd_cpu_runs(tables[ti])) continue;
+            kvci_simd_override(tables[ti]);
+            run_cpu(&p);
+            kvci_simd_override(NULL);
+            for (int i = 0; i < D; i++) {
+                const float want = 0.0f + (f ? kvc_fp8_e5m2_to_f32((uint8_t)i) : kvc_fp8_e4m3_to_f32((uint8_t)i));
+                if (memcmp(&out[i], &want, sizeof want) != 0)
+                    fail_msg("%s %s code 0x%02x: %g, want %g", tables[ti]->name, kvc_dtype_name(dt), i, out[i], want);
+            }
+        }
+    }
 }
 
 /* KVC_SIMD picks the path (tests/CMake runs this file again with KVC_SIMD=portable). */
@@ -584,7 +647,8 @@ int main(void)
         cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
         cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_mla_quant_rope), cmocka_unit_test(test_masked_keys_nan_token_scales),
         cmocka_unit_test(test_avx512_equals_avx2),   cmocka_unit_test(test_simd_environment),
-        cmocka_unit_test(test_threads_query),
+        cmocka_unit_test(test_threads_query),         cmocka_unit_test(test_fp8_rows_exact),
+        cmocka_unit_test(test_fp8_direct_values_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,11 +88,6 @@ typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, i
 
 #define KVC_SIMD_SLOTS 6
 
-/* fp8 rows: exact decoding through the scalar conversions, shared by every
- * table (simd_portable.c). */
-void kvci_simd_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-void kvci_simd_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
-
 typedef struct kvc_simd_table {
     const char *name;
     kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype) */

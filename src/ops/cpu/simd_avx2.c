@@ -28,6 +28,8 @@ KVC_AVX2_CVT(f32, ld_f32, KVC_DTYPE_F32)
 KVC_AVX2_CVT(f16, ld_f16, KVC_DTYPE_F16)
 KVC_AVX2_CVT(bf16, ld_bf16, KVC_DTYPE_BF16)
 KVC_AVX2_CVT(i8, ld_i8, KVC_DTYPE_I8)
+KVC_AVX2_CVT(e4m3, ld_e4m3, KVC_DTYPE_F8E4M3)
+KVC_AVX2_CVT(e5m2, ld_e5m2, KVC_DTYPE_F8E5M2)
 
 /* Lane i < 4 of the result = sum of a_i by the same tree as reduce8. */
 INL __m128 reduce4_sums(const __m256 *a)
@@ -260,6 +262,8 @@ KVC_AVX2_DIRECT(f32, ld_f32, float)
 KVC_AVX2_DIRECT(f16, ld_f16, uint16_t)
 KVC_AVX2_DIRECT(bf16, ld_bf16, uint16_t)
 KVC_AVX2_DIRECT(i8, ld_i8, int8_t)
+KVC_AVX2_DIRECT(e4m3, ld_e4m3, uint8_t)
+KVC_AVX2_DIRECT(e5m2, ld_e5m2, uint8_t)
 #undef KSHIFT
 
 /* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */

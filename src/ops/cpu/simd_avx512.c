@@ -40,12 +40,37 @@ INL __m512 pair_bf16(const void *a, const void *b, int64_t d)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves16(a, b, d)), 16));
 }
-INL __m512 pair_i8(const void *a, const void *b, int64_t d)
+INL __m512 pair_i8(const void *a, const void *b, int64_t d); /* below, with the fp8 pairs */
+
+INL __m128i bytes2(const void *a, const void *b, int64_t d)
 {
-    const __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)((const int8_t *)a + d)),
-                                         _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x));
+    return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)((const int8_t *)a + d)),
+                              _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
 }
+/* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h) */
+INL __m512 signed_qnan16(__m512 f, __mmask16 nan)
+{
+    const __m512i q = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32((int)0x80000000u)),
+                                      _mm512_castps_si512(_mm512_set1_ps(__builtin_nanf(""))));
+    return _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(q));
+}
+INL __m512 e5m2_16(__m128i x)
+{
+    const __m512 f = _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8));
+    return signed_qnan16(f, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
+}
+INL __m512 e4m3_16(__m128i x)
+{
+    const __m256i w = _mm256_cvtepu8_epi16(x);
+    const __m256i h = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(w, 8), _mm256_set1_epi16((short)0x8000)),
+                                      _mm256_and_si256(_mm256_slli_epi16(w, 7), _mm256_set1_epi16(0x3f80)));
+    const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+    return signed_qnan16(f, _mm512_cmp_ps_mask(_mm512_abs_ps(f), _mm512_set1_ps(480.0f), _CMP_EQ_OQ));
+}
+INL __m512 pair_e5m2(const void *a, const void *b, int64_t d) { return e5m2_16(bytes2(a, b, d)); }
+INL __m512 pair_e4m3(const void *a, const void *b, int64_t d) { return e4m3_16(bytes2(a, b, d)); }
+
+INL __m512 pair_i8(const void *a, const void *b, int64_t d) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes2(a, b, d))); }
 
 /* 16 channels (lanes outside mask m read nothing and hold 0). */
 INL __m512 vec_f32(const void *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
@@ -55,6 +80,8 @@ INL __m512 vec_bf16(const void *p, __mmask16 m)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p))); }
+INL __m512 vec_e5m2(const void *p, __mmask16 m) { return e5m2_16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e4m3(const void *p, __mmask16 m) { return e4m3_16(_mm_maskz_loadu_epi8(m, p)); }
 
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
@@ -256,6 +283,8 @@ KVC_AVX512_DIRECT(f32, float)
 KVC_AVX512_DIRECT(f16, uint16_t)
 KVC_AVX512_DIRECT(bf16, uint16_t)
 KVC_AVX512_DIRECT(i8, int8_t)
+KVC_AVX512_DIRECT(e4m3, uint8_t)
+KVC_AVX512_DIRECT(e5m2, uint8_t)
 
 KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl");
 

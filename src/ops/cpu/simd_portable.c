@@ -5,24 +5,20 @@
 #include "ops/cpu/simd.h"
 #include "ops/elem.h"
 
-#define KVC_PORTABLE_CVT_LINK(LINK, FN, DT)                                                  \
-    LINK void FN(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                  \
+#define KVC_PORTABLE_CVT(NAME, DT)                                                           \
+    static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)        \
     {                                                                                        \
         int64_t d = 0;                                                                       \
         for (; d < dim; d++) dst[d] = kvci_elem_load(src, DT, kvci_chan(cm, d));               \
         for (; d < kvci_round8(dim); d++) dst[d] = 0.0f;                                      \
     }
 
-#define KVC_PORTABLE_CVT(NAME, DT) KVC_PORTABLE_CVT_LINK(static, cvt_##NAME, DT)
-
 KVC_PORTABLE_CVT(f32, KVC_DTYPE_F32)
 KVC_PORTABLE_CVT(f16, KVC_DTYPE_F16)
 KVC_PORTABLE_CVT(bf16, KVC_DTYPE_BF16)
 KVC_PORTABLE_CVT(i8, KVC_DTYPE_I8)
-
-/* fp8: exported for every table (simd.h) */
-KVC_PORTABLE_CVT_LINK(, kvci_simd_cvt_e4m3, KVC_DTYPE_F8E4M3)
-KVC_PORTABLE_CVT_LINK(, kvci_simd_cvt_e5m2, KVC_DTYPE_F8E5M2)
+KVC_PORTABLE_CVT(e4m3, KVC_DTYPE_F8E4M3)
+KVC_PORTABLE_CVT(e5m2, KVC_DTYPE_F8E5M2)
 
 static void qk(const float *k, int64_t kstride, const float *q, int64_t qstride, int nr, int64_t dim, float *out,
                int64_t ostride)
@@ -64,6 +60,6 @@ static float vmax(const float *s, int64_t n)
 }
 
 const kvc_simd_table kvc_simd_portable = {
-    "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, kvci_simd_cvt_e4m3, kvci_simd_cvt_e5m2}, qk, pv, {NULL}, {NULL},
+    "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, cvt_e4m3, cvt_e5m2}, qk, pv, {NULL}, {NULL},
     exp_sum, vmax,
 };

@@ -16,17 +16,17 @@
 #define KVC_X86_INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
 /* The dispatch table of an x86 path: the file's own qk/pv tile kernels and
- * direct kernels (f32, f16, bf16, i8; fp8 has no direct kernel yet), with the
- * shared AVX2 conversions, exponentials and maximum. */
+ * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2), with the shared
+ * AVX2 conversions, exponentials and maximum. */
 #define KVC_X86_SIMD_TABLE(VAR, NAME)                                                                                \
     static const kvc_simd_table VAR = {                                                                              \
         NAME,                                                                                                        \
-        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_simd_cvt_e4m3,             \
-         kvci_simd_cvt_e5m2},                                                                                        \
+        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,             \
+         kvci_avx2_cvt_e5m2},                                                                                        \
         qk,                                                                                                          \
         pv,                                                                                                          \
-        {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, NULL, NULL},                                    \
-        {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, NULL, NULL},                                    \
+        {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                \
+        {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                \
         kvci_avx2_exp_sum,                                                                                           \
         kvci_avx2_max,                                                                                               \
     }
@@ -44,6 +44,34 @@ KVC_X86_INL __m256 ld_bf16(const void *p, int64_t i)
 KVC_X86_INL __m256 ld_i8(const void *p, int64_t i)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
+}
+
+/* fp8 bytes (zero-extended into 16-bit lanes) as f16 bits: e5m2 is the top byte of an f16
+ * (inf and NaN included); e4m3 fields moved into an f16 whose value is 2^-8 of the fp8 value
+ * (exponent bias 15 instead of 7; its NaN code 0x7f lands on 1.875 * 2^0, so it is scaled
+ * by 256 and +-480 becomes NaN). NaN lanes get the NaN of kvc_fp8_*_to_f32 (the quiet NaN
+ * with the code's sign), so every code converts to the scalar decoding's bits. */
+KVC_X86_INL __m128i e5m2_f16(__m128i x) { return _mm_slli_epi16(x, 8); }
+KVC_X86_INL __m128i e4m3_f16(__m128i x)
+{
+    return _mm_or_si128(_mm_and_si128(_mm_slli_epi16(x, 8), _mm_set1_epi16((short)0x8000)),
+                        _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(0x3f80)));
+}
+KVC_X86_INL __m256 signed_qnan(__m256 f, __m256 nan)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_blendv_ps(f, _mm256_or_ps(_mm256_and_ps(f, sign), _mm256_set1_ps(__builtin_nanf(""))), nan);
+}
+KVC_X86_INL __m256 ld_e5m2(const void *p, int64_t i)
+{
+    const __m256 f = _mm256_cvtph_ps(e5m2_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+    return signed_qnan(f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+}
+KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i)
+{
+    const __m256 h = _mm256_cvtph_ps(e4m3_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+    const __m256 f = _mm256_mul_ps(h, _mm256_set1_ps(256.0f));
+    return signed_qnan(f, _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), f), _mm256_set1_ps(480.0f), _CMP_EQ_OQ));
 }
 
 /* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)),
@@ -68,6 +96,8 @@ void kvci_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst
 void kvci_avx2_cvt_f16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 void kvci_avx2_cvt_bf16(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 void kvci_avx2_cvt_i8(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_avx2_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
+void kvci_avx2_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 float kvci_avx2_exp_sum(float *s, int64_t n, float m);
 float kvci_avx2_max(const float *s, int64_t n);
 #endif
