@@ -5,11 +5,15 @@
 
 #include <stdbool.h>
 
+/* Pages of the attention benchmark's read buffers and caches (--pages). */
+typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_BENCH_PAGES_BOTH } kvc_bench_pages;
+
 typedef struct kvc_bench_opts {
     bool json;           /* one JSON object per line instead of a table */
     const char *against; /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
     const char *plot;    /* engine only: FILE.png of the TTFT/TPOT distributions (tools/plot_data.h); NULL: none */
     const char *only;    /* attention only: run the rows whose label contains this text; NULL: all */
+    kvc_bench_pages pages; /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);
@@ -25,6 +29,12 @@ extern const kvc_bench_entry kvc_benches[];
 
 /* Monotonic wall clock in seconds. */
 double kvc_bench_now(void);
+
+/* CPU time of the process (all its threads) in seconds: unlike the wall
+ * clock, it does not advance while the process waits for a core that other
+ * processes hold, so an A/B of two memory-bound variants on a loaded machine
+ * can compare it (with one thread it is the time the call ran). */
+double kvc_bench_cpu_now(void);
 
 /* Median of v[0..n) (sorts v). */
 double kvc_bench_median(double *v, int n);

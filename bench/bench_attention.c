@@ -22,7 +22,15 @@
  *
  * --against LIB also times kvc_attention_cpu of another build (its shared
  * library), its calls alternating with ours on the same caches, so that the
- * ratio of the two medians holds even while the machine's speed moves. */
+ * ratio of the two medians holds even while the machine's speed moves.
+ *
+ * Pages: the caches come from the library's cache storage
+ * (kvc_cache_storage_allocate), on 2 MiB transparent huge pages by default
+ * as there; --pages 4k puts them and the read buffer on 4 KiB pages, and
+ * --pages both allocates each decode shape's caches twice (4 KiB and 2 MiB
+ * pages) and alternates its calls between them, each followed by a read
+ * pass on a buffer of the same pages, so that the two rows of a shape and
+ * their ratio come from the same minutes. */
 #define _GNU_SOURCE /* RTLD_DEEPBIND */
 #include <dlfcn.h>
 #include <math.h>
@@ -32,6 +40,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "kvcache/cache.h"
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 #include "machine_limits.h"
@@ -39,12 +48,14 @@
 #define GIB ((size_t)1 << 30)
 #define REPS 5
 
-/* Median of REPS read passes. */
-static double median_read(void)
+/* Median of 2 REPS read passes on the buffer of each page kind of
+ * kinds[0..n), the kinds alternating pass by pass; into gbps[kind]. */
+static void median_reads(const kvc_limits_pages *kinds, int n, double *gbps)
 {
-    double g[REPS];
-    for (int r = 0; r < REPS; r++) g[r] = kvc_limits_read_pass();
-    return kvc_bench_median(g, REPS);
+    double g[KVC_LIMITS_PAGE_KINDS][2 * REPS];
+    for (int r = 0; r < 2 * REPS; r++)
+        for (int i = 0; i < n; i++) g[i][r] = kvc_limits_read_pass(kinds[i]);
+    for (int i = 0; i < n; i++) gbps[kinds[i]] = kvc_bench_median(g[i], 2 * REPS);
 }
 
 /* Median of REPS peak passes of instruction k. */
@@ -98,12 +109,59 @@ typedef struct shape {
     bool head_major; /* paged [NB, Nkv, bs, D] (vLLM's order) instead of [NB, bs, Nkv * D] */
 } shape;
 
+/* One shape's figures on one page kind. */
 typedef struct result {
     double us, naive_us; /* medians */
     double other_us;     /* --against: median of the other build's calls */
     double read_gbps;    /* decode: median of read passes interleaved with the timed calls */
     double peak_gflops;  /* prefill: median of peak passes of the path's instruction interleaved with the timed calls */
+    int64_t huge_bytes;  /* bytes of the caches on huge pages after the calls (-1: unknown) */
+    double cpu_us;       /* median process CPU time of our calls (all threads) */
 } result;
+
+/* The K and V caches of one shape, from the library's cache storage. */
+typedef struct kv_pool {
+    kvc_cache_storage *storage;
+    void *k, *v; /* [NB, bs, Nkv, D] or [NB, Nkv, bs, D] each */
+} kv_pool;
+
+static void keep_tensor(void *user, const kvc_tensor *t) { *(void **)user = t->data; }
+
+/* Allocates NB blocks of K and V for s on `pages` through kvc_cache_storage_allocate. */
+static int pool_allocate(const shape *s, int64_t NB, int bs, kvc_limits_pages pages, kv_pool *pool)
+{
+    kvc_cache_entry e[2];
+    for (int i = 0; i < 2; i++) {
+        e[i] = kvc_cache_entry_default();
+        snprintf(e[i].name, sizeof e[i].name, "%s", i ? "v_cache" : "k_cache");
+        e[i].num_head = s->kv_heads;
+        e[i].n_dims = 1;
+        e[i].dim[0] = s->head_dim;
+        e[i].dtype = s->kv_dtype;
+        e[i].block_size = bs;
+        e[i].layout = s->head_major ? KVC_BLOCK_BNNBSD : KVC_BLOCK_BNBSND;
+        e[i].tensor_setter = keep_tensor;
+        e[i].setter_user = i ? &pool->v : &pool->k;
+    }
+    kvc_layer_cache_info layer = {.layer_idx = 0, .n_caches = 2, .caches = e};
+    kvc_model_cache_info ci = {.num_layers = 1, .n_layer_infos = 1, .layer_infos = &layer};
+    kvc_block_plan plan;
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    sp.pages = pages == KVC_LIMITS_2M ? KVC_STORAGE_PAGES_HUGE : KVC_STORAGE_PAGES_BASE;
+    if (kvc_block_plan_from_counts(&ci, (const char *[]){"FullAttention"}, &NB, 1, &plan) != KVC_OK ||
+        kvc_cache_storage_allocate(&ci, &plan, &sp, &pool->storage) != KVC_OK) {
+        fprintf(stderr, "bench attention: caches on %s pages: %s\n", kvc_limits_pages_name(pages), kvc_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* Bytes of the pool's caches on huge pages now (-1: unknown). */
+static int64_t pool_huge_bytes(const kv_pool *pool)
+{
+    kvc_storage_page_info info;
+    return kvc_cache_storage_page_info(pool->storage, &info) == KVC_OK ? info.huge_bytes : -1;
+}
 
 static size_t kv_bytes(const shape *s)
 {
@@ -206,8 +264,11 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
     }
 }
 
-/* Runs one shape; returns 0 on success. Paged BnBsH (or BnNBsD), block size 128. */
-static int run_shape(const shape *s, bool with_naive, const other_lib *other, kvc_peak_kind pk_kind, result *res)
+/* Runs one shape on each page kind of pages[0..n_pages) (its calls
+ * alternating between them), res[i] for pages[i]; returns 0 on success.
+ * Paged BnBsH (or BnNBsD), block size 128. */
+static int run_shape(const shape *s, bool with_naive, const other_lib *other, kvc_peak_kind pk_kind,
+                     const kvc_limits_pages *pages, int n_pages, result *res)
 {
     const int bs = 128, D = s->head_dim;
     const bool decode = s->q_len == 1;
@@ -215,22 +276,28 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     const size_t cache = kv_bytes(s);
     const int copies = decode && cache < GIB ? (int)((GIB + cache - 1) / cache) : 1;
     const int64_t NB = nbpr * s->batch * copies;
-    const size_t es = kvc_dtype_size(s->kv_dtype);
     const size_t pool_elems = (size_t)NB * bs * (size_t)s->kv_heads * (size_t)D;
     const size_t qn = (size_t)s->batch * s->q_len * s->q_heads * D;
-    void *k = NULL, *v = NULL, *ws = NULL;
+    void *ws = NULL;
+    kv_pool pool[KVC_LIMITS_PAGE_KINDS] = {{0}};
     float *q = malloc(sizeof(float) * qn), *out = malloc(sizeof(float) * qn);
     int32_t *tbl = malloc(sizeof(int32_t) * (size_t)(copies * s->batch * nbpr));
     int64_t *cuq = malloc(sizeof(int64_t) * (size_t)s->batch), *kvl = malloc(sizeof(int64_t) * (size_t)s->batch);
     float *scratch = malloc(sizeof(float) * (size_t)s->kv_len);
-    if (!q || !out || !tbl || !cuq || !kvl || !scratch || kvc_aligned_alloc(64, pool_elems * es, &k) != KVC_OK ||
-        kvc_aligned_alloc(64, pool_elems * es, &v) != KVC_OK) {
-        fprintf(stderr, "bench attention: out of memory for %zu-byte caches\n", 2 * pool_elems * es);
-        free(q), free(out), free(tbl), free(cuq), free(kvl), free(scratch), kvc_aligned_free(k), kvc_aligned_free(v);
+    int rc = !q || !out || !tbl || !cuq || !kvl || !scratch;
+    if (rc) fprintf(stderr, "bench attention: out of memory\n");
+    for (int i = 0; rc == 0 && i < n_pages; i++) {
+        rc = pool_allocate(s, NB, bs, pages[i], &pool[i]);
+        if (rc == 0) {
+            fill_cache(pool[i].k, s->kv_dtype, pool_elems, 1);
+            fill_cache(pool[i].v, s->kv_dtype, pool_elems, 2);
+        }
+    }
+    if (rc != 0) {
+        for (int i = 0; i < n_pages; i++) kvc_cache_storage_destroy(pool[i].storage);
+        free(q), free(out), free(tbl), free(cuq), free(kvl), free(scratch);
         return 1;
     }
-    fill_cache(k, s->kv_dtype, pool_elems, 1);
-    fill_cache(v, s->kv_dtype, pool_elems, 2);
     for (size_t i = 0; i < qn; i++) q[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (int64_t i = 0; i < copies * s->batch * nbpr; i++) tbl[i] = (int32_t)i;
     for (int b = 0; b < s->batch; b++) {
@@ -251,9 +318,9 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     p.q = (kvc_tensor){.data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {(int64_t)s->batch * s->q_len, s->q_heads, D}};
     p.out = p.q;
     p.out.data = out;
-    p.k = (kvc_tensor){.data = k, .dtype = s->kv_dtype, .ndim = 3, .shape = {NB, bs, (int64_t)s->kv_heads * D}};
+    p.k = (kvc_tensor){.data = pool[0].k, .dtype = s->kv_dtype, .ndim = 3, .shape = {NB, bs, (int64_t)s->kv_heads * D}};
     p.v = p.k;
-    p.v.data = v;
+    p.v.data = pool[0].v;
     p.kv_storage = KVC_KV_BLOCKS;
     if (s->head_major) {
         p.block_layout = KVC_BLOCK_BNNBSD;
@@ -262,13 +329,12 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     }
     p.block_size = bs;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->batch, nbpr}};
-    if (es == 1) {
+    if (kvc_dtype_size(s->kv_dtype) == 1) {
         p.key_quant_mode = p.value_quant_mode = KVC_QUANT_PER_CHANNEL;
         p.key_scale = (kvc_tensor){.data = &scale1, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
         p.value_scale = p.key_scale;
     }
     size_t wsb = 0, wso = 0;
-    int rc = 0;
     if (kvc_attention_cpu_workspace_size(&p, omp_get_max_threads(), &wsb) != KVC_OK ||
         (other && other->workspace_size(&p, omp_get_max_threads(), &wso) != KVC_OK) ||
         kvc_aligned_alloc(64, wsb > wso ? wsb : wso, &ws) != KVC_OK) {
@@ -278,33 +344,46 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     if (wso > wsb) wsb = wso;
     /* prefill is compute-bound and long: no warm-up, one run for 2048 new tokens */
     const int reps = decode ? REPS : s->q_len >= 2048 ? 1 : 3;
-    double t[REPS], g[REPS], pk[REPS], to[REPS];
-    const int runs = other ? 2 : 1; /* ours, then the other build's, on the next copy */
+    double t[KVC_LIMITS_PAGE_KINDS][REPS], g[KVC_LIMITS_PAGE_KINDS][REPS], pk[KVC_LIMITS_PAGE_KINDS][REPS],
+        to[KVC_LIMITS_PAGE_KINDS][REPS], tc[KVC_LIMITS_PAGE_KINDS][REPS];
+    const int runs = other ? 2 : 1; /* per page kind: ours, then the other build's, each on the next copy */
     for (int r = decode ? -1 : 0; rc == 0 && r < reps; r++) /* r = -1: warm-up */
-        for (int who = 0; rc == 0 && who < runs; who++) {
-            p.block_table.data = tbl + (size_t)((runs * (r + 1) + who) % copies) * (size_t)(s->batch * nbpr);
-            const double t0 = kvc_bench_now();
-            if ((who == 0 ? kvc_attention_cpu(&p, ws, wsb) : other->run(&p, ws, wsb)) != KVC_OK) {
-                fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "", who ? "its call failed" : kvc_last_error());
-                rc = 1;
+        for (int i = 0; rc == 0 && i < n_pages; i++)
+            for (int who = 0; rc == 0 && who < runs; who++) {
+                p.k.data = pool[i].k, p.v.data = pool[i].v;
+                p.block_table.data = tbl + (size_t)((runs * (r + 1) + who) % copies) * (size_t)(s->batch * nbpr);
+                const double t0 = kvc_bench_now(), c0 = kvc_bench_cpu_now();
+                if ((who == 0 ? kvc_attention_cpu(&p, ws, wsb) : other->run(&p, ws, wsb)) != KVC_OK) {
+                    fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "", who ? "its call failed" : kvc_last_error());
+                    rc = 1;
+                }
+                if (r >= 0) *(who == 0 ? &t[i][r] : &to[i][r]) = kvc_bench_now() - t0;
+                if (r >= 0 && who == 0) tc[i][r] = kvc_bench_cpu_now() - c0;
+                /* the read pass also evicts this call's KV from the caches */
+                if (r >= 0 && decode) {
+                    const double gb = kvc_limits_read_pass(pages[i]);
+                    if (who == 0) g[i][r] = gb;
+                }
+                if (r >= 0 && who == 0 && !decode) pk[i][r] = kvc_limits_peak_pass(pk_kind);
             }
-            if (r >= 0) *(who == 0 ? &t[r] : &to[r]) = kvc_bench_now() - t0;
-            if (r >= 0 && who == 0 && decode) g[r] = kvc_limits_read_pass(); /* also evicts this call's KV from the caches */
-            if (r >= 0 && who == 1 && decode) (void)kvc_limits_read_pass();
-            if (r >= 0 && who == 0 && !decode) pk[r] = kvc_limits_peak_pass(pk_kind);
-        }
-    res->us = rc == 0 ? kvc_bench_median(t, reps) * 1e6 : 0.0;
-    res->other_us = rc == 0 && other ? kvc_bench_median(to, reps) * 1e6 : 0.0;
-    res->read_gbps = rc == 0 && decode ? kvc_bench_median(g, reps) : 0.0;
-    res->peak_gflops = rc == 0 && !decode ? kvc_bench_median(pk, reps) : 0.0;
-    res->naive_us = 0.0;
+    for (int i = 0; i < n_pages; i++) {
+        res[i].us = rc == 0 ? kvc_bench_median(t[i], reps) * 1e6 : 0.0;
+        res[i].other_us = rc == 0 && other ? kvc_bench_median(to[i], reps) * 1e6 : 0.0;
+        res[i].read_gbps = rc == 0 && decode ? kvc_bench_median(g[i], reps) : 0.0;
+        res[i].peak_gflops = rc == 0 && !decode ? kvc_bench_median(pk[i], reps) : 0.0;
+        res[i].huge_bytes = pool_huge_bytes(&pool[i]);
+        res[i].cpu_us = rc == 0 ? kvc_bench_median(tc[i], reps) * 1e6 : 0.0;
+        res[i].naive_us = 0.0;
+    }
     if (rc == 0 && with_naive) { /* one cold run: the naive loop takes seconds at 32k */
+        p.k.data = pool[0].k, p.v.data = pool[0].v;
         p.block_table.data = tbl + (size_t)(1 % copies) * (size_t)(s->batch * nbpr);
         const double t0 = kvc_bench_now();
         naive_attention(&p, bs, scratch);
-        res->naive_us = (kvc_bench_now() - t0) * 1e6;
+        res[0].naive_us = (kvc_bench_now() - t0) * 1e6;
     }
-    kvc_aligned_free(ws), kvc_aligned_free(k), kvc_aligned_free(v);
+    kvc_aligned_free(ws);
+    for (int i = 0; i < n_pages; i++) kvc_cache_storage_destroy(pool[i].storage);
     free(q), free(out), free(tbl), free(cuq), free(kvl), free(scratch);
     return rc;
 }
@@ -317,15 +396,25 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         if (other_open(opts->against, &other_store) != 0) return 2;
         other = &other_store;
     }
-    if (kvc_limits_init() != 0) {
-        fprintf(stderr, "bench attention: out of memory for the 1 GiB read buffer\n");
+    /* the page kinds of this run: 4 KiB first, so that --pages both prints each shape's 4k row, then its 2m row */
+    kvc_limits_pages kinds[KVC_LIMITS_PAGE_KINDS];
+    int n_kinds = 0;
+    if (opts->pages != KVC_BENCH_PAGES_2M) kinds[n_kinds++] = KVC_LIMITS_4K;
+    if (opts->pages != KVC_BENCH_PAGES_4K) kinds[n_kinds++] = KVC_LIMITS_2M;
+    bool want[KVC_LIMITS_PAGE_KINDS] = {false};
+    for (int i = 0; i < n_kinds; i++) want[kinds[i]] = true;
+    if (kvc_limits_init(want) != 0) {
+        fprintf(stderr, "bench attention: out of memory for the 1 GiB read buffers\n");
         if (other) dlclose(other->handle);
         return 1;
     }
     const double t_start = kvc_bench_now();
     const char *isa = kvc_attention_cpu_isa();
     const kvc_peak_kind pk_kind = path_peak(isa);
-    const double read_gbps = median_read();
+    double read_by[KVC_LIMITS_PAGE_KINDS] = {0};
+    median_reads(kinds, n_kinds, read_by);
+    char thp[32];
+    kvc_limits_thp_setting(thp, sizeof thp);
     double peaks[KVC_PEAK_KINDS];
     for (int k = 0; k < KVC_PEAK_KINDS; k++) peaks[k] = median_peak((kvc_peak_kind)k);
     const double peak = peaks[pk_kind];
@@ -346,18 +435,28 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, false};
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
-               "read bandwidth %.2f GB/s (1 GiB, median of %d); peaks (G op/s, median of %d):",
-               isa, omp_get_max_threads(), flags, read_gbps, REPS, REPS);
+               "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);
+        for (int i = 0; i < n_kinds; i++) {
+            const int64_t huge = kvc_limits_huge_bytes(kinds[i]);
+            printf(" %s pages %.2f GB/s (%lld MiB on huge pages)%s", kvc_limits_pages_name(kinds[i]), read_by[kinds[i]],
+                   (long long)(huge < 0 ? -1 : huge >> 20), i + 1 < n_kinds ? "," : "");
+        }
+        if (n_kinds == 2) printf(", 2m/4k %.3f", read_by[KVC_LIMITS_2M] / read_by[KVC_LIMITS_4K]);
+        printf("; transparent huge pages: %s\npeaks (G op/s, median of %d):", thp, REPS);
         for (int k = 0; k < KVC_PEAK_KINDS; k++)
             if (kvc_limits_has_peak((kvc_peak_kind)k)) printf(" %s %.1f%s", kvc_limits_peak_name((kvc_peak_kind)k), peaks[k], k == (int)pk_kind ? " (path)" : "");
-        printf("\ndecode: KV read GB/s vs the read bandwidth measured between its calls (read, bw) and vs the roofline\n"
-               "min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
+        printf("\ndecode: KV read GB/s vs the read bandwidth measured between its calls on the same pages (read, bw) and vs\n"
+               "the roofline min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
                "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio)\n"
+               "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
                "%s"
-               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s\n",
+               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
+               n_kinds == 2 ? ";\n4k/2m: a decode shape's 4k time over its 2m time (above 1: huge pages are faster), by the wall clock and\n"
+                              "by the process's CPU time (the time its threads ran: less disturbed by other processes on a loaded machine)" : "",
                other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
-               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "us", "KV GB/s", "read", "bw", "f/B",
-               "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup", other ? "  against us   ratio" : "");
+               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "pages", "huge", "us", "KV GB/s", "read", "bw", "f/B",
+               "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup", other ? "  against us   ratio" : "",
+               n_kinds == 2 ? "    4k/2m  cpu 4k/2m" : "");
     }
     int rc = 0;
     for (int i = 0; i < n; i++) {
@@ -366,46 +465,62 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         snprintf(label, sizeof label, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
                  s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), s->head_major ? "BnNBsD" : "BnBsH");
         if (opts->only && !strstr(label, opts->only)) continue;
-        result r;
+        result res[KVC_LIMITS_PAGE_KINDS];
         const bool naive = s->q_len == 1 && s->batch == 1;
         const bool decode = s->q_len == 1;
-        if (run_shape(s, naive, other, pk_kind, &r) != 0) {
+        /* decode on every page kind of the run; prefill (compute-bound) on the last one only */
+        const kvc_limits_pages *pg = decode ? kinds : &kinds[n_kinds - 1];
+        const int n_pg = decode ? n_kinds : 1;
+        if (run_shape(s, naive, other, pk_kind, pg, n_pg, res) != 0) {
             rc = 1;
             continue;
         }
-        const double sec = r.us * 1e-6;
-        const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
-        const double rd = decode ? r.read_gbps : read_gbps, pkr = decode ? peak : r.peak_gflops;
-        const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
-        const double fpb = flop_per_byte(s), compute_gbps = pkr / fpb;
-        const double roof = compute_gbps < rd ? compute_gbps : rd;
-        const char *bound = !decode || compute_gbps < rd ? "compute" : "memory";
-        const double roof_ratio = decode ? kv_gbps / roof : gflops / pkr;
-        const char *storage = s->head_major ? "BnNBsD" : "BnBsH";
-        if (json) {
-            printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
-                   "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"us\": %.1f, \"kv_gbps\": %.2f, "
-                   "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
-                   "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
-                   isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-                   kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
-            if (decode) printf("\"roofline_gbps\": %.2f, ", roof);
-            else printf("\"roofline_gbps\": null, ");
-            printf("\"bound\": \"%s\", \"roofline_ratio\": %.3f, ", bound, roof_ratio);
-            if (naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r.naive_us, r.naive_us / r.us);
-            else printf("\"naive_us\": null, \"speedup\": null");
-            if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r.other_us, r.us / r.other_us);
-            printf("}\n");
-        } else {
-            printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
-                   s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, r.us, kv_gbps);
-            if (decode) printf(" %8.2f %6.3f %5.1f %8.2f", rd, kv_gbps / rd, fpb, roof);
-            else printf(" %8s %6s %5s %8s", "-", "-", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
-            printf(" %-7s %6.3f %8.2f %6.3f", bound, roof_ratio, gflops, gflops / pkr);
-            if (naive) printf(" %11.1f %7.2f", r.naive_us, r.naive_us / r.us);
-            else printf(" %11s %7s", "-", "-");
-            if (other) printf(" %11.1f %7.3f", r.other_us, r.us / r.other_us);
-            printf("\n");
+        for (int k = 0; k < n_pg; k++) {
+            const result *r = &res[k];
+            const double sec = r->us * 1e-6;
+            const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
+            const double rd = decode ? r->read_gbps : read_by[pg[k]], pkr = decode ? peak : r->peak_gflops;
+            const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
+            const double fpb = flop_per_byte(s), compute_gbps = pkr / fpb;
+            const double roof = compute_gbps < rd ? compute_gbps : rd;
+            const char *bound = !decode || compute_gbps < rd ? "compute" : "memory";
+            const double roof_ratio = decode ? kv_gbps / roof : gflops / pkr;
+            const char *storage = s->head_major ? "BnNBsD" : "BnBsH";
+            const bool has_naive = naive && r->naive_us > 0.0;
+            const bool paired = n_pg == 2 && pg[k] == KVC_LIMITS_2M; /* the 2m row of a shape run on both */
+            const double pages_ratio = paired ? res[0].us / r->us : 0.0;
+            const double pages_cpu_ratio = paired ? res[0].cpu_us / r->cpu_us : 0.0;
+            if (json) {
+                printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
+                       "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"pages\": \"%s\", \"thp\": \"%s\", "
+                       "\"huge_bytes\": %lld, \"us\": %.1f, \"cpu_us\": %.1f, \"kv_gbps\": %.2f, "
+                       "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
+                       "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
+                       isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
+                       kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]), thp, (long long)r->huge_bytes, r->us, r->cpu_us,
+                       kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
+                if (decode) printf("\"roofline_gbps\": %.2f, ", roof);
+                else printf("\"roofline_gbps\": null, ");
+                printf("\"bound\": \"%s\", \"roofline_ratio\": %.3f, ", bound, roof_ratio);
+                if (has_naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r->naive_us, r->naive_us / r->us);
+                else printf("\"naive_us\": null, \"speedup\": null");
+                if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r->other_us, r->us / r->other_us);
+                if (paired) printf(", \"us_4k_over_2m\": %.3f, \"cpu_4k_over_2m\": %.3f", pages_ratio, pages_cpu_ratio);
+                printf("}\n");
+            } else {
+                printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %-5s %6lld %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
+                       s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]),
+                       (long long)(r->huge_bytes < 0 ? -1 : r->huge_bytes >> 20), r->us, kv_gbps);
+                if (decode) printf(" %8.2f %6.3f %5.1f %8.2f", rd, kv_gbps / rd, fpb, roof);
+                else printf(" %8s %6s %5s %8s", "-", "-", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
+                printf(" %-7s %6.3f %8.2f %6.3f", bound, roof_ratio, gflops, gflops / pkr);
+                if (has_naive) printf(" %11.1f %7.2f", r->naive_us, r->naive_us / r->us);
+                else printf(" %11s %7s", "-", "-");
+                if (other) printf(" %11.1f %7.3f", r->other_us, r->us / r->other_us);
+                if (paired) printf(" %8.3f %8.3f", pages_ratio, pages_cpu_ratio);
+                else if (n_kinds == 2) printf(" %8s %8s", "-", "-");
+                printf("\n");
+            }
         }
         fflush(stdout);
     }

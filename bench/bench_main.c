@@ -1,4 +1,4 @@
-/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--plot FILE.png]`: finds the benchmark and runs it. */
+/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]`: finds the benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,12 @@
 double kvc_bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double kvc_bench_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -23,18 +29,21 @@ double kvc_bench_median(double *v, int n) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--plot FILE.png]\n\nbenchmarks:\n");
+    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
                "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n"
                "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
                "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT\n"
+               "--pages 4k|2m|both (attention): the pages of the caches and read buffers: 2 MiB transparent huge\n"
+               "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
                "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
                "the samples to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {
     const char *what = NULL;
+    bool pages_given = false;
     *bench = NULL;
     *opts = (kvc_bench_opts){.json = false};
     for (int i = 1; i < argc; i++) {
@@ -58,6 +67,16 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
                 return 2;
             }
             opts->only = argv[++i];
+        } else if (strcmp(argv[i], "--pages") == 0) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (strcmp(v, "2m") == 0) opts->pages = KVC_BENCH_PAGES_2M;
+            else if (strcmp(v, "4k") == 0) opts->pages = KVC_BENCH_PAGES_4K;
+            else if (strcmp(v, "both") == 0) opts->pages = KVC_BENCH_PAGES_BOTH;
+            else {
+                fprintf(stderr, "kvcache bench: --pages needs 4k, 2m or both (got \"%s\")\n", v);
+                return 2;
+            }
+            pages_given = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
@@ -76,8 +95,8 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
         fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
-    if ((opts->against || opts->only) && strcmp(what, "attention") != 0) {
-        fprintf(stderr, "kvcache bench: --against and --only apply to the attention benchmark only\n");
+    if ((opts->against || opts->only || pages_given) && strcmp(what, "attention") != 0) {
+        fprintf(stderr, "kvcache bench: --against, --only and --pages apply to the attention benchmark only\n");
         return 2;
     }
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++)

@@ -8,14 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/internal.h"
 #include "bench.h"
 #include "kvcache/base.h"
 #include "machine_limits.h"
 
 #define GIB ((size_t)1 << 30)
 
-/* The 1 GiB read buffer, allocated by kvc_limits_init. */
-static float *g_read;
+/* The 1 GiB read buffers, one per page kind asked for, allocated by kvc_limits_init. */
+static float *g_read[KVC_LIMITS_PAGE_KINDS];
 static const size_t g_read_n = GIB / sizeof(float);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -53,8 +54,9 @@ static float read_sum_scalar(const float *p, size_t n)
 
 /* One STREAM-style pass: every thread sums its contiguous share of the
  * 1 GiB buffer at the widest vector width; GB/s (1e9). */
-double kvc_limits_read_pass(void)
+double kvc_limits_read_pass(kvc_limits_pages pages)
 {
+    const float *buf = g_read[pages];
     const int wide = has_avx2();
     const double t0 = kvc_bench_now();
     double s = 0.0;
@@ -62,7 +64,7 @@ double kvc_limits_read_pass(void)
     {
         const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
         const size_t per = g_read_n / nt & ~(size_t)31, n = id + 1 == nt ? g_read_n - per * id : per;
-        const float *p = g_read + per * id;
+        const float *p = buf + per * id;
         s += wide ? read_sum_avx2(p, n) : read_sum_scalar(p, n);
     }
     const double t = kvc_bench_now() - t0;
@@ -70,12 +72,41 @@ double kvc_limits_read_pass(void)
     return (double)(g_read_n * sizeof(float)) / t / 1e9;
 }
 
-int kvc_limits_init(void)
+int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS])
 {
-    if (kvc_aligned_alloc(64, g_read_n * sizeof(float), (void **)&g_read) != KVC_OK) return 1;
+    for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
+        if (!want[k]) continue;
+        bool advised = false;
+        float *buf = NULL;
+        if (kvci_pages_alloc(GIB, k == KVC_LIMITS_2M ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE, &advised, (void **)&buf) != KVC_OK) {
+            kvc_limits_free();
+            return 1;
+        }
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < g_read_n; i++) g_read[i] = (float)(i & 1023) * 0.001f;
+        for (size_t i = 0; i < g_read_n; i++) buf[i] = (float)(i & 1023) * 0.001f;
+        g_read[k] = buf;
+    }
     return 0;
+}
+
+const char *kvc_limits_pages_name(kvc_limits_pages pages) { return pages == KVC_LIMITS_2M ? "2m" : "4k"; }
+
+int64_t kvc_limits_huge_bytes(kvc_limits_pages pages)
+{
+    const void *ptrs[1] = {g_read[pages]};
+    const size_t sizes[1] = {GIB};
+    return kvci_pages_huge_resident(NULL, ptrs, sizes, 1);
+}
+
+void kvc_limits_thp_setting(char *buf, size_t n)
+{
+    char line[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    const bool got = f != NULL && fgets(line, sizeof line, f) != NULL;
+    if (f != NULL) fclose(f);
+    const char *open = got ? strchr(line, '[') : NULL, *close = open ? strchr(open, ']') : NULL;
+    if (close == NULL) snprintf(buf, n, "unknown");
+    else snprintf(buf, n, "%.*s", (int)(close - open - 1), open + 1);
 }
 
 /* Independent chains of one instruction: enough of them (12) that the
@@ -214,6 +245,8 @@ double kvc_limits_peak_pass(kvc_peak_kind k)
 
 void kvc_limits_free(void)
 {
-    kvc_aligned_free(g_read);
-    g_read = NULL;
+    for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
+        kvci_pages_free(g_read[k], GIB);
+        g_read[k] = NULL;
+    }
 }

@@ -4,12 +4,29 @@
 
 #include <stddef.h>
 
-/* Allocates and fills the 1 GiB read buffer; 0 on success. */
-int kvc_limits_init(void);
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The pages of a read buffer (and of the caches a benchmark compares with
+ * it): 4 KiB pages (madvise MADV_NOHUGEPAGE) or 2 MiB transparent huge
+ * pages (MADV_HUGEPAGE), both 2 MiB-aligned mappings from kvci_pages_alloc. */
+typedef enum kvc_limits_pages { KVC_LIMITS_4K, KVC_LIMITS_2M, KVC_LIMITS_PAGE_KINDS } kvc_limits_pages;
+
+/* Allocates and fills a 1 GiB read buffer on each page kind asked for
+ * (want[kind]); 0 on success. */
+int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS]);
 void kvc_limits_free(void);
-/* One read pass over the buffer with all threads, in GB/s (1e9); it also
- * evicts whatever the caches held. */
-double kvc_limits_read_pass(void);
+/* One read pass over the buffer on `pages` with all threads, in GB/s (1e9);
+ * it also evicts whatever the caches held. */
+double kvc_limits_read_pass(kvc_limits_pages pages);
+/* "4k" or "2m". */
+const char *kvc_limits_pages_name(kvc_limits_pages pages);
+/* Bytes of the buffer on `pages` that sit on huge pages now (-1: unknown). */
+int64_t kvc_limits_huge_bytes(kvc_limits_pages pages);
+/* The system's transparent huge page setting (the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled: always, madvise or never),
+ * "unknown" where it cannot be read; into buf[n]. */
+void kvc_limits_thp_setting(char *buf, size_t n);
 /* The arithmetic instructions whose peak a benchmark may divide by. */
 typedef enum kvc_peak_kind {
     KVC_PEAK_FMA_SCALAR,
