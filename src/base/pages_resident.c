@@ -28,8 +28,8 @@ int64_t kvci_pages_huge_resident(const char *smaps, const void *const *ptrs, con
         if (sscanf(line, "%lx%c%lx", &lo, &dash, &hi) == 3 && dash == '-') {
             seen_header = true;
             in_range = overlaps((uintptr_t)lo, (uintptr_t)hi, ptrs, sizes, n);
-        } else if (in_range && strncmp(line, "AnonHugePages:", 14) == 0 &&
-                   sscanf(line + 14, "%lld", &value) == 1 && value > 0) {
+        } else if (in_range && strncmp(line, "AnonHugePages:", 14) == 0 && sscanf(line + 14, "%lld", &value) == 1 &&
+                   value > 0) {
             kib += value;
         }
     }

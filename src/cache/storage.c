@@ -7,9 +7,9 @@
 
 struct kvc_cache_storage {
     int64_t n_tensors;
-    void **tensors;       /* [n_tensors] */
-    size_t *sizes;        /* [n_tensors] bytes of each tensor */
-    bool *mapped;         /* [n_tensors] on a kvci_pages_alloc mapping (else kvc_aligned_alloc) */
+    void **tensors; /* [n_tensors] */
+    size_t *sizes;  /* [n_tensors] bytes of each tensor */
+    bool *mapped;   /* [n_tensors] on a kvci_pages_alloc mapping (else kvc_aligned_alloc) */
     int64_t bytes;
     kvc_storage_pages pages;
     int64_t mapped_bytes;  /* sum of kvci_pages_round(sizes[i]) over the mapped tensors */
@@ -23,10 +23,10 @@ kvc_cache_storage_params kvc_cache_storage_default_params(void) {
 /* One tensor of `bytes` for s, paged as s->pages says; recorded in s. */
 static kvc_status allocate_tensor(kvc_cache_storage *s, size_t alignment, int64_t bytes, void **out) {
     bool mapped = s->pages != KVC_STORAGE_PAGES_SYSTEM && bytes >= KVC_HUGE_PAGE_MIN_BYTES, advised = false;
-    kvc_status st = mapped ? kvci_pages_alloc((size_t)bytes,
-                                              s->pages == KVC_STORAGE_PAGES_HUGE ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE,
-                                              &advised, out)
-                           : kvc_aligned_alloc(alignment, (size_t)bytes, out);
+    kvc_status st =
+        mapped ? kvci_pages_alloc((size_t)bytes, s->pages == KVC_STORAGE_PAGES_HUGE ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE,
+                                  &advised, out)
+               : kvc_aligned_alloc(alignment, (size_t)bytes, out);
     if (st != KVC_OK) return st;
     int64_t i = s->n_tensors++;
     s->tensors[i] = *out;
@@ -69,10 +69,11 @@ static kvc_status count_entries(const kvc_model_cache_info *ci, const kvc_block_
             if (!e->needs_block) continue;
             if (e->tensor_setter == NULL)
                 return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter to receive the tensor",
-                                layer->layer_idx, e->name);
+                                 layer->layer_idx, e->name);
             int64_t block_num = 0;
             kvc_status st = kvc_block_plan_block_num(plan, kvc_cache_entry_group_key(e), &block_num);
-            if (st != KVC_OK) return kvci_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
+            if (st != KVC_OK)
+                return kvci_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
             n++;
         }
     }
@@ -85,10 +86,12 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: out must not be NULL");
     *out = NULL;
     if (plan == NULL || p == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: %s must not be NULL", plan == NULL ? "plan" : "params");
+        return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: %s must not be NULL",
+                         plan == NULL ? "plan" : "params");
     if (p->alignment != KVC_ALIGN_DEFAULT && p->alignment != KVC_ALIGN_2MIB)
         return kvci_fail(KVC_EINVAL, "alignment %zu must be KVC_ALIGN_DEFAULT (64) or KVC_ALIGN_2MIB", p->alignment);
-    if (p->pages != KVC_STORAGE_PAGES_HUGE && p->pages != KVC_STORAGE_PAGES_SYSTEM && p->pages != KVC_STORAGE_PAGES_BASE)
+    if (p->pages != KVC_STORAGE_PAGES_HUGE && p->pages != KVC_STORAGE_PAGES_SYSTEM &&
+        p->pages != KVC_STORAGE_PAGES_BASE)
         return kvci_fail(KVC_EINVAL, "pages %d must be KVC_STORAGE_PAGES_HUGE, _SYSTEM or _BASE", (int)p->pages);
     kvc_status st = kvc_validate_cache_info(ci, -1);
     int64_t n = 0;
@@ -150,7 +153,8 @@ int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s) { return s != NULL ?
 kvc_status kvc_cache_storage_page_info(const kvc_cache_storage *s, kvc_storage_page_info *out) {
     if (s == NULL || out == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_cache_storage_page_info: %s must not be NULL", s == NULL ? "storage" : "out");
-    *out = (kvc_storage_page_info){.pages = s->pages, .mapped_bytes = s->mapped_bytes, .advised_bytes = s->advised_bytes};
+    *out =
+        (kvc_storage_page_info){.pages = s->pages, .mapped_bytes = s->mapped_bytes, .advised_bytes = s->advised_bytes};
     out->huge_bytes = kvci_pages_huge_resident(NULL, (const void *const *)s->tensors, s->sizes, s->n_tensors);
     return KVC_OK;
 }

@@ -129,9 +129,12 @@ static void test_own_smaps(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rounding),           cmocka_unit_test(test_alignment_zero_fill_and_advice),
-        cmocka_unit_test(test_refused_advice_falls_back), cmocka_unit_test(test_failure_injection),
-        cmocka_unit_test(test_smaps_sum),          cmocka_unit_test(test_own_smaps),
+        cmocka_unit_test(test_rounding),
+        cmocka_unit_test(test_alignment_zero_fill_and_advice),
+        cmocka_unit_test(test_refused_advice_falls_back),
+        cmocka_unit_test(test_failure_injection),
+        cmocka_unit_test(test_smaps_sum),
+        cmocka_unit_test(test_own_smaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

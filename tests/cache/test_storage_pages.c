@@ -27,7 +27,8 @@ static void count_setter(void *user, const kvc_tensor *t) {
  * 2 MiB + 4 KiB (a mapping of 4 MiB); layer 1: a 3-block Mamba state of 384 B. */
 static void fixture_init(storage_fixture *f) {
     memset(f, 0, sizeof *f);
-    kvc_cache_entry e[2] = {kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 16, 0), kvc_test_mamba_entry("state", 0)};
+    kvc_cache_entry e[2] = {kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 16, 0),
+                            kvc_test_mamba_entry("state", 0)};
     e[0].dim[0] = 64;
     for (int i = 0; i < 2; i++) {
         e[i].tensor_setter = count_setter;
@@ -36,7 +37,8 @@ static void fixture_init(storage_fixture *f) {
     kvc_test_model_init(&f->model, e, 2);
     for (int i = 0; i < 2; i++) f->model.entries[i].setter_user = f;
     assert_int_equal(kvc_block_plan_from_counts(&f->model.ci, (const char *[]){"FullAttention", "Mamba"},
-                                                (const int64_t[]){513, 3}, 2, &f->plan), KVC_OK);
+                                                (const int64_t[]){513, 3}, 2, &f->plan),
+                     KVC_OK);
 }
 
 static const int64_t big_bytes = 513 * 16 * 2 * 64 * 2;
@@ -56,7 +58,7 @@ static void test_default_is_huge(void **state) {
     assert_int_equal((uintptr_t)f.model.entries[1].tensor.data % KVC_ALIGN_DEFAULT, 0);
     assert_int_equal(kvc_cache_storage_bytes(s), big_bytes + 3 * 4 * 8 * 4);
     assert_true(kvc_test_zero_bytes(k, (size_t)big_bytes)); /* block 0 zero-filled, the rest zero as mapped */
-    memset(k, 0x3c, (size_t)big_bytes);        /* every byte writable */
+    memset(k, 0x3c, (size_t)big_bytes);                     /* every byte writable */
     kvc_storage_page_info info;
     assert_int_equal(kvc_cache_storage_page_info(s, &info), KVC_OK);
     assert_int_equal(info.pages, KVC_STORAGE_PAGES_HUGE);
@@ -181,8 +183,9 @@ static void test_poison_on_mapped_tensor(void **state) {
     kvc_test_model model; /* the key cache alone */
     kvc_test_model_init(&model, f.model.entries, 1);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){513}, 1,
-                                                &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){513}, 1, &plan),
+        KVC_OK);
     const kvc_cache_storage_params p = kvc_cache_storage_default_params();
     kvc_cache_storage *s = NULL;
     assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, &p, &s), KVC_OK);
@@ -208,9 +211,12 @@ static void test_poison_on_mapped_tensor(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_is_huge),          cmocka_unit_test(test_off_takes_plain_allocation),
-        cmocka_unit_test(test_base_pages_hold_no_huge_page), cmocka_unit_test(test_refused_advice),
-        cmocka_unit_test(test_every_allocation_failure), cmocka_unit_test(test_poison_on_mapped_tensor),
+        cmocka_unit_test(test_default_is_huge),
+        cmocka_unit_test(test_off_takes_plain_allocation),
+        cmocka_unit_test(test_base_pages_hold_no_huge_page),
+        cmocka_unit_test(test_refused_advice),
+        cmocka_unit_test(test_every_allocation_failure),
+        cmocka_unit_test(test_poison_on_mapped_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
