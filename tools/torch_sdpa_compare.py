@@ -32,7 +32,7 @@ so both read it cold.
 Usage:
   python3 tools/torch_sdpa_compare.py [--kvcache build/kvcache] [--threads N]
       [--rounds 3] [--phase prefill|decode|both] [--decode some|all]
-      [--dtypes bf16,f16,f32] [--json]
+      [--dtypes bf16,f16,f32] [--only LABEL_TEXT] [--json]
 """
 import argparse
 import json
@@ -57,6 +57,7 @@ def parse_args():
     ap.add_argument("--dtypes", default="bf16,f16,f32",
                     help="PyTorch dtypes to time for prefill (the fastest counts; kvcache's prefill is bf16)")
     ap.add_argument("--pages", choices=["2m", "4k"], default="2m", help="kvcache's cache pages (--pages of the bench)")
+    ap.add_argument("--only", default="", help="only the shapes whose label (as kvcache bench's --only) contains this")
     ap.add_argument("--json", action="store_true", help="one JSON object per shape instead of a table")
     return ap.parse_args()
 
@@ -187,6 +188,8 @@ def main():
         print("%-36s %11s %11s %-16s %8s %8s %8s %11s" % ("shape", "kvcache us", "torch us", "torch form", "ours x",
                                                         "our GF/s", "torch GF", "torch full"))
     for s in shapes(args.phase, args.decode):
+        if args.only not in label(s):
+            continue
         ours, theirs, row, only = [], {}, None, None
         for _ in range(args.rounds):
             row = run_kvcache(args, s, threads)
