@@ -245,18 +245,7 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
         return (const ET *)k[t] + d;                                                                                \
     }                                                                                                               \
     KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                   \
-    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
-                                     float *out, int64_t os, kvc_pf_run pf)                                         \
-    {                                                                                                               \
-        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        kvci_pf_rest(&pf);                                                                                               \
-    }                                                                                                               \
-    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
-                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
-    {                                                                                                               \
-        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        kvci_pf_rest(&pf);                                                                                               \
-    }
+    KVC_X86_DIRECT_ENTRIES(NAME, TGT)
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)
 KVC_AVX2_DIRECT(f16, ld_f16, uint16_t)

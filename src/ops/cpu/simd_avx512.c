@@ -266,18 +266,7 @@ TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t w
 #define DIRECT_ROW(k, t, ks) ((void)(ks), (k)[t])
 #define KVC_AVX512_DIRECT(NAME, ET)                                                                                 \
     KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET)                          \
-    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
-                                     float *out, int64_t os, kvc_pf_run pf)                                         \
-    {                                                                                                               \
-        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                         \
-        kvci_pf_rest(&pf);                                                                                               \
-    }                                                                                                               \
-    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr,              \
-                                     int64_t dim, float *acc, int64_t as, kvc_pf_run pf)                            \
-    {                                                                                                               \
-        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                     \
-        kvci_pf_rest(&pf);                                                                                               \
-    }
+    KVC_X86_DIRECT_ENTRIES(NAME, TGT)
 
 KVC_AVX512_DIRECT(f32, float)
 KVC_AVX512_DIRECT(f16, uint16_t)

@@ -31,6 +31,23 @@
         kvci_avx2_max,                                                                                               \
     }
 
+/* The direct kernels of one element type, as the dispatch table calls them:
+ * rows given as pointers (k[t], v[t]), the file's qk_rows_/pv_rows_ kernels,
+ * then the rest of the prefetch run. TGT is the file's target attribute. */
+#define KVC_X86_DIRECT_ENTRIES(NAME, TGT)                                                                            \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,          \
+                                     float *out, int64_t os, kvc_pf_run pf)                                          \
+    {                                                                                                                \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                          \
+        kvci_pf_rest(&pf);                                                                                           \
+    }                                                                                                                \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim,  \
+                                     float *acc, int64_t as, kvc_pf_run pf)                                          \
+    {                                                                                                                \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                      \
+        kvci_pf_rest(&pf);                                                                                           \
+    }
+
 KVC_X86_INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
 KVC_X86_INL __m256 ld_f16(const void *p, int64_t i)
 {
