@@ -216,19 +216,7 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
 KVC_AVX2_KERNELS(tile, TILE_K, TILE_ROW, ld_f32, const float *)
 #undef KSHIFT
 
-TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,
-                   int64_t os)
-{
-    kvc_pf_run none = {NULL, 0, 1, 0, false};
-    qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
-}
-
-TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
-                   int64_t as)
-{
-    kvc_pf_run none = {NULL, 0, 1, 0, false};
-    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
-}
+KVC_X86_TILE_ENTRIES(TGT)
 
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))

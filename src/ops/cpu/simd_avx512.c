@@ -249,18 +249,7 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
 #define TILE_ROW(k, t, ks) ((const void *)((k) + (t) * (ks)))
 KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float)
 
-TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out, int64_t os)
-{
-    kvc_pf_run none = {NULL, 0, 1, 0, false};
-    qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);
-}
-
-TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim, float *acc,
-                   int64_t as)
-{
-    kvc_pf_run none = {NULL, 0, 1, 0, false};
-    pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);
-}
+KVC_X86_TILE_ENTRIES(TGT)
 
 /* direct rows: pointer k[t] */
 #define DIRECT_ROW(k, t, ks) ((void)(ks), (k)[t])

@@ -31,6 +31,22 @@
         kvci_avx2_max,                                                                                               \
     }
 
+/* The tile kernels as the dispatch table calls them (qk, pv on f32 tiles with
+ * a row stride): the file's qk_rows_tile/pv_rows_tile without prefetch. */
+#define KVC_X86_TILE_ENTRIES(TGT)                                                                                    \
+    TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,      \
+                       int64_t os)                                                                                   \
+    {                                                                                                                \
+        kvc_pf_run none = {NULL, 0, 1, 0, false};                                                                    \
+        qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);                                                         \
+    }                                                                                                                \
+    TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,          \
+                       float *acc, int64_t as)                                                                       \
+    {                                                                                                                \
+        kvc_pf_run none = {NULL, 0, 1, 0, false};                                                                    \
+        pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);                                                     \
+    }
+
 /* The direct kernels of one element type, as the dispatch table calls them:
  * rows given as pointers (k[t], v[t]), the file's qk_rows_/pv_rows_ kernels,
  * then the rest of the prefetch run. TGT is the file's target attribute. */
