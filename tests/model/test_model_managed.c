@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kvcache/kvcache.h"
+#include "tiny_gpt_oss.h"
 
 #define N_REQ 3
 #define NT 8
@@ -36,12 +37,7 @@ static void test_gpt_oss_through_managers(void **state)
 {
     (void)state;
     kvc_model_config cfg;
-    check(kvc_model_config_parse(
-              "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
-              "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-              "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2}",
-              "cfg", &cfg),
-          "config");
+    check(kvc_model_config_parse(KVC_TEST_TINY_GPT_OSS_JSON, "cfg", &cfg), "config");
     kvc_model *m = NULL;
     check(kvc_model_create_random(&cfg, 7, &m), "model");
     const int64_t V = cfg.vocab_size, bs = 4, max_len = 64;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "kvcache/kvcache.h"
+#include "tiny_gpt_oss.h"
 
 #define NT 6
 #define V 128
@@ -123,12 +124,7 @@ static int64_t serve(server *s, int64_t id, const int32_t *prompt, int64_t n, fl
 static void test_hybrid_logits_equal_with_and_without_caching(void **state) {
     (void)state;
     kvc_model_config cfg;
-    check(kvc_model_config_parse(
-              "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
-              "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-              "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2}",
-              "cfg", &cfg),
-          "config");
+    check(kvc_model_config_parse(KVC_TEST_TINY_GPT_OSS_JSON, "cfg", &cfg), "config");
     kvc_model *m = NULL;
     check(kvc_model_create_random(&cfg, 11, &m), "model");
     static const int32_t first[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14};
