@@ -173,7 +173,10 @@ typedef struct kvc_engine_params {
     uint64_t seed;              /* mixed into every request's sampling seed */
     bool prefix_caching;        /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
     uint64_t prefix_salt;       /* prefix caching: the engine's salt, in every block hash chain */
-    size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB) */
+    size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB; self-managed: any
+                                 * power of two, at most 2 MiB unless pages is SYSTEM) */
+    kvc_storage_pages pages;    /* page policy of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES, managed
+                                 * storage and self-managed caches alike (cache.h; docs/engine.md) */
     bool check;                 /* run the verification checks before and after every step and release */
     kvc_dtype kv_dtype;         /* KV cache element type: f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2; the model
                                  * adapter builds its caches of it (docs/runtime.md) */
@@ -182,8 +185,9 @@ typedef struct kvc_engine_params {
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
  * long_prefill_token_threshold 0, step_cost_ratio 2, min_chunk_tokens 4, BUDGET scheduler, max_requests 0, OFFLINE,
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
- * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, check on in
- * debug builds (no NDEBUG) and off otherwise, kv_dtype f32. */
+ * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, pages
+ * KVC_STORAGE_PAGES_HUGE, check on in debug builds (no NDEBUG) and off
+ * otherwise, kv_dtype f32. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -341,6 +345,13 @@ typedef struct kvc_engine_stats {
 } kvc_engine_stats;
 
 KVC_API kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
+
+/* Where the engine's cache tensors live (managed storage or self-managed
+ * caches): the page policy, the bytes on 2 MiB-aligned mappings, those whose
+ * huge-page advice the kernel accepted, and the bytes on huge pages now.
+ * Reads /proc/self/smaps (milliseconds for large caches): a query, not for
+ * every step. */
+KVC_API kvc_status kvc_engine_page_info(const kvc_engine *e, kvc_storage_page_info *out);
 
 /* The engine's manager (NULL in self-managed mode) and its parameters. */
 KVC_API const kvc_manager *kvc_engine_manager(const kvc_engine *e);

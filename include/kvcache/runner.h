@@ -36,6 +36,8 @@ typedef struct kvc_runner_params {
                              * rounded up to block_size when paged */
     kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
                              * (every mode; scales per token computed on write, model.h) */
+    kvc_storage_pages pages; /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
+                              * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
 } kvc_runner_params;
 
 KVC_API kvc_runner_params kvc_runner_default_params(void);
@@ -54,6 +56,11 @@ KVC_API int64_t kvc_runner_max_seq_len(const kvc_runner *r);
 /* Bytes one token's keys and values take in every layer's cache, int8 / fp8
  * scales included (0 in mode 0). */
 KVC_API int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r);
+/* Where the runner's cache memory lives: its page policy, the bytes on a
+ * 2 MiB-aligned mapping, those whose huge-page advice the kernel accepted,
+ * and the bytes on huge pages now (mode 0 has no cache memory). Reads
+ * /proc/self/smaps: a query, not for every step. */
+KVC_API kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out);
 
 /* Timings of the last generate call (milliseconds). */
 typedef struct kvc_runner_stats {

@@ -62,7 +62,8 @@ kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
 
 void kvc_aligned_free(void *ptr) { free(ptr); }
 
-static atomic_bool refuse_advice; /* test hook: madvise is taken as refused */
+static atomic_bool refuse_advice;         /* test hook: madvise is taken as refused */
+static atomic_uint_fast64_t mapped_now;   /* bytes of the kvci_pages_alloc mappings not freed yet */
 
 size_t kvci_pages_round(size_t size) {
     if (size > SIZE_MAX - KVCI_HUGE_PAGE) return 0;
@@ -110,13 +111,18 @@ kvc_status kvci_pages_alloc(size_t size, kvci_page_advice advice, bool *advised,
     if (rounded == 0) return kvci_fail(KVC_ENOMEM, "allocation of %zu bytes overflows", size);
     void *p = counted(injected_failure() ? NULL : map_pages(rounded, advice, advised));
     if (p == NULL) return kvci_fail(KVC_ENOMEM, "cannot map %zu bytes on 2 MiB boundaries", rounded);
+    atomic_fetch_add(&mapped_now, rounded);
     *out = p;
     return KVC_OK;
 }
 
 void kvci_pages_free(void *ptr, size_t size) {
-    if (ptr != NULL) unmap_pages(ptr, size);
+    if (ptr == NULL) return;
+    unmap_pages(ptr, size);
+    atomic_fetch_sub(&mapped_now, kvci_pages_round(size));
 }
+
+uint64_t kvci_pages_mapped_bytes(void) { return atomic_load(&mapped_now); }
 
 void kvci_pages_refuse_advice(bool refuse) { atomic_store(&refuse_advice, refuse); }
 

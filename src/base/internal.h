@@ -84,6 +84,9 @@ int64_t kvci_pages_huge_resident(const char *smaps, const void *const *ptrs, con
 /* Test hook: while on, kvci_pages_alloc skips madvise and reports the advice
  * refused, as a kernel without transparent huge pages does. */
 void kvci_pages_refuse_advice(bool refuse);
+/* Bytes of kvci_pages_alloc mappings not freed yet (whole 2 MiB pages), so
+ * a test can see a mapping leak, which the leak sanitizer does not track. */
+uint64_t kvci_pages_mapped_bytes(void);
 
 /* Test hook: resets the call count and makes call number n from now fail
  * (once); 0 turns injection off. */

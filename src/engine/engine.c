@@ -18,6 +18,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.step_cost_ratio = 2.0;
     p.min_chunk_tokens = 4;
     p.alignment = KVC_ALIGN_DEFAULT;
+    p.pages = KVC_STORAGE_PAGES_HUGE;
     p.kv_dtype = KVC_DTYPE_F32;
 #ifdef NDEBUG
     p.check = false;
@@ -103,9 +104,8 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->next_n != 0)
         return kvci_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                         (long long)p->next_n);
-    if (p->alignment < sizeof(void *) || (p->alignment & (p->alignment - 1)) != 0)
-        return kvci_fail(KVC_EINVAL, "engine: alignment %zu must be a power of two >= %zu", p->alignment,
-                        sizeof(void *));
+    kvc_status st = kvci_page_policy_check("engine", p->pages, p->alignment);
+    if (st != KVC_OK) return st;
     const kvc_dtype kd = p->kv_dtype;
     if (kd != KVC_DTYPE_F32 && kd != KVC_DTYPE_F16 && kd != KVC_DTYPE_BF16 && kd != KVC_DTYPE_I8 &&
         kd != KVC_DTYPE_F8E4M3 && kd != KVC_DTYPE_F8E5M2)
@@ -164,8 +164,9 @@ static kvc_status managed_create(kvc_engine *e) {
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
     if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
-    kvc_cache_storage_params sp = kvc_cache_storage_default_params(); /* large tensors on huge pages */
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     sp.alignment = e->p.alignment;
+    sp.pages = e->p.pages;
     if (st == KVC_OK) st = kvc_cache_storage_allocate(ci, &e->plan, &sp, &e->storage);
     if (st != KVC_OK) return st;
     e->kv_bytes = kvc_cache_storage_bytes(e->storage);
@@ -259,6 +260,14 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvci_free(e->logits);
     kvci_engine_check_free(&e->check_ws);
     kvci_free(e);
+}
+
+kvc_status kvc_engine_page_info(const kvc_engine *e, kvc_storage_page_info *out) {
+    if (e == NULL || out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_engine_page_info: %s must not be NULL", e == NULL ? "engine" : "out");
+    if (e->managed) return kvc_cache_storage_page_info(e->storage, out);
+    kvci_page_set_info(&e->legacy.set, out);
+    return KVC_OK;
 }
 
 const kvc_manager *kvc_engine_manager(const kvc_engine *e) { return e != NULL ? e->mgr : NULL; }

@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "base/request_table.h"
+#include "cache/page_set.h"
 #include "kvcache/engine.h"
 
 #define KVC_SLOT_UNUSED (-1) /* state of a request slot that holds no request */
@@ -36,7 +37,7 @@ typedef struct kvc_engine_req {
 /* Self-managed workspaces. */
 typedef struct kvc_engine_legacy {
     int32_t n_caches;
-    void **data;        /* [n_caches] the tensors handed to the model */
+    kvci_page_set set;  /* the n_caches tensors handed to the model, zero-filled, paged as p.pages says */
     int64_t *free_rows; /* [max_num_seqs] stack of free cache rows */
     int64_t n_free_rows;
     kvc_step_rows rows;    /* the step's rows: arrays [max_num_seqs] and positions [max_tokens] */

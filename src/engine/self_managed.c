@@ -38,20 +38,24 @@ static kvc_status legacy_tensors(kvc_engine *e) {
     const kvc_engine_model *m = &e->model;
     l->n_caches = m->n_legacy_caches;
     if (l->n_caches == 0) return KVC_OK;
-    l->data = kvci_calloc((size_t)l->n_caches, sizeof *l->data);
-    if (l->data == NULL) return kvci_fail(KVC_ENOMEM, "engine: out of host memory for the legacy cache list");
+    kvc_status st = kvci_page_set_init(&l->set, "engine", e->p.pages, e->p.alignment, l->n_caches);
+    if (st != KVC_OK) return st;
     for (int32_t i = 0; i < l->n_caches; i++) {
+        const kvc_engine_legacy_cache *c = &m->legacy_caches[i];
         int64_t bytes = 0;
-        kvc_status st = legacy_bytes(e, &m->legacy_caches[i], i, &bytes);
-        if (st == KVC_OK) st = kvc_aligned_alloc(e->p.alignment, (size_t)bytes, &l->data[i]);
+        void *data = NULL;
+        st = legacy_bytes(e, c, i, &bytes);
         if (st != KVC_OK) return st;
-        memset(l->data[i], 0, (size_t)bytes);
+        st = kvci_page_set_alloc(&l->set, (size_t)bytes, true, &data); /* the model gets zeroed caches */
+        if (st != KVC_OK)
+            return kvci_fail(st, "legacy cache %d (%s, layer %d) of %lld bytes: %s", i, c->name, c->layer_idx,
+                             (long long)bytes, kvc_last_error());
         e->kv_bytes += bytes;
     }
     /* everything allocated: hand the tensors over */
     for (int32_t i = 0; i < l->n_caches; i++) {
         const kvc_engine_legacy_cache *c = &m->legacy_caches[i];
-        kvc_tensor t = {.data = l->data[i], .dtype = c->dtype, .ndim = 2 + c->n_dims};
+        kvc_tensor t = {.data = l->set.data[i], .dtype = c->dtype, .ndim = 2 + c->n_dims};
         t.shape[0] = e->p.max_num_seqs;
         t.shape[1] = e->p.max_model_len;
         for (int32_t d = 0; d < c->n_dims; d++) t.shape[2 + d] = c->unit[d];
@@ -89,9 +93,7 @@ kvc_status kvci_engine_legacy_create(kvc_engine *e) {
 
 void kvci_engine_legacy_destroy(kvc_engine *e) {
     kvc_engine_legacy *l = &e->legacy;
-    if (l->data != NULL)
-        for (int32_t i = 0; i < l->n_caches; i++) kvc_aligned_free(l->data[i]);
-    kvci_free(l->data);
+    kvci_page_set_release(&l->set);
     kvci_free(l->free_rows);
     kvci_free(l->rows.positions);
     kvci_free(l->legacy_index);

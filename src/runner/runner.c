@@ -10,7 +10,8 @@
 kvc_runner_params kvc_runner_default_params(void)
 {
     kvc_runner_params p = {.mode = KVC_RUNNER_PAGED, .block_size = 16, .mla_paged = true, .max_new_tokens = 8,
-                           .max_seq_len = 0, .kv_dtype = KVC_DTYPE_F32};
+                           .max_seq_len = 0, .kv_dtype = KVC_DTYPE_F32,
+                           .pages = KVC_STORAGE_PAGES_HUGE};
     return p;
 }
 
@@ -18,7 +19,7 @@ void kvc_runner_destroy(kvc_runner *r)
 {
     if (!r) return;
     kvc_model_workspace_destroy(r->ws);
-    kvc_aligned_free(r->cache_mem);
+    kvci_page_set_release(&r->cache_mem);
     kvci_free(r->caches.layers);
     kvci_free(r->table);
     kvci_free(r->ids);
@@ -48,14 +49,32 @@ static int64_t n_scales(const kvc_runner *r)
 
 int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
 
-int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r)
+/* Bytes of every layer's caches and scales over `tokens` positions; false on int64 overflow. */
+static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out)
 {
-    if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE) return 0;
-    int64_t d[4];
+    int64_t d[4], k = 0, v = 0, scales = 0, per_token = 0;
     const kvc_model_config *c = kvc_model_config_of(r->m);
     cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT, d);
-    return c->num_layers * ((d[0] * d[1] + d[2] * d[3]) * (int64_t)kvc_dtype_size(r->p.kv_dtype) +
-                            n_scales(r) * (int64_t)sizeof(float));
+    return kvci_mul64(d[0], d[1], &k) && kvci_mul64(d[2], d[3], &v) && kvci_add64(k, v, &per_token) &&
+           kvci_mul64(per_token, (int64_t)kvc_dtype_size(r->p.kv_dtype), &per_token) &&
+           kvci_mul64(n_scales(r), (int64_t)sizeof(float), &scales) && kvci_add64(per_token, scales, &per_token) &&
+           kvci_mul64(per_token, c->num_layers, &per_token) && kvci_mul64(per_token, tokens, out);
+}
+
+int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r)
+{
+    int64_t bytes = 0;
+    if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE || !cache_bytes(r, 1, &bytes)) return 0;
+    return bytes;
+}
+
+kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out)
+{
+    if (!r || !out)
+        return kvci_fail(KVC_EINVAL, "kvc_runner_page_info: %s must not be NULL", !r ? "runner" : "out");
+    kvci_page_set_info(&r->cache_mem, out);
+    out->pages = r->p.pages;
+    return KVC_OK;
 }
 
 /* Per-layer (heads, dim) of the k and v caches of the mode. */
@@ -78,19 +97,25 @@ static kvc_status make_caches(kvc_runner *r)
     const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
     int64_t d[4];
     cache_dims(c, latent, d);
-    const int64_t L = c->num_layers, tokens = r->batch * r->S, ns = n_scales(r);
+    const int64_t L = c->num_layers, ns = n_scales(r);
     const size_t es = kvc_dtype_size(r->p.kv_dtype);
-    const size_t per_layer = (size_t)(tokens * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(tokens * ns) * sizeof(float);
-    kvc_status st = kvc_aligned_alloc(64, per_layer * (size_t)L, &r->cache_mem);
-    if (st != KVC_OK) return st;
-    memset(r->cache_mem, 0, per_layer * (size_t)L);
+    int64_t tokens = 0, bytes = 0;
+    if (!kvci_mul64(r->batch, r->S, &tokens) || !cache_bytes(r, tokens, &bytes))
+        return kvci_fail(KVC_EINVAL, "runner: caches of %lld rows x %lld positions x %lld layers overflow int64 bytes",
+                         (long long)r->batch, (long long)r->S, (long long)L);
+    void *mem = NULL;
+    kvc_status st = kvci_page_set_init(&r->cache_mem, "runner", r->p.pages, KVC_ALIGN_DEFAULT, 1);
+    if (st == KVC_OK) st = kvci_page_set_alloc(&r->cache_mem, (size_t)bytes, true, &mem); /* caches start zeroed */
+    if (st != KVC_OK)
+        return kvci_fail(st, "runner: caches of %lld bytes (%lld rows x %lld positions x %lld layers): %s",
+                         (long long)bytes, (long long)r->batch, (long long)r->S, (long long)L, kvc_last_error());
     r->caches.layers = kvci_calloc((size_t)L, sizeof *r->caches.layers);
     if (!r->caches.layers) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
     r->caches.latent = latent;
     r->caches.block_size = paged ? r->lay.block_size : 0;
     r->caches.n_layers = (int32_t)L;
-    char *cur = r->cache_mem;
+    char *cur = mem;
     for (int64_t l = 0; l < L; l++) {
         kvc_layer_cache *lc = &r->caches.layers[l];
         kvc_tensor *t[2] = {&lc->k, &lc->v};
@@ -139,7 +164,7 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
         return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
-    return KVC_OK;
+    return kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
 }
 
 kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,

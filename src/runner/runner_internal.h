@@ -2,6 +2,7 @@
 #ifndef KVC_RUNNER_INTERNAL_H
 #define KVC_RUNNER_INTERNAL_H
 
+#include "cache/page_set.h"
 #include "kvcache/runner.h"
 
 struct kvc_runner {
@@ -11,7 +12,7 @@ struct kvc_runner {
     int64_t max_tokens;             /* tokens of the largest step */
     kvc_static_layout lay;          /* paged modes */
     kvc_model_caches caches;        /* modes 1-3 */
-    void *cache_mem;                /* every cache tensor, one allocation */
+    kvci_page_set cache_mem;        /* one buffer: every cache tensor, zero-filled, paged as p.pages says */
     kvc_model_workspace *ws;
     int32_t *table;     /* [batch, blocks_per_seq] static block table */
     int32_t *ids;       /* [max_tokens] step tokens */

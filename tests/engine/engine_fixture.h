@@ -115,4 +115,25 @@ static inline void fix_expect_reference(const kvc_engine *e, const toy_model *m,
     free(got);
 }
 
+/* Adds n random requests (ids 0..n-1, prompts of 1..30 tokens, 1..16 new
+ * ones, every third one sampled; random from `seed`), runs them to
+ * completion, checks each against the dense reference and copies its tokens
+ * into out [n, 16] (0xff past a request's end). */
+static inline void fix_run_random(kvc_engine *e, const toy_model *m, int64_t n, uint64_t seed, int32_t *out) {
+    fix_request *q = calloc((size_t)n, sizeof *q);
+    assert_non_null(q);
+    for (int64_t i = 0; i < n; i++) {
+        fix_request_random(&q[i], i, &seed, 30, 16, i % 3 == 0);
+        fix_add(e, &q[i].r);
+    }
+    fix_run(e, 10000);
+    for (int64_t i = 0; i < n; i++) {
+        fix_expect_reference(e, m, &q[i].r);
+        int64_t got = 0;
+        memset(out + i * 16, 0xff, 16 * sizeof *out);
+        assert_int_equal(kvc_engine_request_output(e, i, out + i * 16, 16, &got), KVC_OK);
+    }
+    free(q);
+}
+
 #endif /* KVC_TESTS_ENGINE_FIXTURE_H */

@@ -48,25 +48,12 @@ static void run_workload(toy_model *m, bool self_managed, int64_t n, int32_t *ou
     kvc_engine_params p = self_params();
     p.max_requests = n;
     kvc_engine *e = fix_engine(&em, &p);
-    fix_request *q = calloc((size_t)n, sizeof *q);
-    uint64_t rng = 5;
-    for (int64_t i = 0; i < n; i++) {
-        fix_request_random(&q[i], i, &rng, 30, 16, i % 3 == 0);
-        fix_add(e, &q[i].r);
-    }
-    fix_run(e, 10000);
-    for (int64_t i = 0; i < n; i++) {
-        fix_expect_reference(e, m, &q[i].r);
-        int64_t got = 0;
-        memset(outputs + i * 16, 0xff, 16 * sizeof *outputs);
-        assert_int_equal(kvc_engine_request_output(e, i, outputs + i * 16, 16, &got), KVC_OK);
-    }
+    fix_run_random(e, m, n, 5, outputs);
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
     if (self_managed) assert_int_equal(st.free_cache_rows, 3);
     assert_int_equal(st.n_running, 0);
     assert_int_equal(st.finished_total, n);
-    free(q);
     kvc_engine_destroy(e);
 }
 
