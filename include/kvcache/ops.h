@@ -45,8 +45,10 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
                                               int64_t n_quant);
 
 /* Paged caches are written and read in a kvc_block_layout (cache.h):
- * KVC_BLOCK_BNBSND [NB, bs, Nkv, D], KVC_BLOCK_BNNBSD [NB, Nkv, bs, D] or
- * KVC_BLOCK_NZ (logical [NB, bs, N, D] stored as [NB, N, D/c0, bs, c0], AO 2.4). */
+ * KVC_BLOCK_BNBSND [NB, bs, Nkv, D], KVC_BLOCK_BNNBSD [NB, Nkv, bs, D],
+ * KVC_BLOCK_NZ (logical [NB, bs, N, D] stored as [NB, N, D/c0, bs, c0], AO 2.4)
+ * or KVC_BLOCK_BNNDBS [NB, Nkv, D, bs] (keys in lanes: the K cache of
+ * attention's BNNDBS, whose V cache is BNNBSD). */
 
 /* The skip marker of slot mappings (AO 2.2): this token is not written. */
 #define KVC_SLOT_SKIP (-1)
@@ -58,7 +60,8 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
                      int64_t head_dim, int64_t c0);
 
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
- * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD),
+ * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD,
+ * [NB, Nkv, D, bs] for BNNDBS),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
  * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant). Refused: slot
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and

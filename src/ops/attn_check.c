@@ -102,8 +102,9 @@ static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem 
         FAIL(KVC_EINVAL, "kv_storage %d unknown (CONTIGUOUS or PAGED)", (int)p->kv_storage);
     pb->paged = p->kv_storage == KVC_KV_BLOCKS;
     pb->blk = p->block_layout;
-    if (pb->paged && pb->blk != KVC_BLOCK_BNBSND && pb->blk != KVC_BLOCK_BNNBSD && pb->blk != KVC_BLOCK_NZ)
-        FAIL(KVC_EINVAL, "block_layout %d unknown (BNBSND, BNNBSD or NZ)", (int)pb->blk);
+    if (pb->paged && pb->blk != KVC_BLOCK_BNBSND && pb->blk != KVC_BLOCK_BNNBSD && pb->blk != KVC_BLOCK_NZ &&
+        pb->blk != KVC_BLOCK_BNNDBS)
+        FAIL(KVC_EINVAL, "block_layout %d unknown (BNBSND, BNNBSD, NZ or BNNDBS)", (int)pb->blk);
     pb->kv_packed = t && !pb->paged;
     pb->q_cum = t;
     if (p->layout == KVC_LAYOUT_TND_NTD && !pb->paged)
@@ -201,13 +202,23 @@ static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem 
     return KVC_OK;
 }
 
+/* Whether t is read keys in lanes: the K cache of a BNNDBS call. */
+static bool keys_in_lanes(const kvc_attn_problem *pb, const kvc_tensor *t)
+{
+    return pb->paged && pb->blk == KVC_BLOCK_BNNDBS && t == &pb->p->k;
+}
+
 /* Shape of a K/V-family tensor with `dim` channels per head (contiguous or paged). */
 static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t, int64_t *s)
 {
     const kvc_attention_params *p = pb->p;
     const int64_t Nkv = pb->Nkv;
     const kvc_dtype dt = t->dtype;
-    if (pb->paged && pb->blk == KVC_BLOCK_BNNBSD) {
+    if (keys_in_lanes(pb, t)) {
+        s[0] = pb->NB, s[1] = Nkv, s[2] = dim, s[3] = pb->bs;
+        return 4;
+    }
+    if (pb->paged && (pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS)) {
         s[0] = pb->NB, s[1] = Nkv, s[2] = pb->bs, s[3] = dim;
         return 4;
     }
@@ -253,7 +264,9 @@ static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const
                                            : t->shape[t->ndim - 1];
     else if (pb->blk == KVC_BLOCK_NZ)
         *dim = t->ndim == 5 ? t->shape[2] * t->shape[4] : 0;
-    else if (pb->blk == KVC_BLOCK_BNNBSD)
+    else if (keys_in_lanes(pb, t))
+        *dim = t->ndim == 4 ? t->shape[2] : 0;
+    else if (pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS)
         *dim = t->ndim == 4 ? t->shape[3] : 0;
     else if (t->ndim == 4) /* BNBSND [NB, bs, Nkv, D] */
         *dim = t->shape[2] == pb->Nkv ? t->shape[3] : 0;
@@ -306,9 +319,10 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
     if (p->binding.block_size > 0 && p->binding.block_size != p->block_size)
         FAIL(KVC_EINVAL, "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
              (int)p->block_size, (int)p->binding.block_size);
-    if (pb->blk == KVC_BLOCK_BNNBSD && p->layout != KVC_LAYOUT_BNSD && p->layout != KVC_LAYOUT_TND &&
-        p->layout != KVC_LAYOUT_TND_NTD)
-        FAIL(KVC_EINVAL, "BnNBsD paged storage goes with BNSD or TND queries, not %s", kvc_attn_layout_name(p->layout));
+    if ((pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS) && p->layout != KVC_LAYOUT_BNSD &&
+        p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_TND_NTD)
+        FAIL(KVC_EINVAL, "%s paged storage goes with BNSD or TND queries, not %s",
+             pb->blk == KVC_BLOCK_BNNBSD ? "BnNBsD" : "BnNDBs", kvc_attn_layout_name(p->layout));
     const kvc_tensor *bt = &p->block_table;
     if (!bt->data) FAIL(KVC_EINVAL, "block_table is required (its data is NULL) with paged K/V (R8)");
     if (bt->ndim != 2 || bt->dtype != KVC_DTYPE_I32)
@@ -634,6 +648,10 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
+    }
+    if (pb->paged && pb->blk == KVC_BLOCK_BNNDBS) {
+        if (p->k_rope.data) FAIL(KVC_EINVAL, "BnNDBs (keys in lanes) storage takes no key_rope: MLA caches are BNBSND or NZ");
+        pb->c0k = 1; /* channel d of a key every block_size elements (kvci_attn_kv_chan) */
     }
     TRY(check_mla(p, pb));
     if (pb->Dr && p->k_rope.dtype != p->q.dtype && p->k_rope.dtype != p->k.dtype)

@@ -38,7 +38,7 @@ typedef struct kvc_attn_problem {
     int64_t max_sq, max_skv;
     /* paging */
     int64_t bs, NB, tbl_w;
-    int64_t c0k, c0v, c0r; /* NZ tile widths of k, v, k_rope (0: plain) */
+    int64_t c0k, c0v, c0r; /* NZ tile widths of k, v, k_rope (0: plain; c0k 1: BNNDBS keys in lanes) */
     /* masks */
     bool has_mask;     /* explicit [Sq, Skv] mask consulted (modes 0/1) */
     int64_t mask_bstride, mask_cols;
@@ -135,6 +135,8 @@ static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, int64_t b, 
         switch (pb->blk) {
         case KVC_BLOCK_BNNBSD: return ((blk * pb->Nkv + g) * pb->bs + o) * dim;
         case KVC_BLOCK_NZ: return (blk * pb->Nkv + g) * dim * pb->bs + o * c0;
+        case KVC_BLOCK_BNNDBS: /* K keys in lanes (c0 1), V head-major */
+            return c0 ? (blk * pb->Nkv + g) * dim * pb->bs + o : ((blk * pb->Nkv + g) * pb->bs + o) * dim;
         default: return ((blk * pb->bs + o) * pb->Nkv + g) * dim;
         }
     }

@@ -66,6 +66,7 @@ int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64
     switch (g->order) {
     case KVC_BLOCK_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
     case KVC_BLOCK_NZ: return kvc_nz_index(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
+    case KVC_BLOCK_BNNDBS: return ((p * g->n_heads + h) * g->head_dim + d) * g->bs + o;
     case KVC_BLOCK_BNBSND:
     default: return (slot * g->n_heads + h) * g->head_dim + d;
     }
@@ -77,20 +78,23 @@ kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, c
     if (!cache || !cache->data)
         return kvci_fail(KVC_EINVAL, "%s: cache must not be NULL", what);
     if (cache->ndim != 4)
-        return kvci_fail(KVC_EINVAL, "%s: cache has ndim %d, expected 4 ([NB, bs, Nkv, D] or [NB, Nkv, bs, D])",
+        return kvci_fail(KVC_EINVAL, "%s: cache has ndim %d, expected 4 ([NB, bs, Nkv, D], [NB, Nkv, bs, D] or [NB, Nkv, D, bs])",
                         what, (int)cache->ndim);
     g->order = order;
     g->n_blocks = cache->shape[0];
     if (order == KVC_BLOCK_BNNBSD) {
         g->n_heads = cache->shape[1];
         g->bs = cache->shape[2];
+    } else if (order == KVC_BLOCK_BNNDBS) {
+        g->n_heads = cache->shape[1];
+        g->bs = cache->shape[3];
     } else if (order == KVC_BLOCK_BNBSND || order == KVC_BLOCK_NZ) {
         g->bs = cache->shape[1];
         g->n_heads = cache->shape[2];
     } else {
         return kvci_fail(KVC_EINVAL, "%s: unknown block layout %d", what, (int)order);
     }
-    g->head_dim = cache->shape[3];
+    g->head_dim = cache->shape[order == KVC_BLOCK_BNNDBS ? 2 : 3];
     g->c0 = 0;
     if (g->bs <= 0 || g->n_heads <= 0 || g->head_dim <= 0 || g->n_blocks < 0)
         return kvci_fail(KVC_EINVAL, "%s: cache extents must be positive", what);
@@ -183,8 +187,8 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_
         return st;
     const size_t es = kvc_dtype_size(cache->dtype);
     const int64_t D = g.head_dim;
-    /* contiguous runs per (token, head): the whole D for plain orders, c0 for NZ */
-    const int64_t run = order == KVC_BLOCK_NZ ? g.c0 : D;
+    /* contiguous runs per (token, head): the whole D for plain orders, c0 for NZ, 1 for BNNDBS */
+    const int64_t run = order == KVC_BLOCK_NZ ? g.c0 : order == KVC_BLOCK_BNNDBS ? 1 : D;
     for (int64_t t = 0; t < n_slots; t++) {
         if (slots[t] == KVC_SLOT_SKIP) continue;
         for (int64_t h = 0; h < g.n_heads; h++)

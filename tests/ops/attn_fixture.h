@@ -153,14 +153,16 @@ static inline int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, 
 /* Physical block of logical block e of request b (paged). */
 static inline int64_t fx_block(const fx *f, int64_t b, int64_t e) { return ((const int32_t *)f->tblbuf)[b * f->width + e]; }
 
-/* K/V-family element index of (b, j, g, d) with dim channels, element size es. */
-static inline int64_t fx_kvidx(const fx *f, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim, size_t es)
+/* K/V-family element index of (b, j, g, d) with dim channels, element size
+ * es, in the K cache (kv 0; key_rope too) or the V cache (kv 1). */
+static inline int64_t fx_kvidx(const fx *f, int kv, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim, size_t es)
 {
     const fx_cfg *c = &f->c;
     const int64_t Nkv = c->Nkv, bs = c->bs;
     if (c->storage != KVC_KV_CONTIGUOUS) {
         const int64_t p = fx_block(f, b, j / bs), o = j % bs;
-        if (c->blk == KVC_BLOCK_BNNBSD) return ((p * Nkv + g) * bs + o) * dim + d;
+        if (c->blk == KVC_BLOCK_BNNDBS && kv == 0) return ((p * Nkv + g) * dim + d) * bs + o;
+        if (c->blk == KVC_BLOCK_BNNBSD || c->blk == KVC_BLOCK_BNNDBS) return ((p * Nkv + g) * bs + o) * dim + d;
         if (c->blk == KVC_BLOCK_NZ) {
             const int64_t c0 = 32 / (int64_t)es;
             return kvc_nz_index(p, o, g, d, bs, Nkv, dim, c0);
@@ -202,10 +204,13 @@ static inline int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
     }
 }
 
-static inline int fx_kvshape(const fx *f, int64_t dim, size_t es, int64_t *s)
+static inline int fx_kvshape(const fx *f, int kv, int64_t dim, size_t es, int64_t *s)
 {
     const fx_cfg *c = &f->c;
     if (c->storage == KVC_KV_BLOCKS) switch (c->blk) {
+        case KVC_BLOCK_BNNDBS:
+            if (kv == 0) { s[0] = f->nblocks, s[1] = c->Nkv, s[2] = dim, s[3] = c->bs; return 4; }
+            s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
         case KVC_BLOCK_BNNBSD: s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
         case KVC_BLOCK_NZ: {
             int64_t c0 = 32 / (int64_t)es;
@@ -355,7 +360,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     double *logical[2] = {f->k, f->v};
     for (int kv = 0; kv < 2; kv++) {
         const int64_t dim = dims[kv];
-        nd = fx_kvshape(f, dim, kes, s);
+        nd = fx_kvshape(f, kv, dim, kes, s);
         const int64_t n = fx_numel(s, nd);
         *bufs[kv] = malloc((size_t)n * kes);
         fx_fill_nan(*bufs[kv], c->kvdt, n); /* null block, padding and unused blocks are NaN */
@@ -364,7 +369,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
             for (int64_t j = 0; j < c->skv[b]; j++)
                 for (int64_t g = 0; g < Nkv; g++)
                     for (int64_t d = 0; d < dim; d++) {
-                        const int64_t at = fx_kvidx(f, b, j, g, d, dim, kes);
+                        const int64_t at = fx_kvidx(f, kv, b, j, g, d, dim, kes);
                         double x;
                         if (fp8) { /* a code of a value in [-4, 4] (subnormals included), its exact value, scaled */
                             const float v = (float)(4.0 * fx_unif(&rs) * (fx_rng(&rs) % 8u == 0 ? 1.0 / 512 : 1.0));
@@ -387,7 +392,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     if (Dr) {
         const kvc_dtype rdt = c->rope_quant ? c->kvdt : c->kvdt == KVC_DTYPE_I8 || fp8 ? c->qdt : c->kvdt;
         const size_t res = kvc_dtype_size(rdt);
-        nd = fx_kvshape(f, Dr, res, s);
+        nd = fx_kvshape(f, 0, Dr, res, s);
         f->krbuf = malloc((size_t)fx_numel(s, nd) * res);
         fx_fill_nan(f->krbuf, rdt, fx_numel(s, nd));
         fx_set_shape(&f->p.k_rope, f->krbuf, rdt, nd, s);
@@ -395,7 +400,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
             for (int64_t j = 0; j < c->skv[b]; j++)
                 for (int64_t g = 0; g < Nkv; g++)
                     for (int64_t d = 0; d < Dr; d++) {
-                        const int64_t at = fx_kvidx(f, b, j, g, d, Dr, res);
+                        const int64_t at = fx_kvidx(f, 0, b, j, g, d, Dr, res);
                         double x;
                         if (c->rope_quant) { /* stored like the keys, read with the key scale of (b, j, g) */
                             const double sc = quant ? (double)f->ks[fx_quant_i(f, false, b, j, g, 0, D)] : 1.0;

@@ -79,6 +79,8 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     if (layout == KVC_LAYOUT_NTD_TND) c.storage = KVC_KV_CONTIGUOUS;
     if (c.storage != KVC_KV_CONTIGUOUS && (layout == KVC_LAYOUT_TND || layout == KVC_LAYOUT_BNSD) && pick % 5 == 1)
         c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNNBSD;
+    if (c.storage != KVC_KV_CONTIGUOUS && (layout == KVC_LAYOUT_TND || layout == KVC_LAYOUT_BNSD) && pick % 5 == 3)
+        c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNNDBS;
     if (c.storage != KVC_KV_CONTIGUOUS && kvdt != KVC_DTYPE_F32 && pick % 7 == 2) c.blk = KVC_BLOCK_NZ;
     c.B = 1 + (int64_t)(fx_rng(rs) % 3);
     const bool packed = fx_tlayout(layout) && c.storage == KVC_KV_CONTIGUOUS;
@@ -405,8 +407,8 @@ static void test_masked_keys_hold_nan(void **state)
                     }
                     for (int64_t g = 0; g < c.Nkv; g++)
                         for (int64_t d = 0; d < c.D; d++) {
-                            ((uint16_t *)f.kbuf)[fx_kvidx(&f, b, j, g, d, c.D, 2)] = 0x7e00u; /* f16 NaN */
-                            ((uint16_t *)f.vbuf)[fx_kvidx(&f, b, j, g, d, c.Dv, 2)] = 0x7e00u;
+                            ((uint16_t *)f.kbuf)[fx_kvidx(&f, 0, b, j, g, d, c.D, 2)] = 0x7e00u; /* f16 NaN */
+                            ((uint16_t *)f.vbuf)[fx_kvidx(&f, 1, b, j, g, d, c.Dv, 2)] = 0x7e00u;
                         }
                     poisoned++;
                 }

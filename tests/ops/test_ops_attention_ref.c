@@ -50,11 +50,11 @@ static void test_ref_matches_oracle_all_layouts(void **state)
     (void)state;
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_block_layout blks[] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ};
+    const kvc_block_layout blks[] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ, KVC_BLOCK_BNNDBS};
     const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     int runs = 0;
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
-        for (size_t si = 0; si < 4; si++)
+        for (size_t si = 0; si < sizeof blks / sizeof blks[0]; si++)
             for (size_t di = 0; di < sizeof kvdts / sizeof kvdts[0]; di++)
                 for (int mode = 0; mode <= 4; mode++) {
                     fx_cfg c = base_cfg();
@@ -63,8 +63,8 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     c.kvdt = kvdts[di];
                     if (fx_paged_as(&c, KVC_BLOCK_NZ) && c.kvdt == KVC_DTYPE_F32) continue;
                     if (c.layout == KVC_LAYOUT_TND_NTD && c.storage == KVC_KV_CONTIGUOUS) continue;
-                    if (fx_paged_as(&c, KVC_BLOCK_BNNBSD) && c.layout != KVC_LAYOUT_TND && c.layout != KVC_LAYOUT_BNSD &&
-                        c.layout != KVC_LAYOUT_TND_NTD)
+                    if ((fx_paged_as(&c, KVC_BLOCK_BNNBSD) || fx_paged_as(&c, KVC_BLOCK_BNNDBS)) &&
+                        c.layout != KVC_LAYOUT_TND && c.layout != KVC_LAYOUT_BNSD && c.layout != KVC_LAYOUT_TND_NTD)
                         continue;
                     if (c.layout == KVC_LAYOUT_NTD_TND && c.storage != KVC_KV_CONTIGUOUS) continue;
                     c.B = 3;

@@ -18,7 +18,7 @@
         int64_t d = 0;                                                                                              \
         if (cm.nzs == 0) /* plain row */                                                                            \
             for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, d));                                           \
-        else                                                                                                        \
+        else if (cm.mask >= 7) /* NZ tiles of >= 8 channels */                                                      \
             for (; d < dv; d += 8) _mm256_storeu_ps(dst + d, LD(src, kvci_chan(cm, d)));                             \
         for (; d < dim; d++) dst[d] = kvci_elem_load(src, DT, kvci_chan(cm, d));                                      \
         for (; d < kvci_round8(dim); d++) dst[d] = 0.0f;                                                             \
