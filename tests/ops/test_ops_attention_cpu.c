@@ -301,6 +301,10 @@ static void test_bitwise_determinism(void **state)
     (void)state;
     const int64_t L = KVC_SMALL ? 700 : 2500; /* several split-K chunks */
     const kvc_dtype dts[5] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    /* plain rows (token- and head-major give the same bits), then keys in lanes (their own arithmetic) */
+    const kvc_block_layout sts[2][4] = {{KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_BNBSND},
+                                        {KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS}};
+    for (int lanes = 0; lanes < 2; lanes++)
     for (int di = 0; di < 5; di++) {
         fx_cfg c;
         memset(&c, 0, sizeof c);
@@ -308,7 +312,7 @@ static void test_bitwise_determinism(void **state)
         c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
         c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
         c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
-        const kvc_block_layout st[4] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_BNBSND};
+        const kvc_block_layout *st = sts[lanes];
         const int bss[4] = {16, 128, 64, 48};
         size_t n0 = 0, n = 0;
         void *ref = NULL;
@@ -343,7 +347,8 @@ static void test_bitwise_determinism(void **state)
                 }
             } else {
                 assert_int_equal(n, n0);
-                if (memcmp(o, ref, n0) != 0) fail_msg("kv %s variant %d (bs %d) differs bitwise", kvc_dtype_name(c.kvdt), v, c.bs);
+                if (memcmp(o, ref, n0) != 0)
+                    fail_msg("kv %s variant %d (bs %d, layout %d) differs bitwise", kvc_dtype_name(c.kvdt), v, c.bs, (int)c.blk);
                 free(o);
             }
             fx_free(&f);

@@ -56,9 +56,11 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
     cx->cmk = chan_map(pb->bs, pb->c0k);
     cx->cmv = chan_map(pb->bs, pb->c0v);
     cx->cmr = chan_map(pb->bs, pb->c0r);
-    cx->prefetch = !pb->c0k && !pb->c0v;
+    cx->lanes = pb->paged && pb->blk == KVC_BLOCK_BNNDBS;
+    cx->prefetch = (!pb->c0k || cx->lanes) && !pb->c0v;
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
+    cx->direct_pv = cx->simd->pv_direct[cx->vslot] && !pb->c0v && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
     if (pb->paged)
         cx->token_major = pb->blk == KVC_BLOCK_BNBSND;
     else
@@ -197,14 +199,45 @@ static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64
         key_indices(cx, it, jt, 8, cr->nb, cr->nb + cr->nn, pb->D, pb->c0k, cr->ni + (jt - cr->nb));
 }
 
-/* Row addresses of the unit computed after (keys [a, e), head gl) of pass
- * `pass` (0 scores, 1 values) into pr; returns their number and sets
- * *lines to the 64-byte lines of each row. */
-static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
-                              int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines)
+/* The cache lines of keys [a, e) of KV head gl (item-relative) in pass
+ * `pass` (0 keys, 1 values; indices idx[j - off]) into pl + n; returns the
+ * new count. Plain rows: the lines of each row (at most KVC_PF_ROW_LINES:
+ * the hardware prefetcher follows longer rows). Keys in lanes: per block
+ * segment, the lines of the segment in each channel row (at most
+ * KVC_PF_CHANNELS channels). At most KVC_PF_LINES - 1 lines in all. */
+static int64_t unit_lines(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off, int64_t a, int64_t e, int64_t gl,
+                          int pass, const char **pl, int64_t n)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
+    const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
+    if (cx->lanes && !pass) {
+        const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS);
+        for (int64_t s0 = a, s1; s0 < e; s0 = s1) {
+            s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
+            for (int64_t d = 0; d < dmax; d++) {
+                const uintptr_t lo = (uintptr_t)(base + es * (idx[s0 - off] + d * pb->bs)) & ~(uintptr_t)63;
+                const uintptr_t hi = (uintptr_t)(base + es * (idx[s1 - 1 - off] + d * pb->bs));
+                for (uintptr_t l = lo; l <= hi && n < KVC_PF_LINES - 1; l += 64) pl[n++] = (const char *)l;
+            }
+        }
+        return n;
+    }
+    const int64_t lines = kvci_min64((dim * es + 63) / 64, KVC_PF_ROW_LINES);
+    for (int64_t j = a; j < e; j++) {
+        const char *row = base + es * idx[j - off];
+        for (int64_t l = 0; l < lines && n < KVC_PF_LINES - 1; l++) pl[n++] = row + 64 * l;
+    }
+    return n;
+}
+
+/* The cache lines of the unit computed after (keys [a, e), head gl) of
+ * pass `pass` (0 scores, 1 values) into pl; returns their number, made
+ * even by repeating the last. */
+static int64_t next_unit_lines(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
+                               int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pl)
 {
     if (!cx->prefetch) return 0;
-    const kvc_attn_problem *pb = cx->pb;
     int64_t na = a, ne = e, ng = gl + 1, off = cr->p0;
     const int64_t *idx = NULL;
     if (ng == it->ng) {
@@ -214,25 +247,22 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
             else pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
         }
     }
-    const kvc_attention_params *p = pb->p;
-    const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
-    const int64_t hs = kvci_attn_kv_head_stride(pb, dim);
-    const char *base = pass ? p->v.data : p->k.data;
     if (!idx) idx = pass ? cr->vi : cr->ki;
-    *lines = (int)((dim * es + 63) / 64);
-    for (int64_t j = na; j < ne; j++) pr[j - na] = base + es * (idx[j - off] + ng * hs);
-    return ne - na;
+    int64_t n = unit_lines(cx, idx, off, na, ne, ng, pass, pl, 0);
+    if (n & 1) pl[n] = pl[n - 1], n++;
+    return n;
 }
 
-/* Call c's share of a unit's prefetch rows pr[0..n) over `calls` calls.
- * Items of several rows per KV head prefetch into L1, those of one row
- * (multi-head attention: one multiply-add per element) into L2; measured
- * cold, batch 8 at 4k, calls alternating: GQA 4 f16 10-15 % faster with
- * prefetcht0 than with prefetcht2, GQA 1 f16 7-8 % slower. */
-static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t calls, int64_t c, int64_t RG)
+/* Call c's share of a unit's prefetch lines pl[0..n) (n even) over `calls`
+ * calls, an even number each. Items of several rows per KV head prefetch
+ * into L1, those of one row (multi-head attention: one multiply-add per
+ * element) into L2; measured cold, batch 8 at 4k, calls alternating: GQA 4
+ * f16 10-15 % faster with prefetcht0 than with prefetcht2, GQA 1 f16 7-8 %
+ * slower. */
+static kvc_pf_run pf_share(const char *const *pl, int64_t n, int64_t calls, int64_t c, int64_t RG)
 {
-    const int64_t per = kvci_cdiv(n, calls), r0 = kvci_min64(n, c * per);
-    kvc_pf_run run = {pr + r0, kvci_min64(per, n - r0), lines, 0, RG > 1};
+    const int64_t per = (kvci_cdiv(n, calls) + 1) & ~(int64_t)1, l0 = kvci_min64(n, c * per);
+    kvc_pf_run run = {pl + l0, pl + kvci_min64(n, l0 + per), RG > 1};
     return run;
 }
 
@@ -258,6 +288,25 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
         }
 }
 
+/* Scores of keys [a, e) of item head gl stored in lanes, one qk_lanes call
+ * per block segment, the unit's prefetch lines shared among them. Positions
+ * of the chunk outside [j0, j1) are left as they are (row_softmax masks
+ * them before reading). */
+static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t gl,
+                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pl, int64_t np)
+{
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t RG = pb->G * it->ni, hk = kvci_attn_kv_head_stride(pb, pb->D);
+    const char *kd = (const char *)pb->p->k.data + cx->kes * gl * hk;
+    const int64_t calls = kvci_cdiv(e, pb->bs) - a / pb->bs;
+    for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
+        s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
+        kvc_pf_run run = pf_share(pl, np, calls, c, RG);
+        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->bs, (int)(s1 - s0), s->qs + gl * RG * cx->Dq8,
+                                      cx->Dq8, (int)RG, pb->D, s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
+    }
+}
+
 /* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8), unit by unit. */
 static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
                    const chunk_rows *cr, kvc_cpu_scratch *s)
@@ -268,16 +317,19 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
     const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     const char *kd = p->k.data, *rd = p->k_rope.data;
-    const char *pr[KVC_SUB];
+    const char *pl[KVC_PF_LINES];
     int64_t ri[KVC_QK_KEYS]; /* rope key indices */
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t t0 = a & ~(int64_t)7, calls = kvci_cdiv(e - t0, K);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            int lines = 0;
-            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 0, pr, &lines);
+            const int64_t np = next_unit_lines(cx, it, cr, j0, j1, a, e, gl, 0, pl);
+            if (cx->lanes) {
+                scores_lanes(cx, it, cb, a, e, gl, cr, s, pl, np);
+                continue;
+            }
             for (int64_t jt = t0, c = 0; jt < e; jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
-                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                kvc_pf_run run = pf_share(pl, np, calls, c, RG);
                 const int64_t *ki = cr->ki + (jt - cr->p0);
                 float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
                 if (direct) {
@@ -372,19 +424,18 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
-    const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
+    const bool direct = cx->direct_pv && RG <= KVC_DIRECT_ROWS;
     const int64_t hv = kvci_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
-    const char *pr[KVC_SUB];
+    const char *pl[KVC_PF_LINES];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t calls = kvci_cdiv(e - a, KVC_VTILE);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            int lines = 0;
-            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 1, pr, &lines);
+            const int64_t np = next_unit_lines(cx, it, cr, j0, j1, a, e, gl, 1, pl);
             for (int64_t jv = a, c = 0; jv < e; jv += KVC_VTILE, c++) {
-                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                kvc_pf_run run = pf_share(pl, np, calls, c, RG);
                 const int nk = (int)kvci_min64(KVC_VTILE, e - jv);
                 const int64_t *vi = cr->vi + (jv - cr->p0);
                 const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);

@@ -13,6 +13,9 @@
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
 #define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
 #define KVC_SUB 64     /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
+#define KVC_PF_ROW_LINES 16 /* most cache lines of one K/V row a unit prefetches */
+#define KVC_PF_CHANNELS 256 /* most channel rows of keys in lanes a unit prefetches */
+#define KVC_PF_LINES 1536    /* most prefetch lines of one unit (64 rows of 16 lines; 256 channels of a 64-key block segment) */
 #define KVC_DIRECT_ROWS 8 /* most rows per KV head an item may compute with the direct (tile-free) kernels: decode up to GQA 8 */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
 
@@ -40,6 +43,8 @@ typedef struct kvc_cpu_ctx {
     bool prefetch;        /* K/V rows are prefetched unit by unit (not NZ: column tiles) */
     bool direct;          /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= KVC_DIRECT_ROWS rows per
                              head may use the table's direct (tile-free) qk / pv */
+    bool direct_pv;       /* the same for pv alone (plain V rows, Dv a multiple of 8) */
+    bool lanes;           /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes */
     kvc_chan_map cmk, cmv, cmr;

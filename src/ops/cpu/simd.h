@@ -53,38 +53,52 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
  * arithmetic of qk / pv on the converted tile, so either form may serve any
- * row. pf: rows to prefetch, spread over the call's inner steps (two lines
+ * row. pf: cache lines to prefetch, spread over the call's inner steps (two
  * per step, the rest at the end).
  * NULL in tables without them. */
 typedef struct kvc_pf_run {
-    const char *const *row; /* rows to prefetch, in order */
-    int64_t n;              /* rows left */
-    int lines;              /* 64-byte lines per row */
-    int at;                 /* next line of *row */
+    const char *const *at;  /* next line address */
+    const char *const *end; /* one past the last; end - at is even */
     bool l1;                /* into L1 (prefetcht0), else into L2 (prefetcht2) */
 } kvc_pf_run;
 
-/* Prefetches the run's next line; false when the run is done. */
-__attribute__((always_inline)) static inline bool kvci_pf_line(kvc_pf_run *r)
+__attribute__((always_inline)) static inline void kvci_pf_one(const char *line, bool l1)
 {
-    if (r->n <= 0) return false;
-    if (r->l1) __builtin_prefetch(*r->row + 64 * r->at, 0, 3);
-    else __builtin_prefetch(*r->row + 64 * r->at, 0, 1);
-    if (++r->at == r->lines) r->at = 0, r->row++, r->n--;
-    return true;
+    if (l1) __builtin_prefetch(line, 0, 3);
+    else __builtin_prefetch(line, 0, 1);
+}
+
+/* The run's next two lines, if any. */
+__attribute__((always_inline)) static inline void kvci_pf_two(kvc_pf_run *r)
+{
+    if (r->at < r->end) {
+        kvci_pf_one(r->at[0], r->l1);
+        kvci_pf_one(r->at[1], r->l1);
+        r->at += 2;
+    }
 }
 
 /* The lines the run has left. */
 static inline void kvci_pf_rest(kvc_pf_run *r)
 {
-    while (kvci_pf_line(r)) {
-    }
+    for (; r->at < r->end; r->at++) kvci_pf_one(*r->at, r->l1);
 }
 
 typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
                                  float *out, int64_t ostride, kvc_pf_run pf);
 typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
                                  float *acc, int64_t astride, kvc_pf_run pf);
+
+/* Scores of keys stored in lanes (KVC_BLOCK_BNNDBS): channel d of key t at
+ * element d * cs + t of k (one dtype, converted in registers), for t < nk
+ * <= KVC_LANES_KEYS consecutive keys of one block and head:
+ * out[r * ostride + t] = the FMA chain s = fma(q[r * qstride + d], k(d, t), s)
+ * over d = 0 .. dim - 1 from s = 0, for r < nr (any number of rows). Every
+ * key is its own lane, so the result does not depend on the vector width,
+ * nk or nr; this is the only qk of such keys (decode and prefill alike). */
+#define KVC_LANES_KEYS 64
+typedef void (*kvc_qk_lanes_fn)(const void *k, int64_t cs, int nk, const float *q, int64_t qstride, int nr,
+                                int64_t dim, float *out, int64_t ostride, kvc_pf_run pf);
 
 #define KVC_SIMD_SLOTS 6
 
@@ -95,6 +109,7 @@ typedef struct kvc_simd_table {
     kvc_pv_fn pv;
     kvc_qk_direct_fn qk_direct[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype); NULL: tile path */
     kvc_pv_direct_fn pv_direct[KVC_SIMD_SLOTS];
+    kvc_qk_lanes_fn qk_lanes[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype); in every table */
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
 } kvc_simd_table;

@@ -294,6 +294,63 @@ TGT float kvci_avx2_max(const float *s, int64_t n)
     return _mm_cvtss_f32(h);
 }
 
+/* Keys in lanes: NR <= 4 rows x NV <= 2 vectors of 8 keys, one FMA per
+ * channel with the query channel broadcast; the keys past the last full
+ * vector (nk % 8) by scalar FMA chains, the same operations per lane. */
+#define KVC_AVX2_LANES(NAME, LD, DT, DTN)                                                                                \
+    INL void lanes_block_##NAME(const void *k, int64_t cs, int NV, const float *q, int64_t qs, int NR, int64_t dim, \
+                                float *out, int64_t os, kvc_pf_run *pf)                                             \
+    {                                                                                                               \
+        __m256 a[8];                                                                                                \
+        for (int x = 0; x < NR * NV; x++) a[x] = _mm256_setzero_ps();                                               \
+        for (int64_t d = 0; d < dim; d++) {                                                                         \
+            pf_step(pf);                                                                                            \
+            __m256 kv[2];                                                                                           \
+            for (int v = 0; v < NV; v++) kv[v] = LD(k, d * cs + 8 * v);                                             \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                const __m256 qb = _mm256_broadcast_ss(q + r * qs + d);                                              \
+                for (int v = 0; v < NV; v++) a[r * NV + v] = _mm256_fmadd_ps(qb, kv[v], a[r * NV + v]);             \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++)                                                                                \
+            for (int v = 0; v < NV; v++) _mm256_storeu_ps(out + r * os + 8 * v, a[r * NV + v]);                    \
+    }                                                                                                               \
+    TGT static void qk_lanes_##NAME(const void *k, int64_t cs, int nk, const float *q, int64_t qs, int nr,          \
+                                    int64_t dim, float *out, int64_t os, kvc_pf_run pf)                             \
+    {                                                                                                               \
+        const int full = nk / 8 * 8;                                                                                \
+        for (int t = 0, nv; t < full; t += 8 * nv) {                                                                \
+            nv = full - t >= 16 ? 2 : 1;                                                                            \
+            const void *kt = (const char *)k + (int64_t)t * (int64_t)sizeof(DT);                                    \
+            for (int r = 0, n; r < nr; r += n) {                                                                    \
+                n = nr - r > 4 ? 4 : nr - r;                                                                        \
+                const float *qr = q + r * qs;                                                                       \
+                float *o = out + r * os + t;                                                                        \
+                switch ((n - 1) * 2 + nv - 1) { /* NR, NV constants: the accumulators stay in registers */          \
+                LANES2_CASE(NAME, 1, 1) LANES2_CASE(NAME, 1, 2) LANES2_CASE(NAME, 2, 1) LANES2_CASE(NAME, 2, 2)     \
+                LANES2_CASE(NAME, 3, 1) LANES2_CASE(NAME, 3, 2) LANES2_CASE(NAME, 4, 1) default: LANES2_CASE(NAME, 4, 2) \
+                }                                                                                                   \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int t = full; t < nk; t++)                                                                             \
+            for (int r = 0; r < nr; r++) {                                                                          \
+                float s = 0.0f;                                                                                     \
+                for (int64_t d = 0; d < dim; d++)                                                                   \
+                    s = __builtin_fmaf(q[r * qs + d], kvci_elem_load(k, KVC_DTYPE_##DTN, d * cs + t), s);          \
+                out[r * os + t] = s;                                                                                \
+            }                                                                                                       \
+        kvci_pf_rest(&pf);                                                                                          \
+    }
+#define LANES2_CASE(NAME, NR, NV)                                                          \
+    case (NR - 1) * 2 + NV - 1: lanes_block_##NAME(kt, cs, NV, qr, qs, NR, dim, o, os, &pf); break;
+
+KVC_AVX2_LANES(f32, ld_f32, float, F32)
+KVC_AVX2_LANES(f16, ld_f16, uint16_t, F16)
+KVC_AVX2_LANES(bf16, ld_bf16, uint16_t, BF16)
+KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
+KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
+KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
+
 KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c");
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }

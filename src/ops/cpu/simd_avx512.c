@@ -264,6 +264,61 @@ KVC_AVX512_DIRECT(i8, int8_t)
 KVC_AVX512_DIRECT(e4m3, uint8_t)
 KVC_AVX512_DIRECT(e5m2, uint8_t)
 
+/* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
+ * under mask mt; masked lanes are not read), one FMA per channel with the
+ * query channel broadcast. */
+#define KVC_AVX512_LANES(NAME, ET)                                                                                  \
+    INL void lanes_block_##NAME(const ET *k, int64_t cs, int NV, __mmask16 mt, const float *q, int64_t qs, int NR, \
+                                int64_t dim, float *out, int64_t os, kvc_pf_run *pf)                                \
+    {                                                                                                               \
+        __m512 a[16];                                                                                               \
+        for (int x = 0; x < NR * NV; x++) a[x] = _mm512_setzero_ps();                                               \
+        for (int64_t d = 0; d < dim; d++) {                                                                         \
+            pf_step(pf);                                                                                            \
+            const ET *kd = k + d * cs;                                                                              \
+            __m512 kv[4];                                                                                           \
+            for (int v = 0; v + 1 < NV; v++) kv[v] = vec_##NAME(kd + 16 * v, (__mmask16)0xFFFF);                    \
+            kv[NV - 1] = vec_##NAME(kd + 16 * (NV - 1), mt);                                                        \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                const __m512 qb = _mm512_set1_ps(q[r * qs + d]);                                                    \
+                for (int v = 0; v < NV; v++) a[r * NV + v] = _mm512_fmadd_ps(qb, kv[v], a[r * NV + v]);             \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int r = 0; r < NR; r++) {                                                                              \
+            for (int v = 0; v + 1 < NV; v++) _mm512_storeu_ps(out + r * os + 16 * v, a[r * NV + v]);                \
+            _mm512_mask_storeu_ps(out + r * os + 16 * (NV - 1), mt, a[r * NV + NV - 1]);                            \
+        }                                                                                                           \
+    }                                                                                                               \
+    TGT static void qk_lanes_##NAME(const void *k, int64_t cs, int nk, const float *q, int64_t qs, int nr,          \
+                                    int64_t dim, float *out, int64_t os, kvc_pf_run pf)                             \
+    {                                                                                                               \
+        const int NV = (nk + 15) / 16;                                                                              \
+        const __mmask16 mt = nk % 16 ? (__mmask16)((1u << (nk % 16)) - 1) : (__mmask16)0xFFFF;                      \
+        for (int r = 0, n; r < nr; r += n) {                                                                        \
+            n = nr - r > 4 ? 4 : nr - r;                                                                            \
+            const float *qr = q + r * qs;                                                                           \
+            float *o = out + r * os;                                                                                \
+            switch ((n - 1) * 4 + NV - 1) { /* NR, NV constants: the accumulators stay in registers */              \
+            LANES_CASE(NAME, ET, 1, 1) LANES_CASE(NAME, ET, 1, 2) LANES_CASE(NAME, ET, 1, 3) LANES_CASE(NAME, ET, 1, 4)             \
+            LANES_CASE(NAME, ET, 2, 1) LANES_CASE(NAME, ET, 2, 2) LANES_CASE(NAME, ET, 2, 3) LANES_CASE(NAME, ET, 2, 4)             \
+            LANES_CASE(NAME, ET, 3, 1) LANES_CASE(NAME, ET, 3, 2) LANES_CASE(NAME, ET, 3, 3) LANES_CASE(NAME, ET, 3, 4)             \
+            LANES_CASE(NAME, ET, 4, 1) LANES_CASE(NAME, ET, 4, 2) LANES_CASE(NAME, ET, 4, 3) default: LANES_CASE(NAME, ET, 4, 4)    \
+            }                                                                                                       \
+        }                                                                                                           \
+        kvci_pf_rest(&pf);                                                                                          \
+    }
+#define LANES_CASE(NAME, ET, NR, NV)                                                                 \
+    case (NR - 1) * 4 + NV - 1:                                                                  \
+        lanes_block_##NAME((const ET *)k, cs, NV, mt, qr, qs, NR, dim, o, os, &pf);              \
+        break;
+
+KVC_AVX512_LANES(f32, float)
+KVC_AVX512_LANES(f16, uint16_t)
+KVC_AVX512_LANES(bf16, uint16_t)
+KVC_AVX512_LANES(i8, int8_t)
+KVC_AVX512_LANES(e4m3, uint8_t)
+KVC_AVX512_LANES(e5m2, uint8_t)
+
 KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl");
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }

@@ -42,6 +42,27 @@ static void pv(const float *v, int64_t vstride, int nk, const float *w, int64_t 
         }
 }
 
+/* Keys in lanes: each key's FMA chain over the channels (simd.h kvc_qk_lanes_fn). */
+#define KVC_PORTABLE_LANES(NAME, DT)                                                                            \
+    static void lanes_##NAME(const void *k, int64_t cs, int nk, const float *q, int64_t qs, int nr, int64_t dim, \
+                             float *out, int64_t os, kvc_pf_run pf)                                             \
+    {                                                                                                           \
+        (void)pf;                                                                                               \
+        for (int r = 0; r < nr; r++)                                                                            \
+            for (int t = 0; t < nk; t++) {                                                                      \
+                float s = 0.0f;                                                                                 \
+                for (int64_t d = 0; d < dim; d++) s = fmaf(q[r * qs + d], kvci_elem_load(k, DT, d * cs + t), s); \
+                out[r * os + t] = s;                                                                            \
+            }                                                                                                   \
+    }
+
+KVC_PORTABLE_LANES(f32, KVC_DTYPE_F32)
+KVC_PORTABLE_LANES(f16, KVC_DTYPE_F16)
+KVC_PORTABLE_LANES(bf16, KVC_DTYPE_BF16)
+KVC_PORTABLE_LANES(i8, KVC_DTYPE_I8)
+KVC_PORTABLE_LANES(e4m3, KVC_DTYPE_F8E4M3)
+KVC_PORTABLE_LANES(e5m2, KVC_DTYPE_F8E5M2)
+
 static float exp_sum(float *s, int64_t n, float m)
 {
     float lane[8] = {0};
@@ -61,5 +82,5 @@ static float vmax(const float *s, int64_t n)
 
 const kvc_simd_table kvc_simd_portable = {
     "portable", {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, cvt_e4m3, cvt_e5m2}, qk, pv, {NULL}, {NULL},
-    exp_sum, vmax,
+    {lanes_f32, lanes_f16, lanes_bf16, lanes_i8, lanes_e4m3, lanes_e5m2}, exp_sum, vmax,
 };

@@ -27,6 +27,7 @@
         pv,                                                                                                          \
         {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                \
         {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                \
+        {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                      \
         kvci_avx2_exp_sum,                                                                                           \
         kvci_avx2_max,                                                                                               \
     }
@@ -37,13 +38,13 @@
     TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,      \
                        int64_t os)                                                                                   \
     {                                                                                                                \
-        kvc_pf_run none = {NULL, 0, 1, 0, false};                                                                    \
+        kvc_pf_run none = {NULL, NULL, false};                                                                    \
         qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);                                                         \
     }                                                                                                                \
     TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,          \
                        float *acc, int64_t as)                                                                       \
     {                                                                                                                \
-        kvc_pf_run none = {NULL, 0, 1, 0, false};                                                                    \
+        kvc_pf_run none = {NULL, NULL, false};                                                                    \
         pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);                                                     \
     }
 
@@ -119,10 +120,7 @@ KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), red
 /* Two lines of a direct call's prefetch run per inner step: the requests
  * are spread over the arithmetic instead of issued in one burst before it
  * (a burst fills the miss buffers, and the core waits for them). */
-KVC_X86_INL void pf_step(kvc_pf_run *c)
-{
-    if (kvci_pf_line(c)) kvci_pf_line(c);
-}
+KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_two(c); }
 
 /* simd_avx2.c */
 void kvci_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
