@@ -106,8 +106,14 @@ typedef struct shape {
     const char *phase;
     int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
     kvc_dtype kv_dtype;
-    bool head_major; /* paged [NB, Nkv, bs, D] (vLLM's order) instead of [NB, bs, Nkv * D] */
+    kvc_block_layout blk; /* paged BNBSND [NB, bs, Nkv * D], BNNBSD [NB, Nkv, bs, D] (vLLM's order) or BNNDBS (K
+                             [NB, Nkv, D, bs]: keys in lanes; V as BNNBSD) */
 } shape;
+
+static const char *storage_name(kvc_block_layout blk)
+{
+    return blk == KVC_BLOCK_BNNBSD ? "BnNBsD" : blk == KVC_BLOCK_BNNDBS ? "BnNDBs" : "BnBsH";
+}
 
 /* One shape's figures on one page kind. */
 typedef struct result {
@@ -139,7 +145,7 @@ static int pool_allocate(const shape *s, int64_t NB, int bs, kvc_limits_pages pa
         e[i].dim[0] = s->head_dim;
         e[i].dtype = s->kv_dtype;
         e[i].block_size = bs;
-        e[i].layout = s->head_major ? KVC_BLOCK_BNNBSD : KVC_BLOCK_BNBSND;
+        e[i].layout = s->blk == KVC_BLOCK_BNBSND ? KVC_BLOCK_BNBSND : KVC_BLOCK_BNNBSD; /* BNNDBS K: the same bytes */
         e[i].tensor_setter = keep_tensor;
         e[i].setter_user = i ? &pool->v : &pool->k;
     }
@@ -322,10 +328,11 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     p.v = p.k;
     p.v.data = pool[0].v;
     p.kv_storage = KVC_KV_BLOCKS;
-    if (s->head_major) {
-        p.block_layout = KVC_BLOCK_BNNBSD;
+    if (s->blk != KVC_BLOCK_BNBSND) {
+        p.block_layout = s->blk;
         p.k.ndim = p.v.ndim = 4;
         p.k.shape[1] = p.v.shape[1] = s->kv_heads, p.k.shape[2] = p.v.shape[2] = bs, p.k.shape[3] = p.v.shape[3] = D;
+        if (s->blk == KVC_BLOCK_BNNDBS) p.k.shape[2] = D, p.k.shape[3] = bs;
     }
     p.block_size = bs;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->batch, nbpr}};
@@ -420,7 +427,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     const double peak = peaks[pk_kind];
     char flags[256];
     kvc_limits_cpu_flags(flags, sizeof flags);
-    shape shapes[96];
+    shape shapes[128];
     int n = 0;
     const kvc_dtype dts[4] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
     const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
@@ -428,11 +435,17 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     for (int h = 0; h < 3; h++)
         for (int d = 0; d < 4; d++)
             for (int i = 0; i < 6; i++)
-                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], false};
+                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNBSND};
     for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
-        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, true};
+        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, KVC_BLOCK_BNNBSD};
+    const int lan[3][2] = {{1, 16384}, {8, 4096}, {8, 16384}}; /* keys in lanes */
+    for (int h = 0; h < 3; h++)
+        for (int d = 0; d < 4; d++)
+            for (int i = 0; i < 3; i++)
+                shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, false};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
+    for (int i = 0; i < 4; i += 3) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
                "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);
@@ -463,10 +476,10 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         const shape *s = &shapes[i];
         char label[96];
         snprintf(label, sizeof label, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
-                 s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), s->head_major ? "BnNBsD" : "BnBsH");
+                 s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
         if (opts->only && !strstr(label, opts->only)) continue;
         result res[KVC_LIMITS_PAGE_KINDS];
-        const bool naive = s->q_len == 1 && s->batch == 1;
+        const bool naive = s->q_len == 1 && s->batch == 1 && s->blk == KVC_BLOCK_BNBSND; /* its loop reads token-major blocks */
         const bool decode = s->q_len == 1;
         /* decode on every page kind of the run; prefill (compute-bound) on the last one only */
         const kvc_limits_pages *pg = decode ? kinds : &kinds[n_kinds - 1];
@@ -485,7 +498,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
             const double roof = compute_gbps < rd ? compute_gbps : rd;
             const char *bound = !decode || compute_gbps < rd ? "compute" : "memory";
             const double roof_ratio = decode ? kv_gbps / roof : gflops / pkr;
-            const char *storage = s->head_major ? "BnNBsD" : "BnBsH";
+            const char *storage = storage_name(s->blk);
             const bool has_naive = naive && r->naive_us > 0.0;
             const bool paired = n_pg == 2 && pg[k] == KVC_LIMITS_2M; /* the 2m row of a shape run on both */
             const double pages_ratio = paired ? res[0].us / r->us : 0.0;

@@ -143,20 +143,23 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
 /* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
  * the item's first head, in a K/V tensor of `dim` channels per head. The
  * index is linear in the key within one block (and throughout contiguous
- * storage): keys of one block cost two index computations, not one each
- * (each holds a 64-bit division by the block size; for items of one head
- * and one row they took about as long as the arithmetic). */
+ * storage): each block's run of keys costs two index computations, not one
+ * per key (each holds a 64-bit division by the block size and a block table
+ * read; per key they took as long as the arithmetic of one-head items). */
 static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t n, int64_t j0, int64_t j1,
                         int64_t dim, int64_t c0, int64_t *idx)
 {
     const kvc_attn_problem *pb = cx->pb;
-    const int64_t a = kvci_min64(kvci_max64(j, j0), j1 - 1), e = kvci_min64(kvci_max64(j + n, j0 + 1), j1); /* keys used */
-    const bool one_block = !pb->paged || a / pb->bs == (e - 1) / pb->bs;
-    const int64_t i0 = kvci_attn_kv_index(pb, it->b, it->k0, a, it->g0, dim, c0);
-    const int64_t step = one_block && e - a >= 2 ? kvci_attn_kv_index(pb, it->b, it->k0, a + 1, it->g0, dim, c0) - i0 : 0;
-    for (int64_t t = 0; t < n; t++) {
+    for (int64_t t = 0; t < n;) {
         const int64_t k = kvci_min64(kvci_max64(j + t, j0), j1 - 1);
-        idx[t] = one_block ? i0 + (k - a) * step : kvci_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
+        const int64_t i0 = kvci_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
+        if (j + t < j0 || j + t >= j1) { /* a clamped lane: the nearest visible key */
+            idx[t++] = i0;
+            continue;
+        }
+        const int64_t end = kvci_min64(j + n, pb->paged ? kvci_min64(j1, (k / pb->bs + 1) * pb->bs) : j1);
+        const int64_t step = end - k >= 2 ? kvci_attn_kv_index(pb, it->b, it->k0, k + 1, it->g0, dim, c0) - i0 : 0;
+        for (; j + t < end; t++) idx[t] = i0 + (j + t - k) * step;
     }
 }
 
@@ -189,54 +192,49 @@ static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64
 {
     const kvc_attn_problem *pb = cx->pb;
     cr->p0 = j0 & ~(int64_t)7;
-    for (int64_t jt = cr->p0; jt < j1; jt += 8) {
-        key_indices(cx, it, jt, 8, j0, j1, pb->D, pb->c0k, cr->ki + (jt - cr->p0));
-        key_indices(cx, it, jt, 8, j0, j1, pb->Dv, pb->c0v, cr->vi + (jt - cr->p0));
-    }
+    const int64_t n = kvci_round8(j1) - cr->p0; /* whole tiles of 8 */
+    key_indices(cx, it, cr->p0, n, j0, j1, pb->D, pb->c0k, cr->ki);
+    key_indices(cx, it, cr->p0, n, j0, j1, pb->Dv, pb->c0v, cr->vi);
     cr->nb = cb + KVC_CHUNK;
     cr->nn = cx->prefetch && cr->nb < it->hi ? kvci_min64(KVC_SUB, it->hi - cr->nb) : 0;
-    for (int64_t jt = cr->nb; jt < cr->nb + cr->nn; jt += 8)
-        key_indices(cx, it, jt, 8, cr->nb, cr->nb + cr->nn, pb->D, pb->c0k, cr->ni + (jt - cr->nb));
+    if (cr->nn) key_indices(cx, it, cr->nb, kvci_round8(cr->nn), cr->nb, cr->nb + cr->nn, pb->D, pb->c0k, cr->ni);
 }
 
-/* The cache lines of keys [a, e) of KV head gl (item-relative) in pass
- * `pass` (0 keys, 1 values; indices idx[j - off]) into pl + n; returns the
- * new count. Plain rows: the lines of each row (at most KVC_PF_ROW_LINES:
- * the hardware prefetcher follows longer rows). Keys in lanes: per block
- * segment, the lines of the segment in each channel row (at most
- * KVC_PF_CHANNELS channels). At most KVC_PF_LINES - 1 lines in all. */
-static int64_t unit_lines(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off, int64_t a, int64_t e, int64_t gl,
-                          int pass, const char **pl, int64_t n)
+/* The rows to prefetch for keys [a, e) of KV head gl (item-relative) in
+ * pass `pass` (0 keys, 1 values; indices idx[j - off]) into pr + n (at most
+ * KVC_PF_ROWS in all); returns the new count and sets *lines to the cache
+ * lines to fetch from each. Plain rows: each key's row (at most
+ * KVC_PF_ROW_LINES lines of it: the hardware prefetcher follows longer
+ * rows). Keys in lanes: per block segment, the segment of each channel row
+ * (of at most KVC_PF_CHANNELS channels). */
+static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off, int64_t a, int64_t e, int64_t gl,
+                         int pass, const char **pr, int64_t n, int *lines)
 {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
     const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
     if (cx->lanes && !pass) {
-        const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS);
-        for (int64_t s0 = a, s1; s0 < e; s0 = s1) {
+        const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS), rs = es * pb->bs; /* bytes between channel rows */
+        for (int64_t s0 = a, s1; s0 < e && n + dmax <= KVC_PF_ROWS; s0 = s1) {
             s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
-            for (int64_t d = 0; d < dmax; d++) {
-                const uintptr_t lo = (uintptr_t)(base + es * (idx[s0 - off] + d * pb->bs)) & ~(uintptr_t)63;
-                const uintptr_t hi = (uintptr_t)(base + es * (idx[s1 - 1 - off] + d * pb->bs));
-                for (uintptr_t l = lo; l <= hi && n < KVC_PF_LINES - 1; l += 64) pl[n++] = (const char *)l;
-            }
+            const char *first = base + es * idx[s0 - off]; /* channel 0 of key s0 */
+            const int64_t lo = (int64_t)((uintptr_t)first & 63u);
+            *lines = (int)kvci_max64(*lines, (lo + es * (s1 - s0) + 63) / 64);
+            for (int64_t d = 0; d < dmax; d++) pr[n++] = first - lo + d * rs;
         }
         return n;
     }
-    const int64_t lines = kvci_min64((dim * es + 63) / 64, KVC_PF_ROW_LINES);
-    for (int64_t j = a; j < e; j++) {
-        const char *row = base + es * idx[j - off];
-        for (int64_t l = 0; l < lines && n < KVC_PF_LINES - 1; l++) pl[n++] = row + 64 * l;
-    }
+    *lines = (int)kvci_min64((dim * es + 63) / 64, KVC_PF_ROW_LINES);
+    for (int64_t j = a; j < e && n < KVC_PF_ROWS; j++) pr[n++] = base + es * idx[j - off];
     return n;
 }
 
-/* The cache lines of the unit computed after (keys [a, e), head gl) of
- * pass `pass` (0 scores, 1 values) into pl; returns their number, made
- * even by repeating the last. */
-static int64_t next_unit_lines(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
-                               int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pl)
+/* The rows to prefetch of the unit computed after (keys [a, e), head gl) of
+ * pass `pass` (0 scores, 1 values) into pr; returns their number. */
+static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
+                              int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines)
 {
+    *lines = 0;
     if (!cx->prefetch) return 0;
     int64_t na = a, ne = e, ng = gl + 1, off = cr->p0;
     const int64_t *idx = NULL;
@@ -248,21 +246,18 @@ static int64_t next_unit_lines(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, co
         }
     }
     if (!idx) idx = pass ? cr->vi : cr->ki;
-    int64_t n = unit_lines(cx, idx, off, na, ne, ng, pass, pl, 0);
-    if (n & 1) pl[n] = pl[n - 1], n++;
-    return n;
+    return unit_rows(cx, idx, off, na, ne, ng, pass, pr, 0, lines);
 }
 
-/* Call c's share of a unit's prefetch lines pl[0..n) (n even) over `calls`
- * calls, an even number each. Items of several rows per KV head prefetch
- * into L1, those of one row (multi-head attention: one multiply-add per
- * element) into L2; measured cold, batch 8 at 4k, calls alternating: GQA 4
- * f16 10-15 % faster with prefetcht0 than with prefetcht2, GQA 1 f16 7-8 %
- * slower. */
-static kvc_pf_run pf_share(const char *const *pl, int64_t n, int64_t calls, int64_t c, int64_t RG)
+/* Call c's share of a unit's prefetch rows pr[0..n) over `calls` calls.
+ * Items of several rows per KV head prefetch into L1, those of one row
+ * (multi-head attention: one multiply-add per element) into L2; measured
+ * cold, batch 8 at 4k, calls alternating: GQA 4 f16 10-15 % faster with
+ * prefetcht0 than with prefetcht2, GQA 1 f16 7-8 % slower. */
+static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t calls, int64_t c, int64_t RG)
 {
-    const int64_t per = (kvci_cdiv(n, calls) + 1) & ~(int64_t)1, l0 = kvci_min64(n, c * per);
-    kvc_pf_run run = {pl + l0, pl + kvci_min64(n, l0 + per), RG > 1};
+    const int64_t per = kvci_cdiv(n, calls), r0 = kvci_min64(n, c * per);
+    kvc_pf_run run = {pr + r0, pr + kvci_min64(n, r0 + per), lines, RG > 1};
     return run;
 }
 
@@ -293,7 +288,7 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
  * of the chunk outside [j0, j1) are left as they are (row_softmax masks
  * them before reading). */
 static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t gl,
-                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pl, int64_t np)
+                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr, int64_t np, int lines)
 {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni, hk = kvci_attn_kv_head_stride(pb, pb->D);
@@ -301,7 +296,7 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
     const int64_t calls = kvci_cdiv(e, pb->bs) - a / pb->bs;
     for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
         s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
-        kvc_pf_run run = pf_share(pl, np, calls, c, RG);
+        kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
         cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->bs, (int)(s1 - s0), s->qs + gl * RG * cx->Dq8,
                                       cx->Dq8, (int)RG, pb->D, s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
     }
@@ -317,19 +312,20 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
     const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     const char *kd = p->k.data, *rd = p->k_rope.data;
-    const char *pl[KVC_PF_LINES];
+    const char *pr[KVC_PF_ROWS];
     int64_t ri[KVC_QK_KEYS]; /* rope key indices */
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t t0 = a & ~(int64_t)7, calls = kvci_cdiv(e - t0, K);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            const int64_t np = next_unit_lines(cx, it, cr, j0, j1, a, e, gl, 0, pl);
+            int lines;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 0, pr, &lines);
             if (cx->lanes) {
-                scores_lanes(cx, it, cb, a, e, gl, cr, s, pl, np);
+                scores_lanes(cx, it, cb, a, e, gl, cr, s, pr, np, lines);
                 continue;
             }
             for (int64_t jt = t0, c = 0; jt < e; jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
-                kvc_pf_run run = pf_share(pl, np, calls, c, RG);
+                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
                 const int64_t *ki = cr->ki + (jt - cr->p0);
                 float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
                 if (direct) {
@@ -427,15 +423,16 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const bool direct = cx->direct_pv && RG <= KVC_DIRECT_ROWS;
     const int64_t hv = kvci_attn_kv_head_stride(pb, pb->Dv);
     const char *vd = p->v.data;
-    const char *pl[KVC_PF_LINES];
+    const char *pr[KVC_PF_ROWS];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t calls = kvci_cdiv(e - a, KVC_VTILE);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            const int64_t np = next_unit_lines(cx, it, cr, j0, j1, a, e, gl, 1, pl);
+            int lines;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 1, pr, &lines);
             for (int64_t jv = a, c = 0; jv < e; jv += KVC_VTILE, c++) {
-                kvc_pf_run run = pf_share(pl, np, calls, c, RG);
+                kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
                 const int nk = (int)kvci_min64(KVC_VTILE, e - jv);
                 const int64_t *vi = cr->vi + (jv - cr->p0);
                 const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);

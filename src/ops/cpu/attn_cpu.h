@@ -15,7 +15,7 @@
 #define KVC_SUB 64     /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
 #define KVC_PF_ROW_LINES 16 /* most cache lines of one K/V row a unit prefetches */
 #define KVC_PF_CHANNELS 256 /* most channel rows of keys in lanes a unit prefetches */
-#define KVC_PF_LINES 1536    /* most prefetch lines of one unit (64 rows of 16 lines; 256 channels of a 64-key block segment) */
+#define KVC_PF_ROWS 512      /* most prefetch rows of one unit (its key rows; keys in lanes: channel rows of its block segments) */
 #define KVC_DIRECT_ROWS 8 /* most rows per KV head an item may compute with the direct (tile-free) kernels: decode up to GQA 8 */
 #define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
 

@@ -53,35 +53,32 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
  * arithmetic of qk / pv on the converted tile, so either form may serve any
- * row. pf: cache lines to prefetch, spread over the call's inner steps (two
- * per step, the rest at the end).
+ * row. pf: rows to prefetch (`lines` cache lines from each row address),
+ * one row per inner step of the call, the rest at the end.
  * NULL in tables without them. */
 typedef struct kvc_pf_run {
-    const char *const *at;  /* next line address */
-    const char *const *end; /* one past the last; end - at is even */
+    const char *const *at;  /* next row address (64-byte aligned) */
+    const char *const *end; /* one past the last */
+    int lines;              /* cache lines from each row address */
     bool l1;                /* into L1 (prefetcht0), else into L2 (prefetcht2) */
 } kvc_pf_run;
 
-__attribute__((always_inline)) static inline void kvci_pf_one(const char *line, bool l1)
-{
-    if (l1) __builtin_prefetch(line, 0, 3);
-    else __builtin_prefetch(line, 0, 1);
-}
-
-/* The run's next two lines, if any. */
-__attribute__((always_inline)) static inline void kvci_pf_two(kvc_pf_run *r)
+/* The run's next row, if any. */
+__attribute__((always_inline)) static inline void kvci_pf_row(kvc_pf_run *r)
 {
     if (r->at < r->end) {
-        kvci_pf_one(r->at[0], r->l1);
-        kvci_pf_one(r->at[1], r->l1);
-        r->at += 2;
+        const char *row = *r->at++;
+        for (int l = 0; l < r->lines; l++) {
+            if (r->l1) __builtin_prefetch(row + 64 * l, 0, 3);
+            else __builtin_prefetch(row + 64 * l, 0, 1);
+        }
     }
 }
 
-/* The lines the run has left. */
+/* The rows the run has left. */
 static inline void kvci_pf_rest(kvc_pf_run *r)
 {
-    for (; r->at < r->end; r->at++) kvci_pf_one(*r->at, r->l1);
+    while (r->at < r->end) kvci_pf_row(r);
 }
 
 typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,

@@ -38,13 +38,13 @@
     TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,      \
                        int64_t os)                                                                                   \
     {                                                                                                                \
-        kvc_pf_run none = {NULL, NULL, false};                                                                    \
+        kvc_pf_run none = {NULL, NULL, 0, false};                                                                    \
         qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);                                                         \
     }                                                                                                                \
     TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,          \
                        float *acc, int64_t as)                                                                       \
     {                                                                                                                \
-        kvc_pf_run none = {NULL, NULL, false};                                                                    \
+        kvc_pf_run none = {NULL, NULL, 0, false};                                                                    \
         pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);                                                     \
     }
 
@@ -117,10 +117,10 @@ KVC_X86_INL __m256 reduce_join(__m256 t0, __m256 t1)
 }
 KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), reduce4(a + 4)); }
 
-/* Two lines of a direct call's prefetch run per inner step: the requests
+/* One row of a direct call's prefetch run per inner step: the requests
  * are spread over the arithmetic instead of issued in one burst before it
  * (a burst fills the miss buffers, and the core waits for them). */
-KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_two(c); }
+KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_row(c); }
 
 /* simd_avx2.c */
 void kvci_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
