@@ -246,7 +246,7 @@ kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t
 
 /* ---- ops.h ---- */
 kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts);
-typedef enum kvc_block_layout { KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ, ... } kvc_block_layout;
+typedef enum kvc_block_layout { KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ, KVC_BLOCK_BNNDBS, ... } kvc_block_layout;
 kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                            const int64_t *slots, int64_t n_slots);
 kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,

@@ -30,6 +30,7 @@ _KV_LAYOUTS = {
     "BNBSND": lib.KVC_BLOCK_BNBSND,  # [NB, bs, Nkv, D] (or [NB, bs, Nkv*D])
     "BNNBSD": lib.KVC_BLOCK_BNNBSD,  # [NB, Nkv, bs, D]
     "NZ": lib.KVC_BLOCK_NZ,  # [NB, Nkv, D/c0, bs, c0]
+    "BNNDBS": lib.KVC_BLOCK_BNNDBS,  # K [NB, Nkv, D, bs] (keys in lanes); attention reads V as BNNBSD
 }
 _QUANT = {"per_channel": lib.KVC_QUANT_PER_CHANNEL, "per_token": lib.KVC_QUANT_PER_TOKEN,
           "per_head": lib.KVC_QUANT_PER_HEAD}
@@ -52,7 +53,7 @@ def _heads_and_dims(layout, qv, kv, vv, paged, kv_layout, num_heads, num_kv_head
     q_axis = {"TND": 1, "TND_NTD": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
     nq = num_heads if num_heads is not None else (_dim(qv, q_axis, "q") if q_axis is not None else None)
     if paged:
-        kv_axis = {"BNBSND": 2, "BNNBSD": 1, "NZ": 1}[kv_layout] if len(kv.shape) >= 4 else None
+        kv_axis = {"BNBSND": 2, "BNNBSD": 1, "NZ": 1, "BNNDBS": 1}[kv_layout] if len(kv.shape) >= 4 else None
     else:
         kv_axis = {"TND": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
     nkv = num_kv_heads if num_kv_heads is not None else (_dim(kv, kv_axis, "k") if kv_axis is not None else None)
@@ -146,8 +147,9 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
       TND q [T, Nq, D]; BSND q [B, S, Nq, D]; BNSD q [B, Nq, S, D]; BSH q [B, S, Nq*D];
       NTD_TND q [Nq, T, D]; TND_NTD / BSND_NBSD as named. Contiguous k/v follow
       the query's layout; with a block_table (int32 [B, W]) they are paged
-      caches in `kv_layout`: "BNBSND" [NB, bs, Nkv, D], "BNNBSD" [NB, Nkv, bs, D]
-      or "NZ". q_lens / kv_lens are per-row lengths (direct form; converted to
+      caches in `kv_layout`: "BNBSND" [NB, bs, Nkv, D], "BNNBSD" [NB, Nkv, bs, D],
+      "NZ", or "BNNDBS" (k [NB, Nkv, D, bs]: keys in lanes; v [NB, Nkv, bs, Dv]).
+      q_lens / kv_lens are per-row lengths (direct form; converted to
       the form the layout needs); defaults come from the shapes (paged calls
       must give kv_lens). Head counts come from the shapes unless given.
     scale: default 1/sqrt(D). sparse_mode: 0 none (needs mask or
@@ -205,7 +207,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
         tv.fill(p.block_table)
         p.kv_storage = lib.KVC_KV_BLOCKS
         p.block_layout = block_layout
-        bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3}[kv_layout]
+        bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3, "BNNDBS": 3}[kv_layout]
         p.block_size = int32(_dim(kv_, bs_axis, "k"), "block_size")
     for name, arr, field in (("mask", mask, p.mask), ("sinks", sinks, p.sinks), ("key_scale", key_scale, p.key_scale),
                              ("value_scale", value_scale, p.value_scale), ("key_offset", key_offset, p.key_offset),
@@ -266,8 +268,9 @@ def _slot_write(cache, update, slots, kv_layout):
 def write_slots(cache, update, slots, *, kv_layout="BNBSND"):
     """Scatters update [T, Nkv, D] into the paged cache at slots [T]
     (slot = block * block_size + offset; -1 skips a token), in place.
-    The cache is [NB, bs, Nkv, D] ("BNBSND", also NZ's logical shape) or
-    [NB, Nkv, bs, D] ("BNNBSD"), of update's dtype."""
+    The cache is [NB, bs, Nkv, D] ("BNBSND", also NZ's logical shape),
+    [NB, Nkv, bs, D] ("BNNBSD") or [NB, Nkv, D, bs] ("BNNDBS", keys in lanes),
+    of update's dtype."""
     order, c, u, sv, keep = _slot_write(cache, update, slots, kv_layout)
     check(lib.kvc_write_slots(c, order, u, sv.ptr("int64_t *"), sv.shape[0]))
     del keep

@@ -12,7 +12,7 @@ from kvcache._ffi import lib
 
 # (layout, paged kv_layout or None)
 SHAPES = [("BSND", None), ("BNSD", None), ("BSH", None), ("TND", None), ("TND", "BNBSND"), ("TND", "BNNBSD"),
-          ("BNSD", "BNNBSD")]
+          ("BNSD", "BNNBSD"), ("TND", "BNNDBS")]
 DTYPES = ["f32", "f16", "bf16"]
 
 
@@ -122,15 +122,16 @@ def random_case(rng, layout, kv_layout, q_dtype, kv_dtype, mode=None):
         W = max(-(-x // bs) for x in skv)
         NB = B * W + 1 + int(rng.integers(0, 3))
         ids = rng.permutation(np.arange(1, NB))[: B * W].astype(np.int32).reshape(B, W)
-        kshape = (NB, bs, nkv, D) if kv_layout == "BNBSND" else (NB, nkv, bs, D)
+        vshape = (NB, bs, nkv, D) if kv_layout == "BNBSND" else (NB, nkv, bs, D)
+        kshape = (NB, nkv, D, bs) if kv_layout == "BNNDBS" else vshape  # keys in lanes
         k, kf, kb = make_array(rng, kshape, kv_dtype)
-        v, vf, vb = make_array(rng, kshape, kv_dtype)
+        v, vf, vb = make_array(rng, vshape, kv_dtype)
         c_shape = (NB, bs, nkv * D) if kv_layout == "BNBSND" else kshape
         tensors["k"] = (kv_dtype, c_shape, kb)
-        tensors["v"] = (kv_dtype, c_shape, vb)
+        tensors["v"] = (kv_dtype, (NB, bs, nkv * D) if kv_layout == "BNBSND" else vshape, vb)
         tensors["block_table"] = ("i32", ids.shape, ids.tobytes())
         params["kv_storage"] = lib.KVC_KV_BLOCKS
-        params["block_layout"] = lib.KVC_BLOCK_BNBSND if kv_layout == "BNBSND" else lib.KVC_BLOCK_BNNBSD
+        params["block_layout"] = getattr(lib, "KVC_BLOCK_" + kv_layout)
         params["block_size"] = bs
         args = (q, k, v, ids)
         kw["kv_layout"] = kv_layout

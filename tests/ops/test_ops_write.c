@@ -53,15 +53,26 @@ static void test_contiguous_scatter(void **state)
     assert_int_equal(kvc_write_contiguous(&c, &u, starts, 1), KVC_EINVAL);
 }
 
-/* Both allocation orders: values land at the formula's addresses, others untouched, -1 skipped. */
+/* Element index of (block p, offset o, head h, channel d) in a cache of `order` ([NB, BS, N, D],
+ * [NB, N, BS, D] or keys in lanes [NB, N, D, BS]). */
+static int64_t order_index(kvc_block_layout order, int64_t p, int64_t o, int64_t h, int64_t d, int64_t BS, int64_t N,
+                           int64_t D)
+{
+    if (order == KVC_BLOCK_BNNBSD) return ((p * N + h) * BS + o) * D + d;
+    if (order == KVC_BLOCK_BNNDBS) return ((p * N + h) * D + d) * BS + o;
+    return ((p * BS + o) * N + h) * D + d;
+}
+
+/* The plain allocation orders and keys in lanes: values land at the formula's addresses, others untouched, -1 skipped. */
 static void check_slot_scatter(kvc_block_layout order)
 {
     enum { NB = 3, BS = 4, N = 2, D = 3, T = 4 };
     float cache[NB * BS * N * D], upd[T * N * D];
     for (int i = 0; i < NB * BS * N * D; i++) cache[i] = 1000.0f + (float)i;
     for (int i = 0; i < T * N * D; i++) upd[i] = (float)i;
-    kvc_tensor c = order == KVC_BLOCK_BNNBSD ? tensor4(cache, KVC_DTYPE_F32, NB, N, BS, D)
-                                             : tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D);
+    kvc_tensor c = order == KVC_BLOCK_BNNBSD   ? tensor4(cache, KVC_DTYPE_F32, NB, N, BS, D)
+                   : order == KVC_BLOCK_BNNDBS ? tensor4(cache, KVC_DTYPE_F32, NB, N, D, BS)
+                                               : tensor4(cache, KVC_DTYPE_F32, NB, BS, N, D);
     kvc_tensor u = tensor3(upd, KVC_DTYPE_F32, T, N, D);
     int64_t slots[T] = {5, KVC_SLOT_SKIP, 11, 0};
     assert_int_equal(kvc_write_slots(&c, order, &u, slots, T), KVC_OK);
@@ -71,7 +82,7 @@ static void check_slot_scatter(kvc_block_layout order)
         int64_t p = slots[t] / BS, o = slots[t] % BS;
         for (int h = 0; h < N; h++)
             for (int d = 0; d < D; d++) {
-                int64_t a = order == KVC_BLOCK_BNNBSD ? ((p * N + h) * BS + o) * D + d : ((p * BS + o) * N + h) * D + d;
+                int64_t a = order_index(order, p, o, h, d, BS, N, D);
                 assert_true(cache[a] == upd[(t * N + h) * D + d]);
                 written[a] = 1;
             }
@@ -122,6 +133,7 @@ static void test_slot_duplicates(void **state)
 #endif
 }
 static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNNBSD); }
+static void test_slot_scatter_bnndbs(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNNDBS); }
 
 static void test_nz_index_examples(void **state)
 {
@@ -416,7 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_contiguous_scatter),   cmocka_unit_test(test_slot_scatter_bnbsnd),
-        cmocka_unit_test(test_slot_scatter_bnnbsd),  cmocka_unit_test(test_nz_index_examples),
+        cmocka_unit_test(test_slot_scatter_bnnbsd),  cmocka_unit_test(test_slot_scatter_bnndbs),  cmocka_unit_test(test_nz_index_examples),
         cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
         cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
         cmocka_unit_test(test_mla_write_nz_int8),
