@@ -445,7 +445,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
                 shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
     for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
-    for (int i = 0; i < 4; i += 3) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
                "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);

@@ -58,6 +58,8 @@ def parse_args():
                     help="PyTorch dtypes to time for prefill (the fastest counts; kvcache's prefill is bf16)")
     ap.add_argument("--pages", choices=["2m", "4k"], default="2m", help="kvcache's cache pages (--pages of the bench)")
     ap.add_argument("--only", default="", help="only the shapes whose label (as kvcache bench's --only) contains this")
+    ap.add_argument("--storage", default="BnBsH", choices=["BnBsH", "BnNDBs"],
+                    help="kvcache's paged cache layout: token-major blocks, or keys in lanes (K [NB, Nkv, D, bs])")
     ap.add_argument("--json", action="store_true", help="one JSON object per shape instead of a table")
     return ap.parse_args()
 
@@ -79,9 +81,9 @@ def shapes(phase, decode_set):
     return out
 
 
-def label(s):
-    return "%s/b%d/q%d/kv%d/g%d/%s/BnBsH" % (s["phase"], s["batch"], s["q_len"], s["kv_len"],
-                                            s["q_heads"] // s["kv_heads"], s["dtype"])
+def label(s, storage="BnBsH"):
+    return "%s/b%d/q%d/kv%d/g%d/%s/%s" % (s["phase"], s["batch"], s["q_len"], s["kv_len"],
+                                         s["q_heads"] // s["kv_heads"], s["dtype"], storage)
 
 
 def pairs(s):
@@ -96,11 +98,11 @@ def gflops(s, us):
 
 def run_kvcache(args, s, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    cmd = [args.kvcache, "bench", "attention", "--json", "--pages", args.pages, "--only", label(s)]
+    cmd = [args.kvcache, "bench", "attention", "--json", "--pages", args.pages, "--only", label(s, args.storage)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if len(rows) != 1:
-        sys.exit("torch_sdpa_compare: %s printed %d rows for %s" % (" ".join(cmd), len(rows), label(s)))
+        sys.exit("torch_sdpa_compare: %s printed %d rows for %s" % (" ".join(cmd), len(rows), label(s, args.storage)))
     return rows[0]
 
 
@@ -188,7 +190,7 @@ def main():
         print("%-36s %11s %11s %-16s %8s %8s %8s %11s" % ("shape", "kvcache us", "torch us", "torch form", "ours x",
                                                         "our GF/s", "torch GF", "torch full"))
     for s in shapes(args.phase, args.decode):
-        if args.only not in label(s):
+        if args.only not in label(s, args.storage):
             continue
         ours, theirs, row, only = [], {}, None, None
         for _ in range(args.rounds):
@@ -206,7 +208,7 @@ def main():
         best_form = min(same_work, key=same_work.get)
         our_us, best_us = statistics.median(ours), same_work[best_form]
         full = min((v for k, v in med.items() if k.startswith("full/")), default=None)
-        out = dict(shape=label(s), threads=threads, kvcache_us=round(our_us, 1), torch_us=round(best_us, 1),
+        out = dict(shape=label(s, args.storage), threads=threads, kvcache_us=round(our_us, 1), torch_us=round(best_us, 1),
                    torch_form=best_form, ratio=round(best_us / our_us, 3), kvcache_gflops=round(gflops(s, our_us), 2),
                    torch_gflops=round(gflops(s, best_us), 2), torch_full_us=round(full, 1) if full else None,
                    torch_all_us={k: round(v, 1) for k, v in med.items()}, isa=row["isa"], cpu_flags=row["cpu_flags"],

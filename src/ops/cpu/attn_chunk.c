@@ -5,7 +5,8 @@
  * Pass 1 takes the keys 8 at a time (tiles at absolute multiples of 8),
  * converted into an f32 tile (or in registers by the direct kernels for
  * items of up to KVC_DIRECT_ROWS rows per head), and computes the scores of all rows
- * against them; each row then selects its visible keys (never an exp of
+ * against them (keys in lanes, BNNDBS: up to 64 keys of one block per
+ * qk_lanes call, for any number of rows); each row then selects its visible keys (never an exp of
  * masked garbage), takes the maximum and the exponentials (summed per lane
  * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
  * the values 32 at a time (8 when an item holds several heads) the same way
@@ -175,8 +176,9 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
  * the next chunk's first key unit. On token-major rows (all heads of a
  * token adjacent) a unit reads one head's 256-512 bytes of every token row
  * while the prefetches keep the other heads' rows on their way, so every
- * byte of a token row is still read once per pass. NZ rows (column tiles)
- * are not prefetched. */
+ * byte of a token row is still read once per pass. Keys in lanes
+ * (BNNDBS) prefetch the next unit's segments of the K channel rows. NZ
+ * rows (column tiles) are not prefetched. */
 typedef struct chunk_rows {
     int64_t p0;             /* first key tile of the chunk (j0 rounded down to 8) */
     int64_t ki[KVC_CHUNK];  /* key p0 + t: element index of channel 0 of the item's first head in K (clamped to [j0, j1)) */
