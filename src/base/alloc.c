@@ -62,8 +62,8 @@ kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
 
 void kvc_aligned_free(void *ptr) { free(ptr); }
 
-static atomic_bool refuse_advice;         /* test hook: madvise is taken as refused */
-static atomic_uint_fast64_t mapped_now;   /* bytes of the kvci_pages_alloc mappings not freed yet */
+static atomic_bool refuse_advice;       /* test hook: madvise is taken as refused */
+static atomic_uint_fast64_t mapped_now; /* bytes of the kvci_pages_alloc mappings not freed yet */
 
 size_t kvci_pages_round(size_t size) {
     if (size > SIZE_MAX - KVCI_HUGE_PAGE) return 0;
