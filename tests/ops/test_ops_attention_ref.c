@@ -335,6 +335,36 @@ static void test_refused_misuse(void **state)
     }
 }
 
+/* Keys in lanes (BNNDBS): a K cache in the head-major shape and a key_rope
+ * are refused by name, by both implementations, nothing written. */
+static void test_lanes_refusals(void **state)
+{
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNNDBS;
+    c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.D = c.Dv = 8, c.bs = 4;
+    fx f;
+    fx_build(&f, &c);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    assert_int_equal(kvc_attention_check(&f.p), KVC_OK);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    unsigned char *before = malloc(ob);
+    memcpy(before, f.obuf, ob);
+    kvc_attention_params p = f.p;
+    p.k.shape[2] = c.bs, p.k.shape[3] = c.D; /* [NB, Nkv, bs, D]: the V order, not keys in lanes */
+    assert_int_equal(kvc_attention_ref(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "k head dim 4 differs"));
+    p = f.p;
+    float rope[64] = {0};
+    p.q_rope = (kvc_tensor){.data = rope, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {2, 2, 4}};
+    p.k_rope = (kvc_tensor){.data = rope, .dtype = KVC_DTYPE_F32, .ndim = 4, .shape = {f.p.k.shape[0], 2, 4, 4}};
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "BnNDBs"));
+    assert_memory_equal(before, f.obuf, ob);
+    free(before);
+    fx_free(&f);
+}
+
 /* Issue 12 section 5 regressions: a band of INT64_MAX both ways is "no
  * limit" (it was refused as an empty band after a signed overflow); the
  * 4-D [NB, bs, Nkv, D] form of KVC_BLOCK_BNBSND caches is accepted and gives the
@@ -472,7 +502,7 @@ int main(void)
         cmocka_unit_test(test_yarn_scale),
         cmocka_unit_test(test_visibility_table),
         cmocka_unit_test(test_degenerate_cases),
-        cmocka_unit_test(test_refused_misuse),
+        cmocka_unit_test(test_refused_misuse),        cmocka_unit_test(test_lanes_refusals),
         cmocka_unit_test(test_mla_rules),
         cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),
