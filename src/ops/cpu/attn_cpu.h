@@ -13,6 +13,7 @@
 #define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
 #define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
 #define KVC_SUB 64     /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
+_Static_assert(KVC_SUB <= KVC_LANES_KEYS, "a unit's keys of one block fit one qk_lanes call");
 #define KVC_PF_ROW_LINES 16 /* most cache lines of one K/V row a unit prefetches */
 #define KVC_PF_CHANNELS 256 /* most channel rows of keys in lanes a unit prefetches */
 #define KVC_PF_ROWS 512      /* most prefetch rows of one unit (its key rows; keys in lanes: channel rows of its block segments) */

@@ -57,7 +57,7 @@ typedef float (*kvc_max_fn)(const float *s, int64_t n);
  * one row per inner step of the call, the rest at the end.
  * NULL in tables without them. */
 typedef struct kvc_pf_run {
-    const char *const *at;  /* next row address (64-byte aligned) */
+    const char *const *at;  /* next row address */
     const char *const *end; /* one past the last */
     int lines;              /* cache lines from each row address */
     bool l1;                /* into L1 (prefetcht0), else into L2 (prefetcht2) */
