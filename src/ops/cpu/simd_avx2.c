@@ -265,13 +265,6 @@ INL __m256 exp256(__m256 x)
     return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), valid);
 }
 
-INL float hsum_tree(__m256 v)
-{
-    const __m256 h = _mm256_hadd_ps(v, v);
-    const __m256 h2 = _mm256_hadd_ps(h, h);
-    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
-}
-
 TGT float kvci_avx2_exp_sum(float *s, int64_t n, float m)
 {
     const __m256 mv = _mm256_set1_ps(m);
@@ -351,7 +344,7 @@ KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
 KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
 KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
 
-KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c");
+KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_exp_sum);
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else

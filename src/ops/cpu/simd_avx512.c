@@ -15,6 +15,8 @@
  *   16 channels per zmm, a tail of 8 through masked loads and stores
  *   (masked lanes are not read, so no byte past a row is touched).
  * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
+#include <math.h>
+
 #include "ops/cpu/simd_x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -340,7 +342,46 @@ KVC_AVX512_LANES(i8, int8_t)
 KVC_AVX512_LANES(e4m3, uint8_t)
 KVC_AVX512_LANES(e5m2, uint8_t)
 
-KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl");
+/* exp(x) for x <= 0 on 16 lanes, each exactly as exp256 (simd_avx2.c) computes it. */
+INL __m512 exp512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    const __mmask16 valid = _mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ);
+    x = _mm512_max_ps(x, lo);
+    const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
+    y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mov_ps(valid, _mm512_mul_ps(y, _mm512_castsi512_ps(e)));
+}
+
+/* kvc_exp_sum_fn on 16 lanes: the exponentials of kvci_avx2_exp_sum, and
+ * its 8 lane sums in the same order (the low 8 of each 16, then the high
+ * 8; a last group of 8 reads -inf above it, whose exponentials add +0). */
+TGT static float exp_sum(float *s, int64_t n, float m)
+{
+    const __m512 mv = _mm512_set1_ps(m), ninf = _mm512_set1_ps(-INFINITY);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t t = 0; t < n; t += 16) {
+        const __mmask16 k = n - t >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, k, s + t), mv));
+        _mm512_mask_storeu_ps(s + t, k, e);
+        acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+        acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    }
+    return hsum_tree(acc);
+}
+
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum);
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
 #else

@@ -15,10 +15,11 @@
 #define KVC_X86_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define KVC_X86_INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
-/* The dispatch table of an x86 path: the file's own qk/pv tile kernels and
- * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2), with the shared
- * AVX2 conversions, exponentials and maximum. */
-#define KVC_X86_SIMD_TABLE(VAR, NAME)                                                                                \
+/* The dispatch table of an x86 path: the file's own qk/pv tile kernels,
+ * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2) and exponentials
+ * (EXP_SUM), with the shared AVX2 conversions into tiles and maximum (its
+ * 8-lane order also decides which NaN a row keeps). */
+#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM)                                                                       \
     static const kvc_simd_table VAR = {                                                                              \
         NAME,                                                                                                        \
         {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,             \
@@ -28,7 +29,7 @@
         {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                \
         {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                \
         {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                      \
-        kvci_avx2_exp_sum,                                                                                           \
+        EXP_SUM,                                                                                                     \
         kvci_avx2_max,                                                                                               \
     }
 
@@ -121,6 +122,14 @@ KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), red
  * are spread over the arithmetic instead of issued in one burst before it
  * (a burst fills the miss buffers, and the core waits for them). */
 KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_row(c); }
+
+/* The sum of an exponentials accumulator's 8 lanes, by the fixed tree of kvc_exp_sum_fn. */
+KVC_X86_INL float hsum_tree(__m256 v)
+{
+    const __m256 h = _mm256_hadd_ps(v, v);
+    const __m256 h2 = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
+}
 
 /* simd_avx2.c */
 void kvci_avx2_cvt_f32(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
