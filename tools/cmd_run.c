@@ -27,8 +27,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
-            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--max-positions N]\n"
-            "                   [--json]\n"
+            "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
+            "                   [--max-positions N] [--json]\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ...] [--mode 1|2|3] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
@@ -46,6 +46,9 @@ static void run_usage(FILE *f)
             "                       (fp8) or fp8_e5m2; int8 / fp8 take a scale per token computed on write;\n"
             "                       the first line names the dtype and the bytes one token takes in every\n"
             "                       layer's cache (scales included)\n"
+            "  --kv-layout L        mode 2 cache blocks: tokens (default: [blocks, block, heads, dim]) or lanes\n"
+            "                       (keys in lanes: K [blocks, heads, dim, block], V [blocks, heads, block, dim];\n"
+            "                       attention reads keys without horizontal sums, docs/ops.md)\n"
             "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
@@ -122,6 +125,7 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
     cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
     cJSON_AddStringToObject(root, "kv_dtype", kvc_dtype_name(p->kv_dtype));
+    cJSON_AddStringToObject(root, "kv_layout", p->kv_layout == KVC_BLOCK_BNNDBS ? "lanes" : "tokens");
     cJSON_AddNumberToObject(root, "kv_bytes_per_token", (double)kv_bytes_per_token);
     cJSON *prompts = cJSON_AddArrayToObject(root, "prompts");
     int64_t t = 0;
@@ -170,6 +174,13 @@ int kvc_cmd_run(int argc, char **argv)
             if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype)) {
                 fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got \"%s\"\n",
                         val ? val : "");
+                return 2;
+            }
+        } else if (strcmp(a, "--kv-layout") == 0) {
+            if (val && strcmp(val, "tokens") == 0) p.kv_layout = KVC_BLOCK_BNBSND;
+            else if (val && strcmp(val, "lanes") == 0) p.kv_layout = KVC_BLOCK_BNNDBS;
+            else {
+                fprintf(stderr, "kvcache run: --kv-layout expects tokens or lanes, got \"%s\"\n", val ? val : "");
                 return 2;
             }
         } else if (strcmp(a, "--prompt-ids") == 0) {

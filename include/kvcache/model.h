@@ -134,8 +134,8 @@ typedef enum kvc_model_cache_kind {
  * scale per token over the latent and the rope part together (the latent is
  * the value too). */
 typedef struct kvc_layer_cache {
-    kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] */
-    kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] */
+    kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] (layout BNNDBS: [NB, Nkv, D, bs]) */
+    kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] (layout BNNDBS: [NB, Nkv, bs, Dv]) */
     kvc_tensor k_scales; /* int8 / fp8 only, f32 with NB*bs (paged) or rows*S_max (contiguous) elements, e.g.
                           * [NB, bs] / [rows, S_max]: the keys' per-slot scales (latent: of latent + rope) */
     kvc_tensor v_scales; /* int8 / fp8 full form only: the values' per-slot scales, shaped as k_scales */
@@ -152,6 +152,9 @@ typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;
     bool latent;              /* MLA latent caches (MF 4.4 absorbed attention) */
     int64_t block_size;       /* paged */
+    kvc_block_layout layout;  /* paged full-form caches: KVC_BLOCK_BNBSND (0, the default: k, v [NB, bs, Nkv, D]) or
+                               * KVC_BLOCK_BNNDBS (k [NB, Nkv, D, bs], keys in lanes; v [NB, Nkv, bs, Dv]);
+                               * latent and contiguous caches take BNBSND only */
     int32_t n_layers;
     kvc_layer_cache *layers;  /* [n_layers] */
 } kvc_model_caches;

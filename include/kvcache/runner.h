@@ -38,6 +38,8 @@ typedef struct kvc_runner_params {
                              * (every mode; scales per token computed on write, model.h) */
     kvc_storage_pages pages; /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
                               * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
+    kvc_block_layout kv_layout; /* mode 2: KVC_BLOCK_BNBSND (default) or KVC_BLOCK_BNNDBS (keys in lanes: K
+                                 * [NB, Nkv, D, bs], V [NB, Nkv, bs, Dv]; kvc_model_caches.layout) */
 } kvc_runner_params;
 
 KVC_API kvc_runner_params kvc_runner_default_params(void);

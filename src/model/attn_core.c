@@ -75,6 +75,19 @@ const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, v
     }
 }
 
+int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc)
+{
+    return lc->k.shape[0] * (cs->kind == KVC_MCACHE_PAGED ? cs->block_size : lc->k.shape[1]);
+}
+
+/* The paged order of cache tensor t of lc: BNBSND, or for the BNNDBS
+ * layout keys in lanes (k) and head-major values (v). */
+static kvc_block_layout paged_order(const kvc_model_caches *cs, const kvc_layer_cache *lc, const kvc_tensor *t)
+{
+    if (cs->layout != KVC_BLOCK_BNNDBS) return KVC_BLOCK_BNBSND;
+    return t == &lc->k ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNNBSD;
+}
+
 const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc)
 {
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
@@ -104,11 +117,12 @@ static kvc_status cache_write_quant(const kvc_fwd_step *s, const kvc_layer_cache
 {
     const int64_t *slots = kvci_cache_slots(s, lc);
     if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
+    const kvc_model_caches *cs = s->a->caches;
     kvc_tensor c4 = *t;
-    c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim;
+    const kvc_block_layout order = cs->kind == KVC_MCACHE_PAGED ? paged_order(cs, lc, t) : KVC_BLOCK_BNBSND;
+    if (order == KVC_BLOCK_BNBSND) c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim; /* [blocks, block, heads, dim] */
     const kvc_tensor upd = view(rows, 3, s->T, heads, dim);
-    return kvc_write_slots_token_quant(&c4, KVC_BLOCK_BNBSND, &upd, slots, s->T, scales->data,
-                                       t->shape[0] * t->shape[1]);
+    return kvc_write_slots_token_quant(&c4, order, &upd, slots, s->T, scales->data, kvci_cache_slot_count(cs, lc));
 }
 
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
@@ -120,7 +134,7 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
         const kvc_step_key *k = layer_key(s, lc);
         if (!k) return KVC_EINVAL;
         kvc_tensor upd = view_dt(rows, t->dtype, 3, s->T, heads, dim);
-        return kvc_write_slots(t, KVC_BLOCK_BNBSND, &upd, k->slot_mapping, s->T);
+        return kvc_write_slots(t, paged_order(s->a->caches, lc, t), &upd, k->slot_mapping, s->T);
     }
     const int64_t S = t->shape[1];
     int64_t q0 = 0;
@@ -156,15 +170,16 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
  * by slot (paged, mode 3) or as the [1, S_max] row of cache row cr
  * (contiguous, mode 1). Latent caches: the one scale of latent + rope is
  * the value's scale too. */
-static void quant_params(kvc_attention_params *p, const kvc_layer_cache *lc, bool latent, int64_t cr)
+static void quant_params(kvc_attention_params *p, const kvc_model_caches *cs, const kvc_layer_cache *lc, bool latent,
+                         int64_t cr)
 {
     if (!kvc_model_kv_quantised(lc->k.dtype)) return;
     const kvc_tensor *vs = latent ? &lc->k_scales : &lc->v_scales;
-    const int64_t NB = lc->k.shape[0], S = lc->k.shape[1];
+    const int64_t S = lc->k.shape[1], slots = kvci_cache_slot_count(cs, lc);
     if (cr < 0) {
         p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_SLOT;
-        p->key_scale = view(lc->k_scales.data, 1, NB * S, 0, 0);
-        p->value_scale = view(vs->data, 1, NB * S, 0, 0);
+        p->key_scale = view(lc->k_scales.data, 1, slots, 0, 0);
+        p->value_scale = view(vs->data, 1, slots, 0, 0);
     } else {
         p->key_quant_mode = p->value_quant_mode = KVC_QUANT_PER_TOKEN;
         p->key_scale = view((const float *)lc->k_scales.data + cr * S, 2, 1, S, 0);
@@ -202,7 +217,8 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
 {
     const kvc_step_key *k = layer_key(s, lc);
     if (!k) return KVC_EINVAL;
-    const int64_t NB = lc->k.shape[0], bs = lc->k.shape[1];
+    const kvc_model_caches *cs = s->a->caches;
+    const int64_t NB = lc->k.shape[0], bs = cs->block_size;
     if (k->block_size != bs)
         return kvci_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
                         (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);
@@ -218,8 +234,13 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     } else {
         p.v = view_dt(lc->v.data, lc->v.dtype, 3, NB, bs, c->nKV * c->Dv);
     }
+    if (cs->layout == KVC_BLOCK_BNNDBS) { /* k [NB, Nkv, D, bs] keys in lanes, v [NB, Nkv, bs, Dv] */
+        p.block_layout = KVC_BLOCK_BNNDBS;
+        p.k = lc->k;
+        p.v = lc->v;
+    }
     p.kv_storage = KVC_KV_BLOCKS;
-    quant_params(&p, lc, c->q_rope != NULL, -1);
+    quant_params(&p, cs, lc, c->q_rope != NULL, -1);
     kvc_tensor bt = {.data = k->block_table, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->md->n_rows, k->width}};
     p.block_table = bt;
     p.block_size = (int32_t)bs;
@@ -257,7 +278,7 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
         set_mask(&p, c->window, len == 1);
-        quant_params(&p, lc, c->q_rope != NULL, cr);
+        quant_params(&p, s->a->caches, lc, c->q_rope != NULL, cr);
         kvc_status st = run_attention(s->ws, &p);
         if (st != KVC_OK) return st;
         q0 = q1;

@@ -121,7 +121,7 @@ bool kvc_model_kv_dtype_ok(kvc_dtype dt)
 static kvc_status check_scales(const kvc_model_caches *cs, int64_t l)
 {
     const kvc_layer_cache *lc = &cs->layers[l];
-    const int64_t want = lc->k.shape[0] * lc->k.shape[1];
+    const int64_t want = kvci_cache_slot_count(cs, lc);
     const kvc_tensor *t[2] = {&lc->k_scales, &lc->v_scales};
     for (int i = 0; i < (cs->latent ? 1 : 2); i++) {
         int64_t n = 1;
@@ -145,13 +145,19 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
     const kvc_dtype dt = lc->k.dtype;
+    if (cs->layout != KVC_BLOCK_BNBSND && (cs->layout != KVC_BLOCK_BNNDBS || cs->kind != KVC_MCACHE_PAGED || cs->latent))
+        return kvci_fail(KVC_EINVAL, "forward: cache layout %d: paged full-form caches take BNBSND or BNNDBS, latent and "
+                        "contiguous caches BNBSND", (int)cs->layout);
     if (!kvc_model_kv_dtype_ok(dt) || lc->v.dtype != dt)
         return kvci_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
                         "fp8_e4m3, fp8_e5m2", (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
         bool ok = x->data != NULL;
-        if (cs->kind == KVC_MCACHE_PAGED)
+        if (cs->kind == KVC_MCACHE_PAGED && cs->layout == KVC_BLOCK_BNNDBS) /* k [NB, Nkv, D, bs], v [NB, Nkv, bs, Dv] */
+            ok = ok && x->ndim == 4 && x->shape[1] == heads[i] && x->shape[i ? 3 : 2] == dims[i] &&
+                 x->shape[i ? 2 : 3] == cs->block_size && x->shape[0] == t[0]->shape[0];
+        else if (cs->kind == KVC_MCACHE_PAGED)
             ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == cs->block_size &&
                  x->shape[0] == t[0]->shape[0];
         else
@@ -160,7 +166,10 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
         if (!ok)
             return kvci_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
                             (long long)l, i ? "v" : "k",
-                            cs->kind == KVC_MCACHE_PAGED ? "[NB, bs, heads, dim]" : "[rows, S_max, heads*dim]",
+                            cs->kind != KVC_MCACHE_PAGED          ? "[rows, S_max, heads*dim]"
+                            : cs->layout == KVC_BLOCK_BNBSND ? "[NB, bs, heads, dim]"
+                            : i                               ? "[NB, heads, bs, dim]"
+                                                              : "[NB, heads, dim, bs]",
                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
     }
     if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')

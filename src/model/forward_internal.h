@@ -94,5 +94,7 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
  * (paged), or cache row * S_max + position (contiguous caches seen as
  * blocks of S_max tokens); NULL (error set) when a key or row is missing. */
 const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc);
+/* Slots of a layer's caches: NB * block_size (paged, any layout) or rows * S_max (contiguous). */
+int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc);
 
 #endif /* KVC_MODEL_FORWARD_INTERNAL_H */

@@ -11,7 +11,7 @@ kvc_runner_params kvc_runner_default_params(void)
 {
     kvc_runner_params p = {.mode = KVC_RUNNER_PAGED, .block_size = 16, .mla_paged = true, .max_new_tokens = 8,
                            .max_seq_len = 0, .kv_dtype = KVC_DTYPE_F32,
-                           .pages = KVC_STORAGE_PAGES_HUGE};
+                           .pages = KVC_STORAGE_PAGES_HUGE, .kv_layout = KVC_BLOCK_BNBSND};
     return p;
 }
 
@@ -114,6 +114,8 @@ static kvc_status make_caches(kvc_runner *r)
     r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
     r->caches.latent = latent;
     r->caches.block_size = paged ? r->lay.block_size : 0;
+    r->caches.layout = r->p.kv_layout;
+    const bool lanes = r->p.kv_layout == KVC_BLOCK_BNNDBS;
     r->caches.n_layers = (int32_t)L;
     char *cur = mem;
     for (int64_t l = 0; l < L; l++) {
@@ -123,7 +125,11 @@ static kvc_status make_caches(kvc_runner *r)
             const int64_t heads = d[2 * i], dim = d[2 * i + 1];
             t[i]->data = cur;
             t[i]->dtype = r->p.kv_dtype;
-            if (paged) {
+            if (paged && lanes) { /* k [NB, heads, dim, bs] (keys in lanes), v [NB, heads, bs, dim] */
+                t[i]->ndim = 4;
+                t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = heads;
+                t[i]->shape[2] = i ? r->lay.block_size : dim, t[i]->shape[3] = i ? dim : r->lay.block_size;
+            } else if (paged) {
                 t[i]->ndim = 4;
                 t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = r->lay.block_size;
                 t[i]->shape[2] = heads, t[i]->shape[3] = dim;
@@ -136,7 +142,7 @@ static kvc_status make_caches(kvc_runner *r)
         kvc_tensor *sc[2] = {&lc->k_scales, &lc->v_scales};
         for (int64_t i = 0; i < ns; i++) { /* [NB, bs] or [rows, S_max]: one f32 per slot */
             *sc[i] = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 2};
-            sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = t[0]->shape[1];
+            sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = paged ? r->lay.block_size : t[0]->shape[1];
             cur += (size_t)tokens * sizeof(float);
         }
         const kvc_attn_type type = c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
@@ -164,6 +170,9 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && p->block_size < 1)
         return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
+    if (p->kv_layout != KVC_BLOCK_BNBSND && (p->kv_layout != KVC_BLOCK_BNNDBS || p->mode != KVC_RUNNER_PAGED))
+        return kvci_fail(KVC_EINVAL, "runner: kv_layout %d: mode 2 takes BNBSND or BNNDBS (keys in lanes), the other "
+                        "modes BNBSND", (int)p->kv_layout);
     return kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
 }
 

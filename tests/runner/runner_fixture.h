@@ -30,8 +30,9 @@ static inline kvc_model *fixture_model(const char *json, uint64_t seed)
     return m;
 }
 
-static inline run_out fixture_run(const kvc_model *m, kvc_runner_mode mode, int64_t bs, bool mla_paged,
-                                  const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT, int64_t S)
+static inline run_out fixture_run_layout(const kvc_model *m, kvc_runner_mode mode, int64_t bs, bool mla_paged,
+                                         kvc_block_layout layout, const int32_t *ids, const int64_t *lens, int64_t n,
+                                         int64_t NT, int64_t S)
 {
     const int64_t V = kvc_model_config_of(m)->vocab_size;
     int64_t maxl = 0;
@@ -42,6 +43,7 @@ static inline run_out fixture_run(const kvc_model *m, kvc_runner_mode mode, int6
     p.mla_paged = mla_paged;
     p.max_new_tokens = NT;
     p.max_seq_len = S;
+    p.kv_layout = layout;
     kvc_runner *r = NULL;
     if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK) fail_msg("runner mode %d bs %lld: %s", (int)mode, (long long)bs, kvc_last_error());
     run_out o = {calloc((size_t)(n * NT), sizeof(int32_t)), calloc((size_t)(NT * n * V), sizeof(float))};
@@ -51,6 +53,12 @@ static inline run_out fixture_run(const kvc_model *m, kvc_runner_mode mode, int6
         fail_msg("generate mode %d bs %lld: %s", (int)mode, (long long)bs, kvc_last_error());
     kvc_runner_destroy(r);
     return o;
+}
+
+static inline run_out fixture_run(const kvc_model *m, kvc_runner_mode mode, int64_t bs, bool mla_paged,
+                                  const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT, int64_t S)
+{
+    return fixture_run_layout(m, mode, bs, mla_paged, KVC_BLOCK_BNBSND, ids, lens, n, NT, S);
 }
 
 static inline void run_free(run_out *o)
@@ -74,7 +82,34 @@ static inline void expect_close(const run_out *got, const run_out *ref, int64_t 
     }
 }
 
-/* Modes 0, 1, 2 (bs 1, 16, 128) [and 3 over 1 and over 2 with bs 1, 16, 128 for MLA]. */
+/* Mode 2 with keys in lanes (KVC_BLOCK_BNNDBS): close to the recomputation,
+ * bitwise the same over block sizes 1, 16 and 128, and each prompt's logits
+ * run alone bitwise those of the batch. */
+static inline void fixture_lanes(const kvc_model *m, const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT,
+                                 const run_out *ref)
+{
+    const int64_t V = kvc_model_config_of(m)->vocab_size, S = 128;
+    const int64_t sizes[3] = {1, 16, 128};
+    run_out lanes[3];
+    for (int i = 0; i < 3; i++) {
+        lanes[i] = fixture_run_layout(m, KVC_RUNNER_PAGED, sizes[i], false, KVC_BLOCK_BNNDBS, ids, lens, n, NT, S);
+        expect_close(&lanes[i], ref, n, NT, V, 1e-5, "mode 2, keys in lanes");
+        if (i > 0 && memcmp(lanes[i].logits, lanes[0].logits, (size_t)(NT * n * V) * sizeof(float)) != 0)
+            fail_msg("keys in lanes: logits with block size %lld are not bitwise equal to block size 1", (long long)sizes[i]);
+    }
+    for (int64_t b = 0, at = 0; b < n; at += lens[b], b++) {
+        run_out alone = fixture_run_layout(m, KVC_RUNNER_PAGED, 16, false, KVC_BLOCK_BNNDBS, ids + at, lens + b, 1, NT, S);
+        for (int64_t t = 0; t < NT; t++)
+            if (memcmp(alone.logits + t * V, lanes[1].logits + (t * n + b) * V, (size_t)V * sizeof(float)) != 0)
+                fail_msg("keys in lanes: prompt %lld alone differs from its row of the batch at step %lld", (long long)b,
+                         (long long)t);
+        run_free(&alone);
+    }
+    for (int i = 0; i < 3; i++) run_free(&lanes[i]);
+}
+
+/* Modes 0, 1, 2 (bs 1, 16, 128; token-major blocks and keys in lanes) [and 3
+ * over 1 and over 2 with bs 1, 16, 128 for MLA]. */
 static inline void fixture_equivalence(const kvc_model *m, const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT,
                                        bool mla)
 {
@@ -102,6 +137,7 @@ static inline void fixture_equivalence(const kvc_model *m, const int32_t *ids, c
         }
         run_free(&l1);
     }
+    fixture_lanes(m, ids, lens, n, NT, &ref);
     for (int i = 0; i < 3; i++) run_free(&paged[i]);
     run_free(&c1);
     run_free(&ref);

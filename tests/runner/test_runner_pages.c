@@ -108,6 +108,15 @@ static void test_refusals_and_mode0(void **state)
     assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_EINVAL);
     assert_null(r);
     assert_non_null(strstr(kvc_last_error(), "runner: pages 9"));
+    /* keys in lanes are a mode 2 layout */
+    p = pages_params(KVC_RUNNER_CONTIGUOUS, KVC_STORAGE_PAGES_HUGE);
+    p.kv_layout = KVC_BLOCK_BNNDBS;
+    assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(kvc_last_error(), "kv_layout 3"));
+    p.mode = KVC_RUNNER_PAGED, p.kv_layout = KVC_BLOCK_NZ;
+    assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "kv_layout 2"));
     /* mode 0 holds no cache memory */
     p = pages_params(KVC_RUNNER_RECOMPUTE, KVC_STORAGE_PAGES_BASE);
     assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_OK);
