@@ -180,6 +180,8 @@ typedef struct kvc_engine_params {
     bool check;                 /* run the verification checks before and after every step and release */
     kvc_dtype kv_dtype;         /* KV cache element type: f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2; the model
                                  * adapter builds its caches of it (docs/runtime.md) */
+    kvc_block_layout kv_layout; /* the model adapter's managed full-form caches: KVC_BLOCK_BNBSND (default) or
+                                 * KVC_BLOCK_BNNDBS (keys in lanes; kvc_model_caches.layout, docs/runtime.md) */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
@@ -187,7 +189,7 @@ typedef struct kvc_engine_params {
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, pages
  * KVC_STORAGE_PAGES_HUGE, check on in debug builds (no NDEBUG) and off
- * otherwise, kv_dtype f32. */
+ * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;

@@ -57,9 +57,12 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (type == NULL)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
                         "SlidingWindow or Mamba)", layer_idx, e->name, e->attn_type);
-    if (e->layout != KVC_BLOCK_BNBSND && e->layout != KVC_BLOCK_BNNBSD)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND or BnNBsD)",
-                        layer_idx, e->name, e->layout);
+    if (e->layout != KVC_BLOCK_BNBSND && e->layout != KVC_BLOCK_BNNBSD && e->layout != KVC_BLOCK_BNNDBS)
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND, BnNBsD or "
+                        "BnNDBs)", layer_idx, e->name, e->layout);
+    if (e->layout == KVC_BLOCK_BNNDBS && (e->n_dims != 1 || e->attn_type == KVC_ATTN_MAMBA))
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout BnNDBs (keys in lanes) takes attention entries of "
+                        "one dim, not %d dims (attn_type %d)", layer_idx, e->name, (int)e->n_dims, e->attn_type);
     if (e->is_state && e->attn_type != KVC_ATTN_MAMBA)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: a state entry must have attn_type Mamba, not %s", layer_idx,
                         e->name, type->name);

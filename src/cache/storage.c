@@ -23,9 +23,9 @@ static kvc_tensor entry_tensor(const kvc_cache_entry *e, int64_t n) {
         return t;
     }
     int64_t s = e->block_size / e->compress_ratio;
-    bool head_major = e->layout == KVC_BLOCK_BNNBSD;
+    bool head_major = e->layout == KVC_BLOCK_BNNBSD || e->layout == KVC_BLOCK_BNNDBS;
     t.shape[t.ndim++] = head_major ? e->num_head : s;
-    t.shape[t.ndim++] = head_major ? s : e->num_head;
+    if (e->layout != KVC_BLOCK_BNNDBS) t.shape[t.ndim++] = head_major ? s : e->num_head;
     /* n, s, heads and up to KVC_MAX_DIMS - 3 dims; more dims are flattened into the last one. */
     for (int32_t i = 0; i < e->n_dims; i++) {
         if (t.ndim < KVC_MAX_DIMS)
@@ -33,6 +33,7 @@ static kvc_tensor entry_tensor(const kvc_cache_entry *e, int64_t n) {
         else
             t.shape[KVC_MAX_DIMS - 1] *= e->dim[i];
     }
+    if (e->layout == KVC_BLOCK_BNNDBS) t.shape[t.ndim++] = s; /* keys in lanes, one dim (cache_info.c): [n, heads, dim, s] */
     return t;
 }
 

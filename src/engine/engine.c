@@ -20,6 +20,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.alignment = KVC_ALIGN_DEFAULT;
     p.pages = KVC_STORAGE_PAGES_HUGE;
     p.kv_dtype = KVC_DTYPE_F32;
+    p.kv_layout = KVC_BLOCK_BNBSND;
 #ifdef NDEBUG
     p.check = false;
 #else
@@ -111,6 +112,8 @@ static kvc_status resolve_params(kvc_engine_params *p) {
         kd != KVC_DTYPE_F8E4M3 && kd != KVC_DTYPE_F8E5M2)
         return kvci_fail(KVC_EINVAL, "engine: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
                         "fp8_e5m2)", kvc_dtype_name(kd), (int)kd);
+    if (p->kv_layout != KVC_BLOCK_BNBSND && p->kv_layout != KVC_BLOCK_BNNDBS)
+        return kvci_fail(KVC_EINVAL, "engine: kv_layout %d is not BNBSND or BNNDBS (keys in lanes)", (int)p->kv_layout);
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",

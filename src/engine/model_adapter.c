@@ -76,6 +76,14 @@ static kvc_tensor *entry_tensor(kvc_layer_cache *lc, int32_t c) {
     return slots[c];
 }
 
+/* Keys in lanes: every layer's k entry (the first) in BNNDBS, its v entry (the second) head-major. */
+static void set_lanes_layout(kvc_model_cache_info *ci) {
+    for (int32_t i = 0; i < ci->n_layer_infos; i++) {
+        ci->layer_infos[i].caches[0].layout = KVC_BLOCK_BNNDBS;
+        ci->layer_infos[i].caches[1].layout = KVC_BLOCK_BNNBSD;
+    }
+}
+
 /* Managed: setters into layers[l].k / .v (/ scales), keys from the entries' groups. */
 static void wire_managed(kvc_engine_adapter *a) {
     for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
@@ -131,9 +139,14 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     a->m = m;
     a->layers = kvci_calloc((size_t)c->num_layers, sizeof *a->layers);
     kvc_status st = a->layers != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
+    const bool lanes = ep->kv_layout == KVC_BLOCK_BNNDBS;
+    if (st == KVC_OK && lanes && (p->self_managed || p->latent))
+        st = kvci_fail(KVC_EINVAL, "engine adapter: kv_layout BNNDBS (keys in lanes) takes managed full-form caches, "
+                       "not %s", p->self_managed ? "self-managed ones" : "MLA latent ones");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
         st = kvc_model_cache_info_build(m, p->latent, ep->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
+    if (st == KVC_OK && lanes) set_lanes_layout(a->ci);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;
@@ -142,6 +155,7 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         a->caches = (kvc_model_caches){.kind = p->self_managed ? KVC_MCACHE_CONTIGUOUS : KVC_MCACHE_PAGED,
                                        .latent = p->latent,
                                        .block_size = p->self_managed ? 0 : p->block_size,
+                                       .layout = ep->kv_layout,
                                        .n_layers = (int32_t)c->num_layers,
                                        .layers = a->layers};
         if (p->self_managed) st = wire_legacy(a);

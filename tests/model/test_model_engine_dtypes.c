@@ -32,11 +32,13 @@ static void check(kvc_status st, const char *what)
     if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
 }
 
-/* Greedy tokens [N_REQ, NEW] of the runner (mode, dtype). */
-static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_paged, kvc_dtype dt, int32_t *out)
+/* Greedy tokens [N_REQ, NEW] of the runner (mode, dtype, paged layout). */
+static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_paged, kvc_dtype dt, kvc_block_layout lay,
+                          int32_t *out)
 {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode, p.mla_paged = mla_paged, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
+    p.kv_layout = lay;
     kvc_runner *r = NULL;
     check(kvc_runner_create(m, &p, N_REQ, 11, &r), "runner");
     check(kvc_runner_generate(r, IDS, LENS, N_REQ, out, NULL, NULL), "generate");
@@ -44,11 +46,12 @@ static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_pag
 }
 
 /* Greedy tokens [N_REQ, NEW] of the engine over the model adapter. */
-static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kvc_dtype dt, int32_t *out)
+static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kvc_dtype dt, kvc_block_layout lay,
+                          int32_t *out)
 {
     kvc_engine_params ep = kvc_engine_default_params();
     ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed in */
-    ep.kv_dtype = dt, ep.check = true;
+    ep.kv_dtype = dt, ep.check = true, ep.kv_layout = lay;
     const kvc_engine_adapter_params ap = {.self_managed = self_managed, .latent = latent, .block_size = BLOCK};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
@@ -91,16 +94,52 @@ static void compare(const char *family, kvc_dtype dt)
     const bool mla = kvc_model_config_of(m)->family == KVC_FAMILY_DEEPSEEK_V3;
     int32_t want[N_REQ * NEW], got[N_REQ * NEW];
     for (int latent = 0; latent <= (mla ? 1 : 0); latent++) {
-        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED, true, dt, want);
-        engine_tokens(m, false, latent, dt, got);
+        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED, true, dt, KVC_BLOCK_BNBSND, want);
+        engine_tokens(m, false, latent, dt, KVC_BLOCK_BNBSND, got);
         if (memcmp(want, got, sizeof want) != 0)
             fail_msg("%s %s%s managed: engine tokens differ from the runner's", family, kvc_dtype_name(dt),
                      latent ? " latent" : "");
-        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_CONTIGUOUS, false, dt, want);
-        engine_tokens(m, true, latent, dt, got);
+        if (!latent) { /* keys in lanes: the engine's managed caches and the runner's mode 2 alike */
+            runner_tokens(m, KVC_RUNNER_PAGED, true, dt, KVC_BLOCK_BNNDBS, want);
+            engine_tokens(m, false, false, dt, KVC_BLOCK_BNNDBS, got);
+            if (memcmp(want, got, sizeof want) != 0)
+                fail_msg("%s %s managed, keys in lanes: engine tokens differ from the runner's", family,
+                         kvc_dtype_name(dt));
+        }
+        runner_tokens(m, latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_CONTIGUOUS, false, dt, KVC_BLOCK_BNBSND, want);
+        engine_tokens(m, true, latent, dt, KVC_BLOCK_BNBSND, got);
         if (memcmp(want, got, sizeof want) != 0)
             fail_msg("%s %s%s self-managed: engine tokens differ from the runner's", family, kvc_dtype_name(dt),
                      latent ? " latent" : "");
+    }
+    kvc_model_destroy(m);
+}
+
+/* kv_layout: an unknown value, keys in lanes with self-managed or latent caches: refused by name, nothing created. */
+static void test_lanes_refusals(void **state)
+{
+    (void)state;
+    char dir[1024];
+    kvc_test_oracle_dir("deepseek_v3", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    kvc_engine_params ep = kvc_engine_default_params();
+    ep.max_model_len = 32;
+    assert_int_equal(ep.kv_layout, KVC_BLOCK_BNBSND);
+    ep.kv_layout = KVC_BLOCK_NZ;
+    kvc_engine_adapter *a = NULL;
+    const kvc_engine_adapter_params ap = {.block_size = BLOCK};
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
+    assert_null(a);
+    assert_non_null(strstr(kvc_last_error(), "kv_layout 2"));
+    ep.kv_layout = KVC_BLOCK_BNNDBS;
+    const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK}, {.latent = true, .block_size = BLOCK}};
+    const char *why[2] = {"self-managed", "latent"};
+    for (int i = 0; i < 2; i++) {
+        a = (kvc_engine_adapter *)&ep;
+        assert_int_equal(kvc_engine_adapter_create(m, &bad[i], &ep, &a), KVC_EINVAL);
+        assert_null(a);
+        assert_non_null(strstr(kvc_last_error(), why[i]));
     }
     kvc_model_destroy(m);
 }
@@ -113,6 +152,7 @@ static void test_deepseek_fp8_e5m2(void **state) { (void)state, compare("deepsee
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lanes_refusals),
         cmocka_unit_test(test_qwen3_int8),
         cmocka_unit_test(test_gpt_oss_fp8),
         cmocka_unit_test(test_deepseek_int8),
