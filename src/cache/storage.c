@@ -33,7 +33,8 @@ static kvc_tensor entry_tensor(const kvc_cache_entry *e, int64_t n) {
         else
             t.shape[KVC_MAX_DIMS - 1] *= e->dim[i];
     }
-    if (e->layout == KVC_BLOCK_BNNDBS) t.shape[t.ndim++] = s; /* keys in lanes, one dim (cache_info.c): [n, heads, dim, s] */
+    if (e->layout == KVC_BLOCK_BNNDBS)
+        t.shape[t.ndim++] = s; /* keys in lanes, one dim (cache_info.c): [n, heads, dim, s] */
     return t;
 }
 
