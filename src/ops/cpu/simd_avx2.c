@@ -246,19 +246,19 @@ KVC_AVX2_DIRECT(e5m2, ld_e5m2, uint8_t)
 /* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */
 INL __m256 exp256(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(-87.0f);
+    const __m256 lo = _mm256_set1_ps(KVC_EXP_LO);
     const __m256 valid = _mm256_cmp_ps(x, lo, _CMP_GT_OQ);
     x = _mm256_max_ps(x, lo);
-    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(KVC_EXP_LOG2E)),
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(KVC_EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(KVC_EXP_LN2_LO), r);
+    __m256 y = _mm256_set1_ps(KVC_EXP_P0);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(KVC_EXP_P1));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(KVC_EXP_P2));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(KVC_EXP_P3));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(KVC_EXP_P4));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(KVC_EXP_P5));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r);
     y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);

@@ -345,19 +345,19 @@ KVC_AVX512_LANES(e5m2, uint8_t)
 /* exp(x) for x <= 0 on 16 lanes, each exactly as exp256 (simd_avx2.c) computes it. */
 INL __m512 exp512(__m512 x)
 {
-    const __m512 lo = _mm512_set1_ps(-87.0f);
+    const __m512 lo = _mm512_set1_ps(KVC_EXP_LO);
     const __mmask16 valid = _mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ);
     x = _mm512_max_ps(x, lo);
-    const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(KVC_EXP_LOG2E)),
                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(KVC_EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(KVC_EXP_LN2_LO), r);
+    __m512 y = _mm512_set1_ps(KVC_EXP_P0);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P1));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P2));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P3));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P4));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P5));
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
     y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);

@@ -123,6 +123,21 @@ KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), red
  * (a burst fills the miss buffers, and the core waits for them). */
 KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_row(c); }
 
+/* exp(x), x <= 0, of the exponentials kernels (exp256 in simd_avx2.c,
+ * exp512 in simd_avx512.c: the same operations per lane): x clamped at
+ * KVC_EXP_LO, n = round(x log2 e), r = x - n ln 2 in two parts, a Cephes
+ * polynomial in r (P0 highest), times 2^n. */
+#define KVC_EXP_LO (-87.0f)
+#define KVC_EXP_LOG2E 1.44269504088896341f
+#define KVC_EXP_LN2_HI 0.693359375f
+#define KVC_EXP_LN2_LO (-2.12194440e-4f)
+#define KVC_EXP_P0 1.9875691500e-4f
+#define KVC_EXP_P1 1.3981999507e-3f
+#define KVC_EXP_P2 8.3334519073e-3f
+#define KVC_EXP_P3 4.1665795894e-2f
+#define KVC_EXP_P4 1.6666665459e-1f
+#define KVC_EXP_P5 5.0000001201e-1f
+
 /* The sum of an exponentials accumulator's 8 lanes, by the fixed tree of kvc_exp_sum_fn. */
 KVC_X86_INL float hsum_tree(__m256 v)
 {
