@@ -6,6 +6,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from ._lib import check, cstr, dtype_code, ffi, int64, invalid, lib
+from ._locking import serialised
 from .plan import Plan
 
 _ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n")
@@ -155,6 +156,7 @@ def _copy(ptr, n, dtype, ctype):
     return np.frombuffer(ffi.buffer(ffi.cast(ctype, ptr), n * np.dtype(dtype).itemsize), dtype=dtype).copy()
 
 
+@serialised
 class Manager:
     """Block bookkeeping of every cache group (manager key) of a model.
 
@@ -164,6 +166,9 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
+
+    Thread-safe: calls on one Manager take turns under its own lock (the C
+    calls release the GIL); different managers run in parallel.
     """
 
     def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0, prefix_caching=False,
