@@ -1,4 +1,6 @@
 """The compiled cffi module and the one status check every wrapper uses."""
+import os
+
 from ._ffi import ffi, lib
 from .errors import BY_NAME, Error, InvalidArgument
 
@@ -23,15 +25,48 @@ def invalid(message):
     return InvalidArgument(lib.KVC_EINVAL, "KVC_EINVAL", message)
 
 
+def choice(table, value, what):
+    """table[value] for a name from a fixed set; anything else (also an
+    unhashable value) is refused naming `what` and the choices."""
+    if not isinstance(value, str) or value not in table:
+        raise invalid(f"{what} \"{value}\" is not one of {', '.join(table)}")
+    return table[value]
+
+
+def _whole(raw, what, value):
+    if b"\0" in raw:
+        raise invalid(f"{what} {value!r} contains a NUL byte, which a C string cannot hold")
+    return raw
+
+
+def c_name(text, what):
+    """A name (key, cache entry, type) as the bytes of a C string; a NUL
+    inside is refused naming `what` rather than cutting the name short."""
+    try:
+        raw = str(text).encode()
+    except UnicodeEncodeError:
+        raise invalid(f"{what} {text!r} cannot be encoded as UTF-8") from None
+    return _whole(raw, what, text)
+
+
+def c_path(path, what):
+    """A file system path (str, bytes or os.PathLike) as a C string, NUL refused."""
+    try:
+        raw = os.fsencode(path)
+    except TypeError:
+        raise invalid(f"{what}: {type(path).__name__} is not a path") from None
+    return _whole(raw, what, path)
+
+
 def cstr(text):
     return ffi.string(text).decode() if text != ffi.NULL else None
 
 
-def dtype_code(name):
+def dtype_code(name, what="dtype"):
     """The kvc_dtype of a short name ("f32", "bf16", ...); the library's
     message for an unknown one."""
     out = ffi.new("kvc_dtype *")
-    check(lib.kvc_dtype_parse(str(name).encode(), out))
+    check(lib.kvc_dtype_parse(c_name(name, what), out))
     return out[0]
 
 

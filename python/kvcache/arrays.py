@@ -186,7 +186,8 @@ def index_array(obj, name, dtype, writable=False):
         arr = np.asarray(obj)
     except Exception:
         raise invalid(f"{name}: cannot be read as an integer array") from None
-    if arr.dtype.kind not in "iub" or arr.dtype == np.uint64:
+    # an empty list reads as float64 but holds no non-integer: [] is the lengths of an empty batch
+    if arr.size and (arr.dtype.kind not in "iub" or arr.dtype == np.uint64):
         raise invalid(f"{name}: elements of type {arr.dtype} are not integers")
     info = np.iinfo(np_type)
     if arr.size and (arr.min() < info.min or arr.max() > info.max):

@@ -5,21 +5,21 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ._lib import check, cstr, dtype_code, ffi, int64, invalid, lib
+from ._lib import c_name, check, choice, cstr, dtype_code, ffi, int32, int64, invalid, lib
 from ._locking import serialised
 from .plan import Plan
 
 _ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n")
 
 
-def _attn_type(name):
+def _attn_type(name, what):
     out = ffi.new("kvc_attn_type *")
-    check(lib.kvc_attn_type_parse(str(name).encode(), out))
+    check(lib.kvc_attn_type_parse(c_name(name, what), out))
     return out[0]
 
 
 def _copy_name(field, text, what):
-    raw = str(text).encode()
+    raw = c_name(text, what)
     if len(raw) >= len(field):
         raise invalid(f"{what} \"{text}\" is longer than {len(field) - 1} bytes")
     ffi.memmove(field, raw + b"\0", len(raw) + 1)
@@ -31,21 +31,18 @@ def _fill_entry(e, spec, where):
     if unknown:
         raise invalid(f"{where}: unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
     _copy_name(e.name, spec.get("name", "k_cache"), f"{where} name")
-    e.attn_type = _attn_type(spec.get("attn_type", "FullAttention"))
+    e.attn_type = _attn_type(spec.get("attn_type", "FullAttention"), f"{where} attn_type")
     for f in _ENTRY_INTS:
         if f in spec:
             setattr(e, f, int64(spec[f], f"{where} {f}"))
     if "dtype" in spec:
-        e.dtype = dtype_code(spec["dtype"])
+        e.dtype = dtype_code(spec["dtype"], f"{where} dtype")
     if "needs_block" in spec:
         e.needs_block = bool(spec["needs_block"])
     if "manager_key" in spec:
         _copy_name(e.manager_key, spec["manager_key"], f"{where} manager_key")
     if "layout" in spec:
-        layouts = {"block_major": 0, "head_major": 1}
-        if spec["layout"] not in layouts:
-            raise invalid(f"{where} layout \"{spec['layout']}\" is not block_major or head_major")
-        e.layout = layouts[spec["layout"]]
+        e.layout = choice({"block_major": 0, "head_major": 1}, spec["layout"], f"{where} layout")
     for field, count, name in (("dim", "n_dims", "dim"), ("shape", "n_shape", "shape")):
         if name in spec:
             dims = spec[name]
@@ -78,7 +75,8 @@ class _Description:
                     raise invalid(f"layer {li} cache {ci}: a dict is expected")
                 _fill_entry(arr[ci], spec, f"layer {li} cache {ci}")
             self.entries.append(arr)
-            self.layer_arr[li].layer_idx = int64(layer.get("layer", li), "layer") if isinstance(layer, dict) else li
+            index = layer.get("layer", li) if isinstance(layer, dict) else li
+            self.layer_arr[li].layer_idx = int32(index, f"layer {li} index")
             self.layer_arr[li].n_caches = len(caches)
             self.layer_arr[li].caches = arr
         self.ci = ffi.new("kvc_model_cache_info *")
@@ -189,7 +187,7 @@ class Manager:
                 raise invalid("max_model_len: required with a cache description")
         if block_num is not None:
             counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
-            names = [ffi.new("char[]", str(k).encode()) for k in counts]
+            names = [ffi.new("char[]", c_name(k, "block_num key")) for k in counts]
             nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
             blocks = ffi.new("kvc_block_plan *")
             check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
@@ -224,7 +222,7 @@ class Manager:
                 raise invalid(f"key index {key} outside [0, {lib.kvc_manager_n_keys(self._m)})")
             return key
         out = ffi.new("int32_t *")
-        check(lib.kvc_manager_key_index(self._m, str(key).encode(), out))
+        check(lib.kvc_manager_key_index(self._m, c_name(key, "key"), out))
         return out[0]
 
     @property

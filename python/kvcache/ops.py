@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from ._lib import check, ffi, int32, int64, invalid, lib, real
+from ._lib import check, choice, ffi, int32, int64, invalid, lib, real
 from .arrays import Reinterpreted, index_array, view
 
 # Python names of the query layouts (ops.h kvc_attn_layout) and the batch
@@ -36,10 +36,21 @@ _QUANT = {"per_channel": lib.KVC_QUANT_PER_CHANNEL, "per_token": lib.KVC_QUANT_P
           "per_head": lib.KVC_QUANT_PER_HEAD}
 
 
-def _choice(table, value, what):
-    if value not in table:
-        raise invalid(f"{what} \"{value}\" is not one of {', '.join(table)}")
-    return table[value]
+def _head_count(value, name):
+    """An explicit num_heads / num_kv_heads: None (read from the shapes) or a
+    positive int32, refused by name before it sizes any output."""
+    if value is None:
+        return None
+    v = int32(value, name)
+    if v < 1:
+        raise invalid(f"{name} {v} must be positive (a head count)")
+    return v
+
+
+def _pair(value, name):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise invalid(f"{name} {value!r} is neither a name nor a (keys, values) pair of names")
+    return value
 
 
 def _dim(v, axis, what):
@@ -161,11 +172,10 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
       of q's kind when None). Returns out, or (out, lse) with return_lse.
     """
     paged = block_table is not None
-    num_heads = None if num_heads is None else int32(num_heads, "num_heads")
-    num_kv_heads = None if num_kv_heads is None else int32(num_kv_heads, "num_kv_heads")
+    num_heads, num_kv_heads = _head_count(num_heads, "num_heads"), _head_count(num_kv_heads, "num_kv_heads")
     layout = layout or ("TND" if paged else "BSND")
-    c_layout, seq_layout = _choice(_LAYOUTS, layout, "layout")
-    block_layout = _choice(_KV_LAYOUTS, kv_layout, "kv_layout") if paged else None
+    c_layout, seq_layout = choice(_LAYOUTS, layout, "layout")
+    block_layout = choice(_KV_LAYOUTS, kv_layout, "kv_layout") if paged else None
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     nq, nkv, d, dv = _heads_and_dims(layout, qv, kv_, vv, paged, kv_layout, num_heads, num_kv_heads)
     qa, ka = _batch_lengths(layout, qv, kv_, paged, kv_layout, q_lens, kv_lens)
@@ -182,7 +192,8 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     p = ffi.new("kvc_attention_params *", lib.kvc_attention_default_params())
     p.layout = c_layout
     p.num_heads, p.num_kv_heads = int32(nq, "num_heads"), int32(nkv, "num_kv_heads")
-    p.scale = 1.0 / math.sqrt(d) if scale is None else real(scale, "scale")
+    # d 0: a packed q's last dim does not hold num_heads heads, which the library refuses by name
+    p.scale = 1.0 / math.sqrt(max(d, 1)) if scale is None else real(scale, "scale")
     p.sparse_mode = int32(sparse_mode, "sparse_mode")
     if pre_tokens is not None:
         p.pre_tokens = int64(pre_tokens, "pre_tokens")
@@ -217,9 +228,9 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
             keep.append(av)
             av.fill(field)
     if key_scale is not None or value_scale is not None:
-        kq, vq = (quant_mode, quant_mode) if isinstance(quant_mode, str) else quant_mode
-        p.key_quant_mode = _choice(_QUANT, kq, "quant_mode")
-        p.value_quant_mode = _choice(_QUANT, vq, "quant_mode")
+        kq, vq = (quant_mode, quant_mode) if isinstance(quant_mode, str) else _pair(quant_mode, "quant_mode")
+        p.key_quant_mode = choice(_QUANT, kq, "quant_mode")
+        p.value_quant_mode = choice(_QUANT, vq, "quant_mode")
 
     q_rows = _dim(qv, 1, "q") if layout == "NTD_TND" else qv.shape[0]  # Tq for the T.. layouts
     if out is None:
@@ -253,7 +264,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
 
 
 def _slot_write(cache, update, slots, kv_layout):
-    order = _choice(_KV_LAYOUTS, kv_layout, "kv_layout")
+    order = choice(_KV_LAYOUTS, kv_layout, "kv_layout")
     cv = view(cache, "cache", writable=True)
     uv = view(update, "update")
     sv = index_array(slots, "slots", "i64")

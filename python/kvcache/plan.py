@@ -4,7 +4,7 @@ import math
 import os
 import re
 
-from ._lib import check, dtype_code, ffi, int64, invalid, lib
+from ._lib import c_path, check, dtype_code, ffi, int64, invalid, lib
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -32,7 +32,7 @@ def _config_text(config):
     if isinstance(config, dict):
         return json.dumps(config)
     if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
+        path = os.fsdecode(c_path(config, "config"))
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         with open(path, "rb") as f:
@@ -73,7 +73,7 @@ def plan(config, tp=1, block_size=128, kv_dtype=None, kv_memory=None, max_model_
     opt.block_size = int64(block_size, "block_size")
     if kv_dtype is not None:
         opt.kv_dtype_set = True
-        opt.kv_dtype = dtype_code(kv_dtype)
+        opt.kv_dtype = dtype_code(kv_dtype, "kv_dtype")
     if max_model_len is not None:
         opt.max_model_len = int64(max_model_len, "max_model_len")
     opt.max_concurrency = int64(max_concurrency, "max_concurrency")

@@ -1,9 +1,7 @@
 """kvcache.run: a Hugging Face model directory through the standalone runner."""
-import os
-
 import numpy as np
 
-from ._lib import check, ffi, int64, invalid, lib
+from ._lib import c_path, check, choice, ffi, int64, invalid, lib
 
 _MODES = {"recompute": "KVC_RUNNER_RECOMPUTE", "contiguous": "KVC_RUNNER_CONTIGUOUS", "paged": "KVC_RUNNER_PAGED",
           "mla_latent": "KVC_RUNNER_MLA_LATENT"}
@@ -16,8 +14,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     "recompute" (no cache). Returns int32 ids [n_prompts, max_new_tokens],
     or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
     the logits each token was chosen from."""
-    if mode not in _MODES:
-        raise invalid(f"mode \"{mode}\" is not one of {', '.join(_MODES)}")
+    c_mode = choice(_MODES, mode, "mode")
     if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__len__") or len(prompts) == 0:
         raise invalid("prompts: a non-empty list of token-id lists is expected")
     rows = []
@@ -35,10 +32,10 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     lens = np.array([len(r) for r in rows], dtype=np.int64)
 
     model = ffi.new("kvc_model **")
-    check(lib.kvc_model_load(os.fsencode(model_dir), model))
+    check(lib.kvc_model_load(c_path(model_dir, "model_dir"), model))
     model = ffi.gc(model[0], lib.kvc_model_destroy)
     p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
-    p.mode = getattr(lib, _MODES[mode])
+    p.mode = getattr(lib, c_mode)
     p.block_size = int64(block_size, "block_size")
     p.mla_paged = bool(mla_paged)
     p.max_new_tokens = int64(max_new_tokens, "max_new_tokens")

@@ -22,6 +22,7 @@ def _desc(**cache):
 _q = np.zeros((1, 2, 2, 8), dtype=np.float32)
 _cache = np.zeros((2, 4, 1, 8), dtype=np.float32)
 _upd = np.zeros((1, 1, 8), dtype=np.float32)
+_packed = np.zeros((1, 2, 16), dtype=np.float32)  # BSH: 16 = num_heads x head_dim
 
 CASES = [
     ("plan missing field", lambda: kvcache.plan({"model_type": "llama"}), kvcache.InvalidArgument, "num_hidden_layers"),
@@ -59,6 +60,10 @@ CASES = [
     ("run token id", lambda: kvcache.run(QWEN3, [[100000]]), kvcache.OutOfRange, "100000"),
     ("run new tokens", lambda: kvcache.run(QWEN3, [[1]], max_new_tokens=0), kvcache.InvalidArgument, "max_new_tokens 0"),
     ("run mode", lambda: kvcache.run(QWEN3, [[1]], mode="mla_latent"), kvcache.InvalidArgument, "needs an MLA model"),
+    # issue 23 #11: the default scale divided by zero first (ZeroDivisionError)
+    ("attention packed heads", lambda: kvcache.attention(_packed, _packed, _packed, layout="BSH", num_heads=17,
+                                                         num_kv_heads=1), kvcache.InvalidArgument,
+     "does not hold num_heads 17 heads"),
 ]
 
 
@@ -84,6 +89,32 @@ PY_SIDE = [
     ("bool as int", lambda: _manager().allocate_slots(True, 0, 1), "is not an integer"),
     ("unknown cache field", lambda: kvcache.Manager(_desc(heads=3), block_num=4, max_model_len=8), "unknown field"),
     ("prompts", lambda: kvcache.run(QWEN3, []), "non-empty list"),
+    # issue 23 #11: these escaped as numpy's ValueError and cffi's OverflowError
+    ("num_heads negative", lambda: kvcache.attention(_q, _q, _q, num_heads=-2), "num_heads -2 must be positive"),
+    ("num_heads packed", lambda: kvcache.attention(_packed, _packed, _packed, layout="BSH", num_heads=-2,
+                                                   num_kv_heads=1), "num_heads -2 must be positive"),
+    ("num_kv_heads negative", lambda: kvcache.attention(_q, _q, _q, num_kv_heads=-2), "num_kv_heads -2"),
+    ("layer index", lambda: kvcache.Manager([{"layer": 2**40, "caches": _desc()[0]}], block_num=4, max_model_len=8),
+     "layer 0 index: 1099511627776 does not fit int32"),
+    # issue 23 #2: names were cut at the NUL (a key "FullAttention\0x" was FullAttention)
+    ("key with NUL", lambda: _manager().block_table(1, key="FullAttention\0x"), r"key 'FullAttention\\x00x' contains"),
+    ("entry name with NUL", lambda: kvcache.Manager(_desc(name="k\0x"), block_num=4, max_model_len=8),
+     r"cache 0 name 'k\\x00x' contains a NUL"),
+    ("manager_key with NUL", lambda: kvcache.Manager(_desc(manager_key="a\0b"), block_num=4, max_model_len=8),
+     r"manager_key 'a\\x00b' contains a NUL"),
+    ("block_num key with NUL", lambda: kvcache.Manager(_desc(), block_num={"FullAttention\0x": 4}, max_model_len=8),
+     r"block_num key 'FullAttention\\x00x' contains a NUL"),
+    ("attn_type with NUL", lambda: kvcache.Manager(_desc(attn_type="FullAttention\0x"), block_num=4, max_model_len=8),
+     r"attn_type 'FullAttention\\x00x' contains a NUL"),
+    ("dtype with NUL", lambda: kvcache.plan(LLAMA, kv_dtype="f16\0x"), r"kv_dtype 'f16\\x00x' contains a NUL"),
+    ("config path with NUL", lambda: kvcache.plan(f"{LLAMA}\0x"), "config '.*' contains a NUL"),
+    ("model_dir with NUL", lambda: kvcache.run(f"{QWEN3}\0x", [[1]]), "model_dir '.*' contains a NUL"),
+    # choices given as lists or numbers escaped as TypeError
+    ("layout not a name", lambda: kvcache.attention(_q, _q, _q, layout=["BSND"]), "layout"),
+    ("quant_mode not a pair", lambda: kvcache.attention(_q, _q, _q, key_scale=np.ones(8, np.float32), quant_mode=5),
+     "quant_mode 5 is neither"),
+    ("run mode not a name", lambda: kvcache.run(QWEN3, [[1]], mode=["paged"]), "mode"),
+    ("cache layout not a name", lambda: kvcache.Manager(_desc(layout=[0]), block_num=4, max_model_len=8), "layout"),
 ]
 
 
@@ -102,3 +133,17 @@ def test_failed_write_leaves_cache_unchanged():
     with pytest.raises(kvcache.OutOfRange):
         kvcache.write_slots(cache, np.ones((2, 1, 8), np.float32), [1, 99])
     assert np.array_equal(cache, before)
+
+
+@pytest.mark.parametrize("layout,shape", [("BSND", (0, 2, 2, 8)), ("BNSD", (0, 2, 2, 8)), ("BSH", (0, 2, 16)),
+                                          ("BSND_NBSD", (0, 2, 2, 8)), ("TND", (0, 2, 8))])
+def test_zero_size_batch(layout, shape):
+    """An empty batch runs as the C operator's batch 0 (an empty output);
+    it was refused as "q_lens: elements of type float64" (issue 23 #11)."""
+    z = np.zeros(shape, np.float32)
+    heads = {"num_heads": 2, "num_kv_heads": 2} if layout == "BSH" else {}
+    out = kvcache.attention(z, z, z, layout=layout, **heads)
+    assert out.size == 0 and out.dtype == np.float32
+    # explicit empty lengths against a query that has a row: the batch's shape is named
+    with pytest.raises(kvcache.InvalidArgument, match=r"q has shape \[1, 2, 2, 8\], expected \[0, 2, 2, 8\]"):
+        kvcache.attention(_q, _q, _q, q_lens=[], kv_lens=[])

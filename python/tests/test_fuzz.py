@@ -69,6 +69,33 @@ def test_attention_scalars(mode, scale, pre, nxt, q_lens, kv_lens, bidirectional
 
 
 @FUZZ
+@given(nq=st.one_of(st.none(), wide), nkv=st.one_of(st.none(), wide), batch=st.integers(0, 2),
+       layout=st.sampled_from(["BSND", "BSH"]))
+def test_attention_head_counts(nq, nkv, batch, layout):
+    q = np.zeros((batch, 3, 2, 8), dtype=np.float32)
+    if layout == "BSH":
+        q = q.reshape(batch, 3, 16)
+    try:
+        out = kvcache.attention(q, q, q, layout=layout, num_heads=nq, num_kv_heads=nkv)
+    except kvcache.Error as e:
+        assert e.message
+        return
+    assert out.shape == q.shape
+
+
+@FUZZ
+@given(layer=wide, name=st.text(max_size=6), key=st.text(max_size=6))
+def test_description_layer_and_names(layer, name, key):
+    try:
+        m = kvcache.Manager([{"layer": layer, "caches": [{"name": name, "num_head": 1, "dim": 8, "block_size": 4,
+                                                           "manager_key": key}]}], block_num=4, max_model_len=8)
+    except kvcache.Error as e:
+        assert e.message
+        return
+    assert "\0" not in name + key and m.keys == [m.keys[0]]
+
+
+@FUZZ
 @given(slots=st.lists(st.integers(-3, 40), min_size=0, max_size=6))
 def test_write_slots(slots):
     cache = np.zeros((4, 4, 1, 8), dtype=np.float32)
