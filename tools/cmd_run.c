@@ -51,12 +51,12 @@ static void run_usage(FILE *f)
             "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
+            "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
+            "                       gap to the second, log-sum-exp) and timings\n"
             "\n"
             "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with --compare-dtypes,\n"
             "--block-size in modes 0 and 1, --kv-layout outside mode 2, --compare-dtypes in mode 0, and\n"
-            "--max-new-tokens with --compare-dtypes on expected.json's prompts (its num_new_tokens applies).\n"
-            "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
-            "                       gap to the second, log-sum-exp) and timings\n",
+            "--max-new-tokens with --compare-dtypes on expected.json's prompts (its num_new_tokens applies).\n",
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
 
