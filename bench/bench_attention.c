@@ -44,6 +44,7 @@
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 #include "machine_limits.h"
+#include "shared_lib_check.h"
 
 #define GIB ((size_t)1 << 30)
 #define REPS 5
@@ -87,6 +88,10 @@ typedef struct other_lib {
 static int other_open(const char *path, other_lib *o)
 {
     memset(o, 0, sizeof *o);
+    if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
+        fprintf(stderr, "bench attention: --against %s\n", kvc_last_error());
+        return 1;
+    }
     o->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!o->handle) {
         fprintf(stderr, "bench attention: cannot load --against %s: %s\n", path, dlerror());
@@ -395,9 +400,62 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     return rc;
 }
 
+#define MAX_SHAPES 128
+
+/* Every shape of the benchmark, in the order of its rows; returns their count. */
+static int all_shapes(shape shapes[MAX_SHAPES])
+{
+    int n = 0;
+    const kvc_dtype dts[4] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
+    const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
+    const int kvh[3] = {8, 32, 4}; /* GQA 4, 1 and 8 */
+    for (int h = 0; h < 3; h++)
+        for (int d = 0; d < 4; d++)
+            for (int i = 0; i < 6; i++)
+                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNBSND};
+    for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
+        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, KVC_BLOCK_BNNBSD};
+    const int lan[3][2] = {{1, 16384}, {8, 4096}, {8, 16384}}; /* keys in lanes */
+    for (int h = 0; h < 3; h++)
+        for (int d = 0; d < 4; d++)
+            for (int i = 0; i < 3; i++)
+                shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
+    const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
+    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
+    return n;
+}
+
+/* The row label --only matches: phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE. */
+static void shape_label(const shape *s, char *label, size_t cap)
+{
+    snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
+             s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
+}
+
+/* --only TEXT must match a row: 0, or 2 with the labels printed. */
+static int check_only(const char *only, const shape *shapes, int n)
+{
+    if (!only) return 0;
+    char label[96];
+    for (int i = 0; i < n; i++) {
+        shape_label(&shapes[i], label, sizeof label);
+        if (strstr(label, only)) return 0;
+    }
+    fprintf(stderr, "bench attention: --only \"%s\" matches no row; the row labels are:\n", only);
+    for (int i = 0; i < n; i++) {
+        shape_label(&shapes[i], label, sizeof label);
+        fprintf(stderr, "  %s\n", label);
+    }
+    return 2;
+}
+
 int kvc_bench_attention(const kvc_bench_opts *opts)
 {
     const bool json = opts->json;
+    shape shapes[MAX_SHAPES];
+    const int n = all_shapes(shapes);
+    if (check_only(opts->only, shapes, n) != 0) return 2; /* before the 1 GiB buffers and the other build */
     other_lib other_store, *other = NULL;
     if (opts->against) {
         if (other_open(opts->against, &other_store) != 0) return 2;
@@ -427,25 +485,6 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     const double peak = peaks[pk_kind];
     char flags[256];
     kvc_limits_cpu_flags(flags, sizeof flags);
-    shape shapes[128];
-    int n = 0;
-    const kvc_dtype dts[4] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
-    const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
-    const int kvh[3] = {8, 32, 4}; /* GQA 4, 1 and 8 */
-    for (int h = 0; h < 3; h++)
-        for (int d = 0; d < 4; d++)
-            for (int i = 0; i < 6; i++)
-                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNBSND};
-    for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
-        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, KVC_BLOCK_BNNBSD};
-    const int lan[3][2] = {{1, 16384}, {8, 4096}, {8, 16384}}; /* keys in lanes */
-    for (int h = 0; h < 3; h++)
-        for (int d = 0; d < 4; d++)
-            for (int i = 0; i < 3; i++)
-                shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
-    const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
                "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);
@@ -475,8 +514,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     for (int i = 0; i < n; i++) {
         const shape *s = &shapes[i];
         char label[96];
-        snprintf(label, sizeof label, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
-                 s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
+        shape_label(s, label, sizeof label);
         if (opts->only && !strstr(label, opts->only)) continue;
         result res[KVC_LIMITS_PAGE_KINDS];
         const bool naive = s->q_len == 1 && s->batch == 1 && s->blk == KVC_BLOCK_BNBSND; /* its loop reads token-major blocks */

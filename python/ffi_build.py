@@ -318,6 +318,7 @@ typedef struct kvc_runner_params {
     bool mla_paged;
     int64_t max_new_tokens;
     int64_t max_seq_len;
+    int64_t max_positions;
     ...;
 } kvc_runner_params;
 kvc_runner_params kvc_runner_default_params(void);

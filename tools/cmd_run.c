@@ -16,10 +16,6 @@
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS 65536 /* prompt ids of all prompts together */
-/* Longest sequence (prompt + new tokens) even with --max-positions, and the
- * largest block: the runner's caches and step buffers grow with both. */
-#define RUN_MAX_POSITIONS (INT64_C(1) << 20)
-#define RUN_MAX_BLOCK_SIZE (INT64_C(1) << 16)
 /* Logits --json keeps for its per-step summaries. */
 #define RUN_MAX_LOGIT_BYTES (INT64_C(1) << 32)
 
@@ -29,7 +25,8 @@ static void run_usage(FILE *f)
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
             "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
             "                   [--max-positions N] [--json]\n"
-            "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ...] [--mode 1|2|3] [--json]\n"
+            "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
+            "                   [--block-size N] [--max-positions N] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
@@ -38,10 +35,12 @@ static void run_usage(FILE *f)
             "                       %d prompts and %d ids in all)\n"
             "  --max-new-tokens N   tokens generated per prompt (default 8); the longest prompt plus N\n"
             "                       must fit in the model's max_position_embeddings\n"
-            "  --max-positions N    allow sequences of up to N positions instead (at most %lld)\n"
+            "  --max-positions N    allow sequences of up to N positions instead (at most %lld); the\n"
+            "                       runner applies the same limits to --compare-dtypes and expected.json\n"
             "  --mode M             0 recompute without cache, 1 contiguous caches, 2 paged caches (default),\n"
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
-            "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %lld)\n"
+            "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %d: paged attention's\n"
+            "                       limit)\n"
             "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, i8 (int8), fp8_e4m3\n"
             "                       (fp8) or fp8_e5m2; int8 / fp8 take a scale per token computed on write;\n"
             "                       the first line names the dtype and the bytes one token takes in every\n"
@@ -53,8 +52,12 @@ static void run_usage(FILE *f)
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
-            "                       gap to the second, log-sum-exp) and timings\n",
-            RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)RUN_MAX_POSITIONS, (long long)RUN_MAX_BLOCK_SIZE);
+            "                       gap to the second, log-sum-exp) and timings\n"
+            "\n"
+            "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with --compare-dtypes,\n"
+            "--block-size in modes 0 and 1, --kv-layout outside mode 2, --compare-dtypes in mode 0, and\n"
+            "--max-new-tokens with --compare-dtypes on expected.json's prompts (its num_new_tokens applies).\n",
+            RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -152,13 +155,43 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     return ok;
 }
 
+/* The flags that only some runs take, and whether each was given. */
+typedef struct run_flags_given {
+    bool kv_dtype, kv_layout, block_size, max_new_tokens;
+} run_flags_given;
+
+/* Refuses a flag the run would ignore, saying why: 0 when every flag given
+ * is used, else 2 with the message printed. */
+static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, int64_t n_prompts)
+{
+    const char *why = NULL;
+    if (compare && mode == KVC_RUNNER_RECOMPUTE)
+        why = "--compare-dtypes compares KV caches and mode 0 has none; use --mode 1, 2 or 3";
+    else if (compare && g->kv_dtype)
+        why = "--kv-dtype is not taken with --compare-dtypes, which runs every KV dtype against f32";
+    else if (compare && g->max_new_tokens && n_prompts == 0)
+        why = "--max-new-tokens with --compare-dtypes needs --prompt-ids: expected.json's prompts run for its "
+              "num_new_tokens, the length of its reference ids";
+    else if (mode == KVC_RUNNER_RECOMPUTE && g->kv_dtype)
+        why = "--kv-dtype sets the KV cache dtype and mode 0 recomputes without a cache";
+    else if (g->block_size && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
+        why = "--block-size applies to the paged modes 2 and 3; modes 0 and 1 have no blocks";
+    else if (g->kv_layout && mode != KVC_RUNNER_PAGED)
+        why = "--kv-layout applies to mode 2 (paged caches) only; modes 0 and 1 have no blocks, and mode 3 keeps "
+              "its latent blocks in token order";
+    if (!why) return 0;
+    fprintf(stderr, "kvcache run: %s\n", why);
+    return 2;
+}
+
 int kvc_cmd_run(int argc, char **argv)
 {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
     bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
-    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, max_positions = 0;
+    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
+    run_flags_given given = {false, false, false, false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -176,6 +209,7 @@ int kvc_cmd_run(int argc, char **argv)
                         val ? val : "");
                 return 2;
             }
+            given.kv_dtype = true;
         } else if (strcmp(a, "--kv-layout") == 0) {
             if (val && strcmp(val, "tokens") == 0) p.kv_layout = KVC_BLOCK_BNBSND;
             else if (val && strcmp(val, "lanes") == 0) p.kv_layout = KVC_BLOCK_BNNDBS;
@@ -183,6 +217,7 @@ int kvc_cmd_run(int argc, char **argv)
                 fprintf(stderr, "kvcache run: --kv-layout expects tokens or lanes, got \"%s\"\n", val ? val : "");
                 return 2;
             }
+            given.kv_layout = true;
         } else if (strcmp(a, "--prompt-ids") == 0) {
             int64_t got = n < RUN_MAX_PROMPTS ? parse_ids(val, ids, &n_ids) : 0;
             if (got <= 0) {
@@ -195,19 +230,19 @@ int kvc_cmd_run(int argc, char **argv)
             lens[n++] = got;
         } else if (strcmp(a, "--max-new-tokens") == 0 || strcmp(a, "--block-size") == 0 || strcmp(a, "--mode") == 0 ||
                    strcmp(a, "--max-positions") == 0) {
-            int64_t v, hi = RUN_MAX_POSITIONS;
+            int64_t v, hi = KVC_RUNNER_MAX_POSITIONS;
             const bool is_mode = strcmp(a, "--mode") == 0, is_block = strcmp(a, "--block-size") == 0;
             if (is_mode) hi = 3;
-            if (is_block) hi = RUN_MAX_BLOCK_SIZE;
+            if (is_block) hi = KVC_ATTN_MAX_BLOCK_SIZE;
             if (parse_i64(val, is_mode ? 0 : 1, hi, &v) != 0) {
                 fprintf(stderr, "kvcache run: %s expects an integer in [%d, %lld], got \"%s\"\n", a, is_mode ? 0 : 1,
                         (long long)hi, val ? val : "");
                 return 2;
             }
             if (is_mode) mode = v;
-            else if (is_block) p.block_size = v;
-            else if (strcmp(a, "--max-positions") == 0) max_positions = v;
-            else p.max_new_tokens = v;
+            else if (is_block) p.block_size = v, given.block_size = true;
+            else if (strcmp(a, "--max-positions") == 0) p.max_positions = v;
+            else p.max_new_tokens = v, given.max_new_tokens = true;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "kvcache run: unknown option %s\n", a);
             run_usage(stderr);
@@ -225,6 +260,7 @@ int kvc_cmd_run(int argc, char **argv)
         run_usage(stderr);
         return 2;
     }
+    if (check_flag_use(&given, mode, compare, n) != 0) return 2;
     p.mode = (kvc_runner_mode)mode;
     kvc_model *m = NULL;
     kvc_status loaded = kvc_model_load(dir, &m);
@@ -239,20 +275,14 @@ int kvc_cmd_run(int argc, char **argv)
     }
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
-    const kvc_model_config *cfg = kvc_model_config_of(m);
-    const int64_t V = cfg->vocab_size, NT = p.max_new_tokens;
-    const int64_t limit = max_positions > 0 ? max_positions : cfg->max_position_embeddings;
-    /* n <= 64, NT <= 2^20 and V <= 2^24 (model check): these products fit in int64. */
-    if (maxl + NT > limit) {
-        if (max_positions > 0)
-            fprintf(stderr, "kvcache run: a prompt of %lld ids + %lld new tokens passes --max-positions %lld\n",
-                    (long long)maxl, (long long)NT, (long long)limit);
-        else
-            fprintf(stderr, "kvcache run: a prompt of %lld ids + %lld new tokens passes the model's max_position_embeddings %lld (--max-positions overrides it)\n",
-                    (long long)maxl, (long long)NT, (long long)limit);
+    const int64_t V = kvc_model_config_of(m)->vocab_size, NT = p.max_new_tokens;
+    /* the runner's checks (positions included) before any buffer is sized */
+    if (kvc_runner_check(m, &p, n, maxl) != KVC_OK) {
+        fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         kvc_model_destroy(m);
         return 2;
     }
+    /* n <= 64, NT <= 2^20 and V <= 2^24 (model check): these products fit in int64. */
     if (json && NT * n * V * (int64_t)sizeof(float) > RUN_MAX_LOGIT_BYTES) {
         fprintf(stderr, "kvcache run: --json would keep %lld bytes of logits, more than %lld; lower --max-new-tokens\n",
                 (long long)(NT * n * V * (int64_t)sizeof(float)), (long long)RUN_MAX_LOGIT_BYTES);

@@ -24,7 +24,63 @@ static void oracle_free(oracle_prompts *o) {
     memset(o, 0, sizeof *o);
 }
 
-/* Reads DIR/expected.json; 0 on success, else prints why and returns 2. */
+/* Reads the token ids of the array v (the member `what` of prompt b) into
+ * out[0..n): every item an integer id of the vocabulary, at most cap of
+ * them. KVC_OK, or the failure with the item named. */
+static kvc_status read_ids(const cJSON *v, const char *path, int b, const char *what, int64_t vocab, int64_t cap,
+                           int32_t *out, int64_t *n) {
+    char where[4200];
+    *n = 0;
+    if (!cJSON_IsArray(v))
+        return kvci_fail(KVC_EINVAL, "%s prompts[%d].%s must be an array of token ids, got %s", path, b, what,
+                         kvci_json_type_name(v));
+    const cJSON *x;
+    cJSON_ArrayForEach(x, v) {
+        if (*n >= cap)
+            return kvci_fail(KVC_EINVAL, "%s prompts[%d].%s: more than %lld ids", path, b, what, (long long)cap);
+        int64_t id = 0;
+        snprintf(where, sizeof where, "%s prompts[%d].%s[%lld]", path, b, what, (long long)*n);
+        KVC_TRY(kvci_json_int_value(x, where, 0, vocab - 1, &id));
+        out[(*n)++] = (int32_t)id;
+    }
+    return KVC_OK;
+}
+
+/* The prompts and reference ids of the parsed expected.json `root` into o
+ * (its buffers allocated here). */
+static kvc_status oracle_fill(const cJSON *root, const char *path, int64_t vocab, oracle_prompts *o) {
+    const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(root, "prompts");
+    const int n = cJSON_GetArraySize(prompts);
+    char where[4200];
+    snprintf(where, sizeof where, "%s num_new_tokens", path);
+    if (!cJSON_IsArray(prompts) || n < 1 || n > 64)
+        return kvci_fail(KVC_EINVAL, "%s needs \"prompts\", an array of 1 to 64 prompts", path);
+    KVC_TRY(
+        kvci_json_int_value(cJSON_GetObjectItemCaseSensitive(root, "num_new_tokens"), where, 1, 4096, &o->new_tokens));
+    o->n = n;
+    o->ids = kvci_malloc(ORACLE_MAX_IDS * sizeof *o->ids);
+    o->lens = kvci_calloc((size_t)n, sizeof *o->lens);
+    o->ref = kvci_malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
+    if (!o->ids || !o->lens || !o->ref) return kvci_fail(KVC_ENOMEM, "out of memory");
+    int64_t t = 0;
+    for (int b = 0; b < n; b++) {
+        const cJSON *p = cJSON_GetArrayItem(prompts, b);
+        KVC_TRY(read_ids(cJSON_GetObjectItemCaseSensitive(p, "ids"), path, b, "ids", vocab, ORACLE_MAX_IDS - t,
+                         o->ids + t, &o->lens[b]));
+        if (o->lens[b] < 1) return kvci_fail(KVC_EINVAL, "%s prompts[%d].ids is empty", path, b);
+        t += o->lens[b];
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(p, "greedy_ids");
+        if (cJSON_IsArray(g) && cJSON_GetArraySize(g) != o->new_tokens)
+            return kvci_fail(KVC_EINVAL, "%s prompts[%d].greedy_ids holds %d ids, num_new_tokens says %lld", path, b,
+                             cJSON_GetArraySize(g), (long long)o->new_tokens);
+        int64_t got = 0;
+        KVC_TRY(read_ids(g, path, b, "greedy_ids", vocab, o->new_tokens, o->ref + b * o->new_tokens, &got));
+    }
+    return KVC_OK;
+}
+
+/* Reads DIR/expected.json; 0 on success, else prints why and returns 2 (1
+ * when memory ran out). */
 static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
     memset(o, 0, sizeof *o);
     char path[4096];
@@ -32,59 +88,15 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
     char *text = NULL;
     size_t len = 0;
     cJSON *root = NULL;
-    if (kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len) == KVC_OK) (void)kvci_json_parse(text, len, path, &root);
+    kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
+    if (st == KVC_OK) st = kvci_json_parse(text, len, path, &root);
     kvci_free(text);
-    const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(root, "prompts");
-    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(root, "num_new_tokens");
-    const int n = cJSON_GetArraySize(prompts);
-    int rc = 0;
-    if (!root || !cJSON_IsArray(prompts) || n < 1 || n > 64 || !cJSON_IsNumber(nt) || nt->valuedouble < 1 ||
-        nt->valuedouble > 4096) {
-        fprintf(stderr,
-                "kvcache run: --compare-dtypes without --prompt-ids needs %s with \"prompts\" (1-64) and "
-                "\"num_new_tokens\" (1-4096)\n",
-                path);
-        rc = 2;
-    }
-    if (rc == 0) {
-        o->n = n, o->new_tokens = (int64_t)nt->valuedouble;
-        o->ids = kvci_malloc(ORACLE_MAX_IDS * sizeof *o->ids);
-        o->lens = kvci_calloc((size_t)n, sizeof *o->lens);
-        o->ref = kvci_malloc((size_t)(n * o->new_tokens) * sizeof *o->ref);
-        if (!o->ids || !o->lens || !o->ref) {
-            fprintf(stderr, "kvcache run: out of memory\n");
-            rc = 1;
-        }
-    }
-    int64_t t = 0;
-    for (int b = 0; rc == 0 && b < n; b++) {
-        const cJSON *p = cJSON_GetArrayItem(prompts, b);
-        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(p, "ids"),
-                    *g = cJSON_GetObjectItemCaseSensitive(p, "greedy_ids");
-        const cJSON *x;
-        if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) < 1 || cJSON_GetArraySize(g) != o->new_tokens) rc = 2;
-        cJSON_ArrayForEach(x, ids) {
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= (double)vocab || t >= ORACLE_MAX_IDS)
-                rc = 2;
-            else
-                o->ids[t++] = (int32_t)x->valuedouble, o->lens[b]++;
-        }
-        int64_t i = 0;
-        cJSON_ArrayForEach(x, g) {
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= (double)vocab)
-                rc = 2;
-            else
-                o->ref[b * o->new_tokens + i++] = (int32_t)x->valuedouble;
-        }
-        if (rc)
-            fprintf(
-                stderr,
-                "kvcache run: %s prompt %d: \"ids\" and \"greedy_ids\" (%lld) must hold token ids of the vocabulary\n",
-                path, b, (long long)o->new_tokens);
-    }
+    if (st == KVC_OK) st = oracle_fill(root, path, vocab, o);
     cJSON_Delete(root);
-    if (rc) oracle_free(o);
-    return rc;
+    if (st == KVC_OK) return 0;
+    fprintf(stderr, "kvcache run: --compare-dtypes without --prompt-ids: %s\n", kvc_last_error());
+    oracle_free(o);
+    return st == KVC_ENOMEM ? 1 : 2;
 }
 
 int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_params p, const int32_t *ids,
@@ -96,7 +108,14 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
         if (rc) return rc;
         ids = o.ids, lens = o.lens, n = o.n, p.max_new_tokens = o.new_tokens;
     }
-    if (p.mode == KVC_RUNNER_RECOMPUTE) p.mode = KVC_RUNNER_PAGED;
+    int64_t max_len = 0;
+    for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
+    /* the runner's checks (positions, mode, block size) before the table starts */
+    if (kvc_runner_check(m, &p, n, max_len) != KVC_OK) {
+        fprintf(stderr, "kvcache run: --compare-dtypes: %s\n", kvc_last_error());
+        oracle_free(&o);
+        return 2;
+    }
     const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
                              KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     if (!json)

@@ -9,8 +9,10 @@
 
 /* Prompts ids/lens[n] (n 0: the prompts, greedy_ids and num_new_tokens of
  * DIR/expected.json, the Hugging Face oracle format of tests/data/oracle,
- * whose greedy ids become the reference column). p: mode, block size,
- * max_new_tokens. Returns the process exit code. */
+ * whose greedy ids become the reference column; every id an integer of the
+ * vocabulary). p: mode (1-3), block size, max_new_tokens, max_positions,
+ * checked by kvc_runner_check before the table starts. Returns the process
+ * exit code. */
 int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_params p, const int32_t *ids,
                            const int64_t *lens, int64_t n, bool json);
 

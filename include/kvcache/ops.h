@@ -244,6 +244,10 @@ KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
  * (16-bit or 8-bit elements). */
 typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_storage;
 
+/* The largest block_size paged attention takes (R8); the runner and
+ * `kvcache run --block-size` take the same bound. */
+#define KVC_ATTN_MAX_BLOCK_SIZE 1024
+
 /* AO 3.4 / R9: the form of kv_lens, stated by the caller (no default).
  * Cumulative goes with packed (T.. contiguous) K/V, direct with paged or
  * BSH-family K/V. (batch.h's kvc_len_form has no "unset" state, hence a

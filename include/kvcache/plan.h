@@ -38,7 +38,7 @@ typedef struct kvc_plan_options {
     int64_t block_size;      /* tokens per block, >= 1 */
     bool kv_dtype_set;       /* false: the config's torch_dtype (bf16 if absent) */
     kvc_dtype kv_dtype;      /* f16, bf16, f32 or i8 */
-    int64_t max_model_len;   /* 0: the config's max_position_embeddings */
+    int64_t max_model_len;   /* 0: the config's max_position_embeddings; at most 2^31 - 1 (32-bit block tables) */
     int64_t max_concurrency; /* requests served at once, >= 1 */
     int64_t next_n;          /* speculative depth, >= 0 */
     int64_t kv_memory_bytes; /* > 0: size the caches from this budget; 0: offline (len x concurrency) */

@@ -27,11 +27,18 @@ typedef enum kvc_runner_mode {
     KVC_RUNNER_MLA_LATENT = 3
 } kvc_runner_mode;
 
+/* The longest sequence (prompt + new tokens) a runner takes, whatever the
+ * model's max_position_embeddings or max_positions say: its caches and step
+ * buffers grow with it. */
+#define KVC_RUNNER_MAX_POSITIONS (INT64_C(1) << 20)
+
 typedef struct kvc_runner_params {
     kvc_runner_mode mode;   /* default 2 */
-    int64_t block_size;     /* mode 2, and mode 3 when mla_paged (default 16) */
+    int64_t block_size;     /* mode 2, and mode 3 when mla_paged (default 16; at most KVC_ATTN_MAX_BLOCK_SIZE) */
     bool mla_paged;         /* mode 3 over mode 2 (true, default) or mode 1 */
-    int64_t max_new_tokens; /* >= 1 (default 8) */
+    int64_t max_new_tokens; /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
+    int64_t max_positions;  /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
+                             * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
     int64_t max_seq_len;    /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
                              * rounded up to block_size when paged */
     kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
@@ -46,11 +53,22 @@ KVC_API kvc_runner_params kvc_runner_default_params(void);
 
 typedef struct kvc_runner kvc_runner;
 
+/* The checks kvc_runner_create applies to its arguments, without allocating
+ * anything: every entry point (kvc_runner_create, kvc_runner_compare_dtype,
+ * `kvcache run`, Python's kvcache.run) passes through it, so a caller may
+ * refuse a run before it sizes buffers of its own. Refused: a mode the model
+ * cannot run (mode 3 without MLA), sizes < 1, a kv_dtype that is not a cache
+ * dtype, block_size above KVC_ATTN_MAX_BLOCK_SIZE in a paged mode, a
+ * kv_layout the mode does not take, max_prompt_len + max_new_tokens beyond
+ * the positions allowed (max_positions, else the model's
+ * max_position_embeddings, and never more than KVC_RUNNER_MAX_POSITIONS). */
+KVC_API kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int64_t batch,
+                                    int64_t max_prompt_len);
+
 /* Caches, metadata and workspace for up to `batch` prompts of at most
- * max_prompt_len tokens, all sized here. Refused: a mode the model cannot
- * run (mode 3 without MLA), S_max % block_size != 0 (RM 10), S_max below
- * max_prompt_len + max_new_tokens - 1, sizes < 1. The model must outlive
- * the runner. */
+ * max_prompt_len tokens, all sized here. Refused: what kvc_runner_check
+ * refuses, S_max % block_size != 0 (RM 10), S_max below max_prompt_len +
+ * max_new_tokens - 1. The model must outlive the runner. */
 KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
                              kvc_runner **out);
 KVC_API void kvc_runner_destroy(kvc_runner *r);

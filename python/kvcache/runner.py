@@ -7,11 +7,15 @@ _MODES = {"recompute": "KVC_RUNNER_RECOMPUTE", "contiguous": "KVC_RUNNER_CONTIGU
           "mla_latent": "KVC_RUNNER_MLA_LATENT"}
 
 
-def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, mla_paged=True, logits=False):
+def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, mla_paged=True, logits=False,
+        max_positions=0):
     """Greedy generation of max_new_tokens tokens for every prompt (lists of
     token ids; no tokenizer here) in one static batch. mode: "paged"
     (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
-    "recompute" (no cache). Returns int32 ids [n_prompts, max_new_tokens],
+    "recompute" (no cache). The longest prompt plus max_new_tokens must fit
+    in the model's max_position_embeddings, or in max_positions when it is
+    given (at most 2^20): the C runner checks this as for `kvcache run` and
+    raises InvalidArgument. Returns int32 ids [n_prompts, max_new_tokens],
     or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
     the logits each token was chosen from."""
     c_mode = choice(_MODES, mode, "mode")
@@ -39,6 +43,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     p.block_size = int64(block_size, "block_size")
     p.mla_paged = bool(mla_paged)
     p.max_new_tokens = int64(max_new_tokens, "max_new_tokens")
+    p.max_positions = int64(max_positions, "max_positions")
     runner = ffi.new("kvc_runner **")
     check(lib.kvc_runner_create(model, p, len(rows), int(lens.max()), runner))
     runner = ffi.gc(runner[0], lambda r, m=model: lib.kvc_runner_destroy(r))  # the model outlives the runner

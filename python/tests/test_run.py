@@ -41,3 +41,16 @@ def test_same_ids_as_the_command(kvcache_cmd):
     assert r.returncode == 0, r.stderr
     want = [p["generated_ids"] for p in json.loads(r.stdout)["prompts"]]
     assert kvcache.run(QWEN3, [[1, 2, 3], [40, 41]], 4).tolist() == want
+
+
+def test_positions_are_the_runners_check():
+    """issue 23 #8: run() passes through the C runner's one position check
+    (the command's too), and raises its message as InvalidArgument."""
+    with pytest.raises(kvcache.InvalidArgument,
+                       match=r"a prompt of 2 ids \+ 600 new tokens passes the model's max_position_embeddings 512"):
+        kvcache.run(QWEN3, [[1, 2]], max_new_tokens=600)
+    with pytest.raises(kvcache.InvalidArgument, match="passes max_positions 20"):
+        kvcache.run(QWEN3, [[1, 2]], 19, max_positions=20)
+    with pytest.raises(kvcache.InvalidArgument, match=r"max_positions 1048577 must be in \[1, 1048576\]"):
+        kvcache.run(QWEN3, [[1, 2]], 2, max_positions=2**20 + 1)
+    assert kvcache.run(QWEN3, [[1, 2]], 3, max_positions=5).shape == (1, 3)

@@ -314,8 +314,9 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         }
         return KVC_OK;
     }
-    if (p->block_size <= 0 || p->block_size > 1024)
-        FAIL(KVC_EINVAL, "block_size %d must be in [1, 1024] with paged K/V (R8)", (int)p->block_size);
+    if (p->block_size <= 0 || p->block_size > KVC_ATTN_MAX_BLOCK_SIZE)
+        FAIL(KVC_EINVAL, "block_size %d must be in [1, %d] with paged K/V (R8)", (int)p->block_size,
+             KVC_ATTN_MAX_BLOCK_SIZE);
     if (p->binding.block_size > 0 && p->binding.block_size != p->block_size)
         FAIL(KVC_EINVAL, "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
              (int)p->block_size, (int)p->binding.block_size);

@@ -38,9 +38,11 @@ static kvc_status check_options(const kvc_plan_options *o) {
         o->kv_dtype != KVC_DTYPE_F32 && o->kv_dtype != KVC_DTYPE_I8)
         return kvci_fail(KVC_EINVAL, "plan options: kv_dtype %s is not a KV cache dtype (f16, bf16, f32, i8)",
                          kvc_dtype_name(o->kv_dtype));
-    if (o->max_model_len < 0)
-        return kvci_fail(KVC_EINVAL, "plan options: max_model_len %lld must not be negative (0 = from the config)",
-                         (long long)o->max_model_len);
+    if (o->max_model_len < 0 || o->max_model_len > INT32_MAX)
+        return kvci_fail(KVC_EINVAL,
+                         "plan options: max_model_len %lld must be in [0, %d] (0 = from the config): positions, "
+                         "block tables and slot mappings hold 32-bit values",
+                         (long long)o->max_model_len, INT32_MAX);
     if (o->max_concurrency < 1)
         return kvci_fail(KVC_EINVAL, "plan options: max_concurrency %lld must be >= 1", (long long)o->max_concurrency);
     if (o->next_n < 0 || o->next_n > 64)

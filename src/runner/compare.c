@@ -64,8 +64,12 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     const int64_t NT = p->max_new_tokens, V = kvc_model_config_of(m)->vocab_size;
     int64_t max_len = 1;
     for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
+    kvc_runner_params with_dtype = *p; /* the runners' own check, before the logits are allocated */
+    with_dtype.kv_dtype = dtype;
+    kvc_status checked = kvc_runner_check(m, &with_dtype, n, max_len);
+    if (checked != KVC_OK) return checked;
     int64_t cells = 0;
-    if (NT < 1 || !kvci_mul64(NT * n, V, &cells) || cells > (INT64_C(1) << 28))
+    if (!kvci_mul64(NT, n, &cells) || !kvci_mul64(cells, V, &cells) || cells > (INT64_C(1) << 28))
         return kvci_fail(KVC_EINVAL,
                          "runner_compare_dtype: %lld prompts x %lld tokens x vocabulary %lld logits exceed 2^28",
                          (long long)n, (long long)NT, (long long)V);

@@ -151,8 +151,44 @@ static kvc_status make_caches(kvc_runner *r)
     return KVC_OK;
 }
 
-static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt)
+/* "KVC_BLOCK_BNNDBS (keys in lanes)" and the like, for messages. */
+static const char *kv_layout_name(kvc_block_layout l)
 {
+    switch (l) {
+    case KVC_BLOCK_BNBSND: return "KVC_BLOCK_BNBSND (token order)";
+    case KVC_BLOCK_BNNBSD: return "KVC_BLOCK_BNNBSD (head-major)";
+    case KVC_BLOCK_NZ: return "KVC_BLOCK_NZ (tiles)";
+    case KVC_BLOCK_BNNDBS: return "KVC_BLOCK_BNNDBS (keys in lanes)";
+    default: return "of an unknown kind";
+    }
+}
+
+/* Prompt + new tokens against the positions allowed (kvc_runner_check). */
+static kvc_status check_positions(const kvc_model_config *c, const kvc_runner_params *p, int64_t max_prompt)
+{
+    if (p->max_positions < 0 || p->max_positions > KVC_RUNNER_MAX_POSITIONS)
+        return kvci_fail(KVC_EINVAL, "runner: max_positions %lld must be in [1, %lld] (0: the model's "
+                        "max_position_embeddings)", (long long)p->max_positions, (long long)KVC_RUNNER_MAX_POSITIONS);
+    const int64_t limit = p->max_positions > 0 ? p->max_positions : c->max_position_embeddings;
+    int64_t need = 0;
+    const bool over = !kvci_add64(max_prompt, p->max_new_tokens, &need) || need > limit;
+    if (over && p->max_positions > 0)
+        return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes max_positions %lld",
+                        (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
+    if (over)
+        return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes the model's "
+                        "max_position_embeddings %lld (max_positions overrides it)", (long long)max_prompt,
+                        (long long)p->max_new_tokens, (long long)limit);
+    if (need > KVC_RUNNER_MAX_POSITIONS)
+        return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes the runner's limit of "
+                        "%lld positions", (long long)max_prompt, (long long)p->max_new_tokens,
+                        (long long)KVC_RUNNER_MAX_POSITIONS);
+    return KVC_OK;
+}
+
+kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt)
+{
+    if (!m || !p) return kvci_fail(KVC_EINVAL, "runner_check: model and params must not be NULL");
     const kvc_model_config *c = kvc_model_config_of(m);
     if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
         return kvci_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
@@ -168,12 +204,15 @@ static kvc_status check_params(const kvc_model *m, const kvc_runner_params *p, i
         return kvci_fail(KVC_EINVAL, "runner: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
                         "fp8_e5m2)", kvc_dtype_name(p->kv_dtype));
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
-    if (paged && p->block_size < 1)
-        return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be >= 1 in paged modes", (long long)p->block_size);
+    if (paged && (p->block_size < 1 || p->block_size > KVC_ATTN_MAX_BLOCK_SIZE))
+        return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be in [1, %d] in paged modes (paged attention's "
+                        "limit)", (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
     if (p->kv_layout != KVC_BLOCK_BNBSND && (p->kv_layout != KVC_BLOCK_BNNDBS || p->mode != KVC_RUNNER_PAGED))
-        return kvci_fail(KVC_EINVAL, "runner: kv_layout %d: mode 2 takes BNBSND or BNNDBS (keys in lanes), the other "
-                        "modes BNBSND", (int)p->kv_layout);
-    return kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
+        return kvci_fail(KVC_EINVAL, "runner: kv_layout %s is not taken in mode %d: mode 2 (paged caches) takes "
+                        "KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, the other modes KVC_BLOCK_BNBSND only",
+                        kv_layout_name(p->kv_layout), (int)p->mode);
+    kvc_status st = check_positions(c, p, max_prompt);
+    return st != KVC_OK ? st : kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
 }
 
 kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
@@ -181,7 +220,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
 {
     if (!m || !p || !out) return kvci_fail(KVC_EINVAL, "runner_create: model, params and out must not be NULL");
     *out = NULL;
-    kvc_status st = check_params(m, p, batch, max_prompt_len);
+    kvc_status st = kvc_runner_check(m, p, batch, max_prompt_len);
     if (st != KVC_OK) return st;
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     const int64_t need = max_prompt_len + p->max_new_tokens - 1;

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Writes the model directories of the bad-input corpus (cases.tsv): a tiny
-qwen3 model that runs (run_ok) and copies of it broken in one way each.
-The trace files beside them were written by hand (trace_loop_a/b.json are
-symlinks to each other). Run from this folder."""
+qwen3 model that runs (run_ok) and copies of it broken in one way each,
+and a shared library cut short (needs a C compiler). The trace files beside
+them were written by hand (trace_loop_a/b.json are symlinks to each other).
+Run from this folder."""
 import json
 import os
 import shutil
 import struct
+import subprocess
 
 CONFIG = {
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 8,
@@ -74,6 +76,23 @@ def shape_huge(h):  # issue 13 #10: a shape of 1e300
     h["model.norm.weight"]["shape"] = [1e300]
 
 
+def expected(dirname, prompts, num_new_tokens=2):  # issue 23 #8, #11: expected.json of run --compare-dtypes
+    write(dirname)
+    with open(os.path.join(dirname, "expected.json"), "w") as f:
+        json.dump({"num_new_tokens": num_new_tokens, "prompts": prompts}, f)
+
+
+def truncated_library():  # issue 23 #10: a shared library cut after 1,000 bytes (dlopen dies with SIGBUS)
+    source = "int kvc_attention_cpu(void) { return 1; }\nint kvc_attention_cpu_workspace_size(void) { return 0; }\n"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-s", "-o", "whole.so", "-x", "c", "-"], input=source.encode(),
+                   check=True)
+    with open("whole.so", "rb") as f:
+        head = f.read(1000)
+    os.remove("whole.so")
+    with open("bench_truncated.so", "wb") as f:
+        f.write(head)
+
+
 def main():
     write("run_ok")
     for key, value in [("vocab_size", 2**40), ("vocab_size", 2**25), ("hidden_size", 9 * 10**15),
@@ -94,6 +113,10 @@ def main():
     shutil.copy(os.path.join("run_ok", "config.json"), "run_st_loop")
     os.symlink("b.safetensors", os.path.join("run_st_loop", "a.safetensors"))
     os.symlink("a.safetensors", os.path.join("run_st_loop", "b.safetensors"))
+    expected("run_expected_fraction", [{"ids": [1, 1.5], "greedy_ids": [1, 2]}])
+    expected("run_expected_count", [{"ids": [1, 2], "greedy_ids": [1, 2, 3]}])
+    expected("run_expected_long", [{"ids": [k % 16 for k in range(40)], "greedy_ids": [1, 2]}])
+    truncated_library()
 
 
 main()

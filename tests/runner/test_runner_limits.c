@@ -1,0 +1,106 @@
+/* The runner's one check of its arguments (kvc_runner_check, issue 23 #8
+ * and #11): prompt + new tokens against max_position_embeddings, against
+ * max_positions in its place and against KVC_RUNNER_MAX_POSITIONS; the
+ * block size against paged attention's limit; a block layout the mode does
+ * not take, named in words. kvc_runner_create and kvc_runner_compare_dtype
+ * refuse what it refuses. */
+#include "runner_fixture.h"
+
+/* max_position_embeddings 32 */
+#define SMALL                                                                                                          \
+    "{\"model_type\":\"qwen3\",\"vocab_size\":64,\"hidden_size\":32,\"intermediate_size\":48,"                         \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"                     \
+    "\"rope_theta\":10000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":32}"
+/* max_position_embeddings 2^22, beyond the runner's own limit */
+#define LONG                                                                                                           \
+    "{\"model_type\":\"qwen3\",\"vocab_size\":64,\"hidden_size\":32,\"intermediate_size\":48,"                         \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"                     \
+    "\"rope_theta\":10000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4194304}"
+
+static kvc_runner_params params(int64_t new_tokens, int64_t max_positions) {
+    kvc_runner_params p = kvc_runner_default_params();
+    p.max_new_tokens = new_tokens;
+    p.max_positions = max_positions;
+    return p;
+}
+
+static void expect_refused(const kvc_model *m, const kvc_runner_params *p, int64_t prompt, const char *text) {
+    assert_int_equal(kvc_runner_check(m, p, 1, prompt), KVC_EINVAL);
+    if (!strstr(kvc_last_error(), text)) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+    static int sentinel;
+    kvc_runner *r = (kvc_runner *)&sentinel; /* overwritten with NULL on refusal */
+    assert_int_equal(kvc_runner_create(m, p, 1, prompt, &r), KVC_EINVAL);
+    assert_null(r);
+    if (!strstr(kvc_last_error(), text)) fail_msg("create: message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+}
+
+static void test_model_positions(void **state) {
+    (void)state;
+    kvc_model *m = fixture_model(SMALL, 5);
+    kvc_runner_params p = params(30, 0);
+    assert_int_equal(kvc_runner_check(m, &p, 1, 2), KVC_OK); /* 2 + 30 = 32 positions: the model's last */
+    p = params(31, 0);
+    expect_refused(m, &p, 2, "a prompt of 2 ids + 31 new tokens passes the model's max_position_embeddings 32");
+    p = params(INT64_MAX, 0); /* no overflow on the way */
+    expect_refused(m, &p, 2, "passes the model's max_position_embeddings 32");
+    kvc_model_destroy(m);
+}
+
+static void test_max_positions(void **state) {
+    (void)state;
+    kvc_model *m = fixture_model(SMALL, 5);
+    kvc_runner_params p = params(19, 20);
+    expect_refused(m, &p, 2, "a prompt of 2 ids + 19 new tokens passes max_positions 20");
+    p = params(98, 100); /* in place of the model's 32 */
+    assert_int_equal(kvc_runner_check(m, &p, 1, 2), KVC_OK);
+    p = params(4, KVC_RUNNER_MAX_POSITIONS + 1);
+    expect_refused(m, &p, 2, "max_positions 1048577 must be in [1, 1048576]");
+    p = params(4, -1);
+    expect_refused(m, &p, 2, "max_positions -1 must be in [1, 1048576]");
+    kvc_model_destroy(m);
+    m = fixture_model(LONG, 5);
+    p = params(KVC_RUNNER_MAX_POSITIONS - 1, 0);
+    expect_refused(m, &p, 2, "passes the runner's limit of 1048576 positions");
+    kvc_model_destroy(m);
+}
+
+/* The dtype comparison refuses before it sizes its logits (a run of 600
+ * steps would take them otherwise). */
+static void test_compare_dtype_positions(void **state) {
+    (void)state;
+    kvc_model *m = fixture_model(SMALL, 5);
+    const int32_t ids[] = {1, 2};
+    const int64_t lens[] = {2};
+    kvc_runner_params p = params(600, 0);
+    kvc_dtype_compare c;
+    assert_int_equal(kvc_runner_compare_dtype(m, &p, ids, lens, 1, KVC_DTYPE_F16, NULL, &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "a prompt of 2 ids + 600 new tokens passes the model's"));
+    p = params(19, 20);
+    assert_int_equal(kvc_runner_compare_dtype(m, &p, ids, lens, 1, KVC_DTYPE_F16, NULL, &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "passes max_positions 20"));
+    p = params(2, 0);
+    assert_int_equal(kvc_runner_compare_dtype(m, &p, ids, lens, 1, KVC_DTYPE_F16, NULL, &c), KVC_OK);
+    assert_int_equal(c.tokens, 2);
+    kvc_model_destroy(m);
+}
+
+static void test_block_size_and_layout(void **state) {
+    (void)state;
+    kvc_model *m = fixture_model(SMALL, 5);
+    kvc_runner_params p = params(2, 0);
+    p.block_size = KVC_ATTN_MAX_BLOCK_SIZE;
+    assert_int_equal(kvc_runner_check(m, &p, 1, 2), KVC_OK);
+    p.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
+    expect_refused(m, &p, 2, "block_size 1025 must be in [1, 1024] in paged modes");
+    p = params(2, 0);
+    p.mode = KVC_RUNNER_RECOMPUTE, p.kv_layout = KVC_BLOCK_BNNDBS;
+    expect_refused(m, &p, 2, "kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken in mode 0");
+    kvc_model_destroy(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_positions), cmocka_unit_test(test_max_positions),
+                                       cmocka_unit_test(test_compare_dtype_positions),
+                                       cmocka_unit_test(test_block_size_and_layout)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
