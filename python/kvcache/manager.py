@@ -11,14 +11,22 @@ from .plan import Plan
 _ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n")
 
 
+def _name_bytes(text, what):
+    """A name as UTF-8 bytes for C, where a NUL byte would cut it short: refused."""
+    raw = str(text).encode()
+    if b"\0" in raw:
+        raise invalid(f"{what} {str(text)!r} holds a NUL byte")
+    return raw
+
+
 def _attn_type(name):
     out = ffi.new("kvc_attn_type *")
-    check(lib.kvc_attn_type_parse(str(name).encode(), out))
+    check(lib.kvc_attn_type_parse(_name_bytes(name, "attn_type"), out))
     return out[0]
 
 
 def _copy_name(field, text, what):
-    raw = str(text).encode()
+    raw = _name_bytes(text, what)
     if len(raw) >= len(field):
         raise invalid(f"{what} \"{text}\" is longer than {len(field) - 1} bytes")
     ffi.memmove(field, raw + b"\0", len(raw) + 1)
@@ -136,16 +144,32 @@ def _tokens(tokens):
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
+def _salt(cache_salt):
+    """A cache salt as (char[] or None, length in bytes): a str is encoded as
+    UTF-8, bytes are taken as they are (a NUL byte counts like any other);
+    None, "" and b"" are no salt. Any other type is refused, not str()-ed."""
+    if cache_salt is None:
+        return None, 0
+    if isinstance(cache_salt, str):
+        try:
+            raw = cache_salt.encode()
+        except UnicodeEncodeError:
+            raise invalid("cache_salt: the string cannot be encoded as UTF-8") from None
+    elif isinstance(cache_salt, bytes):
+        raw = cache_salt
+    else:
+        raise invalid(f"cache_salt: expected str or bytes, got {type(cache_salt).__name__}")
+    return (ffi.new("char[]", raw), len(raw)) if raw else (None, 0)
+
+
 def _prompt(tokens, cache_salt):
     """A kvc_prompt over a copy of the ids; returns (prompt, what keeps it valid)."""
     arr = _tokens(tokens)
     p = ffi.new("kvc_prompt *")
     buf = ffi.from_buffer("int32_t[]", arr)
     p.tokens, p.n_tokens = buf, arr.size
-    salt = None
-    if cache_salt is not None:
-        salt = ffi.new("char[]", str(cache_salt).encode())
-        p.cache_salt = salt
+    salt, p.cache_salt_len = _salt(cache_salt)
+    p.cache_salt = ffi.NULL if salt is None else salt
     return p, arr, buf, salt
 
 
@@ -184,7 +208,7 @@ class Manager:
                 raise invalid("max_model_len: required with a cache description")
         if block_num is not None:
             counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
-            names = [ffi.new("char[]", str(k).encode()) for k in counts]
+            names = [ffi.new("char[]", _name_bytes(k, "block_num key")) for k in counts]
             nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
             blocks = ffi.new("kvc_block_plan *")
             check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
@@ -219,7 +243,7 @@ class Manager:
                 raise invalid(f"key index {key} outside [0, {lib.kvc_manager_n_keys(self._m)})")
             return key
         out = ffi.new("int32_t *")
-        check(lib.kvc_manager_key_index(self._m, str(key).encode(), out))
+        check(lib.kvc_manager_key_index(self._m, _name_bytes(key, "key"), out))
         return out[0]
 
     @property
@@ -234,12 +258,17 @@ class Manager:
         True (done, possibly clamped to max_model_len) or False (not enough
         free blocks: nothing was allocated). With prefix caching, the first
         call of a request passes its prompt (token ids) and, after a hit from
-        find_prefix, computed_tokens = the hit's n_tokens."""
+        find_prefix, computed_tokens = the hit's n_tokens. cache_salt (str,
+        UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
+        its computed_tokens and with or without a prompt; only requests with
+        the same salt share blocks, and a later call may repeat it only."""
         req = ffi.new("kvc_slot_request *")
         keep = None
         if prompt is not None:
             keep = _prompt(prompt, cache_salt)
             req.prompt = keep[0]
+        salt, req.cache_salt_len = _salt(cache_salt)
+        req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
         req.computed_tokens = int64(computed_tokens, "computed_tokens")
         req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
@@ -249,14 +278,15 @@ class Manager:
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
         status = check(lib.kvc_manager_allocate_slots(self._m, req))
-        del keep
+        del keep, salt
         return status != lib.KVC_NO_SPACE
 
     # ---- prefix caching ------------------------------------------------------
     def find_prefix(self, tokens, cache_salt=None):
         """The longest cached prefix of a prompt every key accepts:
         {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks}}
-        (L = 0: a miss, and always a miss with prefix caching off)."""
+        (L = 0: a miss, and always a miss with prefix caching off). cache_salt:
+        str or bytes, as in allocate_slots."""
         prompt = _prompt(tokens, cache_salt)
         hit = ffi.new("kvc_prefix_hit *")
         check(lib.kvc_manager_find_prefix(self._m, prompt[0], hit))
