@@ -189,12 +189,10 @@ static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req
  * both are given. */
 static kvc_status check_salts(const kvc_slot_request *req) {
     const kvc_prompt *p = req->prompt;
-    char what[96];
-    snprintf(what, sizeof what, "request %lld: cache_salt", (long long)req->request_id);
-    kvc_status st = kvci_manager_check_salt(req->cache_salt, req->cache_salt_len, what);
+    kvc_status st = kvci_manager_check_salt(req->cache_salt, req->cache_salt_len, req->request_id, "cache_salt");
     if (st != KVC_OK || p == NULL) return st;
-    snprintf(what, sizeof what, "request %lld: the prompt's cache_salt", (long long)req->request_id);
-    if ((st = kvci_manager_check_salt(p->cache_salt, p->cache_salt_len, what)) != KVC_OK) return st;
+    st = kvci_manager_check_salt(p->cache_salt, p->cache_salt_len, req->request_id, "the prompt's cache_salt");
+    if (st != KVC_OK) return st;
     if (req->cache_salt_len > 0 && (p->cache_salt_len != req->cache_salt_len ||
                                     memcmp(p->cache_salt, req->cache_salt, (size_t)p->cache_salt_len) != 0))
         return kvci_fail(KVC_EINVAL, "request %lld: cache_salt (%lld bytes) is not its prompt's salt (%lld bytes); "
