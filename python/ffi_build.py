@@ -120,7 +120,8 @@ void kvc_manager_destroy(kvc_manager *m);
 typedef struct kvc_prompt {
     const int32_t *tokens;
     int64_t n_tokens;
-    const char *cache_salt;
+    const void *cache_salt;
+    int64_t cache_salt_len;
     ...;
 } kvc_prompt;
 typedef struct kvc_slot_request {
@@ -131,6 +132,8 @@ typedef struct kvc_slot_request {
     int64_t reserved_tokens;
     uint64_t skip_keys;
     const kvc_prompt *prompt;
+    const void *cache_salt;
+    int64_t cache_salt_len;
     ...;
 } kvc_slot_request;
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);

@@ -16,10 +16,12 @@ static void trace_usage(FILE *f) {
     fprintf(f,
             "usage: kvcache trace FILE|- [--usage] [--check] [--max-blocks N] [--plot FILE.png]\n\n"
             "Replays a JSON trace (a cache description, block counts or a plan, and a list of\n"
-            "allocate/free ops) against the request-level manager and prints JSON Lines:\n"
+            "allocate, free, query and clear ops) against the request-level manager and prints\n"
+            "JSON Lines:\n"
             "  {\"block_num\": {KEY: N, ...}}                          the pools\n"
             "  {\"op\": I, \"ok\": B, \"blocks\": {KEY: [ids]}, \"free\": {KEY: N}}   one per op\n"
             "  {\"op\": I, \"error\": MSG}                               an op the manager refuses\n"
+            "Request ids are integers in [0, 2^53 - 1] (JSON numbers beyond are not exact).\n"
             "An invalid trace prints one {\"error\": MSG} line naming the position and exits 2;\n"
             "a replay that cannot go on (out of memory, a broken invariant) ends with an\n"
             "{\"error\": MSG} line and exits 1, as does a failed write of the output.\n\n"
@@ -27,10 +29,17 @@ static void trace_usage(FILE *f) {
             "  \"prefix_caching\": {\"salt\": N, \"state_snapshot_interval\": TOKENS}   (both optional)\n"
             "turns it on. An allocate op then may carry the request's token ids so far,\n"
             "  \"tokens\": [7, [100, 1024], 3]   ids and runs [first, count] of consecutive ids,\n"
-            "and a \"cache_salt\" string. The first allocate of a request with tokens takes the\n"
-            "longest cached prefix of them (its op line gains \"hit\": L); every allocate with\n"
-            "tokens marks computed_tokens + new_tokens of them computed. Op lines gain\n"
-            "\"cached_free\": {KEY: N}, the free blocks still cached.\n\n"
+            "(at most max_model_len per op and %" PRId64 " in all, counted before they are\n"
+            "expanded) and a \"cache_salt\" string: bytes, \\u0000 included, fixed by the request's\n"
+            "first allocate (tokens or not); only requests with the same salt share blocks.\n"
+            "The first allocate of a request with tokens takes the longest cached prefix of\n"
+            "them when it covers the op's computed_tokens (its op line gains \"hit\": L, only\n"
+            "then); every allocate with tokens marks computed_tokens + new_tokens of them\n"
+            "computed. Two more ops:\n"
+            "  {\"op\": \"query\", \"tokens\": [...], \"cache_salt\": S}   the cached prefix, taking\n"
+            "                                   nothing: {\"op\": I, \"ok\": true, \"hit\": L, ...}\n"
+            "  {\"op\": \"clear\"}                  empties the prefix cache\n"
+            "Op lines gain \"cached_free\": {KEY: N}, the free blocks still cached.\n\n"
             "  --usage         also print {\"usage\": \"key:used/total,...\"} after every op line, and\n"
             "                  with prefix caching {\"prefix\": {queries, hits, query_tokens, hit_tokens,\n"
             "                  evictions, cached_blocks}}\n"
@@ -42,7 +51,7 @@ static void trace_usage(FILE *f) {
             "                  --usage; writes the lines to FILE.png.jsonl and runs python3 -m\n"
             "                  kvcache.plot on them, KVC_PYTHON picks the Python)\n"
             "The input file is at most %zu bytes.\n",
-            KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
+            KVC_TRACE_MAX_TOKENS, KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
 }
 
 /* A decimal integer in [1, INT32_MAX] (block ids are int32). */

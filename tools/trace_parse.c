@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "json_nul.h"
 #include "model/json_read.h"
 
 /* ---- parsing helpers --------------------------------------------------------
@@ -20,7 +21,8 @@
 typedef struct parser {
     char *err;
     size_t cap;
-    int64_t max_tokens; /* token ids an op may list (max_model_len) */
+    int64_t max_tokens;   /* token ids an op may list (max_model_len) */
+    int64_t trace_tokens; /* token ids the ops parsed so far list (at most KVC_TRACE_MAX_TOKENS) */
 } parser;
 
 #if defined(__GNUC__)
@@ -352,6 +354,9 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
         if (!token_item(p, c, item, &first, &count)) return false;
         if (count > p->max_tokens - total)
             return perr(p, path, "tokens", "more than max_model_len %" PRId64 " token ids", p->max_tokens);
+        if (count > KVC_TRACE_MAX_TOKENS - p->trace_tokens - total)
+            return perr(p, path, "tokens", "the ops list more than %" PRId64 " token ids in all, the limit of a replay",
+                        KVC_TRACE_MAX_TOKENS);
         total += count;
     }
     if (total < op->computed_tokens + op->new_tokens)
@@ -359,9 +364,54 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
                     total, op->computed_tokens + op->new_tokens);
     op->tokens = kvci_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
     if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
+    p->trace_tokens += total;
     for (const cJSON *c = list->child; c != NULL; c = c->next) {
         token_item(p, c, "", &first, &count);
         for (int64_t t = 0; t < count; t++) op->tokens[op->n_tokens++] = (int32_t)(first + t);
+    }
+    return true;
+}
+
+/* "request": an id every JSON number near it tells apart (see trace_replay.h). */
+static bool get_request(parser *p, const cJSON *v, const char *path, int64_t *out) {
+    const kvc_json_obj o = view(v, path);
+    if (kvci_json_int(&o, "request", 0, KVC_TRACE_MAX_REQUEST_ID, out, NULL) == KVC_OK) return true;
+    return perr(p, "", NULL, "%s (request ids are exact integers in [0, 2^53 - 1])", kvc_last_error());
+}
+
+/* "cache_salt": a string of at most KVC_NAME_MAX - 1 bytes, NUL bytes
+ * included (json_nul.h); absent: no salt. */
+static bool get_salt(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
+    const cJSON *s = get(v, "cache_salt");
+    op->cache_salt_len = 0;
+    if (s == NULL) return true;
+    if (!cJSON_IsString(s)) return perr(p, path, "cache_salt", "expected a string");
+    size_t n = kvc_json_string_bytes(s);
+    if (n >= KVC_NAME_MAX) return perr(p, path, "cache_salt", "longer than %d bytes", KVC_NAME_MAX - 1);
+    memcpy(op->cache_salt, s->valuestring, n);
+    op->cache_salt_len = (int64_t)n;
+    return true;
+}
+
+/* {"op": "free" | "clear" | "query", ...}; false for another name. */
+static bool parse_other_op(parser *p, const cJSON *v, const char *path, const char *name, kvc_trace_op *op,
+                           bool *valid) {
+    static const char *const free_fields[] = {"op", "request", NULL};
+    static const char *const clear_fields[] = {"op", NULL};
+    static const char *const query_fields[] = {"op", "tokens", "cache_salt", NULL};
+    if (strcmp(name, "free") == 0) {
+        op->kind = KVC_TRACE_FREE;
+        *valid = check_fields(p, v, path, free_fields) && get_request(p, v, path, &op->request);
+    } else if (strcmp(name, "clear") == 0) {
+        op->kind = KVC_TRACE_CLEAR;
+        *valid = check_fields(p, v, path, clear_fields);
+    } else if (strcmp(name, "query") == 0) {
+        op->kind = KVC_TRACE_QUERY;
+        *valid = check_fields(p, v, path, query_fields) && get_salt(p, v, path, op) &&
+                 (get(v, "tokens") != NULL || perr(p, path, "tokens", "missing (a query looks up token ids)")) &&
+                 parse_tokens(p, v, path, op);
+    } else {
+        return false;
     }
     return true;
 }
@@ -377,30 +427,25 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
                                                "tokens",
                                                "cache_salt",
                                                NULL};
-    static const char *const free_fields[] = {"op", "request", NULL};
     if (!require_object(p, v, path)) return false;
     const cJSON *name = get(v, "op");
     if (!cJSON_IsString(name)) return perr(p, path, "op", name == NULL ? "missing" : "expected a string");
     op->key_mask = KVC_ALL_KEYS;
-    if (strcmp(name->valuestring, "free") == 0) {
-        op->kind = KVC_TRACE_FREE;
-        return check_fields(p, v, path, free_fields) &&
-               get_int(p, v, path, "request", true, INT64_MIN, 0, &op->request);
-    }
+    bool valid = false;
+    if (parse_other_op(p, v, path, name->valuestring, op, &valid)) return valid;
     if (strcmp(name->valuestring, "allocate") != 0) {
         op->kind = KVC_TRACE_UNKNOWN;
-        snprintf(op->refusal, sizeof op->refusal, "unknown op \"%.64s\" (expected allocate or free)",
-                 name->valuestring);
+        snprintf(op->refusal, sizeof op->refusal,
+                 "unknown op \"%.64s\" (expected allocate, free, query or clear)", name->valuestring);
         return true;
     }
     op->kind = KVC_TRACE_ALLOCATE;
-    if (!check_fields(p, v, path, alloc_fields) ||
-        !get_int(p, v, path, "request", true, INT64_MIN, 0, &op->request) ||
+    if (!check_fields(p, v, path, alloc_fields) || !get_request(p, v, path, &op->request) ||
         !get_int(p, v, path, "new_tokens", true, INT64_MIN, 0, &op->new_tokens) ||
         !get_int(p, v, path, "computed_tokens", false, INT64_MIN, 0, &op->computed_tokens) ||
         !get_int(p, v, path, "lookahead_tokens", false, INT64_MIN, 0, &op->lookahead_tokens) ||
         !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens) ||
-        !get_name(p, v, path, "cache_salt", false, op->cache_salt, &op->has_salt))
+        !get_salt(p, v, path, op))
         return false;
     if (op->computed_tokens >= 0 && op->new_tokens >= 0 && op->computed_tokens <= INT64_MAX - op->new_tokens &&
         !parse_tokens(p, v, path, op))
@@ -505,13 +550,17 @@ static bool load_root(parser *p, const cJSON *root, const kvc_trace_options *opt
 
 int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, kvc_trace **out, char *err,
                    size_t err_cap) {
-    parser p = {err, err_cap, 0};
+    parser p = {err, err_cap, 0, 0};
     *out = NULL;
     cJSON *root = NULL;
     kvc_status st = kvci_json_parse(json, len, "", &root);
     if (st != KVC_OK) {
         snprintf(err, err_cap, "%s", kvc_last_error());
         return st == KVC_ENOMEM ? KVC_TRACE_EXIT_FAILED : KVC_TRACE_EXIT_INVALID;
+    }
+    if (!kvc_json_check_nuls(json, len, root, "cache_salt", err, err_cap)) {
+        cJSON_Delete(root);
+        return KVC_TRACE_EXIT_INVALID;
     }
     uint64_t failures = kvci_alloc_failures();
     kvc_trace *t = kvci_calloc(1, sizeof *t);

@@ -8,11 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The op's token ids and salt as a prompt. */
+static kvc_prompt op_prompt(const kvc_trace_op *op) {
+    return (kvc_prompt){.tokens = op->tokens,
+                        .n_tokens = op->n_tokens,
+                        .cache_salt = op->cache_salt_len > 0 ? op->cache_salt : NULL,
+                        .cache_salt_len = op->cache_salt_len};
+}
+
 /* An allocate op with token ids under prefix caching: a new request takes the
- * cached prefix of them (its positions stay covered), and the op's tokens
- * count as computed once it is allocated. */
+ * cached prefix of them when it covers the op's computed tokens (its
+ * positions stay covered), and the op's tokens count as computed once it is
+ * allocated. */
 static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_slot_request *req) {
-    kvc_prompt prompt = {.tokens = op->tokens, .n_tokens = op->n_tokens, .cache_salt = op->has_salt ? op->cache_salt : NULL};
+    kvc_prompt prompt = op_prompt(op);
     bool known = false;
     for (int32_t k = 0; k < kvc_manager_n_keys(t->manager); k++) known |= kvc_manager_has_request(t->manager, op->request, k);
     if (!known) {
@@ -20,19 +29,27 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
         kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
         if (st < 0) return st;
         int64_t end = req->computed_tokens + req->num_new_tokens;
-        if (hit.n_tokens > req->computed_tokens) {
+        if (hit.n_tokens >= req->computed_tokens) { /* else the op computed more: no hit, its salt on req */
             req->computed_tokens = hit.n_tokens;
             req->num_new_tokens = end > hit.n_tokens ? end - hit.n_tokens : 0;
+            req->prompt = &prompt;
         }
-        if (req->computed_tokens == hit.n_tokens) req->prompt = &prompt; /* not when the op computed more */
-        t->last_hit = hit.n_tokens;
     }
     kvc_status st = kvc_manager_allocate_slots(t->manager, req);
     if (st >= 0 && st != KVC_NO_SPACE) {
+        if (req->prompt != NULL && req->computed_tokens > 0) t->last_hit = req->computed_tokens; /* taken */
         kvc_status cached = kvc_manager_cache_computed(t->manager, op->request, op->tokens,
                                                        req->computed_tokens + req->num_new_tokens);
         if (cached < 0) return cached;
     }
+    return st;
+}
+
+static kvc_status apply_query(kvc_trace *t, const kvc_trace_op *op) {
+    kvc_prompt prompt = op_prompt(op);
+    kvc_prefix_hit hit;
+    kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
+    if (st == KVC_OK) t->last_hit = hit.n_tokens;
     return st;
 }
 
@@ -50,9 +67,15 @@ kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
                             .num_new_tokens = op->new_tokens,
                             .lookahead_tokens = op->lookahead_tokens,
                             .reserved_tokens = op->reserved_tokens,
-                            .skip_keys = ~op->key_mask};
+                            .skip_keys = ~op->key_mask,
+                            .cache_salt = op->cache_salt_len > 0 ? op->cache_salt : NULL,
+                            .cache_salt_len = op->cache_salt_len};
     if (op->kind == KVC_TRACE_FREE)
         st = kvc_manager_free(t->manager, op->request);
+    else if (op->kind == KVC_TRACE_CLEAR)
+        st = kvc_manager_clear_prefix_cache(t->manager);
+    else if (op->kind == KVC_TRACE_QUERY)
+        st = apply_query(t, op);
     else if (t->prefix_caching && op->tokens != NULL && op->computed_tokens >= 0 && op->new_tokens >= 0)
         st = apply_with_tokens(t, op, &req);
     else
@@ -136,22 +159,28 @@ static void put_key_counts(FILE *out, const kvc_manager *m, const char *name, in
     fputc('}', out);
 }
 
+/* Whether the op names a request, whose tables its line shows. */
+static bool has_request(const kvc_trace_op *op) { return op->kind == KVC_TRACE_ALLOCATE || op->kind == KVC_TRACE_FREE; }
+
+/* {"op": I, "ok": B, ["clamped": true,] ["hit": L,] ["blocks": {...},] "free": {...}[, "cached_free": {...}]} */
 static void put_op_line(FILE *out, const kvc_trace *t, size_t index, kvc_status st, const kvc_trace_tables *tb) {
     const kvc_manager *m = t->manager;
     int32_t n_keys = kvc_manager_n_keys(m);
-    fprintf(out, "{\"op\": %zu, \"ok\": %s, ", index, st == KVC_NO_SPACE ? "false" : "true");
-    if (st == KVC_CLAMPED) fputs("\"clamped\": true, ", out);
-    if (t->last_hit >= 0) fprintf(out, "\"hit\": %" PRId64 ", ", t->last_hit);
-    fputs("\"blocks\": {", out);
-    for (int32_t k = 0; k < n_keys; k++) {
-        fputs(k > 0 ? ", " : "", out);
-        kvc_trace_put_json_string(out, kvc_manager_key(m, k));
-        fputs(": [", out);
-        for (int64_t j = tb->start[k]; j < tb->start[k + 1]; j++)
-            fprintf(out, "%s%" PRId32, j > tb->start[k] ? ", " : "", tb->ids[j]);
-        fputc(']', out);
+    fprintf(out, "{\"op\": %zu, \"ok\": %s", index, st == KVC_NO_SPACE ? "false" : "true");
+    if (st == KVC_CLAMPED) fputs(", \"clamped\": true", out);
+    if (t->last_hit >= 0) fprintf(out, ", \"hit\": %" PRId64, t->last_hit);
+    if (has_request(&t->ops[index])) {
+        fputs(", \"blocks\": {", out);
+        for (int32_t k = 0; k < n_keys; k++) {
+            fputs(k > 0 ? ", " : "", out);
+            kvc_trace_put_json_string(out, kvc_manager_key(m, k));
+            fputs(": [", out);
+            for (int64_t j = tb->start[k]; j < tb->start[k + 1]; j++)
+                fprintf(out, "%s%" PRId32, j > tb->start[k] ? ", " : "", tb->ids[j]);
+            fputc(']', out);
+        }
+        fputc('}', out);
     }
-    fputc('}', out);
     put_key_counts(out, m, "free", kvc_manager_num_free);
     if (t->prefix_caching) put_key_counts(out, m, "cached_free", kvc_manager_num_cached_free);
     fputs("}\n", out);
@@ -182,7 +211,8 @@ static bool replay_op(kvc_trace *t, size_t i, FILE *out, const kvc_trace_options
     char line[512];
     const char *message = NULL;
     kvc_status st = kvc_trace_apply(t, i, &message);
-    kvc_status fetched = st >= 0 ? kvc_trace_fetch_tables(t->manager, t->ops[i].request, tb) : KVC_OK;
+    kvc_status fetched =
+        st >= 0 && has_request(&t->ops[i]) ? kvc_trace_fetch_tables(t->manager, t->ops[i].request, tb) : KVC_OK;
     if (st == KVC_ENOMEM || fetched < 0) {
         snprintf(line, sizeof line, "op %zu: %s (%s): %s", i,
                  st == KVC_ENOMEM || fetched == KVC_ENOMEM ? "out of memory" : "replay failed",

@@ -20,19 +20,30 @@
  *   ops             [{"op": "allocate", "request", "new_tokens",
  *                     "computed_tokens"?, "lookahead_tokens"?, "reserved_tokens"?,
  *                     "keys"?: [KEY, ...], "tokens"?: TOKENS, "cache_salt"?: STRING},
- *                    {"op": "free", "request"}, ...]
+ *                    {"op": "free", "request"},
+ *                    {"op": "query", "tokens": TOKENS, "cache_salt"?: STRING},
+ *                    {"op": "clear"}, ...]
  *                   TOKENS lists the request's token ids so far (at least
  *                   computed_tokens + new_tokens of them, at most max_model_len),
  *                   each item an id or a run [first, count] of consecutive ids:
- *                   [1, [100, 1024], 7] is 1, 100, 101, ..., 1123, 7. With prefix
- *                   caching, the first allocate of a request with tokens asks for
- *                   the cached prefix of them and takes it (the op's positions
- *                   stay covered), and every allocate with tokens reports its
- *                   computed_tokens + new_tokens tokens computed afterwards.
+ *                   [1, [100, 1024], 7] is 1, 100, 101, ..., 1123, 7. The ops of
+ *                   a trace list at most KVC_TRACE_MAX_TOKENS ids in all (runs
+ *                   are counted before they are expanded). With prefix caching,
+ *                   the first allocate of a request with tokens asks for the
+ *                   cached prefix of them and takes it when it covers the op's
+ *                   computed_tokens (the op's positions stay covered), and
+ *                   every allocate with tokens reports its computed_tokens +
+ *                   new_tokens tokens computed afterwards. A request's
+ *                   cache_salt is fixed by its first allocate, with or without
+ *                   tokens; later ones may repeat it. "query" is a pure
+ *                   kvc_manager_find_prefix, "clear" empties the prefix cache.
  *
  * Integers must be integral JSON numbers within the int64 range (cJSON keeps
- * numbers as doubles, so integers beyond 2^53 are not exact); strings hold at
- * most KVC_NAME_MAX-1 bytes; unknown and duplicate fields are refused. */
+ * numbers as doubles, so integers beyond 2^53 are not exact); request ids are
+ * in [0, 2^53 - 1], where every integer is exact. Strings hold at most
+ * KVC_NAME_MAX-1 bytes and no NUL byte, except a cache_salt: bytes, where
+ * "a\u0000x" and "a\u0000y" are two salts. Unknown and duplicate fields are
+ * refused. */
 #ifndef KVC_TOOLS_TRACE_REPLAY_H
 #define KVC_TOOLS_TRACE_REPLAY_H
 
@@ -53,6 +64,13 @@
  * to set up, and an offline plan of a long max_model_len asks for far more. */
 #define KVC_TRACE_DEFAULT_MAX_BLOCKS (INT64_C(1) << 24)
 
+/* Token ids the ops of one trace list in all, runs expanded (64 MiB of ids). */
+#define KVC_TRACE_MAX_TOKENS (INT64_C(1) << 24)
+
+/* Request ids of a trace: [0, KVC_TRACE_MAX_REQUEST_ID], the integers a JSON
+ * number (a double) holds exactly, neighbours included. */
+#define KVC_TRACE_MAX_REQUEST_ID ((INT64_C(1) << 53) - 1)
+
 typedef struct kvc_trace_options {
     bool print_usage;      /* a {"usage": ...} line after every op line */
     bool check_invariants; /* check the manager's invariants after every op (O(pool) each) */
@@ -63,7 +81,9 @@ typedef struct kvc_trace_options {
 typedef enum kvc_trace_op_kind {
     KVC_TRACE_ALLOCATE = 0,
     KVC_TRACE_FREE = 1,
-    KVC_TRACE_UNKNOWN = 2 /* an op name the replay does not know */
+    KVC_TRACE_UNKNOWN = 2, /* an op name the replay does not know */
+    KVC_TRACE_QUERY = 3,   /* kvc_manager_find_prefix of its tokens and salt */
+    KVC_TRACE_CLEAR = 4    /* kvc_manager_clear_prefix_cache */
 } kvc_trace_op_kind;
 
 typedef struct kvc_trace_op {
@@ -76,8 +96,8 @@ typedef struct kvc_trace_op {
     uint64_t key_mask;  /* KVC_ALL_KEYS unless the op lists "keys" */
     int32_t *tokens;    /* [n_tokens] the request's token ids (NULL: none given) */
     int64_t n_tokens;
-    bool has_salt;
-    char cache_salt[KVC_NAME_MAX];
+    int64_t cache_salt_len;        /* 0: no salt */
+    char cache_salt[KVC_NAME_MAX]; /* [cache_salt_len] bytes, NUL bytes included */
     char refusal[160];  /* non-empty: why the replay refuses this op (unknown op or key) */
 } kvc_trace_op;
 
@@ -89,7 +109,7 @@ typedef struct kvc_trace {
     kvc_trace_op *ops; /* [n_ops] */
     size_t n_ops;
     bool prefix_caching;
-    int64_t last_hit;  /* hit length taken by the last applied op, -1 if it looked for none */
+    int64_t last_hit;  /* hit length the last applied op took (allocate) or found (query); -1: none */
 } kvc_trace;
 
 /* Parses and checks a trace and creates its manager. On failure returns

@@ -293,11 +293,16 @@ KVC_API void kvc_manager_destroy(kvc_manager *m);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
 
-/* A request's prompt for prefix caching (see below). */
+/* A request's prompt for prefix caching (see below). A cache salt is a byte
+ * string with a length: every byte counts, NUL included ("a\0x" and "a\0y"
+ * differ). Only requests with the same salt share blocks; no salt (NULL, 0)
+ * is a salt of its own. A pointer with length 0, NULL with a length, or a
+ * negative length is KVC_EINVAL. */
 typedef struct kvc_prompt {
     const int32_t *tokens;  /* [n_tokens] the request's token ids */
     int64_t n_tokens;
-    const char *cache_salt; /* NULL or a string: only requests with the same salt share blocks */
+    const void *cache_salt; /* [cache_salt_len] bytes, or NULL: no salt */
+    int64_t cache_salt_len;
 } kvc_prompt;
 
 /* What one allocate_slots call asks for. Fill it with designated
@@ -334,11 +339,20 @@ typedef struct kvc_slot_request {
     int64_t reserved_tokens;  /* see above; 0 = no reservation */
     uint64_t skip_keys;       /* bit i set: leave manager i untouched (0 = allocate in every manager) */
     /* Prefix caching, first call for a request only (NULL otherwise): its
-     * prompt, whose salt seeds the request's hash chains, and whose first
-     * computed_tokens tokens are taken from the cache when computed_tokens
-     * is the n_tokens of the hit kvc_manager_find_prefix just returned for it
-     * (0 = no hit). A hit whose blocks are no longer cached is KVC_EINVAL. */
+     * prompt, whose first computed_tokens tokens are taken from the cache
+     * when computed_tokens is the n_tokens of the hit kvc_manager_find_prefix
+     * just returned for it (0 = no hit). A hit whose blocks are no longer
+     * cached is KVC_EINVAL. */
     const kvc_prompt *prompt;
+    /* The request's cache salt (bytes, see kvc_prompt), for a first call
+     * without a prompt: tokens computed beyond a hit, or a request opened
+     * before its tokens are known. The salt and with it the seed of the
+     * request's hash chains are fixed by its FIRST call, whatever its
+     * computed_tokens: the prompt's salt when a prompt is given (this one, if
+     * also given, must be the same bytes), else this one (none: unsalted).
+     * A later call may restate it; a different salt is KVC_EINVAL. */
+    const void *cache_salt;
+    int64_t cache_salt_len;
 } kvc_slot_request;
 
 /* Two-phase allocation: the positions above become addressable in every
@@ -357,7 +371,9 @@ KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
  * request asks kvc_manager_find_prefix for the longest prefix of its prompt
  * every manager key has cached, passes it to allocate_slots and computes only
  * the rest; after each step kvc_manager_cache_computed indexes what it
- * computed. Every hit is verified against the stored tokens. */
+ * computed. Every hit is verified against the stored tokens. A block is
+ * indexed under the salt its request's first allocation fixed, and only a
+ * prompt with the same salt finds it. */
 typedef struct kvc_prefix_hit {
     int64_t n_tokens;                       /* L: leading tokens already cached (0 = miss); at most
                                              * n_tokens - 1, so the last prompt token is computed */

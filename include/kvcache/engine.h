@@ -213,8 +213,9 @@ typedef struct kvc_engine_request {
     int64_t max_new_tokens;   /* >= 1 */
     int32_t eos_id;           /* -1: none; generation stops after emitting it (it is part of the output) */
     int32_t priority;         /* lower is served first; equal priorities in arrival order */
-    const char *cache_salt;   /* prefix caching: NULL, or a string of at most KVC_ENGINE_SALT_MAX - 1 bytes
+    const void *cache_salt;   /* prefix caching: NULL (no salt), or cache_salt_len bytes, NUL bytes included
                                * (copied); only requests with the same salt share cached blocks */
+    int64_t cache_salt_len;   /* 0 with NULL, else 1 .. KVC_ENGINE_SALT_MAX */
     int64_t arrival_ns;       /* 0: now; else when it arrived (kvc_engine_now_ns clock, not in the future) */
     kvc_sampling_params sampling;
 } kvc_engine_request;
@@ -228,7 +229,7 @@ KVC_API kvc_engine_request kvc_engine_request_default(void);
  * one. Refused, with the engine unchanged: bad fields (KVC_EINVAL: empty
  * prompt, prompt longer than max_model_len, a token or eos id outside the
  * vocabulary, bad sampling, an arrival time in the future, a cache salt
- * too long), an
+ * longer than KVC_ENGINE_SALT_MAX bytes or without its length), an
  * id already held (KVC_EINVAL), a request whose longest run
  * (min(n_prompt + max_new_tokens - 1, max_model_len) positions) does not fit
  * the pools even alone (KVC_ENOMEM, naming the key and counts), no free

@@ -135,16 +135,32 @@ def _tokens(tokens):
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
+def _salt(cache_salt):
+    """A cache salt as (char[] or None, length in bytes): a str is encoded as
+    UTF-8, bytes are taken as they are (a NUL byte counts like any other);
+    None, "" and b"" are no salt. Any other type is refused, not str()-ed."""
+    if cache_salt is None:
+        return None, 0
+    if isinstance(cache_salt, str):
+        try:
+            raw = cache_salt.encode()
+        except UnicodeEncodeError:
+            raise invalid("cache_salt: the string cannot be encoded as UTF-8") from None
+    elif isinstance(cache_salt, bytes):
+        raw = cache_salt
+    else:
+        raise invalid(f"cache_salt: expected str or bytes, got {type(cache_salt).__name__}")
+    return (ffi.new("char[]", raw), len(raw)) if raw else (None, 0)
+
+
 def _prompt(tokens, cache_salt):
     """A kvc_prompt over a copy of the ids; returns (prompt, what keeps it valid)."""
     arr = _tokens(tokens)
     p = ffi.new("kvc_prompt *")
     buf = ffi.from_buffer("int32_t[]", arr)
     p.tokens, p.n_tokens = buf, arr.size
-    salt = None
-    if cache_salt is not None:
-        salt = ffi.new("char[]", str(cache_salt).encode())
-        p.cache_salt = salt
+    salt, p.cache_salt_len = _salt(cache_salt)
+    p.cache_salt = ffi.NULL if salt is None else salt
     return p, arr, buf, salt
 
 
@@ -237,12 +253,17 @@ class Manager:
         True (done, possibly clamped to max_model_len) or False (not enough
         free blocks: nothing was allocated). With prefix caching, the first
         call of a request passes its prompt (token ids) and, after a hit from
-        find_prefix, computed_tokens = the hit's n_tokens."""
+        find_prefix, computed_tokens = the hit's n_tokens. cache_salt (str,
+        UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
+        its computed_tokens and with or without a prompt; only requests with
+        the same salt share blocks, and a later call may repeat it only."""
         req = ffi.new("kvc_slot_request *")
         keep = None
         if prompt is not None:
             keep = _prompt(prompt, cache_salt)
             req.prompt = keep[0]
+        salt, req.cache_salt_len = _salt(cache_salt)
+        req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
         req.computed_tokens = int64(computed_tokens, "computed_tokens")
         req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
@@ -252,14 +273,15 @@ class Manager:
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
         status = check(lib.kvc_manager_allocate_slots(self._m, req))
-        del keep
+        del keep, salt
         return status != lib.KVC_NO_SPACE
 
     # ---- prefix caching ------------------------------------------------------
     def find_prefix(self, tokens, cache_salt=None):
         """The longest cached prefix of a prompt every key accepts:
         {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks}}
-        (L = 0: a miss, and always a miss with prefix caching off)."""
+        (L = 0: a miss, and always a miss with prefix caching off). cache_salt:
+        str or bytes, as in allocate_slots."""
         prompt = _prompt(tokens, cache_salt)
         hit = ffi.new("kvc_prefix_hit *")
         check(lib.kvc_manager_find_prefix(self._m, prompt[0], hit))

@@ -49,7 +49,8 @@ def trace_steps(lines):
     """Steps of `kvcache trace FILE --usage` output (JSON Lines, a list of
     lines or one string): one step per op with its usage
     {"usage": {key: used}, "total": {key: total}, "refused": bool, "prefix_hit_tokens": n}
-    (n: the op line's "hit", the tokens a prefix-cache hit supplied)."""
+    (n: the "hit" of an allocation's op line, the tokens a prefix-cache hit
+    supplied; a query's line, without "blocks", takes nothing)."""
     if isinstance(lines, str):
         lines = lines.splitlines()
     steps, pending = [], None
@@ -60,7 +61,7 @@ def trace_steps(lines):
         rec = json.loads(raw)
         if "op" in rec:
             pending = {"refused": rec.get("ok") is False or "error" in rec,
-                       "prefix_hit_tokens": int(rec.get("hit", 0) or 0)}
+                       "prefix_hit_tokens": int(rec.get("hit", 0) or 0) if "blocks" in rec else 0}
         elif "usage" in rec and pending is not None:
             used, total = {}, {}
             for part in rec["usage"].split(","):

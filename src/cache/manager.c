@@ -185,6 +185,44 @@ static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req
     return KVC_OK;
 }
 
+/* The request's salt and its prompt's: well formed, and the same bytes when
+ * both are given. */
+static kvc_status check_salts(const kvc_slot_request *req) {
+    const kvc_prompt *p = req->prompt;
+    kvc_status st = kvci_manager_check_salt(req->cache_salt, req->cache_salt_len, req->request_id, "cache_salt");
+    if (st != KVC_OK || p == NULL) return st;
+    st = kvci_manager_check_salt(p->cache_salt, p->cache_salt_len, req->request_id, "the prompt's cache_salt");
+    if (st != KVC_OK) return st;
+    if (req->cache_salt_len > 0 && (p->cache_salt_len != req->cache_salt_len ||
+                                    memcmp(p->cache_salt, req->cache_salt, (size_t)p->cache_salt_len) != 0))
+        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt (%lld bytes) is not its prompt's salt (%lld bytes); "
+                        "give the salt once", (long long)req->request_id, (long long)req->cache_salt_len,
+                        (long long)p->cache_salt_len);
+    return KVC_OK;
+}
+
+/* The seed of the request's hash chains: a new request's from its salt (the
+ * prompt's, else its own), a known one's as its first call fixed it, which
+ * a salt given again must match. */
+static kvc_status request_seed(const kvc_manager *m, const kvc_slot_request *req, const kvc_req_blocks *tables,
+                               kvc_hash128 *seed) {
+    *seed = (kvc_hash128){0};
+    if (!m->prefix_caching) return KVC_OK;
+    if (tables == NULL) {
+        const kvc_prompt *p = req->cache_salt_len == 0 ? req->prompt : NULL;
+        *seed = p != NULL ? kvci_prefix_seed(m->prefix_salt, p->cache_salt, p->cache_salt_len)
+                          : kvci_prefix_seed(m->prefix_salt, req->cache_salt, req->cache_salt_len);
+        return KVC_OK;
+    }
+    for (int32_t g = 0; g < m->n_managers; g++) /* a key opened later continues the request's seed */
+        if (tables[g].present) *seed = tables[g].seed;
+    if (req->cache_salt_len > 0 &&
+        !kvci_hash128_equal(*seed, kvci_prefix_seed(m->prefix_salt, req->cache_salt, req->cache_salt_len)))
+        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt is not the salt its first allocation fixed",
+                        (long long)req->request_id);
+    return KVC_OK;
+}
+
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
@@ -199,17 +237,11 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     kvc_req_blocks *tables = slot >= 0 ? kvci_manager_request_tables(m, slot) : NULL;
     if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;
+    kvc_prefix_query q = {0};
+    if ((st = check_salts(req)) != KVC_OK || (st = request_seed(m, req, tables, &q.seed)) != KVC_OK) return st;
+    if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
     /* A hit: every selected key must still give exactly computed tokens. */
     bool hit = m->prefix_caching && req->prompt != NULL && total_computed > 0;
-    kvc_prefix_query q = {0};
-    if (m->prefix_caching && tables == NULL) {
-        const char *salt = req->prompt != NULL ? req->prompt->cache_salt : NULL;
-        q = (kvc_prefix_query){.seed = kvci_prefix_seed(m->prefix_salt, salt)};
-        if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
-    } else if (tables != NULL) {
-        for (int32_t g = 0; g < m->n_managers; g++) /* a key opened later continues the request's seed */
-            if (tables[g].present) q.seed = tables[g].seed;
-    }
     if (hit && kvci_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
         return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
                         "stale hit: query again)", (long long)rid, (long long)total_computed);

@@ -25,6 +25,10 @@ struct kvc_manager {
  * largest length every key accepts when `exact` is false. */
 int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask);
 
+/* A cache salt as bytes and a length: a pointer and len > 0, or NULL and 0
+ * (none); else KVC_EINVAL naming request rid (find_prefix when < 0) and `what`. */
+kvc_status kvci_manager_check_salt(const void *salt, int64_t len, int64_t rid, const char *what);
+
 /* The n_managers tables of a request slot. */
 kvc_req_blocks *kvci_manager_request_tables(const kvc_manager *m, int32_t slot);
 

@@ -1,6 +1,8 @@
 /* The request-level manager's prefix caching: the hybrid hit (a fixed point
  * over the keys' hit rules), indexing computed blocks, statistics and
  * clearing (docs/prefix-caching.md). */
+#include <stdio.h>
+
 #include "base/internal.h"
 #include "cache/manager_internal.h"
 
@@ -23,17 +25,27 @@ int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64
     return len;
 }
 
+kvc_status kvci_manager_check_salt(const void *salt, int64_t len, int64_t rid, const char *what) {
+    if (len >= 0 && (len == 0) == (salt == NULL)) return KVC_OK;
+    char who[48] = "kvc_manager_find_prefix";
+    if (rid >= 0) snprintf(who, sizeof who, "request %lld", (long long)rid);
+    return kvci_fail(KVC_EINVAL, "%s: %s: %s with length %lld (a salt is a pointer and a length > 0, or NULL and 0 "
+                    "for none)", who, what, salt == NULL ? "NULL" : "a pointer", (long long)len);
+}
+
 kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out) {
     if (m == NULL || prompt == NULL || out == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: manager, prompt and out must not be NULL");
     if (prompt->n_tokens < 0 || (prompt->n_tokens > 0 && prompt->tokens == NULL))
         return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: a prompt of %lld tokens needs its token ids",
                         (long long)prompt->n_tokens);
+    kvc_status st = kvci_manager_check_salt(prompt->cache_salt, prompt->cache_salt_len, -1, "cache_salt");
+    if (st != KVC_OK) return st;
     *out = (kvc_prefix_hit){0};
     if (!m->prefix_caching || prompt->n_tokens < 2) return KVC_OK;
     kvc_prefix_query q = {.tokens = prompt->tokens,
                           .n_tokens = prompt->n_tokens,
-                          .seed = kvci_prefix_seed(m->prefix_salt, prompt->cache_salt)};
+                          .seed = kvci_prefix_seed(m->prefix_salt, prompt->cache_salt, prompt->cache_salt_len)};
     /* At least the last prompt token is computed (its logits are needed). */
     int64_t cap = kvci_min64(prompt->n_tokens - 1, m->max_model_len);
     out->n_tokens = kvci_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);

@@ -46,14 +46,14 @@ void kvci_prefix_index_release(kvc_prefix_index *ix) {
     *ix = (kvc_prefix_index){0};
 }
 
-kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const char *cache_salt) {
+kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const void *cache_salt, int64_t cache_salt_len) {
     static const char domain[] = "kvcache prefix seed";
     XXH3_state_t state; /* on the stack: the seed is made once per query, without allocating */
     XXH3_INITSTATE(&state);
     XXH3_128bits_reset(&state);
     XXH3_128bits_update(&state, domain, sizeof domain);
     XXH3_128bits_update(&state, &engine_salt, sizeof engine_salt);
-    if (cache_salt != NULL) XXH3_128bits_update(&state, cache_salt, strlen(cache_salt));
+    if (cache_salt != NULL && cache_salt_len > 0) XXH3_128bits_update(&state, cache_salt, (size_t)cache_salt_len);
     return XXH3_128bits_digest(&state);
 }
 

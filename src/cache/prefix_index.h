@@ -41,8 +41,9 @@ extern kvc_prefix_hash_fn kvc_prefix_hash_override; /* NULL: XXH3-128 */
 
 kvc_status kvci_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens);
 void kvci_prefix_index_release(kvc_prefix_index *ix);
-/* Seed of a request's chains: the engine salt and the request's cache salt. */
-kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const char *cache_salt);
+/* Seed of a request's chains: the engine salt and the request's cache salt
+ * (cache_salt_len bytes, NUL bytes included; NULL or 0 bytes: none). */
+kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const void *cache_salt, int64_t cache_salt_len);
 /* Hash of a block with these token ids (block_tokens of them) after parent. */
 kvc_hash128 kvci_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens);
 /* The verified block with this hash, parent and tokens, or -1. */

@@ -27,8 +27,8 @@ typedef struct kvc_engine_req {
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
     int64_t row_build; /* kvc_engine.build of the last step that gave it a row */
     kvc_engine_request_times times;
-    bool salted;                          /* cache_salt holds the request's prefix-cache salt */
-    char cache_salt[KVC_ENGINE_SALT_MAX]; /* NUL-terminated */
+    int64_t cache_salt_len;               /* bytes of its prefix-cache salt (0: none) */
+    char cache_salt[KVC_ENGINE_SALT_MAX]; /* [cache_salt_len] the salt's bytes */
     int32_t *tokens;                      /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
     int64_t *token_step;                  /* [max_model_len + 1] step that produced tokens[i] (generated i only) */
     int64_t *token_ns;                    /* [max_model_len + 1] its monotonic time */

@@ -7,7 +7,8 @@
 
 kvc_engine_request kvc_engine_request_default(void) {
     return (kvc_engine_request){
-        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .cache_salt = NULL, .arrival_ns = 0,
+        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .cache_salt = NULL,
+        .cache_salt_len = 0, .arrival_ns = 0,
         .sampling = kvc_sampling_default_params(),
     };
 }
@@ -31,9 +32,11 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
         return kvci_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
                         r->eos_id, (long long)e->model.vocab_size);
-    if (r->cache_salt != NULL && strnlen(r->cache_salt, KVC_ENGINE_SALT_MAX) == KVC_ENGINE_SALT_MAX)
-        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt is longer than %d bytes", (long long)r->id,
-                        KVC_ENGINE_SALT_MAX - 1);
+    if (r->cache_salt_len < 0 || r->cache_salt_len > KVC_ENGINE_SALT_MAX ||
+        (r->cache_salt_len == 0) != (r->cache_salt == NULL))
+        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt %s with cache_salt_len %lld: a salt is 1 to %d bytes, "
+                        "or NULL and 0 for none", (long long)r->id, r->cache_salt == NULL ? "NULL" : "given",
+                        (long long)r->cache_salt_len, KVC_ENGINE_SALT_MAX);
     if (r->arrival_ns < 0 || r->arrival_ns > now)
         return kvci_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
                         "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
@@ -69,8 +72,8 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->token_ns = token_ns;
     q->id = r->id;
     q->priority = r->priority;
-    q->salted = r->cache_salt != NULL;
-    if (q->salted) snprintf(q->cache_salt, sizeof q->cache_salt, "%s", r->cache_salt);
+    q->cache_salt_len = r->cache_salt_len;
+    if (r->cache_salt_len > 0) memcpy(q->cache_salt, r->cache_salt, (size_t)r->cache_salt_len);
     q->arrival = e->next_arrival++;
     q->state = KVC_REQ_WAITING;
     q->finish = KVC_FINISH_NONE;

@@ -13,11 +13,18 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
                                     .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt});
 }
 
+/* The request's tokens and salt as a prompt of the manager. */
+static kvc_prompt request_prompt(const kvc_engine_req *r) {
+    return (kvc_prompt){.tokens = r->tokens,
+                        .n_tokens = r->n_tokens,
+                        .cache_salt = r->cache_salt_len > 0 ? r->cache_salt : NULL,
+                        .cache_salt_len = r->cache_salt_len};
+}
+
 kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
     r->n_cached = 0;
     if (!e->p.prefix_caching || !e->managed) return KVC_OK;
-    const kvc_prompt prompt = {
-        .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
+    const kvc_prompt prompt = request_prompt(r);
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = kvc_manager_find_prefix(e->mgr, &prompt, &hit);
     if (st == KVC_OK) r->n_cached = hit.n_tokens;
@@ -32,8 +39,7 @@ kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
  * which backs every position of it; the chunk halves while the pools refuse
  * (`halve`). */
 static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
-    const kvc_prompt prompt = {
-        .tokens = r->tokens, .n_tokens = r->n_tokens, .cache_salt = r->salted ? r->cache_salt : NULL};
+    const kvc_prompt prompt = request_prompt(r);
     const int64_t hit = r->n_cached;
     int64_t n = kvci_min64(*n_new, r->n_tokens - hit);
     const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;

@@ -23,10 +23,11 @@ static kvc_manager *full_manager(kvc_test_model *model, int64_t blocks) {
     return caching_manager(model, &e, 1, (const char *[]){"FullAttention"}, (const int64_t[]){blocks}, 0);
 }
 
-/* Admits a request for its prompt with whatever hit the manager finds, then
- * computes it whole; returns the hit length. */
-static int64_t admit(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n, const char *salt) {
-    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n, .cache_salt = salt};
+/* Admits a request for its prompt and salt (salt_len bytes) with whatever hit
+ * the manager finds, then computes it whole; returns the hit length. */
+static int64_t admit_salted(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n, const void *salt,
+                            int64_t salt_len) {
+    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n, .cache_salt = salt, .cache_salt_len = salt_len};
     kvc_prefix_hit hit;
     assert_int_equal(kvc_manager_find_prefix(m, &prompt, &hit), KVC_OK);
     kvc_status st = kvc_manager_allocate_slots(
@@ -35,6 +36,19 @@ static int64_t admit(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t
     if (st != KVC_OK) fail_msg("allocate %lld: %s %s", (long long)rid, kvc_status_str(st), kvc_last_error());
     assert_int_equal(kvc_manager_cache_computed(m, rid, tokens, n), KVC_OK);
     CHECK(m);
+    return hit.n_tokens;
+}
+
+/* The same with a string salt (NULL: none). */
+static int64_t admit(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n, const char *salt) {
+    return admit_salted(m, rid, tokens, n, salt, salt != NULL ? (int64_t)strlen(salt) : 0);
+}
+
+/* The hit a prompt of n tokens finds under a salt of salt_len bytes. */
+static int64_t hit_for(kvc_manager *m, const int32_t *tokens, int64_t n, const void *salt, int64_t salt_len) {
+    kvc_prefix_hit hit;
+    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n, .cache_salt = salt, .cache_salt_len = salt_len};
+    assert_int_equal(kvc_manager_find_prefix(m, &prompt, &hit), KVC_OK);
     return hit.n_tokens;
 }
 
@@ -105,10 +119,115 @@ static void test_salts_separate_tenants(void **state) {
     assert_int_equal(admit(m, 5, prompt_a, 10, NULL), 8);
     kvc_manager_destroy(m);
     /* The engine salt and the request salt both change the seed of the chain. */
-    kvc_hash128 a = kvci_prefix_seed(99, NULL), b = kvci_prefix_seed(98, NULL), c = kvci_prefix_seed(99, "");
+    kvc_hash128 a = kvci_prefix_seed(99, NULL, 0), b = kvci_prefix_seed(98, NULL, 0), c = kvci_prefix_seed(99, "", 0);
     assert_false(kvci_hash128_equal(a, b));
-    assert_false(kvci_hash128_equal(a, kvci_prefix_seed(99, "x")));
+    assert_false(kvci_hash128_equal(a, kvci_prefix_seed(99, "x", 1)));
     assert_true(kvci_hash128_equal(a, c)); /* an empty salt is no salt */
+    /* Salts are bytes: a NUL inside, or at the end, counts. */
+    assert_false(kvci_hash128_equal(kvci_prefix_seed(99, "a\0x", 3), kvci_prefix_seed(99, "a\0y", 3)));
+    assert_false(kvci_hash128_equal(kvci_prefix_seed(99, "a", 1), kvci_prefix_seed(99, "a\0", 2)));
+}
+
+/* Issue 23 #2: salts that differ only after a NUL byte are two tenants. */
+static void test_salts_with_nul_bytes(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_manager *m = full_manager(&model, 32);
+    assert_int_equal(admit_salted(m, 1, prompt_a, 10, "a\0x", 3), 0);
+    assert_int_equal(admit_salted(m, 2, prompt_a, 10, "a\0y", 3), 0);
+    assert_int_equal(admit_salted(m, 3, prompt_a, 10, "a", 1), 0);
+    assert_int_equal(admit_salted(m, 4, prompt_a, 10, "a\0x", 3), 8);
+    assert_int_equal(hit_for(m, prompt_a, 10, "a\0", 2), 0);
+    kvc_manager_destroy(m);
+}
+
+/* Issue 23 #1: the salt is fixed by a request's first allocation, whatever
+ * its computed tokens and with or without a prompt: blocks a salted request
+ * computed beyond its hit are indexed under its salt. */
+static void test_salt_fixed_at_first_allocation(void **state) {
+    (void)state;
+    kvc_test_model model;
+    int32_t ids[13];
+    for (int i = 0; i < 13; i++) ids[i] = i + 1;
+    kvc_manager *m = full_manager(&model, 32);
+    /* computed beyond the (empty) hit: no prompt, the salt on the request */
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .computed_tokens = 8,
+                                                                        .num_new_tokens = 4, .cache_salt = "tenant-a",
+                                                                        .cache_salt_len = 8}),
+                     KVC_OK);
+    assert_int_equal(kvc_manager_cache_computed(m, 1, ids, 12), KVC_OK);
+    assert_int_equal(kvc_manager_free(m, 1), KVC_OK);
+    assert_int_equal(hit_for(m, ids, 13, NULL, 0), 0);
+    assert_int_equal(hit_for(m, ids, 13, "tenant-b", 8), 0);
+    assert_int_equal(hit_for(m, ids, 13, "tenant-a", 8), 12);
+    /* opened before its tokens are known, computed chunk by chunk */
+    int32_t other[9] = {40, 41, 42, 43, 44, 45, 46, 47, 48};
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .cache_salt = "t\0b",
+                                                                        .cache_salt_len = 3}),
+                     KVC_OK);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8,
+                                                                        .cache_salt = "t\0b", .cache_salt_len = 3}),
+                     KVC_OK); /* restating the salt is allowed */
+    assert_int_equal(kvc_manager_cache_computed(m, 2, other, 8), KVC_OK);
+    assert_int_equal(hit_for(m, other, 9, NULL, 0), 0);
+    assert_int_equal(hit_for(m, other, 9, "t", 1), 0);
+    assert_int_equal(hit_for(m, other, 9, "t\0b", 3), 8);
+    /* a later call with another salt, or none first and one later, is refused */
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 8,
+                                                                        .num_new_tokens = 1, .cache_salt = "t\0c",
+                                                                        .cache_salt_len = 3}),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "not the salt its first allocation fixed"));
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .num_new_tokens = 1}), KVC_OK);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 1,
+                                                                        .num_new_tokens = 1, .cache_salt = "x",
+                                                                        .cache_salt_len = 1}),
+                     KVC_EINVAL);
+    kvc_manager_destroy(m);
+}
+
+/* Salts without their length, or a request salt that is not its prompt's,
+ * are refused before anything changes. */
+static void test_bad_salts_refused(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_manager *m = full_manager(&model, 32);
+    kvc_prefix_hit hit;
+    const kvc_prompt bad_prompts[] = {
+        {.tokens = prompt_a, .n_tokens = 10, .cache_salt = "x", .cache_salt_len = 0},
+        {.tokens = prompt_a, .n_tokens = 10, .cache_salt = NULL, .cache_salt_len = 2},
+        {.tokens = prompt_a, .n_tokens = 10, .cache_salt = "x", .cache_salt_len = -1},
+    };
+    for (size_t i = 0; i < sizeof bad_prompts / sizeof bad_prompts[0]; i++) {
+        assert_int_equal(kvc_manager_find_prefix(m, &bad_prompts[i], &hit), KVC_EINVAL);
+        assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
+                                                                            .prompt = &bad_prompts[i]}),
+                         KVC_EINVAL);
+        assert_int_equal(kvc_manager_allocate_slots(
+                             m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
+                                                    .cache_salt = bad_prompts[i].cache_salt,
+                                                    .cache_salt_len = bad_prompts[i].cache_salt_len}),
+                         KVC_EINVAL);
+    }
+    const kvc_prompt salted = {.tokens = prompt_a, .n_tokens = 10, .cache_salt = "a", .cache_salt_len = 1};
+    const kvc_prompt unsalted = {.tokens = prompt_a, .n_tokens = 10};
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
+                                                                        .prompt = &salted, .cache_salt = "b",
+                                                                        .cache_salt_len = 1}),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "is not its prompt's salt"));
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
+                                                                        .prompt = &unsalted, .cache_salt = "b",
+                                                                        .cache_salt_len = 1}),
+                     KVC_EINVAL);
+    assert_false(kvc_manager_has_request(m, 1, 0));
+    assert_int_equal(kvc_manager_num_free(m, 0), 31);
+    /* the same bytes twice are one salt */
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
+                                                                        .prompt = &salted, .cache_salt = "a",
+                                                                        .cache_salt_len = 1}),
+                     KVC_OK);
+    kvc_manager_destroy(m);
 }
 
 static kvc_hash128 constant_hash(const void *bytes, size_t n) {
@@ -369,6 +488,9 @@ int main(void) {
         cmocka_unit_test(test_full_hit_shares_blocks_and_counts_holders),
         cmocka_unit_test(test_hit_leaves_last_token),
         cmocka_unit_test(test_salts_separate_tenants),
+        cmocka_unit_test(test_salts_with_nul_bytes),
+        cmocka_unit_test(test_salt_fixed_at_first_allocation),
+        cmocka_unit_test(test_bad_salts_refused),
         cmocka_unit_test(test_forced_collision_misses),
         cmocka_unit_test(test_eviction_order_and_counts),
         cmocka_unit_test(test_stale_hit_refused),

@@ -257,7 +257,8 @@ static void sh_free(shadow *s, sh_req *r) {
 /* ---- comparison ------------------------------------------------------------- */
 /* The chain hash of a cached content, recomputed from the public rules. */
 static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *tokens, int64_t len, kvc_hash128 *parent) {
-    kvc_hash128 h = kvci_prefix_seed(7, salt_name[salt]);
+    const char *name = salt_name[salt];
+    kvc_hash128 h = kvci_prefix_seed(7, name, name != NULL ? (int64_t)strlen(name) : 0);
     for (int64_t i = 0; i < len / ix->block_tokens; i++) {
         *parent = h;
         h = kvci_prefix_block_hash(ix, h, tokens + i * ix->block_tokens);
@@ -327,7 +328,11 @@ static int64_t chunk_after(int64_t computed, int64_t n_known) {
 
 /* Admits r (new) with the hit the manager finds; one prefill chunk. */
 static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
-    kvc_prompt prompt = {.tokens = r->tokens, .n_tokens = r->n_known, .cache_salt = salt_name[r->salt]};
+    const char *salt = salt_name[r->salt];
+    kvc_prompt prompt = {.tokens = r->tokens,
+                         .n_tokens = r->n_known,
+                         .cache_salt = salt,
+                         .cache_salt_len = salt != NULL ? (int64_t)strlen(salt) : 0};
     kvc_prefix_hit hit;
     assert_int_equal(kvc_manager_find_prefix(m, &prompt, &hit), KVC_OK);
     int32_t sh_ids[N_KEYS][MAX_LEN];

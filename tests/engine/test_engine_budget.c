@@ -176,6 +176,7 @@ static void test_prefix_hit_after_computed(void **state) {
      * tenant computed */
     kvc_engine_request d = fix_request_over(4, prompt, 40, 6), f = fix_request_over(5, prompt, 40, 6);
     d.cache_salt = f.cache_salt = "tenant-b";
+    d.cache_salt_len = f.cache_salt_len = 8;
     fix_add(e, &d);
     step_ok(e, &res);
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
@@ -186,10 +187,12 @@ static void test_prefix_hit_after_computed(void **state) {
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
     assert_int_equal(st.prefix_hit_tokens, 72); /* f hit d's blocks */
     char long_salt[KVC_ENGINE_SALT_MAX + 1];
-    memset(long_salt, 'x', KVC_ENGINE_SALT_MAX);
-    long_salt[KVC_ENGINE_SALT_MAX] = '\0';
+    memset(long_salt, 'x', sizeof long_salt);
     kvc_engine_request g = fix_request_over(6, prompt, 4, 1);
     g.cache_salt = long_salt;
+    g.cache_salt_len = KVC_ENGINE_SALT_MAX + 1;
+    assert_int_equal(kvc_engine_add_request(e, &g), KVC_EINVAL);
+    g.cache_salt_len = 0; /* a salt without its length */
     assert_int_equal(kvc_engine_add_request(e, &g), KVC_EINVAL);
     fix_run(e, 100);
     fix_expect_reference(e, &m, &a);

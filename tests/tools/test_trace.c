@@ -211,7 +211,7 @@ static void test_op_errors(void **state) {
     char *want = dq("{'op': 0, 'error': '");
     assert_memory_equal(lines[1], want, strlen(want));
     free(want);
-    want = dq("{'op': 1, 'error': 'unknown op \\'grow\\' (expected allocate or free)'}");
+    want = dq("{'op': 1, 'error': 'unknown op \\'grow\\' (expected allocate, free, query or clear)'}");
     assert_string_equal(lines[2], want);
     free(want);
     want = dq("{'op': 2, 'error': 'unknown manager key \\'Nope\\''}");
@@ -303,7 +303,8 @@ static void test_invalid_ops(void **state) {
     (void)state;
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 4},"
                               "{'op': 'allocate', 'request': 'x', 'new_tokens': 4}]}",
-                   "ops[1].request must be an integer, got a string");
+                   "ops[1].request must be an integer in [0, 9007199254740991], got a string (request ids are exact "
+                   "integers in [0, 2^53 - 1])");
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1}]}", "ops[0].new_tokens is missing");
     expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 9.5}]}",
                    "ops[0].new_tokens 9.5 must be an integer");
@@ -375,7 +376,7 @@ static void test_prefix_caching(void **state) {
                   " 'tokens': [[1, 8], [50, 5]]}]}",
                   true, 0,
                   "{'block_num': {'FullAttention': 8}}\n"
-                  "{'op': 0, 'ok': true, 'hit': 0, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
+                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
                   " 'cached_free': {'FullAttention': 0}}\n"
                   "{'usage': 'FullAttention:4/8'}\n"
                   "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
@@ -390,7 +391,7 @@ static void test_prefix_caching(void **state) {
                   "{'usage': 'FullAttention:4/8'}\n"
                   "{'prefix': {'queries': 2, 'hits': 1, 'query_tokens': 22, 'hit_tokens': 8, 'evictions': 0,"
                   " 'cached_blocks': 3}}\n"
-                  "{'op': 3, 'ok': true, 'hit': 0, 'blocks': {'FullAttention': [5, 6, 7]}, 'free': {'FullAttention': 1},"
+                  "{'op': 3, 'ok': true, 'blocks': {'FullAttention': [5, 6, 7]}, 'free': {'FullAttention': 1},"
                   " 'cached_free': {'FullAttention': 0}}\n"
                   "{'usage': 'FullAttention:7/8'}\n"
                   "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
@@ -425,6 +426,115 @@ static void test_prefix_caching(void **state) {
     }
 }
 
+/* Issue 23 #1, #2 and the trace contract: a request's salt is fixed by its
+ * first allocate (tokens computed beyond the hit, or no tokens at all), salts
+ * are bytes (\u0000 counts), "hit" shows only a hit the allocation took, and
+ * the query and clear ops. */
+static void test_salts_queries_and_hits(void **state) {
+    (void)state;
+    expect_replay(
+        "{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}], 'block_num': {'FullAttention': 12},"
+        " 'prefix_caching': {}, 'ops': ["
+        "{'op': 'allocate', 'request': 1, 'computed_tokens': 8, 'new_tokens': 4, 'tokens': [[1, 12]],"
+        " 'cache_salt': 'tenant-a'},"
+        "{'op': 'free', 'request': 1},"
+        "{'op': 'allocate', 'request': 2, 'new_tokens': 13, 'tokens': [[1, 13]]},"
+        "{'op': 'query', 'tokens': [[1, 13]], 'cache_salt': 'tenant-a'},"
+        "{'op': 'allocate', 'request': 3, 'computed_tokens': 13, 'new_tokens': 3, 'tokens': [[1, 16]],"
+        " 'cache_salt': 'tenant-a'},"
+        "{'op': 'allocate', 'request': 4, 'new_tokens': 4, 'cache_salt': 'a\\u0000x'},"
+        "{'op': 'allocate', 'request': 4, 'computed_tokens': 4, 'new_tokens': 4, 'tokens': [[50, 8]]},"
+        "{'op': 'query', 'tokens': [[50, 9]], 'cache_salt': 'a\\u0000x'},"
+        "{'op': 'query', 'tokens': [[50, 9]], 'cache_salt': 'a\\u0000y'},"
+        "{'op': 'allocate', 'request': 4, 'computed_tokens': 8, 'new_tokens': 1, 'tokens': [[50, 9]],"
+        " 'cache_salt': 'a'},"
+        "{'op': 'allocate', 'request': 5, 'new_tokens': 13, 'tokens': [[1, 13]], 'cache_salt': 'tenant-a'},"
+        "{'op': 'free', 'request': 3},"
+        "{'op': 'allocate', 'request': 5, 'new_tokens': 13, 'tokens': [[1, 13]], 'cache_salt': 'tenant-a'},"
+        "{'op': 'clear'},"
+        "{'op': 'query', 'tokens': [[1, 13]], 'cache_salt': 'tenant-a'}]}",
+        false, 0,
+        "{'block_num': {'FullAttention': 12}}\n"
+        /* salted, computed beyond its (empty) hit */
+        "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 8},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 11},"
+        " 'cached_free': {'FullAttention': 3}}\n"
+        /* no salt: none of tenant-a's blocks */
+        "{'op': 2, 'ok': true, 'blocks': {'FullAttention': [4, 5, 6, 7]}, 'free': {'FullAttention': 7},"
+        " 'cached_free': {'FullAttention': 3}}\n"
+        "{'op': 3, 'ok': true, 'hit': 12, 'free': {'FullAttention': 7}, 'cached_free': {'FullAttention': 3}}\n"
+        /* computed 13 beyond the hit of 12: no hit taken, none printed */
+        "{'op': 4, 'ok': true, 'blocks': {'FullAttention': [8, 9, 10, 11]}, 'free': {'FullAttention': 3},"
+        " 'cached_free': {'FullAttention': 3}}\n"
+        /* salted without tokens; the salt holds for its later ops */
+        "{'op': 5, 'ok': true, 'blocks': {'FullAttention': [3]}, 'free': {'FullAttention': 2},"
+        " 'cached_free': {'FullAttention': 2}}\n"
+        "{'op': 6, 'ok': true, 'blocks': {'FullAttention': [3, 2]}, 'free': {'FullAttention': 1},"
+        " 'cached_free': {'FullAttention': 1}}\n"
+        "{'op': 7, 'ok': true, 'hit': 8, 'free': {'FullAttention': 1}, 'cached_free': {'FullAttention': 1}}\n"
+        "{'op': 8, 'ok': true, 'hit': 0, 'free': {'FullAttention': 1}, 'cached_free': {'FullAttention': 1}}\n"
+        "{'op': 9, 'error': 'request 4: cache_salt is not the salt its first allocation fixed'}\n"
+        /* refused for lack of blocks: no hit taken */
+        "{'op': 10, 'ok': false, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 1},"
+        " 'cached_free': {'FullAttention': 1}}\n"
+        "{'op': 11, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 5},"
+        " 'cached_free': {'FullAttention': 2}}\n"
+        "{'op': 12, 'ok': true, 'hit': 4, 'blocks': {'FullAttention': [1, 11, 10, 9]}, 'free': {'FullAttention': 1},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 13, 'ok': true, 'free': {'FullAttention': 1}, 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 14, 'ok': true, 'hit': 0, 'free': {'FullAttention': 1}, 'cached_free': {'FullAttention': 0}}\n");
+}
+
+/* Issue 23 #2, #5, #7: names holding a NUL byte, token runs past the trace's
+ * limit and request ids that are not exact integers are refused by name,
+ * before anything is expanded or replayed. */
+static void test_nul_names_token_bounds_and_ids(void **state) {
+    (void)state;
+    expect_invalid(ONE_LAYER_HEAD "{'name': 'k\\u0000x', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4,"
+                                  " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
+                   "layers[0].caches[0].name: the string holds a NUL byte (\\\\u0000)");
+    expect_invalid(ONE_LAYER_HEAD FULL_ENTRY "]}], 'block_num': {'FullAttention\\u0000x': 5}, 'ops': []}",
+                   "block_num: a member name holds a NUL byte (\\\\u0000)");
+    expect_invalid(HYBRID_8_5 "{'op': 'free\\u0000', 'request': 1}]}",
+                   "ops[0].op: the string holds a NUL byte (\\\\u0000)");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'keys': ['FullAttention\\u0000']}]}",
+                   "ops[0].keys[0]: the string holds a NUL byte (\\\\u0000)");
+    expect_invalid(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'cache_salt': 7}]}",
+                   "ops[0].cache_salt: expected a string");
+    expect_invalid(HYBRID_8_5 "{'op': 'query', 'cache_salt': 'x'}]}",
+                   "ops[0].tokens: missing (a query looks up token ids)");
+    expect_invalid(HYBRID_8_5 "{'op': 'clear', 'request': 1}]}", "ops[0]: unknown field \\'request\\'");
+    expect_invalid("{'max_model_len': 2147483647, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                   " 'block_num': {'FullAttention': 8}, 'ops': ["
+                   "{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[0, 2147483647]]}]}",
+                   "ops[0].tokens: the ops list more than 16777216 token ids in all, the limit of a replay");
+    expect_invalid("{'max_model_len': 16777216, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                   " 'block_num': {'FullAttention': 8}, 'ops': ["
+                   "{'op': 'query', 'tokens': [[0, 16777000]]},"
+                   "{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[0, 1000]]}]}",
+                   "ops[1].tokens: the ops list more than 16777216 token ids in all, the limit of a replay");
+    static const char *const bad_ids[][2] = {
+        {"9007199254740992", "ops[0].request 9007199254740992 must be an integer in [0, 9007199254740991]"},
+        {"9007199254740993", "ops[0].request 9007199254740992 must be an integer in [0, 9007199254740991]"},
+        {"1.5", "ops[0].request 1.5 must be an integer in [0, 9007199254740991]"},
+        {"-1", "ops[0].request -1 must be an integer in [0, 9007199254740991]"},
+    };
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        char trace[512], message[256];
+        snprintf(trace, sizeof trace, HYBRID_8_5 "{'op': 'free', 'request': %s}]}", bad_ids[i][0]);
+        snprintf(message, sizeof message, "%s (request ids are exact integers in [0, 2^53 - 1])", bad_ids[i][1]);
+        expect_invalid(trace, message);
+    }
+    expect_replay("{'max_model_len': 8, 'layers': [{'caches': [" FULL_ENTRY "]}], 'block_num': {'FullAttention': 4},"
+                  " 'ops': [{'op': 'allocate', 'request': 9007199254740991, 'new_tokens': 1},"
+                  " {'op': 'free', 'request': 9007199254740991}]}",
+                  false, 0,
+                  "{'block_num': {'FullAttention': 4}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1]}, 'free': {'FullAttention': 2}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 3}}\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sliding_window_8_1), cmocka_unit_test(test_reservation_8_3),
@@ -432,7 +542,8 @@ int main(void) {
         cmocka_unit_test(test_keys_and_clamp),     cmocka_unit_test(test_op_errors),
         cmocka_unit_test(test_invalid_files),      cmocka_unit_test(test_invalid_ops),
         cmocka_unit_test(test_library_errors),     cmocka_unit_test(test_demo_trace),
-        cmocka_unit_test(test_prefix_caching),
+        cmocka_unit_test(test_prefix_caching),     cmocka_unit_test(test_salts_queries_and_hits),
+        cmocka_unit_test(test_nul_names_token_bounds_and_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 """Writes the model directories of the bad-input corpus (cases.tsv): a tiny
 qwen3 model that runs (run_ok) and copies of it broken in one way each,
 and a shared library cut short (needs a C compiler). The trace files beside
-them were written by hand (trace_loop_a/b.json are symlinks to each other).
+them were written by hand (trace_loop_a/b.json are symlinks to each other;
+trace_tokens_total.json holds 2,000 copies of one query op of [[0, 1048576]]).
 Run from this folder."""
 import json
 import os
