@@ -11,7 +11,14 @@
  * blocks, each side warmed up first, with an idle gap after each block long
  * enough for the other pool to go to sleep. The figure is the median
  * GFLOP/s of each and their ratio. A check that the two agree to float
- * rounding runs once per shape. */
+ * rounding runs once per shape.
+ *
+ * Then the GEMM over bf16 weights (gemm_bf16.h), on every kernel of this
+ * CPU but the portable one, next to the f32 GEMM on the same shapes, and the
+ * instruction peaks measured in the same run (all threads): FMA on ymm and
+ * zmm, vdpbf16ps and, where the OS grants tiles, TDPBF16PS. The dot kernels
+ * run three bf16 products per activation, so their ceiling is a third of the
+ * instruction's peak. */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -21,7 +28,9 @@
 #include <time.h>
 
 #include "bench.h"
+#include "machine_limits.h"
 #include "model/gemm.h"
+#include "model/gemm_bf16.h"
 
 #define REPS       9
 #define MIN_CALL_S 0.02 /* each timed sample repeats the call until it lasts this long */
@@ -50,7 +59,9 @@ static void cpu_flags(char *out, size_t cap) {
     FLAG("avx512bw");
     FLAG("avx512vl");
     FLAG("avx512vnni");
+    FLAG("avx512bf16");
 #undef FLAG
+    if (kvci_gemm_bf16_amx_kernel() && len + 10 < cap) len += (size_t)snprintf(out + len, cap - len, " amx-bf16");
 #endif
     if (len == 0) snprintf(out, cap, "none of avx2/fma/avx512 reported");
 }
@@ -124,6 +135,121 @@ static int run_shape(const gemm_shape *s, bool json) {
     return 0;
 }
 
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* TDPBF16PS on four independent 16 x 16 accumulators, operands in registers; flops of one thread. */
+__attribute__((target("amx-tile,amx-bf16"))) static double amx_tile_pass(long iters) {
+    static const struct {
+        uint8_t palette, start_row, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } cfg = {.palette = 1, .colsb = {64, 64, 64, 64, 64, 64, 64, 64}, .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (long i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_release();
+    return 4.0 * (double)iters * 16 * 16 * 32 * 2;
+}
+
+/* GFLOP/s of TDPBF16PS with all threads; 0 without granted AMX. */
+static double amx_tile_peak(void) {
+    if (!kvci_gemm_bf16_amx_kernel()) return 0.0;
+    double flops = 0.0;
+    const double t0 = kvc_bench_now();
+#pragma omp parallel reduction(+ : flops)
+    flops += amx_tile_pass(200000);
+    return flops / (kvc_bench_now() - t0) / 1e9;
+}
+#else
+static double amx_tile_peak(void) { return 0.0; }
+#endif
+
+/* GFLOP/s of the f32 GEMM (kernel NULL) or a bf16 kernel on one shape, median of REPS samples. */
+static double bf16_rate(const kvc_gemm_bf16_kernel *k, const gemm_shape *s, const float *A, const float *B,
+                        const uint16_t *Bp, float *C) {
+    double t[REPS];
+    if (k) kvci_gemm_bf16_force(k->name);
+    for (int r = 0; r < REPS; r++) {
+        int calls = 0;
+        const double t0 = kvc_bench_now();
+        do {
+            if (k)
+                (void)kvci_gemm_bf16(s->M, s->N, s->K, A, s->K, Bp, NULL, C, s->N);
+            else
+                kvci_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
+            calls++;
+            t[r] = kvc_bench_now() - t0;
+        } while (t[r] < MIN_CALL_S);
+        t[r] /= calls;
+    }
+    kvci_gemm_bf16_force(NULL);
+    return 2.0 * (double)s->M * (double)s->N * (double)s->K / kvc_bench_median(t, REPS) / 1e9;
+}
+
+static int run_bf16(bool json) {
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int nk = kvci_gemm_bf16_kernels(all) - 1; /* not the portable one */
+    static const kvc_peak_kind kinds[] = {KVC_PEAK_FMA_YMM, KVC_PEAK_FMA_ZMM, KVC_PEAK_DPBF16};
+    double peak[4];
+    for (int i = 0; i < 3; i++) peak[i] = kvc_limits_peak_pass(kinds[i]);
+    peak[3] = amx_tile_peak();
+    if (json)
+        printf("{\"bench\":\"gemm_bf16_peaks\",\"fma_ymm\":%.1f,\"fma_zmm\":%.1f,\"vdpbf16ps_zmm\":%.1f,"
+               "\"tdpbf16ps\":%.1f}\n",
+               peak[0], peak[1], peak[2], peak[3]);
+    else {
+        printf("\nbf16 weights (packed), f32 activations; dot kernels: %d bf16 parts per activation\n"
+               "peaks, GFLOP/s, all threads: fma-ymm %.1f  fma-zmm %.1f  vdpbf16ps-zmm %.1f  tdpbf16ps (AMX) %.1f\n"
+               "%-6s %6s %6s %10s",
+               KVC_GEMM_BF16_PARTS, peak[0], peak[1], peak[2], peak[3], "M", "N", "K", "f32");
+        for (int k = 0; k < nk; k++) printf(" %12s", all[k]->name);
+        printf("\n");
+    }
+    static const int64_t NK[][2] = {{1024, 1024}, {3072, 1024}, {1024, 3072}}, rows[] = {1, 8, 64, 512};
+    for (size_t l = 0; l < 3; l++)
+        for (size_t r = 0; r < 4; r++) {
+            const gemm_shape s = {"bf16", rows[r], NK[l][0], NK[l][1]};
+            float *A = malloc((size_t)(s.M * s.K) * sizeof(float)), *B = malloc((size_t)(s.N * s.K) * sizeof(float));
+            float *C = malloc((size_t)(s.M * s.N) * sizeof(float));
+            uint16_t *Bp = malloc((size_t)kvci_bf16_packed_elems(s.N, s.K) * sizeof *Bp);
+            if (!A || !B || !C || !Bp) {
+                free(A), free(B), free(C), free(Bp);
+                fprintf(stderr, "bench gemm: out of memory\n");
+                return 1;
+            }
+            for (int64_t i = 0; i < s.M * s.K; i++) A[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+            for (int64_t i = 0; i < s.N * s.K; i++) B[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+            kvci_bf16_pack(s.N, s.K, B, s.K, 1, Bp);
+            const double f32 = bf16_rate(NULL, &s, A, B, Bp, C);
+            if (!json) printf("%-6lld %6lld %6lld %10.1f", (long long)s.M, (long long)s.N, (long long)s.K, f32);
+            for (int k = 0; k < nk; k++) {
+                const double g = bf16_rate(all[k], &s, A, B, Bp, C);
+                if (json)
+                    printf("{\"bench\":\"gemm_bf16\",\"kernel\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
+                           "\"gflops\":%.3f,\"f32_gflops\":%.3f}\n",
+                           all[k]->name, (long long)s.M, (long long)s.N, (long long)s.K, g, f32);
+                else
+                    printf(" %12.1f", g);
+            }
+            if (!json) printf("\n");
+            free(A), free(B), free(C), free(Bp);
+        }
+    return 0;
+}
+
 int kvc_bench_gemm(const kvc_bench_opts *opts) {
     const int threads = omp_get_max_threads();
     openblas_set_num_threads(threads);
@@ -149,5 +275,5 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
             const gemm_shape s = {layers[l].name, rows[r], layers[l].N, layers[l].K};
             rc |= run_shape(&s, opts->json);
         }
-    return rc;
+    return rc | run_bf16(opts->json);
 }

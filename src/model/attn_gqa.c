@@ -10,13 +10,13 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l)
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_weights *w = &m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     float *q = ws->q; /* [T, nH, D] */
     float *k = ws->k; /* [T, nKV, D] */
     float *v = ws->v; /* [T, nKV, D] */
-    kvci_linear(ws->xn, T, H, w->wq, w->bq, nH * D, q);
-    kvci_linear(ws->xn, T, H, w->wk, w->bk, nKV * D, k);
-    kvci_linear(ws->xn, T, H, w->wv, w->bv, nKV * D, v);
+    KVC_TRY(kvci_linear(ws->xn, T, &w->wq, w->bq, q));
+    KVC_TRY(kvci_linear(ws->xn, T, &w->wk, w->bk, k));
+    KVC_TRY(kvci_linear(ws->xn, T, &w->wv, w->bv, v));
     const float eps = (float)c->rms_norm_eps;
     if (w->q_norm) {
         kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
@@ -38,6 +38,5 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l)
                           .out = ws->att};
     kvc_status st = kvci_attn_core(s, &call);
     if (st != KVC_OK) return st;
-    kvci_linear(ws->att, T, nH * D, w->wo, w->bo, H, ws->proj);
-    return KVC_OK;
+    return kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
 }

@@ -118,23 +118,22 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l)
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, H = c->hidden_size, nH = c->num_heads, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
-    const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim, dq = dn + dr, rq = c->q_lora_rank;
+    const int64_t T = s->T, nH = c->num_heads, dr = c->qk_rope_head_dim;
+    const int64_t dn = c->qk_nope_head_dim, dq = dn + dr, rq = c->q_lora_rank;
     float *q = ws->q; /* [T, nH, dq] = [nope | pe] per head */
     if (rq > 0) {
         float *cq = ws->mla_a; /* [T, rq] */
-        kvci_linear(ws->xn, T, H, w->wqa, w->bqa, rq, cq);
+        KVC_TRY(kvci_linear(ws->xn, T, &w->wqa, w->bqa, cq));
         kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
-        kvci_linear(cq, T, rq, w->wqb, NULL, nH * dq, q);
+        KVC_TRY(kvci_linear(cq, T, &w->wqb, NULL, q));
     } else {
-        kvci_linear(ws->xn, T, H, w->wq, NULL, nH * dq, q);
+        KVC_TRY(kvci_linear(ws->xn, T, &w->wq, NULL, q));
     }
     kvci_fwd_rope(s, q + dn, nH, dq, nH * dq, c->rope_interleave);
     float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
-    kvci_linear(ws->xn, T, H, w->wkva, w->bkva, rkv + dr, ckv);
+    KVC_TRY(kvci_linear(ws->xn, T, &w->wkva, w->bkva, ckv));
     const bool latent = s->a->caches && s->a->caches->latent;
     kvc_status st = latent ? absorbed(s, l, ckv) : expanded(s, l, ckv);
     if (st != KVC_OK) return st;
-    kvci_linear(ws->att, T, nH * dv, w->wo, w->bo, H, ws->proj);
-    return KVC_OK;
+    return kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
 }

@@ -11,13 +11,14 @@
 
 #define DS_MAX_GROUPS 256
 
-void kvci_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
-                    const float *bu, const float *d, const float *bd, int64_t I, float *ga, float *gb, float *out)
+kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
+                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out)
 {
-    kvci_linear(x, n, H, g, bg, I, ga);
-    kvci_linear(x, n, H, u, bu, I, gb);
+    const int64_t I = g->rows;
+    KVC_TRY(kvci_linear(x, n, g, bg, ga));
+    KVC_TRY(kvci_linear(x, n, u, bu, gb));
     kvci_swiglu(ga, gb, n, I, I, ga, I);
-    kvci_linear(ga, n, I, d, bd, H, out);
+    return kvci_linear(ga, n, d, bd, out);
 }
 
 /* Indices of the k largest of v[0..n) into idx (ties: lower index first). */
@@ -65,7 +66,7 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->num_experts, K = c->experts_per_tok, I = c->intermediate_size;
     const float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
-    kvci_linear(ws->xn, T, H, w->router_w, w->router_b, E, ws->router); /* [T, E] */
+    KVC_TRY(kvci_linear(ws->xn, T, &w->router_w, w->router_b, ws->router)); /* [T, E] */
     for (int64_t t = 0; t < T; t++) {
         const float *lg = ws->router + t * E;
         int32_t *sel = ws->sel + t * K;
@@ -81,14 +82,15 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
         if (n == 0) continue;
         float *u = ws->ff_a; /* [n, 2I] gate/up interleaved */
         float *a = ws->ff_b; /* [n, I] */
-        kvci_linear(ws->xg, n, H, w->gu + (int64_t)e * H * 2 * I, w->gu_b + (int64_t)e * 2 * I, 2 * I, u);
+        const kvc_wmat gu = kvci_wmat_at(&w->gu, e), dn = kvci_wmat_at(&w->dn, e);
+        KVC_TRY(kvci_linear(ws->xg, n, &gu, w->gu_b + (int64_t)e * 2 * I, u));
         for (int64_t i = 0; i < n * I; i++) {
             float g = u[2 * i], up = u[2 * i + 1];
             g = g > lim ? lim : g;
             up = up > lim ? lim : (up < -lim ? -lim : up);
             a[i] = (up + 1.0f) * (g / (1.0f + expf(-alpha * g)));
         }
-        kvci_linear(a, n, I, w->dn + (int64_t)e * I * H, w->dn_b + (int64_t)e * H, H, ws->yg);
+        KVC_TRY(kvci_linear(a, n, &dn, w->dn_b + (int64_t)e * H, ws->yg));
         scatter_add(ws, n, H);
     }
     memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
@@ -134,24 +136,23 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
-    const int64_t Im = c->moe_intermediate_size;
     if (c->n_group > DS_MAX_GROUPS)
         return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
-    kvci_linear(ws->xn, T, H, w->gate_w, NULL, E, ws->router); /* [T, E] */
+    KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router)); /* [T, E] */
     for (int64_t t = 0; t < T; t++)
         deepseek_route(c, ws->router + t * E, w->gate_corr, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, T, K, H, e);
         if (n == 0) continue;
-        kvci_swiglu_mlp(ws->xg, n, H, w->ex_gate + (int64_t)e * Im * H, NULL, w->ex_up + (int64_t)e * Im * H, NULL,
-                       w->ex_down + (int64_t)e * H * Im, NULL, Im, ws->ff_a, ws->ff_b, ws->yg);
+        const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e), u = kvci_wmat_at(&w->ex_up, e);
+        const kvc_wmat d = kvci_wmat_at(&w->ex_down, e);
+        KVC_TRY(kvci_swiglu_mlp(ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg));
         scatter_add(ws, n, H);
     }
-    if (w->sh_gate) {
-        const int64_t Is = Im * c->n_shared_experts;
-        kvci_swiglu_mlp(ws->xn, T, H, w->sh_gate, NULL, w->sh_up, NULL, w->sh_down, NULL, Is, ws->ff_a, ws->ff_b,
-                       ws->proj);
+    if (w->sh_gate.data) {
+        KVC_TRY(kvci_swiglu_mlp(ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL, ws->ff_a, ws->ff_b,
+                                ws->proj));
         for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
     } else {
         memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));

@@ -262,7 +262,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     for (int64_t r = 0; r < md->n_rows; r++) ws->lens_a[r] = r; /* identity cache rows */
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
     for (int64_t t = 0; t < T; t++) {
-        memcpy(ws->h + t * H, m->embed + (int64_t)a->token_ids[t] * H, (size_t)H * 4);
+        kvci_wmat_row(&m->embed, a->token_ids[t], ws->h + t * H);
         kvc_rope_cos_sin(m->inv_freq, m->rot_dim, m->rope_attn_factor, md->positions[t], ws->cos + t * m->rot_dim,
                          ws->sin + t * m->rot_dim);
     }
@@ -281,8 +281,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         } else if (w->moe) {
             st = kvci_ffn_deepseek(&s, l);
         } else {
-            kvci_swiglu_mlp(ws->xn, T, H, w->w_gate, w->b_gate, w->w_up, w->b_up, w->w_down, w->b_down,
-                           c->intermediate_size, ws->ff_a, ws->ff_b, ws->proj);
+            st = kvci_swiglu_mlp(ws->xn, T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
+                                 ws->ff_b, ws->proj);
         }
         if (st != KVC_OK) return st;
         add_rows(ws->h, ws->proj, T * H);
@@ -296,6 +296,5 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
-    kvci_linear(ws->xn, n, H, m->lm_head, NULL, c->vocab_size, a->logits);
-    return KVC_OK;
+    return kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
 }

@@ -61,8 +61,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H]; ga, gb: [n, n_inter] scratch. */
-void kvci_swiglu_mlp(const float *x, int64_t n, int64_t H, const float *g, const float *bg, const float *u,
-                    const float *bu, const float *d, const float *bd, int64_t n_inter, float *ga, float *gb, float *out);
+kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
+                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
 

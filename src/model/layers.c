@@ -1,15 +1,8 @@
-/* Dense kernels of the decoder: Linear through the batch-invariant GEMM,
- * SwiGLU. Each works row by row, so a token's result never depends
+/* Dense kernels of the decoder: SwiGLU (Linear: wmat.c). Each works row by row, so a token's result never depends
  * on the other tokens of the step. */
 #include <math.h>
 
-#include "model/gemm.h"
 #include "model/model_internal.h"
-
-void kvci_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y)
-{
-    kvci_gemm_nt(T, out, in, x, in, w, in, b, y, out);
-}
 
 void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)
 {

@@ -23,8 +23,10 @@ static void split_star(const char *name, char *prefix, size_t cap, const char **
     *suffix = star + 1;
 }
 
-/* DeepSeek routed experts: per-module tensors, or the fused [E, 2 Imoe, H] / [E, H, Imoe] form. */
-static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int64_t *shape, float *dst)
+/* DeepSeek routed experts: per-module tensors, or the fused [E, 2 Imoe, H] / [E, H, Imoe] form;
+ * *dtype: the dtype of the source (expert 0's module or the fused tensor). */
+static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int64_t *shape, float *dst,
+                                  const char **dtype)
 {
     char prefix[160];
     const char *suffix;
@@ -33,6 +35,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     char first[200];
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
     if (kvc_safetensors_has(c->st, first)) {
+        *dtype = kvci_safetensors_dtype(c->st, first);
         for (int64_t e = 0; e < E; e++) {
             char n[200];
             snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
@@ -46,6 +49,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
+    *dtype = kvci_safetensors_dtype(c->st, fused);
     if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, c->check_only ? NULL : dst);
     /* gate rows first, then up rows (concatenated, MF 4.5) */
     const int64_t I = shape[1], H = shape[2];
@@ -61,15 +65,27 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     return s;
 }
 
-static kvc_status load_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
-                          kvc_winit init)
+/* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
+ * dtype (check pass: bf16 where the file holds BF16, else f32). */
+static kvc_status load_fn(void *user, const kvc_wtensor *t)
 {
-    (void)init;
     const load_ctx *c = user;
-    if (strchr(name, '*')) return load_ds_experts(c, name, shape, *slot);
+    const char *name = t->name;
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
-    return kvc_safetensors_read_f32(c->st, name, ndim, shape, c->check_only ? NULL : *slot);
+    if (!t->mat) return kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, c->check_only ? NULL : *t->vec);
+    int64_t n = 1;
+    for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
+    float *tmp = c->check_only ? NULL : kvci_malloc((size_t)n * sizeof(float));
+    if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
+    const char *dtype = kvci_safetensors_dtype(c->st, name);
+    kvc_status s = strchr(name, '*') ? load_ds_experts(c, name, t->shape, tmp, &dtype)
+                                     : kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, tmp);
+    if (s == KVC_OK && c->check_only)
+        t->mat->dtype = dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
+    if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
+    kvci_free(tmp);
+    return s;
 }
 
 kvc_status kvc_model_load(const char *dir, kvc_model **out)

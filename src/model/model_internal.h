@@ -1,6 +1,8 @@
-/* Internal layout of a kvc_model: f32 weights per layer, named as in the
+/* Internal layout of a kvc_model: the weights per layer, named as in the
  * Hugging Face checkpoints (MF 2, 3.5, 4.5), and the small dense kernels
- * shared by the families (RMSNorm and RoPE are the ops layer's). */
+ * shared by the families (RMSNorm and RoPE are the ops layer's). The
+ * matrices the GEMM reads are kvc_wmat views kept in the checkpoint's dtype
+ * (bf16 packed for kvci_gemm_bf16, else f32); vectors are f32. */
 #ifndef KVC_MODEL_INTERNAL_H
 #define KVC_MODEL_INTERNAL_H
 
@@ -8,50 +10,81 @@
 #include <stdint.h>
 
 #include "kvcache/model.h"
+#include "model/json_read.h" /* KVC_TRY */
+
+/* One GEMM operand: `count` matrices [rows = out, cols = in] (count > 1: the
+ * experts of a MoE layer, [E, rows, cols]); data NULL when the family/config
+ * has none. F32: rows of cols floats; BF16: each matrix packed
+ * (gemm_bf16.h, kvci_bf16_packed_elems), the next one 64-byte aligned after it. */
+typedef enum kvc_wmat_dtype { KVC_WMAT_F32, KVC_WMAT_BF16 } kvc_wmat_dtype;
+typedef struct kvc_wmat {
+    void *data;
+    kvc_wmat_dtype dtype;
+    int64_t count, rows, cols;
+} kvc_wmat;
+
+/* Bytes of one matrix of w (64-byte multiple) and of all of them. */
+int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w);
+/* Matrix e of w as a one-matrix view. */
+kvc_wmat kvci_wmat_at(const kvc_wmat *w, int64_t e);
+/* Fills w from f32 src [count][rows][cols], or [count][cols][rows] when
+ * `transposed` (checkpoints that store [in, out]); bf16 rounds to nearest even
+ * (exact for values widened from bf16). */
+void kvci_wmat_fill(kvc_wmat *w, const float *src, bool transposed);
+/* Row r of a one-matrix view, widened to f32: out[cols]. */
+void kvci_wmat_row(const kvc_wmat *w, int64_t r, float *out);
+/* "f32" or "bf16". */
+const char *kvci_wmat_dtype_name(kvc_wmat_dtype d);
 
 /* Every weight of one decoder layer; NULL when the family/config has none. */
 typedef struct kvc_layer_weights {
     float *in_norm;   /* [H] input_layernorm */
     float *post_norm; /* [H] post_attention_layernorm */
     /* GQA attention (dense, GptOss) */
-    float *wq, *bq;   /* [nH*D, H], [nH*D] */
-    float *wk, *bk;   /* [nKV*D, H], [nKV*D] */
-    float *wv, *bv;   /* [nKV*D, H], [nKV*D] */
-    float *wo, *bo;   /* [H, nH*Dv], [H] */
+    kvc_wmat wq;      /* [nH*D, H] */
+    float *bq;        /* [nH*D] */
+    kvc_wmat wk;      /* [nKV*D, H] */
+    float *bk;        /* [nKV*D] */
+    kvc_wmat wv;      /* [nKV*D, H] */
+    float *bv;        /* [nKV*D] */
+    kvc_wmat wo;      /* [H, nH*Dv] */
+    float *bo;        /* [H] */
     float *q_norm, *k_norm; /* [D] Qwen3 */
     float *sinks;     /* [nH] GptOss */
     /* MLA (DeepseekV3); wq above is q_proj [nH*dq, H] when q_lora_rank == 0 */
-    float *wqa, *bqa; /* [rq, H], [rq] */
+    kvc_wmat wqa;     /* [rq, H] */
+    float *bqa;       /* [rq] */
     float *qa_norm;   /* [rq] */
-    float *wqb;       /* [nH*dq, rq] */
-    float *wkva, *bkva; /* [rkv+dr, H], [rkv+dr] */
+    kvc_wmat wqb;     /* [nH*dq, rq] */
+    kvc_wmat wkva;    /* [rkv+dr, H] */
+    float *bkva;      /* [rkv+dr] */
     float *kva_norm;  /* [rkv] */
-    float *wkvb;      /* [nH*(dn+dv), rkv] */
+    float *wkvb;      /* [nH*(dn+dv), rkv], f32 always: read by head slices */
     float *wuk_t;     /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
     /* dense SwiGLU MLP */
-    float *w_gate, *b_gate; /* [I, H], [I] */
-    float *w_up, *b_up;     /* [I, H], [I] */
-    float *w_down, *b_down; /* [H, I], [H] */
+    kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
+    float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
     /* GptOss MoE */
-    float *router_w, *router_b; /* [E, H], [E] */
-    float *gu, *gu_b;           /* [E, 2I, H] after load (checkpoint [E, H, 2I] transposed), [E, 2I] */
-    float *dn, *dn_b;           /* [E, H, I] after load (checkpoint [E, I, H] transposed), [E, H] */
+    kvc_wmat router_w;          /* [E, H] */
+    float *router_b;            /* [E] */
+    kvc_wmat gu, dn;            /* [E][2I, H], [E][H, I] (checkpoints: [E, H, 2I], [E, I, H], transposed at load) */
+    float *gu_b, *dn_b;         /* [E, 2I], [E, H] */
     /* DeepseekV3 MoE */
-    float *gate_w;     /* [E, H] */
+    kvc_wmat gate_w;   /* [E, H] */
     float *gate_corr;  /* [E] e_score_correction_bias */
-    float *ex_gate, *ex_up, *ex_down; /* [E, Imoe, H], [E, Imoe, H], [E, H, Imoe] */
-    float *sh_gate, *sh_up, *sh_down; /* [Ish, H], [Ish, H], [H, Ish] */
+    kvc_wmat ex_gate, ex_up, ex_down; /* [E][Imoe, H], [E][Imoe, H], [E][H, Imoe] */
+    kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish] */
     bool moe;
 } kvc_layer_weights;
 
 struct kvc_model {
     kvc_model_config cfg;
-    float *embed;      /* [V, H] */
+    kvc_wmat embed;    /* [V, H] */
     float *final_norm; /* [H] */
-    float *lm_head;    /* [V, H] (aliases embed when tied) */
+    kvc_wmat lm_head;  /* [V, H] (the embed's data when tied) */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
-    float *arena;      /* every weight above lives in this one allocation */
-    int64_t arena_floats;
+    void *arena;       /* every weight above lives in this one allocation */
+    int64_t arena_bytes;
     float *derived;    /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
     float *inv_freq;   /* [rot/2] RoPE inverse frequencies after scaling */
     float rope_attn_factor; /* A (MF 1.4) */
@@ -59,12 +92,21 @@ struct kvc_model {
 };
 
 /* Walks every tensor of the model in a fixed order; the callback receives
- * the HF name, the shape, the destination pointer slot and the kind of
- * initialisation a random model gives it. Used by load, random init and
- * arena sizing, so the three never disagree. */
+ * the HF name, the shape, the slot (`vec` for an f32 tensor, `mat` for a GEMM
+ * operand: shape [rows, cols] or [count, rows, cols], or its transpose when
+ * `transposed`) and the kind of initialisation a random model gives it. Used
+ * by load, random init and arena sizing, so they never disagree. */
 typedef enum kvc_winit { KVC_WINIT_WEIGHT, KVC_WINIT_NORM, KVC_WINIT_BIAS, KVC_WINIT_SINK, KVC_WINIT_GATE_UP } kvc_winit;
-typedef kvc_status (*kvc_weight_visit_fn)(void *user, const char *name, int32_t ndim, const int64_t *shape,
-                                          float **slot, kvc_winit init);
+typedef struct kvc_wtensor {
+    const char *name;
+    int32_t ndim;
+    const int64_t *shape;
+    kvc_winit init;
+    float **vec;
+    kvc_wmat *mat;
+    bool transposed;
+} kvc_wtensor;
+typedef kvc_status (*kvc_weight_visit_fn)(void *user, const kvc_wtensor *t);
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
 
 /* Largest size of any one dimension of a config (2^24: vocabularies and
@@ -74,20 +116,27 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
 #define KVC_MODEL_MAX_DIM (INT64_C(1) << 24)
 #define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
 
-/* Common head of load / random: config checks (every size bounded), arena
- * sizing, RoPE frequencies (kvc_rope_frequencies), then `check` (may be NULL) over every tensor before the arena is
- * allocated (load compares the file's shapes there), arena, rope tables. */
+/* Common head of load / random: config checks (every size bounded), then
+ * `check` (may be NULL) over every tensor before the arena is allocated (load
+ * compares the file's shapes there and sets each matrix's dtype: bf16 where the
+ * file holds BF16; random sets them all), arena sizing, arena, RoPE frequencies
+ * (kvc_rope_frequencies). */
 kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
                            kvc_model **out);
+/* kvc_model_create_random with every GEMM operand in `wdtype` (bf16: the random
+ * values rounded to bf16, as a bf16 checkpoint holds them). */
+kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
+                                       kvc_model **out);
 /* Common tail of load / random, once the weights are filled (prepare.c):
- * brings every weight the GEMM reads into [out, in] form (GptOss experts
- * transposed in place, W_UK^h transposed into m->derived). */
+ * W_UK^h transposed into m->derived (MLA). */
 kvc_status kvci_model_prepare(kvc_model *m);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
-/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear), batch-invariant (gemm.h). */
-void kvci_linear(const float *x, int64_t T, int64_t in, const float *w, const float *b, int64_t out, float *y);
+/* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear) for a one-matrix W
+ * (in = cols, out = rows), batch-invariant (gemm.h, gemm_bf16.h); KVC_ENOMEM from
+ * the bf16 GEMM's scratch. */
+kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float *b, float *y);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
 void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
 

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/internal.h"
+#include "model/weights_internal.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
 #include "model/json_read.h"
@@ -381,4 +382,11 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name, dt);
     }
     return KVC_OK;
+}
+
+const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name)
+{
+    const st_file *f;
+    const cJSON *e = st && name ? find(st, name, &f) : NULL;
+    return e ? cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring : NULL;
 }

@@ -22,40 +22,56 @@ typedef struct visitor {
     char prefix[96];
 } visitor;
 
-static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init)
+static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
+                        bool transposed, kvc_winit init)
 {
     char name[256];
     snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
+    const kvc_wtensor t = {.name = name, .ndim = ndim, .shape = shape, .init = init, .vec = vec, .mat = mat,
+                           .transposed = transposed};
+    return v->fn(v->user, &t);
+}
+
+/* f32 tensors of one or two dims */
+static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init)
+{
     const int64_t s[1] = {a};
-    return v->fn(v->user, name, 1, s, slot, init);
+    return visit(v, suffix, 1, s, slot, NULL, false, init);
 }
 
 static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float **slot, kvc_winit init)
 {
-    char name[256];
-    snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
     const int64_t s[2] = {a, b};
-    return v->fn(v->user, name, 2, s, slot, init);
+    return visit(v, suffix, 2, s, slot, NULL, false, init);
 }
 
-static kvc_status v3(visitor *v, const char *suffix, int64_t a, int64_t b, int64_t c, float **slot, kvc_winit init)
+/* A GEMM operand [rows, cols]. */
+static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w)
 {
-    char name[256];
-    snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
-    const int64_t s[3] = {a, b, c};
-    return v->fn(v->user, name, 3, s, slot, init);
+    const int64_t s[2] = {rows, cols};
+    w->count = 1, w->rows = rows, w->cols = cols;
+    return visit(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT);
+}
+
+/* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed`. */
+static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w, bool transposed,
+                     kvc_winit init)
+{
+    const int64_t s[3] = {E, transposed ? cols : rows, transposed ? rows : cols};
+    w->count = E, w->rows = rows, w->cols = cols;
+    return visit(v, suffix, 3, s, NULL, w, transposed, init);
 }
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w)
 {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    TRY(v2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq));
     if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS));
-    TRY(v2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk));
     if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS));
-    TRY(v2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv));
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS));
-    TRY(v2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS));
     if (c->qk_norm) {
         TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM));
@@ -71,35 +87,35 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim;
     if (rq == 0) {
-        TRY(v2(v, "self_attn.q_proj.weight", nH * dq, H, &w->wq, KVC_WINIT_WEIGHT));
+        TRY(m2(v, "self_attn.q_proj.weight", nH * dq, H, &w->wq));
     } else {
-        TRY(v2(v, "self_attn.q_a_proj.weight", rq, H, &w->wqa, KVC_WINIT_WEIGHT));
+        TRY(m2(v, "self_attn.q_a_proj.weight", rq, H, &w->wqa));
         if (c->qkv_bias) TRY(v1(v, "self_attn.q_a_proj.bias", rq, &w->bqa, KVC_WINIT_BIAS));
         TRY(v1(v, "self_attn.q_a_layernorm.weight", rq, &w->qa_norm, KVC_WINIT_NORM));
-        TRY(v2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb, KVC_WINIT_WEIGHT));
+        TRY(m2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb));
     }
-    TRY(v2(v, "self_attn.kv_a_proj_with_mqa.weight", rkv + dr, H, &w->wkva, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.kv_a_proj_with_mqa.weight", rkv + dr, H, &w->wkva));
     if (c->qkv_bias) TRY(v1(v, "self_attn.kv_a_proj_with_mqa.bias", rkv + dr, &w->bkva, KVC_WINIT_BIAS));
     TRY(v1(v, "self_attn.kv_a_layernorm.weight", rkv, &w->kva_norm, KVC_WINIT_NORM));
     TRY(v2(v, "self_attn.kv_b_proj.weight", nH * (dn + dv), rkv, &w->wkvb, KVC_WINIT_WEIGHT));
-    TRY(v2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo, KVC_WINIT_WEIGHT));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS));
     return KVC_OK;
 }
 
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
-                                  int64_t I, float **g, float **u, float **d)
+                                  int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d)
 {
     const int64_t H = c->hidden_size;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
-    TRY(v2(v, n, I, H, g, KVC_WINIT_WEIGHT));
+    TRY(m2(v, n, I, H, g));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS));
     snprintf(n, sizeof n, "mlp.%sup_proj.weight", sub);
-    TRY(v2(v, n, I, H, u, KVC_WINIT_WEIGHT));
+    TRY(m2(v, n, I, H, u));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS));
     snprintf(n, sizeof n, "mlp.%sdown_proj.weight", sub);
-    TRY(v2(v, n, H, I, d, KVC_WINIT_WEIGHT));
+    TRY(m2(v, n, H, I, d));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS));
     return KVC_OK;
 }
@@ -115,21 +131,21 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
         w->moe = true;
-        TRY(v2(v, "mlp.router.weight", E, H, &w->router_w, KVC_WINIT_WEIGHT));
+        TRY(m2(v, "mlp.router.weight", E, H, &w->router_w));
         TRY(v1(v, "mlp.router.bias", E, &w->router_b, KVC_WINIT_BIAS));
-        TRY(v3(v, "mlp.experts.gate_up_proj", E, H, 2 * I, &w->gu, KVC_WINIT_GATE_UP));
+        TRY(m3(v, "mlp.experts.gate_up_proj", E, 2 * I, H, &w->gu, true, KVC_WINIT_GATE_UP));
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS));
-        TRY(v3(v, "mlp.experts.down_proj", E, I, H, &w->dn, KVC_WINIT_WEIGHT));
+        TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS));
     } else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace) {
         const int64_t E = c->n_routed_experts, Im = c->moe_intermediate_size;
         w->moe = true;
-        TRY(v2(v, "mlp.gate.weight", E, H, &w->gate_w, KVC_WINIT_WEIGHT));
+        TRY(m2(v, "mlp.gate.weight", E, H, &w->gate_w));
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS));
         /* virtual names: the loader reads per-expert modules or the fused form (MF 4.5) */
-        TRY(v3(v, KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, KVC_WINIT_WEIGHT));
-        TRY(v3(v, KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, KVC_WINIT_WEIGHT));
-        TRY(v3(v, KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, KVC_WINIT_WEIGHT));
+        TRY(m3(v, KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT));
+        TRY(m3(v, KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT));
+        TRY(m3(v, KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT));
         if (c->n_shared_experts > 0)
             TRY(visit_dense_mlp(v, c, w, "shared_experts.", Im * c->n_shared_experts, &w->sh_gate, &w->sh_up,
                                 &w->sh_down));
@@ -143,50 +159,52 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
 {
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .prefix = ""};
-    TRY(v2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, KVC_WINIT_WEIGHT));
+    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed));
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.prefix[0] = '\0';
     TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM));
     if (!c->tie_word_embeddings)
-        TRY(v2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, KVC_WINIT_WEIGHT));
+        TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head));
     return KVC_OK;
 }
 
 /* ---- arena ---------------------------------------------------------------- */
 
-static int64_t numel(int32_t ndim, const int64_t *s)
+static int64_t numel(const kvc_wtensor *t)
 {
     int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++) n *= s[i];
+    for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
 }
 
-/* Sums the arena's floats, each tensor rounded up to 16 floats (64-byte
- * aligned starts); refuses a tensor or a total beyond KVC_MODEL_MAX_WEIGHT_BYTES
- * before any product can overflow (every size is at most KVC_MODEL_MAX_DIM). */
-static kvc_status count_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
-                           kvc_winit init)
+/* Bytes of a tensor in the arena (a 64-byte multiple). */
+static int64_t tensor_bytes(const kvc_wtensor *t)
 {
-    (void)slot, (void)init;
+    return t->mat ? t->mat->count * kvci_wmat_matrix_bytes(t->mat) : (numel(t) * 4 + 63) / 64 * 64;
+}
+
+/* Sums the arena's bytes; refuses a tensor or a total beyond KVC_MODEL_MAX_WEIGHT_BYTES
+ * before any product can overflow (every size is at most KVC_MODEL_MAX_DIM). */
+static kvc_status count_fn(void *user, const kvc_wtensor *t)
+{
     int64_t *total = user, n = 1;
-    for (int32_t i = 0; i < ndim; i++)
-        if (!kvci_mul64(n, shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
-            return kvci_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", name,
+    for (int32_t i = 0; i < t->ndim; i++)
+        if (!kvci_mul64(n, t->shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
+            return kvci_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", t->name,
                             (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
-    *total += (n + 15) & ~(int64_t)15;
-    if (*total > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
+    *total += tensor_bytes(t);
+    if (*total > KVC_MODEL_MAX_WEIGHT_BYTES)
         return kvci_fail(KVC_EINVAL, "model: the weights up to tensor \"%s\" need more than the %lld-byte weight limit",
-                        name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
+                        t->name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     return KVC_OK;
 }
 
-static kvc_status assign_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
-                            kvc_winit init)
+static kvc_status assign_fn(void *user, const kvc_wtensor *t)
 {
-    (void)name, (void)init;
-    float **cur = user;
-    *slot = *cur;
-    *cur += (numel(ndim, shape) + 15) & ~(int64_t)15;
+    char **cur = user;
+    if (t->mat) t->mat->data = *cur;
+    else *t->vec = (float *)*cur;
+    *cur += tensor_bytes(t);
     return KVC_OK;
 }
 
@@ -255,12 +273,13 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn che
     m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
     m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
-    kvc_status st = m->inv_freq ? kvci_model_visit_weights(m, count_fn, &n) : kvci_fail(KVC_ENOMEM, "model: out of memory");
-    if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user);
-    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n * sizeof(float), (void **)&m->arena);
+    kvc_status st = m->inv_freq ? KVC_OK : kvci_fail(KVC_ENOMEM, "model: out of memory");
+    if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user); /* shapes, dtypes */
+    if (st == KVC_OK) st = kvci_model_visit_weights(m, count_fn, &n);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n, &m->arena);
     if (st == KVC_OK) {
-        m->arena_floats = n;
-        float *cur = m->arena;
+        m->arena_bytes = n;
+        char *cur = m->arena;
         st = kvci_model_visit_weights(m, assign_fn, &cur);
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
@@ -292,33 +311,44 @@ static double gauss(uint64_t *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static kvc_status random_fn(void *user, const char *name, int32_t ndim, const int64_t *shape, float **slot,
-                            kvc_winit init)
+static kvc_status random_fn(void *user, const kvc_wtensor *t)
 {
     uint64_t s = *(const uint64_t *)user;
-    for (const char *p = name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
-    const int64_t n = numel(ndim, shape);
+    for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
+    const int64_t n = numel(t), *shape = t->shape;
     /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors */
-    const int64_t fan_in = (ndim == 3 && strstr(name, "gate_up_proj")) ? shape[1] : shape[ndim - 1];
+    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1] : shape[t->ndim - 1];
     double mean = 0.0, std;
-    switch (init) {
+    switch (t->init) {
     case KVC_WINIT_NORM: mean = 1.0, std = 0.1; break;
     case KVC_WINIT_BIAS: std = 0.05; break;
     case KVC_WINIT_SINK: std = 1.0; break;
     case KVC_WINIT_GATE_UP: std = 0.6; break;
-    default: std = strcmp(name, "model.embed_tokens.weight") == 0 ? 1.0 : 1.0 / sqrt((double)fan_in); break;
+    default: std = strcmp(t->name, "model.embed_tokens.weight") == 0 ? 1.0 : 1.0 / sqrt((double)fan_in); break;
     }
-    float *d = *slot;
+    float *d = t->mat ? kvci_malloc((size_t)n * sizeof(float)) : *t->vec;
+    if (!d) return kvci_fail(KVC_ENOMEM, "model: out of memory for tensor \"%s\"", t->name);
     for (int64_t i = 0; i < n; i++) d[i] = (float)(mean + std * gauss(&s));
+    if (t->mat) {
+        kvci_wmat_fill(t->mat, d, t->transposed);
+        kvci_free(d);
+    }
     return KVC_OK;
 }
 
-kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out)
+static kvc_status set_dtype_fn(void *user, const kvc_wtensor *t)
+{
+    if (t->mat) t->mat->dtype = *(const kvc_wmat_dtype *)user;
+    return KVC_OK;
+}
+
+kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
+                                       kvc_model **out)
 {
     if (!cfg || !out) return kvci_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
     kvc_model *m = NULL;
-    TRY(kvci_model_alloc(cfg, NULL, NULL, &m));
+    TRY(kvci_model_alloc(cfg, set_dtype_fn, &wdtype, &m));
     kvc_status st = kvci_model_visit_weights(m, random_fn, &seed);
     if (st == KVC_OK) st = kvci_model_prepare(m);
     if (st != KVC_OK) {
@@ -327,4 +357,9 @@ kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, k
     }
     *out = m;
     return KVC_OK;
+}
+
+kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out)
+{
+    return kvci_model_create_random_as(cfg, seed, KVC_WMAT_F32, out);
 }

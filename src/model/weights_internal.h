@@ -1,4 +1,4 @@
-/* Virtual tensor names of the DeepseekV3 routed experts: the loader fills
+/* Internal helpers of the weight loaders. Virtual tensor names of the DeepseekV3 routed experts: the loader fills
  * them from per-expert modules (mlp.experts.{e}.{gate,up,down}_proj.weight)
  * or from the fused form (mlp.experts.gate_up_proj / down_proj), MF 4.5. */
 #ifndef KVC_MODEL_WEIGHTS_INTERNAL_H
@@ -7,5 +7,10 @@
 #define KVC_DS_EXPERTS_GATE "mlp.experts.*.gate_proj.weight"
 #define KVC_DS_EXPERTS_UP "mlp.experts.*.up_proj.weight"
 #define KVC_DS_EXPERTS_DOWN "mlp.experts.*.down_proj.weight"
+
+#include "kvcache/model.h"
+
+/* The dtype string ("F32", "BF16", ...) of a tensor of st; NULL when absent. */
+const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name);
 
 #endif

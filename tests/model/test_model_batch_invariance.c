@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include "kvcache/kvcache.h"
+#include "model/gemm_bf16.h"
+#include "model/model_internal.h"
 
 #define NREQ      5
 #define SMAX      32 /* positions per request */
@@ -142,6 +144,9 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
     check(kvc_model_forward(h->m, h->ws, &a), "forward");
 }
 
+/* The dtype of the GEMM operands of the random models (bf16: packed, on the kernel forced). */
+static kvc_wmat_dtype weights = KVC_WMAT_F32;
+
 /* One round: new random sequences and schedule; adds its preemptions and
  * mixed prefill/decode steps to the counters. */
 static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed,
@@ -149,7 +154,7 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
     kvc_model_config cfg;
     check(kvc_model_config_parse(json, "test config", &cfg), "config");
     kvc_model *m = NULL;
-    check(kvc_model_create_random(&cfg, seed, &m), "model");
+    check(kvci_model_create_random_as(&cfg, seed, weights, &m), "model");
     harness h = {.m = m, .c = kvc_model_config_of(m), .V = cfg.vocab_size};
     check(kvc_model_workspace_create(m, NREQ * SMAX, NREQ, SMAX, &h.ws), "workspace");
     caches_init(&h, kind, latent, dt);
@@ -276,6 +281,22 @@ static void test_deepseek_latent_fp8_paged(void **s) {
     (void)s, run_family(DEEPSEEK, PAGED, true, KVC_DTYPE_F8E4M3, 16);
 }
 
+/* bf16 weights: every family on every bf16 GEMM kernel of this CPU (each its own bits). */
+static void run_bf16_weights(const char *json, kvc_model_cache_kind kind, bool latent, uint64_t seed) {
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int n = kvci_gemm_bf16_kernels(all);
+    weights = KVC_WMAT_BF16;
+    for (int k = 0; k < n; k++) {
+        check(kvci_gemm_bf16_force(all[k]->name), all[k]->name);
+        run_family(json, kind, latent, F32, seed);
+    }
+    check(kvci_gemm_bf16_force(NULL), "force");
+    weights = KVC_WMAT_F32;
+}
+static void test_dense_bf16_weights(void **s) { (void)s, run_bf16_weights(QWEN3, PAGED, false, 17); }
+static void test_gpt_oss_bf16_weights(void **s) { (void)s, run_bf16_weights(GPT_OSS, CONTIG, false, 18); }
+static void test_deepseek_bf16_weights(void **s) { (void)s, run_bf16_weights(DEEPSEEK, PAGED, true, 19); }
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_paged),
@@ -294,6 +315,9 @@ int main(void) {
         cmocka_unit_test(test_gpt_oss_fp8_e5m2_paged),
         cmocka_unit_test(test_deepseek_latent_int8_contiguous),
         cmocka_unit_test(test_deepseek_latent_fp8_paged),
+        cmocka_unit_test(test_dense_bf16_weights),
+        cmocka_unit_test(test_gpt_oss_bf16_weights),
+        cmocka_unit_test(test_deepseek_bf16_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,8 @@
 
 #include "kvc_test_util.h"
 #include "kvcache/runner.h"
+#include "model/gemm_bf16.h"
+#include "model/model_internal.h"
 
 #define REL_TOL 1e-4
 #define ABS_FLOOR 2e-5
@@ -241,7 +243,25 @@ static void test_dtypes_gpt_oss(void **state) { (void)state; check_dtypes("gpt_o
 static void test_dtypes_deepseek_v3(void **state) { (void)state; check_dtypes("deepseek_v3"); }
 
 static void test_qwen3(void **state) { (void)state; run_dir("qwen3"); }
-static void test_qwen3_bf16(void **state) { (void)state; run_dir("qwen3/bf16"); }
+/* The BF16 checkpoint keeps its matrices in bf16 (packed) and meets the oracle on every bf16 GEMM kernel of this CPU. */
+static void test_qwen3_bf16(void **state)
+{
+    (void)state;
+    char dir[1024];
+    kvc_test_oracle_dir("qwen3/bf16", dir, sizeof dir);
+    kvc_model *m = NULL;
+    if (kvc_model_load(dir, &m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
+    assert_int_equal(m->layers[0].wq.dtype, KVC_WMAT_BF16);
+    assert_int_equal(m->lm_head.dtype, KVC_WMAT_BF16);
+    kvc_model_destroy(m);
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int n = kvci_gemm_bf16_kernels(all);
+    for (int k = 0; k < n; k++) {
+        if (kvci_gemm_bf16_force(all[k]->name) != KVC_OK) fail_msg("%s", kvc_last_error());
+        run_dir("qwen3/bf16");
+    }
+    assert_int_equal(kvci_gemm_bf16_force(NULL), KVC_OK);
+}
 static void test_qwen3_f16(void **state) { (void)state; run_dir("qwen3/f16"); }
 static void test_gpt_oss(void **state) { (void)state; run_dir("gpt_oss"); }
 static void test_deepseek_v3(void **state) { (void)state; run_dir("deepseek_v3"); }

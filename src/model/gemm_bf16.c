@@ -1,0 +1,173 @@
+/* kvci_gemm_bf16: packing of bf16 weights, the portable kernel of the fma
+ * family, the run-time choice of kernel, the per-thread scratch of the split
+ * activations and the blocking and threading around the kernels (gemm_bf16.h).
+ * Every output element is computed whole (all of K) by one kernel call, so
+ * blocking and threads never change a bit. */
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/gemm_bf16.h"
+
+static int64_t k_padded(int64_t K) { return (K + 31) / 32 * 32; }
+
+int64_t kvci_bf16_packed_elems(int64_t N, int64_t K) { return kvci_cdiv(N, 16) * 16 * k_padded(K); }
+
+/* f32 -> bf16, round to nearest even; NaN stays a quiet NaN. */
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Offset of B[n][k] in the packed layout. */
+static int64_t packed_at(int64_t Kp, int64_t n, int64_t k) {
+    return (n / 16) * 16 * Kp + (k / 2) * 32 + (n % 16) * 2 + (k % 2);
+}
+
+void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
+    const int64_t Kp = k_padded(K);
+    memset(dst, 0, (size_t)kvci_bf16_packed_elems(N, K) * sizeof *dst);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++) dst[packed_at(Kp, n, k)] = to_bf16(src[n * sn + k * sk]);
+}
+
+void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {
+    (void)N;
+    const int64_t Kp = k_padded(K);
+    for (int64_t k = 0; k < K; k++) out[k] = from_bf16(packed[packed_at(Kp, n, k)]);
+}
+
+/* The fma family's order, one element at a time. */
+static void block_portable(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    for (int64_t i = m0; i < m1; i++)
+        for (int64_t j = g0 * 16; j < kvci_min64(c->N, g1 * 16); j++) {
+            const float *a = c->A + i * c->lda;
+            float acc = 0.0f;
+            for (int64_t k = 0; k < c->K; k++) acc = fmaf(a[k], from_bf16(c->B[packed_at(c->Kp, j, k)]), acc);
+            c->C[i * c->ldc + j] = c->bias ? acc + c->bias[j] : acc;
+        }
+}
+
+static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable};
+
+int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
+    int n = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    const kvc_gemm_bf16_kernel *amx = kvci_gemm_bf16_amx_kernel(), *dot = kvci_gemm_bf16_dot512_kernel();
+    const kvc_gemm_bf16_kernel *f512 = kvci_gemm_bf16_fma512_kernel(), *f256 = kvci_gemm_bf16_fma256_kernel();
+    /* measured order (docs/runtime.md): three vdpbf16ps per pair lose to two widened FMAs */
+    if (amx) out[n++] = amx;
+    if (f512 && __builtin_cpu_supports("avx512f")) out[n++] = f512;
+    if (dot && __builtin_cpu_supports("avx512bf16")) out[n++] = dot;
+    if (f256 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = f256;
+#endif
+    out[n++] = &portable;
+    return n;
+}
+
+static const kvc_gemm_bf16_kernel *_Atomic forced;
+
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_active(void) {
+    const kvc_gemm_bf16_kernel *f = forced;
+    if (f) return f;
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    kvci_gemm_bf16_kernels(all);
+    return all[0];
+}
+
+kvc_status kvci_gemm_bf16_force(const char *name) {
+    if (!name) {
+        forced = NULL;
+        return KVC_OK;
+    }
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int n = kvci_gemm_bf16_kernels(all);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i]->name, name) == 0) {
+            forced = all[i];
+            return KVC_OK;
+        }
+    return kvci_fail(KVC_EINVAL, "gemm bf16: kernel \"%s\" is not available on this CPU (best: %s)", name,
+                     all[0]->name);
+}
+
+/* ---- the split activations: one grow-only buffer per calling thread ---------------------------- */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local uint16_t *scratch;
+static _Thread_local size_t scratch_elems;
+
+static void scratch_key_make(void) { (void)pthread_key_create(&scratch_key, kvc_aligned_free); }
+
+static kvc_status scratch_reserve(size_t elems) {
+    if (elems <= scratch_elems) return KVC_OK;
+    (void)pthread_once(&scratch_once, scratch_key_make);
+    uint16_t *p = NULL;
+    kvc_status st = kvc_aligned_alloc(64, elems * sizeof *p, (void **)&p);
+    if (st != KVC_OK) return kvci_fail(st, "gemm bf16: no memory for %zu split activations", elems);
+    kvc_aligned_free(scratch);
+    scratch = p, scratch_elems = elems;
+    (void)pthread_setspecific(scratch_key, p); /* freed when the thread exits */
+    return KVC_OK;
+}
+
+#define BF16_B_BLOCK_BYTES  (256 * 1024) /* packed B per job: stays in L2 while the job's rows pass */
+#define BF16_MC             64
+#define BF16_PARALLEL_FLOPS (1 << 22)
+#define BF16_PARALLEL_BYTES (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
+
+kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                          const float *bias, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return KVC_OK;
+    KVC_ASSERT(K >= 1);
+    const kvc_gemm_bf16_kernel *kr = kvci_gemm_bf16_active();
+    kvc_bf16_call c = {.M = M,
+                       .N = N,
+                       .K = K,
+                       .Kp = k_padded(K),
+                       .A = A,
+                       .lda = lda,
+                       .B = B,
+                       .bias = bias,
+                       .C = C,
+                       .ldc = ldc,
+                       .Mp = (M + 15) / 16 * 16};
+    if (kr->split) {
+        kvc_status st = scratch_reserve((size_t)(KVC_GEMM_BF16_PARTS * c.Mp * c.Kp));
+        if (st != KVC_OK) return st;
+        c.As = scratch;
+    }
+    const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;
+    const int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
+    const int64_t jobs_m = kvci_cdiv(M, mc), jobs_n = kvci_cdiv(G, gc), jobs = jobs_m * jobs_n;
+    const double flops = 2.0 * (double)M * (double)N * (double)K, bytes = 2.0 * (double)N * (double)K;
+    const bool threads = jobs > 1 && (flops >= BF16_PARALLEL_FLOPS || bytes >= BF16_PARALLEL_BYTES);
+    uint16_t *As = (uint16_t *)c.As;
+#pragma omp parallel if (threads)
+    {
+        if (kr->split) {
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < c.Mp; r += 16) kr->split(&c, r, r + 16, As);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t job = 0; job < jobs; job++) {
+            const int64_t m0 = (job % jobs_m) * mc, g0 = (job / jobs_m) * gc;
+            kr->block(&c, m0, kvci_min64(M, m0 + mc), g0, kvci_min64(G, g0 + gc));
+        }
+    }
+    return KVC_OK;
+}

@@ -1,0 +1,64 @@
+/* The avx512-bf16 kernel of kvci_gemm_bf16's dot family (gemm_bf16.h): one
+ * vector lane per output column; for each block of 32 k and each bf16 part
+ * of the activation, vdpbf16ps adds the 16 pairs of the block in order
+ * (the pair of the activation broadcast, the packed pair of the 16 columns).
+ * Tiles of up to 4 rows x 4 groups of 16 columns; compiled with a target
+ * attribute, used only when the CPU reports AVX512_BF16. */
+#include "model/gemm_bf16.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "model/gemm_bf16_x86.h"
+
+#define INL __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline
+#define TGT __attribute__((target("avx512f,avx512bf16")))
+
+/* Parts by vcvtneps2bf16 (round to nearest even; denormal inputs and results become 0,
+ * as the dot instructions would take them): hi = bf16(a), then the exact f32 remainder. */
+TGT void kvci_bf16_split_avx512(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As) {
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t k = 0; k < c->Kp; k += 16) {
+            const int64_t left = i < c->M ? kvci_max64(0, kvci_min64(16, c->K - k)) : 0;
+            __m512 r = _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1u), c->A + i * c->lda + k);
+            for (int p = 0; p < KVC_GEMM_BF16_PARTS; p++) {
+                const __m256i h = (__m256i)_mm512_cvtneps_pbh(r);
+                _mm256_storeu_si256((__m256i *)(As + kvci_bf16_split_at(c, p, i, k)), h);
+                r = _mm512_sub_ps(r, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+            }
+        }
+}
+
+INL void tile(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t g) {
+    __m512 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
+    const uint16_t *b = c->B + g * 16 * c->Kp;
+    for (int64_t kb = 0; kb < c->Kp; kb += 32)
+        for (int p = 0; p < KVC_GEMM_BF16_PARTS; p++) {
+            for (int q = 0; q < 16; q++) {
+                __m512i ap[4];
+#pragma GCC unroll 4
+                for (int r = 0; r < MR; r++) {
+                    int32_t pair;
+                    __builtin_memcpy(&pair, c->As + kvci_bf16_split_at(c, p, i + r, kb + 2 * q), 4);
+                    ap[r] = _mm512_set1_epi32(pair);
+                }
+#pragma GCC unroll 4
+                for (int j = 0; j < NR; j++) {
+                    const __m512i v = _mm512_loadu_si512(b + j * 16 * c->Kp + kb * 16 + q * 32);
+#pragma GCC unroll 4
+                    for (int r = 0; r < MR; r++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)ap[r], (__m512bh)v);
+                }
+            }
+        }
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NR; j++) bf16_store_group(c, i + r, g + j, acc[r][j]);
+}
+
+KVC_BF16_TILES_4X4(TGT, dot, tile)
+
+static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot", kvci_bf16_split_avx512, 1, dot_block};
+
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void) { return &dot512; }
+#else
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void) { return NULL; }
+#endif

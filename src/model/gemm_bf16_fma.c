@@ -1,0 +1,135 @@
+/* The fma family of kvci_gemm_bf16 (gemm_bf16.h) on AVX-512F and AVX2+FMA:
+ * one vector lane per output column, the bf16 weights of a packed pair
+ * widened to f32 by shifts (even k: << 16; odd k: high half kept), the
+ * activation broadcast, and acc = fma(a, b, acc) for k = 0 .. K-1 in order:
+ * the portable kernel's roundings exactly. Tiles of MR rows x NR vectors;
+ * compiled with target attributes, used only when the CPU reports the ISA. */
+#include "model/gemm_bf16.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "model/gemm_bf16_x86.h"
+
+/* ---- AVX-512F: a vector is one group of 16 columns; tiles up to 4 rows x 4 groups ---- */
+
+#define INL512 __attribute__((target("avx512f"), always_inline)) static inline
+#define TGT512 __attribute__((target("avx512f")))
+
+INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t g) {
+    __m512 acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
+    const uint16_t *b = c->B + g * 16 * c->Kp;
+    const float *a = c->A + i * c->lda;
+    const __m512i odd = _mm512_set1_epi32((int)0xFFFF0000u);
+    const int64_t pairs = c->K / 2;
+    for (int64_t P = 0; P < pairs; P++) {
+        __m512 ae[4], ao[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; r++)
+            ae[r] = _mm512_set1_ps(a[r * c->lda + 2 * P]), ao[r] = _mm512_set1_ps(a[r * c->lda + 2 * P + 1]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; j++) {
+            const __m512i v = _mm512_loadu_si512(b + j * 16 * c->Kp + P * 32);
+            const __m512 be = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+            const __m512 bo = _mm512_castsi512_ps(_mm512_and_si512(v, odd));
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; r++) {
+                acc[r][j] = _mm512_fmadd_ps(ae[r], be, acc[r][j]);
+                acc[r][j] = _mm512_fmadd_ps(ao[r], bo, acc[r][j]);
+            }
+        }
+    }
+    if (c->K % 2) { /* the last k is even: its pair's odd half is padding */
+        for (int j = 0; j < NR; j++) {
+            const __m512i v = _mm512_loadu_si512(b + j * 16 * c->Kp + pairs * 32);
+            const __m512 be = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+            for (int r = 0; r < MR; r++)
+                acc[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NR; j++) bf16_store_group(c, i + r, g + j, acc[r][j]);
+}
+
+KVC_BF16_TILES_4X4(TGT512, fma512, tile512)
+
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block};
+
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
+
+/* ---- AVX2 + FMA: a vector is half a group (8 columns); tiles up to 2 rows x 4 half-groups ---- */
+
+#define INL256 __attribute__((target("avx2,fma"), always_inline)) static inline
+#define TGT256 __attribute__((target("avx2,fma")))
+
+/* Half-group h of the call: columns 8h .. 8h+7, pair P at B + (h / 2) 16 Kp + P 32 + (h % 2) 16. */
+INL256 __m256i half_pair(const kvc_bf16_call *c, int64_t h, int64_t P) {
+    return _mm256_loadu_si256((const __m256i *)(c->B + (h / 2) * 16 * c->Kp + P * 32 + (h % 2) * 16));
+}
+
+INL256 void tile256(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t h) {
+    __m256 acc[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 4; j++) acc[r][j] = _mm256_setzero_ps();
+    const float *a = c->A + i * c->lda;
+    const __m256i odd = _mm256_set1_epi32((int)0xFFFF0000u);
+    const int64_t pairs = c->K / 2;
+    for (int64_t P = 0; P < pairs; P++) {
+        __m256 ae[2], ao[2];
+#pragma GCC unroll 2
+        for (int r = 0; r < MR; r++)
+            ae[r] = _mm256_broadcast_ss(a + r * c->lda + 2 * P),
+            ao[r] = _mm256_broadcast_ss(a + r * c->lda + 2 * P + 1);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; j++) {
+            const __m256i v = half_pair(c, h + j, P);
+            const __m256 be = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+            const __m256 bo = _mm256_castsi256_ps(_mm256_and_si256(v, odd));
+#pragma GCC unroll 2
+            for (int r = 0; r < MR; r++) {
+                acc[r][j] = _mm256_fmadd_ps(ae[r], be, acc[r][j]);
+                acc[r][j] = _mm256_fmadd_ps(ao[r], bo, acc[r][j]);
+            }
+        }
+    }
+    if (c->K % 2)
+        for (int j = 0; j < NR; j++) {
+            const __m256 be = _mm256_castsi256_ps(_mm256_slli_epi32(half_pair(c, h + j, pairs), 16));
+            for (int r = 0; r < MR; r++)
+                acc[r][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * c->lda + 2 * pairs), be, acc[r][j]);
+        }
+    for (int j = 0; j < NR; j++) {
+        const int64_t n0 = (h + j) * 8, cols = kvci_min64(8, c->N - n0);
+        float out[8];
+        for (int r = 0; r < MR; r++) {
+            _mm256_storeu_ps(out, acc[r][j]);
+            for (int64_t q = 0; q < cols; q++)
+                c->C[(i + r) * c->ldc + n0 + q] = c->bias ? out[q] + c->bias[n0 + q] : out[q];
+        }
+    }
+}
+
+#define TILE256(MR, NR)                                                                                                \
+    TGT256 static void t256_##MR##x##NR(const kvc_bf16_call *c, int64_t i, int64_t h) { tile256(MR, NR, c, i, h); }
+#define ROW256(MR) TILE256(MR, 1) TILE256(MR, 2) TILE256(MR, 3) TILE256(MR, 4)
+ROW256(1)
+ROW256(2)
+
+typedef void (*fixed_tile)(const kvc_bf16_call *, int64_t, int64_t);
+#define FNS256(MR)                                                                                                     \
+    { t256_##MR##x1, t256_##MR##x2, t256_##MR##x3, t256_##MR##x4 }
+static const fixed_tile tiles256[2][4] = {FNS256(1), FNS256(2)};
+
+static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    const int64_t h1 = kvci_min64(2 * g1, kvci_cdiv(c->N, 8)); /* half-groups holding a column < N */
+    for (int64_t h = 2 * g0; h < h1; h += 4)
+        for (int64_t i = m0; i < m1; i += 2) tiles256[kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
+}
+
+static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256};
+
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }
+#else
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return NULL; }
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return NULL; }
+#endif

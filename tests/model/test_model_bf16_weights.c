@@ -1,0 +1,118 @@
+/* Models whose GEMM operands are kept in bf16 (packed, src/model/wmat.c):
+ * for every family, a random bf16 model and the f32 model drawn from the same
+ * seed with its matrices rounded to bf16 give the same prompt logits to f32 rounding on every bf16
+ * GEMM kernel of this CPU (so packing, the GptOss experts' transposition, the
+ * DeepSeek experts and the tied / untied heads are read right), and the
+ * weights take about half the bytes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/half.h"
+#include "kvcache/kvcache.h"
+#include "model/gemm_bf16.h"
+#include "model/model_internal.h"
+
+#define T 9 /* prompt tokens */
+
+static void check(kvc_status st, const char *what) {
+    if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+/* Rounds an f32 model's GEMM operands to bf16 in place: the values the bf16
+ * model, drawn from the same seed, must hold wherever it packed them. */
+static kvc_status round_to_bf16(void *user, const kvc_wtensor *t) {
+    (void)user;
+    if (!t->mat) return KVC_OK;
+    assert_int_equal(t->mat->dtype, KVC_WMAT_F32);
+    float *d = t->mat->data;
+    for (int64_t i = 0; i < t->mat->count * t->mat->rows * t->mat->cols; i++)
+        d[i] = kvc_bf16_to_f32(kvc_f32_to_bf16(d[i]));
+    return KVC_OK;
+}
+
+static void prompt_logits(const kvc_model *m, const int32_t *ids, float *lg) {
+    int64_t pos[T], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
+    for (int64_t i = 0; i < T; i++) pos[i] = i;
+    kvc_step_metadata md = {.is_prefill = true,
+                            .n_rows = 1,
+                            .n_tokens = T,
+                            .prompt_tokens = T,
+                            .positions = pos,
+                            .kv_pos = kvp,
+                            .seq_lens_q = lq,
+                            .seq_lens_kv = lq,
+                            .cu_seq_lens_q = cu,
+                            .cu_seq_lens_kv = cu};
+    kvc_model_workspace *ws = NULL;
+    check(kvc_model_workspace_create(m, T, 1, T, &ws), "workspace");
+    kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
+    check(kvc_model_forward(m, ws, &a), "forward");
+    kvc_model_workspace_destroy(ws);
+}
+
+static void run(const char *json) {
+    kvc_model_config cfg;
+    check(kvc_model_config_parse(json, "test config", &cfg), "config");
+    kvc_model *b = NULL, *f = NULL;
+    check(kvci_model_create_random_as(&cfg, 7, KVC_WMAT_BF16, &b), "bf16 model");
+    check(kvci_model_create_random_as(&cfg, 7, KVC_WMAT_F32, &f), "f32 model");
+    assert_true(b->arena_bytes < f->arena_bytes * 6 / 10);
+    check(kvci_model_visit_weights(f, round_to_bf16, NULL), "round");
+    const int64_t V = cfg.vocab_size;
+    int32_t ids[T];
+    for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 37 + 11) % V);
+    float *ref = malloc((size_t)(T * V) * sizeof(float)), *got = malloc((size_t)(T * V) * sizeof(float));
+    assert_non_null(ref);
+    assert_non_null(got);
+    prompt_logits(f, ids, ref);
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int n = kvci_gemm_bf16_kernels(all);
+    for (int k = 0; k < n; k++) {
+        check(kvci_gemm_bf16_force(all[k]->name), all[k]->name);
+        prompt_logits(b, ids, got);
+        for (int64_t i = 0; i < T * V; i++)
+            if (fabs((double)got[i] - ref[i]) > 1e-4 * fabs(ref[i]) + 2e-5)
+                fail_msg("%s, %s: logit %lld is %.7g, the f32 model's %.7g", cfg.model_type, all[k]->name, (long long)i,
+                         got[i], ref[i]);
+    }
+    check(kvci_gemm_bf16_force(NULL), "force");
+    free(ref), free(got);
+    kvc_model_destroy(b), kvc_model_destroy(f);
+}
+
+#define COMMON "\"vocab_size\":96,\"hidden_size\":64,\"num_hidden_layers\":2,\"max_position_embeddings\":512,"
+static void test_dense(void **s) {
+    (void)s, run("{\"model_type\":\"qwen3\"," COMMON "\"intermediate_size\":96,\"num_attention_heads\":4,"
+                 "\"num_key_value_heads\":2,\"head_dim\":16,\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,"
+                 "\"tie_word_embeddings\":true}");
+}
+static void test_gpt_oss(void **s) {
+    (void)s, run("{\"model_type\":\"gpt_oss\"," COMMON "\"intermediate_size\":32,\"num_attention_heads\":4,"
+                 "\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":5,\"num_local_experts\":4,"
+                 "\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
+                 "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"rope_theta\":150000}");
+}
+static void test_deepseek(void **s) {
+    (void)s, run("{\"model_type\":\"deepseek_v3\"," COMMON "\"intermediate_size\":96,\"moe_intermediate_size\":32,"
+                 "\"first_k_dense_replace\":1,\"num_attention_heads\":4,\"num_key_value_heads\":4,"
+                 "\"q_lora_rank\":32,\"kv_lora_rank\":24,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,"
+                 "\"v_head_dim\":12,\"n_routed_experts\":8,\"n_group\":2,\"topk_group\":1,"
+                 "\"num_experts_per_tok\":2,\"n_shared_experts\":1,\"routed_scaling_factor\":2.5,"
+                 "\"rope_theta\":10000}");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
