@@ -81,11 +81,11 @@ def test_unencodable_salt_refused():
     ([[ENTRY]], {"FullAttention\0x": 8}),
 ])
 def test_names_with_nul_refused(layers, block_num):
-    with pytest.raises(kvcache.InvalidArgument, match="holds a NUL byte"):
+    with pytest.raises(kvcache.InvalidArgument, match="contains a NUL byte"):
         kvcache.Manager(layers, block_num=block_num, max_model_len=64)
 
 
 def test_key_with_nul_refused():
     m = kvcache.Manager([[ENTRY]], block_num=8, max_model_len=64)
-    with pytest.raises(kvcache.InvalidArgument, match="holds a NUL byte"):
+    with pytest.raises(kvcache.InvalidArgument, match="contains a NUL byte"):
         m.block_table(1, "FullAttention\0x")
