@@ -165,7 +165,7 @@ void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_
 void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     if (!t->present) return;
     int64_t n = kvci_req_blocks_real(t);
-    const int32_t *real = t->ids + t->n_null;
+    const int32_t *real = n > 0 ? t->ids + t->n_null : NULL; /* an empty table may have no ids yet */
     if (m->caching) {
         /* Tail first: the last blocks of a sequence are evicted before its first. */
         for (int64_t i = 0; i < n; i++) m->scratch[i] = real[n - 1 - i];
