@@ -552,6 +552,7 @@ int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, 
                    size_t err_cap) {
     parser p = {err, err_cap, 0, 0};
     *out = NULL;
+    if (err_cap > 0) err[0] = '\0';
     cJSON *root = NULL;
     kvc_status st = kvci_json_parse(json, len, "", &root);
     if (st != KVC_OK) {
@@ -569,7 +570,8 @@ int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, 
     if (!ok) {
         kvc_trace_destroy(t);
         if (kvci_alloc_failures() == failures) return KVC_TRACE_EXIT_INVALID;
-        snprintf(err, err_cap, "out of memory loading the trace");
+        if (err_cap > 0 && err[0] == '\0') /* keep the message of the step that ran out (the library's own) */
+            snprintf(err, err_cap, "out of memory loading the trace");
         return KVC_TRACE_EXIT_FAILED;
     }
     *out = t;

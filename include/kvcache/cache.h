@@ -286,10 +286,21 @@ typedef struct kvc_manager_params {
  * prefix caching off (salt 0, interval 0), poison_new_blocks from KVC_POISON_BLOCKS. */
 KVC_API kvc_manager_params kvc_manager_default_params(void);
 
-/* The description must outlive the manager (buffer infos read its tensors). */
+/* The description must outlive the manager (buffer infos read its tensors).
+ * Its memory follows use, not max_requests x max_model_len: request slots,
+ * block tables, the prefix index and the query scratch grow (by doubling)
+ * as requests, positions, indexed blocks and prompts need them, so a call
+ * that grows one may fail with KVC_ENOMEM, changing nothing. */
 KVC_API kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out);
 KVC_API void kvc_manager_destroy(kvc_manager *m);
+/* Makes room up front for n_requests live requests (<= max_requests) of up
+ * to n_positions positions each (<= max_model_len), for prefix-cache
+ * queries of as many tokens and for an index of every block: within those
+ * bounds allocate_slots, find_prefix and cache_computed then allocate
+ * nothing (the engine reserves its max_num_seqs x max_model_len). KVC_ENOMEM
+ * keeps the room made so far; nothing else changes. */
+KVC_API kvc_status kvc_manager_reserve(kvc_manager *m, int64_t n_requests, int64_t n_positions);
 
 #define KVC_ALL_KEYS UINT64_MAX /* key mask selecting every manager */
 

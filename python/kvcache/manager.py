@@ -365,7 +365,9 @@ class Manager:
     def step(self, rows, is_prefill):
         """Metadata of one step over rows [(request_id, computed_tokens,
         num_new_tokens), ...] in batch order (request_id < 0: padding), built
-        from the current block tables (call after the step's allocate_slots)."""
+        from the current block tables (call after the step's allocate_slots: a
+        row past its request's allocation, or of an unknown request, raises
+        InvalidArgument)."""
         rows = [tuple(r) for r in rows]
         n = len(rows)
         req = ffi.new("kvc_step_request[]", max(n, 1))

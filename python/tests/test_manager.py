@@ -118,3 +118,16 @@ def test_prefix_cache_off_never_hits():
     m.cache_computed(1, list(range(8)))
     m.free(1)
     assert m.find_prefix(list(range(12)))["n_tokens"] == 0
+
+
+def test_step_past_the_allocation_is_refused():
+    """issue 23 #11: a row past its request's allocation (its tokens would map
+    into the null block) and a row of an unknown request are errors in every
+    build, naming the request and the position."""
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4}]], block_num=10, max_model_len=64)
+    assert m.allocate_slots(1, 0, 4)
+    assert m.step([(1, 3, 1)], is_prefill=False).keys["FullAttention"].slot_mapping.tolist() == [7]
+    with pytest.raises(kvcache.InvalidArgument, match=r"request 1\): position 4 lies in logical block 1"):
+        m.step([(1, 4, 1)], is_prefill=False)
+    with pytest.raises(kvcache.InvalidArgument, match=r"request 2\): the request holds no blocks"):
+        m.step([(2, 0, 1)], is_prefill=True)

@@ -45,3 +45,18 @@ def test_sizes_parse_like_the_command():
     for bad in ("lots", "12QB", "", "1e999"):
         with pytest.raises(kvcache.InvalidArgument):
             kvcache.parse_bytes(bad)
+
+
+def test_manager_of_a_huge_plan_follows_use():
+    """issue 23 #6: 8M blocks of one token (1 TiB of Llama-3.1-8B) and the
+    default 65,536 requests of 131,072 positions: the manager's tables grow
+    with use instead of being sized max_requests x max_model_len up front."""
+    plan = kvcache.plan(DATA / "configs" / "Llama-3.1-8B.json", block_size=1, kv_memory="1TiB")
+    assert plan["block_num"]["FullAttention"] == 8 << 20
+    m = plan.manager()
+    assert m.allocate_slots(1, 0, 1000)
+    assert m.allocate_slots(2, 0, 131072)
+    usage = m.stats()["keys"]["FullAttention"]
+    assert usage["used"] == 1 + 1000 + 131072
+    m.free(2)
+    assert m.stats()["keys"]["FullAttention"]["used"] == 1 + 1000

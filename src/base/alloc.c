@@ -46,6 +46,24 @@ char *kvci_strdup(const char *s) {
     return copy;
 }
 
+bool kvci_resize_bytes(void *array_ptr, size_t bytes) {
+    void *old = NULL, *resized = NULL;
+    memcpy(&old, array_ptr, sizeof old); /* the caller's T *, read as bytes (no aliasing through void **) */
+    resized = kvci_realloc(old, bytes);
+    if (resized != NULL) memcpy(array_ptr, &resized, sizeof resized);
+    return resized != NULL;
+}
+
+int32_t *kvci_buckets_new(int64_t n, int64_t *mask) {
+    int64_t count = 2;
+    while (count < 2 * n) count *= 2;
+    int32_t *buckets = kvci_malloc((size_t)count * sizeof *buckets);
+    if (buckets == NULL) return NULL;
+    for (int64_t b = 0; b < count; b++) buckets[b] = -1;
+    *mask = count - 1;
+    return buckets;
+}
+
 kvc_status kvc_aligned_alloc(size_t alignment, size_t size, void **out) {
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_aligned_alloc: out must not be NULL");
     *out = NULL;

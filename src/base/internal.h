@@ -57,6 +57,14 @@ void *kvci_calloc(size_t count, size_t size);
 void *kvci_realloc(void *ptr, size_t size);
 char *kvci_strdup(const char *s);
 void kvci_free(void *ptr);
+/* Resizes the array p (an lvalue) to n elements, its contents kept up to
+ * the smaller size; false, and p unchanged, when out of memory. */
+#define KVCI_RESIZE(p, n) kvci_resize_bytes(&(p), (size_t)(n) * sizeof *(p))
+bool kvci_resize_bytes(void *array_ptr /* T ** */, size_t bytes);
+/* The buckets of an open-addressing table of up to n members: a power of
+ * two >= 2n (at least 2) of -1 entries, *mask = their count - 1; NULL when
+ * out of memory. */
+int32_t *kvci_buckets_new(int64_t n, int64_t *mask);
 
 /* Memory for large buffers (cache storage, benchmark buffers): size rounded
  * up to whole 2 MiB pages (kvci_pages_round), 2 MiB-aligned, zero-filled,

@@ -5,9 +5,30 @@
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
+/* Refuses position p of step row b when its logical block lies past the
+ * table width or, when it must be backed, on the null block (a slot there
+ * would write into the null block): a step past the request's allocation. */
+static kvc_status check_position(const kvc_step_buffers *buf, int32_t k, int64_t b, int64_t rid, int64_t p,
+                                 const int32_t *row /* [width] */, int64_t width, bool must_be_backed) {
+    int64_t bs = buf->info[k].block_size, blk = p / bs;
+    if (blk >= width)
+        return kvci_fail(KVC_ERANGE,
+                        "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, past the "
+                        "table width %lld (block_size %lld)",
+                        kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk,
+                        (long long)width, (long long)bs);
+    if (must_be_backed && row[blk] == KVC_NULL_BLOCK)
+        return kvci_fail(KVC_EINVAL,
+                        "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, which the "
+                        "request's table does not back (allocate its slots first)",
+                        kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk);
+    return KVC_OK;
+}
+
 /* Brings row b's table of key k up to date (the rows persist between steps,
  * so only what changed since the row was last written is copied) and checks
- * its length against the width. */
+ * its length against the width; a real row's request must have an entry in
+ * the key whose table backs the row's last position. */
 static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b,
                                  int64_t width, bool is_prefill, int32_t *row /* [width] */) {
     const kvc_step_key_info *info = &buf->info[k];
@@ -33,6 +54,14 @@ static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_ste
                             (long long)state->len, is_prefill ? "prefill" : "decode", (long long)width);
         }
         memcpy(row, scratch, (size_t)width * sizeof *row);
+    } else if (r->request_id >= 0) {
+        if (state->generation == 0)
+            return kvci_fail(KVC_EINVAL,
+                            "key %s, step row %lld (request %lld): the request holds no blocks of this key (unknown "
+                            "to the manager, or its slots were not allocated)",
+                            kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id);
+        st = check_position(buf, k, b, r->request_id, buf->rows.kv_pos[b], row, width, true);
+        if (st != KVC_OK) return st;
     }
     for (int64_t i = 0; i < width; i++) KVC_ASSERT(row[i] >= 0 && row[i] < info->num_blocks);
     return KVC_OK;
@@ -53,19 +82,10 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
         int64_t needed_from = real ? kvc_manager_skipped_tokens(buf->manager, k, buf->rows.kv_pos[b]) : INT64_MAX;
         for (int64_t i = 0; i < buf->rows.seq_lens_q[b]; i++, t++) {
             int64_t p = buf->rows.positions[t];
-            int64_t blk = p / bs;
-            if (blk >= width) {
-                return kvci_fail(KVC_ERANGE,
-                                "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, "
-                                "past the table width %lld (block_size %lld)",
-                                kvc_manager_key(buf->manager, k), (long long)b, (long long)rows[b].request_id,
-                                (long long)p, (long long)blk, (long long)width, (long long)bs);
-            }
-            slots[t] = (int64_t)row[blk] * bs + p % bs;
-            if (p >= needed_from) KVC_ASSERT(row[blk] != KVC_NULL_BLOCK);
+            kvc_status st = check_position(buf, k, b, rows[b].request_id, p, row, width, p >= needed_from);
+            if (st != KVC_OK) return st;
+            slots[t] = (int64_t)row[p / bs] * bs + p % bs;
         }
-        /* The row's last position (the query itself) is always kept. */
-        if (real) KVC_ASSERT(row[buf->rows.kv_pos[b] / bs] != KVC_NULL_BLOCK);
     }
     return KVC_OK;
 }

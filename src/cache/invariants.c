@@ -36,9 +36,10 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
  * INV-MB-1 (Mamba: 1 or 1 + next_n blocks, no nulls). */
 static kvc_status check_table_shape(const kvc_single_manager *sm, const kvc_req_blocks *t, int64_t rid) {
     int64_t len = t->len;
-    if (len > sm->max_table || t->n_null > len)
-        return BROKEN("%s: request %lld has %lld table entries (%lld null), more than %lld", sm->group.key,
-                      (long long)rid, (long long)len, (long long)t->n_null, (long long)sm->max_table);
+    if (len > t->cap || t->cap > sm->max_table || t->n_null > len)
+        return BROKEN("%s: request %lld has %lld table entries (%lld null) in room for %lld, at most %lld",
+                      sm->group.key, (long long)rid, (long long)len, (long long)t->n_null, (long long)t->cap,
+                      (long long)sm->max_table);
     if (!sm->type->null_prefix && t->n_null != 0)
         return BROKEN("%s: INV-F1/MB-1 request %lld has %lld null entries", sm->group.key, (long long)rid,
                       (long long)t->n_null);
@@ -66,7 +67,7 @@ static kvc_status hold(const kvc_single_manager *sm, int32_t *holders, int32_t i
 static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders) {
     const kvc_single_manager *sm = &m->managers[g];
     int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool), entries = 0;
-    for (int64_t slot = 0; slot < m->requests.capacity; slot++) {
+    for (int64_t slot = 0; slot < m->requests.n_slots; slot++) {
         if (kvci_request_table_find(&m->requests, m->requests.ids[slot]) != slot) continue;
         const kvc_req_blocks *t = &kvci_manager_request_tables(m, (int32_t)slot)[g];
         int64_t rid = m->requests.ids[slot];
@@ -88,19 +89,22 @@ static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders
 }
 
 /* Every indexed block can be found under its hash and its hash is the hash
- * of its stored parent and tokens. */
+ * of its stored parent and tokens; the entries and the block map agree. */
 static kvc_status check_index(const kvc_single_manager *sm) {
     if (!sm->caching) return KVC_OK;
     kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index; /* the hash writes only its byte scratch */
     int64_t n = 0, cached_free = 0;
-    for (int32_t id = 1; id < ix->num_blocks; id++) {
-        if (!ix->indexed[id]) continue;
-        n++;
+    for (int32_t id = 1; id < ix->num_blocks; id++) n += kvci_prefix_index_has(ix, id);
+    for (int64_t e = 0; e < ix->n_indexed; e++) {
+        int32_t id = ix->blocks[e];
+        if (id <= 0 || id >= ix->num_blocks || ix->entry_of[id] != e + 1)
+            return BROKEN("%s: index entry %lld names block %d, which is not mapped to it", sm->group.key,
+                          (long long)e, id);
         cached_free += kvc_block_pool_is_free(sm->pool, id);
-        const int32_t *tokens = ix->tokens + (int64_t)id * ix->block_tokens;
-        if (!kvci_hash128_equal(kvci_prefix_block_hash(ix, ix->keys[id].parent, tokens), ix->keys[id].hash))
+        const int32_t *tokens = kvci_prefix_index_tokens(ix, e);
+        if (!kvci_hash128_equal(kvci_prefix_block_hash(ix, ix->keys[e].parent, tokens), ix->keys[e].hash))
             return BROKEN("%s: indexed block %d does not hash to its key", sm->group.key, id);
-        if (kvci_prefix_index_find(ix, ix->keys[id].hash, ix->keys[id].parent, tokens) != id)
+        if (kvci_prefix_index_find(ix, ix->keys[e].hash, ix->keys[e].parent, tokens) != id)
             return BROKEN("%s: indexed block %d is not found under its hash", sm->group.key, id);
     }
     if (n != ix->n_indexed)

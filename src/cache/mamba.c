@@ -30,7 +30,7 @@ static kvc_status mamba_validate_entry(const kvc_cache_entry *e, int32_t layer_i
  * snapshot of the state at a snapshot position moves to a fresh block before
  * computing past it (the snapshot stays cached; the step copies it). */
 static bool mamba_moves_off_snapshot(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
-    return m->caching && t->len > 0 && m->index.indexed[t->ids[0]] &&
+    return m->caching && t->len > 0 && kvci_prefix_index_has(&m->index, t->ids[0]) &&
            num_tokens > t->n_hashed * m->index.block_tokens;
 }
 
@@ -88,7 +88,7 @@ static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const
         parent = t->chain;
         t->chain = kvci_prefix_block_hash(&m->index, parent, tokens + t->n_hashed * interval);
     }
-    if (advanced && computed == t->n_hashed * interval && t->len > 0 && !m->index.indexed[t->ids[0]])
+    if (advanced && computed == t->n_hashed * interval && t->len > 0 && !kvci_prefix_index_has(&m->index, t->ids[0]))
         kvci_single_manager_index(m, t->ids[0], t->chain, parent, tokens + (t->n_hashed - 1) * interval);
 }
 

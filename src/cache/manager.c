@@ -27,6 +27,8 @@ static kvc_status check_create_args(const kvc_model_cache_info *ci, const kvc_bl
     *out = NULL;
     if (ci == NULL || plan == NULL || p == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_create: cache info, plan and params must not be NULL");
+    kvc_status st = kvci_block_plan_check(plan);
+    if (st != KVC_OK) return kvci_fail(st, "kvc_manager_create: %s", kvc_last_error());
     if (p->max_model_len <= 0 || p->max_model_len > INT32_MAX)
         return kvci_fail(KVC_EINVAL, "max_model_len %lld must be in [1, 2^31)", (long long)p->max_model_len);
     if (p->max_requests < 0)
@@ -99,6 +101,12 @@ static kvc_status collect_poison_entries(const kvc_model_cache_info *ci, kvc_sin
     return KVC_OK;
 }
 
+/* Table entries after phase 2 grows view by n blocks for need_slot
+ * positions (at most: a Mamba move off its snapshot appends nothing). */
+static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_blocks *view, int64_t n, int64_t need_slot) {
+    return kvci_min64((view->len > 0 ? view->len : kvci_type_leading_nulls(sm, need_slot)) + n, sm->max_table);
+}
+
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out) {
     kvc_status st = check_create_args(ci, plan, p, out);
@@ -121,17 +129,17 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
         st = kvc_block_plan_block_num(plan, groups.groups[g].key, &block_num);
         if (st == KVC_OK)
             st = kvci_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len,
-                                         max_requests, tokens_per_hash[g]);
+                                         tokens_per_hash[g]);
         if (st == KVC_OK) m->n_managers = g + 1;
     }
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
         st = collect_poison_entries(ci, &m->managers[g]);
-    if (st == KVC_OK) st = kvci_request_table_init(&m->requests, max_requests);
+    /* Request slots and their tables grow with the live requests, up to max_requests. */
+    if (st == KVC_OK) st = kvci_request_table_init(&m->requests, max_requests, kvci_min64(max_requests, 16));
+    if (st == KVC_OK) st = kvci_manager_grow_tables(m);
     if (st == KVC_OK) {
-        m->tables = kvci_calloc((size_t)max_requests * (size_t)kvci_max64(m->n_managers, 1), sizeof *m->tables);
         m->layer_order = kvci_malloc((size_t)kvci_max64(ci->n_layer_infos, 1) * sizeof *m->layer_order);
-        if (m->tables == NULL || m->layer_order == NULL)
-            st = kvci_fail(KVC_ENOMEM, "cannot allocate tables for %lld requests", (long long)max_requests);
+        if (m->layer_order == NULL) st = kvci_fail(KVC_ENOMEM, "cannot allocate the manager's layer order");
     }
     if (st != KVC_OK) {
         kvc_manager_destroy(m);
@@ -146,6 +154,7 @@ void kvc_manager_destroy(kvc_manager *m) {
     if (m == NULL) return;
     for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_release(&m->managers[g]);
     kvci_request_table_release(&m->requests);
+    for (int64_t i = 0; i < m->n_table_slots * m->n_managers; i++) kvci_free(m->tables[i].ids);
     kvci_free(m->tables);
     kvci_free(m->layer_order);
     kvci_free(m);
@@ -242,11 +251,24 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
     /* A hit: every selected key must still give exactly computed tokens. */
     bool hit = m->prefix_caching && req->prompt != NULL && total_computed > 0;
+    if (hit && (st = kvci_manager_reserve_query(m, total_computed)) != KVC_OK) return st;
     if (hit && kvci_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
         return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
                         "stale hit: query again)", (long long)rid, (long long)total_computed);
     const kvc_req_blocks absent = {0};
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
+    int64_t table_len[KVC_MAX_MANAGERS]; /* table entries after phase 2 (at most) */
+
+    /* Room in a known request's tables first, so that failing to grow them
+     * changes nothing: phase 1's release nulls entries but keeps each
+     * table's length, which is all the room depends on. */
+    for (int32_t g = 0; g < m->n_managers && tables != NULL; g++) {
+        const kvc_single_manager *sm = &m->managers[g];
+        int64_t n = key_mask >> g & 1u ? sm->type->blocks_needed(sm, &tables[g], need_slot) : 0;
+        st = key_mask >> g & 1u ? kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &tables[g], n, need_slot))
+                                : KVC_OK;
+        if (st != KVC_OK) return st;
+    }
 
     /* Phase 1: release what left a window, then check every manager. */
     for (int32_t g = 0; g < m->n_managers; g++) {
@@ -260,6 +282,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
             taken_free = kvci_single_manager_hit_free_blocks(sm);
         }
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
+        table_len[g] = table_len_after(sm, &view, need[g], need_slot);
         int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
         if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
             kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
@@ -268,16 +291,22 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         }
     }
     if (key_mask == 0) return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK; /* nothing selected */
-    if (tables == NULL) {
-        slot = kvci_request_table_insert(&m->requests, rid);
-        if (slot < 0) {
+    bool opened = tables == NULL;
+    if (opened) {
+        st = kvci_manager_insert_request(m, rid, &slot);
+        if (st == KVC_NO_SPACE)
             kvci_log(KVC_LOG_WARN, "request %lld not admitted: %lld requests are live already", (long long)rid,
                     (long long)m->requests.capacity);
-            return KVC_NO_SPACE;
-        }
+        if (st != KVC_OK) return st;
         tables = kvci_manager_request_tables(m, slot);
-        for (int32_t g = 0; g < m->n_managers; g++)
-            tables[g] = (kvc_req_blocks){.ids = kvci_single_manager_slot_ids(&m->managers[g], slot)};
+    }
+    for (int32_t g = 0; g < m->n_managers && st == KVC_OK; g++)
+        if (key_mask >> g & 1u) st = kvci_req_blocks_reserve(&m->managers[g], &tables[g], table_len[g]);
+    if (st != KVC_OK) {
+        if (opened) kvci_request_table_remove(&m->requests, rid);
+        return st;
+    }
+    if (opened) {
         if (req->prompt != NULL && m->prefix_caching) {
             m->stats.queries++;
             m->stats.query_tokens += req->prompt->n_tokens;

@@ -11,7 +11,8 @@ struct kvc_manager {
     int32_t n_managers;
     kvc_single_manager managers[KVC_MAX_MANAGERS]; /* in group (first-seen) order */
     kvc_request_table requests;
-    kvc_req_blocks *tables; /* [max_requests, n_managers] per request slot */
+    kvc_req_blocks *tables; /* [n_table_slots, n_managers] per request slot (grows with the request table) */
+    int64_t n_table_slots;
     int32_t *layer_order;   /* [n_layer_infos] layer infos by ascending layer_idx */
     uint64_t last_generation; /* generations handed to request entries so far */
     bool prefix_caching;
@@ -28,6 +29,16 @@ int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64
 /* A cache salt as bytes and a length: a pointer and len > 0, or NULL and 0
  * (none); else KVC_EINVAL naming request rid (find_prefix when < 0) and `what`. */
 kvc_status kvci_manager_check_salt(const void *salt, int64_t len, int64_t rid, const char *what);
+
+/* Room that follows use (manager_room.c). The per-slot tables grow to the
+ * request table's slots (new ones empty). */
+kvc_status kvci_manager_grow_tables(kvc_manager *m);
+/* Inserts the new request rid into a slot, growing the slots if every one is
+ * taken (KVC_NO_SPACE, no message, when max_requests are live). */
+kvc_status kvci_manager_insert_request(kvc_manager *m, int64_t rid, int32_t *slot);
+/* Room in every key's query scratch for a hit of up to len tokens (before
+ * kvci_manager_hit_length); KVC_ENOMEM changes nothing that is read. */
+kvc_status kvci_manager_reserve_query(kvc_manager *m, int64_t len);
 
 /* The n_managers tables of a request slot. */
 kvc_req_blocks *kvci_manager_request_tables(const kvc_manager *m, int32_t slot);

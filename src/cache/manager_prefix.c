@@ -48,6 +48,8 @@ kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc
                           .seed = kvci_prefix_seed(m->prefix_salt, prompt->cache_salt, prompt->cache_salt_len)};
     /* At least the last prompt token is computed (its logits are needed). */
     int64_t cap = kvci_min64(prompt->n_tokens - 1, m->max_model_len);
+    st = kvci_manager_reserve_query(m, cap);
+    if (st != KVC_OK) return st;
     out->n_tokens = kvci_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
     for (int32_t g = 0; g < m->n_managers && out->n_tokens > 0; g++) {
         const kvc_single_manager *sm = &m->managers[g];
@@ -65,6 +67,11 @@ kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     if (!m->prefix_caching || slot < 0) return KVC_OK;
     kvc_req_blocks *tables = kvci_manager_request_tables(m, slot);
+    for (int32_t g = 0; g < m->n_managers; g++) { /* room first: nothing is indexed unless every key has it */
+        kvc_status st = tables[g].present ? kvci_single_manager_reserve_index(&m->managers[g], &tables[g], n_computed)
+                                          : KVC_OK;
+        if (st != KVC_OK) return st;
+    }
     for (int32_t g = 0; g < m->n_managers; g++) {
         kvc_single_manager *sm = &m->managers[g];
         if (tables[g].present) kvci_type_cache_computed(sm, &tables[g], tokens, n_computed);

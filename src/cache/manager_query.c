@@ -92,7 +92,7 @@ static void write_entries(const kvc_req_blocks *t, int64_t from, int32_t *row) {
  * generation for that request holds the same entry. NULL: look it up. */
 static const kvc_req_blocks *cached_entry(const kvc_manager *m, int64_t rid, int32_t key_index,
                                           const kvc_table_state *state) {
-    if (state->generation == 0 || state->slot < 0 || state->slot >= m->requests.capacity) return NULL;
+    if (state->generation == 0 || state->slot < 0 || state->slot >= m->requests.n_slots) return NULL;
     if (m->requests.ids[state->slot] != rid) return NULL;
     const kvc_req_blocks *t = &kvci_manager_request_tables(m, state->slot)[key_index];
     return t->present && t->generation == state->generation ? t : NULL;

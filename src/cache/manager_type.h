@@ -11,7 +11,8 @@
  * the first n_null are the null block (always a prefix) and the rest real
  * blocks. A real block may be in several tables at once (prefix sharing). */
 typedef struct kvc_req_blocks {
-    int32_t *ids;        /* [max_table] the table; set once at creation, kept across entries */
+    int32_t *ids;        /* [cap] the table; grows with use (kvci_req_blocks_reserve), kept across entries */
+    int64_t cap;         /* entries ids holds, <= max_table */
     int64_t n_null;
     int64_t len;
     bool present;        /* the request has an entry (possibly empty) */
@@ -41,16 +42,15 @@ typedef struct kvc_single_manager {
     int64_t max_model_len;
     int64_t max_table;     /* longest table a request can have */
     kvc_block_pool *pool;
-    int32_t *table_ids;    /* [max_requests, max_table] storage of every request's table */
-    int32_t *scratch;      /* [max_table] ids moved in one call */
+    int32_t *scratch;      /* [min(max_table, num_blocks)] ids moved in one call (the real blocks of a table) */
     int64_t n_entries;     /* requests with an entry (the reservation rule counts them) */
     /* Prefix caching (NULL/0 when off): */
     bool caching;
     kvc_prefix_index index;
-    kvc_hash128 *chain;    /* [max_chain] query: chain hash of each block, chain[i] after block i */
-    int64_t max_chain;
+    kvc_hash128 *chain;    /* [query_cap] query: chain hash of each block, chain[i] after block i */
+    int64_t query_cap;     /* hashed blocks of the longest query so far (kvci_single_manager_reserve_query) */
     int64_t n_chain;       /* hashes of the current query computed so far */
-    int32_t *hit_ids;      /* [max_table] table entries (or the state source) of the last hit_length */
+    int32_t *hit_ids;      /* [query_cap] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
     /* Storage poisoning (debug; NULL when off): */
@@ -122,6 +122,10 @@ void kvci_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const in
 void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached);
 int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool);
 
+/* planner.c: a caller's plan names at most KVC_MAX_MANAGERS groups, each
+ * key NUL-terminated (KVC_EINVAL naming what is wrong). */
+kvc_status kvci_block_plan_check(const kvc_block_plan *plan);
+
 /* registry.c */
 const kvc_manager_type *kvci_manager_type_find(kvc_attn_type type);
 #define KVC_MAX_ATTN_TYPES 8 /* built-in types plus those registered at run time */
@@ -146,6 +150,9 @@ int32_t kvci_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int
 /* Indexes block id (a no-op when its hash is indexed already) and tells the pool. */
 void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                               const int32_t *tokens);
+/* Room in the index for the blocks that caching `computed` tokens of t
+ * can add (before kvci_type_cache_computed); KVC_ENOMEM changes nothing. */
+kvc_status kvci_single_manager_reserve_index(kvc_single_manager *m, const kvc_req_blocks *t, int64_t computed);
 /* Empties the manager's index. */
 void kvci_single_manager_clear_index(kvc_single_manager *m);
 /* Hashes the table's full computed blocks, indexing its real ones. */
@@ -162,10 +169,14 @@ void kvci_storage_poison_block(const kvc_cache_entry *e, int32_t id);
 
 /* Single-manager operations (single_manager.c). */
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t max_requests, int64_t hash_tokens);
+                                   int64_t max_model_len, int64_t hash_tokens);
 void kvci_single_manager_release(kvc_single_manager *m);
-/* The table of request slot `slot` (its ids storage). */
-int32_t *kvci_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot);
+/* Room for len (<= max_table) entries in t's ids (doubling); KVC_ENOMEM
+ * leaves t as it was. */
+kvc_status kvci_req_blocks_reserve(const kvc_single_manager *m, kvc_req_blocks *t, int64_t len);
+/* Room in the query scratch (chain, hit_ids) for a hit of up to len tokens;
+ * KVC_ENOMEM leaves it as it was. No-op without prefix caching. */
+kvc_status kvci_single_manager_reserve_query(kvc_single_manager *m, int64_t len);
 /* Releases blocks that left the window (KM 4.2 remove_skipped). */
 void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */

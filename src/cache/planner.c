@@ -201,9 +201,22 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     return st;
 }
 
+kvc_status kvci_block_plan_check(const kvc_block_plan *plan) {
+    if (plan->n_groups < 0 || plan->n_groups > KVC_MAX_MANAGERS)
+        return kvci_fail(KVC_EINVAL, "plan: n_groups %d must be in [0, %d] (KVC_MAX_MANAGERS)", plan->n_groups,
+                        KVC_MAX_MANAGERS);
+    for (int32_t g = 0; g < plan->n_groups; g++)
+        if (memchr(plan->groups[g].key, '\0', sizeof plan->groups[g].key) == NULL)
+            return kvci_fail(KVC_EINVAL, "plan: the key of group %d is not NUL-terminated within %d bytes", g,
+                            KVC_NAME_MAX);
+    return KVC_OK;
+}
+
 kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out) {
     if (plan == NULL || key == NULL || out == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_block_plan_block_num: plan, key and out must not be NULL");
+    kvc_status st = kvci_block_plan_check(plan);
+    if (st != KVC_OK) return kvci_fail(st, "kvc_block_plan_block_num: %s", kvc_last_error());
     for (int32_t g = 0; g < plan->n_groups; g++) {
         if (strcmp(plan->groups[g].key, key) == 0) {
             *out = plan->groups[g].block_num;

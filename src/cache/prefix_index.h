@@ -4,7 +4,10 @@
  * salted seed) and verified before it is returned: it keeps its own token ids
  * and its parent's hash, and a hash match whose tokens or parent differ is a
  * miss. Buckets use open addressing with linear probing and backward-shift
- * deletion; every array is sized at creation. */
+ * deletion. Memory follows the blocks actually indexed: the indexed blocks'
+ * keys and token ids are entries packed in [0, n_indexed) of arrays that
+ * grow by doubling (kvci_prefix_index_reserve, before inserting); only a
+ * zeroed map of 4 bytes per pool block is sized at creation. */
 #ifndef KVC_CACHE_PREFIX_INDEX_H
 #define KVC_CACHE_PREFIX_INDEX_H
 
@@ -26,12 +29,15 @@ typedef struct kvc_prefix_key {
 typedef struct kvc_prefix_index {
     int64_t block_tokens;  /* tokens one hashed block covers */
     int64_t num_blocks;
-    kvc_prefix_key *keys;  /* [num_blocks] hash and parent hash of each indexed block */
-    int32_t *tokens;       /* [num_blocks, block_tokens] token ids of each indexed block */
-    uint8_t *indexed;      /* [num_blocks] 1 while the block is in the buckets */
-    int32_t *buckets;      /* [mask + 1] block id or -1 */
-    int64_t mask;          /* buckets - 1, a power of two >= 2 num_blocks */
-    int64_t n_indexed;
+    int32_t *entry_of;     /* [num_blocks] 1 + entry of each indexed block, 0 when not indexed (zeroed
+                            * at creation: untouched pages cost nothing) */
+    int64_t n_indexed;     /* entries in use */
+    int64_t cap;           /* entries allocated, <= num_blocks */
+    kvc_prefix_key *keys;  /* [cap] hash and parent hash of each entry */
+    int32_t *blocks;       /* [cap] block id of each entry */
+    int32_t *tokens;       /* [cap, block_tokens] token ids of each entry */
+    int32_t *buckets;      /* [mask + 1] entry or -1 */
+    int64_t mask;          /* buckets - 1, a power of two >= 2 cap */
     uint8_t *buf;          /* [16 + 4 block_tokens] bytes hashed for one block */
 } kvc_prefix_index;
 
@@ -48,14 +54,26 @@ kvc_hash128 kvci_prefix_seed(uint64_t engine_salt, const void *cache_salt, int64
 kvc_hash128 kvci_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, const int32_t *tokens);
 /* The verified block with this hash, parent and tokens, or -1. */
 int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens);
-/* Indexes block id under hash (false, nothing changed, when the hash is
- * already indexed: the first block computed for a content stays its copy). */
+/* Room for n more entries (the arrays double, up to num_blocks); KVC_ENOMEM
+ * leaves the index as it was. */
+kvc_status kvci_prefix_index_reserve(kvc_prefix_index *ix, int64_t n);
+/* Indexes block id under hash, in room reserved before (false, nothing
+ * changed, when the hash is already indexed: the first block computed for a
+ * content stays its copy). */
 bool kvci_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                              const int32_t *tokens);
 /* Drops a block from the index (no-op when it is not indexed); true if it was. */
 bool kvci_prefix_index_drop(kvc_prefix_index *ix, int32_t id);
-/* Drops every block. */
+/* Drops every block (the arrays keep their size). */
 void kvci_prefix_index_clear(kvc_prefix_index *ix);
+
+static inline bool kvci_prefix_index_has(const kvc_prefix_index *ix, int32_t id) {
+    return ix->entry_of != NULL && ix->entry_of[id] != 0;
+}
+/* Token ids of entry e. */
+static inline const int32_t *kvci_prefix_index_tokens(const kvc_prefix_index *ix, int64_t e) {
+    return ix->tokens + e * ix->block_tokens;
+}
 
 static inline bool kvci_hash128_equal(kvc_hash128 a, kvc_hash128 b) { return XXH128_isEqual(a, b) != 0; }
 

@@ -6,7 +6,7 @@
 
 kvc_hash128 kvci_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i) {
     int64_t bt = m->index.block_tokens;
-    KVC_ASSERT(i < m->max_chain && (i + 1) * bt <= q->n_tokens);
+    KVC_ASSERT(i < m->query_cap && (i + 1) * bt <= q->n_tokens);
     for (; m->n_chain <= i; m->n_chain++) {
         kvc_hash128 parent = m->n_chain == 0 ? q->seed : m->chain[m->n_chain - 1];
         m->chain[m->n_chain] = kvci_prefix_block_hash(&m->index, parent, q->tokens + m->n_chain * bt);
@@ -27,7 +27,7 @@ void kvci_paged_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const i
         const int32_t *block_tokens = tokens + t->n_hashed * bt;
         kvc_hash128 hash = kvci_prefix_block_hash(&m->index, t->chain, block_tokens);
         int32_t id = t->ids[t->n_hashed];
-        if (id != KVC_NULL_BLOCK && !m->index.indexed[id])
+        if (id != KVC_NULL_BLOCK && !kvci_prefix_index_has(&m->index, id))
             kvci_single_manager_index(m, id, hash, t->chain, block_tokens);
         t->chain = hash;
     }
@@ -58,9 +58,13 @@ void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 ha
     if (kvci_prefix_index_insert(&m->index, id, hash, parent, tokens)) kvci_block_pool_mark_cached(m->pool, id, true);
 }
 
+kvc_status kvci_single_manager_reserve_index(kvc_single_manager *m, const kvc_req_blocks *t, int64_t computed) {
+    return m->caching ? kvci_prefix_index_reserve(&m->index, kvci_max64(computed / m->index.block_tokens - t->n_hashed, 0))
+                      : KVC_OK;
+}
+
 void kvci_single_manager_clear_index(kvc_single_manager *m) {
     if (!m->caching) return;
-    for (int32_t id = 1; id < m->index.num_blocks; id++)
-        if (m->index.indexed[id]) kvci_block_pool_mark_cached(m->pool, id, false);
+    for (int64_t e = 0; e < m->index.n_indexed; e++) kvci_block_pool_mark_cached(m->pool, m->index.blocks[e], false);
     kvci_prefix_index_clear(&m->index);
 }

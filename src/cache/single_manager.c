@@ -6,46 +6,33 @@
 #include "cache/manager_type.h"
 
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t max_requests, int64_t hash_tokens) {
+                                   int64_t max_model_len, int64_t hash_tokens) {
     const kvc_manager_type *type = kvci_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
     *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len};
     m->max_table = kvci_type_max_table_len(type, g, max_model_len);
-    int64_t table_entries = 0;
-    if (!kvci_mul64(max_requests, m->max_table, &table_entries) || table_entries > ((int64_t)1 << 36))
-        return kvci_fail(KVC_EINVAL, "manager %s: %lld requests x %lld table entries are too many", g->key,
-                        (long long)max_requests, (long long)m->max_table);
     kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
     if (st != KVC_OK) return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
-    /* Zeroed pages are only touched by the requests that use them. */
-    m->table_ids = kvci_calloc((size_t)kvci_max64(table_entries, 1), sizeof *m->table_ids);
-    m->scratch = kvci_malloc((size_t)kvci_max64(m->max_table, 1) * sizeof *m->scratch);
-    if (m->table_ids == NULL || m->scratch == NULL) {
+    /* A call moves at most the real blocks of one table: distinct blocks of the pool. */
+    int64_t scratch = kvci_max64(kvci_min64(m->max_table, num_blocks), 1);
+    m->scratch = kvci_malloc((size_t)scratch * sizeof *m->scratch);
+    if (m->scratch == NULL) {
         kvci_single_manager_release(m);
-        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate tables of %lld entries for %lld requests", g->key,
-                        (long long)m->max_table, (long long)max_requests);
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate a scratch of %lld block ids", g->key,
+                        (long long)scratch);
     }
     if (hash_tokens <= 0) return KVC_OK;
     m->caching = true;
-    m->max_chain = max_model_len / hash_tokens + 1;
     st = kvci_prefix_index_init(&m->index, num_blocks, hash_tokens);
     if (st != KVC_OK) {
         kvci_single_manager_release(m);
         return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
-    }
-    m->chain = kvci_malloc((size_t)m->max_chain * sizeof *m->chain);
-    m->hit_ids = kvci_malloc((size_t)kvci_max64(m->max_table, 1) * sizeof *m->hit_ids);
-    if (m->chain == NULL || m->hit_ids == NULL) {
-        kvci_single_manager_release(m);
-        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for %lld blocks", g->key,
-                        (long long)m->max_chain);
     }
     return KVC_OK;
 }
 
 void kvci_single_manager_release(kvc_single_manager *m) {
     kvc_block_pool_destroy(m->pool);
-    kvci_free(m->table_ids);
     kvci_free(m->scratch);
     kvci_prefix_index_release(&m->index);
     kvci_free(m->chain);
@@ -53,12 +40,37 @@ void kvci_single_manager_release(kvc_single_manager *m) {
     kvci_free(m->poison);
     m->poison = NULL;
     m->pool = NULL;
-    m->table_ids = m->scratch = m->hit_ids = NULL;
+    m->scratch = m->hit_ids = NULL;
     m->chain = NULL;
+    m->query_cap = 0;
 }
 
-int32_t *kvci_single_manager_slot_ids(const kvc_single_manager *m, int32_t slot) {
-    return m->table_ids + (int64_t)slot * m->max_table;
+/* Capacity for len entries: at least double the old one, at most max. */
+static int64_t grown_cap(int64_t cap, int64_t len, int64_t max) {
+    return kvci_min64(kvci_max64(len, kvci_max64(2 * cap, 4)), max);
+}
+
+kvc_status kvci_req_blocks_reserve(const kvc_single_manager *m, kvc_req_blocks *t, int64_t len) {
+    KVC_ASSERT(len <= m->max_table);
+    if (len <= t->cap) return KVC_OK;
+    int64_t cap = grown_cap(t->cap, len, m->max_table);
+    if (!KVCI_RESIZE(t->ids, cap))
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate a block table of %lld entries", m->group.key,
+                        (long long)cap);
+    t->cap = cap;
+    return KVC_OK;
+}
+
+kvc_status kvci_single_manager_reserve_query(kvc_single_manager *m, int64_t len) {
+    if (!m->caching) return KVC_OK;
+    int64_t n = kvci_max64(len / m->index.block_tokens, 1); /* chain hashes and hit entries of len tokens */
+    if (n <= m->query_cap) return KVC_OK;
+    int64_t cap = grown_cap(m->query_cap, n, INT64_MAX);
+    if (!KVCI_RESIZE(m->chain, cap) || !KVCI_RESIZE(m->hit_ids, cap))
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for a prompt of %lld blocks",
+                        m->group.key, (long long)cap);
+    m->query_cap = cap;
+    return KVC_OK;
 }
 
 int64_t kvci_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens) {
@@ -103,7 +115,7 @@ void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t
 
 void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
     if (t->present) return;
-    *t = (kvc_req_blocks){.ids = t->ids, .present = true, .generation = generation, .seed = seed, .chain = seed};
+    *t = (kvc_req_blocks){.ids = t->ids, .cap = t->cap, .present = true, .generation = generation, .seed = seed, .chain = seed};
     m->n_entries++;
 }
 
@@ -116,7 +128,7 @@ int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m) {
 }
 
 void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len) {
-    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && m->n_hit <= m->max_table);
+    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && (m->type->state_hits || m->n_hit <= t->cap));
     t->n_hashed = hit_len / m->index.block_tokens;
     KVC_ASSERT(t->n_hashed > 0 && t->n_hashed <= m->n_chain);
     t->chain = m->chain[t->n_hashed - 1];
@@ -145,7 +157,7 @@ void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_
         t->n_null = t->len = kvci_type_leading_nulls(m, num_tokens);
         for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
     }
-    KVC_ASSERT(t->len + n <= m->max_table);
+    KVC_ASSERT(t->len + n <= t->cap);
     kvci_single_manager_take(m, n, t->ids + t->len);
     t->len += n;
 }
@@ -153,7 +165,7 @@ void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_
 void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     if (!t->present) return;
     int64_t n = kvci_req_blocks_real(t);
-    const int32_t *real = t->ids + t->n_null;
+    const int32_t *real = n > 0 ? t->ids + t->n_null : NULL; /* an empty table may have no ids yet */
     if (m->caching) {
         /* Tail first: the last blocks of a sequence are evicted before its first. */
         for (int64_t i = 0; i < n; i++) m->scratch[i] = real[n - 1 - i];
@@ -162,7 +174,7 @@ void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
         give_back(m, real, n);
     }
     if (t->state_source != KVC_NULL_BLOCK) give_back(m, &t->state_source, 1);
-    *t = (kvc_req_blocks){.ids = t->ids};
+    *t = (kvc_req_blocks){.ids = t->ids, .cap = t->cap};
     m->n_entries--;
 }
 

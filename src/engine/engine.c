@@ -180,6 +180,8 @@ static kvc_status managed_create(kvc_engine *e) {
     mp.prefix_caching = e->p.prefix_caching;
     mp.prefix_salt = e->p.prefix_salt;
     st = kvc_manager_create(ci, &e->plan, &mp, &e->mgr);
+    /* The manager's room up front, so that steps allocate nothing. */
+    if (st == KVC_OK) st = kvc_manager_reserve(e->mgr, e->p.max_num_seqs, e->p.max_model_len);
     if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_num_seqs, e->max_tokens, &e->buf);
     if (st != KVC_OK) return st;
     e->n_keys = kvc_manager_n_keys(e->mgr);
@@ -188,7 +190,7 @@ static kvc_status managed_create(kvc_engine *e) {
 
 static kvc_status alloc_requests(kvc_engine *e) {
     size_t n = (size_t)e->p.max_requests, rows = (size_t)e->p.max_num_seqs, len = (size_t)e->p.max_model_len + 1;
-    kvc_status st = kvci_request_table_init(&e->table, e->p.max_requests);
+    kvc_status st = kvci_request_table_init(&e->table, e->p.max_requests, e->p.max_requests);
     if (st != KVC_OK) return st;
     e->reqs = kvci_calloc(n, sizeof *e->reqs);
     e->token_store = kvci_malloc(n * len * sizeof *e->token_store);

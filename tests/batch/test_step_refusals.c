@@ -1,11 +1,7 @@
 /* Every input kvc_step_buffers_create and kvc_step_metadata_build refuse,
  * with its status and the field the message names; a refused build leaves
- * the caller's metadata untouched. Debug builds also check the RM 7
- * assertion (a real full-attention position on the null block aborts). */
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+ * the caller's metadata untouched, in every build (RM 7: no real position
+ * on the null block). */
 #include "step_fixture.h"
 
 /* One full key (bs 4, max_model_len 16 -> width 4) and one Mamba key
@@ -88,14 +84,17 @@ static void test_row_refusals(void **state) {
 }
 
 /* Duplicate detection over many rows in scrambled id order (a compressed
- * key only: unknown requests then build all-null rows without slots). */
+ * key only: the rows build without slots). */
 static void test_duplicates_among_many_rows(void **state) {
     (void)state;
     step_fixture f;
     const kvc_cache_entry e = fix_compressed("cmp", 8, 2);
-    fixture_create(&f, &e, I64S(4), 1, 64, 64, 64);
+    fixture_create(&f, &e, I64S(51), 1, 64, 64, 64);
     kvc_step_request rows[50];
-    for (int64_t b = 0; b < 50; b++) rows[b] = (kvc_step_request){(b * 37) % 50 * 1000 + 3, 0, 1};
+    for (int64_t b = 0; b < 50; b++) {
+        rows[b] = (kvc_step_request){(b * 37) % 50 * 1000 + 3, 0, 1};
+        fixture_allocate(&f, rows[b].request_id, 0, 1, 0);
+    }
     kvc_step_metadata md;
     fixture_build(&f, rows, 50, true, &md);
     assert_int_equal(md.n_tokens, 50);
@@ -147,42 +146,43 @@ static void test_position_past_width(void **state) {
     fixture_destroy(&f);
 }
 
-#ifndef NDEBUG
-/* RM 7 [proposed]: in debug builds a real full-attention position
- * that maps to the null block (allocate_slots skipped) trips KVC_ASSERT. */
-static void test_unbacked_position_aborts(void **state) {
+/* RM 7 in every build (issue 23 #11): a real row's position past its
+ * request's allocation (it would map into the null block) and a request the
+ * manager does not know are refused, naming the key, row, request and
+ * position; the key without slots (compressed) checks the row's last position. */
+static void test_step_past_allocation_refused(void **state) {
     (void)state;
     step_fixture f;
-    const kvc_cache_entry e = fix_full("full", 4);
-    fixture_create(&f, &e, I64S(10), 1, 16, 4, 8);
+    const kvc_cache_entry full = fix_full("full", 4), cmp = fix_compressed("cmp", 8, 2);
+    fixture_create(&f, &full, I64S(10), 1, 16, 4, 8);
     fixture_allocate(&f, 5, 0, 4, 0);
-    const kvc_step_request backed = {5, 3, 1}, unbacked = {5, 4, 1};
+    const kvc_step_request backed = {5, 3, 1}, unbacked = {5, 4, 1}, chunk = {5, 2, 3}, unknown = {6, 0, 1};
     kvc_step_metadata md;
     fixture_build(&f, &backed, 1, false, &md);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (freopen("/dev/null", "w", stderr) == NULL) _exit(3);
-        kvc_status st = kvc_step_metadata_build(f.buf, &unbacked, 1, false, &md);
-        _exit(st == KVC_OK ? 0 : 2);
-    }
-    int wstatus = 0;
-    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
-    assert_true(WIFSIGNALED(wstatus));
-    assert_int_equal(WTERMSIG(wstatus), SIGABRT);
+    expect_build_failure(&f, &unbacked, 1, false, KVC_EINVAL,
+                         "key full, step row 0 (request 5): position 4 lies in logical block 1, which the request's "
+                         "table does not back");
+    expect_build_failure(&f, &chunk, 1, true, KVC_EINVAL, "(request 5): position 4 lies in logical block 1");
+    expect_build_failure(&f, &unknown, 1, true, KVC_EINVAL,
+                         "key full, step row 0 (request 6): the request holds no blocks of this key");
+    const kvc_step_request rows[2] = {{5, 3, 1}, {7, 0, 1}}; /* a known row first, then an unknown one */
+    expect_build_failure(&f, rows, 2, false, KVC_EINVAL, "step row 1 (request 7): the request holds no blocks");
+    fixture_destroy(&f);
+    fixture_create(&f, &cmp, I64S(10), 1, 16, 4, 8);
+    fixture_allocate(&f, 8, 0, 8, 0); /* one block of 8 positions */
+    const kvc_step_request cmp_past = {8, 8, 1};
+    expect_build_failure(&f, &cmp_past, 1, false, KVC_EINVAL,
+                         "key cmp, step row 0 (request 8): position 8 lies in logical block 1, which the request's "
+                         "table does not back");
     fixture_destroy(&f);
 }
-#endif
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_refusals),   cmocka_unit_test(test_argument_refusals),
         cmocka_unit_test(test_row_refusals),      cmocka_unit_test(test_mamba_short_table),
         cmocka_unit_test(test_position_past_width), cmocka_unit_test(test_duplicates_among_many_rows),
-#ifndef NDEBUG
-        cmocka_unit_test(test_unbacked_position_aborts),
-#endif
+        cmocka_unit_test(test_step_past_allocation_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,11 +186,60 @@ static void test_counts_and_params(void **state) {
     assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_EINVAL);
 }
 
+/* A caller's plan whose n_groups or keys lie outside its array (issue 23
+ * #9: 1,000 groups read past groups[16], a SIGSEGV in Release) is refused by
+ * every function that walks it, naming the count or the group. */
+static void ignore_tensor(void *user, const kvc_tensor *t) {
+    (void)user;
+    (void)t;
+}
+
+static void test_plan_group_bounds(void **state) {
+    (void)state;
+    kvc_cache_entry e = kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0);
+    e.tensor_setter = ignore_tensor;
+    kvc_test_model m;
+    kvc_test_model_init(&m, &e, 1);
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){9}, 1, &plan),
+                     KVC_OK);
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = 64;
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    const int32_t bad_counts[] = {1000, KVC_MAX_MANAGERS + 1, -1, INT32_MIN};
+    for (size_t i = 0; i < sizeof bad_counts / sizeof *bad_counts; i++) {
+        kvc_block_plan bad = plan;
+        bad.n_groups = bad_counts[i];
+        char needle[64];
+        snprintf(needle, sizeof needle, "n_groups %d must be in [0, %d]", bad_counts[i], KVC_MAX_MANAGERS);
+        kvc_manager *mgr = (kvc_manager *)&plan; /* overwritten with NULL by the refusal */
+        assert_int_equal(kvc_manager_create(&m.ci, &bad, &p, &mgr), KVC_EINVAL);
+        assert_null(mgr);
+        assert_non_null(strstr(kvc_last_error(), needle));
+        int64_t n = -1;
+        assert_int_equal(kvc_block_plan_block_num(&bad, "FullAttention", &n), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), needle));
+        assert_int_equal(n, -1);
+        kvc_cache_storage *storage = NULL;
+        assert_int_equal(kvc_cache_storage_allocate(&m.ci, &bad, &sp, &storage), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), needle));
+        assert_null(storage);
+    }
+    kvc_block_plan unterminated = plan;
+    memset(unterminated.groups[0].key, 'x', sizeof unterminated.groups[0].key);
+    kvc_manager *mgr = NULL;
+    assert_int_equal(kvc_manager_create(&m.ci, &unterminated, &p, &mgr), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "the key of group 0 is not NUL-terminated"));
+    assert_int_equal(kvc_manager_create(&m.ci, &plan, &p, &mgr), KVC_OK);
+    kvc_manager_destroy(mgr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_types),        cmocka_unit_test(test_offline_full),
         cmocka_unit_test(test_device_mla),         cmocka_unit_test(test_budget_fixed_first),
         cmocka_unit_test(test_unmanaged_and_swapped_entries), cmocka_unit_test(test_counts_and_params),
+        cmocka_unit_test(test_plan_group_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

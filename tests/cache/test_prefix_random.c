@@ -279,16 +279,17 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
             if (kvc_block_pool_ref_count(sm->pool, id) != k->count[id])
                 fail_msg("step %ld key %d block %d: %d holders, shadow %d", step, g, id,
                          kvc_block_pool_ref_count(sm->pool, id), k->count[id]);
-            if ((sm->index.indexed[id] != 0) != k->indexed[id])
-                fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id, sm->index.indexed[id],
-                         k->indexed[id]);
+            if (kvci_prefix_index_has(&sm->index, id) != k->indexed[id])
+                fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id,
+                         kvci_prefix_index_has(&sm->index, id), k->indexed[id]);
             if (!k->indexed[id]) continue;
             kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
+            int64_t e = ix->entry_of[id] - 1;
             kvc_hash128 parent;
             kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
-            assert_true(kvci_hash128_equal(h, ix->keys[id].hash));
-            assert_true(kvci_hash128_equal(parent, ix->keys[id].parent));
-            assert_memory_equal(ix->tokens + id * ix->block_tokens, k->ctokens[id] + k->clen[id] - ix->block_tokens,
+            assert_true(kvci_hash128_equal(h, ix->keys[e].hash));
+            assert_true(kvci_hash128_equal(parent, ix->keys[e].parent));
+            assert_memory_equal(kvci_prefix_index_tokens(ix, e), k->ctokens[id] + k->clen[id] - ix->block_tokens,
                                 (size_t)ix->block_tokens * sizeof(int32_t));
         }
         for (int i = 0; i < MAX_REQ; i++) {

@@ -129,9 +129,9 @@ static void compare(const kvc_manager *m, const shadow *s, long step) {
     if (kvc_manager_check_invariants(m) != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
     for (int g = 0; g < N_KEYS; g++)
         for (int32_t id = 1; id < pool_size[g]; id++)
-            if ((m->managers[g].index.indexed[id] != 0) != s->k[g].indexed[id])
+            if ((m->managers[g].index.entry_of[id] != 0) != s->k[g].indexed[id])
                 fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id,
-                         m->managers[g].index.indexed[id], s->k[g].indexed[id]);
+                         m->managers[g].index.entry_of[id] != 0, s->k[g].indexed[id]);
 }
 
 /* A hit of L tokens handed the request blocks of its own salt and prefix only. */

@@ -1,6 +1,7 @@
 /* Test helpers (see kvc_test_util.h). */
 #include "kvc_test_util.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,16 @@ kvc_manager *kvc_test_manager_with(kvc_test_model *m, const char *const *keys, c
     if (st != KVC_OK) fail_msg("kvc_manager_create: %s", kvc_last_error());
     return mgr;
 }
+
+#ifdef KVC_TEST_ASAN
+#include <sanitizer/allocator_interface.h>
+size_t kvc_test_heap_bytes(void) { return __sanitizer_get_current_allocated_bytes(); }
+#else
+size_t kvc_test_heap_bytes(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+#endif
 
 char *kvc_test_read_text(const char *path) {
     FILE *f = fopen(path, "rb");

@@ -43,6 +43,17 @@ char *kvc_test_read_text(const char *path);
 /* "$KVC_DATA_DIR/oracle/<family>" (fails the test if KVC_DATA_DIR is unset). */
 void kvc_test_oracle_dir(const char *family, char *out, size_t cap);
 
+/* KVC_TEST_ASAN: this build runs under AddressSanitizer. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KVC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVC_TEST_ASAN 1
+#endif
+#endif
+/* Heap bytes in use (allocated and not freed, untouched zeroed pages included). */
+size_t kvc_test_heap_bytes(void);
+
 /* Whether p[0..n) is all zero bytes. */
 bool kvc_test_zero_bytes(const void *p, size_t n);
 /* Whether this kernel has transparent huge pages (then madvise(MADV_HUGEPAGE) succeeds). */

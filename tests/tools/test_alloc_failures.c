@@ -23,14 +23,7 @@
 #include "commands.h"
 #include "kvc_test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifdef SANITIZED
+#ifdef KVC_TEST_ASAN
 #define DENSE 200
 #define POINTS 600
 #else

@@ -124,12 +124,41 @@ static void test_failures_named(void **state) {
     free(json);
 }
 
+/* Memory follows the pool (issue 23 #6): a 64-block pool with max_model_len
+ * 1e9 replays (it took max_requests x 1e9 / 16 table entries and failed as
+ * "out of memory loading the trace"), and when an allocation of the load
+ * does fail, the message is that of the step that ran out. */
+static void test_huge_max_model_len(void **state) {
+    (void)state;
+    const char *json = "{\"max_model_len\": 1000000000, \"layers\": [{\"caches\": [{\"name\": \"k\", \"attn_type\": "
+                       "\"FullAttention\", \"num_head\": 1, \"dim\": 4, \"dtype\": \"f32\", \"block_size\": 16}]}], "
+                       "\"block_num\": {\"FullAttention\": 64}, \"prefix_caching\": {}, \"ops\": [{\"op\": "
+                       "\"allocate\", \"request\": 1, \"new_tokens\": 100}]}";
+    output got = {0};
+    kvci_alloc_fail_at(0);
+    assert_int_equal(replay(json, NULL, &got), KVC_TRACE_EXIT_OK);
+    uint64_t total = kvci_alloc_calls();
+    assert_non_null(strstr(got.text, "\"ok\": true"));
+    free(got.text);
+    int named = 0;
+    for (uint64_t at = 1; at <= total; at++) {
+        output failed = {0};
+        kvci_alloc_fail_at(at);
+        int rc = replay(json, NULL, &failed);
+        kvci_alloc_fail_at(0);
+        if (rc == KVC_TRACE_EXIT_FAILED && strstr(failed.text, "manager FullAttention: ") != NULL) named++;
+        free(failed.text);
+    }
+    assert_true(named > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_only_on_request),
         cmocka_unit_test(test_block_limit),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_failures_named),
+        cmocka_unit_test(test_huge_max_model_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
