@@ -1,5 +1,6 @@
 # The two commands a newcomer needs on a fresh Debian machine:
-#   make demo   build everything and run the main job on built-in defaults
+#   make demo   build the kvcache command (and its libraries only) and run the
+#               main job on built-in defaults
 #   make test   build everything and run the whole test suite (unit tests,
 #               the same tests under ASan+UBSan, a libFuzzer smoke run, the
 #               Python package's tests in a virtualenv under build/)
@@ -55,7 +56,7 @@ PY_VENV := $(BUILD)/python-venv
 PY_STAMP := $(PY_VENV)/.kvcache-deps
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps build demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
+.PHONY: all deps configure build command demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -72,11 +73,18 @@ deps:
 	  fi; \
 	fi
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKVC_WERROR=ON
+
+# Everything: libraries, the command, the examples and the ~60 test programs.
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only the kvcache command and the libraries it links (no tests, no examples).
+command: configure
+	cmake --build $(BUILD) -j $(JOBS) --target kvcache_cmd
+
+demo: command
 	./$(BUILD)/kvcache demo
 
 # Headers, libkvcache + libkvcache_core (shared and static), the kvcache
@@ -131,7 +139,7 @@ format:
 
 test: format-check unit-test python-test asan-test fuzz-test
 
-bench: build
+bench: command
 	./$(BUILD)/kvcache bench manager
 	./$(BUILD)/kvcache bench prefix
 	./$(BUILD)/kvcache bench engine
