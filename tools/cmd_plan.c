@@ -4,25 +4,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/internal.h"
 #include "cmd_plan.h"
+#include "kvcache/model.h"
 #include "kvcache/plan.h"
 #include "plot_data.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,
-            "usage: kvcache plan CONFIG.json [--tp N] [--block-size N] [--kv-dtype f16|bf16|f32|i8]\n"
+            "usage: kvcache plan CONFIG.json|MODEL_DIR [--tp N] [--block-size N] [--kv-dtype DTYPE]\n"
             "                    [--max-model-len N] [--max-concurrency N] [--next-n N] [--kv-memory BYTES] [--json]\n"
             "                    [--plot FILE.png]\n"
             "\n"
-            "Reads a Hugging Face config.json and prints its KV cache plan: paged or legacy caches, the\n"
-            "attention type, window and mask modes of every layer, operator generation and layout, MLA\n"
-            "absorption, softmax scale, the caches per tensor-parallel rank and the block planner's numbers.\n"
+            "Reads a Hugging Face config.json (or MODEL_DIR/config.json, as `kvcache run` does) and prints its KV\n"
+            "cache plan: paged or legacy caches, the attention type, window and mask modes of every layer,\n"
+            "operator generation and layout, MLA absorption, softmax scale, the caches per tensor-parallel rank\n"
+            "and the block planner's numbers.\n"
             "\n"
             "  --tp N               attention tensor-parallel ranks (default 1)\n"
             "  --block-size N       tokens per block (default 128)\n"
-            "  --kv-dtype T         cache dtype (default: the config's torch_dtype)\n"
+            "  --kv-dtype DTYPE     cache dtype: f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, the\n"
+            "                       dtypes `kvcache run` and the engine store (default: the config's torch_dtype)\n"
             "  --max-model-len N    offline sizing length (default: max_position_embeddings; at most 2^31-1,\n"
             "                       as positions and block tables are 32-bit)\n"
             "  --max-concurrency N  requests at once (default 1)\n"
@@ -31,7 +35,8 @@ static void plan_usage(FILE *f) {
             "                       accepts 64GiB, 512MiB, 1.5GB, 1e9, ...\n"
             "  --json               one JSON object instead of the table\n"
             "  --plot FILE.png      also draw the memory split (writes FILE.png.json and runs\n"
-            "                       python3 -m kvcache.plot on it; KVC_PYTHON picks the Python)\n");
+            "                       PYTHON -m kvcache.plot on it: $KVC_PYTHON, else build/python-venv's\n"
+            "                       beside this command, else python3)\n");
 }
 
 /* Parses a byte count or count: digits, or a decimal/exponent number, with an
@@ -278,8 +283,9 @@ int kvc_cmd_plan(int argc, char **argv) {
         } else if (count_flag(a, &opt, &count)) {
             rc = parse_count(a, val, count.min, count.dst);
         } else if (strcmp(a, "--kv-dtype") == 0) {
-            if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK) {
-                fprintf(stderr, "kvcache plan: --kv-dtype expects f16, bf16, f32 or i8, got \"%s\"\n", val ? val : "");
+            if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(opt.kv_dtype)) {
+                fprintf(stderr, "kvcache plan: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, "
+                                "got \"%s\"\n", val ? val : "");
                 return 2;
             }
             opt.kv_dtype_set = true;
@@ -289,7 +295,7 @@ int kvc_cmd_plan(int argc, char **argv) {
             return 2;
         } else {
             if (path != NULL) {
-                fprintf(stderr, "kvcache plan: one CONFIG.json expected, got \"%s\" and \"%s\"\n", path, a);
+                fprintf(stderr, "kvcache plan: one CONFIG.json or MODEL_DIR expected, got \"%s\" and \"%s\"\n", path, a);
                 return 2;
             }
             path = a;
@@ -301,6 +307,15 @@ int kvc_cmd_plan(int argc, char **argv) {
     if (path == NULL) {
         plan_usage(stderr);
         return 2;
+    }
+    char in_dir[4096];
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a model directory: its config.json, as `run` reads it */
+        if ((size_t)snprintf(in_dir, sizeof in_dir, "%s/config.json", path) >= sizeof in_dir) {
+            fprintf(stderr, "kvcache plan: the path of %s/config.json is longer than %zu bytes\n", path, sizeof in_dir - 1);
+            return 2;
+        }
+        path = in_dir;
     }
     size_t len = 0;
     char *text = NULL;

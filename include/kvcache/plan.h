@@ -37,7 +37,7 @@ typedef struct kvc_plan_options {
     int64_t tp;              /* attention tensor-parallel ranks, >= 1 */
     int64_t block_size;      /* tokens per block, >= 1 */
     bool kv_dtype_set;       /* false: the config's torch_dtype (bf16 if absent) */
-    kvc_dtype kv_dtype;      /* f16, bf16, f32 or i8 */
+    kvc_dtype kv_dtype;      /* f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2 (kvc_model_kv_dtype_ok) */
     int64_t max_model_len;   /* 0: the config's max_position_embeddings; at most 2^31 - 1 (32-bit block tables) */
     int64_t max_concurrency; /* requests served at once, >= 1 */
     int64_t next_n;          /* speculative depth, >= 0 */

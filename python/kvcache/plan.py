@@ -65,8 +65,8 @@ def plan(config, tp=1, block_size=128, kv_dtype=None, kv_memory=None, max_model_
     """The KV cache plan of a Hugging Face config (a dict, a config.json path
     or a model directory): paged or legacy caches, per-layer attention types,
     mask modes, caches per tensor-parallel rank and the block planner's
-    numbers. kv_dtype: "f16", "bf16", "f32" or "i8" (default: the config's
-    torch_dtype); kv_memory: a byte budget (int or "64GiB"); without it the
+    numbers. kv_dtype: "f32", "f16", "bf16", "i8" ("int8"), "fp8_e4m3" ("fp8")
+    or "fp8_e5m2" (default: the config's torch_dtype); kv_memory: a byte budget (int or "64GiB"); without it the
     caches are sized for max_model_len x max_concurrency tokens."""
     opt = ffi.new("kvc_plan_options *", lib.kvc_plan_default_options())
     opt.tp = int64(tp, "tp")

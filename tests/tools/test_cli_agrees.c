@@ -1,0 +1,127 @@
+/* The `kvcache` command agrees with itself (issue 27 #3): `plan` takes every
+ * KV dtype the runtime stores and a model directory as `run` does, `demo`
+ * has --json, and `kvcache --help` lists every benchmark of the table that
+ * dispatches them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "bench.h"
+#include "commands.h"
+#include "kvc_test_util.h"
+
+#define RUN(...)                                                                                                       \
+    kvc_test_run_command((char *const[]){__VA_ARGS__, NULL}, (int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)), 0)
+
+static void test_plan_takes_every_kv_dtype_the_runtime_stores(void **state) {
+    (void)state;
+    char dir[512];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    int stored = 0;
+    for (int d = 0; d < KVC_DTYPE_COUNT; d++) {
+        char name[32], want[64];
+        snprintf(name, sizeof name, "%s", kvc_dtype_name((kvc_dtype)d));
+        kvc_test_command_result r = RUN("plan", dir, "--kv-dtype", name);
+        if (kvc_model_kv_dtype_ok((kvc_dtype)d)) {
+            snprintf(want, sizeof want, "kv dtype %s,", name);
+            if (r.rc != 0 || strstr(r.out, want) == NULL) fail_msg("plan --kv-dtype %s: rc %d\n%s", name, r.rc, r.out);
+            stored++;
+        } else if (r.rc != 2 || strstr(r.out, "--kv-dtype expects") == NULL) {
+            fail_msg("plan --kv-dtype %s (not a KV dtype): rc %d\n%s", name, r.rc, r.out);
+        }
+        free(r.out);
+    }
+    assert_int_equal(stored, 6); /* f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2 */
+    kvc_test_command_result alias = RUN("plan", dir, "--kv-dtype", "fp8");
+    assert_int_equal(alias.rc, 0);
+    assert_non_null(strstr(alias.out, "kv dtype fp8_e4m3,"));
+    /* 1-byte KV needs 32-element alignment (AO 3.13): block size 16 falls back to contiguous caches */
+    kvc_test_command_result small = RUN("plan", dir, "--kv-dtype", "fp8", "--block-size", "16", "--json");
+    assert_int_equal(small.rc, 0);
+    assert_non_null(strstr(small.out, "\"kv_mode\":\t\"legacy\""));
+    free(alias.out);
+    free(small.out);
+}
+
+static void test_plan_reads_a_model_directory(void **state) {
+    (void)state;
+    char dir[512], config[600];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    snprintf(config, sizeof config, "%s/config.json", dir);
+    kvc_test_command_result by_dir = RUN("plan", dir, "--json"), by_file = RUN("plan", config, "--json");
+    assert_int_equal(by_dir.rc, 0);
+    assert_int_equal(by_file.rc, 0);
+    assert_string_equal(by_dir.out, by_file.out);
+    free(by_dir.out);
+    free(by_file.out);
+    /* a directory without config.json names the file it looked for */
+    char empty[] = "/tmp/kvc_plan_dir_XXXXXX";
+    assert_non_null(mkdtemp(empty));
+    kvc_test_command_result none = RUN("plan", empty);
+    char want[64];
+    snprintf(want, sizeof want, "%s/config.json", empty);
+    assert_int_equal(none.rc, 2);
+    if (strstr(none.out, want) == NULL) fail_msg("no mention of %s in:\n%s", want, none.out);
+    free(none.out);
+    rmdir(empty);
+}
+
+static void test_demo_json_is_one_object_with_every_model(void **state) {
+    (void)state;
+    kvc_test_command_result r = RUN("demo", "--json", "--requests", "4");
+    cJSON *doc = cJSON_Parse(r.out);
+    if (doc == NULL) fail_msg("demo --json printed no JSON:\n%s", r.out);
+    const cJSON *models = cJSON_GetObjectItemCaseSensitive(doc, "models");
+    assert_int_equal(cJSON_GetArraySize(models), 3);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, models) {
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "requests")->valueint, 4);
+        assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "peak_blocks")));
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "ttft_ms_p50_p90_p99")), 3);
+    }
+    const cJSON *pass = cJSON_GetObjectItemCaseSensitive(doc, "pass");
+    assert_true(cJSON_IsBool(pass));
+    assert_int_equal(r.rc, cJSON_IsTrue(pass) ? 0 : 1);
+    cJSON_Delete(doc);
+    free(r.out);
+    /* --json before --trace reaches the trace demo (JSON Lines) */
+    kvc_test_command_result t = RUN("demo", "--json", "--trace");
+    assert_int_equal(t.rc, 0);
+    assert_true(t.out[0] == '{');
+    free(t.out);
+}
+
+static void test_help_lists_every_benchmark(void **state) {
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    kvc_commands_usage(f);
+    fclose(f);
+    int n = 0;
+    for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++, n++) {
+        char line[256];
+        snprintf(line, sizeof line, "\n  %-10s %s\n", b->name, b->summary);
+        if (strstr(text, line) == NULL) fail_msg("kvcache --help lacks the benchmark %s:\n%s", b->name, text);
+    }
+    assert_true(n >= 6);
+    free(text);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_takes_every_kv_dtype_the_runtime_stores),
+        cmocka_unit_test(test_plan_reads_a_model_directory),
+        cmocka_unit_test(test_demo_json_is_one_object_with_every_model),
+        cmocka_unit_test(test_help_lists_every_benchmark),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
