@@ -75,7 +75,8 @@ typedef enum kvc_allocator {
     KVC_ALLOC_SWAPPED = 1 /* host memory mapped to the device; not for Mamba */
 } kvc_allocator;
 
-/* Receives a freshly allocated cache tensor (called exactly once per entry). */
+/* Receives a freshly allocated cache tensor (called exactly once per entry).
+ * Optional: without one the tensor is only recorded in the entry's tensor field. */
 typedef void (*kvc_tensor_setter)(void *user, const kvc_tensor *tensor);
 
 /* One cache tensor of one layer. Start from kvc_cache_entry_default(). */
@@ -238,8 +239,8 @@ KVC_API kvc_cache_storage_params kvc_cache_storage_default_params(void);
 /* Allocates one tensor per needs_block entry ([n, s, heads, *dim] block-major,
  * [n, heads, s, *dim] head-major, [n, *shape] Mamba; s = block_size /
  * compress_ratio), aligned and paged as p says, with block 0 zero-filled;
- * records it in entry.tensor and hands it to the entry's setter.
- * All-or-nothing. */
+ * records it in entry.tensor and hands it to the entry's setter if it has one
+ * (the setter is optional: read entry.tensor instead). All-or-nothing. */
 KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan,
                                               const kvc_cache_storage_params *p, kvc_cache_storage **out);
 KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
