@@ -121,7 +121,7 @@ def test_command_line_plot_finds_the_build_virtualenv(kvcache_cmd, tmp_path):
     venv_bin.mkdir(parents=True)
     shutil.copy(kvcache_cmd, build / "kvcache")
     python = venv_bin / "python"  # stands in for the virtualenv's interpreter, and says it ran
-    python.write_text(f'#!/bin/sh\ntouch "{tmp_path}/ran"\nexec "{sys.executable}" "$@"\n')
+    python.write_text(f'#!/bin/sh\n: > "{tmp_path}/ran"\nexec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "KVC_PYTHON"}
     env.update(PATH=str(tmp_path / "empty"), MPLBACKEND="Agg")
