@@ -3,8 +3,9 @@
  * caches of every layer, the operator generation and layout, MLA absorption,
  * the softmax scale, the cache description it implies and the block
  * planner's numbers for it. Selection rules: docs/ops.md
- * (AO 3.5 masks, AO 3.7 scale, AO 3.8 MLA, AO 4 call matrix, AO 5 standalone modes);
- * sizing: KM 2 and KM 6 (kvc_plan_blocks).
+ * (AO 3.5 mask modes, AO 3.7 softmax scale, AO 3.8 MLA absorption, AO 4 which layout
+ * each model path calls, AO 5 standalone modes); sizing: KM 2 (cache descriptions) and
+ * KM 6 (block planning, kvc_plan_blocks).
  *
  * Thread safety: a kvc_model_plan is immutable after creation and may be read
  * from several threads; creating plans from several threads is safe. */
@@ -65,7 +66,7 @@ typedef struct kvc_plan_layer {
     int32_t layer;
     kvc_attn_type attn_type;
     int64_t sliding_window;  /* keys a query sees, itself included; 0 = not a window layer */
-    int32_t sparse_prefill;  /* AO 3.5 mode, KVC_PLAN_NO_MODE for Mamba */
+    int32_t sparse_prefill;  /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba */
     int32_t sparse_decode;
     int64_t pre_tokens;      /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
     int64_t next_tokens;     /* band layers: 0; else KVC_PLAN_NO_BAND */

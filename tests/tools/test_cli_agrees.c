@@ -1,7 +1,8 @@
 /* The `kvcache` command agrees with itself (issue 27 #3): `plan` takes every
  * KV dtype the runtime stores and a model directory as `run` does, `demo`
  * has --json, and `kvcache --help` lists every benchmark of the table that
- * dispatches them. */
+ * dispatches them; `plan` speaks plainly before it speaks the operator's
+ * language (#4). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,6 +74,31 @@ static void test_plan_reads_a_model_directory(void **state) {
     rmdir(empty);
 }
 
+/* `plan` prints plain words first and the seed operator's parameters after, under their own heading. */
+static void test_plan_text_speaks_plainly_first(void **state) {
+    (void)state;
+    char config[600];
+    const char *data = getenv("KVC_DATA_DIR");
+    assert_non_null(data);
+    snprintf(config, sizeof config, "%s/configs/gpt-oss-20b.json", data);
+    kvc_test_command_result r = RUN("plan", config, "--block-size", "16");
+    assert_int_equal(r.rc, 0);
+    const char *porting = strstr(r.out, "\noperator parameters (for porting");
+    if (porting == NULL) fail_msg("no operator section:\n%s", r.out);
+    const char *plain[] = {"caches       paged: blocks of 16 tokens", "sliding window of 128 keys on 12 layers",
+                           "  0-22/2    sliding window of 128, sinks", "  1-23/2    causal, sinks"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        const char *at = strstr(r.out, plain[i]);
+        if (at == NULL || at > porting) fail_msg("\"%s\" not before the operator section:\n%s", plain[i], r.out);
+    }
+    const char *jargon[] = {"sparse_mode", "pre/next", "fa_version", "kv_mode", "TND"};
+    for (size_t i = 0; i < sizeof jargon / sizeof jargon[0]; i++) {
+        const char *at = strstr(r.out, jargon[i]);
+        if (at == NULL || at < porting) fail_msg("\"%s\" not (only) in the operator section:\n%s", jargon[i], r.out);
+    }
+    free(r.out);
+}
+
 static void test_demo_json_is_one_object_with_every_model(void **state) {
     (void)state;
     kvc_test_command_result r = RUN("demo", "--json", "--requests", "4");
@@ -120,6 +146,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_takes_every_kv_dtype_the_runtime_stores),
         cmocka_unit_test(test_plan_reads_a_model_directory),
+        cmocka_unit_test(test_plan_text_speaks_plainly_first),
         cmocka_unit_test(test_demo_json_is_one_object_with_every_model),
         cmocka_unit_test(test_help_lists_every_benchmark),
     };
