@@ -11,6 +11,7 @@
 
 #include "base/internal.h"
 #include "cmd_run.h"
+#include "kvcache/plan.h"
 #include "kvcache/runner.h"
 #include "run_compare.h"
 
@@ -41,8 +42,9 @@ static void run_usage(FILE *f)
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %d: paged attention's\n"
             "                       limit)\n"
-            "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, i8 (int8), fp8_e4m3\n"
-            "                       (fp8) or fp8_e5m2; int8 / fp8 take a scale per token computed on write;\n"
+            "  --kv-dtype D         KV cache dtype in modes 1-3: f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or\n"
+            "                       fp8_e5m2 (default: the checkpoint's, config.json's torch_dtype as `kvcache plan`\n"
+            "                       reads it: bf16, f16 or f32); int8 / fp8 take a scale per token computed on write;\n"
             "                       the first line names the dtype and the bytes one token takes in every\n"
             "                       layer's cache (scales included)\n"
             "  --kv-layout L        mode 2 cache blocks: tokens (default: [blocks, block, heads, dim]) or lanes\n"
@@ -155,6 +157,29 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     return ok;
 }
 
+/* The checkpoint's KV dtype as `kvcache plan` reads it from DIR/config.json: torch_dtype (or
+ * dtype) bfloat16, float16 or float32; bf16 when neither names one (the plan warns). KVC_OK, or
+ * the planner's failure with its message (the model loaded from the same file, so only memory
+ * running out is expected here). */
+static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return kvci_fail(KVC_EINVAL, "the path of %s/config.json is longer than %zu bytes", dir, sizeof path - 1);
+    char *text = NULL;
+    size_t len = 0;
+    kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
+    kvc_model_plan *plan = NULL;
+    if (st == KVC_OK) {
+        const kvc_plan_options opt = kvc_plan_default_options();
+        st = kvc_model_plan_create(text, len, &opt, &plan);
+    }
+    if (st == KVC_OK) *out = plan->options.kv_dtype;
+    kvc_model_plan_destroy(plan);
+    kvci_free(text);
+    return st;
+}
+
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
     bool kv_dtype, kv_layout, block_size, max_new_tokens;
@@ -263,10 +288,22 @@ int kvc_cmd_run(int argc, char **argv)
     if (check_flag_use(&given, mode, compare, n) != 0) return 2;
     p.mode = (kvc_runner_mode)mode;
     kvc_model *m = NULL;
+    fprintf(stderr, "kvcache run: loading %s ...\n", dir);
     kvc_status loaded = kvc_model_load(dir, &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;
+    }
+    const kvc_model_config *mc = kvc_model_config_of(m);
+    fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
+            (long long)mc->vocab_size);
+    if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
+        kvc_status st = checkpoint_kv_dtype(dir, &p.kv_dtype);
+        if (st != KVC_OK) {
+            fprintf(stderr, "kvcache run: the checkpoint's KV dtype: %s\n", kvc_last_error());
+            kvc_model_destroy(m);
+            return st == KVC_ENOMEM ? 1 : 2;
+        }
     }
     if (compare) {
         const int crc = kvc_run_compare_dtypes(m, dir, p, ids, lens, n, json);

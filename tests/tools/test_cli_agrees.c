@@ -124,6 +124,32 @@ static void test_demo_json_is_one_object_with_every_model(void **state) {
     free(t.out);
 }
 
+/* `run` takes its KV dtype from the checkpoint unless --kv-dtype says otherwise (issue 27 #2), and
+ * says what it loads. */
+static void test_run_kv_dtype_defaults_to_the_checkpoints(void **state) {
+    (void)state;
+    const struct {
+        const char *sub, *want;
+        char *flag;
+    } cases[] = {{"", "kv cache f32:", NULL},
+                 {"/bf16", "kv cache bf16:", NULL},
+                 {"/f16", "kv cache f16:", NULL},
+                 {"/bf16", "kv cache f32:", "f32"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char base[512], dir[600];
+        kvc_test_oracle_dir("qwen3", base, sizeof base);
+        snprintf(dir, sizeof dir, "%s%s", base, cases[i].sub);
+        kvc_test_command_result r = cases[i].flag ? RUN("run", dir, "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
+                                                        "--kv-dtype", cases[i].flag)
+                                                  : RUN("run", dir, "--prompt-ids", "1,2,3", "--max-new-tokens", "2");
+        if (r.rc != 0 || strstr(r.out, cases[i].want) == NULL || strstr(r.out, "kvcache run: loading ") == NULL ||
+            strstr(r.out, "kvcache run: loaded qwen3 (2 layers") == NULL)
+            fail_msg("run %s --kv-dtype %s: rc %d, wanted \"%s\" and the loading lines in:\n%s", dir,
+                     cases[i].flag ? cases[i].flag : "(default)", r.rc, cases[i].want, r.out);
+        free(r.out);
+    }
+}
+
 static void test_help_lists_every_benchmark(void **state) {
     (void)state;
     char *text = NULL;
@@ -148,6 +174,7 @@ int main(void) {
         cmocka_unit_test(test_plan_reads_a_model_directory),
         cmocka_unit_test(test_plan_text_speaks_plainly_first),
         cmocka_unit_test(test_demo_json_is_one_object_with_every_model),
+        cmocka_unit_test(test_run_kv_dtype_defaults_to_the_checkpoints),
         cmocka_unit_test(test_help_lists_every_benchmark),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
