@@ -150,6 +150,91 @@ static void test_run_kv_dtype_defaults_to_the_checkpoints(void **state) {
     }
 }
 
+/* The comma-separated ids of output line `which` that starts with a digit (runner and engine print
+ * them so), or of every "B: ID" line of prompt `which` (--stream), into ids; their count. */
+static int output_ids(const char *out, int which, bool stream, int *ids, int cap) {
+    int n = 0, line = 0;
+    for (const char *at = out; *at != '\0' && n < cap; at = strchr(at, '\n') ? strchr(at, '\n') + 1 : "") {
+        int b = 0, id = 0, used = 0;
+        if (stream) {
+            if (sscanf(at, "%d: %d%n", &b, &id, &used) == 2 && b == which) ids[n++] = id;
+        } else if (*at >= '0' && *at <= '9' && line++ == which) {
+            for (const char *c = at; n < cap && sscanf(c, "%d%n", &id, &used) == 1; c += used + (c[used] == ',')) {
+                ids[n++] = id;
+                if (c[used] != ',') break;
+            }
+        }
+    }
+    return n;
+}
+
+/* --stream, the sampling flags and --eos run through the engine: greedy, it gives the runner's ids
+ * as they come; --eos stops a prompt; a seed fixes the samples; a config's eos_token_id ends the
+ * runner's output (issue 27 #2). */
+static void test_run_streams_samples_and_stops(void **state) {
+    (void)state;
+    char dir[512];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    int want[2][6], got[6];
+    kvc_test_command_result runner =
+        RUN("run", dir, "--prompt-ids", "1,2,3", "--prompt-ids", "5,6", "--max-new-tokens", "6");
+    kvc_test_command_result stream =
+        RUN("run", dir, "--prompt-ids", "1,2,3", "--prompt-ids", "5,6", "--max-new-tokens", "6", "--stream");
+    assert_int_equal(runner.rc, 0);
+    assert_int_equal(stream.rc, 0);
+    for (int b = 0; b < 2; b++) {
+        assert_int_equal(output_ids(runner.out, b, false, want[b], 6), 6);
+        assert_int_equal(output_ids(stream.out, b, true, got, 6), 6);
+        assert_memory_equal(got, want[b], sizeof got);
+    }
+    assert_non_null(strstr(stream.out, "prompt 1: 6 tokens, stopped by max_new_tokens"));
+    int first_new = 1; /* the first id of prompt 0 that differs from its first: the eos below */
+    while (first_new < 5 && want[0][first_new] == want[0][0]) first_new++;
+    char eos[16];
+    snprintf(eos, sizeof eos, "%d", want[0][first_new]);
+    kvc_test_command_result stop = RUN("run", dir, "--prompt-ids", "1,2,3", "--max-new-tokens", "6", "--eos", eos);
+    assert_int_equal(stop.rc, 0);
+    assert_int_equal(output_ids(stop.out, 0, false, got, 6), first_new + 1); /* up to the eos, included */
+    assert_non_null(strstr(stop.out, "stopped by eos"));
+    kvc_test_command_result s1 = RUN("run", dir, "--prompt-ids", "39,287,494", "--temperature", "1.5", "--seed", "9");
+    kvc_test_command_result s2 = RUN("run", dir, "--prompt-ids", "39,287,494", "--temperature", "1.5", "--seed", "9");
+    assert_int_equal(s1.rc, 0);
+    assert_string_equal(s1.out, s2.out);
+    kvc_test_command_result bad = RUN("run", dir, "--prompt-ids", "1", "--top-p", "0");
+    assert_int_equal(bad.rc, 2);
+    assert_non_null(strstr(bad.out, "--top-p 0: "));
+    kvc_test_command_result json = RUN("run", dir, "--prompt-ids", "1", "--stream", "--json");
+    assert_int_equal(json.rc, 2);
+    assert_non_null(strstr(json.out, "no --json"));
+    kvc_test_command_result *all[] = {&runner, &stream, &stop, &s1, &s2, &bad, &json};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->out);
+
+    /* the model's eos_token_id (config.json) ends the runner's output too */
+    char tmp[] = "/tmp/kvc_run_eos_XXXXXX", path[600], target[600];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(target, sizeof target, "%s/model.safetensors", dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    assert_int_equal(symlink(target, path), 0);
+    char *config = kvc_test_read_text((snprintf(target, sizeof target, "%s/config.json", dir), target));
+    char *null_eos = strstr(config, "\"eos_token_id\": null");
+    assert_non_null(null_eos);
+    snprintf(path, sizeof path, "%s/config.json", tmp);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%.*s\"eos_token_id\": [%d, 7]%s", (int)(null_eos - config), config, want[0][first_new],
+            null_eos + strlen("\"eos_token_id\": null"));
+    fclose(f);
+    kvc_test_command_result model_eos = RUN("run", tmp, "--prompt-ids", "1,2,3", "--max-new-tokens", "6");
+    assert_int_equal(model_eos.rc, 0);
+    assert_int_equal(output_ids(model_eos.out, 0, false, got, 6), first_new + 1);
+    free(model_eos.out);
+    free(config);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    unlink(path);
+    rmdir(tmp);
+}
+
 static void test_help_lists_every_benchmark(void **state) {
     (void)state;
     char *text = NULL;
@@ -175,6 +260,7 @@ int main(void) {
         cmocka_unit_test(test_plan_text_speaks_plainly_first),
         cmocka_unit_test(test_demo_json_is_one_object_with_every_model),
         cmocka_unit_test(test_run_kv_dtype_defaults_to_the_checkpoints),
+        cmocka_unit_test(test_run_streams_samples_and_stops),
         cmocka_unit_test(test_help_lists_every_benchmark),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
