@@ -43,7 +43,7 @@ PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/stor
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
-                tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c \
+                tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c tools/run_engine.[ch] \
                 $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
                 $(PAGING_FORMAT_FILES))
 
