@@ -1,5 +1,6 @@
 # The two commands a newcomer needs on a fresh Debian machine:
-#   make demo   build everything and run the main job on built-in defaults
+#   make demo   build the kvcache command (and its libraries only) and run the
+#               main job on built-in defaults
 #   make test   build everything and run the whole test suite (unit tests,
 #               the same tests under ASan+UBSan, a libFuzzer smoke run, the
 #               Python package's tests in a virtualenv under build/)
@@ -50,7 +51,8 @@ GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
-                tests/install/consumer.c $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
+                tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c tools/run_engine.[ch] \
+                $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
                 $(PAGING_FORMAT_FILES) $(PREFIX_FORMAT_FILES) $(GROWTH_FORMAT_FILES))
 
 BUILD := build
@@ -63,7 +65,7 @@ PY_VENV := $(BUILD)/python-venv
 PY_STAMP := $(PY_VENV)/.kvcache-deps
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps build demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
+.PHONY: all deps configure build command demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
 
 all: build
 
@@ -80,11 +82,18 @@ deps:
 	  fi; \
 	fi
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKVC_WERROR=ON
+
+# Everything: libraries, the command, the examples and the ~60 test programs.
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only the kvcache command and the libraries it links (no tests, no examples).
+command: configure
+	cmake --build $(BUILD) -j $(JOBS) --target kvcache_cmd
+
+demo: command
 	./$(BUILD)/kvcache demo
 
 # Headers, libkvcache + libkvcache_core (shared and static), the kvcache
@@ -139,7 +148,7 @@ format:
 
 test: format-check unit-test python-test asan-test fuzz-test
 
-bench: build
+bench: command
 	./$(BUILD)/kvcache bench manager
 	./$(BUILD)/kvcache bench prefix
 	./$(BUILD)/kvcache bench engine

@@ -39,7 +39,8 @@ static void bench_usage(FILE *f) {
                "--pages 4k|2m|both (attention): the pages of the caches and read buffers: 2 MiB transparent huge\n"
                "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
                "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
-               "the samples to FILE.png.jsonl and runs python3 -m kvcache.plot, KVC_PYTHON picks the Python)\n");
+               "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
+               "beside this command, else python3)\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {

@@ -42,7 +42,8 @@ static int parse_only(const char *name, int argc, char **argv) {
     }
     int64_t n = 0;
     int trace_at = 0;
-    int rc = kvc_engine_demo_parse(argc, argv, &n, &trace_at);
+    bool json = false;
+    int rc = kvc_engine_demo_parse(argc, argv, &n, &trace_at, &json);
     if (rc == -1 && trace_at == 0 && (n < 1 || n > 100000)) abort();
     return rc == -1 ? 0 : rc;
 }

@@ -61,6 +61,7 @@ typedef struct kvc_cache_entry {
     int32_t n_shape;
     int64_t shape[...];
     int64_t next_n;
+    kvc_tensor tensor;
     ...;
 } kvc_cache_entry;
 kvc_cache_entry kvc_cache_entry_default(void);
@@ -102,6 +103,19 @@ typedef struct kvc_block_plan {
 } kvc_block_plan;
 kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out);
+
+typedef struct kvc_cache_storage kvc_cache_storage;
+typedef enum kvc_storage_pages { KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM, KVC_STORAGE_PAGES_BASE, ... } kvc_storage_pages;
+typedef struct kvc_cache_storage_params {
+    size_t alignment;
+    kvc_storage_pages pages;
+    ...;
+} kvc_cache_storage_params;
+kvc_cache_storage_params kvc_cache_storage_default_params(void);
+kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan,
+                                      const kvc_cache_storage_params *p, kvc_cache_storage **out);
+int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
+void kvc_cache_storage_destroy(kvc_cache_storage *s);
 
 typedef struct kvc_manager kvc_manager;
 typedef struct kvc_manager_params {

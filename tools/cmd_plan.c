@@ -4,25 +4,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/internal.h"
 #include "cmd_plan.h"
+#include "kvcache/model.h"
 #include "kvcache/plan.h"
 #include "plot_data.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,
-            "usage: kvcache plan CONFIG.json [--tp N] [--block-size N] [--kv-dtype f16|bf16|f32|i8]\n"
+            "usage: kvcache plan CONFIG.json|MODEL_DIR [--tp N] [--block-size N] [--kv-dtype DTYPE]\n"
             "                    [--max-model-len N] [--max-concurrency N] [--next-n N] [--kv-memory BYTES] [--json]\n"
             "                    [--plot FILE.png]\n"
             "\n"
-            "Reads a Hugging Face config.json and prints its KV cache plan: paged or legacy caches, the\n"
-            "attention type, window and mask modes of every layer, operator generation and layout, MLA\n"
-            "absorption, softmax scale, the caches per tensor-parallel rank and the block planner's numbers.\n"
+            "Reads a Hugging Face config.json (or MODEL_DIR/config.json, as `kvcache run` does) and prints its KV\n"
+            "cache plan in plain words first: paged or contiguous caches, each layer's attention (causal, sliding\n"
+            "window of N keys, sinks, MLA latent), the caches per tensor-parallel rank, the softmax scale and\n"
+            "the block pools; then, under \"operator parameters (for porting)\", what the fused attention\n"
+            "operator takes: kv_mode, fa_version, layout and each layer's sparse_mode and pre/next_tokens\n"
+            "(docs/ops.md; --json has every field).\n"
             "\n"
             "  --tp N               attention tensor-parallel ranks (default 1)\n"
             "  --block-size N       tokens per block (default 128)\n"
-            "  --kv-dtype T         cache dtype (default: the config's torch_dtype)\n"
+            "  --kv-dtype DTYPE     cache dtype: f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, the\n"
+            "                       dtypes `kvcache run` and the engine store (default: the config's torch_dtype)\n"
             "  --max-model-len N    offline sizing length (default: max_position_embeddings; at most 2^31-1,\n"
             "                       as positions and block tables are 32-bit)\n"
             "  --max-concurrency N  requests at once (default 1)\n"
@@ -31,7 +37,8 @@ static void plan_usage(FILE *f) {
             "                       accepts 64GiB, 512MiB, 1.5GB, 1e9, ...\n"
             "  --json               one JSON object instead of the table\n"
             "  --plot FILE.png      also draw the memory split (writes FILE.png.json and runs\n"
-            "                       python3 -m kvcache.plot on it; KVC_PYTHON picks the Python)\n");
+            "                       PYTHON -m kvcache.plot on it: $KVC_PYTHON, else build/python-venv's\n"
+            "                       beside this command, else python3)\n");
 }
 
 /* Parses a byte count or count: digits, or a decimal/exponent number, with an
@@ -137,9 +144,24 @@ static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     return strcmp(ta, tb) == 0;
 }
 
-/* done[n_layers]: zeroed scratch flags. */
-static void print_layer_rows(const kvc_model_plan *p, bool *done) {
-    printf("  %-9s %-14s %-7s %-7s %-9s %s\n", "layers", "attn_type", "window", "sparse", "pre/next", "caches per rank");
+/* A layer's attention in plain words: "causal", "sliding window of 128", "state (Mamba)", ", sinks". */
+static void plain_attention(const kvc_model_plan *p, const kvc_plan_layer *L, char *out, size_t cap) {
+    if (L->attn_type == KVC_ATTN_SLIDING_WINDOW)
+        snprintf(out, cap, "sliding window of %lld%s", (long long)L->sliding_window, p->sinks ? ", sinks" : "");
+    else if (L->attn_type == KVC_ATTN_FULL)
+        snprintf(out, cap, "causal%s%s", p->mla ? ", MLA latent" : "", p->sinks ? ", sinks" : "");
+    else
+        snprintf(out, cap, "state (%s)", kvc_attn_type_name(L->attn_type));
+}
+
+/* The layer table, layers with the same plan on one row: in plain words and the caches per rank,
+ * or (porting) the seed operator's parameters: attention type, window, sparse_mode for prefill /
+ * decode, pre_tokens / next_tokens. done[n_layers]: zeroed scratch flags. */
+static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) {
+    if (porting)
+        printf("  %-9s %-14s %-7s %-11s %s\n", "layers", "attn_type", "window", "sparse_mode", "pre/next_tokens");
+    else
+        printf("  %-9s %-30s %s\n", "layers", "attention", "caches per rank");
     /* Layers grouped by pattern: a row lists every layer with the same plan. */
     for (int32_t i = 0; i < p->n_layers; i++) {
         if (done[i]) continue;
@@ -172,19 +194,49 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done) {
         }
         if (regular && count > 2 && step > 1) snprintf(ids, sizeof ids, "%d-%d/%d", first, prev, step);
         const kvc_plan_layer *L = &p->layers[i];
-        char window[24] = "-", sparse[16] = "-", band[32] = "-", caches[512];
-        if (L->sliding_window > 0) snprintf(window, sizeof window, "%lld", (long long)L->sliding_window);
-        if (L->sparse_prefill != KVC_PLAN_NO_MODE) snprintf(sparse, sizeof sparse, "%d/%d", L->sparse_prefill, L->sparse_decode);
-        if (L->pre_tokens != KVC_PLAN_NO_BAND)
-            snprintf(band, sizeof band, "%lld/%lld", (long long)L->pre_tokens, (long long)L->next_tokens);
-        layer_caches_text(L, caches, sizeof caches);
         if (strlen(ids) > 9) {
             printf("  %s (%d layers)\n  %-9s", ids, count, "");
         } else {
             printf("  %-9s", ids);
         }
-        printf(" %-14s %-7s %-7s %-9s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band, caches);
+        if (porting) {
+            char window[24] = "-", sparse[16] = "-", band[32] = "-";
+            if (L->sliding_window > 0) snprintf(window, sizeof window, "%lld", (long long)L->sliding_window);
+            if (L->sparse_prefill != KVC_PLAN_NO_MODE)
+                snprintf(sparse, sizeof sparse, "%d/%d", L->sparse_prefill, L->sparse_decode);
+            if (L->pre_tokens != KVC_PLAN_NO_BAND)
+                snprintf(band, sizeof band, "%lld/%lld", (long long)L->pre_tokens, (long long)L->next_tokens);
+            printf(" %-14s %-7s %-11s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band);
+        } else {
+            char words[64], caches[512];
+            plain_attention(p, L, words, sizeof words);
+            layer_caches_text(L, caches, sizeof caches);
+            printf(" %-30s %s\n", words, caches);
+        }
     }
+}
+
+/* The model's attention in one line of plain words. */
+static void print_attention_summary(const kvc_model_plan *p) {
+    int32_t full = 0, sliding = 0, state = 0;
+    int64_t window = 0;
+    for (int32_t i = 0; i < p->n_layers; i++) {
+        const kvc_plan_layer *L = &p->layers[i];
+        full += L->attn_type == KVC_ATTN_FULL;
+        state += L->attn_type == KVC_ATTN_MAMBA;
+        if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
+            sliding++;
+            window = L->sliding_window;
+        }
+    }
+    printf("attention    ");
+    if (full > 0) printf("causal on %d layer%s", full, full == 1 ? "" : "s");
+    if (sliding > 0) printf("%ssliding window of %lld keys on %d layer%s", full ? ", " : "", (long long)window, sliding,
+                            sliding == 1 ? "" : "s");
+    if (state > 0) printf("%sstate (Mamba) on %d layer%s", full + sliding ? ", " : "", state, state == 1 ? "" : "s");
+    if (p->sinks) printf("; attention sinks");
+    if (p->mla) printf("; MLA: one latent cache per token shared by every head%s", p->mla_absorb ? " (absorbed)" : "");
+    printf("\n");
 }
 
 /* Prints the plan table; false (nothing printed) when memory ran out. */
@@ -195,7 +247,7 @@ static bool print_table(const kvc_model_plan *p) {
     char b1[64], b2[64], b3[64];
     printf("model        %s (model_type %s, family %s)\n", p->architecture, p->model_type[0] ? p->model_type : "-",
            p->family);
-    printf("setup        tp %lld, block_size %lld, kv dtype %s, ", (long long)o->tp, (long long)o->block_size,
+    printf("setup        tp %lld, block size %lld tokens, kv dtype %s, ", (long long)o->tp, (long long)o->block_size,
            kvc_dtype_name(o->kv_dtype));
     if (p->plan_params.mode == KVC_PLAN_BUDGET) {
         human_bytes(o->kv_memory_bytes, b1, sizeof b1);
@@ -204,16 +256,17 @@ static bool print_table(const kvc_model_plan *p) {
         printf("offline %lld tokens x %lld requests, next_n %lld\n", (long long)o->max_model_len,
                (long long)o->max_concurrency, (long long)o->next_n);
     }
-    printf("kv_mode      %s: %s\n", kvc_kv_mode_name(p->kv_mode), p->kv_mode_reason);
-    printf("fa_version   %d: %s\n", p->fa_version, p->fa_version_reason);
-    printf("layout       %s   mla_absorb %s   hybrid %s   sinks %s\n", p->input_layout, p->mla_absorb ? "yes" : "no",
-           p->hybrid ? "yes" : "no", p->sinks ? "yes" : "no");
+    if (p->kv_mode == KVC_KV_PAGED)
+        printf("caches       paged: blocks of %lld tokens, taken and returned as requests grow and end\n",
+               (long long)o->block_size);
+    else
+        printf("caches       contiguous: one cache of max_model_len tokens per request (not paged: why under kv_mode below)\n");
+    print_attention_summary(p);
     printf("heads        %lld query (%lld per rank), %lld kv, head_dim %lld\n", (long long)p->num_attention_heads,
            (long long)p->q_heads_per_rank, (long long)p->num_key_value_heads, (long long)p->head_dim);
     printf("scale        %.9g   (rope %s, factor %g, attention factor %.7g)\n", p->scale, p->rope_type, p->rope_factor,
            p->rope_attention_factor);
-    print_layer_rows(p, done);
-    kvci_free(done);
+    print_layer_rows(p, done, false);
     human_bytes(p->blocks.per_token_bytes, b1, sizeof b1);
     human_bytes(p->blocks.fixed_bytes, b2, sizeof b2);
     printf("bytes/token  %s (full-attention caches, one rank)\n", b1);
@@ -221,12 +274,21 @@ static bool print_table(const kvc_model_plan *p) {
     for (int32_t g = 0; g < p->blocks.n_groups; g++) {
         const kvc_group_plan *gp = &p->blocks.groups[g];
         human_bytes(gp->block_num * gp->block_bytes, b3, sizeof b3);
-        printf("block_num    %-16s %lld blocks of %lld tokens (%s%s)\n", gp->key, (long long)gp->block_num,
+        printf("pool         %-16s %lld blocks of %lld tokens (%s%s)\n", gp->key, (long long)gp->block_num,
                (long long)gp->block_size, b3, gp->fixed ? ", fixed" : "");
     }
     human_bytes(p->blocks.total_bytes, b1, sizeof b1);
-    printf("max_tokens   %lld   total %s\n", (long long)p->blocks.max_tokens, b1);
+    printf("max tokens   %lld   total %s\n", (long long)p->blocks.max_tokens, b1);
     for (int32_t w = 0; w < p->n_warnings; w++) printf("warning      %s\n", p->warnings[w]);
+    printf("\noperator parameters (for porting to the fused attention operator; docs/ops.md, rule ids in "
+           "docs/rules.md)\n");
+    printf("kv_mode      %s: %s\n", kvc_kv_mode_name(p->kv_mode), p->kv_mode_reason);
+    printf("fa_version   %d: %s\n", p->fa_version, p->fa_version_reason);
+    printf("layout       %s   mla_absorb %s   hybrid %s   sinks %s\n", p->input_layout, p->mla_absorb ? "yes" : "no",
+           p->hybrid ? "yes" : "no", p->sinks ? "yes" : "no");
+    memset(done, 0, (size_t)p->n_layers * sizeof *done);
+    print_layer_rows(p, done, true);
+    kvci_free(done);
     return true;
 }
 
@@ -278,8 +340,9 @@ int kvc_cmd_plan(int argc, char **argv) {
         } else if (count_flag(a, &opt, &count)) {
             rc = parse_count(a, val, count.min, count.dst);
         } else if (strcmp(a, "--kv-dtype") == 0) {
-            if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK) {
-                fprintf(stderr, "kvcache plan: --kv-dtype expects f16, bf16, f32 or i8, got \"%s\"\n", val ? val : "");
+            if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(opt.kv_dtype)) {
+                fprintf(stderr, "kvcache plan: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, "
+                                "got \"%s\"\n", val ? val : "");
                 return 2;
             }
             opt.kv_dtype_set = true;
@@ -289,7 +352,7 @@ int kvc_cmd_plan(int argc, char **argv) {
             return 2;
         } else {
             if (path != NULL) {
-                fprintf(stderr, "kvcache plan: one CONFIG.json expected, got \"%s\" and \"%s\"\n", path, a);
+                fprintf(stderr, "kvcache plan: one CONFIG.json or MODEL_DIR expected, got \"%s\" and \"%s\"\n", path, a);
                 return 2;
             }
             path = a;
@@ -301,6 +364,15 @@ int kvc_cmd_plan(int argc, char **argv) {
     if (path == NULL) {
         plan_usage(stderr);
         return 2;
+    }
+    char in_dir[4096];
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a model directory: its config.json, as `run` reads it */
+        if ((size_t)snprintf(in_dir, sizeof in_dir, "%s/config.json", path) >= sizeof in_dir) {
+            fprintf(stderr, "kvcache plan: the path of %s/config.json is longer than %zu bytes\n", path, sizeof in_dir - 1);
+            return 2;
+        }
+        path = in_dir;
     }
     size_t len = 0;
     char *text = NULL;

@@ -11,8 +11,10 @@
 
 #include "base/internal.h"
 #include "cmd_run.h"
+#include "kvcache/plan.h"
 #include "kvcache/runner.h"
 #include "run_compare.h"
+#include "run_engine.h"
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS 65536 /* prompt ids of all prompts together */
@@ -24,12 +26,15 @@ static void run_usage(FILE *f)
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
             "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
-            "                   [--max-positions N] [--json]\n"
+            "                   [--max-positions N] [--json] [--eos ID|none]\n"
+            "       kvcache run MODEL_DIR --prompt-ids ... [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
+            "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json]\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
-            "the prompts as one static batch through the standalone runner, greedy, to completion.\n"
+            "the prompts as one static batch through the standalone runner, greedy, to completion (or, with\n"
+            "--stream or a sampling flag, through the engine a token at a time).\n"
             "\n"
             "  --prompt-ids LIST    comma-separated token ids of one prompt (repeat for a batch; at most\n"
             "                       %d prompts and %d ids in all)\n"
@@ -41,8 +46,9 @@ static void run_usage(FILE *f)
             "                       3 MLA latent caches (paged; deepseek_v3 only)\n"
             "  --block-size N       tokens per block in modes 2 and 3 (default 16, at most %d: paged attention's\n"
             "                       limit)\n"
-            "  --kv-dtype D         KV cache dtype in modes 1-3: f32 (default), f16, bf16, i8 (int8), fp8_e4m3\n"
-            "                       (fp8) or fp8_e5m2; int8 / fp8 take a scale per token computed on write;\n"
+            "  --kv-dtype D         KV cache dtype in modes 1-3: f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or\n"
+            "                       fp8_e5m2 (default: the checkpoint's, config.json's torch_dtype as `kvcache plan`\n"
+            "                       reads it: bf16, f16 or f32); int8 / fp8 take a scale per token computed on write;\n"
             "                       the first line names the dtype and the bytes one token takes in every\n"
             "                       layer's cache (scales included)\n"
             "  --kv-layout L        mode 2 cache blocks: tokens (default: [blocks, block, heads, dim]) or lanes\n"
@@ -53,8 +59,19 @@ static void run_usage(FILE *f)
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
             "                       gap to the second, log-sum-exp) and timings\n"
+            "  --eos ID|none        end-of-sequence token id (default: config.json's eos_token_id, the first of\n"
+            "                       a list): a prompt's output ends with it (the runner computes the lock-step\n"
+            "                       batch to the end and prints up to it; the engine stops the prompt there)\n"
+            "  --stream             print each token as its step ends, as \"PROMPT: ID\" lines\n"
+            "  --temperature T, --top-k K, --top-p P, --seed S\n"
+            "                       sample instead of greedy (temperature 0 = greedy, top-k 0 = all, top-p 1 =\n"
+            "                       all; seeded: the same tokens whatever the batch)\n"
+            "  --stream, the sampling flags and --eos run the prompts through the engine (paged caches of\n"
+            "  --block-size tokens, modes 2 and 3; every prompt admitted at once) instead of the runner; the\n"
+            "  text output then ends with a line per prompt on stderr saying why it stopped (eos, max_new).\n"
             "\n"
             "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with --compare-dtypes,\n"
+            "the engine's flags with --json, --compare-dtypes, --max-positions or modes 0 and 1,\n"
             "--block-size in modes 0 and 1, --kv-layout outside mode 2, --compare-dtypes in mode 0, and\n"
             "--max-new-tokens with --compare-dtypes on expected.json's prompts (its num_new_tokens applies).\n",
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
@@ -155,14 +172,93 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     return ok;
 }
 
+static bool is_sampling_flag(const char *a)
+{
+    return strcmp(a, "--temperature") == 0 || strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 ||
+           strcmp(a, "--seed") == 0;
+}
+
+/* One sampling flag's value into *sp, checked as the engine checks it (kvc_sampling_params_check):
+ * 0, or 2 after a message. */
+static int parse_sampling(const char *flag, const char *val, kvc_sampling_params *sp)
+{
+    char *end = NULL;
+    errno = 0;
+    const double x = val ? strtod(val, &end) : NAN;
+    int64_t v = 0;
+    const bool is_int = strcmp(flag, "--top-k") == 0 || strcmp(flag, "--seed") == 0;
+    bool ok = is_int ? parse_i64(val, 0, strcmp(flag, "--seed") == 0 ? INT64_MAX : INT32_MAX, &v) == 0
+                     : val && *val && !*end && !errno && isfinite(x);
+    kvc_sampling_params next = *sp;
+    if (strcmp(flag, "--temperature") == 0) next.temperature = (float)x;
+    else if (strcmp(flag, "--top-p") == 0) next.top_p = (float)x;
+    else if (strcmp(flag, "--top-k") == 0) next.top_k = (int32_t)v;
+    else next.seed = (uint64_t)v;
+    if (ok && kvc_sampling_params_check(&next) != KVC_OK) {
+        fprintf(stderr, "kvcache run: %s %s: %s\n", flag, val, kvc_last_error());
+        return 2;
+    }
+    if (!ok) {
+        fprintf(stderr, "kvcache run: %s expects %s, got \"%s\"\n", flag, is_int ? "a non-negative integer" : "a number",
+                val ? val : "");
+        return 2;
+    }
+    *sp = next;
+    return 0;
+}
+
+/* config.json's eos_token_id (the first one of a list); -1 when it has none. */
+static int32_t config_eos_id(const char *dir)
+{
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    int32_t eos = -1;
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path ||
+        kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len) != KVC_OK)
+        return -1;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "eos_token_id");
+    if (cJSON_IsArray(id)) id = cJSON_GetArrayItem(id, 0);
+    if (cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= INT32_MAX &&
+        id->valuedouble == (double)(int32_t)id->valuedouble)
+        eos = (int32_t)id->valuedouble;
+    cJSON_Delete(doc);
+    kvci_free(text);
+    return eos;
+}
+
+/* The checkpoint's KV dtype as `kvcache plan` reads it from DIR/config.json: torch_dtype (or
+ * dtype) bfloat16, float16 or float32; bf16 when neither names one (the plan warns). KVC_OK, or
+ * the planner's failure with its message (the model loaded from the same file, so only memory
+ * running out is expected here). */
+static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return kvci_fail(KVC_EINVAL, "the path of %s/config.json is longer than %zu bytes", dir, sizeof path - 1);
+    char *text = NULL;
+    size_t len = 0;
+    kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
+    kvc_model_plan *plan = NULL;
+    if (st == KVC_OK) {
+        const kvc_plan_options opt = kvc_plan_default_options();
+        st = kvc_model_plan_create(text, len, &opt, &plan);
+    }
+    if (st == KVC_OK) *out = plan->options.kv_dtype;
+    kvc_model_plan_destroy(plan);
+    kvci_free(text);
+    return st;
+}
+
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
-    bool kv_dtype, kv_layout, block_size, max_new_tokens;
+    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions;
+    bool stream, sampling, eos; /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
 } run_flags_given;
 
 /* Refuses a flag the run would ignore, saying why: 0 when every flag given
  * is used, else 2 with the message printed. */
-static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, int64_t n_prompts)
+static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, bool json, int64_t n_prompts)
 {
     const char *why = NULL;
     if (compare && mode == KVC_RUNNER_RECOMPUTE)
@@ -179,6 +275,16 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, 
     else if (g->kv_layout && mode != KVC_RUNNER_PAGED)
         why = "--kv-layout applies to mode 2 (paged caches) only; modes 0 and 1 have no blocks, and mode 3 keeps "
               "its latent blocks in token order";
+    const bool engine = g->stream || g->sampling || g->eos;
+    if (!why && engine && (compare || json))
+        why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run the prompts through the engine, "
+              "which has no --json or --compare-dtypes (those report the runner's lock-step run)";
+    else if (!why && engine && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
+        why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run through the engine's paged caches: "
+              "use --mode 2 or 3";
+    else if (!why && engine && g->max_positions)
+        why = "--max-positions is the runner's limit; the engine sizes its caches for the longest prompt plus "
+              "--max-new-tokens";
     if (!why) return 0;
     fprintf(stderr, "kvcache run: %s\n", why);
     return 2;
@@ -191,7 +297,8 @@ int kvc_cmd_run(int argc, char **argv)
     bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
-    run_flags_given given = {false, false, false, false};
+    run_flags_given given = {0};
+    kvc_run_engine_opts eng = {.sampling = kvc_sampling_default_params(), .eos_id = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -241,8 +348,23 @@ int kvc_cmd_run(int argc, char **argv)
             }
             if (is_mode) mode = v;
             else if (is_block) p.block_size = v, given.block_size = true;
-            else if (strcmp(a, "--max-positions") == 0) p.max_positions = v;
+            else if (strcmp(a, "--max-positions") == 0) p.max_positions = v, given.max_positions = true;
             else p.max_new_tokens = v, given.max_new_tokens = true;
+        } else if (strcmp(a, "--stream") == 0) {
+            eng.stream = given.stream = true;
+            continue;
+        } else if (is_sampling_flag(a)) {
+            if (parse_sampling(a, val, &eng.sampling) != 0) return 2;
+            given.sampling = true;
+        } else if (strcmp(a, "--eos") == 0) {
+            int64_t v = -1;
+            if (!val || (strcmp(val, "none") != 0 && parse_i64(val, 0, INT32_MAX, &v) != 0)) {
+                fprintf(stderr, "kvcache run: --eos expects a token id in [0, %d] or none, got \"%s\"\n", INT32_MAX,
+                        val ? val : "");
+                return 2;
+            }
+            eng.eos_id = (int32_t)v;
+            given.eos = true;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "kvcache run: unknown option %s\n", a);
             run_usage(stderr);
@@ -260,18 +382,43 @@ int kvc_cmd_run(int argc, char **argv)
         run_usage(stderr);
         return 2;
     }
-    if (check_flag_use(&given, mode, compare, n) != 0) return 2;
+    if (check_flag_use(&given, mode, compare, json, n) != 0) return 2;
     p.mode = (kvc_runner_mode)mode;
     kvc_model *m = NULL;
+    fprintf(stderr, "kvcache run: loading %s ...\n", dir);
     kvc_status loaded = kvc_model_load(dir, &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;
     }
+    const kvc_model_config *mc = kvc_model_config_of(m);
+    fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
+            (long long)mc->vocab_size);
+    if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
+        kvc_status st = checkpoint_kv_dtype(dir, &p.kv_dtype);
+        if (st != KVC_OK) {
+            fprintf(stderr, "kvcache run: the checkpoint's KV dtype: %s\n", kvc_last_error());
+            kvc_model_destroy(m);
+            return st == KVC_ENOMEM ? 1 : 2;
+        }
+    }
     if (compare) {
         const int crc = kvc_run_compare_dtypes(m, dir, p, ids, lens, n, json);
         kvc_model_destroy(m);
         return crc;
+    }
+    if (!given.eos) eng.eos_id = config_eos_id(dir); /* the model's end-of-sequence id, -1 if none */
+    if (given.stream || given.sampling || given.eos) {
+        eng.latent = mode == KVC_RUNNER_MLA_LATENT;
+        eng.max_new_tokens = p.max_new_tokens;
+        eng.block_size = p.block_size;
+        eng.kv_dtype = p.kv_dtype;
+        eng.kv_layout = p.kv_layout;
+        printf("kv cache %s, through the engine (paged blocks of %lld tokens)\n", kvc_dtype_name(p.kv_dtype),
+               (long long)p.block_size);
+        const int erc = kvc_run_engine(m, &eng, ids, lens, n);
+        kvc_model_destroy(m);
+        return erc;
     }
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
@@ -307,8 +454,9 @@ int kvc_cmd_run(int argc, char **argv)
         if (p.mode != KVC_RUNNER_RECOMPUTE)
             printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.kv_dtype),
                    (long long)kvc_runner_kv_bytes_per_token(r));
-        for (int64_t b = 0; b < n; b++) {
-            for (int64_t i = 0; i < NT; i++) printf(i ? ",%d" : "%d", tok[b * NT + i]);
+        for (int64_t b = 0; b < n; b++) { /* up to and including the model's end-of-sequence id */
+            for (int64_t i = 0; i < NT && (i == 0 || tok[b * NT + i - 1] != eng.eos_id); i++)
+                printf(i ? ",%d" : "%d", tok[b * NT + i]);
             printf("\n");
         }
     }

@@ -48,8 +48,8 @@ static void trace_usage(FILE *f) {
             "  --max-blocks N  largest number of blocks of all pools together (default %" PRId64 ";\n"
             "                  at most %" PRId32 ")\n"
             "  --plot FILE.png draw block usage per key over the ops, prefix hits marked (implies\n"
-            "                  --usage; writes the lines to FILE.png.jsonl and runs python3 -m\n"
-            "                  kvcache.plot on them, KVC_PYTHON picks the Python)\n"
+            "                  --usage; writes the lines to FILE.png.jsonl and runs PYTHON -m\n"
+            "                  kvcache.plot on them: $KVC_PYTHON, else build/python-venv's, else python3)\n"
             "The input file is at most %zu bytes.\n",
             KVC_TRACE_MAX_TOKENS, KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
 }

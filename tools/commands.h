@@ -3,6 +3,8 @@
 #ifndef KVC_TOOLS_COMMANDS_H
 #define KVC_TOOLS_COMMANDS_H
 
+#include <stdio.h>
+
 typedef int (*kvc_command_fn)(int argc, char **argv);
 
 typedef struct kvc_command {
@@ -13,5 +15,8 @@ typedef struct kvc_command {
 
 /* The command table (tools/command_table.c); terminated by a NULL name. */
 extern const kvc_command kvc_commands[];
+
+/* `kvcache --help`: every command and every benchmark, from their tables. */
+void kvc_commands_usage(FILE *f);
 
 #endif

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/internal.h"
 #include "commands.h"
 #include "demo_engine.h"
@@ -91,6 +93,43 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     return st;
 }
 
+/* One model's figures as JSON (the fields of print_family); false when memory ran out. */
+static bool add_family_json(cJSON *models, const kvc_demo_family *f, const kvc_demo_workload *w, const demo_result *r) {
+    const kvc_demo_figures *g = &r->fig;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL || !cJSON_AddItemToArray(models, o)) {
+        cJSON_Delete(o);
+        return false;
+    }
+    cJSON *peak = cJSON_AddObjectToObject(o, "peak_blocks"); /* {key: [peak in use, usable blocks of the pool]} */
+    bool ok = peak != NULL && cJSON_AddStringToObject(o, "model", f->name) && cJSON_AddBoolToObject(o, "latent", f->latent) &&
+              cJSON_AddStringToObject(o, "kv_dtype", kvc_dtype_name(DEMO_KV_DTYPE)) &&
+              cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)r->kv_bytes_per_token) &&
+              cJSON_AddNumberToObject(o, "kv_budget_bytes", (double)r->budget) &&
+              cJSON_AddNumberToObject(o, "requests", (double)w->n) &&
+              cJSON_AddNumberToObject(o, "finished", (double)g->requests) &&
+              cJSON_AddNumberToObject(o, "prompt_tokens", (double)r->prompt_total) &&
+              cJSON_AddNumberToObject(o, "computed_tokens", (double)g->prompt_tokens) &&
+              cJSON_AddNumberToObject(o, "generated_tokens", (double)g->generated_tokens) &&
+              cJSON_AddNumberToObject(o, "steps", (double)g->steps) && cJSON_AddNumberToObject(o, "seconds", g->seconds) &&
+              cJSON_AddNumberToObject(o, "tokens_per_s",
+                                      (double)(g->prompt_tokens + g->generated_tokens) / g->seconds) &&
+              cJSON_AddItemToObject(o, "ttft_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->ttft_ms, 3)) &&
+              cJSON_AddItemToObject(o, "tpot_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->tpot_ms, 3)) &&
+              cJSON_AddNumberToObject(o, "prefix_hits", (double)g->prefix.hits) &&
+              cJSON_AddNumberToObject(o, "prefix_queries", (double)g->prefix.queries) &&
+              cJSON_AddNumberToObject(o, "prefix_hit_tokens", (double)g->prefix.hit_tokens) &&
+              cJSON_AddNumberToObject(o, "prefix_evictions", (double)g->prefix.evictions) &&
+              cJSON_AddNumberToObject(o, "preemptions", (double)g->preemptions) &&
+              cJSON_AddBoolToObject(o, "pools_back", r->pools_back) &&
+              cJSON_AddNumberToObject(o, "equal_to_alone", (double)r->matched) && cJSON_AddBoolToObject(o, "ok", r->ok);
+    for (int32_t k = 0; ok && k < g->stats.n_keys; k++) {
+        const double pair[2] = {(double)g->stats.peak_blocks_in_use[k], (double)(g->stats.num_blocks[k] - 1)};
+        ok = cJSON_AddItemToObject(peak, g->keys[k], cJSON_CreateDoubleArray(pair, 2));
+    }
+    return ok;
+}
+
 static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, const demo_result *r) {
     const kvc_demo_figures *g = &r->fig;
     printf("%s%s: KV %" PRId64 " B/token (%s, all layers), budget %.1f KiB (%d tokens of every layer)\n", f->name,
@@ -116,26 +155,40 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
     printf("\n");
 }
 
-static int engine_demo(int64_t n_requests) {
+/* The run's figures as one JSON object on stdout; false when memory ran out. */
+static bool print_json(cJSON *doc, double seconds, int64_t tokens, int64_t preempted, bool pass) {
+    bool ok = cJSON_AddNumberToObject(doc, "seconds", seconds) && cJSON_AddNumberToObject(doc, "tokens", (double)tokens) &&
+              cJSON_AddNumberToObject(doc, "preemptions", (double)preempted) && cJSON_AddBoolToObject(doc, "pass", pass);
+    char *text = ok ? cJSON_PrintUnformatted(doc) : NULL;
+    if (text != NULL) printf("%s\n", text);
+    cJSON_free(text);
+    return text != NULL;
+}
+
+static int engine_demo(int64_t n_requests, bool json) {
     /* tiny models: one OpenMP thread is much faster than the attention
      * kernel's threads oversubscribing (the library leaves this to the tool) */
     omp_set_num_threads(1);
     kvc_demo_workload w;
-    if (kvc_demo_workload_make(n_requests, 42, 512, 0, &w) != KVC_OK) {
-        printf("FAIL: out of memory for the workload\n");
+    cJSON *doc = json ? cJSON_CreateObject() : NULL;
+    cJSON *models = doc != NULL ? cJSON_AddArrayToObject(doc, "models") : NULL;
+    if ((json && models == NULL) || kvc_demo_workload_make(n_requests, 42, 512, 0, &w) != KVC_OK) {
+        cJSON_Delete(doc);
+        fprintf(json ? stderr : stdout, "FAIL: out of memory for the workload\n");
         return 1;
     }
     kvc_demo_workload_share_prefix(&w, 2, DEMO_SHARED_PROMPT, 512);
-    printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
-           "after, in one batch, a step with chunks costing at most 2x its decode rows (the stall-free default);\n"
-           "framework-managed paged KV; prefix caching on) on three built-in models with\n"
-           "random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8, top-k 40,\n"
-           "top-p 0.9, seeded; half greedy): prompts 4-256 tokens (every other one starting with the same\n"
-           "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"
-           "%d, one OpenMP thread. Every request is then run alone (no prefix caching) and its tokens compared\n"
-           "(bitwise: the forward is batch-invariant).\n\n",
-           (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK,
-           DEMO_MAX_MODEL_LEN);
+    if (!json)
+        printf("kvcache demo: the engine (budget scheduler: %lld tokens per step, decode rows first, prompt chunks\n"
+               "after, in one batch, a step with chunks costing at most 2x its decode rows (the stall-free default);\n"
+               "framework-managed paged KV; prefix caching on) on three built-in models with\n"
+               "random weights and %s KV caches, %" PRId64 " requests each (half sampled: temperature 0.8, top-k 40,\n"
+               "top-p 0.9, seeded; half greedy): prompts 4-256 tokens (every other one starting with the same\n"
+               "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"
+               "%d, one OpenMP thread. Every request is then run alone (no prefix caching) and its tokens compared\n"
+               "(bitwise: the forward is batch-invariant).\n\n",
+               (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK,
+               DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;
@@ -143,15 +196,27 @@ static int engine_demo(int64_t n_requests) {
         demo_result r;
         kvc_status st = run_family(&kvc_demo_families[i], &w, &r);
         if (st != KVC_OK) {
-            printf("%s: FAILED: %s (%s)\n\n", kvc_demo_families[i].name, kvc_status_str(st), kvc_last_error());
+            fprintf(json ? stderr : stdout, "%s: FAILED: %s (%s)\n\n", kvc_demo_families[i].name, kvc_status_str(st),
+                    kvc_last_error());
             pass = false;
             continue;
         }
-        print_family(&kvc_demo_families[i], &w, &r);
+        if (json && !add_family_json(models, &kvc_demo_families[i], &w, &r)) {
+            fprintf(stderr, "FAIL: out of memory for the JSON summary\n");
+            pass = false;
+        } else if (!json) {
+            print_family(&kvc_demo_families[i], &w, &r);
+        }
         pass = pass && r.ok;
         seconds += r.fig.seconds;
         tokens += r.fig.prompt_tokens + r.fig.generated_tokens;
         preempted += r.fig.preemptions;
+    }
+    if (json) {
+        pass = print_json(doc, seconds, tokens, preempted, pass) && pass;
+        cJSON_Delete(doc);
+        kvc_demo_workload_free(&w);
+        return pass ? 0 : 1;
     }
     printf("total: %" PRId64 " requests, %" PRId64 " tokens in %.2f s (%.0f tokens/s), %" PRId64 " preemptions\n",
            KVC_DEMO_N_FAMILIES * w.n, tokens, seconds, seconds > 0 ? (double)tokens / seconds : 0.0, preempted);
@@ -161,19 +226,24 @@ static int engine_demo(int64_t n_requests) {
 }
 
 static void demo_usage(FILE *out) {
-    fprintf(out, "usage: kvcache demo [--requests N] | kvcache demo --trace [--json]\n\n"
+    fprintf(out, "usage: kvcache demo [--requests N] [--json] | kvcache demo --trace [--json]\n\n"
                  "Runs the engine on three small built-in models (random Qwen3, GptOss, DeepseekV3) over a\n"
                  "mixed workload under a small KV budget (block reuse, preemption), checks every request\n"
                  "against a run of it alone and prints a summary with PASS/FAIL (exit 1 on FAIL).\n"
                  "  --requests N   requests per model (default 32)\n"
+                 "  --json         one JSON object instead of the text: per model (\"models\") the figures of\n"
+                 "                 the text summary, then seconds, tokens, preemptions and pass\n"
                  "  --trace        replay the built-in hybrid-model manager trace instead (--json: JSON Lines)\n");
 }
 
-int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace_at) {
+int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace_at, bool *json) {
     *n_requests = 32;
     *trace_at = 0;
+    *json = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--trace") == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
+            *json = true;
+        } else if (strcmp(argv[i], "--trace") == 0) {
             *trace_at = i;
             return -1;
         } else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
@@ -198,11 +268,15 @@ int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace
 int kvc_cmd_engine_demo(int argc, char **argv) {
     int64_t n = 0;
     int trace_at = 0;
-    int rc = kvc_engine_demo_parse(argc, argv, &n, &trace_at);
+    bool json = false;
+    int rc = kvc_engine_demo_parse(argc, argv, &n, &trace_at, &json);
     if (rc >= 0) return rc;
     if (trace_at > 0) {
-        argv[trace_at] = argv[0]; /* the trace demo sees the rest of the arguments */
+        /* the trace demo sees the rest of the arguments, led by a --json given before --trace */
+        static char json_flag[] = "--json";
+        if (json) argv[trace_at--] = json_flag;
+        argv[trace_at] = argv[0];
         return kvc_cmd_trace_demo(argc - trace_at, argv + trace_at);
     }
-    return engine_demo(n);
+    return engine_demo(n, json);
 }

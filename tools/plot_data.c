@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/internal.h"
 
@@ -22,9 +23,28 @@ char *kvc_plot_data_path(const char *png_path, const char *suffix) {
     return path;
 }
 
-int kvc_plot_run(const char *kind, const char *data_path, const char *png_path) {
+/* The Python that draws: $KVC_PYTHON; else the virtualenv `make python-test` makes beside this
+ * command (build/python-venv, which has the package and matplotlib); else python3 from PATH.
+ * buf[cap]: room for the virtualenv's path. */
+static const char *plot_python(char *buf, size_t cap) {
     const char *python = getenv("KVC_PYTHON");
-    if (python == NULL || python[0] == '\0') python = "python3";
+    if (python != NULL && python[0] != '\0') return python;
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        char *slash = strrchr(buf, '/');
+        const char venv[] = "/python-venv/bin/python";
+        if (slash != NULL && (size_t)(slash - buf) + sizeof venv <= cap) {
+            memcpy(slash, venv, sizeof venv);
+            if (access(buf, X_OK) == 0) return buf;
+        }
+    }
+    return "python3";
+}
+
+int kvc_plot_run(const char *kind, const char *data_path, const char *png_path) {
+    char venv_python[4096];
+    const char *python = plot_python(venv_python, sizeof venv_python);
     char *argv[] = {(char *)python, "-m", "kvcache.plot", (char *)kind, (char *)data_path, (char *)png_path, NULL};
     pid_t pid;
     int status = 0;
@@ -34,8 +54,9 @@ int kvc_plot_run(const char *kind, const char *data_path, const char *png_path) 
         return 0;
     }
     fprintf(stderr,
-            "kvcache: --plot: \"%s -m kvcache.plot %s %s %s\" %s; the data is in %s (install the Python package: "
-            "pip install ./python[plot], or set KVC_PYTHON to a Python that has it)\n",
+            "kvcache: --plot: \"%s -m kvcache.plot %s %s %s\" %s; the data is in %s. Set KVC_PYTHON to a Python "
+            "with the package (pip install ./python[plot]; make python-test makes build/python-venv, found without "
+            "it)\n",
             python, kind, data_path, png_path, rc != 0 ? "could not start" : "failed", data_path);
     return 1;
 }

@@ -1,7 +1,9 @@
 /* `--plot FILE.png` of `kvcache trace`, `plan` and `bench engine`: the command
  * writes the data of the picture beside it (FILE.png.json, or .jsonl for a
  * trace) and has the Python package draw it:
- *   $KVC_PYTHON -m kvcache.plot KIND DATA FILE.png   (KVC_PYTHON: python3 by default)
+ *   $KVC_PYTHON -m kvcache.plot KIND DATA FILE.png
+ * (without KVC_PYTHON: python-venv/bin/python beside the command, as `make python-test` makes
+ * it in build/, else python3)
  * The package comes from `pip install ./python[plot]` (docs/python.md). */
 #ifndef KVC_TOOLS_PLOT_DATA_H
 #define KVC_TOOLS_PLOT_DATA_H

@@ -3,7 +3,7 @@
  * mappings per manager key for the framework path (built from a kvc_manager),
  * the static tables and linear slots of the standalone path, and the legacy
  * flat index of the self-managed path. Behaviour:
- * RM 2-10.
+ * RM 2-10 (the step-metadata rules: lengths, packed steps, tables, slot mappings).
  *
  * Conventions of every array here: int64 unless said otherwise; cumulative
  * length arrays are inclusive prefix sums without a leading 0 (entry b is the
@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-/* ---- framework step metadata (RM 3-8) -------------------------------------- */
+/* ---- framework step metadata (RM 3-8: packed steps, tables, slot mappings) -- */
 
 /* One scheduled row of a step, in batch order. */
 typedef struct kvc_step_request {
@@ -61,7 +61,7 @@ typedef struct kvc_step_metadata {
     kvc_step_key keys[KVC_MAX_MANAGERS]; /* [n_keys] in manager order */
 } kvc_step_metadata;
 
-/* The per-row part of a step (RM 2-5), built without a manager
+/* The per-row part of a step (RM 2-5: positions and lengths), built without a manager
  * into caller-owned arrays: positions, kv_pos, the direct and cumulative
  * length arrays and the step totals. Shared by kvc_step_metadata_build, the
  * engine's self-managed path and the standalone runner. The caller sets the
@@ -133,7 +133,7 @@ KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * manager clamps tables to max_model_len), a Mamba table shorter than its
  * width, a position whose block index reaches the width. A real request the
  * manager does not know gets null rows. On failure *out is unchanged and the
- * buffers' arrays hold unspecified values. Debug builds assert (RM 7)
+ * buffers' arrays hold unspecified values. Debug builds assert (RM 7, slot mappings)
  * that every real position the row still needs (from
  * kvc_manager_skipped_tokens on: all of them for FullAttention) maps to a
  * non-null block, the row's last position (the query itself) included. */

@@ -75,7 +75,8 @@ typedef enum kvc_allocator {
     KVC_ALLOC_SWAPPED = 1 /* host memory mapped to the device; not for Mamba */
 } kvc_allocator;
 
-/* Receives a freshly allocated cache tensor (called exactly once per entry). */
+/* Receives a freshly allocated cache tensor (called exactly once per entry).
+ * Optional: without one the tensor is only recorded in the entry's tensor field. */
 typedef void (*kvc_tensor_setter)(void *user, const kvc_tensor *tensor);
 
 /* One cache tensor of one layer. Start from kvc_cache_entry_default(). */
@@ -125,7 +126,7 @@ KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
 /* Group key: manager_key if set, else the attention type's name. */
 KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
-/* Checks every rule of KM 2.5 (per entry, then per group) and names layer,
+/* Checks every validation rule of KM 2.5 (per entry, then per group) and names layer,
  * cache and field on failure. engine_next_n >= 0 also requires every Mamba
  * entry's next_n to equal it; pass -1 to skip that rule. */
 KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
@@ -238,8 +239,8 @@ KVC_API kvc_cache_storage_params kvc_cache_storage_default_params(void);
 /* Allocates one tensor per needs_block entry ([n, s, heads, *dim] block-major,
  * [n, heads, s, *dim] head-major, [n, *shape] Mamba; s = block_size /
  * compress_ratio), aligned and paged as p says, with block 0 zero-filled;
- * records it in entry.tensor and hands it to the entry's setter.
- * All-or-nothing. */
+ * records it in entry.tensor and hands it to the entry's setter if it has one
+ * (the setter is optional: read entry.tensor instead). All-or-nothing. */
 KVC_API kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan,
                                               const kvc_cache_storage_params *p, kvc_cache_storage **out);
 KVC_API int64_t kvc_cache_storage_bytes(const kvc_cache_storage *s);
@@ -503,8 +504,12 @@ typedef struct kvc_buffer_info {
  * entry or a missing tensor is KVC_EINVAL. *n_out = the count (even when > cap). */
 KVC_API kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out);
 
-/* Checks the pool and table invariants of VER 5 (INV-P1..P5,
- * INV-F1, INV-SW-1, INV-MB-1, INV-K3); KVC_EINTERNAL naming the broken one. */
+/* Checks the pool and table invariants of VER 5 (INV-P1..P5: the null block
+ * is never free or handed out, no duplicate in the free queue, every block
+ * free or held exactly once, every table entry a valid id; INV-F1: full-
+ * attention tables have no null entry; INV-SW-1: sliding-window nulls only as
+ * a prefix; INV-MB-1: Mamba tables hold 1 or 1 + next_n blocks; INV-K3: the
+ * usage string's counts); KVC_EINTERNAL naming the broken one. */
 KVC_API kvc_status kvc_manager_check_invariants(const kvc_manager *m);
 
 #ifdef __cplusplus

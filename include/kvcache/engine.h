@@ -390,7 +390,7 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * model must outlive the adapter. Not thread-safe. */
 typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
-    bool latent;        /* MLA latent caches (DeepseekV3 only, MF 4.4) */
+    bool latent;        /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
     int64_t block_size; /* managed: tokens per block, >= 1 */
 } kvc_engine_adapter_params;
 

@@ -8,8 +8,10 @@
  *   ops.h    cache writes and the attention operator
  *   model.h  config.json, safetensors, the model families and their forward pass
  *   runner.h the standalone runner (modes 1-3 and a no-cache recomputation)
+ *   engine.h the framework deployment: requests, the budget scheduler, sampling
  *   plan.h   a model's config.json -> its cache plan and memory budget
- *   version.h KVC_VERSION_* and kvc_version() (included by base.h)
+ *   version.h KVC_VERSION_* and kvc_version()
+ *   export.h KVC_API, the mark of the functions a shared library exports
  *
  * Each layer's behaviour, with the worked examples that are its tests, is in
  * docs/<layer>.md; rule ids cited in the headers ("KM 8.1", "R9") in
@@ -42,7 +44,10 @@
 #ifndef KVCACHE_KVCACHE_H
 #define KVCACHE_KVCACHE_H
 
+#include "kvcache/export.h"
+#include "kvcache/version.h"
 #include "kvcache/base.h"
+#include "kvcache/half.h"
 #include "kvcache/cache.h"
 #include "kvcache/plan.h"
 #include "kvcache/batch.h"

@@ -52,7 +52,7 @@ typedef struct kvc_model_config {
     int64_t num_heads, num_kv_heads, head_dim;
     double rms_norm_eps;
     bool tie_word_embeddings;
-    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF 6.5) */
+    bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF 6.5: which projections carry a bias) */
     bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
     int64_t max_position_embeddings;
     kvc_rope_config rope;
@@ -108,8 +108,8 @@ typedef struct kvc_model kvc_model;
 
 /* config.json + *.safetensors of a Hugging Face model directory. */
 KVC_API kvc_status kvc_model_load(const char *dir, kvc_model **out);
-/* The same architecture with deterministic pseudo-random weights (MF 5
- * style: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
+/* The same architecture with deterministic pseudo-random weights (as the
+ * oracle configurations of MF 5: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
 KVC_API kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);
 KVC_API void kvc_model_destroy(kvc_model *m);
 KVC_API const kvc_model_config *kvc_model_config_of(const kvc_model *m);
@@ -117,7 +117,7 @@ KVC_API const kvc_model_config *kvc_model_config_of(const kvc_model *m);
 /* ---- caches seen by the forward pass --------------------------------------- */
 
 typedef enum kvc_model_cache_kind {
-    KVC_MCACHE_CONTIGUOUS = 1, /* per layer [rows, S_max, heads * dim] (BSH), written by AO 2.1 */
+    KVC_MCACHE_CONTIGUOUS = 1, /* per layer [rows, S_max, heads * dim] (BSH), written by the contiguous write, AO 2.1 */
     KVC_MCACHE_PAGED = 2       /* per layer [NB, bs, heads, dim], slot scatter AO 2.2, table per key */
 } kvc_model_cache_kind;
 

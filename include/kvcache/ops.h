@@ -244,7 +244,7 @@ KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
  * (16-bit or 8-bit elements). */
 typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_storage;
 
-/* The largest block_size paged attention takes (R8); the runner and
+/* The largest block_size paged attention takes (R8, the paging checks); the runner and
  * `kvcache run --block-size` take the same bound. */
 #define KVC_ATTN_MAX_BLOCK_SIZE 1024
 
@@ -266,7 +266,8 @@ typedef enum kvc_quant_mode {
     KVC_QUANT_PER_SLOT = 3     /* scale [NB, bs] or [NB*bs]: key j of request b at slot tbl[b][j/bs]*bs + j%bs */
 } kvc_quant_mode;
 
-/* R13-R15: what the layer this call belongs to expects (optional). */
+/* R13-R15: what the layer this call belongs to expects (optional): a sliding-window layer's
+ * band, a full layer's non-band mode, its own key's block size and heads. */
 typedef enum kvc_attn_bind_type { KVC_BIND_NONE = 0, KVC_BIND_FULL, KVC_BIND_SLIDING } kvc_attn_bind_type;
 
 typedef struct kvc_attn_binding {
@@ -355,15 +356,16 @@ KVC_API kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_ap
 KVC_API double kvc_yarn_mscale(double factor, double mscale);
 KVC_API double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim);
 
-/* AO 3.5: fills tmpl [2048 * 2048] with T[r][c] = (c > r). */
+/* AO 3.5 (mask modes): fills tmpl [2048 * 2048] with T[r][c] = (c > r). */
 #define KVC_MASK_TEMPLATE_DIM 2048
 KVC_API void kvc_mask_template_fill(uint8_t *tmpl);
 
-/* Validates every rule of AO 6.1 that applies to attention; KVC_OK or the
- * refusal both implementations would return. */
+/* Validates every rule of AO 6.1 (the misuses refused with a message, R1-R20) that applies to
+ * attention; KVC_OK or the refusal both implementations would return. */
 KVC_API kvc_status kvc_attention_check(const kvc_attention_params *p);
 
-/* float64 reference (AO 3.1). Allocates O(Skv + D) scratch per call. */
+/* float64 reference (AO 3.1: attention semantics, a softmax over the visible keys only).
+ * Allocates O(Skv + D) scratch per call. */
 KVC_API kvc_status kvc_attention_ref(const kvc_attention_params *p);
 
 /* Fast CPU kernel. workspace: at least kvc_attention_cpu_workspace_size()

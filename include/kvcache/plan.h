@@ -3,8 +3,9 @@
  * caches of every layer, the operator generation and layout, MLA absorption,
  * the softmax scale, the cache description it implies and the block
  * planner's numbers for it. Selection rules: docs/ops.md
- * (AO 3.5 masks, AO 3.7 scale, AO 3.8 MLA, AO 4 call matrix, AO 5 standalone modes);
- * sizing: KM 2 and KM 6 (kvc_plan_blocks).
+ * (AO 3.5 mask modes, AO 3.7 softmax scale, AO 3.8 MLA absorption, AO 4 which layout
+ * each model path calls, AO 5 standalone modes); sizing: KM 2 (cache descriptions) and
+ * KM 6 (block planning, kvc_plan_blocks).
  *
  * Thread safety: a kvc_model_plan is immutable after creation and may be read
  * from several threads; creating plans from several threads is safe. */
@@ -37,7 +38,7 @@ typedef struct kvc_plan_options {
     int64_t tp;              /* attention tensor-parallel ranks, >= 1 */
     int64_t block_size;      /* tokens per block, >= 1 */
     bool kv_dtype_set;       /* false: the config's torch_dtype (bf16 if absent) */
-    kvc_dtype kv_dtype;      /* f16, bf16, f32 or i8 */
+    kvc_dtype kv_dtype;      /* f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2 (kvc_model_kv_dtype_ok) */
     int64_t max_model_len;   /* 0: the config's max_position_embeddings; at most 2^31 - 1 (32-bit block tables) */
     int64_t max_concurrency; /* requests served at once, >= 1 */
     int64_t next_n;          /* speculative depth, >= 0 */
@@ -65,7 +66,7 @@ typedef struct kvc_plan_layer {
     int32_t layer;
     kvc_attn_type attn_type;
     int64_t sliding_window;  /* keys a query sees, itself included; 0 = not a window layer */
-    int32_t sparse_prefill;  /* AO 3.5 mode, KVC_PLAN_NO_MODE for Mamba */
+    int32_t sparse_prefill;  /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba */
     int32_t sparse_decode;
     int64_t pre_tokens;      /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
     int64_t next_tokens;     /* band layers: 0; else KVC_PLAN_NO_BAND */

@@ -1,4 +1,4 @@
-/* kvcache runner layer: the standalone deployment (AO 5, RM 10). The runner
+/* kvcache runner layer: the standalone deployment (AO 5: modes 1-3; RM 10: its static block layout). The runner
  * owns its caches and builds its own step metadata, with no manager:
  *   mode 1  contiguous per-layer (k, v) caches [batch, S_max, heads*dim]
  *   mode 2  manual paging: per-layer [NB, bs, heads, dim] caches, the static

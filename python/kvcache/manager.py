@@ -221,8 +221,31 @@ class Manager:
         check(lib.kvc_manager_create(ci, blocks, p, out))
         # the destructor holds what the manager reads (the description, the
         # block plan) so that they are released only after it
-        self._m = ffi.gc(out[0], lambda m, deps=(self._owner, blocks): lib.kvc_manager_destroy(m))
+        self._handle = ffi.gc(out[0], lambda m, deps=(self._owner, blocks): lib.kvc_manager_destroy(m))
         self._steps = None
+
+    @property
+    def _m(self):
+        if self._handle is None:
+            raise invalid("the Manager is closed (Manager.close(), or the end of its `with` block)")
+        return self._handle
+
+    def close(self):
+        """Frees the C manager and its step buffers now rather than when the
+        object is collected; any later call raises InvalidArgument. Closing
+        twice is harmless. `with plan.manager() as m:` closes at the end."""
+        steps, self._steps = self._steps, None
+        if steps is not None:
+            ffi.release(steps[0])
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            ffi.release(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     # ---- keys ------------------------------------------------------------
     @property

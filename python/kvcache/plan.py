@@ -59,14 +59,35 @@ class Plan(dict):
 
         return Manager(self, **kwargs)
 
+    def caches(self, torch=False, pages="huge"):
+        """Allocates the cache tensors this plan asks for and returns them:
+        a list with one dict per layer (plan["layers"] order) of
+        {cache name: array}, e.g. caches[0]["k_cache"] of shape
+        [block_num, block_size, kv heads, head dim] (head-major
+        [block_num, kv heads, block_size, head dim], MLA latent
+        [block_num, block_size, 1, dim], Mamba [block_num, *state shape]).
+
+        The arrays are NumPy views of the C library's own allocation
+        (kvc_cache_storage_allocate: aligned, 2 MiB huge pages where the
+        system allows with pages="huge", block 0 zero-filled), no copy;
+        torch=True gives torch CPU tensors over the same memory
+        (torch.from_numpy; bf16 / fp8 caches viewed as torch.bfloat16 /
+        float8). NumPy has no bf16 or fp8: such caches are uint16 / uint8
+        arrays, read by the library through kvcache.view_as(array, "bf16").
+        The memory is freed when the last array (or tensor) is gone. The
+        result also has .nbytes and .dtypes {(layer, name): dtype}."""
+        from .storage import allocate
+
+        return allocate(self._handle, torch=torch, pages=pages)
+
 
 def plan(config, tp=1, block_size=128, kv_dtype=None, kv_memory=None, max_model_len=None, max_concurrency=1,
          next_n=0):
     """The KV cache plan of a Hugging Face config (a dict, a config.json path
     or a model directory): paged or legacy caches, per-layer attention types,
     mask modes, caches per tensor-parallel rank and the block planner's
-    numbers. kv_dtype: "f16", "bf16", "f32" or "i8" (default: the config's
-    torch_dtype); kv_memory: a byte budget (int or "64GiB"); without it the
+    numbers. kv_dtype: "f32", "f16", "bf16", "i8" ("int8"), "fp8_e4m3" ("fp8")
+    or "fp8_e5m2" (default: the config's torch_dtype); kv_memory: a byte budget (int or "64GiB"); without it the
     caches are sized for max_model_len x max_concurrency tokens."""
     opt = ffi.new("kvc_plan_options *", lib.kvc_plan_default_options())
     opt.tp = int64(tp, "tp")

@@ -3,6 +3,7 @@ trace steps it draws are the manager's own usage, and the command's --plot
 runs it."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -108,7 +109,27 @@ def test_command_line_plot_without_python(kvcache_cmd, tmp_path):
     r = subprocess.run([str(kvcache_cmd), "plan", str(DATA / "configs" / "Qwen3-8B.json"), "--plot",
                         str(tmp_path / "p.png")], env=env, capture_output=True, text=True)
     assert r.returncode == 1 and "could not start" in r.stderr and "p.png.json" in r.stderr
+    assert r.stderr.count("\n") == 1 and "Set KVC_PYTHON" in r.stderr  # what to do, in one line
     assert not (tmp_path / "p.png").exists() and (tmp_path / "p.png.json").exists()
+
+
+def test_command_line_plot_finds_the_build_virtualenv(kvcache_cmd, tmp_path):
+    """Without KVC_PYTHON (and no python3 on PATH) the command runs the
+    virtualenv `make python-test` makes beside it: build/python-venv."""
+    build = tmp_path / "build"
+    venv_bin = build / "python-venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    shutil.copy(kvcache_cmd, build / "kvcache")
+    python = venv_bin / "python"  # stands in for the virtualenv's interpreter, and says it ran
+    python.write_text(f'#!/bin/sh\n: > "{tmp_path}/ran"\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "KVC_PYTHON"}
+    env.update(PATH=str(tmp_path / "empty"), MPLBACKEND="Agg")
+    r = subprocess.run([str(build / "kvcache"), "plan", str(DATA / "configs" / "Qwen3-8B.json"), "--plot",
+                        str(tmp_path / "p.png")], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "ran").exists()
+    assert_png(tmp_path / "p.png")
 
 
 def test_module_command_reports_bad_data(tmp_path):

@@ -45,9 +45,6 @@ static kvc_status count_entries(const kvc_model_cache_info *ci, const kvc_block_
         for (int32_t c = 0; c < layer->n_caches; c++) {
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block) continue;
-            if (e->tensor_setter == NULL)
-                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter to receive the tensor",
-                                 layer->layer_idx, e->name);
             int64_t block_num = 0;
             kvc_status st = kvc_block_plan_block_num(plan, kvc_cache_entry_group_key(e), &block_num);
             if (st != KVC_OK)
@@ -114,7 +111,7 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
             kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
-            if (e->needs_block) e->tensor_setter(e->setter_user, &e->tensor);
+            if (e->needs_block && e->tensor_setter != NULL) e->tensor_setter(e->setter_user, &e->tensor);
         }
     *out = s;
     return KVC_OK;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "base/internal.h"
+#include "kvcache/model.h"
 #include "plan/plan_internal.h"
 
 const char *kvc_kv_mode_name(kvc_kv_mode mode) {
@@ -34,9 +35,9 @@ static kvc_status check_options(const kvc_plan_options *o) {
         return kvci_fail(KVC_EINVAL, "plan options: tp %lld must be in [1, 4096]", (long long)o->tp);
     if (o->block_size < 1 || o->block_size > (1 << 20))
         return kvci_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
-    if (o->kv_dtype_set && o->kv_dtype != KVC_DTYPE_F16 && o->kv_dtype != KVC_DTYPE_BF16 &&
-        o->kv_dtype != KVC_DTYPE_F32 && o->kv_dtype != KVC_DTYPE_I8)
-        return kvci_fail(KVC_EINVAL, "plan options: kv_dtype %s is not a KV cache dtype (f16, bf16, f32, i8)",
+    if (o->kv_dtype_set && !kvc_model_kv_dtype_ok(o->kv_dtype)) /* the dtypes the runtime's caches store */
+        return kvci_fail(KVC_EINVAL,
+                         "plan options: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2)",
                          kvc_dtype_name(o->kv_dtype));
     if (o->max_model_len < 0 || o->max_model_len > INT32_MAX)
         return kvci_fail(KVC_EINVAL,

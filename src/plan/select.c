@@ -16,7 +16,7 @@ static bool is_pow2_le(int64_t v, int64_t cap) { return v >= 1 && v <= cap && (v
 
 void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
     const kvc_plan_options *o = &plan->options;
-    int64_t align = o->kv_dtype == KVC_DTYPE_I8 ? 32 : 16; /* AO 3.13 */
+    int64_t align = kvc_dtype_size(o->kv_dtype) == 1 ? 32 : 16; /* AO 3.13 (operator limits): 32 for 1-byte KV */
     const char *dt = kvc_dtype_name(o->kv_dtype);
     plan->kv_mode = KVC_KV_PAGED;
     if (!any_attention) {

@@ -120,9 +120,12 @@ static void test_refusals(void **state) {
     assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
     kvc_cache_storage *s = NULL;
     const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
-    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "layer 0, cache k: no tensor_setter"));
-    assert_null(s);
+    /* the setter is optional: without one the tensor is only recorded in the entry */
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_OK);
+    assert_non_null(m.entries[0].tensor.data);
+    assert_int_equal(m.entries[0].tensor.shape[0], 3);
+    kvc_cache_storage_destroy(s);
+    s = NULL;
     m.entries[0].tensor_setter = record_tensor;
     setter_log log = {0};
     m.entries[0].setter_user = &log;

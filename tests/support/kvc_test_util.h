@@ -59,6 +59,17 @@ bool kvc_test_zero_bytes(const void *p, size_t n);
 /* Whether this kernel has transparent huge pages (then madvise(MADV_HUGEPAGE) succeeds). */
 bool kvc_test_kernel_has_thp(void);
 
+/* Runs `kvcache ARGS...` in this process: the command of args[0] from the
+ * command table with allocation fail_at failing (0: none; kvci_alloc_fail_at),
+ * stdout and stderr captured together in a temporary file. The command gets a
+ * fresh argv (commands may rewrite theirs); argc <= 15, args[argc] NULL. */
+typedef struct kvc_test_command_result {
+    int rc;         /* the exit status (99: no such command) */
+    uint64_t calls; /* allocations the run asked for (up to the failed one) */
+    char *out;      /* stdout and stderr together; free() it */
+} kvc_test_command_result;
+kvc_test_command_result kvc_test_run_command(char *const *args, int argc, uint64_t fail_at);
+
 #define KVC_IDS(...) ((const int32_t[]){__VA_ARGS__}), (sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 #endif

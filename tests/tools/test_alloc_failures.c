@@ -31,48 +31,6 @@
 #define POINTS 8000
 #endif
 
-typedef struct result {
-    int rc;
-    uint64_t calls; /* allocations the run asked for (up to the failed one) */
-    char *out;      /* stdout and stderr together */
-} result;
-
-/* Runs `kvcache args...` in this process with allocation fail_at failing (0:
- * none), stdout and stderr captured in a temporary file. The command gets a
- * fresh argv (commands may rewrite theirs). */
-static result run_command(char *const *args, int argc, uint64_t fail_at) {
-    char *argv[16];
-    memcpy(argv, args, (size_t)(argc + 1) * sizeof *argv);
-    char path[] = "/tmp/kvc_alloc_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
-    assert_true(saved_out >= 0 && saved_err >= 0);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    const kvc_command *cmd = NULL;
-    for (const kvc_command *c = kvc_commands; c->name != NULL; c++)
-        if (strcmp(c->name, argv[0]) == 0) cmd = c;
-    result r = {0};
-    kvci_alloc_fail_at(fail_at);
-    r.rc = cmd != NULL ? cmd->run(argc, argv) : 99;
-    r.calls = kvci_alloc_calls();
-    kvci_alloc_fail_at(0);
-    fflush(stdout);
-    fflush(stderr);
-    clearerr(stdout);
-    dup2(saved_out, STDOUT_FILENO);
-    dup2(saved_err, STDERR_FILENO);
-    close(saved_out);
-    close(saved_err);
-    close(fd);
-    r.out = kvc_test_read_text(path);
-    unlink(path);
-    return r;
-}
-
 /* Words a failed run must not print, whatever the command (a trace's op
  * lines before the failure are progress, not a verdict). */
 static bool claims_success(const char *out) {
@@ -104,7 +62,7 @@ static void walk(const char *line) {
     for (char *a = strtok_r(args, " ", &save); a != NULL && argc < 15; a = strtok_r(NULL, " ", &save)) argv[argc++] = a;
     argv[argc] = NULL;
 
-    result clean = run_command(argv, argc, 0);
+    kvc_test_command_result clean = kvc_test_run_command(argv, argc, 0);
     if (clean.rc != 0) fail_msg("\"%s\" fails without injection: %s", line, clean.out);
     uint64_t total = clean.calls;
     assert_true(total > 0);
@@ -112,7 +70,7 @@ static void walk(const char *line) {
     if (step < 1) step = 1;
     int runs = 0;
     for (uint64_t at = 1; at <= total; at += at < DENSE ? 1 : step, runs++) {
-        result r = run_command(argv, argc, at);
+        kvc_test_command_result r = kvc_test_run_command(argv, argc, at);
         if (r.calls < at) fail_msg("\"%s\": allocation %llu was not reached on a second run (%llu calls)", line,
                                    (unsigned long long)at, (unsigned long long)r.calls);
         if (r.rc == 0) {

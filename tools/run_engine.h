@@ -1,0 +1,30 @@
+/* `kvcache run` through the engine (run_engine.c): what the standalone runner
+ * cannot do, a token at a time. */
+#ifndef KVC_TOOLS_RUN_ENGINE_H
+#define KVC_TOOLS_RUN_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvcache/engine.h"
+
+typedef struct kvc_run_engine_opts {
+    kvc_sampling_params sampling; /* temperature 0: greedy */
+    int32_t eos_id;               /* -1: none; a prompt stops after emitting it */
+    bool stream;                  /* print each token as its step ends */
+    bool latent;                  /* MLA latent caches (mode 3) */
+    int64_t max_new_tokens, block_size;
+    kvc_dtype kv_dtype;
+    kvc_block_layout kv_layout;
+} kvc_run_engine_opts;
+
+/* Runs the n prompts (ids packed, lens[n]) as requests of one engine over m
+ * (paged caches, every prompt admitted at once) and prints the generated ids:
+ * with o->stream a line "B: ID" per token as its step ends (B the prompt's
+ * index), flushed each step; else one comma-separated line per prompt at the
+ * end. Either way ends with a line per prompt naming why it stopped. Returns
+ * the exit status (0, or 1 after a message on stderr). */
+int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
+                   int64_t n);
+
+#endif
