@@ -149,9 +149,23 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
     return st;
 }
 
+/* The engine's model reads its caches only through the tensors its setters
+ * receive (the storage's setter is optional for other callers). */
+static kvc_status check_setters(const kvc_model_cache_info *ci) {
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *en = &ci->layer_infos[l].caches[c];
+            if (en->needs_block && en->tensor_setter == NULL)
+                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter: the engine's model would never "
+                                 "receive the tensor", ci->layer_infos[l].layer_idx, en->name);
+        }
+    return KVC_OK;
+}
+
 static kvc_status managed_create(kvc_engine *e) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
+    if (st == KVC_OK) st = check_setters(ci);
     if (st != KVC_OK) return st;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.next_n = e->p.next_n;
