@@ -333,8 +333,12 @@ typedef struct kvc_prompt {
  * After KVC_OK, every position before computed + num_new + lookahead (cut to
  * max_model_len) has a block; blocks already in the table are kept, new ones
  * are appended. A sliding-window key first releases the blocks that the
- * computed tokens have left behind (they become null entries), a Mamba key
- * holds its state block(s) instead of position blocks.
+ * computed tokens have left behind (they become null entries), then backs
+ * every position asked for, as vLLM does: a prefill chunk's blocks are all
+ * computed (and cached, with prefix caching) and go back at the request's
+ * next call; an empty table starts with null entries only for the blocks
+ * before position computed - W + 1. A Mamba key holds its state block(s)
+ * instead of position blocks.
  *
  * reserved_tokens is an admission rule for paged (FullAttention) keys: the
  * call succeeds only if, after it, the pool still has
@@ -447,8 +451,10 @@ KVC_API bool kvc_manager_has_slot_mapping(const kvc_manager *m, int32_t key_inde
 /* Whether the key's tables hold state blocks rather than one block per
  * block_size positions (Mamba). */
 KVC_API bool kvc_manager_key_is_state(const kvc_manager *m, int32_t key_index);
-/* Most real blocks one request holds for `positions` positions (sliding
- * window: its window's blocks + 1; Mamba: 1 + next_n). */
+/* Most real blocks one request holds for `positions` positions when it
+ * advances one token a call (sliding window: its window's blocks + 1;
+ * Mamba: 1 + next_n); a chunk of n tokens holds up to cdiv(n, block_size)
+ * more until its next call. */
 KVC_API int64_t kvc_manager_worst_blocks(const kvc_manager *m, int32_t key_index, int64_t positions);
 /* Leading positions whose blocks a request no longer needs once `computed`
  * tokens are cached (sliding window: all but the last W - 1; else 0). */

@@ -101,10 +101,25 @@ static kvc_status collect_poison_entries(const kvc_model_cache_info *ci, kvc_sin
     return KVC_OK;
 }
 
-/* Table entries after phase 2 grows view by n blocks for need_slot
- * positions (at most: a Mamba move off its snapshot appends nothing). */
-static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_blocks *view, int64_t n, int64_t need_slot) {
-    return kvci_min64((view->len > 0 ? view->len : kvci_type_leading_nulls(sm, need_slot)) + n, sm->max_table);
+/* Table entries after phase 2 grows view by n blocks (at most: a Mamba
+ * move off its snapshot appends nothing). */
+static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_blocks *view, int64_t n) {
+    return kvci_min64(view->len + n, sm->max_table);
+}
+
+/* What phase 2 starts from in one key: the table (a hit placed in an empty
+ * one), an empty table with its leading nulls for `computed` cached tokens;
+ * *taken_free = cached free blocks the hit takes out of the queue. */
+static kvc_req_blocks start_view(const kvc_single_manager *sm, const kvc_req_blocks *t, bool hit, int64_t computed,
+                                 int64_t *taken_free) {
+    kvc_req_blocks view = t != NULL ? *t : (kvc_req_blocks){0};
+    *taken_free = 0;
+    if (hit) {
+        view.len = kvci_single_manager_hit_table_len(sm);
+        *taken_free = kvci_single_manager_hit_free_blocks(sm);
+    }
+    if (view.len == 0) view.n_null = view.len = kvci_type_leading_nulls(sm, computed);
+    return view;
 }
 
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
@@ -255,7 +270,6 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     if (hit && kvci_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
         return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
                         "stale hit: query again)", (long long)rid, (long long)total_computed);
-    const kvc_req_blocks absent = {0};
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
     int64_t table_len[KVC_MAX_MANAGERS]; /* table entries after phase 2 (at most) */
 
@@ -264,9 +278,10 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
      * table's length, which is all the room depends on. */
     for (int32_t g = 0; g < m->n_managers && tables != NULL; g++) {
         const kvc_single_manager *sm = &m->managers[g];
-        int64_t n = key_mask >> g & 1u ? sm->type->blocks_needed(sm, &tables[g], need_slot) : 0;
-        st = key_mask >> g & 1u ? kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &tables[g], n, need_slot))
-                                : KVC_OK;
+        if (!(key_mask >> g & 1u)) continue;
+        int64_t unused = 0;
+        kvc_req_blocks view = start_view(sm, &tables[g], false, total_computed, &unused);
+        st = kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &view, sm->type->blocks_needed(sm, &view, need_slot)));
         if (st != KVC_OK) return st;
     }
 
@@ -275,14 +290,10 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         if (tables != NULL) kvci_single_manager_remove_skipped(sm, &tables[g], total_computed);
-        kvc_req_blocks view = tables != NULL ? tables[g] : absent;
         int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
-        if (hit) {
-            view.len = kvci_single_manager_hit_table_len(sm);
-            taken_free = kvci_single_manager_hit_free_blocks(sm);
-        }
+        kvc_req_blocks view = start_view(sm, tables != NULL ? &tables[g] : NULL, hit, total_computed, &taken_free);
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
-        table_len[g] = table_len_after(sm, &view, need[g], need_slot);
+        table_len[g] = table_len_after(sm, &view, need[g]);
         int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
         if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
             kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
@@ -320,6 +331,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         kvc_single_manager *sm = &m->managers[g];
         kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
         if (hit) kvci_single_manager_take_hit(sm, &tables[g], total_computed);
+        kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
         kvci_type_grow(sm, &tables[g], need[g], need_slot);
     }
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;

@@ -76,9 +76,6 @@ struct kvc_manager_type {
     int64_t (*num_skipped_tokens)(const kvc_single_manager *m, int64_t computed);
     /* Pure: fresh blocks to take so that num_tokens positions are addressable. */
     int64_t (*blocks_needed)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
-    /* Null entries placed before the first real block when an empty table
-     * receives its first blocks for num_tokens positions (optional: none). */
-    int64_t (*leading_nulls)(const kvc_single_manager *m, int64_t num_tokens);
     /* Fixed types: pool size for `concurrency` requests (null block included). */
     int64_t (*fixed_blocks)(const kvc_cache_group *g, int64_t concurrency, int64_t next_n);
     /* Longest table a request can reach (optional: cdiv(max_model_len, block_size)). */
@@ -108,7 +105,10 @@ struct kvc_manager_type {
 
 /* The rules of a type with its optional slots' defaults applied (rules.c). */
 int64_t kvci_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
-int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
+/* Null entries an empty table starts with when its first allocation finds
+ * `computed` tokens cached: the whole blocks num_skipped_tokens(computed)
+ * covers (their positions are never read again). */
+int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t computed);
 int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
 int64_t kvci_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
                             bool is_prefill);
@@ -189,9 +189,11 @@ int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m);
  * entry t: table entries, or the copy source of a state type; its blocks
  * gain a holder and the request's chain continues after them. */
 void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
-/* The grow of position-table types: appends n fresh blocks (an empty table
- * first gets its leading nulls). */
-void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+/* An empty table's leading null entries for its first allocation with
+ * `computed` tokens cached (kvci_type_leading_nulls); no-op otherwise. */
+void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed);
+/* The grow of position-table types: appends n fresh blocks. */
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
 /* Takes n blocks from the pool into out for new data: drops the index

@@ -151,12 +151,15 @@ void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int6
     t->len = m->n_hit;
 }
 
-void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed) {
+    if (t->len > 0) return;
+    t->n_null = t->len = kvci_type_leading_nulls(m, computed);
+    KVC_ASSERT(t->len <= t->cap || t->len == 0);
+    for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
+}
+
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n) {
     if (n == 0) return; /* the common decode step inside a block */
-    if (t->len == 0) {
-        t->n_null = t->len = kvci_type_leading_nulls(m, num_tokens);
-        for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
-    }
     KVC_ASSERT(t->len + n <= t->cap);
     kvci_single_manager_take(m, n, t->ids + t->len);
     t->len += n;
