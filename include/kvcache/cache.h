@@ -316,6 +316,8 @@ typedef struct kvc_prompt {
     int64_t cache_salt_len;
 } kvc_prompt;
 
+typedef struct kvc_prefix_hit kvc_prefix_hit; /* a prefix-cache hit (below) */
+
 /* What one allocate_slots call asks for. Fill it with designated
  * initialisers; every field left out is 0, which is the common case:
  *
@@ -356,9 +358,16 @@ typedef struct kvc_slot_request {
     /* Prefix caching, first call for a request only (NULL otherwise): its
      * prompt, whose first computed_tokens tokens are taken from the cache
      * when computed_tokens is the n_tokens of the hit kvc_manager_find_prefix
-     * just returned for it (0 = no hit). A hit whose blocks are no longer
-     * cached is KVC_EINVAL. */
+     * returned for it (0 = no hit). */
     const kvc_prompt *prompt;
+    /* That hit, as find_prefix returned it (with the prompt; computed_tokens
+     * must be its n_tokens): its blocks are taken as found, after checking
+     * that each is still cached under the hash it was found by, so the
+     * prompt is not hashed again. NULL with computed_tokens > 0 looks the hit
+     * up again (hashing the prompt's blocks). A hit whose blocks are no
+     * longer cached, taken already, or replaced by 8 later queries is
+     * KVC_EINVAL: query again. */
+    const kvc_prefix_hit *hit;
     /* The request's cache salt (bytes, see kvc_prompt), for a first call
      * without a prompt: tokens computed beyond a hit, or a request opened
      * before its tokens are known. The salt and with it the seed of the
@@ -389,18 +398,22 @@ KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
  * computed. Every hit is verified against the stored tokens. A block is
  * indexed under the salt its request's first allocation fixed, and only a
  * prompt with the same salt finds it. */
-typedef struct kvc_prefix_hit {
+struct kvc_prefix_hit {
     int64_t n_tokens;                       /* L: leading tokens already cached (0 = miss); at most
                                              * n_tokens - 1, so the last prompt token is computed */
     int64_t n_entries[KVC_MAX_MANAGERS];    /* table entries the hit fills per key, null entries
                                              * included (Mamba keys: 1 state snapshot to copy from) */
     int64_t n_cached[KVC_MAX_MANAGERS];     /* cached blocks among them */
-} kvc_prefix_hit;
+    uint64_t handle;                        /* names the blocks found, which the manager keeps for
+                                             * allocate_slots (kvc_slot_request.hit); 0 on a miss */
+};
 
 /* The hit for a prompt: the largest L that every key accepts (FullAttention:
  * its first L / block_size blocks cached; SlidingWindow: the blocks the
- * window still needs at L; Mamba: a state snapshot at exactly L). Changes
- * nothing but the manager's scratch. With caching off, a zero hit. */
+ * window still needs at L; Mamba: a state snapshot at exactly L). The hit
+ * is a value: its handle names the blocks found, which the manager keeps
+ * (the last 8 hits) until an allocation passes it in kvc_slot_request.hit;
+ * no block, table or count changes. With caching off, a zero hit. */
 KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
 /* Indexes the request's full blocks now that its first n_computed tokens
  * (tokens[0..n_computed), the prompt then generated tokens) are computed;
@@ -426,6 +439,19 @@ typedef struct kvc_prefix_stats {
 KVC_API kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
 /* Free blocks of a key that are still cached (indexed); O(1). */
 KVC_API int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
+/* One block of a key's pool as the prefix cache sees it. */
+typedef struct kvc_block_info {
+    int32_t ref_count; /* holders: request tables and copy sources (0: free; always 0 for the null block) */
+    bool free;         /* in the free queue (taken from its head when blocks are needed) */
+    bool cached;       /* indexed: a prompt with its content finds it until it is handed out again */
+    uint64_t hash_hi;  /* the chained XXH3-128 hash it is indexed under (high, low 64 bits); 0, 0 when */
+    uint64_t hash_lo;  /* not cached */
+} kvc_block_info;
+
+/* The state of block `block_id` of key `key_index`; KVC_ERANGE naming
+ * which is out of range. */
+KVC_API kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t block_id,
+                                          kvc_block_info *out);
 /* Empties the index of every key (blocks stay where they are). */
 KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 

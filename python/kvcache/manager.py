@@ -247,13 +247,15 @@ class Manager:
 
     # ---- requests --------------------------------------------------------
     def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
-                       keys=None, prompt=None, cache_salt=None):
+                       keys=None, prompt=None, cache_salt=None, hit=None):
         """Backs positions 0 .. computed + new + lookahead - 1 of the request
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
         free blocks: nothing was allocated). With prefix caching, the first
         call of a request passes its prompt (token ids) and, after a hit from
-        find_prefix, computed_tokens = the hit's n_tokens. cache_salt (str,
+        find_prefix, computed_tokens = the hit's n_tokens; passing the hit
+        itself (hit=, the dict find_prefix returned) takes its blocks as found
+        without hashing the prompt again (a stale hit raises: query again). cache_salt (str,
         UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
         its computed_tokens and with or without a prompt; only requests with
         the same salt share blocks, and a later call may repeat it only."""
@@ -262,6 +264,15 @@ class Manager:
         if prompt is not None:
             keep = _prompt(prompt, cache_salt)
             req.prompt = keep[0]
+        found = None
+        if hit is not None:
+            found = ffi.new("kvc_prefix_hit *")
+            handle = hit.get("handle") if isinstance(hit, dict) else None
+            if not isinstance(handle, int) or isinstance(handle, bool) or not 0 <= handle < 1 << 64:
+                raise invalid("hit: a dict find_prefix returned, with its handle (an int in [0, 2^64))")
+            found.handle = handle
+            found.n_tokens = int64(hit.get("n_tokens"), "hit n_tokens")
+            req.hit = found
         salt, req.cache_salt_len = _salt(cache_salt)
         req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
@@ -273,21 +284,32 @@ class Manager:
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
         status = check(lib.kvc_manager_allocate_slots(self._m, req))
-        del keep, salt
+        del keep, salt, found
         return status != lib.KVC_NO_SPACE
 
     # ---- prefix caching ------------------------------------------------------
     def find_prefix(self, tokens, cache_salt=None):
         """The longest cached prefix of a prompt every key accepts:
-        {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks}}
-        (L = 0: a miss, and always a miss with prefix caching off). cache_salt:
+        {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks},
+        "handle": h} (L = 0: a miss, and always a miss with prefix caching off;
+        h names the blocks found, for allocate_slots(hit=...)). cache_salt:
         str or bytes, as in allocate_slots."""
         prompt = _prompt(tokens, cache_salt)
         hit = ffi.new("kvc_prefix_hit *")
         check(lib.kvc_manager_find_prefix(self._m, prompt[0], hit))
         keys = self.keys
         return {"n_tokens": hit.n_tokens, "entries": {k: hit.n_entries[i] for i, k in enumerate(keys)},
-                "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}}
+                "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}, "handle": hit.handle}
+
+    def block_info(self, block_id, key=None):
+        """One block of a key's pool (default the first key):
+        {"ref_count": holders, "free": in the free queue, "cached": indexed,
+        "hash": the 128-bit chain hash it is indexed under as an int (None
+        when not cached)}."""
+        out = ffi.new("kvc_block_info *")
+        check(lib.kvc_manager_block_info(self._m, self.key_index(key), int32(block_id, "block_id"), out))
+        return {"ref_count": out.ref_count, "free": bool(out.free), "cached": bool(out.cached),
+                "hash": (out.hash_hi << 64 | out.hash_lo) if out.cached else None}
 
     def cache_computed(self, request_id, tokens):
         """Indexes the request's full blocks once tokens (prompt then

@@ -36,6 +36,16 @@ typedef struct kvc_prefix_query {
     kvc_hash128 seed;
 } kvc_prefix_query;
 
+/* One key's part of a prefix hit that find_prefix handed out: what the
+ * request's table receives, and what proves it is still cached. */
+typedef struct kvc_key_hit {
+    int32_t *ids;        /* [cap] table entries of positions [0, L), nulls included (state
+                          * tables: the snapshot block) */
+    kvc_hash128 *hashes; /* [cap] the hash each real entry was indexed under when found */
+    int64_t n, cap;
+    kvc_hash128 end;     /* chain hash after the hit's last block: the request's chain goes on from it */
+} kvc_key_hit;
+
 typedef struct kvc_single_manager {
     const kvc_manager_type *type;
     kvc_cache_group group; /* key, block size and the type's parameters */
@@ -181,14 +191,21 @@ kvc_status kvci_single_manager_reserve_query(kvc_single_manager *m, int64_t len)
 void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */
 void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
-/* Table entries the last hit_length result gives an empty entry. */
-int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m);
-/* Free (cached) blocks the last hit_length result takes out of the queue. */
-int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m);
-/* Places the last hit_length result, of hit_len tokens, into the empty
- * entry t: table entries, or the copy source of a state type; its blocks
- * gain a holder and the request's chain continues after them. */
-void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
+/* Room in h for a hit of n entries (doubling); KVC_ENOMEM leaves it as it was. */
+kvc_status kvci_key_hit_reserve(const kvc_single_manager *m, kvc_key_hit *h, int64_t n);
+/* Copies the last hit_length result, of hit_len tokens, into h (which has
+ * room for it). */
+void kvci_single_manager_keep_hit(const kvc_single_manager *m, int64_t hit_len, kvc_key_hit *h);
+/* Whether every real block of h is still indexed under the hash it had. */
+bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Table entries the hit gives an empty entry. */
+int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Free (cached) blocks the hit takes out of the queue. */
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Places the hit h, of hit_len tokens, into the empty entry t: table
+ * entries, or the copy source of a state type; its blocks gain a holder and
+ * the request's chain continues after them. */
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len);
 /* An empty table's leading null entries for its first allocation with
  * `computed` tokens cached (kvci_type_leading_nulls); no-op otherwise. */
 void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed);

@@ -6,11 +6,14 @@
 
 static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t computed, int64_t n_new, bool admit,
                            const kvc_prompt *prompt) {
+    /* the hit the admission's query handed out (with its prompt only) */
+    const kvc_prefix_hit hit = {.n_tokens = computed, .handle = r->hit_handle};
     /* a first chunk keeps the decode reserve of every live request free */
     return kvc_manager_allocate_slots(
         e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = computed, .num_new_tokens = n_new,
                                     .lookahead_tokens = e->p.next_n,
-                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt});
+                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt,
+                                    .hit = prompt != NULL && computed > 0 ? &hit : NULL});
 }
 
 /* The request's tokens and salt as a prompt of the manager. */
@@ -23,11 +26,12 @@ static kvc_prompt request_prompt(const kvc_engine_req *r) {
 
 kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
     r->n_cached = 0;
+    r->hit_handle = 0;
     if (!e->p.prefix_caching || !e->managed) return KVC_OK;
     const kvc_prompt prompt = request_prompt(r);
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = kvc_manager_find_prefix(e->mgr, &prompt, &hit);
-    if (st == KVC_OK) r->n_cached = hit.n_tokens;
+    if (st == KVC_OK) r->n_cached = hit.n_tokens, r->hit_handle = hit.handle;
     return st;
 }
 
