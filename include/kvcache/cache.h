@@ -279,6 +279,9 @@ typedef struct kvc_manager_params {
                              * not written since shows; needs the tensors allocated before the first
                              * allocation. Default: off, or on when the environment variable
                              * KVC_POISON_BLOCKS is 1. */
+    int64_t kv_event_capacity; /* prefix caching: > 0 records KV events (block stored / removed /
+                                * cleared, see kvc_manager_drain_kv_events) in a queue of this many;
+                                * 0 = off; at most 2^24 */
 } kvc_manager_params;
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
@@ -452,6 +455,36 @@ typedef struct kvc_block_info {
  * which is out of range. */
 KVC_API kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t block_id,
                                           kvc_block_info *out);
+/* ---- KV events --------------------------------------------------------------
+ * With kvc_manager_params.kv_event_capacity > 0, the manager records what
+ * enters and leaves its prefix cache, for an external router or index (as
+ * vLLM publishes BlockStored / BlockRemoved / AllBlocksCleared): a block
+ * indexed (stored), an indexed block handed out for new data (removed), and
+ * the index emptied (cleared, every key at once). Events queue in the order
+ * they happen until drained; when the queue is full, later events are lost
+ * and counted, and the consumer should resynchronise (e.g. treat it as a
+ * clear). */
+typedef enum kvc_kv_event_type {
+    KVC_KV_EVENT_STORED = 0,  /* block_id is now found under hash (its parent: parent) */
+    KVC_KV_EVENT_REMOVED = 1, /* block_id, indexed under hash, is no longer found */
+    KVC_KV_EVENT_CLEARED = 2  /* every key's index was emptied (key_index -1, no block, no hash) */
+} kvc_kv_event_type;
+
+typedef struct kvc_kv_event {
+    int32_t type;      /* kvc_kv_event_type */
+    int32_t key_index; /* the manager key (-1 for CLEARED) */
+    int32_t block_id;
+    int64_t n_tokens;  /* tokens the hashed block covers (block size, or a Mamba snapshot interval) */
+    uint64_t hash_hi, hash_lo;     /* the block's chained XXH3-128 hash (high, low 64 bits) */
+    uint64_t parent_hi, parent_lo; /* STORED: the hash it is chained to (the salted seed for a first block) */
+} kvc_kv_event;
+
+/* Moves the oldest queued events, at most cap, to out[0..*n_out), oldest
+ * first; *n_lost = events lost to a full queue since the last drain (then
+ * reset). Capacity 0: nothing is recorded, *n_out = *n_lost = 0. */
+KVC_API kvc_status kvc_manager_drain_kv_events(kvc_manager *m, kvc_kv_event *out, int64_t cap, int64_t *n_out,
+                                               int64_t *n_lost);
+
 /* Empties the index of every key (blocks stay where they are). */
 KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 

@@ -180,13 +180,15 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
+    kv_events=N (with prefix_caching) queues up to N KV events for
+    drain_kv_events().
 
     Thread-safe: calls on one Manager take turns under its own lock (the C
     calls release the GIL); different managers run in parallel.
     """
 
     def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0, prefix_caching=False,
-                 prefix_salt=0, state_snapshot_interval=0):
+                 prefix_salt=0, state_snapshot_interval=0, kv_events=0):
         if isinstance(source, Plan):
             self._owner = source
             ci = ffi.addressof(source._handle[0], "cache_info")
@@ -217,6 +219,7 @@ class Manager:
             raise invalid(f"prefix_salt: {prefix_salt!r} is not a 64-bit unsigned integer")
         p.prefix_salt = prefix_salt.__index__()
         p.state_snapshot_interval = int64(state_snapshot_interval, "state_snapshot_interval")
+        p.kv_event_capacity = int64(kv_events, "kv_events")
         out = ffi.new("kvc_manager **")
         check(lib.kvc_manager_create(ci, blocks, p, out))
         # the destructor holds what the manager reads (the description, the
@@ -300,6 +303,28 @@ class Manager:
         keys = self.keys
         return {"n_tokens": hit.n_tokens, "entries": {k: hit.n_entries[i] for i, k in enumerate(keys)},
                 "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}, "handle": hit.handle}
+
+    def drain_kv_events(self):
+        """The KV events recorded since the last drain (kv_events > 0),
+        oldest first, and how many a full queue lost: ([event, ...], lost).
+        An event is {"type": "stored" | "removed" | "cleared", "key": name
+        (None for cleared), "block": id, "tokens": tokens hashed, "hash": int,
+        "parent": int (stored only, else None)}."""
+        names = {0: "stored", 1: "removed", 2: "cleared"}
+        keys, events, lost = self.keys, [], 0
+        buf = ffi.new("kvc_kv_event[]", 256)
+        n, n_lost = ffi.new("int64_t *"), ffi.new("int64_t *")
+        while True:
+            check(lib.kvc_manager_drain_kv_events(self._m, buf, 256, n, n_lost))
+            lost += n_lost[0]
+            for e in buf[0:n[0]]:
+                kind = names[e.type]
+                events.append({"type": kind, "key": keys[e.key_index] if e.key_index >= 0 else None,
+                               "block": e.block_id, "tokens": e.n_tokens,
+                               "hash": e.hash_hi << 64 | e.hash_lo if kind != "cleared" else None,
+                               "parent": e.parent_hi << 64 | e.parent_lo if kind == "stored" else None})
+            if n[0] < 256:
+                return events, lost
 
     def block_info(self, block_id, key=None):
         """One block of a key's pool (default the first key):

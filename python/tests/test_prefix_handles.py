@@ -54,3 +54,24 @@ def test_block_info():
     assert again == {"ref_count": 0, "free": True, "cached": True, "hash": first["hash"]}
     with pytest.raises(kvcache.OutOfRange, match="block 40"):
         m.block_info(40)
+
+
+def test_kv_events_follow_the_cache():
+    m = kvcache.Manager([[ENTRY]], block_num=6, max_model_len=64, prefix_caching=True, kv_events=64)
+    a, b = list(range(1, 9)), list(range(50, 66))
+    assert m.allocate_slots(1, 0, 8, prompt=a)
+    m.cache_computed(1, a)
+    m.free(1)
+    events, lost = m.drain_kv_events()
+    assert lost == 0 and [(e["type"], e["block"]) for e in events] == [("stored", 1), ("stored", 2)]
+    assert events[1]["parent"] == events[0]["hash"] and events[0]["key"] == "FullAttention"
+    assert m.block_info(2)["hash"] == events[1]["hash"]
+    assert m.allocate_slots(2, 0, 16, prompt=b)  # takes 3, 4, 5, then evicts 2
+    m.cache_computed(2, b)
+    m.clear_prefix_cache()
+    events, _ = m.drain_kv_events()
+    assert [e["type"] for e in events] == ["removed"] + ["stored"] * 4 + ["cleared"]
+    assert events[0]["block"] == 2 and events[-1]["key"] is None
+    assert m.drain_kv_events() == ([], 0)
+    with pytest.raises(kvcache.InvalidArgument, match="needs prefix_caching"):
+        kvcache.Manager([[ENTRY]], block_num=6, max_model_len=64, kv_events=8)

@@ -149,6 +149,7 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     }
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
         st = collect_poison_entries(ci, &m->managers[g]);
+    if (st == KVC_OK) st = kvci_kv_events_init(m, p->kv_event_capacity);
     /* Request slots and their tables grow with the live requests, up to max_requests. */
     if (st == KVC_OK) st = kvci_request_table_init(&m->requests, max_requests, kvci_min64(max_requests, 16));
     if (st == KVC_OK) st = kvci_manager_grow_tables(m);
@@ -169,6 +170,7 @@ void kvc_manager_destroy(kvc_manager *m) {
     if (m == NULL) return;
     for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_release(&m->managers[g]);
     kvci_hit_release(m);
+    kvci_free(m->events.ring);
     kvci_request_table_release(&m->requests);
     for (int64_t i = 0; i < m->n_table_slots * m->n_managers; i++) kvci_free(m->tables[i].ids);
     kvci_free(m->tables);

@@ -31,6 +31,7 @@ struct kvc_manager {
     kvc_pending_hit hits[KVC_PENDING_HITS]; /* handle h lives in hits[h % KVC_PENDING_HITS] */
     uint64_t last_handle;                   /* handles given out so far */
     kvc_pending_hit requery;                /* a hit looked up again for an allocation without a handle */
+    kvc_kv_events events;                   /* KV events (cap 0: off) */
     kvc_prefix_stats stats;   /* queries, hits, query and hit tokens (evictions and
                                * cached blocks are read from the managers) */
 };
@@ -55,6 +56,10 @@ const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit
 /* Forgets the hit after an allocation took it (no-op for the requery slot). */
 void kvci_hit_forget(kvc_manager *m, const kvc_pending_hit *h);
 void kvci_hit_release(kvc_manager *m);
+
+/* KV events (kv_events.c): a queue of cap events (0: off; needs prefix
+ * caching), wired to every key's manager. */
+kvc_status kvci_kv_events_init(kvc_manager *m, int64_t cap);
 
 /* A cache salt as bytes and a length: a pointer and len > 0, or NULL and 0
  * (none); else KVC_EINVAL naming request rid (find_prefix when < 0) and `what`. */

@@ -111,6 +111,7 @@ int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
 kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
     if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_clear_index(&m->managers[g]);
+    kvci_kv_events_record(&m->events, KVC_KV_EVENT_CLEARED, -1, KVC_NULL_BLOCK, 0, (kvc_hash128){0}, (kvc_hash128){0});
     return KVC_OK;
 }
 

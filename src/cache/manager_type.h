@@ -46,6 +46,17 @@ typedef struct kvc_key_hit {
     kvc_hash128 end;     /* chain hash after the hit's last block: the request's chain goes on from it */
 } kvc_key_hit;
 
+/* The manager's KV event queue (kv_events.c): a ring of cap events. */
+typedef struct kvc_kv_events {
+    kvc_kv_event *ring; /* [cap] */
+    int64_t cap, head, n;
+    int64_t lost;       /* events dropped because the ring was full, since the last drain */
+} kvc_kv_events;
+
+/* Records an event when events are on (no-op for NULL or a zero capacity). */
+void kvci_kv_events_record(kvc_kv_events *ev, kvc_kv_event_type type, int32_t key_index, int32_t id,
+                           int64_t n_tokens, kvc_hash128 hash, kvc_hash128 parent);
+
 typedef struct kvc_single_manager {
     const kvc_manager_type *type;
     kvc_cache_group group; /* key, block size and the type's parameters */
@@ -63,6 +74,8 @@ typedef struct kvc_single_manager {
     int32_t *hit_ids;      /* [query_cap] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
+    kvc_kv_events *events; /* the manager's event queue (NULL: off) */
+    int32_t key_index;     /* this manager's key, for its events */
     /* Storage poisoning (debug; NULL when off): */
     const kvc_cache_entry **poison; /* [n_poison] the group's entries, whose blocks are poisoned when taken */
     int32_t n_poison;

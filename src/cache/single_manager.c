@@ -92,8 +92,12 @@ void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
         for (int32_t e = 0; e < m->n_poison; e++) kvci_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
     for (int64_t i = 0; i < n; i++) {
-        if (!kvci_prefix_index_drop(&m->index, out[i])) continue;
+        if (!kvci_prefix_index_has(&m->index, out[i])) continue;
+        kvc_hash128 hash = m->index.keys[m->index.entry_of[out[i]] - 1].hash;
+        kvci_prefix_index_drop(&m->index, out[i]);
         kvci_block_pool_mark_cached(m->pool, out[i], false);
+        kvci_kv_events_record(m->events, KVC_KV_EVENT_REMOVED, m->key_index, out[i], m->index.block_tokens, hash,
+                              (kvc_hash128){0});
         m->evictions++;
     }
 }

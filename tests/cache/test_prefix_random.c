@@ -270,7 +270,54 @@ static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *t
     return h;
 }
 
-static void compare(const kvc_manager *m, shadow *s, long step) {
+/* ---- KV events -------------------------------------------------------------- */
+/* What a consumer of the manager's KV events believes is cached: the
+ * blocks stored and not removed or cleared since, with their hashes. */
+typedef struct event_view {
+    bool held[N_KEYS][MAX_BLOCKS];
+    kvc_hash128 hash[N_KEYS][MAX_BLOCKS], parent[N_KEYS][MAX_BLOCKS];
+    int64_t stored, removed, cleared;
+} event_view;
+
+static event_view events_seen;
+
+/* Drains the manager's events into the view, checking each against it. */
+static void drain_events(kvc_manager *m, long step) {
+    kvc_kv_event ev[64];
+    int64_t n = 0, lost = 0;
+    do {
+        assert_int_equal(kvc_manager_drain_kv_events(m, ev, 64, &n, &lost), KVC_OK);
+        assert_int_equal(lost, 0);
+        for (int64_t i = 0; i < n; i++) {
+            event_view *v = &events_seen;
+            if (ev[i].type == KVC_KV_EVENT_CLEARED) {
+                memset(v->held, 0, sizeof v->held);
+                v->cleared++;
+                continue;
+            }
+            int g = ev[i].key_index, id = ev[i].block_id;
+            kvc_hash128 h = {.low64 = ev[i].hash_lo, .high64 = ev[i].hash_hi};
+            assert_true(g >= 0 && g < n_keys && id > 0 && id < pool_size[g]);
+            assert_int_equal(ev[i].n_tokens, hash_tokens(g));
+            if (ev[i].type == KVC_KV_EVENT_STORED) {
+                if (v->held[g][id]) fail_msg("step %ld: key %d block %d stored twice", step, g, id);
+                v->held[g][id] = true;
+                v->hash[g][id] = h;
+                v->parent[g][id] = (kvc_hash128){.low64 = ev[i].parent_lo, .high64 = ev[i].parent_hi};
+                v->stored++;
+            } else {
+                assert_int_equal(ev[i].type, KVC_KV_EVENT_REMOVED);
+                if (!v->held[g][id] || !kvci_hash128_equal(v->hash[g][id], h))
+                    fail_msg("step %ld: key %d block %d removed but not stored under that hash", step, g, id);
+                v->held[g][id] = false;
+                v->removed++;
+            }
+        }
+    } while (n == 64);
+}
+
+static void compare(kvc_manager *m, shadow *s, long step) {
+    drain_events(m, step);
     if (kvc_manager_check_invariants(m) != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
     for (int g = 0; g < n_keys; g++) {
         sh_key *k = &s->k[g];
@@ -286,11 +333,16 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
             if (kvci_prefix_index_has(&sm->index, id) != k->indexed[id])
                 fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id,
                          kvci_prefix_index_has(&sm->index, id), k->indexed[id]);
+            if (events_seen.held[g][id] != k->indexed[id])
+                fail_msg("step %ld key %d block %d: the events say cached %d, shadow %d", step, g, id,
+                         events_seen.held[g][id], k->indexed[id]);
             if (!k->indexed[id]) continue;
             kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
             int64_t e = ix->entry_of[id] - 1;
             kvc_hash128 parent;
             kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
+            assert_true(kvci_hash128_equal(h, events_seen.hash[g][id]));
+            assert_true(kvci_hash128_equal(parent, events_seen.parent[g][id]));
             assert_true(kvci_hash128_equal(h, ix->keys[e].hash));
             assert_true(kvci_hash128_equal(parent, ix->keys[e].parent));
             assert_memory_equal(kvci_prefix_index_tokens(ix, e), k->ctokens[id] + k->clen[id] - ix->block_tokens,
@@ -389,6 +441,8 @@ static void run(uint64_t seed, long steps, int keys) {
     p.prefix_caching = true;
     p.prefix_salt = 7;
     p.state_snapshot_interval = INTERVAL;
+    p.kv_event_capacity = 4096;
+    memset(&events_seen, 0, sizeof events_seen);
     kvc_manager *m = kvc_test_manager_with(&model, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
                                            pool_size, n_keys, &p);
     static shadow s;
@@ -434,6 +488,9 @@ static void run(uint64_t seed, long steps, int keys) {
     assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
     assert_int_equal(st.cached_blocks, 0);
     assert_true(s.hits > 0 && s.evictions > 0 && s.long_hits > 0);
+    drain_events(m, steps);
+    assert_true(events_seen.stored > 0 && events_seen.removed > 0 && events_seen.cleared > 0);
+    assert_int_equal(events_seen.removed, s.evictions); /* every eviction, and nothing else, removes */
     kvc_manager_destroy(m);
 }
 
