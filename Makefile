@@ -45,7 +45,9 @@ RUNTIME_FORMAT_FILES := src/model/gemm.h src/model/gemm.c src/model/gemm_avx2.c 
 PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/storage.c tests/base/test_pages.c \
                        tests/cache/test_storage_pages.c tests/tools/test_bench_pages_arg.c
 # prefix caching: tenant isolation and the trace's NUL-aware strings
-PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c
+PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c tests/cache/test_prefix_sliding.c \
+                       tests/cache/test_prefix_handles.c src/cache/prefix_hits.c src/cache/kv_events.c \
+                       tests/cache/test_kv_events.c
 # memory that follows use: the manager's growing room and its tests
 GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \

@@ -125,6 +125,7 @@ typedef struct kvc_manager_params {
     bool prefix_caching;
     uint64_t prefix_salt;
     int64_t state_snapshot_interval;
+    int64_t kv_event_capacity;
     ...;
 } kvc_manager_params;
 kvc_manager_params kvc_manager_default_params(void);
@@ -138,6 +139,7 @@ typedef struct kvc_prompt {
     int64_t cache_salt_len;
     ...;
 } kvc_prompt;
+typedef struct kvc_prefix_hit kvc_prefix_hit;
 typedef struct kvc_slot_request {
     int64_t request_id;
     int64_t computed_tokens;
@@ -146,18 +148,41 @@ typedef struct kvc_slot_request {
     int64_t reserved_tokens;
     uint64_t skip_keys;
     const kvc_prompt *prompt;
+    const kvc_prefix_hit *hit;
     const void *cache_salt;
     int64_t cache_salt_len;
     ...;
 } kvc_slot_request;
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
-typedef struct kvc_prefix_hit {
+struct kvc_prefix_hit {
     int64_t n_tokens;
     int64_t n_entries[...];
     int64_t n_cached[...];
+    uint64_t handle;
     ...;
-} kvc_prefix_hit;
+};
 kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
+typedef struct kvc_block_info {
+    int32_t ref_count;
+    bool free;
+    bool cached;
+    uint64_t hash_hi;
+    uint64_t hash_lo;
+    ...;
+} kvc_block_info;
+kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t block_id, kvc_block_info *out);
+typedef struct kvc_kv_event {
+    int32_t type;
+    int32_t key_index;
+    int32_t block_id;
+    int64_t n_tokens;
+    uint64_t hash_hi;
+    uint64_t hash_lo;
+    uint64_t parent_hi;
+    uint64_t parent_lo;
+    ...;
+} kvc_kv_event;
+kvc_status kvc_manager_drain_kv_events(kvc_manager *m, kvc_kv_event *out, int64_t cap, int64_t *n_out, int64_t *n_lost);
 kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens, int64_t n_computed);
 kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out);
 typedef struct kvc_prefix_stats {

@@ -24,8 +24,8 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
     kvc_prompt prompt = op_prompt(op);
     bool known = false;
     for (int32_t k = 0; k < kvc_manager_n_keys(t->manager); k++) known |= kvc_manager_has_request(t->manager, op->request, k);
+    kvc_prefix_hit hit = {.n_tokens = 0};
     if (!known) {
-        kvc_prefix_hit hit;
         kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
         if (st < 0) return st;
         int64_t end = req->computed_tokens + req->num_new_tokens;
@@ -33,9 +33,11 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
             req->computed_tokens = hit.n_tokens;
             req->num_new_tokens = end > hit.n_tokens ? end - hit.n_tokens : 0;
             req->prompt = &prompt;
+            req->hit = &hit; /* taken as found, not looked up again */
         }
     }
     kvc_status st = kvc_manager_allocate_slots(t->manager, req);
+    req->hit = NULL; /* &hit lives only here */
     if (st >= 0 && st != KVC_NO_SPACE) {
         if (req->prompt != NULL && req->computed_tokens > 0) t->last_hit = req->computed_tokens; /* taken */
         kvc_status cached = kvc_manager_cache_computed(t->manager, op->request, op->tokens,

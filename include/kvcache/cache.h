@@ -280,6 +280,9 @@ typedef struct kvc_manager_params {
                              * not written since shows; needs the tensors allocated before the first
                              * allocation. Default: off, or on when the environment variable
                              * KVC_POISON_BLOCKS is 1. */
+    int64_t kv_event_capacity; /* prefix caching: > 0 records KV events (block stored / removed /
+                                * cleared, see kvc_manager_drain_kv_events) in a queue of this many;
+                                * 0 = off; at most 2^24 */
 } kvc_manager_params;
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
@@ -317,6 +320,8 @@ typedef struct kvc_prompt {
     int64_t cache_salt_len;
 } kvc_prompt;
 
+typedef struct kvc_prefix_hit kvc_prefix_hit; /* a prefix-cache hit (below) */
+
 /* What one allocate_slots call asks for. Fill it with designated
  * initialisers; every field left out is 0, which is the common case:
  *
@@ -334,8 +339,12 @@ typedef struct kvc_prompt {
  * After KVC_OK, every position before computed + num_new + lookahead (cut to
  * max_model_len) has a block; blocks already in the table are kept, new ones
  * are appended. A sliding-window key first releases the blocks that the
- * computed tokens have left behind (they become null entries), a Mamba key
- * holds its state block(s) instead of position blocks.
+ * computed tokens have left behind (they become null entries), then backs
+ * every position asked for, as vLLM does: a prefill chunk's blocks are all
+ * computed (and cached, with prefix caching) and go back at the request's
+ * next call; an empty table starts with null entries only for the blocks
+ * before position computed - W + 1. A Mamba key holds its state block(s)
+ * instead of position blocks.
  *
  * reserved_tokens is an admission rule for paged (FullAttention) keys: the
  * call succeeds only if, after it, the pool still has
@@ -353,9 +362,16 @@ typedef struct kvc_slot_request {
     /* Prefix caching, first call for a request only (NULL otherwise): its
      * prompt, whose first computed_tokens tokens are taken from the cache
      * when computed_tokens is the n_tokens of the hit kvc_manager_find_prefix
-     * just returned for it (0 = no hit). A hit whose blocks are no longer
-     * cached is KVC_EINVAL. */
+     * returned for it (0 = no hit). */
     const kvc_prompt *prompt;
+    /* That hit, as find_prefix returned it (with the prompt; computed_tokens
+     * must be its n_tokens): its blocks are taken as found, after checking
+     * that each is still cached under the hash it was found by, so the
+     * prompt is not hashed again. NULL with computed_tokens > 0 looks the hit
+     * up again (hashing the prompt's blocks). A hit whose blocks are no
+     * longer cached, taken already, or replaced by 8 later queries is
+     * KVC_EINVAL: query again. */
+    const kvc_prefix_hit *hit;
     /* The request's cache salt (bytes, see kvc_prompt), for a first call
      * without a prompt: tokens computed beyond a hit, or a request opened
      * before its tokens are known. The salt and with it the seed of the
@@ -386,18 +402,22 @@ KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
  * computed. Every hit is verified against the stored tokens. A block is
  * indexed under the salt its request's first allocation fixed, and only a
  * prompt with the same salt finds it. */
-typedef struct kvc_prefix_hit {
+struct kvc_prefix_hit {
     int64_t n_tokens;                       /* L: leading tokens already cached (0 = miss); at most
                                              * n_tokens - 1, so the last prompt token is computed */
     int64_t n_entries[KVC_MAX_MANAGERS];    /* table entries the hit fills per key, null entries
                                              * included (Mamba keys: 1 state snapshot to copy from) */
     int64_t n_cached[KVC_MAX_MANAGERS];     /* cached blocks among them */
-} kvc_prefix_hit;
+    uint64_t handle;                        /* names the blocks found, which the manager keeps for
+                                             * allocate_slots (kvc_slot_request.hit); 0 on a miss */
+};
 
 /* The hit for a prompt: the largest L that every key accepts (FullAttention:
  * its first L / block_size blocks cached; SlidingWindow: the blocks the
- * window still needs at L; Mamba: a state snapshot at exactly L). Changes
- * nothing but the manager's scratch. With caching off, a zero hit. */
+ * window still needs at L; Mamba: a state snapshot at exactly L). The hit
+ * is a value: its handle names the blocks found, which the manager keeps
+ * (the last 8 hits) until an allocation passes it in kvc_slot_request.hit;
+ * no block, table or count changes. With caching off, a zero hit. */
 KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
 /* Indexes the request's full blocks now that its first n_computed tokens
  * (tokens[0..n_computed), the prompt then generated tokens) are computed;
@@ -423,6 +443,49 @@ typedef struct kvc_prefix_stats {
 KVC_API kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out);
 /* Free blocks of a key that are still cached (indexed); O(1). */
 KVC_API int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index);
+/* One block of a key's pool as the prefix cache sees it. */
+typedef struct kvc_block_info {
+    int32_t ref_count; /* holders: request tables and copy sources (0: free; always 0 for the null block) */
+    bool free;         /* in the free queue (taken from its head when blocks are needed) */
+    bool cached;       /* indexed: a prompt with its content finds it until it is handed out again */
+    uint64_t hash_hi;  /* the chained XXH3-128 hash it is indexed under (high, low 64 bits); 0, 0 when */
+    uint64_t hash_lo;  /* not cached */
+} kvc_block_info;
+
+/* The state of block `block_id` of key `key_index`; KVC_ERANGE naming
+ * which is out of range. */
+KVC_API kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t block_id,
+                                          kvc_block_info *out);
+/* ---- KV events --------------------------------------------------------------
+ * With kvc_manager_params.kv_event_capacity > 0, the manager records what
+ * enters and leaves its prefix cache, for an external router or index (as
+ * vLLM publishes BlockStored / BlockRemoved / AllBlocksCleared): a block
+ * indexed (stored), an indexed block handed out for new data (removed), and
+ * the index emptied (cleared, every key at once). Events queue in the order
+ * they happen until drained; when the queue is full, later events are lost
+ * and counted, and the consumer should resynchronise (e.g. treat it as a
+ * clear). */
+typedef enum kvc_kv_event_type {
+    KVC_KV_EVENT_STORED = 0,  /* block_id is now found under hash (its parent: parent) */
+    KVC_KV_EVENT_REMOVED = 1, /* block_id, indexed under hash, is no longer found */
+    KVC_KV_EVENT_CLEARED = 2  /* every key's index was emptied (key_index -1, no block, no hash) */
+} kvc_kv_event_type;
+
+typedef struct kvc_kv_event {
+    int32_t type;      /* kvc_kv_event_type */
+    int32_t key_index; /* the manager key (-1 for CLEARED) */
+    int32_t block_id;
+    int64_t n_tokens;  /* tokens the hashed block covers (block size, or a Mamba snapshot interval) */
+    uint64_t hash_hi, hash_lo;     /* the block's chained XXH3-128 hash (high, low 64 bits) */
+    uint64_t parent_hi, parent_lo; /* STORED: the hash it is chained to (the salted seed for a first block) */
+} kvc_kv_event;
+
+/* Moves the oldest queued events, at most cap, to out[0..*n_out), oldest
+ * first; *n_lost = events lost to a full queue since the last drain (then
+ * reset). Capacity 0: nothing is recorded, *n_out = *n_lost = 0. */
+KVC_API kvc_status kvc_manager_drain_kv_events(kvc_manager *m, kvc_kv_event *out, int64_t cap, int64_t *n_out,
+                                               int64_t *n_lost);
+
 /* Empties the index of every key (blocks stay where they are). */
 KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 
@@ -448,8 +511,10 @@ KVC_API bool kvc_manager_has_slot_mapping(const kvc_manager *m, int32_t key_inde
 /* Whether the key's tables hold state blocks rather than one block per
  * block_size positions (Mamba). */
 KVC_API bool kvc_manager_key_is_state(const kvc_manager *m, int32_t key_index);
-/* Most real blocks one request holds for `positions` positions (sliding
- * window: its window's blocks + 1; Mamba: 1 + next_n). */
+/* Most real blocks one request holds for `positions` positions when it
+ * advances one token a call (sliding window: its window's blocks + 1;
+ * Mamba: 1 + next_n); a chunk of n tokens holds up to cdiv(n, block_size)
+ * more until its next call. */
 KVC_API int64_t kvc_manager_worst_blocks(const kvc_manager *m, int32_t key_index, int64_t positions);
 /* Leading positions whose blocks a request no longer needs once `computed`
  * tokens are cached (sliding window: all but the last W - 1; else 0). */

@@ -180,13 +180,15 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
+    kv_events=N (with prefix_caching) queues up to N KV events for
+    drain_kv_events().
 
     Thread-safe: calls on one Manager take turns under its own lock (the C
     calls release the GIL); different managers run in parallel.
     """
 
     def __init__(self, source, *, max_model_len=None, block_num=None, max_requests=0, prefix_caching=False,
-                 prefix_salt=0, state_snapshot_interval=0):
+                 prefix_salt=0, state_snapshot_interval=0, kv_events=0):
         if isinstance(source, Plan):
             self._owner = source
             ci = ffi.addressof(source._handle[0], "cache_info")
@@ -217,6 +219,7 @@ class Manager:
             raise invalid(f"prefix_salt: {prefix_salt!r} is not a 64-bit unsigned integer")
         p.prefix_salt = prefix_salt.__index__()
         p.state_snapshot_interval = int64(state_snapshot_interval, "state_snapshot_interval")
+        p.kv_event_capacity = int64(kv_events, "kv_events")
         out = ffi.new("kvc_manager **")
         check(lib.kvc_manager_create(ci, blocks, p, out))
         # the destructor holds what the manager reads (the description, the
@@ -270,13 +273,15 @@ class Manager:
 
     # ---- requests --------------------------------------------------------
     def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
-                       keys=None, prompt=None, cache_salt=None):
+                       keys=None, prompt=None, cache_salt=None, hit=None):
         """Backs positions 0 .. computed + new + lookahead - 1 of the request
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
         free blocks: nothing was allocated). With prefix caching, the first
         call of a request passes its prompt (token ids) and, after a hit from
-        find_prefix, computed_tokens = the hit's n_tokens. cache_salt (str,
+        find_prefix, computed_tokens = the hit's n_tokens; passing the hit
+        itself (hit=, the dict find_prefix returned) takes its blocks as found
+        without hashing the prompt again (a stale hit raises: query again). cache_salt (str,
         UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
         its computed_tokens and with or without a prompt; only requests with
         the same salt share blocks, and a later call may repeat it only."""
@@ -285,6 +290,15 @@ class Manager:
         if prompt is not None:
             keep = _prompt(prompt, cache_salt)
             req.prompt = keep[0]
+        found = None
+        if hit is not None:
+            found = ffi.new("kvc_prefix_hit *")
+            handle = hit.get("handle") if isinstance(hit, dict) else None
+            if not isinstance(handle, int) or isinstance(handle, bool) or not 0 <= handle < 1 << 64:
+                raise invalid("hit: a dict find_prefix returned, with its handle (an int in [0, 2^64))")
+            found.handle = handle
+            found.n_tokens = int64(hit.get("n_tokens"), "hit n_tokens")
+            req.hit = found
         salt, req.cache_salt_len = _salt(cache_salt)
         req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
@@ -296,21 +310,54 @@ class Manager:
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
         status = check(lib.kvc_manager_allocate_slots(self._m, req))
-        del keep, salt
+        del keep, salt, found
         return status != lib.KVC_NO_SPACE
 
     # ---- prefix caching ------------------------------------------------------
     def find_prefix(self, tokens, cache_salt=None):
         """The longest cached prefix of a prompt every key accepts:
-        {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks}}
-        (L = 0: a miss, and always a miss with prefix caching off). cache_salt:
+        {"n_tokens": L, "entries": {key: table entries}, "cached": {key: cached blocks},
+        "handle": h} (L = 0: a miss, and always a miss with prefix caching off;
+        h names the blocks found, for allocate_slots(hit=...)). cache_salt:
         str or bytes, as in allocate_slots."""
         prompt = _prompt(tokens, cache_salt)
         hit = ffi.new("kvc_prefix_hit *")
         check(lib.kvc_manager_find_prefix(self._m, prompt[0], hit))
         keys = self.keys
         return {"n_tokens": hit.n_tokens, "entries": {k: hit.n_entries[i] for i, k in enumerate(keys)},
-                "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}}
+                "cached": {k: hit.n_cached[i] for i, k in enumerate(keys)}, "handle": hit.handle}
+
+    def drain_kv_events(self):
+        """The KV events recorded since the last drain (kv_events > 0),
+        oldest first, and how many a full queue lost: ([event, ...], lost).
+        An event is {"type": "stored" | "removed" | "cleared", "key": name
+        (None for cleared), "block": id, "tokens": tokens hashed, "hash": int,
+        "parent": int (stored only, else None)}."""
+        names = {0: "stored", 1: "removed", 2: "cleared"}
+        keys, events, lost = self.keys, [], 0
+        buf = ffi.new("kvc_kv_event[]", 256)
+        n, n_lost = ffi.new("int64_t *"), ffi.new("int64_t *")
+        while True:
+            check(lib.kvc_manager_drain_kv_events(self._m, buf, 256, n, n_lost))
+            lost += n_lost[0]
+            for e in buf[0:n[0]]:
+                kind = names[e.type]
+                events.append({"type": kind, "key": keys[e.key_index] if e.key_index >= 0 else None,
+                               "block": e.block_id, "tokens": e.n_tokens,
+                               "hash": e.hash_hi << 64 | e.hash_lo if kind != "cleared" else None,
+                               "parent": e.parent_hi << 64 | e.parent_lo if kind == "stored" else None})
+            if n[0] < 256:
+                return events, lost
+
+    def block_info(self, block_id, key=None):
+        """One block of a key's pool (default the first key):
+        {"ref_count": holders, "free": in the free queue, "cached": indexed,
+        "hash": the 128-bit chain hash it is indexed under as an int (None
+        when not cached)}."""
+        out = ffi.new("kvc_block_info *")
+        check(lib.kvc_manager_block_info(self._m, self.key_index(key), int32(block_id, "block_id"), out))
+        return {"ref_count": out.ref_count, "free": bool(out.free), "cached": bool(out.cached),
+                "hash": (out.hash_hi << 64 | out.hash_lo) if out.cached else None}
 
     def cache_computed(self, request_id, tokens):
         """Indexes the request's full blocks once tokens (prompt then

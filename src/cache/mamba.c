@@ -52,7 +52,7 @@ static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int6
         t->ids[0] = fresh;
         n--;
     }
-    kvci_single_manager_append(m, t, n, num_tokens);
+    kvci_single_manager_append(m, t, n);
 }
 
 /* A state can be reused only where a snapshot of exactly that prefix was

@@ -101,10 +101,25 @@ static kvc_status collect_poison_entries(const kvc_model_cache_info *ci, kvc_sin
     return KVC_OK;
 }
 
-/* Table entries after phase 2 grows view by n blocks for need_slot
- * positions (at most: a Mamba move off its snapshot appends nothing). */
-static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_blocks *view, int64_t n, int64_t need_slot) {
-    return kvci_min64((view->len > 0 ? view->len : kvci_type_leading_nulls(sm, need_slot)) + n, sm->max_table);
+/* Table entries after phase 2 grows view by n blocks (at most: a Mamba
+ * move off its snapshot appends nothing). */
+static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_blocks *view, int64_t n) {
+    return kvci_min64(view->len + n, sm->max_table);
+}
+
+/* What phase 2 starts from in one key: the table (a hit placed in an empty
+ * one), an empty table with its leading nulls for `computed` cached tokens;
+ * *taken_free = cached free blocks the hit takes out of the queue. */
+static kvc_req_blocks start_view(const kvc_single_manager *sm, const kvc_req_blocks *t, const kvc_key_hit *hit,
+                                 int64_t computed, int64_t *taken_free) {
+    kvc_req_blocks view = t != NULL ? *t : (kvc_req_blocks){0};
+    *taken_free = 0;
+    if (hit != NULL) {
+        view.len = kvci_single_manager_hit_table_len(sm, hit);
+        *taken_free = kvci_single_manager_hit_free_blocks(sm, hit);
+    }
+    if (view.len == 0) view.n_null = view.len = kvci_type_leading_nulls(sm, computed);
+    return view;
 }
 
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
@@ -134,6 +149,7 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     }
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
         st = collect_poison_entries(ci, &m->managers[g]);
+    if (st == KVC_OK) st = kvci_kv_events_init(m, p->kv_event_capacity);
     /* Request slots and their tables grow with the live requests, up to max_requests. */
     if (st == KVC_OK) st = kvci_request_table_init(&m->requests, max_requests, kvci_min64(max_requests, 16));
     if (st == KVC_OK) st = kvci_manager_grow_tables(m);
@@ -153,6 +169,8 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
 void kvc_manager_destroy(kvc_manager *m) {
     if (m == NULL) return;
     for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_release(&m->managers[g]);
+    kvci_hit_release(m);
+    kvci_free(m->events.ring);
     kvci_request_table_release(&m->requests);
     for (int64_t i = 0; i < m->n_table_slots * m->n_managers; i++) kvci_free(m->tables[i].ids);
     kvci_free(m->tables);
@@ -232,6 +250,32 @@ static kvc_status request_seed(const kvc_manager *m, const kvc_slot_request *req
     return KVC_OK;
 }
 
+/* The prefix hit a new request's allocation takes (NULL: none): the one
+ * req->hit names, checked still cached, or, without it, the hit of exactly
+ * computed tokens looked up again for the prompt. */
+static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const kvc_prefix_query *q, int64_t computed,
+                            uint64_t key_mask, const kvc_pending_hit **out) {
+    *out = NULL;
+    if (req->hit != NULL && (req->prompt == NULL || req->hit->n_tokens != req->computed_tokens))
+        return kvci_fail(KVC_EINVAL, "request %lld: a hit (%lld tokens) is passed with the request's prompt and "
+                        "computed_tokens = its n_tokens (computed_tokens %lld, %s prompt)", (long long)req->request_id,
+                        (long long)req->hit->n_tokens, (long long)req->computed_tokens,
+                        req->prompt != NULL ? "a" : "no");
+    if (!m->prefix_caching || req->prompt == NULL || computed == 0) return KVC_OK;
+    if (req->hit != NULL) {
+        *out = kvci_hit_claim(m, req->hit, q->seed, key_mask, req->request_id);
+        return *out != NULL ? KVC_OK : KVC_EINVAL;
+    }
+    kvc_status st = kvci_manager_reserve_query(m, computed);
+    if (st != KVC_OK) return st;
+    if (kvci_manager_hit_length(m, q, computed, key_mask) != computed)
+        return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
+                        "stale hit: query again)", (long long)req->request_id, (long long)computed);
+    st = kvci_hit_keep(m, &m->requery, computed, q->seed, key_mask);
+    *out = &m->requery;
+    return st;
+}
+
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
@@ -249,13 +293,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     kvc_prefix_query q = {0};
     if ((st = check_salts(req)) != KVC_OK || (st = request_seed(m, req, tables, &q.seed)) != KVC_OK) return st;
     if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
-    /* A hit: every selected key must still give exactly computed tokens. */
-    bool hit = m->prefix_caching && req->prompt != NULL && total_computed > 0;
-    if (hit && (st = kvci_manager_reserve_query(m, total_computed)) != KVC_OK) return st;
-    if (hit && kvci_manager_hit_length(m, &q, total_computed, key_mask) != total_computed)
-        return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
-                        "stale hit: query again)", (long long)rid, (long long)total_computed);
-    const kvc_req_blocks absent = {0};
+    const kvc_pending_hit *hit = NULL;
+    if ((st = claim_hit(m, req, &q, total_computed, key_mask, &hit)) != KVC_OK) return st;
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
     int64_t table_len[KVC_MAX_MANAGERS]; /* table entries after phase 2 (at most) */
 
@@ -264,9 +303,10 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
      * table's length, which is all the room depends on. */
     for (int32_t g = 0; g < m->n_managers && tables != NULL; g++) {
         const kvc_single_manager *sm = &m->managers[g];
-        int64_t n = key_mask >> g & 1u ? sm->type->blocks_needed(sm, &tables[g], need_slot) : 0;
-        st = key_mask >> g & 1u ? kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &tables[g], n, need_slot))
-                                : KVC_OK;
+        if (!(key_mask >> g & 1u)) continue;
+        int64_t unused = 0;
+        kvc_req_blocks view = start_view(sm, &tables[g], NULL, total_computed, &unused);
+        st = kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &view, sm->type->blocks_needed(sm, &view, need_slot)));
         if (st != KVC_OK) return st;
     }
 
@@ -275,14 +315,11 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         if (tables != NULL) kvci_single_manager_remove_skipped(sm, &tables[g], total_computed);
-        kvc_req_blocks view = tables != NULL ? tables[g] : absent;
         int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
-        if (hit) {
-            view.len = kvci_single_manager_hit_table_len(sm);
-            taken_free = kvci_single_manager_hit_free_blocks(sm);
-        }
+        kvc_req_blocks view = start_view(sm, tables != NULL ? &tables[g] : NULL, hit != NULL ? &hit->keys[g] : NULL,
+                                         total_computed, &taken_free);
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
-        table_len[g] = table_len_after(sm, &view, need[g], need_slot);
+        table_len[g] = table_len_after(sm, &view, need[g]);
         int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
         if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
             kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
@@ -310,8 +347,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (req->prompt != NULL && m->prefix_caching) {
             m->stats.queries++;
             m->stats.query_tokens += req->prompt->n_tokens;
-            m->stats.hits += hit;
-            m->stats.hit_tokens += hit ? total_computed : 0;
+            m->stats.hits += hit != NULL;
+            m->stats.hit_tokens += hit != NULL ? total_computed : 0;
         }
     }
     /* Phase 2: commit (cannot fail: each pool was checked above). */
@@ -319,9 +356,11 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
-        if (hit) kvci_single_manager_take_hit(sm, &tables[g], total_computed);
+        if (hit != NULL) kvci_single_manager_take_hit(sm, &tables[g], &hit->keys[g], total_computed);
+        kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
         kvci_type_grow(sm, &tables[g], need[g], need_slot);
     }
+    if (hit != NULL) kvci_hit_forget(m, hit);
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }
 

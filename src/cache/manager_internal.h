@@ -5,6 +5,17 @@
 #include "cache/manager_type.h"
 #include "base/request_table.h"
 
+/* A prefix hit find_prefix handed out (kvc_prefix_hit.handle), kept until
+ * an allocation takes it or KVC_PENDING_HITS later queries reuse its slot. */
+typedef struct kvc_pending_hit {
+    uint64_t handle;  /* 0: none */
+    kvc_hash128 seed; /* the salted seed of the prompt it was found for */
+    int64_t n_tokens;
+    kvc_key_hit keys[KVC_MAX_MANAGERS];
+} kvc_pending_hit;
+
+#define KVC_PENDING_HITS 8
+
 struct kvc_manager {
     const kvc_model_cache_info *ci;
     int64_t max_model_len;
@@ -17,6 +28,10 @@ struct kvc_manager {
     uint64_t last_generation; /* generations handed to request entries so far */
     bool prefix_caching;
     uint64_t prefix_salt;
+    kvc_pending_hit hits[KVC_PENDING_HITS]; /* handle h lives in hits[h % KVC_PENDING_HITS] */
+    uint64_t last_handle;                   /* handles given out so far */
+    kvc_pending_hit requery;                /* a hit looked up again for an allocation without a handle */
+    kvc_kv_events events;                   /* KV events (cap 0: off) */
     kvc_prefix_stats stats;   /* queries, hits, query and hit tokens (evictions and
                                * cached blocks are read from the managers) */
 };
@@ -25,6 +40,26 @@ struct kvc_manager {
  * query in every selected key, leaving each key's hit in its scratch; the
  * largest length every key accepts when `exact` is false. */
 int64_t kvci_manager_hit_length(kvc_manager *m, const kvc_prefix_query *q, int64_t len, uint64_t key_mask);
+
+/* Hit handles (prefix_hits.c). Keeps every key's last hit_length result
+ * (of n_tokens tokens, for the prompt seeded by seed) in dst. */
+kvc_status kvci_hit_keep(kvc_manager *m, kvc_pending_hit *dst, int64_t n_tokens, kvc_hash128 seed, uint64_t key_mask);
+/* Room in every pending hit for hits of up to n_positions tokens. */
+kvc_status kvci_hit_reserve(kvc_manager *m, int64_t n_positions);
+/* Keeps the hit in the next ring slot; *handle names it. */
+kvc_status kvci_hit_hand_out(kvc_manager *m, int64_t n_tokens, kvc_hash128 seed, uint64_t *handle);
+/* The pending hit `hit` names, checked for request rid's allocation: still
+ * kept, found for the same salt and still cached in every key of key_mask;
+ * else NULL and KVC_EINVAL naming what is wrong. */
+const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit *hit, kvc_hash128 seed,
+                                      uint64_t key_mask, int64_t rid);
+/* Forgets the hit after an allocation took it (no-op for the requery slot). */
+void kvci_hit_forget(kvc_manager *m, const kvc_pending_hit *h);
+void kvci_hit_release(kvc_manager *m);
+
+/* KV events (kv_events.c): a queue of cap events (0: off; needs prefix
+ * caching), wired to every key's manager. */
+kvc_status kvci_kv_events_init(kvc_manager *m, int64_t cap);
 
 /* A cache salt as bytes and a length: a pointer and len > 0, or NULL and 0
  * (none); else KVC_EINVAL naming request rid (find_prefix when < 0) and `what`. */

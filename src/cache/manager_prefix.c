@@ -50,8 +50,12 @@ kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc
     int64_t cap = kvci_min64(prompt->n_tokens - 1, m->max_model_len);
     st = kvci_manager_reserve_query(m, cap);
     if (st != KVC_OK) return st;
-    out->n_tokens = kvci_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
-    for (int32_t g = 0; g < m->n_managers && out->n_tokens > 0; g++) {
+    int64_t len = kvci_manager_hit_length(m, &q, cap, ((uint64_t)1 << m->n_managers) - 1);
+    if (len == 0) return KVC_OK;
+    st = kvci_hit_hand_out(m, len, q.seed, &out->handle);
+    if (st != KVC_OK) return st;
+    out->n_tokens = len;
+    for (int32_t g = 0; g < m->n_managers; g++) {
         const kvc_single_manager *sm = &m->managers[g];
         out->n_entries[g] = sm->n_hit;
         for (int64_t i = 0; i < sm->n_hit; i++) out->n_cached[g] += sm->hit_ids[i] != KVC_NULL_BLOCK;
@@ -107,5 +111,26 @@ int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
 kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
     if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_clear_prefix_cache: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) kvci_single_manager_clear_index(&m->managers[g]);
+    kvci_kv_events_record(&m->events, KVC_KV_EVENT_CLEARED, -1, KVC_NULL_BLOCK, 0, (kvc_hash128){0}, (kvc_hash128){0});
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t id, kvc_block_info *out) {
+    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_block_info: manager and out must not be NULL");
+    if (key_index < 0 || key_index >= m->n_managers)
+        return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: key index %d is out of range [0, %d)", key_index,
+                        m->n_managers);
+    const kvc_single_manager *sm = &m->managers[key_index];
+    if (id < 0 || id >= kvc_block_pool_num_blocks(sm->pool))
+        return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: block %d is out of range [0, %lld) of key %s", id,
+                        (long long)kvc_block_pool_num_blocks(sm->pool), sm->group.key);
+    *out = (kvc_block_info){.ref_count = kvc_block_pool_ref_count(sm->pool, id),
+                            .free = kvc_block_pool_is_free(sm->pool, id)};
+    if (sm->caching && kvci_prefix_index_has(&sm->index, id)) {
+        kvc_hash128 h = sm->index.keys[sm->index.entry_of[id] - 1].hash;
+        out->cached = true;
+        out->hash_hi = h.high64;
+        out->hash_lo = h.low64;
+    }
     return KVC_OK;
 }

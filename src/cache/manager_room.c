@@ -47,6 +47,7 @@ kvc_status kvc_manager_reserve(kvc_manager *m, int64_t n_requests, int64_t n_pos
                          (long long)n_positions, (long long)m->max_model_len);
     kvc_status st = reserve_slots(m, n_requests);
     if (st == KVC_OK) st = kvci_manager_reserve_query(m, n_positions);
+    if (st == KVC_OK && m->prefix_caching) st = kvci_hit_reserve(m, n_positions);
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK; g++) {
         kvc_single_manager *sm = &m->managers[g];
         if (sm->caching) st = kvci_prefix_index_reserve(&sm->index, sm->index.num_blocks);

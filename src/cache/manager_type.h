@@ -36,6 +36,27 @@ typedef struct kvc_prefix_query {
     kvc_hash128 seed;
 } kvc_prefix_query;
 
+/* One key's part of a prefix hit that find_prefix handed out: what the
+ * request's table receives, and what proves it is still cached. */
+typedef struct kvc_key_hit {
+    int32_t *ids;        /* [cap] table entries of positions [0, L), nulls included (state
+                          * tables: the snapshot block) */
+    kvc_hash128 *hashes; /* [cap] the hash each real entry was indexed under when found */
+    int64_t n, cap;
+    kvc_hash128 end;     /* chain hash after the hit's last block: the request's chain goes on from it */
+} kvc_key_hit;
+
+/* The manager's KV event queue (kv_events.c): a ring of cap events. */
+typedef struct kvc_kv_events {
+    kvc_kv_event *ring; /* [cap] */
+    int64_t cap, head, n;
+    int64_t lost;       /* events dropped because the ring was full, since the last drain */
+} kvc_kv_events;
+
+/* Records an event when events are on (no-op for NULL or a zero capacity). */
+void kvci_kv_events_record(kvc_kv_events *ev, kvc_kv_event_type type, int32_t key_index, int32_t id,
+                           int64_t n_tokens, kvc_hash128 hash, kvc_hash128 parent);
+
 typedef struct kvc_single_manager {
     const kvc_manager_type *type;
     kvc_cache_group group; /* key, block size and the type's parameters */
@@ -53,6 +74,8 @@ typedef struct kvc_single_manager {
     int32_t *hit_ids;      /* [query_cap] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
+    kvc_kv_events *events; /* the manager's event queue (NULL: off) */
+    int32_t key_index;     /* this manager's key, for its events */
     /* Storage poisoning (debug; NULL when off): */
     const kvc_cache_entry **poison; /* [n_poison] the group's entries, whose blocks are poisoned when taken */
     int32_t n_poison;
@@ -76,9 +99,6 @@ struct kvc_manager_type {
     int64_t (*num_skipped_tokens)(const kvc_single_manager *m, int64_t computed);
     /* Pure: fresh blocks to take so that num_tokens positions are addressable. */
     int64_t (*blocks_needed)(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
-    /* Null entries placed before the first real block when an empty table
-     * receives its first blocks for num_tokens positions (optional: none). */
-    int64_t (*leading_nulls)(const kvc_single_manager *m, int64_t num_tokens);
     /* Fixed types: pool size for `concurrency` requests (null block included). */
     int64_t (*fixed_blocks)(const kvc_cache_group *g, int64_t concurrency, int64_t next_n);
     /* Longest table a request can reach (optional: cdiv(max_model_len, block_size)). */
@@ -108,7 +128,10 @@ struct kvc_manager_type {
 
 /* The rules of a type with its optional slots' defaults applied (rules.c). */
 int64_t kvci_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
-int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens);
+/* Null entries an empty table starts with when its first allocation finds
+ * `computed` tokens cached: the whole blocks num_skipped_tokens(computed)
+ * covers (their positions are never read again). */
+int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t computed);
 int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
 int64_t kvci_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
                             bool is_prefill);
@@ -181,17 +204,26 @@ kvc_status kvci_single_manager_reserve_query(kvc_single_manager *m, int64_t len)
 void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t, int64_t total_computed);
 /* Opens the entry if absent (with `generation`). */
 void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed);
-/* Table entries the last hit_length result gives an empty entry. */
-int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m);
-/* Free (cached) blocks the last hit_length result takes out of the queue. */
-int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m);
-/* Places the last hit_length result, of hit_len tokens, into the empty
- * entry t: table entries, or the copy source of a state type; its blocks
- * gain a holder and the request's chain continues after them. */
-void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len);
-/* The grow of position-table types: appends n fresh blocks (an empty table
- * first gets its leading nulls). */
-void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
+/* Room in h for a hit of n entries (doubling); KVC_ENOMEM leaves it as it was. */
+kvc_status kvci_key_hit_reserve(const kvc_single_manager *m, kvc_key_hit *h, int64_t n);
+/* Copies the last hit_length result, of hit_len tokens, into h (which has
+ * room for it). */
+void kvci_single_manager_keep_hit(const kvc_single_manager *m, int64_t hit_len, kvc_key_hit *h);
+/* Whether every real block of h is still indexed under the hash it had. */
+bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Table entries the hit gives an empty entry. */
+int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Free (cached) blocks the hit takes out of the queue. */
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Places the hit h, of hit_len tokens, into the empty entry t: table
+ * entries, or the copy source of a state type; its blocks gain a holder and
+ * the request's chain continues after them. */
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len);
+/* An empty table's leading null entries for its first allocation with
+ * `computed` tokens cached (kvci_type_leading_nulls); no-op otherwise. */
+void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed);
+/* The grow of position-table types: appends n fresh blocks. */
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n);
 /* Returns every block of the table to the pool and drops the entry. */
 void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
 /* Takes n blocks from the pool into out for new data: drops the index

@@ -8,8 +8,8 @@ int64_t kvci_type_skipped_tokens(const kvc_single_manager *m, int64_t computed) 
     return m->type->num_skipped_tokens != NULL ? m->type->num_skipped_tokens(m, computed) : 0;
 }
 
-int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t num_tokens) {
-    return m->type->leading_nulls != NULL ? m->type->leading_nulls(m, num_tokens) : 0;
+int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t computed) {
+    return kvci_type_skipped_tokens(m, computed) / m->group.block_size;
 }
 
 int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len) {
@@ -33,7 +33,7 @@ void kvci_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t
     if (m->type->grow != NULL)
         m->type->grow(m, t, n, num_tokens);
     else
-        kvci_single_manager_append(m, t, n, num_tokens);
+        kvci_single_manager_append(m, t, n);
 }
 
 void kvci_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed) {

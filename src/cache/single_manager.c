@@ -92,8 +92,12 @@ void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
         for (int32_t e = 0; e < m->n_poison; e++) kvci_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
     for (int64_t i = 0; i < n; i++) {
-        if (!kvci_prefix_index_drop(&m->index, out[i])) continue;
+        if (!kvci_prefix_index_has(&m->index, out[i])) continue;
+        kvc_hash128 hash = m->index.keys[m->index.entry_of[out[i]] - 1].hash;
+        kvci_prefix_index_drop(&m->index, out[i]);
         kvci_block_pool_mark_cached(m->pool, out[i], false);
+        kvci_kv_events_record(m->events, KVC_KV_EVENT_REMOVED, m->key_index, out[i], m->index.block_tokens, hash,
+                              (kvc_hash128){0});
         m->evictions++;
     }
 }
@@ -119,21 +123,56 @@ void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t
     m->n_entries++;
 }
 
-int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m) { return m->type->state_hits ? 0 : m->n_hit; }
+kvc_status kvci_key_hit_reserve(const kvc_single_manager *m, kvc_key_hit *h, int64_t n) {
+    if (n <= h->cap) return KVC_OK;
+    int64_t cap = grown_cap(h->cap, n, INT64_MAX);
+    if (!KVCI_RESIZE(h->ids, cap) || !KVCI_RESIZE(h->hashes, cap))
+        return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate room to keep a prefix hit of %lld blocks",
+                        m->group.key, (long long)cap);
+    h->cap = cap;
+    return KVC_OK;
+}
 
-int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m) {
+void kvci_single_manager_keep_hit(const kvc_single_manager *m, int64_t hit_len, kvc_key_hit *h) {
+    KVC_ASSERT(m->n_hit <= h->cap);
+    int64_t n_hashed = hit_len / m->index.block_tokens;
+    KVC_ASSERT(n_hashed > 0 && n_hashed <= m->n_chain);
+    h->end = m->chain[n_hashed - 1];
+    for (int64_t i = 0; i < m->n_hit; i++) {
+        int32_t id = m->hit_ids[i];
+        h->ids[i] = id;
+        h->hashes[i] = id != KVC_NULL_BLOCK ? m->index.keys[m->index.entry_of[id] - 1].hash : (kvc_hash128){0};
+    }
+    h->n = m->n_hit;
+}
+
+bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hit *h) {
+    for (int64_t i = 0; i < h->n; i++) {
+        int32_t id = h->ids[i];
+        if (id == KVC_NULL_BLOCK) continue;
+        if (!kvci_prefix_index_has(&m->index, id) ||
+            !kvci_hash128_equal(m->index.keys[m->index.entry_of[id] - 1].hash, h->hashes[i]))
+            return false;
+    }
+    return true;
+}
+
+int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h) {
+    return m->type->state_hits ? 0 : h->n;
+}
+
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h) {
     int64_t n = 0;
-    for (int64_t i = 0; i < m->n_hit; i++) n += kvc_block_pool_is_free(m->pool, m->hit_ids[i]);
+    for (int64_t i = 0; i < h->n; i++) n += kvc_block_pool_is_free(m->pool, h->ids[i]);
     return n;
 }
 
-void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int64_t hit_len) {
-    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && (m->type->state_hits || m->n_hit <= t->cap));
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len) {
+    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && (m->type->state_hits || h->n <= t->cap));
     t->n_hashed = hit_len / m->index.block_tokens;
-    KVC_ASSERT(t->n_hashed > 0 && t->n_hashed <= m->n_chain);
-    t->chain = m->chain[t->n_hashed - 1];
-    for (int64_t i = 0; i < m->n_hit; i++) {
-        int32_t id = m->hit_ids[i];
+    t->chain = h->end;
+    for (int64_t i = 0; i < h->n; i++) {
+        int32_t id = h->ids[i];
         if (id != KVC_NULL_BLOCK) {
             kvc_status st = kvc_block_pool_ref(m->pool, id);
             KVC_ASSERT(st == KVC_OK);
@@ -141,22 +180,25 @@ void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, int6
         }
     }
     if (m->type->state_hits) {
-        if (m->n_hit > 0) t->state_source = m->hit_ids[0];
+        if (h->n > 0) t->state_source = h->ids[0];
         return;
     }
-    for (int64_t i = 0; i < m->n_hit; i++) {
-        t->ids[i] = m->hit_ids[i];
+    for (int64_t i = 0; i < h->n; i++) {
+        t->ids[i] = h->ids[i];
         if (t->ids[i] == KVC_NULL_BLOCK) t->n_null = i + 1;
     }
-    t->len = m->n_hit;
+    t->len = h->n;
 }
 
-void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens) {
+void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed) {
+    if (t->len > 0) return;
+    t->n_null = t->len = kvci_type_leading_nulls(m, computed);
+    KVC_ASSERT(t->len <= t->cap || t->len == 0);
+    for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
+}
+
+void kvci_single_manager_append(kvc_single_manager *m, kvc_req_blocks *t, int64_t n) {
     if (n == 0) return; /* the common decode step inside a block */
-    if (t->len == 0) {
-        t->n_null = t->len = kvci_type_leading_nulls(m, num_tokens);
-        for (int64_t i = 0; i < t->len; i++) t->ids[i] = KVC_NULL_BLOCK;
-    }
     KVC_ASSERT(t->len + n <= t->cap);
     kvci_single_manager_take(m, n, t->ids + t->len);
     t->len += n;

@@ -127,12 +127,15 @@ int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
     return resolve_params(&rp) == KVC_OK ? rp.max_num_batched_tokens : 0;
 }
 
-/* A prompt chunk reads the keys of its window from the cache, so a pool
- * sized per request (sliding window) must also back one step's chunk: each
- * pool the planner sizes per request gets cdiv(max_num_batched_tokens, bs)
- * + 1 blocks more than its per-request count (vLLM sizes its sliding-window
- * pages from window - 1 + max_num_batched_tokens the same way; a state pool
- * gets the same few blocks, unused). */
+/* A prompt chunk backs every one of its positions (its keys are computed
+ * into cache blocks, and a chunk beside other rows reads its window from
+ * the cache), so a pool sized per request (sliding window) must also back
+ * one step's chunks: each pool the planner sizes per request gets
+ * cdiv(max_num_batched_tokens, bs) + 1 blocks more than its per-request
+ * count (vLLM sizes its sliding-window pages from window - 1 +
+ * max_num_batched_tokens the same way; a state pool gets the same few
+ * blocks, unused). The blocks a chunk leaves behind the window go back at
+ * the request's next allocation. */
 static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
     const char *keys[KVC_MAX_MANAGERS];
     int64_t counts[KVC_MAX_MANAGERS];
@@ -180,7 +183,7 @@ static kvc_status managed_create(kvc_engine *e) {
         pp.max_concurrency = e->p.max_num_seqs; /* sizes the fixed-size (window, state) pools */
     }
     st = kvc_plan_blocks(&pp, ci, &e->plan);
-    if (st == KVC_OK && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET) st = add_chunk_room(e, ci);
+    if (st == KVC_OK) st = add_chunk_room(e, ci);
     kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     sp.alignment = e->p.alignment;
     sp.pages = e->p.pages;

@@ -18,8 +18,9 @@ typedef struct kvc_engine_req {
     int32_t priority;
     int64_t arrival; /* arrival number: order among equal priorities */
     int64_t n_prompt;
-    int64_t n_tokens; /* prompt + generated */
-    int64_t n_cached; /* tokens whose KV is cached (fed to the model); 0 while waiting */
+    int64_t n_tokens;    /* prompt + generated */
+    int64_t n_cached;    /* tokens whose KV is cached (fed to the model); 0 while waiting */
+    uint64_t hit_handle; /* admission: the handle of the prefix hit n_cached came from (0: none) */
     int64_t max_new_tokens;
     int32_t eos_id;
     kvc_sampling_params sampling; /* seed already mixed with the engine's */
@@ -115,8 +116,8 @@ static inline int32_t kvci_engine_slot_of(const kvc_engine *e, const kvc_engine_
 
 /* ---- residency: blocks or cache rows (residency.c) ---- */
 /* A waiting request about to be admitted: r->n_cached = the prefix of its
- * tokens the cache holds (kvc_manager_find_prefix; 0 with caching off). The
- * admission's kvci_engine_alloc must follow before any other manager call. */
+ * tokens the cache holds (kvc_manager_find_prefix; 0 with caching off), and
+ * r->hit_handle the hit the admission's kvci_engine_alloc then takes. */
 kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r);
 /* Makes positions [0, r->n_cached + *n_new) addressable (plus the
  * lookahead): a first chunk (`admit`, after kvci_engine_prefix_hit) takes a

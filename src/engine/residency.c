@@ -6,11 +6,14 @@
 
 static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t computed, int64_t n_new, bool admit,
                            const kvc_prompt *prompt) {
+    /* the hit the admission's query handed out (with its prompt only) */
+    const kvc_prefix_hit hit = {.n_tokens = computed, .handle = r->hit_handle};
     /* a first chunk keeps the decode reserve of every live request free */
     return kvc_manager_allocate_slots(
         e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = computed, .num_new_tokens = n_new,
                                     .lookahead_tokens = e->p.next_n,
-                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt});
+                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt,
+                                    .hit = prompt != NULL && computed > 0 ? &hit : NULL});
 }
 
 /* The request's tokens and salt as a prompt of the manager. */
@@ -23,37 +26,33 @@ static kvc_prompt request_prompt(const kvc_engine_req *r) {
 
 kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
     r->n_cached = 0;
+    r->hit_handle = 0;
     if (!e->p.prefix_caching || !e->managed) return KVC_OK;
     const kvc_prompt prompt = request_prompt(r);
     kvc_prefix_hit hit = {.n_tokens = 0};
     kvc_status st = kvc_manager_find_prefix(e->mgr, &prompt, &hit);
-    if (st == KVC_OK) r->n_cached = hit.n_tokens;
+    if (st == KVC_OK) r->n_cached = hit.n_tokens, r->hit_handle = hit.handle;
     return st;
 }
 
-/* Admission after kvci_engine_prefix_hit (r->n_cached = the hit). A first
- * allocation backs a prompt as a whole prefill would read it: a sliding
- * window only its last window of positions. A chunk that runs beside other
- * rows reads every position of its window from the cache, so the budget
- * scheduler admits with one token first, then grows the table to the chunk,
- * which backs every position of it; the chunk halves while the pools refuse
- * (`halve`). */
+/* Admission after kvci_engine_prefix_hit (r->n_cached = the hit). The
+ * first allocation backs every position of the chunk (a sliding-window key
+ * too, from the window of the hit on), as a chunk that runs beside other
+ * rows reads the window of each of its tokens from the cache; the chunk
+ * halves while the pools refuse (`halve`). A refusal changes nothing, so the
+ * hit stays valid for the next try. */
 static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
     const kvc_prompt prompt = request_prompt(r);
     const int64_t hit = r->n_cached;
-    int64_t n = kvci_min64(*n_new, r->n_tokens - hit);
     const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;
-    bool one_first = n > 1 && e->p.scheduler == KVC_ENGINE_SCHED_BUDGET;
-    kvc_status st = allocate(e, r, hit, one_first ? 1 : n, true, first);
-    while (st == KVC_OK && one_first) {
-        st = allocate(e, r, hit, n, true, NULL);
-        if (st != KVC_NO_SPACE || !halve) break;
+    int64_t n = kvci_min64(*n_new, r->n_tokens - hit);
+    kvc_status st = allocate(e, r, hit, n, true, first);
+    while (st == KVC_NO_SPACE && halve && n > 1) {
         n = kvci_cdiv(n, 2);
-        st = KVC_OK;
-        one_first = n > 1; /* one token is what the first call holds already */
+        st = allocate(e, r, hit, n, true, first);
     }
     if (st != KVC_OK) {
-        kvc_manager_free(e->mgr, r->id); /* the one-token table, if it was made */
+        if (st == KVC_CLAMPED) kvc_manager_free(e->mgr, r->id);
         r->n_cached = 0;
         return st;
     }
@@ -71,10 +70,6 @@ kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, b
     }
     kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
     if (st != KVC_CLAMPED) return st;
-    if (admit) {
-        kvc_manager_free(e->mgr, r->id);
-        r->n_cached = 0;
-    }
     return kvci_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
                     (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
                     (long long)e->p.max_model_len);

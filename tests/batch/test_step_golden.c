@@ -205,21 +205,22 @@ static void test_window_slots_km81(void **state) {
     fixture_destroy(&f);
 }
 
-/* KM 8.2: prefill 20 with a null prefix [0,0,0,1,2]: positions 0-11 write
- * the null block (slots 0-3 repeatedly), 12-15 -> 4-7, 16-19 -> 8-11; the
- * first decode at position 20 -> slot 12. */
+/* KM 8.2 (issue 24): prefill 20 backs every block [1,2,3,4,5], so every
+ * position writes its own slot (4..23); the first decode at position 20
+ * releases blocks 1-3 (the window's null prefix [0,0,0,4,5,6]) and writes
+ * slot 24. */
 static void test_window_null_prefix_km82(void **state) {
     (void)state;
     step_fixture f;
     setup_window(&f);
     kvc_step_metadata md;
     const kvc_step_key *k = window_step(&f, 0, 20, true, &md);
-    expect_i32_array(k->block_table, I32S(0, 0, 0, 1, 2, 0), 6, "prefill table");
-    expect_i64_array(k->slot_mapping, I64S(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), 20,
-                     "prefill slots");
+    expect_i32_array(k->block_table, I32S(1, 2, 3, 4, 5, 0), 6, "prefill table");
+    expect_i64_array(k->slot_mapping, I64S(4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23),
+                     20, "prefill slots");
     k = window_step(&f, 20, 1, false, &md);
-    expect_i32_array(k->block_table, I32S(0, 0, 0, 1, 2, 3, 0), 7, "decode table");
-    assert_int_equal(k->slot_mapping[0], 12);
+    expect_i32_array(k->block_table, I32S(0, 0, 0, 4, 5, 6, 0), 7, "decode table");
+    assert_int_equal(k->slot_mapping[0], 24);
     fixture_destroy(&f);
 }
 

@@ -44,49 +44,55 @@ static void test_sliding_prefill_10(void **state) {
     kvc_manager_destroy(m);
 }
 
-/* KM 8.2: prefill 20 leaves a null prefix; 5 decodes; free. */
-static void test_sliding_null_prefix(void **state) {
+/* KM 8.2 (issue 24): a prefill of 20 backs all 5 blocks (a prefill computes
+ * every block, so each can be cached); its first decode releases the 3 that
+ * the window left, the highest logical index first; 4 decodes; free. */
+static void test_sliding_prefill_then_release(void **state) {
     (void)state;
     kvc_test_model model;
     kvc_manager *m = sliding_manager(&model);
     assert_int_equal(ALLOC(m, 3, 0, 20, 0), KVC_OK);
-    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 1, 2));
-    kvc_test_assert_queue(m, 0, KVC_IDS(3, 4, 5, 6, 7));
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(1, 2, 3, 4, 5));
+    kvc_test_assert_queue(m, 0, KVC_IDS(6, 7));
     assert_int_equal(ALLOC(m, 3, 20, 1, 0), KVC_OK);
-    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 1, 2, 3));
-    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7));
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 4, 5, 6));
+    kvc_test_assert_queue(m, 0, KVC_IDS(7, 3, 2, 1));
     for (int64_t c = 21; c <= 23; c++) {
         assert_int_equal(ALLOC(m, 3, c, 1, 0), KVC_OK);
-        kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 2, 3));
-        kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7, 1));
+        kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 5, 6));
+        kvc_test_assert_queue(m, 0, KVC_IDS(7, 3, 2, 1, 4));
         CHECK(m);
     }
     assert_int_equal(ALLOC(m, 3, 24, 1, 0), KVC_OK);
-    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 2, 3, 4));
-    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 1));
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(0, 0, 0, 0, 5, 6, 7));
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 2, 1, 4));
     assert_int_equal(kvc_manager_free(m, 3), KVC_OK);
-    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 1, 2, 3, 4));
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 2, 1, 4, 5, 6, 7));
     CHECK(m);
     kvc_manager_destroy(m);
 }
 
-/* KM 8.2 layout values: table length, null prefix, real blocks at prefill. */
+/* KM 8.2 layout values of a first allocation: table length and null prefix.
+ * Every position asked for is backed; only the blocks that the computed
+ * tokens skip (positions before computed - W + 1) start as nulls. */
 static void test_sliding_layouts(void **state) {
     (void)state;
     const struct {
-        int64_t tokens, total, first_valid;
-    } cases[] = {{0, 0, 0}, {1, 1, 0}, {7, 2, 0}, {8, 2, 0}, {11, 3, 1}, {14, 4, 1}, {20, 5, 3}};
+        int64_t computed, tokens, total, n_null;
+    } cases[] = {{0, 0, 0, 0}, {0, 1, 1, 0}, {0, 8, 2, 0}, {0, 20, 5, 0}, {6, 2, 2, 0},
+                 {10, 1, 3, 1}, {20, 1, 6, 3}, {16, 0, 4, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvc_test_model model;
         kvc_manager *m = sliding_manager(&model);
-        assert_int_equal(ALLOC(m, 1, 0, cases[i].tokens, 0), KVC_OK);
+        assert_int_equal(ALLOC(m, 1, cases[i].computed, cases[i].tokens, 0), KVC_OK);
         int32_t ids[16];
         int64_t n = -1;
         assert_int_equal(kvc_manager_block_ids(m, 1, 0, ids, 16, &n), KVC_OK);
         assert_int_equal(n, cases[i].total);
-        for (int64_t b = 0; b < n; b++) assert_int_equal(ids[b] == 0, b < cases[i].first_valid);
-        assert_int_equal(kvc_manager_num_free(m, 0), 7 - (cases[i].total - cases[i].first_valid));
+        for (int64_t b = 0; b < n; b++) assert_int_equal(ids[b] == 0, b < cases[i].n_null);
+        assert_int_equal(kvc_manager_num_free(m, 0), 7 - (cases[i].total - cases[i].n_null));
         assert_true(kvc_manager_has_request(m, 1, 0)); /* even the empty table of 0 tokens is an entry */
+        CHECK(m);
         kvc_manager_destroy(m);
     }
 }
@@ -163,18 +169,18 @@ static void test_two_phase_side_effect(void **state) {
                                       (const int64_t[]){8, 5}, 2, 64);
     assert_string_equal(kvc_manager_key(m, 0), "SlidingWindow");
     assert_int_equal(ALLOC(m, 0, 0, 14, 0), KVC_OK);
-    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 1, 2, 3));
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(1, 2, 3, 4));
     kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
     assert_int_equal(ALLOC(m, 0, 14, 3, 0), KVC_NO_SPACE);
-    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 2, 3));
-    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 6, 7, 1));
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 3, 4));
+    kvc_test_assert_queue(m, 0, KVC_IDS(5, 6, 7, 2, 1));
     kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
     assert_int_equal(kvc_manager_num_free(m, 1), 0);
     CHECK(m);
     /* A key mask that leaves the full manager out succeeds. */
     assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 0, .computed_tokens = 14,
                                                                    .num_new_tokens = 3, .skip_keys = ~1u}), KVC_OK);
-    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 2, 3, 4));
+    kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 3, 4, 5));
     kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
     CHECK(m);
     kvc_manager_destroy(m);
@@ -285,7 +291,7 @@ static void test_table_sync_erange_unchanged(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sliding_prefill_10), cmocka_unit_test(test_sliding_null_prefix),
+        cmocka_unit_test(test_sliding_prefill_10), cmocka_unit_test(test_sliding_prefill_then_release),
         cmocka_unit_test(test_sliding_layouts),    cmocka_unit_test(test_full_reservation),
         cmocka_unit_test(test_mamba),              cmocka_unit_test(test_two_phase_side_effect),
         cmocka_unit_test(test_clamped),            cmocka_unit_test(test_refused_calls),

@@ -54,12 +54,9 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
             need[k] = imax(0, cdiv(need_slot, s->bs[k]) - t->len);
             reserve = cdiv(reserved, s->bs[k]) * entries_of(s, k);
         } else if (s->type[k] == KVC_ATTN_SLIDING_WINDOW) {
-            if (t->len > 0) {
-                need[k] = imax(0, cdiv(need_slot, s->bs[k]) - t->len);
-            } else if (need_slot > 0) {
-                int64_t last = need_slot - 1;
-                need[k] = last / s->bs[k] - imax(0, last - s->window[k]) / s->bs[k] + 1;
-            }
+            /* an empty table starts with nulls for the blocks the computed tokens skip */
+            int64_t len = t->len > 0 ? t->len : imax(0, total_computed - s->window[k] + 1) / s->bs[k];
+            need[k] = imax(0, cdiv(need_slot, s->bs[k]) - len);
         } else {
             need[k] = imax(0, (t->len == 0 ? 1 : 1 + s->next_n[k]) - t->len);
         }
@@ -68,8 +65,8 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (!(mask >> k & 1u)) continue;
         shadow_table *t = &s->t[r][k];
-        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->len == 0 && need[k] > 0) {
-            t->n_null = imax(0, need_slot - 1 - s->window[k]) / s->bs[k];
+        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->len == 0) {
+            t->n_null = imax(0, total_computed - s->window[k] + 1) / s->bs[k];
             t->len = t->n_null;
         }
         t->present = true;
@@ -139,21 +136,15 @@ static void compare(const kvc_manager *m, const shadow *s, long step) {
     if (st != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
 }
 
-/* INV-SW-2 (retention): after a prefill into an empty table, positions >=
- * need_slot - 1 - W are backed; after a later call whose computed c covers
- * every position addressed before (the engine's decode pattern), positions
- * >= c - W + 1 are. */
+/* INV-SW-2 (retention): after a call whose computed c covers every
+ * position addressed before (a first call, or the engine's pattern),
+ * positions >= c - W + 1 are backed. */
 static void check_retention(const kvc_manager *m, const shadow *s, int r, const bool *was_empty, int64_t computed,
-                            int64_t need_slot, bool monotone) {
+                            bool monotone) {
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (s->type[k] != KVC_ATTN_SLIDING_WINDOW || !s->t[r][k].present) continue;
-        int64_t first_pos;
-        if (was_empty[k])
-            first_pos = imax(0, need_slot - 1 - s->window[k]);
-        else if (monotone)
-            first_pos = imax(0, imin(computed, s->max_model_len) - s->window[k] + 1);
-        else
-            continue;
+        if (!was_empty[k] && !monotone) continue;
+        int64_t first_pos = imax(0, imin(computed, s->max_model_len) - s->window[k] + 1);
         int32_t ids[512];
         int64_t n = 0;
         kvc_manager_block_ids(m, r, k, ids, 512, &n);
@@ -230,7 +221,7 @@ static void run_config(const config *c, uint64_t seed, long steps) {
             if (got == KVC_CLAMPED) clamped++;
             if (got >= 0 && got != KVC_NO_SPACE) {
                 int64_t need_slot = imin(computed + num_new + lookahead, c->max_model_len);
-                check_retention(m, &s, r, was_empty, computed, need_slot, computed >= high[r]);
+                check_retention(m, &s, r, was_empty, computed, computed >= high[r]);
                 high[r] = imax(high[r], need_slot);
                 cached[r] = imin(computed + num_new, c->max_model_len);
             }

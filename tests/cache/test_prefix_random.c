@@ -26,6 +26,7 @@
 #define N_SALTS 3
 
 static const int64_t pool_size[N_KEYS] = {40, 32, 24};
+static int n_keys = N_KEYS; /* the run's keys: the first n_keys of key_type */
 static const kvc_attn_type key_type[N_KEYS] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
 static const char *const salt_name[N_SALTS] = {NULL, "tenant-1", "tenant-2"};
 
@@ -61,6 +62,7 @@ typedef struct shadow {
     sh_key k[N_KEYS];
     sh_req r[MAX_REQ];
     int64_t evictions, queries, hits, hit_tokens;
+    int64_t long_hits; /* hits longer than the window: the sliding key found blocks that left a window */
 } shadow;
 
 static int64_t hash_tokens(int g) { return key_type[g] == KVC_ATTN_MAMBA ? INTERVAL : BS; }
@@ -130,7 +132,7 @@ static int64_t sh_hit(const shadow *s, int salt, const int32_t *tokens, int64_t 
                       int64_t *n_hit) {
     for (int64_t L = imin(n - 1, MAX_LEN); L > 0; L--) {
         bool all = true;
-        for (int g = 0; g < N_KEYS && all; g++) all = sh_accepts(s, g, salt, tokens, L, hit[g], &n_hit[g]);
+        for (int g = 0; g < n_keys && all; g++) all = sh_accepts(s, g, salt, tokens, L, hit[g], &n_hit[g]);
         if (all) return L;
     }
     return 0;
@@ -140,10 +142,6 @@ static int64_t sh_needed(const shadow *s, int g, const sh_table *t, int64_t num_
     if (key_type[g] == KVC_ATTN_MAMBA) {
         bool swap = t->len > 0 && s->k[g].indexed[t->ids[0]] && num_tokens > t->n_hashed * INTERVAL;
         return imax(0, (t->len == 0 ? 1 : 1 + NEXT_N) - t->len) + swap;
-    }
-    if (key_type[g] == KVC_ATTN_SLIDING_WINDOW && t->len == 0 && num_tokens > 0) {
-        int64_t last = num_tokens - 1;
-        return last / BS - imax(0, last - WINDOW) / BS + 1;
     }
     return imax(0, cdiv(num_tokens, BS) - t->len);
 }
@@ -157,12 +155,15 @@ static void sh_grow(shadow *s, int g, sh_table *t, int64_t n, int64_t num_tokens
         t->ids[0] = fresh;
         n--;
     }
-    if (n == 0) return;
-    if (t->len == 0 && key_type[g] == KVC_ATTN_SLIDING_WINDOW) {
-        t->n_null = t->len = imax(0, num_tokens - 1 - WINDOW) / BS;
-        for (int64_t i = 0; i < t->len; i++) t->ids[i] = 0;
-    }
     for (int64_t i = 0; i < n; i++) t->ids[t->len++] = sh_take(s, k);
+}
+
+/* An empty sliding-window table starts with nulls for the blocks that the
+ * computed tokens skip; every other position asked for is backed. */
+static void sh_skip_leading(int g, sh_table *t, int64_t computed) {
+    if (key_type[g] != KVC_ATTN_SLIDING_WINDOW || t->len > 0) return;
+    t->n_null = t->len = imax(0, computed - WINDOW + 1) / BS;
+    for (int64_t i = 0; i < t->len; i++) t->ids[i] = 0;
 }
 
 static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
@@ -182,9 +183,9 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
     int64_t n_hit[N_KEYS] = {0};
     bool hit_on = is_new && computed > 0;
     if (hit_on) assert_int_equal(sh_hit(s, r->salt, r->tokens, r->n_known, hit, n_hit) >= computed, true);
-    for (int g = 0; hit_on && g < N_KEYS; g++) assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
+    for (int g = 0; hit_on && g < n_keys; g++) assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
     int64_t need[N_KEYS];
-    for (int g = 0; g < N_KEYS; g++) {
+    for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         if (!is_new) sh_release_window(s, g, t, computed);
         sh_table view = is_new ? (sh_table){0} : *t;
@@ -193,6 +194,7 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
             for (int64_t i = 0; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].count[hit[g][i]] == 0;
             view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : n_hit[g];
         }
+        sh_skip_leading(g, &view, computed);
         need[g] = sh_needed(s, g, &view, need_slot);
         if (need[g] + taken_free > s->k[g].n_queue) return KVC_NO_SPACE;
     }
@@ -200,8 +202,9 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
         s->queries++;
         s->hits += hit_on;
         s->hit_tokens += hit_on ? computed : 0;
+        s->long_hits += hit_on && computed > WINDOW;
     }
-    for (int g = 0; g < N_KEYS; g++) {
+    for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         if (!t->present) {
             *t = (sh_table){.present = true};
@@ -219,13 +222,14 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
                 t->n_null = key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, computed - WINDOW + 1) / BS : 0;
             }
         }
+        sh_skip_leading(g, t, computed);
         sh_grow(s, g, t, need[g], need_slot);
     }
     return KVC_OK;
 }
 
 static void sh_cache_computed(shadow *s, sh_req *r, int64_t n) {
-    for (int g = 0; g < N_KEYS; g++) {
+    for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         sh_key *k = &s->k[g];
         if (key_type[g] == KVC_ATTN_MAMBA) {
@@ -243,7 +247,7 @@ static void sh_cache_computed(shadow *s, sh_req *r, int64_t n) {
 }
 
 static void sh_free(shadow *s, sh_req *r) {
-    for (int g = 0; g < N_KEYS; g++) {
+    for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         if (!t->present) continue;
         for (int64_t i = t->len - 1; i >= t->n_null; i--) sh_give(&s->k[g], t->ids[i]);
@@ -266,9 +270,56 @@ static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *t
     return h;
 }
 
-static void compare(const kvc_manager *m, shadow *s, long step) {
+/* ---- KV events -------------------------------------------------------------- */
+/* What a consumer of the manager's KV events believes is cached: the
+ * blocks stored and not removed or cleared since, with their hashes. */
+typedef struct event_view {
+    bool held[N_KEYS][MAX_BLOCKS];
+    kvc_hash128 hash[N_KEYS][MAX_BLOCKS], parent[N_KEYS][MAX_BLOCKS];
+    int64_t stored, removed, cleared;
+} event_view;
+
+static event_view events_seen;
+
+/* Drains the manager's events into the view, checking each against it. */
+static void drain_events(kvc_manager *m, long step) {
+    kvc_kv_event ev[64];
+    int64_t n = 0, lost = 0;
+    do {
+        assert_int_equal(kvc_manager_drain_kv_events(m, ev, 64, &n, &lost), KVC_OK);
+        assert_int_equal(lost, 0);
+        for (int64_t i = 0; i < n; i++) {
+            event_view *v = &events_seen;
+            if (ev[i].type == KVC_KV_EVENT_CLEARED) {
+                memset(v->held, 0, sizeof v->held);
+                v->cleared++;
+                continue;
+            }
+            int g = ev[i].key_index, id = ev[i].block_id;
+            kvc_hash128 h = {.low64 = ev[i].hash_lo, .high64 = ev[i].hash_hi};
+            assert_true(g >= 0 && g < n_keys && id > 0 && id < pool_size[g]);
+            assert_int_equal(ev[i].n_tokens, hash_tokens(g));
+            if (ev[i].type == KVC_KV_EVENT_STORED) {
+                if (v->held[g][id]) fail_msg("step %ld: key %d block %d stored twice", step, g, id);
+                v->held[g][id] = true;
+                v->hash[g][id] = h;
+                v->parent[g][id] = (kvc_hash128){.low64 = ev[i].parent_lo, .high64 = ev[i].parent_hi};
+                v->stored++;
+            } else {
+                assert_int_equal(ev[i].type, KVC_KV_EVENT_REMOVED);
+                if (!v->held[g][id] || !kvci_hash128_equal(v->hash[g][id], h))
+                    fail_msg("step %ld: key %d block %d removed but not stored under that hash", step, g, id);
+                v->held[g][id] = false;
+                v->removed++;
+            }
+        }
+    } while (n == 64);
+}
+
+static void compare(kvc_manager *m, shadow *s, long step) {
+    drain_events(m, step);
     if (kvc_manager_check_invariants(m) != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
-    for (int g = 0; g < N_KEYS; g++) {
+    for (int g = 0; g < n_keys; g++) {
         sh_key *k = &s->k[g];
         kvc_test_assert_queue(m, g, k->queue, k->n_queue);
         const kvc_single_manager *sm = &m->managers[g];
@@ -282,11 +333,16 @@ static void compare(const kvc_manager *m, shadow *s, long step) {
             if (kvci_prefix_index_has(&sm->index, id) != k->indexed[id])
                 fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id,
                          kvci_prefix_index_has(&sm->index, id), k->indexed[id]);
+            if (events_seen.held[g][id] != k->indexed[id])
+                fail_msg("step %ld key %d block %d: the events say cached %d, shadow %d", step, g, id,
+                         events_seen.held[g][id], k->indexed[id]);
             if (!k->indexed[id]) continue;
             kvc_prefix_index *ix = (kvc_prefix_index *)&sm->index;
             int64_t e = ix->entry_of[id] - 1;
             kvc_hash128 parent;
             kvc_hash128 h = content_hash(ix, k->salt[id], k->ctokens[id], k->clen[id], &parent);
+            assert_true(kvci_hash128_equal(h, events_seen.hash[g][id]));
+            assert_true(kvci_hash128_equal(parent, events_seen.parent[g][id]));
             assert_true(kvci_hash128_equal(h, ix->keys[e].hash));
             assert_true(kvci_hash128_equal(parent, ix->keys[e].parent));
             assert_memory_equal(kvci_prefix_index_tokens(ix, e), k->ctokens[id] + k->clen[id] - ix->block_tokens,
@@ -341,7 +397,7 @@ static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
     int64_t expected = sh_hit(s, r->salt, r->tokens, r->n_known, sh_ids, sh_n);
     if (hit.n_tokens != expected)
         fail_msg("step %ld: hit %lld tokens, shadow %lld", step, (long long)hit.n_tokens, (long long)expected);
-    for (int g = 0; g < N_KEYS && expected > 0; g++) assert_int_equal(hit.n_entries[g], sh_n[g]);
+    for (int g = 0; g < n_keys && expected > 0; g++) assert_int_equal(hit.n_entries[g], sh_n[g]);
     int64_t chunk = chunk_after(hit.n_tokens, r->n_known);
     kvc_status want = sh_allocate(s, r, hit.n_tokens, chunk, true);
     kvc_status got = kvc_manager_allocate_slots(
@@ -369,26 +425,29 @@ static void step_request(kvc_manager *m, shadow *s, sh_req *r, long step) {
     sh_cache_computed(s, r, r->computed);
 }
 
-static void run(uint64_t seed, long steps) {
+static void run(uint64_t seed, long steps, int keys) {
     rng_state = seed;
+    n_keys = keys;
     for (int b = 0; b < 3; b++)
         for (int i = 0; i < MAX_LEN; i++) bases[b][i] = (int32_t)rnd_in(0, 9);
     kvc_test_model model;
     kvc_cache_entry e[N_KEYS] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, BS, 0),
                                  kvc_test_attention_entry("w", KVC_ATTN_SLIDING_WINDOW, BS, WINDOW),
                                  kvc_test_mamba_entry("ssm", NEXT_N)};
-    kvc_test_model_init(&model, e, N_KEYS);
+    kvc_test_model_init(&model, e, n_keys);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = MAX_LEN;
     p.max_requests = MAX_REQ;
     p.prefix_caching = true;
     p.prefix_salt = 7;
     p.state_snapshot_interval = INTERVAL;
+    p.kv_event_capacity = 4096;
+    memset(&events_seen, 0, sizeof events_seen);
     kvc_manager *m = kvc_test_manager_with(&model, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
-                                           pool_size, N_KEYS, &p);
+                                           pool_size, n_keys, &p);
     static shadow s;
     memset(&s, 0, sizeof s);
-    for (int g = 0; g < N_KEYS; g++)
+    for (int g = 0; g < n_keys; g++)
         for (int32_t id = 1; id < pool_size[g]; id++) s.k[g].queue[s.k[g].n_queue++] = id;
     int64_t next_id = 0;
     for (long step = 0; step < steps; step++) {
@@ -410,7 +469,7 @@ static void run(uint64_t seed, long steps) {
             if (op < 8) r->n_known = 0; /* finished, not preempted */
         } else if (op == 99) {
             assert_int_equal(kvc_manager_clear_prefix_cache(m), KVC_OK);
-            for (int g = 0; g < N_KEYS; g++) memset(s.k[g].indexed, 0, sizeof s.k[g].indexed);
+            for (int g = 0; g < n_keys; g++) memset(s.k[g].indexed, 0, sizeof s.k[g].indexed);
         } else {
             step_request(m, &s, r, step);
         }
@@ -423,21 +482,32 @@ static void run(uint64_t seed, long steps) {
             sh_free(&s, &s.r[i]);
         }
     compare(m, &s, steps);
-    for (int g = 0; g < N_KEYS; g++) assert_int_equal(kvc_manager_num_free(m, g), pool_size[g] - 1);
+    for (int g = 0; g < n_keys; g++) assert_int_equal(kvc_manager_num_free(m, g), pool_size[g] - 1);
     assert_int_equal(kvc_manager_clear_prefix_cache(m), KVC_OK);
     kvc_prefix_stats st;
     assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
     assert_int_equal(st.cached_blocks, 0);
-    assert_true(s.hits > 0 && s.evictions > 0);
+    assert_true(s.hits > 0 && s.evictions > 0 && s.long_hits > 0);
+    drain_events(m, steps);
+    assert_true(events_seen.stored > 0 && events_seen.removed > 0 && events_seen.cleared > 0);
+    assert_int_equal(events_seen.removed, s.evictions); /* every eviction, and nothing else, removes */
     kvc_manager_destroy(m);
 }
 
 static void test_prefix_cache_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500, N_KEYS);
+}
+
+/* Full + sliding window alone (gpt-oss style): hits are not held to the
+ * state key's snapshot positions, so the sliding key's rule decides them. */
+static void test_hybrid_full_sliding_against_shadow(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2);
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefix_cache_against_shadow)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefix_cache_against_shadow),
+                                       cmocka_unit_test(test_hybrid_full_sliding_against_shadow)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

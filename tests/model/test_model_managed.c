@@ -62,8 +62,19 @@ static void test_gpt_oss_through_managers(void **state)
     pp.mode = KVC_PLAN_OFFLINE;
     pp.max_len = max_len;
     pp.max_concurrency = N_REQ;
-    kvc_block_plan plan;
-    check(kvc_plan_blocks(&pp, ci, &plan), "plan");
+    kvc_block_plan planned, plan;
+    check(kvc_plan_blocks(&pp, ci, &planned), "plan");
+    /* A prefill backs every block of its prompt until the next allocation
+     * releases those behind the window: the sliding pool gets room for the
+     * first step's three whole prompts on top of its per-request window, as
+     * the engine adds one step's chunks (docs/scheduler.md). */
+    const char *keys[KVC_MAX_MANAGERS];
+    int64_t counts[KVC_MAX_MANAGERS];
+    for (int32_t g = 0; g < planned.n_groups; g++) {
+        keys[g] = planned.groups[g].key;
+        counts[g] = planned.groups[g].block_num + (planned.groups[g].fixed ? (13 + 3 + 10) / bs + N_REQ : 0);
+    }
+    check(kvc_block_plan_from_counts(ci, keys, counts, planned.n_groups, &plan), "plan with prefill room");
     kvc_cache_storage *storage = NULL;
     const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     check(kvc_cache_storage_allocate(ci, &plan, &sp, &storage), "storage");

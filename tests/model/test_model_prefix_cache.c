@@ -151,7 +151,36 @@ static void test_hybrid_logits_equal_with_and_without_caching(void **state) {
     kvc_model_destroy(m);
 }
 
+/* Issue 24: a prompt sharing only the first 12 tokens of a 22-token prompt
+ * prefilled in one chunk hits them: the sliding-window layers' blocks
+ * behind that prefill's window were computed, cached and released, not
+ * skipped; its logits equal a run without caching, bit for bit. */
+static void test_hybrid_hit_behind_the_window(void **state) {
+    (void)state;
+    kvc_model_config cfg;
+    check(kvc_model_config_parse(KVC_TEST_TINY_GPT_OSS_JSON, "cfg", &cfg), "config");
+    kvc_model *m = NULL;
+    check(kvc_model_create_random(&cfg, 13, &m), "model");
+    static const int32_t first[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14};
+    static const int32_t early[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 90, 91, 92, 93, 94, 95};
+    const int64_t n_first = sizeof first / sizeof first[0], n_early = sizeof early / sizeof early[0];
+    static float cached[(NT + 1) * V], fresh[(NT + 1) * V], scratch[(NT + 1) * V];
+    server on, off;
+    server_init(&on, m, true);
+    assert_int_equal(serve(&on, 1, first, n_first, scratch), 0);
+    assert_int_equal(serve(&on, 2, early, n_early, cached), 12);
+    server_release(&on);
+    server_init(&off, m, false);
+    assert_int_equal(serve(&off, 2, early, n_early, fresh), 0);
+    server_release(&off);
+    for (int64_t i = 0; i < (NT + 1) * V; i++)
+        if (cached[i] != cached[i]) fail_msg("logit %lld is NaN: a poisoned slot was read", (long long)i);
+    assert_memory_equal(cached, fresh, sizeof cached);
+    kvc_model_destroy(m);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_hybrid_logits_equal_with_and_without_caching)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_hybrid_logits_equal_with_and_without_caching),
+                                       cmocka_unit_test(test_hybrid_hit_behind_the_window)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,8 +106,8 @@ static void test_sliding_window_8_1(void **state) {
                   "{'usage': 'SlidingWindow:3/8'}\n"
                   "{'op': 6, 'ok': true, 'blocks': {'SlidingWindow': []}, 'free': {'SlidingWindow': 7}}\n"
                   "{'usage': 'SlidingWindow:1/8'}\n"
-                  "{'op': 7, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 0, 0, 0, 5, 6]}, 'free': {'SlidingWindow': 5}}\n"
-                  "{'usage': 'SlidingWindow:3/8'}\n");
+                  "{'op': 7, 'ok': true, 'blocks': {'SlidingWindow': [5, 6, 7, 1, 2, 3, 4]}, 'free': {'SlidingWindow': 0}}\n"
+                  "{'usage': 'SlidingWindow:8/8'}\n");
 }
 
 /* KM 8.3: full attention admission with a reservation (bs 4, 11 blocks). */
@@ -163,9 +163,9 @@ static void test_two_phase_8_5(void **state) {
                              "{'op': 'allocate', 'request': 0, 'computed_tokens': 14, 'new_tokens': 3}]}",
                   false, 0,
                   "{'block_num': {'SlidingWindow': 8, 'FullAttention': 5}}\n"
-                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [0, 1, 2, 3], 'FullAttention': [1, 2, 3, 4]},"
-                  " 'free': {'SlidingWindow': 4, 'FullAttention': 0}}\n"
-                  "{'op': 1, 'ok': false, 'blocks': {'SlidingWindow': [0, 0, 2, 3], 'FullAttention': [1, 2, 3, 4]},"
+                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [1, 2, 3, 4], 'FullAttention': [1, 2, 3, 4]},"
+                  " 'free': {'SlidingWindow': 3, 'FullAttention': 0}}\n"
+                  "{'op': 1, 'ok': false, 'blocks': {'SlidingWindow': [0, 0, 3, 4], 'FullAttention': [1, 2, 3, 4]},"
                   " 'free': {'SlidingWindow': 5, 'FullAttention': 0}}\n");
 }
 
