@@ -412,6 +412,12 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
+    float vs[KVC_CHUNK], vo[KVC_CHUNK]; /* scale and offset of key j at j - j0, read once for all rows */
+    for (int64_t j = j0; j < j1; j++) {
+        const int64_t qi = kvci_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
+        vs[j - j0] = kvci_cpu_fquant(&p->value_scale, qi);
+        vo[j - j0] = pb->v_has_off ? kvci_cpu_fquant(&p->value_offset, qi) : 0.0f;
+    }
     for (int64_t r = 0; r < R; r++) {
         const int64_t i = it->i0 + r % it->ni;
         int64_t a, e;
@@ -419,9 +425,8 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
         float *w = s->sc + r * KVC_CHUNK; /* chunk-relative: key j at w[j - cb] */
         for (int64_t j = kvci_max64(a, j0); j < kvci_min64(e, j1); j++) {
             if (w[j - cb] == 0.0f) continue;
-            const int64_t qi = kvci_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
-            w[j - cb] *= kvci_cpu_fquant(&p->value_scale, qi);
-            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvci_cpu_fquant(&p->value_offset, qi);
+            w[j - cb] *= vs[j - j0];
+            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * vo[j - j0];
         }
     }
 }
