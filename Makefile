@@ -38,13 +38,13 @@ RUNTIME_FORMAT_FILES := src/model/gemm.h src/model/gemm.c src/model/gemm_avx2.c 
 # cache storage pages, their allocation and tests
 PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/storage.c tests/base/test_pages.c \
                        tests/cache/test_storage_pages.c tests/tools/test_bench_pages_arg.c
-# the attention kernel's NaN / Inf table
-OPS_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c
+# NaN and Inf: the attention kernel's table, the runs that refuse non-finite logits
+NONFINITE_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c tests/model/test_model_nonfinite_logits.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
                 tests/install/consumer.c $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
-                $(PAGING_FORMAT_FILES) $(OPS_FORMAT_FILES))
+                $(PAGING_FORMAT_FILES) $(NONFINITE_FORMAT_FILES))
 
 BUILD := build
 BUILD_ASAN := build-asan

@@ -15,7 +15,9 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
     "recompute" (no cache). Returns int32 ids [n_prompts, max_new_tokens],
     or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
-    the logits each token was chosen from."""
+    the logits each token was chosen from. Logits that are not finite (NaN or
+    Inf from the model's weights or inputs) raise OutOfRange naming the step,
+    the prompt and the position."""
     if mode not in _MODES:
         raise invalid(f"mode \"{mode}\" is not one of {', '.join(_MODES)}")
     if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__len__") or len(prompts) == 0:
