@@ -25,7 +25,7 @@ typedef enum kvc_status {
     KVC_CLAMPED = 1,      /* success, but the demand was clamped to max_model_len */
     KVC_NO_SPACE = 2,     /* not enough free blocks: nothing was allocated */
     KVC_EINVAL = -1,      /* invalid argument or configuration */
-    KVC_ERANGE = -2,      /* index or id out of range */
+    KVC_ERANGE = -2,      /* index, id or value out of range (e.g. logits that are not finite) */
     KVC_EDOUBLEFREE = -3, /* a block that is already free was freed again */
     KVC_ENOMEM = -4,      /* host memory exhausted, or a budget too small */
     KVC_EINTERNAL = -5    /* broken internal invariant */

@@ -19,7 +19,7 @@ class InvalidArgument(Error, ValueError):
 
 
 class OutOfRange(Error, IndexError):
-    """KVC_ERANGE: an index, id or size out of range."""
+    """KVC_ERANGE: an index, id, size or value out of range (e.g. logits that are not finite)."""
 
 
 class DoubleFree(Error):

@@ -17,7 +17,9 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     given (at most 2^20): the C runner checks this as for `kvcache run` and
     raises InvalidArgument. Returns int32 ids [n_prompts, max_new_tokens],
     or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
-    the logits each token was chosen from."""
+    the logits each token was chosen from. Logits that are not finite (NaN or
+    Inf from the model's weights or inputs) raise OutOfRange naming the step,
+    the prompt and the position."""
     c_mode = choice(_MODES, mode, "mode")
     if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__len__") or len(prompts) == 0:
         raise invalid("prompts: a non-empty list of token-id lists is expected")

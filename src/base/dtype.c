@@ -1,4 +1,5 @@
-/* Element types: sizes, names, parsing; tensor views. */
+/* Element types: sizes, names, parsing; tensor views; the finite check of f32 arrays. */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -45,4 +46,10 @@ int64_t kvc_tensor_numel(const kvc_tensor *t) {
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
+}
+
+int64_t kvci_first_nonfinite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return -1;
 }

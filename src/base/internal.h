@@ -44,6 +44,9 @@ static inline int64_t kvci_max64(int64_t a, int64_t b) { return a > b ? a : b; }
  * from int64 overflow). */
 #define KVC_MAX_NEXT_N 1024
 
+/* The first non-finite value of x [n], or -1 (src/base/dtype.c). */
+int64_t kvci_first_nonfinite(const float *x, int64_t n);
+
 /* a * b and a + b into *out; false (and *out unspecified) on int64 overflow. */
 static inline bool kvci_mul64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 static inline bool kvci_add64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }

@@ -110,6 +110,24 @@ static kvc_status no_progress(const kvc_engine *e) {
                      (long long)e->n_running, (long long)e->p.max_num_seqs, usage);
 }
 
+/* Refuses the step when the logits a row samples from are not finite (a NaN
+ * or Inf from the model leaves nothing to sample; docs/engine.md): checked
+ * for every row before any samples, so the step is undone whole. */
+static kvc_status check_logits(const kvc_engine *e) {
+    const int64_t vocab = e->model.vocab_size;
+    for (int64_t b = 0; b < e->n_rows; b++) {
+        const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
+        if (e->rows[b].computed_tokens + e->rows[b].num_new_tokens < r->n_tokens) continue; /* samples nothing */
+        const int64_t bad = kvci_first_nonfinite(e->logits + b * vocab, vocab);
+        if (bad >= 0)
+            return kvci_fail(
+                KVC_ERANGE, "engine: non-finite logits at step %lld for request %lld (position %lld): logit %lld is %g",
+                (long long)e->stats.steps, (long long)r->id, (long long)(r->n_tokens - 1), (long long)bad,
+                (double)e->logits[b * vocab + bad]);
+    }
+    return KVC_OK;
+}
+
 kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     if (e == NULL || res == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_step: engine and result must not be NULL");
     memset(res, 0, sizeof *res);
@@ -133,6 +151,7 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     note_usage(e);
     const int64_t t_scheduled = kvc_engine_now_ns();
     st = run_model(e, res->is_prefill);
+    if (st == KVC_OK) st = check_logits(e);
     if (st != KVC_OK) {
         kvci_engine_rows_undo(e);
         return st;

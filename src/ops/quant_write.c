@@ -105,13 +105,6 @@ void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv)
     *inv = amax > 0.0f ? qmax / amax : 1.0f;
 }
 
-int64_t kvci_first_nonfinite(const float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return i;
-    return -1;
-}
-
 static kvc_status check_f32_rows(const kvc_tensor *x, const char *what)
 {
     if (!x || !x->data || x->ndim != 3 || x->dtype != KVC_DTYPE_F32 || x->shape[0] < 0 || x->shape[1] <= 0 ||

@@ -41,8 +41,6 @@ float kvci_quant_qmax(kvc_dtype dt);
 /* scale = amax / qmax (dequantisation) and inv = qmax / amax (quantisation);
  * an all-zero group gets 1 / 1. */
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
-/* The first non-finite value of x [n], or -1. */
-int64_t kvci_first_nonfinite(const float *x, int64_t n);
 
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */

@@ -116,6 +116,22 @@ static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n
     return step(r, n, logits_out, next);
 }
 
+/* Refuses step i's logits when a row's are not finite (a NaN or Inf from the
+ * model leaves nothing to pick; docs/runner.md): row b's last fed token sits
+ * at position seq_len[b] - 1 once the step is done. */
+static kvc_status check_logits(const kvc_runner *r, int64_t n, int64_t i)
+{
+    const int64_t V = kvc_model_config_of(r->m)->vocab_size;
+    for (int64_t b = 0; b < n; b++) {
+        const int64_t bad = kvci_first_nonfinite(r->logits + b * V, V);
+        if (bad >= 0)
+            return kvci_fail(KVC_ERANGE, "runner: non-finite logits at step %lld for request %lld (position %lld): logit %lld is %g",
+                            (long long)i, (long long)b, (long long)(r->seq_len[b] - 1), (long long)bad,
+                            (double)r->logits[b * V + bad]);
+    }
+    return KVC_OK;
+}
+
 /* forced [n, NT] or NULL: the tokens fed back instead of the picked ones. */
 static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, const int32_t *forced,
                            int32_t *tokens, float *logits, kvc_runner_stats *stats)
@@ -153,6 +169,7 @@ static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *len
             st = decode(r, r->last, n, lo, r->chosen);
             for (int64_t b = 0; b < n; b++) r->seq_len[b]++;
         }
+        if (st == KVC_OK) st = check_logits(r, n, i);
         if (st != KVC_OK) return st;
         for (int64_t b = 0; b < n; b++) {
             tokens[b * NT + i] = r->chosen[b];

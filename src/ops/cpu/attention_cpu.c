@@ -73,7 +73,7 @@ static void merge_row(float *a, const float *c, int64_t RS)
         return;
     }
     const float M = a[0] > c[0] ? a[0] : c[0];
-    const float fa = expf(a[0] - M), fc = expf(c[0] - M);
+    const float fa = kvci_cpu_exp(a[0] - M), fc = kvci_cpu_exp(c[0] - M); /* a NaN m makes both NaN */
     a[0] = M;
     a[1] = a[1] * fa + c[1] * fc;
     a[2] = a[2] * fa + c[2] * fc;
@@ -86,7 +86,11 @@ static void record_empty(float *a, int64_t RS)
     memset(a + 1, 0, sizeof(float) * (size_t)(RS - 1));
 }
 
-/* Dequantises values, adds the sink, writes the output row and lse. */
+/* NaN as the one quiet NaN the kernel writes (paths and operand orders would otherwise differ in sign or payload). */
+static float canonical(float x) { return x == x ? x : NAN; }
+
+/* Dequantises values, adds the sink (one of -inf is none), writes the output row and lse; a row with no key
+ * (L 0) is empty: zeros and lse +inf. */
 static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
 {
     const kvc_attn_problem *pb = cx->pb;
@@ -95,7 +99,7 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
     const int64_t i = it->i0 + r % it->ni, n = g * pb->G + h;
     float M = a[0], L = a[1];
     float *acc = a + KVC_REC_HDR;
-    if (pb->kv_quant) {
+    if (pb->kv_quant && L != 0.0f) { /* no value read: nothing to dequantise (the scales may be NaN) */
         if (kvci_qidx_per_key(pb->vq)) {
             for (int64_t d = 0; d < Dv; d++) acc[d] += a[2];
         } else {
@@ -106,19 +110,20 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
             }
         }
     }
-    if (p->sinks.data) {
-        const float sg = kvci_elem_load(p->sinks.data, p->sinks.dtype, n);
-        const float Mn = M > sg ? M : sg;
-        const float fa = M == -INFINITY ? 0.0f : expf(M - Mn);
-        L = L * fa + expf(sg - Mn);
+    const float sg = p->sinks.data ? kvci_elem_load(p->sinks.data, p->sinks.dtype, n) : -INFINITY;
+    if (sg != -INFINITY) {
+        const float Mn = M > sg ? M : sg; /* a NaN sink: NaN */
+        const float fa = kvci_cpu_exp(M - Mn);
+        L = L * fa + kvci_cpu_exp(sg - Mn);
         for (int64_t d = 0; d < Dv; d++) acc[d] *= fa;
         M = Mn;
     }
     const int64_t oi = kvci_attn_out_index(pb, it->b, it->q0, i, n);
-    const bool empty = !(L > 0.0f);
-    for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, empty ? 0.0f : acc[d] / L);
+    const bool empty = L == 0.0f; /* a NaN L is not empty: the row is NaN */
+    for (int64_t d = 0; d < Dv; d++) acc[d] = empty ? 0.0f : canonical(acc[d] / L); /* in place: vectorised */
+    for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
     if (p->lse.data)
-        ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] = empty ? INFINITY : M + logf(L);
+        ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] = empty ? INFINITY : canonical(M + logf(L));
 }
 
 /* Workspace layout: items, per-thread scratch, optional split-K partials. */

@@ -357,8 +357,17 @@ static void record_clear(float *rr, int64_t Dv8, float m, float l)
     memset(rr + 3, 0, sizeof(float) * (size_t)(KVC_REC_HDR - 3 + Dv8));
 }
 
+static bool any_nan(const float *s, int64_t n)
+{
+    for (int64_t t = 0; t < n; t++)
+        if (s[t] != s[t]) return true;
+    return false;
+}
+
 /* Selection, maximum and exponentials of row r; weights outside the row's
- * visible keys are left 0 over [j0, j1) of the chunk. */
+ * visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the
+ * record NaN (through the exponentials, or m and l NaN when the maximum
+ * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
 static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
                         kvc_cpu_scratch *s, float *rr)
 {
@@ -381,9 +390,10 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
         for (int64_t t = a; t < e; t++)
             if (kvci_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
     const float m = cx->simd->max(sr + a8, e8 - a8);
-    if (m == -INFINITY) {
+    if (m == -INFINITY) { /* every key masked or scoring -inf (left out alike), or NaN scores the maximum dropped */
+        const float x = any_nan(sr + a, e - a) ? NAN : -INFINITY;
         memset(sr + u0, 0, sizeof(float) * (size_t)(u1 - u0));
-        record_clear(rr, cx->Dv8, -INFINITY, 0.0f);
+        record_clear(rr, cx->Dv8, x, x == x ? 0.0f : x);
         return;
     }
     const float l = cx->simd->exp_sum(sr + a8, e8 - a8, m);
@@ -394,23 +404,29 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
 
 /* Per-token value scales over keys [j0, j1): the weight of each key a row
  * sees is multiplied by the key's scale and the key's offset term summed
- * into the row's e. Keys a row does not see are skipped (selection): their
+ * into the row's e. Keys of weight 0 (masked, or scoring -inf: the only
+ * ones, since finite scores never weigh 0) are skipped (selection): their
  * scale or offset may be NaN or infinite, and 0 * NaN would poison the row. */
 static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t cb, int64_t j0,
                                int64_t j1, kvc_cpu_scratch *s, float *rec)
 {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
+    float vs[KVC_CHUNK], vo[KVC_CHUNK]; /* scale and offset of key j at j - j0, read once for all rows */
+    for (int64_t j = j0; j < j1; j++) {
+        const int64_t qi = kvci_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
+        vs[j - j0] = kvci_cpu_fquant(&p->value_scale, qi);
+        vo[j - j0] = pb->v_has_off ? kvci_cpu_fquant(&p->value_offset, qi) : 0.0f;
+    }
     for (int64_t r = 0; r < R; r++) {
         const int64_t i = it->i0 + r % it->ni;
         int64_t a, e;
         kvci_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
         float *w = s->sc + r * KVC_CHUNK; /* chunk-relative: key j at w[j - cb] */
         for (int64_t j = kvci_max64(a, j0); j < kvci_min64(e, j1); j++) {
-            if (kvci_attn_masked(pb, it->b, i, j)) continue;
-            const int64_t qi = kvci_attn_quant_index(pb, pb->vq, it->b, j, 0, 0, 0);
-            w[j - cb] *= kvci_cpu_fquant(&p->value_scale, qi);
-            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * kvci_cpu_fquant(&p->value_offset, qi);
+            if (w[j - cb] == 0.0f) continue;
+            w[j - cb] *= vs[j - j0];
+            if (pb->v_has_off) rec[r * cx->RS + 2] += w[j - cb] * vo[j - j0];
         }
     }
 }

@@ -4,6 +4,7 @@
 #ifndef KVC_OPS_CPU_ATTN_CPU_H
 #define KVC_OPS_CPU_ATTN_CPU_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -63,8 +64,17 @@ typedef struct kvc_cpu_scratch {
     float *run;    /* [R, RS] running record */
 } kvc_cpu_scratch;
 
-/* Element i of an f32 dequantisation scale/offset tensor. */
-static inline float kvci_cpu_fquant(const kvc_tensor *t, int64_t i) { return ((const float *)t->data)[i]; }
+/* Element i of an f32 dequantisation scale/offset tensor; NaN when it is
+ * not finite (docs/ops.md "NaN and Inf": what it dequantises is NaN). */
+static inline float kvci_cpu_fquant(const kvc_tensor *t, int64_t i)
+{
+    const float x = ((const float *)t->data)[i];
+    return isfinite(x) ? x : NAN;
+}
+
+/* The scalar exponential of record merges and sinks, with exp_sum's rule
+ * (simd.h): exp(max(x, KVC_EXP_LO)), -inf gives 0, NaN stays NaN. */
+static inline float kvci_cpu_exp(float x) { return x == -INFINITY ? 0.0f : expf(x < KVC_EXP_LO ? KVC_EXP_LO : x); }
 
 void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb);
 /* KV heads per item for a tile of ni query rows. */

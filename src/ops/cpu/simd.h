@@ -42,11 +42,17 @@ typedef void (*kvc_qk_fn)(const float *k, int64_t kstride, const float *q, int64
 typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, int nk, const float *w, int64_t wstride, int nr,
                           int64_t dim, float *acc, int64_t astride);
 
-/* s[t] = exp(s[t] - m) for t < n (a multiple of 8; -inf gives 0); returns
- * the sum, accumulated per lane t % 8 in order of t, then a fixed tree. */
+/* s[t] = exp(max(s[t] - m, KVC_EXP_LO)) for t < n (a multiple of 8): -inf
+ * gives 0, NaN stays NaN, and no finite argument underflows to 0 (the
+ * value of a key whose score is finite is always read; docs/ops.md "NaN
+ * and Inf"); returns the sum, accumulated per lane t % 8 in order of t,
+ * then a fixed tree. */
+#define KVC_EXP_LO (-87.0f)
 typedef float (*kvc_exp_sum_fn)(float *s, int64_t n, float m);
 
-/* max of s[0..n) (n a multiple of 8), -inf when every entry is -inf. */
+/* max of s[0..n) (n a multiple of 8), -inf when every entry is -inf; a NaN
+ * entry may be dropped (NaN scores reach the row through the exponentials,
+ * and a row whose maximum is -inf is searched for NaN). */
 typedef float (*kvc_max_fn)(const float *s, int64_t n);
 
 /* Decode forms of qk and pv that read plain K/V rows of one dtype directly

@@ -243,12 +243,12 @@ KVC_AVX2_DIRECT(e4m3, ld_e4m3, uint8_t)
 KVC_AVX2_DIRECT(e5m2, ld_e5m2, uint8_t)
 #undef KSHIFT
 
-/* exp(x) for x <= 0 (Cephes polynomial, about 1 ulp); -inf and x <= -87 give 0. */
+/* exp(max(x, KVC_EXP_LO)) for x <= 0 (Cephes polynomial, about 1 ulp); -inf gives 0, NaN stays NaN. */
 INL __m256 exp256(__m256 x)
 {
     const __m256 lo = _mm256_set1_ps(KVC_EXP_LO);
-    const __m256 valid = _mm256_cmp_ps(x, lo, _CMP_GT_OQ);
-    x = _mm256_max_ps(x, lo);
+    const __m256 valid = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_UQ);
+    x = _mm256_max_ps(lo, x);
     const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(KVC_EXP_LOG2E)),
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(KVC_EXP_LN2_HI), x);

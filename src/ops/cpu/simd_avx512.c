@@ -342,12 +342,12 @@ KVC_AVX512_LANES(i8, int8_t)
 KVC_AVX512_LANES(e4m3, uint8_t)
 KVC_AVX512_LANES(e5m2, uint8_t)
 
-/* exp(x) for x <= 0 on 16 lanes, each exactly as exp256 (simd_avx2.c) computes it. */
+/* exp(max(x, KVC_EXP_LO)) for x <= 0 on 16 lanes, each exactly as exp256 (simd_avx2.c) computes it. */
 INL __m512 exp512(__m512 x)
 {
     const __m512 lo = _mm512_set1_ps(KVC_EXP_LO);
-    const __mmask16 valid = _mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ);
-    x = _mm512_max_ps(x, lo);
+    const __mmask16 valid = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_NEQ_UQ);
+    x = _mm512_max_ps(lo, x);
     const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(KVC_EXP_LOG2E)),
                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(KVC_EXP_LN2_HI), x);

@@ -67,7 +67,8 @@ static float exp_sum(float *s, int64_t n, float m)
 {
     float lane[8] = {0};
     for (int64_t t = 0; t < n; t++) {
-        s[t] = s[t] == -INFINITY ? 0.0f : expf(s[t] - m);
+        const float x = s[t] - m;
+        s[t] = x == -INFINITY ? 0.0f : expf(x < KVC_EXP_LO ? KVC_EXP_LO : x); /* NaN compares false: stays NaN */
         lane[t % 8] += s[t];
     }
     return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));

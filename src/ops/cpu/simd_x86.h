@@ -17,8 +17,7 @@
 
 /* The dispatch table of an x86 path: the file's own qk/pv tile kernels,
  * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2) and exponentials
- * (EXP_SUM), with the shared AVX2 conversions into tiles and maximum (its
- * 8-lane order also decides which NaN a row keeps). */
+ * (EXP_SUM), with the shared AVX2 conversions into tiles and maximum. */
 #define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM)                                                                       \
     static const kvc_simd_table VAR = {                                                                              \
         NAME,                                                                                                        \
@@ -125,9 +124,9 @@ KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_row(c); }
 
 /* exp(x), x <= 0, of the exponentials kernels (exp256 in simd_avx2.c,
  * exp512 in simd_avx512.c: the same operations per lane): x clamped at
- * KVC_EXP_LO, n = round(x log2 e), r = x - n ln 2 in two parts, a Cephes
- * polynomial in r (P0 highest), times 2^n. */
-#define KVC_EXP_LO (-87.0f)
+ * KVC_EXP_LO (simd.h; max(lo, x), whose second operand passes a NaN
+ * through), n = round(x log2 e), r = x - n ln 2 in two parts, a Cephes
+ * polynomial in r (P0 highest), times 2^n; -inf lanes then set to 0. */
 #define KVC_EXP_LOG2E 1.44269504088896341f
 #define KVC_EXP_LN2_HI 0.693359375f
 #define KVC_EXP_LN2_LO (-2.12194440e-4f)

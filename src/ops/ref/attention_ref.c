@@ -1,12 +1,22 @@
 /* float64 reference of the fused attention operator (AO 3.1), written for
  * clarity: one (request, head, query row) at a time, every key visited in
- * order, dequantised and masked exactly as docs/ops.md states. Used by tests. */
+ * order, dequantised and masked exactly as docs/ops.md states, NaN and Inf
+ * by its rules ("NaN and Inf": IEEE arithmetic, except that a key scoring
+ * -inf is left out like a masked key, a sink of -inf is no sink, and a
+ * scale or offset that is not finite dequantises to NaN). Used by tests. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "base/internal.h"
 #include "ops/attn_problem.h"
 #include "ops/elem.h"
+
+/* Element qi of an f32 dequantisation scale or offset tensor; NaN when it is not finite. */
+static double quant_param(const kvc_tensor *t, int64_t qi)
+{
+    const double x = ((const float *)t->data)[qi];
+    return isfinite(x) ? x : NAN;
+}
 
 /* Dequantised K (or V) element: x = scale * (q + offset) for int8, else the value. */
 static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t k0, int64_t j, int64_t g, int64_t d)
@@ -19,10 +29,8 @@ static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t 
     if (!pb->kv_quant) return x;
     const kvc_qidx q = is_v ? pb->vq : pb->kq;
     const int64_t qi = kvci_attn_quant_index(pb, q, b, j, g, d, dim);
-    const double s = ((const float *)(is_v ? p->value_scale.data : p->key_scale.data))[qi];
-    const double o = (is_v ? pb->v_has_off : pb->k_has_off)
-                         ? ((const float *)(is_v ? p->value_offset.data : p->key_offset.data))[qi]
-                         : 0.0;
+    const double s = quant_param(is_v ? &p->value_scale : &p->key_scale, qi);
+    const double o = (is_v ? pb->v_has_off : pb->k_has_off) ? quant_param(is_v ? &p->value_offset : &p->key_offset, qi) : 0.0;
     return s * (x + o);
 }
 
@@ -40,7 +48,7 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
         const int64_t ki = kvci_attn_kv_index(pb, b, k0, j, g, pb->Dr, pb->c0r);
         /* an int8/fp8 rope part is dequantised with its key's scale (per tensor, head or key) */
         const double rs = pb->rope_quant && pb->kv_quant
-                              ? ((const float *)p->key_scale.data)[kvci_attn_quant_index(pb, pb->kq, b, j, g, 0, pb->D)]
+                              ? quant_param(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, b, j, g, 0, pb->D))
                               : 1.0;
         for (int64_t d = 0; d < pb->Dr; d++)
             dot += (double)kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
@@ -59,13 +67,13 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
     bool any = false;
     double m = -INFINITY;
     for (int64_t j = lo; j < hi; j++) {
-        if (kvci_attn_masked(pb, b, i, j)) continue;
-        s[j] = score(pb, b, q0, i, n, k0, j);
+        s[j] = kvci_attn_masked(pb, b, i, j) ? -INFINITY : score(pb, b, q0, i, n, k0, j);
+        if (s[j] == -INFINITY) continue; /* masked, or scoring -inf: left out alike */
         if (s[j] > m) m = s[j];
         any = true;
     }
-    const bool sink = p->sinks.data != NULL;
-    const double sigma = sink ? kvci_elem_load(p->sinks.data, p->sinks.dtype, n) : 0.0;
+    const double sigma = p->sinks.data ? kvci_elem_load(p->sinks.data, p->sinks.dtype, n) : -INFINITY;
+    const bool sink = sigma != -INFINITY;
     const int64_t oi = kvci_attn_out_index(pb, b, q0, i, n);
     double lse = INFINITY;
     for (int64_t d = 0; d < pb->Dv; d++) acc[d] = 0.0;
@@ -73,7 +81,7 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
         if (sink && sigma > m) m = sigma;
         double den = sink ? exp(sigma - m) : 0.0;
         for (int64_t j = lo; j < hi; j++) {
-            if (kvci_attn_masked(pb, b, i, j)) continue; /* selection, never exp(garbage) * 0 */
+            if (s[j] == -INFINITY) continue; /* selection, never exp(garbage) * 0 */
             const double w = exp(s[j] - m);
             den += w;
             for (int64_t d = 0; d < pb->Dv; d++) acc[d] += w * kv_elem(pb, true, b, k0, j, n / pb->G, d);
