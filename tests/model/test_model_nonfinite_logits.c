@@ -38,10 +38,12 @@ static kvc_model *broken_model(poison what) {
     kvc_model *m = NULL;
     if (kvc_model_create_random(&cfg, 7, &m) != KVC_OK) fail_msg("model: %s", kvc_last_error());
     const int64_t H = cfg.hidden_size;
-    if (what == NAN_Q_PROJ) m->layers[0].wq[5] = NAN;
+    assert_int_equal(m->layers[0].wq.dtype, KVC_WMAT_F32); /* a random model's matrices are f32 views */
+    float *wq = m->layers[0].wq.data, *wk = m->layers[0].wk.data, *embed = m->embed.data;
+    if (what == NAN_Q_PROJ) wq[5] = NAN;
     if (what == HUGE_K_PROJ)
-        for (int64_t i = 0; i < cfg.num_kv_heads * cfg.head_dim * H; i++) m->layers[0].wk[i] = 3e38f;
-    if (what == NAN_TOKEN) m->embed[POISON_TOKEN * H + 7] = NAN;
+        for (int64_t i = 0; i < cfg.num_kv_heads * cfg.head_dim * H; i++) wk[i] = 3e38f;
+    if (what == NAN_TOKEN) embed[POISON_TOKEN * H + 7] = NAN;
     return m;
 }
 
