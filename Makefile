@@ -49,7 +49,7 @@ PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c tes
                        tests/cache/test_prefix_handles.c src/cache/prefix_hits.c src/cache/kv_events.c \
                        tests/cache/test_kv_events.c
 # memory that follows use: the manager's growing room and its tests
-GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c
+GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c tests/cache/test_shared_pool.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \

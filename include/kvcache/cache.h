@@ -511,8 +511,13 @@ KVC_API kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, 
 KVC_API kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_max_model_len(const kvc_manager *m);
 KVC_API int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+/* The pool the key draws from: its blocks and free blocks (a shared pool's
+ * are those of every key drawing from it). */
 KVC_API int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+/* The first key drawing from the same pool as key_index (key_index itself
+ * for a pool of its own); -1 for a bad index. */
+KVC_API int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
 KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
 /* The rules of a key's attention type, for the layers above (step

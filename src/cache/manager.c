@@ -290,13 +290,6 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
     return st;
 }
 
-/* The first key drawing from key g's pool (g itself for a pool of its own). */
-static int32_t pool_key(const kvc_manager *m, int32_t g) {
-    int32_t h = 0;
-    while (m->managers[h].pool != m->managers[g].pool) h++;
-    return h;
-}
-
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
@@ -344,11 +337,11 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
         table_len[g] = table_len_after(sm, &view, need[g]);
         int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
-        demand[pool_key(m, g)] += need[g] + taken_free + reserve;
+        demand[kvc_manager_pool_key(m, g)] += need[g] + taken_free + reserve;
     }
     for (int32_t g = 0; g < m->n_managers; g++) {
         const kvc_single_manager *sm = &m->managers[g];
-        if (pool_key(m, g) == g && demand[g] > kvc_block_pool_num_free(sm->pool)) {
+        if (kvc_manager_pool_key(m, g) == g && demand[g] > kvc_block_pool_num_free(sm->pool)) {
             kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by the pool of %s: needs %lld blocks, %lld free",
                     (long long)rid, sm->group.key, (long long)demand[g], (long long)kvc_block_pool_num_free(sm->pool));
             return KVC_NO_SPACE;
