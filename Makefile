@@ -51,7 +51,7 @@ PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c tes
 # NaN and Inf: the attention kernel's table, the runs that refuse non-finite logits
 NONFINITE_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c tests/model/test_model_nonfinite_logits.c
 # memory that follows use: the manager's growing room and its tests
-GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c
+GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c tests/cache/test_shared_pool.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \

@@ -44,6 +44,7 @@
 
 #include "base/internal.h"
 #include "bench.h"
+#include "bench_pools.h"
 #include "demo_workload.h"
 #include "plot_data.h"
 
@@ -536,6 +537,10 @@ int kvc_bench_engine(const kvc_bench_opts *opts) {
     if (rc == 0 && !json) {
         print_throughput(rows);
         print_latency(rows);
+    }
+    if (rc == 0 && kvc_bench_pools_run(json) != KVC_OK) { /* the shared pool against a pool per key */
+        fprintf(stderr, "kvcache bench engine: pools: %s\n", kvc_last_error());
+        rc = 1;
     }
     if (be_plot != NULL) {
         if (fclose(be_plot) != 0 && rc == 0) rc = 1;

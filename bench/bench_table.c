@@ -9,6 +9,7 @@ int kvc_bench_engine(const kvc_bench_opts *opts);    /* bench_engine.c */
 int kvc_bench_gemm(const kvc_bench_opts *opts);      /* bench_gemm.c */
 int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
 int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
+int kvc_bench_pools(const kvc_bench_opts *opts);     /* bench_pools.c */
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline", kvc_bench_attention},
@@ -17,5 +18,6 @@ const kvc_bench_entry kvc_benches[] = {
     {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},
     {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3", kvc_bench_prefix},
     {"soak", "1M requests through the manager, 100k through the engine: memory at checkpoints", kvc_bench_soak},
+    {"pools", "hybrid model at equal KV memory: one shared pool vs a pool per key (sequences, tokens/s)", kvc_bench_pools},
     {NULL, NULL, NULL},
 };

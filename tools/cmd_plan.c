@@ -240,6 +240,24 @@ static void print_attention_summary(const kvc_model_plan *p) {
 }
 
 /* Prints the plan table; false (nothing printed) when memory ran out. */
+/* The shared pool of group g, once (at its first key): its blocks, the bytes
+ * of each (a page per entry slot) and the keys drawing from it. */
+static void print_shared_pool(const kvc_block_plan *plan, int32_t g) {
+    const kvc_group_plan *gp = &plan->groups[g];
+    int64_t block_bytes = 0;
+    char keys[KVC_MAX_MANAGERS * KVC_NAME_MAX] = "", bytes[32];
+    size_t used = 0;
+    for (int32_t h = 0; h < plan->n_groups; h++) {
+        if (plan->groups[h].pool_id != gp->pool_id) continue;
+        if (h < g) return;
+        block_bytes = plan->groups[h].block_bytes > block_bytes ? plan->groups[h].block_bytes : block_bytes;
+        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s", used > 0 ? ", " : "", plan->groups[h].key);
+    }
+    human_bytes(gp->block_num * block_bytes, bytes, sizeof bytes);
+    printf("pool         shared by %s: %lld blocks of %lld tokens (%s, pages of %lld bytes)\n", keys,
+           (long long)gp->block_num, (long long)gp->block_size, bytes, (long long)gp->page_bytes);
+}
+
 static bool print_table(const kvc_model_plan *p) {
     bool *done = kvci_calloc((size_t)p->n_layers, sizeof *done);
     if (done == NULL) return false;
@@ -273,6 +291,10 @@ static bool print_table(const kvc_model_plan *p) {
     printf("fixed bytes  %s (window and state caches)\n", b2);
     for (int32_t g = 0; g < p->blocks.n_groups; g++) {
         const kvc_group_plan *gp = &p->blocks.groups[g];
+        if (gp->pool_id > 0) {
+            print_shared_pool(&p->blocks, g);
+            continue;
+        }
         human_bytes(gp->block_num * gp->block_bytes, b3, sizeof b3);
         printf("pool         %-16s %lld blocks of %lld tokens (%s%s)\n", gp->key, (long long)gp->block_num,
                (long long)gp->block_size, b3, gp->fixed ? ", fixed" : "");

@@ -178,6 +178,7 @@ typedef struct kvc_plan_params {
     int64_t extra_reserved_bytes; /* model workspace that must stay free */
     int64_t max_prefill_tokens;   /* BUDGET/DEVICE: > 0 requires room for one such prefill */
     int64_t partition;            /* OFFLINE: ranks sharing the persistent cache (default 1) */
+    bool shared_pools;            /* one pool for the keys whose pages are equal in bytes (below) */
 } kvc_plan_params;
 
 KVC_API kvc_plan_params kvc_plan_default_params(void);
@@ -189,6 +190,9 @@ typedef struct kvc_group_plan {
     int64_t block_num;   /* blocks of the pool, null block included */
     bool fixed;          /* sized per request (SlidingWindow, Mamba) */
     int64_t block_bytes; /* bytes one block takes over all entries of the group */
+    int64_t page_bytes;  /* bytes of one block of each of its entries when all are equal and HBM, else 0 */
+    int32_t pool_id;     /* 0: a pool of its own; > 0: the keys with this id share one pool (one id
+                          * space, one free queue) of block_num blocks, equal in all of them */
 } kvc_group_plan;
 
 typedef struct kvc_block_plan {
@@ -200,7 +204,19 @@ typedef struct kvc_block_plan {
     int64_t total_bytes;     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
+/* Shared pools (shared_pools on): the keys whose entries all take page_bytes
+ * bytes per block, equal between the keys, share one pool: a block id names
+ * one page of every entry slot (a key's i-th entry is slot i), so a block
+ * costs page_bytes x the most entries of its keys; keys with other page sizes
+ * keep pools of their own (one pool per distinct page size). The window and
+ * state keys of a pool draw blocks from it as they need them: OFFLINE adds
+ * their per-request counts to the pool, BUDGET/DEVICE give the whole budget
+ * left to the pool, sized by its paged keys' tokens. */
 KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
+/* Checks the pools a plan names (pool_id >= 0; the keys of a pool have equal
+ * block_num and equal, non-zero page_bytes) and recomputes its byte totals,
+ * counting each pool once: for plans whose pools a caller set itself. */
+KVC_API kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
 /* Block count planned for a key; KVC_EINVAL naming the key when absent. */
 KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
@@ -495,8 +511,13 @@ KVC_API kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, 
 KVC_API kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_max_model_len(const kvc_manager *m);
 KVC_API int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
+/* The pool the key draws from: its blocks and free blocks (a shared pool's
+ * are those of every key drawing from it). */
 KVC_API int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+/* The first key drawing from the same pool as key_index (key_index itself
+ * for a pool of its own); -1 for a bad index. */
+KVC_API int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
 KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
 /* The rules of a key's attention type, for the layers above (step

@@ -182,6 +182,8 @@ typedef struct kvc_engine_params {
                                  * adapter builds its caches of it (docs/runtime.md) */
     kvc_block_layout kv_layout; /* the model adapter's managed full-form caches: KVC_BLOCK_BNBSND (default) or
                                  * KVC_BLOCK_BNNDBS (keys in lanes; kvc_model_caches.layout, docs/runtime.md) */
+    bool shared_pools;          /* managed: the keys whose pages are equal in bytes draw from one pool
+                                 * (kvc_plan_params.shared_pools); false: a pool per key */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
@@ -189,7 +191,7 @@ typedef struct kvc_engine_params {
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, pages
  * KVC_STORAGE_PAGES_HUGE, check on in debug builds (no NDEBUG) and off
- * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND. */
+ * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND, shared pools on. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;

@@ -2,7 +2,10 @@
  * linked list through two id arrays, so that take (from the head), give (to
  * the tail), and taking a block out of the middle (a prefix-cache hit on a
  * cached free block) are O(1) per id and nothing allocates after creation.
- * Id 0 is the null block: never counted, never queued. */
+ * Id 0 is the null block: never counted, never queued. Several manager keys
+ * may share one pool (one id space, one free queue): a block is then held by
+ * the key that took it, and a cached block carries the key whose prefix index
+ * holds it, so that the key taking it for new data can tell that key. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -16,9 +19,14 @@ struct kvc_block_pool {
     int32_t head;      /* first free id (taken next), -1 when empty */
     int32_t tail;      /* last free id, -1 when empty */
     int64_t n_free;
-    uint8_t *cached;   /* [num_blocks] 1 while the block is in a prefix index */
-    int64_t n_cached_free; /* queued blocks with cached set */
+    uint8_t *cached;   /* [num_blocks] 1 + the key whose prefix index holds the block, 0: none */
+    int64_t n_cached_free[KVC_MAX_MANAGERS]; /* queued blocks cached by each key */
 };
+
+/* A queued block entering (+1) or leaving (-1) the queue, counted for the key caching it. */
+static void count_cached_free(kvc_block_pool *pool, int32_t id, int64_t delta) {
+    if (pool->cached[id] > 0) pool->n_cached_free[pool->cached[id] - 1] += delta;
+}
 
 static void queue_append(kvc_block_pool *pool, int32_t id) {
     pool->after[id] = -1;
@@ -101,7 +109,7 @@ kvc_status kvc_block_pool_take(kvc_block_pool *pool, int64_t n, int32_t *out) {
         int32_t id = pool->head;
         queue_unlink(pool, id);
         pool->count[id] = 1;
-        pool->n_cached_free -= pool->cached[id];
+        count_cached_free(pool, id, -1);
         out[i] = id;
     }
     return KVC_OK;
@@ -116,7 +124,7 @@ kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id) {
         return kvci_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
     if (pool->count[id] == 0) {
         queue_unlink(pool, id);
-        pool->n_cached_free -= pool->cached[id];
+        count_cached_free(pool, id, -1);
     }
     pool->count[id]++;
     return KVC_OK;
@@ -154,7 +162,7 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
         int32_t id = ids[i];
         if (id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id) {
             queue_append(pool, id);
-            pool->n_cached_free += pool->cached[id];
+            count_cached_free(pool, id, 1);
         }
     }
     KVC_ASSERT(pool->n_free <= pool->num_blocks - 1);
@@ -170,10 +178,16 @@ kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int
     return KVC_OK;
 }
 
-void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached) {
-    KVC_ASSERT(id > 0 && id < pool->num_blocks);
-    if (pool->count[id] == 0) pool->n_cached_free += (int64_t)cached - (int64_t)pool->cached[id];
-    pool->cached[id] = cached;
+void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, int32_t key_index) {
+    KVC_ASSERT(id > 0 && id < pool->num_blocks && key_index >= -1 && key_index < KVC_MAX_MANAGERS);
+    bool queued = pool->count[id] == 0;
+    if (queued) count_cached_free(pool, id, -1);
+    pool->cached[id] = (uint8_t)(key_index + 1);
+    if (queued) count_cached_free(pool, id, 1);
 }
 
-int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool) { return pool->n_cached_free; }
+int32_t kvci_block_pool_cached_by(const kvc_block_pool *pool, int32_t id) { return (int32_t)pool->cached[id] - 1; }
+
+int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool, int32_t key_index) {
+    return pool->n_cached_free[key_index];
+}

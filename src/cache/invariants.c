@@ -54,19 +54,30 @@ static kvc_status check_table_shape(const kvc_single_manager *sm, const kvc_req_
     return KVC_OK;
 }
 
-/* One holder of block id seen in a table (or as a copy source). */
-static kvc_status hold(const kvc_single_manager *sm, int32_t *holders, int32_t id, int64_t rid) {
+/* What the tables of a pool's keys hold, per block of the pool. */
+typedef struct pool_holds {
+    int32_t *holders; /* [num_blocks] tables and copy sources holding the block */
+    int8_t *key;      /* [num_blocks] 1 + the key holding it (a block belongs to one key), 0: none */
+} pool_holds;
+
+/* One holder of block id seen in a table (or as a copy source) of key g. */
+static kvc_status hold(const kvc_manager *m, int32_t g, pool_holds *ph, int32_t id, int64_t rid) {
+    const kvc_single_manager *sm = &m->managers[g];
     if (id <= 0 || id >= kvc_block_pool_num_blocks(sm->pool))
         return BROKEN("%s: INV-P5 request %lld holds block %d", sm->group.key, (long long)rid, id);
-    holders[id]++;
+    if (ph->key[id] != 0 && ph->key[id] != g + 1)
+        return BROKEN("%s: INV-P6 request %lld holds block %d of the shared pool, which key %s holds too",
+                      sm->group.key, (long long)rid, id, m->managers[ph->key[id] - 1].group.key);
+    ph->key[id] = (int8_t)(g + 1);
+    ph->holders[id]++;
     return KVC_OK;
 }
 
-/* INV-P3/P4 with sharing: every block's reference count equals the tables
- * (and copy sources) holding it; INV-P5 (range); the entry count. */
-static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders) {
+/* The tables of key g: shapes, INV-P5 (range), INV-P6 (a block of a shared
+ * pool belongs to one key), the entry count; counts their holders into ph. */
+static kvc_status check_tables(const kvc_manager *m, int32_t g, pool_holds *ph) {
     const kvc_single_manager *sm = &m->managers[g];
-    int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool), entries = 0;
+    int64_t entries = 0;
     for (int64_t slot = 0; slot < m->requests.n_slots; slot++) {
         if (kvci_request_table_find(&m->requests, m->requests.ids[slot]) != slot) continue;
         const kvc_req_blocks *t = &kvci_manager_request_tables(m, (int32_t)slot)[g];
@@ -74,14 +85,20 @@ static kvc_status check_tables(const kvc_manager *m, int32_t g, int32_t *holders
         if (!t->present) continue;
         entries++;
         kvc_status st = check_table_shape(sm, t, rid);
-        for (int64_t i = t->n_null; i < t->len && st == KVC_OK; i++) st = hold(sm, holders, t->ids[i], rid);
-        if (st == KVC_OK && t->state_source != KVC_NULL_BLOCK) st = hold(sm, holders, t->state_source, rid);
+        for (int64_t i = t->n_null; i < t->len && st == KVC_OK; i++) st = hold(m, g, ph, t->ids[i], rid);
+        if (st == KVC_OK && t->state_source != KVC_NULL_BLOCK) st = hold(m, g, ph, t->state_source, rid);
         if (st != KVC_OK) return st;
     }
     if (entries != sm->n_entries)
         return BROKEN("%s: %lld requests have entries, counted %lld", sm->group.key, (long long)entries,
                       (long long)sm->n_entries);
-    for (int32_t id = 1; id < num_blocks; id++)
+    return KVC_OK;
+}
+
+/* INV-P3/P4 with sharing: every block's reference count equals the tables
+ * (and copy sources) of every key of the pool holding it. */
+static kvc_status check_counts(const kvc_single_manager *sm, const int32_t *holders) {
+    for (int32_t id = 1; id < kvc_block_pool_num_blocks(sm->pool); id++)
         if (holders[id] != kvc_block_pool_ref_count(sm->pool, id))
             return BROKEN("%s: INV-P3/P4 block %d is held by %d tables but counts %d holders", sm->group.key, id,
                           holders[id], kvc_block_pool_ref_count(sm->pool, id));
@@ -107,27 +124,43 @@ static kvc_status check_index(const kvc_single_manager *sm) {
         if (kvci_prefix_index_find(ix, ix->keys[e].hash, ix->keys[e].parent, tokens) != id)
             return BROKEN("%s: indexed block %d is not found under its hash", sm->group.key, id);
     }
-    if (n != ix->n_indexed)
+    int64_t tagged = 0; /* blocks the pool says this key's index holds */
+    for (int32_t id = 1; id < ix->num_blocks; id++) {
+        bool mine = kvci_block_pool_cached_by(sm->pool, id) == sm->key_index;
+        if (mine != kvci_prefix_index_has(ix, id))
+            return BROKEN("%s: block %d is %sindexed but the pool names %s", sm->group.key, id, mine ? "not " : "",
+                          mine ? "this key" : "another key or none");
+        tagged += mine;
+    }
+    if (n != ix->n_indexed || tagged != n)
         return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n, (long long)ix->n_indexed);
-    if (cached_free != kvci_block_pool_num_cached_free(sm->pool))
+    if (cached_free != kvci_block_pool_num_cached_free(sm->pool, sm->key_index))
         return BROKEN("%s: %lld free blocks are cached, the pool counts %lld", sm->group.key, (long long)cached_free,
-                      (long long)kvci_block_pool_num_cached_free(sm->pool));
+                      (long long)kvci_block_pool_num_cached_free(sm->pool, sm->key_index));
     return KVC_OK;
 }
 
 kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
     if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_check_invariants: manager must not be NULL");
     for (int32_t g = 0; g < m->n_managers; g++) {
-        int64_t num_blocks = kvc_block_pool_num_blocks(m->managers[g].pool);
+        const kvc_single_manager *sm = &m->managers[g];
+        bool first = true; /* the pool is checked once, from its first key */
+        for (int32_t h = 0; h < g && first; h++) first = m->managers[h].pool != sm->pool;
+        if (!first) continue;
+        int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
         uint8_t *seen = kvci_calloc((size_t)num_blocks, 1);
-        int32_t *holders = kvci_calloc((size_t)num_blocks, sizeof *holders);
-        kvc_status st = seen != NULL && holders != NULL
-                            ? check_pool(&m->managers[g], seen)
+        pool_holds ph = {kvci_calloc((size_t)num_blocks, sizeof *ph.holders), kvci_calloc((size_t)num_blocks, 1)};
+        kvc_status st = seen != NULL && ph.holders != NULL && ph.key != NULL
+                            ? check_pool(sm, seen)
                             : kvci_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
-        if (st == KVC_OK) st = check_tables(m, g, holders);
-        if (st == KVC_OK) st = check_index(&m->managers[g]);
+        for (int32_t h = g; h < m->n_managers && st == KVC_OK; h++)
+            if (m->managers[h].pool == sm->pool) st = check_tables(m, h, &ph);
+        if (st == KVC_OK) st = check_counts(sm, ph.holders);
+        for (int32_t h = g; h < m->n_managers && st == KVC_OK; h++)
+            if (m->managers[h].pool == sm->pool) st = check_index(&m->managers[h]);
         kvci_free(seen);
-        kvci_free(holders);
+        kvci_free(ph.holders);
+        kvci_free(ph.key);
         if (st != KVC_OK) return st;
     }
     return KVC_OK;

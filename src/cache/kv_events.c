@@ -35,10 +35,7 @@ kvc_status kvci_kv_events_init(kvc_manager *m, int64_t cap) {
     if (m->events.ring == NULL)
         return kvci_fail(KVC_ENOMEM, "cannot allocate a queue of %lld KV events", (long long)cap);
     m->events.cap = cap;
-    for (int32_t g = 0; g < m->n_managers; g++) {
-        m->managers[g].events = &m->events;
-        m->managers[g].key_index = g;
-    }
+    for (int32_t g = 0; g < m->n_managers; g++) m->managers[g].events = &m->events;
     return KVC_OK;
 }
 

@@ -122,6 +122,17 @@ static kvc_req_blocks start_view(const kvc_single_manager *sm, const kvc_req_blo
     return view;
 }
 
+/* The pool of an earlier key planned into pool pool_id (> 0), or NULL: the
+ * key gets a pool of its own. */
+static kvc_block_pool *shared_pool(const kvc_manager *m, const kvc_block_plan *plan, int32_t pool_id) {
+    for (int32_t g = 0; g < m->n_managers && pool_id > 0; g++) {
+        const kvc_group_plan *gp = NULL;
+        if (kvci_block_plan_group(plan, m->managers[g].group.key, &gp) == KVC_OK && gp->pool_id == pool_id)
+            return m->managers[g].pool;
+    }
+    return NULL;
+}
+
 kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
                               const kvc_manager_params *p, kvc_manager **out) {
     kvc_status st = check_create_args(ci, plan, p, out);
@@ -140,12 +151,15 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
     int64_t tokens_per_hash[KVC_MAX_MANAGERS];
     st = hash_tokens(&groups, p, tokens_per_hash);
     for (int32_t g = 0; g < groups.n_groups && st == KVC_OK; g++) {
-        int64_t block_num = 0;
-        st = kvc_block_plan_block_num(plan, groups.groups[g].key, &block_num);
+        const kvc_group_plan *gp = NULL;
+        st = kvci_block_plan_group(plan, groups.groups[g].key, &gp);
         if (st == KVC_OK)
-            st = kvci_single_manager_init(&m->managers[g], &groups.groups[g], block_num, p->max_model_len,
-                                         tokens_per_hash[g]);
-        if (st == KVC_OK) m->n_managers = g + 1;
+            st = kvci_single_manager_init(&m->managers[g], &groups.groups[g], gp->block_num, p->max_model_len,
+                                         tokens_per_hash[g], shared_pool(m, plan, gp->pool_id));
+        if (st != KVC_OK) break;
+        m->managers[g].peers = m->managers;
+        m->managers[g].key_index = g;
+        m->n_managers = g + 1;
     }
     for (int32_t g = 0; g < m->n_managers && st == KVC_OK && p->poison_new_blocks; g++)
         st = collect_poison_entries(ci, &m->managers[g]);
@@ -310,7 +324,9 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (st != KVC_OK) return st;
     }
 
-    /* Phase 1: release what left a window, then check every manager. */
+    /* Phase 1: release what left a window, then check every pool for the
+     * blocks all its selected keys take (a shared pool serves several). */
+    int64_t demand[KVC_MAX_MANAGERS] = {0}; /* by the first key of each pool */
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
@@ -321,9 +337,13 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
         table_len[g] = table_len_after(sm, &view, need[g]);
         int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
-        if (need[g] + taken_free > kvc_block_pool_num_free(sm->pool) - reserve) {
-            kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by %s: needs %lld blocks, %lld free", (long long)rid,
-                    sm->group.key, (long long)(need[g] + taken_free), (long long)kvc_block_pool_num_free(sm->pool));
+        demand[kvc_manager_pool_key(m, g)] += need[g] + taken_free + reserve;
+    }
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        const kvc_single_manager *sm = &m->managers[g];
+        if (kvc_manager_pool_key(m, g) == g && demand[g] > kvc_block_pool_num_free(sm->pool)) {
+            kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by the pool of %s: needs %lld blocks, %lld free",
+                    (long long)rid, sm->group.key, (long long)demand[g], (long long)kvc_block_pool_num_free(sm->pool));
             return KVC_NO_SPACE;
         }
     }
@@ -351,15 +371,18 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
             m->stats.hit_tokens += hit != NULL ? total_computed : 0;
         }
     }
-    /* Phase 2: commit (cannot fail: each pool was checked above). */
+    /* Phase 2: commit (cannot fail: each pool was checked above). Every
+     * key takes its hit before any key takes fresh blocks, which in a shared
+     * pool could otherwise be a cached free block another key's hit names. */
     for (int32_t g = 0; g < m->n_managers; g++) {
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
         if (hit != NULL) kvci_single_manager_take_hit(sm, &tables[g], &hit->keys[g], total_computed);
         kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
-        kvci_type_grow(sm, &tables[g], need[g], need_slot);
     }
+    for (int32_t g = 0; g < m->n_managers; g++)
+        if (key_mask >> g & 1u) kvci_type_grow(&m->managers[g], &tables[g], need[g], need_slot);
     if (hit != NULL) kvci_hit_forget(m, hit);
     return wanted > m->max_model_len ? KVC_CLAMPED : KVC_OK;
 }

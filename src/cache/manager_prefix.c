@@ -105,7 +105,7 @@ kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out)
 
 int64_t kvc_manager_num_cached_free(const kvc_manager *m, int32_t key_index) {
     if (m == NULL || key_index < 0 || key_index >= m->n_managers) return -1;
-    return kvci_block_pool_num_cached_free(m->managers[key_index].pool);
+    return kvci_block_pool_num_cached_free(m->managers[key_index].pool, key_index);
 }
 
 kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {

@@ -40,6 +40,12 @@ kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t k) { KEY_FIELD(
 int64_t kvc_manager_block_size(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.block_size, -1); }
 int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_blocks(sm_->pool), -1); }
 int64_t kvc_manager_num_free(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_free(sm_->pool), -1); }
+int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t k) {
+    const kvc_single_manager *sm = key_manager(m, k);
+    int32_t first = 0;
+    while (sm != NULL && m->managers[first].pool != sm->pool) first++;
+    return sm != NULL ? first : -1;
+}
 int64_t kvc_manager_next_n(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.next_n, -1); }
 int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.compress_ratio, -1); }
 

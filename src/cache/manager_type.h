@@ -62,7 +62,10 @@ typedef struct kvc_single_manager {
     kvc_cache_group group; /* key, block size and the type's parameters */
     int64_t max_model_len;
     int64_t max_table;     /* longest table a request can have */
-    kvc_block_pool *pool;
+    kvc_block_pool *pool;  /* its own, or one shared with other keys (kvc_group_plan.pool_id) */
+    bool owns_pool;        /* destroys the pool on release */
+    struct kvc_single_manager *peers; /* the manager's keys by key index (a shared pool's cached
+                                       * blocks may be in any of their indexes) */
     int32_t *scratch;      /* [min(max_table, num_blocks)] ids moved in one call (the real blocks of a table) */
     int64_t n_entries;     /* requests with an entry (the reservation rule counts them) */
     /* Prefix caching (NULL/0 when off): */
@@ -75,7 +78,7 @@ typedef struct kvc_single_manager {
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
     kvc_kv_events *events; /* the manager's event queue (NULL: off) */
-    int32_t key_index;     /* this manager's key, for its events */
+    int32_t key_index;     /* this manager's key (its index in peers) */
     /* Storage poisoning (debug; NULL when off): */
     const kvc_cache_entry **poison; /* [n_poison] the group's entries, whose blocks are poisoned when taken */
     int32_t n_poison;
@@ -140,14 +143,19 @@ int64_t kvci_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group 
 void kvci_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
 void kvci_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed);
 
-/* block_pool.c: which blocks a prefix index holds, so that the pool counts
- * its free blocks that are still cached in O(1). */
-void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, bool cached);
-int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool);
+/* block_pool.c: which key's prefix index holds a block (-1: none), so that
+ * the pool counts each key's free blocks that are still cached in O(1) and a
+ * key taking a block of a shared pool knows whose index to drop it from. */
+void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, int32_t key_index);
+int32_t kvci_block_pool_cached_by(const kvc_block_pool *pool, int32_t id);
+int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool, int32_t key_index);
 
 /* planner.c: a caller's plan names at most KVC_MAX_MANAGERS groups, each
- * key NUL-terminated (KVC_EINVAL naming what is wrong). */
+ * key NUL-terminated, the keys of a shared pool with equal block counts
+ * (KVC_EINVAL naming what is wrong). */
 kvc_status kvci_block_plan_check(const kvc_block_plan *plan);
+/* The plan of a key (of a checked plan); KVC_EINVAL naming the key when absent. */
+kvc_status kvci_block_plan_group(const kvc_block_plan *plan, const char *key, const kvc_group_plan **out);
 
 /* registry.c */
 const kvc_manager_type *kvci_manager_type_find(kvc_attn_type type);
@@ -191,8 +199,10 @@ int64_t kvci_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *
 void kvci_storage_poison_block(const kvc_cache_entry *e, int32_t id);
 
 /* Single-manager operations (single_manager.c). */
+/* Key key_index of the manager whose keys are peers[], drawing from `shared`
+ * (NULL: a pool of its own of num_blocks blocks). */
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t hash_tokens);
+                                   int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared);
 void kvci_single_manager_release(kvc_single_manager *m);
 /* Room for len (<= max_table) entries in t's ids (doubling); KVC_ENOMEM
  * leaves t as it was. */

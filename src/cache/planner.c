@@ -31,6 +31,8 @@ static int32_t group_index(const kvc_cache_groups *groups, const kvc_cache_entry
     return -1;
 }
 
+static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g);
+
 /* Plan skeleton from the groups; block counts left at 0. Fills block_bytes
  * and per_token_bytes from the HBM entries (the budget rules count only those). */
 static void plan_skeleton(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, kvc_block_plan *plan) {
@@ -52,6 +54,73 @@ static void plan_skeleton(const kvc_model_cache_info *ci, const kvc_cache_groups
             if (!gp->fixed) plan->per_token_bytes += entry_token_bytes(e);
         }
     }
+    for (int32_t g = 0; g < groups->n_groups; g++) plan->groups[g].page_bytes = uniform_page_bytes(ci, groups, g);
+}
+
+/* The bytes per block of each entry of group g when they are all equal and
+ * HBM (the entries can be slots of a shared pool), else 0. */
+static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g) {
+    int64_t page = 0;
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
+            if (!e->needs_block || group_index(groups, e) != g) continue;
+            if (e->allocator != KVC_ALLOC_HBM || (page != 0 && entry_block_bytes(e) != page)) return 0;
+            page = entry_block_bytes(e);
+        }
+    return page;
+}
+
+/* Bytes one block id of pool_id costs: a page in every entry slot, as many
+ * slots as its key with the most entries has. */
+static int64_t pool_block_bytes(const kvc_block_plan *plan, int32_t pool_id) {
+    int64_t bytes = 0;
+    for (int32_t g = 0; g < plan->n_groups; g++)
+        if (plan->groups[g].pool_id == pool_id) bytes = kvci_max64(bytes, plan->groups[g].block_bytes);
+    return bytes;
+}
+
+/* The first group of g's pool (g itself for a pool of its own). */
+static int32_t pool_leader(const kvc_block_plan *plan, int32_t g) {
+    for (int32_t h = 0; h < g && plan->groups[g].pool_id > 0; h++)
+        if (plan->groups[h].pool_id == plan->groups[g].pool_id) return h;
+    return g;
+}
+
+/* The sharing rule: keys whose entries all have the same page bytes share
+ * one pool (ids 1, 2, ... by first key); a key alone keeps pool_id 0. */
+static void assign_pools(kvc_block_plan *plan) {
+    int32_t next = 1;
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        kvc_group_plan *gp = &plan->groups[g];
+        if (gp->page_bytes == 0 || gp->pool_id > 0) continue;
+        for (int32_t h = g + 1; h < plan->n_groups; h++)
+            if (plan->groups[h].page_bytes == gp->page_bytes) plan->groups[h].pool_id = gp->pool_id = next;
+        next += gp->pool_id > 0;
+    }
+}
+
+/* Whether a fixed-size key draws from a pool that a paged key sizes. */
+static bool pooled_with_paged(const kvc_block_plan *plan, int32_t g) {
+    for (int32_t h = 0; h < plan->n_groups && plan->groups[g].pool_id > 0; h++)
+        if (plan->groups[h].pool_id == plan->groups[g].pool_id && !plan->groups[h].fixed) return true;
+    return false;
+}
+
+/* Each pool holds the bytes its keys were sized for apart: 1 + the real
+ * blocks of every key, in blocks of the pool's size. */
+static void merge_pools(kvc_block_plan *plan) {
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        if (plan->groups[g].pool_id == 0 || pool_leader(plan, g) != g) continue;
+        int32_t id = plan->groups[g].pool_id;
+        double bytes = 0.0;
+        for (int32_t h = g; h < plan->n_groups; h++)
+            if (plan->groups[h].pool_id == id)
+                bytes += (double)(plan->groups[h].block_num - 1) * (double)plan->groups[h].block_bytes;
+        int64_t n = 1 + (int64_t)(bytes / (double)pool_block_bytes(plan, id));
+        for (int32_t h = g; h < plan->n_groups; h++)
+            if (plan->groups[h].pool_id == id) plan->groups[h].block_num = n;
+    }
 }
 
 /* Totals once every count is known: fixed_bytes and total_bytes (HBM
@@ -61,13 +130,16 @@ static kvc_status plan_totals(kvc_block_plan *plan) {
     plan->total_bytes = 0;
     for (int32_t g = 0; g < plan->n_groups; g++) {
         int64_t bytes = 0;
+        int32_t pool = plan->groups[g].pool_id;
+        if (pool > 0 && pool_leader(plan, g) != g) continue; /* a shared pool counts once */
         if (plan->groups[g].block_num > INT32_MAX ||
-            !kvci_mul64(plan->groups[g].block_num, plan->groups[g].block_bytes, &bytes) ||
+            !kvci_mul64(plan->groups[g].block_num, pool > 0 ? pool_block_bytes(plan, pool) : plan->groups[g].block_bytes,
+                        &bytes) ||
             !kvci_add64(plan->total_bytes, bytes, &plan->total_bytes))
             return kvci_fail(KVC_EINVAL, "plan: manager %s would need %lld blocks of %lld bytes, beyond what one "
                             "pool can address", plan->groups[g].key, (long long)plan->groups[g].block_num,
                             (long long)plan->groups[g].block_bytes);
-        if (plan->groups[g].fixed) plan->fixed_bytes += bytes;
+        if (plan->groups[g].fixed && pool == 0) plan->fixed_bytes += bytes;
     }
     return KVC_OK;
 }
@@ -118,6 +190,7 @@ static kvc_status plan_offline(const kvc_plan_params *p, kvc_block_plan *plan) {
                             gp->key, (long long)p->max_len, (long long)p->max_concurrency, INT32_MAX);
         gp->block_num += 1;
     }
+    merge_pools(plan);
     if (!kvci_mul64(p->max_len, p->max_concurrency, &plan->max_tokens))
         return kvci_fail(KVC_EINVAL, "plan: max_len %lld x concurrency %lld overflows", (long long)p->max_len,
                         (long long)p->max_concurrency);
@@ -159,6 +232,7 @@ static kvc_status plan_online(const kvc_plan_params *p, kvc_block_plan *plan) {
         gp->block_num = max_tokens / gp->block_size;
         supported = kvci_min64(supported, (gp->block_num - 1) * gp->block_size);
     }
+    merge_pools(plan);
     st = plan_totals(plan);
     if (st != KVC_OK) return st;
     if (supported < 1)
@@ -180,15 +254,19 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     if (st != KVC_OK) return st;
     kvc_block_plan plan;
     plan_skeleton(ci, &groups, &plan);
+    if (p->shared_pools) assign_pools(&plan);
     bool any_paged = false;
     for (int32_t g = 0; g < plan.n_groups; g++) {
         const kvc_manager_type *type = kvci_manager_type_find(plan.groups[g].attn_type);
-        if (type->fixed_size)
-            plan.groups[g].block_num = type->fixed_blocks(&groups.groups[g], p->max_concurrency, p->next_n);
-        else
+        if (!type->fixed_size)
             any_paged = true;
+        else if (p->mode != KVC_PLAN_OFFLINE && pooled_with_paged(&plan, g))
+            plan.groups[g].block_num = 1; /* draws from the budget's pool */
+        else
+            plan.groups[g].block_num = type->fixed_blocks(&groups.groups[g], p->max_concurrency, p->next_n);
     }
     if (!any_paged) {
+        merge_pools(&plan);
         st = plan_totals(&plan);
     } else if (p->mode == KVC_PLAN_OFFLINE) {
         st = plan_offline(p, &plan);
@@ -205,11 +283,44 @@ kvc_status kvci_block_plan_check(const kvc_block_plan *plan) {
     if (plan->n_groups < 0 || plan->n_groups > KVC_MAX_MANAGERS)
         return kvci_fail(KVC_EINVAL, "plan: n_groups %d must be in [0, %d] (KVC_MAX_MANAGERS)", plan->n_groups,
                         KVC_MAX_MANAGERS);
-    for (int32_t g = 0; g < plan->n_groups; g++)
-        if (memchr(plan->groups[g].key, '\0', sizeof plan->groups[g].key) == NULL)
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        const kvc_group_plan *gp = &plan->groups[g];
+        if (memchr(gp->key, '\0', sizeof gp->key) == NULL)
             return kvci_fail(KVC_EINVAL, "plan: the key of group %d is not NUL-terminated within %d bytes", g,
                             KVC_NAME_MAX);
+        if (gp->pool_id < 0)
+            return kvci_fail(KVC_EINVAL, "plan: key %s has pool_id %d (0: its own pool, > 0: a shared one)", gp->key,
+                            gp->pool_id);
+        const kvc_group_plan *lead = &plan->groups[pool_leader(plan, g)];
+        if (lead->block_num != gp->block_num)
+            return kvci_fail(KVC_EINVAL, "plan: keys %s and %s share pool %d but plan %lld and %lld blocks", lead->key,
+                            gp->key, gp->pool_id, (long long)lead->block_num, (long long)gp->block_num);
+    }
     return KVC_OK;
+}
+
+kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan) {
+    if (plan == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_plan_check_pools: plan must not be NULL");
+    kvc_status st = kvci_block_plan_check(plan);
+    if (st != KVC_OK) return st;
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        const kvc_group_plan *gp = &plan->groups[g], *lead = &plan->groups[pool_leader(plan, g)];
+        if (gp->pool_id > 0 && (gp->page_bytes == 0 || gp->page_bytes != lead->page_bytes))
+            return kvci_fail(KVC_EINVAL, "plan: keys %s and %s share pool %d but their pages differ (%lld and %lld "
+                            "bytes; 0: entries of unequal sizes or not HBM)", lead->key, gp->key, gp->pool_id,
+                            (long long)lead->page_bytes, (long long)gp->page_bytes);
+    }
+    return plan_totals(plan);
+}
+
+kvc_status kvci_block_plan_group(const kvc_block_plan *plan, const char *key, const kvc_group_plan **out) {
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        if (strcmp(plan->groups[g].key, key) == 0) {
+            *out = &plan->groups[g];
+            return KVC_OK;
+        }
+    }
+    return kvci_fail(KVC_EINVAL, "no block count planned for manager key \"%s\"", key);
 }
 
 kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out) {
@@ -217,13 +328,10 @@ kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key,
         return kvci_fail(KVC_EINVAL, "kvc_block_plan_block_num: plan, key and out must not be NULL");
     kvc_status st = kvci_block_plan_check(plan);
     if (st != KVC_OK) return kvci_fail(st, "kvc_block_plan_block_num: %s", kvc_last_error());
-    for (int32_t g = 0; g < plan->n_groups; g++) {
-        if (strcmp(plan->groups[g].key, key) == 0) {
-            *out = plan->groups[g].block_num;
-            return KVC_OK;
-        }
-    }
-    return kvci_fail(KVC_EINVAL, "no block count planned for manager key \"%s\"", key);
+    const kvc_group_plan *gp = NULL;
+    st = kvci_block_plan_group(plan, key, &gp);
+    if (st == KVC_OK) *out = gp->block_num;
+    return st;
 }
 
 kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,

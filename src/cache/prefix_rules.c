@@ -56,7 +56,7 @@ int64_t kvci_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *
 void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
                               const int32_t *tokens) {
     if (!kvci_prefix_index_insert(&m->index, id, hash, parent, tokens)) return;
-    kvci_block_pool_mark_cached(m->pool, id, true);
+    kvci_block_pool_mark_cached(m->pool, id, m->key_index);
     kvci_kv_events_record(m->events, KVC_KV_EVENT_STORED, m->key_index, id, m->index.block_tokens, hash, parent);
 }
 
@@ -67,6 +67,6 @@ kvc_status kvci_single_manager_reserve_index(kvc_single_manager *m, const kvc_re
 
 void kvci_single_manager_clear_index(kvc_single_manager *m) {
     if (!m->caching) return;
-    for (int64_t e = 0; e < m->index.n_indexed; e++) kvci_block_pool_mark_cached(m->pool, m->index.blocks[e], false);
+    for (int64_t e = 0; e < m->index.n_indexed; e++) kvci_block_pool_mark_cached(m->pool, m->index.blocks[e], -1);
     kvci_prefix_index_clear(&m->index);
 }

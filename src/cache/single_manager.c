@@ -6,12 +6,13 @@
 #include "cache/manager_type.h"
 
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t hash_tokens) {
+                                   int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared) {
     const kvc_manager_type *type = kvci_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
-    *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len};
+    *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len, .pool = shared,
+                              .owns_pool = shared == NULL};
     m->max_table = kvci_type_max_table_len(type, g, max_model_len);
-    kvc_status st = kvc_block_pool_create(num_blocks, &m->pool);
+    kvc_status st = shared == NULL ? kvc_block_pool_create(num_blocks, &m->pool) : KVC_OK;
     if (st != KVC_OK) return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
     /* A call moves at most the real blocks of one table: distinct blocks of the pool. */
     int64_t scratch = kvci_max64(kvci_min64(m->max_table, num_blocks), 1);
@@ -32,7 +33,7 @@ kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group
 }
 
 void kvci_single_manager_release(kvc_single_manager *m) {
-    kvc_block_pool_destroy(m->pool);
+    if (m->owns_pool) kvc_block_pool_destroy(m->pool);
     kvci_free(m->scratch);
     kvci_prefix_index_release(&m->index);
     kvci_free(m->chain);
@@ -92,13 +93,15 @@ void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out) {
         for (int32_t e = 0; e < m->n_poison; e++) kvci_storage_poison_block(m->poison[e], out[i]);
     if (!m->caching) return;
     for (int64_t i = 0; i < n; i++) {
-        if (!kvci_prefix_index_has(&m->index, out[i])) continue;
-        kvc_hash128 hash = m->index.keys[m->index.entry_of[out[i]] - 1].hash;
-        kvci_prefix_index_drop(&m->index, out[i]);
-        kvci_block_pool_mark_cached(m->pool, out[i], false);
-        kvci_kv_events_record(m->events, KVC_KV_EVENT_REMOVED, m->key_index, out[i], m->index.block_tokens, hash,
+        int32_t owner = kvci_block_pool_cached_by(m->pool, out[i]); /* this key or, in a shared pool, another */
+        if (owner < 0) continue;
+        kvc_single_manager *o = &m->peers[owner];
+        kvc_hash128 hash = o->index.keys[o->index.entry_of[out[i]] - 1].hash;
+        kvci_prefix_index_drop(&o->index, out[i]);
+        kvci_block_pool_mark_cached(m->pool, out[i], -1);
+        kvci_kv_events_record(o->events, KVC_KV_EVENT_REMOVED, owner, out[i], o->index.block_tokens, hash,
                               (kvc_hash128){0});
-        m->evictions++;
+        o->evictions++;
     }
 }
 

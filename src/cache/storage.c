@@ -3,11 +3,21 @@
  * (cache/page_set.h). */
 #include <string.h>
 
+#include "cache/manager_type.h"
 #include "cache/page_set.h"
 
+/* One page buffer of a shared pool: entry slot `slot` of pool pool_id,
+ * viewed by the slot-th entry of each of the pool's keys. */
+typedef struct shared_slot {
+    int32_t pool_id, slot;
+    void *data;
+} shared_slot;
+
 struct kvc_cache_storage {
-    kvci_page_set set; /* the tensors, in entry order */
+    kvci_page_set set; /* the tensors, in entry order (a shared slot once) */
     int64_t bytes;
+    shared_slot *slots; /* [n_entries] the shared pools' buffers allocated so far */
+    int64_t n_slots;
 };
 
 kvc_cache_storage_params kvc_cache_storage_default_params(void) {
@@ -56,6 +66,38 @@ static kvc_status count_entries(const kvc_model_cache_info *ci, const kvc_block_
     return KVC_OK;
 }
 
+/* Entries of e's key before e (its slot in a shared pool). */
+static int32_t key_slot(const kvc_model_cache_info *ci, const kvc_cache_entry *e) {
+    int32_t slot = 0;
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *o = &ci->layer_infos[l].caches[c];
+            if (o == e) return slot;
+            slot += o->needs_block && strcmp(kvc_cache_entry_group_key(o), kvc_cache_entry_group_key(e)) == 0;
+        }
+    return slot;
+}
+
+/* The memory of entry e's tensor of `bytes` bytes: its own, or, for a key of
+ * a shared pool, the pool's page buffer of e's slot (allocated by the first
+ * entry of that slot), whose pages e's must equal. */
+static kvc_status entry_memory(kvc_cache_storage *s, const kvc_model_cache_info *ci, const kvc_group_plan *gp,
+                               const kvc_cache_entry *e, int64_t bytes, void **data) {
+    if (gp->pool_id == 0) return kvci_page_set_alloc(&s->set, (size_t)bytes, false, data);
+    if (bytes != gp->page_bytes * gp->block_num)
+        return kvci_fail(KVC_EINVAL, "its pages of %lld bytes are not the %lld-byte pages of pool %d",
+                         (long long)(bytes / gp->block_num), (long long)gp->page_bytes, gp->pool_id);
+    int32_t slot = key_slot(ci, e);
+    for (int64_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].pool_id == gp->pool_id && s->slots[i].slot == slot) {
+            *data = s->slots[i].data;
+            return KVC_OK;
+        }
+    kvc_status st = kvci_page_set_alloc(&s->set, (size_t)bytes, false, data);
+    if (st == KVC_OK) s->slots[s->n_slots++] = (shared_slot){gp->pool_id, slot, *data};
+    return st;
+}
+
 kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_plan *plan,
                                       const kvc_cache_storage_params *p, kvc_cache_storage **out) {
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_cache_storage_allocate: out must not be NULL");
@@ -70,10 +112,18 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
     int64_t n = 0;
     if (st == KVC_OK) st = count_entries(ci, plan, &n);
     if (st != KVC_OK) return st;
+    kvc_block_plan pools = *plan;
+    st = kvc_block_plan_check_pools(&pools);
+    if (st != KVC_OK) return st;
     kvc_cache_storage *s = kvci_calloc(1, sizeof *s);
-    if (s == NULL) return kvci_fail(KVC_ENOMEM, "cannot allocate the storage record of %lld tensors", (long long)n);
+    if (s != NULL) s->slots = kvci_malloc((size_t)kvci_max64(n, 1) * sizeof *s->slots);
+    if (s == NULL || s->slots == NULL) {
+        kvc_cache_storage_destroy(s);
+        return kvci_fail(KVC_ENOMEM, "cannot allocate the storage record of %lld tensors", (long long)n);
+    }
     st = kvci_page_set_init(&s->set, "cache storage", p->pages, p->alignment, kvci_max64(n, 1));
     if (st != KVC_OK) {
+        kvci_free(s->slots);
         kvci_free(s);
         return st;
     }
@@ -83,21 +133,23 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
         for (int32_t c = 0; c < layer->n_caches && st == KVC_OK; c++) {
             kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block) continue;
-            int64_t block_num = 0;
-            kvc_block_plan_block_num(plan, kvc_cache_entry_group_key(e), &block_num);
+            const kvc_group_plan *gp = NULL;
+            kvci_block_plan_group(plan, kvc_cache_entry_group_key(e), &gp);
+            int64_t block_num = gp->block_num;
             kvc_tensor t = entry_tensor(e, block_num);
             int64_t bytes = 0;
             if (!kvci_mul64(kvc_tensor_numel(&t), (int64_t)kvc_dtype_size(e->dtype), &bytes)) {
                 st = kvci_fail(KVC_ENOMEM, "layer %d, cache %s: tensor size overflows", layer->layer_idx, e->name);
                 break;
             }
-            st = kvci_page_set_alloc(&s->set, (size_t)bytes, false, &t.data);
+            int64_t n_before = s->n_slots;
+            st = entry_memory(s, ci, gp, e, bytes, &t.data);
             if (st != KVC_OK) {
                 st = kvci_fail(st, "layer %d, cache %s: %s", layer->layer_idx, e->name, kvc_last_error());
                 break;
             }
-            s->bytes += bytes;
-            memset(t.data, 0, (size_t)(bytes / block_num)); /* block 0, the null block */
+            if (gp->pool_id == 0 || s->n_slots > n_before) s->bytes += bytes; /* a shared slot counts once */
+            memset(t.data, 0, (size_t)(bytes / block_num));                   /* block 0, the null block */
             e->tensor = t;
         }
     }
@@ -129,5 +181,6 @@ kvc_status kvc_cache_storage_page_info(const kvc_cache_storage *s, kvc_storage_p
 void kvc_cache_storage_destroy(kvc_cache_storage *s) {
     if (s == NULL) return;
     kvci_page_set_release(&s->set);
+    kvci_free(s->slots);
     kvci_free(s);
 }

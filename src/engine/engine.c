@@ -21,6 +21,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.pages = KVC_STORAGE_PAGES_HUGE;
     p.kv_dtype = KVC_DTYPE_F32;
     p.kv_layout = KVC_BLOCK_BNBSND;
+    p.shared_pools = true;
 #ifdef NDEBUG
     p.check = false;
 #else
@@ -143,11 +144,13 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
         const kvc_group_plan *gp = &e->plan.groups[g];
         keys[g] = gp->key;
         counts[g] = gp->block_num;
-        if (gp->fixed)
+        if (gp->fixed && gp->pool_id == 0) /* a shared pool's window keys draw from it */
             counts[g] += kvci_cdiv(e->p.max_num_batched_tokens, gp->block_size) + 1;
     }
     kvc_block_plan sized;
     kvc_status st = kvc_block_plan_from_counts(ci, keys, counts, e->plan.n_groups, &sized);
+    for (int32_t g = 0; g < e->plan.n_groups; g++) sized.groups[g].pool_id = e->plan.groups[g].pool_id;
+    if (st == KVC_OK) st = kvc_block_plan_check_pools(&sized);
     if (st == KVC_OK) e->plan = sized;
     return st;
 }
@@ -172,6 +175,7 @@ static kvc_status managed_create(kvc_engine *e) {
     if (st != KVC_OK) return st;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.next_n = e->p.next_n;
+    pp.shared_pools = e->p.shared_pools;
     if (e->p.plan == KVC_ENGINE_PLAN_OFFLINE) {
         pp.mode = KVC_PLAN_OFFLINE;
         pp.max_len = e->p.max_model_len;

@@ -87,12 +87,15 @@ kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r) {
 kvc_status kvci_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions) {
     if (!e->managed) return KVC_OK; /* legacy rows hold max_model_len positions */
     for (int32_t k = 0; k < e->n_keys; k++) {
-        int64_t need = kvc_manager_worst_blocks(e->mgr, k, positions);
+        int64_t need = 0; /* blocks of k's pool: every key drawing from it */
+        for (int32_t j = 0; j < e->n_keys; j++)
+            if (j == k || (e->plan.groups[k].pool_id > 0 && e->plan.groups[j].pool_id == e->plan.groups[k].pool_id))
+                need += kvc_manager_worst_blocks(e->mgr, j, positions);
         int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
         if (need > usable)
             return kvci_fail(KVC_ENOMEM,
-                            "request %lld: its longest run (%lld positions) needs %lld blocks of manager %s "
-                            "(block_size %lld) but the pool holds %lld usable blocks (raise the KV budget)",
+                            "request %lld: its longest run (%lld positions) needs %lld blocks of the pool of manager "
+                            "%s (block_size %lld) but it holds %lld usable blocks (raise the KV budget)",
                             (long long)id, (long long)positions, (long long)need, kvc_manager_key(e->mgr, k),
                             (long long)kvc_manager_block_size(e->mgr, k), (long long)usable);
     }

@@ -174,6 +174,7 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
     kvc_plan_params pp = kvc_plan_default_params();
     pp.max_concurrency = plan->options.max_concurrency;
     pp.next_n = plan->options.next_n;
+    pp.shared_pools = true; /* as the engine serves them */
     if (plan->options.kv_memory_bytes > 0) {
         pp.mode = KVC_PLAN_BUDGET;
         pp.kv_memory_bytes = plan->options.kv_memory_bytes;

@@ -2,7 +2,8 @@
  * allocate/free over mixed Full, SlidingWindow and Mamba managers, each call
  * checked against a shadow model that knows only the spec's formulas (table
  * lengths, backed blocks, free counts, admission) and never block ids, plus
- * the invariants of VER 5 and the release chain. */
+ * the invariants of VER 5 and the release chain. A shared-pool run has every
+ * key draw from one pool (admission counts the blocks of all keys together). */
 #include "kvc_test_util.h"
 
 #include "shadow_rng.h"
@@ -19,7 +20,9 @@ typedef struct shadow_table {
 typedef struct shadow {
     int32_t n_keys;
     kvc_attn_type type[MAX_KEYS];
-    int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n[MAX_KEYS], num_blocks[MAX_KEYS], free_blocks[MAX_KEYS];
+    int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n[MAX_KEYS], num_blocks[MAX_KEYS];
+    int64_t free_blocks[MAX_KEYS]; /* by pool */
+    int32_t pool[MAX_KEYS];        /* the pool of each key: itself, or 0 when they share one */
     int64_t max_model_len;
     shadow_table t[MAX_REQ][MAX_KEYS];
 } shadow;
@@ -30,14 +33,15 @@ static int64_t entries_of(const shadow *s, int32_t k) {
     return n;
 }
 
-/* Predicts one allocate_slots; applies the window releases of phase 1 to the
- * shadow and, when admitted, phase 2. Returns the expected status. */
+/* Predicts one allocate_slots; applies the window releases of phase 1 (every
+ * selected key first) to the shadow and, when every pool has the blocks its
+ * keys take, phase 2. Returns the expected status. */
 static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t num_new, int64_t lookahead,
                                   int64_t reserved, uint64_t mask) {
     int64_t wanted = computed + num_new + lookahead;
     int64_t need_slot = imin(wanted, s->max_model_len);
     int64_t total_computed = imin(computed, s->max_model_len);
-    int64_t need[MAX_KEYS] = {0};
+    int64_t need[MAX_KEYS] = {0}, demand[MAX_KEYS] = {0};
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (!(mask >> k & 1u)) continue;
         shadow_table *t = &s->t[r][k];
@@ -45,7 +49,7 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
             int64_t skipped = imax(0, total_computed - s->window[k] + 1);
             int64_t kk = imin(skipped / s->bs[k], t->len);
             if (kk > t->n_null) {
-                s->free_blocks[k] += kk - t->n_null;
+                s->free_blocks[s->pool[k]] += kk - t->n_null;
                 t->n_null = kk;
             }
         }
@@ -60,8 +64,10 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
         } else {
             need[k] = imax(0, (t->len == 0 ? 1 : 1 + s->next_n[k]) - t->len);
         }
-        if (need[k] > s->free_blocks[k] - reserve) return KVC_NO_SPACE;
+        demand[s->pool[k]] += need[k] + reserve;
     }
+    for (int32_t k = 0; k < s->n_keys; k++)
+        if (demand[k] > s->free_blocks[k]) return KVC_NO_SPACE;
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (!(mask >> k & 1u)) continue;
         shadow_table *t = &s->t[r][k];
@@ -71,7 +77,7 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
         }
         t->present = true;
         t->len += need[k];
-        s->free_blocks[k] -= need[k];
+        s->free_blocks[s->pool[k]] -= need[k];
     }
     return wanted > s->max_model_len ? KVC_CLAMPED : KVC_OK;
 }
@@ -79,7 +85,7 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
 static void shadow_free(shadow *s, int r) {
     for (int32_t k = 0; k < s->n_keys; k++) {
         shadow_table *t = &s->t[r][k];
-        if (t->present) s->free_blocks[k] += t->len - t->n_null;
+        if (t->present) s->free_blocks[s->pool[k]] += t->len - t->n_null;
         *t = (shadow_table){0};
     }
 }
@@ -113,9 +119,9 @@ static void check_synced_row(const kvc_manager *m, int r, int32_t k, long step) 
 /* Every table and free count of the manager equals the shadow's. */
 static void compare(const kvc_manager *m, const shadow *s, long step) {
     for (int32_t k = 0; k < s->n_keys; k++) {
-        if (kvc_manager_num_free(m, k) != s->free_blocks[k])
+        if (kvc_manager_num_free(m, k) != s->free_blocks[s->pool[k]])
             fail_msg("step %ld key %d: %lld free, shadow %lld", step, k, (long long)kvc_manager_num_free(m, k),
-                     (long long)s->free_blocks[k]);
+                     (long long)s->free_blocks[s->pool[k]]);
         for (int r = 0; r < MAX_REQ; r++) {
             int32_t ids[512];
             int64_t n = -1;
@@ -157,6 +163,7 @@ typedef struct config {
     int32_t n_keys;
     kvc_attn_type type[MAX_KEYS];
     int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n, blocks[MAX_KEYS], max_model_len;
+    bool shared; /* one pool of blocks[0] blocks for every key */
 } config;
 
 static void run_config(const config *c, uint64_t seed, long steps) {
@@ -172,12 +179,16 @@ static void run_config(const config *c, uint64_t seed, long steps) {
         s.bs[k] = c->type[k] == KVC_ATTN_MAMBA ? 1 : c->bs[k];
         s.window[k] = c->window[k];
         s.next_n[k] = c->next_n;
-        s.num_blocks[k] = c->blocks[k];
-        s.free_blocks[k] = c->blocks[k] - 1;
+        s.pool[k] = c->shared ? 0 : k;
+        s.num_blocks[k] = c->blocks[s.pool[k]];
+        s.free_blocks[k] = s.num_blocks[k] - 1; /* read for pool keys only */
     }
     kvc_test_model model;
     kvc_test_model_init(&model, entries, c->n_keys);
-    kvc_manager *m = kvc_test_manager(&model, keys, c->blocks, c->n_keys, c->max_model_len);
+    kvc_manager_params mp = kvc_manager_default_params();
+    mp.max_model_len = c->max_model_len;
+    kvc_manager *m = c->shared ? kvc_test_manager_shared(&model, keys, c->blocks[0], c->n_keys, &mp)
+                               : kvc_test_manager(&model, keys, c->blocks, c->n_keys, c->max_model_len);
     memset(synced_rows, 0x7f, sizeof synced_rows); /* garbage that a zeroed state must overwrite */
     memset(synced_state, 0, sizeof synced_state);
     int64_t cached[MAX_REQ] = {0}, high[MAX_REQ] = {0}; /* largest need_slot granted so far */
@@ -233,7 +244,7 @@ static void run_config(const config *c, uint64_t seed, long steps) {
     assert_true(frees > steps / 20);
     (void)clamped;
     for (int r = 0; r < MAX_REQ; r++) kvc_manager_free(m, r);
-    for (int32_t k = 0; k < c->n_keys; k++) assert_int_equal(kvc_manager_num_free(m, k), c->blocks[k] - 1);
+    for (int32_t k = 0; k < c->n_keys; k++) assert_int_equal(kvc_manager_num_free(m, k), s.num_blocks[k] - 1);
     assert_int_equal(kvc_manager_num_live_requests(m), 0);
     kvc_manager_destroy(m);
 }
@@ -254,18 +265,30 @@ static void test_sliding_windows_below_at_above_block(void **state) {
     }
 }
 
-static void test_mixed_three_managers(void **state) {
-    (void)state;
+/* Full, sliding window and Mamba keys: pools of their own (blocks), or one
+ * pool smaller than the three together (shared). */
+static void run_mixed(const int64_t *blocks, bool shared, uint64_t seed) {
     for (int64_t next_n = 0; next_n <= 2; next_n++) {
         config c = {.n_keys = 3,
                     .type = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA},
                     .bs = {4, 4, 1},
                     .window = {0, 6, 0},
                     .next_n = next_n,
-                    .blocks = {45, 25, 20},
-                    .max_model_len = 40};
-        run_config(&c, 0x5eed0000u + (uint64_t)next_n, 15000);
+                    .blocks = {blocks[0], blocks[1], blocks[2]},
+                    .max_model_len = 40,
+                    .shared = shared};
+        run_config(&c, seed + (uint64_t)next_n, 15000);
     }
+}
+
+static void test_mixed_three_managers(void **state) {
+    (void)state;
+    run_mixed((const int64_t[]){45, 25, 20}, false, 0x5eed0000u);
+}
+
+static void test_mixed_three_managers_shared_pool(void **state) {
+    (void)state;
+    run_mixed((const int64_t[]){60, 0, 0}, true, 0x5eed1000u);
 }
 
 /* P-REL-5/6 soak: thousands of requests through a small pool; after the drain
@@ -320,6 +343,7 @@ int main(void) {
         cmocka_unit_test(test_full_only),
         cmocka_unit_test(test_sliding_windows_below_at_above_block),
         cmocka_unit_test(test_mixed_three_managers),
+        cmocka_unit_test(test_mixed_three_managers_shared_pool),
         cmocka_unit_test(test_soak_release_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,10 @@
  * status, table, queue, reference count, copy source and hit, and after
  * every call: reference counts equal the tables holding each block, a block
  * is queued exactly when nobody holds it, and every indexed block's stored
- * tokens and hash match the chain of the content the shadow says it holds. */
+ * tokens and hash match the chain of the content the shadow says it holds.
+ * Each run goes once with a pool per key and once with one pool shared by
+ * every key (one id space, one free queue: a key's cached block is evicted
+ * when any key takes it). */
 #include "kvc_test_util.h"
 
 #include "cache/manager_internal.h"
@@ -25,7 +28,10 @@
 #define NEXT_N 1
 #define N_SALTS 3
 
-static const int64_t pool_size[N_KEYS] = {40, 32, 24};
+static const int64_t own_pool_size[N_KEYS] = {40, 32, 24};
+#define SHARED_POOL_SIZE MAX_BLOCKS
+static bool one_pool; /* the run's keys share one pool */
+static int64_t pool_size[N_KEYS];
 static int n_keys = N_KEYS; /* the run's keys: the first n_keys of key_type */
 static const kvc_attn_type key_type[N_KEYS] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
 static const char *const salt_name[N_SALTS] = {NULL, "tenant-1", "tenant-2"};
@@ -47,10 +53,14 @@ typedef struct sh_req {
     sh_table t[N_KEYS];
 } sh_req;
 
-typedef struct sh_key {
+typedef struct sh_pool {
     int32_t queue[MAX_BLOCKS];
     int64_t n_queue;
     int32_t count[MAX_BLOCKS];
+} sh_pool;
+
+typedef struct sh_key {
+    sh_pool *pool; /* its own, or the one every key shares */
     bool indexed[MAX_BLOCKS];
     int salt[MAX_BLOCKS];
     int64_t clen[MAX_BLOCKS];            /* tokens of the cached prefix the block ends */
@@ -59,36 +69,46 @@ typedef struct sh_key {
 } sh_key;
 
 typedef struct shadow {
+    sh_pool pools[N_KEYS];
     sh_key k[N_KEYS];
     sh_req r[MAX_REQ];
     int64_t evictions, queries, hits, hit_tokens;
     int64_t long_hits; /* hits longer than the window: the sliding key found blocks that left a window */
+    int64_t cross_evictions; /* blocks one key had cached, taken by another key */
 } shadow;
 
 static int64_t hash_tokens(int g) { return key_type[g] == KVC_ATTN_MAMBA ? INTERVAL : BS; }
 
 /* ---- the shadow's pool ------------------------------------------------------ */
 static void sh_give(sh_key *k, int32_t id) {
+    sh_pool *p = k->pool;
     if (id == 0) return;
-    assert_true(k->count[id] > 0);
-    if (--k->count[id] == 0) k->queue[k->n_queue++] = id;
+    assert_true(p->count[id] > 0);
+    if (--p->count[id] == 0) p->queue[p->n_queue++] = id;
 }
 
 static void sh_ref(sh_key *k, int32_t id) {
-    if (k->count[id]++ > 0) return;
+    sh_pool *p = k->pool;
+    if (p->count[id]++ > 0) return;
     int64_t i = 0;
-    while (k->queue[i] != id) i++;
-    memmove(k->queue + i, k->queue + i + 1, (size_t)(k->n_queue - i - 1) * sizeof *k->queue);
-    k->n_queue--;
+    while (p->queue[i] != id) i++;
+    memmove(p->queue + i, p->queue + i + 1, (size_t)(p->n_queue - i - 1) * sizeof *p->queue);
+    p->n_queue--;
 }
 
+/* The head of k's pool, for new data: whichever key of the pool cached it loses it. */
 static int32_t sh_take(shadow *s, sh_key *k) {
-    int32_t id = k->queue[0];
-    memmove(k->queue, k->queue + 1, (size_t)(k->n_queue - 1) * sizeof *k->queue);
-    k->n_queue--;
-    k->count[id] = 1;
-    if (k->indexed[id]) s->evictions++;
-    k->indexed[id] = false;
+    sh_pool *p = k->pool;
+    int32_t id = p->queue[0];
+    memmove(p->queue, p->queue + 1, (size_t)(p->n_queue - 1) * sizeof *p->queue);
+    p->n_queue--;
+    p->count[id] = 1;
+    for (int g = 0; g < n_keys; g++) {
+        if (s->k[g].pool != p || !s->k[g].indexed[id]) continue;
+        s->evictions++;
+        s->cross_evictions += &s->k[g] != k;
+        s->k[g].indexed[id] = false;
+    }
     return id;
 }
 
@@ -184,20 +204,22 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
     bool hit_on = is_new && computed > 0;
     if (hit_on) assert_int_equal(sh_hit(s, r->salt, r->tokens, r->n_known, hit, n_hit) >= computed, true);
     for (int g = 0; hit_on && g < n_keys; g++) assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
-    int64_t need[N_KEYS];
+    int64_t need[N_KEYS], demand[N_KEYS] = {0}; /* demand by pool */
     for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         if (!is_new) sh_release_window(s, g, t, computed);
         sh_table view = is_new ? (sh_table){0} : *t;
         int64_t taken_free = 0;
         if (hit_on) {
-            for (int64_t i = 0; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].count[hit[g][i]] == 0;
+            for (int64_t i = 0; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].pool->count[hit[g][i]] == 0;
             view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : n_hit[g];
         }
         sh_skip_leading(g, &view, computed);
         need[g] = sh_needed(s, g, &view, need_slot);
-        if (need[g] + taken_free > s->k[g].n_queue) return KVC_NO_SPACE;
+        demand[s->k[g].pool - s->pools] += need[g] + taken_free;
     }
+    for (int g = 0; g < n_keys; g++)
+        if (demand[g] > s->pools[g].n_queue) return KVC_NO_SPACE;
     if (is_new) {
         s->queries++;
         s->hits += hit_on;
@@ -223,8 +245,8 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
             }
         }
         sh_skip_leading(g, t, computed);
-        sh_grow(s, g, t, need[g], need_slot);
     }
+    for (int g = 0; g < n_keys; g++) sh_grow(s, g, &r->t[g], need[g], need_slot); /* every hit taken first */
     return KVC_OK;
 }
 
@@ -321,15 +343,16 @@ static void compare(kvc_manager *m, shadow *s, long step) {
     if (kvc_manager_check_invariants(m) != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
     for (int g = 0; g < n_keys; g++) {
         sh_key *k = &s->k[g];
-        kvc_test_assert_queue(m, g, k->queue, k->n_queue);
+        kvc_test_assert_queue(m, g, k->pool->queue, k->pool->n_queue);
         const kvc_single_manager *sm = &m->managers[g];
+        assert_true(one_pool == (sm->pool == m->managers[0].pool) || g == 0);
         int64_t cached_free = 0;
-        for (int32_t id = 1; id < pool_size[g]; id++) cached_free += k->indexed[id] && k->count[id] == 0;
+        for (int32_t id = 1; id < pool_size[g]; id++) cached_free += k->indexed[id] && k->pool->count[id] == 0;
         assert_int_equal(kvc_manager_num_cached_free(m, g), cached_free);
         for (int32_t id = 1; id < pool_size[g]; id++) {
-            if (kvc_block_pool_ref_count(sm->pool, id) != k->count[id])
+            if (kvc_block_pool_ref_count(sm->pool, id) != k->pool->count[id])
                 fail_msg("step %ld key %d block %d: %d holders, shadow %d", step, g, id,
-                         kvc_block_pool_ref_count(sm->pool, id), k->count[id]);
+                         kvc_block_pool_ref_count(sm->pool, id), k->pool->count[id]);
             if (kvci_prefix_index_has(&sm->index, id) != k->indexed[id])
                 fail_msg("step %ld key %d block %d: indexed %d, shadow %d", step, g, id,
                          kvci_prefix_index_has(&sm->index, id), k->indexed[id]);
@@ -425,9 +448,11 @@ static void step_request(kvc_manager *m, shadow *s, sh_req *r, long step) {
     sh_cache_computed(s, r, r->computed);
 }
 
-static void run(uint64_t seed, long steps, int keys) {
+static void run(uint64_t seed, long steps, int n_run_keys, bool shared_pool) {
     rng_state = seed;
-    n_keys = keys;
+    n_keys = n_run_keys;
+    one_pool = shared_pool;
+    for (int g = 0; g < N_KEYS; g++) pool_size[g] = one_pool ? SHARED_POOL_SIZE : own_pool_size[g];
     for (int b = 0; b < 3; b++)
         for (int i = 0; i < MAX_LEN; i++) bases[b][i] = (int32_t)rnd_in(0, 9);
     kvc_test_model model;
@@ -443,12 +468,16 @@ static void run(uint64_t seed, long steps, int keys) {
     p.state_snapshot_interval = INTERVAL;
     p.kv_event_capacity = 4096;
     memset(&events_seen, 0, sizeof events_seen);
-    kvc_manager *m = kvc_test_manager_with(&model, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
-                                           pool_size, n_keys, &p);
+    const char *key_names[N_KEYS] = {"FullAttention", "SlidingWindow", "Mamba"};
+    kvc_manager *m = one_pool ? kvc_test_manager_shared(&model, key_names, SHARED_POOL_SIZE, n_keys, &p)
+                              : kvc_test_manager_with(&model, key_names, pool_size, n_keys, &p);
     static shadow s;
     memset(&s, 0, sizeof s);
-    for (int g = 0; g < n_keys; g++)
-        for (int32_t id = 1; id < pool_size[g]; id++) s.k[g].queue[s.k[g].n_queue++] = id;
+    for (int g = 0; g < n_keys; g++) {
+        s.k[g].pool = &s.pools[one_pool ? 0 : g];
+        if (one_pool && g > 0) continue;
+        for (int32_t id = 1; id < pool_size[g]; id++) s.pools[g].queue[s.pools[g].n_queue++] = id;
+    }
     int64_t next_id = 0;
     for (long step = 0; step < steps; step++) {
         sh_req *r = &s.r[rnd_in(0, MAX_REQ - 1)];
@@ -483,6 +512,7 @@ static void run(uint64_t seed, long steps, int keys) {
         }
     compare(m, &s, steps);
     for (int g = 0; g < n_keys; g++) assert_int_equal(kvc_manager_num_free(m, g), pool_size[g] - 1);
+    if (one_pool) assert_true(s.cross_evictions > 0); /* keys took blocks another key had cached */
     assert_int_equal(kvc_manager_clear_prefix_cache(m), KVC_OK);
     kvc_prefix_stats st;
     assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
@@ -496,18 +526,26 @@ static void run(uint64_t seed, long steps, int keys) {
 
 static void test_prefix_cache_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500, N_KEYS);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500, N_KEYS, false);
+}
+
+/* Full + sliding + state keys drawing from one shared pool under pressure. */
+static void test_shared_pool_against_shadow(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x94d049bb133111ebULL, 1500, N_KEYS, true);
 }
 
 /* Full + sliding window alone (gpt-oss style): hits are not held to the
  * state key's snapshot positions, so the sliding key's rule decides them. */
 static void test_hybrid_full_sliding_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, false);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, true);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefix_cache_against_shadow),
+                                       cmocka_unit_test(test_shared_pool_against_shadow),
                                        cmocka_unit_test(test_hybrid_full_sliding_against_shadow)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,8 @@ static inline void em_engine_run(const kvc_model *m, const kvc_engine_adapter_pa
     rec.outer.forward = em_forward;
     kvc_engine *e = NULL;
     if (kvc_engine_create(&rec.outer, &p, &e) != KVC_OK) fail_msg("engine: %s", kvc_last_error());
+    const kvc_manager *mgr = kvc_engine_manager(e); /* managed: every key draws from one shared pool */
+    for (int32_t k = 0; mgr != NULL && k < kvc_manager_n_keys(mgr); k++) assert_int_equal(kvc_manager_pool_key(mgr, k), 0);
     for (int64_t b = 0, t = 0; b < n; t += lens[b], b++) {
         kvc_engine_request r = kvc_engine_request_default();
         r.id = b;

@@ -36,6 +36,7 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     if (kvc_demo_run(m, p, ap, w, busy, NULL, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
+    solo.shared_pools = false; /* alone with a pool per key, busy with the default shared pool */
     if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
     for (int64_t i = 0; i < w->n; i++) {
@@ -73,6 +74,11 @@ static void churn_family(int f, int64_t budget_tokens) {
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent, KVC_DTYPE_F32) * budget_tokens;
     kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, fam->name);
     if (fig.preemptions < 1) fail_msg("%s: the pool forced no preemption", fam->name);
+    for (int32_t k = 1; k < fig.stats.n_keys; k++) /* GptOss: its window key draws from the full key's pool */
+        assert_int_equal(fig.stats.num_blocks[k], fig.stats.num_blocks[0]);
+    kvc_engine_params apart = p;
+    apart.shared_pools = false;
+    busy_vs_alone(m, &apart, &ap, &w, fam->name);
     bool exhausted = false; /* some key ran out of blocks: they were reused */
     for (int32_t k = 0; k < fig.stats.n_keys; k++)
         exhausted = exhausted || fig.stats.peak_blocks_in_use[k] == fig.stats.num_blocks[k] - 1;

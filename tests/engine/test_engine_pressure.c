@@ -75,8 +75,10 @@ static kvc_engine_stats serve(const kvc_model *m, bool latent, const kvc_engine_
     for (int32_t k = 0; k < stats.n_keys && first == 0 && n == N_REQ; k++) {
         if (strcmp(kvc_manager_key(mgr, k), "FullAttention") != 0) continue;
         checked++;
-        int64_t demand = 0;
-        for (int i = 0; i < N_REQ; i++) demand += (w->lens[i] + MAX_NEW - 1 + BLOCK - 1) / BLOCK;
+        int64_t demand = 0; /* of every key drawing from the full-attention key's pool */
+        for (int32_t j = 0; j < stats.n_keys; j++)
+            for (int i = 0; kvc_manager_pool_key(mgr, j) == kvc_manager_pool_key(mgr, k) && i < N_REQ; i++)
+                demand += kvc_manager_worst_blocks(mgr, j, w->lens[i] + MAX_NEW - 1);
         if (demand < OVERSUBSCRIPTION * (stats.num_blocks[k] - 1))
             fail_msg("%s: %lld blocks demanded, pool of %lld: less than %dx", what, (long long)demand,
                      (long long)stats.num_blocks[k] - 1, OVERSUBSCRIPTION);

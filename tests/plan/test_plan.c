@@ -141,6 +141,7 @@ static void check_numbers_against_planner(const cJSON *doc, const ref_model *m) 
     pp.mode = KVC_PLAN_BUDGET;
     pp.kv_memory_bytes = BUDGET;
     pp.max_concurrency = CONC;
+    pp.shared_pools = true; /* as kvcache plan and the engine plan them */
     kvc_block_plan bp;
     if (kvc_plan_blocks(&pp, &d->ci, &bp) != KVC_OK) fail_msg("reference plan: %s", kvc_last_error());
     assert_int_equal((int64_t)num(doc, "bytes_per_token"), bp.per_token_bytes);
@@ -287,14 +288,15 @@ static void test_gpt_oss_20b(void **state) {
     ref_model m;
     alternating(&m, 24, 128);
     m.dim = 64;
-    /* 12 full layers; 12 window layers fixed at CONC * (cdiv(128,128) + 1) + 1 = 9 blocks. */
-    const int64_t per_token[2] = {24576, 3072}, blocks[2] = {5452, 43681};
+    /* 12 full and 12 window layers of equal pages: one pool of the whole
+     * budget, 16 GiB / 24576 B per token / 128 (tp 8: / 3072 B) blocks. */
+    const int64_t per_token[2] = {24576, 3072}, blocks[2] = {5461, 43690};
     check_gqa("gpt-oss-20b.json", "GptOssForCausalLM", &m, 8, 0.125, per_token, blocks, true);
     kvc_plan_options o = budget_options(1);
     cJSON *doc = plan_json("gpt-oss-20b.json", &o, NULL);
     assert_true(flag(doc, "sinks"));
-    assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), 9);
-    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 28311552);
+    assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), 5461);
+    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 0); /* nothing set aside per sequence for the window */
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(doc, "rope");
     assert_string_equal(str(rope, "type"), "yarn");
     assert_true(fabs(num(rope, "attention_factor") - (0.1 * log(32.0) + 1.0)) < 1e-9);
@@ -306,12 +308,12 @@ static void test_gemma_2_9b(void **state) {
     ref_model m;
     alternating(&m, 42, 4096);
     m.dim = 256;
-    /* Scale from query_pre_attn_scalar 256; 21 window layers at CONC * (32 + 1) + 1 = 133 blocks. */
-    const int64_t per_token[2] = {172032, 21504}, blocks[2] = {647, 6108};
+    /* Scale from query_pre_attn_scalar 256; 21 window layers sharing the full layers' pool. */
+    const int64_t per_token[2] = {172032, 21504}, blocks[2] = {780, 6241};
     check_gqa("gemma-2-9b-it.json", "Gemma2ForCausalLM", &m, 8, 0.0625, per_token, blocks, true);
     kvc_plan_options o = budget_options(1);
     cJSON *doc = plan_json("gemma-2-9b-it.json", &o, NULL);
-    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 2928672768LL);
+    assert_int_equal((int64_t)num(doc, "fixed_bytes"), 0);
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
     assert_int_equal(cJSON_GetArraySize(w), 1);
     assert_non_null(strstr(cJSON_GetArrayItem(w, 0)->valuestring, "attn_logit_softcapping"));

@@ -60,6 +60,19 @@ kvc_manager *kvc_test_manager_with(kvc_test_model *m, const char *const *keys, c
     return mgr;
 }
 
+kvc_manager *kvc_test_manager_shared(kvc_test_model *m, const char *const *keys, int64_t num_blocks, int32_t n_keys,
+                                     const kvc_manager_params *p) {
+    int64_t counts[KVC_MAX_MANAGERS] = {0};
+    for (int32_t g = 0; g < n_keys && g < KVC_MAX_MANAGERS; g++) counts[g] = num_blocks;
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&m->ci, keys, counts, n_keys, &plan), KVC_OK);
+    for (int32_t g = 0; g < n_keys; g++) plan.groups[g].pool_id = 1;
+    kvc_manager *mgr = NULL;
+    kvc_status st = kvc_manager_create(&m->ci, &plan, p, &mgr);
+    if (st != KVC_OK) fail_msg("kvc_manager_create: %s", kvc_last_error());
+    return mgr;
+}
+
 #ifdef KVC_TEST_ASAN
 #include <sanitizer/allocator_interface.h>
 size_t kvc_test_heap_bytes(void) { return __sanitizer_get_current_allocated_bytes(); }

@@ -32,6 +32,9 @@ kvc_manager *kvc_test_manager(kvc_test_model *m, const char *const *keys, const 
 /* The same with explicit manager parameters (prefix caching, ...). */
 kvc_manager *kvc_test_manager_with(kvc_test_model *m, const char *const *keys, const int64_t *counts, int32_t n_keys,
                                    const kvc_manager_params *p);
+/* The same with one pool of num_blocks blocks shared by the n_keys keys (pool_id 1). */
+kvc_manager *kvc_test_manager_shared(kvc_test_model *m, const char *const *keys, int64_t num_blocks, int32_t n_keys,
+                                     const kvc_manager_params *p);
 
 /* Asserts the request's table for key_index equals expected[0..n). */
 void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n);
