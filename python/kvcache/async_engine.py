@@ -33,9 +33,39 @@ class _Stream:
         self.gone = False  # the waiter left: abort as soon as the request exists
 
 
+class RequestStream:
+    """One request of an AsyncEngine: `async for out in stream` gives its
+    RequestOutputs, one per step that gave it tokens, the last one finished.
+    Leaving the iteration early, or abort(), drops the request and frees its KV."""
+
+    def __init__(self, engine, stream):
+        self._engine = engine
+        self._stream = stream
+        self.request_id = stream.request_id
+        self.finished = False
+
+    def abort(self):
+        if not self.finished and not self._stream.gone:
+            self._stream.gone = True
+            self._engine._post(("abort", self._stream))
+
+    async def __aiter__(self):
+        try:
+            while not self.finished:
+                out = await self._stream.queue.get()
+                if isinstance(out, BaseException):
+                    self.finished = True
+                    raise out
+                self.finished = out.finished
+                yield out
+        finally:
+            self.abort()
+
+
 class AsyncEngine:
     """Wraps an Engine (or builds one: AsyncEngine(model_dir, **engine_kwargs))
-    and starts its stepping thread. generate() is the one entry point;
+    and starts its stepping thread. add_request() queues a request and
+    gives its RequestStream; generate() iterates one directly;
     stats() gives the engine's counters as of the last step (never waits
     for a step); close() stops the thread and frees the engine."""
 
@@ -51,26 +81,28 @@ class AsyncEngine:
 
     # ---- the event loop's side ----
 
-    async def generate(self, prompt_token_ids, params=SamplingParams(), *, priority=0, cache_salt=None):
-        """Async iterator of the request's RequestOutputs, one per step that
-        gave it tokens, the last one finished. The engine's refusal of the
-        request (InvalidArgument, OutOfMemory, QueueFull) is raised at the
-        first iteration. Leaving the iteration early aborts the request."""
+    async def add_request(self, prompt_token_ids, params=SamplingParams(), *, priority=0, cache_salt=None):
+        """Queues a request; returns its RequestStream once the engine took
+        it, or raises the engine's refusal (InvalidArgument, OutOfMemory,
+        QueueFull). Cancelled while waiting: the request is dropped."""
         stream = _Stream(asyncio.get_running_loop())
         self._post(("add", stream, (prompt_token_ids, params), {"priority": priority, "cache_salt": cache_salt}))
-        finished = False
         try:
             await stream.added
-            while not finished:
-                out = await stream.queue.get()
-                if isinstance(out, BaseException):
-                    raise out
-                finished = out.finished
+        except asyncio.CancelledError:
+            stream.gone = True
+            self._post(("abort", stream))
+            raise
+        return RequestStream(self, stream)
+
+    async def generate(self, prompt_token_ids, params=SamplingParams(), *, priority=0, cache_salt=None):
+        """add_request, then its outputs: an async iterator of RequestOutputs."""
+        request = await self.add_request(prompt_token_ids, params, priority=priority, cache_salt=cache_salt)
+        try:
+            async for out in request:
                 yield out
         finally:
-            if not finished:
-                stream.gone = True
-                self._post(("abort", stream))
+            request.abort()
 
     def stats(self):
         return dict(self._stats)

@@ -94,3 +94,14 @@ def test_stop_strings_end_the_text_and_are_never_streamed(tok):
     assert s.text == "日本語の"
     s, _ = stream(tok, tok.encode("no stop here"), stop=["zzz"])
     assert s.text == "no stop here" and s.stopped is None
+
+
+def test_invalid_bytes_come_out_at_once_and_as_decode_gives_them(tok):
+    """Byte-level tokens that never form UTF-8 (a lone continuation byte) do
+    not hold the stream back to its end; the text still equals decode."""
+    ids = tok.encode("🙂")
+    cont = ids[-1]  # the emoji's last token ends in continuation bytes
+    stray = [cont, cont, cont]
+    s, deltas = stream(tok, stray)
+    assert s.text == tok.decode(stray)
+    assert "".join(deltas[:len(stray)]).count("\ufffd") >= 2  # before finish
