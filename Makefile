@@ -46,6 +46,7 @@ PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/stor
                        tests/cache/test_storage_pages.c tests/tools/test_bench_pages_arg.c
 # prefix caching: tenant isolation and the trace's NUL-aware strings
 PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c
+SERVE_FORMAT_FILES := tools/cmd_serve.[ch]
 # memory that follows use: the manager's growing room and its tests
 GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
@@ -53,7 +54,8 @@ FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h inclu
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
                 tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c tools/run_engine.[ch] \
                 $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
-                $(PAGING_FORMAT_FILES) $(PREFIX_FORMAT_FILES) $(GROWTH_FORMAT_FILES))
+                $(PAGING_FORMAT_FILES) $(PREFIX_FORMAT_FILES) $(GROWTH_FORMAT_FILES) \
+                $(SERVE_FORMAT_FILES))
 
 BUILD := build
 BUILD_ASAN := build-asan

@@ -2,6 +2,7 @@
 and chat, streamed and not, usage, concurrency, disconnects, bad requests,
 API keys and tenant isolation, metrics."""
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -259,10 +260,15 @@ def test_api_keys_and_tenant_isolation(model_dir):
             assert c.completions.create(**body).usage.prompt_tokens_details.cached_tokens > 0
 
 
-def test_the_command_line_serves_on_127_0_0_1(model_dir):
-    proc = subprocess.Popen([sys.executable, "-m", "kvcache.serve", str(model_dir), "--port", "0", "--kv-memory",
-                             "8MiB", "--served-model-name", "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+@pytest.mark.parametrize("how", ["python -m", "kvcache serve"])
+def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
+    """python -m kvcache.serve, and `kvcache serve` that forwards to it ($KVCACHE_PYTHON)."""
+    head = [sys.executable, "-m", "kvcache.serve"]
+    if how == "kvcache serve":
+        head = [str(request.getfixturevalue("kvcache_cmd")), "serve"]
+    env = {**os.environ, "KVCACHE_PYTHON": sys.executable}
+    proc = subprocess.Popen(head + [str(model_dir), "--port", "0", "--kv-memory", "8MiB", "--served-model-name",
+                                    "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         url = None
         for line in proc.stdout:
