@@ -262,11 +262,11 @@ def test_api_keys_and_tenant_isolation(model_dir):
 
 @pytest.mark.parametrize("how", ["python -m", "kvcache serve"])
 def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
-    """python -m kvcache.serve, and `kvcache serve` that forwards to it ($KVCACHE_PYTHON)."""
+    """python -m kvcache.serve, and `kvcache serve` that forwards to it ($KVC_PYTHON)."""
     head = [sys.executable, "-m", "kvcache.serve"]
     if how == "kvcache serve":
         head = [str(request.getfixturevalue("kvcache_cmd")), "serve"]
-    env = {**os.environ, "KVCACHE_PYTHON": sys.executable}
+    env = {**os.environ, "KVC_PYTHON": sys.executable}
     proc = subprocess.Popen(head + [str(model_dir), "--port", "0", "--kv-memory", "8MiB", "--served-model-name",
                                     "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
