@@ -281,3 +281,17 @@ def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_bench_serve_reports_latencies_and_hits(server):
+    from kvcache import bench_serve
+
+    args = bench_serve.parser().parse_args(["--url", server[0], "--model", "test", "--num-requests", "8",
+                                            "--input-len", "8", "--prefix-len", "32", "--shared-prefix", "1",
+                                            "--output-len", "4", "--rate", "50"])
+    rng = __import__("random").Random(0)
+    report = asyncio.run(bench_serve.run_rate(args, 50.0, bench_serve.make_prompts(args, rng), rng))
+    assert report["failed"] == 0 and report["requests"] == 8
+    assert report["ttft_ms"]["p50"] > 0 and report["tpot_ms"]["p99"] >= report["tpot_ms"]["p50"] > 0
+    assert 0 < report["prefix_cache_hit_rate"] < 1  # every prompt but the first finds the prefix
+    assert bench_serve.percentiles([1, 2, 3, 4]) == {"p50": 2, "p90": 4, "p99": 4}
