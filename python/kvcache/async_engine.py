@@ -127,18 +127,16 @@ class AsyncEngine:
 
     def _run(self):
         while not self._stopping:
-            self._apply_commands()
-            if not self.engine.has_unfinished():
-                self._wake.wait()
-                self._wake.clear()
-                continue
             try:
-                outputs = self.engine.step()
+                self._apply_commands()
+                if not self.engine.has_unfinished():
+                    self._wake.wait()
+                    self._wake.clear()
+                    continue
+                self._deliver(self.engine.step())
+                self._stats = self.engine.stats()
             except Exception as exc:  # no progress, a failed forward: every request fails with it
                 self._fail_all(exc)
-                continue
-            self._deliver(outputs)
-            self._stats = self.engine.stats()
         self._fail_all(RuntimeError("the engine was closed"))
 
     def _apply_commands(self):

@@ -126,7 +126,8 @@ def test_logprobs_of_completions_and_chat(client):
 
 def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
     prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(32)]
-    kw = dict(model="test", max_tokens=16, temperature=0, logprobs=0, extra_body={"ignore_eos": True})
+    kw = dict(model="test", max_tokens=16, temperature=0, logprobs=0,
+              extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
     alone = [client.completions.create(prompt=p, **kw).choices[0].logprobs.tokens for p in prompts]
 
     async def together():
@@ -140,7 +141,7 @@ def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
             return await asyncio.gather(*(one(p) for p in prompts))
 
     assert asyncio.run(together()) == alone
-    assert all(len(t) == 16 for t in alone)
+    assert all(len(t) == 16 and t[0].startswith("token_id:") for t in alone)
 
 
 def wait_kv_free(url, timeout=2):
@@ -295,3 +296,22 @@ def test_bench_serve_reports_latencies_and_hits(server):
     assert report["ttft_ms"]["p50"] > 0 and report["tpot_ms"]["p99"] >= report["tpot_ms"]["p50"] > 0
     assert 0 < report["prefix_cache_hit_rate"] < 1  # every prompt but the first finds the prefix
     assert bench_serve.percentiles([1, 2, 3, 4]) == {"p50": 2, "p90": 4, "p99": 4}
+
+
+def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, monkeypatch):
+    url, srv = server
+    engine = srv.engine.engine
+
+    def broken():
+        raise kvcache.InternalError(-7, "KVC_EINTERNAL", "a forward failed")
+
+    body = {"model": "test", "prompt": "hi", "max_tokens": 4}
+    monkeypatch.setattr(engine, "step", broken)
+    err = error_of(httpx.post(url + "/v1/completions", json=body), 500)
+    assert err["type"] == "server_error" and "a forward failed" in err["message"]
+    with httpx.stream("POST", url + "/v1/completions", json={**body, "stream": True}) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert "a forward failed" in lines[-2] and lines[-1] == "data: [DONE]"
+    monkeypatch.undo()
+    wait_kv_free(url)
+    assert httpx.post(url + "/v1/completions", json=body).status_code == 200

@@ -144,7 +144,8 @@ class Server:
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
                              exception_handlers={ApiError: lambda request, exc: _error_response(exc),
-                                                 404: self._not_found, 405: self._not_allowed})
+                                                 404: self._not_found, 405: self._not_allowed,
+                                                 Exception: self._failed})
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app):
@@ -153,6 +154,9 @@ class Server:
 
     async def _not_found(self, request, exc):
         return _error_response(ApiError(404, f"no route {request.url.path}", code="not_found"))
+
+    async def _failed(self, request, exc):
+        return _error_response(ApiError(500, f"the server failed: {type(exc).__name__}: {exc}", type="server_error"))
 
     async def _not_allowed(self, request, exc):
         return _error_response(ApiError(405, f"{request.method} is not allowed on {request.url.path}"))
@@ -244,16 +248,18 @@ class Server:
             raise bad("the prompt has no tokens", "prompt")
         return gen, ids
 
-    def _completion_logprobs(self, lps, offset):
-        if lps is None:
-            return None
-        tokens = [self._token_text(lp.token_id) for lp in lps]
+    def _token_name(self, gen):
+        """How logprobs name a token: its text, or "token_id:ID" with return_tokens_as_token_ids."""
+        return (lambda t: f"token_id:{t}") if gen.tokens_as_ids else self._token_text
+
+    def _completion_logprobs(self, lps, offset, gen):
+        name = self._token_name(gen)
         offsets = []
-        for t in tokens:
+        for lp in lps:
             offsets.append(offset)
-            offset += len(t)
-        return {"tokens": tokens, "token_logprobs": [lp.logprob for lp in lps],
-                "top_logprobs": [{self._token_text(t): v for t, v in lp.top} for lp in lps], "text_offset": offsets}
+            offset += len(self._token_text(lp.token_id))
+        return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
+                "top_logprobs": [{name(t): v for t, v in lp.top} for lp in lps], "text_offset": offsets}
 
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
@@ -278,7 +284,7 @@ class Server:
             async def sse():
                 offset = 0
                 async for delta, lps, reason in req.events():
-                    logprobs = self._completion_logprobs(lps, offset) if gen.logprobs is not None else None
+                    logprobs = self._completion_logprobs(lps or [], offset, gen) if gen.logprobs is not None else None
                     offset += len(delta)
                     yield _sse(chunk([{"index": 0, "text": delta, "logprobs": logprobs, "finish_reason": reason}]))
                 if gen.include_usage:
@@ -288,7 +294,7 @@ class Server:
 
         async def collect(req):
             text, lps = await req.whole()
-            logprobs = self._completion_logprobs(lps, 0) if gen.logprobs is not None else None
+            logprobs = self._completion_logprobs(lps, 0, gen) if gen.logprobs is not None else None
             return chunk([{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": req.finish_reason}],
                          req.usage(len(ids)))
 
@@ -311,13 +317,12 @@ class Server:
             raise bad("the conversation renders to no tokens", "messages")
         return gen, ids
 
-    def _chat_logprobs(self, lps):
-        if lps is None:
-            return None
+    def _chat_logprobs(self, lps, gen):
+        name = self._token_name(gen)
 
         def entry(token_id, logprob):
-            text = self._token_text(token_id)
-            return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+            text = name(token_id)
+            return {"token": text, "logprob": logprob, "bytes": list(self._token_text(token_id).encode())}
 
         return {"content": [{**entry(lp.token_id, lp.logprob), "top_logprobs": [entry(t, v) for t, v in lp.top]}
                             for lp in lps]}
@@ -332,7 +337,7 @@ class Server:
                          "finish_reason": None}
                 yield _sse(chunk([first]))
                 async for delta, lps, reason in req.events():
-                    logprobs = self._chat_logprobs(lps) if gen.logprobs is not None else None
+                    logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": 0, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
                               "finish_reason": reason}
                     yield _sse(chunk([choice]))
@@ -344,7 +349,7 @@ class Server:
         async def collect(req):
             text, lps = await req.whole()
             choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "logprobs": self._chat_logprobs(lps) if gen.logprobs is not None else None,
+                      "logprobs": self._chat_logprobs(lps, gen) if gen.logprobs is not None else None,
                       "finish_reason": req.finish_reason}
             return self._reply("chat.completion", "chatcmpl")([choice], req.usage(len(ids)))
 

@@ -41,6 +41,7 @@ class Generation:
     logprobs: int  # None: none; else the number of alternatives per token
     priority: int
     cache_salt: str
+    tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
 
 
 def _is_int(v):
@@ -124,7 +125,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
-                      priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt)
+                      priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"))
 
 
 def completion_request(body, vocab_size):
