@@ -50,6 +50,7 @@ PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c tes
                        tests/cache/test_kv_events.c
 # NaN and Inf: the attention kernel's table, the runs that refuse non-finite logits
 NONFINITE_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c tests/model/test_model_nonfinite_logits.c
+SERVE_FORMAT_FILES := tools/cmd_serve.[ch]
 # memory that follows use: the manager's growing room and its tests
 GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c tests/cache/test_shared_pool.c
 FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
@@ -58,7 +59,7 @@ FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h inclu
                 tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c tools/run_engine.[ch] \
                 $(CONFIG_FORMAT_FILES) $(ENGINE_FORMAT_FILES) $(RUNTIME_FORMAT_FILES) \
                 $(PAGING_FORMAT_FILES) $(PREFIX_FORMAT_FILES) $(GROWTH_FORMAT_FILES) \
-                $(NONFINITE_FORMAT_FILES))
+                $(NONFINITE_FORMAT_FILES) $(SERVE_FORMAT_FILES))
 
 BUILD := build
 BUILD_ASAN := build-asan

@@ -345,6 +345,7 @@ int omp_get_max_threads(void);
 typedef struct kvc_model kvc_model;
 typedef struct kvc_model_config {
     int64_t vocab_size;
+    int64_t max_position_embeddings;
     ...;
 } kvc_model_config;
 kvc_status kvc_model_load(const char *dir, kvc_model **out);
@@ -376,11 +377,159 @@ typedef struct kvc_runner_stats {
 } kvc_runner_stats;
 kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
                                float *logits, kvc_runner_stats *stats);
+
+/* ---- engine.h ---- */
+typedef struct kvc_sampling_params {
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    uint64_t seed;
+    ...;
+} kvc_sampling_params;
+typedef struct kvc_engine_model kvc_engine_model;
+typedef enum kvc_engine_plan { KVC_ENGINE_PLAN_OFFLINE, KVC_ENGINE_PLAN_BUDGET, ... } kvc_engine_plan;
+typedef enum kvc_engine_scheduler { KVC_ENGINE_SCHED_BUDGET, KVC_ENGINE_SCHED_PREFILL_ALONE, ... } kvc_engine_scheduler;
+typedef struct kvc_engine_params {
+    int64_t max_model_len;
+    int64_t max_num_seqs;
+    int64_t max_num_batched_tokens;
+    int64_t long_prefill_token_threshold;
+    double step_cost_ratio;
+    kvc_engine_scheduler scheduler;
+    int64_t max_requests;
+    kvc_engine_plan plan;
+    int64_t kv_memory_bytes;
+    int64_t reserved_decode_tokens;
+    uint64_t seed;
+    bool prefix_caching;
+    bool check;
+    kvc_dtype kv_dtype;
+    ...;
+} kvc_engine_params;
+kvc_engine_params kvc_engine_default_params(void);
+typedef struct kvc_engine kvc_engine;
+kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
+void kvc_engine_destroy(kvc_engine *e);
+typedef struct kvc_engine_request {
+    int64_t id;
+    const int32_t *prompt;
+    int64_t n_prompt;
+    int64_t max_new_tokens;
+    int32_t eos_id;
+    int32_t priority;
+    const void *cache_salt;
+    int64_t cache_salt_len;
+    kvc_sampling_params sampling;
+    ...;
+} kvc_engine_request;
+#define KVC_ENGINE_SALT_MAX ...
+kvc_engine_request kvc_engine_request_default(void);
+kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
+typedef enum kvc_engine_request_state { KVC_REQ_WAITING, KVC_REQ_RUNNING, KVC_REQ_FINISHED, ... } kvc_engine_request_state;
+typedef enum kvc_engine_finish_reason {
+    KVC_FINISH_NONE, KVC_FINISH_EOS, KVC_FINISH_MAX_NEW, KVC_FINISH_MAX_MODEL_LEN, ...
+} kvc_engine_finish_reason;
+typedef struct kvc_engine_request_info {
+    kvc_engine_request_state state;
+    kvc_engine_finish_reason finish;
+    int64_t n_prompt;
+    int64_t n_generated;
+    int64_t n_cached;
+    int64_t n_preemptions;
+    int64_t n_prefix_hit;
+    ...;
+} kvc_engine_request_info;
+kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
+kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
+typedef struct kvc_engine_step_result {
+    int64_t n_rows;
+    int64_t n_tokens;
+    int64_t n_preempted;
+    int64_t n_finished;
+    bool idle;
+    ...;
+} kvc_engine_step_result;
+kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+typedef struct kvc_engine_stats {
+    int64_t n_waiting, n_running, n_finished;
+    int64_t steps;
+    int64_t prefill_tokens, decode_tokens, generated_tokens;
+    int64_t preemptions, finished_total;
+    int32_t n_keys;
+    int64_t num_blocks[...];
+    int64_t blocks_in_use[...];
+    int64_t kv_bytes;
+    int64_t prefix_hit_tokens;
+    int64_t prefix_query_tokens;
+    ...;
+} kvc_engine_stats;
+kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
+typedef struct kvc_engine_adapter_params {
+    bool self_managed;
+    bool latent;
+    int64_t block_size;
+    ...;
+} kvc_engine_adapter_params;
+typedef struct kvc_engine_adapter kvc_engine_adapter;
+kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
+                                     const kvc_engine_params *engine_params, kvc_engine_adapter **out);
+void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
+const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);
+
+/* ---- the logits tap of this module (SOURCE below) ---- */
+typedef struct kvc_py_logits_tap {
+    float *logits;
+    int64_t *request_ids;
+    int64_t cap_rows;
+    int64_t n_rows;
+    ...;
+} kvc_py_logits_tap;
+void kvc_py_logits_tap_init(kvc_py_logits_tap *t, const kvc_engine_model *inner);
+const kvc_engine_model *kvc_py_logits_tap_model(const kvc_py_logits_tap *t);
 """
 
 SOURCE = r"""
 #include <omp.h>
+#include <string.h>
 #include "kvcache/kvcache.h"
+
+/* The engine's model with a tap on its forward: the vtable the engine gets is
+ * the inner one (the model adapter's) whose forward, after the inner forward,
+ * copies each row's last-token logits and the row's request id into the
+ * buffers Python lent (logits [cap_rows, vocab], request_ids [cap_rows]) when
+ * it lent them (logits != NULL): the log-probabilities of the sampled tokens
+ * come from there. Runs inside kvc_engine_step, without the GIL. */
+typedef struct kvc_py_logits_tap {
+    kvc_engine_model model;
+    const kvc_engine_model *inner;
+    float *logits;
+    int64_t *request_ids;
+    int64_t cap_rows;
+    int64_t n_rows; /* rows the last step copied (0: none) */
+} kvc_py_logits_tap;
+
+static kvc_status kvc_py_tap_forward(void *self, const int32_t *ids, const kvc_engine_batch *batch, float *logits) {
+    kvc_py_logits_tap *t = self;
+    kvc_status st = t->inner->forward(t->inner->self, ids, batch, logits);
+    const int64_t n = batch->md->n_rows;
+    t->n_rows = 0;
+    if (st != KVC_OK || t->logits == NULL || n > t->cap_rows) return st;
+    memcpy(t->logits, logits, (size_t)n * (size_t)t->model.vocab_size * sizeof *logits);
+    memcpy(t->request_ids, batch->request_ids, (size_t)n * sizeof *batch->request_ids);
+    t->n_rows = n;
+    return st;
+}
+
+static void kvc_py_logits_tap_init(kvc_py_logits_tap *t, const kvc_engine_model *inner) {
+    memset(t, 0, sizeof *t);
+    t->model = *inner;
+    t->model.self = t;
+    t->model.forward = kvc_py_tap_forward;
+    t->inner = inner;
+}
+
+static const kvc_engine_model *kvc_py_logits_tap_model(const kvc_py_logits_tap *t) { return &t->model; }
 """
 
 

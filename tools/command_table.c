@@ -5,6 +5,7 @@
 #include "bench.h"
 #include "cmd_plan.h"
 #include "cmd_run.h"
+#include "cmd_serve.h"
 #include "commands.h"
 #include "demo_engine.h"
 #include "trace_replay.h"
@@ -15,6 +16,8 @@ const kvc_command kvc_commands[] = {
     {"demo", "the engine on built-in models: mixed workload, KV pressure, checked (--trace: manager trace)", kvc_cmd_engine_demo},
     {"plan", "the KV cache plan of a Hugging Face config.json or model directory (layers, caches, memory)", kvc_cmd_plan},
     {"run", "run a Hugging Face model directory through the standalone runner (greedy ids)", kvc_cmd_run},
+    {"serve", "serve a model directory over an OpenAI-compatible HTTP API (python -m kvcache.serve; --help)",
+     kvc_cmd_serve},
     {NULL, NULL, NULL},
 };
 

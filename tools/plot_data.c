@@ -23,10 +23,7 @@ char *kvc_plot_data_path(const char *png_path, const char *suffix) {
     return path;
 }
 
-/* The Python that draws: $KVC_PYTHON; else the virtualenv `make python-test` makes beside this
- * command (build/python-venv, which has the package and matplotlib); else python3 from PATH.
- * buf[cap]: room for the virtualenv's path. */
-static const char *plot_python(char *buf, size_t cap) {
+const char *kvc_package_python(char *buf, size_t cap) {
     const char *python = getenv("KVC_PYTHON");
     if (python != NULL && python[0] != '\0') return python;
     ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
@@ -44,7 +41,7 @@ static const char *plot_python(char *buf, size_t cap) {
 
 int kvc_plot_run(const char *kind, const char *data_path, const char *png_path) {
     char venv_python[4096];
-    const char *python = plot_python(venv_python, sizeof venv_python);
+    const char *python = kvc_package_python(venv_python, sizeof venv_python);
     char *argv[] = {(char *)python, "-m", "kvcache.plot", (char *)kind, (char *)data_path, (char *)png_path, NULL};
     pid_t pid;
     int status = 0;

@@ -12,6 +12,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The Python that runs the package (the plots, `kvcache serve`): $KVC_PYTHON; else the virtualenv
+ * `make python-test` makes beside this command (build/python-venv, which has the package and its
+ * test extra); else python3 from PATH. buf[cap]: room for the virtualenv's path. */
+const char *kvc_package_python(char *buf, size_t cap);
+
 /* png_path + suffix, kvci_malloc'ed (kvci_free it); NULL after a message when out of memory. */
 char *kvc_plot_data_path(const char *png_path, const char *suffix);
 

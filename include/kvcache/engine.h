@@ -262,6 +262,7 @@ typedef struct kvc_engine_request_info {
     int64_t n_cached;     /* tokens whose KV is in the cache (0 while waiting) */
     int64_t n_preemptions;
     int32_t priority;
+    int64_t n_prefix_hit; /* prompt tokens its latest admission took from the prefix cache (0 before it) */
 } kvc_engine_request_info;
 
 /* KVC_EINVAL for an id the engine does not hold. */
@@ -341,6 +342,7 @@ typedef struct kvc_engine_stats {
     int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
     int64_t prefix_hit_tokens;                /* prompt tokens taken from the prefix cache at admission */
+    int64_t prefix_query_tokens;              /* with prefix caching: tokens of the requests admitted, looked up */
     /* Where the steps' time went, summed over the steps that ran the model (CLOCK_MONOTONIC ns):
      * choosing the rows and allocating their blocks, building the step metadata (block tables, slot
      * mappings; and the step check when params.check), the model's forward, sampling and retiring

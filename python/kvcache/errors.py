@@ -41,3 +41,8 @@ BY_NAME = {
     "KVC_ENOMEM": OutOfMemory,
     "KVC_EINTERNAL": InternalError,
 }
+
+
+class QueueFull(Error):
+    """KVC_NO_SPACE from the engine: every request slot is held (waiting,
+    running or finished and not read yet); retry when requests finish."""

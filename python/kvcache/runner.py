@@ -1,4 +1,8 @@
-"""kvcache.run: a Hugging Face model directory through the standalone runner."""
+"""kvcache.run: a Hugging Face model directory through the standalone runner,
+or through the engine when asked to stream, sample or stop at an end-of-sequence id."""
+import json
+import pathlib
+
 import numpy as np
 
 from ._lib import c_path, check, choice, ffi, int64, invalid, lib
@@ -7,20 +11,49 @@ _MODES = {"recompute": "KVC_RUNNER_RECOMPUTE", "contiguous": "KVC_RUNNER_CONTIGU
           "mla_latent": "KVC_RUNNER_MLA_LATENT"}
 
 
-def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, mla_paged=True, logits=False,
-        max_positions=0):
-    """Greedy generation of max_new_tokens tokens for every prompt (lists of
-    token ids; no tokenizer here) in one static batch. mode: "paged"
-    (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
-    "recompute" (no cache). The longest prompt plus max_new_tokens must fit
-    in the model's max_position_embeddings, or in max_positions when it is
-    given (at most 2^20): the C runner checks this as for `kvcache run` and
-    raises InvalidArgument. Returns int32 ids [n_prompts, max_new_tokens],
-    or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
-    the logits each token was chosen from. Logits that are not finite (NaN or
-    Inf from the model's weights or inputs) raise OutOfRange naming the step,
-    the prompt and the position."""
-    c_mode = choice(_MODES, mode, "mode")
+_ENGINE_ARGS = ("stream", "temperature", "top_k", "top_p", "seed", "eos")
+
+
+def _config_eos(model_dir):
+    """config.json's eos_token_id as a tuple of ids (`kvcache run` stops at the first one; the engine at any)."""
+    try:
+        value = json.loads((pathlib.Path(model_dir) / "config.json").read_text()).get("eos_token_id")
+    except (OSError, ValueError):
+        return ()
+    ids = value if isinstance(value, list) else [value]
+    return tuple(v for v in ids if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _through_engine(model_dir, rows, max_new_tokens, block_size, opts):
+    """The prompts as requests of one Engine (every prompt running at once, as `kvcache run --stream`
+    does): a list of each prompt's ids, or with stream=True an iterator of (prompt index, token id)."""
+    from .engine import Engine, SamplingParams
+
+    eos = opts.get("eos")
+    eos = _config_eos(model_dir) if eos is None else ((eos,) if isinstance(eos, int) else tuple(eos))
+    params = SamplingParams(max_tokens=max_new_tokens, temperature=opts.get("temperature") or 0.0,
+                            top_k=opts.get("top_k") or 0, top_p=1.0 if opts.get("top_p") is None else opts["top_p"],
+                            seed=opts.get("seed") or 0, stop_token_ids=eos)
+    engine = Engine(model_dir, block_size=block_size, max_model_len=max(len(r) for r in rows) + max_new_tokens,
+                    max_num_seqs=len(rows), max_requests=len(rows))
+    index = {engine.add_request(r, params): i for i, r in enumerate(rows)}
+
+    def tokens():
+        while engine.has_unfinished():
+            for out in engine.step():
+                for t in out.new_token_ids:
+                    yield index[out.request_id], t
+        engine.close()
+
+    if opts.get("stream"):
+        return tokens()
+    got = [[] for _ in rows]
+    for i, t in tokens():
+        got[i].append(t)
+    return got
+
+
+def _prompt_rows(prompts):
     if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__len__") or len(prompts) == 0:
         raise invalid("prompts: a non-empty list of token-id lists is expected")
     rows = []
@@ -34,6 +67,42 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
         if a.min() < -(2**31) or a.max() >= 2**31:
             raise invalid(f"prompt {i}: token ids outside int32")
         rows.append(a.astype(np.int32))
+    return rows
+
+
+def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, mla_paged=True, logits=False,
+        max_positions=0, stream=False, temperature=None, top_k=None, top_p=None, seed=None, eos=None):
+    """Greedy generation of max_new_tokens tokens for every prompt (lists of
+    token ids; no tokenizer here) in one static batch. mode: "paged"
+    (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
+    "recompute" (no cache). The longest prompt plus max_new_tokens must fit
+    in the model's max_position_embeddings, or in max_positions when it is
+    given (at most 2^20): the C runner checks this as for `kvcache run` and
+    raises InvalidArgument. Returns int32 ids [n_prompts, max_new_tokens],
+    or (ids, logits) with logits=True: f32 [n_prompts, max_new_tokens, vocab],
+    the logits each token was chosen from. Logits that are not finite (NaN or
+    Inf from the model's weights or inputs) raise OutOfRange naming the step,
+    the prompt and the position.
+
+    As `kvcache run --stream / --temperature / --top-k / --top-p / --seed /
+    --eos` does, any of stream, temperature, top_k, top_p, seed and eos runs
+    the prompts through the engine instead (kvcache.Engine, paged caches):
+    sampling (temperature 0 = greedy; the draws depend on seed only), and
+    each prompt's output ends at an end-of-sequence id (eos: an id or a list
+    of ids; default config.json's eos_token_id; () = none), included. Returns
+    a list of each prompt's ids, or with stream=True an iterator of
+    (prompt index, token id) in the order the engine produces them. Those
+    options do not combine with logits, max_positions or another mode."""
+    engine_opts = {k: v for k, v in zip(_ENGINE_ARGS, (stream, temperature, top_k, top_p, seed, eos))
+                   if v is not None and v is not False}
+    if engine_opts:
+        if logits or max_positions or mode != "paged":
+            raise invalid(f"{', '.join(engine_opts)} run the prompts through the engine (paged caches), which "
+                          "takes no logits, max_positions or mode")
+        return _through_engine(model_dir, _prompt_rows(prompts), int64(max_new_tokens, "max_new_tokens"),
+                               block_size, engine_opts)
+    c_mode = choice(_MODES, mode, "mode")
+    rows = _prompt_rows(prompts)
     ids = np.ascontiguousarray(np.concatenate(rows))
     lens = np.array([len(r) for r in rows], dtype=np.int64)
 

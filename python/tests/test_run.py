@@ -54,3 +54,22 @@ def test_positions_are_the_runners_check():
     with pytest.raises(kvcache.InvalidArgument, match=r"max_positions 1048577 must be in \[1, 1048576\]"):
         kvcache.run(QWEN3, [[1, 2]], 2, max_positions=2**20 + 1)
     assert kvcache.run(QWEN3, [[1, 2]], 3, max_positions=5).shape == (1, 3)
+
+
+def test_sampling_stream_and_eos_go_through_the_engine_as_the_command_does(kvcache_cmd):
+    """kvcache.run(..., temperature/top_k/seed/eos/stream) gives the ids
+    `kvcache run` prints for the same flags (both through the engine)."""
+    prompts = [[39, 287, 494, 494, 14], [5, 6]]
+    flags = ["--max-new-tokens", "8", "--temperature", "0.8", "--top-k", "20", "--seed", "3", "--eos", "none"]
+    cmd = [str(kvcache_cmd), "run", str(QWEN3)] + [a for p in prompts for a in ("--prompt-ids", ",".join(map(str, p)))]
+    out = subprocess.run(cmd + flags, capture_output=True, text=True, check=True).stdout.splitlines()
+    expect = [[int(t) for t in line.split(",")] for line in out[-2:]]
+    assert kvcache.run(QWEN3, prompts, 8, temperature=0.8, top_k=20, seed=3, eos=()) == expect
+    streamed = list(kvcache.run(QWEN3, prompts, 8, temperature=0.8, top_k=20, seed=3, eos=(), stream=True))
+    assert [[t for i, t in streamed if i == b] for b in range(2)] == expect
+    greedy = kvcache.run(QWEN3, prompts, 8).tolist()
+    assert kvcache.run(QWEN3, prompts, 8, eos=()) == greedy
+    stop = greedy[0][3]
+    assert kvcache.run(QWEN3, prompts[:1], 8, eos=stop) == [greedy[0][:greedy[0].index(stop) + 1]]
+    with pytest.raises(kvcache.InvalidArgument, match="through the engine"):
+        kvcache.run(QWEN3, prompts, 8, stream=True, logits=True)

@@ -28,6 +28,7 @@ typedef struct kvc_engine_req {
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
     int64_t row_build; /* kvc_engine.build of the last step that gave it a row */
     kvc_engine_request_times times;
+    int64_t n_prefix_hit;                 /* tokens its latest admission took from the prefix cache */
     int64_t cache_salt_len;               /* bytes of its prefix-cache salt (0: none) */
     char cache_salt[KVC_ENGINE_SALT_MAX]; /* [cache_salt_len] the salt's bytes */
     int32_t *tokens;                      /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */

@@ -105,7 +105,7 @@ kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_re
     *out = (kvc_engine_request_info){
         .state = (kvc_engine_request_state)r->state, .finish = r->finish, .n_prompt = r->n_prompt,
         .n_generated = r->n_tokens - r->n_prompt, .n_cached = r->n_cached, .n_preemptions = r->n_preemptions,
-        .priority = r->priority,
+        .priority = r->priority, .n_prefix_hit = r->n_prefix_hit,
     };
     return KVC_OK;
 }

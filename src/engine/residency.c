@@ -57,6 +57,8 @@ static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new,
         return st;
     }
     e->stats.prefix_hit_tokens += hit;
+    if (e->p.prefix_caching) e->stats.prefix_query_tokens += r->n_tokens;
+    r->n_prefix_hit = hit;
     *n_new = n;
     return KVC_OK;
 }

@@ -168,6 +168,9 @@ static void test_prefix_hit_after_computed(void **state) {
     step_ok(e, &res);
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
     assert_int_equal(st.prefix_hit_tokens, 36); /* 9 full blocks; the 10th holds token 39 */
+    assert_int_equal(st.prefix_query_tokens, 120);
+    assert_int_equal(fix_info(e, 3).n_prefix_hit, 36);
+    assert_int_equal(fix_info(e, 1).n_prefix_hit, 0);
     assert_int_equal(res.n_prefill_tokens, 4);
     kvc_prefix_stats ps;
     assert_int_equal(kvc_manager_prefix_stats(kvc_engine_manager(e), &ps), KVC_OK);

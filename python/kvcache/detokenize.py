@@ -1,0 +1,85 @@
+"""Generated ids to text, a step at a time: deltas that never end in half a
+UTF-8 character, and stop strings that end the text (never streamed in part)."""
+
+_CONTEXT = 5  # prompt tokens decoded before the output, so the first token's leading space is kept
+
+
+class TextStream:
+    """The text of one request's output, fed the ids of each step.
+
+    add(ids) returns the text that is now certain: a token whose bytes end
+    inside a UTF-8 character (decoded as U+FFFD) waits for the next one
+    (bytes that can never be UTF-8 come out as U+FFFD, as decode gives them); the
+    last len(longest stop string) - 1 characters wait too, since a stop
+    string may be starting there. finish() returns the rest. When a stop
+    string appears, the text ends before it, `stopped` is set, and later ids
+    are ignored. The deltas of add and finish concatenate to `text`."""
+
+    def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True):
+        self._tok = tokenizer
+        self._skip = skip_special_tokens
+        self._ids = list(prompt_ids[-_CONTEXT:])
+        self._prefix = 0  # self._ids[_prefix:_read] decodes to the text before the pending part
+        self._read = len(self._ids)
+        self._taken = 0  # characters of the pending tokens' text already in self.text
+        self._stop = tuple(s for s in stop if s)
+        self._hold = max((len(s) for s in self._stop), default=1) - 1
+        self.text = ""  # the whole output text so far (stop string cut)
+        self._sent = 0  # characters of text already returned
+        self.stopped = None  # the stop string that ended the text
+
+    def _decode(self, ids):
+        return self._tok.decode(ids, skip_special_tokens=self._skip)
+
+    def _consume(self, ids):
+        """Appends the certain text of ids to self.text; False once a stop string ended it.
+
+        The text of the pending tokens (after self._read) is certain but for
+        a last U+FFFD: a lossy UTF-8 decoder gives one for invalid bytes,
+        which stay invalid, and one for an incomplete character at the end,
+        which the next token may complete. So all of it but that last U+FFFD
+        is taken at once (self._taken characters of it so far)."""
+        for t in ids:
+            self._ids.append(t)
+            before = self._decode(self._ids[self._prefix:self._read])
+            pending = self._decode(self._ids[self._prefix:])[len(before):]
+            complete = not pending.endswith("\ufffd")
+            certain = pending if complete else pending[:-1]
+            start = max(0, len(self.text) - self._hold)
+            self.text += certain[self._taken:]
+            self._taken = max(self._taken, len(certain))
+            if complete:
+                self._prefix, self._read, self._taken = self._read, len(self._ids), 0
+            if self._cut_at_stop(start):
+                return False
+        return True
+
+    def _cut_at_stop(self, start):
+        hits = [(i, s) for s in self._stop for i in [self.text.find(s, start)] if i >= 0]
+        if not hits:
+            return False
+        i, s = min(hits)
+        self.text, self.stopped = self.text[:i], s
+        return True
+
+    def _take(self, upto):
+        upto = max(upto, self._sent)
+        delta, self._sent = self.text[self._sent:upto], upto
+        return delta
+
+    def add(self, ids):
+        if self.stopped is not None:
+            return ""
+        if not self._consume(ids):
+            return self._take(len(self.text))
+        return self._take(len(self.text) - self._hold)
+
+    def finish(self):
+        """The text still held back, incomplete characters included (as U+FFFD)."""
+        if self.stopped is None:
+            pending = self._decode(self._ids[self._prefix:])[len(self._decode(self._ids[self._prefix:self._read])):]
+            tail = pending[self._taken:]
+            start = max(0, len(self.text) - self._hold)
+            self.text += tail
+            self._cut_at_stop(start)
+        return self._take(len(self.text))

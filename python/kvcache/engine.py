@@ -1,0 +1,331 @@
+"""kvcache.Engine: the C engine (continuous batching, chunked prefill, prefix
+caching, preemption by recomputation, priorities) over a Hugging Face model
+directory, token ids in and token ids out (docs/python.md, "The engine").
+
+One Engine owns a model (kvc_model_load), its engine adapter and a kvc_engine
+made over them. add_request queues a prompt with its sampling parameters;
+step() runs one scheduler step (the GIL is released while C works) and
+returns what every request gained. Finished requests are released by step()
+itself, so their request slot and KV are free at once; abort() drops a
+request whatever its state. Every method runs under the object's lock
+(@serialised): the engine is not thread-safe, several threads may share the
+object. kvcache.AsyncEngine drives one from a background thread for asyncio.
+"""
+import dataclasses
+import itertools
+import os
+import weakref
+
+import numpy as np
+
+from ._lib import c_path, check, dtype_code, dtype_name, ffi, int32, int64, invalid, lib, real
+from ._locking import serialised
+from .errors import Error, QueueFull
+from .plan import parse_bytes, plan
+
+_SCHEDULERS = {"budget": "KVC_ENGINE_SCHED_BUDGET", "prefill_alone": "KVC_ENGINE_SCHED_PREFILL_ALONE"}
+_MAX_LOGPROBS = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingParams:
+    """How one request generates. temperature 0 is greedy; top_k 0 and
+    top_p 1 cut nothing; seed None draws a fresh seed (sampling then differs
+    between runs; greedy ignores it). Generation ends after max_tokens
+    tokens, at the model's length, or at one of stop_token_ids (that token is
+    the last of the output). logprobs: None, or the number k (0..20) of most
+    likely alternatives to report beside each sampled token's log-probability
+    (of the model's raw distribution, before temperature and cuts)."""
+    max_tokens: int = 16
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = None
+    stop_token_ids: tuple = ()
+    logprobs: int = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenLogprob:
+    """A sampled token, its log-probability and the top alternatives
+    [(token id, log-probability)], most likely first."""
+    token_id: int
+    logprob: float
+    top: tuple
+
+
+@dataclasses.dataclass
+class RequestOutput:
+    """What one request gained in a step. finish_reason: None while it runs,
+    "stop" (a stop token, the last of new_token_ids), "length" (max_tokens or
+    the model's length) or "abort". logprobs: [TokenLogprob] matching
+    new_token_ids when the request asked for them, else None.
+    num_cached_tokens: prompt tokens its admission took from the prefix cache."""
+    request_id: int
+    new_token_ids: list
+    finish_reason: str = None
+    logprobs: list = None
+    num_prompt_tokens: int = 0
+    num_cached_tokens: int = 0
+
+    @property
+    def finished(self):
+        return self.finish_reason is not None
+
+
+@dataclasses.dataclass
+class _Live:
+    params: SamplingParams
+    n_prompt: int
+    n_seen: int = 0
+
+
+def _checkpoint_kv_dtype(model_dir):
+    """The KV dtype `kvcache run` defaults to: the checkpoint's, as `kvcache plan` reads config.json."""
+    return dtype_name(plan(model_dir)._handle.options.kv_dtype)
+
+
+def _sampling(params, vocab, what):
+    if not isinstance(params, SamplingParams):
+        raise invalid(f"{what}: a kvcache.SamplingParams is expected, not {type(params).__name__}")
+    for t in params.stop_token_ids:
+        if int64(t, "stop_token_ids") < 0 or t >= vocab:
+            raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
+    if params.logprobs is not None and not 0 <= int64(params.logprobs, "logprobs") <= _MAX_LOGPROBS:
+        raise invalid(f"{what}: logprobs {params.logprobs} is outside [0, {_MAX_LOGPROBS}]")
+    s = ffi.new("kvc_sampling_params *")
+    s.temperature = real(params.temperature, "temperature")
+    s.top_p = real(params.top_p, "top_p")
+    s.top_k = int32(params.top_k, "top_k")
+    seed = int.from_bytes(os.urandom(8), "little") if params.seed is None else int64(params.seed, "seed")
+    s.seed = seed % 2**64
+    return s[0]
+
+
+def _top_logprobs(row, token, k):
+    """TokenLogprob of `token` under logits `row` (log-softmax), with the k most likely."""
+    m = float(row.max())
+    lse = m + float(np.log(np.exp(row - m, dtype=np.float64).sum()))
+    top = np.argsort(-row, kind="stable")[:k] if k else []
+    return TokenLogprob(int(token), float(row[token]) - lse, tuple((int(t), float(row[t]) - lse) for t in top))
+
+
+def _destroy(engine, adapter, model):
+    lib.kvc_engine_destroy(engine)
+    lib.kvc_engine_adapter_destroy(adapter)
+    lib.kvc_model_destroy(model)
+
+
+@serialised
+class Engine:
+    """The C engine over the model in model_dir (config.json and
+    *.safetensors, as kvcache.run loads it).
+
+    kv_dtype: "f32", "f16", "bf16", "i8", "fp8_e4m3", "fp8_e5m2" (default: the
+    checkpoint's); block_size: tokens per KV block; kv_memory: the KV budget
+    (bytes or "1GiB"); without it the pools hold max_num_seqs requests of
+    max_model_len tokens. max_model_len: KV positions per request (default:
+    the model's max_position_embeddings). max_num_seqs: requests running at
+    once; max_num_batched_tokens: tokens per step (0: the engine's default);
+    max_requests: requests held at once, waiting included (0: 4 x
+    max_num_seqs; beyond it add_request raises QueueFull). prefix_caching:
+    reuse cached KV of prompt prefixes (requests share only with requests of
+    the same cache_salt). scheduler: "budget" (chunked prefill beside
+    decode) or "prefill_alone". seed: mixed into every request's seed."""
+
+    def __init__(self, model_dir, *, kv_dtype=None, block_size=16, kv_memory=None, max_model_len=None,
+                 max_num_seqs=8, max_num_batched_tokens=0, max_requests=0, prefix_caching=True, scheduler="budget",
+                 step_cost_ratio=None, long_prefill_token_threshold=0, seed=0, check_invariants=False):
+        path = c_path(model_dir, "model_dir")
+        m = ffi.new("kvc_model **")
+        check(lib.kvc_model_load(path, m))
+        model = m[0]
+        try:
+            cfg = lib.kvc_model_config_of(model)
+            self.vocab_size = int(cfg.vocab_size)
+            p = ffi.new("kvc_engine_params *", lib.kvc_engine_default_params())
+            p.max_model_len = int64(cfg.max_position_embeddings if max_model_len is None else max_model_len,
+                                    "max_model_len")
+            p.max_num_seqs = int64(max_num_seqs, "max_num_seqs")
+            p.max_num_batched_tokens = int64(max_num_batched_tokens, "max_num_batched_tokens")
+            p.max_requests = int64(max_requests, "max_requests")
+            p.long_prefill_token_threshold = int64(long_prefill_token_threshold, "long_prefill_token_threshold")
+            if step_cost_ratio is not None:
+                p.step_cost_ratio = real(step_cost_ratio, "step_cost_ratio")
+            if scheduler not in _SCHEDULERS:
+                raise invalid(f"scheduler \"{scheduler}\" is not one of {', '.join(_SCHEDULERS)}")
+            p.scheduler = getattr(lib, _SCHEDULERS[scheduler])
+            if kv_memory is not None:
+                p.plan = lib.KVC_ENGINE_PLAN_BUDGET
+                p.kv_memory_bytes = parse_bytes(kv_memory)
+            p.prefix_caching = bool(prefix_caching)
+            p.seed = int64(seed, "seed") % 2**64
+            p.check = bool(check_invariants)
+            p.kv_dtype = dtype_code(_checkpoint_kv_dtype(model_dir) if kv_dtype is None else kv_dtype, "kv_dtype")
+            ap = ffi.new("kvc_engine_adapter_params *")
+            ap.block_size = int64(block_size, "block_size")
+            a = ffi.new("kvc_engine_adapter **")
+            check(lib.kvc_engine_adapter_create(model, ap, p, a))
+        except BaseException:
+            lib.kvc_model_destroy(model)
+            raise
+        adapter = a[0]
+        self._tap = ffi.new("kvc_py_logits_tap *")
+        lib.kvc_py_logits_tap_init(self._tap, lib.kvc_engine_adapter_model(adapter))
+        e = ffi.new("kvc_engine **")
+        st = lib.kvc_engine_create(lib.kvc_py_logits_tap_model(self._tap), p, e)
+        if st < 0:
+            _destroy(ffi.NULL, adapter, model)
+            check(st)
+        self._e = e[0]
+        self._close = weakref.finalize(self, _destroy, self._e, adapter, model)
+        self.max_model_len = int(p.max_model_len)
+        self.max_num_seqs = int(p.max_num_seqs)
+        self.kv_dtype = dtype_name(p.kv_dtype)
+        self.block_size = int(ap.block_size)
+        self._live = {}
+        self._ids = itertools.count()
+        self._out = ffi.new("int32_t[]", self.max_model_len + 1)
+        self._info = ffi.new("kvc_engine_request_info *")
+        self._logits = None  # [max_num_seqs, vocab] f32 and request ids, lent to the tap on the first logprobs request
+        self._row_ids = None
+
+    def close(self):
+        """Frees the engine, its KV caches and the model at once (also done when the object goes)."""
+        self._live.clear()
+        self._close()
+
+    def _handle(self):
+        if not self._close.alive:
+            raise invalid("the engine is closed")
+        return self._e
+
+    def add_request(self, prompt_token_ids, params=SamplingParams(), *, priority=0, cache_salt=None):
+        """Queues a prompt (token ids); returns the request's id. priority:
+        lower is served first. cache_salt (str or bytes, at most 64 bytes):
+        prefix-cache hits only among requests with the same salt. Raises
+        InvalidArgument for bad ids or parameters, OutOfMemory when the
+        request alone would not fit the KV pools, QueueFull when every request
+        slot is held."""
+        e = self._handle()
+        try:
+            ids = np.asarray(prompt_token_ids)
+        except Exception:
+            raise invalid("prompt_token_ids: not a list of token ids") from None
+        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+            raise invalid("prompt_token_ids: a non-empty 1-D list of integer token ids is expected")
+        if ids.min() < 0 or ids.max() >= self.vocab_size:
+            raise invalid(f"prompt_token_ids: ids must lie in [0, {self.vocab_size})")
+        ids = np.ascontiguousarray(ids, dtype=np.int32)
+        rid = next(self._ids)
+        r = ffi.new("kvc_engine_request *", lib.kvc_engine_request_default())
+        r.id = rid
+        r.prompt = ffi.from_buffer("int32_t[]", ids)
+        r.n_prompt = ids.size
+        r.max_new_tokens = int64(params.max_tokens, "max_tokens")
+        r.priority = int32(priority, "priority")
+        r.sampling = _sampling(params, self.vocab_size, f"request {rid}")
+        salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
+        if salt is not None:
+            if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
+                raise invalid(f"cache_salt: 1 to {lib.KVC_ENGINE_SALT_MAX} bytes (str or bytes) are expected")
+            keep = ffi.from_buffer("char[]", salt)
+            r.cache_salt = keep
+            r.cache_salt_len = len(salt)
+        st = check(lib.kvc_engine_add_request(e, r))
+        if st == lib.KVC_NO_SPACE:
+            raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
+        self._live[rid] = _Live(params, int(ids.size))
+        return rid
+
+    def abort(self, request_id):
+        """Drops a request (waiting, running or finished): its KV blocks and
+        slot are freed at once. False when the engine no longer holds it."""
+        e = self._handle()
+        if self._live.pop(request_id, None) is None:
+            return False
+        check(lib.kvc_engine_request_release(e, request_id))
+        return True
+
+    def has_unfinished(self):
+        return bool(self._live)
+
+    def step(self):
+        """One scheduler step; returns a RequestOutput for every request that
+        gained tokens or finished. Finished requests are released. Raises
+        Error when requests are held but none can run ("no progress")."""
+        e = self._handle()
+        self._lend_logits()
+        res = ffi.new("kvc_engine_step_result *")
+        st = check(lib.kvc_engine_step(e, res))
+        if st == lib.KVC_NO_SPACE:
+            raise Error(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
+        outputs = []
+        for rid, live in list(self._live.items()):
+            out = self._collect(e, rid, live)
+            if out is not None:
+                outputs.append(out)
+        return outputs
+
+    def _lend_logits(self):
+        wanted = any(live.params.logprobs is not None for live in self._live.values())
+        if wanted and self._logits is None:
+            self._logits = np.zeros((self.max_num_seqs, self.vocab_size), dtype=np.float32)
+            self._row_ids = np.zeros(self.max_num_seqs, dtype=np.int64)
+        t = self._tap
+        t.logits = ffi.from_buffer("float[]", self._logits, require_writable=True) if wanted else ffi.NULL
+        t.request_ids = ffi.from_buffer("int64_t[]", self._row_ids, require_writable=True) if wanted else ffi.NULL
+        t.cap_rows = self.max_num_seqs if wanted else 0
+
+    def _collect(self, e, rid, live):
+        info = self._info
+        check(lib.kvc_engine_request_get(e, rid, info))
+        finished = info.state == lib.KVC_REQ_FINISHED
+        if info.n_generated == live.n_seen and not finished:
+            return None
+        n = ffi.new("int64_t *")
+        check(lib.kvc_engine_request_output(e, rid, self._out, len(self._out), n))
+        new = list(self._out[live.n_seen:n[0]])
+        live.n_seen = n[0]
+        reason = "length" if finished else None
+        stops = live.params.stop_token_ids
+        for i, t in enumerate(new):
+            if t in stops:
+                new, reason = new[:i + 1], "stop"
+                break
+        out = RequestOutput(rid, new, reason, self._logprobs(rid, live, new), live.n_prompt, int(info.n_prefix_hit))
+        if reason is not None:
+            self.abort(rid)
+        return out
+
+    def _logprobs(self, rid, live, new):
+        k = live.params.logprobs
+        if k is None or not new:
+            return None
+        rows = np.flatnonzero(self._row_ids[:self._tap.n_rows] == rid)
+        if len(new) != 1 or rows.size != 1:
+            raise Error(lib.KVC_EINTERNAL, "KVC_EINTERNAL", f"request {rid}: no logits row for its new token")
+        return [_top_logprobs(self._logits[rows[0]], new[0], k)]
+
+    def stats(self):
+        """The engine's counters now: running / waiting requests, KV usage
+        (the fullest pool's used fraction), prefix-cache query and hit tokens,
+        preemptions, steps, generated tokens."""
+        s = ffi.new("kvc_engine_stats *")
+        check(lib.kvc_engine_get_stats(self._handle(), s))
+        usage = max((s.blocks_in_use[k] / max(1, s.num_blocks[k] - 1) for k in range(s.n_keys)), default=0.0)
+        return {"running": int(s.n_running), "waiting": int(s.n_waiting), "kv_usage": float(usage),
+                "kv_blocks_in_use": sum(int(s.blocks_in_use[k]) for k in range(s.n_keys)),
+                "prefix_query_tokens": int(s.prefix_query_tokens), "prefix_hit_tokens": int(s.prefix_hit_tokens),
+                "preemptions": int(s.preemptions), "steps": int(s.steps),
+                "generated_tokens": int(s.generated_tokens), "kv_bytes": int(s.kv_bytes)}
+
+    def generate(self, prompts, params=SamplingParams()):
+        """Runs prompts (lists of token ids) to the end; returns each one's
+        generated ids, in order (a convenience over add_request and step)."""
+        ids = [self.add_request(p, params) for p in prompts]
+        got = {rid: [] for rid in ids}
+        while any(rid in self._live for rid in ids):
+            for out in self.step():
+                got[out.request_id].extend(out.new_token_ids)
+        return [got[rid] for rid in ids]

@@ -1,0 +1,54 @@
+"""The command line of `python -m kvcache.serve` (and `kvcache serve`)."""
+import argparse
+import os
+
+from ..plan import parse_bytes
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m kvcache.serve",
+                                description="Serve a Hugging Face model directory (config.json, *.safetensors, "
+                                            "tokenizer.json, tokenizer_config.json) over an OpenAI-compatible HTTP "
+                                            "API: /v1/completions, /v1/chat/completions, /v1/models, /health, "
+                                            "/metrics.")
+    p.add_argument("model_dir", help="the model directory")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--api-key", action="append", default=[],
+                   help="a bearer token /v1/ accepts (repeatable; also $KVCACHE_API_KEY); each key is its own "
+                        "prefix-cache tenant. Without keys, no authentication")
+    p.add_argument("--served-model-name", help="the model's name in the API (default: the directory's name)")
+    p.add_argument("--kv-dtype", help="KV cache dtype: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2 (default: the "
+                                      "checkpoint's)")
+    p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
+    p.add_argument("--kv-memory", default="1GiB", help="KV cache budget, e.g. 512MiB, 4GiB (default 1GiB)")
+    p.add_argument("--max-model-len", type=int, help="tokens per request, prompt and output (default: the model's "
+                                                     "max_position_embeddings)")
+    p.add_argument("--max-num-seqs", type=int, default=16, help="requests running at once (default 16)")
+    p.add_argument("--max-num-batched-tokens", type=int, default=0,
+                   help="tokens per engine step (default: the engine's, max(2048, max-num-seqs))")
+    p.add_argument("--max-requests", type=int, default=0,
+                   help="requests held at once, waiting ones included; beyond, 503 (default 4 x max-num-seqs)")
+    p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
+    p.add_argument("--max-body-bytes", default="1MiB", help="largest request body (default 1MiB; beyond, 413)")
+    p.add_argument("--seed", type=int, default=0, help="mixed into every request's sampling seed")
+    p.add_argument("--log-level", default="info", help="uvicorn's log level (default info)")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    import uvicorn
+
+    from .app import Server
+
+    keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
+    server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
+                    max_body_bytes=parse_bytes(args.max_body_bytes), kv_dtype=args.kv_dtype,
+                    block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
+                    max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                    max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
+    print(f"kvcache serve: {server.model_name} (KV {server.engine.engine.kv_dtype}, max_model_len "
+          f"{server.max_model_len}) on http://{args.host}:{args.port}", flush=True)
+    uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,187 @@
+"""The OpenAI request bodies the server accepts, checked field by field, and
+the error shape it answers with (docs/serve.md lists both)."""
+import dataclasses
+
+MAX_LOGPROBS = 20
+MAX_STOP = 16  # stop strings per request
+MAX_STOP_LEN = 256  # characters of one stop string
+MAX_MESSAGES = 1024
+
+
+class ApiError(Exception):
+    """An answer in the OpenAI error shape:
+    {"error": {"message", "type", "param", "code"}} with the HTTP status."""
+
+    def __init__(self, status, message, *, param=None, code=None, type="invalid_request_error"):
+        super().__init__(message)
+        self.status, self.message, self.param, self.code, self.type = status, message, param, code, type
+
+    def body(self):
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def bad(message, param=None):
+    return ApiError(400, message, param=param)
+
+
+@dataclasses.dataclass
+class Generation:
+    """What one completion or chat request asks of the engine, after the checks."""
+    model: str
+    stream: bool
+    include_usage: bool
+    max_tokens: int  # None: up to the model's length
+    temperature: float
+    top_p: float
+    top_k: int
+    seed: int
+    stop: tuple
+    stop_token_ids: tuple
+    ignore_eos: bool
+    logprobs: int  # None: none; else the number of alternatives per token
+    priority: int
+    cache_salt: str
+    tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(body, name, default, lo, hi):
+    v = body.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+        raise bad(f"{name} must be a number in [{lo}, {hi}], got {v!r}", name)
+    return float(v)
+
+
+def _int(body, name, default, lo, hi):
+    v = body.get(name)
+    if v is None:
+        return default
+    if not _is_int(v) or not lo <= v <= hi:
+        raise bad(f"{name} must be an integer in [{lo}, {hi}], got {v!r}", name)
+    return v
+
+
+def _bool(body, name, default=False):
+    v = body.get(name, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise bad(f"{name} must be true or false, got {v!r}", name)
+    return v
+
+
+def _stop(body):
+    v = body.get("stop")
+    if v is None:
+        return ()
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, list) or len(items) > MAX_STOP or \
+            not all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_LEN for s in items):
+        raise bad(f"stop must be a string or a list of at most {MAX_STOP} non-empty strings of at most "
+                  f"{MAX_STOP_LEN} characters", "stop")
+    return tuple(items)
+
+
+def _unsupported(body):
+    if _int(body, "n", 1, 1, 1) != 1:
+        raise bad("n must be 1", "n")
+    if _int(body, "best_of", 1, 1, 1) != 1:
+        raise bad("best_of must be 1", "best_of")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
+            raise bad(f"{name} is not supported (only 0)", name)
+    if body.get("logit_bias"):
+        raise bad("logit_bias is not supported", "logit_bias")
+    if _bool(body, "echo"):
+        raise bad("echo is not supported", "echo")
+
+
+def _common(body, vocab_size, max_tokens_names, logprobs):
+    model = body.get("model")
+    if not isinstance(model, str):
+        raise bad("model must be a string", "model")
+    _unsupported(body)
+    stream = _bool(body, "stream")
+    options = body.get("stream_options")
+    if options is not None and (not isinstance(options, dict) or not stream):
+        raise bad("stream_options must be an object, and only with stream: true", "stream_options")
+    max_tokens = None
+    for name in max_tokens_names:
+        max_tokens = _int(body, name, max_tokens, 1, 2**31 - 1)
+    stop_ids = body.get("stop_token_ids") or []
+    if not isinstance(stop_ids, list) or not all(_is_int(t) and 0 <= t < vocab_size for t in stop_ids):
+        raise bad(f"stop_token_ids must be a list of token ids in [0, {vocab_size})", "stop_token_ids")
+    salt = body.get("cache_salt")
+    if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
+        raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
+    top_k = _int(body, "top_k", 0, -1, vocab_size)
+    return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
+                      max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+                      top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
+                      seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
+                      stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
+                      priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"))
+
+
+def completion_request(body, vocab_size):
+    """(Generation, prompt) of a /v1/completions body; prompt is a str or a list of token ids."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]  # a batch of one
+    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
+        if not all(0 <= t < vocab_size for t in prompt):
+            raise bad(f"prompt token ids must lie in [0, {vocab_size})", "prompt")
+    elif not isinstance(prompt, str) or not prompt:
+        raise bad("prompt must be a non-empty string or a non-empty list of token ids (one prompt per request)",
+                  "prompt")
+    logprobs = _int(body, "logprobs", None, 0, MAX_LOGPROBS)
+    gen = _common(body, vocab_size, ("max_tokens",), logprobs)
+    if gen.max_tokens is None:
+        gen.max_tokens = 16  # the OpenAI default of completions
+    return gen, prompt
+
+
+def _message(m, i):
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+        raise bad(f"messages[{i}] must be an object with a string role", "messages")
+    content = m.get("content")
+    if isinstance(content, list):  # content parts: text only
+        if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                   for p in content):
+            raise bad(f"messages[{i}].content: only text parts are supported", "messages")
+        content = "".join(p["text"] for p in content)
+    elif content is not None and not isinstance(content, str):
+        raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
+    return {**m, "content": content if content is not None else ""}
+
+
+def chat_request(body, vocab_size):
+    """(Generation, messages, template kwargs) of a /v1/chat/completions body."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not 0 < len(messages) <= MAX_MESSAGES:
+        raise bad(f"messages must be a list of 1 to {MAX_MESSAGES} messages", "messages")
+    messages = [_message(m, i) for i, m in enumerate(messages)]
+    logprobs = None
+    if _bool(body, "logprobs"):
+        logprobs = _int(body, "top_logprobs", 0, 0, MAX_LOGPROBS)
+    elif body.get("top_logprobs") is not None:
+        raise bad("top_logprobs needs logprobs: true", "top_logprobs")
+    gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise bad("tools must be a list", "tools")
+    kwargs = body.get("chat_template_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
+    kwargs = {**kwargs, "add_generation_prompt": _bool(body, "add_generation_prompt", True), "tools": tools}
+    return gen, messages, kwargs

@@ -1,0 +1,95 @@
+"""Text for a model directory: tokenizer.json through Hugging Face's
+`tokenizers`, tokenizer_config.json's special tokens and chat template, and
+the end-of-sequence ids of generation_config.json / config.json."""
+import json
+import pathlib
+
+from . import chat_template
+from ._lib import invalid
+
+_SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
+
+
+def _read_json(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise invalid(f"{path}: {exc}") from None
+
+
+def _token_text(value):
+    """A special token as tokenizer_config.json writes it: a string or an AddedToken dict."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _ids(value):
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def _template_of(model_dir, config):
+    """tokenizer_config.json's chat_template (a string, or named templates: "default"),
+    else the chat_template.jinja file beside it; None when there is none."""
+    source = config.get("chat_template")
+    if isinstance(source, list):
+        named = {t.get("name"): t.get("template") for t in source if isinstance(t, dict)}
+        source = named.get("default")
+    if isinstance(source, str):
+        return source
+    path = model_dir / "chat_template.jinja"
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+class Tokenizer:
+    """The tokenizer of a model directory (tokenizer.json must be there).
+
+    encode / decode go through `tokenizers`; apply_chat_template renders the
+    chat template as transformers does; eos_token_ids are the ids that end
+    generation: generation_config.json's eos_token_id (an id or a list),
+    else config.json's, else the tokenizer's eos_token."""
+
+    def __init__(self, model_dir):
+        import tokenizers  # the "serve" extra
+
+        model_dir = pathlib.Path(model_dir)
+        path = model_dir / "tokenizer.json"
+        if not path.is_file():
+            raise invalid(f"{path}: no tokenizer.json in the model directory")
+        try:
+            self._tok = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise invalid(f"{path}: {exc}") from None
+        config = _read_json(model_dir / "tokenizer_config.json")
+        self.special_tokens = {k: _token_text(config.get(k)) for k in _SPECIAL_KEYS if _token_text(config.get(k))}
+        self.chat_template = _template_of(model_dir, config)
+        eos = _ids(_read_json(model_dir / "generation_config.json").get("eos_token_id"))
+        eos = eos or _ids(_read_json(model_dir / "config.json").get("eos_token_id"))
+        eos_text = self.special_tokens.get("eos_token")
+        if not eos and eos_text is not None and self._tok.token_to_id(eos_text) is not None:
+            eos = [self._tok.token_to_id(eos_text)]
+        self.eos_token_ids = tuple(dict.fromkeys(eos))
+        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text, add_special_tokens=True):
+        return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, ids, skip_special_tokens=True):
+        return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, **kwargs):
+        """The prompt text of a conversation; TemplateError when the model has
+        no template or the template refuses the conversation."""
+        if self.chat_template is None:
+            raise chat_template.TemplateError("the model directory has no chat template "
+                                              "(tokenizer_config.json's chat_template or chat_template.jinja)")
+        return chat_template.render(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
+                                    special_tokens=self.special_tokens, **kwargs)

@@ -1,0 +1,102 @@
+"""Writes chat_templates.json: each template's text for each conversation as
+transformers' apply_chat_template renders it (run once by hand in a
+throwaway venv with transformers installed; not a dependency of the package):
+
+    python -m venv /tmp/tf && /tmp/tf/bin/pip install transformers tokenizers jinja2
+    /tmp/tf/bin/python python/tests/data/gen_chat_templates.py
+"""
+import json
+import pathlib
+import sys
+import tempfile
+
+import transformers
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+OUT = pathlib.Path(__file__).with_name("chat_templates.json")
+
+CHATML = (
+    "{%- if tools %}\n"
+    "{{- '<|im_start|>system\\n' }}\n"
+    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}\n"
+    "{{- 'Tools:\\n' }}\n"
+    "{%- for tool in tools %}{{- tool | tojson }}{{- '\\n' }}{%- endfor %}\n"
+    "{{- '<|im_end|>\\n' }}\n"
+    "{%- elif messages[0].role != 'system' %}\n"
+    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "{%- if message.role not in ['system', 'user', 'assistant'] %}"
+    "{{- raise_exception('Unknown role: ' + message.role) }}{%- endif %}\n"
+    "{%- if message.role == 'system' and tools %}{%- continue %}{%- endif %}\n"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content | trim + '<|im_end|>\\n' }}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "{{- '<|im_start|>assistant\\n' }}\n"
+    "{%- endif %}\n"
+)
+
+LLAMA = (
+    "{% if messages[0]['role'] == 'system' %}"
+    "{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}"
+    "{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+    "{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ ' ' + content.strip() + ' ' + eos_token }}{% endif %}"
+    "{% endfor %}"
+)
+
+TEMPLATES = {
+    "chatml": {"source": CHATML, "bos_token": None, "eos_token": "<|im_end|>"},
+    "llama": {"source": LLAMA, "bos_token": "<s>", "eos_token": "</s>"},
+}
+
+CONVERSATIONS = [
+    {"messages": [{"role": "user", "content": "Hello!"}], "add_generation_prompt": True},
+    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "  Wie geht's? 日本語 🙂 "},
+                  {"role": "assistant", "content": "Gut, danke."}, {"role": "user", "content": "Und dir?"}],
+     "add_generation_prompt": True},
+    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+     "add_generation_prompt": False},
+    {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "weather in Zürich?"}],
+     "add_generation_prompt": True,
+     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Météo d'une ville",
+                                                 "parameters": {"type": "object",
+                                                                "properties": {"city": {"type": "string"}}}}}]},
+    {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "add_generation_prompt": True},
+    {"messages": [{"role": "tool", "content": "42"}], "add_generation_prompt": True},
+]
+
+
+def render(tok, case):
+    try:
+        return {"text": tok.apply_chat_template(case["messages"], tools=case.get("tools"), tokenize=False,
+                                                add_generation_prompt=case["add_generation_prompt"])}
+    except Exception as exc:  # the template's raise_exception
+        return {"error": str(exc)}
+
+
+def main():
+    base = Tokenizer(models.WordLevel({"<unk>": 0, "<s>": 1, "</s>": 2, "<|im_end|>": 3}, unk_token="<unk>"))
+    base.pre_tokenizer = pre_tokenizers.Whitespace()
+    out = {"transformers": transformers.__version__, "templates": TEMPLATES, "cases": []}
+    for name, t in TEMPLATES.items():
+        with tempfile.TemporaryDirectory() as d:
+            base.save(f"{d}/tokenizer.json")
+            specials = {k: v for k, v in (("bos_token", t["bos_token"]), ("eos_token", t["eos_token"])) if v}
+            json.dump({"chat_template": t["source"], **specials, "tokenizer_class": "PreTrainedTokenizerFast"},
+                      open(f"{d}/tokenizer_config.json", "w"))
+            tok = transformers.AutoTokenizer.from_pretrained(d)
+            for case in CONVERSATIONS:
+                out["cases"].append({"template": name, **case, "expected": render(tok, case)})
+    OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""A kvcache.serve server on 127.0.0.1 and an ephemeral port, run by uvicorn
+on a thread of the test process, stopped when the test is done."""
+import contextlib
+import json
+import socket
+import threading
+import time
+
+import uvicorn
+
+from kvcache.serve import Server
+
+
+@contextlib.contextmanager
+def running(model_dir, **kwargs):
+    """Yields (base URL, Server) of a server over model_dir (kwargs: Server's)."""
+    args = dict(served_model_name="test", max_num_seqs=8, kv_memory="16MiB", block_size=4, max_requests=64)
+    args.update(kwargs)
+    server = Server(model_dir, **args)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(server.app, log_level="warning", lifespan="on")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server
+    finally:
+        uv.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def metric(text, name):
+    """The value of an unlabelled metric in Prometheus text."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
+
+
+def sse_events(lines):
+    """The JSON payloads of server-sent event lines, up to [DONE]."""
+    out = []
+    for line in lines:
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            return out
+        out.append(json.loads(line[6:]))
+    raise AssertionError("the stream ended without [DONE]")

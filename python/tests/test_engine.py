@@ -1,0 +1,139 @@
+"""kvcache.Engine and kvcache.AsyncEngine over the Qwen3-shaped test model."""
+import asyncio
+
+import numpy as np
+import pytest
+
+import kvcache
+from conftest import DATA
+
+MODEL = DATA / "oracle" / "qwen3"
+PROMPTS = [[1, 2, 3, 4, 5], [7, 8, 9], [100, 200, 300, 400, 500, 6, 7, 8, 9, 10]]
+
+
+def engine(**kw):
+    args = dict(max_num_seqs=4, kv_memory="8MiB", block_size=4)
+    args.update(kw)
+    return kvcache.Engine(MODEL, **args)
+
+
+def test_greedy_equals_the_static_runner():
+    e = engine()
+    got = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
+    for prompt, ids in zip(PROMPTS, got):
+        assert ids == kvcache.run(MODEL, [prompt], 6)[0].tolist()
+    assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
+
+
+def test_stop_token_ends_the_request_and_is_its_last_token():
+    e = engine()
+    free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=6))[0]
+    stop = free[2]
+    first = free.index(stop)
+    ids = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=6, stop_token_ids=(stop,)))[0]
+    assert ids == free[:first + 1]
+
+
+def test_abort_frees_the_kv_at_once():
+    e = engine()
+    rid = e.add_request(PROMPTS[2], kvcache.SamplingParams(max_tokens=50))
+    e.step()
+    assert e.stats()["kv_blocks_in_use"] > 0
+    assert e.abort(rid) is True
+    assert e.stats()["kv_blocks_in_use"] == 0 and not e.has_unfinished()
+    assert e.abort(rid) is False
+
+
+def test_queue_full_and_bad_requests_are_refused():
+    e = engine(max_requests=2)
+    e.add_request([1], kvcache.SamplingParams(max_tokens=2))
+    e.add_request([2], kvcache.SamplingParams(max_tokens=2))
+    with pytest.raises(kvcache.QueueFull):
+        e.add_request([3])
+    with pytest.raises(kvcache.InvalidArgument, match="vocabulary|ids must lie"):
+        e.add_request([e.vocab_size])
+    with pytest.raises(kvcache.InvalidArgument, match="temperature"):
+        e.add_request([1], kvcache.SamplingParams(temperature=-1.0))
+    with pytest.raises(kvcache.InvalidArgument, match="cache_salt"):
+        e.add_request([1], cache_salt=b"x" * 65)
+
+
+def test_prefix_hits_count_per_request_and_salts_isolate():
+    e = engine()
+    prompt = list(range(10, 30))
+    params = kvcache.SamplingParams(max_tokens=2)
+
+    def cached(salt):
+        rid = e.add_request(prompt, params, cache_salt=salt)
+        n = 0
+        while e.has_unfinished():
+            n = max([n] + [o.num_cached_tokens for o in e.step() if o.request_id == rid])
+        return n
+
+    assert cached("a") == 0
+    assert cached("a") == 16  # whole blocks of 4 before the last prompt token
+    assert cached("b") == 0  # another tenant's salt misses
+    assert cached(b"a") == 16
+    assert e.stats()["prefix_hit_tokens"] == 32
+
+
+def test_logprobs_are_the_model_distribution():
+    e = engine()
+    rid = e.add_request(PROMPTS[0], kvcache.SamplingParams(max_tokens=3, logprobs=5))
+    seen = []
+    while e.has_unfinished():
+        for out in e.step():
+            assert out.request_id == rid
+            (lp,) = out.logprobs
+            assert lp.token_id == out.new_token_ids[0]
+            assert lp.top[0][0] == lp.token_id and lp.top[0][1] == pytest.approx(lp.logprob)  # greedy: the most likely
+            assert [t for t, _ in lp.top] == sorted([t for t, _ in lp.top], key=lambda t: -dict(lp.top)[t])
+            assert len(lp.top) == 5 and lp.logprob < 0
+            seen.append(lp.token_id)
+    assert seen == kvcache.run(MODEL, [PROMPTS[0]], 3)[0].tolist()
+    _, logits = kvcache.run(MODEL, [PROMPTS[0]], 1, logits=True)
+    row = logits[0, 0].astype(np.float64)
+    expect = row[seen[0]] - np.log(np.exp(row - row.max()).sum()) - row.max()
+    e2 = engine()
+    rid = e2.add_request(PROMPTS[0], kvcache.SamplingParams(max_tokens=1, logprobs=0))
+    (out,) = e2.step()
+    assert out.logprobs[0].logprob == pytest.approx(expect, abs=1e-4) and out.logprobs[0].top == ()
+
+
+def test_async_engine_streams_to_many_waiters_and_aborts_on_cancel():
+    e = engine(max_num_seqs=8, max_requests=64)
+    alone = [e.generate([p], kvcache.SamplingParams(max_tokens=8))[0] for p in PROMPTS]
+    ae = kvcache.AsyncEngine(e)
+
+    async def one(prompt):
+        ids = []
+        async for out in ae.generate(prompt, kvcache.SamplingParams(max_tokens=8)):
+            ids.extend(out.new_token_ids)
+        return ids
+
+    async def cancelled():
+        agen = ae.generate(list(range(1, 40)), kvcache.SamplingParams(max_tokens=400))
+        await agen.__anext__()
+        await agen.aclose()
+
+    async def main():
+        got = await asyncio.gather(*(one(PROMPTS[i % 3]) for i in range(24)), cancelled())
+        for _ in range(100):
+            if ae.stats()["kv_blocks_in_use"] == 0:
+                break
+            await asyncio.sleep(0.01)
+        return got[:-1]
+
+    try:
+        got = asyncio.run(main())
+        assert got == [alone[i % 3] for i in range(24)]
+        assert ae.stats()["kv_blocks_in_use"] == 0 and ae.stats()["running"] == 0
+
+        async def refused():
+            async for _ in ae.generate([], kvcache.SamplingParams()):
+                pass
+
+        with pytest.raises(kvcache.InvalidArgument):
+            asyncio.run(refused())
+    finally:
+        ae.close()

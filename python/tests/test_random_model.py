@@ -1,0 +1,31 @@
+"""python -m kvcache.random_model: a servable model directory in a config's shapes."""
+import json
+
+import pytest
+
+pytest.importorskip("tokenizers")
+
+import kvcache  # noqa: E402
+from conftest import DATA  # noqa: E402
+from kvcache import random_model  # noqa: E402
+from kvcache.tokenizer import Tokenizer  # noqa: E402
+
+
+def test_a_random_model_loads_runs_and_has_text(tmp_path):
+    config = json.loads((DATA / "oracle" / "qwen3" / "config.json").read_text())
+    config["vocab_size"] = 1500  # more ids than the trained BPE: placeholders fill the rest
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    out = random_model.make(tmp_path / "c.json", tmp_path / "m", dtype="bf16")
+    names = {line.split("\t")[0] for line in (DATA / "oracle" / "qwen3" / "tensors.txt").read_text().splitlines()}
+    assert set(random_model.tensor_shapes(config)) == names  # the real checkpoint's tensors, no more, no less
+    e = kvcache.Engine(out, kv_memory="4MiB", block_size=4)
+    assert e.kv_dtype == "bf16" and e.vocab_size == 1500
+    assert len(e.generate([[5, 6, 7]], kvcache.SamplingParams(max_tokens=4))[0]) == 4
+    tok = Tokenizer(out)
+    assert tok.vocab_size == 1500 and tok.eos_token_ids == (2,)
+    assert tok.decode(tok.encode("Hello café 🙂")) == "Hello café 🙂"
+    assert tok.decode([1499]).startswith("<|t")  # a placeholder: every id of the model decodes
+    chat = tok.apply_chat_template([{"role": "user", "content": "hi"}])
+    assert chat == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    with pytest.raises(SystemExit, match="dense Llama-shaped"):
+        random_model.make(DATA / "configs" / "gpt-oss-20b.json", tmp_path / "x")

@@ -1,0 +1,317 @@
+"""kvcache.serve against the real `openai` client and raw HTTP: completions
+and chat, streamed and not, usage, concurrency, disconnects, bad requests,
+API keys and tenant isolation, metrics."""
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+
+import kvcache  # noqa: E402
+from kvcache.tokenizer import Tokenizer  # noqa: E402
+from serve_fixture import metric, running, sse_events  # noqa: E402
+from text_model import MODEL, make_model_dir  # noqa: E402
+
+EOS = (2, 0)
+PROMPTS = ["The quick brown fox", "Unicode: café 日本語 🙂", "Blocks of sixteen tokens, a pool of blocks",
+           "Numbers 0 1 2 3"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_model_dir(tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture(scope="module")
+def tok(model_dir):
+    return Tokenizer(model_dir)
+
+
+@pytest.fixture(scope="module")
+def server(model_dir):
+    with running(model_dir) as (url, srv):
+        yield url, srv
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with openai.OpenAI(base_url=server[0] + "/v1", api_key="none", max_retries=0, timeout=60) as c:
+        yield c
+
+
+def greedy(ids, max_tokens):
+    """The reference: the static runner's greedy ids, cut after the first end-of-sequence id."""
+    out = kvcache.run(MODEL, [ids], max_tokens)[0].tolist()
+    for i, t in enumerate(out):
+        if t in EOS:
+            return out[:i + 1], "stop"
+    return out, "length"
+
+
+def test_completion_is_the_greedy_text_with_its_usage(client, tok):
+    for prompt in PROMPTS:
+        ids = tok.encode(prompt)
+        ref, reason = greedy(ids, 12)
+        r = client.completions.create(model="test", prompt=prompt, max_tokens=12, temperature=0)
+        text = tok.decode([t for t in ref if t not in EOS])
+        assert r.choices[0].text == text and r.choices[0].finish_reason == reason
+        assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (len(ids), len(ref))
+        assert r.usage.total_tokens == len(ids) + len(ref)
+        assert r.object == "text_completion" and r.model == "test"
+
+
+def test_streamed_completion_concatenates_to_the_whole(client):
+    for prompt in PROMPTS:
+        whole = client.completions.create(model="test", prompt=prompt, max_tokens=20, temperature=0)
+        chunks = list(client.completions.create(model="test", prompt=prompt, max_tokens=20, temperature=0,
+                                                stream=True, stream_options={"include_usage": True}))
+        text = "".join(c.choices[0].text for c in chunks if c.choices)
+        assert text == whole.choices[0].text
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == whole.choices[0].finish_reason
+        assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+        assert chunks[-1].usage.prompt_tokens == whole.usage.prompt_tokens
+
+
+def test_chat_streamed_and_not_with_usage(client, tok):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Héllo, wörld 🙂"}]
+    ids = tok.encode(tok.apply_chat_template(messages), add_special_tokens=False)
+    ref, reason = greedy(ids, 16)
+    whole = client.chat.completions.create(model="test", messages=messages, max_tokens=16, temperature=0)
+    msg = whole.choices[0].message
+    assert msg.role == "assistant" and msg.content == tok.decode([t for t in ref if t not in EOS])
+    assert whole.choices[0].finish_reason == reason
+    assert (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (len(ids), len(ref))
+    chunks = list(client.chat.completions.create(model="test", messages=messages, max_tokens=16, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == msg.content
+    assert chunks[-1].usage.completion_tokens == len(ref)
+
+
+def test_sampling_is_seeded_and_stop_strings_cut(client):
+    kw = dict(model="test", prompt="The quick", max_tokens=24, temperature=1.0, top_p=0.9, extra_body={"top_k": 50})
+    a = client.completions.create(seed=7, **kw).choices[0].text
+    assert a == client.completions.create(seed=7, **kw).choices[0].text
+    texts = {client.completions.create(seed=s, **kw).choices[0].text for s in range(4)}
+    assert len(texts) > 1
+    full = client.completions.create(model="test", prompt="The quick", max_tokens=24, temperature=0,
+                                     extra_body={"ignore_eos": True})
+    text = full.choices[0].text
+    stop = text[5:8]
+    cut = client.completions.create(model="test", prompt="The quick", max_tokens=24, temperature=0, stop=[stop],
+                                    extra_body={"ignore_eos": True})
+    assert cut.choices[0].text == text[:text.index(stop)] and cut.choices[0].finish_reason == "stop"
+
+
+def test_logprobs_of_completions_and_chat(client):
+    r = client.completions.create(model="test", prompt="The quick", max_tokens=5, temperature=0, logprobs=3)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == r.usage.completion_tokens
+    for tok_text, value, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        assert value <= 0 and len(top) <= 3 and max(top.values()) == pytest.approx(value)
+    c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+                                       temperature=0, logprobs=True, top_logprobs=2)
+    content = c.choices[0].logprobs.content
+    assert len(content) == c.usage.completion_tokens
+    assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob == pytest.approx(e.logprob) for e in content)
+
+
+def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
+    prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(32)]
+    kw = dict(model="test", max_tokens=16, temperature=0, logprobs=0,
+              extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+    alone = [client.completions.create(prompt=p, **kw).choices[0].logprobs.tokens for p in prompts]
+
+    async def together():
+        async with openai.AsyncOpenAI(base_url=server[0] + "/v1", api_key="none", max_retries=0, timeout=120) as ac:
+            async def one(p):
+                tokens = []
+                async for chunk in await ac.completions.create(prompt=p, stream=True, **kw):
+                    tokens += chunk.choices[0].logprobs.tokens if chunk.choices[0].logprobs else []
+                return tokens
+
+            return await asyncio.gather(*(one(p) for p in prompts))
+
+    assert asyncio.run(together()) == alone
+    assert all(len(t) == 16 and t[0].startswith("token_id:") for t in alone)
+
+
+def wait_kv_free(url, timeout=2):
+    deadline = time.monotonic() + timeout
+    while True:
+        text = httpx.get(url + "/metrics").text
+        if metric(text, "kvcache_kv_cache_blocks_in_use") == 0 and metric(text, "kvcache_num_requests_running") == 0:
+            return text
+        assert time.monotonic() < deadline, "the KV of a disconnected client was not freed"
+        time.sleep(0.02)
+
+
+def slow_steps(monkeypatch, srv, seconds=0.02):
+    """Each engine step takes `seconds` longer, so a request is still running when the client acts."""
+    engine = srv.engine.engine
+    step = engine.step
+
+    def slow():
+        time.sleep(seconds)
+        return step()
+
+    monkeypatch.setattr(engine, "step", slow)
+
+
+def test_a_client_that_disconnects_frees_its_kv(server, monkeypatch):
+    url = server[0]
+    slow_steps(monkeypatch, server[1])  # 400 tokens take 8 s: far longer than wait_kv_free waits
+    body = {"model": "test", "prompt": "The quick brown fox " * 10, "max_tokens": 400, "temperature": 0,
+            "ignore_eos": True, "stream": True}
+    with httpx.Client(timeout=30) as h:
+        with h.stream("POST", url + "/v1/completions", json=body) as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            for _ in range(3):
+                next(lines)
+            assert metric(h.get(url + "/metrics").text, "kvcache_kv_cache_blocks_in_use") > 0
+    wait_kv_free(url)
+    with pytest.raises(httpx.ReadTimeout):  # not streamed: the client gives up waiting
+        httpx.post(url + "/v1/completions", json={**body, "stream": False}, timeout=0.5)
+    wait_kv_free(url)
+
+
+def error_of(r, status):
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert set(err) == {"message", "type", "param", "code"} and err["message"]
+    return err
+
+
+def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, client):
+    url = server[0] + "/v1/completions"
+    ok = {"model": "test", "prompt": "hi", "max_tokens": 2}
+    error_of(httpx.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400)
+    error_of(httpx.post(url, json=[1, 2]), 400)
+    assert error_of(httpx.post(url, json={**ok, "temperature": -1}), 400)["param"] == "temperature"
+    assert error_of(httpx.post(url, json={**ok, "max_tokens": 0}), 400)["param"] == "max_tokens"
+    assert error_of(httpx.post(url, json={**ok, "max_tokens": 600}), 400)["param"] == "max_tokens"
+    assert "maximum context length" in error_of(httpx.post(url, json={**ok, "prompt": "x " * 600}), 400)["message"]
+    assert error_of(httpx.post(url, json={**ok, "prompt": [1, 99999]}), 400)["param"] == "prompt"
+    assert error_of(httpx.post(url, json={**ok, "n": 2}), 400)["param"] == "n"
+    assert error_of(httpx.post(url, json={**ok, "stop": 5}), 400)["param"] == "stop"
+    assert error_of(httpx.post(url, json={**ok, "model": "other"}), 404)["code"] == "model_not_found"
+    error_of(httpx.post(url, json={**ok, "prompt": "x" * (2 << 20)}), 413)
+    chat = server[0] + "/v1/chat/completions"
+    assert error_of(httpx.post(chat, json={"model": "test", "messages": []}), 400)["param"] == "messages"
+    err = error_of(httpx.post(chat, json={"model": "test", "messages": [{"role": "tool", "content": "x"}]}), 400)
+    assert "Unknown role" in err["message"]
+    error_of(httpx.get(server[0] + "/v1/nothing"), 404)
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model="test", prompt="hi", max_tokens=2, top_p=0)
+    assert client.completions.create(**ok).usage.completion_tokens >= 1
+
+
+def test_models_health_metrics(server, client):
+    assert [m.id for m in client.models.list().data] == ["test"]
+    assert httpx.get(server[0] + "/health").status_code == 200
+    text = httpx.get(server[0] + "/metrics").text
+    for name in ("kvcache_num_requests_running", "kvcache_num_requests_waiting", "kvcache_kv_cache_usage_perc",
+                 "kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total",
+                 "kvcache_num_preemptions_total"):
+        metric(text, name)
+    assert "kvcache_time_to_first_token_seconds_bucket" in text
+    assert "kvcache_inter_token_latency_seconds_bucket" in text
+
+
+def test_full_queue_is_503(model_dir, monkeypatch):
+    with running(model_dir, max_num_seqs=1, max_requests=1) as (url, srv):
+        slow_steps(monkeypatch, srv)
+        body = {"model": "test", "prompt": "The quick", "max_tokens": 300, "ignore_eos": True, "stream": True}
+        with httpx.Client(timeout=30) as h:
+            with h.stream("POST", url + "/v1/completions", json=body) as r:
+                lines = r.iter_lines()  # kept: a dropped iterator closes the connection, aborting the request
+                next(lines)
+                assert error_of(h.post(url + "/v1/completions", json={**body, "stream": False}), 503)["code"] \
+                    == "queue_full"
+        wait_kv_free(url)
+        assert httpx.post(url + "/v1/completions", json={**body, "stream": False, "max_tokens": 2}).status_code == 200
+
+
+def test_api_keys_and_tenant_isolation(model_dir):
+    with running(model_dir, api_keys=["key-a", "key-b"]) as (url, _):
+        body = {"model": "test", "prompt": "Prefix caching shares the blocks of a prompt " * 3, "max_tokens": 2}
+
+        def cached(key):
+            r = httpx.post(url + "/v1/completions", json=body, headers={"Authorization": f"Bearer {key}"})
+            assert r.status_code == 200, r.text
+            return r.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+        assert error_of(httpx.post(url + "/v1/completions", json=body), 401)["code"] == "invalid_api_key"
+        error_of(httpx.post(url + "/v1/completions", json=body, headers={"Authorization": "Bearer nope"}), 401)
+        error_of(httpx.get(url + "/v1/models"), 401)
+        assert httpx.get(url + "/health").status_code == 200
+        assert cached("key-a") == 0
+        assert cached("key-a") > 0  # its own prompt, cached
+        assert cached("key-b") == 0  # never another tenant's
+        with openai.OpenAI(base_url=url + "/v1", api_key="key-b", max_retries=0) as c:
+            assert c.completions.create(**body).usage.prompt_tokens_details.cached_tokens > 0
+
+
+@pytest.mark.parametrize("how", ["python -m", "kvcache serve"])
+def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
+    """python -m kvcache.serve, and `kvcache serve` that forwards to it ($KVC_PYTHON)."""
+    head = [sys.executable, "-m", "kvcache.serve"]
+    if how == "kvcache serve":
+        head = [str(request.getfixturevalue("kvcache_cmd")), "serve"]
+    env = {**os.environ, "KVC_PYTHON": sys.executable}
+    proc = subprocess.Popen(head + [str(model_dir), "--port", "0", "--kv-memory", "8MiB", "--served-model-name",
+                                    "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        url = None
+        for line in proc.stdout:
+            if "Uvicorn running on" in line:
+                url = line.split("running on ")[1].split()[0]
+                break
+        assert url is not None and url.startswith("http://127.0.0.1:")
+        r = httpx.post(url + "/v1/completions", json={"model": "cli", "prompt": "hi", "max_tokens": 3})
+        assert r.status_code == 200 and r.json()["model"] == "cli"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_bench_serve_reports_latencies_and_hits(server):
+    from kvcache import bench_serve
+
+    args = bench_serve.parser().parse_args(["--url", server[0], "--model", "test", "--num-requests", "8",
+                                            "--input-len", "8", "--prefix-len", "32", "--shared-prefix", "1",
+                                            "--output-len", "4", "--rate", "50"])
+    rng = __import__("random").Random(0)
+    report = asyncio.run(bench_serve.run_rate(args, 50.0, bench_serve.make_prompts(args, rng), rng))
+    assert report["failed"] == 0 and report["requests"] == 8
+    assert report["ttft_ms"]["p50"] > 0 and report["tpot_ms"]["p99"] >= report["tpot_ms"]["p50"] > 0
+    assert 0 < report["prefix_cache_hit_rate"] < 1  # every prompt but the first finds the prefix
+    assert bench_serve.percentiles([1, 2, 3, 4]) == {"p50": 2, "p90": 4, "p99": 4}
+
+
+def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, monkeypatch):
+    url, srv = server
+    engine = srv.engine.engine
+
+    def broken():
+        raise kvcache.InternalError(-7, "KVC_EINTERNAL", "a forward failed")
+
+    body = {"model": "test", "prompt": "hi", "max_tokens": 4}
+    monkeypatch.setattr(engine, "step", broken)
+    err = error_of(httpx.post(url + "/v1/completions", json=body), 500)
+    assert err["type"] == "server_error" and "a forward failed" in err["message"]
+    with httpx.stream("POST", url + "/v1/completions", json={**body, "stream": True}) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert "a forward failed" in lines[-2] and lines[-1] == "data: [DONE]"
+    monkeypatch.undo()
+    wait_kv_free(url)
+    assert httpx.post(url + "/v1/completions", json=body).status_code == 200

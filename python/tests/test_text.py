@@ -1,0 +1,107 @@
+"""Text around the engine: tokenizer.json round trips, chat templates as
+transformers renders them, end-of-sequence ids, incremental detokenization
+and stop strings."""
+import json
+
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("jinja2")
+
+from kvcache import chat_template  # noqa: E402
+from kvcache.detokenize import TextStream  # noqa: E402
+from kvcache.tokenizer import Tokenizer  # noqa: E402
+from text_model import TEMPLATES, make_model_dir  # noqa: E402
+
+MULTI = ["café naïve Straße", "日本語のテキスト、中文文本", "emoji 🙂🚀🎉 👍🏽 ❤️", "한국어 텍스트 Ελληνικά", "mixed: é日🙂x"]
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    return Tokenizer(make_model_dir(tmp_path_factory.mktemp("model")))
+
+
+def test_tokenizer_round_trips_multibyte_text(tok):
+    assert tok.vocab_size == 512
+    for text in MULTI:
+        ids = tok.encode(text)
+        assert all(0 <= i < 512 for i in ids)
+        assert tok.decode(ids) == text
+    assert tok.encode("<|im_start|>user") [0] == 1  # a special token is one id
+    assert tok.decode(tok.encode("<|im_end|>hi")) == "hi"  # skipped when decoding
+
+
+def test_eos_ids_come_from_generation_config(tok, tmp_path):
+    assert tok.eos_token_ids == (2, 0)
+    d = make_model_dir(tmp_path / "m")
+    (d / "generation_config.json").unlink()
+    config = json.loads((d / "config.json").read_text())
+    config["eos_token_id"] = 7
+    (d / "config.json").write_text(json.dumps(config))
+    assert Tokenizer(d).eos_token_ids == (7,)
+    config["eos_token_id"] = None
+    (d / "config.json").write_text(json.dumps(config))
+    assert Tokenizer(d).eos_token_ids == (2,)  # tokenizer_config's eos_token "<|im_end|>"
+
+
+@pytest.mark.parametrize("case", json.loads(TEMPLATES.read_text())["cases"], ids=lambda c: c["template"])
+def test_chat_template_renders_as_transformers(case):
+    t = json.loads(TEMPLATES.read_text())["templates"][case["template"]]
+    specials = {k: t[k] for k in ("bos_token", "eos_token") if t[k]}
+    expected = case["expected"]
+    if "error" in expected:
+        with pytest.raises(chat_template.TemplateError, match=expected["error"].replace("(", r"\(")[:40]):
+            chat_template.render(t["source"], case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                                 special_tokens=specials, tools=case.get("tools"))
+    else:
+        assert chat_template.render(t["source"], case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                                    special_tokens=specials, tools=case.get("tools")) == expected["text"]
+
+
+def test_a_template_that_does_not_compile_is_refused():
+    with pytest.raises(chat_template.TemplateError, match="does not compile"):
+        chat_template.render("{% for %}", [])
+
+
+def stream(tok, ids, stop=(), prompt=(5,)):
+    s = TextStream(tok, list(prompt), stop)
+    deltas = [s.add([t]) for t in ids] + [s.finish()]
+    assert "".join(deltas) == s.text
+    return s, deltas
+
+
+def test_deltas_never_split_a_character_and_join_to_the_text(tok):
+    for text in MULTI:
+        ids = tok.encode(text)
+        s, deltas = stream(tok, ids)
+        assert s.text == text and not any("\ufffd" in d for d in deltas)
+        assert len([d for d in deltas if d]) > 1
+
+
+def test_incomplete_bytes_at_the_end_are_flushed_as_decode_gives_them(tok):
+    ids = tok.encode("ok 🙂")
+    for cut in range(1, len(ids) + 1):
+        s, _ = stream(tok, ids[:cut])
+        assert s.text == tok.decode(ids[:cut])
+
+
+def test_stop_strings_end_the_text_and_are_never_streamed(tok):
+    text = "The quick brown fox jumps over the lazy dog."
+    s, deltas = stream(tok, tok.encode(text), stop=["brown fox", "lazy"])
+    assert s.text == "The quick " and s.stopped == "brown fox"
+    assert not any("brown" in d or "bro" in d[-3:] for d in deltas)
+    s, _ = stream(tok, tok.encode("日本語のテキスト"), stop=["テキ"])
+    assert s.text == "日本語の"
+    s, _ = stream(tok, tok.encode("no stop here"), stop=["zzz"])
+    assert s.text == "no stop here" and s.stopped is None
+
+
+def test_invalid_bytes_come_out_at_once_and_as_decode_gives_them(tok):
+    """Byte-level tokens that never form UTF-8 (a lone continuation byte) do
+    not hold the stream back to its end; the text still equals decode."""
+    ids = tok.encode("🙂")
+    cont = ids[-1]  # the emoji's last token ends in continuation bytes
+    stray = [cont, cont, cont]
+    s, deltas = stream(tok, stray)
+    assert s.text == tok.decode(stray)
+    assert "".join(deltas[:len(stray)]).count("\ufffd") >= 2  # before finish
