@@ -10,13 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/internal.h"
 #include "plot_data.h"
 
 int kvc_cmd_serve(int argc, char **argv) {
     char venv_python[4096];
     const char *python = kvc_package_python(venv_python, sizeof venv_python);
     /* python -m kvcache.serve, then argv[1..argc) and the NULL execvp wants */
-    char **args = calloc((size_t)argc + 3, sizeof *args);
+    char **args = kvci_calloc((size_t)argc + 3, sizeof *args);
     if (args == NULL) {
         fprintf(stderr, "kvcache serve: out of memory\n");
         return 1;
@@ -30,6 +31,6 @@ int kvc_cmd_serve(int argc, char **argv) {
             "kvcache serve: cannot run %s: %s (set KVC_PYTHON to a Python where the kvcache package is installed "
             "with its \"serve\" extra: pip install \"./python[serve]\")\n",
             python, strerror(errno));
-    free(args);
+    kvci_free(args);
     return 1;
 }
