@@ -53,7 +53,7 @@ NONFINITE_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c tests/model/t
 SERVE_FORMAT_FILES := tools/cmd_serve.[ch]
 # memory that follows use: the manager's growing room and its tests
 GROWTH_FORMAT_FILES := src/cache/manager_room.c tests/cache/test_manager_growth.c tests/cache/test_shared_pool.c
-FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h \
+FORMAT_FILES := $(wildcard include/kvcache/base.h include/kvcache/export.h include/kvcache/half.h include/kvcache/layout.h \
                 include/kvcache/kvcache.h include/kvcache/version.h src/base/status.c src/base/threads.h \
                 src/base/version.c examples/*.c tests/base/test_status.c tests/base/test_version.c \
                 tests/install/consumer.c tests/tools/test_cli_agrees.c tests/support/kvc_test_command.c tools/run_engine.[ch] \

@@ -9,6 +9,7 @@
 #define KVCACHE_CACHE_H
 
 #include "kvcache/base.h"
+#include "kvcache/layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,16 +60,6 @@ typedef enum kvc_attn_type {
 /* "FullAttention", "SlidingWindow", "Mamba"; "?" for an unknown value. */
 KVC_API const char *kvc_attn_type_name(kvc_attn_type type);
 KVC_API kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
-
-/* Physical layout of the blocks of a paged cache: the one name of each
- * layout, used by cache descriptions, the cache writes and attention. */
-typedef enum kvc_block_layout {
-    KVC_BLOCK_BNBSND = 0, /* block-major: [blocks, block_size, heads, *dim] (attention also reads [.., heads*dim]) */
-    KVC_BLOCK_BNNBSD = 1, /* head-major: [blocks, heads, block_size, *dim] */
-    KVC_BLOCK_NZ = 2,     /* ops only: logical [blocks, block_size, heads, dim] in tiles [blocks, heads, dim/c0, block_size, c0] */
-    KVC_BLOCK_BNNDBS = 3  /* ops only, keys in lanes: [blocks, heads, dim, block_size] (a key's channel d every block_size
-                             elements); attention reads K so and V head-major (BNNBSD) */
-} kvc_block_layout;
 
 typedef enum kvc_allocator {
     KVC_ALLOC_HBM = 0,    /* device memory (host memory on this CPU build) */

@@ -2,6 +2,7 @@
  *
  * Layers (each header documents its objects and their thread safety):
  *   base.h   status codes, kvc_last_error(), dtypes, tensor views, allocation
+ *   layout.h the block layouts of paged caches (below cache.h and ops.h)
  *   cache.h  block pool, cache descriptions, managers, planner, storage
  *   half.h   f16 / bf16 conversions
  *   batch.h  the metadata of one forward step (positions, lengths, tables, slots)
@@ -48,6 +49,7 @@
 #include "kvcache/version.h"
 #include "kvcache/base.h"
 #include "kvcache/half.h"
+#include "kvcache/layout.h"
 #include "kvcache/cache.h"
 #include "kvcache/plan.h"
 #include "kvcache/batch.h"

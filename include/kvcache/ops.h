@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "kvcache/base.h"
-#include "kvcache/cache.h"
+#include "kvcache/layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,7 +44,7 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
                                               int64_t n_starts, const float *inv_scale, const float *offset,
                                               int64_t n_quant);
 
-/* Paged caches are written and read in a kvc_block_layout (cache.h):
+/* Paged caches are written and read in a kvc_block_layout (layout.h):
  * KVC_BLOCK_BNBSND [NB, bs, Nkv, D], KVC_BLOCK_BNNBSD [NB, Nkv, bs, D],
  * KVC_BLOCK_NZ (logical [NB, bs, N, D] stored as [NB, N, D/c0, bs, c0], AO 2.4)
  * or KVC_BLOCK_BNNDBS [NB, Nkv, D, bs] (keys in lanes: the K cache of
