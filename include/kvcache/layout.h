@@ -11,14 +11,16 @@ extern "C" {
 #endif
 
 /* Physical layout of the blocks of a paged cache: the one name of each
- * layout, used by cache descriptions, the cache writes and attention. */
+ * layout, used by cache descriptions, the cache writes and attention.
+ * Cache descriptions (kvc_cache_entry.layout, cache.h) take BNBSND, BNNBSD
+ * and BNNDBS (attention entries of one dim); NZ is for callers of the ops. */
 typedef enum kvc_block_layout {
     KVC_BLOCK_BNBSND = 0, /* block-major: [blocks, block_size, heads, *dim] (attention also reads [.., heads*dim]) */
     KVC_BLOCK_BNNBSD = 1, /* head-major: [blocks, heads, block_size, *dim] */
     KVC_BLOCK_NZ = 2,     /* ops only: logical [blocks, block_size, heads, dim] in tiles [blocks, heads, dim/c0,
                            * block_size, c0] */
-    KVC_BLOCK_BNNDBS = 3  /* ops only, keys in lanes: [blocks, heads, dim, block_size] (a key's channel d every
-                           * block_size elements); attention reads K so and V head-major (BNNBSD) */
+    KVC_BLOCK_BNNDBS = 3  /* keys in lanes: [blocks, heads, dim, block_size] (a key's channel d every block_size
+                           * elements); attention reads K so and V head-major (BNNBSD) */
 } kvc_block_layout;
 
 #ifdef __cplusplus

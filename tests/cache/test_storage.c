@@ -111,6 +111,30 @@ static void test_buffer_infos_order(void **state) {
     kvc_cache_storage_destroy(s);
 }
 
+/* The layouts cache descriptions take (layout.h): keys in lanes (BNNDBS) is
+ * stored [blocks, heads, dim, block_size]; NZ is for callers of the ops only. */
+static void test_block_layouts_taken(void **state) {
+    (void)state;
+    kvc_cache_entry e = kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0);
+    e.layout = KVC_BLOCK_BNNDBS;
+    kvc_test_model m;
+    kvc_test_model_init(&m, &e, 1);
+    assert_int_equal(kvc_validate_cache_info(&m.ci, -1), KVC_OK);
+    kvc_block_plan plan;
+    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
+    kvc_cache_storage *s = NULL;
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_OK);
+    const kvc_tensor *t = &m.entries[0].tensor;
+    assert_int_equal(t->ndim, 4);
+    const int64_t shape[4] = {3, e.num_head, e.dim[0], 16};
+    for (int d = 0; d < 4; d++) assert_int_equal(t->shape[d], shape[d]);
+    kvc_cache_storage_destroy(s);
+    m.entries[0].layout = KVC_BLOCK_NZ;
+    assert_int_equal(kvc_validate_cache_info(&m.ci, -1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache_layout 2 is unknown"));
+}
+
 static void test_refusals(void **state) {
     (void)state;
     kvc_cache_entry e = kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0);
@@ -155,6 +179,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes_alignment_setters),
         cmocka_unit_test(test_buffer_infos_order),
+        cmocka_unit_test(test_block_layouts_taken),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
