@@ -514,6 +514,7 @@ KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_ind
 /* The rules of a key's attention type, for the layers above (step
  * metadata, engine); each comes from the type's vtable, so a new type needs
  * no change there. -1 / false for a bad key index. */
+
 /* Block-table width a step uses for the key: cdiv(max_model_len, block_size)
  * for position tables, 1 (prefill) or 1 + next_n (decode) for Mamba states. */
 KVC_API int64_t kvc_manager_step_width(const kvc_manager *m, int32_t key_index, bool is_prefill);

@@ -196,14 +196,14 @@ KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
 
-/* Validates the model and params, plans the blocks (or sets up the legacy
- * caches), allocates the storage, the manager, the step buffers, the request
- * slots and every per-step workspace: nothing is allocated afterwards. */
 /* The tokens of one step the params give (the resolved
  * max_num_batched_tokens); 0 for params kvc_engine_create would refuse. */
 KVC_API int64_t kvc_engine_step_tokens(const kvc_engine_params *p);
 /* The monotonic clock the engine's latency records use, in nanoseconds. */
 KVC_API int64_t kvc_engine_now_ns(void);
+/* Validates the model and params, plans the blocks (or sets up the legacy
+ * caches), allocates the storage, the manager, the step buffers, the request
+ * slots and every per-step workspace: nothing is allocated afterwards. */
 KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
 KVC_API void kvc_engine_destroy(kvc_engine *e);
 
