@@ -178,6 +178,9 @@ typedef struct kvc_engine_params {
     kvc_storage_pages pages;    /* page policy of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES, managed
                                  * storage and self-managed caches alike (cache.h; docs/engine.md) */
     bool check;                 /* run the verification checks before and after every step and release */
+    /* kv_dtype and kv_layout are the model adapter's knobs, not the engine's: kvc_engine_adapter_create reads
+     * and checks them, kvc_engine_create neither reads nor checks them (a model of your own builds its caches
+     * its own way). Kept here for compatibility; their place is the adapter's parameters. */
     kvc_dtype kv_dtype;         /* KV cache element type: f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2; the model
                                  * adapter builds its caches of it (docs/runtime.md) */
     kvc_block_layout kv_layout; /* the model adapter's managed full-form caches: KVC_BLOCK_BNBSND (default) or
@@ -402,7 +405,9 @@ typedef struct kvc_engine_adapter kvc_engine_adapter;
 
 /* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
  * size < 1 on the managed path, engine params kvc_engine_create would refuse
- * for their sizes. */
+ * for their sizes, an engine_params->kv_dtype that is not a KV cache dtype,
+ * an engine_params->kv_layout other than KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS
+ * (the two fields only the adapter reads). */
 KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *engine_params, kvc_engine_adapter **out);
 KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);

@@ -108,13 +108,7 @@ static kvc_status resolve_params(kvc_engine_params *p) {
                         (long long)p->next_n);
     kvc_status st = kvci_page_policy_check("engine", p->pages, p->alignment);
     if (st != KVC_OK) return st;
-    const kvc_dtype kd = p->kv_dtype;
-    if (kd != KVC_DTYPE_F32 && kd != KVC_DTYPE_F16 && kd != KVC_DTYPE_BF16 && kd != KVC_DTYPE_I8 &&
-        kd != KVC_DTYPE_F8E4M3 && kd != KVC_DTYPE_F8E5M2)
-        return kvci_fail(KVC_EINVAL, "engine: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
-                        "fp8_e5m2)", kvc_dtype_name(kd), (int)kd);
-    if (p->kv_layout != KVC_BLOCK_BNBSND && p->kv_layout != KVC_BLOCK_BNNDBS)
-        return kvci_fail(KVC_EINVAL, "engine: kv_layout %d is not BNBSND or BNNDBS (keys in lanes)", (int)p->kv_layout);
+    /* kv_dtype and kv_layout are the model adapter's (it checks them): the engine reads neither */
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",

@@ -133,6 +133,12 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
     const int64_t step_tokens = kvc_engine_step_tokens(ep);
     if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
+    if (!kvc_model_kv_dtype_ok(ep->kv_dtype))
+        return kvci_fail(KVC_EINVAL, "engine adapter: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, "
+                         "fp8_e4m3, fp8_e5m2)", kvc_dtype_name(ep->kv_dtype), (int)ep->kv_dtype);
+    if (ep->kv_layout != KVC_BLOCK_BNBSND && ep->kv_layout != KVC_BLOCK_BNNDBS)
+        return kvci_fail(KVC_EINVAL, "engine adapter: kv_layout %d is not BNBSND or BNNDBS (keys in lanes)",
+                         (int)ep->kv_layout);
     const kvc_model_config *c = kvc_model_config_of(m);
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");

@@ -115,7 +115,7 @@ static void compare(const char *family, kvc_dtype dt)
     kvc_model_destroy(m);
 }
 
-/* kv_layout: an unknown value, keys in lanes with self-managed or latent caches: refused by name, nothing created. */
+/* kv_layout: an unknown value, kv_dtype not a KV cache dtype, keys in lanes with self-managed or latent caches: refused by name, nothing created. */
 static void test_lanes_refusals(void **state)
 {
     (void)state;
@@ -132,6 +132,11 @@ static void test_lanes_refusals(void **state)
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
     assert_null(a);
     assert_non_null(strstr(kvc_last_error(), "kv_layout 2"));
+    ep.kv_layout = KVC_BLOCK_BNBSND, ep.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
+    assert_null(a);
+    assert_non_null(strstr(kvc_last_error(), "engine adapter: kv_dtype i32"));
+    ep.kv_dtype = KVC_DTYPE_F32;
     ep.kv_layout = KVC_BLOCK_BNNDBS;
     const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK}, {.latent = true, .block_size = BLOCK}};
     const char *why[2] = {"self-managed", "latent"};
