@@ -151,6 +151,7 @@ typedef struct kvc_slot_request {
     const kvc_prefix_hit *hit;
     const void *cache_salt;
     int64_t cache_salt_len;
+    int64_t num_external_computed_tokens;
     ...;
 } kvc_slot_request;
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);

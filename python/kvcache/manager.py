@@ -273,7 +273,7 @@ class Manager:
 
     # ---- requests --------------------------------------------------------
     def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
-                       keys=None, prompt=None, cache_salt=None, hit=None):
+                       keys=None, prompt=None, cache_salt=None, hit=None, num_external_computed_tokens=0):
         """Backs positions 0 .. computed + new + lookahead - 1 of the request
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
@@ -284,7 +284,12 @@ class Manager:
         without hashing the prompt again (a stale hit raises: query again). cache_salt (str,
         UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
         its computed_tokens and with or without a prompt; only requests with
-        the same salt share blocks, and a later call may repeat it only."""
+        the same salt share blocks, and a later call may repeat it only.
+        num_external_computed_tokens: the prompt tokens right after the hit
+        whose KV a connector writes from outside before the step (first call,
+        with the prompt); they count as computed, and once reported with
+        cache_computed they are cached under the salt like any computed
+        block (docs/prefix-caching.md, "External computed tokens")."""
         req = ffi.new("kvc_slot_request *")
         keep = None
         if prompt is not None:
@@ -303,6 +308,7 @@ class Manager:
         req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
         req.computed_tokens = int64(computed_tokens, "computed_tokens")
+        req.num_external_computed_tokens = int64(num_external_computed_tokens, "num_external_computed_tokens")
         req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
         req.lookahead_tokens = int64(lookahead_tokens, "lookahead_tokens")
         req.reserved_tokens = int64(reserved_tokens, "reserved_tokens")

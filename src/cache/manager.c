@@ -323,7 +323,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     kvc_req_blocks *tables = slot >= 0 ? kvci_manager_request_tables(m, slot) : NULL;
     if (external > 0 && req->prompt == NULL)
-        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens need the request's prompt (they "
+        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens need the prompt (they "
                         "are its tokens after the hit, given with its first allocation)", (long long)rid,
                         (long long)external);
     if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;

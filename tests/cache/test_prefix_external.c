@@ -248,7 +248,7 @@ static void test_bad_external_counts_are_refused(void **state) {
                        .request_id = 1, .num_external_computed_tokens = 40, .num_new_tokens = 1, .prompt = &prompt},
                    "go past the last of its 40-token prompt");
     expect_refused(m, &(kvc_slot_request){.request_id = 1, .num_external_computed_tokens = 8, .num_new_tokens = 1},
-                   "need the request's prompt");
+                   "need the prompt");
     expect_refused(m,
                    &(kvc_slot_request){.request_id = 1,
                                        .num_external_computed_tokens = INT64_MAX,
@@ -266,7 +266,7 @@ static void test_bad_external_counts_are_refused(void **state) {
     expect_refused(m,
                    &(kvc_slot_request){
                        .request_id = 2, .computed_tokens = 40, .num_external_computed_tokens = 1, .num_new_tokens = 1},
-                   "need the request's prompt");
+                   "need the prompt");
     CHECK(m);
     kvc_manager_destroy(m);
 }
