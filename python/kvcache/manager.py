@@ -170,6 +170,24 @@ def _copy(ptr, n, dtype, ctype):
     return np.frombuffer(ffi.buffer(ffi.cast(ctype, ptr), n * np.dtype(dtype).itemsize), dtype=dtype).copy()
 
 
+def _counted_plan(ci, keys, block_num, planned):
+    """A block plan of explicit counts (an int for every key, or {key:
+    count}); the keys the planned block plan (a Plan's, else None) puts in
+    one shared pool keep sharing it, so they need equal counts."""
+    counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
+    names = [ffi.new("char[]", c_name(k, "block_num key")) for k in counts]
+    nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
+    blocks = ffi.new("kvc_block_plan *")
+    check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
+    pools = {} if planned is None else \
+        {ffi.string(planned.groups[g].key): planned.groups[g].pool_id for g in range(planned.n_groups)}
+    if any(pools.values()):
+        for g in range(blocks.n_groups):
+            blocks.groups[g].pool_id = pools[ffi.string(blocks.groups[g].key)]
+        check(lib.kvc_block_plan_check_pools(blocks))
+    return blocks
+
+
 @serialised
 class Manager:
     """Block bookkeeping of every cache group (manager key) of a model.
@@ -180,6 +198,10 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
+    A plan's keys whose pages are equal in bytes share one pool (one id
+    space and free queue, as the engine serves them; usage() names each
+    key's pool); block_num with a plan keeps those pools, so the keys of one
+    pool take equal counts.
     kv_events=N (with prefix_caching) queues up to N KV events for
     drain_kv_events().
 
@@ -204,11 +226,7 @@ class Manager:
             if max_model_len is None:
                 raise invalid("max_model_len: required with a cache description")
         if block_num is not None:
-            counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
-            names = [ffi.new("char[]", c_name(k, "block_num key")) for k in counts]
-            nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
-            blocks = ffi.new("kvc_block_plan *")
-            check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
+            blocks = _counted_plan(ci, keys, block_num, blocks)
         self._blocks = blocks
         p = ffi.new("kvc_manager_params *", lib.kvc_manager_default_params())
         p.max_model_len = int64(max_model_len, "max_model_len")
@@ -418,14 +436,17 @@ class Manager:
 
     # ---- usage -----------------------------------------------------------
     def usage(self):
-        """{key: {"used", "free", "cached_free", "total", "block_size", "attn_type"}} (the null
-        block counts as used; cached_free: free blocks still holding indexed prefix data)."""
+        """{key: {"used", "free", "cached_free", "total", "block_size", "pool", "attn_type"}} (the
+        null block counts as used; cached_free: free blocks still holding indexed prefix data;
+        pool: the first key drawing from the same pool, the key itself for a pool of its own;
+        used, free and total are the pool's, shared by its keys)."""
         out = {}
         for i, k in enumerate(self.keys):
             total, free = lib.kvc_manager_num_blocks(self._m, i), lib.kvc_manager_num_free(self._m, i)
             out[k] = {"used": total - free, "free": free, "total": total,
                       "cached_free": lib.kvc_manager_num_cached_free(self._m, i),
                       "block_size": lib.kvc_manager_block_size(self._m, i),
+                "pool": cstr(lib.kvc_manager_key(self._m, lib.kvc_manager_pool_key(self._m, i))),
                       "attn_type": cstr(lib.kvc_attn_type_name(lib.kvc_manager_key_type(self._m, i)))}
         return out
 
