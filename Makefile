@@ -47,7 +47,7 @@ PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/stor
 # prefix caching: tenant isolation and the trace's NUL-aware strings
 PREFIX_FORMAT_FILES := tools/json_nul.[ch] tests/cache/test_prefix_tenants.c tests/cache/test_prefix_sliding.c \
                        tests/cache/test_prefix_handles.c src/cache/prefix_hits.c src/cache/kv_events.c \
-                       tests/cache/test_kv_events.c
+                       tests/cache/test_kv_events.c tests/cache/test_prefix_external.c
 # NaN and Inf: the attention kernel's table, the runs that refuse non-finite logits
 NONFINITE_FORMAT_FILES := tests/ops/test_ops_attention_nonfinite.c tests/model/test_model_nonfinite_logits.c
 SERVE_FORMAT_FILES := tools/cmd_serve.[ch]

@@ -7,7 +7,10 @@
  *   chat:          32 conversations of 8 turns, taken round-robin; a turn's
  *                  prompt is the conversation so far (previous prompt, the
  *                  32-token answer, a new 48-token user message);
- * both on a FullAttention key with 16-token blocks. Printed: hit rate (hit
+ * both on a FullAttention key with 16-token blocks; the shared-prefix
+ * workload again on a hybrid (gpt-oss style) model, a FullAttention and a
+ * SlidingWindow key (window 128, shorter than the shared prefix, which each
+ * request prefills in one chunk) sharing one pool. Printed: hit rate (hit
  * tokens / prompt tokens), prefill tokens computed and their reduction,
  * evictions, the manager's bookkeeping per request (find_prefix +
  * allocate_slots + cache_computed + decode + free), and the cost of a hit per
@@ -45,7 +48,8 @@ enum {
     CHAT_SYSTEM = 256,
     CHAT_USER = 48,
     CHAT_ANSWER = 32,
-    HIT_REPS = 2000
+    HIT_REPS = 2000,
+    WINDOW = 128 /* the hybrid model's sliding window (gpt-oss's) */
 };
 
 #define TARGET_REDUCTION 0.90
@@ -54,30 +58,41 @@ enum {
 static volatile uint64_t bench_sink;
 
 typedef struct bench_model {
-    kvc_cache_entry entry;
-    kvc_layer_cache_info layer;
+    kvc_cache_entry entry[2];
+    kvc_layer_cache_info layer[2];
     kvc_model_cache_info ci;
     kvc_block_plan plan;
 } bench_model;
 
-static int make_manager(bench_model *bm, bool caching, kvc_manager **out) {
-    bm->entry = kvc_cache_entry_default();
-    snprintf(bm->entry.name, sizeof bm->entry.name, "k_cache");
-    bm->entry.num_head = 8;
-    bm->entry.n_dims = 1;
-    bm->entry.dim[0] = 128;
-    bm->entry.block_size = BS;
-    bm->layer = (kvc_layer_cache_info){.layer_idx = 0, .n_caches = 1, .caches = &bm->entry};
-    bm->ci = (kvc_model_cache_info){.num_layers = 1, .n_layer_infos = 1, .layer_infos = &bm->layer};
-    const char *key = "FullAttention";
-    int64_t blocks = POOL_BLOCKS;
+/* One FullAttention layer, or (hybrid, gpt-oss style) a FullAttention layer
+ * and a SlidingWindow layer of window WINDOW drawing from one shared pool
+ * (their pages are equal in bytes) of twice the blocks. */
+static int make_manager(bench_model *bm, bool caching, bool hybrid, kvc_manager **out) {
+    int32_t n_layers = hybrid ? 2 : 1;
+    for (int32_t l = 0; l < n_layers; l++) {
+        kvc_cache_entry *e = &bm->entry[l];
+        *e = kvc_cache_entry_default();
+        snprintf(e->name, sizeof e->name, "k_cache");
+        e->num_head = 8;
+        e->n_dims = 1;
+        e->dim[0] = 128;
+        e->block_size = BS;
+        e->attn_type = l == 0 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW;
+        e->sliding_window = l == 0 ? 0 : WINDOW;
+        bm->layer[l] = (kvc_layer_cache_info){.layer_idx = l, .n_caches = 1, .caches = e};
+    }
+    bm->ci = (kvc_model_cache_info){.num_layers = n_layers, .n_layer_infos = n_layers, .layer_infos = bm->layer};
+    const char *keys[2] = {"FullAttention", "SlidingWindow"};
+    int64_t blocks[2] = {n_layers * POOL_BLOCKS, n_layers * POOL_BLOCKS};
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = MAX_LEN;
     p.max_requests = 256;
     p.prefix_caching = caching;
     p.poison_new_blocks = false; /* no storage here */
-    if (kvc_block_plan_from_counts(&bm->ci, &key, &blocks, 1, &bm->plan) != KVC_OK ||
-        kvc_manager_create(&bm->ci, &bm->plan, &p, out) != KVC_OK) {
+    kvc_status st = kvc_block_plan_from_counts(&bm->ci, keys, blocks, n_layers, &bm->plan);
+    for (int32_t g = 0; g < bm->plan.n_groups && hybrid; g++) bm->plan.groups[g].pool_id = 1;
+    if (st == KVC_OK && hybrid) st = kvc_block_plan_check_pools(&bm->plan);
+    if (st != KVC_OK || kvc_manager_create(&bm->ci, &bm->plan, &p, out) != KVC_OK) {
         fprintf(stderr, "kvcache bench prefix: %s\n", kvc_last_error());
         return 1;
     }
@@ -148,12 +163,13 @@ static int run_chat(kvc_manager *m, workload_result *r) {
 }
 
 /* Median over REPS fresh managers of one workload; counts from the first. */
-static int measure(bool caching, int (*workload)(kvc_manager *, workload_result *), workload_result *out) {
+static int measure(bool caching, bool hybrid, int (*workload)(kvc_manager *, workload_result *),
+                   workload_result *out) {
     double us[REPS];
     for (int rep = 0; rep < REPS; rep++) {
         bench_model bm;
         kvc_manager *m = NULL;
-        if (make_manager(&bm, caching, &m) != 0) return 1;
+        if (make_manager(&bm, caching, hybrid, &m) != 0) return 1;
         workload_result r = {0};
         double t0 = kvc_bench_now();
         int rc = workload(m, &r);
@@ -181,7 +197,7 @@ typedef struct hit_result {
 static int measure_hit(hit_result *out) {
     bench_model bm;
     kvc_manager *m = NULL;
-    if (make_manager(&bm, true, &m) != 0) return 1;
+    if (make_manager(&bm, true, false, &m) != 0) return 1;
     static int32_t buf[SHARED_PREFIX + SHARED_SUFFIX + DECODE];
     workload_result r = {0};
     if (serve(m, 0, shared_tokens(0, buf), SHARED_PREFIX + 1, 0, &r) != 0) return 1;
@@ -304,19 +320,23 @@ static void print_workload(const char *name, const workload_result *on, const wo
 }
 
 int kvc_bench_prefix(const kvc_bench_opts *opts) {
-    workload_result shared_on = {0}, shared_off = {0}, chat_on = {0}, chat_off = {0};
+    workload_result shared_on = {0}, shared_off = {0}, chat_on = {0}, chat_off = {0}, hybrid_on = {0}, hybrid_off = {0};
     hit_result hit;
     engine_result eng = {0};
-    if (measure(true, run_shared, &shared_on) != 0 || measure(false, run_shared, &shared_off) != 0 ||
-        measure(true, run_chat, &chat_on) != 0 || measure(false, run_chat, &chat_off) != 0 || measure_hit(&hit) != 0 ||
-        measure_engine(&eng) != 0)
+    if (measure(true, false, run_shared, &shared_on) != 0 || measure(false, false, run_shared, &shared_off) != 0 ||
+        measure(true, true, run_shared, &hybrid_on) != 0 || measure(false, true, run_shared, &hybrid_off) != 0 ||
+        measure(true, false, run_chat, &chat_on) != 0 || measure(false, false, run_chat, &chat_off) != 0 ||
+        measure_hit(&hit) != 0 || measure_engine(&eng) != 0)
         return 1;
     double speedup = eng.seconds[0] / eng.seconds[1];
-    bool reduction_met = reduction(&shared_on, &shared_off) >= TARGET_REDUCTION;
+    bool reduction_met = reduction(&shared_on, &shared_off) >= TARGET_REDUCTION &&
+                         reduction(&hybrid_on, &hybrid_off) >= TARGET_REDUCTION;
     bool hit_met = hit.ns_per_block <= TARGET_HIT_NS;
     if (opts->json) {
         printf("{\"bench\": \"prefix\", \"repetitions\": %d, \"block_size\": %d, ", REPS, BS);
         print_workload("shared_prefix", &shared_on, &shared_off, true, false);
+        printf("\"hybrid_window\": %d, ", WINDOW);
+        print_workload("shared_prefix_hybrid", &hybrid_on, &hybrid_off, true, false);
         print_workload("chat", &chat_on, &chat_off, true, false);
         printf("\"hit\": {\"blocks\": %d, \"ns_per_block\": %.2f, \"xxh3_ns_per_block\": %.2f, \"target_ns\": %.0f, "
                "\"target_met\": %s}, \"reduction_target\": %.2f, \"reduction_target_met\": %s, "
@@ -329,14 +349,19 @@ int kvc_bench_prefix(const kvc_bench_opts *opts) {
                eng.outputs_equal ? "true" : "false");
         return 0;
     }
-    printf("kvcache bench prefix (manager only, FullAttention, block size %d, medians over %d repetitions)\n\n", BS,
-           REPS);
+    printf("kvcache bench prefix (manager only, block size %d, medians over %d repetitions)\n\n", BS, REPS);
     printf("caching on vs off in the same run (shared prefix: %d requests x (%d shared + %d own tokens), %d decoded;\n"
            "chat: %d conversations x %d turns, %d-token system prompt, %d user + %d answer tokens a turn)\n",
            SHARED_REQUESTS, SHARED_PREFIX, SHARED_SUFFIX, DECODE, CHATS, TURNS, CHAT_SYSTEM, CHAT_USER, CHAT_ANSWER);
     print_workload("shared prefix", &shared_on, &shared_off, false, false);
+    print_workload("  hybrid", &hybrid_on, &hybrid_off, false, false);
     print_workload("chat", &chat_on, &chat_off, false, true);
-    printf("  prefill reduction on the shared prefix: target >= %.0f %%: %s\n\n", 100.0 * TARGET_REDUCTION,
+    printf("  (hybrid: gpt-oss style, a FullAttention and a SlidingWindow key (window %d < the shared prefix,\n"
+           "  prefilled in one chunk) drawing from one shared pool; the sliding key hits the blocks its window\n"
+           "  reads, which the first prefill cached before they left its window)\n",
+           WINDOW);
+    printf("  prefill reduction on the shared prefix, dense and hybrid: target >= %.0f %%: %s\n\n",
+           100.0 * TARGET_REDUCTION,
            reduction_met ? "met" : "MISSED");
     printf("a hit, per block (%d-block cached prefix: chain hash + lookup + token compare; median of %d queries)\n",
            SHARED_PREFIX / BS, HIT_REPS);

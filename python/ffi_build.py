@@ -90,6 +90,7 @@ typedef struct kvc_group_plan {
     int64_t block_num;
     bool fixed;
     int64_t block_bytes;
+    int32_t pool_id;
     ...;
 } kvc_group_plan;
 typedef struct kvc_block_plan {
@@ -103,6 +104,7 @@ typedef struct kvc_block_plan {
 } kvc_block_plan;
 kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
                                       int32_t n, kvc_block_plan *out);
+kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
 
 typedef struct kvc_cache_storage kvc_cache_storage;
 typedef enum kvc_storage_pages { KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM, KVC_STORAGE_PAGES_BASE, ... } kvc_storage_pages;
@@ -151,6 +153,7 @@ typedef struct kvc_slot_request {
     const kvc_prefix_hit *hit;
     const void *cache_salt;
     int64_t cache_salt_len;
+    int64_t num_external_computed_tokens;
     ...;
 } kvc_slot_request;
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req);
@@ -206,6 +209,7 @@ int64_t kvc_manager_max_model_len(const kvc_manager *m);
 int64_t kvc_manager_block_size(const kvc_manager *m, int32_t key_index);
 int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t key_index);
 int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
+int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t key_index);
 int64_t kvc_manager_num_live_requests(const kvc_manager *m);
 bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, int32_t key_index);
 kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,

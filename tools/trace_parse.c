@@ -359,9 +359,11 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
                         KVC_TRACE_MAX_TOKENS);
         total += count;
     }
-    if (total < op->computed_tokens + op->new_tokens)
-        return perr(p, path, "tokens", "%" PRId64 " token ids do not cover computed_tokens + new_tokens = %" PRId64,
-                    total, op->computed_tokens + op->new_tokens);
+    int64_t end = op->computed_tokens + op->external_tokens + op->new_tokens;
+    if (total < end)
+        return perr(p, path, "tokens",
+                    "%" PRId64 " token ids do not cover computed_tokens + external_computed_tokens + new_tokens = %" PRId64,
+                    total, end);
     op->tokens = kvci_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
     if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
     p->trace_tokens += total;
@@ -416,10 +418,19 @@ static bool parse_other_op(parser *p, const cJSON *v, const char *path, const ch
     return true;
 }
 
+/* Whether the op's computed, external and new tokens are counts whose sum
+ * is an int64 (else the manager refuses the op, tokens or not). */
+static bool op_counts_valid(const kvc_trace_op *op) {
+    return op->computed_tokens >= 0 && op->external_tokens >= 0 && op->new_tokens >= 0 &&
+           op->computed_tokens <= INT64_MAX - op->new_tokens &&
+           op->external_tokens <= INT64_MAX - op->new_tokens - op->computed_tokens;
+}
+
 static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
     static const char *const alloc_fields[] = {"op",
                                                "request",
                                                "computed_tokens",
+                                               "external_computed_tokens",
                                                "new_tokens",
                                                "lookahead_tokens",
                                                "reserved_tokens",
@@ -443,12 +454,12 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
     if (!check_fields(p, v, path, alloc_fields) || !get_request(p, v, path, &op->request) ||
         !get_int(p, v, path, "new_tokens", true, INT64_MIN, 0, &op->new_tokens) ||
         !get_int(p, v, path, "computed_tokens", false, INT64_MIN, 0, &op->computed_tokens) ||
+        !get_int(p, v, path, "external_computed_tokens", false, INT64_MIN, 0, &op->external_tokens) ||
         !get_int(p, v, path, "lookahead_tokens", false, INT64_MIN, 0, &op->lookahead_tokens) ||
         !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens) ||
         !get_salt(p, v, path, op))
         return false;
-    if (op->computed_tokens >= 0 && op->new_tokens >= 0 && op->computed_tokens <= INT64_MAX - op->new_tokens &&
-        !parse_tokens(p, v, path, op))
+    if (op_counts_valid(op) && !parse_tokens(p, v, path, op))
         return false;
     const cJSON *keys = get(v, "keys");
     if (keys == NULL) return true;

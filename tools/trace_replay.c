@@ -18,7 +18,8 @@ static kvc_prompt op_prompt(const kvc_trace_op *op) {
 
 /* An allocate op with token ids under prefix caching: a new request takes the
  * cached prefix of them when it covers the op's computed tokens (its
- * positions stay covered), and the op's tokens count as computed once it is
+ * positions stay covered; of its external tokens, those the hit does not
+ * cover follow it), and the op's tokens count as computed once it is
  * allocated. */
 static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_slot_request *req) {
     kvc_prompt prompt = op_prompt(op);
@@ -28,10 +29,12 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
     if (!known) {
         kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
         if (st < 0) return st;
-        int64_t end = req->computed_tokens + req->num_new_tokens;
+        int64_t external_end = req->computed_tokens + req->num_external_computed_tokens;
+        int64_t end = external_end + req->num_new_tokens;
         if (hit.n_tokens >= req->computed_tokens) { /* else the op computed more: no hit, its salt on req */
             req->computed_tokens = hit.n_tokens;
-            req->num_new_tokens = end > hit.n_tokens ? end - hit.n_tokens : 0;
+            req->num_external_computed_tokens = external_end > hit.n_tokens ? external_end - hit.n_tokens : 0;
+            req->num_new_tokens = kvci_max64(end - kvci_max64(external_end, hit.n_tokens), 0);
             req->prompt = &prompt;
             req->hit = &hit; /* taken as found, not looked up again */
         }
@@ -40,11 +43,20 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
     req->hit = NULL; /* &hit lives only here */
     if (st >= 0 && st != KVC_NO_SPACE) {
         if (req->prompt != NULL && req->computed_tokens > 0) t->last_hit = req->computed_tokens; /* taken */
-        kvc_status cached = kvc_manager_cache_computed(t->manager, op->request, op->tokens,
-                                                       req->computed_tokens + req->num_new_tokens);
+        kvc_status cached = kvc_manager_cache_computed(
+            t->manager, op->request, op->tokens,
+            req->computed_tokens + req->num_external_computed_tokens + req->num_new_tokens);
         if (cached < 0) return cached;
     }
     return st;
+}
+
+/* Any other allocate op; external tokens come with the prompt they belong
+ * to (prefix caching off: it only bounds them). */
+static kvc_status allocate_plain(kvc_trace *t, const kvc_trace_op *op, kvc_slot_request *req) {
+    kvc_prompt prompt = op_prompt(op);
+    if (op->tokens != NULL && op->external_tokens > 0) req->prompt = &prompt;
+    return kvc_manager_allocate_slots(t->manager, req);
 }
 
 static kvc_status apply_query(kvc_trace *t, const kvc_trace_op *op) {
@@ -66,6 +78,7 @@ kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
     }
     kvc_slot_request req = {.request_id = op->request,
                             .computed_tokens = op->computed_tokens,
+                            .num_external_computed_tokens = op->external_tokens,
                             .num_new_tokens = op->new_tokens,
                             .lookahead_tokens = op->lookahead_tokens,
                             .reserved_tokens = op->reserved_tokens,
@@ -78,10 +91,10 @@ kvc_status kvc_trace_apply(kvc_trace *t, size_t i, const char **message) {
         st = kvc_manager_clear_prefix_cache(t->manager);
     else if (op->kind == KVC_TRACE_QUERY)
         st = apply_query(t, op);
-    else if (t->prefix_caching && op->tokens != NULL && op->computed_tokens >= 0 && op->new_tokens >= 0)
+    else if (t->prefix_caching && op->tokens != NULL)
         st = apply_with_tokens(t, op, &req);
     else
-        st = kvc_manager_allocate_slots(t->manager, &req);
+        st = allocate_plain(t, op, &req);
     if (st < 0) *message = kvc_last_error();
     return st;
 }

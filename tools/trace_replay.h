@@ -18,22 +18,25 @@
  *   prefix_caching  optional {"salt"?: engine salt >= 0, "state_snapshot_interval"?: tokens}:
  *                   turns prefix caching on (docs/prefix-caching.md)
  *   ops             [{"op": "allocate", "request", "new_tokens",
- *                     "computed_tokens"?, "lookahead_tokens"?, "reserved_tokens"?,
+ *                     "computed_tokens"?, "external_computed_tokens"?,
+ *                     "lookahead_tokens"?, "reserved_tokens"?,
  *                     "keys"?: [KEY, ...], "tokens"?: TOKENS, "cache_salt"?: STRING},
  *                    {"op": "free", "request"},
  *                    {"op": "query", "tokens": TOKENS, "cache_salt"?: STRING},
  *                    {"op": "clear"}, ...]
  *                   TOKENS lists the request's token ids so far (at least
- *                   computed_tokens + new_tokens of them, at most max_model_len),
+ *                   computed_tokens + external_computed_tokens + new_tokens of
+ *                   them, at most max_model_len),
  *                   each item an id or a run [first, count] of consecutive ids:
  *                   [1, [100, 1024], 7] is 1, 100, 101, ..., 1123, 7. The ops of
  *                   a trace list at most KVC_TRACE_MAX_TOKENS ids in all (runs
  *                   are counted before they are expanded). With prefix caching,
  *                   the first allocate of a request with tokens asks for the
  *                   cached prefix of them and takes it when it covers the op's
- *                   computed_tokens (the op's positions stay covered), and
+ *                   computed_tokens (the op's positions stay covered; the
+ *                   external tokens it lists are those after the hit), and
  *                   every allocate with tokens reports its computed_tokens +
- *                   new_tokens tokens computed afterwards. A request's
+ *                   external + new tokens computed afterwards. A request's
  *                   cache_salt is fixed by its first allocate, with or without
  *                   tokens; later ones may repeat it. "query" is a pure
  *                   kvc_manager_find_prefix, "clear" empties the prefix cache.
@@ -90,6 +93,7 @@ typedef struct kvc_trace_op {
     kvc_trace_op_kind kind;
     int64_t request;
     int64_t computed_tokens;
+    int64_t external_tokens; /* num_external_computed_tokens: a connector's tokens after the hit */
     int64_t new_tokens;
     int64_t lookahead_tokens;
     int64_t reserved_tokens;

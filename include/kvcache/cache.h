@@ -388,6 +388,20 @@ typedef struct kvc_slot_request {
      * A later call may restate it; a different salt is KVC_EINVAL. */
     const void *cache_salt;
     int64_t cache_salt_len;
+    /* External computed tokens (a KV connector: P/D transfer, offload), first
+     * call only, with the prompt: the prompt tokens right after the
+     * computed_tokens of the hit whose KV the caller writes into the
+     * request's blocks from outside before the step. They count as computed
+     * (positions computed + external + num_new_tokens + lookahead are
+     * backed; a sliding-window key backs only the blocks its window reads at
+     * computed + external, its earlier entries null, so nothing is written
+     * there; a Mamba key takes no snapshot of the hit: the state after them
+     * arrives with them, into its state block). Once written, the caller
+     * reports them with kvc_manager_cache_computed like any computed tokens,
+     * and their full blocks are hashed and cached under the request's salt.
+     * computed + external must leave the prompt's last token to compute;
+     * negative, beyond that, or without a prompt is KVC_EINVAL. */
+    int64_t num_external_computed_tokens;
 } kvc_slot_request;
 
 /* Two-phase allocation: the positions above become addressable in every

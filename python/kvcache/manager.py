@@ -170,6 +170,24 @@ def _copy(ptr, n, dtype, ctype):
     return np.frombuffer(ffi.buffer(ffi.cast(ctype, ptr), n * np.dtype(dtype).itemsize), dtype=dtype).copy()
 
 
+def _counted_plan(ci, keys, block_num, planned):
+    """A block plan of explicit counts (an int for every key, or {key:
+    count}); the keys the planned block plan (a Plan's, else None) puts in
+    one shared pool keep sharing it, so they need equal counts."""
+    counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
+    names = [ffi.new("char[]", c_name(k, "block_num key")) for k in counts]
+    nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
+    blocks = ffi.new("kvc_block_plan *")
+    check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
+    pools = {} if planned is None else \
+        {ffi.string(planned.groups[g].key): planned.groups[g].pool_id for g in range(planned.n_groups)}
+    if any(pools.values()):
+        for g in range(blocks.n_groups):
+            blocks.groups[g].pool_id = pools[ffi.string(blocks.groups[g].key)]
+        check(lib.kvc_block_plan_check_pools(blocks))
+    return blocks
+
+
 @serialised
 class Manager:
     """Block bookkeeping of every cache group (manager key) of a model.
@@ -180,6 +198,10 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
+    A plan's keys whose pages are equal in bytes share one pool (one id
+    space and free queue, as the engine serves them; usage() names each
+    key's pool); block_num with a plan keeps those pools, so the keys of one
+    pool take equal counts.
     kv_events=N (with prefix_caching) queues up to N KV events for
     drain_kv_events().
 
@@ -204,11 +226,7 @@ class Manager:
             if max_model_len is None:
                 raise invalid("max_model_len: required with a cache description")
         if block_num is not None:
-            counts = block_num if isinstance(block_num, dict) else {k: block_num for k in keys}
-            names = [ffi.new("char[]", c_name(k, "block_num key")) for k in counts]
-            nums = ffi.new("int64_t[]", [int64(v, f"block_num[{k}]") for k, v in counts.items()])
-            blocks = ffi.new("kvc_block_plan *")
-            check(lib.kvc_block_plan_from_counts(ci, ffi.new("const char *[]", names), nums, len(names), blocks))
+            blocks = _counted_plan(ci, keys, block_num, blocks)
         self._blocks = blocks
         p = ffi.new("kvc_manager_params *", lib.kvc_manager_default_params())
         p.max_model_len = int64(max_model_len, "max_model_len")
@@ -273,7 +291,7 @@ class Manager:
 
     # ---- requests --------------------------------------------------------
     def allocate_slots(self, request_id, computed_tokens, num_new_tokens, lookahead_tokens=0, reserved_tokens=0,
-                       keys=None, prompt=None, cache_salt=None, hit=None):
+                       keys=None, prompt=None, cache_salt=None, hit=None, num_external_computed_tokens=0):
         """Backs positions 0 .. computed + new + lookahead - 1 of the request
         in every selected key (default all), or nothing anywhere. Returns
         True (done, possibly clamped to max_model_len) or False (not enough
@@ -284,7 +302,12 @@ class Manager:
         without hashing the prompt again (a stale hit raises: query again). cache_salt (str,
         UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
         its computed_tokens and with or without a prompt; only requests with
-        the same salt share blocks, and a later call may repeat it only."""
+        the same salt share blocks, and a later call may repeat it only.
+        num_external_computed_tokens: the prompt tokens right after the hit
+        whose KV a connector writes from outside before the step (first call,
+        with the prompt); they count as computed, and once reported with
+        cache_computed they are cached under the salt like any computed
+        block (docs/prefix-caching.md, "External computed tokens")."""
         req = ffi.new("kvc_slot_request *")
         keep = None
         if prompt is not None:
@@ -303,6 +326,7 @@ class Manager:
         req.cache_salt = ffi.NULL if salt is None else salt
         req.request_id = int64(request_id, "request_id")
         req.computed_tokens = int64(computed_tokens, "computed_tokens")
+        req.num_external_computed_tokens = int64(num_external_computed_tokens, "num_external_computed_tokens")
         req.num_new_tokens = int64(num_new_tokens, "num_new_tokens")
         req.lookahead_tokens = int64(lookahead_tokens, "lookahead_tokens")
         req.reserved_tokens = int64(reserved_tokens, "reserved_tokens")
@@ -412,14 +436,17 @@ class Manager:
 
     # ---- usage -----------------------------------------------------------
     def usage(self):
-        """{key: {"used", "free", "cached_free", "total", "block_size", "attn_type"}} (the null
-        block counts as used; cached_free: free blocks still holding indexed prefix data)."""
+        """{key: {"used", "free", "cached_free", "total", "block_size", "pool", "attn_type"}} (the
+        null block counts as used; cached_free: free blocks still holding indexed prefix data;
+        pool: the first key drawing from the same pool, the key itself for a pool of its own;
+        used, free and total are the pool's, shared by its keys)."""
         out = {}
         for i, k in enumerate(self.keys):
             total, free = lib.kvc_manager_num_blocks(self._m, i), lib.kvc_manager_num_free(self._m, i)
             out[k] = {"used": total - free, "free": free, "total": total,
                       "cached_free": lib.kvc_manager_num_cached_free(self._m, i),
                       "block_size": lib.kvc_manager_block_size(self._m, i),
+                "pool": cstr(lib.kvc_manager_key(self._m, lib.kvc_manager_pool_key(self._m, i))),
                       "attn_type": cstr(lib.kvc_attn_type_name(lib.kvc_manager_key_type(self._m, i)))}
         return out
 

@@ -54,7 +54,11 @@ class Plan(dict):
         self._handle = handle
 
     def manager(self, **kwargs):
-        """A Manager over this plan's caches and block counts."""
+        """A Manager over this plan's caches and block counts, with its
+        pools: the keys whose pages are equal in bytes draw from one shared
+        pool (kvcache plan shows it; Manager.usage() names each key's pool).
+        Keyword arguments go to Manager (block_num= overrides the counts and
+        keeps the pools)."""
         from .manager import Manager
 
         return Manager(self, **kwargs)

@@ -60,3 +60,26 @@ def test_manager_of_a_huge_plan_follows_use():
     assert usage["used"] == 1 + 1000 + 131072
     m.free(2)
     assert m.stats()["keys"]["FullAttention"]["used"] == 1 + 1000
+
+
+def test_manager_of_a_hybrid_plan_shares_one_pool():
+    """issue 24: plan.manager() serves the plan's shared pool: gpt-oss's
+    full and sliding keys draw from one id space and free queue, so blocks
+    one key takes are gone for the other; block_num= keeps the pool and
+    refuses unequal counts for its keys."""
+    plan = kvcache.plan(DATA / "configs" / "gpt-oss-20b.json", max_model_len=256, max_concurrency=4)
+    m = plan.manager()
+    usage = m.usage()
+    assert {u["pool"] for u in usage.values()} == {m.keys[0]}
+    total = usage["FullAttention"]["total"]
+    assert usage["SlidingWindow"]["total"] == total
+    assert m.allocate_slots(1, 0, 256, keys=["FullAttention"])  # 2 blocks of 128 tokens
+    assert m.usage()["SlidingWindow"]["free"] == total - 1 - 2
+    assert set(m.free_queue("SlidingWindow").tolist()) == set(m.free_queue("FullAttention").tolist())
+    m.check()
+    bigger = plan.manager(block_num=40)
+    assert all(u["total"] == 40 and u["pool"] == m.keys[0] for u in bigger.usage().values())
+    with pytest.raises(kvcache.InvalidArgument, match="pool"):
+        plan.manager(block_num={"FullAttention": 40, "SlidingWindow": 30})
+    dense = kvcache.plan(DATA / "configs" / "Llama-3.1-8B.json", max_model_len=256).manager()
+    assert dense.usage()["FullAttention"]["pool"] == "FullAttention"

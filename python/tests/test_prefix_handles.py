@@ -75,3 +75,27 @@ def test_kv_events_follow_the_cache():
     assert m.drain_kv_events() == ([], 0)
     with pytest.raises(kvcache.InvalidArgument, match="needs prefix_caching"):
         kvcache.Manager([[ENTRY]], block_num=6, max_model_len=64, kv_events=8)
+
+
+def test_external_computed_tokens_cached_under_the_salt():
+    """A hit, a connector's tokens after it and a salt in one allocation;
+    once reported computed, the external blocks are found by that salt only."""
+    prompt = list(range(100, 132))
+    m = kvcache.Manager([[ENTRY]], block_num=40, max_model_len=64, prefix_caching=True)
+    assert m.allocate_slots(1, 0, 8, prompt=prompt[:8], cache_salt="t1")
+    m.cache_computed(1, prompt[:8])
+    m.free(1)
+    hit = m.find_prefix(prompt, cache_salt="t1")
+    assert hit["n_tokens"] == 8
+    assert m.allocate_slots(2, 8, 4, prompt=prompt, cache_salt="t1", hit=hit, num_external_computed_tokens=16)
+    assert len(m.block_table(2).tolist()) == 7  # cdiv(8 + 16 + 4, 4): every position backed
+    m.cache_computed(2, prompt[:28])
+    m.free(2)
+    assert m.find_prefix(prompt, cache_salt="t1")["n_tokens"] == 28
+    assert m.find_prefix(prompt, cache_salt="t2")["n_tokens"] == 0
+    for bad, message in ((-1, "must not be negative"), (32, "go past the last")):
+        with pytest.raises(kvcache.InvalidArgument, match=message):
+            m.allocate_slots(3, 0, 1, prompt=prompt, num_external_computed_tokens=bad)
+    with pytest.raises(kvcache.InvalidArgument, match="need the prompt"):
+        m.allocate_slots(3, 0, 1, num_external_computed_tokens=4)
+    m.check()

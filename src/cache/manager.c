@@ -108,18 +108,28 @@ static int64_t table_len_after(const kvc_single_manager *sm, const kvc_req_block
 }
 
 /* What phase 2 starts from in one key: the table (a hit placed in an empty
- * one), an empty table with its leading nulls for `computed` cached tokens;
- * *taken_free = cached free blocks the hit takes out of the queue. */
+ * one, null below the leading nulls for `computed` cached tokens), an empty
+ * table with those leading nulls; *taken_free = cached free blocks the hit
+ * takes out of the queue. */
 static kvc_req_blocks start_view(const kvc_single_manager *sm, const kvc_req_blocks *t, const kvc_key_hit *hit,
                                  int64_t computed, int64_t *taken_free) {
     kvc_req_blocks view = t != NULL ? *t : (kvc_req_blocks){0};
     *taken_free = 0;
     if (hit != NULL) {
-        view.len = kvci_single_manager_hit_table_len(sm, hit);
-        *taken_free = kvci_single_manager_hit_free_blocks(sm, hit);
+        int64_t from = kvci_type_leading_nulls(sm, computed);
+        view.len = kvci_max64(kvci_single_manager_hit_table_len(sm, hit), from);
+        *taken_free = kvci_single_manager_hit_free_blocks(sm, hit, from);
     }
     if (view.len == 0) view.n_null = view.len = kvci_type_leading_nulls(sm, computed);
     return view;
+}
+
+/* What key g of a new request takes of its hit (NULL: nothing). A state
+ * key's snapshot is not taken when external computed tokens follow the hit:
+ * the state after them arrives with them, into the request's own block. */
+static const kvc_key_hit *key_hit(const kvc_single_manager *sm, const kvc_pending_hit *hit, int32_t g,
+                                  int64_t external) {
+    return hit != NULL && !(external > 0 && sm->type->state_hits) ? &hit->keys[g] : NULL;
 }
 
 /* The pool of an earlier key planned into pool pool_id (> 0), or NULL: the
@@ -196,16 +206,20 @@ kvc_req_blocks *kvci_manager_request_tables(const kvc_manager *m, int32_t slot) 
     return &m->tables[(int64_t)slot * m->n_managers];
 }
 
-static kvc_status check_counts(int64_t rid, int64_t computed, int64_t num_new, int64_t lookahead, int64_t reserved) {
+static kvc_status check_counts(const kvc_slot_request *req) {
+    int64_t rid = req->request_id, computed = req->computed_tokens, external = req->num_external_computed_tokens;
+    int64_t num_new = req->num_new_tokens, lookahead = req->lookahead_tokens, reserved = req->reserved_tokens;
     if (rid < 0)
         return kvci_fail(KVC_EINVAL, "request id %lld is negative (padding requests are never allocated)",
                         (long long)rid);
-    if (computed < 0 || num_new < 0 || lookahead < 0 || reserved < 0)
-        return kvci_fail(KVC_EINVAL, "request %lld: token counts must not be negative (computed %lld, new %lld, "
-                        "lookahead %lld, reserved %lld)", (long long)rid, (long long)computed, (long long)num_new,
-                        (long long)lookahead, (long long)reserved);
-    if (computed > INT64_MAX - num_new || computed + num_new > INT64_MAX - lookahead)
-        return kvci_fail(KVC_EINVAL, "request %lld: computed + new + lookahead tokens overflow", (long long)rid);
+    if (computed < 0 || external < 0 || num_new < 0 || lookahead < 0 || reserved < 0)
+        return kvci_fail(KVC_EINVAL, "request %lld: token counts must not be negative (computed %lld, external "
+                        "computed %lld, new %lld, lookahead %lld, reserved %lld)", (long long)rid, (long long)computed,
+                        (long long)external, (long long)num_new, (long long)lookahead, (long long)reserved);
+    if (computed > INT64_MAX - external || computed + external > INT64_MAX - num_new ||
+        computed + external + num_new > INT64_MAX - lookahead)
+        return kvci_fail(KVC_EINVAL, "request %lld: computed + external + new + lookahead tokens overflow",
+                        (long long)rid);
     return KVC_OK;
 }
 
@@ -222,6 +236,11 @@ static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req
     if (m->prefix_caching && req->computed_tokens > 0 && req->computed_tokens >= p->n_tokens)
         return kvci_fail(KVC_EINVAL, "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
                         "to compute", (long long)req->request_id, (long long)req->computed_tokens,
+                        (long long)p->n_tokens);
+    if (req->num_external_computed_tokens > 0 && req->num_external_computed_tokens > p->n_tokens - 1 - req->computed_tokens)
+        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens after %lld computed ones go past "
+                        "the last of its %lld-token prompt, which is computed here", (long long)req->request_id,
+                        (long long)req->num_external_computed_tokens, (long long)req->computed_tokens,
                         (long long)p->n_tokens);
     return KVC_OK;
 }
@@ -293,22 +312,26 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
 kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *req) {
     if (m == NULL || req == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_manager_allocate_slots: manager and request must not be NULL");
-    int64_t rid = req->request_id, computed = req->computed_tokens, num_new = req->num_new_tokens;
-    int64_t lookahead = req->lookahead_tokens, reserved = req->reserved_tokens;
-    kvc_status st = check_counts(rid, computed, num_new, lookahead, reserved);
+    kvc_status st = check_counts(req);
     if (st != KVC_OK) return st;
+    int64_t rid = req->request_id, computed = req->computed_tokens, external = req->num_external_computed_tokens;
     uint64_t key_mask = ~req->skip_keys & (((uint64_t)1 << m->n_managers) - 1); /* n_managers <= 16 */
-    int64_t wanted = computed + num_new + lookahead;
+    int64_t wanted = computed + external + req->num_new_tokens + req->lookahead_tokens;
     int64_t need_slot = kvci_min64(wanted, m->max_model_len);
-    int64_t total_computed = kvci_min64(computed, m->max_model_len);
+    int64_t local_computed = kvci_min64(computed, m->max_model_len); /* the prefix hit's tokens */
+    int64_t total_computed = kvci_min64(computed + external, m->max_model_len);
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     kvc_req_blocks *tables = slot >= 0 ? kvci_manager_request_tables(m, slot) : NULL;
+    if (external > 0 && req->prompt == NULL)
+        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens need the prompt (they "
+                        "are its tokens after the hit, given with its first allocation)", (long long)rid,
+                        (long long)external);
     if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;
     kvc_prefix_query q = {0};
     if ((st = check_salts(req)) != KVC_OK || (st = request_seed(m, req, tables, &q.seed)) != KVC_OK) return st;
     if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
     const kvc_pending_hit *hit = NULL;
-    if ((st = claim_hit(m, req, &q, total_computed, key_mask, &hit)) != KVC_OK) return st;
+    if ((st = claim_hit(m, req, &q, local_computed, key_mask, &hit)) != KVC_OK) return st;
     int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
     int64_t table_len[KVC_MAX_MANAGERS]; /* table entries after phase 2 (at most) */
 
@@ -332,11 +355,12 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         kvc_single_manager *sm = &m->managers[g];
         if (tables != NULL) kvci_single_manager_remove_skipped(sm, &tables[g], total_computed);
         int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
-        kvc_req_blocks view = start_view(sm, tables != NULL ? &tables[g] : NULL, hit != NULL ? &hit->keys[g] : NULL,
-                                         total_computed, &taken_free);
+        kvc_req_blocks view =
+            start_view(sm, tables != NULL ? &tables[g] : NULL, key_hit(sm, hit, g, external), total_computed, &taken_free);
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
         table_len[g] = table_len_after(sm, &view, need[g]);
-        int64_t reserve = sm->type->reserves_decode ? kvci_cdiv(reserved, sm->group.block_size) * sm->n_entries : 0;
+        int64_t reserve =
+            sm->type->reserves_decode ? kvci_cdiv(req->reserved_tokens, sm->group.block_size) * sm->n_entries : 0;
         demand[kvc_manager_pool_key(m, g)] += need[g] + taken_free + reserve;
     }
     for (int32_t g = 0; g < m->n_managers; g++) {
@@ -368,7 +392,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
             m->stats.queries++;
             m->stats.query_tokens += req->prompt->n_tokens;
             m->stats.hits += hit != NULL;
-            m->stats.hit_tokens += hit != NULL ? total_computed : 0;
+            m->stats.hit_tokens += hit != NULL ? local_computed : 0;
         }
     }
     /* Phase 2: commit (cannot fail: each pool was checked above). Every
@@ -378,7 +402,9 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         kvc_single_manager *sm = &m->managers[g];
         kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
-        if (hit != NULL) kvci_single_manager_take_hit(sm, &tables[g], &hit->keys[g], total_computed);
+        const kvc_key_hit *kh = key_hit(sm, hit, g, external);
+        if (kh != NULL)
+            kvci_single_manager_take_hit(sm, &tables[g], kh, local_computed, kvci_type_leading_nulls(sm, total_computed));
         kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
     }
     for (int32_t g = 0; g < m->n_managers; g++)

@@ -223,12 +223,15 @@ void kvci_single_manager_keep_hit(const kvc_single_manager *m, int64_t hit_len, 
 bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hit *h);
 /* Table entries the hit gives an empty entry. */
 int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h);
-/* Free (cached) blocks the hit takes out of the queue. */
-int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h);
+/* Free (cached) blocks the hit takes out of the queue from entry `from` on. */
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h, int64_t from);
 /* Places the hit h, of hit_len tokens, into the empty entry t: table
  * entries, or the copy source of a state type; its blocks gain a holder and
- * the request's chain continues after them. */
-void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len);
+ * the request's chain continues after them. Entries below `from` (the
+ * leading nulls at the request's computed tokens when external tokens follow
+ * the hit) stay null and take nothing; the table has at least `from` entries. */
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len,
+                                  int64_t from);
 /* An empty table's leading null entries for its first allocation with
  * `computed` tokens cached (kvci_type_leading_nulls); no-op otherwise. */
 void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed);

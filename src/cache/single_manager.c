@@ -164,17 +164,19 @@ int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc
     return m->type->state_hits ? 0 : h->n;
 }
 
-int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h) {
+int64_t kvci_single_manager_hit_free_blocks(const kvc_single_manager *m, const kvc_key_hit *h, int64_t from) {
     int64_t n = 0;
-    for (int64_t i = 0; i < h->n; i++) n += kvc_block_pool_is_free(m->pool, h->ids[i]);
+    for (int64_t i = from; i < h->n; i++) n += kvc_block_pool_is_free(m->pool, h->ids[i]);
     return n;
 }
 
-void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len) {
-    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK && (m->type->state_hits || h->n <= t->cap));
+void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, const kvc_key_hit *h, int64_t hit_len,
+                                  int64_t from) {
+    KVC_ASSERT(t->len == 0 && t->state_source == KVC_NULL_BLOCK &&
+               (m->type->state_hits || kvci_max64(h->n, from) <= t->cap));
     t->n_hashed = hit_len / m->index.block_tokens;
     t->chain = h->end;
-    for (int64_t i = 0; i < h->n; i++) {
+    for (int64_t i = from; i < h->n; i++) {
         int32_t id = h->ids[i];
         if (id != KVC_NULL_BLOCK) {
             kvc_status st = kvc_block_pool_ref(m->pool, id);
@@ -186,11 +188,11 @@ void kvci_single_manager_take_hit(kvc_single_manager *m, kvc_req_blocks *t, cons
         if (h->n > 0) t->state_source = h->ids[0];
         return;
     }
-    for (int64_t i = 0; i < h->n; i++) {
-        t->ids[i] = h->ids[i];
+    t->len = kvci_max64(h->n, from);
+    for (int64_t i = 0; i < t->len; i++) {
+        t->ids[i] = i >= from && i < h->n ? h->ids[i] : KVC_NULL_BLOCK;
         if (t->ids[i] == KVC_NULL_BLOCK) t->n_null = i + 1;
     }
-    t->len = h->n;
 }
 
 void kvci_single_manager_skip_leading(const kvc_single_manager *m, kvc_req_blocks *t, int64_t computed) {

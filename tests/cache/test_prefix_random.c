@@ -1,5 +1,6 @@
 /* Model-based randomised test of prefix caching: seeded sequences of
- * admissions (with the hit the manager finds), chunked prefill, decode,
+ * admissions (with the hit the manager finds, a quarter of them with
+ * external computed tokens after it), chunked prefill, decode,
  * frees in random order, preemption with recomputation, pool pressure and
  * clearing, over a hybrid model of FullAttention (bs 4), SlidingWindow
  * (bs 4, W 6) and Mamba (snapshots every 8 tokens, next_n 1) keys. A shadow
@@ -186,6 +187,16 @@ static void sh_skip_leading(int g, sh_table *t, int64_t computed) {
     for (int64_t i = 0; i < t->len; i++) t->ids[i] = 0;
 }
 
+/* The first table entry a sliding key backs once `computed` tokens are in
+ * the cache (0 for the other keys). */
+static int64_t sh_window_start(int g, int64_t computed) {
+    return key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, computed - WINDOW + 1) / BS : 0;
+}
+
+static bool sh_takes_hit(int g, bool hit_on, int64_t external) {
+    return hit_on && !(external > 0 && key_type[g] == KVC_ATTN_MAMBA);
+}
+
 static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
     if (key_type[g] != KVC_ATTN_SLIDING_WINDOW || !t->present) return;
     int64_t kk = imin(imax(0, computed - WINDOW + 1) / BS, t->len);
@@ -196,9 +207,14 @@ static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
     t->n_null = imax(t->n_null, kk);
 }
 
-/* Predicts allocate_slots for request r (new when prompt_len >= 0). */
-static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t num_new, bool is_new) {
-    int64_t need_slot = imin(computed + num_new, MAX_LEN);
+/* Predicts allocate_slots for request r (new when is_new): a hit of
+ * `computed` tokens, `external` computed tokens after it (new requests),
+ * num_new tokens to compute. A sliding key takes the hit's blocks from the
+ * window at computed + external on; a state key takes no snapshot when
+ * external tokens follow the hit. */
+static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t external, int64_t num_new, bool is_new) {
+    int64_t total = computed + external;
+    int64_t need_slot = imin(total + num_new, MAX_LEN);
     int32_t hit[N_KEYS][MAX_LEN];
     int64_t n_hit[N_KEYS] = {0};
     bool hit_on = is_new && computed > 0;
@@ -209,12 +225,12 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
         sh_table *t = &r->t[g];
         if (!is_new) sh_release_window(s, g, t, computed);
         sh_table view = is_new ? (sh_table){0} : *t;
-        int64_t taken_free = 0;
-        if (hit_on) {
-            for (int64_t i = 0; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].pool->count[hit[g][i]] == 0;
-            view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : n_hit[g];
+        int64_t taken_free = 0, from = sh_window_start(g, total);
+        if (sh_takes_hit(g, hit_on, external)) {
+            for (int64_t i = from; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].pool->count[hit[g][i]] == 0;
+            view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : imax(n_hit[g], from);
         }
-        sh_skip_leading(g, &view, computed);
+        sh_skip_leading(g, &view, total);
         need[g] = sh_needed(s, g, &view, need_slot);
         demand[s->k[g].pool - s->pools] += need[g] + taken_free;
     }
@@ -232,19 +248,20 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t nu
             *t = (sh_table){.present = true};
             s->k[g].n_entries++;
         }
-        if (hit_on) {
-            for (int64_t i = 0; i < n_hit[g]; i++)
+        int64_t from = sh_window_start(g, total);
+        if (sh_takes_hit(g, hit_on, external)) {
+            for (int64_t i = from; i < n_hit[g]; i++)
                 if (hit[g][i] != 0) sh_ref(&s->k[g], hit[g][i]);
             t->n_hashed = computed / hash_tokens(g);
             if (key_type[g] == KVC_ATTN_MAMBA) {
                 t->source = hit[g][0];
             } else {
-                memcpy(t->ids, hit[g], (size_t)n_hit[g] * sizeof *t->ids);
-                t->len = n_hit[g];
-                t->n_null = key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, computed - WINDOW + 1) / BS : 0;
+                t->len = imax(n_hit[g], from);
+                for (int64_t i = 0; i < t->len; i++) t->ids[i] = i >= from && i < n_hit[g] ? hit[g][i] : 0;
+                t->n_null = from;
             }
         }
-        sh_skip_leading(g, t, computed);
+        sh_skip_leading(g, t, total);
     }
     for (int g = 0; g < n_keys; g++) sh_grow(s, g, &r->t[g], need[g], need_slot); /* every hit taken first */
     return KVC_OK;
@@ -421,16 +438,18 @@ static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
     if (hit.n_tokens != expected)
         fail_msg("step %ld: hit %lld tokens, shadow %lld", step, (long long)hit.n_tokens, (long long)expected);
     for (int g = 0; g < n_keys && expected > 0; g++) assert_int_equal(hit.n_entries[g], sh_n[g]);
-    int64_t chunk = chunk_after(hit.n_tokens, r->n_known);
-    kvc_status want = sh_allocate(s, r, hit.n_tokens, chunk, true);
+    /* A quarter of the admissions: a KV connector brings tokens after the hit. */
+    int64_t external = rnd_in(0, 3) == 0 ? rnd_in(0, r->n_known - 1 - hit.n_tokens) : 0;
+    int64_t chunk = chunk_after(hit.n_tokens + external, r->n_known);
+    kvc_status want = sh_allocate(s, r, hit.n_tokens, external, chunk, true);
     kvc_status got = kvc_manager_allocate_slots(
-        m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = hit.n_tokens, .num_new_tokens = chunk,
-                               .prompt = &prompt});
+        m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = hit.n_tokens,
+                               .num_external_computed_tokens = external, .num_new_tokens = chunk, .prompt = &prompt});
     if (got != want) fail_msg("step %ld: admission %s, shadow %s (%s)", step, kvc_status_str(got), kvc_status_str(want),
                               kvc_last_error());
     if (got != KVC_OK) return;
     r->live = true;
-    r->computed = hit.n_tokens + chunk;
+    r->computed = hit.n_tokens + external + chunk;
     assert_int_equal(kvc_manager_cache_computed(m, r->id, r->tokens, r->computed), KVC_OK);
     sh_cache_computed(s, r, r->computed);
 }
@@ -438,7 +457,7 @@ static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
 static void step_request(kvc_manager *m, shadow *s, sh_req *r, long step) {
     int64_t n = r->computed < r->n_known ? chunk_after(r->computed, r->n_known) : 1;
     if (r->computed == r->n_known) r->tokens[r->n_known++] = (int32_t)rnd_in(0, 9); /* generated */
-    kvc_status want = sh_allocate(s, r, r->computed, n, false);
+    kvc_status want = sh_allocate(s, r, r->computed, 0, n, false);
     kvc_status got = kvc_manager_allocate_slots(
         m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->computed, .num_new_tokens = n});
     if (got != want) fail_msg("step %ld: step %s, shadow %s", step, kvc_status_str(got), kvc_status_str(want));

@@ -407,7 +407,9 @@ static void test_prefix_caching(void **state) {
         {"'prefix_caching': {'salt': -1}, 'ops': []", "prefix_caching.salt -1 must be an integer >= 0"},
         {"'prefix_caching': {'seed': 1}, 'ops': []", "prefix_caching: unknown field \\'seed\\'"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 5, 'tokens': [1, 2]}]",
-         "ops[0].tokens: 2 token ids do not cover computed_tokens + new_tokens = 5"},
+         "ops[0].tokens: 2 token ids do not cover computed_tokens + external_computed_tokens + new_tokens = 5"},
+        {"'ops': [{'op': 'allocate', 'request': 1, 'external_computed_tokens': 3, 'new_tokens': 1, 'tokens': [1, 2]}]",
+         "ops[0].tokens: 2 token ids do not cover computed_tokens + external_computed_tokens + new_tokens = 4"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 17]]}]",
          "ops[0].tokens: more than max_model_len 16 token ids"},
         {"'ops': [{'op': 'allocate', 'request': 1, 'new_tokens': 1, 'tokens': [[1, 0]]}]",
@@ -424,6 +426,36 @@ static void test_prefix_caching(void **state) {
                  bad[i].rest);
         expect_invalid(trace, bad[i].message);
     }
+}
+
+/* Issue 24: external computed tokens after the hit the replay finds (the
+ * hit covers 8 of the op's 12 computed + external tokens, so 4 are external
+ * after it) are cached once the op's tokens are computed: a query then hits
+ * 12; without tokens (no prompt) or negative, the manager's refusal. */
+static void test_external_computed_tokens(void **state) {
+    (void)state;
+    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+                  " 'block_num': {'FullAttention': 8}, 'prefix_caching': {}, 'ops': ["
+                  "{'op': 'allocate', 'request': 1, 'new_tokens': 9, 'tokens': [[1, 9]]},"
+                  "{'op': 'free', 'request': 1},"
+                  "{'op': 'allocate', 'request': 2, 'computed_tokens': 4, 'external_computed_tokens': 8,"
+                  " 'new_tokens': 2, 'tokens': [[1, 8], [50, 8]]},"
+                  "{'op': 'query', 'tokens': [[1, 8], [50, 8]]},"
+                  "{'op': 'allocate', 'request': 3, 'external_computed_tokens': 3, 'new_tokens': 1},"
+                  "{'op': 'allocate', 'request': 3, 'external_computed_tokens': -1, 'new_tokens': 1}]}",
+                  false, 0,
+                  "{'block_num': {'FullAttention': 8}}\n"
+                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
+                  " 'cached_free': {'FullAttention': 0}}\n"
+                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
+                  " 'cached_free': {'FullAttention': 2}}\n"
+                  "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4, 5]},"
+                  " 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
+                  "{'op': 3, 'ok': true, 'hit': 12, 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
+                  "{'op': 4, 'error': 'request 3: 3 external computed tokens need the prompt (they are its"
+                  " tokens after the hit, given with its first allocation)'}\n"
+                  "{'op': 5, 'error': 'request 3: token counts must not be negative (computed 0, external computed -1,"
+                  " new 1, lookahead 0, reserved 0)'}\n");
 }
 
 /* Issue 23 #1, #2 and the trace contract: a request's salt is fixed by its
@@ -543,7 +575,7 @@ int main(void) {
         cmocka_unit_test(test_invalid_files),      cmocka_unit_test(test_invalid_ops),
         cmocka_unit_test(test_library_errors),     cmocka_unit_test(test_demo_trace),
         cmocka_unit_test(test_prefix_caching),     cmocka_unit_test(test_salts_queries_and_hits),
-        cmocka_unit_test(test_nul_names_token_bounds_and_ids),
+        cmocka_unit_test(test_nul_names_token_bounds_and_ids), cmocka_unit_test(test_external_computed_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
