@@ -40,7 +40,8 @@ RUNTIME_FORMAT_FILES := src/model/gemm.h src/model/gemm.c src/model/gemm_avx2.c 
                         src/model/gemm_bf16.h src/model/gemm_bf16.c \
                         src/model/gemm_bf16_x86.h src/model/gemm_bf16_fma.c src/model/gemm_bf16_dot512.c \
                         src/model/gemm_bf16_amx.c tests/model/test_model_gemm_bf16.c src/model/wmat.c \
-                        tests/model/test_model_bf16_weights.c
+                        tests/model/test_model_bf16_weights.c bench/bench_model.c src/model/cost.c \
+                        tests/model/test_model_bench.c
 # cache storage pages, their allocation and tests
 PAGING_FORMAT_FILES := src/base/alloc.c src/base/pages_resident.c src/cache/storage.c tests/base/test_pages.c \
                        tests/cache/test_storage_pages.c tests/tools/test_bench_pages_arg.c

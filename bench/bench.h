@@ -14,6 +14,11 @@ typedef struct kvc_bench_opts {
     const char *plot;    /* engine only: FILE.png of the TTFT/TPOT distributions (tools/plot_data.h); NULL: none */
     const char *only;    /* attention only: run the rows whose label contains this text; NULL: all */
     kvc_bench_pages pages; /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
+    const char *model_dir; /* model only: the model directory (the argument after `model`) */
+    const char *batches;   /* model only: --batches LIST (default 1,8,32); NULL: default */
+    const char *prompts;   /* model only: --prompts LIST (default 64,512); NULL: default */
+    bool long_prompts;     /* model only: --long adds prompts of 2,048 tokens to the default list */
+    bool f32_weights;      /* model only: --weights f32 widens every GEMM matrix to f32 at load */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);

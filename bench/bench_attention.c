@@ -67,14 +67,6 @@ static double median_peak(kvc_peak_kind k)
     return kvc_bench_median(g, REPS);
 }
 
-/* The instruction the kernel's SIMD path computes with: FMA at its vector width. */
-static kvc_peak_kind path_peak(const char *isa)
-{
-    if (strncmp(isa, "avx512", 6) == 0) return KVC_PEAK_FMA_ZMM;
-    if (strncmp(isa, "avx2", 4) == 0) return KVC_PEAK_FMA_YMM;
-    return KVC_PEAK_FMA_SCALAR;
-}
-
 /* Another build's attention entry points, for --against. RTLD_DEEPBIND
  * makes the library resolve its own symbols first, so that its kernel calls
  * its own internal functions and not ours (same names, other code). The two
@@ -475,7 +467,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     }
     const double t_start = kvc_bench_now();
     const char *isa = kvc_attention_cpu_isa();
-    const kvc_peak_kind pk_kind = path_peak(isa);
+    const kvc_peak_kind pk_kind = kvc_limits_fma_of_path(isa);
     double read_by[KVC_LIMITS_PAGE_KINDS] = {0};
     median_reads(kinds, n_kinds, read_by);
     char thp[32];

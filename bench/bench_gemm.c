@@ -135,48 +135,6 @@ static int run_shape(const gemm_shape *s, bool json) {
     return 0;
 }
 
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-/* TDPBF16PS on four independent 16 x 16 accumulators, operands in registers; flops of one thread. */
-__attribute__((target("amx-tile,amx-bf16"))) static double amx_tile_pass(long iters) {
-    static const struct {
-        uint8_t palette, start_row, reserved[14];
-        uint16_t colsb[16];
-        uint8_t rows[16];
-    } cfg = {.palette = 1, .colsb = {64, 64, 64, 64, 64, 64, 64, 64}, .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
-    _tile_loadconfig(&cfg);
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    _tile_zero(4);
-    _tile_zero(5);
-    _tile_zero(6);
-    _tile_zero(7);
-    for (long i = 0; i < iters; i++) {
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-    }
-    _tile_release();
-    return 4.0 * (double)iters * 16 * 16 * 32 * 2;
-}
-
-/* GFLOP/s of TDPBF16PS with all threads; 0 without granted AMX. */
-static double amx_tile_peak(void) {
-    if (!kvci_gemm_bf16_amx_kernel()) return 0.0;
-    double flops = 0.0;
-    const double t0 = kvc_bench_now();
-#pragma omp parallel reduction(+ : flops)
-    flops += amx_tile_pass(200000);
-    return flops / (kvc_bench_now() - t0) / 1e9;
-}
-#else
-static double amx_tile_peak(void) { return 0.0; }
-#endif
-
 /* GFLOP/s of the f32 GEMM (kernel NULL) or a bf16 kernel on one shape, median of REPS samples. */
 static double bf16_rate(const kvc_gemm_bf16_kernel *k, const gemm_shape *s, const float *A, const float *B,
                         const uint16_t *Bp, float *C) {
@@ -202,10 +160,9 @@ static double bf16_rate(const kvc_gemm_bf16_kernel *k, const gemm_shape *s, cons
 static int run_bf16(bool json) {
     const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
     const int nk = kvci_gemm_bf16_kernels(all) - 1; /* not the portable one */
-    static const kvc_peak_kind kinds[] = {KVC_PEAK_FMA_YMM, KVC_PEAK_FMA_ZMM, KVC_PEAK_DPBF16};
+    static const kvc_peak_kind kinds[] = {KVC_PEAK_FMA_YMM, KVC_PEAK_FMA_ZMM, KVC_PEAK_DPBF16, KVC_PEAK_TDPBF16};
     double peak[4];
-    for (int i = 0; i < 3; i++) peak[i] = kvc_limits_peak_pass(kinds[i]);
-    peak[3] = amx_tile_peak();
+    for (int i = 0; i < 4; i++) peak[i] = kvc_limits_peak_pass(kinds[i]);
     if (json)
         printf("{\"bench\":\"gemm_bf16_peaks\",\"fma_ymm\":%.1f,\"fma_zmm\":%.1f,\"vdpbf16ps_zmm\":%.1f,"
                "\"tdpbf16ps\":%.1f}\n",

@@ -1,4 +1,6 @@
-/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]`: finds the benchmark and runs it. */
+/* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]`
+ * (`kvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights f32]`): finds the
+ * benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +42,16 @@ static void bench_usage(FILE *f) {
                "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
                "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
                "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
-               "beside this command, else python3)\n");
+               "beside this command, else python3)\n"
+               "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights f32] [--json]:\n"
+               "batches (default 1,8,32) x prompt lengths (default 64,512; --long adds 2048) through the runner\n"
+               "(paged, bf16 KV), prefill and decode next to their rooflines; --weights f32 widens the checkpoint's\n"
+               "matrices to f32 at load (the path before bf16 weights); tools/make_random_model.py writes a model\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {
     const char *what = NULL;
-    bool pages_given = false;
+    bool pages_given = false, model_only = false;
     *bench = NULL;
     *opts = (kvc_bench_opts){.json = false};
     for (int i = 1; i < argc; i++) {
@@ -79,11 +85,31 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
                 return 2;
             }
             pages_given = true;
+        } else if (strcmp(argv[i], "--batches") == 0 || strcmp(argv[i], "--prompts") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "kvcache bench: %s needs a list of numbers (e.g. 1,8,32)\n", argv[i]);
+                return 2;
+            }
+            *(argv[i][2] == 'b' ? &opts->batches : &opts->prompts) = argv[i + 1];
+            i++;
+            model_only = true;
+        } else if (strcmp(argv[i], "--long") == 0) {
+            opts->long_prompts = model_only = true;
+        } else if (strcmp(argv[i], "--weights") == 0) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (strcmp(v, "f32") != 0 && strcmp(v, "checkpoint") != 0) {
+                fprintf(stderr, "kvcache bench: --weights needs f32 or checkpoint (got \"%s\")\n", v);
+                return 2;
+            }
+            opts->f32_weights = strcmp(v, "f32") == 0;
+            model_only = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
         } else if (what == NULL) {
             what = argv[i];
+        } else if (strcmp(what, "model") == 0 && opts->model_dir == NULL) {
+            opts->model_dir = argv[i];
         } else {
             fprintf(stderr, "kvcache bench: unexpected argument \"%s\"\n", argv[i]);
             return 2;
@@ -91,6 +117,10 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
     }
     if (what == NULL) {
         bench_usage(stderr);
+        return 2;
+    }
+    if (model_only && strcmp(what, "model") != 0) {
+        fprintf(stderr, "kvcache bench: --batches, --prompts, --long and --weights apply to the model benchmark only\n");
         return 2;
     }
     if (opts->plot && strcmp(what, "engine") != 0) {

@@ -2,7 +2,8 @@
  * figures can be divided by them: read bandwidth (every thread sums its
  * share of a 1 GiB buffer in independent vector chains) and the peak of
  * each arithmetic instruction a kernel may use (independent chains of it
- * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd. */
+ * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd and
+ * AMX TDPBF16PS. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "bench.h"
 #include "kvcache/base.h"
 #include "machine_limits.h"
+#include "model/gemm_bf16.h" /* kvci_gemm_bf16_amx_kernel: the OS's grant of AMX tile data */
 
 #define GIB ((size_t)1 << 30)
 
@@ -160,6 +162,37 @@ __attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long i
     return (double)_mm512_reduce_add_epi32(s);
 }
 
+/* TDPBF16PS on four independent 16 x 16 accumulators, operands in registers: CHAINS
+ * instructions per iteration (the caller counts CHAINS per iteration). */
+__attribute__((target("amx-tile,amx-bf16"))) static double chains_tdpbf16(long iters)
+{
+    static const struct {
+        uint8_t palette, start_row, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } cfg = {.palette = 1, .colsb = {64, 64, 64, 64, 64, 64, 64, 64}, .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < CHAINS; k += 4) {
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+    float out[16 * 16];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return (double)out[0];
+}
+
 static int cpu_has(kvc_peak_kind k)
 {
     __builtin_cpu_init();
@@ -169,6 +202,7 @@ static int cpu_has(kvc_peak_kind k)
     case KVC_PEAK_FMA_ZMM: return __builtin_cpu_supports("avx512f");
     case KVC_PEAK_DPBF16: return __builtin_cpu_supports("avx512bf16");
     case KVC_PEAK_DPBUSD: return __builtin_cpu_supports("avx512vnni");
+    case KVC_PEAK_TDPBF16: return kvci_gemm_bf16_amx_kernel() != NULL;
     default: return 0;
     }
 }
@@ -177,6 +211,7 @@ static double chains_fma_ymm(long iters) { (void)iters; return 0.0; }
 static double chains_fma_zmm(long iters) { (void)iters; return 0.0; }
 static double chains_dpbf16(long iters) { (void)iters; return 0.0; }
 static double chains_dpbusd(long iters) { (void)iters; return 0.0; }
+static double chains_tdpbf16(long iters) { (void)iters; return 0.0; }
 static int cpu_has(kvc_peak_kind k) { return k == KVC_PEAK_FMA_SCALAR; }
 #endif
 
@@ -194,7 +229,8 @@ static double chains_fma_scalar(long iters)
 
 /* Per kind: name, operations per instruction (a multiply-add counts 2;
  * vdpbf16ps: 16 lanes x 2 bf16 products; vpdpbusd: 16 lanes x 4 byte
- * products), iterations of one pass, the chains. */
+ * products; TDPBF16PS: 16 x 16 outputs x 32 bf16 products), iterations of
+ * one pass, the chains. */
 static const struct {
     const char *name;
     double ops;
@@ -206,6 +242,7 @@ static const struct {
     {"fma-zmm", 32.0, 4000000, chains_fma_zmm},
     {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
     {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd},
+    {"tdpbf16ps-amx", 16384.0, 1000000, chains_tdpbf16},
 };
 
 void kvc_limits_cpu_flags(char *buf, size_t n)
@@ -218,6 +255,7 @@ void kvc_limits_cpu_flags(char *buf, size_t n)
     KVC_FLAG("avx2") KVC_FLAG("fma") KVC_FLAG("avx512f") KVC_FLAG("avx512bw") KVC_FLAG("avx512vl")
     KVC_FLAG("avx512vnni") KVC_FLAG("avx512bf16")
 #undef KVC_FLAG
+    if (kvci_gemm_bf16_amx_kernel()) snprintf(buf + strlen(buf), n - strlen(buf), " amx-bf16");
 #endif
     if (!buf[0]) snprintf(buf, n, "(none of avx2 fma avx512f/bw/vl/vnni/bf16)");
 }
@@ -225,6 +263,13 @@ void kvc_limits_cpu_flags(char *buf, size_t n)
 const char *kvc_limits_peak_name(kvc_peak_kind k) { return g_peaks[k].name; }
 
 int kvc_limits_has_peak(kvc_peak_kind k) { return cpu_has(k); }
+
+kvc_peak_kind kvc_limits_fma_of_path(const char *isa)
+{
+    if (strncmp(isa, "avx512", 6) == 0) return KVC_PEAK_FMA_ZMM;
+    if (strncmp(isa, "avx2", 4) == 0) return KVC_PEAK_FMA_YMM;
+    return KVC_PEAK_FMA_SCALAR;
+}
 
 double kvc_limits_peak_pass(kvc_peak_kind k)
 {

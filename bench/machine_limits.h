@@ -34,6 +34,7 @@ typedef enum kvc_peak_kind {
     KVC_PEAK_FMA_ZMM, /* AVX-512 F */
     KVC_PEAK_DPBF16,  /* AVX-512 BF16 vdpbf16ps on zmm */
     KVC_PEAK_DPBUSD,  /* AVX-512 VNNI vpdpbusd on zmm (integer operations) */
+    KVC_PEAK_TDPBF16, /* AMX TDPBF16PS on 16 x 16 f32 tiles (where the OS grants tile data) */
     KVC_PEAK_KINDS
 } kvc_peak_kind;
 
@@ -42,6 +43,8 @@ void kvc_limits_cpu_flags(char *buf, size_t n);
 const char *kvc_limits_peak_name(kvc_peak_kind k);
 /* Whether this CPU has the instruction. */
 int kvc_limits_has_peak(kvc_peak_kind k);
+/* The FMA a SIMD path named "avx512...", "avx2..." or otherwise computes with (zmm, ymm, scalar). */
+kvc_peak_kind kvc_limits_fma_of_path(const char *isa);
 /* One peak pass of instruction k (about 0.05-0.2 s) with all threads, in
  * G operations/s (a multiply-add counts 2); 0 when the CPU lacks it. */
 double kvc_limits_peak_pass(kvc_peak_kind k);

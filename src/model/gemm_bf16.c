@@ -60,7 +60,7 @@ static void block_portable(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64
         }
 }
 
-static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable};
+static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable, false};
 
 int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     int n = 0;
@@ -125,10 +125,11 @@ static kvc_status scratch_reserve(size_t elems) {
     return KVC_OK;
 }
 
-#define BF16_B_BLOCK_BYTES  (256 * 1024) /* packed B per job: stays in L2 while the job's rows pass */
-#define BF16_MC             64
-#define BF16_PARALLEL_FLOPS (1 << 22)
-#define BF16_PARALLEL_BYTES (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
+#define BF16_B_BLOCK_BYTES   (256 * 1024) /* packed B per job: stays in L2 while the job's rows pass */
+#define BF16_MC              64
+#define BF16_JOBS_PER_THREAD 4 /* k-blocked kernels: spare jobs for a thread held up elsewhere */
+#define BF16_PARALLEL_FLOPS  (1 << 22)
+#define BF16_PARALLEL_BYTES  (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
 
 kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           const float *bias, float *C, int64_t ldc) {
@@ -152,16 +153,21 @@ kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64
         c.As = scratch;
     }
     const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;
-    const int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
+    int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
+    if (kr->k_blocked && M > 16) { /* A is re-read once per job: as few column blocks as the threads allow */
+        const int64_t want_n = kvci_cdiv(BF16_JOBS_PER_THREAD * omp_get_max_threads(), kvci_cdiv(M, mc));
+        gc = kvci_max64(gc, kvci_cdiv(kvci_cdiv(G, want_n), 2) * 2);
+    }
     const int64_t jobs_m = kvci_cdiv(M, mc), jobs_n = kvci_cdiv(G, gc), jobs = jobs_m * jobs_n;
     const double flops = 2.0 * (double)M * (double)N * (double)K, bytes = 2.0 * (double)N * (double)K;
     const bool threads = jobs > 1 && (flops >= BF16_PARALLEL_FLOPS || bytes >= BF16_PARALLEL_BYTES);
     uint16_t *As = (uint16_t *)c.As;
+    const int64_t split_rows = M <= 16 ? M : c.Mp; /* M <= 16: no kernel reads the padding rows */
 #pragma omp parallel if (threads)
     {
         if (kr->split) {
 #pragma omp for schedule(static)
-            for (int64_t r = 0; r < c.Mp; r += 16) kr->split(&c, r, r + 16, As);
+            for (int64_t r = 0; r < c.Mp; r += 16) kr->split(&c, r, kvci_min64(r + 16, split_rows), As);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t job = 0; job < jobs; job++) {

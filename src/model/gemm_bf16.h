@@ -84,7 +84,8 @@ static inline int64_t kvci_bf16_split_at(const kvc_bf16_call *c, int p, int64_t 
 /* Rows [m0, m1) x column groups [g0, g1) of C; m0 a multiple of the kernel's mb. */
 typedef void (*kvc_bf16_block_fn)(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1);
 
-/* Writes the parts of A's rows [i0, i1) (i0, i1 multiples of 16, i1 <= Mp) into As. */
+/* Writes the parts of A's rows [i0, i1) (i0 a multiple of 16; i1 a multiple of 16, or M when
+ * M <= 16: then no kernel reads the padding rows; i1 <= Mp) into As. */
 typedef void (*kvc_bf16_split_fn)(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As);
 
 typedef struct kvc_gemm_bf16_kernel {
@@ -93,6 +94,8 @@ typedef struct kvc_gemm_bf16_kernel {
     kvc_bf16_split_fn split; /* the dot family's split of A into As; NULL: the kernel reads A */
     int mb;                  /* rows per block granularity */
     kvc_bf16_block_fn block;
+    bool k_blocked; /* for M > 16 the kernel reads B once per block and A once per column block of
+                     * it: blocks take wide column ranges (few re-reads of A) */
 } kvc_gemm_bf16_kernel;
 
 #define KVC_GEMM_BF16_MAX_KERNELS 5

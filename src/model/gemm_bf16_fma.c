@@ -53,7 +53,7 @@ INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
 
 KVC_BF16_TILES_4X4(TGT512, fma512, tile512)
 
-static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block};
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block, false};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
 
@@ -126,7 +126,7 @@ static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0,
         for (int64_t i = m0; i < m1; i += 2) tiles256[kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
 }
 
-static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256};
+static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }
 #else

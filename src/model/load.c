@@ -9,7 +9,8 @@
 
 typedef struct load_ctx {
     const kvc_safetensors *st;
-    bool check_only; /* compare names, shapes and dtypes; read nothing */
+    bool check_only;  /* compare names, shapes and dtypes; read nothing */
+    bool f32_weights; /* every GEMM operand widened to f32 */
 } load_ctx;
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix ".gate_proj.weight" */
@@ -82,13 +83,15 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t)
     kvc_status s = strchr(name, '*') ? load_ds_experts(c, name, t->shape, tmp, &dtype)
                                      : kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, tmp);
     if (s == KVC_OK && c->check_only)
-        t->mat->dtype = dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
+        t->mat->dtype = !c->f32_weights && dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
     kvci_free(tmp);
     return s;
 }
 
-kvc_status kvc_model_load(const char *dir, kvc_model **out)
+kvc_status kvc_model_load(const char *dir, kvc_model **out) { return kvci_model_load_as(dir, false, out); }
+
+kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out)
 {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
@@ -99,7 +102,7 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out)
     s = kvc_safetensors_open_dir(dir, &st);
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
-    load_ctx check = {.st = st, .check_only = true}, c = {.st = st};
+    load_ctx check = {.st = st, .check_only = true, .f32_weights = f32_weights}, c = {.st = st};
     s = kvci_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvci_model_prepare(m);

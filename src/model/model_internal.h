@@ -131,6 +131,29 @@ kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t see
  * W_UK^h transposed into m->derived (MLA). */
 kvc_status kvci_model_prepare(kvc_model *m);
 
+/* What a step of the model reads and computes (bench model's rooflines). */
+typedef struct kvc_model_cost_path {
+    const char *dtype;  /* "bf16" or "f32" */
+    const char *kernel; /* the GEMM kernel kvci_linear runs for that dtype now (gemm.h, gemm_bf16.h) */
+} kvc_model_cost_path;
+typedef struct kvc_model_cost {
+    int64_t weight_bytes;     /* the arena: every weight as stored */
+    int64_t dense_read_bytes; /* read by every decode step whatever the batch: all weights but the embedding
+                               * (gathered by id; counted when tied, as the lm_head) and the routed experts */
+    int64_t expert_bytes;     /* the routed experts of every MoE layer */
+    double expert_fraction;   /* experts one token runs / experts of a layer */
+    int64_t macs_per_token;   /* GEMM multiply-adds of the decoder layers per token (run experts only) */
+    int64_t lm_head_macs;     /* per token whose logits are computed: V x H */
+    int64_t attn_macs_per_key; /* attention multiply-adds per (query, visible key) pair, all full-attention
+                                * layers: heads x (Dqk + Dv); sliding layers not counted */
+    kvc_model_cost_path attn_proj, mlp, lm_head; /* q/k/v/o projections, MLP (or experts), lm_head */
+} kvc_model_cost;
+kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out);
+
+/* kvc_model_load, the GEMM matrices widened to f32 when `f32_weights` (else kept in the
+ * checkpoint's dtype: bf16 packed where the file holds BF16). */
+kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out);
+
 /* ---- kernels (layers.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear) for a one-matrix W

@@ -252,6 +252,13 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"                                 \
     "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
 
+/* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
+ * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
+#define QWEN3_WIDE                                                                                                     \
+    "{\"model_type\":\"qwen3\",\"vocab_size\":96,\"hidden_size\":160,\"intermediate_size\":288,"                       \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":5,\"num_key_value_heads\":1,\"head_dim\":32,"                     \
+    "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
+
 #define F32    KVC_DTYPE_F32
 #define PAGED  KVC_MCACHE_PAGED
 #define CONTIG KVC_MCACHE_CONTIGUOUS
@@ -296,6 +303,7 @@ static void run_bf16_weights(const char *json, kvc_model_cache_kind kind, bool l
 static void test_dense_bf16_weights(void **s) { (void)s, run_bf16_weights(QWEN3, PAGED, false, 17); }
 static void test_gpt_oss_bf16_weights(void **s) { (void)s, run_bf16_weights(GPT_OSS, CONTIG, false, 18); }
 static void test_deepseek_bf16_weights(void **s) { (void)s, run_bf16_weights(DEEPSEEK, PAGED, true, 19); }
+static void test_wide_bf16_weights(void **s) { (void)s, run_bf16_weights(QWEN3_WIDE, CONTIG, false, 20); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -318,6 +326,7 @@ int main(void) {
         cmocka_unit_test(test_dense_bf16_weights),
         cmocka_unit_test(test_gpt_oss_bf16_weights),
         cmocka_unit_test(test_deepseek_bf16_weights),
+        cmocka_unit_test(test_wide_bf16_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

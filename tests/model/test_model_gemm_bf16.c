@@ -172,6 +172,34 @@ static void test_rows_and_columns_independent(void **state) {
     free(A), free(B), free(bias), free(full), free(part), free(Bp);
 }
 
+/* Per kernel: every row block of M = 1 .. 17, 31, 32, 33 rows (the small-M paths, their
+ * edges and the tiles past them) bitwise equal to the same rows of one M = 512 call (the
+ * large-M blocking), 2 threads; N past the threading threshold, K over several blocks. */
+static void test_small_m_equals_large_m(void **state) {
+    (void)state;
+    const int64_t M = 512, N = 100, K = 2100;
+    float *A = rand_buf(M * K, false), *B = rand_buf(N * K, true), *bias = rand_buf(N, false);
+    float *full = calloc((size_t)(M * N), sizeof(float)), *part = calloc((size_t)(33 * N), sizeof(float));
+    uint16_t *Bp = packed(N, K, B, K);
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int nk = kernels(all) - 1; /* the portable kernel: covered by the fma family's equality */
+    static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33};
+    omp_set_num_threads(2);
+    for (int kk = 0; kk < nk; kk++) {
+        force(all[kk]->name);
+        gemm(M, N, K, A, K, Bp, bias, full, N);
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            const int64_t m = rows[r], i0 = (int64_t)(r * 23) % (M - m);
+            gemm(m, N, K, A + i0 * K, K, Bp, bias, part, N);
+            if (memcmp(part, full + i0 * N, (size_t)(m * N) * sizeof(float)) != 0)
+                fail_msg("%s: rows %lld .. %lld alone (M %lld) differ from M %lld", all[kk]->name, (long long)i0,
+                         (long long)(i0 + m - 1), (long long)m, (long long)M);
+        }
+    }
+    force(NULL);
+    free(A), free(B), free(bias), free(full), free(part), free(Bp);
+}
+
 /* Packing keeps bf16 values exactly, reads transposed sources, rounds f32 to nearest even. */
 static void test_pack_round_trip(void **state) {
     (void)state;
@@ -205,6 +233,7 @@ int main(void) {
         cmocka_unit_test(test_accuracy_against_float64),
         cmocka_unit_test(test_fma_family_bitwise_equal),
         cmocka_unit_test(test_rows_and_columns_independent),
+        cmocka_unit_test(test_small_m_equals_large_m),
         cmocka_unit_test(test_pack_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,293 @@
+/* `kvcache bench model MODEL_DIR`: a whole model through the standalone
+ * runner (paged caches, bf16 KV, the default block size), batches of random
+ * prompts prefilled together and then decoded greedily in lock-step, each
+ * figure next to its roofline measured in the same run:
+ *
+ *   decode: bytes one step reads (every weight but the gathered embedding,
+ *           the routed experts the batch can reach, and the KV cache of
+ *           every row up to its position) / the read bandwidth (a 1 GiB
+ *           parallel read pass just before and just after the run, the
+ *           faster one);
+ *   prefill: the GEMM flops (dot kernels: times their bf16 parts per
+ *           activation) / the peak of the instruction the GEMM path runs
+ *           on, plus the causal attention flops / the peak of the FMA the
+ *           attention path runs on (peak passes before and after, the
+ *           faster one).
+ *
+ * roof = roofline time / measured time (1 is the machine's limit). Also the
+ * resident memory (VmRSS, its anonymous and huge-page parts) after loading
+ * and after the runs (the 1 GiB read buffer freed; the peak includes it), and the kernel of each kind of layer. One
+ * generate per configuration (three when the prefill has at most 4,096 tokens, the median taken): prefill = its first
+ * step, decode = the mean of its later steps. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "kvcache/ops.h"
+#include "kvcache/runner.h"
+#include "machine_limits.h"
+#include "model/gemm_bf16.h"
+#include "model/model_internal.h"
+
+#define DECODE_STEPS 16
+#define MAX_LIST     8
+
+typedef struct int_list {
+    int n;
+    int64_t v[MAX_LIST];
+} int_list;
+
+/* "1,8,32" -> list; 0 on success, else a message on stderr. */
+static int parse_list(const char *what, const char *text, int64_t max, int_list *out) {
+    out->n = 0;
+    for (const char *p = text;;) {
+        char *end;
+        const long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1 || v > max || out->n == MAX_LIST || (*end && *end != ',')) {
+            fprintf(stderr,
+                    "kvcache bench model: %s must be up to %d numbers in 1 .. %lld separated by commas (got \"%s\")\n",
+                    what, MAX_LIST, (long long)max, text);
+            return 2;
+        }
+        out->v[out->n++] = v;
+        if (!*end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+typedef struct memory {
+    int64_t rss_kib, hwm_kib, anon_kib, huge_kib; /* VmRSS, VmHWM, RssAnon, AnonHugePages; -1 unknown */
+} memory;
+
+static int64_t kib_field(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    int64_t v = -1;
+    const size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            v = strtoll(line + n, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static memory memory_now(void) {
+    return (memory){kib_field("/proc/self/status", "VmRSS:"), kib_field("/proc/self/status", "VmHWM:"),
+                    kib_field("/proc/self/status", "RssAnon:"), kib_field("/proc/self/smaps_rollup", "AnonHugePages:")};
+}
+
+static void print_memory(bool json, const char *when, memory m, const kvc_model_cost *c) {
+    if (json)
+        printf(
+            "{\"bench\":\"model_memory\",\"when\":\"%s\",\"vm_rss_kib\":%lld,\"vm_hwm_kib\":%lld,\"rss_anon_kib\":%lld,"
+            "\"anon_huge_kib\":%lld,\"weight_bytes\":%lld}\n",
+            when, (long long)m.rss_kib, (long long)m.hwm_kib, (long long)m.anon_kib, (long long)m.huge_kib,
+            (long long)c->weight_bytes);
+    else
+        printf("memory %-10s VmRSS %.2f GB (peak %.2f, anonymous %.2f, on huge pages %.2f); weights %.2f GB\n", when,
+               (double)m.rss_kib * 1024e-9, (double)m.hwm_kib * 1024e-9, (double)m.anon_kib * 1024e-9,
+               (double)m.huge_kib * 1024e-9, (double)c->weight_bytes * 1e-9);
+}
+
+/* The instruction the bf16 GEMM kernel computes with, and how many of its operations one
+ * multiply-add of the model takes (the dot kernels: one per bf16 part of the activation). */
+static kvc_peak_kind gemm_peak(const kvc_model_cost_path *p, double *ops_per_mac) {
+    *ops_per_mac = 1.0;
+    if (strcmp(p->dtype, "bf16") != 0) return kvc_limits_fma_of_path(p->kernel);
+    if (strcmp(p->kernel, "amx-bf16") == 0 || strcmp(p->kernel, "avx512-bf16") == 0) {
+        *ops_per_mac = KVC_GEMM_BF16_PARTS;
+        return strcmp(p->kernel, "amx-bf16") == 0 ? KVC_PEAK_TDPBF16 : KVC_PEAK_DPBF16;
+    }
+    return kvc_limits_fma_of_path(p->kernel);
+}
+
+typedef struct ceilings {
+    double read_gbs, gemm_gflops, attn_gflops;
+} ceilings;
+
+static ceilings measure_ceilings(kvc_peak_kind gemm, kvc_peak_kind attn) {
+    return (ceilings){kvc_limits_read_pass(KVC_LIMITS_2M), kvc_limits_peak_pass(gemm), kvc_limits_peak_pass(attn)};
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+typedef struct run_result {
+    double prefill_ms, decode_ms;
+    double prefill_roof_ms, decode_roof_ms;
+    ceilings ceil;
+    int64_t kv_bytes_per_token;
+} run_result;
+
+/* One configuration: batch B, prompts of P tokens. */
+static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, int64_t P, kvc_peak_kind gk,
+                      double ops_per_mac, kvc_peak_kind ak, run_result *out) {
+    const kvc_model_config *cfg = kvc_model_config_of(m);
+    kvc_runner_params rp = kvc_runner_default_params();
+    rp.kv_dtype = KVC_DTYPE_BF16;
+    rp.max_new_tokens = DECODE_STEPS + 1;
+    if (P + rp.max_new_tokens > cfg->max_position_embeddings) rp.max_positions = P + rp.max_new_tokens;
+    kvc_runner *r = NULL;
+    int32_t *ids = malloc((size_t)(B * P) * sizeof *ids),
+            *tokens = malloc((size_t)(B * rp.max_new_tokens) * sizeof *tokens);
+    int64_t *lens = malloc((size_t)B * sizeof *lens);
+    if (!ids || !tokens || !lens || kvc_runner_create(m, &rp, B, P, &r) != KVC_OK) {
+        fprintf(stderr, "bench model: batch %lld x %lld tokens: %s\n", (long long)B, (long long)P,
+                r ? "out of memory" : kvc_last_error());
+        free(ids), free(tokens), free(lens);
+        return 1;
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ (uint64_t)(B * 131 + P);
+    for (int64_t i = 0; i < B * P; i++)
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17, ids[i] = (int32_t)(x % (uint64_t)cfg->vocab_size);
+    for (int64_t b = 0; b < B; b++) lens[b] = P;
+    const ceilings before = measure_ceilings(gk, ak);
+    const int reps = B * P <= 4096 ? 3 : 1;
+    double pre[3], dec[3];
+    int rc = 0;
+    for (int i = 0; i < reps && rc == 0; i++) {
+        kvc_runner_stats st;
+        if (kvc_runner_generate(r, ids, lens, B, tokens, NULL, &st) != KVC_OK) {
+            fprintf(stderr, "bench model: generate: %s\n", kvc_last_error());
+            rc = 1;
+            break;
+        }
+        pre[i] = st.prefill_ms, dec[i] = st.decode_ms / (double)st.decode_steps;
+    }
+    const ceilings after = measure_ceilings(gk, ak);
+    out->ceil = (ceilings){max2(before.read_gbs, after.read_gbs), max2(before.gemm_gflops, after.gemm_gflops),
+                           max2(before.attn_gflops, after.attn_gflops)};
+    out->kv_bytes_per_token = kvc_runner_kv_bytes_per_token(r);
+    if (rc == 0) {
+        out->prefill_ms = kvc_bench_median(pre, reps), out->decode_ms = kvc_bench_median(dec, reps);
+        /* prefill: every token through the layers, the lm_head on each row's last token, causal attention */
+        const double gemm_macs = (double)(B * P) * (double)c->macs_per_token + (double)B * (double)c->lm_head_macs;
+        const double attn_macs = (double)B * (double)c->attn_macs_per_key * (double)P * (double)(P + 1) / 2.0;
+        out->prefill_roof_ms = 1e3 * (2.0 * gemm_macs * ops_per_mac / (out->ceil.gemm_gflops * 1e9) +
+                                      2.0 * attn_macs / (out->ceil.attn_gflops * 1e9));
+        /* decode: step s (0-based) of row b reads P + s + 1 positions of KV; the experts reachable by B tokens */
+        const double experts =
+            (double)c->expert_bytes * (c->expert_fraction * (double)B < 1.0 ? c->expert_fraction * (double)B : 1.0);
+        const double kv = (double)B * (double)out->kv_bytes_per_token * ((double)P + (DECODE_STEPS + 1) / 2.0);
+        out->decode_roof_ms = 1e3 * ((double)c->dense_read_bytes + experts + kv) / (out->ceil.read_gbs * 1e9);
+    }
+    kvc_runner_destroy(r);
+    free(ids), free(tokens), free(lens);
+    return rc;
+}
+
+static void print_paths(bool json, const kvc_model_cost *c) {
+    const char *attn = kvc_attention_cpu_isa();
+    if (json)
+        printf("{\"bench\":\"model_paths\",\"attn_proj\":\"%s %s\",\"mlp\":\"%s %s\",\"lm_head\":\"%s %s\","
+               "\"attention\":\"%s\",\"bf16_parts\":%d}\n",
+               c->attn_proj.dtype, c->attn_proj.kernel, c->mlp.dtype, c->mlp.kernel, c->lm_head.dtype,
+               c->lm_head.kernel, attn, KVC_GEMM_BF16_PARTS);
+    else
+        printf("paths: q/k/v/o %s weights on %s, MLP %s on %s, lm_head %s on %s, attention %s (bf16 KV); dot kernels "
+               "split activations into %d bf16 parts\n",
+               c->attn_proj.dtype, c->attn_proj.kernel, c->mlp.dtype, c->mlp.kernel, c->lm_head.dtype,
+               c->lm_head.kernel, attn, KVC_GEMM_BF16_PARTS);
+}
+
+int kvc_bench_model(const kvc_bench_opts *opts) {
+    if (!opts->model_dir) {
+        fprintf(stderr, "kvcache bench model: needs MODEL_DIR (config.json + *.safetensors; tools/make_random_model.py "
+                        "writes a Qwen3-0.6B-shaped one)\n");
+        return 2;
+    }
+    int_list batches, prompts;
+    if (parse_list("--batches", opts->batches ? opts->batches : "1,8,32", 256, &batches) ||
+        parse_list("--prompts",
+                   opts->prompts        ? opts->prompts
+                   : opts->long_prompts ? "64,512,2048"
+                                        : "64,512",
+                   65536, &prompts))
+        return 2;
+    const double t0 = kvc_bench_now();
+    kvc_model *m = NULL;
+    if (kvci_model_load_as(opts->model_dir, opts->f32_weights, &m) != KVC_OK) {
+        fprintf(stderr, "bench model: %s\n", kvc_last_error());
+        return 1;
+    }
+    const double load_s = kvc_bench_now() - t0;
+    kvc_model_cost c;
+    if (kvci_model_cost_of(m, &c) != KVC_OK) {
+        fprintf(stderr, "bench model: %s\n", kvc_last_error());
+        kvc_model_destroy(m);
+        return 1;
+    }
+    double ops_per_mac;
+    const kvc_peak_kind gk = gemm_peak(&c.mlp, &ops_per_mac), ak = kvc_limits_fma_of_path(kvc_attention_cpu_isa());
+    char flags[200], thp[32], load[64] = "";
+    kvc_limits_cpu_flags(flags, sizeof flags);
+    kvc_limits_thp_setting(thp, sizeof thp);
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (!fgets(load, sizeof load, la)) load[0] = '\0';
+        load[strcspn(load, "\n")] = '\0';
+        fclose(la);
+    }
+    const kvc_model_config *cfg = kvc_model_config_of(m);
+    if (opts->json)
+        printf("{\"bench\":\"model\",\"dir\":\"%s\",\"model_type\":\"%s\",\"layers\":%lld,\"threads\":%d,\"cpu_flags\":"
+               "\"%s\","
+               "\"thp\":\"%s\",\"loadavg\":\"%s\",\"load_s\":%.2f,\"decode_read_bytes\":%lld,\"expert_bytes\":%lld}\n",
+               opts->model_dir, cfg->model_type, (long long)cfg->num_layers, omp_get_max_threads(), flags, thp, load,
+               load_s, (long long)c.dense_read_bytes, (long long)c.expert_bytes);
+    else
+        printf("model %s: %s, %lld layers, hidden %lld, vocabulary %lld; loaded in %.1f s\n"
+               "%d threads; CPU flags: %s; transparent huge pages: %s; load average at start: %s\n"
+               "decode reads %.3f GB of weights per step (+ KV); prefill ceiling: GEMM on %s (%.0f operations per "
+               "multiply-add), attention on %s\n",
+               opts->model_dir, cfg->model_type, (long long)cfg->num_layers, (long long)cfg->hidden_size,
+               (long long)cfg->vocab_size, load_s, omp_get_max_threads(), flags, thp, load,
+               (double)(c.dense_read_bytes + c.expert_bytes) * 1e-9, kvc_limits_peak_name(gk), ops_per_mac,
+               kvc_limits_peak_name(ak));
+    print_paths(opts->json, &c);
+    print_memory(opts->json, "loaded", memory_now(), &c);
+    const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
+    if (kvc_limits_init(want) != 0) {
+        fprintf(stderr, "bench model: no memory for the 1 GiB read buffer\n");
+        kvc_model_destroy(m);
+        return 1;
+    }
+    if (!opts->json)
+        printf("%5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "batch", "prompt", "prefill ms", "tokens/s",
+               "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s", "attn G/s");
+    int rc = 0;
+    for (int pi = 0; pi < prompts.n && rc == 0; pi++)
+        for (int bi = 0; bi < batches.n && rc == 0; bi++) {
+            const int64_t B = batches.v[bi], P = prompts.v[pi];
+            run_result res;
+            rc = run_config(m, &c, B, P, gk, ops_per_mac, ak, &res);
+            if (rc) break;
+            const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
+            if (opts->json)
+                printf("{\"bench\":\"model_run\",\"batch\":%lld,\"prompt\":%lld,\"prefill_ms\":%.3f,\"prefill_tokens_"
+                       "per_s\":%.1f,"
+                       "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
+                       "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
+                       "\"kv_bytes_per_token\":%lld}\n",
+                       (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                       res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
+                       res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
+                       res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
+            else
+                printf("%5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
+                       (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                       res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
+                       res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
+                       res.ceil.attn_gflops);
+            fflush(stdout);
+        }
+    kvc_limits_free();
+    print_memory(opts->json, "after runs", memory_now(), &c); /* the peak includes the 1 GiB read buffer */
+    kvc_model_destroy(m);
+    return rc;
+}

@@ -1,0 +1,94 @@
+/* `kvcache bench model`: its arguments (parsed, refused with status 2 for a
+ * bad list, a missing value or another benchmark), the costs its rooflines
+ * divide (kvci_model_cost_of, counted by hand for the bf16 oracle qwen3),
+ * kvci_model_load_as widening the matrices to f32, and one short run of the
+ * benchmark on that model. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench.h"
+#include "kvcache/kvcache.h"
+#include "model/gemm_bf16.h"
+#include "model/model_internal.h"
+
+static char dir[512];
+
+static const kvc_bench_entry *bench;
+
+static int parse(int argc, char **argv, kvc_bench_opts *opts) { return kvc_bench_parse(argc, argv, &bench, opts); }
+
+static void test_args(void **state) {
+    (void)state;
+    kvc_bench_opts o;
+    assert_int_equal(
+        parse(8, (char *[]){"bench", "model", "DIR", "--batches", "1,8", "--long", "--weights", "f32"}, &o), -1);
+    assert_string_equal(o.model_dir, "DIR");
+    assert_string_equal(o.batches, "1,8");
+    assert_true(o.long_prompts && o.f32_weights && o.prompts == NULL);
+    assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--weights"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--weights", "bf16"}, &o), 2);
+    assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--prompts"}, &o), 2);
+    assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--long"}, &o), 2);
+    assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "OTHER"}, &o), 2);
+    /* lists are checked before the model is read: the directory need not exist */
+    const char *bad[] = {"0", "1,,8", "8,", "x", "1,2,3,4,5,6,7,8,9", "257"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse(5, (char *[]){"bench", "model", "/nonexistent", "--batches", (char *)bad[i]}, &o), -1);
+        assert_int_equal(bench->run(&o), 2);
+    }
+    assert_int_equal(parse(2, (char *[]){"bench", "model"}, &o), -1);
+    assert_int_equal(bench->run(&o), 2); /* no MODEL_DIR */
+}
+
+static void test_cost(void **state) {
+    (void)state;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load(dir, &m), KVC_OK);
+    kvc_model_cost c;
+    assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
+    /* qwen3 oracle: H 128, I 256, 4 q / 2 kv heads of 64, 2 layers, vocabulary 512, tied */
+    const int64_t H = 128, I = 256, q = 256, kv = 128, L = 2, V = 512;
+    assert_int_equal(c.macs_per_token, L * (q * H + 2 * kv * H + H * q + 3 * I * H));
+    assert_int_equal(c.lm_head_macs, V * H);
+    assert_int_equal(c.attn_macs_per_key, L * 4 * (64 + 64));
+    const int64_t mat =
+        2 * (kvci_bf16_packed_elems(q, H) + 2 * kvci_bf16_packed_elems(kv, H) + kvci_bf16_packed_elems(H, q) +
+             2 * kvci_bf16_packed_elems(I, H) + kvci_bf16_packed_elems(H, I)); /* each a 64-byte multiple already */
+    const int64_t vec = 4 * (L * (2 * H + 2 * 64) + H);
+    assert_int_equal(c.dense_read_bytes, L * mat + 2 * kvci_bf16_packed_elems(V, H) + vec); /* tied: the embedding */
+    assert_int_equal(c.expert_bytes, 0);
+    assert_string_equal(c.mlp.dtype, "bf16");
+    assert_string_equal(c.lm_head.kernel, kvci_gemm_bf16_active()->name);
+    kvc_model_destroy(m);
+    assert_int_equal(kvci_model_load_as(dir, true, &m), KVC_OK);
+    assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
+    assert_string_equal(c.attn_proj.dtype, "f32");
+    assert_string_equal(c.lm_head.dtype, "f32");
+    assert_int_equal(c.dense_read_bytes, L * (q * H + 2 * kv * H + H * q + 3 * I * H) * 4 + V * H * 4 + vec);
+    kvc_model_destroy(m);
+}
+
+static void test_run(void **state) {
+    (void)state;
+    kvc_bench_opts o;
+    assert_int_equal(parse(8, (char *[]){"bench", "model", dir, "--batches", "1,2", "--prompts", "5", "--json"}, &o),
+                     -1);
+    assert_int_equal(bench->run(&o), 0);
+    o.f32_weights = true;
+    assert_int_equal(bench->run(&o), 0);
+}
+
+int main(void) {
+    const char *data = getenv("KVC_DATA_DIR");
+    snprintf(dir, sizeof dir, "%s/oracle/qwen3/bf16", data ? data : "tests/data");
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_args), cmocka_unit_test(test_cost),
+                                       cmocka_unit_test(test_run)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
