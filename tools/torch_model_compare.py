@@ -6,9 +6,9 @@ batches, greedy with a KV cache, printing the same figures: prefill ms and
 tokens/s (the first forward over the batch of prompts), decode ms per step
 (the mean of the next 16 steps, one token per row each), and resident memory.
 
-    python3 -m venv /work/torch-venv
-    /work/torch-venv/bin/pip install torch transformers safetensors   # ~6 GB (PyPI's CUDA wheel, run on CPU)
-    /work/torch-venv/bin/python tools/torch_model_compare.py MODEL_DIR [--dtype bf16|f32|both]
+    python3 -m venv /tmp/torch-venv
+    /tmp/torch-venv/bin/pip install torch transformers safetensors   # ~6 GB (PyPI's CUDA wheel, run on CPU)
+    /tmp/torch-venv/bin/python tools/torch_model_compare.py MODEL_DIR [--dtype bf16|f32|both]
         [--batches 1,8,32] [--prompts 64,512] [--threads 2] [--json]
 
 Default: bf16 and f32 in turn (bf16 weights and activations, PyTorch's own bf16 path; f32:
