@@ -46,13 +46,12 @@
 #include "machine_limits.h"
 #include "shared_lib_check.h"
 
-#define GIB ((size_t)1 << 30)
+#define GIB  ((size_t)1 << 30)
 #define REPS 5
 
 /* Median of 2 REPS read passes on the buffer of each page kind of
  * kinds[0..n), the kinds alternating pass by pass; into gbps[kind]. */
-static void median_reads(const kvc_limits_pages *kinds, int n, double *gbps)
-{
+static void median_reads(const kvc_limits_pages *kinds, int n, double *gbps) {
     double g[KVC_LIMITS_PAGE_KINDS][2 * REPS];
     for (int r = 0; r < 2 * REPS; r++)
         for (int i = 0; i < n; i++) g[i][r] = kvc_limits_read_pass(kinds[i]);
@@ -60,8 +59,7 @@ static void median_reads(const kvc_limits_pages *kinds, int n, double *gbps)
 }
 
 /* Median of REPS peak passes of instruction k. */
-static double median_peak(kvc_peak_kind k)
-{
+static double median_peak(kvc_peak_kind k) {
     double g[REPS];
     for (int r = 0; r < REPS; r++) g[r] = kvc_limits_peak_pass(k);
     return kvc_bench_median(g, REPS);
@@ -77,8 +75,7 @@ typedef struct other_lib {
     kvc_status (*workspace_size)(const kvc_attention_params *p, int max_threads, size_t *bytes);
 } other_lib;
 
-static int other_open(const char *path, other_lib *o)
-{
+static int other_open(const char *path, other_lib *o) {
     memset(o, 0, sizeof *o);
     if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
         fprintf(stderr, "bench attention: --against %s\n", kvc_last_error());
@@ -107,8 +104,7 @@ typedef struct shape {
                              [NB, Nkv, D, bs]: keys in lanes; V as BNNBSD) */
 } shape;
 
-static const char *storage_name(kvc_block_layout blk)
-{
+static const char *storage_name(kvc_block_layout blk) {
     return blk == KVC_BLOCK_BNNBSD ? "BnNBsD" : blk == KVC_BLOCK_BNNDBS ? "BnNDBs" : "BnBsH";
 }
 
@@ -131,8 +127,7 @@ typedef struct kv_pool {
 static void keep_tensor(void *user, const kvc_tensor *t) { *(void **)user = t->data; }
 
 /* Allocates NB blocks of K and V for s on `pages` through kvc_cache_storage_allocate. */
-static int pool_allocate(const shape *s, int64_t NB, int bs, kvc_limits_pages pages, kv_pool *pool)
-{
+static int pool_allocate(const shape *s, int64_t NB, int bs, kvc_limits_pages pages, kv_pool *pool) {
     kvc_cache_entry e[2];
     for (int i = 0; i < 2; i++) {
         e[i] = kvc_cache_entry_default();
@@ -160,14 +155,12 @@ static int pool_allocate(const shape *s, int64_t NB, int bs, kvc_limits_pages pa
 }
 
 /* Bytes of the pool's caches on huge pages now (-1: unknown). */
-static int64_t pool_huge_bytes(const kv_pool *pool)
-{
+static int64_t pool_huge_bytes(const kv_pool *pool) {
     kvc_storage_page_info info;
     return kvc_cache_storage_page_info(pool->storage, &info) == KVC_OK ? info.huge_bytes : -1;
 }
 
-static size_t kv_bytes(const shape *s)
-{
+static size_t kv_bytes(const shape *s) {
     return (size_t)s->batch * (size_t)s->kv_len * (size_t)s->kv_heads * (size_t)s->head_dim * 2u *
            kvc_dtype_size(s->kv_dtype);
 }
@@ -178,22 +171,19 @@ static size_t kv_bytes(const shape *s)
  * f32, per-channel key scales are folded into q and value scales applied
  * after the product. The softmax (a few dozen flops per key and head) is
  * left out: under 1/(2 D) of the work. */
-static double flop_per_byte(const shape *s)
-{
+static double flop_per_byte(const shape *s) {
     return 2.0 * (double)(s->q_heads / s->kv_heads) / (double)kvc_dtype_size(s->kv_dtype);
 }
 
 /* Visible (query, key) pairs of one head under mode 3. */
-static double pairs(const shape *s)
-{
+static double pairs(const shape *s) {
     double p = 0.0;
     for (int i = 0; i < s->q_len; i++) p += (double)(s->kv_len - s->q_len + i + 1);
     return p * s->batch;
 }
 
 /* One K/V element as the naive loop reads it (1-byte types times the per-tensor scale). */
-static float naive_load(const char *e, kvc_dtype dt, float scale)
-{
+static float naive_load(const char *e, kvc_dtype dt, float scale) {
     switch (dt) {
     case KVC_DTYPE_I8: return scale * (float)*(const int8_t *)e;
     case KVC_DTYPE_F8E4M3: return scale * kvc_fp8_e4m3_to_f32(*(const uint8_t *)e);
@@ -204,8 +194,7 @@ static float naive_load(const char *e, kvc_dtype dt, float scale)
 
 /* Naive attention: per head and query, scores then softmax then values,
  * scalar conversions, no sharing of K/V loads across heads. */
-static void naive_attention(const kvc_attention_params *p, int bs, float *scratch)
-{
+static void naive_attention(const kvc_attention_params *p, int bs, float *scratch) {
     const int Nq = p->num_heads, Nkv = p->num_kv_heads, D = (int)p->q.shape[2], G = Nq / Nkv;
     const int32_t *tbl = p->block_table.data;
     const int64_t W = p->block_table.shape[1];
@@ -247,8 +236,7 @@ static void naive_attention(const kvc_attention_params *p, int bs, float *scratc
 /* Fills n elements of a cache of dtype dt with a pseudo-random pattern:
  * 64 Ki converted values copied in runs at varying offsets (fast for
  * multi-GiB caches; the values only need to be finite and varied). */
-static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
-{
+static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed) {
     enum { PAT = 1 << 16 };
     static uint16_t p16[2 * PAT];
     static int8_t p8[2 * PAT];
@@ -271,8 +259,7 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed)
  * alternating between them), res[i] for pages[i]; returns 0 on success.
  * Paged BnBsH (or BnNBsD), block size 128. */
 static int run_shape(const shape *s, bool with_naive, const other_lib *other, kvc_peak_kind pk_kind,
-                     const kvc_limits_pages *pages, int n_pages, result *res)
-{
+                     const kvc_limits_pages *pages, int n_pages, result *res) {
     const int bs = 128, D = s->head_dim;
     const bool decode = s->q_len == 1;
     const int64_t nbpr = (s->kv_len + bs - 1) / bs; /* blocks per request */
@@ -318,7 +305,8 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     p.q_lens = cuq;
     p.kv_lens = kvl;
     p.kv_len_form = KVC_KV_FORM_DIRECT;
-    p.q = (kvc_tensor){.data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {(int64_t)s->batch * s->q_len, s->q_heads, D}};
+    p.q = (kvc_tensor){
+        .data = q, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {(int64_t)s->batch * s->q_len, s->q_heads, D}};
     p.out = p.q;
     p.out.data = out;
     p.k = (kvc_tensor){.data = pool[0].k, .dtype = s->kv_dtype, .ndim = 3, .shape = {NB, bs, (int64_t)s->kv_heads * D}};
@@ -358,7 +346,8 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
                 p.block_table.data = tbl + (size_t)((runs * (r + 1) + who) % copies) * (size_t)(s->batch * nbpr);
                 const double t0 = kvc_bench_now(), c0 = kvc_bench_cpu_now();
                 if ((who == 0 ? kvc_attention_cpu(&p, ws, wsb) : other->run(&p, ws, wsb)) != KVC_OK) {
-                    fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "", who ? "its call failed" : kvc_last_error());
+                    fprintf(stderr, "bench attention: %s%s\n", who ? "--against build: " : "",
+                            who ? "its call failed" : kvc_last_error());
                     rc = 1;
                 }
                 if (r >= 0) *(who == 0 ? &t[i][r] : &to[i][r]) = kvc_bench_now() - t0;
@@ -395,8 +384,7 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
 #define MAX_SHAPES 128
 
 /* Every shape of the benchmark, in the order of its rows; returns their count. */
-static int all_shapes(shape shapes[MAX_SHAPES])
-{
+static int all_shapes(shape shapes[MAX_SHAPES]) {
     int n = 0;
     const kvc_dtype dts[4] = {KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
     const int dec[6][2] = {{1, 4096}, {1, 16384}, {1, 32768}, {8, 4096}, {8, 16384}, {32, 4096}};
@@ -413,21 +401,21 @@ static int all_shapes(shape shapes[MAX_SHAPES])
             for (int i = 0; i < 3; i++)
                 shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
-    for (int i = 0; i < 4; i++) shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
+    for (int i = 0; i < 4; i++)
+        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
+    for (int i = 0; i < 4; i++)
+        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
     return n;
 }
 
 /* The row label --only matches: phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE. */
-static void shape_label(const shape *s, char *label, size_t cap)
-{
-    snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len,
-             s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
+static void shape_label(const shape *s, char *label, size_t cap) {
+    snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len, s->q_heads / s->kv_heads,
+             kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
 }
 
 /* --only TEXT must match a row: 0, or 2 with the labels printed. */
-static int check_only(const char *only, const shape *shapes, int n)
-{
+static int check_only(const char *only, const shape *shapes, int n) {
     if (!only) return 0;
     char label[96];
     for (int i = 0; i < n; i++) {
@@ -442,8 +430,7 @@ static int check_only(const char *only, const shape *shapes, int n)
     return 2;
 }
 
-int kvc_bench_attention(const kvc_bench_opts *opts)
-{
+int kvc_bench_attention(const kvc_bench_opts *opts) {
     const bool json = opts->json;
     shape shapes[MAX_SHAPES];
     const int n = all_shapes(shapes);
@@ -479,7 +466,8 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
     kvc_limits_cpu_flags(flags, sizeof flags);
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
-               "read bandwidth (1 GiB, median of %d, page kinds alternating):", isa, omp_get_max_threads(), flags, 2 * REPS);
+               "read bandwidth (1 GiB, median of %d, page kinds alternating):",
+               isa, omp_get_max_threads(), flags, 2 * REPS);
         for (int i = 0; i < n_kinds; i++) {
             const int64_t huge = kvc_limits_huge_bytes(kinds[i]);
             printf(" %s pages %.2f GB/s (%lld MiB on huge pages)%s", kvc_limits_pages_name(kinds[i]), read_by[kinds[i]],
@@ -488,19 +476,26 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         if (n_kinds == 2) printf(", 2m/4k %.3f", read_by[KVC_LIMITS_2M] / read_by[KVC_LIMITS_4K]);
         printf("; transparent huge pages: %s\npeaks (G op/s, median of %d):", thp, REPS);
         for (int k = 0; k < KVC_PEAK_KINDS; k++)
-            if (kvc_limits_has_peak((kvc_peak_kind)k)) printf(" %s %.1f%s", kvc_limits_peak_name((kvc_peak_kind)k), peaks[k], k == (int)pk_kind ? " (path)" : "");
-        printf("\ndecode: KV read GB/s vs the read bandwidth measured between its calls on the same pages (read, bw) and vs\n"
-               "the roofline min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
-               "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio)\n"
-               "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
-               "%s"
-               "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
-               n_kinds == 2 ? ";\n4k/2m: a decode shape's 4k time over its 2m time (above 1: huge pages are faster), by the wall clock and\n"
-                              "by the process's CPU time (the time its threads ran: less disturbed by other processes on a loaded machine)" : "",
-               other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "",
-               "phase", "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "pages", "huge", "us", "KV GB/s", "read", "bw", "f/B",
-               "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup", other ? "  against us   ratio" : "",
-               n_kinds == 2 ? "    4k/2m  cpu 4k/2m" : "");
+            if (kvc_limits_has_peak((kvc_peak_kind)k))
+                printf(" %s %.1f%s", kvc_limits_peak_name((kvc_peak_kind)k), peaks[k],
+                       k == (int)pk_kind ? " (path)" : "");
+        printf(
+            "\ndecode: KV read GB/s vs the read bandwidth measured between its calls on the same pages (read, bw) and "
+            "vs\n"
+            "the roofline min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
+            "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio)\n"
+            "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
+            "%s"
+            "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
+            n_kinds == 2 ? ";\n4k/2m: a decode shape's 4k time over its 2m time (above 1: huge pages are faster), by "
+                           "the wall clock and\n"
+                           "by the process's CPU time (the time its threads ran: less disturbed by other processes on "
+                           "a loaded machine)"
+                         : "",
+            other ? "against: the other build's median us, and ours over it (below 1: ours is faster)\n" : "", "phase",
+            "batch", "q_len", "kv_len", "Nq", "Nkv", "D", "kv", "cache", "pages", "huge", "us", "KV GB/s", "read", "bw",
+            "f/B", "roof GB/s", "bound", "roof", "GFLOP/s", "peak", "naive us", "speedup",
+            other ? "  against us   ratio" : "", n_kinds == 2 ? "    4k/2m  cpu 4k/2m" : "");
     }
     int rc = 0;
     for (int i = 0; i < n; i++) {
@@ -509,7 +504,8 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
         shape_label(s, label, sizeof label);
         if (opts->only && !strstr(label, opts->only)) continue;
         result res[KVC_LIMITS_PAGE_KINDS];
-        const bool naive = s->q_len == 1 && s->batch == 1 && s->blk == KVC_BLOCK_BNBSND; /* its loop reads token-major blocks */
+        const bool naive =
+            s->q_len == 1 && s->batch == 1 && s->blk == KVC_BLOCK_BNBSND; /* its loop reads token-major blocks */
         const bool decode = s->q_len == 1;
         /* decode on every page kind of the run; prefill (compute-bound) on the last one only */
         const kvc_limits_pages *pg = decode ? kinds : &kinds[n_kinds - 1];
@@ -534,34 +530,48 @@ int kvc_bench_attention(const kvc_bench_opts *opts)
             const double pages_ratio = paired ? res[0].us / r->us : 0.0;
             const double pages_cpu_ratio = paired ? res[0].cpu_us / r->cpu_us : 0.0;
             if (json) {
-                printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": \"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
-                       "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, \"pages\": \"%s\", \"thp\": \"%s\", "
+                printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": "
+                       "\"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
+                       "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, "
+                       "\"pages\": \"%s\", \"thp\": \"%s\", "
                        "\"huge_bytes\": %lld, \"us\": %.1f, \"cpu_us\": %.1f, \"kv_gbps\": %.2f, "
                        "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
                        "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
-                       isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-                       kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]), thp, (long long)r->huge_bytes, r->us, r->cpu_us,
-                       kv_gbps, rd, kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
-                if (decode) printf("\"roofline_gbps\": %.2f, ", roof);
-                else printf("\"roofline_gbps\": null, ");
+                       isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads,
+                       s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]),
+                       thp, (long long)r->huge_bytes, r->us, r->cpu_us, kv_gbps, rd, kv_gbps / rd, gflops, pkr,
+                       gflops / pkr, fpb);
+                if (decode)
+                    printf("\"roofline_gbps\": %.2f, ", roof);
+                else
+                    printf("\"roofline_gbps\": null, ");
                 printf("\"bound\": \"%s\", \"roofline_ratio\": %.3f, ", bound, roof_ratio);
-                if (has_naive) printf("\"naive_us\": %.1f, \"speedup\": %.2f", r->naive_us, r->naive_us / r->us);
-                else printf("\"naive_us\": null, \"speedup\": null");
+                if (has_naive)
+                    printf("\"naive_us\": %.1f, \"speedup\": %.2f", r->naive_us, r->naive_us / r->us);
+                else
+                    printf("\"naive_us\": null, \"speedup\": null");
                 if (other) printf(", \"against_us\": %.1f, \"against_ratio\": %.3f", r->other_us, r->us / r->other_us);
                 if (paired) printf(", \"us_4k_over_2m\": %.3f, \"cpu_4k_over_2m\": %.3f", pages_ratio, pages_cpu_ratio);
                 printf("}\n");
             } else {
-                printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %-5s %6lld %11.1f %8.2f", s->phase, s->batch, s->q_len, s->kv_len,
-                       s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]),
-                       (long long)(r->huge_bytes < 0 ? -1 : r->huge_bytes >> 20), r->us, kv_gbps);
-                if (decode) printf(" %8.2f %6.3f %5.1f %8.2f", rd, kv_gbps / rd, fpb, roof);
-                else printf(" %8s %6s %5s %8s", "-", "-", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
+                printf("%-7s %5d %5d %6d %4d %4d %4d %-5s %-6s %-5s %6lld %11.1f %8.2f", s->phase, s->batch, s->q_len,
+                       s->kv_len, s->q_heads, s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage,
+                       kvc_limits_pages_name(pg[k]), (long long)(r->huge_bytes < 0 ? -1 : r->huge_bytes >> 20), r->us,
+                       kv_gbps);
+                if (decode)
+                    printf(" %8.2f %6.3f %5.1f %8.2f", rd, kv_gbps / rd, fpb, roof);
+                else
+                    printf(" %8s %6s %5s %8s", "-", "-", "-", "-"); /* prefill is compute-bound: no bandwidth ratio */
                 printf(" %-7s %6.3f %8.2f %6.3f", bound, roof_ratio, gflops, gflops / pkr);
-                if (has_naive) printf(" %11.1f %7.2f", r->naive_us, r->naive_us / r->us);
-                else printf(" %11s %7s", "-", "-");
+                if (has_naive)
+                    printf(" %11.1f %7.2f", r->naive_us, r->naive_us / r->us);
+                else
+                    printf(" %11s %7s", "-", "-");
                 if (other) printf(" %11.1f %7.3f", r->other_us, r->us / r->other_us);
-                if (paired) printf(" %8.3f %8.3f", pages_ratio, pages_cpu_ratio);
-                else if (n_kinds == 2) printf(" %8s %8s", "-", "-");
+                if (paired)
+                    printf(" %8.3f %8.3f", pages_ratio, pages_cpu_ratio);
+                else if (n_kinds == 2)
+                    printf(" %8s %8s", "-", "-");
                 printf("\n");
             }
         }

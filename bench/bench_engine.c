@@ -48,14 +48,14 @@
 #include "demo_workload.h"
 #include "plot_data.h"
 
-#define BE_REQUESTS 48
-#define BE_BATCH 8
-#define BE_BLOCK 16
-#define BE_MAX_MODEL_LEN 1024 /* the context the engine serves; contiguous rows reserve all of it */
-#define BE_EQUAL_MEMORY_SEQS 64 /* max_num_seqs at equal memory: >= the workload's requests */
-#define BE_REPS 5               /* throughput: each side runs this often, the fastest run counts */
-#define BE_LONG_EVERY 8
-#define BE_N_ARRIVALS 3         /* offline, 50 %, 90 % of the offline rate */
+#define BE_REQUESTS          48
+#define BE_BATCH             8
+#define BE_BLOCK             16
+#define BE_MAX_MODEL_LEN     1024 /* the context the engine serves; contiguous rows reserve all of it */
+#define BE_EQUAL_MEMORY_SEQS 64   /* max_num_seqs at equal memory: >= the workload's requests */
+#define BE_REPS              5    /* throughput: each side runs this often, the fastest run counts */
+#define BE_LONG_EVERY        8
+#define BE_N_ARRIVALS        3 /* offline, 50 %, 90 % of the offline rate */
 
 static const double be_rate_share[BE_N_ARRIVALS] = {0.0, 0.5, 0.9};
 
@@ -63,7 +63,7 @@ static const double be_rate_share[BE_N_ARRIVALS] = {0.0, 0.5, 0.9};
 #define BE_N_DECODE_ROWS 3
 static const int64_t be_decode_rows[BE_N_DECODE_ROWS] = {1, 8, 48};
 #define BE_DECODE_PROMPT 32
-#define BE_DECODE_NEW 64
+#define BE_DECODE_NEW    64
 
 /* The engine configurations; the first four run the latency passes too. */
 enum {
@@ -75,17 +75,16 @@ enum {
     BE_EQUAL_MEMORY_NO_LIMIT,
     BE_N_CONFIGS
 };
-#define BE_N_SCHED 4      /* latency: configs 0..3 */
+#define BE_N_SCHED      4 /* latency: configs 0..3 */
 #define BE_N_THROUGHPUT 5 /* throughput: stall-free, budget-256, prefill-alone (8 rows), equal memory (2) */
 static const int be_throughput_configs[BE_N_THROUGHPUT] = {BE_STALL_FREE, BE_BUDGET_256, BE_PREFILL_ALONE,
                                                            BE_EQUAL_MEMORY, BE_EQUAL_MEMORY_NO_LIMIT};
-static const char *const be_config_names[BE_N_CONFIGS] = {"stall-free",   "budget-256",
-                                                          "prefill-alone", "budget-16",
-                                                          "equal-memory", "equal-memory-no-limit"};
+static const char *const be_config_names[BE_N_CONFIGS] = {"stall-free", "budget-256",   "prefill-alone",
+                                                          "budget-16",  "equal-memory", "equal-memory-no-limit"};
 
 typedef struct be_latency {
-    double rate;           /* requests per second (0: offline) */
-    double seconds, tps;   /* wall time, generated tokens per second */
+    double rate;                          /* requests per second (0: offline) */
+    double seconds, tps;                  /* wall time, generated tokens per second */
     double ttft[3], tpot[3], tpot_cpu[3]; /* p50, p90, p99 in ms */
     double ttft_work[3], tpot_work[3];    /* the same in tokens the model ran meanwhile */
     int64_t preemptions;
@@ -103,8 +102,8 @@ typedef struct be_row {
     int64_t equal_peak_rows, equal_steps, equal_preemptions, no_limit_peak_rows;
     double static_us_per_token, engine_us_per_token; /* CPU time per token run (prompt + decoded or generated) */
     double decode_us[BE_N_DECODE_ROWS];              /* runner decode wall time per token at be_decode_rows rows */
-    double equal_phase_us[4];                  /* per step: schedule, metadata, forward, sample */
-    be_latency lat[BE_N_SCHED][BE_N_ARRIVALS]; /* [scheduler][arrivals] */
+    double equal_phase_us[4];                        /* per step: schedule, metadata, forward, sample */
+    be_latency lat[BE_N_SCHED][BE_N_ARRIVALS];       /* [scheduler][arrivals] */
 } be_row;
 
 static kvc_engine_params be_params(int config, int64_t kv_budget) {
@@ -228,9 +227,9 @@ static kvc_status fit_equal_memory(const kvc_model *m, const kvc_engine_adapter_
     }
     row->equal_kv_budget = budget;
     row->equal_bytes = bytes;
-    return bytes <= row->static_bytes ? KVC_OK
-                                      : kvci_fail(KVC_ENOMEM, "bench engine: no budget fits %lld bytes",
-                                                  (long long)row->static_bytes);
+    return bytes <= row->static_bytes
+               ? KVC_OK
+               : kvci_fail(KVC_ENOMEM, "bench engine: no budget fits %lld bytes", (long long)row->static_bytes);
 }
 
 /* Throughput of the engine configurations and the runner, fastest of BE_REPS each. */
@@ -367,15 +366,16 @@ static double ceiling(const be_row *r) {
 }
 
 static void print_throughput(const be_row *rows) {
-    printf("kvcache bench engine: %d requests (prompts 4-256, outputs 4-224 tokens, half sampled with top-k 40 /\n"
-           "top-p 0.9), block size %d, max_model_len %d, one OpenMP thread; generated tokens per second, fastest of\n"
-           "%d runs each. static = the runner (mode 2; mode 3 for MLA) on batches of %d in arrival order, each decoded\n"
-           "until its longest request is done; static batching reserves max_model_len per row, so its KV memory M =\n"
-           "%d rows x %d positions. Equal rows: the engine with %d rows (pools of %d max-length requests): stall-free\n"
-           "(default: budget 2048 + stall-free limit), budget-256 (fixed budget, no limit), prefill-alone. Equal\n"
-           "memory: the engine in M (everything it allocates) with max_num_seqs %d.\n\n",
-           BE_REQUESTS, BE_BLOCK, BE_MAX_MODEL_LEN, BE_REPS, BE_BATCH, BE_BATCH, BE_MAX_MODEL_LEN, BE_BATCH, BE_BATCH,
-           BE_EQUAL_MEMORY_SEQS);
+    printf(
+        "kvcache bench engine: %d requests (prompts 4-256, outputs 4-224 tokens, half sampled with top-k 40 /\n"
+        "top-p 0.9), block size %d, max_model_len %d, one OpenMP thread; generated tokens per second, fastest of\n"
+        "%d runs each. static = the runner (mode 2; mode 3 for MLA) on batches of %d in arrival order, each decoded\n"
+        "until its longest request is done; static batching reserves max_model_len per row, so its KV memory M =\n"
+        "%d rows x %d positions. Equal rows: the engine with %d rows (pools of %d max-length requests): stall-free\n"
+        "(default: budget 2048 + stall-free limit), budget-256 (fixed budget, no limit), prefill-alone. Equal\n"
+        "memory: the engine in M (everything it allocates) with max_num_seqs %d.\n\n",
+        BE_REQUESTS, BE_BLOCK, BE_MAX_MODEL_LEN, BE_REPS, BE_BATCH, BE_BATCH, BE_MAX_MODEL_LEN, BE_BATCH, BE_BATCH,
+        BE_EQUAL_MEMORY_SEQS);
     printf("Speedups over static by wall time and, after the slash, by the thread's CPU time (what a loaded machine's\n"
            "time slicing does not disturb).\n\nEqual rows (the comparison of the last measurement):\n");
     printf("%-12s %9s %7s %8s | %9s %13s | %9s %13s | %9s %13s\n", "model", "static", "static", "ceiling", "stall-fr",
@@ -405,17 +405,20 @@ static void print_throughput(const be_row *rows) {
                r->static_us_per_token / r->engine_us_per_token);
     }
     printf("(target: engine / static >= 3x; ceiling = (static's decoded + prompt tokens) / (tokens asked for + prompt\n"
-           "tokens): the speedup if a token cost the same on both sides, which the us/token ratio multiplies; rows = peak\n"
+           "tokens): the speedup if a token cost the same on both sides, which the us/token ratio multiplies; rows = "
+           "peak\n"
            "rows of one step)\n\n");
-    printf("Decode wall time per token against the batch (the runner, %d-token prompts, %d decode steps, fastest of %d):\n",
+    printf("Decode wall time per token against the batch (the runner, %d-token prompts, %d decode steps, fastest of "
+           "%d):\n",
            BE_DECODE_PROMPT, BE_DECODE_NEW - 1, BE_REPS);
     printf("%-12s %12s %12s %12s\n", "model", "1 row us", "8 rows us", "48 rows us");
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++)
         printf("%-12s %12.2f %12.2f %12.2f\n", kvc_demo_families[i].name, rows[i].decode_us[0], rows[i].decode_us[1],
                rows[i].decode_us[2]);
     printf("\n");
-    printf("Equal-memory engine, per step (us): schedule, metadata (block tables, slot mappings), forward, sampling\n"
-           "and retiring rows; memory: peak blocks / contiguous (budget-256, 8 rows) and KV waste (target <= 4 %%).\n\n");
+    printf(
+        "Equal-memory engine, per step (us): schedule, metadata (block tables, slot mappings), forward, sampling\n"
+        "and retiring rows; memory: peak blocks / contiguous (budget-256, 8 rows) and KV waste (target <= 4 %%).\n\n");
     printf("%-12s %6s %6s %9s %9s %9s %9s   %14s %7s %9s\n", "model", "steps", "preemp", "schedule", "metadata",
            "forward", "sampling", "peak/contig.", "ratio", "waste");
     for (int i = 0; i < KVC_DEMO_N_FAMILIES; i++) {
@@ -447,8 +450,10 @@ static void print_latency(const be_row *rows) {
             for (int s = 0; s < BE_N_SCHED; s++) {
                 const be_latency *l = &rows[i].lat[s][a];
                 char rate[16];
-                if (a == 0) snprintf(rate, sizeof rate, "offline");
-                else snprintf(rate, sizeof rate, "%.1f", l->rate);
+                if (a == 0)
+                    snprintf(rate, sizeof rate, "offline");
+                else
+                    snprintf(rate, sizeof rate, "%.1f", l->rate);
                 printf("%-12s %-13s %7s %9.0f | %7.1f %7.1f %7.1f | %6.0f %6.0f %6.0f | %6.2f %6.2f %6.2f | %6.2f "
                        "%6.2f %6.2f | %4.1fx %4.1fx | %.0f / %.0f / %.0f\n",
                        kvc_demo_families[i].name, be_config_names[s], rate, l->tps, l->ttft[0], l->ttft[1], l->ttft[2],
@@ -468,8 +473,9 @@ static void print_json(const be_row *rows) {
                "\"static_useful_tokens\": %lld, "
                "\"static_decoded_tokens\": %lld, \"prompt_tokens\": %lld, \"equal_cost_ceiling\": %.3f, "
                "\"static_kv_bytes\": %lld, \"throughput\": {",
-               i ? ", " : "", kvc_demo_families[i].name, r->static_tps, r->static_cpu_tps, (long long)r->static_generated,
-               (long long)r->static_computed, (long long)r->prompt_tokens, ceiling(r), (long long)r->static_bytes);
+               i ? ", " : "", kvc_demo_families[i].name, r->static_tps, r->static_cpu_tps,
+               (long long)r->static_generated, (long long)r->static_computed, (long long)r->prompt_tokens, ceiling(r),
+               (long long)r->static_bytes);
         for (int k = 0; k < BE_N_THROUGHPUT; k++) {
             const int c = be_throughput_configs[k];
             printf("%s\"%s\": {\"tokens_per_s\": %.1f, \"speedup\": %.3f, \"tokens_per_cpu_s\": %.1f, "
@@ -487,9 +493,8 @@ static void print_json(const be_row *rows) {
                (long long)r->equal_bytes, (long long)r->equal_kv_budget, BE_EQUAL_MEMORY_SEQS,
                (long long)r->equal_peak_rows, (long long)r->no_limit_peak_rows, (long long)r->equal_steps,
                (long long)r->equal_preemptions, r->static_us_per_token, r->engine_us_per_token, r->decode_us[0],
-               r->decode_us[1], r->decode_us[2],
-               r->equal_phase_us[0], r->equal_phase_us[1], r->equal_phase_us[2], r->equal_phase_us[3],
-               (long long)r->peak_blocks, (long long)r->contiguous_blocks,
+               r->decode_us[1], r->decode_us[2], r->equal_phase_us[0], r->equal_phase_us[1], r->equal_phase_us[2],
+               r->equal_phase_us[3], (long long)r->peak_blocks, (long long)r->contiguous_blocks,
                (double)r->peak_blocks / (double)r->contiguous_blocks, r->waste);
         for (int a = 0; a < BE_N_ARRIVALS; a++)
             for (int s = 0; s < BE_N_SCHED; s++) {

@@ -31,7 +31,8 @@ double kvc_bench_median(double *v, int n) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]\n\nbenchmarks:\n");
+    fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot "
+               "FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
                "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n"
@@ -77,9 +78,12 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
             opts->only = argv[++i];
         } else if (strcmp(argv[i], "--pages") == 0) {
             const char *v = i + 1 < argc ? argv[++i] : "";
-            if (strcmp(v, "2m") == 0) opts->pages = KVC_BENCH_PAGES_2M;
-            else if (strcmp(v, "4k") == 0) opts->pages = KVC_BENCH_PAGES_4K;
-            else if (strcmp(v, "both") == 0) opts->pages = KVC_BENCH_PAGES_BOTH;
+            if (strcmp(v, "2m") == 0)
+                opts->pages = KVC_BENCH_PAGES_2M;
+            else if (strcmp(v, "4k") == 0)
+                opts->pages = KVC_BENCH_PAGES_4K;
+            else if (strcmp(v, "both") == 0)
+                opts->pages = KVC_BENCH_PAGES_BOTH;
             else {
                 fprintf(stderr, "kvcache bench: --pages needs 4k, 2m or both (got \"%s\")\n", v);
                 return 2;
@@ -120,7 +124,8 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
         return 2;
     }
     if (model_only && strcmp(what, "model") != 0) {
-        fprintf(stderr, "kvcache bench: --batches, --prompts, --long and --weights apply to the model benchmark only\n");
+        fprintf(stderr,
+                "kvcache bench: --batches, --prompts, --long and --weights apply to the model benchmark only\n");
         return 2;
     }
     if (opts->plot && strcmp(what, "engine") != 0) {

@@ -37,7 +37,6 @@ enum {
 /* Results of the baselines land here so that the compiler keeps their work. */
 static volatile int64_t bench_sink;
 
-
 /* ---- block pool ------------------------------------------------------------- */
 
 /* The baseline: a FIFO of ids in a power-of-two ring, no validation. */
@@ -148,9 +147,9 @@ static kvc_status step_run(step_setup *s, double *t_alloc, double *t_build) {
     kvc_step_metadata md;
     double t0 = kvc_bench_now();
     for (int64_t b = 0; b < STEP_REQUESTS; b++) {
-        kvc_status st = kvc_manager_allocate_slots(s->m, &(kvc_slot_request){.request_id = b,
-                                                                     .computed_tokens = s->rows[b].computed_tokens,
-                                                                     .num_new_tokens = 1});
+        kvc_status st = kvc_manager_allocate_slots(
+            s->m,
+            &(kvc_slot_request){.request_id = b, .computed_tokens = s->rows[b].computed_tokens, .num_new_tokens = 1});
         if (st != KVC_OK) return st < 0 ? st : KVC_EINTERNAL;
     }
     double t1 = kvc_bench_now();
@@ -172,8 +171,8 @@ static double baseline_step(const int32_t *src, int32_t *dst, int64_t width, int
     for (int64_t k = 0; k < n_keys; k++)
         for (int64_t b = 0; b < STEP_REQUESTS; b++) {
             int64_t p = rows[b].computed_tokens;
-            slots[k * STEP_REQUESTS + b] = (int64_t)dst[k * (int64_t)table + b * width + p / STEP_BS] * STEP_BS +
-                                           p % STEP_BS;
+            slots[k * STEP_REQUESTS + b] =
+                (int64_t)dst[k * (int64_t)table + b * width + p / STEP_BS] * STEP_BS + p % STEP_BS;
         }
     return kvc_bench_now() - t0;
 }
@@ -196,7 +195,8 @@ static int bench_step(step_result *res) {
     for (int rep = 0; rep < REPS && rc == 0; rep++) {
         for (int64_t b = 0; b < STEP_REQUESTS && rc == 0; b++) {
             s->rows[b] = (kvc_step_request){.request_id = b, .computed_tokens = STEP_PROMPT, .num_new_tokens = 1};
-            rc = kvc_manager_allocate_slots(s->m, &(kvc_slot_request){.request_id = b, .num_new_tokens = STEP_PROMPT}) != KVC_OK;
+            rc = kvc_manager_allocate_slots(
+                     s->m, &(kvc_slot_request){.request_id = b, .num_new_tokens = STEP_PROMPT}) != KVC_OK;
         }
         for (int step = 0; step < STEP_STEPS && rc == 0; step++) {
             int i = rep * STEP_STEPS + step;

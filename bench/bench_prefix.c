@@ -53,7 +53,7 @@ enum {
 };
 
 #define TARGET_REDUCTION 0.90
-#define TARGET_HIT_NS 100.0
+#define TARGET_HIT_NS    100.0
 
 static volatile uint64_t bench_sink;
 
@@ -110,13 +110,14 @@ static int serve(kvc_manager *m, int64_t id, const int32_t *tokens, int64_t n, i
     kvc_prompt prompt = {.tokens = tokens, .n_tokens = n};
     kvc_prefix_hit hit;
     if (kvc_manager_find_prefix(m, &prompt, &hit) != KVC_OK) return 1;
-    kvc_status st = kvc_manager_allocate_slots(
-        m, &(kvc_slot_request){.request_id = id, .computed_tokens = hit.n_tokens, .num_new_tokens = n - hit.n_tokens,
-                               .prompt = &prompt});
+    kvc_status st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = id,
+                                                                      .computed_tokens = hit.n_tokens,
+                                                                      .num_new_tokens = n - hit.n_tokens,
+                                                                      .prompt = &prompt});
     if (st != KVC_OK || kvc_manager_cache_computed(m, id, tokens, n) != KVC_OK) return 1;
     for (int64_t t = n; t < n + decode; t++)
-        if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = id, .computed_tokens = t,
-                                                              .num_new_tokens = 1}) != KVC_OK ||
+        if (kvc_manager_allocate_slots(
+                m, &(kvc_slot_request){.request_id = id, .computed_tokens = t, .num_new_tokens = 1}) != KVC_OK ||
             kvc_manager_cache_computed(m, id, tokens, t + 1) != KVC_OK)
             return 1;
     if (kvc_manager_free(m, id) != KVC_OK) return 1;
@@ -163,8 +164,7 @@ static int run_chat(kvc_manager *m, workload_result *r) {
 }
 
 /* Median over REPS fresh managers of one workload; counts from the first. */
-static int measure(bool caching, bool hybrid, int (*workload)(kvc_manager *, workload_result *),
-                   workload_result *out) {
+static int measure(bool caching, bool hybrid, int (*workload)(kvc_manager *, workload_result *), workload_result *out) {
     double us[REPS];
     for (int rep = 0; rep < REPS; rep++) {
         bench_model bm;
@@ -239,7 +239,7 @@ static int measure_hit(hit_result *out) {
 enum { ENGINE_REQUESTS = 64, ENGINE_NEW = 8, ENGINE_MAX_LEN = 1152, ENGINE_REPS = 3 };
 
 typedef struct engine_result {
-    double tokens_per_s[2];     /* [off, on] the workload's prompt + generated tokens per second of engine steps */
+    double tokens_per_s[2]; /* [off, on] the workload's prompt + generated tokens per second of engine steps */
     double seconds[2];
     int64_t prefill_computed[2]; /* prompt tokens the model computed */
     int64_t hit_tokens;
@@ -260,9 +260,10 @@ static int measure_engine(engine_result *out) {
     int rc = w.reqs == NULL || w.arrival_s == NULL || w.ids == NULL || outputs[0] == NULL || outputs[1] == NULL;
     for (int64_t i = 0; i < ENGINE_REQUESTS && rc == 0; i++) {
         int32_t *ids = w.ids + i * n_prompt;
-        for (int64_t t = 0; t < n_prompt; t++)
-            ids[t] = (int32_t)((t < SHARED_PREFIX ? t * 7 + 3 : i * 31 + t) % 100);
-        w.reqs[i] = (kvc_demo_request){.n_prompt = n_prompt, .max_new_tokens = ENGINE_NEW, .prompt = ids,
+        for (int64_t t = 0; t < n_prompt; t++) ids[t] = (int32_t)((t < SHARED_PREFIX ? t * 7 + 3 : i * 31 + t) % 100);
+        w.reqs[i] = (kvc_demo_request){.n_prompt = n_prompt,
+                                       .max_new_tokens = ENGINE_NEW,
+                                       .prompt = ids,
                                        .sampling = kvc_sampling_default_params()};
     }
     kvc_engine_adapter_params ap = {.block_size = BS};
@@ -315,8 +316,8 @@ static void print_workload(const char *name, const workload_result *on, const wo
     }
     printf("  %-14s %5" PRId64 " requests  hit rate %5.1f %%  prefill tokens %8" PRId64 " on / %8" PRId64
            " off (-%.1f %%)  evictions %5" PRId64 "  manager %6.2f us/request on, %6.2f off\n",
-           name, on->requests, 100.0 * hit_rate, on->computed_tokens, off->computed_tokens,
-           100.0 * reduction(on, off), on->evictions, on->us_per_request, off->us_per_request);
+           name, on->requests, 100.0 * hit_rate, on->computed_tokens, off->computed_tokens, 100.0 * reduction(on, off),
+           on->evictions, on->us_per_request, off->us_per_request);
 }
 
 int kvc_bench_prefix(const kvc_bench_opts *opts) {
@@ -361,8 +362,7 @@ int kvc_bench_prefix(const kvc_bench_opts *opts) {
            "  reads, which the first prefill cached before they left its window)\n",
            WINDOW);
     printf("  prefill reduction on the shared prefix, dense and hybrid: target >= %.0f %%: %s\n\n",
-           100.0 * TARGET_REDUCTION,
-           reduction_met ? "met" : "MISSED");
+           100.0 * TARGET_REDUCTION, reduction_met ? "met" : "MISSED");
     printf("a hit, per block (%d-block cached prefix: chain hash + lookup + token compare; median of %d queries)\n",
            SHARED_PREFIX / BS, HIT_REPS);
     printf("  kvc_manager_find_prefix       %8.2f ns per block   target <= %.0f ns: %s\n", hit.ns_per_block,

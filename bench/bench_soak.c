@@ -10,7 +10,7 @@
 #include "soak.h"
 
 #define SOAK_MANAGER_REQUESTS 1000000
-#define SOAK_ENGINE_REQUESTS 100000
+#define SOAK_ENGINE_REQUESTS  100000
 
 static void report(const char *what, const kvc_soak_figures *f, bool json) {
     if (json) {

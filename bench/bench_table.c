@@ -13,13 +13,18 @@ int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
 int kvc_bench_pools(const kvc_bench_opts *opts);     /* bench_pools.c */
 
 const kvc_bench_entry kvc_benches[] = {
-    {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline", kvc_bench_attention},
+    {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline",
+     kvc_bench_attention},
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
-    {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks", kvc_bench_engine},
+    {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks",
+     kvc_bench_engine},
     {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},
-    {"model", "a model directory: prefill tokens/s and decode ms per step vs their rooflines, memory, paths", kvc_bench_model},
-    {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3", kvc_bench_prefix},
+    {"model", "a model directory: prefill tokens/s and decode ms per step vs their rooflines, memory, paths",
+     kvc_bench_model},
+    {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3",
+     kvc_bench_prefix},
     {"soak", "1M requests through the manager, 100k through the engine: memory at checkpoints", kvc_bench_soak},
-    {"pools", "hybrid model at equal KV memory: one shared pool vs a pool per key (sequences, tokens/s)", kvc_bench_pools},
+    {"pools", "hybrid model at equal KV memory: one shared pool vs a pool per key (sequences, tokens/s)",
+     kvc_bench_pools},
     {NULL, NULL, NULL},
 };

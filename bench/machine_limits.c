@@ -26,8 +26,7 @@ static const size_t g_read_n = GIB / sizeof(float);
 /* Sum of n floats (n a multiple of 32) in four independent 8-lane chains:
  * enough loads in flight that the pass is bound by memory, not by the
  * latency of one add chain (a scalar chain reads about 40 % slower here). */
-__attribute__((target("avx2"))) static float read_sum_avx2(const float *p, size_t n)
-{
+__attribute__((target("avx2"))) static float read_sum_avx2(const float *p, size_t n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < n; i += 32) {
         a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
@@ -41,13 +40,15 @@ __attribute__((target("avx2"))) static float read_sum_avx2(const float *p, size_
 }
 static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #else
-static float read_sum_avx2(const float *p, size_t n) { (void)p, (void)n; return 0.0f; }
+static float read_sum_avx2(const float *p, size_t n) {
+    (void)p, (void)n;
+    return 0.0f;
+}
 static int has_avx2(void) { return 0; }
 #endif
 
 /* Portable read: eight independent scalar chains (n a multiple of 32). */
-static float read_sum_scalar(const float *p, size_t n)
-{
+static float read_sum_scalar(const float *p, size_t n) {
     float a[8] = {0};
     for (size_t i = 0; i < n; i += 8)
         for (int k = 0; k < 8; k++) a[k] += p[i + k];
@@ -56,8 +57,7 @@ static float read_sum_scalar(const float *p, size_t n)
 
 /* One STREAM-style pass: every thread sums its contiguous share of the
  * 1 GiB buffer at the widest vector width; GB/s (1e9). */
-double kvc_limits_read_pass(kvc_limits_pages pages)
-{
+double kvc_limits_read_pass(kvc_limits_pages pages) {
     const float *buf = g_read[pages];
     const int wide = has_avx2();
     const double t0 = kvc_bench_now();
@@ -74,13 +74,13 @@ double kvc_limits_read_pass(kvc_limits_pages pages)
     return (double)(g_read_n * sizeof(float)) / t / 1e9;
 }
 
-int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS])
-{
+int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS]) {
     for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
         if (!want[k]) continue;
         bool advised = false;
         float *buf = NULL;
-        if (kvci_pages_alloc(GIB, k == KVC_LIMITS_2M ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE, &advised, (void **)&buf) != KVC_OK) {
+        if (kvci_pages_alloc(GIB, k == KVC_LIMITS_2M ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE, &advised, (void **)&buf) !=
+            KVC_OK) {
             kvc_limits_free();
             return 1;
         }
@@ -93,22 +93,22 @@ int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS])
 
 const char *kvc_limits_pages_name(kvc_limits_pages pages) { return pages == KVC_LIMITS_2M ? "2m" : "4k"; }
 
-int64_t kvc_limits_huge_bytes(kvc_limits_pages pages)
-{
+int64_t kvc_limits_huge_bytes(kvc_limits_pages pages) {
     const void *ptrs[1] = {g_read[pages]};
     const size_t sizes[1] = {GIB};
     return kvci_pages_huge_resident(NULL, ptrs, sizes, 1);
 }
 
-void kvc_limits_thp_setting(char *buf, size_t n)
-{
+void kvc_limits_thp_setting(char *buf, size_t n) {
     char line[128] = "";
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     const bool got = f != NULL && fgets(line, sizeof line, f) != NULL;
     if (f != NULL) fclose(f);
     const char *open = got ? strchr(line, '[') : NULL, *close = open ? strchr(open, ']') : NULL;
-    if (close == NULL) snprintf(buf, n, "unknown");
-    else snprintf(buf, n, "%.*s", (int)(close - open - 1), open + 1);
+    if (close == NULL)
+        snprintf(buf, n, "unknown");
+    else
+        snprintf(buf, n, "%.*s", (int)(close - open - 1), open + 1);
 }
 
 /* Independent chains of one instruction: enough of them (12) that the
@@ -116,8 +116,7 @@ void kvc_limits_thp_setting(char *buf, size_t n)
  * returns a value derived from every chain so that none is dropped. */
 #define CHAINS 12
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2,fma"))) static double chains_fma_ymm(long iters)
-{
+__attribute__((target("avx2,fma"))) static double chains_fma_ymm(long iters) {
     __m256 a[CHAINS], m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
     for (int k = 0; k < CHAINS; k++) a[k] = _mm256_set1_ps((float)k);
     for (long i = 0; i < iters; i++)
@@ -127,8 +126,7 @@ __attribute__((target("avx2,fma"))) static double chains_fma_ymm(long iters)
     return (double)_mm256_cvtss_f32(s);
 }
 
-__attribute__((target("avx512f"))) static double chains_fma_zmm(long iters)
-{
+__attribute__((target("avx512f"))) static double chains_fma_zmm(long iters) {
     __m512 a[CHAINS], m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
     for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_ps((float)k);
     for (long i = 0; i < iters; i++)
@@ -138,8 +136,7 @@ __attribute__((target("avx512f"))) static double chains_fma_zmm(long iters)
     return (double)_mm512_reduce_add_ps(s);
 }
 
-__attribute__((target("avx512f,avx512bf16"))) static double chains_dpbf16(long iters)
-{
+__attribute__((target("avx512f,avx512bf16"))) static double chains_dpbf16(long iters) {
     __m512 a[CHAINS];
     const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
     for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_ps((float)k);
@@ -150,8 +147,7 @@ __attribute__((target("avx512f,avx512bf16"))) static double chains_dpbf16(long i
     return (double)_mm512_reduce_add_ps(s);
 }
 
-__attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long iters)
-{
+__attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long iters) {
     __m512i a[CHAINS];
     const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(-2);
     for (int k = 0; k < CHAINS; k++) a[k] = _mm512_set1_epi32(k);
@@ -164,8 +160,7 @@ __attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long i
 
 /* TDPBF16PS on four independent 16 x 16 accumulators, operands in registers: CHAINS
  * instructions per iteration (the caller counts CHAINS per iteration). */
-__attribute__((target("amx-tile,amx-bf16"))) static double chains_tdpbf16(long iters)
-{
+__attribute__((target("amx-tile,amx-bf16"))) static double chains_tdpbf16(long iters) {
     static const struct {
         uint8_t palette, start_row, reserved[14];
         uint16_t colsb[16];
@@ -193,8 +188,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static double chains_tdpbf16(long i
     return (double)out[0];
 }
 
-static int cpu_has(kvc_peak_kind k)
-{
+static int cpu_has(kvc_peak_kind k) {
     __builtin_cpu_init();
     switch (k) {
     case KVC_PEAK_FMA_SCALAR: return 1;
@@ -207,17 +201,31 @@ static int cpu_has(kvc_peak_kind k)
     }
 }
 #else
-static double chains_fma_ymm(long iters) { (void)iters; return 0.0; }
-static double chains_fma_zmm(long iters) { (void)iters; return 0.0; }
-static double chains_dpbf16(long iters) { (void)iters; return 0.0; }
-static double chains_dpbusd(long iters) { (void)iters; return 0.0; }
-static double chains_tdpbf16(long iters) { (void)iters; return 0.0; }
+static double chains_fma_ymm(long iters) {
+    (void)iters;
+    return 0.0;
+}
+static double chains_fma_zmm(long iters) {
+    (void)iters;
+    return 0.0;
+}
+static double chains_dpbf16(long iters) {
+    (void)iters;
+    return 0.0;
+}
+static double chains_dpbusd(long iters) {
+    (void)iters;
+    return 0.0;
+}
+static double chains_tdpbf16(long iters) {
+    (void)iters;
+    return 0.0;
+}
 static int cpu_has(kvc_peak_kind k) { return k == KVC_PEAK_FMA_SCALAR; }
 #endif
 
 /* Scalar fallback: independent multiply-add chains (2 flops each). */
-static double chains_fma_scalar(long iters)
-{
+static double chains_fma_scalar(long iters) {
     float a[CHAINS];
     for (int k = 0; k < CHAINS; k++) a[k] = (float)k;
     for (long i = 0; i < iters; i++)
@@ -237,23 +245,26 @@ static const struct {
     long iters;
     double (*chains)(long iters);
 } g_peaks[KVC_PEAK_KINDS] = {
-    {"fma-scalar", 2.0, 4000000, chains_fma_scalar},
-    {"fma-ymm", 16.0, 8000000, chains_fma_ymm},
-    {"fma-zmm", 32.0, 4000000, chains_fma_zmm},
-    {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
-    {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd},
-    {"tdpbf16ps-amx", 16384.0, 1000000, chains_tdpbf16},
+    {"fma-scalar", 2.0, 4000000, chains_fma_scalar}, {"fma-ymm", 16.0, 8000000, chains_fma_ymm},
+    {"fma-zmm", 32.0, 4000000, chains_fma_zmm},      {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
+    {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd}, {"tdpbf16ps-amx", 16384.0, 1000000, chains_tdpbf16},
 };
 
-void kvc_limits_cpu_flags(char *buf, size_t n)
-{
+void kvc_limits_cpu_flags(char *buf, size_t n) {
     buf[0] = '\0';
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-#define KVC_FLAG(F) \
-    if (__builtin_cpu_supports(F)) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " " : "", F);
-    KVC_FLAG("avx2") KVC_FLAG("fma") KVC_FLAG("avx512f") KVC_FLAG("avx512bw") KVC_FLAG("avx512vl")
-    KVC_FLAG("avx512vnni") KVC_FLAG("avx512bf16")
+#define KVC_FLAG(F)                                                                                                    \
+    do {                                                                                                               \
+        if (__builtin_cpu_supports(F)) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " " : "", F);     \
+    } while (0)
+    KVC_FLAG("avx2");
+    KVC_FLAG("fma");
+    KVC_FLAG("avx512f");
+    KVC_FLAG("avx512bw");
+    KVC_FLAG("avx512vl");
+    KVC_FLAG("avx512vnni");
+    KVC_FLAG("avx512bf16");
 #undef KVC_FLAG
     if (kvci_gemm_bf16_amx_kernel()) snprintf(buf + strlen(buf), n - strlen(buf), " amx-bf16");
 #endif
@@ -264,15 +275,13 @@ const char *kvc_limits_peak_name(kvc_peak_kind k) { return g_peaks[k].name; }
 
 int kvc_limits_has_peak(kvc_peak_kind k) { return cpu_has(k); }
 
-kvc_peak_kind kvc_limits_fma_of_path(const char *isa)
-{
+kvc_peak_kind kvc_limits_fma_of_path(const char *isa) {
     if (strncmp(isa, "avx512", 6) == 0) return KVC_PEAK_FMA_ZMM;
     if (strncmp(isa, "avx2", 4) == 0) return KVC_PEAK_FMA_YMM;
     return KVC_PEAK_FMA_SCALAR;
 }
 
-double kvc_limits_peak_pass(kvc_peak_kind k)
-{
+double kvc_limits_peak_pass(kvc_peak_kind k) {
     if (!cpu_has(k)) return 0.0;
     double sink = 0.0;
     int threads = 1;
@@ -288,8 +297,7 @@ double kvc_limits_peak_pass(kvc_peak_kind k)
     return g_peaks[k].ops * CHAINS * (double)g_peaks[k].iters * threads / t / 1e9;
 }
 
-void kvc_limits_free(void)
-{
+void kvc_limits_free(void) {
     for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
         kvci_pages_free(g_read[k], GIB);
         g_read[k] = NULL;

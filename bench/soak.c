@@ -76,7 +76,8 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
             if (st == KVC_NO_SPACE) { /* make room: the oldest live request finishes early */
                 out->refused++;
                 next_id--;
-                st = n_live > 0 ? kvc_manager_free(m, live[0].id) : kvci_fail(KVC_EINTERNAL, "soak: an empty pool refused");
+                st = n_live > 0 ? kvc_manager_free(m, live[0].id)
+                                : kvci_fail(KVC_EINTERNAL, "soak: an empty pool refused");
                 if (n_live > 0) memmove(live, live + 1, (size_t)--n_live * sizeof *live), done++;
             } else if (st >= 0) {
                 r.computed = prompt;
@@ -85,11 +86,12 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
         } else {
             for (int i = 0; i < n_live && st >= 0; i++) { /* one decode step of every live request */
                 live_request *r = &live[i];
-                st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = r->id,
-                                                                       .computed_tokens = r->computed,
-                                                                       .num_new_tokens = 1});
-                if (st == KVC_NO_SPACE) out->refused++, st = KVC_OK, r->steps_left = 0;
-                else r->computed++, r->steps_left--;
+                st = kvc_manager_allocate_slots(
+                    m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->computed, .num_new_tokens = 1});
+                if (st == KVC_NO_SPACE)
+                    out->refused++, st = KVC_OK, r->steps_left = 0;
+                else
+                    r->computed++, r->steps_left--;
             }
             for (int i = 0; i < n_live && st >= 0;) {
                 if (live[i].steps_left > 0) {
@@ -110,7 +112,8 @@ kvc_status kvc_soak_manager(int64_t n_requests, kvc_soak_figures *out) {
     out->requests = done;
     for (int32_t k = 0; st >= 0 && k < kvc_manager_n_keys(m); k++)
         if (kvc_manager_num_free(m, k) != kvc_manager_num_blocks(m, k) - 1)
-            st = kvci_fail(KVC_EINTERNAL, "soak: pool %s holds blocks after every request ended", kvc_manager_key(m, k));
+            st =
+                kvci_fail(KVC_EINTERNAL, "soak: pool %s holds blocks after every request ended", kvc_manager_key(m, k));
     if (st >= 0) st = kvc_manager_check_invariants(m);
     kvc_trace_destroy(t);
     return st < 0 ? st : KVC_OK;

@@ -11,14 +11,14 @@
 #define KVC_SOAK_CHECKPOINTS 4 /* after 1/8, 1/4, 1/2 and all of the requests */
 
 typedef struct kvc_soak_figures {
-    int64_t requests;                          /* requests served to the end */
-    int64_t refused;                           /* manager: allocations refused for lack of blocks */
-    int64_t preemptions;                       /* engine: requests preempted */
-    int64_t steps;                             /* engine: steps run */
-    double seconds;                            /* wall time of the whole run */
-    int64_t done_at[KVC_SOAK_CHECKPOINTS];     /* requests finished at each checkpoint */
-    int64_t heap_bytes[KVC_SOAK_CHECKPOINTS];  /* malloc'ed bytes in use (mallinfo2; 0 under ASan) */
-    int64_t rss_kib[KVC_SOAK_CHECKPOINTS];     /* resident set now */
+    int64_t requests;                           /* requests served to the end */
+    int64_t refused;                            /* manager: allocations refused for lack of blocks */
+    int64_t preemptions;                        /* engine: requests preempted */
+    int64_t steps;                              /* engine: steps run */
+    double seconds;                             /* wall time of the whole run */
+    int64_t done_at[KVC_SOAK_CHECKPOINTS];      /* requests finished at each checkpoint */
+    int64_t heap_bytes[KVC_SOAK_CHECKPOINTS];   /* malloc'ed bytes in use (mallinfo2; 0 under ASan) */
+    int64_t rss_kib[KVC_SOAK_CHECKPOINTS];      /* resident set now */
     int64_t peak_rss_kib[KVC_SOAK_CHECKPOINTS]; /* peak resident set so far (getrusage) */
 } kvc_soak_figures;
 

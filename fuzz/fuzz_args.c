@@ -25,11 +25,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_ARGS 16
+#define MAX_ARGS      16
 #define MAX_ARG_BYTES 256
 
-static const char *const COMMANDS[][2] = {{"trace", NULL},        {"plan", NULL},  {"run", NULL},
-                                          {"demo", "--trace"},    {"bench", NULL}, {"demo", NULL}};
+static const char *const COMMANDS[][2] = {{"trace", NULL},     {"plan", NULL},  {"run", NULL},
+                                          {"demo", "--trace"}, {"bench", NULL}, {"demo", NULL}};
 
 /* The parsers of the long-running commands, run without running them. */
 static int parse_only(const char *name, int argc, char **argv) {

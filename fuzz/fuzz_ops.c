@@ -84,8 +84,8 @@ static bool same_table(const snapshot *a, const snapshot *b, int32_t k) {
     return a->len[k] == b->len[k] && memcmp(a->ids[k], b->ids[k], (size_t)a->len[k] * sizeof(int32_t)) == 0;
 }
 
-static void check_allocation(const kvc_manager *m, kvc_status st, uint64_t mask, int64_t demand,
-                             const snapshot *before, const snapshot *after, int64_t op) {
+static void check_allocation(const kvc_manager *m, kvc_status st, uint64_t mask, int64_t demand, const snapshot *before,
+                             const snapshot *after, int64_t op) {
     if (st < 0) die("valid allocation refused", op);
     for (int32_t k = 0; k < N_KEYS; k++) {
         bool selected = (mask >> k) & 1;
@@ -94,12 +94,15 @@ static void check_allocation(const kvc_manager *m, kvc_status st, uint64_t mask,
         if (st == KVC_NO_SPACE) {
             if (after->len[k] > before->len[k]) die("a table grew on KVC_NO_SPACE", op);
             if (after->free[k] < before->free[k]) die("a pool lost blocks on KVC_NO_SPACE", op);
-            if (kvc_manager_key_type(m, k) != KVC_ATTN_SLIDING_WINDOW && !same_table(before, after, k)) die("NO_SPACE changed a table", op);
+            if (kvc_manager_key_type(m, k) != KVC_ATTN_SLIDING_WINDOW && !same_table(before, after, k))
+                die("NO_SPACE changed a table", op);
             continue;
         }
         if (!selected) continue;
         int64_t need = demand < MAX_MODEL_LEN ? demand : MAX_MODEL_LEN;
-        int64_t want = kvc_manager_key_type(m, k) == KVC_ATTN_MAMBA ? 1 : (need + kvc_manager_block_size(m, k) - 1) / kvc_manager_block_size(m, k);
+        int64_t want = kvc_manager_key_type(m, k) == KVC_ATTN_MAMBA
+                           ? 1
+                           : (need + kvc_manager_block_size(m, k) - 1) / kvc_manager_block_size(m, k);
         if (after->len[k] < want) die("a successful allocation does not address the demand", op);
     }
     if (st == KVC_CLAMPED && demand <= MAX_MODEL_LEN) die("KVC_CLAMPED without clamping", op);
@@ -138,9 +141,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!same_table(&before, &after, k) || before.free[k] != after.free[k])
                     die("a refused call changed the manager", op);
         } else {
-            kvc_status st = kvc_manager_allocate_slots(
-                m, &(kvc_slot_request){.request_id = rid, .computed_tokens = computed, .num_new_tokens = fresh,
-                                       .lookahead_tokens = lookahead, .reserved_tokens = reserved, .skip_keys = ~mask});
+            kvc_status st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid,
+                                                                              .computed_tokens = computed,
+                                                                              .num_new_tokens = fresh,
+                                                                              .lookahead_tokens = lookahead,
+                                                                              .reserved_tokens = reserved,
+                                                                              .skip_keys = ~mask});
             take_snapshot(m, rid, &after, op);
             check_allocation(m, st, mask, computed + fresh + lookahead, &before, &after, op);
         }

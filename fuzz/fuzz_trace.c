@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static FILE *sink = NULL;
     if (sink == NULL) sink = fopen("/dev/null", "w");
     if (sink == NULL) abort();
-    kvc_trace_options opts = {.print_usage = true, .check_invariants = true, .max_model_len = 1 << 12, .max_blocks = 1 << 12};
+    kvc_trace_options opts = {
+        .print_usage = true, .check_invariants = true, .max_model_len = 1 << 12, .max_blocks = 1 << 12};
     if (kvc_trace_replay((const char *)data, size, sink, &opts) == KVC_TRACE_EXIT_FAILED) abort();
     return 0;
 }

@@ -63,11 +63,24 @@ int kvc_parse_size(const char *text, int64_t *out) {
     double mult = 1.0;
     const char *s = end;
     if (*s != '\0') {
-        static const struct { const char *suffix; double mult; } units[] = {
-            {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-            {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},          {"TB", 1e12},
-            {"K", 1e3},      {"M", 1e6},         {"G", 1e9},           {"T", 1e12},
-            {"k", 1e3},      {"B", 1.0},
+        static const struct {
+            const char *suffix;
+            double mult;
+        } units[] = {
+            {"KiB", 1024.0},
+            {"MiB", 1048576.0},
+            {"GiB", 1073741824.0},
+            {"TiB", 1099511627776.0},
+            {"KB", 1e3},
+            {"MB", 1e6},
+            {"GB", 1e9},
+            {"TB", 1e12},
+            {"K", 1e3},
+            {"M", 1e6},
+            {"G", 1e9},
+            {"T", 1e12},
+            {"k", 1e3},
+            {"B", 1.0},
         };
         size_t i = 0;
         for (; i < sizeof units / sizeof units[0]; i++)
@@ -136,8 +149,9 @@ static void layer_caches_text(const kvc_plan_layer *L, char *out, size_t cap) {
 
 static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     char ta[512], tb[512];
-    if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window || a->sparse_prefill != b->sparse_prefill ||
-        a->sparse_decode != b->sparse_decode || a->pre_tokens != b->pre_tokens)
+    if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window ||
+        a->sparse_prefill != b->sparse_prefill || a->sparse_decode != b->sparse_decode ||
+        a->pre_tokens != b->pre_tokens)
         return false;
     layer_caches_text(a, ta, sizeof ta);
     layer_caches_text(b, tb, sizeof tb);
@@ -231,8 +245,9 @@ static void print_attention_summary(const kvc_model_plan *p) {
     }
     printf("attention    ");
     if (full > 0) printf("causal on %d layer%s", full, full == 1 ? "" : "s");
-    if (sliding > 0) printf("%ssliding window of %lld keys on %d layer%s", full ? ", " : "", (long long)window, sliding,
-                            sliding == 1 ? "" : "s");
+    if (sliding > 0)
+        printf("%ssliding window of %lld keys on %d layer%s", full ? ", " : "", (long long)window, sliding,
+               sliding == 1 ? "" : "s");
     if (state > 0) printf("%sstate (Mamba) on %d layer%s", full + sliding ? ", " : "", state, state == 1 ? "" : "s");
     if (p->sinks) printf("; attention sinks");
     if (p->mla) printf("; MLA: one latent cache per token shared by every head%s", p->mla_absorb ? " (absorbed)" : "");
@@ -278,7 +293,8 @@ static bool print_table(const kvc_model_plan *p) {
         printf("caches       paged: blocks of %lld tokens, taken and returned as requests grow and end\n",
                (long long)o->block_size);
     else
-        printf("caches       contiguous: one cache of max_model_len tokens per request (not paged: why under kv_mode below)\n");
+        printf("caches       contiguous: one cache of max_model_len tokens per request (not paged: why under kv_mode "
+               "below)\n");
     print_attention_summary(p);
     printf("heads        %lld query (%lld per rank), %lld kv, head_dim %lld\n", (long long)p->num_attention_heads,
            (long long)p->q_heads_per_rank, (long long)p->num_key_value_heads, (long long)p->head_dim);
@@ -363,8 +379,10 @@ int kvc_cmd_plan(int argc, char **argv) {
             rc = parse_count(a, val, count.min, count.dst);
         } else if (strcmp(a, "--kv-dtype") == 0) {
             if (val == NULL || kvc_dtype_parse(val, &opt.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(opt.kv_dtype)) {
-                fprintf(stderr, "kvcache plan: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, "
-                                "got \"%s\"\n", val ? val : "");
+                fprintf(stderr,
+                        "kvcache plan: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, "
+                        "got \"%s\"\n",
+                        val ? val : "");
                 return 2;
             }
             opt.kv_dtype_set = true;
@@ -374,7 +392,8 @@ int kvc_cmd_plan(int argc, char **argv) {
             return 2;
         } else {
             if (path != NULL) {
-                fprintf(stderr, "kvcache plan: one CONFIG.json or MODEL_DIR expected, got \"%s\" and \"%s\"\n", path, a);
+                fprintf(stderr, "kvcache plan: one CONFIG.json or MODEL_DIR expected, got \"%s\" and \"%s\"\n", path,
+                        a);
                 return 2;
             }
             path = a;
@@ -391,7 +410,8 @@ int kvc_cmd_plan(int argc, char **argv) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a model directory: its config.json, as `run` reads it */
         if ((size_t)snprintf(in_dir, sizeof in_dir, "%s/config.json", path) >= sizeof in_dir) {
-            fprintf(stderr, "kvcache plan: the path of %s/config.json is longer than %zu bytes\n", path, sizeof in_dir - 1);
+            fprintf(stderr, "kvcache plan: the path of %s/config.json is longer than %zu bytes\n", path,
+                    sizeof in_dir - 1);
             return 2;
         }
         path = in_dir;

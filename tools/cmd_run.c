@@ -17,12 +17,11 @@
 #include "run_engine.h"
 
 #define RUN_MAX_PROMPTS 64
-#define RUN_MAX_IDS 65536 /* prompt ids of all prompts together */
+#define RUN_MAX_IDS     65536 /* prompt ids of all prompts together */
 /* Logits --json keeps for its per-step summaries. */
 #define RUN_MAX_LOGIT_BYTES (INT64_C(1) << 32)
 
-static void run_usage(FILE *f)
-{
+static void run_usage(FILE *f) {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
             "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
@@ -77,8 +76,7 @@ static void run_usage(FILE *f)
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (!s || !*s) return -1;
     char *end = NULL;
     errno = 0;
@@ -91,8 +89,7 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 /* Appends the ids of "1,2,3" to ids[*n ..] and returns their count; -1 for
  * anything else (an empty item too: "1,,2", "1,2," and ",1" alike), -2 when
  * the ids of all prompts would pass RUN_MAX_IDS. */
-static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n)
-{
+static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n) {
     if (!s || !*s) return -1;
     int64_t count = 0;
     for (;;) {
@@ -110,17 +107,17 @@ static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n)
 
 /* Adds item to an array (key NULL) or an object; deletes it when that fails
  * (a container that could not be created, out of memory). */
-static void add_item(cJSON *to, const char *key, cJSON *item)
-{
+static void add_item(cJSON *to, const char *key, cJSON *item) {
     if (!(key ? cJSON_AddItemToObject(to, key, item) : cJSON_AddItemToArray(to, item))) cJSON_Delete(item);
 }
 
-static void step_summary(cJSON *arr, const float *lg, int64_t V)
-{
+static void step_summary(cJSON *arr, const float *lg, int64_t V) {
     int64_t a = 0, b = -1;
     for (int64_t i = 1; i < V; i++) {
-        if (lg[i] > lg[a]) b = a, a = i;
-        else if (b < 0 || lg[i] > lg[b]) b = i;
+        if (lg[i] > lg[a])
+            b = a, a = i;
+        else if (b < 0 || lg[i] > lg[b])
+            b = i;
     }
     double s = 0.0;
     for (int64_t i = 0; i < V; i++) s += exp((double)lg[i] - (double)lg[a]);
@@ -134,10 +131,9 @@ static void step_summary(cJSON *arr, const float *lg, int64_t V)
 
 /* Prints the --json document; false when memory ran out building it (a
  * document with parts missing is never printed). */
-static bool print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
-                       int64_t n, const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
-                       int64_t kv_bytes_per_token)
-{
+static bool print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens, int64_t n,
+                       const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
+                       int64_t kv_bytes_per_token) {
     const uint64_t failures = kvci_alloc_failures();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", dir);
@@ -172,16 +168,14 @@ static bool print_json(const char *dir, const kvc_runner_params *p, const int32_
     return ok;
 }
 
-static bool is_sampling_flag(const char *a)
-{
+static bool is_sampling_flag(const char *a) {
     return strcmp(a, "--temperature") == 0 || strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 ||
            strcmp(a, "--seed") == 0;
 }
 
 /* One sampling flag's value into *sp, checked as the engine checks it (kvc_sampling_params_check):
  * 0, or 2 after a message. */
-static int parse_sampling(const char *flag, const char *val, kvc_sampling_params *sp)
-{
+static int parse_sampling(const char *flag, const char *val, kvc_sampling_params *sp) {
     char *end = NULL;
     errno = 0;
     const double x = val ? strtod(val, &end) : NAN;
@@ -190,17 +184,21 @@ static int parse_sampling(const char *flag, const char *val, kvc_sampling_params
     bool ok = is_int ? parse_i64(val, 0, strcmp(flag, "--seed") == 0 ? INT64_MAX : INT32_MAX, &v) == 0
                      : val && *val && !*end && !errno && isfinite(x);
     kvc_sampling_params next = *sp;
-    if (strcmp(flag, "--temperature") == 0) next.temperature = (float)x;
-    else if (strcmp(flag, "--top-p") == 0) next.top_p = (float)x;
-    else if (strcmp(flag, "--top-k") == 0) next.top_k = (int32_t)v;
-    else next.seed = (uint64_t)v;
+    if (strcmp(flag, "--temperature") == 0)
+        next.temperature = (float)x;
+    else if (strcmp(flag, "--top-p") == 0)
+        next.top_p = (float)x;
+    else if (strcmp(flag, "--top-k") == 0)
+        next.top_k = (int32_t)v;
+    else
+        next.seed = (uint64_t)v;
     if (ok && kvc_sampling_params_check(&next) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s %s: %s\n", flag, val, kvc_last_error());
         return 2;
     }
     if (!ok) {
-        fprintf(stderr, "kvcache run: %s expects %s, got \"%s\"\n", flag, is_int ? "a non-negative integer" : "a number",
-                val ? val : "");
+        fprintf(stderr, "kvcache run: %s expects %s, got \"%s\"\n", flag,
+                is_int ? "a non-negative integer" : "a number", val ? val : "");
         return 2;
     }
     *sp = next;
@@ -208,8 +206,7 @@ static int parse_sampling(const char *flag, const char *val, kvc_sampling_params
 }
 
 /* config.json's eos_token_id (the first one of a list); -1 when it has none. */
-static int32_t config_eos_id(const char *dir)
-{
+static int32_t config_eos_id(const char *dir) {
     char path[4096], *text = NULL;
     size_t len = 0;
     int32_t eos = -1;
@@ -231,8 +228,7 @@ static int32_t config_eos_id(const char *dir)
  * dtype) bfloat16, float16 or float32; bf16 when neither names one (the plan warns). KVC_OK, or
  * the planner's failure with its message (the model loaded from the same file, so only memory
  * running out is expected here). */
-static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out)
-{
+static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return kvci_fail(KVC_EINVAL, "the path of %s/config.json is longer than %zu bytes", dir, sizeof path - 1);
@@ -258,8 +254,7 @@ typedef struct run_flags_given {
 
 /* Refuses a flag the run would ignore, saying why: 0 when every flag given
  * is used, else 2 with the message printed. */
-static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, bool json, int64_t n_prompts)
-{
+static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, bool json, int64_t n_prompts) {
     const char *why = NULL;
     if (compare && mode == KVC_RUNNER_RECOMPUTE)
         why = "--compare-dtypes compares KV caches and mode 0 has none; use --mode 1, 2 or 3";
@@ -290,8 +285,7 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, 
     return 2;
 }
 
-int kvc_cmd_run(int argc, char **argv)
-{
+int kvc_cmd_run(int argc, char **argv) {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
     bool json = false, compare = false;
@@ -312,14 +306,18 @@ int kvc_cmd_run(int argc, char **argv)
             continue;
         } else if (strcmp(a, "--kv-dtype") == 0) {
             if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype)) {
-                fprintf(stderr, "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got \"%s\"\n",
+                fprintf(stderr,
+                        "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got "
+                        "\"%s\"\n",
                         val ? val : "");
                 return 2;
             }
             given.kv_dtype = true;
         } else if (strcmp(a, "--kv-layout") == 0) {
-            if (val && strcmp(val, "tokens") == 0) p.kv_layout = KVC_BLOCK_BNBSND;
-            else if (val && strcmp(val, "lanes") == 0) p.kv_layout = KVC_BLOCK_BNNDBS;
+            if (val && strcmp(val, "tokens") == 0)
+                p.kv_layout = KVC_BLOCK_BNBSND;
+            else if (val && strcmp(val, "lanes") == 0)
+                p.kv_layout = KVC_BLOCK_BNNDBS;
             else {
                 fprintf(stderr, "kvcache run: --kv-layout expects tokens or lanes, got \"%s\"\n", val ? val : "");
                 return 2;
@@ -328,10 +326,13 @@ int kvc_cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--prompt-ids") == 0) {
             int64_t got = n < RUN_MAX_PROMPTS ? parse_ids(val, ids, &n_ids) : 0;
             if (got <= 0) {
-                if (n == RUN_MAX_PROMPTS) fprintf(stderr, "kvcache run: at most %d prompts (--prompt-ids)\n", RUN_MAX_PROMPTS);
-                else if (got == -2) fprintf(stderr, "kvcache run: at most %d prompt ids in all prompts together\n", RUN_MAX_IDS);
-                else fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated ids in [0, %d], got \"%s\"\n",
-                             INT32_MAX, val ? val : "");
+                if (n == RUN_MAX_PROMPTS)
+                    fprintf(stderr, "kvcache run: at most %d prompts (--prompt-ids)\n", RUN_MAX_PROMPTS);
+                else if (got == -2)
+                    fprintf(stderr, "kvcache run: at most %d prompt ids in all prompts together\n", RUN_MAX_IDS);
+                else
+                    fprintf(stderr, "kvcache run: --prompt-ids expects comma-separated ids in [0, %d], got \"%s\"\n",
+                            INT32_MAX, val ? val : "");
                 return 2;
             }
             lens[n++] = got;
@@ -346,10 +347,14 @@ int kvc_cmd_run(int argc, char **argv)
                         (long long)hi, val ? val : "");
                 return 2;
             }
-            if (is_mode) mode = v;
-            else if (is_block) p.block_size = v, given.block_size = true;
-            else if (strcmp(a, "--max-positions") == 0) p.max_positions = v, given.max_positions = true;
-            else p.max_new_tokens = v, given.max_new_tokens = true;
+            if (is_mode)
+                mode = v;
+            else if (is_block)
+                p.block_size = v, given.block_size = true;
+            else if (strcmp(a, "--max-positions") == 0)
+                p.max_positions = v, given.max_positions = true;
+            else
+                p.max_new_tokens = v, given.max_new_tokens = true;
         } else if (strcmp(a, "--stream") == 0) {
             eng.stream = given.stream = true;
             continue;
@@ -444,7 +449,8 @@ int kvc_cmd_run(int argc, char **argv)
     if (!tok || (json && !lg)) {
         fprintf(stderr, "kvcache run: out of memory\n");
         rc = 1;
-    } else if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK || kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
+    } else if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK ||
+               kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         rc = 1;
     } else if (json && !print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r))) {

@@ -13,8 +13,10 @@
 const kvc_command kvc_commands[] = {
     {"bench", "run a benchmark next to its baseline (kvcache bench WHAT; WHAT below)", kvc_cmd_bench},
     {"trace", "replay a JSON trace against the manager, print JSON Lines", kvc_cmd_trace},
-    {"demo", "the engine on built-in models: mixed workload, KV pressure, checked (--trace: manager trace)", kvc_cmd_engine_demo},
-    {"plan", "the KV cache plan of a Hugging Face config.json or model directory (layers, caches, memory)", kvc_cmd_plan},
+    {"demo", "the engine on built-in models: mixed workload, KV pressure, checked (--trace: manager trace)",
+     kvc_cmd_engine_demo},
+    {"plan", "the KV cache plan of a Hugging Face config.json or model directory (layers, caches, memory)",
+     kvc_cmd_plan},
     {"run", "run a Hugging Face model directory through the standalone runner (greedy ids)", kvc_cmd_run},
     {"serve", "serve a model directory over an OpenAI-compatible HTTP API (python -m kvcache.serve; --help)",
      kvc_cmd_serve},

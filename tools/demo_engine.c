@@ -21,11 +21,11 @@
 #include "trace_replay.h"
 
 #define DEMO_MAX_MODEL_LEN 512
-#define DEMO_BATCH 8
-#define DEMO_BLOCK 16
+#define DEMO_BATCH         8
+#define DEMO_BLOCK         16
 #define DEMO_BUDGET_TOKENS 576 /* KV budget: this many tokens of every layer */
-#define DEMO_KV_DTYPE KVC_DTYPE_BF16
-#define DEMO_STEP_TOKENS 128   /* max_num_batched_tokens: long prompts are chunked */
+#define DEMO_KV_DTYPE      KVC_DTYPE_BF16
+#define DEMO_STEP_TOKENS   128 /* max_num_batched_tokens: long prompts are chunked */
 #define DEMO_SHARED_PROMPT 48  /* every other request starts with the same 48 tokens (prefix caching) */
 
 typedef struct demo_result {
@@ -83,7 +83,8 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
             r->matched += memcmp(busy + i * w->max_new, alone + i * w->max_new, (size_t)w->max_new * sizeof *busy) == 0;
         }
         r->pools_back = true;
-        for (int32_t k = 0; k < r->fig.stats.n_keys; k++) r->pools_back = r->pools_back && r->fig.stats.blocks_in_use[k] == 0;
+        for (int32_t k = 0; k < r->fig.stats.n_keys; k++)
+            r->pools_back = r->pools_back && r->fig.stats.blocks_in_use[k] == 0;
         r->ok = r->matched == w->n && r->fig.requests == w->n && r->pools_back && r->fig.preemptions >= 1 &&
                 r->fig.prefix.hits >= 1;
     }
@@ -102,27 +103,27 @@ static bool add_family_json(cJSON *models, const kvc_demo_family *f, const kvc_d
         return false;
     }
     cJSON *peak = cJSON_AddObjectToObject(o, "peak_blocks"); /* {key: [peak in use, usable blocks of the pool]} */
-    bool ok = peak != NULL && cJSON_AddStringToObject(o, "model", f->name) && cJSON_AddBoolToObject(o, "latent", f->latent) &&
-              cJSON_AddStringToObject(o, "kv_dtype", kvc_dtype_name(DEMO_KV_DTYPE)) &&
-              cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)r->kv_bytes_per_token) &&
-              cJSON_AddNumberToObject(o, "kv_budget_bytes", (double)r->budget) &&
-              cJSON_AddNumberToObject(o, "requests", (double)w->n) &&
-              cJSON_AddNumberToObject(o, "finished", (double)g->requests) &&
-              cJSON_AddNumberToObject(o, "prompt_tokens", (double)r->prompt_total) &&
-              cJSON_AddNumberToObject(o, "computed_tokens", (double)g->prompt_tokens) &&
-              cJSON_AddNumberToObject(o, "generated_tokens", (double)g->generated_tokens) &&
-              cJSON_AddNumberToObject(o, "steps", (double)g->steps) && cJSON_AddNumberToObject(o, "seconds", g->seconds) &&
-              cJSON_AddNumberToObject(o, "tokens_per_s",
-                                      (double)(g->prompt_tokens + g->generated_tokens) / g->seconds) &&
-              cJSON_AddItemToObject(o, "ttft_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->ttft_ms, 3)) &&
-              cJSON_AddItemToObject(o, "tpot_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->tpot_ms, 3)) &&
-              cJSON_AddNumberToObject(o, "prefix_hits", (double)g->prefix.hits) &&
-              cJSON_AddNumberToObject(o, "prefix_queries", (double)g->prefix.queries) &&
-              cJSON_AddNumberToObject(o, "prefix_hit_tokens", (double)g->prefix.hit_tokens) &&
-              cJSON_AddNumberToObject(o, "prefix_evictions", (double)g->prefix.evictions) &&
-              cJSON_AddNumberToObject(o, "preemptions", (double)g->preemptions) &&
-              cJSON_AddBoolToObject(o, "pools_back", r->pools_back) &&
-              cJSON_AddNumberToObject(o, "equal_to_alone", (double)r->matched) && cJSON_AddBoolToObject(o, "ok", r->ok);
+    bool ok =
+        peak != NULL && cJSON_AddStringToObject(o, "model", f->name) && cJSON_AddBoolToObject(o, "latent", f->latent) &&
+        cJSON_AddStringToObject(o, "kv_dtype", kvc_dtype_name(DEMO_KV_DTYPE)) &&
+        cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)r->kv_bytes_per_token) &&
+        cJSON_AddNumberToObject(o, "kv_budget_bytes", (double)r->budget) &&
+        cJSON_AddNumberToObject(o, "requests", (double)w->n) &&
+        cJSON_AddNumberToObject(o, "finished", (double)g->requests) &&
+        cJSON_AddNumberToObject(o, "prompt_tokens", (double)r->prompt_total) &&
+        cJSON_AddNumberToObject(o, "computed_tokens", (double)g->prompt_tokens) &&
+        cJSON_AddNumberToObject(o, "generated_tokens", (double)g->generated_tokens) &&
+        cJSON_AddNumberToObject(o, "steps", (double)g->steps) && cJSON_AddNumberToObject(o, "seconds", g->seconds) &&
+        cJSON_AddNumberToObject(o, "tokens_per_s", (double)(g->prompt_tokens + g->generated_tokens) / g->seconds) &&
+        cJSON_AddItemToObject(o, "ttft_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->ttft_ms, 3)) &&
+        cJSON_AddItemToObject(o, "tpot_ms_p50_p90_p99", cJSON_CreateDoubleArray(r->tpot_ms, 3)) &&
+        cJSON_AddNumberToObject(o, "prefix_hits", (double)g->prefix.hits) &&
+        cJSON_AddNumberToObject(o, "prefix_queries", (double)g->prefix.queries) &&
+        cJSON_AddNumberToObject(o, "prefix_hit_tokens", (double)g->prefix.hit_tokens) &&
+        cJSON_AddNumberToObject(o, "prefix_evictions", (double)g->prefix.evictions) &&
+        cJSON_AddNumberToObject(o, "preemptions", (double)g->preemptions) &&
+        cJSON_AddBoolToObject(o, "pools_back", r->pools_back) &&
+        cJSON_AddNumberToObject(o, "equal_to_alone", (double)r->matched) && cJSON_AddBoolToObject(o, "ok", r->ok);
     for (int32_t k = 0; ok && k < g->stats.n_keys; k++) {
         const double pair[2] = {(double)g->stats.peak_blocks_in_use[k], (double)(g->stats.num_blocks[k] - 1)};
         ok = cJSON_AddItemToObject(peak, g->keys[k], cJSON_CreateDoubleArray(pair, 2));
@@ -140,7 +141,8 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
            "(computed + generated)\n",
            g->requests, w->n, r->prompt_total, g->prompt_tokens, g->generated_tokens, g->steps, g->seconds,
            (double)(g->prompt_tokens + g->generated_tokens) / g->seconds);
-    printf("  TTFT p50/p90/p99 %.1f / %.1f / %.1f ms  TPOT p50/p90/p99 %.2f / %.2f / %.2f ms (all requests arrive at once)\n",
+    printf("  TTFT p50/p90/p99 %.1f / %.1f / %.1f ms  TPOT p50/p90/p99 %.2f / %.2f / %.2f ms (all requests arrive at "
+           "once)\n",
            r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2], r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2]);
     printf("  prefix cache: %" PRId64 " of %" PRId64 " admissions hit, %" PRId64 " of %" PRId64
            " prompt tokens taken from the cache, %" PRId64 " cached blocks evicted\n",
@@ -157,8 +159,9 @@ static void print_family(const kvc_demo_family *f, const kvc_demo_workload *w, c
 
 /* The run's figures as one JSON object on stdout; false when memory ran out. */
 static bool print_json(cJSON *doc, double seconds, int64_t tokens, int64_t preempted, bool pass) {
-    bool ok = cJSON_AddNumberToObject(doc, "seconds", seconds) && cJSON_AddNumberToObject(doc, "tokens", (double)tokens) &&
-              cJSON_AddNumberToObject(doc, "preemptions", (double)preempted) && cJSON_AddBoolToObject(doc, "pass", pass);
+    bool ok =
+        cJSON_AddNumberToObject(doc, "seconds", seconds) && cJSON_AddNumberToObject(doc, "tokens", (double)tokens) &&
+        cJSON_AddNumberToObject(doc, "preemptions", (double)preempted) && cJSON_AddBoolToObject(doc, "pass", pass);
     char *text = ok ? cJSON_PrintUnformatted(doc) : NULL;
     if (text != NULL) printf("%s\n", text);
     cJSON_free(text);
@@ -187,8 +190,8 @@ static int engine_demo(int64_t n_requests, bool json) {
                "%d-token system prompt), outputs 4-224 tokens, up to %d running at once, block size %d, max_model_len\n"
                "%d, one OpenMP thread. Every request is then run alone (no prefix caching) and its tokens compared\n"
                "(bitwise: the forward is batch-invariant).\n\n",
-               (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH, DEMO_BLOCK,
-               DEMO_MAX_MODEL_LEN);
+               (long long)DEMO_STEP_TOKENS, kvc_dtype_name(DEMO_KV_DTYPE), w.n, DEMO_SHARED_PROMPT, DEMO_BATCH,
+               DEMO_BLOCK, DEMO_MAX_MODEL_LEN);
     bool pass = true;
     double seconds = 0.0;
     int64_t tokens = 0, preempted = 0;

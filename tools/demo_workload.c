@@ -44,7 +44,9 @@ static uint64_t next_rand(uint64_t *s) {
     return *s >> 33;
 }
 
-static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(next_rand(s) % (uint64_t)(hi - lo + 1)); }
+static int64_t uniform(uint64_t *s, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(next_rand(s) % (uint64_t)(hi - lo + 1));
+}
 
 kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64_t long_every, kvc_demo_workload *out) {
     memset(out, 0, sizeof *out);
@@ -68,7 +70,8 @@ kvc_status kvc_demo_workload_make(int64_t n, uint64_t seed, int64_t vocab, int64
         for (int64_t j = 0; j < r->n_prompt; j++) out->ids[t++] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
         r->sampling = kvc_sampling_default_params();
         if (i % 2 == 1)
-            r->sampling = (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = (uint64_t)i + 1};
+            r->sampling =
+                (kvc_sampling_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = (uint64_t)i + 1};
         out->max_len = max64(out->max_len, r->n_prompt + r->max_new_tokens - 1);
         out->max_new = max64(out->max_new, r->max_new_tokens);
     }
@@ -87,7 +90,8 @@ void kvc_demo_workload_share_prefix(kvc_demo_workload *w, int64_t every, int64_t
         kvc_demo_request *r = &w->reqs[i];
         int32_t *prompt = w->ids + (r->prompt - w->ids); /* the workload owns its ids */
         uint64_t s = 77;
-        for (int64_t j = 0; j < n_shared && j < r->n_prompt - 1; j++) prompt[j] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
+        for (int64_t j = 0; j < n_shared && j < r->n_prompt - 1; j++)
+            prompt[j] = (int32_t)(next_rand(&s) % (uint64_t)vocab);
     }
 }
 
@@ -293,7 +297,8 @@ kvc_status kvc_demo_run(const kvc_model *m, const kvc_engine_params *ep, const k
         st = kvc_demo_drive(e, w, outputs, fig);
     }
     if (st == KVC_OK) st = kvc_engine_get_stats(e, &fig->stats);
-    if (st == KVC_OK && kvc_engine_manager(e) != NULL) st = kvc_manager_prefix_stats(kvc_engine_manager(e), &fig->prefix);
+    if (st == KVC_OK && kvc_engine_manager(e) != NULL)
+        st = kvc_manager_prefix_stats(kvc_engine_manager(e), &fig->prefix);
     fig->requests = fig->stats.finished_total;
     fig->prompt_tokens = fig->stats.prefill_tokens;
     fig->generated_tokens = fig->stats.generated_tokens;

@@ -28,12 +28,12 @@ typedef struct kvc_demo_request {
 } kvc_demo_request;
 
 typedef struct kvc_demo_workload {
-    int64_t n;                  /* requests, ids 0..n-1 */
-    kvc_demo_request *reqs;     /* [n] */
-    double *arrival_s;          /* [n] arrival of each request, seconds after the start (0: all at once) */
-    int32_t *ids;               /* every prompt, packed */
-    int64_t max_len;            /* longest n_prompt + max_new_tokens - 1 */
-    int64_t max_new;            /* largest max_new_tokens */
+    int64_t n;              /* requests, ids 0..n-1 */
+    kvc_demo_request *reqs; /* [n] */
+    double *arrival_s;      /* [n] arrival of each request, seconds after the start (0: all at once) */
+    int32_t *ids;           /* every prompt, packed */
+    int64_t max_len;        /* longest n_prompt + max_new_tokens - 1 */
+    int64_t max_new;        /* largest max_new_tokens */
 } kvc_demo_workload;
 
 /* n requests with prompts of 4..96 tokens (a fifth 96..256) and outputs of
@@ -61,12 +61,12 @@ void kvc_demo_workload_arrivals(kvc_demo_workload *w, double rate, uint64_t seed
  * one OpenMP thread: the steps' cost without the time other processes of a
  * loaded machine took from it). */
 typedef struct kvc_demo_latency {
-    double *ttft_s, *ttft_work;  /* [w->n] */
+    double *ttft_s, *ttft_work;              /* [w->n] */
     double *tpot_s, *tpot_work, *tpot_cpu_s; /* [w->n * w->max_new] */
     int64_t n_ttft, n_tpot;
     int64_t *token_ns, *token_step; /* [w->max_new] scratch */
-    int64_t *cum_tokens;         /* [cap_steps] tokens run by steps 0..s of the engine */
-    int64_t *cum_cpu_ns;         /* [cap_steps] thread CPU time of steps 0..s */
+    int64_t *cum_tokens;            /* [cap_steps] tokens run by steps 0..s of the engine */
+    int64_t *cum_cpu_ns;            /* [cap_steps] thread CPU time of steps 0..s */
     int64_t cap_steps;
 } kvc_demo_latency;
 
@@ -77,18 +77,18 @@ double kvc_demo_percentile(double *v, int64_t n, double q);
 
 /* What one pass of a workload through an engine did. */
 typedef struct kvc_demo_figures {
-    double seconds;                 /* wall time of the steps */
-    double cpu_seconds;             /* the calling thread's CPU time in the same loop */
+    double seconds;     /* wall time of the steps */
+    double cpu_seconds; /* the calling thread's CPU time in the same loop */
     int64_t requests, prompt_tokens, generated_tokens, steps, preemptions;
-    int64_t peak_rows;              /* most rows of one step */
-    kvc_engine_stats stats;         /* at the end (peaks, pools, kv bytes) */
-    kvc_prefix_stats prefix;        /* the manager's prefix-cache counters at the end */
+    int64_t peak_rows;       /* most rows of one step */
+    kvc_engine_stats stats;  /* at the end (peaks, pools, kv bytes) */
+    kvc_prefix_stats prefix; /* the manager's prefix-cache counters at the end */
     char keys[KVC_MAX_MANAGERS][KVC_NAME_MAX];
     int64_t block_size[KVC_MAX_MANAGERS];
     /* FullAttention keys, after every step: slots of the blocks in use and
      * tokens cached in them, summed over steps (waste = 1 - cached / slots) */
     int64_t full_slots, full_cached;
-    kvc_demo_latency *lat;          /* NULL, or where the pass adds its latency samples */
+    kvc_demo_latency *lat; /* NULL, or where the pass adds its latency samples */
 } kvc_demo_figures;
 
 /* Runs every request of w through an engine built over m with ep and ap

@@ -28,7 +28,8 @@ typedef struct parser {
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-static bool perr(parser *p, const char *path, const char *field, const char *fmt, ...) {
+static bool
+perr(parser *p, const char *path, const char *field, const char *fmt, ...) {
     int n = 0;
     if (path[0] != '\0' && field != NULL)
         n = snprintf(p->err, p->cap, "%s.%s: ", path, field);
@@ -178,10 +179,9 @@ static const char *const DTYPE_NAMES[] = {"f32", "f16", "bf16", "i8"};
 static const kvc_dtype DTYPES[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
 
 static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_entry *e) {
-    static const char *const fields[] = {"name",         "attn_type",      "num_head",    "dim",
-                                         "dtype",        "block_size",     "manager_key", "sliding_window",
-                                         "compress_ratio", "needs_block",  "cache_layout", "shape",
-                                         "next_n",       NULL};
+    static const char *const fields[] = {
+        "name",           "attn_type",      "num_head",    "dim",          "dtype", "block_size", "manager_key",
+        "sliding_window", "compress_ratio", "needs_block", "cache_layout", "shape", "next_n",     NULL};
     if (!require_object(p, v, path) || !check_fields(p, v, path, fields)) return false;
     *e = kvc_cache_entry_default();
     bool present = false;
@@ -262,8 +262,8 @@ typedef struct plan_source {
 } plan_source;
 
 static bool parse_plan_source(parser *p, const cJSON *root, plan_source *src) {
-    static const char *const fields[] = {"mode",   "max_len",           "kv_memory_bytes", "max_concurrency",
-                                         "next_n", "max_prefill_tokens", NULL};
+    static const char *const fields[] = {
+        "mode", "max_len", "kv_memory_bytes", "max_concurrency", "next_n", "max_prefill_tokens", NULL};
     static const char *const modes[] = {"offline", "online"};
     src->block_num = get(root, "block_num");
     const cJSON *plan = get(root, "plan");
@@ -278,8 +278,7 @@ static bool parse_plan_source(parser *p, const cJSON *root, plan_source *src) {
             snprintf(path, sizeof path, "block_num.%.70s", c->string);
             int64_t n = 0;
             if (strlen(c->string) >= KVC_NAME_MAX)
-                return perr(p, "block_num", NULL, "key \"%.64s...\" longer than %d bytes", c->string,
-                            KVC_NAME_MAX - 1);
+                return perr(p, "block_num", NULL, "key \"%.64s...\" longer than %d bytes", c->string, KVC_NAME_MAX - 1);
             if (named_earlier(src->block_num, c)) return perr(p, path, NULL, "duplicate key");
             if (!as_int(p, c, path, NULL, 1, &n)) return false;
         }
@@ -362,7 +361,8 @@ static bool parse_tokens(parser *p, const cJSON *v, const char *path, kvc_trace_
     int64_t end = op->computed_tokens + op->external_tokens + op->new_tokens;
     if (total < end)
         return perr(p, path, "tokens",
-                    "%" PRId64 " token ids do not cover computed_tokens + external_computed_tokens + new_tokens = %" PRId64,
+                    "%" PRId64
+                    " token ids do not cover computed_tokens + external_computed_tokens + new_tokens = %" PRId64,
                     total, end);
     op->tokens = kvci_malloc((size_t)(total > 0 ? total : 1) * sizeof *op->tokens);
     if (op->tokens == NULL) return perr(p, path, "tokens", "out of memory for %" PRId64 " token ids", total);
@@ -446,8 +446,8 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
     if (parse_other_op(p, v, path, name->valuestring, op, &valid)) return valid;
     if (strcmp(name->valuestring, "allocate") != 0) {
         op->kind = KVC_TRACE_UNKNOWN;
-        snprintf(op->refusal, sizeof op->refusal,
-                 "unknown op \"%.64s\" (expected allocate, free, query or clear)", name->valuestring);
+        snprintf(op->refusal, sizeof op->refusal, "unknown op \"%.64s\" (expected allocate, free, query or clear)",
+                 name->valuestring);
         return true;
     }
     op->kind = KVC_TRACE_ALLOCATE;
@@ -456,11 +456,9 @@ static bool parse_op(parser *p, const cJSON *v, const char *path, kvc_trace_op *
         !get_int(p, v, path, "computed_tokens", false, INT64_MIN, 0, &op->computed_tokens) ||
         !get_int(p, v, path, "external_computed_tokens", false, INT64_MIN, 0, &op->external_tokens) ||
         !get_int(p, v, path, "lookahead_tokens", false, INT64_MIN, 0, &op->lookahead_tokens) ||
-        !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens) ||
-        !get_salt(p, v, path, op))
+        !get_int(p, v, path, "reserved_tokens", false, INT64_MIN, 0, &op->reserved_tokens) || !get_salt(p, v, path, op))
         return false;
-    if (op_counts_valid(op) && !parse_tokens(p, v, path, op))
-        return false;
+    if (op_counts_valid(op) && !parse_tokens(p, v, path, op)) return false;
     const cJSON *keys = get(v, "keys");
     if (keys == NULL) return true;
     if (!cJSON_IsArray(keys)) return perr(p, path, "keys", "expected a list of manager keys");
@@ -506,8 +504,7 @@ static bool parse_ops(parser *p, const cJSON *root, kvc_trace *t) {
 }
 
 /* ---- loading ---------------------------------------------------------------- */
-static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_model_len,
-                         const kvc_block_plan *plan) {
+static bool check_limits(parser *p, const kvc_trace_options *opts, int64_t max_model_len, const kvc_block_plan *plan) {
     if (opts == NULL) return true;
     if (opts->max_model_len > 0 && max_model_len > opts->max_model_len)
         return perr(p, "", "max_model_len", "%" PRId64 " exceeds this replay's limit of %" PRId64, max_model_len,

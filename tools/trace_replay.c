@@ -24,7 +24,8 @@ static kvc_prompt op_prompt(const kvc_trace_op *op) {
 static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_slot_request *req) {
     kvc_prompt prompt = op_prompt(op);
     bool known = false;
-    for (int32_t k = 0; k < kvc_manager_n_keys(t->manager); k++) known |= kvc_manager_has_request(t->manager, op->request, k);
+    for (int32_t k = 0; k < kvc_manager_n_keys(t->manager); k++)
+        known |= kvc_manager_has_request(t->manager, op->request, k);
     kvc_prefix_hit hit = {.n_tokens = 0};
     if (!known) {
         kvc_status st = kvc_manager_find_prefix(t->manager, &prompt, &hit);
@@ -43,9 +44,9 @@ static kvc_status apply_with_tokens(kvc_trace *t, const kvc_trace_op *op, kvc_sl
     req->hit = NULL; /* &hit lives only here */
     if (st >= 0 && st != KVC_NO_SPACE) {
         if (req->prompt != NULL && req->computed_tokens > 0) t->last_hit = req->computed_tokens; /* taken */
-        kvc_status cached = kvc_manager_cache_computed(
-            t->manager, op->request, op->tokens,
-            req->computed_tokens + req->num_external_computed_tokens + req->num_new_tokens);
+        kvc_status cached =
+            kvc_manager_cache_computed(t->manager, op->request, op->tokens,
+                                       req->computed_tokens + req->num_external_computed_tokens + req->num_new_tokens);
         if (cached < 0) return cached;
     }
     return st;
@@ -144,7 +145,7 @@ kvc_status kvc_trace_fetch_tables(const kvc_manager *m, int64_t request, kvc_tra
                 int32_t *grown = kvci_realloc(tb->ids, (size_t)cap * sizeof *grown);
                 if (grown == NULL)
                     return kvci_fail(KVC_ENOMEM, "cannot allocate %" PRId64 " block ids for request %" PRId64, cap,
-                                    request);
+                                     request);
                 tb->ids = grown;
                 tb->cap = cap;
             }
@@ -164,7 +165,8 @@ void kvc_trace_tables_free(kvc_trace_tables *tb) {
 }
 
 /* ", NAME: {KEY: value(k), ...}" over the manager's keys. */
-static void put_key_counts(FILE *out, const kvc_manager *m, const char *name, int64_t (*value)(const kvc_manager *, int32_t)) {
+static void put_key_counts(FILE *out, const kvc_manager *m, const char *name,
+                           int64_t (*value)(const kvc_manager *, int32_t)) {
     fprintf(out, ", \"%s\": {", name);
     for (int32_t k = 0; k < kvc_manager_n_keys(m); k++) {
         fputs(k > 0 ? ", " : "", out);
@@ -242,9 +244,8 @@ static bool replay_op(kvc_trace *t, size_t i, FILE *out, const kvc_trace_options
     if (opts->print_usage) {
         char usage[KVC_MAX_MANAGERS * (KVC_NAME_MAX + 48) + 8];
         fputs("{\"usage\": ", out);
-        kvc_trace_put_json_string(out, kvc_manager_format_usage(t->manager, usage, sizeof usage) < 0
-                                           ? kvc_last_error()
-                                           : usage);
+        kvc_trace_put_json_string(out, kvc_manager_format_usage(t->manager, usage, sizeof usage) < 0 ? kvc_last_error()
+                                                                                                     : usage);
         fputs("}\n", out);
         if (t->prefix_caching) put_prefix_stats_line(out, t->manager);
     }

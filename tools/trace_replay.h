@@ -58,8 +58,8 @@
 #include "kvcache/cache.h"
 
 /* Exit statuses of a replay. */
-#define KVC_TRACE_EXIT_OK 0
-#define KVC_TRACE_EXIT_FAILED 1  /* a manager invariant broke, or the output failed */
+#define KVC_TRACE_EXIT_OK      0
+#define KVC_TRACE_EXIT_FAILED  1 /* a manager invariant broke, or the output failed */
 #define KVC_TRACE_EXIT_INVALID 2 /* the trace file is invalid */
 
 /* Blocks a `kvcache trace` replay builds at most, all pools together, unless
@@ -97,12 +97,12 @@ typedef struct kvc_trace_op {
     int64_t new_tokens;
     int64_t lookahead_tokens;
     int64_t reserved_tokens;
-    uint64_t key_mask;  /* KVC_ALL_KEYS unless the op lists "keys" */
-    int32_t *tokens;    /* [n_tokens] the request's token ids (NULL: none given) */
+    uint64_t key_mask; /* KVC_ALL_KEYS unless the op lists "keys" */
+    int32_t *tokens;   /* [n_tokens] the request's token ids (NULL: none given) */
     int64_t n_tokens;
     int64_t cache_salt_len;        /* 0: no salt */
     char cache_salt[KVC_NAME_MAX]; /* [cache_salt_len] bytes, NUL bytes included */
-    char refusal[160];  /* non-empty: why the replay refuses this op (unknown op or key) */
+    char refusal[160];             /* non-empty: why the replay refuses this op (unknown op or key) */
 } kvc_trace_op;
 
 /* A loaded trace: the cache description it declares, the manager built from
@@ -113,7 +113,7 @@ typedef struct kvc_trace {
     kvc_trace_op *ops; /* [n_ops] */
     size_t n_ops;
     bool prefix_caching;
-    int64_t last_hit;  /* hit length the last applied op took (allocate) or found (query); -1: none */
+    int64_t last_hit; /* hit length the last applied op took (allocate) or found (query); -1: none */
 } kvc_trace;
 
 /* Parses and checks a trace and creates its manager. On failure returns

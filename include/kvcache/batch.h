@@ -35,29 +35,31 @@ typedef struct kvc_step_request {
 
 /* The block table (and slot mapping) of one manager key for one step. */
 typedef struct kvc_step_key {
-    const char *key;        /* manager key (owned by the manager) */
+    const char *key; /* manager key (owned by the manager) */
     kvc_attn_type attn_type;
-    int64_t block_size;     /* logical tokens per block */
-    int64_t width;          /* kvc_manager_step_width: attention cdiv(max_model_len, block_size); Mamba 1 prefill, 1 + next_n decode */
-    int32_t *block_table;   /* [n_rows, width] row-major; padding rows and unused tails are 0 (the null id) */
-    int64_t *slot_mapping;  /* [n_tokens]; NULL where kvc_manager_has_slot_mapping is false (Mamba, compress_ratio > 1) */
+    int64_t block_size; /* logical tokens per block */
+    int64_t width; /* kvc_manager_step_width: attention cdiv(max_model_len, block_size); Mamba 1 prefill, 1 + next_n
+                      decode */
+    int32_t *block_table; /* [n_rows, width] row-major; padding rows and unused tails are 0 (the null id) */
+    int64_t
+        *slot_mapping; /* [n_tokens]; NULL where kvc_manager_has_slot_mapping is false (Mamba, compress_ratio > 1) */
 } kvc_step_key;
 
 /* Everything the model needs for one step. Arrays point into the
  * kvc_step_buffers that built it and stay valid until its next build. */
 typedef struct kvc_step_metadata {
     bool is_prefill;
-    int64_t n_rows;          /* rows of the step (padding rows included) */
-    int64_t n_tokens;        /* query tokens of the step = cu_seq_lens_q[n_rows - 1] (0 without rows) */
-    int64_t prompt_tokens;   /* prefill: query tokens of the real (request_id >= 0) rows; decode: 0 */
-    int64_t *positions;      /* [n_tokens] position of each token within its request; padding tokens 0 */
-    int64_t *kv_pos;         /* [n_rows] position of the row's last token; padding rows 0 */
-    int64_t *seq_lens_q;     /* [n_rows] query tokens per row (direct) */
-    int64_t *seq_lens_kv;    /* [n_rows] keys visible after the step = kv_pos + 1; padding rows: 1 in
-                              * decode, their own token count in prefill (so prefill cu_q == cu_kv) */
-    int64_t *cu_seq_lens_q;  /* [n_rows] inclusive prefix sums of seq_lens_q */
-    int64_t *cu_seq_lens_kv; /* [n_rows] inclusive prefix sums of seq_lens_kv */
-    int32_t n_keys;          /* = kvc_manager_n_keys */
+    int64_t n_rows;                      /* rows of the step (padding rows included) */
+    int64_t n_tokens;                    /* query tokens of the step = cu_seq_lens_q[n_rows - 1] (0 without rows) */
+    int64_t prompt_tokens;               /* prefill: query tokens of the real (request_id >= 0) rows; decode: 0 */
+    int64_t *positions;                  /* [n_tokens] position of each token within its request; padding tokens 0 */
+    int64_t *kv_pos;                     /* [n_rows] position of the row's last token; padding rows 0 */
+    int64_t *seq_lens_q;                 /* [n_rows] query tokens per row (direct) */
+    int64_t *seq_lens_kv;                /* [n_rows] keys visible after the step = kv_pos + 1; padding rows: 1 in
+                                          * decode, their own token count in prefill (so prefill cu_q == cu_kv) */
+    int64_t *cu_seq_lens_q;              /* [n_rows] inclusive prefix sums of seq_lens_q */
+    int64_t *cu_seq_lens_kv;             /* [n_rows] inclusive prefix sums of seq_lens_kv */
+    int32_t n_keys;                      /* = kvc_manager_n_keys */
     kvc_step_key keys[KVC_MAX_MANAGERS]; /* [n_keys] in manager order */
 } kvc_step_metadata;
 
@@ -87,9 +89,9 @@ typedef struct kvc_step_rows {
     int64_t *cu_seq_lens_kv; /* [max_rows] inclusive prefix sums */
     /* written by kvc_step_rows_begin / kvc_step_rows_add */
     bool is_prefill;
-    int64_t n_rows;          /* rows added this step; arrays hold [0, n_rows) and [0, n_tokens) */
-    int64_t n_tokens;        /* = cu_seq_lens_q[n_rows - 1] (0 without rows) */
-    int64_t prompt_tokens;   /* prefill: tokens of the real rows; decode: 0 */
+    int64_t n_rows;        /* rows added this step; arrays hold [0, n_rows) and [0, n_tokens) */
+    int64_t n_tokens;      /* = cu_seq_lens_q[n_rows - 1] (0 without rows) */
+    int64_t prompt_tokens; /* prefill: tokens of the real rows; decode: 0 */
 } kvc_step_rows;
 
 /* Starts a step: n_rows = n_tokens = prompt_tokens = 0. Refused (KVC_EINVAL):
@@ -117,7 +119,7 @@ KVC_API kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_me
 typedef struct kvc_step_buffers kvc_step_buffers;
 
 KVC_API kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
-                                   kvc_step_buffers **out);
+                                           kvc_step_buffers **out);
 KVC_API void kvc_step_buffers_destroy(kvc_step_buffers *buf);
 KVC_API int64_t kvc_step_buffers_max_rows(const kvc_step_buffers *buf);
 KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
@@ -138,7 +140,7 @@ KVC_API int64_t kvc_step_buffers_max_tokens(const kvc_step_buffers *buf);
  * kvc_manager_skipped_tokens on: all of them for FullAttention) maps to a
  * non-null block, the row's last position (the query itself) included. */
 KVC_API kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
-                                   bool is_prefill, kvc_step_metadata *out);
+                                           bool is_prefill, kvc_step_metadata *out);
 
 /* The entry of one manager key in a built step (NULL if the key is absent). */
 KVC_API const kvc_step_key *kvc_step_metadata_key(const kvc_step_metadata *md, const char *key);
@@ -162,28 +164,29 @@ typedef enum kvc_len_form { KVC_LEN_DIRECT = 0, KVC_LEN_CUMULATIVE = 1 } kvc_len
 /* Spec section 5 rule: Q lengths are cumulative for every T... layout; KV
  * lengths are cumulative when K/V are the step's packed tensors (T... layout,
  * kv_paged false) and direct when read through a block table or padded. */
-KVC_API kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_form *q_form, kvc_len_form *kv_form);
+KVC_API kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_form *q_form,
+                                        kvc_len_form *kv_form);
 
 /* Writes q_lens / kv_lens (direct, each >= 0) in the forms the layout needs. */
 KVC_API kvc_status kvc_seq_lens_fill(kvc_seq_layout layout, bool kv_paged, const int64_t *q_lens /* [n] */,
-                             const int64_t *kv_lens /* [n] */, int64_t n, int64_t *q_out /* [n] */,
-                             int64_t *kv_out /* [n] */);
+                                     const int64_t *kv_lens /* [n] */, int64_t n, int64_t *q_out /* [n] */,
+                                     int64_t *kv_out /* [n] */);
 
 /* Prefill of prompts seq_lens[b] >= 1 from position 0: Q = KV = seq_lens,
  * in the layout's forms (TND packed: both cumulative). */
-KVC_API kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, const int64_t *seq_lens /* [n] */, int64_t n,
-                                int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
+KVC_API kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, const int64_t *seq_lens /* [n] */,
+                                        int64_t n, int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
 
 /* Decode: every row has q_len >= 1 query tokens ending at kv_pos[b] >= 0;
  * Q = q_len, KV = kv_pos + 1 read from the cache (paged for T... layouts). */
 KVC_API kvc_status kvc_seq_lens_decode(kvc_seq_layout layout, const int64_t *kv_pos /* [n] */, int64_t q_len, int64_t n,
-                               int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
+                                       int64_t *q_out /* [n] */, int64_t *kv_out /* [n] */);
 
 /* ---- standalone static tables and linear slots (RM 10) --------------------- */
 
 typedef struct kvc_static_layout {
-    int64_t batch;          /* sequences (cache rows) */
-    int64_t max_seq_len;    /* positions per sequence, a multiple of block_size */
+    int64_t batch;       /* sequences (cache rows) */
+    int64_t max_seq_len; /* positions per sequence, a multiple of block_size */
     int64_t block_size;
     int64_t blocks_per_seq; /* max_seq_len / block_size */
     int64_t total_blocks;   /* batch * blocks_per_seq */
@@ -191,22 +194,23 @@ typedef struct kvc_static_layout {
 
 /* Refuses non-positive values, max_seq_len % block_size != 0 and more blocks
  * than int32 ids hold. */
-KVC_API kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t block_size, kvc_static_layout *out);
+KVC_API kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t block_size,
+                                          kvc_static_layout *out);
 
 /* table[b][i] = b * blocks_per_seq + i; cap = elements table holds. */
 KVC_API kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table /* [batch, blocks_per_seq] */,
-                                 int64_t cap);
+                                         int64_t cap);
 
 /* Prefill rows 0..n-1 of seq_lens[b] tokens each (1 <= L <= max_seq_len,
  * n <= batch): slots concat_b(b * max_seq_len + 0 .. L_b - 1);
  * *n_out = sum of seq_lens; more than cap slots is KVC_ERANGE. */
 KVC_API kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const int64_t *seq_lens /* [n] */, int64_t n,
-                                    int64_t *slots /* [cap] */, int64_t cap, int64_t *n_out);
+                                            int64_t *slots /* [cap] */, int64_t cap, int64_t *n_out);
 
 /* Decode row b writes at kv_pos[b] (0 <= kv_pos < max_seq_len):
  * slot = b * max_seq_len + kv_pos[b]. */
 KVC_API kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv_pos /* [n] */, int64_t n,
-                                   int64_t *slots /* [n] */);
+                                           int64_t *slots /* [n] */);
 
 /* ---- self-managed legacy contiguous cache (RM 9) --------------------------- */
 
@@ -215,13 +219,14 @@ KVC_API kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int
  * (1 <= seq_lens[b] <= cache_seq_len). *n_out = sum of seq_lens; more than
  * cap entries is KVC_ERANGE. */
 KVC_API kvc_status kvc_legacy_index_prefill(int64_t request_offset, const int64_t *seq_lens /* [n] */, int64_t n,
-                                    int64_t cache_seq_len, int64_t n_cache_rows, int64_t *out /* [cap] */,
-                                    int64_t cap, int64_t *n_out);
+                                            int64_t cache_seq_len, int64_t n_cache_rows, int64_t *out /* [cap] */,
+                                            int64_t cap, int64_t *n_out);
 
 /* Decode: row r writes at kv_pos[r] (< cache_seq_len) of cache row
  * cache_rows[r] (< n_cache_rows): out[r] = cache_rows[r] * cache_seq_len + kv_pos[r]. */
-KVC_API kvc_status kvc_legacy_index_decode(const int64_t *cache_rows /* [n] */, const int64_t *kv_pos /* [n] */, int64_t n,
-                                   int64_t cache_seq_len, int64_t n_cache_rows, int64_t *out /* [n] */);
+KVC_API kvc_status kvc_legacy_index_decode(const int64_t *cache_rows /* [n] */, const int64_t *kv_pos /* [n] */,
+                                           int64_t n, int64_t cache_seq_len, int64_t n_cache_rows,
+                                           int64_t *out /* [n] */);
 
 #ifdef __cplusplus
 }

@@ -15,9 +15,9 @@
 extern "C" {
 #endif
 
-#define KVC_NAME_MAX 64     /* bytes of a cache name or manager key, NUL included */
+#define KVC_NAME_MAX     64 /* bytes of a cache name or manager key, NUL included */
 #define KVC_MAX_MANAGERS 16 /* distinct manager keys (groups) in one model */
-#define KVC_NULL_BLOCK 0    /* id of the null block of every pool */
+#define KVC_NULL_BLOCK   0  /* id of the null block of every pool */
 
 /* ---- block pool ------------------------------------------------------------
  * Ids 0..num_blocks-1; id 0 is the null block: never handed out, never free,
@@ -31,8 +31,8 @@ typedef struct kvc_block_pool kvc_block_pool;
 KVC_API kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out);
 KVC_API void kvc_block_pool_destroy(kvc_block_pool *pool);
 KVC_API int64_t kvc_block_pool_num_blocks(const kvc_block_pool *pool);
-KVC_API int64_t kvc_block_pool_num_free(const kvc_block_pool *pool); /* O(1); null block never counted */
-KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id); /* count 0, in the queue */
+KVC_API int64_t kvc_block_pool_num_free(const kvc_block_pool *pool);              /* O(1); null block never counted */
+KVC_API bool kvc_block_pool_is_free(const kvc_block_pool *pool, int32_t id);      /* count 0, in the queue */
 KVC_API int32_t kvc_block_pool_ref_count(const kvc_block_pool *pool, int32_t id); /* 0 for the null block or a bad id */
 /* Pops n ids from the head of the queue into out[0..n), each with count 1.
  * n > num_free is KVC_NO_SPACE and takes nothing; n < 0 is KVC_EINVAL. */
@@ -72,26 +72,26 @@ typedef void (*kvc_tensor_setter)(void *user, const kvc_tensor *tensor);
 
 /* One cache tensor of one layer. Start from kvc_cache_entry_default(). */
 typedef struct kvc_cache_entry {
-    char name[KVC_NAME_MAX];       /* "k_cache", "v_cache", "nope_cache", ... */
-    int32_t attn_type;             /* kvc_attn_type (int so that bad values can be refused) */
-    int64_t num_head;              /* heads on this rank (not for Mamba) */
-    int32_t n_dims;                /* per-head trailing shape dim[0..n_dims) (not for Mamba) */
+    char name[KVC_NAME_MAX]; /* "k_cache", "v_cache", "nope_cache", ... */
+    int32_t attn_type;       /* kvc_attn_type (int so that bad values can be refused) */
+    int64_t num_head;        /* heads on this rank (not for Mamba) */
+    int32_t n_dims;          /* per-head trailing shape dim[0..n_dims) (not for Mamba) */
     int64_t dim[KVC_MAX_DIMS];
     kvc_dtype dtype;
-    bool needs_block;              /* false: no manager, no tensor, no table */
-    int64_t block_size;            /* tokens per block; 0 = unset (an error when needs_block) */
-    char manager_key[KVC_NAME_MAX];/* "" = group by attention type */
-    int64_t sliding_window;        /* keys a query sees, itself included (SlidingWindow only); 0 = unset */
-    int32_t allocator;             /* kvc_allocator */
-    int64_t compress_ratio;        /* logical tokens per stored entry, >= 1 (FullAttention only) */
-    int32_t layout;                /* kvc_block_layout */
-    bool is_state;                 /* a Mamba state entry (the fields below apply) */
-    int32_t n_shape;               /* Mamba: whole-state shape shape[0..n_shape) of one block */
+    bool needs_block;               /* false: no manager, no tensor, no table */
+    int64_t block_size;             /* tokens per block; 0 = unset (an error when needs_block) */
+    char manager_key[KVC_NAME_MAX]; /* "" = group by attention type */
+    int64_t sliding_window;         /* keys a query sees, itself included (SlidingWindow only); 0 = unset */
+    int32_t allocator;              /* kvc_allocator */
+    int64_t compress_ratio;         /* logical tokens per stored entry, >= 1 (FullAttention only) */
+    int32_t layout;                 /* kvc_block_layout */
+    bool is_state;                  /* a Mamba state entry (the fields below apply) */
+    int32_t n_shape;                /* Mamba: whole-state shape shape[0..n_shape) of one block */
     int64_t shape[KVC_MAX_DIMS];
-    int64_t next_n;                /* Mamba: speculative depth; 1 + next_n blocks in decode */
+    int64_t next_n; /* Mamba: speculative depth; 1 + next_n blocks in decode */
     kvc_tensor_setter tensor_setter;
     void *setter_user;
-    kvc_tensor tensor;             /* output: set by kvc_cache_storage_allocate */
+    kvc_tensor tensor; /* output: set by kvc_cache_storage_allocate */
 } kvc_cache_entry;
 
 /* Defaults: needs_block, FullAttention, bf16, compress_ratio 1, HBM,
@@ -125,7 +125,7 @@ KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64
 /* New cache info = main's layers then draft's, draft layer_idx offset by
  * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy. */
 KVC_API kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
-                                      kvc_model_cache_info **out);
+                                              kvc_model_cache_info **out);
 KVC_API void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);
 
 /* The managers a cache description asks for: one group per distinct group key
@@ -157,13 +157,13 @@ typedef enum kvc_plan_mode {
 
 typedef struct kvc_plan_params {
     kvc_plan_mode mode;
-    int64_t max_concurrency;      /* C >= 1 */
-    int64_t next_n;               /* speculative depth >= 0 */
-    int64_t max_len;              /* OFFLINE: L_off >= 1 */
-    int64_t free_bytes;           /* OFFLINE: device free memory; < 0 = do not check */
-    int64_t kv_memory_bytes;      /* BUDGET: bytes given to every cache */
-    int64_t total_bytes;          /* DEVICE: device memory */
-    double mem_fraction;          /* DEVICE: default 0.85 */
+    int64_t max_concurrency;        /* C >= 1 */
+    int64_t next_n;                 /* speculative depth >= 0 */
+    int64_t max_len;                /* OFFLINE: L_off >= 1 */
+    int64_t free_bytes;             /* OFFLINE: device free memory; < 0 = do not check */
+    int64_t kv_memory_bytes;        /* BUDGET: bytes given to every cache */
+    int64_t total_bytes;            /* DEVICE: device memory */
+    double mem_fraction;            /* DEVICE: default 0.85 */
     const int64_t *rank_free_bytes; /* DEVICE: [n_ranks] free memory per rank of the TP group */
     int32_t n_ranks;
     int64_t extra_reserved_bytes; /* model workspace that must stay free */
@@ -189,10 +189,10 @@ typedef struct kvc_group_plan {
 typedef struct kvc_block_plan {
     int32_t n_groups;
     kvc_group_plan groups[KVC_MAX_MANAGERS]; /* in group order */
-    int64_t per_token_bytes; /* paged caches, one token, all layers */
-    int64_t fixed_bytes;     /* every fixed-type entry at its planned count */
-    int64_t max_tokens;      /* tokens the paged budget holds (OFFLINE: max_len * C) */
-    int64_t total_bytes;     /* bytes of every HBM cache tensor at its planned count */
+    int64_t per_token_bytes;                 /* paged caches, one token, all layers */
+    int64_t fixed_bytes;                     /* every fixed-type entry at its planned count */
+    int64_t max_tokens;                      /* tokens the paged budget holds (OFFLINE: max_len * C) */
+    int64_t total_bytes;                     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
 /* Shared pools (shared_pools on): the keys whose entries all take page_bytes
@@ -211,12 +211,12 @@ KVC_API kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
 /* Block count planned for a key; KVC_EINVAL naming the key when absent. */
 KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
-KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,
-                                      int32_t n, kvc_block_plan *out);
+KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys,
+                                              const int64_t *counts, int32_t n, kvc_block_plan *out);
 
 /* ---- cache storage (KM 7) -------------------------------------------------- */
 #define KVC_ALIGN_DEFAULT ((size_t)64)
-#define KVC_ALIGN_2MIB ((size_t)2 << 20)
+#define KVC_ALIGN_2MIB    ((size_t)2 << 20)
 /* Tensors of at least this many bytes follow the page policy below. */
 #define KVC_HUGE_PAGE_MIN_BYTES ((int64_t)2 << 20)
 
@@ -274,22 +274,22 @@ KVC_API void kvc_cache_storage_destroy(kvc_cache_storage *s);
 typedef struct kvc_manager kvc_manager;
 
 typedef struct kvc_manager_params {
-    int64_t max_model_len; /* >= 1: positions are clamped to it */
-    int64_t max_requests;  /* live requests the manager tracks; 0 = default (see below) */
-    int64_t engine_next_n; /* >= 0: Mamba entries must agree; -1 = not checked */
-    bool prefix_caching;   /* share computed full blocks between requests (docs/prefix-caching.md) */
-    uint64_t prefix_salt;  /* prefix caching: the engine's salt, in every hash chain */
+    int64_t max_model_len;           /* >= 1: positions are clamped to it */
+    int64_t max_requests;            /* live requests the manager tracks; 0 = default (see below) */
+    int64_t engine_next_n;           /* >= 0: Mamba entries must agree; -1 = not checked */
+    bool prefix_caching;             /* share computed full blocks between requests (docs/prefix-caching.md) */
+    uint64_t prefix_salt;            /* prefix caching: the engine's salt, in every hash chain */
     int64_t state_snapshot_interval; /* prefix caching, Mamba keys: tokens between kept state
                                       * snapshots, a multiple of every FullAttention and
                                       * SlidingWindow block size; 0 = their least common multiple */
-    bool poison_new_blocks; /* debug: fill a block's storage with NaN (float dtypes) or a sentinel
-                             * (int8: -128) whenever it is taken for new data, so that reading a slot
-                             * not written since shows; needs the tensors allocated before the first
-                             * allocation. Default: off, or on when the environment variable
-                             * KVC_POISON_BLOCKS is 1. */
-    int64_t kv_event_capacity; /* prefix caching: > 0 records KV events (block stored / removed /
-                                * cleared, see kvc_manager_drain_kv_events) in a queue of this many;
-                                * 0 = off; at most 2^24 */
+    bool poison_new_blocks;          /* debug: fill a block's storage with NaN (float dtypes) or a sentinel
+                                      * (int8: -128) whenever it is taken for new data, so that reading a slot
+                                      * not written since shows; needs the tensors allocated before the first
+                                      * allocation. Default: off, or on when the environment variable
+                                      * KVC_POISON_BLOCKS is 1. */
+    int64_t kv_event_capacity;       /* prefix caching: > 0 records KV events (block stored / removed /
+                                      * cleared, see kvc_manager_drain_kv_events) in a queue of this many;
+                                      * 0 = off; at most 2^24 */
 } kvc_manager_params;
 
 /* max_model_len 0 (must be set, at most 2^31 - 1), max_requests 0 =
@@ -303,7 +303,7 @@ KVC_API kvc_manager_params kvc_manager_default_params(void);
  * as requests, positions, indexed blocks and prompts need them, so a call
  * that grows one may fail with KVC_ENOMEM, changing nothing. */
 KVC_API kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
-                              const kvc_manager_params *p, kvc_manager **out);
+                                      const kvc_manager_params *p, kvc_manager **out);
 KVC_API void kvc_manager_destroy(kvc_manager *m);
 /* Makes room up front for n_requests live requests (<= max_requests) of up
  * to n_positions positions each (<= max_model_len), for prefix-cache
@@ -321,7 +321,7 @@ KVC_API kvc_status kvc_manager_reserve(kvc_manager *m, int64_t n_requests, int64
  * is a salt of its own. A pointer with length 0, NULL with a length, or a
  * negative length is KVC_EINVAL. */
 typedef struct kvc_prompt {
-    const int32_t *tokens;  /* [n_tokens] the request's token ids */
+    const int32_t *tokens; /* [n_tokens] the request's token ids */
     int64_t n_tokens;
     const void *cache_salt; /* [cache_salt_len] bytes, or NULL: no salt */
     int64_t cache_salt_len;
@@ -424,13 +424,13 @@ KVC_API kvc_status kvc_manager_free(kvc_manager *m, int64_t request_id);
  * indexed under the salt its request's first allocation fixed, and only a
  * prompt with the same salt finds it. */
 struct kvc_prefix_hit {
-    int64_t n_tokens;                       /* L: leading tokens already cached (0 = miss); at most
-                                             * n_tokens - 1, so the last prompt token is computed */
-    int64_t n_entries[KVC_MAX_MANAGERS];    /* table entries the hit fills per key, null entries
-                                             * included (Mamba keys: 1 state snapshot to copy from) */
-    int64_t n_cached[KVC_MAX_MANAGERS];     /* cached blocks among them */
-    uint64_t handle;                        /* names the blocks found, which the manager keeps for
-                                             * allocate_slots (kvc_slot_request.hit); 0 on a miss */
+    int64_t n_tokens;                    /* L: leading tokens already cached (0 = miss); at most
+                                          * n_tokens - 1, so the last prompt token is computed */
+    int64_t n_entries[KVC_MAX_MANAGERS]; /* table entries the hit fills per key, null entries
+                                          * included (Mamba keys: 1 state snapshot to copy from) */
+    int64_t n_cached[KVC_MAX_MANAGERS];  /* cached blocks among them */
+    uint64_t handle;                     /* names the blocks found, which the manager keeps for
+                                          * allocate_slots (kvc_slot_request.hit); 0 on a miss */
 };
 
 /* The hit for a prompt: the largest L that every key accepts (FullAttention:
@@ -445,7 +445,7 @@ KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *pro
  * releases the Mamba copy source of its last step. O(new blocks). No-op with
  * caching off or for an unknown request. */
 KVC_API kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens,
-                                      int64_t n_computed);
+                                              int64_t n_computed);
 /* Mamba keys under prefix caching: the block whose state the request's next
  * step starts from (a hit's snapshot, or the request's own previous block
  * after it moved off a snapshot), or KVC_NULL_BLOCK when its state block
@@ -496,7 +496,7 @@ typedef struct kvc_kv_event {
     int32_t type;      /* kvc_kv_event_type */
     int32_t key_index; /* the manager key (-1 for CLEARED) */
     int32_t block_id;
-    int64_t n_tokens;  /* tokens the hashed block covers (block size, or a Mamba snapshot interval) */
+    int64_t n_tokens;              /* tokens the hashed block covers (block size, or a Mamba snapshot interval) */
     uint64_t hash_hi, hash_lo;     /* the block's chained XXH3-128 hash (high, low 64 bits) */
     uint64_t parent_hi, parent_lo; /* STORED: the hash it is chained to (the salted seed for a first block) */
 } kvc_kv_event;
@@ -511,7 +511,7 @@ KVC_API kvc_status kvc_manager_drain_kv_events(kvc_manager *m, kvc_kv_event *out
 KVC_API kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m);
 
 KVC_API int32_t kvc_manager_n_keys(const kvc_manager *m);
-KVC_API const char *kvc_manager_key(const kvc_manager *m, int32_t key_index);   /* NULL if out of range */
+KVC_API const char *kvc_manager_key(const kvc_manager *m, int32_t key_index); /* NULL if out of range */
 KVC_API kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t *out);
 KVC_API kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t key_index);
 KVC_API int64_t kvc_manager_max_model_len(const kvc_manager *m);
@@ -523,7 +523,7 @@ KVC_API int64_t kvc_manager_num_free(const kvc_manager *m, int32_t key_index);
 /* The first key drawing from the same pool as key_index (key_index itself
  * for a pool of its own); -1 for a bad index. */
 KVC_API int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t key_index);
-KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index);      /* Mamba keys */
+KVC_API int64_t kvc_manager_next_n(const kvc_manager *m, int32_t key_index); /* Mamba keys */
 KVC_API int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t key_index);
 /* The rules of a key's attention type, for the layers above (step
  * metadata, engine); each comes from the type's vtable, so a new type needs
@@ -554,7 +554,7 @@ KVC_API bool kvc_manager_has_request(const kvc_manager *m, int64_t request_id, i
 /* The request's logical block table for one key (null entries included),
  * copied into out (at most cap ids); *n_out = table length (0 if unknown). */
 KVC_API kvc_status kvc_manager_block_ids(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *out,
-                                 int64_t cap, int64_t *n_out);
+                                         int64_t cap, int64_t *n_out);
 /* What a persistent copy of a request's table row holds, so that it can be
  * brought up to date by writing only what changed: real blocks never move
  * inside a table, they are appended at its end and released (turned null)
@@ -573,11 +573,11 @@ typedef struct kvc_table_state {
  * state unchanged. Unknown requests give an all-null row. O(changes) when
  * the state is current, O(width) otherwise. */
 KVC_API kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t request_id, int32_t key_index, int32_t *row,
-                                  int64_t width, kvc_table_state *state);
+                                          int64_t width, kvc_table_state *state);
 
 /* The pool's free queue of one key, head first. */
 KVC_API kvc_status kvc_manager_free_queue(const kvc_manager *m, int32_t key_index, int32_t *out, int64_t cap,
-                                  int64_t *n_out);
+                                          int64_t *n_out);
 /* "key1:used1/total1,key2:used2/total2" (the null block counts as used). */
 KVC_API kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap);
 
@@ -587,7 +587,7 @@ typedef struct kvc_buffer_info {
     int64_t total_bytes;     /* numel * itemsize */
     int64_t bytes_per_block; /* storage_block_size * heads * dim_numel * itemsize */
     char key[KVC_NAME_MAX];
-    int64_t block_size;      /* storage block size */
+    int64_t block_size; /* storage block size */
     int32_t layer_idx;
     char name[KVC_NAME_MAX];
 } kvc_buffer_info;

@@ -65,7 +65,7 @@ KVC_API kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
 KVC_API void kvc_sampler_destroy(kvc_sampler *s);
 /* Draws one token for draw counter k (the request's generated-token index). */
 KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
-                              uint64_t k, int32_t *token_out);
+                                      uint64_t k, int32_t *token_out);
 
 /* ---- the model seen by the engine ------------------------------------------ */
 
@@ -76,7 +76,7 @@ typedef struct kvc_engine_legacy_cache {
     char name[KVC_NAME_MAX]; /* "k_cache", for messages */
     int32_t layer_idx;
     kvc_dtype dtype;
-    int32_t n_dims;               /* per-token trailing shape unit[0..n_dims), >= 1 dims */
+    int32_t n_dims; /* per-token trailing shape unit[0..n_dims), >= 1 dims */
     int64_t unit[KVC_MAX_DIMS];
     kvc_tensor_setter tensor_setter; /* required */
     void *setter_user;
@@ -146,13 +146,13 @@ typedef enum kvc_engine_scheduler {
 } kvc_engine_scheduler;
 
 typedef struct kvc_engine_params {
-    int64_t max_model_len;          /* >= 1: KV positions of one request (prompt + generated - 1) */
-    int64_t max_num_seqs;           /* >= 1: rows per step = requests running at once */
-    int64_t max_num_batched_tokens; /* tokens of one step, >= max_num_seqs; 0 = default: BUDGET
-                                     * max(2048, max_num_seqs); PREFILL_ALONE max(max_model_len,
-                                     * max_num_seqs), and there it must be >= max_model_len (a
-                                     * preempted request recomputes up to max_model_len tokens in one
-                                     * step) */
+    int64_t max_model_len;                /* >= 1: KV positions of one request (prompt + generated - 1) */
+    int64_t max_num_seqs;                 /* >= 1: rows per step = requests running at once */
+    int64_t max_num_batched_tokens;       /* tokens of one step, >= max_num_seqs; 0 = default: BUDGET
+                                           * max(2048, max_num_seqs); PREFILL_ALONE max(max_model_len,
+                                           * max_num_seqs), and there it must be >= max_model_len (a
+                                           * preempted request recomputes up to max_model_len tokens in one
+                                           * step) */
     int64_t long_prefill_token_threshold; /* BUDGET: most prompt tokens of one request in one step; 0 = no cap */
     /* BUDGET, stall-free limit (as Sarathi-Serve): a step that runs decode rows and prompt chunks costs at
      * most step_cost_ratio times its decode rows alone, under the model's cost (kvc_engine_model.cost_*),
@@ -163,21 +163,21 @@ typedef struct kvc_engine_params {
     int64_t min_chunk_tokens; /* the limit never cuts the first chunk of a step below this many tokens, so a
                                * long prompt progresses beside a small batch; >= 1 when the limit is on */
     kvc_engine_scheduler scheduler;
-    int64_t max_requests;       /* requests held at once (waiting, running, finished and not released);
-                                 * 0 = 4 * max_num_seqs */
+    int64_t max_requests; /* requests held at once (waiting, running, finished and not released);
+                           * 0 = 4 * max_num_seqs */
     kvc_engine_plan plan;
-    int64_t plan_concurrency;   /* OFFLINE: 0 = max_num_seqs */
-    int64_t kv_memory_bytes;    /* BUDGET: > 0 */
+    int64_t plan_concurrency;       /* OFFLINE: 0 = max_num_seqs */
+    int64_t kv_memory_bytes;        /* BUDGET: > 0 */
     int64_t reserved_decode_tokens; /* admitting a waiting request keeps cdiv(this, bs) blocks per live request free */
-    int64_t next_n;             /* speculative depth: only 0 is supported */
-    uint64_t seed;              /* mixed into every request's sampling seed */
-    bool prefix_caching;        /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
-    uint64_t prefix_salt;       /* prefix caching: the engine's salt, in every block hash chain */
-    size_t alignment;           /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB; self-managed: any
-                                 * power of two, at most 2 MiB unless pages is SYSTEM) */
-    kvc_storage_pages pages;    /* page policy of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES, managed
-                                 * storage and self-managed caches alike (cache.h; docs/engine.md) */
-    bool check;                 /* run the verification checks before and after every step and release */
+    int64_t next_n;                 /* speculative depth: only 0 is supported */
+    uint64_t seed;                  /* mixed into every request's sampling seed */
+    bool prefix_caching;            /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
+    uint64_t prefix_salt;           /* prefix caching: the engine's salt, in every block hash chain */
+    size_t alignment;               /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB; self-managed: any
+                                     * power of two, at most 2 MiB unless pages is SYSTEM) */
+    kvc_storage_pages pages;        /* page policy of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES, managed
+                                     * storage and self-managed caches alike (cache.h; docs/engine.md) */
+    bool check;                     /* run the verification checks before and after every step and release */
     /* kv_dtype and kv_layout are the model adapter's knobs, not the engine's: kvc_engine_adapter_create reads
      * and checks them, kvc_engine_create neither reads nor checks them (a model of your own builds its caches
      * its own way). Kept here for compatibility; their place is the adapter's parameters. */
@@ -212,16 +212,16 @@ KVC_API void kvc_engine_destroy(kvc_engine *e);
 
 /* One request. Start from kvc_engine_request_default(). */
 typedef struct kvc_engine_request {
-    int64_t id;               /* >= 0, not held by the engine already */
-    const int32_t *prompt;    /* [n_prompt] token ids in [0, vocab); copied */
-    int64_t n_prompt;         /* 1 .. max_model_len */
-    int64_t max_new_tokens;   /* >= 1 */
-    int32_t eos_id;           /* -1: none; generation stops after emitting it (it is part of the output) */
-    int32_t priority;         /* lower is served first; equal priorities in arrival order */
-    const void *cache_salt;   /* prefix caching: NULL (no salt), or cache_salt_len bytes, NUL bytes included
-                               * (copied); only requests with the same salt share cached blocks */
-    int64_t cache_salt_len;   /* 0 with NULL, else 1 .. KVC_ENGINE_SALT_MAX */
-    int64_t arrival_ns;       /* 0: now; else when it arrived (kvc_engine_now_ns clock, not in the future) */
+    int64_t id;             /* >= 0, not held by the engine already */
+    const int32_t *prompt;  /* [n_prompt] token ids in [0, vocab); copied */
+    int64_t n_prompt;       /* 1 .. max_model_len */
+    int64_t max_new_tokens; /* >= 1 */
+    int32_t eos_id;         /* -1: none; generation stops after emitting it (it is part of the output) */
+    int32_t priority;       /* lower is served first; equal priorities in arrival order */
+    const void *cache_salt; /* prefix caching: NULL (no salt), or cache_salt_len bytes, NUL bytes included
+                             * (copied); only requests with the same salt share cached blocks */
+    int64_t cache_salt_len; /* 0 with NULL, else 1 .. KVC_ENGINE_SALT_MAX */
+    int64_t arrival_ns;     /* 0: now; else when it arrived (kvc_engine_now_ns clock, not in the future) */
     kvc_sampling_params sampling;
 } kvc_engine_request;
 
@@ -242,9 +242,9 @@ KVC_API kvc_engine_request kvc_engine_request_default(void);
 KVC_API kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
 
 typedef enum kvc_engine_request_state {
-    KVC_REQ_WAITING = 0,  /* queued for (re)prefill; holds no KV */
-    KVC_REQ_RUNNING = 1,  /* holds KV: being prefilled chunk by chunk, or decoding */
-    KVC_REQ_FINISHED = 2  /* done; blocks already freed; output readable until released */
+    KVC_REQ_WAITING = 0, /* queued for (re)prefill; holds no KV */
+    KVC_REQ_RUNNING = 1, /* holds KV: being prefilled chunk by chunk, or decoding */
+    KVC_REQ_FINISHED = 2 /* done; blocks already freed; output readable until released */
 } kvc_engine_request_state;
 
 typedef enum kvc_engine_finish_reason {
@@ -262,7 +262,7 @@ typedef struct kvc_engine_request_info {
     kvc_engine_finish_reason finish;
     int64_t n_prompt;
     int64_t n_generated;
-    int64_t n_cached;     /* tokens whose KV is in the cache (0 while waiting) */
+    int64_t n_cached; /* tokens whose KV is in the cache (0 while waiting) */
     int64_t n_preemptions;
     int32_t priority;
     int64_t n_prefix_hit; /* prompt tokens its latest admission took from the prefix cache (0 before it) */
@@ -271,7 +271,8 @@ typedef struct kvc_engine_request_info {
 /* KVC_EINVAL for an id the engine does not hold. */
 KVC_API kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 /* Generated tokens so far (at most cap copied); *n_out = their count. */
-KVC_API kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+KVC_API kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap,
+                                             int64_t *n_out);
 /* Latency records of one request: steps are kvc_engine_stats.steps at the
  * time (a request that arrives before step s has arrival_step s; a token
  * produced by step s has step s), nanoseconds are kvc_engine_now_ns; -1 =
@@ -286,7 +287,7 @@ KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id,
  * steps[k], ns[k] (either may be NULL; at most cap written); *n_out = the
  * number of generated tokens. */
 KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
-                                          int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
+                                                  int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
 /* Forgets a request: a finished one's output goes; a waiting or running one is
  * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
 KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
@@ -336,22 +337,23 @@ typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
     int64_t n_free_slots;                     /* request slots free now */
     int64_t steps;                            /* steps that ran the model */
-    int64_t prefill_steps, decode_steps;      /* steps with a prompt chunk / with a decode row (a mixed step counts in both) */
+    int64_t prefill_steps,
+        decode_steps; /* steps with a prompt chunk / with a decode row (a mixed step counts in both) */
     int64_t prefill_tokens, decode_tokens, generated_tokens;
     int64_t preemptions, finished_total;
-    int32_t n_keys;                           /* manager keys (0: self-managed) */
-    int64_t num_blocks[KVC_MAX_MANAGERS];     /* per key, null block included */
-    int64_t blocks_in_use[KVC_MAX_MANAGERS];  /* per key, null block excluded */
+    int32_t n_keys;                          /* manager keys (0: self-managed) */
+    int64_t num_blocks[KVC_MAX_MANAGERS];    /* per key, null block included */
+    int64_t blocks_in_use[KVC_MAX_MANAGERS]; /* per key, null block excluded */
     int64_t peak_blocks_in_use[KVC_MAX_MANAGERS];
-    int64_t kv_bytes;                         /* bytes of every cache tensor the engine allocated */
-    int64_t prefix_hit_tokens;                /* prompt tokens taken from the prefix cache at admission */
-    int64_t prefix_query_tokens;              /* with prefix caching: tokens of the requests admitted, looked up */
+    int64_t kv_bytes;            /* bytes of every cache tensor the engine allocated */
+    int64_t prefix_hit_tokens;   /* prompt tokens taken from the prefix cache at admission */
+    int64_t prefix_query_tokens; /* with prefix caching: tokens of the requests admitted, looked up */
     /* Where the steps' time went, summed over the steps that ran the model (CLOCK_MONOTONIC ns):
      * choosing the rows and allocating their blocks, building the step metadata (block tables, slot
      * mappings; and the step check when params.check), the model's forward, sampling and retiring
      * the rows (finished requests' release). */
     int64_t schedule_ns, metadata_ns, forward_ns, sample_ns;
-    int64_t free_cache_rows;                  /* self-managed: legacy rows free now */
+    int64_t free_cache_rows; /* self-managed: legacy rows free now */
 } kvc_engine_stats;
 
 KVC_API kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
@@ -409,7 +411,7 @@ typedef struct kvc_engine_adapter kvc_engine_adapter;
  * an engine_params->kv_layout other than KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS
  * (the two fields only the adapter reads). */
 KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
-                                     const kvc_engine_params *engine_params, kvc_engine_adapter **out);
+                                             const kvc_engine_params *engine_params, kvc_engine_adapter **out);
 KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);
 /* The vtable to pass to kvc_engine_create (valid while the adapter lives). */
 KVC_API const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a);

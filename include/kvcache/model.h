@@ -56,8 +56,8 @@ typedef struct kvc_model_config {
     bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
     int64_t max_position_embeddings;
     kvc_rope_config rope;
-    int64_t sliding_window;                    /* W keys incl. the query; 0 = none */
-    bool layer_sliding[KVC_MODEL_MAX_LAYERS];  /* [num_layers] */
+    int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
+    bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     /* GptOss MoE */
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;
@@ -100,7 +100,7 @@ KVC_API bool kvc_safetensors_has(const kvc_safetensors *st, const char *name);
  * its shape against shape[0..ndim); dst NULL checks only. Errors name the
  * tensor and its file: missing tensor, wrong shape, wrong dtype. */
 KVC_API kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim,
-                                    const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
+                                            const int64_t *shape /* [ndim] */, float *dst /* [prod(shape)] */);
 
 /* ---- model -------------------------------------------------------------------- */
 
@@ -136,9 +136,9 @@ typedef enum kvc_model_cache_kind {
 typedef struct kvc_layer_cache {
     kvc_tensor k; /* contiguous [rows, S_max, Nkv*D]; paged [NB, bs, Nkv, D] (layout BNNDBS: [NB, Nkv, D, bs]) */
     kvc_tensor v; /* contiguous [rows, S_max, Nkv*Dv]; paged [NB, bs, Nkv, Dv] (layout BNNDBS: [NB, Nkv, bs, Dv]) */
-    kvc_tensor k_scales; /* int8 / fp8 only, f32 with NB*bs (paged) or rows*S_max (contiguous) elements, e.g.
-                          * [NB, bs] / [rows, S_max]: the keys' per-slot scales (latent: of latent + rope) */
-    kvc_tensor v_scales; /* int8 / fp8 full form only: the values' per-slot scales, shaped as k_scales */
+    kvc_tensor k_scales;    /* int8 / fp8 only, f32 with NB*bs (paged) or rows*S_max (contiguous) elements, e.g.
+                             * [NB, bs] / [rows, S_max]: the keys' per-slot scales (latent: of latent + rope) */
+    kvc_tensor v_scales;    /* int8 / fp8 full form only: the values' per-slot scales, shaped as k_scales */
     char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
 } kvc_layer_cache;
 
@@ -150,13 +150,13 @@ KVC_API bool kvc_model_kv_quantised(kvc_dtype dt);
 
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;
-    bool latent;              /* MLA latent caches (MF 4.4 absorbed attention) */
-    int64_t block_size;       /* paged */
-    kvc_block_layout layout;  /* paged full-form caches: KVC_BLOCK_BNBSND (0, the default: k, v [NB, bs, Nkv, D]) or
-                               * KVC_BLOCK_BNNDBS (k [NB, Nkv, D, bs], keys in lanes; v [NB, Nkv, bs, Dv]);
-                               * latent and contiguous caches take BNBSND only */
+    bool latent;             /* MLA latent caches (MF 4.4 absorbed attention) */
+    int64_t block_size;      /* paged */
+    kvc_block_layout layout; /* paged full-form caches: KVC_BLOCK_BNBSND (0, the default: k, v [NB, bs, Nkv, D]) or
+                              * KVC_BLOCK_BNNDBS (k [NB, Nkv, D, bs], keys in lanes; v [NB, Nkv, bs, Dv]);
+                              * latent and contiguous caches take BNBSND only */
     int32_t n_layers;
-    kvc_layer_cache *layers;  /* [n_layers] */
+    kvc_layer_cache *layers; /* [n_layers] */
 } kvc_model_caches;
 
 /* Per-layer cache description the model asks for (engine path): k/v (or
@@ -177,17 +177,17 @@ typedef struct kvc_model_workspace kvc_model_workspace;
  * keys reach at most max_kv_len positions. Forward calls never allocate,
  * except that the attention kernel's workspace grows (once) when a step
  * needs more than the largest seen so far. */
-KVC_API kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
-                                      kvc_model_workspace **out);
+KVC_API kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows,
+                                              int64_t max_kv_len, kvc_model_workspace **out);
 KVC_API void kvc_model_workspace_destroy(kvc_model_workspace *ws);
 
 typedef struct kvc_forward_args {
-    const int32_t *token_ids;          /* [T], T = md->n_tokens */
-    const kvc_step_metadata *md;       /* positions, lengths, per-key tables and slots */
-    const kvc_model_caches *caches;    /* NULL: no cache; every row must be a whole sequence (positions 0..L-1) */
-    const int64_t *cache_rows;         /* contiguous caches: [n_rows] cache row of each step row (NULL: row r) */
-    bool all_logits;                   /* true: logits of every token; false: of each row's last token */
-    float *logits;                     /* [T, V] if all_logits else [n_rows, V] */
+    const int32_t *token_ids;       /* [T], T = md->n_tokens */
+    const kvc_step_metadata *md;    /* positions, lengths, per-key tables and slots */
+    const kvc_model_caches *caches; /* NULL: no cache; every row must be a whole sequence (positions 0..L-1) */
+    const int64_t *cache_rows;      /* contiguous caches: [n_rows] cache row of each step row (NULL: row r) */
+    bool all_logits;                /* true: logits of every token; false: of each row's last token */
+    float *logits;                  /* [T, V] if all_logits else [n_rows, V] */
 } kvc_forward_args;
 
 /* One step. Rows whose keys are all in the step (seq_lens_kv == seq_lens_q)

@@ -34,7 +34,7 @@ extern "C" {
  * starts[b] .. starts[b] + L - 1. starts: [B]. Refused (KVC_ERANGE) when
  * starts[b] < 0 or starts[b] + L > S_max; nothing is written then. */
 KVC_API kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                int64_t n_starts);
+                                        int64_t n_starts);
 
 /* AO 2.1 with quantisation: f32 upd [B, L, H] into an int8 or fp8 cache
  * [B, S_max, H], each element stored as kvc_write_slots_quant does; inv_scale
@@ -56,8 +56,8 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
 /* AO 2.4: flat element index of (block p, offset o, head h, channel d) in an
  * NZ cache with bs rows per block, n_heads*head_dim channels and c0
  * channels per tile (c0 = 32 bytes / element size). */
-KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
-                     int64_t head_dim, int64_t c0);
+KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
+                             int64_t c0);
 
 /* AO 2.2 slot scatter: upd [T, Nkv, D] into a paged cache of `order`
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD,
@@ -69,7 +69,7 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
  * unchanged after a refusal (all slots are checked first). */
 KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
-                           const int64_t *slots, int64_t n_slots);
+                                   const int64_t *slots, int64_t n_slots);
 
 /* AO 2.5 quantised write: f32 upd [T, Nkv, D] into an int8 or fp8 paged
  * cache. int8: q = sat_int8(round_half_even(x * inv_scale + offset)); fp8:
@@ -79,8 +79,8 @@ KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, co
  * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
  * offset may be NULL (0); fp8 caches take none. */
 KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
-                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
-                                 const float *offset, int64_t n_quant);
+                                         const int64_t *slots, int64_t n_slots, const float *inv_scale,
+                                         const float *offset, int64_t n_quant);
 
 /* Symmetric scales for quantising x (f32 [T, Nkv, D], finite) into a cache
  * of cache_dtype (int8 or fp8): per group of channels (n_scale 1: the
@@ -127,23 +127,23 @@ KVC_API int8_t kvc_quantize_i8(float x, float inv_scale, float offset);
  * and r_rot (the "return_kv" outputs). Nothing is written when a check
  * fails (non-finite values included, with per-token scales). */
 typedef struct kvc_mla_write_params {
-    const float *kv;     /* [T, Dc + Dr] */
-    const float *gamma;  /* [Dc] */
-    const float *cos;    /* [T, Dr] */
-    const float *sin;    /* [T, Dr] */
-    const int64_t *slots;/* [T] */
-    int64_t n_tokens;    /* T */
-    int64_t latent_dim;  /* Dc */
-    int64_t rope_dim;    /* Dr, even */
-    float eps;           /* from the model's norm layer (>= 0) */
+    const float *kv;      /* [T, Dc + Dr] */
+    const float *gamma;   /* [Dc] */
+    const float *cos;     /* [T, Dr] */
+    const float *sin;     /* [T, Dr] */
+    const int64_t *slots; /* [T] */
+    int64_t n_tokens;     /* T */
+    int64_t latent_dim;   /* Dc */
+    int64_t rope_dim;     /* Dr, even */
+    float eps;            /* from the model's norm layer (>= 0) */
     kvc_block_layout order;
-    kvc_tensor *nope_cache; /* [NB, bs, 1, Dc] */
-    kvc_tensor *rope_cache; /* [NB, bs, 1, Dr] */
+    kvc_tensor *nope_cache;      /* [NB, bs, 1, Dc] */
+    kvc_tensor *rope_cache;      /* [NB, bs, 1, Dr] */
     const float *nope_inv_scale; /* [1] static scale of int8/fp8 caches, else NULL */
     float *slot_scale;           /* [n_slot_scale] per-token scales of int8/fp8 caches, else NULL */
     int64_t n_slot_scale;        /* NB*bs with slot_scale */
-    float *out_nope;     /* [T, Dc] or NULL */
-    float *out_rope;     /* [T, Dr] or NULL */
+    float *out_nope;             /* [T, Dc] or NULL */
+    float *out_rope;             /* [T, Dr] or NULL */
 } kvc_mla_write_params;
 
 KVC_API kvc_status kvc_mla_write(const kvc_mla_write_params *p);
@@ -201,7 +201,8 @@ KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]
  * (h = rot_dim / 2, f32 product as HF), cos = cosf(angle) * A, sin =
  * sinf(angle) * A; both halves repeat the h angles (HF's cat(freqs, freqs)). */
-KVC_API void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin);
+KVC_API void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos,
+                              float *sin);
 
 /* Half-split RoPE (HF rotate_half): with x1 = x[0:h], x2 = x[h:n],
  * y = concat(x1, x2) * cos + concat(-x2, x1) * sin. x, cos, sin, y: [n];
@@ -214,8 +215,8 @@ KVC_API void kvc_rope_interleaved_f32(const float *r, const float *cos, const fl
 /* Either form in place on the first rot_dim channels of n_heads heads
  * stride floats apart: x [n_heads, stride]; tmp [rot_dim] (interleaved only,
  * NULL for the half-split form). */
-KVC_API void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin, int64_t rot_dim,
-                        bool interleaved, float *tmp);
+KVC_API void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin,
+                                int64_t rot_dim, bool interleaved, float *tmp);
 
 /* ======================================================================== */
 /* Fused inference attention (AO 3)                                        */
@@ -293,44 +294,44 @@ typedef struct kvc_attn_binding {
  * marked "required" have no default: kvc_attention_default_params() leaves
  * them unset and the validator refuses a call that does not set them. */
 typedef struct kvc_attention_params {
-    kvc_attn_layout layout;   /* required; v1/v2 input_layout */
-    int32_t num_heads;        /* required Nq; v1 num_heads, v2 num_query_heads */
-    int32_t num_kv_heads;     /* required Nkv; num_key_value_heads (0 is NOT "= Nq") */
-    double scale;             /* required, finite > 0; v1 scale/scaleValue, v2 softmax_scale */
-    int32_t sparse_mode;      /* required 0..4 (default -1 = unset) */
-    int64_t pre_tokens;       /* default 2147483647 */
-    int64_t next_tokens;      /* default 2147483647 */
-    bool bidirectional;       /* R1: allow mode 0 without mask and Sq > 1 */
+    kvc_attn_layout layout; /* required; v1/v2 input_layout */
+    int32_t num_heads;      /* required Nq; v1 num_heads, v2 num_query_heads */
+    int32_t num_kv_heads;   /* required Nkv; num_key_value_heads (0 is NOT "= Nq") */
+    double scale;           /* required, finite > 0; v1 scale/scaleValue, v2 softmax_scale */
+    int32_t sparse_mode;    /* required 0..4 (default -1 = unset) */
+    int64_t pre_tokens;     /* default 2147483647 */
+    int64_t next_tokens;    /* default 2147483647 */
+    bool bidirectional;     /* R1: allow mode 0 without mask and Sq > 1 */
 
-    int64_t batch;            /* B: entries of q_lens and kv_lens */
-    const int64_t *q_lens;    /* [B]; cumulative for TND/TND_NTD/NTD_TND, direct otherwise */
-    const int64_t *kv_lens;   /* [B]; in kv_len_form */
+    int64_t batch;                /* B: entries of q_lens and kv_lens */
+    const int64_t *q_lens;        /* [B]; cumulative for TND/TND_NTD/NTD_TND, direct otherwise */
+    const int64_t *kv_lens;       /* [B]; in kv_len_form */
     kvc_attn_kv_form kv_len_form; /* required */
 
-    kvc_tensor q;             /* f32/f16/bf16, shape per layout (D = last dim / heads) */
-    kvc_tensor k;             /* per layout, or per block_layout when paged */
-    kvc_tensor v;             /* same as k with Dv; may alias k (MLA) */
-    kvc_tensor q_rope;        /* MLA [.., Nq, Dr] like q, Dr even (data NULL: absent) */
-    kvc_tensor k_rope;        /* MLA like k with Dr channels per head (data NULL: absent) */
-    kvc_tensor mask;          /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
+    kvc_tensor q;      /* f32/f16/bf16, shape per layout (D = last dim / heads) */
+    kvc_tensor k;      /* per layout, or per block_layout when paged */
+    kvc_tensor v;      /* same as k with Dv; may alias k (MLA) */
+    kvc_tensor q_rope; /* MLA [.., Nq, Dr] like q, Dr even (data NULL: absent) */
+    kvc_tensor k_rope; /* MLA like k with Dr channels per head (data NULL: absent) */
+    kvc_tensor mask;   /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
 
     kvc_kv_storage kv_storage;
     kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND) */
-    kvc_tensor block_table;   /* int32 [B' >= B, W] when paged */
-    int32_t block_size;       /* bs when paged */
+    kvc_tensor block_table;        /* int32 [B' >= B, W] when paged */
+    int32_t block_size;            /* bs when paged */
 
-    kvc_tensor sinks;         /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
+    kvc_tensor sinks; /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */
 
     /* Quantised K/V (docs/kv-dtypes.md): x = scale * (q + offset) with q the
      * int8 integer or the exact fp8 value. int8 needs scales; fp8 scales are
      * optional (absent: x = q) and fp8 takes no offsets. */
-    kvc_quant_mode key_quant_mode;   /* with scales: required */
+    kvc_quant_mode key_quant_mode; /* with scales: required */
     kvc_quant_mode value_quant_mode;
     kvc_tensor key_scale, value_scale;   /* f32; both or neither */
     kvc_tensor key_offset, value_offset; /* f32; both or neither (int8 only) */
 
-    kvc_tensor out;           /* f32/f16/bf16, shape per layout */
-    kvc_tensor lse;           /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */
+    kvc_tensor out; /* f32/f16/bf16, shape per layout */
+    kvc_tensor lse; /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */
 
     kvc_attn_binding binding;
 } kvc_attention_params;
@@ -347,8 +348,7 @@ typedef enum kvc_attn_api { KVC_API_V1 = 1, KVC_API_V2 = 2 } kvc_attn_api;
  * KVC_OK and nothing else: LSE is requested by giving p->lse)). A name of
  * the other generation is refused (KVC_EINVAL) with a message naming the
  * right one: the vendor binding silently ignores it (scale becomes 1.0). */
-KVC_API kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name,
-                                    double value);
+KVC_API kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value);
 
 /* AO 3.7: mscale(f, m) = 0.1 m ln f + 1 for f > 1, else 1; and the softmax
  * scale (d_nope + d_rope)^-1/2 * mscale(f, mscale_all_dim)^2 (plain
@@ -372,8 +372,7 @@ KVC_API kvc_status kvc_attention_ref(const kvc_attention_params *p);
  * bytes, 64-byte aligned (kvc_aligned_alloc), reusable across calls with
  * the same or smaller shapes; sized for `max_threads` OpenMP threads (the
  * call uses at most that many). */
-KVC_API kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads,
-                                            size_t *bytes);
+KVC_API kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes);
 KVC_API kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes);
 /* The number of threads kvc_attention_cpu(p, workspace, workspace_bytes)
  * runs on: the OpenMP maximum, fewer when the workspace was sized for

@@ -19,11 +19,11 @@
 extern "C" {
 #endif
 
-#define KVC_PLAN_TEXT_MAX 256   /* bytes of a reason, warning or name, NUL included */
-#define KVC_PLAN_MAX_CACHES 4   /* caches of one layer */
+#define KVC_PLAN_TEXT_MAX     256 /* bytes of a reason, warning or name, NUL included */
+#define KVC_PLAN_MAX_CACHES   4   /* caches of one layer */
 #define KVC_PLAN_MAX_WARNINGS 24
-#define KVC_PLAN_NO_MODE (-1)   /* sparse_mode of a layer without attention (Mamba) */
-#define KVC_PLAN_NO_BAND (-1)   /* pre/next tokens of a layer without a band */
+#define KVC_PLAN_NO_MODE      (-1) /* sparse_mode of a layer without attention (Mamba) */
+#define KVC_PLAN_NO_BAND      (-1) /* pre/next tokens of a layer without a band */
 
 typedef enum kvc_kv_mode {
     KVC_KV_PAGED = 0, /* block-managed caches, block tables, slot mappings */
@@ -51,25 +51,25 @@ KVC_API kvc_plan_options kvc_plan_default_options(void);
 
 /* One cache tensor of one layer, on one rank. */
 typedef struct kvc_plan_cache {
-    char name[KVC_NAME_MAX];    /* "k_cache", "v_cache", "nope_cache", "rope_cache", "conv_state", ... */
-    bool is_state;              /* Mamba state: shape instead of num_head x dim */
-    int64_t num_head;           /* heads on this rank (max(kv_heads / tp, 1); MLA latent: 1) */
-    int64_t dim;                /* per-head dim */
-    int32_t n_shape;            /* state: shape[0..n_shape) of one state block */
+    char name[KVC_NAME_MAX]; /* "k_cache", "v_cache", "nope_cache", "rope_cache", "conv_state", ... */
+    bool is_state;           /* Mamba state: shape instead of num_head x dim */
+    int64_t num_head;        /* heads on this rank (max(kv_heads / tp, 1); MLA latent: 1) */
+    int64_t dim;             /* per-head dim */
+    int32_t n_shape;         /* state: shape[0..n_shape) of one state block */
     int64_t shape[KVC_MAX_DIMS];
     kvc_dtype dtype;
-    int64_t bytes_per_token;    /* num_head * dim * itemsize; 0 for a state */
-    int64_t bytes_per_block;    /* state: bytes of one state block; else block_size * bytes_per_token */
+    int64_t bytes_per_token; /* num_head * dim * itemsize; 0 for a state */
+    int64_t bytes_per_block; /* state: bytes of one state block; else block_size * bytes_per_token */
 } kvc_plan_cache;
 
 typedef struct kvc_plan_layer {
     int32_t layer;
     kvc_attn_type attn_type;
-    int64_t sliding_window;  /* keys a query sees, itself included; 0 = not a window layer */
-    int32_t sparse_prefill;  /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba */
+    int64_t sliding_window; /* keys a query sees, itself included; 0 = not a window layer */
+    int32_t sparse_prefill; /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba */
     int32_t sparse_decode;
-    int64_t pre_tokens;      /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
-    int64_t next_tokens;     /* band layers: 0; else KVC_PLAN_NO_BAND */
+    int64_t pre_tokens;  /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
+    int64_t next_tokens; /* band layers: 0; else KVC_PLAN_NO_BAND */
     int32_t n_caches;
     kvc_plan_cache caches[KVC_PLAN_MAX_CACHES];
 } kvc_plan_layer;
@@ -77,34 +77,34 @@ typedef struct kvc_plan_layer {
 typedef struct kvc_model_plan {
     char architecture[KVC_PLAN_TEXT_MAX]; /* architectures[0] (or model_type when absent) */
     char model_type[KVC_PLAN_TEXT_MAX];
-    char family[32];                      /* "llama", "qwen3", "gpt_oss", "deepseek_mla", "generic", ... */
-    kvc_plan_options options;             /* as resolved (dtype, max_model_len filled in) */
+    char family[32];          /* "llama", "qwen3", "gpt_oss", "deepseek_mla", "generic", ... */
+    kvc_plan_options options; /* as resolved (dtype, max_model_len filled in) */
 
     kvc_kv_mode kv_mode;
     char kv_mode_reason[KVC_PLAN_TEXT_MAX];
-    int32_t fa_version;                   /* 1 or 2 */
+    int32_t fa_version; /* 1 or 2 */
     char fa_version_reason[KVC_PLAN_TEXT_MAX];
-    char input_layout[16];                /* "TND", "TND_NTD", "BSH", "NTD_TND" */
-    bool mla;                             /* latent caches (DeepSeek-style) */
+    char input_layout[16]; /* "TND", "TND_NTD", "BSH", "NTD_TND" */
+    bool mla;              /* latent caches (DeepSeek-style) */
     bool mla_absorb;
-    bool hybrid;                          /* more than one attention type among the layers */
-    bool sinks;                           /* learnable attention sinks */
+    bool hybrid; /* more than one attention type among the layers */
+    bool sinks;  /* learnable attention sinks */
 
-    int64_t num_attention_heads;          /* whole model */
-    int64_t num_key_value_heads;          /* whole model */
+    int64_t num_attention_heads; /* whole model */
+    int64_t num_key_value_heads; /* whole model */
     int64_t q_heads_per_rank;
-    int64_t head_dim;                     /* query/key head dim (MLA: nope + rope) */
-    double scale;                         /* softmax scale incl. YaRN mscale^2 where asked */
-    char rope_type[32];                   /* "default", "llama3", "yarn", "linear", ... */
-    double rope_factor;                   /* 1 when unscaled */
-    double rope_attention_factor;         /* YaRN factor on cos/sin (not in scale); 1 otherwise */
+    int64_t head_dim;             /* query/key head dim (MLA: nope + rope) */
+    double scale;                 /* softmax scale incl. YaRN mscale^2 where asked */
+    char rope_type[32];           /* "default", "llama3", "yarn", "linear", ... */
+    double rope_factor;           /* 1 when unscaled */
+    double rope_attention_factor; /* YaRN factor on cos/sin (not in scale); 1 otherwise */
 
     int32_t n_layers;
-    kvc_plan_layer *layers;               /* [n_layers] */
+    kvc_plan_layer *layers; /* [n_layers] */
 
-    kvc_model_cache_info cache_info;      /* the description the plan implies (owned) */
-    kvc_plan_params plan_params;          /* what kvc_plan_blocks was called with */
-    kvc_block_plan blocks;                /* its answer */
+    kvc_model_cache_info cache_info; /* the description the plan implies (owned) */
+    kvc_plan_params plan_params;     /* what kvc_plan_blocks was called with */
+    kvc_block_plan blocks;           /* its answer */
 
     int32_t n_warnings;
     char warnings[KVC_PLAN_MAX_WARNINGS][KVC_PLAN_TEXT_MAX];
@@ -116,7 +116,7 @@ typedef struct kvc_model_plan {
  * are KVC_EINVAL naming the field; a budget too small for the fixed caches is
  * the planner's error. *out is NULL after a failure. */
 KVC_API kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
-                                 kvc_model_plan **out);
+                                         kvc_model_plan **out);
 KVC_API void kvc_model_plan_destroy(kvc_model_plan *plan);
 
 /* The plan as one JSON object (the `kvcache plan --json` document), a

@@ -33,18 +33,18 @@ typedef enum kvc_runner_mode {
 #define KVC_RUNNER_MAX_POSITIONS (INT64_C(1) << 20)
 
 typedef struct kvc_runner_params {
-    kvc_runner_mode mode;   /* default 2 */
-    int64_t block_size;     /* mode 2, and mode 3 when mla_paged (default 16; at most KVC_ATTN_MAX_BLOCK_SIZE) */
-    bool mla_paged;         /* mode 3 over mode 2 (true, default) or mode 1 */
-    int64_t max_new_tokens; /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
-    int64_t max_positions;  /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
-                             * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
-    int64_t max_seq_len;    /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
-                             * rounded up to block_size when paged */
-    kvc_dtype kv_dtype;     /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
-                             * (every mode; scales per token computed on write, model.h) */
-    kvc_storage_pages pages; /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
-                              * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
+    kvc_runner_mode mode;       /* default 2 */
+    int64_t block_size;         /* mode 2, and mode 3 when mla_paged (default 16; at most KVC_ATTN_MAX_BLOCK_SIZE) */
+    bool mla_paged;             /* mode 3 over mode 2 (true, default) or mode 1 */
+    int64_t max_new_tokens;     /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
+    int64_t max_positions;      /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
+                                 * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
+    int64_t max_seq_len;        /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
+                                 * rounded up to block_size when paged */
+    kvc_dtype kv_dtype;         /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
+                                 * (every mode; scales per token computed on write, model.h) */
+    kvc_storage_pages pages;    /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
+                                 * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
     kvc_block_layout kv_layout; /* mode 2: KVC_BLOCK_BNBSND (default) or KVC_BLOCK_BNNDBS (keys in lanes: K
                                  * [NB, Nkv, D, bs], V [NB, Nkv, bs, Dv]; kvc_model_caches.layout) */
 } kvc_runner_params;
@@ -69,8 +69,8 @@ KVC_API kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params 
  * max_prompt_len tokens, all sized here. Refused: what kvc_runner_check
  * refuses, S_max % block_size != 0 (RM 10), S_max below max_prompt_len +
  * max_new_tokens - 1. The model must outlive the runner. */
-KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
-                             kvc_runner **out);
+KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch,
+                                     int64_t max_prompt_len, kvc_runner **out);
 KVC_API void kvc_runner_destroy(kvc_runner *r);
 KVC_API int64_t kvc_runner_max_seq_len(const kvc_runner *r);
 /* Bytes one token's keys and values take in every layer's cache, int8 / fp8
@@ -84,8 +84,8 @@ KVC_API kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_in
 
 /* Timings of the last generate call (milliseconds). */
 typedef struct kvc_runner_stats {
-    double prefill_ms;    /* the first step (mode 0: the first recomputation) */
-    double decode_ms;     /* every later step together */
+    double prefill_ms; /* the first step (mode 0: the first recomputation) */
+    double decode_ms;  /* every later step together */
     int64_t decode_steps;
 } kvc_runner_stats;
 
@@ -93,8 +93,8 @@ typedef struct kvc_runner_stats {
  * tokens [n, max_new_tokens] receives the greedy tokens (argmax, ties to the
  * lower id); logits, if not NULL, [max_new_tokens, n, V] the logits each
  * token was chosen from; stats may be NULL. */
-KVC_API kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
-                               float *logits, kvc_runner_stats *stats);
+KVC_API kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n,
+                                       int32_t *tokens, float *logits, kvc_runner_stats *stats);
 
 /* The same run, teacher-forced: step i + 1 is fed forced[b, i] instead of
  * the token picked at step i (forced [n, max_new_tokens], ids in the
@@ -125,8 +125,8 @@ typedef struct kvc_dtype_compare {
  * ignored) with f32 caches and with `dtype` caches and fills out. ref_tokens
  * [n, max_new_tokens] or NULL. Allocates its runners and buffers. */
 KVC_API kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids,
-                                            const int64_t *lens, int64_t n, kvc_dtype dtype,
-                                            const int32_t *ref_tokens, kvc_dtype_compare *out);
+                                            const int64_t *lens, int64_t n, kvc_dtype dtype, const int32_t *ref_tokens,
+                                            kvc_dtype_compare *out);
 
 #ifdef __cplusplus
 }

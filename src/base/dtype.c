@@ -8,8 +8,8 @@ static const struct {
     const char *name;
     size_t size;
 } dtype_table[KVC_DTYPE_COUNT] = {
-    [KVC_DTYPE_F32] = {"f32", 4}, [KVC_DTYPE_F16] = {"f16", 2}, [KVC_DTYPE_BF16] = {"bf16", 2},
-    [KVC_DTYPE_I8] = {"i8", 1},   [KVC_DTYPE_I32] = {"i32", 4}, [KVC_DTYPE_I64] = {"i64", 8},
+    [KVC_DTYPE_F32] = {"f32", 4},   [KVC_DTYPE_F16] = {"f16", 2},         [KVC_DTYPE_BF16] = {"bf16", 2},
+    [KVC_DTYPE_I8] = {"i8", 1},     [KVC_DTYPE_I32] = {"i32", 4},         [KVC_DTYPE_I64] = {"i64", 8},
     [KVC_DTYPE_BOOL] = {"bool", 1}, [KVC_DTYPE_F8E4M3] = {"fp8_e4m3", 1}, [KVC_DTYPE_F8E5M2] = {"fp8_e5m2", 1},
 };
 
@@ -38,7 +38,10 @@ kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
             return KVC_OK;
         }
     }
-    return kvci_fail(KVC_EINVAL, "dtype \"%s\" is unknown (expected f32, f16, bf16, i8 (or int8), i32, i64, bool, fp8_e4m3 (or fp8) or fp8_e5m2)", name);
+    return kvci_fail(KVC_EINVAL,
+                     "dtype \"%s\" is unknown (expected f32, f16, bf16, i8 (or int8), i32, i64, bool, fp8_e4m3 (or "
+                     "fp8) or fp8_e5m2)",
+                     name);
 }
 
 int64_t kvc_tensor_numel(const kvc_tensor *t) {

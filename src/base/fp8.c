@@ -23,8 +23,7 @@ static const fp8_format E5M2 = {2, 15, 0x7b, 0x7f, 1};
 
 static float with_sign(float a, uint8_t x) { return (x & 0x80) ? -a : a; }
 
-static float decode(const fp8_format *f, uint8_t x)
-{
+static float decode(const fp8_format *f, uint8_t x) {
     const int ebits = 7 - f->mbits, e = (x >> f->mbits) & ((1 << ebits) - 1), m = x & ((1 << f->mbits) - 1);
     const int top = (1 << ebits) - 1;
     if (f->ieee_top && e == top) return with_sign(m ? NAN : INFINITY, x);
@@ -36,13 +35,12 @@ static float decode(const fp8_format *f, uint8_t x)
     return with_sign(a, x);
 }
 
-static uint8_t encode(const fp8_format *f, float v)
-{
+static uint8_t encode(const fp8_format *f, float v) {
     const uint8_t sign = signbit(v) ? 0x80 : 0;
     if (isnan(v)) return sign | f->nan_code;
     const float a = fabsf(v), max = decode(f, f->max_code);
     if (a >= max) return sign | f->max_code; /* saturate, +-inf included */
-    const int min_exp = 1 - f->bias;          /* exponent of the smallest normal */
+    const int min_exp = 1 - f->bias;         /* exponent of the smallest normal */
     int ex;
     frexpf(a, &ex); /* a = fr * 2^ex, fr in [0.5, 1): unbiased exponent ex - 1 */
     int E = ex - 1;
@@ -52,7 +50,8 @@ static uint8_t encode(const fp8_format *f, float v)
     const uint32_t r = (uint32_t)q; /* in [0, 2^(M+1)] */
     /* subnormal codes are r itself (r = 2^M lands on the smallest normal);
      * normal codes put E + bias above the mantissa, and r = 2^(M+1) carries into the exponent */
-    uint32_t code = E == min_exp && r < (1u << f->mbits) ? r : ((uint32_t)(E + f->bias) << f->mbits) + (r - (1u << f->mbits));
+    uint32_t code =
+        E == min_exp && r < (1u << f->mbits) ? r : ((uint32_t)(E + f->bias) << f->mbits) + (r - (1u << f->mbits));
     if (code > f->max_code) code = f->max_code;
     return (uint8_t)(sign | code);
 }

@@ -3,15 +3,13 @@
 
 #include <string.h>
 
-static uint32_t f32_bits(float f)
-{
+static uint32_t f32_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static float bits_f32(uint32_t u)
-{
+static float bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
@@ -19,8 +17,7 @@ static float bits_f32(uint32_t u)
 
 float kvc_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
-uint16_t kvc_f32_to_bf16(float f)
-{
+uint16_t kvc_f32_to_bf16(float f) {
     uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet and a NaN */
         return (uint16_t)((u >> 16) | 0x0040u);
@@ -28,8 +25,7 @@ uint16_t kvc_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-float kvc_f16_to_f32(uint16_t h)
-{
+float kvc_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t man = h & 0x3ffu;
@@ -43,8 +39,7 @@ float kvc_f16_to_f32(uint16_t h)
     return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-uint16_t kvc_f32_to_f16(float f)
-{
+uint16_t kvc_f32_to_f16(float f) {
     uint32_t u = f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
@@ -62,8 +57,7 @@ uint16_t kvc_f32_to_f16(float f)
         uint32_t q = man >> shift;
         uint32_t rem = man & ((1u << shift) - 1u);
         uint32_t half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (q & 1u)))
-            q++;
+        if (rem > half || (rem == half && (q & 1u))) q++;
         return (uint16_t)(sign | q);
     }
     /* normal: rebias exponent and round the mantissa to 10 bits */

@@ -38,7 +38,7 @@ static inline int64_t kvci_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kvci_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #define KVC_STR_(x) #x
-#define KVC_STR(x) KVC_STR_(x)
+#define KVC_STR(x)  KVC_STR_(x)
 
 /* Largest speculative depth accepted anywhere (keeps block arithmetic far
  * from int64 overflow). */

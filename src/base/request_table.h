@@ -13,8 +13,8 @@
 #include "kvcache/base.h"
 
 typedef struct kvc_request_table {
-    int64_t capacity;    /* most live requests (the slots never grow past it) */
-    int64_t n_slots;     /* slots allocated so far, <= capacity */
+    int64_t capacity; /* most live requests (the slots never grow past it) */
+    int64_t n_slots;  /* slots allocated so far, <= capacity */
     int64_t n_live;
     int64_t mask;        /* buckets - 1 (buckets: power of two >= 2 * n_slots) */
     int32_t *buckets;    /* [mask + 1] slot index or -1 */

@@ -11,7 +11,8 @@ kvc_status kvc_seq_layout_forms(kvc_seq_layout layout, bool kv_paged, kvc_len_fo
     if ((int)layout < 0 || layout >= KVC_SEQ_LAYOUT_COUNT) {
         return kvci_fail(KVC_EINVAL, "sequence lengths: layout %d is not a kvc_seq_layout", (int)layout);
     }
-    if (q_form == NULL || kv_form == NULL) return kvci_fail(KVC_EINVAL, "kvc_seq_layout_forms: q_form or kv_form is NULL");
+    if (q_form == NULL || kv_form == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_seq_layout_forms: q_form or kv_form is NULL");
     bool packed = layout_is_packed(layout);
     *q_form = packed ? KVC_LEN_CUMULATIVE : KVC_LEN_DIRECT;
     *kv_form = packed && !kv_paged ? KVC_LEN_CUMULATIVE : KVC_LEN_DIRECT;
@@ -24,10 +25,11 @@ static kvc_status lens_write(const char *what, kvc_len_form form, const int64_t 
     for (int64_t b = 0; b < n; b++) {
         if (in[b] < 0) {
             return kvci_fail(KVC_EINVAL, "sequence lengths: %s[%lld] = %lld must be >= 0", what, (long long)b,
-                            (long long)in[b]);
+                             (long long)in[b]);
         }
         if (in[b] > INT64_MAX - sum) {
-            return kvci_fail(KVC_ERANGE, "sequence lengths: prefix sum of %s overflows at row %lld", what, (long long)b);
+            return kvci_fail(KVC_ERANGE, "sequence lengths: prefix sum of %s overflows at row %lld", what,
+                             (long long)b);
         }
         sum += in[b];
         out[b] = form == KVC_LEN_CUMULATIVE ? sum : in[b];
@@ -54,7 +56,7 @@ kvc_status kvc_seq_lens_prefill(kvc_seq_layout layout, bool kv_paged, const int6
     for (int64_t b = 0; seq_lens != NULL && b < n; b++) {
         if (seq_lens[b] < 1) {
             return kvci_fail(KVC_EINVAL, "kvc_seq_lens_prefill: seq_lens[%lld] = %lld must be >= 1", (long long)b,
-                            (long long)seq_lens[b]);
+                             (long long)seq_lens[b]);
         }
     }
     return kvc_seq_lens_fill(layout, kv_paged, seq_lens, seq_lens, n, q_out, kv_out);
@@ -72,12 +74,12 @@ kvc_status kvc_seq_lens_decode(kvc_seq_layout layout, const int64_t *kv_pos, int
     if (q_len < 1) return kvci_fail(KVC_EINVAL, "kvc_seq_lens_decode: q_len %lld must be >= 1", (long long)q_len);
     if (n > 0 && q_len > INT64_MAX / n) {
         return kvci_fail(KVC_ERANGE, "kvc_seq_lens_decode: %lld rows of q_len %lld overflow", (long long)n,
-                        (long long)q_len);
+                         (long long)q_len);
     }
     for (int64_t b = 0; b < n; b++) {
         if (kv_pos[b] < 0 || kv_pos[b] == INT64_MAX) {
             return kvci_fail(KVC_EINVAL, "kvc_seq_lens_decode: kv_pos[%lld] = %lld must be in [0, INT64_MAX)",
-                            (long long)b, (long long)kv_pos[b]);
+                             (long long)b, (long long)kv_pos[b]);
         }
     }
     for (int64_t b = 0; b < n; b++) {

@@ -9,16 +9,17 @@ kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t bl
     if (max_seq_len < 1) {
         return kvci_fail(KVC_EINVAL, "static layout: max_seq_len %lld must be >= 1", (long long)max_seq_len);
     }
-    if (block_size < 1) return kvci_fail(KVC_EINVAL, "static layout: block_size %lld must be >= 1", (long long)block_size);
+    if (block_size < 1)
+        return kvci_fail(KVC_EINVAL, "static layout: block_size %lld must be >= 1", (long long)block_size);
     if (max_seq_len % block_size != 0) {
         return kvci_fail(KVC_EINVAL,
-                        "static layout: max_seq_len %lld is not a multiple of block_size %lld (rows would overlap)",
-                        (long long)max_seq_len, (long long)block_size);
+                         "static layout: max_seq_len %lld is not a multiple of block_size %lld (rows would overlap)",
+                         (long long)max_seq_len, (long long)block_size);
     }
     int64_t per_seq = max_seq_len / block_size;
     if (per_seq > INT32_MAX / batch || max_seq_len > INT64_MAX / batch) {
         return kvci_fail(KVC_ERANGE, "static layout: batch %lld x %lld blocks per sequence exceeds int32 block ids",
-                        (long long)batch, (long long)per_seq);
+                         (long long)batch, (long long)per_seq);
     }
     out->batch = batch;
     out->max_seq_len = max_seq_len;
@@ -32,7 +33,7 @@ kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table, int
     if (l == NULL || table == NULL) return kvci_fail(KVC_EINVAL, "kvc_static_table_fill: layout or table is NULL");
     if (cap < l->total_blocks) {
         return kvci_fail(KVC_ERANGE, "kvc_static_table_fill: cap %lld is less than batch x blocks_per_seq = %lld",
-                        (long long)cap, (long long)l->total_blocks);
+                         (long long)cap, (long long)l->total_blocks);
     }
     for (int64_t b = 0; b < l->batch; b++) {
         for (int64_t i = 0; i < l->blocks_per_seq; i++) {
@@ -60,14 +61,15 @@ kvc_status kvc_static_slots_prefill(const kvc_static_layout *l, const int64_t *s
     int64_t total = 0;
     for (int64_t b = 0; b < n; b++) {
         if (seq_lens[b] < 1 || seq_lens[b] > l->max_seq_len) {
-            return kvci_fail(KVC_ERANGE, "kvc_static_slots_prefill: seq_lens[%lld] = %lld, expected 1..max_seq_len %lld",
-                            (long long)b, (long long)seq_lens[b], (long long)l->max_seq_len);
+            return kvci_fail(KVC_ERANGE,
+                             "kvc_static_slots_prefill: seq_lens[%lld] = %lld, expected 1..max_seq_len %lld",
+                             (long long)b, (long long)seq_lens[b], (long long)l->max_seq_len);
         }
         total += seq_lens[b];
     }
     if (total > cap || (total > 0 && slots == NULL)) {
         return kvci_fail(KVC_ERANGE, "kvc_static_slots_prefill: %lld slots do not fit in cap %lld", (long long)total,
-                        (long long)(slots == NULL ? 0 : cap));
+                         (long long)(slots == NULL ? 0 : cap));
     }
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
@@ -82,8 +84,9 @@ kvc_status kvc_static_slots_decode(const kvc_static_layout *l, const int64_t *kv
     if (st != KVC_OK) return st;
     for (int64_t b = 0; b < n; b++) {
         if (kv_pos[b] < 0 || kv_pos[b] >= l->max_seq_len) {
-            return kvci_fail(KVC_ERANGE, "kvc_static_slots_decode: kv_pos[%lld] = %lld, expected 0..max_seq_len-1 = %lld",
-                            (long long)b, (long long)kv_pos[b], (long long)(l->max_seq_len - 1));
+            return kvci_fail(KVC_ERANGE,
+                             "kvc_static_slots_decode: kv_pos[%lld] = %lld, expected 0..max_seq_len-1 = %lld",
+                             (long long)b, (long long)kv_pos[b], (long long)(l->max_seq_len - 1));
         }
     }
     for (int64_t b = 0; b < n; b++) slots[b] = b * l->max_seq_len + kv_pos[b];

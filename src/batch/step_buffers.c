@@ -11,13 +11,13 @@ static void *zalloc(int64_t count, size_t elem, const char *what, kvc_status *st
     if (count < 1) count = 1;
     if ((uint64_t)count > SIZE_MAX / elem) {
         *st = kvci_fail(KVC_ENOMEM, "step buffers: %s needs %lld elements of %zu bytes, more than memory can address",
-                       what, (long long)count, elem);
+                        what, (long long)count, elem);
         return NULL;
     }
     void *p = kvci_calloc((size_t)count, elem);
     if (p == NULL) {
         *st = kvci_fail(KVC_ENOMEM, "step buffers: cannot allocate %s (%lld elements of %zu bytes)", what,
-                       (long long)count, elem);
+                        (long long)count, elem);
     }
     return p;
 }
@@ -35,31 +35,33 @@ static kvc_status key_info_read(const kvc_manager *m, int32_t k, kvc_step_key_in
     const char *key = kvc_manager_key(m, k);
     if (info->block_size < 1 || info->num_blocks < 1 || info->prefill_width < 1 || info->decode_width < 1) {
         return kvci_fail(KVC_EINVAL,
-                        "step buffers: manager key %d (%s) reports block_size %lld, num_blocks %lld, step widths "
-                        "%lld (prefill) and %lld (decode); expected positive sizes",
-                        (int)k, key ? key : "?", (long long)info->block_size, (long long)info->num_blocks,
-                        (long long)info->prefill_width, (long long)info->decode_width);
+                         "step buffers: manager key %d (%s) reports block_size %lld, num_blocks %lld, step widths "
+                         "%lld (prefill) and %lld (decode); expected positive sizes",
+                         (int)k, key ? key : "?", (long long)info->block_size, (long long)info->num_blocks,
+                         (long long)info->prefill_width, (long long)info->decode_width);
     }
     if (info->is_state && info->max_width > KVC_MAX_STATE_BLOCKS)
-        return kvci_fail(KVC_EINVAL, "step buffers: manager key %d (%s) reads %lld state blocks a step; a step holds at "
-                        "most %d", (int)k, key ? key : "?", (long long)info->max_width, KVC_MAX_STATE_BLOCKS);
+        return kvci_fail(KVC_EINVAL,
+                         "step buffers: manager key %d (%s) reads %lld state blocks a step; a step holds at "
+                         "most %d",
+                         (int)k, key ? key : "?", (long long)info->max_width, KVC_MAX_STATE_BLOCKS);
     return KVC_OK;
 }
 
-kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens,
-                                   kvc_step_buffers **out) {
+kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64_t max_tokens, kvc_step_buffers **out) {
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: out is NULL");
     *out = NULL;
     if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: manager is NULL");
     if (max_rows < 1 || max_rows > INT32_MAX)
-        return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be in [1, 2^31)", (long long)max_rows);
+        return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: max_rows %lld must be in [1, 2^31)",
+                         (long long)max_rows);
     if (max_tokens < 1) {
         return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: max_tokens %lld must be >= 1", (long long)max_tokens);
     }
     int32_t n_keys = kvc_manager_n_keys(m);
     if (n_keys < 0 || n_keys > KVC_MAX_MANAGERS) {
         return kvci_fail(KVC_EINVAL, "kvc_step_buffers_create: manager has %d keys, expected 0..%d", (int)n_keys,
-                        KVC_MAX_MANAGERS);
+                         KVC_MAX_MANAGERS);
     }
     kvc_step_buffers *buf = kvci_calloc(1, sizeof *buf);
     if (buf == NULL) return kvci_fail(KVC_ENOMEM, "kvc_step_buffers_create: cannot allocate the buffers object");
@@ -86,7 +88,7 @@ kvc_status kvc_step_buffers_create(const kvc_manager *m, int64_t max_rows, int64
         if (st != KVC_OK) break;
         if (buf->info[k].max_width > INT64_MAX / max_rows) {
             st = kvci_fail(KVC_ENOMEM, "kvc_step_buffers_create: block table of key %s: %lld rows x %lld overflows",
-                          kvc_manager_key(m, k), (long long)max_rows, (long long)buf->info[k].max_width);
+                           kvc_manager_key(m, k), (long long)max_rows, (long long)buf->info[k].max_width);
             break;
         }
         buf->block_table[k] = zalloc(max_rows * buf->info[k].max_width, sizeof(int32_t), "a block table", &st);

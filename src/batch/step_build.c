@@ -5,14 +5,15 @@
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
-kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows,
-                                   bool is_prefill, kvc_step_metadata *out) {
+kvc_status kvc_step_metadata_build(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
+                                   kvc_step_metadata *out) {
     if (buf == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_metadata_build: buffers is NULL");
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_metadata_build: out is NULL");
-    if (n_rows < 0) return kvci_fail(KVC_EINVAL, "kvc_step_metadata_build: n_rows %lld must be >= 0", (long long)n_rows);
+    if (n_rows < 0)
+        return kvci_fail(KVC_EINVAL, "kvc_step_metadata_build: n_rows %lld must be >= 0", (long long)n_rows);
     if (n_rows > buf->max_rows) {
         return kvci_fail(KVC_ERANGE, "kvc_step_metadata_build: n_rows %lld exceeds the buffers' max_rows %lld",
-                        (long long)n_rows, (long long)buf->max_rows);
+                         (long long)n_rows, (long long)buf->max_rows);
     }
     if (rows == NULL && n_rows > 0) {
         return kvci_fail(KVC_EINVAL, "kvc_step_metadata_build: rows is NULL with n_rows %lld", (long long)n_rows);

@@ -11,17 +11,17 @@ kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill) {
     if (r == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: rows object is NULL");
     if (r->max_rows < 0 || r->max_tokens < 0) {
         return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: max_rows %lld and max_tokens %lld must be >= 0",
-                        (long long)r->max_rows, (long long)r->max_tokens);
+                         (long long)r->max_rows, (long long)r->max_tokens);
     }
     if (r->max_tokens > 0 && r->positions == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: positions is NULL with max_tokens %lld",
-                        (long long)r->max_tokens);
+                         (long long)r->max_tokens);
     if (r->max_rows > 0 && (r->kv_pos == NULL || r->seq_lens_q == NULL || r->seq_lens_kv == NULL ||
                             r->cu_seq_lens_q == NULL || r->cu_seq_lens_kv == NULL)) {
         return kvci_fail(KVC_EINVAL,
-                        "kvc_step_rows_begin: kv_pos, seq_lens_q, seq_lens_kv, cu_seq_lens_q and cu_seq_lens_kv "
-                        "must not be NULL with max_rows %lld",
-                        (long long)r->max_rows);
+                         "kvc_step_rows_begin: kv_pos, seq_lens_q, seq_lens_kv, cu_seq_lens_q and cu_seq_lens_kv "
+                         "must not be NULL with max_rows %lld",
+                         (long long)r->max_rows);
     }
     r->is_prefill = is_prefill;
     r->n_rows = 0;
@@ -38,29 +38,29 @@ static kvc_status row_check(const kvc_step_rows *rs, const kvc_step_request *r, 
     bool real = r->request_id >= 0;
     if (r->num_new_tokens < 1) {
         return kvci_fail(KVC_EINVAL, "step row %lld (request %lld): num_new_tokens %lld must be >= 1", (long long)b,
-                        (long long)r->request_id, (long long)r->num_new_tokens);
+                         (long long)r->request_id, (long long)r->num_new_tokens);
     }
     if (r->num_new_tokens > rs->max_tokens - *n_tokens) {
         return kvci_fail(KVC_ERANGE,
-                        "step row %lld (request %lld): num_new_tokens %lld brings the step past max_tokens %lld "
-                        "(%lld tokens before this row)",
-                        (long long)b, (long long)r->request_id, (long long)r->num_new_tokens,
-                        (long long)rs->max_tokens, (long long)*n_tokens);
+                         "step row %lld (request %lld): num_new_tokens %lld brings the step past max_tokens %lld "
+                         "(%lld tokens before this row)",
+                         (long long)b, (long long)r->request_id, (long long)r->num_new_tokens,
+                         (long long)rs->max_tokens, (long long)*n_tokens);
     }
     if (real && r->computed_tokens < 0) {
         return kvci_fail(KVC_EINVAL, "step row %lld (request %lld): computed_tokens %lld must be >= 0", (long long)b,
-                        (long long)r->request_id, (long long)r->computed_tokens);
+                         (long long)r->request_id, (long long)r->computed_tokens);
     }
     int64_t visible = real ? r->computed_tokens : 0;
     if (real && visible > INT64_MAX - r->num_new_tokens) {
-        return kvci_fail(KVC_ERANGE, "step row %lld (request %lld): computed_tokens %lld + num_new_tokens %lld overflows",
-                        (long long)b, (long long)r->request_id, (long long)r->computed_tokens,
-                        (long long)r->num_new_tokens);
+        return kvci_fail(
+            KVC_ERANGE, "step row %lld (request %lld): computed_tokens %lld + num_new_tokens %lld overflows",
+            (long long)b, (long long)r->request_id, (long long)r->computed_tokens, (long long)r->num_new_tokens);
     }
     visible = real ? visible + r->num_new_tokens : (rs->is_prefill ? r->num_new_tokens : 1);
     if (visible > INT64_MAX - *kv_total) {
         return kvci_fail(KVC_ERANGE, "step row %lld (request %lld): the cumulative KV length overflows", (long long)b,
-                        (long long)r->request_id);
+                         (long long)r->request_id);
     }
     *n_tokens += r->num_new_tokens;
     *kv_total += visible;
@@ -74,7 +74,7 @@ kvc_status kvc_step_rows_add(kvc_step_rows *rs, const kvc_step_request *rows, in
         return kvci_fail(KVC_EINVAL, "kvc_step_rows_add: rows is NULL with n %lld", (long long)n);
     if (n > rs->max_rows - rs->n_rows) {
         return kvci_fail(KVC_ERANGE, "kvc_step_rows_add: %lld rows after %lld bring the step past max_rows %lld",
-                        (long long)n, (long long)rs->n_rows, (long long)rs->max_rows);
+                         (long long)n, (long long)rs->n_rows, (long long)rs->max_rows);
     }
     const int64_t b0 = rs->n_rows;
     int64_t t = rs->n_tokens, kv_total = b0 > 0 ? rs->cu_seq_lens_kv[b0 - 1] : 0;
@@ -109,7 +109,8 @@ kvc_status kvc_step_rows_add(kvc_step_rows *rs, const kvc_step_request *rows, in
 }
 
 kvc_status kvc_step_rows_to_metadata(const kvc_step_rows *r, kvc_step_metadata *md) {
-    if (r == NULL || md == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_rows_to_metadata: rows and md must not be NULL");
+    if (r == NULL || md == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_step_rows_to_metadata: rows and md must not be NULL");
     *md = (kvc_step_metadata){.is_prefill = r->is_prefill,
                               .n_rows = r->n_rows,
                               .n_tokens = r->n_tokens,
@@ -147,7 +148,7 @@ static kvc_status fail_duplicate(const kvc_step_request *rows, int64_t n_rows, i
         if (rows[b].request_id != id) continue;
         if (first >= 0) {
             return kvci_fail(KVC_EINVAL, "step rows %lld and %lld: request_id %lld is scheduled twice in one step",
-                            (long long)first, (long long)b, (long long)id);
+                             (long long)first, (long long)b, (long long)id);
         }
         first = b;
     }
@@ -155,7 +156,7 @@ static kvc_status fail_duplicate(const kvc_step_request *rows, int64_t n_rows, i
 }
 
 kvc_status kvci_step_rows_fill(kvc_step_buffers *buf, const kvc_step_request *rows, int64_t n_rows, bool is_prefill,
-                              kvc_step_metadata *md) {
+                               kvc_step_metadata *md) {
     kvc_step_rows *rs = &buf->rows;
     kvc_status st = kvc_step_rows_begin(rs, is_prefill);
     if (st != KVC_OK) return st;

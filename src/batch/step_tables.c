@@ -13,15 +13,15 @@ static kvc_status check_position(const kvc_step_buffers *buf, int32_t k, int64_t
     int64_t bs = buf->info[k].block_size, blk = p / bs;
     if (blk >= width)
         return kvci_fail(KVC_ERANGE,
-                        "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, past the "
-                        "table width %lld (block_size %lld)",
-                        kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk,
-                        (long long)width, (long long)bs);
+                         "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, past the "
+                         "table width %lld (block_size %lld)",
+                         kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk,
+                         (long long)width, (long long)bs);
     if (must_be_backed && row[blk] == KVC_NULL_BLOCK)
         return kvci_fail(KVC_EINVAL,
-                        "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, which the "
-                        "request's table does not back (allocate its slots first)",
-                        kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk);
+                         "key %s, step row %lld (request %lld): position %lld lies in logical block %lld, which the "
+                         "request's table does not back (allocate its slots first)",
+                         kvc_manager_key(buf->manager, k), (long long)b, (long long)rid, (long long)p, (long long)blk);
     return KVC_OK;
 }
 
@@ -29,8 +29,8 @@ static kvc_status check_position(const kvc_step_buffers *buf, int32_t k, int64_t
  * so only what changed since the row was last written is copied) and checks
  * its length against the width; a real row's request must have an entry in
  * the key whose table backs the row's last position. */
-static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b,
-                                 int64_t width, bool is_prefill, int32_t *row /* [width] */) {
+static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *r, int64_t b, int64_t width,
+                                 bool is_prefill, int32_t *row /* [width] */) {
     const kvc_step_key_info *info = &buf->info[k];
     kvc_table_state *state = &buf->row_state[k][b];
     /* State rows hold the first `width` state blocks of a table that may be longer. */
@@ -41,25 +41,25 @@ static kvc_status table_row_fill(kvc_step_buffers *buf, int32_t k, const kvc_ste
     kvc_status st = kvc_manager_table_sync(buf->manager, r->request_id, k, target, sync_width, state);
     if (st != KVC_OK) {
         *state = (kvc_table_state){0};
-        return kvci_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k),
-                        (long long)b, (long long)r->request_id, kvc_last_error());
+        return kvci_fail(st, "key %s, step row %lld (request %lld): %s", kvc_manager_key(buf->manager, k), (long long)b,
+                         (long long)r->request_id, kvc_last_error());
     }
     if (info->is_state) {
         if (r->request_id >= 0 && state->len < width) {
             return kvci_fail(KVC_EINVAL,
-                            "key %s, step row %lld (request %lld): %s table holds %lld blocks, a %s step needs "
-                            "%lld (allocate the step's slots first)",
-                            kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id,
-                            kvc_attn_type_name(info->attn_type),
-                            (long long)state->len, is_prefill ? "prefill" : "decode", (long long)width);
+                             "key %s, step row %lld (request %lld): %s table holds %lld blocks, a %s step needs "
+                             "%lld (allocate the step's slots first)",
+                             kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id,
+                             kvc_attn_type_name(info->attn_type), (long long)state->len,
+                             is_prefill ? "prefill" : "decode", (long long)width);
         }
         memcpy(row, scratch, (size_t)width * sizeof *row);
     } else if (r->request_id >= 0) {
         if (state->generation == 0)
             return kvci_fail(KVC_EINVAL,
-                            "key %s, step row %lld (request %lld): the request holds no blocks of this key (unknown "
-                            "to the manager, or its slots were not allocated)",
-                            kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id);
+                             "key %s, step row %lld (request %lld): the request holds no blocks of this key (unknown "
+                             "to the manager, or its slots were not allocated)",
+                             kvc_manager_key(buf->manager, k), (long long)b, (long long)r->request_id);
         st = check_position(buf, k, b, r->request_id, buf->rows.kv_pos[b], row, width, true);
         if (st != KVC_OK) return st;
     }
@@ -91,7 +91,7 @@ static kvc_status slots_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_re
 }
 
 kvc_status kvci_step_key_fill(kvc_step_buffers *buf, int32_t k, const kvc_step_request *rows, int64_t n_rows,
-                             bool is_prefill, int64_t *width_out) {
+                              bool is_prefill, int64_t *width_out) {
     const kvc_step_key_info *info = &buf->info[k];
     int64_t width = is_prefill ? info->prefill_width : info->decode_width;
     KVC_ASSERT(width >= 1 && width <= info->max_width);

@@ -13,13 +13,13 @@
 
 struct kvc_block_pool {
     int64_t num_blocks;
-    int32_t *count;    /* [num_blocks] holders of each block; 0 <=> queued (null block: always 0, never queued) */
-    int32_t *after;    /* [num_blocks] next id towards the tail of the free queue, -1 at the tail */
-    int32_t *before;   /* [num_blocks] next id towards the head, -1 at the head */
-    int32_t head;      /* first free id (taken next), -1 when empty */
-    int32_t tail;      /* last free id, -1 when empty */
+    int32_t *count;  /* [num_blocks] holders of each block; 0 <=> queued (null block: always 0, never queued) */
+    int32_t *after;  /* [num_blocks] next id towards the tail of the free queue, -1 at the tail */
+    int32_t *before; /* [num_blocks] next id towards the head, -1 at the head */
+    int32_t head;    /* first free id (taken next), -1 when empty */
+    int32_t tail;    /* last free id, -1 when empty */
     int64_t n_free;
-    uint8_t *cached;   /* [num_blocks] 1 + the key whose prefix index holds the block, 0: none */
+    uint8_t *cached;                         /* [num_blocks] 1 + the key whose prefix index holds the block, 0: none */
     int64_t n_cached_free[KVC_MAX_MANAGERS]; /* queued blocks cached by each key */
 };
 
@@ -71,8 +71,13 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
         kvci_free(cached);
         return kvci_fail(KVC_ENOMEM, "cannot allocate a pool of %lld blocks", (long long)num_blocks);
     }
-    *pool = (kvc_block_pool){.num_blocks = num_blocks, .count = count, .after = after, .before = before,
-                             .head = -1, .tail = -1, .cached = cached};
+    *pool = (kvc_block_pool){.num_blocks = num_blocks,
+                             .count = count,
+                             .after = after,
+                             .before = before,
+                             .head = -1,
+                             .tail = -1,
+                             .cached = cached};
     after[KVC_NULL_BLOCK] = before[KVC_NULL_BLOCK] = -1;
     for (int64_t id = 1; id < num_blocks; id++) queue_append(pool, (int32_t)id);
     *out = pool;
@@ -119,7 +124,7 @@ kvc_status kvc_block_pool_ref(kvc_block_pool *pool, int32_t id) {
     if (pool == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_ref: pool must not be NULL");
     if (id <= 0 || id >= pool->num_blocks)
         return kvci_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d is out of range [1, %lld)", id,
-                        (long long)pool->num_blocks);
+                         (long long)pool->num_blocks);
     if (pool->count[id] == INT32_MAX)
         return kvci_fail(KVC_ERANGE, "kvc_block_pool_ref: block %d already has %d holders", id, INT32_MAX);
     if (pool->count[id] == 0) {
@@ -148,7 +153,7 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
         if (id < 0 || id >= pool->num_blocks) {
             restore_counts(pool, ids, i);
             return kvci_fail(KVC_ERANGE, "block %d (entry %lld) is out of range [0, %lld)", id, (long long)i,
-                            (long long)pool->num_blocks);
+                             (long long)pool->num_blocks);
         }
         if (id == KVC_NULL_BLOCK) continue;
         if (pool->count[id] == 0) {
@@ -170,8 +175,10 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
 }
 
 kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out) {
-    if (pool == NULL || n_out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
-    if (cap > 0 && out == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
+    if (pool == NULL || n_out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
+    if (cap > 0 && out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
     int64_t i = 0;
     for (int32_t id = pool->head; id >= 0 && i < cap; id = pool->after[id]) out[i++] = id;
     *n_out = pool->n_free;

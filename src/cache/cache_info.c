@@ -52,39 +52,51 @@ static bool entry_block_bytes_fit(const kvc_cache_entry *e) {
 static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->block_size <= 0)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: block_size %lld must be positive", layer_idx, e->name,
-                        (long long)e->block_size);
+                         (long long)e->block_size);
     const kvc_manager_type *type = kvci_manager_type_find((kvc_attn_type)e->attn_type);
     if (type == NULL)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
-                        "SlidingWindow or Mamba)", layer_idx, e->name, e->attn_type);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
+                         "SlidingWindow or Mamba)",
+                         layer_idx, e->name, e->attn_type);
     if (e->layout != KVC_BLOCK_BNBSND && e->layout != KVC_BLOCK_BNNBSD && e->layout != KVC_BLOCK_BNNDBS)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND, BnNBsD or "
-                        "BnNDBs)", layer_idx, e->name, e->layout);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: cache_layout %d is unknown (expected BnBsND, BnNBsD or "
+                         "BnNDBs)",
+                         layer_idx, e->name, e->layout);
     if (e->layout == KVC_BLOCK_BNNDBS && (e->n_dims != 1 || e->attn_type == KVC_ATTN_MAMBA))
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: cache_layout BnNDBs (keys in lanes) takes attention entries of "
-                        "one dim, not %d dims (attn_type %d)", layer_idx, e->name, (int)e->n_dims, e->attn_type);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: cache_layout BnNDBs (keys in lanes) takes attention entries of "
+                         "one dim, not %d dims (attn_type %d)",
+                         layer_idx, e->name, (int)e->n_dims, e->attn_type);
     if (e->is_state && e->attn_type != KVC_ATTN_MAMBA)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: a state entry must have attn_type Mamba, not %s", layer_idx,
-                        e->name, type->name);
+                         e->name, type->name);
     kvc_status st = type->validate_entry(e, layer_idx);
     if (st != KVC_OK) return st;
     if (e->allocator != KVC_ALLOC_HBM && e->allocator != KVC_ALLOC_SWAPPED)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: allocator %d is unknown (expected HBM or SWAPPED_MEMORY)",
-                        layer_idx, e->name, e->allocator);
+                         layer_idx, e->name, e->allocator);
     if (kvc_dtype_size(e->dtype) == 0)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dtype %d is unknown", layer_idx, e->name, (int)e->dtype);
     if (e->compress_ratio < 1 || e->block_size % e->compress_ratio != 0)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: compress_ratio %lld must be >= 1 and divide block_size %lld",
-                        layer_idx, e->name, (long long)e->compress_ratio, (long long)e->block_size);
+                         layer_idx, e->name, (long long)e->compress_ratio, (long long)e->block_size);
     if (e->compress_ratio != 1 && e->attn_type != KVC_ATTN_FULL)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: compress_ratio %lld is only allowed for FullAttention "
-                        "(%s needs 1)", layer_idx, e->name, (long long)e->compress_ratio, type->name);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: compress_ratio %lld is only allowed for FullAttention "
+                         "(%s needs 1)",
+                         layer_idx, e->name, (long long)e->compress_ratio, type->name);
     if (!entry_block_bytes_fit(e))
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: one block (block_size x heads x dims x itemsize) exceeds "
-                        "2^40 bytes", layer_idx, e->name);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: one block (block_size x heads x dims x itemsize) exceeds "
+                         "2^40 bytes",
+                         layer_idx, e->name);
     if (e->sliding_window != 0 && e->attn_type != KVC_ATTN_SLIDING_WINDOW)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: sliding_window %lld is set on a %s cache (only "
-                        "SlidingWindow takes one)", layer_idx, e->name, (long long)e->sliding_window, type->name);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: sliding_window %lld is set on a %s cache (only "
+                         "SlidingWindow takes one)",
+                         layer_idx, e->name, (long long)e->sliding_window, type->name);
     return KVC_OK;
 }
 
@@ -92,23 +104,23 @@ static kvc_status validate_entries(const kvc_model_cache_info *ci) {
     if (ci == NULL) return kvci_fail(KVC_EINVAL, "cache info must not be NULL");
     if (ci->n_layer_infos < 0 || (ci->n_layer_infos > 0 && ci->layer_infos == NULL))
         return kvci_fail(KVC_EINVAL, "cache info: layer_infos is NULL or n_layer_infos %d is negative",
-                        ci->n_layer_infos);
+                         ci->n_layer_infos);
     if (ci->num_layers != ci->n_layer_infos)
         return kvci_fail(KVC_EINVAL, "cache info: num_layers %d differs from the %d layer infos given", ci->num_layers,
-                        ci->n_layer_infos);
+                         ci->n_layer_infos);
     for (int32_t l = 0; l < ci->n_layer_infos; l++) {
         const kvc_layer_cache_info *layer = &ci->layer_infos[l];
         if (layer->n_caches <= 0 || layer->caches == NULL)
             return kvci_fail(KVC_EINVAL, "layer %d: caches is empty (every layer needs at least one entry)",
-                            layer->layer_idx);
+                             layer->layer_idx);
         for (int32_t c = 0; c < layer->n_caches; c++) {
             const kvc_cache_entry *e = &layer->caches[c];
             if (!terminated(e->name, sizeof e->name) || e->name[0] == '\0')
                 return kvci_fail(KVC_EINVAL, "layer %d, cache %d: name must be a non-empty string of at most %d bytes",
-                                layer->layer_idx, c, KVC_NAME_MAX - 1);
+                                 layer->layer_idx, c, KVC_NAME_MAX - 1);
             if (!terminated(e->manager_key, sizeof e->manager_key))
                 return kvci_fail(KVC_EINVAL, "layer %d, cache %s: manager_key is longer than %d bytes",
-                                layer->layer_idx, e->name, KVC_NAME_MAX - 1);
+                                 layer->layer_idx, e->name, KVC_NAME_MAX - 1);
             if (!e->needs_block) continue;
             kvc_status st = validate_entry(e, layer->layer_idx);
             if (st != KVC_OK) return st;
@@ -126,7 +138,7 @@ static kvc_cache_group *find_group(kvc_cache_groups *out, const char *key) {
 static kvc_status group_mismatch(const kvc_cache_group *g, const kvc_cache_entry *e, int32_t layer_idx,
                                  const char *field, int64_t group_value, int64_t entry_value) {
     return kvci_fail(KVC_EINVAL, "layer %d, cache %s: %s %lld differs from %lld of the other caches of manager %s",
-                    layer_idx, e->name, field, (long long)entry_value, (long long)group_value, g->key);
+                     layer_idx, e->name, field, (long long)entry_value, (long long)group_value, g->key);
 }
 
 /* Adds a validated entry to its group, creating the group on first sight.
@@ -139,18 +151,24 @@ static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t 
     if (g == NULL) {
         if (out->n_groups == KVC_MAX_MANAGERS)
             return kvci_fail(KVC_EINVAL, "layer %d, cache %s: more than %d manager keys", layer_idx, e->name,
-                            KVC_MAX_MANAGERS);
+                             KVC_MAX_MANAGERS);
         g = &out->groups[out->n_groups++];
-        *g = (kvc_cache_group){.attn_type = (kvc_attn_type)e->attn_type, .block_size = e->block_size,
-                               .sliding_window = e->sliding_window, .compress_ratio = e->compress_ratio,
-                               .next_n = e->is_state ? e->next_n : 0, .n_entries = 1};
+        *g = (kvc_cache_group){.attn_type = (kvc_attn_type)e->attn_type,
+                               .block_size = e->block_size,
+                               .sliding_window = e->sliding_window,
+                               .compress_ratio = e->compress_ratio,
+                               .next_n = e->is_state ? e->next_n : 0,
+                               .n_entries = 1};
         snprintf(g->key, sizeof g->key, "%s", key);
         return KVC_OK;
     }
     if (g->attn_type != (kvc_attn_type)e->attn_type)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: attn_type %s differs from %s of the other caches of "
-                        "manager %s", layer_idx, e->name, type->name, kvc_attn_type_name(g->attn_type), g->key);
-    if (g->block_size != e->block_size) return group_mismatch(g, e, layer_idx, "block_size", g->block_size, e->block_size);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: attn_type %s differs from %s of the other caches of "
+                         "manager %s",
+                         layer_idx, e->name, type->name, kvc_attn_type_name(g->attn_type), g->key);
+    if (g->block_size != e->block_size)
+        return group_mismatch(g, e, layer_idx, "block_size", g->block_size, e->block_size);
     if (g->compress_ratio != e->compress_ratio)
         return group_mismatch(g, e, layer_idx, "compress_ratio", g->compress_ratio, e->compress_ratio);
     if (g->sliding_window != e->sliding_window)
@@ -184,6 +202,6 @@ kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engin
     for (int32_t g = 0; g < groups.n_groups; g++)
         if (groups.groups[g].attn_type == KVC_ATTN_MAMBA && groups.groups[g].next_n != engine_next_n)
             return kvci_fail(KVC_EINVAL, "manager %s: Mamba next_n %lld differs from the engine's next_n %lld",
-                            groups.groups[g].key, (long long)groups.groups[g].next_n, (long long)engine_next_n);
+                             groups.groups[g].key, (long long)groups.groups[g].next_n, (long long)engine_next_n);
     return KVC_OK;
 }

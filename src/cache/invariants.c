@@ -19,7 +19,8 @@ static kvc_status check_pool(const kvc_single_manager *sm, uint8_t *seen /* [num
     for (int64_t i = 0; i < n && st == KVC_OK; i++) {
         int32_t id = queue[i];
         if (id <= 0 || id >= num_blocks)
-            st = BROKEN("%s: INV-P1/P5 free queue holds id %d (range 1..%lld)", sm->group.key, id, (long long)num_blocks - 1);
+            st = BROKEN("%s: INV-P1/P5 free queue holds id %d (range 1..%lld)", sm->group.key, id,
+                        (long long)num_blocks - 1);
         else if (seen[id]++)
             st = BROKEN("%s: INV-P2 block %d is twice in the free queue", sm->group.key, id);
         else if (!kvc_block_pool_is_free(sm->pool, id))
@@ -115,8 +116,8 @@ static kvc_status check_index(const kvc_single_manager *sm) {
     for (int64_t e = 0; e < ix->n_indexed; e++) {
         int32_t id = ix->blocks[e];
         if (id <= 0 || id >= ix->num_blocks || ix->entry_of[id] != e + 1)
-            return BROKEN("%s: index entry %lld names block %d, which is not mapped to it", sm->group.key,
-                          (long long)e, id);
+            return BROKEN("%s: index entry %lld names block %d, which is not mapped to it", sm->group.key, (long long)e,
+                          id);
         cached_free += kvc_block_pool_is_free(sm->pool, id);
         const int32_t *tokens = kvci_prefix_index_tokens(ix, e);
         if (!kvci_hash128_equal(kvci_prefix_block_hash(ix, ix->keys[e].parent, tokens), ix->keys[e].hash))
@@ -133,7 +134,8 @@ static kvc_status check_index(const kvc_single_manager *sm) {
         tagged += mine;
     }
     if (n != ix->n_indexed || tagged != n)
-        return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n, (long long)ix->n_indexed);
+        return BROKEN("%s: %lld blocks are indexed, counted %lld", sm->group.key, (long long)n,
+                      (long long)ix->n_indexed);
     if (cached_free != kvci_block_pool_num_cached_free(sm->pool, sm->key_index))
         return BROKEN("%s: %lld free blocks are cached, the pool counts %lld", sm->group.key, (long long)cached_free,
                       (long long)kvci_block_pool_num_cached_free(sm->pool, sm->key_index));
@@ -150,9 +152,10 @@ kvc_status kvc_manager_check_invariants(const kvc_manager *m) {
         int64_t num_blocks = kvc_block_pool_num_blocks(sm->pool);
         uint8_t *seen = kvci_calloc((size_t)num_blocks, 1);
         pool_holds ph = {kvci_calloc((size_t)num_blocks, sizeof *ph.holders), kvci_calloc((size_t)num_blocks, 1)};
-        kvc_status st = seen != NULL && ph.holders != NULL && ph.key != NULL
-                            ? check_pool(sm, seen)
-                            : kvci_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
+        kvc_status st =
+            seen != NULL && ph.holders != NULL && ph.key != NULL
+                ? check_pool(sm, seen)
+                : kvci_fail(KVC_ENOMEM, "invariant check: cannot allocate %lld counters", (long long)num_blocks);
         for (int32_t h = g; h < m->n_managers && st == KVC_OK; h++)
             if (m->managers[h].pool == sm->pool) st = check_tables(m, h, &ph);
         if (st == KVC_OK) st = check_counts(sm, ph.holders);

@@ -6,23 +6,23 @@
 static kvc_status mamba_validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (!e->is_state)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: attn_type Mamba needs a state entry (is_state with shape)",
-                        layer_idx, e->name);
+                         layer_idx, e->name);
     if (e->block_size != 1)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: block_size %lld of a Mamba entry must be 1", layer_idx,
-                        e->name, (long long)e->block_size);
+                         e->name, (long long)e->block_size);
     if (e->n_shape < 1 || e->n_shape > KVC_MAX_DIMS)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: shape must have 1 to %d values (has %d)", layer_idx, e->name,
-                        KVC_MAX_DIMS, e->n_shape);
+                         KVC_MAX_DIMS, e->n_shape);
     for (int32_t i = 0; i < e->n_shape; i++)
         if (e->shape[i] <= 0)
             return kvci_fail(KVC_EINVAL, "layer %d, cache %s: shape[%d] %lld must be positive", layer_idx, e->name, i,
-                            (long long)e->shape[i]);
+                             (long long)e->shape[i]);
     if (e->next_n < 0 || e->next_n > KVC_MAX_NEXT_N)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: next_n %lld must be in [0, " KVC_STR(KVC_MAX_NEXT_N) "]", layer_idx, e->name,
-                        (long long)e->next_n);
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: next_n %lld must be in [0, " KVC_STR(KVC_MAX_NEXT_N) "]",
+                         layer_idx, e->name, (long long)e->next_n);
     if (e->allocator != KVC_ALLOC_HBM)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: a Mamba entry must use the HBM allocator", layer_idx,
-                        e->name);
+                         e->name);
     return KVC_OK;
 }
 
@@ -122,7 +122,7 @@ static int64_t mamba_worst_blocks(const kvc_cache_group *g, int64_t positions) {
 static kvc_status mamba_check_table(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t rid) {
     if (t->len == 0 || t->len == 1 || t->len == 1 + m->group.next_n) return KVC_OK;
     return kvci_fail(KVC_EINTERNAL, "%s: INV-MB-1 request %lld holds %lld state blocks (1 or %lld expected)",
-                    m->group.key, (long long)rid, (long long)t->len, (long long)(1 + m->group.next_n));
+                     m->group.key, (long long)rid, (long long)t->len, (long long)(1 + m->group.next_n));
 }
 
 const kvc_manager_type kvc_mamba_type = {
@@ -130,7 +130,7 @@ const kvc_manager_type kvc_mamba_type = {
     .name = "Mamba",
     .fixed_size = true,
     .reserves_decode = false, /* fixed-size pool */
-    .state_hits = true, /* the snapshot is the copy source; the table gets a fresh block */
+    .state_hits = true,       /* the snapshot is the copy source; the table gets a fresh block */
     .null_prefix = false,
     .validate_entry = mamba_validate_entry,
     .blocks_needed = mamba_blocks_needed,

@@ -8,8 +8,12 @@
 
 kvc_manager_params kvc_manager_default_params(void) {
     const char *poison = getenv("KVC_POISON_BLOCKS");
-    return (kvc_manager_params){.max_model_len = 0, .max_requests = 0, .engine_next_n = -1, .prefix_caching = false,
-                                .prefix_salt = 0, .state_snapshot_interval = 0,
+    return (kvc_manager_params){.max_model_len = 0,
+                                .max_requests = 0,
+                                .engine_next_n = -1,
+                                .prefix_caching = false,
+                                .prefix_salt = 0,
+                                .state_snapshot_interval = 0,
                                 .poison_new_blocks = poison != NULL && strcmp(poison, "1") == 0};
 }
 
@@ -32,10 +36,11 @@ static kvc_status check_create_args(const kvc_model_cache_info *ci, const kvc_bl
     if (p->max_model_len <= 0 || p->max_model_len > INT32_MAX)
         return kvci_fail(KVC_EINVAL, "max_model_len %lld must be in [1, 2^31)", (long long)p->max_model_len);
     if (p->max_requests < 0)
-        return kvci_fail(KVC_EINVAL, "max_requests %lld must not be negative (0 = default)", (long long)p->max_requests);
+        return kvci_fail(KVC_EINVAL, "max_requests %lld must not be negative (0 = default)",
+                         (long long)p->max_requests);
     if (p->state_snapshot_interval < 0 || p->state_snapshot_interval > p->max_model_len)
         return kvci_fail(KVC_EINVAL, "state_snapshot_interval %lld must be in [0, max_model_len %lld]",
-                        (long long)p->state_snapshot_interval, (long long)p->max_model_len);
+                         (long long)p->state_snapshot_interval, (long long)p->max_model_len);
     return KVC_OK;
 }
 
@@ -60,16 +65,22 @@ static kvc_status hash_tokens(const kvc_cache_groups *groups, const kvc_manager_
         if (!p->prefix_caching || !kvci_manager_type_find(grp->attn_type)->state_hits) continue;
         int64_t interval = p->state_snapshot_interval;
         if (interval == 0 && !paged)
-            return kvci_fail(KVC_EINVAL, "manager %s: prefix caching of a model without paged keys needs "
-                            "state_snapshot_interval", grp->key);
+            return kvci_fail(KVC_EINVAL,
+                             "manager %s: prefix caching of a model without paged keys needs "
+                             "state_snapshot_interval",
+                             grp->key);
         if (interval == 0 && lcm == INT64_MAX)
-            return kvci_fail(KVC_EINVAL, "manager %s: the block sizes' least common multiple exceeds max_model_len "
-                            "%lld; set state_snapshot_interval", grp->key, (long long)p->max_model_len);
+            return kvci_fail(KVC_EINVAL,
+                             "manager %s: the block sizes' least common multiple exceeds max_model_len "
+                             "%lld; set state_snapshot_interval",
+                             grp->key, (long long)p->max_model_len);
         if (interval == 0) interval = lcm;
         for (int32_t h = 0; h < groups->n_groups; h++)
             if (out[h] > 0 && interval % out[h] != 0)
-                return kvci_fail(KVC_EINVAL, "state_snapshot_interval %lld is not a multiple of the block size %lld "
-                                "of key %s", (long long)interval, (long long)out[h], groups->groups[h].key);
+                return kvci_fail(KVC_EINVAL,
+                                 "state_snapshot_interval %lld is not a multiple of the block size %lld "
+                                 "of key %s",
+                                 (long long)interval, (long long)out[h], groups->groups[h].key);
         out[g] = interval;
     }
     return KVC_OK;
@@ -143,8 +154,8 @@ static kvc_block_pool *shared_pool(const kvc_manager *m, const kvc_block_plan *p
     return NULL;
 }
 
-kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan,
-                              const kvc_manager_params *p, kvc_manager **out) {
+kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_plan *plan, const kvc_manager_params *p,
+                              kvc_manager **out) {
     kvc_status st = check_create_args(ci, plan, p, out);
     if (st != KVC_OK) return st;
     st = kvc_validate_cache_info(ci, p->engine_next_n);
@@ -165,7 +176,7 @@ kvc_status kvc_manager_create(const kvc_model_cache_info *ci, const kvc_block_pl
         st = kvci_block_plan_group(plan, groups.groups[g].key, &gp);
         if (st == KVC_OK)
             st = kvci_single_manager_init(&m->managers[g], &groups.groups[g], gp->block_num, p->max_model_len,
-                                         tokens_per_hash[g], shared_pool(m, plan, gp->pool_id));
+                                          tokens_per_hash[g], shared_pool(m, plan, gp->pool_id));
         if (st != KVC_OK) break;
         m->managers[g].peers = m->managers;
         m->managers[g].key_index = g;
@@ -211,15 +222,17 @@ static kvc_status check_counts(const kvc_slot_request *req) {
     int64_t num_new = req->num_new_tokens, lookahead = req->lookahead_tokens, reserved = req->reserved_tokens;
     if (rid < 0)
         return kvci_fail(KVC_EINVAL, "request id %lld is negative (padding requests are never allocated)",
-                        (long long)rid);
+                         (long long)rid);
     if (computed < 0 || external < 0 || num_new < 0 || lookahead < 0 || reserved < 0)
-        return kvci_fail(KVC_EINVAL, "request %lld: token counts must not be negative (computed %lld, external "
-                        "computed %lld, new %lld, lookahead %lld, reserved %lld)", (long long)rid, (long long)computed,
-                        (long long)external, (long long)num_new, (long long)lookahead, (long long)reserved);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: token counts must not be negative (computed %lld, external "
+                         "computed %lld, new %lld, lookahead %lld, reserved %lld)",
+                         (long long)rid, (long long)computed, (long long)external, (long long)num_new,
+                         (long long)lookahead, (long long)reserved);
     if (computed > INT64_MAX - external || computed + external > INT64_MAX - num_new ||
         computed + external + num_new > INT64_MAX - lookahead)
         return kvci_fail(KVC_EINVAL, "request %lld: computed + external + new + lookahead tokens overflow",
-                        (long long)rid);
+                         (long long)rid);
     return KVC_OK;
 }
 
@@ -228,20 +241,23 @@ static kvc_status check_counts(const kvc_slot_request *req) {
 static kvc_status check_prompt(const kvc_manager *m, const kvc_slot_request *req, bool known) {
     const kvc_prompt *p = req->prompt;
     if (p->n_tokens < 0 || (p->n_tokens > 0 && p->tokens == NULL))
-        return kvci_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens without token ids", (long long)req->request_id,
-                        (long long)p->n_tokens);
+        return kvci_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens without token ids",
+                         (long long)req->request_id, (long long)p->n_tokens);
     if (known)
         return kvci_fail(KVC_EINVAL, "request %lld: a prompt is given only with the request's first allocation",
-                        (long long)req->request_id);
+                         (long long)req->request_id);
     if (m->prefix_caching && req->computed_tokens > 0 && req->computed_tokens >= p->n_tokens)
-        return kvci_fail(KVC_EINVAL, "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
-                        "to compute", (long long)req->request_id, (long long)req->computed_tokens,
-                        (long long)p->n_tokens);
-    if (req->num_external_computed_tokens > 0 && req->num_external_computed_tokens > p->n_tokens - 1 - req->computed_tokens)
-        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens after %lld computed ones go past "
-                        "the last of its %lld-token prompt, which is computed here", (long long)req->request_id,
-                        (long long)req->num_external_computed_tokens, (long long)req->computed_tokens,
-                        (long long)p->n_tokens);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: a hit of %lld tokens must leave a token of the %lld-token prompt "
+                         "to compute",
+                         (long long)req->request_id, (long long)req->computed_tokens, (long long)p->n_tokens);
+    if (req->num_external_computed_tokens > 0 &&
+        req->num_external_computed_tokens > p->n_tokens - 1 - req->computed_tokens)
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: %lld external computed tokens after %lld computed ones go past "
+                         "the last of its %lld-token prompt, which is computed here",
+                         (long long)req->request_id, (long long)req->num_external_computed_tokens,
+                         (long long)req->computed_tokens, (long long)p->n_tokens);
     return KVC_OK;
 }
 
@@ -255,9 +271,10 @@ static kvc_status check_salts(const kvc_slot_request *req) {
     if (st != KVC_OK) return st;
     if (req->cache_salt_len > 0 && (p->cache_salt_len != req->cache_salt_len ||
                                     memcmp(p->cache_salt, req->cache_salt, (size_t)p->cache_salt_len) != 0))
-        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt (%lld bytes) is not its prompt's salt (%lld bytes); "
-                        "give the salt once", (long long)req->request_id, (long long)req->cache_salt_len,
-                        (long long)p->cache_salt_len);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: cache_salt (%lld bytes) is not its prompt's salt (%lld bytes); "
+                         "give the salt once",
+                         (long long)req->request_id, (long long)req->cache_salt_len, (long long)p->cache_salt_len);
     return KVC_OK;
 }
 
@@ -279,7 +296,7 @@ static kvc_status request_seed(const kvc_manager *m, const kvc_slot_request *req
     if (req->cache_salt_len > 0 &&
         !kvci_hash128_equal(*seed, kvci_prefix_seed(m->prefix_salt, req->cache_salt, req->cache_salt_len)))
         return kvci_fail(KVC_EINVAL, "request %lld: cache_salt is not the salt its first allocation fixed",
-                        (long long)req->request_id);
+                         (long long)req->request_id);
     return KVC_OK;
 }
 
@@ -290,10 +307,11 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
                             uint64_t key_mask, const kvc_pending_hit **out) {
     *out = NULL;
     if (req->hit != NULL && (req->prompt == NULL || req->hit->n_tokens != req->computed_tokens))
-        return kvci_fail(KVC_EINVAL, "request %lld: a hit (%lld tokens) is passed with the request's prompt and "
-                        "computed_tokens = its n_tokens (computed_tokens %lld, %s prompt)", (long long)req->request_id,
-                        (long long)req->hit->n_tokens, (long long)req->computed_tokens,
-                        req->prompt != NULL ? "a" : "no");
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: a hit (%lld tokens) is passed with the request's prompt and "
+                         "computed_tokens = its n_tokens (computed_tokens %lld, %s prompt)",
+                         (long long)req->request_id, (long long)req->hit->n_tokens, (long long)req->computed_tokens,
+                         req->prompt != NULL ? "a" : "no");
     if (!m->prefix_caching || req->prompt == NULL || computed == 0) return KVC_OK;
     if (req->hit != NULL) {
         *out = kvci_hit_claim(m, req->hit, q->seed, key_mask, req->request_id);
@@ -302,8 +320,10 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
     kvc_status st = kvci_manager_reserve_query(m, computed);
     if (st != KVC_OK) return st;
     if (kvci_manager_hit_length(m, q, computed, key_mask) != computed)
-        return kvci_fail(KVC_EINVAL, "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
-                        "stale hit: query again)", (long long)req->request_id, (long long)computed);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: %lld computed tokens are not a cached prefix of its prompt (a "
+                         "stale hit: query again)",
+                         (long long)req->request_id, (long long)computed);
     st = kvci_hit_keep(m, &m->requery, computed, q->seed, key_mask);
     *out = &m->requery;
     return st;
@@ -323,16 +343,17 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     kvc_req_blocks *tables = slot >= 0 ? kvci_manager_request_tables(m, slot) : NULL;
     if (external > 0 && req->prompt == NULL)
-        return kvci_fail(KVC_EINVAL, "request %lld: %lld external computed tokens need the prompt (they "
-                        "are its tokens after the hit, given with its first allocation)", (long long)rid,
-                        (long long)external);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: %lld external computed tokens need the prompt (they "
+                         "are its tokens after the hit, given with its first allocation)",
+                         (long long)rid, (long long)external);
     if (req->prompt != NULL && (st = check_prompt(m, req, tables != NULL)) != KVC_OK) return st;
     kvc_prefix_query q = {0};
     if ((st = check_salts(req)) != KVC_OK || (st = request_seed(m, req, tables, &q.seed)) != KVC_OK) return st;
     if (req->prompt != NULL) q.tokens = req->prompt->tokens, q.n_tokens = req->prompt->n_tokens;
     const kvc_pending_hit *hit = NULL;
     if ((st = claim_hit(m, req, &q, local_computed, key_mask, &hit)) != KVC_OK) return st;
-    int64_t need[KVC_MAX_MANAGERS]; /* written for every selected manager before it is read */
+    int64_t need[KVC_MAX_MANAGERS];      /* written for every selected manager before it is read */
     int64_t table_len[KVC_MAX_MANAGERS]; /* table entries after phase 2 (at most) */
 
     /* Room in a known request's tables first, so that failing to grow them
@@ -343,7 +364,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         if (!(key_mask >> g & 1u)) continue;
         int64_t unused = 0;
         kvc_req_blocks view = start_view(sm, &tables[g], NULL, total_computed, &unused);
-        st = kvci_req_blocks_reserve(sm, &tables[g], table_len_after(sm, &view, sm->type->blocks_needed(sm, &view, need_slot)));
+        st = kvci_req_blocks_reserve(sm, &tables[g],
+                                     table_len_after(sm, &view, sm->type->blocks_needed(sm, &view, need_slot)));
         if (st != KVC_OK) return st;
     }
 
@@ -355,8 +377,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         kvc_single_manager *sm = &m->managers[g];
         if (tables != NULL) kvci_single_manager_remove_skipped(sm, &tables[g], total_computed);
         int64_t taken_free = 0; /* cached free blocks the hit takes out of the queue */
-        kvc_req_blocks view =
-            start_view(sm, tables != NULL ? &tables[g] : NULL, key_hit(sm, hit, g, external), total_computed, &taken_free);
+        kvc_req_blocks view = start_view(sm, tables != NULL ? &tables[g] : NULL, key_hit(sm, hit, g, external),
+                                         total_computed, &taken_free);
         need[g] = sm->type->blocks_needed(sm, &view, need_slot);
         table_len[g] = table_len_after(sm, &view, need[g]);
         int64_t reserve =
@@ -367,7 +389,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         const kvc_single_manager *sm = &m->managers[g];
         if (kvc_manager_pool_key(m, g) == g && demand[g] > kvc_block_pool_num_free(sm->pool)) {
             kvci_log(KVC_LOG_DEBUG, "request %lld not admitted by the pool of %s: needs %lld blocks, %lld free",
-                    (long long)rid, sm->group.key, (long long)demand[g], (long long)kvc_block_pool_num_free(sm->pool));
+                     (long long)rid, sm->group.key, (long long)demand[g], (long long)kvc_block_pool_num_free(sm->pool));
             return KVC_NO_SPACE;
         }
     }
@@ -377,7 +399,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         st = kvci_manager_insert_request(m, rid, &slot);
         if (st == KVC_NO_SPACE)
             kvci_log(KVC_LOG_WARN, "request %lld not admitted: %lld requests are live already", (long long)rid,
-                    (long long)m->requests.capacity);
+                     (long long)m->requests.capacity);
         if (st != KVC_OK) return st;
         tables = kvci_manager_request_tables(m, slot);
     }
@@ -404,7 +426,8 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
         kvci_single_manager_open(sm, &tables[g], ++m->last_generation, q.seed);
         const kvc_key_hit *kh = key_hit(sm, hit, g, external);
         if (kh != NULL)
-            kvci_single_manager_take_hit(sm, &tables[g], kh, local_computed, kvci_type_leading_nulls(sm, total_computed));
+            kvci_single_manager_take_hit(sm, &tables[g], kh, local_computed,
+                                         kvci_type_leading_nulls(sm, total_computed));
         kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
     }
     for (int32_t g = 0; g < m->n_managers; g++)

@@ -24,7 +24,7 @@ struct kvc_manager {
     kvc_request_table requests;
     kvc_req_blocks *tables; /* [n_table_slots, n_managers] per request slot (grows with the request table) */
     int64_t n_table_slots;
-    int32_t *layer_order;   /* [n_layer_infos] layer infos by ascending layer_idx */
+    int32_t *layer_order;     /* [n_layer_infos] layer infos by ascending layer_idx */
     uint64_t last_generation; /* generations handed to request entries so far */
     bool prefix_caching;
     uint64_t prefix_salt;
@@ -32,8 +32,8 @@ struct kvc_manager {
     uint64_t last_handle;                   /* handles given out so far */
     kvc_pending_hit requery;                /* a hit looked up again for an allocation without a handle */
     kvc_kv_events events;                   /* KV events (cap 0: off) */
-    kvc_prefix_stats stats;   /* queries, hits, query and hit tokens (evictions and
-                               * cached blocks are read from the managers) */
+    kvc_prefix_stats stats;                 /* queries, hits, query and hit tokens (evictions and
+                                             * cached blocks are read from the managers) */
 };
 
 /* Prefix caching (manager_prefix.c): the hit of exactly `len` tokens for the

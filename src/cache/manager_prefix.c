@@ -29,8 +29,10 @@ kvc_status kvci_manager_check_salt(const void *salt, int64_t len, int64_t rid, c
     if (len >= 0 && (len == 0) == (salt == NULL)) return KVC_OK;
     char who[48] = "kvc_manager_find_prefix";
     if (rid >= 0) snprintf(who, sizeof who, "request %lld", (long long)rid);
-    return kvci_fail(KVC_EINVAL, "%s: %s: %s with length %lld (a salt is a pointer and a length > 0, or NULL and 0 "
-                    "for none)", who, what, salt == NULL ? "NULL" : "a pointer", (long long)len);
+    return kvci_fail(KVC_EINVAL,
+                     "%s: %s: %s with length %lld (a salt is a pointer and a length > 0, or NULL and 0 "
+                     "for none)",
+                     who, what, salt == NULL ? "NULL" : "a pointer", (long long)len);
 }
 
 kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out) {
@@ -38,7 +40,7 @@ kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc
         return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: manager, prompt and out must not be NULL");
     if (prompt->n_tokens < 0 || (prompt->n_tokens > 0 && prompt->tokens == NULL))
         return kvci_fail(KVC_EINVAL, "kvc_manager_find_prefix: a prompt of %lld tokens needs its token ids",
-                        (long long)prompt->n_tokens);
+                         (long long)prompt->n_tokens);
     kvc_status st = kvci_manager_check_salt(prompt->cache_salt, prompt->cache_salt_len, -1, "cache_salt");
     if (st != KVC_OK) return st;
     *out = (kvc_prefix_hit){0};
@@ -67,13 +69,13 @@ kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t
     if (m == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_cache_computed: manager must not be NULL");
     if (n_computed < 0 || (n_computed > 0 && tokens == NULL))
         return kvci_fail(KVC_EINVAL, "kvc_manager_cache_computed: request %lld: %lld computed tokens need their ids",
-                        (long long)rid, (long long)n_computed);
+                         (long long)rid, (long long)n_computed);
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     if (!m->prefix_caching || slot < 0) return KVC_OK;
     kvc_req_blocks *tables = kvci_manager_request_tables(m, slot);
     for (int32_t g = 0; g < m->n_managers; g++) { /* room first: nothing is indexed unless every key has it */
-        kvc_status st = tables[g].present ? kvci_single_manager_reserve_index(&m->managers[g], &tables[g], n_computed)
-                                          : KVC_OK;
+        kvc_status st =
+            tables[g].present ? kvci_single_manager_reserve_index(&m->managers[g], &tables[g], n_computed) : KVC_OK;
         if (st != KVC_OK) return st;
     }
     for (int32_t g = 0; g < m->n_managers; g++) {
@@ -84,17 +86,19 @@ kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t
 }
 
 kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out) {
-    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
+    if (m == NULL || out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
     if (key_index < 0 || key_index >= m->n_managers)
         return kvci_fail(KVC_ERANGE, "kvc_manager_state_source: key index %d is out of range [0, %d)", key_index,
-                        m->n_managers);
+                         m->n_managers);
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     *out = slot >= 0 ? kvci_manager_request_tables(m, slot)[key_index].state_source : KVC_NULL_BLOCK;
     return KVC_OK;
 }
 
 kvc_status kvc_manager_prefix_stats(const kvc_manager *m, kvc_prefix_stats *out) {
-    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_prefix_stats: manager and out must not be NULL");
+    if (m == NULL || out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_manager_prefix_stats: manager and out must not be NULL");
     *out = m->stats;
     for (int32_t g = 0; g < m->n_managers; g++) {
         out->evictions += m->managers[g].evictions;
@@ -116,14 +120,15 @@ kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
 }
 
 kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t id, kvc_block_info *out) {
-    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_block_info: manager and out must not be NULL");
+    if (m == NULL || out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_manager_block_info: manager and out must not be NULL");
     if (key_index < 0 || key_index >= m->n_managers)
         return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: key index %d is out of range [0, %d)", key_index,
-                        m->n_managers);
+                         m->n_managers);
     const kvc_single_manager *sm = &m->managers[key_index];
     if (id < 0 || id >= kvc_block_pool_num_blocks(sm->pool))
         return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: block %d is out of range [0, %lld) of key %s", id,
-                        (long long)kvc_block_pool_num_blocks(sm->pool), sm->group.key);
+                         (long long)kvc_block_pool_num_blocks(sm->pool), sm->group.key);
     *out = (kvc_block_info){.ref_count = kvc_block_pool_ref_count(sm->pool, id),
                             .free = kvc_block_pool_is_free(sm->pool, id)};
     if (sm->caching && kvci_prefix_index_has(&sm->index, id)) {

@@ -30,16 +30,22 @@ kvc_status kvc_manager_key_index(const kvc_manager *m, const char *key, int32_t 
 }
 
 /* Value of one group field, or `fallback` for a bad key index. */
-#define KEY_FIELD(m, key_index, expr, fallback)                          \
-    do {                                                                 \
-        const kvc_single_manager *sm_ = key_manager((m), (key_index));   \
-        return sm_ != NULL ? (expr) : (fallback);                        \
+#define KEY_FIELD(m, key_index, expr, fallback)                                                                        \
+    do {                                                                                                               \
+        const kvc_single_manager *sm_ = key_manager((m), (key_index));                                                 \
+        return sm_ != NULL ? (expr) : (fallback);                                                                      \
     } while (0)
 
-kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.attn_type, KVC_ATTN_TYPE_COUNT); }
+kvc_attn_type kvc_manager_key_type(const kvc_manager *m, int32_t k) {
+    KEY_FIELD(m, k, sm_->group.attn_type, KVC_ATTN_TYPE_COUNT);
+}
 int64_t kvc_manager_block_size(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.block_size, -1); }
-int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_blocks(sm_->pool), -1); }
-int64_t kvc_manager_num_free(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, kvc_block_pool_num_free(sm_->pool), -1); }
+int64_t kvc_manager_num_blocks(const kvc_manager *m, int32_t k) {
+    KEY_FIELD(m, k, kvc_block_pool_num_blocks(sm_->pool), -1);
+}
+int64_t kvc_manager_num_free(const kvc_manager *m, int32_t k) {
+    KEY_FIELD(m, k, kvc_block_pool_num_free(sm_->pool), -1);
+}
 int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t k) {
     const kvc_single_manager *sm = key_manager(m, k);
     int32_t first = 0;
@@ -111,7 +117,7 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
     const kvc_single_manager *sm = key_manager(m, key_index);
     if (sm == NULL)
         return kvci_fail(KVC_ERANGE, "kvc_manager_table_sync: key index %d is out of range [0, %d)", key_index,
-                        m->n_managers);
+                         m->n_managers);
     if (width < 0) return kvci_fail(KVC_EINVAL, "kvc_manager_table_sync: width %lld is negative", (long long)width);
     /* state is written only on success (KVC_ERANGE leaves it unchanged). */
     int32_t slot = state->slot;
@@ -128,7 +134,7 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
     int64_t len = t->len;
     if (len > width)
         return kvci_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
-                        (long long)rid, sm->group.key, (long long)len, (long long)width);
+                         (long long)rid, sm->group.key, (long long)len, (long long)width);
     if (state->generation == t->generation && state->width == width && state->len <= len) {
         /* Current copy: entries released since become null, new ones are appended. */
         for (int64_t i = state->n_null; i < kvci_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
@@ -137,8 +143,8 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
         write_entries(t, 0, row);
         memset(row + len, 0, (size_t)(width - len) * sizeof *row);
     }
-    *state = (kvc_table_state){
-        .generation = t->generation, .n_null = t->n_null, .len = len, .width = width, .slot = slot};
+    *state =
+        (kvc_table_state){.generation = t->generation, .n_null = t->n_null, .len = len, .width = width, .slot = slot};
     return KVC_OK;
 }
 
@@ -186,7 +192,8 @@ static kvc_buffer_info buffer_info(const kvc_cache_entry *e, int32_t layer_idx) 
 }
 
 kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, int64_t cap, int64_t *n_out) {
-    if (m == NULL || n_out == NULL) return kvci_fail(KVC_EINVAL, "kvc_manager_buffer_infos: manager and n_out must not be NULL");
+    if (m == NULL || n_out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_manager_buffer_infos: manager and n_out must not be NULL");
     if (cap < 0 || (cap > 0 && out == NULL))
         return kvci_fail(KVC_EINVAL, "kvc_manager_buffer_infos: out must hold cap %lld records", (long long)cap);
     int64_t n = 0;
@@ -196,11 +203,15 @@ kvc_status kvc_manager_buffer_infos(const kvc_manager *m, kvc_buffer_info *out, 
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block) continue;
             if (e->attn_type == KVC_ATTN_MAMBA)
-                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: Mamba state caches cannot be exported for KV "
-                                "transfer", layer->layer_idx, e->name);
+                return kvci_fail(KVC_EINVAL,
+                                 "layer %d, cache %s: Mamba state caches cannot be exported for KV "
+                                 "transfer",
+                                 layer->layer_idx, e->name);
             if (e->tensor.data == NULL)
-                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor allocated (run kvc_cache_storage_allocate "
-                                "first)", layer->layer_idx, e->name);
+                return kvci_fail(KVC_EINVAL,
+                                 "layer %d, cache %s: no tensor allocated (run kvc_cache_storage_allocate "
+                                 "first)",
+                                 layer->layer_idx, e->name);
             if (n < cap) out[n] = buffer_info(e, layer->layer_idx);
             n++;
         }

@@ -11,17 +11,17 @@
  * the first n_null are the null block (always a prefix) and the rest real
  * blocks. A real block may be in several tables at once (prefix sharing). */
 typedef struct kvc_req_blocks {
-    int32_t *ids;        /* [cap] the table; grows with use (kvci_req_blocks_reserve), kept across entries */
-    int64_t cap;         /* entries ids holds, <= max_table */
+    int32_t *ids; /* [cap] the table; grows with use (kvci_req_blocks_reserve), kept across entries */
+    int64_t cap;  /* entries ids holds, <= max_table */
     int64_t n_null;
     int64_t len;
     bool present;        /* the request has an entry (possibly empty) */
     uint64_t generation; /* manager-unique id of this entry (>= 1 while present) */
     /* Prefix caching (only used when it is on): */
-    kvc_hash128 seed;    /* first parent of the request's chain (engine and request salts) */
-    kvc_hash128 chain;   /* hash of the request's last hashed block (the seed before the first) */
-    int64_t n_hashed;    /* blocks of block_tokens tokens whose hashes the chain has passed */
-    int32_t state_source;/* state types: block to copy the initial state from this step, or 0 */
+    kvc_hash128 seed;     /* first parent of the request's chain (engine and request salts) */
+    kvc_hash128 chain;    /* hash of the request's last hashed block (the seed before the first) */
+    int64_t n_hashed;     /* blocks of block_tokens tokens whose hashes the chain has passed */
+    int32_t state_source; /* state types: block to copy the initial state from this step, or 0 */
 } kvc_req_blocks;
 
 static inline int64_t kvci_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
@@ -43,38 +43,38 @@ typedef struct kvc_key_hit {
                           * tables: the snapshot block) */
     kvc_hash128 *hashes; /* [cap] the hash each real entry was indexed under when found */
     int64_t n, cap;
-    kvc_hash128 end;     /* chain hash after the hit's last block: the request's chain goes on from it */
+    kvc_hash128 end; /* chain hash after the hit's last block: the request's chain goes on from it */
 } kvc_key_hit;
 
 /* The manager's KV event queue (kv_events.c): a ring of cap events. */
 typedef struct kvc_kv_events {
     kvc_kv_event *ring; /* [cap] */
     int64_t cap, head, n;
-    int64_t lost;       /* events dropped because the ring was full, since the last drain */
+    int64_t lost; /* events dropped because the ring was full, since the last drain */
 } kvc_kv_events;
 
 /* Records an event when events are on (no-op for NULL or a zero capacity). */
-void kvci_kv_events_record(kvc_kv_events *ev, kvc_kv_event_type type, int32_t key_index, int32_t id,
-                           int64_t n_tokens, kvc_hash128 hash, kvc_hash128 parent);
+void kvci_kv_events_record(kvc_kv_events *ev, kvc_kv_event_type type, int32_t key_index, int32_t id, int64_t n_tokens,
+                           kvc_hash128 hash, kvc_hash128 parent);
 
 typedef struct kvc_single_manager {
     const kvc_manager_type *type;
     kvc_cache_group group; /* key, block size and the type's parameters */
     int64_t max_model_len;
-    int64_t max_table;     /* longest table a request can have */
-    kvc_block_pool *pool;  /* its own, or one shared with other keys (kvc_group_plan.pool_id) */
-    bool owns_pool;        /* destroys the pool on release */
+    int64_t max_table;                /* longest table a request can have */
+    kvc_block_pool *pool;             /* its own, or one shared with other keys (kvc_group_plan.pool_id) */
+    bool owns_pool;                   /* destroys the pool on release */
     struct kvc_single_manager *peers; /* the manager's keys by key index (a shared pool's cached
                                        * blocks may be in any of their indexes) */
-    int32_t *scratch;      /* [min(max_table, num_blocks)] ids moved in one call (the real blocks of a table) */
-    int64_t n_entries;     /* requests with an entry (the reservation rule counts them) */
+    int32_t *scratch;  /* [min(max_table, num_blocks)] ids moved in one call (the real blocks of a table) */
+    int64_t n_entries; /* requests with an entry (the reservation rule counts them) */
     /* Prefix caching (NULL/0 when off): */
     bool caching;
     kvc_prefix_index index;
-    kvc_hash128 *chain;    /* [query_cap] query: chain hash of each block, chain[i] after block i */
-    int64_t query_cap;     /* hashed blocks of the longest query so far (kvci_single_manager_reserve_query) */
-    int64_t n_chain;       /* hashes of the current query computed so far */
-    int32_t *hit_ids;      /* [query_cap] table entries (or the state source) of the last hit_length */
+    kvc_hash128 *chain; /* [query_cap] query: chain hash of each block, chain[i] after block i */
+    int64_t query_cap;  /* hashed blocks of the longest query so far (kvci_single_manager_reserve_query) */
+    int64_t n_chain;    /* hashes of the current query computed so far */
+    int32_t *hit_ids;   /* [query_cap] table entries (or the state source) of the last hit_length */
     int64_t n_hit;
     int64_t evictions;     /* indexed blocks taken for new data */
     kvc_kv_events *events; /* the manager's event queue (NULL: off) */
@@ -137,7 +137,7 @@ int64_t kvci_type_skipped_tokens(const kvc_single_manager *m, int64_t computed);
 int64_t kvci_type_leading_nulls(const kvc_single_manager *m, int64_t computed);
 int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len);
 int64_t kvci_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
-                            bool is_prefill);
+                             bool is_prefill);
 bool kvci_type_has_slot_mapping(const kvc_manager_type *t, const kvc_cache_group *g);
 int64_t kvci_type_worst_blocks(const kvc_manager_type *t, const kvc_cache_group *g, int64_t positions);
 void kvci_type_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int64_t num_tokens);
@@ -180,7 +180,7 @@ kvc_hash128 kvci_prefix_chain_at(kvc_single_manager *m, const kvc_prefix_query *
 int32_t kvci_prefix_lookup(kvc_single_manager *m, const kvc_prefix_query *q, int64_t i);
 /* Indexes block id (a no-op when its hash is indexed already) and tells the pool. */
 void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
-                              const int32_t *tokens);
+                               const int32_t *tokens);
 /* Room in the index for the blocks that caching `computed` tokens of t
  * can add (before kvci_type_cache_computed); KVC_ENOMEM changes nothing. */
 kvc_status kvci_single_manager_reserve_index(kvc_single_manager *m, const kvc_req_blocks *t, int64_t computed);
@@ -202,7 +202,7 @@ void kvci_storage_poison_block(const kvc_cache_entry *e, int32_t id);
 /* Key key_index of the manager whose keys are peers[], drawing from `shared`
  * (NULL: a pool of its own of num_blocks blocks). */
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared);
+                                    int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared);
 void kvci_single_manager_release(kvc_single_manager *m);
 /* Room for len (<= max_table) entries in t's ids (doubling); KVC_ENOMEM
  * leaves t as it was. */

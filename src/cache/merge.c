@@ -46,7 +46,7 @@ kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const
     if (st != KVC_OK) return st;
     if (main_ci->is_mla_backend != draft_ci->is_mla_backend)
         return kvci_fail(KVC_EINVAL, "merge: is_mla_backend differs (main %s, draft %s)",
-                        main_ci->is_mla_backend ? "true" : "false", draft_ci->is_mla_backend ? "true" : "false");
+                         main_ci->is_mla_backend ? "true" : "false", draft_ci->is_mla_backend ? "true" : "false");
     int32_t n = main_ci->n_layer_infos + draft_ci->n_layer_infos;
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
     if (ci != NULL) ci->layer_infos = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *ci->layer_infos);

@@ -7,11 +7,12 @@ kvc_status kvci_page_policy_check(const char *who, kvc_storage_pages pages, size
     if (pages != KVC_STORAGE_PAGES_HUGE && pages != KVC_STORAGE_PAGES_SYSTEM && pages != KVC_STORAGE_PAGES_BASE)
         return kvci_fail(KVC_EINVAL, "%s: pages %d must be KVC_STORAGE_PAGES_HUGE, _SYSTEM or _BASE", who, (int)pages);
     if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
-        return kvci_fail(KVC_EINVAL, "%s: alignment %zu must be a power of two >= %zu", who, alignment,
-                         sizeof(void *));
+        return kvci_fail(KVC_EINVAL, "%s: alignment %zu must be a power of two >= %zu", who, alignment, sizeof(void *));
     if (pages != KVC_STORAGE_PAGES_SYSTEM && alignment > KVCI_HUGE_PAGE)
-        return kvci_fail(KVC_EINVAL, "%s: alignment %zu exceeds the 2 MiB (%zu) a huge-page mapping guarantees; "
-                         "larger alignments need pages KVC_STORAGE_PAGES_SYSTEM", who, alignment, KVCI_HUGE_PAGE);
+        return kvci_fail(KVC_EINVAL,
+                         "%s: alignment %zu exceeds the 2 MiB (%zu) a huge-page mapping guarantees; "
+                         "larger alignments need pages KVC_STORAGE_PAGES_SYSTEM",
+                         who, alignment, KVCI_HUGE_PAGE);
     return KVC_OK;
 }
 
@@ -41,10 +42,10 @@ kvc_status kvci_page_set_alloc(kvci_page_set *s, size_t size, bool zero, void **
         return kvci_fail(KVC_EINTERNAL, "page set: all %lld buffers already allocated", (long long)s->cap);
     const bool mapped = s->pages != KVC_STORAGE_PAGES_SYSTEM && size >= (size_t)KVC_HUGE_PAGE_MIN_BYTES;
     bool advised = false;
-    kvc_status st =
-        mapped ? kvci_pages_alloc(size, s->pages == KVC_STORAGE_PAGES_HUGE ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE,
-                                  &advised, out)
-               : kvc_aligned_alloc(s->alignment, size, out);
+    kvc_status st = mapped
+                        ? kvci_pages_alloc(size, s->pages == KVC_STORAGE_PAGES_HUGE ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE,
+                                           &advised, out)
+                        : kvc_aligned_alloc(s->alignment, size, out);
     if (st != KVC_OK) return st;
     if (zero && !mapped) memset(*out, 0, size);
     const int64_t i = s->n++;
@@ -57,7 +58,8 @@ kvc_status kvci_page_set_alloc(kvci_page_set *s, size_t size, bool zero, void **
 }
 
 void kvci_page_set_info(const kvci_page_set *s, kvc_storage_page_info *out) {
-    *out = (kvc_storage_page_info){.pages = s->pages, .mapped_bytes = s->mapped_bytes, .advised_bytes = s->advised_bytes};
+    *out =
+        (kvc_storage_page_info){.pages = s->pages, .mapped_bytes = s->mapped_bytes, .advised_bytes = s->advised_bytes};
     out->huge_bytes = kvci_pages_huge_resident(NULL, (const void *const *)s->data, s->sizes, s->n);
 }
 

@@ -8,8 +8,12 @@
 #include "cache/manager_type.h"
 
 kvc_plan_params kvc_plan_default_params(void) {
-    return (kvc_plan_params){.mode = KVC_PLAN_OFFLINE, .max_concurrency = 1, .free_bytes = -1,
-                             .mem_fraction = 0.85, .n_ranks = 0, .partition = 1};
+    return (kvc_plan_params){.mode = KVC_PLAN_OFFLINE,
+                             .max_concurrency = 1,
+                             .free_bytes = -1,
+                             .mem_fraction = 0.85,
+                             .n_ranks = 0,
+                             .partition = 1};
 }
 
 /* Bytes one block of this entry takes in its tensor (storage block size). */
@@ -133,12 +137,14 @@ static kvc_status plan_totals(kvc_block_plan *plan) {
         int32_t pool = plan->groups[g].pool_id;
         if (pool > 0 && pool_leader(plan, g) != g) continue; /* a shared pool counts once */
         if (plan->groups[g].block_num > INT32_MAX ||
-            !kvci_mul64(plan->groups[g].block_num, pool > 0 ? pool_block_bytes(plan, pool) : plan->groups[g].block_bytes,
-                        &bytes) ||
+            !kvci_mul64(plan->groups[g].block_num,
+                        pool > 0 ? pool_block_bytes(plan, pool) : plan->groups[g].block_bytes, &bytes) ||
             !kvci_add64(plan->total_bytes, bytes, &plan->total_bytes))
-            return kvci_fail(KVC_EINVAL, "plan: manager %s would need %lld blocks of %lld bytes, beyond what one "
-                            "pool can address", plan->groups[g].key, (long long)plan->groups[g].block_num,
-                            (long long)plan->groups[g].block_bytes);
+            return kvci_fail(KVC_EINVAL,
+                             "plan: manager %s would need %lld blocks of %lld bytes, beyond what one "
+                             "pool can address",
+                             plan->groups[g].key, (long long)plan->groups[g].block_num,
+                             (long long)plan->groups[g].block_bytes);
         if (plan->groups[g].fixed && pool == 0) plan->fixed_bytes += bytes;
     }
     return KVC_OK;
@@ -155,10 +161,11 @@ static kvc_status check_plan_params(const kvc_plan_params *p) {
         return kvci_fail(KVC_EINVAL, "plan: extra_reserved_bytes and max_prefill_tokens must not be negative");
     switch (p->mode) {
     case KVC_PLAN_OFFLINE:
-        if (p->max_len < 1) return kvci_fail(KVC_EINVAL, "plan: offline max_len %lld must be >= 1", (long long)p->max_len);
+        if (p->max_len < 1)
+            return kvci_fail(KVC_EINVAL, "plan: offline max_len %lld must be >= 1", (long long)p->max_len);
         if (p->partition < 1 || p->max_concurrency % p->partition != 0)
             return kvci_fail(KVC_EINVAL, "plan: partition %lld must be >= 1 and divide max_concurrency %lld",
-                            (long long)p->partition, (long long)p->max_concurrency);
+                             (long long)p->partition, (long long)p->max_concurrency);
         return KVC_OK;
     case KVC_PLAN_BUDGET:
         if (p->kv_memory_bytes <= 0)
@@ -167,13 +174,13 @@ static kvc_status check_plan_params(const kvc_plan_params *p) {
     case KVC_PLAN_DEVICE:
         if (p->total_bytes <= 0 || !(p->mem_fraction > 0.0 && p->mem_fraction <= 1.0))
             return kvci_fail(KVC_EINVAL, "plan: device total_bytes %lld must be positive and mem_fraction %g in (0, 1]",
-                            (long long)p->total_bytes, p->mem_fraction);
+                             (long long)p->total_bytes, p->mem_fraction);
         if (p->n_ranks < 1 || p->rank_free_bytes == NULL)
             return kvci_fail(KVC_EINVAL, "plan: device mode needs the free memory of n_ranks >= 1 ranks");
         for (int32_t r = 0; r < p->n_ranks; r++)
             if (p->rank_free_bytes[r] < 0 || p->rank_free_bytes[r] > p->total_bytes)
                 return kvci_fail(KVC_EINVAL, "plan: rank %d free bytes %lld must be in [0, total %lld]", r,
-                                (long long)p->rank_free_bytes[r], (long long)p->total_bytes);
+                                 (long long)p->rank_free_bytes[r], (long long)p->total_bytes);
         return KVC_OK;
     }
     return kvci_fail(KVC_EINVAL, "plan: mode %d is unknown (expected OFFLINE, BUDGET or DEVICE)", (int)p->mode);
@@ -187,27 +194,27 @@ static kvc_status plan_offline(const kvc_plan_params *p, kvc_block_plan *plan) {
         if (!kvci_mul64(kvci_cdiv(p->max_len, gp->block_size), p->max_concurrency / partition, &gp->block_num) ||
             gp->block_num >= INT32_MAX)
             return kvci_fail(KVC_EINVAL, "plan: manager %s: max_len %lld x concurrency %lld needs more than %d blocks",
-                            gp->key, (long long)p->max_len, (long long)p->max_concurrency, INT32_MAX);
+                             gp->key, (long long)p->max_len, (long long)p->max_concurrency, INT32_MAX);
         gp->block_num += 1;
     }
     merge_pools(plan);
     if (!kvci_mul64(p->max_len, p->max_concurrency, &plan->max_tokens))
         return kvci_fail(KVC_EINVAL, "plan: max_len %lld x concurrency %lld overflows", (long long)p->max_len,
-                        (long long)p->max_concurrency);
+                         (long long)p->max_concurrency);
     kvc_status st = plan_totals(plan);
     if (st != KVC_OK) return st;
     int64_t required = plan->total_bytes + p->extra_reserved_bytes;
     if (p->free_bytes >= 0 && required > p->free_bytes)
         return kvci_fail(KVC_ENOMEM, "plan: offline caches need %lld bytes but only %lld are free (short by %lld)",
-                        (long long)required, (long long)p->free_bytes, (long long)(required - p->free_bytes));
+                         (long long)required, (long long)p->free_bytes, (long long)(required - p->free_bytes));
     return KVC_OK;
 }
 
 /* Bytes left for the paged caches on one rank (may be <= 0). */
 static double paged_budget(const kvc_plan_params *p, int64_t fixed_bytes, int32_t rank) {
-    double budget = p->mode == KVC_PLAN_BUDGET
-                        ? (double)p->kv_memory_bytes
-                        : (double)p->total_bytes * p->mem_fraction - (double)(p->total_bytes - p->rank_free_bytes[rank]);
+    double budget = p->mode == KVC_PLAN_BUDGET ? (double)p->kv_memory_bytes
+                                               : (double)p->total_bytes * p->mem_fraction -
+                                                     (double)(p->total_bytes - p->rank_free_bytes[rank]);
     return budget - (double)fixed_bytes - (double)p->extra_reserved_bytes;
 }
 
@@ -219,9 +226,10 @@ static kvc_status plan_online(const kvc_plan_params *p, kvc_block_plan *plan) {
     for (int32_t r = 0; r < n_ranks; r++) {
         double available = paged_budget(p, plan->fixed_bytes, r);
         if (available <= 0.0)
-            return kvci_fail(KVC_ENOMEM, "plan: rank %d has %.0f bytes left for the paged caches after %lld bytes of "
-                            "fixed-size caches and %lld reserved (raise the memory budget or fraction)", r, available,
-                            (long long)plan->fixed_bytes, (long long)p->extra_reserved_bytes);
+            return kvci_fail(KVC_ENOMEM,
+                             "plan: rank %d has %.0f bytes left for the paged caches after %lld bytes of "
+                             "fixed-size caches and %lld reserved (raise the memory budget or fraction)",
+                             r, available, (long long)plan->fixed_bytes, (long long)p->extra_reserved_bytes);
         max_tokens = kvci_min64(max_tokens, (int64_t)floor(available / (double)plan->per_token_bytes));
     }
     plan->max_tokens = max_tokens;
@@ -237,11 +245,11 @@ static kvc_status plan_online(const kvc_plan_params *p, kvc_block_plan *plan) {
     if (st != KVC_OK) return st;
     if (supported < 1)
         return kvci_fail(KVC_ENOMEM, "plan: the budget holds %lld tokens (%lld bytes each), not one usable block",
-                        (long long)max_tokens, (long long)plan->per_token_bytes);
+                         (long long)max_tokens, (long long)plan->per_token_bytes);
     if (p->max_prefill_tokens > 0 && supported - 1 < p->max_prefill_tokens)
         return kvci_fail(KVC_ENOMEM, "plan: the budget supports %lld tokens, a prefill of %lld needs %lld more",
-                        (long long)(supported - 1), (long long)p->max_prefill_tokens,
-                        (long long)(p->max_prefill_tokens - (supported - 1)));
+                         (long long)(supported - 1), (long long)p->max_prefill_tokens,
+                         (long long)(p->max_prefill_tokens - (supported - 1)));
     return KVC_OK;
 }
 
@@ -282,19 +290,19 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
 kvc_status kvci_block_plan_check(const kvc_block_plan *plan) {
     if (plan->n_groups < 0 || plan->n_groups > KVC_MAX_MANAGERS)
         return kvci_fail(KVC_EINVAL, "plan: n_groups %d must be in [0, %d] (KVC_MAX_MANAGERS)", plan->n_groups,
-                        KVC_MAX_MANAGERS);
+                         KVC_MAX_MANAGERS);
     for (int32_t g = 0; g < plan->n_groups; g++) {
         const kvc_group_plan *gp = &plan->groups[g];
         if (memchr(gp->key, '\0', sizeof gp->key) == NULL)
             return kvci_fail(KVC_EINVAL, "plan: the key of group %d is not NUL-terminated within %d bytes", g,
-                            KVC_NAME_MAX);
+                             KVC_NAME_MAX);
         if (gp->pool_id < 0)
             return kvci_fail(KVC_EINVAL, "plan: key %s has pool_id %d (0: its own pool, > 0: a shared one)", gp->key,
-                            gp->pool_id);
+                             gp->pool_id);
         const kvc_group_plan *lead = &plan->groups[pool_leader(plan, g)];
         if (lead->block_num != gp->block_num)
             return kvci_fail(KVC_EINVAL, "plan: keys %s and %s share pool %d but plan %lld and %lld blocks", lead->key,
-                            gp->key, gp->pool_id, (long long)lead->block_num, (long long)gp->block_num);
+                             gp->key, gp->pool_id, (long long)lead->block_num, (long long)gp->block_num);
     }
     return KVC_OK;
 }
@@ -306,9 +314,10 @@ kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan) {
     for (int32_t g = 0; g < plan->n_groups; g++) {
         const kvc_group_plan *gp = &plan->groups[g], *lead = &plan->groups[pool_leader(plan, g)];
         if (gp->pool_id > 0 && (gp->page_bytes == 0 || gp->page_bytes != lead->page_bytes))
-            return kvci_fail(KVC_EINVAL, "plan: keys %s and %s share pool %d but their pages differ (%lld and %lld "
-                            "bytes; 0: entries of unequal sizes or not HBM)", lead->key, gp->key, gp->pool_id,
-                            (long long)lead->page_bytes, (long long)gp->page_bytes);
+            return kvci_fail(KVC_EINVAL,
+                             "plan: keys %s and %s share pool %d but their pages differ (%lld and %lld "
+                             "bytes; 0: entries of unequal sizes or not HBM)",
+                             lead->key, gp->key, gp->pool_id, (long long)lead->page_bytes, (long long)gp->page_bytes);
     }
     return plan_totals(plan);
 }
@@ -350,7 +359,7 @@ kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char
         if (g == plan.n_groups) return kvci_fail(KVC_EINVAL, "block count for \"%s\" matches no manager key", keys[i]);
         if (counts[i] < 1 || counts[i] > INT32_MAX)
             return kvci_fail(KVC_EINVAL, "block count %lld for \"%s\" must be in [1, %d] (null block included)",
-                            (long long)counts[i], keys[i], INT32_MAX);
+                             (long long)counts[i], keys[i], INT32_MAX);
         plan.groups[g].block_num = counts[i];
     }
     for (int32_t g = 0; g < plan.n_groups; g++)
@@ -360,7 +369,8 @@ kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char
     if (st != KVC_OK) return st;
     int64_t min_tokens = INT64_MAX;
     for (int32_t g = 0; g < plan.n_groups; g++)
-        if (!plan.groups[g].fixed) min_tokens = kvci_min64(min_tokens, plan.groups[g].block_num * plan.groups[g].block_size);
+        if (!plan.groups[g].fixed)
+            min_tokens = kvci_min64(min_tokens, plan.groups[g].block_num * plan.groups[g].block_size);
     plan.max_tokens = min_tokens == INT64_MAX ? 0 : min_tokens;
     *out = plan;
     return KVC_OK;

@@ -26,12 +26,12 @@ static int64_t bucket_of(const kvc_prefix_index *ix, int64_t e) {
  * unchanged (an enlarged array only holds more than it needs). */
 static kvc_status grow(kvc_prefix_index *ix, int64_t cap) {
     int64_t mask = 0;
-    bool room = KVCI_RESIZE(ix->keys, cap) && KVCI_RESIZE(ix->blocks, cap) &&
-                KVCI_RESIZE(ix->tokens, cap * ix->block_tokens);
+    bool room =
+        KVCI_RESIZE(ix->keys, cap) && KVCI_RESIZE(ix->blocks, cap) && KVCI_RESIZE(ix->tokens, cap * ix->block_tokens);
     int32_t *buckets = room ? kvci_buckets_new(cap, &mask) : NULL;
     if (buckets == NULL)
-        return kvci_fail(KVC_ENOMEM, "prefix index: cannot allocate room for %lld blocks of %lld tokens", (long long)cap,
-                        (long long)ix->block_tokens);
+        return kvci_fail(KVC_ENOMEM, "prefix index: cannot allocate room for %lld blocks of %lld tokens",
+                         (long long)cap, (long long)ix->block_tokens);
     kvci_free(ix->buckets);
     ix->buckets = buckets;
     ix->mask = mask;
@@ -47,13 +47,16 @@ static kvc_status grow(kvc_prefix_index *ix, int64_t cap) {
 kvc_status kvci_prefix_index_init(kvc_prefix_index *ix, int64_t num_blocks, int64_t block_tokens) {
     *ix = (kvc_prefix_index){.block_tokens = block_tokens, .num_blocks = num_blocks};
     if (block_tokens <= 0 || block_tokens > (1 << 20) || num_blocks <= 0 || num_blocks > INT32_MAX)
-        return kvci_fail(KVC_EINVAL, "prefix index: blocks of %lld tokens must hold 1 to 2^20 tokens and the pool 1 "
-                        "to 2^31 - 1 blocks (has %lld)", (long long)block_tokens, (long long)num_blocks);
+        return kvci_fail(KVC_EINVAL,
+                         "prefix index: blocks of %lld tokens must hold 1 to 2^20 tokens and the pool 1 "
+                         "to 2^31 - 1 blocks (has %lld)",
+                         (long long)block_tokens, (long long)num_blocks);
     ix->entry_of = kvci_calloc((size_t)num_blocks, sizeof *ix->entry_of);
     ix->buf = kvci_malloc(sizeof(kvc_hash128) + (size_t)block_tokens * sizeof(int32_t));
-    kvc_status st = ix->entry_of != NULL && ix->buf != NULL
-                        ? grow(ix, kvci_min64(num_blocks, 16))
-                        : kvci_fail(KVC_ENOMEM, "prefix index: cannot allocate it for %lld blocks", (long long)num_blocks);
+    kvc_status st =
+        ix->entry_of != NULL && ix->buf != NULL
+            ? grow(ix, kvci_min64(num_blocks, 16))
+            : kvci_fail(KVC_ENOMEM, "prefix index: cannot allocate it for %lld blocks", (long long)num_blocks);
     if (st != KVC_OK) kvci_prefix_index_release(ix);
     return st;
 }
@@ -91,7 +94,8 @@ kvc_hash128 kvci_prefix_block_hash(kvc_prefix_index *ix, kvc_hash128 parent, con
     return hash_bytes(ix->buf, sizeof parent + n);
 }
 
-int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent, const int32_t *tokens) {
+int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc_hash128 parent,
+                               const int32_t *tokens) {
     size_t n = (size_t)ix->block_tokens * sizeof(int32_t);
     for (int64_t b = home(ix, hash);; b = (b + 1) & ix->mask) {
         int32_t e = ix->buckets[b];
@@ -105,7 +109,7 @@ int32_t kvci_prefix_index_find(const kvc_prefix_index *ix, kvc_hash128 hash, kvc
 }
 
 bool kvci_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
-                             const int32_t *tokens) {
+                              const int32_t *tokens) {
     KVC_ASSERT(!kvci_prefix_index_has(ix, id) && ix->n_indexed < ix->cap);
     int64_t b = home(ix, hash);
     for (; ix->buckets[b] >= 0; b = (b + 1) & ix->mask)

@@ -27,18 +27,18 @@ typedef struct kvc_prefix_key {
 } kvc_prefix_key;
 
 typedef struct kvc_prefix_index {
-    int64_t block_tokens;  /* tokens one hashed block covers */
+    int64_t block_tokens; /* tokens one hashed block covers */
     int64_t num_blocks;
-    int32_t *entry_of;     /* [num_blocks] 1 + entry of each indexed block, 0 when not indexed (zeroed
-                            * at creation: untouched pages cost nothing) */
-    int64_t n_indexed;     /* entries in use */
-    int64_t cap;           /* entries allocated, <= num_blocks */
-    kvc_prefix_key *keys;  /* [cap] hash and parent hash of each entry */
-    int32_t *blocks;       /* [cap] block id of each entry */
-    int32_t *tokens;       /* [cap, block_tokens] token ids of each entry */
-    int32_t *buckets;      /* [mask + 1] entry or -1 */
-    int64_t mask;          /* buckets - 1, a power of two >= 2 cap */
-    uint8_t *buf;          /* [16 + 4 block_tokens] bytes hashed for one block */
+    int32_t *entry_of;    /* [num_blocks] 1 + entry of each indexed block, 0 when not indexed (zeroed
+                           * at creation: untouched pages cost nothing) */
+    int64_t n_indexed;    /* entries in use */
+    int64_t cap;          /* entries allocated, <= num_blocks */
+    kvc_prefix_key *keys; /* [cap] hash and parent hash of each entry */
+    int32_t *blocks;      /* [cap] block id of each entry */
+    int32_t *tokens;      /* [cap, block_tokens] token ids of each entry */
+    int32_t *buckets;     /* [mask + 1] entry or -1 */
+    int64_t mask;         /* buckets - 1, a power of two >= 2 cap */
+    uint8_t *buf;         /* [16 + 4 block_tokens] bytes hashed for one block */
 } kvc_prefix_index;
 
 /* The block hash: the test build may replace it to force collisions. */
@@ -61,7 +61,7 @@ kvc_status kvci_prefix_index_reserve(kvc_prefix_index *ix, int64_t n);
  * changed, when the hash is already indexed: the first block computed for a
  * content stays its copy). */
 bool kvci_prefix_index_insert(kvc_prefix_index *ix, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
-                             const int32_t *tokens);
+                              const int32_t *tokens);
 /* Drops a block from the index (no-op when it is not indexed); true if it was. */
 bool kvci_prefix_index_drop(kvc_prefix_index *ix, int32_t id);
 /* Drops every block (the arrays keep their size). */

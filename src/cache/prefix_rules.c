@@ -54,15 +54,16 @@ int64_t kvci_windowed_hit_length(kvc_single_manager *m, const kvc_prefix_query *
 }
 
 void kvci_single_manager_index(kvc_single_manager *m, int32_t id, kvc_hash128 hash, kvc_hash128 parent,
-                              const int32_t *tokens) {
+                               const int32_t *tokens) {
     if (!kvci_prefix_index_insert(&m->index, id, hash, parent, tokens)) return;
     kvci_block_pool_mark_cached(m->pool, id, m->key_index);
     kvci_kv_events_record(m->events, KVC_KV_EVENT_STORED, m->key_index, id, m->index.block_tokens, hash, parent);
 }
 
 kvc_status kvci_single_manager_reserve_index(kvc_single_manager *m, const kvc_req_blocks *t, int64_t computed) {
-    return m->caching ? kvci_prefix_index_reserve(&m->index, kvci_max64(computed / m->index.block_tokens - t->n_hashed, 0))
-                      : KVC_OK;
+    return m->caching
+               ? kvci_prefix_index_reserve(&m->index, kvci_max64(computed / m->index.block_tokens - t->n_hashed, 0))
+               : KVC_OK;
 }
 
 void kvci_single_manager_clear_index(kvc_single_manager *m) {

@@ -19,10 +19,10 @@ kvc_status kvci_manager_type_register(kvc_manager_type *type, kvc_attn_type *out
     if (type == NULL || out == NULL || type->name == NULL || type->validate_entry == NULL ||
         type->blocks_needed == NULL || type->hit_length == NULL || (type->fixed_size && type->fixed_blocks == NULL))
         return kvci_fail(KVC_EINVAL, "kvci_manager_type_register: a type needs a name, validate_entry, blocks_needed, "
-                        "hit_length and (fixed-size types) fixed_blocks");
+                                     "hit_length and (fixed-size types) fixed_blocks");
     if (n_registered == KVC_MAX_ATTN_TYPES)
         return kvci_fail(KVC_ENOMEM, "kvci_manager_type_register: %d attention types are registered already",
-                        KVC_MAX_ATTN_TYPES);
+                         KVC_MAX_ATTN_TYPES);
     type->attn_type = (kvc_attn_type)n_registered;
     registry[n_registered] = type;
     *out = (kvc_attn_type)n_registered++;

@@ -17,8 +17,9 @@ int64_t kvci_type_max_table_len(const kvc_manager_type *t, const kvc_cache_group
 }
 
 int64_t kvci_type_step_width(const kvc_manager_type *t, const kvc_cache_group *g, int64_t max_model_len,
-                            bool is_prefill) {
-    return t->step_width != NULL ? t->step_width(g, max_model_len, is_prefill) : kvci_cdiv(max_model_len, g->block_size);
+                             bool is_prefill) {
+    return t->step_width != NULL ? t->step_width(g, max_model_len, is_prefill)
+                                 : kvci_cdiv(max_model_len, g->block_size);
 }
 
 bool kvci_type_has_slot_mapping(const kvc_manager_type *t, const kvc_cache_group *g) {

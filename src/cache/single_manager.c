@@ -6,11 +6,11 @@
 #include "cache/manager_type.h"
 
 kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group *g, int64_t num_blocks,
-                                   int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared) {
+                                    int64_t max_model_len, int64_t hash_tokens, kvc_block_pool *shared) {
     const kvc_manager_type *type = kvci_manager_type_find(g->attn_type);
     KVC_ASSERT(type != NULL);
-    *m = (kvc_single_manager){.type = type, .group = *g, .max_model_len = max_model_len, .pool = shared,
-                              .owns_pool = shared == NULL};
+    *m = (kvc_single_manager){
+        .type = type, .group = *g, .max_model_len = max_model_len, .pool = shared, .owns_pool = shared == NULL};
     m->max_table = kvci_type_max_table_len(type, g, max_model_len);
     kvc_status st = shared == NULL ? kvc_block_pool_create(num_blocks, &m->pool) : KVC_OK;
     if (st != KVC_OK) return kvci_fail(st, "manager %s: %s", g->key, kvc_last_error());
@@ -20,7 +20,7 @@ kvc_status kvci_single_manager_init(kvc_single_manager *m, const kvc_cache_group
     if (m->scratch == NULL) {
         kvci_single_manager_release(m);
         return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate a scratch of %lld block ids", g->key,
-                        (long long)scratch);
+                         (long long)scratch);
     }
     if (hash_tokens <= 0) return KVC_OK;
     m->caching = true;
@@ -57,7 +57,7 @@ kvc_status kvci_req_blocks_reserve(const kvc_single_manager *m, kvc_req_blocks *
     int64_t cap = grown_cap(t->cap, len, m->max_table);
     if (!KVCI_RESIZE(t->ids, cap))
         return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate a block table of %lld entries", m->group.key,
-                        (long long)cap);
+                         (long long)cap);
     t->cap = cap;
     return KVC_OK;
 }
@@ -69,7 +69,7 @@ kvc_status kvci_single_manager_reserve_query(kvc_single_manager *m, int64_t len)
     int64_t cap = grown_cap(m->query_cap, n, INT64_MAX);
     if (!KVCI_RESIZE(m->chain, cap) || !KVCI_RESIZE(m->hit_ids, cap))
         return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate the prefix-cache scratch for a prompt of %lld blocks",
-                        m->group.key, (long long)cap);
+                         m->group.key, (long long)cap);
     m->query_cap = cap;
     return KVC_OK;
 }
@@ -122,7 +122,8 @@ void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t
 
 void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
     if (t->present) return;
-    *t = (kvc_req_blocks){.ids = t->ids, .cap = t->cap, .present = true, .generation = generation, .seed = seed, .chain = seed};
+    *t = (kvc_req_blocks){
+        .ids = t->ids, .cap = t->cap, .present = true, .generation = generation, .seed = seed, .chain = seed};
     m->n_entries++;
 }
 
@@ -131,7 +132,7 @@ kvc_status kvci_key_hit_reserve(const kvc_single_manager *m, kvc_key_hit *h, int
     int64_t cap = grown_cap(h->cap, n, INT64_MAX);
     if (!KVCI_RESIZE(h->ids, cap) || !KVCI_RESIZE(h->hashes, cap))
         return kvci_fail(KVC_ENOMEM, "manager %s: cannot allocate room to keep a prefix hit of %lld blocks",
-                        m->group.key, (long long)cap);
+                         m->group.key, (long long)cap);
     h->cap = cap;
     return KVC_OK;
 }
@@ -228,13 +229,13 @@ void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
 kvc_status kvci_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->num_head <= 0)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: num_head %lld must be positive", layer_idx, e->name,
-                        (long long)e->num_head);
+                         (long long)e->num_head);
     if (e->n_dims < 1 || e->n_dims > KVC_MAX_DIMS)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dim must have 1 to %d values (has %d)", layer_idx, e->name,
-                        KVC_MAX_DIMS, e->n_dims);
+                         KVC_MAX_DIMS, e->n_dims);
     for (int32_t i = 0; i < e->n_dims; i++)
         if (e->dim[i] <= 0)
             return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dim[%d] %lld must be positive", layer_idx, e->name, i,
-                            (long long)e->dim[i]);
+                             (long long)e->dim[i]);
     return KVC_OK;
 }

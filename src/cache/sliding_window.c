@@ -8,8 +8,9 @@
 
 static kvc_status sw_validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->sliding_window <= 0 || e->sliding_window > INT32_MAX)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: sliding_window %lld must be set to a number of keys in [1, 2^31)",
-                        layer_idx, e->name, (long long)e->sliding_window);
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: sliding_window %lld must be set to a number of keys in [1, 2^31)",
+                         layer_idx, e->name, (long long)e->sliding_window);
     return kvci_validate_attention_entry(e, layer_idx);
 }
 

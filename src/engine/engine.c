@@ -30,7 +30,7 @@ kvc_engine_params kvc_engine_default_params(void) {
     return p;
 }
 
-#define KVC_ENGINE_MAX_ROWS ((int64_t)1 << 20)
+#define KVC_ENGINE_MAX_ROWS     ((int64_t)1 << 20)
 #define KVC_ENGINE_MAX_REQUESTS ((int64_t)1 << 24)
 
 static kvc_status check_model(const kvc_engine_model *m) {
@@ -44,8 +44,10 @@ static kvc_status check_model(const kvc_engine_model *m) {
             return kvci_fail(KVC_EINVAL, "engine model: %s %g must be finite and >= 0",
                              (const char *[]){"cost_token", "cost_row", "cost_context"}[i], costs[i]);
     if (m->cache_info != NULL && m->n_legacy_caches != 0)
-        return kvci_fail(KVC_EINVAL, "engine model: declares cache info and %d legacy caches; legacy caches are for "
-                        "self-managed models (cache_info NULL) only", m->n_legacy_caches);
+        return kvci_fail(KVC_EINVAL,
+                         "engine model: declares cache info and %d legacy caches; legacy caches are for "
+                         "self-managed models (cache_info NULL) only",
+                         m->n_legacy_caches);
     return KVC_OK;
 }
 
@@ -61,58 +63,63 @@ static int64_t step_tokens(const kvc_engine_params *p) {
 /* Checks p and replaces its 0 = default fields by their values. */
 static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->max_model_len < 1 || p->max_model_len >= INT32_MAX)
-        return kvci_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)", (long long)p->max_model_len);
+        return kvci_fail(KVC_EINVAL, "engine: max_model_len %lld must be in [1, 2^31 - 1)",
+                         (long long)p->max_model_len);
     if (p->max_num_seqs < 1 || p->max_num_seqs > KVC_ENGINE_MAX_ROWS)
         return kvci_fail(KVC_EINVAL, "engine: max_num_seqs %lld must be in [1, %lld]", (long long)p->max_num_seqs,
-                        (long long)KVC_ENGINE_MAX_ROWS);
+                         (long long)KVC_ENGINE_MAX_ROWS);
     if (p->scheduler != KVC_ENGINE_SCHED_BUDGET && p->scheduler != KVC_ENGINE_SCHED_PREFILL_ALONE)
         return kvci_fail(KVC_EINVAL, "engine: scheduler %d is unknown (BUDGET or PREFILL_ALONE)", (int)p->scheduler);
     if (p->max_num_batched_tokens < 0 || p->max_num_batched_tokens >= INT32_MAX)
         return kvci_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be in [0, 2^31 - 1) (0: default)",
-                        (long long)p->max_num_batched_tokens);
+                         (long long)p->max_num_batched_tokens);
     p->max_num_batched_tokens = step_tokens(p);
     if (p->max_num_batched_tokens < p->max_num_seqs)
-        return kvci_fail(KVC_EINVAL, "engine: max_num_batched_tokens %lld must be >= max_num_seqs %lld (every running "
-                        "request's decode token fits one step)", (long long)p->max_num_batched_tokens,
-                        (long long)p->max_num_seqs);
+        return kvci_fail(KVC_EINVAL,
+                         "engine: max_num_batched_tokens %lld must be >= max_num_seqs %lld (every running "
+                         "request's decode token fits one step)",
+                         (long long)p->max_num_batched_tokens, (long long)p->max_num_seqs);
     if (p->scheduler == KVC_ENGINE_SCHED_PREFILL_ALONE && p->max_num_batched_tokens < p->max_model_len)
-        return kvci_fail(KVC_EINVAL, "engine: the PREFILL_ALONE scheduler needs max_num_batched_tokens %lld >= "
-                        "max_model_len %lld (it does not chunk: a preempted request recomputes up to max_model_len "
-                        "tokens in one step)", (long long)p->max_num_batched_tokens, (long long)p->max_model_len);
+        return kvci_fail(KVC_EINVAL,
+                         "engine: the PREFILL_ALONE scheduler needs max_num_batched_tokens %lld >= "
+                         "max_model_len %lld (it does not chunk: a preempted request recomputes up to max_model_len "
+                         "tokens in one step)",
+                         (long long)p->max_num_batched_tokens, (long long)p->max_model_len);
     if (p->long_prefill_token_threshold < 0)
         return kvci_fail(KVC_EINVAL, "engine: long_prefill_token_threshold %lld must be >= 0 (0: no cap)",
-                        (long long)p->long_prefill_token_threshold);
+                         (long long)p->long_prefill_token_threshold);
     if (!(p->step_cost_ratio == 0.0 || (p->step_cost_ratio >= 1.0 && p->step_cost_ratio <= 1e6)))
         return kvci_fail(KVC_EINVAL, "engine: step_cost_ratio %g must be 0 (off) or in [1, 1e6]", p->step_cost_ratio);
     if (p->step_cost_ratio > 0.0 && (p->min_chunk_tokens < 1 || p->min_chunk_tokens >= INT32_MAX))
-        return kvci_fail(KVC_EINVAL, "engine: min_chunk_tokens %lld must be in [1, 2^31 - 1) when step_cost_ratio is on",
+        return kvci_fail(KVC_EINVAL,
+                         "engine: min_chunk_tokens %lld must be in [1, 2^31 - 1) when step_cost_ratio is on",
                          (long long)p->min_chunk_tokens);
     if (p->max_requests == 0) p->max_requests = 4 * p->max_num_seqs;
     if (p->max_requests < 1 || p->max_requests > KVC_ENGINE_MAX_REQUESTS)
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld must be in [1, %lld]", (long long)p->max_requests,
-                        (long long)KVC_ENGINE_MAX_REQUESTS);
+                         (long long)KVC_ENGINE_MAX_REQUESTS);
     if (p->plan_concurrency == 0) p->plan_concurrency = p->max_num_seqs;
     if (p->plan != KVC_ENGINE_PLAN_OFFLINE && p->plan != KVC_ENGINE_PLAN_BUDGET)
         return kvci_fail(KVC_EINVAL, "engine: plan %d is unknown (OFFLINE or BUDGET)", (int)p->plan);
     if (p->plan == KVC_ENGINE_PLAN_BUDGET && p->kv_memory_bytes <= 0)
         return kvci_fail(KVC_EINVAL, "engine: BUDGET planning needs kv_memory_bytes > 0 (got %lld)",
-                        (long long)p->kv_memory_bytes);
+                         (long long)p->kv_memory_bytes);
     if (p->reserved_decode_tokens < 0 || p->reserved_decode_tokens > INT32_MAX)
         return kvci_fail(KVC_EINVAL, "engine: reserved_decode_tokens %lld must be in [0, 2^31)",
-                        (long long)p->reserved_decode_tokens);
+                         (long long)p->reserved_decode_tokens);
     if (p->prefix_caching && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
         return kvci_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
-                        "compute from the middle, which the PREFILL_ALONE scheduler never does)");
+                                     "compute from the middle, which the PREFILL_ALONE scheduler never does)");
     if (p->next_n != 0)
         return kvci_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
-                        (long long)p->next_n);
+                         (long long)p->next_n);
     kvc_status st = kvci_page_policy_check("engine", p->pages, p->alignment);
     if (st != KVC_OK) return st;
     /* kv_dtype and kv_layout are the model adapter's (it checks them): the engine reads neither */
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",
-                        (long long)p->max_requests, (long long)p->max_model_len);
+                         (long long)p->max_requests, (long long)p->max_model_len);
     return KVC_OK;
 }
 
@@ -156,8 +163,10 @@ static kvc_status check_setters(const kvc_model_cache_info *ci) {
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
             const kvc_cache_entry *en = &ci->layer_infos[l].caches[c];
             if (en->needs_block && en->tensor_setter == NULL)
-                return kvci_fail(KVC_EINVAL, "layer %d, cache %s: no tensor_setter: the engine's model would never "
-                                 "receive the tensor", ci->layer_infos[l].layer_idx, en->name);
+                return kvci_fail(KVC_EINVAL,
+                                 "layer %d, cache %s: no tensor_setter: the engine's model would never "
+                                 "receive the tensor",
+                                 ci->layer_infos[l].layer_idx, en->name);
         }
     return KVC_OK;
 }
@@ -221,7 +230,7 @@ static kvc_status alloc_requests(kvc_engine *e) {
     if (!e->reqs || !e->token_store || !e->time_store || !e->waiting || !e->running || !e->rows || !e->row_slots ||
         !e->row_ids || !e->row_admitted || !e->ids || !e->logits)
         return kvci_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
-                        (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
+                         (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
     for (size_t i = 0; i < n; i++) {
         e->reqs[i].state = KVC_SLOT_UNUSED;
         e->reqs[i].tokens = e->token_store + i * len;

@@ -62,8 +62,10 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             mlp = H * (double)c->n_routed_experts +
                   (double)(c->experts_per_tok + c->n_shared_experts) * 3.0 * H * (double)c->moe_intermediate_size;
         token += proj + mlp;
-        if (c->layer_sliding[l]) token += pair * (double)c->sliding_window;
-        else context += pair;
+        if (c->layer_sliding[l])
+            token += pair * (double)c->sliding_window;
+        else
+            context += pair;
     }
     em->cost_token = token;
     em->cost_context = context;
@@ -134,8 +136,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     const int64_t step_tokens = kvc_engine_step_tokens(ep);
     if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
     if (!kvc_model_kv_dtype_ok(ep->kv_dtype))
-        return kvci_fail(KVC_EINVAL, "engine adapter: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, "
-                         "fp8_e4m3, fp8_e5m2)", kvc_dtype_name(ep->kv_dtype), (int)ep->kv_dtype);
+        return kvci_fail(KVC_EINVAL,
+                         "engine adapter: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, "
+                         "fp8_e4m3, fp8_e5m2)",
+                         kvc_dtype_name(ep->kv_dtype), (int)ep->kv_dtype);
     if (ep->kv_layout != KVC_BLOCK_BNBSND && ep->kv_layout != KVC_BLOCK_BNNDBS)
         return kvci_fail(KVC_EINVAL, "engine adapter: kv_layout %d is not BNBSND or BNNDBS (keys in lanes)",
                          (int)ep->kv_layout);
@@ -147,8 +151,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     kvc_status st = a->layers != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
     const bool lanes = ep->kv_layout == KVC_BLOCK_BNNDBS;
     if (st == KVC_OK && lanes && (p->self_managed || p->latent))
-        st = kvci_fail(KVC_EINVAL, "engine adapter: kv_layout BNNDBS (keys in lanes) takes managed full-form caches, "
-                       "not %s", p->self_managed ? "self-managed ones" : "MLA latent ones");
+        st = kvci_fail(KVC_EINVAL,
+                       "engine adapter: kv_layout BNNDBS (keys in lanes) takes managed full-form caches, "
+                       "not %s",
+                       p->self_managed ? "self-managed ones" : "MLA latent ones");
     /* the self-managed path reads only shapes, so any block size will do */
     if (st == KVC_OK)
         st = kvc_model_cache_info_build(m, p->latent, ep->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
@@ -164,11 +170,12 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
                                        .layout = ep->kv_layout,
                                        .n_layers = (int32_t)c->num_layers,
                                        .layers = a->layers};
-        if (p->self_managed) st = wire_legacy(a);
-        else wire_managed(a);
+        if (p->self_managed)
+            st = wire_legacy(a);
+        else
+            wire_managed(a);
     }
-    if (st == KVC_OK)
-        st = kvc_model_workspace_create(m, step_tokens, ep->max_num_seqs, ep->max_model_len, &a->ws);
+    if (st == KVC_OK) st = kvc_model_workspace_create(m, step_tokens, ep->max_num_seqs, ep->max_model_len, &a->ws);
     if (st != KVC_OK) {
         kvc_engine_adapter_destroy(a);
         return st;

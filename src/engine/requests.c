@@ -7,8 +7,15 @@
 
 kvc_engine_request kvc_engine_request_default(void) {
     return (kvc_engine_request){
-        .id = -1, .prompt = NULL, .n_prompt = 0, .max_new_tokens = 16, .eos_id = -1, .priority = 0, .cache_salt = NULL,
-        .cache_salt_len = 0, .arrival_ns = 0,
+        .id = -1,
+        .prompt = NULL,
+        .n_prompt = 0,
+        .max_new_tokens = 16,
+        .eos_id = -1,
+        .priority = 0,
+        .cache_salt = NULL,
+        .cache_salt_len = 0,
+        .arrival_ns = 0,
         .sampling = kvc_sampling_default_params(),
     };
 }
@@ -17,35 +24,39 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     if (r->id < 0) return kvci_fail(KVC_EINVAL, "request id %lld must be >= 0", (long long)r->id);
     if (r->n_prompt < 1)
         return kvci_fail(KVC_EINVAL, "request %lld: the prompt is empty (n_prompt %lld); at least one token is needed",
-                        (long long)r->id, (long long)r->n_prompt);
+                         (long long)r->id, (long long)r->n_prompt);
     if (r->prompt == NULL) return kvci_fail(KVC_EINVAL, "request %lld: prompt is NULL", (long long)r->id);
     if (r->n_prompt > e->p.max_model_len)
         return kvci_fail(KVC_EINVAL, "request %lld: prompt of %lld tokens is longer than max_model_len %lld",
-                        (long long)r->id, (long long)r->n_prompt, (long long)e->p.max_model_len);
+                         (long long)r->id, (long long)r->n_prompt, (long long)e->p.max_model_len);
     for (int64_t i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= e->model.vocab_size)
             return kvci_fail(KVC_EINVAL, "request %lld: prompt token %lld is %d, outside the vocabulary [0, %lld)",
-                            (long long)r->id, (long long)i, r->prompt[i], (long long)e->model.vocab_size);
+                             (long long)r->id, (long long)i, r->prompt[i], (long long)e->model.vocab_size);
     if (r->max_new_tokens < 1)
         return kvci_fail(KVC_EINVAL, "request %lld: max_new_tokens %lld must be >= 1", (long long)r->id,
-                        (long long)r->max_new_tokens);
+                         (long long)r->max_new_tokens);
     if (r->eos_id < -1 || r->eos_id >= e->model.vocab_size)
         return kvci_fail(KVC_EINVAL, "request %lld: eos_id %d must be -1 (none) or in [0, %lld)", (long long)r->id,
-                        r->eos_id, (long long)e->model.vocab_size);
+                         r->eos_id, (long long)e->model.vocab_size);
     if (r->cache_salt_len < 0 || r->cache_salt_len > KVC_ENGINE_SALT_MAX ||
         (r->cache_salt_len == 0) != (r->cache_salt == NULL))
-        return kvci_fail(KVC_EINVAL, "request %lld: cache_salt %s with cache_salt_len %lld: a salt is 1 to %d bytes, "
-                        "or NULL and 0 for none", (long long)r->id, r->cache_salt == NULL ? "NULL" : "given",
-                        (long long)r->cache_salt_len, KVC_ENGINE_SALT_MAX);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: cache_salt %s with cache_salt_len %lld: a salt is 1 to %d bytes, "
+                         "or NULL and 0 for none",
+                         (long long)r->id, r->cache_salt == NULL ? "NULL" : "given", (long long)r->cache_salt_len,
+                         KVC_ENGINE_SALT_MAX);
     if (r->arrival_ns < 0 || r->arrival_ns > now)
-        return kvci_fail(KVC_EINVAL, "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
-                        "kvc_engine_now_ns (now %lld)", (long long)r->id, (long long)r->arrival_ns, (long long)now);
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
+                         "kvc_engine_now_ns (now %lld)",
+                         (long long)r->id, (long long)r->arrival_ns, (long long)now);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
     if (st != KVC_OK) return kvci_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
     const kvc_engine_req *held = kvci_engine_find(e, r->id);
     if (held != NULL)
         return kvci_fail(KVC_EINVAL, "request id %lld is already held by the engine (%s); release it first",
-                        (long long)r->id, kvc_engine_request_state_name((kvc_engine_request_state)held->state));
+                         (long long)r->id, kvc_engine_request_state_name((kvc_engine_request_state)held->state));
     /* positions of its longest run: every token but the last one generated is fed */
     int64_t room = e->p.max_model_len - r->n_prompt + 1;
     int64_t positions = r->n_prompt + kvci_min64(r->max_new_tokens, room) - 1;
@@ -53,12 +64,13 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
     if (st != KVC_OK) return st;
     if (e->table.n_free == 0)
         return kvci_fail(KVC_NO_SPACE, "request %lld: all %lld request slots are held; release finished requests",
-                        (long long)r->id, (long long)e->p.max_requests);
+                         (long long)r->id, (long long)e->p.max_requests);
     return KVC_OK;
 }
 
 kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
-    if (e == NULL || r == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
+    if (e == NULL || r == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
     const int64_t now = kvc_engine_now_ns();
     kvc_status st = check_request(e, r, now);
     if (st != KVC_OK) return st;
@@ -103,9 +115,14 @@ kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_re
     if (st != KVC_OK) return st;
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_request_get: out is NULL");
     *out = (kvc_engine_request_info){
-        .state = (kvc_engine_request_state)r->state, .finish = r->finish, .n_prompt = r->n_prompt,
-        .n_generated = r->n_tokens - r->n_prompt, .n_cached = r->n_cached, .n_preemptions = r->n_preemptions,
-        .priority = r->priority, .n_prefix_hit = r->n_prefix_hit,
+        .state = (kvc_engine_request_state)r->state,
+        .finish = r->finish,
+        .n_prompt = r->n_prompt,
+        .n_generated = r->n_tokens - r->n_prompt,
+        .n_cached = r->n_cached,
+        .n_preemptions = r->n_preemptions,
+        .priority = r->priority,
+        .n_prefix_hit = r->n_prefix_hit,
     };
     return KVC_OK;
 }
@@ -116,7 +133,7 @@ kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *o
     if (st != KVC_OK) return st;
     if (n_out == NULL || cap < 0 || (cap > 0 && out == NULL))
         return kvci_fail(KVC_EINVAL, "kvc_engine_request_output: n_out and (with cap %lld > 0) out are required",
-                        (long long)cap);
+                         (long long)cap);
     int64_t n = r->n_tokens - r->n_prompt;
     if (cap > 0) memcpy(out, r->tokens + r->n_prompt, (size_t)kvci_min64(n, cap) * sizeof *out);
     *n_out = n;

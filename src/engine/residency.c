@@ -9,11 +9,14 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
     /* the hit the admission's query handed out (with its prompt only) */
     const kvc_prefix_hit hit = {.n_tokens = computed, .handle = r->hit_handle};
     /* a first chunk keeps the decode reserve of every live request free */
-    return kvc_manager_allocate_slots(
-        e->mgr, &(kvc_slot_request){.request_id = r->id, .computed_tokens = computed, .num_new_tokens = n_new,
-                                    .lookahead_tokens = e->p.next_n,
-                                    .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0, .prompt = prompt,
-                                    .hit = prompt != NULL && computed > 0 ? &hit : NULL});
+    return kvc_manager_allocate_slots(e->mgr,
+                                      &(kvc_slot_request){.request_id = r->id,
+                                                          .computed_tokens = computed,
+                                                          .num_new_tokens = n_new,
+                                                          .lookahead_tokens = e->p.next_n,
+                                                          .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0,
+                                                          .prompt = prompt,
+                                                          .hit = prompt != NULL && computed > 0 ? &hit : NULL});
 }
 
 /* The request's tokens and salt as a prompt of the manager. */
@@ -73,8 +76,8 @@ kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, b
     kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
     if (st != KVC_CLAMPED) return st;
     return kvci_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
-                    (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
-                    (long long)e->p.max_model_len);
+                     (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),
+                     (long long)e->p.max_model_len);
 }
 
 kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r) {
@@ -96,10 +99,10 @@ kvc_status kvci_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positi
         int64_t usable = kvc_manager_num_blocks(e->mgr, k) - 1;
         if (need > usable)
             return kvci_fail(KVC_ENOMEM,
-                            "request %lld: its longest run (%lld positions) needs %lld blocks of the pool of manager "
-                            "%s (block_size %lld) but it holds %lld usable blocks (raise the KV budget)",
-                            (long long)id, (long long)positions, (long long)need, kvc_manager_key(e->mgr, k),
-                            (long long)kvc_manager_block_size(e->mgr, k), (long long)usable);
+                             "request %lld: its longest run (%lld positions) needs %lld blocks of the pool of manager "
+                             "%s (block_size %lld) but it holds %lld usable blocks (raise the KV budget)",
+                             (long long)id, (long long)positions, (long long)need, kvc_manager_key(e->mgr, k),
+                             (long long)kvc_manager_block_size(e->mgr, k), (long long)usable);
     }
     return KVC_OK;
 }

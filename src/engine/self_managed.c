@@ -10,25 +10,25 @@
 static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cache *c, int32_t i, int64_t *bytes) {
     if (c->tensor_setter == NULL)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
-                        c->name, c->layer_idx);
+                         c->name, c->layer_idx);
     size_t item = kvc_dtype_size(c->dtype);
     if (item == 0)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): dtype %d is unknown", i, c->name, c->layer_idx,
-                        (int)c->dtype);
+                         (int)c->dtype);
     if (c->n_dims < 1 || c->n_dims > KVC_MAX_DIMS - 2)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
-                        c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
+                         c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
     int64_t n = 0;
     bool ok = kvci_mul64(e->p.max_num_seqs, e->p.max_model_len, &n) && kvci_mul64(n, (int64_t)item, &n);
     for (int32_t d = 0; d < c->n_dims && ok; d++) {
         if (c->unit[d] < 1)
             return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
-                            c->layer_idx, d, (long long)c->unit[d]);
+                             c->layer_idx, d, (long long)c->unit[d]);
         ok = kvci_mul64(n, c->unit[d], &n);
     }
     if (!ok)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
-                        c->name, c->layer_idx, (long long)e->p.max_num_seqs, (long long)e->p.max_model_len);
+                         c->name, c->layer_idx, (long long)e->p.max_num_seqs, (long long)e->p.max_model_len);
     *bytes = n;
     return KVC_OK;
 }
@@ -68,7 +68,7 @@ kvc_status kvci_engine_legacy_create(kvc_engine *e) {
     kvc_engine_legacy *l = &e->legacy;
     if (e->model.n_legacy_caches < 0 || (e->model.n_legacy_caches > 0 && e->model.legacy_caches == NULL))
         return kvci_fail(KVC_EINVAL, "engine model: %d legacy caches but the list is NULL or the count negative",
-                        e->model.n_legacy_caches);
+                         e->model.n_legacy_caches);
     size_t rows = (size_t)e->p.max_num_seqs, toks = (size_t)e->max_tokens;
     kvc_step_rows *sr = &l->rows;
     sr->max_rows = e->p.max_num_seqs;
@@ -107,17 +107,18 @@ void kvci_engine_legacy_destroy(kvc_engine *e) {
 }
 
 kvc_status kvci_engine_legacy_build(kvc_engine *e, const kvc_step_request *rows, int64_t n, bool is_prefill,
-                                   kvc_step_metadata *md, kvc_engine_batch *batch) {
+                                    kvc_step_metadata *md, kvc_engine_batch *batch) {
     kvc_engine_legacy *l = &e->legacy;
     int64_t s = e->p.max_model_len, t = 0;
     for (int64_t b = 0; b < n; b++) {
         const kvc_engine_req *r = &e->reqs[e->row_slots[b]];
         int64_t first = rows[b].computed_tokens, q = rows[b].num_new_tokens;
         if (r->cache_row < 0 || r->cache_row >= e->p.max_num_seqs || first + q > s || t + q > e->max_tokens)
-            return kvci_fail(KVC_EINTERNAL, "engine: self-managed row %lld (request %lld, cache row %lld) positions "
-                            "%lld..%lld do not fit [%lld rows, %lld positions]", (long long)b, (long long)r->id,
-                            (long long)r->cache_row, (long long)first, (long long)(first + q - 1),
-                            (long long)e->p.max_num_seqs, (long long)s);
+            return kvci_fail(KVC_EINTERNAL,
+                             "engine: self-managed row %lld (request %lld, cache row %lld) positions "
+                             "%lld..%lld do not fit [%lld rows, %lld positions]",
+                             (long long)b, (long long)r->id, (long long)r->cache_row, (long long)first,
+                             (long long)(first + q - 1), (long long)e->p.max_num_seqs, (long long)s);
         l->cache_rows[b] = r->cache_row;
         t += q;
     }

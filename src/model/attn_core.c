@@ -9,21 +9,18 @@
 #include "kvcache/half.h"
 #include "model/forward_internal.h"
 
-static kvc_tensor view_dt(const void *data, kvc_dtype dt, int32_t nd, int64_t a, int64_t b, int64_t c)
-{
+static kvc_tensor view_dt(const void *data, kvc_dtype dt, int32_t nd, int64_t a, int64_t b, int64_t c) {
     kvc_tensor t = {.data = (void *)data, .dtype = dt, .ndim = nd};
     t.shape[0] = a, t.shape[1] = b, t.shape[2] = c;
     return t;
 }
 
-static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c)
-{
+static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int64_t c) {
     return view_dt(data, KVC_DTYPE_F32, nd, a, b, c);
 }
 
 /* Runs the CPU kernel, growing the workspace once when a step needs more. */
-static kvc_status run_attention(kvc_model_workspace *ws, const kvc_attention_params *p)
-{
+static kvc_status run_attention(kvc_model_workspace *ws, const kvc_attention_params *p) {
     size_t need = 0;
     const int threads = omp_get_max_threads();
     kvc_status st = kvc_attention_cpu_workspace_size(p, threads, &need);
@@ -39,8 +36,7 @@ static kvc_status run_attention(kvc_model_workspace *ws, const kvc_attention_par
     return kvc_attention_cpu(p, ws->attn_ws, ws->attn_ws_bytes);
 }
 
-static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one)
-{
+static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one) {
     if (window > 0) {
         p->sparse_mode = 4;
         p->pre_tokens = window - 1;
@@ -53,17 +49,16 @@ static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one)
     }
 }
 
-static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc)
-{
+static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
     const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
-    if (!k) kvci_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
+    if (!k)
+        kvci_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
     else if (!k->slot_mapping || !k->block_table)
         kvci_fail(KVC_EINVAL, "forward: manager key \"%s\" has no block table / slot mapping", lc->key);
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
-const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf)
-{
+const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf) {
     switch (t->dtype) {
     case KVC_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_f16(rows[i]);
@@ -75,21 +70,18 @@ const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, v
     }
 }
 
-int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc)
-{
+int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc) {
     return lc->k.shape[0] * (cs->kind == KVC_MCACHE_PAGED ? cs->block_size : lc->k.shape[1]);
 }
 
 /* The paged order of cache tensor t of lc: BNBSND, or for the BNNDBS
  * layout keys in lanes (k) and head-major values (v). */
-static kvc_block_layout paged_order(const kvc_model_caches *cs, const kvc_layer_cache *lc, const kvc_tensor *t)
-{
+static kvc_block_layout paged_order(const kvc_model_caches *cs, const kvc_layer_cache *lc, const kvc_tensor *t) {
     if (cs->layout != KVC_BLOCK_BNNDBS) return KVC_BLOCK_BNBSND;
     return t == &lc->k ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNNBSD;
 }
 
-const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc)
-{
+const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
         const kvc_step_key *k = layer_key(s, lc);
         return k ? k->slot_mapping : NULL;
@@ -100,8 +92,8 @@ const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc
     for (int64_t r = 0; r < md->n_rows; r++) {
         const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
         if (cr < 0 || cr >= rows) {
-            kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r, (long long)cr,
-                      (long long)rows);
+            kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
+                      (long long)cr, (long long)rows);
             return NULL;
         }
         for (int64_t t = q0; t < md->cu_seq_lens_q[r]; t++) s->ws->slots[t] = cr * S + md->positions[t];
@@ -113,21 +105,20 @@ const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc
 /* int8 / fp8: rows f32 [T, heads, dim] quantised per token into t (seen as
  * [blocks, block, heads, dim]), each token's scale at its slot of `scales`. */
 static kvc_status cache_write_quant(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t,
-                                   const kvc_tensor *scales, const float *rows, int64_t heads, int64_t dim)
-{
+                                    const kvc_tensor *scales, const float *rows, int64_t heads, int64_t dim) {
     const int64_t *slots = kvci_cache_slots(s, lc);
     if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
     const kvc_model_caches *cs = s->a->caches;
     kvc_tensor c4 = *t;
     const kvc_block_layout order = cs->kind == KVC_MCACHE_PAGED ? paged_order(cs, lc, t) : KVC_BLOCK_BNBSND;
-    if (order == KVC_BLOCK_BNBSND) c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim; /* [blocks, block, heads, dim] */
+    if (order == KVC_BLOCK_BNBSND)
+        c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim; /* [blocks, block, heads, dim] */
     const kvc_tensor upd = view(rows, 3, s->T, heads, dim);
     return kvc_write_slots_token_quant(&c4, order, &upd, slots, s->T, scales->data, kvci_cache_slot_count(cs, lc));
 }
 
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
-                           int64_t heads, int64_t dim)
-{
+                            int64_t heads, int64_t dim) {
     const kvc_step_metadata *md = s->md;
     const int64_t W = heads * dim;
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
@@ -143,7 +134,7 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
         const int64_t cr = s->a->cache_rows ? s->a->cache_rows[r] : r;
         if (cr < 0 || cr >= t->shape[0])
             return kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
-                            (long long)cr, (long long)t->shape[0]);
+                             (long long)cr, (long long)t->shape[0]);
         const size_t es = kvc_dtype_size(t->dtype);
         kvc_tensor crow = view_dt((char *)t->data + (size_t)(cr * S * W) * es, t->dtype, 3, 1, S, W);
         kvc_tensor upd = view_dt((const char *)rows + (size_t)(q0 * W) * es, t->dtype, 3, 1, q1 - q0, W);
@@ -155,8 +146,7 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
     return KVC_OK;
 }
 
-static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
-{
+static void base_params(kvc_attention_params *p, const kvc_attn_call *c) {
     *p = kvc_attention_default_params();
     p->num_heads = (int32_t)c->nH;
     p->num_kv_heads = (int32_t)c->nKV;
@@ -171,8 +161,7 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c)
  * (contiguous, mode 1). Latent caches: the one scale of latent + rope is
  * the value's scale too. */
 static void quant_params(kvc_attention_params *p, const kvc_model_caches *cs, const kvc_layer_cache *lc, bool latent,
-                         int64_t cr)
-{
+                         int64_t cr) {
     if (!kvc_model_kv_quantised(lc->k.dtype)) return;
     const kvc_tensor *vs = latent ? &lc->k_scales : &lc->v_scales;
     const int64_t S = lc->k.shape[1], slots = kvci_cache_slot_count(cs, lc);
@@ -188,8 +177,7 @@ static void quant_params(kvc_attention_params *p, const kvc_model_caches *cs, co
 }
 
 /* TND query [T, nH, D] and output [T, nH, Dv] over the step's rows (cumulative q lengths). */
-static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc_attn_call *c)
-{
+static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc_attn_call *c) {
     base_params(p, c);
     p->layout = KVC_LAYOUT_TND;
     p->batch = s->md->n_rows;
@@ -201,9 +189,8 @@ static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc
 
 /* Over the step's own keys: k [T, nKV, D], v [T, nKV, Dv] as the layer's
  * float cache stores them (its dtype), or f32 without a cache (lc NULL). */
-static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc,
-                                const void *k, const void *v)
-{
+static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc, const void *k,
+                                const void *v) {
     kvc_attention_params p;
     tnd_params(&p, s, c);
     p.kv_lens = s->md->cu_seq_lens_q;
@@ -213,15 +200,14 @@ static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, c
     return run_attention(s->ws, &p);
 }
 
-static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
-{
+static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
     const kvc_step_key *k = layer_key(s, lc);
     if (!k) return KVC_EINVAL;
     const kvc_model_caches *cs = s->a->caches;
     const int64_t NB = lc->k.shape[0], bs = cs->block_size;
     if (k->block_size != bs)
         return kvci_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
-                        (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);
+                         (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);
     kvc_attention_params p;
     tnd_params(&p, s, c);
     p.kv_lens = s->md->seq_lens_kv;
@@ -249,8 +235,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     return run_attention(s->ws, &p);
 }
 
-static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc)
-{
+static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
     const kvc_step_metadata *md = s->md;
     const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->q_rope ? c->dr : c->nKV * c->Dv;
     const size_t ke = kvc_dtype_size(lc->k.dtype), ve = kvc_dtype_size(lc->v.dtype);
@@ -268,7 +253,8 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         p.kv_len_form = KVC_KV_FORM_DIRECT;
         p.q = view(c->q + q0 * c->nH * c->D, 3, 1, len, c->nH * c->D);
         p.k = view_dt((const char *)lc->k.data + (size_t)(cr * S * KW) * ke, lc->k.dtype, 3, 1, S, KW);
-        const kvc_tensor second = view_dt((const char *)lc->v.data + (size_t)(cr * S * VW) * ve, lc->v.dtype, 3, 1, S, VW);
+        const kvc_tensor second =
+            view_dt((const char *)lc->v.data + (size_t)(cr * S * VW) * ve, lc->v.dtype, 3, 1, S, VW);
         if (c->q_rope) {
             p.v = p.k;
             p.k_rope = second;
@@ -286,14 +272,12 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
     return KVC_OK;
 }
 
-kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c)
-{
+kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c) {
     kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
     return s->a->caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
 }
 
-kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c)
-{
+kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c) {
     const kvc_model_caches *caches = s->a->caches;
     if (!caches) return attend_packed(s, c, NULL, c->k, c->v);
     kvc_layer_cache *lc = &caches->layers[c->layer];

@@ -4,8 +4,7 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l)
-{
+kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const kvc_model *m = s->m;
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_weights *w = &m->layers[l];

@@ -15,8 +15,7 @@
 #define DS_LATENT_EPS 1e-6f /* q_a_layernorm / kv_a_layernorm class default (MF 1.2) */
 
 /* kv_a output [T, rkv + dr] -> normalised latent and rotated k_pe in place. */
-static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv)
-{
+static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv) {
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     kvc_rmsnorm_rows_f32(ckv, s->T, rkv, rkv + dr, s->m->layers[l].kva_norm, DS_LATENT_EPS);
@@ -24,8 +23,7 @@ static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv)
 }
 
 /* Non-absorbed: k [T, nH, dq], v [T, nH, dv] from the latent, then plain attention. */
-static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
-{
+static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
@@ -43,14 +41,23 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
             memcpy(k + (t * nH + h) * dq + dn, ckv + t * (rkv + dr) + rkv, (size_t)dr * sizeof(float));
             memcpy(v + (t * nH + h) * dv, src + dn, (size_t)dv * sizeof(float));
         }
-    kvc_attn_call call = {.layer = l, .q = ws->q, .k = k, .v = v, .nH = nH, .nKV = nH, .D = dq, .Dv = dv,
-                          .scale = kvc_model_attn_scale(c), .window = 0, .sinks = NULL, .out = ws->att};
+    kvc_attn_call call = {.layer = l,
+                          .q = ws->q,
+                          .k = k,
+                          .v = v,
+                          .nH = nH,
+                          .nKV = nH,
+                          .D = dq,
+                          .Dv = dv,
+                          .scale = kvc_model_attn_scale(c),
+                          .window = 0,
+                          .sinks = NULL,
+                          .out = ws->att};
     return kvci_attn_core(s, &call);
 }
 
 /* A latent cache tensor as the 4-D [blocks, block, 1, dim] the MLA write takes. */
-static kvc_tensor as_blocks(const kvc_tensor *t)
-{
+static kvc_tensor as_blocks(const kvc_tensor *t) {
     kvc_tensor b = *t;
     if (t->ndim == 3) b.ndim = 4, b.shape[2] = 1, b.shape[3] = t->shape[2];
     return b;
@@ -60,8 +67,7 @@ static kvc_tensor as_blocks(const kvc_tensor *t)
  * over latent + rope) for either RoPE form: the interleaved op applied to
  * half-split lanes rearranged as pairs (x[i], x[i + dr/2]) computes exactly
  * the half-split rotation, so the rope part is rearranged in place first. */
-static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
-{
+static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */) {
     const kvc_model_config *c = &s->m->cfg;
     kvc_model_workspace *ws = s->ws;
     kvc_layer_cache *lc = &s->a->caches->layers[l];
@@ -76,17 +82,25 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
         }
     kvc_tensor nope = as_blocks(&lc->k), rope = as_blocks(&lc->v);
     const bool quant = kvc_model_kv_quantised(lc->k.dtype);
-    const kvc_mla_write_params p = {.kv = ckv, .gamma = s->m->layers[l].kva_norm, .cos = ws->cos, .sin = ws->sin,
-                                    .slots = slots, .n_tokens = T, .latent_dim = rkv, .rope_dim = dr,
-                                    .eps = DS_LATENT_EPS, .order = KVC_BLOCK_BNBSND, .nope_cache = &nope,
-                                    .rope_cache = &rope, .slot_scale = quant ? lc->k_scales.data : NULL,
+    const kvc_mla_write_params p = {.kv = ckv,
+                                    .gamma = s->m->layers[l].kva_norm,
+                                    .cos = ws->cos,
+                                    .sin = ws->sin,
+                                    .slots = slots,
+                                    .n_tokens = T,
+                                    .latent_dim = rkv,
+                                    .rope_dim = dr,
+                                    .eps = DS_LATENT_EPS,
+                                    .order = KVC_BLOCK_BNBSND,
+                                    .nope_cache = &nope,
+                                    .rope_cache = &rope,
+                                    .slot_scale = quant ? lc->k_scales.data : NULL,
                                     .n_slot_scale = quant ? nope.shape[0] * nope.shape[1] : 0};
     return kvc_mla_write(&p);
 }
 
 /* Absorbed over the latent caches; leaves o [T, nH * dv] in ws->att. */
-static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */)
-{
+static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, rkv + dr] */) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
@@ -100,21 +114,28 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     for (int64_t t = 0; t < T; t++)
         for (int64_t h = 0; h < nH; h++)
             memcpy(ws->q_rope + (t * nH + h) * dr, ws->q + (t * nH + h) * dq + dn, (size_t)dr * sizeof(float));
-    kvc_attn_call call = {.layer = l, .q = qlat, .nH = nH, .nKV = 1, .D = rkv, .Dv = rkv,
-                          .scale = kvc_model_attn_scale(c), .q_rope = ws->q_rope, .dr = dr, .out = ws->att};
+    kvc_attn_call call = {.layer = l,
+                          .q = qlat,
+                          .nH = nH,
+                          .nKV = 1,
+                          .D = rkv,
+                          .Dv = rkv,
+                          .scale = kvc_model_attn_scale(c),
+                          .q_rope = ws->q_rope,
+                          .dr = dr,
+                          .out = ws->att};
     st = kvci_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
     if (st != KVC_OK) return st;
     /* o_h = W_UV^h . o_lat_h, W_UV^h = kv_b rows [h(dn+dv) + dn, (h+1)(dn+dv)) : [dv, rkv] */
     float *o = ws->mla_b; /* [T, nH, dv] (q_lat is dead now) */
     for (int64_t h = 0; h < nH; h++)
-        kvci_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL, o + h * dv,
-                    nH * dv);
+        kvci_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL,
+                     o + h * dv, nH * dv);
     memcpy(ws->att, o, (size_t)(T * nH * dv) * sizeof(float));
     return KVC_OK;
 }
 
-kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l)
-{
+kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;

@@ -9,8 +9,7 @@
 #include "model/model_internal.h"
 
 static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_t l, int64_t heads, int64_t dim,
-                             kvc_dtype dt, int64_t block_size)
-{
+                             kvc_dtype dt, int64_t block_size) {
     kvc_cache_entry e = kvc_cache_entry_default();
     snprintf(e.name, sizeof e.name, "%s", name);
     e.num_head = heads;
@@ -26,15 +25,17 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
 }
 
 kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
-                                      kvc_model_cache_info **out)
-{
+                                      kvc_model_cache_info **out) {
     if (!m || !out) return kvci_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
     *out = NULL;
     const kvc_model_config *c = &m->cfg;
-    if (block_size < 1) return kvci_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
+    if (block_size < 1)
+        return kvci_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
     if (!kvc_model_kv_dtype_ok(kv_dtype))
-        return kvci_fail(KVC_EINVAL, "model_cache_info_build: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, "
-                        "fp8_e4m3, fp8_e5m2)", kvc_dtype_name(kv_dtype));
+        return kvci_fail(KVC_EINVAL,
+                         "model_cache_info_build: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, "
+                         "fp8_e4m3, fp8_e5m2)",
+                         kvc_dtype_name(kv_dtype));
     if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvci_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);

@@ -12,8 +12,7 @@
 #define DS_MAX_GROUPS 256
 
 kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
-                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out)
-{
+                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out) {
     const int64_t I = g->rows;
     KVC_TRY(kvci_linear(x, n, g, bg, ga));
     KVC_TRY(kvci_linear(x, n, u, bu, gb));
@@ -22,8 +21,7 @@ kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const f
 }
 
 /* Indices of the k largest of v[0..n) into idx (ties: lower index first). */
-static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx)
-{
+static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx) {
     for (int64_t j = 0; j < k; j++) {
         int32_t best = -1;
         for (int64_t e = 0; e < n; e++) {
@@ -36,8 +34,7 @@ static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx)
 }
 
 /* Gathers the tokens that chose expert e: ws->tok / ws->tokw, returns their count. */
-static int64_t gather(kvc_model_workspace *ws, int64_t T, int64_t K, int64_t H, int32_t e)
-{
+static int64_t gather(kvc_model_workspace *ws, int64_t T, int64_t K, int64_t H, int32_t e) {
     int64_t n = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++)
@@ -50,8 +47,7 @@ static int64_t gather(kvc_model_workspace *ws, int64_t T, int64_t K, int64_t H, 
     return n;
 }
 
-static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H)
-{
+static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H) {
     for (int64_t i = 0; i < n; i++) {
         float *dst = ws->acc + (int64_t)ws->tok[i] * H;
         const float w = ws->tokw[i], *y = ws->yg + i * H;
@@ -59,8 +55,7 @@ static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H)
     }
 }
 
-kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
-{
+kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
@@ -99,8 +94,7 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l)
 
 /* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
 static void deepseek_route(const kvc_model_config *c, const float *logits, const float *corr, int32_t *sel, float *sw,
-                           float *tmp /* [E] */)
-{
+                           float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
     float s[2]; /* top-2 per group */
     int32_t gidx[DS_MAX_GROUPS];
@@ -109,8 +103,10 @@ static void deepseek_route(const kvc_model_config *c, const float *logits, const
     for (int64_t g = 0; g < G; g++) {
         s[0] = s[1] = -INFINITY;
         for (int64_t e = g * per; e < (g + 1) * per; e++) {
-            if (tmp[e] > s[0]) s[1] = s[0], s[0] = tmp[e];
-            else if (tmp[e] > s[1]) s[1] = tmp[e];
+            if (tmp[e] > s[0])
+                s[1] = s[0], s[0] = tmp[e];
+            else if (tmp[e] > s[1])
+                s[1] = tmp[e];
         }
         gscore[g] = s[0] + s[1];
     }
@@ -130,8 +126,7 @@ static void deepseek_route(const kvc_model_config *c, const float *logits, const
     }
 }
 
-kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l)
-{
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;

@@ -11,8 +11,7 @@
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
 
 /* Attention widths per family: query/key head dim, value head dim, KV heads of the full form. */
-static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64_t *nkv)
-{
+static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64_t *nkv) {
     if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
         *dq = c->qk_nope_head_dim + c->qk_rope_head_dim, *dv = c->v_head_dim, *nkv = c->num_heads;
     } else {
@@ -20,12 +19,11 @@ static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64
     }
 }
 
-void kvc_model_workspace_destroy(kvc_model_workspace *ws)
-{
+void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
-    float **f[] = {&ws->h, &ws->xn, &ws->q, &ws->k, &ws->v, &ws->att, &ws->proj, &ws->ff_a, &ws->ff_b, &ws->acc,
-                   &ws->xg, &ws->yg, &ws->router, &ws->route_tmp, &ws->selw, &ws->tokw, &ws->mla_a, &ws->mla_b,
-                   &ws->q_rope, &ws->cos, &ws->sin, &ws->rope_tmp};
+    float **f[] = {&ws->h,     &ws->xn,    &ws->q,      &ws->k,   &ws->v,      &ws->att,       &ws->proj, &ws->ff_a,
+                   &ws->ff_b,  &ws->acc,   &ws->xg,     &ws->yg,  &ws->router, &ws->route_tmp, &ws->selw, &ws->tokw,
+                   &ws->mla_a, &ws->mla_b, &ws->q_rope, &ws->cos, &ws->sin,    &ws->rope_tmp};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -38,16 +36,19 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws)
     kvci_free(ws);
 }
 
-static kvc_status alloc_f(float **p, int64_t n) { return kvc_aligned_alloc(64, (size_t)kvci_max64(n, 1) * 4, (void **)p); }
+static kvc_status alloc_f(float **p, int64_t n) {
+    return kvc_aligned_alloc(64, (size_t)kvci_max64(n, 1) * 4, (void **)p);
+}
 
 kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows, int64_t max_kv_len,
-                                      kvc_model_workspace **out)
-{
+                                      kvc_model_workspace **out) {
     if (!m || !out) return kvci_fail(KVC_EINVAL, "model_workspace_create: model and out must not be NULL");
     *out = NULL;
     if (max_tokens < 1 || max_rows < 1 || max_rows > max_tokens || max_kv_len < 1 || max_tokens > (1 << 24))
-        return kvci_fail(KVC_EINVAL, "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with max_rows <= max_tokens <= 2^24",
-                        (long long)max_tokens, (long long)max_rows, (long long)max_kv_len);
+        return kvci_fail(KVC_EINVAL,
+                         "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with "
+                         "max_rows <= max_tokens <= 2^24",
+                         (long long)max_tokens, (long long)max_rows, (long long)max_kv_len);
     const kvc_model_config *c = &m->cfg;
     kvc_model_workspace *ws = kvci_calloc(1, sizeof *ws);
     if (!ws) return kvci_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
@@ -65,7 +66,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts), 1);
     const int64_t K = kvci_max64(c->experts_per_tok, 1);
     kvc_status st = KVC_OK;
-#define A(ptr, n) \
+#define A(ptr, n)                                                                                                      \
     if (st == KVC_OK) st = alloc_f(&ws->ptr, (n))
     A(h, Tm * H);
     A(xn, Tm * H);
@@ -107,19 +108,16 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 
 /* ---- validation -------------------------------------------------------------- */
 
-bool kvc_model_kv_quantised(kvc_dtype dt)
-{
+bool kvc_model_kv_quantised(kvc_dtype dt) {
     return dt == KVC_DTYPE_I8 || dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2;
 }
 
-bool kvc_model_kv_dtype_ok(kvc_dtype dt)
-{
+bool kvc_model_kv_dtype_ok(kvc_dtype dt) {
     return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || kvc_model_kv_quantised(dt);
 }
 
 /* int8 / fp8: f32 scale tensors with one element per cache slot (NB*bs or rows*S_max). */
-static kvc_status check_scales(const kvc_model_caches *cs, int64_t l)
-{
+static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
     const kvc_layer_cache *lc = &cs->layers[l];
     const int64_t want = kvci_cache_slot_count(cs, lc);
     const kvc_tensor *t[2] = {&lc->k_scales, &lc->v_scales};
@@ -127,15 +125,15 @@ static kvc_status check_scales(const kvc_model_caches *cs, int64_t l)
         int64_t n = 1;
         for (int32_t d = 0; d < t[i]->ndim; d++) n *= t[i]->shape[d];
         if (!t[i]->data || t[i]->dtype != KVC_DTYPE_F32 || t[i]->ndim < 1 || t[i]->ndim > 4 || n != want)
-            return kvci_fail(KVC_EINVAL, "forward: layer %lld %s caches need f32 %s with one scale per cache slot "
-                            "(%lld)", (long long)l, kvc_dtype_name(lc->k.dtype), i ? "v_scales" : "k_scales",
-                            (long long)want);
+            return kvci_fail(KVC_EINVAL,
+                             "forward: layer %lld %s caches need f32 %s with one scale per cache slot "
+                             "(%lld)",
+                             (long long)l, kvc_dtype_name(lc->k.dtype), i ? "v_scales" : "k_scales", (long long)want);
     }
     return KVC_OK;
 }
 
-static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l)
-{
+static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
     int64_t dq, dv, nkv;
@@ -145,58 +143,67 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
     const kvc_dtype dt = lc->k.dtype;
-    if (cs->layout != KVC_BLOCK_BNBSND && (cs->layout != KVC_BLOCK_BNNDBS || cs->kind != KVC_MCACHE_PAGED || cs->latent))
-        return kvci_fail(KVC_EINVAL, "forward: cache layout %d: paged full-form caches take BNBSND or BNNDBS, latent and "
-                        "contiguous caches BNBSND", (int)cs->layout);
+    if (cs->layout != KVC_BLOCK_BNBSND &&
+        (cs->layout != KVC_BLOCK_BNNDBS || cs->kind != KVC_MCACHE_PAGED || cs->latent))
+        return kvci_fail(KVC_EINVAL,
+                         "forward: cache layout %d: paged full-form caches take BNBSND or BNNDBS, latent and "
+                         "contiguous caches BNBSND",
+                         (int)cs->layout);
     if (!kvc_model_kv_dtype_ok(dt) || lc->v.dtype != dt)
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
-                        "fp8_e4m3, fp8_e5m2", (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
+        return kvci_fail(KVC_EINVAL,
+                         "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
+                         "fp8_e4m3, fp8_e5m2",
+                         (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
         bool ok = x->data != NULL;
-        if (cs->kind == KVC_MCACHE_PAGED && cs->layout == KVC_BLOCK_BNNDBS) /* k [NB, Nkv, D, bs], v [NB, Nkv, bs, Dv] */
+        if (cs->kind == KVC_MCACHE_PAGED &&
+            cs->layout == KVC_BLOCK_BNNDBS) /* k [NB, Nkv, D, bs], v [NB, Nkv, bs, Dv] */
             ok = ok && x->ndim == 4 && x->shape[1] == heads[i] && x->shape[i ? 3 : 2] == dims[i] &&
                  x->shape[i ? 2 : 3] == cs->block_size && x->shape[0] == t[0]->shape[0];
         else if (cs->kind == KVC_MCACHE_PAGED)
-            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == cs->block_size &&
-                 x->shape[0] == t[0]->shape[0];
+            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] &&
+                 x->shape[1] == cs->block_size && x->shape[0] == t[0]->shape[0];
         else
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
         if (!ok)
-            return kvci_fail(KVC_EINVAL, "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
-                            (long long)l, i ? "v" : "k",
-                            cs->kind != KVC_MCACHE_PAGED          ? "[rows, S_max, heads*dim]"
-                            : cs->layout == KVC_BLOCK_BNBSND ? "[NB, bs, heads, dim]"
-                            : i                               ? "[NB, heads, bs, dim]"
+            return kvci_fail(KVC_EINVAL,
+                             "forward: layer %lld %s cache must be %s with %lld heads of %lld (block size %lld)",
+                             (long long)l, i ? "v" : "k",
+                             cs->kind != KVC_MCACHE_PAGED     ? "[rows, S_max, heads*dim]"
+                             : cs->layout == KVC_BLOCK_BNBSND ? "[NB, bs, heads, dim]"
+                             : i                              ? "[NB, heads, bs, dim]"
                                                               : "[NB, heads, dim, bs]",
-                            (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
+                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
     }
     if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')
         return kvci_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);
     return kvc_model_kv_quantised(dt) ? check_scales(cs, l) : KVC_OK;
 }
 
-static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, const kvc_forward_args *a, bool *fresh)
-{
+static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, const kvc_forward_args *a,
+                             bool *fresh) {
     const kvc_model_config *c = &m->cfg;
     const kvc_step_metadata *md = a->md;
     if (!md || !a->token_ids || !a->logits)
         return kvci_fail(KVC_EINVAL, "forward: md, token_ids and logits must not be NULL");
     const int64_t T = md->n_tokens, R = md->n_rows;
     if (T < 1 || T > ws->max_tokens || R < 1 || R > ws->max_rows)
-        return kvci_fail(KVC_EINVAL, "forward: step has %lld tokens in %lld rows; the workspace takes 1..%lld tokens, 1..%lld rows",
-                        (long long)T, (long long)R, (long long)ws->max_tokens, (long long)ws->max_rows);
+        return kvci_fail(KVC_EINVAL,
+                         "forward: step has %lld tokens in %lld rows; the workspace takes 1..%lld tokens, 1..%lld rows",
+                         (long long)T, (long long)R, (long long)ws->max_tokens, (long long)ws->max_rows);
     if (!md->positions || !md->seq_lens_q || !md->seq_lens_kv || !md->cu_seq_lens_q || md->cu_seq_lens_q[R - 1] != T)
-        return kvci_fail(KVC_EINVAL, "forward: md needs positions, seq_lens_q/kv and cu_seq_lens_q ending at n_tokens %lld",
-                        (long long)T);
+        return kvci_fail(KVC_EINVAL,
+                         "forward: md needs positions, seq_lens_q/kv and cu_seq_lens_q ending at n_tokens %lld",
+                         (long long)T);
     for (int64_t t = 0; t < T; t++) {
         if (a->token_ids[t] < 0 || a->token_ids[t] >= c->vocab_size)
             return kvci_fail(KVC_ERANGE, "forward: token_ids[%lld] = %d outside the vocabulary [0, %lld)", (long long)t,
-                            (int)a->token_ids[t], (long long)c->vocab_size);
+                             (int)a->token_ids[t], (long long)c->vocab_size);
         if (md->positions[t] < 0 || md->positions[t] >= ws->max_kv_len)
             return kvci_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
-                            (long long)md->positions[t], (long long)ws->max_kv_len);
+                             (long long)md->positions[t], (long long)ws->max_kv_len);
     }
     *fresh = true;
     int64_t q0 = 0;
@@ -204,21 +211,24 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         const int64_t len = md->cu_seq_lens_q[r] - q0;
         if (len < 1 || len != md->seq_lens_q[r] || md->seq_lens_kv[r] < len || md->seq_lens_kv[r] > ws->max_kv_len ||
             md->positions[q0 + len - 1] != md->seq_lens_kv[r] - 1)
-            return kvci_fail(KVC_EINVAL, "forward: row %lld: %lld query tokens, %lld keys, last position %lld (need >= 1 tokens, keys <= max_kv_len %lld, last position = keys - 1)",
-                            (long long)r, (long long)len, (long long)md->seq_lens_kv[r],
-                            (long long)md->positions[q0 + len - 1], (long long)ws->max_kv_len);
+            return kvci_fail(KVC_EINVAL,
+                             "forward: row %lld: %lld query tokens, %lld keys, last position %lld (need >= 1 tokens, "
+                             "keys <= max_kv_len %lld, last position = keys - 1)",
+                             (long long)r, (long long)len, (long long)md->seq_lens_kv[r],
+                             (long long)md->positions[q0 + len - 1], (long long)ws->max_kv_len);
         *fresh = *fresh && md->seq_lens_kv[r] == len;
         q0 += len;
     }
     if (!a->caches) {
         if (!*fresh)
-            return kvci_fail(KVC_EINVAL, "forward: without caches every row must hold its whole sequence (keys == query tokens)");
+            return kvci_fail(KVC_EINVAL,
+                             "forward: without caches every row must hold its whole sequence (keys == query tokens)");
         return KVC_OK;
     }
     const kvc_model_caches *cs = a->caches;
     if (cs->n_layers != c->num_layers || !cs->layers)
         return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers, the model has %lld", (int)cs->n_layers,
-                        (long long)c->num_layers);
+                         (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
     if (cs->latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
@@ -231,27 +241,25 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         for (int64_t r = 0; r < R; r++)
             if (a->cache_rows[r] < 0 || a->cache_rows[r] >= cs->layers[0].k.shape[0])
                 return kvci_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
-                                (long long)a->cache_rows[r], (long long)cs->layers[0].k.shape[0]);
+                                 (long long)a->cache_rows[r], (long long)cs->layers[0].k.shape[0]);
     return KVC_OK;
 }
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved)
-{
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
+                   bool interleaved) {
     const int64_t rot = s->m->rot_dim;
     for (int64_t t = 0; t < s->T; t++)
         kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot,
                            interleaved, s->ws->rope_tmp);
 }
 
-static void add_rows(float *h, const float *d, int64_t n)
-{
+static void add_rows(float *h, const float *d, int64_t n) {
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
 }
 
-kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a)
-{
+kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
     if (!m || !ws || !a) return kvci_fail(KVC_EINVAL, "forward: model, workspace and args must not be NULL");
     bool fresh = false;
     kvc_status st = check_args(m, ws, a, &fresh);
@@ -292,8 +300,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
     } else {
         n = md->n_rows;
-        for (int64_t r = 0; r < n; r++)
-            memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
+        for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
     return kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);

@@ -9,36 +9,36 @@ struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
     int64_t qw, kw, vw, ow; /* widths: nH*Dq, Nkv*Dq, Nkv*Dv, nH*max(Dv, rkv) */
     int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe * shared) */
-    float *h;      /* [Tm, H] residual stream */
-    float *xn;     /* [Tm, H] normed input of a sub-layer */
-    float *q;      /* [Tm, qw] */
-    float *k;      /* [Tm, kw] */
-    float *v;      /* [Tm, vw] */
-    float *att;    /* [Tm, ow] attention output (latent for absorbed MLA) */
-    float *proj;   /* [Tm, H] output of o_proj / MLP */
-    float *ff_a;   /* [Tm, ffw] */
-    float *ff_b;   /* [Tm, ffw] */
-    float *acc;    /* [Tm, H] MoE accumulator */
-    float *xg;     /* [Tm, H] MoE gathered rows */
-    float *yg;     /* [Tm, H] MoE expert outputs of the gathered rows */
-    float *router; /* [Tm, E] router logits / scores */
-    float *route_tmp; /* [E] */
-    int32_t *sel;  /* [Tm, k] chosen experts */
-    float *selw;   /* [Tm, k] their weights */
-    int32_t *tok;  /* [Tm] tokens routed to one expert */
-    float *tokw;   /* [Tm] their weights */
-    float *mla_a;  /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs */
-    float *mla_b;  /* [Tm, nH * max(dn + dv, rkv)] MLA kv_b output or absorbed q */
-    float *q_rope; /* [Tm, nH, dr] MLA absorbed: the rotated rope lanes of the queries */
-    float *cos;    /* [Tm, rot] RoPE cos of each token's position (this step) */
-    float *sin;    /* [Tm, rot] */
-    float *rope_tmp; /* [rot] */
-    void *kc;        /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
-    void *vc;        /* [Tm, vw] values in the cache dtype */
-    int64_t *slots;  /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
-    int64_t *lens_a; /* [max_rows] */
-    int64_t *lens_b; /* [max_rows] */
-    void *attn_ws;   /* kvc_attention_cpu workspace (grows once to the largest step) */
+    float *h;               /* [Tm, H] residual stream */
+    float *xn;              /* [Tm, H] normed input of a sub-layer */
+    float *q;               /* [Tm, qw] */
+    float *k;               /* [Tm, kw] */
+    float *v;               /* [Tm, vw] */
+    float *att;             /* [Tm, ow] attention output (latent for absorbed MLA) */
+    float *proj;            /* [Tm, H] output of o_proj / MLP */
+    float *ff_a;            /* [Tm, ffw] */
+    float *ff_b;            /* [Tm, ffw] */
+    float *acc;             /* [Tm, H] MoE accumulator */
+    float *xg;              /* [Tm, H] MoE gathered rows */
+    float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
+    float *router;          /* [Tm, E] router logits / scores */
+    float *route_tmp;       /* [E] */
+    int32_t *sel;           /* [Tm, k] chosen experts */
+    float *selw;            /* [Tm, k] their weights */
+    int32_t *tok;           /* [Tm] tokens routed to one expert */
+    float *tokw;            /* [Tm] their weights */
+    float *mla_a;           /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs */
+    float *mla_b;           /* [Tm, nH * max(dn + dv, rkv)] MLA kv_b output or absorbed q */
+    float *q_rope;          /* [Tm, nH, dr] MLA absorbed: the rotated rope lanes of the queries */
+    float *cos;             /* [Tm, rot] RoPE cos of each token's position (this step) */
+    float *sin;             /* [Tm, rot] */
+    float *rope_tmp;        /* [rot] */
+    void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
+    void *vc;               /* [Tm, vw] values in the cache dtype */
+    int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
+    int64_t *lens_a;        /* [max_rows] */
+    int64_t *lens_b;        /* [max_rows] */
+    void *attn_ws;          /* kvc_attention_cpu workspace (grows once to the largest step) */
     size_t attn_ws_bytes;
 };
 
@@ -54,7 +54,8 @@ typedef struct kvc_fwd_step {
 
 /* RoPE of n_heads heads stride floats apart in each of the step's token
  * rows (row_stride floats apart), at each token's position (ws->cos/sin). */
-void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride, bool interleaved);
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
+                   bool interleaved);
 
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
@@ -89,7 +90,7 @@ kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
 const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf);
 /* Writes rows [T, heads, dim] of t's dtype into float layer cache tensor t (contiguous per row or paged by slots). */
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
-                           int64_t heads, int64_t dim);
+                            int64_t heads, int64_t dim);
 /* The cache slot of each of the step's tokens: the layer key's slot mapping
  * (paged), or cache row * S_max + position (contiguous caches seen as
  * blocks of S_max tokens); NULL (error set) when a key or row is missing. */

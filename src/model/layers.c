@@ -4,8 +4,7 @@
 
 #include "model/model_internal.h"
 
-void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out)
-{
+void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out) {
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < n; j++) {
             const float a = g[t * ld + j];

@@ -13,9 +13,9 @@ typedef struct load_ctx {
     bool f32_weights; /* every GEMM operand widened to f32 */
 } load_ctx;
 
-/* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix ".gate_proj.weight" */
-static void split_star(const char *name, char *prefix, size_t cap, const char **suffix)
-{
+/* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix
+ * ".gate_proj.weight" */
+static void split_star(const char *name, char *prefix, size_t cap, const char **suffix) {
     const char *star = strchr(name, '*');
     size_t n = (size_t)(star - name);
     if (n >= cap) n = cap - 1;
@@ -27,8 +27,7 @@ static void split_star(const char *name, char *prefix, size_t cap, const char **
 /* DeepSeek routed experts: per-module tensors, or the fused [E, 2 Imoe, H] / [E, H, Imoe] form;
  * *dtype: the dtype of the source (expert 0's module or the fused tensor). */
 static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int64_t *shape, float *dst,
-                                  const char **dtype)
-{
+                                  const char **dtype) {
     char prefix[160];
     const char *suffix;
     split_star(name, prefix, sizeof prefix, &suffix);
@@ -68,8 +67,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
 
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
  * dtype (check pass: bf16 where the file holds BF16, else f32). */
-static kvc_status load_fn(void *user, const kvc_wtensor *t)
-{
+static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const load_ctx *c = user;
     const char *name = t->name;
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
@@ -91,8 +89,7 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t)
 
 kvc_status kvc_model_load(const char *dir, kvc_model **out) { return kvci_model_load_as(dir, false, out); }
 
-kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out)
-{
+kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
     kvc_model_config cfg;

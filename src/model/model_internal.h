@@ -41,37 +41,37 @@ typedef struct kvc_layer_weights {
     float *in_norm;   /* [H] input_layernorm */
     float *post_norm; /* [H] post_attention_layernorm */
     /* GQA attention (dense, GptOss) */
-    kvc_wmat wq;      /* [nH*D, H] */
-    float *bq;        /* [nH*D] */
-    kvc_wmat wk;      /* [nKV*D, H] */
-    float *bk;        /* [nKV*D] */
-    kvc_wmat wv;      /* [nKV*D, H] */
-    float *bv;        /* [nKV*D] */
-    kvc_wmat wo;      /* [H, nH*Dv] */
-    float *bo;        /* [H] */
+    kvc_wmat wq;            /* [nH*D, H] */
+    float *bq;              /* [nH*D] */
+    kvc_wmat wk;            /* [nKV*D, H] */
+    float *bk;              /* [nKV*D] */
+    kvc_wmat wv;            /* [nKV*D, H] */
+    float *bv;              /* [nKV*D] */
+    kvc_wmat wo;            /* [H, nH*Dv] */
+    float *bo;              /* [H] */
     float *q_norm, *k_norm; /* [D] Qwen3 */
-    float *sinks;     /* [nH] GptOss */
+    float *sinks;           /* [nH] GptOss */
     /* MLA (DeepseekV3); wq above is q_proj [nH*dq, H] when q_lora_rank == 0 */
-    kvc_wmat wqa;     /* [rq, H] */
-    float *bqa;       /* [rq] */
-    float *qa_norm;   /* [rq] */
-    kvc_wmat wqb;     /* [nH*dq, rq] */
-    kvc_wmat wkva;    /* [rkv+dr, H] */
-    float *bkva;      /* [rkv+dr] */
-    float *kva_norm;  /* [rkv] */
-    float *wkvb;      /* [nH*(dn+dv), rkv], f32 always: read by head slices */
-    float *wuk_t;     /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
+    kvc_wmat wqa;    /* [rq, H] */
+    float *bqa;      /* [rq] */
+    float *qa_norm;  /* [rq] */
+    kvc_wmat wqb;    /* [nH*dq, rq] */
+    kvc_wmat wkva;   /* [rkv+dr, H] */
+    float *bkva;     /* [rkv+dr] */
+    float *kva_norm; /* [rkv] */
+    float *wkvb;     /* [nH*(dn+dv), rkv], f32 always: read by head slices */
+    float *wuk_t;    /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
     /* dense SwiGLU MLP */
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
     float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
     /* GptOss MoE */
-    kvc_wmat router_w;          /* [E, H] */
-    float *router_b;            /* [E] */
-    kvc_wmat gu, dn;            /* [E][2I, H], [E][H, I] (checkpoints: [E, H, 2I], [E, I, H], transposed at load) */
-    float *gu_b, *dn_b;         /* [E, 2I], [E, H] */
+    kvc_wmat router_w;  /* [E, H] */
+    float *router_b;    /* [E] */
+    kvc_wmat gu, dn;    /* [E][2I, H], [E][H, I] (checkpoints: [E, H, 2I], [E, I, H], transposed at load) */
+    float *gu_b, *dn_b; /* [E, 2I], [E, H] */
     /* DeepseekV3 MoE */
-    kvc_wmat gate_w;   /* [E, H] */
-    float *gate_corr;  /* [E] e_score_correction_bias */
+    kvc_wmat gate_w;                  /* [E, H] */
+    float *gate_corr;                 /* [E] e_score_correction_bias */
     kvc_wmat ex_gate, ex_up, ex_down; /* [E][Imoe, H], [E][Imoe, H], [E][H, Imoe] */
     kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish] */
     bool moe;
@@ -79,16 +79,16 @@ typedef struct kvc_layer_weights {
 
 struct kvc_model {
     kvc_model_config cfg;
-    kvc_wmat embed;    /* [V, H] */
-    float *final_norm; /* [H] */
-    kvc_wmat lm_head;  /* [V, H] (the embed's data when tied) */
+    kvc_wmat embed;                                 /* [V, H] */
+    float *final_norm;                              /* [H] */
+    kvc_wmat lm_head;                               /* [V, H] (the embed's data when tied) */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
-    void *arena;       /* every weight above lives in this one allocation */
+    void *arena;                                    /* every weight above lives in this one allocation */
     int64_t arena_bytes;
-    float *derived;    /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
-    float *inv_freq;   /* [rot/2] RoPE inverse frequencies after scaling */
+    float *derived;         /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
+    float *inv_freq;        /* [rot/2] RoPE inverse frequencies after scaling */
     float rope_attn_factor; /* A (MF 1.4) */
-    int64_t rot_dim;   /* rotary width d */
+    int64_t rot_dim;        /* rotary width d */
 };
 
 /* Walks every tensor of the model in a fixed order; the callback receives
@@ -96,7 +96,13 @@ struct kvc_model {
  * operand: shape [rows, cols] or [count, rows, cols], or its transpose when
  * `transposed`) and the kind of initialisation a random model gives it. Used
  * by load, random init and arena sizing, so they never disagree. */
-typedef enum kvc_winit { KVC_WINIT_WEIGHT, KVC_WINIT_NORM, KVC_WINIT_BIAS, KVC_WINIT_SINK, KVC_WINIT_GATE_UP } kvc_winit;
+typedef enum kvc_winit {
+    KVC_WINIT_WEIGHT,
+    KVC_WINIT_NORM,
+    KVC_WINIT_BIAS,
+    KVC_WINIT_SINK,
+    KVC_WINIT_GATE_UP
+} kvc_winit;
 typedef struct kvc_wtensor {
     const char *name;
     int32_t ndim;
@@ -113,7 +119,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
  * widths of real models are below 2^20), so that products of two sizes stay
  * far from int64 overflow; and the most weight bytes a model may take
  * (2^38 = 256 GiB of f32). */
-#define KVC_MODEL_MAX_DIM (INT64_C(1) << 24)
+#define KVC_MODEL_MAX_DIM          (INT64_C(1) << 24)
 #define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
 
 /* Common head of load / random: config checks (every size bounded), then
@@ -121,8 +127,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
  * compares the file's shapes there and sets each matrix's dtype: bf16 where the
  * file holds BF16; random sets them all), arena sizing, arena, RoPE frequencies
  * (kvc_rope_frequencies). */
-kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user,
-                           kvc_model **out);
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out);
 /* kvc_model_create_random with every GEMM operand in `wdtype` (bf16: the random
  * values rounded to bf16, as a bf16 checkpoint holds them). */
 kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
@@ -137,13 +142,13 @@ typedef struct kvc_model_cost_path {
     const char *kernel; /* the GEMM kernel kvci_linear runs for that dtype now (gemm.h, gemm_bf16.h) */
 } kvc_model_cost_path;
 typedef struct kvc_model_cost {
-    int64_t weight_bytes;     /* the arena: every weight as stored */
-    int64_t dense_read_bytes; /* read by every decode step whatever the batch: all weights but the embedding
-                               * (gathered by id; counted when tied, as the lm_head) and the routed experts */
-    int64_t expert_bytes;     /* the routed experts of every MoE layer */
-    double expert_fraction;   /* experts one token runs / experts of a layer */
-    int64_t macs_per_token;   /* GEMM multiply-adds of the decoder layers per token (run experts only) */
-    int64_t lm_head_macs;     /* per token whose logits are computed: V x H */
+    int64_t weight_bytes;      /* the arena: every weight as stored */
+    int64_t dense_read_bytes;  /* read by every decode step whatever the batch: all weights but the embedding
+                                * (gathered by id; counted when tied, as the lm_head) and the routed experts */
+    int64_t expert_bytes;      /* the routed experts of every MoE layer */
+    double expert_fraction;    /* experts one token runs / experts of a layer */
+    int64_t macs_per_token;    /* GEMM multiply-adds of the decoder layers per token (run experts only) */
+    int64_t lm_head_macs;      /* per token whose logits are computed: V x H */
     int64_t attn_macs_per_key; /* attention multiply-adds per (query, visible key) pair, all full-attention
                                 * layers: heads x (Dqk + Dv); sliding layers not counted */
     kvc_model_cost_path attn_proj, mlp, lm_head; /* q/k/v/o projections, MLP (or experts), lm_head */

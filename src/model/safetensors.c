@@ -20,7 +20,7 @@
 #include "model/json_read.h"
 
 #define ST_MAX_FILES 64
-#define ST_PATH_MAX 4096
+#define ST_PATH_MAX  4096
 
 typedef struct st_file {
     char path[ST_PATH_MAX];
@@ -36,19 +36,18 @@ struct kvc_safetensors {
     st_file files[ST_MAX_FILES];
 };
 
-static void file_close(st_file *f)
-{
+static void file_close(st_file *f) {
     cJSON_Delete(f->header);
     if (f->map) munmap((void *)f->map, f->size);
     memset(f, 0, sizeof *f);
 }
 
-static size_t dtype_bytes(const char *dt)
-{
+static size_t dtype_bytes(const char *dt) {
     if (strcmp(dt, "F32") == 0 || strcmp(dt, "I32") == 0 || strcmp(dt, "U32") == 0) return 4;
     if (strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0 || strcmp(dt, "I16") == 0 || strcmp(dt, "U16") == 0) return 2;
     if (strcmp(dt, "F64") == 0 || strcmp(dt, "I64") == 0 || strcmp(dt, "U64") == 0) return 8;
-    if (strcmp(dt, "I8") == 0 || strcmp(dt, "U8") == 0 || strcmp(dt, "BOOL") == 0 || strncmp(dt, "F8", 2) == 0) return 1;
+    if (strcmp(dt, "I8") == 0 || strcmp(dt, "U8") == 0 || strcmp(dt, "BOOL") == 0 || strncmp(dt, "F8", 2) == 0)
+        return 1;
     return 0;
 }
 
@@ -57,8 +56,7 @@ static size_t dtype_bytes(const char *dt)
 
 /* A JSON number that is an integer in [0, 2^53] (exact in a double); false
  * for anything else, 1e300 included. */
-static bool as_size(const cJSON *v, int64_t *out)
-{
+static bool as_size(const cJSON *v, int64_t *out) {
     if (!cJSON_IsNumber(v)) return false;
     const double d = v->valuedouble;
     if (!(d >= 0 && d <= 0x1p53) || d != (double)(int64_t)d) return false;
@@ -75,8 +73,7 @@ typedef struct st_span {
 /* Checks one header entry: dtype known, shape and offsets exact integers,
  * the span as long as shape and dtype need, inside the data, aligned to the
  * element size; *span is where it lies. */
-static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span)
-{
+static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span) {
     const char *name = e->string;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -84,65 +81,67 @@ static kvc_status check_entry(const st_file *f, const cJSON *e, st_span *span)
     if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
         cJSON_GetArraySize(off) != 2)
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": header entry needs dtype, shape and data_offsets [begin, end]",
-                        f->path, name);
+                         f->path, name);
     const int64_t es = (int64_t)dtype_bytes(dt->valuestring);
-    if (es == 0) return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"", f->path, name, dt->valuestring);
+    if (es == 0)
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"", f->path, name, dt->valuestring);
     if (cJSON_GetArraySize(sh) > KVC_MAX_DIMS)
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": %d dimensions, more than %d", f->path, name,
-                        cJSON_GetArraySize(sh), KVC_MAX_DIMS);
+                         cJSON_GetArraySize(sh), KVC_MAX_DIMS);
     int64_t bytes = es;
     const cJSON *d;
-    cJSON_ArrayForEach(d, sh)
-    {
+    cJSON_ArrayForEach(d, sh) {
         int64_t dim = 0;
         if (!as_size(d, &dim))
             return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": shape entries must be integers in [0, 2^53]", f->path,
-                            name);
+                             name);
         if (!kvci_mul64(bytes, dim, &bytes))
             return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": the bytes of its shape overflow 64 bits", f->path, name);
     }
     int64_t b = 0, en = 0;
     if (!as_size(cJSON_GetArrayItem(off, 0), &b) || !as_size(cJSON_GetArrayItem(off, 1), &en) || en < b)
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets must be an increasing pair of integers", f->path,
-                        name);
+                         name);
     if (en > (int64_t)f->data_size)
-        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": truncated file: data ends at byte %lld but the file holds %zu data bytes",
-                        f->path, name, (long long)en, f->data_size);
+        return kvci_fail(KVC_EINVAL,
+                         "%s: tensor \"%s\": truncated file: data ends at byte %lld but the file holds %zu data bytes",
+                         f->path, name, (long long)en, f->data_size);
     if (en - b != bytes)
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets span %lld bytes, shape and dtype %s need %lld",
-                        f->path, name, (long long)(en - b), dt->valuestring, (long long)bytes);
+                         f->path, name, (long long)(en - b), dt->valuestring, (long long)bytes);
     if (b % es != 0)
-        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, not a multiple of the %lld-byte %s element",
-                        f->path, name, (long long)b, (long long)es, dt->valuestring);
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: tensor \"%s\": data_offsets begin at byte %lld, not a multiple of the %lld-byte %s element", f->path,
+            name, (long long)b, (long long)es, dt->valuestring);
     *span = (st_span){b, en, name};
     return KVC_OK;
 }
 
-static int cmp_span(const void *a, const void *b)
-{
+static int cmp_span(const void *a, const void *b) {
     const st_span *x = a, *y = b;
     return x->begin != y->begin ? (x->begin < y->begin ? -1 : 1) : (x->end < y->end ? -1 : x->end > y->end);
 }
 
 /* The format's rule: the tensors tile the data section exactly, in some
  * order, with no byte shared and none left over. */
-static kvc_status check_tiling(const st_file *f, st_span *spans, int n)
-{
+static kvc_status check_tiling(const st_file *f, st_span *spans, int n) {
     qsort(spans, (size_t)n, sizeof *spans, cmp_span);
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
         if (spans[i].begin < at)
             return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor \"%s\"", f->path,
-                            spans[i].name, (long long)spans[i].begin, (long long)spans[i].end, spans[i - 1].name);
+                             spans[i].name, (long long)spans[i].begin, (long long)spans[i].end, spans[i - 1].name);
         if (spans[i].begin > at)
-            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\": data_offsets begin at byte %lld, leaving bytes %lld..%lld of the data unused",
-                            f->path, spans[i].name, (long long)spans[i].begin, (long long)at,
-                            (long long)spans[i].begin - 1);
+            return kvci_fail(
+                KVC_EINVAL,
+                "%s: tensor \"%s\": data_offsets begin at byte %lld, leaving bytes %lld..%lld of the data unused",
+                f->path, spans[i].name, (long long)spans[i].begin, (long long)at, (long long)spans[i].begin - 1);
         at = spans[i].end;
     }
     if (at != (int64_t)f->data_size)
         return kvci_fail(KVC_EINVAL, "%s: the tensors end at data byte %lld, the data section holds %zu bytes", f->path,
-                        (long long)at, f->data_size);
+                         (long long)at, f->data_size);
     return KVC_OK;
 }
 
@@ -150,8 +149,7 @@ static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const 
 
 /* A tensor named twice in one header is ambiguous (which one would a read
  * find?): refused. Sorting keeps this O(n log n) for headers of 10^5 tensors. */
-static kvc_status check_names(const st_file *f, const st_span *spans, int n)
-{
+static kvc_status check_names(const st_file *f, const st_span *spans, int n) {
     const char **names = kvci_calloc((size_t)n, sizeof *names);
     if (!names) return kvci_fail(KVC_ENOMEM, "%s: out of memory checking %d tensor names", f->path, n);
     for (int i = 0; i < n; i++) names[i] = spans[i].name;
@@ -164,16 +162,14 @@ static kvc_status check_names(const st_file *f, const st_span *spans, int n)
     return st;
 }
 
-static kvc_status check_entries(const st_file *f)
-{
+static kvc_status check_entries(const st_file *f) {
     const int n = cJSON_GetArraySize(f->header);
     st_span *spans = kvci_calloc((size_t)n, sizeof *spans);
     if (!spans) return kvci_fail(KVC_ENOMEM, "%s: out of memory checking %d header entries", f->path, n);
     int n_spans = 0;
     kvc_status st = KVC_OK;
     const cJSON *e;
-    cJSON_ArrayForEach(e, f->header)
-    {
+    cJSON_ArrayForEach(e, f->header) {
         if (strcmp(e->string, "__metadata__") == 0) continue;
         if ((st = check_entry(f, e, &spans[n_spans])) != KVC_OK) break;
         n_spans++;
@@ -184,8 +180,7 @@ static kvc_status check_entries(const st_file *f)
     return st;
 }
 
-static kvc_status file_open(st_file *f, const char *path)
-{
+static kvc_status file_open(st_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
     int fd = -1;
@@ -193,7 +188,8 @@ static kvc_status file_open(st_file *f, const char *path)
     if (st != KVC_OK) return st;
     if (f->size < 8) {
         close(fd);
-        return kvci_fail(KVC_EINVAL, "%s: truncated file: %zu bytes, shorter than the 8-byte header length", path, f->size);
+        return kvci_fail(KVC_EINVAL, "%s: truncated file: %zu bytes, shorter than the 8-byte header length", path,
+                         f->size);
     }
     void *map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -202,8 +198,10 @@ static kvc_status file_open(st_file *f, const char *path)
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | f->map[i];
     if (hl > f->size - 8 || hl > ST_MAX_HEADER_BYTES) {
-        st = kvci_fail(KVC_EINVAL, "%s: header out of bounds: header length %llu exceeds the %zu bytes after it or the %llu-byte limit",
-                      path, (unsigned long long)hl, f->size - 8, (unsigned long long)ST_MAX_HEADER_BYTES);
+        st = kvci_fail(
+            KVC_EINVAL,
+            "%s: header out of bounds: header length %llu exceeds the %zu bytes after it or the %llu-byte limit", path,
+            (unsigned long long)hl, f->size - 8, (unsigned long long)ST_MAX_HEADER_BYTES);
         file_close(f);
         return st;
     }
@@ -222,8 +220,7 @@ static kvc_status file_open(st_file *f, const char *path)
     return st;
 }
 
-static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file)
-{
+static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file) {
     for (int32_t i = 0; i < st->n_files; i++) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(st->files[i].header, name);
         if (e) {
@@ -234,24 +231,21 @@ static const cJSON *find(const kvc_safetensors *st, const char *name, const st_f
     return NULL;
 }
 
-static kvc_status check_duplicates(const kvc_safetensors *st)
-{
+static kvc_status check_duplicates(const kvc_safetensors *st) {
     for (int32_t i = 1; i < st->n_files; i++) {
         const cJSON *e;
-        cJSON_ArrayForEach(e, st->files[i].header)
-        {
+        cJSON_ArrayForEach(e, st->files[i].header) {
             if (strcmp(e->string, "__metadata__") == 0) continue;
             for (int32_t j = 0; j < i; j++)
                 if (cJSON_GetObjectItemCaseSensitive(st->files[j].header, e->string))
                     return kvci_fail(KVC_EINVAL, "tensor \"%s\" is in both %s and %s", e->string, st->files[j].path,
-                                    st->files[i].path);
+                                     st->files[i].path);
         }
     }
     return KVC_OK;
 }
 
-kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out)
-{
+kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out) {
     if (!path || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_file: path and out must not be NULL");
     *out = NULL;
     kvc_safetensors *st = kvci_calloc(1, sizeof *st);
@@ -268,8 +262,7 @@ kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
-{
+kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_dir: dir and out must not be NULL");
     *out = NULL;
     DIR *d = opendir(dir);
@@ -319,37 +312,34 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out)
     return KVC_OK;
 }
 
-void kvc_safetensors_destroy(kvc_safetensors *st)
-{
+void kvc_safetensors_destroy(kvc_safetensors *st) {
     if (!st) return;
     for (int32_t i = 0; i < st->n_files; i++) file_close(&st->files[i]);
     kvci_free(st);
 }
 
-bool kvc_safetensors_has(const kvc_safetensors *st, const char *name)
-{
+bool kvc_safetensors_has(const kvc_safetensors *st, const char *name) {
     const st_file *f;
     return st && name && find(st, name, &f) != NULL;
 }
 
-static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap)
-{
+static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap) {
     size_t w = (size_t)snprintf(buf, cap, "[");
-    for (int32_t i = 0; i < n && w < cap; i++) w += (size_t)snprintf(buf + w, cap - w, i ? ", %lld" : "%lld", (long long)s[i]);
+    for (int32_t i = 0; i < n && w < cap; i++)
+        w += (size_t)snprintf(buf + w, cap - w, i ? ", %lld" : "%lld", (long long)s[i]);
     if (w < cap) snprintf(buf + w, cap - w, "]");
 }
 
 kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
-                                    float *dst)
-{
+                                    float *dst) {
     if (!st || !name || (ndim > 0 && !shape) || ndim < 0 || ndim > KVC_MAX_DIMS)
         return kvci_fail(KVC_EINVAL, "safetensors_read_f32: NULL argument or ndim %d outside [0, %d]", (int)ndim,
-                        KVC_MAX_DIMS);
+                         KVC_MAX_DIMS);
     const st_file *f = NULL;
     const cJSON *e = find(st, name, &f);
     if (!e)
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
-                        st->n_files > 1 ? " or the other shards" : "");
+                         st->n_files > 1 ? " or the other shards" : "");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     int64_t got[KVC_MAX_DIMS];
     int32_t gn = 0;
@@ -379,13 +369,13 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
             dst[i] = bf ? kvc_bf16_to_f32(h) : kvc_f16_to_f32(h);
         }
     } else {
-        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name, dt);
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name,
+                         dt);
     }
     return KVC_OK;
 }
 
-const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name)
-{
+const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name) {
     const st_file *f;
     const cJSON *e = st && name ? find(st, name, &f) : NULL;
     return e ? cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring : NULL;

@@ -10,10 +10,10 @@
 #include "model/model_internal.h"
 #include "model/weights_internal.h"
 
-#define TRY(expr)                              \
-    do {                                       \
-        kvc_status try_st_ = (expr);           \
-        if (try_st_ != KVC_OK) return try_st_; \
+#define TRY(expr)                                                                                                      \
+    do {                                                                                                               \
+        kvc_status try_st_ = (expr);                                                                                   \
+        if (try_st_ != KVC_OK) return try_st_;                                                                         \
     } while (0)
 
 typedef struct visitor {
@@ -23,47 +23,41 @@ typedef struct visitor {
 } visitor;
 
 static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
-                        bool transposed, kvc_winit init)
-{
+                        bool transposed, kvc_winit init) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
-    const kvc_wtensor t = {.name = name, .ndim = ndim, .shape = shape, .init = init, .vec = vec, .mat = mat,
-                           .transposed = transposed};
+    const kvc_wtensor t = {
+        .name = name, .ndim = ndim, .shape = shape, .init = init, .vec = vec, .mat = mat, .transposed = transposed};
     return v->fn(v->user, &t);
 }
 
 /* f32 tensors of one or two dims */
-static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init)
-{
+static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init) {
     const int64_t s[1] = {a};
     return visit(v, suffix, 1, s, slot, NULL, false, init);
 }
 
-static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float **slot, kvc_winit init)
-{
+static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float **slot, kvc_winit init) {
     const int64_t s[2] = {a, b};
     return visit(v, suffix, 2, s, slot, NULL, false, init);
 }
 
 /* A GEMM operand [rows, cols]. */
-static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w)
-{
+static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w) {
     const int64_t s[2] = {rows, cols};
     w->count = 1, w->rows = rows, w->cols = cols;
     return visit(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT);
 }
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed`. */
-static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w, bool transposed,
-                     kvc_winit init)
-{
+static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
+                     bool transposed, kvc_winit init) {
     const int64_t s[3] = {E, transposed ? cols : rows, transposed ? rows : cols};
     w->count = E, w->rows = rows, w->cols = cols;
     return visit(v, suffix, 3, s, NULL, w, transposed, init);
 }
 
-static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w)
-{
+static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq));
     if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS));
@@ -81,8 +75,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     return KVC_OK;
 }
 
-static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w)
-{
+static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, dq = c->qk_nope_head_dim + c->qk_rope_head_dim;
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim;
@@ -104,8 +97,7 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
 }
 
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
-                                  int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d)
-{
+                                  int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
@@ -120,14 +112,15 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
-static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w)
-{
+static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM));
     TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM));
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) TRY(visit_mla_attn(v, c, w));
-    else TRY(visit_gqa_attn(v, c, w));
+    if (c->family == KVC_FAMILY_DEEPSEEK_V3)
+        TRY(visit_mla_attn(v, c, w));
+    else
+        TRY(visit_gqa_attn(v, c, w));
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
         w->moe = true;
@@ -155,61 +148,56 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     return KVC_OK;
 }
 
-kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user)
-{
+kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .prefix = ""};
     TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed));
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.prefix[0] = '\0';
     TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM));
-    if (!c->tie_word_embeddings)
-        TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head));
+    if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head));
     return KVC_OK;
 }
 
 /* ---- arena ---------------------------------------------------------------- */
 
-static int64_t numel(const kvc_wtensor *t)
-{
+static int64_t numel(const kvc_wtensor *t) {
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
 }
 
 /* Bytes of a tensor in the arena (a 64-byte multiple). */
-static int64_t tensor_bytes(const kvc_wtensor *t)
-{
+static int64_t tensor_bytes(const kvc_wtensor *t) {
     return t->mat ? t->mat->count * kvci_wmat_matrix_bytes(t->mat) : (numel(t) * 4 + 63) / 64 * 64;
 }
 
 /* Sums the arena's bytes; refuses a tensor or a total beyond KVC_MODEL_MAX_WEIGHT_BYTES
  * before any product can overflow (every size is at most KVC_MODEL_MAX_DIM). */
-static kvc_status count_fn(void *user, const kvc_wtensor *t)
-{
+static kvc_status count_fn(void *user, const kvc_wtensor *t) {
     int64_t *total = user, n = 1;
     for (int32_t i = 0; i < t->ndim; i++)
         if (!kvci_mul64(n, t->shape[i], &n) || n > KVC_MODEL_MAX_WEIGHT_BYTES / 4)
             return kvci_fail(KVC_EINVAL, "model: tensor \"%s\" needs more than the %lld-byte weight limit", t->name,
-                            (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
+                             (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     *total += tensor_bytes(t);
     if (*total > KVC_MODEL_MAX_WEIGHT_BYTES)
         return kvci_fail(KVC_EINVAL, "model: the weights up to tensor \"%s\" need more than the %lld-byte weight limit",
-                        t->name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
+                         t->name, (long long)KVC_MODEL_MAX_WEIGHT_BYTES);
     return KVC_OK;
 }
 
-static kvc_status assign_fn(void *user, const kvc_wtensor *t)
-{
+static kvc_status assign_fn(void *user, const kvc_wtensor *t) {
     char **cur = user;
-    if (t->mat) t->mat->data = *cur;
-    else *t->vec = (float *)*cur;
+    if (t->mat)
+        t->mat->data = *cur;
+    else
+        *t->vec = (float *)*cur;
     *cur += tensor_bytes(t);
     return KVC_OK;
 }
 
-void kvc_model_destroy(kvc_model *m)
-{
+void kvc_model_destroy(kvc_model *m) {
     if (!m) return;
     kvc_aligned_free(m->arena);
     kvc_aligned_free(m->derived);
@@ -219,8 +207,7 @@ void kvc_model_destroy(kvc_model *m)
 
 /* Every size of a config is bounded before anything is multiplied with it:
  * required ones in [1, KVC_MODEL_MAX_DIM], optional ones in [0, it]. */
-static kvc_status check_sizes(const kvc_model_config *c)
-{
+static kvc_status check_sizes(const kvc_model_config *c) {
     const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3, moe = c->family == KVC_FAMILY_GPT_OSS;
     const struct {
         const char *name;
@@ -246,27 +233,28 @@ static kvc_status check_sizes(const kvc_model_config *c)
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
-            return kvci_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name, (long long)sizes[i].value,
-                            (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
+            return kvci_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name,
+                             (long long)sizes[i].value, (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
     return KVC_OK;
 }
 
-kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out)
-{
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out) {
     *out = NULL;
     if (cfg->num_layers < 1 || cfg->num_layers > KVC_MODEL_MAX_LAYERS)
         return kvci_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
-                        KVC_MODEL_MAX_LAYERS);
+                         KVC_MODEL_MAX_LAYERS);
     TRY(check_sizes(cfg));
     if (cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim % 2)
-        return kvci_fail(KVC_EINVAL, "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
-                        (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
+        return kvci_fail(KVC_EINVAL,
+                         "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
+                         (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
     if (cfg->family == KVC_FAMILY_DEEPSEEK_V3 &&
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
-        return kvci_fail(KVC_EINVAL, "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+        return kvci_fail(KVC_EINVAL,
+                         "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
     if (cfg->family == KVC_FAMILY_GPT_OSS && cfg->experts_per_tok > cfg->num_experts)
         return kvci_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
-                        (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
+                         (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
     kvc_model *m = kvci_calloc(1, sizeof *m);
     if (!m) return kvci_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = *cfg;
@@ -296,23 +284,20 @@ const kvc_model_config *kvc_model_config_of(const kvc_model *m) { return m ? &m-
 
 /* ---- random initialisation ------------------------------------------------- */
 
-static uint64_t splitmix(uint64_t *s)
-{
+static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-static double gauss(uint64_t *s)
-{
+static double gauss(uint64_t *s) {
     const double u1 = ((double)(splitmix(s) >> 11) + 0.5) / 9007199254740992.0;
     const double u2 = (double)(splitmix(s) >> 11) / 9007199254740992.0;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static kvc_status random_fn(void *user, const kvc_wtensor *t)
-{
+static kvc_status random_fn(void *user, const kvc_wtensor *t) {
     uint64_t s = *(const uint64_t *)user;
     for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
     const int64_t n = numel(t), *shape = t->shape;
@@ -336,15 +321,13 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t)
     return KVC_OK;
 }
 
-static kvc_status set_dtype_fn(void *user, const kvc_wtensor *t)
-{
+static kvc_status set_dtype_fn(void *user, const kvc_wtensor *t) {
     if (t->mat) t->mat->dtype = *(const kvc_wmat_dtype *)user;
     return KVC_OK;
 }
 
 kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
-                                       kvc_model **out)
-{
+                                       kvc_model **out) {
     if (!cfg || !out) return kvci_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
     kvc_model *m = NULL;
@@ -359,7 +342,6 @@ kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t see
     return KVC_OK;
 }
 
-kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out)
-{
+kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out) {
     return kvci_model_create_random_as(cfg, seed, KVC_WMAT_F32, out);
 }

@@ -5,7 +5,7 @@
 #define KVC_MODEL_WEIGHTS_INTERNAL_H
 
 #define KVC_DS_EXPERTS_GATE "mlp.experts.*.gate_proj.weight"
-#define KVC_DS_EXPERTS_UP "mlp.experts.*.up_proj.weight"
+#define KVC_DS_EXPERTS_UP   "mlp.experts.*.up_proj.weight"
 #define KVC_DS_EXPERTS_DOWN "mlp.experts.*.down_proj.weight"
 
 #include "kvcache/model.h"

@@ -10,27 +10,24 @@
 #include "ops/elem.h"
 
 #define FAIL(st, ...) return kvci_fail((st), "attention: " __VA_ARGS__)
-#define TRY(expr)                                    \
-    do {                                             \
-        kvc_status try_st_ = (expr);                 \
-        if (try_st_ != KVC_OK) return try_st_;       \
+#define TRY(expr)                                                                                                      \
+    do {                                                                                                               \
+        kvc_status try_st_ = (expr);                                                                                   \
+        if (try_st_ != KVC_OK) return try_st_;                                                                         \
     } while (0)
 
-static bool is_t_layout(kvc_attn_layout l)
-{
+static bool is_t_layout(kvc_attn_layout l) {
     return l == KVC_LAYOUT_TND || l == KVC_LAYOUT_TND_NTD || l == KVC_LAYOUT_NTD_TND;
 }
 
-static bool shape_is(const kvc_tensor *t, int nd, const int64_t *s)
-{
+static bool shape_is(const kvc_tensor *t, int nd, const int64_t *s) {
     if (t->ndim != nd) return false;
     for (int i = 0; i < nd; i++)
         if (t->shape[i] != s[i]) return false;
     return true;
 }
 
-static void shape_str(const kvc_tensor *t, char *buf, size_t n)
-{
+static void shape_str(const kvc_tensor *t, char *buf, size_t n) {
     size_t w = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < t->ndim && w < n; i++)
         w += (size_t)snprintf(buf + w, n - w, i ? ", %lld" : "%lld", (long long)t->shape[i]);
@@ -38,8 +35,7 @@ static void shape_str(const kvc_tensor *t, char *buf, size_t n)
 }
 
 static kvc_status expect_shape(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int nd,
-                               const int64_t *s)
-{
+                               const int64_t *s) {
     if (shape_is(t, nd, s)) return KVC_OK;
     kvc_tensor want = {.ndim = nd};
     for (int i = 0; i < nd; i++) want.shape[i] = s[i];
@@ -52,14 +48,15 @@ static kvc_status expect_shape(const kvc_attn_problem *pb, const kvc_tensor *t, 
 
 /* ---- scalar parameters: R5, R6, mode, lengths --------------------------- */
 
-static kvc_status check_scalars(const kvc_attention_params *p)
-{
+static kvc_status check_scalars(const kvc_attention_params *p) {
     if (p->layout <= KVC_LAYOUT_UNSET || p->layout >= KVC_LAYOUT_COUNT)
-        FAIL(KVC_EINVAL, "layout %d is not set or unknown: set input_layout (TND, TND_NTD, NTD_TND, BSH, BSND, BNSD, BSND_NBSD)",
+        FAIL(KVC_EINVAL,
+             "layout %d is not set or unknown: set input_layout (TND, TND_NTD, NTD_TND, BSH, BSND, BNSD, BSND_NBSD)",
              (int)p->layout);
     if (!(p->scale > 0.0) || !isfinite(p->scale))
         FAIL(KVC_EINVAL,
-             "scale %g must be finite and > 0 (R5: there is no default; 1/sqrt(D) for plain attention, kvc_yarn_softmax_scale for YaRN/MLA)",
+             "scale %g must be finite and > 0 (R5: there is no default; 1/sqrt(D) for plain attention, "
+             "kvc_yarn_softmax_scale for YaRN/MLA)",
              p->scale);
     if (p->num_heads <= 0)
         FAIL(KVC_EINVAL, "num_heads %d must be set (> 0): the query head count (v1 num_heads, v2 num_query_heads)",
@@ -73,10 +70,13 @@ static kvc_status check_scalars(const kvc_attention_params *p)
     if (p->num_heads / p->num_kv_heads > 64)
         FAIL(KVC_EINVAL, "group size Nq/Nkv = %d exceeds 64 (R6)", (int)(p->num_heads / p->num_kv_heads));
     if (p->binding.num_kv_heads > 0 && p->binding.num_kv_heads != p->num_kv_heads)
-        FAIL(KVC_EINVAL, "num_kv_heads %d differs from the bound cache group's num_head %d (R6: tensor-parallel change?)",
+        FAIL(KVC_EINVAL,
+             "num_kv_heads %d differs from the bound cache group's num_head %d (R6: tensor-parallel change?)",
              (int)p->num_kv_heads, (int)p->binding.num_kv_heads);
     if (p->sparse_mode < 0 || p->sparse_mode > 4)
-        FAIL(KVC_EINVAL, "sparse_mode %d must be set to 0..4 (0 dense/full mask, 1 all-mask, 2 left-up causal, 3 right-down causal, 4 band)",
+        FAIL(KVC_EINVAL,
+             "sparse_mode %d must be set to 0..4 (0 dense/full mask, 1 all-mask, 2 left-up causal, 3 right-down "
+             "causal, 4 band)",
              (int)p->sparse_mode);
     if (p->batch < 0) FAIL(KVC_EINVAL, "batch %lld must be >= 0 (the number of requests)", (long long)p->batch);
     if (p->batch > 0 && !p->kv_lens)
@@ -85,8 +85,7 @@ static kvc_status check_scalars(const kvc_attention_params *p)
         FAIL(KVC_EINVAL, "kv_len_form is not set: say whether kv_lens are DIRECT (per request) or CUMULATIVE (R9)");
     if (is_t_layout(p->layout) && p->batch > 0 && !p->q_lens)
         FAIL(KVC_EINVAL, "layout %s needs cumulative q_lens [B]", kvc_attn_layout_name(p->layout));
-    if (!p->q.data || !p->out.data)
-        FAIL(KVC_EINVAL, "q and out tensors are required");
+    if (!p->q.data || !p->out.data) FAIL(KVC_EINVAL, "q and out tensors are required");
     if (!kvci_is_float_dtype(p->q.dtype))
         FAIL(KVC_EINVAL, "q dtype %s unsupported (f32, f16, bf16)", kvc_dtype_name(p->q.dtype));
     if (!kvci_is_float_dtype(p->out.dtype))
@@ -95,8 +94,7 @@ static kvc_status check_scalars(const kvc_attention_params *p)
 }
 
 /* R7 / R9: length arrays against each other and the storage form. */
-static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const bool t = is_t_layout(p->layout);
     if (p->kv_storage != KVC_KV_CONTIGUOUS && p->kv_storage != KVC_KV_BLOCKS)
         FAIL(KVC_EINVAL, "kv_storage %d unknown (CONTIGUOUS or PAGED)", (int)p->kv_storage);
@@ -113,7 +111,8 @@ static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem 
         FAIL(KVC_EINVAL, "kv_lens are DIRECT but K/V are packed %s tensors: packed K/V need CUMULATIVE kv_lens (R9)",
              kvc_attn_layout_name(p->layout));
     if (!pb->kv_packed && p->kv_len_form != KVC_KV_FORM_DIRECT)
-        FAIL(KVC_EINVAL, "kv_lens are CUMULATIVE but K/V are %s: paged or padded K/V need DIRECT per-request kv_lens (R9)",
+        FAIL(KVC_EINVAL,
+             "kv_lens are CUMULATIVE but K/V are %s: paged or padded K/V need DIRECT per-request kv_lens (R9)",
              pb->paged ? "paged" : "padded per batch row");
     int64_t prev_q = 0, prev_kv = 0;
     pb->max_sq = 0;
@@ -140,14 +139,15 @@ static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem 
 
 /* Expected shape of a query-family tensor (q, q_rope, out) with `dim` channels per head.
  * out_form: true for the output layout (second half of X_Y). */
-static int query_shape(const kvc_attn_problem *pb, bool out_form, int64_t dim, int64_t *s)
-{
+static int query_shape(const kvc_attn_problem *pb, bool out_form, int64_t dim, int64_t *s) {
     const kvc_attention_params *p = pb->p;
     kvc_attn_layout l = p->layout;
     const int64_t Nq = pb->Nq, B = pb->B, S = pb->Sq_dim, T = pb->Tq;
     if (out_form) {
-        if (l == KVC_LAYOUT_NTD_TND) l = KVC_LAYOUT_TND;
-        else if (l == KVC_LAYOUT_TND_NTD) l = KVC_LAYOUT_NTD_TND;
+        if (l == KVC_LAYOUT_NTD_TND)
+            l = KVC_LAYOUT_TND;
+        else if (l == KVC_LAYOUT_TND_NTD)
+            l = KVC_LAYOUT_NTD_TND;
         else if (l == KVC_LAYOUT_BSND_NBSD) {
             s[0] = Nq, s[1] = B, s[2] = S, s[3] = dim;
             return 4;
@@ -164,24 +164,23 @@ static int query_shape(const kvc_attn_problem *pb, bool out_form, int64_t dim, i
 }
 
 /* Per-head channel count of a query-family tensor from its last dim. */
-static int64_t head_dim_of(const kvc_tensor *t, kvc_attn_layout l, int64_t heads)
-{
+static int64_t head_dim_of(const kvc_tensor *t, kvc_attn_layout l, int64_t heads) {
     if (t->ndim < 1) return 0;
     const int64_t last = t->shape[t->ndim - 1];
     if (l == KVC_LAYOUT_BSH) return heads > 0 && last % heads == 0 ? last / heads : 0;
     return last;
 }
 
-static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const bool t = pb->q_cum;
     const int want_nd = (p->layout == KVC_LAYOUT_BSH || t) ? 3 : 4;
     if (p->q.ndim != want_nd)
         FAIL(KVC_EINVAL, "q has %d dims, layout %s needs %d (R7)", (int)p->q.ndim, kvc_attn_layout_name(p->layout),
              want_nd);
     pb->D = head_dim_of(&p->q, p->layout, pb->Nq);
-    if (pb->D <= 0) FAIL(KVC_EINVAL, "q's last dim %lld does not hold num_heads %lld heads (R7)",
-                         (long long)p->q.shape[p->q.ndim - 1], (long long)pb->Nq);
+    if (pb->D <= 0)
+        FAIL(KVC_EINVAL, "q's last dim %lld does not hold num_heads %lld heads (R7)",
+             (long long)p->q.shape[p->q.ndim - 1], (long long)pb->Nq);
     if (t) {
         pb->Tq = p->layout == KVC_LAYOUT_NTD_TND ? p->q.shape[1] : p->q.shape[0];
         pb->Sq_dim = 0;
@@ -203,14 +202,12 @@ static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem 
 }
 
 /* Whether t is read keys in lanes: the K cache of a BNNDBS call. */
-static bool keys_in_lanes(const kvc_attn_problem *pb, const kvc_tensor *t)
-{
+static bool keys_in_lanes(const kvc_attn_problem *pb, const kvc_tensor *t) {
     return pb->paged && pb->blk == KVC_BLOCK_BNNDBS && t == &pb->p->k;
 }
 
 /* Shape of a K/V-family tensor with `dim` channels per head (contiguous or paged). */
-static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t, int64_t *s)
-{
+static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t, int64_t *s) {
     const kvc_attention_params *p = pb->p;
     const int64_t Nkv = pb->Nkv;
     const kvc_dtype dt = t->dtype;
@@ -245,17 +242,16 @@ static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t
 }
 
 /* A K/V tensor is given and has at least 3 dims. */
-static kvc_status kv_present(const kvc_tensor *t, const char *name)
-{
+static kvc_status kv_present(const kvc_tensor *t, const char *name) {
     if (!t->data) FAIL(KVC_EINVAL, "%s tensor is required (its data is NULL)", name);
     if (t->ndim < 3 || t->ndim > KVC_MAX_DIMS)
-        FAIL(KVC_EINVAL, "%s has %d dims: K/V tensors have 3 to 5 dims per layout and storage (R7)", name, (int)t->ndim);
+        FAIL(KVC_EINVAL, "%s has %d dims: K/V tensors have 3 to 5 dims per layout and storage (R7)", name,
+             (int)t->ndim);
     return KVC_OK;
 }
 
 /* Channels per head of a K/V tensor, and for contiguous layouts its S extent. */
-static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t *dim)
-{
+static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t *dim) {
     const kvc_attention_params *p = pb->p;
     *dim = 0;
     TRY(kv_present(t, name));
@@ -276,13 +272,13 @@ static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const
     return KVC_OK;
 }
 
-static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t dim)
-{
+static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t dim) {
     int64_t s[5];
     if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         const size_t es = kvc_dtype_size(t->dtype);
         if (es != 1 && es != 2)
-            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name, kvc_dtype_name(t->dtype));
+            FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name,
+                 kvc_dtype_name(t->dtype));
         if (dim % (32 / (int64_t)es) != 0 || pb->bs % 16 != 0)
             FAIL(KVC_EINVAL, "%s: NZ storage needs D %% c0 == 0 and block_size %% 16 == 0", name);
     }
@@ -290,8 +286,7 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
     return expect_shape(pb, t, name, nd, s);
 }
 
-static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem *pb) {
     if (!pb->paged) {
         if (p->block_table.data)
             FAIL(KVC_EINVAL, "a block_table is given but kv_storage is CONTIGUOUS: choose a paged kv_storage (R8)");
@@ -318,7 +313,8 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         FAIL(KVC_EINVAL, "block_size %d must be in [1, %d] with paged K/V (R8)", (int)p->block_size,
              KVC_ATTN_MAX_BLOCK_SIZE);
     if (p->binding.block_size > 0 && p->binding.block_size != p->block_size)
-        FAIL(KVC_EINVAL, "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
+        FAIL(KVC_EINVAL,
+             "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
              (int)p->block_size, (int)p->binding.block_size);
     if ((pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS) && p->layout != KVC_LAYOUT_BNSD &&
         p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_TND_NTD)
@@ -342,7 +338,8 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         kvci_attn_kv_range(pb, b, &k0, &skv);
         const int64_t need = kvci_cdiv(skv, pb->bs);
         if (need > pb->tbl_w)
-            FAIL(KVC_ERANGE, "request %lld: kv_len %lld needs %lld blocks of %lld but the block_table is only %lld wide (R8)",
+            FAIL(KVC_ERANGE,
+                 "request %lld: kv_len %lld needs %lld blocks of %lld but the block_table is only %lld wide (R8)",
                  (long long)b, (long long)skv, (long long)need, (long long)pb->bs, (long long)pb->tbl_w);
         for (int64_t e = 0; e < need; e++) {
             const int32_t id = tbl[b * pb->tbl_w + e];
@@ -356,23 +353,23 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
 
 /* ---- masks (R1-R4) -------------------------------------------------------- */
 
-static kvc_status check_template(const kvc_tensor *m)
-{
+static kvc_status check_template(const kvc_tensor *m) {
     const int64_t N = KVC_MASK_TEMPLATE_DIM;
     const int64_t s2[2] = {N, N}, s3[3] = {1, N, N}, s4[4] = {1, 1, N, N};
     if (!shape_is(m, 2, s2) && !shape_is(m, 3, s3) && !shape_is(m, 4, s4))
-        FAIL(KVC_EINVAL, "sparse_mode 2-4 take no [Sq, Skv] mask: pass none (the operator builds the 2048x2048 template) or exactly the template [2048, 2048] (R3)");
+        FAIL(KVC_EINVAL, "sparse_mode 2-4 take no [Sq, Skv] mask: pass none (the operator builds the 2048x2048 "
+                         "template) or exactly the template [2048, 2048] (R3)");
     const uint8_t *d = m->data;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < N; c++)
             if ((d[r * N + c] != 0) != (c > r))
-                FAIL(KVC_EINVAL, "mask template entry [%lld][%lld] = %d differs from the canonical T[r][c] = (c > r) (R3)",
+                FAIL(KVC_EINVAL,
+                     "mask template entry [%lld][%lld] = %d differs from the canonical T[r][c] = (c > r) (R3)",
                      (long long)r, (long long)c, (int)d[r * N + c]);
     return KVC_OK;
 }
 
-static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const kvc_tensor *m = &p->mask;
     const int mode = p->sparse_mode;
     pb->has_mask = false;
@@ -395,7 +392,8 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
                  (int)m->ndim);
         }
         if ((mb != 1 && mb != pb->B) || rows < pb->max_sq || cols < pb->max_skv)
-            FAIL(KVC_EINVAL, "mask extents (batch %lld, rows %lld, cols %lld) do not cover batch %lld x Sq %lld x Skv %lld (R7)",
+            FAIL(KVC_EINVAL,
+                 "mask extents (batch %lld, rows %lld, cols %lld) do not cover batch %lld x Sq %lld x Skv %lld (R7)",
                  (long long)mb, (long long)rows, (long long)cols, (long long)pb->B, (long long)pb->max_sq,
                  (long long)pb->max_skv);
         const uint8_t *d = m->data;
@@ -411,7 +409,8 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
         FAIL(KVC_EINVAL, "sparse_mode 1 (all-mask) needs a full mask [Sq, Skv] (R3)");
     } else if (pb->max_sq > 1 && !p->bidirectional) {
         FAIL(KVC_EINVAL,
-             "sparse_mode 0 without a mask and %lld query tokens attends bidirectionally: use sparse_mode 3 for causal prefill, or set bidirectional (R1)",
+             "sparse_mode 0 without a mask and %lld query tokens attends bidirectionally: use sparse_mode 3 for causal "
+             "prefill, or set bidirectional (R1)",
              (long long)pb->max_sq);
     }
     if (mode == 4 || (mode == 0 && pb->has_mask)) {
@@ -421,9 +420,12 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
             kvci_attn_q_range(pb, b, &q0, &sq);
             kvci_attn_kv_range(pb, b, &k0, &skv);
             if (sq == 0) continue;
-            if (pre + next < 0 || (next < 0 && (pre < -next || -next >= skv)) || (pre < 0 && (next < -pre || -pre >= sq)))
+            if (pre + next < 0 || (next < 0 && (pre < -next || -next >= skv)) ||
+                (pre < 0 && (next < -pre || -pre >= sq)))
                 FAIL(KVC_EINVAL,
-                     "request %lld: band pre_tokens %lld, next_tokens %lld is empty or invalid for Sq %lld, Skv %lld (R4: pre + next >= 0; next < 0 needs pre >= |next| and |next| < Skv; pre < 0 needs next >= |pre| and |pre| < Sq)",
+                     "request %lld: band pre_tokens %lld, next_tokens %lld is empty or invalid for Sq %lld, Skv %lld "
+                     "(R4: pre + next >= 0; next < 0 needs pre >= |next| and |next| < Skv; pre < 0 needs next >= |pre| "
+                     "and |pre| < Sq)",
                      (long long)b, (long long)pre, (long long)next, (long long)sq, (long long)skv);
         }
     }
@@ -432,21 +434,27 @@ static kvc_status resolve_mask(const kvc_attention_params *p, kvc_attn_problem *
 
 /* ---- binding (R13, R14) --------------------------------------------------- */
 
-static kvc_status check_binding(const kvc_attention_params *p)
-{
+static kvc_status check_binding(const kvc_attention_params *p) {
     const kvc_attn_binding *bd = &p->binding;
     if (bd->type == KVC_BIND_FULL && p->sparse_mode == 4)
         FAIL(KVC_EINVAL, "full-attention layer called with sparse_mode 4 (band): use mode 3 (R14)");
     if (bd->type == KVC_BIND_SLIDING) {
-        if (bd->window <= 0) FAIL(KVC_EINVAL, "sliding-window binding needs window > 0, got %lld", (long long)bd->window);
+        if (bd->window <= 0)
+            FAIL(KVC_EINVAL, "sliding-window binding needs window > 0, got %lld", (long long)bd->window);
         if (p->sparse_mode != 4)
-            FAIL(KVC_EINVAL, "sliding-window layer (window %lld) called with sparse_mode %d: it needs mode 4 with pre_tokens = %lld, next_tokens = 0 (R13)",
+            FAIL(KVC_EINVAL,
+                 "sliding-window layer (window %lld) called with sparse_mode %d: it needs mode 4 with pre_tokens = "
+                 "%lld, next_tokens = 0 (R13)",
                  (long long)bd->window, (int)p->sparse_mode, (long long)(bd->window - 1));
         if (p->pre_tokens > bd->window - 1)
-            FAIL(KVC_EINVAL, "pre_tokens %lld lets a query see keys outside the layer's window of %lld keys (released blocks would be read): use pre_tokens = %lld (R13)",
+            FAIL(KVC_EINVAL,
+                 "pre_tokens %lld lets a query see keys outside the layer's window of %lld keys (released blocks would "
+                 "be read): use pre_tokens = %lld (R13)",
                  (long long)p->pre_tokens, (long long)bd->window, (long long)(bd->window - 1));
         if (p->pre_tokens != bd->window - 1 || p->next_tokens != 0)
-            FAIL(KVC_EINVAL, "pre_tokens %lld / next_tokens %lld disagree with the layer's window of %lld keys: expected %lld / 0 (R13)",
+            FAIL(KVC_EINVAL,
+                 "pre_tokens %lld / next_tokens %lld disagree with the layer's window of %lld keys: expected %lld / 0 "
+                 "(R13)",
                  (long long)p->pre_tokens, (long long)p->next_tokens, (long long)bd->window,
                  (long long)(bd->window - 1));
     }
@@ -455,13 +463,13 @@ static kvc_status check_binding(const kvc_attention_params *p)
 
 /* ---- MLA (R10) ------------------------------------------------------------ */
 
-static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const bool qr = p->q_rope.data != NULL, kr = p->k_rope.data != NULL;
     pb->Dr = 0;
     if (!qr && !kr) return KVC_OK;
-    if (qr != kr) FAIL(KVC_EINVAL, "%s is given without %s: MLA needs both query_rope and key_rope (R10)",
-                       qr ? "query_rope" : "key_rope", qr ? "key_rope" : "query_rope");
+    if (qr != kr)
+        FAIL(KVC_EINVAL, "%s is given without %s: MLA needs both query_rope and key_rope (R10)",
+             qr ? "query_rope" : "key_rope", qr ? "key_rope" : "query_rope");
     pb->Dr = head_dim_of(&p->q_rope, p->layout, pb->Nq);
     if (pb->Dr <= 0 || pb->Dr % 2 != 0)
         FAIL(KVC_EINVAL, "query_rope head dim %lld must be even and > 0 (R10)", (long long)pb->Dr);
@@ -483,12 +491,14 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     if (pb->Dr != 64 || (pb->D != 512 && pb->D != 128)) return KVC_OK;
     if (pb->D == 128) {
         if (pb->paged || (p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_NTD_TND))
-            FAIL(KVC_EINVAL, "MLA with head dim 128 (non-absorbed) takes packed TND or NTD_TND K/V without paging (R10)");
+            FAIL(KVC_EINVAL,
+                 "MLA with head dim 128 (non-absorbed) takes packed TND or NTD_TND K/V without paging (R10)");
         return KVC_OK;
     }
     if (!pb->paged) FAIL(KVC_EINVAL, "MLA with head dim 512 (absorbed) needs paged K/V (R10)");
-    if (pb->Nkv != 1) FAIL(KVC_EINVAL, "MLA with head dim 512 needs num_kv_heads 1 (one latent head), got %lld (R10)",
-                           (long long)pb->Nkv);
+    if (pb->Nkv != 1)
+        FAIL(KVC_EINVAL, "MLA with head dim 512 needs num_kv_heads 1 (one latent head), got %lld (R10)",
+             (long long)pb->Nkv);
     if (pb->max_sq > 16)
         FAIL(KVC_EINVAL, "MLA with head dim 512 allows at most 16 query tokens per request, got %lld (R10)",
              (long long)pb->max_sq);
@@ -498,29 +508,37 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
         FAIL(KVC_EINVAL, "MLA with head dim 512 and %lld query tokens does not support sparse_mode %d%s: use %s (R10)",
              (long long)pb->max_sq, mode, p->mask.data ? " with a mask" : "",
              pb->max_sq <= 1 ? "mode 0 without mask, or mode 4" : "mode 3 or 4");
-    if (pb->Dv != 512) FAIL(KVC_EINVAL, "MLA with head dim 512 reads values from the latent cache: value head dim %lld must be 512 (R10)",
-                            (long long)pb->Dv);
+    if (pb->Dv != 512)
+        FAIL(KVC_EINVAL,
+             "MLA with head dim 512 reads values from the latent cache: value head dim %lld must be 512 (R10)",
+             (long long)pb->Dv);
     return KVC_OK;
 }
 
 /* ---- quantised K/V (R12) -------------------------------------------------- */
 
 static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kvc_tensor *t, int64_t dim,
-                             const char *name, kvc_qidx *out)
-{
+                             const char *name, kvc_qidx *out) {
     if (t->dtype != KVC_DTYPE_F32) FAIL(KVC_EINVAL, "%s dtype %s must be f32", name, kvc_dtype_name(t->dtype));
     const int64_t n = kvc_tensor_numel(t), Nkv = pb->Nkv, H = Nkv * dim;
     switch (mode) {
     case KVC_QUANT_PER_CHANNEL:
-        if (n == 1) { *out = KVC_QIDX_TENSOR; return KVC_OK; }
+        if (n == 1) {
+            *out = KVC_QIDX_TENSOR;
+            return KVC_OK;
+        }
         if (n == H) { /* [Nkv, D], [Nkv, 1, D], [1, Nkv, D], [1, Nkv, 1, D], [H], [1, H] */
             *out = KVC_QIDX_CHANNEL;
             return KVC_OK;
         }
-        FAIL(KVC_EINVAL, "%s has %lld elements: quant mode 0 takes [1] (per tensor) or Nkv*D = %lld per-channel scales (R12)",
-             name, (long long)n, (long long)H);
+        FAIL(KVC_EINVAL,
+             "%s has %lld elements: quant mode 0 takes [1] (per tensor) or Nkv*D = %lld per-channel scales (R12)", name,
+             (long long)n, (long long)H);
     case KVC_QUANT_PER_HEAD:
-        if (t->ndim == 1 && n == Nkv) { *out = KVC_QIDX_HEAD; return KVC_OK; }
+        if (t->ndim == 1 && n == Nkv) {
+            *out = KVC_QIDX_HEAD;
+            return KVC_OK;
+        }
         FAIL(KVC_EINVAL, "%s: quant mode 2 takes [Nkv = %lld] scales (R12)", name, (long long)Nkv);
     case KVC_QUANT_PER_TOKEN: {
         const int nd = t->ndim;
@@ -530,7 +548,8 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
             if (S < need && S < pb->max_skv)
                 FAIL(KVC_EINVAL, "%s: per-token scales [B, %lld] do not cover %lld keys (R12)", name, (long long)S,
                      (long long)need);
-            if (pb->q_tok_s && pb->q_tok_s != S) FAIL(KVC_EINVAL, "key and value per-token scales differ in extent (R12)");
+            if (pb->q_tok_s && pb->q_tok_s != S)
+                FAIL(KVC_EINVAL, "key and value per-token scales differ in extent (R12)");
             *out = KVC_QIDX_TOKEN;
             pb->q_tok_s = S;
             return KVC_OK;
@@ -540,34 +559,38 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
     }
     case KVC_QUANT_PER_SLOT:
         if (!pb->paged)
-            FAIL(KVC_EINVAL, "%s: quant mode 3 (per cache slot) needs paged K/V; contiguous K/V take mode 1 (R12)", name);
+            FAIL(KVC_EINVAL, "%s: quant mode 3 (per cache slot) needs paged K/V; contiguous K/V take mode 1 (R12)",
+                 name);
         if (n == pb->NB * pb->bs && (t->ndim == 1 || (t->ndim == 2 && t->shape[0] == pb->NB))) {
             *out = KVC_QIDX_SLOT;
             return KVC_OK;
         }
-        FAIL(KVC_EINVAL, "%s: quant mode 3 takes one scale per cache slot, [NB = %lld, bs = %lld] or [NB*bs] (R12)", name,
-             (long long)pb->NB, (long long)pb->bs);
+        FAIL(KVC_EINVAL, "%s: quant mode 3 takes one scale per cache slot, [NB = %lld, bs = %lld] or [NB*bs] (R12)",
+             name, (long long)pb->NB, (long long)pb->bs);
     default:
-        FAIL(KVC_EINVAL, "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head, 3 per slot) (R12)",
-             name, (int)mode);
+        FAIL(KVC_EINVAL,
+             "%s: quant mode %d unsupported (0 per channel/tensor, 1 per token, 2 per head, 3 per slot) (R12)", name,
+             (int)mode);
     }
 }
 
-static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const bool ks = p->key_scale.data != NULL, vs = p->value_scale.data != NULL;
     const bool ko = p->key_offset.data != NULL, vo = p->value_offset.data != NULL;
     const bool quant = kvci_is_quant_dtype(p->k.dtype), fp8 = kvci_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
     pb->kv_quant = false;
     pb->kq = pb->vq = KVC_QIDX_NONE;
     pb->q_tok_s = 0;
-    if (ks != vs) FAIL(KVC_EINVAL, "only the %s dequant scale is given: key and value scales come together (R12)",
-                       ks ? "key" : "value");
-    if (ko != vo) FAIL(KVC_EINVAL, "only the %s dequant offset is given: key and value offsets come together (R12)",
-                       ko ? "key" : "value");
+    if (ks != vs)
+        FAIL(KVC_EINVAL, "only the %s dequant scale is given: key and value scales come together (R12)",
+             ks ? "key" : "value");
+    if (ko != vo)
+        FAIL(KVC_EINVAL, "only the %s dequant offset is given: key and value offsets come together (R12)",
+             ko ? "key" : "value");
     if (!quant) {
-        if (ks || ko) FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 or fp8 (R12)",
-                           kvc_dtype_name(p->k.dtype));
+        if (ks || ko)
+            FAIL(KVC_EINVAL, "dequant scales/offsets are given but K/V are %s, not int8 or fp8 (R12)",
+                 kvc_dtype_name(p->k.dtype));
         return KVC_OK;
     }
     if (fp8 && ko)
@@ -579,7 +602,9 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     if (ko && !vs) FAIL(KVC_EINVAL, "offsets without scales (R12)");
     const kvc_quant_mode km = p->key_quant_mode, vm = p->value_quant_mode;
     if (km != vm && !(km == KVC_QUANT_PER_CHANNEL && (vm == KVC_QUANT_PER_TOKEN || vm == KVC_QUANT_PER_SLOT)))
-        FAIL(KVC_EINVAL, "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 or 3 (R12)",
+        FAIL(KVC_EINVAL,
+             "key_quant_mode %d and value_quant_mode %d differ: they must be equal, except key 0 with value 1 or 3 "
+             "(R12)",
              (int)km, (int)vm);
     TRY(quant_kind(pb, km, &p->key_scale, pb->D, "key_scale", &pb->kq));
     TRY(quant_kind(pb, vm, &p->value_scale, pb->Dv, "value_scale", &pb->vq));
@@ -593,24 +618,27 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     if (pb->Dr == 64 && pb->D == 512 && pb->kq != KVC_QIDX_TENSOR)
         FAIL(KVC_EINVAL, "MLA quantised latent cache takes one per-tensor scale (R10)");
     if (pb->Dr && kvci_qidx_per_key(pb->kq) && !pb->rope_quant)
-        FAIL(KVC_EINVAL, "MLA with quantised keys and a float key_rope takes key scales per tensor, channel or head: a per-token key scale would also scale the rope part (R10)");
+        FAIL(KVC_EINVAL, "MLA with quantised keys and a float key_rope takes key scales per tensor, channel or head: a "
+                         "per-token key scale would also scale the rope part (R10)");
     if (pb->rope_quant && (pb->kq == KVC_QIDX_CHANNEL || ko))
-        FAIL(KVC_EINVAL, "an int8/fp8 key_rope shares the keys' scale: key scales per tensor, head or token, no offsets (R10)");
+        FAIL(KVC_EINVAL,
+             "an int8/fp8 key_rope shares the keys' scale: key scales per tensor, head or token, no offsets (R10)");
     return KVC_OK;
 }
 
 /* ---- outputs, sinks ------------------------------------------------------- */
 
-static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem *pb) {
     int64_t s[5];
     int nd = query_shape(pb, true, pb->Dv, s);
     TRY(expect_shape(pb, &p->out, "out", nd, s));
     if (p->lse.data) {
         if (p->lse.dtype != KVC_DTYPE_F32) FAIL(KVC_EINVAL, "lse dtype %s must be f32", kvc_dtype_name(p->lse.dtype));
         const int64_t lt[3] = {pb->Tq, pb->Nq, 1}, lb[4] = {pb->B, pb->Nq, pb->Sq_dim, 1};
-        if (pb->q_cum) TRY(expect_shape(pb, &p->lse, "lse", 3, lt));
-        else TRY(expect_shape(pb, &p->lse, "lse", 4, lb));
+        if (pb->q_cum)
+            TRY(expect_shape(pb, &p->lse, "lse", 3, lt));
+        else
+            TRY(expect_shape(pb, &p->lse, "lse", 4, lb));
     }
     if (p->sinks.data) {
         if (!kvci_is_float_dtype(p->sinks.dtype))
@@ -621,8 +649,7 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
     return KVC_OK;
 }
 
-kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb)
-{
+kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb) {
     if (!p || !pb) return kvci_fail(KVC_EINVAL, "attention: params must not be NULL");
     memset(pb, 0, sizeof *pb);
     pb->p = p;
@@ -637,21 +664,23 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     int64_t kd, vd;
     TRY(kv_dims(pb, &p->k, "k", &kd));
     TRY(kv_dims(pb, &p->v, "v", &vd));
-    if (kd != pb->D) FAIL(KVC_EINVAL, "k head dim %lld differs from the query head dim %lld (R7)", (long long)kd,
-                          (long long)pb->D);
+    if (kd != pb->D)
+        FAIL(KVC_EINVAL, "k head dim %lld differs from the query head dim %lld (R7)", (long long)kd, (long long)pb->D);
     pb->Dv = vd;
     TRY(check_kv_tensor(pb, &p->k, "k", kd));
     TRY(check_kv_tensor(pb, &p->v, "v", vd));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
     if (!kvci_is_float_dtype(p->k.dtype) && !kvci_is_quant_dtype(p->k.dtype))
-        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)", kvc_dtype_name(p->k.dtype));
+        FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)",
+             kvc_dtype_name(p->k.dtype));
     if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
     }
     if (pb->paged && pb->blk == KVC_BLOCK_BNNDBS) {
-        if (p->k_rope.data) FAIL(KVC_EINVAL, "BnNDBs (keys in lanes) storage takes no key_rope: MLA caches are BNBSND or NZ");
+        if (p->k_rope.data)
+            FAIL(KVC_EINVAL, "BnNDBs (keys in lanes) storage takes no key_rope: MLA caches are BNBSND or NZ");
         pb->c0k = 1; /* channel d of a key every block_size elements (kvci_attn_kv_chan) */
     }
     TRY(check_mla(p, pb));
@@ -669,8 +698,7 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     return KVC_OK;
 }
 
-kvc_status kvc_attention_check(const kvc_attention_params *p)
-{
+kvc_status kvc_attention_check(const kvc_attention_params *p) {
     kvc_attn_problem pb;
     return kvci_attn_resolve(p, &pb);
 }

@@ -12,13 +12,11 @@ static const char *const layout_names[KVC_LAYOUT_COUNT] = {
     "UNSET", "TND", "TND_NTD", "NTD_TND", "BSH", "BSND", "BNSD", "BSND_NBSD",
 };
 
-const char *kvc_attn_layout_name(kvc_attn_layout layout)
-{
+const char *kvc_attn_layout_name(kvc_attn_layout layout) {
     return (layout >= 0 && layout < KVC_LAYOUT_COUNT) ? layout_names[layout] : "?";
 }
 
-kvc_attention_params kvc_attention_default_params(void)
-{
+kvc_attention_params kvc_attention_default_params(void) {
     kvc_attention_params p;
     memset(&p, 0, sizeof p);
     p.layout = KVC_LAYOUT_UNSET;
@@ -56,8 +54,7 @@ static const name_row names[] = {
 
 static int32_t to_i32(double v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
 
-kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value)
-{
+kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value) {
     if (!p || !name) return kvci_fail(KVC_EINVAL, "attention params_set: params and name must not be NULL");
     if (api != KVC_API_V1 && api != KVC_API_V2)
         return kvci_fail(KVC_EINVAL, "attention params_set: api %d must be KVC_API_V1 or KVC_API_V2", (int)api);
@@ -82,31 +79,29 @@ kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, c
         }
         if (other && strcmp(other, name) == 0) {
             if (!mine)
-                return kvci_fail(KVC_EINVAL, "attention: parameter '%s' does not exist in operator generation v%d (R11: sinks are v2 only)",
-                                name, (int)api);
+                return kvci_fail(
+                    KVC_EINVAL,
+                    "attention: parameter '%s' does not exist in operator generation v%d (R11: sinks are v2 only)",
+                    name, (int)api);
             return kvci_fail(KVC_EINVAL,
-                            "attention: parameter '%s' is the v%d name; under v%d it is '%s' (the vendor binding would silently ignore it and use its default)",
-                            name, api == KVC_API_V1 ? 2 : 1, (int)api, mine);
+                             "attention: parameter '%s' is the v%d name; under v%d it is '%s' (the vendor binding "
+                             "would silently ignore it and use its default)",
+                             name, api == KVC_API_V1 ? 2 : 1, (int)api, mine);
         }
     }
     return kvci_fail(KVC_EINVAL, "attention: unknown scalar parameter '%s' for v%d", name, (int)api);
 }
 
-double kvc_yarn_mscale(double factor, double mscale)
-{
-    return factor > 1.0 ? 0.1 * mscale * log(factor) + 1.0 : 1.0;
-}
+double kvc_yarn_mscale(double factor, double mscale) { return factor > 1.0 ? 0.1 * mscale * log(factor) + 1.0 : 1.0; }
 
-double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim)
-{
+double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim) {
     const double base = 1.0 / sqrt((double)(d_nope + d_rope));
     if (mscale_all_dim == 0.0) return base;
     const double m = kvc_yarn_mscale(factor, mscale_all_dim);
     return base * m * m;
 }
 
-void kvc_mask_template_fill(uint8_t *tmpl)
-{
+void kvc_mask_template_fill(uint8_t *tmpl) {
     const int64_t N = KVC_MASK_TEMPLATE_DIM;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < N; c++) tmpl[r * N + c] = (uint8_t)(c > r);

@@ -18,7 +18,7 @@ typedef enum kvc_qidx {
     KVC_QIDX_CHANNEL,
     KVC_QIDX_TOKEN, /* [B, S] by request and key position */
     KVC_QIDX_HEAD,
-    KVC_QIDX_SLOT   /* [NB * bs] by the key's physical cache slot */
+    KVC_QIDX_SLOT /* [NB * bs] by the key's physical cache slot */
 } kvc_qidx;
 
 /* Scales that vary per key (a factor of the key's score or value weight)
@@ -28,26 +28,26 @@ static inline bool kvci_qidx_per_key(kvc_qidx q) { return q == KVC_QIDX_TOKEN ||
 typedef struct kvc_attn_problem {
     const kvc_attention_params *p;
     int64_t B, Nq, Nkv, G, D, Dv, Dr; /* Dr = 0 without MLA rope */
-    bool q_cum;        /* q_lens cumulative (T.. layouts) */
+    bool q_cum;                       /* q_lens cumulative (T.. layouts) */
     bool paged;
     kvc_block_layout blk; /* paged: the blocks' layout */
-    bool kv_packed;    /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
-    int64_t Tq;        /* T.. layouts: query rows; else B * Sq_dim */
-    int64_t Sq_dim;    /* B.. layouts: S extent of q / out / lse */
-    int64_t Skv_dim;   /* contiguous B.. layouts: S extent of k/v; packed: Tkv */
+    bool kv_packed;       /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
+    int64_t Tq;           /* T.. layouts: query rows; else B * Sq_dim */
+    int64_t Sq_dim;       /* B.. layouts: S extent of q / out / lse */
+    int64_t Skv_dim;      /* contiguous B.. layouts: S extent of k/v; packed: Tkv */
     int64_t max_sq, max_skv;
     /* paging */
     int64_t bs, NB, tbl_w;
     int64_t c0k, c0v, c0r; /* NZ tile widths of k, v, k_rope (0: plain; c0k 1: BNNDBS keys in lanes) */
     /* masks */
-    bool has_mask;     /* explicit [Sq, Skv] mask consulted (modes 0/1) */
+    bool has_mask; /* explicit [Sq, Skv] mask consulted (modes 0/1) */
     int64_t mask_bstride, mask_cols;
     /* dequantisation of int8 K/V */
     bool kv_quant;
-    kvc_qidx kq, vq;   /* scale indexing for K and V */
+    kvc_qidx kq, vq; /* scale indexing for K and V */
     bool k_has_off, v_has_off;
-    bool rope_quant;   /* MLA k_rope int8/fp8 (k's dtype): dequantised with the key scale of its key */
-    int64_t q_tok_s;   /* per-token scales: S extent of [B, S] */
+    bool rope_quant; /* MLA k_rope int8/fp8 (k's dtype): dequantised with the key scale of its key */
+    int64_t q_tok_s; /* per-token scales: S extent of [B, S] */
 } kvc_attn_problem;
 
 /* Validates p (every rule of AO 6.1 that applies) and fills pb. */
@@ -56,8 +56,7 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
 /* ---- lengths ------------------------------------------------------------- */
 
 /* Query rows of request b: first row index (T.. layouts; 0 otherwise) and count. */
-static inline void kvci_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64_t *q0, int64_t *sq)
-{
+static inline void kvci_attn_q_range(const kvc_attn_problem *pb, int64_t b, int64_t *q0, int64_t *sq) {
     const kvc_attention_params *p = pb->p;
     if (pb->q_cum) {
         *q0 = b == 0 ? 0 : p->q_lens[b - 1];
@@ -69,8 +68,7 @@ static inline void kvci_attn_q_range(const kvc_attn_problem *pb, int64_t b, int6
 }
 
 /* Keys of request b: first packed row (packed K/V; 0 otherwise) and count. */
-static inline void kvci_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int64_t *k0, int64_t *skv)
-{
+static inline void kvci_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int64_t *k0, int64_t *skv) {
     const kvc_attention_params *p = pb->p;
     if (p->kv_len_form == KVC_KV_FORM_CUMULATIVE) {
         *k0 = b == 0 ? 0 : p->kv_lens[b - 1];
@@ -87,8 +85,7 @@ static inline void kvci_attn_kv_range(const kvc_attn_problem *pb, int64_t b, int
  * query-shaped tensor with `dim` channels per head (q: D, q_rope: Dr). q0
  * is the request's first row (kvci_attn_q_range). */
 static inline int64_t kvci_attn_q_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n,
-                                       int64_t dim)
-{
+                                        int64_t dim) {
     switch (pb->p->layout) {
     case KVC_LAYOUT_NTD_TND: return (n * pb->Tq + q0 + i) * dim;
     case KVC_LAYOUT_TND:
@@ -99,8 +96,7 @@ static inline int64_t kvci_attn_q_index(const kvc_attn_problem *pb, int64_t b, i
 }
 
 /* Element index of channel 0 of the output row (b, i, n). */
-static inline int64_t kvci_attn_out_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
-{
+static inline int64_t kvci_attn_out_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n) {
     const int64_t Dv = pb->Dv;
     switch (pb->p->layout) {
     case KVC_LAYOUT_TND:
@@ -113,8 +109,7 @@ static inline int64_t kvci_attn_out_index(const kvc_attn_problem *pb, int64_t b,
 }
 
 /* Element index of the lse of (b, i, n): [Tq, Nq, 1] or [B, Nq, Sq, 1]. */
-static inline int64_t kvci_attn_lse_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n)
-{
+static inline int64_t kvci_attn_lse_index(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n) {
     if (pb->q_cum) return (q0 + i) * pb->Nq + n;
     return (b * pb->Nq + n) * pb->Sq_dim + i;
 }
@@ -126,8 +121,7 @@ static inline int64_t kvci_attn_lse_index(const kvc_attn_problem *pb, int64_t b,
  * d then sits at + (d / c0) * bs * c0 + d % c0, see kvci_attn_kv_chan). k0 is
  * the request's first packed row. */
 static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, int64_t b, int64_t k0, int64_t j, int64_t g,
-                                        int64_t dim, int64_t c0)
-{
+                                         int64_t dim, int64_t c0) {
     const kvc_attention_params *p = pb->p;
     if (pb->paged) {
         const int32_t *tbl = (const int32_t *)p->block_table.data;
@@ -149,8 +143,7 @@ static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, int64_t b, 
 }
 
 /* Elements from head g to head g + 1 of one key (kvci_attn_kv_index is linear in g). */
-static inline int64_t kvci_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim)
-{
+static inline int64_t kvci_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim) {
     if (pb->paged) return pb->blk == KVC_BLOCK_BNBSND ? dim : pb->bs * dim;
     switch (pb->p->layout) {
     case KVC_LAYOUT_NTD_TND:
@@ -160,8 +153,7 @@ static inline int64_t kvci_attn_kv_head_stride(const kvc_attn_problem *pb, int64
 }
 
 /* Offset of channel d from channel 0 of one key (plain: d; NZ: tiled). */
-static inline int64_t kvci_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0)
-{
+static inline int64_t kvci_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0) {
     return c0 ? (d / c0) * pb->bs * c0 + d % c0 : d;
 }
 
@@ -171,18 +163,17 @@ static inline int64_t kvci_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, i
  * sequence behaves the same, and sums with positions cannot overflow
  * (INT64_MAX for both means "no band limit"). */
 #define KVC_ATTN_BAND_LIMIT ((int64_t)1 << 60)
-static inline int64_t kvci_attn_band_clamp(int64_t x)
-{
+static inline int64_t kvci_attn_band_clamp(int64_t x) {
     return x > KVC_ATTN_BAND_LIMIT ? KVC_ATTN_BAND_LIMIT : x < -KVC_ATTN_BAND_LIMIT ? -KVC_ATTN_BAND_LIMIT : x;
 }
 
 /* Keys [lo, hi) of row i that the mode's band/causal rule admits, clipped to
  * [0, skv) (an explicit mask, if any, is consulted on top: kvci_attn_masked). */
-static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv,
-                                         int64_t *lo, int64_t *hi)
-{
+static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv, int64_t *lo,
+                                          int64_t *hi) {
     const kvc_attention_params *p = pb->p;
-    const int64_t delta = skv - sq, pre = kvci_attn_band_clamp(p->pre_tokens), next = kvci_attn_band_clamp(p->next_tokens);
+    const int64_t delta = skv - sq, pre = kvci_attn_band_clamp(p->pre_tokens),
+                  next = kvci_attn_band_clamp(p->next_tokens);
     int64_t a = 0, e = skv; /* [a, e) before clipping */
     switch (p->sparse_mode) {
     case 0:
@@ -207,8 +198,7 @@ static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i,
 }
 
 /* True when the explicit mask hides key j from row i of request b. */
-static inline bool kvci_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_t i, int64_t j)
-{
+static inline bool kvci_attn_masked(const kvc_attn_problem *pb, int64_t b, int64_t i, int64_t j) {
     if (!pb->has_mask) return false;
     const uint8_t *m = (const uint8_t *)pb->p->mask.data;
     return m[b * pb->mask_bstride + i * pb->mask_cols + j] != 0;
@@ -218,8 +208,7 @@ static inline bool kvci_attn_masked(const kvc_attn_problem *pb, int64_t b, int64
 
 /* Index into a scale/offset tensor of kind q for (b, j, g, d) with `dim` channels per head. */
 static inline int64_t kvci_attn_quant_index(const kvc_attn_problem *pb, kvc_qidx q, int64_t b, int64_t j, int64_t g,
-                                           int64_t d, int64_t dim)
-{
+                                            int64_t d, int64_t dim) {
     switch (q) {
     case KVC_QIDX_CHANNEL: return g * dim + d;
     case KVC_QIDX_TOKEN: return b * pb->q_tok_s + j;

@@ -11,8 +11,7 @@
 
 /* Reads element idx of a f32/f16/bf16/i8/fp8 buffer as float (i8 raw, fp8
  * decoded exactly; neither scaled). */
-static inline float kvci_elem_load(const void *base, kvc_dtype dt, int64_t idx)
-{
+static inline float kvci_elem_load(const void *base, kvc_dtype dt, int64_t idx) {
     switch (dt) {
     case KVC_DTYPE_F32: return ((const float *)base)[idx];
     case KVC_DTYPE_F16: return kvc_f16_to_f32(((const uint16_t *)base)[idx]);
@@ -27,8 +26,7 @@ static inline float kvci_elem_load(const void *base, kvc_dtype dt, int64_t idx)
 
 /* Stores v (rounded to nearest even; fp8 saturating) at element idx of a
  * f32/f16/bf16/fp8 buffer. */
-static inline void kvci_elem_store(void *base, kvc_dtype dt, int64_t idx, float v)
-{
+static inline void kvci_elem_store(void *base, kvc_dtype dt, int64_t idx, float v) {
     switch (dt) {
     case KVC_DTYPE_F32: ((float *)base)[idx] = v; break;
     case KVC_DTYPE_F16: ((uint16_t *)base)[idx] = kvc_f32_to_f16(v); break;
@@ -45,8 +43,7 @@ static inline int kvci_is_fp8_dtype(kvc_dtype dt) { return dt == KVC_DTYPE_F8E4M
  * and fp8 (scale optional, 1 when absent). */
 static inline int kvci_is_quant_dtype(kvc_dtype dt) { return dt == KVC_DTYPE_I8 || kvci_is_fp8_dtype(dt); }
 
-static inline int kvci_is_float_dtype(kvc_dtype dt)
-{
+static inline int kvci_is_float_dtype(kvc_dtype dt) {
     return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16;
 }
 

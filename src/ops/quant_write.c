@@ -10,14 +10,14 @@
 #include "ops/elem.h"
 #include "ops/write_internal.h"
 
-void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset)
-{
-    if (dt == KVC_DTYPE_I8) ((int8_t *)cache)[idx] = kvc_quantize_i8(x, inv_scale, offset);
-    else kvci_elem_store(cache, dt, idx, x * inv_scale); /* fp8: saturating, ties to even */
+void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset) {
+    if (dt == KVC_DTYPE_I8)
+        ((int8_t *)cache)[idx] = kvc_quantize_i8(x, inv_scale, offset);
+    else
+        kvci_elem_store(cache, dt, idx, x * inv_scale); /* fp8: saturating, ties to even */
 }
 
-int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
-{
+int8_t kvc_quantize_i8(float x, float inv_scale, float offset) {
     float y = nearbyintf(x * inv_scale + offset); /* default FP mode: ties to even */
     if (!(y == y)) return 0;
     if (y > 127.0f) return 127;
@@ -27,33 +27,32 @@ int8_t kvc_quantize_i8(float x, float inv_scale, float offset)
 
 /* Static scales: each inverse scale finite and non-zero; offsets for int8 only. */
 static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const float *offset, kvc_dtype dt,
-                                   const char *what)
-{
+                                   const char *what) {
     if (offset && dt != KVC_DTYPE_I8)
-        return kvci_fail(KVC_EINVAL, "%s: %s caches take no offset (x * inv_scale is stored)", what, kvc_dtype_name(dt));
+        return kvci_fail(KVC_EINVAL, "%s: %s caches take no offset (x * inv_scale is stored)", what,
+                         kvc_dtype_name(dt));
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
             return kvci_fail(KVC_EINVAL, "%s: inv_scale[%lld] = %g must be finite and non-zero", what, (long long)i,
-                            (double)inv_scale[i]);
+                             (double)inv_scale[i]);
     return KVC_OK;
 }
 
-kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
-                                 const int64_t *slots, int64_t n_slots, const float *inv_scale,
-                                 const float *offset, int64_t n_quant)
-{
+kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd, const int64_t *slots,
+                                 int64_t n_slots, const float *inv_scale, const float *offset, int64_t n_quant) {
     kvc_paged_geom g;
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots_quant", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots_quant")) != KVC_OK) return st;
     if (!kvci_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
         return kvci_fail(KVC_EINVAL, "write_slots_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
-                        kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
+                         kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
     const int64_t H = g.n_heads * g.head_dim;
     if (!inv_scale || (n_quant != 1 && n_quant != g.n_heads && n_quant != H))
         return kvci_fail(KVC_EINVAL,
-                        "write_slots_quant: %lld scales given, expected 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
-                        (long long)n_quant, (long long)g.n_heads, (long long)H);
+                         "write_slots_quant: %lld scales given, expected 1 (per tensor), Nkv = %lld (per head) or "
+                         "Nkv*D = %lld (per channel)",
+                         (long long)n_quant, (long long)g.n_heads, (long long)H);
     if ((st = check_inv_scales(inv_scale, n_quant, offset, cache->dtype, "write_slots_quant")) != KVC_OK) return st;
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots_quant")) != KVC_OK)
         return st;
@@ -64,70 +63,67 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, cons
             for (int64_t d = 0; d < g.head_dim; d++) {
                 const int64_t ch = h * g.head_dim + d, qi = n_quant == 1 ? 0 : n_quant == H ? ch : h;
                 kvci_quant_store(cache->data, cache->dtype, kvci_paged_index(&g, slots[t], h, d), x[t * H + ch],
-                                inv_scale[qi], offset ? offset[qi] : 0.0f);
+                                 inv_scale[qi], offset ? offset[qi] : 0.0f);
             }
     }
     return KVC_OK;
 }
 
-kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                     int64_t n_starts, const float *inv_scale, const float *offset, int64_t n_quant)
-{
+kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts,
+                                      const float *inv_scale, const float *offset, int64_t n_quant) {
     kvc_status st = kvci_check_contiguous(cache, upd, starts, n_starts, "write_contiguous_quant");
     if (st != KVC_OK) return st;
     if (!kvci_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
         return kvci_fail(KVC_EINVAL, "write_contiguous_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
-                        kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
+                         kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
     if (!inv_scale || (n_quant != 1 && n_quant != H))
-        return kvci_fail(KVC_EINVAL, "write_contiguous_quant: %lld scales given, expected 1 (per tensor) or H = %lld (per channel)",
-                        (long long)n_quant, (long long)H);
-    if ((st = check_inv_scales(inv_scale, n_quant, offset, cache->dtype, "write_contiguous_quant")) != KVC_OK) return st;
+        return kvci_fail(KVC_EINVAL,
+                         "write_contiguous_quant: %lld scales given, expected 1 (per tensor) or H = %lld (per channel)",
+                         (long long)n_quant, (long long)H);
+    if ((st = check_inv_scales(inv_scale, n_quant, offset, cache->dtype, "write_contiguous_quant")) != KVC_OK)
+        return st;
     const float *x = upd->data;
     for (int64_t b = 0; b < B; b++)
         for (int64_t l = 0; l < L; l++)
             for (int64_t c = 0; c < H; c++) {
                 const int64_t qi = n_quant == 1 ? 0 : c;
                 kvci_quant_store(cache->data, cache->dtype, (b * S + starts[b] + l) * H + c, x[(b * L + l) * H + c],
-                                inv_scale[qi], offset ? offset[qi] : 0.0f);
+                                 inv_scale[qi], offset ? offset[qi] : 0.0f);
             }
     return KVC_OK;
 }
 
-float kvci_quant_qmax(kvc_dtype dt)
-{
-    return dt == KVC_DTYPE_I8 ? 127.0f : dt == KVC_DTYPE_F8E4M3 ? 448.0f : 57344.0f;
-}
+float kvci_quant_qmax(kvc_dtype dt) { return dt == KVC_DTYPE_I8 ? 127.0f : dt == KVC_DTYPE_F8E4M3 ? 448.0f : 57344.0f; }
 
-void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv)
-{
+void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv) {
     *scale = amax > 0.0f ? amax / qmax : 1.0f;
     *inv = amax > 0.0f ? qmax / amax : 1.0f;
 }
 
-static kvc_status check_f32_rows(const kvc_tensor *x, const char *what)
-{
+static kvc_status check_f32_rows(const kvc_tensor *x, const char *what) {
     if (!x || !x->data || x->ndim != 3 || x->dtype != KVC_DTYPE_F32 || x->shape[0] < 0 || x->shape[1] <= 0 ||
         x->shape[2] <= 0)
         return kvci_fail(KVC_EINVAL, "%s: values must be an f32 tensor [T, Nkv, D] with Nkv, D > 0", what);
     const int64_t H = x->shape[1] * x->shape[2], bad = kvci_first_nonfinite(x->data, x->shape[0] * H);
     if (bad >= 0)
         return kvci_fail(KVC_EINVAL, "%s: value of token %lld, channel %lld is %g: scales need finite values", what,
-                        (long long)(bad / H), (long long)(bad % H), (double)((const float *)x->data)[bad]);
+                         (long long)(bad / H), (long long)(bad % H), (double)((const float *)x->data)[bad]);
     return KVC_OK;
 }
 
 kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64_t n_scale, float *scale,
-                               float *inv_scale)
-{
+                               float *inv_scale) {
     kvc_status st = check_f32_rows(x, "kv_quant_scales");
     if (st != KVC_OK) return st;
     if (!kvci_is_quant_dtype(cache_dtype))
         return kvci_fail(KVC_EINVAL, "kv_quant_scales: cache dtype %s is not int8 or fp8", kvc_dtype_name(cache_dtype));
     const int64_t T = x->shape[0], N = x->shape[1], D = x->shape[2], H = N * D;
     if (n_scale != 1 && n_scale != N && n_scale != H)
-        return kvci_fail(KVC_EINVAL, "kv_quant_scales: n_scale %lld must be 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
-                        (long long)n_scale, (long long)N, (long long)H);
+        return kvci_fail(
+            KVC_EINVAL,
+            "kv_quant_scales: n_scale %lld must be 1 (per tensor), Nkv = %lld (per head) or Nkv*D = %lld (per channel)",
+            (long long)n_scale, (long long)N, (long long)H);
     if (T == 0) return kvci_fail(KVC_EINVAL, "kv_quant_scales: no tokens to calibrate on (T = 0)");
     if (!scale || !inv_scale) return kvci_fail(KVC_EINVAL, "kv_quant_scales: scale and inv_scale must not be NULL");
     const float *v = x->data;
@@ -142,20 +138,21 @@ kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64
 }
 
 kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
-                                       const int64_t *slots, int64_t n_slots, float *slot_scale, int64_t n_slot_scale)
-{
+                                       const int64_t *slots, int64_t n_slots, float *slot_scale, int64_t n_slot_scale) {
     kvc_paged_geom g;
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots_token_quant", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots_token_quant")) != KVC_OK) return st;
     if (!kvci_is_quant_dtype(cache->dtype))
         return kvci_fail(KVC_EINVAL, "write_slots_token_quant: needs an int8 or fp8 cache, got %s",
-                        kvc_dtype_name(cache->dtype));
+                         kvc_dtype_name(cache->dtype));
     if ((st = check_f32_rows(upd, "write_slots_token_quant")) != KVC_OK) return st;
     const int64_t cap = g.n_blocks * g.bs;
     if (!slot_scale || n_slot_scale != cap)
-        return kvci_fail(KVC_EINVAL, "write_slots_token_quant: slot_scale must hold one scale per cache slot: %lld given, NB*bs = %lld",
-                        (long long)n_slot_scale, (long long)cap);
+        return kvci_fail(
+            KVC_EINVAL,
+            "write_slots_token_quant: slot_scale must hold one scale per cache slot: %lld given, NB*bs = %lld",
+            (long long)n_slot_scale, (long long)cap);
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], cap, g.bs, "write_slots_token_quant")) != KVC_OK)
         return st;
     const int64_t H = g.n_heads * g.head_dim;
@@ -168,7 +165,7 @@ kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order
         for (int64_t h = 0; h < g.n_heads; h++)
             for (int64_t d = 0; d < g.head_dim; d++)
                 kvci_quant_store(cache->data, cache->dtype, kvci_paged_index(&g, slots[t], h, d),
-                                x[t * H + h * g.head_dim + d], inv, 0.0f);
+                                 x[t * H + h * g.head_dim + d], inv, 0.0f);
     }
     return KVC_OK;
 }

@@ -10,30 +10,32 @@
 
 #define KVC_PI 3.14159265358979323846
 
-static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim)
-{
+static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
     if (!r) return kvci_fail(KVC_EINVAL, "rope: the plan must not be NULL");
     if (rot_dim <= 0 || rot_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "rope: rot_dim %lld must be even and > 0", (long long)rot_dim);
     if (!(r->theta > 0.0) || !isfinite(r->theta))
         return kvci_fail(KVC_EINVAL, "rope: theta %g must be finite and > 0", r->theta);
     if (r->type == KVC_ROPE_LLAMA3) {
-        if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 || !(r->low_freq_factor > 0.0) ||
-            !(r->high_freq_factor > r->low_freq_factor) || !isfinite(r->high_freq_factor))
-            return kvci_fail(KVC_EINVAL,
-                            "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < low_freq_factor %g < high_freq_factor %g",
-                            r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
-    } else if (r->type == KVC_ROPE_YARN) {
         if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 ||
-            !(r->beta_fast > 0.0) || !(r->beta_slow > 0.0) || !isfinite(r->beta_fast) || !isfinite(r->beta_slow) ||
-            !(r->theta > 1.0))
+            !(r->low_freq_factor > 0.0) || !(r->high_freq_factor > r->low_freq_factor) ||
+            !isfinite(r->high_freq_factor))
             return kvci_fail(KVC_EINVAL,
-                            "rope yarn: factor %g, original_max_position %lld, beta_fast %g and beta_slow %g must be finite and > 0, theta %g > 1",
-                            r->factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
+                             "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < "
+                             "low_freq_factor %g < high_freq_factor %g",
+                             r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
+    } else if (r->type == KVC_ROPE_YARN) {
+        if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 || !(r->beta_fast > 0.0) ||
+            !(r->beta_slow > 0.0) || !isfinite(r->beta_fast) || !isfinite(r->beta_slow) || !(r->theta > 1.0))
+            return kvci_fail(KVC_EINVAL,
+                             "rope yarn: factor %g, original_max_position %lld, beta_fast %g and beta_slow %g must be "
+                             "finite and > 0, theta %g > 1",
+                             r->factor, (long long)r->original_max_position, r->beta_fast, r->beta_slow, r->theta);
         if (!isfinite(r->attention_factor) || r->attention_factor < 0.0 || !isfinite(r->mscale) ||
             !isfinite(r->mscale_all_dim))
-            return kvci_fail(KVC_EINVAL, "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
-                            r->attention_factor, r->mscale, r->mscale_all_dim);
+            return kvci_fail(KVC_EINVAL,
+                             "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
+                             r->attention_factor, r->mscale, r->mscale_all_dim);
     } else if (r->type != KVC_ROPE_DEFAULT) {
         return kvci_fail(KVC_EINVAL, "rope: type %d unknown (default, llama3, yarn)", (int)r->type);
     }
@@ -42,8 +44,7 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim)
 
 /* llama3: wavelengths above L0 / low_freq_factor divided by the factor,
  * below L0 / high_freq_factor kept, a smooth blend in between. */
-static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv)
-{
+static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
     const double L0 = (double)r->original_max_position, f = r->factor;
     const double low_wl = L0 / r->low_freq_factor, high_wl = L0 / r->high_freq_factor;
     for (int64_t i = 0; i < half; i++) {
@@ -59,8 +60,7 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv)
     }
 }
 
-double kvc_rope_attention_factor(const kvc_rope_config *r)
-{
+double kvc_rope_attention_factor(const kvc_rope_config *r) {
     if (r->type != KVC_ROPE_YARN) return 1.0;
     if (r->attention_factor > 0) return r->attention_factor;
     if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
@@ -70,8 +70,7 @@ double kvc_rope_attention_factor(const kvc_rope_config *r)
 
 /* YaRN: a linear ramp over the dimensions between the correction range of
  * beta_fast and beta_slow blends interpolation and extrapolation. */
-static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
-{
+static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv) {
     const double f = r->factor, L0 = (double)r->original_max_position, th = r->theta;
     double lo = (double)d * log(L0 / (r->beta_fast * 2.0 * KVC_PI)) / (2.0 * log(th));
     double hi = (double)d * log(L0 / (r->beta_slow * 2.0 * KVC_PI)) / (2.0 * log(th));
@@ -93,22 +92,22 @@ static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv)
     }
 }
 
-kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor)
-{
+kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor) {
     kvc_status st = check_plan(r, rot_dim);
     if (st != KVC_OK) return st;
     if (!inv_freq || !attn_factor) return kvci_fail(KVC_EINVAL, "rope: inv_freq and attn_factor must not be NULL");
     const int64_t half = rot_dim / 2;
     for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
         inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
-    if (r->type == KVC_ROPE_LLAMA3) llama3_scale(r, half, inv_freq);
-    else if (r->type == KVC_ROPE_YARN) yarn_scale(r, rot_dim, inv_freq);
+    if (r->type == KVC_ROPE_LLAMA3)
+        llama3_scale(r, half, inv_freq);
+    else if (r->type == KVC_ROPE_YARN)
+        yarn_scale(r, rot_dim, inv_freq);
     *attn_factor = (float)kvc_rope_attention_factor(r);
     return KVC_OK;
 }
 
-void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin)
-{
+void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin) {
     const int64_t half = rot_dim / 2;
     const float pf = (float)pos;
     for (int64_t i = 0; i < half; i++) {
@@ -118,8 +117,7 @@ void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor,
     }
 }
 
-void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y)
-{
+void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y) {
     const int64_t h = n / 2;
     for (int64_t i = 0; i < h; i++) {
         const float x1 = x[i], x2 = x[i + h];
@@ -128,8 +126,7 @@ void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64
     }
 }
 
-void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y)
-{
+void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y) {
     const int64_t h = n / 2;
     for (int64_t i = 0; i < h; i++) {
         const float x1 = r[2 * i], x2 = r[2 * i + 1];
@@ -139,8 +136,7 @@ void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin
 }
 
 void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin, int64_t rot_dim,
-                        bool interleaved, float *tmp)
-{
+                        bool interleaved, float *tmp) {
     for (int64_t h = 0; h < n_heads; h++) {
         float *v = x + h * stride;
         if (!interleaved) {

@@ -12,39 +12,36 @@
 #include "ops/write_internal.h"
 
 kvc_status kvci_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                int64_t n_starts, const char *what)
-{
+                                 int64_t n_starts, const char *what) {
     if (!cache || !upd || !cache->data || !upd->data || (!starts && n_starts > 0))
         return kvci_fail(KVC_EINVAL, "%s: cache, upd and starts must not be NULL", what);
     if (cache->ndim != 3 || upd->ndim != 3)
         return kvci_fail(KVC_EINVAL, "%s: cache (ndim %d) and upd (ndim %d) must be 3-D [B, S, H]", what,
-                        (int)cache->ndim, (int)upd->ndim);
+                         (int)cache->ndim, (int)upd->ndim);
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2];
     const int64_t L = upd->shape[1];
     if (upd->shape[0] != B || upd->shape[2] != H || L < 0)
         return kvci_fail(KVC_EINVAL, "%s: upd [%lld, %lld, %lld] must be [B=%lld, L, H=%lld]", what,
-                        (long long)upd->shape[0], (long long)L, (long long)upd->shape[2], (long long)B,
-                        (long long)H);
+                         (long long)upd->shape[0], (long long)L, (long long)upd->shape[2], (long long)B, (long long)H);
     if (n_starts != B)
         return kvci_fail(KVC_EINVAL, "%s: %lld starts given, expected one per batch row (%lld)", what,
-                        (long long)n_starts, (long long)B);
+                         (long long)n_starts, (long long)B);
     for (int64_t b = 0; b < B; b++)
         if (starts[b] < 0 || starts[b] > S - L)
             return kvci_fail(KVC_ERANGE,
-                            "%s: row %lld start %lld + %lld new tokens exceeds S_max %lld (must be in [0, S_max - L])",
-                            what, (long long)b, (long long)starts[b], (long long)L, (long long)S);
+                             "%s: row %lld start %lld + %lld new tokens exceeds S_max %lld (must be in [0, S_max - L])",
+                             what, (long long)b, (long long)starts[b], (long long)L, (long long)S);
     return KVC_OK;
 }
 
-kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                int64_t n_starts)
-{
+kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts) {
     kvc_status st = kvci_check_contiguous(cache, upd, starts, n_starts, "write_contiguous");
     if (st != KVC_OK) return st;
     if (cache->dtype != upd->dtype)
         return kvci_fail(KVC_EINVAL,
-                        "write_contiguous: upd dtype %s must equal the cache dtype %s (f32 into int8/fp8: kvc_write_contiguous_quant)",
-                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+                         "write_contiguous: upd dtype %s must equal the cache dtype %s (f32 into int8/fp8: "
+                         "kvc_write_contiguous_quant)",
+                         kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
     const size_t es = kvc_dtype_size(cache->dtype);
     for (int64_t b = 0; b < B; b++)
@@ -53,15 +50,13 @@ kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const 
     return KVC_OK;
 }
 
-int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads,
-                     int64_t head_dim, int64_t c0)
-{
+int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
+                     int64_t c0) {
     const int64_t H = n_heads * head_dim, j = h * head_dim + d;
     return p * (bs * H) + (j / c0) * (bs * c0) + o * c0 + (j % c0);
 }
 
-int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d)
-{
+int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d) {
     const int64_t p = slot / g->bs, o = slot % g->bs;
     switch (g->order) {
     case KVC_BLOCK_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
@@ -72,14 +67,12 @@ int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64
     }
 }
 
-kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what,
-                             kvc_paged_geom *g)
-{
-    if (!cache || !cache->data)
-        return kvci_fail(KVC_EINVAL, "%s: cache must not be NULL", what);
+kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what, kvc_paged_geom *g) {
+    if (!cache || !cache->data) return kvci_fail(KVC_EINVAL, "%s: cache must not be NULL", what);
     if (cache->ndim != 4)
-        return kvci_fail(KVC_EINVAL, "%s: cache has ndim %d, expected 4 ([NB, bs, Nkv, D], [NB, Nkv, bs, D] or [NB, Nkv, D, bs])",
-                        what, (int)cache->ndim);
+        return kvci_fail(KVC_EINVAL,
+                         "%s: cache has ndim %d, expected 4 ([NB, bs, Nkv, D], [NB, Nkv, bs, D] or [NB, Nkv, D, bs])",
+                         what, (int)cache->ndim);
     g->order = order;
     g->n_blocks = cache->shape[0];
     if (order == KVC_BLOCK_BNNBSD) {
@@ -102,19 +95,17 @@ kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, c
         size_t es = kvc_dtype_size(cache->dtype);
         if (es != 1 && es != 2)
             return kvci_fail(KVC_EINVAL, "%s: NZ caches hold 16-bit or 8-bit elements, not %s", what,
-                            kvc_dtype_name(cache->dtype));
+                             kvc_dtype_name(cache->dtype));
         g->c0 = 32 / (int64_t)es;
         if (g->head_dim % g->c0 != 0 || g->bs % 16 != 0)
-            return kvci_fail(KVC_EINVAL,
-                            "%s: NZ cache needs D %% c0 == 0 and bs %% 16 == 0 (D %lld, c0 %lld, bs %lld)", what,
-                            (long long)g->head_dim, (long long)g->c0, (long long)g->bs);
+            return kvci_fail(KVC_EINVAL, "%s: NZ cache needs D %% c0 == 0 and bs %% 16 == 0 (D %lld, c0 %lld, bs %lld)",
+                             what, (long long)g->head_dim, (long long)g->c0, (long long)g->bs);
     }
     return KVC_OK;
 }
 
 #ifndef NDEBUG
-static int cmp_i64(const void *a, const void *b)
-{
+static int cmp_i64(const void *a, const void *b) {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
@@ -122,8 +113,7 @@ static int cmp_i64(const void *a, const void *b)
 /* Debug builds: a slot outside block 0 written twice in one call (AO 2.2:
  * duplicates are legal only for the null block). Sorts a copy, so it stays
  * out of release builds (no allocation on the write path). */
-static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_t bs, const char *what)
-{
+static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_t bs, const char *what) {
     int64_t *c = kvci_malloc(sizeof(int64_t) * (size_t)(n_slots + 1));
     if (!c) return KVC_OK; /* the check is best effort */
     int64_t n = 0;
@@ -135,8 +125,9 @@ static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_
             const int64_t dup = c[i];
             kvci_free(c);
             return kvci_fail(KVC_EINVAL,
-                            "%s: slot %lld is written twice in one call (duplicates are allowed only in the null block, slots < bs = %lld)",
-                            what, (long long)dup, (long long)bs);
+                             "%s: slot %lld is written twice in one call (duplicates are allowed only in the null "
+                             "block, slots < bs = %lld)",
+                             what, (long long)dup, (long long)bs);
         }
     kvci_free(c);
     return KVC_OK;
@@ -144,18 +135,16 @@ static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_
 #endif
 
 kvc_status kvci_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
-                           const char *what)
-{
+                            const char *what) {
     if (n_slots != n_tokens)
         return kvci_fail(KVC_EINVAL, "%s: %lld slots for %lld tokens (need one slot per token)", what,
-                        (long long)n_slots, (long long)n_tokens);
-    if (n_slots > 0 && !slots)
-        return kvci_fail(KVC_EINVAL, "%s: slots must not be NULL", what);
+                         (long long)n_slots, (long long)n_tokens);
+    if (n_slots > 0 && !slots) return kvci_fail(KVC_EINVAL, "%s: slots must not be NULL", what);
     for (int64_t t = 0; t < n_slots; t++)
         if (slots[t] != KVC_SLOT_SKIP && (slots[t] < 0 || slots[t] >= capacity))
             return kvci_fail(KVC_ERANGE,
-                            "%s: slot %lld of token %lld is outside [0, NB*bs = %lld) and is not the skip marker -1",
-                            what, (long long)slots[t], (long long)t, (long long)capacity);
+                             "%s: slot %lld of token %lld is outside [0, NB*bs = %lld) and is not the skip marker -1",
+                             what, (long long)slots[t], (long long)t, (long long)capacity);
 #ifndef NDEBUG
     return check_duplicates(slots, n_slots, bs, what);
 #else
@@ -164,25 +153,24 @@ kvc_status kvci_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tok
 #endif
 }
 
-kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what)
-{
+kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what) {
     if (!upd || !upd->data || upd->ndim != 3 || upd->shape[1] != g->n_heads || upd->shape[2] != g->head_dim)
         return kvci_fail(KVC_EINVAL, "%s: upd must be [T, Nkv = %lld, D = %lld]", what, (long long)g->n_heads,
-                        (long long)g->head_dim);
+                         (long long)g->head_dim);
     return KVC_OK;
 }
 
-kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
-                           const int64_t *slots, int64_t n_slots)
-{
+kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd, const int64_t *slots,
+                           int64_t n_slots) {
     kvc_paged_geom g;
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
     if (upd->dtype != cache->dtype)
-        return kvci_fail(KVC_EINVAL,
-                        "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
-                        kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+        return kvci_fail(
+            KVC_EINVAL,
+            "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
+            kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots")) != KVC_OK)
         return st;
     const size_t es = kvc_dtype_size(cache->dtype);

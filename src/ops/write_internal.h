@@ -13,19 +13,18 @@ typedef struct kvc_paged_geom {
 } kvc_paged_geom;
 
 /* Reads the geometry of a 4-D paged cache (refusal names `what`). */
-kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what,
-                             kvc_paged_geom *g);
+kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, const char *what, kvc_paged_geom *g);
 /* Element index of (slot, head h, channel d). */
 int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d);
 /* R16: one slot per token, each -1 or in [0, capacity); debug builds also
  * refuse a slot >= bs (outside the null block) given twice. */
 kvc_status kvci_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tokens, int64_t capacity, int64_t bs,
-                           const char *what);
+                            const char *what);
 
 /* AO 2.1 arguments: cache [B, S, H], upd [B, L, H], one start per row with
  * start + L <= S (dtypes are checked by the caller). */
 kvc_status kvci_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts,
-                                int64_t n_starts, const char *what);
+                                 int64_t n_starts, const char *what);
 
 /* upd is [T, Nkv, D] with the geometry's Nkv and D (refusal names `what`). */
 kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what);
@@ -45,12 +44,13 @@ void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */
 double kvci_rms_inv(const float *x, int64_t n, float eps);
-static inline float kvci_rms_scaled(float x, double inv, float gamma) { return (float)((double)x * inv * (double)gamma); }
+static inline float kvci_rms_scaled(float x, double inv, float gamma) {
+    return (float)((double)x * inv * (double)gamma);
+}
 
 /* One RoPE output lane from the pair (x1, x2): the first-half lane
  * x1 cos - x2 sin, or the second-half lane x2 cos + x1 sin. */
-static inline float kvci_rope_lane(float x1, float x2, float c, float s, bool second)
-{
+static inline float kvci_rope_lane(float x1, float x2, float c, float s, bool second) {
     return second ? x2 * c + x1 * s : x1 * c - x2 * s;
 }
 

@@ -8,15 +8,13 @@
 #include "base/internal.h"
 #include "runner/runner_internal.h"
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int32_t argmax(const float *v, int64_t n)
-{
+static int32_t argmax(const float *v, int64_t n) {
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
         if (v[i] > v[best]) best = i;
@@ -27,8 +25,7 @@ static int32_t argmax(const float *v, int64_t n)
  * from position first[b] (NULL: 0 each), built into the runner's arrays by
  * the batch layer's row builder, plus the paged keys (static table, linear
  * slots; the slots themselves are filled by the caller). */
-static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q)
-{
+static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q) {
     kvc_step_rows rs = {.max_rows = r->batch,
                         .max_tokens = r->max_tokens,
                         .positions = r->positions,
@@ -39,8 +36,8 @@ static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t 
                         .cu_seq_lens_kv = r->cu_kv};
     kvc_status st = kvc_step_rows_begin(&rs, prefill);
     for (int64_t b = 0; b < n && st == KVC_OK; b++) {
-        const kvc_step_request row = {.request_id = b, .computed_tokens = first ? first[b] : 0,
-                                      .num_new_tokens = q ? q[b] : 1};
+        const kvc_step_request row = {
+            .request_id = b, .computed_tokens = first ? first[b] : 0, .num_new_tokens = q ? q[b] : 1};
         st = kvc_step_rows_add(&rs, &row, 1);
     }
     if (st == KVC_OK) st = kvc_step_rows_to_metadata(&rs, &r->md);
@@ -62,8 +59,7 @@ static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t 
     return KVC_OK;
 }
 
-static kvc_status step(kvc_runner *r, int64_t n, float *logits_out /* [n, V] or NULL */, int32_t *next /* [n] */)
-{
+static kvc_status step(kvc_runner *r, int64_t n, float *logits_out /* [n, V] or NULL */, int32_t *next /* [n] */) {
     kvc_forward_args a = {.token_ids = r->ids,
                           .md = &r->md,
                           .caches = r->p.mode == KVC_RUNNER_RECOMPUTE ? NULL : &r->caches,
@@ -78,8 +74,7 @@ static kvc_status step(kvc_runner *r, int64_t n, float *logits_out /* [n, V] or 
 }
 
 /* Mode 0: every row's whole history, positions 0..len-1, no cache. */
-static kvc_status recompute_step(kvc_runner *r, int64_t n, float *logits_out, int32_t *next)
-{
+static kvc_status recompute_step(kvc_runner *r, int64_t n, float *logits_out, int32_t *next) {
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
         memcpy(r->ids + t, r->hist + b * r->S, (size_t)r->seq_len[b] * sizeof(int32_t));
@@ -90,8 +85,7 @@ static kvc_status recompute_step(kvc_runner *r, int64_t n, float *logits_out, in
 }
 
 static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, float *logits_out,
-                          int32_t *next)
-{
+                          int32_t *next) {
     kvc_status st = fill_md(r, n, true, NULL, lens);
     if (st != KVC_OK) return st;
     memcpy(r->ids, ids, (size_t)r->md.n_tokens * sizeof(int32_t));
@@ -103,8 +97,7 @@ static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens
     return step(r, n, logits_out, next);
 }
 
-static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n, float *logits_out, int32_t *next)
-{
+static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n, float *logits_out, int32_t *next) {
     /* one token per row at kv_pos = tokens cached before this step */
     kvc_status st = fill_md(r, n, false, r->seq_len, NULL);
     if (st != KVC_OK) return st;
@@ -119,36 +112,35 @@ static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n
 /* Refuses step i's logits when a row's are not finite (a NaN or Inf from the
  * model leaves nothing to pick; docs/runner.md): row b's last fed token sits
  * at position seq_len[b] - 1 once the step is done. */
-static kvc_status check_logits(const kvc_runner *r, int64_t n, int64_t i)
-{
+static kvc_status check_logits(const kvc_runner *r, int64_t n, int64_t i) {
     const int64_t V = kvc_model_config_of(r->m)->vocab_size;
     for (int64_t b = 0; b < n; b++) {
         const int64_t bad = kvci_first_nonfinite(r->logits + b * V, V);
         if (bad >= 0)
-            return kvci_fail(KVC_ERANGE, "runner: non-finite logits at step %lld for request %lld (position %lld): logit %lld is %g",
-                            (long long)i, (long long)b, (long long)(r->seq_len[b] - 1), (long long)bad,
-                            (double)r->logits[b * V + bad]);
+            return kvci_fail(
+                KVC_ERANGE, "runner: non-finite logits at step %lld for request %lld (position %lld): logit %lld is %g",
+                (long long)i, (long long)b, (long long)(r->seq_len[b] - 1), (long long)bad,
+                (double)r->logits[b * V + bad]);
     }
     return KVC_OK;
 }
 
 /* forced [n, NT] or NULL: the tokens fed back instead of the picked ones. */
 static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, const int32_t *forced,
-                           int32_t *tokens, float *logits, kvc_runner_stats *stats)
-{
+                           int32_t *tokens, float *logits, kvc_runner_stats *stats) {
     if (!r || !ids || !lens || !tokens) return kvci_fail(KVC_EINVAL, "runner_generate: NULL argument");
     if (n < 1 || n > r->batch)
         return kvci_fail(KVC_EINVAL, "runner_generate: %lld prompts, the runner takes 1..%lld", (long long)n,
-                        (long long)r->batch);
+                         (long long)r->batch);
     for (int64_t b = 0; b < n; b++)
         if (lens[b] < 1 || lens[b] > r->max_prompt)
-            return kvci_fail(KVC_EINVAL, "runner_generate: prompt %lld has %lld tokens, outside [1, %lld]", (long long)b,
-                            (long long)lens[b], (long long)r->max_prompt);
+            return kvci_fail(KVC_EINVAL, "runner_generate: prompt %lld has %lld tokens, outside [1, %lld]",
+                             (long long)b, (long long)lens[b], (long long)r->max_prompt);
     const int64_t NT = r->p.max_new_tokens, V = kvc_model_config_of(r->m)->vocab_size;
     for (int64_t i = 0; forced && i < n * NT; i++)
         if (forced[i] < 0 || forced[i] >= V)
             return kvci_fail(KVC_ERANGE, "runner_generate_forced: forced[%lld] = %d outside the vocabulary [0, %lld)",
-                            (long long)i, (int)forced[i], (long long)V);
+                             (long long)i, (int)forced[i], (long long)V);
     int64_t t = 0;
     for (int64_t b = 0; b < n; b++) {
         memcpy(r->hist + b * r->S, ids + t, (size_t)lens[b] * sizeof(int32_t));
@@ -177,22 +169,22 @@ static kvc_status generate(kvc_runner *r, const int32_t *ids, const int64_t *len
                 r->hist[b * r->S + r->seq_len[b]++] = forced ? forced[b * NT + i] : r->chosen[b];
         }
         const double dt = now_ms() - t0;
-        if (i == 0) s.prefill_ms = dt;
-        else s.decode_ms += dt, s.decode_steps++;
+        if (i == 0)
+            s.prefill_ms = dt;
+        else
+            s.decode_ms += dt, s.decode_steps++;
     }
     if (stats) *stats = s;
     return KVC_OK;
 }
 
 kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
-                               float *logits, kvc_runner_stats *stats)
-{
+                               float *logits, kvc_runner_stats *stats) {
     return generate(r, ids, lens, n, NULL, tokens, logits, stats);
 }
 
 kvc_status kvc_runner_generate_forced(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n,
-                                      const int32_t *forced, int32_t *tokens, float *logits, kvc_runner_stats *stats)
-{
+                                      const int32_t *forced, int32_t *tokens, float *logits, kvc_runner_stats *stats) {
     if (!forced) return kvci_fail(KVC_EINVAL, "runner_generate_forced: forced must not be NULL");
     return generate(r, ids, lens, n, forced, tokens, logits, stats);
 }

@@ -7,16 +7,19 @@
 #include "base/internal.h"
 #include "runner/runner_internal.h"
 
-kvc_runner_params kvc_runner_default_params(void)
-{
-    kvc_runner_params p = {.mode = KVC_RUNNER_PAGED, .block_size = 16, .mla_paged = true, .max_new_tokens = 8,
-                           .max_seq_len = 0, .kv_dtype = KVC_DTYPE_F32,
-                           .pages = KVC_STORAGE_PAGES_HUGE, .kv_layout = KVC_BLOCK_BNBSND};
+kvc_runner_params kvc_runner_default_params(void) {
+    kvc_runner_params p = {.mode = KVC_RUNNER_PAGED,
+                           .block_size = 16,
+                           .mla_paged = true,
+                           .max_new_tokens = 8,
+                           .max_seq_len = 0,
+                           .kv_dtype = KVC_DTYPE_F32,
+                           .pages = KVC_STORAGE_PAGES_HUGE,
+                           .kv_layout = KVC_BLOCK_BNBSND};
     return p;
 }
 
-void kvc_runner_destroy(kvc_runner *r)
-{
+void kvc_runner_destroy(kvc_runner *r) {
     if (!r) return;
     kvc_model_workspace_destroy(r->ws);
     kvci_page_set_release(&r->cache_mem);
@@ -41,8 +44,7 @@ void kvc_runner_destroy(kvc_runner *r)
 static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
 
 /* Per-slot scale tensors of one layer: int8 / fp8 full form 2 (keys, values), latent 1 (latent + rope). */
-static int64_t n_scales(const kvc_runner *r)
-{
+static int64_t n_scales(const kvc_runner *r) {
     if (!kvc_model_kv_quantised(r->p.kv_dtype)) return 0;
     return r->p.mode == KVC_RUNNER_MLA_LATENT ? 1 : 2;
 }
@@ -50,8 +52,7 @@ static int64_t n_scales(const kvc_runner *r)
 int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
 
 /* Bytes of every layer's caches and scales over `tokens` positions; false on int64 overflow. */
-static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out)
-{
+static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out) {
     int64_t d[4], k = 0, v = 0, scales = 0, per_token = 0;
     const kvc_model_config *c = kvc_model_config_of(r->m);
     cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT, d);
@@ -61,25 +62,21 @@ static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out)
            kvci_mul64(per_token, c->num_layers, &per_token) && kvci_mul64(per_token, tokens, out);
 }
 
-int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r)
-{
+int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r) {
     int64_t bytes = 0;
     if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE || !cache_bytes(r, 1, &bytes)) return 0;
     return bytes;
 }
 
-kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out)
-{
-    if (!r || !out)
-        return kvci_fail(KVC_EINVAL, "kvc_runner_page_info: %s must not be NULL", !r ? "runner" : "out");
+kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out) {
+    if (!r || !out) return kvci_fail(KVC_EINVAL, "kvc_runner_page_info: %s must not be NULL", !r ? "runner" : "out");
     kvci_page_set_info(&r->cache_mem, out);
     out->pages = r->p.pages;
     return KVC_OK;
 }
 
 /* Per-layer (heads, dim) of the k and v caches of the mode. */
-static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4])
-{
+static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]) {
     if (latent) {
         dims[0] = 1, dims[1] = c->kv_lora_rank, dims[2] = 1, dims[3] = c->qk_rope_head_dim;
     } else if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
@@ -90,8 +87,7 @@ static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4])
     }
 }
 
-static kvc_status make_caches(kvc_runner *r)
-{
+static kvc_status make_caches(kvc_runner *r) {
     const kvc_model_config *c = kvc_model_config_of(r->m);
     const bool latent = r->p.mode == KVC_RUNNER_MLA_LATENT;
     const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
@@ -152,8 +148,7 @@ static kvc_status make_caches(kvc_runner *r)
 }
 
 /* "KVC_BLOCK_BNNDBS (keys in lanes)" and the like, for messages. */
-static const char *kv_layout_name(kvc_block_layout l)
-{
+static const char *kv_layout_name(kvc_block_layout l) {
     switch (l) {
     case KVC_BLOCK_BNBSND: return "KVC_BLOCK_BNBSND (token order)";
     case KVC_BLOCK_BNNBSD: return "KVC_BLOCK_BNNBSD (head-major)";
@@ -164,60 +159,67 @@ static const char *kv_layout_name(kvc_block_layout l)
 }
 
 /* Prompt + new tokens against the positions allowed (kvc_runner_check). */
-static kvc_status check_positions(const kvc_model_config *c, const kvc_runner_params *p, int64_t max_prompt)
-{
+static kvc_status check_positions(const kvc_model_config *c, const kvc_runner_params *p, int64_t max_prompt) {
     if (p->max_positions < 0 || p->max_positions > KVC_RUNNER_MAX_POSITIONS)
-        return kvci_fail(KVC_EINVAL, "runner: max_positions %lld must be in [1, %lld] (0: the model's "
-                        "max_position_embeddings)", (long long)p->max_positions, (long long)KVC_RUNNER_MAX_POSITIONS);
+        return kvci_fail(KVC_EINVAL,
+                         "runner: max_positions %lld must be in [1, %lld] (0: the model's "
+                         "max_position_embeddings)",
+                         (long long)p->max_positions, (long long)KVC_RUNNER_MAX_POSITIONS);
     const int64_t limit = p->max_positions > 0 ? p->max_positions : c->max_position_embeddings;
     int64_t need = 0;
     const bool over = !kvci_add64(max_prompt, p->max_new_tokens, &need) || need > limit;
     if (over && p->max_positions > 0)
         return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes max_positions %lld",
-                        (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
+                         (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
     if (over)
-        return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes the model's "
-                        "max_position_embeddings %lld (max_positions overrides it)", (long long)max_prompt,
-                        (long long)p->max_new_tokens, (long long)limit);
+        return kvci_fail(KVC_EINVAL,
+                         "runner: a prompt of %lld ids + %lld new tokens passes the model's "
+                         "max_position_embeddings %lld (max_positions overrides it)",
+                         (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
     if (need > KVC_RUNNER_MAX_POSITIONS)
-        return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes the runner's limit of "
-                        "%lld positions", (long long)max_prompt, (long long)p->max_new_tokens,
-                        (long long)KVC_RUNNER_MAX_POSITIONS);
+        return kvci_fail(KVC_EINVAL,
+                         "runner: a prompt of %lld ids + %lld new tokens passes the runner's limit of "
+                         "%lld positions",
+                         (long long)max_prompt, (long long)p->max_new_tokens, (long long)KVC_RUNNER_MAX_POSITIONS);
     return KVC_OK;
 }
 
-kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt)
-{
+kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt) {
     if (!m || !p) return kvci_fail(KVC_EINVAL, "runner_check: model and params must not be NULL");
     const kvc_model_config *c = kvc_model_config_of(m);
     if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
         return kvci_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
-                        (int)p->mode);
+                         (int)p->mode);
     if (p->mode == KVC_RUNNER_MLA_LATENT && c->family != KVC_FAMILY_DEEPSEEK_V3)
         return kvci_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
-                        kvc_model_family_name(c->family));
+                         kvc_model_family_name(c->family));
     if (batch < 1 || max_prompt < 1 || p->max_new_tokens < 1 || p->max_seq_len < 0)
-        return kvci_fail(KVC_EINVAL, "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
-                        (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens,
-                        (long long)p->max_seq_len);
+        return kvci_fail(
+            KVC_EINVAL,
+            "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
+            (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens, (long long)p->max_seq_len);
     if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype))
-        return kvci_fail(KVC_EINVAL, "runner: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
-                        "fp8_e5m2)", kvc_dtype_name(p->kv_dtype));
+        return kvci_fail(KVC_EINVAL,
+                         "runner: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
+                         "fp8_e5m2)",
+                         kvc_dtype_name(p->kv_dtype));
     const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
     if (paged && (p->block_size < 1 || p->block_size > KVC_ATTN_MAX_BLOCK_SIZE))
-        return kvci_fail(KVC_EINVAL, "runner: block_size %lld must be in [1, %d] in paged modes (paged attention's "
-                        "limit)", (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
+        return kvci_fail(KVC_EINVAL,
+                         "runner: block_size %lld must be in [1, %d] in paged modes (paged attention's "
+                         "limit)",
+                         (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
     if (p->kv_layout != KVC_BLOCK_BNBSND && (p->kv_layout != KVC_BLOCK_BNNDBS || p->mode != KVC_RUNNER_PAGED))
-        return kvci_fail(KVC_EINVAL, "runner: kv_layout %s is not taken in mode %d: mode 2 (paged caches) takes "
-                        "KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, the other modes KVC_BLOCK_BNBSND only",
-                        kv_layout_name(p->kv_layout), (int)p->mode);
+        return kvci_fail(KVC_EINVAL,
+                         "runner: kv_layout %s is not taken in mode %d: mode 2 (paged caches) takes "
+                         "KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, the other modes KVC_BLOCK_BNBSND only",
+                         kv_layout_name(p->kv_layout), (int)p->mode);
     kvc_status st = check_positions(c, p, max_prompt);
     return st != KVC_OK ? st : kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
 }
 
 kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch, int64_t max_prompt_len,
-                             kvc_runner **out)
-{
+                             kvc_runner **out) {
     if (!m || !p || !out) return kvci_fail(KVC_EINVAL, "runner_create: model, params and out must not be NULL");
     *out = NULL;
     kvc_status st = kvc_runner_check(m, p, batch, max_prompt_len);
@@ -228,7 +230,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     if (S == 0) S = paged ? kvci_cdiv(need + 1, p->block_size) * p->block_size : need + 1;
     if (S < need)
         return kvci_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
-                        (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
+                         (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
     kvc_runner *r = kvci_calloc(1, sizeof *r);
     if (!r) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
     r->m = m;

@@ -8,22 +8,22 @@
 struct kvc_runner {
     const kvc_model *m;
     kvc_runner_params p;
-    int64_t batch, max_prompt, S;   /* rows, longest prompt, positions per row */
-    int64_t max_tokens;             /* tokens of the largest step */
-    kvc_static_layout lay;          /* paged modes */
-    kvc_model_caches caches;        /* modes 1-3 */
-    kvci_page_set cache_mem;        /* one buffer: every cache tensor, zero-filled, paged as p.pages says */
+    int64_t batch, max_prompt, S; /* rows, longest prompt, positions per row */
+    int64_t max_tokens;           /* tokens of the largest step */
+    kvc_static_layout lay;        /* paged modes */
+    kvc_model_caches caches;      /* modes 1-3 */
+    kvci_page_set cache_mem;      /* one buffer: every cache tensor, zero-filled, paged as p.pages says */
     kvc_model_workspace *ws;
-    int32_t *table;     /* [batch, blocks_per_seq] static block table */
-    int32_t *ids;       /* [max_tokens] step tokens */
-    int64_t *positions; /* [max_tokens] */
-    int64_t *slots;     /* [max_tokens] */
-    int64_t *kv_pos;    /* [batch] */
+    int32_t *table;                           /* [batch, blocks_per_seq] static block table */
+    int32_t *ids;                             /* [max_tokens] step tokens */
+    int64_t *positions;                       /* [max_tokens] */
+    int64_t *slots;                           /* [max_tokens] */
+    int64_t *kv_pos;                          /* [batch] */
     int64_t *lens_q, *lens_kv, *cu_q, *cu_kv; /* [batch] */
-    int64_t *seq_len;   /* [batch] tokens held per row (prompt + fed back) */
-    int32_t *hist;      /* mode 0: [batch, S] every token of each row */
-    float *logits;      /* [batch, V] */
-    int32_t *chosen, *last; /* [batch] tokens picked by / fed to a step */
+    int64_t *seq_len;                         /* [batch] tokens held per row (prompt + fed back) */
+    int32_t *hist;                            /* mode 0: [batch, S] every token of each row */
+    float *logits;                            /* [batch, V] */
+    int32_t *chosen, *last;                   /* [batch] tokens picked by / fed to a step */
     kvc_step_metadata md;
 };
 

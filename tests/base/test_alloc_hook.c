@@ -44,8 +44,8 @@ static void test_fail_at(void **state) {
 /* Name of a raw allocation call in line (not preceded by an identifier
  * character or a member access), or NULL. */
 static const char *raw_call(const char *line) {
-    static const char *const names[] = {"malloc(", "calloc(", "realloc(", "strdup(", "free(", "aligned_alloc(",
-                                        "posix_memalign(", NULL};
+    static const char *const names[] = {"malloc(", "calloc(",        "realloc(",        "strdup(",
+                                        "free(",   "aligned_alloc(", "posix_memalign(", NULL};
     for (int i = 0; names[i] != NULL; i++)
         for (const char *p = strstr(line, names[i]); p != NULL; p = strstr(p + 1, names[i])) {
             char before = p > line ? p[-1] : ' ';

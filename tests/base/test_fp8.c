@@ -28,8 +28,7 @@ static const fmt FMTS[2] = {
 };
 
 /* Value of a code from the definition: (-1)^s 2^(e - bias) (1 + m / 2^M), subnormals 2^(1 - bias) m / 2^M. */
-static double definition(const fmt *f, uint8_t x, bool *nan, bool *inf)
-{
+static double definition(const fmt *f, uint8_t x, bool *nan, bool *inf) {
     const int e = (x & 0x7f) >> f->mb, m = x & ((1 << f->mb) - 1), top = f->e5 ? 31 : 15;
     *nan = f->e5 ? (e == top && m != 0) : (e == top && m == (1 << f->mb) - 1);
     *inf = f->e5 && e == top && m == 0;
@@ -39,8 +38,7 @@ static double definition(const fmt *f, uint8_t x, bool *nan, bool *inf)
     return s * ldexp(1.0 + (double)m / (1 << f->mb), e - f->bias);
 }
 
-static void test_decode_every_code(void **state)
-{
+static void test_decode_every_code(void **state) {
     (void)state;
     for (int k = 0; k < 2; k++)
         for (int c = 0; c < 256; c++) {
@@ -60,8 +58,7 @@ static void test_decode_every_code(void **state)
 }
 
 /* The nearest finite code by search; on a tie the code with an even mantissa. */
-static uint8_t nearest(const fmt *f, float v)
-{
+static uint8_t nearest(const fmt *f, float v) {
     int best = -1;
     double bd = INFINITY;
     for (int c = 0; c < 128; c++) {
@@ -74,8 +71,7 @@ static uint8_t nearest(const fmt *f, float v)
     return (uint8_t)(best | (signbit(v) ? 0x80 : 0));
 }
 
-static void test_encode_nearest_even(void **state)
-{
+static void test_encode_nearest_even(void **state) {
     (void)state;
     uint32_t s = 12345;
     for (int k = 0; k < 2; k++) {
@@ -85,8 +81,11 @@ static void test_encode_nearest_even(void **state)
             /* magnitudes from far below the smallest subnormal to beyond max */
             const int ex = (int)(s % 48u) - (f->e5 ? 26 : 16);
             const float v = ldexpf(1.0f + (float)(s >> 8 & 0xffff) / 65536.0f, ex) * ((s & 1) ? -1.0f : 1.0f);
-            const uint8_t want = fabs((double)v) >= f->max ? (uint8_t)((f->e5 ? 0x7b : 0x7e) | (v < 0 ? 0x80 : 0)) : nearest(f, v);
-            if (f->enc(v) != want) fail_msg("%s: %a encodes to 0x%02x, nearest even is 0x%02x", f->e5 ? "e5m2" : "e4m3", (double)v, f->enc(v), want);
+            const uint8_t want =
+                fabs((double)v) >= f->max ? (uint8_t)((f->e5 ? 0x7b : 0x7e) | (v < 0 ? 0x80 : 0)) : nearest(f, v);
+            if (f->enc(v) != want)
+                fail_msg("%s: %a encodes to 0x%02x, nearest even is 0x%02x", f->e5 ? "e5m2" : "e4m3", (double)v,
+                         f->enc(v), want);
         }
         /* exact midpoints between every pair of neighbouring finite codes go to the even one */
         for (int c = 0; c + 1 < 128; c++) {
@@ -100,8 +99,7 @@ static void test_encode_nearest_even(void **state)
     }
 }
 
-static void test_saturation_and_specials(void **state)
-{
+static void test_saturation_and_specials(void **state) {
     (void)state;
     assert_int_equal(kvc_f32_to_fp8_e4m3(INFINITY), 0x7e);
     assert_int_equal(kvc_f32_to_fp8_e4m3(-INFINITY), 0xfe);
@@ -112,16 +110,15 @@ static void test_saturation_and_specials(void **state)
     assert_int_equal(kvc_f32_to_fp8_e4m3(NAN) & 0x7f, 0x7f);
     assert_true(isnan(kvc_fp8_e5m2_to_f32(kvc_f32_to_fp8_e5m2(NAN))));
     assert_int_equal(kvc_f32_to_fp8_e4m3(-0.0f), 0x80);
-    assert_int_equal(kvc_f32_to_fp8_e4m3(1.0625f), 0x38);      /* tie 1 | 1.125 -> 1 (even) */
-    assert_int_equal(kvc_f32_to_fp8_e4m3(1.1875f), 0x3a);      /* tie 1.125 | 1.25 -> 1.25 (even) */
-    assert_int_equal(kvc_f32_to_fp8_e4m3(ldexpf(1, -10)), 0x00); /* half the smallest subnormal -> 0 */
-    assert_int_equal(kvc_f32_to_fp8_e4m3(ldexpf(3, -10)), 0x02); /* 1.5 subnormal steps -> 2 (even) */
+    assert_int_equal(kvc_f32_to_fp8_e4m3(1.0625f), 0x38);         /* tie 1 | 1.125 -> 1 (even) */
+    assert_int_equal(kvc_f32_to_fp8_e4m3(1.1875f), 0x3a);         /* tie 1.125 | 1.25 -> 1.25 (even) */
+    assert_int_equal(kvc_f32_to_fp8_e4m3(ldexpf(1, -10)), 0x00);  /* half the smallest subnormal -> 0 */
+    assert_int_equal(kvc_f32_to_fp8_e4m3(ldexpf(3, -10)), 0x02);  /* 1.5 subnormal steps -> 2 (even) */
     assert_int_equal(kvc_f32_to_fp8_e4m3(ldexpf(15, -10)), 0x08); /* 7.5 steps -> the smallest normal */
     assert_int_equal(kvc_f32_to_fp8_e4m3(1e-30f), 0x00);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_every_code),
         cmocka_unit_test(test_encode_nearest_even),

@@ -33,7 +33,8 @@ static inline void expect_i32_array(const int32_t *got, const int32_t *want, int
 
 /* A failed call returned `want` and left a message naming `needle`. */
 static inline void expect_failure(kvc_status got, kvc_status want, const char *needle) {
-    if (got != want) fail_msg("status %s, expected %s (%s)", kvc_status_str(got), kvc_status_str(want), kvc_last_error());
+    if (got != want)
+        fail_msg("status %s, expected %s (%s)", kvc_status_str(got), kvc_status_str(want), kvc_last_error());
     if (strstr(kvc_last_error(), needle) == NULL) {
         fail_msg("error message \"%s\" does not mention \"%s\"", kvc_last_error(), needle);
     }

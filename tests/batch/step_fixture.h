@@ -59,8 +59,10 @@ static inline void fixture_destroy(step_fixture *f) {
 }
 
 /* allocate_slots on every key, which must succeed without clamping. */
-static inline void fixture_allocate(step_fixture *f, int64_t rid, int64_t computed, int64_t num_new, int64_t lookahead) {
-    kvc_status st = kvc_manager_allocate_slots(f->m, &(kvc_slot_request){.request_id = rid, .computed_tokens = computed,
+static inline void fixture_allocate(step_fixture *f, int64_t rid, int64_t computed, int64_t num_new,
+                                    int64_t lookahead) {
+    kvc_status st = kvc_manager_allocate_slots(f->m, &(kvc_slot_request){.request_id = rid,
+                                                                         .computed_tokens = computed,
                                                                          .num_new_tokens = num_new,
                                                                          .lookahead_tokens = lookahead});
     if (st != KVC_OK) {

@@ -69,8 +69,8 @@ static void test_decode_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prefill_example),  cmocka_unit_test(test_prefill_rows_do_not_overlap),
-        cmocka_unit_test(test_decode_index),     cmocka_unit_test(test_prefill_refusals),
+        cmocka_unit_test(test_prefill_example), cmocka_unit_test(test_prefill_rows_do_not_overlap),
+        cmocka_unit_test(test_decode_index),    cmocka_unit_test(test_prefill_refusals),
         cmocka_unit_test(test_decode_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,7 +50,8 @@ static void test_decode_padded(void **state) {
     assert_int_equal(kvc_seq_lens_decode(KVC_SEQ_LAYOUT_TND, I64S(5, 2, 3, 0), 1, 4, q, kv), KVC_OK);
     expect_i64_array(q, I64S(1, 2, 3, 4), 4, "cu_q");
     expect_i64_array(kv, I64S(6, 3, 4, 1), 4, "actual_kv");
-    assert_int_equal(kvc_seq_lens_fill(KVC_SEQ_LAYOUT_TND, false, I64S(1, 1, 1, 1), I64S(6, 3, 4, 1), 4, q, kv), KVC_OK);
+    assert_int_equal(kvc_seq_lens_fill(KVC_SEQ_LAYOUT_TND, false, I64S(1, 1, 1, 1), I64S(6, 3, 4, 1), 4, q, kv),
+                     KVC_OK);
     expect_i64_array(kv, I64S(6, 9, 13, 14), 4, "cu_kv");
 }
 
@@ -61,8 +62,8 @@ static void test_layouts_512_256(void **state) {
     (void)state;
     static const struct {
         kvc_seq_layout layout;
-        bool prefill;         /* else decode with q_len 1 */
-        const int64_t in[2];  /* prefill: prompt lengths; decode: kv_pos */
+        bool prefill;        /* else decode with q_len 1 */
+        const int64_t in[2]; /* prefill: prompt lengths; decode: kv_pos */
         const int64_t q[2], kv[2];
     } cases[] = {
         {KVC_SEQ_LAYOUT_TND, true, {512, 256}, {512, 768}, {512, 768}},
@@ -126,8 +127,8 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_forms_table),       cmocka_unit_test(test_prefill_three_requests),
-        cmocka_unit_test(test_decode_padded),     cmocka_unit_test(test_layouts_512_256),
+        cmocka_unit_test(test_forms_table),        cmocka_unit_test(test_prefill_three_requests),
+        cmocka_unit_test(test_decode_padded),      cmocka_unit_test(test_layouts_512_256),
         cmocka_unit_test(test_speculative_decode), cmocka_unit_test(test_empty_batch),
         cmocka_unit_test(test_refusals),
     };

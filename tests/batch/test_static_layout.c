@@ -69,7 +69,8 @@ static void test_slots_match_general_formula(void **state) {
     int64_t kv_pos[3] = {95, 0, 41};
     int64_t dec[3];
     assert_int_equal(kvc_static_slots_decode(&l, kv_pos, 3, dec), KVC_OK);
-    for (int64_t b = 0; b < 3; b++) assert_int_equal(dec[b], (int64_t)table[b * 6 + kv_pos[b] / 16] * 16 + kv_pos[b] % 16);
+    for (int64_t b = 0; b < 3; b++)
+        assert_int_equal(dec[b], (int64_t)table[b * 6 + kv_pos[b] / 16] * 16 + kv_pos[b] % 16);
 }
 
 /* Standalone lengths use the framework convention: write at kv_pos, visible

@@ -8,12 +8,12 @@
 
 #include "step_fixture.h"
 
-#define MAX_MODEL_LEN 64
-#define MAX_LIVE 6 /* decode rows are padded to this many */
-#define MAX_ROWS 8
-#define MAX_TOKENS 128
+#define MAX_MODEL_LEN        64
+#define MAX_LIVE             6 /* decode rows are padded to this many */
+#define MAX_ROWS             8
+#define MAX_TOKENS           128
 #define MAX_PREFILL_PER_STEP 3
-#define FULL_BLOCKS 30
+#define FULL_BLOCKS          30
 
 typedef struct sim_request {
     int64_t id;
@@ -65,8 +65,9 @@ static void check_tables(sim *s, const kvc_step_metadata *md, const kvc_step_req
         if (!mamba) assert_true(n <= width);
         for (int64_t i = 0; i < width; i++) {
             int32_t want = i < n ? ids[i] : KVC_NULL_BLOCK;
-            if (row[i] != want) fail_msg("key %s row %lld [%lld] = %d, expected %d", key->key, (long long)b,
-                                         (long long)i, (int)row[i], (int)want);
+            if (row[i] != want)
+                fail_msg("key %s row %lld [%lld] = %d, expected %d", key->key, (long long)b, (long long)i, (int)row[i],
+                         (int)want);
             if (!mamba && i < n && ids[i] == KVC_NULL_BLOCK) s->n_window_nulls++;
         }
     }
@@ -117,8 +118,8 @@ static void check_slots(sim *s, const kvc_step_metadata *md, const kvc_step_requ
     assert_int_equal(t, md->n_tokens);
     qsort(real_slots, (size_t)n_real, sizeof(int64_t), cmp_slot);
     for (int64_t i = 1; i < n_real; i++) {
-        if (real_slots[i] == real_slots[i - 1]) fail_msg("key %s: slot %lld used twice in one step", key->key,
-                                                         (long long)real_slots[i]);
+        if (real_slots[i] == real_slots[i - 1])
+            fail_msg("key %s: slot %lld used twice in one step", key->key, (long long)real_slots[i]);
     }
 }
 
@@ -186,7 +187,8 @@ static void step_prefill(sim *s) {
         if (s->live[i].live) continue;
         int64_t id = s->next_id;
         int64_t len = 1 + (int64_t)rnd(s, 40);
-        kvc_status st = kvc_manager_allocate_slots(s->f.m, &(kvc_slot_request){.request_id = id, .num_new_tokens = len});
+        kvc_status st =
+            kvc_manager_allocate_slots(s->f.m, &(kvc_slot_request){.request_id = id, .num_new_tokens = len});
         if (st == KVC_NO_SPACE) {
             s->n_no_space++;
             break; /* strict FIFO: the queue head waits */
@@ -231,8 +233,10 @@ static void step_decode(sim *s) {
             continue;
         }
         kvc_status st = kvc_manager_allocate_slots(
-            s->f.m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = r->computed_len + 1,
-                                        .num_new_tokens = q_len, .lookahead_tokens = s->next_n > 1 ? s->next_n - 1 : 0});
+            s->f.m, &(kvc_slot_request){.request_id = r->id,
+                                        .computed_tokens = r->computed_len + 1,
+                                        .num_new_tokens = q_len,
+                                        .lookahead_tokens = s->next_n > 1 ? s->next_n - 1 : 0});
         if (st == KVC_NO_SPACE) {
             s->n_no_space++;
             continue; /* left out of this step */

@@ -136,8 +136,9 @@ static void test_position_past_width(void **state) {
     fixture_allocate(&f, 5, 6, 10, 0); /* all 16 positions backed */
     fixture_allocate(&f, 5, 6, 2, 0);  /* Mamba decode width */
     const kvc_step_request row = {5, 15, 2};
-    expect_build_failure(&f, &row, 1, false, KVC_ERANGE,
-                         "key full, step row 0 (request 5): position 16 lies in logical block 4, past the table width 4");
+    expect_build_failure(
+        &f, &row, 1, false, KVC_ERANGE,
+        "key full, step row 0 (request 5): position 16 lies in logical block 4, past the table width 4");
     const kvc_step_request last = {5, 14, 2};
     kvc_step_metadata md;
     fixture_build(&f, &last, 1, false, &md);
@@ -179,9 +180,12 @@ static void test_step_past_allocation_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_refusals),   cmocka_unit_test(test_argument_refusals),
-        cmocka_unit_test(test_row_refusals),      cmocka_unit_test(test_mamba_short_table),
-        cmocka_unit_test(test_position_past_width), cmocka_unit_test(test_duplicates_among_many_rows),
+        cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_argument_refusals),
+        cmocka_unit_test(test_row_refusals),
+        cmocka_unit_test(test_mamba_short_table),
+        cmocka_unit_test(test_position_past_width),
+        cmocka_unit_test(test_duplicates_among_many_rows),
         cmocka_unit_test(test_step_past_allocation_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
  * leaves the object and its arrays unchanged). */
 #include "batch_assert.h"
 
-#define MAX_ROWS 4
+#define MAX_ROWS   4
 #define MAX_TOKENS 12
 
 typedef struct rows_fixture {
@@ -138,8 +138,7 @@ static void test_decode_512_256(void **state) {
     const kvc_step_request rows[2] = {{3, 521, 1}, {3, 265, 1}};
     assert_int_equal(kvc_step_rows_begin(&f.rs, false), KVC_OK);
     assert_int_equal(kvc_step_rows_add(&f.rs, rows, 2), KVC_OK);
-    expect_rows(&f.rs, I64S(521, 265), 2, I64S(521, 265), I64S(1, 1), I64S(522, 266), I64S(1, 2), I64S(522, 788), 2,
-                0);
+    expect_rows(&f.rs, I64S(521, 265), 2, I64S(521, 265), I64S(1, 1), I64S(522, 266), I64S(1, 2), I64S(522, 788), 2, 0);
 }
 
 /* A refused add returns `want` naming `needle` and changes nothing. */
@@ -207,7 +206,8 @@ static void test_add_refusals(void **state) {
     const kvc_step_request negative = {2, -1, 1};
     expect_add_refused(&f, &negative, 1, KVC_EINVAL, "step row 2 (request 2): computed_tokens -1 must be >= 0");
     const kvc_step_request overflow = {2, INT64_MAX, 1};
-    expect_add_refused(&f, &overflow, 1, KVC_ERANGE, "computed_tokens 9223372036854775807 + num_new_tokens 1 overflows");
+    expect_add_refused(&f, &overflow, 1, KVC_ERANGE,
+                       "computed_tokens 9223372036854775807 + num_new_tokens 1 overflows");
     const kvc_step_request cumulative = {2, INT64_MAX - 4, 2};
     expect_add_refused(&f, &cumulative, 1, KVC_ERANGE, "step row 2 (request 2): the cumulative KV length overflows");
 

@@ -48,8 +48,9 @@ static kvc_manager *chunked_manager(kvc_test_model *model, bool caching) {
     return kvc_test_manager_with(model, (const char *[]){"ChunkedLocal"}, (const int64_t[]){12}, 1, &p);
 }
 
-#define ALLOC(m, rid, computed, n) \
-    kvc_manager_allocate_slots((m), &(kvc_slot_request){.request_id = (rid), .computed_tokens = (computed), .num_new_tokens = (n)})
+#define ALLOC(m, rid, computed, n)                                                                                     \
+    kvc_manager_allocate_slots(                                                                                        \
+        (m), &(kvc_slot_request){.request_id = (rid), .computed_tokens = (computed), .num_new_tokens = (n)})
 
 static void test_chunks_release_their_blocks(void **state) {
     (void)state;
@@ -100,8 +101,9 @@ static void test_chunked_prefix_hit(void **state) {
     int32_t tokens[24];
     for (int i = 0; i < 24; i++) tokens[i] = 7 * i + 1;
     kvc_prompt prompt = {.tokens = tokens, .n_tokens = 20};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 20,
-                                                                        .prompt = &prompt}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 20, .prompt = &prompt}),
+        KVC_OK);
     assert_int_equal(kvc_manager_cache_computed(m, 1, tokens, 20), KVC_OK);
     kvc_prompt longer = {.tokens = tokens, .n_tokens = 24};
     kvc_prefix_hit hit;
@@ -109,9 +111,10 @@ static void test_chunked_prefix_hit(void **state) {
     assert_int_equal(hit.n_tokens, 20); /* chunk 16..23: block 4 (16..19) is enough */
     assert_int_equal(hit.n_entries[0], 5);
     assert_int_equal(hit.n_cached[0], 1);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 20,
-                                                                        .num_new_tokens = 4, .prompt = &longer}),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 20, .num_new_tokens = 4, .prompt = &longer}),
+        KVC_OK);
     kvc_test_assert_table(m, 2, 0, KVC_IDS(0, 0, 0, 0, 5, 6));
     assert_int_equal(kvc_manager_check_invariants(m), KVC_OK);
     kvc_manager_destroy(m);

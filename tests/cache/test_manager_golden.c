@@ -2,9 +2,11 @@
  * (VER 6 scenarios 1-7), with invariants after every call. */
 #include "kvc_test_util.h"
 
-#define ALLOC(m, rid, computed, new_tokens, reserved) \
-    kvc_manager_allocate_slots((m), &(kvc_slot_request){.request_id = (rid), .computed_tokens = (computed), \
-                                                        .num_new_tokens = (new_tokens), .reserved_tokens = (reserved)})
+#define ALLOC(m, rid, computed, new_tokens, reserved)                                                                  \
+    kvc_manager_allocate_slots((m), &(kvc_slot_request){.request_id = (rid),                                           \
+                                                        .computed_tokens = (computed),                                 \
+                                                        .num_new_tokens = (new_tokens),                                \
+                                                        .reserved_tokens = (reserved)})
 #define CHECK(m) assert_int_equal(kvc_manager_check_invariants(m), KVC_OK)
 
 static kvc_manager *sliding_manager(kvc_test_model *model) {
@@ -25,10 +27,8 @@ static void test_sliding_prefill_10(void **state) {
         int64_t computed;
         int32_t table[4], n_table, queue[7], n_queue;
     } steps[] = {
-        {10, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},
-        {11, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},
-        {12, {0, 2, 3, 4}, 4, {5, 6, 7, 1}, 4},
-        {13, {0, 0, 3, 4}, 4, {5, 6, 7, 1, 2}, 5},
+        {10, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},    {11, {0, 2, 3}, 3, {4, 5, 6, 7, 1}, 5},
+        {12, {0, 2, 3, 4}, 4, {5, 6, 7, 1}, 4},    {13, {0, 0, 3, 4}, 4, {5, 6, 7, 1, 2}, 5},
         {14, {0, 0, 3, 4}, 4, {5, 6, 7, 1, 2}, 5},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
@@ -79,8 +79,8 @@ static void test_sliding_layouts(void **state) {
     (void)state;
     const struct {
         int64_t computed, tokens, total, n_null;
-    } cases[] = {{0, 0, 0, 0}, {0, 1, 1, 0}, {0, 8, 2, 0}, {0, 20, 5, 0}, {6, 2, 2, 0},
-                 {10, 1, 3, 1}, {20, 1, 6, 3}, {16, 0, 4, 2}};
+    } cases[] = {{0, 0, 0, 0}, {0, 1, 1, 0},  {0, 8, 2, 0},  {0, 20, 5, 0},
+                 {6, 2, 2, 0}, {10, 1, 3, 1}, {20, 1, 6, 3}, {16, 0, 4, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvc_test_model model;
         kvc_manager *m = sliding_manager(&model);
@@ -165,8 +165,8 @@ static void test_two_phase_side_effect(void **state) {
     kvc_cache_entry entries[2] = {kvc_test_attention_entry("sw_k", KVC_ATTN_SLIDING_WINDOW, 4, 6),
                                   kvc_test_attention_entry("full_k", KVC_ATTN_FULL, 4, 0)};
     kvc_test_model_init(&model, entries, 2);
-    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"SlidingWindow", "FullAttention"},
-                                      (const int64_t[]){8, 5}, 2, 64);
+    kvc_manager *m =
+        kvc_test_manager(&model, (const char *[]){"SlidingWindow", "FullAttention"}, (const int64_t[]){8, 5}, 2, 64);
     assert_string_equal(kvc_manager_key(m, 0), "SlidingWindow");
     assert_int_equal(ALLOC(m, 0, 0, 14, 0), KVC_OK);
     kvc_test_assert_table(m, 0, 0, KVC_IDS(1, 2, 3, 4));
@@ -178,8 +178,10 @@ static void test_two_phase_side_effect(void **state) {
     assert_int_equal(kvc_manager_num_free(m, 1), 0);
     CHECK(m);
     /* A key mask that leaves the full manager out succeeds. */
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 0, .computed_tokens = 14,
-                                                                   .num_new_tokens = 3, .skip_keys = ~1u}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 0, .computed_tokens = 14, .num_new_tokens = 3, .skip_keys = ~1u}),
+        KVC_OK);
     kvc_test_assert_table(m, 0, 0, KVC_IDS(0, 0, 3, 4, 5));
     kvc_test_assert_table(m, 0, 1, KVC_IDS(1, 2, 3, 4));
     CHECK(m);
@@ -196,8 +198,9 @@ static void test_clamped(void **state) {
     assert_int_equal(ALLOC(m, 1, 0, 10, 0), KVC_OK);
     assert_int_equal(ALLOC(m, 1, 10, 1, 0), KVC_CLAMPED);
     kvc_test_assert_table(m, 1, 0, KVC_IDS(1, 2, 3));
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8,
-                                                                   .lookahead_tokens = 5}), KVC_CLAMPED);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8, .lookahead_tokens = 5}),
+        KVC_CLAMPED);
     kvc_test_assert_table(m, 2, 0, KVC_IDS(4, 5, 6));
     kvc_manager_destroy(m);
 }
@@ -213,12 +216,14 @@ static void test_refused_calls(void **state) {
     assert_non_null(strstr(kvc_last_error(), "new -1"));
     assert_int_equal(ALLOC(m, 1, -2, 1, 0), KVC_EINVAL);
     assert_int_equal(ALLOC(m, 1, 0, 1, -4), KVC_EINVAL);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1,
-                                                                   .lookahead_tokens = -1}), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(
+                         m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1, .lookahead_tokens = -1}),
+                     KVC_EINVAL);
     assert_int_equal(ALLOC(m, -1, 0, 1, 0), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "request id -1"));
     assert_int_equal(ALLOC(m, 1, INT64_MAX, 1, 0), KVC_EINVAL);
-    assert_int_equal(kvc_manager_allocate_slots(NULL, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1}), KVC_EINVAL);
+    assert_int_equal(kvc_manager_allocate_slots(NULL, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 1}),
+                     KVC_EINVAL);
     assert_int_equal(kvc_manager_num_live_requests(m), 0);
     assert_int_equal(kvc_manager_num_free(m, 0), 5);
     assert_int_equal(kvc_manager_free(m, 99), KVC_OK); /* unknown id: no-op (P-REL-2) */
@@ -243,8 +248,9 @@ static void test_request_capacity(void **state) {
     kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
     kvc_test_model_init(&model, &e, 1);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){50},
-                                                1, &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){50}, 1, &plan),
+        KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 64;
     p.max_requests = 3;
@@ -291,11 +297,16 @@ static void test_table_sync_erange_unchanged(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sliding_prefill_10), cmocka_unit_test(test_sliding_prefill_then_release),
-        cmocka_unit_test(test_sliding_layouts),    cmocka_unit_test(test_full_reservation),
-        cmocka_unit_test(test_mamba),              cmocka_unit_test(test_two_phase_side_effect),
-        cmocka_unit_test(test_clamped),            cmocka_unit_test(test_refused_calls),
-        cmocka_unit_test(test_request_capacity), cmocka_unit_test(test_table_sync_erange_unchanged),
+        cmocka_unit_test(test_sliding_prefill_10),
+        cmocka_unit_test(test_sliding_prefill_then_release),
+        cmocka_unit_test(test_sliding_layouts),
+        cmocka_unit_test(test_full_reservation),
+        cmocka_unit_test(test_mamba),
+        cmocka_unit_test(test_two_phase_side_effect),
+        cmocka_unit_test(test_clamped),
+        cmocka_unit_test(test_refused_calls),
+        cmocka_unit_test(test_request_capacity),
+        cmocka_unit_test(test_table_sync_erange_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

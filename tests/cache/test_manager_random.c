@@ -8,7 +8,7 @@
 
 #include "shadow_rng.h"
 
-#define MAX_REQ 24
+#define MAX_REQ  24
 #define MAX_KEYS 3
 
 typedef struct shadow_table {
@@ -112,7 +112,8 @@ static void check_synced_row(const kvc_manager *m, int r, int32_t k, long step) 
     assert_true(n <= ROW_WIDTH);
     if (kvc_manager_table_sync(m, r, k, synced_rows[r][k], ROW_WIDTH, &synced_state[r][k]) != KVC_OK)
         fail_msg("step %ld: sync: %s", step, kvc_last_error());
-    if (memcmp(fresh, synced_rows[r][k], sizeof fresh) != 0) fail_msg("step %ld req %d key %d: synced row differs", step, r, k);
+    if (memcmp(fresh, synced_rows[r][k], sizeof fresh) != 0)
+        fail_msg("step %ld req %d key %d: synced row differs", step, r, k);
     assert_int_equal(synced_state[r][k].len, n);
 }
 
@@ -155,7 +156,8 @@ static void check_retention(const kvc_manager *m, const shadow *s, int r, const 
         int64_t n = 0;
         kvc_manager_block_ids(m, r, k, ids, 512, &n);
         for (int64_t b = first_pos / s->bs[k]; b < n; b++)
-            if (ids[b] == 0) fail_msg("req %d key %d: logical block %lld inside the window is null", r, k, (long long)b);
+            if (ids[b] == 0)
+                fail_msg("req %d key %d: logical block %lld inside the window is null", r, k, (long long)b);
     }
 }
 
@@ -173,7 +175,7 @@ static void run_config(const config *c, uint64_t seed, long steps) {
     shadow s = {.n_keys = c->n_keys, .max_model_len = c->max_model_len};
     for (int32_t k = 0; k < c->n_keys; k++) {
         entries[k] = c->type[k] == KVC_ATTN_MAMBA ? kvc_test_mamba_entry("state", c->next_n)
-                                                 : kvc_test_attention_entry("kv", c->type[k], c->bs[k], c->window[k]);
+                                                  : kvc_test_attention_entry("kv", c->type[k], c->bs[k], c->window[k]);
         keys[k] = kvc_attn_type_name(c->type[k]);
         s.type[k] = c->type[k];
         s.bs[k] = c->type[k] == KVC_ATTN_MAMBA ? 1 : c->bs[k];
@@ -221,9 +223,12 @@ static void run_config(const config *c, uint64_t seed, long steps) {
             bool was_empty[MAX_KEYS];
             for (int32_t k = 0; k < c->n_keys; k++) was_empty[k] = s.t[r][k].len == 0;
             kvc_status expected = shadow_allocate(&s, r, computed, num_new, lookahead, reserved, mask);
-            kvc_status got = kvc_manager_allocate_slots(
-                m, &(kvc_slot_request){.request_id = r, .computed_tokens = computed, .num_new_tokens = num_new,
-                                       .lookahead_tokens = lookahead, .reserved_tokens = reserved, .skip_keys = ~mask});
+            kvc_status got = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = r,
+                                                                               .computed_tokens = computed,
+                                                                               .num_new_tokens = num_new,
+                                                                               .lookahead_tokens = lookahead,
+                                                                               .reserved_tokens = reserved,
+                                                                               .skip_keys = ~mask});
             if (got != expected)
                 fail_msg("step %ld: allocate(%d, %lld, %lld, %lld, %lld, mask %llx) = %s, shadow says %s", step, r,
                          (long long)computed, (long long)num_new, (long long)lookahead, (long long)reserved,
@@ -259,8 +264,12 @@ static void test_sliding_windows_below_at_above_block(void **state) {
     (void)state;
     const int64_t windows[] = {1, 3, 4, 5, 9};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
-        config c = {.n_keys = 1, .type = {KVC_ATTN_SLIDING_WINDOW}, .bs = {4}, .window = {windows[i]},
-                    .blocks = {30}, .max_model_len = 60};
+        config c = {.n_keys = 1,
+                    .type = {KVC_ATTN_SLIDING_WINDOW},
+                    .bs = {4},
+                    .window = {windows[i]},
+                    .blocks = {30},
+                    .max_model_len = 60};
         run_config(&c, 0xabcdef01u + i, 8000);
     }
 }
@@ -299,21 +308,24 @@ static void test_soak_release_chain(void **state) {
                                   kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32)};
     kvc_test_model model;
     kvc_test_model_init(&model, entries, 2);
-    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention", "SlidingWindow"},
-                                      (const int64_t[]){64, 40}, 2, 256);
+    kvc_manager *m =
+        kvc_test_manager(&model, (const char *[]){"FullAttention", "SlidingWindow"}, (const int64_t[]){64, 40}, 2, 256);
     rng_state = 99;
     int64_t live[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, len[8] = {0};
     for (int64_t rid = 0, done = 0; done < 10000;) {
         int slot = (int)rnd_in(0, 7);
         if (live[slot] < 0) {
             int64_t prompt = rnd_in(1, 100);
-            if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid, .num_new_tokens = prompt}) == KVC_OK) {
+            if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid, .num_new_tokens = prompt}) ==
+                KVC_OK) {
                 live[slot] = rid++;
                 len[slot] = prompt;
             }
         } else if (len[slot] < 200 && rnd_in(0, 9) != 0) {
             if (kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = live[slot],
-                                                                 .computed_tokens = len[slot], .num_new_tokens = 1}) == KVC_OK) len[slot]++;
+                                                                  .computed_tokens = len[slot],
+                                                                  .num_new_tokens = 1}) == KVC_OK)
+                len[slot]++;
         } else {
             int32_t old[32];
             int64_t n = 0;

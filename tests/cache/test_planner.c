@@ -64,8 +64,8 @@ static void test_device_mla(void **state) {
         }
         layers[l] = (kvc_layer_cache_info){.layer_idx = l, .n_caches = 2, .caches = entries[l]};
     }
-    kvc_model_cache_info ci = {.num_layers = LAYERS, .n_layer_infos = LAYERS, .layer_infos = layers,
-                               .is_mla_backend = true};
+    kvc_model_cache_info ci = {
+        .num_layers = LAYERS, .n_layer_infos = LAYERS, .layer_infos = layers, .is_mla_backend = true};
     const int64_t gib = (int64_t)1 << 30;
     int64_t free_bytes[2] = {40 * gib, 48 * gib};
     kvc_plan_params p = kvc_plan_default_params();
@@ -161,13 +161,17 @@ static void test_counts_and_params(void **state) {
     kvc_test_model m;
     kvc_test_model_init(&m, &e, 1);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"Full"}, (const int64_t[]){4}, 1, &plan), KVC_EINVAL);
+    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"Full"}, (const int64_t[]){4}, 1, &plan),
+                     KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "\"Full\" matches no manager key"));
     assert_int_equal(kvc_block_plan_from_counts(&m.ci, NULL, NULL, 0, &plan), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "no block count given for manager key \"FullAttention\""));
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){0}, 1, &plan), KVC_EINVAL);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){0}, 1, &plan),
+        KVC_EINVAL);
     int64_t n = 0;
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){9}, 1, &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){9}, 1, &plan), KVC_OK);
     assert_int_equal(kvc_block_plan_block_num(&plan, "FullAttention", &n), KVC_OK);
     assert_int_equal(n, 9);
     assert_int_equal(kvc_block_plan_block_num(&plan, "Mamba", &n), KVC_EINVAL);
@@ -201,8 +205,8 @@ static void test_plan_group_bounds(void **state) {
     kvc_test_model m;
     kvc_test_model_init(&m, &e, 1);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){9}, 1, &plan),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){9}, 1, &plan), KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 64;
     kvc_cache_storage_params sp = kvc_cache_storage_default_params();
@@ -236,9 +240,12 @@ static void test_plan_group_bounds(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fixed_types),        cmocka_unit_test(test_offline_full),
-        cmocka_unit_test(test_device_mla),         cmocka_unit_test(test_budget_fixed_first),
-        cmocka_unit_test(test_unmanaged_and_swapped_entries), cmocka_unit_test(test_counts_and_params),
+        cmocka_unit_test(test_fixed_types),
+        cmocka_unit_test(test_offline_full),
+        cmocka_unit_test(test_device_mla),
+        cmocka_unit_test(test_budget_fixed_first),
+        cmocka_unit_test(test_unmanaged_and_swapped_entries),
+        cmocka_unit_test(test_counts_and_params),
         cmocka_unit_test(test_plan_group_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,9 +30,10 @@ static int64_t admit_salted(kvc_manager *m, int64_t rid, const int32_t *tokens, 
     kvc_prompt prompt = {.tokens = tokens, .n_tokens = n, .cache_salt = salt, .cache_salt_len = salt_len};
     kvc_prefix_hit hit;
     assert_int_equal(kvc_manager_find_prefix(m, &prompt, &hit), KVC_OK);
-    kvc_status st = kvc_manager_allocate_slots(
-        m, &(kvc_slot_request){.request_id = rid, .computed_tokens = hit.n_tokens,
-                               .num_new_tokens = n - hit.n_tokens, .prompt = &prompt});
+    kvc_status st = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid,
+                                                                      .computed_tokens = hit.n_tokens,
+                                                                      .num_new_tokens = n - hit.n_tokens,
+                                                                      .prompt = &prompt});
     if (st != KVC_OK) fail_msg("allocate %lld: %s %s", (long long)rid, kvc_status_str(st), kvc_last_error());
     assert_int_equal(kvc_manager_cache_computed(m, rid, tokens, n), KVC_OK);
     CHECK(m);
@@ -151,9 +152,11 @@ static void test_salt_fixed_at_first_allocation(void **state) {
     for (int i = 0; i < 13; i++) ids[i] = i + 1;
     kvc_manager *m = full_manager(&model, 32);
     /* computed beyond the (empty) hit: no prompt, the salt on the request */
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .computed_tokens = 8,
-                                                                        .num_new_tokens = 4, .cache_salt = "tenant-a",
-                                                                        .cache_salt_len = 8}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1,
+                                                                       .computed_tokens = 8,
+                                                                       .num_new_tokens = 4,
+                                                                       .cache_salt = "tenant-a",
+                                                                       .cache_salt_len = 8}),
                      KVC_OK);
     assert_int_equal(kvc_manager_cache_computed(m, 1, ids, 12), KVC_OK);
     assert_int_equal(kvc_manager_free(m, 1), KVC_OK);
@@ -162,26 +165,31 @@ static void test_salt_fixed_at_first_allocation(void **state) {
     assert_int_equal(hit_for(m, ids, 13, "tenant-a", 8), 12);
     /* opened before its tokens are known, computed chunk by chunk */
     int32_t other[9] = {40, 41, 42, 43, 44, 45, 46, 47, 48};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .cache_salt = "t\0b",
-                                                                        .cache_salt_len = 3}),
-                     KVC_OK);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8,
-                                                                        .cache_salt = "t\0b", .cache_salt_len = 3}),
-                     KVC_OK); /* restating the salt is allowed */
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .cache_salt = "t\0b", .cache_salt_len = 3}),
+        KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8, .cache_salt = "t\0b", .cache_salt_len = 3}),
+        KVC_OK); /* restating the salt is allowed */
     assert_int_equal(kvc_manager_cache_computed(m, 2, other, 8), KVC_OK);
     assert_int_equal(hit_for(m, other, 9, NULL, 0), 0);
     assert_int_equal(hit_for(m, other, 9, "t", 1), 0);
     assert_int_equal(hit_for(m, other, 9, "t\0b", 3), 8);
     /* a later call with another salt, or none first and one later, is refused */
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 8,
-                                                                        .num_new_tokens = 1, .cache_salt = "t\0c",
-                                                                        .cache_salt_len = 3}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2,
+                                                                       .computed_tokens = 8,
+                                                                       .num_new_tokens = 1,
+                                                                       .cache_salt = "t\0c",
+                                                                       .cache_salt_len = 3}),
                      KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "not the salt its first allocation fixed"));
     assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .num_new_tokens = 1}), KVC_OK);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 1,
-                                                                        .num_new_tokens = 1, .cache_salt = "x",
-                                                                        .cache_salt_len = 1}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3,
+                                                                       .computed_tokens = 1,
+                                                                       .num_new_tokens = 1,
+                                                                       .cache_salt = "x",
+                                                                       .cache_salt_len = 1}),
                      KVC_EINVAL);
     kvc_manager_destroy(m);
 }
@@ -200,32 +208,39 @@ static void test_bad_salts_refused(void **state) {
     };
     for (size_t i = 0; i < sizeof bad_prompts / sizeof bad_prompts[0]; i++) {
         assert_int_equal(kvc_manager_find_prefix(m, &bad_prompts[i], &hit), KVC_EINVAL);
-        assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
-                                                                            .prompt = &bad_prompts[i]}),
-                         KVC_EINVAL);
         assert_int_equal(kvc_manager_allocate_slots(
-                             m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
-                                                    .cache_salt = bad_prompts[i].cache_salt,
-                                                    .cache_salt_len = bad_prompts[i].cache_salt_len}),
+                             m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10, .prompt = &bad_prompts[i]}),
                          KVC_EINVAL);
+        assert_int_equal(
+            kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1,
+                                                              .num_new_tokens = 10,
+                                                              .cache_salt = bad_prompts[i].cache_salt,
+                                                              .cache_salt_len = bad_prompts[i].cache_salt_len}),
+            KVC_EINVAL);
     }
     const kvc_prompt salted = {.tokens = prompt_a, .n_tokens = 10, .cache_salt = "a", .cache_salt_len = 1};
     const kvc_prompt unsalted = {.tokens = prompt_a, .n_tokens = 10};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
-                                                                        .prompt = &salted, .cache_salt = "b",
-                                                                        .cache_salt_len = 1}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1,
+                                                                       .num_new_tokens = 10,
+                                                                       .prompt = &salted,
+                                                                       .cache_salt = "b",
+                                                                       .cache_salt_len = 1}),
                      KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "is not its prompt's salt"));
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
-                                                                        .prompt = &unsalted, .cache_salt = "b",
-                                                                        .cache_salt_len = 1}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1,
+                                                                       .num_new_tokens = 10,
+                                                                       .prompt = &unsalted,
+                                                                       .cache_salt = "b",
+                                                                       .cache_salt_len = 1}),
                      KVC_EINVAL);
     assert_false(kvc_manager_has_request(m, 1, 0));
     assert_int_equal(kvc_manager_num_free(m, 0), 31);
     /* the same bytes twice are one salt */
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10,
-                                                                        .prompt = &salted, .cache_salt = "a",
-                                                                        .cache_salt_len = 1}),
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1,
+                                                                       .num_new_tokens = 10,
+                                                                       .prompt = &salted,
+                                                                       .cache_salt = "a",
+                                                                       .cache_salt_len = 1}),
                      KVC_OK);
     kvc_manager_destroy(m);
 }
@@ -260,7 +275,7 @@ static void test_forced_collision_misses(void **state) {
 static void test_eviction_order_and_counts(void **state) {
     (void)state;
     kvc_test_model model;
-    kvc_manager *m = full_manager(&model, 6); /* 5 usable blocks */
+    kvc_manager *m = full_manager(&model, 6);             /* 5 usable blocks */
     assert_int_equal(admit(m, 1, prompt_a, 10, NULL), 0); /* blocks 1 2 3 */
     assert_int_equal(kvc_manager_free(m, 1), KVC_OK);     /* queue 4 5 3 2 1 */
     kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 3, 2, 1));
@@ -279,9 +294,10 @@ static void test_eviction_order_and_counts(void **state) {
     /* No space for the rest while the hit's block is free: the hit block
      * itself is counted as taken. */
     kvc_prompt prompt = {.tokens = prompt_a, .n_tokens = 10};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 4,
-                                                                        .num_new_tokens = 6, .prompt = &prompt}),
-                     KVC_NO_SPACE);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 4, .num_new_tokens = 6, .prompt = &prompt}),
+        KVC_NO_SPACE);
     CHECK(m);
     assert_int_equal(kvc_manager_free(m, 2), KVC_OK);
     assert_int_equal(admit(m, 3, prompt_a, 10, NULL), 4);
@@ -303,20 +319,23 @@ static void test_stale_hit_refused(void **state) {
     assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 12}),
                      KVC_OK); /* takes 3 2 1: both cached blocks evicted */
     assert_int_equal(kvc_manager_free(m, 2), KVC_OK);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 8,
-                                                                        .num_new_tokens = 2, .prompt = &prompt}),
-                     KVC_EINVAL);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 8, .num_new_tokens = 2, .prompt = &prompt}),
+        KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "stale"));
     assert_false(kvc_manager_has_request(m, 3, 0));
     CHECK(m);
     /* A prompt on a known request, and a hit covering the whole prompt, are refused. */
     assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .num_new_tokens = 2}), KVC_OK);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 2,
-                                                                        .num_new_tokens = 1, .prompt = &prompt}),
-                     KVC_EINVAL);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 4, .computed_tokens = 10,
-                                                                        .num_new_tokens = 1, .prompt = &prompt}),
-                     KVC_EINVAL);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 3, .computed_tokens = 2, .num_new_tokens = 1, .prompt = &prompt}),
+        KVC_EINVAL);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 4, .computed_tokens = 10, .num_new_tokens = 1, .prompt = &prompt}),
+        KVC_EINVAL);
     kvc_manager_destroy(m);
 }
 
@@ -330,11 +349,13 @@ static void test_sliding_window_hit_uses_nulls(void **state) {
     static const int32_t p[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 30, 31, 32};
     /* Chunked prefill of 17 tokens: 8, then 9 (the window releases block 0). */
     kvc_prompt prompt = {.tokens = p, .n_tokens = 17};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 8,
-                                                                        .prompt = &prompt}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 8, .prompt = &prompt}),
+        KVC_OK);
     assert_int_equal(kvc_manager_cache_computed(m, 1, p, 8), KVC_OK);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .computed_tokens = 8,
-                                                                        .num_new_tokens = 9}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .computed_tokens = 8, .num_new_tokens = 9}),
+        KVC_OK);
     assert_int_equal(kvc_manager_cache_computed(m, 1, p, 17), KVC_OK);
     kvc_test_assert_table(m, 1, 0, KVC_IDS(0, 2, 3, 4, 5));
     CHECK(m);
@@ -355,20 +376,22 @@ static void test_hybrid_fixed_point_with_state_snapshots(void **state) {
     (void)state;
     kvc_test_model model;
     kvc_cache_entry e[2] = {kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0), kvc_test_mamba_entry("ssm", 0)};
-    kvc_manager *m = caching_manager(&model, e, 2, (const char *[]){"FullAttention", "Mamba"},
-                                     (const int64_t[]){32, 8}, 8);
+    kvc_manager *m =
+        caching_manager(&model, e, 2, (const char *[]){"FullAttention", "Mamba"}, (const int64_t[]){32, 8}, 8);
     int32_t p[26];
     for (int i = 0; i < 26; i++) p[i] = 100 + i;
     kvc_prompt prompt = {.tokens = p, .n_tokens = 20};
     /* Chunks of 8, 8, 4: snapshots at 8 and 16, the state block moves off each. */
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 8,
-                                                                        .prompt = &prompt}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 8, .prompt = &prompt}),
+        KVC_OK);
     kvc_test_assert_table(m, 1, 1, KVC_IDS(1));
     assert_int_equal(kvc_manager_cache_computed(m, 1, p, 8), KVC_OK);
     for (int64_t done = 8; done < 20; done += 8) {
         int64_t n = done == 8 ? 8 : 4;
-        assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .computed_tokens = done,
-                                                                            .num_new_tokens = n}), KVC_OK);
+        assert_int_equal(kvc_manager_allocate_slots(
+                             m, &(kvc_slot_request){.request_id = 1, .computed_tokens = done, .num_new_tokens = n}),
+                         KVC_OK);
         int32_t source = -1;
         assert_int_equal(kvc_manager_state_source(m, 1, 1, &source), KVC_OK);
         assert_int_equal(source, done == 8 ? 1 : 2); /* the snapshot just kept */
@@ -385,9 +408,10 @@ static void test_hybrid_fixed_point_with_state_snapshots(void **state) {
     assert_int_equal(hit.n_tokens, 16);
     assert_int_equal(hit.n_entries[0], 4);
     assert_int_equal(hit.n_entries[1], 1);
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 16,
-                                                                        .num_new_tokens = 10, .prompt = &longer}),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 16, .num_new_tokens = 10, .prompt = &longer}),
+        KVC_OK);
     int32_t source = -1;
     assert_int_equal(kvc_manager_state_source(m, 2, 1, &source), KVC_OK);
     assert_int_equal(source, 2);
@@ -416,7 +440,8 @@ static void test_bad_parameters(void **state) {
     kvc_test_model_init(&model, e, 2);
     kvc_block_plan plan;
     assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention", "Mamba"},
-                                                (const int64_t[]){8, 4}, 2, &plan), KVC_OK);
+                                                (const int64_t[]){8, 4}, 2, &plan),
+                     KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 64;
     p.prefix_caching = true;

@@ -19,15 +19,15 @@
 #include "cache/manager_internal.h"
 #include "shadow_rng.h"
 
-#define N_KEYS 3
-#define MAX_REQ 8
-#define MAX_LEN 48
+#define N_KEYS     3
+#define MAX_REQ    8
+#define MAX_LEN    48
 #define MAX_BLOCKS 40
-#define BS 4
-#define WINDOW 6
-#define INTERVAL 8
-#define NEXT_N 1
-#define N_SALTS 3
+#define BS         4
+#define WINDOW     6
+#define INTERVAL   8
+#define NEXT_N     1
+#define N_SALTS    3
 
 static const int64_t own_pool_size[N_KEYS] = {40, 32, 24};
 #define SHARED_POOL_SIZE MAX_BLOCKS
@@ -64,7 +64,7 @@ typedef struct sh_key {
     sh_pool *pool; /* its own, or the one every key shares */
     bool indexed[MAX_BLOCKS];
     int salt[MAX_BLOCKS];
-    int64_t clen[MAX_BLOCKS];            /* tokens of the cached prefix the block ends */
+    int64_t clen[MAX_BLOCKS]; /* tokens of the cached prefix the block ends */
     int32_t ctokens[MAX_BLOCKS][MAX_LEN];
     int64_t n_entries;
 } sh_key;
@@ -74,7 +74,7 @@ typedef struct shadow {
     sh_key k[N_KEYS];
     sh_req r[MAX_REQ];
     int64_t evictions, queries, hits, hit_tokens;
-    int64_t long_hits; /* hits longer than the window: the sliding key found blocks that left a window */
+    int64_t long_hits;       /* hits longer than the window: the sliding key found blocks that left a window */
     int64_t cross_evictions; /* blocks one key had cached, taken by another key */
 } shadow;
 
@@ -132,7 +132,8 @@ static void sh_index(sh_key *k, int32_t id, int salt, const int32_t *tokens, int
 
 /* ---- the rules -------------------------------------------------------------- */
 /* Whether key g accepts a hit of L tokens; the table entries (or snapshot) in hit[]. */
-static bool sh_accepts(const shadow *s, int g, int salt, const int32_t *tokens, int64_t L, int32_t *hit, int64_t *n_hit) {
+static bool sh_accepts(const shadow *s, int g, int salt, const int32_t *tokens, int64_t L, int32_t *hit,
+                       int64_t *n_hit) {
     const sh_key *k = &s->k[g];
     if (L % hash_tokens(g) != 0) return false;
     if (key_type[g] == KVC_ATTN_MAMBA) {
@@ -219,7 +220,8 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t ex
     int64_t n_hit[N_KEYS] = {0};
     bool hit_on = is_new && computed > 0;
     if (hit_on) assert_int_equal(sh_hit(s, r->salt, r->tokens, r->n_known, hit, n_hit) >= computed, true);
-    for (int g = 0; hit_on && g < n_keys; g++) assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
+    for (int g = 0; hit_on && g < n_keys; g++)
+        assert_true(sh_accepts(s, g, r->salt, r->tokens, computed, hit[g], &n_hit[g]));
     int64_t need[N_KEYS], demand[N_KEYS] = {0}; /* demand by pool */
     for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
@@ -227,7 +229,8 @@ static kvc_status sh_allocate(shadow *s, sh_req *r, int64_t computed, int64_t ex
         sh_table view = is_new ? (sh_table){0} : *t;
         int64_t taken_free = 0, from = sh_window_start(g, total);
         if (sh_takes_hit(g, hit_on, external)) {
-            for (int64_t i = from; i < n_hit[g]; i++) taken_free += hit[g][i] != 0 && s->k[g].pool->count[hit[g][i]] == 0;
+            for (int64_t i = from; i < n_hit[g]; i++)
+                taken_free += hit[g][i] != 0 && s->k[g].pool->count[hit[g][i]] == 0;
             view.len = key_type[g] == KVC_ATTN_MAMBA ? 0 : imax(n_hit[g], from);
         }
         sh_skip_leading(g, &view, total);
@@ -299,7 +302,8 @@ static void sh_free(shadow *s, sh_req *r) {
 
 /* ---- comparison ------------------------------------------------------------- */
 /* The chain hash of a cached content, recomputed from the public rules. */
-static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *tokens, int64_t len, kvc_hash128 *parent) {
+static kvc_hash128 content_hash(kvc_prefix_index *ix, int salt, const int32_t *tokens, int64_t len,
+                                kvc_hash128 *parent) {
     const char *name = salt_name[salt];
     kvc_hash128 h = kvci_prefix_seed(7, name, name != NULL ? (int64_t)strlen(name) : 0);
     for (int64_t i = 0; i < len / ix->block_tokens; i++) {
@@ -442,11 +446,14 @@ static void admit(kvc_manager *m, shadow *s, sh_req *r, long step) {
     int64_t external = rnd_in(0, 3) == 0 ? rnd_in(0, r->n_known - 1 - hit.n_tokens) : 0;
     int64_t chunk = chunk_after(hit.n_tokens + external, r->n_known);
     kvc_status want = sh_allocate(s, r, hit.n_tokens, external, chunk, true);
-    kvc_status got = kvc_manager_allocate_slots(
-        m, &(kvc_slot_request){.request_id = r->id, .computed_tokens = hit.n_tokens,
-                               .num_external_computed_tokens = external, .num_new_tokens = chunk, .prompt = &prompt});
-    if (got != want) fail_msg("step %ld: admission %s, shadow %s (%s)", step, kvc_status_str(got), kvc_status_str(want),
-                              kvc_last_error());
+    kvc_status got = kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = r->id,
+                                                                       .computed_tokens = hit.n_tokens,
+                                                                       .num_external_computed_tokens = external,
+                                                                       .num_new_tokens = chunk,
+                                                                       .prompt = &prompt});
+    if (got != want)
+        fail_msg("step %ld: admission %s, shadow %s (%s)", step, kvc_status_str(got), kvc_status_str(want),
+                 kvc_last_error());
     if (got != KVC_OK) return;
     r->live = true;
     r->computed = hit.n_tokens + external + chunk;

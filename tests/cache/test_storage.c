@@ -14,10 +14,9 @@ static void record_tensor(void *user, const kvc_tensor *t) {
 
 static void test_shapes_alignment_setters(void **state) {
     (void)state;
-    kvc_cache_entry entries[4] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0),
-                                  kvc_test_attention_entry("v", KVC_ATTN_FULL, 16, 0),
-                                  kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32),
-                                  kvc_test_mamba_entry("state", 0)};
+    kvc_cache_entry entries[4] = {
+        kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0), kvc_test_attention_entry("v", KVC_ATTN_FULL, 16, 0),
+        kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32), kvc_test_mamba_entry("state", 0)};
     entries[1].layout = KVC_BLOCK_BNNBSD;
     entries[0].compress_ratio = 4;
     entries[1].compress_ratio = 4;
@@ -30,7 +29,8 @@ static void test_shapes_alignment_setters(void **state) {
     kvc_test_model_init(&m, entries, 4);
     kvc_block_plan plan;
     assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention", "SlidingWindow", "Mamba"},
-                                                (const int64_t[]){6, 5, 3}, 3, &plan), KVC_OK);
+                                                (const int64_t[]){6, 5, 3}, 3, &plan),
+                     KVC_OK);
     kvc_cache_storage *s = NULL;
     kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     sp.alignment = KVC_ALIGN_2MIB; /* every tensor here is below 2 MiB: the plain allocation aligns them */
@@ -78,11 +78,13 @@ static void test_buffer_infos_order(void **state) {
         l0[i].setter_user = l1[i].setter_user = &log;
     }
     /* layer infos given out of order: export sorts by layer_idx */
-    kvc_layer_cache_info layers[2] = {{.layer_idx = 1, .n_caches = 2, .caches = l1}, {.layer_idx = 0, .n_caches = 2, .caches = l0}};
+    kvc_layer_cache_info layers[2] = {{.layer_idx = 1, .n_caches = 2, .caches = l1},
+                                      {.layer_idx = 0, .n_caches = 2, .caches = l0}};
     kvc_model_cache_info ci = {.num_layers = 2, .n_layer_infos = 2, .layer_infos = layers};
     kvc_block_plan plan;
     assert_int_equal(kvc_block_plan_from_counts(&ci, (const char *[]){"SlidingWindow", "FullAttention"},
-                                                (const int64_t[]){7, 9}, 2, &plan), KVC_OK);
+                                                (const int64_t[]){7, 9}, 2, &plan),
+                     KVC_OK);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 64;
     kvc_manager *mgr = NULL;
@@ -121,7 +123,8 @@ static void test_block_layouts_taken(void **state) {
     kvc_test_model_init(&m, &e, 1);
     assert_int_equal(kvc_validate_cache_info(&m.ci, -1), KVC_OK);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
     kvc_cache_storage *s = NULL;
     const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_OK);
@@ -141,7 +144,8 @@ static void test_refusals(void **state) {
     kvc_test_model m;
     kvc_test_model_init(&m, &e, 1);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan), KVC_OK);
     kvc_cache_storage *s = NULL;
     const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     /* the setter is optional: without one the tensor is only recorded in the entry */
@@ -168,7 +172,8 @@ static void test_refusals(void **state) {
     kvc_cache_entry sw = kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 8);
     kvc_test_model m2;
     kvc_test_model_init(&m2, &sw, 1);
-    assert_int_equal(kvc_block_plan_from_counts(&m2.ci, (const char *[]){"SlidingWindow"}, (const int64_t[]){3}, 1, &other), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&m2.ci, (const char *[]){"SlidingWindow"}, (const int64_t[]){3}, 1, &other), KVC_OK);
     assert_int_equal(kvc_cache_storage_allocate(&m.ci, &other, &sp, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "FullAttention"));
     assert_int_equal(log.calls, 0);

@@ -27,8 +27,9 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     e[1].dtype = KVC_DTYPE_I8;
     init_model(&model, e, 2);
     kvc_block_plan plan;
-    assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){6}, 1,
-                                                &plan), KVC_OK);
+    assert_int_equal(
+        kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){6}, 1, &plan),
+        KVC_OK);
     kvc_cache_storage *storage = NULL;
     const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
     assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, &sp, &storage), KVC_OK);
@@ -43,8 +44,9 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     const int64_t per_block = 4 * 2 * 8; /* block_size x heads x dim */
     int32_t tokens[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     kvc_prompt prompt = {.tokens = tokens, .n_tokens = 9};
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 9,
-                                                                        .prompt = &prompt}), KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 9, .prompt = &prompt}),
+        KVC_OK);
     for (int64_t i = 0; i < per_block; i++) {
         assert_true(isnan(k[0 * per_block + i]) == 0); /* the null block */
         assert_true(isnan(k[1 * per_block + i]) && isnan(k[3 * per_block + i]));
@@ -56,9 +58,10 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     assert_int_equal(kvc_manager_cache_computed(m, 1, tokens, 9), KVC_OK);
     assert_int_equal(kvc_manager_free(m, 1), KVC_OK); /* queue 4 5 3 2 1 */
     prompt.n_tokens = 6;
-    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 4,
-                                                                        .num_new_tokens = 2, .prompt = &prompt}),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_manager_allocate_slots(
+            m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 4, .num_new_tokens = 2, .prompt = &prompt}),
+        KVC_OK);
     kvc_test_assert_table(m, 2, 0, KVC_IDS(1, 4));
     for (int64_t i = 0; i < per_block; i++) {
         assert_true(k[1 * per_block + i] == 1.0f);
@@ -79,8 +82,9 @@ static void test_poison_values_are_nan(void **state) {
         e.dtype = dtypes[d];
         init_model(&model, &e, 1);
         kvc_block_plan plan;
-        assert_int_equal(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3},
-                                                    1, &plan), KVC_OK);
+        assert_int_equal(
+            kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){3}, 1, &plan),
+            KVC_OK);
         kvc_cache_storage *storage = NULL;
         const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
         assert_int_equal(kvc_cache_storage_allocate(&model.ci, &plan, &sp, &storage), KVC_OK);

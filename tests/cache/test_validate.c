@@ -33,13 +33,17 @@ static void window_on_full(kvc_test_model *m) { m->entries[0].sliding_window = 8
 static void mamba_block_size(kvc_test_model *m) { m->entries[2].block_size = 2; }
 static void mamba_shape(kvc_test_model *m) { m->entries[2].shape[1] = 0; }
 static void mamba_swapped(kvc_test_model *m) { m->entries[2].allocator = KVC_ALLOC_SWAPPED; }
-static void mixed_types_one_key(kvc_test_model *m) { snprintf(m->entries[1].manager_key, KVC_NAME_MAX, "FullAttention"); }
+static void mixed_types_one_key(kvc_test_model *m) {
+    snprintf(m->entries[1].manager_key, KVC_NAME_MAX, "FullAttention");
+}
 static void mixed_block_sizes(kvc_test_model *m) {
     snprintf(m->entries[1].manager_key, KVC_NAME_MAX, "sw");
     m->entries[0] = kvc_test_attention_entry("k2", KVC_ATTN_SLIDING_WINDOW, 32, 128);
     snprintf(m->entries[0].manager_key, KVC_NAME_MAX, "sw");
 }
-static void mixed_windows(kvc_test_model *m) { m->entries[0] = kvc_test_attention_entry("k2", KVC_ATTN_SLIDING_WINDOW, 16, 64); }
+static void mixed_windows(kvc_test_model *m) {
+    m->entries[0] = kvc_test_attention_entry("k2", KVC_ATTN_SLIDING_WINDOW, 16, 64);
+}
 static void mixed_ratios(kvc_test_model *m) {
     m->entries[1] = kvc_test_attention_entry("v_cache", KVC_ATTN_FULL, 16, 0);
     m->entries[1].compress_ratio = 4;

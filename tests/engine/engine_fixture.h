@@ -7,7 +7,7 @@
 
 #include "toy_model.h"
 
-#define FIX_VOCAB 32
+#define FIX_VOCAB      32
 #define FIX_MAX_PROMPT 64
 
 /* One request of a workload, its prompt stored inline. */
@@ -41,7 +41,8 @@ static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng,
 }
 
 /* A greedy request over a caller-owned prompt. */
-static inline kvc_engine_request fix_request_over(int64_t id, const int32_t *prompt, int64_t n_prompt, int64_t max_new) {
+static inline kvc_engine_request fix_request_over(int64_t id, const int32_t *prompt, int64_t n_prompt,
+                                                  int64_t max_new) {
     kvc_engine_request r = kvc_engine_request_default();
     r.id = id;
     r.prompt = prompt;

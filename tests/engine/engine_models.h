@@ -15,8 +15,8 @@
 typedef struct em_recorder {
     const kvc_engine_model *inner;
     kvc_engine_model outer;
-    int64_t vocab, nt;      /* logits kept for steps 0..nt-1 of each request */
-    float *logits;          /* [EM_MAX_REQ, nt, vocab], request id r at r * nt * vocab */
+    int64_t vocab, nt; /* logits kept for steps 0..nt-1 of each request */
+    float *logits;     /* [EM_MAX_REQ, nt, vocab], request id r at r * nt * vocab */
     int64_t steps[EM_MAX_REQ];
 } em_recorder;
 
@@ -64,15 +64,16 @@ static inline void em_engine_run(const kvc_model *m, const kvc_engine_adapter_pa
     kvc_engine_params p = em_params(max_model_len, n, total);
     kvc_engine_adapter *a = NULL;
     if (kvc_engine_adapter_create(m, ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
-    em_recorder rec = {.inner = kvc_engine_adapter_model(a), .vocab = kvc_model_config_of(m)->vocab_size, .nt = nt,
-                       .logits = logits};
+    em_recorder rec = {
+        .inner = kvc_engine_adapter_model(a), .vocab = kvc_model_config_of(m)->vocab_size, .nt = nt, .logits = logits};
     rec.outer = *rec.inner;
     rec.outer.self = &rec;
     rec.outer.forward = em_forward;
     kvc_engine *e = NULL;
     if (kvc_engine_create(&rec.outer, &p, &e) != KVC_OK) fail_msg("engine: %s", kvc_last_error());
     const kvc_manager *mgr = kvc_engine_manager(e); /* managed: every key draws from one shared pool */
-    for (int32_t k = 0; mgr != NULL && k < kvc_manager_n_keys(mgr); k++) assert_int_equal(kvc_manager_pool_key(mgr, k), 0);
+    for (int32_t k = 0; mgr != NULL && k < kvc_manager_n_keys(mgr); k++)
+        assert_int_equal(kvc_manager_pool_key(mgr, k), 0);
     for (int64_t b = 0, t = 0; b < n; t += lens[b], b++) {
         kvc_engine_request r = kvc_engine_request_default();
         r.id = b;

@@ -79,9 +79,9 @@ static void fifo_no_skip(kvc_engine_scheduler sched) {
     fix_add(e, &a);
     kvc_engine_step_result res;
     assert_int_equal(kvc_engine_step(e, &res), KVC_OK); /* A: 5 blocks, 3 free */
-    fix_add(e, &b);                                       /* needs 4: does not fit whole */
-    fix_add(e, &d);                                       /* needs 1: would fit, but waits behind B */
-    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);  /* A's decode takes a 6th block */
+    fix_add(e, &b);                                     /* needs 4: does not fit whole */
+    fix_add(e, &d);                                     /* needs 1: would fit, but waits behind B */
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK); /* A's decode takes a 6th block */
     if (sched == KVC_ENGINE_SCHED_PREFILL_ALONE) {
         assert_false(res.is_prefill);
         assert_int_equal(res.n_rows, 1);
@@ -153,7 +153,7 @@ static void churn(int32_t layers, int64_t block_size, int64_t n_requests, int64_
     }
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
-    assert_true(st.preemptions > 0);                     /* the pool really was too small */
+    assert_true(st.preemptions > 0); /* the pool really was too small */
     assert_int_equal(st.finished_total, n_requests);
     assert_int_equal(st.n_free_slots, st0.n_free_slots); /* nothing held, nothing leaked */
     assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
@@ -187,10 +187,8 @@ static void test_churn_bs16(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lifo_preemption),
-        cmocka_unit_test(test_fifo_no_skip),
-        cmocka_unit_test(test_churn_full_bs4),
-        cmocka_unit_test(test_churn_window_bs1_reserved),
+        cmocka_unit_test(test_lifo_preemption), cmocka_unit_test(test_fifo_no_skip),
+        cmocka_unit_test(test_churn_full_bs4),  cmocka_unit_test(test_churn_window_bs1_reserved),
         cmocka_unit_test(test_churn_bs16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

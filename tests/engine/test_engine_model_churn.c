@@ -37,7 +37,8 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
     solo.shared_pools = false; /* alone with a pool per key, busy with the default shared pool */
-    if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK) fail_msg("%s alone: %s", what, kvc_last_error());
+    if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK)
+        fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
     for (int64_t i = 0; i < w->n; i++) {
         const int32_t *a = busy + i * w->max_new, *b = alone + i * w->max_new;
@@ -187,7 +188,8 @@ static kvc_status add(kvc_engine *e, int64_t id, const int32_t *prompt, int64_t 
 
 static void expect_refused(kvc_status got, kvc_status want, const char *needle) {
     assert_int_equal(got, want);
-    if (strstr(kvc_last_error(), needle) == NULL) fail_msg("error \"%s\" does not mention \"%s\"", kvc_last_error(), needle);
+    if (strstr(kvc_last_error(), needle) == NULL)
+        fail_msg("error \"%s\" does not mention \"%s\"", kvc_last_error(), needle);
 }
 
 /* Bad requests refused, the good ones served to their full outputs. */

@@ -11,7 +11,8 @@
 
 #define NT 8
 
-static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14, 120, 4, 6, 50};
+static const int32_t IDS[] = {3,  17, 42, 9,  100, 5,  77, 63, 12, 1,   99, 31, 8,
+                              45, 2,  60, 71, 33,  19, 88, 7,  14, 120, 4,  6,  50};
 static const int64_t LENS[] = {13, 3, 10};
 
 typedef struct em_case {
@@ -51,8 +52,10 @@ static void check_paths(const em_case *c, bool latent, kvc_runner_mode mode) {
     char path[64];
     for (int i = 0; i < 4; i++) {
         kvc_engine_adapter_params ap = {.self_managed = i == 3, .latent = latent, .block_size = i < 3 ? sizes[i] : 0};
-        if (i < 3) snprintf(path, sizeof path, "%s managed block size %lld", latent ? "latent" : "full", (long long)sizes[i]);
-        else snprintf(path, sizeof path, "%s self-managed", latent ? "latent" : "full");
+        if (i < 3)
+            snprintf(path, sizeof path, "%s managed block size %lld", latent ? "latent" : "full", (long long)sizes[i]);
+        else
+            snprintf(path, sizeof path, "%s self-managed", latent ? "latent" : "full");
         memset(lg, 0, (size_t)(n * NT * V) * sizeof *lg);
         em_engine_run(c->m, &ap, c->max_model_len, c->ids, c->lens, n, NT, tok, lg);
         expect_same(c, path, tok, lg, ref_tok, ref_lg);
@@ -187,9 +190,9 @@ static void test_oracle_deepseek_v3(void **state) {
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_qwen3),     cmocka_unit_test(test_random_gpt_oss),
+        cmocka_unit_test(test_random_qwen3),       cmocka_unit_test(test_random_gpt_oss),
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
-        cmocka_unit_test(test_oracle_gpt_oss),   cmocka_unit_test(test_oracle_deepseek_v3),
+        cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

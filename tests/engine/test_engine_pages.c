@@ -14,8 +14,7 @@
  * threshold, so each goes on one 2 MiB mapping. */
 enum { SM_LEN = 32768, SM_ROWS = 4, N_REQ = 10 };
 
-static const kvc_storage_pages POLICIES[3] = {KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM,
-                                              KVC_STORAGE_PAGES_BASE};
+static const kvc_storage_pages POLICIES[3] = {KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM, KVC_STORAGE_PAGES_BASE};
 
 static kvc_engine_params pages_params(kvc_storage_pages pages) {
     kvc_engine_params p = fix_params(SM_LEN, SM_ROWS);
@@ -182,10 +181,8 @@ static void test_every_allocation_failure(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_is_huge),
-        cmocka_unit_test(test_self_managed_policies),
-        cmocka_unit_test(test_managed_storage_follows),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_default_is_huge),          cmocka_unit_test(test_self_managed_policies),
+        cmocka_unit_test(test_managed_storage_follows),  cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,9 +10,9 @@
 #include "demo_workload.h"
 #include "kvc_test_util.h"
 
-#define N_REQ 48
-#define MAX_NEW 8
-#define BLOCK 16
+#define N_REQ            48
+#define MAX_NEW          8
+#define BLOCK            16
 #define OVERSUBSCRIPTION 10 /* demand of all requests at once over the pool's capacity, at least */
 
 typedef struct workload {
@@ -39,7 +39,8 @@ static kvc_engine_stats serve(const kvc_model *m, bool latent, const kvc_engine_
     kvc_engine_adapter_params ap = {.latent = latent, .block_size = BLOCK};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
-    if (kvc_engine_adapter_create(m, &ap, p, &a) != KVC_OK || kvc_engine_create(kvc_engine_adapter_model(a), p, &e) != KVC_OK)
+    if (kvc_engine_adapter_create(m, &ap, p, &a) != KVC_OK ||
+        kvc_engine_create(kvc_engine_adapter_model(a), p, &e) != KVC_OK)
         fail_msg("%s: %s", what, kvc_last_error());
     for (int i = first; i < first + n; i++) {
         kvc_engine_request r = kvc_engine_request_default();

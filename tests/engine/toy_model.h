@@ -14,9 +14,9 @@
 
 #include "kvc_test_util.h"
 
-#define TOY_D 4
+#define TOY_D        4
 #define TOY_FULL_KEY "full"
-#define TOY_SWA_KEY "swa"
+#define TOY_SWA_KEY  "swa"
 
 typedef struct toy_model {
     int64_t vocab;
@@ -32,7 +32,7 @@ typedef struct toy_model {
     struct toy_legacy_user {
         struct toy_model *m;
         int32_t kv;
-    } legacy_user[2];                  /* setter user data per legacy cache */
+    } legacy_user[2]; /* setter user data per legacy cache */
     int64_t forward_calls;
     int64_t fail_at_call; /* > 0: that forward call returns KVC_ERANGE */
 } toy_model;
@@ -141,8 +141,8 @@ static inline kvc_status toy_forward_managed(toy_model *m, const int32_t *ids, c
         for (int32_t l = 0; l < m->n_layers; l++) {
             const kvc_step_key *k = keys[l];
             for (int64_t p = toy_window_start(m, l, md->kv_pos[b]); p <= md->kv_pos[b]; p++) {
-                int64_t slot = (int64_t)k->block_table[b * k->width + p / k->block_size] * k->block_size +
-                               p % k->block_size;
+                int64_t slot =
+                    (int64_t)k->block_table[b * k->width + p / k->block_size] * k->block_size + p % k->block_size;
                 for (int32_t kv = 0; kv < 2; kv++) h = toy_absorb(h, m->cache[l][kv] + slot * TOY_D);
             }
         }
@@ -173,7 +173,8 @@ static inline kvc_status toy_forward(void *self, const int32_t *ids, const kvc_e
     toy_model *m = self;
     m->forward_calls++;
     if (m->fail_at_call == m->forward_calls) return KVC_ERANGE; /* an injected failure */
-    return batch->md->n_keys > 0 ? toy_forward_managed(m, ids, batch, logits) : toy_forward_legacy(m, ids, batch, logits);
+    return batch->md->n_keys > 0 ? toy_forward_managed(m, ids, batch, logits)
+                                 : toy_forward_legacy(m, ids, batch, logits);
 }
 
 static inline kvc_engine_model toy_engine_model(toy_model *m, bool self_managed) {

@@ -12,8 +12,7 @@
 #include "base/internal.h"
 #include "kvcache/model.h"
 
-static kvc_model_config small_config(void)
-{
+static kvc_model_config small_config(void) {
     kvc_model_config cfg;
     kvc_status st = kvc_model_config_parse(
         "{\"model_type\":\"qwen3\",\"vocab_size\":16,\"hidden_size\":8,\"intermediate_size\":16,"
@@ -24,8 +23,7 @@ static kvc_model_config small_config(void)
 }
 
 /* Refused with a message naming `text`, and without a single allocation. */
-static void expect_refused(const kvc_model_config *cfg, const char *text)
-{
+static void expect_refused(const kvc_model_config *cfg, const char *text) {
     kvc_model *m = (kvc_model *)cfg;
     kvci_alloc_fail_at(0);
     assert_int_equal(kvc_model_create_random(cfg, 1, &m), KVC_EINVAL);
@@ -34,8 +32,7 @@ static void expect_refused(const kvc_model_config *cfg, const char *text)
     assert_true(kvci_alloc_calls() <= 2); /* the model struct and its RoPE table at most, never the weights */
 }
 
-static void test_sizes_bounded(void **state)
-{
+static void test_sizes_bounded(void **state) {
     (void)state;
     kvc_model_config cfg = small_config();
     cfg.vocab_size = INT64_C(1) << 40;
@@ -53,8 +50,7 @@ static void test_sizes_bounded(void **state)
 
 /* Sizes each within bounds whose product is not: refused by the weight
  * limit before the arena is allocated. */
-static void test_weight_limit(void **state)
-{
+static void test_weight_limit(void **state) {
     (void)state;
     kvc_model_config cfg = small_config();
     cfg.vocab_size = INT64_C(1) << 24;
@@ -62,8 +58,7 @@ static void test_weight_limit(void **state)
     expect_refused(&cfg, "model.embed_tokens.weight\" needs more than the 274877906944-byte weight limit");
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,15 +13,16 @@
 
 #include "config_fixture.h"
 
-static float base_inv(double theta, int64_t i, int64_t d) { return 1.0f / powf((float)theta, (float)(2 * i) / (float)d); }
+static float base_inv(double theta, int64_t i, int64_t d) {
+    return 1.0f / powf((float)theta, (float)(2 * i) / (float)d);
+}
 
-#define GPT_OSS_HEAD                                                                                             \
-    "{\"model_type\":\"gpt_oss\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":8,"                  \
-    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"               \
+#define GPT_OSS_HEAD                                                                                                   \
+    "{\"model_type\":\"gpt_oss\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"                     \
     "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"sliding_window\":8,\"max_position_embeddings\":131072,"
 
-static void test_gpt_oss_yarn_v5_and_v4(void **state)
-{
+static void test_gpt_oss_yarn_v5_and_v4(void **state) {
     (void)state;
     kvc_model *a = model_of(GPT_OSS_HEAD "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":150000,"
                                          "\"factor\":32,\"beta_fast\":32,\"beta_slow\":1,\"truncate\":false,"
@@ -46,13 +47,12 @@ static void test_gpt_oss_yarn_v5_and_v4(void **state)
     kvc_model_destroy(b);
 }
 
-#define DS_HEAD                                                                                                    \
-    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":16,"                \
-    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":32,"              \
+#define DS_HEAD                                                                                                        \
+    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":16,\"hidden_size\":32,\"intermediate_size\":16,"                   \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":32,"                    \
     "\"qk_rope_head_dim\":16,\"v_head_dim\":24,\"max_position_embeddings\":163840,\"first_k_dense_replace\":1,"
 
-static void test_deepseek_scale_and_mscale(void **state)
-{
+static void test_deepseek_scale_and_mscale(void **state) {
     (void)state;
     kvc_model *d = model_of(DS_HEAD "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":40,"
                                     "\"original_max_position_embeddings\":4096,\"beta_fast\":32,\"beta_slow\":1,"
@@ -76,8 +76,7 @@ static void test_deepseek_scale_and_mscale(void **state)
     kvc_model_destroy(db);
 }
 
-static void test_llama3_bands(void **state)
-{
+static void test_llama3_bands(void **state) {
     (void)state;
     kvc_model *m = model_of("{\"model_type\":\"llama\",\"vocab_size\":16,\"hidden_size\":128,\"intermediate_size\":16,"
                             "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
@@ -94,8 +93,7 @@ static void test_llama3_bands(void **state)
     kvc_model_destroy(m);
 }
 
-static void test_family_fields(void **state)
-{
+static void test_family_fields(void **state) {
     (void)state;
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2\",\"vocab_size\":8,\"hidden_size\":8,"
@@ -105,22 +103,21 @@ static void test_family_fields(void **state)
                      KVC_OK);
     assert_true(c.qkv_bias && !c.o_bias && !c.qk_norm && c.head_dim == 4 && c.num_kv_heads == 2);
     assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4);
-    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,"
-                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2}",
-                                            "q3", &c),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,"
+                               "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2}",
+                               "q3", &c),
+        KVC_OK);
     assert_true(c.qk_norm && c.head_dim == 128 && !c.qkv_bias && c.rope.theta == 10000.0 && c.sliding_window == 0);
 }
 
-static void expect_refusal(const char *json, const char *needle)
-{
+static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
     if (!strstr(kvc_last_error(), needle)) fail_msg("\"%s\" should mention \"%s\"", kvc_last_error(), needle);
 }
 
-static void test_refusals(void **state)
-{
+static void test_refusals(void **state) {
     (void)state;
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
@@ -128,9 +125,10 @@ static void test_refusals(void **state)
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"full_attention\"]}",
                    "layer_types");
-    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
-                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
-                   "rope type \"dynamic\" is not supported by the runtime");
+    expect_refusal(
+        "{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
+        "rope type \"dynamic\" is not supported by the runtime");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");
@@ -141,11 +139,12 @@ static void test_refusals(void **state)
                    "k <= topk_group");
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4), cmocka_unit_test(test_deepseek_scale_and_mscale),
-        cmocka_unit_test(test_llama3_bands),           cmocka_unit_test(test_family_fields),
+        cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
+        cmocka_unit_test(test_deepseek_scale_and_mscale),
+        cmocka_unit_test(test_llama3_bands),
+        cmocka_unit_test(test_family_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,15 +27,13 @@
 static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7};
 static const int64_t LENS[N_REQ] = {11, 3, 7};
 
-static void check(kvc_status st, const char *what)
-{
+static void check(kvc_status st, const char *what) {
     if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
 }
 
 /* Greedy tokens [N_REQ, NEW] of the runner (mode, dtype, paged layout). */
 static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_paged, kvc_dtype dt, kvc_block_layout lay,
-                          int32_t *out)
-{
+                          int32_t *out) {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode, p.mla_paged = mla_paged, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
     p.kv_layout = lay;
@@ -47,8 +45,7 @@ static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_pag
 
 /* Greedy tokens [N_REQ, NEW] of the engine over the model adapter. */
 static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kvc_dtype dt, kvc_block_layout lay,
-                          int32_t *out)
-{
+                          int32_t *out) {
     kvc_engine_params ep = kvc_engine_default_params();
     ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed in */
     ep.kv_dtype = dt, ep.check = true, ep.kv_layout = lay;
@@ -85,8 +82,7 @@ static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kv
     kvc_engine_adapter_destroy(a);
 }
 
-static void compare(const char *family, kvc_dtype dt)
-{
+static void compare(const char *family, kvc_dtype dt) {
     char dir[1024];
     kvc_test_oracle_dir(family, dir, sizeof dir);
     kvc_model *m = NULL;
@@ -115,9 +111,9 @@ static void compare(const char *family, kvc_dtype dt)
     kvc_model_destroy(m);
 }
 
-/* kv_layout: an unknown value, kv_dtype not a KV cache dtype, keys in lanes with self-managed or latent caches: refused by name, nothing created. */
-static void test_lanes_refusals(void **state)
-{
+/* kv_layout: an unknown value, kv_dtype not a KV cache dtype, keys in lanes with self-managed or latent caches: refused
+ * by name, nothing created. */
+static void test_lanes_refusals(void **state) {
     (void)state;
     char dir[1024];
     kvc_test_oracle_dir("deepseek_v3", dir, sizeof dir);
@@ -138,7 +134,8 @@ static void test_lanes_refusals(void **state)
     assert_non_null(strstr(kvc_last_error(), "engine adapter: kv_dtype i32"));
     ep.kv_dtype = KVC_DTYPE_F32;
     ep.kv_layout = KVC_BLOCK_BNNDBS;
-    const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK}, {.latent = true, .block_size = BLOCK}};
+    const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK},
+                                              {.latent = true, .block_size = BLOCK}};
     const char *why[2] = {"self-managed", "latent"};
     for (int i = 0; i < 2; i++) {
         a = (kvc_engine_adapter *)&ep;
@@ -154,13 +151,10 @@ static void test_gpt_oss_fp8(void **state) { (void)state, compare("gpt_oss", KVC
 static void test_deepseek_int8(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_I8); }
 static void test_deepseek_fp8_e5m2(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_F8E5M2); }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lanes_refusals),
-        cmocka_unit_test(test_qwen3_int8),
-        cmocka_unit_test(test_gpt_oss_fp8),
-        cmocka_unit_test(test_deepseek_int8),
+        cmocka_unit_test(test_lanes_refusals),    cmocka_unit_test(test_qwen3_int8),
+        cmocka_unit_test(test_gpt_oss_fp8),       cmocka_unit_test(test_deepseek_int8),
         cmocka_unit_test(test_deepseek_fp8_e5m2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

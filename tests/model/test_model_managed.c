@@ -18,23 +18,21 @@
 #include "tiny_gpt_oss.h"
 
 #define N_REQ 3
-#define NT 8
+#define NT    8
 
-static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14, 120, 4, 6, 50};
+static const int32_t IDS[] = {3,  17, 42, 9,  100, 5,  77, 63, 12, 1,   99, 31, 8,
+                              45, 2,  60, 71, 33,  19, 88, 7,  14, 120, 4,  6,  50};
 static const int64_t LENS[N_REQ] = {13, 3, 10};
 
-static void check(kvc_status st, const char *what)
-{
+static void check(kvc_status st, const char *what) {
     if (st != KVC_OK && st != KVC_CLAMPED) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
 }
 
-static void keep_tensor(void *user, const kvc_tensor *t)
-{
+static void keep_tensor(void *user, const kvc_tensor *t) {
     (void)user, (void)t; /* the storage also records it in entry.tensor */
 }
 
-static void test_gpt_oss_through_managers(void **state)
-{
+static void test_gpt_oss_through_managers(void **state) {
     (void)state;
     kvc_model_config cfg;
     check(kvc_model_config_parse(KVC_TEST_TINY_GPT_OSS_JSON, "cfg", &cfg), "config");
@@ -109,10 +107,14 @@ static void test_gpt_oss_through_managers(void **state)
             const int64_t n_new = prefill ? LENS[b] : 1;
             check(kvc_manager_allocate_slots(mgr, &(kvc_slot_request){.request_id = b,
                                                                       .computed_tokens = prefill ? 0 : cached[b],
-                                                                      .num_new_tokens = n_new}), "allocate");
-            rows[b] = (kvc_step_request){.request_id = b, .computed_tokens = prefill ? 0 : cached[b], .num_new_tokens = n_new};
-            if (prefill) memcpy(ids + t, IDS + off, (size_t)n_new * sizeof(int32_t));
-            else ids[t] = tok[b * NT + i - 1];
+                                                                      .num_new_tokens = n_new}),
+                  "allocate");
+            rows[b] = (kvc_step_request){
+                .request_id = b, .computed_tokens = prefill ? 0 : cached[b], .num_new_tokens = n_new};
+            if (prefill)
+                memcpy(ids + t, IDS + off, (size_t)n_new * sizeof(int32_t));
+            else
+                ids[t] = tok[b * NT + i - 1];
             t += n_new;
             off += LENS[b];
         }
@@ -133,7 +135,8 @@ static void test_gpt_oss_through_managers(void **state)
                     fail_msg("step %lld row %lld logit %lld: %g vs recomputation %g", (long long)i, (long long)b,
                              (long long)v, (double)row[v], want);
             }
-            if (best != ref_tok[b * NT + i]) fail_msg("step %lld row %lld: token %d vs %d", (long long)i, (long long)b, best, ref_tok[b * NT + i]);
+            if (best != ref_tok[b * NT + i])
+                fail_msg("step %lld row %lld: token %d vs %d", (long long)i, (long long)b, best, ref_tok[b * NT + i]);
         }
     }
     /* the sliding manager released blocks that left the window */
@@ -153,8 +156,7 @@ static void test_gpt_oss_through_managers(void **state)
     free(ref_lg);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_gpt_oss_through_managers)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,19 +20,18 @@
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
 
-#define REL_TOL 1e-4
-#define ABS_FLOOR 2e-5
+#define REL_TOL     1e-4
+#define ABS_FLOOR   2e-5
 #define MAX_PROMPTS 4
 
 /* Compares float row `got` [V] with the JSON array `ref`; returns the largest relative error. */
-static double compare_row(const float *got, const cJSON *ref, int64_t V, const char *what, int64_t i)
-{
-    if (cJSON_GetArraySize(ref) != V) fail_msg("%s: reference row has %d entries, vocab %lld", what, cJSON_GetArraySize(ref), (long long)V);
+static double compare_row(const float *got, const cJSON *ref, int64_t V, const char *what, int64_t i) {
+    if (cJSON_GetArraySize(ref) != V)
+        fail_msg("%s: reference row has %d entries, vocab %lld", what, cJSON_GetArraySize(ref), (long long)V);
     double worst = 0.0;
     int64_t j = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, ref)
-    {
+    cJSON_ArrayForEach(e, ref) {
         const double r = (double)(float)e->valuedouble, d = fabs((double)got[j] - r);
         if (d > REL_TOL * fabs(r) + ABS_FLOOR)
             fail_msg("%s row %lld: logit %lld is %.7g, transformers %.7g (diff %.3g)", what, (long long)i, (long long)j,
@@ -52,8 +51,7 @@ typedef struct oracle {
     const cJSON *prompts[MAX_PROMPTS];
 } oracle;
 
-static void oracle_open(const char *sub, oracle *o)
-{
+static void oracle_open(const char *sub, oracle *o) {
     memset(o, 0, sizeof *o);
     char dir[1024], path[1100];
     kvc_test_oracle_dir(sub, dir, sizeof dir);
@@ -68,14 +66,12 @@ static void oracle_open(const char *sub, oracle *o)
     assert_int_equal(o->V, kvc_model_config_of(o->m)->vocab_size);
     const cJSON *ps = cJSON_GetObjectItem(o->exp, "prompts"), *p;
     int64_t t = 0;
-    cJSON_ArrayForEach(p, ps)
-    {
+    cJSON_ArrayForEach(p, ps) {
         assert_true(o->n < MAX_PROMPTS);
         const cJSON *ids = cJSON_GetObjectItem(p, "ids"), *x;
         o->prompts[o->n] = p;
         o->lens[o->n] = cJSON_GetArraySize(ids);
-        cJSON_ArrayForEach(x, ids)
-        {
+        cJSON_ArrayForEach(x, ids) {
             assert_true(t < 1024);
             o->ids[t++] = x->valueint;
         }
@@ -83,21 +79,26 @@ static void oracle_open(const char *sub, oracle *o)
     }
 }
 
-static void oracle_close(oracle *o)
-{
+static void oracle_close(oracle *o) {
     cJSON_Delete(o->exp);
     kvc_model_destroy(o->m);
 }
 
 /* One no-cache forward over prompt b with the logits of every position. */
-static void check_prompt_logits(const oracle *o, int64_t b, const int32_t *ids, const char *sub)
-{
+static void check_prompt_logits(const oracle *o, int64_t b, const int32_t *ids, const char *sub) {
     const int64_t T = o->lens[b];
     int64_t pos[64], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
     assert_true(T <= 64);
     for (int64_t i = 0; i < T; i++) pos[i] = i;
-    kvc_step_metadata md = {.is_prefill = true, .n_rows = 1, .n_tokens = T, .prompt_tokens = T, .positions = pos,
-                            .kv_pos = kvp, .seq_lens_q = lq, .seq_lens_kv = lq, .cu_seq_lens_q = cu,
+    kvc_step_metadata md = {.is_prefill = true,
+                            .n_rows = 1,
+                            .n_tokens = T,
+                            .prompt_tokens = T,
+                            .positions = pos,
+                            .kv_pos = kvp,
+                            .seq_lens_q = lq,
+                            .seq_lens_kv = lq,
+                            .cu_seq_lens_q = cu,
                             .cu_seq_lens_kv = cu};
     kvc_model_workspace *ws = NULL;
     assert_int_equal(kvc_model_workspace_create(o->m, T, 1, T, &ws), KVC_OK);
@@ -114,8 +115,7 @@ static void check_prompt_logits(const oracle *o, int64_t b, const int32_t *ids, 
     kvc_model_workspace_destroy(ws);
 }
 
-static void check_greedy(const oracle *o, kvc_runner_mode mode, int64_t bs, bool mla_paged, const char *sub)
-{
+static void check_greedy(const oracle *o, kvc_runner_mode mode, int64_t bs, bool mla_paged, const char *sub) {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode;
     p.block_size = bs;
@@ -150,8 +150,7 @@ static void check_greedy(const oracle *o, kvc_runner_mode mode, int64_t bs, bool
     kvc_runner_destroy(r);
 }
 
-static void run_dir(const char *sub)
-{
+static void run_dir(const char *sub) {
     oracle o;
     oracle_open(sub, &o);
     int64_t t = 0;
@@ -190,8 +189,7 @@ static void run_dir(const char *sub)
  *   to it: its measured gains are 57 (e5m2), 63 (e4m3) and 914 (int8), the
  *   error jumps rather than scales: a router's top-2 choice flips (a whole
  *   expert's output), as docs/runtime.md shows. */
-static void check_dtypes(const char *sub)
-{
+static void check_dtypes(const char *sub) {
     oracle o;
     oracle_open(sub, &o);
     int32_t *ref = malloc((size_t)(o.n * o.N) * sizeof *ref);
@@ -225,27 +223,40 @@ static void check_dtypes(const char *sub)
                 fail_msg("%s mode %d %s: KL %g above err^2/2 = %g", sub, mode, dn, c.kl_max,
                          0.5 * c.max_logit_err * c.max_logit_err);
             const double u = dts[d] == KVC_DTYPE_F16      ? ldexp(1.0, -11)
-                             : dts[d] == KVC_DTYPE_BF16     ? ldexp(1.0, -8)
-                             : dts[d] == KVC_DTYPE_I8       ? 1.0 / 254.0
-                             : dts[d] == KVC_DTYPE_F8E4M3   ? ldexp(1.0, -4)
-                                                            : ldexp(1.0, -3);
+                             : dts[d] == KVC_DTYPE_BF16   ? ldexp(1.0, -8)
+                             : dts[d] == KVC_DTYPE_I8     ? 1.0 / 254.0
+                             : dts[d] == KVC_DTYPE_F8E4M3 ? ldexp(1.0, -4)
+                                                          : ldexp(1.0, -3);
             const bool eight_bit = kvc_model_kv_quantised(dts[d]);
             const bool gpt_oss = kvc_model_config_of(o.m)->family == KVC_FAMILY_GPT_OSS;
             if (dts[d] != KVC_DTYPE_F32 && !(eight_bit && gpt_oss) && c.max_logit_err > 64.0 * u)
-                fail_msg("%s mode %d %s: largest logit error %g above 64 u = %g", sub, mode, dn, c.max_logit_err, 64.0 * u);
+                fail_msg("%s mode %d %s: largest logit error %g above 64 u = %g", sub, mode, dn, c.max_logit_err,
+                         64.0 * u);
         }
     free(ref);
     oracle_close(&o);
 }
 
-static void test_dtypes_qwen3(void **state) { (void)state; check_dtypes("qwen3"); }
-static void test_dtypes_gpt_oss(void **state) { (void)state; check_dtypes("gpt_oss"); }
-static void test_dtypes_deepseek_v3(void **state) { (void)state; check_dtypes("deepseek_v3"); }
+static void test_dtypes_qwen3(void **state) {
+    (void)state;
+    check_dtypes("qwen3");
+}
+static void test_dtypes_gpt_oss(void **state) {
+    (void)state;
+    check_dtypes("gpt_oss");
+}
+static void test_dtypes_deepseek_v3(void **state) {
+    (void)state;
+    check_dtypes("deepseek_v3");
+}
 
-static void test_qwen3(void **state) { (void)state; run_dir("qwen3"); }
-/* The BF16 checkpoint keeps its matrices in bf16 (packed) and meets the oracle on every bf16 GEMM kernel of this CPU. */
-static void test_qwen3_bf16(void **state)
-{
+static void test_qwen3(void **state) {
+    (void)state;
+    run_dir("qwen3");
+}
+/* The BF16 checkpoint keeps its matrices in bf16 (packed) and meets the oracle on every bf16 GEMM kernel of this CPU.
+ */
+static void test_qwen3_bf16(void **state) {
     (void)state;
     char dir[1024];
     kvc_test_oracle_dir("qwen3/bf16", dir, sizeof dir);
@@ -262,15 +273,24 @@ static void test_qwen3_bf16(void **state)
     }
     assert_int_equal(kvci_gemm_bf16_force(NULL), KVC_OK);
 }
-static void test_qwen3_f16(void **state) { (void)state; run_dir("qwen3/f16"); }
-static void test_gpt_oss(void **state) { (void)state; run_dir("gpt_oss"); }
-static void test_deepseek_v3(void **state) { (void)state; run_dir("deepseek_v3"); }
+static void test_qwen3_f16(void **state) {
+    (void)state;
+    run_dir("qwen3/f16");
+}
+static void test_gpt_oss(void **state) {
+    (void)state;
+    run_dir("gpt_oss");
+}
+static void test_deepseek_v3(void **state) {
+    (void)state;
+    run_dir("deepseek_v3");
+}
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),    cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_f16),
-        cmocka_unit_test(test_gpt_oss),  cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_dtypes_qwen3),
+        cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,10 +18,10 @@
 #include "kvcache/kvcache.h"
 #include "tiny_gpt_oss.h"
 
-#define NT 6
-#define V 128
+#define NT      6
+#define V       128
 #define MAX_LEN 64
-#define BS 4
+#define BS      4
 
 static void check(kvc_status st, const char *what) {
     if (st != KVC_OK && st != KVC_CLAMPED) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
@@ -47,7 +47,8 @@ static void server_init(server *s, kvc_model *m, bool caching) {
     s->model = m;
     check(kvc_model_cache_info_build(m, false, KVC_DTYPE_F32, BS, &s->ci), "cache info");
     for (int l = 0; l < s->ci->n_layer_infos; l++)
-        for (int e = 0; e < s->ci->layer_infos[l].n_caches; e++) s->ci->layer_infos[l].caches[e].tensor_setter = keep_tensor;
+        for (int e = 0; e < s->ci->layer_infos[l].n_caches; e++)
+            s->ci->layer_infos[l].caches[e].tensor_setter = keep_tensor;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.mode = KVC_PLAN_OFFLINE;
     pp.max_len = MAX_LEN;
@@ -99,8 +100,9 @@ static int64_t serve(server *s, int64_t id, const int32_t *prompt, int64_t n, fl
     kvc_prefix_hit hit;
     check(kvc_manager_find_prefix(s->mgr, &p, &hit), "find prefix");
     int64_t done = hit.n_tokens;
-    check(kvc_manager_allocate_slots(s->mgr, &(kvc_slot_request){.request_id = id, .computed_tokens = done,
-                                                                  .num_new_tokens = n - done, .prompt = &p}),
+    check(kvc_manager_allocate_slots(
+              s->mgr,
+              &(kvc_slot_request){.request_id = id, .computed_tokens = done, .num_new_tokens = n - done, .prompt = &p}),
           "admit");
     step(s, id, tokens + done, done, n - done, true, logits);
     check(kvc_manager_cache_computed(s->mgr, id, tokens, n), "cache computed");
@@ -111,8 +113,8 @@ static int64_t serve(server *s, int64_t id, const int32_t *prompt, int64_t n, fl
             if (row[v] > row[best]) best = v;
         int64_t pos = n + i;
         tokens[pos] = best;
-        check(kvc_manager_allocate_slots(s->mgr, &(kvc_slot_request){.request_id = id, .computed_tokens = pos,
-                                                                      .num_new_tokens = 1}),
+        check(kvc_manager_allocate_slots(
+                  s->mgr, &(kvc_slot_request){.request_id = id, .computed_tokens = pos, .num_new_tokens = 1}),
               "decode");
         step(s, id, tokens + pos, pos, 1, false, logits + (i + 1) * V);
         check(kvc_manager_cache_computed(s->mgr, id, tokens, pos + 1), "cache computed");
@@ -128,7 +130,8 @@ static void test_hybrid_logits_equal_with_and_without_caching(void **state) {
     kvc_model *m = NULL;
     check(kvc_model_create_random(&cfg, 11, &m), "model");
     static const int32_t first[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14};
-    static const int32_t second[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 50, 51, 52, 53, 54};
+    static const int32_t second[] = {3,  17, 42, 9,  100, 5,  77, 63, 12, 1,  99, 31, 8,
+                                     45, 2,  60, 71, 33,  19, 88, 50, 51, 52, 53, 54};
     const int64_t n_first = sizeof first / sizeof first[0], n_second = sizeof second / sizeof second[0];
     static float cached[(NT + 1) * V], fresh[(NT + 1) * V], scratch[(NT + 1) * V];
 

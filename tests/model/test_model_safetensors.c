@@ -16,8 +16,7 @@
 
 static char g_dir[256];
 
-static void write_file(const char *name, const void *data, size_t n)
-{
+static void write_file(const char *name, const void *data, size_t n) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f = fopen(path, "wb");
@@ -27,8 +26,7 @@ static void write_file(const char *name, const void *data, size_t n)
 }
 
 /* header_len_override < 0: the real length. */
-static void write_st(const char *name, const char *header, const void *data, size_t n, long long header_len_override)
-{
+static void write_st(const char *name, const char *header, const void *data, size_t n, long long header_len_override) {
     const size_t hl = strlen(header);
     unsigned char *buf = malloc(8 + hl + n);
     assert_non_null(buf);
@@ -42,30 +40,27 @@ static void write_st(const char *name, const char *header, const void *data, siz
 
 static void path_of(const char *name, char *out, size_t cap) { snprintf(out, cap, "%s/%s", g_dir, name); }
 
-static void expect_error(kvc_status st, const char *a, const char *b)
-{
+static void expect_error(kvc_status st, const char *a, const char *b) {
     if (st == KVC_OK) fail_msg("expected a failure mentioning \"%s\"", a);
     const char *msg = kvc_last_error();
-    if (!strstr(msg, a) || (b && !strstr(msg, b))) fail_msg("message \"%s\" should mention \"%s\" and \"%s\"", msg, a, b ? b : "");
+    if (!strstr(msg, a) || (b && !strstr(msg, b)))
+        fail_msg("message \"%s\" should mention \"%s\" and \"%s\"", msg, a, b ? b : "");
 }
 
-static int setup(void **state)
-{
+static int setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "/tmp/kvc_st_XXXXXX");
     return mkdtemp(g_dir) ? 0 : -1;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
     (void)state;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void test_reads_three_dtypes(void **state)
-{
+static void test_reads_three_dtypes(void **state) {
     (void)state;
     unsigned char data[16 + 4 + 4];
     const float f[4] = {1.5f, -2.0f, 0.25f, 3.0f};
@@ -96,8 +91,7 @@ static void test_reads_three_dtypes(void **state)
     kvc_safetensors_destroy(st);
 }
 
-static void test_wrong_dtype(void **state)
-{
+static void test_wrong_dtype(void **state) {
     (void)state;
     const int32_t v[2] = {1, 2};
     write_st("i32.safetensors", "{\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", v, 8, -1);
@@ -111,8 +105,7 @@ static void test_wrong_dtype(void **state)
     kvc_safetensors_destroy(st);
 }
 
-static void test_truncated_and_out_of_bounds(void **state)
-{
+static void test_truncated_and_out_of_bounds(void **state) {
     (void)state;
     char p[512];
     kvc_safetensors *st = NULL;
@@ -139,8 +132,7 @@ static void test_truncated_and_out_of_bounds(void **state)
     expect_error(kvc_safetensors_open_file(p, &st), "not a JSON object", "json.safetensors");
 }
 
-static void test_model_load_names_missing_tensor(void **state)
-{
+static void test_model_load_names_missing_tensor(void **state) {
     (void)state;
     char sub[300], p[512];
     snprintf(sub, sizeof sub, "%s/model", g_dir);
@@ -153,7 +145,8 @@ static void test_model_load_names_missing_tensor(void **state)
     write_st("model/model.safetensors",
              "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,2],\"data_offsets\":[0,32]}}", e, 32, -1);
     kvc_model *m = NULL;
-    expect_error(kvc_model_load(sub, &m), "missing tensor \"model.layers.0.input_layernorm.weight\"", "model.safetensors");
+    expect_error(kvc_model_load(sub, &m), "missing tensor \"model.layers.0.input_layernorm.weight\"",
+                 "model.safetensors");
     assert_null(m);
 
     write_st("model/model.safetensors",
@@ -163,8 +156,7 @@ static void test_model_load_names_missing_tensor(void **state)
     expect_error(kvc_model_load(g_dir, &m), "config.json", NULL);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_three_dtypes),
         cmocka_unit_test(test_wrong_dtype),

@@ -53,11 +53,11 @@ typedef struct fx_cfg {
 typedef struct fx {
     fx_cfg c;
     /* logical data (double) */
-    double *q, *qr;   /* [B][Sqmax][Nq][D], [..][Dr] */
+    double *q, *qr;     /* [B][Sqmax][Nq][D], [..][Dr] */
     double *k, *v, *kr; /* [B][Skvmax][Nkv][D or Dv], dequantised values; kr [..][Dr] */
     int64_t sqmax, skvmax;
-    double *msk;      /* [B][Sqmax][Skvmax] explicit mask 0/1 */
-    double *sink;     /* [Nq] */
+    double *msk;  /* [B][Sqmax][Skvmax] explicit mask 0/1 */
+    double *sink; /* [Nq] */
     /* tensors */
     void *qbuf, *qrbuf, *kbuf, *vbuf, *krbuf, *obuf, *lsebuf, *mbuf, *sbuf, *tblbuf;
     float *ks, *vs, *ko, *vo; /* [max scale count] dequant scales / offsets of K and V */
@@ -66,8 +66,7 @@ typedef struct fx {
     kvc_attention_params p;
 } fx;
 
-static inline uint32_t fx_rng(uint32_t *s)
-{
+static inline uint32_t fx_rng(uint32_t *s) {
     *s ^= *s << 13;
     *s ^= *s >> 17;
     *s ^= *s << 5;
@@ -76,19 +75,21 @@ static inline uint32_t fx_rng(uint32_t *s)
 static inline double fx_unif(uint32_t *s) { return (double)(fx_rng(s) & 0xffffff) / 8388608.0 - 1.0; }
 
 /* Paged K/V in block layout l. */
-static inline bool fx_paged_as(const fx_cfg *c, kvc_block_layout l) { return c->storage == KVC_KV_BLOCKS && c->blk == l; }
+static inline bool fx_paged_as(const fx_cfg *c, kvc_block_layout l) {
+    return c->storage == KVC_KV_BLOCKS && c->blk == l;
+}
 
-static inline bool fx_tlayout(kvc_attn_layout l)
-{
+static inline bool fx_tlayout(kvc_attn_layout l) {
     return l == KVC_LAYOUT_TND || l == KVC_LAYOUT_TND_NTD || l == KVC_LAYOUT_NTD_TND;
 }
 
 /* Stores x in dtype dt at idx and returns the value actually stored. */
-static inline double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
-{
+static inline double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x) {
     switch (dt) {
     case KVC_DTYPE_F32: ((float *)buf)[idx] = (float)x; return (float)x;
-    case KVC_DTYPE_F16: ((uint16_t *)buf)[idx] = kvc_f32_to_f16((float)x); return kvc_f16_to_f32(((uint16_t *)buf)[idx]);
+    case KVC_DTYPE_F16:
+        ((uint16_t *)buf)[idx] = kvc_f32_to_f16((float)x);
+        return kvc_f16_to_f32(((uint16_t *)buf)[idx]);
     case KVC_DTYPE_BF16:
         ((uint16_t *)buf)[idx] = kvc_f32_to_bf16((float)x);
         return kvc_bf16_to_f32(((uint16_t *)buf)[idx]);
@@ -99,8 +100,7 @@ static inline double fx_store(void *buf, kvc_dtype dt, int64_t idx, double x)
 static inline bool fx_fp8(kvc_dtype dt) { return dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2; }
 
 /* fp8 value of a code, written from the format definitions (not the library's decoder). */
-static inline double fx_fp8_value(uint8_t x, kvc_dtype dt)
-{
+static inline double fx_fp8_value(uint8_t x, kvc_dtype dt) {
     const bool e5 = dt == KVC_DTYPE_F8E5M2;
     const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, e = (x & 0x7f) >> mb, m = x & ((1 << mb) - 1);
     const double sign = x & 0x80 ? -1.0 : 1.0;
@@ -110,8 +110,7 @@ static inline double fx_fp8_value(uint8_t x, kvc_dtype dt)
     return sign * ldexp(1.0 + (double)m / (1 << mb), e - bias);
 }
 
-static inline double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
-{
+static inline double fx_load(const void *buf, kvc_dtype dt, int64_t idx) {
     switch (dt) {
     case KVC_DTYPE_F32: return ((const float *)buf)[idx];
     case KVC_DTYPE_F16: return kvc_f16_to_f32(((const uint16_t *)buf)[idx]);
@@ -120,8 +119,7 @@ static inline double fx_load(const void *buf, kvc_dtype dt, int64_t idx)
     }
 }
 
-static inline void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
-{
+static inline void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n) {
     if (dt == KVC_DTYPE_F32) {
         for (int64_t i = 0; i < n; i++) ((float *)buf)[i] = NAN;
     } else if (dt == KVC_DTYPE_I8 || fx_fp8(dt)) {
@@ -132,14 +130,14 @@ static inline void fx_fill_nan(void *buf, kvc_dtype dt, int64_t n)
 }
 
 /* Query-family element index from the spec's layout table; out_form selects the output layout. */
-static inline int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, int64_t n, int64_t d, int64_t dim)
-{
+static inline int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, int64_t n, int64_t d, int64_t dim) {
     const fx_cfg *c = &f->c;
     kvc_attn_layout l = c->layout;
     if (out_form) l = l == KVC_LAYOUT_TND_NTD ? KVC_LAYOUT_NTD_TND : l == KVC_LAYOUT_NTD_TND ? KVC_LAYOUT_TND : l;
     const int64_t row = (b ? f->cuq[b - 1] : 0) + i, T = f->cuq[c->B - 1], S = c->sq_dim, Nq = c->Nq;
     switch (l) {
-    case KVC_LAYOUT_TND: case KVC_LAYOUT_TND_NTD: return (row * Nq + n) * dim + d;
+    case KVC_LAYOUT_TND:
+    case KVC_LAYOUT_TND_NTD: return (row * Nq + n) * dim + d;
     case KVC_LAYOUT_NTD_TND: return (n * T + row) * dim + d;
     case KVC_LAYOUT_BSH: return (b * S + i) * Nq * dim + n * dim + d;
     case KVC_LAYOUT_BNSD: return ((b * Nq + n) * S + i) * dim + d;
@@ -151,12 +149,14 @@ static inline int64_t fx_qidx(const fx *f, bool out_form, int64_t b, int64_t i, 
 }
 
 /* Physical block of logical block e of request b (paged). */
-static inline int64_t fx_block(const fx *f, int64_t b, int64_t e) { return ((const int32_t *)f->tblbuf)[b * f->width + e]; }
+static inline int64_t fx_block(const fx *f, int64_t b, int64_t e) {
+    return ((const int32_t *)f->tblbuf)[b * f->width + e];
+}
 
 /* K/V-family element index of (b, j, g, d) with dim channels, element size
  * es, in the K cache (kv 0; key_rope too) or the V cache (kv 1). */
-static inline int64_t fx_kvidx(const fx *f, int kv, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim, size_t es)
-{
+static inline int64_t fx_kvidx(const fx *f, int kv, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim,
+                               size_t es) {
     const fx_cfg *c = &f->c;
     const int64_t Nkv = c->Nkv, bs = c->bs;
     if (c->storage != KVC_KV_CONTIGUOUS) {
@@ -178,39 +178,45 @@ static inline int64_t fx_kvidx(const fx *f, int kv, int64_t b, int64_t j, int64_
     }
 }
 
-static inline void fx_set_shape(kvc_tensor *t, void *data, kvc_dtype dt, int nd, const int64_t *s)
-{
+static inline void fx_set_shape(kvc_tensor *t, void *data, kvc_dtype dt, int nd, const int64_t *s) {
     t->data = data;
     t->dtype = dt;
     t->ndim = nd;
     for (int i = 0; i < nd; i++) t->shape[i] = s[i];
 }
 
-static inline int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s)
-{
+static inline int fx_qshape(const fx *f, bool out_form, int64_t dim, int64_t *s) {
     const fx_cfg *c = &f->c;
     kvc_attn_layout l = c->layout;
     if (out_form) l = l == KVC_LAYOUT_TND_NTD ? KVC_LAYOUT_NTD_TND : l == KVC_LAYOUT_NTD_TND ? KVC_LAYOUT_TND : l;
     const int64_t T = f->cuq[c->B - 1];
     switch (l) {
-    case KVC_LAYOUT_TND: case KVC_LAYOUT_TND_NTD: s[0] = T, s[1] = c->Nq, s[2] = dim; return 3;
+    case KVC_LAYOUT_TND:
+    case KVC_LAYOUT_TND_NTD: s[0] = T, s[1] = c->Nq, s[2] = dim; return 3;
     case KVC_LAYOUT_NTD_TND: s[0] = c->Nq, s[1] = T, s[2] = dim; return 3;
     case KVC_LAYOUT_BSH: s[0] = c->B, s[1] = c->sq_dim, s[2] = c->Nq * dim; return 3;
     case KVC_LAYOUT_BNSD: s[0] = c->B, s[1] = c->Nq, s[2] = c->sq_dim, s[3] = dim; return 4;
     case KVC_LAYOUT_BSND_NBSD:
-        if (out_form) { s[0] = c->Nq, s[1] = c->B, s[2] = c->sq_dim, s[3] = dim; return 4; }
-        s[0] = c->B, s[1] = c->sq_dim, s[2] = c->Nq, s[3] = dim; return 4;
+        if (out_form) {
+            s[0] = c->Nq, s[1] = c->B, s[2] = c->sq_dim, s[3] = dim;
+            return 4;
+        }
+        s[0] = c->B, s[1] = c->sq_dim, s[2] = c->Nq, s[3] = dim;
+        return 4;
     default: s[0] = c->B, s[1] = c->sq_dim, s[2] = c->Nq, s[3] = dim; return 4;
     }
 }
 
-static inline int fx_kvshape(const fx *f, int kv, int64_t dim, size_t es, int64_t *s)
-{
+static inline int fx_kvshape(const fx *f, int kv, int64_t dim, size_t es, int64_t *s) {
     const fx_cfg *c = &f->c;
     if (c->storage == KVC_KV_BLOCKS) switch (c->blk) {
         case KVC_BLOCK_BNNDBS:
-            if (kv == 0) { s[0] = f->nblocks, s[1] = c->Nkv, s[2] = dim, s[3] = c->bs; return 4; }
-            s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
+            if (kv == 0) {
+                s[0] = f->nblocks, s[1] = c->Nkv, s[2] = dim, s[3] = c->bs;
+                return 4;
+            }
+            s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim;
+            return 4;
         case KVC_BLOCK_BNNBSD: s[0] = f->nblocks, s[1] = c->Nkv, s[2] = c->bs, s[3] = dim; return 4;
         case KVC_BLOCK_NZ: {
             int64_t c0 = 32 / (int64_t)es;
@@ -229,18 +235,18 @@ static inline int fx_kvshape(const fx *f, int kv, int64_t dim, size_t es, int64_
     }
 }
 
-static inline int64_t fx_numel(const int64_t *s, int nd)
-{
+static inline int64_t fx_numel(const int64_t *s, int nd) {
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= s[i];
     return n;
 }
 
-static inline int fx_granularity(const fx_cfg *c, bool is_v) { return is_v && c->value_quant ? c->value_quant : c->quant; }
+static inline int fx_granularity(const fx_cfg *c, bool is_v) {
+    return is_v && c->value_quant ? c->value_quant : c->quant;
+}
 
 /* Dequant scale/offset index of (b, j, g, d) of K (is_v false) or V for the configured granularity. */
-static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim)
-{
+static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, int64_t g, int64_t d, int64_t dim) {
     switch (fx_granularity(&f->c, is_v)) {
     case 10: return g * dim + d;
     case 1: return b * f->skvmax + j;
@@ -250,16 +256,15 @@ static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, i
     }
 }
 
-static inline void fx_free(fx *f)
-{
-    void *bufs[] = {f->q,    f->qr,   f->k,      f->v,   f->kr,   f->msk,  f->sink, f->qbuf, f->qrbuf, f->kbuf, f->vbuf,
-                    f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf, f->tblbuf, f->ks,  f->vs,   f->ko,    f->vo};
+static inline void fx_free(fx *f) {
+    void *bufs[] = {f->q,    f->qr,    f->k,      f->v,    f->kr,    f->msk,  f->sink,
+                    f->qbuf, f->qrbuf, f->kbuf,   f->vbuf, f->krbuf, f->obuf, f->lsebuf,
+                    f->mbuf, f->sbuf,  f->tblbuf, f->ks,   f->vs,    f->ko,   f->vo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(f, 0, sizeof *f);
 }
 
-static inline void fx_build(fx *f, const fx_cfg *cfg)
-{
+static inline void fx_build(fx *f, const fx_cfg *cfg) {
     memset(f, 0, sizeof *f);
     f->c = *cfg;
     fx_cfg *c = &f->c;
@@ -306,11 +311,14 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
         if (c->permute_blocks)
             for (int64_t i = f->nblocks - 1; i > 1; i--) {
                 int64_t r = 1 + (int64_t)(fx_rng(&ps) % (uint32_t)i);
-                int32_t t = perm[i]; perm[i] = perm[r]; perm[r] = t;
+                int32_t t = perm[i];
+                perm[i] = perm[r];
+                perm[r] = t;
             }
         int64_t next = 1;
         for (int64_t b = 0; b < B; b++)
-            for (int64_t e = 0; e < (c->skv[b] + c->bs - 1) / c->bs; e++) ((int32_t *)f->tblbuf)[b * f->width + e] = perm[next++];
+            for (int64_t e = 0; e < (c->skv[b] + c->bs - 1) / c->bs; e++)
+                ((int32_t *)f->tblbuf)[b * f->width + e] = perm[next++];
         free(perm);
     }
     int64_t s[5];
@@ -330,7 +338,8 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
         for (int64_t i = 0; i < c->sq[b]; i++)
             for (int64_t n = 0; n < Nq; n++) {
                 for (int64_t d = 0; d < D; d++)
-                    f->q[((b * f->sqmax + i) * Nq + n) * D + d] = fx_store(f->qbuf, c->qdt, fx_qidx(f, false, b, i, n, d, D), fx_unif(&rs));
+                    f->q[((b * f->sqmax + i) * Nq + n) * D + d] =
+                        fx_store(f->qbuf, c->qdt, fx_qidx(f, false, b, i, n, d, D), fx_unif(&rs));
                 for (int64_t d = 0; d < Dr; d++)
                     f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] =
                         fx_store(f->qrbuf, c->qdt, fx_qidx(f, false, b, i, n, d, Dr), fx_unif(&rs));
@@ -339,7 +348,11 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     int64_t nq = 1;
     for (int kv = 0; kv < 2; kv++) {
         const int q = fx_granularity(c, kv);
-        const int64_t n = q == 10 ? Nkv * (D > Dv ? D : Dv) : q == 1 ? B * f->skvmax : q == 2 ? Nkv : q == 3 ? f->nblocks * c->bs : 1;
+        const int64_t n = q == 10  ? Nkv * (D > Dv ? D : Dv)
+                          : q == 1 ? B * f->skvmax
+                          : q == 2 ? Nkv
+                          : q == 3 ? f->nblocks * c->bs
+                                   : 1;
         nq = n > nq ? n : nq;
     }
     f->ks = calloc((size_t)nq, sizeof(float)), f->vs = calloc((size_t)nq, sizeof(float));
@@ -373,7 +386,8 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                         double x;
                         if (fp8) { /* a code of a value in [-4, 4] (subnormals included), its exact value, scaled */
                             const float v = (float)(4.0 * fx_unif(&rs) * (fx_rng(&rs) % 8u == 0 ? 1.0 / 512 : 1.0));
-                            const uint8_t code = c->kvdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
+                            const uint8_t code =
+                                c->kvdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
                             ((uint8_t *)*bufs[kv])[at] = code;
                             const int64_t qi = fx_quant_i(f, kv, b, j, g, d, dim);
                             x = (quant ? (double)(kv ? f->vs[qi] : f->ks[qi]) : 1.0) * fx_fp8_value(code, c->kvdt);
@@ -406,7 +420,8 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
                             const double sc = quant ? (double)f->ks[fx_quant_i(f, false, b, j, g, 0, D)] : 1.0;
                             if (fp8) {
                                 const float v = (float)(4.0 * fx_unif(&rs));
-                                const uint8_t code = rdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
+                                const uint8_t code =
+                                    rdt == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(v) : kvc_f32_to_fp8_e5m2(v);
                                 ((uint8_t *)f->krbuf)[at] = code;
                                 x = sc * fx_fp8_value(code, rdt);
                             } else {
@@ -444,7 +459,8 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
     kvc_tensor keep_q = p->q, keep_qr = p->q_rope, keep_k = p->k, keep_v = p->v, keep_kr = p->k_rope, keep_o = p->out,
                keep_l = p->lse;
     *p = kvc_attention_default_params();
-    p->q = keep_q, p->q_rope = keep_qr, p->k = keep_k, p->v = keep_v, p->k_rope = keep_kr, p->out = keep_o, p->lse = keep_l;
+    p->q = keep_q, p->q_rope = keep_qr, p->k = keep_k, p->v = keep_v, p->k_rope = keep_kr, p->out = keep_o,
+    p->lse = keep_l;
     p->layout = c->layout;
     p->num_heads = Nq;
     p->num_kv_heads = Nkv;
@@ -485,25 +501,31 @@ static inline void fx_build(fx *f, const fx_cfg *cfg)
         kvc_quant_mode modes[2];
         for (int kv = 0; kv < 2; kv++) {
             const int q = fx_granularity(c, kv);
-            modes[kv] = q == 1 ? KVC_QUANT_PER_TOKEN : q == 2 ? KVC_QUANT_PER_HEAD : q == 3 ? KVC_QUANT_PER_SLOT : KVC_QUANT_PER_CHANNEL;
+            modes[kv] = q == 1   ? KVC_QUANT_PER_TOKEN
+                        : q == 2 ? KVC_QUANT_PER_HEAD
+                        : q == 3 ? KVC_QUANT_PER_SLOT
+                                 : KVC_QUANT_PER_CHANNEL;
         }
         p->key_quant_mode = modes[0], p->value_quant_mode = modes[1];
         kvc_tensor *sc[4] = {&p->key_scale, &p->value_scale, &p->key_offset, &p->value_offset};
         float *src[4] = {f->ks, f->vs, f->ko, f->vo};
         for (int t = 0; t < (c->offsets ? 4 : 2); t++) {
             const int q = fx_granularity(c, t % 2);
-            if (q == 10) s[0] = Nkv, s[1] = t % 2 ? Dv : D, nd = 2;
-            else if (q == 1) s[0] = B, s[1] = f->skvmax, nd = 2;
-            else if (q == 3) s[0] = f->nblocks, s[1] = c->bs, nd = 2;
-            else s[0] = q == 2 ? Nkv : 1, nd = 1;
+            if (q == 10)
+                s[0] = Nkv, s[1] = t % 2 ? Dv : D, nd = 2;
+            else if (q == 1)
+                s[0] = B, s[1] = f->skvmax, nd = 2;
+            else if (q == 3)
+                s[0] = f->nblocks, s[1] = c->bs, nd = 2;
+            else
+                s[0] = q == 2 ? Nkv : 1, nd = 1;
             fx_set_shape(sc[t], src[t], KVC_DTYPE_F32, nd, s);
         }
     }
 }
 
 /* Logical oracle: out [B][Sqmax][Nq][Dv] and lse [B][Sqmax][Nq] from the logical data. */
-static inline void fx_oracle(const fx *f, double *out, double *lse)
-{
+static inline void fx_oracle(const fx *f, double *out, double *lse) {
     const fx_cfg *c = &f->c;
     const int64_t Nq = c->Nq, Nkv = c->Nkv, D = c->D, Dv = c->Dv, Dr = c->Dr, G = Nq / Nkv;
     const double scale = f->p.scale;
@@ -525,12 +547,17 @@ static inline void fx_oracle(const fx *f, double *out, double *lse)
                     default: vis = j >= i + dl - c->pre && j <= i + dl + c->next; break;
                     }
                     if (c->explicit_mask && f->msk[(b * f->sqmax + i) * f->skvmax + j] != 0) vis = false;
-                    if (!vis) { s[j] = NAN; continue; }
+                    if (!vis) {
+                        s[j] = NAN;
+                        continue;
+                    }
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++)
-                        dot += f->q[((b * f->sqmax + i) * Nq + n) * D + d] * f->k[((b * f->skvmax + j) * Nkv + g) * D + d];
+                        dot +=
+                            f->q[((b * f->sqmax + i) * Nq + n) * D + d] * f->k[((b * f->skvmax + j) * Nkv + g) * D + d];
                     for (int64_t d = 0; d < Dr; d++)
-                        dot += f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] * f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d];
+                        dot += f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] *
+                               f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d];
                     s[j] = scale * dot;
                     m = s[j] > m ? s[j] : m;
                     any = true;
@@ -557,8 +584,7 @@ static inline void fx_oracle(const fx *f, double *out, double *lse)
 
 /* Largest error of the fixture's output (and lse) against oracle data, as
  * max |got - want| / (atol + rtol |want|) (<= 1 passes). */
-static inline double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol)
-{
+static inline double fx_check(const fx *f, const double *out, const double *lse, double rtol, double atol) {
     const fx_cfg *c = &f->c;
     double worst = 0;
     for (int64_t b = 0; b < c->B; b++)

@@ -17,9 +17,7 @@
 #include "attn_fixture.h"
 #include "ops/cpu/simd.h"
 
-
-static void run_cpu(kvc_attention_params *p)
-{
+static void run_cpu(kvc_attention_params *p) {
     size_t bytes = 0;
     assert_int_equal(kvc_attention_cpu_workspace_size(p, omp_get_max_threads(), &bytes), KVC_OK);
     void *ws = NULL;
@@ -30,8 +28,7 @@ static void run_cpu(kvc_attention_params *p)
 }
 
 /* Runs the kernel on a fixture and returns a copy of its output bytes. */
-static void *cpu_bytes(fx *f, size_t *n)
-{
+static void *cpu_bytes(fx *f, size_t *n) {
     run_cpu(&f->p);
     *n = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
     void *o = malloc(*n);
@@ -40,8 +37,7 @@ static void *cpu_bytes(fx *f, size_t *n)
 }
 
 /* Copies the fixture's output/lse, reruns with the reference and returns the worst error of the copy vs it. */
-static double cpu_vs_ref(fx *f, double rtol, double atol)
-{
+static double cpu_vs_ref(fx *f, double rtol, double atol) {
     run_cpu(&f->p);
     const size_t ob = (size_t)f->out_n * kvc_dtype_size(f->c.odt);
     void *cpu_out = malloc(ob), *cpu_lse = malloc((size_t)(f->lse_n + 1) * sizeof(float));
@@ -55,10 +51,11 @@ static double cpu_vs_ref(fx *f, double rtol, double atol)
         for (int64_t i = 0; i < f->c.sq[b]; i++)
             for (int64_t n = 0; n < f->c.Nq; n++) {
                 for (int64_t d = 0; d < f->c.Dv; d++)
-                    ro[((b * f->sqmax + i) * f->c.Nq + n) * f->c.Dv + d] = fx_load(f->obuf, f->c.odt, fx_qidx(f, true, b, i, n, d, f->c.Dv));
+                    ro[((b * f->sqmax + i) * f->c.Nq + n) * f->c.Dv + d] =
+                        fx_load(f->obuf, f->c.odt, fx_qidx(f, true, b, i, n, d, f->c.Dv));
                 if (f->lse_n) {
                     const int64_t li = fx_tlayout(f->c.layout) ? ((b ? f->cuq[b - 1] : 0) + i) * f->c.Nq + n
-                                                                : (b * f->c.Nq + n) * f->c.sq_dim + i;
+                                                               : (b * f->c.Nq + n) * f->c.sq_dim + i;
                     rl[(b * f->sqmax + i) * f->c.Nq + n] = ((float *)f->lsebuf)[li];
                 }
             }
@@ -69,8 +66,7 @@ static double cpu_vs_ref(fx *f, double rtol, double atol)
     return e;
 }
 
-static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dtype kvdt, int G)
-{
+static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dtype kvdt, int G) {
     fx_cfg c;
     memset(&c, 0, sizeof c);
     c.layout = layout;
@@ -112,7 +108,8 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     }
     const bool paged = c.storage != KVC_KV_CONTIGUOUS;
     if (c.quant >= 0 && paged && fx_rng(rs) % 4 == 0) c.quant = 3; /* per token by cache slot */
-    if (c.quant == 10 && fx_rng(rs) % 2) c.value_quant = paged && fx_rng(rs) % 2 ? 3 : 1; /* KIVI: keys per channel, values per token */
+    if (c.quant == 10 && fx_rng(rs) % 2)
+        c.value_quant = paged && fx_rng(rs) % 2 ? 3 : 1; /* KIVI: keys per channel, values per token */
     c.offsets = kvdt == KVC_DTYPE_I8 && fx_rng(rs) % 2;
     c.permute_blocks = true;
     c.extra_blocks = 1;
@@ -121,12 +118,12 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     return c;
 }
 
-static void randomized(const kvc_simd_table *table)
-{
+static void randomized(const kvc_simd_table *table) {
     kvci_simd_override(table);
-    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
-                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND,  KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND,  KVC_LAYOUT_BSH,
+                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD,    KVC_LAYOUT_BSND_NBSD};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
+                               KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     enum { NDT = sizeof kvdts / sizeof kvdts[0] };
     const int gs[] = {1, 2, 4, 8}; /* 8: decode rows beyond one 4-row kernel group */
     uint32_t rs = 0x1234567u;
@@ -150,14 +147,12 @@ static void randomized(const kvc_simd_table *table)
     assert_int_equal(runs, 7 * 5 * NDT * 4);
 }
 
-static void test_cpu_vs_ref_best_isa(void **state)
-{
+static void test_cpu_vs_ref_best_isa(void **state) {
     (void)state;
     randomized(kvci_simd_select());
 }
 
-static void test_cpu_vs_ref_portable(void **state)
-{
+static void test_cpu_vs_ref_portable(void **state) {
     (void)state;
     if (kvci_simd_select() == &kvc_simd_portable) skip(); /* the best-ISA test ran it (KVC_SIMD=portable) */
     randomized(&kvc_simd_portable);
@@ -167,13 +162,13 @@ static void test_cpu_vs_ref_portable(void **state)
  * arithmetic: outputs and lse are bitwise equal over random problems
  * (layouts x mask modes x KV dtypes x GQA ratios x head dims 8-35, direct
  * and tile kernels, 8-channel tails). Skipped where the CPU lacks either. */
-static void test_avx512_equals_avx2(void **state)
-{
+static void test_avx512_equals_avx2(void **state) {
     (void)state;
     const kvc_simd_table *t2 = kvci_simd_avx2_table(), *t5 = kvci_simd_avx512_table();
     if (!kvci_simd_cpu_runs(t2) || !kvci_simd_cpu_runs(t5)) skip();
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
+                               KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     const int gs[] = {1, 2, 4, 8};
     uint32_t rs = 0x51d5eedu;
     int runs = 0;
@@ -194,11 +189,12 @@ static void test_avx512_equals_avx2(void **state)
                     kvci_simd_override(t5);
                     void *o5 = cpu_bytes(&f, &n5);
                     assert_int_equal(n2, n5);
-                    const bool same = memcmp(o2, o5, n2) == 0 && memcmp(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float)) == 0;
+                    const bool same =
+                        memcmp(o2, o5, n2) == 0 && memcmp(l2, f.lsebuf, (size_t)f.lse_n * sizeof(float)) == 0;
                     kvci_simd_override(NULL);
                     if (!same)
-                        fail_msg("layout %s mode %d kv %s G %d D %d bs %d: avx512 differs from avx2", kvc_attn_layout_name(c.layout),
-                                 mode, kvc_dtype_name(c.kvdt), gs[gi], c.D, c.bs);
+                        fail_msg("layout %s mode %d kv %s G %d D %d bs %d: avx512 differs from avx2",
+                                 kvc_attn_layout_name(c.layout), mode, kvc_dtype_name(c.kvdt), gs[gi], c.D, c.bs);
                     free(o2), free(o5), free(l2);
                     fx_free(&f);
                     runs++;
@@ -210,8 +206,7 @@ static void test_avx512_equals_avx2(void **state)
 /* Every fp8 code (both formats, NaN and subnormals included) converts to the
  * bits of the scalar decoding kvc_fp8_*_to_f32 in every table this CPU runs
  * (the x86 tables convert in registers through f16). */
-static void test_fp8_rows_exact(void **state)
-{
+static void test_fp8_rows_exact(void **state) {
     (void)state;
     const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
     uint8_t row[256];
@@ -236,8 +231,7 @@ static void test_fp8_rows_exact(void **state)
  * value row's decoding plus the accumulator's initial +0 (so -0 gives +0),
  * bit for bit, on every path this CPU runs (NaN codes as the kernel's one
  * output NaN, docs/ops.md "NaN and Inf"). */
-static void test_fp8_direct_values_exact(void **state)
-{
+static void test_fp8_direct_values_exact(void **state) {
     (void)state;
     const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
     enum { D = 256, BS = 16 };
@@ -273,18 +267,18 @@ static void test_fp8_direct_values_exact(void **state)
 }
 
 /* KVC_SIMD picks the path (tests/CMake runs this file again with KVC_SIMD=portable). */
-static void test_simd_environment(void **state)
-{
+static void test_simd_environment(void **state) {
     (void)state;
     const char *e = getenv("KVC_SIMD");
-    if (e && strcmp(e, "portable") == 0) assert_ptr_equal(kvci_simd_select(), &kvc_simd_portable);
-    else assert_true(kvci_simd_cpu_runs(kvci_simd_select()));
+    if (e && strcmp(e, "portable") == 0)
+        assert_ptr_equal(kvci_simd_select(), &kvc_simd_portable);
+    else
+        assert_true(kvci_simd_cpu_runs(kvci_simd_select()));
     assert_string_equal(kvc_attention_cpu_isa(), kvci_simd_select()->name);
 }
 
 /* 16-bit outputs: within the output dtype's rounding of the reference. */
-static void test_cpu_half_outputs(void **state)
-{
+static void test_cpu_half_outputs(void **state) {
     (void)state;
     uint32_t rs = 99;
     for (int k = 0; k < 6; k++) {
@@ -298,8 +292,7 @@ static void test_cpu_half_outputs(void **state)
     }
 }
 
-static void test_bitwise_determinism(void **state)
-{
+static void test_bitwise_determinism(void **state) {
     (void)state;
     const int64_t L = KVC_SMALL ? 700 : 2500; /* several split-K chunks */
     const kvc_dtype dts[5] = {KVC_DTYPE_F32, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
@@ -307,62 +300,62 @@ static void test_bitwise_determinism(void **state)
     const kvc_block_layout sts[2][4] = {{KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_BNBSND},
                                         {KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS, KVC_BLOCK_BNNDBS}};
     for (int lanes = 0; lanes < 2; lanes++)
-    for (int di = 0; di < 5; di++) {
-        fx_cfg c;
-        memset(&c, 0, sizeof c);
-        c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
-        c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
-        c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
-        c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
-        const kvc_block_layout *st = sts[lanes];
-        const int bss[4] = {16, 128, 64, 48};
-        size_t n0 = 0, n = 0;
-        void *ref = NULL;
-        for (int v = 0; v < 4; v++) {
-            c.storage = KVC_KV_BLOCKS, c.blk = st[v], c.bs = bss[v], c.permute_blocks = v % 2, c.extra_width = v;
-            fx f;
-            fx_build(&f, &c);
-            void *o = cpu_bytes(&f, &n);
-            if (!ref) {
-                ref = o, n0 = n;
-                /* thread count 1 vs default: same bytes */
-                omp_set_num_threads(1);
-                void *o1 = cpu_bytes(&f, &n);
-                omp_set_num_threads(2);
-                void *o2 = cpu_bytes(&f, &n);
-                assert_memory_equal(o1, ref, n0);
-                assert_memory_equal(o2, ref, n0);
-                free(o1), free(o2);
-                /* batch composition: each request alone gives its rows of the batch run */
-                for (int64_t b = 0; b < c.B; b++) {
-                    kvc_attention_params p1 = f.p;
-                    const int64_t r0 = b ? f.cuq[b - 1] : 0, rows = f.cuq[b] - r0;
-                    int64_t cu1 = rows;
-                    p1.batch = 1, p1.q_lens = &cu1, p1.kv_lens = &f.dkv[b];
-                    p1.q.data = (float *)f.qbuf + r0 * c.Nq * c.D, p1.q.shape[0] = rows;
-                    p1.out.data = (float *)f.obuf + r0 * c.Nq * c.Dv, p1.out.shape[0] = rows;
-                    p1.block_table.data = (int32_t *)f.tblbuf + b * f.width, p1.block_table.shape[0] = 1;
-                    memset(f.obuf, 0xff, n0);
-                    run_cpu(&p1);
-                    assert_memory_equal((float *)f.obuf + r0 * c.Nq * c.Dv, (float *)ref + r0 * c.Nq * c.Dv,
-                                        (size_t)(rows * c.Nq * c.Dv) * sizeof(float));
+        for (int di = 0; di < 5; di++) {
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
+            c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
+            c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
+            c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
+            const kvc_block_layout *st = sts[lanes];
+            const int bss[4] = {16, 128, 64, 48};
+            size_t n0 = 0, n = 0;
+            void *ref = NULL;
+            for (int v = 0; v < 4; v++) {
+                c.storage = KVC_KV_BLOCKS, c.blk = st[v], c.bs = bss[v], c.permute_blocks = v % 2, c.extra_width = v;
+                fx f;
+                fx_build(&f, &c);
+                void *o = cpu_bytes(&f, &n);
+                if (!ref) {
+                    ref = o, n0 = n;
+                    /* thread count 1 vs default: same bytes */
+                    omp_set_num_threads(1);
+                    void *o1 = cpu_bytes(&f, &n);
+                    omp_set_num_threads(2);
+                    void *o2 = cpu_bytes(&f, &n);
+                    assert_memory_equal(o1, ref, n0);
+                    assert_memory_equal(o2, ref, n0);
+                    free(o1), free(o2);
+                    /* batch composition: each request alone gives its rows of the batch run */
+                    for (int64_t b = 0; b < c.B; b++) {
+                        kvc_attention_params p1 = f.p;
+                        const int64_t r0 = b ? f.cuq[b - 1] : 0, rows = f.cuq[b] - r0;
+                        int64_t cu1 = rows;
+                        p1.batch = 1, p1.q_lens = &cu1, p1.kv_lens = &f.dkv[b];
+                        p1.q.data = (float *)f.qbuf + r0 * c.Nq * c.D, p1.q.shape[0] = rows;
+                        p1.out.data = (float *)f.obuf + r0 * c.Nq * c.Dv, p1.out.shape[0] = rows;
+                        p1.block_table.data = (int32_t *)f.tblbuf + b * f.width, p1.block_table.shape[0] = 1;
+                        memset(f.obuf, 0xff, n0);
+                        run_cpu(&p1);
+                        assert_memory_equal((float *)f.obuf + r0 * c.Nq * c.Dv, (float *)ref + r0 * c.Nq * c.Dv,
+                                            (size_t)(rows * c.Nq * c.Dv) * sizeof(float));
+                    }
+                } else {
+                    assert_int_equal(n, n0);
+                    if (memcmp(o, ref, n0) != 0)
+                        fail_msg("kv %s variant %d (bs %d, layout %d) differs bitwise", kvc_dtype_name(c.kvdt), v, c.bs,
+                                 (int)c.blk);
+                    free(o);
                 }
-            } else {
-                assert_int_equal(n, n0);
-                if (memcmp(o, ref, n0) != 0)
-                    fail_msg("kv %s variant %d (bs %d, layout %d) differs bitwise", kvc_dtype_name(c.kvdt), v, c.bs, (int)c.blk);
-                free(o);
+                fx_free(&f);
             }
-            fx_free(&f);
+            /* contiguous (packed TND) storage of the same data as a prefill with equal lengths */
+            free(ref);
         }
-        /* contiguous (packed TND) storage of the same data as a prefill with equal lengths */
-        free(ref);
-    }
 }
 
 /* Paged vs contiguous: packed TND prefill vs the same tokens read through a block table. */
-static void test_paged_equals_contiguous(void **state)
-{
+static void test_paged_equals_contiguous(void **state) {
     (void)state;
     fx_cfg c;
     memset(&c, 0, sizeof c);
@@ -389,8 +382,7 @@ static void test_paged_equals_contiguous(void **state)
  * such keys become -inf and their weights 0, and pv skips zero weights,
  * in decode (direct rows, 4 query heads per KV head) and prefill (tile
  * rows), with both SIMD tables. */
-static void test_masked_keys_hold_nan(void **state)
-{
+static void test_masked_keys_hold_nan(void **state) {
     (void)state;
     const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
     for (int ti = 0; ti < 2; ti++)
@@ -421,7 +413,8 @@ static void test_masked_keys_hold_nan(void **state)
                 }
             assert_true(poisoned > 40);
             const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
-            if (!(e <= 1.0)) fail_msg("%s, %lld query rows: error %g with NaN in masked keys", tables[ti]->name, (long long)sq, e);
+            if (!(e <= 1.0))
+                fail_msg("%s, %lld query rows: error %g with NaN in masked keys", tables[ti]->name, (long long)sq, e);
             fx_free(&f);
         }
     kvci_simd_override(NULL);
@@ -430,8 +423,7 @@ static void test_masked_keys_hold_nan(void **state)
 /* Absorbed MLA (f's latent cache is key and value): the output of f, and
  * of the same tokens rebuilt in blocks of 64 (f is rebuilt so), are the
  * same bytes. */
-static void absorbed_same_at_bs64(fx *f, fx_cfg c)
-{
+static void absorbed_same_at_bs64(fx *f, fx_cfg c) {
     size_t n1, n2;
     void *a = cpu_bytes(f, &n1);
     fx_free(f);
@@ -450,8 +442,7 @@ static void absorbed_same_at_bs64(fx *f, fx_cfg c)
  * causal or band, LSE) and non-absorbed (packed TND, per-head keys of
  * nope + rope) against the float64 reference, every float cache dtype; and
  * the absorbed output bitwise equal across block sizes. */
-static void test_mla_oracle_dims(void **state)
-{
+static void test_mla_oracle_dims(void **state) {
     (void)state;
     const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     uint32_t rs = 77;
@@ -461,8 +452,10 @@ static void test_mla_oracle_dims(void **state)
                 fx_cfg c;
                 memset(&c, 0, sizeof c);
                 c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
-                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
-                c.quant = fx_fp8(dts[di]) && absorbed ? 0 : -1, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
+                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX,
+                c.next = mode == 4 ? 0 : INT32_MAX;
+                c.quant = fx_fp8(dts[di]) && absorbed ? 0 : -1, c.lse = true, c.seed = fx_rng(&rs),
+                c.permute_blocks = true;
                 if (absorbed) {
                     c.storage = KVC_KV_BLOCKS, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
                     for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
@@ -474,8 +467,9 @@ static void test_mla_oracle_dims(void **state)
                 fx_build(&f, &c);
                 if (absorbed) f.p.v = f.p.k; /* the latent cache is the value too */
                 const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
-                if (e > 1.0) fail_msg("MLA %s kv %s mode %d: error %g", absorbed ? "absorbed" : "expanded",
-                                      kvc_dtype_name(c.kvdt), mode, e);
+                if (e > 1.0)
+                    fail_msg("MLA %s kv %s mode %d: error %g", absorbed ? "absorbed" : "expanded",
+                             kvc_dtype_name(c.kvdt), mode, e);
                 if (absorbed) absorbed_same_at_bs64(&f, c);
                 fx_free(&f);
             }
@@ -487,8 +481,7 @@ static void test_mla_oracle_dims(void **state)
  * runtime's scales computed on write), absorbed (latent = key = value) and
  * general, against the float64 reference; with scales that do not depend
  * on the slot, bitwise equal across block sizes. */
-static void test_mla_quant_rope(void **state)
-{
+static void test_mla_quant_rope(void **state) {
     (void)state;
     const kvc_dtype dts[] = {KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     const int quants[] = {0, 3, 2};
@@ -499,17 +492,19 @@ static void test_mla_quant_rope(void **state)
                 fx_cfg c;
                 memset(&c, 0, sizeof c);
                 c.layout = KVC_LAYOUT_TND, c.B = 3, c.Dr = 16, c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di];
-                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX, c.next = mode == 4 ? 0 : INT32_MAX;
+                c.odt = KVC_DTYPE_F32, c.mode = mode, c.pre = mode == 4 ? 9 : INT32_MAX,
+                c.next = mode == 4 ? 0 : INT32_MAX;
                 c.quant = quants[qi], c.rope_quant = true, c.lse = true, c.seed = fx_rng(&rs), c.permute_blocks = true;
                 c.storage = KVC_KV_BLOCKS, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 32, c.bs = 16;
                 for (int64_t b = 0; b < c.B; b++) c.sq[b] = b == 1 ? 1 : 20 + 3 * b, c.skv[b] = c.sq[b] + 30 * b;
                 fx f;
                 fx_build(&f, &c);
-                f.p.v = f.p.k; /* the latent cache is the value too */
+                f.p.v = f.p.k;                                     /* the latent cache is the value too */
                 if (c.quant == 3) f.p.value_scale = f.p.key_scale; /* and its scale */
                 const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
-                if (e > 1.0) fail_msg("MLA quantised rope kv %s quant %d mode %d: error %g", kvc_dtype_name(c.kvdt),
-                                      c.quant, mode, e);
+                if (e > 1.0)
+                    fail_msg("MLA quantised rope kv %s quant %d mode %d: error %g", kvc_dtype_name(c.kvdt), c.quant,
+                             mode, e);
                 kvc_attention_params bad = f.p; /* a rope part in another 8-bit dtype than the keys: refused */
                 bad.k_rope.dtype = dts[di] == KVC_DTYPE_I8 ? KVC_DTYPE_F8E4M3 : KVC_DTYPE_I8;
                 assert_int_equal(kvc_attention_check(&bad), KVC_EINVAL);
@@ -524,8 +519,7 @@ static void test_mla_quant_rope(void **state)
 }
 
 /* General MLA refusals: an odd rope dim, rope dims that differ, per-token key scales. */
-static void test_mla_general_refusals(void **state)
-{
+static void test_mla_general_refusals(void **state) {
     (void)state;
     fx_cfg c;
     memset(&c, 0, sizeof c);
@@ -550,8 +544,7 @@ static void test_mla_general_refusals(void **state)
  * infinite key/value scales and offsets (slots never written): the row must
  * not read them (selection, not multiplication by zero). Keys hidden by the
  * explicit mask for every row, and keys before a decode row's band. */
-static void test_masked_keys_nan_token_scales(void **state)
-{
+static void test_masked_keys_nan_token_scales(void **state) {
     (void)state;
     const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
     for (int ti = 0; ti < 2; ti++)
@@ -580,7 +573,9 @@ static void test_masked_keys_nan_token_scales(void **state)
             assert_true(poisoned > 30);
             run_cpu(&f.p);
             for (int64_t e = 0; e < f.out_n; e++)
-                if (!isfinite(((float *)f.obuf)[e])) fail_msg("%s mode %d: output %lld is %g", tables[ti]->name, mode, (long long)e, ((float *)f.obuf)[e]);
+                if (!isfinite(((float *)f.obuf)[e]))
+                    fail_msg("%s mode %d: output %lld is %g", tables[ti]->name, mode, (long long)e,
+                             ((float *)f.obuf)[e]);
             const double err = cpu_vs_ref(&f, 1e-5, 1e-5);
             if (!(err <= 1.0)) fail_msg("%s mode %d: error %g against the reference", tables[ti]->name, mode, err);
             fx_free(&f);
@@ -588,8 +583,7 @@ static void test_masked_keys_nan_token_scales(void **state)
     kvci_simd_override(NULL);
 }
 
-static void test_workspace_refusal(void **state)
-{
+static void test_workspace_refusal(void **state) {
     (void)state;
     fx_cfg c;
     memset(&c, 0, sizeof c);
@@ -609,13 +603,13 @@ static void test_workspace_refusal(void **state)
 
 /* A workspace sized for fewer threads runs the call on fewer threads, and
  * kvc_attention_cpu_threads says how many; the results are the same bytes. */
-static void test_threads_query(void **state)
-{
+static void test_threads_query(void **state) {
     (void)state;
     fx_cfg c;
     memset(&c, 0, sizeof c);
     c.layout = KVC_LAYOUT_TND, c.B = 1, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 64, c.qdt = c.kvdt = c.odt = KVC_DTYPE_F32;
-    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 9, c.sq[0] = 1, c.skv[0] = 4096; /* 2 M multiply-adds */
+    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.seed = 9, c.sq[0] = 1,
+    c.skv[0] = 4096; /* 2 M multiply-adds */
     c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNBSND, c.bs = 128;
     fx f;
     fx_build(&f, &c);
@@ -647,16 +641,23 @@ static void test_threads_query(void **state)
     fx_free(&f);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu_vs_ref_best_isa),   cmocka_unit_test(test_cpu_vs_ref_portable),
-        cmocka_unit_test(test_cpu_half_outputs),      cmocka_unit_test(test_bitwise_determinism),
-        cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_workspace_refusal),
-        cmocka_unit_test(test_masked_keys_hold_nan),  cmocka_unit_test(test_mla_oracle_dims),
-        cmocka_unit_test(test_mla_general_refusals), cmocka_unit_test(test_mla_quant_rope), cmocka_unit_test(test_masked_keys_nan_token_scales),
-        cmocka_unit_test(test_avx512_equals_avx2),   cmocka_unit_test(test_simd_environment),
-        cmocka_unit_test(test_threads_query),         cmocka_unit_test(test_fp8_rows_exact),
+        cmocka_unit_test(test_cpu_vs_ref_best_isa),
+        cmocka_unit_test(test_cpu_vs_ref_portable),
+        cmocka_unit_test(test_cpu_half_outputs),
+        cmocka_unit_test(test_bitwise_determinism),
+        cmocka_unit_test(test_paged_equals_contiguous),
+        cmocka_unit_test(test_workspace_refusal),
+        cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_mla_oracle_dims),
+        cmocka_unit_test(test_mla_general_refusals),
+        cmocka_unit_test(test_mla_quant_rope),
+        cmocka_unit_test(test_masked_keys_nan_token_scales),
+        cmocka_unit_test(test_avx512_equals_avx2),
+        cmocka_unit_test(test_simd_environment),
+        cmocka_unit_test(test_threads_query),
+        cmocka_unit_test(test_fp8_rows_exact),
         cmocka_unit_test(test_fp8_direct_values_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

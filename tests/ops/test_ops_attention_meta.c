@@ -25,8 +25,7 @@
 
 typedef enum { RUN_CPU, RUN_REF } run_kind;
 
-static void run(kvc_attention_params *p, run_kind k)
-{
+static void run(kvc_attention_params *p, run_kind k) {
     kvc_status st;
     if (k == RUN_REF) {
         st = kvc_attention_ref(p);
@@ -41,13 +40,11 @@ static void run(kvc_attention_params *p, run_kind k)
     if (st != KVC_OK) fail_msg("%s: %s", k == RUN_CPU ? "cpu" : "ref", kvc_last_error());
 }
 
-static kvc_tensor t3(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c)
-{
+static kvc_tensor t3(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c) {
     return (kvc_tensor){.data = data, .dtype = dt, .ndim = 3, .shape = {a, b, c}};
 }
 
-static double rel_err(double got, double want, double rtol, double atol)
-{
+static double rel_err(double got, double want, double rtol, double atol) {
     const double e = fabs(got - want) / (atol + rtol * fabs(want));
     return e == e ? e : INFINITY;
 }
@@ -62,8 +59,7 @@ typedef struct mla_case {
 } mla_case;
 
 /* Absorbed vs expanded for one batch; returns the worst error (<= 1 passes). */
-static double mla_equivalence(const mla_case *mc, run_kind kind, uint32_t seed)
-{
+static double mla_equivalence(const mla_case *mc, run_kind kind, uint32_t seed) {
     const int64_t H = MLA_H, Dc = MLA_DC, Dn = MLA_DN, Dr = MLA_DR, Dv = MLA_DV, bs = MLA_BS;
     int64_t cuq[2], cukv[2], dkv[2], T = 0, Tkv = 0, nblk = 0, width = 0;
     for (int64_t b = 0; b < mc->B; b++) {
@@ -159,11 +155,10 @@ static double mla_equivalence(const mla_case *mc, run_kind kind, uint32_t seed)
     return worst;
 }
 
-static void test_mla_absorbed_equals_expanded(void **state)
-{
+static void test_mla_absorbed_equals_expanded(void **state) {
     (void)state;
     const mla_case decode = {2, {1, 1}, {37, LONG_KV}, 0}; /* q_len 1: mode 0, no mask */
-    const mla_case verify = {2, {3, 5}, {20, 131}, 3};  /* speculative verify: mode 3 */
+    const mla_case verify = {2, {3, 5}, {20, 131}, 3};     /* speculative verify: mode 3 */
     for (int k = 0; k < 2; k++) {
         const run_kind kind = k ? RUN_REF : RUN_CPU;
         double e = mla_equivalence(&decode, kind, 7);
@@ -175,8 +170,7 @@ static void test_mla_absorbed_equals_expanded(void **state)
 
 /* ---- fixtures for #7, #8, #9: packed queries, paged bf16 K/V ------------- */
 
-static fx_cfg paged_cfg(int64_t B, const int64_t *sq, const int64_t *skv, int mode, uint32_t seed)
-{
+static fx_cfg paged_cfg(int64_t B, const int64_t *sq, const int64_t *skv, int mode, uint32_t seed) {
     fx_cfg c;
     memset(&c, 0, sizeof c);
     c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = B;
@@ -196,8 +190,7 @@ typedef struct dec {
     kvc_attention_params p;
 } dec;
 
-static void dec_build(dec *d, const fx *f, const int64_t *rows, const int64_t *kv_lens)
-{
+static void dec_build(dec *d, const fx *f, const int64_t *rows, const int64_t *kv_lens) {
     const int64_t B = f->c.B, Nq = f->c.Nq, D = f->c.D;
     d->p = f->p;
     for (int64_t b = 0; b < B; b++) {
@@ -211,8 +204,7 @@ static void dec_build(dec *d, const fx *f, const int64_t *rows, const int64_t *k
 }
 
 /* Compares output row `row` of the fixture with row b of a decode call: bitwise (CPU) or within tolerance. */
-static void compare_rows(const fx *f, int64_t row, const dec *d, int64_t b, run_kind kind, const char *what)
-{
+static void compare_rows(const fx *f, int64_t row, const dec *d, int64_t b, run_kind kind, const char *what) {
     const int64_t Nq = f->c.Nq, Dv = f->c.Dv;
     const float *fo = (const float *)f->obuf + row * Nq * Dv, *fl = (const float *)f->lsebuf + row * Nq;
     const float *o = d->out + b * Nq * Dv, *l = d->lse + b * Nq;
@@ -222,15 +214,15 @@ static void compare_rows(const fx *f, int64_t row, const dec *d, int64_t b, run_
         return;
     }
     for (int64_t i = 0; i < Nq * Dv; i++)
-        if (rel_err(o[i], fo[i], 1e-5, 1e-6) > 1.0) fail_msg("%s (ref): row %lld: %g vs %g", what, (long long)row, o[i], fo[i]);
+        if (rel_err(o[i], fo[i], 1e-5, 1e-6) > 1.0)
+            fail_msg("%s (ref): row %lld: %g vs %g", what, (long long)row, o[i], fo[i]);
     for (int64_t n = 0; n < Nq; n++)
         if (rel_err(l[n], fl[n], 1e-5, 1e-6) > 1.0) fail_msg("%s (ref): lse row %lld", what, (long long)row);
 }
 
 /* ---- #7 LSE merge ---------------------------------------------------------- */
 
-static void lse_merge_case(run_kind kind)
-{
+static void lse_merge_case(run_kind kind) {
     const int64_t sq[3] = {1, 4, 1}, skv[3] = {90, LONG_KV + 100, 33};
     fx_cfg c = paged_cfg(3, sq, skv, 0, 21); /* mode 0, bidirectional: every row sees every key */
     fx f;
@@ -243,8 +235,10 @@ static void lse_merge_case(run_kind kind)
     for (int64_t b = 0; b < 3; b++) {
         const int64_t nb = (skv[b] + c.bs - 1) / c.bs;
         for (int64_t e = 0; e < nb; e++) {
-            if (e < split[b]) ta[b * W + e] = ((int32_t *)f.tblbuf)[b * W + e];
-            else tb[b * W + e - split[b]] = ((int32_t *)f.tblbuf)[b * W + e];
+            if (e < split[b])
+                ta[b * W + e] = ((int32_t *)f.tblbuf)[b * W + e];
+            else
+                tb[b * W + e - split[b]] = ((int32_t *)f.tblbuf)[b * W + e];
         }
         la[b] = split[b] * c.bs, lb[b] = skv[b] - la[b];
         assert_true(lb[b] > 0);
@@ -271,8 +265,7 @@ static void lse_merge_case(run_kind kind)
     fx_free(&f);
 }
 
-static void test_lse_merge(void **state)
-{
+static void test_lse_merge(void **state) {
     (void)state;
     lse_merge_case(RUN_CPU);
     lse_merge_case(RUN_REF);
@@ -283,8 +276,7 @@ static void test_lse_merge(void **state)
 /* Runs a mode-3 batch, then n decode steps: at step s request b decodes
  * one of its last min(n, sq[b]) rows over exactly the keys that row sees,
  * and the decode row must equal the batch row. */
-static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t n, uint32_t seed, const char *what)
-{
+static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t n, uint32_t seed, const char *what) {
     for (int k = 0; k < 4; k++) { /* cpu and reference, bf16 and per-head scaled fp8 e4m3 caches */
         const run_kind kind = k % 2 ? RUN_REF : RUN_CPU;
         fx f;
@@ -309,23 +301,20 @@ static void causal_rows_vs_decode(const int64_t *sq, const int64_t *skv, int64_t
 }
 
 /* #8: cache written first, then a causal prefill (AO 2.6): its last row is a decode step. */
-static void test_decode_equals_last_prefill_row(void **state)
-{
+static void test_decode_equals_last_prefill_row(void **state) {
     (void)state;
     const int64_t sq[2] = {37, LONG_KV}, skv[2] = {37, LONG_KV};
     causal_rows_vs_decode(sq, skv, 1, 33, "decode vs prefill");
 }
 
 /* #9: verify windows of 4 and 3 tokens (mode 3) are consecutive decode steps. */
-static void test_verify_equals_decode_steps(void **state)
-{
+static void test_verify_equals_decode_steps(void **state) {
     (void)state;
     const int64_t sq[2] = {4, 3}, skv[2] = {LONG_KV - 70, 19};
     causal_rows_vs_decode(sq, skv, 4, 44, "verify vs decode steps");
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mla_absorbed_equals_expanded),
         cmocka_unit_test(test_lse_merge),

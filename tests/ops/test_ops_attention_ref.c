@@ -14,8 +14,7 @@
 
 #include "attn_fixture.h"
 
-static fx_cfg base_cfg(void)
-{
+static fx_cfg base_cfg(void) {
     fx_cfg c;
     memset(&c, 0, sizeof c);
     c.layout = KVC_LAYOUT_TND;
@@ -33,8 +32,7 @@ static fx_cfg base_cfg(void)
 }
 
 /* Runs the reference on the fixture and returns the worst error vs the logical oracle. */
-static double ref_vs_oracle(fx *f, double rtol, double atol)
-{
+static double ref_vs_oracle(fx *f, double rtol, double atol) {
     assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
     const int64_t n = f->c.B * f->sqmax * f->c.Nq;
     double *out = malloc(sizeof(double) * (size_t)(n * f->c.Dv + 1)), *lse = malloc(sizeof(double) * (size_t)(n + 1));
@@ -45,13 +43,14 @@ static double ref_vs_oracle(fx *f, double rtol, double atol)
     return e;
 }
 
-static void test_ref_matches_oracle_all_layouts(void **state)
-{
+static void test_ref_matches_oracle_all_layouts(void **state) {
     (void)state;
-    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND, KVC_LAYOUT_BSH,
-                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD, KVC_LAYOUT_BSND_NBSD};
-    const kvc_block_layout blks[] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ, KVC_BLOCK_BNNDBS};
-    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND,  KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND,  KVC_LAYOUT_BSH,
+                                       KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD,    KVC_LAYOUT_BSND_NBSD};
+    const kvc_block_layout blks[] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNBSND, KVC_BLOCK_BNNBSD, KVC_BLOCK_NZ,
+                                     KVC_BLOCK_BNNDBS};
+    const kvc_dtype kvdts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
+                               KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
     int runs = 0;
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
         for (size_t si = 0; si < sizeof blks / sizeof blks[0]; si++)
@@ -86,7 +85,8 @@ static void test_ref_matches_oracle_all_layouts(void **state)
                     c.extra_blocks = 2;
                     c.extra_width = 1;
                     c.quant = c.kvdt == KVC_DTYPE_I8 ? (int)(runs % 4 == 3 ? 10 : runs % 3) : -1;
-                    if (fx_fp8(c.kvdt)) c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
+                    if (fx_fp8(c.kvdt))
+                        c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
                     c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
                     c.seed = (uint32_t)runs + 1;
                     fx f;
@@ -102,8 +102,7 @@ static void test_ref_matches_oracle_all_layouts(void **state)
 }
 
 /* VER 7.2: scores [0, 0], sink 0, values [1], [3] -> 4/3, lse ln 3; no sink -> 2, lse ln 2. */
-static void test_sink_four_thirds(void **state)
-{
+static void test_sink_four_thirds(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
     c.sq[0] = 1, c.skv[0] = 2, c.D = c.Dv = 1, c.mode = 0, c.sinks = true, c.lse = true;
@@ -121,8 +120,7 @@ static void test_sink_four_thirds(void **state)
     }
 }
 
-static void test_yarn_scale(void **state)
-{
+static void test_yarn_scale(void **state) {
     (void)state;
     assert_float_equal(kvc_yarn_mscale(40.0, 1.0), 1.368888, 1e-6);
     assert_float_equal(kvc_yarn_softmax_scale(128, 64, 40.0, 1.0), 0.1352338, 1e-7);
@@ -131,13 +129,14 @@ static void test_yarn_scale(void **state)
 }
 
 /* AO 3.5 worked table, probed with one-hot values (V = identity, q = 0: uniform over the visible set). */
-static void test_visibility_table(void **state)
-{
+static void test_visibility_table(void **state) {
     (void)state;
     const int modes[4] = {2, 3, 4, 0};
     const char *want[4][3] = {
-        {"100000", "110000", "111000"}, {"111100", "111110", "111111"},
-        {"011100", "001110", "000111"}, {"111111", "111111", "111111"},
+        {"100000", "110000", "111000"},
+        {"111100", "111110", "111111"},
+        {"011100", "001110", "000111"},
+        {"111111", "111111", "111111"},
     };
     for (int mi = 0; mi < 4; mi++) {
         fx_cfg c = base_cfg();
@@ -155,14 +154,14 @@ static void test_visibility_table(void **state)
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 6; j++) {
                 const float o = ((float *)f.obuf)[i * 6 + j];
-                if ((o > 0.0f) != (want[mi][i][j] == '1')) fail_msg("mode %d row %d key %d: %g", modes[mi], i, j, (double)o);
+                if ((o > 0.0f) != (want[mi][i][j] == '1'))
+                    fail_msg("mode %d row %d key %d: %g", modes[mi], i, j, (double)o);
             }
         fx_free(&f);
     }
 }
 
-static void test_degenerate_cases(void **state)
-{
+static void test_degenerate_cases(void **state) {
     (void)state;
     /* Skv = 0 -> zeros, lse +inf; second request: mode 3 with Sq > Skv -> leading rows zero */
     fx_cfg c = base_cfg();
@@ -213,38 +212,32 @@ static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
 static void m_nolayout(fx *f) { f->p.layout = KVC_LAYOUT_UNSET; }
 static void m_nomode(fx *f) { f->p.sparse_mode = -1; }
 static void m_r1(fx *f) { f->p.sparse_mode = 0; }
-static void m_floatmask(fx *f)
-{
+static void m_floatmask(fx *f) {
     f->p.sparse_mode = 1;
     f->p.mask = (kvc_tensor){.data = g_fmask, .dtype = KVC_DTYPE_F32, .ndim = 2, .shape = {3, 9}};
 }
-static void m_maskvalue(fx *f)
-{
+static void m_maskvalue(fx *f) {
     memset(g_mask, 0, sizeof g_mask);
     g_mask[5] = 2;
     f->p.sparse_mode = 1;
     f->p.mask = (kvc_tensor){.data = g_mask, .dtype = KVC_DTYPE_BOOL, .ndim = 2, .shape = {3, 9}};
 }
-static void m_mask_mode3(fx *f)
-{
+static void m_mask_mode3(fx *f) {
     f->p.mask = (kvc_tensor){.data = g_mask, .dtype = KVC_DTYPE_BOOL, .ndim = 2, .shape = {3, 9}};
 }
 static void m_mode1_nomask(fx *f) { f->p.sparse_mode = 1; }
 static void m_band(fx *f) { f->p.sparse_mode = 4, f->p.pre_tokens = -5, f->p.next_tokens = 2; }
 static void m_lenform(fx *f) { f->p.kv_len_form = KVC_KV_FORM_CUMULATIVE; }
 static void m_lenunset(fx *f) { f->p.kv_len_form = KVC_KV_FORM_UNSET; }
-static void m_cuq(fx *f)
-{
+static void m_cuq(fx *f) {
     g_tmp[0] = 2;
     f->p.q_lens = g_tmp;
 }
-static void m_negkv(fx *f)
-{
+static void m_negkv(fx *f) {
     g_tmp[0] = -1;
     f->p.kv_lens = g_tmp;
 }
-static void m_kvbeyond(fx *f)
-{
+static void m_kvbeyond(fx *f) {
     g_tmp[0] = 40;
     f->p.kv_lens = g_tmp;
 }
@@ -254,33 +247,27 @@ static void m_tabledt(fx *f) { f->p.block_table.dtype = KVC_DTYPE_I64; }
 static void m_bindbs(fx *f) { f->p.binding.block_size = 8; }
 static void m_qshape(fx *f) { f->p.q.shape[1] = 3; }
 static void m_outshape(fx *f) { f->p.out.shape[2] = 5; }
-static void m_sinklen(fx *f)
-{
+static void m_sinklen(fx *f) {
     f->p.sinks = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {3}};
 }
-static void m_onerope(fx *f)
-{
+static void m_onerope(fx *f) {
     f->p.q_rope = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {3, 2, 64}};
 }
 static void m_sliding_mode(fx *f) { f->p.binding = (kvc_attn_binding){.type = KVC_BIND_SLIDING, .window = 4}; }
-static void m_sliding_pre(fx *f)
-{
+static void m_sliding_pre(fx *f) {
     f->p.binding = (kvc_attn_binding){.type = KVC_BIND_SLIDING, .window = 4};
     f->p.sparse_mode = 4, f->p.pre_tokens = 4, f->p.next_tokens = 0;
 }
-static void m_full_band(fx *f)
-{
+static void m_full_band(fx *f) {
     f->p.binding = (kvc_attn_binding){.type = KVC_BIND_FULL};
     f->p.sparse_mode = 4, f->p.pre_tokens = 3, f->p.next_tokens = 0;
 }
-static void m_onescale(fx *f)
-{
+static void m_onescale(fx *f) {
     f->p.key_scale = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
 }
 static void m_lseshape(fx *f) { f->p.lse.shape[0] = 2; }
 
-static void test_refused_misuse(void **state)
-{
+static void test_refused_misuse(void **state) {
     (void)state;
     const misuse cases[] = {
         {"R5 scale 0", m_scale0, KVC_EINVAL, "scale"},
@@ -337,8 +324,7 @@ static void test_refused_misuse(void **state)
 
 /* Keys in lanes (BNNDBS): a K cache in the head-major shape and a key_rope
  * are refused by name, by both implementations, nothing written. */
-static void test_lanes_refusals(void **state)
-{
+static void test_lanes_refusals(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
     c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNNDBS;
@@ -369,8 +355,7 @@ static void test_lanes_refusals(void **state)
  * limit" (it was refused as an empty band after a signed overflow); the
  * 4-D [NB, bs, Nkv, D] form of KVC_BLOCK_BNBSND caches is accepted and gives the
  * bytes of the 3-D form; messages name the actual fault. */
-static void test_issue12_defects(void **state)
-{
+static void test_issue12_defects(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
     c.storage = KVC_KV_BLOCKS, c.B = 2, c.sq[0] = 3, c.skv[0] = 9, c.sq[1] = 1, c.skv[1] = 5, c.Nq = 4, c.Nkv = 2;
@@ -427,11 +412,11 @@ static void test_issue12_defects(void **state)
     fx_free(&f);
 }
 
-static void test_mla_rules(void **state)
-{
+static void test_mla_rules(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
-    c.layout = KVC_LAYOUT_TND_NTD, c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_NZ, c.kvdt = KVC_DTYPE_BF16, c.qdt = KVC_DTYPE_BF16;
+    c.layout = KVC_LAYOUT_TND_NTD, c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_NZ, c.kvdt = KVC_DTYPE_BF16,
+    c.qdt = KVC_DTYPE_BF16;
     c.B = 2, c.sq[0] = 1, c.sq[1] = 1, c.skv[0] = 20, c.skv[1] = 33, c.Nq = 4, c.Nkv = 1, c.D = c.Dv = 512, c.Dr = 64;
     c.bs = 16, c.mode = 0;
     fx f;
@@ -447,8 +432,7 @@ static void test_mla_rules(void **state)
     fx_free(&f);
 }
 
-static void test_named_parameters(void **state)
-{
+static void test_named_parameters(void **state) {
     (void)state;
     kvc_attention_params p = kvc_attention_default_params();
     assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "softmax_scale", 0.125), KVC_OK);
@@ -473,8 +457,7 @@ static void test_named_parameters(void **state)
     assert_true(d.pre_tokens == INT32_MAX && d.next_tokens == INT32_MAX);
 }
 
-static void test_mask_template(void **state)
-{
+static void test_mask_template(void **state) {
     (void)state;
     uint8_t *t = malloc((size_t)KVC_MASK_TEMPLATE_DIM * KVC_MASK_TEMPLATE_DIM);
     kvc_mask_template_fill(t);
@@ -494,15 +477,15 @@ static void test_mask_template(void **state)
     free(t);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ref_matches_oracle_all_layouts),
         cmocka_unit_test(test_sink_four_thirds),
         cmocka_unit_test(test_yarn_scale),
         cmocka_unit_test(test_visibility_table),
         cmocka_unit_test(test_degenerate_cases),
-        cmocka_unit_test(test_refused_misuse),        cmocka_unit_test(test_lanes_refusals),
+        cmocka_unit_test(test_refused_misuse),
+        cmocka_unit_test(test_lanes_refusals),
         cmocka_unit_test(test_mla_rules),
         cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),

@@ -19,8 +19,7 @@
 
 static double rel(double got, double want) { return fabs(got - want) / (fabs(want) + 1e-30); }
 
-static void test_default_frequencies(void **state)
-{
+static void test_default_frequencies(void **state) {
     (void)state;
     kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
     float inv[32], A = 0;
@@ -31,12 +30,17 @@ static void test_default_frequencies(void **state)
 
 /* YaRN as the DeepSeek-V3 oracle config states it: rope 16, theta 1e4,
  * factor 40, L0 4096, beta 32 / 1, mscale = mscale_all_dim = 1 (A = 1). */
-static void test_yarn_frequencies(void **state)
-{
+static void test_yarn_frequencies(void **state) {
     (void)state;
-    kvc_rope_config r = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 40.0,
-                         .original_max_position = 4096, .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0,
-                         .mscale_all_dim = 1.0, .truncate = true};
+    kvc_rope_config r = {.type = KVC_ROPE_YARN,
+                         .theta = 10000.0,
+                         .factor = 40.0,
+                         .original_max_position = 4096,
+                         .beta_fast = 32.0,
+                         .beta_slow = 1.0,
+                         .mscale = 1.0,
+                         .mscale_all_dim = 1.0,
+                         .truncate = true};
     const int d = 16;
     float inv[8], A = 0;
     assert_int_equal(kvc_rope_frequencies(&r, d, inv, &A), KVC_OK);
@@ -61,11 +65,14 @@ static void test_yarn_frequencies(void **state)
     assert_true(A == 0.75f);
 }
 
-static void test_llama3_frequencies(void **state)
-{
+static void test_llama3_frequencies(void **state) {
     (void)state;
-    kvc_rope_config r = {.type = KVC_ROPE_LLAMA3, .theta = 500000.0, .factor = 8.0, .low_freq_factor = 1.0,
-                         .high_freq_factor = 4.0, .original_max_position = 8192};
+    kvc_rope_config r = {.type = KVC_ROPE_LLAMA3,
+                         .theta = 500000.0,
+                         .factor = 8.0,
+                         .low_freq_factor = 1.0,
+                         .high_freq_factor = 4.0,
+                         .original_max_position = 8192};
     float inv[64], A = 0;
     assert_int_equal(kvc_rope_frequencies(&r, 128, inv, &A), KVC_OK);
     assert_true(A == 1.0f);
@@ -73,18 +80,19 @@ static void test_llama3_frequencies(void **state)
     for (int i = 0; i < 64; i++) {
         const double w = (double)(float)(1.0 / pow(500000.0, 2.0 * i / 128.0)), wl = 2 * PI / w;
         double want = w;
-        if (wl > 8192.0) want = w / 8.0, low++;
+        if (wl > 8192.0)
+            want = w / 8.0, low++;
         else if (wl >= 2048.0) {
             const double s = (8192.0 / wl - 1.0) / 3.0;
             want = (1 - s) * w / 8.0 + s * w, mid++;
-        } else high++;
+        } else
+            high++;
         assert_true(rel(inv[i], want) < 1e-6);
     }
     assert_true(low > 0 && mid > 0 && high > 0); /* all three bands are exercised */
 }
 
-static void test_plan_refusals(void **state)
-{
+static void test_plan_refusals(void **state) {
     (void)state;
     float inv[8], A;
     kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
@@ -93,12 +101,20 @@ static void test_plan_refusals(void **state)
     r.theta = 0;
     assert_int_equal(kvc_rope_frequencies(&r, 16, inv, &A), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "theta"));
-    kvc_rope_config y = {.type = KVC_ROPE_YARN, .theta = 10000.0, .factor = 4.0, .original_max_position = 0,
-                         .beta_fast = 32, .beta_slow = 1};
+    kvc_rope_config y = {.type = KVC_ROPE_YARN,
+                         .theta = 10000.0,
+                         .factor = 4.0,
+                         .original_max_position = 0,
+                         .beta_fast = 32,
+                         .beta_slow = 1};
     assert_int_equal(kvc_rope_frequencies(&y, 16, inv, &A), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "yarn"));
-    kvc_rope_config l = {.type = KVC_ROPE_LLAMA3, .theta = 10000.0, .factor = 8, .low_freq_factor = 4,
-                         .high_freq_factor = 1, .original_max_position = 8192};
+    kvc_rope_config l = {.type = KVC_ROPE_LLAMA3,
+                         .theta = 10000.0,
+                         .factor = 8,
+                         .low_freq_factor = 4,
+                         .high_freq_factor = 1,
+                         .original_max_position = 8192};
     assert_int_equal(kvc_rope_frequencies(&l, 16, inv, &A), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "llama3"));
     assert_int_equal(kvc_rope_frequencies(NULL, 16, inv, &A), KVC_EINVAL);
@@ -106,8 +122,7 @@ static void test_plan_refusals(void **state)
 
 /* cos/sin of a position, then both rotations over 3 heads in place against
  * the float64 rotate_half formula (interleaved: on the de-interleaved pairs). */
-static void test_rotations(void **state)
-{
+static void test_rotations(void **state) {
     (void)state;
     enum { D = 16, H = 3, STRIDE = 20 };
     kvc_rope_config r = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
@@ -135,8 +150,7 @@ static void test_rotations(void **state)
     }
 }
 
-static void test_rmsnorm_rows(void **state)
-{
+static void test_rmsnorm_rows(void **state) {
     (void)state;
     enum { R = 3, N = 37, LD = 40 };
     float x[R * LD], orig[R * LD], g[N];
@@ -152,8 +166,7 @@ static void test_rmsnorm_rows(void **state)
     }
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
         cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_plan_refusals),

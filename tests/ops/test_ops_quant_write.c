@@ -18,15 +18,13 @@
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 
-static kvc_tensor t3(void *d, kvc_dtype dt, int64_t a, int64_t b, int64_t c)
-{
+static kvc_tensor t3(void *d, kvc_dtype dt, int64_t a, int64_t b, int64_t c) {
     return (kvc_tensor){.data = d, .dtype = dt, .ndim = 3, .shape = {a, b, c}};
 }
 
 static double qmax_of(kvc_dtype dt) { return dt == KVC_DTYPE_I8 ? 127.0 : dt == KVC_DTYPE_F8E4M3 ? 448.0 : 57344.0; }
 
-static void test_calibrated_scales(void **state)
-{
+static void test_calibrated_scales(void **state) {
     (void)state;
     enum { T = 5, N = 2, D = 3, H = N * D };
     float x[T * H];
@@ -59,8 +57,7 @@ static void test_calibrated_scales(void **state)
     assert_non_null(strstr(kvc_last_error(), "token 1, channel 1"));
 }
 
-static void test_token_write_refusals(void **state)
-{
+static void test_token_write_refusals(void **state) {
     (void)state;
     enum { NB = 2, BS = 4, N = 1, D = 4, T = 2 };
     int8_t cache[NB * BS * N * D];
@@ -90,8 +87,7 @@ static void test_token_write_refusals(void **state)
 
 /* KIVI end to end for one cache dtype: B requests of kv_len L[b] each (a decode row), Nq = 4,
  * Nkv = 2, paged [NB, bs, Nkv*D]. */
-static void kivi_case(kvc_dtype dt, uint32_t seed)
-{
+static void kivi_case(kvc_dtype dt, uint32_t seed) {
     enum { B = 2, NQ = 4, NKV = 2, D = 32, H = NKV * D, BS = 16, W = 8, NB = 1 + B * W };
     const int64_t L[B] = {70, 117};
     const int64_t total = L[0] + L[1];
@@ -99,7 +95,8 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     uint32_t s = seed;
     for (int64_t i = 0; i < total * H; i++) {
         s ^= s << 13, s ^= s >> 17, s ^= s << 5;
-        k[i] = (float)((int)(s % 2001u) - 1000) / 400.0f * (1.0f + (float)(i % H) / 16.0f); /* channel-dependent ranges */
+        k[i] =
+            (float)((int)(s % 2001u) - 1000) / 400.0f * (1.0f + (float)(i % H) / 16.0f); /* channel-dependent ranges */
         s ^= s << 13, s ^= s >> 17, s ^= s << 5;
         v[i] = (float)((int)(s % 2001u) - 1000) / 500.0f;
     }
@@ -124,8 +121,12 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     for (int64_t r = 0; r < total; r++)
         for (int64_t c = 0; c < H; c++) {
             const int64_t a = slots[r] * H + c;
-            const double qk = dt == KVC_DTYPE_I8 ? ((int8_t *)kc)[a] : dt == KVC_DTYPE_F8E4M3 ? kvc_fp8_e4m3_to_f32(((uint8_t *)kc)[a]) : kvc_fp8_e5m2_to_f32(((uint8_t *)kc)[a]);
-            const double qv = dt == KVC_DTYPE_I8 ? ((int8_t *)vc)[a] : dt == KVC_DTYPE_F8E4M3 ? kvc_fp8_e4m3_to_f32(((uint8_t *)vc)[a]) : kvc_fp8_e5m2_to_f32(((uint8_t *)vc)[a]);
+            const double qk = dt == KVC_DTYPE_I8       ? ((int8_t *)kc)[a]
+                              : dt == KVC_DTYPE_F8E4M3 ? kvc_fp8_e4m3_to_f32(((uint8_t *)kc)[a])
+                                                       : kvc_fp8_e5m2_to_f32(((uint8_t *)kc)[a]);
+            const double qv = dt == KVC_DTYPE_I8       ? ((int8_t *)vc)[a]
+                              : dt == KVC_DTYPE_F8E4M3 ? kvc_fp8_e4m3_to_f32(((uint8_t *)vc)[a])
+                                                       : kvc_fp8_e5m2_to_f32(((uint8_t *)vc)[a]);
             const double ek = fabs(kscale[c] * qk - k[r * H + c]), ev = fabs(vslot[slots[r]] * qv - v[r * H + c]);
             if (dt == KVC_DTYPE_I8) { /* half a step of the int8 grid */
                 assert_true(ek <= 0.5 * kscale[c] * (1 + 1e-5));
@@ -140,7 +141,8 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     for (int i = 0; i < B * NQ * D; i++) q[i] = (float)cos(0.77 * i + seed);
     const int64_t sh[2] = {NB, BS};
     kvc_attention_params p = kvc_attention_default_params();
-    p.layout = KVC_LAYOUT_TND, p.num_heads = NQ, p.num_kv_heads = NKV, p.scale = 1.0 / sqrt((double)D), p.sparse_mode = 0;
+    p.layout = KVC_LAYOUT_TND, p.num_heads = NQ, p.num_kv_heads = NKV, p.scale = 1.0 / sqrt((double)D),
+    p.sparse_mode = 0;
     p.batch = B, p.q_lens = (int64_t[]){1, 2}, p.kv_lens = L, p.kv_len_form = KVC_KV_FORM_DIRECT;
     p.q = t3(q, KVC_DTYPE_F32, B, NQ, D), p.out = t3(out_q, KVC_DTYPE_F32, B, NQ, D);
     p.k = t3(kc, dt, NB, BS, H), p.v = t3(vc, dt, NB, BS, H);
@@ -187,16 +189,14 @@ static void kivi_case(kvc_dtype dt, uint32_t seed)
     free(k), free(v), free(slots), free(kc), free(vc), free(vslot), free(kf), free(vf);
 }
 
-static void test_kivi_end_to_end(void **state)
-{
+static void test_kivi_end_to_end(void **state) {
     (void)state;
     kivi_case(KVC_DTYPE_I8, 11);
     kivi_case(KVC_DTYPE_F8E4M3, 12);
     kivi_case(KVC_DTYPE_F8E5M2, 13);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calibrated_scales),
         cmocka_unit_test(test_token_write_refusals),

@@ -13,20 +13,17 @@
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 
-static kvc_tensor tensor4(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d)
-{
+static kvc_tensor tensor4(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d) {
     kvc_tensor t = {.data = data, .dtype = dt, .ndim = 4, .shape = {a, b, c, d}};
     return t;
 }
 
-static kvc_tensor tensor3(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c)
-{
+static kvc_tensor tensor3(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c) {
     kvc_tensor t = {.data = data, .dtype = dt, .ndim = 3, .shape = {a, b, c}};
     return t;
 }
 
-static void test_contiguous_scatter(void **state)
-{
+static void test_contiguous_scatter(void **state) {
     (void)state;
     enum { B = 2, S = 6, H = 3, L = 2 };
     float cache[B * S * H], upd[B * L * H];
@@ -56,16 +53,15 @@ static void test_contiguous_scatter(void **state)
 /* Element index of (block p, offset o, head h, channel d) in a cache of `order` ([NB, BS, N, D],
  * [NB, N, BS, D] or keys in lanes [NB, N, D, BS]). */
 static int64_t order_index(kvc_block_layout order, int64_t p, int64_t o, int64_t h, int64_t d, int64_t BS, int64_t N,
-                           int64_t D)
-{
+                           int64_t D) {
     if (order == KVC_BLOCK_BNNBSD) return ((p * N + h) * BS + o) * D + d;
     if (order == KVC_BLOCK_BNNDBS) return ((p * N + h) * D + d) * BS + o;
     return ((p * BS + o) * N + h) * D + d;
 }
 
-/* The plain allocation orders and keys in lanes: values land at the formula's addresses, others untouched, -1 skipped. */
-static void check_slot_scatter(kvc_block_layout order)
-{
+/* The plain allocation orders and keys in lanes: values land at the formula's addresses, others untouched, -1 skipped.
+ */
+static void check_slot_scatter(kvc_block_layout order) {
     enum { NB = 3, BS = 4, N = 2, D = 3, T = 4 };
     float cache[NB * BS * N * D], upd[T * N * D];
     for (int i = 0; i < NB * BS * N * D; i++) cache[i] = 1000.0f + (float)i;
@@ -103,13 +99,15 @@ static void check_slot_scatter(kvc_block_layout order)
     assert_int_equal(kvc_write_slots(&c, order, &u16, slots, T), KVC_EINVAL); /* dtype mismatch */
 }
 
-static void test_slot_scatter_bnbsnd(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNBSND); }
+static void test_slot_scatter_bnbsnd(void **state) {
+    (void)state;
+    check_slot_scatter(KVC_BLOCK_BNBSND);
+}
 
 /* AO 2.2: duplicates are legal only in the null block (slots < bs); debug
  * builds refuse a duplicate outside it (in any block, here block 2), leaving
  * the cache unchanged. */
-static void test_slot_duplicates(void **state)
-{
+static void test_slot_duplicates(void **state) {
     (void)state;
     enum { NB = 3, BS = 4, N = 1, D = 2, T = 5 };
     float cache[NB * BS * N * D], upd[T * N * D];
@@ -132,11 +130,16 @@ static void test_slot_duplicates(void **state)
     assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, skips, T), KVC_OK);
 #endif
 }
-static void test_slot_scatter_bnnbsd(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNNBSD); }
-static void test_slot_scatter_bnndbs(void **state) { (void)state; check_slot_scatter(KVC_BLOCK_BNNDBS); }
+static void test_slot_scatter_bnnbsd(void **state) {
+    (void)state;
+    check_slot_scatter(KVC_BLOCK_BNNBSD);
+}
+static void test_slot_scatter_bnndbs(void **state) {
+    (void)state;
+    check_slot_scatter(KVC_BLOCK_BNNDBS);
+}
 
-static void test_nz_index_examples(void **state)
-{
+static void test_nz_index_examples(void **state) {
     (void)state;
     assert_int_equal(kvc_nz_index(3, 5, 0, 37, 128, 1, 512, 16), 200789);
     assert_int_equal(kvc_nz_index(3, 5, 0, 37, 128, 1, 512, 32), 200869);
@@ -144,8 +147,7 @@ static void test_nz_index_examples(void **state)
     assert_int_equal((3 * 128 + 5) * 512 + 37, 199205);
 }
 
-static void test_nz_write_roundtrip(void **state)
-{
+static void test_nz_write_roundtrip(void **state) {
     (void)state;
     enum { NB = 4, BS = 128, D = 512 };
     uint16_t *cache = calloc((size_t)NB * BS * D, sizeof *cache);
@@ -176,8 +178,7 @@ static void test_nz_write_roundtrip(void **state)
 /* Quantising contiguous write: fp8 per channel and int8 per tensor with
  * offset, each element as the slot writes store it; bad scales and ranges
  * refused with the cache unchanged. */
-static void test_contiguous_quant(void **state)
-{
+static void test_contiguous_quant(void **state) {
     (void)state;
     enum { B = 2, S = 5, H = 4, L = 2 };
     uint8_t cache[B * S * H];
@@ -211,8 +212,7 @@ static void test_contiguous_quant(void **state)
     assert_memory_equal(before, cache, sizeof cache);
 }
 
-static void test_rmsnorm_rope_vectors(void **state)
-{
+static void test_rmsnorm_rope_vectors(void **state) {
     (void)state;
     float x[2] = {3, 4}, g[2] = {1, 1}, y[2];
     kvc_rmsnorm_f32(x, g, 2, 0.0f, y);
@@ -228,8 +228,7 @@ static void test_rmsnorm_rope_vectors(void **state)
 }
 
 /* A stored element of an int8 / fp8 cache against the value it quantises (y * inv). */
-static void check_quant_elem(const void *cache, kvc_dtype dt, int64_t a, float y, float inv)
-{
+static void check_quant_elem(const void *cache, kvc_dtype dt, int64_t a, float y, float inv) {
     if (dt == KVC_DTYPE_F8E4M3) {
         assert_int_equal(((const uint8_t *)cache)[a], kvc_f32_to_fp8_e4m3(y * inv));
     } else {
@@ -240,8 +239,7 @@ static void check_quant_elem(const void *cache, kvc_dtype dt, int64_t a, float y
 
 /* Full 512 + 64 case against a scalar double-precision reference, plain and
  * NZ; int8 / fp8 with one static scale or per-token scales over latent + rope. */
-static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_token)
-{
+static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_token) {
     enum { T = 3, DC = 512, DR = 64, NB = 2, BS = 16 };
     float *kv = malloc(sizeof(float) * T * (DC + DR)), gamma[DC], cs[T * DR], sn[T * DR];
     srand(7);
@@ -260,12 +258,23 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_
     int64_t slots[T] = {17, KVC_SLOT_SKIP, 2};
     float inv_scale = 40.0f, out_nope[T * DC], out_rope[T * DR], slot_scale[NB * BS];
     for (int i = 0; i < NB * BS; i++) slot_scale[i] = -1.0f;
-    kvc_mla_write_params p = {.kv = kv, .gamma = gamma, .cos = cs, .sin = sn, .slots = slots, .n_tokens = T,
-                              .latent_dim = DC, .rope_dim = DR, .eps = 1e-6f, .order = order,
-                              .nope_cache = &cn, .rope_cache = &cr,
+    kvc_mla_write_params p = {.kv = kv,
+                              .gamma = gamma,
+                              .cos = cs,
+                              .sin = sn,
+                              .slots = slots,
+                              .n_tokens = T,
+                              .latent_dim = DC,
+                              .rope_dim = DR,
+                              .eps = 1e-6f,
+                              .order = order,
+                              .nope_cache = &cn,
+                              .rope_cache = &cr,
                               .nope_inv_scale = quant && !per_token ? &inv_scale : NULL,
-                              .slot_scale = per_token ? slot_scale : NULL, .n_slot_scale = per_token ? NB * BS : 0,
-                              .out_nope = out_nope, .out_rope = out_rope};
+                              .slot_scale = per_token ? slot_scale : NULL,
+                              .n_slot_scale = per_token ? NB * BS : 0,
+                              .out_nope = out_nope,
+                              .out_rope = out_rope};
     assert_int_equal(kvc_mla_write(&p), KVC_OK);
     const int64_t c0n = 32 / (int64_t)es, c0r = 32 / (int64_t)rs;
     const float qmax = nope_dt == KVC_DTYPE_I8 ? 127.0f : 448.0f;
@@ -288,19 +297,24 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
             int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DC, c0n) : slots[t] * DC + i;
-            if (quant) check_quant_elem(nope, nope_dt, a, out_nope[t * DC + i], inv_t);
-            else assert_float_equal(kvc_bf16_to_f32(((uint16_t *)nope)[a]), want, fabs(want) * 0.008 + 1e-6);
+            if (quant)
+                check_quant_elem(nope, nope_dt, a, out_nope[t * DC + i], inv_t);
+            else
+                assert_float_equal(kvc_bf16_to_f32(((uint16_t *)nope)[a]), want, fabs(want) * 0.008 + 1e-6);
         }
         for (int i = 0; i < DR; i++) {
             int k = i % (DR / 2);
             double x1 = row[DC + 2 * k], x2 = row[DC + 2 * k + 1];
-            double want = i < DR / 2 ? x1 * cs[t * DR + i] - x2 * sn[t * DR + i] : x2 * cs[t * DR + i] + x1 * sn[t * DR + i];
+            double want =
+                i < DR / 2 ? x1 * cs[t * DR + i] - x2 * sn[t * DR + i] : x2 * cs[t * DR + i] + x1 * sn[t * DR + i];
             assert_float_equal(out_rope[t * DR + i], want, 1e-6);
             if (slots[t] < 0) continue;
             int64_t p0 = slots[t] / BS, o = slots[t] % BS;
             int64_t a = order == KVC_BLOCK_NZ ? kvc_nz_index(p0, o, 0, i, BS, 1, DR, c0r) : slots[t] * DR + i;
-            if (quant) check_quant_elem(rope, rope_dt, a, out_rope[t * DR + i], inv_t);
-            else assert_float_equal(kvc_bf16_to_f32(((uint16_t *)rope)[a]), want, fabs(want) * 0.008 + 1e-6);
+            if (quant)
+                check_quant_elem(rope, rope_dt, a, out_rope[t * DR + i], inv_t);
+            else
+                assert_float_equal(kvc_bf16_to_f32(((uint16_t *)rope)[a]), want, fabs(want) * 0.008 + 1e-6);
         }
     }
     if (per_token) assert_true(slot_scale[0] == -1.0f); /* slots not written keep their scale */
@@ -332,15 +346,32 @@ static void check_mla_write(kvc_block_layout order, kvc_dtype nope_dt, bool per_
     free(rope);
 }
 
-static void test_mla_write_plain(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_BF16, false); }
-static void test_mla_write_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_BF16, false); }
-static void test_mla_write_fp8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_F8E4M3, false); }
-static void test_mla_write_nz_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_I8, false); }
-static void test_mla_write_token_int8(void **state) { (void)state; check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_I8, true); }
-static void test_mla_write_token_fp8_nz(void **state) { (void)state; check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_F8E4M3, true); }
+static void test_mla_write_plain(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_BF16, false);
+}
+static void test_mla_write_nz(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_BF16, false);
+}
+static void test_mla_write_fp8(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_F8E4M3, false);
+}
+static void test_mla_write_nz_int8(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_I8, false);
+}
+static void test_mla_write_token_int8(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_BNBSND, KVC_DTYPE_I8, true);
+}
+static void test_mla_write_token_fp8_nz(void **state) {
+    (void)state;
+    check_mla_write(KVC_BLOCK_NZ, KVC_DTYPE_F8E4M3, true);
+}
 
-static void test_quantized_write(void **state)
-{
+static void test_quantized_write(void **state) {
     (void)state;
     /* round half to even, saturation */
     assert_int_equal(kvc_quantize_i8(2.5f, 1.0f, 0.0f), 2);
@@ -375,8 +406,7 @@ static void test_quantized_write(void **state)
  * fp8 code of x * inv_scale, with one scale per tensor, per head or per
  * channel, in both paged orders and NZ; offsets and other scale counts are
  * refused with the cache unchanged. */
-static void test_fp8_write(void **state)
-{
+static void test_fp8_write(void **state) {
     (void)state;
     enum { NB = 2, BS = 16, N = 2, D = 32, T = 3, H = N * D };
     static uint8_t cache[NB * BS * H];
@@ -402,8 +432,9 @@ static void test_fp8_write(void **state)
                         for (int d = 0; d < D; d++) {
                             const int ch = h * D + d, qi = counts[ci] == 1 ? 0 : counts[ci] == N ? h : ch;
                             const float y = upd[t * H + ch] * inv[qi];
-                            const uint8_t want = dts[di] == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(y) : kvc_f32_to_fp8_e5m2(y);
-                            int64_t a = orders[oi] == KVC_BLOCK_NZ ? kvc_nz_index(p, o, h, d, BS, N, D, 32)
+                            const uint8_t want =
+                                dts[di] == KVC_DTYPE_F8E4M3 ? kvc_f32_to_fp8_e4m3(y) : kvc_f32_to_fp8_e5m2(y);
+                            int64_t a = orders[oi] == KVC_BLOCK_NZ       ? kvc_nz_index(p, o, h, d, BS, N, D, 32)
                                         : orders[oi] == KVC_BLOCK_BNNBSD ? ((p * N + h) * BS + o) * D + d
                                                                          : (slots[t] * N + h) * D + d;
                             assert_int_equal(cache[a], want);
@@ -424,19 +455,25 @@ static void test_fp8_write(void **state)
     assert_memory_equal(before, cache, sizeof cache);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_contiguous_scatter),   cmocka_unit_test(test_slot_scatter_bnbsnd),
-        cmocka_unit_test(test_slot_scatter_bnnbsd),  cmocka_unit_test(test_slot_scatter_bnndbs),  cmocka_unit_test(test_nz_index_examples),
-        cmocka_unit_test(test_nz_write_roundtrip),   cmocka_unit_test(test_rmsnorm_rope_vectors),
-        cmocka_unit_test(test_mla_write_plain),      cmocka_unit_test(test_mla_write_nz),
+        cmocka_unit_test(test_contiguous_scatter),
+        cmocka_unit_test(test_slot_scatter_bnbsnd),
+        cmocka_unit_test(test_slot_scatter_bnnbsd),
+        cmocka_unit_test(test_slot_scatter_bnndbs),
+        cmocka_unit_test(test_nz_index_examples),
+        cmocka_unit_test(test_nz_write_roundtrip),
+        cmocka_unit_test(test_rmsnorm_rope_vectors),
+        cmocka_unit_test(test_mla_write_plain),
+        cmocka_unit_test(test_mla_write_nz),
         cmocka_unit_test(test_mla_write_nz_int8),
         cmocka_unit_test(test_mla_write_token_int8),
         cmocka_unit_test(test_mla_write_token_fp8_nz),
         cmocka_unit_test(test_quantized_write),
-        cmocka_unit_test(test_slot_duplicates),      cmocka_unit_test(test_fp8_write),
-        cmocka_unit_test(test_mla_write_fp8),        cmocka_unit_test(test_contiguous_quant),
+        cmocka_unit_test(test_slot_duplicates),
+        cmocka_unit_test(test_fp8_write),
+        cmocka_unit_test(test_mla_write_fp8),
+        cmocka_unit_test(test_contiguous_quant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,8 +21,7 @@ typedef struct run_out {
     float *logits;   /* [NT, n, V] */
 } run_out;
 
-static inline kvc_model *fixture_model(const char *json, uint64_t seed)
-{
+static inline kvc_model *fixture_model(const char *json, uint64_t seed) {
     kvc_model_config cfg;
     if (kvc_model_config_parse(json, "test config", &cfg) != KVC_OK) fail_msg("config: %s", kvc_last_error());
     kvc_model *m = NULL;
@@ -32,8 +31,7 @@ static inline kvc_model *fixture_model(const char *json, uint64_t seed)
 
 static inline run_out fixture_run_layout(const kvc_model *m, kvc_runner_mode mode, int64_t bs, bool mla_paged,
                                          kvc_block_layout layout, const int32_t *ids, const int64_t *lens, int64_t n,
-                                         int64_t NT, int64_t S)
-{
+                                         int64_t NT, int64_t S) {
     const int64_t V = kvc_model_config_of(m)->vocab_size;
     int64_t maxl = 0;
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
@@ -45,7 +43,8 @@ static inline run_out fixture_run_layout(const kvc_model *m, kvc_runner_mode mod
     p.max_seq_len = S;
     p.kv_layout = layout;
     kvc_runner *r = NULL;
-    if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK) fail_msg("runner mode %d bs %lld: %s", (int)mode, (long long)bs, kvc_last_error());
+    if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK)
+        fail_msg("runner mode %d bs %lld: %s", (int)mode, (long long)bs, kvc_last_error());
     run_out o = {calloc((size_t)(n * NT), sizeof(int32_t)), calloc((size_t)(NT * n * V), sizeof(float))};
     assert_non_null(o.tokens);
     assert_non_null(o.logits);
@@ -56,28 +55,27 @@ static inline run_out fixture_run_layout(const kvc_model *m, kvc_runner_mode mod
 }
 
 static inline run_out fixture_run(const kvc_model *m, kvc_runner_mode mode, int64_t bs, bool mla_paged,
-                                  const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT, int64_t S)
-{
+                                  const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT, int64_t S) {
     return fixture_run_layout(m, mode, bs, mla_paged, KVC_BLOCK_BNBSND, ids, lens, n, NT, S);
 }
 
-static inline void run_free(run_out *o)
-{
+static inline void run_free(run_out *o) {
     free(o->tokens);
     free(o->logits);
 }
 
 static inline void expect_close(const run_out *got, const run_out *ref, int64_t n, int64_t NT, int64_t V, double tol,
-                                const char *what)
-{
+                                const char *what) {
     for (int64_t i = 0; i < n * NT; i++)
         if (got->tokens[i] != ref->tokens[i])
-            fail_msg("%s: token %lld (row %lld, step %lld) is %d, reference %d", what, (long long)i, (long long)(i / NT),
-                     (long long)(i % NT), got->tokens[i], ref->tokens[i]);
+            fail_msg("%s: token %lld (row %lld, step %lld) is %d, reference %d", what, (long long)i,
+                     (long long)(i / NT), (long long)(i % NT), got->tokens[i], ref->tokens[i]);
     double worst = 0.0;
     for (int64_t i = 0; i < NT * n * V; i++) {
-        const double d = fabs((double)got->logits[i] - (double)ref->logits[i]) / fmax(1.0, fabs((double)ref->logits[i]));
-        if (!(d <= tol)) fail_msg("%s: logit %lld differs by %g (%g vs %g)", what, (long long)i, d, got->logits[i], ref->logits[i]);
+        const double d =
+            fabs((double)got->logits[i] - (double)ref->logits[i]) / fmax(1.0, fabs((double)ref->logits[i]));
+        if (!(d <= tol))
+            fail_msg("%s: logit %lld differs by %g (%g vs %g)", what, (long long)i, d, got->logits[i], ref->logits[i]);
         worst = d > worst ? d : worst;
     }
 }
@@ -86,8 +84,7 @@ static inline void expect_close(const run_out *got, const run_out *ref, int64_t 
  * bitwise the same over block sizes 1, 16 and 128, and each prompt's logits
  * run alone bitwise those of the batch. */
 static inline void fixture_lanes(const kvc_model *m, const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT,
-                                 const run_out *ref)
-{
+                                 const run_out *ref) {
     const int64_t V = kvc_model_config_of(m)->vocab_size, S = 128;
     const int64_t sizes[3] = {1, 16, 128};
     run_out lanes[3];
@@ -95,14 +92,16 @@ static inline void fixture_lanes(const kvc_model *m, const int32_t *ids, const i
         lanes[i] = fixture_run_layout(m, KVC_RUNNER_PAGED, sizes[i], false, KVC_BLOCK_BNNDBS, ids, lens, n, NT, S);
         expect_close(&lanes[i], ref, n, NT, V, 1e-5, "mode 2, keys in lanes");
         if (i > 0 && memcmp(lanes[i].logits, lanes[0].logits, (size_t)(NT * n * V) * sizeof(float)) != 0)
-            fail_msg("keys in lanes: logits with block size %lld are not bitwise equal to block size 1", (long long)sizes[i]);
+            fail_msg("keys in lanes: logits with block size %lld are not bitwise equal to block size 1",
+                     (long long)sizes[i]);
     }
     for (int64_t b = 0, at = 0; b < n; at += lens[b], b++) {
-        run_out alone = fixture_run_layout(m, KVC_RUNNER_PAGED, 16, false, KVC_BLOCK_BNNDBS, ids + at, lens + b, 1, NT, S);
+        run_out alone =
+            fixture_run_layout(m, KVC_RUNNER_PAGED, 16, false, KVC_BLOCK_BNNDBS, ids + at, lens + b, 1, NT, S);
         for (int64_t t = 0; t < NT; t++)
             if (memcmp(alone.logits + t * V, lanes[1].logits + (t * n + b) * V, (size_t)V * sizeof(float)) != 0)
-                fail_msg("keys in lanes: prompt %lld alone differs from its row of the batch at step %lld", (long long)b,
-                         (long long)t);
+                fail_msg("keys in lanes: prompt %lld alone differs from its row of the batch at step %lld",
+                         (long long)b, (long long)t);
         run_free(&alone);
     }
     for (int i = 0; i < 3; i++) run_free(&lanes[i]);
@@ -110,9 +109,8 @@ static inline void fixture_lanes(const kvc_model *m, const int32_t *ids, const i
 
 /* Modes 0, 1, 2 (bs 1, 16, 128; token-major blocks and keys in lanes) [and 3
  * over 1 and over 2 with bs 1, 16, 128 for MLA]. */
-static inline void fixture_equivalence(const kvc_model *m, const int32_t *ids, const int64_t *lens, int64_t n, int64_t NT,
-                                       bool mla)
-{
+static inline void fixture_equivalence(const kvc_model *m, const int32_t *ids, const int64_t *lens, int64_t n,
+                                       int64_t NT, bool mla) {
     const int64_t V = kvc_model_config_of(m)->vocab_size, S = 128;
     run_out ref = fixture_run(m, KVC_RUNNER_RECOMPUTE, 0, false, ids, lens, n, NT, 0);
     run_out c1 = fixture_run(m, KVC_RUNNER_CONTIGUOUS, 0, false, ids, lens, n, NT, 0);
@@ -132,7 +130,8 @@ static inline void fixture_equivalence(const kvc_model *m, const int32_t *ids, c
             run_out l2 = fixture_run(m, KVC_RUNNER_MLA_LATENT, sizes[i], true, ids, lens, n, NT, S);
             expect_close(&l2, &ref, n, NT, V, 1e-5, "mode 3 over mode 2");
             if (memcmp(l2.logits, l1.logits, (size_t)(NT * n * V) * sizeof(float)) != 0)
-                fail_msg("mode 3 paged (block size %lld) logits are not bitwise equal to mode 3 contiguous", (long long)sizes[i]);
+                fail_msg("mode 3 paged (block size %lld) logits are not bitwise equal to mode 3 contiguous",
+                         (long long)sizes[i]);
             run_free(&l2);
         }
         run_free(&l1);

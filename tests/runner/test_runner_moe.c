@@ -5,18 +5,17 @@
  * recomputation; paged modes are bitwise equal to each other. */
 #include "runner_fixture.h"
 
-static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31, 8, 45, 2, 60, 71, 33, 19, 88, 7, 14, 120, 4, 6, 50};
+static const int32_t IDS[] = {3,  17, 42, 9,  100, 5,  77, 63, 12, 1,   99, 31, 8,
+                              45, 2,  60, 71, 33,  19, 88, 7,  14, 120, 4,  6,  50};
 static const int64_t LENS[] = {12, 4, 10};
 
-static void run_family(const char *json, bool mla)
-{
+static void run_family(const char *json, bool mla) {
     kvc_model *m = fixture_model(json, 99);
     fixture_equivalence(m, IDS, LENS, 3, 6, mla);
     kvc_model_destroy(m);
 }
 
-static void test_gpt_oss(void **state)
-{
+static void test_gpt_oss(void **state) {
     (void)state;
     run_family("{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
                "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
@@ -28,8 +27,7 @@ static void test_gpt_oss(void **state)
                false);
 }
 
-static void test_deepseek_q_lora(void **state)
-{
+static void test_deepseek_q_lora(void **state) {
     (void)state;
     run_family("{\"model_type\":\"deepseek_v3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
                "\"moe_intermediate_size\":32,\"num_hidden_layers\":3,\"first_k_dense_replace\":1,"
@@ -42,8 +40,7 @@ static void test_deepseek_q_lora(void **state)
                true);
 }
 
-static void test_deepseek_plain_q(void **state)
-{
+static void test_deepseek_plain_q(void **state) {
     (void)state;
     run_family("{\"model_type\":\"deepseek_v3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
                "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"first_k_dense_replace\":2,"
@@ -55,8 +52,7 @@ static void test_deepseek_plain_q(void **state)
                true);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_q_lora),

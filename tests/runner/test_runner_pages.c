@@ -21,11 +21,9 @@ static const char *CONFIG =
 enum { ROWS = 2, S_MAX = 2048, NT = 5, V = 128 };
 static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, 31};
 static const int64_t LENS[ROWS] = {5, 7};
-static const kvc_storage_pages POLICIES[3] = {KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM,
-                                              KVC_STORAGE_PAGES_BASE};
+static const kvc_storage_pages POLICIES[3] = {KVC_STORAGE_PAGES_HUGE, KVC_STORAGE_PAGES_SYSTEM, KVC_STORAGE_PAGES_BASE};
 
-static kvc_runner_params pages_params(kvc_runner_mode mode, kvc_storage_pages pages)
-{
+static kvc_runner_params pages_params(kvc_runner_mode mode, kvc_storage_pages pages) {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode;
     p.max_new_tokens = NT;
@@ -41,8 +39,7 @@ typedef struct run_result {
 
 /* One runner of mode and pages (the advice refused when asked): its page
  * info and memory checked, then a generate call into *out. */
-static void run_pages(const kvc_model *m, kvc_runner_mode mode, kvc_storage_pages pages, bool refuse, run_result *out)
-{
+static void run_pages(const kvc_model *m, kvc_runner_mode mode, kvc_storage_pages pages, bool refuse, run_result *out) {
     const kvc_runner_params p = pages_params(mode, pages);
     const uint64_t mapped_before = kvci_pages_mapped_bytes();
     kvc_runner *r = NULL;
@@ -70,15 +67,13 @@ static void run_pages(const kvc_model *m, kvc_runner_mode mode, kvc_storage_page
     assert_int_equal(kvci_pages_mapped_bytes(), mapped_before);
 }
 
-static void test_default_is_huge(void **state)
-{
+static void test_default_is_huge(void **state) {
     (void)state;
     assert_int_equal(kvc_runner_default_params().pages, KVC_STORAGE_PAGES_HUGE);
 }
 
 /* Contiguous and paged caches: every policy gives the tokens and logits of huge pages, bit for bit. */
-static void test_policies_same_results(void **state)
-{
+static void test_policies_same_results(void **state) {
     (void)state;
     kvc_model *m = fixture_model(CONFIG, 77);
     const kvc_runner_mode modes[2] = {KVC_RUNNER_CONTIGUOUS, KVC_RUNNER_PAGED};
@@ -99,8 +94,7 @@ static void test_policies_same_results(void **state)
     kvc_model_destroy(m);
 }
 
-static void test_refusals_and_mode0(void **state)
-{
+static void test_refusals_and_mode0(void **state) {
     (void)state;
     kvc_model *m = fixture_model(CONFIG, 77);
     kvc_runner_params p = pages_params(KVC_RUNNER_PAGED, (kvc_storage_pages)9);
@@ -134,8 +128,7 @@ static void test_refusals_and_mode0(void **state)
 /* Failing each allocation of creation in turn: ENOMEM, no runner, nothing
  * left mapped (the sanitizer build checks the heap); the cache mapping's
  * failure names the runner's caches. */
-static void test_every_allocation_failure(void **state)
-{
+static void test_every_allocation_failure(void **state) {
     (void)state;
     kvc_model *m = fixture_model(CONFIG, 77);
     const kvc_runner_params p = pages_params(KVC_RUNNER_PAGED, KVC_STORAGE_PAGES_HUGE);
@@ -163,8 +156,7 @@ static void test_every_allocation_failure(void **state)
     kvc_model_destroy(m);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_is_huge),
         cmocka_unit_test(test_policies_same_results),

@@ -106,8 +106,10 @@ void kvc_test_oracle_dir(const char *family, char *out, size_t cap) {
 static void assert_ids(const char *what, const int32_t *got, int64_t n_got, const int32_t *expected, int64_t n) {
     char got_s[512] = "", exp_s[512] = "";
     size_t a = 0, b = 0;
-    for (int64_t i = 0; i < n_got && a < sizeof got_s - 16; i++) a += (size_t)snprintf(got_s + a, sizeof got_s - a, "%d,", got[i]);
-    for (int64_t i = 0; i < n && b < sizeof exp_s - 16; i++) b += (size_t)snprintf(exp_s + b, sizeof exp_s - b, "%d,", expected[i]);
+    for (int64_t i = 0; i < n_got && a < sizeof got_s - 16; i++)
+        a += (size_t)snprintf(got_s + a, sizeof got_s - a, "%d,", got[i]);
+    for (int64_t i = 0; i < n && b < sizeof exp_s - 16; i++)
+        b += (size_t)snprintf(exp_s + b, sizeof exp_s - b, "%d,", expected[i]);
     if (n_got != n || (n > 0 && memcmp(got, expected, (size_t)n * sizeof *got) != 0))
         fail_msg("%s: got [%s] expected [%s]", what, got_s, exp_s);
 }

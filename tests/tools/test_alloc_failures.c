@@ -24,10 +24,10 @@
 #include "kvc_test_util.h"
 
 #ifdef KVC_TEST_ASAN
-#define DENSE 200
+#define DENSE  200
 #define POINTS 600
 #else
-#define DENSE 4000
+#define DENSE  4000
 #define POINTS 8000
 #endif
 
@@ -71,8 +71,9 @@ static void walk(const char *line) {
     int runs = 0;
     for (uint64_t at = 1; at <= total; at += at < DENSE ? 1 : step, runs++) {
         kvc_test_command_result r = kvc_test_run_command(argv, argc, at);
-        if (r.calls < at) fail_msg("\"%s\": allocation %llu was not reached on a second run (%llu calls)", line,
-                                   (unsigned long long)at, (unsigned long long)r.calls);
+        if (r.calls < at)
+            fail_msg("\"%s\": allocation %llu was not reached on a second run (%llu calls)", line,
+                     (unsigned long long)at, (unsigned long long)r.calls);
         if (r.rc == 0) {
             if (strcmp(r.out, clean.out) != 0)
                 fail_msg("\"%s\" with allocation %llu failed: exit 0 but the output differs:\n%s", line,

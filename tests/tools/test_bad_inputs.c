@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "kvc_test_util.h"
 
-#define MAX_ARGS 32
+#define MAX_ARGS     32
 #define CASE_SECONDS 20
 
 /* dst = src with {bad}, {oracle} and {tmp} replaced. */
@@ -100,8 +100,10 @@ static void test_corpus(void **state) {
         int argc = 0;
         bool full = false;
         for (char *a = strtok_r(args, " ", &save); a != NULL; a = strtok_r(NULL, " ", &save)) {
-            if (strcmp(a, ">/dev/full") == 0) full = true;
-            else if (argc < MAX_ARGS) argv[argc++] = a;
+            if (strcmp(a, ">/dev/full") == 0)
+                full = true;
+            else if (argc < MAX_ARGS)
+                argv[argc++] = a;
         }
         argv[argc] = NULL;
         int rc = run_child(argc, argv, out_path, full);

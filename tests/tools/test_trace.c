@@ -70,44 +70,46 @@ static void expect_invalid_prefix(const char *trace, const char *prefix) {
     free(want);
 }
 
-#define SW_ENTRY                                                                                                  \
-    "{'name': 'k', 'attn_type': 'SlidingWindow', 'num_head': 1, 'dim': 4, 'dtype': 'f32', 'block_size': 4, "      \
+#define SW_ENTRY                                                                                                       \
+    "{'name': 'k', 'attn_type': 'SlidingWindow', 'num_head': 1, 'dim': 4, 'dtype': 'f32', 'block_size': 4, "           \
     "'sliding_window': 6}"
-#define FULL_ENTRY "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [2, 4], 'dtype': 'bf16', 'block_size': 4}"
+#define FULL_ENTRY                                                                                                     \
+    "{'name': 'k', 'attn_type': 'FullAttention', 'num_head': 2, 'dim': [2, 4], 'dtype': 'bf16', 'block_size': 4}"
 
 /* KM 8.1: W = 6, bs = 4, 8 blocks; prefill 10, 5 decodes, free; then a new
  * prefill of 28 shows the FIFO reuse order (free queue [5,6,7,1,2,3,4]) and
  * the null prefix. */
 static void test_sliding_window_8_1(void **state) {
     (void)state;
-    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}],"
-                  " 'block_num': {'SlidingWindow': 8}, 'ops': ["
-                  "{'op': 'allocate', 'request': 7, 'new_tokens': 10},"
-                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 10, 'new_tokens': 1},"
-                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 11, 'new_tokens': 1},"
-                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 12, 'new_tokens': 1},"
-                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 13, 'new_tokens': 1},"
-                  "{'op': 'allocate', 'request': 7, 'computed_tokens': 14, 'new_tokens': 1},"
-                  "{'op': 'free', 'request': 7},"
-                  "{'op': 'allocate', 'request': 8, 'new_tokens': 28}]}",
-                  true, 0,
-                  "{'block_num': {'SlidingWindow': 8}}\n"
-                  "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [1, 2, 3]}, 'free': {'SlidingWindow': 4}}\n"
-                  "{'usage': 'SlidingWindow:4/8'}\n"
-                  "{'op': 1, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
-                  "{'usage': 'SlidingWindow:3/8'}\n"
-                  "{'op': 2, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
-                  "{'usage': 'SlidingWindow:3/8'}\n"
-                  "{'op': 3, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3, 4]}, 'free': {'SlidingWindow': 4}}\n"
-                  "{'usage': 'SlidingWindow:4/8'}\n"
-                  "{'op': 4, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
-                  "{'usage': 'SlidingWindow:3/8'}\n"
-                  "{'op': 5, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
-                  "{'usage': 'SlidingWindow:3/8'}\n"
-                  "{'op': 6, 'ok': true, 'blocks': {'SlidingWindow': []}, 'free': {'SlidingWindow': 7}}\n"
-                  "{'usage': 'SlidingWindow:1/8'}\n"
-                  "{'op': 7, 'ok': true, 'blocks': {'SlidingWindow': [5, 6, 7, 1, 2, 3, 4]}, 'free': {'SlidingWindow': 0}}\n"
-                  "{'usage': 'SlidingWindow:8/8'}\n");
+    expect_replay(
+        "{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}],"
+        " 'block_num': {'SlidingWindow': 8}, 'ops': ["
+        "{'op': 'allocate', 'request': 7, 'new_tokens': 10},"
+        "{'op': 'allocate', 'request': 7, 'computed_tokens': 10, 'new_tokens': 1},"
+        "{'op': 'allocate', 'request': 7, 'computed_tokens': 11, 'new_tokens': 1},"
+        "{'op': 'allocate', 'request': 7, 'computed_tokens': 12, 'new_tokens': 1},"
+        "{'op': 'allocate', 'request': 7, 'computed_tokens': 13, 'new_tokens': 1},"
+        "{'op': 'allocate', 'request': 7, 'computed_tokens': 14, 'new_tokens': 1},"
+        "{'op': 'free', 'request': 7},"
+        "{'op': 'allocate', 'request': 8, 'new_tokens': 28}]}",
+        true, 0,
+        "{'block_num': {'SlidingWindow': 8}}\n"
+        "{'op': 0, 'ok': true, 'blocks': {'SlidingWindow': [1, 2, 3]}, 'free': {'SlidingWindow': 4}}\n"
+        "{'usage': 'SlidingWindow:4/8'}\n"
+        "{'op': 1, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
+        "{'usage': 'SlidingWindow:3/8'}\n"
+        "{'op': 2, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3]}, 'free': {'SlidingWindow': 5}}\n"
+        "{'usage': 'SlidingWindow:3/8'}\n"
+        "{'op': 3, 'ok': true, 'blocks': {'SlidingWindow': [0, 2, 3, 4]}, 'free': {'SlidingWindow': 4}}\n"
+        "{'usage': 'SlidingWindow:4/8'}\n"
+        "{'op': 4, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
+        "{'usage': 'SlidingWindow:3/8'}\n"
+        "{'op': 5, 'ok': true, 'blocks': {'SlidingWindow': [0, 0, 3, 4]}, 'free': {'SlidingWindow': 5}}\n"
+        "{'usage': 'SlidingWindow:3/8'}\n"
+        "{'op': 6, 'ok': true, 'blocks': {'SlidingWindow': []}, 'free': {'SlidingWindow': 7}}\n"
+        "{'usage': 'SlidingWindow:1/8'}\n"
+        "{'op': 7, 'ok': true, 'blocks': {'SlidingWindow': [5, 6, 7, 1, 2, 3, 4]}, 'free': {'SlidingWindow': 0}}\n"
+        "{'usage': 'SlidingWindow:8/8'}\n");
 }
 
 /* KM 8.3: full attention admission with a reservation (bs 4, 11 blocks). */
@@ -151,8 +153,8 @@ static void test_mamba_8_4(void **state) {
                   "{'op': 6, 'ok': true, 'blocks': {'Mamba': []}, 'free': {'Mamba': 2}}\n");
 }
 
-#define HYBRID_8_5                                                                                                 \
-    "{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}, {'caches': [" FULL_ENTRY "]}],"                 \
+#define HYBRID_8_5                                                                                                     \
+    "{'max_model_len': 64, 'layers': [{'caches': [" SW_ENTRY "]}, {'caches': [" FULL_ENTRY "]}],"                      \
     " 'block_num': {'SlidingWindow': 8, 'FullAttention': 5}, 'ops': ["
 
 /* KM 8.5: the sliding-window release of phase 1 stays when the full-attention
@@ -197,11 +199,11 @@ static void test_op_errors(void **state) {
     (void)state;
     output got = {0};
     int rc = replay_into(HYBRID_8_5 "{'op': 'allocate', 'request': 1, 'new_tokens': -1},"
-                                       "{'op': 'grow', 'request': 1},"
-                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'keys': ['Nope']},"
-                                       "{'op': 'allocate', 'request': 1, 'computed_tokens': -4, 'new_tokens': 4},"
-                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'lookahead_tokens': -1},"
-                                       "{'op': 'allocate', 'request': 1, 'new_tokens': 4}]}",
+                                    "{'op': 'grow', 'request': 1},"
+                                    "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'keys': ['Nope']},"
+                                    "{'op': 'allocate', 'request': 1, 'computed_tokens': -4, 'new_tokens': 4},"
+                                    "{'op': 'allocate', 'request': 1, 'new_tokens': 4, 'lookahead_tokens': -1},"
+                                    "{'op': 'allocate', 'request': 1, 'new_tokens': 4}]}",
                          false, &got);
     assert_int_equal(rc, 0);
     char *lines[8] = {0};
@@ -366,41 +368,42 @@ static void test_demo_trace(void **state) {
  * cached-free counts and the statistics line of --usage. */
 static void test_prefix_caching(void **state) {
     (void)state;
-    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
-                  " 'block_num': {'FullAttention': 8}, 'prefix_caching': {'salt': 1}, 'ops': ["
-                  "{'op': 'allocate', 'request': 1, 'new_tokens': 10, 'tokens': [[1, 10]]},"
-                  "{'op': 'free', 'request': 1},"
-                  "{'op': 'allocate', 'request': 2, 'new_tokens': 12, 'tokens': [[1, 8], 50, 51, 52, 53]},"
-                  "{'op': 'allocate', 'request': 3, 'new_tokens': 10, 'tokens': [[1, 10]], 'cache_salt': 'other'},"
-                  "{'op': 'allocate', 'request': 2, 'computed_tokens': 12, 'new_tokens': 1,"
-                  " 'tokens': [[1, 8], [50, 5]]}]}",
-                  true, 0,
-                  "{'block_num': {'FullAttention': 8}}\n"
-                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
-                  " 'cached_free': {'FullAttention': 0}}\n"
-                  "{'usage': 'FullAttention:4/8'}\n"
-                  "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
-                  " 'cached_blocks': 2}}\n"
-                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
-                  " 'cached_free': {'FullAttention': 2}}\n"
-                  "{'usage': 'FullAttention:1/8'}\n"
-                  "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
-                  " 'cached_blocks': 2}}\n"
-                  "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4]}, 'free': {'FullAttention': 4},"
-                  " 'cached_free': {'FullAttention': 0}}\n"
-                  "{'usage': 'FullAttention:4/8'}\n"
-                  "{'prefix': {'queries': 2, 'hits': 1, 'query_tokens': 22, 'hit_tokens': 8, 'evictions': 0,"
-                  " 'cached_blocks': 3}}\n"
-                  "{'op': 3, 'ok': true, 'blocks': {'FullAttention': [5, 6, 7]}, 'free': {'FullAttention': 1},"
-                  " 'cached_free': {'FullAttention': 0}}\n"
-                  "{'usage': 'FullAttention:7/8'}\n"
-                  "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
-                  " 'cached_blocks': 5}}\n"
-                  "{'op': 4, 'ok': true, 'blocks': {'FullAttention': [1, 2, 4, 3]}, 'free': {'FullAttention': 0},"
-                  " 'cached_free': {'FullAttention': 0}}\n"
-                  "{'usage': 'FullAttention:8/8'}\n"
-                  "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
-                  " 'cached_blocks': 5}}\n");
+    expect_replay(
+        "{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+        " 'block_num': {'FullAttention': 8}, 'prefix_caching': {'salt': 1}, 'ops': ["
+        "{'op': 'allocate', 'request': 1, 'new_tokens': 10, 'tokens': [[1, 10]]},"
+        "{'op': 'free', 'request': 1},"
+        "{'op': 'allocate', 'request': 2, 'new_tokens': 12, 'tokens': [[1, 8], 50, 51, 52, 53]},"
+        "{'op': 'allocate', 'request': 3, 'new_tokens': 10, 'tokens': [[1, 10]], 'cache_salt': 'other'},"
+        "{'op': 'allocate', 'request': 2, 'computed_tokens': 12, 'new_tokens': 1,"
+        " 'tokens': [[1, 8], [50, 5]]}]}",
+        true, 0,
+        "{'block_num': {'FullAttention': 8}}\n"
+        "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'usage': 'FullAttention:4/8'}\n"
+        "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
+        " 'cached_blocks': 2}}\n"
+        "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
+        " 'cached_free': {'FullAttention': 2}}\n"
+        "{'usage': 'FullAttention:1/8'}\n"
+        "{'prefix': {'queries': 1, 'hits': 0, 'query_tokens': 10, 'hit_tokens': 0, 'evictions': 0,"
+        " 'cached_blocks': 2}}\n"
+        "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4]}, 'free': {'FullAttention': 4},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'usage': 'FullAttention:4/8'}\n"
+        "{'prefix': {'queries': 2, 'hits': 1, 'query_tokens': 22, 'hit_tokens': 8, 'evictions': 0,"
+        " 'cached_blocks': 3}}\n"
+        "{'op': 3, 'ok': true, 'blocks': {'FullAttention': [5, 6, 7]}, 'free': {'FullAttention': 1},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'usage': 'FullAttention:7/8'}\n"
+        "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
+        " 'cached_blocks': 5}}\n"
+        "{'op': 4, 'ok': true, 'blocks': {'FullAttention': [1, 2, 4, 3]}, 'free': {'FullAttention': 0},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'usage': 'FullAttention:8/8'}\n"
+        "{'prefix': {'queries': 3, 'hits': 1, 'query_tokens': 32, 'hit_tokens': 8, 'evictions': 0,"
+        " 'cached_blocks': 5}}\n");
     static const struct {
         const char *rest, *message;
     } bad[] = {
@@ -422,7 +425,8 @@ static void test_prefix_caching(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char trace[512];
         snprintf(trace, sizeof trace,
-                 "{'max_model_len': 16, 'layers': [{'caches': [" FULL_ENTRY "]}], 'block_num': {'FullAttention': 8}, %s}",
+                 "{'max_model_len': 16, 'layers': [{'caches': [" FULL_ENTRY
+                 "]}], 'block_num': {'FullAttention': 8}, %s}",
                  bad[i].rest);
         expect_invalid(trace, bad[i].message);
     }
@@ -434,28 +438,29 @@ static void test_prefix_caching(void **state) {
  * 12; without tokens (no prompt) or negative, the manager's refusal. */
 static void test_external_computed_tokens(void **state) {
     (void)state;
-    expect_replay("{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
-                  " 'block_num': {'FullAttention': 8}, 'prefix_caching': {}, 'ops': ["
-                  "{'op': 'allocate', 'request': 1, 'new_tokens': 9, 'tokens': [[1, 9]]},"
-                  "{'op': 'free', 'request': 1},"
-                  "{'op': 'allocate', 'request': 2, 'computed_tokens': 4, 'external_computed_tokens': 8,"
-                  " 'new_tokens': 2, 'tokens': [[1, 8], [50, 8]]},"
-                  "{'op': 'query', 'tokens': [[1, 8], [50, 8]]},"
-                  "{'op': 'allocate', 'request': 3, 'external_computed_tokens': 3, 'new_tokens': 1},"
-                  "{'op': 'allocate', 'request': 3, 'external_computed_tokens': -1, 'new_tokens': 1}]}",
-                  false, 0,
-                  "{'block_num': {'FullAttention': 8}}\n"
-                  "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
-                  " 'cached_free': {'FullAttention': 0}}\n"
-                  "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
-                  " 'cached_free': {'FullAttention': 2}}\n"
-                  "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4, 5]},"
-                  " 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
-                  "{'op': 3, 'ok': true, 'hit': 12, 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
-                  "{'op': 4, 'error': 'request 3: 3 external computed tokens need the prompt (they are its"
-                  " tokens after the hit, given with its first allocation)'}\n"
-                  "{'op': 5, 'error': 'request 3: token counts must not be negative (computed 0, external computed -1,"
-                  " new 1, lookahead 0, reserved 0)'}\n");
+    expect_replay(
+        "{'max_model_len': 64, 'layers': [{'caches': [" FULL_ENTRY "]}],"
+        " 'block_num': {'FullAttention': 8}, 'prefix_caching': {}, 'ops': ["
+        "{'op': 'allocate', 'request': 1, 'new_tokens': 9, 'tokens': [[1, 9]]},"
+        "{'op': 'free', 'request': 1},"
+        "{'op': 'allocate', 'request': 2, 'computed_tokens': 4, 'external_computed_tokens': 8,"
+        " 'new_tokens': 2, 'tokens': [[1, 8], [50, 8]]},"
+        "{'op': 'query', 'tokens': [[1, 8], [50, 8]]},"
+        "{'op': 'allocate', 'request': 3, 'external_computed_tokens': 3, 'new_tokens': 1},"
+        "{'op': 'allocate', 'request': 3, 'external_computed_tokens': -1, 'new_tokens': 1}]}",
+        false, 0,
+        "{'block_num': {'FullAttention': 8}}\n"
+        "{'op': 0, 'ok': true, 'blocks': {'FullAttention': [1, 2, 3]}, 'free': {'FullAttention': 4},"
+        " 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 1, 'ok': true, 'blocks': {'FullAttention': []}, 'free': {'FullAttention': 7},"
+        " 'cached_free': {'FullAttention': 2}}\n"
+        "{'op': 2, 'ok': true, 'hit': 8, 'blocks': {'FullAttention': [1, 2, 4, 5]},"
+        " 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 3, 'ok': true, 'hit': 12, 'free': {'FullAttention': 3}, 'cached_free': {'FullAttention': 0}}\n"
+        "{'op': 4, 'error': 'request 3: 3 external computed tokens need the prompt (they are its"
+        " tokens after the hit, given with its first allocation)'}\n"
+        "{'op': 5, 'error': 'request 3: token counts must not be negative (computed 0, external computed -1,"
+        " new 1, lookahead 0, reserved 0)'}\n");
 }
 
 /* Issue 23 #1, #2 and the trace contract: a request's salt is fixed by its
@@ -569,13 +574,20 @@ static void test_nul_names_token_bounds_and_ids(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sliding_window_8_1), cmocka_unit_test(test_reservation_8_3),
-        cmocka_unit_test(test_mamba_8_4),          cmocka_unit_test(test_two_phase_8_5),
-        cmocka_unit_test(test_keys_and_clamp),     cmocka_unit_test(test_op_errors),
-        cmocka_unit_test(test_invalid_files),      cmocka_unit_test(test_invalid_ops),
-        cmocka_unit_test(test_library_errors),     cmocka_unit_test(test_demo_trace),
-        cmocka_unit_test(test_prefix_caching),     cmocka_unit_test(test_salts_queries_and_hits),
-        cmocka_unit_test(test_nul_names_token_bounds_and_ids), cmocka_unit_test(test_external_computed_tokens),
+        cmocka_unit_test(test_sliding_window_8_1),
+        cmocka_unit_test(test_reservation_8_3),
+        cmocka_unit_test(test_mamba_8_4),
+        cmocka_unit_test(test_two_phase_8_5),
+        cmocka_unit_test(test_keys_and_clamp),
+        cmocka_unit_test(test_op_errors),
+        cmocka_unit_test(test_invalid_files),
+        cmocka_unit_test(test_invalid_ops),
+        cmocka_unit_test(test_library_errors),
+        cmocka_unit_test(test_demo_trace),
+        cmocka_unit_test(test_prefix_caching),
+        cmocka_unit_test(test_salts_queries_and_hits),
+        cmocka_unit_test(test_nul_names_token_bounds_and_ids),
+        cmocka_unit_test(test_external_computed_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,8 +30,7 @@ typedef kvc_cpu_scratch scratch;
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Fills the item table; returns the number of split-K tasks (chunks over all items). */
-static int64_t items_fill(const ctx *cx, item *it)
-{
+static int64_t items_fill(const ctx *cx, item *it) {
     const kvc_attn_problem *pb = cx->pb;
     int64_t n = 0, tasks = 0;
     for (int64_t b = 0; b < pb->B; b++) {
@@ -52,7 +51,8 @@ static int64_t items_fill(const ctx *cx, item *it)
             const int64_t hg = kvci_cpu_heads_per_item(cx, ni);
             for (int64_t g = 0; g < pb->Nkv; g += hg) {
                 item *x = &it[n++];
-                x->b = b, x->g0 = g, x->ng = kvci_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0, x->sq = sq, x->k0 = k0, x->skv = skv;
+                x->b = b, x->g0 = g, x->ng = kvci_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0,
+                x->sq = sq, x->k0 = k0, x->skv = skv;
                 x->lo = lo, x->hi = hi;
                 x->c_lo = hi > lo ? lo / KVC_CHUNK : 0;
                 x->c_hi = hi > lo ? kvci_cdiv(hi, KVC_CHUNK) : 0;
@@ -65,8 +65,7 @@ static int64_t items_fill(const ctx *cx, item *it)
 }
 
 /* a <- merge(a, c) for one row record (m, l, e, pad, acc[Dv8]) of RS floats. */
-static void merge_row(float *a, const float *c, int64_t RS)
-{
+static void merge_row(float *a, const float *c, int64_t RS) {
     if (c[0] == -INFINITY) return;
     if (a[0] == -INFINITY) {
         memcpy(a, c, sizeof(float) * (size_t)RS);
@@ -80,8 +79,7 @@ static void merge_row(float *a, const float *c, int64_t RS)
     for (int64_t d = KVC_REC_HDR; d < RS; d++) a[d] = a[d] * fa + c[d] * fc;
 }
 
-static void record_empty(float *a, int64_t RS)
-{
+static void record_empty(float *a, int64_t RS) {
     a[0] = -INFINITY;
     memset(a + 1, 0, sizeof(float) * (size_t)(RS - 1));
 }
@@ -91,8 +89,7 @@ static float canonical(float x) { return x == x ? x : NAN; }
 
 /* Dequantises values, adds the sink (one of -inf is none), writes the output row and lse; a row with no key
  * (L 0) is empty: zeros and lse +inf. */
-static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
-{
+static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t Dv = pb->Dv, g = it->g0 + r / (pb->G * it->ni), h = r / it->ni % pb->G;
@@ -123,7 +120,8 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a)
     for (int64_t d = 0; d < Dv; d++) acc[d] = empty ? 0.0f : canonical(acc[d] / L); /* in place: vectorised */
     for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
     if (p->lse.data)
-        ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] = empty ? INFINITY : canonical(M + logf(L));
+        ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] =
+            empty ? INFINITY : canonical(M + logf(L));
 }
 
 /* Workspace layout: items, per-thread scratch, optional split-K partials. */
@@ -131,8 +129,7 @@ typedef struct ws_layout {
     size_t items, per_thread, partials, total;
 } ws_layout;
 
-static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks)
-{
+static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks) {
     ws_layout w;
     w.items = align64(sizeof(item) * (size_t)(cx->n_items + 1));
     w.per_thread = align64(sizeof(float) * kvci_cpu_thread_floats(cx));
@@ -143,8 +140,7 @@ static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks)
 }
 
 /* Upper bound of split-K tasks without building the items (every chunk of every item). */
-static int64_t tasks_bound(const ctx *cx)
-{
+static int64_t tasks_bound(const ctx *cx) {
     const kvc_attn_problem *pb = cx->pb;
     int64_t t = 0;
     for (int64_t b = 0; b < pb->B; b++) {
@@ -152,15 +148,16 @@ static int64_t tasks_bound(const ctx *cx)
         kvci_attn_q_range(pb, b, &q0, &sq);
         kvci_attn_kv_range(pb, b, &k0, &skv);
         for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) /* items as items_fill makes them, each chunk a task */
-            t += kvci_cdiv(pb->Nkv, kvci_cpu_heads_per_item(cx, kvci_min64(cx->QT, sq - i0))) * kvci_cdiv(skv, KVC_CHUNK);
+            t += kvci_cdiv(pb->Nkv, kvci_cpu_heads_per_item(cx, kvci_min64(cx->QT, sq - i0))) *
+                 kvci_cdiv(skv, KVC_CHUNK);
     }
     return t;
 }
 
-kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes)
-{
+kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes) {
     if (!bytes) return kvci_fail(KVC_EINVAL, "attention_cpu_workspace_size: bytes must not be NULL");
-    if (max_threads < 1) return kvci_fail(KVC_EINVAL, "attention_cpu_workspace_size: max_threads %d must be >= 1", max_threads);
+    if (max_threads < 1)
+        return kvci_fail(KVC_EINVAL, "attention_cpu_workspace_size: max_threads %d must be >= 1", max_threads);
     kvc_attn_problem pb;
     kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
@@ -178,8 +175,7 @@ const char *kvc_attention_cpu_isa(void) { return kvci_simd_select()->name; }
  * joining costs more than the work; results do not depend on it), and no
  * more than the workspace has per-thread scratch for (what
  * kvc_attention_cpu_threads reports). */
-static int call_threads(const ctx *cx, size_t bytes)
-{
+static int call_threads(const ctx *cx, size_t bytes) {
     const kvc_attn_problem *pb = cx->pb;
     const ws_layout one = layout_of(cx, 1, 0);
     int threads = kvci_max_threads();
@@ -189,20 +185,20 @@ static int call_threads(const ctx *cx, size_t bytes)
     return threads;
 }
 
-static kvc_status workspace_check(const char *fn, const ctx *cx, const void *workspace, size_t bytes)
-{
+static kvc_status workspace_check(const char *fn, const ctx *cx, const void *workspace, size_t bytes) {
     const ws_layout one = layout_of(cx, 1, 0);
     if (!workspace || bytes < one.total || ((uintptr_t)workspace & 63u))
-        return kvci_fail(KVC_EINVAL, "%s: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: kvc_attention_cpu_workspace_size)",
-                        fn, workspace, bytes, one.total);
+        return kvci_fail(KVC_EINVAL,
+                         "%s: workspace %p of %zu bytes is too small or not 64-byte aligned (need %zu: "
+                         "kvc_attention_cpu_workspace_size)",
+                         fn, workspace, bytes, one.total);
     return KVC_OK;
 }
 
 /* Resolves the call into *pb, fills *cx from it and checks the workspace
  * (cx keeps a pointer to pb, so both live in the caller's frame). */
 static kvc_status prepare_call(const char *what, const kvc_attention_params *p, const void *workspace,
-                               size_t workspace_bytes, kvc_attn_problem *pb, ctx *cx)
-{
+                               size_t workspace_bytes, kvc_attn_problem *pb, ctx *cx) {
     kvc_status st = kvci_attn_resolve(p, pb);
     if (st != KVC_OK) return st;
     kvci_cpu_ctx_init(cx, pb);
@@ -210,8 +206,7 @@ static kvc_status prepare_call(const char *what, const kvc_attention_params *p, 
 }
 
 kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace, size_t workspace_bytes,
-                                     int *threads)
-{
+                                     int *threads) {
     if (!threads) return kvci_fail(KVC_EINVAL, "attention_cpu_threads: threads must not be NULL");
     *threads = 0;
     kvc_attn_problem pb;
@@ -222,8 +217,7 @@ kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *
     return KVC_OK;
 }
 
-kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes)
-{
+kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes) {
     kvc_attn_problem pb;
     ctx cx;
     kvc_status st = prepare_call("attention_cpu", p, workspace, workspace_bytes, &pb, &cx);
@@ -234,8 +228,8 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
     const int64_t n_tasks = items_fill(&cx, items);
     const int threads = call_threads(&cx, workspace_bytes);
     ws_layout lay = layout_of(&cx, threads, n_tasks);
-    const bool split = lay.partials > 0 && lay.total <= workspace_bytes && cx.n_items < 4 * (int64_t)threads &&
-                       n_tasks > cx.n_items;
+    const bool split =
+        lay.partials > 0 && lay.total <= workspace_bytes && cx.n_items < 4 * (int64_t)threads && n_tasks > cx.n_items;
     char *tbase = ws + lay.items;
     const int64_t RS = cx.RS, nit = cx.n_items;
     if (split) {
@@ -263,7 +257,8 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
             for (int64_t r = 0; r < R; r++) {
                 record_empty(s.run + r * RS, RS);
                 for (int64_t c = it->c_lo; c < it->c_hi; c++)
-                    merge_row(s.run + r * RS, part + (size_t)(it->task0 + c - it->c_lo) * (size_t)(cx.R * RS) + r * RS, RS);
+                    merge_row(s.run + r * RS, part + (size_t)(it->task0 + c - it->c_lo) * (size_t)(cx.R * RS) + r * RS,
+                              RS);
                 finalize_row(&cx, it, r, s.run + r * RS);
             }
         }

@@ -22,8 +22,7 @@
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static kvc_chan_map chan_map(int64_t bs, int64_t c0)
-{
+static kvc_chan_map chan_map(int64_t bs, int64_t c0) {
     kvc_chan_map m;
     if (c0 > 0) {
         m.nzs = bs * c0;
@@ -35,8 +34,7 @@ static kvc_chan_map chan_map(int64_t bs, int64_t c0)
     return m;
 }
 
-void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
-{
+void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     const kvc_attention_params *p = pb->p;
     memset(cx, 0, sizeof *cx);
     cx->pb = pb;
@@ -74,22 +72,19 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb)
     }
 }
 
-int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni)
-{
+int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni) {
     if (!cx->token_major) return 1;
     const int64_t h = KVC_ROWS / (cx->pb->G * ni);
     return h < 1 ? 1 : h > cx->pb->Nkv ? cx->pb->Nkv : h;
 }
 
-size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx)
-{
+size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx) {
     const size_t R = (size_t)cx->R;
     return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
            KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS;
 }
 
-kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
-{
+kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base) {
     const size_t R = (size_t)cx->R;
     kvc_cpu_scratch s;
     s.qs = base;
@@ -103,8 +98,7 @@ kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base)
     return s;
 }
 
-void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s)
-{
+void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cpu_scratch *s) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const bool chan = pb->kv_quant && !kvci_qidx_per_key(pb->kq);
@@ -129,9 +123,10 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         if (pb->Dr) {
             const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
             /* a quantised rope part takes the key's scale: folded here when constant along the keys */
-            const float rs = pb->rope_quant && chan
-                                 ? kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, 0, pb->D))
-                                 : 1.0f;
+            const float rs =
+                pb->rope_quant && chan
+                    ? kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, 0, pb->D))
+                    : 1.0f;
             for (int64_t d = 0; d < pb->Dr; d++)
                 q[cx->D8 + d] = scale * (rs * kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d));
             for (int64_t d = pb->Dr; d < cx->Dr8; d++) q[cx->D8 + d] = 0.0f;
@@ -148,8 +143,7 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
  * per key (each holds a 64-bit division by the block size and a block table
  * read; per key they took as long as the arithmetic of one-head items). */
 static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t n, int64_t j0, int64_t j1,
-                        int64_t dim, int64_t c0, int64_t *idx)
-{
+                        int64_t dim, int64_t c0, int64_t *idx) {
     const kvc_attn_problem *pb = cx->pb;
     for (int64_t t = 0; t < n;) {
         const int64_t k = kvci_min64(kvci_max64(j + t, j0), j1 - 1);
@@ -180,18 +174,18 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
  * (BNNDBS) prefetch the next unit's segments of the K channel rows. NZ
  * rows (column tiles) are not prefetched. */
 typedef struct chunk_rows {
-    int64_t p0;             /* first key tile of the chunk (j0 rounded down to 8) */
-    int64_t ki[KVC_CHUNK];  /* key p0 + t: element index of channel 0 of the item's first head in K (clamped to [j0, j1)) */
-    int64_t vi[KVC_CHUNK];  /* the same in V */
-    int64_t nb, nn;         /* the next chunk's first key unit: keys [nb, nb + nn) (nn 0: none) */
-    int64_t ni[KVC_SUB];    /* their K indices */
+    int64_t p0; /* first key tile of the chunk (j0 rounded down to 8) */
+    int64_t
+        ki[KVC_CHUNK]; /* key p0 + t: element index of channel 0 of the item's first head in K (clamped to [j0, j1)) */
+    int64_t vi[KVC_CHUNK]; /* the same in V */
+    int64_t nb, nn;        /* the next chunk's first key unit: keys [nb, nb + nn) (nn 0: none) */
+    int64_t ni[KVC_SUB];   /* their K indices */
 } chunk_rows;
 
 static int64_t sub_end(int64_t a, int64_t j1) { return kvci_min64(j1, (a / KVC_SUB + 1) * KVC_SUB); }
 
 static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                            chunk_rows *cr)
-{
+                            chunk_rows *cr) {
     const kvc_attn_problem *pb = cx->pb;
     cr->p0 = j0 & ~(int64_t)7;
     const int64_t n = kvci_round8(j1) - cr->p0; /* whole tiles of 8 */
@@ -210,11 +204,11 @@ static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64
  * rows). Keys in lanes: per block segment, the segment of each channel row
  * (of at most KVC_PF_CHANNELS channels). */
 static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off, int64_t a, int64_t e, int64_t gl,
-                         int pass, const char **pr, int64_t n, int *lines)
-{
+                         int pass, const char **pr, int64_t n, int *lines) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
-    const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
+    const char *base =
+        (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
     if (cx->lanes && !pass) {
         const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS), rs = es * pb->bs; /* bytes between channel rows */
         for (int64_t s0 = a, s1; s0 < e && n + dmax <= KVC_PF_ROWS; s0 = s1) {
@@ -234,8 +228,7 @@ static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off,
 /* The rows to prefetch of the unit computed after (keys [a, e), head gl) of
  * pass `pass` (0 scores, 1 values) into pr; returns their number. */
 static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
-                              int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines)
-{
+                              int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines) {
     *lines = 0;
     if (!cx->prefetch) return 0;
     int64_t na = a, ne = e, ng = gl + 1, off = cr->p0;
@@ -243,8 +236,10 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
     if (ng == it->ng) {
         ng = 0, na = e, ne = sub_end(e, j1);
         if (na >= j1) {
-            if (pass == 0) pass = 1, na = j0, ne = sub_end(j0, j1);
-            else pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
+            if (pass == 0)
+                pass = 1, na = j0, ne = sub_end(j0, j1);
+            else
+                pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
         }
     }
     if (!idx) idx = pass ? cr->vi : cr->ki;
@@ -256,8 +251,7 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * (multi-head attention: one multiply-add per element) into L2; measured
  * cold, batch 8 at 4k, calls alternating: GQA 4 f16 10-15 % faster with
  * prefetcht0 than with prefetcht2, GQA 1 f16 7-8 % slower. */
-static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t calls, int64_t c, int64_t RG)
-{
+static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t calls, int64_t c, int64_t RG) {
     const int64_t per = kvci_cdiv(n, calls), r0 = kvci_min64(n, c * per);
     kvc_pf_run run = {pr + r0, pr + kvci_min64(n, r0 + per), lines, RG > 1};
     return run;
@@ -265,8 +259,7 @@ static kvc_pf_run pf_share(const char *const *pr, int64_t n, int lines, int64_t 
 
 /* Key scores fixed for int8 K: per-token scale kA and offset kO, per-channel offset term cst. */
 static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t jt, int64_t j1, float *sc,
-                          const kvc_cpu_scratch *s)
-{
+                          const kvc_cpu_scratch *s) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     float kA[KVC_QK_KEYS], kO[KVC_QK_KEYS];
@@ -290,8 +283,7 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
  * of the chunk outside [j0, j1) are left as they are (row_softmax masks
  * them before reading). */
 static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t gl,
-                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr, int64_t np, int lines)
-{
+                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr, int64_t np, int lines) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni, hk = kvci_attn_kv_head_stride(pb, pb->D);
     const char *kd = (const char *)pb->p->k.data + cx->kes * gl * hk;
@@ -299,15 +291,15 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
     for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
         s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
         kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
-        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->bs, (int)(s1 - s0), s->qs + gl * RG * cx->Dq8,
-                                      cx->Dq8, (int)RG, pb->D, s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
+        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->bs, (int)(s1 - s0),
+                                      s->qs + gl * RG * cx->Dq8, cx->Dq8, (int)RG, pb->D,
+                                      s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
     }
 }
 
 /* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8), unit by unit. */
 static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                   const chunk_rows *cr, kvc_cpu_scratch *s)
-{
+                   const chunk_rows *cr, kvc_cpu_scratch *s) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
@@ -326,7 +318,8 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                 scores_lanes(cx, it, cb, a, e, gl, cr, s, pr, np, lines);
                 continue;
             }
-            for (int64_t jt = t0, c = 0; jt < e; jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
+            for (int64_t jt = t0, c = 0; jt < e;
+                 jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
                 kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
                 const int64_t *ki = cr->ki + (jt - cr->p0);
                 float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
@@ -340,7 +333,8 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                 for (int64_t t = 0; t < K; t++) {
                     float *dst = s->kt + t * Dq8;
                     cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
-                    if (pb->Dr) cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
+                    if (pb->Dr)
+                        cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
                 }
                 kvci_pf_rest(&run);
                 cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
@@ -351,14 +345,12 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
         for (int64_t jt = j0 & ~(int64_t)7; jt < j1; jt += K) key_quant_fix(cx, it, R, jt, j1, s->sc + (jt - cb), s);
 }
 
-static void record_clear(float *rr, int64_t Dv8, float m, float l)
-{
+static void record_clear(float *rr, int64_t Dv8, float m, float l) {
     rr[0] = m, rr[1] = l, rr[2] = 0.0f;
     memset(rr + 3, 0, sizeof(float) * (size_t)(KVC_REC_HDR - 3 + Dv8));
 }
 
-static bool any_nan(const float *s, int64_t n)
-{
+static bool any_nan(const float *s, int64_t n) {
     for (int64_t t = 0; t < n; t++)
         if (s[t] != s[t]) return true;
     return false;
@@ -369,8 +361,7 @@ static bool any_nan(const float *s, int64_t n)
  * record NaN (through the exponentials, or m and l NaN when the maximum
  * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
 static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
-                        kvc_cpu_scratch *s, float *rr)
-{
+                        kvc_cpu_scratch *s, float *rr) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t i = it->i0 + r % it->ni;
     int64_t a, e;
@@ -408,8 +399,7 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
  * ones, since finite scores never weigh 0) are skipped (selection): their
  * scale or offset may be NaN or infinite, and 0 * NaN would poison the row. */
 static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t R, int64_t cb, int64_t j0,
-                               int64_t j1, kvc_cpu_scratch *s, float *rec)
-{
+                               int64_t j1, kvc_cpu_scratch *s, float *rec) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     float vs[KVC_CHUNK], vo[KVC_CHUNK]; /* scale and offset of key j at j - j0, read once for all rows */
@@ -433,8 +423,7 @@ static void value_token_scales(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, in
 
 /* Pass 2: rec acc += weights x values over keys [j0, j1), unit by unit, up to KVC_VTILE value rows per call. */
 static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                   const chunk_rows *cr, kvc_cpu_scratch *s, float *rec)
-{
+                   const chunk_rows *cr, kvc_cpu_scratch *s, float *rec) {
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
@@ -470,8 +459,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     }
 }
 
-void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec)
-{
+void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kvc_cpu_scratch *s, float *rec) {
     const int64_t R = it->ng * cx->pb->G * it->ni, cb = c * KVC_CHUNK;
     const int64_t j0 = kvci_max64(cb, it->lo), j1 = kvci_min64(cb + KVC_CHUNK, it->hi);
     chunk_rows cr;

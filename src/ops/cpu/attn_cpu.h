@@ -11,15 +11,21 @@
 #include "ops/attn_problem.h"
 #include "ops/cpu/simd.h"
 
-#define KVC_CHUNK 512  /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
-#define KVC_ROWS 128   /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often */
-#define KVC_SUB 64     /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
+#define KVC_CHUNK 512 /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
+#define KVC_ROWS                                                                                                       \
+    128 /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often                \
+         */
+#define KVC_SUB                                                                                                        \
+    64 /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's   \
+          rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
 _Static_assert(KVC_SUB <= KVC_LANES_KEYS, "a unit's keys of one block fit one qk_lanes call");
-#define KVC_PF_ROW_LINES 16 /* most cache lines of one K/V row a unit prefetches */
-#define KVC_PF_CHANNELS 256 /* most channel rows of keys in lanes a unit prefetches */
-#define KVC_PF_ROWS 512      /* most prefetch rows of one unit (its key rows; keys in lanes: channel rows of its block segments) */
-#define KVC_DIRECT_ROWS 8 /* most rows per KV head an item may compute with the direct (tile-free) kernels: decode up to GQA 8 */
-#define KVC_REC_HDR 8  /* record header floats: m, l, e (value-offset term), padding */
+#define KVC_PF_ROW_LINES 16  /* most cache lines of one K/V row a unit prefetches */
+#define KVC_PF_CHANNELS  256 /* most channel rows of keys in lanes a unit prefetches */
+#define KVC_PF_ROWS                                                                                                    \
+    512 /* most prefetch rows of one unit (its key rows; keys in lanes: channel rows of its block segments) */
+#define KVC_DIRECT_ROWS                                                                                                \
+    8 /* most rows per KV head an item may compute with the direct (tile-free) kernels: decode up to GQA 8 */
+#define KVC_REC_HDR 8 /* record header floats: m, l, e (value-offset term), padding */
 
 /* Work item: (request b, KV heads [g0, g0 + ng), tile of query rows). Row
  * r of an item is (head group g0 + r / (G ni), head h = r / ni % G,
@@ -29,9 +35,9 @@ _Static_assert(KVC_SUB <= KVC_LANES_KEYS, "a unit's keys of one block fit one qk
 typedef struct kvc_cpu_item {
     int64_t b, g0, ng, i0, ni; /* request, KV heads, first query row, query rows */
     int64_t q0, sq, k0, skv;
-    int64_t lo, hi;         /* union of the rows' visible key intervals */
-    int64_t c_lo, c_hi;     /* chunks [c_lo, c_hi) hold visible keys */
-    int64_t task0;          /* split-K: index of this item's first chunk task */
+    int64_t lo, hi;     /* union of the rows' visible key intervals */
+    int64_t c_lo, c_hi; /* chunks [c_lo, c_hi) hold visible keys */
+    int64_t task0;      /* split-K: index of this item's first chunk task */
 } kvc_cpu_item;
 
 typedef struct kvc_cpu_ctx {
@@ -41,12 +47,12 @@ typedef struct kvc_cpu_ctx {
     int64_t Dv8;          /* value channels padded to a multiple of 8 */
     int64_t QT, R, RS;    /* query rows per item; max rows; record floats KVC_REC_HDR + Dv8 */
     int64_t n_items, n_tasks;
-    bool token_major;     /* K/V of all heads of one token adjacent (BnBsH, packed or B.. contiguous) */
-    bool prefetch;        /* K/V rows are prefetched unit by unit (not NZ: column tiles) */
-    bool direct;          /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= KVC_DIRECT_ROWS rows per
-                             head may use the table's direct (tile-free) qk / pv */
-    bool direct_pv;       /* the same for pv alone (plain V rows, Dv a multiple of 8) */
-    bool lanes;           /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
+    bool token_major; /* K/V of all heads of one token adjacent (BnBsH, packed or B.. contiguous) */
+    bool prefetch;    /* K/V rows are prefetched unit by unit (not NZ: column tiles) */
+    bool direct;      /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= KVC_DIRECT_ROWS rows per
+                         head may use the table's direct (tile-free) qk / pv */
+    bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
+    bool lanes;       /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes */
     kvc_chan_map cmk, cmv, cmr;
@@ -54,20 +60,19 @@ typedef struct kvc_cpu_ctx {
 
 /* Scratch of one thread (floats, each part 32-byte aligned). */
 typedef struct kvc_cpu_scratch {
-    float *qs;     /* [R, Dq8] query rows times the softmax scale (and folded key scales) */
-    float *qsum;   /* [R] sum of a query row's D channels (per-token key offsets) */
-    float *cst;    /* [R] per-channel key offset term */
-    float *sc;     /* [R, KVC_CHUNK] scores, then weights, at chunk-relative positions */
-    float *kt;     /* [KVC_QK_KEYS, Dq8] key tile (f32) */
-    float *vt;     /* [KVC_VTILE, Dv8] value tile (f32) */
-    float *rec;    /* [R, RS] chunk record */
-    float *run;    /* [R, RS] running record */
+    float *qs;   /* [R, Dq8] query rows times the softmax scale (and folded key scales) */
+    float *qsum; /* [R] sum of a query row's D channels (per-token key offsets) */
+    float *cst;  /* [R] per-channel key offset term */
+    float *sc;   /* [R, KVC_CHUNK] scores, then weights, at chunk-relative positions */
+    float *kt;   /* [KVC_QK_KEYS, Dq8] key tile (f32) */
+    float *vt;   /* [KVC_VTILE, Dv8] value tile (f32) */
+    float *rec;  /* [R, RS] chunk record */
+    float *run;  /* [R, RS] running record */
 } kvc_cpu_scratch;
 
 /* Element i of an f32 dequantisation scale/offset tensor; NaN when it is
  * not finite (docs/ops.md "NaN and Inf": what it dequantises is NaN). */
-static inline float kvci_cpu_fquant(const kvc_tensor *t, int64_t i)
-{
+static inline float kvci_cpu_fquant(const kvc_tensor *t, int64_t i) {
     const float x = ((const float *)t->data)[i];
     return isfinite(x) ? x : NAN;
 }

@@ -15,8 +15,8 @@
 
 #include "kvcache/base.h"
 
-#define KVC_QK_KEYS 8 /* keys per qk call */
-#define KVC_VTILE 32  /* most keys per pv call */
+#define KVC_QK_KEYS 8  /* keys per qk call */
+#define KVC_VTILE   32 /* most keys per pv call */
 
 /* Where channel d of a K/V row sits relative to channel 0: plain storage
  * d; NZ storage with tile width c0 = 1 << sh: (d >> sh) * nzs + (d & mask). */
@@ -39,8 +39,8 @@ typedef void (*kvc_qk_fn)(const float *k, int64_t kstride, const float *q, int64
  * r < nr, d < dim (a multiple of 8), keys t < nk <= KVC_VTILE in
  * increasing order. A pair (r, t) whose weight is 0 is skipped (its value
  * row may hold NaN); skipping and adding 0 * finite give the same bits. */
-typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, int nk, const float *w, int64_t wstride, int nr,
-                          int64_t dim, float *acc, int64_t astride);
+typedef void (*kvc_pv_fn)(const float *v, int64_t vstride, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
+                          float *acc, int64_t astride);
 
 /* s[t] = exp(max(s[t] - m, KVC_EXP_LO)) for t < n (a multiple of 8): -inf
  * gives 0, NaN stays NaN, and no finite argument underflows to 0 (the
@@ -70,25 +70,25 @@ typedef struct kvc_pf_run {
 } kvc_pf_run;
 
 /* The run's next row, if any. */
-__attribute__((always_inline)) static inline void kvci_pf_row(kvc_pf_run *r)
-{
+__attribute__((always_inline)) static inline void kvci_pf_row(kvc_pf_run *r) {
     if (r->at < r->end) {
         const char *row = *r->at++;
         for (int l = 0; l < r->lines; l++) {
-            if (r->l1) __builtin_prefetch(row + 64 * l, 0, 3);
-            else __builtin_prefetch(row + 64 * l, 0, 1);
+            if (r->l1)
+                __builtin_prefetch(row + 64 * l, 0, 3);
+            else
+                __builtin_prefetch(row + 64 * l, 0, 1);
         }
     }
 }
 
 /* The rows the run has left. */
-static inline void kvci_pf_rest(kvc_pf_run *r)
-{
+static inline void kvci_pf_rest(kvc_pf_run *r) {
     while (r->at < r->end) kvci_pf_row(r);
 }
 
-typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim,
-                                 float *out, int64_t ostride, kvc_pf_run pf);
+typedef void (*kvc_qk_direct_fn)(const void *const *k, const float *q, int64_t qstride, int nr, int64_t dim, float *out,
+                                 int64_t ostride, kvc_pf_run pf);
 typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, int64_t wstride, int nr, int64_t dim,
                                  float *acc, int64_t astride, kvc_pf_run pf);
 
@@ -100,8 +100,8 @@ typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, i
  * key is its own lane, so the result does not depend on the vector width,
  * nk or nr; this is the only qk of such keys (decode and prefill alike). */
 #define KVC_LANES_KEYS 64
-typedef void (*kvc_qk_lanes_fn)(const void *k, int64_t cs, int nk, const float *q, int64_t qstride, int nr,
-                                int64_t dim, float *out, int64_t ostride, kvc_pf_run pf);
+typedef void (*kvc_qk_lanes_fn)(const void *k, int64_t cs, int nk, const float *q, int64_t qstride, int nr, int64_t dim,
+                                float *out, int64_t ostride, kvc_pf_run pf);
 
 #define KVC_SIMD_SLOTS 6
 
@@ -118,8 +118,7 @@ typedef struct kvc_simd_table {
 } kvc_simd_table;
 
 /* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value), 4 fp8 e4m3, 5 fp8 e5m2. */
-static inline int kvci_simd_slot(kvc_dtype dt)
-{
+static inline int kvci_simd_slot(kvc_dtype dt) {
     switch (dt) {
     case KVC_DTYPE_F16: return 1;
     case KVC_DTYPE_BF16: return 2;

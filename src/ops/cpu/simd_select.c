@@ -6,8 +6,7 @@
 
 #include "ops/cpu/simd.h"
 
-bool kvci_simd_cpu_runs(const kvc_simd_table *t)
-{
+bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
     if (!t) return false;
     if (t == &kvc_simd_portable) return true;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -23,19 +22,19 @@ bool kvci_simd_cpu_runs(const kvc_simd_table *t)
 }
 
 /* The best table at or below rank (0 portable, 1 avx2, 2 avx512) that this CPU runs. */
-static const kvc_simd_table *best_up_to(int rank)
-{
+static const kvc_simd_table *best_up_to(int rank) {
     if (rank >= 2 && kvci_simd_cpu_runs(kvci_simd_avx512_table())) return kvci_simd_avx512_table();
     if (rank >= 1 && kvci_simd_cpu_runs(kvci_simd_avx2_table())) return kvci_simd_avx2_table();
     return &kvc_simd_portable;
 }
 
-static const kvc_simd_table *from_environment(void)
-{
+static const kvc_simd_table *from_environment(void) {
     const char *e = getenv("KVC_SIMD");
     int rank = 2;
-    if (e && strcmp(e, "portable") == 0) rank = 0;
-    else if (e && strcmp(e, "avx2") == 0) rank = 1;
+    if (e && strcmp(e, "portable") == 0)
+        rank = 0;
+    else if (e && strcmp(e, "avx2") == 0)
+        rank = 1;
     return best_up_to(rank);
 }
 
@@ -44,8 +43,7 @@ static const kvc_simd_table *_Atomic chosen; /* from_environment(), once (every 
 
 void kvci_simd_override(const kvc_simd_table *t) { forced = t; }
 
-const kvc_simd_table *kvci_simd_select(void)
-{
+const kvc_simd_table *kvci_simd_select(void) {
     const kvc_simd_table *f = forced;
     if (f) return f;
     const kvc_simd_table *c = chosen;

@@ -13,70 +13,63 @@
 #include <immintrin.h>
 
 #define KVC_X86_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define KVC_X86_INL KVC_X86_AVX2 __attribute__((always_inline)) static inline
+#define KVC_X86_INL  KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
 /* The dispatch table of an x86 path: the file's own qk/pv tile kernels,
  * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2) and exponentials
  * (EXP_SUM), with the shared AVX2 conversions into tiles and maximum. */
-#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM)                                                                       \
-    static const kvc_simd_table VAR = {                                                                              \
-        NAME,                                                                                                        \
-        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,             \
-         kvci_avx2_cvt_e5m2},                                                                                        \
-        qk,                                                                                                          \
-        pv,                                                                                                          \
-        {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                \
-        {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                \
-        {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                      \
-        EXP_SUM,                                                                                                     \
-        kvci_avx2_max,                                                                                               \
+#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM)                                                                         \
+    static const kvc_simd_table VAR = {                                                                                \
+        NAME,                                                                                                          \
+        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,               \
+         kvci_avx2_cvt_e5m2},                                                                                          \
+        qk,                                                                                                            \
+        pv,                                                                                                            \
+        {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                  \
+        {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                  \
+        {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                        \
+        EXP_SUM,                                                                                                       \
+        kvci_avx2_max,                                                                                                 \
     }
 
 /* The tile kernels as the dispatch table calls them (qk, pv on f32 tiles with
  * a row stride): the file's qk_rows_tile/pv_rows_tile without prefetch. */
-#define KVC_X86_TILE_ENTRIES(TGT)                                                                                    \
-    TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,      \
-                       int64_t os)                                                                                   \
-    {                                                                                                                \
-        kvc_pf_run none = {NULL, NULL, 0, false};                                                                    \
-        qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);                                                         \
-    }                                                                                                                \
-    TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,          \
-                       float *acc, int64_t as)                                                                       \
-    {                                                                                                                \
-        kvc_pf_run none = {NULL, NULL, 0, false};                                                                    \
-        pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);                                                     \
+#define KVC_X86_TILE_ENTRIES(TGT)                                                                                      \
+    TGT static void qk(const float *k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
+                       int64_t os) {                                                                                   \
+        kvc_pf_run none = {NULL, NULL, 0, false};                                                                      \
+        qk_rows_tile(k, ks, q, qs, nr, dim, out, os, &none);                                                           \
+    }                                                                                                                  \
+    TGT static void pv(const float *v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
+                       float *acc, int64_t as) {                                                                       \
+        kvc_pf_run none = {NULL, NULL, 0, false};                                                                      \
+        pv_rows_tile(v, vs, nk, w, ws, nr, dim, acc, as, &none);                                                       \
     }
 
 /* The direct kernels of one element type, as the dispatch table calls them:
  * rows given as pointers (k[t], v[t]), the file's qk_rows_/pv_rows_ kernels,
  * then the rest of the prefetch run. TGT is the file's target attribute. */
-#define KVC_X86_DIRECT_ENTRIES(NAME, TGT)                                                                            \
-    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,          \
-                                     float *out, int64_t os, kvc_pf_run pf)                                          \
-    {                                                                                                                \
-        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                          \
-        kvci_pf_rest(&pf);                                                                                           \
-    }                                                                                                                \
-    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim,  \
-                                     float *acc, int64_t as, kvc_pf_run pf)                                          \
-    {                                                                                                                \
-        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                      \
-        kvci_pf_rest(&pf);                                                                                           \
+#define KVC_X86_DIRECT_ENTRIES(NAME, TGT)                                                                              \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,            \
+                                     float *out, int64_t os, kvc_pf_run pf) {                                          \
+        qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                            \
+        kvci_pf_rest(&pf);                                                                                             \
+    }                                                                                                                  \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim,    \
+                                     float *acc, int64_t as, kvc_pf_run pf) {                                          \
+        pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                                        \
+        kvci_pf_rest(&pf);                                                                                             \
     }
 
 KVC_X86_INL __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
-KVC_X86_INL __m256 ld_f16(const void *p, int64_t i)
-{
+KVC_X86_INL __m256 ld_f16(const void *p, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
 }
-KVC_X86_INL __m256 ld_bf16(const void *p, int64_t i)
-{
+KVC_X86_INL __m256 ld_bf16(const void *p, int64_t i) {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
-KVC_X86_INL __m256 ld_i8(const void *p, int64_t i)
-{
+KVC_X86_INL __m256 ld_i8(const void *p, int64_t i) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
 }
 
@@ -86,33 +79,33 @@ KVC_X86_INL __m256 ld_i8(const void *p, int64_t i)
  * by 256 and +-480 becomes NaN). NaN lanes get the NaN of kvc_fp8_*_to_f32 (the quiet NaN
  * with the code's sign), so every code converts to the scalar decoding's bits. */
 KVC_X86_INL __m128i e5m2_f16(__m128i x) { return _mm_slli_epi16(x, 8); }
-KVC_X86_INL __m128i e4m3_f16(__m128i x)
-{
+KVC_X86_INL __m128i e4m3_f16(__m128i x) {
     return _mm_or_si128(_mm_and_si128(_mm_slli_epi16(x, 8), _mm_set1_epi16((short)0x8000)),
                         _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(0x3f80)));
 }
-KVC_X86_INL __m256 signed_qnan(__m256 f, __m256 nan)
-{
+KVC_X86_INL __m256 signed_qnan(__m256 f, __m256 nan) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     return _mm256_blendv_ps(f, _mm256_or_ps(_mm256_and_ps(f, sign), _mm256_set1_ps(__builtin_nanf(""))), nan);
 }
-KVC_X86_INL __m256 ld_e5m2(const void *p, int64_t i)
-{
-    const __m256 f = _mm256_cvtph_ps(e5m2_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+KVC_X86_INL __m256 ld_e5m2(const void *p, int64_t i) {
+    const __m256 f =
+        _mm256_cvtph_ps(e5m2_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
     return signed_qnan(f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q));
 }
-KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i)
-{
-    const __m256 h = _mm256_cvtph_ps(e4m3_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i) {
+    const __m256 h =
+        _mm256_cvtph_ps(e4m3_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
     const __m256 f = _mm256_mul_ps(h, _mm256_set1_ps(256.0f));
-    return signed_qnan(f, _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), f), _mm256_set1_ps(480.0f), _CMP_EQ_OQ));
+    return signed_qnan(f,
+                       _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), f), _mm256_set1_ps(480.0f), _CMP_EQ_OQ));
 }
 
 /* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)),
  * in two steps that may run apart: reduce4 of a[0..3] and of a[4..7], then reduce_join. */
-KVC_X86_INL __m256 reduce4(const __m256 *a) { return _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3])); }
-KVC_X86_INL __m256 reduce_join(__m256 t0, __m256 t1)
-{
+KVC_X86_INL __m256 reduce4(const __m256 *a) {
+    return _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+}
+KVC_X86_INL __m256 reduce_join(__m256 t0, __m256 t1) {
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 KVC_X86_INL __m256 reduce8(const __m256 *a) { return reduce_join(reduce4(a), reduce4(a + 4)); }
@@ -127,19 +120,18 @@ KVC_X86_INL void pf_step(kvc_pf_run *c) { kvci_pf_row(c); }
  * KVC_EXP_LO (simd.h; max(lo, x), whose second operand passes a NaN
  * through), n = round(x log2 e), r = x - n ln 2 in two parts, a Cephes
  * polynomial in r (P0 highest), times 2^n; -inf lanes then set to 0. */
-#define KVC_EXP_LOG2E 1.44269504088896341f
+#define KVC_EXP_LOG2E  1.44269504088896341f
 #define KVC_EXP_LN2_HI 0.693359375f
 #define KVC_EXP_LN2_LO (-2.12194440e-4f)
-#define KVC_EXP_P0 1.9875691500e-4f
-#define KVC_EXP_P1 1.3981999507e-3f
-#define KVC_EXP_P2 8.3334519073e-3f
-#define KVC_EXP_P3 4.1665795894e-2f
-#define KVC_EXP_P4 1.6666665459e-1f
-#define KVC_EXP_P5 5.0000001201e-1f
+#define KVC_EXP_P0     1.9875691500e-4f
+#define KVC_EXP_P1     1.3981999507e-3f
+#define KVC_EXP_P2     8.3334519073e-3f
+#define KVC_EXP_P3     4.1665795894e-2f
+#define KVC_EXP_P4     1.6666665459e-1f
+#define KVC_EXP_P5     5.0000001201e-1f
 
 /* The sum of an exponentials accumulator's 8 lanes, by the fixed tree of kvc_exp_sum_fn. */
-KVC_X86_INL float hsum_tree(__m256 v)
-{
+KVC_X86_INL float hsum_tree(__m256 v) {
     const __m256 h = _mm256_hadd_ps(v, v);
     const __m256 h2 = _mm256_hadd_ps(h, h);
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));

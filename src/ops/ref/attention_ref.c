@@ -12,15 +12,13 @@
 #include "ops/elem.h"
 
 /* Element qi of an f32 dequantisation scale or offset tensor; NaN when it is not finite. */
-static double quant_param(const kvc_tensor *t, int64_t qi)
-{
+static double quant_param(const kvc_tensor *t, int64_t qi) {
     const double x = ((const float *)t->data)[qi];
     return isfinite(x) ? x : NAN;
 }
 
 /* Dequantised K (or V) element: x = scale * (q + offset) for int8, else the value. */
-static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t k0, int64_t j, int64_t g, int64_t d)
-{
+static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t k0, int64_t j, int64_t g, int64_t d) {
     const kvc_attention_params *p = pb->p;
     const kvc_tensor *t = is_v ? &p->v : &p->k;
     const int64_t dim = is_v ? pb->Dv : pb->D, c0 = is_v ? pb->c0v : pb->c0k;
@@ -30,13 +28,13 @@ static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t 
     const kvc_qidx q = is_v ? pb->vq : pb->kq;
     const int64_t qi = kvci_attn_quant_index(pb, q, b, j, g, d, dim);
     const double s = quant_param(is_v ? &p->value_scale : &p->key_scale, qi);
-    const double o = (is_v ? pb->v_has_off : pb->k_has_off) ? quant_param(is_v ? &p->value_offset : &p->key_offset, qi) : 0.0;
+    const double o =
+        (is_v ? pb->v_has_off : pb->k_has_off) ? quant_param(is_v ? &p->value_offset : &p->key_offset, qi) : 0.0;
     return s * (x + o);
 }
 
 /* Score of key j for query row (b, q0 + i, head n), already scaled. */
-static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n, int64_t k0, int64_t j)
-{
+static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n, int64_t k0, int64_t j) {
     const kvc_attention_params *p = pb->p;
     const int64_t g = n / pb->G;
     const int64_t qi = kvci_attn_q_index(pb, b, q0, i, n, pb->D);
@@ -59,8 +57,7 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
 
 /* One output row: s [Skv] scratch, acc [Dv] scratch. */
 static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t sq, int64_t i, int64_t n, int64_t k0,
-                    int64_t skv, double *s, double *acc)
-{
+                    int64_t skv, double *s, double *acc) {
     const kvc_attention_params *p = pb->p;
     int64_t lo, hi;
     kvci_attn_row_interval(pb, i, sq, skv, &lo, &hi);
@@ -93,8 +90,7 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
     if (p->lse.data) ((float *)p->lse.data)[kvci_attn_lse_index(pb, b, q0, i, n)] = (float)lse;
 }
 
-kvc_status kvc_attention_ref(const kvc_attention_params *p)
-{
+kvc_status kvc_attention_ref(const kvc_attention_params *p) {
     kvc_attn_problem pb;
     kvc_status st = kvci_attn_resolve(p, &pb);
     if (st != KVC_OK) return st;
