@@ -8,6 +8,9 @@ or long (a given fraction). It reports, per rate: requests and output tokens
 per second, TTFT, TPOT (time per output token after the first) and
 inter-token latency p50/p90/p99 in milliseconds, and the prefix-cache hit
 rate read from the server's /metrics (kvcache.serve's counters) over the run.
+--static-batch N replaces the arrivals with the baseline of static batching:
+all requests queued at once and sent in lock-step waves of N, each wave after
+the previous one has finished.
 """
 import argparse
 import asyncio
@@ -76,12 +79,18 @@ async def run_rate(args, rate, prompts, rng):
         before = [scrape(sync, n) for n in ("kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total")]
         async with httpx.AsyncClient(base_url=args.url, headers=headers, timeout=None, limits=limits) as client:
             start = time.perf_counter()
-            tasks = []
-            for p in prompts:
-                tasks.append(asyncio.ensure_future(one_request(client, args, p)))
-                if rate != math.inf:
-                    await asyncio.sleep(rng.expovariate(rate))
-            results = await asyncio.gather(*tasks)
+            if args.static_batch:
+                results = []
+                for i in range(0, len(prompts), args.static_batch):
+                    wave = prompts[i:i + args.static_batch]
+                    results += await asyncio.gather(*(one_request(client, args, p) for p in wave))
+            else:
+                tasks = []
+                for p in prompts:
+                    tasks.append(asyncio.ensure_future(one_request(client, args, p)))
+                    if rate != math.inf:
+                        await asyncio.sleep(rng.expovariate(rate))
+                results = await asyncio.gather(*tasks)
         after = [scrape(sync, n) for n in ("kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total")]
     ok = [r for r in results if "error" not in r]
     wall = max((r["end"] for r in ok), default=start) - start
@@ -117,6 +126,9 @@ def parser():
     p.add_argument("--output-len", type=int, default=64, help="tokens generated per request (default 64)")
     p.add_argument("--vocab", type=int, default=500, help="prompt ids are drawn from [0, vocab) (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the prompts and arrivals")
+    p.add_argument("--static-batch", type=int, default=0, metavar="N",
+                   help="baseline of static batching: send the requests in waves of N at once, each wave after "
+                        "the previous one has finished (--rate is then ignored; default 0: off)")
     p.add_argument("--json", action="store_true", help="print one JSON object per rate")
     return p
 
@@ -128,6 +140,10 @@ def main(argv=None):
             sys.exit(f"--{name.replace('_', '-')} must lie in [0, 1]")
     if min(args.rate) <= 0 or args.num_requests < 1 or args.output_len < 1:
         sys.exit("--rate, --num-requests and --output-len must be positive")
+    if args.static_batch < 0:
+        sys.exit("--static-batch must be 0 (off) or positive")
+    if args.static_batch:
+        args.rate = [math.inf]
     for rate in args.rate:
         rng = random.Random(args.seed)
         report = asyncio.run(run_rate(args, rate, make_prompts(args, rng), rng))

@@ -315,3 +315,25 @@ def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, mo
     monkeypatch.undo()
     wait_kv_free(url)
     assert httpx.post(url + "/v1/completions", json=body).status_code == 200
+
+
+def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
+    from kvcache import bench_serve
+
+    in_flight, peaks, real = [0], [], bench_serve.one_request
+
+    async def counted(client, args, prompt):
+        in_flight[0] += 1
+        peaks.append(in_flight[0])
+        try:
+            return await real(client, args, prompt)
+        finally:
+            in_flight[0] -= 1
+
+    monkeypatch.setattr(bench_serve, "one_request", counted)
+    args = bench_serve.parser().parse_args(["--url", server[0], "--model", "test", "--num-requests", "7",
+                                            "--input-len", "8", "--output-len", "3", "--static-batch", "3"])
+    rng = __import__("random").Random(0)
+    report = asyncio.run(bench_serve.run_rate(args, float("inf"), bench_serve.make_prompts(args, rng), rng))
+    assert report["failed"] == 0 and report["requests"] == 7
+    assert peaks == [1, 2, 3, 1, 2, 3, 1]  # waves of 3, 3 and 1, each after the previous one ended
