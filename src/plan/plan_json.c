@@ -119,7 +119,7 @@ static bool add_numbers(cJSON *o, const kvc_model_plan *p) {
              cJSON_AddStringToObject(item, "attn_type", kvc_attn_type_name(gp->attn_type)) != NULL &&
              add_num(item, "block_size", (double)gp->block_size) && add_num(item, "block_num", (double)gp->block_num) &&
              cJSON_AddBoolToObject(item, "fixed", gp->fixed) != NULL &&
-             add_num(item, "block_bytes", (double)gp->block_bytes);
+             add_num(item, "block_bytes", (double)gp->block_bytes) && add_num(item, "pool_id", (double)gp->pool_id);
     }
     ok = ok && add_num(o, "max_tokens", (double)b->max_tokens) && add_num(o, "total_bytes", (double)b->total_bytes);
     return ok;

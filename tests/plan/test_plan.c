@@ -297,6 +297,10 @@ static void test_gpt_oss_20b(void **state) {
     assert_true(flag(doc, "sinks"));
     assert_int_equal((int64_t)num(cJSON_GetObjectItemCaseSensitive(doc, "block_num"), "SlidingWindow"), 5461);
     assert_int_equal((int64_t)num(doc, "fixed_bytes"), 0); /* nothing set aside per sequence for the window */
+    const cJSON *managers = cJSON_GetObjectItemCaseSensitive(doc, "managers");
+    assert_int_equal(cJSON_GetArraySize(managers), 2); /* both keys name the one shared pool */
+    assert_true(num(cJSON_GetArrayItem(managers, 0), "pool_id") > 0);
+    assert_true(num(cJSON_GetArrayItem(managers, 0), "pool_id") == num(cJSON_GetArrayItem(managers, 1), "pool_id"));
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(doc, "rope");
     assert_string_equal(str(rope, "type"), "yarn");
     assert_true(fabs(num(rope, "attention_factor") - (0.1 * log(32.0) + 1.0)) < 1e-9);
