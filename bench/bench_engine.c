@@ -198,21 +198,6 @@ static kvc_status decode_scaling(const kvc_model *m, bool latent, const kvc_demo
     return st;
 }
 
-/* The KV bytes an engine with params p allocates over m. */
-static kvc_status engine_kv_bytes(const kvc_model *m, const kvc_engine_adapter_params *ap, const kvc_engine_params *p,
-                                  int64_t *bytes) {
-    kvc_engine_adapter *a = NULL;
-    kvc_engine *e = NULL;
-    kvc_engine_stats st;
-    kvc_status s = kvc_engine_adapter_create(m, ap, p, &a);
-    if (s == KVC_OK) s = kvc_engine_create(kvc_engine_adapter_model(a), p, &e);
-    if (s == KVC_OK) s = kvc_engine_get_stats(e, &st);
-    if (s == KVC_OK) *bytes = st.kv_bytes;
-    kvc_engine_destroy(e);
-    kvc_engine_adapter_destroy(a);
-    return s;
-}
-
 /* The equal-memory engine's kv_memory_bytes: static's memory, less what the
  * engine allocates beyond its budget (one step's chunk room in the
  * sliding-window pools), so that everything it allocates fits. */
@@ -220,7 +205,7 @@ static kvc_status fit_equal_memory(const kvc_model *m, const kvc_engine_adapter_
     int64_t budget = row->static_bytes, bytes = 0;
     for (int i = 0; i < 4; i++) {
         kvc_engine_params p = be_params(BE_EQUAL_MEMORY, budget);
-        kvc_status st = engine_kv_bytes(m, ap, &p, &bytes);
+        kvc_status st = kvc_bench_engine_kv_bytes(m, ap, &p, &bytes);
         if (st != KVC_OK) return st;
         if (bytes <= row->static_bytes) break;
         budget -= bytes - row->static_bytes;

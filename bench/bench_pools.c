@@ -49,9 +49,8 @@ static kvc_engine_params bp_params(bool shared, int64_t seqs, int64_t kv_memory)
     return p;
 }
 
-/* The KV bytes of an engine with params p (KVC_ENOMEM: it cannot be built). */
-static kvc_status engine_bytes(const kvc_model *m, const kvc_engine_adapter_params *ap, const kvc_engine_params *p,
-                               int64_t *bytes) {
+kvc_status kvc_bench_engine_kv_bytes(const kvc_model *m, const kvc_engine_adapter_params *ap,
+                                     const kvc_engine_params *p, int64_t *bytes) {
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     kvc_engine_stats es;
@@ -72,7 +71,7 @@ static kvc_status fit(const kvc_model *m, const kvc_engine_adapter_params *ap, b
     int64_t budget = memory, bytes = 0;
     for (int i = 0; i < 4 && budget > 0; i++) {
         *out = bp_params(shared, seqs, budget);
-        kvc_status st = engine_bytes(m, ap, out, &bytes);
+        kvc_status st = kvc_bench_engine_kv_bytes(m, ap, out, &bytes);
         if (st != KVC_OK) return st;
         if (bytes <= memory) return KVC_OK;
         budget -= bytes - memory;

@@ -10,4 +10,9 @@
  * with a shared pool and with a pool per key in the same KV memory. */
 kvc_status kvc_bench_pools_run(bool json);
 
+/* The KV bytes an engine with params p allocates over m (built and destroyed;
+ * the engine's own error when it cannot be built). */
+kvc_status kvc_bench_engine_kv_bytes(const kvc_model *m, const kvc_engine_adapter_params *ap,
+                                     const kvc_engine_params *p, int64_t *bytes);
+
 #endif

@@ -85,12 +85,17 @@ kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t rid, const int32_t
     return KVC_OK;
 }
 
-kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out) {
-    if (m == NULL || out == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_manager_state_source: manager and out must not be NULL");
+/* The checks of a per-key query: m and out given, key_index a key of m. */
+static kvc_status check_key_query(const kvc_manager *m, const void *out, int32_t key_index, const char *fn) {
+    if (m == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "%s: manager and out must not be NULL", fn);
     if (key_index < 0 || key_index >= m->n_managers)
-        return kvci_fail(KVC_ERANGE, "kvc_manager_state_source: key index %d is out of range [0, %d)", key_index,
-                         m->n_managers);
+        return kvci_fail(KVC_ERANGE, "%s: key index %d is out of range [0, %d)", fn, key_index, m->n_managers);
+    return KVC_OK;
+}
+
+kvc_status kvc_manager_state_source(const kvc_manager *m, int64_t rid, int32_t key_index, int32_t *out) {
+    kvc_status st = check_key_query(m, out, key_index, "kvc_manager_state_source");
+    if (st != KVC_OK) return st;
     int32_t slot = kvci_request_table_find(&m->requests, rid);
     *out = slot >= 0 ? kvci_manager_request_tables(m, slot)[key_index].state_source : KVC_NULL_BLOCK;
     return KVC_OK;
@@ -120,11 +125,8 @@ kvc_status kvc_manager_clear_prefix_cache(kvc_manager *m) {
 }
 
 kvc_status kvc_manager_block_info(const kvc_manager *m, int32_t key_index, int32_t id, kvc_block_info *out) {
-    if (m == NULL || out == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_manager_block_info: manager and out must not be NULL");
-    if (key_index < 0 || key_index >= m->n_managers)
-        return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: key index %d is out of range [0, %d)", key_index,
-                         m->n_managers);
+    kvc_status st = check_key_query(m, out, key_index, "kvc_manager_block_info");
+    if (st != KVC_OK) return st;
     const kvc_single_manager *sm = &m->managers[key_index];
     if (id < 0 || id >= kvc_block_pool_num_blocks(sm->pool))
         return kvci_fail(KVC_ERANGE, "kvc_manager_block_info: block %d is out of range [0, %lld) of key %s", id,
