@@ -26,7 +26,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:intercept_tls_get_addr=0
 # clang-format 14 (each pass rewraps them), so they keep their hand layout.
 UNFORMATTED_FILES := src/ops/cpu/simd_avx2.c src/ops/cpu/simd_avx512.c
 FORMAT_FILES := $(filter-out $(UNFORMATTED_FILES),$(sort $(wildcard include/kvcache/*.h src/*/*.[ch] src/*/*/*.[ch] \
-                tests/*/*.[ch] tools/*.[ch] bench/*.[ch] examples/*.c fuzz/*.c python/tests/*.c)))
+                tests/*/*.[ch] tools/*.[ch] bench/*.[ch] cli/*.[ch] examples/*.c fuzz/*.c python/tests/*.c)))
 
 BUILD := build
 BUILD_ASAN := build-asan

@@ -11,7 +11,7 @@ typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_B
 typedef struct kvc_bench_opts {
     bool json;             /* one JSON object per line instead of a table */
     const char *against;   /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
-    const char *plot;      /* engine only: FILE.png of the TTFT/TPOT distributions (tools/plot_data.h); NULL: none */
+    const char *plot;      /* engine only: FILE.png of the TTFT/TPOT distributions (cli/plot_data.h); NULL: none */
     const char *only;      /* attention only: run the rows whose label contains this text; NULL: all */
     kvc_bench_pages pages; /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
     const char *model_dir; /* model only: the model directory (the argument after `model`) */

@@ -1,5 +1,5 @@
 /* `kvcache bench engine [--json] [--plot FILE.png]`: the engine's schedulers
- * on the built-in models (tools/demo_workload.h), measured in one run.
+ * on the built-in models (cli/demo_workload.h), measured in one run.
  *
  * Throughput (the demo's mixed workload, all requests arriving at once),
  * generated tokens per second of wall time and of the thread's CPU time
@@ -271,7 +271,7 @@ static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *
     return KVC_OK;
 }
 
-/* --plot: the latency samples of every pass go here (tools/plot_data.h). */
+/* --plot: the latency samples of every pass go here (cli/plot_data.h). */
 static FILE *be_plot;
 
 /* One pass of the long-prompt mix under scheduler s at the workload's arrivals (lat->rate). */

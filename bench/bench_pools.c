@@ -1,6 +1,6 @@
 /* `kvcache bench pools [--json]` (also the last section of `kvcache bench
  * engine`): the hybrid gpt-oss-style demo model (full and sliding-window
- * layers, tools/demo_workload.h) served in the same KV memory with one pool
+ * layers, cli/demo_workload.h) served in the same KV memory with one pool
  * shared by its keys against a pool per key, in the same run.
  *
  * 256 requests (the demo's mixed prompts of 4-256 tokens, at most

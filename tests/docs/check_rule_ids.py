@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every rule id cited in the code (include/, src/, tests/, tools/, bench/,
+"""Every rule id cited in the code (include/, src/, tests/, tools/, cli/, bench/,
 fuzz/) has a one-line meaning in docs/rules.md, and no source points outside
 the repository.
 
@@ -34,7 +34,7 @@ def cited(path):
 
 def main():
     root = sys.argv[1]
-    files = sorted(f for pattern in ('include/kvcache/*.h', 'src/**/*.[ch]', 'tests/*/*.[ch]', 'tools/*.[ch]',
+    files = sorted(f for pattern in ('include/kvcache/*.h', 'src/**/*.[ch]', 'tests/*/*.[ch]', 'tools/*.[ch]', 'cli/*.[ch]',
                                      'bench/*.[ch]', 'fuzz/*.c')
                    for f in glob.glob(os.path.join(root, pattern), recursive=True))
     where = {}

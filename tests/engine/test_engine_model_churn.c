@@ -1,5 +1,5 @@
 /* The engine over the model runtime under churn and bad input: the built-in
- * models (tools/demo_workload.h) run a mixed workload through a small KV
+ * models (cli/demo_workload.h) run a mixed workload through a small KV
  * pool (blocks reused, requests preempted and recomputed), also with small
  * step budgets that chunk every prompt beside decode rows, and every
  * request's tokens (half of them sampled) equal its tokens when run alone

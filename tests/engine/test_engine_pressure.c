@@ -1,5 +1,5 @@
 /* KV pressure at scale (issue 13): the built-in model families
- * (tools/demo_workload.h) serve 48 requests at once (max_num_seqs 48) from a
+ * (cli/demo_workload.h) serve 48 requests at once (max_num_seqs 48) from a
  * KV pool that holds a tenth of what they would need together, so requests
  * are admitted, preempted and recomputed over and over. Through the public
  * engine API only: every request finishes with exactly the tokens it gets

@@ -3,8 +3,8 @@
  * greedy requests whose prompt and output lengths vary (long-tailed
  * outputs), and a driver that pushes a workload through an engine
  * over kvc_engine_adapter, collecting outputs and figures. */
-#ifndef KVC_TOOLS_DEMO_WORKLOAD_H
-#define KVC_TOOLS_DEMO_WORKLOAD_H
+#ifndef KVC_CLI_DEMO_WORKLOAD_H
+#define KVC_CLI_DEMO_WORKLOAD_H
 
 #include "kvcache/kvcache.h"
 

@@ -47,8 +47,8 @@
  * KVC_NAME_MAX-1 bytes and no NUL byte, except a cache_salt: bytes, where
  * "a\u0000x" and "a\u0000y" are two salts. Unknown and duplicate fields are
  * refused. */
-#ifndef KVC_TOOLS_TRACE_REPLAY_H
-#define KVC_TOOLS_TRACE_REPLAY_H
+#ifndef KVC_CLI_TRACE_REPLAY_H
+#define KVC_CLI_TRACE_REPLAY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * (without KVC_PYTHON: python-venv/bin/python beside the command, as `make python-test` makes
  * it in build/, else python3)
  * The package comes from `pip install ./python[plot]` (docs/python.md). */
-#ifndef KVC_TOOLS_PLOT_DATA_H
-#define KVC_TOOLS_PLOT_DATA_H
+#ifndef KVC_CLI_PLOT_DATA_H
+#define KVC_CLI_PLOT_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * and "a\u0000y" alike. The text the tree was parsed from says how many NULs
  * each string holds (its \u0000 escapes), and the tree holds its strings in
  * the text's order (an object member's name, then its value). */
-#ifndef KVC_TOOLS_JSON_NUL_H
-#define KVC_TOOLS_JSON_NUL_H
+#ifndef KVC_CLI_JSON_NUL_H
+#define KVC_CLI_JSON_NUL_H
 
 #include <stdbool.h>
 #include <stddef.h>
