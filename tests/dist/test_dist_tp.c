@@ -6,7 +6,8 @@
  * - allocates exactly the caches `kvcache plan --tp R --json` gives each rank (heads, dim, dtype
  *   of every layer's k/v or latent caches);
  * - holds in its caches the matching KV-head slice of a one-rank run of the whole model (the latent
- *   whole), within 1e-4, so a misaligned split fails;
+ *   whole), within 1e-4, so a misaligned split fails, and its logits are those of the one-rank run;
+ * the same (but the oracle) for a DeepSeek-V3 with routed experts, written at start;
  * and a wait on a late peer ends at its deadline (src/dist/comm.h). */
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "dist/tp.h"
+#include "kvc_test_checkpoint.h"
 #include "kvc_test_oracle.h"
 #include "kvc_test_util.h"
 #include "kvcache/plan.h"
@@ -41,15 +43,39 @@ static const tp_case QWEN3 = {"qwen3", KVC_RUNNER_PAGED};
 static const tp_case GPT_OSS = {"gpt_oss", KVC_RUNNER_PAGED};
 static const tp_case DEEPSEEK_FULL = {"deepseek_v3", KVC_RUNNER_PAGED};
 static const tp_case DEEPSEEK_LATENT = {"deepseek_v3", KVC_RUNNER_MLA_LATENT};
+/* DeepSeek-V3 with routed experts (the oracle's layers are all dense): a random checkpoint each rank
+ * writes (kvc_test_checkpoint.h), held to the one-rank run instead of an oracle. */
+static const tp_case DEEPSEEK_MOE = {"deepseek_moe", KVC_RUNNER_MLA_LATENT};
+static char g_moe_dir[512];
+
+static void model_dir(const tp_case *c, char *dir, size_t cap) {
+    if (c == &DEEPSEEK_MOE)
+        snprintf(dir, cap, "%s", g_moe_dir);
+    else
+        kvc_test_oracle_dir(c->sub, dir, cap);
+}
+
+/* The prompts of a model without expected.json: two of 7 and 3 ids, 6 new tokens. */
+static void own_prompts(kvc_test_oracle *o) {
+    static const int32_t ids[] = {11, 402, 7, 93, 250, 3, 61, 5, 480, 77};
+    memset(o, 0, sizeof *o);
+    memcpy(o->ids, ids, sizeof ids);
+    o->n = 2, o->lens[0] = 7, o->lens[1] = 3, o->N = 6;
+}
 
 /* The oracle of c with this rank's shard in place of the whole model. */
 static void open_shard(const tp_case *c, kvc_test_oracle *o, kvc_tp *tp) {
-    kvc_test_oracle_open(c->sub, o);
-    kvc_model_destroy(o->m);
-    o->m = NULL;
+    if (c == &DEEPSEEK_MOE) {
+        own_prompts(o);
+    } else {
+        kvc_test_oracle_open(c->sub, o);
+        kvc_model_destroy(o->m);
+        o->m = NULL;
+    }
     char dir[1024];
-    kvc_test_oracle_dir(c->sub, dir, sizeof dir);
+    model_dir(c, dir, sizeof dir);
     if (kvc_tp_load_model(tp, &g_comm, dir, &o->m) != KVC_OK) fail_msg("shard of %s: %s", dir, kvc_last_error());
+    o->V = kvc_model_config_of(o->m)->vocab_size;
 }
 
 static void close_shard(kvc_test_oracle *o, kvc_tp *tp) {
@@ -192,13 +218,18 @@ static void check_cache_slices(const tp_case *c) {
     open_shard(c, &o, &tp);
     kvc_model *whole = NULL;
     char dir[1024];
-    kvc_test_oracle_dir(c->sub, dir, sizeof dir);
+    model_dir(c, dir, sizeof dir);
     assert_int_equal(kvc_model_load(dir, &whole), KVC_OK);
-    float *lg = calloc((size_t)(o.N * o.n * o.V), sizeof *lg);
-    assert_non_null(lg);
+    const int64_t count = o.N * o.n * o.V;
+    float *lg = calloc((size_t)count, sizeof *lg), *lw = calloc((size_t)count, sizeof *lw);
+    assert_true(lg && lw);
     kvc_runner *rp = NULL, *rw = NULL;
     generate(o.m, &o, c, 0, o.n, lg, &rp);
-    generate(whole, &o, c, 0, o.n, lg, &rw);
+    generate(whole, &o, c, 0, o.n, lw, &rw);
+    for (int64_t i = 0; i < count; i++) /* the logits of the whole model, within the oracle's tolerance */
+        if (!(fabsf(lg[i] - lw[i]) <= KVC_TEST_ORACLE_REL_TOL * fabsf(lw[i]) + KVC_TEST_ORACLE_ABS_FLOOR))
+            fail_msg("%s rank %d of %d: logit %lld is %.7g, the one-rank run's %.7g", c->sub, g_comm.rank, g_comm.size,
+                     (long long)i, (double)lg[i], (double)lw[i]);
     /* the latent is held whole by every rank; full-form heads from this rank's first KV head */
     const int64_t h0 = c->mode == KVC_RUNNER_MLA_LATENT
                            ? 0
@@ -214,6 +245,7 @@ static void check_cache_slices(const tp_case *c) {
     kvc_runner_destroy(rw);
     kvc_model_destroy(whole);
     free(lg);
+    free(lw);
     close_shard(&o, &tp);
 }
 
@@ -234,6 +266,15 @@ FAMILY_TESTS(qwen3, QWEN3)
 FAMILY_TESTS(gpt_oss, GPT_OSS)
 FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
 FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
+
+static void test_deterministic_deepseek_moe(void **state) {
+    (void)state;
+    check_deterministic(&DEEPSEEK_MOE);
+}
+static void test_cache_slices_deepseek_moe(void **state) {
+    (void)state;
+    check_cache_slices(&DEEPSEEK_MOE);
+}
 
 /* The plan describes the full-form caches of GQA models and MLA's latent (not MLA's full form). */
 static void test_plan_caches_qwen3(void **state) {
@@ -272,6 +313,18 @@ static void test_wait_times_out(void **state) {
     MPI_Comm_free(&late.comm);
 }
 
+static int write_moe_checkpoint(void **state) {
+    (void)state;
+    kvc_test_write_deepseek_moe(20261205, g_moe_dir, sizeof g_moe_dir); /* the same bytes on every rank */
+    return 0;
+}
+
+static int remove_moe_checkpoint(void **state) {
+    (void)state;
+    kvc_test_remove_checkpoint(g_moe_dir);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (kvc_comm_init(&argc, &argv, &g_comm) != KVC_OK) {
         fprintf(stderr, "test_dist_tp: %s\n", kvc_last_error());
@@ -285,13 +338,15 @@ int main(int argc, char **argv) {
         T(gpt_oss),
         T(deepseek_full),
         T(deepseek_latent),
+        cmocka_unit_test(test_deterministic_deepseek_moe),
+        cmocka_unit_test(test_cache_slices_deepseek_moe),
         cmocka_unit_test(test_plan_caches_qwen3),
         cmocka_unit_test(test_plan_caches_gpt_oss),
         cmocka_unit_test(test_plan_caches_deepseek_latent),
         cmocka_unit_test(test_wait_times_out),
     };
 #undef T
-    const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    const int failed = cmocka_run_group_tests(tests, write_moe_checkpoint, remove_moe_checkpoint);
     if (failed) kvc_comm_abort(&g_comm, 1); /* a peer may wait in a collective this rank left */
     kvc_comm_finalize(&g_comm);
     return 0;
