@@ -7,7 +7,8 @@
 # Run as root, both install the missing Debian packages first (see README).
 
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp-dev \
-                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev
+                libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev \
+                libopenmpi-dev openmpi-bin
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Seconds per fuzz target: 6 targets x 25 s keeps the fuzz step of make test
 # near 150 s on two cores.

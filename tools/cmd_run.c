@@ -15,6 +15,7 @@
 #include "kvcache/runner.h"
 #include "run_compare.h"
 #include "run_engine.h"
+#include "run_tp.h"
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS     65536 /* prompt ids of all prompts together */
@@ -30,6 +31,7 @@ static void run_usage(FILE *f) {
             "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json]\n"
+            "       mpirun -np N kvcache run MODEL_DIR --tp N ...   (any of the above on N tensor-parallel ranks)\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion (or, with\n"
@@ -61,6 +63,9 @@ static void run_usage(FILE *f) {
             "  --eos ID|none        end-of-sequence token id (default: config.json's eos_token_id, the first of\n"
             "                       a list): a prompt's output ends with it (the runner computes the lock-step\n"
             "                       batch to the end and prints up to it; the engine stops the prompt there)\n"
+            "  --tp N               this process is one of N tensor-parallel ranks started by mpirun -np N\n"
+            "                       (docs/distributed.md): each loads its shard of the weights and caches; rank 0\n"
+            "                       prints what one process prints (the kv cache line counts one rank's caches)\n"
             "  --stream             print each token as its step ends, as \"PROMPT: ID\" lines\n"
             "  --temperature T, --top-k K, --top-p P, --seed S\n"
             "                       sample instead of greedy (temperature 0 = greedy, top-k 0 = all, top-p 1 =\n"
@@ -285,12 +290,16 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, 
     return 2;
 }
 
-int kvc_cmd_run(int argc, char **argv) {
+static int run(int argc, char **argv);
+
+int kvc_cmd_run(int argc, char **argv) { return kvc_run_tp_finish(run(argc, argv)); }
+
+static int run(int argc, char **argv) {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
     bool json = false, compare = false;
     static int32_t ids[RUN_MAX_IDS];
-    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
+    int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, tp = 0;
     run_flags_given given = {0};
     kvc_run_engine_opts eng = {.sampling = kvc_sampling_default_params(), .eos_id = -1};
     for (int i = 1; i < argc; i++) {
@@ -337,11 +346,12 @@ int kvc_cmd_run(int argc, char **argv) {
             }
             lens[n++] = got;
         } else if (strcmp(a, "--max-new-tokens") == 0 || strcmp(a, "--block-size") == 0 || strcmp(a, "--mode") == 0 ||
-                   strcmp(a, "--max-positions") == 0) {
+                   strcmp(a, "--max-positions") == 0 || strcmp(a, "--tp") == 0) {
             int64_t v, hi = KVC_RUNNER_MAX_POSITIONS;
             const bool is_mode = strcmp(a, "--mode") == 0, is_block = strcmp(a, "--block-size") == 0;
             if (is_mode) hi = 3;
             if (is_block) hi = KVC_ATTN_MAX_BLOCK_SIZE;
+            if (strcmp(a, "--tp") == 0) hi = 4096;
             if (parse_i64(val, is_mode ? 0 : 1, hi, &v) != 0) {
                 fprintf(stderr, "kvcache run: %s expects an integer in [%d, %lld], got \"%s\"\n", a, is_mode ? 0 : 1,
                         (long long)hi, val ? val : "");
@@ -349,6 +359,8 @@ int kvc_cmd_run(int argc, char **argv) {
             }
             if (is_mode)
                 mode = v;
+            else if (strcmp(a, "--tp") == 0)
+                tp = v;
             else if (is_block)
                 p.block_size = v, given.block_size = true;
             else if (strcmp(a, "--max-positions") == 0)
@@ -390,15 +402,16 @@ int kvc_cmd_run(int argc, char **argv) {
     if (check_flag_use(&given, mode, compare, json, n) != 0) return 2;
     p.mode = (kvc_runner_mode)mode;
     kvc_model *m = NULL;
-    fprintf(stderr, "kvcache run: loading %s ...\n", dir);
-    kvc_status loaded = kvc_model_load(dir, &m);
+    if (tp == 0) fprintf(stderr, "kvcache run: loading %s ...\n", dir); /* before MPI knows the rank */
+    kvc_status loaded = kvc_run_load_model(dir, tp, &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;
     }
     const kvc_model_config *mc = kvc_model_config_of(m);
-    fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
-            (long long)mc->vocab_size);
+    if (kvc_run_tp_root())
+        fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
+                (long long)mc->vocab_size);
     if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
         kvc_status st = checkpoint_kv_dtype(dir, &p.kv_dtype);
         if (st != KVC_OK) {

@@ -1,6 +1,7 @@
 /* `kvcache run --stream | --temperature ... | --eos`: the prompts as requests of the engine, which
  * samples (kvc_sampler) and stops at an end-of-sequence id, one step at a time (run_engine.h). */
 #include "run_engine.h"
+#include "run_tp.h"
 
 #include <stdio.h>
 
@@ -57,8 +58,9 @@ static kvc_status print_outputs(const kvc_engine *e, const kvc_run_engine_opts *
             for (int64_t i = 0; i < n_out; i++) printf(i ? ",%d" : "%d", buf[i]);
             printf("\n");
         }
-        fprintf(stderr, "kvcache run: prompt %lld: %lld tokens, stopped by %s\n", (long long)b, (long long)n_out,
-                kvc_engine_finish_reason_name(info.finish));
+        if (kvc_run_tp_root()) /* one report per tensor-parallel job */
+            fprintf(stderr, "kvcache run: prompt %lld: %lld tokens, stopped by %s\n", (long long)b, (long long)n_out,
+                    kvc_engine_finish_reason_name(info.finish));
     }
     return KVC_OK;
 }

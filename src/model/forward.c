@@ -255,8 +255,12 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
                            interleaved, s->ws->rope_tmp);
 }
 
-static void add_rows(float *h, const float *d, int64_t n) {
+/* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
+ * row-parallel layer; kvc_model_tp). */
+static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
+    if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
+    return KVC_OK;
 }
 
 kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
@@ -280,8 +284,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
         st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvci_attn_mla(&s, l) : kvci_attn_gqa(&s, l);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
-        add_rows(ws->h, ws->proj, T * H);
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
         if (c->family == KVC_FAMILY_GPT_OSS) {
@@ -292,8 +296,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             st = kvci_swiglu_mlp(ws->xn, T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
                                  ws->ff_b, ws->proj);
         }
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
-        add_rows(ws->h, ws->proj, T * H);
     }
     int64_t n = T;
     if (a->all_logits) {

@@ -24,23 +24,31 @@ static void split_star(const char *name, char *prefix, size_t cap, const char **
     *suffix = star + 1;
 }
 
-/* DeepSeek routed experts: per-module tensors, or the fused [E, 2 Imoe, H] / [E, H, Imoe] form;
- * *dtype: the dtype of the source (expert 0's module or the fused tensor). */
-static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int64_t *shape, float *dst,
-                                  const char **dtype) {
+/* The part t->split names of tensor `name`, of shape `shape` as stored ([E, ...] per expert when
+ * `per_expert`: the split's dim then counts one expert's dims); dst NULL: checks only. */
+static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, const int64_t *shape,
+                            const kvc_wsplit *sp, int64_t offset, float *dst) {
+    return kvci_safetensors_read_part(c->st, name, ndim, shape, sp->dim, sp->full, sp->start + offset,
+                                      c->check_only ? NULL : dst);
+}
+
+/* DeepSeek routed experts [E, rows, cols] (this rank's part): per-module tensors, or the fused
+ * [E, 2 Imoe, H] / [E, H, Imoe] form; *dtype: the dtype of the source (expert 0's module or the fused tensor). */
+static kvc_status load_ds_experts(const load_ctx *c, const kvc_wtensor *t, float *dst, const char **dtype) {
     char prefix[160];
     const char *suffix;
-    split_star(name, prefix, sizeof prefix, &suffix);
-    const int64_t E = shape[0], per = shape[1] * shape[2];
+    split_star(t->name, prefix, sizeof prefix, &suffix);
+    const int64_t *shape = t->shape, E = shape[0], per = shape[1] * shape[2];
     char first[200];
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
     if (kvc_safetensors_has(c->st, first)) {
         *dtype = kvci_safetensors_dtype(c->st, first);
+        kvc_wsplit one = t->split; /* an expert's module has no E dim */
+        if (one.dim > 0) one.dim--;
         for (int64_t e = 0; e < E; e++) {
             char n[200];
             snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
-            kvc_status s = kvc_safetensors_read_f32(c->st, n, 2, shape + 1, c->check_only ? NULL : dst + e * per);
-            if (s != KVC_OK) return s;
+            KVC_TRY(read_part(c, n, 2, shape + 1, &one, 0, dst ? dst + e * per : NULL));
         }
         return KVC_OK;
     }
@@ -50,36 +58,33 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
     *dtype = kvci_safetensors_dtype(c->st, fused);
-    if (down) return kvc_safetensors_read_f32(c->st, fused, 3, shape, c->check_only ? NULL : dst);
-    /* gate rows first, then up rows (concatenated, MF 4.5) */
-    const int64_t I = shape[1], H = shape[2];
-    const int64_t fs[3] = {E, 2 * I, H};
-    if (c->check_only) return kvc_safetensors_read_f32(c->st, fused, 3, fs, NULL);
-    float *tmp = kvci_malloc((size_t)(E * 2 * I * H) * sizeof(float));
-    if (!tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory");
-    kvc_status s = kvc_safetensors_read_f32(c->st, fused, 3, fs, tmp);
-    const bool up = strstr(suffix, "up_proj") != NULL;
-    if (s == KVC_OK)
-        for (int64_t e = 0; e < E; e++) memcpy(dst + e * per, tmp + (e * 2 * I + (up ? I : 0)) * H, (size_t)per * 4);
-    kvci_free(tmp);
-    return s;
+    if (down) return read_part(c, fused, 3, shape, &t->split, 0, dst);
+    /* gate rows first, then up rows (concatenated, MF 4.5): this rank's rows of the gate or up half */
+    const int64_t I = t->split.dim == 1 ? t->split.full : shape[1];
+    const kvc_wsplit half = {.dim = 1, .full = 2 * I, .start = t->split.dim == 1 ? t->split.start : 0};
+    return read_part(c, fused, 3, shape, &half, strstr(suffix, "up_proj") ? I : 0, dst);
 }
 
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
- * dtype (check pass: bf16 where the file holds BF16, else f32). */
+ * dtype (check pass: bf16 where the file holds BF16, else f32). Each reads this rank's part
+ * (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const load_ctx *c = user;
     const char *name = t->name;
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
-    if (!t->mat) return kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, c->check_only ? NULL : *t->vec);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
+    if (!t->mat) {
+        KVC_TRY(read_part(c, name, t->ndim, t->shape, &t->split, 0, *t->vec));
+        if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
+        return KVC_OK;
+    }
     float *tmp = c->check_only ? NULL : kvci_malloc((size_t)n * sizeof(float));
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s = strchr(name, '*') ? load_ds_experts(c, name, t->shape, tmp, &dtype)
-                                     : kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, tmp);
+    kvc_status s = strchr(name, '*') ? load_ds_experts(c, t, tmp, &dtype)
+                                     : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
     if (s == KVC_OK && c->check_only)
         t->mat->dtype = !c->f32_weights && dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
@@ -87,9 +92,20 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     return s;
 }
 
+static kvc_status load(const char *dir, const kvc_model_tp *tp, bool f32_weights, kvc_model **out);
+
 kvc_status kvc_model_load(const char *dir, kvc_model **out) { return kvci_model_load_as(dir, false, out); }
 
 kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out) {
+    return load(dir, NULL, f32_weights, out);
+}
+
+kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_model **out) {
+    if (!tp) return kvci_fail(KVC_EINVAL, "model_load: tp must not be NULL");
+    return load(dir, tp, false, out);
+}
+
+static kvc_status load(const char *dir, const kvc_model_tp *tp, bool f32_weights, kvc_model **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
     kvc_model_config cfg;
@@ -100,7 +116,7 @@ kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
     load_ctx check = {.st = st, .check_only = true, .f32_weights = f32_weights}, c = {.st = st};
-    s = kvci_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
+    s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvci_model_prepare(m);
     kvc_safetensors_destroy(st);

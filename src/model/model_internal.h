@@ -77,11 +77,24 @@ typedef struct kvc_layer_weights {
     bool moe;
 } kvc_layer_weights;
 
+/* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
+ * layer (shard.c) and sums the partials of its row-parallel layers (o_proj, down_proj, the
+ * experts' down projections) over the ranks with `reduce` (NULL: one rank, nothing to sum). The
+ * model layer knows no MPI: src/dist/ passes the collective in. */
+typedef kvc_status (*kvc_model_reduce_fn)(void *user, float *x, int64_t n);
+typedef struct kvc_model_tp {
+    int64_t rank, size;
+    kvc_model_reduce_fn reduce; /* x[n] = the sum over the ranks of their x[n], the same on every rank */
+    void *user;
+} kvc_model_tp;
+
 struct kvc_model {
-    kvc_model_config cfg;
-    kvc_wmat embed;                                 /* [V, H] */
-    float *final_norm;                              /* [H] */
-    kvc_wmat lm_head;                               /* [V, H] (the embed's data when tied) */
+    kvc_model_config cfg;  /* this rank's: heads, KV heads and intermediate sizes divided by tp.size */
+    kvc_model_config full; /* the checkpoint's (equal to cfg on one rank) */
+    kvc_model_tp tp;       /* size 1 unless loaded by kvci_model_load_tp */
+    kvc_wmat embed;        /* [V, H] */
+    float *final_norm;     /* [H] */
+    kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above lives in this one allocation */
     int64_t arena_bytes;
@@ -103,10 +116,20 @@ typedef enum kvc_winit {
     KVC_WINIT_SINK,
     KVC_WINIT_GATE_UP
 } kvc_winit;
+/* The part of a checkpoint tensor one tensor-parallel rank holds: along `dim` of the stored tensor
+ * (whose length there is `full`), the shape[dim] entries from `start`; dim -1: all of it. `zero`:
+ * the bias of a row-parallel layer on ranks > 0, held as zeros (rank 0 adds it, once, before the
+ * all-reduce). */
+typedef struct kvc_wsplit {
+    int32_t dim;
+    int64_t full, start;
+    bool zero;
+} kvc_wsplit;
 typedef struct kvc_wtensor {
     const char *name;
     int32_t ndim;
-    const int64_t *shape;
+    const int64_t *shape; /* this rank's part, as stored (before any transpose) */
+    kvc_wsplit split;
     kvc_winit init;
     float **vec;
     kvc_wmat *mat;
@@ -122,12 +145,14 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
 #define KVC_MODEL_MAX_DIM          (INT64_C(1) << 24)
 #define KVC_MODEL_MAX_WEIGHT_BYTES (INT64_C(1) << 38)
 
-/* Common head of load / random: config checks (every size bounded), then
+/* Common head of load / random: config checks (every size bounded), this rank's shard of cfg (tp:
+ * NULL for one rank; kvci_model_shard_config), then
  * `check` (may be NULL) over every tensor before the arena is allocated (load
  * compares the file's shapes there and sets each matrix's dtype: bf16 where the
  * file holds BF16; random sets them all), arena sizing, arena, RoPE frequencies
  * (kvc_rope_frequencies). */
-kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out);
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp, kvc_weight_visit_fn check,
+                            void *check_user, kvc_model **out);
 /* kvc_model_create_random with every GEMM operand in `wdtype` (bf16: the random
  * values rounded to bf16, as a bf16 checkpoint holds them). */
 kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
@@ -154,6 +179,16 @@ typedef struct kvc_model_cost {
     kvc_model_cost_path attn_proj, mlp, lm_head; /* q/k/v/o projections, MLP (or experts), lm_head */
 } kvc_model_cost;
 kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out);
+
+/* kvc_model_load of rank tp->rank's shard for tp->size ranks (shard.c's rules), reducing through
+ * tp->reduce; size 1 loads the whole model. */
+kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_model **out);
+/* This rank's config for tp ranks: num_heads, intermediate_size and moe_intermediate_size divided by
+ * tp, num_key_value_heads divided, or 1 when tp exceeds them (each replicated on tp / n ranks);
+ * KVC_EINVAL naming the size tp does not divide. */
+kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out);
+/* The first KV head rank r of tp holds (r * num_kv_heads / tp: split, or replicated). */
+int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64_t tp);
 
 /* kvc_model_load, the GEMM matrices widened to f32 when `f32_weights` (else kept in the
  * checkpoint's dtype: bf16 packed where the file holds BF16). */

@@ -332,9 +332,22 @@ static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap) {
 
 kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
                                     float *dst) {
-    if (!st || !name || (ndim > 0 && !shape) || ndim < 0 || ndim > KVC_MAX_DIMS)
+    return kvci_safetensors_read_part(st, name, ndim, shape, -1, 0, 0, dst);
+}
+
+kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *part,
+                                      int32_t dim, int64_t full, int64_t start, float *dst) {
+    if (!st || !name || (ndim > 0 && !part) || ndim < 0 || ndim > KVC_MAX_DIMS || dim < -1 || dim >= ndim)
         return kvci_fail(KVC_EINVAL, "safetensors_read_f32: NULL argument or ndim %d outside [0, %d]", (int)ndim,
                          KVC_MAX_DIMS);
+    int64_t shape[KVC_MAX_DIMS];
+    for (int32_t i = 0; i < ndim; i++) shape[i] = part[i];
+    if (dim >= 0) {
+        if (start < 0 || part[dim] < 1 || start > full - part[dim])
+            return kvci_fail(KVC_EINVAL, "safetensors: part [%lld, +%lld) of dim %d of \"%s\" outside its %lld entries",
+                             (long long)start, (long long)part[dim], (int)dim, name, (long long)full);
+        shape[dim] = full;
+    }
     const st_file *f = NULL;
     const cJSON *e = find(st, name, &f);
     if (!e)
@@ -356,21 +369,34 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
     const char *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring;
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     const uint8_t *src = f->data + (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
-    int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++) n *= shape[i]; /* equal to the file's shape, whose bytes it holds */
     const bool known = strcmp(dt, "F32") == 0 || strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0;
-    if (known && !dst) return KVC_OK;
-    if (strcmp(dt, "F32") == 0) {
-        memcpy(dst, src, (size_t)n * 4);
-    } else if (strcmp(dt, "F16") == 0 || strcmp(dt, "BF16") == 0) {
-        const bool bf = dt[0] == 'B';
-        for (int64_t i = 0; i < n; i++) {
-            const uint16_t h = (uint16_t)(src[2 * i] | (src[2 * i + 1] << 8));
-            dst[i] = bf ? kvc_bf16_to_f32(h) : kvc_f16_to_f32(h);
-        }
-    } else {
+    if (!known)
         return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected F32, F16 or BF16", f->path, name,
                          dt);
+    if (!dst) return KVC_OK;
+    /* the part: `outer` runs of part[dim] * inner elements, `full * inner` apart in the file (sizes equal
+     * to the file's shape, whose bytes it holds) */
+    int64_t outer = 1, inner = 1;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (dim >= 0 && i < dim) outer *= shape[i];
+        if (dim >= 0 && i > dim) inner *= shape[i];
+        if (dim < 0) inner *= shape[i];
+    }
+    const int64_t run = dim >= 0 ? part[dim] * inner : inner, stride = dim >= 0 ? full * inner : inner;
+    const int64_t first = dim >= 0 ? start * inner : 0;
+    const size_t es = dt[0] == 'F' && dt[1] == '3' ? 4 : 2;
+    for (int64_t o = 0; o < outer; o++) {
+        const uint8_t *s = src + (size_t)(o * stride + first) * es;
+        float *out = dst + o * run;
+        if (es == 4) {
+            memcpy(out, s, (size_t)run * 4);
+            continue;
+        }
+        const bool bf = dt[0] == 'B';
+        for (int64_t i = 0; i < run; i++) {
+            const uint16_t h = (uint16_t)(s[2 * i] | (s[2 * i + 1] << 8));
+            out[i] = bf ? kvc_bf16_to_f32(h) : kvc_f16_to_f32(h);
+        }
     }
     return KVC_OK;
 }

@@ -19,59 +19,91 @@
 typedef struct visitor {
     kvc_weight_visit_fn fn;
     void *user;
+    const kvc_model *m;
     char prefix[96];
 } visitor;
 
 static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
-                        bool transposed, kvc_winit init) {
+                        bool transposed, kvc_winit init, kvc_wsplit split) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
-    const kvc_wtensor t = {
-        .name = name, .ndim = ndim, .shape = shape, .init = init, .vec = vec, .mat = mat, .transposed = transposed};
+    const kvc_wtensor t = {.name = name,
+                           .ndim = ndim,
+                           .shape = shape,
+                           .split = split,
+                           .init = init,
+                           .vec = vec,
+                           .mat = mat,
+                           .transposed = transposed};
     return v->fn(v->user, &t);
 }
 
-/* f32 tensors of one or two dims */
-static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init) {
-    const int64_t s[1] = {a};
-    return visit(v, suffix, 1, s, slot, NULL, false, init);
+/* ---- which part of a tensor this rank holds (docs/distributed.md) ---------- */
+
+/* Replicated on every rank. */
+static const kvc_wsplit WHOLE = {.dim = -1};
+
+/* Split evenly along stored dim `dim`, `local` entries per rank (heads, intermediate columns). */
+static kvc_wsplit even(const visitor *v, int32_t dim, int64_t local) {
+    const kvc_model_tp *tp = &v->m->tp;
+    if (tp->size <= 1) return WHOLE;
+    return (kvc_wsplit){.dim = dim, .full = local * tp->size, .start = tp->rank * local};
 }
 
-static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float **slot, kvc_winit init) {
+/* Rows of this rank's KV heads, `width` rows a head: split, or replicated when tp exceeds them. */
+static kvc_wsplit kv_rows(const visitor *v, int64_t width) {
+    const kvc_model *m = v->m;
+    if (m->tp.size <= 1) return WHOLE;
+    return (kvc_wsplit){.dim = 0,
+                        .full = m->full.num_kv_heads * width,
+                        .start = kvci_model_shard_kv_head0(&m->full, m->tp.rank, m->tp.size) * width};
+}
+
+/* The bias of a row-parallel layer: rank 0 adds it, the others hold zeros. */
+static kvc_wsplit rank0_bias(const visitor *v) { return (kvc_wsplit){.dim = -1, .zero = v->m->tp.rank > 0}; }
+
+/* f32 tensors of one or two dims */
+static kvc_status v1(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init, kvc_wsplit sp) {
+    const int64_t s[1] = {a};
+    return visit(v, suffix, 1, s, slot, NULL, false, init, sp);
+}
+
+static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float **slot, kvc_winit init,
+                     kvc_wsplit sp) {
     const int64_t s[2] = {a, b};
-    return visit(v, suffix, 2, s, slot, NULL, false, init);
+    return visit(v, suffix, 2, s, slot, NULL, false, init, sp);
 }
 
 /* A GEMM operand [rows, cols]. */
-static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w) {
+static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp) {
     const int64_t s[2] = {rows, cols};
     w->count = 1, w->rows = rows, w->cols = cols;
-    return visit(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT);
+    return visit(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT, sp);
 }
 
-/* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed`. */
+/* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
 static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
-                     bool transposed, kvc_winit init) {
+                     bool transposed, kvc_winit init, kvc_wsplit sp) {
     const int64_t s[3] = {E, transposed ? cols : rows, transposed ? rows : cols};
     w->count = E, w->rows = rows, w->cols = cols;
-    return visit(v, suffix, 3, s, NULL, w, transposed, init);
+    return visit(v, suffix, 3, s, NULL, w, transposed, init, sp);
 }
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS));
-    TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS));
-    TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS));
-    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo));
-    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS));
+    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D)));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
+    TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D)));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D)));
+    TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D)));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
+    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->qk_norm) {
-        TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM));
-        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM));
+        TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
-    if (c->family == KVC_FAMILY_GPT_OSS) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK));
+    if (c->family == KVC_FAMILY_GPT_OSS) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return KVC_OK;
 }
 
@@ -80,19 +112,20 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim;
     if (rq == 0) {
-        TRY(m2(v, "self_attn.q_proj.weight", nH * dq, H, &w->wq));
+        TRY(m2(v, "self_attn.q_proj.weight", nH * dq, H, &w->wq, even(v, 0, nH * dq)));
     } else {
-        TRY(m2(v, "self_attn.q_a_proj.weight", rq, H, &w->wqa));
-        if (c->qkv_bias) TRY(v1(v, "self_attn.q_a_proj.bias", rq, &w->bqa, KVC_WINIT_BIAS));
-        TRY(v1(v, "self_attn.q_a_layernorm.weight", rq, &w->qa_norm, KVC_WINIT_NORM));
-        TRY(m2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb));
+        TRY(m2(v, "self_attn.q_a_proj.weight", rq, H, &w->wqa, WHOLE));
+        if (c->qkv_bias) TRY(v1(v, "self_attn.q_a_proj.bias", rq, &w->bqa, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(v, "self_attn.q_a_layernorm.weight", rq, &w->qa_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(m2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb, even(v, 0, nH * dq)));
     }
-    TRY(m2(v, "self_attn.kv_a_proj_with_mqa.weight", rkv + dr, H, &w->wkva));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.kv_a_proj_with_mqa.bias", rkv + dr, &w->bkva, KVC_WINIT_BIAS));
-    TRY(v1(v, "self_attn.kv_a_layernorm.weight", rkv, &w->kva_norm, KVC_WINIT_NORM));
-    TRY(v2(v, "self_attn.kv_b_proj.weight", nH * (dn + dv), rkv, &w->wkvb, KVC_WINIT_WEIGHT));
-    TRY(m2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo));
-    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS));
+    TRY(m2(v, "self_attn.kv_a_proj_with_mqa.weight", rkv + dr, H, &w->wkva, WHOLE));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.kv_a_proj_with_mqa.bias", rkv + dr, &w->bkva, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "self_attn.kv_a_layernorm.weight", rkv, &w->kva_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(v2(v, "self_attn.kv_b_proj.weight", nH * (dn + dv), rkv, &w->wkvb, KVC_WINIT_WEIGHT,
+           even(v, 0, nH * (dn + dv))));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo, even(v, 1, nH * dv)));
+    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
@@ -101,22 +134,22 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     const int64_t H = c->hidden_size;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
-    TRY(m2(v, n, I, H, g));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS));
+    TRY(m2(v, n, I, H, g, even(v, 0, I)));
+    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "mlp.%sup_proj.weight", sub);
-    TRY(m2(v, n, I, H, u));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS));
+    TRY(m2(v, n, I, H, u, even(v, 0, I)));
+    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "mlp.%sdown_proj.weight", sub);
-    TRY(m2(v, n, H, I, d));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS));
+    TRY(m2(v, n, H, I, d, even(v, 1, I)));
+    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
-    TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM));
-    TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM));
+    TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -124,21 +157,21 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
         w->moe = true;
-        TRY(m2(v, "mlp.router.weight", E, H, &w->router_w));
-        TRY(v1(v, "mlp.router.bias", E, &w->router_b, KVC_WINIT_BIAS));
-        TRY(m3(v, "mlp.experts.gate_up_proj", E, 2 * I, H, &w->gu, true, KVC_WINIT_GATE_UP));
-        TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS));
-        TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT));
-        TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS));
+        TRY(m2(v, "mlp.router.weight", E, H, &w->router_w, WHOLE));
+        TRY(v1(v, "mlp.router.bias", E, &w->router_b, KVC_WINIT_BIAS, WHOLE));
+        TRY(m3(v, "mlp.experts.gate_up_proj", E, 2 * I, H, &w->gu, true, KVC_WINIT_GATE_UP, even(v, 2, 2 * I)));
+        TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
+        TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
+        TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
     } else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace) {
         const int64_t E = c->n_routed_experts, Im = c->moe_intermediate_size;
         w->moe = true;
-        TRY(m2(v, "mlp.gate.weight", E, H, &w->gate_w));
-        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS));
+        TRY(m2(v, "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
+        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
         /* virtual names: the loader reads per-expert modules or the fused form (MF 4.5) */
-        TRY(m3(v, KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT));
-        TRY(m3(v, KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT));
-        TRY(m3(v, KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT));
+        TRY(m3(v, KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+        TRY(m3(v, KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+        TRY(m3(v, KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
         if (c->n_shared_experts > 0)
             TRY(visit_dense_mlp(v, c, w, "shared_experts.", Im * c->n_shared_experts, &w->sh_gate, &w->sh_up,
                                 &w->sh_down));
@@ -150,12 +183,12 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
 
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
     const kvc_model_config *c = &m->cfg;
-    visitor v = {.fn = fn, .user = user, .prefix = ""};
-    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed));
+    visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
+    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.prefix[0] = '\0';
-    TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM));
-    if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head));
+    TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
+    if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
     return KVC_OK;
 }
 
@@ -238,7 +271,8 @@ static kvc_status check_sizes(const kvc_model_config *c) {
     return KVC_OK;
 }
 
-kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn check, void *check_user, kvc_model **out) {
+kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp, kvc_weight_visit_fn check,
+                            void *check_user, kvc_model **out) {
     *out = NULL;
     if (cfg->num_layers < 1 || cfg->num_layers > KVC_MODEL_MAX_LAYERS)
         return kvci_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
@@ -255,9 +289,16 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, kvc_weight_visit_fn che
     if (cfg->family == KVC_FAMILY_GPT_OSS && cfg->experts_per_tok > cfg->num_experts)
         return kvci_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
                          (long long)cfg->experts_per_tok, (long long)cfg->num_experts);
+    const kvc_model_tp one = {.rank = 0, .size = 1};
+    if (!tp) tp = &one;
+    if (tp->rank < 0 || tp->rank >= tp->size)
+        return kvci_fail(KVC_EINVAL, "model: tensor-parallel rank %lld outside [0, %lld)", (long long)tp->rank,
+                         (long long)tp->size);
+    kvc_model_config local;
+    TRY(kvci_model_shard_config(cfg, tp->size, &local));
     kvc_model *m = kvci_calloc(1, sizeof *m);
     if (!m) return kvci_fail(KVC_ENOMEM, "model: out of memory");
-    m->cfg = *cfg;
+    m->cfg = local, m->full = *cfg, m->tp = *tp;
     m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
     m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
@@ -331,7 +372,7 @@ kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t see
     if (!cfg || !out) return kvci_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
     kvc_model *m = NULL;
-    TRY(kvci_model_alloc(cfg, set_dtype_fn, &wdtype, &m));
+    TRY(kvci_model_alloc(cfg, NULL, set_dtype_fn, &wdtype, &m));
     kvc_status st = kvci_model_visit_weights(m, random_fn, &seed);
     if (st == KVC_OK) st = kvci_model_prepare(m);
     if (st != KVC_OK) {

@@ -12,5 +12,10 @@
 
 /* The dtype string ("F32", "BF16", ...) of a tensor of st; NULL when absent. */
 const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name);
+/* kvc_safetensors_read_f32 of a part of a tensor: along `dim` (-1: the whole tensor, as
+ * kvc_safetensors_read_f32), the part[dim] entries from `start` of the file's `full`; the file's
+ * shape is part with part[dim] = full. dst [prod(part)] (NULL: check names, shapes, dtype only). */
+kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *part,
+                                      int32_t dim, int64_t full, int64_t start, float *dst);
 
 #endif

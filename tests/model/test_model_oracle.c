@@ -15,77 +15,14 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "kvc_test_oracle.h"
 #include "kvc_test_util.h"
 #include "kvcache/runner.h"
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
 
-#define REL_TOL     1e-4
-#define ABS_FLOOR   2e-5
-#define MAX_PROMPTS 4
-
-/* Compares float row `got` [V] with the JSON array `ref`; returns the largest relative error. */
-static double compare_row(const float *got, const cJSON *ref, int64_t V, const char *what, int64_t i) {
-    if (cJSON_GetArraySize(ref) != V)
-        fail_msg("%s: reference row has %d entries, vocab %lld", what, cJSON_GetArraySize(ref), (long long)V);
-    double worst = 0.0;
-    int64_t j = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, ref) {
-        const double r = (double)(float)e->valuedouble, d = fabs((double)got[j] - r);
-        if (d > REL_TOL * fabs(r) + ABS_FLOOR)
-            fail_msg("%s row %lld: logit %lld is %.7g, transformers %.7g (diff %.3g)", what, (long long)i, (long long)j,
-                     (double)got[j], r, d);
-        worst = fmax(worst, d / fmax(fabs(r), 1e-3));
-        j++;
-    }
-    return worst;
-}
-
-typedef struct oracle {
-    kvc_model *m;
-    cJSON *exp;
-    int64_t n, N, V;
-    int32_t ids[1024];
-    int64_t lens[MAX_PROMPTS];
-    const cJSON *prompts[MAX_PROMPTS];
-} oracle;
-
-static void oracle_open(const char *sub, oracle *o) {
-    memset(o, 0, sizeof *o);
-    char dir[1024], path[1100];
-    kvc_test_oracle_dir(sub, dir, sizeof dir);
-    if (kvc_model_load(dir, &o->m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
-    snprintf(path, sizeof path, "%s/expected.json", dir);
-    char *text = kvc_test_read_text(path);
-    o->exp = cJSON_Parse(text);
-    free(text);
-    assert_non_null(o->exp);
-    o->N = cJSON_GetObjectItem(o->exp, "num_new_tokens")->valueint;
-    o->V = cJSON_GetObjectItem(o->exp, "vocab_size")->valueint;
-    assert_int_equal(o->V, kvc_model_config_of(o->m)->vocab_size);
-    const cJSON *ps = cJSON_GetObjectItem(o->exp, "prompts"), *p;
-    int64_t t = 0;
-    cJSON_ArrayForEach(p, ps) {
-        assert_true(o->n < MAX_PROMPTS);
-        const cJSON *ids = cJSON_GetObjectItem(p, "ids"), *x;
-        o->prompts[o->n] = p;
-        o->lens[o->n] = cJSON_GetArraySize(ids);
-        cJSON_ArrayForEach(x, ids) {
-            assert_true(t < 1024);
-            o->ids[t++] = x->valueint;
-        }
-        o->n++;
-    }
-}
-
-static void oracle_close(oracle *o) {
-    cJSON_Delete(o->exp);
-    kvc_model_destroy(o->m);
-}
-
 /* One no-cache forward over prompt b with the logits of every position. */
-static void check_prompt_logits(const oracle *o, int64_t b, const int32_t *ids, const char *sub) {
+static void check_prompt_logits(const kvc_test_oracle *o, int64_t b, const int32_t *ids, const char *sub) {
     const int64_t T = o->lens[b];
     int64_t pos[64], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
     assert_true(T <= 64);
@@ -110,62 +47,28 @@ static void check_prompt_logits(const oracle *o, int64_t b, const int32_t *ids, 
     assert_int_equal(cJSON_GetArraySize(ref), T);
     char what[128];
     snprintf(what, sizeof what, "%s prompt %lld prompt_logits", sub, (long long)b);
-    for (int64_t i = 0; i < T; i++) compare_row(lg + i * o->V, cJSON_GetArrayItem(ref, (int)i), o->V, what, i);
+    for (int64_t i = 0; i < T; i++)
+        kvc_test_oracle_compare_row(lg + i * o->V, cJSON_GetArrayItem(ref, (int)i), o->V, what, i);
     free(lg);
     kvc_model_workspace_destroy(ws);
 }
 
-static void check_greedy(const oracle *o, kvc_runner_mode mode, int64_t bs, bool mla_paged, const char *sub) {
-    kvc_runner_params p = kvc_runner_default_params();
-    p.mode = mode;
-    p.block_size = bs;
-    p.mla_paged = mla_paged;
-    p.max_new_tokens = o->N;
-    int64_t maxl = 0;
-    for (int64_t b = 0; b < o->n; b++) maxl = o->lens[b] > maxl ? o->lens[b] : maxl;
-    kvc_runner *r = NULL;
-    if (kvc_runner_create(o->m, &p, o->n, maxl, &r) != KVC_OK) fail_msg("%s runner: %s", sub, kvc_last_error());
-    int32_t *tok = calloc((size_t)(o->n * o->N), sizeof(int32_t));
-    float *lg = calloc((size_t)(o->N * o->n * o->V), sizeof(float));
-    assert_non_null(tok);
-    assert_non_null(lg);
-    if (kvc_runner_generate(r, o->ids, o->lens, o->n, tok, lg, NULL) != KVC_OK)
-        fail_msg("%s generate mode %d: %s", sub, (int)mode, kvc_last_error());
-    char what[160];
-    for (int64_t b = 0; b < o->n; b++) {
-        const cJSON *g = cJSON_GetObjectItem(o->prompts[b], "greedy_ids");
-        const cJSON *sl = cJSON_GetObjectItem(o->prompts[b], "step_logits");
-        for (int64_t i = 0; i < o->N; i++) {
-            const int want = cJSON_GetArrayItem(g, (int)i)->valueint;
-            if (tok[b * o->N + i] != want)
-                fail_msg("%s mode %d bs %lld prompt %lld: greedy token %lld is %d, transformers %d", sub, (int)mode,
-                         (long long)bs, (long long)b, (long long)i, tok[b * o->N + i], want);
-            snprintf(what, sizeof what, "%s mode %d bs %lld prompt %lld step_logits", sub, (int)mode, (long long)bs,
-                     (long long)b);
-            compare_row(lg + (i * o->n + b) * o->V, cJSON_GetArrayItem(sl, (int)i), o->V, what, i);
-        }
-    }
-    free(tok);
-    free(lg);
-    kvc_runner_destroy(r);
-}
-
 static void run_dir(const char *sub) {
-    oracle o;
-    oracle_open(sub, &o);
+    kvc_test_oracle o;
+    kvc_test_oracle_open(sub, &o);
     int64_t t = 0;
     for (int64_t b = 0; b < o.n; b++) {
         check_prompt_logits(&o, b, o.ids + t, sub);
         t += o.lens[b];
     }
-    check_greedy(&o, KVC_RUNNER_RECOMPUTE, 0, false, sub);
-    check_greedy(&o, KVC_RUNNER_CONTIGUOUS, 0, false, sub);
-    check_greedy(&o, KVC_RUNNER_PAGED, 16, false, sub);
+    kvc_test_oracle_check_greedy(&o, KVC_RUNNER_RECOMPUTE, 0, false, sub);
+    kvc_test_oracle_check_greedy(&o, KVC_RUNNER_CONTIGUOUS, 0, false, sub);
+    kvc_test_oracle_check_greedy(&o, KVC_RUNNER_PAGED, 16, false, sub);
     if (kvc_model_config_of(o.m)->family == KVC_FAMILY_DEEPSEEK_V3) {
-        check_greedy(&o, KVC_RUNNER_MLA_LATENT, 0, false, sub);
-        check_greedy(&o, KVC_RUNNER_MLA_LATENT, 16, true, sub);
+        kvc_test_oracle_check_greedy(&o, KVC_RUNNER_MLA_LATENT, 0, false, sub);
+        kvc_test_oracle_check_greedy(&o, KVC_RUNNER_MLA_LATENT, 16, true, sub);
     }
-    oracle_close(&o);
+    kvc_test_oracle_close(&o);
 }
 
 /* Reduced-precision caches against f32 (kvc_runner_compare_dtype), greedy
@@ -190,8 +93,8 @@ static void run_dir(const char *sub) {
  *   error jumps rather than scales: a router's top-2 choice flips (a whole
  *   expert's output), as docs/runtime.md shows. */
 static void check_dtypes(const char *sub) {
-    oracle o;
-    oracle_open(sub, &o);
+    kvc_test_oracle o;
+    kvc_test_oracle_open(sub, &o);
     int32_t *ref = malloc((size_t)(o.n * o.N) * sizeof *ref);
     assert_non_null(ref);
     for (int64_t b = 0; b < o.n; b++)
@@ -234,7 +137,7 @@ static void check_dtypes(const char *sub) {
                          64.0 * u);
         }
     free(ref);
-    oracle_close(&o);
+    kvc_test_oracle_close(&o);
 }
 
 static void test_dtypes_qwen3(void **state) {

@@ -1,0 +1,37 @@
+/* Tensor-parallel shards of a model (docs/distributed.md, "Sharding rules"): what each rank's
+ * config holds and which part of every checkpoint tensor it reads (kvc_wsplit, set by weights.c). */
+#include "base/internal.h"
+#include "model/model_internal.h"
+
+static kvc_status divide(const char *field, int64_t v, int64_t tp, int64_t *out) {
+    if (v % tp != 0)
+        return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld does not divide %s %lld", (long long)tp, field,
+                         (long long)v);
+    *out = v / tp;
+    return KVC_OK;
+}
+
+kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out) {
+    if (tp < 1 || tp > 4096)
+        return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
+    kvc_model_config c = *full;
+    KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
+    KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
+    KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
+    const int64_t nkv = full->num_kv_heads;
+    if (nkv >= tp)
+        KVC_TRY(divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));
+    else if (tp % nkv != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld is not a multiple of num_key_value_heads %lld (KV heads "
+                         "cannot be replicated evenly)",
+                         (long long)tp, (long long)nkv);
+    else
+        c.num_kv_heads = 1; /* each KV head replicated on tp / nkv ranks */
+    *out = c;
+    return KVC_OK;
+}
+
+int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64_t tp) {
+    return r * full->num_kv_heads / tp;
+}

@@ -1,0 +1,353 @@
+/* Tensor parallelism (docs/distributed.md), run by ctest as `mpiexec -n R` with R = 2 and 4 ranks:
+ * every rank loads its shard of each oracle model (tests/data/oracle) and, for each family,
+ * - meets the Hugging Face oracle: greedy ids equal, step logits within 1e-4 (kvc_test_oracle.h);
+ * - is deterministic: two runs give bitwise the same logits, every rank holds rank 0's logits
+ *   bitwise, and a prompt run alone gives the same logits as in the batch;
+ * - allocates exactly the caches `kvcache plan --tp R --json` gives each rank (heads, dim, dtype
+ *   of every layer's k/v or latent caches);
+ * - holds in its caches the matching KV-head slice of a one-rank run of the whole model (the latent
+ *   whole), within 1e-4, so a misaligned split fails, and its logits are those of the one-rank run;
+ * the same (but the oracle) for a DeepSeek-V3 with routed experts, written at start;
+ * and a wait on a late peer ends at its deadline (src/dist/comm.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "dist/tp.h"
+#include "kvc_test_checkpoint.h"
+#include "kvc_test_oracle.h"
+#include "kvc_test_util.h"
+#include "kvcache/plan.h"
+#include "model/model_internal.h"
+#include "runner/runner_internal.h"
+
+#define CACHE_TOL 1e-4
+
+static kvc_comm g_comm;
+
+/* One family in one runner mode. */
+typedef struct tp_case {
+    const char *sub;
+    kvc_runner_mode mode;
+} tp_case;
+
+static const tp_case QWEN3 = {"qwen3", KVC_RUNNER_PAGED};
+static const tp_case GPT_OSS = {"gpt_oss", KVC_RUNNER_PAGED};
+static const tp_case DEEPSEEK_FULL = {"deepseek_v3", KVC_RUNNER_PAGED};
+static const tp_case DEEPSEEK_LATENT = {"deepseek_v3", KVC_RUNNER_MLA_LATENT};
+/* DeepSeek-V3 with routed experts (the oracle's layers are all dense): a random checkpoint each rank
+ * writes (kvc_test_checkpoint.h), held to the one-rank run instead of an oracle. */
+static const tp_case DEEPSEEK_MOE = {"deepseek_moe", KVC_RUNNER_MLA_LATENT};
+static char g_moe_dir[512];
+
+static void model_dir(const tp_case *c, char *dir, size_t cap) {
+    if (c == &DEEPSEEK_MOE)
+        snprintf(dir, cap, "%s", g_moe_dir);
+    else
+        kvc_test_oracle_dir(c->sub, dir, cap);
+}
+
+/* The prompts of a model without expected.json: two of 7 and 3 ids, 6 new tokens. */
+static void own_prompts(kvc_test_oracle *o) {
+    static const int32_t ids[] = {11, 402, 7, 93, 250, 3, 61, 5, 480, 77};
+    memset(o, 0, sizeof *o);
+    memcpy(o->ids, ids, sizeof ids);
+    o->n = 2, o->lens[0] = 7, o->lens[1] = 3, o->N = 6;
+}
+
+/* The oracle of c with this rank's shard in place of the whole model. */
+static void open_shard(const tp_case *c, kvc_test_oracle *o, kvc_tp *tp) {
+    if (c == &DEEPSEEK_MOE) {
+        own_prompts(o);
+    } else {
+        kvc_test_oracle_open(c->sub, o);
+        kvc_model_destroy(o->m);
+        o->m = NULL;
+    }
+    char dir[1024];
+    model_dir(c, dir, sizeof dir);
+    if (kvc_tp_load_model(tp, &g_comm, dir, &o->m) != KVC_OK) fail_msg("shard of %s: %s", dir, kvc_last_error());
+    o->V = kvc_model_config_of(o->m)->vocab_size;
+}
+
+static void close_shard(kvc_test_oracle *o, kvc_tp *tp) {
+    kvc_test_oracle_close(o);
+    kvc_tp_release(tp);
+}
+
+static kvc_runner_params params(const tp_case *c, int64_t new_tokens) {
+    kvc_runner_params p = kvc_runner_default_params();
+    p.mode = c->mode;
+    p.block_size = 16;
+    p.mla_paged = true;
+    p.max_new_tokens = new_tokens;
+    return p;
+}
+
+/* Greedy run of m over prompts [first, first + n) of o: logits [N, n, V] into lg; the runner (its
+ * caches) into *out. */
+static void generate(const kvc_model *m, const kvc_test_oracle *o, const tp_case *c, int64_t first, int64_t n,
+                     float *lg, kvc_runner **out) {
+    const kvc_runner_params p = params(c, o->N);
+    int64_t off = 0, maxl = 0;
+    for (int64_t b = 0; b < first; b++) off += o->lens[b];
+    for (int64_t b = first; b < first + n; b++) maxl = o->lens[b] > maxl ? o->lens[b] : maxl;
+    int32_t *tok = calloc((size_t)(n * o->N), sizeof *tok);
+    assert_non_null(tok);
+    if (kvc_runner_create(m, &p, n, maxl, out) != KVC_OK ||
+        kvc_runner_generate(*out, o->ids + off, o->lens + first, n, tok, lg, NULL) != KVC_OK)
+        fail_msg("%s mode %d: %s", c->sub, (int)c->mode, kvc_last_error());
+    free(tok);
+}
+
+static void check_oracle(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    kvc_test_oracle_check_greedy(&o, c->mode, 16, true, c->sub);
+    close_shard(&o, &tp);
+}
+
+static void check_deterministic(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    const int64_t n = o.n, N = o.N, V = o.V, count = N * n * V;
+    float *a = calloc((size_t)count, sizeof *a), *b = calloc((size_t)count, sizeof *b);
+    float *alone = calloc((size_t)(N * V), sizeof *alone);
+    assert_true(a && b && alone);
+    kvc_runner *r = NULL;
+    generate(o.m, &o, c, 0, n, a, &r);
+    kvc_runner_destroy(r);
+    generate(o.m, &o, c, 0, n, b, &r);
+    kvc_runner_destroy(r);
+    assert_memory_equal(a, b, (size_t)count * sizeof *a); /* run to run */
+    MPI_Request req;
+    assert_int_equal(MPI_Ibcast(b, (int)count, MPI_FLOAT, 0, g_comm.comm, &req), MPI_SUCCESS);
+    assert_int_equal(kvc_comm_wait(&g_comm, &req, "rank 0's logits"), KVC_OK);
+    assert_memory_equal(a, b, (size_t)count * sizeof *a); /* every rank holds rank 0's logits */
+    const int64_t last = n - 1;                           /* the last prompt alone, then in the batch */
+    generate(o.m, &o, c, last, 1, alone, &r);
+    kvc_runner_destroy(r);
+    for (int64_t i = 0; i < N; i++) assert_memory_equal(alone + i * V, a + (i * n + last) * V, (size_t)V * sizeof *a);
+    free(a);
+    free(b);
+    free(alone);
+    close_shard(&o, &tp);
+}
+
+/* Every layer's two caches of the runner against `kvcache plan --tp R --json`'s for this rank. */
+static void check_plan_caches(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    char dir[1024], path[1100];
+    kvc_test_oracle_dir(c->sub, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *config = kvc_test_read_text(path), *json = NULL;
+    kvc_plan_options opt = kvc_plan_default_options();
+    opt.tp = g_comm.size;
+    opt.kv_dtype_set = true, opt.kv_dtype = KVC_DTYPE_F32;
+    kvc_model_plan *plan = NULL;
+    if (kvc_model_plan_create(config, strlen(config), &opt, &plan) != KVC_OK ||
+        kvc_model_plan_to_json(plan, &json) != KVC_OK)
+        fail_msg("plan of %s: %s", dir, kvc_last_error());
+    cJSON *doc = cJSON_Parse(json);
+    assert_non_null(doc);
+    kvc_runner *r = NULL;
+    float *lg = calloc((size_t)(o.N * o.n * o.V), sizeof *lg);
+    assert_non_null(lg);
+    generate(o.m, &o, c, 0, o.n, lg, &r);
+    const cJSON *layers = cJSON_GetObjectItem(doc, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), r->caches.n_layers);
+    for (int32_t l = 0; l < r->caches.n_layers; l++) {
+        const cJSON *caches = cJSON_GetObjectItem(cJSON_GetArrayItem(layers, l), "caches");
+        const kvc_tensor *t[2] = {&r->caches.layers[l].k, &r->caches.layers[l].v};
+        assert_int_equal(cJSON_GetArraySize(caches), 2);
+        for (int i = 0; i < 2; i++) { /* paged [NB, bs, heads, dim] */
+            const cJSON *pc = cJSON_GetArrayItem(caches, i);
+            if (cJSON_GetObjectItem(pc, "num_head")->valueint != t[i]->shape[2] ||
+                cJSON_GetObjectItem(pc, "dim")->valueint != t[i]->shape[3] ||
+                strcmp(cJSON_GetObjectItem(pc, "dtype")->valuestring, kvc_dtype_name(t[i]->dtype)) != 0)
+                fail_msg("%s rank %d of %d layer %d %s: the plan says %d heads of %d (%s), the rank holds %lld of %lld "
+                         "(%s)",
+                         c->sub, g_comm.rank, g_comm.size, (int)l, cJSON_GetObjectItem(pc, "name")->valuestring,
+                         cJSON_GetObjectItem(pc, "num_head")->valueint, cJSON_GetObjectItem(pc, "dim")->valueint,
+                         cJSON_GetObjectItem(pc, "dtype")->valuestring, (long long)t[i]->shape[2],
+                         (long long)t[i]->shape[3], kvc_dtype_name(t[i]->dtype));
+        }
+    }
+    kvc_runner_destroy(r);
+    free(lg);
+    cJSON_Delete(doc);
+    kvc_plan_json_free(json);
+    kvc_model_plan_destroy(plan);
+    free(config);
+    close_shard(&o, &tp);
+}
+
+/* part [NB, bs, h, D] against heads [h0, h0 + h) of whole [NB, bs, H, D]. */
+static void compare_slice(const kvc_tensor *part, const kvc_tensor *whole, int64_t h0, const char *what) {
+    const int64_t slots = part->shape[0] * part->shape[1], h = part->shape[2], H = whole->shape[2], D = part->shape[3];
+    assert_int_equal(part->shape[0], whole->shape[0]);
+    assert_int_equal(D, whole->shape[3]);
+    assert_true(h0 + h <= H);
+    const float *p = part->data, *w = whole->data;
+    for (int64_t s = 0; s < slots; s++)
+        for (int64_t j = 0; j < h * D; j++) {
+            const float x = p[s * h * D + j], y = w[(s * H + h0) * D + j];
+            if (!(fabsf(x - y) <= CACHE_TOL * (1.0f + fabsf(y))) && !(isnan(x) && isnan(y)))
+                fail_msg("%s rank %d of %d: slot %lld, head %lld, lane %lld holds %.7g, the one-rank run's head %lld "
+                         "%.7g",
+                         what, g_comm.rank, g_comm.size, (long long)s, (long long)(j / D), (long long)(j % D),
+                         (double)x, (long long)(h0 + j / D), (double)y);
+        }
+}
+
+static void check_cache_slices(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    kvc_model *whole = NULL;
+    char dir[1024];
+    model_dir(c, dir, sizeof dir);
+    assert_int_equal(kvc_model_load(dir, &whole), KVC_OK);
+    const int64_t count = o.N * o.n * o.V;
+    float *lg = calloc((size_t)count, sizeof *lg), *lw = calloc((size_t)count, sizeof *lw);
+    assert_true(lg && lw);
+    kvc_runner *rp = NULL, *rw = NULL;
+    generate(o.m, &o, c, 0, o.n, lg, &rp);
+    generate(whole, &o, c, 0, o.n, lw, &rw);
+    for (int64_t i = 0; i < count; i++) /* the logits of the whole model, within the oracle's tolerance */
+        if (!(fabsf(lg[i] - lw[i]) <= KVC_TEST_ORACLE_REL_TOL * fabsf(lw[i]) + KVC_TEST_ORACLE_ABS_FLOOR))
+            fail_msg("%s rank %d of %d: logit %lld is %.7g, the one-rank run's %.7g", c->sub, g_comm.rank, g_comm.size,
+                     (long long)i, (double)lg[i], (double)lw[i]);
+    /* the latent is held whole by every rank; full-form heads from this rank's first KV head */
+    const int64_t h0 = c->mode == KVC_RUNNER_MLA_LATENT
+                           ? 0
+                           : kvci_model_shard_kv_head0(kvc_model_config_of(whole), g_comm.rank, g_comm.size);
+    for (int32_t l = 0; l < rp->caches.n_layers; l++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s mode %d layer %d k", c->sub, (int)c->mode, (int)l);
+        compare_slice(&rp->caches.layers[l].k, &rw->caches.layers[l].k, h0, what);
+        what[strlen(what) - 1] = 'v';
+        compare_slice(&rp->caches.layers[l].v, &rw->caches.layers[l].v, h0, what);
+    }
+    kvc_runner_destroy(rp);
+    kvc_runner_destroy(rw);
+    kvc_model_destroy(whole);
+    free(lg);
+    free(lw);
+    close_shard(&o, &tp);
+}
+
+#define FAMILY_TESTS(name, c)                                                                                          \
+    static void test_oracle_##name(void **state) {                                                                     \
+        (void)state;                                                                                                   \
+        check_oracle(&c);                                                                                              \
+    }                                                                                                                  \
+    static void test_deterministic_##name(void **state) {                                                              \
+        (void)state;                                                                                                   \
+        check_deterministic(&c);                                                                                       \
+    }                                                                                                                  \
+    static void test_cache_slices_##name(void **state) {                                                               \
+        (void)state;                                                                                                   \
+        check_cache_slices(&c);                                                                                        \
+    }
+FAMILY_TESTS(qwen3, QWEN3)
+FAMILY_TESTS(gpt_oss, GPT_OSS)
+FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
+FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
+
+static void test_deterministic_deepseek_moe(void **state) {
+    (void)state;
+    check_deterministic(&DEEPSEEK_MOE);
+}
+static void test_cache_slices_deepseek_moe(void **state) {
+    (void)state;
+    check_cache_slices(&DEEPSEEK_MOE);
+}
+
+/* The plan describes the full-form caches of GQA models and MLA's latent (not MLA's full form). */
+static void test_plan_caches_qwen3(void **state) {
+    (void)state;
+    check_plan_caches(&QWEN3);
+}
+static void test_plan_caches_gpt_oss(void **state) {
+    (void)state;
+    check_plan_caches(&GPT_OSS);
+}
+static void test_plan_caches_deepseek_latent(void **state) {
+    (void)state;
+    check_plan_caches(&DEEPSEEK_LATENT);
+}
+
+/* A wait whose peer is late ends at the communicator's deadline with a message naming it, and the
+ * request can still be completed afterwards (nothing left pending). Rank 0 joins the barrier only
+ * after the others' deadline has passed. */
+static void test_wait_times_out(void **state) {
+    (void)state;
+    kvc_comm late = g_comm;
+    assert_int_equal(MPI_Comm_dup(g_comm.comm, &late.comm), MPI_SUCCESS);
+    late.timeout_s = 0.2;
+    MPI_Request req;
+    if (g_comm.rank == 0) {
+        const struct timespec pause = {.tv_sec = 0, .tv_nsec = 600 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        assert_int_equal(MPI_Ibarrier(late.comm, &req), MPI_SUCCESS);
+        assert_int_equal(kvc_comm_wait(&g_comm, &req, "the late barrier"), KVC_OK);
+    } else {
+        assert_int_equal(MPI_Ibarrier(late.comm, &req), MPI_SUCCESS);
+        assert_int_equal(kvc_comm_wait(&late, &req, "the late barrier"), KVC_EINTERNAL);
+        assert_non_null(strstr(kvc_last_error(), "waited more than 0.2 s for the late barrier"));
+        assert_int_equal(kvc_comm_wait(&g_comm, &req, "the late barrier"), KVC_OK);
+    }
+    MPI_Comm_free(&late.comm);
+}
+
+static int write_moe_checkpoint(void **state) {
+    (void)state;
+    kvc_test_write_deepseek_moe(20261205, g_moe_dir, sizeof g_moe_dir); /* the same bytes on every rank */
+    return 0;
+}
+
+static int remove_moe_checkpoint(void **state) {
+    (void)state;
+    kvc_test_remove_checkpoint(g_moe_dir);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (kvc_comm_init(&argc, &argv, &g_comm) != KVC_OK) {
+        fprintf(stderr, "test_dist_tp: %s\n", kvc_last_error());
+        return 1;
+    }
+#define T(name)                                                                                                        \
+    cmocka_unit_test(test_oracle_##name), cmocka_unit_test(test_deterministic_##name),                                 \
+        cmocka_unit_test(test_cache_slices_##name)
+    const struct CMUnitTest tests[] = {
+        T(qwen3),
+        T(gpt_oss),
+        T(deepseek_full),
+        T(deepseek_latent),
+        cmocka_unit_test(test_deterministic_deepseek_moe),
+        cmocka_unit_test(test_cache_slices_deepseek_moe),
+        cmocka_unit_test(test_plan_caches_qwen3),
+        cmocka_unit_test(test_plan_caches_gpt_oss),
+        cmocka_unit_test(test_plan_caches_deepseek_latent),
+        cmocka_unit_test(test_wait_times_out),
+    };
+#undef T
+    const int failed = cmocka_run_group_tests(tests, write_moe_checkpoint, remove_moe_checkpoint);
+    if (failed) kvc_comm_abort(&g_comm, 1); /* a peer may wait in a collective this rank left */
+    kvc_comm_finalize(&g_comm);
+    return 0;
+}

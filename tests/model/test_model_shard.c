@@ -1,0 +1,165 @@
+/* Tensor-parallel shards without MPI (docs/distributed.md, "Sharding rules"): rank r of 2 and of 4
+ * of each oracle model holds exactly its part of every split weight, read straight from the
+ * safetensors: q/k/v and gate/up rows (KV heads replicated when the ranks exceed them), o/down
+ * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
+ * only (also DeepSeek's routed and shared experts, per-module and fused, from a random checkpoint);
+ * a size that does not divide is refused naming it. (The collectives are tests/dist/'s.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvc_test_checkpoint.h"
+#include "kvc_test_util.h"
+#include "model/model_internal.h"
+
+/* Row i of part equals row row0 + i of whole, columns [col0, col0 + part's cols), for every matrix. */
+static void check_part(const kvc_wmat *part, const kvc_wmat *whole, int64_t row0, int64_t col0, const char *what) {
+    assert_int_equal(part->count, whole->count);
+    float *a = malloc((size_t)part->cols * sizeof *a), *b = malloc((size_t)whole->cols * sizeof *b);
+    assert_true(a && b);
+    for (int64_t e = 0; e < part->count; e++) {
+        const kvc_wmat p = kvci_wmat_at(part, e), w = kvci_wmat_at(whole, e);
+        for (int64_t i = 0; i < p.rows; i++) {
+            kvci_wmat_row(&p, i, a);
+            kvci_wmat_row(&w, row0 + i, b);
+            if (memcmp(a, b + col0, (size_t)p.cols * sizeof *a) != 0)
+                fail_msg("%s: matrix %lld row %lld is not the whole model's row %lld from column %lld", what,
+                         (long long)e, (long long)i, (long long)(row0 + i), (long long)col0);
+        }
+    }
+    free(a);
+    free(b);
+}
+
+static void check_vec(const float *part, const float *whole, int64_t n, bool zero, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (part[i] != (zero ? 0.0f : whole[i]))
+            fail_msg("%s[%lld] is %g, want %g", what, (long long)i, (double)part[i], zero ? 0.0 : (double)whole[i]);
+}
+
+static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64_t r) {
+    const kvc_layer_weights *p = &s->layers[l], *w = &m->layers[l];
+    const kvc_model_config *c = &s->cfg, *f = &m->cfg;
+    const bool mla = f->family == KVC_FAMILY_DEEPSEEK_V3;
+    const int64_t dq = mla ? f->qk_nope_head_dim + f->qk_rope_head_dim : f->head_dim;
+    const int64_t dv = mla ? f->v_head_dim : f->head_dim, h0 = r * c->num_heads;
+    check_part(p->wq.data ? &p->wq : &p->wqb, w->wq.data ? &w->wq : &w->wqb, h0 * dq, 0, "q");
+    check_part(&p->wo, &w->wo, 0, h0 * dv, "o_proj");
+    if (p->bo) check_vec(p->bo, w->bo, f->hidden_size, r > 0, "o_proj bias");
+    if (mla) {
+        const int64_t kvb = f->qk_nope_head_dim + f->v_head_dim;
+        check_vec(p->wkvb, w->wkvb + h0 * kvb * f->kv_lora_rank, c->num_heads * kvb * f->kv_lora_rank, false, "kv_b");
+        check_part(&p->wkva, &w->wkva, 0, 0, "kv_a (whole)");
+    } else {
+        const int64_t kv0 = kvci_model_shard_kv_head0(f, r, s->tp.size);
+        check_part(&p->wk, &w->wk, kv0 * f->head_dim, 0, "k_proj");
+        check_part(&p->wv, &w->wv, kv0 * f->head_dim, 0, "v_proj");
+    }
+    if (p->sinks) check_vec(p->sinks, w->sinks + h0, c->num_heads, false, "sinks");
+    const int64_t I = c->intermediate_size, Im = c->moe_intermediate_size;
+    if (f->family == KVC_FAMILY_GPT_OSS) {
+        check_part(&p->gu, &w->gu, r * 2 * I, 0, "gate_up (interleaved pairs)");
+        check_part(&p->dn, &w->dn, 0, r * I, "experts down");
+        check_vec(p->dn_b, w->dn_b, f->num_experts * f->hidden_size, r > 0, "experts down bias");
+        check_part(&p->router_w, &w->router_w, 0, 0, "router (whole)");
+    } else if (p->moe) {
+        check_part(&p->ex_gate, &w->ex_gate, r * Im, 0, "experts gate");
+        check_part(&p->ex_up, &w->ex_up, r * Im, 0, "experts up");
+        check_part(&p->ex_down, &w->ex_down, 0, r * Im, "experts down");
+        check_part(&p->sh_down, &w->sh_down, 0, r * Im * f->n_shared_experts, "shared down");
+    } else {
+        check_part(&p->w_gate, &w->w_gate, r * I, 0, "gate_proj");
+        check_part(&p->w_up, &w->w_up, r * I, 0, "up_proj");
+        check_part(&p->w_down, &w->w_down, 0, r * I, "down_proj");
+    }
+}
+
+static void check_dir(const char *sub, const char *dir) {
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load(dir, &m), KVC_OK);
+    for (int64_t size = 2; size <= 4; size *= 2)
+        for (int64_t r = 0; r < size; r++) {
+            const kvc_model_tp tp = {.rank = r, .size = size};
+            kvc_model *s = NULL;
+            if (kvci_model_load_tp(dir, &tp, &s) != KVC_OK)
+                fail_msg("%s rank %lld: %s", sub, (long long)r, kvc_last_error());
+            assert_int_equal(s->cfg.num_heads * size, m->cfg.num_heads);
+            for (int64_t l = 0; l < m->cfg.num_layers; l++) check_layer(s, m, l, r);
+            check_part(&s->lm_head, &m->lm_head, 0, 0, "lm_head (whole)");
+            kvc_model_destroy(s);
+        }
+    kvc_model_destroy(m);
+}
+
+static void check_family(const char *sub) {
+    char dir[1024];
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
+    check_dir(sub, dir);
+}
+
+static void test_qwen3(void **state) {
+    (void)state;
+    check_family("qwen3");
+}
+
+static void test_qwen3_bf16(void **state) {
+    (void)state;
+    check_family("qwen3/bf16");
+}
+
+static void test_gpt_oss(void **state) {
+    (void)state;
+    check_family("gpt_oss");
+}
+
+static void test_deepseek_v3(void **state) {
+    (void)state;
+    check_family("deepseek_v3");
+}
+
+/* Routed experts per module (layer 1) and fused (layer 2), one shared expert. */
+static void test_deepseek_moe(void **state) {
+    (void)state;
+    char dir[512];
+    kvc_test_write_deepseek_moe(7, dir, sizeof dir);
+    kvc_model_config cfg;
+    kvc_model *written = NULL, *loaded = NULL; /* the loader reads back what the checkpoint holds */
+    assert_int_equal(kvc_model_config_load(dir, &cfg), KVC_OK);
+    assert_int_equal(kvc_model_create_random(&cfg, 7, &written), KVC_OK);
+    assert_int_equal(kvc_model_load(dir, &loaded), KVC_OK);
+    assert_true(loaded->layers[1].moe && loaded->layers[2].moe);
+    for (int64_t l = 0; l < cfg.num_layers; l++) check_layer(loaded, written, l, 0);
+    kvc_model_destroy(written);
+    kvc_model_destroy(loaded);
+    check_dir("deepseek_moe", dir);
+    kvc_test_remove_checkpoint(dir);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    char dir[1024];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    kvc_model *s = NULL;
+    const kvc_model_tp three = {.rank = 0, .size = 3}, past = {.rank = 2, .size = 2};
+    assert_int_equal(kvci_model_load_tp(dir, &three, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tensor parallelism 3 does not divide num_attention_heads 4"));
+    assert_null(s);
+    assert_int_equal(kvci_model_load_tp(dir, &past, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "rank 2 outside [0, 2)"));
+    const kvc_model_tp eight = {.rank = 0, .size = 8}; /* 2 KV heads: replicated on 4 ranks, but 4 query heads */
+    assert_int_equal(kvci_model_load_tp(dir, &eight, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_attention_heads 4"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_qwen3_bf16),   cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe), cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
