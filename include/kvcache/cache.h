@@ -148,6 +148,22 @@ typedef struct kvc_cache_groups {
 /* Groups a validated description (runs kvc_validate_cache_info with -1). */
 KVC_API kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
 
+/* Uniform page size (vLLM's unify of page sizes), before planning with
+ * shared_pools: raises the block sizes of position keys (FullAttention,
+ * SlidingWindow) so that keys whose bytes per block differ get pages equal in
+ * bytes, and one pool serves them. The rule, keys taken by page (the bytes of
+ * one block of each entry, all equal) from the largest: a key joins the first
+ * pool whose page is a multiple of its own, its block size times the ratio
+ * (a key with half the bytes per token gets twice the block size), if that
+ * stays <= max_block_size; else it opens a pool of its own page. A state key
+ * (Mamba: its page is its state) joins only a pool of exactly its page, and a
+ * key whose entries differ in page or are not HBM is left alone. Block sizes
+ * only grow, to a page some key already has, so the pools are as few as they
+ * can be: one per page that no larger page is a multiple of (within the
+ * bound). Rewrites the entries' block_size (all or nothing); *n_pools (may be
+ * NULL) = the pools the keys then take, a key left alone counted as one. */
+KVC_API kvc_status kvc_cache_info_unify_pages(kvc_model_cache_info *ci, int64_t max_block_size, int32_t *n_pools);
+
 /* ---- block planner (KM 6) -------------------------------------------------- */
 typedef enum kvc_plan_mode {
     KVC_PLAN_OFFLINE = 0, /* cdiv(max_len, bs) * concurrency + 1 blocks per paged key */

@@ -16,8 +16,7 @@ kvc_plan_params kvc_plan_default_params(void) {
                              .partition = 1};
 }
 
-/* Bytes one block of this entry takes in its tensor (storage block size). */
-static int64_t entry_block_bytes(const kvc_cache_entry *e) {
+int64_t kvci_entry_block_bytes(const kvc_cache_entry *e) {
     int64_t itemsize = (int64_t)kvc_dtype_size(e->dtype);
     if (e->attn_type == KVC_ATTN_MAMBA) return kvc_cache_entry_dim_numel(e) * itemsize;
     return e->block_size / e->compress_ratio * e->num_head * kvc_cache_entry_dim_numel(e) * itemsize;
@@ -34,8 +33,6 @@ static int32_t group_index(const kvc_cache_groups *groups, const kvc_cache_entry
         if (strcmp(groups->groups[g].key, key) == 0) return g;
     return -1;
 }
-
-static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g);
 
 /* Plan skeleton from the groups; block counts left at 0. Fills block_bytes
  * and per_token_bytes from the HBM entries (the budget rules count only those). */
@@ -54,23 +51,21 @@ static void plan_skeleton(const kvc_model_cache_info *ci, const kvc_cache_groups
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block || e->allocator != KVC_ALLOC_HBM) continue;
             kvc_group_plan *gp = &plan->groups[group_index(groups, e)];
-            gp->block_bytes += entry_block_bytes(e);
+            gp->block_bytes += kvci_entry_block_bytes(e);
             if (!gp->fixed) plan->per_token_bytes += entry_token_bytes(e);
         }
     }
-    for (int32_t g = 0; g < groups->n_groups; g++) plan->groups[g].page_bytes = uniform_page_bytes(ci, groups, g);
+    for (int32_t g = 0; g < groups->n_groups; g++) plan->groups[g].page_bytes = kvci_group_page_bytes(ci, groups, g);
 }
 
-/* The bytes per block of each entry of group g when they are all equal and
- * HBM (the entries can be slots of a shared pool), else 0. */
-static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g) {
+int64_t kvci_group_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g) {
     int64_t page = 0;
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
             const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
             if (!e->needs_block || group_index(groups, e) != g) continue;
-            if (e->allocator != KVC_ALLOC_HBM || (page != 0 && entry_block_bytes(e) != page)) return 0;
-            page = entry_block_bytes(e);
+            if (e->allocator != KVC_ALLOC_HBM || (page != 0 && kvci_entry_block_bytes(e) != page)) return 0;
+            page = kvci_entry_block_bytes(e);
         }
     return page;
 }
