@@ -271,8 +271,11 @@ static void print_shared_pool(const kvc_block_plan *plan, int32_t g) {
                                  plan->groups[h].key, (long long)plan->groups[h].block_size);
     }
     human_bytes(gp->block_num * block_bytes, bytes, sizeof bytes);
-    printf("pool         shared by %s: %lld blocks (%s, pages of %lld bytes)\n", keys, (long long)gp->block_num, bytes,
-           (long long)gp->page_bytes);
+    printf("pool         shared by %s: %lld blocks (%s, ", keys, (long long)gp->block_num, bytes);
+    if (gp->page_bytes > 0)
+        printf("pages of %lld bytes)\n", (long long)gp->page_bytes);
+    else
+        printf("entry slots of equal pages)\n");
 }
 
 /* Why a state key keeps a pool of its own: the padding one pool would cost. */

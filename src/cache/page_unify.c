@@ -1,10 +1,38 @@
-/* Uniform page size (issue 24): block sizes chosen so that keys whose bytes
- * per block differ take pages equal in bytes, for one shared pool. The rule
- * is kvc_cache_info_unify_pages's comment in cache.h. */
+/* Pages of the keys (issue 24): which keys' entry slots agree so that they
+ * can share one pool, and block sizes chosen so that keys whose bytes per
+ * block differ take pages equal in bytes (kvc_cache_info_unify_pages's rule
+ * in cache.h). */
 #include <string.h>
 
 #include "base/internal.h"
 #include "cache/manager_type.h"
+
+/* Walks the needs_block entries of one key in order (its entry slots). */
+typedef struct slot_cursor {
+    const kvc_model_cache_info *ci;
+    const char *key;
+    int32_t layer, cache;
+} slot_cursor;
+
+/* The key's next entry, NULL after its last. */
+static const kvc_cache_entry *next_slot(slot_cursor *cur) {
+    for (; cur->layer < cur->ci->n_layer_infos; cur->layer++, cur->cache = 0)
+        while (cur->cache < cur->ci->layer_infos[cur->layer].n_caches) {
+            const kvc_cache_entry *e = &cur->ci->layer_infos[cur->layer].caches[cur->cache++];
+            if (e->needs_block && strcmp(kvc_cache_entry_group_key(e), cur->key) == 0) return e;
+        }
+    return NULL;
+}
+
+bool kvci_keys_share_slots(const kvc_model_cache_info *ci, const char *a, const char *b) {
+    slot_cursor ca = {.ci = ci, .key = a}, cb = {.ci = ci, .key = b};
+    const kvc_cache_entry *ea = next_slot(&ca), *eb = next_slot(&cb);
+    for (; ea != NULL || eb != NULL; ea = ea ? next_slot(&ca) : NULL, eb = eb ? next_slot(&cb) : NULL) {
+        if ((ea && ea->allocator != KVC_ALLOC_HBM) || (eb && eb->allocator != KVC_ALLOC_HBM)) return false;
+        if (ea && eb && kvci_entry_block_bytes(ea) != kvci_entry_block_bytes(eb)) return false;
+    }
+    return true;
+}
 
 /* Group order sorted by page bytes, largest first (stable: equal pages keep
  * group order). */

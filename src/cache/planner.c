@@ -86,16 +86,32 @@ static int32_t pool_leader(const kvc_block_plan *plan, int32_t g) {
     return g;
 }
 
-/* The sharing rule: keys whose entries all have the same page bytes share
- * one pool (ids 1, 2, ... by first key); a key alone keeps pool_id 0. */
-static void assign_pools(kvc_block_plan *plan) {
+/* Whether key h agrees slot by slot with every key of pool id (ids
+ * assigned so far). */
+static bool joins_pool(const kvc_block_plan *plan, const kvc_model_cache_info *ci, int32_t id, int32_t h) {
+    for (int32_t m = 0; m < h; m++)
+        if (plan->groups[m].pool_id == id && !kvci_keys_share_slots(ci, plan->groups[m].key, plan->groups[h].key))
+            return false;
+    return true;
+}
+
+/* The sharing rule: keys whose entry slots agree in page bytes (each key's
+ * i-th entries equal, kvci_keys_share_slots; every key of a pool with every
+ * other) share one pool, ids 1, 2, ... by first key; a key alone keeps
+ * pool_id 0. */
+static void assign_pools(kvc_block_plan *plan, const kvc_model_cache_info *ci) {
     int32_t next = 1;
     for (int32_t g = 0; g < plan->n_groups; g++) {
         kvc_group_plan *gp = &plan->groups[g];
-        if (gp->page_bytes == 0 || gp->pool_id > 0) continue;
+        if (gp->pool_id > 0 || !kvci_keys_share_slots(ci, gp->key, gp->key)) continue;
+        gp->pool_id = next;
+        bool shared = false;
         for (int32_t h = g + 1; h < plan->n_groups; h++)
-            if (plan->groups[h].page_bytes == gp->page_bytes) plan->groups[h].pool_id = gp->pool_id = next;
-        next += gp->pool_id > 0;
+            if (plan->groups[h].pool_id == 0 && joins_pool(plan, ci, next, h)) {
+                plan->groups[h].pool_id = next;
+                shared = true;
+            }
+        gp->pool_id = shared ? next++ : 0;
     }
 }
 
@@ -257,7 +273,7 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     if (st != KVC_OK) return st;
     kvc_block_plan plan;
     plan_skeleton(ci, &groups, &plan);
-    if (p->shared_pools) assign_pools(&plan);
+    if (p->shared_pools) assign_pools(&plan, ci);
     bool any_paged = false;
     for (int32_t g = 0; g < plan.n_groups; g++) {
         const kvc_manager_type *type = kvci_manager_type_find(plan.groups[g].attn_type);
@@ -308,10 +324,10 @@ kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan) {
     if (st != KVC_OK) return st;
     for (int32_t g = 0; g < plan->n_groups; g++) {
         const kvc_group_plan *gp = &plan->groups[g], *lead = &plan->groups[pool_leader(plan, g)];
-        if (gp->pool_id > 0 && (gp->page_bytes == 0 || gp->page_bytes != lead->page_bytes))
+        if (gp->pool_id > 0 && gp->page_bytes != lead->page_bytes && gp->page_bytes != 0 && lead->page_bytes != 0)
             return kvci_fail(KVC_EINVAL,
                              "plan: keys %s and %s share pool %d but their pages differ (%lld and %lld "
-                             "bytes; 0: entries of unequal sizes or not HBM)",
+                             "bytes; 0: entries of unequal sizes, checked slot by slot by the storage)",
                              lead->key, gp->key, gp->pool_id, (long long)lead->page_bytes, (long long)gp->page_bytes);
     }
     return plan_totals(plan);
