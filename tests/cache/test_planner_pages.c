@@ -60,6 +60,30 @@ static void test_half_the_bytes_twice_the_block(void **state) {
     assert_int_equal(kvc_manager_num_free(mgr, 1), free0 - 6);
     assert_int_equal(kvc_manager_check_invariants(mgr), KVC_OK);
     kvc_manager_destroy(mgr);
+    /* prefix caching across the two block sizes: a cached 97-token prompt hits
+     * 96 tokens (6 full blocks, 3 window blocks), taken by the next request */
+    mp.prefix_caching = true;
+    assert_int_equal(kvc_manager_create(&m.ci, &plan, &mp, &mgr), KVC_OK);
+    int32_t tokens[97];
+    for (int i = 0; i < 97; i++) tokens[i] = 1000 + i;
+    const kvc_prompt prompt = {.tokens = tokens, .n_tokens = 97};
+    assert_int_equal(
+        kvc_manager_allocate_slots(mgr, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 97, .prompt = &prompt}),
+        KVC_OK);
+    assert_int_equal(kvc_manager_cache_computed(mgr, 1, tokens, 97), KVC_OK);
+    assert_int_equal(kvc_manager_free(mgr, 1), KVC_OK);
+    kvc_prefix_hit hit;
+    assert_int_equal(kvc_manager_find_prefix(mgr, &prompt, &hit), KVC_OK);
+    assert_int_equal(hit.n_tokens, 96);
+    assert_int_equal(hit.n_cached[0], 6);
+    assert_int_equal(kvc_manager_allocate_slots(mgr, &(kvc_slot_request){.request_id = 2,
+                                                                         .computed_tokens = 96,
+                                                                         .num_new_tokens = 1,
+                                                                         .prompt = &prompt,
+                                                                         .hit = &hit}),
+                     KVC_OK);
+    assert_int_equal(kvc_manager_check_invariants(mgr), KVC_OK);
+    kvc_manager_destroy(mgr);
     kvc_cache_storage_destroy(s);
     /* a second call changes nothing */
     assert_int_equal(kvc_cache_info_unify_pages(&m.ci, 1024, &n_pools), KVC_OK);
