@@ -30,6 +30,7 @@
 #define BP_MAX_MODEL_LEN 1024
 #define BP_M_TOKENS      8192 /* the KV memory: tokens of every layer */
 #define BP_GPT_OSS       1    /* kvc_demo_families index */
+#define BP_N_SEQS        9    /* max_num_seqs 256, 128, ..., 1 */
 
 typedef struct bp_side {
     int64_t max_num_seqs, peak_rows, preemptions, kv_bytes, steps;
@@ -81,15 +82,17 @@ static kvc_status fit(const kvc_model *m, const kvc_engine_adapter_params *ap, b
 }
 
 /* Runs w on one side in kv_memory bytes at every max_num_seqs (256, halving)
- * that fits, keeping the run with the most concurrent sequences (what an
- * operator tuning max_num_seqs for that memory would get) in side and the
- * run at 256 (all requests may run at once; 0 rows if it does not fit) in at_most. */
+ * that fits, keeping each run in runs[i] (max_num_seqs 256 >> i; all zero if
+ * it does not fit) and the run with the most concurrent sequences (what an
+ * operator tuning max_num_seqs for that memory would get) in side. */
 static kvc_status run_side(const kvc_model *m, const kvc_demo_workload *w, bool shared, int64_t kv_memory, int32_t *out,
-                           bp_side *side, bp_side *at_most) {
+                           bp_side *side, bp_side runs[BP_N_SEQS]) {
     kvc_engine_adapter_params ap = {.block_size = BP_BLOCK};
     kvc_status st = KVC_OK;
-    *side = *at_most = (bp_side){0};
-    for (int64_t seqs = BP_REQUESTS; seqs >= 1 && st == KVC_OK; seqs /= 2) {
+    *side = (bp_side){0};
+    for (int i = 0; i < BP_N_SEQS && st == KVC_OK; i++) {
+        int64_t seqs = BP_REQUESTS >> i;
+        runs[i] = (bp_side){0};
         kvc_engine_params p;
         kvc_demo_figures fig;
         st = fit(m, &ap, shared, seqs, kv_memory, &p);
@@ -105,12 +108,26 @@ static kvc_status run_side(const kvc_model *m, const kvc_demo_workload *w, bool 
                        .kv_bytes = fig.stats.kv_bytes,
                        .steps = fig.steps,
                        .tps = (double)fig.generated_tokens / fig.seconds};
-        if (seqs == BP_REQUESTS) *at_most = now;
+        runs[i] = now;
         if (now.peak_rows > side->peak_rows) *side = now;
     }
     if (st == KVC_OK && side->peak_rows == 0)
         return kvci_fail(KVC_ENOMEM, "bench pools: no max_num_seqs fits %lld bytes", (long long)kv_memory);
     return st;
+}
+
+/* Sequences each side ran at once at every max_num_seqs, in the same memory
+ * ("-": its engine does not fit). */
+static void print_by_seqs(bp_side runs[2][BP_N_SEQS]) {
+    printf("\nconcurrent sequences (peak rows) at each max_num_seqs, same KV memory:\n%12s %8s %8s %7s\n",
+           "max_num_seqs", "per-key", "shared", "ratio");
+    for (int i = 0; i < BP_N_SEQS; i++) {
+        char per_key[24] = "-";
+        if (runs[0][i].max_num_seqs > 0) snprintf(per_key, sizeof per_key, "%lld", (long long)runs[0][i].peak_rows);
+        printf("%12d %8s %8lld", BP_REQUESTS >> i, per_key, (long long)runs[1][i].peak_rows);
+        if (runs[0][i].peak_rows > 0) printf(" %6.2fx", (double)runs[1][i].peak_rows / (double)runs[0][i].peak_rows);
+        printf("\n");
+    }
 }
 
 kvc_status kvc_bench_pools_run(bool json) {
@@ -131,9 +148,10 @@ kvc_status kvc_bench_pools_run(bool json) {
     }
     const int64_t kv_memory = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * BP_M_TOKENS;
     int32_t *out = malloc((size_t)(w.n * w.max_new) * sizeof *out);
-    bp_side sides[2] = {{0}}, at_most[2] = {{0}}; /* per key, shared */
+    bp_side sides[2] = {{0}}, runs[2][BP_N_SEQS]; /* per key, shared */
     st = out != NULL ? KVC_OK : KVC_ENOMEM;
-    for (int s = 0; s < 2 && st == KVC_OK; s++) st = run_side(m, &w, s == 1, kv_memory, out, &sides[s], &at_most[s]);
+    for (int s = 0; s < 2 && st == KVC_OK; s++) st = run_side(m, &w, s == 1, kv_memory, out, &sides[s], runs[s]);
+    const bp_side *at_most = (const bp_side[]){runs[0][0], runs[1][0]}; /* both at max_num_seqs 256 */
     if (st == KVC_OK && json) {
         printf("{\"bench\": \"pools\", \"model\": \"%s\", \"requests\": %d, \"prompt_tokens\": %lld, "
                "\"max_new_tokens\": %d, \"kv_memory_bytes\": %lld, \"sides\": [",
@@ -144,9 +162,13 @@ kvc_status kvc_bench_pools_run(bool json) {
                    s ? ", " : "", s ? "shared" : "per-key", (long long)sides[s].max_num_seqs,
                    (long long)sides[s].peak_rows, sides[s].tps, (long long)sides[s].steps,
                    (long long)sides[s].preemptions, (long long)sides[s].kv_bytes);
-        printf("], \"peak_rows_ratio\": %.3f, \"peak_rows_at_%d_seqs\": [%lld, %lld], \"target\": 2.0}\n",
+        printf("], \"peak_rows_ratio\": %.3f, \"peak_rows_at_%d_seqs\": [%lld, %lld], \"by_max_num_seqs\": [",
                (double)sides[1].peak_rows / (double)sides[0].peak_rows, BP_REQUESTS, (long long)at_most[0].peak_rows,
                (long long)at_most[1].peak_rows);
+        for (int i = 0; i < BP_N_SEQS; i++)
+            printf("%s{\"max_num_seqs\": %d, \"peak_rows\": [%lld, %lld]}", i ? ", " : "", BP_REQUESTS >> i,
+                   (long long)runs[0][i].peak_rows, (long long)runs[1][i].peak_rows);
+        printf("], \"target\": 2.0}\n");
     } else if (st == KVC_OK) {
         printf(
             "\nShared pool vs a pool per key (%s: full and sliding-window layers), %d requests at once (%lld\n"
@@ -166,6 +188,7 @@ kvc_status kvc_bench_pools_run(bool json) {
                "%.0f vs %.0f tokens/s)\n",
                (double)sides[1].peak_rows / (double)sides[0].peak_rows, sides[1].tps / sides[0].tps, BP_REQUESTS,
                (long long)at_most[1].peak_rows, (long long)at_most[0].peak_rows, at_most[1].tps, at_most[0].tps);
+        print_by_seqs(runs);
     }
     free(out);
     kvc_demo_workload_free(&w);

@@ -256,21 +256,39 @@ static void print_attention_summary(const kvc_model_plan *p) {
 
 /* Prints the plan table; false (nothing printed) when memory ran out. */
 /* The shared pool of group g, once (at its first key): its blocks, the bytes
- * of each (a page per entry slot) and the keys drawing from it. */
+ * of each (a page per entry slot) and the keys drawing from it, each with
+ * its block size (equal pages: a key of fewer bytes per token has more). */
 static void print_shared_pool(const kvc_block_plan *plan, int32_t g) {
     const kvc_group_plan *gp = &plan->groups[g];
     int64_t block_bytes = 0;
-    char keys[KVC_MAX_MANAGERS * KVC_NAME_MAX] = "", bytes[32];
+    char keys[KVC_MAX_MANAGERS * (KVC_NAME_MAX + 32)] = "", bytes[32];
     size_t used = 0;
     for (int32_t h = 0; h < plan->n_groups; h++) {
         if (plan->groups[h].pool_id != gp->pool_id) continue;
         if (h < g) return;
         block_bytes = plan->groups[h].block_bytes > block_bytes ? plan->groups[h].block_bytes : block_bytes;
-        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s", used > 0 ? ", " : "", plan->groups[h].key);
+        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s (%lld tokens)", used > 0 ? ", " : "",
+                                 plan->groups[h].key, (long long)plan->groups[h].block_size);
     }
     human_bytes(gp->block_num * block_bytes, bytes, sizeof bytes);
-    printf("pool         shared by %s: %lld blocks of %lld tokens (%s, pages of %lld bytes)\n", keys,
-           (long long)gp->block_num, (long long)gp->block_size, bytes, (long long)gp->page_bytes);
+    printf("pool         shared by %s: %lld blocks (%s, ", keys, (long long)gp->block_num, bytes);
+    if (gp->page_bytes > 0)
+        printf("pages of %lld bytes)\n", (long long)gp->page_bytes);
+    else
+        printf("entry slots of equal pages)\n");
+}
+
+/* Why a state key keeps a pool of its own: the padding one pool would cost. */
+static void print_state_padding(const kvc_plan_state_padding *pad) {
+    if (pad->state_key[0] == '\0') return;
+    char page[32], state[32], padded[32];
+    human_bytes(pad->page_bytes, page, sizeof page);
+    human_bytes(pad->state_bytes, state, sizeof state);
+    human_bytes(pad->padded_bytes, padded, sizeof padded);
+    printf("state pool   %s keeps its own: in the pool of %s every state page would pad to %s (%s blocks of %lld "
+           "tokens), a sequence's state from %s to %s (+%.0f %%)\n",
+           pad->state_key, pad->paged_key, page, pad->paged_key, (long long)pad->block_size, state, padded,
+           100.0 * (double)(pad->padded_bytes - pad->state_bytes) / (double)pad->state_bytes);
 }
 
 static bool print_table(const kvc_model_plan *p) {
@@ -315,6 +333,7 @@ static bool print_table(const kvc_model_plan *p) {
         printf("pool         %-16s %lld blocks of %lld tokens (%s%s)\n", gp->key, (long long)gp->block_num,
                (long long)gp->block_size, b3, gp->fixed ? ", fixed" : "");
     }
+    print_state_padding(&p->state_padding);
     human_bytes(p->blocks.total_bytes, b1, sizeof b1);
     printf("max tokens   %lld   total %s\n", (long long)p->blocks.max_tokens, b1);
     for (int32_t w = 0; w < p->n_warnings; w++) printf("warning      %s\n", p->warnings[w]);

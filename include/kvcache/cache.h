@@ -148,6 +148,22 @@ typedef struct kvc_cache_groups {
 /* Groups a validated description (runs kvc_validate_cache_info with -1). */
 KVC_API kvc_status kvc_cache_groups_build(const kvc_model_cache_info *ci, kvc_cache_groups *out);
 
+/* Uniform page size (vLLM's unify of page sizes), before planning with
+ * shared_pools: raises the block sizes of position keys (FullAttention,
+ * SlidingWindow) so that keys whose bytes per block differ get pages equal in
+ * bytes, and one pool serves them. The rule, keys taken by page (the bytes of
+ * one block of each entry, all equal) from the largest: a key joins the first
+ * pool whose page is a multiple of its own, its block size times the ratio
+ * (a key with half the bytes per token gets twice the block size), if that
+ * stays <= max_block_size; else it opens a pool of its own page. A state key
+ * (Mamba: its page is its state) joins only a pool of exactly its page, and a
+ * key whose entries differ in page or are not HBM is left alone. Block sizes
+ * only grow, to a page some key already has, so the pools are as few as they
+ * can be: one per page that no larger page is a multiple of (within the
+ * bound). Rewrites the entries' block_size (all or nothing); *n_pools (may be
+ * NULL) = the pools the keys then take, a key left alone counted as one. */
+KVC_API kvc_status kvc_cache_info_unify_pages(kvc_model_cache_info *ci, int64_t max_block_size, int32_t *n_pools);
+
 /* ---- block planner (KM 6) -------------------------------------------------- */
 typedef enum kvc_plan_mode {
     KVC_PLAN_OFFLINE = 0, /* cdiv(max_len, bs) * concurrency + 1 blocks per paged key */
@@ -169,7 +185,7 @@ typedef struct kvc_plan_params {
     int64_t extra_reserved_bytes; /* model workspace that must stay free */
     int64_t max_prefill_tokens;   /* BUDGET/DEVICE: > 0 requires room for one such prefill */
     int64_t partition;            /* OFFLINE: ranks sharing the persistent cache (default 1) */
-    bool shared_pools;            /* one pool for the keys whose pages are equal in bytes (below) */
+    bool shared_pools;            /* one pool for the keys whose entry slots agree in page bytes (below) */
 } kvc_plan_params;
 
 KVC_API kvc_plan_params kvc_plan_default_params(void);
@@ -195,18 +211,22 @@ typedef struct kvc_block_plan {
     int64_t total_bytes;                     /* bytes of every HBM cache tensor at its planned count */
 } kvc_block_plan;
 
-/* Shared pools (shared_pools on): the keys whose entries all take page_bytes
- * bytes per block, equal between the keys, share one pool: a block id names
- * one page of every entry slot (a key's i-th entry is slot i), so a block
- * costs page_bytes x the most entries of its keys; keys with other page sizes
- * keep pools of their own (one pool per distinct page size). The window and
+/* Shared pools (shared_pools on): keys whose entries are all HBM and whose
+ * entry slots agree (a key's i-th entry is slot i; the i-th entries of the
+ * keys equal in bytes per block, for every i both have) share one pool: a
+ * block id names one page of every entry slot, so a block costs the pages of
+ * its key with the most entries; keys that agree with no other keep pools of
+ * their own (kvc_cache_info_unify_pages first makes pages equal where block
+ * sizes can). The window and
  * state keys of a pool draw blocks from it as they need them: OFFLINE adds
  * their per-request counts to the pool, BUDGET/DEVICE give the whole budget
  * left to the pool, sized by its paged keys' tokens. */
 KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info *ci, kvc_block_plan *out);
 /* Checks the pools a plan names (pool_id >= 0; the keys of a pool have equal
- * block_num and equal, non-zero page_bytes) and recomputes its byte totals,
- * counting each pool once: for plans whose pools a caller set itself. */
+ * block_num and equal page_bytes where both are non-zero: keys of unequal
+ * entries are checked slot by slot by kvc_cache_storage_allocate) and
+ * recomputes its byte totals, counting each pool once: for plans whose pools
+ * a caller set itself. */
 KVC_API kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
 /* Block count planned for a key; KVC_EINVAL naming the key when absent. */
 KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);

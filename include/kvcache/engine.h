@@ -185,8 +185,9 @@ typedef struct kvc_engine_params {
                                  * adapter builds its caches of it (docs/runtime.md) */
     kvc_block_layout kv_layout; /* the model adapter's managed full-form caches: KVC_BLOCK_BNBSND (default) or
                                  * KVC_BLOCK_BNNDBS (keys in lanes; kvc_model_caches.layout, docs/runtime.md) */
-    bool shared_pools;          /* managed: the keys whose pages are equal in bytes draw from one pool
-                                 * (kvc_plan_params.shared_pools); false: a pool per key */
+    bool shared_pools;          /* managed: the keys whose entry slots agree in page bytes draw from one
+                                 * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
+                                 * too); false: a pool per key */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,

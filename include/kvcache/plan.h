@@ -74,6 +74,21 @@ typedef struct kvc_plan_layer {
     kvc_plan_cache caches[KVC_PLAN_MAX_CACHES];
 } kvc_plan_layer;
 
+/* What one pool for a state key and an attention key would cost (issue 24
+ * #2). A pool's block is one page per entry slot, so a state key can share
+ * the attention's pool only with every state page padded up to the pool's
+ * page: the largest state page, rounded up to whole tokens of the attention
+ * key, whose block size grows to fill it. The plan keeps the state key in a
+ * pool of its own (docs/cache.md, "Uniform pages"); these figures say why. */
+typedef struct kvc_plan_state_padding {
+    char state_key[KVC_NAME_MAX]; /* "" when the plan has no state key beside an attention key */
+    char paged_key[KVC_NAME_MAX]; /* the attention key it would share with */
+    int64_t page_bytes;           /* the shared pool's page */
+    int64_t block_size;           /* the attention key's block size at that page */
+    int64_t state_bytes;          /* one state block (a sequence's state): every state entry's page */
+    int64_t padded_bytes;         /* the same block in the shared pool: state entries x page_bytes */
+} kvc_plan_state_padding;
+
 typedef struct kvc_model_plan {
     char architecture[KVC_PLAN_TEXT_MAX]; /* architectures[0] (or model_type when absent) */
     char model_type[KVC_PLAN_TEXT_MAX];
@@ -102,9 +117,11 @@ typedef struct kvc_model_plan {
     int32_t n_layers;
     kvc_plan_layer *layers; /* [n_layers] */
 
-    kvc_model_cache_info cache_info; /* the description the plan implies (owned) */
-    kvc_plan_params plan_params;     /* what kvc_plan_blocks was called with */
-    kvc_block_plan blocks;           /* its answer */
+    kvc_model_cache_info cache_info;      /* the description the plan implies (owned), its block sizes
+                                           * unified (kvc_cache_info_unify_pages, up to max_model_len) */
+    kvc_plan_params plan_params;          /* what kvc_plan_blocks was called with */
+    kvc_block_plan blocks;                /* its answer */
+    kvc_plan_state_padding state_padding; /* a state key beside attention: what sharing would cost */
 
     int32_t n_warnings;
     char warnings[KVC_PLAN_MAX_WARNINGS][KVC_PLAN_TEXT_MAX];

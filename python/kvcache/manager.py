@@ -198,8 +198,8 @@ class Manager:
     {"name": "k_cache", "num_head": 8, "dim": 128, "block_size": 16,
      "attn_type": "SlidingWindow", "sliding_window": 4096}
     and block_num an int (every key) or {key: blocks} (null block included).
-    A plan's keys whose pages are equal in bytes share one pool (one id
-    space and free queue, as the engine serves them; usage() names each
+    A plan's keys whose entry slots agree in page bytes share one pool (one
+    id space and free queue, as the engine serves them; usage() names each
     key's pool); block_num with a plan keeps those pools, so the keys of one
     pool take equal counts.
     kv_events=N (with prefix_caching) queues up to N KV events for

@@ -55,8 +55,10 @@ class Plan(dict):
 
     def manager(self, **kwargs):
         """A Manager over this plan's caches and block counts, with its
-        pools: the keys whose pages are equal in bytes draw from one shared
-        pool (kvcache plan shows it; Manager.usage() names each key's pool).
+        pools: the keys whose entry slots agree in page bytes draw from one
+        shared pool (the plan gives keys of different bytes per token block
+        sizes that make their pages equal; kvcache plan shows each key's
+        block size and pool; Manager.usage() names each key's pool).
         Keyword arguments go to Manager (block_num= overrides the counts and
         keeps the pools)."""
         from .manager import Manager

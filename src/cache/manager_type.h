@@ -154,6 +154,15 @@ int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool, int32_t key_
  * key NUL-terminated, the keys of a shared pool with equal block counts
  * (KVC_EINVAL naming what is wrong). */
 kvc_status kvci_block_plan_check(const kvc_block_plan *plan);
+/* Bytes one block of the entry takes in its tensor (its page). */
+int64_t kvci_entry_block_bytes(const kvc_cache_entry *e);
+/* The page bytes of every entry of group g when they are all equal and HBM
+ * (the entries can be slots of a shared pool), else 0. */
+int64_t kvci_group_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g);
+/* page_unify.c: whether keys a and b can share one pool: every entry of both
+ * HBM, and their i-th entries (entry slot i) equal in page bytes for every i
+ * both have (the entries of one key may differ: int8 caches and their scales). */
+bool kvci_keys_share_slots(const kvc_model_cache_info *ci, const char *a, const char *b);
 /* The plan of a key (of a checked plan); KVC_EINVAL naming the key when absent. */
 kvc_status kvci_block_plan_group(const kvc_block_plan *plan, const char *key, const kvc_group_plan **out);
 

@@ -16,8 +16,7 @@ kvc_plan_params kvc_plan_default_params(void) {
                              .partition = 1};
 }
 
-/* Bytes one block of this entry takes in its tensor (storage block size). */
-static int64_t entry_block_bytes(const kvc_cache_entry *e) {
+int64_t kvci_entry_block_bytes(const kvc_cache_entry *e) {
     int64_t itemsize = (int64_t)kvc_dtype_size(e->dtype);
     if (e->attn_type == KVC_ATTN_MAMBA) return kvc_cache_entry_dim_numel(e) * itemsize;
     return e->block_size / e->compress_ratio * e->num_head * kvc_cache_entry_dim_numel(e) * itemsize;
@@ -34,8 +33,6 @@ static int32_t group_index(const kvc_cache_groups *groups, const kvc_cache_entry
         if (strcmp(groups->groups[g].key, key) == 0) return g;
     return -1;
 }
-
-static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g);
 
 /* Plan skeleton from the groups; block counts left at 0. Fills block_bytes
  * and per_token_bytes from the HBM entries (the budget rules count only those). */
@@ -54,23 +51,21 @@ static void plan_skeleton(const kvc_model_cache_info *ci, const kvc_cache_groups
             const kvc_cache_entry *e = &layer->caches[c];
             if (!e->needs_block || e->allocator != KVC_ALLOC_HBM) continue;
             kvc_group_plan *gp = &plan->groups[group_index(groups, e)];
-            gp->block_bytes += entry_block_bytes(e);
+            gp->block_bytes += kvci_entry_block_bytes(e);
             if (!gp->fixed) plan->per_token_bytes += entry_token_bytes(e);
         }
     }
-    for (int32_t g = 0; g < groups->n_groups; g++) plan->groups[g].page_bytes = uniform_page_bytes(ci, groups, g);
+    for (int32_t g = 0; g < groups->n_groups; g++) plan->groups[g].page_bytes = kvci_group_page_bytes(ci, groups, g);
 }
 
-/* The bytes per block of each entry of group g when they are all equal and
- * HBM (the entries can be slots of a shared pool), else 0. */
-static int64_t uniform_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g) {
+int64_t kvci_group_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_groups *groups, int32_t g) {
     int64_t page = 0;
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
             const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
             if (!e->needs_block || group_index(groups, e) != g) continue;
-            if (e->allocator != KVC_ALLOC_HBM || (page != 0 && entry_block_bytes(e) != page)) return 0;
-            page = entry_block_bytes(e);
+            if (e->allocator != KVC_ALLOC_HBM || (page != 0 && kvci_entry_block_bytes(e) != page)) return 0;
+            page = kvci_entry_block_bytes(e);
         }
     return page;
 }
@@ -91,16 +86,32 @@ static int32_t pool_leader(const kvc_block_plan *plan, int32_t g) {
     return g;
 }
 
-/* The sharing rule: keys whose entries all have the same page bytes share
- * one pool (ids 1, 2, ... by first key); a key alone keeps pool_id 0. */
-static void assign_pools(kvc_block_plan *plan) {
+/* Whether key h agrees slot by slot with every key of pool id (ids
+ * assigned so far). */
+static bool joins_pool(const kvc_block_plan *plan, const kvc_model_cache_info *ci, int32_t id, int32_t h) {
+    for (int32_t m = 0; m < h; m++)
+        if (plan->groups[m].pool_id == id && !kvci_keys_share_slots(ci, plan->groups[m].key, plan->groups[h].key))
+            return false;
+    return true;
+}
+
+/* The sharing rule: keys whose entry slots agree in page bytes (each key's
+ * i-th entries equal, kvci_keys_share_slots; every key of a pool with every
+ * other) share one pool, ids 1, 2, ... by first key; a key alone keeps
+ * pool_id 0. */
+static void assign_pools(kvc_block_plan *plan, const kvc_model_cache_info *ci) {
     int32_t next = 1;
     for (int32_t g = 0; g < plan->n_groups; g++) {
         kvc_group_plan *gp = &plan->groups[g];
-        if (gp->page_bytes == 0 || gp->pool_id > 0) continue;
+        if (gp->pool_id > 0 || !kvci_keys_share_slots(ci, gp->key, gp->key)) continue;
+        gp->pool_id = next;
+        bool shared = false;
         for (int32_t h = g + 1; h < plan->n_groups; h++)
-            if (plan->groups[h].page_bytes == gp->page_bytes) plan->groups[h].pool_id = gp->pool_id = next;
-        next += gp->pool_id > 0;
+            if (plan->groups[h].pool_id == 0 && joins_pool(plan, ci, next, h)) {
+                plan->groups[h].pool_id = next;
+                shared = true;
+            }
+        gp->pool_id = shared ? next++ : 0;
     }
 }
 
@@ -262,7 +273,7 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     if (st != KVC_OK) return st;
     kvc_block_plan plan;
     plan_skeleton(ci, &groups, &plan);
-    if (p->shared_pools) assign_pools(&plan);
+    if (p->shared_pools) assign_pools(&plan, ci);
     bool any_paged = false;
     for (int32_t g = 0; g < plan.n_groups; g++) {
         const kvc_manager_type *type = kvci_manager_type_find(plan.groups[g].attn_type);
@@ -313,10 +324,10 @@ kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan) {
     if (st != KVC_OK) return st;
     for (int32_t g = 0; g < plan->n_groups; g++) {
         const kvc_group_plan *gp = &plan->groups[g], *lead = &plan->groups[pool_leader(plan, g)];
-        if (gp->pool_id > 0 && (gp->page_bytes == 0 || gp->page_bytes != lead->page_bytes))
+        if (gp->pool_id > 0 && gp->page_bytes != lead->page_bytes && gp->page_bytes != 0 && lead->page_bytes != 0)
             return kvci_fail(KVC_EINVAL,
                              "plan: keys %s and %s share pool %d but their pages differ (%lld and %lld "
-                             "bytes; 0: entries of unequal sizes or not HBM)",
+                             "bytes; 0: entries of unequal sizes, checked slot by slot by the storage)",
                              lead->key, gp->key, gp->pool_id, (long long)lead->page_bytes, (long long)gp->page_bytes);
     }
     return plan_totals(plan);

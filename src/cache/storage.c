@@ -10,6 +10,7 @@
  * viewed by the slot-th entry of each of the pool's keys. */
 typedef struct shared_slot {
     int32_t pool_id, slot;
+    int64_t bytes;
     void *data;
 } shared_slot;
 
@@ -84,17 +85,19 @@ static int32_t key_slot(const kvc_model_cache_info *ci, const kvc_cache_entry *e
 static kvc_status entry_memory(kvc_cache_storage *s, const kvc_model_cache_info *ci, const kvc_group_plan *gp,
                                const kvc_cache_entry *e, int64_t bytes, void **data) {
     if (gp->pool_id == 0) return kvci_page_set_alloc(&s->set, (size_t)bytes, false, data);
-    if (bytes != gp->page_bytes * gp->block_num)
-        return kvci_fail(KVC_EINVAL, "its pages of %lld bytes are not the %lld-byte pages of pool %d",
-                         (long long)(bytes / gp->block_num), (long long)gp->page_bytes, gp->pool_id);
     int32_t slot = key_slot(ci, e);
-    for (int64_t i = 0; i < s->n_slots; i++)
-        if (s->slots[i].pool_id == gp->pool_id && s->slots[i].slot == slot) {
-            *data = s->slots[i].data;
-            return KVC_OK;
-        }
+    for (int64_t i = 0; i < s->n_slots; i++) {
+        const shared_slot *sl = &s->slots[i];
+        if (sl->pool_id != gp->pool_id || sl->slot != slot) continue;
+        if (sl->bytes != bytes)
+            return kvci_fail(KVC_EINVAL, "its pages of %lld bytes are not the %lld-byte pages of slot %d of pool %d",
+                             (long long)(bytes / gp->block_num), (long long)(sl->bytes / gp->block_num), slot,
+                             gp->pool_id);
+        *data = sl->data;
+        return KVC_OK;
+    }
     kvc_status st = kvci_page_set_alloc(&s->set, (size_t)bytes, false, data);
-    if (st == KVC_OK) s->slots[s->n_slots++] = (shared_slot){gp->pool_id, slot, *data};
+    if (st == KVC_OK) s->slots[s->n_slots++] = (shared_slot){gp->pool_id, slot, bytes, *data};
     return st;
 }
 

@@ -163,7 +163,9 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     if (st == KVC_OK) st = kvci_plan_build_layers(plan, &f, &states, kv_per_rank);
     kvci_free(f.kinds);
     if (st == KVC_OK) st = kvci_plan_build_cache_info(plan);
+    if (st == KVC_OK) st = kvci_plan_unify_pages(plan);
     if (st == KVC_OK) st = kvci_plan_run_planner(plan);
+    if (st == KVC_OK) kvci_plan_measure_state_padding(plan);
     return st;
 }
 

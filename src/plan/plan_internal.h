@@ -77,4 +77,11 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan);
 /* caches.c: plan->plan_params and plan->blocks from kvc_plan_blocks. */
 kvc_status kvci_plan_run_planner(kvc_model_plan *plan);
 
+/* pools.c: the cache description's block sizes unified (kvc_cache_info_unify_pages,
+ * bounded by max_model_len), the layers' bytes per block following them. */
+kvc_status kvci_plan_unify_pages(kvc_model_plan *plan);
+/* pools.c: plan->state_padding from the planned blocks (empty unless a state key
+ * keeps a pool of its own beside an attention key). */
+void kvci_plan_measure_state_padding(kvc_model_plan *plan);
+
 #endif /* KVC_PLAN_INTERNAL_H */

@@ -92,6 +92,17 @@ static bool add_header(cJSON *o, const kvc_model_plan *p) {
     return ok;
 }
 
+/* null, or what one pool with the attention would cost the state key. */
+static bool add_state_padding(cJSON *o, const kvc_plan_state_padding *pad) {
+    if (pad->state_key[0] == '\0') return cJSON_AddNullToObject(o, "state_padding") != NULL;
+    cJSON *sp = cJSON_AddObjectToObject(o, "state_padding");
+    return sp != NULL && cJSON_AddStringToObject(sp, "state_key", pad->state_key) != NULL &&
+           cJSON_AddStringToObject(sp, "paged_key", pad->paged_key) != NULL &&
+           add_num(sp, "page_bytes", (double)pad->page_bytes) && add_num(sp, "block_size", (double)pad->block_size) &&
+           add_num(sp, "state_bytes", (double)pad->state_bytes) &&
+           add_num(sp, "padded_bytes", (double)pad->padded_bytes);
+}
+
 static bool add_numbers(cJSON *o, const kvc_model_plan *p) {
     const kvc_block_plan *b = &p->blocks;
     bool budget = p->plan_params.mode == KVC_PLAN_BUDGET;
@@ -119,10 +130,11 @@ static bool add_numbers(cJSON *o, const kvc_model_plan *p) {
              cJSON_AddStringToObject(item, "attn_type", kvc_attn_type_name(gp->attn_type)) != NULL &&
              add_num(item, "block_size", (double)gp->block_size) && add_num(item, "block_num", (double)gp->block_num) &&
              cJSON_AddBoolToObject(item, "fixed", gp->fixed) != NULL &&
-             add_num(item, "block_bytes", (double)gp->block_bytes) && add_num(item, "pool_id", (double)gp->pool_id);
+             add_num(item, "block_bytes", (double)gp->block_bytes) &&
+             add_num(item, "page_bytes", (double)gp->page_bytes) && add_num(item, "pool_id", (double)gp->pool_id);
     }
     ok = ok && add_num(o, "max_tokens", (double)b->max_tokens) && add_num(o, "total_bytes", (double)b->total_bytes);
-    return ok;
+    return ok && add_state_padding(o, &p->state_padding);
 }
 
 kvc_status kvc_model_plan_to_json(const kvc_model_plan *plan, char **out) {

@@ -152,6 +152,48 @@ static void test_manager_keys_draw_from_one_queue(void **state) {
     kvc_manager_destroy(mgr);
 }
 
+/* Keys whose entries differ in page (int8 caches and their scales) share a
+ * pool when their entry slots agree: each key's i-th entries equal in bytes.
+ * A key whose slots disagree keeps its own; a caller's pool of such keys is
+ * refused by the storage, naming the slot. */
+static void test_keys_share_by_slots(void **state) {
+    (void)state;
+    kvc_cache_entry scale = kvc_test_attention_entry("k_scale", KVC_ATTN_FULL, 16, 0);
+    scale.num_head = 1;
+    scale.dim[0] = 1; /* 32-byte pages next to 512-byte ones */
+    kvc_cache_entry sw_scale = scale;
+    sw_scale.attn_type = KVC_ATTN_SLIDING_WINDOW;
+    sw_scale.sliding_window = 32;
+    kvc_cache_entry entries[4] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0), scale,
+                                  kvc_test_attention_entry("k", KVC_ATTN_SLIDING_WINDOW, 16, 32), sw_scale};
+    kvc_test_model m;
+    kvc_test_model_init(&m, entries, 4);
+    kvc_block_plan plan;
+    kvc_plan_params p = budget_params(4, 64 << 10, true);
+    assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_OK);
+    assert_int_equal(plan.groups[0].page_bytes, 0); /* entries of two sizes */
+    assert_int_equal(plan.groups[0].pool_id, 1);
+    assert_int_equal(plan.groups[1].pool_id, 1);
+    assert_int_equal(plan.total_bytes, plan.groups[0].block_num * (512 + 32));
+    kvc_cache_storage *s = NULL;
+    kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_OK);
+    assert_ptr_equal(m.entries[0].tensor.data, m.entries[2].tensor.data); /* slot 0: the k caches */
+    assert_ptr_equal(m.entries[1].tensor.data, m.entries[3].tensor.data); /* slot 1: the scales */
+    assert_int_equal(kvc_cache_storage_bytes(s), plan.total_bytes);
+    kvc_cache_storage_destroy(s);
+    /* the window's scales of another size: its slots disagree, a pool of its own */
+    m.entries[3].num_head = 2;
+    assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_OK);
+    assert_int_equal(plan.groups[0].pool_id, 0);
+    assert_int_equal(plan.groups[1].pool_id, 0);
+    plan.groups[1].block_num = plan.groups[0].block_num;
+    plan.groups[0].pool_id = plan.groups[1].pool_id = 1;
+    assert_int_equal(kvc_cache_storage_allocate(&m.ci, &plan, &sp, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "are not the 32-byte pages of slot 1 of pool 1"));
+    assert_null(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_one_pool),
@@ -159,6 +201,7 @@ int main(void) {
         cmocka_unit_test(test_storage_views_share_pages),
         cmocka_unit_test(test_bad_pools_refused),
         cmocka_unit_test(test_manager_keys_draw_from_one_queue),
+        cmocka_unit_test(test_keys_share_by_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

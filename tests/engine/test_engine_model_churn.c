@@ -37,6 +37,7 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
     solo.shared_pools = false; /* alone with a pool per key, busy with the default shared pool */
+    solo.kv_dtype = p->kv_dtype;
     if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK)
         fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
@@ -126,6 +127,28 @@ static void test_churn_qwen3(void **state) {
 static void test_churn_gpt_oss(void **state) {
     (void)state;
     churn_family(1, 400);
+}
+
+/* int8 KV: each layer's k and v caches come with their f32 scales (entries
+ * of two page sizes in one key); the full and window keys' entry slots agree,
+ * so the engine still serves both from one pool, every token as alone. */
+static void test_churn_gpt_oss_int8(void **state) {
+    (void)state;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_demo_model(&kvc_demo_families[1], &m), KVC_OK);
+    kvc_demo_workload w;
+    assert_int_equal(kvc_demo_workload_make(8, 11, 512, 0, &w), KVC_OK);
+    short_outputs(&w);
+    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_params p = churn_params(6);
+    p.kv_dtype = KVC_DTYPE_I8;
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_I8) * 400;
+    kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, "gpt_oss int8");
+    assert_int_equal(fig.stats.n_keys, 2);
+    assert_int_equal(fig.stats.num_blocks[1], fig.stats.num_blocks[0]); /* one pool */
+    kvc_demo_workload_free(&w);
+    kvc_model_destroy(m);
 }
 
 static void test_churn_deepseek_v3(void **state) {
@@ -243,6 +266,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_churn_qwen3),
         cmocka_unit_test(test_churn_gpt_oss),
+        cmocka_unit_test(test_churn_gpt_oss_int8),
         cmocka_unit_test(test_churn_deepseek_v3),
         cmocka_unit_test(test_long_churn_memory_flat),
         cmocka_unit_test(test_bad_input_keeps_serving),

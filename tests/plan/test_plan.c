@@ -301,6 +301,11 @@ static void test_gpt_oss_20b(void **state) {
     assert_int_equal(cJSON_GetArraySize(managers), 2); /* both keys name the one shared pool */
     assert_true(num(cJSON_GetArrayItem(managers, 0), "pool_id") > 0);
     assert_true(num(cJSON_GetArrayItem(managers, 0), "pool_id") == num(cJSON_GetArrayItem(managers, 1), "pool_id"));
+    for (int k = 0; k < 2; k++) { /* each key's block size and page: 128 x 8 heads x 64 x bf16 */
+        assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, k), "block_size"), 128);
+        assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, k), "page_bytes"), 128 * 8 * 64 * 2);
+    }
+    assert_true(is_null(doc, "state_padding"));
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(doc, "rope");
     assert_string_equal(str(rope, "type"), "yarn");
     assert_true(fabs(num(rope, "attention_factor") - (0.1 * log(32.0) + 1.0)) < 1e-9);
@@ -476,6 +481,18 @@ static void test_hybrid_state_layers(void **state) {
     assert_string_equal(str(L0, "attn_type"), "Mamba");
     assert_true(is_null(L0, "sparse_mode"));
     assert_true(is_null(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(L0, "caches"), 0), "bytes_per_token"));
+    /* the state key keeps its own pool; one pool with the attention would pad its
+     * 32 KiB conv and 512 KiB recurrent pages to 512 KiB (1024 tokens of 512 B) */
+    const cJSON *managers = cJSON_GetObjectItemCaseSensitive(root, "managers");
+    assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, 0), "pool_id"), 0);
+    assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, 0), "page_bytes"), 0);
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "state_padding");
+    assert_string_equal(str(pad, "state_key"), "Mamba");
+    assert_string_equal(str(pad, "paged_key"), "FullAttention");
+    assert_int_equal((int64_t)num(pad, "page_bytes"), 524288);
+    assert_int_equal((int64_t)num(pad, "block_size"), 1024);
+    assert_int_equal((int64_t)num(pad, "state_bytes"), 3 * (4096 * 4 * 2 + 524288));
+    assert_int_equal((int64_t)num(pad, "padded_bytes"), 3 * 2 * 524288);
     cJSON_Delete(root);
     kvc_plan_json_free(doc);
     kvc_model_plan_destroy(plan);
