@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ops/attn_problem.h"
+#include "ops/cpu/attn_amx.h"
 #include "ops/cpu/simd.h"
 
 #define KVC_CHUNK 512 /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
@@ -53,6 +54,9 @@ typedef struct kvc_cpu_ctx {
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
     bool lanes;       /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
+    bool amx;         /* plain bf16 K/V rows, no rope or quantisation, Dv a multiple of 16, and the table's amx: every
+                         item's scores and values on AMX tiles (attn_amx.h) */
+    int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes */
     kvc_chan_map cmk, cmv, cmr;
@@ -68,6 +72,12 @@ typedef struct kvc_cpu_scratch {
     float *vt;   /* [KVC_VTILE, Dv8] value tile (f32) */
     float *rec;  /* [R, RS] chunk record */
     float *run;  /* [R, RS] running record */
+    /* amx only (else NULL): */
+    uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs (kvci_amx_split_queries) */
+    uint16_t *kb;  /* [KVC_AMX_KEYS, Dp] packed key tiles */
+    uint16_t *vb;  /* [KVC_CHUNK, Dv] packed value pairs */
+    uint16_t *pa;  /* [KVC_AMX_PARTS, 16, KVC_CHUNK] weight parts */
+    uint8_t *qbad; /* [R] row has a non-finite channel */
 } kvc_cpu_scratch;
 
 /* Element i of an f32 dequantisation scale/offset tensor; NaN when it is

@@ -381,9 +381,12 @@ TGT static float exp_sum(float *s, int64_t n, float m)
     return hsum_tree(acc);
 }
 
-KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum);
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum, false);
+KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", exp_sum, true);
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
+const kvc_simd_table *kvci_simd_amx_table(void) { return &amx_table; }
 #else
 const kvc_simd_table *kvci_simd_avx512_table(void) { return NULL; }
+const kvc_simd_table *kvci_simd_amx_table(void) { return NULL; }
 #endif
