@@ -30,6 +30,11 @@ INL void config_rows(int m) {
     _tile_loadconfig(&t);
 }
 
+/* The cache lines of a row of n bf16 into L1. */
+INL void prefetch_row(const uint16_t *row, int64_t n) {
+    for (int64_t l = 0; l < n * 2; l += 64) _mm_prefetch((const char *)row + l, _MM_HINT_T0);
+}
+
 /* Lanes of 32 bf16 (or 16 of them) whose exponent is all ones (inf, NaN). */
 INL __mmask32 nonfinite32(__m512i x) {
     const __m512i e = _mm512_set1_epi16(0x7f80);
@@ -108,14 +113,16 @@ INL void transpose16(__m512i *r) {
 }
 
 /* 16 keys as B tiles, one per block b of 32 channels: dst[b * 512 + p * 32 + 2 n + i] = channel 32 b + 2 p + i of
- * key n (non-finite channels and absent keys 0); returns the keys with a non-finite channel as bits. */
-INL unsigned pack_keys(const uint16_t *const *k, int64_t D, uint16_t *dst) {
+ * key n (non-finite channels and absent keys 0); returns the keys with a non-finite channel as bits. The rows of the
+ * next tile (next[n], NULL: none) are prefetched meanwhile. */
+INL unsigned pack_keys(const uint16_t *const *k, const uint16_t *const *next, int64_t D, uint16_t *dst) {
     unsigned bad = 0;
     for (int64_t ks = 0; ks < D; ks += 32) {
         const int64_t left = kvci_min64(32, D - ks);
         const __mmask32 m = left == 32 ? ~(__mmask32)0 : (((__mmask32)1 << left) - 1);
         __m512i r[16];
         for (int n = 0; n < 16; n++) {
+            if (ks == 0 && next[n]) prefetch_row(next[n], D);
             r[n] = k[n] ? _mm512_maskz_loadu_epi16(m, k[n] + ks) : _mm512_setzero_si512();
             const __mmask32 nf = nonfinite32(r[n]);
             if (nf) r[n] = _mm512_maskz_mov_epi16(~nf, r[n]), bad |= 1u << n;
@@ -147,11 +154,11 @@ INL void qk_tiles(const int NKT, int64_t Dp, const uint16_t *qa, int64_t pstride
 }
 
 /* The terms the tiles left out (a non-finite query or key channel): each is +-inf or NaN. */
-static void qk_nonfinite(const uint16_t *const *k, int nk, unsigned long long kbad, int64_t D, const float *qs,
+static void qk_nonfinite(const uint16_t *const *k, int nk, const unsigned long long *kbad, int64_t D, const float *qs,
                          int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os) {
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nk; t++) {
-            if (!k[t] || !(qbad[r] || (kbad >> t & 1u))) continue;
+            if (!k[t] || !(qbad[r] || (kbad[t / 64] >> (t % 64) & 1u))) continue;
             float extra = 0.0f;
             for (int64_t d = 0; d < D; d++) {
                 const float q = qs[r * qstride + d], x = bf16_f32(k[t][d]);
@@ -165,33 +172,42 @@ TGT void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t
                      int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb) {
     const int64_t Dp = kvci_round32(D);
     const int nkt = nk / 16;
-    unsigned long long kbad = 0;
+    unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
+    const uint16_t *none[16] = {NULL};
     for (int kt = 0; kt < nkt; kt++)
-        kbad |= (unsigned long long)pack_keys(k + 16 * kt, D, kb + kt * 16 * Dp) << (16 * kt);
+        bad[kt / 4] |=
+            (unsigned long long)pack_keys(k + 16 * kt, kt + 1 < nkt ? k + 16 * (kt + 1) : none, D, kb + kt * 16 * Dp)
+            << (16 * (kt % 4));
     int m = 0;
     for (int r0 = 0; r0 < nr; r0 += 16) {
         if (kvci_min64(16, nr - r0) != m) config_rows(m = (int)kvci_min64(16, nr - r0));
         const uint16_t *q = qa + r0 * Dp;
-        float *o = out + r0 * os;
-        switch (nkt) {
-        case 1: qk_tiles(1, Dp, q, pstride, kb, o, os); break;
-        case 2: qk_tiles(2, Dp, q, pstride, kb, o, os); break;
-        case 3: qk_tiles(3, Dp, q, pstride, kb, o, os); break;
-        default: qk_tiles(4, Dp, q, pstride, kb, o, os); break;
+        for (int kt = 0; kt < nkt; kt += 4) {
+            const uint16_t *b = kb + kt * 16 * Dp;
+            float *o = out + r0 * os + 16 * kt;
+            switch (kvci_min64(4, nkt - kt)) {
+            case 1: qk_tiles(1, Dp, q, pstride, b, o, os); break;
+            case 2: qk_tiles(2, Dp, q, pstride, b, o, os); break;
+            case 3: qk_tiles(3, Dp, q, pstride, b, o, os); break;
+            default: qk_tiles(4, Dp, q, pstride, b, o, os); break;
+            }
         }
     }
     _tile_release();
-    int any = kbad != 0;
+    int any = 0;
+    for (int i = 0; i < KVC_AMX_KEYS / 64; i++) any |= bad[i] != 0;
     for (int r = 0; r < nr; r++) any |= qbad[r];
-    if (any) qk_nonfinite(k, nk, kbad, D, qs, qstride, qbad, nr, out, os);
+    if (any) qk_nonfinite(k, nk, bad, D, qs, qstride, qbad, nr, out, os);
 }
 
 /* Keys 2p, 2p + 1 of every step as B tiles: dst[((st * ng + g) * 16 + p) * 32 + 2 n + i] = channel 16 g + n of
  * key 32 st + 2 p + i (non-finite channels and absent keys 0); bad[t / 64] bit t % 64: key t has a non-finite
- * channel. */
+ * channel. Rows 16 keys ahead are prefetched meanwhile. */
 INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst, unsigned long long *bad) {
     const int64_t ng = Dv / 16;
-    for (int t = 0; t < nk; t += 2)
+    for (int t = 0; t < nk; t += 2) {
+        for (int i = 0; i < 2 && t + 16 + i < nk; i++)
+            if (v[t + 16 + i]) prefetch_row(v[t + 16 + i], Dv);
         for (int64_t g = 0; g < ng; g++) {
             __m256i h[2];
             for (int i = 0; i < 2; i++) {
@@ -204,6 +220,7 @@ INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst
                 _mm512_or_si512(_mm512_cvtepu16_epi32(h[0]), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h[1]), 16));
             _mm512_storeu_si512(dst + (((t / 32) * ng + g) * 16 + (t % 32) / 2) * 32, pair);
         }
+    }
 }
 
 /* Parts of the weights of m rows over nk keys into pa[p * 16 * nk + r * nk + t]; absent keys weigh 0. */
@@ -244,7 +261,7 @@ INL void pv_tiles(const int NG, int nk, int64_t ng, int64_t g0, const uint16_t *
 TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
                      int64_t as, uint16_t *vb, uint16_t *pa) {
     const int64_t ng = Dv / 16;
-    unsigned long long bad[8] = {0};
+    unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
     pack_values(v, nk, Dv, vb, bad);
     int m = 0;
     for (int r0 = 0; r0 < nr; r0 += 16) {

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define KVC_AMX_PARTS 3
-#define KVC_AMX_KEYS  64 /* most keys of one kvci_amx_qk call (four tiles of 16) */
+#define KVC_AMX_KEYS  512 /* most keys of one call (a chunk, KVC_CHUNK) */
 
 static inline int64_t kvci_round32(int64_t n) { return (n + 31) & ~(int64_t)31; }
 
@@ -40,12 +40,12 @@ void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D,
 /* out[r * os + t] = the score of query row r (parts as split above, f32 row
  * qs[r * qstride], flag qbad[r]) and key t (k[t]: D bf16 channels; NULL:
  * zeros) for r < nr, t < nk (a multiple of 16, at most KVC_AMX_KEYS); kb:
- * scratch of KVC_AMX_KEYS * Dp elements. */
+ * scratch of nk * Dp elements. */
 void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
                  int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb);
 
 /* acc[r * as + d] += sum over t of w[r * ws + t] v[t][d] for r < nr, d < Dv
- * (a multiple of 16), keys t < nk (a multiple of 32, at most 512) in
+ * (a multiple of 16), keys t < nk (a multiple of 32, at most KVC_AMX_KEYS) in
  * increasing order; v[t] NULL: the key is absent (its weight not read). A
  * weight of 0 adds nothing. vb: scratch of nk * Dv elements, pa: of
  * KVC_AMX_PARTS * 16 * nk. */

@@ -84,7 +84,7 @@ int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni) {
 /* Floats of each amx scratch part (qa, kb, vb, pa, qbad), each a multiple of 16 (64 bytes); zeros without amx. */
 static void amx_parts(const kvc_cpu_ctx *cx, size_t part[5]) {
     const size_t R = (size_t)cx->R, Dp = (size_t)cx->Dp, h = cx->amx ? 1 : 0;
-    const size_t elems[5] = {KVC_AMX_PARTS * R * Dp, KVC_AMX_KEYS * Dp, KVC_CHUNK * (size_t)cx->Dv8,
+    const size_t elems[5] = {KVC_AMX_PARTS * R * Dp, KVC_CHUNK * Dp, KVC_CHUNK * (size_t)cx->Dv8,
                              KVC_AMX_PARTS * 16 * KVC_CHUNK, (R + 1) / 2}; /* 16-bit elements (qbad: bytes) */
     for (int i = 0; i < 5; i++) part[i] = h * ((elems[i] + 31) / 32 * 16);
 }
@@ -331,14 +331,16 @@ static void amx_rows(const kvc_cpu_ctx *cx, const chunk_rows *cr, int64_t t0, in
     }
 }
 
-/* amx: scores of keys [a, e) of item head gl (tiles of 16 at absolute multiples of 16). */
-static void scores_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t j0,
-                       int64_t j1, int64_t gl, const chunk_rows *cr, kvc_cpu_scratch *s) {
-    const int64_t RG = cx->pb->G * it->ni, t0 = a & ~(int64_t)15, nk = ((e + 15) & ~(int64_t)15) - t0;
-    const uint16_t *kp[KVC_AMX_KEYS];
-    amx_rows(cx, cr, t0, nk, j0, j1, gl, 0, kp);
-    kvci_amx_qk(kp, (int)nk, cx->pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8, cx->Dq8,
-                s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, s->kb);
+/* amx: scores of keys [j0, j1) (tiles of 16 at absolute multiples of 16), head by head. */
+static void scores_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                       const chunk_rows *cr, kvc_cpu_scratch *s) {
+    const int64_t RG = cx->pb->G * it->ni, t0 = j0 & ~(int64_t)15, nk = ((j1 + 15) & ~(int64_t)15) - t0;
+    const uint16_t *kp[KVC_CHUNK];
+    for (int64_t gl = 0; gl < it->ng; gl++) {
+        amx_rows(cx, cr, t0, nk, j0, j1, gl, 0, kp);
+        kvci_amx_qk(kp, (int)nk, cx->pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8,
+                    cx->Dq8, s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, s->kb);
+    }
 }
 
 /* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8), unit by unit. */
@@ -352,14 +354,14 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const char *kd = p->k.data, *rd = p->k_rope.data;
     const char *pr[KVC_PF_ROWS];
     int64_t ri[KVC_QK_KEYS]; /* rope key indices */
+    if (cx->amx) {
+        scores_amx(cx, it, cb, j0, j1, cr, s);
+        return;
+    }
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t t0 = a & ~(int64_t)7, calls = kvci_cdiv(e - t0, K);
         for (int64_t gl = 0; gl < it->ng; gl++) {
-            if (cx->amx) {
-                scores_amx(cx, it, cb, a, e, j0, j1, gl, cr, s);
-                continue;
-            }
             int lines;
             const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 0, pr, &lines);
             if (cx->lanes) {

@@ -13,6 +13,7 @@
 #include "ops/cpu/simd.h"
 
 #define KVC_CHUNK 512 /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
+_Static_assert(KVC_CHUNK == KVC_AMX_KEYS, "the AMX kernels take a chunk's keys in one call");
 #define KVC_ROWS                                                                                                       \
     128 /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often                \
          */
@@ -74,7 +75,7 @@ typedef struct kvc_cpu_scratch {
     float *run;  /* [R, RS] running record */
     /* amx only (else NULL): */
     uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs (kvci_amx_split_queries) */
-    uint16_t *kb;  /* [KVC_AMX_KEYS, Dp] packed key tiles */
+    uint16_t *kb;  /* [KVC_CHUNK, Dp] packed key tiles */
     uint16_t *vb;  /* [KVC_CHUNK, Dv] packed value pairs */
     uint16_t *pa;  /* [KVC_AMX_PARTS, 16, KVC_CHUNK] weight parts */
     uint8_t *qbad; /* [R] row has a non-finite channel */
