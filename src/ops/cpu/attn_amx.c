@@ -1,15 +1,15 @@
 /* AMX bf16 tiles for the CPU attention kernel (attn_amx.h). Tiles: C
- * tmm0-3 (up to 16 rows x 16 f32), B tmm4 (16 pairs x 16 columns), the
- * parts of A tmm5-7 (up to 16 rows x 32 bf16); each call loads the
- * configuration for its row count and releases the tiles when done.
+ * tmm0-3 (up to 16 rows x 16 f32), A tmm4-5 (one part of up to 16 rows x
+ * 32 bf16), B tmm6-7 (16 pairs x 16 columns); each call loads the
+ * configuration for its row counts and releases the tiles when done.
  *
- * Scores, per 16 rows: C = four tiles of 16 keys, A = the query parts of
- * a block of 32 channels, B = the keys' channel pairs of that block
- * (16 keys x 32 channels transposed as 16 x 16 dwords, once per call for
- * every row). Values, per 16 rows: C = four groups of 16 value channels
- * (the accumulators, loaded from and stored back to acc), A = the weight
- * parts of 32 keys, B = those keys' values with consecutive keys
- * interleaved (pairs). */
+ * Both products run on blocks of 2 x 2 C tiles (32 rows x 32 columns):
+ * scores with C = 16 rows x 16 keys, A = the query parts of a block of 32
+ * channels, B = the keys' channel pairs of that block (16 keys x 32
+ * channels transposed as 16 x 16 dwords, once per call for every row);
+ * value sums with C = 16 rows x 16 value channels (the accumulators, loaded
+ * from and stored back to acc), A = the weight parts of 32 keys, B = those
+ * keys' values with consecutive keys interleaved (pairs). */
 #include "ops/cpu/attn_amx.h"
 
 #include <math.h>
@@ -23,10 +23,10 @@
 #define TGT __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
 #define INL TGT __attribute__((always_inline)) static inline
 
-/* C and A tiles of m rows, B of 16. */
+/* C (tmm0-3) and A (tmm4-5) tiles of m rows, B (tmm6-7) of 16. */
 INL void config_rows(int m) {
     kvc_amx_tile_config t = {.palette = 1};
-    for (int i = 0; i < 8; i++) t.colsb[i] = 64, t.rows[i] = i == 4 ? 16 : (uint8_t)m;
+    for (int i = 0; i < 8; i++) t.colsb[i] = 64, t.rows[i] = i >= 6 ? 16 : (uint8_t)m;
     _tile_loadconfig(&t);
 }
 
@@ -71,21 +71,84 @@ TGT void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_
     }
 }
 
-/* C tile c += every part (tmm5-7, in order) . the B tile at b (loaded into tmm4). */
-#define DOT_PARTS(c, b)                                                                                                \
-    do {                                                                                                               \
-        _tile_loadd(4, (b), 64);                                                                                       \
-        _tile_dpbf16ps(c, 5, 4);                                                                                       \
-        _tile_dpbf16ps(c, 6, 4);                                                                                       \
-        _tile_dpbf16ps(c, 7, 4);                                                                                       \
-    } while (0)
+/* Where a block product reads and writes: C tile (i, j) at c + i * c_i + j * c_j (f32, rows c_row bytes apart);
+ * part p of A's row tile i for block x at a + i * a_i + p * a_p + x * 32 (rows a_row bytes apart); B's column
+ * tile j for block x at b + j * b_j + x * 512 * b_x (rows 64 bytes apart). */
+typedef struct tile_walk {
+    float *c;
+    int64_t c_row, c_i, c_j;
+    const uint16_t *a;
+    int64_t a_row, a_i, a_p;
+    const uint16_t *b;
+    int64_t b_j, b_x;
+} tile_walk;
 
-/* C tiles 0 .. n-1 (n <= 4) += the parts . the B tiles at b, b + bs, ... */
-INL void dot_tiles(const int n, const uint16_t *b, int64_t bs) {
-    DOT_PARTS(0, b);
-    if (n > 1) DOT_PARTS(1, b + bs);
-    if (n > 2) DOT_PARTS(2, b + 2 * bs);
-    if (n > 3) DOT_PARTS(3, b + 3 * bs);
+/* C tiles (i, j), i < MT, j < NT (tmm 2 i + j), from acc (C loaded) or zero, plus the products of blocks [0, nb):
+ * per block the B tiles (tmm6-7) once, then per part the A tiles (tmm4-5) and the MT x NT products, so that
+ * consecutive products accumulate into different tiles. Per element: blocks in order, parts in order. */
+INL void tiles(const int MT, const int NT, const tile_walk *w, bool acc, int64_t nb) {
+    if (acc) {
+        _tile_loadd(0, w->c, w->c_row);
+        if (NT > 1) _tile_loadd(1, w->c + w->c_j, w->c_row);
+        if (MT > 1) _tile_loadd(2, w->c + w->c_i, w->c_row);
+        if (MT > 1 && NT > 1) _tile_loadd(3, w->c + w->c_i + w->c_j, w->c_row);
+    } else {
+        _tile_zero(0);
+        if (NT > 1) _tile_zero(1);
+        if (MT > 1) _tile_zero(2);
+        if (MT > 1 && NT > 1) _tile_zero(3);
+    }
+    for (int64_t x = 0; x < nb; x++) {
+        const uint16_t *b = w->b + x * 512 * w->b_x, *a = w->a + x * 32;
+        _tile_loadd(6, b, 64);
+        if (NT > 1) _tile_loadd(7, b + w->b_j, 64);
+        for (int p = 0; p < KVC_AMX_PARTS; p++) {
+            _tile_loadd(4, a + p * w->a_p, w->a_row);
+            if (MT > 1) _tile_loadd(5, a + p * w->a_p + w->a_i, w->a_row);
+            _tile_dpbf16ps(0, 4, 6);
+            if (NT > 1) _tile_dpbf16ps(1, 4, 7);
+            if (MT > 1) _tile_dpbf16ps(2, 5, 6);
+            if (MT > 1 && NT > 1) _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    _tile_stored(0, w->c, w->c_row);
+    if (NT > 1) _tile_stored(1, w->c + w->c_j, w->c_row);
+    if (MT > 1) _tile_stored(2, w->c + w->c_i, w->c_row);
+    if (MT > 1 && NT > 1) _tile_stored(3, w->c + w->c_i + w->c_j, w->c_row);
+}
+
+typedef void (*tiles_fn)(const tile_walk *, bool, int64_t);
+#define TILES(MT, NT)                                                                                                  \
+    TGT static void tiles_##MT##x##NT(const tile_walk *w, bool acc, int64_t nb) { tiles(MT, NT, w, acc, nb); }
+TILES(1, 1)
+TILES(1, 2)
+TILES(2, 1)
+TILES(2, 2)
+static const tiles_fn tiles_of[2][2] = {{tiles_1x1, tiles_1x2}, {tiles_2x1, tiles_2x2}};
+
+/* Rows [0, nr) in pairs of 16-row tiles (a last tile of m < 16 rows under its own configuration) x columns
+ * [0, ncol) tiles in pairs: w at row tile 0, column tile 0; rows of A advance by a_i per row tile, of C by c_i. */
+INL void walk(tile_walk w, int nr, int64_t ncol, bool acc, int64_t nb) {
+    int m = 0;
+    for (int r0 = 0; r0 < nr; r0 += 32) {
+        const int left = nr - r0, rows = left >= 16 ? 16 : left, mt = left > 16 ? 2 : 1;
+        if (rows != m) config_rows(m = rows);
+        tile_walk at = w;
+        at.c += (r0 / 16) * w.c_i, at.a += (r0 / 16) * w.a_i;
+        for (int64_t j = 0; j < ncol; j += 2) {
+            tile_walk t = at;
+            t.c += j * w.c_j, t.b += j * w.b_j;
+            if (mt == 2 && left < 32) { /* a full tile, then one of left - 16 rows */
+                tiles_of[0][ncol - j > 1](&t, acc, nb);
+                config_rows(left - 16);
+                t.c += w.c_i, t.a += w.a_i;
+                tiles_of[0][ncol - j > 1](&t, acc, nb);
+                config_rows(m = 16);
+                continue;
+            }
+            tiles_of[mt - 1][ncol - j > 1](&t, acc, nb);
+        }
+    }
 }
 
 /* 16 x 16 dwords transposed in place: r[n] lane p becomes r[p] lane n. */
@@ -133,26 +196,6 @@ INL unsigned pack_keys(const uint16_t *const *k, const uint16_t *const *next, in
     return bad;
 }
 
-/* C tiles 0 .. NKT-1 = the scores of the config's rows (parts at qa) against NKT packed key tiles. */
-INL void qk_tiles(const int NKT, int64_t Dp, const uint16_t *qa, int64_t pstride, const uint16_t *kb, float *out,
-                  int64_t os) {
-    const int64_t kts = 16 * Dp; /* elements of one packed key tile */
-    _tile_zero(0);
-    if (NKT > 1) _tile_zero(1);
-    if (NKT > 2) _tile_zero(2);
-    if (NKT > 3) _tile_zero(3);
-    for (int64_t ks = 0; ks < Dp; ks += 32) {
-        _tile_loadd(5, qa + ks, Dp * 2);
-        _tile_loadd(6, qa + pstride + ks, Dp * 2);
-        _tile_loadd(7, qa + 2 * pstride + ks, Dp * 2);
-        dot_tiles(NKT, kb + ks * 16, kts);
-    }
-    _tile_stored(0, out, os * 4);
-    if (NKT > 1) _tile_stored(1, out + 16, os * 4);
-    if (NKT > 2) _tile_stored(2, out + 32, os * 4);
-    if (NKT > 3) _tile_stored(3, out + 48, os * 4);
-}
-
 /* The terms the tiles left out (a non-finite query or key channel): each is +-inf or NaN. */
 static void qk_nonfinite(const uint16_t *const *k, int nk, const unsigned long long *kbad, int64_t D, const float *qs,
                          int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os) {
@@ -178,21 +221,8 @@ TGT void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t
         bad[kt / 4] |=
             (unsigned long long)pack_keys(k + 16 * kt, kt + 1 < nkt ? k + 16 * (kt + 1) : none, D, kb + kt * 16 * Dp)
             << (16 * (kt % 4));
-    int m = 0;
-    for (int r0 = 0; r0 < nr; r0 += 16) {
-        if (kvci_min64(16, nr - r0) != m) config_rows(m = (int)kvci_min64(16, nr - r0));
-        const uint16_t *q = qa + r0 * Dp;
-        for (int kt = 0; kt < nkt; kt += 4) {
-            const uint16_t *b = kb + kt * 16 * Dp;
-            float *o = out + r0 * os + 16 * kt;
-            switch (kvci_min64(4, nkt - kt)) {
-            case 1: qk_tiles(1, Dp, q, pstride, b, o, os); break;
-            case 2: qk_tiles(2, Dp, q, pstride, b, o, os); break;
-            case 3: qk_tiles(3, Dp, q, pstride, b, o, os); break;
-            default: qk_tiles(4, Dp, q, pstride, b, o, os); break;
-            }
-        }
-    }
+    const tile_walk w = {out, os * 4, 16 * os, 16, qa, Dp * 2, 16 * Dp, pstride, kb, 16 * Dp, 1};
+    walk(w, nr, nkt, false, Dp / 32);
     _tile_release();
     int any = 0;
     for (int i = 0; i < KVC_AMX_KEYS / 64; i++) any |= bad[i] != 0;
@@ -223,7 +253,7 @@ INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst
     }
 }
 
-/* Parts of the weights of m rows over nk keys into pa[p * 16 * nk + r * nk + t]; absent keys weigh 0. */
+/* Parts of the weights of m <= 32 rows over nk keys into pa[p * 32 * nk + r * nk + t]; absent keys weigh 0. */
 INL void split_weights(const uint16_t *const *v, int nk, const float *w, int64_t ws, int m, uint16_t *pa) {
     for (int t = 0; t < nk; t += 16) {
         __mmask16 present = 0;
@@ -232,30 +262,11 @@ INL void split_weights(const uint16_t *const *v, int nk, const float *w, int64_t
             __m512 x = _mm512_maskz_loadu_ps(present, w + r * ws + t);
             for (int p = 0; p < KVC_AMX_PARTS; p++) {
                 const __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
-                _mm256_storeu_si256((__m256i *)(pa + (p * 16 + r) * nk + t), h);
+                _mm256_storeu_si256((__m256i *)(pa + (p * 32 + r) * nk + t), h);
                 x = _mm512_sub_ps(x, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
             }
         }
     }
-}
-
-/* C tiles 0 .. NG-1 = acc of the config's rows, channel groups g0 .. g0 + NG - 1, plus every step's products. */
-INL void pv_tiles(const int NG, int nk, int64_t ng, int64_t g0, const uint16_t *pa, const uint16_t *vb, float *acc,
-                  int64_t as) {
-    _tile_loadd(0, acc + 16 * g0, as * 4);
-    if (NG > 1) _tile_loadd(1, acc + 16 * (g0 + 1), as * 4);
-    if (NG > 2) _tile_loadd(2, acc + 16 * (g0 + 2), as * 4);
-    if (NG > 3) _tile_loadd(3, acc + 16 * (g0 + 3), as * 4);
-    for (int st = 0; st < nk / 32; st++) {
-        _tile_loadd(5, pa + 32 * st, nk * 2);
-        _tile_loadd(6, pa + 16 * nk + 32 * st, nk * 2);
-        _tile_loadd(7, pa + 32 * nk + 32 * st, nk * 2);
-        dot_tiles(NG, vb + (st * ng + g0) * 512, 512);
-    }
-    _tile_stored(0, acc + 16 * g0, as * 4);
-    if (NG > 1) _tile_stored(1, acc + 16 * (g0 + 1), as * 4);
-    if (NG > 2) _tile_stored(2, acc + 16 * (g0 + 2), as * 4);
-    if (NG > 3) _tile_stored(3, acc + 16 * (g0 + 3), as * 4);
 }
 
 TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
@@ -263,18 +274,14 @@ TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *
     const int64_t ng = Dv / 16;
     unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
     pack_values(v, nk, Dv, vb, bad);
-    int m = 0;
-    for (int r0 = 0; r0 < nr; r0 += 16) {
-        split_weights(v, nk, w + r0 * ws, ws, (int)kvci_min64(16, nr - r0), pa);
-        if (kvci_min64(16, nr - r0) != m) config_rows(m = (int)kvci_min64(16, nr - r0));
-        float *a = acc + r0 * as;
-        for (int64_t g = 0; g < ng; g += 4) switch (kvci_min64(4, ng - g)) {
-            case 1: pv_tiles(1, nk, ng, g, pa, vb, a, as); break;
-            case 2: pv_tiles(2, nk, ng, g, pa, vb, a, as); break;
-            case 3: pv_tiles(3, nk, ng, g, pa, vb, a, as); break;
-            default: pv_tiles(4, nk, ng, g, pa, vb, a, as); break;
-            }
-    }
+    for (int r0 = 0; r0 < nr; r0 += 32) /* 32 rows x KVC_AMX_PV_KEYS keys at a time: their parts stay in L1 */
+        for (int k0 = 0; k0 < nk; k0 += KVC_AMX_PV_KEYS) {
+            const int rows = nr - r0 < 32 ? nr - r0 : 32, kn = nk - k0 < KVC_AMX_PV_KEYS ? nk - k0 : KVC_AMX_PV_KEYS;
+            split_weights(v + k0, kn, w + r0 * ws + k0, ws, rows, pa);
+            const tile_walk tw = {acc + r0 * as,           as * 4, 16 * as, 16, pa, kn * 2, 16 * kn, 32 * kn,
+                                  vb + k0 / 32 * ng * 512, 512,    ng};
+            walk(tw, rows, ng, true, kn / 32);
+        }
     _tile_release();
     for (int t = 0; t < nk; t++) { /* the terms the tiles left out: each +-inf or NaN */
         if (!(bad[t / 64] >> (t % 64) & 1u)) continue;

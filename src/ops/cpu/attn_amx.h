@@ -25,8 +25,9 @@
 
 #include <stdint.h>
 
-#define KVC_AMX_PARTS 3
-#define KVC_AMX_KEYS  512 /* most keys of one call (a chunk, KVC_CHUNK) */
+#define KVC_AMX_PARTS   3
+#define KVC_AMX_KEYS    512 /* most keys of one call (a chunk, KVC_CHUNK) */
+#define KVC_AMX_PV_KEYS 128 /* keys whose weight parts kvci_amx_pv splits at a time */
 
 static inline int64_t kvci_round32(int64_t n) { return (n + 31) & ~(int64_t)31; }
 
@@ -48,7 +49,7 @@ void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa
  * (a multiple of 16), keys t < nk (a multiple of 32, at most KVC_AMX_KEYS) in
  * increasing order; v[t] NULL: the key is absent (its weight not read). A
  * weight of 0 adds nothing. vb: scratch of nk * Dv elements, pa: of
- * KVC_AMX_PARTS * 16 * nk. */
+ * KVC_AMX_PARTS * 32 * KVC_AMX_PV_KEYS. */
 void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
                  int64_t as, uint16_t *vb, uint16_t *pa);
 

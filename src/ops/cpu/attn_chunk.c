@@ -85,7 +85,7 @@ int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni) {
 static void amx_parts(const kvc_cpu_ctx *cx, size_t part[5]) {
     const size_t R = (size_t)cx->R, Dp = (size_t)cx->Dp, h = cx->amx ? 1 : 0;
     const size_t elems[5] = {KVC_AMX_PARTS * R * Dp, KVC_CHUNK * Dp, KVC_CHUNK * (size_t)cx->Dv8,
-                             KVC_AMX_PARTS * 16 * KVC_CHUNK, (R + 1) / 2}; /* 16-bit elements (qbad: bytes) */
+                             KVC_AMX_PARTS * 32 * KVC_AMX_PV_KEYS, (R + 1) / 2}; /* 16-bit elements (qbad: bytes) */
     for (int i = 0; i < 5; i++) part[i] = h * ((elems[i] + 31) / 32 * 16);
 }
 

@@ -77,7 +77,7 @@ typedef struct kvc_cpu_scratch {
     uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs (kvci_amx_split_queries) */
     uint16_t *kb;  /* [KVC_CHUNK, Dp] packed key tiles */
     uint16_t *vb;  /* [KVC_CHUNK, Dv] packed value pairs */
-    uint16_t *pa;  /* [KVC_AMX_PARTS, 16, KVC_CHUNK] weight parts */
+    uint16_t *pa;  /* [KVC_AMX_PARTS, 32, KVC_AMX_PV_KEYS] weight parts */
     uint8_t *qbad; /* [R] row has a non-finite channel */
 } kvc_cpu_scratch;
 
