@@ -43,7 +43,11 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dr8 = kvci_round8(pb->Dr);
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
-    cx->QT = pb->G >= KVC_ROWS ? 1 : KVC_ROWS / pb->G;
+    cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && !pb->c0k && !pb->c0v &&
+              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0;
+    cx->Dp = kvci_round32(pb->D);
+    const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
+    cx->QT = pb->G >= rows ? 1 : rows / pb->G;
     cx->R = pb->G * cx->QT;
     cx->RS = KVC_REC_HDR + cx->Dv8;
     cx->kslot = kvci_simd_slot(p->k.dtype);
@@ -60,9 +64,6 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
     cx->direct_pv = cx->simd->pv_direct[cx->vslot] && !pb->c0v && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
-    cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && !pb->c0k && !pb->c0v &&
-              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0;
-    cx->Dp = kvci_round32(pb->D);
     if (pb->paged)
         cx->token_major = pb->blk == KVC_BLOCK_BNBSND;
     else
