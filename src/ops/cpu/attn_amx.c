@@ -30,11 +30,6 @@ INL void config_rows(int m) {
     _tile_loadconfig(&t);
 }
 
-/* The cache lines of a row of n bf16 into L1. */
-INL void prefetch_row(const uint16_t *row, int64_t n) {
-    for (int64_t l = 0; l < n * 2; l += 64) _mm_prefetch((const char *)row + l, _MM_HINT_T0);
-}
-
 /* Lanes of 32 bf16 (or 16 of them) whose exponent is all ones (inf, NaN). */
 INL __mmask32 nonfinite32(__m512i x) {
     const __m512i e = _mm512_set1_epi16(0x7f80);
@@ -176,16 +171,15 @@ INL void transpose16(__m512i *r) {
 }
 
 /* 16 keys as B tiles, one per block b of 32 channels: dst[b * 512 + p * 32 + 2 n + i] = channel 32 b + 2 p + i of
- * key n (non-finite channels and absent keys 0); returns the keys with a non-finite channel as bits. The rows of the
- * next tile (next[n], NULL: none) are prefetched meanwhile. */
-INL unsigned pack_keys(const uint16_t *const *k, const uint16_t *const *next, int64_t D, uint16_t *dst) {
+ * key n (non-finite channels and absent keys 0); returns the keys with a non-finite channel as bits. */
+INL unsigned pack_keys(const uint16_t *const *k, int64_t D, uint16_t *dst, kvc_pf_run *pf) {
     unsigned bad = 0;
     for (int64_t ks = 0; ks < D; ks += 32) {
         const int64_t left = kvci_min64(32, D - ks);
         const __mmask32 m = left == 32 ? ~(__mmask32)0 : (((__mmask32)1 << left) - 1);
         __m512i r[16];
         for (int n = 0; n < 16; n++) {
-            if (ks == 0 && next[n]) prefetch_row(next[n], D);
+            if (ks == 0) kvci_pf_row(pf);
             r[n] = k[n] ? _mm512_maskz_loadu_epi16(m, k[n] + ks) : _mm512_setzero_si512();
             const __mmask32 nf = nonfinite32(r[n]);
             if (nf) r[n] = _mm512_maskz_mov_epi16(~nf, r[n]), bad |= 1u << n;
@@ -212,15 +206,14 @@ static void qk_nonfinite(const uint16_t *const *k, int nk, const unsigned long l
 }
 
 TGT void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
-                     int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb) {
+                     int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb,
+                     kvc_pf_run *pf) {
     const int64_t Dp = kvci_round32(D);
     const int nkt = nk / 16;
     unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
-    const uint16_t *none[16] = {NULL};
     for (int kt = 0; kt < nkt; kt++)
-        bad[kt / 4] |=
-            (unsigned long long)pack_keys(k + 16 * kt, kt + 1 < nkt ? k + 16 * (kt + 1) : none, D, kb + kt * 16 * Dp)
-            << (16 * (kt % 4));
+        bad[kt / 4] |= (unsigned long long)pack_keys(k + 16 * kt, D, kb + kt * 16 * Dp, pf) << (16 * (kt % 4));
+    kvci_pf_rest(pf);
     const tile_walk w = {out, os * 4, 16 * os, 16, qa, Dp * 2, 16 * Dp, pstride, kb, 16 * Dp, 1};
     walk(w, nr, nkt, false, Dp / 32);
     _tile_release();
@@ -232,12 +225,12 @@ TGT void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t
 
 /* Keys 2p, 2p + 1 of every step as B tiles: dst[((st * ng + g) * 16 + p) * 32 + 2 n + i] = channel 16 g + n of
  * key 32 st + 2 p + i (non-finite channels and absent keys 0); bad[t / 64] bit t % 64: key t has a non-finite
- * channel. Rows 16 keys ahead are prefetched meanwhile. */
-INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst, unsigned long long *bad) {
+ * channel. */
+INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst, unsigned long long *bad,
+                     kvc_pf_run *pf) {
     const int64_t ng = Dv / 16;
     for (int t = 0; t < nk; t += 2) {
-        for (int i = 0; i < 2 && t + 16 + i < nk; i++)
-            if (v[t + 16 + i]) prefetch_row(v[t + 16 + i], Dv);
+        kvci_pf_row(pf), kvci_pf_row(pf);
         for (int64_t g = 0; g < ng; g++) {
             __m256i h[2];
             for (int i = 0; i < 2; i++) {
@@ -270,10 +263,11 @@ INL void split_weights(const uint16_t *const *v, int nk, const float *w, int64_t
 }
 
 TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
-                     int64_t as, uint16_t *vb, uint16_t *pa) {
+                     int64_t as, uint16_t *vb, uint16_t *pa, kvc_pf_run *pf) {
     const int64_t ng = Dv / 16;
     unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
-    pack_values(v, nk, Dv, vb, bad);
+    pack_values(v, nk, Dv, vb, bad, pf);
+    kvci_pf_rest(pf);
     for (int r0 = 0; r0 < nr; r0 += 32) /* 32 rows x KVC_AMX_PV_KEYS keys at a time: their parts stay in L1 */
         for (int k0 = 0; k0 < nk; k0 += KVC_AMX_PV_KEYS) {
             const int rows = nr - r0 < 32 ? nr - r0 : 32, kn = nk - k0 < KVC_AMX_PV_KEYS ? nk - k0 : KVC_AMX_PV_KEYS;
@@ -301,12 +295,13 @@ void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D,
     (void)qs, (void)qstride, (void)nr, (void)D, (void)qa, (void)pstride, (void)qbad;
 }
 void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
-                 int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb) {
-    (void)k, (void)nk, (void)D, (void)qa, (void)pstride, (void)qs, (void)qstride, (void)qbad, (void)nr, (void)out;
+                 int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf) {
+    (void)pf, (void)k, (void)nk, (void)D, (void)qa, (void)pstride, (void)qs, (void)qstride, (void)qbad, (void)nr,
+        (void)out;
     (void)os, (void)kb;
 }
 void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
-                 int64_t as, uint16_t *vb, uint16_t *pa) {
-    (void)v, (void)nk, (void)Dv, (void)w, (void)ws, (void)nr, (void)acc, (void)as, (void)vb, (void)pa;
+                 int64_t as, uint16_t *vb, uint16_t *pa, kvc_pf_run *pf) {
+    (void)pf, (void)v, (void)nk, (void)Dv, (void)w, (void)ws, (void)nr, (void)acc, (void)as, (void)vb, (void)pa;
 }
 #endif

@@ -25,6 +25,8 @@
 
 #include <stdint.h>
 
+#include "ops/cpu/simd.h"
+
 #define KVC_AMX_PARTS   3
 #define KVC_AMX_KEYS    512 /* most keys of one call (a chunk, KVC_CHUNK) */
 #define KVC_AMX_PV_KEYS 128 /* keys whose weight parts kvci_amx_pv splits at a time */
@@ -43,14 +45,15 @@ void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D,
  * zeros) for r < nr, t < nk (a multiple of 16, at most KVC_AMX_KEYS); kb:
  * scratch of nk * Dp elements. */
 void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
-                 int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb);
+                 int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf);
 
 /* acc[r * as + d] += sum over t of w[r * ws + t] v[t][d] for r < nr, d < Dv
  * (a multiple of 16), keys t < nk (a multiple of 32, at most KVC_AMX_KEYS) in
  * increasing order; v[t] NULL: the key is absent (its weight not read). A
  * weight of 0 adds nothing. vb: scratch of nk * Dv elements, pa: of
- * KVC_AMX_PARTS * 32 * KVC_AMX_PV_KEYS. */
+ * KVC_AMX_PARTS * 32 * KVC_AMX_PV_KEYS. Both kernels issue pf's prefetches
+ * one row per key row they read (docs/bench-attention.md, "Decode design"), the rest at the end. */
 void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *w, int64_t ws, int nr, float *acc,
-                 int64_t as, uint16_t *vb, uint16_t *pa);
+                 int64_t as, uint16_t *vb, uint16_t *pa, kvc_pf_run *pf);
 
 #endif

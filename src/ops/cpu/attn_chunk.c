@@ -332,15 +332,31 @@ static void amx_rows(const kvc_cpu_ctx *cx, const chunk_rows *cr, int64_t t0, in
     }
 }
 
-/* amx: scores of keys [j0, j1) (tiles of 16 at absolute multiples of 16), head by head. */
-static void scores_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
-                       const chunk_rows *cr, kvc_cpu_scratch *s) {
-    const int64_t RG = cx->pb->G * it->ni, t0 = j0 & ~(int64_t)15, nk = ((j1 + 15) & ~(int64_t)15) - t0;
-    const uint16_t *kp[KVC_CHUNK];
-    for (int64_t gl = 0; gl < it->ng; gl++) {
-        amx_rows(cx, cr, t0, nk, j0, j1, gl, 0, kp);
-        kvci_amx_qk(kp, (int)nk, cx->pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8,
-                    cx->Dq8, s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, s->kb);
+/* amx: pass 0 (scores) or 1 (value sums into rec) over keys [j0, j1), unit by unit (keys of a sub-range x one KV
+ * head, in the order and with the prefetch of the other kernels): scores in tiles of 16 keys at absolute multiples
+ * of 16, value sums in steps of 32 at absolute multiples of 32. */
+static void units_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                      const chunk_rows *cr, kvc_cpu_scratch *s, float *rec, int pass) {
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t RG = pb->G * it->ni, al = pass ? 31 : 15;
+    const uint16_t *rows[KVC_SUB + 32];
+    const char *pr[KVC_PF_ROWS];
+    for (int64_t a = j0, e; a < j1; a = e) {
+        e = sub_end(a, j1);
+        const int64_t t0 = a & ~al, nk = ((e + al) & ~al) - t0;
+        for (int64_t gl = 0; gl < it->ng; gl++) {
+            int lines;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, pass, pr, &lines);
+            kvc_pf_run run = pf_share(pr, np, lines, 1, 0, RG);
+            amx_rows(cx, cr, t0, nk, j0, j1, gl, pass, rows);
+            if (pass)
+                kvci_amx_pv(rows, (int)nk, pb->Dv, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, (int)RG,
+                            rec + gl * RG * cx->RS + KVC_REC_HDR, cx->RS, s->vb, s->pa, &run);
+            else
+                kvci_amx_qk(rows, (int)nk, pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8,
+                            cx->Dq8, s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK,
+                            s->kb, &run);
+        }
     }
 }
 
@@ -356,7 +372,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const char *pr[KVC_PF_ROWS];
     int64_t ri[KVC_QK_KEYS]; /* rope key indices */
     if (cx->amx) {
-        scores_amx(cx, it, cb, j0, j1, cr, s);
+        units_amx(cx, it, cb, j0, j1, cr, s, NULL, 0);
         return;
     }
     for (int64_t a = j0, e; a < j1; a = e) {
@@ -483,14 +499,8 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const char *vd = p->v.data;
     const char *pr[KVC_PF_ROWS];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
-    if (cx->amx) { /* each head over the chunk's keys in steps of 32 at absolute multiples of 32 */
-        const uint16_t *vp[KVC_CHUNK];
-        const int64_t s0 = j0 & ~(int64_t)31, nk = kvci_round32(j1) - s0;
-        for (int64_t gl = 0; gl < it->ng; gl++) {
-            amx_rows(cx, cr, s0, nk, j0, j1, gl, 1, vp);
-            kvci_amx_pv(vp, (int)nk, pb->Dv, s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, (int)RG,
-                        rec + gl * RG * RS + KVC_REC_HDR, RS, s->vb, s->pa);
-        }
+    if (cx->amx) {
+        units_amx(cx, it, cb, j0, j1, cr, s, rec, 1);
         return;
     }
     for (int64_t a = j0, e; a < j1; a = e) {
