@@ -10,9 +10,11 @@
  * masked garbage), takes the maximum and the exponentials (summed per lane
  * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
  * the values 32 at a time (8 when an item holds several heads) the same way
- * and accumulates them with the weights. Per (row, key) the arithmetic
- * depends only on the data, never on the block size, paging, batch or
- * thread count. */
+ * and accumulates them with the weights. On the amx path (cx->amx) both
+ * passes run on AMX tiles instead (attn_amx.h: scores in tiles of 16 keys,
+ * values in steps of 32, each call one unit below). Per (row, key) the
+ * arithmetic depends only on the data, never on the block size, paging,
+ * batch or thread count. */
 #include <math.h>
 #include <string.h>
 
