@@ -44,6 +44,8 @@
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 #include "machine_limits.h"
+#include "ops/cpu/attn_amx.h"
+#include "ops/cpu/simd.h"
 #include "shared_lib_check.h"
 
 #define GIB  ((size_t)1 << 30)
@@ -75,8 +77,36 @@ typedef struct other_lib {
     kvc_status (*workspace_size)(const kvc_attention_params *p, int max_threads, size_t *bytes);
 } other_lib;
 
+/* --against PATH: this build's kernel with the SIMD path PATH forced (avx512, avx2 or portable). */
+static const kvc_simd_table *against_table;
+
+static kvc_status against_path_run(const kvc_attention_params *p, void *workspace, size_t bytes) {
+    kvci_simd_override(against_table);
+    const kvc_status st = kvc_attention_cpu(p, workspace, bytes);
+    kvci_simd_override(NULL);
+    return st;
+}
+
+/* The table a path name names, NULL for any other text. */
+static const kvc_simd_table *path_table(const char *name) {
+    if (strcmp(name, "avx512") == 0) return kvci_simd_avx512_table();
+    if (strcmp(name, "avx2") == 0) return kvci_simd_avx2_table();
+    if (strcmp(name, "portable") == 0) return &kvc_simd_portable;
+    return NULL;
+}
+
 static int other_open(const char *path, other_lib *o) {
     memset(o, 0, sizeof *o);
+    if (path_table(path)) {
+        against_table = path_table(path);
+        if (!kvci_simd_cpu_runs(against_table)) {
+            fprintf(stderr, "bench attention: --against %s: this CPU does not run that path\n", path);
+            return 1;
+        }
+        o->run = against_path_run;
+        o->workspace_size = kvc_attention_cpu_workspace_size;
+        return 0;
+    }
     if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
         fprintf(stderr, "bench attention: --against %s\n", kvc_last_error());
         return 1;
@@ -408,6 +438,18 @@ static int all_shapes(shape shapes[MAX_SHAPES]) {
     return n;
 }
 
+/* The instruction a shape's arithmetic runs on, and how many of its operations make one operation of the shape:
+ * the AMX path computes bf16 K/V rows on TDPBF16PS tiles, each product as KVC_AMX_PARTS tile products (one per
+ * bf16 part of the query or weight, ops/cpu/attn_amx.h); everything else on the path's FMA. */
+static kvc_peak_kind shape_peak(const char *isa, const shape *s, double *ops_per_flop) {
+    *ops_per_flop = 1.0;
+    if (strncmp(isa, "amx", 3) == 0 && s->kv_dtype == KVC_DTYPE_BF16 && s->blk != KVC_BLOCK_BNNDBS) {
+        *ops_per_flop = KVC_AMX_PARTS;
+        return KVC_PEAK_TDPBF16;
+    }
+    return kvc_limits_fma_of_path(isa);
+}
+
 /* The row label --only matches: phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE. */
 static void shape_label(const shape *s, char *label, size_t cap) {
     snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len, s->q_heads / s->kv_heads,
@@ -449,23 +491,22 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
     for (int i = 0; i < n_kinds; i++) want[kinds[i]] = true;
     if (kvc_limits_init(want) != 0) {
         fprintf(stderr, "bench attention: out of memory for the 1 GiB read buffers\n");
-        if (other) dlclose(other->handle);
+        if (other && other->handle) dlclose(other->handle);
         return 1;
     }
     const double t_start = kvc_bench_now();
     const char *isa = kvc_attention_cpu_isa();
-    const kvc_peak_kind pk_kind = kvc_limits_fma_of_path(isa);
+    const kvc_peak_kind path_kind = kvc_limits_fma_of_path(isa);
     double read_by[KVC_LIMITS_PAGE_KINDS] = {0};
     median_reads(kinds, n_kinds, read_by);
     char thp[32];
     kvc_limits_thp_setting(thp, sizeof thp);
     double peaks[KVC_PEAK_KINDS];
     for (int k = 0; k < KVC_PEAK_KINDS; k++) peaks[k] = median_peak((kvc_peak_kind)k);
-    const double peak = peaks[pk_kind];
     char flags[256];
     kvc_limits_cpu_flags(flags, sizeof flags);
     if (!json) { /* --json: one JSON object per shape, a line each */
-        printf("attention: path %s (KVC_SIMD=portable|avx2|avx512 forces one), %d threads, CPU flags: %s\n"
+        printf("attention: path %s (KVC_SIMD=portable|avx2|avx512|amx forces one), %d threads, CPU flags: %s\n"
                "read bandwidth (1 GiB, median of %d, page kinds alternating):",
                isa, omp_get_max_threads(), flags, 2 * REPS);
         for (int i = 0; i < n_kinds; i++) {
@@ -478,12 +519,14 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
         for (int k = 0; k < KVC_PEAK_KINDS; k++)
             if (kvc_limits_has_peak((kvc_peak_kind)k))
                 printf(" %s %.1f%s", kvc_limits_peak_name((kvc_peak_kind)k), peaks[k],
-                       k == (int)pk_kind ? " (path)" : "");
+                       k == (int)path_kind ? " (path)" : "");
         printf(
             "\ndecode: KV read GB/s vs the read bandwidth measured between its calls on the same pages (read, bw) and "
             "vs\n"
             "the roofline min(read, path peak / flop per KV byte) (roof GB/s, bound, roof = KV GB/s / roof GB/s);\n"
-            "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio)\n"
+            "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio; bf16 rows "
+            "on\n"
+            "the amx path: the tdpbf16ps-amx peak / 3, each product being three tile products, one per bf16 part)\n"
             "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
             "%s"
             "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
@@ -510,6 +553,9 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
         /* decode on every page kind of the run; prefill (compute-bound) on the last one only */
         const kvc_limits_pages *pg = decode ? kinds : &kinds[n_kinds - 1];
         const int n_pg = decode ? n_kinds : 1;
+        double ops_per_flop;
+        const kvc_peak_kind pk_kind = shape_peak(isa, s, &ops_per_flop);
+        const double peak = peaks[pk_kind] / ops_per_flop;
         if (run_shape(s, naive, other, pk_kind, pg, n_pg, res) != 0) {
             rc = 1;
             continue;
@@ -518,7 +564,8 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
             const result *r = &res[k];
             const double sec = r->us * 1e-6;
             const double kv_gbps = (double)kv_bytes(s) / sec / 1e9;
-            const double rd = decode ? r->read_gbps : read_by[pg[k]], pkr = decode ? peak : r->peak_gflops;
+            const double rd = decode ? r->read_gbps : read_by[pg[k]];
+            const double pkr = decode ? peak : r->peak_gflops / ops_per_flop;
             const double gflops = 4.0 * s->q_heads * s->head_dim * pairs(s) / sec / 1e9;
             const double fpb = flop_per_byte(s), compute_gbps = pkr / fpb;
             const double roof = compute_gbps < rd ? compute_gbps : rd;
@@ -579,6 +626,6 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
     }
     if (!json) printf("total %.1f s\n", kvc_bench_now() - t_start);
     kvc_limits_free();
-    if (other) dlclose(other->handle);
+    if (other && other->handle) dlclose(other->handle);
     return rc;
 }

@@ -35,7 +35,8 @@ static void bench_usage(FILE *f) {
                "FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
-               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine)\n"
+               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine);\n"
+               "LIB avx512, avx2 or portable: this build's kernel with that SIMD path forced (e.g. AMX vs AVX-512)\n"
                "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
                "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT; a TEXT that matches no row is refused,\n"
                "listing the labels (LIB is checked before it is loaded: a whole ELF shared library of this machine)\n"

@@ -276,7 +276,7 @@ const char *kvc_limits_peak_name(kvc_peak_kind k) { return g_peaks[k].name; }
 int kvc_limits_has_peak(kvc_peak_kind k) { return cpu_has(k); }
 
 kvc_peak_kind kvc_limits_fma_of_path(const char *isa) {
-    if (strncmp(isa, "avx512", 6) == 0) return KVC_PEAK_FMA_ZMM;
+    if (strstr(isa, "avx512")) return KVC_PEAK_FMA_ZMM; /* also the attention's "amx-bf16+avx512" */
     if (strncmp(isa, "avx2", 4) == 0) return KVC_PEAK_FMA_YMM;
     return KVC_PEAK_FMA_SCALAR;
 }

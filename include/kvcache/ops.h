@@ -382,9 +382,9 @@ KVC_API kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *worksp
 KVC_API kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace,
                                              size_t workspace_bytes, int *threads);
 
-/* Name of the SIMD path kvc_attention_cpu picked on this CPU ("avx512-f-bw-vl", "avx2-fma-f16c",
- * "portable"); the environment variable KVC_SIMD=portable|avx2|avx512 forces a path (never one
- * the CPU cannot run). */
+/* Name of the SIMD path kvc_attention_cpu picked on this CPU ("amx-bf16+avx512": bf16 K/V on AMX
+ * tiles, "avx512-f-bw-vl", "avx2-fma-f16c", "portable"); the environment variable
+ * KVC_SIMD=portable|avx2|avx512|amx forces a path (never one the CPU cannot run). */
 KVC_API const char *kvc_attention_cpu_isa(void);
 
 #ifdef __cplusplus

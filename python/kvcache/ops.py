@@ -316,5 +316,5 @@ def write_contiguous(cache, update, starts):
 
 
 def cpu_isa():
-    """The SIMD path kvc_attention_cpu runs on this CPU ("avx512-...", "portable")."""
+    """The SIMD path kvc_attention_cpu runs on this CPU ("amx-bf16+avx512", "avx512-...", "portable")."""
     return ffi.string(lib.kvc_attention_cpu_isa()).decode()

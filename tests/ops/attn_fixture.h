@@ -2,11 +2,13 @@
  * layout / storage / dtype from logical per-request data, placing it with
  * formulas written here from the spec tables (independently of the
  * library's index helpers), and a logical float64 oracle computed from the
- * logical data alone. Header-only; each test includes it once. */
+ * logical data alone. Header-only; each test includes it once, after
+ * cmocka.h. */
 #ifndef KVC_TEST_ATTN_FIXTURE_H
 #define KVC_TEST_ATTN_FIXTURE_H
 
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,6 +67,17 @@ typedef struct fx {
     int64_t out_n, lse_n, nblocks, width;
     kvc_attention_params p;
 } fx;
+
+/* kvc_attention_cpu on p with a workspace for the OpenMP maximum of threads; a refusal fails the test. */
+static inline void fx_run_cpu(kvc_attention_params *p) {
+    size_t bytes = 0;
+    assert_int_equal(kvc_attention_cpu_workspace_size(p, omp_get_max_threads(), &bytes), KVC_OK);
+    void *ws = NULL;
+    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
+    const kvc_status st = kvc_attention_cpu(p, ws, bytes);
+    kvc_aligned_free(ws);
+    if (st != KVC_OK) fail_msg("attention_cpu: %s", kvc_last_error());
+}
 
 static inline uint32_t fx_rng(uint32_t *s) {
     *s ^= *s << 13;

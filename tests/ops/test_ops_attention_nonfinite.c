@@ -181,16 +181,6 @@ static const nf_case cases[] = {
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
-static void run_cpu(kvc_attention_params *p) {
-    size_t bytes = 0;
-    assert_int_equal(kvc_attention_cpu_workspace_size(p, omp_get_max_threads(), &bytes), KVC_OK);
-    void *ws = NULL;
-    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-    const kvc_status st = kvc_attention_cpu(p, ws, bytes);
-    kvc_aligned_free(ws);
-    if (st != KVC_OK) fail_msg("attention_cpu: %s", kvc_last_error());
-}
-
 static bool canonical_nan(float x) {
     const float q = NAN;
     return memcmp(&x, &q, sizeof x) == 0;
@@ -254,15 +244,16 @@ static int check_case(const nf_case *cs, kvc_dtype kvdt, int quant, kvc_block_la
         fail_msg("%s: the reference has %lld non-finite outputs", what, (long long)(nans + infs));
     if (cs->expect == NF_SOME_NAN && !nans) fail_msg("%s: the reference has no NaN output", what);
     if (cs->expect == NF_SOME_INF && !infs) fail_msg("%s: the reference has no infinite output", what);
-    const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
-    nf_result got[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    const kvc_simd_table *tables[4] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table(),
+                                       kvci_simd_amx_table()};
+    nf_result got[4] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
     int runs = 0;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {
         if (!kvci_simd_cpu_runs(tables[t])) continue;
         kvci_simd_override(tables[t]);
         memset(f.obuf, 0, sizeof(float) * (size_t)f.out_n);
         memset(f.lsebuf, 0, sizeof(float) * (size_t)f.lse_n);
-        run_cpu(&f.p);
+        fx_run_cpu(&f.p);
         kvci_simd_override(NULL);
         got[t] = result_of(&f);
         for (int64_t e = 0; e < f.out_n; e++)
@@ -280,7 +271,7 @@ static int check_case(const nf_case *cs, kvc_dtype kvdt, int quant, kvc_block_la
         (memcmp(got[1].out, got[2].out, sizeof(float) * (size_t)f.out_n) ||
          memcmp(got[1].lse, got[2].lse, sizeof(float) * (size_t)f.lse_n)))
         fail_msg("%s: avx512 differs from avx2", what);
-    for (int t = 0; t < 3; t++) result_free(&got[t]);
+    for (int t = 0; t < 4; t++) result_free(&got[t]);
     result_free(&want);
     fx_free(&f);
     return runs;

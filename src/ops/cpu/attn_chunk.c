@@ -10,9 +10,11 @@
  * masked garbage), takes the maximum and the exponentials (summed per lane
  * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
  * the values 32 at a time (8 when an item holds several heads) the same way
- * and accumulates them with the weights. Per (row, key) the arithmetic
- * depends only on the data, never on the block size, paging, batch or
- * thread count. */
+ * and accumulates them with the weights. On the amx path (cx->amx) both
+ * passes run on AMX tiles instead (attn_amx.h: scores in tiles of 16 keys,
+ * values in steps of 32, each call one unit below). Per (row, key) the
+ * arithmetic depends only on the data, never on the block size, paging,
+ * batch or thread count. */
 #include <math.h>
 #include <string.h>
 
@@ -43,7 +45,11 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dr8 = kvci_round8(pb->Dr);
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
-    cx->QT = pb->G >= KVC_ROWS ? 1 : KVC_ROWS / pb->G;
+    cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && !pb->c0k && !pb->c0v &&
+              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0;
+    cx->Dp = kvci_round32(pb->D);
+    const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
+    cx->QT = pb->G >= rows ? 1 : rows / pb->G;
     cx->R = pb->G * cx->QT;
     cx->RS = KVC_REC_HDR + cx->Dv8;
     cx->kslot = kvci_simd_slot(p->k.dtype);
@@ -78,10 +84,20 @@ int64_t kvci_cpu_heads_per_item(const kvc_cpu_ctx *cx, int64_t ni) {
     return h < 1 ? 1 : h > cx->pb->Nkv ? cx->pb->Nkv : h;
 }
 
+/* Floats of each amx scratch part (qa, kb, vb, pa, qbad), each a multiple of 16 (64 bytes); zeros without amx. */
+static void amx_parts(const kvc_cpu_ctx *cx, size_t part[5]) {
+    const size_t R = (size_t)cx->R, Dp = (size_t)cx->Dp, h = cx->amx ? 1 : 0;
+    const size_t elems[5] = {KVC_AMX_PARTS * R * Dp, KVC_CHUNK * Dp, KVC_CHUNK * (size_t)cx->Dv8,
+                             KVC_AMX_PARTS * 32 * KVC_AMX_PV_KEYS, (R + 1) / 2}; /* 16-bit elements (qbad: bytes) */
+    for (int i = 0; i < 5; i++) part[i] = h * ((elems[i] + 31) / 32 * 16);
+}
+
 size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx) {
     const size_t R = (size_t)cx->R;
+    size_t amx[5];
+    amx_parts(cx, amx);
     return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
-           KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS;
+           KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS + amx[0] + amx[1] + amx[2] + amx[3] + amx[4];
 }
 
 kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base) {
@@ -95,6 +111,12 @@ kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base) {
     s.vt = s.kt + KVC_QK_KEYS * (size_t)cx->Dq8;
     s.rec = s.vt + KVC_VTILE * (size_t)cx->Dv8;
     s.run = s.rec + R * (size_t)cx->RS;
+    size_t amx[5];
+    amx_parts(cx, amx);
+    float *at = s.run + R * (size_t)cx->RS;
+    uint16_t **half[4] = {&s.qa, &s.kb, &s.vb, &s.pa};
+    for (int i = 0; i < 4; i++) *half[i] = cx->amx ? (uint16_t *)at : NULL, at += amx[i];
+    s.qbad = cx->amx ? (uint8_t *)at : NULL;
     return s;
 }
 
@@ -134,6 +156,7 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         s->qsum[r] = qsum;
         s->cst[r] = cst;
     }
+    if (cx->amx) kvci_amx_split_queries(s->qs, cx->Dq8, (int)R, pb->D, s->qa, cx->R * cx->Dp, s->qbad);
 }
 
 /* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
@@ -174,7 +197,7 @@ static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j
  * (BNNDBS) prefetch the next unit's segments of the K channel rows. NZ
  * rows (column tiles) are not prefetched. */
 typedef struct chunk_rows {
-    int64_t p0; /* first key tile of the chunk (j0 rounded down to 8) */
+    int64_t p0; /* j0 rounded down to 32 (the first key of the chunk's tiles of 8, 16 or 32) */
     int64_t
         ki[KVC_CHUNK]; /* key p0 + t: element index of channel 0 of the item's first head in K (clamped to [j0, j1)) */
     int64_t vi[KVC_CHUNK]; /* the same in V */
@@ -187,8 +210,8 @@ static int64_t sub_end(int64_t a, int64_t j1) { return kvci_min64(j1, (a / KVC_S
 static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
                             chunk_rows *cr) {
     const kvc_attn_problem *pb = cx->pb;
-    cr->p0 = j0 & ~(int64_t)7;
-    const int64_t n = kvci_round8(j1) - cr->p0; /* whole tiles of 8 */
+    cr->p0 = j0 & ~(int64_t)31;
+    const int64_t n = kvci_round32(j1) - cr->p0; /* whole tiles of 32 */
     key_indices(cx, it, cr->p0, n, j0, j1, pb->D, pb->c0k, cr->ki);
     key_indices(cx, it, cr->p0, n, j0, j1, pb->Dv, pb->c0v, cr->vi);
     cr->nb = cb + KVC_CHUNK;
@@ -297,6 +320,48 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
     }
 }
 
+/* Row pointers of keys [t0, t0 + n) of item head gl in K (pass 0) or V (pass 1): NULL outside [j0, j1). */
+static void amx_rows(const kvc_cpu_ctx *cx, const chunk_rows *cr, int64_t t0, int64_t n, int64_t j0, int64_t j1,
+                     int64_t gl, int pass, const uint16_t **rows) {
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
+    const int64_t *idx = pass ? cr->vi : cr->ki;
+    const char *base =
+        (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t j = t0 + t;
+        rows[t] = j >= j0 && j < j1 ? (const uint16_t *)(base + es * idx[j - cr->p0]) : NULL;
+    }
+}
+
+/* amx: pass 0 (scores) or 1 (value sums into rec) over keys [j0, j1), unit by unit (keys of a sub-range x one KV
+ * head, in the order and with the prefetch of the other kernels): scores in tiles of 16 keys at absolute multiples
+ * of 16, value sums in steps of 32 at absolute multiples of 32. */
+static void units_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
+                      const chunk_rows *cr, kvc_cpu_scratch *s, float *rec, int pass) {
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t RG = pb->G * it->ni, al = pass ? 31 : 15;
+    const uint16_t *rows[KVC_SUB + 32];
+    const char *pr[KVC_PF_ROWS];
+    for (int64_t a = j0, e; a < j1; a = e) {
+        e = sub_end(a, j1);
+        const int64_t t0 = a & ~al, nk = ((e + al) & ~al) - t0;
+        for (int64_t gl = 0; gl < it->ng; gl++) {
+            int lines;
+            const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, pass, pr, &lines);
+            kvc_pf_run run = pf_share(pr, np, lines, 1, 0, RG);
+            amx_rows(cx, cr, t0, nk, j0, j1, gl, pass, rows);
+            if (pass)
+                kvci_amx_pv(rows, (int)nk, pb->Dv, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, (int)RG,
+                            rec + gl * RG * cx->RS + KVC_REC_HDR, cx->RS, s->vb, s->pa, &run);
+            else
+                kvci_amx_qk(rows, (int)nk, pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8,
+                            cx->Dq8, s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK,
+                            s->kb, &run);
+        }
+    }
+}
+
 /* Pass 1: scores sc[r, j - cb] for the keys [j0, j1) (tiles of 8 at absolute multiples of 8), unit by unit. */
 static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1,
                    const chunk_rows *cr, kvc_cpu_scratch *s) {
@@ -308,6 +373,10 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const char *kd = p->k.data, *rd = p->k_rope.data;
     const char *pr[KVC_PF_ROWS];
     int64_t ri[KVC_QK_KEYS]; /* rope key indices */
+    if (cx->amx) {
+        units_amx(cx, it, cb, j0, j1, cr, s, NULL, 0);
+        return;
+    }
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t t0 = a & ~(int64_t)7, calls = kvci_cdiv(e - t0, K);
@@ -432,6 +501,10 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const char *vd = p->v.data;
     const char *pr[KVC_PF_ROWS];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);
+    if (cx->amx) {
+        units_amx(cx, it, cb, j0, j1, cr, s, rec, 1);
+        return;
+    }
     for (int64_t a = j0, e; a < j1; a = e) {
         e = sub_end(a, j1);
         const int64_t calls = kvci_cdiv(e - a, KVC_VTILE);

@@ -9,12 +9,17 @@
 #include <stdint.h>
 
 #include "ops/attn_problem.h"
+#include "ops/cpu/attn_amx.h"
 #include "ops/cpu/simd.h"
 
 #define KVC_CHUNK 512 /* keys per chunk at absolute positions c * KVC_CHUNK (also the split-K granule) */
+_Static_assert(KVC_CHUNK == KVC_AMX_KEYS, "the AMX kernels take a chunk's keys in one call");
 #define KVC_ROWS                                                                                                       \
     128 /* target rows per item (heads x query positions); prefill tiles reuse each K/V tile this often                \
          */
+#define KVC_AMX_ROWS                                                                                                   \
+    256 /* the same on the amx path, whose arithmetic is fast enough for the K/V reads to matter (measured prefill 512 \
+           x 4096, one thread: 0.88 of the time of 128 rows; 512 rows: no faster) */
 #define KVC_SUB                                                                                                        \
     64 /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's   \
           rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
@@ -53,6 +58,9 @@ typedef struct kvc_cpu_ctx {
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
     bool lanes;       /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
+    bool amx;         /* plain bf16 K/V rows, no rope or quantisation, Dv a multiple of 16, and the table's amx: every
+                         item's scores and values on AMX tiles (attn_amx.h) */
+    int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes */
     kvc_chan_map cmk, cmv, cmr;
@@ -68,6 +76,12 @@ typedef struct kvc_cpu_scratch {
     float *vt;   /* [KVC_VTILE, Dv8] value tile (f32) */
     float *rec;  /* [R, RS] chunk record */
     float *run;  /* [R, RS] running record */
+    /* amx only (else NULL): */
+    uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs (kvci_amx_split_queries) */
+    uint16_t *kb;  /* [KVC_CHUNK, Dp] packed key tiles */
+    uint16_t *vb;  /* [KVC_CHUNK, Dv] packed value pairs */
+    uint16_t *pa;  /* [KVC_AMX_PARTS, 32, KVC_AMX_PV_KEYS] weight parts */
+    uint8_t *qbad; /* [R] row has a non-finite channel */
 } kvc_cpu_scratch;
 
 /* Element i of an f32 dequantisation scale/offset tensor; NaN when it is

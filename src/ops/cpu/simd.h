@@ -115,6 +115,7 @@ typedef struct kvc_simd_table {
     kvc_qk_lanes_fn qk_lanes[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype); in every table */
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
+    bool amx; /* bf16 K/V rows: scores and values on AMX tiles (attn_amx.h); the rest of the AVX-512 table */
 } kvc_simd_table;
 
 /* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value), 4 fp8 e4m3, 5 fp8 e5m2. */
@@ -137,6 +138,8 @@ extern const kvc_simd_table kvc_simd_portable;
 /* NULL when the compiler cannot build the path (simd_avx2.c, simd_avx512.c). */
 const kvc_simd_table *kvci_simd_avx2_table(void);
 const kvc_simd_table *kvci_simd_avx512_table(void);
+/* The AVX-512 table with `amx` set; NULL when the compiler cannot build it. */
+const kvc_simd_table *kvci_simd_amx_table(void);
 /* Whether this CPU runs table t (simd_select.c). */
 bool kvci_simd_cpu_runs(const kvc_simd_table *t);
 /* The table the kernels use: the override when set, else the path named by

@@ -1,5 +1,5 @@
-/* AVX-512 (F, BW, VL) table: the qk and pv kernels on zmm registers, the
- * rest (conversion into tiles, exponentials, maximum) shared with the AVX2
+/* AVX-512 (F, BW, VL) table: the qk and pv kernels, exponentials and
+ * maximum on zmm registers, the conversion into tiles shared with the AVX2
  * table. Bitwise equal to the AVX2 table by construction:
  * - qk holds two keys per zmm (key t in lanes 0-7, key t + 1 in lanes
  *   8-15, the query's 8 channels in both halves), so every lane
@@ -14,6 +14,8 @@
  *   up to 8 rows share each converted value vector;
  *   16 channels per zmm, a tail of 8 through masked loads and stores
  *   (masked lanes are not read, so no byte past a row is touched).
+ * - the maximum (max16) over 16 lanes in four chains: a maximum is exact,
+ *   so any order gives the AVX2 kernel's value.
  * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
 #include <math.h>
 
@@ -381,9 +383,25 @@ TGT static float exp_sum(float *s, int64_t n, float m)
     return hsum_tree(acc);
 }
 
-KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum);
+/* kvc_max_fn on 16 lanes with four independent maxima (the maximum of the same entries as kvci_avx2_max's,
+ * a NaN entry dropped or kept alike: a row's NaN scores reach it through the exponentials either way). */
+TGT static float max16(const float *s, int64_t n)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m[4] = {ninf, ninf, ninf, ninf};
+    int64_t t = 0;
+    for (; t + 64 <= n; t += 64)
+        for (int i = 0; i < 4; i++) m[i] = _mm512_max_ps(m[i], _mm512_loadu_ps(s + t + 16 * i));
+    for (; t < n; t += 16) m[0] = _mm512_max_ps(m[0], _mm512_mask_loadu_ps(ninf, n - t >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF, s + t));
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+}
+
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum, max16, false);
+KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", exp_sum, max16, true);
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
+const kvc_simd_table *kvci_simd_amx_table(void) { return &amx_table; }
 #else
 const kvc_simd_table *kvci_simd_avx512_table(void) { return NULL; }
+const kvc_simd_table *kvci_simd_amx_table(void) { return NULL; }
 #endif

@@ -85,4 +85,5 @@ const kvc_simd_table kvc_simd_portable = {
     {lanes_f32, lanes_f16, lanes_bf16, lanes_i8, lanes_e4m3, lanes_e5m2},
     exp_sum,
     vmax,
+    false,
 };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/amx.h"
 #include "ops/cpu/simd.h"
 
 bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
@@ -14,15 +15,17 @@ bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
     /* F16C has no __builtin_cpu_supports name in older compilers; every AVX2 CPU has it */
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (t == kvci_simd_avx2_table()) return avx2;
-    if (t == kvci_simd_avx512_table())
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    if (t == kvci_simd_avx512_table()) return avx512;
+    if (t == kvci_simd_amx_table()) return avx512 && kvci_amx_bf16_granted();
 #endif
     return false;
 }
 
-/* The best table at or below rank (0 portable, 1 avx2, 2 avx512) that this CPU runs. */
+/* The best table at or below rank (0 portable, 1 avx2, 2 avx512, 3 amx) that this CPU runs. */
 static const kvc_simd_table *best_up_to(int rank) {
+    if (rank >= 3 && kvci_simd_cpu_runs(kvci_simd_amx_table())) return kvci_simd_amx_table();
     if (rank >= 2 && kvci_simd_cpu_runs(kvci_simd_avx512_table())) return kvci_simd_avx512_table();
     if (rank >= 1 && kvci_simd_cpu_runs(kvci_simd_avx2_table())) return kvci_simd_avx2_table();
     return &kvc_simd_portable;
@@ -30,11 +33,13 @@ static const kvc_simd_table *best_up_to(int rank) {
 
 static const kvc_simd_table *from_environment(void) {
     const char *e = getenv("KVC_SIMD");
-    int rank = 2;
+    int rank = 3;
     if (e && strcmp(e, "portable") == 0)
         rank = 0;
     else if (e && strcmp(e, "avx2") == 0)
         rank = 1;
+    else if (e && strcmp(e, "avx512") == 0)
+        rank = 2;
     return best_up_to(rank);
 }
 

@@ -16,9 +16,10 @@
 #define KVC_X86_INL  KVC_X86_AVX2 __attribute__((always_inline)) static inline
 
 /* The dispatch table of an x86 path: the file's own qk/pv tile kernels,
- * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2) and exponentials
- * (EXP_SUM), with the shared AVX2 conversions into tiles and maximum. */
-#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM)                                                                         \
+ * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2), exponentials
+ * (EXP_SUM) and maximum (MAX), with the shared AVX2 conversions into tiles;
+ * AMX sets the table's amx flag. */
+#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM, MAX, AMX)                                                               \
     static const kvc_simd_table VAR = {                                                                                \
         NAME,                                                                                                          \
         {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,               \
@@ -29,7 +30,8 @@
         {pv_direct_f32, pv_direct_f16, pv_direct_bf16, pv_direct_i8, pv_direct_e4m3, pv_direct_e5m2},                  \
         {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                        \
         EXP_SUM,                                                                                                       \
-        kvci_avx2_max,                                                                                                 \
+        MAX,                                                                                                           \
+        AMX,                                                                                                           \
     }
 
 /* The tile kernels as the dispatch table calls them (qk, pv on f32 tiles with
