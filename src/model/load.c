@@ -9,8 +9,8 @@
 
 typedef struct load_ctx {
     const kvc_safetensors *st;
-    bool check_only;  /* compare names, shapes and dtypes; read nothing */
-    bool f32_weights; /* every GEMM operand widened to f32 */
+    bool check_only;        /* compare names, shapes and dtypes; read nothing */
+    kvc_wmat_dtype weights; /* the GEMM operands' dtype asked (kvci_wmat_dtype_for) */
 } load_ctx;
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix
@@ -66,7 +66,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
 }
 
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
- * dtype (check pass: bf16 where the file holds BF16, else f32). */
+ * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16 or else f32). */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const load_ctx *c = user;
     const char *name = t->name;
@@ -80,18 +80,24 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const char *dtype = kvci_safetensors_dtype(c->st, name);
     kvc_status s = strchr(name, '*') ? load_ds_experts(c, name, t->shape, tmp, &dtype)
                                      : kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, tmp);
-    if (s == KVC_OK && c->check_only)
-        t->mat->dtype = !c->f32_weights && dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
+    if (s == KVC_OK && c->check_only) {
+        const bool bf16 = dtype && strcmp(dtype, "BF16") == 0;
+        t->mat->dtype = kvci_wmat_dtype_for(c->weights, bf16 ? KVC_WMAT_BF16 : KVC_WMAT_F32, t->name);
+    }
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
     kvci_free(tmp);
     return s;
 }
 
-kvc_status kvc_model_load(const char *dir, kvc_model **out) { return kvci_model_load_as(dir, false, out); }
+kvc_status kvc_model_load(const char *dir, kvc_model **out) {
+    return kvci_model_load_as(dir, KVC_WMAT_CHECKPOINT, out);
+}
 
-kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out) {
+kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
+    if (weights < KVC_WMAT_CHECKPOINT || weights >= KVC_WMAT_COUNT)
+        return kvci_fail(KVC_EINVAL, "model_load: weight dtype %d is not one of kvc_wmat_dtype", (int)weights);
     kvc_model_config cfg;
     kvc_status s = kvc_model_config_load(dir, &cfg);
     if (s != KVC_OK) return s;
@@ -99,7 +105,7 @@ kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out
     s = kvc_safetensors_open_dir(dir, &st);
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
-    load_ctx check = {.st = st, .check_only = true, .f32_weights = f32_weights}, c = {.st = st};
+    load_ctx check = {.st = st, .check_only = true, .weights = weights}, c = {.st = st};
     s = kvci_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvci_model_prepare(m);
