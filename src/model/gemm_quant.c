@@ -1,8 +1,8 @@
-/* kvci_gemm_wq: the portable kernel of the quantized-weight GEMM, the run-time
- * choice of kernel, the quantization of the activations into the per-thread
- * scratch (gemm_scratch.h) and the blocking and threading around the kernels (gemm_quant.h). Every output
- * element is computed whole (all of K) by one kernel call, so blocking and
- * threads never change a bit. */
+/* kvci_gemm_wq (gemm_quant.h): the portable kernel of the quantized-weight
+ * GEMM, the run-time choice of kernel, the quantization of the activations
+ * into the per-thread scratch (gemm_scratch.h), and the blocking and threading
+ * around the kernels. Every output element is computed whole (all of K) by
+ * one kernel call, so blocking and threads never change a bit. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>

@@ -93,6 +93,15 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out) {
     return kvci_model_load_as(dir, KVC_WMAT_CHECKPOINT, out);
 }
 
+kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out) {
+    if (out) *out = NULL;
+    kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+    if (weights && kvci_wmat_dtype_parse(weights, &wd) != KVC_OK)
+        return kvci_fail(KVC_EINVAL, "model_load: weights \"%s\" is not one of checkpoint, f32, bf16, q8_0, q4_0",
+                         weights);
+    return kvci_model_load_as(dir, wd, out);
+}
+
 kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
