@@ -33,6 +33,7 @@ static void run_usage(FILE *f) {
             "                   [--block-size N] [--max-positions N] [--json] [--weights DTYPE]\n"
             "       kvcache run MODEL_DIR --compare-weights [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json]\n"
+            "       kvcache run MODEL_DIR --weights q8_0|q4_0 --save-weights OUT_DIR\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion (or, with\n"
@@ -63,6 +64,9 @@ static void run_usage(FILE *f) {
             "                       packed where the file holds BF16, else f32), f32, bf16, q8_0 or q4_0\n"
             "                       (quantized at load: 8 or 4 bits with an f16 scale per 32 weights; the\n"
             "                       embedding and output head in q8_0, docs/runtime.md)\n"
+            "  --save-weights OUT   write the model, quantized by --weights, as the model directory OUT (created;\n"
+            "                       it must not exist) and run nothing: loading OUT copies the packed weights\n"
+            "                       and their scales as they are, no quantization pass (docs/runtime.md)\n"
             "  --compare-weights    every weight dtype (bf16, q8_0, q4_0) against f32 weights on the prompts,\n"
             "                       f32 caches (prompts as --compare-dtypes): the same table per weight dtype\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
@@ -259,7 +263,7 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
 
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
-    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights;
+    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, mode;
     bool stream, sampling, eos; /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
 } run_flags_given;
 
@@ -308,10 +312,38 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cm
     return 2;
 }
 
+/* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
+ * that runs prompts was given too. Returns the exit code. */
+static int save_weights(const char *dir, const char *out, kvc_wmat_dtype weights, const run_flags_given *g,
+                        bool other) {
+    if (other || g->kv_dtype || g->kv_layout || g->block_size || g->max_new_tokens || g->max_positions || g->mode ||
+        g->stream || g->sampling || g->eos) {
+        fprintf(stderr, "kvcache run: --save-weights writes the quantized copy and runs nothing: it takes only "
+                        "--weights q8_0 or q4_0\n");
+        return 2;
+    }
+    if (weights != KVC_WMAT_Q8_0 && weights != KVC_WMAT_Q4_0) {
+        fprintf(stderr, "kvcache run: --save-weights needs --weights q8_0 or q4_0 (got %s)\n",
+                kvci_wmat_dtype_name(weights));
+        return 2;
+    }
+    kvc_model *m = NULL;
+    kvc_status st = kvci_model_load_as(dir, weights, &m);
+    if (st == KVC_OK) st = kvci_model_save(m, dir, out);
+    kvc_model_destroy(m);
+    if (st != KVC_OK) {
+        fprintf(stderr, "kvcache run: --save-weights: %s\n", kvc_last_error());
+        return st == KVC_ENOMEM ? 1 : 2;
+    }
+    printf("saved %s with %s weights to %s\n", dir, kvci_wmat_dtype_name(weights), out);
+    return 0;
+}
+
 int kvc_cmd_run(int argc, char **argv) {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
     bool json = false, compare = false, compare_weights = false;
+    const char *save_dir = NULL;
     kvc_wmat_dtype weights = KVC_WMAT_CHECKPOINT;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2;
@@ -331,6 +363,12 @@ int kvc_cmd_run(int argc, char **argv) {
         } else if (strcmp(a, "--compare-weights") == 0) {
             compare_weights = true;
             continue;
+        } else if (strcmp(a, "--save-weights") == 0) {
+            if (!val || !*val) {
+                fprintf(stderr, "kvcache run: --save-weights expects the directory to write\n");
+                return 2;
+            }
+            save_dir = val;
         } else if (strcmp(a, "--weights") == 0) {
             if (kvci_wmat_dtype_parse(val, &weights) != KVC_OK) {
                 fprintf(stderr, "kvcache run: --weights expects checkpoint, f32, bf16, q8_0 or q4_0, got \"%s\"\n",
@@ -382,7 +420,7 @@ int kvc_cmd_run(int argc, char **argv) {
                 return 2;
             }
             if (is_mode)
-                mode = v;
+                mode = v, given.mode = true;
             else if (is_block)
                 p.block_size = v, given.block_size = true;
             else if (strcmp(a, "--max-positions") == 0)
@@ -417,6 +455,8 @@ int kvc_cmd_run(int argc, char **argv) {
         }
         i++;
     }
+    if (dir && save_dir)
+        return save_weights(dir, save_dir, weights, &given, n > 0 || compare || compare_weights || json);
     if (!dir || (n == 0 && !compare && !compare_weights)) {
         run_usage(stderr);
         return 2;

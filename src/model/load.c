@@ -11,6 +11,7 @@ typedef struct load_ctx {
     const kvc_safetensors *st;
     bool check_only;        /* compare names, shapes and dtypes; read nothing */
     kvc_wmat_dtype weights; /* the GEMM operands' dtype asked (kvci_wmat_dtype_for) */
+    bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
 } load_ctx;
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix
@@ -65,6 +66,44 @@ static kvc_status load_ds_experts(const load_ctx *c, const char *name, const int
     return s;
 }
 
+/* A matrix of a saved quantized copy: its dtype from the metadata (check pass; the dtype asked
+ * must be the checkpoint's or give the same by kvci_wmat_dtype_for), its packed integers and
+ * scales copied into the arena as they are. */
+static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
+    char key[320], qname[320], sname[320];
+    snprintf(key, sizeof key, "kvcache.dtype.%s", t->name);
+    snprintf(qname, sizeof qname, "%s.qweight", t->name);
+    snprintf(sname, sizeof sname, "%s.scales", t->name);
+    kvc_wmat *w = t->mat;
+    if (c->check_only) {
+        const char *d = kvci_safetensors_meta(c->st, key);
+        kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+        if (!d || kvci_wmat_dtype_parse(d, &wd) != KVC_OK || (wd != KVC_WMAT_Q8_0 && wd != KVC_WMAT_Q4_0))
+            return kvci_fail(KVC_EINVAL,
+                             "model_load: a saved quantized copy needs metadata %s naming q8_0 or q4_0%s%s%s", key,
+                             d ? " (got \"" : "", d ? d : "", d ? "\")" : "");
+        if (c->weights != KVC_WMAT_CHECKPOINT && kvci_wmat_dtype_for(c->weights, wd, t->name) != wd)
+            return kvci_fail(KVC_EINVAL,
+                             "model_load: \"%s\" is saved as %s; this copy loads as checkpoint (weights %s would "
+                             "need the original checkpoint)",
+                             t->name, d, kvci_wmat_dtype_name(c->weights));
+        w->dtype = wd;
+    }
+    int64_t ib, ns;
+    kvci_wmat_quant_parts(w, &ib, &ns);
+    const int64_t qs[2] = {w->count, ib}, ss[2] = {w->count, ns};
+    const void *q, *sc;
+    KVC_TRY(kvci_safetensors_view(c->st, qname, "U8", 2, qs, &q));
+    KVC_TRY(kvci_safetensors_view(c->st, sname, "F16", 2, ss, &sc));
+    for (int64_t e = 0; !c->check_only && e < w->count; e++) {
+        char *dst = kvci_wmat_at(w, e).data;
+        memcpy(dst, (const char *)q + e * ib, (size_t)ib);
+        memcpy(dst + ib, (const char *)sc + e * ns * 2, (size_t)ns * 2);
+        memset(dst + ib + ns * 2, 0, (size_t)(kvci_wmat_matrix_bytes(w) - ib - ns * 2)); /* padding, as packed */
+    }
+    return KVC_OK;
+}
+
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
  * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16 or else f32). */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
@@ -73,6 +112,7 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
     if (!t->mat) return kvc_safetensors_read_f32(c->st, name, t->ndim, t->shape, c->check_only ? NULL : *t->vec);
+    if (c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
     float *tmp = c->check_only ? NULL : kvci_malloc((size_t)n * sizeof(float));
@@ -114,7 +154,16 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
     s = kvc_safetensors_open_dir(dir, &st);
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
-    load_ctx check = {.st = st, .check_only = true, .weights = weights}, c = {.st = st};
+    const char *format = kvci_safetensors_meta(st, "kvcache.format");
+    const bool packed = format != NULL;
+    if (packed && strcmp(format, KVC_QUANT_FORMAT) != 0) {
+        s = kvci_fail(KVC_EINVAL, "model_load: %s: kvcache.format \"%s\" is not %s (written by another version?)", dir,
+                      format, KVC_QUANT_FORMAT);
+        kvc_safetensors_destroy(st);
+        return s;
+    }
+    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed},
+             c = {.st = st, .packed = packed};
     s = kvci_model_alloc(&cfg, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvci_model_prepare(m);

@@ -36,6 +36,9 @@ typedef struct kvc_wmat {
 
 /* Bytes of one matrix of w (64-byte multiple) and of all of them. */
 int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w);
+/* A quantized matrix's two parts (gemm_quant.h): the integer bytes, then n_scales f16 scales
+ * right after them; false for f32 and bf16 (the parts then mean nothing). */
+bool kvci_wmat_quant_parts(const kvc_wmat *w, int64_t *int_bytes, int64_t *n_scales);
 /* Matrix e of w as a one-matrix view. */
 kvc_wmat kvci_wmat_at(const kvc_wmat *w, int64_t e);
 /* Fills w from f32 src [count][rows][cols], or [count][cols][rows] when
@@ -180,6 +183,15 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out);
  * keeps the checkpoint's dtype (bf16 packed where the file holds BF16, else f32), f32 widens,
  * bf16 rounds, q8_0 / q4_0 quantize at load. KVC_EINVAL for any other value. */
 kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model **out);
+
+/* The kvcache.format of a saved quantized copy (save.c): its layout version. */
+#define KVC_QUANT_FORMAT "kvcache-q-packed-1"
+/* Writes m, every matrix quantized (q8_0 / q4_0), as the model directory out_dir (created here;
+ * it must not exist): model.safetensors with each matrix's packed integers and f16 scales beside
+ * each other, config.json (and the tokenizer files, generation_config.json, expected.json when
+ * src_dir has them) copied from src_dir. KVC_EINVAL naming the matrix that is not quantized or the
+ * file that could not be written; on failure nothing written stays behind. */
+kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 

@@ -30,6 +30,13 @@ int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w) {
     return (b + 63) / 64 * 64;
 }
 
+bool kvci_wmat_quant_parts(const kvc_wmat *w, int64_t *int_bytes, int64_t *n_scales) {
+    const wmat_kind *k = &KINDS[w->dtype];
+    const int64_t blocks = kvci_cdiv(w->rows, 16) * kvci_cdiv(w->cols, 32);
+    *int_bytes = blocks * (k->wq == KVC_WQ_Q8_0 ? 512 : 256), *n_scales = blocks * 16;
+    return k->quantized;
+}
+
 kvc_wmat kvci_wmat_at(const kvc_wmat *w, int64_t e) {
     kvc_wmat one = *w;
     one.count = 1;
