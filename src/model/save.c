@@ -24,12 +24,18 @@ typedef struct save_ctx {
 
 static kvc_status add_entry(save_ctx *c, const char *name, const char *dtype, int64_t d0, int64_t d1, int32_t ndim,
                             int64_t bytes) {
-    cJSON *e = cJSON_AddObjectToObject(c->header, name);
     const double shape[2] = {(double)d0, (double)d1}, off[2] = {(double)c->offset, (double)(c->offset + bytes)};
-    cJSON *sh = cJSON_CreateDoubleArray(shape, ndim), *of = cJSON_CreateDoubleArray(off, 2);
-    const bool ok = e && sh && of && cJSON_AddStringToObject(e, "dtype", dtype) &&
-                    cJSON_AddItemToObject(e, "shape", sh) && cJSON_AddItemToObject(e, "data_offsets", of);
-    if (!ok) return kvci_fail(KVC_ENOMEM, "model_save: out of memory for the header");
+    cJSON *e = cJSON_AddObjectToObject(c->header, name);
+    bool ok = e && cJSON_AddStringToObject(e, "dtype", dtype);
+    cJSON *sh = ok ? cJSON_CreateDoubleArray(shape, ndim) : NULL;
+    ok = sh && cJSON_AddItemToObject(e, "shape", sh);
+    if (!ok) cJSON_Delete(sh); /* not attached */
+    cJSON *of = ok ? cJSON_CreateDoubleArray(off, 2) : NULL;
+    ok = of && cJSON_AddItemToObject(e, "data_offsets", of);
+    if (!ok) {
+        cJSON_Delete(of);
+        return kvci_fail(KVC_ENOMEM, "model_save: out of memory for the header");
+    }
     c->offset += bytes;
     return KVC_OK;
 }
