@@ -54,9 +54,11 @@ void kvci_wq_pack(kvc_wq_format f, int64_t N, int64_t K, const float *src, int64
     /* padding: q = 0 (Q4_0 stores u = q + 8), scale 0 */
     memset(qi, f == KVC_WQ_Q8_0 ? 0 : 0x88, (size_t)scales_offset(f, N, K));
     memset(dw, 0, (size_t)(kvci_wq_packed_bytes(f, N, K) - scales_offset(f, N, K)));
-    float w[QK];
-    int q[QK];
-    for (int64_t n = 0; n < N; n++)
+    /* rows in parallel: each writes only its own bytes and scales (a model's load is one pass of this) */
+#pragma omp parallel for schedule(static) if (N * K >= (INT64_C(1) << 20))
+    for (int64_t n = 0; n < N; n++) {
+        float w[QK];
+        int q[QK];
         for (int64_t b = 0; b < KB; b++) {
             const int64_t len = kvci_min64(QK, K - b * QK), g = n / 16, c = n % 16;
             for (int64_t k = 0; k < len; k++) w[k] = src[n * sn + (b * QK + k) * sk];
@@ -65,6 +67,7 @@ void kvci_wq_pack(kvc_wq_format f, int64_t N, int64_t K, const float *src, int64
                 qi[int_at(f, KB, g, b, c, kk)] =
                     f == KVC_WQ_Q8_0 ? (uint8_t)(int8_t)q[kk] : (uint8_t)((q[kk] + 8) | (q[kk + 16] + 8) << 4);
         }
+    }
 }
 
 void kvci_wq_packed_row(kvc_wq_format f, const void *packed, int64_t N, int64_t K, int64_t n, float *out) {

@@ -129,6 +129,22 @@ static void test_pack_layout_and_rule(void **state) {
     free(W), free(T);
 }
 
+/* A matrix large enough to pack on the OpenMP threads: the same bytes as on one thread. */
+static void test_pack_threads(void **state) {
+    (void)state;
+    const int64_t N = 1030, K = 1100;
+    float *W = rand_buf(N * K);
+    for (size_t fi = 0; fi < 2; fi++) {
+        omp_set_num_threads(1);
+        void *one = packed(FORMATS[fi], N, K, W);
+        omp_set_num_threads(2);
+        void *two = packed(FORMATS[fi], N, K, W);
+        assert_memory_equal(one, two, (size_t)kvci_wq_packed_bytes(FORMATS[fi], N, K));
+        free(one), free(two);
+    }
+    free(W);
+}
+
 /* The activations' bytes: da = amax / 127, |a - qa da| <= da / 2, asum the block's sum,
  * padding rows and k zero, a non-finite block's da NaN. */
 static void test_activation_quantization(void **state) {
@@ -330,9 +346,10 @@ int main(void) {
         printf("\n");
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pack_layout_and_rule),     cmocka_unit_test(test_activation_quantization),
-        cmocka_unit_test(test_accuracy_against_float64), cmocka_unit_test(test_batch_invariance),
-        cmocka_unit_test(test_nonfinite_rows),           cmocka_unit_test(test_scratch_out_of_memory),
+        cmocka_unit_test(test_pack_layout_and_rule),    cmocka_unit_test(test_pack_threads),
+        cmocka_unit_test(test_activation_quantization), cmocka_unit_test(test_accuracy_against_float64),
+        cmocka_unit_test(test_batch_invariance),        cmocka_unit_test(test_nonfinite_rows),
+        cmocka_unit_test(test_scratch_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
