@@ -18,7 +18,8 @@ typedef struct kvc_bench_opts {
     const char *batches;   /* model only: --batches LIST (default 1,8,32); NULL: default */
     const char *prompts;   /* model only: --prompts LIST (default 64,512); NULL: default */
     bool long_prompts;     /* model only: --long adds prompts of 2,048 tokens to the default list */
-    bool f32_weights;      /* model only: --weights f32 widens every GEMM matrix to f32 at load */
+    const char *weights;   /* model only: --weights checkpoint|f32|bf16|q8_0|q4_0, the GEMM matrices' dtype
+                            * at load (kvci_wmat_dtype_parse); NULL: checkpoint */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);

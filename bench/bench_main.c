@@ -1,5 +1,5 @@
 /* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]`
- * (`kvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights f32]`): finds the
+ * (`kvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE]`): finds the
  * benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "bench.h"
+#include "kvcache/kvcache.h"
+#include "model/model_internal.h"
 
 double kvc_bench_now(void) {
     struct timespec ts;
@@ -34,21 +36,23 @@ static void bench_usage(FILE *f) {
     fprintf(f, "usage: kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot "
                "FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
-    fprintf(f, "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
-               "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine);\n"
-               "LIB avx512, avx2 or portable: this build's kernel with that SIMD path forced (e.g. AMX vs AVX-512)\n"
-               "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
-               "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT; a TEXT that matches no row is refused,\n"
-               "listing the labels (LIB is checked before it is loaded: a whole ELF shared library of this machine)\n"
-               "--pages 4k|2m|both (attention): the pages of the caches and read buffers: 2 MiB transparent huge\n"
-               "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
-               "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
-               "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
-               "beside this command, else python3)\n"
-               "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights f32] [--json]:\n"
-               "batches (default 1,8,32) x prompt lengths (default 64,512; --long adds 2048) through the runner\n"
-               "(paged, bf16 KV), prefill and decode next to their rooflines; --weights f32 widens the checkpoint's\n"
-               "matrices to f32 at load (the path before bf16 weights); tools/make_random_model.py writes a model\n");
+    fprintf(f,
+            "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
+            "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine);\n"
+            "LIB avx512, avx2 or portable: this build's kernel with that SIMD path forced (e.g. AMX vs AVX-512)\n"
+            "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
+            "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT; a TEXT that matches no row is refused,\n"
+            "listing the labels (LIB is checked before it is loaded: a whole ELF shared library of this machine)\n"
+            "--pages 4k|2m|both (attention): the pages of the caches and read buffers: 2 MiB transparent huge\n"
+            "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
+            "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
+            "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
+            "beside this command, else python3)\n"
+            "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE] [--json]:\n"
+            "batches (default 1,8,32) x prompt lengths (default 64,512; --long adds 2048) through the runner\n"
+            "(paged, bf16 KV), prefill and decode next to their rooflines; --weights checkpoint|f32|bf16|q8_0|q4_0:\n"
+            "the GEMM matrices' dtype at load (default checkpoint: as stored; f32 widens, bf16 rounds, q8_0 and\n"
+            "q4_0 quantize, docs/runtime.md), a column of every row; tools/make_random_model.py writes a model\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {
@@ -102,11 +106,12 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
             opts->long_prompts = model_only = true;
         } else if (strcmp(argv[i], "--weights") == 0) {
             const char *v = i + 1 < argc ? argv[++i] : "";
-            if (strcmp(v, "f32") != 0 && strcmp(v, "checkpoint") != 0) {
-                fprintf(stderr, "kvcache bench: --weights needs f32 or checkpoint (got \"%s\")\n", v);
+            kvc_wmat_dtype d;
+            if (kvci_wmat_dtype_parse(v, &d) != KVC_OK) {
+                fprintf(stderr, "kvcache bench: --weights: %s\n", kvc_last_error());
                 return 2;
             }
-            opts->f32_weights = strcmp(v, "f32") == 0;
+            opts->weights = v;
             model_only = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);

@@ -211,7 +211,9 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         return 2;
     const double t0 = kvc_bench_now();
     kvc_model *m = NULL;
-    if (kvci_model_load_as(opts->model_dir, opts->f32_weights, &m) != KVC_OK) {
+    kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+    const char *weights = opts->weights ? opts->weights : "checkpoint";
+    if (kvci_wmat_dtype_parse(weights, &wd) != KVC_OK || kvci_model_load_as(opts->model_dir, wd, &m) != KVC_OK) {
         fprintf(stderr, "bench model: %s\n", kvc_last_error());
         return 1;
     }
@@ -258,8 +260,9 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         return 1;
     }
     if (!opts->json)
-        printf("%5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "batch", "prompt", "prefill ms", "tokens/s",
-               "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s", "attn G/s");
+        printf("%-10s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
+               "prefill ms", "tokens/s", "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s",
+               "attn G/s");
     int rc = 0;
     for (int pi = 0; pi < prompts.n && rc == 0; pi++)
         for (int bi = 0; bi < batches.n && rc == 0; bi++) {
@@ -269,18 +272,19 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
             if (rc) break;
             const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
             if (opts->json)
-                printf("{\"bench\":\"model_run\",\"batch\":%lld,\"prompt\":%lld,\"prefill_ms\":%.3f,\"prefill_tokens_"
+                printf("{\"bench\":\"model_run\",\"weights\":\"%s\",\"batch\":%lld,\"prompt\":%lld,\"prefill_ms\":%.3f,"
+                       "\"prefill_tokens_"
                        "per_s\":%.1f,"
                        "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
                        "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
                        "\"kv_bytes_per_token\":%lld}\n",
-                       (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                       weights, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                        res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                        res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                        res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
             else
-                printf("%5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
-                       (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                printf("%-10s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
+                       weights, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                        res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                        res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                        res.ceil.attn_gflops);

@@ -2,12 +2,13 @@
  * of `kvcache trace`, `plan`, `run` and `demo --trace`. The first byte picks
  * the command, the rest is split at NUL and newline bytes into at most 15
  * arguments. Standard input reads as empty and the output goes to
- * /dev/null. The one file a command writes (the data file of --plot) goes to
- * a private temporary directory: the argument after any "--plot" is replaced
- * by a path there, and KVC_PYTHON is `false` (the plotting step fails at
- * once instead of starting Python). Every command must end with exit status
- * 0, 1 or 2 (with nothing leaked): a crash, a sanitizer report, a hang or another status is
- * a finding. `bench` and the engine demo run for seconds or minutes by design
+ * /dev/null. What a command writes (the data file of --plot, the model
+ * directory of run --save-weights) goes to a private temporary directory: the
+ * argument after any "--plot" or "--save-weights" is replaced by a path there,
+ * and KVC_PYTHON is `false` (the plotting step fails at once instead of
+ * starting Python). Every command must end with exit status 0, 1 or 2 (with
+ * nothing leaked): a crash, a sanitizer report, a hang or another status is a
+ * finding. `bench` and the engine demo run for seconds or minutes by design
  * once their flags parse, so for them only the parser runs (kvc_bench_parse,
  * kvc_engine_demo_parse), which must give -1 (would run), 0 or 2. */
 #include <fcntl.h>
@@ -57,13 +58,14 @@ static kvc_command_fn find(const char *name) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static bool quiet = false;
     static char plot_dir[] = "/tmp/kvc_fuzz_args.XXXXXX";
-    static char plot_path[sizeof plot_dir + 16];
+    static char plot_path[sizeof plot_dir + 16], save_path[sizeof plot_dir + 16];
     if (!quiet) {
         int null_fd = open("/dev/null", O_RDWR);
         if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0) abort();
         close(null_fd);
         if (mkdtemp(plot_dir) == NULL || setenv("KVC_PYTHON", "false", 1) != 0) abort();
         snprintf(plot_path, sizeof plot_path, "%s/plot.png", plot_dir);
+        snprintf(save_path, sizeof save_path, "%s/saved", plot_dir);
         quiet = true;
     }
     if (size == 0) return 0;
@@ -85,7 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             at++;
         }
         args[argc][n] = '\0';
-        argv[argc] = strcmp(args[argc - 1], "--plot") == 0 ? plot_path : args[argc];
+        argv[argc] = strcmp(args[argc - 1], "--plot") == 0           ? plot_path
+                     : strcmp(args[argc - 1], "--save-weights") == 0 ? save_path
+                                                                     : args[argc];
         argc++;
         at++;
     }

@@ -4,7 +4,8 @@
  * read back with its declared shape. Any input must either open or be
  * refused with a status and a message; a crash, a sanitizer report, a
  * refusal without a message or a tensor that opens but cannot be read as its
- * own shape (F32/F16/BF16) is a finding. */
+ * own shape (F32/F16/BF16), or viewed as its own shape and dtype (any dtype:
+ * kvci_safetensors_view, the saved quantized copies' reader), is a finding. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 
 #include "base/internal.h"
 #include "kvcache/model.h"
+#include "model/weights_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,7 +47,10 @@ static void read_all(const kvc_safetensors *st, const uint8_t *data) {
         kvc_status s = kvc_safetensors_read_f32(st, e->string, ndim, shape, dst);
         if (readable != (s == KVC_OK)) abort();
         free(dst);
+        const void *view = NULL;
+        if (kvci_safetensors_view(st, e->string, dt->valuestring, ndim, shape, &view) != KVC_OK || !view) abort();
     }
+    (void)kvci_safetensors_meta(st, "kvcache.format");
     cJSON_Delete(header);
 }
 

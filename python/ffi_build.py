@@ -353,6 +353,7 @@ typedef struct kvc_model_config {
     ...;
 } kvc_model_config;
 kvc_status kvc_model_load(const char *dir, kvc_model **out);
+kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out);
 void kvc_model_destroy(kvc_model *m);
 const kvc_model_config *kvc_model_config_of(const kvc_model *m);
 

@@ -13,6 +13,7 @@
 #include "cmd_run.h"
 #include "kvcache/plan.h"
 #include "kvcache/runner.h"
+#include "model/model_internal.h"
 #include "run_compare.h"
 #include "run_engine.h"
 #include "run_tp.h"
@@ -26,11 +27,14 @@ static void run_usage(FILE *f) {
     fprintf(f,
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
             "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
-            "                   [--max-positions N] [--json] [--eos ID|none]\n"
+            "                   [--max-positions N] [--json] [--eos ID|none] [--weights DTYPE]\n"
             "       kvcache run MODEL_DIR --prompt-ids ... [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
             "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
+            "                   [--block-size N] [--max-positions N] [--json] [--weights DTYPE]\n"
+            "       kvcache run MODEL_DIR --compare-weights [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json]\n"
+            "       kvcache run MODEL_DIR --weights q8_0|q4_0 --save-weights OUT_DIR\n"
             "       mpirun -np N kvcache run MODEL_DIR --tp N ...   (any of the above on N tensor-parallel ranks)\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, gpt_oss, deepseek_v3) and runs\n"
@@ -58,6 +62,15 @@ static void run_usage(FILE *f) {
             "  --compare-dtypes     every KV dtype against f32 on the prompts (default: MODEL_DIR/expected.json's\n"
             "                       prompts and Hugging Face greedy ids, as in tests/data/oracle): tokens,\n"
             "                       largest logit error, KL divergence (docs/runtime.md)\n"
+            "  --weights D          the dtype of the model's matrices: checkpoint (default: as stored, bf16\n"
+            "                       packed where the file holds BF16, else f32), f32, bf16, q8_0 or q4_0\n"
+            "                       (quantized at load: 8 or 4 bits with an f16 scale per 32 weights; the\n"
+            "                       embedding and output head in q8_0, docs/runtime.md)\n"
+            "  --save-weights OUT   write the model, quantized by --weights, as the model directory OUT (created;\n"
+            "                       it must not exist) and run nothing: loading OUT copies the packed weights\n"
+            "                       and their scales as they are, no quantization pass (docs/runtime.md)\n"
+            "  --compare-weights    every weight dtype (bf16, q8_0, q4_0) against f32 weights on the prompts,\n"
+            "                       f32 caches (prompts as --compare-dtypes): the same table per weight dtype\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
             "                       gap to the second, log-sum-exp) and timings\n"
             "  --eos ID|none        end-of-sequence token id (default: config.json's eos_token_id, the first of\n"
@@ -74,10 +87,11 @@ static void run_usage(FILE *f) {
             "  --block-size tokens, modes 2 and 3; every prompt admitted at once) instead of the runner; the\n"
             "  text output then ends with a line per prompt on stderr saying why it stopped (eos, max_new).\n"
             "\n"
-            "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with --compare-dtypes,\n"
-            "the engine's flags with --json, --compare-dtypes, --max-positions or modes 0 and 1,\n"
-            "--block-size in modes 0 and 1, --kv-layout outside mode 2, --compare-dtypes in mode 0, and\n"
-            "--max-new-tokens with --compare-dtypes on expected.json's prompts (its num_new_tokens applies).\n",
+            "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with a comparison,\n"
+            "the engine's flags with --json, a comparison, --max-positions or modes 0 and 1,\n"
+            "--block-size in modes 0 and 1, --kv-layout outside mode 2, a comparison in mode 0, both\n"
+            "comparisons at once, --weights with --compare-weights, and --max-new-tokens with a comparison\n"
+            "on expected.json's prompts (its num_new_tokens applies).\n",
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
 
@@ -136,12 +150,13 @@ static void step_summary(cJSON *arr, const float *lg, int64_t V) {
 
 /* Prints the --json document; false when memory ran out building it (a
  * document with parts missing is never printed). */
-static bool print_json(const char *dir, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens, int64_t n,
-                       const int32_t *tok, const float *lg, int64_t V, const kvc_runner_stats *st,
-                       int64_t kv_bytes_per_token) {
+static bool print_json(const char *dir, const char *weights, const kvc_runner_params *p, const int32_t *ids,
+                       const int64_t *lens, int64_t n, const int32_t *tok, const float *lg, int64_t V,
+                       const kvc_runner_stats *st, int64_t kv_bytes_per_token) {
     const uint64_t failures = kvci_alloc_failures();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", dir);
+    cJSON_AddStringToObject(root, "weights", weights);
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
     cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
     cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
@@ -253,21 +268,33 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
 
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
-    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions;
+    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, mode;
     bool stream, sampling, eos; /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
 } run_flags_given;
 
 /* Refuses a flag the run would ignore, saying why: 0 when every flag given
- * is used, else 2 with the message printed. */
-static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, bool json, int64_t n_prompts) {
+ * is used, else 2 with the message printed. `cmp`: the comparison asked
+ * ("--compare-dtypes", "--compare-weights") or NULL; `both`: the two at once. */
+static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cmp, bool both, bool json,
+                          int64_t n_prompts) {
     const char *why = NULL;
-    if (compare && mode == KVC_RUNNER_RECOMPUTE)
-        why = "--compare-dtypes compares KV caches and mode 0 has none; use --mode 1, 2 or 3";
+    const bool compare = cmp != NULL, weights_cmp = compare && strcmp(cmp, "--compare-weights") == 0;
+    char buf[200];
+    if (both)
+        why = "--compare-dtypes and --compare-weights are two tables: ask for one at a time";
+    else if (compare && mode == KVC_RUNNER_RECOMPUTE)
+        why = weights_cmp ? "--compare-weights runs through KV caches and mode 0 has none; use --mode 1, 2 or 3"
+                          : "--compare-dtypes compares KV caches and mode 0 has none; use --mode 1, 2 or 3";
     else if (compare && g->kv_dtype)
-        why = "--kv-dtype is not taken with --compare-dtypes, which runs every KV dtype against f32";
+        why = weights_cmp ? "--kv-dtype is not taken with --compare-weights, which runs on f32 caches"
+                          : "--kv-dtype is not taken with --compare-dtypes, which runs every KV dtype against f32";
+    else if (weights_cmp && g->weights)
+        why = "--weights is not taken with --compare-weights, which loads every weight dtype against f32";
     else if (compare && g->max_new_tokens && n_prompts == 0)
-        why = "--max-new-tokens with --compare-dtypes needs --prompt-ids: expected.json's prompts run for its "
-              "num_new_tokens, the length of its reference ids";
+        why = buf, snprintf(buf, sizeof buf,
+                            "--max-new-tokens with %s needs --prompt-ids: expected.json's prompts run for its "
+                            "num_new_tokens, the length of its reference ids",
+                            cmp);
     else if (mode == KVC_RUNNER_RECOMPUTE && g->kv_dtype)
         why = "--kv-dtype sets the KV cache dtype and mode 0 recomputes without a cache";
     else if (g->block_size && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
@@ -278,7 +305,7 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, 
     const bool engine = g->stream || g->sampling || g->eos;
     if (!why && engine && (compare || json))
         why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run the prompts through the engine, "
-              "which has no --json or --compare-dtypes (those report the runner's lock-step run)";
+              "which has no --json, --compare-dtypes or --compare-weights (those report the runner's lock-step run)";
     else if (!why && engine && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
         why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run through the engine's paged caches: "
               "use --mode 2 or 3";
@@ -290,6 +317,33 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, bool compare, 
     return 2;
 }
 
+/* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
+ * that runs prompts was given too. Returns the exit code. */
+static int save_weights(const char *dir, const char *out, kvc_wmat_dtype weights, const run_flags_given *g,
+                        bool other) {
+    if (other || g->kv_dtype || g->kv_layout || g->block_size || g->max_new_tokens || g->max_positions || g->mode ||
+        g->stream || g->sampling || g->eos) {
+        fprintf(stderr, "kvcache run: --save-weights writes the quantized copy and runs nothing: it takes only "
+                        "--weights q8_0 or q4_0\n");
+        return 2;
+    }
+    if (weights != KVC_WMAT_Q8_0 && weights != KVC_WMAT_Q4_0) {
+        fprintf(stderr, "kvcache run: --save-weights needs --weights q8_0 or q4_0 (got %s)\n",
+                kvci_wmat_dtype_name(weights));
+        return 2;
+    }
+    kvc_model *m = NULL;
+    kvc_status st = kvci_model_load_as(dir, weights, &m);
+    if (st == KVC_OK) st = kvci_model_save(m, dir, out);
+    kvc_model_destroy(m);
+    if (st != KVC_OK) {
+        fprintf(stderr, "kvcache run: --save-weights: %s\n", kvc_last_error());
+        return st == KVC_ENOMEM ? 1 : 2;
+    }
+    printf("saved %s with %s weights to %s\n", dir, kvci_wmat_dtype_name(weights), out);
+    return 0;
+}
+
 static int run(int argc, char **argv);
 
 int kvc_cmd_run(int argc, char **argv) { return kvc_run_tp_finish(run(argc, argv)); }
@@ -297,7 +351,9 @@ int kvc_cmd_run(int argc, char **argv) { return kvc_run_tp_finish(run(argc, argv
 static int run(int argc, char **argv) {
     kvc_runner_params p = kvc_runner_default_params();
     const char *dir = NULL;
-    bool json = false, compare = false;
+    bool json = false, compare = false, compare_weights = false;
+    const char *save_dir = NULL;
+    kvc_wmat_dtype weights = KVC_WMAT_CHECKPOINT;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, tp = 0;
     run_flags_given given = {0};
@@ -313,6 +369,22 @@ static int run(int argc, char **argv) {
         } else if (strcmp(a, "--compare-dtypes") == 0) {
             compare = true;
             continue;
+        } else if (strcmp(a, "--compare-weights") == 0) {
+            compare_weights = true;
+            continue;
+        } else if (strcmp(a, "--save-weights") == 0) {
+            if (!val || !*val) {
+                fprintf(stderr, "kvcache run: --save-weights expects the directory to write\n");
+                return 2;
+            }
+            save_dir = val;
+        } else if (strcmp(a, "--weights") == 0) {
+            if (kvci_wmat_dtype_parse(val, &weights) != KVC_OK) {
+                fprintf(stderr, "kvcache run: --weights expects checkpoint, f32, bf16, q8_0 or q4_0, got \"%s\"\n",
+                        val ? val : "");
+                return 2;
+            }
+            given.weights = true;
         } else if (strcmp(a, "--kv-dtype") == 0) {
             if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype)) {
                 fprintf(stderr,
@@ -358,7 +430,7 @@ static int run(int argc, char **argv) {
                 return 2;
             }
             if (is_mode)
-                mode = v;
+                mode = v, given.mode = true;
             else if (strcmp(a, "--tp") == 0)
                 tp = v;
             else if (is_block)
@@ -395,15 +467,31 @@ static int run(int argc, char **argv) {
         }
         i++;
     }
-    if (!dir || (n == 0 && !compare)) {
+    if (tp > 0 && (save_dir || compare_weights)) {
+        fprintf(stderr, "kvcache run: --tp does not take %s (it runs in one process)\n",
+                save_dir ? "--save-weights" : "--compare-weights");
+        return 2;
+    }
+    if (dir && save_dir)
+        return save_weights(dir, save_dir, weights, &given, n > 0 || compare || compare_weights || json);
+    if (!dir || (n == 0 && !compare && !compare_weights)) {
         run_usage(stderr);
         return 2;
     }
-    if (check_flag_use(&given, mode, compare, json, n) != 0) return 2;
+    const char *cmp = compare_weights ? "--compare-weights" : compare ? "--compare-dtypes" : NULL;
+    if (check_flag_use(&given, mode, cmp, compare && compare_weights, json, n) != 0) return 2;
     p.mode = (kvc_runner_mode)mode;
+    if (compare_weights) return kvc_run_compare_weights(dir, p, ids, lens, n, json);
     kvc_model *m = NULL;
-    if (tp == 0) fprintf(stderr, "kvcache run: loading %s ...\n", dir); /* before MPI knows the rank */
-    kvc_status loaded = kvc_run_load_model(dir, tp, &m);
+    if (tp > 0 && weights != KVC_WMAT_CHECKPOINT) {
+        fprintf(stderr,
+                "kvcache run: --tp loads each rank's shard in the checkpoint's dtype: --weights %s is not "
+                "split across ranks yet\n",
+                kvci_wmat_dtype_name(weights));
+        return 2;
+    }
+    if (tp == 0) fprintf(stderr, "kvcache run: loading %s (weights %s) ...\n", dir, kvci_wmat_dtype_name(weights));
+    kvc_status loaded = tp == 0 ? kvci_model_load_as(dir, weights, &m) : kvc_run_load_model(dir, tp, &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;
@@ -466,7 +554,8 @@ static int run(int argc, char **argv) {
                kvc_runner_generate(r, ids, lens, n, tok, lg, &st) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         rc = 1;
-    } else if (json && !print_json(dir, &p, ids, lens, n, tok, lg, V, &st, kvc_runner_kv_bytes_per_token(r))) {
+    } else if (json && !print_json(dir, kvci_wmat_dtype_name(weights), &p, ids, lens, n, tok, lg, V, &st,
+                                   kvc_runner_kv_bytes_per_token(r))) {
         fprintf(stderr, "kvcache run: out of memory building the JSON output\n");
         rc = 1;
     } else if (!json) {

@@ -1,4 +1,4 @@
-/* The --compare-dtypes table of `kvcache run` (run_compare.h). */
+/* The --compare-dtypes and --compare-weights tables of `kvcache run` (run_compare.h). */
 #include "run_compare.h"
 
 #include <stdio.h>
@@ -9,6 +9,8 @@
 
 #include "base/internal.h"
 #include "model/json_read.h"
+#include "model/model_internal.h"
+#include "runner/runner_internal.h"
 
 #define ORACLE_MAX_IDS 65536
 
@@ -79,9 +81,9 @@ static kvc_status oracle_fill(const cJSON *root, const char *path, int64_t vocab
     return KVC_OK;
 }
 
-/* Reads DIR/expected.json; 0 on success, else prints why and returns 2 (1
- * when memory ran out). */
-static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
+/* Reads DIR/expected.json; 0 on success, else prints why (`flag` naming the comparison) and
+ * returns 2 (1 when memory ran out). */
+static int oracle_read(const char *dir, const char *flag, int64_t vocab, oracle_prompts *o) {
     memset(o, 0, sizeof *o);
     char path[4096];
     snprintf(path, sizeof path, "%s/expected.json", dir);
@@ -94,37 +96,70 @@ static int oracle_read(const char *dir, int64_t vocab, oracle_prompts *o) {
     if (st == KVC_OK) st = oracle_fill(root, path, vocab, o);
     cJSON_Delete(root);
     if (st == KVC_OK) return 0;
-    fprintf(stderr, "kvcache run: --compare-dtypes without --prompt-ids: %s\n", kvc_last_error());
+    fprintf(stderr, "kvcache run: %s without --prompt-ids: %s\n", flag, kvc_last_error());
     oracle_free(o);
     return st == KVC_ENOMEM ? 1 : 2;
+}
+
+/* The prompts of a comparison: *ids, *lens, *n as given, or (n 0) expected.json's, held by o,
+ * with p->max_new_tokens its num_new_tokens; then the runner's checks (positions, mode, block
+ * size) on m before any table starts. 0, or the exit code after a message naming `flag`. */
+static int compare_prompts(const kvc_model *m, const char *dir, const char *flag, kvc_runner_params *p,
+                           const int32_t **ids, const int64_t **lens, int64_t *n, oracle_prompts *o) {
+    memset(o, 0, sizeof *o);
+    if (*n == 0) {
+        const int rc = oracle_read(dir, flag, kvc_model_config_of(m)->vocab_size, o);
+        if (rc) return rc;
+        *ids = o->ids, *lens = o->lens, *n = o->n, p->max_new_tokens = o->new_tokens;
+    }
+    int64_t max_len = 0;
+    for (int64_t b = 0; b < *n; b++) max_len = (*lens)[b] > max_len ? (*lens)[b] : max_len;
+    if (kvc_runner_check(m, p, *n, max_len) == KVC_OK) return 0;
+    fprintf(stderr, "kvcache run: %s: %s\n", flag, kvc_last_error());
+    oracle_free(o);
+    return 2;
+}
+
+/* The head of a comparison table: what is compared against what, the columns (the first two named). */
+static void print_header(const char *dir, const kvc_runner_params *p, int64_t n, const char *what, const char *col1,
+                         const char *col2) {
+    printf("%s: mode %d, %lld prompts x %lld greedy tokens; %s\n"
+           "(tokens: free-running greedy equal to f32 / to the oracle; logit error, KL(f32 || dtype) and\n"
+           "argmax: teacher-forced on the f32 tokens; near ties: steps whose top-2 gap <= 2x their error)\n"
+           "%-8s %10s %12s %12s %12s %12s %12s %10s %6s\n",
+           dir, (int)p->mode, (long long)n, (long long)p->max_new_tokens, what, col1, col2, "tokens=f32", "tokens=ref",
+           "max |dlogit|", "KL mean", "KL max", "argmax=", "ties");
+}
+
+/* One row of a comparison table: `what` the dtype compared, `bytes` its size column. */
+static void print_row(const char *what, int64_t bytes, const kvc_dtype_compare *c) {
+    char same[32], am[32], ref[32];
+    snprintf(same, sizeof same, "%lld/%lld", (long long)c->same_as_f32, (long long)c->tokens);
+    snprintf(am, sizeof am, "%lld/%lld", (long long)c->forced_argmax_same, (long long)c->tokens);
+    if (c->same_as_ref < 0)
+        snprintf(ref, sizeof ref, "-");
+    else
+        snprintf(ref, sizeof ref, "%lld/%lld", (long long)c->same_as_ref, (long long)c->tokens);
+    printf("%-8s %10lld %12s %12s %12.3g %12.3g %12.3g %10s %6lld\n", what, (long long)bytes, same, ref,
+           c->max_logit_err, c->kl_mean, c->kl_max, am, (long long)c->near_ties);
+}
+
+/* The measures of a JSON row after its leading members (no closing brace). */
+static void print_json_measures(const kvc_dtype_compare *c) {
+    printf("\"tokens\":%lld,\"same_as_f32\":%lld,\"same_as_ref\":%lld,\"max_logit_err\":%.6g,\"kl_mean\":%.6g,"
+           "\"kl_max\":%.6g,\"forced_argmax_same\":%lld,\"near_ties\":%lld",
+           (long long)c->tokens, (long long)c->same_as_f32, (long long)c->same_as_ref, c->max_logit_err, c->kl_mean,
+           c->kl_max, (long long)c->forced_argmax_same, (long long)c->near_ties);
 }
 
 int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_params p, const int32_t *ids,
                            const int64_t *lens, int64_t n, bool json) {
     oracle_prompts o;
-    memset(&o, 0, sizeof o);
-    if (n == 0) {
-        const int rc = oracle_read(dir, kvc_model_config_of(m)->vocab_size, &o);
-        if (rc) return rc;
-        ids = o.ids, lens = o.lens, n = o.n, p.max_new_tokens = o.new_tokens;
-    }
-    int64_t max_len = 0;
-    for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
-    /* the runner's checks (positions, mode, block size) before the table starts */
-    if (kvc_runner_check(m, &p, n, max_len) != KVC_OK) {
-        fprintf(stderr, "kvcache run: --compare-dtypes: %s\n", kvc_last_error());
-        oracle_free(&o);
-        return 2;
-    }
+    const int prc = compare_prompts(m, dir, "--compare-dtypes", &p, &ids, &lens, &n, &o);
+    if (prc) return prc;
     const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
                              KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
-    if (!json)
-        printf("%s: mode %d, %lld prompts x %lld greedy tokens; each KV dtype against f32 caches\n"
-               "(tokens: free-running greedy equal to f32 / to the oracle; logit error, KL(f32 || dtype) and\n"
-               "argmax: teacher-forced on the f32 tokens; near ties: steps whose top-2 gap <= 2x their error)\n"
-               "%-8s %10s %12s %12s %12s %12s %12s %10s %6s\n",
-               dir, (int)p.mode, (long long)n, (long long)p.max_new_tokens, "dtype", "B/token", "tokens=f32",
-               "tokens=ref", "max |dlogit|", "KL mean", "KL max", "argmax=", "ties");
+    if (!json) print_header(dir, &p, n, "each KV dtype against f32 caches", "dtype", "B/token");
     int rc = 0;
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         kvc_dtype_compare c;
@@ -133,29 +168,69 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
             rc = 1;
             break;
         }
-        char ref[32];
-        if (c.same_as_ref < 0)
-            snprintf(ref, sizeof ref, "-");
-        else
-            snprintf(ref, sizeof ref, "%lld/%lld", (long long)c.same_as_ref, (long long)c.tokens);
-        if (json)
-            printf(
-                "{\"model\":\"%s\",\"mode\":%d,\"dtype\":\"%s\",\"bytes_per_token\":%lld,\"f32_bytes_per_token\":%lld,"
-                "\"tokens\":%lld,\"same_as_f32\":%lld,\"same_as_ref\":%lld,\"max_logit_err\":%.6g,\"kl_mean\":%.6g,"
-                "\"kl_max\":%.6g,\"forced_argmax_same\":%lld,\"near_ties\":%lld}\n",
-                dir, (int)p.mode, kvc_dtype_name(dts[d]), (long long)c.bytes_per_token,
-                (long long)c.f32_bytes_per_token, (long long)c.tokens, (long long)c.same_as_f32,
-                (long long)c.same_as_ref, c.max_logit_err, c.kl_mean, c.kl_max, (long long)c.forced_argmax_same,
-                (long long)c.near_ties);
-        else {
-            char same[32], am[32];
-            snprintf(same, sizeof same, "%lld/%lld", (long long)c.same_as_f32, (long long)c.tokens);
-            snprintf(am, sizeof am, "%lld/%lld", (long long)c.forced_argmax_same, (long long)c.tokens);
-            printf("%-8s %10lld %12s %12s %12.3g %12.3g %12.3g %10s %6lld\n", kvc_dtype_name(dts[d]),
-                   (long long)c.bytes_per_token, same, ref, c.max_logit_err, c.kl_mean, c.kl_max, am,
-                   (long long)c.near_ties);
+        if (!json) {
+            print_row(kvc_dtype_name(dts[d]), c.bytes_per_token, &c);
+            continue;
         }
+        printf("{\"model\":\"%s\",\"mode\":%d,\"dtype\":\"%s\",\"bytes_per_token\":%lld,\"f32_bytes_per_token\":%lld,",
+               dir, (int)p.mode, kvc_dtype_name(dts[d]), (long long)c.bytes_per_token,
+               (long long)c.f32_bytes_per_token);
+        print_json_measures(&c);
+        printf("}\n");
     }
+    oracle_free(&o);
+    return rc;
+}
+
+/* Loads dir with its GEMM matrices in wd into *m: 0, or the exit code after a message. */
+static int load_as(const char *dir, kvc_wmat_dtype wd, kvc_model **m) {
+    const kvc_status st = kvci_model_load_as(dir, wd, m);
+    if (st == KVC_OK) return 0;
+    fprintf(stderr, "kvcache run: --compare-weights: loading %s as %s: %s\n", dir, kvci_wmat_dtype_name(wd),
+            kvc_last_error());
+    return st == KVC_ENOMEM ? 1 : 2;
+}
+
+int kvc_run_compare_weights(const char *dir, kvc_runner_params p, const int32_t *ids, const int64_t *lens, int64_t n,
+                            bool json) {
+    kvc_model *ref = NULL;
+    const int lrc = load_as(dir, KVC_WMAT_F32, &ref);
+    if (lrc) return lrc;
+    oracle_prompts o;
+    const int prc = compare_prompts(ref, dir, "--compare-weights", &p, &ids, &lens, &n, &o);
+    if (prc) {
+        kvc_model_destroy(ref);
+        return prc;
+    }
+    const kvc_wmat_dtype wds[] = {KVC_WMAT_F32, KVC_WMAT_BF16, KVC_WMAT_Q8_0, KVC_WMAT_Q4_0};
+    if (!json)
+        print_header(dir, &p, n, "f32 caches, each weight dtype against f32 weights (bytes: all weights as stored)",
+                     "weights", "bytes");
+    int rc = 0;
+    for (size_t d = 0; d < sizeof wds / sizeof wds[0] && rc == 0; d++) {
+        kvc_model *m = ref;
+        kvc_dtype_compare c;
+        kvc_model_cost cost;
+        if (wds[d] != KVC_WMAT_F32) rc = load_as(dir, wds[d], &m);
+        if (rc) {
+            break;
+        } else if (kvci_runner_compare_models(ref, m, &p, ids, lens, n, KVC_DTYPE_F32, o.ref, &c) != KVC_OK ||
+                   kvci_model_cost_of(m, &cost) != KVC_OK) {
+            fprintf(stderr, "kvcache run: --compare-weights %s: %s\n", kvci_wmat_dtype_name(wds[d]), kvc_last_error());
+            rc = 1;
+        } else if (!json) {
+            print_row(kvci_wmat_dtype_name(wds[d]), cost.weight_bytes, &c);
+        } else {
+            printf(
+                "{\"model\":\"%s\",\"mode\":%d,\"weights\":\"%s\",\"weight_bytes\":%lld,\"flips_beyond_error\":%lld,",
+                dir, (int)p.mode, kvci_wmat_dtype_name(wds[d]), (long long)cost.weight_bytes,
+                (long long)c.flips_beyond_error);
+            print_json_measures(&c);
+            printf("}\n");
+        }
+        if (m != ref) kvc_model_destroy(m);
+    }
+    kvc_model_destroy(ref);
     oracle_free(&o);
     return rc;
 }

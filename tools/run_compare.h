@@ -1,5 +1,6 @@
 /* `kvcache run MODEL_DIR --compare-dtypes`: every KV cache dtype against f32
- * on the same prompts (kvc_runner_compare_dtype), printed as a table. */
+ * on the same prompts (kvc_runner_compare_dtype), printed as a table; and
+ * `--compare-weights`: every weight dtype against f32 weights. */
 #ifndef KVC_TOOLS_RUN_COMPARE_H
 #define KVC_TOOLS_RUN_COMPARE_H
 
@@ -15,5 +16,11 @@
  * exit code. */
 int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_params p, const int32_t *ids,
                            const int64_t *lens, int64_t n, bool json);
+
+/* The same prompts (and params, kv_dtype ignored: f32 caches) through DIR loaded with its GEMM
+ * matrices in f32 (the reference), bf16, q8_0 and q4_0 (kvci_model_load_as), one at a time
+ * beside the reference: one row per weight dtype. Returns the process exit code. */
+int kvc_run_compare_weights(const char *dir, kvc_runner_params p, const int32_t *ids, const int64_t *lens, int64_t n,
+                            bool json);
 
 #endif

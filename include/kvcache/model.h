@@ -108,6 +108,11 @@ typedef struct kvc_model kvc_model;
 
 /* config.json + *.safetensors of a Hugging Face model directory. */
 KVC_API kvc_status kvc_model_load(const char *dir, kvc_model **out);
+/* kvc_model_load with the weight matrices in `weights`: "checkpoint" (or NULL:
+ * as stored, as kvc_model_load), "f32", "bf16", "q8_0" or "q4_0" (quantized at
+ * load: an f16 scale per 32 weights; the embedding and output head in q8_0;
+ * docs/runtime.md). KVC_EINVAL naming any other value. */
+KVC_API kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out);
 /* The same architecture with deterministic pseudo-random weights (as the
  * oracle configurations of MF 5: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
 KVC_API kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);

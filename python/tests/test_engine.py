@@ -34,6 +34,26 @@ def test_stop_token_ends_the_request_and_is_its_last_token():
     assert ids == free[:first + 1]
 
 
+def test_quantized_weights_batch_invariant_and_bad_values_refused():
+    e = engine(weights="q8_0")
+    assert e.weights == "q8_0"
+    together = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
+    assert together == [e.generate([p], kvcache.SamplingParams(max_tokens=6))[0] for p in PROMPTS]
+    for bad in ("q5_1", "Q8_0", None, 8):
+        with pytest.raises(kvcache.InvalidArgument, match="weights"):
+            engine(weights=bad)
+
+
+def test_serve_takes_the_weight_dtype(capsys):
+    from kvcache.serve.cli import parser
+
+    assert parser().parse_args([str(MODEL), "--weights", "q4_0"]).weights == "q4_0"
+    assert parser().parse_args([str(MODEL)]).weights == "checkpoint"
+    with pytest.raises(SystemExit):
+        parser().parse_args([str(MODEL), "--weights", "int4"])
+    assert "--weights" in capsys.readouterr().err
+
+
 def test_abort_frees_the_kv_at_once():
     e = engine()
     rid = e.add_request(PROMPTS[2], kvcache.SamplingParams(max_tokens=50))

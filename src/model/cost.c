@@ -2,18 +2,12 @@
  * GEMM kernel each kind of layer runs on (bench model's rooflines). */
 #include <string.h>
 
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
 #include "model/model_internal.h"
 
 typedef struct cost_ctx {
     const kvc_model *m;
     kvc_model_cost *out;
 } cost_ctx;
-
-static const char *kernel_of(const kvc_wmat *w) {
-    return w->dtype == KVC_WMAT_BF16 ? kvci_gemm_bf16_active()->name : kvci_gemm_active()->name;
-}
 
 static kvc_status cost_fn(void *user, const kvc_wtensor *t) {
     cost_ctx *c = user;
@@ -37,7 +31,7 @@ static kvc_status cost_fn(void *user, const kvc_wtensor *t) {
     }
     const bool mlp = strstr(t->name, "mlp.") != NULL;
     kvc_model_cost_path *p = mlp ? &o->mlp : &o->attn_proj;
-    p->dtype = kvci_wmat_dtype_name(w->dtype), p->kernel = kernel_of(w);
+    p->dtype = kvci_wmat_dtype_name(w->dtype), p->kernel = kvci_wmat_kernel_name(w);
     if (w->count > 1) {
         o->expert_bytes += bytes;
         o->expert_fraction = (double)cfg->experts_per_tok / (double)w->count;
@@ -56,7 +50,8 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out) {
     if (st != KVC_OK) return st;
     const kvc_model_config *cfg = &m->cfg;
     out->lm_head_macs = cfg->vocab_size * cfg->hidden_size;
-    out->lm_head.dtype = kvci_wmat_dtype_name(m->lm_head.dtype), out->lm_head.kernel = kernel_of(&m->lm_head);
+    out->lm_head.dtype = kvci_wmat_dtype_name(m->lm_head.dtype),
+    out->lm_head.kernel = kvci_wmat_kernel_name(&m->lm_head);
     const bool mla = cfg->family == KVC_FAMILY_DEEPSEEK_V3;
     const int64_t dqk = mla ? cfg->qk_nope_head_dim + cfg->qk_rope_head_dim : cfg->head_dim;
     const int64_t dv = mla ? cfg->v_head_dim : cfg->head_dim;

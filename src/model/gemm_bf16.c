@@ -5,12 +5,12 @@
  * blocking and threads never change a bit. */
 #include <math.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/gemm_bf16.h"
+#include "model/gemm_scratch.h"
 
 static int64_t k_padded(int64_t K) { return (K + 31) / 32 * 32; }
 
@@ -104,27 +104,6 @@ kvc_status kvci_gemm_bf16_force(const char *name) {
                      all[0]->name);
 }
 
-/* ---- the split activations: one grow-only buffer per calling thread ---------------------------- */
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static _Thread_local uint16_t *scratch;
-static _Thread_local size_t scratch_elems;
-
-static void scratch_key_make(void) { (void)pthread_key_create(&scratch_key, kvc_aligned_free); }
-
-static kvc_status scratch_reserve(size_t elems) {
-    if (elems <= scratch_elems) return KVC_OK;
-    (void)pthread_once(&scratch_once, scratch_key_make);
-    uint16_t *p = NULL;
-    kvc_status st = kvc_aligned_alloc(64, elems * sizeof *p, (void **)&p);
-    if (st != KVC_OK) return kvci_fail(st, "gemm bf16: no memory for %zu split activations", elems);
-    kvc_aligned_free(scratch);
-    scratch = p, scratch_elems = elems;
-    (void)pthread_setspecific(scratch_key, p); /* freed when the thread exits */
-    return KVC_OK;
-}
-
 #define BF16_B_BLOCK_BYTES   (256 * 1024) /* packed B per job: stays in L2 while the job's rows pass */
 #define BF16_MC              64
 #define BF16_JOBS_PER_THREAD 4 /* k-blocked kernels: spare jobs for a thread held up elsewhere */
@@ -148,8 +127,10 @@ kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64
                        .ldc = ldc,
                        .Mp = (M + 15) / 16 * 16};
     if (kr->split) {
-        kvc_status st = scratch_reserve((size_t)(KVC_GEMM_BF16_PARTS * c.Mp * c.Kp));
-        if (st != KVC_OK) return st;
+        const size_t elems = (size_t)(KVC_GEMM_BF16_PARTS * c.Mp * c.Kp);
+        void *scratch;
+        if (kvci_gemm_scratch(elems * sizeof(uint16_t), &scratch) != KVC_OK)
+            return kvci_fail(KVC_ENOMEM, "gemm bf16: no memory for %zu split activations", elems);
         c.As = scratch;
     }
     const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;

@@ -25,7 +25,8 @@
  * Activations, quantized per row and per block of 32 by kvci_wq_quantize_rows
  * (every kernel reads the same bytes, so the choice does not change a bit):
  *   amax = max |a| over the block; da = amax / 127 (f32; NaN when amax is not finite);
- *   ia = da != 0 ? 1 / da : 0; qa = clamp(rne(a * ia), -127, 127) (int8);
+ *   ia = da != 0 ? 1 / da : 0; qa = clamp(rne(a * ia), -127, 127) (int8), 0 where a * ia
+ *   is NaN (a non-finite block; or a = 0 in a block whose da is subnormal, so ia = inf);
  *   asum = sum of the block's qa (int32, the Q4_0 kernels' offset term).
  *   Stored row-major: qa [Mp][Kp] int8, da [Mp][KB] f32, asum [Mp][KB] int32,
  *   Mp = M rounded up to 16 (rows >= M are 0).

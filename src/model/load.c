@@ -9,8 +9,9 @@
 
 typedef struct load_ctx {
     const kvc_safetensors *st;
-    bool check_only;  /* compare names, shapes and dtypes; read nothing */
-    bool f32_weights; /* every GEMM operand widened to f32 */
+    bool check_only;        /* compare names, shapes and dtypes; read nothing */
+    kvc_wmat_dtype weights; /* the GEMM operands' dtype asked (kvci_wmat_dtype_for) */
+    bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
 } load_ctx;
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix
@@ -65,14 +66,53 @@ static kvc_status load_ds_experts(const load_ctx *c, const kvc_wtensor *t, float
     return read_part(c, fused, 3, shape, &half, strstr(suffix, "up_proj") ? I : 0, dst);
 }
 
+/* A matrix of a saved quantized copy: its dtype from the metadata (check pass; the dtype asked
+ * must be the checkpoint's or give the same by kvci_wmat_dtype_for), its packed integers and
+ * scales copied into the arena as they are. */
+static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
+    char key[320], qname[320], sname[320];
+    snprintf(key, sizeof key, "kvcache.dtype.%s", t->name);
+    snprintf(qname, sizeof qname, "%s.qweight", t->name);
+    snprintf(sname, sizeof sname, "%s.scales", t->name);
+    kvc_wmat *w = t->mat;
+    if (c->check_only) {
+        const char *d = kvci_safetensors_meta(c->st, key);
+        kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+        if (!d || kvci_wmat_dtype_parse(d, &wd) != KVC_OK || (wd != KVC_WMAT_Q8_0 && wd != KVC_WMAT_Q4_0))
+            return kvci_fail(KVC_EINVAL,
+                             "model_load: a saved quantized copy needs metadata %s naming q8_0 or q4_0%s%s%s", key,
+                             d ? " (got \"" : "", d ? d : "", d ? "\")" : "");
+        if (c->weights != KVC_WMAT_CHECKPOINT && kvci_wmat_dtype_for(c->weights, wd, t->name) != wd)
+            return kvci_fail(KVC_EINVAL,
+                             "model_load: \"%s\" is saved as %s; this copy loads as checkpoint (weights %s would "
+                             "need the original checkpoint)",
+                             t->name, d, kvci_wmat_dtype_name(c->weights));
+        w->dtype = wd;
+    }
+    int64_t ib, ns;
+    kvci_wmat_quant_parts(w, &ib, &ns);
+    const int64_t qs[2] = {w->count, ib}, ss[2] = {w->count, ns};
+    const void *q, *sc;
+    KVC_TRY(kvci_safetensors_view(c->st, qname, "U8", 2, qs, &q));
+    KVC_TRY(kvci_safetensors_view(c->st, sname, "F16", 2, ss, &sc));
+    for (int64_t e = 0; !c->check_only && e < w->count; e++) {
+        char *dst = kvci_wmat_at(w, e).data;
+        memcpy(dst, (const char *)q + e * ib, (size_t)ib);
+        memcpy(dst + ib, (const char *)sc + e * ns * 2, (size_t)ns * 2);
+        memset(dst + ib + ns * 2, 0, (size_t)(kvci_wmat_matrix_bytes(w) - ib - ns * 2)); /* padding, as packed */
+    }
+    return KVC_OK;
+}
+
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
- * dtype (check pass: bf16 where the file holds BF16, else f32). Each reads this rank's part
- * (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
+ * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16 or else f32). Each
+ * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const load_ctx *c = user;
     const char *name = t->name;
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
+    if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
     if (!t->mat) {
@@ -85,29 +125,44 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const char *dtype = kvci_safetensors_dtype(c->st, name);
     kvc_status s = strchr(name, '*') ? load_ds_experts(c, t, tmp, &dtype)
                                      : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
-    if (s == KVC_OK && c->check_only)
-        t->mat->dtype = !c->f32_weights && dtype && strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16 : KVC_WMAT_F32;
+    if (s == KVC_OK && c->check_only) {
+        const bool bf16 = dtype && strcmp(dtype, "BF16") == 0;
+        t->mat->dtype = kvci_wmat_dtype_for(c->weights, bf16 ? KVC_WMAT_BF16 : KVC_WMAT_F32, t->name);
+    }
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
     kvci_free(tmp);
     return s;
 }
 
-static kvc_status load(const char *dir, const kvc_model_tp *tp, bool f32_weights, kvc_model **out);
+static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype weights, kvc_model **out);
 
-kvc_status kvc_model_load(const char *dir, kvc_model **out) { return kvci_model_load_as(dir, false, out); }
+kvc_status kvc_model_load(const char *dir, kvc_model **out) {
+    return kvci_model_load_as(dir, KVC_WMAT_CHECKPOINT, out);
+}
 
-kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out) {
-    return load(dir, NULL, f32_weights, out);
+kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out) {
+    if (out) *out = NULL;
+    kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+    if (weights && kvci_wmat_dtype_parse(weights, &wd) != KVC_OK)
+        return kvci_fail(KVC_EINVAL, "model_load: weights \"%s\" is not one of checkpoint, f32, bf16, q8_0, q4_0",
+                         weights);
+    return kvci_model_load_as(dir, wd, out);
+}
+
+kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model **out) {
+    return load(dir, NULL, weights, out);
 }
 
 kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_model **out) {
     if (!tp) return kvci_fail(KVC_EINVAL, "model_load: tp must not be NULL");
-    return load(dir, tp, false, out);
+    return load(dir, tp, KVC_WMAT_CHECKPOINT, out);
 }
 
-static kvc_status load(const char *dir, const kvc_model_tp *tp, bool f32_weights, kvc_model **out) {
+static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype weights, kvc_model **out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_load: dir and out must not be NULL");
     *out = NULL;
+    if (weights < KVC_WMAT_CHECKPOINT || weights >= KVC_WMAT_COUNT)
+        return kvci_fail(KVC_EINVAL, "model_load: weight dtype %d is not one of kvc_wmat_dtype", (int)weights);
     kvc_model_config cfg;
     kvc_status s = kvc_model_config_load(dir, &cfg);
     if (s != KVC_OK) return s;
@@ -115,7 +170,22 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, bool f32_weights
     s = kvc_safetensors_open_dir(dir, &st);
     if (s != KVC_OK) return s;
     kvc_model *m = NULL;
-    load_ctx check = {.st = st, .check_only = true, .f32_weights = f32_weights}, c = {.st = st};
+    const char *format = kvci_safetensors_meta(st, "kvcache.format");
+    const bool packed = format != NULL;
+    if (packed && strcmp(format, KVC_QUANT_FORMAT) != 0)
+        s = kvci_fail(KVC_EINVAL, "model_load: %s: kvcache.format \"%s\" is not %s (written by another version?)", dir,
+                      format, KVC_QUANT_FORMAT);
+    else if (packed && tp && tp->size > 1)
+        s = kvci_fail(KVC_EINVAL,
+                      "model_load: %s is a saved quantized copy, which is not split across ranks: run "
+                      "--tp on the original checkpoint",
+                      dir);
+    if (s != KVC_OK) {
+        kvc_safetensors_destroy(st);
+        return s;
+    }
+    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed},
+             c = {.st = st, .packed = packed};
     s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     if (s == KVC_OK) s = kvci_model_prepare(m);

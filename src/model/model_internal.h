@@ -1,8 +1,9 @@
 /* Internal layout of a kvc_model: the weights per layer, named as in the
  * Hugging Face checkpoints (MF 2, 3.5, 4.5), and the small dense kernels
  * shared by the families (RMSNorm and RoPE are the ops layer's). The
- * matrices the GEMM reads are kvc_wmat views kept in the checkpoint's dtype
- * (bf16 packed for kvci_gemm_bf16, else f32); vectors are f32. */
+ * matrices the GEMM reads are kvc_wmat views in the checkpoint's dtype (bf16
+ * packed for kvci_gemm_bf16, else f32) or the dtype asked at load (f32, bf16,
+ * or quantized Q8_0 / Q4_0 packed for kvci_gemm_wq); vectors are f32. */
 #ifndef KVC_MODEL_INTERNAL_H
 #define KVC_MODEL_INTERNAL_H
 
@@ -15,8 +16,18 @@
 /* One GEMM operand: `count` matrices [rows = out, cols = in] (count > 1: the
  * experts of a MoE layer, [E, rows, cols]); data NULL when the family/config
  * has none. F32: rows of cols floats; BF16: each matrix packed
- * (gemm_bf16.h, kvci_bf16_packed_elems), the next one 64-byte aligned after it. */
-typedef enum kvc_wmat_dtype { KVC_WMAT_F32, KVC_WMAT_BF16 } kvc_wmat_dtype;
+ * (gemm_bf16.h, kvci_bf16_packed_elems); Q8_0, Q4_0: each matrix quantized and
+ * packed (gemm_quant.h, kvci_wq_packed_bytes); the next matrix 64-byte aligned
+ * after it. KVC_WMAT_CHECKPOINT is no matrix's dtype: asked at load, it keeps
+ * the checkpoint's (kvci_wmat_dtype_for). */
+typedef enum kvc_wmat_dtype {
+    KVC_WMAT_CHECKPOINT = -1,
+    KVC_WMAT_F32,
+    KVC_WMAT_BF16,
+    KVC_WMAT_Q8_0,
+    KVC_WMAT_Q4_0,
+    KVC_WMAT_COUNT
+} kvc_wmat_dtype;
 typedef struct kvc_wmat {
     void *data;
     kvc_wmat_dtype dtype;
@@ -25,16 +36,28 @@ typedef struct kvc_wmat {
 
 /* Bytes of one matrix of w (64-byte multiple) and of all of them. */
 int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w);
+/* A quantized matrix's two parts (gemm_quant.h): the integer bytes, then n_scales f16 scales
+ * right after them; false for f32 and bf16 (the parts then mean nothing). */
+bool kvci_wmat_quant_parts(const kvc_wmat *w, int64_t *int_bytes, int64_t *n_scales);
 /* Matrix e of w as a one-matrix view. */
 kvc_wmat kvci_wmat_at(const kvc_wmat *w, int64_t e);
 /* Fills w from f32 src [count][rows][cols], or [count][cols][rows] when
  * `transposed` (checkpoints that store [in, out]); bf16 rounds to nearest even
- * (exact for values widened from bf16). */
+ * (exact for values widened from bf16); Q8_0 / Q4_0 quantize (kvci_wq_pack). */
 void kvci_wmat_fill(kvc_wmat *w, const float *src, bool transposed);
-/* Row r of a one-matrix view, widened to f32: out[cols]. */
+/* Row r of a one-matrix view, widened (dequantized) to f32: out[cols]. */
 void kvci_wmat_row(const kvc_wmat *w, int64_t r, float *out);
-/* "f32" or "bf16". */
+/* "checkpoint", "f32", "bf16", "q8_0" or "q4_0". */
 const char *kvci_wmat_dtype_name(kvc_wmat_dtype d);
+/* The dtype named `name` (one of kvci_wmat_dtype_name's); KVC_EINVAL naming it and the choices. */
+kvc_status kvci_wmat_dtype_parse(const char *name, kvc_wmat_dtype *out);
+/* The dtype of the matrix `name` (its HF name) stored in the checkpoint as `stored` (F32 or
+ * BF16) when the weights are asked as `want`: the checkpoint's for KVC_WMAT_CHECKPOINT, else
+ * `want`, except that the embedding and the output head (model.embed_tokens.weight,
+ * lm_head.weight) are Q8_0 when `want` is quantized (docs/runtime.md). */
+kvc_wmat_dtype kvci_wmat_dtype_for(kvc_wmat_dtype want, kvc_wmat_dtype stored, const char *name);
+/* The GEMM kernel kvci_linear runs for w now. */
+const char *kvci_wmat_kernel_name(const kvc_wmat *w);
 
 /* Every weight of one decoder layer; NULL when the family/config has none. */
 typedef struct kvc_layer_weights {
@@ -154,7 +177,8 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
 kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp, kvc_weight_visit_fn check,
                             void *check_user, kvc_model **out);
 /* kvc_model_create_random with every GEMM operand in `wdtype` (bf16: the random
- * values rounded to bf16, as a bf16 checkpoint holds them). */
+ * values rounded to bf16, as a bf16 checkpoint holds them; q8_0 / q4_0: quantized, the
+ * embedding and output head by kvci_wmat_dtype_for's rule; checkpoint: f32). */
 kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t seed, kvc_wmat_dtype wdtype,
                                        kvc_model **out);
 /* Common tail of load / random, once the weights are filled (prepare.c):
@@ -163,7 +187,7 @@ kvc_status kvci_model_prepare(kvc_model *m);
 
 /* What a step of the model reads and computes (bench model's rooflines). */
 typedef struct kvc_model_cost_path {
-    const char *dtype;  /* "bf16" or "f32" */
+    const char *dtype;  /* "f32", "bf16", "q8_0" or "q4_0" */
     const char *kernel; /* the GEMM kernel kvci_linear runs for that dtype now (gemm.h, gemm_bf16.h) */
 } kvc_model_cost_path;
 typedef struct kvc_model_cost {
@@ -190,9 +214,19 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
 /* The first KV head rank r of tp holds (r * num_kv_heads / tp: split, or replicated). */
 int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64_t tp);
 
-/* kvc_model_load, the GEMM matrices widened to f32 when `f32_weights` (else kept in the
- * checkpoint's dtype: bf16 packed where the file holds BF16). */
-kvc_status kvci_model_load_as(const char *dir, bool f32_weights, kvc_model **out);
+/* kvc_model_load with the GEMM matrices in `weights` (kvci_wmat_dtype_for): KVC_WMAT_CHECKPOINT
+ * keeps the checkpoint's dtype (bf16 packed where the file holds BF16, else f32), f32 widens,
+ * bf16 rounds, q8_0 / q4_0 quantize at load. KVC_EINVAL for any other value. */
+kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model **out);
+
+/* The kvcache.format of a saved quantized copy (save.c): its layout version. */
+#define KVC_QUANT_FORMAT "kvcache-q-packed-1"
+/* Writes m, every matrix quantized (q8_0 / q4_0), as the model directory out_dir (created here;
+ * it must not exist): model.safetensors with each matrix's packed integers and f16 scales beside
+ * each other, config.json (and the tokenizer files, generation_config.json, expected.json when
+ * src_dir has them) copied from src_dir. KVC_EINVAL naming the matrix that is not quantized or the
+ * file that could not be written; on failure nothing written stays behind. */
+kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
 /* ---- kernels (layers.c) --------------------------------------------------- */
 

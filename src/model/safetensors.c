@@ -330,6 +330,33 @@ static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap) {
     if (w < cap) snprintf(buf + w, cap - w, "]");
 }
 
+/* The entry of tensor `name` whose shape is shape[0..ndim), its file into *f; NULL after a message
+ * naming what is wrong (missing, wrong shape). */
+static const cJSON *find_shaped(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
+                                const st_file **f) {
+    const cJSON *e = find(st, name, f);
+    if (!e) {
+        kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
+                  st->n_files > 1 ? " or the other shards" : "");
+        return NULL;
+    }
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    int64_t got[KVC_MAX_DIMS];
+    int32_t gn = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, sh) got[gn++] = (int64_t)d->valuedouble; /* integers of at most KVC_MAX_DIMS (file_open) */
+    bool same = gn == ndim;
+    for (int32_t i = 0; same && i < ndim; i++) same = got[i] == shape[i];
+    if (!same) {
+        char a[160], b[160];
+        shape_text(got, gn, a, sizeof a);
+        shape_text(shape, ndim, b, sizeof b);
+        kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong shape %s, expected %s", (*f)->path, name, a, b);
+        return NULL;
+    }
+    return e;
+}
+
 kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
                                     float *dst) {
     return kvci_safetensors_read_part(st, name, ndim, shape, -1, 0, 0, dst);
@@ -349,23 +376,8 @@ kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *nam
         shape[dim] = full;
     }
     const st_file *f = NULL;
-    const cJSON *e = find(st, name, &f);
-    if (!e)
-        return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
-                         st->n_files > 1 ? " or the other shards" : "");
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    int64_t got[KVC_MAX_DIMS];
-    int32_t gn = 0;
-    const cJSON *d;
-    cJSON_ArrayForEach(d, sh) got[gn++] = (int64_t)d->valuedouble; /* integers of at most KVC_MAX_DIMS (file_open) */
-    bool same = gn == ndim;
-    for (int32_t i = 0; same && i < ndim; i++) same = got[i] == shape[i];
-    if (!same) {
-        char a[160], b[160];
-        shape_text(got, gn, a, sizeof a);
-        shape_text(shape, ndim, b, sizeof b);
-        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong shape %s, expected %s", f->path, name, a, b);
-    }
+    const cJSON *e = find_shaped(st, name, ndim, shape, &f);
+    if (!e) return KVC_EINVAL;
     const char *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring;
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     const uint8_t *src = f->data + (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
@@ -405,4 +417,25 @@ const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name) 
     const st_file *f;
     const cJSON *e = st && name ? find(st, name, &f) : NULL;
     return e ? cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring : NULL;
+}
+
+kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, const char *dtype, int32_t ndim,
+                                 const int64_t *shape, const void **data) {
+    const st_file *f = NULL;
+    const cJSON *e = find_shaped(st, name, ndim, shape, &f);
+    if (!e) return KVC_EINVAL;
+    const char *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring;
+    if (strcmp(dt, dtype) != 0)
+        return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" has wrong dtype %s, expected %s", f->path, name, dt, dtype);
+    *data = f->data + (size_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
+    return KVC_OK;
+}
+
+const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key) {
+    for (int32_t i = 0; i < st->n_files; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(st->files[i].header, "__metadata__"), key);
+        if (cJSON_IsString(v)) return v->valuestring;
+    }
+    return NULL;
 }

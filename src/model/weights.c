@@ -363,7 +363,7 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t) {
 }
 
 static kvc_status set_dtype_fn(void *user, const kvc_wtensor *t) {
-    if (t->mat) t->mat->dtype = *(const kvc_wmat_dtype *)user;
+    if (t->mat) t->mat->dtype = kvci_wmat_dtype_for(*(const kvc_wmat_dtype *)user, KVC_WMAT_F32, t->name);
     return KVC_OK;
 }
 
@@ -371,6 +371,8 @@ kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t see
                                        kvc_model **out) {
     if (!cfg || !out) return kvci_fail(KVC_EINVAL, "model_create_random: cfg and out must not be NULL");
     *out = NULL;
+    if (wdtype < KVC_WMAT_CHECKPOINT || wdtype >= KVC_WMAT_COUNT)
+        return kvci_fail(KVC_EINVAL, "model_create_random: weight dtype %d is not one of kvc_wmat_dtype", (int)wdtype);
     kvc_model *m = NULL;
     TRY(kvci_model_alloc(cfg, NULL, set_dtype_fn, &wdtype, &m));
     kvc_status st = kvci_model_visit_weights(m, random_fn, &seed);

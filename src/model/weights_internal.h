@@ -18,4 +18,11 @@ const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name);
 kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *part,
                                       int32_t dim, int64_t full, int64_t start, float *dst);
 
+/* The bytes of tensor `name` in the map (*data), after checking its shape is shape[0..ndim)
+ * and its dtype `dtype` exactly; KVC_EINVAL naming the tensor otherwise. */
+kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, const char *dtype, int32_t ndim,
+                                 const int64_t *shape, const void **data);
+/* The string `key` of a file's "__metadata__" (the first file that has it); NULL when none has. */
+const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
+
 #endif

@@ -1,13 +1,15 @@
 /* kvc_runner_compare_dtype: a reduced-precision KV cache against f32 on the
- * same prompts. Greedy tokens are compared free-running (as a user sees
- * them); logits and next-token distributions teacher-forced on the f32
- * path's tokens, so every step compares the same positions. */
+ * same prompts; kvci_runner_compare_models: the same between two models (one
+ * checkpoint in two weight dtypes, `kvcache run --compare-weights`). Greedy tokens are compared free-running (as a user
+ * sees them); logits and next-token distributions teacher-forced on the f32 path's tokens, so every step compares the
+ * same positions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "kvcache/runner.h"
+#include "runner/runner_internal.h"
 
 /* KL(p || q) of softmax(a) and softmax(b) over V logits, in nats (float64). */
 static double kl_logits(const float *a, const float *b, int64_t V) {
@@ -55,7 +57,13 @@ static kvc_status run(const kvc_model *m, kvc_runner_params p, kvc_dtype dt, con
 kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids,
                                     const int64_t *lens, int64_t n, kvc_dtype dtype, const int32_t *ref_tokens,
                                     kvc_dtype_compare *out) {
-    if (!m || !p || !ids || !lens || !out || n < 1)
+    return kvci_runner_compare_models(m, m, p, ids, lens, n, dtype, ref_tokens, out);
+}
+
+kvc_status kvci_runner_compare_models(const kvc_model *ref, const kvc_model *m, const kvc_runner_params *p,
+                                      const int32_t *ids, const int64_t *lens, int64_t n, kvc_dtype dtype,
+                                      const int32_t *ref_tokens, kvc_dtype_compare *out) {
+    if (!ref || !m || !p || !ids || !lens || !out || n < 1)
         return kvci_fail(KVC_EINVAL,
                          "runner_compare_dtype: model, params, ids, lens and out must be given, n %lld >= 1",
                          (long long)n);
@@ -68,6 +76,9 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     with_dtype.kv_dtype = dtype;
     kvc_status checked = kvc_runner_check(m, &with_dtype, n, max_len);
     if (checked != KVC_OK) return checked;
+    const kvc_model_config *rc = kvc_model_config_of(ref), *mc = kvc_model_config_of(m);
+    if (rc->vocab_size != mc->vocab_size || rc->num_layers != mc->num_layers || rc->hidden_size != mc->hidden_size)
+        return kvci_fail(KVC_EINVAL, "runner_compare: the two models differ in vocabulary, layers or width");
     int64_t cells = 0;
     if (!kvci_mul64(NT, n, &cells) || !kvci_mul64(cells, V, &cells) || cells > (INT64_C(1) << 28))
         return kvci_fail(KVC_EINVAL,
@@ -80,7 +91,8 @@ kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params 
     out->dtype = dtype;
     out->tokens = n * NT;
     out->same_as_ref = -1;
-    if (st == KVC_OK) st = run(m, *p, KVC_DTYPE_F32, ids, lens, n, max_len, NULL, t32, l32, &out->f32_bytes_per_token);
+    if (st == KVC_OK)
+        st = run(ref, *p, KVC_DTYPE_F32, ids, lens, n, max_len, NULL, t32, l32, &out->f32_bytes_per_token);
     if (st == KVC_OK)
         st = run(m, *p, dtype, ids, lens, n, max_len, NULL, td, NULL, &out->bytes_per_token); /* free-running */
     if (st == KVC_OK) {

@@ -27,4 +27,10 @@ struct kvc_runner {
     kvc_step_metadata md;
 };
 
+/* kvc_runner_compare_dtype between two models of one config: the reference runs `ref` with f32
+ * caches, the compared runs `m` with `dtype` caches (m == ref: kvc_runner_compare_dtype). */
+kvc_status kvci_runner_compare_models(const kvc_model *ref, const kvc_model *m, const kvc_runner_params *p,
+                                      const int32_t *ids, const int64_t *lens, int64_t n, kvc_dtype dtype,
+                                      const int32_t *ref_tokens, kvc_dtype_compare *out);
+
 #endif

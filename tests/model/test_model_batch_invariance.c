@@ -20,6 +20,7 @@
 
 #include "kvcache/kvcache.h"
 #include "model/gemm_bf16.h"
+#include "model/gemm_quant.h"
 #include "model/model_internal.h"
 
 #define NREQ      5
@@ -305,6 +306,27 @@ static void test_gpt_oss_bf16_weights(void **s) { (void)s, run_bf16_weights(GPT_
 static void test_deepseek_bf16_weights(void **s) { (void)s, run_bf16_weights(DEEPSEEK, PAGED, true, 19); }
 static void test_wide_bf16_weights(void **s) { (void)s, run_bf16_weights(QWEN3_WIDE, CONTIG, false, 20); }
 
+/* q8_0 / q4_0 weights (issue 30): every family on every quantized GEMM kernel of this CPU (all bitwise equal). */
+static void run_quant_weights(const char *json, kvc_model_cache_kind kind, bool latent, uint64_t seed,
+                              kvc_wmat_dtype wd) {
+    const kvc_wq_kernel *all[KVC_WQ_MAX_KERNELS];
+    const int n = kvci_wq_kernels(wd == KVC_WMAT_Q8_0 ? KVC_WQ_Q8_0 : KVC_WQ_Q4_0, all);
+    weights = wd;
+    for (int k = 0; k < n; k++) {
+        check(kvci_wq_force(all[k]->name), all[k]->name);
+        run_family(json, kind, latent, F32, seed);
+    }
+    check(kvci_wq_force(NULL), "force");
+    weights = KVC_WMAT_F32;
+}
+static void test_dense_q8_0_weights(void **s) { (void)s, run_quant_weights(QWEN3, PAGED, false, 21, KVC_WMAT_Q8_0); }
+static void test_gpt_oss_q4_0_weights(void **s) {
+    (void)s, run_quant_weights(GPT_OSS, CONTIG, false, 22, KVC_WMAT_Q4_0);
+}
+static void test_deepseek_q8_0_weights(void **s) {
+    (void)s, run_quant_weights(DEEPSEEK, PAGED, true, 23, KVC_WMAT_Q8_0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_paged),
@@ -327,6 +349,9 @@ int main(void) {
         cmocka_unit_test(test_gpt_oss_bf16_weights),
         cmocka_unit_test(test_deepseek_bf16_weights),
         cmocka_unit_test(test_wide_bf16_weights),
+        cmocka_unit_test(test_dense_q8_0_weights),
+        cmocka_unit_test(test_gpt_oss_q4_0_weights),
+        cmocka_unit_test(test_deepseek_q8_0_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "kvcache/kvcache.h"
 #include "model/gemm_bf16.h"
+#include "model/gemm_quant.h"
 #include "model/model_internal.h"
 
 static char dir[512];
@@ -31,9 +32,10 @@ static void test_args(void **state) {
         parse(8, (char *[]){"bench", "model", "DIR", "--batches", "1,8", "--long", "--weights", "f32"}, &o), -1);
     assert_string_equal(o.model_dir, "DIR");
     assert_string_equal(o.batches, "1,8");
-    assert_true(o.long_prompts && o.f32_weights && o.prompts == NULL);
+    assert_true(o.long_prompts && strcmp(o.weights, "f32") == 0 && o.prompts == NULL);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--weights"}, &o), 2);
-    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--weights", "bf16"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--weights", "q5_1"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--weights", "q4_0"}, &o), -1);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--prompts"}, &o), 2);
     assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--long"}, &o), 2);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "OTHER"}, &o), 2);
@@ -67,12 +69,26 @@ static void test_cost(void **state) {
     assert_string_equal(c.mlp.dtype, "bf16");
     assert_string_equal(c.lm_head.kernel, kvci_gemm_bf16_active()->name);
     kvc_model_destroy(m);
-    assert_int_equal(kvci_model_load_as(dir, true, &m), KVC_OK);
+    assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_F32, &m), KVC_OK);
     assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
     assert_string_equal(c.attn_proj.dtype, "f32");
     assert_string_equal(c.lm_head.dtype, "f32");
     assert_int_equal(c.dense_read_bytes, L * (q * H + 2 * kv * H + H * q + 3 * I * H) * 4 + V * H * 4 + vec);
     kvc_model_destroy(m);
+    /* q4_0: the layers' matrices in Q4_0, the (tied) embedding and head in Q8_0 */
+    assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_Q4_0, &m), KVC_OK);
+    assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
+    assert_string_equal(c.attn_proj.dtype, "q4_0");
+    assert_string_equal(c.mlp.dtype, "q4_0");
+    assert_string_equal(c.lm_head.dtype, "q8_0");
+    assert_string_equal(c.lm_head.kernel, kvci_wq_active(KVC_WQ_Q8_0)->name);
+    const int64_t qmat = kvci_wq_packed_bytes(KVC_WQ_Q4_0, q, H) + 2 * kvci_wq_packed_bytes(KVC_WQ_Q4_0, kv, H) +
+                         kvci_wq_packed_bytes(KVC_WQ_Q4_0, H, q) + 2 * kvci_wq_packed_bytes(KVC_WQ_Q4_0, I, H) +
+                         kvci_wq_packed_bytes(KVC_WQ_Q4_0, H, I);
+    assert_int_equal(c.dense_read_bytes, L * qmat + kvci_wq_packed_bytes(KVC_WQ_Q8_0, V, H) + vec);
+    kvc_model_destroy(m);
+    assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_COUNT, &m), KVC_EINVAL);
+    assert_null(m);
 }
 
 static void test_run(void **state) {
@@ -81,7 +97,9 @@ static void test_run(void **state) {
     assert_int_equal(parse(8, (char *[]){"bench", "model", dir, "--batches", "1,2", "--prompts", "5", "--json"}, &o),
                      -1);
     assert_int_equal(bench->run(&o), 0);
-    o.f32_weights = true;
+    o.weights = "f32";
+    assert_int_equal(bench->run(&o), 0);
+    o.weights = "q8_0";
     assert_int_equal(bench->run(&o), 0);
 }
 
