@@ -1,0 +1,143 @@
+/* The amx-int8 kernel of kvci_gemm_wq (gemm_quant.h). One block of 32 k of 16
+ * output columns is one TDPBSSD: the A tile holds the block's qa of up to 16 rows
+ * (rows x 32 bytes, read in place from the [Mp][Kp] activations), the B tile the
+ * packed block itself (8 rows x 64 bytes: 16 columns x 4 k per row, the layout
+ * gemm_quant.h packs for it), the C tile the exact int32 isum of every element
+ * (from +0; |isum| <= 32 * 127 * 127). The tile is stored and the f32 step of the
+ * one reduction order runs in AVX-512, one accumulator per row in registers.
+ * Q4_0 blocks are unpacked first to s8 q = u - 8 (the 16 low nibbles are k 0-15,
+ * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly.
+ *
+ * Two block pairs are in flight (A tmm0/1, B tmm2/3, C tmm4/5) so that one pair's
+ * TDPBSSD overlaps the other's stores and f32 steps. At most 16 rows (decode): the A
+ * and C tiles are that tall and each packed block is read once per call. More rows:
+ * tiles of 16 rows (those past M are the activations' zero padding, never stored);
+ * each group's weights stay in L2 across the row tiles.
+ *
+ * Offered when the CPU reports AMX-TILE, AMX-INT8 and AVX-512 F/BW and Linux has
+ * granted the tile data (amx_tiles.h). Each block loads the configuration and
+ * releases the tiles when done. */
+#include "model/gemm_quant.h"
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+#include "model/amx_tiles.h"
+#include "model/gemm_quant_x86.h"
+
+#define TGT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
+#define INL TGT __attribute__((always_inline)) static inline
+
+/* A tiles (tmm0, tmm1) and C tiles (tmm4, tmm5) of `rows` rows; B tiles (tmm2, tmm3) 8 x 64 bytes. */
+static void configure(kvci_amx_tile_config *t, int rows) {
+    *t = (kvci_amx_tile_config){.palette = 1};
+    for (int r = 0; r < 6; r++) {
+        const bool b = r == 2 || r == 3;
+        t->rows[r] = b ? 8 : (uint8_t)rows;
+        t->colsb[r] = b || r >= 4 ? 64 : 32;
+    }
+}
+
+/* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
+INL void unpack_q4(const uint8_t *p, int8_t *out) {
+    const __m512i nib = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+    for (int q = 0; q < 4; q++) {
+        const __m512i v = _mm512_loadu_si512(p + q * 64);
+        _mm512_store_si512(out + q * 64, _mm512_sub_epi8(_mm512_and_si512(v, nib), eight));
+        _mm512_store_si512(out + 256 + q * 64, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib), eight));
+    }
+}
+
+/* acc[r] steps over one block's C tile (rows r < R), stored at t [16][16] int32. */
+INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
+    for (int r = 0; r < R; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
+}
+
+/* Rows [i, i + R) (R <= 16, the tiles as configured) x group g of C, format F; rows >= me not stored. */
+INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
+    _Alignas(64) int32_t t[2][16 * 16];
+    _Alignas(64) int8_t unpacked[2][512];
+    __m512 acc[16];
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    const int64_t bb = F == KVC_WQ_Q8_0 ? 512 : 256, Kp = c->Kp;
+    const uint8_t *w = c->W + g * c->KB * bb;
+    const int8_t *a = c->qa + i * Kp;
+    const float *da = c->da + i * c->KB;
+    int64_t b = 0;
+    for (; b + 2 <= c->KB; b += 2) {
+        _tile_loadd(0, a + b * 32, Kp);
+        _tile_loadd(1, a + b * 32 + 32, Kp);
+        if (F == KVC_WQ_Q8_0) {
+            _tile_loadd(2, w + b * 512, 64);
+            _tile_loadd(3, w + b * 512 + 512, 64);
+        } else {
+            unpack_q4(w + b * 256, unpacked[0]);
+            unpack_q4(w + b * 256 + 256, unpacked[1]);
+            _tile_loadd(2, unpacked[0], 64);
+            _tile_loadd(3, unpacked[1], 64);
+        }
+        _tile_zero(4);
+        _tile_zero(5);
+        _tile_dpbssd(4, 0, 2);
+        _tile_dpbssd(5, 1, 3);
+        _tile_stored(4, t[0], 64);
+        _tile_stored(5, t[1], 64);
+        steps(R, acc, t[0], wq_scales16(c, g, b), da + b, c->KB);
+        steps(R, acc, t[1], wq_scales16(c, g, b + 1), da + b + 1, c->KB);
+    }
+    if (b < c->KB) {
+        _tile_loadd(0, a + b * 32, Kp);
+        if (F == KVC_WQ_Q8_0) {
+            _tile_loadd(2, w + b * 512, 64);
+        } else {
+            unpack_q4(w + b * 256, unpacked[0]);
+            _tile_loadd(2, unpacked[0], 64);
+        }
+        _tile_zero(4);
+        _tile_dpbssd(4, 0, 2);
+        _tile_stored(4, t[0], 64);
+        steps(R, acc, t[0], wq_scales16(c, g, b), da + b, c->KB);
+    }
+    for (int r = 0; r < R && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
+}
+
+/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most 16 rows in tiles that tall
+ * (decode), else in 16-row tiles (the last one's rows past M are the activations' zero padding). */
+#define BLOCK_FN(F)                                                                                                    \
+    TGT static void few_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                                  \
+        rows_group(F, (int)(me - i), c, i, me, g);                                                                     \
+    }                                                                                                                  \
+    TGT static void full_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                                 \
+        rows_group(F, 16, c, i, me, g);                                                                                \
+    }                                                                                                                  \
+    TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
+        const int64_t me = kvci_min64(m1, c->M);                                                                       \
+        if (me <= m0) return;                                                                                          \
+        const bool few = me - m0 <= 16;                                                                                \
+        kvci_amx_tile_config cfg;                                                                                      \
+        configure(&cfg, few ? (int)(me - m0) : 16);                                                                    \
+        _tile_loadconfig(&cfg);                                                                                        \
+        for (int64_t g = g0; g < g1; g++) {                                                                            \
+            if (few)                                                                                                   \
+                few_##F(c, m0, me, g);                                                                                 \
+            else                                                                                                       \
+                for (int64_t i = m0; i < me; i += 16) full_##F(c, i, me, g);                                           \
+        }                                                                                                              \
+        _tile_release();                                                                                               \
+    }
+BLOCK_FN(KVC_WQ_Q8_0)
+BLOCK_FN(KVC_WQ_Q4_0)
+
+static const kvc_wq_kernel amx = {"amx-int8", 16, {block_KVC_WQ_Q8_0, block_KVC_WQ_Q4_0}};
+
+/* The CPU reports AMX-INT8 and AVX-512 F/BW, and the OS grants the tile data. */
+static bool usable(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 25))) return false; /* AMX-INT8 */
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && kvci_amx_tiles_granted();
+}
+
+const kvc_wq_kernel *kvci_wq_amx_kernel(void) { return usable() ? &amx : NULL; }
+#else
+const kvc_wq_kernel *kvci_wq_amx_kernel(void) { return NULL; }
+#endif
