@@ -8,8 +8,8 @@
  * Q4_0 blocks are unpacked first to s8 q = u - 8 (the 16 low nibbles are k 0-15,
  * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly.
  *
- * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5) so that one block's
- * TDPBSSD overlaps the other's store and f32 steps. At most 4 rows: the avx512-vnni
+ * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5): one block's tiles
+ * run while the f32 steps of the one before read its stored isums. At most 4 rows: the avx512-vnni
  * kernel runs them (VNNI_ROWS). At most 16 rows (decode): the A and C tiles are that
  * tall and each packed block is read once per call. More rows:
  * tiles of 16 rows (those past M are the activations' zero padding, never stored);
@@ -58,51 +58,43 @@ INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const floa
     for (int r = 0; r < R; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
 }
 
-/* Rows [i, i + R) (R <= 16, the tiles as configured) x group g of C, format F; rows >= me not stored. */
+/* Block b's isum tile into t (int32 [16][16]) through tiles A = tmm TA, B = tmm TB, C = tmm TC. */
+#define STAGE(TA, TB, TC, F, c, a, w, b, t, unpacked)                                                                  \
+    do {                                                                                                               \
+        _tile_loadd(TA, (a) + (b)*32, (c)->Kp);                                                                        \
+        if ((F) == KVC_WQ_Q8_0) {                                                                                      \
+            _tile_loadd(TB, (w) + (b)*512, 64);                                                                        \
+        } else {                                                                                                       \
+            unpack_q4((w) + (b)*256, (unpacked));                                                                      \
+            _tile_loadd(TB, (unpacked), 64);                                                                           \
+        }                                                                                                              \
+        _tile_zero(TC);                                                                                                \
+        _tile_dpbssd(TC, TA, TB);                                                                                      \
+        _tile_stored(TC, (t), 64);                                                                                     \
+    } while (0)
+
+/* Rows [i, i + R) (R <= 16, the tiles as configured) x group g of C, format F; rows >= me not stored.
+ * Software-pipelined: block b's tiles run while the f32 steps of block b - 1 read its stored isums. */
 INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
     _Alignas(64) int32_t t[2][16 * 16];
     _Alignas(64) int8_t unpacked[2][512];
     __m512 acc[16];
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    const int64_t bb = F == KVC_WQ_Q8_0 ? 512 : 256, Kp = c->Kp;
-    const uint8_t *w = c->W + g * c->KB * bb;
-    const int8_t *a = c->qa + i * Kp;
-    const float *da = c->da + i * c->KB;
-    int64_t b = 0;
-    for (; b + 2 <= c->KB; b += 2) {
-        _tile_loadd(0, a + b * 32, Kp);
-        _tile_loadd(1, a + b * 32 + 32, Kp);
-        if (F == KVC_WQ_Q8_0) {
-            _tile_loadd(2, w + b * 512, 64);
-            _tile_loadd(3, w + b * 512 + 512, 64);
-        } else {
-            unpack_q4(w + b * 256, unpacked[0]);
-            unpack_q4(w + b * 256 + 256, unpacked[1]);
-            _tile_loadd(2, unpacked[0], 64);
-            _tile_loadd(3, unpacked[1], 64);
-        }
-        _tile_zero(4);
-        _tile_zero(5);
-        _tile_dpbssd(4, 0, 2);
-        _tile_dpbssd(5, 1, 3);
-        _tile_stored(4, t[0], 64);
-        _tile_stored(5, t[1], 64);
-        steps(R, acc, t[0], wq_scales16(c, g, b), da + b, c->KB);
-        steps(R, acc, t[1], wq_scales16(c, g, b + 1), da + b + 1, c->KB);
+    const int64_t KB = c->KB;
+    const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
+    const int8_t *a = c->qa + i * c->Kp;
+    const float *da = c->da + i * KB;
+    STAGE(0, 2, 4, F, c, a, w, 0, t[0], unpacked[0]);
+    int64_t b = 1;
+    for (; b + 1 < KB; b += 2) {
+        STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+        steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+        STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
+        steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
     }
-    if (b < c->KB) {
-        _tile_loadd(0, a + b * 32, Kp);
-        if (F == KVC_WQ_Q8_0) {
-            _tile_loadd(2, w + b * 512, 64);
-        } else {
-            unpack_q4(w + b * 256, unpacked[0]);
-            _tile_loadd(2, unpacked[0], 64);
-        }
-        _tile_zero(4);
-        _tile_dpbssd(4, 0, 2);
-        _tile_stored(4, t[0], 64);
-        steps(R, acc, t[0], wq_scales16(c, g, b), da + b, c->KB);
-    }
+    if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+    steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+    if (b < KB) steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
     for (int r = 0; r < R && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
 }
 
