@@ -46,6 +46,7 @@ static void configure(kvci_amx_tile_config *t, int rows) {
 /* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
 INL void unpack_q4(const uint8_t *p, int8_t *out) {
     const __m512i nib = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+#pragma GCC unroll 16
     for (int q = 0; q < 4; q++) {
         const __m512i v = _mm512_loadu_si512(p + q * 64);
         _mm512_store_si512(out + q * 64, _mm512_sub_epi8(_mm512_and_si512(v, nib), eight));
@@ -55,6 +56,7 @@ INL void unpack_q4(const uint8_t *p, int8_t *out) {
 
 /* acc[r] steps over one block's C tile (rows r < R), stored at t [16][16] int32. */
 INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
 }
 
@@ -79,6 +81,7 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
     _Alignas(64) int32_t t[2][16 * 16];
     _Alignas(64) int8_t unpacked[2][512];
     __m512 acc[16];
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     const int64_t KB = c->KB;
     const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);

@@ -46,18 +46,24 @@ INL void store16(const kvc_wq_call *c, int64_t i, int64_t g, const __m256 *acc) 
 INL void tile(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t g) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[MR][2];
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < c->KB; b++) {
         __m256i s[MR][2];
         const int8_t *a[MR];
+#pragma GCC unroll 16
         for (int r = 0; r < R; r++) a[r] = c->qa + (i + r) * c->Kp + b * 32;
         if (F == KVC_WQ_Q8_0) {
             const uint8_t *w = c->W + (g * c->KB + b) * 512;
+#pragma GCC unroll 16
             for (int r = 0; r < R; r++) s[r][0] = s[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 16
             for (int q = 0; q < 8; q++)
+#pragma GCC unroll 16
                 for (int h = 0; h < 2; h++) {
                     const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + q * 64 + h * 32));
                     const __m256i aw = _mm256_abs_epi8(wv);
+#pragma GCC unroll 16
                     for (int r = 0; r < R; r++) {
                         const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(quad(a[r], 4 * q), wv));
                         s[r][h] = _mm256_add_epi32(s[r][h], _mm256_madd_epi16(p, ones));
@@ -67,30 +73,39 @@ INL void tile(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t 
             const uint8_t *w = c->W + (g * c->KB + b) * 256;
             const __m256i nib = _mm256_set1_epi8(0x0F);
             __m256i p[MR][2];
+#pragma GCC unroll 16
             for (int r = 0; r < R; r++) p[r][0] = p[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 16
             for (int q = 0; q < 4; q++)
+#pragma GCC unroll 16
                 for (int h = 0; h < 2; h++) {
                     const __m256i v = _mm256_loadu_si256((const __m256i *)(w + q * 64 + h * 32));
                     const __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+#pragma GCC unroll 16
                     for (int r = 0; r < R; r++) {
                         p[r][h] = _mm256_add_epi16(p[r][h], _mm256_maddubs_epi16(lo, quad(a[r], 4 * q)));
                         p[r][h] = _mm256_add_epi16(p[r][h], _mm256_maddubs_epi16(hi, quad(a[r], 16 + 4 * q)));
                     }
                 }
+#pragma GCC unroll 16
             for (int r = 0; r < R; r++) {
                 const __m256i off = _mm256_set1_epi32(8 * c->asum[(i + r) * c->KB + b]);
+#pragma GCC unroll 16
                 for (int h = 0; h < 2; h++) s[r][h] = _mm256_sub_epi32(_mm256_madd_epi16(p[r][h], ones), off);
             }
         }
         const uint16_t *dw = c->dw + (g * c->KB + b) * 16;
+#pragma GCC unroll 16
         for (int h = 0; h < 2; h++) {
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + 8 * h)));
+#pragma GCC unroll 16
             for (int r = 0; r < R; r++) {
                 const __m256 sc = _mm256_mul_ps(d, _mm256_set1_ps(c->da[(i + r) * c->KB + b]));
                 acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][h]), sc, acc[r][h]);
             }
         }
     }
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) store16(c, i + r, g, acc[r]);
 }
 

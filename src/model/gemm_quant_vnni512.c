@@ -33,50 +33,66 @@ INL void tile(const kvc_wq_format F, const int R, const int G, const kvc_wq_call
     const int32_t off = F == KVC_WQ_Q8_0 ? 128 : 8;
     const int64_t bb = F == KVC_WQ_Q8_0 ? 512 : 256; /* bytes of one packed block */
     __m512 acc[MR][NR];
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
         for (int u = 0; u < G; u++) acc[r][u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < c->KB; b++) {
         __m512i s[MR][NR];
         const int8_t *a[MR];
+#pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             a[r] = c->qa + (i + r) * c->Kp + b * 32;
             const __m512i start = _mm512_set1_epi32(-off * c->asum[(i + r) * c->KB + b]);
+#pragma GCC unroll 16
             for (int u = 0; u < G; u++) s[r][u] = start;
         }
         const uint8_t *w = c->W + (g * c->KB + b) * bb;
         const int64_t gs = c->KB * bb; /* bytes of one packed group */
         if (F == KVC_WQ_Q8_0) {
+#pragma GCC unroll 16
             for (int q = 0; q < 8; q++) {
                 __m512i wv[NR];
+#pragma GCC unroll 16
                 for (int u = 0; u < G; u++)
                     wv[u] = _mm512_xor_si512(_mm512_loadu_si512(w + u * gs + q * 64), _mm512_set1_epi8((char)0x80));
+#pragma GCC unroll 16
                 for (int r = 0; r < R; r++) {
                     const __m512i av = quad(a[r], 4 * q);
+#pragma GCC unroll 16
                     for (int u = 0; u < G; u++) s[r][u] = _mm512_dpbusd_epi32(s[r][u], wv[u], av);
                 }
             }
         } else {
             const __m512i nib = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 16
             for (int q = 0; q < 4; q++) {
                 __m512i lo[NR], hi[NR];
+#pragma GCC unroll 16
                 for (int u = 0; u < G; u++) {
                     const __m512i v = _mm512_loadu_si512(w + u * gs + q * 64);
                     lo[u] = _mm512_and_si512(v, nib);
                     hi[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
                 }
+#pragma GCC unroll 16
                 for (int r = 0; r < R; r++) {
                     const __m512i al = quad(a[r], 4 * q), ah = quad(a[r], 16 + 4 * q);
+#pragma GCC unroll 16
                     for (int u = 0; u < G; u++)
                         s[r][u] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s[r][u], lo[u], al), hi[u], ah);
                 }
             }
         }
+#pragma GCC unroll 16
         for (int u = 0; u < G; u++) {
             const __m512 dw = wq_scales16(c, g + u, b);
+#pragma GCC unroll 16
             for (int r = 0; r < R; r++) acc[r][u] = wq_step16(acc[r][u], s[r][u], dw, c->da[(i + r) * c->KB + b]);
         }
     }
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
         for (int u = 0; u < G; u++) wq_store16(c, i + r, g + u, acc[r][u]);
 }
 
