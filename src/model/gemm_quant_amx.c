@@ -1,5 +1,5 @@
 /* The amx-int8 kernel of kvci_gemm_wq (gemm_quant.h). One block of 32 k of 16
- * output columns is one TDPBSSD: the A tile holds the block's qa of up to 16 rows
+ * output columns is one TDPBSSD: the A tile holds the block's qa of 16 rows
  * (rows x 32 bytes, read in place from the [Mp][Kp] activations), the B tile the
  * packed block itself (8 rows x 64 bytes: 16 columns x 4 k per row, the layout
  * gemm_quant.h packs for it), the C tile the exact int32 isum of every element
@@ -9,11 +9,11 @@
  * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly.
  *
  * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5): one block's tiles
- * run while the f32 steps of the one before read its stored isums. At most 4 rows: the avx512-vnni
- * kernel runs them (VNNI_ROWS). At most 16 rows (decode): the A and C tiles are that
- * tall and each packed block is read once per call. More rows:
- * tiles of 16 rows (those past M are the activations' zero padding, never stored);
- * each group's weights stay in L2 across the row tiles.
+ * run while the f32 steps of the one before read its stored isums. The tiles are
+ * 16 rows tall (those past M are the activations' zero padding, never stored);
+ * each group's weights stay in L2 across the row tiles. Blocks of at most 8 rows
+ * (decode) run the avx512-vnni kernel instead (VNNI_ROWS), which streams the
+ * weights faster there.
  *
  * Offered when the CPU reports AMX-TILE, AMX-INT8 and AVX-512 F/BW and Linux has
  * granted the tile data (amx_tiles.h). Each block loads the configuration and
@@ -29,19 +29,16 @@
 #define TGT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
 #define INL TGT __attribute__((always_inline)) static inline
 
-/* Blocks of at most this many rows run the avx512-vnni kernel (same bits, gemm_quant.h): it streams
- * the weights from memory faster than the tiles do (measured: 1.3-1.6x at 1-4 rows, equal at 8). */
-#define VNNI_ROWS 4
+/* Blocks of at most this many rows run the avx512-vnni kernel (same bits, gemm_quant.h), measured
+ * faster there (one core, q8_0, K = 1024: 2x at 1 row, 1.1-1.8x at 8, even at 10, 1.3x slower at 12-16). */
+#define VNNI_ROWS 8
 
-/* A tiles (tmm0, tmm1) and C tiles (tmm4, tmm5) of `rows` rows; B tiles (tmm2, tmm3) 8 x 64 bytes. */
-static void configure(kvci_amx_tile_config *t, int rows) {
-    *t = (kvci_amx_tile_config){.palette = 1};
-    for (int r = 0; r < 6; r++) {
-        const bool b = r == 2 || r == 3;
-        t->rows[r] = b ? 8 : (uint8_t)rows;
-        t->colsb[r] = b || r >= 4 ? 64 : 32;
-    }
-}
+/* A tiles (tmm0, tmm1) 16 rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) 16 x 16 int32. */
+static const kvci_amx_tile_config config = {
+    .palette = 1,
+    .colsb = {32, 32, 64, 64, 64, 64},
+    .rows = {16, 16, 8, 8, 16, 16},
+};
 
 /* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
 INL void unpack_q4(const uint8_t *p, int8_t *out) {
@@ -54,10 +51,10 @@ INL void unpack_q4(const uint8_t *p, int8_t *out) {
     }
 }
 
-/* acc[r] steps over one block's C tile (rows r < R), stored at t [16][16] int32. */
-INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
+/* acc[r] steps over one block's C tile, stored at t [16][16] int32. */
+INL void steps(__m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
 #pragma GCC unroll 16
-    for (int r = 0; r < R; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
+    for (int r = 0; r < 16; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
 }
 
 /* Block b's isum tile into t (int32 [16][16]) through tiles A = tmm TA, B = tmm TB, C = tmm TC. */
@@ -75,14 +72,14 @@ INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const floa
         _tile_stored(TC, (t), 64);                                                                                     \
     } while (0)
 
-/* Rows [i, i + R) (R <= 16, the tiles as configured) x group g of C, format F; rows >= me not stored.
+/* Rows [i, i + 16) x group g of C, format F; rows >= me not stored.
  * Software-pipelined: block b's tiles run while the f32 steps of block b - 1 read its stored isums. */
-INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
+INL void rows_group(const kvc_wq_format F, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
     _Alignas(64) int32_t t[2][16 * 16];
     _Alignas(64) int8_t unpacked[2][512];
     __m512 acc[16];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
     const int64_t KB = c->KB;
     const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
     const int8_t *a = c->qa + i * c->Kp;
@@ -91,25 +88,20 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
     int64_t b = 1;
     for (; b + 1 < KB; b += 2) {
         STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
-        steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+        steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
         STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
-        steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
+        steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
     }
     if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
-    steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
-    if (b < KB) steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
-    for (int r = 0; r < R && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
+    steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+    if (b < KB) steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+    for (int r = 0; r < 16 && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
 }
 
-/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most 16 rows in tiles that tall
- * (decode), else in 16-row tiles (the last one's rows past M are the activations' zero padding). */
+/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the
+ * avx512-vnni kernel, else in 16-row tiles (the last one's rows past M are the activations' zero padding). */
 #define BLOCK_FN(F)                                                                                                    \
-    TGT static void few_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                                  \
-        rows_group(F, (int)(me - i), c, i, me, g);                                                                     \
-    }                                                                                                                  \
-    TGT static void full_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                                 \
-        rows_group(F, 16, c, i, me, g);                                                                                \
-    }                                                                                                                  \
+    TGT static void tile_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) { rows_group(F, c, i, me, g); }   \
     TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
         const int64_t me = kvci_min64(m1, c->M);                                                                       \
         if (me <= m0) return;                                                                                          \
@@ -118,16 +110,9 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
             vnni->block[F](c, m0, m1, g0, g1);                                                                         \
             return;                                                                                                    \
         }                                                                                                              \
-        const bool few = me - m0 <= 16;                                                                                \
-        kvci_amx_tile_config cfg;                                                                                      \
-        configure(&cfg, few ? (int)(me - m0) : 16);                                                                    \
-        _tile_loadconfig(&cfg);                                                                                        \
-        for (int64_t g = g0; g < g1; g++) {                                                                            \
-            if (few)                                                                                                   \
-                few_##F(c, m0, me, g);                                                                                 \
-            else                                                                                                       \
-                for (int64_t i = m0; i < me; i += 16) full_##F(c, i, me, g);                                           \
-        }                                                                                                              \
+        _tile_loadconfig(&config);                                                                                     \
+        for (int64_t g = g0; g < g1; g++)                                                                              \
+            for (int64_t i = m0; i < me; i += 16) tile_##F(c, i, me, g);                                               \
         _tile_release();                                                                                               \
     }
 BLOCK_FN(KVC_WQ_Q8_0)
