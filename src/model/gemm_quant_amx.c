@@ -84,17 +84,19 @@ INL void rows_group(const kvc_wq_format F, const kvc_wq_call *c, int64_t i, int6
     const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
     const int8_t *a = c->qa + i * c->Kp;
     const float *da = c->da + i * KB;
-    STAGE(0, 2, 4, F, c, a, w, 0, t[0], unpacked[0]);
-    int64_t b = 1;
-    for (; b + 1 < KB; b += 2) {
-        STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+    if (KB > 0) { /* K = 0: C = bias (or 0) */
+        STAGE(0, 2, 4, F, c, a, w, 0, t[0], unpacked[0]);
+        int64_t b = 1;
+        for (; b + 1 < KB; b += 2) {
+            STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+            steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+            STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
+            steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+        }
+        if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
         steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
-        STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
-        steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+        if (b < KB) steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
     }
-    if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
-    steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
-    if (b < KB) steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
     for (int r = 0; r < 16 && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
 }
 
