@@ -26,6 +26,7 @@
 
 #define MR 2 /* rows per tile */
 
+/* Four k of a row of A from k0, in every lane. */
 INL __m256i quad(const int8_t *a, int64_t k0) {
     int32_t v;
     __builtin_memcpy(&v, a + k0, 4);

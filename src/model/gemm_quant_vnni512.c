@@ -21,7 +21,7 @@
 #define MR 4 /* rows per tile */
 #define NR 2 /* column groups per tile */
 
-/* Four k of row r of A from k0, in every lane. */
+/* Four k of a row of A from k0, in every lane. */
 INL __m512i quad(const int8_t *a, int64_t k0) {
     int32_t v;
     __builtin_memcpy(&v, a + k0, 4);
