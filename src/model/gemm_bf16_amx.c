@@ -19,23 +19,19 @@
  *   store and load). Rows past M are the scratch's zero rows, not stored;
  *   padding columns and k only add +0.
  *
- * Linux hands tile data (XFEATURE_XTILEDATA) to a process only on request:
- * the kernel is offered once arch_prctl(ARCH_REQ_XCOMP_PERM) has granted it,
- * and the CPU reports AMX-TILE, AMX-BF16 and AVX512_BF16. Each block loads
+ * Linux hands tile data to a process only on request: the kernel is offered
+ * once kvci_amx_bf16_granted (base/amx.h) says the CPU and the OS allow it. Each block loads
  * the tile configuration and releases the tiles when done. */
 #include "model/gemm_bf16.h"
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <stdbool.h>
-
-#include "model/amx_tiles.h"
+#include "base/amx.h"
 #include "model/gemm_bf16_x86.h"
 
 #define TGT __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bf16")))
 #define INL TGT __attribute__((always_inline)) static inline
 
-typedef kvci_amx_tile_config tile_config;
+typedef kvc_amx_tile_config tile_config;
 
 /* Every tile 16 rows of 64 bytes: C 16 x 16 f32, A 16 rows x 32 bf16, B 16 pairs x 16 columns. */
 static const tile_config config = {
@@ -199,15 +195,7 @@ TGT static void block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0
 
 static const kvc_gemm_bf16_kernel amx = {"amx-bf16", "dot", kvci_bf16_split_avx512, 16, block, true};
 
-/* The CPU reports AMX-TILE, AMX-BF16 and AVX512_BF16, and the OS grants the tile data. */
-static bool usable(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22))) return false; /* AMX-BF16 */
-    const bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-    return avx512_bf16 && __builtin_cpu_supports("avx512f") && kvci_amx_tiles_granted();
-}
-
-const kvc_gemm_bf16_kernel *kvci_gemm_bf16_amx_kernel(void) { return usable() ? &amx : NULL; }
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_amx_kernel(void) { return kvci_amx_bf16_granted() ? &amx : NULL; }
 #else
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_amx_kernel(void) { return NULL; }
 #endif

@@ -15,15 +15,16 @@
  * (decode) run the avx512-vnni kernel instead (VNNI_ROWS), which streams the
  * weights faster there.
  *
- * Offered when the CPU reports AMX-TILE, AMX-INT8 and AVX-512 F/BW and Linux has
- * granted the tile data (amx_tiles.h). Each block loads the configuration and
+ * Offered when the CPU reports AMX-INT8 and AVX-512 BW and Linux has granted the
+ * tile data (kvci_amx_bf16_granted, base/amx.h: it asks only on CPUs with AMX-BF16
+ * too, which every AMX-INT8 CPU so far has). Each block loads the configuration and
  * releases the tiles when done. */
 #include "model/gemm_quant.h"
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 
-#include "model/amx_tiles.h"
+#include "base/amx.h"
 #include "model/gemm_quant_x86.h"
 
 #define TGT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
@@ -34,7 +35,7 @@
 #define VNNI_ROWS 8
 
 /* A tiles (tmm0, tmm1) 16 rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) 16 x 16 int32. */
-static const kvci_amx_tile_config config = {
+static const kvc_amx_tile_config config = {
     .palette = 1,
     .colsb = {32, 32, 64, 64, 64, 64},
     .rows = {16, 16, 8, 8, 16, 16},
@@ -122,11 +123,11 @@ BLOCK_FN(KVC_WQ_Q4_0)
 
 static const kvc_wq_kernel amx = {"amx-int8", 16, {block_KVC_WQ_Q8_0, block_KVC_WQ_Q4_0}};
 
-/* The CPU reports AMX-INT8 and AVX-512 F/BW, and the OS grants the tile data. */
+/* The CPU reports AMX-INT8 and AVX-512 BW, and the OS grants the tile data. */
 static bool usable(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 25))) return false; /* AMX-INT8 */
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && kvci_amx_tiles_granted();
+    return __builtin_cpu_supports("avx512bw") && kvci_amx_bf16_granted();
 }
 
 const kvc_wq_kernel *kvci_wq_amx_kernel(void) { return usable() ? &amx : NULL; }

@@ -1,6 +1,6 @@
-/* The AMX tile-data permission (amx_tiles.h), asked once per process. */
+/* kvci_amx_bf16_granted (amx.h): CPUID, then the tile-data permission, asked once. */
 #define _GNU_SOURCE
-#include "model/amx_tiles.h"
+#include "base/amx.h"
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -16,14 +16,17 @@ static pthread_once_t asked = PTHREAD_ONCE_INIT;
 
 static void ask_permission(void) {
     unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return; /* AMX-TILE */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
+    const bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+    if (!amx_bf16 || !amx_tile || !avx512_bf16 || !__builtin_cpu_supports("avx512f")) return;
     granted = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
-bool kvci_amx_tiles_granted(void) {
+bool kvci_amx_bf16_granted(void) {
     (void)pthread_once(&asked, ask_permission);
     return granted;
 }
 #else
-bool kvci_amx_tiles_granted(void) { return false; }
+bool kvci_amx_bf16_granted(void) { return false; }
 #endif
