@@ -18,7 +18,7 @@
  * instruction peaks measured in the same run (all threads): FMA on ymm and
  * zmm, vdpbf16ps and, where the OS grants tiles, TDPBF16PS. The dot kernels
  * run three bf16 products per activation, so their ceiling is a third of the
- * instruction's peak. */
+ * instruction's peak. Last, the quantized-weight kernels (bench_gemm_quant.c). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "bench_gemm_quant.h"
 #include "machine_limits.h"
 #include "model/gemm.h"
 #include "model/gemm_bf16.h"
@@ -232,5 +233,6 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
             const gemm_shape s = {layers[l].name, rows[r], layers[l].N, layers[l].K};
             rc |= run_shape(&s, opts->json);
         }
-    return rc | run_bf16(opts->json);
+    rc |= run_bf16(opts->json);
+    return rc | kvc_bench_gemm_quant(opts->json);
 }

@@ -18,7 +18,7 @@ const kvc_bench_entry kvc_benches[] = {
     {"manager", "block pool take/give and a 256-request decode step", kvc_bench_manager},
     {"engine", "budget vs prefill-alone scheduler vs static batching: throughput, TTFT/TPOT, KV blocks",
      kvc_bench_engine},
-    {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes", kvc_bench_gemm},
+    {"gemm", "batch-invariant GEMM vs OpenBLAS sgemm on model shapes; bf16 and quantized kernels", kvc_bench_gemm},
     {"model", "a model directory: prefill tokens/s and decode ms per step vs their rooflines, memory, paths",
      kvc_bench_model},
     {"prefix", "prefix caching on vs off: shared-prefix and chat workloads, cost of a hit per block vs XXH3",

@@ -2,8 +2,8 @@
  * figures can be divided by them: read bandwidth (every thread sums its
  * share of a 1 GiB buffer in independent vector chains) and the peak of
  * each arithmetic instruction a kernel may use (independent chains of it
- * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd and
- * AMX TDPBF16PS. */
+ * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd, AMX
+ * TDPBF16PS and AMX TDPBSSD. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,8 @@
 #include "bench.h"
 #include "kvcache/base.h"
 #include "machine_limits.h"
-#include "model/gemm_bf16.h" /* kvci_gemm_bf16_amx_kernel: the OS's grant of AMX tile data */
+#include "model/gemm_bf16.h"  /* kvci_gemm_bf16_amx_kernel: the OS's grant of AMX tile data */
+#include "model/gemm_quant.h" /* kvci_wq_amx_kernel: the same for AMX-INT8 */
 
 #define GIB ((size_t)1 << 30)
 
@@ -158,35 +159,40 @@ __attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long i
     return (double)_mm512_reduce_add_epi32(s);
 }
 
-/* TDPBF16PS on four independent 16 x 16 accumulators, operands in registers: CHAINS
- * instructions per iteration (the caller counts CHAINS per iteration). */
-__attribute__((target("amx-tile,amx-bf16"))) static double chains_tdpbf16(long iters) {
-    static const struct {
-        uint8_t palette, start_row, reserved[14];
-        uint16_t colsb[16];
-        uint8_t rows[16];
-    } cfg = {.palette = 1, .colsb = {64, 64, 64, 64, 64, 64, 64, 64}, .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
-    _tile_loadconfig(&cfg);
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    _tile_zero(4);
-    _tile_zero(5);
-    _tile_zero(6);
-    _tile_zero(7);
-    for (long i = 0; i < iters; i++)
-        for (int k = 0; k < CHAINS; k += 4) {
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-    float out[16 * 16];
-    _tile_stored(0, out, 64);
-    _tile_release();
-    return (double)out[0];
-}
+/* One AMX instruction OP on four independent 16 x 16 accumulators, operands in registers: CHAINS
+ * instructions per iteration (the caller counts CHAINS per iteration); A and B tiles ACOLS bytes deep. */
+#define TILE_CHAINS(NAME, TARGET, OP, ACOLS)                                                                           \
+    __attribute__((target(TARGET))) static double NAME(long iters) {                                                   \
+        static const struct {                                                                                          \
+            uint8_t palette, start_row, reserved[14];                                                                  \
+            uint16_t colsb[16];                                                                                        \
+            uint8_t rows[16];                                                                                          \
+        } cfg = {.palette = 1,                                                                                         \
+                 .colsb = {64, 64, 64, 64, ACOLS, ACOLS, 64, 64},                                                      \
+                 .rows = {16, 16, 16, 16, 16, 16, ACOLS / 4, ACOLS / 4}};                                              \
+        _tile_loadconfig(&cfg);                                                                                        \
+        _tile_zero(0);                                                                                                 \
+        _tile_zero(1);                                                                                                 \
+        _tile_zero(2);                                                                                                 \
+        _tile_zero(3);                                                                                                 \
+        _tile_zero(4);                                                                                                 \
+        _tile_zero(5);                                                                                                 \
+        _tile_zero(6);                                                                                                 \
+        _tile_zero(7);                                                                                                 \
+        for (long i = 0; i < iters; i++)                                                                               \
+            for (int k = 0; k < CHAINS; k += 4) {                                                                      \
+                OP(0, 4, 6);                                                                                           \
+                OP(1, 4, 7);                                                                                           \
+                OP(2, 5, 6);                                                                                           \
+                OP(3, 5, 7);                                                                                           \
+            }                                                                                                          \
+        float out[16 * 16];                                                                                            \
+        _tile_stored(0, out, 64);                                                                                      \
+        _tile_release();                                                                                               \
+        return (double)out[0];                                                                                         \
+    }
+TILE_CHAINS(chains_tdpbf16, "amx-tile,amx-bf16", _tile_dpbf16ps, 64)
+TILE_CHAINS(chains_tdpbssd, "amx-tile,amx-int8", _tile_dpbssd, 32)
 
 static int cpu_has(kvc_peak_kind k) {
     __builtin_cpu_init();
@@ -197,6 +203,7 @@ static int cpu_has(kvc_peak_kind k) {
     case KVC_PEAK_DPBF16: return __builtin_cpu_supports("avx512bf16");
     case KVC_PEAK_DPBUSD: return __builtin_cpu_supports("avx512vnni");
     case KVC_PEAK_TDPBF16: return kvci_gemm_bf16_amx_kernel() != NULL;
+    case KVC_PEAK_TDPBSSD: return kvci_wq_amx_kernel() != NULL;
     default: return 0;
     }
 }
@@ -221,6 +228,10 @@ static double chains_tdpbf16(long iters) {
     (void)iters;
     return 0.0;
 }
+static double chains_tdpbssd(long iters) {
+    (void)iters;
+    return 0.0;
+}
 static int cpu_has(kvc_peak_kind k) { return k == KVC_PEAK_FMA_SCALAR; }
 #endif
 
@@ -237,7 +248,8 @@ static double chains_fma_scalar(long iters) {
 
 /* Per kind: name, operations per instruction (a multiply-add counts 2;
  * vdpbf16ps: 16 lanes x 2 bf16 products; vpdpbusd: 16 lanes x 4 byte
- * products; TDPBF16PS: 16 x 16 outputs x 32 bf16 products), iterations of
+ * products; TDPBF16PS: 16 x 16 outputs x 32 bf16 products; TDPBSSD with
+ * K = 32: 16 x 16 outputs x 32 byte products), iterations of
  * one pass, the chains. */
 static const struct {
     const char *name;
@@ -245,9 +257,13 @@ static const struct {
     long iters;
     double (*chains)(long iters);
 } g_peaks[KVC_PEAK_KINDS] = {
-    {"fma-scalar", 2.0, 4000000, chains_fma_scalar}, {"fma-ymm", 16.0, 8000000, chains_fma_ymm},
-    {"fma-zmm", 32.0, 4000000, chains_fma_zmm},      {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
-    {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd}, {"tdpbf16ps-amx", 16384.0, 1000000, chains_tdpbf16},
+    {"fma-scalar", 2.0, 4000000, chains_fma_scalar},
+    {"fma-ymm", 16.0, 8000000, chains_fma_ymm},
+    {"fma-zmm", 32.0, 4000000, chains_fma_zmm},
+    {"vdpbf16ps-zmm", 64.0, 4000000, chains_dpbf16},
+    {"vpdpbusd-zmm", 128.0, 4000000, chains_dpbusd},
+    {"tdpbf16ps-amx", 16384.0, 1000000, chains_tdpbf16},
+    {"tdpbssd-amx-k32", 16384.0, 1000000, chains_tdpbssd},
 };
 
 void kvc_limits_cpu_flags(char *buf, size_t n) {

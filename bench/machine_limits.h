@@ -35,6 +35,7 @@ typedef enum kvc_peak_kind {
     KVC_PEAK_DPBF16,  /* AVX-512 BF16 vdpbf16ps on zmm */
     KVC_PEAK_DPBUSD,  /* AVX-512 VNNI vpdpbusd on zmm (integer operations) */
     KVC_PEAK_TDPBF16, /* AMX TDPBF16PS on 16 x 16 f32 tiles (where the OS grants tile data) */
+    KVC_PEAK_TDPBSSD, /* AMX TDPBSSD on 16 x 16 int32 tiles, K = 32 bytes (the quantized GEMM's block) */
     KVC_PEAK_KINDS
 } kvc_peak_kind;
 

@@ -1,0 +1,136 @@
+/* The amx-int8 kernel of kvci_gemm_wq (gemm_quant.h). One block of 32 k of 16
+ * output columns is one TDPBSSD: the A tile holds the block's qa of 16 rows
+ * (rows x 32 bytes, read in place from the [Mp][Kp] activations), the B tile the
+ * packed block itself (8 rows x 64 bytes: 16 columns x 4 k per row, the layout
+ * gemm_quant.h packs for it), the C tile the exact int32 isum of every element
+ * (from +0; |isum| <= 32 * 127 * 127). The tile is stored and the f32 step of the
+ * one reduction order runs in AVX-512, one accumulator per row in registers.
+ * Q4_0 blocks are unpacked first to s8 q = u - 8 (the 16 low nibbles are k 0-15,
+ * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly.
+ *
+ * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5): one block's tiles
+ * run while the f32 steps of the one before read its stored isums. The tiles are
+ * 16 rows tall (those past M are the activations' zero padding, never stored);
+ * each group's weights stay in L2 across the row tiles. Blocks of at most 8 rows
+ * (decode) run the avx512-vnni kernel instead (VNNI_ROWS), which streams the
+ * weights faster there.
+ *
+ * Offered when the CPU reports AMX-INT8 and AVX-512 BW and Linux has granted the
+ * tile data (kvci_amx_bf16_granted, base/amx.h: it asks only on CPUs with AMX-BF16
+ * too, which every AMX-INT8 CPU so far has). Each block loads the configuration and
+ * releases the tiles when done. */
+#include "model/gemm_quant.h"
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+#include "base/amx.h"
+#include "model/gemm_quant_x86.h"
+
+#define TGT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
+#define INL TGT __attribute__((always_inline)) static inline
+
+/* Blocks of at most this many rows run the avx512-vnni kernel (same bits, gemm_quant.h), measured
+ * faster there (one core, q8_0, K = 1024: 2x at 1 row, 1.1-1.8x at 8, even at 10, 1.3x slower at 12-16). */
+#define VNNI_ROWS 8
+
+/* A tiles (tmm0, tmm1) 16 rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) 16 x 16 int32. */
+static const kvc_amx_tile_config config = {
+    .palette = 1,
+    .colsb = {32, 32, 64, 64, 64, 64},
+    .rows = {16, 16, 8, 8, 16, 16},
+};
+
+/* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
+INL void unpack_q4(const uint8_t *p, int8_t *out) {
+    const __m512i nib = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+#pragma GCC unroll 16
+    for (int q = 0; q < 4; q++) {
+        const __m512i v = _mm512_loadu_si512(p + q * 64);
+        _mm512_store_si512(out + q * 64, _mm512_sub_epi8(_mm512_and_si512(v, nib), eight));
+        _mm512_store_si512(out + 256 + q * 64, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib), eight));
+    }
+}
+
+/* acc[r] steps over one block's C tile, stored at t [16][16] int32. */
+INL void steps(__m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
+}
+
+/* Block b's isum tile into t (int32 [16][16]) through tiles A = tmm TA, B = tmm TB, C = tmm TC. */
+#define STAGE(TA, TB, TC, F, c, a, w, b, t, unpacked)                                                                  \
+    do {                                                                                                               \
+        _tile_loadd(TA, (a) + (b)*32, (c)->Kp);                                                                        \
+        if ((F) == KVC_WQ_Q8_0) {                                                                                      \
+            _tile_loadd(TB, (w) + (b)*512, 64);                                                                        \
+        } else {                                                                                                       \
+            unpack_q4((w) + (b)*256, (unpacked));                                                                      \
+            _tile_loadd(TB, (unpacked), 64);                                                                           \
+        }                                                                                                              \
+        _tile_zero(TC);                                                                                                \
+        _tile_dpbssd(TC, TA, TB);                                                                                      \
+        _tile_stored(TC, (t), 64);                                                                                     \
+    } while (0)
+
+/* Rows [i, i + 16) x group g of C, format F; rows >= me not stored.
+ * Software-pipelined: block b's tiles run while the f32 steps of block b - 1 read its stored isums. */
+INL void rows_group(const kvc_wq_format F, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
+    _Alignas(64) int32_t t[2][16 * 16];
+    _Alignas(64) int8_t unpacked[2][512];
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+    const int64_t KB = c->KB;
+    const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
+    const int8_t *a = c->qa + i * c->Kp;
+    const float *da = c->da + i * KB;
+    if (KB > 0) { /* K = 0: C = bias (or 0) */
+        STAGE(0, 2, 4, F, c, a, w, 0, t[0], unpacked[0]);
+        int64_t b = 1;
+        for (; b + 1 < KB; b += 2) {
+            STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+            steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+            STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
+            steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+        }
+        if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
+        steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+        if (b < KB) steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+    }
+    for (int r = 0; r < 16 && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
+}
+
+/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the
+ * avx512-vnni kernel, else in 16-row tiles (the last one's rows past M are the activations' zero padding). */
+#define BLOCK_FN(F)                                                                                                    \
+    TGT static void tile_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) { rows_group(F, c, i, me, g); }   \
+    TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
+        const int64_t me = kvci_min64(m1, c->M);                                                                       \
+        if (me <= m0) return;                                                                                          \
+        const kvc_wq_kernel *vnni = kvci_wq_vnni512_kernel();                                                          \
+        if (me - m0 <= VNNI_ROWS && vnni) {                                                                            \
+            vnni->block[F](c, m0, m1, g0, g1);                                                                         \
+            return;                                                                                                    \
+        }                                                                                                              \
+        _tile_loadconfig(&config);                                                                                     \
+        for (int64_t g = g0; g < g1; g++)                                                                              \
+            for (int64_t i = m0; i < me; i += 16) tile_##F(c, i, me, g);                                               \
+        _tile_release();                                                                                               \
+    }
+BLOCK_FN(KVC_WQ_Q8_0)
+BLOCK_FN(KVC_WQ_Q4_0)
+
+static const kvc_wq_kernel amx = {"amx-int8", 16, {block_KVC_WQ_Q8_0, block_KVC_WQ_Q4_0}};
+
+/* The CPU reports AMX-INT8 and AVX-512 BW, and the OS grants the tile data. */
+static bool usable(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 25))) return false; /* AMX-INT8 */
+    return __builtin_cpu_supports("avx512bw") && kvci_amx_bf16_granted();
+}
+
+const kvc_wq_kernel *kvci_wq_amx_kernel(void) { return usable() ? &amx : NULL; }
+#else
+const kvc_wq_kernel *kvci_wq_amx_kernel(void) { return NULL; }
+#endif
