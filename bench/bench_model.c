@@ -95,10 +95,13 @@ static void print_memory(bool json, const char *when, memory m, const kvc_model_
                (double)m.huge_kib * 1024e-9, (double)c->weight_bytes * 1e-9);
 }
 
-/* The instruction the bf16 GEMM kernel computes with, and how many of its operations one
- * multiply-add of the model takes (the dot kernels: one per bf16 part of the activation). */
+/* The instruction the GEMM kernel computes with, and how many of its operations one
+ * multiply-add of the model takes (the bf16 dot kernels: one per bf16 part of the activation;
+ * the quantized kernels: one integer multiply-add of the int8 weights and activations). */
 static kvc_peak_kind gemm_peak(const kvc_model_cost_path *p, double *ops_per_mac) {
     *ops_per_mac = 1.0;
+    if (strcmp(p->kernel, "amx-int8") == 0) return KVC_PEAK_TDPBSSD; /* quantized weights (gemm_quant.h) */
+    if (strcmp(p->kernel, "avx512-vnni") == 0) return KVC_PEAK_DPBUSD;
     if (strcmp(p->dtype, "bf16") != 0) return kvc_limits_fma_of_path(p->kernel);
     if (strcmp(p->kernel, "amx-bf16") == 0 || strcmp(p->kernel, "avx512-bf16") == 0) {
         *ops_per_mac = KVC_GEMM_BF16_PARTS;

@@ -283,6 +283,7 @@ void kvc_limits_cpu_flags(char *buf, size_t n) {
     KVC_FLAG("avx512bf16");
 #undef KVC_FLAG
     if (kvci_gemm_bf16_amx_kernel()) snprintf(buf + strlen(buf), n - strlen(buf), " amx-bf16");
+    if (kvci_wq_amx_kernel()) snprintf(buf + strlen(buf), n - strlen(buf), " amx-int8");
 #endif
     if (!buf[0]) snprintf(buf, n, "(none of avx2 fma avx512f/bw/vl/vnni/bf16)");
 }
