@@ -95,13 +95,12 @@ typedef struct kvc_pd_staged kvc_pd_staged; /* a received request waiting for it
 typedef struct kvc_pd_receiver {
     kvc_pd_layout layout;
     const kvc_manager *mgr;
-    int64_t vocab_size;
     int64_t n_slots;
     kvc_pd_staged *staged; /* [n_slots] */
 } kvc_pd_receiver;
 
 /* For a DECODE engine: up to max_staged received requests waiting for admission at once. */
-kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t vocab_size, int64_t max_staged, kvc_pd_receiver *out);
+kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_receiver *out);
 void kvc_pd_receiver_free(kvc_pd_receiver *rx);
 
 typedef enum kvc_pd_event_kind {

@@ -14,7 +14,7 @@ struct kvc_pd_staged {
     char *payload; /* [h.payload_bytes] */
 };
 
-kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t vocab_size, int64_t max_staged, kvc_pd_receiver *out) {
+kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_receiver *out) {
     memset(out, 0, sizeof *out);
     const kvc_manager *m = kvc_engine_manager(e);
     if (m == NULL || kvc_engine_params_of(e)->role != KVC_ENGINE_ROLE_DECODE || max_staged < 1)
@@ -28,7 +28,6 @@ kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t vocab_size, int64_t
         return kvci_fail(KVC_ENOMEM, "P/D receiver: out of memory");
     }
     out->mgr = m;
-    out->vocab_size = vocab_size;
     out->n_slots = max_staged;
     return KVC_OK;
 }

@@ -129,7 +129,7 @@ static void prefill_and_send(const kvc_model *m, bool latent, int64_t bs, const 
  * can hit the blocks an earlier one cached). Returns the ids whose transfer failed, as a bit set. */
 static unsigned receive_and_decode(instance *dc, const kvc_transport *t) {
     kvc_pd_receiver rx;
-    assert_int_equal(kvc_pd_receiver_init(dc->e, dc->rec.vocab, N_REQ, &rx), KVC_OK);
+    assert_int_equal(kvc_pd_receiver_init(dc->e, N_REQ, &rx), KVC_OK);
     unsigned failed = 0;
     for (int64_t got = 0; got < N_REQ; got++) {
         kvc_pd_event ev;
@@ -292,7 +292,7 @@ static void test_layout_mismatch(void **state) {
     instance dc;
     instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 8, false);
     kvc_pd_receiver rx;
-    assert_int_equal(kvc_pd_receiver_init(dc.e, dc.rec.vocab, N_REQ, &rx), KVC_OK);
+    assert_int_equal(kvc_pd_receiver_init(dc.e, N_REQ, &rx), KVC_OK);
     kvc_pd_event ev;
     assert_int_equal(kvc_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);

@@ -1,0 +1,62 @@
+#!/bin/sh
+# `kvcache run ... --role prefill : ... --role decode` under mpirun (docs/pd.md):
+#  - for each oracle family (and DeepSeek-V3's MLA latent caches, mode 3) the decode rank prints
+#    byte for byte what `kvcache run` prints alone;
+#  - a dropped transfer (--pd-fault drop=1) fails prompt 1 within the timeout with the documented
+#    message while prompts 0 and 2 are served as alone;
+#  - a prefill rank that stops after one prompt (--pd-fault exit=1): prompts 1 and 2 fail with
+#    "no KV from the prefill rank", prompt 0 is served.
+# usage: pd_cli_test.sh KVCACHE MPIEXEC DATA_DIR
+set -u
+KVC=$1
+MPI=$2
+DATA=$3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PROMPTS="--prompt-ids 3,17,42,9,100,5,77 --prompt-ids 12,1,99 --prompt-ids 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21"
+fail() {
+    echo "FAIL: $*"
+    echo "--- stdout"; cat "$TMP/out"
+    echo "--- stderr"; cat "$TMP/err"
+    exit 1
+}
+
+# pd NAME PREFILL_EXTRA -- ARGS: runs one prefill and one decode rank, stdout/stderr to $TMP/out, err
+pd() {
+    pre=$1
+    shift
+    "$MPI" --allow-run-as-root --oversubscribe -np 1 "$KVC" run "$@" --role prefill $pre : \
+        -np 1 "$KVC" run "$@" --role decode >"$TMP/out" 2>"$TMP/err"
+}
+
+for case in "qwen3" "gpt_oss" "deepseek_v3" "deepseek_v3 --mode 3"; do
+    set -- $case
+    dir=$DATA/oracle/$1
+    shift
+    "$KVC" run "$dir" $PROMPTS --max-new-tokens 6 "$@" >"$TMP/single" 2>"$TMP/err" || fail "$case: kvcache run alone"
+    pd "--pd-timeout-ms 20000" "$dir" $PROMPTS --max-new-tokens 6 "$@" --pd-timeout-ms 20000 || fail "$case: P/D run"
+    cmp -s "$TMP/single" "$TMP/out" || { diff "$TMP/single" "$TMP/out"; fail "$case: P/D output differs"; }
+    echo "ok: $case"
+done
+
+dir=$DATA/oracle/qwen3
+"$KVC" run "$dir" $PROMPTS --max-new-tokens 6 >"$TMP/single" 2>/dev/null || fail "qwen3 alone"
+start=$(date +%s)
+pd "--pd-fault drop=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 && fail "drop: exit status 0"
+grep -q "prompt 1: MPI transport: the payload of message 1 (.* bytes) from rank 0 did not arrive within 800 ms" "$TMP/err" ||
+    fail "drop: no timeout message for prompt 1"
+sed -n 1,2p "$TMP/single" >"$TMP/want"
+echo >>"$TMP/want"
+sed -n 4p "$TMP/single" >>"$TMP/want"
+cmp -s "$TMP/want" "$TMP/out" || fail "drop: prompts 0 and 2 not served as alone, or prompt 1's line not empty"
+echo "ok: dropped transfer"
+
+pd "--pd-fault exit=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 && fail "exit: exit status 0"
+for b in 1 2; do
+    grep -q "prompt $b: no KV from the prefill rank within 800 ms" "$TMP/err" || fail "exit: prompt $b not failed"
+done
+sed -n 1,2p "$TMP/single" >"$TMP/want"
+printf '\n\n' >>"$TMP/want"
+cmp -s "$TMP/want" "$TMP/out" || fail "exit: prompt 0 not served as alone"
+echo "ok: prefill rank gone"
+[ $(($(date +%s) - start)) -lt 30 ] || fail "the fault cases took more than 30 s"
