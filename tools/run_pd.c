@@ -75,7 +75,7 @@ static int run_prefill(kvc_engine *e, const kvc_transport *t, const kvc_run_engi
 static int64_t now_ms(void) { return kvc_engine_now_ns() / 1000000; }
 
 /* One received event: the prompt's state, a message for a failure. */
-static void note_event(const kvc_pd_event *ev, char *state, int64_t n, kvc_engine *e, int *rc) {
+static void note_event(const kvc_pd_event *ev, char *state, int64_t n, kvc_engine *e, kvc_pd_receiver *rx, int *rc) {
     const bool known = ev->request_id >= 0 && ev->request_id < n && state[ev->request_id] == PROMPT_PENDING;
     if (ev->kind == KVC_PD_ADDED && known) {
         state[ev->request_id] = PROMPT_ADDED;
@@ -83,6 +83,7 @@ static void note_event(const kvc_pd_event *ev, char *state, int64_t n, kvc_engin
     }
     if (ev->kind == KVC_PD_ADDED) { /* not one of this run's prompts */
         kvc_engine_request_release(e, ev->request_id);
+        kvc_pd_receiver_forget(rx, ev->request_id);
         fprintf(stderr, "kvcache run: the prefill rank sent request %lld, which is not a pending prompt\n",
                 (long long)ev->request_id);
     } else {
@@ -103,7 +104,7 @@ static kvc_status decode_all(kvc_engine *e, kvc_pd_receiver *rx, const kvc_trans
     while (st == KVC_OK && (n_pending > 0 || stats.n_waiting + stats.n_running > 0)) {
         kvc_pd_event ev;
         st = kvc_pd_receive(rx, e, t, pd->timeout_ms, &ev);
-        if (st == KVC_OK && ev.kind != KVC_PD_NONE) note_event(&ev, state, n, e, rc), last = now_ms();
+        if (st == KVC_OK && ev.kind != KVC_PD_NONE) note_event(&ev, state, n, e, rx, rc), last = now_ms();
         if (st == KVC_OK && stats.n_waiting + stats.n_running > 0) {
             kvc_engine_step_result res;
             st = kvc_engine_step(e, &res);

@@ -63,6 +63,8 @@ typedef struct kvc_pd_layout {
     kvc_buffer_info *buffers; /* [n_buffers] */
     int32_t *table;           /* [max table width] scratch for block ids */
     int64_t table_cap;
+    char *pack; /* [pack_cap] the sender's payload buffer, kept from message to message */
+    int64_t pack_cap;
 } kvc_pd_layout;
 
 /* KVC_EINVAL naming a state (Mamba) key, which P/D does not carry. */
@@ -102,6 +104,9 @@ typedef struct kvc_pd_receiver {
 /* For a DECODE engine: up to max_staged received requests waiting for admission at once. */
 kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_receiver *out);
 void kvc_pd_receiver_free(kvc_pd_receiver *rx);
+/* Frees what is staged for request id (call it when the request leaves the engine before its
+ * admission: released, aborted); nothing for an id with nothing staged. */
+void kvc_pd_receiver_forget(kvc_pd_receiver *rx, int64_t id);
 
 typedef enum kvc_pd_event_kind {
     KVC_PD_NONE = 0,   /* no message has arrived */

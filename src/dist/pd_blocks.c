@@ -39,6 +39,7 @@ kvc_status kvc_pd_layout_init(const kvc_manager *m, kvc_pd_layout *out) {
 void kvc_pd_layout_free(kvc_pd_layout *l) {
     kvci_free(l->buffers);
     kvci_free(l->table);
+    kvci_free(l->pack);
     memset(l, 0, sizeof *l);
 }
 

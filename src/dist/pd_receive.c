@@ -11,7 +11,8 @@ struct kvc_pd_staged {
     bool used;
     kvc_pd_receiver *rx;
     kvc_pd_header h;
-    char *payload; /* [h.payload_bytes] */
+    char *payload; /* [cap], h.payload_bytes of it received; kept when the slot is free again */
+    int64_t cap;
 };
 
 kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_receiver *out) {
@@ -32,17 +33,18 @@ kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_
     return KVC_OK;
 }
 
-static void unstage(kvc_pd_staged *s) {
-    kvci_free(s->payload);
-    s->payload = NULL;
-    s->used = false;
-}
+static void unstage(kvc_pd_staged *s) { s->used = false; }
 
 void kvc_pd_receiver_free(kvc_pd_receiver *rx) {
-    for (int64_t i = 0; rx->staged != NULL && i < rx->n_slots; i++) unstage(&rx->staged[i]);
+    for (int64_t i = 0; rx->staged != NULL && i < rx->n_slots; i++) kvci_free(rx->staged[i].payload);
     kvci_free(rx->staged);
     kvc_pd_layout_free(&rx->layout);
     memset(rx, 0, sizeof *rx);
+}
+
+void kvc_pd_receiver_forget(kvc_pd_receiver *rx, int64_t id) {
+    for (int64_t i = 0; i < rx->n_slots; i++)
+        if (rx->staged[i].used && rx->staged[i].h.request_id == id) unstage(&rx->staged[i]);
 }
 
 /* The header against this side's manager: same keys, block bytes and block ranges, a consistent size. */
@@ -140,10 +142,15 @@ kvc_status kvc_pd_receive(kvc_pd_receiver *rx, kvc_engine *e, const kvc_transpor
                                 "P/D receive: request %lld: all %lld staging slots hold requests not "
                                 "admitted yet",
                                 (long long)h.request_id, (long long)rx->n_slots));
-    s->payload = kvci_malloc((size_t)h.payload_bytes);
-    if (s->payload == NULL)
-        return kvci_fail(KVC_ENOMEM, "P/D receive: %lld bytes for request %lld", (long long)h.payload_bytes,
-                         (long long)h.request_id);
+    if (s->cap < h.payload_bytes) { /* a slot's buffer grows to the largest message and stays */
+        kvci_free(s->payload);
+        s->cap = 0;
+        s->payload = kvci_malloc((size_t)h.payload_bytes);
+        if (s->payload == NULL)
+            return kvci_fail(KVC_ENOMEM, "P/D receive: %lld bytes for request %lld", (long long)h.payload_bytes,
+                             (long long)h.request_id);
+        s->cap = h.payload_bytes;
+    }
     s->used = true;
     s->rx = rx;
     s->h = h;

@@ -47,18 +47,22 @@ kvc_status kvc_pd_send(const kvc_engine *e, kvc_pd_layout *l, const kvc_transpor
         h.block_bytes[k] = l->block_bytes[k];
         h.payload_bytes += h.n_blocks[k] * h.block_bytes[k];
     }
-    char *payload = kvci_malloc((size_t)h.payload_bytes);
-    if (payload == NULL)
-        return kvci_fail(KVC_ENOMEM, "P/D send: %lld bytes for request %lld", (long long)h.payload_bytes,
-                         (long long)r->id);
-    memcpy(payload, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
-    st = kvci_pd_copy_blocks(m, l, r->id, r->n_prompt, h.n_external, 0, payload, true);
-    if (st != KVC_OK || drop_payload) {
-        kvci_free(payload);
-        if (st != KVC_OK) return st;
-        return t->ops->send(t->self, peer, seq, &h, sizeof h, NULL, 0, timeout_ms);
+    if (l->pack_cap < h.payload_bytes) { /* the buffer grows to the largest message and stays */
+        kvci_free(l->pack);
+        l->pack_cap = 0;
+        l->pack = kvci_malloc((size_t)h.payload_bytes);
+        if (l->pack == NULL)
+            return kvci_fail(KVC_ENOMEM, "P/D send: %lld bytes for request %lld", (long long)h.payload_bytes,
+                             (long long)r->id);
+        l->pack_cap = h.payload_bytes;
     }
-    return t->ops->send(t->self, peer, seq, &h, sizeof h, payload, h.payload_bytes, timeout_ms);
+    memcpy(l->pack, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
+    st = kvci_pd_copy_blocks(m, l, r->id, r->n_prompt, h.n_external, 0, l->pack, true);
+    if (st != KVC_OK) return st;
+    if (drop_payload) return t->ops->send(t->self, peer, seq, &h, sizeof h, NULL, 0, timeout_ms);
+    st = t->ops->send(t->self, peer, seq, &h, sizeof h, l->pack, h.payload_bytes, timeout_ms);
+    if (st != KVC_OK) l->pack = NULL, l->pack_cap = 0; /* the transport has it now */
+    return st;
 }
 
 kvc_status kvc_pd_send_failure(const kvc_transport *t, int32_t peer, uint64_t seq, int64_t id, kvc_status status,

@@ -23,10 +23,11 @@
 
 typedef struct kvc_transport_ops {
     const char *name; /* "mpi", "loopback" */
-    /* Sends header (copied) then payload (payload_bytes may be 0) to peer under sequence number seq. The
-     * payload is the transport's from the call on, whatever the outcome: a kvci_malloc'd buffer (or
-     * NULL) that it frees once sent, or at destroy when the send timed out (a send in flight cannot be
-     * taken back). KVC_ETIMEDOUT when the peer has not taken both after timeout_ms. */
+    /* Sends header (copied) then payload (payload_bytes may be 0) to peer under sequence number seq.
+     * KVC_OK: both are on their way and the payload is the caller's again (to reuse). Any failure:
+     * the transport has taken the payload (a kvci_malloc'd buffer, or NULL) and frees it once no send
+     * can read it any more (a timed-out send cannot be taken back: at close). KVC_ETIMEDOUT when the
+     * peer has not taken both after timeout_ms. */
     kvc_status (*send)(void *self, int32_t peer, uint64_t seq, const void *header, int64_t header_bytes, void *payload,
                        int64_t payload_bytes, int64_t timeout_ms);
     /* Takes the next header of header_bytes from any peer if one has arrived: *from = its sender, or -1

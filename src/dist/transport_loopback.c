@@ -54,8 +54,13 @@ static kvc_status loop_send(void *self, int32_t peer, uint64_t seq, const void *
         *m = (loop_msg){.used = true, .seq = seq, .header_bytes = header_bytes, .payload_bytes = payload_bytes};
         memcpy(m->header, header, (size_t)header_bytes);
         const bool drop = p->drop_payload_seq >= 0 && seq == (uint64_t)p->drop_payload_seq;
-        if (drop) kvci_free(payload);
-        m->payload = drop ? NULL : payload;
+        m->payload = drop || payload_bytes == 0 ? NULL : kvci_malloc((size_t)payload_bytes);
+        if (m->payload == NULL && !drop && payload_bytes > 0) {
+            m->used = false;
+            kvci_free(payload);
+            return kvci_fail(KVC_ENOMEM, "loopback transport: %lld bytes for a payload", (long long)payload_bytes);
+        }
+        if (m->payload != NULL) memcpy(m->payload, payload, (size_t)payload_bytes);
         p->arrival[peer][i] = p->next_arrival++;
         return KVC_OK;
     }
