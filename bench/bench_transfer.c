@@ -10,6 +10,9 @@
  *   memcpy     rank 0 copies the payload's bytes between two buffers;
  *   MPI        rank 0 MPI_Send's them, rank 1 MPI_Recv's them and answers
  *              with one byte; rank 0 times until the answer;
+ *   MPI put    rank 0 MPI_Put's them into a window over rank 1's buffer
+ *              (passive target: lock, put, unlock), the one-sided
+ *              alternative to the two-sided transport;
  *   KV         rank 0 kvc_pd_send (pack the blocks + send), rank 1
  *              kvc_pd_receive (header check + payload into staging) and the
  *              same one-byte answer; plus the unpack into pool blocks that a
@@ -40,7 +43,7 @@ static const char BT_CONFIG[] =
     "\"rope_theta\":10000,\"rms_norm_eps\":1e-5,\"max_position_embeddings\":4096}";
 
 typedef struct bt_times {
-    double memcpy_s, mpi_s, kv_s, unpack_s;
+    double memcpy_s, mpi_s, put_s, kv_s, unpack_s;
 } bt_times;
 
 typedef struct bt_side {
@@ -92,7 +95,26 @@ static void ack_wait(void) {
 
 static double best(double a, double b) { return a < b ? a : b; }
 
-/* Rank 0: prefill, then the three timings. */
+/* Both ranks: a window over rank 1's buffer of `bytes`; rank 0 puts src into it BT_ITERS times (best
+ * time into *put_s). Collective. */
+static void time_puts(int rank, const char *src, int64_t bytes, double *put_s) {
+    char *dst = rank == 1 ? kvci_malloc((size_t)bytes) : NULL;
+    MPI_Win win;
+    MPI_Win_create(dst, rank == 1 && dst ? bytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    for (int it = 0; it < BT_ITERS; it++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank != 0) continue;
+        const double t0 = kvc_bench_now();
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+        MPI_Put(src, (int)bytes, MPI_BYTE, 1, 0, (int)bytes, MPI_BYTE, win);
+        MPI_Win_unlock(1, win);
+        *put_s = best(*put_s, kvc_bench_now() - t0);
+    }
+    MPI_Win_free(&win);
+    kvci_free(dst);
+}
+
+/* Rank 0: prefill, then the timings. */
 static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_times *out) {
     kvc_status st = kvc_engine_add_request(s->e, &s->r);
     kvc_engine_step_result res = {.idle = false};
@@ -109,7 +131,10 @@ static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_t
     char *src = kvci_malloc((size_t)*bytes), *dst = kvci_malloc((size_t)*bytes);
     if (st == KVC_OK && (src == NULL || dst == NULL)) st = kvci_fail(KVC_ENOMEM, "bench transfer: out of memory");
     if (st == KVC_OK) st = kvci_pd_copy_blocks(m, &l, 0, BT_TOKENS, BT_TOKENS - 1, 0, src, true);
-    *out = (bt_times){1e30, 1e30, 1e30, 1e30};
+    *out = (bt_times){1e30, 1e30, 1e30, 1e30, 1e30};
+    int64_t shared[1] = {st == KVC_OK ? *bytes : 0}; /* rank 1 sizes its window from it */
+    MPI_Bcast(shared, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (shared[0] > 0) time_puts(0, src, *bytes, &out->put_s);
     for (int it = 0; it < BT_ITERS && st == KVC_OK; it++) {
         double t0 = kvc_bench_now();
         memcpy(dst, src, (size_t)*bytes);
@@ -138,6 +163,13 @@ static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_t
 static kvc_status rank1(bt_side *s, const kvc_transport *t) {
     kvc_pd_receiver rx;
     kvc_status st = kvc_pd_receiver_init(s->e, 1, &rx);
+    int64_t bytes[1] = {0};
+    MPI_Bcast(bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    double unused = 0.0;
+    if (bytes[0] > 0)
+        time_puts(1, NULL, bytes[0], &unused);
+    else
+        st = kvci_fail(KVC_EINTERNAL, "bench transfer: rank 0 failed before the timings");
     char *buf = NULL;
     for (int it = 0; it < BT_ITERS && st == KVC_OK; it++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -165,8 +197,9 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
     const double gb = (double)bytes / 1e9, kv = t->kv_s + t->unpack_s;
     if (opts->json) {
         printf("{\"bench\":\"transfer\",\"bytes\":%lld,\"tokens\":%d,\"memcpy_gbs\":%.3f,\"mpi_gbs\":%.3f,"
-               "\"kv_transfer_gbs\":%.3f,\"kv_send_receive_ms\":%.3f,\"kv_unpack_ms\":%.3f}\n",
-               (long long)bytes, BT_TOKENS, gb / t->memcpy_s, gb / t->mpi_s, gb / kv, t->kv_s * 1e3, t->unpack_s * 1e3);
+               "\"mpi_put_gbs\":%.3f,\"kv_transfer_gbs\":%.3f,\"kv_send_receive_ms\":%.3f,\"kv_unpack_ms\":%.3f}\n",
+               (long long)bytes, BT_TOKENS, gb / t->memcpy_s, gb / t->mpi_s, gb / t->put_s, gb / kv, t->kv_s * 1e3,
+               t->unpack_s * 1e3);
         return;
     }
     printf("kvcache bench transfer: one request of %d tokens, random llama-like model (%d layers, %d KV heads x 64, "
@@ -174,6 +207,7 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
            BT_TOKENS, BT_LAYERS, BT_KV_HEADS, BT_BLOCK, (long long)bytes, BT_ITERS);
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "memcpy (one rank)", gb / t->memcpy_s, t->memcpy_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Send/Recv (raw)", gb / t->mpi_s, t->mpi_s * 1e3);
+    printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Put (one-sided, raw)", gb / t->put_s, t->put_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms  (pack + send + receive %.3f ms, unpack %.3f ms)\n",
            "KV transfer (kvc_pd_send/receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
 }

@@ -93,8 +93,8 @@ static void note_event(const kvc_pd_event *ev, char *state, int64_t n, kvc_engin
     *rc = 1;
 }
 
-/* Receives and decodes until every prompt is finished or failed; a prompt whose KV does not come
- * within the timeout after the last sign of the peer fails. */
+/* Receives and decodes until every prompt is finished or failed; the prompts whose KV has not come
+ * fail when the engine has waited idle for the timeout since the last message or step. */
 static kvc_status decode_all(kvc_engine *e, kvc_pd_receiver *rx, const kvc_transport *t, const kvc_run_engine_opts *o,
                              const kvc_run_pd_opts *pd, int64_t n, char *state, int32_t *buf, int64_t *printed,
                              int *rc) {
@@ -108,6 +108,7 @@ static kvc_status decode_all(kvc_engine *e, kvc_pd_receiver *rx, const kvc_trans
         if (st == KVC_OK && stats.n_waiting + stats.n_running > 0) {
             kvc_engine_step_result res;
             st = kvc_engine_step(e, &res);
+            last = now_ms();
             for (int64_t b = 0; st == KVC_OK && o->stream && b < n; b++)
                 if (state[b] == PROMPT_ADDED) st = kvc_run_engine_stream(e, b, buf, o->max_new_tokens, &printed[b]);
             fflush(stdout);

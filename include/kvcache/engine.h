@@ -315,8 +315,9 @@ KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id,
  * number of generated tokens. */
 KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
                                                   int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
-/* Forgets a request: a finished one's output goes; a waiting or running one is
- * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
+/* Forgets a request: a finished one's output goes (a PREFILL-role request's
+ * kept blocks are freed); a waiting or running one is aborted (its blocks /
+ * cache row are freed at once). Frees its slot and id. */
 KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 
 typedef struct kvc_engine_step_result {
@@ -400,8 +401,8 @@ KVC_API const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
  * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping
  * (queues ordered by priority then arrival), every running request holding
  * exactly the blocks of its cached tokens in every manager and no waiting
- * one holding any, and with nothing running every pool back at num_blocks - 1
- * free. KVC_EINTERNAL naming the broken rule. */
+ * one holding any, and with nothing running (and, PREFILL role, no finished
+ * request still holding its blocks) every pool back at num_blocks - 1 free. KVC_EINTERNAL naming the broken rule. */
 KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* ---- the model runtime as an engine model (model_adapter.c) --------------- */
