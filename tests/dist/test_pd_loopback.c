@@ -5,7 +5,8 @@
  * with prefix caching on, salts, a prefix hit on the decode side and
  * preemption there. A dropped payload ends its request with KVC_ETIMEDOUT,
  * frees its blocks on both sides and the decode engine serves the others;
- * a decode engine with another block size refuses the message. */
+ * a decode engine with another block size refuses the message, as it refuses
+ * every header that does not add up. */
 #include <stdlib.h>
 
 #include "dist/pd.h"
@@ -305,6 +306,83 @@ static void test_layout_mismatch(void **state) {
     kvc_model_destroy(m);
 }
 
+/* Sends h as a message and expects the decode side to fail request h->request_id with status
+ * `want`, its message containing `text`. */
+static void expect_refused(instance *dc, kvc_pd_receiver *rx, const kvc_pd_header *h, kvc_status want,
+                           const char *text) {
+    kvc_transport tp, td;
+    assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(tp.ops->send(tp.self, 1, h->seq, h, sizeof *h, NULL, 0, 50), KVC_OK);
+    kvc_pd_event ev;
+    assert_int_equal(kvc_pd_receive(rx, dc->e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(ev.kind, KVC_PD_FAILED);
+    assert_int_equal(ev.request_id, h->request_id);
+    assert_int_equal(ev.status, want);
+    if (strstr(kvc_last_error(), text) == NULL) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+    kvc_transport_close(&tp);
+    kvc_transport_close(&td);
+}
+
+/* Headers the decode side refuses before it takes any payload, each naming what is wrong: the prefill
+ * side's own failure, another magic, counts out of range, another block range, a payload size that
+ * does not add up. Nothing enters the engine. */
+static void test_bad_headers(void **state) {
+    (void)state;
+    kvc_model *m = random_model(QWEN3);
+    instance dc;
+    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
+    kvc_pd_receiver rx;
+    assert_int_equal(kvc_pd_receiver_init(dc.e, 1, &rx), KVC_OK);
+    kvc_transport tp, td;
+    assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(kvc_pd_send_failure(&tp, 1, 0, 5, KVC_ENOMEM, "pools too small", 50), KVC_OK);
+    kvc_pd_event ev;
+    assert_int_equal(kvc_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(ev.kind, KVC_PD_FAILED);
+    assert_int_equal(ev.status, KVC_ENOMEM);
+    assert_non_null(strstr(kvc_last_error(), "request 5 failed on the prefill side: pools too small"));
+    kvc_transport_close(&tp);
+    kvc_transport_close(&td);
+    /* a good header of a 9-token prompt: 8 external tokens, 2 blocks of the one key */
+    kvc_pd_header good;
+    memset(&good, 0, sizeof good);
+    good.magic = KVC_PD_MAGIC;
+    good.version = KVC_PD_VERSION;
+    good.request_id = 3;
+    good.n_prompt = 9;
+    good.n_external = 8;
+    good.max_new_tokens = 2;
+    good.top_p = 1.0f;
+    good.n_keys = 1;
+    good.block_bytes[0] = rx.layout.block_bytes[0];
+    good.n_blocks[0] = 2;
+    good.payload_bytes = 9 * 4 + 2 * good.block_bytes[0];
+    kvc_pd_header h = good;
+    h.magic = 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "magic 0x00000001");
+    h = good;
+    h.n_external = 9;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_external 9 (0 .. n_prompt - 1)");
+    h = good;
+    h.n_prompt = MAXLEN + 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_prompt 65 (1 .. 64)");
+    h = good;
+    h.n_keys = 2;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "2 manager keys, this engine 1");
+    h = good;
+    h.first_block[0] = 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "blocks [1, +2)");
+    h = good;
+    h.payload_bytes += 4;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "payload bytes, its blocks make");
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
+    assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
+    kvc_pd_receiver_free(&rx);
+    instance_close(&dc);
+    kvc_model_destroy(m);
+}
+
 /* The roles' refusals: external tokens outside the DECODE role or without a loader; a role on a
  * self-managed model. */
 static void test_role_refusals(void **state) {
@@ -338,7 +416,8 @@ int main(void) {
         cmocka_unit_test(test_llama),           cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_qwen3),           cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),     cmocka_unit_test(test_dropped_payload),
-        cmocka_unit_test(test_layout_mismatch), cmocka_unit_test(test_role_refusals),
+        cmocka_unit_test(test_layout_mismatch), cmocka_unit_test(test_bad_headers),
+        cmocka_unit_test(test_role_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
