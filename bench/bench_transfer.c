@@ -13,8 +13,8 @@
  *   MPI put    rank 0 MPI_Put's them into a window over rank 1's buffer
  *              (passive target: lock, put, unlock), the one-sided
  *              alternative to the two-sided transport;
- *   KV         rank 0 kvc_pd_send (pack the blocks + send), rank 1
- *              kvc_pd_receive (header check + payload into staging) and the
+ *   KV         rank 0 kvci_pd_send (pack the blocks + send), rank 1
+ *              kvci_pd_receive (header check + payload into staging) and the
  *              same one-byte answer; plus the unpack into pool blocks that a
  *              decode engine's loader does (kvci_pd_copy_blocks, timed on rank
  *              0 into the request's own blocks: the same copy).
@@ -115,17 +115,17 @@ static void time_puts(int rank, const char *src, int64_t bytes, double *put_s) {
 }
 
 /* Rank 0: prefill, then the timings. */
-static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_times *out) {
+static kvc_status rank0(bt_side *s, const kvci_transport *t, int64_t *bytes, bt_times *out) {
     kvc_status st = kvc_engine_add_request(s->e, &s->r);
     kvc_engine_step_result res = {.idle = false};
     while (st == KVC_OK && !res.idle) st = kvc_engine_step(s->e, &res);
-    kvc_pd_layout l = {0};
-    if (st == KVC_OK) st = kvc_pd_layout_init(kvc_engine_manager(s->e), &l);
+    kvci_pd_layout l = {0};
+    if (st == KVC_OK) st = kvci_pd_layout_init(kvc_engine_manager(s->e), &l);
     const kvc_manager *m = kvc_engine_manager(s->e);
     *bytes = BT_TOKENS * (int64_t)sizeof(int32_t);
     for (int32_t k = 0; k < l.n_keys; k++) {
         int64_t first = 0, n = 0;
-        kvc_pd_block_range(m, k, BT_TOKENS - 1, &first, &n);
+        kvci_pd_block_range(m, k, BT_TOKENS - 1, &first, &n);
         *bytes += n * l.block_bytes[k];
     }
     char *src = kvci_malloc((size_t)*bytes), *dst = kvci_malloc((size_t)*bytes);
@@ -146,7 +146,7 @@ static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_t
         out->mpi_s = best(out->mpi_s, kvc_bench_now() - t0);
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = kvc_bench_now();
-        st = kvc_pd_send(s->e, &l, t, 1, (uint64_t)it, &s->r, 60000, false);
+        st = kvci_pd_send(s->e, &l, t, 1, (uint64_t)it, &s->r, 60000, false);
         ack_wait();
         out->kv_s = best(out->kv_s, kvc_bench_now() - t0);
         t0 = kvc_bench_now();
@@ -155,14 +155,14 @@ static kvc_status rank0(bt_side *s, const kvc_transport *t, int64_t *bytes, bt_t
     }
     kvci_free(src);
     kvci_free(dst);
-    kvc_pd_layout_free(&l);
+    kvci_pd_layout_free(&l);
     return st;
 }
 
 /* Rank 1: the receiving ends. */
-static kvc_status rank1(bt_side *s, const kvc_transport *t) {
-    kvc_pd_receiver rx;
-    kvc_status st = kvc_pd_receiver_init(s->e, 1, &rx);
+static kvc_status rank1(bt_side *s, const kvci_transport *t) {
+    kvci_pd_receiver rx;
+    kvc_status st = kvci_pd_receiver_init(s->e, 1, &rx);
     int64_t bytes[1] = {0};
     MPI_Bcast(bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     double unused = 0.0;
@@ -181,15 +181,15 @@ static kvc_status rank1(bt_side *s, const kvc_transport *t) {
         MPI_Recv(buf, count, MPI_BYTE, 0, BT_RAW_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         ack_send();
         MPI_Barrier(MPI_COMM_WORLD);
-        kvc_pd_event ev = {.kind = KVC_PD_NONE};
-        while (st == KVC_OK && ev.kind == KVC_PD_NONE) st = kvc_pd_receive(&rx, s->e, t, 60000, &ev);
+        kvci_pd_event ev = {.kind = KVC_PD_NONE};
+        while (st == KVC_OK && ev.kind == KVC_PD_NONE) st = kvci_pd_receive(&rx, s->e, t, 60000, &ev);
         ack_send();
         if (st == KVC_OK && ev.kind != KVC_PD_ADDED) st = ev.status;
         if (st == KVC_OK) st = kvc_engine_request_release(s->e, 0);
-        kvc_pd_receiver_forget(&rx, 0);
+        kvci_pd_receiver_forget(&rx, 0);
     }
     kvci_free(buf);
-    if (rx.staged != NULL) kvc_pd_receiver_free(&rx);
+    if (rx.staged != NULL) kvci_pd_receiver_free(&rx);
     return st;
 }
 
@@ -209,12 +209,12 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Send/Recv (raw)", gb / t->mpi_s, t->mpi_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Put (one-sided, raw)", gb / t->put_s, t->put_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms  (pack + send + receive %.3f ms, unpack %.3f ms)\n",
-           "KV transfer (kvc_pd_send/receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
+           "KV transfer (kvci_pd_send/receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
 }
 
 int kvc_bench_transfer(const kvc_bench_opts *opts) {
-    kvc_transport t = {0};
-    kvc_status st = kvc_transport_mpi_open(&t);
+    kvci_transport t = {0};
+    kvc_status st = kvci_transport_mpi_open(&t);
     if (st == KVC_OK && t.n_ranks != 2)
         st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench transfer (got %d)", t.n_ranks);
     bt_side s = {0};
@@ -225,7 +225,7 @@ int kvc_bench_transfer(const kvc_bench_opts *opts) {
     if (st == KVC_OK && t.rank == 0) print_times(opts, bytes, &times);
     if (st != KVC_OK) fprintf(stderr, "kvcache bench transfer: %s\n", kvc_last_error());
     side_close(&s);
-    kvc_transport_close(&t);
+    kvci_transport_close(&t);
     return st == KVC_OK ? 0 : 1;
 }
 

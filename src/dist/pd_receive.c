@@ -7,25 +7,25 @@
 #include "base/internal.h"
 #include "dist/pd.h"
 
-struct kvc_pd_staged {
+struct kvci_pd_staged {
     bool used;
-    kvc_pd_receiver *rx;
-    kvc_pd_header h;
+    kvci_pd_receiver *rx;
+    kvci_pd_header h;
     char *payload; /* [cap], h.payload_bytes of it received; kept when the slot is free again */
     int64_t cap;
 };
 
-kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_receiver *out) {
+kvc_status kvci_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvci_pd_receiver *out) {
     memset(out, 0, sizeof *out);
     const kvc_manager *m = kvc_engine_manager(e);
     if (m == NULL || kvc_engine_params_of(e)->role != KVC_ENGINE_ROLE_DECODE || max_staged < 1)
         return kvci_fail(KVC_EINVAL, "P/D receiver: needs a managed engine of the DECODE role and max_staged %lld >= 1",
                          (long long)max_staged);
-    kvc_status st = kvc_pd_layout_init(m, &out->layout);
+    kvc_status st = kvci_pd_layout_init(m, &out->layout);
     if (st != KVC_OK) return st;
     out->staged = kvci_calloc((size_t)max_staged, sizeof *out->staged);
     if (out->staged == NULL) {
-        kvc_pd_layout_free(&out->layout);
+        kvci_pd_layout_free(&out->layout);
         return kvci_fail(KVC_ENOMEM, "P/D receiver: out of memory");
     }
     out->mgr = m;
@@ -33,22 +33,22 @@ kvc_status kvc_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvc_pd_
     return KVC_OK;
 }
 
-static void unstage(kvc_pd_staged *s) { s->used = false; }
+static void unstage(kvci_pd_staged *s) { s->used = false; }
 
-void kvc_pd_receiver_free(kvc_pd_receiver *rx) {
+void kvci_pd_receiver_free(kvci_pd_receiver *rx) {
     for (int64_t i = 0; rx->staged != NULL && i < rx->n_slots; i++) kvci_free(rx->staged[i].payload);
     kvci_free(rx->staged);
-    kvc_pd_layout_free(&rx->layout);
+    kvci_pd_layout_free(&rx->layout);
     memset(rx, 0, sizeof *rx);
 }
 
-void kvc_pd_receiver_forget(kvc_pd_receiver *rx, int64_t id) {
+void kvci_pd_receiver_forget(kvci_pd_receiver *rx, int64_t id) {
     for (int64_t i = 0; i < rx->n_slots; i++)
         if (rx->staged[i].used && rx->staged[i].h.request_id == id) unstage(&rx->staged[i]);
 }
 
 /* The header against this side's manager: same keys, block bytes and block ranges, a consistent size. */
-static kvc_status check_header(const kvc_pd_receiver *rx, const kvc_pd_header *h) {
+static kvc_status check_header(const kvci_pd_receiver *rx, const kvci_pd_header *h) {
     const int64_t id = h->request_id, max_len = kvc_manager_max_model_len(rx->mgr);
     if (h->magic != KVC_PD_MAGIC || h->version != KVC_PD_VERSION)
         return kvci_fail(KVC_EINVAL, "P/D receive: a message with magic 0x%08x version %u (expected 0x%08x version %u)",
@@ -66,7 +66,7 @@ static kvc_status check_header(const kvc_pd_receiver *rx, const kvc_pd_header *h
     int64_t bytes = h->n_prompt * (int64_t)sizeof(int32_t);
     for (int32_t k = 0; k < h->n_keys; k++) {
         int64_t first = 0, n = 0;
-        kvc_pd_block_range(rx->mgr, k, h->n_external, &first, &n);
+        kvci_pd_block_range(rx->mgr, k, h->n_external, &first, &n);
         if (h->block_bytes[k] != rx->layout.block_bytes[k] || h->first_block[k] != first || h->n_blocks[k] != n)
             return kvci_fail(KVC_EINVAL,
                              "P/D receive: request %lld, manager %s: blocks [%lld, +%lld) of %lld bytes, expected "
@@ -84,14 +84,14 @@ static kvc_status check_header(const kvc_pd_receiver *rx, const kvc_pd_header *h
 
 /* The engine's loader (kvc_engine_request.load_external): the staged blocks into the request's own. */
 static kvc_status load_staged(void *user, const kvc_manager *m, int64_t id, int64_t n_hit, int64_t n_external) {
-    kvc_pd_staged *s = user;
+    kvci_pd_staged *s = user;
     kvc_status st = kvci_pd_copy_blocks(m, &s->rx->layout, id, s->h.n_prompt, n_external, n_hit, s->payload, false);
     unstage(s);
     return st;
 }
 
-static kvc_status add_request(kvc_engine *e, kvc_pd_staged *s) {
-    const kvc_pd_header *h = &s->h;
+static kvc_status add_request(kvc_engine *e, kvci_pd_staged *s) {
+    const kvci_pd_header *h = &s->h;
     kvc_engine_request r = kvc_engine_request_default();
     r.id = h->request_id;
     r.prompt = (const int32_t *)s->payload;
@@ -109,22 +109,22 @@ static kvc_status add_request(kvc_engine *e, kvc_pd_staged *s) {
     return kvc_engine_add_request(e, &r);
 }
 
-static kvc_pd_staged *free_slot(kvc_pd_receiver *rx) {
+static kvci_pd_staged *free_slot(kvci_pd_receiver *rx) {
     for (int64_t i = 0; i < rx->n_slots; i++)
         if (!rx->staged[i].used) return &rx->staged[i];
     return NULL;
 }
 
 /* The event of a failed transfer; the failure's message stays in kvc_last_error. */
-static kvc_status failed(kvc_pd_event *ev, int64_t id, kvc_status st) {
-    *ev = (kvc_pd_event){.kind = KVC_PD_FAILED, .request_id = id, .status = st};
+static kvc_status failed(kvci_pd_event *ev, int64_t id, kvc_status st) {
+    *ev = (kvci_pd_event){.kind = KVC_PD_FAILED, .request_id = id, .status = st};
     return KVC_OK;
 }
 
-kvc_status kvc_pd_receive(kvc_pd_receiver *rx, kvc_engine *e, const kvc_transport *t, int64_t timeout_ms,
-                          kvc_pd_event *ev) {
-    *ev = (kvc_pd_event){.kind = KVC_PD_NONE, .request_id = -1};
-    kvc_pd_header h;
+kvc_status kvci_pd_receive(kvci_pd_receiver *rx, kvc_engine *e, const kvci_transport *t, int64_t timeout_ms,
+                           kvci_pd_event *ev) {
+    *ev = (kvci_pd_event){.kind = KVC_PD_NONE, .request_id = -1};
+    kvci_pd_header h;
     int32_t from = -1;
     kvc_status st = t->ops->poll_header(t->self, &h, sizeof h, &from);
     if (st != KVC_OK) return failed(ev, -1, st);
@@ -135,7 +135,7 @@ kvc_status kvc_pd_receive(kvc_pd_receiver *rx, kvc_engine *e, const kvc_transpor
                                 (long long)h.request_id, (int)sizeof h.message, h.message));
     st = check_header(rx, &h);
     if (st != KVC_OK) return failed(ev, h.request_id, st);
-    kvc_pd_staged *s = free_slot(rx);
+    kvci_pd_staged *s = free_slot(rx);
     if (s == NULL)
         return failed(ev, h.request_id,
                       kvci_fail(KVC_NO_SPACE,
@@ -158,6 +158,6 @@ kvc_status kvc_pd_receive(kvc_pd_receiver *rx, kvc_engine *e, const kvc_transpor
     if (st == KVC_OK) st = add_request(e, s);
     if (st != KVC_OK || h.n_external == 0) unstage(s); /* nothing (more) to load */
     if (st != KVC_OK) return failed(ev, h.request_id, st);
-    *ev = (kvc_pd_event){.kind = KVC_PD_ADDED, .request_id = h.request_id, .status = KVC_OK};
+    *ev = (kvci_pd_event){.kind = KVC_PD_ADDED, .request_id = h.request_id, .status = KVC_OK};
     return KVC_OK;
 }

@@ -6,8 +6,8 @@
 #include "base/internal.h"
 #include "dist/pd.h"
 
-static kvc_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
-    kvc_pd_header h;
+static kvci_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
+    kvci_pd_header h;
     memset(&h, 0, sizeof h);
     h.magic = KVC_PD_MAGIC;
     h.version = KVC_PD_VERSION;
@@ -29,8 +29,8 @@ static kvc_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
     return h;
 }
 
-kvc_status kvc_pd_send(const kvc_engine *e, kvc_pd_layout *l, const kvc_transport *t, int32_t peer, uint64_t seq,
-                       const kvc_engine_request *r, int64_t timeout_ms, bool drop_payload) {
+kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_transport *t, int32_t peer, uint64_t seq,
+                        const kvc_engine_request *r, int64_t timeout_ms, bool drop_payload) {
     kvc_engine_request_info info;
     kvc_status st = kvc_engine_request_get(e, r->id, &info);
     if (st != KVC_OK) return st;
@@ -39,11 +39,11 @@ kvc_status kvc_pd_send(const kvc_engine *e, kvc_pd_layout *l, const kvc_transpor
                          (long long)r->id, kvc_engine_request_state_name(info.state),
                          kvc_engine_finish_reason_name(info.finish));
     const kvc_manager *m = kvc_engine_manager(e);
-    kvc_pd_header h = header_of(seq, r);
+    kvci_pd_header h = header_of(seq, r);
     h.n_keys = l->n_keys;
     h.payload_bytes = r->n_prompt * (int64_t)sizeof(int32_t);
     for (int32_t k = 0; k < l->n_keys; k++) {
-        kvc_pd_block_range(m, k, h.n_external, &h.first_block[k], &h.n_blocks[k]);
+        kvci_pd_block_range(m, k, h.n_external, &h.first_block[k], &h.n_blocks[k]);
         h.block_bytes[k] = l->block_bytes[k];
         h.payload_bytes += h.n_blocks[k] * h.block_bytes[k];
     }
@@ -65,9 +65,9 @@ kvc_status kvc_pd_send(const kvc_engine *e, kvc_pd_layout *l, const kvc_transpor
     return st;
 }
 
-kvc_status kvc_pd_send_failure(const kvc_transport *t, int32_t peer, uint64_t seq, int64_t id, kvc_status status,
-                               const char *message, int64_t timeout_ms) {
-    kvc_pd_header h;
+kvc_status kvci_pd_send_failure(const kvci_transport *t, int32_t peer, uint64_t seq, int64_t id, kvc_status status,
+                                const char *message, int64_t timeout_ms) {
+    kvci_pd_header h;
     memset(&h, 0, sizeof h);
     h.magic = KVC_PD_MAGIC;
     h.version = KVC_PD_VERSION;

@@ -21,7 +21,7 @@
 
 #define KVC_TRANSPORT_HEADER_MAX 4096 /* bytes of one header, at most */
 
-typedef struct kvc_transport_ops {
+typedef struct kvci_transport_ops {
     const char *name; /* "mpi", "loopback" */
     /* Sends header (copied) then payload (payload_bytes may be 0) to peer under sequence number seq.
      * KVC_OK: both are on their way and the payload is the caller's again (to reuse). Any failure:
@@ -38,25 +38,25 @@ typedef struct kvc_transport_ops {
     kvc_status (*recv_payload)(void *self, int32_t peer, uint64_t seq, void *payload, int64_t payload_bytes,
                                int64_t timeout_ms);
     void (*destroy)(void *self);
-} kvc_transport_ops;
+} kvci_transport_ops;
 
-typedef struct kvc_transport {
-    const kvc_transport_ops *ops;
+typedef struct kvci_transport {
+    const kvci_transport_ops *ops;
     void *self;
     int32_t rank, n_ranks; /* this process's place among the peers */
-} kvc_transport;
+} kvci_transport;
 
 /* Destroys t's implementation (NULL or an unset transport: nothing) and unsets it. */
-void kvc_transport_close(kvc_transport *t);
+void kvci_transport_close(kvci_transport *t);
 
 /* MPI, two-sided (MPI_Isend / MPI_Irecv polled with MPI_Test up to the deadline) on a duplicate of
  * MPI_COMM_WORLD; initialises MPI when nobody has (and then finalises it at close). KVC_EINVAL when
  * this build has no MPI. */
-kvc_status kvc_transport_mpi_open(kvc_transport *out);
+kvc_status kvci_transport_mpi_open(kvci_transport *out);
 
 /* Two endpoints in this process, ranks 0 and 1, each a transport whose sends the other receives.
  * drop_payload_seq >= 0: the payload of that message is lost on the way (a fault for tests: its
  * receiver times out). Close both; the pair's memory goes with the second. */
-kvc_status kvc_transport_loopback_open(kvc_transport *a, kvc_transport *b, int64_t drop_payload_seq);
+kvc_status kvci_transport_loopback_open(kvci_transport *a, kvci_transport *b, int64_t drop_payload_seq);
 
 #endif /* KVC_DIST_TRANSPORT_H */

@@ -122,7 +122,7 @@ static void loop_destroy(void *self) {
     kvci_free(p);
 }
 
-static const kvc_transport_ops LOOP_OPS = {
+static const kvci_transport_ops LOOP_OPS = {
     .name = "loopback",
     .send = loop_send,
     .poll_header = loop_poll_header,
@@ -130,16 +130,16 @@ static const kvc_transport_ops LOOP_OPS = {
     .destroy = loop_destroy,
 };
 
-kvc_status kvc_transport_loopback_open(kvc_transport *a, kvc_transport *b, int64_t drop_payload_seq) {
-    if (a == NULL || b == NULL) return kvci_fail(KVC_EINVAL, "kvc_transport_loopback_open: a and b are required");
+kvc_status kvci_transport_loopback_open(kvci_transport *a, kvci_transport *b, int64_t drop_payload_seq) {
+    if (a == NULL || b == NULL) return kvci_fail(KVC_EINVAL, "kvci_transport_loopback_open: a and b are required");
     loop_pair *p = kvci_calloc(1, sizeof *p);
     if (p == NULL) return kvci_fail(KVC_ENOMEM, "loopback transport: out of memory");
     p->drop_payload_seq = drop_payload_seq;
     p->n_open = 2;
-    kvc_transport *t[2] = {a, b};
+    kvci_transport *t[2] = {a, b};
     for (int32_t r = 0; r < 2; r++) {
         p->ends[r] = (loop_end){.pair = p, .rank = r};
-        *t[r] = (kvc_transport){.ops = &LOOP_OPS, .self = &p->ends[r], .rank = r, .n_ranks = 2};
+        *t[r] = (kvci_transport){.ops = &LOOP_OPS, .self = &p->ends[r], .rank = r, .n_ranks = 2};
     }
     return KVC_OK;
 }

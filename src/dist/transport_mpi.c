@@ -142,7 +142,7 @@ static void mpi_destroy(void *self) {
     kvci_free(t);
 }
 
-static const kvc_transport_ops MPI_OPS = {
+static const kvci_transport_ops MPI_OPS = {
     .name = "mpi",
     .send = mpi_send,
     .poll_header = mpi_poll_header,
@@ -150,8 +150,8 @@ static const kvc_transport_ops MPI_OPS = {
     .destroy = mpi_destroy,
 };
 
-kvc_status kvc_transport_mpi_open(kvc_transport *out) {
-    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_transport_mpi_open: out is NULL");
+kvc_status kvci_transport_mpi_open(kvci_transport *out) {
+    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvci_transport_mpi_open: out is NULL");
     memset(out, 0, sizeof *out);
     mpi_transport *t = kvci_calloc(1, sizeof *t);
     if (t == NULL) return kvci_fail(KVC_ENOMEM, "MPI transport: out of memory");
@@ -171,13 +171,13 @@ kvc_status kvc_transport_mpi_open(kvc_transport *out) {
     MPI_Comm_size(t->comm, &size);
     MPI_Comm_get_attr(t->comm, MPI_TAG_UB, &tag_ub, &flag);
     t->tag_span = (flag && tag_ub && *tag_ub > FIRST_PAYLOAD_TAG ? *tag_ub : 32767) - FIRST_PAYLOAD_TAG;
-    *out = (kvc_transport){.ops = &MPI_OPS, .self = t, .rank = rank, .n_ranks = size};
+    *out = (kvci_transport){.ops = &MPI_OPS, .self = t, .rank = rank, .n_ranks = size};
     return KVC_OK;
 }
 
 #else
 
-kvc_status kvc_transport_mpi_open(kvc_transport *out) {
+kvc_status kvci_transport_mpi_open(kvci_transport *out) {
     (void)out;
     return kvci_fail(KVC_EINVAL, "this build of kvcache has no MPI (install libopenmpi-dev and reconfigure with "
                                  "-DKVC_MPI=ON)");

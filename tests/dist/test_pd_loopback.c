@@ -102,7 +102,7 @@ static void expect_no_blocks(const kvc_engine *e) {
 }
 
 /* Prefills every request, sends each (request `drop`'s payload lost) and releases it. */
-static void prefill_and_send(const kvc_model *m, bool latent, int64_t bs, const kvc_transport *t, int64_t drop) {
+static void prefill_and_send(const kvc_model *m, bool latent, int64_t bs, const kvci_transport *t, int64_t drop) {
     instance pf;
     instance_open(&pf, m, latent, KVC_ENGINE_ROLE_PREFILL, bs, false);
     for (int64_t b = 0; b < N_REQ; b++) {
@@ -110,31 +110,31 @@ static void prefill_and_send(const kvc_model *m, bool latent, int64_t bs, const 
         assert_int_equal(kvc_engine_add_request(pf.e, &r), KVC_OK);
     }
     step_until_idle(pf.e);
-    kvc_pd_layout l;
-    assert_int_equal(kvc_pd_layout_init(kvc_engine_manager(pf.e), &l), KVC_OK);
+    kvci_pd_layout l;
+    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(pf.e), &l), KVC_OK);
     for (int64_t b = 0; b < N_REQ; b++) {
         const kvc_engine_request r = request(b);
         kvc_engine_request_info info;
         assert_int_equal(kvc_engine_request_get(pf.e, b, &info), KVC_OK);
         assert_int_equal(info.finish, KVC_FINISH_PREFILLED);
-        if (kvc_pd_send(pf.e, &l, t, 1, (uint64_t)b, &r, 1000, b == drop) != KVC_OK)
+        if (kvci_pd_send(pf.e, &l, t, 1, (uint64_t)b, &r, 1000, b == drop) != KVC_OK)
             fail_msg("send %lld: %s", (long long)b, kvc_last_error());
         assert_int_equal(kvc_engine_request_release(pf.e, b), KVC_OK);
     }
     expect_no_blocks(pf.e);
-    kvc_pd_layout_free(&l);
+    kvci_pd_layout_free(&l);
     instance_close(&pf);
 }
 
 /* Receives the requests one at a time, stepping the decode engine between them (so a later request
  * can hit the blocks an earlier one cached). Returns the ids whose transfer failed, as a bit set. */
-static unsigned receive_and_decode(instance *dc, const kvc_transport *t) {
-    kvc_pd_receiver rx;
-    assert_int_equal(kvc_pd_receiver_init(dc->e, N_REQ, &rx), KVC_OK);
+static unsigned receive_and_decode(instance *dc, const kvci_transport *t) {
+    kvci_pd_receiver rx;
+    assert_int_equal(kvci_pd_receiver_init(dc->e, N_REQ, &rx), KVC_OK);
     unsigned failed = 0;
     for (int64_t got = 0; got < N_REQ; got++) {
-        kvc_pd_event ev;
-        assert_int_equal(kvc_pd_receive(&rx, dc->e, t, 50, &ev), KVC_OK);
+        kvci_pd_event ev;
+        assert_int_equal(kvci_pd_receive(&rx, dc->e, t, 50, &ev), KVC_OK);
         assert_int_not_equal(ev.kind, KVC_PD_NONE);
         assert_int_equal(ev.request_id, got);
         if (ev.kind == KVC_PD_FAILED) {
@@ -146,7 +146,7 @@ static unsigned receive_and_decode(instance *dc, const kvc_transport *t) {
         for (int s = 0; s < 3; s++) assert_int_equal(kvc_engine_step(dc->e, &res), KVC_OK);
     }
     step_until_idle(dc->e);
-    kvc_pd_receiver_free(&rx);
+    kvci_pd_receiver_free(&rx);
     return failed;
 }
 
@@ -186,8 +186,8 @@ static void check_family(const char *json, bool latent) {
                 assert_int_equal(kvc_engine_add_request(ref.e, &r), KVC_OK);
                 step_until_idle(ref.e);
             }
-            kvc_transport tp, td;
-            assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
+            kvci_transport tp, td;
+            assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
             prefill_and_send(m, latent, bs, &tp, -1);
             instance_open(&dc, m, latent, KVC_ENGINE_ROLE_DECODE, bs, tight);
             assert_int_equal(receive_and_decode(&dc, &td), 0);
@@ -197,8 +197,8 @@ static void check_family(const char *json, bool latent) {
             assert_true(st.prefix_hit_tokens >= 16); /* request 1 found request 0's blocks */
             if (tight) assert_true(st.preemptions > 0);
             expect_no_blocks(dc.e);
-            kvc_transport_close(&tp);
-            kvc_transport_close(&td);
+            kvci_transport_close(&tp);
+            kvci_transport_close(&td);
             instance_close(&dc);
             instance_close(&ref);
         }
@@ -267,8 +267,8 @@ static void test_dropped_payload(void **state) {
         assert_int_equal(kvc_engine_add_request(ref.e, &r), KVC_OK);
     }
     step_until_idle(ref.e);
-    kvc_transport tp, td;
-    assert_int_equal(kvc_transport_loopback_open(&tp, &td, 1), KVC_OK);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, 1), KVC_OK);
     prefill_and_send(m, false, 4, &tp, -1); /* the transport drops message 1's payload */
     instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
     assert_int_equal(receive_and_decode(&dc, &td), 1u << 1);
@@ -276,8 +276,8 @@ static void test_dropped_payload(void **state) {
     assert_int_equal(kvc_engine_request_get(dc.e, 1, &info), KVC_EINVAL); /* it never entered the engine */
     expect_same_outputs(&dc, &ref, 1u << 1);
     expect_no_blocks(dc.e);
-    kvc_transport_close(&tp);
-    kvc_transport_close(&td);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
     instance_close(&dc);
     instance_close(&ref);
     kvc_model_destroy(m);
@@ -287,40 +287,40 @@ static void test_dropped_payload(void **state) {
 static void test_layout_mismatch(void **state) {
     (void)state;
     kvc_model *m = random_model(QWEN3);
-    kvc_transport tp, td;
-    assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
     prefill_and_send(m, false, 4, &tp, -1);
     instance dc;
     instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 8, false);
-    kvc_pd_receiver rx;
-    assert_int_equal(kvc_pd_receiver_init(dc.e, N_REQ, &rx), KVC_OK);
-    kvc_pd_event ev;
-    assert_int_equal(kvc_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    kvci_pd_receiver rx;
+    assert_int_equal(kvci_pd_receiver_init(dc.e, N_REQ, &rx), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);
     assert_int_equal(ev.status, KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "another KV dtype, block size or model"));
-    kvc_pd_receiver_free(&rx);
-    kvc_transport_close(&tp);
-    kvc_transport_close(&td);
+    kvci_pd_receiver_free(&rx);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
     instance_close(&dc);
     kvc_model_destroy(m);
 }
 
 /* Sends h as a message and expects the decode side to fail request h->request_id with status
  * `want`, its message containing `text`. */
-static void expect_refused(instance *dc, kvc_pd_receiver *rx, const kvc_pd_header *h, kvc_status want,
+static void expect_refused(instance *dc, kvci_pd_receiver *rx, const kvci_pd_header *h, kvc_status want,
                            const char *text) {
-    kvc_transport tp, td;
-    assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
     assert_int_equal(tp.ops->send(tp.self, 1, h->seq, h, sizeof *h, NULL, 0, 50), KVC_OK);
-    kvc_pd_event ev;
-    assert_int_equal(kvc_pd_receive(rx, dc->e, &td, 50, &ev), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(rx, dc->e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);
     assert_int_equal(ev.request_id, h->request_id);
     assert_int_equal(ev.status, want);
     if (strstr(kvc_last_error(), text) == NULL) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
-    kvc_transport_close(&tp);
-    kvc_transport_close(&td);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
 }
 
 /* Headers the decode side refuses before it takes any payload, each naming what is wrong: the prefill
@@ -331,20 +331,20 @@ static void test_bad_headers(void **state) {
     kvc_model *m = random_model(QWEN3);
     instance dc;
     instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
-    kvc_pd_receiver rx;
-    assert_int_equal(kvc_pd_receiver_init(dc.e, 1, &rx), KVC_OK);
-    kvc_transport tp, td;
-    assert_int_equal(kvc_transport_loopback_open(&tp, &td, -1), KVC_OK);
-    assert_int_equal(kvc_pd_send_failure(&tp, 1, 0, 5, KVC_ENOMEM, "pools too small", 50), KVC_OK);
-    kvc_pd_event ev;
-    assert_int_equal(kvc_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    kvci_pd_receiver rx;
+    assert_int_equal(kvci_pd_receiver_init(dc.e, 1, &rx), KVC_OK);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(kvci_pd_send_failure(&tp, 1, 0, 5, KVC_ENOMEM, "pools too small", 50), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);
     assert_int_equal(ev.status, KVC_ENOMEM);
     assert_non_null(strstr(kvc_last_error(), "request 5 failed on the prefill side: pools too small"));
-    kvc_transport_close(&tp);
-    kvc_transport_close(&td);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
     /* a good header of a 9-token prompt: 8 external tokens, 2 blocks of the one key */
-    kvc_pd_header good;
+    kvci_pd_header good;
     memset(&good, 0, sizeof good);
     good.magic = KVC_PD_MAGIC;
     good.version = KVC_PD_VERSION;
@@ -357,7 +357,7 @@ static void test_bad_headers(void **state) {
     good.block_bytes[0] = rx.layout.block_bytes[0];
     good.n_blocks[0] = 2;
     good.payload_bytes = 9 * 4 + 2 * good.block_bytes[0];
-    kvc_pd_header h = good;
+    kvci_pd_header h = good;
     h.magic = 1;
     expect_refused(&dc, &rx, &h, KVC_EINVAL, "magic 0x00000001");
     h = good;
@@ -378,7 +378,7 @@ static void test_bad_headers(void **state) {
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
     assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
-    kvc_pd_receiver_free(&rx);
+    kvci_pd_receiver_free(&rx);
     instance_close(&dc);
     kvc_model_destroy(m);
 }
