@@ -31,7 +31,7 @@ static void run_usage(FILE *f) {
             "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
             "       mpirun -np 1 kvcache run MODEL_DIR ARGS --role prefill : -np 1 kvcache run MODEL_DIR ARGS --role "
             "decode\n"
-            "                   [--pd-timeout-ms N] [--pd-fault drop=K|exit=K]\n"
+            "                   [--pd-timeout-ms N] [--pd-fault drop=K|exit=K|kill=K]\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json]\n"
             "\n"
@@ -82,7 +82,7 @@ static void run_usage(FILE *f) {
             "                       KV (default 60000); the prefill rank waits twice as long for the decode rank\n"
             "                       to take a message\n"
             "  --pd-fault F         --role prefill, faults for tests: drop=K sends prompt K's header but not its\n"
-            "                       KV; exit=K stops after sending K prompts\n"
+            "                       KV; exit=K stops after sending K prompts; kill=K dies by SIGKILL there\n"
             "\n"
             "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with --compare-dtypes,\n"
             "the engine's flags with --json, --compare-dtypes, --max-positions or modes 0 and 1,\n"
@@ -320,13 +320,15 @@ static int parse_pd_flag(const char *flag, const char *val, kvc_run_pd_opts *pd,
                 val ? val : "");
         return 2;
     }
-    const bool drop = val && strncmp(val, "drop=", 5) == 0, stop = val && strncmp(val, "exit=", 5) == 0;
-    if ((drop || stop) && parse_i64(val + 5, 0, RUN_MAX_PROMPTS, &v) == 0) {
+    const bool drop = val && strncmp(val, "drop=", 5) == 0, stop = val && strncmp(val, "exit=", 5) == 0,
+               kill = val && strncmp(val, "kill=", 5) == 0;
+    if ((drop || stop || kill) && parse_i64(val + 5, 0, RUN_MAX_PROMPTS, &v) == 0) {
         *(drop ? &pd->drop_payload : &pd->exit_after) = v;
+        pd->kill = kill;
         return g->pd_fault = true, 0;
     }
-    fprintf(stderr, "kvcache run: --pd-fault expects drop=K or exit=K with K in [0, %d], got \"%s\"\n", RUN_MAX_PROMPTS,
-            val ? val : "");
+    fprintf(stderr, "kvcache run: --pd-fault expects drop=K, exit=K or kill=K with K in [0, %d], got \"%s\"\n",
+            RUN_MAX_PROMPTS, val ? val : "");
     return 2;
 }
 

@@ -3,6 +3,7 @@
  * over the MPI transport (src/dist/pd.h). */
 #include "run_pd.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -62,6 +63,10 @@ static int run_prefill(kvc_engine *e, const kvci_transport *t, const kvc_run_eng
             if (!sent[b])
                 kvci_pd_send_failure(t, 1 - t->rank, (uint64_t)n_sent++, b, st, kvc_last_error(), pd->timeout_ms);
         rc = 1;
+    } else if (n_sent < n && pd->kill) {
+        fprintf(stderr, "kvcache run: prefill rank: killing itself after %lld of %lld prompts (--pd-fault kill=%lld)\n",
+                (long long)n_sent, (long long)n, (long long)pd->exit_after);
+        raise(SIGKILL);
     } else if (n_sent < n) {
         fprintf(stderr, "kvcache run: prefill rank: stopping after %lld of %lld prompts (--pd-fault exit=%lld)\n",
                 (long long)n_sent, (long long)n, (long long)pd->exit_after);

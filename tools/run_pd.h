@@ -10,6 +10,7 @@ typedef struct kvc_run_pd_opts {
     int64_t timeout_ms;     /* every wait for the peer: a transfer, or the next request's KV */
     int64_t drop_payload;   /* prefill fault for tests: the prompt whose KV is not sent (its header is); -1 none */
     int64_t exit_after;     /* prefill fault for tests: stop after sending this many prompts; -1 none */
+    bool kill;              /* with exit_after: die there by SIGKILL instead of ending cleanly */
     const char *first_line; /* decode: printed first, as `kvcache run` without --role prints it */
 } kvc_run_pd_opts;
 
