@@ -12,6 +12,7 @@ int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
 int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
 int kvc_bench_pools(const kvc_bench_opts *opts);     /* bench_pools.c */
 int kvc_bench_transfer(const kvc_bench_opts *opts);  /* bench_transfer.c */
+int kvc_bench_pd(const kvc_bench_opts *opts);        /* bench_pd.c */
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline",
@@ -29,5 +30,7 @@ const kvc_bench_entry kvc_benches[] = {
      kvc_bench_pools},
     {"transfer", "P/D KV transfer of one request vs memcpy and raw MPI_Send/Recv of the same bytes (mpirun -np 2)",
      kvc_bench_transfer},
+    {"pd", "prefill/decode disaggregation vs one instance: TTFT/TPOT percentiles, long-prompt mix (mpirun -np 2)",
+     kvc_bench_pd},
     {NULL, NULL, NULL},
 };

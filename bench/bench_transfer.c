@@ -209,7 +209,7 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Send/Recv (raw)", gb / t->mpi_s, t->mpi_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms\n", "MPI_Put (one-sided, raw)", gb / t->put_s, t->put_s * 1e3);
     printf("  %-34s %8.2f GB/s  %8.3f ms  (pack + send + receive %.3f ms, unpack %.3f ms)\n",
-           "KV transfer (kvci_pd_send/receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
+           "KV transfer (P/D send + receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
 }
 
 int kvc_bench_transfer(const kvc_bench_opts *opts) {

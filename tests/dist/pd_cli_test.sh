@@ -7,11 +7,13 @@
 #  - a prefill rank that stops after one prompt (--pd-fault exit=1), or is killed there by SIGKILL
 #    (--pd-fault kill=1, mpirun told to keep the survivor: orte_enable_recovery): prompts 1 and 2
 #    fail with "no KV from the prefill rank", prompt 0 is served.
-# usage: pd_cli_test.sh KVCACHE MPIEXEC DATA_DIR
+# usage: pd_cli_test.sh KVCACHE MPIEXEC DATA_DIR [quick]
+#   quick (sanitizer builds, where each rank starts slowly): qwen3 only and no exit=1 case
 set -u
 KVC=$1
 MPI=$2
 DATA=$3
+QUICK=${4:-}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 PROMPTS="--prompt-ids 3,17,42,9,100,5,77 --prompt-ids 12,1,99 --prompt-ids 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21"
@@ -40,6 +42,7 @@ for case in "qwen3" "gpt_oss" "deepseek_v3" "deepseek_v3 --mode 3"; do
     pd "--pd-timeout-ms 20000" "$dir" $PROMPTS --max-new-tokens 6 "$@" --pd-timeout-ms 20000 || fail "$case: P/D run"
     cmp -s "$TMP/single" "$TMP/out" || { diff "$TMP/single" "$TMP/out"; fail "$case: P/D output differs"; }
     echo "ok: $case"
+    [ -n "$QUICK" ] && break
 done
 
 dir=$DATA/oracle/qwen3
@@ -56,12 +59,15 @@ echo "ok: dropped transfer"
 
 sed -n 1,2p "$TMP/single" >"$TMP/want"
 printf '\n\n' >>"$TMP/want"
-pd "--pd-fault exit=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 && fail "exit: exit status 0"
-for b in 1 2; do
-    grep -q "prompt $b: no KV from the prefill rank within 800 ms" "$TMP/err" || fail "exit: prompt $b not failed"
-done
-cmp -s "$TMP/want" "$TMP/out" || fail "exit: prompt 0 not served as alone"
-echo "ok: prefill rank gone"
+if [ -z "$QUICK" ]; then
+    pd "--pd-fault exit=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 &&
+        fail "exit: exit status 0"
+    for b in 1 2; do
+        grep -q "prompt $b: no KV from the prefill rank within 800 ms" "$TMP/err" || fail "exit: prompt $b not failed"
+    done
+    cmp -s "$TMP/want" "$TMP/out" || fail "exit: prompt 0 not served as alone"
+    echo "ok: prefill rank gone"
+fi
 
 # Open MPI ends every rank when one is killed, unless told to keep the others (and then mpirun's own
 # status is 0: the decode rank's messages say what failed). Open MPI 4's parameters; skipped where
