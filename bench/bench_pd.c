@@ -245,12 +245,4 @@ int kvc_bench_pd(const kvc_bench_opts *opts) {
     return st == KVC_OK ? 0 : 1;
 }
 
-#else
-
-int kvc_bench_pd(const kvc_bench_opts *opts) {
-    (void)opts;
-    fprintf(stderr, "kvcache bench pd: this build has no MPI (install libopenmpi-dev and reconfigure)\n");
-    return 1;
-}
-
 #endif

@@ -229,12 +229,4 @@ int kvc_bench_transfer(const kvc_bench_opts *opts) {
     return st == KVC_OK ? 0 : 1;
 }
 
-#else
-
-int kvc_bench_transfer(const kvc_bench_opts *opts) {
-    (void)opts;
-    fprintf(stderr, "kvcache bench transfer: this build has no MPI (install libopenmpi-dev and reconfigure)\n");
-    return 1;
-}
-
 #endif
