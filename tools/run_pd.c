@@ -182,6 +182,8 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
         rc = run_prefill(e, &t, o, pd, ids, lens, n);
     else
         rc = run_decode(e, &t, o, pd, n);
+    fflush(stdout); /* everything is out before MPI ends (its teardown may wait for a dead peer) */
+    fflush(stderr);
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
     kvci_transport_close(&t);

@@ -354,7 +354,10 @@ typedef struct kvc_engine_step_result {
  * the blocks the step completed are offered to the prefix cache
  * (kvc_manager_cache_computed: a request admitted in the same step as
  * another with the same prompt shares nothing with it until a later step),
- * and finished requests release their blocks at once. KVC_OK when a batch
+ * and finished requests release their blocks at once (PREFILL role: every
+ * request finishes after its first token and keeps its blocks until
+ * released; DECODE role: an admission with external tokens runs the
+ * request's loader first). KVC_OK when a batch
  * ran or there was nothing to do (res->idle); KVC_NO_SPACE (with a message)
  * when requests are held but none can run ("no progress"). If the model's
  * forward fails its status is returned, this step's admissions are undone
