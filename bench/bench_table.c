@@ -11,6 +11,10 @@ int kvc_bench_model(const kvc_bench_opts *opts);     /* bench_model.c */
 int kvc_bench_prefix(const kvc_bench_opts *opts);    /* bench_prefix.c */
 int kvc_bench_soak(const kvc_bench_opts *opts);      /* bench_soak.c */
 int kvc_bench_pools(const kvc_bench_opts *opts);     /* bench_pools.c */
+#ifdef KVC_HAVE_MPI                                 /* the benchmarks of several processes, listed in builds with MPI */
+int kvc_bench_transfer(const kvc_bench_opts *opts); /* bench_transfer.c */
+int kvc_bench_pd(const kvc_bench_opts *opts);       /* bench_pd.c */
+#endif
 
 const kvc_bench_entry kvc_benches[] = {
     {"attention", "attention kernel vs its roofline (read bandwidth, instruction peaks) and a naive baseline",
@@ -26,5 +30,11 @@ const kvc_bench_entry kvc_benches[] = {
     {"soak", "1M requests through the manager, 100k through the engine: memory at checkpoints", kvc_bench_soak},
     {"pools", "hybrid model at equal KV memory: one shared pool vs a pool per key (sequences, tokens/s)",
      kvc_bench_pools},
+#ifdef KVC_HAVE_MPI
+    {"transfer", "P/D KV transfer of one request vs memcpy and raw MPI_Send/Recv of the same bytes (mpirun -np 2)",
+     kvc_bench_transfer},
+    {"pd", "prefill/decode disaggregation vs one instance: TTFT/TPOT percentiles, long-prompt mix (mpirun -np 2)",
+     kvc_bench_pd},
+#endif
     {NULL, NULL, NULL},
 };

@@ -17,6 +17,7 @@
 #include "run_compare.h"
 #include "run_engine.h"
 #include "run_tp.h"
+#include "run_pd.h"
 
 #define RUN_MAX_PROMPTS 64
 #define RUN_MAX_IDS     65536 /* prompt ids of all prompts together */
@@ -30,6 +31,9 @@ static void run_usage(FILE *f) {
             "                   [--max-positions N] [--json] [--eos ID|none] [--weights DTYPE]\n"
             "       kvcache run MODEL_DIR --prompt-ids ... [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
             "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
+            "       mpirun -np 1 kvcache run MODEL_DIR ARGS --role prefill : -np 1 kvcache run MODEL_DIR ARGS --role "
+            "decode\n"
+            "                   [--pd-timeout-ms N] [--pd-fault drop=K|exit=K|kill=K]\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json] [--weights DTYPE]\n"
             "       kvcache run MODEL_DIR --compare-weights [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
@@ -86,6 +90,17 @@ static void run_usage(FILE *f) {
             "  --stream, the sampling flags and --eos run the prompts through the engine (paged caches of\n"
             "  --block-size tokens, modes 2 and 3; every prompt admitted at once) instead of the runner; the\n"
             "  text output then ends with a line per prompt on stderr saying why it stopped (eos, max_new).\n"
+            "  --role prefill|decode prefill/decode disaggregation under mpirun, 2 ranks with the same MODEL_DIR and\n"
+            "                       ARGS (docs/pd.md): the prefill rank computes each prompt and sends its KV\n"
+            "                       blocks over MPI, the decode rank admits it with them and decodes, printing\n"
+            "                       what `kvcache run MODEL_DIR ARGS` prints (through the engine, modes 2 and 3).\n"
+            "                       A prompt whose transfer fails gets an empty line and a message on stderr\n"
+            "                       (exit status 1); the others are served\n"
+            "  --pd-timeout-ms N    --role: how long the decode rank waits for a transfer or for the next prompt's\n"
+            "                       KV (default 60000); the prefill rank waits twice as long for the decode rank\n"
+            "                       to take a message\n"
+            "  --pd-fault F         --role prefill, faults for tests: drop=K sends prompt K's header but not its\n"
+            "                       KV; exit=K stops after sending K prompts; kill=K dies by SIGKILL there\n"
             "\n"
             "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with a comparison,\n"
             "the engine's flags with --json, a comparison, --max-positions or modes 0 and 1,\n"
@@ -269,7 +284,8 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
     bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, mode;
-    bool stream, sampling, eos; /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
+    bool stream, sampling, eos;      /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
+    bool role, pd_timeout, pd_fault; /* P/D: --role, --pd-timeout-ms, --pd-fault */
 } run_flags_given;
 
 /* Refuses a flag the run would ignore, saying why: 0 when every flag given
@@ -302,12 +318,15 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cm
     else if (g->kv_layout && mode != KVC_RUNNER_PAGED)
         why = "--kv-layout applies to mode 2 (paged caches) only; modes 0 and 1 have no blocks, and mode 3 keeps "
               "its latent blocks in token order";
-    const bool engine = g->stream || g->sampling || g->eos;
+    if (!why && (g->pd_timeout || g->pd_fault) && !g->role)
+        why = "--pd-timeout-ms and --pd-fault apply to a P/D run (--role) only";
+    const bool engine = g->stream || g->sampling || g->eos || g->role;
     if (!why && engine && (compare || json))
-        why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run the prompts through the engine, "
+        why = "--stream, --temperature, --top-k, --top-p, --seed, --eos and --role run the prompts through the engine, "
               "which has no --json, --compare-dtypes or --compare-weights (those report the runner's lock-step run)";
     else if (!why && engine && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
-        why = "--stream, --temperature, --top-k, --top-p, --seed and --eos run through the engine's paged caches: "
+        why = "--stream, --temperature, --top-k, --top-p, --seed, --eos and --role run through the engine's paged "
+              "caches: "
               "use --mode 2 or 3";
     else if (!why && engine && g->max_positions)
         why = "--max-positions is the runner's limit; the engine sizes its caches for the longest prompt plus "
@@ -315,6 +334,47 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cm
     if (!why) return 0;
     fprintf(stderr, "kvcache run: %s\n", why);
     return 2;
+}
+
+/* One of the P/D flags (--role, --pd-timeout-ms, --pd-fault) into *pd: 0, or 2 after a message. */
+static int parse_pd_flag(const char *flag, const char *val, kvc_run_pd_opts *pd, run_flags_given *g) {
+    int64_t v = 0;
+    if (strcmp(flag, "--role") == 0) {
+        g->role = val && (strcmp(val, "prefill") == 0 || strcmp(val, "decode") == 0);
+        if (g->role) pd->role = val[0] == 'p' ? KVC_ENGINE_ROLE_PREFILL : KVC_ENGINE_ROLE_DECODE;
+        if (g->role) return 0;
+        fprintf(stderr, "kvcache run: --role expects prefill or decode, got \"%s\"\n", val ? val : "");
+        return 2;
+    }
+    if (strcmp(flag, "--pd-timeout-ms") == 0) {
+        if (parse_i64(val, 1, 86400000, &pd->timeout_ms) == 0) return g->pd_timeout = true, 0;
+        fprintf(stderr, "kvcache run: --pd-timeout-ms expects an integer in [1, 86400000], got \"%s\"\n",
+                val ? val : "");
+        return 2;
+    }
+    const bool drop = val && strncmp(val, "drop=", 5) == 0, stop = val && strncmp(val, "exit=", 5) == 0,
+               kill = val && strncmp(val, "kill=", 5) == 0;
+    if ((drop || stop || kill) && parse_i64(val + 5, 0, RUN_MAX_PROMPTS, &v) == 0) {
+        *(drop ? &pd->drop_payload : &pd->exit_after) = v;
+        pd->kill = kill;
+        return g->pd_fault = true, 0;
+    }
+    fprintf(stderr, "kvcache run: --pd-fault expects drop=K, exit=K or kill=K with K in [0, %d], got \"%s\"\n",
+            RUN_MAX_PROMPTS, val ? val : "");
+    return 2;
+}
+
+/* The first line `kvcache run` prints on the runner's path: the KV bytes per token of the runner
+ * those prompts would make. Left as it is when the runner refuses them. */
+static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, const int64_t *lens, int64_t n,
+                              char *line, size_t cap) {
+    int64_t maxl = 0;
+    for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
+    kvc_runner *r = NULL;
+    if (kvc_runner_check(m, p, n, maxl) == KVC_OK && kvc_runner_create(m, p, n, maxl, &r) == KVC_OK)
+        snprintf(line, cap, "kv cache %s: %lld bytes per token (all layers)", kvc_dtype_name(p->kv_dtype),
+                 (long long)kvc_runner_kv_bytes_per_token(r));
+    kvc_runner_destroy(r);
 }
 
 /* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
@@ -358,6 +418,7 @@ static int run(int argc, char **argv) {
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, tp = 0;
     run_flags_given given = {0};
     kvc_run_engine_opts eng = {.sampling = kvc_sampling_default_params(), .eos_id = -1};
+    kvc_run_pd_opts pd = {.timeout_ms = 60000, .drop_payload = -1, .exit_after = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -445,6 +506,8 @@ static int run(int argc, char **argv) {
         } else if (is_sampling_flag(a)) {
             if (parse_sampling(a, val, &eng.sampling) != 0) return 2;
             given.sampling = true;
+        } else if (strcmp(a, "--role") == 0 || strcmp(a, "--pd-timeout-ms") == 0 || strcmp(a, "--pd-fault") == 0) {
+            if (parse_pd_flag(a, val, &pd, &given) != 0) return 2;
         } else if (strcmp(a, "--eos") == 0) {
             int64_t v = -1;
             if (!val || (strcmp(val, "none") != 0 && parse_i64(val, 0, INT32_MAX, &v) != 0)) {
@@ -467,6 +530,10 @@ static int run(int argc, char **argv) {
         }
         i++;
     }
+    if (tp > 0 && given.role) {
+        fprintf(stderr, "kvcache run: --role runs one process per role; --tp within a P/D role is not supported yet\n");
+        return 2;
+    }
     if (tp > 0 && (save_dir || compare_weights)) {
         fprintf(stderr, "kvcache run: --tp does not take %s (it runs in one process)\n",
                 save_dir ? "--save-weights" : "--compare-weights");
@@ -480,6 +547,10 @@ static int run(int argc, char **argv) {
     }
     const char *cmp = compare_weights ? "--compare-weights" : compare ? "--compare-dtypes" : NULL;
     if (check_flag_use(&given, mode, cmp, compare && compare_weights, json, n) != 0) return 2;
+    if (given.pd_fault && pd.role != KVC_ENGINE_ROLE_PREFILL) {
+        fprintf(stderr, "kvcache run: --pd-fault injects faults on the prefill rank; use it with --role prefill\n");
+        return 2;
+    }
     p.mode = (kvc_runner_mode)mode;
     if (compare_weights) return kvc_run_compare_weights(dir, p, ids, lens, n, json);
     kvc_model *m = NULL;
@@ -514,15 +585,20 @@ static int run(int argc, char **argv) {
         return crc;
     }
     if (!given.eos) eng.eos_id = config_eos_id(dir); /* the model's end-of-sequence id, -1 if none */
-    if (given.stream || given.sampling || given.eos) {
+    if (given.stream || given.sampling || given.eos || given.role) {
         eng.latent = mode == KVC_RUNNER_MLA_LATENT;
         eng.max_new_tokens = p.max_new_tokens;
         eng.block_size = p.block_size;
         eng.kv_dtype = p.kv_dtype;
         eng.kv_layout = p.kv_layout;
-        printf("kv cache %s, through the engine (paged blocks of %lld tokens)\n", kvc_dtype_name(p.kv_dtype),
-               (long long)p.block_size);
-        const int erc = kvc_run_engine(m, &eng, ids, lens, n);
+        char first[256];
+        snprintf(first, sizeof first, "kv cache %s, through the engine (paged blocks of %lld tokens)",
+                 kvc_dtype_name(p.kv_dtype), (long long)p.block_size);
+        if (given.role && !(given.stream || given.sampling || given.eos)) /* `kvcache run ARGS` takes the runner */
+            runner_first_line(m, &p, lens, n, first, sizeof first);
+        if (!given.role) printf("%s\n", first);
+        pd.first_line = first;
+        const int erc = given.role ? kvc_run_pd(m, &eng, &pd, ids, lens, n) : kvc_run_engine(m, &eng, ids, lens, n);
         kvc_model_destroy(m);
         return erc;
     }

@@ -7,25 +7,30 @@
 
 #include "base/internal.h"
 
-/* Prints the tokens of prompt b from *printed on ("B: ID" lines). */
-static kvc_status stream_new_tokens(const kvc_engine *e, int64_t b, int32_t *buf, int64_t cap, int64_t *printed) {
+kvc_status kvc_run_engine_stream(const kvc_engine *e, int64_t b, int32_t *buf, int64_t cap, int64_t *printed) {
     int64_t n_out = 0;
     kvc_status st = kvc_engine_request_output(e, b, buf, cap, &n_out);
     for (; st == KVC_OK && *printed < n_out; (*printed)++) printf("%lld: %d\n", (long long)b, buf[*printed]);
     return st;
 }
 
+kvc_engine_request kvc_run_engine_request(const kvc_run_engine_opts *o, int64_t b, const int32_t *prompt,
+                                          int64_t n_prompt) {
+    kvc_engine_request r = kvc_engine_request_default();
+    r.id = b;
+    r.prompt = prompt;
+    r.n_prompt = n_prompt;
+    r.max_new_tokens = o->max_new_tokens;
+    r.eos_id = o->eos_id;
+    r.sampling = o->sampling;
+    return r;
+}
+
 static kvc_status add_prompts(kvc_engine *e, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
                               int64_t n) {
     kvc_status st = KVC_OK;
     for (int64_t b = 0, t = 0; b < n && st == KVC_OK; t += lens[b++]) {
-        kvc_engine_request r = kvc_engine_request_default();
-        r.id = b;
-        r.prompt = ids + t;
-        r.n_prompt = lens[b];
-        r.max_new_tokens = o->max_new_tokens;
-        r.eos_id = o->eos_id;
-        r.sampling = o->sampling;
+        const kvc_engine_request r = kvc_run_engine_request(o, b, ids + t, lens[b]);
         st = kvc_engine_add_request(e, &r);
     }
     return st;
@@ -39,34 +44,37 @@ static kvc_status drive(kvc_engine *e, const kvc_run_engine_opts *o, int64_t n, 
         kvc_engine_step_result res;
         st = kvc_engine_step(e, &res);
         for (int64_t b = 0; st == KVC_OK && o->stream && b < n; b++)
-            st = stream_new_tokens(e, b, buf, o->max_new_tokens, &printed[b]);
+            st = kvc_run_engine_stream(e, b, buf, o->max_new_tokens, &printed[b]);
         fflush(stdout);
         if (st == KVC_OK) st = kvc_engine_get_stats(e, &stats);
     }
     return st;
 }
 
-/* The end of the output: the ids of each prompt (unless streamed) and why it stopped. */
-static kvc_status print_outputs(const kvc_engine *e, const kvc_run_engine_opts *o, int64_t n, int32_t *buf) {
-    for (int64_t b = 0; b < n; b++) {
-        int64_t n_out = 0;
-        kvc_engine_request_info info;
-        kvc_status st = kvc_engine_request_output(e, b, buf, o->max_new_tokens, &n_out);
-        if (st == KVC_OK) st = kvc_engine_request_get(e, b, &info);
-        if (st != KVC_OK) return st;
-        if (!o->stream) {
-            for (int64_t i = 0; i < n_out; i++) printf(i ? ",%d" : "%d", buf[i]);
-            printf("\n");
-        }
-        if (kvc_run_tp_root()) /* one report per tensor-parallel job */
-            fprintf(stderr, "kvcache run: prompt %lld: %lld tokens, stopped by %s\n", (long long)b, (long long)n_out,
-                    kvc_engine_finish_reason_name(info.finish));
+kvc_status kvc_run_engine_print(const kvc_engine *e, const kvc_run_engine_opts *o, int64_t b, int32_t *buf) {
+    int64_t n_out = 0;
+    kvc_engine_request_info info;
+    kvc_status st = kvc_engine_request_output(e, b, buf, o->max_new_tokens, &n_out);
+    if (st == KVC_OK) st = kvc_engine_request_get(e, b, &info);
+    if (st != KVC_OK) return st;
+    if (!o->stream) {
+        for (int64_t i = 0; i < n_out; i++) printf(i ? ",%d" : "%d", buf[i]);
+        printf("\n");
     }
+    if (kvc_run_tp_root()) /* one report per tensor-parallel job */
+        fprintf(stderr, "kvcache run: prompt %lld: %lld tokens, stopped by %s\n", (long long)b, (long long)n_out,
+                kvc_engine_finish_reason_name(info.finish));
     return KVC_OK;
 }
 
-int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
-                   int64_t n) {
+/* The end of the output: the ids of each prompt (unless streamed) and why it stopped. */
+static kvc_status print_outputs(const kvc_engine *e, const kvc_run_engine_opts *o, int64_t n, int32_t *buf) {
+    kvc_status st = KVC_OK;
+    for (int64_t b = 0; b < n && st == KVC_OK; b++) st = kvc_run_engine_print(e, o, b, buf);
+    return st;
+}
+
+kvc_engine_params kvc_run_engine_params(const kvc_run_engine_opts *o, const int64_t *lens, int64_t n) {
     int64_t max_prompt = 0;
     for (int64_t b = 0; b < n; b++) max_prompt = lens[b] > max_prompt ? lens[b] : max_prompt;
     kvc_engine_params ep = kvc_engine_default_params();
@@ -77,6 +85,12 @@ int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32
     ep.kv_dtype = o->kv_dtype;
     ep.kv_layout = o->kv_layout;
     ep.check = false;
+    return ep;
+}
+
+int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
+                   int64_t n) {
+    const kvc_engine_params ep = kvc_run_engine_params(o, lens, n);
     const kvc_engine_adapter_params ap = {.latent = o->latent, .block_size = o->block_size};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;

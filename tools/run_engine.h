@@ -27,4 +27,14 @@ typedef struct kvc_run_engine_opts {
 int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
                    int64_t n);
 
+/* The pieces kvc_run_engine is made of, for the P/D run (run_pd.c): the engine params it sizes for
+ * the prompts (role BOTH), the request of prompt b, the streaming of prompt b's new tokens ("B: ID"
+ * lines from *printed on; buf [cap]) and the end of its output (its ids unless streamed, and on
+ * stderr why it stopped; buf [o->max_new_tokens]). */
+kvc_engine_params kvc_run_engine_params(const kvc_run_engine_opts *o, const int64_t *lens, int64_t n);
+kvc_engine_request kvc_run_engine_request(const kvc_run_engine_opts *o, int64_t b, const int32_t *prompt,
+                                          int64_t n_prompt);
+kvc_status kvc_run_engine_stream(const kvc_engine *e, int64_t b, int32_t *buf, int64_t cap, int64_t *printed);
+kvc_status kvc_run_engine_print(const kvc_engine *e, const kvc_run_engine_opts *o, int64_t b, int32_t *buf);
+
 #endif

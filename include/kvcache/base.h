@@ -28,7 +28,8 @@ typedef enum kvc_status {
     KVC_ERANGE = -2,      /* index, id or value out of range (e.g. logits that are not finite) */
     KVC_EDOUBLEFREE = -3, /* a block that is already free was freed again */
     KVC_ENOMEM = -4,      /* host memory exhausted, or a budget too small */
-    KVC_EINTERNAL = -5    /* broken internal invariant */
+    KVC_EINTERNAL = -5,   /* broken internal invariant */
+    KVC_ETIMEDOUT = -6    /* a wait passed its deadline (a KV transfer or a peer that did not answer) */
 } kvc_status;
 
 /* Name of a status code ("KVC_NO_SPACE"). Never NULL. */

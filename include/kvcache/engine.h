@@ -145,6 +145,16 @@ typedef enum kvc_engine_scheduler {
     KVC_ENGINE_SCHED_PREFILL_ALONE = 1
 } kvc_engine_scheduler;
 
+/* What an engine does with a request (prefill/decode disaggregation, docs/pd.md). */
+typedef enum kvc_engine_role {
+    KVC_ENGINE_ROLE_BOTH = 0,    /* prefill and decode here (default) */
+    KVC_ENGINE_ROLE_PREFILL = 1, /* computes the prompt and samples the first token, then the request ends
+                                  * (KVC_FINISH_PREFILLED) keeping its blocks until kvc_engine_request_release,
+                                  * so that its KV can be sent to a decode instance */
+    KVC_ENGINE_ROLE_DECODE = 2   /* also admits requests whose prompt KV arrives from outside
+                                  * (kvc_engine_request.n_external_tokens) */
+} kvc_engine_role;
+
 typedef struct kvc_engine_params {
     int64_t max_model_len;                /* >= 1: KV positions of one request (prompt + generated - 1) */
     int64_t max_num_seqs;                 /* >= 1: rows per step = requests running at once */
@@ -188,6 +198,8 @@ typedef struct kvc_engine_params {
     bool shared_pools;          /* managed: the keys whose entry slots agree in page bytes draw from one
                                  * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
                                  * too); false: a pool per key */
+    kvc_engine_role role;       /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
+                                 * (cache info) and the BUDGET scheduler */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
@@ -195,7 +207,7 @@ typedef struct kvc_engine_params {
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, pages
  * KVC_STORAGE_PAGES_HUGE, check on in debug builds (no NDEBUG) and off
- * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND, shared pools on. */
+ * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND, shared pools on, role BOTH. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -224,11 +236,24 @@ typedef struct kvc_engine_request {
     int64_t cache_salt_len; /* 0 with NULL, else 1 .. KVC_ENGINE_SALT_MAX */
     int64_t arrival_ns;     /* 0: now; else when it arrived (kvc_engine_now_ns clock, not in the future) */
     kvc_sampling_params sampling;
+    /* DECODE role: the KV of the prompt's first n_external_tokens positions comes from outside (a
+     * prefill instance), 0 .. n_prompt - 1 (the last prompt token is computed here, which samples the
+     * first token). At the request's first admission, after its blocks are allocated (positions
+     * before n_hit taken from the prefix cache), load_external(load_user, manager, id, n_hit,
+     * n_external_tokens) writes positions [n_hit, n_external_tokens) into the request's blocks; they
+     * then count as computed and are indexed for prefix caching under the request's salt. A failure
+     * of the loader fails that step (its status returned, the step undone) and the request computes
+     * its prompt here from then on. A request preempted later recomputes them too. 0: none (load_external NULL). */
+    int64_t n_external_tokens;
+    kvc_status (*load_external)(void *load_user, const kvc_manager *m, int64_t request_id, int64_t n_hit,
+                                int64_t n_external_tokens);
+    void *load_user; /* must outlive the request's first admission */
 } kvc_engine_request;
 
 #define KVC_ENGINE_SALT_MAX 64
 
-/* id -1, no prompt, max_new_tokens 16, eos_id -1, priority 0, no cache salt, arrival now, greedy. */
+/* id -1, no prompt, max_new_tokens 16, eos_id -1, priority 0, no cache salt, arrival now, greedy, no
+ * external tokens. */
 KVC_API kvc_engine_request kvc_engine_request_default(void);
 
 /* Queues a request behind every waiting request of its priority or a lower
@@ -245,14 +270,16 @@ KVC_API kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_reques
 typedef enum kvc_engine_request_state {
     KVC_REQ_WAITING = 0, /* queued for (re)prefill; holds no KV */
     KVC_REQ_RUNNING = 1, /* holds KV: being prefilled chunk by chunk, or decoding */
-    KVC_REQ_FINISHED = 2 /* done; blocks already freed; output readable until released */
+    KVC_REQ_FINISHED = 2 /* done; blocks already freed (PREFILL role: held until released); output readable
+                          * until released */
 } kvc_engine_request_state;
 
 typedef enum kvc_engine_finish_reason {
     KVC_FINISH_NONE = 0,
-    KVC_FINISH_EOS = 1,          /* emitted eos_id */
-    KVC_FINISH_MAX_NEW = 2,      /* max_new_tokens generated */
-    KVC_FINISH_MAX_MODEL_LEN = 3 /* its next token would need a position >= max_model_len */
+    KVC_FINISH_EOS = 1,           /* emitted eos_id */
+    KVC_FINISH_MAX_NEW = 2,       /* max_new_tokens generated */
+    KVC_FINISH_MAX_MODEL_LEN = 3, /* its next token would need a position >= max_model_len */
+    KVC_FINISH_PREFILLED = 4      /* PREFILL role: the prompt is computed; the blocks stay until release */
 } kvc_engine_finish_reason;
 
 KVC_API const char *kvc_engine_request_state_name(kvc_engine_request_state s);
@@ -289,8 +316,9 @@ KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id,
  * number of generated tokens. */
 KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
                                                   int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
-/* Forgets a request: a finished one's output goes; a waiting or running one is
- * aborted (its blocks / cache row are freed at once). Frees its slot and id. */
+/* Forgets a request: a finished one's output goes (a PREFILL-role request's
+ * kept blocks are freed); a waiting or running one is aborted (its blocks /
+ * cache row are freed at once). Frees its slot and id. */
 KVC_API kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 
 typedef struct kvc_engine_step_result {
@@ -327,7 +355,10 @@ typedef struct kvc_engine_step_result {
  * the blocks the step completed are offered to the prefix cache
  * (kvc_manager_cache_computed: a request admitted in the same step as
  * another with the same prompt shares nothing with it until a later step),
- * and finished requests release their blocks at once. KVC_OK when a batch
+ * and finished requests release their blocks at once (PREFILL role: every
+ * request finishes after its first token and keeps its blocks until
+ * released; DECODE role: an admission with external tokens runs the
+ * request's loader first). KVC_OK when a batch
  * ran or there was nothing to do (res->idle); KVC_NO_SPACE (with a message)
  * when requests are held but none can run ("no progress"). If the model's
  * forward fails its status is returned, this step's admissions are undone
@@ -374,8 +405,8 @@ KVC_API const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
  * when params.check): kvc_manager_check_invariants, queue/slot bookkeeping
  * (queues ordered by priority then arrival), every running request holding
  * exactly the blocks of its cached tokens in every manager and no waiting
- * one holding any, and with nothing running every pool back at num_blocks - 1
- * free. KVC_EINTERNAL naming the broken rule. */
+ * one holding any, and with nothing running (and, PREFILL role, no finished
+ * request still holding its blocks) every pool back at num_blocks - 1 free. KVC_EINTERNAL naming the broken rule. */
 KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* ---- the model runtime as an engine model (model_adapter.c) --------------- */

@@ -33,6 +33,7 @@ const char *kvc_status_str(kvc_status status) {
     case KVC_EDOUBLEFREE: return "KVC_EDOUBLEFREE";
     case KVC_ENOMEM: return "KVC_ENOMEM";
     case KVC_EINTERNAL: return "KVC_EINTERNAL";
+    case KVC_ETIMEDOUT: return "KVC_ETIMEDOUT";
     }
     return "KVC_UNKNOWN_STATUS";
 }

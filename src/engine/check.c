@@ -287,9 +287,10 @@ static kvc_status check_residency(const kvc_engine *e) {
                    : kvci_fail(KVC_EINTERNAL, "P-SELF-3: %lld free + running cache rows, expected %lld",
                                (long long)rows, (long long)e->p.max_num_seqs);
     }
-    if (kvc_manager_num_live_requests(e->mgr) != e->n_running)
-        return kvci_fail(KVC_EINTERNAL, "engine: the manager tracks %lld requests, %lld are running",
-                         (long long)kvc_manager_num_live_requests(e->mgr), (long long)e->n_running);
+    if (kvc_manager_num_live_requests(e->mgr) != e->n_running + e->n_held)
+        return kvci_fail(KVC_EINTERNAL, "engine: the manager tracks %lld requests, %lld are running and %lld prefilled",
+                         (long long)kvc_manager_num_live_requests(e->mgr), (long long)e->n_running,
+                         (long long)e->n_held);
     for (int64_t i = 0; i < e->n_running; i++) {
         const kvc_engine_req *r = &e->reqs[e->running[i]];
         for (int32_t k = 0; k < e->n_keys; k++) {
@@ -311,7 +312,7 @@ static kvc_status check_residency(const kvc_engine *e) {
         kvc_status st = kvci_engine_check_released(e, e->reqs[e->waiting[i]].id);
         if (st != KVC_OK) return st;
     }
-    if (e->n_running == 0)
+    if (e->n_running == 0 && e->n_held == 0)
         for (int32_t k = 0; k < e->n_keys; k++)
             if (kvc_manager_num_free(e->mgr, k) != kvc_manager_num_blocks(e->mgr, k) - 1)
                 return kvci_fail(KVC_EINTERNAL, "P-REL-4: nothing runs but manager %s has %lld of %lld blocks free",

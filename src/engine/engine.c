@@ -110,6 +110,11 @@ static kvc_status resolve_params(kvc_engine_params *p) {
     if (p->prefix_caching && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
         return kvci_fail(KVC_EINVAL, "engine: prefix caching needs the BUDGET scheduler (a hit leaves a prompt to "
                                      "compute from the middle, which the PREFILL_ALONE scheduler never does)");
+    if (p->role != KVC_ENGINE_ROLE_BOTH && p->role != KVC_ENGINE_ROLE_PREFILL && p->role != KVC_ENGINE_ROLE_DECODE)
+        return kvci_fail(KVC_EINVAL, "engine: role %d is unknown (BOTH, PREFILL or DECODE)", (int)p->role);
+    if (p->role != KVC_ENGINE_ROLE_BOTH && p->scheduler != KVC_ENGINE_SCHED_BUDGET)
+        return kvci_fail(KVC_EINVAL, "engine: the %s role needs the BUDGET scheduler",
+                         p->role == KVC_ENGINE_ROLE_PREFILL ? "PREFILL" : "DECODE");
     if (p->next_n != 0)
         return kvci_fail(KVC_EINVAL, "engine: next_n %lld: speculative decoding is not supported (next_n must be 0)",
                          (long long)p->next_n);
@@ -249,6 +254,11 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     kvc_engine_params rp = *p;
     st = resolve_params(&rp);
     if (st != KVC_OK) return st;
+    if (rp.role != KVC_ENGINE_ROLE_BOTH && model->cache_info == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "engine: the %s role moves KV blocks and needs a managed model (cache info); "
+                         "this model is self-managed",
+                         rp.role == KVC_ENGINE_ROLE_PREFILL ? "PREFILL" : "DECODE");
     kvc_engine *e = kvci_calloc(1, sizeof *e);
     if (e == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
     e->model = *model;

@@ -34,6 +34,10 @@ typedef struct kvc_engine_req {
     int32_t *tokens;                      /* [max_model_len + 1] prompt then generated (into kvc_engine.token_store) */
     int64_t *token_step;                  /* [max_model_len + 1] step that produced tokens[i] (generated i only) */
     int64_t *token_ns;                    /* [max_model_len + 1] its monotonic time */
+    int64_t n_external; /* DECODE role: prompt positions [0, n_external) whose KV load_external writes at the
+                         * first admission (0 after it) */
+    kvc_status (*load_external)(void *, const kvc_manager *, int64_t, int64_t, int64_t);
+    void *load_user;
 } kvc_engine_req;
 
 /* Self-managed workspaces. */
@@ -83,6 +87,7 @@ struct kvc_engine {
     int32_t *running; /* [max_num_seqs] slots, best (priority, arrival) first */
     int64_t n_running;
     int64_t n_finished;
+    int64_t n_held; /* PREFILL role: finished requests still holding their blocks (until released) */
 
     /* the step being built */
     kvc_step_request *rows; /* [max_num_seqs] */

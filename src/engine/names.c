@@ -17,6 +17,7 @@ const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r) {
     case KVC_FINISH_EOS: return "eos";
     case KVC_FINISH_MAX_NEW: return "max_new_tokens";
     case KVC_FINISH_MAX_MODEL_LEN: return "max_model_len";
+    case KVC_FINISH_PREFILLED: return "prefilled";
     }
     return "?";
 }

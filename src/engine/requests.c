@@ -51,6 +51,12 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
                          "request %lld: arrival_ns %lld must be 0 (now) or a past time of "
                          "kvc_engine_now_ns (now %lld)",
                          (long long)r->id, (long long)r->arrival_ns, (long long)now);
+    if (r->n_external_tokens != 0 && (e->p.role != KVC_ENGINE_ROLE_DECODE || r->n_external_tokens < 0 ||
+                                      r->n_external_tokens >= r->n_prompt || r->load_external == NULL))
+        return kvci_fail(KVC_EINVAL,
+                         "request %lld: n_external_tokens %lld needs the DECODE role, a loader and a value in "
+                         "[0, n_prompt %lld) (the last prompt token is computed here)",
+                         (long long)r->id, (long long)r->n_external_tokens, (long long)r->n_prompt);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
     if (st != KVC_OK) return kvci_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
     const kvc_engine_req *held = kvci_engine_find(e, r->id);
@@ -96,6 +102,9 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->sampling = r->sampling;
     q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
     q->cache_row = -1;
+    q->n_external = r->n_external_tokens;
+    q->load_external = r->load_external;
+    q->load_user = r->load_user;
     memcpy(q->tokens, r->prompt, (size_t)r->n_prompt * sizeof *r->prompt);
     kvci_engine_times_arrive(e, q, r->arrival_ns > 0 ? r->arrival_ns : now);
     kvci_engine_wait_insert(e, slot);
@@ -153,7 +162,15 @@ kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
         if (st != KVC_OK) return st;
         kvci_engine_run_remove(e, slot);
         break;
-    default: e->n_finished--; break;
+    default:
+        if (r->finish == KVC_FINISH_PREFILLED) { /* the blocks it kept for the transfer */
+            st = kvci_engine_evict(e, r);
+            if (st == KVC_OK && e->p.check) st = kvci_engine_check_released(e, id);
+            if (st != KVC_OK) return st;
+            e->n_held--;
+        }
+        e->n_finished--;
+        break;
     }
     kvci_request_table_remove(&e->table, id);
     r->state = KVC_SLOT_UNUSED;

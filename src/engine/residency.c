@@ -5,7 +5,7 @@
 #include "engine/engine_internal.h"
 
 static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t computed, int64_t n_new, bool admit,
-                           const kvc_prompt *prompt) {
+                           const kvc_prompt *prompt, int64_t external) {
     /* the hit the admission's query handed out (with its prompt only) */
     const kvc_prefix_hit hit = {.n_tokens = computed, .handle = r->hit_handle};
     /* a first chunk keeps the decode reserve of every live request free */
@@ -16,7 +16,8 @@ static kvc_status allocate(kvc_engine *e, const kvc_engine_req *r, int64_t compu
                                                           .lookahead_tokens = e->p.next_n,
                                                           .reserved_tokens = admit ? e->p.reserved_decode_tokens : 0,
                                                           .prompt = prompt,
-                                                          .hit = prompt != NULL && computed > 0 ? &hit : NULL});
+                                                          .hit = prompt != NULL && computed > 0 ? &hit : NULL,
+                                                          .num_external_computed_tokens = external});
 }
 
 /* The request's tokens and salt as a prompt of the manager. */
@@ -47,12 +48,18 @@ kvc_status kvci_engine_prefix_hit(kvc_engine *e, kvc_engine_req *r) {
 static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, bool halve) {
     const kvc_prompt prompt = request_prompt(r);
     const int64_t hit = r->n_cached;
-    const kvc_prompt *first = e->p.prefix_caching ? &prompt : NULL;
-    int64_t n = kvci_min64(*n_new, r->n_tokens - hit);
-    kvc_status st = allocate(e, r, hit, n, true, first);
+    /* DECODE role: the prompt tokens after the hit whose KV the loader writes (external computed tokens) */
+    const int64_t external = kvci_max64(r->n_external - hit, 0);
+    const kvc_prompt *first = e->p.prefix_caching || external > 0 ? &prompt : NULL;
+    int64_t n = kvci_min64(*n_new, r->n_tokens - hit - external);
+    kvc_status st = allocate(e, r, hit, n, true, first, external);
     while (st == KVC_NO_SPACE && halve && n > 1) {
         n = kvci_cdiv(n, 2);
-        st = allocate(e, r, hit, n, true, first);
+        st = allocate(e, r, hit, n, true, first, external);
+    }
+    if (st == KVC_OK && external > 0) {
+        st = r->load_external(r->load_user, e->mgr, r->id, hit, r->n_external);
+        if (st != KVC_OK) kvc_manager_free(e->mgr, r->id), r->n_external = 0; /* computed here from now on */
     }
     if (st != KVC_OK) {
         if (st == KVC_CLAMPED) kvc_manager_free(e->mgr, r->id);
@@ -62,6 +69,8 @@ static kvc_status admit_blocks(kvc_engine *e, kvc_engine_req *r, int64_t *n_new,
     e->stats.prefix_hit_tokens += hit;
     if (e->p.prefix_caching) e->stats.prefix_query_tokens += r->n_tokens;
     r->n_prefix_hit = hit;
+    r->n_cached = hit + external; /* the chunk starts after the loaded tokens */
+    r->n_external = 0;            /* loaded once: a preempted request recomputes them */
     *n_new = n;
     return KVC_OK;
 }
@@ -73,7 +82,7 @@ kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, b
         r->cache_row = e->legacy.free_rows[--e->legacy.n_free_rows];
         return KVC_OK;
     }
-    kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL);
+    kvc_status st = admit ? admit_blocks(e, r, n_new, halve) : allocate(e, r, r->n_cached, *n_new, false, NULL, 0);
     if (st != KVC_CLAMPED) return st;
     return kvci_fail(KVC_EINTERNAL, "engine: request %lld: positions %lld .. %lld were clamped to max_model_len %lld",
                      (long long)r->id, (long long)r->n_cached, (long long)(r->n_cached + *n_new - 1),

@@ -77,10 +77,12 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
         kvci_engine_times_token(e, r, t1);
         r->n_tokens++;
         e->stats.generated_tokens++;
-        r->finish = finish_reason(e, r);
+        const bool prefilled = e->p.role == KVC_ENGINE_ROLE_PREFILL; /* its blocks stay for the transfer */
+        r->finish = prefilled ? KVC_FINISH_PREFILLED : finish_reason(e, r);
         if (r->finish == KVC_FINISH_NONE) continue;
-        st = kvci_engine_evict(e, r);
-        if (st == KVC_OK && e->p.check) st = kvci_engine_check_released(e, r->id);
+        e->n_held += prefilled;
+        st = prefilled ? KVC_OK : kvci_engine_evict(e, r);
+        if (st == KVC_OK && e->p.check && !prefilled) st = kvci_engine_check_released(e, r->id);
         if (st != KVC_OK) return st;
         kvci_engine_run_remove(e, slot);
         r->state = KVC_REQ_FINISHED;

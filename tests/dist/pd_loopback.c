@@ -1,0 +1,208 @@
+/* Prefill/decode disaggregation in one process over the loopback transport
+ * (src/dist/pd.h): for every built-in family (random small models), a
+ * PREFILL engine sends each request's KV to a DECODE engine, whose tokens
+ * and logits are bitwise those of one BOTH engine on the same requests --
+ * with prefix caching on, salts, a prefix hit on the decode side and
+ * preemption there. A dropped payload ends its request with KVC_ETIMEDOUT,
+ * frees its blocks on both sides and the decode engine serves the others;
+ * a decode engine with another block size refuses the message, as it refuses
+ * every header that does not add up. */
+#include "pd_fixture.h"
+
+/* One family: P/D against one instance, block sizes 4 and 8, then with preemption on the decode side. */
+static void check_family(const pd_family *f) {
+    kvc_model *m = random_model(f->json);
+    const bool latent = f->latent;
+    print_message("family %s\n", f->name);
+    for (int64_t bs = 4; bs <= 8; bs *= 2)
+        for (int tight = 0; tight < 2; tight++) {
+            instance ref, dc;
+            reference_open(&ref, m, latent, bs);
+            kvci_transport tp, td;
+            assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+            prefill_and_send(m, latent, bs, &tp, -1);
+            instance_open(&dc, m, latent, KVC_ENGINE_ROLE_DECODE, bs, tight);
+            assert_int_equal(receive_and_decode(&dc, &td), 0);
+            expect_same_outputs(&dc, &ref, 0);
+            kvc_engine_stats st;
+            assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
+            assert_true(st.prefix_hit_tokens >= 16); /* request 1 found request 0's blocks */
+            if (tight) assert_true(st.preemptions > 0);
+            expect_no_blocks(dc.e);
+            kvci_transport_close(&tp);
+            kvci_transport_close(&td);
+            instance_close(&dc);
+            instance_close(&ref);
+        }
+    kvc_model_destroy(m);
+}
+
+static void test_families(void **state) {
+    (void)state;
+    for (int i = 0; i < PD_N_FAMILIES; i++) check_family(&PD_FAMILIES[i]);
+}
+
+/* A payload lost on the way: its request fails on the decode side within the deadline, both sides
+ * free its blocks, and the other requests come out as from one instance. */
+static void test_dropped_payload(void **state) {
+    (void)state;
+    kvc_model *m = random_model(PD_QWEN3);
+    instance ref, dc;
+    instance_open(&ref, m, false, KVC_ENGINE_ROLE_BOTH, 4, false);
+    for (int64_t b = 0; b < N_REQ; b++) {
+        const kvc_engine_request r = request(b);
+        assert_int_equal(kvc_engine_add_request(ref.e, &r), KVC_OK);
+    }
+    step_until_idle(ref.e);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, 1), KVC_OK);
+    prefill_and_send(m, false, 4, &tp, -1); /* the transport drops message 1's payload */
+    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
+    assert_int_equal(receive_and_decode(&dc, &td), 1u << 1);
+    kvc_engine_request_info info;
+    assert_int_equal(kvc_engine_request_get(dc.e, 1, &info), KVC_EINVAL); /* it never entered the engine */
+    expect_same_outputs(&dc, &ref, 1u << 1);
+    expect_no_blocks(dc.e);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+    instance_close(&dc);
+    instance_close(&ref);
+    kvc_model_destroy(m);
+}
+
+/* A decode engine whose blocks differ (block size 8 against 4) refuses the message, naming the key. */
+static void test_layout_mismatch(void **state) {
+    (void)state;
+    kvc_model *m = random_model(PD_QWEN3);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    prefill_and_send(m, false, 4, &tp, -1);
+    instance dc;
+    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 8, false);
+    kvci_pd_receiver rx;
+    assert_int_equal(kvci_pd_receiver_init(dc.e, N_REQ, &rx), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(ev.kind, KVC_PD_FAILED);
+    assert_int_equal(ev.status, KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "another KV dtype, block size or model"));
+    kvci_pd_receiver_free(&rx);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+    instance_close(&dc);
+    kvc_model_destroy(m);
+}
+
+/* Sends h as a message and expects the decode side to fail request h->request_id with status
+ * `want`, its message containing `text`. */
+static void expect_refused(instance *dc, kvci_pd_receiver *rx, const kvci_pd_header *h, kvc_status want,
+                           const char *text) {
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(tp.ops->send(tp.self, 1, h->seq, h, sizeof *h, NULL, 0, 50), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(rx, dc->e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(ev.kind, KVC_PD_FAILED);
+    assert_int_equal(ev.request_id, h->request_id);
+    assert_int_equal(ev.status, want);
+    if (strstr(kvc_last_error(), text) == NULL) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+}
+
+/* Headers the decode side refuses before it takes any payload, each naming what is wrong: the prefill
+ * side's own failure, another magic, counts out of range, another block range, a payload size that
+ * does not add up. Nothing enters the engine. */
+static void test_bad_headers(void **state) {
+    (void)state;
+    kvc_model *m = random_model(PD_QWEN3);
+    instance dc;
+    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
+    kvci_pd_receiver rx;
+    assert_int_equal(kvci_pd_receiver_init(dc.e, 1, &rx), KVC_OK);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(kvci_pd_send_failure(&tp, 1, 0, 5, KVC_ENOMEM, "pools too small", 50), KVC_OK);
+    kvci_pd_event ev;
+    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(ev.kind, KVC_PD_FAILED);
+    assert_int_equal(ev.status, KVC_ENOMEM);
+    assert_non_null(strstr(kvc_last_error(), "request 5 failed on the prefill side: pools too small"));
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+    /* a good header of a 9-token prompt: 8 external tokens, 2 blocks of the one key */
+    kvci_pd_header good;
+    memset(&good, 0, sizeof good);
+    good.magic = KVC_PD_MAGIC;
+    good.version = KVC_PD_VERSION;
+    good.request_id = 3;
+    good.n_prompt = 9;
+    good.n_external = 8;
+    good.max_new_tokens = 2;
+    good.top_p = 1.0f;
+    good.n_keys = 1;
+    good.block_bytes[0] = rx.layout.block_bytes[0];
+    good.n_blocks[0] = 2;
+    good.payload_bytes = 9 * 4 + 2 * good.block_bytes[0];
+    kvci_pd_header h = good;
+    h.magic = 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "magic 0x00000001");
+    h = good;
+    h.n_external = 9;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_external 9 (0 .. n_prompt - 1)");
+    h = good;
+    h.n_prompt = MAXLEN + 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_prompt 65 (1 .. 64)");
+    h = good;
+    h.n_keys = 2;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "2 manager keys, this engine 1");
+    h = good;
+    h.first_block[0] = 1;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "blocks [1, +2)");
+    h = good;
+    h.payload_bytes += 4;
+    expect_refused(&dc, &rx, &h, KVC_EINVAL, "payload bytes, its blocks make");
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
+    assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
+    kvci_pd_receiver_free(&rx);
+    instance_close(&dc);
+    kvc_model_destroy(m);
+}
+
+/* The roles' refusals: external tokens outside the DECODE role or without a loader; a role on a
+ * self-managed model. */
+static void test_role_refusals(void **state) {
+    (void)state;
+    kvc_model *m = random_model(PD_QWEN3);
+    instance both;
+    instance_open(&both, m, false, KVC_ENGINE_ROLE_BOTH, 4, false);
+    kvc_engine_request r = request(0);
+    r.n_external_tokens = 4;
+    assert_int_equal(kvc_engine_add_request(both.e, &r), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "needs the DECODE role"));
+    instance_close(&both);
+    kvc_engine_params p = kvc_engine_default_params();
+    p.max_model_len = MAXLEN;
+    p.role = KVC_ENGINE_ROLE_PREFILL;
+    const kvc_engine_adapter_params ap = {.self_managed = true};
+    kvc_engine_adapter *a = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
+    kvc_engine *e = NULL;
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "needs a managed model"));
+    p.role = (kvc_engine_role)3;
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "role 3 is unknown"));
+    kvc_engine_adapter_destroy(a);
+    kvc_model_destroy(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_families),        cmocka_unit_test(test_dropped_payload),
+        cmocka_unit_test(test_layout_mismatch), cmocka_unit_test(test_bad_headers),
+        cmocka_unit_test(test_role_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
