@@ -6,18 +6,10 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "model/forward_internal.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
-
-/* Attention widths per family: query/key head dim, value head dim, KV heads of the full form. */
-static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64_t *nkv) {
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
-        *dq = c->qk_nope_head_dim + c->qk_rope_head_dim, *dv = c->v_head_dim, *nkv = c->num_heads;
-    } else {
-        *dq = *dv = c->head_dim, *nkv = c->num_kv_heads;
-    }
-}
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
@@ -52,8 +44,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     const kvc_model_config *c = &m->cfg;
     kvc_model_workspace *ws = kvci_calloc(1, sizeof *ws);
     if (!ws) return kvci_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
-    int64_t dq, dv, nkv;
-    attn_dims(c, &dq, &dv, &nkv);
+    const kvc_cache_dims full = kvci_model_cache_dims(c, false); /* query/key and value head dims, KV heads */
+    const int64_t dq = full.dim[0], dv = full.dim[1], nkv = full.heads[0];
     const int64_t Tm = max_tokens, H = c->hidden_size, nH = c->num_heads, rkv = c->kv_lora_rank;
     const int64_t dr = c->qk_rope_head_dim, dn = c->qk_nope_head_dim;
     ws->max_tokens = Tm, ws->max_rows = max_rows, ws->max_kv_len = max_kv_len;
@@ -136,12 +128,9 @@ static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
-    int64_t dq, dv, nkv;
-    attn_dims(c, &dq, &dv, &nkv);
-    int64_t hk = nkv, dk = dq, hv = nkv, dvv = dv;
-    if (cs->latent) hk = hv = 1, dk = c->kv_lora_rank, dvv = c->qk_rope_head_dim;
+    const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
-    const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
+    const int64_t *heads = cd.heads, *dims = cd.dim;
     const kvc_dtype dt = lc->k.dtype;
     if (cs->layout != KVC_BLOCK_BNBSND &&
         (cs->layout != KVC_BLOCK_BNNDBS || cs->kind != KVC_MCACHE_PAGED || cs->latent))
@@ -231,7 +220,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                          (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
-    if (cs->latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
+    if (cs->latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3), not %s", c->model_type);
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_status st = check_layer_cache(m, cs, l);

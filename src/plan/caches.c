@@ -33,7 +33,7 @@ kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *
     const kvc_json_obj *cfg = &hp->cfg;
     *s = (kvc_state_shapes){0};
     kvc_status st = KVC_OK;
-    if (f->fam == KVC_FAM_QWEN3_NEXT) {
+    if (f->fam->id == KVC_FAMILY_QWEN3_NEXT) {
         int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
         const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                                "linear_value_head_dim", "linear_conv_kernel_dim"};
@@ -48,7 +48,7 @@ kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *
                                 .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
         return KVC_OK;
     }
-    if (f->fam == KVC_FAM_JAMBA) {
+    if (f->fam->id == KVC_FAMILY_JAMBA) {
         int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
         if ((st = kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
         if ((st = kvci_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
@@ -201,6 +201,14 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
     if (plan->layers == NULL)
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;
+    const kvc_family_dims fd = {.num_heads = plan->q_heads_per_rank,
+                                .num_kv_heads = kv_per_rank,
+                                .head_dim = f->head_dim,
+                                .kv_lora_rank = f->kv_lora_rank,
+                                .qk_nope_head_dim = f->qk_nope_head_dim,
+                                .qk_rope_head_dim = f->qk_rope_head_dim,
+                                .v_head_dim = f->v_head_dim};
+    const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
     for (int32_t i = 0; i < plan->n_layers; i++) {
         kvc_plan_layer *L = &plan->layers[i];
         L->layer = i;
@@ -215,13 +223,11 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
         kvci_plan_set_layer_masks(plan, L);
         if (L->attn_type == KVC_ATTN_MAMBA) {
             for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
-        } else if (plan->mla) {
-            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
-            add_cache(L, "nope_cache", 1, f->kv_lora_rank, dt, o->block_size);
-            add_cache(L, "rope_cache", 1, f->qk_rope_head_dim, dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt, o->block_size);
         } else {
-            add_cache(L, "k_cache", kv_per_rank, f->head_dim, dt, o->block_size);
-            add_cache(L, "v_cache", kv_per_rank, f->head_dim, dt, o->block_size);
+            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
+            const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
+            add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd.heads[0], cd.dim[0], dt, o->block_size);
+            add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd.heads[1], cd.dim[1], v_dt, o->block_size);
         }
     }
     return KVC_OK;

@@ -119,7 +119,7 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
     bool have = false;
     double v = 0.0;
     kvc_status st;
-    if (f->fam == KVC_FAM_MLA) {
+    if (f->fam->mla) {
         plan->scale = kvci_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
         return KVC_OK;
     }
@@ -128,7 +128,7 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
         plan->scale = v;
         return KVC_OK;
     }
-    if (f->fam == KVC_FAM_GEMMA2 || f->fam == KVC_FAM_GEMMA3) {
+    if (f->fam->id == KVC_FAMILY_GEMMA2 || f->fam->id == KVC_FAMILY_GEMMA3) {
         if ((st = kvci_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
         if (!have) {
             v = (double)f->head_dim;
