@@ -179,6 +179,23 @@ kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent) {
     return kvci_family_cache_dims(kvci_family_get(c->family), &d, latent);
 }
 
+/* ---- state shapes ------------------------------------------------------------ */
+
+kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_t v, int64_t tp, int64_t *out) {
+    if (v % tp != 0)
+        return kvci_fail(KVC_EINVAL, "%s: %s %lld is not divisible by tp %lld", hp->cfg.doc, field, (long long)v,
+                         (long long)tp);
+    *out = v / tp;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
+                                    kvc_state_shapes *s) {
+    *s = (kvc_state_shapes){0};
+    const kvc_family_desc *by = d->state_shapes != NULL ? d : &kvc_family_mamba2_hybrid;
+    return by->state_shapes(hp, hidden_size, tp, s);
+}
+
 /* ---- optional config members ------------------------------------------------ */
 
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

@@ -52,6 +52,14 @@ typedef struct kvc_cache_dims {
     int64_t heads[2], dim[2];
 } kvc_cache_dims;
 
+/* Shapes of the state caches of a Mamba / linear-attention layer, per rank. */
+typedef struct kvc_state_shapes {
+    int32_t n;
+    const char *names[2];
+    int32_t n_shape[2];
+    int64_t shape[2][KVC_MAX_DIMS];
+} kvc_state_shapes;
+
 /* One config.json spelling of a family: model_type, architectures[0] (NULL:
  * none known), the name the plan reports, and whether the runtime runs it. */
 typedef struct kvc_family_alias {
@@ -77,6 +85,9 @@ typedef struct kvc_family_desc {
     /* Heads and dims of the k/v caches (latent: the MLA latent form); NULL: GQA's
      * (num_kv_heads of head_dim, both). */
     kvc_cache_dims (*cache_dims)(const kvc_family_dims *d, bool latent);
+    /* Shapes of the state caches of its state layers on one of tp ranks
+     * (hidden_size 0 when absent); NULL: the Mamba2 fields (mamba_n_heads, ...). */
+    kvc_status (*state_shapes)(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);
 } kvc_family_desc;
 
 /* The built-in families, one file each. */
@@ -103,6 +114,12 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
 kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent);
 /* The cache heads and dims of a layer of a runtime config (its rank's heads). */
 kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent);
+/* The state shapes of family d's state layers for tp ranks (its hook, else the Mamba2 fields). */
+kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
+                                    kvc_state_shapes *s);
+/* v / tp into *out, refused naming `field` when tp does not divide it. */
+kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_t v, int64_t tp, int64_t *out);
+
 /* default_kinds rules shared by families: every layer full (a sliding_window
  * key ignored); every layer sliding when the config sets a window, else full
  * (the rule when default_kinds is NULL); even layers sliding, odd ones full. */

@@ -131,7 +131,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
         seen[f->kinds[i]] = true;
     }
     if (st == KVC_OK && any_state) {
-        st = kvci_plan_state_shapes(hp, f, plan->options.tp, states);
+        st = kvci_family_state_shapes(f->fam, hp, f->hidden_size, plan->options.tp, states);
         if (st == KVC_OK)
             kvci_plan_warn(
                 plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",

@@ -28,14 +28,6 @@ typedef struct kvc_model_facts {
     kvc_layer_kind *kinds; /* [n_layers] */
 } kvc_model_facts;
 
-/* Shapes of the state caches of a Mamba / linear-attention layer, per rank. */
-typedef struct kvc_state_shapes {
-    int32_t n;
-    const char *names[2];
-    int32_t n_shape[2];
-    int64_t shape[2][KVC_MAX_DIMS];
-} kvc_state_shapes;
-
 /* Copies src (NULL = "") into dst[cap], truncating. */
 void kvci_plan_copy_text(char *dst, size_t cap, const char *src);
 
@@ -53,8 +45,6 @@ void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64
 /* select.c: the mask modes and band of one layer (needs the mode chosen). */
 void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
 
-/* caches.c: the state cache shapes of the family for tp ranks. */
-kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
 /* caches.c: plan->layers with attention type, masks and caches per rank. */
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
                                   int64_t kv_per_rank);
