@@ -74,8 +74,9 @@ typedef struct kvc_family_desc {
     const char *name;    /* kvc_model_family_name */
     const kvc_family_alias *aliases;
     int32_t n_aliases;
-    bool mla;   /* latent attention: heads and dims from the MLA fields (kvci_hparams_read_mla) */
-    bool sinks; /* per-head attention sinks */
+    bool mla;            /* latent attention: heads and dims from the MLA fields (kvci_hparams_read_mla) */
+    bool sinks;          /* per-head attention sinks */
+    double rms_norm_eps; /* when config.json has none; 0: 1e-6 */
     /* The runtime's keys of the family beyond the shared reader's (head_dim
      * included) into cfg; NULL when the runtime runs no model type of it. */
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
@@ -85,6 +86,10 @@ typedef struct kvc_family_desc {
     /* Heads and dims of the k/v caches (latent: the MLA latent form); NULL: GQA's
      * (num_kv_heads of head_dim, both). */
     kvc_cache_dims (*cache_dims)(const kvc_family_dims *d, bool latent);
+    /* The softmax scale of a non-MLA family when config.json sets no
+     * attention_multiplier; NULL: head_dim^-1/2 (the planner's; the runtime's
+     * kvc_model_attn_scale covers the families it runs). */
+    kvc_status (*softmax_scale)(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
     /* Shapes of the state caches of its state layers on one of tp ranks
      * (hidden_size 0 when absent); NULL: the Mamba2 fields (mamba_n_heads, ...). */
     kvc_status (*state_shapes)(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);

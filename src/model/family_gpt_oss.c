@@ -29,6 +29,7 @@ const kvc_family_desc kvc_family_gpt_oss = {
     .aliases = ALIASES,
     .n_aliases = 1,
     .sinks = true,
+    .rms_norm_eps = 1e-5,
     .parse = parse_gpt_oss,
     .default_kinds = kvci_family_alternating_kinds,
 };

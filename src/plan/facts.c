@@ -95,13 +95,11 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
 
 /* ---- layer kinds ------------------------------------------------------------ */
 
-static void warn_to_plan(void *user, const char *msg) { kvci_plan_warn(user, "%s", msg); }
-
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     f->kinds = kvci_calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL)
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
-    kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = warn_to_plan, .user = plan};
+    kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = kvci_plan_warn_text, .user = plan};
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
     bool any_sliding = false;

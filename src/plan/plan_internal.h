@@ -28,6 +28,9 @@ typedef struct kvc_model_facts {
     kvc_layer_kind *kinds; /* [n_layers] */
 } kvc_model_facts;
 
+/* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */
+void kvci_plan_warn_text(void *plan, const char *msg);
+
 /* Copies src (NULL = "") into dst[cap], truncating. */
 void kvci_plan_copy_text(char *dst, size_t cap, const char *src);
 
