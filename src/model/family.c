@@ -73,6 +73,11 @@ kvc_status kvci_family_register(kvc_family_desc *d, kvc_model_family *out) {
     return KVC_OK;
 }
 
+bool kvci_family_runs(kvc_model_family id) {
+    const kvc_family_desc *d = kvci_family_get(id);
+    return d != NULL && d->parse != NULL;
+}
+
 void kvci_family_runtime_types(char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';

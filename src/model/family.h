@@ -108,6 +108,8 @@ const kvc_family_desc *kvci_family_get(kvc_model_family id);
  * NULL); NULL when neither is known. */
 const kvc_family_desc *kvci_family_find(const char *model_type, const char *architecture,
                                         const kvc_family_alias **alias);
+/* Whether the runtime runs family id (a registered family with a parse hook). */
+bool kvci_family_runs(kvc_model_family id);
 /* The model types the runtime runs, comma-separated, into buf[cap] (for messages). */
 void kvci_family_runtime_types(char *buf, size_t cap);
 
