@@ -60,6 +60,8 @@ typedef struct kvc_state_shapes {
     int64_t shape[2][KVC_MAX_DIMS];
 } kvc_state_shapes;
 
+struct kvc_fwd_step; /* one forward step's state (forward_internal.h) */
+
 /* One config.json spelling of a family: model_type, architectures[0] (NULL:
  * none known), the name the plan reports, and whether the runtime runs it. */
 typedef struct kvc_family_alias {
@@ -90,6 +92,11 @@ typedef struct kvc_family_desc {
      * attention_multiplier; NULL: head_dim^-1/2 (the planner's; the runtime's
      * kvc_model_attn_scale covers the families it runs). */
     kvc_status (*softmax_scale)(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
+    /* The forward pass's blocks of layer l, from the normalised hidden
+     * states to ws->proj: attention (NULL: GQA, kvci_attn_gqa) and the
+     * feed-forward (NULL: the dense SwiGLU MLP, kvci_fwd_dense_mlp). */
+    kvc_status (*attention)(const struct kvc_fwd_step *s, int64_t l);
+    kvc_status (*ffn)(const struct kvc_fwd_step *s, int64_t l);
     /* Shapes of the state caches of its state layers on one of tp ranks
      * (hidden_size 0 when absent); NULL: the Mamba2 fields (mamba_n_heads, ...). */
     kvc_status (*state_shapes)(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);

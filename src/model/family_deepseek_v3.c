@@ -4,6 +4,7 @@
  * layers are dense, the rest a grouped-routing MoE. */
 #include "base/internal.h"
 #include "model/family.h"
+#include "model/forward_internal.h"
 
 static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
@@ -42,6 +43,11 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* The first first_k_dense_replace layers: the dense MLP; the rest: routed and shared experts. */
+static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->layers[l].moe ? kvci_ffn_deepseek(s, l) : kvci_fwd_dense_mlp(s, l);
+}
+
 static const kvc_family_alias ALIASES[] = {
     {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", false},
     {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3", true},
@@ -57,4 +63,6 @@ const kvc_family_desc kvc_family_deepseek_v3 = {
     .parse = parse_deepseek,
     .default_kinds = kvci_family_full_kinds,
     .cache_dims = kvci_family_mla_cache_dims,
+    .attention = kvci_attn_mla,
+    .ffn = deepseek_ffn,
 };

@@ -3,6 +3,7 @@
  * with a clamped SwiGLU. */
 #include "base/internal.h"
 #include "model/family.h"
+#include "model/forward_internal.h"
 
 static kvc_status parse_gpt_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
@@ -32,4 +33,5 @@ const kvc_family_desc kvc_family_gpt_oss = {
     .rms_norm_eps = 1e-5,
     .parse = parse_gpt_oss,
     .default_kinds = kvci_family_alternating_kinds,
+    .ffn = kvci_ffn_gpt_oss,
 };

@@ -252,6 +252,13 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     return KVC_OK;
 }
 
+kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    return kvci_swiglu_mlp(ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
+                           ws->ff_b, ws->proj);
+}
+
 kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
     if (!m || !ws || !a) return kvci_fail(KVC_EINVAL, "forward: model, workspace and args must not be NULL");
     bool fresh = false;
@@ -268,23 +275,17 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
                          ws->sin + t * m->rot_dim);
     }
     const float eps = (float)c->rms_norm_eps;
+    const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
-        st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvci_attn_mla(&s, l) : kvci_attn_gqa(&s, l);
+        st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
-        if (c->family == KVC_FAMILY_GPT_OSS) {
-            st = kvci_ffn_gpt_oss(&s, l);
-        } else if (w->moe) {
-            st = kvci_ffn_deepseek(&s, l);
-        } else {
-            st = kvci_swiglu_mlp(ws->xn, T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
-                                 ws->ff_b, ws->proj);
-        }
+        st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
     }
