@@ -1,10 +1,8 @@
 /* config.json into kvc_model_config (MF 2, 3.1, 4.1): the shared reader
  * (hparams.h) gives the identity, sizes and rope; the family's descriptor
  * (family.h) its own keys and the kind of every layer. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"

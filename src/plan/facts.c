@@ -2,8 +2,6 @@
  * descriptor, from model_type or the architecture), heads and dims, MLA
  * latent dims, max_position_embeddings, rope scaling and the kind of every
  * layer (the family's rule, model/family.c, as the runtime reads it). */
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
