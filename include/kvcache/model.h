@@ -29,12 +29,24 @@ extern "C" {
 
 #define KVC_MODEL_MAX_LAYERS 256
 
+/* The model families the planner knows (kvc_plan_model); the runtime
+ * (kvc_model_load) runs the model types marked "runs". One descriptor per
+ * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE = 0,  /* llama, qwen2, qwen3 (mistral read as llama) */
-    KVC_FAMILY_GPT_OSS,    /* gpt_oss */
-    KVC_FAMILY_DEEPSEEK_V3 /* deepseek_v3 */
+    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3; plans also mixtral, qwen2_moe,
+                               * qwen3_moe, phi3 */
+    KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
+    KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, kimi_k2 */
+    KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
+    KVC_FAMILY_GEMMA3,        /* plans gemma3, gemma3_text: sliding_window_pattern */
+    KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
+    KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
+    KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid: layer_types with "mamba" */
+    KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
+    KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
+/* "dense", "gpt_oss", "deepseek_v3", "gemma2", ..., "generic"; "?" for an unknown id. */
 KVC_API const char *kvc_model_family_name(kvc_model_family f);
 
 /* kvc_rope_type and kvc_rope_config live in ops.h (the RoPE op takes them);

@@ -8,6 +8,7 @@
 
 #include "base/internal.h"
 #include "kvcache/engine.h"
+#include "model/family.h"
 
 struct kvc_engine_adapter {
     const kvc_model *m;
@@ -40,15 +41,14 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
  * the stall-free limit (kvc_engine_model.cost_*). */
 static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool latent) {
     const double H = (double)c->hidden_size, nH = (double)c->num_heads, V = (double)c->vocab_size;
-    double dq = (double)c->head_dim, dv = dq, proj;
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
+    const kvc_cache_dims full = kvci_model_cache_dims(c, false);
+    double dq = (double)full.dim[0], dv = (double)full.dim[1], proj;
+    if (kvci_family_get(c->family)->mla) {
         const double dn = (double)c->qk_nope_head_dim, dr = (double)c->qk_rope_head_dim, rkv = (double)c->kv_lora_rank;
-        const double q = c->q_lora_rank > 0 ? H * (double)c->q_lora_rank + (double)c->q_lora_rank * nH * (dn + dr)
-                                            : H * nH * (dn + dr);
-        dv = (double)c->v_head_dim;
+        const double q =
+            c->q_lora_rank > 0 ? H * (double)c->q_lora_rank + (double)c->q_lora_rank * nH * dq : H * nH * dq;
         proj = q + H * (rkv + dr) + rkv * nH * (dn + dv) + nH * dv * H;
-        dq = latent ? rkv + dr : dn + dr; /* latent: scores over the latent and rope parts, values over the latent */
-        if (latent) dv = rkv;
+        if (latent) dq = rkv + dr, dv = rkv; /* scores over the latent and rope parts, values over the latent */
     } else {
         proj = H * nH * dq * 2.0 + 2.0 * H * (double)c->num_kv_heads * dq;
     }

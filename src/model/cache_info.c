@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "model/model_internal.h"
 
 static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_t l, int64_t heads, int64_t dim,
@@ -36,7 +37,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
                          "model_cache_info_build: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, "
                          "fp8_e4m3, fp8_e5m2)",
                          kvc_dtype_name(kv_dtype));
-    if (latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
+    if (latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
     if (ci) ci->layer_infos = kvci_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
@@ -46,10 +47,8 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     }
     ci->num_layers = (int32_t)c->num_layers;
     ci->is_mla_backend = latent;
-    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3;
-    const int64_t heads = mla ? c->num_heads : c->num_kv_heads;
-    const int64_t dk = mla ? c->qk_nope_head_dim + c->qk_rope_head_dim : c->head_dim;
-    const int64_t dv = mla ? c->v_head_dim : c->head_dim;
+    const kvc_cache_dims cd = kvci_model_cache_dims(c, latent);
+    const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
     /* int8 / fp8: the per-slot scales (one f32 per token; latent: one over latent + rope) */
     const int32_t n_scales = kvc_model_kv_quantised(kv_dtype) ? (latent ? 1 : 2) : 0;
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -67,13 +66,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
             li->caches[2] = entry("k_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
             li->caches[3] = entry("v_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
         }
-        if (latent) {
-            li->caches[0] = entry("nope_cache", c, l, 1, c->kv_lora_rank, kv_dtype, block_size);
-            li->caches[1] = entry("rope_cache", c, l, 1, c->qk_rope_head_dim, kv_dtype, block_size);
-        } else {
-            li->caches[0] = entry("k_cache", c, l, heads, dk, kv_dtype, block_size);
-            li->caches[1] = entry("v_cache", c, l, heads, dv, kv_dtype, block_size);
-        }
+        for (int i = 0; i < 2; i++) li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
     }
     *out = ci;
     return KVC_OK;

@@ -6,18 +6,10 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "model/forward_internal.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
-
-/* Attention widths per family: query/key head dim, value head dim, KV heads of the full form. */
-static void attn_dims(const kvc_model_config *c, int64_t *dq, int64_t *dv, int64_t *nkv) {
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
-        *dq = c->qk_nope_head_dim + c->qk_rope_head_dim, *dv = c->v_head_dim, *nkv = c->num_heads;
-    } else {
-        *dq = *dv = c->head_dim, *nkv = c->num_kv_heads;
-    }
-}
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
@@ -52,8 +44,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     const kvc_model_config *c = &m->cfg;
     kvc_model_workspace *ws = kvci_calloc(1, sizeof *ws);
     if (!ws) return kvci_fail(KVC_ENOMEM, "model_workspace_create: out of memory");
-    int64_t dq, dv, nkv;
-    attn_dims(c, &dq, &dv, &nkv);
+    const kvc_cache_dims full = kvci_model_cache_dims(c, false); /* query/key and value head dims, KV heads */
+    const int64_t dq = full.dim[0], dv = full.dim[1], nkv = full.heads[0];
     const int64_t Tm = max_tokens, H = c->hidden_size, nH = c->num_heads, rkv = c->kv_lora_rank;
     const int64_t dr = c->qk_rope_head_dim, dn = c->qk_nope_head_dim;
     ws->max_tokens = Tm, ws->max_rows = max_rows, ws->max_kv_len = max_kv_len;
@@ -136,12 +128,9 @@ static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
-    int64_t dq, dv, nkv;
-    attn_dims(c, &dq, &dv, &nkv);
-    int64_t hk = nkv, dk = dq, hv = nkv, dvv = dv;
-    if (cs->latent) hk = hv = 1, dk = c->kv_lora_rank, dvv = c->qk_rope_head_dim;
+    const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
-    const int64_t heads[2] = {hk, hv}, dims[2] = {dk, dvv};
+    const int64_t *heads = cd.heads, *dims = cd.dim;
     const kvc_dtype dt = lc->k.dtype;
     if (cs->layout != KVC_BLOCK_BNBSND &&
         (cs->layout != KVC_BLOCK_BNNDBS || cs->kind != KVC_MCACHE_PAGED || cs->latent))
@@ -231,7 +220,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                          (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
-    if (cs->latent && c->family != KVC_FAMILY_DEEPSEEK_V3)
+    if (cs->latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3), not %s", c->model_type);
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_status st = check_layer_cache(m, cs, l);
@@ -263,6 +252,13 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     return KVC_OK;
 }
 
+kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    return kvci_swiglu_mlp(ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
+                           ws->ff_b, ws->proj);
+}
+
 kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
     if (!m || !ws || !a) return kvci_fail(KVC_EINVAL, "forward: model, workspace and args must not be NULL");
     bool fresh = false;
@@ -279,23 +275,17 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
                          ws->sin + t * m->rot_dim);
     }
     const float eps = (float)c->rms_norm_eps;
+    const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
-        st = c->family == KVC_FAMILY_DEEPSEEK_V3 ? kvci_attn_mla(&s, l) : kvci_attn_gqa(&s, l);
+        st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
-        if (c->family == KVC_FAMILY_GPT_OSS) {
-            st = kvci_ffn_gpt_oss(&s, l);
-        } else if (w->moe) {
-            st = kvci_ffn_deepseek(&s, l);
-        } else {
-            st = kvci_swiglu_mlp(ws->xn, T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
-                                 ws->ff_b, ws->proj);
-        }
+        st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
         if (st != KVC_OK) return st;
     }

@@ -64,6 +64,8 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H]; ga, gb: [n, n_inter] scratch. */
 kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
                            const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out);
+/* The dense SwiGLU MLP of layer l (its w_gate / w_up / w_down and biases) into ws->proj. */
+kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
 

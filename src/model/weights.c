@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "model/weights_internal.h"
 
@@ -277,6 +278,9 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     if (cfg->num_layers < 1 || cfg->num_layers > KVC_MODEL_MAX_LAYERS)
         return kvci_fail(KVC_EINVAL, "model: num_layers %lld outside [1, %d]", (long long)cfg->num_layers,
                          KVC_MODEL_MAX_LAYERS);
+    if (!kvci_family_runs(cfg->family))
+        return kvci_fail(KVC_EINVAL, "model: family %d (%s) is not one the runtime runs", (int)cfg->family,
+                         kvc_model_family_name(cfg->family));
     TRY(check_sizes(cfg));
     if (cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim % 2)
         return kvci_fail(KVC_EINVAL,

@@ -80,7 +80,7 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
         return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
                          (long long)f->n_heads);
     *kv_per_rank = kvci_max64(f->n_kv_heads / o->tp, 1);
-    if (f->fam != KVC_FAM_MLA) {
+    if (!f->fam->mla) {
         if (f->n_kv_heads >= o->tp && f->n_kv_heads % o->tp != 0)
             return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_key_value_heads %lld", (long long)o->tp,
                              (long long)f->n_kv_heads);
@@ -131,7 +131,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
         seen[f->kinds[i]] = true;
     }
     if (st == KVC_OK && any_state) {
-        st = kvci_plan_state_shapes(hp, f, plan->options.tp, states);
+        st = kvci_family_state_shapes(f->fam, hp, f->hidden_size, plan->options.tp, states);
         if (st == KVC_OK)
             kvci_plan_warn(
                 plan, "state caches planned in the KV dtype %s; models keeping their state in f32 need --kv-dtype f32",
@@ -153,8 +153,8 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     if (st == KVC_OK) st = resolve_max_model_len(plan, &f);
     if (st == KVC_OK) st = split_heads(plan, &f, &kv_per_rank);
     if (st != KVC_OK) return st;
-    plan->mla = f.fam == KVC_FAM_MLA;
-    plan->sinks = f.fam == KVC_FAM_GPT_OSS;
+    plan->mla = f.fam->mla;
+    plan->sinks = f.fam->sinks;
     plan->rope_factor = f.rope.factor;
     plan->rope_attention_factor = kvc_rope_attention_factor(&f.rope);
 

@@ -1,94 +1,11 @@
-/* The caches of the plan: state shapes of Mamba / linear-attention layers,
- * the cache entries of every layer per rank, the cache description
+/* The caches of the plan: the cache entries of every layer per rank (state
+ * shapes from the family, model/family.h), the cache description
  * (kvc_model_cache_info) and the block planner's numbers for it. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/internal.h"
 #include "plan/plan_internal.h"
-
-/* ---- state (Mamba / linear attention) shapes -------------------------------- */
-
-static kvc_status split_tp(const char *field, int64_t v, int64_t tp, int64_t *out) {
-    if (v % tp != 0)
-        return kvci_fail(KVC_EINVAL, "config.json: %s %lld is not divisible by tp %lld", field, (long long)v,
-                         (long long)tp);
-    *out = v / tp;
-    return KVC_OK;
-}
-
-/* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
-static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int n, int64_t *out, bool *have) {
-    for (int i = 0; i < n; i++) {
-        kvc_status st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
-        if (st != KVC_OK || *have) return st;
-    }
-    return KVC_OK;
-}
-
-/* Every size below is at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most
- * 2^20, so the state widths stay below 2^37 and one state block below 2^53
- * bytes: no product here can overflow. */
-kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s) {
-    const kvc_json_obj *cfg = &hp->cfg;
-    *s = (kvc_state_shapes){0};
-    kvc_status st = KVC_OK;
-    if (f->fam == KVC_FAM_QWEN3_NEXT) {
-        int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
-        const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-                               "linear_value_head_dim", "linear_conv_kernel_dim"};
-        int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
-        for (int i = 0; i < 5; i++)
-            if ((st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL)) != KVC_OK) return st;
-        if ((st = split_tp("linear_num_key_heads", nk, tp, &nk_r)) != KVC_OK) return st;
-        if ((st = split_tp("linear_num_value_heads", nv, tp, &nv_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2,
-                                .names = {"conv_state", "recurrent_state"},
-                                .n_shape = {2, 3},
-                                .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
-        return KVC_OK;
-    }
-    if (f->fam == KVC_FAM_JAMBA) {
-        int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
-        if ((st = kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL)) != KVC_OK) return st;
-        if ((st = kvci_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL)) != KVC_OK) return st;
-        if ((st = kvci_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL)) != KVC_OK) return st;
-        if (f->hidden_size < 1)
-            return kvci_fail(KVC_EINVAL,
-                             "config.json: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)");
-        if ((st = split_tp("mamba_expand * hidden_size", expand * f->hidden_size, tp, &inner_r)) != KVC_OK) return st;
-        *s = (kvc_state_shapes){.n = 2,
-                                .names = {"conv_state", "ssm_state"},
-                                .n_shape = {2, 2},
-                                .shape = {{inner_r, conv}, {inner_r, state}}};
-        return KVC_OK;
-    }
-    /* Mamba2-style fields (Granite 4, Nemotron-H, ...). */
-    static const char *const heads_n[] = {"mamba_n_heads", "mamba_num_heads"};
-    static const char *const hdim_n[] = {"mamba_d_head", "mamba_head_dim"};
-    static const char *const state_n[] = {"mamba_d_state", "ssm_state_size", "state_size"};
-    static const char *const conv_n[] = {"mamba_d_conv", "conv_kernel"};
-    static const char *const groups_n[] = {"mamba_n_groups", "n_groups"};
-    int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
-    bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
-    if ((st = int_alt(cfg, heads_n, 2, &heads, &h1)) != KVC_OK) return st;
-    if ((st = int_alt(cfg, hdim_n, 2, &hdim, &h2)) != KVC_OK) return st;
-    if ((st = int_alt(cfg, state_n, 3, &state, &h3)) != KVC_OK) return st;
-    if ((st = int_alt(cfg, conv_n, 2, &conv, &h4)) != KVC_OK) return st;
-    if ((st = int_alt(cfg, groups_n, 2, &groups, &h5)) != KVC_OK) return st;
-    if (!h1 || !h2 || !h3 || !h4)
-        return kvci_fail(KVC_EINVAL, "config.json: the state layers need %s%s%s%s to size their state",
-                         h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
-                         h4 ? "" : "mamba_d_conv");
-    int64_t heads_r = 0, conv_r = 0;
-    if ((st = split_tp("mamba_n_heads", heads, tp, &heads_r)) != KVC_OK) return st;
-    if ((st = split_tp("mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r)) != KVC_OK) return st;
-    *s = (kvc_state_shapes){.n = 2,
-                            .names = {"conv_state", "ssm_state"},
-                            .n_shape = {2, 3},
-                            .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
-    return KVC_OK;
-}
 
 /* ---- caches and the cache description --------------------------------------- */
 
@@ -201,6 +118,14 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
     if (plan->layers == NULL)
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     kvc_dtype dt = o->kv_dtype;
+    const kvc_family_dims fd = {.num_heads = plan->q_heads_per_rank,
+                                .num_kv_heads = kv_per_rank,
+                                .head_dim = f->head_dim,
+                                .kv_lora_rank = f->kv_lora_rank,
+                                .qk_nope_head_dim = f->qk_nope_head_dim,
+                                .qk_rope_head_dim = f->qk_rope_head_dim,
+                                .v_head_dim = f->v_head_dim};
+    const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
     for (int32_t i = 0; i < plan->n_layers; i++) {
         kvc_plan_layer *L = &plan->layers[i];
         L->layer = i;
@@ -215,13 +140,11 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
         kvci_plan_set_layer_masks(plan, L);
         if (L->attn_type == KVC_ATTN_MAMBA) {
             for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
-        } else if (plan->mla) {
-            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
-            add_cache(L, "nope_cache", 1, f->kv_lora_rank, dt, o->block_size);
-            add_cache(L, "rope_cache", 1, f->qk_rope_head_dim, dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt, o->block_size);
         } else {
-            add_cache(L, "k_cache", kv_per_rank, f->head_dim, dt, o->block_size);
-            add_cache(L, "v_cache", kv_per_rank, f->head_dim, dt, o->block_size);
+            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
+            const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
+            add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd.heads[0], cd.dim[0], dt, o->block_size);
+            add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd.heads[1], cd.dim[1], v_dt, o->block_size);
         }
     }
     return KVC_OK;

@@ -3,7 +3,7 @@
 #define KVC_PLAN_INTERNAL_H
 
 #include "kvcache/plan.h"
-#include "model/hparams.h"
+#include "model/family.h"
 
 /* Appends a warning to the plan (the last slot says when more were dropped). */
 void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
@@ -14,23 +14,9 @@ void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 
 /* ---- the analyzer's pieces (facts.c, select.c, caches.c, analyze.c) -------- */
 
-typedef enum kvc_plan_family {
-    KVC_FAM_GQA,           /* Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5, Qwen3 (dense, MoE), Phi-3, ... */
-    KVC_FAM_GPT_OSS,       /* layer_types, sinks, YaRN */
-    KVC_FAM_MLA,           /* DeepSeek-V2/V3/R1, Kimi-K2 */
-    KVC_FAM_GEMMA2,        /* alternate sliding / full */
-    KVC_FAM_GEMMA3,        /* sliding_window_pattern */
-    KVC_FAM_QWEN3_NEXT,    /* linear attention (Gated DeltaNet) + full attention */
-    KVC_FAM_JAMBA,         /* Mamba + attention every attn_layer_period layers */
-    KVC_FAM_MAMBA2_HYBRID, /* layer_types with "mamba" (Granite 4 style) */
-    KVC_FAM_GENERIC
-} kvc_plan_family;
-
-typedef enum kvc_layer_kind { KVC_LK_FULL = 0, KVC_LK_SLIDING = 1, KVC_LK_STATE = 2 } kvc_layer_kind;
-
 /* Everything the rules need, read once. */
 typedef struct kvc_model_facts {
-    kvc_plan_family fam;
+    const kvc_family_desc *fam; /* the family's descriptor (model/family.h) */
     int64_t n_layers;
     int64_t n_heads, n_kv_heads, head_dim, hidden_size;
     bool have_max_pos;
@@ -42,13 +28,8 @@ typedef struct kvc_model_facts {
     kvc_layer_kind *kinds; /* [n_layers] */
 } kvc_model_facts;
 
-/* Shapes of the state caches of a Mamba / linear-attention layer, per rank. */
-typedef struct kvc_state_shapes {
-    int32_t n;
-    const char *names[2];
-    int32_t n_shape[2];
-    int64_t shape[2][KVC_MAX_DIMS];
-} kvc_state_shapes;
+/* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */
+void kvci_plan_warn_text(void *plan, const char *msg);
 
 /* Copies src (NULL = "") into dst[cap], truncating. */
 void kvci_plan_copy_text(char *dst, size_t cap, const char *src);
@@ -67,8 +48,6 @@ void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64
 /* select.c: the mask modes and band of one layer (needs the mode chosen). */
 void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
 
-/* caches.c: the state cache shapes of the family for tp ranks. */
-kvc_status kvci_plan_state_shapes(const kvc_hparams *hp, const kvc_model_facts *f, int64_t tp, kvc_state_shapes *s);
 /* caches.c: plan->layers with attention type, masks and caches per rank. */
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
                                   int64_t kv_per_rank);

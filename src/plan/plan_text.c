@@ -20,4 +20,6 @@ void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...) {
     plan->n_warnings++;
 }
 
+void kvci_plan_warn_text(void *plan, const char *msg) { kvci_plan_warn(plan, "%s", msg); }
+
 void kvci_plan_copy_text(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src != NULL ? src : ""); }

@@ -119,7 +119,7 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
     bool have = false;
     double v = 0.0;
     kvc_status st;
-    if (f->fam == KVC_FAM_MLA) {
+    if (f->fam->mla) {
         plan->scale = kvci_mla_softmax_scale(&f->rope, f->qk_nope_head_dim, f->qk_rope_head_dim);
         return KVC_OK;
     }
@@ -128,15 +128,9 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
         plan->scale = v;
         return KVC_OK;
     }
-    if (f->fam == KVC_FAM_GEMMA2 || f->fam == KVC_FAM_GEMMA3) {
-        if ((st = kvci_json_num(cfg, "query_pre_attn_scalar", positive, &v, &have)) != KVC_OK) return st;
-        if (!have) {
-            v = (double)f->head_dim;
-            kvci_plan_warn(plan, "query_pre_attn_scalar absent: head_dim %lld used for the scale",
-                           (long long)f->head_dim);
-        }
-        plan->scale = 1.0 / sqrt(v);
-        return KVC_OK;
+    if (f->fam->softmax_scale != NULL) {
+        const kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = kvci_plan_warn_text, .user = plan};
+        return f->fam->softmax_scale(&ctx, f->head_dim, &plan->scale);
     }
     plan->scale = 1.0 / sqrt((double)f->head_dim);
     return KVC_OK;

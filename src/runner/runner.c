@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "runner/runner_internal.h"
 
 kvc_runner_params kvc_runner_default_params(void) {
@@ -41,8 +42,6 @@ void kvc_runner_destroy(kvc_runner *r) {
     kvci_free(r);
 }
 
-static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]);
-
 /* Per-slot scale tensors of one layer: int8 / fp8 full form 2 (keys, values), latent 1 (latent + rope). */
 static int64_t n_scales(const kvc_runner *r) {
     if (!kvc_model_kv_quantised(r->p.kv_dtype)) return 0;
@@ -53,11 +52,11 @@ int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
 
 /* Bytes of every layer's caches and scales over `tokens` positions; false on int64 overflow. */
 static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out) {
-    int64_t d[4], k = 0, v = 0, scales = 0, per_token = 0;
+    int64_t k = 0, v = 0, scales = 0, per_token = 0;
     const kvc_model_config *c = kvc_model_config_of(r->m);
-    cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT, d);
-    return kvci_mul64(d[0], d[1], &k) && kvci_mul64(d[2], d[3], &v) && kvci_add64(k, v, &per_token) &&
-           kvci_mul64(per_token, (int64_t)kvc_dtype_size(r->p.kv_dtype), &per_token) &&
+    const kvc_cache_dims d = kvci_model_cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT);
+    return kvci_mul64(d.heads[0], d.dim[0], &k) && kvci_mul64(d.heads[1], d.dim[1], &v) &&
+           kvci_add64(k, v, &per_token) && kvci_mul64(per_token, (int64_t)kvc_dtype_size(r->p.kv_dtype), &per_token) &&
            kvci_mul64(n_scales(r), (int64_t)sizeof(float), &scales) && kvci_add64(per_token, scales, &per_token) &&
            kvci_mul64(per_token, c->num_layers, &per_token) && kvci_mul64(per_token, tokens, out);
 }
@@ -75,24 +74,11 @@ kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out)
     return KVC_OK;
 }
 
-/* Per-layer (heads, dim) of the k and v caches of the mode. */
-static void cache_dims(const kvc_model_config *c, bool latent, int64_t dims[4]) {
-    if (latent) {
-        dims[0] = 1, dims[1] = c->kv_lora_rank, dims[2] = 1, dims[3] = c->qk_rope_head_dim;
-    } else if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
-        dims[0] = dims[2] = c->num_heads;
-        dims[1] = c->qk_nope_head_dim + c->qk_rope_head_dim, dims[3] = c->v_head_dim;
-    } else {
-        dims[0] = dims[2] = c->num_kv_heads, dims[1] = dims[3] = c->head_dim;
-    }
-}
-
 static kvc_status make_caches(kvc_runner *r) {
     const kvc_model_config *c = kvc_model_config_of(r->m);
     const bool latent = r->p.mode == KVC_RUNNER_MLA_LATENT;
     const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
-    int64_t d[4];
-    cache_dims(c, latent, d);
+    const kvc_cache_dims d = kvci_model_cache_dims(c, latent);
     const int64_t L = c->num_layers, ns = n_scales(r);
     const size_t es = kvc_dtype_size(r->p.kv_dtype);
     int64_t tokens = 0, bytes = 0;
@@ -118,7 +104,7 @@ static kvc_status make_caches(kvc_runner *r) {
         kvc_layer_cache *lc = &r->caches.layers[l];
         kvc_tensor *t[2] = {&lc->k, &lc->v};
         for (int i = 0; i < 2; i++) {
-            const int64_t heads = d[2 * i], dim = d[2 * i + 1];
+            const int64_t heads = d.heads[i], dim = d.dim[i];
             t[i]->data = cur;
             t[i]->dtype = r->p.kv_dtype;
             if (paged && lanes) { /* k [NB, heads, dim, bs] (keys in lanes), v [NB, heads, bs, dim] */
@@ -190,7 +176,7 @@ kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int6
     if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
         return kvci_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
                          (int)p->mode);
-    if (p->mode == KVC_RUNNER_MLA_LATENT && c->family != KVC_FAMILY_DEEPSEEK_V3)
+    if (p->mode == KVC_RUNNER_MLA_LATENT && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
                          kvc_model_family_name(c->family));
     if (batch < 1 || max_prompt < 1 || p->max_new_tokens < 1 || p->max_seq_len < 0)

@@ -58,7 +58,20 @@ static void test_weight_limit(void **state) {
     expect_refused(&cfg, "model.embed_tokens.weight\" needs more than the 274877906944-byte weight limit");
 }
 
+/* Only a family the runtime runs: one it merely plans (its layers would be run
+ * as a dense model's), or no family at all (the cache shapes and the forward
+ * pass ask the family's descriptor), is refused. */
+static void test_family_must_run(void **state) {
+    (void)state;
+    kvc_model_config cfg = small_config();
+    cfg.family = KVC_FAMILY_GEMMA2;
+    expect_refused(&cfg, "family 3 (gemma2) is not one the runtime runs");
+    cfg.family = (kvc_model_family)999;
+    expect_refused(&cfg, "family 999 (?) is not one the runtime runs");
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit),
+                                       cmocka_unit_test(test_family_must_run)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

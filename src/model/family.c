@@ -1,0 +1,223 @@
+/* The family table and the facts every family answers the same way: which
+ * family a config names, the kind of every layer, the heads and dims of
+ * every layer's cache (family.h). A new family: one file, one line here. */
+#include "model/family.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+
+#define MAX_FAMILIES 32
+
+static const kvc_family_desc *registry[MAX_FAMILIES] = {
+    [KVC_FAMILY_DENSE] = &kvc_family_dense,
+    [KVC_FAMILY_GPT_OSS] = &kvc_family_gpt_oss,
+    [KVC_FAMILY_DEEPSEEK_V3] = &kvc_family_deepseek_v3,
+    [KVC_FAMILY_GEMMA2] = &kvc_family_gemma2,
+    [KVC_FAMILY_GEMMA3] = &kvc_family_gemma3,
+    [KVC_FAMILY_QWEN3_NEXT] = &kvc_family_qwen3_next,
+    [KVC_FAMILY_JAMBA] = &kvc_family_jamba,
+    [KVC_FAMILY_MAMBA2_HYBRID] = &kvc_family_mamba2_hybrid,
+    [KVC_FAMILY_GENERIC] = &kvc_family_generic,
+};
+static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
+
+const kvc_family_desc *kvci_family_get(kvc_model_family id) {
+    return (unsigned)id < (unsigned)n_registered ? registry[id] : NULL;
+}
+
+const char *kvc_model_family_name(kvc_model_family f) {
+    const kvc_family_desc *d = kvci_family_get(f);
+    return d != NULL ? d->name : "?";
+}
+
+const kvc_family_desc *kvci_family_find(const char *model_type, const char *architecture,
+                                        const kvc_family_alias **alias) {
+    for (int pass = 0; pass < 2; pass++) {
+        const char *want = pass == 0 ? model_type : architecture;
+        for (int f = 0; want != NULL && f < n_registered; f++) {
+            for (int32_t a = 0; a < registry[f]->n_aliases; a++) {
+                const kvc_family_alias *e = &registry[f]->aliases[a];
+                const char *have = pass == 0 ? e->model_type : e->architecture;
+                if (have != NULL && strcmp(want, have) == 0) {
+                    if (alias != NULL) *alias = e;
+                    return registry[f];
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+kvc_status kvci_family_register(kvc_family_desc *d, kvc_model_family *out) {
+    if (d == NULL || out == NULL || d->name == NULL || d->aliases == NULL || d->n_aliases < 1)
+        return kvci_fail(KVC_EINVAL, "kvci_family_register: a family needs a name and at least one alias");
+    if (n_registered == MAX_FAMILIES)
+        return kvci_fail(KVC_ENOMEM, "kvci_family_register: %d families are registered already", MAX_FAMILIES);
+    for (int32_t a = 0; a < d->n_aliases; a++) {
+        const kvc_family_alias *e = &d->aliases[a];
+        if (e->model_type == NULL || e->plan_name == NULL || (e->runs && d->parse == NULL))
+            return kvci_fail(KVC_EINVAL,
+                             "kvci_family_register: %s alias %d needs a model_type and a plan name (and "
+                             "a parse hook when the runtime runs it)",
+                             d->name, (int)a);
+        if (kvci_family_find(e->model_type, e->architecture, NULL) != NULL)
+            return kvci_fail(KVC_EINVAL, "kvci_family_register: model_type %s or architecture %s is taken already",
+                             e->model_type, e->architecture != NULL ? e->architecture : "(none)");
+    }
+    d->id = (kvc_model_family)n_registered;
+    registry[n_registered] = d;
+    *out = (kvc_model_family)n_registered++;
+    return KVC_OK;
+}
+
+bool kvci_family_runs(kvc_model_family id) {
+    const kvc_family_desc *d = kvci_family_get(id);
+    return d != NULL && d->parse != NULL;
+}
+
+void kvci_family_runtime_types(char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int f = 0; f < n_registered; f++)
+        for (int32_t a = 0; a < registry[f]->n_aliases; a++)
+            if (registry[f]->aliases[a].runs && used < cap)
+                used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "",
+                                         registry[f]->aliases[a].model_type);
+}
+
+void kvci_family_warn(const kvc_family_ctx *ctx, const char *fmt, ...) {
+    if (ctx->warn == NULL) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ctx->warn(ctx->user, msg);
+}
+
+/* ---- layer kinds ----------------------------------------------------------- */
+
+/* layer_types, when given (*given), into kinds. */
+static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
+    const kvc_json_obj *cfg = &ctx->hp->cfg;
+    const cJSON *lt = NULL;
+    KVC_TRY(kvci_json_array(cfg, "layer_types", KVC_HP_MAX_LAYERS, &lt, given));
+    if (!*given) return KVC_OK;
+    if (cJSON_GetArraySize(lt) != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: layer_types has %d entries but num_hidden_layers is %lld", cfg->doc,
+                         cJSON_GetArraySize(lt), (long long)ctx->n_layers);
+    int64_t i = 0;
+    for (const cJSON *e = lt->child; e != NULL; e = e->next, i++) {
+        if (!cJSON_IsString(e))
+            return kvci_fail(KVC_EINVAL, "%s: layer_types[%lld] must be a string", cfg->doc, (long long)i);
+        const char *s = e->valuestring;
+        if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0)
+            kinds[i] = KVC_LK_FULL;
+        else if (strcmp(s, "sliding_attention") == 0)
+            kinds[i] = KVC_LK_SLIDING;
+        else if (strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0)
+            kinds[i] = KVC_LK_STATE;
+        else
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
+                             "sliding_attention, linear_attention, mamba)",
+                             cfg->doc, (long long)i, s);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % 2 == 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    bool given = false;
+    KVC_TRY(layer_types_list(ctx, kinds, &given));
+    KVC_TRY(kvci_hparams_window(ctx->hp, &ctx->window, &ctx->qwen_rule));
+    if (!given)
+        KVC_TRY(d->default_kinds != NULL ? d->default_kinds(ctx, kinds) : kvci_family_uniform_kinds(ctx, kinds));
+    bool any_sliding = false;
+    for (int64_t i = 0; i < ctx->n_layers; i++) any_sliding |= kinds[i] == KVC_LK_SLIDING;
+    if (any_sliding && ctx->window < 1)
+        return kvci_fail(KVC_EINVAL, "%s: sliding_window is missing but the model has sliding-attention layers", doc);
+    if (any_sliding && d->mla)
+        return kvci_fail(KVC_EINVAL, "%s: layer_types asks for sliding layers, which MLA models do not have", doc);
+    return KVC_OK;
+}
+
+/* ---- cache heads and dims -------------------------------------------------- */
+
+kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent) {
+    if (latent) return (kvc_cache_dims){.heads = {1, 1}, .dim = {d->kv_lora_rank, d->qk_rope_head_dim}};
+    return (kvc_cache_dims){.heads = {d->num_heads, d->num_heads},
+                            .dim = {d->qk_nope_head_dim + d->qk_rope_head_dim, d->v_head_dim}};
+}
+
+kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent) {
+    if (d->cache_dims != NULL) return d->cache_dims(dims, latent);
+    return (kvc_cache_dims){.heads = {dims->num_kv_heads, dims->num_kv_heads}, .dim = {dims->head_dim, dims->head_dim}};
+}
+
+kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent) {
+    const kvc_family_dims d = {.num_heads = c->num_heads,
+                               .num_kv_heads = c->num_kv_heads,
+                               .head_dim = c->head_dim,
+                               .kv_lora_rank = c->kv_lora_rank,
+                               .qk_nope_head_dim = c->qk_nope_head_dim,
+                               .qk_rope_head_dim = c->qk_rope_head_dim,
+                               .v_head_dim = c->v_head_dim};
+    return kvci_family_cache_dims(kvci_family_get(c->family), &d, latent);
+}
+
+/* ---- state shapes ------------------------------------------------------------ */
+
+kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_t v, int64_t tp, int64_t *out) {
+    if (v % tp != 0)
+        return kvci_fail(KVC_EINVAL, "%s: %s %lld is not divisible by tp %lld", hp->cfg.doc, field, (long long)v,
+                         (long long)tp);
+    *out = v / tp;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
+                                    kvc_state_shapes *s) {
+    *s = (kvc_state_shapes){0};
+    const kvc_family_desc *by = d->state_shapes != NULL ? d : &kvc_family_mamba2_hybrid;
+    return by->state_shapes(hp, hidden_size, tp, s);
+}
+
+/* ---- optional config members ------------------------------------------------ */
+
+kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,
+                               int64_t *out) {
+    bool have = false;
+    *out = def;
+    return kvci_json_int(c, key, lo, hi, out, &have);
+}
+
+kvc_status kvci_family_opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out) {
+    bool have = false;
+    *out = def;
+    return kvci_json_num(c, key, r, out, &have);
+}
+
+kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out) {
+    bool have = false;
+    *out = def;
+    return kvci_json_bool(c, key, out, &have);
+}

@@ -1,0 +1,152 @@
+/* One descriptor per model family (docs/model.md, "Adding a model family"):
+ * the names that identify it in config.json, which model types the runtime
+ * runs, its runtime config keys, the kind of every layer and the heads and
+ * dims of every layer's cache. The planner (src/plan) and the runtime
+ * (model, runner, engine) both read these facts from here, so they cannot
+ * disagree. Weight names and shapes per family are still in weights.c.
+ *
+ * The built-in families sit in the table of family.c, one file each
+ * (family_*.c); another one (a test's) registers with kvci_family_register. */
+#ifndef KVC_MODEL_FAMILY_H
+#define KVC_MODEL_FAMILY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvcache/model.h"
+#include "model/hparams.h"
+
+/* What a layer keeps between steps. */
+typedef enum kvc_layer_kind {
+    KVC_LK_FULL = 0,    /* full attention: k/v (or the MLA latent) of every position */
+    KVC_LK_SLIDING = 1, /* attention over the last `window` positions */
+    KVC_LK_STATE = 2    /* Mamba / linear attention: fixed-size state per sequence */
+} kvc_layer_kind;
+
+/* What the kind rules read: the config, its layer count and sliding window,
+ * and where warnings go (the planner's; NULL: dropped, as the runtime does). */
+typedef struct kvc_family_ctx {
+    const kvc_hparams *hp;
+    int64_t n_layers;
+    int64_t window; /* sliding_window after kvci_hparams_window (0 = none) */
+    bool qwen_rule; /* use_sliding_window: windows from max_window_layers on */
+    void (*warn)(void *user, const char *msg);
+    void *user;
+} kvc_family_ctx;
+
+/* Reports a warning through ctx->warn (when set). */
+void kvci_family_warn(const kvc_family_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The attention sizes a cache shape derives from (one tensor-parallel rank's heads). */
+typedef struct kvc_family_dims {
+    int64_t num_heads, num_kv_heads, head_dim;
+    int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA */
+} kvc_family_dims;
+
+/* Heads and per-head dim of a layer's k (index 0) and v (index 1) caches. */
+typedef struct kvc_cache_dims {
+    int64_t heads[2], dim[2];
+} kvc_cache_dims;
+
+/* Shapes of the state caches of a Mamba / linear-attention layer, per rank. */
+typedef struct kvc_state_shapes {
+    int32_t n;
+    const char *names[2];
+    int32_t n_shape[2];
+    int64_t shape[2][KVC_MAX_DIMS];
+} kvc_state_shapes;
+
+struct kvc_fwd_step; /* one forward step's state (forward_internal.h) */
+
+/* One config.json spelling of a family: model_type, architectures[0] (NULL:
+ * none known), the name the plan reports, and whether the runtime runs it. */
+typedef struct kvc_family_alias {
+    const char *model_type;
+    const char *architecture;
+    const char *plan_name;
+    bool runs;
+} kvc_family_alias;
+
+typedef struct kvc_family_desc {
+    kvc_model_family id; /* set by the table (built-ins) or kvci_family_register */
+    const char *name;    /* kvc_model_family_name */
+    const kvc_family_alias *aliases;
+    int32_t n_aliases;
+    bool mla;            /* latent attention: heads and dims from the MLA fields (kvci_hparams_read_mla) */
+    bool sinks;          /* per-head attention sinks */
+    double rms_norm_eps; /* when config.json has none; 0: 1e-6 */
+    /* The runtime's keys of the family beyond the shared reader's (head_dim
+     * included) into cfg; NULL when the runtime runs no model type of it. */
+    kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
+    /* The kind of each layer when config.json has no layer_types; NULL: every
+     * layer full, or sliding when the config sets a window. */
+    kvc_status (*default_kinds)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds /* [n_layers] */);
+    /* Heads and dims of the k/v caches (latent: the MLA latent form); NULL: GQA's
+     * (num_kv_heads of head_dim, both). */
+    kvc_cache_dims (*cache_dims)(const kvc_family_dims *d, bool latent);
+    /* The softmax scale of a non-MLA family when config.json sets no
+     * attention_multiplier; NULL: head_dim^-1/2 (the planner's; the runtime's
+     * kvc_model_attn_scale covers the families it runs). */
+    kvc_status (*softmax_scale)(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
+    /* The forward pass's blocks of layer l, from the normalised hidden
+     * states to ws->proj: attention (NULL: GQA, kvci_attn_gqa) and the
+     * feed-forward (NULL: the dense SwiGLU MLP, kvci_fwd_dense_mlp). */
+    kvc_status (*attention)(const struct kvc_fwd_step *s, int64_t l);
+    kvc_status (*ffn)(const struct kvc_fwd_step *s, int64_t l);
+    /* Shapes of the state caches of its state layers on one of tp ranks
+     * (hidden_size 0 when absent); NULL: the Mamba2 fields (mamba_n_heads, ...). */
+    kvc_status (*state_shapes)(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);
+} kvc_family_desc;
+
+/* The built-in families, one file each. */
+extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
+    kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic;
+
+/* Adds a family (a test's): its id is set and returned; its names must not
+ * be taken already. Not thread-safe: register before any parse. */
+kvc_status kvci_family_register(kvc_family_desc *d, kvc_model_family *out);
+/* The descriptor of id, or NULL. */
+const kvc_family_desc *kvci_family_get(kvc_model_family id);
+/* The family and alias of model_type, else of the architecture (either may be
+ * NULL); NULL when neither is known. */
+const kvc_family_desc *kvci_family_find(const char *model_type, const char *architecture,
+                                        const kvc_family_alias **alias);
+/* Whether the runtime runs family id (a registered family with a parse hook). */
+bool kvci_family_runs(kvc_model_family id);
+/* The model types the runtime runs, comma-separated, into buf[cap] (for messages). */
+void kvci_family_runtime_types(char *buf, size_t cap);
+
+/* The kind of every layer: layer_types when given, else the family's rule;
+ * refuses sliding layers without a window and (MLA) any sliding layer. Reads
+ * the window first (ctx->window, ctx->qwen_rule are set here). */
+kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* The cache heads and dims of a layer of family d (latent: MLA latent caches). */
+kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent);
+/* The cache heads and dims of a layer of a runtime config (its rank's heads). */
+kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent);
+/* The state shapes of family d's state layers for tp ranks (its hook, else the Mamba2 fields). */
+kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
+                                    kvc_state_shapes *s);
+/* v / tp into *out, refused naming `field` when tp does not divide it. */
+kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_t v, int64_t tp, int64_t *out);
+
+/* default_kinds rules shared by families: every layer full (a sliding_window
+ * key ignored); every layer sliding when the config sets a window, else full
+ * (the rule when default_kinds is NULL); even layers sliding, odd ones full. */
+kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* cache_dims of an MLA family: full form nH heads of dn + dr (k) and dv (v); latent one head of rkv and dr. */
+kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent);
+
+/* Optional config members with a default (kept when absent), for parse hooks. */
+kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,
+                               int64_t *out);
+kvc_status kvci_family_opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out);
+kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out);
+
+#endif /* KVC_MODEL_FAMILY_H */

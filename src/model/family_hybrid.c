@@ -1,0 +1,140 @@
+/* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
+ * DeltaNet, every full_attention_interval-th layer full), Jamba (Mamba, an
+ * attention layer every attn_layer_period from attn_layer_offset) and the
+ * Mamba2 hybrids (Granite 4 style), which must list their layer_types; the
+ * shapes of their state caches per tensor-parallel rank. Every size read is
+ * at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most 2^20, so the state
+ * widths stay below 2^37 and one state block below 2^53 bytes: no product
+ * here can overflow. */
+#include "base/internal.h"
+#include "model/family.h"
+
+static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    int64_t interval = 4;
+    bool have = false;
+    KVC_TRY(kvci_json_int(&ctx->hp->cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
+    if (!have) kvci_family_warn(ctx, "layer_types and full_attention_interval absent: every 4th layer full assumed");
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
+    return KVC_OK;
+}
+
+static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    (void)hidden_size;
+    int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
+    const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                           "linear_value_head_dim", "linear_conv_kernel_dim"};
+    int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
+    for (int i = 0; i < 5; i++) KVC_TRY(kvci_json_int(&hp->cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL));
+    KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
+    KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "recurrent_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
+    return KVC_OK;
+}
+
+static kvc_status jamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    const kvc_json_obj *cfg = &ctx->hp->cfg;
+    int64_t period = 0, offset = 0;
+    KVC_TRY(kvci_json_int(cfg, "attn_layer_period", 1, KVC_HP_MAX_LAYERS, &period, NULL));
+    KVC_TRY(kvci_json_int(cfg, "attn_layer_offset", 0, KVC_HP_MAX_LAYERS, &offset, NULL));
+    if (offset >= period)
+        return kvci_fail(KVC_EINVAL, "%s: attn_layer_offset %lld must be in [0, attn_layer_period %lld)", cfg->doc,
+                         (long long)offset, (long long)period);
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % period == offset ? KVC_LK_FULL : KVC_LK_STATE;
+    return KVC_OK;
+}
+
+static kvc_status jamba_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    const kvc_json_obj *cfg = &hp->cfg;
+    int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
+    KVC_TRY(kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL));
+    KVC_TRY(kvci_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL));
+    KVC_TRY(kvci_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL));
+    if (hidden_size < 1)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)",
+                         cfg->doc);
+    KVC_TRY(kvci_family_split_tp(hp, "mamba_expand * hidden_size", expand * hidden_size, tp, &inner_r));
+    *s = (kvc_state_shapes){
+        .n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 2}, .shape = {{inner_r, conv}, {inner_r, state}}};
+    return KVC_OK;
+}
+
+static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    (void)kinds;
+    return kvci_fail(KVC_EINVAL, "%s: layer_types is missing (needed to tell mamba from attention layers)",
+                     ctx->hp->cfg.doc);
+}
+
+/* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
+static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int n, int64_t *out, bool *have) {
+    for (int i = 0; i < n; i++) {
+        kvc_status st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
+        if (st != KVC_OK || *have) return st;
+    }
+    return KVC_OK;
+}
+
+/* Mamba2-style fields (Granite 4, Nemotron-H, ...): also the state shapes of
+ * a family without its own rule whose layer_types lists state layers. */
+static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    (void)hidden_size;
+    const kvc_json_obj *cfg = &hp->cfg;
+    static const char *const heads_n[] = {"mamba_n_heads", "mamba_num_heads"};
+    static const char *const hdim_n[] = {"mamba_d_head", "mamba_head_dim"};
+    static const char *const state_n[] = {"mamba_d_state", "ssm_state_size", "state_size"};
+    static const char *const conv_n[] = {"mamba_d_conv", "conv_kernel"};
+    static const char *const groups_n[] = {"mamba_n_groups", "n_groups"};
+    int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
+    bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
+    KVC_TRY(int_alt(cfg, heads_n, 2, &heads, &h1));
+    KVC_TRY(int_alt(cfg, hdim_n, 2, &hdim, &h2));
+    KVC_TRY(int_alt(cfg, state_n, 3, &state, &h3));
+    KVC_TRY(int_alt(cfg, conv_n, 2, &conv, &h4));
+    KVC_TRY(int_alt(cfg, groups_n, 2, &groups, &h5));
+    if (!h1 || !h2 || !h3 || !h4)
+        return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
+                         h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
+                         h4 ? "" : "mamba_d_conv");
+    int64_t heads_r = 0, conv_r = 0;
+    KVC_TRY(kvci_family_split_tp(hp, "mamba_n_heads", heads, tp, &heads_r));
+    KVC_TRY(kvci_family_split_tp(hp, "mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r));
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "ssm_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
+    return KVC_OK;
+}
+
+static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
+static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
+static const kvc_family_alias MAMBA2[] = {
+    {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false}};
+
+const kvc_family_desc kvc_family_qwen3_next = {
+    .id = KVC_FAMILY_QWEN3_NEXT,
+    .name = "qwen3_next",
+    .aliases = QWEN3_NEXT,
+    .n_aliases = 1,
+    .default_kinds = qwen3_next_kinds,
+    .state_shapes = qwen3_next_states,
+};
+
+const kvc_family_desc kvc_family_jamba = {
+    .id = KVC_FAMILY_JAMBA,
+    .name = "jamba",
+    .aliases = JAMBA,
+    .n_aliases = 1,
+    .default_kinds = jamba_kinds,
+    .state_shapes = jamba_states,
+};
+
+const kvc_family_desc kvc_family_mamba2_hybrid = {
+    .id = KVC_FAMILY_MAMBA2_HYBRID,
+    .name = "mamba2_hybrid",
+    .aliases = MAMBA2,
+    .n_aliases = 1,
+    .default_kinds = mamba2_kinds,
+    .state_shapes = mamba2_states,
+};
