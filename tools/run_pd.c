@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/internal.h"
+#include "dist/comm.h"
 #include "dist/pd.h"
 
 enum { PROMPT_PENDING = 0, PROMPT_ADDED, PROMPT_FAILED };
@@ -163,8 +164,10 @@ static int run_decode(kvc_engine *e, const kvci_transport *t, const kvc_run_engi
 
 int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
                const int64_t *lens, int64_t n) {
+    kvc_comm comm;
     kvci_transport t = {0};
-    kvc_status st = kvci_transport_mpi_open(&t);
+    kvc_status st = kvc_comm_init(NULL, NULL, &comm);
+    if (st == KVC_OK) st = kvci_transport_mpi_open(&comm, &t);
     if (st == KVC_OK && t.n_ranks != 2)
         st = kvci_fail(KVC_EINVAL, "--role runs on exactly 2 MPI ranks (one --role prefill, one --role decode), got %d",
                        t.n_ranks);
@@ -187,5 +190,6 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
     kvci_transport_close(&t);
+    kvc_comm_finalize(&comm);
     return rc;
 }
