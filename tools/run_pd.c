@@ -22,7 +22,6 @@ static const int32_t *prompt_of(const int32_t *ids, const int64_t *lens, int64_t
     return ids + t;
 }
 
-/* Sends every prefilled prompt that has not gone yet, then releases it. */
 /* The decode ranks [*first, *first + *count) that this prefill rank sends every prompt's KV to: its
  * own (the same shard), or for the MLA latent (whole on every rank) rank 0 to all and the others none. */
 static void send_range(const kvc_run_pd_link *k, bool latent, int32_t *first, int32_t *count) {
@@ -30,6 +29,7 @@ static void send_range(const kvc_run_pd_link *k, bool latent, int32_t *first, in
     *count = !latent ? 1 : k->rank == 0 ? k->size : 0;
 }
 
+/* Sends every prefilled prompt that has not gone yet, then releases it. */
 static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvc_run_pd_link *k,
                                  const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
                                  const int64_t *lens, int64_t n, bool *sent, int64_t *n_sent, int *rc) {
