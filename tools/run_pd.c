@@ -2,7 +2,8 @@
  * PREFILL engines on the prefill ranks and DECODE engines on the decode ranks,
  * their KV sent over the MPI transport (src/dist/pd.h), prefill rank r to
  * decode rank r (each holds the same shard); the MLA latent, whole on every
- * rank, goes from prefill rank 0 to every decode rank. */
+ * rank, goes from prefill rank 0 to every decode rank. A build without MPI
+ * refuses --role (kvc_run_dist_start) and links only the stub at the end. */
 #include "run_pd.h"
 
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include "dist/pd.h"
 #include "model/json_read.h" /* KVC_TRY */
 #include "run_tp.h"
+
+#ifdef KVC_HAVE_MPI
 
 enum { PROMPT_PENDING = 0, PROMPT_ADDED, PROMPT_FAILED };
 
@@ -240,3 +243,14 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
     kvci_transport_close(&k.transport);
     return rc;
 }
+
+#else
+
+int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
+               const int64_t *lens, int64_t n) {
+    (void)m, (void)o, (void)pd, (void)ids, (void)lens, (void)n;
+    fprintf(stderr, "kvcache run: --role: this kvcache was built without MPI\n");
+    return 2;
+}
+
+#endif
