@@ -23,7 +23,7 @@
 #include "dist/pd.h"
 
 #ifdef KVC_HAVE_MPI
-#include <mpi.h>
+#include "dist/comm.h"
 #include <time.h>
 
 #define BP_REQUESTS   32
@@ -216,8 +216,10 @@ static void bp_print(bool json, const char *name, const double ttft[3], const do
 }
 
 int kvc_bench_pd(const kvc_bench_opts *opts) {
+    kvc_comm comm;
     kvci_transport tr = {0};
-    kvc_status st = kvci_transport_mpi_open(&tr);
+    kvc_status st = kvc_comm_init(NULL, NULL, &comm);
+    if (st == KVC_OK) st = kvci_transport_mpi_open(&comm, &tr);
     if (st == KVC_OK && tr.n_ranks != 2)
         st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench pd (got %d)", tr.n_ranks);
     for (int i = 0; i < BP_LONG; i++) bp_prompt[i] = (i * 11 + 5) % 256;
@@ -242,6 +244,7 @@ int kvc_bench_pd(const kvc_bench_opts *opts) {
     }
     if (st != KVC_OK) fprintf(stderr, "kvcache bench pd: %s\n", kvc_last_error());
     kvci_transport_close(&tr);
+    kvc_comm_finalize(&comm);
     return st == KVC_OK ? 0 : 1;
 }
 

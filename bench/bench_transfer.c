@@ -27,7 +27,7 @@
 #include "dist/pd.h"
 
 #ifdef KVC_HAVE_MPI
-#include <mpi.h>
+#include "dist/comm.h"
 
 #define BT_TOKENS   1024
 #define BT_LAYERS   16
@@ -213,8 +213,10 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
 }
 
 int kvc_bench_transfer(const kvc_bench_opts *opts) {
+    kvc_comm comm;
     kvci_transport t = {0};
-    kvc_status st = kvci_transport_mpi_open(&t);
+    kvc_status st = kvc_comm_init(NULL, NULL, &comm);
+    if (st == KVC_OK) st = kvci_transport_mpi_open(&comm, &t);
     if (st == KVC_OK && t.n_ranks != 2)
         st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench transfer (got %d)", t.n_ranks);
     bt_side s = {0};
@@ -226,6 +228,7 @@ int kvc_bench_transfer(const kvc_bench_opts *opts) {
     if (st != KVC_OK) fprintf(stderr, "kvcache bench transfer: %s\n", kvc_last_error());
     side_close(&s);
     kvci_transport_close(&t);
+    kvc_comm_finalize(&comm);
     return st == KVC_OK ? 0 : 1;
 }
 

@@ -34,6 +34,8 @@ static void run_usage(FILE *f) {
             "       mpirun -np 1 kvcache run MODEL_DIR ARGS --role prefill : -np 1 kvcache run MODEL_DIR ARGS --role "
             "decode\n"
             "                   [--pd-timeout-ms N] [--pd-fault drop=K|exit=K|kill=K]\n"
+            "       mpirun -np N kvcache run MODEL_DIR ARGS --tp N --role prefill : -np N kvcache run MODEL_DIR ARGS\n"
+            "                   --tp N --role decode\n"
             "       kvcache run MODEL_DIR --compare-dtypes [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
             "                   [--block-size N] [--max-positions N] [--json] [--weights DTYPE]\n"
             "       kvcache run MODEL_DIR --compare-weights [--prompt-ids ... [--max-new-tokens N]] [--mode 1|2|3]\n"
@@ -95,7 +97,10 @@ static void run_usage(FILE *f) {
             "                       blocks over MPI, the decode rank admits it with them and decodes, printing\n"
             "                       what `kvcache run MODEL_DIR ARGS` prints (through the engine, modes 2 and 3).\n"
             "                       A prompt whose transfer fails gets an empty line and a message on stderr\n"
-            "                       (exit status 1); the others are served\n"
+            "                       (exit status 1); the others are served. With --tp N: N ranks per role, each\n"
+            "                       role tensor-parallel on its own; prefill rank r sends its KV shard to decode\n"
+            "                       rank r (the MLA latent: prefill rank 0 to every decode rank), and decode\n"
+            "                       rank 0 prints what `mpirun -np N kvcache run MODEL_DIR ARGS --tp N` prints\n"
             "  --pd-timeout-ms N    --role: how long the decode rank waits for a transfer or for the next prompt's\n"
             "                       KV (default 60000); the prefill rank waits twice as long for the decode rank\n"
             "                       to take a message\n"
@@ -530,10 +535,6 @@ static int run(int argc, char **argv) {
         }
         i++;
     }
-    if (tp > 0 && given.role) {
-        fprintf(stderr, "kvcache run: --role runs one process per role; --tp within a P/D role is not supported yet\n");
-        return 2;
-    }
     if (tp > 0 && (save_dir || compare_weights)) {
         fprintf(stderr, "kvcache run: --tp does not take %s (it runs in one process)\n",
                 save_dir ? "--save-weights" : "--compare-weights");
@@ -562,7 +563,8 @@ static int run(int argc, char **argv) {
         return 2;
     }
     if (tp == 0) fprintf(stderr, "kvcache run: loading %s (weights %s) ...\n", dir, kvci_wmat_dtype_name(weights));
-    kvc_status loaded = tp == 0 ? kvci_model_load_as(dir, weights, &m) : kvc_run_load_model(dir, tp, &m);
+    kvc_status loaded = kvc_run_dist_start(tp, given.role ? pd.role : KVC_ENGINE_ROLE_BOTH);
+    if (loaded == KVC_OK) loaded = tp == 0 ? kvci_model_load_as(dir, weights, &m) : kvc_run_load_model(dir, tp, &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;

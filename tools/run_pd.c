@@ -1,6 +1,9 @@
-/* `kvcache run ... --role prefill|decode` (run_pd.h): the prompts through a
- * PREFILL engine on one rank and a DECODE engine on the other, their KV sent
- * over the MPI transport (src/dist/pd.h). */
+/* `kvcache run ... --role prefill|decode` (run_pd.h): the prompts through
+ * PREFILL engines on the prefill ranks and DECODE engines on the decode ranks,
+ * their KV sent over the MPI transport (src/dist/pd.h), prefill rank r to
+ * decode rank r (each holds the same shard); the MLA latent, whole on every
+ * rank, goes from prefill rank 0 to every decode rank. A build without MPI
+ * refuses --role (kvc_run_dist_start) and links only the stub at the end. */
 #include "run_pd.h"
 
 #include <signal.h>
@@ -9,6 +12,10 @@
 
 #include "base/internal.h"
 #include "dist/pd.h"
+#include "model/json_read.h" /* KVC_TRY */
+#include "run_tp.h"
+
+#ifdef KVC_HAVE_MPI
 
 enum { PROMPT_PENDING = 0, PROMPT_ADDED, PROMPT_FAILED };
 
@@ -18,21 +25,31 @@ static const int32_t *prompt_of(const int32_t *ids, const int64_t *lens, int64_t
     return ids + t;
 }
 
+/* The decode ranks [*first, *first + *count) that this prefill rank sends every prompt's KV to: its
+ * own (the same shard), or for the MLA latent (whole on every rank) rank 0 to all and the others none. */
+static void send_range(const kvc_run_pd_link *k, bool latent, int32_t *first, int32_t *count) {
+    *first = latent ? 0 : k->rank;
+    *count = !latent ? 1 : k->rank == 0 ? k->size : 0;
+}
+
 /* Sends every prefilled prompt that has not gone yet, then releases it. */
-static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvci_transport *t,
+static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvc_run_pd_link *k,
                                  const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
                                  const int64_t *lens, int64_t n, bool *sent, int64_t *n_sent, int *rc) {
+    int32_t first, count;
+    send_range(k, o->latent, &first, &count);
     for (int64_t b = 0; b < n; b++) {
         kvc_engine_request_info info;
         if (sent[b] || kvc_engine_request_get(e, b, &info) != KVC_OK || info.state != KVC_REQ_FINISHED) continue;
         if (pd->exit_after >= 0 && *n_sent >= pd->exit_after) return KVC_OK;
         const kvc_engine_request r = kvc_run_engine_request(o, b, prompt_of(ids, lens, b), lens[b]);
         /* twice the decode side's timeout: it may spend one on an earlier message before it takes this one */
-        if (kvci_pd_send(e, l, t, 1 - t->rank, (uint64_t)*n_sent, &r, 2 * pd->timeout_ms, b == pd->drop_payload) !=
-            KVC_OK) {
-            fprintf(stderr, "kvcache run: prompt %lld: %s\n", (long long)b, kvc_last_error());
-            *rc = 1;
-        }
+        for (int32_t d = first; d < first + count; d++)
+            if (kvci_pd_send(e, l, &k->transport, k->peers[d], (uint64_t)*n_sent, &r, 2 * pd->timeout_ms,
+                             b == pd->drop_payload) != KVC_OK) {
+                fprintf(stderr, "kvcache run: prompt %lld: %s\n", (long long)b, kvc_last_error());
+                *rc = 1;
+            }
         sent[b] = true;
         (*n_sent)++;
         kvc_status st = kvc_engine_request_release(e, b);
@@ -41,7 +58,7 @@ static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvci_tr
     return KVC_OK;
 }
 
-static int run_prefill(kvc_engine *e, const kvci_transport *t, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd,
+static int run_prefill(kvc_engine *e, const kvc_run_pd_link *k, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd,
                        const int32_t *ids, const int64_t *lens, int64_t n) {
     kvci_pd_layout l = {0};
     bool *sent = kvci_calloc((size_t)n, sizeof *sent);
@@ -55,13 +72,19 @@ static int run_prefill(kvc_engine *e, const kvci_transport *t, const kvc_run_eng
     while (st == KVC_OK && n_sent < n && (pd->exit_after < 0 || n_sent < pd->exit_after)) {
         kvc_engine_step_result res;
         st = kvc_engine_step(e, &res);
-        if (st == KVC_OK) st = send_prefilled(e, &l, t, o, pd, ids, lens, n, sent, &n_sent, &rc);
+        if (st == KVC_OK) st = send_prefilled(e, &l, k, o, pd, ids, lens, n, sent, &n_sent, &rc);
     }
     if (st != KVC_OK) { /* the prompts not sent yet fail on the decode side too */
         fprintf(stderr, "kvcache run: prefill rank: %s\n", kvc_last_error());
-        for (int64_t b = 0; b < n && sent; b++)
-            if (!sent[b])
-                kvci_pd_send_failure(t, 1 - t->rank, (uint64_t)n_sent++, b, st, kvc_last_error(), pd->timeout_ms);
+        int32_t first, count;
+        send_range(k, o->latent, &first, &count);
+        for (int64_t b = 0; b < n && sent; b++) {
+            if (sent[b]) continue;
+            for (int32_t d = first; d < first + count; d++)
+                kvci_pd_send_failure(&k->transport, k->peers[d], (uint64_t)n_sent, b, st, kvc_last_error(),
+                                     pd->timeout_ms);
+            n_sent++;
+        }
         rc = 1;
     } else if (n_sent < n && pd->kill) {
         fprintf(stderr, "kvcache run: prefill rank: killing itself after %lld of %lld prompts (--pd-fault kill=%lld)\n",
@@ -98,54 +121,87 @@ static void note_event(const kvci_pd_event *ev, char *state, int64_t n, kvc_engi
     *rc = 1;
 }
 
+/* The decode ranks of a tensor-parallel group agree before each step, so that every rank admits and
+ * steps the same requests (the forward's collectives pair up): agree[0] = the most prompts any rank has
+ * settled (received or failed), agree[1] = minus the fewest, agree[2] = some rank waited idle past the
+ * timeout, agree[3 + b] = prompt b's worst state on any rank. */
+enum { AGREE_MOST, AGREE_FEWEST, AGREE_EXPIRED, AGREE_STATES };
+
+/* Once every rank has settled the same prompts: a prompt that failed on any rank fails on all (those
+ * that added it release it before its admission). */
+static void settle_failures(const int32_t *agree, char *state, int64_t n, kvc_engine *e, kvci_pd_receiver *rx,
+                            int *rc) {
+    for (int64_t b = 0; b < n; b++)
+        if (agree[AGREE_STATES + b] == PROMPT_FAILED && state[b] == PROMPT_ADDED) {
+            kvc_engine_request_release(e, b);
+            kvci_pd_receiver_forget(rx, b);
+            state[b] = PROMPT_FAILED;
+            fprintf(stderr, "kvcache run: prompt %lld: its transfer failed on another decode rank\n", (long long)b);
+            *rc = 1;
+        }
+}
+
 /* Receives and decodes until every prompt is finished or failed; the prompts whose KV has not come
- * fail when the engine has waited idle for the timeout since the last message or step. */
+ * fail when a rank has waited idle for the timeout since its last message or step. */
 static kvc_status decode_all(kvc_engine *e, kvci_pd_receiver *rx, const kvci_transport *t, const kvc_run_engine_opts *o,
-                             const kvc_run_pd_opts *pd, int64_t n, char *state, int32_t *buf, int64_t *printed,
-                             int *rc) {
-    int64_t last = now_ms(), n_pending = n;
-    kvc_engine_stats stats;
-    kvc_status st = kvc_engine_get_stats(e, &stats);
-    while (st == KVC_OK && (n_pending > 0 || stats.n_waiting + stats.n_running > 0)) {
+                             const kvc_run_pd_opts *pd, int64_t n, char *state, int32_t *agree, int32_t *buf,
+                             int64_t *printed, int *rc) {
+    int64_t last = now_ms();
+    for (;;) {
         kvci_pd_event ev;
-        st = kvci_pd_receive(rx, e, t, pd->timeout_ms, &ev);
-        if (st == KVC_OK && ev.kind != KVC_PD_NONE) note_event(&ev, state, n, e, rx, rc), last = now_ms();
-        if (st == KVC_OK && stats.n_waiting + stats.n_running > 0) {
-            kvc_engine_step_result res;
-            st = kvc_engine_step(e, &res);
-            last = now_ms();
-            for (int64_t b = 0; st == KVC_OK && o->stream && b < n; b++)
-                if (state[b] == PROMPT_ADDED) st = kvc_run_engine_stream(e, b, buf, o->max_new_tokens, &printed[b]);
-            fflush(stdout);
-        } else if (st == KVC_OK && ev.kind == KVC_PD_NONE && now_ms() - last > pd->timeout_ms) {
+        KVC_TRY(kvci_pd_receive(rx, e, t, pd->timeout_ms, &ev));
+        if (ev.kind != KVC_PD_NONE) note_event(&ev, state, n, e, rx, rc), last = now_ms();
+        int32_t settled = 0;
+        for (int64_t b = 0; b < n; b++) settled += state[b] != PROMPT_PENDING, agree[AGREE_STATES + b] = state[b];
+        agree[AGREE_MOST] = settled, agree[AGREE_FEWEST] = -settled;
+        agree[AGREE_EXPIRED] = ev.kind == KVC_PD_NONE && now_ms() - last > pd->timeout_ms;
+        KVC_TRY(kvc_run_role_max(agree, (int)(AGREE_STATES + n)));
+        if (agree[AGREE_EXPIRED]) {
             for (int64_t b = 0; b < n; b++)
                 if (state[b] == PROMPT_PENDING) {
                     fprintf(stderr, "kvcache run: prompt %lld: no KV from the prefill rank within %lld ms\n",
                             (long long)b, (long long)pd->timeout_ms);
                     state[b] = PROMPT_FAILED;
+                    *rc = 1;
                 }
-            *rc = 1;
-        } else if (st == KVC_OK && ev.kind == KVC_PD_NONE) {
+            last = now_ms();
+            continue;
+        }
+        if (agree[AGREE_MOST] != -agree[AGREE_FEWEST]) { /* a rank waits for a message the others have */
+            nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
+            continue;
+        }
+        settle_failures(agree, state, n, e, rx, rc);
+        kvc_engine_stats stats;
+        KVC_TRY(kvc_engine_get_stats(e, &stats));
+        if (stats.n_waiting + stats.n_running > 0) {
+            kvc_engine_step_result res;
+            KVC_TRY(kvc_engine_step(e, &res));
+            last = now_ms();
+            for (int64_t b = 0; o->stream && b < n; b++)
+                if (state[b] == PROMPT_ADDED) KVC_TRY(kvc_run_engine_stream(e, b, buf, o->max_new_tokens, &printed[b]));
+            fflush(stdout);
+        } else if (agree[AGREE_MOST] == n) {
+            return KVC_OK;
+        } else if (ev.kind == KVC_PD_NONE) {
             nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
         }
-        n_pending = 0;
-        for (int64_t b = 0; b < n; b++) n_pending += state[b] == PROMPT_PENDING;
-        if (st == KVC_OK) st = kvc_engine_get_stats(e, &stats);
     }
-    return st;
 }
 
 static int run_decode(kvc_engine *e, const kvci_transport *t, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd,
                       int64_t n) {
     kvci_pd_receiver rx;
     char *state = kvci_calloc((size_t)n, 1);
+    int32_t *agree = kvci_calloc((size_t)(AGREE_STATES + n), sizeof *agree);
     int32_t *buf = kvci_calloc((size_t)o->max_new_tokens, sizeof *buf);
     int64_t *printed = kvci_calloc((size_t)n, sizeof *printed);
     int rc = 0;
-    kvc_status st = state && buf && printed ? kvci_pd_receiver_init(e, n, &rx) : kvci_fail(KVC_ENOMEM, "out of memory");
+    kvc_status st =
+        state && agree && buf && printed ? kvci_pd_receiver_init(e, n, &rx) : kvci_fail(KVC_ENOMEM, "out of memory");
     if (st == KVC_OK) {
         printf("%s\n", pd->first_line);
-        st = decode_all(e, &rx, t, o, pd, n, state, buf, printed, &rc);
+        st = decode_all(e, &rx, t, o, pd, n, state, agree, buf, printed, &rc);
         kvci_pd_receiver_free(&rx);
     }
     for (int64_t b = 0; b < n && st == KVC_OK; b++) {
@@ -156,6 +212,7 @@ static int run_decode(kvc_engine *e, const kvci_transport *t, const kvc_run_engi
     }
     if (st != KVC_OK) fprintf(stderr, "kvcache run: decode rank: %s\n", kvc_last_error()), rc = 1;
     kvci_free(state);
+    kvci_free(agree);
     kvci_free(buf);
     kvci_free(printed);
     return rc;
@@ -163,11 +220,8 @@ static int run_decode(kvc_engine *e, const kvci_transport *t, const kvc_run_engi
 
 int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
                const int64_t *lens, int64_t n) {
-    kvci_transport t = {0};
-    kvc_status st = kvci_transport_mpi_open(&t);
-    if (st == KVC_OK && t.n_ranks != 2)
-        st = kvci_fail(KVC_EINVAL, "--role runs on exactly 2 MPI ranks (one --role prefill, one --role decode), got %d",
-                       t.n_ranks);
+    kvc_run_pd_link k;
+    kvc_status st = kvc_run_pd_connect(&k);
     kvc_engine_params ep = kvc_run_engine_params(o, lens, n);
     ep.role = pd->role;
     const kvc_engine_adapter_params ap = {.latent = o->latent, .block_size = o->block_size};
@@ -179,13 +233,24 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
     if (st != KVC_OK)
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
     else if (pd->role == KVC_ENGINE_ROLE_PREFILL)
-        rc = run_prefill(e, &t, o, pd, ids, lens, n);
+        rc = run_prefill(e, &k, o, pd, ids, lens, n);
     else
-        rc = run_decode(e, &t, o, pd, n);
+        rc = run_decode(e, &k.transport, o, pd, n);
     fflush(stdout); /* everything is out before MPI ends (its teardown may wait for a dead peer) */
     fflush(stderr);
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
-    kvci_transport_close(&t);
+    kvci_transport_close(&k.transport);
     return rc;
 }
+
+#else
+
+int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
+               const int64_t *lens, int64_t n) {
+    (void)m, (void)o, (void)pd, (void)ids, (void)lens, (void)n;
+    fprintf(stderr, "kvcache run: --role: this kvcache was built without MPI\n");
+    return 2;
+}
+
+#endif

@@ -30,6 +30,14 @@ static kvc_status timeout_from_env(double *out) {
     return KVC_OK;
 }
 
+/* After c->comm was made (rc: how that went): errors returned, c's rank and size. */
+static kvc_status set_up(int rc, kvc_comm *c) {
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(c->comm, &c->rank);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(c->comm, &c->size);
+    return rc == MPI_SUCCESS ? KVC_OK : mpi_fail(rc, "setting up the communicator");
+}
+
 kvc_status kvc_comm_init(int *argc, char ***argv, kvc_comm *c) {
     if (!c) return kvci_fail(KVC_EINVAL, "kvc_comm_init: c must not be NULL");
     memset(c, 0, sizeof *c);
@@ -44,11 +52,20 @@ kvc_status kvc_comm_init(int *argc, char ***argv, kvc_comm *c) {
         if (rc != MPI_SUCCESS) return kvci_fail(KVC_EINTERNAL, "dist: MPI_Init_thread failed (%d)", rc);
         c->owns_mpi = true;
     }
-    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(c->comm, &c->rank);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(c->comm, &c->size);
-    return rc == MPI_SUCCESS ? KVC_OK : mpi_fail(rc, "setting up the communicator");
+    return set_up(MPI_Comm_dup(MPI_COMM_WORLD, &c->comm), c);
+}
+
+kvc_status kvc_comm_split(const kvc_comm *parent, int color, kvc_comm *out) {
+    if (!parent || !out || color < 0) return kvci_fail(KVC_EINVAL, "kvc_comm_split: parent, out and a color >= 0");
+    *out = (kvc_comm){.comm = MPI_COMM_NULL, .timeout_s = parent->timeout_s};
+    return set_up(MPI_Comm_split(parent->comm, color, parent->rank, &out->comm), out);
+}
+
+kvc_status kvc_comm_max_i32(const kvc_comm *c, int32_t *v, int n, const char *what) {
+    MPI_Request req;
+    const int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_INT32_T, MPI_MAX, c->comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
+    return kvc_comm_wait(c, &req, what);
 }
 
 void kvc_comm_finalize(kvc_comm *c) {

@@ -25,6 +25,12 @@ typedef struct kvc_comm {
 /* Starts MPI unless it runs already (argc/argv may be NULL) and fills c over all the job's
  * processes; the timeout from KVC_DIST_TIMEOUT_S (seconds in (0, 86400]; a bad value is refused). */
 kvc_status kvc_comm_init(int *argc, char ***argv, kvc_comm *c);
+/* Fills out with the ranks of parent whose color equals this rank's (MPI_Comm_split, ranks kept in
+ * parent's order), parent's deadline, errors returned; MPI stays parent's. Collective over parent. */
+kvc_status kvc_comm_split(const kvc_comm *parent, int color, kvc_comm *out);
+/* v[i] = the largest v[i] over c's ranks, i < n (MPI_Iallreduce, waited for by kvc_comm_wait naming
+ * `what`). Collective over c. */
+kvc_status kvc_comm_max_i32(const kvc_comm *c, int32_t *v, int n, const char *what);
 /* Frees c's communicator and ends MPI if kvc_comm_init started it. Collective: every rank calls it. */
 void kvc_comm_finalize(kvc_comm *c);
 /* Ends every process of the job with `code` (after a failed or timed-out wait). */

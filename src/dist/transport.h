@@ -49,10 +49,12 @@ typedef struct kvci_transport {
 /* Destroys t's implementation (NULL or an unset transport: nothing) and unsets it. */
 void kvci_transport_close(kvci_transport *t);
 
+typedef struct kvc_comm kvc_comm; /* dist/comm.h */
+
 /* MPI, two-sided (MPI_Isend / MPI_Irecv polled with MPI_Test up to the deadline) on a duplicate of
- * MPI_COMM_WORLD; initialises MPI when nobody has (and then finalises it at close). KVC_EINVAL when
- * this build has no MPI. */
-kvc_status kvci_transport_mpi_open(kvci_transport *out);
+ * comm's communicator (its ranks are the peers); comm started MPI (kvc_comm_init) and ends it after
+ * this transport is closed (kvc_comm_finalize). KVC_EINVAL when this build has no MPI. */
+kvc_status kvci_transport_mpi_open(const kvc_comm *comm, kvci_transport *out);
 
 /* Two endpoints in this process, ranks 0 and 1, each a transport whose sends the other receives.
  * drop_payload_seq >= 0: the payload of that message is lost on the way (a fault for tests: its

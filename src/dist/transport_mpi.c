@@ -2,13 +2,15 @@
  * HEADER_TAG; its payload with a tag derived from the message's sequence
  * number, so a payload its receiver gave up on stays unmatched instead of
  * being taken for the next one. Waits poll MPI_Test until a deadline.
- * Compiled to a refusal when the build has no MPI (KVC_HAVE_MPI unset). */
+ * MPI itself is started and ended by the caller's kvc_comm (comm.h): the
+ * transport works on a duplicate of its communicator. */
 #include "dist/transport.h"
 
 #include "base/internal.h"
 
 #ifdef KVC_HAVE_MPI
-#include <mpi.h>
+#include "dist/comm.h"
+
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -18,8 +20,7 @@
 #define MAX_PENDING       64 /* timed-out sends whose buffers wait for close */
 
 typedef struct mpi_transport {
-    MPI_Comm comm;
-    bool own_init; /* this transport initialised MPI: it finalises it */
+    MPI_Comm comm; /* a duplicate of the kvc_comm's */
     int32_t tag_span;
     MPI_Request pending[MAX_PENDING]; /* sends that timed out, with their payloads */
     void *pending_payload[MAX_PENDING];
@@ -136,9 +137,8 @@ static void mpi_destroy(void *self) {
             MPI_Request_free(&t->pending[i]);
         }
     MPI_Comm_free(&t->comm);
-    if (t->own_init) MPI_Finalize();
-    /* a send MPI could not cancel may read its payload until MPI ends: only then is it freed (else kept) */
-    for (int32_t i = 0; t->own_init && i < t->n_pending; i++) kvci_free(t->pending_payload[i]);
+    /* a send MPI could not cancel may read its payload until MPI ends (after this transport, in
+     * kvc_comm_finalize): its payload is kept, at most MAX_PENDING buffers after failed sends */
     kvci_free(t);
 }
 
@@ -150,35 +150,29 @@ static const kvci_transport_ops MPI_OPS = {
     .destroy = mpi_destroy,
 };
 
-kvc_status kvci_transport_mpi_open(kvci_transport *out) {
-    if (out == NULL) return kvci_fail(KVC_EINVAL, "kvci_transport_mpi_open: out is NULL");
+kvc_status kvci_transport_mpi_open(const kvc_comm *comm, kvci_transport *out) {
+    if (comm == NULL || out == NULL) return kvci_fail(KVC_EINVAL, "kvci_transport_mpi_open: comm and out must be set");
     memset(out, 0, sizeof *out);
     mpi_transport *t = kvci_calloc(1, sizeof *t);
     if (t == NULL) return kvci_fail(KVC_ENOMEM, "MPI transport: out of memory");
-    int inited = 0, provided = 0, rank = 0, size = 0, flag = 0;
+    int flag = 0;
     int *tag_ub = NULL;
-    MPI_Initialized(&inited);
-    int rc = inited ? MPI_SUCCESS : MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-    t->own_init = !inited && rc == MPI_SUCCESS;
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
+    const int rc = MPI_Comm_dup(comm->comm, &t->comm);
     if (rc != MPI_SUCCESS) {
-        if (t->own_init) MPI_Finalize();
         kvci_free(t);
-        return mpi_fail(rc, "MPI initialisation");
+        return mpi_fail(rc, "MPI_Comm_dup");
     }
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(t->comm, &rank);
-    MPI_Comm_size(t->comm, &size);
     MPI_Comm_get_attr(t->comm, MPI_TAG_UB, &tag_ub, &flag);
     t->tag_span = (flag && tag_ub && *tag_ub > FIRST_PAYLOAD_TAG ? *tag_ub : 32767) - FIRST_PAYLOAD_TAG;
-    *out = (kvci_transport){.ops = &MPI_OPS, .self = t, .rank = rank, .n_ranks = size};
+    *out = (kvci_transport){.ops = &MPI_OPS, .self = t, .rank = comm->rank, .n_ranks = comm->size};
     return KVC_OK;
 }
 
 #else
 
-kvc_status kvci_transport_mpi_open(kvci_transport *out) {
-    (void)out;
+kvc_status kvci_transport_mpi_open(const kvc_comm *comm, kvci_transport *out) {
+    (void)comm, (void)out;
     return kvci_fail(KVC_EINVAL, "this build of kvcache has no MPI (install libopenmpi-dev and reconfigure with "
                                  "-DKVC_MPI=ON)");
 }

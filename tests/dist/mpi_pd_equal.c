@@ -5,8 +5,10 @@
  * its tokens and logits bitwise (memcmp) against one BOTH engine it runs
  * itself on the same requests -- prefix caching on, salts, a decode-side
  * prefix hit, and (pools for one request) preemption on the decode side. */
+#include "dist/comm.h"
 #include "pd_fixture.h"
 
+static kvc_comm comm;
 static kvci_transport mpi;
 
 static void check_family(const pd_family *f, bool tight) {
@@ -37,14 +39,17 @@ static void test_families(void **state) {
         for (int tight = 0; tight < 2; tight++) check_family(&PD_FAMILIES[i], tight);
 }
 
-int main(void) {
-    if (kvci_transport_mpi_open(&mpi) != KVC_OK || mpi.n_ranks != 2) {
+int main(int argc, char **argv) {
+    if (kvc_comm_init(&argc, &argv, &comm) != KVC_OK || kvci_transport_mpi_open(&comm, &mpi) != KVC_OK ||
+        mpi.n_ranks != 2) {
         fprintf(stderr, "mpi_pd_equal: runs under mpirun -np 2 (%s)\n", mpi.ops ? "not 2 ranks" : kvc_last_error());
         kvci_transport_close(&mpi);
+        kvc_comm_finalize(&comm);
         return 1;
     }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_families)};
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     kvci_transport_close(&mpi);
+    kvc_comm_finalize(&comm);
     return rc;
 }

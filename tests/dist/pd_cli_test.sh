@@ -9,20 +9,7 @@
 #    fail with "no KV from the prefill rank", prompt 0 is served.
 # usage: pd_cli_test.sh KVCACHE MPIEXEC DATA_DIR [quick]
 #   quick (sanitizer builds, where each rank starts slowly): qwen3 only and no exit=1 case
-set -u
-KVC=$1
-MPI=$2
-DATA=$3
-QUICK=${4:-}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-PROMPTS="--prompt-ids 3,17,42,9,100,5,77 --prompt-ids 12,1,99 --prompt-ids 5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21"
-fail() {
-    echo "FAIL: $*"
-    echo "--- stdout"; cat "$TMP/out"
-    echo "--- stderr"; cat "$TMP/err"
-    exit 1
-}
+. "$(dirname "$0")/pd_cli_common.sh"
 
 # pd PREFILL_EXTRA ARGS...: runs one prefill and one decode rank, stdout/stderr to $TMP/out, err
 # ($MPI_EXTRA: more mpirun options; $LIMIT: seconds mpirun may take; $TEARDOWN_MAY_HANG: see the kill case)
