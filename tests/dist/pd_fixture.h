@@ -119,7 +119,7 @@ static inline void prefill_and_send(const kvc_model *m, bool latent, int64_t bs,
         kvc_engine_request_info info;
         assert_int_equal(kvc_engine_request_get(pf.e, b, &info), KVC_OK);
         assert_int_equal(info.finish, KVC_FINISH_PREFILLED);
-        if (kvci_pd_send(pf.e, &l, t, 1, (uint64_t)b, &r, 1000, b == drop) != KVC_OK)
+        if (kvci_pd_send(pf.e, &l, t, 1, (uint64_t)b, &r, 30000, b == drop) != KVC_OK)
             fail_msg("send %lld: %s", (long long)b, kvc_last_error());
         assert_int_equal(kvc_engine_request_release(pf.e, b), KVC_OK);
     }
