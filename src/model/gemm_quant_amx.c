@@ -10,10 +10,13 @@
  *
  * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5): one block's tiles
  * run while the f32 steps of the one before read its stored isums. The tiles are
- * 16 rows tall (those past M are the activations' zero padding, never stored);
- * each group's weights stay in L2 across the row tiles. Blocks of at most 8 rows
- * (decode) run the avx512-vnni kernel instead (VNNI_ROWS), which streams the
- * weights faster there.
+ * 16 rows tall, the last one of a call as tall as its rows rounded up to 4 (those
+ * past M are the activations' zero padding, never stored); each group's weights
+ * stay in L2 across the row tiles. The weights are prefetched PF_BLOCKS blocks
+ * ahead: a tile load waits for all of its lines, so at decode (one row tile, the
+ * weights streamed from memory once) each block's wait for memory would otherwise
+ * add to its tile and f32 work. Blocks of at most 4 rows run the avx512-vnni kernel
+ * instead (VNNI_ROWS), which streams the weights faster there.
  *
  * Offered when the CPU reports AMX-INT8 and AVX-512 BW and Linux has granted the
  * tile data (kvci_amx_bf16_granted, base/amx.h: it asks only on CPUs with AMX-BF16
@@ -31,15 +34,14 @@
 #define INL TGT __attribute__((always_inline)) static inline
 
 /* Blocks of at most this many rows run the avx512-vnni kernel (same bits, gemm_quant.h), measured
- * faster there (one core, q8_0, K = 1024: 2x at 1 row, 1.1-1.8x at 8, even at 10, 1.3x slower at 12-16). */
-#define VNNI_ROWS 8
+ * faster there (one core, q8_0, N = 3072, K = 1024, weights from memory: 1.15x at 1-2 rows, even at 4; with
+ * the prefetch amx-int8 is 1.1-1.2x faster from 8 rows on). */
+#define VNNI_ROWS 4
 
-/* A tiles (tmm0, tmm1) 16 rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) 16 x 16 int32. */
-static const kvc_amx_tile_config config = {
-    .palette = 1,
-    .colsb = {32, 32, 64, 64, 64, 64},
-    .rows = {16, 16, 8, 8, 16, 16},
-};
+/* A tiles (tmm0, tmm1) R rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) R x 16 int32;
+ * configs[R / 4 - 1] for R = 4, 8, 12, 16 (the tile work and the f32 steps scale with R). */
+#define CONFIG(R) {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {R, R, 8, 8, R, R}}
+static const kvc_amx_tile_config configs[4] = {CONFIG(4), CONFIG(8), CONFIG(12), CONFIG(16)};
 
 /* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
 INL void unpack_q4(const uint8_t *p, int8_t *out) {
@@ -52,16 +54,23 @@ INL void unpack_q4(const uint8_t *p, int8_t *out) {
     }
 }
 
-/* acc[r] steps over one block's C tile, stored at t [16][16] int32. */
-INL void steps(__m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
+#define PF_BLOCKS 4 /* blocks of weights prefetched ahead (measured: 4 and 8 alike, 16 slower) */
+/* The packed block at p into L1 (a prefetch past the weights' end is harmless: it never faults). */
+INL void prefetch_block(const kvc_wq_format F, const uint8_t *p) {
+    for (int o = 0; o < (F == KVC_WQ_Q8_0 ? 512 : 256); o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+
+/* acc[r] steps over one block's C tile of R rows, stored at t [R][16] int32. */
+INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_t KB) {
 #pragma GCC unroll 16
-    for (int r = 0; r < 16; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
+    for (int r = 0; r < R; r++) acc[r] = wq_step16(acc[r], _mm512_load_si512(t + r * 16), dw, da[r * KB]);
 }
 
 /* Block b's isum tile into t (int32 [16][16]) through tiles A = tmm TA, B = tmm TB, C = tmm TC. */
 #define STAGE(TA, TB, TC, F, c, a, w, b, t, unpacked)                                                                  \
     do {                                                                                                               \
         _tile_loadd(TA, (a) + (b)*32, (c)->Kp);                                                                        \
+        prefetch_block(F, (w) + ((b) + PF_BLOCKS) * ((F) == KVC_WQ_Q8_0 ? 512 : 256));                                 \
         if ((F) == KVC_WQ_Q8_0) {                                                                                      \
             _tile_loadd(TB, (w) + (b)*512, 64);                                                                        \
         } else {                                                                                                       \
@@ -73,9 +82,9 @@ INL void steps(__m512 *acc, const int32_t *t, __m512 dw, const float *da, int64_
         _tile_stored(TC, (t), 64);                                                                                     \
     } while (0)
 
-/* Rows [i, i + 16) x group g of C, format F; rows >= me not stored.
+/* Rows [i, i + R) x group g of C, format F, tiles configured for R rows; rows >= me not stored.
  * Software-pipelined: block b's tiles run while the f32 steps of block b - 1 read its stored isums. */
-INL void rows_group(const kvc_wq_format F, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
+INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
     _Alignas(64) int32_t t[2][16 * 16];
     _Alignas(64) int8_t unpacked[2][512];
     __m512 acc[16];
@@ -90,33 +99,47 @@ INL void rows_group(const kvc_wq_format F, const kvc_wq_call *c, int64_t i, int6
         int64_t b = 1;
         for (; b + 1 < KB; b += 2) {
             STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
-            steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+            steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
             STAGE(0, 2, 4, F, c, a, w, b + 1, t[0], unpacked[0]);
-            steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+            steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
         }
         if (b < KB) STAGE(1, 3, 5, F, c, a, w, b, t[1], unpacked[1]);
-        steps(acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
-        if (b < KB) steps(acc, t[1], wq_scales16(c, g, b), da + b, KB);
+        steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
+        if (b < KB) steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
     }
-    for (int r = 0; r < 16 && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
+    for (int r = 0; r < R && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
 }
 
-/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the
- * avx512-vnni kernel, else in 16-row tiles (the last one's rows past M are the activations' zero padding). */
+/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the avx512-vnni
+ * kernel, else in 16-row tiles, then the rows left (fewer than 16) in one tile of them rounded up to 4 (its
+ * rows past M are the activations' zero padding). */
 #define BLOCK_FN(F)                                                                                                    \
-    TGT static void tile_##F(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) { rows_group(F, c, i, me, g); }   \
+    TILE_FN(F, 4) TILE_FN(F, 8) TILE_FN(F, 12) TILE_FN(F, 16)                                                          \
+    static void (*const tiles_##F[4])(const kvc_wq_call *, int64_t, int64_t, int64_t) = {                             \
+        tile_##F##_4, tile_##F##_8, tile_##F##_12, tile_##F##_16};                                                     \
     TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
-        const int64_t me = kvci_min64(m1, c->M);                                                                       \
+        const int64_t me = kvci_min64(m1, c->M), full = m0 + (me - m0) / 16 * 16;                                      \
         if (me <= m0) return;                                                                                          \
         const kvc_wq_kernel *vnni = kvci_wq_vnni512_kernel();                                                          \
         if (me - m0 <= VNNI_ROWS && vnni) {                                                                            \
             vnni->block[F](c, m0, m1, g0, g1);                                                                         \
             return;                                                                                                    \
         }                                                                                                              \
-        _tile_loadconfig(&config);                                                                                     \
-        for (int64_t g = g0; g < g1; g++)                                                                              \
-            for (int64_t i = m0; i < me; i += 16) tile_##F(c, i, me, g);                                               \
+        if (full > m0) {                                                                                               \
+            _tile_loadconfig(&configs[3]);                                                                             \
+            for (int64_t g = g0; g < g1; g++)                                                                          \
+                for (int64_t i = m0; i < full; i += 16) tile_##F##_16(c, i, me, g);                                   \
+        }                                                                                                              \
+        if (me > full) {                                                                                               \
+            const int64_t t = (me - full + 3) / 4 - 1;                                                                 \
+            _tile_loadconfig(&configs[t]);                                                                             \
+            for (int64_t g = g0; g < g1; g++) tiles_##F[t](c, full, me, g);                                           \
+        }                                                                                                              \
         _tile_release();                                                                                               \
+    }
+#define TILE_FN(F, R)                                                                                                  \
+    TGT static void tile_##F##_##R(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                           \
+        rows_group(F, R, c, i, me, g);                                                                                 \
     }
 BLOCK_FN(KVC_WQ_Q8_0)
 BLOCK_FN(KVC_WQ_Q4_0)
