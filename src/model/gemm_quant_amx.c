@@ -40,8 +40,12 @@
 
 /* A tiles (tmm0, tmm1) R rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) R x 16 int32;
  * configs[R / 4 - 1] for R = 4, 8, 12, 16 (the tile work and the f32 steps scale with R). */
-#define CONFIG(R) {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {R, R, 8, 8, R, R}}
-static const kvc_amx_tile_config configs[4] = {CONFIG(4), CONFIG(8), CONFIG(12), CONFIG(16)};
+static const kvc_amx_tile_config configs[4] = {
+    {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {4, 4, 8, 8, 4, 4}},
+    {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {8, 8, 8, 8, 8, 8}},
+    {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {12, 12, 8, 8, 12, 12}},
+    {.palette = 1, .colsb = {32, 32, 64, 64, 64, 64}, .rows = {16, 16, 8, 8, 16, 16}},
+};
 
 /* The packed Q4_0 block p (4 rows of 64 bytes) as an s8 B tile [8][64] of q = u - 8. */
 INL void unpack_q4(const uint8_t *p, int8_t *out) {
@@ -107,16 +111,29 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
         steps(R, acc, t[0], wq_scales16(c, g, b - 1), da + b - 1, KB);
         if (b < KB) steps(R, acc, t[1], wq_scales16(c, g, b), da + b, KB);
     }
-    for (int r = 0; r < R && i + r < me; r++) wq_store16(c, i + r, g, acc[r]);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) /* a constant trip count: acc stays in registers */
+        if (i + r < me) wq_store16(c, i + r, g, acc[r]);
 }
 
+/* tile_F_R: rows_group for format F and R rows. */
+#define TILE_FN(F, R)                                                                                                  \
+    TGT static void tile_##F##_##R(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                           \
+        rows_group(F, R, c, i, me, g);                                                                                 \
+    }
+/* tiles_F[R / 4 - 1]: rows_group for R = 4, 8, 12, 16. */
+#define TILE_FNS(F)                                                                                                    \
+    TILE_FN(F, 4)                                                                                                      \
+    TILE_FN(F, 8)                                                                                                      \
+    TILE_FN(F, 12)                                                                                                     \
+    TILE_FN(F, 16)                                                                                                     \
+    static void (*const tiles_##F[4])(const kvc_wq_call *, int64_t, int64_t,                                           \
+                                      int64_t) = {tile_##F##_4, tile_##F##_8, tile_##F##_12, tile_##F##_16};
 /* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the avx512-vnni
  * kernel, else in 16-row tiles, then the rows left (fewer than 16) in one tile of them rounded up to 4 (its
  * rows past M are the activations' zero padding). */
 #define BLOCK_FN(F)                                                                                                    \
-    TILE_FN(F, 4) TILE_FN(F, 8) TILE_FN(F, 12) TILE_FN(F, 16)                                                          \
-    static void (*const tiles_##F[4])(const kvc_wq_call *, int64_t, int64_t, int64_t) = {                             \
-        tile_##F##_4, tile_##F##_8, tile_##F##_12, tile_##F##_16};                                                     \
+    TILE_FNS(F)                                                                                                        \
     TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
         const int64_t me = kvci_min64(m1, c->M), full = m0 + (me - m0) / 16 * 16;                                      \
         if (me <= m0) return;                                                                                          \
@@ -128,18 +145,14 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
         if (full > m0) {                                                                                               \
             _tile_loadconfig(&configs[3]);                                                                             \
             for (int64_t g = g0; g < g1; g++)                                                                          \
-                for (int64_t i = m0; i < full; i += 16) tile_##F##_16(c, i, me, g);                                   \
+                for (int64_t i = m0; i < full; i += 16) tile_##F##_16(c, i, me, g);                                    \
         }                                                                                                              \
         if (me > full) {                                                                                               \
             const int64_t t = (me - full + 3) / 4 - 1;                                                                 \
             _tile_loadconfig(&configs[t]);                                                                             \
-            for (int64_t g = g0; g < g1; g++) tiles_##F[t](c, full, me, g);                                           \
+            for (int64_t g = g0; g < g1; g++) tiles_##F[t](c, full, me, g);                                            \
         }                                                                                                              \
         _tile_release();                                                                                               \
-    }
-#define TILE_FN(F, R)                                                                                                  \
-    TGT static void tile_##F##_##R(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                           \
-        rows_group(F, R, c, i, me, g);                                                                                 \
     }
 BLOCK_FN(KVC_WQ_Q8_0)
 BLOCK_FN(KVC_WQ_Q4_0)
