@@ -26,6 +26,7 @@
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
+#include <stdlib.h>
 
 #include "base/amx.h"
 #include "model/gemm_quant_x86.h"
@@ -33,10 +34,10 @@
 #define TGT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw")))
 #define INL TGT __attribute__((always_inline)) static inline
 
-/* Blocks of at most this many rows run the avx512-vnni kernel (same bits, gemm_quant.h), measured
- * faster there (one core, q8_0, N = 3072, K = 1024, weights from memory: 1.15x at 1-2 rows, even at 4; with
- * the prefetch amx-int8 is 1.1-1.2x faster from 8 rows on). */
-#define VNNI_ROWS 4
+/* Blocks of at most vnni_rows[format] rows run the avx512-vnni kernel (same bits, gemm_quant.h), measured
+ * faster there (one core, N = 3072, K = 1024, weights from memory; q8_0: 1.15x at 1-2 rows, even at 4, and
+ * amx-int8 with its prefetch 1.1-1.2x faster from 8 rows on; q4_0: avx512-vnni 1.0-1.2x faster at 8). */
+static const int vnni_rows[2] = {4, 8};
 
 /* A tiles (tmm0, tmm1) R rows x 32 bytes, B tiles (tmm2, tmm3) 8 x 64 bytes, C tiles (tmm4, tmm5) R x 16 int32;
  * configs[R / 4 - 1] for R = 4, 8, 12, 16 (the tile work and the f32 steps scale with R). */
@@ -79,6 +80,7 @@ INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const floa
             _tile_loadd(TB, (w) + (b)*512, 64);                                                                        \
         } else {                                                                                                       \
             unpack_q4((w) + (b)*256, (unpacked));                                                                      \
+            __asm__ volatile("" ::: "memory"); /* the tile load's asm reads the stores (it names no memory) */         \
             _tile_loadd(TB, (unpacked), 64);                                                                           \
         }                                                                                                              \
         _tile_zero(TC);                                                                                                \
@@ -86,16 +88,17 @@ INL void steps(const int R, __m512 *acc, const int32_t *t, __m512 dw, const floa
         _tile_stored(TC, (t), 64);                                                                                     \
     } while (0)
 
-/* Rows [i, i + R) x group g of C, format F, tiles configured for R rows; rows >= me not stored.
+/* Rows [i, i + R) x group g of C, tiles configured for R rows; rows >= me not stored. w: the group's KB blocks
+ * in format F's packed layout (or, as KVC_WQ_Q8_0, Q4_0 blocks unpacked to s8 by unpack_q4).
  * Software-pipelined: block b's tiles run while the f32 steps of block b - 1 read its stored isums. */
-INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {
+INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, const uint8_t *w, int64_t i, int64_t me,
+                    int64_t g) {
     _Alignas(64) int32_t t[2][16 * 16];
     _Alignas(64) int8_t unpacked[2][512];
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
     const int64_t KB = c->KB;
-    const uint8_t *w = c->W + g * KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
     const int8_t *a = c->qa + i * c->Kp;
     const float *da = c->da + i * KB;
     if (KB > 0) { /* K = 0: C = bias (or 0) */
@@ -117,9 +120,10 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
 }
 
 /* tile_F_R: rows_group for format F and R rows. */
+typedef void tile_fn(const kvc_wq_call *c, const uint8_t *w, int64_t i, int64_t me, int64_t g);
 #define TILE_FN(F, R)                                                                                                  \
-    TGT static void tile_##F##_##R(const kvc_wq_call *c, int64_t i, int64_t me, int64_t g) {                           \
-        rows_group(F, R, c, i, me, g);                                                                                 \
+    TGT static void tile_##F##_##R(const kvc_wq_call *c, const uint8_t *w, int64_t i, int64_t me, int64_t g) {         \
+        rows_group(F, R, c, w, i, me, g);                                                                              \
     }
 /* tiles_F[R / 4 - 1]: rows_group for R = 4, 8, 12, 16. */
 #define TILE_FNS(F)                                                                                                    \
@@ -127,37 +131,60 @@ INL void rows_group(const kvc_wq_format F, const int R, const kvc_wq_call *c, in
     TILE_FN(F, 8)                                                                                                      \
     TILE_FN(F, 12)                                                                                                     \
     TILE_FN(F, 16)                                                                                                     \
-    static void (*const tiles_##F[4])(const kvc_wq_call *, int64_t, int64_t,                                           \
-                                      int64_t) = {tile_##F##_4, tile_##F##_8, tile_##F##_12, tile_##F##_16};
-/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16): at most VNNI_ROWS rows on the avx512-vnni
- * kernel, else in 16-row tiles, then the rows left (fewer than 16) in one tile of them rounded up to 4 (its
- * rows past M are the activations' zero padding). */
-#define BLOCK_FN(F)                                                                                                    \
-    TILE_FNS(F)                                                                                                        \
-    TGT static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                  \
-        const int64_t me = kvci_min64(m1, c->M), full = m0 + (me - m0) / 16 * 16;                                      \
-        if (me <= m0) return;                                                                                          \
-        const kvc_wq_kernel *vnni = kvci_wq_vnni512_kernel();                                                          \
-        if (me - m0 <= VNNI_ROWS && vnni) {                                                                            \
-            vnni->block[F](c, m0, m1, g0, g1);                                                                         \
-            return;                                                                                                    \
-        }                                                                                                              \
-        if (full > m0) {                                                                                               \
-            _tile_loadconfig(&configs[3]);                                                                             \
-            for (int64_t g = g0; g < g1; g++)                                                                          \
-                for (int64_t i = m0; i < full; i += 16) tile_##F##_16(c, i, me, g);                                    \
-        }                                                                                                              \
-        if (me > full) {                                                                                               \
-            const int64_t t = (me - full + 3) / 4 - 1;                                                                 \
-            _tile_loadconfig(&configs[t]);                                                                             \
-            for (int64_t g = g0; g < g1; g++) tiles_##F[t](c, full, me, g);                                            \
-        }                                                                                                              \
-        _tile_release();                                                                                               \
-    }
-BLOCK_FN(KVC_WQ_Q8_0)
-BLOCK_FN(KVC_WQ_Q4_0)
+    static tile_fn *const tiles_##F[4] = {tile_##F##_4, tile_##F##_8, tile_##F##_12, tile_##F##_16};
+TILE_FNS(KVC_WQ_Q8_0)
+TILE_FNS(KVC_WQ_Q4_0)
 
-static const kvc_wq_kernel amx = {"amx-int8", 16, {block_KVC_WQ_Q8_0, block_KVC_WQ_Q4_0}};
+/* The KB packed Q4_0 blocks at w unpacked into out [KB][512]: s8 B tiles, read as Q8_0 blocks. */
+INL void unpack_group(const uint8_t *w, int64_t KB, int8_t *out) {
+    for (int64_t b = 0; b < KB; b++) unpack_q4(w + b * 256, out + b * 512);
+    __asm__ volatile("" ::: "memory"); /* the tile loads' asm reads the stores (it names no memory) */
+}
+
+/* Groups [g0, g1) of rows [m0, min(m1, M)) (m0 a multiple of 16) in format F: at most vnni_rows[F] rows on
+ * the avx512-vnni kernel, else in 16-row tiles, then the rows left (fewer than 16) in one tile of them rounded
+ * up to 4 (its rows past M are the activations' zero padding). Q4_0 over several 16-row tiles unpacks each
+ * group's blocks once for all of them (per tile when that buffer cannot be had). */
+INL void blocks(const kvc_wq_format F, const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    const int64_t me = kvci_min64(m1, c->M), full = m0 + (me - m0) / 16 * 16, KB = c->KB;
+    const int64_t group_bytes = KB * (F == KVC_WQ_Q8_0 ? 512 : 256);
+    if (me <= m0) return;
+    const kvc_wq_kernel *vnni = kvci_wq_vnni512_kernel();
+    if (me - m0 <= vnni_rows[F] && vnni) {
+        vnni->block[F](c, m0, m1, g0, g1);
+        return;
+    }
+    tile_fn *const *tiles = F == KVC_WQ_Q8_0 ? tiles_KVC_WQ_Q8_0 : tiles_KVC_WQ_Q4_0;
+    int8_t *unpacked = F == KVC_WQ_Q4_0 && full - m0 > 16 ? aligned_alloc(64, (size_t)KB * 512) : NULL;
+    if (full > m0) {
+        _tile_loadconfig(&configs[3]);
+        for (int64_t g = g0; g < g1; g++) {
+            const uint8_t *w = c->W + g * group_bytes;
+            if (unpacked) unpack_group(w, KB, unpacked);
+            for (int64_t i = m0; i < full; i += 16)
+                if (unpacked)
+                    tile_KVC_WQ_Q8_0_16(c, (const uint8_t *)unpacked, i, me, g);
+                else
+                    tiles[3](c, w, i, me, g);
+        }
+    }
+    free(unpacked);
+    if (me > full) {
+        const int64_t t = (me - full + 3) / 4 - 1;
+        _tile_loadconfig(&configs[t]);
+        for (int64_t g = g0; g < g1; g++) tiles[t](c, c->W + g * group_bytes, full, me, g);
+    }
+    _tile_release();
+}
+
+TGT static void block_q8_0(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    blocks(KVC_WQ_Q8_0, c, m0, m1, g0, g1);
+}
+TGT static void block_q4_0(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    blocks(KVC_WQ_Q4_0, c, m0, m1, g0, g1);
+}
+
+static const kvc_wq_kernel amx = {"amx-int8", 16, {block_q8_0, block_q4_0}};
 
 /* The CPU reports AMX-INT8 and AVX-512 BW, and the OS grants the tile data. */
 static bool usable(void) {
