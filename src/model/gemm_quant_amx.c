@@ -6,7 +6,8 @@
  * (from +0; |isum| <= 32 * 127 * 127). The tile is stored and the f32 step of the
  * one reduction order runs in AVX-512, one accumulator per row in registers.
  * Q4_0 blocks are unpacked first to s8 q = u - 8 (the 16 low nibbles are k 0-15,
- * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly.
+ * the high ones k 16-31: B rows 0-3 and 4-7), so TDPBSSD gives isum directly; a
+ * job over several 16-row tiles unpacks each group once into a buffer for all of them.
  *
  * Two blocks are in flight (A tmm0/1, B tmm2/3, C tmm4/5): one block's tiles
  * run while the f32 steps of the one before read its stored isums. The tiles are
@@ -16,7 +17,7 @@
  * ahead: a tile load waits for all of its lines, so at decode (one row tile, the
  * weights streamed from memory once) each block's wait for memory would otherwise
  * add to its tile and f32 work. Blocks of at most 4 rows run the avx512-vnni kernel
- * instead (VNNI_ROWS), which streams the weights faster there.
+ * instead (8 for Q4_0: vnni_rows), which stream the weights faster there.
  *
  * Offered when the CPU reports AMX-INT8 and AVX-512 BW and Linux has granted the
  * tile data (kvci_amx_bf16_granted, base/amx.h: it asks only on CPUs with AMX-BF16
