@@ -73,9 +73,16 @@ typedef struct kvc_wq_call {
 } kvc_wq_call;
 
 /* Quantizes rows [i0, i1) of A [M, K] (rows lda apart) into c's qa/da/asum (i1 <= Mp;
- * rows >= M written as 0). */
+ * rows >= M written as 0): kvci_wq_quantize_avx512's where the CPU runs it, else the
+ * portable loop; both write the same bytes. */
 void kvci_wq_quantize_rows(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1, int8_t *qa,
                            float *da, int32_t *asum);
+typedef void (*kvc_wq_quantize_fn)(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1,
+                                   int8_t *qa, float *da, int32_t *asum);
+void kvci_wq_quantize_rows_portable(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1,
+                                    int8_t *qa, float *da, int32_t *asum);
+/* The AVX-512 form (gemm_quant_rows_avx512.c); NULL when the CPU cannot run it. */
+kvc_wq_quantize_fn kvci_wq_quantize_avx512(void);
 
 /* Rows [m0, m1) x column groups [g0, g1) of C; m0 a multiple of the kernel's mb;
  * rows may run to m1 <= Mp (the padding rows are read, never written past M). */

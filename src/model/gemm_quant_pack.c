@@ -87,8 +87,8 @@ void kvci_wq_packed_row(kvc_wq_format f, const void *packed, int64_t N, int64_t 
     }
 }
 
-void kvci_wq_quantize_rows(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1, int8_t *qa,
-                           float *da, int32_t *asum) {
+void kvci_wq_quantize_rows_portable(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1,
+                                    int8_t *qa, float *da, int32_t *asum) {
     for (int64_t i = i0; i < i1; i++) {
         int8_t *q = qa + i * c->Kp;
         memset(q, 0, (size_t)c->Kp);
@@ -109,4 +109,10 @@ void kvci_wq_quantize_rows(const kvc_wq_call *c, const float *A, int64_t lda, in
             da[i * c->KB + b] = d, asum[i * c->KB + b] = s;
         }
     }
+}
+
+void kvci_wq_quantize_rows(const kvc_wq_call *c, const float *A, int64_t lda, int64_t i0, int64_t i1, int8_t *qa,
+                           float *da, int32_t *asum) {
+    const kvc_wq_quantize_fn simd = kvci_wq_quantize_avx512();
+    (simd ? simd : kvci_wq_quantize_rows_portable)(c, A, lda, i0, i1, qa, da, asum);
 }

@@ -181,6 +181,64 @@ static void test_activation_quantization(void **state) {
     free(A);
 }
 
+/* Activation values that reach every rule of the quantization: exact ties of rne (with amax 127 the
+ * scale is 1), the clamp, zeros, subnormals (a block of them has a subnormal da, so 1 / da is inf and
+ * a zero quantizes through NaN to 0), and non-finite values. */
+static float special(int64_t x) {
+    static const float v[] = {2.5f,  -3.5f,  0.5f,    -0.5f,  126.5f, -126.5f,  127.0f,    -127.0f, 0.0f,
+                              -0.0f, 1e-40f, -3e-42f, 1e-45f, NAN,    INFINITY, -INFINITY, 1e30f,   -1e-30f};
+    return v[x % (int64_t)(sizeof v / sizeof v[0])];
+}
+
+/* The AVX-512 quantizer writes the portable loop's bytes (qa, da and asum, NaN da included) for every
+ * K remainder, row range and kind of block: random, ties with amax 127, subnormal-only, all zero, and
+ * blocks holding a NaN or an infinity. */
+static void test_activation_quantization_simd(void **state) {
+    (void)state;
+    const kvc_wq_quantize_fn simd = kvci_wq_quantize_avx512();
+    if (!simd) {
+        print_message("no AVX-512 on this CPU: the portable quantizer only\n");
+        return;
+    }
+    static const int64_t Ks[] = {1, 15, 16, 17, 31, 32, 33, 40, 64, 100, 1024};
+    for (size_t s = 0; s < sizeof Ks / sizeof Ks[0]; s++) {
+        const int64_t K = Ks[s], M = 9, lda = K + 3, Kp = (K + 31) / 32 * 32, KB = Kp / 32, Mp = 16;
+        float *A = rand_buf(M * lda);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) {
+                float *a = &A[i * lda + k];
+                if (i == 1) *a = *a * 127.0f;                                        /* random, amax near 127 */
+                if (i == 2) *a = k == 0 ? 127.0f : (float)(int)(*a * 120.0f) + 0.5f; /* ties */
+                if (i == 3) *a = *a * 1e-39f;                                        /* subnormal blocks */
+                if (i == 4) *a = 0.0f;
+                if (i >= 5) *a = k % (i + 2) == 0 ? special(k + i) : *a * 50.0f;
+            }
+        int8_t *qa[2];
+        float *da[2];
+        int32_t *asum[2];
+        for (int v = 0; v < 2; v++) {
+            qa[v] = malloc((size_t)(Mp * Kp)), da[v] = malloc((size_t)(Mp * KB) * sizeof(float));
+            asum[v] = malloc((size_t)(Mp * KB) * sizeof(int32_t));
+            assert_true(qa[v] && da[v] && asum[v]);
+            memset(qa[v], 0x55, (size_t)(Mp * Kp)), memset(da[v], 0x55, (size_t)(Mp * KB) * sizeof(float));
+            memset(asum[v], 0x55, (size_t)(Mp * KB) * sizeof(int32_t));
+        }
+        const kvc_wq_call c = {.M = M, .N = 1, .K = K, .Kp = Kp, .KB = KB, .Mp = Mp};
+        kvci_wq_quantize_rows_portable(&c, A, lda, 0, Mp, qa[0], da[0], asum[0]);
+        simd(&c, A, lda, 0, 3, qa[1], da[1], asum[1]); /* two row ranges, the second past M */
+        simd(&c, A, lda, 3, Mp, qa[1], da[1], asum[1]);
+        for (int64_t i = 0; i < Mp; i++) {
+            if (memcmp(qa[0] + i * Kp, qa[1] + i * Kp, (size_t)Kp) != 0 ||
+                memcmp(da[0] + i * KB, da[1] + i * KB, (size_t)KB * sizeof(float)) != 0 ||
+                memcmp(asum[0] + i * KB, asum[1] + i * KB, (size_t)KB * sizeof(int32_t)) != 0)
+                fail_msg("K %lld row %lld: the AVX-512 quantizer differs from the portable one", (long long)K,
+                         (long long)i);
+        }
+        for (int v = 0; v < 2; v++) free(qa[v]), free(da[v]), free(asum[v]);
+        free(A);
+    }
+}
+
 /* The bound of one output against the float64 product over the dequantized weights W':
  * the activations' rounding sum_b da_b / 2 sum_k |W'|, then the f32 steps (one rounding
  * of each block's scale product, one per fma, one for the bias) on sum |qa da W'|. */
@@ -346,10 +404,10 @@ int main(void) {
         printf("\n");
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pack_layout_and_rule),    cmocka_unit_test(test_pack_threads),
-        cmocka_unit_test(test_activation_quantization), cmocka_unit_test(test_accuracy_against_float64),
-        cmocka_unit_test(test_batch_invariance),        cmocka_unit_test(test_nonfinite_rows),
-        cmocka_unit_test(test_scratch_out_of_memory),
+        cmocka_unit_test(test_pack_layout_and_rule),     cmocka_unit_test(test_pack_threads),
+        cmocka_unit_test(test_activation_quantization),  cmocka_unit_test(test_activation_quantization_simd),
+        cmocka_unit_test(test_accuracy_against_float64), cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_nonfinite_rows),           cmocka_unit_test(test_scratch_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
