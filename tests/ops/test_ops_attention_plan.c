@@ -22,6 +22,17 @@
 /* The output bytes of the fixture. */
 static size_t out_bytes(const fx *f) { return (size_t)f->out_n * kvc_dtype_size(f->c.odt); }
 
+/* A plan of p over a new workspace for `threads` threads (*ws: free with kvc_aligned_free, the plan with free). */
+static kvci_attn_plan *plan_new(const kvc_attention_params *p, int threads, void **ws) {
+    size_t bytes = 0;
+    assert_int_equal(kvc_attention_cpu_workspace_size(p, threads, &bytes), KVC_OK);
+    assert_int_equal(kvc_aligned_alloc(64, bytes, ws), KVC_OK);
+    kvci_attn_plan *plan = malloc(sizeof *plan);
+    const kvc_status st = kvci_attention_plan(plan, p, *ws, bytes);
+    if (st != KVC_OK) fail_msg("plan: %s", kvc_last_error());
+    return plan;
+}
+
 /* Plans over layer 0's call and runs layers 0, 1, 2, 0 (data from seeds 1, 2, 3, the same shapes and lengths);
  * each output equals kvc_attention_cpu of its layer alone bitwise. */
 static void plan_runs_layers(const fx_cfg *base) {
@@ -36,12 +47,8 @@ static void plan_runs_layers(const fx_cfg *base) {
         memcpy(want[l], f[l].obuf, out_bytes(&f[l]));
         memset(f[l].obuf, 0x7f, out_bytes(&f[l]));
     }
-    size_t bytes = 0;
-    assert_int_equal(kvc_attention_cpu_workspace_size(&f[0].p, omp_get_max_threads(), &bytes), KVC_OK);
     void *ws = NULL;
-    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-    kvci_attn_plan *plan = malloc(sizeof *plan);
-    assert_int_equal(kvci_attention_plan(plan, &f[0].p, ws, bytes), KVC_OK);
+    kvci_attn_plan *plan = plan_new(&f[0].p, omp_get_max_threads(), &ws);
     const int order[] = {0, 1, 2, 0};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         const int l = order[i];
@@ -118,12 +125,8 @@ static void test_run_refuses_other_tensors(void **state) {
     c.sinks = true;
     fx f;
     fx_build(&f, &c);
-    size_t bytes = 0;
-    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
     void *ws = NULL;
-    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-    kvci_attn_plan *plan = malloc(sizeof *plan);
-    assert_int_equal(kvci_attention_plan(plan, &f.p, ws, bytes), KVC_OK);
+    kvci_attn_plan *plan = plan_new(&f.p, 1, &ws);
     memset(f.obuf, 0x7f, out_bytes(&f));
     kvci_attn_layer bad = kvci_attn_layer_of(&f.p);
     bad.k.shape[0] -= 1; /* fewer blocks than the block table was checked against */
@@ -151,12 +154,8 @@ static void test_fits(void **state) {
     fx_build(&a, &c);
     c.seed = 9;
     fx_build(&b, &c);
-    size_t bytes = 0;
-    assert_int_equal(kvc_attention_cpu_workspace_size(&a.p, 1, &bytes), KVC_OK);
     void *ws = NULL;
-    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-    kvci_attn_plan *plan = malloc(sizeof *plan);
-    assert_int_equal(kvci_attention_plan(plan, &a.p, ws, bytes), KVC_OK);
+    kvci_attn_plan *plan = plan_new(&a.p, 1, &ws);
     assert_true(kvci_attention_plan_fits(plan, &a.p));
     assert_false(kvci_attention_plan_fits(plan, &b.p)); /* other length arrays and block table */
     kvc_attention_params p = a.p;                       /* a's metadata, b's layer tensors */
@@ -182,16 +181,12 @@ static void test_plan_validates(void **state) {
     fx_cfg c = decode_cfg(2, 40);
     fx f;
     fx_build(&f, &c);
-    size_t bytes = 0;
-    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
     void *ws = NULL;
-    assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-    kvci_attn_plan *plan = malloc(sizeof *plan);
+    kvci_attn_plan *plan = plan_new(&f.p, 1, &ws);
     ((int32_t *)f.tblbuf)[1] = (int32_t)f.nblocks; /* a block id past the cache */
     assert_int_equal(kvc_attention_check(&f.p), KVC_ERANGE);
-    const char *msg = strstr(kvc_last_error(), "block_table[0][1]");
-    assert_non_null(msg);
-    assert_int_equal(kvci_attention_plan(plan, &f.p, ws, bytes), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "block_table[0][1]"));
+    assert_int_equal(kvci_attention_plan(plan, &f.p, ws, 1 << 20), KVC_ERANGE);
     assert_non_null(strstr(kvc_last_error(), "block_table[0][1]"));
     ((int32_t *)f.tblbuf)[1] = 0;
     assert_int_equal(kvci_attention_plan(plan, &f.p, ws, 64), KVC_EINVAL); /* workspace too small */
