@@ -55,19 +55,6 @@ static kvc_status run_attention(const kvc_fwd_step *s, int64_t window, const kvc
     return kvci_attention_run(&k->plan, &layer);
 }
 
-static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one) {
-    if (window > 0) {
-        p->sparse_mode = 4;
-        p->pre_tokens = window - 1;
-        p->next_tokens = 0;
-        p->binding.type = KVC_BIND_SLIDING;
-        p->binding.window = window;
-    } else {
-        p->sparse_mode = decode_one ? 0 : 3;
-        p->binding.type = KVC_BIND_FULL;
-    }
-}
-
 static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
     const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
     if (!k)
@@ -203,7 +190,7 @@ static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc
     p->q_lens = s->md->cu_seq_lens_q;
     p->q = view(c->q, 3, s->T, c->nH, c->D);
     p->out = view(c->out, 3, s->T, c->nH, c->Dv);
-    set_mask(p, c->window, false);
+    kvci_attention_causal(p, c->window, false);
 }
 
 /* Over the step's own keys: k [T, nKV, D], v [T, nKV, Dv] as the layer's
@@ -282,7 +269,7 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
             p.v = second;
         }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
-        set_mask(&p, c->window, len == 1);
+        kvci_attention_causal(&p, c->window, len == 1);
         quant_params(&p, s->a->caches, lc, c->q_rope != NULL, cr);
         kvc_status st = run_attention_once(s->ws, &p);
         if (st != KVC_OK) return st;

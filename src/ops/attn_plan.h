@@ -40,6 +40,13 @@ typedef struct kvci_attn_plan {
     kvc_cpu_ws_layout lay;
 } kvci_attn_plan;
 
+/* Causal attention in plain terms, mapped onto the seed's vocabulary: over
+ * every earlier key (window 0: sparse_mode 3, or 0 when every request has
+ * one query row, where the two agree), or over the last `window` keys
+ * including the query's own (sparse_mode 4, pre_tokens window - 1,
+ * next_tokens 0, bound as a sliding-window layer). Sinks are p->sinks. */
+void kvci_attention_causal(kvc_attention_params *p, int64_t window, bool one_row);
+
 /* Validates p (kvc_attention_check's rules) and plans it over the
  * workspace (kvc_attention_cpu_workspace_size bytes, 64-byte aligned),
  * which the plan uses until it is planned again. */
