@@ -50,6 +50,7 @@ static kvc_status run_attention(const kvc_fwd_step *s, int64_t window, const kvc
         if (st == KVC_OK) st = kvci_attention_plan(&k->plan, p, k->ws, k->ws_bytes);
         if (st != KVC_OK) return st;
         k->step = ws->step;
+        k->plans++;
     }
     const kvci_attn_layer layer = kvci_attn_layer_of(p);
     return kvci_attention_run(&k->plan, &layer);

@@ -10,8 +10,9 @@
  * run by each of its layers (ops/attn_plan.h). */
 typedef struct kvc_model_attn_plan {
     kvci_attn_plan plan;
-    uint64_t step; /* the workspace's step it was planned in (0: never) */
-    void *ws;      /* its workspace (grows once to the largest step) */
+    uint64_t step;  /* the workspace's step it was planned in (0: never) */
+    uint64_t plans; /* plans made so far (once per step when every layer of the kind fits) */
+    void *ws;       /* its workspace (grows once to the largest step) */
     size_t ws_bytes;
 } kvc_model_attn_plan;
 
