@@ -19,34 +19,41 @@ static kvc_tensor view(const float *data, int32_t nd, int64_t a, int64_t b, int6
     return view_dt(data, KVC_DTYPE_F32, nd, a, b, c);
 }
 
-/* Runs the CPU kernel, growing the workspace once when a step needs more. */
-static kvc_status run_attention(kvc_model_workspace *ws, const kvc_attention_params *p) {
+/* Grows *buf to the workspace p needs on this many threads. */
+static kvc_status grow_workspace(const kvc_attention_params *p, void **buf, size_t *bytes) {
     size_t need = 0;
-    const int threads = omp_get_max_threads();
-    kvc_status st = kvc_attention_cpu_workspace_size(p, threads, &need);
+    kvc_status st = kvc_attention_cpu_workspace_size(p, omp_get_max_threads(), &need);
+    if (st != KVC_OK || need <= *bytes) return st;
+    void *n = NULL;
+    st = kvc_aligned_alloc(64, need, &n);
     if (st != KVC_OK) return st;
-    if (need > ws->attn_ws_bytes) {
-        void *n = NULL;
-        st = kvc_aligned_alloc(64, need, &n);
-        if (st != KVC_OK) return st;
-        kvc_aligned_free(ws->attn_ws);
-        ws->attn_ws = n;
-        ws->attn_ws_bytes = need;
-    }
-    return kvc_attention_cpu(p, ws->attn_ws, ws->attn_ws_bytes);
+    kvc_aligned_free(*buf);
+    *buf = n;
+    *bytes = need;
+    return KVC_OK;
 }
 
-static void set_mask(kvc_attention_params *p, int64_t window, bool decode_one) {
-    if (window > 0) {
-        p->sparse_mode = 4;
-        p->pre_tokens = window - 1;
-        p->next_tokens = 0;
-        p->binding.type = KVC_BIND_SLIDING;
-        p->binding.window = window;
-    } else {
-        p->sparse_mode = decode_one ? 0 : 3;
-        p->binding.type = KVC_BIND_FULL;
+/* One call planned and run at once (per-row calls, whose lengths differ row by row). */
+static kvc_status run_attention_once(kvc_model_workspace *ws, const kvc_attention_params *p) {
+    kvc_status st = grow_workspace(p, &ws->attn_ws, &ws->attn_ws_bytes);
+    return st == KVC_OK ? kvc_attention_cpu(p, ws->attn_ws, ws->attn_ws_bytes) : st;
+}
+
+/* A layer's call over the step's metadata: planned by the first layer of its
+ * kind (full or sliding window) in the step, run by every one. */
+static kvc_status run_attention(const kvc_fwd_step *s, int64_t window, const kvc_attention_params *p) {
+    kvc_model_workspace *ws = s->ws;
+    kvc_model_attn_plan *k = &ws->attn_plans[window > 0];
+    if (k->step != ws->step || !kvci_attention_plan_fits(&k->plan, p)) {
+        k->step = 0;
+        kvc_status st = grow_workspace(p, &k->ws, &k->ws_bytes);
+        if (st == KVC_OK) st = kvci_attention_plan(&k->plan, p, k->ws, k->ws_bytes);
+        if (st != KVC_OK) return st;
+        k->step = ws->step;
+        k->plans++;
     }
+    const kvci_attn_layer layer = kvci_attn_layer_of(p);
+    return kvci_attention_run(&k->plan, &layer);
 }
 
 static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
@@ -184,7 +191,7 @@ static void tnd_params(kvc_attention_params *p, const kvc_fwd_step *s, const kvc
     p->q_lens = s->md->cu_seq_lens_q;
     p->q = view(c->q, 3, s->T, c->nH, c->D);
     p->out = view(c->out, 3, s->T, c->nH, c->Dv);
-    set_mask(p, c->window, false);
+    kvci_attention_causal(p, c->window, false);
 }
 
 /* Over the step's own keys: k [T, nKV, D], v [T, nKV, Dv] as the layer's
@@ -197,7 +204,7 @@ static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, c
     p.kv_len_form = KVC_KV_FORM_CUMULATIVE;
     p.k = view_dt(k, lc ? lc->k.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->D);
     p.v = view_dt(v, lc ? lc->v.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->Dv);
-    return run_attention(s->ws, &p);
+    return run_attention(s, c->window, &p);
 }
 
 static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
@@ -232,7 +239,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     p.block_size = (int32_t)bs;
     p.binding.block_size = (int32_t)k->block_size;
     p.binding.num_kv_heads = (int32_t)c->nKV;
-    return run_attention(s->ws, &p);
+    return run_attention(s, c->window, &p);
 }
 
 static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
@@ -263,9 +270,9 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
             p.v = second;
         }
         p.out = view(c->out + q0 * c->nH * c->Dv, 3, 1, len, c->nH * c->Dv);
-        set_mask(&p, c->window, len == 1);
+        kvci_attention_causal(&p, c->window, len == 1);
         quant_params(&p, s->a->caches, lc, c->q_rope != NULL, cr);
-        kvc_status st = run_attention(s->ws, &p);
+        kvc_status st = run_attention_once(s->ws, &p);
         if (st != KVC_OK) return st;
         q0 = q1;
     }

@@ -25,6 +25,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     kvc_aligned_free(ws->kc);
     kvc_aligned_free(ws->vc);
     kvc_aligned_free(ws->attn_ws);
+    for (int k = 0; k < KVC_ATTN_KINDS; k++) kvc_aligned_free(ws->attn_plans[k].ws);
     kvci_free(ws);
 }
 
@@ -268,6 +269,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     const kvc_step_metadata *md = a->md;
     const int64_t T = md->n_tokens, H = c->hidden_size;
     for (int64_t r = 0; r < md->n_rows; r++) ws->lens_a[r] = r; /* identity cache rows */
+    ws->step++;                                                 /* the step's attention plans are made anew */
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
     for (int64_t t = 0; t < T; t++) {
         kvci_wmat_row(&m->embed, a->token_ids[t], ws->h + t * H);

@@ -4,6 +4,19 @@
 
 #include "kvcache/ops.h"
 #include "model/model_internal.h"
+#include "ops/attn_plan.h"
+
+/* Attention of one kind (full or sliding window) planned once per step and
+ * run by each of its layers (ops/attn_plan.h). */
+typedef struct kvc_model_attn_plan {
+    kvci_attn_plan plan;
+    uint64_t step;  /* the workspace's step it was planned in (0: never) */
+    uint64_t plans; /* plans made so far (once per step when every layer of the kind fits) */
+    void *ws;       /* its workspace (grows once to the largest step) */
+    size_t ws_bytes;
+} kvc_model_attn_plan;
+
+#define KVC_ATTN_KINDS 2 /* full, sliding window */
 
 struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
@@ -38,8 +51,10 @@ struct kvc_model_workspace {
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
     int64_t *lens_a;        /* [max_rows] */
     int64_t *lens_b;        /* [max_rows] */
-    void *attn_ws;          /* kvc_attention_cpu workspace (grows once to the largest step) */
+    void *attn_ws;          /* kvc_attention_cpu workspace of per-row calls (grows once to the largest step) */
     size_t attn_ws_bytes;
+    uint64_t step;                                  /* forward calls so far (plans hold for one) */
+    kvc_model_attn_plan attn_plans[KVC_ATTN_KINDS]; /* by kind: [window > 0] */
 };
 
 /* What one layer's attention sees of the step. */

@@ -1,5 +1,6 @@
 /* Attention parameters: defaults (no default for the required fields), the
- * framework-name setter of both operator generations (AO 3.2), the YaRN
+ * framework-name setter of both operator generations (AO 3.2), causal and
+ * sliding-window visibility in plain terms (attn_plan.h), the YaRN
  * scale helper (AO 3.7) and the compressed mask template (AO 3.5). */
 #include <math.h>
 #include <stdint.h>
@@ -7,6 +8,20 @@
 
 #include "base/internal.h"
 #include "kvcache/ops.h"
+#include "ops/attn_plan.h"
+
+void kvci_attention_causal(kvc_attention_params *p, int64_t window, bool one_row) {
+    if (window > 0) {
+        p->sparse_mode = 4;
+        p->pre_tokens = window - 1;
+        p->next_tokens = 0;
+        p->binding.type = KVC_BIND_SLIDING;
+        p->binding.window = window;
+    } else {
+        p->sparse_mode = one_row ? 0 : 3;
+        p->binding.type = KVC_BIND_FULL;
+    }
+}
 
 static const char *const layout_names[KVC_LAYOUT_COUNT] = {
     "UNSET", "TND", "TND_NTD", "NTD_TND", "BSH", "BSND", "BNSD", "BSND_NBSD",

@@ -3,7 +3,9 @@
  * storage allocated from the model's own cache description. GptOss with
  * sliding and full layers: sliding layers read the SlidingWindow key (whose
  * blocks leave the window and are released), full layers the FullAttention
- * key. Greedy tokens and logits equal the runner's no-cache recomputation. */
+ * key. Greedy tokens and logits equal the runner's no-cache recomputation.
+ * Each step plans its attention once per kind (sliding, full) for the two
+ * layers of the kind. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "kvcache/kvcache.h"
+#include "model/forward_internal.h"
 #include "tiny_gpt_oss.h"
 
 #define N_REQ 3
@@ -121,7 +124,10 @@ static void test_gpt_oss_through_managers(void **state) {
         kvc_step_metadata md;
         check(kvc_step_metadata_build(buf, rows, N_REQ, i == 0, &md), "metadata");
         kvc_forward_args a = {.token_ids = ids, .md = &md, .caches = &caches, .logits = lg};
+        const uint64_t plans[2] = {ws->attn_plans[0].plans, ws->attn_plans[1].plans};
         check(kvc_model_forward(m, ws, &a), "forward");
+        assert_int_equal(ws->attn_plans[0].plans, plans[0] + 1); /* full layers 1, 3 */
+        assert_int_equal(ws->attn_plans[1].plans, plans[1] + 1); /* sliding layers 0, 2 */
         for (int64_t b = 0; b < N_REQ; b++) {
             const float *row = lg + b * V;
             int32_t best = 0;

@@ -18,7 +18,7 @@
 
 #include "base/internal.h"
 #include "base/threads.h"
-#include "ops/cpu/attn_cpu.h"
+#include "ops/attn_plan.h"
 #include "ops/elem.h"
 
 #define KVC_PARTIAL_CAP ((size_t)256 << 20) /* split-K partials kept under 256 MiB */
@@ -124,10 +124,7 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a) {
             empty ? INFINITY : canonical(M + logf(L));
 }
 
-/* Workspace layout: items, per-thread scratch, optional split-K partials. */
-typedef struct ws_layout {
-    size_t items, per_thread, partials, total;
-} ws_layout;
+typedef kvc_cpu_ws_layout ws_layout;
 
 static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks) {
     ws_layout w;
@@ -217,58 +214,81 @@ kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *
     return KVC_OK;
 }
 
-kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes) {
-    kvc_attn_problem pb;
-    ctx cx;
-    kvc_status st = prepare_call("attention_cpu", p, workspace, workspace_bytes, &pb, &cx);
+/* kvci_attention_plan with refusals named after the caller `what`. */
+static kvc_status plan_call(const char *what, kvci_attn_plan *plan, const kvc_attention_params *p, void *workspace,
+                            size_t bytes) {
+    if (!p) return kvci_fail(KVC_EINVAL, "attention: params must not be NULL");
+    memset(plan, 0, sizeof *plan);
+    plan->p = *p;
+    kvc_status st = prepare_call(what, &plan->p, workspace, bytes, &plan->pb, &plan->cx);
     if (st != KVC_OK) return st;
-    if (cx.n_items == 0) return KVC_OK;
-    char *ws = workspace;
-    item *items = (item *)ws;
-    const int64_t n_tasks = items_fill(&cx, items);
-    const int threads = call_threads(&cx, workspace_bytes);
-    ws_layout lay = layout_of(&cx, threads, n_tasks);
-    const bool split =
-        lay.partials > 0 && lay.total <= workspace_bytes && cx.n_items < 4 * (int64_t)threads && n_tasks > cx.n_items;
-    char *tbase = ws + lay.items;
-    const int64_t RS = cx.RS, nit = cx.n_items;
-    if (split) {
-        float *part = (float *)(tbase + lay.per_thread * (size_t)threads);
+    plan->ws = workspace;
+    plan->items = (item *)workspace;
+    if (plan->cx.n_items == 0) return KVC_OK;
+    const ctx *cx = &plan->cx;
+    plan->n_tasks = items_fill(cx, plan->items);
+    plan->threads = call_threads(cx, bytes);
+    plan->lay = layout_of(cx, plan->threads, plan->n_tasks);
+    plan->split = plan->lay.partials > 0 && plan->lay.total <= bytes && cx->n_items < 4 * (int64_t)plan->threads &&
+                  plan->n_tasks > cx->n_items;
+    return KVC_OK;
+}
+
+kvc_status kvci_attention_plan(kvci_attn_plan *plan, const kvc_attention_params *p, void *workspace, size_t bytes) {
+    if (!plan) return kvci_fail(KVC_EINVAL, "attention plan: plan must not be NULL");
+    return plan_call("attention plan", plan, p, workspace, bytes);
+}
+
+/* Split-K: every chunk of every item a task, then the merge per item. */
+static void run_split(const kvci_attn_plan *plan, const ctx *cxp) {
+    const ctx cx = *cxp;
+    const item *items = plan->items;
+    const int threads = plan->threads;
+    const int64_t n_tasks = plan->n_tasks, RS = cx.RS, nit = cx.n_items, G = cx.pb->G;
+    char *tbase = plan->ws + plan->lay.items;
+    const size_t per_thread = plan->lay.per_thread;
+    float *part = (float *)(tbase + per_thread * (size_t)threads);
 #pragma omp parallel num_threads(threads)
-        {
-            scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
-            int64_t loaded = -1; /* item whose queries this thread's scratch holds */
+    {
+        scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
+        int64_t loaded = -1; /* item whose queries this thread's scratch holds */
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t t = 0; t < n_tasks; t++) {
-                /* find the item of task t (items are few on this path) */
-                int64_t k = 0;
-                while (k + 1 < nit && items[k + 1].task0 <= t) k++;
-                const item *it = &items[k];
-                if (k != loaded) kvci_cpu_load_queries(&cx, it, &s);
-                loaded = k;
-                kvci_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
-            }
-        }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (int64_t k = 0; k < nit; k++) {
+        for (int64_t t = 0; t < n_tasks; t++) {
+            /* find the item of task t (items are few on this path) */
+            int64_t k = 0;
+            while (k + 1 < nit && items[k + 1].task0 <= t) k++;
             const item *it = &items[k];
-            scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
-            const int64_t R = it->ng * pb.G * it->ni;
-            for (int64_t r = 0; r < R; r++) {
-                record_empty(s.run + r * RS, RS);
-                for (int64_t c = it->c_lo; c < it->c_hi; c++)
-                    merge_row(s.run + r * RS, part + (size_t)(it->task0 + c - it->c_lo) * (size_t)(cx.R * RS) + r * RS,
-                              RS);
-                finalize_row(&cx, it, r, s.run + r * RS);
-            }
+            if (k != loaded) kvci_cpu_load_queries(&cx, it, &s);
+            loaded = k;
+            kvci_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
         }
-        return KVC_OK;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t k = 0; k < nit; k++) {
         const item *it = &items[k];
-        scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + lay.per_thread * (size_t)kvci_thread_num()));
-        const int64_t R = it->ng * pb.G * it->ni;
+        scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
+        const int64_t R = it->ng * G * it->ni;
+        for (int64_t r = 0; r < R; r++) {
+            record_empty(s.run + r * RS, RS);
+            for (int64_t c = it->c_lo; c < it->c_hi; c++)
+                merge_row(s.run + r * RS, part + (size_t)(it->task0 + c - it->c_lo) * (size_t)(cx.R * RS) + r * RS, RS);
+            finalize_row(&cx, it, r, s.run + r * RS);
+        }
+    }
+}
+
+/* Each item's chunks in order inside the item. */
+static void run_items(const kvci_attn_plan *plan, const ctx *cxp) {
+    const ctx cx = *cxp;
+    const item *items = plan->items;
+    const int64_t RS = cx.RS, nit = cx.n_items, G = cx.pb->G;
+    char *tbase = plan->ws + plan->lay.items;
+    const size_t per_thread = plan->lay.per_thread;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+    for (int64_t k = 0; k < nit; k++) {
+        const item *it = &items[k];
+        scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
+        const int64_t R = it->ng * G * it->ni;
         kvci_cpu_load_queries(&cx, it, &s);
         for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
         for (int64_t c = it->c_lo; c < it->c_hi; c++) {
@@ -277,5 +297,33 @@ kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, siz
         }
         for (int64_t r = 0; r < R; r++) finalize_row(&cx, it, r, s.run + r * RS);
     }
+}
+
+kvc_status kvci_attention_run(const kvci_attn_plan *plan, const kvci_attn_layer *layer) {
+    kvc_status st = kvci_attn_layer_check(plan, layer);
+    if (st != KVC_OK) return st;
+    if (plan->cx.n_items == 0) return KVC_OK;
+    /* the plan's problem and context over the layer's tensors (neither holds a data pointer of its own) */
+    kvc_attention_params p = plan->p;
+    p.q = layer->q, p.q_rope = layer->q_rope, p.k = layer->k, p.v = layer->v, p.k_rope = layer->k_rope;
+    p.out = layer->out, p.lse = layer->lse, p.sinks = layer->sinks;
+    p.key_scale = layer->key_scale, p.value_scale = layer->value_scale;
+    p.key_offset = layer->key_offset, p.value_offset = layer->value_offset;
+    kvc_attn_problem pb = plan->pb;
+    pb.p = &p;
+    ctx cx = plan->cx;
+    cx.pb = &pb;
+    if (plan->split)
+        run_split(plan, &cx);
+    else
+        run_items(plan, &cx);
     return KVC_OK;
+}
+
+kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *workspace, size_t workspace_bytes) {
+    kvci_attn_plan plan;
+    kvc_status st = plan_call("attention_cpu", &plan, p, workspace, workspace_bytes);
+    if (st != KVC_OK) return st;
+    const kvci_attn_layer layer = kvci_attn_layer_of(p);
+    return kvci_attention_run(&plan, &layer);
 }
