@@ -24,6 +24,7 @@
  * too, which every AMX-INT8 CPU so far has). Each block loads the configuration and
  * releases the tiles when done. */
 #include "model/gemm_quant.h"
+#include "model/gemm_scratch.h"
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -156,7 +157,9 @@ INL void blocks(const kvc_wq_format F, const kvc_wq_call *c, int64_t m0, int64_t
         return;
     }
     tile_fn *const *tiles = F == KVC_WQ_Q8_0 ? tiles_KVC_WQ_Q8_0 : tiles_KVC_WQ_Q4_0;
-    int8_t *unpacked = F == KVC_WQ_Q4_0 && full - m0 > 16 ? aligned_alloc(64, (size_t)KB * 512) : NULL;
+    void *buf = NULL; /* the thread's kernel scratch (slot 1: the call's activations live in slot 0) */
+    if (F == KVC_WQ_Q4_0 && full - m0 > 16 && kvci_gemm_scratch_slot(1, (size_t)KB * 512, &buf) != KVC_OK) buf = NULL;
+    int8_t *unpacked = buf;
     if (full > m0) {
         _tile_loadconfig(&configs[3]);
         for (int64_t g = g0; g < g1; g++) {
@@ -169,7 +172,6 @@ INL void blocks(const kvc_wq_format F, const kvc_wq_call *c, int64_t m0, int64_t
                     tiles[3](c, w, i, me, g);
         }
     }
-    free(unpacked);
     if (me > full) {
         const int64_t t = (me - full + 3) / 4 - 1;
         _tile_loadconfig(&configs[t]);
