@@ -268,12 +268,15 @@ INL unsigned copy_keys(const uint16_t *const *k, int64_t D, uint16_t *dst) {
 /* Scores of nt <= 2 key tiles (A rows a[j], byte stride as[j]) into tmm j over blocks [0, nb): per block the A
  * tiles, then per part its B tile (qt: part p of block x at (x KVC_AMX_PARTS + p) 32 nr) and the products, the
  * two tiles alternating. Per element: blocks in order, parts in order, as kvci_amx_qk. */
-INL void key_tiles(int nt, const uint16_t *const *a, const int64_t *as, const uint16_t *qt, int nr, int64_t nb) {
+INL void key_tiles(int nt, const uint16_t *const *a, const int64_t *as, const uint16_t *qt, int nr, int64_t nb,
+                   kvc_pf_run *pf) {
+    const int64_t per = (16 * nt + nb - 1) / nb; /* pf's rows per block: 16 per key tile, spread among the products */
     _Static_assert(KVC_AMX_PARTS == 3, "one B tile per part");
     _tile_zero(0);
     if (nt > 1) _tile_zero(1);
     for (int64_t x = 0; x < nb; x++) {
         const uint16_t *b = qt + x * KVC_AMX_PARTS * 32 * nr;
+        for (int64_t i = 0; i < per; i++) kvci_pf_row(pf);
         _tile_loadd(2, a[0] + 32 * x, as[0]);
         if (nt > 1) _tile_loadd(3, a[1] + 32 * x, as[1]);
         _tile_loadd(4, b, 4 * nr);
@@ -320,21 +323,20 @@ TGT void kvci_amx_qk_keys(const uint16_t *const *k, int nk, int64_t D, const uin
         int64_t as[2];
         for (int j = 0; j < nt; j++) {
             const uint16_t *const *kj = k + 16 * (kt + j);
-            for (int n = 0; n < 16; n++) kvci_pf_row(pf);
             a[j] = keys_in_place(kj, D, &as[j]);
             if (!a[j]) {
                 a[j] = kb + j * 16 * Dp, as[j] = Dp * 2;
                 bad[(kt + j) / 4] |= (unsigned long long)copy_keys(kj, D, kb + j * 16 * Dp) << (16 * ((kt + j) % 4));
             }
         }
-        key_tiles(nt, a, as, qt, nr, nb);
+        key_tiles(nt, a, as, qt, nr, nb, pf);
         const unsigned redo = store_key_scores(nt, nr, out + 16 * kt, os);
         for (int j = 0; j < nt; j++) { /* read in place with a non-finite score: again without non-finite channels */
             if (!(redo >> j & 1u) || a[j] == kb + j * 16 * Dp) continue;
             bad[(kt + j) / 4] |= (unsigned long long)copy_keys(k + 16 * (kt + j), D, kb) << (16 * ((kt + j) % 4));
             const uint16_t *c[1] = {kb};
             const int64_t cs[1] = {Dp * 2};
-            key_tiles(1, c, cs, qt, nr, nb);
+            key_tiles(1, c, cs, qt, nr, nb, pf);
             store_key_scores(1, nr, out + 16 * (kt + j), os);
         }
     }
