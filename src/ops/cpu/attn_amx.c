@@ -9,7 +9,9 @@
  * channels transposed as 16 x 16 dwords, once per call for every row);
  * value sums with C = 16 rows x 16 value channels (the accumulators, loaded
  * from and stored back to acc), A = the weight parts of 32 keys, B = those
- * keys' values with consecutive keys interleaved (pairs). */
+ * keys' values with consecutive keys interleaved (pairs). Items of few rows per KV head score the transposed
+ * product instead (kvci_amx_qk_keys: C = 16 keys x rows, A = 16 key rows read in place, B = a part of the rows'
+ * channel pairs; tmm0-1 C, tmm2-3 A, tmm4-6 B). */
 #include "ops/cpu/attn_amx.h"
 
 #include <math.h>
