@@ -5,7 +5,8 @@
  * chunks, f32 and bf16 queries, paged (block sizes 16-128, including 48,
  * whose key tiles cross blocks) and contiguous K/V; and its bitwise
  * invariances: each request alone gives its rows of the batch, one thread
- * gives the bytes of two, and a decode step gives the last prefill row.
+ * gives the bytes of two, and a decode step gives the last prefill row
+ * (also with infinite key channels among keys read in place).
  * Skipped where the CPU or the OS does not offer AMX. The float64 oracle is
  * the fixture's own (fx_oracle), with the bound of the other paths' tests. */
 #include <math.h>
@@ -136,6 +137,46 @@ static void test_amx_batch_invariance(void **state) {
     kvci_simd_override(NULL);
 }
 
+/* Decode equals the last prefill row with infinite key channels among keys read in place (D 64, blocks of 16,
+ * GQA 4: the decode's scores take the keys as the A operand, the prefill's pack them). The last row's query
+ * channel against each is +-(1 + 2^-20) (parts 1, 2^-20, 0), so the score is -inf (the key weighs 0, the row stays
+ * finite) when the tile that came out non-finite is scored again without the channel and its term added in f32,
+ * and NaN when the tile's own sum of the parts' products (one of them 0 x inf) stands. */
+static void test_amx_decode_nonfinite_keys(void **state) {
+    (void)state;
+    force_amx();
+    fx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.blk = KVC_BLOCK_BNBSND, c.bs = 16, c.B = 1;
+    c.Nkv = 2, c.Nq = 8, c.D = c.Dv = 64, c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_BF16, c.odt = KVC_DTYPE_F32;
+    c.mode = 3, c.pre = c.next = INT32_MAX, c.quant = -1, c.permute_blocks = true, c.seed = 29u;
+    c.sq[0] = 40, c.skv[0] = 300;
+    fx f;
+    fx_build(&f, &c);
+    const int64_t last = c.sq[0] - 1, n = c.Nq * c.Dv;
+    const struct {
+        int64_t j, g, d;
+        uint16_t bits; /* bf16 -inf, +inf */
+        float q;
+    } poison[2] = {{37, 0, 5, 0xff80, 1.0f + 0x1p-20f}, {130, 1, 62, 0x7f80, -1.0f - 0x1p-20f}};
+    for (int i = 0; i < 2; i++) {
+        ((uint16_t *)f.kbuf)[fx_kvidx(&f, 0, 0, poison[i].j, poison[i].g, poison[i].d, c.D, 2)] = poison[i].bits;
+        for (int64_t h = 0; h < 4; h++)
+            ((float *)f.qbuf)[fx_qidx(&f, false, 0, last, poison[i].g * 4 + h, poison[i].d, c.D)] = poison[i].q;
+    }
+    float *all = output_copy(&f);
+    for (int64_t e = 0; e < n; e++) assert_true(isfinite(all[last * n + e]));
+    kvc_attention_params p1 = f.p;
+    int64_t cu1 = 1;
+    p1.q_lens = &cu1, p1.q.data = (float *)f.qbuf + last * c.Nq * c.D, p1.q.shape[0] = 1;
+    p1.out.data = f.obuf, p1.out.shape[0] = 1, p1.lse.data = NULL;
+    memset(f.obuf, 0xff, sizeof(float) * (size_t)n);
+    fx_run_cpu(&p1);
+    assert_memory_equal(f.obuf, all + last * n, sizeof(float) * (size_t)n);
+    free(all);
+    fx_free(&f);
+}
+
 /* The AMX path's bits differ from the AVX-512 path's (its own arithmetic), both within the reference's bound:
  * the AMX run is not the AVX-512 one under another name. */
 static void test_amx_is_its_own_path(void **state) {
@@ -159,6 +200,7 @@ int main(void) {
         cmocka_unit_test(test_amx_vs_oracle),
         cmocka_unit_test(test_amx_batch_invariance),
         cmocka_unit_test(test_amx_is_its_own_path),
+        cmocka_unit_test(test_amx_decode_nonfinite_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

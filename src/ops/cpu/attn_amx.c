@@ -9,7 +9,9 @@
  * channels transposed as 16 x 16 dwords, once per call for every row);
  * value sums with C = 16 rows x 16 value channels (the accumulators, loaded
  * from and stored back to acc), A = the weight parts of 32 keys, B = those
- * keys' values with consecutive keys interleaved (pairs). */
+ * keys' values with consecutive keys interleaved (pairs). Items of few rows per KV head score the transposed
+ * product instead (kvci_amx_qk_keys: C = 16 keys x rows, A = 16 key rows read in place, B = a part of the rows'
+ * channel pairs; tmm0-1 C, tmm2-3 A, tmm4-6 B). */
 #include "ops/cpu/attn_amx.h"
 
 #include <math.h>
@@ -45,9 +47,10 @@ static inline float bf16_f32(uint16_t h) {
 }
 
 TGT void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D, uint16_t *qa, int64_t pstride,
-                                uint8_t *qbad) {
+                                int tg, uint8_t *qbad) {
     const int64_t Dp = kvci_round32(D);
     const __m512 inf = _mm512_set1_ps(INFINITY);
+    const __m256i pair = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int r = 0; r < nr; r++) {
         int bad = 0;
         for (int64_t d = 0; d < Dp; d += 16) {
@@ -58,7 +61,12 @@ TGT void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_
             x = _mm512_maskz_mov_ps((__mmask16)~nf, x);
             for (int p = 0; p < KVC_AMX_PARTS; p++) {
                 const __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
-                _mm256_storeu_si256((__m256i *)(qa + p * pstride + r * Dp + d), h);
+                if (tg) /* pairs (d % 32) / 2 .. + 7 of the block, 2 tg elements apart */
+                    _mm256_i32scatter_epi32(qa + (r / tg) * KVC_AMX_PARTS * Dp * tg +
+                                                ((d / 32) * KVC_AMX_PARTS + p) * 32 * tg + (d % 32) * tg + 2 * (r % tg),
+                                            _mm256_mullo_epi32(pair, _mm256_set1_epi32(tg)), h, 4);
+                else
+                    _mm256_storeu_si256((__m256i *)(qa + p * pstride + r * Dp + d), h);
                 x = _mm512_sub_ps(x, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
             }
         }
@@ -223,27 +231,159 @@ TGT void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t
     if (any) qk_nonfinite(k, nk, bad, D, qs, qstride, qbad, nr, out, os);
 }
 
+/* Keys as A: C (tmm0-1) 16 keys x nr scores, A (tmm2-3) 16 keys x 32 channels, B (tmm4-6) the query parts of a
+ * block (16 channel pairs x nr rows). */
+INL void config_keys(int nr) {
+    kvc_amx_tile_config t = {.palette = 1};
+    for (int i = 0; i < 7; i++) t.rows[i] = 16, t.colsb[i] = (uint16_t)(i == 2 || i == 3 ? 64 : 4 * nr);
+    _tile_loadconfig(&t);
+}
+
+/* Keys k[0..16) read in place as an A operand (returns the first row, *stride its byte stride) when all are
+ * present, evenly spaced and D a multiple of 32; else NULL. */
+static const uint16_t *keys_in_place(const uint16_t *const *k, int64_t D, int64_t *stride) {
+    if (D % 32 || !k[0] || !k[1] || (uintptr_t)k[1] <= (uintptr_t)k[0]) return NULL;
+    const uintptr_t s = (uintptr_t)k[1] - (uintptr_t)k[0];
+    for (int n = 2; n < 16; n++)
+        if (!k[n] || (uintptr_t)k[n] - (uintptr_t)k[n - 1] != s) return NULL;
+    *stride = (int64_t)s;
+    return k[0];
+}
+
+/* 16 keys as an A operand: dst[n * Dp + d] = channel d of key n (non-finite channels, channels past D and absent
+ * keys 0); returns the keys with a non-finite channel as bits. */
+INL unsigned copy_keys(const uint16_t *const *k, int64_t D, uint16_t *dst) {
+    const int64_t Dp = kvci_round32(D);
+    unsigned bad = 0;
+    for (int n = 0; n < 16; n++)
+        for (int64_t ks = 0; ks < Dp; ks += 32) {
+            const int64_t left = kvci_min64(32, D - ks);
+            const __mmask32 m = left == 32 ? ~(__mmask32)0 : (((__mmask32)1 << left) - 1);
+            __m512i r = k[n] ? _mm512_maskz_loadu_epi16(m, k[n] + ks) : _mm512_setzero_si512();
+            const __mmask32 nf = nonfinite32(r);
+            if (nf) r = _mm512_maskz_mov_epi16(~nf, r), bad |= 1u << n;
+            _mm512_storeu_si512(dst + n * Dp + ks, r);
+        }
+    return bad;
+}
+
+/* Scores of nt <= 2 key tiles (A rows a[j], byte stride as[j]) into tmm j over blocks [0, nb): per block the A
+ * tiles, then per part its B tile (qt: part p of block x at (x KVC_AMX_PARTS + p) 32 nr) and the products, the
+ * two tiles alternating. Per element: blocks in order, parts in order, as kvci_amx_qk. */
+INL void key_tiles(int nt, const uint16_t *const *a, const int64_t *as, const uint16_t *qt, int nr, int64_t nb,
+                   kvc_pf_run *pf) {
+    const int64_t per = (16 * nt + nb - 1) / nb; /* pf's rows per block: 16 per key tile, spread among the products */
+    _Static_assert(KVC_AMX_PARTS == 3, "one B tile per part");
+    _tile_zero(0);
+    if (nt > 1) _tile_zero(1);
+    for (int64_t x = 0; x < nb; x++) {
+        const uint16_t *b = qt + x * KVC_AMX_PARTS * 32 * nr;
+        for (int64_t i = 0; i < per; i++) kvci_pf_row(pf);
+        _tile_loadd(2, a[0] + 32 * x, as[0]);
+        if (nt > 1) _tile_loadd(3, a[1] + 32 * x, as[1]);
+        _tile_loadd(4, b, 4 * nr);
+        _tile_loadd(5, b + 32 * nr, 4 * nr);
+        _tile_loadd(6, b + 64 * nr, 4 * nr);
+        _tile_dpbf16ps(0, 2, 4);
+        if (nt > 1) _tile_dpbf16ps(1, 3, 4);
+        _tile_dpbf16ps(0, 2, 5);
+        if (nt > 1) _tile_dpbf16ps(1, 3, 5);
+        _tile_dpbf16ps(0, 2, 6);
+        if (nt > 1) _tile_dpbf16ps(1, 3, 6);
+    }
+}
+
+/* C tiles 0 .. nt - 1 (keys 16 j .. 16 j + 15 x nr rows) transposed into out[r * os + 16 j + i]; returns the
+ * tiles with a non-finite score as bits. */
+INL unsigned store_key_scores(int nt, int nr, float *out, int64_t os) {
+    float ct[2][256];
+    _tile_stored(0, ct[0], 64);
+    if (nt > 1) _tile_stored(1, ct[1], 64);
+    const __m512i col = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(16));
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    unsigned nonfinite = 0;
+    for (int j = 0; j < nt; j++)
+        for (int r = 0; r < nr; r++) {
+            const __m512 x = _mm512_i32gather_ps(_mm512_add_epi32(col, _mm512_set1_epi32(r)), ct[j], 4);
+            if (_mm512_cmp_ps_mask(_mm512_abs_ps(x), inf, _CMP_NLT_UQ)) nonfinite |= 1u << j;
+            _mm512_storeu_ps(out + r * os + 16 * j, x);
+        }
+    return nonfinite;
+}
+
+TGT void kvci_amx_qk_keys(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qt, const float *qs,
+                          int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb,
+                          kvc_pf_run *pf) {
+    const int64_t Dp = kvci_round32(D), nb = Dp / 32;
+    const int nkt = nk / 16;
+    unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
+    config_keys(nr);
+    for (int kt = 0; kt < nkt; kt += 2) {
+        const int nt = nkt - kt > 1 ? 2 : 1;
+        const uint16_t *a[2];
+        int64_t as[2];
+        for (int j = 0; j < nt; j++) {
+            const uint16_t *const *kj = k + 16 * (kt + j);
+            a[j] = keys_in_place(kj, D, &as[j]);
+            if (!a[j]) {
+                a[j] = kb + j * 16 * Dp, as[j] = Dp * 2;
+                bad[(kt + j) / 4] |= (unsigned long long)copy_keys(kj, D, kb + j * 16 * Dp) << (16 * ((kt + j) % 4));
+            }
+        }
+        key_tiles(nt, a, as, qt, nr, nb, pf);
+        const unsigned redo = store_key_scores(nt, nr, out + 16 * kt, os);
+        for (int j = 0; j < nt; j++) { /* read in place with a non-finite score: again without non-finite channels */
+            if (!(redo >> j & 1u) || a[j] == kb + j * 16 * Dp) continue;
+            bad[(kt + j) / 4] |= (unsigned long long)copy_keys(k + 16 * (kt + j), D, kb) << (16 * ((kt + j) % 4));
+            const uint16_t *c[1] = {kb};
+            const int64_t cs[1] = {Dp * 2};
+            key_tiles(1, c, cs, qt, nr, nb, pf);
+            store_key_scores(1, nr, out + 16 * (kt + j), os);
+        }
+    }
+    kvci_pf_rest(pf);
+    _tile_release();
+    int any = 0;
+    for (int i = 0; i < KVC_AMX_KEYS / 64; i++) any |= bad[i] != 0;
+    for (int r = 0; r < nr; r++) any |= qbad[r];
+    if (any) qk_nonfinite(k, nk, bad, D, qs, qstride, qbad, nr, out, os);
+}
+
 /* Keys 2p, 2p + 1 of every step as B tiles: dst[((st * ng + g) * 16 + p) * 32 + 2 n + i] = channel 16 g + n of
- * key 32 st + 2 p + i (non-finite channels and absent keys 0); bad[t / 64] bit t % 64: key t has a non-finite
- * channel. */
-INL void pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst, unsigned long long *bad,
-                     kvc_pf_run *pf) {
+ * key 32 st + 2 p + i (absent keys 0), interleaved 32 channels at a time. exact: non-finite channels 0 and
+ * bad[t / 64] bit t % 64 set for a key t with one, returns false; else they go in as they are, and the return
+ * says whether there was one (the caller then packs again, exact). */
+INL bool pack_values(const uint16_t *const *v, int nk, int64_t Dv, uint16_t *dst, unsigned long long *bad,
+                     kvc_pf_run *pf, bool exact) {
+    static const uint16_t pairs[2][32] = {{0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                           8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47},
+                                          {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                           24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63}};
+    const __m512i lo = _mm512_loadu_si512(pairs[0]), hi = _mm512_loadu_si512(pairs[1]);
+    const __m512i e = _mm512_set1_epi16(0x7f80);
+    __m512i least = _mm512_set1_epi16(-1); /* a lane 0: a channel whose exponent is all ones */
     const int64_t ng = Dv / 16;
     for (int t = 0; t < nk; t += 2) {
         kvci_pf_row(pf), kvci_pf_row(pf);
-        for (int64_t g = 0; g < ng; g++) {
-            __m256i h[2];
+        for (int64_t c = 0; c < Dv; c += 32) {
+            const __mmask32 m = Dv - c >= 32 ? ~(__mmask32)0 : 0xffffu;
+            __m512i h[2];
             for (int i = 0; i < 2; i++) {
-                h[i] = v[t + i] ? _mm256_loadu_si256((const __m256i *)(v[t + i] + 16 * g)) : _mm256_setzero_si256();
-                const __mmask32 nf = nonfinite32(_mm512_castsi256_si512(h[i])) & 0xffffu;
-                if (nf)
-                    h[i] = _mm256_maskz_mov_epi16((__mmask16)~nf, h[i]), bad[(t + i) / 64] |= 1ull << ((t + i) % 64);
+                h[i] = v[t + i] ? _mm512_maskz_loadu_epi16(m, v[t + i] + c) : _mm512_setzero_si512();
+                if (!exact) {
+                    least = _mm512_min_epu16(least, _mm512_andnot_si512(h[i], e));
+                    continue;
+                }
+                const __mmask32 nf = nonfinite32(h[i]);
+                if (nf) h[i] = _mm512_maskz_mov_epi16(~nf, h[i]), bad[(t + i) / 64] |= 1ull << ((t + i) % 64);
             }
-            const __m512i pair =
-                _mm512_or_si512(_mm512_cvtepu16_epi32(h[0]), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h[1]), 16));
-            _mm512_storeu_si512(dst + (((t / 32) * ng + g) * 16 + (t % 32) / 2) * 32, pair);
+            uint16_t *at = dst + (((t / 32) * ng + c / 16) * 16 + (t % 32) / 2) * 32;
+            _mm512_storeu_si512(at, _mm512_permutex2var_epi16(h[0], lo, h[1]));
+            if (Dv - c > 16) _mm512_storeu_si512(at + 512, _mm512_permutex2var_epi16(h[0], hi, h[1]));
         }
     }
+    return !exact && _mm512_cmpeq_epi16_mask(least, _mm512_setzero_si512()) != 0;
 }
 
 /* Parts of the weights of m <= 32 rows over nk keys into pa[p * 32 * nk + r * nk + t]; absent keys weigh 0. */
@@ -266,7 +406,7 @@ TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *
                      int64_t as, uint16_t *vb, uint16_t *pa, kvc_pf_run *pf) {
     const int64_t ng = Dv / 16;
     unsigned long long bad[KVC_AMX_KEYS / 64] = {0};
-    pack_values(v, nk, Dv, vb, bad, pf);
+    if (pack_values(v, nk, Dv, vb, bad, pf, false)) pack_values(v, nk, Dv, vb, bad, pf, true);
     kvci_pf_rest(pf);
     for (int r0 = 0; r0 < nr; r0 += 32) /* 32 rows x KVC_AMX_PV_KEYS keys at a time: their parts stay in L1 */
         for (int k0 = 0; k0 < nk; k0 += KVC_AMX_PV_KEYS) {
@@ -290,9 +430,14 @@ TGT void kvci_amx_pv(const uint16_t *const *v, int nk, int64_t Dv, const float *
     }
 }
 #else
-void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D, uint16_t *qa, int64_t pstride,
+void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D, uint16_t *qa, int64_t pstride, int tg,
                             uint8_t *qbad) {
-    (void)qs, (void)qstride, (void)nr, (void)D, (void)qa, (void)pstride, (void)qbad;
+    (void)qs, (void)qstride, (void)nr, (void)D, (void)qa, (void)pstride, (void)tg, (void)qbad;
+}
+void kvci_amx_qk_keys(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qt, const float *qs, int64_t qstride,
+                      const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf) {
+    (void)k, (void)nk, (void)D, (void)qt, (void)qs, (void)qstride, (void)qbad, (void)nr, (void)out, (void)os, (void)kb,
+        (void)pf;
 }
 void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
                  int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf) {

@@ -33,12 +33,21 @@
 
 static inline int64_t kvci_round32(int64_t n) { return (n + 31) & ~(int64_t)31; }
 
-/* Parts of nr query rows (row r: qs[r * qstride + d], d < D) into qa:
- * part p of row r at qa[p * pstride + r * Dp], Dp = D rounded up to 32,
- * zeros past D and in place of non-finite channels; qbad[r] = 1 when row r
- * has one, else 0. */
-void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D, uint16_t *qa, int64_t pstride,
+/* Parts of nr query rows (row r: qs[r * qstride + d], d < D) into qa, Dp = D
+ * rounded up to 32, zeros past D and in place of non-finite channels; qbad[r]
+ * = 1 when row r has one, else 0. tg 0: part p of row r at qa[p * pstride +
+ * r * Dp] (kvci_amx_qk). tg > 0: rows in groups of tg (<= KVC_AMX_KEYS_A_ROWS,
+ * one KV head's rows), each group's parts as B operands of kvci_amx_qk_keys:
+ * group g at qa + g * KVC_AMX_PARTS * Dp * tg, within it part p of block x (32
+ * channels) at (x * KVC_AMX_PARTS + p) * 32 * tg, element 2 tg c + 2 n + i =
+ * channel 32 x + 2 c + i of the group's row n. */
+void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D, uint16_t *qa, int64_t pstride, int tg,
                             uint8_t *qbad);
+
+/* Most rows per KV head scored with the keys as the A operand (kvci_amx_qk_keys): a tile product costs the same
+ * for 1 to 16 rows, so few rows (decode) take 16 keys per product straight from the cache instead of packing
+ * the keys as B tiles. */
+#define KVC_AMX_KEYS_A_ROWS 16
 
 /* out[r * os + t] = the score of query row r (parts as split above, f32 row
  * qs[r * qstride], flag qbad[r]) and key t (k[t]: D bf16 channels; NULL:
@@ -46,6 +55,14 @@ void kvci_amx_split_queries(const float *qs, int64_t qstride, int nr, int64_t D,
  * scratch of nk * Dp elements. */
 void kvci_amx_qk(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qa, int64_t pstride, const float *qs,
                  int64_t qstride, const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf);
+
+/* The scores of kvci_amx_qk, bit for bit, for nr <= KVC_AMX_KEYS_A_ROWS rows whose parts qt are grouped (tg =
+ * nr above): C = 16 keys x nr rows, A = 16 keys x 32 channels read in place from the rows (copied into kb when a
+ * key is absent, the rows are not evenly spaced, D is not a multiple of 32, or a score came out non-finite),
+ * B = one part of the rows' channel pairs. TDPBF16PS computes each element alike whichever operand holds the
+ * key: the same products, summed in the same order. kb: scratch of 32 * Dp elements. */
+void kvci_amx_qk_keys(const uint16_t *const *k, int nk, int64_t D, const uint16_t *qt, const float *qs, int64_t qstride,
+                      const uint8_t *qbad, int nr, float *out, int64_t os, uint16_t *kb, kvc_pf_run *pf);
 
 /* acc[r * as + d] += sum over t of w[r * ws + t] v[t][d] for r < nr, d < Dv
  * (a multiple of 16), keys t < nk (a multiple of 32, at most KVC_AMX_KEYS) in

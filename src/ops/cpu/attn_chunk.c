@@ -156,7 +156,11 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         s->qsum[r] = qsum;
         s->cst[r] = cst;
     }
-    if (cx->amx) kvci_amx_split_queries(s->qs, cx->Dq8, (int)R, pb->D, s->qa, cx->R * cx->Dp, s->qbad);
+    if (cx->amx) {
+        const int64_t RG = pb->G * it->ni;
+        kvci_amx_split_queries(s->qs, cx->Dq8, (int)R, pb->D, s->qa, cx->R * cx->Dp,
+                               RG <= KVC_AMX_KEYS_A_ROWS ? (int)RG : 0, s->qbad);
+    }
 }
 
 /* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
@@ -354,6 +358,10 @@ static void units_amx(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb,
             if (pass)
                 kvci_amx_pv(rows, (int)nk, pb->Dv, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, (int)RG,
                             rec + gl * RG * cx->RS + KVC_REC_HDR, cx->RS, s->vb, s->pa, &run);
+            else if (RG <= KVC_AMX_KEYS_A_ROWS)
+                kvci_amx_qk_keys(rows, (int)nk, pb->D, s->qa + gl * RG * KVC_AMX_PARTS * cx->Dp,
+                                 s->qs + gl * RG * cx->Dq8, cx->Dq8, s->qbad + gl * RG, (int)RG,
+                                 s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK, s->kb, &run);
             else
                 kvci_amx_qk(rows, (int)nk, pb->D, s->qa + gl * RG * cx->Dp, cx->R * cx->Dp, s->qs + gl * RG * cx->Dq8,
                             cx->Dq8, s->qbad + gl * RG, (int)RG, s->sc + gl * RG * KVC_CHUNK + (t0 - cb), KVC_CHUNK,

@@ -77,7 +77,8 @@ typedef struct kvc_cpu_scratch {
     float *rec;  /* [R, RS] chunk record */
     float *run;  /* [R, RS] running record */
     /* amx only (else NULL): */
-    uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs (kvci_amx_split_queries) */
+    uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs, grouped per KV head when an item has at most
+                      KVC_AMX_KEYS_A_ROWS rows per head (kvci_amx_split_queries) */
     uint16_t *kb;  /* [KVC_CHUNK, Dp] packed key tiles */
     uint16_t *vb;  /* [KVC_CHUNK, Dv] packed value pairs */
     uint16_t *pa;  /* [KVC_AMX_PARTS, 32, KVC_AMX_PV_KEYS] weight parts */
