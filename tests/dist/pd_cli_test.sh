@@ -83,4 +83,8 @@ for b in 1 2; do
 done
 cmp -s "$TMP/want" "$TMP/out" || fail "kill: prompt 0 not served as alone"
 echo "ok: prefill rank killed"
-[ $(($(date +%s) - start)) -lt 30 ] || fail "the fault cases took more than 30 s"
+# every case is bounded by its own LIMIT; all of them together by 30 s, or 90 s in a sanitizer build
+# (ranks start several times slower there, and make test runs two tests at once beside them)
+total=30
+[ -n "$QUICK" ] && total=90
+[ $(($(date +%s) - start)) -lt $total ] || fail "the fault cases took more than $total s"
