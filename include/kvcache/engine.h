@@ -432,16 +432,18 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
-    int64_t block_size; /* managed: tokens per block, >= 1 */
+    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE] */
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;
 
 /* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
- * size < 1 on the managed path, engine params kvc_engine_create would refuse
- * for their sizes, an engine_params->kv_dtype that is not a KV cache dtype,
- * an engine_params->kv_layout other than KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS
- * (the two fields only the adapter reads). */
+ * size outside [1, KVC_ATTN_MAX_BLOCK_SIZE] on the managed path, engine params
+ * kvc_engine_create would refuse for their sizes, an engine_params->kv_dtype
+ * that is not a KV cache dtype, an engine_params->kv_layout other than
+ * KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, or BNNDBS with self-managed or latent
+ * caches (the two fields only the adapter reads). The runner checks the same
+ * knobs with the same rules (the cache builder, docs/runtime.md). */
 KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                              const kvc_engine_params *engine_params, kvc_engine_adapter **out);
 KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);

@@ -178,7 +178,7 @@ typedef struct kvc_model_caches {
 
 /* Per-layer cache description the model asks for (engine path): k/v (or
  * nope/rope for latent) entries of dtype kv_dtype (kvc_model_kv_dtype_ok)
- * with num_head, dims, block_size and the sliding window of sliding layers
+ * with num_head, dims, block_size (in [1, KVC_ATTN_MAX_BLOCK_SIZE]) and the sliding window of sliding layers
  * (group keys FullAttention / SlidingWindow); for int8 / fp8 also the f32
  * per-slot scale entries (one head of one channel): "k_scale" and "v_scale"
  * (full form) or "scale" (latent), in the layer's group. Free with

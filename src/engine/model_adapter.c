@@ -1,27 +1,24 @@
 /* The model runtime seen by the engine: a kvc_engine_model whose forward is
- * kvc_model_forward over caches the engine allocated. Managed path: the
- * model's cache description with setters that record each layer's paged k/v
- * tensors; self-managed path: legacy contiguous k/v caches per layer with
- * shapes taken from the same description. */
+ * kvc_model_forward over caches the engine allocated. The cache builder
+ * (model/cache_build.h) describes them for both paths: managed, its entries
+ * with setters that record each layer's paged tensors; self-managed, one
+ * legacy contiguous cache per entry of the same description. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/internal.h"
 #include "kvcache/engine.h"
+#include "model/cache_build.h"
 #include "model/family.h"
 
 struct kvc_engine_adapter {
     const kvc_model *m;
     kvc_engine_model em;
-    kvc_model_cache_info *ci;        /* managed: handed to the engine; self-managed: shapes only */
-    kvc_engine_legacy_cache *legacy; /* self-managed: [2 * n_layers] k, v of each layer */
-    kvc_layer_cache *layers;         /* [n_layers] tensors recorded by the setters */
-    kvc_model_caches caches;
+    kvci_cache_set cache;            /* the entries (managed: handed to the engine) behind caches */
+    kvc_model_caches caches;         /* what the forward reads, filled by the setters */
+    kvc_engine_legacy_cache *legacy; /* self-managed: one per entry */
     kvc_model_workspace *ws;
 };
-
-/* user: the kvc_tensor slot of one layer's k or v */
-static void record_tensor(void *user, const kvc_tensor *t) { *(kvc_tensor *)user = *t; }
 
 static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engine_batch *batch, float *logits) {
     kvc_engine_adapter *a = self;
@@ -72,44 +69,16 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
     em->cost_row = H * V + V;
 }
 
-/* The tensor slot entry c of a layer's cache info fills: k, v, then (int8 / fp8) the per-slot scales. */
-static kvc_tensor *entry_tensor(kvc_layer_cache *lc, int32_t c) {
-    kvc_tensor *slots[4] = {&lc->k, &lc->v, &lc->k_scales, &lc->v_scales};
-    return slots[c];
-}
-
-/* Keys in lanes: every layer's k entry (the first) in BNNDBS, its v entry (the second) head-major. */
-static void set_lanes_layout(kvc_model_cache_info *ci) {
-    for (int32_t i = 0; i < ci->n_layer_infos; i++) {
-        ci->layer_infos[i].caches[0].layout = KVC_BLOCK_BNNDBS;
-        ci->layer_infos[i].caches[1].layout = KVC_BLOCK_BNNBSD;
-    }
-}
-
-/* Managed: setters into layers[l].k / .v (/ scales), keys from the entries' groups. */
-static void wire_managed(kvc_engine_adapter *a) {
-    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
-        kvc_layer_cache_info *li = &a->ci->layer_infos[i];
-        kvc_layer_cache *lc = &a->layers[li->layer_idx];
-        for (int32_t c = 0; c < li->n_caches; c++) {
-            li->caches[c].tensor_setter = record_tensor;
-            li->caches[c].setter_user = entry_tensor(lc, c);
-        }
-        snprintf(lc->key, sizeof lc->key, "%s", kvc_cache_entry_group_key(&li->caches[0]));
-    }
-    a->em.cache_info = a->ci;
-}
-
-/* Self-managed: one legacy cache per entry, unit = heads * dims. */
+/* Self-managed: one legacy cache per entry, unit = heads * dims, received by the entry's setter. */
 static kvc_status wire_legacy(kvc_engine_adapter *a) {
+    const kvc_model_cache_info *ci = a->cache.ci;
     int32_t n = 0;
-    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) n += a->ci->layer_infos[i].n_caches;
+    for (int32_t i = 0; i < ci->n_layer_infos; i++) n += ci->layer_infos[i].n_caches;
     a->legacy = kvci_calloc((size_t)n, sizeof *a->legacy);
     if (a->legacy == NULL) return kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory for the legacy caches");
     n = 0;
-    for (int32_t i = 0; i < a->ci->n_layer_infos; i++) {
-        const kvc_layer_cache_info *li = &a->ci->layer_infos[i];
-        kvc_layer_cache *lc = &a->layers[li->layer_idx];
+    for (int32_t i = 0; i < ci->n_layer_infos; i++) {
+        const kvc_layer_cache_info *li = &ci->layer_infos[i];
         for (int32_t e_i = 0; e_i < li->n_caches; e_i++) {
             const kvc_cache_entry *e = &li->caches[e_i];
             kvc_engine_legacy_cache *c = &a->legacy[n++];
@@ -118,8 +87,8 @@ static kvc_status wire_legacy(kvc_engine_adapter *a) {
             c->dtype = e->dtype;
             c->n_dims = 1;
             c->unit[0] = e->num_head * kvc_cache_entry_dim_numel(e);
-            c->tensor_setter = record_tensor;
-            c->setter_user = entry_tensor(lc, e_i);
+            c->tensor_setter = e->tensor_setter;
+            c->setter_user = e->setter_user;
         }
     }
     a->em.legacy_caches = a->legacy;
@@ -135,45 +104,31 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
     const int64_t step_tokens = kvc_engine_step_tokens(ep);
     if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
-    if (!kvc_model_kv_dtype_ok(ep->kv_dtype))
-        return kvci_fail(KVC_EINVAL,
-                         "engine adapter: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, "
-                         "fp8_e4m3, fp8_e5m2)",
-                         kvc_dtype_name(ep->kv_dtype), (int)ep->kv_dtype);
-    if (ep->kv_layout != KVC_BLOCK_BNBSND && ep->kv_layout != KVC_BLOCK_BNNDBS)
-        return kvci_fail(KVC_EINVAL, "engine adapter: kv_layout %d is not BNBSND or BNNDBS (keys in lanes)",
-                         (int)ep->kv_layout);
+    /* the engine's kv_dtype and kv_layout are the adapter's knobs (the engine reads neither) */
+    const kvc_cache_knobs k = {.paged = !p->self_managed,
+                               .block_size = p->block_size,
+                               .kv_dtype = ep->kv_dtype,
+                               .kv_layout = ep->kv_layout,
+                               .latent = p->latent};
+    kvc_status st = kvci_cache_knobs_check(
+        m, &k, "engine adapter",
+        p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
+    if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;
-    a->layers = kvci_calloc((size_t)c->num_layers, sizeof *a->layers);
-    kvc_status st = a->layers != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "engine adapter: out of host memory");
-    const bool lanes = ep->kv_layout == KVC_BLOCK_BNNDBS;
-    if (st == KVC_OK && lanes && (p->self_managed || p->latent))
-        st = kvci_fail(KVC_EINVAL,
-                       "engine adapter: kv_layout BNNDBS (keys in lanes) takes managed full-form caches, "
-                       "not %s",
-                       p->self_managed ? "self-managed ones" : "MLA latent ones");
-    /* the self-managed path reads only shapes, so any block size will do */
-    if (st == KVC_OK)
-        st = kvc_model_cache_info_build(m, p->latent, ep->kv_dtype, p->self_managed ? 1 : p->block_size, &a->ci);
-    if (st == KVC_OK && lanes) set_lanes_layout(a->ci);
+    st = kvci_cache_set_build(m, &k, &a->caches, &a->cache);
     if (st == KVC_OK) {
         a->em.self = a;
         a->em.vocab_size = c->vocab_size;
         a->em.forward = adapter_forward;
         set_costs(&a->em, c, p->latent);
-        a->caches = (kvc_model_caches){.kind = p->self_managed ? KVC_MCACHE_CONTIGUOUS : KVC_MCACHE_PAGED,
-                                       .latent = p->latent,
-                                       .block_size = p->self_managed ? 0 : p->block_size,
-                                       .layout = ep->kv_layout,
-                                       .n_layers = (int32_t)c->num_layers,
-                                       .layers = a->layers};
+        kvci_cache_set_wire_setters(&a->cache);
         if (p->self_managed)
             st = wire_legacy(a);
         else
-            wire_managed(a);
+            a->em.cache_info = a->cache.ci;
     }
     if (st == KVC_OK) st = kvc_model_workspace_create(m, step_tokens, ep->max_num_seqs, ep->max_model_len, &a->ws);
     if (st != KVC_OK) {
@@ -187,9 +142,8 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
 void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
     if (a == NULL) return;
     kvc_model_workspace_destroy(a->ws);
-    kvc_model_cache_info_destroy(a->ci);
+    kvci_cache_set_release(&a->cache);
     kvci_free(a->legacy);
-    kvci_free(a->layers);
     kvci_free(a);
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/internal.h"
+#include "model/cache_build.h"
 #include "model/family.h"
 #include "model/model_internal.h"
 
@@ -25,25 +26,14 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     return e;
 }
 
-kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
-                                      kvc_model_cache_info **out) {
-    if (!m || !out) return kvci_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
+kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                               kvc_model_cache_info **out) {
     *out = NULL;
-    const kvc_model_config *c = &m->cfg;
-    if (block_size < 1)
-        return kvci_fail(KVC_EINVAL, "model_cache_info_build: block_size %lld must be >= 1", (long long)block_size);
-    if (!kvc_model_kv_dtype_ok(kv_dtype))
-        return kvci_fail(KVC_EINVAL,
-                         "model_cache_info_build: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, "
-                         "fp8_e4m3, fp8_e5m2)",
-                         kvc_dtype_name(kv_dtype));
-    if (latent && !kvci_family_get(c->family)->mla)
-        return kvci_fail(KVC_EINVAL, "model_cache_info_build: latent caches need an MLA model, not %s", c->model_type);
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
     if (ci) ci->layer_infos = kvci_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
     if (!ci || !ci->layer_infos) {
         kvci_free(ci);
-        return kvci_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
+        return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
     }
     ci->num_layers = (int32_t)c->num_layers;
     ci->is_mla_backend = latent;
@@ -57,7 +47,7 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
         li->caches = kvci_calloc((size_t)(2 + n_scales), sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
-            return kvci_fail(KVC_ENOMEM, "model_cache_info_build: out of memory");
+            return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
         li->n_caches = 2 + n_scales;
@@ -70,4 +60,14 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
     }
     *out = ci;
     return KVC_OK;
+}
+
+kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                                      kvc_model_cache_info **out) {
+    if (!m || !out) return kvci_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
+    *out = NULL;
+    const kvc_cache_knobs k = {
+        .paged = true, .block_size = block_size, .kv_dtype = kv_dtype, .kv_layout = KVC_BLOCK_BNBSND, .latent = latent};
+    kvc_status st = kvci_cache_knobs_check(m, &k, "model_cache_info_build", "");
+    return st != KVC_OK ? st : kvci_cache_info_new(&m->cfg, latent, kv_dtype, block_size, out);
 }

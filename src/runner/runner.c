@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/internal.h"
-#include "model/family.h"
+#include "model/cache_build.h"
 #include "runner/runner_internal.h"
 
 kvc_runner_params kvc_runner_default_params(void) {
@@ -24,7 +24,7 @@ void kvc_runner_destroy(kvc_runner *r) {
     if (!r) return;
     kvc_model_workspace_destroy(r->ws);
     kvci_page_set_release(&r->cache_mem);
-    kvci_free(r->caches.layers);
+    kvci_cache_set_release(&r->cache);
     kvci_free(r->table);
     kvci_free(r->ids);
     kvci_free(r->positions);
@@ -42,28 +42,11 @@ void kvc_runner_destroy(kvc_runner *r) {
     kvci_free(r);
 }
 
-/* Per-slot scale tensors of one layer: int8 / fp8 full form 2 (keys, values), latent 1 (latent + rope). */
-static int64_t n_scales(const kvc_runner *r) {
-    if (!kvc_model_kv_quantised(r->p.kv_dtype)) return 0;
-    return r->p.mode == KVC_RUNNER_MLA_LATENT ? 1 : 2;
-}
-
 int64_t kvc_runner_max_seq_len(const kvc_runner *r) { return r ? r->S : 0; }
-
-/* Bytes of every layer's caches and scales over `tokens` positions; false on int64 overflow. */
-static bool cache_bytes(const kvc_runner *r, int64_t tokens, int64_t *out) {
-    int64_t k = 0, v = 0, scales = 0, per_token = 0;
-    const kvc_model_config *c = kvc_model_config_of(r->m);
-    const kvc_cache_dims d = kvci_model_cache_dims(c, r->p.mode == KVC_RUNNER_MLA_LATENT);
-    return kvci_mul64(d.heads[0], d.dim[0], &k) && kvci_mul64(d.heads[1], d.dim[1], &v) &&
-           kvci_add64(k, v, &per_token) && kvci_mul64(per_token, (int64_t)kvc_dtype_size(r->p.kv_dtype), &per_token) &&
-           kvci_mul64(n_scales(r), (int64_t)sizeof(float), &scales) && kvci_add64(per_token, scales, &per_token) &&
-           kvci_mul64(per_token, c->num_layers, &per_token) && kvci_mul64(per_token, tokens, out);
-}
 
 int64_t kvc_runner_kv_bytes_per_token(const kvc_runner *r) {
     int64_t bytes = 0;
-    if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE || !cache_bytes(r, 1, &bytes)) return 0;
+    if (!r || r->p.mode == KVC_RUNNER_RECOMPUTE || !kvci_cache_set_bytes(&r->cache, 1, &bytes)) return 0;
     return bytes;
 }
 
@@ -74,74 +57,35 @@ kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out)
     return KVC_OK;
 }
 
+/* The knobs of p's mode (mode 0 keeps no cache: its kv_dtype is not read). */
+static kvc_cache_knobs runner_knobs(const kvc_runner_params *p) {
+    const bool latent = p->mode == KVC_RUNNER_MLA_LATENT;
+    return (kvc_cache_knobs){.paged = p->mode == KVC_RUNNER_PAGED || (latent && p->mla_paged),
+                             .block_size = p->block_size,
+                             .kv_dtype = p->mode == KVC_RUNNER_RECOMPUTE ? KVC_DTYPE_F32 : p->kv_dtype,
+                             .kv_layout = p->kv_layout,
+                             .latent = latent};
+}
+
+/* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions. */
 static kvc_status make_caches(kvc_runner *r) {
-    const kvc_model_config *c = kvc_model_config_of(r->m);
-    const bool latent = r->p.mode == KVC_RUNNER_MLA_LATENT;
-    const bool paged = r->p.mode == KVC_RUNNER_PAGED || (latent && r->p.mla_paged);
-    const kvc_cache_dims d = kvci_model_cache_dims(c, latent);
-    const int64_t L = c->num_layers, ns = n_scales(r);
-    const size_t es = kvc_dtype_size(r->p.kv_dtype);
+    const kvc_cache_knobs k = runner_knobs(&r->p);
+    const int64_t L = kvc_model_config_of(r->m)->num_layers;
+    kvc_status st = kvci_cache_set_build(r->m, &k, &r->caches, &r->cache);
+    if (st != KVC_OK) return st;
+    const int64_t n0 = k.paged ? r->lay.total_blocks : r->batch, n1 = k.paged ? r->lay.block_size : r->S;
     int64_t tokens = 0, bytes = 0;
-    if (!kvci_mul64(r->batch, r->S, &tokens) || !cache_bytes(r, tokens, &bytes))
+    if (!kvci_mul64(r->batch, r->S, &tokens) || !kvci_cache_set_bytes(&r->cache, tokens, &bytes))
         return kvci_fail(KVC_EINVAL, "runner: caches of %lld rows x %lld positions x %lld layers overflow int64 bytes",
                          (long long)r->batch, (long long)r->S, (long long)L);
     void *mem = NULL;
-    kvc_status st = kvci_page_set_init(&r->cache_mem, "runner", r->p.pages, KVC_ALIGN_DEFAULT, 1);
+    st = kvci_page_set_init(&r->cache_mem, "runner", r->p.pages, KVC_ALIGN_DEFAULT, 1);
     if (st == KVC_OK) st = kvci_page_set_alloc(&r->cache_mem, (size_t)bytes, true, &mem); /* caches start zeroed */
     if (st != KVC_OK)
         return kvci_fail(st, "runner: caches of %lld bytes (%lld rows x %lld positions x %lld layers): %s",
                          (long long)bytes, (long long)r->batch, (long long)r->S, (long long)L, kvc_last_error());
-    r->caches.layers = kvci_calloc((size_t)L, sizeof *r->caches.layers);
-    if (!r->caches.layers) return kvci_fail(KVC_ENOMEM, "runner: out of memory");
-    r->caches.kind = paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS;
-    r->caches.latent = latent;
-    r->caches.block_size = paged ? r->lay.block_size : 0;
-    r->caches.layout = r->p.kv_layout;
-    const bool lanes = r->p.kv_layout == KVC_BLOCK_BNNDBS;
-    r->caches.n_layers = (int32_t)L;
-    char *cur = mem;
-    for (int64_t l = 0; l < L; l++) {
-        kvc_layer_cache *lc = &r->caches.layers[l];
-        kvc_tensor *t[2] = {&lc->k, &lc->v};
-        for (int i = 0; i < 2; i++) {
-            const int64_t heads = d.heads[i], dim = d.dim[i];
-            t[i]->data = cur;
-            t[i]->dtype = r->p.kv_dtype;
-            if (paged && lanes) { /* k [NB, heads, dim, bs] (keys in lanes), v [NB, heads, bs, dim] */
-                t[i]->ndim = 4;
-                t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = heads;
-                t[i]->shape[2] = i ? r->lay.block_size : dim, t[i]->shape[3] = i ? dim : r->lay.block_size;
-            } else if (paged) {
-                t[i]->ndim = 4;
-                t[i]->shape[0] = r->lay.total_blocks, t[i]->shape[1] = r->lay.block_size;
-                t[i]->shape[2] = heads, t[i]->shape[3] = dim;
-            } else {
-                t[i]->ndim = 3;
-                t[i]->shape[0] = r->batch, t[i]->shape[1] = r->S, t[i]->shape[2] = heads * dim;
-            }
-            cur += (size_t)(tokens * heads * dim) * es;
-        }
-        kvc_tensor *sc[2] = {&lc->k_scales, &lc->v_scales};
-        for (int64_t i = 0; i < ns; i++) { /* [NB, bs] or [rows, S_max]: one f32 per slot */
-            *sc[i] = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 2};
-            sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = paged ? r->lay.block_size : t[0]->shape[1];
-            cur += (size_t)tokens * sizeof(float);
-        }
-        const kvc_attn_type type = c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
-        snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(type));
-    }
+    kvci_cache_set_carve(&r->cache, mem, n0, n1);
     return KVC_OK;
-}
-
-/* "KVC_BLOCK_BNNDBS (keys in lanes)" and the like, for messages. */
-static const char *kv_layout_name(kvc_block_layout l) {
-    switch (l) {
-    case KVC_BLOCK_BNBSND: return "KVC_BLOCK_BNBSND (token order)";
-    case KVC_BLOCK_BNNBSD: return "KVC_BLOCK_BNNBSD (head-major)";
-    case KVC_BLOCK_NZ: return "KVC_BLOCK_NZ (tiles)";
-    case KVC_BLOCK_BNNDBS: return "KVC_BLOCK_BNNDBS (keys in lanes)";
-    default: return "of an unknown kind";
-    }
 }
 
 /* Prompt + new tokens against the positions allowed (kvc_runner_check). */
@@ -176,31 +120,17 @@ kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int6
     if (p->mode < KVC_RUNNER_RECOMPUTE || p->mode > KVC_RUNNER_MLA_LATENT)
         return kvci_fail(KVC_EINVAL, "runner: mode %d unknown (0 recompute, 1 contiguous, 2 paged, 3 MLA latent)",
                          (int)p->mode);
-    if (p->mode == KVC_RUNNER_MLA_LATENT && !kvci_family_get(c->family)->mla)
-        return kvci_fail(KVC_EINVAL, "runner: mode 3 (MLA latent caches) needs an MLA model; %s is %s", c->model_type,
-                         kvc_model_family_name(c->family));
     if (batch < 1 || max_prompt < 1 || p->max_new_tokens < 1 || p->max_seq_len < 0)
         return kvci_fail(
             KVC_EINVAL,
             "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
             (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens, (long long)p->max_seq_len);
-    if (p->mode != KVC_RUNNER_RECOMPUTE && !kvc_model_kv_dtype_ok(p->kv_dtype))
-        return kvci_fail(KVC_EINVAL,
-                         "runner: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, "
-                         "fp8_e5m2)",
-                         kvc_dtype_name(p->kv_dtype));
-    const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
-    if (paged && (p->block_size < 1 || p->block_size > KVC_ATTN_MAX_BLOCK_SIZE))
-        return kvci_fail(KVC_EINVAL,
-                         "runner: block_size %lld must be in [1, %d] in paged modes (paged attention's "
-                         "limit)",
-                         (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
-    if (p->kv_layout != KVC_BLOCK_BNBSND && (p->kv_layout != KVC_BLOCK_BNNDBS || p->mode != KVC_RUNNER_PAGED))
-        return kvci_fail(KVC_EINVAL,
-                         "runner: kv_layout %s is not taken in mode %d: mode 2 (paged caches) takes "
-                         "KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, the other modes KVC_BLOCK_BNBSND only",
-                         kv_layout_name(p->kv_layout), (int)p->mode);
-    kvc_status st = check_positions(c, p, max_prompt);
+    const kvc_cache_knobs k = runner_knobs(p);
+    char where[32];
+    snprintf(where, sizeof where, "in mode %d", (int)p->mode);
+    kvc_status st = kvci_cache_knobs_check(m, &k, "runner", where);
+    if (st != KVC_OK) return st;
+    st = check_positions(c, p, max_prompt);
     return st != KVC_OK ? st : kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
 }
 
@@ -210,7 +140,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     *out = NULL;
     kvc_status st = kvc_runner_check(m, p, batch, max_prompt_len);
     if (st != KVC_OK) return st;
-    const bool paged = p->mode == KVC_RUNNER_PAGED || (p->mode == KVC_RUNNER_MLA_LATENT && p->mla_paged);
+    const bool paged = runner_knobs(p).paged;
     const int64_t need = max_prompt_len + p->max_new_tokens - 1;
     int64_t S = p->max_seq_len;
     if (S == 0) S = paged ? kvci_cdiv(need + 1, p->block_size) * p->block_size : need + 1;

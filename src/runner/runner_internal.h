@@ -3,6 +3,7 @@
 #define KVC_RUNNER_INTERNAL_H
 
 #include "cache/page_set.h"
+#include "model/cache_build.h"
 #include "kvcache/runner.h"
 
 struct kvc_runner {
@@ -12,6 +13,7 @@ struct kvc_runner {
     int64_t max_tokens;           /* tokens of the largest step */
     kvc_static_layout lay;        /* paged modes */
     kvc_model_caches caches;      /* modes 1-3 */
+    kvci_cache_set cache;         /* modes 1-3: the entries behind caches (cache builder) */
     kvci_page_set cache_mem;      /* one buffer: every cache tensor, zero-filled, paged as p.pages says */
     kvc_model_workspace *ws;
     int32_t *table;                           /* [batch, blocks_per_seq] static block table */

@@ -127,12 +127,17 @@ static void test_lanes_refusals(void **state) {
     const kvc_engine_adapter_params ap = {.block_size = BLOCK};
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
     assert_null(a);
-    assert_non_null(strstr(kvc_last_error(), "kv_layout 2"));
+    assert_non_null(strstr(kvc_last_error(), "kv_layout KVC_BLOCK_NZ (tiles) is not taken"));
     ep.kv_layout = KVC_BLOCK_BNBSND, ep.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
     assert_null(a);
     assert_non_null(strstr(kvc_last_error(), "engine adapter: kv_dtype i32"));
     ep.kv_dtype = KVC_DTYPE_F32;
+    /* the runner's limit too (one check in the cache builder): paged attention takes at most 1024 */
+    const kvc_engine_adapter_params big = {.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1};
+    assert_int_equal(kvc_engine_adapter_create(m, &big, &ep, &a), KVC_EINVAL);
+    assert_null(a);
+    assert_non_null(strstr(kvc_last_error(), "engine adapter: block_size 1025 must be in [1, 1024]"));
     ep.kv_layout = KVC_BLOCK_BNNDBS;
     const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK},
                                               {.latent = true, .block_size = BLOCK}};

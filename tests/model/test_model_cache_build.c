@@ -1,0 +1,166 @@
+/* The cache builder (src/model/cache_build.c) that the runner and the
+ * engine adapter share: one check of the knobs for every owner, the entries
+ * of each layer from the family's cache dims and the KV dtype, the bytes
+ * per slot, the tensors carved from one buffer in each layout, and the
+ * setters that fill the same slots. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvc_test_util.h"
+#include "kvcache/kvcache.h"
+#include "model/cache_build.h"
+
+static void check(kvc_status st, const char *what) {
+    if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+static kvc_model *load(const char *family) {
+    char dir[1024];
+    kvc_test_oracle_dir(family, dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), family);
+    return m;
+}
+
+static void expect_shape(const kvc_tensor *t, int32_t ndim, int64_t s0, int64_t s1, int64_t s2, int64_t s3) {
+    const int64_t want[4] = {s0, s1, s2, s3};
+    assert_int_equal(t->ndim, ndim);
+    for (int32_t d = 0; d < ndim; d++) assert_int_equal(t->shape[d], want[d]);
+}
+
+/* Paged int8 GQA caches: k, v and their scales per layer, carved back to back in entry order. */
+static void test_paged_int8(void **state) {
+    (void)state;
+    kvc_model *m = load("qwen3");
+    const kvc_model_config *c = kvc_model_config_of(m);
+    const int64_t nkv = c->num_kv_heads, D = c->head_dim, L = c->num_layers, NB = 3, bs = 4;
+    const kvc_cache_knobs k = {.paged = true, .block_size = bs, .kv_dtype = KVC_DTYPE_I8};
+    check(kvci_cache_knobs_check(m, &k, "test", "here"), "knobs");
+    kvc_model_caches caches;
+    kvci_cache_set s;
+    check(kvci_cache_set_build(m, &k, &caches, &s), "build");
+    assert_int_equal(s.ci->n_layer_infos, L);
+    assert_int_equal(s.ci->layer_infos[0].n_caches, 4);
+    assert_string_equal(s.ci->layer_infos[0].caches[3].name, "v_scale");
+    assert_int_equal(caches.kind, KVC_MCACHE_PAGED);
+    assert_int_equal(caches.block_size, bs);
+    int64_t bytes = 0;
+    assert_true(kvci_cache_set_bytes(&s, 1, &bytes));
+    assert_int_equal(bytes, L * (2 * nkv * D + 2 * (int64_t)sizeof(float))); /* int8 k, v + two f32 scales */
+    assert_true(kvci_cache_set_bytes(&s, NB * bs, &bytes));
+    char *mem = calloc((size_t)bytes, 1);
+    kvci_cache_set_carve(&s, mem, NB, bs);
+    const kvc_layer_cache *l0 = &caches.layers[0], *l1 = &caches.layers[1];
+    expect_shape(&l0->k, 4, NB, bs, nkv, D);
+    expect_shape(&l0->v, 4, NB, bs, nkv, D);
+    expect_shape(&l0->k_scales, 2, NB, bs, 0, 0);
+    assert_int_equal(l0->k.dtype, KVC_DTYPE_I8);
+    assert_int_equal(l0->v_scales.dtype, KVC_DTYPE_F32);
+    assert_ptr_equal(l0->v.data, mem + NB * bs * nkv * D);
+    assert_ptr_equal(l1->k.data, (char *)l0->v_scales.data + NB * bs * (int64_t)sizeof(float));
+    assert_ptr_equal((char *)caches.layers[L - 1].v_scales.data + NB * bs * (int64_t)sizeof(float), mem + bytes);
+    assert_string_equal(l0->key, "FullAttention");
+    free(mem);
+    kvci_cache_set_release(&s);
+    assert_null(caches.layers);
+    kvc_model_destroy(m);
+}
+
+/* Keys in lanes: k [NB, heads, D, bs], v head-major, and the entries say so to the storage. */
+static void test_lanes(void **state) {
+    (void)state;
+    kvc_model *m = load("qwen3");
+    const kvc_model_config *c = kvc_model_config_of(m);
+    const kvc_cache_knobs k = {
+        .paged = true, .block_size = 8, .kv_dtype = KVC_DTYPE_F16, .kv_layout = KVC_BLOCK_BNNDBS};
+    kvc_model_caches caches;
+    kvci_cache_set s;
+    check(kvci_cache_set_build(m, &k, &caches, &s), "build");
+    assert_int_equal(s.ci->layer_infos[0].caches[0].layout, KVC_BLOCK_BNNDBS);
+    assert_int_equal(s.ci->layer_infos[0].caches[1].layout, KVC_BLOCK_BNNBSD);
+    assert_int_equal(caches.layout, KVC_BLOCK_BNNDBS);
+    int64_t bytes = 0;
+    assert_true(kvci_cache_set_bytes(&s, 2 * 8, &bytes));
+    char *mem = calloc((size_t)bytes, 1);
+    kvci_cache_set_carve(&s, mem, 2, 8);
+    expect_shape(&caches.layers[0].k, 4, 2, c->num_kv_heads, c->head_dim, 8);
+    expect_shape(&caches.layers[0].v, 4, 2, c->num_kv_heads, 8, c->head_dim);
+    free(mem);
+    kvci_cache_set_release(&s);
+    kvc_model_destroy(m);
+}
+
+/* Contiguous MLA latent caches: one head of kv_lora_rank (nope) and of the rope dim, one scale; the
+ * setters (the engine's path) fill the slots the carve (the runner's path) fills. */
+static void test_latent_contiguous(void **state) {
+    (void)state;
+    kvc_model *m = load("deepseek_v3");
+    const kvc_model_config *c = kvc_model_config_of(m);
+    const kvc_cache_knobs k = {.kv_dtype = KVC_DTYPE_F8E4M3, .latent = true};
+    kvc_model_caches caches;
+    kvci_cache_set s;
+    check(kvci_cache_set_build(m, &k, &caches, &s), "build");
+    const kvc_layer_cache_info *li = &s.ci->layer_infos[0];
+    assert_int_equal(li->n_caches, 3);
+    assert_string_equal(li->caches[0].name, "nope_cache");
+    assert_int_equal(li->caches[0].block_size, 1);
+    assert_int_equal(caches.kind, KVC_MCACHE_CONTIGUOUS);
+    assert_true(caches.latent);
+    int64_t bytes = 0;
+    assert_true(kvci_cache_set_bytes(&s, 2 * 5, &bytes));
+    char *mem = calloc((size_t)bytes, 1);
+    kvci_cache_set_carve(&s, mem, 2, 5);
+    expect_shape(&caches.layers[0].k, 3, 2, 5, c->kv_lora_rank, 0);
+    expect_shape(&caches.layers[0].v, 3, 2, 5, c->qk_rope_head_dim, 0);
+    expect_shape(&caches.layers[0].k_scales, 2, 2, 5, 0, 0);
+    kvci_cache_set_wire_setters(&s);
+    kvc_tensor t = {.data = mem, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {7}};
+    li->caches[2].tensor_setter(li->caches[2].setter_user, &t);
+    assert_ptr_equal(caches.layers[0].k_scales.data, mem);
+    expect_shape(&caches.layers[0].k_scales, 1, 7, 0, 0, 0);
+    free(mem);
+    kvci_cache_set_release(&s);
+    kvc_model_destroy(m);
+}
+
+static void expect_refused(const kvc_model *m, kvc_cache_knobs k, const char *text) {
+    assert_int_equal(kvci_cache_knobs_check(m, &k, "owner", "by these caches"), KVC_EINVAL);
+    if (!strstr(kvc_last_error(), text)) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+}
+
+/* One set of rules for every owner, each refusal naming the knob. */
+static void test_refusals(void **state) {
+    (void)state;
+    kvc_model *m = load("qwen3");
+    const kvc_cache_knobs ok = {.paged = true, .block_size = 16};
+    check(kvci_cache_knobs_check(m, &ok, "owner", ""), "default knobs");
+    kvc_cache_knobs k = ok;
+    k.kv_dtype = KVC_DTYPE_I32;
+    expect_refused(m, k, "owner: kv_dtype i32");
+    k = ok, k.latent = true;
+    expect_refused(m, k, "owner: the MLA latent form needs an MLA model");
+    k = ok, k.block_size = 0;
+    expect_refused(m, k, "owner: block_size 0 must be in [1, 1024]");
+    k = ok, k.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
+    expect_refused(m, k, "owner: block_size 1025");
+    k = ok, k.paged = false, k.block_size = 0; /* contiguous: the block size is not read */
+    check(kvci_cache_knobs_check(m, &k, "owner", ""), "contiguous");
+    k.kv_layout = KVC_BLOCK_BNNDBS;
+    expect_refused(m, k, "owner: kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken by these caches");
+    k = ok, k.kv_layout = KVC_BLOCK_NZ;
+    expect_refused(m, k, "kv_layout KVC_BLOCK_NZ (tiles) is not taken");
+    kvc_model_destroy(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_paged_int8), cmocka_unit_test(test_lanes),
+                                       cmocka_unit_test(test_latent_contiguous), cmocka_unit_test(test_refusals)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
