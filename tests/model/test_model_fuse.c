@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
@@ -21,40 +22,20 @@ static void check(kvc_status st, const char *what) {
     if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
 }
 
-static void prompt_logits(const kvc_model *m, const int32_t *ids, float *lg) {
-    int64_t pos[T], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
-    for (int64_t i = 0; i < T; i++) pos[i] = i;
-    kvc_step_metadata md = {.is_prefill = true,
-                            .n_rows = 1,
-                            .n_tokens = T,
-                            .prompt_tokens = T,
-                            .positions = pos,
-                            .kv_pos = kvp,
-                            .seq_lens_q = lq,
-                            .seq_lens_kv = lq,
-                            .cu_seq_lens_q = cu,
-                            .cu_seq_lens_kv = cu};
-    kvc_model_workspace *ws = NULL;
-    check(kvc_model_workspace_create(m, T, 1, T, &ws), "workspace");
-    kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
-    check(kvc_model_forward(m, ws, &a), "forward");
-    kvc_model_workspace_destroy(ws);
-}
-
 /* The logits of m fused (as loaded) and with every fused view dropped, compared bit for bit. */
 static void same_bits_unfused(kvc_model *m, const int32_t *ids, const char *what) {
     const int64_t n = T * m->cfg.vocab_size, L = m->cfg.num_layers;
     float *fused = malloc((size_t)n * sizeof(float)), *apart = malloc((size_t)n * sizeof(float));
     assert_non_null(fused);
     assert_non_null(apart);
-    prompt_logits(m, ids, fused);
+    kvc_test_prompt_logits(m, ids, T, fused);
     kvc_wmat qkv[2], gu[2];
     assert_true(L <= 2);
     for (int64_t l = 0; l < L; l++) {
         qkv[l] = m->layers[l].wqkv, gu[l] = m->layers[l].w_gu;
         m->layers[l].wqkv = m->layers[l].w_gu = (kvc_wmat){0};
     }
-    prompt_logits(m, ids, apart);
+    kvc_test_prompt_logits(m, ids, T, apart);
     for (int64_t l = 0; l < L; l++) m->layers[l].wqkv = qkv[l], m->layers[l].w_gu = gu[l];
     for (int64_t i = 0; i < n; i++)
         if (memcmp(&fused[i], &apart[i], sizeof(float)) != 0)
