@@ -1,8 +1,30 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
  * RoPE, sliding window / sinks, o_proj. */
+#include <string.h>
+
 #include "base/internal.h"
 #include "model/forward_internal.h"
+
+/* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: one GEMM when fused (its rows
+ * [q | k | v] split into the three), else one each. */
+static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k, float *v) {
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
+    if (!w->wqkv.data) {
+        KVC_TRY(kvci_linear(ws->xn, T, &w->wq, w->bq, q));
+        KVC_TRY(kvci_linear(ws->xn, T, &w->wk, w->bk, k));
+        return kvci_linear(ws->xn, T, &w->wv, w->bv, v);
+    }
+    KVC_TRY(kvci_linear(ws->xn, T, &w->wqkv, NULL, ws->fused));
+    for (int64_t t = 0; t < T; t++) {
+        const float *y = ws->fused + t * n;
+        memcpy(q + t * nq, y, (size_t)nq * sizeof(float));
+        memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
+        memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
+    }
+    return KVC_OK;
+}
 
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const kvc_model *m = s->m;
@@ -13,9 +35,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     float *q = ws->q; /* [T, nH, D] */
     float *k = ws->k; /* [T, nKV, D] */
     float *v = ws->v; /* [T, nKV, D] */
-    KVC_TRY(kvci_linear(ws->xn, T, &w->wq, w->bq, q));
-    KVC_TRY(kvci_linear(ws->xn, T, &w->wk, w->bk, k));
-    KVC_TRY(kvci_linear(ws->xn, T, &w->wv, w->bv, v));
+    KVC_TRY(project_qkv(s, w, q, k, v));
     const float eps = (float)c->rms_norm_eps;
     if (w->q_norm) {
         kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);

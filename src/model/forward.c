@@ -15,7 +15,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
     float **f[] = {&ws->h,     &ws->xn,    &ws->q,      &ws->k,   &ws->v,      &ws->att,       &ws->proj, &ws->ff_a,
                    &ws->ff_b,  &ws->acc,   &ws->xg,     &ws->yg,  &ws->router, &ws->route_tmp, &ws->selw, &ws->tokw,
-                   &ws->mla_a, &ws->mla_b, &ws->q_rope, &ws->cos, &ws->sin,    &ws->rope_tmp};
+                   &ws->mla_a, &ws->mla_b, &ws->q_rope, &ws->cos, &ws->sin,    &ws->rope_tmp,  &ws->fused};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -70,6 +70,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(proj, Tm * H);
     A(ff_a, Tm * ws->ffw);
     A(ff_b, Tm * ws->ffw);
+    A(fused, Tm * kvci_max64(ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size));
     A(acc, Tm * H);
     A(xg, Tm * H);
     A(yg, Tm * H);
@@ -256,6 +257,12 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
+    if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
+        const int64_t T = s->T, I = w->w_gate.rows;
+        KVC_TRY(kvci_linear(ws->xn, T, &w->w_gu, NULL, ws->fused));
+        kvci_swiglu(ws->fused, ws->fused + I, T, I, 2 * I, ws->ff_a, I);
+        return kvci_linear(ws->ff_a, T, &w->w_down, w->b_down, ws->proj);
+    }
     return kvci_swiglu_mlp(ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
                            ws->ff_b, ws->proj);
 }

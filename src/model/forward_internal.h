@@ -31,6 +31,7 @@ struct kvc_model_workspace {
     float *proj;            /* [Tm, H] output of o_proj / MLP */
     float *ff_a;            /* [Tm, ffw] */
     float *ff_b;            /* [Tm, ffw] */
+    float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up), fw = max(qw + kw + vw, 2 I) */
     float *acc;             /* [Tm, H] MoE accumulator */
     float *xg;              /* [Tm, H] MoE gathered rows */
     float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */

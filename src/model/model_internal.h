@@ -71,6 +71,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wv;            /* [nKV*D, H] */
     float *bv;              /* [nKV*D] */
     kvc_wmat wo;            /* [H, nH*Dv] */
+    kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;              /* [H] */
     float *q_norm, *k_norm; /* [D] Qwen3 */
     float *sinks;           /* [nH] GptOss */
@@ -86,6 +87,7 @@ typedef struct kvc_layer_weights {
     float *wuk_t;    /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
     /* dense SwiGLU MLP */
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
+    kvc_wmat w_gu;                 /* [2I, H]: one view over w_gate, w_up (fuse.c); data NULL: not fused */
     float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
     /* GptOss MoE */
     kvc_wmat router_w;  /* [E, H] */
@@ -184,6 +186,15 @@ kvc_status kvci_model_create_random_as(const kvc_model_config *cfg, uint64_t see
 /* Common tail of load / random, once the weights are filled (prepare.c):
  * W_UK^h transposed into m->derived (MLA). */
 kvc_status kvci_model_prepare(kvc_model *m);
+
+/* Fuses the GEMMs of a layer that read the same input (fuse.c), after the weights are filled
+ * (and sharded: each rank fuses its own parts): wqkv over wq, wk, wv and w_gu over w_gate, w_up,
+ * when they have no biases and lie one after the other in the arena in a layout that is the
+ * fused matrix's own (f32: no padding between them; bf16: whole 16-row groups; quantized
+ * matrices, whose scales follow each matrix's integers, never). A fused matrix is a view: no
+ * byte is copied, the parts keep their names and data, and each output row is computed
+ * by the same per-row arithmetic as before, so fusing changes no bit of any output. */
+void kvci_model_fuse(kvc_model *m);
 
 /* What a step of the model reads and computes (bench model's rooflines). */
 typedef struct kvc_model_cost_path {

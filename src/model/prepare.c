@@ -1,7 +1,8 @@
 /* kvci_model_prepare: after the weights are filled (load or random; the
  * GptOss experts, stored [in, out] by the checkpoints, are transposed as they
  * are filled), the absorbed MLA query projection W_UK^h (rows of kv_b_proj,
- * [dn, rkv] per head) gets a transposed copy [rkv, dn] per head. */
+ * [dn, rkv] per head) gets a transposed copy [rkv, dn] per head; the projections that share
+ * an input are fused (kvci_model_fuse). */
 #include <string.h>
 
 #include "base/internal.h"
@@ -24,5 +25,6 @@ kvc_status kvci_model_prepare(kvc_model *m) {
                         dst[(h * rkv + r) * dn + d] = m->layers[l].wkvb[(h * (dn + dv) + d) * rkv + r];
         }
     }
+    kvci_model_fuse(m);
     return KVC_OK;
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kvcache/half.h"
+#include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
@@ -37,26 +38,6 @@ static kvc_status round_to_bf16(void *user, const kvc_wtensor *t) {
     return KVC_OK;
 }
 
-static void prompt_logits(const kvc_model *m, const int32_t *ids, float *lg) {
-    int64_t pos[T], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
-    for (int64_t i = 0; i < T; i++) pos[i] = i;
-    kvc_step_metadata md = {.is_prefill = true,
-                            .n_rows = 1,
-                            .n_tokens = T,
-                            .prompt_tokens = T,
-                            .positions = pos,
-                            .kv_pos = kvp,
-                            .seq_lens_q = lq,
-                            .seq_lens_kv = lq,
-                            .cu_seq_lens_q = cu,
-                            .cu_seq_lens_kv = cu};
-    kvc_model_workspace *ws = NULL;
-    check(kvc_model_workspace_create(m, T, 1, T, &ws), "workspace");
-    kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
-    check(kvc_model_forward(m, ws, &a), "forward");
-    kvc_model_workspace_destroy(ws);
-}
-
 static void run(const char *json) {
     kvc_model_config cfg;
     check(kvc_model_config_parse(json, "test config", &cfg), "config");
@@ -71,12 +52,12 @@ static void run(const char *json) {
     float *ref = malloc((size_t)(T * V) * sizeof(float)), *got = malloc((size_t)(T * V) * sizeof(float));
     assert_non_null(ref);
     assert_non_null(got);
-    prompt_logits(f, ids, ref);
+    kvc_test_prompt_logits(f, ids, T, ref);
     const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
     const int n = kvci_gemm_bf16_kernels(all);
     for (int k = 0; k < n; k++) {
         check(kvci_gemm_bf16_force(all[k]->name), all[k]->name);
-        prompt_logits(b, ids, got);
+        kvc_test_prompt_logits(b, ids, T, got);
         for (int64_t i = 0; i < T * V; i++)
             if (fabs((double)got[i] - ref[i]) > 1e-4 * fabs(ref[i]) + 2e-5)
                 fail_msg("%s, %s: logit %lld is %.7g, the f32 model's %.7g", cfg.model_type, all[k]->name, (long long)i,

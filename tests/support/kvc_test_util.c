@@ -138,3 +138,26 @@ bool kvc_test_zero_bytes(const void *p, size_t n) {
 }
 
 bool kvc_test_kernel_has_thp(void) { return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0; }
+
+void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, float *lg) {
+    int64_t *pos = malloc((size_t)T * sizeof *pos), lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
+    assert_non_null(pos);
+    for (int64_t i = 0; i < T; i++) pos[i] = i;
+    kvc_step_metadata md = {.is_prefill = true,
+                            .n_rows = 1,
+                            .n_tokens = T,
+                            .prompt_tokens = T,
+                            .positions = pos,
+                            .kv_pos = kvp,
+                            .seq_lens_q = lq,
+                            .seq_lens_kv = lq,
+                            .cu_seq_lens_q = cu,
+                            .cu_seq_lens_kv = cu};
+    kvc_model_workspace *ws = NULL;
+    kvc_status st = kvc_model_workspace_create(m, T, 1, T, &ws);
+    kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
+    if (st == KVC_OK) st = kvc_model_forward(m, ws, &a);
+    kvc_model_workspace_destroy(ws);
+    free(pos);
+    if (st != KVC_OK) fail_msg("prompt logits: %s (%s)", kvc_status_str(st), kvc_last_error());
+}
