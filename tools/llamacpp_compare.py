@@ -15,8 +15,10 @@
 llama.cpp comes from the llama-cpp-python source package (its vendor/llama.cpp),
 built once with -DGGML_NATIVE=ON (AMX, AVX-512 VNNI where the CPU has them):
   pip download --no-deps --no-binary :all: llama-cpp-python && tar xzf llama_cpp_python-*.tar.gz
-  cmake -S llama_cpp_python-*/vendor/llama.cpp -B LLAMA_BUILD -DGGML_NATIVE=ON -DLLAMA_CURL=OFF
+  CC=clang CXX=clang++ cmake -S llama_cpp_python-*/vendor/llama.cpp -B LLAMA_BUILD -DGGML_NATIVE=ON -DLLAMA_CURL=OFF
   cmake --build LLAMA_BUILD -j --target llama-bench llama-quantize
+(clang: the same source built by Debian's GCC 12 died with SIGILL at its first AMX tile load in
+the Q8_0 kernel, repacked buffers on; the clang 14 build runs it.)
 Needs numpy and gguf (pip install numpy gguf), in a throwaway venv.
 
 usage: llamacpp_compare.py MODEL_DIR LLAMA_BUILD WORK_DIR [--types BF16,Q8_0,Q4_0]
