@@ -240,20 +240,21 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
     }
     const kvc_model_config *cfg = kvc_model_config_of(m);
     const char *wait = getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "unset";
+    const char *spin = getenv("GOMP_SPINCOUNT") ? getenv("GOMP_SPINCOUNT") : "unset";
     if (opts->json)
         printf("{\"bench\":\"model\",\"dir\":\"%s\",\"model_type\":\"%s\",\"layers\":%lld,\"threads\":%d,\"omp_wait_"
-               "policy\":\"%s\",\"cpu_flags\":"
-               "\"%s\","
+               "policy\":\"%s\",\"gomp_spincount\":\"%s\",\"cpu_flags\":\"%s\","
                "\"thp\":\"%s\",\"loadavg\":\"%s\",\"load_s\":%.2f,\"decode_read_bytes\":%lld,\"expert_bytes\":%lld}\n",
-               opts->model_dir, cfg->model_type, (long long)cfg->num_layers, omp_get_max_threads(), wait, flags, thp,
-               load, load_s, (long long)c.dense_read_bytes, (long long)c.expert_bytes);
+               opts->model_dir, cfg->model_type, (long long)cfg->num_layers, omp_get_max_threads(), wait, spin, flags,
+               thp, load, load_s, (long long)c.dense_read_bytes, (long long)c.expert_bytes);
     else
         printf("model %s: %s, %lld layers, hidden %lld, vocabulary %lld; loaded in %.1f s\n"
-               "%d threads (OMP_WAIT_POLICY %s); CPU flags: %s; transparent huge pages: %s; load average at start: %s\n"
+               "%d threads (OMP_WAIT_POLICY %s, GOMP_SPINCOUNT %s); CPU flags: %s; transparent huge pages: %s; load "
+               "average at start: %s\n"
                "decode reads %.3f GB of weights per step (+ KV); prefill ceiling: GEMM on %s (%.0f operations per "
                "multiply-add), attention on %s\n",
                opts->model_dir, cfg->model_type, (long long)cfg->num_layers, (long long)cfg->hidden_size,
-               (long long)cfg->vocab_size, load_s, omp_get_max_threads(), wait, flags, thp, load,
+               (long long)cfg->vocab_size, load_s, omp_get_max_threads(), wait, spin, flags, thp, load,
                (double)(c.dense_read_bytes + c.expert_bytes) * 1e-9, kvc_limits_peak_name(gk), ops_per_mac,
                kvc_limits_peak_name(ak));
     print_paths(opts->json, &c);

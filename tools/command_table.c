@@ -29,6 +29,7 @@ void kvc_commands_usage(FILE *f) {
     for (const kvc_command *c = kvc_commands; c->name != NULL; c++) fprintf(f, "  %-8s %s\n", c->name, c->summary);
     fprintf(f, "\nbenchmarks (kvcache bench WHAT):\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
-    fprintf(f, "\nOpenMP threads wait passively (OMP_WAIT_POLICY=passive) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is "
-               "set\n(spinning threads stall each other on shared cores; docs/runtime.md)\n");
+    fprintf(f, "\nOpenMP threads spin at most 10,000 pauses before they sleep (GOMP_SPINCOUNT=10000) unless\n"
+               "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set (long spins stall each other on shared cores, sleeping at\n"
+               "once slows every parallel region; docs/runtime.md)\n");
 }

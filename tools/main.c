@@ -7,21 +7,23 @@
 #include "commands.h"
 #include "kvcache/version.h"
 
-/* libgomp reads its wait policy once, when it is loaded, before main: by default a thread that
- * ends a parallel region spins (up to GOMP_SPINCOUNT pauses) before it sleeps. On cores shared
- * with other jobs that spinning holds the core a descheduled teammate needs, and a decode step
- * opens a region per GEMM: `bench model` measured 6-10x slower steps than with passive waiting
- * (docs/runtime.md). Unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), the command
- * starts itself again once with OMP_WAIT_POLICY=passive; if that fails it runs as it is. */
-static void prefer_passive_wait(char **argv) {
+/* libgomp reads its wait policy once, when it is loaded, before main. Its default lets a thread
+ * that ends a parallel region spin up to 300,000 pauses before it sleeps: on cores shared with other
+ * jobs that spinning holds the core a descheduled teammate needs, and a decode step opens ~200
+ * regions (6-27x slower steps measured); passive waiting (sleep at once) costs every region a wake-up
+ * instead (q8_0 decode 49 ms against 27-28 ms on a quiet machine). A bounded spin of 10,000 pauses
+ * kept the quiet machine's 28 ms and, beside two busy jobs, 60 ms (docs/runtime.md). Unless the user
+ * chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), the command starts itself again once with
+ * GOMP_SPINCOUNT=10000; if that fails it runs as it is. */
+static void bound_spin_wait(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
     execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY"); /* exec failed: the policy of this process stays the default */
+    unsetenv("GOMP_SPINCOUNT"); /* exec failed: the policy of this process stays the default */
 }
 
 int main(int argc, char **argv) {
-    prefer_passive_wait(argv);
+    bound_spin_wait(argv);
     if (argc < 2) {
         kvc_commands_usage(stderr);
         return 2;
