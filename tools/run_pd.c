@@ -3,7 +3,7 @@
  * their KV sent over the MPI transport (src/dist/pd.h), prefill rank r to
  * decode rank r (each holds the same shard); the MLA latent, whole on every
  * rank, goes from prefill rank 0 to every decode rank. A build without MPI
- * refuses --role (kvc_run_dist_start) and links only the stub at the end. */
+ * refuses --role (kvc_run_dist_start); its kvc_run_pd, at the end, only says so. */
 #include "run_pd.h"
 
 #include <signal.h>

@@ -24,25 +24,9 @@
 /* One no-cache forward over prompt b with the logits of every position. */
 static void check_prompt_logits(const kvc_test_oracle *o, int64_t b, const int32_t *ids, const char *sub) {
     const int64_t T = o->lens[b];
-    int64_t pos[64], lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
-    assert_true(T <= 64);
-    for (int64_t i = 0; i < T; i++) pos[i] = i;
-    kvc_step_metadata md = {.is_prefill = true,
-                            .n_rows = 1,
-                            .n_tokens = T,
-                            .prompt_tokens = T,
-                            .positions = pos,
-                            .kv_pos = kvp,
-                            .seq_lens_q = lq,
-                            .seq_lens_kv = lq,
-                            .cu_seq_lens_q = cu,
-                            .cu_seq_lens_kv = cu};
-    kvc_model_workspace *ws = NULL;
-    assert_int_equal(kvc_model_workspace_create(o->m, T, 1, T, &ws), KVC_OK);
     float *lg = malloc((size_t)(T * o->V) * sizeof(float));
     assert_non_null(lg);
-    kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
-    if (kvc_model_forward(o->m, ws, &a) != KVC_OK) fail_msg("%s forward: %s", sub, kvc_last_error());
+    kvc_test_prompt_logits(o->m, ids, T, lg);
     const cJSON *ref = cJSON_GetObjectItem(o->prompts[b], "prompt_logits");
     assert_int_equal(cJSON_GetArraySize(ref), T);
     char what[128];
@@ -50,7 +34,6 @@ static void check_prompt_logits(const kvc_test_oracle *o, int64_t b, const int32
     for (int64_t i = 0; i < T; i++)
         kvc_test_oracle_compare_row(lg + i * o->V, cJSON_GetArrayItem(ref, (int)i), o->V, what, i);
     free(lg);
-    kvc_model_workspace_destroy(ws);
 }
 
 static void run_dir(const char *sub) {
