@@ -555,16 +555,9 @@ static int run(int argc, char **argv) {
     p.mode = (kvc_runner_mode)mode;
     if (compare_weights) return kvc_run_compare_weights(dir, p, ids, lens, n, json);
     kvc_model *m = NULL;
-    if (tp > 0 && weights != KVC_WMAT_CHECKPOINT) {
-        fprintf(stderr,
-                "kvcache run: --tp loads each rank's shard in the checkpoint's dtype: --weights %s is not "
-                "split across ranks yet\n",
-                kvci_wmat_dtype_name(weights));
-        return 2;
-    }
     if (tp == 0) fprintf(stderr, "kvcache run: loading %s (weights %s) ...\n", dir, kvci_wmat_dtype_name(weights));
     kvc_status loaded = kvc_run_dist_start(tp, given.role ? pd.role : KVC_ENGINE_ROLE_BOTH);
-    if (loaded == KVC_OK) loaded = tp == 0 ? kvci_model_load_as(dir, weights, &m) : kvc_run_load_model(dir, tp, &m);
+    if (loaded == KVC_OK) loaded = kvc_run_load_model(dir, tp, kvci_wmat_dtype_name(weights), &m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;

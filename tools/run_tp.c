@@ -67,11 +67,11 @@ kvc_status kvc_run_dist_start(int64_t tp, kvc_engine_role role) {
     return KVC_OK;
 }
 
-kvc_status kvc_run_load_model(const char *dir, int64_t tp, kvc_model **out) {
-    if (tp == 0) return kvc_model_load(dir, out);
+kvc_status kvc_run_load_model(const char *dir, int64_t tp, const char *weights, kvc_model **out) {
+    if (tp == 0) return kvc_model_load_weights(dir, weights, out);
     *out = NULL;
     if (!g_dist.active) return kvci_fail(KVC_EINTERNAL, "--tp: MPI was not started (kvc_run_dist_start)");
-    return kvc_tp_load_model(&g_dist.tp, tp_group(), dir, out);
+    return kvc_tp_load_model(&g_dist.tp, tp_group(), dir, weights, out);
 }
 
 bool kvc_run_tp_root(void) { return !g_dist.active || tp_group()->rank == 0; }
@@ -112,8 +112,8 @@ kvc_status kvc_run_dist_start(int64_t tp, kvc_engine_role role) {
     return no_mpi(tp > 0 ? "--tp" : "--role");
 }
 
-kvc_status kvc_run_load_model(const char *dir, int64_t tp, kvc_model **out) {
-    if (tp == 0) return kvc_model_load(dir, out);
+kvc_status kvc_run_load_model(const char *dir, int64_t tp, const char *weights, kvc_model **out) {
+    if (tp == 0) return kvc_model_load_weights(dir, weights, out);
     *out = NULL;
     return no_mpi("--tp");
 }

@@ -17,9 +17,9 @@
  * tp ranks without a role; with one, max(tp, 1) ranks of each role (its tensor-parallel group). Refused
  * when kvcache was built without MPI, or the job's ranks do not match (naming the counts). */
 kvc_status kvc_run_dist_start(int64_t tp, kvc_engine_role role);
-/* tp 0: kvc_model_load(dir). tp >= 1 (after kvc_run_dist_start): loads this rank's shard of dir over its
- * tensor-parallel group (kvc_tp_load_model). */
-kvc_status kvc_run_load_model(const char *dir, int64_t tp, kvc_model **out);
+/* tp 0: kvc_model_load_weights(dir, weights). tp >= 1 (after kvc_run_dist_start): loads this rank's shard
+ * of dir over its tensor-parallel group (kvc_tp_load_model), quantized by weights as one rank would be. */
+kvc_status kvc_run_load_model(const char *dir, int64_t tp, const char *weights, kvc_model **out);
 /* True unless this process is a tensor-parallel rank > 0. */
 bool kvc_run_tp_root(void);
 

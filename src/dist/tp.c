@@ -7,12 +7,15 @@
 #include "base/internal.h"
 #include "model/model_internal.h"
 
-kvc_status kvc_tp_load_model(kvc_tp *tp, const kvc_comm *comm, const char *dir, kvc_model **out) {
+kvc_status kvc_tp_load_model(kvc_tp *tp, const kvc_comm *comm, const char *dir, const char *weights, kvc_model **out) {
     if (!tp || !comm || !out) return kvci_fail(KVC_EINVAL, "kvc_tp_load_model: tp, comm and out must not be NULL");
+    *out = NULL;
+    kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
+    if (weights) KVC_TRY(kvci_wmat_dtype_parse(weights, &wd));
     memset(tp, 0, sizeof *tp);
     tp->comm = comm;
     const kvc_model_tp shard = {.rank = comm->rank, .size = comm->size, .reduce = kvc_tp_allreduce_sum, .user = tp};
-    return kvci_model_load_tp(dir, &shard, out);
+    return kvci_model_load_tp(dir, &shard, wd, out);
 }
 
 kvc_status kvc_tp_allreduce_sum(void *user, float *x, int64_t n) {

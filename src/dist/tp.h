@@ -19,8 +19,9 @@ typedef struct kvc_tp {
 
 /* Loads this rank's shard of the model in dir (rank comm->rank of comm->size), its row-parallel
  * layers reduced through tp (which must outlive the model); sharding refusals name the size that
- * does not divide (kvci_model_shard_config). */
-kvc_status kvc_tp_load_model(kvc_tp *tp, const kvc_comm *comm, const char *dir, kvc_model **out);
+ * does not divide (kvci_model_shard_config). weights: as kvc_model_load_weights (NULL: the
+ * checkpoint's dtype; q8_0 / q4_0 quantize each rank's shard at load). */
+kvc_status kvc_tp_load_model(kvc_tp *tp, const kvc_comm *comm, const char *dir, const char *weights, kvc_model **out);
 /* x[n] = the sum over the ranks of their x[n], in rank order (a kvc_model_reduce_fn; user: kvc_tp). */
 kvc_status kvc_tp_allreduce_sum(void *user, float *x, int64_t n);
 /* Frees tp's buffer (not the communicator). */

@@ -153,9 +153,9 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
     return load(dir, NULL, weights, out);
 }
 
-kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_model **out) {
+kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype weights, kvc_model **out) {
     if (!tp) return kvci_fail(KVC_EINVAL, "model_load: tp must not be NULL");
-    return load(dir, tp, KVC_WMAT_CHECKPOINT, out);
+    return load(dir, tp, weights, out);
 }
 
 static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype weights, kvc_model **out) {

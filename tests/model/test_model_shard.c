@@ -3,7 +3,8 @@
  * safetensors: q/k/v and gate/up rows (KV heads replicated when the ranks exceed them), o/down
  * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
  * only (also DeepSeek's routed and shared experts, per-module and fused, from a random checkpoint);
- * a size that does not divide is refused naming it. (The collectives are tests/dist/'s.) */
+ * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
+ * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,14 +80,16 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
     }
 }
 
-static void check_dir(const char *sub, const char *dir) {
+/* weights: the dtype of both the whole model and the shards (quantized: each shard quantizes its own
+ * part, so a part starting at a multiple of 32 columns holds the whole model's blocks exactly). */
+static void check_dir(const char *sub, const char *dir, kvc_wmat_dtype weights) {
     kvc_model *m = NULL;
-    assert_int_equal(kvc_model_load(dir, &m), KVC_OK);
+    assert_int_equal(kvci_model_load_as(dir, weights, &m), KVC_OK);
     for (int64_t size = 2; size <= 4; size *= 2)
         for (int64_t r = 0; r < size; r++) {
             const kvc_model_tp tp = {.rank = r, .size = size};
             kvc_model *s = NULL;
-            if (kvci_model_load_tp(dir, &tp, &s) != KVC_OK)
+            if (kvci_model_load_tp(dir, &tp, weights, &s) != KVC_OK)
                 fail_msg("%s rank %lld: %s", sub, (long long)r, kvc_last_error());
             assert_int_equal(s->cfg.num_heads * size, m->cfg.num_heads);
             for (int64_t l = 0; l < m->cfg.num_layers; l++) check_layer(s, m, l, r);
@@ -96,30 +99,37 @@ static void check_dir(const char *sub, const char *dir) {
     kvc_model_destroy(m);
 }
 
-static void check_family(const char *sub) {
+static void check_family(const char *sub, kvc_wmat_dtype weights) {
     char dir[1024];
     kvc_test_oracle_dir(sub, dir, sizeof dir);
-    check_dir(sub, dir);
+    check_dir(sub, dir, weights);
 }
 
 static void test_qwen3(void **state) {
     (void)state;
-    check_family("qwen3");
+    check_family("qwen3", KVC_WMAT_CHECKPOINT);
 }
 
 static void test_qwen3_bf16(void **state) {
     (void)state;
-    check_family("qwen3/bf16");
+    check_family("qwen3/bf16", KVC_WMAT_CHECKPOINT);
+}
+
+/* qwen3's o/down parts start at multiples of 64 columns: every quantized block is the whole model's. */
+static void test_qwen3_quantized(void **state) {
+    (void)state;
+    check_family("qwen3", KVC_WMAT_Q8_0);
+    check_family("qwen3", KVC_WMAT_Q4_0);
 }
 
 static void test_gpt_oss(void **state) {
     (void)state;
-    check_family("gpt_oss");
+    check_family("gpt_oss", KVC_WMAT_CHECKPOINT);
 }
 
 static void test_deepseek_v3(void **state) {
     (void)state;
-    check_family("deepseek_v3");
+    check_family("deepseek_v3", KVC_WMAT_CHECKPOINT);
 }
 
 /* Routed experts per module (layer 1) and fused (layer 2), one shared expert. */
@@ -136,7 +146,7 @@ static void test_deepseek_moe(void **state) {
     for (int64_t l = 0; l < cfg.num_layers; l++) check_layer(loaded, written, l, 0);
     kvc_model_destroy(written);
     kvc_model_destroy(loaded);
-    check_dir("deepseek_moe", dir);
+    check_dir("deepseek_moe", dir, KVC_WMAT_CHECKPOINT);
     kvc_test_remove_checkpoint(dir);
 }
 
@@ -146,20 +156,21 @@ static void test_refusals(void **state) {
     kvc_test_oracle_dir("qwen3", dir, sizeof dir);
     kvc_model *s = NULL;
     const kvc_model_tp three = {.rank = 0, .size = 3}, past = {.rank = 2, .size = 2};
-    assert_int_equal(kvci_model_load_tp(dir, &three, &s), KVC_EINVAL);
+    assert_int_equal(kvci_model_load_tp(dir, &three, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "tensor parallelism 3 does not divide num_attention_heads 4"));
     assert_null(s);
-    assert_int_equal(kvci_model_load_tp(dir, &past, &s), KVC_EINVAL);
+    assert_int_equal(kvci_model_load_tp(dir, &past, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "rank 2 outside [0, 2)"));
     const kvc_model_tp eight = {.rank = 0, .size = 8}; /* 2 KV heads: replicated on 4 ranks, but 4 query heads */
-    assert_int_equal(kvci_model_load_tp(dir, &eight, &s), KVC_EINVAL);
+    assert_int_equal(kvci_model_load_tp(dir, &eight, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "num_attention_heads 4"));
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_qwen3_bf16),   cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_qwen3),    cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
+        cmocka_unit_test(test_gpt_oss),  cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
