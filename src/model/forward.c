@@ -158,8 +158,8 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
             ok = ok && x->ndim == 4 && x->shape[1] == heads[i] && x->shape[i ? 3 : 2] == dims[i] &&
                  x->shape[i ? 2 : 3] == bs && x->shape[0] == t[0]->shape[0];
         else if (cs->kind == KVC_MCACHE_PAGED)
-            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] &&
-                 x->shape[1] == bs && x->shape[0] == t[0]->shape[0];
+            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == bs &&
+                 x->shape[0] == t[0]->shape[0];
         else
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
