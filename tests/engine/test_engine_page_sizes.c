@@ -11,7 +11,9 @@
  * gives it blocks of 2 x 4 tokens and one pool; without shared pools each
  * key keeps blocks of 4 in a pool of its own. The logits of every request's
  * every step are the same bits (memcmp) in one pool, in a pool per key, with
- * prefix caching on, and with each request run alone.
+ * prefix caching on (requests served one after another, the later ones
+ * hitting whole 8-token blocks of the first), and with each request run
+ * alone.
  *
  * And `kvcache plan --json` (kvc_model_plan_to_json) names the block size
  * and pool of every manager key as the engine over the adapter chooses them
@@ -24,9 +26,11 @@
 #define NT 6
 #define BS 4
 
-static const int32_t IDS[] = {3,  17, 42, 9,  100, 5,  77, 63, 12, 1,   99, 31, 8,
-                              45, 2,  60, 71, 33,  19, 88, 7,  14, 120, 4,  6,  50};
-static const int64_t LENS[] = {13, 3, 10};
+/* Three prompts sharing prefixes: 20 tokens; its first 16 + 6 own; its first 9 + 4 own. */
+static const int32_t IDS[] = {3,   17, 42, 9,  100, 5,   77, 63, 12,  1,  99, 31, 8,  45, 2,  60, 71, 33, 19,
+                              88,  3,  17, 42, 9,   100, 5,  77, 63,  12, 1,  99, 31, 8,  45, 2,  60, 7,  14,
+                              120, 4,  6,  50, 3,   17,  42, 9,  100, 5,  77, 63, 12, 11, 23, 27, 90};
+static const int64_t LENS[] = {20, 22, 13};
 
 static const char *const GPT_OSS_JSON =
     "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
@@ -38,8 +42,10 @@ static const char *const GPT_OSS_JSON =
 /* How one engine run is set up, and what its manager chose. */
 typedef struct run_setup {
     bool shared_pools, prefix_caching;
+    bool one_by_one;                    /* each request served to the end before the next is added (prefix hits) */
     bool bf16_window;                   /* the hand-made description: SlidingWindow entries in bf16 */
     int64_t block_size[2], pool_key[2]; /* chosen: [0] SlidingWindow, [1] FullAttention */
+    int64_t hit_tokens;                 /* prompt tokens taken from the prefix cache */
 } run_setup;
 
 static void turn_window_bf16(kvc_model_cache_info *ci) {
@@ -53,7 +59,7 @@ static void turn_window_bf16(kvc_model_cache_info *ci) {
 /* Requests 0..n-1 (prompts ids/lens) with NT greedy tokens each, run
  * together: logits [n, NT, V]. */
 static void run(const kvc_model *m, run_setup *s, const int32_t *ids, const int64_t *lens, int64_t n, float *logits) {
-    kvc_engine_params p = em_params(48, n, 32);
+    kvc_engine_params p = em_params(48, n, 64); /* every prompt in one step */
     p.shared_pools = s->shared_pools;
     p.prefix_caching = s->prefix_caching;
     const kvc_engine_adapter_params ap = {.block_size = BS};
@@ -82,13 +88,18 @@ static void run(const kvc_model *m, run_setup *s, const int32_t *ids, const int6
         r.n_prompt = lens[b];
         r.max_new_tokens = NT;
         if (kvc_engine_add_request(e, &r) != KVC_OK) fail_msg("add request %lld: %s", (long long)b, kvc_last_error());
-    }
-    kvc_engine_step_result res = {0};
-    for (int64_t step = 0; !res.idle; step++) {
-        if (kvc_engine_step(e, &res) != KVC_OK) fail_msg("step: %s", kvc_last_error());
-        assert_true(step <= NT + 1);
+        if (s->one_by_one || b == n - 1) {
+            kvc_engine_step_result res = {0};
+            for (int64_t step = 0; !res.idle; step++) {
+                if (kvc_engine_step(e, &res) != KVC_OK) fail_msg("step: %s", kvc_last_error());
+                assert_true(step <= NT + 1);
+            }
+        }
     }
     for (int64_t b = 0; b < n; b++) assert_int_equal(rec.steps[b], NT);
+    kvc_engine_stats st;
+    assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
+    s->hit_tokens = st.prefix_hit_tokens;
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
 }
@@ -120,6 +131,11 @@ static void test_unequal_pages_one_pool(void **state) {
     run_setup cached = {.shared_pools = true, .prefix_caching = true, .bf16_window = true};
     run(m, &cached, IDS, LENS, n, lg);
     expect_bits(lg, one, n * per, "prefix caching on against off");
+    run_setup hits = {.shared_pools = true, .prefix_caching = true, .one_by_one = true, .bf16_window = true};
+    run(m, &hits, IDS, LENS, n, lg);
+    /* whole blocks of both keys (8 tokens): 16 of the second prompt's 16 shared, 8 of the third's 9 */
+    assert_int_equal(hits.hit_tokens, 16 + 8);
+    expect_bits(lg, one, n * per, "prefix hits against no caching");
 
     for (int64_t b = 0, t = 0; b < n; t += LENS[b], b++) {
         run_setup alone = {.shared_pools = true, .bf16_window = true};
