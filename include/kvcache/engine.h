@@ -435,7 +435,8 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
-    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE] */
+    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE]; the engine may grow a
+                         * key's (kvc_engine_params.shared_pools), the forward follows each layer's tensors */
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;
