@@ -13,7 +13,7 @@
  * every step are the same bits (memcmp) in one pool, in a pool per key, with
  * prefix caching on (requests served one after another, the later ones
  * hitting whole 8-token blocks of the first), and with each request run
- * alone.
+ * alone; with keys in lanes too, one pool against a pool per key.
  *
  * And `kvcache plan --json` (kvc_model_plan_to_json) names the block size
  * and pool of every manager key as the engine over the adapter chooses them
@@ -44,6 +44,7 @@ typedef struct run_setup {
     bool shared_pools, prefix_caching;
     bool one_by_one;                    /* each request served to the end before the next is added (prefix hits) */
     bool bf16_window;                   /* the hand-made description: SlidingWindow entries in bf16 */
+    bool lanes;                         /* keys in lanes (KVC_BLOCK_BNNDBS: the block dimension last in k) */
     int64_t block_size[2], pool_key[2]; /* chosen: [0] SlidingWindow, [1] FullAttention */
     int64_t hit_tokens;                 /* prompt tokens taken from the prefix cache */
 } run_setup;
@@ -62,6 +63,7 @@ static void run(const kvc_model *m, run_setup *s, const int32_t *ids, const int6
     kvc_engine_params p = em_params(48, n, 64); /* every prompt in one step */
     p.shared_pools = s->shared_pools;
     p.prefix_caching = s->prefix_caching;
+    p.kv_layout = s->lanes ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNBSND;
     const kvc_engine_adapter_params ap = {.block_size = BS};
     kvc_engine_adapter *a = NULL;
     if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
@@ -144,6 +146,16 @@ static void test_unequal_pages_one_pool(void **state) {
         snprintf(what, sizeof what, "request %lld alone against the batch", (long long)b);
         expect_bits(lg, one + b * per, per, what);
     }
+
+    /* keys in lanes: the forward reads each layer's block size from the last dimension of its k tensor */
+    run_setup lanes = {.shared_pools = true, .bf16_window = true, .lanes = true};
+    run(m, &lanes, IDS, LENS, n, one);
+    assert_int_equal(lanes.block_size[0], 2 * BS);
+    assert_int_equal(lanes.pool_key[0], lanes.pool_key[1]);
+    run_setup lanes_apart = {.bf16_window = true, .lanes = true};
+    run(m, &lanes_apart, IDS, LENS, n, lg);
+    assert_int_equal(lanes_apart.block_size[0], BS);
+    expect_bits(lg, one, n * per, "keys in lanes: a pool per key against one pool");
 
     /* equal pages (the adapter's own f32 description): the rule leaves the block sizes as asked */
     run_setup plain = {.shared_pools = true};
