@@ -197,7 +197,10 @@ typedef struct kvc_engine_params {
                                  * KVC_BLOCK_BNNDBS (keys in lanes; kvc_model_caches.layout, docs/runtime.md) */
     bool shared_pools;          /* managed: the keys whose entry slots agree in page bytes draw from one
                                  * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
-                                 * too); false: a pool per key */
+                                 * too), after kvc_cache_info_unify_pages (bound: max_model_len capped at
+                                 * KVC_ATTN_MAX_BLOCK_SIZE, as kvcache plan) has grown the block sizes of
+                                 * keys with fewer bytes per token in model->cache_info; false: a pool per key,
+                                 * each key's block size as described */
     kvc_engine_role role;       /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
                                  * (cache info) and the BUDGET scheduler */
 } kvc_engine_params;
@@ -432,7 +435,8 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 typedef struct kvc_engine_adapter_params {
     bool self_managed;  /* legacy contiguous caches instead of cache info */
     bool latent;        /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
-    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE] */
+    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE]; the engine may grow a
+                         * key's (kvc_engine_params.shared_pools), the forward follows each layer's tensors */
 } kvc_engine_adapter_params;
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;

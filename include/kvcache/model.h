@@ -168,7 +168,9 @@ KVC_API bool kvc_model_kv_quantised(kvc_dtype dt);
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;
     bool latent;             /* MLA latent caches (MF 4.4 absorbed attention) */
-    int64_t block_size;      /* paged */
+    int64_t block_size;      /* paged: every layer's block size, or 0: each layer's is its k tensor's block
+                              * dimension (its manager key's: keys whose block sizes differ, as an engine with
+                              * shared_pools gives keys of unequal bytes per token, kvc_cache_info_unify_pages) */
     kvc_block_layout layout; /* paged full-form caches: KVC_BLOCK_BNBSND (0, the default: k, v [NB, bs, Nkv, D]) or
                               * KVC_BLOCK_BNNDBS (k [NB, Nkv, D, bs], keys in lanes; v [NB, Nkv, bs, Dv]);
                               * latent and contiguous caches take BNBSND only */

@@ -118,7 +118,8 @@ typedef struct kvc_model_plan {
     kvc_plan_layer *layers; /* [n_layers] */
 
     kvc_model_cache_info cache_info;      /* the description the plan implies (owned), its block sizes
-                                           * unified (kvc_cache_info_unify_pages, up to max_model_len) */
+                                           * unified (kvc_cache_info_unify_pages, up to max_model_len
+                                           * capped at KVC_ATTN_MAX_BLOCK_SIZE, as the engine) */
     kvc_plan_params plan_params;          /* what kvc_plan_blocks was called with */
     kvc_block_plan blocks;                /* its answer */
     kvc_plan_state_padding state_padding; /* a state key beside attention: what sharing would cost */

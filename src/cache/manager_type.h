@@ -163,6 +163,10 @@ int64_t kvci_group_page_bytes(const kvc_model_cache_info *ci, const kvc_cache_gr
  * HBM, and their i-th entries (entry slot i) equal in page bytes for every i
  * both have (the entries of one key may differ: int8 caches and their scales). */
 bool kvci_keys_share_slots(const kvc_model_cache_info *ci, const char *a, const char *b);
+/* page_unify.c: the max_block_size the planner and the engine both hand
+ * kvc_cache_info_unify_pages: max_model_len capped at paged attention's
+ * limit (KVC_ATTN_MAX_BLOCK_SIZE), never below a block size ci already has. */
+int64_t kvci_page_unify_bound(const kvc_model_cache_info *ci, int64_t max_model_len);
 /* The plan of a key (of a checked plan); KVC_EINVAL naming the key when absent. */
 kvc_status kvci_block_plan_group(const kvc_block_plan *plan, const char *key, const kvc_group_plan **out);
 

@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "cache/manager_type.h"
+#include "kvcache/ops.h"
 
 /* Walks the needs_block entries of one key in order (its entry slots). */
 typedef struct slot_cursor {
@@ -56,6 +57,14 @@ static int64_t block_size_for(const kvc_cache_group *grp, int64_t page, int64_t 
     int64_t bs = 0;
     if (!kvci_mul64(grp->block_size, target / page, &bs) || bs > max_block_size) return 0;
     return bs;
+}
+
+int64_t kvci_page_unify_bound(const kvc_model_cache_info *ci, int64_t max_model_len) {
+    int64_t bound = kvci_min64(max_model_len, KVC_ATTN_MAX_BLOCK_SIZE);
+    for (int32_t li = 0; li < ci->n_layer_infos; li++)
+        for (int32_t c = 0; c < ci->layer_infos[li].n_caches; c++)
+            bound = kvci_max64(bound, ci->layer_infos[li].caches[c].block_size);
+    return bound;
 }
 
 kvc_status kvc_cache_info_unify_pages(kvc_model_cache_info *ci, int64_t max_block_size, int32_t *n_pools) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/manager_type.h"
 #include "engine/engine_internal.h"
 
 kvc_engine_params kvc_engine_default_params(void) {
@@ -180,6 +181,11 @@ static kvc_status managed_create(kvc_engine *e) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
     if (st == KVC_OK) st = check_setters(ci);
+    /* The planner's block-size rule (kvcache plan applies the same, to the same bound): keys whose bytes per
+     * token differ get block sizes with equal pages, so that one pool serves them; the model reads each
+     * layer's block size from the tensors its setters receive (kvc_model_caches.block_size 0). */
+    if (st == KVC_OK && e->p.shared_pools)
+        st = kvc_cache_info_unify_pages(ci, kvci_page_unify_bound(ci, e->p.max_model_len), NULL);
     if (st != KVC_OK) return st;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.next_n = e->p.next_n;

@@ -125,10 +125,13 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         a->em.forward = adapter_forward;
         set_costs(&a->em, c, p->latent);
         kvci_cache_set_wire_setters(&a->cache);
-        if (p->self_managed)
+        if (p->self_managed) {
             st = wire_legacy(a);
-        else
+        } else { /* each layer's block size is its key's, from the tensors the storage hands the setters: the
+                  * engine may grow a key's (kvc_engine_params.shared_pools, kvc_cache_info_unify_pages) */
             a->em.cache_info = a->cache.ci;
+            a->caches.block_size = 0;
+        }
     }
     if (st == KVC_OK) st = kvc_model_workspace_create(m, step_tokens, ep->max_num_seqs, ep->max_model_len, &a->ws);
     if (st != KVC_OK) {

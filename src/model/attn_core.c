@@ -77,8 +77,13 @@ const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, v
     }
 }
 
+int64_t kvci_layer_block_size(const kvc_model_caches *cs, const kvc_layer_cache *lc) {
+    if (cs->block_size != 0) return cs->block_size;
+    return lc->k.shape[cs->layout == KVC_BLOCK_BNNDBS ? 3 : 1];
+}
+
 int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc) {
-    return lc->k.shape[0] * (cs->kind == KVC_MCACHE_PAGED ? cs->block_size : lc->k.shape[1]);
+    return lc->k.shape[0] * (cs->kind == KVC_MCACHE_PAGED ? kvci_layer_block_size(cs, lc) : lc->k.shape[1]);
 }
 
 /* The paged order of cache tensor t of lc: BNBSND, or for the BNNDBS
@@ -211,7 +216,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     const kvc_step_key *k = layer_key(s, lc);
     if (!k) return KVC_EINVAL;
     const kvc_model_caches *cs = s->a->caches;
-    const int64_t NB = lc->k.shape[0], bs = cs->block_size;
+    const int64_t NB = lc->k.shape[0], bs = kvci_layer_block_size(cs, lc);
     if (k->block_size != bs)
         return kvci_fail(KVC_EINVAL, "forward: layer %lld cache has block size %lld but key \"%s\" uses %lld",
                          (long long)c->layer, (long long)bs, lc->key, (long long)k->block_size);

@@ -145,16 +145,21 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
                          "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
                          "fp8_e4m3, fp8_e5m2",
                          (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
+    const int64_t bs = cs->kind == KVC_MCACHE_PAGED ? kvci_layer_block_size(cs, lc) : 0;
+    if (cs->kind == KVC_MCACHE_PAGED && (bs < 1 || bs > KVC_ATTN_MAX_BLOCK_SIZE))
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld block size %lld must be in [1, %d]%s", (long long)l,
+                         (long long)bs, KVC_ATTN_MAX_BLOCK_SIZE,
+                         cs->block_size ? "" : " (caches block_size 0: read from the layer's k tensor)");
     for (int i = 0; i < 2; i++) {
         const kvc_tensor *x = t[i];
         bool ok = x->data != NULL;
         if (cs->kind == KVC_MCACHE_PAGED &&
             cs->layout == KVC_BLOCK_BNNDBS) /* k [NB, Nkv, D, bs], v [NB, Nkv, bs, Dv] */
             ok = ok && x->ndim == 4 && x->shape[1] == heads[i] && x->shape[i ? 3 : 2] == dims[i] &&
-                 x->shape[i ? 2 : 3] == cs->block_size && x->shape[0] == t[0]->shape[0];
+                 x->shape[i ? 2 : 3] == bs && x->shape[0] == t[0]->shape[0];
         else if (cs->kind == KVC_MCACHE_PAGED)
-            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] &&
-                 x->shape[1] == cs->block_size && x->shape[0] == t[0]->shape[0];
+            ok = ok && x->ndim == 4 && x->shape[2] == heads[i] && x->shape[3] == dims[i] && x->shape[1] == bs &&
+                 x->shape[0] == t[0]->shape[0];
         else
             ok = ok && x->ndim == 3 && x->shape[2] == heads[i] * dims[i] && x->shape[0] == t[0]->shape[0] &&
                  x->shape[1] == t[0]->shape[1];
@@ -166,7 +171,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
                              : cs->layout == KVC_BLOCK_BNBSND ? "[NB, bs, heads, dim]"
                              : i                              ? "[NB, heads, bs, dim]"
                                                               : "[NB, heads, dim, bs]",
-                             (long long)heads[i], (long long)dims[i], (long long)cs->block_size);
+                             (long long)heads[i], (long long)dims[i], (long long)bs);
     }
     if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')
         return kvci_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);

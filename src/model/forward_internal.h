@@ -113,6 +113,10 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
  * (paged), or cache row * S_max + position (contiguous caches seen as
  * blocks of S_max tokens); NULL (error set) when a key or row is missing. */
 const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc);
+/* Paged: the block size of lc, cs->block_size or, where that is 0, its k tensor's block dimension
+ * ([NB, bs, heads, dim]; BNNDBS [NB, heads, dim, bs]): keys of different block sizes (an engine that
+ * unified their pages, kvc_engine_params.shared_pools) give each layer its key's. */
+int64_t kvci_layer_block_size(const kvc_model_caches *cs, const kvc_layer_cache *lc);
 /* Slots of a layer's caches: NB * block_size (paged, any layout) or rows * S_max (contiguous). */
 int64_t kvci_cache_slot_count(const kvc_model_caches *cs, const kvc_layer_cache *lc);
 

@@ -4,10 +4,11 @@
 #include <stdio.h>
 
 #include "base/internal.h"
+#include "cache/manager_type.h"
 #include "plan/plan_internal.h"
 
 kvc_status kvci_plan_unify_pages(kvc_model_plan *plan) {
-    int64_t bound = kvci_max64(plan->options.block_size, plan->options.max_model_len);
+    const int64_t bound = kvci_page_unify_bound(&plan->cache_info, plan->options.max_model_len);
     kvc_status st = kvc_cache_info_unify_pages(&plan->cache_info, bound, NULL);
     if (st != KVC_OK) return st;
     for (int32_t i = 0; i < plan->n_layers; i++) /* the layers' figures follow their entries */
