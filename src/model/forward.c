@@ -7,6 +7,7 @@
 
 #include "base/dtype_traits.h"
 #include "base/internal.h"
+#include "model/cache_build.h"
 #include "model/family.h"
 #include "model/forward_internal.h"
 
@@ -106,7 +107,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 /* Both from the dtype table: the runtime's caches hold plain elements (a dtype stored in blocks is the
  * operator's alone for now: the carve and the managers' storage count bytes per element). */
 bool kvc_model_kv_quantised(kvc_dtype dt) {
-    return kvc_model_kv_dtype_ok(dt) && kvci_dtype_traits(dt)->scales == KVC_SCALES_PER_TOKEN;
+    return kvc_model_kv_dtype_ok(dt) && kvci_cache_scale_entries(dt, false) > 0;
 }
 
 bool kvc_model_kv_dtype_ok(kvc_dtype dt) { return kvci_dtype_is_kv(dt) && !kvci_dtype_is_blocked(dt); }
