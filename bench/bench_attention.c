@@ -351,7 +351,7 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     }
     p.block_size = bs;
     p.block_table = (kvc_tensor){.data = tbl, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {s->batch, nbpr}};
-    if (kvc_dtype_size(s->kv_dtype) == 1) {
+    if (kvci_dtype_scales_beside(s->kv_dtype)) { /* int8, fp8: one scale per tensor */
         p.key_quant_mode = p.value_quant_mode = KVC_QUANT_PER_CHANNEL;
         p.key_scale = (kvc_tensor){.data = &scale1, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {1}};
         p.value_scale = p.key_scale;

@@ -157,11 +157,13 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
     oracle_prompts o;
     const int prc = compare_prompts(m, dir, "--compare-dtypes", &p, &ids, &lens, &n, &o);
     if (prc) return prc;
-    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16,    KVC_DTYPE_BF16,
-                             KVC_DTYPE_I8,  KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    kvc_dtype dts[KVC_DTYPE_COUNT]; /* the runtime's KV dtypes, in the dtype table's order */
+    size_t n_dts = 0;
+    for (int d = 0; d < KVC_DTYPE_COUNT; d++)
+        if (kvc_model_kv_dtype_ok((kvc_dtype)d)) dts[n_dts++] = (kvc_dtype)d;
     if (!json) print_header(dir, &p, n, "each KV dtype against f32 caches", "dtype", "B/token");
     int rc = 0;
-    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    for (size_t d = 0; d < n_dts; d++) {
         kvc_dtype_compare c;
         if (kvc_runner_compare_dtype(m, &p, ids, lens, n, dts[d], o.ref, &c) != KVC_OK) {
             fprintf(stderr, "kvcache run: %s: %s\n", kvc_dtype_name(dts[d]), kvc_last_error());

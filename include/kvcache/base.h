@@ -53,7 +53,8 @@ typedef enum kvc_dtype {
     KVC_DTYPE_COUNT
 } kvc_dtype;
 
-/* Bytes per element; 0 for an unknown dtype. */
+/* Bytes per element; 0 for an unknown dtype or one stored in blocks of
+ * several elements with their scale (docs/kv-dtypes.md, "The dtype table"). */
 KVC_API size_t kvc_dtype_size(kvc_dtype dtype);
 /* Short name ("f32", "bf16", ...); "?" for an unknown dtype. */
 KVC_API const char *kvc_dtype_name(kvc_dtype dtype);

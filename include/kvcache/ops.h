@@ -63,7 +63,10 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
  * (4-D [NB, bs, Nkv, D] for BNBSND and NZ, [NB, Nkv, bs, D] for BNNBSD,
  * [NB, Nkv, D, bs] for BNNDBS),
  * slots: [T] (T = upd->shape[0]); slot -1 is skipped. upd dtype must equal
- * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant). Refused: slot
+ * the cache dtype (f32 into int8/fp8 caches: kvc_write_slots_quant), except
+ * for a cache dtype stored in blocks with their scales (docs/kv-dtypes.md,
+ * "The dtype table"): f32 upd, BNBSND or BNNBSD, D whole blocks, each
+ * (token, head) row quantised by the dtype's converter. Refused: slot
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is

@@ -86,8 +86,8 @@ void kvci_cache_set_release(kvci_cache_set *s) {
 
 kvc_tensor *kvci_cache_set_slot(kvci_cache_set *s, int32_t info, int32_t entry) {
     kvc_layer_cache *lc = &s->caches->layers[s->ci->layer_infos[info].layer_idx];
-    kvc_tensor *slots[4] = {&lc->k, &lc->v, &lc->k_scales, &lc->v_scales};
-    return slots[entry];
+    kvc_tensor *kv[KVCI_CACHE_KV_ENTRIES] = {&lc->k, &lc->v}, *scales[2] = {&lc->k_scales, &lc->v_scales};
+    return entry < KVCI_CACHE_KV_ENTRIES ? kv[entry] : scales[entry - KVCI_CACHE_KV_ENTRIES];
 }
 
 /* user: the kvc_tensor slot of one entry */
@@ -121,7 +121,7 @@ bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) 
 static void carve_shape(const kvc_cache_knobs *k, int32_t c, int64_t heads, int64_t dim, int64_t n0, int64_t n1,
                         kvc_tensor *t) {
     t->shape[0] = n0;
-    if (c >= 2) { /* the entries after k and v: per-slot scales */
+    if (c >= KVCI_CACHE_KV_ENTRIES) { /* the scale entries (kvci_cache_scale_entries): one per slot */
         t->ndim = 2, t->shape[1] = n1;
     } else if (k->paged && k->kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [NB, heads, bs, dim] */
         t->ndim = 4, t->shape[1] = heads;

@@ -56,6 +56,12 @@ bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out);
  * rows of n1 positions, k/v [n0, n1, heads * dim]; scales [n0, n1]. */
 void kvci_cache_set_carve(kvci_cache_set *s, void *mem, int64_t n0, int64_t n1);
 
+/* The entries of each layer info: the K/V pair first (k, v; latent: nope, rope), then the scale entries
+ * the dtype table gives kv_dtype: with scales per token beside the data (KVC_SCALES_PER_TOKEN: int8, fp8)
+ * one f32 per slot, k_scale and v_scale (latent: one scale over latent + rope); none otherwise. */
+#define KVCI_CACHE_KV_ENTRIES 2
+int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent);
+
 /* The entries of every layer of c, unchecked (kvc_model_cache_info_build checks its arguments). */
 kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                kvc_model_cache_info **out);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "model/cache_build.h"
 #include "model/family.h"
@@ -26,6 +27,11 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     return e;
 }
 
+int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent) {
+    const kvc_dtype_traits *t = kvci_dtype_traits(kv_dtype);
+    return t != NULL && t->scales == KVC_SCALES_PER_TOKEN ? (latent ? 1 : 2) : 0;
+}
+
 kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                kvc_model_cache_info **out) {
     *out = NULL;
@@ -39,24 +45,22 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
     ci->is_mla_backend = latent;
     const kvc_cache_dims cd = kvci_model_cache_dims(c, latent);
     const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
-    /* int8 / fp8: the per-slot scales (one f32 per token; latent: one over latent + rope) */
-    const int32_t n_scales = kvc_model_kv_quantised(kv_dtype) ? (latent ? 1 : 2) : 0;
+    const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = kvci_calloc((size_t)(2 + n_scales), sizeof *li->caches);
+        li->caches = kvci_calloc((size_t)(kv + n_scales), sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
-        li->n_caches = 2 + n_scales;
-        if (n_scales == 1) li->caches[2] = entry("scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
-        if (n_scales == 2) {
-            li->caches[2] = entry("k_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
-            li->caches[3] = entry("v_scale", c, l, 1, 1, KVC_DTYPE_F32, block_size);
-        }
-        for (int i = 0; i < 2; i++) li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
+        li->n_caches = kv + n_scales;
+        const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};
+        for (int i = 0; i < n_scales; i++)
+            li->caches[kv + i] = entry(scale_names[i], c, l, 1, 1, KVC_DTYPE_F32, block_size);
+        for (int i = 0; i < kv; i++)
+            li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
     }
     *out = ci;
     return KVC_OK;

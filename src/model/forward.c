@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
+#include "model/cache_build.h"
 #include "model/family.h"
 #include "model/forward_internal.h"
 
@@ -102,13 +104,13 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* Both from the dtype table: the runtime's caches hold plain elements (a dtype stored in blocks is the
+ * operator's alone for now: the carve and the managers' storage count bytes per element). */
 bool kvc_model_kv_quantised(kvc_dtype dt) {
-    return dt == KVC_DTYPE_I8 || dt == KVC_DTYPE_F8E4M3 || dt == KVC_DTYPE_F8E5M2;
+    return kvc_model_kv_dtype_ok(dt) && kvci_cache_scale_entries(dt, false) > 0;
 }
 
-bool kvc_model_kv_dtype_ok(kvc_dtype dt) {
-    return dt == KVC_DTYPE_F32 || dt == KVC_DTYPE_F16 || dt == KVC_DTYPE_BF16 || kvc_model_kv_quantised(dt);
-}
+bool kvc_model_kv_dtype_ok(kvc_dtype dt) { return kvci_dtype_is_kv(dt) && !kvci_dtype_is_blocked(dt); }
 
 /* int8 / fp8: f32 scale tensors with one element per cache slot (NB*bs or rows*S_max). */
 static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {

@@ -86,9 +86,9 @@ static kvc_status check_scalars(const kvc_attention_params *p) {
     if (is_t_layout(p->layout) && p->batch > 0 && !p->q_lens)
         FAIL(KVC_EINVAL, "layout %s needs cumulative q_lens [B]", kvc_attn_layout_name(p->layout));
     if (!p->q.data || !p->out.data) FAIL(KVC_EINVAL, "q and out tensors are required");
-    if (!kvci_is_float_dtype(p->q.dtype))
+    if (!kvci_dtype_is_compute(p->q.dtype))
         FAIL(KVC_EINVAL, "q dtype %s unsupported (f32, f16, bf16)", kvc_dtype_name(p->q.dtype));
-    if (!kvci_is_float_dtype(p->out.dtype))
+    if (!kvci_dtype_is_compute(p->out.dtype))
         FAIL(KVC_EINVAL, "out dtype %s unsupported (f32, f16, bf16)", kvc_dtype_name(p->out.dtype));
     return KVC_OK;
 }
@@ -284,6 +284,24 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
     }
     int nd = kv_shape(pb, dim, t, s);
     return expect_shape(pb, t, name, nd, s);
+}
+
+/* A dtype without a vector path (KVC_SIMD_GENERIC) takes no keys in lanes;
+ * one stored in blocks (scales in the block) has every K/V row of one head
+ * whole blocks, channels in order (no NZ tiles, no key_rope part). */
+static kvc_status check_kv_blocks(const kvc_attention_params *p, const kvc_attn_problem *pb) {
+    const kvc_dtype_traits *t = kvci_dtype_traits(p->k.dtype);
+    if (t->simd == KVC_SIMD_GENERIC && pb->paged && pb->blk == KVC_BLOCK_BNNDBS)
+        FAIL(KVC_EINVAL, "K/V dtype %s has no vector path: keys in lanes (BNNDBS) need one", t->name);
+    if (t->block == 1) return KVC_OK;
+    if (pb->paged && (pb->blk == KVC_BLOCK_NZ || pb->blk == KVC_BLOCK_BNNDBS))
+        FAIL(KVC_EINVAL, "K/V dtype %s is stored in blocks of %d channels: paged storage BNBSND or BNNBSD only",
+             t->name, (int)t->block);
+    if (p->k_rope.data) FAIL(KVC_EINVAL, "K/V dtype %s takes no key_rope (MLA caches are float, int8 or fp8)", t->name);
+    if (pb->D % t->block != 0 || pb->Dv % t->block != 0)
+        FAIL(KVC_EINVAL, "K/V dtype %s is stored in blocks of %d channels: D %lld and Dv %lld must be multiples",
+             t->name, (int)t->block, (long long)pb->D, (long long)pb->Dv);
+    return KVC_OK;
 }
 
 static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem *pb) {
@@ -577,7 +595,8 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
 static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *pb) {
     const bool ks = p->key_scale.data != NULL, vs = p->value_scale.data != NULL;
     const bool ko = p->key_offset.data != NULL, vo = p->value_offset.data != NULL;
-    const bool quant = kvci_is_quant_dtype(p->k.dtype), fp8 = kvci_is_fp8_dtype(p->k.dtype); /* v has k's dtype */
+    const kvc_dtype_traits *kt = kvci_dtype_traits(p->k.dtype); /* v has k's dtype */
+    const bool quant = kvci_dtype_scales_beside(p->k.dtype);
     pb->kv_quant = false;
     pb->kq = pb->vq = KVC_QIDX_NONE;
     pb->q_tok_s = 0;
@@ -593,10 +612,10 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
                  kvc_dtype_name(p->k.dtype));
         return KVC_OK;
     }
-    if (fp8 && ko)
+    if (!kt->offsets && ko)
         FAIL(KVC_EINVAL, "%s K/V take dequant scales only, no offsets (x = scale * fp8 value) (R12)",
              kvc_dtype_name(p->k.dtype));
-    if (fp8 && !ks) return KVC_OK; /* unscaled fp8: the values as stored */
+    if (!kt->scale_required && !ks) return KVC_OK; /* unscaled fp8: the values as stored */
     if (!ks) FAIL(KVC_EINVAL, "int8 K/V need key_scale and value_scale (dequant x = scale * (q + offset)) (R12)");
     pb->kv_quant = true;
     if (ko && !vs) FAIL(KVC_EINVAL, "offsets without scales (R12)");
@@ -641,7 +660,7 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
             TRY(expect_shape(pb, &p->lse, "lse", 4, lb));
     }
     if (p->sinks.data) {
-        if (!kvci_is_float_dtype(p->sinks.dtype))
+        if (!kvci_dtype_is_compute(p->sinks.dtype))
             FAIL(KVC_EINVAL, "sinks dtype %s must be f32/f16/bf16 (R11)", kvc_dtype_name(p->sinks.dtype));
         if (p->sinks.ndim != 1 || p->sinks.shape[0] != pb->Nq)
             FAIL(KVC_EINVAL, "sinks must be [Nq = %lld], one logit per query head (R11)", (long long)pb->Nq);
@@ -671,9 +690,10 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     TRY(check_kv_tensor(pb, &p->v, "v", vd));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
-    if (!kvci_is_float_dtype(p->k.dtype) && !kvci_is_quant_dtype(p->k.dtype))
+    if (!kvci_dtype_is_kv(p->k.dtype))
         FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)",
              kvc_dtype_name(p->k.dtype));
+    TRY(check_kv_blocks(p, pb));
     if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
         pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
         pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
@@ -687,8 +707,8 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     if (pb->Dr && p->k_rope.dtype != p->q.dtype && p->k_rope.dtype != p->k.dtype)
         FAIL(KVC_EINVAL, "key_rope dtype %s must be a float dtype of the query or cache (R10)",
              kvc_dtype_name(p->k_rope.dtype));
-    pb->rope_quant = pb->Dr && kvci_is_quant_dtype(p->k_rope.dtype);
-    if (pb->Dr && !kvci_is_float_dtype(p->k_rope.dtype) && !(pb->rope_quant && p->k_rope.dtype == p->k.dtype))
+    pb->rope_quant = pb->Dr && kvci_dtype_scales_beside(p->k_rope.dtype);
+    if (pb->Dr && !kvci_dtype_is_compute(p->k_rope.dtype) && !(pb->rope_quant && p->k_rope.dtype == p->k.dtype))
         FAIL(KVC_EINVAL, "key_rope dtype %s must be f32/f16/bf16, or the int8/fp8 dtype of the keys (R10)",
              kvc_dtype_name(p->k_rope.dtype));
     TRY(resolve_mask(p, pb));

@@ -22,9 +22,9 @@ static kvc_status check_cache(const kvc_tensor *c, kvc_block_layout order, int64
 /* Which quantisation the caches take: none (float caches), static or per token. */
 static kvc_status check_quant(const kvc_mla_write_params *p, const kvc_paged_geom *g, bool *quant) {
     const kvc_dtype nd = p->nope_cache->dtype, rd = p->rope_cache->dtype;
-    *quant = kvci_is_quant_dtype(nd);
+    *quant = kvci_dtype_scales_beside(nd);
     if (!*quant) {
-        if (!kvci_is_float_dtype(nd) || !kvci_is_float_dtype(rd))
+        if (!kvci_dtype_is_compute(nd) || !kvci_dtype_is_compute(rd))
             return kvci_fail(KVC_EINVAL,
                              "mla_write: cache dtypes %s / %s: float caches are f32/f16/bf16, quantised "
                              "ones both one int8/fp8 dtype",
@@ -96,7 +96,7 @@ kvc_status kvc_mla_write(const kvc_mla_write_params *p) {
         return st;
 
     const int64_t Dc = p->latent_dim, Dr = p->rope_dim, W = Dc + Dr;
-    const float qmax = quant ? kvci_quant_qmax(p->nope_cache->dtype) : 0.0f;
+    const float qmax = quant ? kvci_dtype_traits(p->nope_cache->dtype)->qmax : 0.0f;
     for (int64_t t = 0; t < p->n_tokens; t++) {
         const float *row = p->kv + t * W;
         const int64_t s = p->slots[t];

@@ -28,7 +28,7 @@ int8_t kvc_quantize_i8(float x, float inv_scale, float offset) {
 /* Static scales: each inverse scale finite and non-zero; offsets for int8 only. */
 static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const float *offset, kvc_dtype dt,
                                    const char *what) {
-    if (offset && dt != KVC_DTYPE_I8)
+    if (offset && !kvci_dtype_traits(dt)->offsets)
         return kvci_fail(KVC_EINVAL, "%s: %s caches take no offset (x * inv_scale is stored)", what,
                          kvc_dtype_name(dt));
     for (int64_t i = 0; i < n; i++)
@@ -44,7 +44,7 @@ kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, cons
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots_quant", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots_quant")) != KVC_OK) return st;
-    if (!kvci_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
+    if (!kvci_dtype_scales_beside(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
         return kvci_fail(KVC_EINVAL, "write_slots_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
                          kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
     const int64_t H = g.n_heads * g.head_dim;
@@ -73,7 +73,7 @@ kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, 
                                       const float *inv_scale, const float *offset, int64_t n_quant) {
     kvc_status st = kvci_check_contiguous(cache, upd, starts, n_starts, "write_contiguous_quant");
     if (st != KVC_OK) return st;
-    if (!kvci_is_quant_dtype(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
+    if (!kvci_dtype_scales_beside(cache->dtype) || upd->dtype != KVC_DTYPE_F32)
         return kvci_fail(KVC_EINVAL, "write_contiguous_quant: needs an int8 or fp8 cache (got %s) and f32 upd (got %s)",
                          kvc_dtype_name(cache->dtype), kvc_dtype_name(upd->dtype));
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
@@ -93,8 +93,6 @@ kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, 
             }
     return KVC_OK;
 }
-
-float kvci_quant_qmax(kvc_dtype dt) { return dt == KVC_DTYPE_I8 ? 127.0f : dt == KVC_DTYPE_F8E4M3 ? 448.0f : 57344.0f; }
 
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv) {
     *scale = amax > 0.0f ? amax / qmax : 1.0f;
@@ -116,7 +114,7 @@ kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64
                                float *inv_scale) {
     kvc_status st = check_f32_rows(x, "kv_quant_scales");
     if (st != KVC_OK) return st;
-    if (!kvci_is_quant_dtype(cache_dtype))
+    if (!kvci_dtype_scales_beside(cache_dtype))
         return kvci_fail(KVC_EINVAL, "kv_quant_scales: cache dtype %s is not int8 or fp8", kvc_dtype_name(cache_dtype));
     const int64_t T = x->shape[0], N = x->shape[1], D = x->shape[2], H = N * D;
     if (n_scale != 1 && n_scale != N && n_scale != H)
@@ -132,7 +130,7 @@ kvc_status kvc_kv_quant_scales(const kvc_tensor *x, kvc_dtype cache_dtype, int64
         float amax = 0.0f;
         for (int64_t t = 0; t < T; t++)
             for (int64_t c = k * per; c < (k + 1) * per; c++) amax = fmaxf(amax, fabsf(v[t * H + c]));
-        kvci_scale_of_amax(amax, kvci_quant_qmax(cache_dtype), &scale[k], &inv_scale[k]);
+        kvci_scale_of_amax(amax, kvci_dtype_traits(cache_dtype)->qmax, &scale[k], &inv_scale[k]);
     }
     return KVC_OK;
 }
@@ -143,7 +141,7 @@ kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots_token_quant", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots_token_quant")) != KVC_OK) return st;
-    if (!kvci_is_quant_dtype(cache->dtype))
+    if (!kvci_dtype_scales_beside(cache->dtype))
         return kvci_fail(KVC_EINVAL, "write_slots_token_quant: needs an int8 or fp8 cache, got %s",
                          kvc_dtype_name(cache->dtype));
     if ((st = check_f32_rows(upd, "write_slots_token_quant")) != KVC_OK) return st;
@@ -156,7 +154,7 @@ kvc_status kvc_write_slots_token_quant(kvc_tensor *cache, kvc_block_layout order
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], cap, g.bs, "write_slots_token_quant")) != KVC_OK)
         return st;
     const int64_t H = g.n_heads * g.head_dim;
-    const float *x = upd->data, qmax = kvci_quant_qmax(cache->dtype);
+    const float *x = upd->data, qmax = kvci_dtype_traits(cache->dtype)->qmax;
     for (int64_t t = 0; t < n_slots; t++) {
         if (slots[t] == KVC_SLOT_SKIP) continue;
         float amax = 0.0f, inv;

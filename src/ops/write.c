@@ -160,12 +160,40 @@ kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const 
     return KVC_OK;
 }
 
+/* f32 rows into a cache of a dtype stored in blocks (scales in the block):
+ * each (token, head) row of D channels, whole blocks, through the dtype's
+ * from_f32 (g, upd checked). */
+static kvc_status write_blocks(kvc_tensor *cache, const kvc_paged_geom *g, const kvc_tensor *upd, const int64_t *slots,
+                               int64_t n_slots, const kvc_dtype_traits *t) {
+    if (upd->dtype != KVC_DTYPE_F32 || t->from_f32 == NULL)
+        return kvci_fail(KVC_EINVAL, "write_slots: a %s cache is written from f32 upd (got %s)%s", t->name,
+                         kvc_dtype_name(upd->dtype), t->from_f32 ? "" : ", and its dtype has no from_f32");
+    if (g->order != KVC_BLOCK_BNBSND && g->order != KVC_BLOCK_BNNBSD)
+        return kvci_fail(KVC_EINVAL, "write_slots: a %s cache (blocks of %d channels) is BNBSND or BNNBSD, not %d",
+                         t->name, (int)t->block, (int)g->order);
+    if (g->head_dim % t->block != 0)
+        return kvci_fail(KVC_EINVAL, "write_slots: a %s cache needs D %% %d == 0 (D %lld)", t->name, (int)t->block,
+                         (long long)g->head_dim);
+    kvc_status st = kvci_check_slots(slots, n_slots, upd->shape[0], g->n_blocks * g->bs, g->bs, "write_slots");
+    if (st != KVC_OK) return st;
+    const float *x = upd->data;
+    for (int64_t tk = 0; tk < n_slots; tk++) {
+        if (slots[tk] == KVC_SLOT_SKIP) continue;
+        for (int64_t h = 0; h < g->n_heads; h++)
+            t->from_f32(x + (tk * g->n_heads + h) * g->head_dim, g->head_dim, cache->data,
+                        kvci_paged_index(g, slots[tk], h, 0));
+    }
+    return KVC_OK;
+}
+
 kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd, const int64_t *slots,
                            int64_t n_slots) {
     kvc_paged_geom g;
     kvc_status st = kvci_paged_geom_of(cache, order, "write_slots", &g);
     if (st != KVC_OK) return st;
     if ((st = kvci_check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
+    if (kvci_dtype_is_blocked(cache->dtype))
+        return write_blocks(cache, &g, upd, slots, n_slots, kvci_dtype_traits(cache->dtype));
     if (upd->dtype != cache->dtype)
         return kvci_fail(
             KVC_EINVAL,

@@ -33,10 +33,6 @@ kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const 
  * an fp8 cache (x * inv_scale, saturating round to nearest even; offset 0). */
 void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset);
 
-/* Largest magnitude the symmetric scales map to (quant_write.c): 127 for
- * int8 (so that -amax maps to -127 too), the largest finite fp8 value
- * otherwise. */
-float kvci_quant_qmax(kvc_dtype dt);
 /* scale = amax / qmax (dequantisation) and inv = qmax / amax (quantisation);
  * an all-zero group gets 1 / 1. */
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);

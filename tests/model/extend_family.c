@@ -7,13 +7,12 @@
  *
  * The family, "toy_islands", is a dense GQA model whose layers slide except
  * the ones listed in its own key `global_layers`, which attend to everything. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../runner/runner_fixture.h"
+#include "kvc_test_util.h"
 #include "base/internal.h"
 #include "kvcache/plan.h"
 #include "model/family.h"
@@ -126,45 +125,9 @@ static void test_runner_runs_the_family(void **state) {
 
 /* ---- one file: the family's name appears in no other source file ------------ */
 
-/* Counts the files under dir (recursively) whose text holds needle, except `self`. */
-static int files_naming(const char *dir, const char *needle, const char *self) {
-    DIR *d = opendir(dir);
-    if (d == NULL) fail_msg("cannot open %s", dir);
-    int hits = 0;
-    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode)) {
-            hits += files_naming(path, needle, self);
-            continue;
-        }
-        if (strcmp(e->d_name, self) == 0 || sb.st_size > (1 << 22)) continue;
-        char *text = NULL;
-        size_t n = 0;
-        if (kvci_read_file(path, 1 << 22, &text, &n) != KVC_OK) continue;
-        if (strstr(text, needle) != NULL) {
-            print_message("%s names %s\n", path, needle);
-            hits++;
-        }
-        kvci_free(text);
-    }
-    closedir(d);
-    return hits;
-}
-
 static void test_only_this_file_names_the_family(void **state) {
     (void)state;
-    const char *data = getenv("KVC_DATA_DIR"); /* <source>/tests/data */
-    if (data == NULL) fail_msg("KVC_DATA_DIR is not set (ctest sets it)");
-    const char *const dirs[] = {"src", "include", "tests", "tools", "cli", "bench", "python"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/../../%s", data, dirs[i]);
-        assert_int_equal(files_naming(path, FAMILY_NAME, "extend_family.c"), 0);
-    }
+    kvc_test_assert_only_file_naming(FAMILY_NAME, "extend_family.c");
 }
 
 int main(void) {

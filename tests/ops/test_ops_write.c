@@ -12,6 +12,7 @@
 
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
+#include "ops/elem.h"
 
 static kvc_tensor tensor4(void *data, kvc_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d) {
     kvc_tensor t = {.data = data, .dtype = dt, .ndim = 4, .shape = {a, b, c, d}};
@@ -455,25 +456,48 @@ static void test_fp8_write(void **state) {
     assert_memory_equal(before, cache, sizeof cache);
 }
 
+/* The scalar element access of the ops layer (ops/elem.h, inline for the built-in dtypes) and the
+ * dtype table's converters give the same bits, both ways, for every built-in dtype that has them:
+ * every 8- and 16-bit pattern, and f32 patterns of all kinds. */
+static void test_elem_matches_dtype_table(void **state) {
+    (void)state;
+    enum { N = 1 << 16 };
+    static uint8_t raw[4 * N], back[4 * N];
+    for (int i = 0; i < N; i++) {
+        const uint16_t h = (uint16_t)i;
+        memcpy(raw + 2 * i, &h, 2);
+        const uint32_t w = (uint32_t)i * 2654435761u;
+        memcpy(raw + 2 * N + 2 * (i & ~1), &w, i % 2 ? 0 : 4);
+    }
+    for (int d = 0; d < KVC_DTYPE_COUNT; d++) {
+        const kvc_dtype dt = (kvc_dtype)d;
+        const kvc_dtype_traits *t = kvci_dtype_traits(dt);
+        assert_non_null(t);
+        if (t->to_f32 == NULL) continue;
+        const int64_t n = 4 * N / t->block_bytes;
+        for (int64_t i = 0; i < n; i++) {
+            float a = kvci_elem_load(raw, dt, i), b;
+            t->to_f32(raw, i, 1, &b);
+            assert_true(memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)));
+            if (t->from_f32 == NULL || isnan(a)) continue;
+            kvci_elem_store(back, dt, 0, a);
+            t->from_f32(&a, 1, back, 1);
+            assert_memory_equal(back, back + t->block_bytes, (size_t)t->block_bytes);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_contiguous_scatter),
-        cmocka_unit_test(test_slot_scatter_bnbsnd),
-        cmocka_unit_test(test_slot_scatter_bnnbsd),
-        cmocka_unit_test(test_slot_scatter_bnndbs),
-        cmocka_unit_test(test_nz_index_examples),
-        cmocka_unit_test(test_nz_write_roundtrip),
-        cmocka_unit_test(test_rmsnorm_rope_vectors),
-        cmocka_unit_test(test_mla_write_plain),
-        cmocka_unit_test(test_mla_write_nz),
-        cmocka_unit_test(test_mla_write_nz_int8),
-        cmocka_unit_test(test_mla_write_token_int8),
-        cmocka_unit_test(test_mla_write_token_fp8_nz),
-        cmocka_unit_test(test_quantized_write),
-        cmocka_unit_test(test_slot_duplicates),
-        cmocka_unit_test(test_fp8_write),
-        cmocka_unit_test(test_mla_write_fp8),
-        cmocka_unit_test(test_contiguous_quant),
+        cmocka_unit_test(test_contiguous_scatter),     cmocka_unit_test(test_elem_matches_dtype_table),
+        cmocka_unit_test(test_slot_scatter_bnbsnd),    cmocka_unit_test(test_slot_scatter_bnnbsd),
+        cmocka_unit_test(test_slot_scatter_bnndbs),    cmocka_unit_test(test_nz_index_examples),
+        cmocka_unit_test(test_nz_write_roundtrip),     cmocka_unit_test(test_rmsnorm_rope_vectors),
+        cmocka_unit_test(test_mla_write_plain),        cmocka_unit_test(test_mla_write_nz),
+        cmocka_unit_test(test_mla_write_nz_int8),      cmocka_unit_test(test_mla_write_token_int8),
+        cmocka_unit_test(test_mla_write_token_fp8_nz), cmocka_unit_test(test_quantized_write),
+        cmocka_unit_test(test_slot_duplicates),        cmocka_unit_test(test_fp8_write),
+        cmocka_unit_test(test_mla_write_fp8),          cmocka_unit_test(test_contiguous_quant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,15 @@
 /* Test helpers (see kvc_test_util.h). */
 #include "kvc_test_util.h"
 
+#include <dirent.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/internal.h"
 
 kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window) {
     kvc_cache_entry e = kvc_cache_entry_default();
@@ -160,4 +164,44 @@ void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, f
     kvc_model_workspace_destroy(ws);
     free(pos);
     if (st != KVC_OK) fail_msg("prompt logits: %s (%s)", kvc_status_str(st), kvc_last_error());
+}
+
+/* Counts the files under dir (recursively) whose text holds needle, except `self`. */
+static int files_naming(const char *dir, const char *needle, const char *self) {
+    DIR *d = opendir(dir);
+    if (d == NULL) fail_msg("cannot open %s", dir);
+    int hits = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb) != 0) continue;
+        if (S_ISDIR(sb.st_mode)) {
+            hits += files_naming(path, needle, self);
+            continue;
+        }
+        if (strcmp(e->d_name, self) == 0 || sb.st_size > (1 << 22)) continue;
+        char *text = NULL;
+        size_t n = 0;
+        if (kvci_read_file(path, 1 << 22, &text, &n) != KVC_OK) continue;
+        if (strstr(text, needle) != NULL) {
+            print_message("%s names %s\n", path, needle);
+            hits++;
+        }
+        kvci_free(text);
+    }
+    closedir(d);
+    return hits;
+}
+
+void kvc_test_assert_only_file_naming(const char *needle, const char *self) {
+    const char *data = getenv("KVC_DATA_DIR"); /* <source>/tests/data */
+    if (data == NULL) fail_msg("KVC_DATA_DIR is not set (ctest sets it)");
+    const char *const dirs[] = {"src", "include", "tests", "tools", "cli", "bench", "python"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/../../%s", data, dirs[i]);
+        assert_int_equal(files_naming(path, needle, self), 0);
+    }
 }

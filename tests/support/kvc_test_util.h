@@ -65,6 +65,10 @@ size_t kvc_test_heap_bytes(void);
 bool kvc_test_zero_bytes(const void *p, size_t n);
 /* Whether this kernel has transparent huge pages (then madvise(MADV_HUGEPAGE) succeeds). */
 bool kvc_test_kernel_has_thp(void);
+/* The one-file rule of the test-only extensions (extend_*.c): fails the test when a file under the
+ * source tree's src, include, tests, tools, cli, bench or python other than one named `self` holds
+ * needle (each file named that differs is printed). Needs KVC_DATA_DIR (ctest sets it). */
+void kvc_test_assert_only_file_naming(const char *needle, const char *self);
 
 /* Runs `kvcache ARGS...` in this process: the command of args[0] from the
  * command table with allocation fail_at failing (0: none; kvci_alloc_fail_at),

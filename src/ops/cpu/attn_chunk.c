@@ -24,6 +24,22 @@
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+/* The K/V row whose channel 0 is element e of base into dst [round8(dim)] (zero padded): the table's
+ * converter of the slot, or for a generic slot (gen) the dtype entry's to_f32, a whole row at once when the
+ * channels are in order (a dtype stored in blocks: whole blocks), else channel by channel. */
+static inline void cvt_row(const kvc_cpu_ctx *cx, int slot, const kvc_dtype_traits *gen, const char *base, int64_t es,
+                           int64_t e, kvc_chan_map cm, int64_t dim, float *dst) {
+    if (gen == NULL) {
+        cx->simd->cvt[slot](base + es * e, cm, dim, dst);
+        return;
+    }
+    if (cm.mask == -1)
+        gen->to_f32(base, e, dim, dst);
+    else
+        for (int64_t d = 0; d < dim; d++) gen->to_f32(base, e + kvci_chan(cm, d), 1, dst + d);
+    for (int64_t d = dim; d < kvci_round8(dim); d++) dst[d] = 0.0f;
+}
+
 static kvc_chan_map chan_map(int64_t bs, int64_t c0) {
     kvc_chan_map m;
     if (c0 > 0) {
@@ -58,11 +74,14 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->kes = (int64_t)kvc_dtype_size(p->k.dtype);
     cx->ves = (int64_t)kvc_dtype_size(p->v.dtype);
     cx->res = pb->Dr ? (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
+    cx->kgen = cx->kslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->k.dtype) : NULL;
+    cx->vgen = cx->vslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->v.dtype) : NULL;
+    cx->rgen = cx->rslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->k_rope.dtype) : NULL;
     cx->cmk = chan_map(pb->bs, pb->c0k);
     cx->cmv = chan_map(pb->bs, pb->c0v);
     cx->cmr = chan_map(pb->bs, pb->c0r);
     cx->lanes = pb->paged && pb->blk == KVC_BLOCK_BNNDBS;
-    cx->prefetch = (!pb->c0k || cx->lanes) && !pb->c0v;
+    cx->prefetch = (!pb->c0k || cx->lanes) && !pb->c0v && !cx->kgen && !cx->vgen;
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
     cx->direct_pv = cx->simd->pv_direct[cx->vslot] && !pb->c0v && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
@@ -409,9 +428,9 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                 if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
                 for (int64_t t = 0; t < K; t++) {
                     float *dst = s->kt + t * Dq8;
-                    cx->simd->cvt[cx->kslot](kd + cx->kes * (ki[t] + gl * hk), cx->cmk, pb->D, dst);
+                    cvt_row(cx, cx->kslot, cx->kgen, kd, cx->kes, ki[t] + gl * hk, cx->cmk, pb->D, dst);
                     if (pb->Dr)
-                        cx->simd->cvt[cx->rslot](rd + cx->res * (ri[t] + gl * hr), cx->cmr, pb->Dr, dst + cx->D8);
+                        cvt_row(cx, cx->rslot, cx->rgen, rd, cx->res, ri[t] + gl * hr, cx->cmr, pb->Dr, dst + cx->D8);
                 }
                 kvci_pf_rest(&run);
                 cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
@@ -532,7 +551,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                     continue;
                 }
                 for (int t = 0; t < nk; t++)
-                    cx->simd->cvt[cx->vslot](vd + cx->ves * (vi[t] + gl * hv), cx->cmv, pb->Dv, s->vt + t * Dv8);
+                    cvt_row(cx, cx->vslot, cx->vgen, vd, cx->ves, vi[t] + gl * hv, cx->cmv, pb->Dv, s->vt + t * Dv8);
                 kvci_pf_rest(&run);
                 cx->simd->pv(s->vt, Dv8, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
             }

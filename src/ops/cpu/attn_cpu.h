@@ -62,7 +62,9 @@ typedef struct kvc_cpu_ctx {
                          item's scores and values on AMX tiles (attn_amx.h) */
     int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;
-    int64_t kes, ves, res; /* element sizes */
+    int64_t kes, ves, res; /* element sizes (0 for a dtype stored in blocks) */
+    /* KVC_SIMD_GENERIC slots: the dtype-table entries whose to_f32 decodes K, V, rope rows into the tiles; else NULL */
+    const kvc_dtype_traits *kgen, *vgen, *rgen;
     kvc_chan_map cmk, cmv, cmr;
 } kvc_cpu_ctx;
 

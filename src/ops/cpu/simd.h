@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/dtype_traits.h"
 #include "kvcache/base.h"
 
 #define KVC_QK_KEYS 8  /* keys per qk call */
@@ -103,8 +104,6 @@ typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, i
 typedef void (*kvc_qk_lanes_fn)(const void *k, int64_t cs, int nk, const float *q, int64_t qstride, int nr, int64_t dim,
                                 float *out, int64_t ostride, kvc_pf_run pf);
 
-#define KVC_SIMD_SLOTS 6
-
 typedef struct kvc_simd_table {
     const char *name;
     kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype) */
@@ -118,16 +117,11 @@ typedef struct kvc_simd_table {
     bool amx; /* bf16 K/V rows: scores and values on AMX tiles (attn_amx.h); the rest of the AVX-512 table */
 } kvc_simd_table;
 
-/* 0 f32, 1 f16, 2 bf16, 3 int8 (raw integer value), 4 fp8 e4m3, 5 fp8 e5m2. */
+/* The slot of dt (its dtype-table entry; dtype_traits.h): the tables' converters of a built-in K/V dtype,
+ * or KVC_SIMD_GENERIC, whose entries are NULL in every table (rows decoded by the entry's to_f32). */
 static inline int kvci_simd_slot(kvc_dtype dt) {
-    switch (dt) {
-    case KVC_DTYPE_F16: return 1;
-    case KVC_DTYPE_BF16: return 2;
-    case KVC_DTYPE_I8: return 3;
-    case KVC_DTYPE_F8E4M3: return 4;
-    case KVC_DTYPE_F8E5M2: return 5;
-    default: return 0;
-    }
+    const kvc_dtype_traits *t = kvci_dtype_traits(dt);
+    return t != NULL ? (int)t->simd : KVC_SIMD_F32;
 }
 
 static inline int64_t kvci_chan(kvc_chan_map cm, int64_t d) { return (d >> cm.sh) * cm.nzs + (d & cm.mask); }

@@ -9,7 +9,8 @@
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
-#define CHUNK 8
+#define CHUNK     8
+#define TYPE_NAME "ChunkedLocal"
 
 /* Once `computed` tokens are cached, the next query starts a chunk at
  * (computed / CHUNK) * CHUNK: everything before it is no longer needed. */
@@ -24,7 +25,7 @@ static int64_t chunked_worst_blocks(const kvc_cache_group *g, int64_t positions)
 
 /* Only the rules that differ from the defaults are given. */
 static kvc_manager_type chunked_local_type = {
-    .name = "ChunkedLocal",
+    .name = TYPE_NAME,
     .fixed_size = false,
     .reserves_decode = true,
     .state_hits = false,
@@ -120,6 +121,12 @@ static void test_chunked_prefix_hit(void **state) {
     kvc_manager_destroy(m);
 }
 
+/* One file: the type's name appears in no other source file. */
+static void test_only_this_file_names_the_type(void **state) {
+    (void)state;
+    kvc_test_assert_only_file_naming(TYPE_NAME, "extend_attn_type.c");
+}
+
 int main(void) {
     /* The one registration. */
     if (kvci_manager_type_register(&chunked_local_type, &chunked) != KVC_OK) {
@@ -129,6 +136,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunks_release_their_blocks),
         cmocka_unit_test(test_chunked_prefix_hit),
+        cmocka_unit_test(test_only_this_file_names_the_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
