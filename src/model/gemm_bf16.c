@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "kvcache/half.h"
 #include "model/gemm_bf16.h"
 #include "model/gemm_scratch.h"
 
@@ -36,31 +37,56 @@ static int64_t packed_at(int64_t Kp, int64_t n, int64_t k) {
     return (n / 16) * 16 * Kp + (k / 2) * 32 + (n % 16) * 2 + (k % 2);
 }
 
-void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
+static void pack16(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t (*narrow)(float),
+                   uint16_t *dst) {
     const int64_t Kp = k_padded(K);
     memset(dst, 0, (size_t)kvci_bf16_packed_elems(N, K) * sizeof *dst);
     for (int64_t n = 0; n < N; n++)
-        for (int64_t k = 0; k < K; k++) dst[packed_at(Kp, n, k)] = to_bf16(src[n * sn + k * sk]);
+        for (int64_t k = 0; k < K; k++) dst[packed_at(Kp, n, k)] = narrow(src[n * sn + k * sk]);
+}
+
+static void row16(const uint16_t *packed, int64_t K, int64_t n, float (*widen)(uint16_t), float *out) {
+    const int64_t Kp = k_padded(K);
+    for (int64_t k = 0; k < K; k++) out[k] = widen(packed[packed_at(Kp, n, k)]);
+}
+
+void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
+    pack16(N, K, src, sn, sk, to_bf16, dst);
+}
+
+void kvci_f16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
+    pack16(N, K, src, sn, sk, kvc_f32_to_f16, dst);
 }
 
 void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {
     (void)N;
-    const int64_t Kp = k_padded(K);
-    for (int64_t k = 0; k < K; k++) out[k] = from_bf16(packed[packed_at(Kp, n, k)]);
+    row16(packed, K, n, from_bf16, out);
+}
+
+void kvci_f16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {
+    (void)N;
+    row16(packed, K, n, kvc_f16_to_f32, out);
 }
 
 /* The fma family's order, one element at a time. */
-static void block_portable(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+static void portable_of(float (*widen)(uint16_t), const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0,
+                        int64_t g1) {
     for (int64_t i = m0; i < m1; i++)
         for (int64_t j = g0 * 16; j < kvci_min64(c->N, g1 * 16); j++) {
             const float *a = c->A + i * c->lda;
             float acc = 0.0f;
-            for (int64_t k = 0; k < c->K; k++) acc = fmaf(a[k], from_bf16(c->B[packed_at(c->Kp, j, k)]), acc);
+            for (int64_t k = 0; k < c->K; k++) acc = fmaf(a[k], widen(c->B[packed_at(c->Kp, j, k)]), acc);
             c->C[i * c->ldc + j] = c->bias ? acc + c->bias[j] : acc;
         }
 }
+static void block_portable(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    portable_of(from_bf16, c, m0, m1, g0, g1);
+}
+static void block_portable_f16(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    portable_of(kvc_f16_to_f32, c, m0, m1, g0, g1);
+}
 
-static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable, false};
+static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable, false, block_portable_f16};
 
 int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     int n = 0;
@@ -88,6 +114,16 @@ const kvc_gemm_bf16_kernel *kvci_gemm_bf16_active(void) {
     return all[0];
 }
 
+const kvc_gemm_bf16_kernel *kvci_gemm_f16_active(void) {
+    const kvc_gemm_bf16_kernel *f = forced;
+    if (f && f->block_f16) return f;
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int n = kvci_gemm_bf16_kernels(all);
+    for (int i = 0; i < n; i++)
+        if (all[i]->block_f16) return all[i];
+    return &portable;
+}
+
 kvc_status kvci_gemm_bf16_force(const char *name) {
     if (!name) {
         forced = NULL;
@@ -110,11 +146,11 @@ kvc_status kvci_gemm_bf16_force(const char *name) {
 #define BF16_PARALLEL_FLOPS  (1 << 22)
 #define BF16_PARALLEL_BYTES  (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
 
-kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
-                          const float *bias, float *C, int64_t ldc) {
+/* C = A . B^T (+ bias) by kernel kr, its block function `block` (bf16 or f16 weights). */
+static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block, int64_t M, int64_t N, int64_t K,
+                         const float *A, int64_t lda, const uint16_t *B, const float *bias, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return KVC_OK;
     KVC_ASSERT(K >= 1);
-    const kvc_gemm_bf16_kernel *kr = kvci_gemm_bf16_active();
     kvc_bf16_call c = {.M = M,
                        .N = N,
                        .K = K,
@@ -153,8 +189,20 @@ kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64
 #pragma omp for schedule(dynamic, 1)
         for (int64_t job = 0; job < jobs; job++) {
             const int64_t m0 = (job % jobs_m) * mc, g0 = (job / jobs_m) * gc;
-            kr->block(&c, m0, kvci_min64(M, m0 + mc), g0, kvci_min64(G, g0 + gc));
+            block(&c, m0, kvci_min64(M, m0 + mc), g0, kvci_min64(G, g0 + gc));
         }
     }
     return KVC_OK;
+}
+
+kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                          const float *bias, float *C, int64_t ldc) {
+    const kvc_gemm_bf16_kernel *kr = kvci_gemm_bf16_active();
+    return gemm16(kr, kr->block, M, N, K, A, lda, B, bias, C, ldc);
+}
+
+kvc_status kvci_gemm_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                         const float *bias, float *C, int64_t ldc) {
+    const kvc_gemm_bf16_kernel *kr = kvci_gemm_f16_active();
+    return gemm16(kr, kr->block_f16, M, N, K, A, lda, B, bias, C, ldc);
 }

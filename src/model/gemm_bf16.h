@@ -31,6 +31,12 @@
  *   representation error 2^-16 |a| per element (bench gemm measured the choice,
  *   docs/runtime.md).
  *
+ * f16 weights (IEEE binary16, kept as an f16 checkpoint stores them) use the
+ * same packed layout and run on the fma family only, in its order with the
+ * weight widened exactly from f16 (the dot instructions take bf16 only):
+ * the fma family's bound holds as it is, and every fma kernel gives the same
+ * bits (kvci_gemm_f16).
+ *
  * The kernel is chosen at run time (CPUID, and for AMX the Linux permission
  * to use tile data, asked once per process) and may be forced by name. */
 #ifndef KVC_MODEL_GEMM_BF16_H
@@ -53,6 +59,10 @@ int64_t kvci_bf16_packed_elems(int64_t N, int64_t K);
 void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst);
 /* Row n of a packed B, widened to f32: out[K]. */
 void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out);
+/* The same for f16 weights: kvci_f16_pack rounds to f16 (nearest even; exact for values widened
+ * from f16, which is what the loader passes it). */
+void kvci_f16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst);
+void kvci_f16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out);
 
 /* C[i, j] = sum_k A[i, k] B[j, k] (+ bias[j]) for i < M, j < N: A [M, K] rows lda
  * apart, B packed (above), bias [N] or NULL, C [M, N] rows ldc apart; M, N >= 0,
@@ -61,6 +71,11 @@ void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t 
  * KVC_ENOMEM when it cannot grow (C untouched). */
 kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           const float *bias, float *C, int64_t ldc);
+
+/* kvci_gemm_bf16 over f16 weights packed by kvci_f16_pack: the fma family's order, on the kernel
+ * kvci_gemm_f16_active names (never KVC_ENOMEM: no split). */
+kvc_status kvci_gemm_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                         const float *bias, float *C, int64_t ldc);
 
 /* The operands of one call as the kernels see them. */
 typedef struct kvc_bf16_call {
@@ -94,14 +109,17 @@ typedef struct kvc_gemm_bf16_kernel {
     kvc_bf16_split_fn split; /* the dot family's split of A into As; NULL: the kernel reads A */
     int mb;                  /* rows per block granularity */
     kvc_bf16_block_fn block;
-    bool k_blocked; /* for M > 16 the kernel reads B once per block and A once per column block of
-                     * it: blocks take wide column ranges (few re-reads of A) */
+    bool k_blocked;              /* for M > 16 the kernel reads B once per block and A once per column block of
+                                  * it: blocks take wide column ranges (few re-reads of A) */
+    kvc_bf16_block_fn block_f16; /* the fma family's order over f16 weights (kvci_gemm_f16); NULL: bf16 only */
 } kvc_gemm_bf16_kernel;
 
 #define KVC_GEMM_BF16_MAX_KERNELS 5
 /* The kernels this CPU (and OS) can run, best first; portable always last. */
 int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out /* [KVC_GEMM_BF16_MAX_KERNELS] */);
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_active(void);
+/* The kernel kvci_gemm_f16 runs: the forced kernel when it takes f16, else the best one that does. */
+const kvc_gemm_bf16_kernel *kvci_gemm_f16_active(void);
 /* Forces a kernel by name (tests, bench); NULL restores the best one. KVC_EINVAL
  * naming the kernel when this CPU cannot run it. */
 kvc_status kvci_gemm_bf16_force(const char *name);

@@ -56,7 +56,7 @@ INL void tile(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int
 
 KVC_BF16_TILES_4X4(TGT, dot, tile)
 
-static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot", kvci_bf16_split_avx512, 1, dot_block, false};
+static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot", kvci_bf16_split_avx512, 1, dot_block, false, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void) { return &dot512; }
 #else

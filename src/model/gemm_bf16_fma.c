@@ -1,9 +1,10 @@
-/* The fma family of kvci_gemm_bf16 (gemm_bf16.h) on AVX-512F and AVX2+FMA:
- * one vector lane per output column, the bf16 weights of a packed pair
- * widened to f32 by shifts (even k: << 16; odd k: high half kept), the
- * activation broadcast, and acc = fma(a, b, acc) for k = 0 .. K-1 in order:
- * the portable kernel's roundings exactly. Tiles of MR rows x NR vectors;
- * compiled with target attributes, used only when the CPU reports the ISA. */
+/* The fma family of kvci_gemm_bf16 and kvci_gemm_f16 (gemm_bf16.h) on AVX-512F
+ * and AVX2+FMA+F16C: one vector lane per output column, the 16-bit weights of a
+ * packed pair widened to f32 (bf16 by shifts: even k << 16, odd k high half kept;
+ * f16 by vcvtph2ps of the even and odd halves), the activation broadcast, and
+ * acc = fma(a, b, acc) for k = 0 .. K-1 in order: the portable kernel's roundings
+ * exactly (both widenings are exact). Tiles of MR rows x NR vectors; compiled with
+ * target attributes, used only when the CPU reports the ISA. */
 #include "model/gemm_bf16.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -14,13 +15,23 @@
 #define INL512 __attribute__((target("avx512f"), always_inline)) static inline
 #define TGT512 __attribute__((target("avx512f")))
 
-INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t g) {
+/* The even-k and odd-k weights of 16 packed pairs, widened. */
+INL512 void widen512(const bool F16, __m512i v, __m512 *even, __m512 *odd) {
+    if (F16) {
+        *even = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+        *odd = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+    } else {
+        *even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+        *odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+    }
+}
+
+INL512 void tile512(const int MR, const int NR, const bool F16, const kvc_bf16_call *c, int64_t i, int64_t g) {
     __m512 acc[4][4];
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
     const uint16_t *b = c->B + g * 16 * c->Kp;
     const float *a = c->A + i * c->lda;
-    const __m512i odd = _mm512_set1_epi32((int)0xFFFF0000u);
     const int64_t pairs = c->K / 2;
     for (int64_t P = 0; P < pairs; P++) {
         __m512 ae[4], ao[4];
@@ -29,9 +40,8 @@ INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
             ae[r] = _mm512_set1_ps(a[r * c->lda + 2 * P]), ao[r] = _mm512_set1_ps(a[r * c->lda + 2 * P + 1]);
 #pragma GCC unroll 4
         for (int j = 0; j < NR; j++) {
-            const __m512i v = _mm512_loadu_si512(b + j * 16 * c->Kp + P * 32);
-            const __m512 be = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-            const __m512 bo = _mm512_castsi512_ps(_mm512_and_si512(v, odd));
+            __m512 be, bo;
+            widen512(F16, _mm512_loadu_si512(b + j * 16 * c->Kp + P * 32), &be, &bo);
 #pragma GCC unroll 4
             for (int r = 0; r < MR; r++) {
                 acc[r][j] = _mm512_fmadd_ps(ae[r], be, acc[r][j]);
@@ -41,8 +51,8 @@ INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
     }
     if (c->K % 2) { /* the last k is even: its pair's odd half is padding */
         for (int j = 0; j < NR; j++) {
-            const __m512i v = _mm512_loadu_si512(b + j * 16 * c->Kp + pairs * 32);
-            const __m512 be = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+            __m512 be, bo;
+            widen512(F16, _mm512_loadu_si512(b + j * 16 * c->Kp + pairs * 32), &be, &bo);
             for (int r = 0; r < MR; r++)
                 acc[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
         }
@@ -51,28 +61,45 @@ INL512 void tile512(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
         for (int j = 0; j < NR; j++) bf16_store_group(c, i + r, g + j, acc[r][j]);
 }
 
-KVC_BF16_TILES_4X4(TGT512, fma512, tile512)
+#define TILE512_BF16(MR, NR, c, i, g) tile512(MR, NR, false, c, i, g)
+#define TILE512_F16(MR, NR, c, i, g)  tile512(MR, NR, true, c, i, g)
+KVC_BF16_TILES_4X4(TGT512, fma512, TILE512_BF16)
+KVC_BF16_TILES_4X4(TGT512, fma512h, TILE512_F16)
 
-static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block, false};
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block, false, fma512h_block};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
 
 /* ---- AVX2 + FMA: a vector is half a group (8 columns); tiles up to 2 rows x 4 half-groups ---- */
 
-#define INL256 __attribute__((target("avx2,fma"), always_inline)) static inline
-#define TGT256 __attribute__((target("avx2,fma")))
+#define INL256 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+#define TGT256 __attribute__((target("avx2,fma,f16c")))
 
 /* Half-group h of the call: columns 8h .. 8h+7, pair P at B + (h / 2) 16 Kp + P 32 + (h % 2) 16. */
 INL256 __m256i half_pair(const kvc_bf16_call *c, int64_t h, int64_t P) {
     return _mm256_loadu_si256((const __m256i *)(c->B + (h / 2) * 16 * c->Kp + P * 32 + (h % 2) * 16));
 }
 
-INL256 void tile256(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t h) {
+/* The even-k and odd-k weights of 8 packed pairs, widened (f16: each 128-bit lane's even or odd
+ * halves gathered by a byte shuffle, the two lanes' quarters joined, vcvtph2ps). */
+INL256 void widen256(const bool F16, __m256i v, __m256 *even, __m256 *odd) {
+    if (F16) {
+        const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9,
+                                              12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+        const __m256i q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), 0xD8); /* even 0-7, odd 0-7 */
+        *even = _mm256_cvtph_ps(_mm256_castsi256_si128(q));
+        *odd = _mm256_cvtph_ps(_mm256_extracti128_si256(q, 1));
+    } else {
+        *even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        *odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xFFFF0000u)));
+    }
+}
+
+INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_call *c, int64_t i, int64_t h) {
     __m256 acc[2][4];
     for (int r = 0; r < 2; r++)
         for (int j = 0; j < 4; j++) acc[r][j] = _mm256_setzero_ps();
     const float *a = c->A + i * c->lda;
-    const __m256i odd = _mm256_set1_epi32((int)0xFFFF0000u);
     const int64_t pairs = c->K / 2;
     for (int64_t P = 0; P < pairs; P++) {
         __m256 ae[2], ao[2];
@@ -82,9 +109,8 @@ INL256 void tile256(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
             ao[r] = _mm256_broadcast_ss(a + r * c->lda + 2 * P + 1);
 #pragma GCC unroll 4
         for (int j = 0; j < NR; j++) {
-            const __m256i v = half_pair(c, h + j, P);
-            const __m256 be = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-            const __m256 bo = _mm256_castsi256_ps(_mm256_and_si256(v, odd));
+            __m256 be, bo;
+            widen256(F16, half_pair(c, h + j, P), &be, &bo);
 #pragma GCC unroll 2
             for (int r = 0; r < MR; r++) {
                 acc[r][j] = _mm256_fmadd_ps(ae[r], be, acc[r][j]);
@@ -94,7 +120,8 @@ INL256 void tile256(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
     }
     if (c->K % 2)
         for (int j = 0; j < NR; j++) {
-            const __m256 be = _mm256_castsi256_ps(_mm256_slli_epi32(half_pair(c, h + j, pairs), 16));
+            __m256 be, bo;
+            widen256(F16, half_pair(c, h + j, pairs), &be, &bo);
             for (int r = 0; r < MR; r++)
                 acc[r][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * c->lda + 2 * pairs), be, acc[r][j]);
         }
@@ -109,24 +136,37 @@ INL256 void tile256(const int MR, const int NR, const kvc_bf16_call *c, int64_t 
     }
 }
 
-#define TILE256(MR, NR)                                                                                                \
-    TGT256 static void t256_##MR##x##NR(const kvc_bf16_call *c, int64_t i, int64_t h) { tile256(MR, NR, c, i, h); }
-#define ROW256(MR) TILE256(MR, 1) TILE256(MR, 2) TILE256(MR, 3) TILE256(MR, 4)
-ROW256(1)
-ROW256(2)
+#define TILE256(MR, NR, F16, SUF)                                                                                      \
+    TGT256 static void t256##SUF##_##MR##x##NR(const kvc_bf16_call *c, int64_t i, int64_t h) {                         \
+        tile256(MR, NR, F16, c, i, h);                                                                                 \
+    }
+#define ROW256(MR, F16, SUF)                                                                                           \
+    TILE256(MR, 1, F16, SUF) TILE256(MR, 2, F16, SUF) TILE256(MR, 3, F16, SUF) TILE256(MR, 4, F16, SUF)
+ROW256(1, false, b)
+ROW256(2, false, b)
+ROW256(1, true, h)
+ROW256(2, true, h)
 
 typedef void (*fixed_tile)(const kvc_bf16_call *, int64_t, int64_t);
-#define FNS256(MR)                                                                                                     \
-    { t256_##MR##x1, t256_##MR##x2, t256_##MR##x3, t256_##MR##x4 }
-static const fixed_tile tiles256[2][4] = {FNS256(1), FNS256(2)};
+#define FNS256(SUF, MR)                                                                                                \
+    { t256##SUF##_##MR##x1, t256##SUF##_##MR##x2, t256##SUF##_##MR##x3, t256##SUF##_##MR##x4 }
+static const fixed_tile tiles256[2][2][4] = {{FNS256(b, 1), FNS256(b, 2)}, {FNS256(h, 1), FNS256(h, 2)}};
 
-static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+static void block256_of(const bool f16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
     const int64_t h1 = kvci_min64(2 * g1, kvci_cdiv(c->N, 8)); /* half-groups holding a column < N */
     for (int64_t h = 2 * g0; h < h1; h += 4)
-        for (int64_t i = m0; i < m1; i += 2) tiles256[kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
+        for (int64_t i = m0; i < m1; i += 2)
+            tiles256[f16][kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
+}
+static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    block256_of(false, c, m0, m1, g0, g1);
+}
+static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    block256_of(true, c, m0, m1, g0, g1);
 }
 
-static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false};
+/* Every CPU with AVX2 has F16C (simd_select.c makes the same assumption). */
+static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }
 #else

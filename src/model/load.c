@@ -105,7 +105,7 @@ static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
 }
 
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
- * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16 or else f32). Each
+ * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16, F16 or else f32). Each
  * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     const load_ctx *c = user;
@@ -126,8 +126,11 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     kvc_status s = strchr(name, '*') ? load_ds_experts(c, t, tmp, &dtype)
                                      : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
     if (s == KVC_OK && c->check_only) {
-        const bool bf16 = dtype && strcmp(dtype, "BF16") == 0;
-        t->mat->dtype = kvci_wmat_dtype_for(c->weights, bf16 ? KVC_WMAT_BF16 : KVC_WMAT_F32, t->name);
+        const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
+                                      : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16
+                                      : strcmp(dtype, "F16") == 0  ? KVC_WMAT_F16
+                                                                   : KVC_WMAT_F32;
+        t->mat->dtype = kvci_wmat_dtype_for(c->weights, stored, t->name);
     }
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
     kvci_free(tmp);
@@ -143,9 +146,7 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out) {
 kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out) {
     if (out) *out = NULL;
     kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
-    if (weights && kvci_wmat_dtype_parse(weights, &wd) != KVC_OK)
-        return kvci_fail(KVC_EINVAL, "model_load: weights \"%s\" is not one of checkpoint, f32, bf16, q8_0, q4_0",
-                         weights);
+    if (weights) KVC_TRY(kvci_wmat_dtype_parse(weights, &wd)); /* names the dtype and the choices */
     return kvci_model_load_as(dir, wd, out);
 }
 

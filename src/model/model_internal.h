@@ -15,7 +15,7 @@
 
 /* One GEMM operand: `count` matrices [rows = out, cols = in] (count > 1: the
  * experts of a MoE layer, [E, rows, cols]); data NULL when the family/config
- * has none. F32: rows of cols floats; BF16: each matrix packed
+ * has none. F32: rows of cols floats; BF16, F16: each matrix packed
  * (gemm_bf16.h, kvci_bf16_packed_elems); Q8_0, Q4_0: each matrix quantized and
  * packed (gemm_quant.h, kvci_wq_packed_bytes); the next matrix 64-byte aligned
  * after it. KVC_WMAT_CHECKPOINT is no matrix's dtype: asked at load, it keeps
@@ -26,6 +26,7 @@ typedef enum kvc_wmat_dtype {
     KVC_WMAT_BF16,
     KVC_WMAT_Q8_0,
     KVC_WMAT_Q4_0,
+    KVC_WMAT_F16, /* only as an f16 checkpoint stores it (kvci_wmat_dtype_for) */
     KVC_WMAT_COUNT
 } kvc_wmat_dtype;
 typedef struct kvc_wmat {
@@ -47,12 +48,13 @@ kvc_wmat kvci_wmat_at(const kvc_wmat *w, int64_t e);
 void kvci_wmat_fill(kvc_wmat *w, const float *src, bool transposed);
 /* Row r of a one-matrix view, widened (dequantized) to f32: out[cols]. */
 void kvci_wmat_row(const kvc_wmat *w, int64_t r, float *out);
-/* "checkpoint", "f32", "bf16", "q8_0" or "q4_0". */
+/* "checkpoint", "f32", "bf16", "q8_0", "q4_0" or "f16". */
 const char *kvci_wmat_dtype_name(kvc_wmat_dtype d);
-/* The dtype named `name` (one of kvci_wmat_dtype_name's); KVC_EINVAL naming it and the choices. */
+/* The dtype named `name` (one of kvci_wmat_dtype_name's but f16, which only a checkpoint gives);
+ * KVC_EINVAL naming it and the choices. */
 kvc_status kvci_wmat_dtype_parse(const char *name, kvc_wmat_dtype *out);
-/* The dtype of the matrix `name` (its HF name) stored in the checkpoint as `stored` (F32 or
- * BF16) when the weights are asked as `want`: the checkpoint's for KVC_WMAT_CHECKPOINT, else
+/* The dtype of the matrix `name` (its HF name) stored in the checkpoint as `stored` (F32, BF16
+ * or F16) when the weights are asked as `want`: the checkpoint's for KVC_WMAT_CHECKPOINT, else
  * `want`, except that the embedding and the output head (model.embed_tokens.weight,
  * lm_head.weight) are Q8_0 when `want` is quantized (docs/runtime.md). */
 kvc_wmat_dtype kvci_wmat_dtype_for(kvc_wmat_dtype want, kvc_wmat_dtype stored, const char *name);

@@ -13,20 +13,23 @@ typedef struct wmat_kind {
     const char *name;
     bool quantized;
     kvc_wq_format wq; /* quantized only */
+    bool stored_only; /* kept as a checkpoint stores it, never asked for by name (kvci_wmat_dtype_parse) */
 } wmat_kind;
 
 static const wmat_kind KINDS[KVC_WMAT_COUNT] = {
-    [KVC_WMAT_F32] = {"f32", false, KVC_WQ_Q8_0},
-    [KVC_WMAT_BF16] = {"bf16", false, KVC_WQ_Q8_0},
-    [KVC_WMAT_Q8_0] = {"q8_0", true, KVC_WQ_Q8_0},
-    [KVC_WMAT_Q4_0] = {"q4_0", true, KVC_WQ_Q4_0},
+    [KVC_WMAT_F32] = {"f32", false, KVC_WQ_Q8_0, false},  [KVC_WMAT_BF16] = {"bf16", false, KVC_WQ_Q8_0, false},
+    [KVC_WMAT_Q8_0] = {"q8_0", true, KVC_WQ_Q8_0, false}, [KVC_WMAT_Q4_0] = {"q4_0", true, KVC_WQ_Q4_0, false},
+    [KVC_WMAT_F16] = {"f16", false, KVC_WQ_Q8_0, true},
 };
+
+/* 16-bit weights in the packed pair layout of gemm_bf16.h. */
+static bool packed16(kvc_wmat_dtype d) { return d == KVC_WMAT_BF16 || d == KVC_WMAT_F16; }
 
 int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w) {
     const wmat_kind *k = &KINDS[w->dtype];
     int64_t b = w->rows * w->cols * 4;
     if (k->quantized) b = kvci_wq_packed_bytes(k->wq, w->rows, w->cols);
-    if (w->dtype == KVC_WMAT_BF16) b = kvci_bf16_packed_elems(w->rows, w->cols) * 2;
+    if (packed16(w->dtype)) b = kvci_bf16_packed_elems(w->rows, w->cols) * 2;
     return (b + 63) / 64 * 64;
 }
 
@@ -54,6 +57,8 @@ void kvci_wmat_fill(kvc_wmat *w, const float *src, bool transposed) {
             kvci_wq_pack(k->wq, R, C, s, sr, sc, one.data);
         } else if (w->dtype == KVC_WMAT_BF16) {
             kvci_bf16_pack(R, C, s, sr, sc, one.data);
+        } else if (w->dtype == KVC_WMAT_F16) {
+            kvci_f16_pack(R, C, s, sr, sc, one.data);
         } else {
             float *d = one.data;
             for (int64_t r = 0; r < R; r++)
@@ -68,6 +73,8 @@ void kvci_wmat_row(const kvc_wmat *w, int64_t r, float *out) {
         kvci_wq_packed_row(k->wq, w->data, w->rows, w->cols, r, out);
     else if (w->dtype == KVC_WMAT_BF16)
         kvci_bf16_packed_row(w->data, w->rows, w->cols, r, out);
+    else if (w->dtype == KVC_WMAT_F16)
+        kvci_f16_packed_row(w->data, w->rows, w->cols, r, out);
     else
         memcpy(out, (const float *)w->data + r * w->cols, (size_t)w->cols * sizeof(float));
 }
@@ -80,10 +87,14 @@ kvc_status kvci_wmat_dtype_parse(const char *name, kvc_wmat_dtype *out) {
         return KVC_OK;
     }
     for (int d = 0; d < KVC_WMAT_COUNT; d++)
-        if (name && strcmp(name, KINDS[d].name) == 0) {
+        if (name && strcmp(name, KINDS[d].name) == 0 && !KINDS[d].stored_only) {
             *out = (kvc_wmat_dtype)d;
             return KVC_OK;
         }
+    if (name && strcmp(name, KINDS[KVC_WMAT_F16].name) == 0)
+        return kvci_fail(KVC_EINVAL, "weight dtype \"f16\" is kept from an f16 checkpoint (--weights checkpoint), "
+                                     "never rounded to from another dtype: ask for one of checkpoint, f32, bf16, "
+                                     "q8_0, q4_0");
     return kvci_fail(KVC_EINVAL, "weight dtype \"%s\" is not one of checkpoint, f32, bf16, q8_0, q4_0",
                      name ? name : "(null)");
 }
@@ -97,6 +108,7 @@ kvc_wmat_dtype kvci_wmat_dtype_for(kvc_wmat_dtype want, kvc_wmat_dtype stored, c
 const char *kvci_wmat_kernel_name(const kvc_wmat *w) {
     const wmat_kind *k = &KINDS[w->dtype];
     if (k->quantized) return kvci_wq_active(k->wq)->name;
+    if (w->dtype == KVC_WMAT_F16) return kvci_gemm_f16_active()->name;
     return w->dtype == KVC_WMAT_BF16 ? kvci_gemm_bf16_active()->name : kvci_gemm_active()->name;
 }
 
@@ -105,6 +117,7 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
     const wmat_kind *k = &KINDS[w->dtype];
     if (k->quantized) return kvci_gemm_wq(k->wq, T, out, in, x, in, w->data, b, y, out);
     if (w->dtype == KVC_WMAT_BF16) return kvci_gemm_bf16(T, out, in, x, in, w->data, b, y, out);
+    if (w->dtype == KVC_WMAT_F16) return kvci_gemm_f16(T, out, in, x, in, w->data, b, y, out);
     kvci_gemm_nt(T, out, in, x, in, w->data, in, b, y, out);
     return KVC_OK;
 }

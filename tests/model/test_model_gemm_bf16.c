@@ -2,7 +2,8 @@
  * has: the error bound of its family against a float64 product, the fma
  * family's kernels bitwise equal to the portable one, and each kernel's
  * output rows / columns bitwise independent of M, N, column slices and the
- * thread count. Packing round-trips, transposed sources included. */
+ * thread count. Packing round-trips, transposed sources included. f16 weights
+ * on the fma family (kvci_gemm_f16) likewise. */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -223,6 +224,70 @@ static void test_pack_round_trip(void **state) {
     free(B), free(T), free(p), free(q);
 }
 
+/* f16 weights (kvci_gemm_f16): every kernel that takes them gives, bitwise, the fma family's
+ * formula written out here (acc = fmaf(a, f16 weight, acc) in k order, bias last), within its
+ * float64 bound, rows alone equal to M = 512, and a forced dot kernel leaves f16 on the fma family.
+ * The weights use all 11 bits of f16 (most of them are no bf16). */
+static void test_f16_weights(void **state) {
+    (void)state;
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int nk = kernels(all);
+    omp_set_num_threads(2);
+    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+        const int64_t M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2];
+        float *A = rand_buf(M * K, false), *B = rand_buf(N * K, false), *bias = rand_buf(N, false);
+        for (int64_t i = 0; i < N * K; i++) B[i] = kvc_f16_to_f32(kvc_f32_to_f16(B[i] * 3.0f));
+        float *ref = calloc((size_t)(M * N), sizeof(float)), *C = calloc((size_t)(M * N), sizeof(float));
+        uint16_t *Bp = malloc((size_t)kvci_bf16_packed_elems(N, K) * sizeof *Bp);
+        float *row = malloc((size_t)K * sizeof *row);
+        assert_true(ref && C && Bp && row);
+        kvci_f16_pack(N, K, B, K, 1, Bp);
+        for (int64_t j = 0; j < N; j++) { /* the pack keeps f16 values exactly */
+            kvci_f16_packed_row(Bp, N, K, j, row);
+            assert_memory_equal(row, B + j * K, (size_t)K * sizeof(float));
+        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float acc = 0.0f;
+                double exact = bias[j], mag = 0.0;
+                for (int64_t k = 0; k < K; k++) {
+                    acc = fmaf(A[i * K + k], B[j * K + k], acc);
+                    exact += (double)A[i * K + k] * B[j * K + k];
+                    mag += fabs((double)A[i * K + k] * B[j * K + k]);
+                }
+                ref[i * N + j] = acc + bias[j];
+                assert_true(fabs(ref[i * N + j] - exact) <= bound("fma", K, mag, fabs(bias[j])));
+            }
+        for (int kk = 0; kk < nk; kk++) {
+            force(all[kk]->name);
+            if (!all[kk]->block_f16) { /* a dot kernel: f16 stays on the best fma kernel */
+                assert_string_equal(kvci_gemm_f16_active()->family, "fma");
+                continue;
+            }
+            assert_string_equal(kvci_gemm_f16_active()->name, all[kk]->name);
+            assert_int_equal(kvci_gemm_f16(M, N, K, A, K, Bp, bias, C, N), KVC_OK);
+            if (memcmp(C, ref, (size_t)(M * N) * sizeof(float)) != 0)
+                fail_msg("f16 weights on %s differ from the fma formula at M %lld N %lld K %lld", all[kk]->name,
+                         (long long)M, (long long)N, (long long)K);
+        }
+        force(NULL);
+        free(A), free(B), free(bias), free(ref), free(C), free(Bp), free(row);
+    }
+    const int64_t M = 512, N = 40, K = 300; /* rows alone against M = 512, threads on */
+    float *A = rand_buf(M * K, false), *B = rand_buf(N * K, false), *full = calloc((size_t)(M * N), sizeof(float));
+    float *part = calloc((size_t)(17 * N), sizeof(float));
+    uint16_t *Bp = malloc((size_t)kvci_bf16_packed_elems(N, K) * sizeof *Bp);
+    assert_true(full && part && Bp);
+    kvci_f16_pack(N, K, B, K, 1, Bp);
+    assert_int_equal(kvci_gemm_f16(M, N, K, A, K, Bp, NULL, full, N), KVC_OK);
+    for (int64_t m = 1; m <= 17; m += 4) {
+        const int64_t i0 = (m * 29) % (M - m);
+        assert_int_equal(kvci_gemm_f16(m, N, K, A + i0 * K, K, Bp, NULL, part, N), KVC_OK);
+        assert_memory_equal(part, full + i0 * N, (size_t)(m * N) * sizeof(float));
+    }
+    free(A), free(B), free(full), free(part), free(Bp);
+}
+
 int main(void) {
     const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
     const int n = kvci_gemm_bf16_kernels(all);
@@ -235,6 +300,7 @@ int main(void) {
         cmocka_unit_test(test_rows_and_columns_independent),
         cmocka_unit_test(test_small_m_equals_large_m),
         cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_f16_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,28 +140,37 @@ static void test_qwen3(void **state) {
     (void)state;
     run_dir("qwen3");
 }
-/* The BF16 checkpoint keeps its matrices in bf16 (packed) and meets the oracle on every bf16 GEMM kernel of this CPU.
- */
-static void test_qwen3_bf16(void **state) {
-    (void)state;
+/* The checkpoint `sub` keeps its matrices in `dtype` (packed) and meets the oracle on every GEMM kernel of
+ * this CPU that takes that dtype (bf16: all; f16: the fma family). */
+static void run_kept(const char *sub, kvc_wmat_dtype dtype) {
     char dir[1024];
-    kvc_test_oracle_dir("qwen3/bf16", dir, sizeof dir);
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
     kvc_model *m = NULL;
     if (kvc_model_load(dir, &m) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
-    assert_int_equal(m->layers[0].wq.dtype, KVC_WMAT_BF16);
-    assert_int_equal(m->lm_head.dtype, KVC_WMAT_BF16);
+    assert_int_equal(m->layers[0].wq.dtype, dtype);
+    assert_int_equal(m->lm_head.dtype, dtype);
     kvc_model_destroy(m);
     const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
     const int n = kvci_gemm_bf16_kernels(all);
     for (int k = 0; k < n; k++) {
+        if (dtype == KVC_WMAT_F16 && !all[k]->block_f16) continue;
         if (kvci_gemm_bf16_force(all[k]->name) != KVC_OK) fail_msg("%s", kvc_last_error());
-        run_dir("qwen3/bf16");
+        run_dir(sub);
     }
     assert_int_equal(kvci_gemm_bf16_force(NULL), KVC_OK);
 }
+static void test_qwen3_bf16(void **state) {
+    (void)state;
+    run_kept("qwen3/bf16", KVC_WMAT_BF16);
+}
 static void test_qwen3_f16(void **state) {
     (void)state;
-    run_dir("qwen3/f16");
+    run_kept("qwen3/f16", KVC_WMAT_F16);
+    char dir[1024];
+    kvc_test_oracle_dir("qwen3/f16", dir, sizeof dir);
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load_weights(dir, "f16", &m), KVC_EINVAL); /* never rounded to by name */
+    assert_non_null(strstr(kvc_last_error(), "kept from an f16 checkpoint"));
 }
 static void test_gpt_oss(void **state) {
     (void)state;
