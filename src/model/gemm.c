@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "base/isa.h"
 #include "model/gemm.h"
 
 /* The fixed lane tree of gemm.h: l + l+8, + 4, + 2, + 1. */
@@ -41,8 +42,9 @@ int kvci_gemm_kernels(const kvc_gemm_kernel **out) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     const kvc_gemm_kernel *k512 = kvci_gemm_avx512_kernel(), *k2 = kvci_gemm_avx2_kernel();
-    if (k512 && __builtin_cpu_supports("avx512f")) out[n++] = k512;
-    if (k2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = k2;
+    const kvc_isa cap = kvci_isa_cap();
+    if (k512 && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512f")) out[n++] = k512;
+    if (k2 && cap >= KVC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = k2;
 #endif
     out[n++] = &portable;
     return n;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "base/isa.h"
 #include "kvcache/half.h"
 #include "model/gemm_bf16.h"
 #include "model/gemm_scratch.h"
@@ -95,10 +96,11 @@ int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     const kvc_gemm_bf16_kernel *amx = kvci_gemm_bf16_amx_kernel(), *dot = kvci_gemm_bf16_dot512_kernel();
     const kvc_gemm_bf16_kernel *f512 = kvci_gemm_bf16_fma512_kernel(), *f256 = kvci_gemm_bf16_fma256_kernel();
     /* measured order (docs/runtime.md): three vdpbf16ps per pair lose to two widened FMAs */
-    if (amx) out[n++] = amx;
-    if (f512 && __builtin_cpu_supports("avx512f")) out[n++] = f512;
-    if (dot && __builtin_cpu_supports("avx512bf16")) out[n++] = dot;
-    if (f256 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = f256;
+    const kvc_isa cap = kvci_isa_cap();
+    if (amx && cap >= KVC_ISA_AMX) out[n++] = amx;
+    if (f512 && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512f")) out[n++] = f512;
+    if (dot && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16")) out[n++] = dot;
+    if (f256 && cap >= KVC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = f256;
 #endif
     out[n++] = &portable;
     return n;

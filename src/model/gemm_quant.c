@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "base/isa.h"
 #include "kvcache/half.h"
 #include "model/gemm_quant.h"
 #include "model/gemm_scratch.h"
@@ -52,9 +53,11 @@ static void ask_isa(void) {
 
 int kvci_wq_kernels(kvc_wq_format f, const kvc_wq_kernel **out) {
     (void)pthread_once(&isa_asked, ask_isa);
+    static const kvc_isa needs[3] = {KVC_ISA_AMX, KVC_ISA_AVX512, KVC_ISA_AVX2}; /* of isa[i] */
+    const kvc_isa cap = kvci_isa_cap();
     int n = 0;
     for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++)
-        if (isa[i] && isa[i]->block[f]) out[n++] = isa[i];
+        if (isa[i] && isa[i]->block[f] && needs[i] <= cap) out[n++] = isa[i];
     out[n++] = &portable;
     return n;
 }

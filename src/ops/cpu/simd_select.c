@@ -1,10 +1,8 @@
-/* Run-time choice of the SIMD table: the CPU's best path, or the one the
- * environment variable KVC_SIMD names (clamped to what the CPU runs, so
- * that a forced path never executes an instruction the CPU lacks). */
-#include <stdlib.h>
-#include <string.h>
-
+/* Run-time choice of the SIMD table: the CPU's best path at or below the
+ * cap KVC_SIMD names (base/isa.h; clamped to what the CPU runs, so that a
+ * forced path never executes an instruction the CPU lacks). */
 #include "base/amx.h"
+#include "base/isa.h"
 #include "ops/cpu/simd.h"
 
 bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
@@ -31,17 +29,7 @@ static const kvc_simd_table *best_up_to(int rank) {
     return &kvc_simd_portable;
 }
 
-static const kvc_simd_table *from_environment(void) {
-    const char *e = getenv("KVC_SIMD");
-    int rank = 3;
-    if (e && strcmp(e, "portable") == 0)
-        rank = 0;
-    else if (e && strcmp(e, "avx2") == 0)
-        rank = 1;
-    else if (e && strcmp(e, "avx512") == 0)
-        rank = 2;
-    return best_up_to(rank);
-}
+static const kvc_simd_table *from_environment(void) { return best_up_to((int)kvci_isa_cap()); }
 
 static const kvc_simd_table *_Atomic forced;
 static const kvc_simd_table *_Atomic chosen; /* from_environment(), once (every thread computes the same) */
