@@ -284,7 +284,9 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * batch 4 at 2k keys, calls alternating: GQA 4 f16 0.84-0.87 of the CPU
  * time, GQA 8 f16 0.84-0.92, int8 GQA 4 0.94; GQA 1 items, whose token rows
  * hold 32 heads, took 1.2-1.35 with it, so one-row items keep the unit
- * prefetch alone). Skipped when a sub-range's rows exceed KVC_PF_FAR_BYTES.
+ * prefetch alone; int8 and fp8 rows, bound by their conversions, took
+ * 0.84-1.09 and keep it too). Skipped when a sub-range's rows exceed
+ * KVC_PF_FAR_BYTES.
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
@@ -302,7 +304,7 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
             pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
     }
     const int64_t es = pass ? cx->ves : cx->kes, row = es * (pass ? pb->Dv : pb->D) * it->ng, n = ne - na;
-    if (n * row > KVC_PF_FAR_BYTES) return;
+    if (es < 2 || n * row > KVC_PF_FAR_BYTES) return;
     const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data);
     for (int64_t j = na + n * gl / it->ng; j < na + n * (gl + 1) / it->ng; j++) {
         const char *r = base + es * idx[j - off];
