@@ -254,12 +254,13 @@ static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off,
 
 /* The rows to prefetch of the unit computed after (keys [a, e), head gl) of
  * pass `pass` (0 scores, 1 values) into pr; returns their number. Items of
- * one row per KV head on token-major rows (not on the amx path) take the
- * unit KVC_PF_AHEAD_ONE units ahead instead:
+ * one row per KV head on token-major rows of 2-byte or wider elements (not
+ * on the amx path) take the unit KVC_PF_AHEAD_ONE units ahead instead:
  * such a unit computes in a quarter of the time of a GQA 4 one, too short
  * to cover a row's trip from memory (one core, cold, batch 4 at 2k keys,
  * calls alternating: f16 and bf16 0.80-0.83 of the time with 2 or 4 units
- * ahead against 1, int8 and fp8 0.98-1.07). Past the next chunk's first
+ * ahead against 1; int8 0.98-1.07 one core, 1.12-1.41 in a loaded
+ * two-thread benchmark run, so 1-byte rows keep one unit). Past the next chunk's first
  * unit there is nothing to prefetch. */
 static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
                               int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines) {
@@ -267,7 +268,9 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
     if (!cx->prefetch) return 0;
     int64_t na = a, ne = e, ng = gl, off = cr->p0;
     const int64_t *idx = NULL;
-    const int ahead = cx->pb->G * it->ni == 1 && cx->token_major && !cx->amx ? KVC_PF_AHEAD_ONE : 1;
+    const int ahead = cx->pb->G * it->ni == 1 && cx->token_major && !cx->amx && (pass ? cx->ves : cx->kes) >= 2
+                          ? KVC_PF_AHEAD_ONE
+                          : 1;
     for (int k = 0; k < ahead; k++) {
         if (++ng < it->ng) continue;
         if (idx) return 0; /* past the next chunk's first unit */
