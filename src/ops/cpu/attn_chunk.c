@@ -272,15 +272,28 @@ static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off,
 }
 
 /* The rows to prefetch of the unit computed after (keys [a, e), head gl) of
- * pass `pass` (0 scores, 1 values) into pr; returns their number. */
+ * pass `pass` (0 scores, 1 values) into pr; returns their number. Items of
+ * one row per KV head on token-major rows of 2-byte or wider elements (not
+ * on the amx path) take the unit KVC_PF_AHEAD_ONE units ahead instead:
+ * such a unit computes in a quarter of the time of a GQA 4 one, too short
+ * to cover a row's trip from memory (one core, cold, batch 4 at 2k keys,
+ * calls alternating: f16 and bf16 0.80-0.83 of the time with 2 or 4 units
+ * ahead against 1; int8 0.98-1.07 one core, 1.12-1.41 in a loaded
+ * two-thread benchmark run, so 1-byte rows keep one unit). Past the next chunk's first
+ * unit there is nothing to prefetch. */
 static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t j0,
                               int64_t j1, int64_t a, int64_t e, int64_t gl, int pass, const char **pr, int *lines) {
     *lines = 0;
     if (!cx->prefetch) return 0;
-    int64_t na = a, ne = e, ng = gl + 1, off = cr->p0;
+    int64_t na = a, ne = e, ng = gl, off = cr->p0;
     const int64_t *idx = NULL;
-    if (ng == it->ng) {
-        ng = 0, na = e, ne = sub_end(e, j1);
+    const int ahead = cx->pb->G * it->ni == 1 && cx->token_major && !cx->amx && (pass ? cx->ves : cx->kes) >= 2
+                          ? KVC_PF_AHEAD_ONE
+                          : 1;
+    for (int k = 0; k < ahead; k++) {
+        if (++ng < it->ng) continue;
+        if (idx) return 0; /* past the next chunk's first unit */
+        ng = 0, na = ne, ne = sub_end(ne, j1);
         if (na >= j1) {
             if (pass == 0)
                 pass = 1, na = j0, ne = sub_end(j0, j1);
@@ -290,6 +303,47 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
     }
     if (!idx) idx = pass ? cr->vi : cr->ki;
     return unit_rows(cx, idx, off, na, ne, ng, pass, pr, 0, lines);
+}
+
+/* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head on
+ * token-major rows: while the units of keys [a, e) compute, the whole token
+ * rows (every head of the item) of the sub-range computed next in pass
+ * order (the next sub-range of the pass; after the last key sub-range the
+ * first value sub-range, after the last value sub-range the next chunk's
+ * first key unit) are fetched into L2, spread over the sub-range's kernel
+ * calls: part p of the P calls (units in order, calls in order inside each)
+ * issues rows [n p / P, n (p + 1) / P) of the n before its call (one burst
+ * per unit measured 0.02-0.04 of the time slower, cold). The unit
+ * prefetch into L1 then finds them in L2 instead of memory (one core, cold,
+ * batch 4 at 2k keys, calls alternating: GQA 4 f16 0.84-0.87 of the CPU
+ * time, GQA 8 f16 0.84-0.92, int8 GQA 4 0.94; GQA 1 items, whose token rows
+ * hold 32 heads, took 1.2-1.35 with it, so one-row items keep the unit
+ * prefetch alone; int8 and fp8 rows, bound by their conversions, took
+ * 0.84-1.09 and keep it too). Skipped when a sub-range's rows exceed
+ * KVC_PF_FAR_BYTES.
+ * Always inlined: GCC takes a function of prefetches alone for one without
+ * side effects and drops its calls. */
+__attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
+                                                               const chunk_rows *cr, int64_t j0, int64_t j1, int64_t e,
+                                                               int64_t part, int64_t parts, int pass) {
+    const kvc_attn_problem *pb = cx->pb;
+    const int64_t RG = pb->G * it->ni;
+    if (!cx->token_major || !cx->prefetch || RG < 2 || RG > KVC_DIRECT_ROWS) return;
+    int64_t na = e, ne = sub_end(e, j1), off = cr->p0;
+    const int64_t *idx = pass ? cr->vi : cr->ki;
+    if (na >= j1) {
+        if (pass == 0)
+            pass = 1, na = j0, ne = sub_end(j0, j1), idx = cr->vi;
+        else
+            pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
+    }
+    const int64_t es = pass ? cx->ves : cx->kes, row = es * (pass ? pb->Dv : pb->D) * it->ng, n = ne - na;
+    if (es < 2 || n * row > KVC_PF_FAR_BYTES) return;
+    const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data);
+    for (int64_t j = na + n * part / parts; j < na + n * (part + 1) / parts; j++) {
+        const char *r = base + es * idx[j - off];
+        for (int64_t l = 0; l < row; l += 64) __builtin_prefetch(r + l, 0, 1); /* prefetcht2 */
+    }
 }
 
 /* Call c's share of a unit's prefetch rows pr[0..n) over `calls` calls.
@@ -417,6 +471,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             for (int64_t jt = t0, c = 0; jt < e;
                  jt += K, c++) { /* lanes outside [j0, j1) repeat a valid key; masked later */
                 kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                far_prefetch(cx, it, cr, j0, j1, e, gl * calls + c, it->ng * calls, 0);
                 const int64_t *ki = cr->ki + (jt - cr->p0);
                 float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
                 if (direct) {
@@ -540,6 +595,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 1, pr, &lines);
             for (int64_t jv = a, c = 0; jv < e; jv += KVC_VTILE, c++) {
                 kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+                far_prefetch(cx, it, cr, j0, j1, e, gl * calls + c, it->ng * calls, 1);
                 const int nk = (int)kvci_min64(KVC_VTILE, e - jv);
                 const int64_t *vi = cr->vi + (jv - cr->p0);
                 const float *w = s->sc + gl * RG * KVC_CHUNK + (jv - cb);
