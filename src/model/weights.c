@@ -310,7 +310,8 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user); /* shapes, dtypes */
     if (st == KVC_OK) st = kvci_model_visit_weights(m, count_fn, &n);
     bool advised; /* 2 MiB pages where the kernel gives them: decode streams every weight once a step */
-    if (st == KVC_OK) st = kvci_pages_alloc((size_t)n, KVCI_PAGES_HUGE, &advised, &m->arena);
+    if (st == KVC_OK && kvci_pages_alloc((size_t)n, KVCI_PAGES_HUGE, &advised, &m->arena) != KVC_OK)
+        st = kvci_fail(KVC_ENOMEM, "model: out of memory for %lld bytes of weights", (long long)n);
     if (st == KVC_OK) {
         m->arena_bytes = n;
         char *cur = m->arena;
