@@ -133,7 +133,7 @@ kvc_status kvci_gemm_wq_parts(kvc_wq_format f, int64_t M, int64_t K, const float
                              .da = da,
                              .asum = asum,
                              .W = q->W,
-                             .dw = (const uint16_t *)((const uint8_t *)q->W + int_bytes),
+                             .dw = q->N > 0 ? (const uint16_t *)((const uint8_t *)q->W + int_bytes) : NULL,
                              .bias = q->bias,
                              .C = q->C,
                              .ldc = q->ldc};
