@@ -20,6 +20,7 @@ typedef struct kvc_bench_opts {
     bool long_prompts;     /* model only: --long adds prompts of 2,048 tokens to the default list */
     const char *weights;   /* model only: --weights checkpoint|f32|bf16|q8_0|q4_0, the GEMM matrices' dtype
                             * at load (kvci_wmat_dtype_parse); NULL: checkpoint */
+    bool profile;          /* model only: --profile, the decode step's time by kind of work (step_profile.h) */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);

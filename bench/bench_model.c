@@ -30,6 +30,7 @@
 #include "machine_limits.h"
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
+#include "model/step_profile.h"
 
 #define DECODE_STEPS 16
 #define MAX_LIST     8
@@ -125,7 +126,26 @@ typedef struct run_result {
     double prefill_roof_ms, decode_roof_ms;
     ceilings ceil;
     int64_t kv_bytes_per_token;
+    double profile_s[KVC_SP_PARTS]; /* --profile: seconds per kind of work over the decode steps */
+    int64_t profiled_steps;
 } run_result;
+
+/* --profile: ms per decode step of each kind of work, their sum, the step's mean over the same steps. */
+static void print_profile(bool json, const run_result *r, int64_t B) {
+    if (r->profiled_steps == 0) return;
+    double sum = 0.0;
+    const double per = 1e3 / (double)r->profiled_steps;
+    if (json)
+        printf("{\"bench\":\"model_profile\",\"batch\":%lld,\"steps\":%lld", (long long)B,
+               (long long)r->profiled_steps);
+    else
+        printf("  decode step by kind of work, ms (mean of %lld steps):", (long long)r->profiled_steps);
+    for (int p = 0; p < KVC_SP_PARTS; p++) {
+        sum += r->profile_s[p] * per;
+        printf(json ? ",\"%s_ms\":%.3f" : " %s %.2f", kvci_step_part_name((kvc_step_part)p), r->profile_s[p] * per);
+    }
+    printf(json ? ",\"sum_ms\":%.3f}\n" : "; sum %.2f\n", sum);
+}
 
 /* One configuration: batch B, prompts of P tokens. */
 static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, int64_t P, kvc_peak_kind gk,
@@ -152,6 +172,7 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     const ceilings before = measure_ceilings(gk, ak);
     const int reps = B * P <= 4096 ? 3 : 1;
     double pre[3], dec[3];
+    kvci_step_profile_reset();
     int rc = 0;
     for (int i = 0; i < reps && rc == 0; i++) {
         kvc_runner_stats st;
@@ -168,6 +189,7 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     out->kv_bytes_per_token = kvc_runner_kv_bytes_per_token(r);
     if (rc == 0) {
         out->prefill_ms = kvc_bench_median(pre, reps), out->decode_ms = kvc_bench_median(dec, reps);
+        out->profiled_steps = kvci_step_profile_read(out->profile_s);
         /* prefill: every token through the layers, the lm_head on each row's last token, causal attention */
         const double gemm_macs = (double)(B * P) * (double)c->macs_per_token + (double)B * (double)c->lm_head_macs;
         const double attn_macs = (double)B * (double)c->attn_macs_per_key * (double)P * (double)(P + 1) / 2.0;
@@ -270,6 +292,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                "prefill ms", "tokens/s", "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s",
                "attn G/s");
     int rc = 0;
+    kvci_step_profile_enable(opts->profile);
     for (int pi = 0; pi < prompts.n && rc == 0; pi++)
         for (int bi = 0; bi < batches.n && rc == 0; bi++) {
             const int64_t B = batches.v[bi], P = prompts.v[pi];
@@ -294,8 +317,10 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                        res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                        res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                        res.ceil.attn_gflops);
+            print_profile(opts->json, &res, B);
             fflush(stdout);
         }
+    kvci_step_profile_enable(false);
     kvc_limits_free();
     print_memory(opts->json, "after runs", memory_now(), &c); /* the peak includes the 1 GiB read buffer */
     kvc_model_destroy(m);

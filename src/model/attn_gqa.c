@@ -5,16 +5,18 @@
 
 #include "base/internal.h"
 #include "model/forward_internal.h"
+#include "model/step_profile.h"
 
 /* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: one GEMM when fused (its rows
- * [q | k | v] split into the three), else one each. */
+ * [q | k | v] split into the three), else kvci_linear_shared's. */
 static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k, float *v) {
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
     if (!w->wqkv.data) {
-        KVC_TRY(kvci_linear(ws->xn, T, &w->wq, w->bq, q));
-        KVC_TRY(kvci_linear(ws->xn, T, &w->wk, w->bk, k));
-        return kvci_linear(ws->xn, T, &w->wv, w->bv, v);
+        const kvc_wmat *m[3] = {&w->wq, &w->wk, &w->wv};
+        const float *b[3] = {w->bq, w->bk, w->bv};
+        float *y[3] = {q, k, v};
+        return kvci_linear_shared(ws->xn, T, 3, m, b, y);
     }
     KVC_TRY(kvci_linear(ws->xn, T, &w->wqkv, NULL, ws->fused));
     for (int64_t t = 0; t < T; t++) {
@@ -35,7 +37,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     float *q = ws->q; /* [T, nH, D] */
     float *k = ws->k; /* [T, nKV, D] */
     float *v = ws->v; /* [T, nKV, D] */
+    double t0 = kvci_sp_begin();
     KVC_TRY(project_qkv(s, w, q, k, v));
+    kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     const float eps = (float)c->rms_norm_eps;
     if (w->q_norm) {
         kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
@@ -43,6 +47,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     }
     kvci_fwd_rope(s, q, nH, D, nH * D, false);
     kvci_fwd_rope(s, k, nKV, D, nKV * D, false);
+    kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,
                           .k = k,
@@ -56,6 +61,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .sinks = w->sinks,
                           .out = ws->att};
     kvc_status st = kvci_attn_core(s, &call);
+    kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
-    return kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
+    st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
+    kvci_sp_end(KVC_SP_O, t0);
+    return st;
 }

@@ -8,16 +8,24 @@
 
 #include "base/internal.h"
 #include "model/forward_internal.h"
+#include "model/step_profile.h"
 
 #define DS_MAX_GROUPS 256
 
 kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
                            const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out) {
     const int64_t I = g->rows;
-    KVC_TRY(kvci_linear(x, n, g, bg, ga));
-    KVC_TRY(kvci_linear(x, n, u, bu, gb));
+    const kvc_wmat *w[2] = {g, u};
+    const float *b[2] = {bg, bu};
+    float *y[2] = {ga, gb};
+    double t0 = kvci_sp_begin();
+    KVC_TRY(kvci_linear_shared(x, n, 2, w, b, y));
+    kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
     kvci_swiglu(ga, gb, n, I, I, ga, I);
-    return kvci_linear(ga, n, d, bd, out);
+    kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
+    const kvc_status st = kvci_linear(ga, n, d, bd, out);
+    kvci_sp_end(KVC_SP_DOWN, t0);
+    return st;
 }
 
 /* Indices of the k largest of v[0..n) into idx (ties: lower index first). */

@@ -10,6 +10,7 @@
 #include "model/cache_build.h"
 #include "model/family.h"
 #include "model/forward_internal.h"
+#include "model/step_profile.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
 
@@ -266,9 +267,14 @@ kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     kvc_model_workspace *ws = s->ws;
     if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
         const int64_t T = s->T, I = w->w_gate.rows;
+        double t0 = kvci_sp_begin();
         KVC_TRY(kvci_linear(ws->xn, T, &w->w_gu, NULL, ws->fused));
+        kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
         kvci_swiglu(ws->fused, ws->fused + I, T, I, 2 * I, ws->ff_a, I);
-        return kvci_linear(ws->ff_a, T, &w->w_down, w->b_down, ws->proj);
+        kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
+        const kvc_status st = kvci_linear(ws->ff_a, T, &w->w_down, w->b_down, ws->proj);
+        kvci_sp_end(KVC_SP_DOWN, t0);
+        return st;
     }
     return kvci_swiglu_mlp(ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
                            ws->ff_b, ws->proj);
@@ -285,26 +291,38 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     for (int64_t r = 0; r < md->n_rows; r++) ws->lens_a[r] = r; /* identity cache rows */
     ws->step++;                                                 /* the step's attention plans are made anew */
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
+    kvci_step_profile_step(T, md->n_rows);
+    double t0 = kvci_sp_begin();
     for (int64_t t = 0; t < T; t++) {
         kvci_wmat_row(&m->embed, a->token_ids[t], ws->h + t * H);
         kvc_rope_cos_sin(m->inv_freq, m->rot_dim, m->rope_attn_factor, md->positions[t], ws->cos + t * m->rot_dim,
                          ws->sin + t * m->rot_dim);
     }
+    kvci_sp_end(KVC_SP_EMBED, t0);
     const float eps = (float)c->rms_norm_eps;
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
+        t0 = kvci_sp_begin();
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
+        kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
+        t0 = kvci_sp_begin();
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
+        kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
+        t0 = kvci_sp_begin();
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
         kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
+        kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
+        t0 = kvci_sp_begin();
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
+        kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
     }
+    t0 = kvci_sp_begin();
     int64_t n = T;
     if (a->all_logits) {
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
@@ -313,5 +331,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
-    return kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    kvci_sp_end(KVC_SP_HEAD, t0);
+    return st;
 }

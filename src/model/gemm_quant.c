@@ -96,13 +96,21 @@ kvc_status kvci_wq_force(const char *name) {
 #define WQ_PARALLEL_FLOPS  (1 << 22)
 #define WQ_PARALLEL_BYTES  (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
 
-kvc_status kvci_gemm_wq(kvc_wq_format f, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
-                        const float *bias, float *C, int64_t ldc) {
-    if (M <= 0 || N <= 0) return KVC_OK;
-    KVC_ASSERT(K >= 1);
+/* The jobs of one part: row blocks of mc x column blocks of gc groups (a gc of packed W fits L2);
+ * few rows (decode): narrower column blocks, so that every thread streams its share of the weights. */
+static int64_t part_jobs(kvc_wq_format f, int64_t N, int64_t K, int64_t jobs_m, int64_t *gc_out) {
+    const int64_t G = kvci_cdiv(N, 16), group_bytes = kvci_wq_packed_bytes(f, N, K) / G;
+    const int64_t want_n = kvci_cdiv(WQ_JOBS_PER_THREAD * omp_get_max_threads(), jobs_m);
+    *gc_out = kvci_max64(1, kvci_min64(kvci_max64(1, WQ_B_BLOCK_BYTES / group_bytes), kvci_cdiv(G, want_n)));
+    return jobs_m * kvci_cdiv(G, *gc_out);
+}
+
+kvc_status kvci_gemm_wq_parts(kvc_wq_format f, int64_t M, int64_t K, const float *A, int64_t lda, int n,
+                              const kvc_wq_part *parts) {
+    KVC_ASSERT(n >= 1 && n <= KVC_WQ_MAX_PARTS && K >= 1);
+    if (M <= 0) return KVC_OK;
     const kvc_wq_kernel *kr = kvci_wq_active(f);
-    const int64_t Kp = (K + 31) / 32 * 32, KB = Kp / 32, Mp = (M + 15) / 16 * 16, G = kvci_cdiv(N, 16);
-    const int64_t int_bytes = G * KB * (f == KVC_WQ_Q8_0 ? 512 : 256);
+    const int64_t Kp = (K + 31) / 32 * 32, KB = Kp / 32, Mp = (M + 15) / 16 * 16;
     void *scratch;
     if (kvci_gemm_scratch((size_t)(Mp * Kp + Mp * KB * 8), &scratch) != KVC_OK)
         return kvci_fail(KVC_ENOMEM, "gemm quant: no memory for the quantized activations of %lld x %lld", (long long)M,
@@ -110,40 +118,59 @@ kvc_status kvci_gemm_wq(kvc_wq_format f, int64_t M, int64_t N, int64_t K, const 
     int8_t *qa = scratch;
     float *da = (float *)(qa + Mp * Kp);
     int32_t *asum = (int32_t *)(da + Mp * KB);
-    const kvc_wq_call c = {.format = f,
-                           .M = M,
-                           .N = N,
-                           .K = K,
-                           .Kp = Kp,
-                           .KB = KB,
-                           .Mp = Mp,
-                           .qa = qa,
-                           .da = da,
-                           .asum = asum,
-                           .W = W,
-                           .dw = (const uint16_t *)((const uint8_t *)W + int_bytes),
-                           .bias = bias,
-                           .C = C,
-                           .ldc = ldc};
-    /* jobs: row blocks of mc x column blocks of gc groups (a gc of packed W fits L2); few rows (decode):
-     * narrower column blocks, so that every thread streams its share of the weights */
     const int64_t mc = kvci_max64(1, WQ_MC / kr->mb) * kr->mb, jobs_m = kvci_cdiv(M, mc);
-    const int64_t group_bytes = kvci_wq_packed_bytes(f, N, K) / G;
-    int64_t gc = kvci_max64(1, WQ_B_BLOCK_BYTES / group_bytes);
-    const int64_t want_n = kvci_cdiv(WQ_JOBS_PER_THREAD * omp_get_max_threads(), jobs_m);
-    gc = kvci_max64(1, kvci_min64(gc, kvci_cdiv(G, want_n)));
-    const int64_t jobs_n = kvci_cdiv(G, gc), jobs = jobs_m * jobs_n;
-    const double flops = 2.0 * (double)M * (double)N * (double)K, bytes = (double)kvci_wq_packed_bytes(f, N, K);
+    kvc_wq_call c[KVC_WQ_MAX_PARTS];
+    int64_t gc[KVC_WQ_MAX_PARTS], first[KVC_WQ_MAX_PARTS + 1] = {0}; /* part p's jobs: [first[p], first[p + 1]) */
+    double flops = 0.0, bytes = 0.0;
+    for (int p = 0; p < n; p++) {
+        const kvc_wq_part *q = &parts[p];
+        const int64_t int_bytes = kvci_cdiv(q->N, 16) * KB * (f == KVC_WQ_Q8_0 ? 512 : 256);
+        c[p] = (kvc_wq_call){.format = f,
+                             .M = M,
+                             .N = q->N,
+                             .K = K,
+                             .Kp = Kp,
+                             .KB = KB,
+                             .Mp = Mp,
+                             .qa = qa,
+                             .da = da,
+                             .asum = asum,
+                             .W = q->W,
+                             .dw = q->N > 0 ? (const uint16_t *)((const uint8_t *)q->W + int_bytes) : NULL,
+                             .bias = q->bias,
+                             .C = q->C,
+                             .ldc = q->ldc};
+        first[p + 1] = first[p] + (q->N > 0 ? part_jobs(f, q->N, K, jobs_m, &gc[p]) : 0);
+        flops += 2.0 * (double)M * (double)q->N * (double)K;
+        bytes += q->N > 0 ? (double)kvci_wq_packed_bytes(f, q->N, K) : 0.0;
+    }
+    const int64_t jobs = first[n];
+    if (jobs == 0) return KVC_OK;
     const bool threads = jobs > 1 && (flops >= WQ_PARALLEL_FLOPS || bytes >= WQ_PARALLEL_BYTES);
+    /* one parallel region for every part: the activations quantized once, then the parts' jobs in turn;
+     * one tile of rows (decode) is quantized before it, sparing the region a barrier */
+    const bool one_tile = Mp == 16;
+    if (one_tile) kvci_wq_quantize_rows(&c[0], A, lda, 0, 16, qa, da, asum);
 #pragma omp parallel if (threads)
     {
+        if (!one_tile) {
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < Mp; r += 16) kvci_wq_quantize_rows(&c, A, lda, r, r + 16, qa, da, asum);
+            for (int64_t r = 0; r < Mp; r += 16) kvci_wq_quantize_rows(&c[0], A, lda, r, r + 16, qa, da, asum);
+        }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t job = 0; job < jobs; job++) {
-            const int64_t m0 = (job % jobs_m) * mc, g0 = (job / jobs_m) * gc;
-            kr->block[f](&c, m0, kvci_min64(M, m0 + mc), g0, kvci_min64(G, g0 + gc));
+            int p = 0;
+            while (job >= first[p + 1]) p++;
+            const int64_t j = job - first[p], m0 = (j % jobs_m) * mc, g0 = (j / jobs_m) * gc[p];
+            kr->block[f](&c[p], m0, kvci_min64(M, m0 + mc), g0, kvci_min64(kvci_cdiv(c[p].N, 16), g0 + gc[p]));
         }
     }
     return KVC_OK;
+}
+
+kvc_status kvci_gemm_wq(kvc_wq_format f, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
+                        const float *bias, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return KVC_OK;
+    const kvc_wq_part one = {.N = N, .W = W, .bias = bias, .C = C, .ldc = ldc};
+    return kvci_gemm_wq_parts(f, M, K, A, lda, 1, &one);
 }

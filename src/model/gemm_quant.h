@@ -101,6 +101,24 @@ typedef struct kvc_wq_kernel {
 kvc_status kvci_gemm_wq(kvc_wq_format f, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
                         const float *bias, float *C, int64_t ldc);
 
+/* One of several products over the same A (kvci_gemm_wq_parts): W [N, K] packed, bias [N] or
+ * NULL, C [M, N] rows ldc apart; N >= 0. */
+typedef struct kvc_wq_part {
+    int64_t N;
+    const void *W;
+    const float *bias;
+    float *C;
+    int64_t ldc;
+} kvc_wq_part;
+#define KVC_WQ_MAX_PARTS 4
+
+/* kvci_gemm_wq of each of parts[0..n) (1 <= n <= KVC_WQ_MAX_PARTS, one format, one K) over the
+ * same A, in one parallel region with A quantized once: a decode step's q/k/v or gate/up
+ * projections wait for the threads once instead of once per matrix. Every output element is
+ * the bits kvci_gemm_wq gives it alone. */
+kvc_status kvci_gemm_wq_parts(kvc_wq_format f, int64_t M, int64_t K, const float *A, int64_t lda, int n,
+                              const kvc_wq_part *parts);
+
 #define KVC_WQ_MAX_KERNELS 4
 /* The kernels this CPU (and OS) can run for format f, best first; portable always last. */
 int kvci_wq_kernels(kvc_wq_format f, const kvc_wq_kernel **out /* [KVC_WQ_MAX_KERNELS] */);

@@ -123,7 +123,7 @@ struct kvc_model {
     float *final_norm;     /* [H] */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
-    void *arena;                                    /* every weight above lives in this one allocation */
+    void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
     float *derived;         /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
     float *inv_freq;        /* [rot/2] RoPE inverse frequencies after scaling */
@@ -248,6 +248,11 @@ kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_di
  * (in = cols, out = rows), batch-invariant (gemm.h, gemm_bf16.h); KVC_ENOMEM from
  * the bf16 GEMM's scratch. */
 kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float *b, float *y);
+/* y[i] = kvci_linear(x, T, w[i], b[i]) for i < n (b[i] may be NULL), the same bits; quantized
+ * matrices of one dtype run as one GEMM call over the shared input (kvci_gemm_wq_parts: one
+ * parallel region, x quantized once), the others one call each. */
+kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
+                              float *const *y);
 /* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
 void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
 

@@ -233,7 +233,7 @@ static kvc_status assign_fn(void *user, const kvc_wtensor *t) {
 
 void kvc_model_destroy(kvc_model *m) {
     if (!m) return;
-    kvc_aligned_free(m->arena);
+    kvci_pages_free(m->arena, (size_t)m->arena_bytes);
     kvc_aligned_free(m->derived);
     kvci_free(m->inv_freq);
     kvci_free(m);
@@ -309,7 +309,9 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     kvc_status st = m->inv_freq ? KVC_OK : kvci_fail(KVC_ENOMEM, "model: out of memory");
     if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user); /* shapes, dtypes */
     if (st == KVC_OK) st = kvci_model_visit_weights(m, count_fn, &n);
-    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)n, &m->arena);
+    bool advised; /* 2 MiB pages where the kernel gives them: decode streams every weight once a step */
+    if (st == KVC_OK && kvci_pages_alloc((size_t)n, KVCI_PAGES_HUGE, &advised, &m->arena) != KVC_OK)
+        st = kvci_fail(KVC_ENOMEM, "model: out of memory for %lld bytes of weights", (long long)n);
     if (st == KVC_OK) {
         m->arena_bytes = n;
         char *cur = m->arena;

@@ -121,3 +121,17 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
     kvci_gemm_nt(T, out, in, x, in, w->data, in, b, y, out);
     return KVC_OK;
 }
+
+kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
+                              float *const *y) {
+    bool one_call = n <= KVC_WQ_MAX_PARTS && KINDS[w[0]->dtype].quantized;
+    for (int i = 1; i < n; i++) one_call = one_call && w[i]->dtype == w[0]->dtype && w[i]->cols == w[0]->cols;
+    if (!one_call) {
+        for (int i = 0; i < n; i++) KVC_TRY(kvci_linear(x, T, w[i], b[i], y[i]));
+        return KVC_OK;
+    }
+    kvc_wq_part parts[KVC_WQ_MAX_PARTS];
+    for (int i = 0; i < n; i++)
+        parts[i] = (kvc_wq_part){.N = w[i]->rows, .W = w[i]->data, .bias = b[i], .C = y[i], .ldc = w[i]->rows};
+    return kvci_gemm_wq_parts(KINDS[w[0]->dtype].wq, T, w[0]->cols, x, w[0]->cols, n, parts);
+}

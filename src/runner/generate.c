@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "base/internal.h"
+#include "model/step_profile.h"
 #include "runner/runner_internal.h"
 
 static double now_ms(void) {
@@ -68,7 +69,9 @@ static kvc_status step(kvc_runner *r, int64_t n, float *logits_out /* [n, V] or 
     kvc_status st = kvc_model_forward(r->m, r->ws, &a);
     if (st != KVC_OK) return st;
     const int64_t V = kvc_model_config_of(r->m)->vocab_size;
+    const double t0 = kvci_sp_begin();
     for (int64_t b = 0; b < n; b++) next[b] = argmax(r->logits + b * V, V);
+    kvci_sp_end(KVC_SP_SAMPLE, t0);
     if (logits_out) memcpy(logits_out, r->logits, (size_t)(n * V) * sizeof(float));
     return KVC_OK;
 }

@@ -1,8 +1,8 @@
 /* `kvcache bench model`: its arguments (parsed, refused with status 2 for a
  * bad list, a missing value or another benchmark), the costs its rooflines
  * divide (kvci_model_cost_of, counted by hand for the bf16 oracle qwen3),
- * kvci_model_load_as widening the matrices to f32, and one short run of the
- * benchmark on that model. */
+ * kvci_model_load_as widening the matrices to f32, and short runs of the
+ * benchmark on that model (with --profile: the decode steps timed, prefill not). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 #include "model/gemm_bf16.h"
 #include "model/gemm_quant.h"
 #include "model/model_internal.h"
+#include "model/step_profile.h"
 
 static char dir[512];
 
@@ -38,6 +39,9 @@ static void test_args(void **state) {
     assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--weights", "q4_0"}, &o), -1);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--prompts"}, &o), 2);
     assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--long"}, &o), 2);
+    assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--profile"}, &o), 2);
+    assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--profile"}, &o), -1);
+    assert_true(o.profile);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "OTHER"}, &o), 2);
     /* lists are checked before the model is read: the directory need not exist */
     const char *bad[] = {"0", "1,,8", "8,", "x", "1,2,3,4,5,6,7,8,9", "257"};
@@ -101,6 +105,14 @@ static void test_run(void **state) {
     assert_int_equal(bench->run(&o), 0);
     o.weights = "q8_0";
     assert_int_equal(bench->run(&o), 0);
+    double s[KVC_SP_PARTS];
+    assert_int_equal(kvci_step_profile_read(s), 0); /* off: no step timed */
+    o.profile = true, o.batches = "2"; /* one row: 3 generate calls x 16 decode steps, no prefill step counted */
+    assert_int_equal(bench->run(&o), 0);
+    assert_int_equal(kvci_step_profile_read(s), 3 * 16);
+    for (int p = 0; p < KVC_SP_PARTS; p++) assert_true(s[p] >= 0.0);
+    assert_true(s[KVC_SP_QKV] > 0.0 && s[KVC_SP_ATTN] > 0.0 && s[KVC_SP_DOWN] > 0.0 && s[KVC_SP_HEAD] > 0.0);
+    assert_string_equal(kvci_step_part_name(KVC_SP_GATE_UP), "gate_up");
 }
 
 int main(void) {

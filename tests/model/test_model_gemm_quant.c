@@ -3,7 +3,8 @@
  * quantization rules against float64, the GEMM's error bound against a float64
  * product over the dequantized weights, every kernel bitwise equal to the
  * portable one, each output row bitwise independent of M and the thread count,
- * bias, non-finite rows and an out-of-memory scratch. */
+ * bias, several products over one A in one call (kvci_gemm_wq_parts), non-finite
+ * rows and an out-of-memory scratch. */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -302,6 +303,26 @@ static void test_accuracy_against_float64(void **state) {
     assert_non_null(strstr(kvc_last_error(), "sse9"));
 }
 
+/* kvci_gemm_wq_parts over rows [0, 64), [64, 64) (empty), [64, 170), [170, N) of W, each packed
+ * alone, writing into one C [M, N]: bitwise the single call's `full`. */
+static void shared_parts(kvc_wq_format f, const char *kernel, int64_t M, int64_t N, int64_t K, const float *A,
+                         const float *W, const float *bias, const float *full, float *C) {
+    const int64_t cut[5] = {0, 64, 64, 170, N};
+    kvc_wq_part parts[4];
+    void *pw[4];
+    for (int i = 0; i < 4; i++) {
+        const int64_t n0 = cut[i], n = cut[i + 1] - n0;
+        pw[i] = n > 0 ? packed(f, n, K, W + n0 * K) : NULL;
+        parts[i] = (kvc_wq_part){.N = n, .W = pw[i], .bias = bias + n0, .C = C + n0, .ldc = N};
+    }
+    memset(C, 0, (size_t)(M * N) * sizeof(float));
+    if (kvci_gemm_wq_parts(f, M, K, A, K, 4, parts) != KVC_OK) fail_msg("gemm wq parts: %s", kvc_last_error());
+    if (memcmp(C, full, (size_t)(M * N) * sizeof(float)) != 0)
+        fail_msg("%s %s: the parts of M %lld differ from one call", f == KVC_WQ_Q8_0 ? "q8_0" : "q4_0", kernel,
+                 (long long)M);
+    for (int i = 0; i < 4; i++) free(pw[i]);
+}
+
 /* Per format and kernel: bitwise equal to the portable kernel; every row of an M-row call
  * equal to the same row computed alone, and to row blocks of odd sizes; 1 or 2 threads;
  * the bias added last (C with bias = C without + bias, one rounding). Large enough to thread. */
@@ -346,6 +367,8 @@ static void test_batch_invariance(void **state) {
             for (int64_t e = 0; e < M * N; e++)
                 if (part[e] + bias[e % N] != full[e])
                     fail_msg("%s %s: bias not added last", FORMAT_NAMES[fi], all[kk]->name);
+            for (int64_t mm = 1; mm <= M; mm += M - 1) /* decode and many rows */
+                shared_parts(f, all[kk]->name, mm, N, K, A, W, bias, full, part);
         }
         free(p);
     }
