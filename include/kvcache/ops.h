@@ -160,7 +160,9 @@ KVC_API kvc_status kvc_mla_write(const kvc_mla_write_params *p);
  * accumulated in double, each output rounded once to f32. x, gamma, y: [n];
  * y may alias x. */
 KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
-/* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. */
+/* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. Large calls (more
+ * than 16 rows and at least 2^18 elements) share whole rows among the OpenMP threads: the same
+ * bits as on one thread. */
 KVC_API void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
 typedef enum kvc_rope_type {

@@ -173,6 +173,8 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
     }
     const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;
     int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
+    if (!kr->k_blocked) /* whole 4-group tiles of the AVX-512 kernels (K = 3,072 gave 2: 4 x 2 tiles only) */
+        gc = kvci_cdiv(gc, 4) * 4;
     if (kr->k_blocked && M > 16) { /* A is re-read once per job: as few column blocks as the threads allow */
         const int64_t want_n = kvci_cdiv(BF16_JOBS_PER_THREAD * omp_get_max_threads(), kvci_cdiv(M, mc));
         gc = kvci_max64(gc, kvci_cdiv(kvci_cdiv(G, want_n), 2) * 2);

@@ -82,7 +82,8 @@ typedef struct kvc_bf16_call {
     int64_t M, N, K, Kp;
     const float *A; /* [M, K] rows lda apart (fma family) */
     int64_t lda;
-    const uint16_t *As; /* bf16 parts of A in 16 x 32 tiles (dot family): kvci_bf16_split_at */
+    const uint16_t *As; /* bf16 parts of A (dot family) in the kernel's layout: 16 x 32 tiles at
+                         * kvci_bf16_split_at (amx-bf16), 4-row panels (avx512-bf16's own split) */
     int64_t Mp;         /* M rounded up to 16 */
     const uint16_t *B;  /* packed */
     const float *bias;
@@ -131,7 +132,8 @@ const kvc_gemm_bf16_kernel *kvci_gemm_bf16_amx_kernel(void);
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void);
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void);
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void);
-/* The dot family's split (gemm_bf16_dot512.c; AVX-512F + AVX512_BF16 conversions). */
+/* The AMX kernel's split into kvci_bf16_split_at tiles (gemm_bf16_dot512.c; AVX-512F +
+ * AVX512_BF16 conversions). */
 void kvci_bf16_split_avx512(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As);
 
 #endif

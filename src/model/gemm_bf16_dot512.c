@@ -12,34 +12,55 @@
 #define INL __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline
 #define TGT __attribute__((target("avx512f,avx512bf16")))
 
+/* Offset of part p of A[i][k] in the avx512-bf16 kernel's own layout of As,
+ * [Mp/4][Kp/32][parts][4][32]: the 4-row panel a tile reads is one sequential stream
+ * (per block of 32 k: every part of its 4 rows, 768 bytes at three parts), where the AMX
+ * tiles of kvci_bf16_split_at put a panel's rows 1 KiB and its parts a whole matrix apart
+ * (the hardware prefetch lost them at M = 512: 44 against 72 GFLOP/s at K = 1,024, 16 at
+ * K = 3,072, one thread, docs/runtime.md). */
+static inline int64_t panel_at(const kvc_bf16_call *c, int p, int64_t i, int64_t k) {
+    return (((i / 4) * (c->Kp / 32) + k / 32) * KVC_GEMM_BF16_PARTS + p) * 128 + (i % 4) * 32 + k % 32;
+}
+
 /* Parts by vcvtneps2bf16 (round to nearest even; denormal inputs and results become 0,
- * as the dot instructions would take them): hi = bf16(a), then the exact f32 remainder. */
-TGT void kvci_bf16_split_avx512(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As) {
+ * as the dot instructions would take them): hi = bf16(a), then the exact f32 remainder;
+ * written at kvci_bf16_split_at (panels false: the AMX tiles) or panel_at (true). */
+INL void split_rows(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As, bool panels) {
     for (int64_t i = i0; i < i1; i++)
         for (int64_t k = 0; k < c->Kp; k += 16) {
             const int64_t left = i < c->M ? kvci_max64(0, kvci_min64(16, c->K - k)) : 0;
             __m512 r = _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1u), c->A + i * c->lda + k);
             for (int p = 0; p < KVC_GEMM_BF16_PARTS; p++) {
                 const __m256i h = (__m256i)_mm512_cvtneps_pbh(r);
-                _mm256_storeu_si256((__m256i *)(As + kvci_bf16_split_at(c, p, i, k)), h);
+                const int64_t at = panels ? panel_at(c, p, i, k) : kvci_bf16_split_at(c, p, i, k);
+                _mm256_storeu_si256((__m256i *)(As + at), h);
                 r = _mm512_sub_ps(r, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
             }
         }
 }
 
+TGT void kvci_bf16_split_avx512(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As) {
+    split_rows(c, i0, i1, As, false);
+}
+
+TGT static void split_panels(const kvc_bf16_call *c, int64_t i0, int64_t i1, uint16_t *As) {
+    split_rows(c, i0, i1, As, true);
+}
+
+/* Rows i .. i+MR-1 (i a multiple of 4: one panel) x groups g .. g+NR-1. */
 INL void tile(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int64_t g) {
     __m512 acc[4][4];
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
-    const uint16_t *b = c->B + g * 16 * c->Kp;
-    for (int64_t kb = 0; kb < c->Kp; kb += 32)
+    const uint16_t *b = c->B + g * 16 * c->Kp, *a = c->As + panel_at(c, 0, i, 0);
+    for (int64_t kb = 0; kb < c->Kp; kb += 32, a += KVC_GEMM_BF16_PARTS * 128)
         for (int p = 0; p < KVC_GEMM_BF16_PARTS; p++) {
             for (int q = 0; q < 16; q++) {
                 __m512i ap[4];
 #pragma GCC unroll 4
                 for (int r = 0; r < MR; r++) {
                     int32_t pair;
-                    __builtin_memcpy(&pair, c->As + kvci_bf16_split_at(c, p, i + r, kb + 2 * q), 4);
+                    __builtin_memcpy(&pair, a + p * 128 + r * 32 + 2 * q, 4);
                     ap[r] = _mm512_set1_epi32(pair);
                 }
 #pragma GCC unroll 4
@@ -56,7 +77,7 @@ INL void tile(const int MR, const int NR, const kvc_bf16_call *c, int64_t i, int
 
 KVC_BF16_TILES_4X4(TGT, dot, tile)
 
-static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot", kvci_bf16_split_avx512, 1, dot_block, false, NULL};
+static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot", split_panels, 4, dot_block, false, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void) { return &dot512; }
 #else

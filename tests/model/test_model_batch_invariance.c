@@ -7,6 +7,7 @@
  * must be memcmp-equal to its logits alone, for every family, for
  * contiguous, paged and MLA latent caches and for f32, f16, bf16, int8 and
  * fp8 caches. The count of random steps is fixed (no wall-clock budget). */
+#include <math.h>
 #include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -327,8 +328,27 @@ static void test_deepseek_q8_0_weights(void **s) {
     (void)s, run_quant_weights(DEEPSEEK, PAGED, true, 23, KVC_WMAT_Q8_0);
 }
 
+/* SwiGLU of a prefill large enough to take the threads (64 x 3,072): every row bitwise equal to
+ * the row alone on the calling thread. */
+static void test_swiglu_threads(void **s) {
+    (void)s;
+    enum { T = 64, I = 3072 };
+    float *g = malloc(sizeof(float) * T * I), *u = malloc(sizeof(float) * T * I);
+    float *all = malloc(sizeof(float) * T * I), *row = malloc(sizeof(float) * I);
+    assert_non_null(g), assert_non_null(u), assert_non_null(all), assert_non_null(row);
+    for (int i = 0; i < T * I; i++) g[i] = (float)sin(0.37 * i) * 6.0f, u[i] = (float)cos(0.11 * i);
+    omp_set_num_threads(2);
+    kvci_swiglu(g, u, T, I, I, all, I);
+    for (int t = 0; t < T; t++) {
+        kvci_swiglu(g + t * I, u + t * I, 1, I, I, row, I);
+        if (memcmp(row, all + t * I, sizeof(float) * I) != 0) fail_msg("swiglu row %d differs alone", t);
+    }
+    free(g), free(u), free(all), free(row);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_swiglu_threads),
         cmocka_unit_test(test_dense_paged),
         cmocka_unit_test(test_dense_contiguous),
         cmocka_unit_test(test_gpt_oss_paged),

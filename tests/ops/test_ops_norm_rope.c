@@ -166,11 +166,34 @@ static void test_rmsnorm_rows(void **state) {
     }
 }
 
+/* Rows enough to take the threads (300 x 1,024): each row bitwise equal to kvc_rmsnorm_f32 alone. */
+static void test_rmsnorm_rows_threads(void **state) {
+    (void)state;
+    enum { R = 300, N = 1024 };
+    float *x = malloc(sizeof(float) * R * N), *y = malloc(sizeof(float) * N), g[N];
+    assert_non_null(x), assert_non_null(y);
+    for (int i = 0; i < R * N; i++) x[i] = (float)sin(0.7 * i) * (float)(1 + i % 7);
+    for (int i = 0; i < N; i++) g[i] = 0.5f + 0.001f * (float)i;
+    float *orig = malloc(sizeof(float) * R * N);
+    assert_non_null(orig);
+    memcpy(orig, x, sizeof(float) * R * N);
+    kvc_rmsnorm_rows_f32(x, R, N, N, g, 1e-6f);
+    for (int r = 0; r < R; r++) {
+        kvc_rmsnorm_f32(orig + r * N, g, N, 1e-6f, y);
+        assert_memory_equal(y, x + r * N, sizeof(float) * N);
+    }
+    free(x), free(y), free(orig);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
-        cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_plan_refusals),
-        cmocka_unit_test(test_rotations),           cmocka_unit_test(test_rmsnorm_rows),
+        cmocka_unit_test(test_default_frequencies),
+        cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),
+        cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_rmsnorm_rows),
+        cmocka_unit_test(test_rmsnorm_rows_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
