@@ -44,9 +44,9 @@ static const uint8_t POISON_INT[] = {0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0
 
 #define KVC_DTYPE_REGISTERED_MAX 8
 
-/* qmax, the largest magnitude symmetric scales map to: 127 for int8 (so
+/* The built-in entries, then the registered ones (n_registered of them).
+ * qmax, the largest magnitude symmetric scales map to: 127 for int8 (so
  * that -amax maps to -127 too), the largest finite value for fp8. */
-
 static kvc_dtype_traits table[KVC_DTYPE_COUNT + KVC_DTYPE_REGISTERED_MAX] = {
     [KVC_DTYPE_F32] = {.name = "f32",
                        .bits = 32,
