@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "kvcache/base.h"
+
 /* Pages of the attention benchmark's read buffers and caches (--pages). */
 typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_BENCH_PAGES_BOTH } kvc_bench_pages;
 
@@ -45,6 +47,15 @@ double kvc_bench_cpu_now(void);
 
 /* Median of v[0..n) (sorts v). */
 double kvc_bench_median(double *v, int n);
+
+#ifdef KVC_HAVE_MPI
+/* bench/bench_transfer.c: the two ranks of `mpirun -np 2 kvcache bench WHAT`, MPI started into *comm and
+ * its transport opened into *tr; refused, naming WHAT, when the job has another number of ranks.
+ * Whatever it returns, the caller closes *tr (zeroed first) and finalizes *comm. */
+struct kvc_comm;
+struct kvci_transport;
+kvc_status kvc_bench_mpi_pair_open(const char *what, struct kvc_comm *comm, struct kvci_transport *tr);
+#endif
 
 /* Parses `bench` arguments: -1 with *bench and *opts set when a benchmark
  * should run, otherwise the exit status (0 after --help, 2 on bad usage, with

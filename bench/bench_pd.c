@@ -217,11 +217,8 @@ static void bp_print(bool json, const char *name, const double ttft[3], const do
 
 int kvc_bench_pd(const kvc_bench_opts *opts) {
     kvc_comm comm;
-    kvci_transport tr = {0};
-    kvc_status st = kvc_comm_init(NULL, NULL, &comm);
-    if (st == KVC_OK) st = kvci_transport_mpi_open(&comm, &tr);
-    if (st == KVC_OK && tr.n_ranks != 2)
-        st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench pd (got %d)", tr.n_ranks);
+    kvci_transport tr;
+    kvc_status st = kvc_bench_mpi_pair_open("pd", &comm, &tr);
     for (int i = 0; i < BP_LONG; i++) bp_prompt[i] = (i * 11 + 5) % 256;
     static bp_times single, pd;
     int64_t t0 = 0;

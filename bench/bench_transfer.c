@@ -212,13 +212,19 @@ static void print_times(const kvc_bench_opts *opts, int64_t bytes, const bt_time
            "KV transfer (P/D send + receive)", gb / kv, kv * 1e3, t->kv_s * 1e3, t->unpack_s * 1e3);
 }
 
+kvc_status kvc_bench_mpi_pair_open(const char *what, kvc_comm *comm, kvci_transport *tr) {
+    memset(tr, 0, sizeof *tr);
+    kvc_status st = kvc_comm_init(NULL, NULL, comm);
+    if (st == KVC_OK) st = kvci_transport_mpi_open(comm, tr);
+    if (st == KVC_OK && tr->n_ranks != 2)
+        st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench %s (got %d)", what, tr->n_ranks);
+    return st;
+}
+
 int kvc_bench_transfer(const kvc_bench_opts *opts) {
     kvc_comm comm;
-    kvci_transport t = {0};
-    kvc_status st = kvc_comm_init(NULL, NULL, &comm);
-    if (st == KVC_OK) st = kvci_transport_mpi_open(&comm, &t);
-    if (st == KVC_OK && t.n_ranks != 2)
-        st = kvci_fail(KVC_EINVAL, "runs on 2 MPI ranks: mpirun -np 2 kvcache bench transfer (got %d)", t.n_ranks);
+    kvci_transport t;
+    kvc_status st = kvc_bench_mpi_pair_open("transfer", &comm, &t);
     bt_side s = {0};
     if (st == KVC_OK) st = side_open(&s, t.rank == 0 ? KVC_ENGINE_ROLE_PREFILL : KVC_ENGINE_ROLE_DECODE);
     bt_times times = {0};

@@ -199,7 +199,8 @@ typedef struct kvc_engine_params {
                                  * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
                                  * too), after kvc_cache_info_unify_pages (bound: max_model_len capped at
                                  * KVC_ATTN_MAX_BLOCK_SIZE, as kvcache plan) has grown the block sizes of
-                                 * keys with fewer bytes per token in model->cache_info; false: a pool per key,
+                                 * keys with fewer bytes per token in model->cache_info (put back when
+                                 * kvc_engine_create fails); false: a pool per key,
                                  * each key's block size as described */
     kvc_engine_role role;       /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
                                  * (cache info) and the BUDGET scheduler */

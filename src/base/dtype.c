@@ -44,9 +44,9 @@ static const uint8_t POISON_INT[] = {0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0
 
 #define KVC_DTYPE_REGISTERED_MAX 8
 
-/* qmax, the largest magnitude symmetric scales map to: 127 for int8 (so
+/* The built-in entries, then the registered ones (n_registered of them).
+ * qmax, the largest magnitude symmetric scales map to: 127 for int8 (so
  * that -amax maps to -127 too), the largest finite value for fp8. */
-
 static kvc_dtype_traits table[KVC_DTYPE_COUNT + KVC_DTYPE_REGISTERED_MAX] = {
     [KVC_DTYPE_F32] = {.name = "f32",
                        .bits = 32,
@@ -144,24 +144,50 @@ static bool dtype_lookup(const char *name, kvc_dtype *out) {
     return false;
 }
 
+/* The fields of a dtype to register, each checked alone so that a refusal
+ * names the field: what the generic paths need (dtype_traits.h). */
+static kvc_status check_traits(const kvc_dtype_traits *t) {
+    const char *n = t->name;
+    if (t->block < 1) return kvci_fail(KVC_EINVAL, "dtype_register: %s: block %d must be >= 1", n, (int)t->block);
+    if (t->block_bytes < 1 || t->block_bytes > KVC_DTYPE_MAX_BLOCK_BYTES)
+        return kvci_fail(KVC_EINVAL, "dtype_register: %s: block_bytes %d must be in [1, %d]", n, (int)t->block_bytes,
+                         KVC_DTYPE_MAX_BLOCK_BYTES);
+    if (t->bits < 1 || (int64_t)t->bits * t->block > 8 * (int64_t)t->block_bytes)
+        return kvci_fail(KVC_EINVAL,
+                         "dtype_register: %s: bits %d must be >= 1, and block %d codes of them fit in "
+                         "block_bytes %d",
+                         n, (int)t->bits, (int)t->block, (int)t->block_bytes);
+    if (t->scales != KVC_SCALES_NONE && t->scales != KVC_SCALES_IN_BLOCK)
+        return kvci_fail(KVC_EINVAL,
+                         "dtype_register: %s: scales %d must be NONE or IN_BLOCK (scales beside the "
+                         "data are the built-in int8 / fp8 writers')",
+                         n, (int)t->scales);
+    if (t->scale_required || t->offsets)
+        return kvci_fail(KVC_EINVAL, "dtype_register: %s: scale_required and offsets are for scales beside the data",
+                         n);
+    if (t->compute)
+        return kvci_fail(KVC_EINVAL,
+                         "dtype_register: %s: compute must be false (outputs are stored by the built-in "
+                         "float dtypes only, ops/elem.h)",
+                         n);
+    if (t->simd != KVC_SIMD_GENERIC)
+        return kvci_fail(
+            KVC_EINVAL, "dtype_register: %s: simd must be KVC_SIMD_GENERIC (the vector tables have no slot for it)", n);
+    if (t->poison == NULL) return kvci_fail(KVC_EINVAL, "dtype_register: %s: poison must not be NULL", n);
+    if (t->to_f32 == NULL) return kvci_fail(KVC_EINVAL, "dtype_register: %s: to_f32 must not be NULL", n);
+    if (t->kv && t->from_f32 == NULL)
+        return kvci_fail(KVC_EINVAL, "dtype_register: %s: from_f32 must not be NULL for a K/V dtype (kv)", n);
+    return KVC_OK;
+}
+
 kvc_status kvci_dtype_register(const kvc_dtype_traits *t, kvc_dtype *out) {
     if (t == NULL || out == NULL || t->name == NULL)
         return kvci_fail(KVC_EINVAL, "dtype_register: traits, their name and out must not be NULL");
     kvc_dtype taken;
     if (dtype_lookup(t->name, &taken))
         return kvci_fail(KVC_EINVAL, "dtype_register: the name \"%s\" is taken", t->name);
-    if (t->block < 1 || t->block_bytes < 1 || t->block_bytes > KVC_DTYPE_MAX_BLOCK_BYTES || t->bits < 1)
-        return kvci_fail(KVC_EINVAL,
-                         "dtype_register: %s: block %d elements, block_bytes %d (1 to %d) and bits %d must be "
-                         "positive",
-                         t->name, (int)t->block, (int)t->block_bytes, KVC_DTYPE_MAX_BLOCK_BYTES, (int)t->bits);
-    if (t->to_f32 == NULL || t->poison == NULL)
-        return kvci_fail(KVC_EINVAL, "dtype_register: %s needs to_f32 and poison", t->name);
-    if (t->simd != KVC_SIMD_GENERIC)
-        return kvci_fail(KVC_EINVAL,
-                         "dtype_register: %s: a registered dtype takes KVC_SIMD_GENERIC (the vector "
-                         "tables have no slot for it)",
-                         t->name);
+    const kvc_status st = check_traits(t);
+    if (st != KVC_OK) return st;
     if (n_registered == KVC_DTYPE_REGISTERED_MAX)
         return kvci_fail(KVC_ENOMEM, "dtype_register: %s: the table holds %d registered dtypes already", t->name,
                          KVC_DTYPE_REGISTERED_MAX);

@@ -69,9 +69,12 @@ typedef struct kvc_dtype_traits {
 /* The entry of dt; NULL for a dtype neither built in nor registered. */
 const kvc_dtype_traits *kvci_dtype_traits(kvc_dtype dt);
 /* Adds a dtype (a test's): its id (>= KVC_DTYPE_COUNT) is returned in *out.
- * Refused: a name taken already, a block layout out of range, no to_f32 or
- * poison, a vector slot other than KVC_SIMD_GENERIC, a full table. Not
- * thread-safe: register before any use. */
+ * Refused, naming the field: a name taken already; block < 1; block_bytes
+ * outside [1, KVC_DTYPE_MAX_BLOCK_BYTES]; bits < 1 or block codes of bits
+ * more than block_bytes hold; scales beside the data (with scale_required,
+ * offsets: the built-in writers' only); compute; a vector slot other than
+ * KVC_SIMD_GENERIC; no poison or to_f32; a K/V dtype without from_f32; a
+ * full table. Not thread-safe: register before any use. */
 kvc_status kvci_dtype_register(const kvc_dtype_traits *t, kvc_dtype *out);
 
 /* Bytes of n elements of dt into *out; false (nothing written) for an

@@ -177,15 +177,36 @@ static kvc_status check_setters(const kvc_model_cache_info *ci) {
     return KVC_OK;
 }
 
-static kvc_status managed_create(kvc_engine *e) {
+/* The block sizes of ci's entries in order, [the entries of every layer info]; NULL when out of memory. */
+static int64_t *block_sizes_save(const kvc_model_cache_info *ci) {
+    size_t n = 0;
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) n += (size_t)ci->layer_infos[l].n_caches;
+    int64_t *bs = kvci_malloc((n > 0 ? n : 1) * sizeof *bs);
+    if (bs == NULL) return NULL;
+    for (int32_t l = 0, i = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) bs[i++] = ci->layer_infos[l].caches[c].block_size;
+    return bs;
+}
+
+static void block_sizes_restore(kvc_model_cache_info *ci, const int64_t *bs) {
+    for (int32_t l = 0, i = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) ci->layer_infos[l].caches[c].block_size = bs[i++];
+}
+
+/* *saved_bs: the block sizes of the description before shared_pools grew them (block_sizes_save), for
+ * kvc_engine_create to put back when it fails; NULL when nothing was changed. */
+static kvc_status managed_create(kvc_engine *e, int64_t **saved_bs) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
     if (st == KVC_OK) st = check_setters(ci);
     /* The planner's block-size rule (kvcache plan applies the same, to the same bound): keys whose bytes per
      * token differ get block sizes with equal pages, so that one pool serves them; the model reads each
      * layer's block size from the tensors its setters receive (kvc_model_caches.block_size 0). */
-    if (st == KVC_OK && e->p.shared_pools)
+    if (st == KVC_OK && e->p.shared_pools) {
+        *saved_bs = block_sizes_save(ci);
+        if (*saved_bs == NULL) return kvci_fail(KVC_ENOMEM, "engine: out of memory saving the block sizes");
         st = kvc_cache_info_unify_pages(ci, kvci_page_unify_bound(ci, e->p.max_model_len), NULL);
+    }
     if (st != KVC_OK) return st;
     kvc_plan_params pp = kvc_plan_default_params();
     pp.next_n = e->p.next_n;
@@ -273,13 +294,16 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     const bool costed = model->cost_token > 0.0 || model->cost_row > 0.0 || model->cost_context > 0.0;
     e->cost_token = costed ? model->cost_token : 1.0;
     e->managed = model->cache_info != NULL;
-    st = e->managed ? managed_create(e) : kvci_engine_legacy_create(e);
+    int64_t *saved_bs = NULL;
+    st = e->managed ? managed_create(e, &saved_bs) : kvci_engine_legacy_create(e);
     if (st == KVC_OK) st = alloc_requests(e);
     if (st == KVC_OK && e->p.check) st = kvci_engine_check_alloc(e, &e->check_ws);
     if (st != KVC_OK) {
         kvc_engine_destroy(e);
-        return st;
+        if (saved_bs != NULL) block_sizes_restore(model->cache_info, saved_bs); /* the description as it came */
     }
+    kvci_free(saved_bs);
+    if (st != KVC_OK) return st;
     *out = e;
     return KVC_OK;
 }

@@ -164,6 +164,9 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
     *out = NULL;
     if (weights < KVC_WMAT_CHECKPOINT || weights >= KVC_WMAT_COUNT)
         return kvci_fail(KVC_EINVAL, "model_load: weight dtype %d is not one of kvc_wmat_dtype", (int)weights);
+    if (weights == KVC_WMAT_F16) /* as kvci_wmat_dtype_parse: bf16 or f32 matrices would be rounded to f16 */
+        return kvci_fail(KVC_EINVAL, "model_load: weight dtype f16 is kept from an f16 checkpoint "
+                                     "(KVC_WMAT_CHECKPOINT), never rounded to");
     kvc_model_config cfg;
     kvc_status s = kvc_model_config_load(dir, &cfg);
     if (s != KVC_OK) return s;

@@ -37,6 +37,22 @@ static void check_family(const pd_family *f) {
     kvc_model_destroy(m);
 }
 
+/* The setup of the one-family cases: a random Qwen3 model and one engine of it in role, block size bs. */
+typedef struct qwen3_engine {
+    kvc_model *m;
+    instance in;
+} qwen3_engine;
+
+static void qwen3_open(qwen3_engine *q, kvc_engine_role role, int64_t bs) {
+    q->m = random_model(PD_QWEN3);
+    instance_open(&q->in, q->m, false, role, bs, false);
+}
+
+static void qwen3_close(qwen3_engine *q) {
+    instance_close(&q->in);
+    kvc_model_destroy(q->m);
+}
+
 static void test_families(void **state) {
     (void)state;
     for (int i = 0; i < PD_N_FAMILIES; i++) check_family(&PD_FAMILIES[i]);
@@ -46,9 +62,10 @@ static void test_families(void **state) {
  * free its blocks, and the other requests come out as from one instance. */
 static void test_dropped_payload(void **state) {
     (void)state;
-    kvc_model *m = random_model(PD_QWEN3);
-    instance ref, dc;
-    instance_open(&ref, m, false, KVC_ENGINE_ROLE_BOTH, 4, false);
+    qwen3_engine q;
+    qwen3_open(&q, KVC_ENGINE_ROLE_DECODE, 4);
+    instance ref;
+    instance_open(&ref, q.m, false, KVC_ENGINE_ROLE_BOTH, 4, false);
     for (int64_t b = 0; b < N_REQ; b++) {
         const kvc_engine_request r = request(b);
         assert_int_equal(kvc_engine_add_request(ref.e, &r), KVC_OK);
@@ -56,41 +73,37 @@ static void test_dropped_payload(void **state) {
     step_until_idle(ref.e);
     kvci_transport tp, td;
     assert_int_equal(kvci_transport_loopback_open(&tp, &td, 1), KVC_OK);
-    prefill_and_send(m, false, 4, &tp, -1); /* the transport drops message 1's payload */
-    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
-    assert_int_equal(receive_and_decode(&dc, &td), 1u << 1);
+    prefill_and_send(q.m, false, 4, &tp, -1); /* the transport drops message 1's payload */
+    assert_int_equal(receive_and_decode(&q.in, &td), 1u << 1);
     kvc_engine_request_info info;
-    assert_int_equal(kvc_engine_request_get(dc.e, 1, &info), KVC_EINVAL); /* it never entered the engine */
-    expect_same_outputs(&dc, &ref, 1u << 1);
-    expect_no_blocks(dc.e);
+    assert_int_equal(kvc_engine_request_get(q.in.e, 1, &info), KVC_EINVAL); /* it never entered the engine */
+    expect_same_outputs(&q.in, &ref, 1u << 1);
+    expect_no_blocks(q.in.e);
     kvci_transport_close(&tp);
     kvci_transport_close(&td);
-    instance_close(&dc);
     instance_close(&ref);
-    kvc_model_destroy(m);
+    qwen3_close(&q);
 }
 
 /* A decode engine whose blocks differ (block size 8 against 4) refuses the message, naming the key. */
 static void test_layout_mismatch(void **state) {
     (void)state;
-    kvc_model *m = random_model(PD_QWEN3);
+    qwen3_engine q;
+    qwen3_open(&q, KVC_ENGINE_ROLE_DECODE, 8);
     kvci_transport tp, td;
     assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
-    prefill_and_send(m, false, 4, &tp, -1);
-    instance dc;
-    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 8, false);
+    prefill_and_send(q.m, false, 4, &tp, -1);
     kvci_pd_receiver rx;
-    assert_int_equal(kvci_pd_receiver_init(dc.e, N_REQ, &rx), KVC_OK);
+    assert_int_equal(kvci_pd_receiver_init(q.in.e, N_REQ, &rx), KVC_OK);
     kvci_pd_event ev;
-    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(kvci_pd_receive(&rx, q.in.e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);
     assert_int_equal(ev.status, KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "another KV dtype, block size or model"));
     kvci_pd_receiver_free(&rx);
     kvci_transport_close(&tp);
     kvci_transport_close(&td);
-    instance_close(&dc);
-    kvc_model_destroy(m);
+    qwen3_close(&q);
 }
 
 /* Sends h as a message and expects the decode side to fail request h->request_id with status
@@ -115,16 +128,16 @@ static void expect_refused(instance *dc, kvci_pd_receiver *rx, const kvci_pd_hea
  * does not add up. Nothing enters the engine. */
 static void test_bad_headers(void **state) {
     (void)state;
-    kvc_model *m = random_model(PD_QWEN3);
-    instance dc;
-    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
+    qwen3_engine q;
+    qwen3_open(&q, KVC_ENGINE_ROLE_DECODE, 4);
+    instance *dc = &q.in;
     kvci_pd_receiver rx;
-    assert_int_equal(kvci_pd_receiver_init(dc.e, 1, &rx), KVC_OK);
+    assert_int_equal(kvci_pd_receiver_init(dc->e, 1, &rx), KVC_OK);
     kvci_transport tp, td;
     assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
     assert_int_equal(kvci_pd_send_failure(&tp, 1, 0, 5, KVC_ENOMEM, "pools too small", 50), KVC_OK);
     kvci_pd_event ev;
-    assert_int_equal(kvci_pd_receive(&rx, dc.e, &td, 50, &ev), KVC_OK);
+    assert_int_equal(kvci_pd_receive(&rx, dc->e, &td, 50, &ev), KVC_OK);
     assert_int_equal(ev.kind, KVC_PD_FAILED);
     assert_int_equal(ev.status, KVC_ENOMEM);
     assert_non_null(strstr(kvc_last_error(), "request 5 failed on the prefill side: pools too small"));
@@ -146,48 +159,45 @@ static void test_bad_headers(void **state) {
     good.payload_bytes = 9 * 4 + 2 * good.block_bytes[0];
     kvci_pd_header h = good;
     h.magic = 1;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "magic 0x00000001");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "magic 0x00000001");
     h = good;
     h.n_external = 9;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_external 9 (0 .. n_prompt - 1)");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "n_external 9 (0 .. n_prompt - 1)");
     h = good;
     h.n_prompt = MAXLEN + 1;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "n_prompt 65 (1 .. 64)");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "n_prompt 65 (1 .. 64)");
     h = good;
     h.n_keys = 2;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "2 manager keys, this engine 1");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "2 manager keys, this engine 1");
     h = good;
     h.first_block[0] = 1;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "blocks [1, +2)");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "blocks [1, +2)");
     h = good;
     h.payload_bytes += 4;
-    expect_refused(&dc, &rx, &h, KVC_EINVAL, "payload bytes, its blocks make");
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "payload bytes, its blocks make");
     kvc_engine_stats st;
-    assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
+    assert_int_equal(kvc_engine_get_stats(dc->e, &st), KVC_OK);
     assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
     kvci_pd_receiver_free(&rx);
-    instance_close(&dc);
-    kvc_model_destroy(m);
+    qwen3_close(&q);
 }
 
 /* The roles' refusals: external tokens outside the DECODE role or without a loader; a role on a
  * self-managed model. */
 static void test_role_refusals(void **state) {
     (void)state;
-    kvc_model *m = random_model(PD_QWEN3);
-    instance both;
-    instance_open(&both, m, false, KVC_ENGINE_ROLE_BOTH, 4, false);
+    qwen3_engine q;
+    qwen3_open(&q, KVC_ENGINE_ROLE_BOTH, 4);
     kvc_engine_request r = request(0);
     r.n_external_tokens = 4;
-    assert_int_equal(kvc_engine_add_request(both.e, &r), KVC_EINVAL);
+    assert_int_equal(kvc_engine_add_request(q.in.e, &r), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "needs the DECODE role"));
-    instance_close(&both);
     kvc_engine_params p = kvc_engine_default_params();
     p.max_model_len = MAXLEN;
     p.role = KVC_ENGINE_ROLE_PREFILL;
     const kvc_engine_adapter_params ap = {.self_managed = true};
     kvc_engine_adapter *a = NULL;
-    assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
+    assert_int_equal(kvc_engine_adapter_create(q.m, &ap, &p, &a), KVC_OK);
     kvc_engine *e = NULL;
     assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "needs a managed model"));
@@ -195,7 +205,7 @@ static void test_role_refusals(void **state) {
     assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &p, &e), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "role 3 is unknown"));
     kvc_engine_adapter_destroy(a);
-    kvc_model_destroy(m);
+    qwen3_close(&q);
 }
 
 int main(void) {

@@ -225,11 +225,37 @@ static void test_plan_agrees(void **state) {
     expect_plan_agrees(GPT_OSS_JSON, &o, false);
 }
 
+/* An engine that fails after growing the block sizes (BUDGET too small for its caches) leaves the
+ * description as it came: every entry keeps the adapter's block size. */
+static void test_failed_create_restores_block_sizes(void **state) {
+    (void)state;
+    kvc_model *m = em_random_model(GPT_OSS_JSON, 99);
+    kvc_engine_params p = em_params(48, 1, 64);
+    p.shared_pools = true;
+    p.plan = KVC_ENGINE_PLAN_BUDGET;
+    p.kv_memory_bytes = 64;
+    const kvc_engine_adapter_params ap = {.block_size = BS};
+    kvc_engine_adapter *a = NULL;
+    if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
+    kvc_engine_model em = *kvc_engine_adapter_model(a);
+    turn_window_bf16(em.cache_info);
+    kvc_engine *e = NULL;
+    assert_int_not_equal(kvc_engine_create(&em, &p, &e), KVC_OK);
+    assert_null(e);
+    for (int32_t l = 0; l < em.cache_info->n_layer_infos; l++)
+        for (int32_t c = 0; c < em.cache_info->layer_infos[l].n_caches; c++)
+            if (em.cache_info->layer_infos[l].caches[c].needs_block)
+                assert_int_equal(em.cache_info->layer_infos[l].caches[c].block_size, BS);
+    kvc_engine_adapter_destroy(a);
+    kvc_model_destroy(m);
+}
+
 int main(void) {
     omp_set_num_threads(1); /* a tiny model: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unequal_pages_one_pool),
         cmocka_unit_test(test_plan_agrees),
+        cmocka_unit_test(test_failed_create_restores_block_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

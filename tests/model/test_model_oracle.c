@@ -171,6 +171,9 @@ static void test_qwen3_f16(void **state) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_model_load_weights(dir, "f16", &m), KVC_EINVAL); /* never rounded to by name */
     assert_non_null(strstr(kvc_last_error(), "kept from an f16 checkpoint"));
+    kvc_test_oracle_dir("qwen3/bf16", dir, sizeof dir); /* nor by the internal loader */
+    assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_F16, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "never rounded to"));
 }
 static void test_gpt_oss(void **state) {
     (void)state;

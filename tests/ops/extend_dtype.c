@@ -102,6 +102,41 @@ static void test_table_answers(void **state) {
     for (int i = 0; i < QK; i++) assert_true(isnan(x[i]));
 }
 
+/* The toy entry under another name with field i made inconsistent; the field as the refusal names it. */
+static const char *spoil(int i, kvc_dtype_traits *t) {
+    *t = toy;
+    t->name = DTYPE_NAME "_bad";
+    switch (i) {
+    case 0: t->block = 0; return "block 0";
+    case 1: t->block_bytes = 0; return "block_bytes 0";
+    case 2: t->block_bytes = KVC_DTYPE_MAX_BLOCK_BYTES + 1; return "block_bytes 257";
+    case 3: t->bits = 0; return "bits 0";
+    case 4: t->bits = 16; return "bits 16"; /* 32 codes of 16 bits do not fit 34 bytes */
+    case 5: t->scales = KVC_SCALES_PER_TOKEN; return "scales 2";
+    case 6: t->scale_required = true; return "scale_required";
+    case 7: t->compute = true; return "compute";
+    case 8: t->simd = KVC_SIMD_F32; return "simd";
+    case 9: t->poison = NULL; return "poison";
+    case 10: t->to_f32 = NULL; return "to_f32";
+    case 11: t->from_f32 = NULL; return "from_f32";
+    default: return NULL;
+    }
+}
+
+/* An entry with one inconsistent field is refused with a message naming that field, and is not registered. */
+static void test_register_refuses_inconsistent_fields(void **state) {
+    (void)state;
+    kvc_dtype_traits t;
+    const char *field;
+    for (int i = 0; (field = spoil(i, &t)) != NULL; i++) {
+        kvc_dtype id = KVC_DTYPE_F32, parsed;
+        if (kvci_dtype_register(&t, &id) != KVC_EINVAL) fail_msg("%s: registered", field);
+        if (!strstr(kvc_last_error(), field)) fail_msg("%s: the refusal does not name it: %s", field, kvc_last_error());
+        assert_int_equal(id, KVC_DTYPE_F32);
+        assert_int_not_equal(kvc_dtype_parse(t.name, &parsed), KVC_OK);
+    }
+}
+
 /* A written row decodes within 0.57 of its block's step d (half a step, plus the f16 rounding of d). */
 static void test_write_round_trip(void **state) {
     (void)state;
@@ -241,6 +276,7 @@ static void test_only_this_file_names_the_dtype(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_answers),
+        cmocka_unit_test(test_register_refuses_inconsistent_fields),
         cmocka_unit_test(test_write_round_trip),
         cmocka_unit_test(test_attention_matches_reference),
         cmocka_unit_test(test_only_this_file_names_the_dtype),
