@@ -146,7 +146,11 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out) {
 kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out) {
     if (out) *out = NULL;
     kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
-    if (weights) KVC_TRY(kvci_wmat_dtype_parse(weights, &wd)); /* names the dtype and the choices */
+    if (weights && kvci_wmat_dtype_parse(weights, &wd) != KVC_OK) {
+        char why[256]; /* the parse's message names the dtype and the choices */
+        snprintf(why, sizeof why, "%s", kvc_last_error());
+        return kvci_fail(KVC_EINVAL, "model_load: weights: %s", why);
+    }
     return kvci_model_load_as(dir, wd, out);
 }
 
