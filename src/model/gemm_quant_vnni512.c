@@ -9,7 +9,14 @@
  * hold isum exactly (|sum| <= 32 * 255 * 127 < 2^31), then the f32 step of the one
  * reduction order. Tiles of up to 4 rows x 2 column groups (one 64-byte row of the
  * packed block = 16 columns x 4 k, one VPDPBUSD per row of A); the weights of a
- * group are read once per 4 rows, so a call with M <= 4 streams them once. */
+ * group are read once per 4 rows, so a call with M <= 4 streams them once, and then
+ * one group at a time: one sequential stream of the packed weights, which the
+ * hardware prefetchers keep ahead of (measured: 1.3-1.5x the GB/s of two streams a
+ * group apart, out of cache, on an AMD EPYC; no change in cache).
+ *
+ * Q4_0 keeps each byte's high nibble in place (v & 0xF0 = 16 u) in a second int32
+ * accumulator: two ANDs per 64 bytes instead of AND, shift, AND, and two dependency
+ * chains of 4 VPDPBUSD per block instead of one of 8. */
 #include "model/gemm_quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -64,24 +71,37 @@ INL void tile(const kvc_wq_format F, const int R, const int G, const kvc_wq_call
                 }
             }
         } else {
-            const __m512i nib = _mm512_set1_epi8(0x0F);
+            /* lo: the low nibbles u; hi: the high nibbles kept in place, 16 u. */
+            const __m512i mlo = _mm512_set1_epi8(0x0F), mhi = _mm512_set1_epi8((char)0xF0);
+            __m512i h[MR][NR];
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
+                for (int u = 0; u < G; u++) h[r][u] = _mm512_setzero_si512();
 #pragma GCC unroll 16
             for (int q = 0; q < 4; q++) {
                 __m512i lo[NR], hi[NR];
 #pragma GCC unroll 16
                 for (int u = 0; u < G; u++) {
                     const __m512i v = _mm512_loadu_si512(w + u * gs + q * 64);
-                    lo[u] = _mm512_and_si512(v, nib);
-                    hi[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                    lo[u] = _mm512_and_si512(v, mlo);
+                    hi[u] = _mm512_and_si512(v, mhi);
                 }
 #pragma GCC unroll 16
                 for (int r = 0; r < R; r++) {
                     const __m512i al = quad(a[r], 4 * q), ah = quad(a[r], 16 + 4 * q);
 #pragma GCC unroll 16
-                    for (int u = 0; u < G; u++)
-                        s[r][u] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s[r][u], lo[u], al), hi[u], ah);
+                    for (int u = 0; u < G; u++) {
+                        s[r][u] = _mm512_dpbusd_epi32(s[r][u], lo[u], al);
+                        h[r][u] = _mm512_dpbusd_epi32(h[r][u], hi[u], ah);
+                    }
                 }
             }
+            /* h = 16 x the high nibbles' sum, exactly (|h| <= 16 * 16 * 15 * 127 < 2^31). */
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
+                for (int u = 0; u < G; u++) s[r][u] = _mm512_add_epi32(s[r][u], _mm512_srai_epi32(h[r][u], 4));
         }
 #pragma GCC unroll 16
         for (int u = 0; u < G; u++) {
@@ -113,10 +133,10 @@ INL void tile(const kvc_wq_format F, const int R, const int G, const kvc_wq_call
                                                        {tile_##F##_3x1, tile_##F##_3x2},                               \
                                                        {tile_##F##_4x1, tile_##F##_4x2}};                              \
     static void block_##F(const kvc_wq_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {                      \
-        const int64_t me = kvci_min64(m1, c->M);                                                                       \
-        for (int64_t g = g0; g < g1; g += NR)                                                                          \
+        const int64_t me = kvci_min64(m1, c->M), nr = me - m0 > MR ? NR : 1;                                           \
+        for (int64_t g = g0; g < g1; g += nr)                                                                          \
             for (int64_t i = m0; i < me; i += MR)                                                                      \
-                tiles_##F[kvci_min64(MR, me - i) - 1][kvci_min64(NR, g1 - g) - 1](c, i, g);                            \
+                tiles_##F[kvci_min64(MR, me - i) - 1][kvci_min64(nr, g1 - g) - 1](c, i, g);                            \
     }
 TILE_FNS(KVC_WQ_Q8_0)
 TILE_FNS(KVC_WQ_Q4_0)
