@@ -11,6 +11,14 @@
 
 #define EM_MAX_REQ 8
 
+/* A small gpt-oss config (sliding + full layers, 8 experts) the engine tests build random models of. */
+static const char *const GPT_OSS_JSON =
+    "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+    "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
+    "\"max_position_embeddings\":4096}";
+
 /* The adapter's model with a recording forward. */
 typedef struct em_recorder {
     const kvc_engine_model *inner;

@@ -83,13 +83,6 @@ static const char *const QWEN3_JSON =
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
     "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"attention_bias\":true,\"max_position_embeddings\":512}";
 
-static const char *const GPT_OSS_JSON =
-    "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
-    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-    "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
-    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
-    "\"max_position_embeddings\":4096}";
-
 static void test_random_qwen3(void **state) {
     (void)state;
     random_family(QWEN3_JSON, "qwen3 (random)");

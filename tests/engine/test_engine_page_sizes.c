@@ -32,13 +32,6 @@ static const int32_t IDS[] = {3,   17, 42, 9,  100, 5,   77, 63, 12,  1,  99, 31
                               120, 4,  6,  50, 3,   17,  42, 9,  100, 5,  77, 63, 12, 11, 23, 27, 90};
 static const int64_t LENS[] = {20, 22, 13};
 
-static const char *const GPT_OSS_JSON =
-    "{\"model_type\":\"gpt_oss\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":32,"
-    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-    "\"sliding_window\":4,\"num_local_experts\":8,\"num_experts_per_tok\":2,\"rms_norm_eps\":1e-5,"
-    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"full_attention\"],"
-    "\"max_position_embeddings\":4096}";
-
 /* How one engine run is set up, and what its manager chose. */
 typedef struct run_setup {
     bool shared_pools, prefix_caching;
