@@ -124,22 +124,22 @@ kvc_status kvci_gemm_wq_parts(kvc_wq_format f, int64_t M, int64_t K, const float
     double flops = 0.0, bytes = 0.0;
     for (int p = 0; p < n; p++) {
         const kvc_wq_part *q = &parts[p];
-        const int64_t int_bytes = kvci_cdiv(q->N, 16) * KB * (f == KVC_WQ_Q8_0 ? 512 : 256);
-        c[p] = (kvc_wq_call){.format = f,
-                             .M = M,
-                             .N = q->N,
-                             .K = K,
-                             .Kp = Kp,
-                             .KB = KB,
-                             .Mp = Mp,
-                             .qa = qa,
-                             .da = da,
-                             .asum = asum,
-                             .W = q->W,
-                             .dw = q->N > 0 ? (const uint16_t *)((const uint8_t *)q->W + int_bytes) : NULL,
-                             .bias = q->bias,
-                             .C = q->C,
-                             .ldc = q->ldc};
+        c[p] = (kvc_wq_call){
+            .format = f,
+            .M = M,
+            .N = q->N,
+            .K = K,
+            .Kp = Kp,
+            .KB = KB,
+            .Mp = Mp,
+            .qa = qa,
+            .da = da,
+            .asum = asum,
+            .W = q->W,
+            .dw = q->N > 0 ? (const uint16_t *)((const uint8_t *)q->W + kvci_wq_scales_offset(f, q->N, K)) : NULL,
+            .bias = q->bias,
+            .C = q->C,
+            .ldc = q->ldc};
         first[p + 1] = first[p] + (q->N > 0 ? part_jobs(f, q->N, K, jobs_m, &gc[p]) : 0);
         flops += 2.0 * (double)M * (double)q->N * (double)K;
         bytes += q->N > 0 ? (double)kvci_wq_packed_bytes(f, q->N, K) : 0.0;

@@ -53,6 +53,8 @@ typedef enum kvc_wq_format { KVC_WQ_Q8_0, KVC_WQ_Q4_0 } kvc_wq_format;
 
 /* Bytes of one packed W of N rows of K (a 64-byte multiple) in format f. */
 int64_t kvci_wq_packed_bytes(kvc_wq_format f, int64_t N, int64_t K);
+/* Bytes of a packed W's integer part: its f16 scales start there. */
+int64_t kvci_wq_scales_offset(kvc_wq_format f, int64_t N, int64_t K);
 /* Quantizes W[n][k] = src[n * sn + k * sk] (f32) into dst [kvci_wq_packed_bytes]. */
 void kvci_wq_pack(kvc_wq_format f, int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, void *dst);
 /* Row n of a packed W, dequantized to f32: out[K]. */

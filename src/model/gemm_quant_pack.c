@@ -17,8 +17,7 @@ int64_t kvci_wq_packed_bytes(kvc_wq_format f, int64_t N, int64_t K) {
     return (blocks * (int_block_bytes(f) + 16 * 2) + 63) / 64 * 64;
 }
 
-/* The scales of a packed W: after the integer part. */
-static int64_t scales_offset(kvc_wq_format f, int64_t N, int64_t K) {
+int64_t kvci_wq_scales_offset(kvc_wq_format f, int64_t N, int64_t K) {
     return kvci_cdiv(N, 16) * kvci_cdiv(K, QK) * int_block_bytes(f);
 }
 
@@ -50,10 +49,10 @@ static uint16_t quantize_block(kvc_wq_format f, const float *w, int64_t n, int q
 void kvci_wq_pack(kvc_wq_format f, int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, void *dst) {
     const int64_t KB = kvci_cdiv(K, QK);
     uint8_t *qi = dst;
-    uint16_t *dw = (uint16_t *)(qi + scales_offset(f, N, K));
+    uint16_t *dw = (uint16_t *)(qi + kvci_wq_scales_offset(f, N, K));
     /* padding: q = 0 (Q4_0 stores u = q + 8), scale 0 */
-    memset(qi, f == KVC_WQ_Q8_0 ? 0 : 0x88, (size_t)scales_offset(f, N, K));
-    memset(dw, 0, (size_t)(kvci_wq_packed_bytes(f, N, K) - scales_offset(f, N, K)));
+    memset(qi, f == KVC_WQ_Q8_0 ? 0 : 0x88, (size_t)kvci_wq_scales_offset(f, N, K));
+    memset(dw, 0, (size_t)(kvci_wq_packed_bytes(f, N, K) - kvci_wq_scales_offset(f, N, K)));
     /* rows in parallel: each writes only its own bytes and scales (a model's load is one pass of this) */
 #pragma omp parallel for schedule(static) if (N * K >= (INT64_C(1) << 20))
     for (int64_t n = 0; n < N; n++) {
@@ -73,7 +72,7 @@ void kvci_wq_pack(kvc_wq_format f, int64_t N, int64_t K, const float *src, int64
 void kvci_wq_packed_row(kvc_wq_format f, const void *packed, int64_t N, int64_t K, int64_t n, float *out) {
     const int64_t KB = kvci_cdiv(K, QK), g = n / 16, c = n % 16;
     const uint8_t *qi = packed;
-    const uint16_t *dw = (const uint16_t *)(qi + scales_offset(f, N, K));
+    const uint16_t *dw = (const uint16_t *)(qi + kvci_wq_scales_offset(f, N, K));
     for (int64_t k = 0; k < K; k++) {
         const int64_t b = k / QK, kk = k % QK;
         int q;

@@ -35,8 +35,8 @@ int64_t kvci_wmat_matrix_bytes(const kvc_wmat *w) {
 
 bool kvci_wmat_quant_parts(const kvc_wmat *w, int64_t *int_bytes, int64_t *n_scales) {
     const wmat_kind *k = &KINDS[w->dtype];
-    const int64_t blocks = kvci_cdiv(w->rows, 16) * kvci_cdiv(w->cols, 32);
-    *int_bytes = blocks * (k->wq == KVC_WQ_Q8_0 ? 512 : 256), *n_scales = blocks * 16;
+    *int_bytes = kvci_wq_scales_offset(k->wq, w->rows, w->cols);
+    *n_scales = kvci_cdiv(w->rows, 16) * kvci_cdiv(w->cols, 32) * 16;
     return k->quantized;
 }
 
