@@ -58,7 +58,7 @@ typedef struct kvc_plan_cache {
     int32_t n_shape;         /* state: shape[0..n_shape) of one state block */
     int64_t shape[KVC_MAX_DIMS];
     kvc_dtype dtype;
-    int64_t bytes_per_token; /* num_head * dim * itemsize; 0 for a state */
+    int64_t bytes_per_token; /* num_head * the bytes of dim elements (the dtype table's); 0 for a state */
     int64_t bytes_per_block; /* state: bytes of one state block; else block_size * bytes_per_token */
 } kvc_plan_cache;
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
@@ -34,17 +35,49 @@ const char *kvc_cache_entry_group_key(const kvc_cache_entry *e) {
 
 static bool terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
 
+bool kvci_entry_row_bytes(const kvc_cache_entry *e, int64_t *out) {
+    const kvc_dtype_traits *t = kvci_dtype_traits(e->dtype);
+    const int64_t *dims = e->is_state ? e->shape : e->dim;
+    const int32_t n = e->is_state ? e->n_shape : e->n_dims;
+    if (t == NULL || (t->block > 1 && (n < 1 || dims[n - 1] % t->block != 0))) return false;
+    int64_t outer = 1, inner = 0; /* the innermost dim's bytes times the other dims */
+    for (int32_t i = 0; i + 1 < n; i++)
+        if (!kvci_mul64(outer, dims[i], &outer)) return false;
+    if (!kvci_dtype_bytes(e->dtype, n > 0 ? dims[n - 1] : 1, &inner)) return false;
+    return kvci_mul64(outer, inner, out);
+}
+
 /* One block of the entry stays below 2^40 bytes, so that plans of up to
- * INT32_MAX blocks cannot overflow int64. */
+ * INT32_MAX blocks cannot overflow int64 (its row bytes exist). */
 static bool entry_block_bytes_fit(const kvc_cache_entry *e) {
     const int64_t limit = (int64_t)1 << 40;
-    int64_t bytes = (int64_t)kvc_dtype_size(e->dtype);
-    const int64_t *dims = e->is_state ? e->shape : e->dim;
-    int32_t n = e->is_state ? e->n_shape : e->n_dims;
-    for (int32_t i = 0; i < n; i++)
-        if (!kvci_mul64(bytes, dims[i], &bytes) || bytes > limit) return false;
+    int64_t bytes = 0;
+    if (!kvci_entry_row_bytes(e, &bytes) || bytes > limit) return false;
     if (!e->is_state && (!kvci_mul64(bytes, e->num_head, &bytes) || bytes > limit)) return false;
     return kvci_mul64(bytes, e->block_size, &bytes) && bytes <= limit;
+}
+
+/* The dtype of an entry through the table: known, and a dtype stored in blocks of channels with its
+ * innermost dim whole blocks and its channels in order (no keys in lanes). */
+static kvc_status validate_entry_dtype(const kvc_cache_entry *e, int32_t layer_idx) {
+    const kvc_dtype_traits *t = kvci_dtype_traits(e->dtype);
+    if (t == NULL)
+        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dtype %d is unknown", layer_idx, e->name, (int)e->dtype);
+    if (t->block == 1) return KVC_OK;
+    const int64_t *dims = e->is_state ? e->shape : e->dim;
+    const int32_t n = e->is_state ? e->n_shape : e->n_dims;
+    const int64_t inner = n > 0 ? dims[n - 1] : 0;
+    if (inner % t->block != 0 || inner < 1)
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: dim %lld is not a multiple of the %d-element blocks of dtype %s (a "
+                         "block runs along the innermost dim)",
+                         layer_idx, e->name, (long long)inner, (int)t->block, t->name);
+    if (e->layout == KVC_BLOCK_BNNDBS)
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: dtype %s is stored in blocks of %d channels: cache_layout BnNDBs "
+                         "(keys in lanes) cannot hold it (BnBsND or BnNBsD)",
+                         layer_idx, e->name, t->name, (int)t->block);
+    return KVC_OK;
 }
 
 /* The checks every needs_block entry goes through, in the order of KM 2.5, then
@@ -77,8 +110,7 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (e->allocator != KVC_ALLOC_HBM && e->allocator != KVC_ALLOC_SWAPPED)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: allocator %d is unknown (expected HBM or SWAPPED_MEMORY)",
                          layer_idx, e->name, e->allocator);
-    if (kvc_dtype_size(e->dtype) == 0)
-        return kvci_fail(KVC_EINVAL, "layer %d, cache %s: dtype %d is unknown", layer_idx, e->name, (int)e->dtype);
+    if ((st = validate_entry_dtype(e, layer_idx)) != KVC_OK) return st;
     if (e->compress_ratio < 1 || e->block_size % e->compress_ratio != 0)
         return kvci_fail(KVC_EINVAL, "layer %d, cache %s: compress_ratio %lld must be >= 1 and divide block_size %lld",
                          layer_idx, e->name, (long long)e->compress_ratio, (long long)e->block_size);
@@ -89,7 +121,7 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
                          layer_idx, e->name, (long long)e->compress_ratio, type->name);
     if (!entry_block_bytes_fit(e))
         return kvci_fail(KVC_EINVAL,
-                         "layer %d, cache %s: one block (block_size x heads x dims x itemsize) exceeds "
+                         "layer %d, cache %s: one block (block_size x heads x the bytes of its dims) exceeds "
                          "2^40 bytes",
                          layer_idx, e->name);
     if (e->sliding_window != 0 && e->attn_type != KVC_ATTN_SLIDING_WINDOW)

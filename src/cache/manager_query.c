@@ -177,12 +177,11 @@ kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, size_t cap)
 
 /* One export record for a validated attention entry with a tensor. */
 static kvc_buffer_info buffer_info(const kvc_cache_entry *e, int32_t layer_idx) {
-    int64_t storage_bs = e->block_size / e->compress_ratio;
-    int64_t itemsize = (int64_t)kvc_dtype_size(e->dtype);
+    const int64_t storage_bs = e->block_size / e->compress_ratio, block_bytes = kvci_entry_block_bytes(e);
     kvc_buffer_info info = {
         .data = e->tensor.data,
-        .total_bytes = kvc_tensor_numel(&e->tensor) * itemsize,
-        .bytes_per_block = storage_bs * e->num_head * kvc_cache_entry_dim_numel(e) * itemsize,
+        .total_bytes = e->tensor.shape[0] * block_bytes, /* [blocks, ...] */
+        .bytes_per_block = block_bytes,
         .block_size = storage_bs,
         .layer_idx = layer_idx,
     };

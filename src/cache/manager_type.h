@@ -154,7 +154,12 @@ int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool, int32_t key_
  * key NUL-terminated, the keys of a shared pool with equal block counts
  * (KVC_EINVAL naming what is wrong). */
 kvc_status kvci_block_plan_check(const kvc_block_plan *plan);
-/* Bytes one block of the entry takes in its tensor (its page). */
+/* cache_info.c: bytes of one head's row of the entry for one cache slot (its dims; a state entry: its
+ * whole shape), from the dtype table: a dtype stored in blocks runs them along the innermost dim, so that
+ * dim must hold whole blocks. False for an unknown dtype, an innermost dim that is not whole blocks, or
+ * int64 overflow (kvc_validate_cache_info names which). */
+bool kvci_entry_row_bytes(const kvc_cache_entry *e, int64_t *out);
+/* Bytes one block of the entry takes in its tensor (its page); of a validated entry. */
 int64_t kvci_entry_block_bytes(const kvc_cache_entry *e);
 /* The page bytes of every entry of group g when they are all equal and HBM
  * (the entries can be slots of a shared pool), else 0. */

@@ -17,14 +17,17 @@ kvc_plan_params kvc_plan_default_params(void) {
 }
 
 int64_t kvci_entry_block_bytes(const kvc_cache_entry *e) {
-    int64_t itemsize = (int64_t)kvc_dtype_size(e->dtype);
-    if (e->attn_type == KVC_ATTN_MAMBA) return kvc_cache_entry_dim_numel(e) * itemsize;
-    return e->block_size / e->compress_ratio * e->num_head * kvc_cache_entry_dim_numel(e) * itemsize;
+    int64_t row = 0;
+    kvci_entry_row_bytes(e, &row); /* validated: it exists and fits */
+    if (e->attn_type == KVC_ATTN_MAMBA) return row;
+    return e->block_size / e->compress_ratio * e->num_head * row;
 }
 
-/* Sizing cost of one token of a paged entry: floor(numel * itemsize / ratio). */
+/* Sizing cost of one token of a paged entry: floor(heads * row bytes / ratio). */
 static int64_t entry_token_bytes(const kvc_cache_entry *e) {
-    return kvc_cache_entry_dim_numel(e) * e->num_head * (int64_t)kvc_dtype_size(e->dtype) / e->compress_ratio;
+    int64_t row = 0;
+    kvci_entry_row_bytes(e, &row);
+    return e->num_head * row / e->compress_ratio;
 }
 
 static int32_t group_index(const kvc_cache_groups *groups, const kvc_cache_entry *e) {

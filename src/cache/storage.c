@@ -141,7 +141,7 @@ kvc_status kvc_cache_storage_allocate(kvc_model_cache_info *ci, const kvc_block_
             int64_t block_num = gp->block_num;
             kvc_tensor t = entry_tensor(e, block_num);
             int64_t bytes = 0;
-            if (!kvci_mul64(kvc_tensor_numel(&t), (int64_t)kvc_dtype_size(e->dtype), &bytes)) {
+            if (!kvci_mul64(block_num, kvci_entry_block_bytes(e), &bytes)) { /* t is [block_num, ...] */
                 st = kvci_fail(KVC_ENOMEM, "layer %d, cache %s: tensor size overflows", layer->layer_idx, e->name);
                 break;
             }

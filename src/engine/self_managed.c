@@ -5,27 +5,34 @@
  * the row of each batch row and the flat write index of each token. */
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "engine/engine_internal.h"
 
 static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cache *c, int32_t i, int64_t *bytes) {
     if (c->tensor_setter == NULL)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
                          c->name, c->layer_idx);
-    size_t item = kvc_dtype_size(c->dtype);
-    if (item == 0)
+    const kvc_dtype_traits *t = kvci_dtype_traits(c->dtype);
+    if (t == NULL)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): dtype %d is unknown", i, c->name, c->layer_idx,
                          (int)c->dtype);
     if (c->n_dims < 1 || c->n_dims > KVC_MAX_DIMS - 2)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): n_dims %d must be in [1, %d]", i, c->name,
                          c->layer_idx, c->n_dims, KVC_MAX_DIMS - 2);
-    int64_t n = 0;
-    bool ok = kvci_mul64(e->p.max_num_seqs, e->p.max_model_len, &n) && kvci_mul64(n, (int64_t)item, &n);
-    for (int32_t d = 0; d < c->n_dims && ok; d++) {
+    for (int32_t d = 0; d < c->n_dims; d++)
         if (c->unit[d] < 1)
             return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): unit[%d] = %lld must be >= 1", i, c->name,
                              c->layer_idx, d, (long long)c->unit[d]);
-        ok = kvci_mul64(n, c->unit[d], &n);
-    }
+    const int64_t inner = c->unit[c->n_dims - 1]; /* a dtype stored in blocks runs them along the innermost dim */
+    if (inner % t->block != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "legacy cache %d (%s, layer %d): unit[%d] = %lld is not a multiple of the %d-element blocks "
+                         "of dtype %s",
+                         i, c->name, c->layer_idx, c->n_dims - 1, (long long)inner, (int)t->block, t->name);
+    int64_t n = 0;
+    bool ok = kvci_dtype_bytes(c->dtype, inner, &n) && kvci_mul64(n, e->p.max_num_seqs, &n) &&
+              kvci_mul64(n, e->p.max_model_len, &n);
+    for (int32_t d = 0; d + 1 < c->n_dims && ok; d++) ok = kvci_mul64(n, c->unit[d], &n);
     if (!ok)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): [%lld, %lld, ...] overflows int64 bytes", i,
                          c->name, c->layer_idx, (long long)e->p.max_num_seqs, (long long)e->p.max_model_len);

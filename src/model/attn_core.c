@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "kvcache/half.h"
 #include "model/forward_internal.h"
@@ -114,10 +115,11 @@ const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc
     return s->ws->slots;
 }
 
-/* int8 / fp8: rows f32 [T, heads, dim] quantised per token into t (seen as
- * [blocks, block, heads, dim]), each token's scale at its slot of `scales`. */
-static kvc_status cache_write_quant(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t,
-                                    const kvc_tensor *scales, const float *rows, int64_t heads, int64_t dim) {
+/* Rows f32 [T, heads, dim] into t (seen as [blocks, block, heads, dim]) by
+ * slot: int8 / fp8 quantised per token, each token's scale at its slot of
+ * `scales`; scales NULL: a dtype stored in blocks, through its from_f32. */
+static kvc_status cache_write_f32(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t,
+                                  const kvc_tensor *scales, const float *rows, int64_t heads, int64_t dim) {
     const int64_t *slots = kvci_cache_slots(s, lc);
     if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
     const kvc_model_caches *cs = s->a->caches;
@@ -126,7 +128,15 @@ static kvc_status cache_write_quant(const kvc_fwd_step *s, const kvc_layer_cache
     if (order == KVC_BLOCK_BNBSND)
         c4.ndim = 4, c4.shape[2] = heads, c4.shape[3] = dim; /* [blocks, block, heads, dim] */
     const kvc_tensor upd = view(rows, 3, s->T, heads, dim);
+    if (scales == NULL) return kvc_write_slots(&c4, order, &upd, slots, s->T);
     return kvc_write_slots_token_quant(&c4, order, &upd, slots, s->T, scales->data, kvci_cache_slot_count(cs, lc));
+}
+
+/* Element n of a buffer of dtype dt at base (n at a row start: whole blocks of dt), through the dtype table. */
+static char *elem_at(const void *base, kvc_dtype dt, int64_t n) {
+    int64_t bytes = 0;
+    kvci_dtype_bytes(dt, n, &bytes);
+    return (char *)base + bytes;
 }
 
 kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kvc_tensor *t, const void *rows,
@@ -147,9 +157,8 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
         if (cr < 0 || cr >= t->shape[0])
             return kvci_fail(KVC_ERANGE, "forward: row %lld uses cache row %lld outside [0, %lld)", (long long)r,
                              (long long)cr, (long long)t->shape[0]);
-        const size_t es = kvc_dtype_size(t->dtype);
-        kvc_tensor crow = view_dt((char *)t->data + (size_t)(cr * S * W) * es, t->dtype, 3, 1, S, W);
-        kvc_tensor upd = view_dt((const char *)rows + (size_t)(q0 * W) * es, t->dtype, 3, 1, q1 - q0, W);
+        kvc_tensor crow = view_dt(elem_at(t->data, t->dtype, cr * S * W), t->dtype, 3, 1, S, W);
+        kvc_tensor upd = view_dt(elem_at(rows, t->dtype, q0 * W), t->dtype, 3, 1, q1 - q0, W);
         const int64_t start = md->positions[q0];
         kvc_status st = kvc_write_contiguous(&crow, &upd, &start, 1);
         if (st != KVC_OK) return st;
@@ -250,7 +259,6 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
 static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
     const kvc_step_metadata *md = s->md;
     const int64_t S = lc->k.shape[1], KW = c->nKV * c->D, VW = c->q_rope ? c->dr : c->nKV * c->Dv;
-    const size_t ke = kvc_dtype_size(lc->k.dtype), ve = kvc_dtype_size(lc->v.dtype);
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         const int64_t q1 = md->cu_seq_lens_q[r], len = q1 - q0;
@@ -264,9 +272,8 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
         p.kv_lens = &kl;
         p.kv_len_form = KVC_KV_FORM_DIRECT;
         p.q = view(c->q + q0 * c->nH * c->D, 3, 1, len, c->nH * c->D);
-        p.k = view_dt((const char *)lc->k.data + (size_t)(cr * S * KW) * ke, lc->k.dtype, 3, 1, S, KW);
-        const kvc_tensor second =
-            view_dt((const char *)lc->v.data + (size_t)(cr * S * VW) * ve, lc->v.dtype, 3, 1, S, VW);
+        p.k = view_dt(elem_at(lc->k.data, lc->k.dtype, cr * S * KW), lc->k.dtype, 3, 1, S, KW);
+        const kvc_tensor second = view_dt(elem_at(lc->v.data, lc->v.dtype, cr * S * VW), lc->v.dtype, 3, 1, S, VW);
         if (c->q_rope) {
             p.v = p.k;
             p.k_rope = second;
@@ -295,9 +302,11 @@ kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c) {
     kvc_layer_cache *lc = &caches->layers[c->layer];
     const int64_t T = s->T;
     kvc_status st = KVC_OK;
-    if (kvc_model_kv_quantised(lc->k.dtype)) { /* scales computed on write: always written, then read back */
-        st = cache_write_quant(s, lc, &lc->k, &lc->k_scales, c->k, c->nKV, c->D);
-        if (st == KVC_OK) st = cache_write_quant(s, lc, &lc->v, &lc->v_scales, c->v, c->nKV, c->Dv);
+    const bool scales = kvc_model_kv_quantised(lc->k.dtype);
+    if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write (scales per token or in the
+                                                           * blocks): always written, then read back */
+        st = cache_write_f32(s, lc, &lc->k, scales ? &lc->k_scales : NULL, c->k, c->nKV, c->D);
+        if (st == KVC_OK) st = cache_write_f32(s, lc, &lc->v, scales ? &lc->v_scales : NULL, c->v, c->nKV, c->Dv);
         return st == KVC_OK ? kvci_attn_cached(s, c) : st;
     }
     /* the keys and values as the cache stores them; fresh rows attend over

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "kvcache/ops.h"
 #include "model/cache_build.h"
@@ -25,8 +26,25 @@ kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvc_cache_knobs *k, 
     const kvc_model_config *c = kvc_model_config_of(m);
     if (!kvc_model_kv_dtype_ok(k->kv_dtype))
         return kvci_fail(KVC_EINVAL,
-                         "%s: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2)", who,
+                         "%s: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a "
+                         "registered one: kvc_model_kv_dtype_ok)", who,
                          kvc_dtype_name(k->kv_dtype), (int)k->kv_dtype);
+    const kvc_dtype_traits *dt = kvci_dtype_traits(k->kv_dtype);
+    if (dt->block > 1) { /* blocks of channels: whole blocks per head row, channels in order, no rope part */
+        if (k->latent || k->kv_layout == KVC_BLOCK_BNNDBS)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: kv_dtype %s is stored in blocks of %d channels: %s cannot hold it (full-form "
+                             "caches in KVC_BLOCK_BNBSND only)",
+                             who, dt->name, (int)dt->block,
+                             k->latent ? "MLA latent caches (a rope part)" : "KVC_BLOCK_BNNDBS (keys in lanes)");
+        const kvc_cache_dims cd = kvci_model_cache_dims(c, false);
+        for (int i = 0; i < KVCI_CACHE_KV_ENTRIES; i++)
+            if (cd.dim[i] % dt->block != 0)
+                return kvci_fail(KVC_EINVAL,
+                                 "%s: kv_dtype %s is stored in blocks of %d channels: cache %s has dim %lld, not a "
+                                 "multiple",
+                                 who, dt->name, (int)dt->block, i ? "v_cache" : "k_cache", (long long)cd.dim[i]);
+    }
     if (k->latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "%s: the MLA latent form needs an MLA model; %s is %s", who, c->model_type,
                          kvc_model_family_name(c->family));
@@ -101,17 +119,18 @@ void kvci_cache_set_wire_setters(kvci_cache_set *s) {
         }
 }
 
-/* Elements of one entry per cache slot. */
-static int64_t entry_numel(const kvc_cache_entry *e) { return e->num_head * kvc_cache_entry_dim_numel(e); }
+/* Bytes of one entry per cache slot: its heads' rows, through the dtype table (the knobs checked: whole
+ * blocks). */
+static bool entry_slot_bytes(const kvc_cache_entry *e, int64_t *out) {
+    return kvci_dtype_bytes(e->dtype, kvc_cache_entry_dim_numel(e), out) && kvci_mul64(*out, e->num_head, out);
+}
 
 bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) {
     int64_t per_slot = 0;
     for (int32_t i = 0; i < s->ci->n_layer_infos; i++)
         for (int32_t c = 0; c < s->ci->layer_infos[i].n_caches; c++) {
-            const kvc_cache_entry *e = &s->ci->layer_infos[i].caches[c];
             int64_t bytes = 0;
-            if (!kvci_mul64(entry_numel(e), (int64_t)kvc_dtype_size(e->dtype), &bytes) ||
-                !kvci_add64(per_slot, bytes, &per_slot))
+            if (!entry_slot_bytes(&s->ci->layer_infos[i].caches[c], &bytes) || !kvci_add64(per_slot, bytes, &per_slot))
                 return false;
         }
     return kvci_mul64(per_slot, slots, out);
@@ -141,6 +160,8 @@ void kvci_cache_set_carve(kvci_cache_set *s, void *mem, int64_t n0, int64_t n1) 
             kvc_tensor *t = kvci_cache_set_slot(s, i, c);
             *t = (kvc_tensor){.data = cur, .dtype = e->dtype};
             carve_shape(&s->knobs, c, e->num_head, kvc_cache_entry_dim_numel(e), n0, n1, t);
-            cur += (size_t)(n0 * n1 * entry_numel(e)) * kvc_dtype_size(e->dtype);
+            int64_t bytes = 0; /* mem holds kvci_cache_set_bytes(s, n0 * n1): no overflow */
+            entry_slot_bytes(e, &bytes);
+            cur += (size_t)(n0 * n1 * bytes);
         }
 }

@@ -22,7 +22,8 @@ typedef struct kvc_cache_knobs {
     bool paged;                 /* blocks of block_size tokens (the cache manager's or a static table), else a
                                  * contiguous row of positions per sequence */
     int64_t block_size;         /* paged: in [1, KVC_ATTN_MAX_BLOCK_SIZE]; unread when contiguous */
-    kvc_dtype kv_dtype;         /* kvc_model_kv_dtype_ok: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2 */
+    kvc_dtype kv_dtype;         /* kvc_model_kv_dtype_ok: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a registered
+                                 * one; stored in blocks of channels: BNBSND full form, head dims whole blocks */
     kvc_block_layout kv_layout; /* KVC_BLOCK_BNBSND, or KVC_BLOCK_BNNDBS (keys in lanes) for paged full-form caches */
     bool latent;                /* MLA latent caches (nope/rope, one head): an MLA family only */
 } kvc_cache_knobs;

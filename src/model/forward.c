@@ -105,13 +105,21 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
 
 /* ---- validation -------------------------------------------------------------- */
 
-/* Both from the dtype table: the runtime's caches hold plain elements (a dtype stored in blocks is the
- * operator's alone for now: the carve and the managers' storage count bytes per element). */
+/* Both from the dtype table. Scales per token beside the data are the built-in int8 / fp8 writers'
+ * (kvc_write_slots_token_quant); every other K/V dtype is written from f32 by its from_f32 through
+ * kvc_write_slots, scales in its blocks if it has any, and its caches count their bytes through the table. */
 bool kvc_model_kv_quantised(kvc_dtype dt) {
     return kvc_model_kv_dtype_ok(dt) && kvci_cache_scale_entries(dt, false) > 0;
 }
 
-bool kvc_model_kv_dtype_ok(kvc_dtype dt) { return kvci_dtype_is_kv(dt) && !kvci_dtype_is_blocked(dt); }
+bool kvc_model_kv_dtype_ok(kvc_dtype dt) {
+    const kvc_dtype_traits *t = kvci_dtype_traits(dt);
+    if (t == NULL || !t->kv) return false;
+    /* a registered dtype (no vector path) is written by kvc_write_slots from f32 only when stored in blocks */
+    const bool written = t->from_f32 != NULL && (t->simd != KVC_SIMD_GENERIC || t->block > 1);
+    return t->scales == KVC_SCALES_PER_TOKEN ||
+           ((t->scales == KVC_SCALES_NONE || t->scales == KVC_SCALES_IN_BLOCK) && written);
+}
 
 /* int8 / fp8: f32 scale tensors with one element per cache slot (NB*bs or rows*S_max). */
 static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
@@ -145,8 +153,8 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
                          (int)cs->layout);
     if (!kvc_model_kv_dtype_ok(dt) || lc->v.dtype != dt)
         return kvci_fail(KVC_EINVAL,
-                         "forward: layer %lld caches are %s / %s; both must be one of f32, f16, bf16, i8, "
-                         "fp8_e4m3, fp8_e5m2",
+                         "forward: layer %lld caches are %s / %s; both must be one KV cache dtype "
+                         "(kvc_model_kv_dtype_ok)",
                          (long long)l, kvc_dtype_name(lc->k.dtype), kvc_dtype_name(lc->v.dtype));
     const int64_t bs = cs->kind == KVC_MCACHE_PAGED ? kvci_layer_block_size(cs, lc) : 0;
     if (cs->kind == KVC_MCACHE_PAGED && (bs < 1 || bs > KVC_ATTN_MAX_BLOCK_SIZE))

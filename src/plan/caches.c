@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "plan/plan_internal.h"
 
@@ -14,7 +15,9 @@ static void add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_
     kvc_plan_cache *c = &L->caches[L->n_caches++];
     *c = (kvc_plan_cache){.num_head = heads, .dim = dim, .dtype = dtype};
     kvci_plan_copy_text(c->name, sizeof c->name, name);
-    c->bytes_per_token = heads * dim * (int64_t)kvc_dtype_size(dtype);
+    int64_t row = 0; /* a dim that is not whole blocks of the dtype: 0 here, refused by name by the planner */
+    kvci_dtype_bytes(dtype, dim, &row);
+    c->bytes_per_token = heads * row;
     c->bytes_per_block = c->bytes_per_token * block_size;
 }
 
@@ -27,7 +30,7 @@ static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, k
         c->shape[d] = s->shape[k][d];
         numel *= s->shape[k][d];
     }
-    c->bytes_per_block = numel * (int64_t)kvc_dtype_size(dtype);
+    kvci_dtype_bytes(dtype, numel, &c->bytes_per_block); /* not whole blocks: 0, refused by the planner */
 }
 
 kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {

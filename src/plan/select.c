@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/dtype_traits.h"
 #include "base/internal.h"
 #include "plan/plan_internal.h"
 
@@ -16,7 +17,8 @@ static bool is_pow2_le(int64_t v, int64_t cap) { return v >= 1 && v <= cap && (v
 
 void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention) {
     const kvc_plan_options *o = &plan->options;
-    int64_t align = kvc_dtype_size(o->kv_dtype) == 1 ? 32 : 16; /* AO 3.13 (operator limits): 32 for 1-byte KV */
+    const kvc_dtype_traits *kt = kvci_dtype_traits(o->kv_dtype);
+    const int64_t align = kt != NULL && kt->bits == 8 ? 32 : 16; /* AO 3.13 (operator limits): 32 for 8-bit KV */
     const char *dt = kvc_dtype_name(o->kv_dtype);
     plan->kv_mode = KVC_KV_PAGED;
     if (!any_attention) {

@@ -17,7 +17,10 @@
 
 #include "base/dtype_traits.h"
 #include "kvc_test_util.h"
+#include "kvcache/engine.h"
 #include "kvcache/half.h"
+#include "kvcache/plan.h"
+#include "kvcache/runner.h"
 #include "ops/cpu/simd.h"
 
 #define DTYPE_NAME "toy_blockq8"
@@ -94,7 +97,8 @@ static void test_table_answers(void **state) {
     assert_int_equal(kvc_dtype_size(toy_id), 0);            /* no bytes per element */
     assert_true(kvci_dtype_is_kv(toy_id) && kvci_dtype_is_blocked(toy_id));
     assert_false(kvci_dtype_scales_beside(toy_id));
-    assert_false(kvc_model_kv_dtype_ok(toy_id)); /* the runtime's caches: plain elements only */
+    assert_true(kvc_model_kv_dtype_ok(toy_id));   /* the runtime's caches take it: scales in its blocks */
+    assert_false(kvc_model_kv_quantised(toy_id)); /* no per-slot scale entries */
     kvc_dtype again;
     assert_int_equal(kvci_dtype_register(&toy, &again), KVC_EINVAL);
     float x[QK];
@@ -267,6 +271,196 @@ static void test_attention_matches_reference(void **state) {
     assert_true(runs >= 4);
 }
 
+/* ---- the runtime: runner, engine, planner ------------------------------------------------------------------- */
+
+/* The qwen3 oracle model (2 layers, 2 KV heads of 64 = 2 blocks): three prompts, the last two sharing the
+ * first's first 8 ids (two blocks of BLOCK, for the engine's prefix cache). */
+#define N_REQ 3
+#define NEW   6
+#define BLOCK 4
+#define PROMPT_MAX 11
+static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, /* */ 3, 17, 42, 9, 100, 5, 77, 63, 31, 8,
+                              /* */ 3, 17, 42, 9, 100, 5, 77, 63, 2, 60, 71};
+static const int64_t LENS[N_REQ] = {11, 10, 11};
+/* qwen3: layers x (k, v) x heads x blocks of a head row x BLOCK_B bytes */
+#define TOY_TOKEN_BYTES (2 * 2 * 2 * (64 / QK) * BLOCK_B)
+
+static void check(kvc_status st, const char *what) {
+    if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+static kvc_model *load_qwen3(void) {
+    char dir[1024];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    return m;
+}
+
+static kvc_runner_params runner_params(kvc_runner_mode mode, kvc_dtype dt) {
+    kvc_runner_params p = kvc_runner_default_params();
+    p.mode = mode, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
+    p.max_seq_len = 16; /* one S for every runner, batched or alone */
+    return p;
+}
+
+/* Greedy tokens [n, NEW] and logits [NEW, n, V] of the n prompts from ids (lens) in one runner. */
+static void runner_run(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids, const int64_t *lens,
+                       int64_t n, int32_t *tokens, float *logits) {
+    kvc_runner *r = NULL;
+    check(kvc_runner_create(m, p, n, PROMPT_MAX, &r), "runner");
+    assert_int_equal(kvc_runner_kv_bytes_per_token(r), TOY_TOKEN_BYTES); /* the table's bytes, not elements */
+    check(kvc_runner_generate(r, ids, lens, n, tokens, logits, NULL), "generate");
+    kvc_runner_destroy(r);
+}
+
+/* The runner with toy caches, contiguous (mode 1) and paged (mode 2):
+ *  - against f32 caches (kvc_runner_compare_dtype, logits teacher-forced on the f32 tokens): the largest logit
+ *    error stays within twice that of int8 caches in the same mode, and no argmax moves where the f32 top-2
+ *    gap exceeds twice the error. The bound: a toy value is off by at most 0.5 * d_b (1 + 2^-10) with d_b its
+ *    block's amax / 127 rounded to f16, an int8 value by 0.5 * d_t with d_t its token's amax over every head
+ *    and channel / 127 >= d_b; so each toy K/V error is below the int8 one's bound, and the factor 2 allows
+ *    for errors of equal bound adding up differently through two layers;
+ *  - each prompt alone gives logits memcmp-equal to the three batched (the forward is batch-invariant, and a
+ *    toy row's blocks depend on that row alone). */
+static void test_runner_end_to_end(void **state) {
+    (void)state;
+    kvc_model *m = load_qwen3();
+    const int64_t V = kvc_model_config_of(m)->vocab_size;
+    const kvc_runner_mode modes[2] = {KVC_RUNNER_CONTIGUOUS, KVC_RUNNER_PAGED};
+    float *batched = malloc(sizeof(float) * (size_t)(NEW * N_REQ * V)), *alone = malloc(sizeof(float) * (size_t)(NEW * V));
+    assert_true(batched && alone);
+    for (int i = 0; i < 2; i++) {
+        const kvc_runner_params p = runner_params(modes[i], toy_id);
+        kvc_dtype_compare toy_cmp, i8_cmp;
+        check(kvc_runner_compare_dtype(m, &p, IDS, LENS, N_REQ, toy_id, NULL, &toy_cmp), "compare toy");
+        check(kvc_runner_compare_dtype(m, &p, IDS, LENS, N_REQ, KVC_DTYPE_I8, NULL, &i8_cmp), "compare i8");
+        print_message("mode %d: toy max logit err %.3g (int8 %.3g), kl_max %.3g, greedy same as f32 %lld/%lld, "
+                      "near ties %lld\n",
+                      (int)modes[i], toy_cmp.max_logit_err, i8_cmp.max_logit_err, toy_cmp.kl_max,
+                      (long long)toy_cmp.same_as_f32, (long long)toy_cmp.tokens, (long long)toy_cmp.near_ties);
+        assert_int_equal(toy_cmp.bytes_per_token, TOY_TOKEN_BYTES);
+        assert_true(toy_cmp.max_logit_err > 0.0); /* the toy caches did quantise */
+        assert_true(toy_cmp.max_logit_err <= 2.0 * i8_cmp.max_logit_err);
+        assert_int_equal(toy_cmp.flips_beyond_error, 0);
+        int32_t tok_b[N_REQ * NEW], tok_a[NEW];
+        runner_run(m, &p, IDS, LENS, N_REQ, tok_b, batched);
+        int64_t off = 0;
+        for (int64_t b = 0; b < N_REQ; off += LENS[b++]) {
+            runner_run(m, &p, IDS + off, &LENS[b], 1, tok_a, alone);
+            assert_memory_equal(tok_a, tok_b + b * NEW, sizeof tok_a);
+            for (int64_t t = 0; t < NEW; t++)
+                if (memcmp(alone + t * V, batched + (t * N_REQ + b) * V, sizeof(float) * (size_t)V) != 0)
+                    fail_msg("mode %d, prompt %lld, step %lld: logits alone differ from batched", (int)modes[i],
+                             (long long)b, (long long)t);
+        }
+    }
+    free(batched), free(alone);
+    kvc_model_destroy(m);
+}
+
+/* Greedy tokens [N_REQ, NEW] of the engine (managed caches with the prefix cache, or self-managed), the first
+ * request run to completion before the other two arrive, so that they find its blocks cached. */
+static void engine_tokens(const kvc_model *m, bool self_managed, int32_t *out, kvc_engine_stats *stats) {
+    kvc_engine_params ep = kvc_engine_default_params();
+    ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed */
+    ep.kv_dtype = toy_id, ep.check = true, ep.prefix_caching = !self_managed;
+    const kvc_engine_adapter_params ap = {.self_managed = self_managed, .block_size = BLOCK};
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL;
+    check(kvc_engine_adapter_create(m, &ap, &ep, &a), "adapter");
+    check(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), "engine");
+    int64_t off = 0;
+    for (int64_t i = 0; i < N_REQ; off += LENS[i++]) {
+        kvc_engine_request r = kvc_engine_request_default();
+        r.id = i, r.prompt = IDS + off, r.n_prompt = LENS[i], r.max_new_tokens = NEW;
+        check(kvc_engine_add_request(e, &r), "add_request");
+        for (int steps = 0; i == 0 || i == N_REQ - 1; steps++) { /* request 0 alone, then 1 and 2 together */
+            assert_true(steps < 200);
+            int64_t finished = 0;
+            for (int64_t j = 0; j <= i; j++) {
+                kvc_engine_request_info info;
+                check(kvc_engine_request_get(e, j, &info), "request_get");
+                finished += info.state == KVC_REQ_FINISHED;
+            }
+            if (finished == i + 1) break;
+            kvc_engine_step_result res;
+            check(kvc_engine_step(e, &res), "step");
+        }
+    }
+    for (int64_t i = 0; i < N_REQ; i++) {
+        int64_t got = 0;
+        check(kvc_engine_request_output(e, i, out + i * NEW, NEW, &got), "output");
+        assert_int_equal(got, NEW);
+    }
+    check(kvc_engine_get_stats(e, stats), "stats");
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+}
+
+/* The engine with toy caches gives the runner's greedy tokens, request by request (managed with prefix hits,
+ * and self-managed), and its managed storage is blocks x the table's block bytes. */
+static void test_engine_end_to_end(void **state) {
+    (void)state;
+    kvc_model *m = load_qwen3();
+    const kvc_runner_params p = runner_params(KVC_RUNNER_PAGED, toy_id);
+    int32_t want[N_REQ * NEW], got[N_REQ * NEW];
+    float *logits = malloc(sizeof(float) * (size_t)(NEW * N_REQ * kvc_model_config_of(m)->vocab_size));
+    assert_non_null(logits);
+    runner_run(m, &p, IDS, LENS, N_REQ, want, logits);
+    free(logits);
+    kvc_engine_stats st;
+    engine_tokens(m, false, got, &st);
+    assert_memory_equal(want, got, sizeof want);
+    assert_true(st.prefix_hit_tokens >= 2 * 8); /* requests 1 and 2 took request 0's two full blocks */
+    assert_int_equal(st.n_keys, 1);
+    assert_int_equal(st.kv_bytes, st.num_blocks[0] * TOY_TOKEN_BYTES * BLOCK);
+    engine_tokens(m, true, got, &st);
+    assert_memory_equal(want, got, sizeof want);
+    assert_int_equal(st.kv_bytes, 2 * 32 * TOY_TOKEN_BYTES); /* max_num_seqs rows of max_model_len slots */
+    kvc_model_destroy(m);
+}
+
+/* The planner counts the toy bytes exactly (kvcache plan's figures), and the runtime refuses by name what a
+ * dtype stored in blocks of channels cannot be: a dim of partial blocks, keys in lanes. */
+static void test_plan_bytes_and_refusals(void **state) {
+    (void)state;
+    char dir[1024], path[1100];
+    kvc_test_oracle_dir("qwen3", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *json = kvc_test_read_text(path);
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true, o.kv_dtype = toy_id, o.block_size = 32, o.max_model_len = 256;
+    kvc_model_plan *plan = NULL;
+    check(kvc_model_plan_create(json, strlen(json), &o, &plan), "plan");
+    assert_int_equal(plan->layers[0].caches[0].bytes_per_token, 2 * (64 / QK) * BLOCK_B);
+    assert_int_equal(plan->blocks.per_token_bytes, TOY_TOKEN_BYTES);
+    assert_int_equal(plan->blocks.groups[0].block_bytes, TOY_TOKEN_BYTES * plan->blocks.groups[0].block_size);
+    assert_int_equal(plan->blocks.total_bytes, plan->blocks.groups[0].block_num * plan->blocks.groups[0].block_bytes);
+    kvc_model_plan_destroy(plan);
+    free(json);
+    /* the cache manager: an entry of dim 48 (not whole blocks), one in keys-in-lanes order */
+    kvc_cache_entry e = kvc_cache_entry_default();
+    snprintf(e.name, sizeof e.name, "k_cache");
+    e.dtype = toy_id, e.num_head = 2, e.n_dims = 1, e.dim[0] = 48, e.block_size = 16;
+    kvc_layer_cache_info li = {.layer_idx = 0, .n_caches = 1, .caches = &e};
+    kvc_model_cache_info ci = {.num_layers = 1, .n_layer_infos = 1, .layer_infos = &li};
+    assert_int_equal(kvc_validate_cache_info(&ci, -1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache k_cache: dim 48 is not a multiple of the 32-element blocks"));
+    e.dim[0] = 64, e.layout = KVC_BLOCK_BNNDBS;
+    assert_int_equal(kvc_validate_cache_info(&ci, -1), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache_layout BnNDBs (keys in lanes) cannot hold it"));
+    e.layout = KVC_BLOCK_BNBSND;
+    assert_int_equal(kvc_validate_cache_info(&ci, -1), KVC_OK);
+    /* the runner: keys in lanes */
+    kvc_model *m = load_qwen3();
+    kvc_runner_params p = runner_params(KVC_RUNNER_PAGED, toy_id);
+    p.kv_layout = KVC_BLOCK_BNNDBS;
+    assert_int_equal(kvc_runner_check(m, &p, 1, PROMPT_MAX), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "KVC_BLOCK_BNNDBS (keys in lanes) cannot hold it"));
+    kvc_model_destroy(m);
+}
+
 /* One file: the dtype's name appears in no other source file. */
 static void test_only_this_file_names_the_dtype(void **state) {
     (void)state;
@@ -279,6 +473,9 @@ int main(void) {
         cmocka_unit_test(test_register_refuses_inconsistent_fields),
         cmocka_unit_test(test_write_round_trip),
         cmocka_unit_test(test_attention_matches_reference),
+        cmocka_unit_test(test_runner_end_to_end),
+        cmocka_unit_test(test_engine_end_to_end),
+        cmocka_unit_test(test_plan_bytes_and_refusals),
         cmocka_unit_test(test_only_this_file_names_the_dtype),
     };
     return cmocka_run_group_tests(tests, register_dtype, NULL);
