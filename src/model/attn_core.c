@@ -304,7 +304,7 @@ kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c) {
     kvc_status st = KVC_OK;
     const bool scales = kvc_model_kv_quantised(lc->k.dtype);
     if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write (scales per token or in the
-                                                           * blocks): always written, then read back */
+                                                         * blocks): always written, then read back */
         st = cache_write_f32(s, lc, &lc->k, scales ? &lc->k_scales : NULL, c->k, c->nKV, c->D);
         if (st == KVC_OK) st = cache_write_f32(s, lc, &lc->v, scales ? &lc->v_scales : NULL, c->v, c->nKV, c->Dv);
         return st == KVC_OK ? kvci_attn_cached(s, c) : st;

@@ -27,8 +27,8 @@ kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvc_cache_knobs *k, 
     if (!kvc_model_kv_dtype_ok(k->kv_dtype))
         return kvci_fail(KVC_EINVAL,
                          "%s: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a "
-                         "registered one: kvc_model_kv_dtype_ok)", who,
-                         kvc_dtype_name(k->kv_dtype), (int)k->kv_dtype);
+                         "registered one: kvc_model_kv_dtype_ok)",
+                         who, kvc_dtype_name(k->kv_dtype), (int)k->kv_dtype);
     const kvc_dtype_traits *dt = kvci_dtype_traits(k->kv_dtype);
     if (dt->block > 1) { /* blocks of channels: whole blocks per head row, channels in order, no rope part */
         if (k->latent || k->kv_layout == KVC_BLOCK_BNNDBS)

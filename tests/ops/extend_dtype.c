@@ -6,6 +6,11 @@
  * and by the float64 reference, and the two agree within the bound of
  * every other K/V dtype.
  *
+ * Then the runtime (docs/kv-dtypes.md, "Adding a KV dtype"): a model runs
+ * with it as its KV cache dtype through the runner (contiguous and paged),
+ * the engine (managed with prefix caching, and self-managed) and the
+ * planner, which count its bytes through the table.
+ *
  * The dtype, "toy_blockq8", is block-scaled 8-bit like ggml's Q8_0: blocks
  * of 32 channels, each an f16 scale d (little-endian) and 32 int8 codes q,
  * value d * q; written with d = f16(amax / 127) and q = round_half_even(x / d)
@@ -275,12 +280,12 @@ static void test_attention_matches_reference(void **state) {
 
 /* The qwen3 oracle model (2 layers, 2 KV heads of 64 = 2 blocks): three prompts, the last two sharing the
  * first's first 8 ids (two blocks of BLOCK, for the engine's prefix cache). */
-#define N_REQ 3
-#define NEW   6
-#define BLOCK 4
+#define N_REQ      3
+#define NEW        6
+#define BLOCK      4
 #define PROMPT_MAX 11
-static const int32_t IDS[] = {3, 17, 42, 9, 100, 5, 77, 63, 12, 1, 99, /* */ 3, 17, 42, 9, 100, 5, 77, 63, 31, 8,
-                              /* */ 3, 17, 42, 9, 100, 5, 77, 63, 2, 60, 71};
+static const int32_t IDS[] = {3,       17, 42, 9, 100, 5, 77, 63, 12, 1,  99, /* */ 3, 17, 42, 9, 100, 5, 77, 63, 31, 8,
+                              /* */ 3, 17, 42, 9, 100, 5, 77, 63, 2,  60, 71};
 static const int64_t LENS[N_REQ] = {11, 10, 11};
 /* qwen3: layers x (k, v) x heads x blocks of a head row x BLOCK_B bytes */
 #define TOY_TOKEN_BYTES (2 * 2 * 2 * (64 / QK) * BLOCK_B)
@@ -328,7 +333,8 @@ static void test_runner_end_to_end(void **state) {
     kvc_model *m = load_qwen3();
     const int64_t V = kvc_model_config_of(m)->vocab_size;
     const kvc_runner_mode modes[2] = {KVC_RUNNER_CONTIGUOUS, KVC_RUNNER_PAGED};
-    float *batched = malloc(sizeof(float) * (size_t)(NEW * N_REQ * V)), *alone = malloc(sizeof(float) * (size_t)(NEW * V));
+    float *batched = malloc(sizeof(float) * (size_t)(NEW * N_REQ * V)),
+          *alone = malloc(sizeof(float) * (size_t)(NEW * V));
     assert_true(batched && alone);
     for (int i = 0; i < 2; i++) {
         const kvc_runner_params p = runner_params(modes[i], toy_id);
@@ -459,6 +465,16 @@ static void test_plan_bytes_and_refusals(void **state) {
     assert_int_equal(kvc_runner_check(m, &p, 1, PROMPT_MAX), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "KVC_BLOCK_BNNDBS (keys in lanes) cannot hold it"));
     kvc_model_destroy(m);
+    /* DeepSeek: latent caches (a rope part), and full-form keys of 32 + 16 channels */
+    kvc_test_oracle_dir("deepseek_v3", dir, sizeof dir);
+    check(kvc_model_load(dir, &m), "load deepseek");
+    p = runner_params(KVC_RUNNER_MLA_LATENT, toy_id);
+    assert_int_equal(kvc_runner_check(m, &p, 1, PROMPT_MAX), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "MLA latent caches (a rope part) cannot hold it"));
+    p.mode = KVC_RUNNER_PAGED;
+    assert_int_equal(kvc_runner_check(m, &p, 1, PROMPT_MAX), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache k_cache has dim 48, not a multiple"));
+    kvc_model_destroy(m);
 }
 
 /* One file: the dtype's name appears in no other source file. */
@@ -469,14 +485,10 @@ static void test_only_this_file_names_the_dtype(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_answers),
-        cmocka_unit_test(test_register_refuses_inconsistent_fields),
-        cmocka_unit_test(test_write_round_trip),
-        cmocka_unit_test(test_attention_matches_reference),
-        cmocka_unit_test(test_runner_end_to_end),
-        cmocka_unit_test(test_engine_end_to_end),
-        cmocka_unit_test(test_plan_bytes_and_refusals),
-        cmocka_unit_test(test_only_this_file_names_the_dtype),
+        cmocka_unit_test(test_table_answers),           cmocka_unit_test(test_register_refuses_inconsistent_fields),
+        cmocka_unit_test(test_write_round_trip),        cmocka_unit_test(test_attention_matches_reference),
+        cmocka_unit_test(test_runner_end_to_end),       cmocka_unit_test(test_engine_end_to_end),
+        cmocka_unit_test(test_plan_bytes_and_refusals), cmocka_unit_test(test_only_this_file_names_the_dtype),
     };
     return cmocka_run_group_tests(tests, register_dtype, NULL);
 }
