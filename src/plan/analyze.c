@@ -37,7 +37,8 @@ static kvc_status check_options(const kvc_plan_options *o) {
         return kvci_fail(KVC_EINVAL, "plan options: block_size %lld must be in [1, 1048576]", (long long)o->block_size);
     if (o->kv_dtype_set && !kvc_model_kv_dtype_ok(o->kv_dtype)) /* the dtypes the runtime's caches store */
         return kvci_fail(KVC_EINVAL,
-                         "plan options: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2)",
+                         "plan options: kv_dtype %s is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, "
+                         "or a registered one: kvc_model_kv_dtype_ok)",
                          kvc_dtype_name(o->kv_dtype));
     if (o->max_model_len < 0 || o->max_model_len > INT32_MAX)
         return kvci_fail(KVC_EINVAL,

@@ -116,11 +116,17 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
                                   int64_t kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
+    const kvc_dtype dt = o->kv_dtype;
+    const kvc_dtype_traits *t = kvci_dtype_traits(dt);
+    if (plan->mla && t != NULL && t->block > 1) /* as the runtime's cache builder: latent caches have a rope part */
+        return kvci_fail(KVC_EINVAL,
+                         "plan options: kv_dtype %s is stored in blocks of %d channels: MLA latent caches cannot "
+                         "hold it",
+                         t->name, (int)t->block);
     plan->n_layers = (int32_t)f->n_layers;
     plan->layers = kvci_calloc((size_t)f->n_layers, sizeof *plan->layers);
     if (plan->layers == NULL)
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
-    kvc_dtype dt = o->kv_dtype;
     const kvc_family_dims fd = {.num_heads = plan->q_heads_per_rank,
                                 .num_kv_heads = kv_per_rank,
                                 .head_dim = f->head_dim,

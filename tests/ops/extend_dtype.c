@@ -445,6 +445,13 @@ static void test_plan_bytes_and_refusals(void **state) {
     assert_int_equal(plan->blocks.total_bytes, plan->blocks.groups[0].block_num * plan->blocks.groups[0].block_bytes);
     kvc_model_plan_destroy(plan);
     free(json);
+    kvc_test_oracle_dir("deepseek_v3", dir, sizeof dir); /* MLA: latent caches, refused */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json = kvc_test_read_text(path);
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &plan), KVC_EINVAL);
+    assert_null(plan);
+    assert_non_null(strstr(kvc_last_error(), "MLA latent caches cannot hold it"));
+    free(json);
     /* the cache manager: an entry of dim 48 (not whole blocks), one in keys-in-lanes order */
     kvc_cache_entry e = kvc_cache_entry_default();
     snprintf(e.name, sizeof e.name, "k_cache");
