@@ -484,6 +484,48 @@ static void test_plan_bytes_and_refusals(void **state) {
     kvc_model_destroy(m);
 }
 
+static void ignore_tensor(void *user, const kvc_tensor *tensor) { (void)user, (void)tensor; }
+
+/* The cache manager's storage and poison: a toy entry of 2 heads of 64 channels takes blocks x the table's
+ * block bytes, and every block the manager takes for new data is the dtype's poison block throughout (each
+ * value NaN), while the null block stays zero. */
+static void test_storage_and_poison(void **state) {
+    (void)state;
+    enum { HEADS = 2, DIM = 64, PBS = 4, BLOCKS = 6, BLOCK_BYTES = PBS * HEADS * DIM / QK * BLOCK_B };
+    kvc_test_model model;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, PBS, 0);
+    e.dtype = toy_id, e.num_head = HEADS, e.dim[0] = DIM, e.tensor_setter = ignore_tensor;
+    kvc_test_model_init(&model, &e, 1);
+    kvc_block_plan plan;
+    check(kvc_block_plan_from_counts(&model.ci, (const char *[]){"FullAttention"}, (const int64_t[]){BLOCKS}, 1, &plan),
+          "plan");
+    assert_int_equal(plan.groups[0].block_bytes, BLOCK_BYTES);
+    kvc_cache_storage *storage = NULL;
+    const kvc_cache_storage_params sp = kvc_cache_storage_default_params();
+    check(kvc_cache_storage_allocate(&model.ci, &plan, &sp, &storage), "storage");
+    assert_int_equal(kvc_cache_storage_bytes(storage), BLOCKS * BLOCK_BYTES);
+    kvc_manager_params p = kvc_manager_default_params();
+    p.max_model_len = 32, p.poison_new_blocks = true;
+    kvc_manager *m = NULL;
+    check(kvc_manager_create(&model.ci, &plan, &p, &m), "manager");
+    check(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 9}), "allocate");
+    int32_t ids[BLOCKS];
+    int64_t n_ids = 0;
+    check(kvc_manager_block_ids(m, 1, 0, ids, BLOCKS, &n_ids), "block ids");
+    assert_int_equal(n_ids, 3); /* 9 tokens: three blocks of 4 */
+    const uint8_t *data = model.entries[0].tensor.data;
+    float x[PBS * HEADS * DIM];
+    for (int b = 0; b < BLOCKS; b++) {
+        bool taken = false;
+        for (int64_t i = 0; i < n_ids; i++) taken |= ids[i] == b;
+        toy.to_f32(data, (int64_t)b * PBS * HEADS * DIM, PBS * HEADS * DIM, x);
+        for (int i = 0; i < PBS * HEADS * DIM && taken; i++) assert_true(isnan(x[i]));
+        if (b == 0) assert_true(kvc_test_zero_bytes(data, BLOCK_BYTES)); /* the null block */
+    }
+    kvc_manager_destroy(m);
+    kvc_cache_storage_destroy(storage);
+}
+
 /* One file: the dtype's name appears in no other source file. */
 static void test_only_this_file_names_the_dtype(void **state) {
     (void)state;
@@ -492,10 +534,15 @@ static void test_only_this_file_names_the_dtype(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_answers),           cmocka_unit_test(test_register_refuses_inconsistent_fields),
-        cmocka_unit_test(test_write_round_trip),        cmocka_unit_test(test_attention_matches_reference),
-        cmocka_unit_test(test_runner_end_to_end),       cmocka_unit_test(test_engine_end_to_end),
-        cmocka_unit_test(test_plan_bytes_and_refusals), cmocka_unit_test(test_only_this_file_names_the_dtype),
+        cmocka_unit_test(test_table_answers),
+        cmocka_unit_test(test_register_refuses_inconsistent_fields),
+        cmocka_unit_test(test_write_round_trip),
+        cmocka_unit_test(test_attention_matches_reference),
+        cmocka_unit_test(test_runner_end_to_end),
+        cmocka_unit_test(test_engine_end_to_end),
+        cmocka_unit_test(test_plan_bytes_and_refusals),
+        cmocka_unit_test(test_storage_and_poison),
+        cmocka_unit_test(test_only_this_file_names_the_dtype),
     };
     return cmocka_run_group_tests(tests, register_dtype, NULL);
 }
