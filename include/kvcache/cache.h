@@ -604,8 +604,9 @@ KVC_API kvc_status kvc_manager_format_usage(const kvc_manager *m, char *buf, siz
 /* One block-managed cache tensor, for prefill -> decode KV transfer. */
 typedef struct kvc_buffer_info {
     void *data;
-    int64_t total_bytes;     /* numel * itemsize */
-    int64_t bytes_per_block; /* storage_block_size * heads * dim_numel * itemsize */
+    int64_t total_bytes;     /* blocks * bytes_per_block */
+    int64_t bytes_per_block; /* storage_block_size * heads * the bytes of dim_numel elements (the dtype table's:
+                              * whole blocks for a dtype stored in blocks) */
     char key[KVC_NAME_MAX];
     int64_t block_size; /* storage block size */
     int32_t layer_idx;
