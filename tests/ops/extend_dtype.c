@@ -486,8 +486,8 @@ static void test_plan_bytes_and_refusals(void **state) {
 
 static void ignore_tensor(void *user, const kvc_tensor *tensor) { (void)user, (void)tensor; }
 
-/* The cache manager's storage and poison: a toy entry of 2 heads of 64 channels takes blocks x the table's
- * block bytes, and every block the manager takes for new data is the dtype's poison block throughout (each
+/* The cache manager's storage, export and poison: a toy entry of 2 heads of 64 channels takes blocks x the
+ * table's block bytes, and every block the manager takes for new data is the dtype's poison block throughout (each
  * value NaN), while the null block stays zero. */
 static void test_storage_and_poison(void **state) {
     (void)state;
@@ -509,6 +509,12 @@ static void test_storage_and_poison(void **state) {
     kvc_manager *m = NULL;
     check(kvc_manager_create(&model.ci, &plan, &p, &m), "manager");
     check(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 9}), "allocate");
+    kvc_buffer_info info; /* the export for KV transfer */
+    int64_t n_info = 0;
+    check(kvc_manager_buffer_infos(m, &info, 1, &n_info), "buffer infos");
+    assert_int_equal(n_info, 1);
+    assert_int_equal(info.bytes_per_block, BLOCK_BYTES);
+    assert_int_equal(info.total_bytes, BLOCKS * BLOCK_BYTES);
     int32_t ids[BLOCKS];
     int64_t n_ids = 0;
     check(kvc_manager_block_ids(m, 1, 0, ids, BLOCKS, &n_ids), "block ids");
