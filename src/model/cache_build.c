@@ -7,6 +7,7 @@
 
 #include "base/dtype_traits.h"
 #include "base/internal.h"
+#include "cache/manager_type.h"
 #include "kvcache/ops.h"
 #include "model/cache_build.h"
 #include "model/family.h"
@@ -119,10 +120,9 @@ void kvci_cache_set_wire_setters(kvci_cache_set *s) {
         }
 }
 
-/* Bytes of one entry per cache slot: its heads' rows, through the dtype table (the knobs checked: whole
- * blocks). */
+/* Bytes of one entry per cache slot: its heads' rows (the cache manager's row bytes, through the dtype table). */
 static bool entry_slot_bytes(const kvc_cache_entry *e, int64_t *out) {
-    return kvci_dtype_bytes(e->dtype, kvc_cache_entry_dim_numel(e), out) && kvci_mul64(*out, e->num_head, out);
+    return kvci_entry_row_bytes(e, out) && kvci_mul64(*out, e->num_head, out);
 }
 
 bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) {
