@@ -161,9 +161,9 @@ typedef struct kvc_layer_cache {
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,
  * fp8_e4m3, fp8_e5m2 (full form and latent alike), and a K/V dtype added to
- * the library's dtype table whose scales live in its blocks (or that has
- * none) and that converts from f32 (full form in token order only, head
- * dims whole blocks: the cache builder refuses the rest by name). */
+ * the library's dtype table that is stored in blocks, keeps its scales in
+ * them (or has none) and converts from f32 (full form in token order only,
+ * head dims whole blocks: the cache builder refuses the rest by name). */
 KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt);
 /* Whether caches of dt are quantised on write (int8, fp8) and so need the per-slot scale tensors. */
 KVC_API bool kvc_model_kv_quantised(kvc_dtype dt);
