@@ -130,8 +130,7 @@ static void carve_shape(const kvci_cache_knobs *k, int32_t c, int64_t heads, int
     t->shape[0] = n0;
     if (c >= KVCI_CACHE_KV_ENTRIES) { /* the scale entries (kvci_cache_scale_entries): one per slot */
         t->ndim = 2, t->shape[1] = n1;
-    } else if (k->paged &&
-               k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [NB, heads, bs, dim] */
+    } else if (k->paged && k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [.., bs, dim] */
         t->ndim = 4, t->shape[1] = heads;
         t->shape[2] = c ? n1 : dim, t->shape[3] = c ? dim : n1;
     } else if (k->paged) {

@@ -1,7 +1,8 @@
 /* The cache builder (docs/runtime.md, "The cache builder"): every owner of a
  * model's KV caches (the standalone runner, the engine adapter's managed and
- * self-managed paths) states the same knobs in one struct, has them checked
- * in one place, and gets the same description of its caches: each layer's
+ * self-managed paths) states the same knobs, the public kvc_cache_knobs
+ * (model.h) its caller fills, has them checked in one place, and gets the
+ * same description of its caches: each layer's
  * entries (kvc_model_cache_info: k/v or nope/rope with the heads and dims of
  * kvci_model_cache_dims, the KV dtype, and the f32 per-slot scales of an
  * int8 / fp8 dtype) and the kvc_model_caches the forward reads, whose tensor
