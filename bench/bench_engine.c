@@ -142,7 +142,7 @@ static kvc_status static_batches(const kvc_model *m, bool latent, const kvc_demo
         kvc_runner_params p = kvc_runner_default_params();
         p.mode = latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED;
         p.mla_paged = true;
-        p.block_size = BE_BLOCK;
+        p.cache.block_size = BE_BLOCK;
         p.max_new_tokens = 1;
         for (int64_t i = 0; i < n; i++) {
             const kvc_demo_request *r = &w->reqs[b0 + i];
@@ -180,7 +180,7 @@ static kvc_status decode_scaling(const kvc_model *m, bool latent, const kvc_demo
         kvc_runner_params p = kvc_runner_default_params();
         p.mode = latent ? KVC_RUNNER_MLA_LATENT : KVC_RUNNER_PAGED;
         p.mla_paged = true;
-        p.block_size = BE_BLOCK;
+        p.cache.block_size = BE_BLOCK;
         p.max_new_tokens = BE_DECODE_NEW;
         kvc_runner *run = NULL;
         st = kvc_runner_create(m, &p, n, BE_DECODE_PROMPT, &run);
@@ -220,7 +220,9 @@ static kvc_status fit_equal_memory(const kvc_model *m, const kvc_engine_adapter_
 /* Throughput of the engine configurations and the runner, fastest of BE_REPS each. */
 static kvc_status measure_throughput(const kvc_model *m, const kvc_demo_family *f, const kvc_demo_workload *w,
                                      int32_t *out, be_row *row) {
-    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = BE_BLOCK};
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.latent = f->latent;
+    ap.cache.block_size = BE_BLOCK;
     row->static_bytes = BE_BATCH * BE_MAX_MODEL_LEN * kvc_demo_kv_bytes_per_token(m, f->latent, KVC_DTYPE_F32);
     for (int64_t i = 0; i < w->n; i++) row->prompt_tokens += w->reqs[i].n_prompt;
     kvc_status st = fit_equal_memory(m, &ap, row);
@@ -277,7 +279,9 @@ static FILE *be_plot;
 /* One pass of the long-prompt mix under scheduler s at the workload's arrivals (lat->rate). */
 static kvc_status measure_latency(const kvc_model *m, const kvc_demo_family *f, const kvc_demo_workload *w, int s,
                                   int32_t *out, be_latency *lat) {
-    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = BE_BLOCK};
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.latent = f->latent;
+    ap.cache.block_size = BE_BLOCK;
     kvc_engine_params p = be_params(s, 0);
     kvc_demo_latency samples;
     kvc_demo_figures fig;

@@ -152,7 +152,7 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
                       double ops_per_mac, kvc_peak_kind ak, run_result *out) {
     const kvc_model_config *cfg = kvc_model_config_of(m);
     kvc_runner_params rp = kvc_runner_default_params();
-    rp.kv_dtype = KVC_DTYPE_BF16;
+    rp.cache.kv_dtype = KVC_DTYPE_BF16;
     rp.max_new_tokens = DECODE_STEPS + 1;
     if (P + rp.max_new_tokens > cfg->max_position_embeddings) rp.max_positions = P + rp.max_new_tokens;
     kvc_runner *r = NULL;

@@ -57,7 +57,7 @@ static kvc_status bp_open(bp_engine *b, kvc_engine_role role) {
     p.reserved_decode_tokens = 0;
     p.check = false;
     p.role = role;
-    const kvc_engine_adapter_params ap = {.block_size = 16};
+    const kvc_engine_adapter_params ap = kvc_engine_adapter_default_params(); /* blocks of 16 tokens */
     if (st == KVC_OK) st = kvc_engine_adapter_create(b->m, &ap, &p, &b->a);
     if (st == KVC_OK) st = kvc_engine_create(kvc_engine_adapter_model(b->a), &p, &b->e);
     return st;

@@ -87,7 +87,8 @@ static kvc_status fit(const kvc_model *m, const kvc_engine_adapter_params *ap, b
  * operator tuning max_num_seqs for that memory would get) in side. */
 static kvc_status run_side(const kvc_model *m, const kvc_demo_workload *w, bool shared, int64_t kv_memory, int32_t *out,
                            bp_side *side, bp_side runs[BP_N_SEQS]) {
-    kvc_engine_adapter_params ap = {.block_size = BP_BLOCK};
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.cache.block_size = BP_BLOCK;
     kvc_status st = KVC_OK;
     *side = (bp_side){0};
     for (int i = 0; i < BP_N_SEQS && st == KVC_OK; i++) {

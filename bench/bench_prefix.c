@@ -266,7 +266,8 @@ static int measure_engine(engine_result *out) {
                                        .prompt = ids,
                                        .sampling = kvc_sampling_default_params()};
     }
-    kvc_engine_adapter_params ap = {.block_size = BS};
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.cache.block_size = BS;
     for (int run = 0; run < 2 * ENGINE_REPS && rc == 0; run++) { /* off, on, off, on, ...: fastest of each */
         int on = run % 2;
         kvc_engine_params p = kvc_engine_default_params();

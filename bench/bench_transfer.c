@@ -65,7 +65,8 @@ static kvc_status side_open(bt_side *s, kvc_engine_role role) {
     p.reserved_decode_tokens = 0;
     p.check = false;
     p.role = role;
-    const kvc_engine_adapter_params ap = {.block_size = BT_BLOCK};
+    const kvc_engine_adapter_params ap = {
+        .cache = {.block_size = BT_BLOCK, .kv_dtype = KVC_DTYPE_F32, .kv_layout = KVC_BLOCK_BNBSND}};
     if (st == KVC_OK) st = kvc_engine_adapter_create(s->m, &ap, &p, &s->a);
     if (st == KVC_OK) st = kvc_engine_create(kvc_engine_adapter_model(s->a), &p, &s->e);
     for (int i = 0; i < BT_TOKENS; i++) s->prompt[i] = (i * 7 + 3) % 256;

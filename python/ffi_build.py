@@ -356,17 +356,23 @@ kvc_status kvc_model_load(const char *dir, kvc_model **out);
 kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out);
 void kvc_model_destroy(kvc_model *m);
 const kvc_model_config *kvc_model_config_of(const kvc_model *m);
+typedef struct kvc_cache_knobs {
+    int64_t block_size;
+    kvc_dtype kv_dtype;
+    kvc_block_layout kv_layout;
+    ...;
+} kvc_cache_knobs;
 
 typedef enum kvc_runner_mode {
     KVC_RUNNER_RECOMPUTE, KVC_RUNNER_CONTIGUOUS, KVC_RUNNER_PAGED, KVC_RUNNER_MLA_LATENT, ...
 } kvc_runner_mode;
 typedef struct kvc_runner_params {
     kvc_runner_mode mode;
-    int64_t block_size;
     bool mla_paged;
     int64_t max_new_tokens;
     int64_t max_seq_len;
     int64_t max_positions;
+    kvc_cache_knobs cache;
     ...;
 } kvc_runner_params;
 kvc_runner_params kvc_runner_default_params(void);
@@ -408,7 +414,6 @@ typedef struct kvc_engine_params {
     uint64_t seed;
     bool prefix_caching;
     bool check;
-    kvc_dtype kv_dtype;
     ...;
 } kvc_engine_params;
 kvc_engine_params kvc_engine_default_params(void);
@@ -473,9 +478,10 @@ kvc_status kvc_engine_get_stats(const kvc_engine *e, kvc_engine_stats *out);
 typedef struct kvc_engine_adapter_params {
     bool self_managed;
     bool latent;
-    int64_t block_size;
+    kvc_cache_knobs cache;
     ...;
 } kvc_engine_adapter_params;
+kvc_engine_adapter_params kvc_engine_adapter_default_params(void);
 typedef struct kvc_engine_adapter kvc_engine_adapter;
 kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *engine_params, kvc_engine_adapter **out);

@@ -179,10 +179,10 @@ static bool print_json(const char *dir, const char *weights, const kvc_runner_pa
     cJSON_AddStringToObject(root, "model", dir);
     cJSON_AddStringToObject(root, "weights", weights);
     cJSON_AddNumberToObject(root, "mode", (double)p->mode);
-    cJSON_AddNumberToObject(root, "block_size", (double)p->block_size);
+    cJSON_AddNumberToObject(root, "block_size", (double)p->cache.block_size);
     cJSON_AddNumberToObject(root, "max_new_tokens", (double)p->max_new_tokens);
-    cJSON_AddStringToObject(root, "kv_dtype", kvc_dtype_name(p->kv_dtype));
-    cJSON_AddStringToObject(root, "kv_layout", p->kv_layout == KVC_BLOCK_BNNDBS ? "lanes" : "tokens");
+    cJSON_AddStringToObject(root, "kv_dtype", kvc_dtype_name(p->cache.kv_dtype));
+    cJSON_AddStringToObject(root, "kv_layout", p->cache.kv_layout == KVC_BLOCK_BNNDBS ? "lanes" : "tokens");
     cJSON_AddNumberToObject(root, "kv_bytes_per_token", (double)kv_bytes_per_token);
     cJSON *prompts = cJSON_AddArrayToObject(root, "prompts");
     int64_t t = 0;
@@ -378,7 +378,7 @@ static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, co
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
     kvc_runner *r = NULL;
     if (kvc_runner_check(m, p, n, maxl) == KVC_OK && kvc_runner_create(m, p, n, maxl, &r) == KVC_OK)
-        snprintf(line, cap, "kv cache %s: %lld bytes per token (all layers)", kvc_dtype_name(p->kv_dtype),
+        snprintf(line, cap, "kv cache %s: %lld bytes per token (all layers)", kvc_dtype_name(p->cache.kv_dtype),
                  (long long)kvc_runner_kv_bytes_per_token(r));
     kvc_runner_destroy(r);
 }
@@ -453,7 +453,7 @@ static int run(int argc, char **argv) {
             }
             given.weights = true;
         } else if (strcmp(a, "--kv-dtype") == 0) {
-            if (!val || kvc_dtype_parse(val, &p.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.kv_dtype)) {
+            if (!val || kvc_dtype_parse(val, &p.cache.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.cache.kv_dtype)) {
                 fprintf(stderr,
                         "kvcache run: --kv-dtype expects f32, f16, bf16, i8 (int8), fp8_e4m3 (fp8) or fp8_e5m2, got "
                         "\"%s\"\n",
@@ -463,9 +463,9 @@ static int run(int argc, char **argv) {
             given.kv_dtype = true;
         } else if (strcmp(a, "--kv-layout") == 0) {
             if (val && strcmp(val, "tokens") == 0)
-                p.kv_layout = KVC_BLOCK_BNBSND;
+                p.cache.kv_layout = KVC_BLOCK_BNBSND;
             else if (val && strcmp(val, "lanes") == 0)
-                p.kv_layout = KVC_BLOCK_BNNDBS;
+                p.cache.kv_layout = KVC_BLOCK_BNNDBS;
             else {
                 fprintf(stderr, "kvcache run: --kv-layout expects tokens or lanes, got \"%s\"\n", val ? val : "");
                 return 2;
@@ -501,7 +501,7 @@ static int run(int argc, char **argv) {
             else if (strcmp(a, "--tp") == 0)
                 tp = v;
             else if (is_block)
-                p.block_size = v, given.block_size = true;
+                p.cache.block_size = v, given.block_size = true;
             else if (strcmp(a, "--max-positions") == 0)
                 p.max_positions = v, given.max_positions = true;
             else
@@ -568,7 +568,7 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
                 (long long)mc->vocab_size);
     if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
-        kvc_status st = checkpoint_kv_dtype(dir, &p.kv_dtype);
+        kvc_status st = checkpoint_kv_dtype(dir, &p.cache.kv_dtype);
         if (st != KVC_OK) {
             fprintf(stderr, "kvcache run: the checkpoint's KV dtype: %s\n", kvc_last_error());
             kvc_model_destroy(m);
@@ -582,14 +582,11 @@ static int run(int argc, char **argv) {
     }
     if (!given.eos) eng.eos_id = config_eos_id(dir); /* the model's end-of-sequence id, -1 if none */
     if (given.stream || given.sampling || given.eos || given.role) {
-        eng.latent = mode == KVC_RUNNER_MLA_LATENT;
         eng.max_new_tokens = p.max_new_tokens;
-        eng.block_size = p.block_size;
-        eng.kv_dtype = p.kv_dtype;
-        eng.kv_layout = p.kv_layout;
+        eng.adapter = (kvc_engine_adapter_params){.latent = mode == KVC_RUNNER_MLA_LATENT, .cache = p.cache};
         char first[256];
         snprintf(first, sizeof first, "kv cache %s, through the engine (paged blocks of %lld tokens)",
-                 kvc_dtype_name(p.kv_dtype), (long long)p.block_size);
+                 kvc_dtype_name(p.cache.kv_dtype), (long long)p.cache.block_size);
         if (given.role && !(given.stream || given.sampling || given.eos)) /* `kvcache run ARGS` takes the runner */
             runner_first_line(m, &p, lens, n, first, sizeof first);
         if (!given.role) printf("%s\n", first);
@@ -632,7 +629,7 @@ static int run(int argc, char **argv) {
         rc = 1;
     } else if (!json) {
         if (p.mode != KVC_RUNNER_RECOMPUTE)
-            printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.kv_dtype),
+            printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.cache.kv_dtype),
                    (long long)kvc_runner_kv_bytes_per_token(r));
         for (int64_t b = 0; b < n; b++) { /* up to and including the model's end-of-sequence id */
             for (int64_t i = 0; i < NT && (i == 0 || tok[b * NT + i - 1] != eng.eos_id); i++)

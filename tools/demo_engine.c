@@ -43,7 +43,6 @@ static kvc_engine_params demo_params(int64_t batch) {
     p.max_num_batched_tokens = DEMO_STEP_TOKENS;
     p.seed = 7;
     p.check = false; /* the checks run in the tests; here they would dominate the time */
-    p.kv_dtype = DEMO_KV_DTYPE;
     return p;
 }
 
@@ -56,9 +55,11 @@ static kvc_status run_family(const kvc_demo_family *f, const kvc_demo_workload *
     const size_t n_out = (size_t)(w->n * w->max_new);
     int32_t *busy = kvci_malloc(n_out * sizeof *busy), *alone = kvci_malloc(n_out * sizeof *alone);
     if (busy == NULL || alone == NULL) st = KVC_ENOMEM;
-    kvc_engine_adapter_params ap = {.latent = f->latent, .block_size = DEMO_BLOCK};
+    kvc_engine_adapter_params ap = {
+        .latent = f->latent,
+        .cache = {.block_size = DEMO_BLOCK, .kv_dtype = DEMO_KV_DTYPE, .kv_layout = KVC_BLOCK_BNBSND}};
     kvc_engine_params p = demo_params(DEMO_BATCH);
-    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent, p.kv_dtype);
+    r->kv_bytes_per_token = kvc_demo_kv_bytes_per_token(m, f->latent, ap.cache.kv_dtype);
     r->budget = r->kv_bytes_per_token * DEMO_BUDGET_TOKENS;
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = r->budget;

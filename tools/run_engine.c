@@ -82,8 +82,6 @@ kvc_engine_params kvc_run_engine_params(const kvc_run_engine_opts *o, const int6
     ep.max_num_seqs = n;
     ep.max_requests = n;
     ep.reserved_decode_tokens = 0; /* the pools hold every prompt at full length: admit them all at once */
-    ep.kv_dtype = o->kv_dtype;
-    ep.kv_layout = o->kv_layout;
     ep.check = false;
     return ep;
 }
@@ -91,13 +89,12 @@ kvc_engine_params kvc_run_engine_params(const kvc_run_engine_opts *o, const int6
 int kvc_run_engine(const kvc_model *m, const kvc_run_engine_opts *o, const int32_t *ids, const int64_t *lens,
                    int64_t n) {
     const kvc_engine_params ep = kvc_run_engine_params(o, lens, n);
-    const kvc_engine_adapter_params ap = {.latent = o->latent, .block_size = o->block_size};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     int32_t *buf = kvci_calloc((size_t)o->max_new_tokens, sizeof *buf);
     int64_t *printed = kvci_calloc((size_t)n, sizeof *printed);
     kvc_status st = buf != NULL && printed != NULL ? KVC_OK : kvci_fail(KVC_ENOMEM, "out of memory");
-    if (st == KVC_OK) st = kvc_engine_adapter_create(m, &ap, &ep, &a);
+    if (st == KVC_OK) st = kvc_engine_adapter_create(m, &o->adapter, &ep, &a);
     if (st == KVC_OK) st = kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e);
     if (st == KVC_OK) st = add_prompts(e, o, ids, lens, n);
     if (st == KVC_OK) st = drive(e, o, n, buf, printed);

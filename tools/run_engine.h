@@ -12,10 +12,8 @@ typedef struct kvc_run_engine_opts {
     kvc_sampling_params sampling; /* temperature 0: greedy */
     int32_t eos_id;               /* -1: none; a prompt stops after emitting it */
     bool stream;                  /* print each token as its step ends */
-    bool latent;                  /* MLA latent caches (mode 3) */
-    int64_t max_new_tokens, block_size;
-    kvc_dtype kv_dtype;
-    kvc_block_layout kv_layout;
+    int64_t max_new_tokens;
+    kvc_engine_adapter_params adapter; /* latent (mode 3) and the cache knobs; managed caches */
 } kvc_run_engine_opts;
 
 /* Runs the n prompts (ids packed, lens[n]) as requests of one engine over m

@@ -37,7 +37,7 @@ static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvc_run
                                  const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids,
                                  const int64_t *lens, int64_t n, bool *sent, int64_t *n_sent, int *rc) {
     int32_t first, count;
-    send_range(k, o->latent, &first, &count);
+    send_range(k, o->adapter.latent, &first, &count);
     for (int64_t b = 0; b < n; b++) {
         kvc_engine_request_info info;
         if (sent[b] || kvc_engine_request_get(e, b, &info) != KVC_OK || info.state != KVC_REQ_FINISHED) continue;
@@ -77,7 +77,7 @@ static int run_prefill(kvc_engine *e, const kvc_run_pd_link *k, const kvc_run_en
     if (st != KVC_OK) { /* the prompts not sent yet fail on the decode side too */
         fprintf(stderr, "kvcache run: prefill rank: %s\n", kvc_last_error());
         int32_t first, count;
-        send_range(k, o->latent, &first, &count);
+        send_range(k, o->adapter.latent, &first, &count);
         for (int64_t b = 0; b < n && sent; b++) {
             if (sent[b]) continue;
             for (int32_t d = first; d < first + count; d++)
@@ -224,10 +224,9 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
     kvc_status st = kvc_run_pd_connect(&k);
     kvc_engine_params ep = kvc_run_engine_params(o, lens, n);
     ep.role = pd->role;
-    const kvc_engine_adapter_params ap = {.latent = o->latent, .block_size = o->block_size};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
-    if (st == KVC_OK) st = kvc_engine_adapter_create(m, &ap, &ep, &a);
+    if (st == KVC_OK) st = kvc_engine_adapter_create(m, &o->adapter, &ep, &a);
     if (st == KVC_OK) st = kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e);
     int rc = 1;
     if (st != KVC_OK)

@@ -188,22 +188,15 @@ typedef struct kvc_engine_params {
     kvc_storage_pages pages;        /* page policy of the cache tensors of at least KVC_HUGE_PAGE_MIN_BYTES, managed
                                      * storage and self-managed caches alike (cache.h; docs/engine.md) */
     bool check;                     /* run the verification checks before and after every step and release */
-    /* kv_dtype and kv_layout are the model adapter's knobs, not the engine's: kvc_engine_adapter_create reads
-     * and checks them, kvc_engine_create neither reads nor checks them (a model of your own builds its caches
-     * its own way). Kept here for compatibility; their place is the adapter's parameters. */
-    kvc_dtype kv_dtype;         /* KV cache element type: f32, f16, bf16, i8, fp8_e4m3 or fp8_e5m2; the model
-                                 * adapter builds its caches of it (docs/runtime.md) */
-    kvc_block_layout kv_layout; /* the model adapter's managed full-form caches: KVC_BLOCK_BNBSND (default) or
-                                 * KVC_BLOCK_BNNDBS (keys in lanes; kvc_model_caches.layout, docs/runtime.md) */
-    bool shared_pools;          /* managed: the keys whose entry slots agree in page bytes draw from one
-                                 * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
-                                 * too), after kvc_cache_info_unify_pages (bound: max_model_len capped at
-                                 * KVC_ATTN_MAX_BLOCK_SIZE, as kvcache plan) has grown the block sizes of
-                                 * keys with fewer bytes per token in model->cache_info (put back when
-                                 * kvc_engine_create fails); false: a pool per key,
-                                 * each key's block size as described */
-    kvc_engine_role role;       /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
-                                 * (cache info) and the BUDGET scheduler */
+    bool shared_pools;              /* managed: the keys whose entry slots agree in page bytes draw from one
+                                     * pool (kvc_plan_params.shared_pools; int8/fp8 caches with their scales
+                                     * too), after kvc_cache_info_unify_pages (bound: max_model_len capped at
+                                     * KVC_ATTN_MAX_BLOCK_SIZE, as kvcache plan) has grown the block sizes of
+                                     * keys with fewer bytes per token in model->cache_info (put back when
+                                     * kvc_engine_create fails); false: a pool per key,
+                                     * each key's block size as described */
+    kvc_engine_role role;           /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
+                                     * (cache info) and the BUDGET scheduler */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
@@ -211,7 +204,9 @@ typedef struct kvc_engine_params {
  * plan_concurrency 0, kv_memory_bytes 0, reserved_decode_tokens 64, next_n
  * 0, seed 0, prefix caching off (salt 0), KVC_ALIGN_DEFAULT, pages
  * KVC_STORAGE_PAGES_HUGE, check on in debug builds (no NDEBUG) and off
- * otherwise, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND, shared pools on, role BOTH. */
+ * otherwise, shared pools on, role BOTH. The KV cache's dtype, layout and
+ * block size are the model adapter's (kvc_engine_adapter_params.cache): a
+ * model of your own builds its caches its own way. */
 KVC_API kvc_engine_params kvc_engine_default_params(void);
 
 typedef struct kvc_engine kvc_engine;
@@ -417,7 +412,7 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
 
 /* A kvc_engine_model over a kvc_model (model.h). Managed (default): the
  * model's cache description from kvc_model_cache_info_build(m, latent,
- * engine_params->kv_dtype, block_size) (entries grouped FullAttention /
+ * cache.kv_dtype, cache.block_size) (entries grouped FullAttention /
  * SlidingWindow; int8 / fp8 with their per-slot scale entries); the
  * adapter's tensor setters record the tensors the engine allocates, so every
  * layer reads its own manager key. Self-managed: no cache info, one legacy
@@ -434,21 +429,26 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * params over kvc_engine_adapter_model(), destroy the engine first. The
  * model must outlive the adapter. Not thread-safe. */
 typedef struct kvc_engine_adapter_params {
-    bool self_managed;  /* legacy contiguous caches instead of cache info */
-    bool latent;        /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
-    int64_t block_size; /* managed: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE]; the engine may grow a
-                         * key's (kvc_engine_params.shared_pools), the forward follows each layer's tensors */
+    bool self_managed;     /* legacy contiguous caches instead of cache info */
+    bool latent;           /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */
+    kvc_cache_knobs cache; /* the KV caches' knobs (model.h): cache.block_size is read on the managed path only,
+                            * where the engine may grow a key's (kvc_engine_params.shared_pools) and the forward
+                            * follows each layer's tensors; cache.kv_layout BNNDBS on the managed full-form
+                            * path only */
 } kvc_engine_adapter_params;
+
+/* Not self-managed, not latent, kvc_cache_knobs_default(). */
+KVC_API kvc_engine_adapter_params kvc_engine_adapter_default_params(void);
 
 typedef struct kvc_engine_adapter kvc_engine_adapter;
 
-/* Refused (KVC_EINVAL, naming the field): latent on a non-MLA model, a block
- * size outside [1, KVC_ATTN_MAX_BLOCK_SIZE] on the managed path, engine params
- * kvc_engine_create would refuse for their sizes, an engine_params->kv_dtype
- * that is not a KV cache dtype, an engine_params->kv_layout other than
- * KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, or BNNDBS with self-managed or latent
- * caches (the two fields only the adapter reads). The runner checks the same
- * knobs with the same rules (the cache builder, docs/runtime.md). */
+/* Refused (KVC_EINVAL, naming the field): engine params kvc_engine_create
+ * would refuse for their sizes, and the knobs the cache builder refuses
+ * (the runner's rules, docs/runtime.md): latent on a non-MLA model, a
+ * cache.block_size outside [1, KVC_ATTN_MAX_BLOCK_SIZE] on the managed path,
+ * a cache.kv_dtype that is not a KV cache dtype, a cache.kv_layout other
+ * than KVC_BLOCK_BNBSND or KVC_BLOCK_BNNDBS, or BNNDBS with self-managed or
+ * latent caches. */
 KVC_API kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                              const kvc_engine_params *engine_params, kvc_engine_adapter **out);
 KVC_API void kvc_engine_adapter_destroy(kvc_engine_adapter *a);

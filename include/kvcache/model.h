@@ -168,6 +168,23 @@ KVC_API bool kvc_model_kv_dtype_ok(kvc_dtype dt);
 /* Whether caches of dt are quantised on write (int8, fp8) and so need the per-slot scale tensors. */
 KVC_API bool kvc_model_kv_quantised(kvc_dtype dt);
 
+/* The cache knobs: what an owner of a model's KV caches chooses, stated
+ * once for every owner (kvc_runner_params.cache, runner.h;
+ * kvc_engine_adapter_params.cache, engine.h) and checked by one rule set,
+ * the cache builder's (docs/runtime.md, "The cache builder"): a refusal
+ * names the field as the caller wrote it, e.g. "cache.kv_layout". */
+typedef struct kvc_cache_knobs {
+    int64_t block_size;         /* paged caches: tokens per block, in [1, KVC_ATTN_MAX_BLOCK_SIZE]; not read by
+                                 * contiguous caches */
+    kvc_dtype kv_dtype;         /* kvc_model_kv_dtype_ok: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a registered
+                                 * one stored in blocks of channels (BNBSND full form, head dims whole blocks) */
+    kvc_block_layout kv_layout; /* KVC_BLOCK_BNBSND, or for paged full-form caches KVC_BLOCK_BNNDBS (keys in lanes:
+                                 * K [NB, Nkv, D, bs], V [NB, Nkv, bs, Dv]; kvc_model_caches.layout) */
+} kvc_cache_knobs;
+
+/* block_size 16, kv_dtype f32, kv_layout KVC_BLOCK_BNBSND. */
+KVC_API kvc_cache_knobs kvc_cache_knobs_default(void);
+
 typedef struct kvc_model_caches {
     kvc_model_cache_kind kind;
     bool latent;             /* MLA latent caches (MF 4.4 absorbed attention) */

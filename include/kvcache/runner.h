@@ -33,20 +33,19 @@ typedef enum kvc_runner_mode {
 #define KVC_RUNNER_MAX_POSITIONS (INT64_C(1) << 20)
 
 typedef struct kvc_runner_params {
-    kvc_runner_mode mode;       /* default 2 */
-    int64_t block_size;         /* mode 2, and mode 3 when mla_paged (default 16; at most KVC_ATTN_MAX_BLOCK_SIZE) */
-    bool mla_paged;             /* mode 3 over mode 2 (true, default) or mode 1 */
-    int64_t max_new_tokens;     /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
-    int64_t max_positions;      /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
-                                 * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
-    int64_t max_seq_len;        /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
-                                 * rounded up to block_size when paged */
-    kvc_dtype kv_dtype;         /* cache dtype (default f32): f32, f16, bf16, or int8 / fp8 e4m3 / e5m2
-                                 * (every mode; scales per token computed on write, model.h) */
-    kvc_storage_pages pages;    /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
-                                 * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
-    kvc_block_layout kv_layout; /* mode 2: KVC_BLOCK_BNBSND (default) or KVC_BLOCK_BNNDBS (keys in lanes: K
-                                 * [NB, Nkv, D, bs], V [NB, Nkv, bs, Dv]; kvc_model_caches.layout) */
+    kvc_runner_mode mode;    /* default 2 */
+    bool mla_paged;          /* mode 3 over mode 2 (true, default) or mode 1 */
+    int64_t max_new_tokens;  /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
+    int64_t max_positions;   /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
+                              * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
+    int64_t max_seq_len;     /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
+                              * rounded up to cache.block_size when paged */
+    kvc_storage_pages pages; /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
+                              * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
+    kvc_cache_knobs cache;   /* the caches' knobs (model.h; default kvc_cache_knobs_default()): block_size
+                              * read by mode 2, and mode 3 when mla_paged; kv_dtype by modes 1-3 (int8 /
+                              * fp8: scales per token computed on write, model.h); kv_layout BNNDBS by mode
+                              * 2 only */
 } kvc_runner_params;
 
 KVC_API kvc_runner_params kvc_runner_default_params(void);
@@ -57,9 +56,11 @@ typedef struct kvc_runner kvc_runner;
  * anything: every entry point (kvc_runner_create, kvc_runner_compare_dtype,
  * `kvcache run`, Python's kvcache.run) passes through it, so a caller may
  * refuse a run before it sizes buffers of its own. Refused: a mode the model
- * cannot run (mode 3 without MLA), sizes < 1, a kv_dtype that is not a cache
- * dtype, block_size above KVC_ATTN_MAX_BLOCK_SIZE in a paged mode, a
- * kv_layout the mode does not take, max_prompt_len + max_new_tokens beyond
+ * cannot run (mode 3 without MLA), sizes < 1, the knobs the cache builder
+ * refuses (the engine adapter's rules, docs/runtime.md: a cache.kv_dtype
+ * that is not a cache dtype, a cache.block_size outside
+ * [1, KVC_ATTN_MAX_BLOCK_SIZE] in a paged mode, a cache.kv_layout the mode
+ * does not take), max_prompt_len + max_new_tokens beyond
  * the positions allowed (max_positions, else the model's
  * max_position_embeddings, and never more than KVC_RUNNER_MAX_POSITIONS). */
 KVC_API kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int64_t batch,
@@ -67,7 +68,7 @@ KVC_API kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params 
 
 /* Caches, metadata and workspace for up to `batch` prompts of at most
  * max_prompt_len tokens, all sized here. Refused: what kvc_runner_check
- * refuses, S_max % block_size != 0 (RM 10), S_max below max_prompt_len +
+ * refuses, S_max % cache.block_size != 0 (RM 10), S_max below max_prompt_len +
  * max_new_tokens - 1. The model must outlive the runner. */
 KVC_API kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int64_t batch,
                                      int64_t max_prompt_len, kvc_runner **out);
@@ -121,8 +122,8 @@ typedef struct kvc_dtype_compare {
     int64_t flips_beyond_error;  /* steps whose argmax changed although the gap exceeded 2x the error (must be 0) */
 } kvc_dtype_compare;
 
-/* Runs the prompts through runners of params p (mode 1, 2 or 3; kv_dtype
- * ignored) with f32 caches and with `dtype` caches and fills out. ref_tokens
+/* Runs the prompts through runners of params p (mode 1, 2 or 3;
+ * cache.kv_dtype ignored) with f32 caches and with `dtype` caches and fills out. ref_tokens
  * [n, max_new_tokens] or NULL. Allocates its runners and buffers. */
 KVC_API kvc_status kvc_runner_compare_dtype(const kvc_model *m, const kvc_runner_params *p, const int32_t *ids,
                                             const int64_t *lens, int64_t n, kvc_dtype dtype, const int32_t *ref_tokens,

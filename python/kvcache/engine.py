@@ -166,9 +166,10 @@ class Engine:
             p.prefix_caching = bool(prefix_caching)
             p.seed = int64(seed, "seed") % 2**64
             p.check = bool(check_invariants)
-            p.kv_dtype = dtype_code(_checkpoint_kv_dtype(model_dir) if kv_dtype is None else kv_dtype, "kv_dtype")
-            ap = ffi.new("kvc_engine_adapter_params *")
-            ap.block_size = int64(block_size, "block_size")
+            ap = ffi.new("kvc_engine_adapter_params *", lib.kvc_engine_adapter_default_params())
+            ap.cache.kv_dtype = dtype_code(_checkpoint_kv_dtype(model_dir) if kv_dtype is None else kv_dtype,
+                                           "kv_dtype")
+            ap.cache.block_size = int64(block_size, "block_size")
             a = ffi.new("kvc_engine_adapter **")
             check(lib.kvc_engine_adapter_create(model, ap, p, a))
         except BaseException:
@@ -186,9 +187,9 @@ class Engine:
         self._close = weakref.finalize(self, _destroy, self._e, adapter, model)
         self.max_model_len = int(p.max_model_len)
         self.max_num_seqs = int(p.max_num_seqs)
-        self.kv_dtype = dtype_name(p.kv_dtype)
+        self.kv_dtype = dtype_name(ap.cache.kv_dtype)
         self.weights = weights
-        self.block_size = int(ap.block_size)
+        self.block_size = int(ap.cache.block_size)
         self._live = {}
         self._ids = itertools.count()
         self._out = ffi.new("int32_t[]", self.max_model_len + 1)

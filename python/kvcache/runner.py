@@ -117,7 +117,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     model = ffi.gc(model[0], lib.kvc_model_destroy)
     p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
     p.mode = getattr(lib, c_mode)
-    p.block_size = int64(block_size, "block_size")
+    p.cache.block_size = int64(block_size, "block_size")
     p.mla_paged = bool(mla_paged)
     p.max_new_tokens = int64(max_new_tokens, "max_new_tokens")
     p.max_positions = int64(max_positions, "max_positions")

@@ -20,8 +20,6 @@ kvc_engine_params kvc_engine_default_params(void) {
     p.min_chunk_tokens = 4;
     p.alignment = KVC_ALIGN_DEFAULT;
     p.pages = KVC_STORAGE_PAGES_HUGE;
-    p.kv_dtype = KVC_DTYPE_F32;
-    p.kv_layout = KVC_BLOCK_BNBSND;
     p.shared_pools = true;
 #ifdef NDEBUG
     p.check = false;
@@ -121,7 +119,6 @@ static kvc_status resolve_params(kvc_engine_params *p) {
                          (long long)p->next_n);
     kvc_status st = kvci_page_policy_check("engine", p->pages, p->alignment);
     if (st != KVC_OK) return st;
-    /* kv_dtype and kv_layout are the model adapter's (it checks them): the engine reads neither */
     int64_t store = 0;
     if (!kvci_mul64(p->max_requests, p->max_model_len + 1, &store) || store > ((int64_t)1 << 36))
         return kvci_fail(KVC_EINVAL, "engine: max_requests %lld x (max_model_len %lld + 1) tokens is too large",

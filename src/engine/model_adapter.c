@@ -96,6 +96,10 @@ static kvc_status wire_legacy(kvc_engine_adapter *a) {
     return KVC_OK;
 }
 
+kvc_engine_adapter_params kvc_engine_adapter_default_params(void) {
+    return (kvc_engine_adapter_params){.self_managed = false, .latent = false, .cache = kvc_cache_knobs_default()};
+}
+
 kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapter_params *p,
                                      const kvc_engine_params *ep, kvc_engine_adapter **out) {
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: out is NULL");
@@ -104,14 +108,9 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         return kvci_fail(KVC_EINVAL, "kvc_engine_adapter_create: model, params and engine params must not be NULL");
     const int64_t step_tokens = kvc_engine_step_tokens(ep);
     if (step_tokens < 1) return KVC_EINVAL; /* the engine's own check has set the message */
-    /* the engine's kv_dtype and kv_layout are the adapter's knobs (the engine reads neither) */
-    const kvc_cache_knobs k = {.paged = !p->self_managed,
-                               .block_size = p->block_size,
-                               .kv_dtype = ep->kv_dtype,
-                               .kv_layout = ep->kv_layout,
-                               .latent = p->latent};
+    const kvci_cache_knobs k = {.cache = p->cache, .paged = !p->self_managed, .latent = p->latent};
     kvc_status st = kvci_cache_knobs_check(
-        m, &k, "engine adapter",
+        m, &k, "engine adapter", "cache.",
         p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
     if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);

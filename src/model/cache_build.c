@@ -23,45 +23,52 @@ static const char *layout_name(kvc_block_layout l) {
     }
 }
 
-kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvc_cache_knobs *k, const char *who, const char *where) {
+kvc_cache_knobs kvc_cache_knobs_default(void) {
+    return (kvc_cache_knobs){.block_size = 16, .kv_dtype = KVC_DTYPE_F32, .kv_layout = KVC_BLOCK_BNBSND};
+}
+
+kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvci_cache_knobs *k, const char *who, const char *field,
+                                  const char *where) {
     const kvc_model_config *c = kvc_model_config_of(m);
-    if (!kvc_model_kv_dtype_ok(k->kv_dtype))
+    const kvc_cache_knobs *p = &k->cache;
+    if (!kvc_model_kv_dtype_ok(p->kv_dtype))
         return kvci_fail(KVC_EINVAL,
-                         "%s: kv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a "
+                         "%s: %skv_dtype %s (%d) is not a KV cache dtype (f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a "
                          "registered one: kvc_model_kv_dtype_ok)",
-                         who, kvc_dtype_name(k->kv_dtype), (int)k->kv_dtype);
-    const kvc_dtype_traits *dt = kvci_dtype_traits(k->kv_dtype);
+                         who, field, kvc_dtype_name(p->kv_dtype), (int)p->kv_dtype);
+    const kvc_dtype_traits *dt = kvci_dtype_traits(p->kv_dtype);
     if (dt->block > 1) { /* blocks of channels: whole blocks per head row, channels in order, no rope part */
-        if (k->latent || k->kv_layout == KVC_BLOCK_BNNDBS)
+        if (k->latent || p->kv_layout == KVC_BLOCK_BNNDBS)
             return kvci_fail(KVC_EINVAL,
-                             "%s: kv_dtype %s is stored in blocks of %d channels: %s cannot hold it (full-form "
+                             "%s: %skv_dtype %s is stored in blocks of %d channels: %s cannot hold it (full-form "
                              "caches in KVC_BLOCK_BNBSND only)",
-                             who, dt->name, (int)dt->block,
+                             who, field, dt->name, (int)dt->block,
                              k->latent ? "MLA latent caches (a rope part)" : "KVC_BLOCK_BNNDBS (keys in lanes)");
         const kvc_cache_dims cd = kvci_model_cache_dims(c, false);
         for (int i = 0; i < KVCI_CACHE_KV_ENTRIES; i++)
             if (cd.dim[i] % dt->block != 0)
                 return kvci_fail(KVC_EINVAL,
-                                 "%s: kv_dtype %s is stored in blocks of %d channels: cache %s has dim %lld, not a "
+                                 "%s: %skv_dtype %s is stored in blocks of %d channels: cache %s has dim %lld, not a "
                                  "multiple",
-                                 who, dt->name, (int)dt->block, i ? "v_cache" : "k_cache", (long long)cd.dim[i]);
+                                 who, field, dt->name, (int)dt->block, i ? "v_cache" : "k_cache", (long long)cd.dim[i]);
     }
     if (k->latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "%s: the MLA latent form needs an MLA model; %s is %s", who, c->model_type,
                          kvc_model_family_name(c->family));
-    if (k->paged && (k->block_size < 1 || k->block_size > KVC_ATTN_MAX_BLOCK_SIZE))
-        return kvci_fail(KVC_EINVAL, "%s: block_size %lld must be in [1, %d] in paged modes (paged attention's limit)",
-                         who, (long long)k->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
-    const bool lanes_ok = k->kv_layout == KVC_BLOCK_BNNDBS && k->paged && !k->latent;
-    if (k->kv_layout != KVC_BLOCK_BNBSND && !lanes_ok)
+    if (k->paged && (p->block_size < 1 || p->block_size > KVC_ATTN_MAX_BLOCK_SIZE))
         return kvci_fail(KVC_EINVAL,
-                         "%s: kv_layout %s is not taken %s: paged full-form caches take KVC_BLOCK_BNBSND or "
+                         "%s: %sblock_size %lld must be in [1, %d] in paged modes (paged attention's limit)", who,
+                         field, (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
+    const bool lanes_ok = p->kv_layout == KVC_BLOCK_BNNDBS && k->paged && !k->latent;
+    if (p->kv_layout != KVC_BLOCK_BNBSND && !lanes_ok)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %skv_layout %s is not taken %s: paged full-form caches take KVC_BLOCK_BNBSND or "
                          "KVC_BLOCK_BNNDBS, latent and contiguous caches KVC_BLOCK_BNBSND only",
-                         who, layout_name(k->kv_layout), where);
+                         who, field, layout_name(p->kv_layout), where);
     return KVC_OK;
 }
 
-kvc_status kvci_cache_set_build(const kvc_model *m, const kvc_cache_knobs *k, kvc_model_caches *caches,
+kvc_status kvci_cache_set_build(const kvc_model *m, const kvci_cache_knobs *k, kvc_model_caches *caches,
                                 kvci_cache_set *out) {
     memset(out, 0, sizeof *out);
     memset(caches, 0, sizeof *caches);
@@ -69,7 +76,7 @@ kvc_status kvci_cache_set_build(const kvc_model *m, const kvc_cache_knobs *k, kv
     out->caches = caches;
     const kvc_model_config *c = kvc_model_config_of(m);
     /* contiguous caches have no blocks: their entries carry block size 1 (only their shapes are read) */
-    kvc_status st = kvci_cache_info_new(c, k->latent, k->kv_dtype, k->paged ? k->block_size : 1, &out->ci);
+    kvc_status st = kvci_cache_info_new(c, k->latent, k->cache.kv_dtype, k->paged ? k->cache.block_size : 1, &out->ci);
     if (st != KVC_OK) return st;
     kvc_layer_cache *layers = kvci_calloc((size_t)c->num_layers, sizeof *layers);
     if (!layers) {
@@ -78,15 +85,15 @@ kvc_status kvci_cache_set_build(const kvc_model *m, const kvc_cache_knobs *k, kv
     }
     *caches = (kvc_model_caches){.kind = k->paged ? KVC_MCACHE_PAGED : KVC_MCACHE_CONTIGUOUS,
                                  .latent = k->latent,
-                                 .block_size = k->paged ? k->block_size : 0,
-                                 .layout = k->kv_layout,
+                                 .block_size = k->paged ? k->cache.block_size : 0,
+                                 .layout = k->cache.kv_layout,
                                  .n_layers = (int32_t)c->num_layers,
                                  .layers = layers};
     for (int32_t i = 0; i < out->ci->n_layer_infos; i++) {
         kvc_layer_cache_info *li = &out->ci->layer_infos[i];
         snprintf(layers[li->layer_idx].key, sizeof layers[li->layer_idx].key, "%s",
                  kvc_cache_entry_group_key(&li->caches[0]));
-        if (k->kv_layout == KVC_BLOCK_BNNDBS) { /* keys in lanes, values head-major */
+        if (k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* keys in lanes, values head-major */
             li->caches[0].layout = KVC_BLOCK_BNNDBS;
             li->caches[1].layout = KVC_BLOCK_BNNBSD;
         }
@@ -137,12 +144,12 @@ bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) 
 }
 
 /* The shape of entry c (of heads x dim elements per slot) over n0 x n1 slots (kvci_cache_set_carve). */
-static void carve_shape(const kvc_cache_knobs *k, int32_t c, int64_t heads, int64_t dim, int64_t n0, int64_t n1,
+static void carve_shape(const kvci_cache_knobs *k, int32_t c, int64_t heads, int64_t dim, int64_t n0, int64_t n1,
                         kvc_tensor *t) {
     t->shape[0] = n0;
     if (c >= KVCI_CACHE_KV_ENTRIES) { /* the scale entries (kvci_cache_scale_entries): one per slot */
         t->ndim = 2, t->shape[1] = n1;
-    } else if (k->paged && k->kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [NB, heads, bs, dim] */
+    } else if (k->paged && k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [.., bs, dim] */
         t->ndim = 4, t->shape[1] = heads;
         t->shape[2] = c ? n1 : dim, t->shape[3] = c ? dim : n1;
     } else if (k->paged) {

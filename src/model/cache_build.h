@@ -1,7 +1,8 @@
 /* The cache builder (docs/runtime.md, "The cache builder"): every owner of a
  * model's KV caches (the standalone runner, the engine adapter's managed and
- * self-managed paths) states the same knobs in one struct, has them checked
- * in one place, and gets the same description of its caches: each layer's
+ * self-managed paths) states the same knobs, the public kvc_cache_knobs
+ * (model.h) its caller fills, has them checked in one place, and gets the
+ * same description of its caches: each layer's
  * entries (kvc_model_cache_info: k/v or nope/rope with the heads and dims of
  * kvci_model_cache_dims, the KV dtype, and the f32 per-slot scales of an
  * int8 / fp8 dtype) and the kvc_model_caches the forward reads, whose tensor
@@ -17,24 +18,24 @@
 #include "kvcache/cache.h"
 #include "kvcache/model.h"
 
-/* What a cache owner chooses. */
-typedef struct kvc_cache_knobs {
-    bool paged;                 /* blocks of block_size tokens (the cache manager's or a static table), else a
-                                 * contiguous row of positions per sequence */
-    int64_t block_size;         /* paged: in [1, KVC_ATTN_MAX_BLOCK_SIZE]; unread when contiguous */
-    kvc_dtype kv_dtype;         /* kvc_model_kv_dtype_ok: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2, or a registered
-                                 * one; stored in blocks of channels: BNBSND full form, head dims whole blocks */
-    kvc_block_layout kv_layout; /* KVC_BLOCK_BNBSND, or KVC_BLOCK_BNNDBS (keys in lanes) for paged full-form caches */
-    bool latent;                /* MLA latent caches (nope/rope, one head): an MLA family only */
-} kvc_cache_knobs;
+/* What a cache owner chooses: the public knobs (model.h) and what the owner's mode decides. */
+typedef struct kvci_cache_knobs {
+    kvc_cache_knobs cache; /* block_size read when paged (entries then take it; contiguous: 1) */
+    bool paged;            /* blocks of cache.block_size tokens (the cache manager's or a static table), else a
+                            * contiguous row of positions per sequence */
+    bool latent;           /* MLA latent caches (nope/rope, one head): an MLA family only */
+} kvci_cache_knobs;
 
-/* Checks k against m; messages begin "who: " and a refused layout says it
- * is not taken `where` (the owner's words, e.g. "in mode 1"). */
-kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvc_cache_knobs *k, const char *who, const char *where);
+/* Checks k against m. Messages begin "who: " and name each public knob as
+ * `field` then its name (the caller's spelling: "cache." gives
+ * "cache.kv_dtype", "" gives "kv_dtype"); a refused layout says it is not
+ * taken `where` (the owner's words, e.g. "in mode 1"). */
+kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvci_cache_knobs *k, const char *who, const char *field,
+                                  const char *where);
 
 /* One model's caches as the knobs describe them. */
 typedef struct kvci_cache_set {
-    kvc_cache_knobs knobs;
+    kvci_cache_knobs knobs;
     kvc_model_cache_info *ci; /* [n_layers] layer infos; entries k, v (latent: nope, rope), then the scales;
                                * entry block_size 1 when contiguous; BNNDBS: k in BNNDBS, v head-major */
     kvc_model_caches *caches; /* the owner's: kind, latent, block_size, layout, layers (owned by the set),
@@ -43,7 +44,7 @@ typedef struct kvci_cache_set {
 
 /* Builds the set of checked knobs k (kvci_cache_knobs_check first) and fills *caches (the owner's, as
  * long as the set lives); release with kvci_cache_set_release (it frees caches->layers). */
-kvc_status kvci_cache_set_build(const kvc_model *m, const kvc_cache_knobs *k, kvc_model_caches *caches,
+kvc_status kvci_cache_set_build(const kvc_model *m, const kvci_cache_knobs *k, kvc_model_caches *caches,
                                 kvci_cache_set *out);
 void kvci_cache_set_release(kvci_cache_set *s);
 /* The tensor slot of *s->caches that entry `entry` of layer info `info` fills: k, v, k_scales, v_scales. */

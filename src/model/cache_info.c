@@ -70,8 +70,10 @@ kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype
                                       kvc_model_cache_info **out) {
     if (!m || !out) return kvci_fail(KVC_EINVAL, "model_cache_info_build: model and out must not be NULL");
     *out = NULL;
-    const kvc_cache_knobs k = {
-        .paged = true, .block_size = block_size, .kv_dtype = kv_dtype, .kv_layout = KVC_BLOCK_BNBSND, .latent = latent};
-    kvc_status st = kvci_cache_knobs_check(m, &k, "model_cache_info_build", "");
+    const kvci_cache_knobs k = {
+        .cache = {.block_size = block_size, .kv_dtype = kv_dtype, .kv_layout = KVC_BLOCK_BNBSND},
+        .paged = true,
+        .latent = latent};
+    kvc_status st = kvci_cache_knobs_check(m, &k, "model_cache_info_build", "", "");
     return st != KVC_OK ? st : kvci_cache_info_new(&m->cfg, latent, kv_dtype, block_size, out);
 }

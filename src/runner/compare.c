@@ -43,7 +43,7 @@ static int64_t argmax(const float *v, int64_t n, float *gap) {
 static kvc_status run(const kvc_model *m, kvc_runner_params p, kvc_dtype dt, const int32_t *ids, const int64_t *lens,
                       int64_t n, int64_t max_len, const int32_t *forced, int32_t *tokens, float *logits,
                       int64_t *bytes) {
-    p.kv_dtype = dt;
+    p.cache.kv_dtype = dt;
     kvc_runner *r = NULL;
     kvc_status st = kvc_runner_create(m, &p, n, max_len, &r);
     if (st == KVC_OK)
@@ -73,7 +73,7 @@ kvc_status kvci_runner_compare_models(const kvc_model *ref, const kvc_model *m, 
     int64_t max_len = 1;
     for (int64_t b = 0; b < n; b++) max_len = lens[b] > max_len ? lens[b] : max_len;
     kvc_runner_params with_dtype = *p; /* the runners' own check, before the logits are allocated */
-    with_dtype.kv_dtype = dtype;
+    with_dtype.cache.kv_dtype = dtype;
     kvc_status checked = kvc_runner_check(m, &with_dtype, n, max_len);
     if (checked != KVC_OK) return checked;
     const kvc_model_config *rc = kvc_model_config_of(ref), *mc = kvc_model_config_of(m);

@@ -10,13 +10,11 @@
 
 kvc_runner_params kvc_runner_default_params(void) {
     kvc_runner_params p = {.mode = KVC_RUNNER_PAGED,
-                           .block_size = 16,
                            .mla_paged = true,
                            .max_new_tokens = 8,
                            .max_seq_len = 0,
-                           .kv_dtype = KVC_DTYPE_F32,
                            .pages = KVC_STORAGE_PAGES_HUGE,
-                           .kv_layout = KVC_BLOCK_BNBSND};
+                           .cache = kvc_cache_knobs_default()};
     return p;
 }
 
@@ -58,18 +56,17 @@ kvc_status kvc_runner_page_info(const kvc_runner *r, kvc_storage_page_info *out)
 }
 
 /* The knobs of p's mode (mode 0 keeps no cache: its kv_dtype is not read). */
-static kvc_cache_knobs runner_knobs(const kvc_runner_params *p) {
+static kvci_cache_knobs runner_knobs(const kvc_runner_params *p) {
     const bool latent = p->mode == KVC_RUNNER_MLA_LATENT;
-    return (kvc_cache_knobs){.paged = p->mode == KVC_RUNNER_PAGED || (latent && p->mla_paged),
-                             .block_size = p->block_size,
-                             .kv_dtype = p->mode == KVC_RUNNER_RECOMPUTE ? KVC_DTYPE_F32 : p->kv_dtype,
-                             .kv_layout = p->kv_layout,
-                             .latent = latent};
+    kvci_cache_knobs k = {
+        .cache = p->cache, .paged = p->mode == KVC_RUNNER_PAGED || (latent && p->mla_paged), .latent = latent};
+    if (p->mode == KVC_RUNNER_RECOMPUTE) k.cache.kv_dtype = KVC_DTYPE_F32;
+    return k;
 }
 
 /* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions. */
 static kvc_status make_caches(kvc_runner *r) {
-    const kvc_cache_knobs k = runner_knobs(&r->p);
+    const kvci_cache_knobs k = runner_knobs(&r->p);
     const int64_t L = kvc_model_config_of(r->m)->num_layers;
     kvc_status st = kvci_cache_set_build(r->m, &k, &r->caches, &r->cache);
     if (st != KVC_OK) return st;
@@ -125,10 +122,10 @@ kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int6
             KVC_EINVAL,
             "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
             (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens, (long long)p->max_seq_len);
-    const kvc_cache_knobs k = runner_knobs(p);
+    const kvci_cache_knobs k = runner_knobs(p);
     char where[32];
     snprintf(where, sizeof where, "in mode %d", (int)p->mode);
-    kvc_status st = kvci_cache_knobs_check(m, &k, "runner", where);
+    kvc_status st = kvci_cache_knobs_check(m, &k, "runner", "cache.", where);
     if (st != KVC_OK) return st;
     st = check_positions(c, p, max_prompt);
     return st != KVC_OK ? st : kvci_page_policy_check("runner", p->pages, KVC_ALIGN_DEFAULT);
@@ -143,7 +140,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     const bool paged = runner_knobs(p).paged;
     const int64_t need = max_prompt_len + p->max_new_tokens - 1;
     int64_t S = p->max_seq_len;
-    if (S == 0) S = paged ? kvci_cdiv(need + 1, p->block_size) * p->block_size : need + 1;
+    if (S == 0) S = paged ? kvci_cdiv(need + 1, p->cache.block_size) * p->cache.block_size : need + 1;
     if (S < need)
         return kvci_fail(KVC_EINVAL, "runner: max_seq_len %lld is below max_prompt_len %lld + max_new_tokens %lld - 1",
                          (long long)S, (long long)max_prompt_len, (long long)p->max_new_tokens);
@@ -154,7 +151,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     r->batch = batch, r->max_prompt = max_prompt_len, r->S = S;
     const bool recompute = p->mode == KVC_RUNNER_RECOMPUTE;
     r->max_tokens = batch * (recompute ? S : max_prompt_len);
-    if (paged) st = kvc_static_layout_init(batch, S, p->block_size, &r->lay);
+    if (paged) st = kvc_static_layout_init(batch, S, p->cache.block_size, &r->lay);
     const int64_t V = kvc_model_config_of(m)->vocab_size, bps = paged ? r->lay.blocks_per_seq : 1;
     if (st == KVC_OK) {
         r->table = kvci_calloc((size_t)(batch * bps), sizeof *r->table);

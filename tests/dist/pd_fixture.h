@@ -60,7 +60,7 @@ static inline void instance_open(instance *in, const kvc_model *m, bool latent, 
     p.prefix_salt = 7;
     p.role = role;
     p.check = true;
-    const kvc_engine_adapter_params ap = {.latent = latent, .block_size = block_size};
+    const kvc_engine_adapter_params ap = {.latent = latent, .cache = {.block_size = block_size}};
     if (kvc_engine_adapter_create(m, &ap, &p, &in->a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
     const int64_t V = kvc_model_config_of(m)->vocab_size;
     in->rec = (recorder){.inner = kvc_engine_adapter_model(in->a), .vocab = V};

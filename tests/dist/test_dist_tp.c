@@ -93,7 +93,7 @@ static void close_shard(kvc_test_oracle *o, kvc_tp *tp) {
 static kvc_runner_params params(const tp_case *c, int64_t new_tokens) {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = c->mode;
-    p.block_size = 16;
+    p.cache.block_size = 16;
     p.mla_paged = true;
     p.max_new_tokens = new_tokens;
     return p;

@@ -37,7 +37,6 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
     solo.shared_pools = false; /* alone with a pool per key, busy with the default shared pool */
-    solo.kv_dtype = p->kv_dtype;
     if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK)
         fail_msg("%s alone: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
@@ -70,7 +69,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     assert_int_equal(kvc_demo_model(fam, &m), KVC_OK);
     kvc_demo_workload w;
     assert_int_equal(kvc_demo_workload_make(20, 11, 512, 0, &w), KVC_OK);
-    kvc_engine_adapter_params ap = {.latent = fam->latent, .block_size = 16};
+    kvc_engine_adapter_params ap = {.latent = fam->latent, .cache = {.block_size = 16}};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent, KVC_DTYPE_F32) * budget_tokens;
@@ -139,9 +138,8 @@ static void test_churn_gpt_oss_int8(void **state) {
     kvc_demo_workload w;
     assert_int_equal(kvc_demo_workload_make(8, 11, 512, 0, &w), KVC_OK);
     short_outputs(&w);
-    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16, .kv_dtype = KVC_DTYPE_I8}};
     kvc_engine_params p = churn_params(6);
-    p.kv_dtype = KVC_DTYPE_I8;
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_I8) * 400;
     kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, "gpt_oss int8");
@@ -169,7 +167,7 @@ static void test_long_churn_memory_flat(void **state) {
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * 560;
-    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
@@ -223,7 +221,7 @@ static void test_bad_input_keeps_serving(void **state) {
     kvc_engine_params p = churn_params(4);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, false, KVC_DTYPE_F32) * 160; /* 10 blocks of 16 */
-    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_OK);
@@ -255,7 +253,7 @@ static void test_bad_input_keeps_serving(void **state) {
     /* adapter refusals */
     ap.latent = true;
     expect_refused(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_EINVAL, "latent");
-    ap = (kvc_engine_adapter_params){.block_size = 0};
+    ap = (kvc_engine_adapter_params){.cache = {.block_size = 0}};
     expect_refused(kvc_engine_adapter_create(m, &ap, &p, &a), KVC_EINVAL, "block_size");
     assert_null(a);
     kvc_model_destroy(m);

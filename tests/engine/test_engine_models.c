@@ -51,7 +51,8 @@ static void check_paths(const em_case *c, bool latent, kvc_runner_mode mode) {
     static const int64_t sizes[3] = {1, 16, 128};
     char path[64];
     for (int i = 0; i < 4; i++) {
-        kvc_engine_adapter_params ap = {.self_managed = i == 3, .latent = latent, .block_size = i < 3 ? sizes[i] : 0};
+        kvc_engine_adapter_params ap = {
+            .self_managed = i == 3, .latent = latent, .cache = {.block_size = i < 3 ? sizes[i] : 0}};
         if (i < 3)
             snprintf(path, sizeof path, "%s managed block size %lld", latent ? "latent" : "full", (long long)sizes[i]);
         else
@@ -97,7 +98,7 @@ static void test_random_gpt_oss(void **state) {
  * here by hand from the two configs above. */
 static void expect_costs(const char *json, double token, double row, double context) {
     kvc_model *m = em_random_model(json, 5);
-    kvc_engine_adapter_params ap = {.block_size = 16};
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
     kvc_engine_params ep = em_params(48, 3, 64);
     kvc_engine_adapter *a = NULL;
     assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);

@@ -56,8 +56,9 @@ static void run(const kvc_model *m, run_setup *s, const int32_t *ids, const int6
     kvc_engine_params p = em_params(48, n, 64); /* every prompt in one step */
     p.shared_pools = s->shared_pools;
     p.prefix_caching = s->prefix_caching;
-    p.kv_layout = s->lanes ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNBSND;
-    const kvc_engine_adapter_params ap = {.block_size = BS};
+    const kvc_engine_adapter_params ap = {.cache = {.block_size = BS,
+                                                    .kv_dtype = KVC_DTYPE_F32,
+                                                    .kv_layout = s->lanes ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNBSND}};
     kvc_engine_adapter *a = NULL;
     if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
     em_recorder rec = {
@@ -177,8 +178,9 @@ static void expect_plan_agrees(const char *json, const kvc_plan_options *o, bool
 
     kvc_model *m = em_random_model(json, 5);
     kvc_engine_params p = em_params(o->max_model_len, o->max_concurrency, 64);
-    p.kv_dtype = o->kv_dtype;
-    const kvc_engine_adapter_params ap = {.block_size = o->block_size, .latent = latent};
+    const kvc_engine_adapter_params ap = {
+        .latent = latent,
+        .cache = {.block_size = o->block_size, .kv_dtype = o->kv_dtype, .kv_layout = KVC_BLOCK_BNBSND}};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
@@ -227,7 +229,7 @@ static void test_failed_create_restores_block_sizes(void **state) {
     p.shared_pools = true;
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = 64;
-    const kvc_engine_adapter_params ap = {.block_size = BS};
+    const kvc_engine_adapter_params ap = {.cache = {.block_size = BS}};
     kvc_engine_adapter *a = NULL;
     if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
     kvc_engine_model em = *kvc_engine_adapter_model(a);

@@ -36,7 +36,7 @@ static void make_workload(workload *w, int64_t vocab) {
  * stores their tokens; returns the engine's stats. */
 static kvc_engine_stats serve(const kvc_model *m, bool latent, const kvc_engine_params *p, workload *w, int first,
                               int n, const char *what) {
-    kvc_engine_adapter_params ap = {.latent = latent, .block_size = BLOCK};
+    kvc_engine_adapter_params ap = {.latent = latent, .cache = {.block_size = BLOCK}};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     if (kvc_engine_adapter_create(m, &ap, p, &a) != KVC_OK ||

@@ -241,10 +241,6 @@ static void test_create_refusals(void **state) {
     kvc_engine *off = fix_engine(&em, &p);
     kvc_engine_destroy(off);
     p = fix_params(64, 2);
-    p.kv_dtype = (kvc_dtype)99, p.kv_layout = KVC_BLOCK_NZ; /* the model adapter's fields: the engine reads neither */
-    kvc_engine *unread = fix_engine(&em, &p);
-    kvc_engine_destroy(unread);
-    p = fix_params(64, 2);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     expect_create_refused(&em, &p, KVC_EINVAL, "kv_memory_bytes");
     p.kv_memory_bytes = 100; /* not one block */

@@ -41,8 +41,8 @@ static void test_paged_int8(void **state) {
     kvc_model *m = load("qwen3");
     const kvc_model_config *c = kvc_model_config_of(m);
     const int64_t nkv = c->num_kv_heads, D = c->head_dim, L = c->num_layers, NB = 3, bs = 4;
-    const kvc_cache_knobs k = {.paged = true, .block_size = bs, .kv_dtype = KVC_DTYPE_I8};
-    check(kvci_cache_knobs_check(m, &k, "test", "here"), "knobs");
+    const kvci_cache_knobs k = {.cache = {.block_size = bs, .kv_dtype = KVC_DTYPE_I8}, .paged = true};
+    check(kvci_cache_knobs_check(m, &k, "test", "cache.", "here"), "knobs");
     kvc_model_caches caches;
     kvci_cache_set s;
     check(kvci_cache_set_build(m, &k, &caches, &s), "build");
@@ -78,8 +78,8 @@ static void test_lanes(void **state) {
     (void)state;
     kvc_model *m = load("qwen3");
     const kvc_model_config *c = kvc_model_config_of(m);
-    const kvc_cache_knobs k = {
-        .paged = true, .block_size = 8, .kv_dtype = KVC_DTYPE_F16, .kv_layout = KVC_BLOCK_BNNDBS};
+    const kvci_cache_knobs k = {.cache = {.block_size = 8, .kv_dtype = KVC_DTYPE_F16, .kv_layout = KVC_BLOCK_BNNDBS},
+                                .paged = true};
     kvc_model_caches caches;
     kvci_cache_set s;
     check(kvci_cache_set_build(m, &k, &caches, &s), "build");
@@ -103,7 +103,7 @@ static void test_latent_contiguous(void **state) {
     (void)state;
     kvc_model *m = load("deepseek_v3");
     const kvc_model_config *c = kvc_model_config_of(m);
-    const kvc_cache_knobs k = {.kv_dtype = KVC_DTYPE_F8E4M3, .latent = true};
+    const kvci_cache_knobs k = {.cache = {.kv_dtype = KVC_DTYPE_F8E4M3}, .latent = true};
     kvc_model_caches caches;
     kvci_cache_set s;
     check(kvci_cache_set_build(m, &k, &caches, &s), "build");
@@ -130,32 +130,32 @@ static void test_latent_contiguous(void **state) {
     kvc_model_destroy(m);
 }
 
-static void expect_refused(const kvc_model *m, kvc_cache_knobs k, const char *text) {
-    assert_int_equal(kvci_cache_knobs_check(m, &k, "owner", "by these caches"), KVC_EINVAL);
+static void expect_refused(const kvc_model *m, kvci_cache_knobs k, const char *text) {
+    assert_int_equal(kvci_cache_knobs_check(m, &k, "owner", "knobs.", "by these caches"), KVC_EINVAL);
     if (!strstr(kvc_last_error(), text)) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
 }
 
-/* One set of rules for every owner, each refusal naming the knob. */
+/* One set of rules for every owner, each refusal naming the knob as the owner's caller wrote it. */
 static void test_refusals(void **state) {
     (void)state;
     kvc_model *m = load("qwen3");
-    const kvc_cache_knobs ok = {.paged = true, .block_size = 16};
-    check(kvci_cache_knobs_check(m, &ok, "owner", ""), "default knobs");
-    kvc_cache_knobs k = ok;
-    k.kv_dtype = KVC_DTYPE_I32;
-    expect_refused(m, k, "owner: kv_dtype i32");
+    const kvci_cache_knobs ok = {.cache = kvc_cache_knobs_default(), .paged = true};
+    check(kvci_cache_knobs_check(m, &ok, "owner", "", ""), "default knobs");
+    kvci_cache_knobs k = ok;
+    k.cache.kv_dtype = KVC_DTYPE_I32;
+    expect_refused(m, k, "owner: knobs.kv_dtype i32");
     k = ok, k.latent = true;
     expect_refused(m, k, "owner: the MLA latent form needs an MLA model");
-    k = ok, k.block_size = 0;
-    expect_refused(m, k, "owner: block_size 0 must be in [1, 1024]");
-    k = ok, k.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
-    expect_refused(m, k, "owner: block_size 1025");
-    k = ok, k.paged = false, k.block_size = 0; /* contiguous: the block size is not read */
-    check(kvci_cache_knobs_check(m, &k, "owner", ""), "contiguous");
-    k.kv_layout = KVC_BLOCK_BNNDBS;
-    expect_refused(m, k, "owner: kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken by these caches");
-    k = ok, k.kv_layout = KVC_BLOCK_NZ;
-    expect_refused(m, k, "kv_layout KVC_BLOCK_NZ (tiles) is not taken");
+    k = ok, k.cache.block_size = 0;
+    expect_refused(m, k, "owner: knobs.block_size 0 must be in [1, 1024]");
+    k = ok, k.cache.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
+    expect_refused(m, k, "owner: knobs.block_size 1025");
+    k = ok, k.paged = false, k.cache.block_size = 0; /* contiguous: the block size is not read */
+    check(kvci_cache_knobs_check(m, &k, "owner", "", ""), "contiguous");
+    k.cache.kv_layout = KVC_BLOCK_BNNDBS;
+    expect_refused(m, k, "owner: knobs.kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken by these caches");
+    k = ok, k.cache.kv_layout = KVC_BLOCK_NZ;
+    expect_refused(m, k, "knobs.kv_layout KVC_BLOCK_NZ (tiles) is not taken");
     kvc_model_destroy(m);
 }
 

@@ -1,5 +1,5 @@
-/* int8 and fp8 KV caches through the engine (kvc_engine_params.kv_dtype, the
- * model adapter): the oracle models' greedy tokens under the engine, with
+/* int8 and fp8 KV caches through the engine (the model adapter's
+ * kvc_engine_adapter_params.cache.kv_dtype): the oracle models' greedy tokens under the engine, with
  * prompts chunked over several steps and requests batched, equal the
  * standalone runner's at the same dtype token for token (the forward is
  * batch-invariant and each token's scale depends on its own keys and values
@@ -35,8 +35,8 @@ static void check(kvc_status st, const char *what) {
 static void runner_tokens(const kvc_model *m, kvc_runner_mode mode, bool mla_paged, kvc_dtype dt, kvc_block_layout lay,
                           int32_t *out) {
     kvc_runner_params p = kvc_runner_default_params();
-    p.mode = mode, p.mla_paged = mla_paged, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
-    p.kv_layout = lay;
+    p.mode = mode, p.mla_paged = mla_paged, p.max_new_tokens = NEW;
+    p.cache = (kvc_cache_knobs){.block_size = BLOCK, .kv_dtype = dt, .kv_layout = lay};
     kvc_runner *r = NULL;
     check(kvc_runner_create(m, &p, N_REQ, 11, &r), "runner");
     check(kvc_runner_generate(r, IDS, LENS, N_REQ, out, NULL, NULL), "generate");
@@ -48,8 +48,10 @@ static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kv
                           int32_t *out) {
     kvc_engine_params ep = kvc_engine_default_params();
     ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed in */
-    ep.kv_dtype = dt, ep.check = true, ep.kv_layout = lay;
-    const kvc_engine_adapter_params ap = {.self_managed = self_managed, .latent = latent, .block_size = BLOCK};
+    ep.check = true;
+    const kvc_engine_adapter_params ap = {.self_managed = self_managed,
+                                          .latent = latent,
+                                          .cache = {.block_size = BLOCK, .kv_dtype = dt, .kv_layout = lay}};
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     check(kvc_engine_adapter_create(m, &ap, &ep, &a), "adapter");
@@ -111,43 +113,67 @@ static void compare(const char *family, kvc_dtype dt) {
     kvc_model_destroy(m);
 }
 
-/* kv_layout: an unknown value, kv_dtype not a KV cache dtype, keys in lanes with self-managed or latent caches: refused
- * by name, nothing created. */
-static void test_lanes_refusals(void **state) {
+/* msg without its "who: " and the words between "not taken " and the next ':' (the owner's "where"). */
+static void knob_words(const char *msg, const char *who, char *out, size_t cap) {
+    const size_t n = strlen(who);
+    if (strncmp(msg, who, n) != 0 || strncmp(msg + n, ": ", 2) != 0) fail_msg("\"%s\" is not %s's", msg, who);
+    snprintf(out, cap, "%s", msg + n + 2);
+    char *where = strstr(out, "not taken ");
+    if (where == NULL) return;
+    where += strlen("not taken ");
+    const char *colon = strchr(where, ':');
+    memmove(where, colon, strlen(colon) + 1);
+}
+
+/* The knobs are checked in one place (the cache builder): the runner's check (mode `mode`) and the engine
+ * adapter (self-managed or latent as given) refuse `knobs` alike, naming the field as the caller wrote it
+ * (`field`, e.g. "cache.kv_layout"), in the same words after their own names (the adapter's naming its caches
+ * `where`, if not NULL); nothing created. */
+static void expect_same_refusal(const kvc_model *m, kvc_cache_knobs knobs, kvc_runner_mode mode, bool self_managed,
+                                const char *field, const char *where) {
+    kvc_runner_params rp = kvc_runner_default_params();
+    rp.mode = mode;
+    rp.cache = knobs;
+    assert_int_equal(kvc_runner_check(m, &rp, 1, 8), KVC_EINVAL);
+    char runner[512], adapter[512];
+    knob_words(kvc_last_error(), "runner", runner, sizeof runner);
+    kvc_engine_params ep = kvc_engine_default_params();
+    ep.max_model_len = 32;
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.self_managed = self_managed, ap.latent = mode == KVC_RUNNER_MLA_LATENT, ap.cache = knobs;
+    kvc_engine_adapter *a = (kvc_engine_adapter *)&ep;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
+    assert_null(a);
+    if (where != NULL && strstr(kvc_last_error(), where) == NULL) fail_msg("\"%s\" lacks %s", kvc_last_error(), where);
+    knob_words(kvc_last_error(), "engine adapter", adapter, sizeof adapter);
+    if (strncmp(runner, field, strlen(field)) != 0) fail_msg("runner: \"%s\" does not name %s", runner, field);
+    if (strcmp(runner, adapter) != 0) fail_msg("runner \"%s\", engine adapter \"%s\"", runner, adapter);
+}
+
+/* An unknown kv_layout, a kv_dtype that is not a KV cache dtype, a block size past paged attention's limit,
+ * keys in lanes with contiguous (self-managed) or latent caches: refused by runner and adapter alike. */
+static void test_knob_refusals(void **state) {
     (void)state;
     char dir[1024];
     kvc_test_oracle_dir("deepseek_v3", dir, sizeof dir);
     kvc_model *m = NULL;
     check(kvc_model_load(dir, &m), "load");
-    kvc_engine_params ep = kvc_engine_default_params();
-    ep.max_model_len = 32;
-    assert_int_equal(ep.kv_layout, KVC_BLOCK_BNBSND);
-    ep.kv_layout = KVC_BLOCK_NZ;
-    kvc_engine_adapter *a = NULL;
-    const kvc_engine_adapter_params ap = {.block_size = BLOCK};
-    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
-    assert_null(a);
-    assert_non_null(strstr(kvc_last_error(), "kv_layout KVC_BLOCK_NZ (tiles) is not taken"));
-    ep.kv_layout = KVC_BLOCK_BNBSND, ep.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
-    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
-    assert_null(a);
-    assert_non_null(strstr(kvc_last_error(), "engine adapter: kv_dtype i32"));
-    ep.kv_dtype = KVC_DTYPE_F32;
-    /* the runner's limit too (one check in the cache builder): paged attention takes at most 1024 */
-    const kvc_engine_adapter_params big = {.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1};
-    assert_int_equal(kvc_engine_adapter_create(m, &big, &ep, &a), KVC_EINVAL);
-    assert_null(a);
-    assert_non_null(strstr(kvc_last_error(), "engine adapter: block_size 1025 must be in [1, 1024]"));
-    ep.kv_layout = KVC_BLOCK_BNNDBS;
-    const kvc_engine_adapter_params bad[2] = {{.self_managed = true, .block_size = BLOCK},
-                                              {.latent = true, .block_size = BLOCK}};
-    const char *why[2] = {"self-managed", "latent"};
-    for (int i = 0; i < 2; i++) {
-        a = (kvc_engine_adapter *)&ep;
-        assert_int_equal(kvc_engine_adapter_create(m, &bad[i], &ep, &a), KVC_EINVAL);
-        assert_null(a);
-        assert_non_null(strstr(kvc_last_error(), why[i]));
-    }
+    const kvc_cache_knobs ok = kvc_cache_knobs_default();
+    assert_int_equal(ok.block_size, 16);
+    assert_int_equal(ok.kv_dtype, KVC_DTYPE_F32);
+    assert_int_equal(ok.kv_layout, KVC_BLOCK_BNBSND);
+    kvc_cache_knobs k = ok;
+    k.kv_layout = KVC_BLOCK_NZ;
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.kv_layout KVC_BLOCK_NZ (tiles) is not taken", NULL);
+    k = ok, k.kv_dtype = KVC_DTYPE_I32; /* not a KV cache element type */
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.kv_dtype i32", NULL);
+    k = ok, k.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1; /* paged attention takes at most 1024 */
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.block_size 1025 must be in [1, 1024]", NULL);
+    k = ok, k.kv_layout = KVC_BLOCK_BNNDBS;
+    expect_same_refusal(m, k, KVC_RUNNER_CONTIGUOUS, true, "cache.kv_layout KVC_BLOCK_BNNDBS (keys in lanes)",
+                        "by self-managed caches");
+    expect_same_refusal(m, k, KVC_RUNNER_MLA_LATENT, false, "cache.kv_layout KVC_BLOCK_BNNDBS (keys in lanes)",
+                        "by MLA latent caches");
     kvc_model_destroy(m);
 }
 
@@ -158,7 +184,7 @@ static void test_deepseek_fp8_e5m2(void **state) { (void)state, compare("deepsee
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lanes_refusals),    cmocka_unit_test(test_qwen3_int8),
+        cmocka_unit_test(test_knob_refusals),     cmocka_unit_test(test_qwen3_int8),
         cmocka_unit_test(test_gpt_oss_fp8),       cmocka_unit_test(test_deepseek_int8),
         cmocka_unit_test(test_deepseek_fp8_e5m2),
     };

@@ -99,7 +99,7 @@ static kvc_status engine_run(const kvc_model *m, bool self_managed, int32_t last
     p.max_num_batched_tokens = 32;
     p.reserved_decode_tokens = 0;
     p.check = true;
-    kvc_engine_adapter_params ap = {.self_managed = self_managed, .block_size = self_managed ? 0 : 4};
+    kvc_engine_adapter_params ap = {.self_managed = self_managed, .cache = {.block_size = self_managed ? 0 : 4}};
     kvc_engine_adapter *a = NULL;
     if (kvc_engine_adapter_create(m, &ap, &p, &a) != KVC_OK) fail_msg("adapter: %s", kvc_last_error());
     kvc_engine *e = NULL;

@@ -304,7 +304,7 @@ static kvc_model *load_qwen3(void) {
 
 static kvc_runner_params runner_params(kvc_runner_mode mode, kvc_dtype dt) {
     kvc_runner_params p = kvc_runner_default_params();
-    p.mode = mode, p.block_size = BLOCK, p.max_new_tokens = NEW, p.kv_dtype = dt;
+    p.mode = mode, p.cache.block_size = BLOCK, p.max_new_tokens = NEW, p.cache.kv_dtype = dt;
     p.max_seq_len = 16; /* one S for every runner, batched or alone */
     return p;
 }
@@ -370,8 +370,9 @@ static void test_runner_end_to_end(void **state) {
 static void engine_tokens(const kvc_model *m, bool self_managed, int32_t *out, kvc_engine_stats *stats) {
     kvc_engine_params ep = kvc_engine_default_params();
     ep.max_model_len = 32, ep.max_num_seqs = 2, ep.max_num_batched_tokens = 5; /* prompts in chunks, decode mixed */
-    ep.kv_dtype = toy_id, ep.check = true, ep.prefix_caching = !self_managed;
-    const kvc_engine_adapter_params ap = {.self_managed = self_managed, .block_size = BLOCK};
+    ep.check = true, ep.prefix_caching = !self_managed;
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.self_managed = self_managed, ap.cache.block_size = BLOCK, ap.cache.kv_dtype = toy_id;
     kvc_engine_adapter *a = NULL;
     kvc_engine *e = NULL;
     check(kvc_engine_adapter_create(m, &ap, &ep, &a), "adapter");

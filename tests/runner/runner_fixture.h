@@ -37,11 +37,11 @@ static inline run_out fixture_run_layout(const kvc_model *m, kvc_runner_mode mod
     for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode;
-    p.block_size = bs;
+    p.cache.block_size = bs;
     p.mla_paged = mla_paged;
     p.max_new_tokens = NT;
     p.max_seq_len = S;
-    p.kv_layout = layout;
+    p.cache.kv_layout = layout;
     kvc_runner *r = NULL;
     if (kvc_runner_create(m, &p, n, maxl, &r) != KVC_OK)
         fail_msg("runner mode %d bs %lld: %s", (int)mode, (long long)bs, kvc_last_error());

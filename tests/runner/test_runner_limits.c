@@ -88,12 +88,12 @@ static void test_block_size_and_layout(void **state) {
     (void)state;
     kvc_model *m = fixture_model(SMALL, 5);
     kvc_runner_params p = params(2, 0);
-    p.block_size = KVC_ATTN_MAX_BLOCK_SIZE;
+    p.cache.block_size = KVC_ATTN_MAX_BLOCK_SIZE;
     assert_int_equal(kvc_runner_check(m, &p, 1, 2), KVC_OK);
-    p.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
+    p.cache.block_size = KVC_ATTN_MAX_BLOCK_SIZE + 1;
     expect_refused(m, &p, 2, "block_size 1025 must be in [1, 1024] in paged modes");
     p = params(2, 0);
-    p.mode = KVC_RUNNER_RECOMPUTE, p.kv_layout = KVC_BLOCK_BNNDBS;
+    p.mode = KVC_RUNNER_RECOMPUTE, p.cache.kv_layout = KVC_BLOCK_BNNDBS;
     expect_refused(m, &p, 2, "kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken in mode 0");
     kvc_model_destroy(m);
 }

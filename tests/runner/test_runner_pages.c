@@ -104,11 +104,11 @@ static void test_refusals_and_mode0(void **state) {
     assert_non_null(strstr(kvc_last_error(), "runner: pages 9"));
     /* keys in lanes are a mode 2 layout */
     p = pages_params(KVC_RUNNER_CONTIGUOUS, KVC_STORAGE_PAGES_HUGE);
-    p.kv_layout = KVC_BLOCK_BNNDBS;
+    p.cache.kv_layout = KVC_BLOCK_BNNDBS;
     assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_EINVAL);
     assert_null(r);
     assert_non_null(strstr(kvc_last_error(), "kv_layout KVC_BLOCK_BNNDBS (keys in lanes) is not taken in mode 1"));
-    p.mode = KVC_RUNNER_PAGED, p.kv_layout = KVC_BLOCK_NZ;
+    p.mode = KVC_RUNNER_PAGED, p.cache.kv_layout = KVC_BLOCK_NZ;
     assert_int_equal(kvc_runner_create(m, &p, ROWS, 7, &r), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "kv_layout KVC_BLOCK_NZ (tiles) is not taken in mode 2"));
     /* mode 0 holds no cache memory */

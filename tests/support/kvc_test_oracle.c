@@ -60,7 +60,7 @@ void kvc_test_oracle_check_greedy(const kvc_test_oracle *o, kvc_runner_mode mode
                                   const char *sub) {
     kvc_runner_params p = kvc_runner_default_params();
     p.mode = mode;
-    p.block_size = bs;
+    p.cache.block_size = bs;
     p.mla_paged = mla_paged;
     p.max_new_tokens = o->N;
     int64_t maxl = 0;
