@@ -469,7 +469,7 @@ static void test_plan_bytes_and_refusals(void **state) {
     /* the runner: keys in lanes */
     kvc_model *m = load_qwen3();
     kvc_runner_params p = runner_params(KVC_RUNNER_PAGED, toy_id);
-    p.kv_layout = KVC_BLOCK_BNNDBS;
+    p.cache.kv_layout = KVC_BLOCK_BNNDBS;
     assert_int_equal(kvc_runner_check(m, &p, 1, PROMPT_MAX), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "KVC_BLOCK_BNNDBS (keys in lanes) cannot hold it"));
     kvc_model_destroy(m);
