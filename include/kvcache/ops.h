@@ -351,8 +351,6 @@ typedef struct kvc_attention_params {
 
     kvc_kv_storage kv_storage;
     kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND); BNNDBS: K in lanes, V BNNBSD */
-    const kvc_paged_kv *paged_kv;  /* optional when paged (default NULL: block_layout over the tensors' shapes):
-                                      K/V/key_rope addressed by this descriptor, block_layout not read */
     kvc_tensor block_table;        /* int32 [B' >= B, W] when paged */
     int32_t block_size;            /* bs when paged */
 
@@ -370,6 +368,10 @@ typedef struct kvc_attention_params {
     kvc_tensor lse; /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */
 
     kvc_attn_binding binding;
+
+    /* Optional when paged (default NULL: block_layout over the tensors' shapes): K, V and key_rope addressed
+     * by this descriptor, block_layout not read. Last, so that the fields before it keep their offsets. */
+    const kvc_paged_kv *paged_kv;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);
