@@ -247,7 +247,8 @@ KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
  * blocks in the params' block_layout, read through block_table and
  * block_size: KVC_BLOCK_BNBSND [NB, bs, Nkv*D] (or 4-D [NB, bs, Nkv, D]),
  * KVC_BLOCK_BNNBSD [NB, Nkv, bs, D], KVC_BLOCK_NZ [NB, Nkv, D/c0, bs, c0]
- * (16-bit or 8-bit elements). */
+ * (16-bit or 8-bit elements), KVC_BLOCK_BNNDBS (K [NB, Nkv, D, bs], V
+ * BNNBSD); or each of K, V, key_rope placed by the params' paged_kv. */
 typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_storage;
 
 /* One paged tensor (K, V or key_rope) read in place (AO 3.3, "Paged K/V
