@@ -20,7 +20,8 @@ typedef enum kvc_block_layout {
     KVC_BLOCK_NZ = 2,     /* ops only: logical [blocks, block_size, heads, dim] in tiles [blocks, heads, dim/c0,
                            * block_size, c0] */
     KVC_BLOCK_BNNDBS = 3  /* keys in lanes: [blocks, heads, dim, block_size] (a key's channel d every block_size
-                           * elements); attention reads K so and V head-major (BNNBSD) */
+                           * elements); attention's block_layout BNNDBS reads K so and V head-major (BNNBSD); other
+                           * K/V pairs and strides: kvc_paged_kv (ops.h) */
 } kvc_block_layout;
 
 #ifdef __cplusplus

@@ -247,8 +247,38 @@ KVC_API const char *kvc_attn_layout_name(kvc_attn_layout layout);
  * blocks in the params' block_layout, read through block_table and
  * block_size: KVC_BLOCK_BNBSND [NB, bs, Nkv*D] (or 4-D [NB, bs, Nkv, D]),
  * KVC_BLOCK_BNNBSD [NB, Nkv, bs, D], KVC_BLOCK_NZ [NB, Nkv, D/c0, bs, c0]
- * (16-bit or 8-bit elements). */
+ * (16-bit or 8-bit elements), KVC_BLOCK_BNNDBS (K [NB, Nkv, D, bs], V
+ * BNNBSD); or each of K, V, key_rope placed by the params' paged_kv. */
 typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_storage;
+
+/* One paged tensor (K, V or key_rope) read in place (AO 3.3, "Paged K/V
+ * descriptor"): channel d of head g of the token in slot o of block n sits
+ * at element n * block_stride + g * head_stride + o * token_stride + c(d)
+ * of the tensor's data, where the layout names the form of one head's
+ * channels: BNBSND or BNNBSD rows, c(d) = d (channel_stride 1); BNNDBS keys
+ * in lanes (K only), c(d) = d * channel_stride; NZ tiles of c0 = 32 bytes /
+ * element size channels, c(d) = (d / c0) * channel_stride + d % c0. Every
+ * stride is > 0; every element addressed lies inside the tensor (its shape
+ * then only bounds the extent: any rank, e.g. [elements]). */
+typedef struct kvc_paged_tensor {
+    kvc_block_layout layout;
+    int64_t head_dim;       /* channels per head: K D (= q's), V Dv, key_rope Dr */
+    int64_t block_stride;   /* elements from block n to block n + 1 */
+    int64_t head_stride;    /* elements from head g to head g + 1 */
+    int64_t token_stride;   /* elements from slot o to slot o + 1 of a block */
+    int64_t channel_stride; /* rows: 1; BNNDBS: elements from channel d to d + 1; NZ: from tile to tile */
+} kvc_paged_tensor;
+
+/* Paged K and V (and the MLA key_rope) each in its own layout and strides,
+ * e.g. K and V interleaved per block in one allocation ([NB, 2, bs, Nkv, D]:
+ * k at the buffer, v at the buffer + bs * Nkv * D elements, both with
+ * block_stride 2 * bs * Nkv * D), padded blocks, or K token-major with V
+ * head-major. block_table entries index [0, num_blocks). */
+typedef struct kvc_paged_kv {
+    int64_t num_blocks;      /* NB */
+    kvc_paged_tensor k, v;   /* v may address k's memory (MLA's latent cache) */
+    kvc_paged_tensor k_rope; /* MLA only (read when k_rope is given) */
+} kvc_paged_kv;
 
 /* The largest block_size paged attention takes (R8, the paging checks); the runner and
  * `kvcache run --block-size` take the same bound. */
@@ -321,7 +351,7 @@ typedef struct kvc_attention_params {
     kvc_tensor mask;   /* modes 0/1 (bool or int8, 0/1); modes 2-4: absent or the 2048^2 template */
 
     kvc_kv_storage kv_storage;
-    kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND) */
+    kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND); BNNDBS: K in lanes, V BNNBSD */
     kvc_tensor block_table;        /* int32 [B' >= B, W] when paged */
     int32_t block_size;            /* bs when paged */
 
@@ -339,6 +369,10 @@ typedef struct kvc_attention_params {
     kvc_tensor lse; /* optional f32 [B, Nq, Sq, 1] or [Tq, Nq, 1] (T.. layouts) */
 
     kvc_attn_binding binding;
+
+    /* Optional when paged (default NULL: block_layout over the tensors' shapes): K, V and key_rope addressed
+     * by this descriptor, block_layout not read. Last, so that the fields before it keep their offsets. */
+    const kvc_paged_kv *paged_kv;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);

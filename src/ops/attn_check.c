@@ -99,10 +99,12 @@ static kvc_status check_lengths(const kvc_attention_params *p, kvc_attn_problem 
     if (p->kv_storage != KVC_KV_CONTIGUOUS && p->kv_storage != KVC_KV_BLOCKS)
         FAIL(KVC_EINVAL, "kv_storage %d unknown (CONTIGUOUS or PAGED)", (int)p->kv_storage);
     pb->paged = p->kv_storage == KVC_KV_BLOCKS;
-    pb->blk = p->block_layout;
-    if (pb->paged && pb->blk != KVC_BLOCK_BNBSND && pb->blk != KVC_BLOCK_BNNBSD && pb->blk != KVC_BLOCK_NZ &&
-        pb->blk != KVC_BLOCK_BNNDBS)
-        FAIL(KVC_EINVAL, "block_layout %d unknown (BNBSND, BNNBSD, NZ or BNNDBS)", (int)pb->blk);
+    const kvc_block_layout bl = p->block_layout;
+    if (pb->paged && !p->paged_kv && bl != KVC_BLOCK_BNBSND && bl != KVC_BLOCK_BNNBSD && bl != KVC_BLOCK_NZ &&
+        bl != KVC_BLOCK_BNNDBS)
+        FAIL(KVC_EINVAL, "block_layout %d unknown (BNBSND, BNNBSD, NZ or BNNDBS)", (int)bl);
+    if (!pb->paged && p->paged_kv)
+        FAIL(KVC_EINVAL, "paged_kv is given but kv_storage is CONTIGUOUS: the descriptor places paged K/V only");
     pb->kv_packed = t && !pb->paged;
     pb->q_cum = t;
     if (p->layout == KVC_LAYOUT_TND_NTD && !pb->paged)
@@ -201,25 +203,36 @@ static kvc_status resolve_query(const kvc_attention_params *p, kvc_attn_problem 
     return KVC_OK;
 }
 
-/* Whether t is read keys in lanes: the K cache of a BNNDBS call. */
-static bool keys_in_lanes(const kvc_attn_problem *pb, const kvc_tensor *t) {
-    return pb->paged && pb->blk == KVC_BLOCK_BNNDBS && t == &pb->p->k;
+/* The caller's descriptor of paged tensor t (k, v or k_rope of pb->p) and
+ * its field name; NULL without one. */
+static const kvc_paged_tensor *desc_of(const kvc_attn_problem *pb, const kvc_tensor *t, const char **field) {
+    const kvc_paged_kv *d = pb->p->paged_kv;
+    if (!pb->paged || !d) return NULL;
+    *field = t == &pb->p->k ? "paged_kv.k" : t == &pb->p->v ? "paged_kv.v" : "paged_kv.k_rope";
+    return t == &pb->p->k ? &d->k : t == &pb->p->v ? &d->v : &d->k_rope;
 }
 
-/* Shape of a K/V-family tensor with `dim` channels per head (contiguous or paged). */
-static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t, int64_t *s) {
+/* The block layout of paged tensor t as the front end's block_layout
+ * names it: BNNDBS stores K keys in lanes and V head-major (BNNBSD). */
+static kvc_block_layout layout_of(const kvc_attn_problem *pb, const kvc_tensor *t) {
+    const kvc_block_layout bl = pb->p->block_layout;
+    return bl == KVC_BLOCK_BNNDBS && t != &pb->p->k ? KVC_BLOCK_BNNBSD : bl;
+}
+
+/* Shape of a K/V-family tensor with `dim` channels per head (contiguous, or paged in layout lay). */
+static int kv_shape(const kvc_attn_problem *pb, kvc_block_layout lay, int64_t dim, const kvc_tensor *t, int64_t *s) {
     const kvc_attention_params *p = pb->p;
     const int64_t Nkv = pb->Nkv;
     const kvc_dtype dt = t->dtype;
-    if (keys_in_lanes(pb, t)) {
+    if (pb->paged && lay == KVC_BLOCK_BNNDBS) {
         s[0] = pb->NB, s[1] = Nkv, s[2] = dim, s[3] = pb->bs;
         return 4;
     }
-    if (pb->paged && (pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS)) {
+    if (pb->paged && lay == KVC_BLOCK_BNNBSD) {
         s[0] = pb->NB, s[1] = Nkv, s[2] = pb->bs, s[3] = dim;
         return 4;
     }
-    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
+    if (pb->paged && lay == KVC_BLOCK_NZ) {
         const int64_t c0 = 32 / (int64_t)kvc_dtype_size(dt);
         s[0] = pb->NB, s[1] = Nkv, s[2] = dim / c0, s[3] = pb->bs, s[4] = c0;
         return 5;
@@ -241,28 +254,37 @@ static int kv_shape(const kvc_attn_problem *pb, int64_t dim, const kvc_tensor *t
     }
 }
 
-/* A K/V tensor is given and has at least 3 dims. */
-static kvc_status kv_present(const kvc_tensor *t, const char *name) {
+/* A K/V tensor is given and has at least min_nd dims (3 by layout; 1
+ * placed by a descriptor, whose shape only bounds the extent). */
+static kvc_status kv_present(const kvc_tensor *t, const char *name, int min_nd) {
     if (!t->data) FAIL(KVC_EINVAL, "%s tensor is required (its data is NULL)", name);
-    if (t->ndim < 3 || t->ndim > KVC_MAX_DIMS)
-        FAIL(KVC_EINVAL, "%s has %d dims: K/V tensors have 3 to 5 dims per layout and storage (R7)", name,
-             (int)t->ndim);
+    if (t->ndim < min_nd || t->ndim > KVC_MAX_DIMS)
+        FAIL(KVC_EINVAL, "%s has %d dims: K/V tensors have %d to 5 dims per layout and storage (R7)", name,
+             (int)t->ndim, min_nd);
     return KVC_OK;
 }
 
-/* Channels per head of a K/V tensor, and for contiguous layouts its S extent. */
+/* Channels per head of a K/V tensor (a descriptor's head_dim, else from its shape). */
 static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t *dim) {
     const kvc_attention_params *p = pb->p;
+    const char *field = NULL;
+    const kvc_paged_tensor *d = desc_of(pb, t, &field);
     *dim = 0;
-    TRY(kv_present(t, name));
+    TRY(kv_present(t, name, d ? 1 : 3));
+    if (d) {
+        if (d->head_dim <= 0) FAIL(KVC_EINVAL, "%s.head_dim %lld must be > 0", field, (long long)d->head_dim);
+        *dim = d->head_dim;
+        return KVC_OK;
+    }
+    const kvc_block_layout lay = layout_of(pb, t);
     if (!pb->paged)
         *dim = p->layout == KVC_LAYOUT_BSH ? (t->shape[2] % pb->Nkv == 0 ? t->shape[2] / pb->Nkv : 0)
                                            : t->shape[t->ndim - 1];
-    else if (pb->blk == KVC_BLOCK_NZ)
+    else if (lay == KVC_BLOCK_NZ)
         *dim = t->ndim == 5 ? t->shape[2] * t->shape[4] : 0;
-    else if (keys_in_lanes(pb, t))
+    else if (lay == KVC_BLOCK_BNNDBS)
         *dim = t->ndim == 4 ? t->shape[2] : 0;
-    else if (pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS)
+    else if (lay == KVC_BLOCK_BNNBSD)
         *dim = t->ndim == 4 ? t->shape[3] : 0;
     else if (t->ndim == 4) /* BNBSND [NB, bs, Nkv, D] */
         *dim = t->shape[2] == pb->Nkv ? t->shape[3] : 0;
@@ -272,9 +294,16 @@ static kvc_status kv_dims(const kvc_attn_problem *pb, const kvc_tensor *t, const
     return KVC_OK;
 }
 
-static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t dim) {
+/* Checks K/V-family tensor t (its shape per layout, or its descriptor) and
+ * fills its view. */
+static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *t, const char *name, int64_t dim,
+                                  kvci_kv_view *v) {
+    const char *field = NULL;
+    const kvc_paged_tensor *d = desc_of(pb, t, &field);
+    if (d) return kvci_attn_view_paged(pb, d, field, t, v);
+    const kvc_block_layout lay = layout_of(pb, t);
     int64_t s[5];
-    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
+    if (pb->paged && lay == KVC_BLOCK_NZ) {
         const size_t es = kvc_dtype_size(t->dtype);
         if (es != 1 && es != 2)
             FAIL(KVC_EINVAL, "%s dtype %s: NZ caches hold 16-bit or 8-bit (int8, fp8) elements", name,
@@ -282,8 +311,10 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
         if (dim % (32 / (int64_t)es) != 0 || pb->bs % 16 != 0)
             FAIL(KVC_EINVAL, "%s: NZ storage needs D %% c0 == 0 and block_size %% 16 == 0", name);
     }
-    int nd = kv_shape(pb, dim, t, s);
-    return expect_shape(pb, t, name, nd, s);
+    int nd = kv_shape(pb, lay, dim, t, s);
+    TRY(expect_shape(pb, t, name, nd, s));
+    *v = pb->paged ? kvci_attn_view_dense(pb, lay, dim, t->dtype) : kvci_attn_view_contiguous(pb, dim);
+    return KVC_OK;
 }
 
 /* A dtype without a vector path (KVC_SIMD_GENERIC) takes no keys in lanes;
@@ -291,10 +322,10 @@ static kvc_status check_kv_tensor(const kvc_attn_problem *pb, const kvc_tensor *
  * whole blocks, channels in order (no NZ tiles, no key_rope part). */
 static kvc_status check_kv_blocks(const kvc_attention_params *p, const kvc_attn_problem *pb) {
     const kvc_dtype_traits *t = kvci_dtype_traits(p->k.dtype);
-    if (t->simd == KVC_SIMD_GENERIC && pb->paged && pb->blk == KVC_BLOCK_BNNDBS)
+    if (t->simd == KVC_SIMD_GENERIC && pb->vk.form == KVCI_KV_LANES)
         FAIL(KVC_EINVAL, "K/V dtype %s has no vector path: keys in lanes (BNNDBS) need one", t->name);
     if (t->block == 1) return KVC_OK;
-    if (pb->paged && (pb->blk == KVC_BLOCK_NZ || pb->blk == KVC_BLOCK_BNNDBS))
+    if (pb->vk.form != KVCI_KV_ROWS || pb->vv.form != KVCI_KV_ROWS)
         FAIL(KVC_EINVAL, "K/V dtype %s is stored in blocks of %d channels: paged storage BNBSND or BNNBSD only",
              t->name, (int)t->block);
     if (p->k_rope.data) FAIL(KVC_EINVAL, "K/V dtype %s takes no key_rope (MLA caches are float, int8 or fp8)", t->name);
@@ -309,7 +340,7 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         if (p->block_table.data)
             FAIL(KVC_EINVAL, "a block_table is given but kv_storage is CONTIGUOUS: choose a paged kv_storage (R8)");
         const kvc_tensor *k = &p->k;
-        TRY(kv_present(&p->k, "k"));
+        TRY(kv_present(&p->k, "k", 3));
         switch (p->layout) {
         case KVC_LAYOUT_TND: pb->Skv_dim = k->shape[0]; break;
         case KVC_LAYOUT_NTD_TND: pb->Skv_dim = k->shape[1]; break;
@@ -334,10 +365,11 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
         FAIL(KVC_EINVAL,
              "block_size %d differs from the bound manager key's block size %d: block table of another manager? (R15)",
              (int)p->block_size, (int)p->binding.block_size);
-    if ((pb->blk == KVC_BLOCK_BNNBSD || pb->blk == KVC_BLOCK_BNNDBS) && p->layout != KVC_LAYOUT_BNSD &&
+    const kvc_block_layout bl = p->block_layout;
+    if (!p->paged_kv && (bl == KVC_BLOCK_BNNBSD || bl == KVC_BLOCK_BNNDBS) && p->layout != KVC_LAYOUT_BNSD &&
         p->layout != KVC_LAYOUT_TND && p->layout != KVC_LAYOUT_TND_NTD)
         FAIL(KVC_EINVAL, "%s paged storage goes with BNSD or TND queries, not %s",
-             pb->blk == KVC_BLOCK_BNNBSD ? "BnNBsD" : "BnNDBs", kvc_attn_layout_name(p->layout));
+             bl == KVC_BLOCK_BNNBSD ? "BnNBsD" : "BnNDBs", kvc_attn_layout_name(p->layout));
     const kvc_tensor *bt = &p->block_table;
     if (!bt->data) FAIL(KVC_EINVAL, "block_table is required (its data is NULL) with paged K/V (R8)");
     if (bt->ndim != 2 || bt->dtype != KVC_DTYPE_I32)
@@ -348,8 +380,13 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
              (long long)pb->B);
     pb->bs = p->block_size;
     pb->tbl_w = bt->shape[1];
-    TRY(kv_present(&p->k, "k cache"));
-    pb->NB = p->k.shape[0];
+    if (p->paged_kv) {
+        pb->NB = p->paged_kv->num_blocks;
+        if (pb->NB <= 0) FAIL(KVC_EINVAL, "paged_kv.num_blocks %lld must be > 0", (long long)pb->NB);
+    } else {
+        TRY(kv_present(&p->k, "k cache", 3));
+        pb->NB = p->k.shape[0];
+    }
     const int32_t *tbl = bt->data;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t k0, skv;
@@ -502,7 +539,7 @@ static kvc_status check_mla(const kvc_attention_params *p, kvc_attn_problem *pb)
     if (kdim != pb->Dr)
         FAIL(KVC_EINVAL, "key_rope head dim %lld differs from the query_rope head dim %lld (R10)", (long long)kdim,
              (long long)pb->Dr);
-    TRY(check_kv_tensor(pb, &p->k_rope, "key_rope", kdim));
+    TRY(check_kv_tensor(pb, &p->k_rope, "key_rope", kdim, &pb->vr));
     /* The vendor operator's two MLA paths (rope 64 with D 512 absorbed or
      * 128 non-absorbed) keep its limits; any other dims are general MLA:
      * every layout, storage, mode, LSE and query length the kernel takes. */
@@ -686,23 +723,16 @@ kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb
     if (kd != pb->D)
         FAIL(KVC_EINVAL, "k head dim %lld differs from the query head dim %lld (R7)", (long long)kd, (long long)pb->D);
     pb->Dv = vd;
-    TRY(check_kv_tensor(pb, &p->k, "k", kd));
-    TRY(check_kv_tensor(pb, &p->v, "v", vd));
+    TRY(check_kv_tensor(pb, &p->k, "k", kd, &pb->vk));
+    TRY(check_kv_tensor(pb, &p->v, "v", vd, &pb->vv));
     if (p->k.dtype != p->v.dtype)
         FAIL(KVC_EINVAL, "k dtype %s differs from v dtype %s", kvc_dtype_name(p->k.dtype), kvc_dtype_name(p->v.dtype));
     if (!kvci_dtype_is_kv(p->k.dtype))
         FAIL(KVC_EINVAL, "K/V dtype %s unsupported (f32, f16, bf16, int8, fp8_e4m3, fp8_e5m2)",
              kvc_dtype_name(p->k.dtype));
     TRY(check_kv_blocks(p, pb));
-    if (pb->paged && pb->blk == KVC_BLOCK_NZ) {
-        pb->c0k = pb->c0v = 32 / (int64_t)kvc_dtype_size(p->k.dtype);
-        pb->c0r = p->k_rope.data ? 32 / (int64_t)kvc_dtype_size(p->k_rope.dtype) : 0;
-    }
-    if (pb->paged && pb->blk == KVC_BLOCK_BNNDBS) {
-        if (p->k_rope.data)
-            FAIL(KVC_EINVAL, "BnNDBs (keys in lanes) storage takes no key_rope: MLA caches are BNBSND or NZ");
-        pb->c0k = 1; /* channel d of a key every block_size elements (kvci_attn_kv_chan) */
-    }
+    if (pb->paged && !p->paged_kv && p->block_layout == KVC_BLOCK_BNNDBS && p->k_rope.data)
+        FAIL(KVC_EINVAL, "BnNDBs (keys in lanes) storage takes no key_rope: MLA caches are BNBSND or NZ");
     TRY(check_mla(p, pb));
     if (pb->Dr && p->k_rope.dtype != p->q.dtype && p->k_rope.dtype != p->k.dtype)
         FAIL(KVC_EINVAL, "key_rope dtype %s must be a float dtype of the query or cache (R10)",

@@ -74,10 +74,10 @@ bool kvci_attention_plan_fits(const kvci_attn_plan *plan, const kvc_attention_pa
         a->scale != p->scale || a->sparse_mode != p->sparse_mode || a->pre_tokens != p->pre_tokens ||
         a->next_tokens != p->next_tokens || a->bidirectional != p->bidirectional || a->batch != p->batch ||
         a->q_lens != p->q_lens || a->kv_lens != p->kv_lens || a->kv_len_form != p->kv_len_form ||
-        a->kv_storage != p->kv_storage || a->block_layout != p->block_layout || a->block_size != p->block_size ||
-        a->key_quant_mode != p->key_quant_mode || a->value_quant_mode != p->value_quant_mode ||
-        !same_tensor_ref(&a->block_table, &p->block_table) || !same_tensor_ref(&a->mask, &p->mask) ||
-        !same_binding(&a->binding, &p->binding))
+        a->kv_storage != p->kv_storage || a->block_layout != p->block_layout || a->paged_kv != p->paged_kv ||
+        a->block_size != p->block_size || a->key_quant_mode != p->key_quant_mode ||
+        a->value_quant_mode != p->value_quant_mode || !same_tensor_ref(&a->block_table, &p->block_table) ||
+        !same_tensor_ref(&a->mask, &p->mask) || !same_binding(&a->binding, &p->binding))
         return false;
     for (size_t i = 0; i < N_FIELDS; i++)
         if (!same_form(at(p, fields[i].in_params), at(a, fields[i].in_params))) return false;

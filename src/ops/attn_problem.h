@@ -1,7 +1,7 @@
 /* The validated form of one attention call, shared by the reference and the
  * fast CPU kernel: resolved extents and the index arithmetic of every
- * layout (AO 3.3), length form (3.4), mask mode (3.5) and dequantisation
- * granularity (3.10). Built by kvci_attn_resolve (attn_check.c), which
+ * layout (AO 3.3: one kvci_kv_view per K/V tensor), length form (3.4),
+ * mask mode (3.5) and dequantisation granularity (3.10). Built by kvci_attn_resolve (attn_check.c), which
  * refuses every misuse of AO 6.1 first. */
 #ifndef KVC_OPS_ATTN_PROBLEM_H
 #define KVC_OPS_ATTN_PROBLEM_H
@@ -25,20 +25,39 @@ typedef enum kvc_qidx {
  * rather than per channel or head (folded into the query or the output). */
 static inline bool kvci_qidx_per_key(kvc_qidx q) { return q == KVC_QIDX_TOKEN || q == KVC_QIDX_SLOT; }
 
+/* The form of one head's channels in a K/V-family tensor. */
+typedef enum kvci_kv_form {
+    KVCI_KV_ROWS = 0, /* channels adjacent */
+    KVCI_KV_LANES,    /* keys in lanes: channel d every schan elements (K only) */
+    KVCI_KV_NZ        /* tiles of c0 channels, schan elements apart */
+} kvci_kv_form;
+
+/* How one K/V-family tensor (K, V or key_rope) is addressed, resolved once
+ * per call (attn_view.c) from the front end's layouts or the caller's
+ * kvc_paged_kv. Channel 0 of head g of key j of request b sits at
+ *   paged:      block_table[b][j / bs] * sblk + (j % bs) * stok + g * shead
+ *   contiguous: b * sblk + (k0 + j) * stok + g * shead (k0: the request's first packed row)
+ * and channel d at + kvci_attn_kv_chan(view, d). */
+typedef struct kvci_kv_view {
+    kvci_kv_form form;
+    int64_t c0;                /* channels per tile: rows 0, lanes 1, NZ 32 / element size */
+    int64_t sblk, shead, stok; /* element strides per block (contiguous: per request), head, token */
+    int64_t schan;             /* lanes: from channel to channel; NZ: from tile to tile; rows: 0 */
+} kvci_kv_view;
+
 typedef struct kvc_attn_problem {
     const kvc_attention_params *p;
     int64_t B, Nq, Nkv, G, D, Dv, Dr; /* Dr = 0 without MLA rope */
     bool q_cum;                       /* q_lens cumulative (T.. layouts) */
     bool paged;
-    kvc_block_layout blk; /* paged: the blocks' layout */
-    bool kv_packed;       /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
-    int64_t Tq;           /* T.. layouts: query rows; else B * Sq_dim */
-    int64_t Sq_dim;       /* B.. layouts: S extent of q / out / lse */
-    int64_t Skv_dim;      /* contiguous B.. layouts: S extent of k/v; packed: Tkv */
+    bool kv_packed;  /* contiguous K/V of a T.. layout: rows cu_kv[b-1] .. */
+    int64_t Tq;      /* T.. layouts: query rows; else B * Sq_dim */
+    int64_t Sq_dim;  /* B.. layouts: S extent of q / out / lse */
+    int64_t Skv_dim; /* contiguous B.. layouts: S extent of k/v; packed: Tkv */
     int64_t max_sq, max_skv;
     /* paging */
     int64_t bs, NB, tbl_w;
-    int64_t c0k, c0v, c0r; /* NZ tile widths of k, v, k_rope (0: plain; c0k 1: BNNDBS keys in lanes) */
+    kvci_kv_view vk, vv, vr; /* addressing of k, v, k_rope (vr: with MLA) */
     /* masks */
     bool has_mask; /* explicit [Sq, Skv] mask consulted (modes 0/1) */
     int64_t mask_bstride, mask_cols;
@@ -52,6 +71,16 @@ typedef struct kvc_attn_problem {
 
 /* Validates p (every rule of AO 6.1 that applies) and fills pb. */
 kvc_status kvci_attn_resolve(const kvc_attention_params *p, kvc_attn_problem *pb);
+
+/* attn_view.c: the view of contiguous K/V (p's layout, Skv_dim) with dim
+ * channels per head; the view of a paged tensor of dtype dt stored densely
+ * in block layout lay (BNNDBS: keys in lanes); and the view of a paged
+ * tensor t described by d (name: its field, "paged_kv.k"), refused unless
+ * every field is usable and every element addressed lies inside t. */
+kvci_kv_view kvci_attn_view_contiguous(const kvc_attn_problem *pb, int64_t dim);
+kvci_kv_view kvci_attn_view_dense(const kvc_attn_problem *pb, kvc_block_layout lay, int64_t dim, kvc_dtype dt);
+kvc_status kvci_attn_view_paged(const kvc_attn_problem *pb, const kvc_paged_tensor *d, const char *name,
+                                const kvc_tensor *t, kvci_kv_view *v);
 
 /* ---- lengths ------------------------------------------------------------- */
 
@@ -116,45 +145,28 @@ static inline int64_t kvci_attn_lse_index(const kvc_attn_problem *pb, int64_t b,
 
 /* ---- key / value addressing ---------------------------------------------- */
 
-/* Element index of channel 0 of key j of request b, KV head g, in a K/V
- * tensor with `dim` channels per head; `c0` > 0 means NZ storage (channel
- * d then sits at + (d / c0) * bs * c0 + d % c0, see kvci_attn_kv_chan). k0 is
- * the request's first packed row. */
-static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, int64_t b, int64_t k0, int64_t j, int64_t g,
-                                         int64_t dim, int64_t c0) {
-    const kvc_attention_params *p = pb->p;
+/* Element index of channel 0 of key j of request b, KV head g, in the
+ * tensor addressed by view v (pb->vk, vv or vr). k0 is the request's first
+ * packed row (kvci_attn_kv_range). Linear in j inside one block (and
+ * throughout contiguous storage), and in g. */
+static inline int64_t kvci_attn_kv_index(const kvc_attn_problem *pb, const kvci_kv_view *v, int64_t b, int64_t k0,
+                                         int64_t j, int64_t g) {
     if (pb->paged) {
-        const int32_t *tbl = (const int32_t *)p->block_table.data;
-        const int64_t blk = tbl[b * pb->tbl_w + j / pb->bs], o = j % pb->bs;
-        switch (pb->blk) {
-        case KVC_BLOCK_BNNBSD: return ((blk * pb->Nkv + g) * pb->bs + o) * dim;
-        case KVC_BLOCK_NZ: return (blk * pb->Nkv + g) * dim * pb->bs + o * c0;
-        case KVC_BLOCK_BNNDBS: /* K keys in lanes (c0 1), V head-major */
-            return c0 ? (blk * pb->Nkv + g) * dim * pb->bs + o : ((blk * pb->Nkv + g) * pb->bs + o) * dim;
-        default: return ((blk * pb->bs + o) * pb->Nkv + g) * dim;
-        }
+        const int32_t *tbl = (const int32_t *)pb->p->block_table.data;
+        return tbl[b * pb->tbl_w + j / pb->bs] * v->sblk + (j % pb->bs) * v->stok + g * v->shead;
     }
-    switch (p->layout) {
-    case KVC_LAYOUT_NTD_TND: return (g * pb->Skv_dim + k0 + j) * dim;
-    case KVC_LAYOUT_TND: return ((k0 + j) * pb->Nkv + g) * dim;
-    case KVC_LAYOUT_BNSD: return ((b * pb->Nkv + g) * pb->Skv_dim + j) * dim;
-    default: return ((b * pb->Skv_dim + j) * pb->Nkv + g) * dim;
-    }
+    return b * v->sblk + (k0 + j) * v->stok + g * v->shead;
 }
 
-/* Elements from head g to head g + 1 of one key (kvci_attn_kv_index is linear in g). */
-static inline int64_t kvci_attn_kv_head_stride(const kvc_attn_problem *pb, int64_t dim) {
-    if (pb->paged) return pb->blk == KVC_BLOCK_BNBSND ? dim : pb->bs * dim;
-    switch (pb->p->layout) {
-    case KVC_LAYOUT_NTD_TND:
-    case KVC_LAYOUT_BNSD: return pb->Skv_dim * dim;
-    default: return dim;
-    }
+/* Offset of channel d from channel 0 of one key (rows: d; lanes, NZ: tiled). */
+static inline int64_t kvci_attn_kv_chan(const kvci_kv_view *v, int64_t d) {
+    return v->c0 ? (d / v->c0) * v->schan + d % v->c0 : d;
 }
 
-/* Offset of channel d from channel 0 of one key (plain: d; NZ: tiled). */
-static inline int64_t kvci_attn_kv_chan(const kvc_attn_problem *pb, int64_t d, int64_t c0) {
-    return c0 ? (d / c0) * pb->bs * c0 + d % c0 : d;
+/* The heads of one token adjacent (rows of dim channels, head after head),
+ * so that items of several heads read K/V in address order. */
+static inline bool kvci_kv_token_major(const kvci_kv_view *v, int64_t dim, int64_t Nkv) {
+    return v->form == KVCI_KV_ROWS && v->shead == dim && v->stok >= Nkv * dim;
 }
 
 /* ---- visibility (AO 3.5) ------------------------------------------------- */

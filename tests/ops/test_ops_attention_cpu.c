@@ -377,6 +377,155 @@ static void test_paged_equals_contiguous(void **state) {
     free(a), free(b);
 }
 
+/* Paged K/V described by kvc_paged_kv in layout pairs the front end cannot
+ * name, K and V of each block side by side in one allocation with padding
+ * (NaN) between rows and blocks: kind 0 K token-major rows (BNBSND) with V
+ * head-major (BNNBSD) under BSND queries (the front end takes head-major
+ * blocks with BNSD or TND queries only), kind 1 K in lanes with a channel
+ * stride wider than the block with V token-major, kind 2 MLA (D 32 +
+ * rope 16) as kind 0 with key_rope in NZ tiles of its own buffer, tiles
+ * padded apart. The same data repacked so gives the bits of
+ * the front end's plain layout (kind 0 BNBSND, kind 1 BNNDBS: K read the same
+ * way, V rows) on every SIMD table this CPU runs, and the reference through
+ * the descriptor matches the oracle and its own plain bits. */
+typedef struct desc_case {
+    kvc_paged_kv d;
+    void *buf, *rbuf;
+    kvc_tensor k, v, k_rope;
+} desc_case;
+
+/* kind 2: f's BNBSND key_rope [NB, bs, Nkv, Dr] into NZ tiles of 32 bytes, tiles bs * c0 + 8 elements apart. */
+static void desc_rope(const fx *f, desc_case *dc) {
+    const fx_cfg *c = &f->c;
+    const kvc_dtype dt = f->p.k_rope.dtype;
+    const int64_t bs = c->bs, Nkv = c->Nkv, Dr = c->Dr, es = (int64_t)kvc_dtype_size(dt), c0 = 32 / es;
+    const int64_t tile = bs * c0 + 8, head = Dr / c0 * tile, blk = Nkv * head, n = f->nblocks * blk;
+    dc->d.k_rope = (kvc_paged_tensor){KVC_BLOCK_NZ, Dr, blk, head, c0, tile};
+    dc->rbuf = malloc((size_t)(n * es));
+    fx_fill_nan(dc->rbuf, dt, n);
+    for (int64_t p = 0; p < f->nblocks; p++)
+        for (int64_t o = 0; o < bs; o++)
+            for (int64_t g = 0; g < Nkv; g++)
+                for (int64_t d = 0; d < Dr; d++)
+                    memcpy((char *)dc->rbuf + es * (p * blk + g * head + o * c0 + d / c0 * tile + d % c0),
+                           (const char *)f->krbuf + es * (((p * bs + o) * Nkv + g) * Dr + d), (size_t)es);
+    dc->k_rope = (kvc_tensor){.data = dc->rbuf, .dtype = dt, .ndim = 1, .shape = {n}};
+}
+
+static void desc_build(const fx *f, int kind, desc_case *dc) {
+    const fx_cfg *c = &f->c;
+    const int64_t bs = c->bs, Nkv = c->Nkv, D = c->D, Dv = c->Dv, NB = f->nblocks;
+    const size_t es = kvc_dtype_size(c->kvdt);
+    const int64_t lane_w = bs + 4, kpart = kind == 1 ? Nkv * D * lane_w : bs * (Nkv * D + 8), vpart = bs * Nkv * Dv;
+    const int64_t blk = kpart + vpart + 16, n = NB * blk;
+    dc->d.num_blocks = NB;
+    if (kind == 1) {
+        dc->d.k = (kvc_paged_tensor){KVC_BLOCK_BNNDBS, D, blk, D * lane_w, 1, lane_w};
+        dc->d.v = (kvc_paged_tensor){KVC_BLOCK_BNBSND, Dv, blk, Dv, Nkv * Dv, 1};
+    } else {
+        dc->d.k = (kvc_paged_tensor){KVC_BLOCK_BNBSND, D, blk, D, Nkv * D + 8, 1};
+        dc->d.v = (kvc_paged_tensor){KVC_BLOCK_BNNBSD, Dv, blk, bs * Dv, Dv, 1};
+    }
+    dc->buf = malloc((size_t)n * es);
+    fx_fill_nan(dc->buf, c->kvdt, n);
+    char *kb = dc->buf, *vb = (char *)dc->buf + es * (size_t)kpart;
+    for (int64_t p = 0; p < NB; p++)
+        for (int64_t o = 0; o < bs; o++)
+            for (int64_t g = 0; g < Nkv; g++) {
+                for (int64_t d = 0; d < D; d++) { /* plain K: BNBSND, or keys in lanes */
+                    const int64_t from =
+                        kind == 1 ? ((p * Nkv + g) * D + d) * bs + o : ((p * bs + o) * Nkv + g) * D + d;
+                    const kvc_paged_tensor *t = &dc->d.k;
+                    const int64_t to = p * blk + g * t->head_stride + o * t->token_stride + d * t->channel_stride;
+                    memcpy(kb + es * (size_t)to, (const char *)f->kbuf + es * (size_t)from, es);
+                }
+                for (int64_t d = 0; d < Dv; d++) { /* plain V: BNBSND, or head-major */
+                    const int64_t from =
+                        kind == 1 ? ((p * Nkv + g) * bs + o) * Dv + d : ((p * bs + o) * Nkv + g) * Dv + d;
+                    const kvc_paged_tensor *t = &dc->d.v;
+                    const int64_t to = p * blk + g * t->head_stride + o * t->token_stride + d;
+                    memcpy(vb + es * (size_t)to, (const char *)f->vbuf + es * (size_t)from, es);
+                }
+            }
+    dc->k = (kvc_tensor){.data = kb, .dtype = c->kvdt, .ndim = 1, .shape = {n}};
+    dc->v = (kvc_tensor){.data = vb, .dtype = c->kvdt, .ndim = 1, .shape = {n - kpart}};
+    dc->rbuf = NULL;
+    if (kind == 2) desc_rope(f, dc);
+}
+
+/* Output and lse bytes of one run (cpu or ref) of f->p into a new buffer. */
+static void *run_bytes(fx *f, bool ref, size_t *n) {
+    const size_t ob = (size_t)f->out_n * kvc_dtype_size(f->c.odt), lb = (size_t)f->lse_n * sizeof(float);
+    memset(f->obuf, 0xff, ob);
+    if (ref)
+        assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
+    else
+        run_cpu(&f->p);
+    unsigned char *o = malloc(ob + lb);
+    memcpy(o, f->obuf, ob);
+    memcpy(o + ob, f->lsebuf, lb);
+    *n = ob + lb;
+    return o;
+}
+
+static void test_paged_kv_descriptor(void **state) {
+    (void)state;
+    const kvc_simd_table *tables[] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
+    const kvc_dtype dts[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8, KVC_DTYPE_F8E4M3};
+    int runs = 0;
+    for (int kind = 0; kind < 3; kind++)
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            if (kind == 2 && dts[di] == KVC_DTYPE_F32) continue; /* NZ tiles: 16-bit or 8-bit elements */
+            const int G = (int)(di + (size_t)kind) % 2 ? 4 : 1;  /* decode rows direct (4) and one row per head */
+            fx_cfg c;
+            memset(&c, 0, sizeof c);
+            c.layout = kind ? KVC_LAYOUT_TND : KVC_LAYOUT_BSND, c.storage = KVC_KV_BLOCKS,
+            c.blk = kind == 1 ? KVC_BLOCK_BNNDBS : KVC_BLOCK_BNBSND;
+            c.B = 2, c.sq[0] = 1, c.skv[0] = 45, c.sq[1] = 6, c.skv[1] = KVC_SMALL ? 90 : kind == 2 ? 200 : 530;
+            c.Nkv = 2, c.Nq = 2 * G, c.D = c.Dv = kind == 2 ? 32 : 48, c.Dr = kind == 2 ? 16 : 0, c.bs = 16;
+            c.qdt = KVC_DTYPE_BF16, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32;
+            c.mode = 3, c.pre = c.next = INT32_MAX, c.sinks = true, c.lse = true;
+            c.quant = dts[di] == KVC_DTYPE_I8 ? (kind ? 0 : 3) : dts[di] == KVC_DTYPE_F8E4M3 ? 2 : -1;
+            c.permute_blocks = true, c.extra_blocks = 1, c.seed = 77u + (uint32_t)(kind * 10 + (int)di) * 3u;
+            fx f;
+            fx_build(&f, &c);
+            desc_case dc;
+            desc_build(&f, kind, &dc);
+            const kvc_attention_params plain = f.p;
+            kvc_attention_params described = f.p;
+            described.k = dc.k, described.v = dc.v, described.paged_kv = &dc.d;
+            if (kind == 2) described.k_rope = dc.k_rope;
+            for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+                if (!kvci_simd_cpu_runs(tables[ti])) continue;
+                kvci_simd_override(tables[ti]);
+                size_t na, nb;
+                f.p = plain;
+                void *a = run_bytes(&f, false, &na);
+                f.p = described;
+                void *b = run_bytes(&f, false, &nb);
+                kvci_simd_override(NULL);
+                if (na != nb || memcmp(a, b, na) != 0)
+                    fail_msg("%s kind %d kv %s G %d: the descriptor's bits differ from the plain layout's",
+                             tables[ti]->name, kind, kvc_dtype_name(c.kvdt), G);
+                free(a), free(b);
+                runs++;
+            }
+            size_t na, nb;
+            f.p = plain;
+            void *a = run_bytes(&f, true, &na);
+            f.p = described;
+            void *b = run_bytes(&f, true, &nb);
+            assert_int_equal(na, nb);
+            assert_memory_equal(a, b, na);
+            const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+            if (e > 1.0) fail_msg("kind %d kv %s G %d: error %g vs the oracle", kind, kvc_dtype_name(c.kvdt), G, e);
+            free(a), free(b), free(dc.buf), free(dc.rbuf);
+            f.p = plain;
+            fx_free(&f);
+        }
+    assert_true(runs >= 2 * 5 + 4); /* the portable table at least */
+}
+
 /* Keys masked for every query row of their request may hold NaN in K and V
  * (slots never written, or recycled): no result may read them. Scores of
  * such keys become -inf and their weights 0, and pv skips zero weights,
@@ -643,21 +792,14 @@ static void test_threads_query(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu_vs_ref_best_isa),
-        cmocka_unit_test(test_cpu_vs_ref_portable),
-        cmocka_unit_test(test_cpu_half_outputs),
-        cmocka_unit_test(test_bitwise_determinism),
-        cmocka_unit_test(test_paged_equals_contiguous),
-        cmocka_unit_test(test_workspace_refusal),
-        cmocka_unit_test(test_masked_keys_hold_nan),
-        cmocka_unit_test(test_mla_oracle_dims),
-        cmocka_unit_test(test_mla_general_refusals),
-        cmocka_unit_test(test_mla_quant_rope),
-        cmocka_unit_test(test_masked_keys_nan_token_scales),
-        cmocka_unit_test(test_avx512_equals_avx2),
-        cmocka_unit_test(test_simd_environment),
-        cmocka_unit_test(test_threads_query),
-        cmocka_unit_test(test_fp8_rows_exact),
+        cmocka_unit_test(test_cpu_vs_ref_best_isa),     cmocka_unit_test(test_cpu_vs_ref_portable),
+        cmocka_unit_test(test_cpu_half_outputs),        cmocka_unit_test(test_bitwise_determinism),
+        cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_paged_kv_descriptor),
+        cmocka_unit_test(test_workspace_refusal),       cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_mla_oracle_dims),         cmocka_unit_test(test_mla_general_refusals),
+        cmocka_unit_test(test_mla_quant_rope),          cmocka_unit_test(test_masked_keys_nan_token_scales),
+        cmocka_unit_test(test_avx512_equals_avx2),      cmocka_unit_test(test_simd_environment),
+        cmocka_unit_test(test_threads_query),           cmocka_unit_test(test_fp8_rows_exact),
         cmocka_unit_test(test_fp8_direct_values_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

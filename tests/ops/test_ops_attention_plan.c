@@ -169,6 +169,10 @@ static void test_fits(void **state) {
     p = a.p;
     p.kv_lens = b.p.kv_lens;
     assert_false(kvci_attention_plan_fits(plan, &p));
+    p = a.p;
+    const kvc_paged_kv other = {0};
+    p.paged_kv = &other; /* another paged K/V descriptor (by pointer) */
+    assert_false(kvci_attention_plan_fits(plan, &p));
     free(plan);
     kvc_aligned_free(ws);
     fx_free(&a);

@@ -351,6 +351,87 @@ static void test_lanes_refusals(void **state) {
     fx_free(&f);
 }
 
+/* The paged K/V descriptor (kvc_paged_kv): the fixture's BNBSND cache
+ * described densely is accepted and gives the front end's bits; every
+ * field that cannot be used is refused by name, nothing written. */
+static kvc_paged_tensor dense_bnbsnd(const fx_cfg *c, int64_t dim) {
+    return (kvc_paged_tensor){.layout = KVC_BLOCK_BNBSND,
+                              .head_dim = dim,
+                              .block_stride = (int64_t)c->bs * c->Nkv * dim,
+                              .head_stride = dim,
+                              .token_stride = (int64_t)c->Nkv * dim,
+                              .channel_stride = 1};
+}
+
+static void test_paged_kv_refusals(void **state) {
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_BLOCKS;
+    c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.D = c.Dv = 8, c.bs = 4;
+    fx f;
+    fx_build(&f, &c);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    unsigned char *want = malloc(ob), *before = malloc(ob);
+    memcpy(want, f.obuf, ob);
+    const kvc_paged_kv good = {.num_blocks = f.nblocks, .k = dense_bnbsnd(&c, c.D), .v = dense_bnbsnd(&c, c.Dv)};
+    kvc_paged_kv d = good;
+    kvc_attention_params p = f.p;
+    p.paged_kv = &d;
+    p.block_layout = KVC_BLOCK_NZ;                               /* not read with a descriptor */
+    p.k.ndim = 1, p.k.shape[0] = f.nblocks * c.bs * c.Nkv * c.D; /* the shape only bounds the extent */
+    memset(f.obuf, 0, ob);
+    if (kvc_attention_ref(&p) != KVC_OK) fail_msg("dense descriptor refused: %s", kvc_last_error());
+    assert_memory_equal(want, f.obuf, ob);
+    const int64_t big = INT64_MAX / 2;
+    const struct {
+        const char *name;
+        int64_t *field; /* in d, set to value; NULL: the mutation below */
+        int64_t value;
+        kvc_status st;
+        const char *frag;
+    } cases[] = {
+        {"num_blocks", &d.num_blocks, 0, KVC_EINVAL, "paged_kv.num_blocks 0 must be > 0"},
+        {"num_blocks below the table", &d.num_blocks, 1, KVC_ERANGE, "outside [0, NB = 1)"},
+        {"k.head_dim", &d.k.head_dim, 0, KVC_EINVAL, "paged_kv.k.head_dim 0 must be > 0"},
+        {"k.head_dim vs q", &d.k.head_dim, 4, KVC_EINVAL, "k head dim 4 differs"},
+        {"v.head_dim", &d.v.head_dim, -2, KVC_EINVAL, "paged_kv.v.head_dim -2 must be > 0"},
+        {"k.block_stride", &d.k.block_stride, 0, KVC_EINVAL, "paged_kv.k.block_stride 0 must be > 0"},
+        {"v.head_stride", &d.v.head_stride, -8, KVC_EINVAL, "paged_kv.v.head_stride -8 must be > 0"},
+        {"k.token_stride", &d.k.token_stride, 0, KVC_EINVAL, "paged_kv.k.token_stride 0 must be > 0"},
+        {"v.channel_stride", &d.v.channel_stride, 0, KVC_EINVAL, "paged_kv.v.channel_stride 0 must be > 0"},
+        {"rows channel_stride", &d.v.channel_stride, 2, KVC_EINVAL, "paged_kv.v.channel_stride 2: a BNBSND"},
+        {"k.layout", (int64_t *)NULL, 7, KVC_EINVAL, "paged_kv.k.layout 7 unknown"},
+        {"v in lanes", (int64_t *)NULL, KVC_BLOCK_BNNDBS, KVC_EINVAL, "paged_kv.v.layout BNNDBS: keys in lanes"},
+        {"NZ of f32", (int64_t *)NULL, KVC_BLOCK_NZ, KVC_EINVAL, "paged_kv.k.layout NZ: tiles hold"},
+        {"k beyond the tensor", &d.k.block_stride, 1000, KVC_ERANGE, "paged_kv.k: num_blocks"},
+        {"v beyond the tensor", &d.v.token_stride, 17, KVC_ERANGE, "outside the tensor's"},
+        {"int64 overflow", &d.v.block_stride, big, KVC_ERANGE, "beyond int64"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d = good;
+        if (cases[i].field)
+            *cases[i].field = cases[i].value;
+        else if (cases[i].value == KVC_BLOCK_BNNDBS)
+            d.v.layout = KVC_BLOCK_BNNDBS;
+        else
+            d.k.layout = (kvc_block_layout)cases[i].value;
+        memcpy(before, f.obuf, ob);
+        for (int impl = 0; impl < 2; impl++) {
+            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
+            if (st != cases[i].st || !strstr(kvc_last_error(), cases[i].frag))
+                fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
+        }
+        assert_memory_equal(before, f.obuf, ob);
+    }
+    d = good;
+    p.kv_storage = KVC_KV_CONTIGUOUS, p.kv_len_form = KVC_KV_FORM_DIRECT;
+    assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "paged_kv is given but kv_storage is CONTIGUOUS"));
+    free(want), free(before);
+    fx_free(&f);
+}
+
 /* Issue 12 section 5 regressions: a band of INT64_MAX both ways is "no
  * limit" (it was refused as an empty band after a signed overflow); the
  * 4-D [NB, bs, Nkv, D] form of KVC_BLOCK_BNBSND caches is accepted and gives the
@@ -486,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_degenerate_cases),
         cmocka_unit_test(test_refused_misuse),
         cmocka_unit_test(test_lanes_refusals),
+        cmocka_unit_test(test_paged_kv_refusals),
         cmocka_unit_test(test_mla_rules),
         cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),

@@ -40,12 +40,12 @@ static inline void cvt_row(const kvc_cpu_ctx *cx, int slot, const kvc_dtype_trai
     for (int64_t d = dim; d < kvci_round8(dim); d++) dst[d] = 0.0f;
 }
 
-static kvc_chan_map chan_map(int64_t bs, int64_t c0) {
+static kvc_chan_map chan_map(const kvci_kv_view *v) {
     kvc_chan_map m;
-    if (c0 > 0) {
-        m.nzs = bs * c0;
-        m.sh = __builtin_ctzll((unsigned long long)c0);
-        m.mask = c0 - 1;
+    if (v->c0 > 0) {
+        m.nzs = v->schan;
+        m.sh = __builtin_ctzll((unsigned long long)v->c0);
+        m.mask = v->c0 - 1;
     } else {
         m.nzs = 0, m.sh = 62, m.mask = -1;
     }
@@ -61,7 +61,8 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dr8 = kvci_round8(pb->Dr);
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
-    cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && !pb->c0k && !pb->c0v &&
+    const bool krows = pb->vk.form == KVCI_KV_ROWS, vrows = pb->vv.form == KVCI_KV_ROWS;
+    cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && krows && vrows &&
               !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0;
     cx->Dp = kvci_round32(pb->D);
     const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
@@ -77,18 +78,15 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->kgen = cx->kslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->k.dtype) : NULL;
     cx->vgen = cx->vslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->v.dtype) : NULL;
     cx->rgen = cx->rslot == KVC_SIMD_GENERIC ? kvci_dtype_traits(p->k_rope.dtype) : NULL;
-    cx->cmk = chan_map(pb->bs, pb->c0k);
-    cx->cmv = chan_map(pb->bs, pb->c0v);
-    cx->cmr = chan_map(pb->bs, pb->c0r);
-    cx->lanes = pb->paged && pb->blk == KVC_BLOCK_BNNDBS;
-    cx->prefetch = (!pb->c0k || cx->lanes) && !pb->c0v && !cx->kgen && !cx->vgen;
-    cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && !pb->c0k && !pb->c0v && !pb->Dr &&
+    cx->cmk = chan_map(&pb->vk);
+    cx->cmv = chan_map(&pb->vv);
+    cx->cmr = chan_map(&pb->vr);
+    cx->lanes = pb->vk.form == KVCI_KV_LANES;
+    cx->prefetch = (krows || cx->lanes) && vrows && !cx->kgen && !cx->vgen;
+    cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && krows && vrows && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
-    cx->direct_pv = cx->simd->pv_direct[cx->vslot] && !pb->c0v && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
-    if (pb->paged)
-        cx->token_major = pb->blk == KVC_BLOCK_BNBSND;
-    else
-        cx->token_major = p->layout != KVC_LAYOUT_NTD_TND && p->layout != KVC_LAYOUT_BNSD;
+    cx->direct_pv = cx->simd->pv_direct[cx->vslot] && vrows && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
+    cx->token_major = kvci_kv_token_major(&pb->vk, pb->D, pb->Nkv) && kvci_kv_token_major(&pb->vv, pb->Dv, pb->Nkv);
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t q0, sq;
         kvci_attn_q_range(pb, b, &q0, &sq);
@@ -183,23 +181,23 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
 }
 
 /* Element indices of channel 0 of keys [j, j + n) (clamped to [j0, j1)) for
- * the item's first head, in a K/V tensor of `dim` channels per head. The
+ * the item's first head, in the K/V tensor of view v. The
  * index is linear in the key within one block (and throughout contiguous
  * storage): each block's run of keys costs two index computations, not one
  * per key (each holds a 64-bit division by the block size and a block table
  * read; per key they took as long as the arithmetic of one-head items). */
 static void key_indices(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t j, int64_t n, int64_t j0, int64_t j1,
-                        int64_t dim, int64_t c0, int64_t *idx) {
+                        const kvci_kv_view *v, int64_t *idx) {
     const kvc_attn_problem *pb = cx->pb;
     for (int64_t t = 0; t < n;) {
         const int64_t k = kvci_min64(kvci_max64(j + t, j0), j1 - 1);
-        const int64_t i0 = kvci_attn_kv_index(pb, it->b, it->k0, k, it->g0, dim, c0);
+        const int64_t i0 = kvci_attn_kv_index(pb, v, it->b, it->k0, k, it->g0);
         if (j + t < j0 || j + t >= j1) { /* a clamped lane: the nearest visible key */
             idx[t++] = i0;
             continue;
         }
         const int64_t end = kvci_min64(j + n, pb->paged ? kvci_min64(j1, (k / pb->bs + 1) * pb->bs) : j1);
-        const int64_t step = end - k >= 2 ? kvci_attn_kv_index(pb, it->b, it->k0, k + 1, it->g0, dim, c0) - i0 : 0;
+        const int64_t step = end - k >= 2 ? kvci_attn_kv_index(pb, v, it->b, it->k0, k + 1, it->g0) - i0 : 0;
         for (; j + t < end; t++) idx[t] = i0 + (j + t - k) * step;
     }
 }
@@ -235,11 +233,11 @@ static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64
     const kvc_attn_problem *pb = cx->pb;
     cr->p0 = j0 & ~(int64_t)31;
     const int64_t n = kvci_round32(j1) - cr->p0; /* whole tiles of 32 */
-    key_indices(cx, it, cr->p0, n, j0, j1, pb->D, pb->c0k, cr->ki);
-    key_indices(cx, it, cr->p0, n, j0, j1, pb->Dv, pb->c0v, cr->vi);
+    key_indices(cx, it, cr->p0, n, j0, j1, &pb->vk, cr->ki);
+    key_indices(cx, it, cr->p0, n, j0, j1, &pb->vv, cr->vi);
     cr->nb = cb + KVC_CHUNK;
     cr->nn = cx->prefetch && cr->nb < it->hi ? kvci_min64(KVC_SUB, it->hi - cr->nb) : 0;
-    if (cr->nn) key_indices(cx, it, cr->nb, kvci_round8(cr->nn), cr->nb, cr->nb + cr->nn, pb->D, pb->c0k, cr->ni);
+    if (cr->nn) key_indices(cx, it, cr->nb, kvci_round8(cr->nn), cr->nb, cr->nb + cr->nn, &pb->vk, cr->ni);
 }
 
 /* The rows to prefetch for keys [a, e) of KV head gl (item-relative) in
@@ -253,10 +251,9 @@ static int64_t unit_rows(const kvc_cpu_ctx *cx, const int64_t *idx, int64_t off,
                          int pass, const char **pr, int64_t n, int *lines) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
-    const char *base =
-        (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
+    const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * (pass ? pb->vv : pb->vk).shead;
     if (cx->lanes && !pass) {
-        const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS), rs = es * pb->bs; /* bytes between channel rows */
+        const int64_t dmax = kvci_min64(dim, KVC_PF_CHANNELS), rs = es * pb->vk.schan; /* bytes between channel rows */
         for (int64_t s0 = a, s1; s0 < e && n + dmax <= KVC_PF_ROWS; s0 = s1) {
             s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
             const char *first = base + es * idx[s0 - off]; /* channel 0 of key s0 */
@@ -385,13 +382,13 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
 static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t gl,
                          const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr, int64_t np, int lines) {
     const kvc_attn_problem *pb = cx->pb;
-    const int64_t RG = pb->G * it->ni, hk = kvci_attn_kv_head_stride(pb, pb->D);
-    const char *kd = (const char *)pb->p->k.data + cx->kes * gl * hk;
+    const int64_t RG = pb->G * it->ni;
+    const char *kd = (const char *)pb->p->k.data + cx->kes * gl * pb->vk.shead;
     const int64_t calls = kvci_cdiv(e, pb->bs) - a / pb->bs;
     for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
         s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
         kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
-        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->bs, (int)(s1 - s0),
+        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->vk.schan, (int)(s1 - s0),
                                       s->qs + gl * RG * cx->Dq8, cx->Dq8, (int)RG, pb->D,
                                       s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
     }
@@ -401,10 +398,9 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
 static void amx_rows(const kvc_cpu_ctx *cx, const chunk_rows *cr, int64_t t0, int64_t n, int64_t j0, int64_t j1,
                      int64_t gl, int pass, const uint16_t **rows) {
     const kvc_attn_problem *pb = cx->pb;
-    const int64_t dim = pass ? pb->Dv : pb->D, es = pass ? cx->ves : cx->kes;
+    const int64_t es = pass ? cx->ves : cx->kes;
     const int64_t *idx = pass ? cr->vi : cr->ki;
-    const char *base =
-        (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * kvci_attn_kv_head_stride(pb, dim);
+    const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data) + es * gl * (pass ? pb->vv : pb->vk).shead;
     for (int64_t t = 0; t < n; t++) {
         const int64_t j = t0 + t;
         rows[t] = j >= j0 && j < j1 ? (const uint16_t *)(base + es * idx[j - cr->p0]) : NULL;
@@ -449,7 +445,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attn_problem *pb = cx->pb;
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, Dq8 = cx->Dq8, K = KVC_QK_KEYS;
-    const int64_t hk = kvci_attn_kv_head_stride(pb, pb->D), hr = kvci_attn_kv_head_stride(pb, pb->Dr);
+    const int64_t hk = pb->vk.shead, hr = pb->vr.shead;
     const bool direct = cx->direct && RG <= KVC_DIRECT_ROWS;
     const char *kd = p->k.data, *rd = p->k_rope.data;
     const char *pr[KVC_PF_ROWS];
@@ -480,7 +476,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                     cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK, run);
                     continue;
                 }
-                if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, pb->Dr, pb->c0r, ri);
+                if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, &pb->vr, ri);
                 for (int64_t t = 0; t < K; t++) {
                     float *dst = s->kt + t * Dq8;
                     cvt_row(cx, cx->kslot, cx->kgen, kd, cx->kes, ki[t] + gl * hk, cx->cmk, pb->D, dst);
@@ -579,7 +575,7 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
     const kvc_attention_params *p = pb->p;
     const int64_t RG = pb->G * it->ni, R = it->ng * RG, RS = cx->RS, Dv8 = cx->Dv8;
     const bool direct = cx->direct_pv && RG <= KVC_DIRECT_ROWS;
-    const int64_t hv = kvci_attn_kv_head_stride(pb, pb->Dv);
+    const int64_t hv = pb->vv.shead;
     const char *vd = p->v.data;
     const char *pr[KVC_PF_ROWS];
     if (pb->kv_quant && kvci_qidx_per_key(pb->vq)) value_token_scales(cx, it, R, cb, j0, j1, s, rec);

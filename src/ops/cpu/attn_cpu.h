@@ -54,12 +54,12 @@ typedef struct kvc_cpu_ctx {
     int64_t Dv8;          /* value channels padded to a multiple of 8 */
     int64_t QT, R, RS;    /* query rows per item; max rows; record floats KVC_REC_HDR + Dv8 */
     int64_t n_items, n_tasks;
-    bool token_major; /* K/V of all heads of one token adjacent (BnBsH, packed or B.. contiguous) */
+    bool token_major; /* K and V of all heads of one token adjacent (kvci_kv_token_major) */
     bool prefetch;    /* K/V rows are prefetched unit by unit (not NZ: column tiles) */
     bool direct;      /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= KVC_DIRECT_ROWS rows per
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
-    bool lanes;       /* keys in lanes (KVC_BLOCK_BNNDBS): every qk through the table's qk_lanes */
+    bool lanes;       /* K in lanes (pb->vk.form KVCI_KV_LANES): every qk through the table's qk_lanes */
     bool amx;         /* plain bf16 K/V rows, no rope or quantisation, Dv a multiple of 16, and the table's amx: every
                          item's scores and values on AMX tiles (attn_amx.h) */
     int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */

@@ -21,8 +21,9 @@ static double quant_param(const kvc_tensor *t, int64_t qi) {
 static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t k0, int64_t j, int64_t g, int64_t d) {
     const kvc_attention_params *p = pb->p;
     const kvc_tensor *t = is_v ? &p->v : &p->k;
-    const int64_t dim = is_v ? pb->Dv : pb->D, c0 = is_v ? pb->c0v : pb->c0k;
-    const int64_t idx = kvci_attn_kv_index(pb, b, k0, j, g, dim, c0) + kvci_attn_kv_chan(pb, d, c0);
+    const int64_t dim = is_v ? pb->Dv : pb->D;
+    const kvci_kv_view *v = is_v ? &pb->vv : &pb->vk;
+    const int64_t idx = kvci_attn_kv_index(pb, v, b, k0, j, g) + kvci_attn_kv_chan(v, d);
     const double x = kvci_elem_load(t->data, t->dtype, idx);
     if (!pb->kv_quant) return x;
     const kvc_qidx q = is_v ? pb->vq : pb->kq;
@@ -43,14 +44,14 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
         dot += (double)kvci_elem_load(p->q.data, p->q.dtype, qi + d) * kv_elem(pb, false, b, k0, j, g, d);
     if (pb->Dr) {
         const int64_t ri = kvci_attn_q_index(pb, b, q0, i, n, pb->Dr);
-        const int64_t ki = kvci_attn_kv_index(pb, b, k0, j, g, pb->Dr, pb->c0r);
+        const int64_t ki = kvci_attn_kv_index(pb, &pb->vr, b, k0, j, g);
         /* an int8/fp8 rope part is dequantised with its key's scale (per tensor, head or key) */
         const double rs = pb->rope_quant && pb->kv_quant
                               ? quant_param(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, b, j, g, 0, pb->D))
                               : 1.0;
         for (int64_t d = 0; d < pb->Dr; d++)
             dot += (double)kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
-                   (rs * kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(pb, d, pb->c0r)));
+                   (rs * kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(&pb->vr, d)));
     }
     return p->scale * dot;
 }
