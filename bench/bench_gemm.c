@@ -201,14 +201,14 @@ static int run_bf16(bool json) {
             kvci_bf16_pack(s.N, s.K, B, s.K, 1, Bp);
             const double f32 = bf16_rate(NULL, false, &s, A, B, Bp, C);
             if (!json) printf("%-6lld %6lld %6lld %10.1f", (long long)s.M, (long long)s.N, (long long)s.K, f32);
-            for (int r = 0; r < 2; r++)
+            for (int rnd = 0; rnd < 2; rnd++)
                 for (int k = 0; k < nk; k++) {
-                    if (r && !all[k]->block_rounded) continue;
-                    const double g = bf16_rate(all[k], r, &s, A, B, Bp, C);
+                    if (rnd && !all[k]->block_rounded) continue;
+                    const double g = bf16_rate(all[k], rnd, &s, A, B, Bp, C);
                     if (json)
                         printf("{\"bench\":\"gemm_bf16\",\"kernel\":\"%s\",\"activations\":\"%s\",\"M\":%lld,"
                                "\"N\":%lld,\"K\":%lld,\"gflops\":%.3f,\"f32_gflops\":%.3f}\n",
-                               all[k]->name, r ? "bf16" : "f32", (long long)s.M, (long long)s.N, (long long)s.K, g,
+                               all[k]->name, rnd ? "bf16" : "f32", (long long)s.M, (long long)s.N, (long long)s.K, g,
                                f32);
                     else
                         printf(" %14.1f", g);
