@@ -334,17 +334,16 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         return 1;
     }
     if (!opts->json)
-        printf("%-10s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
+        printf("%-18s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
                "prefill ms", "tokens/s", "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s",
                "attn G/s");
     int rc = 0;
     kvci_step_profile_enable(opts->profile);
     for (int pi = 0; pi < prompts.n && rc == 0; pi++)
         for (int bi = 0; bi < batches.n && rc == 0; bi++) {
-            for (int a = 0; a < n_acts && rc == 0; a++) {
-                const int64_t B = batches.v[bi], P = prompts.v[pi];
+            const int64_t B = batches.v[bi], P = prompts.v[pi];
+            for (int a = 0; a < n_acts && rc == 0; a++) { /* both precisions: in turn, the A/B of one window */
                 const act_run *ar = &acts[a];
-                const char *label = ar->label;
                 run_result res;
                 if (kvc_model_set_activations(m, ar->name) != KVC_OK) { /* accepted by activation_runs */
                     fprintf(stderr, "bench model: %s\n", kvc_last_error());
@@ -355,20 +354,21 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                 if (rc) break;
                 const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
                 if (opts->json)
-                    printf("{\"bench\":\"model_run\",\"weights\":\"%s\",\"batch\":%lld,\"prompt\":%lld,\"prefill_ms\":%"
+                    printf("{\"bench\":\"model_run\",\"weights\":\"%s\",\"activations\":\"%s\",\"batch\":%lld,"
+                           "\"prompt\":%lld,\"prefill_ms\":%"
                            ".3f,"
                            "\"prefill_tokens_"
                            "per_s\":%.1f,"
                            "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
                            "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
                            "\"kv_bytes_per_token\":%lld}\n",
-                           label, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                           weights, ar->name, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                            res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                            res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
                 else
-                    printf("%-10s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
-                           label, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                    printf("%-18s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
+                           ar->label, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                            res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                            res.ceil.attn_gflops);
