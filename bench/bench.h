@@ -11,18 +11,20 @@
 typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_BENCH_PAGES_BOTH } kvc_bench_pages;
 
 typedef struct kvc_bench_opts {
-    bool json;             /* one JSON object per line instead of a table */
-    const char *against;   /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
-    const char *plot;      /* engine only: FILE.png of the TTFT/TPOT distributions (cli/plot_data.h); NULL: none */
-    const char *only;      /* attention only: run the rows whose label contains this text; NULL: all */
-    kvc_bench_pages pages; /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
-    const char *model_dir; /* model only: the model directory (the argument after `model`) */
-    const char *batches;   /* model only: --batches LIST (default 1,8,32); NULL: default */
-    const char *prompts;   /* model only: --prompts LIST (default 64,512); NULL: default */
-    bool long_prompts;     /* model only: --long adds prompts of 2,048 tokens to the default list */
-    const char *weights;   /* model only: --weights checkpoint|f32|bf16|q8_0|q4_0, the GEMM matrices' dtype
-                            * at load (kvci_wmat_dtype_parse); NULL: checkpoint */
-    bool profile;          /* model only: --profile, the decode step's time by kind of work (step_profile.h) */
+    bool json;               /* one JSON object per line instead of a table */
+    const char *against;     /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
+    const char *plot;        /* engine only: FILE.png of the TTFT/TPOT distributions (cli/plot_data.h); NULL: none */
+    const char *only;        /* attention only: run the rows whose label contains this text; NULL: all */
+    kvc_bench_pages pages;   /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
+    const char *model_dir;   /* model only: the model directory (the argument after `model`) */
+    const char *batches;     /* model only: --batches LIST (default 1,8,32); NULL: default */
+    const char *prompts;     /* model only: --prompts LIST (default 64,512); NULL: default */
+    bool long_prompts;       /* model only: --long adds prompts of 2,048 tokens to the default list */
+    const char *weights;     /* model only: --weights checkpoint|f32|bf16|q8_0|q4_0, the GEMM matrices' dtype
+                              * at load (kvci_wmat_dtype_parse); NULL: checkpoint */
+    const char *activations; /* model only: --activations f32|bf16|f32,bf16 (kvc_model_set_activations; both:
+                              * every row runs each in turn); NULL: f32 */
+    bool profile;            /* model only: --profile, the decode step's time by kind of work (step_profile.h) */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);

@@ -18,7 +18,9 @@
  * instruction peaks measured in the same run (all threads): FMA on ymm and
  * zmm, vdpbf16ps and, where the OS grants tiles, TDPBF16PS. The dot kernels
  * run three bf16 products per activation, so their ceiling is a third of the
- * instruction's peak. Last, the quantized-weight kernels (bench_gemm_quant.c). */
+ * instruction's peak. Next to them the rounded mode (kvci_gemm_bf16_rounded:
+ * activations rounded to bf16, one product each) of every kernel that has one,
+ * in columns marked "/r". Last, the quantized-weight kernels (bench_gemm_quant.c). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -136,8 +138,9 @@ static int run_shape(const gemm_shape *s, bool json) {
     return 0;
 }
 
-/* GFLOP/s of the f32 GEMM (kernel NULL) or a bf16 kernel on one shape, median of REPS samples. */
-static double bf16_rate(const kvc_gemm_bf16_kernel *k, const gemm_shape *s, const float *A, const float *B,
+/* GFLOP/s of the f32 GEMM (kernel NULL) or a bf16 kernel (its rounded mode when `rnd`) on one
+ * shape, median of REPS samples. */
+static double bf16_rate(const kvc_gemm_bf16_kernel *k, bool rnd, const gemm_shape *s, const float *A, const float *B,
                         const uint16_t *Bp, float *C) {
     double t[REPS];
     if (k) kvci_gemm_bf16_force(k->name);
@@ -145,7 +148,9 @@ static double bf16_rate(const kvc_gemm_bf16_kernel *k, const gemm_shape *s, cons
         int calls = 0;
         const double t0 = kvc_bench_now();
         do {
-            if (k)
+            if (k && rnd)
+                (void)kvci_gemm_bf16_rounded(s->M, s->N, s->K, A, s->K, Bp, NULL, C, s->N);
+            else if (k)
                 (void)kvci_gemm_bf16(s->M, s->N, s->K, A, s->K, Bp, NULL, C, s->N);
             else
                 kvci_gemm_nt(s->M, s->N, s->K, A, s->K, B, s->K, NULL, C, s->N);
@@ -169,11 +174,14 @@ static int run_bf16(bool json) {
                "\"tdpbf16ps\":%.1f}\n",
                peak[0], peak[1], peak[2], peak[3]);
     else {
-        printf("\nbf16 weights (packed), f32 activations; dot kernels: %d bf16 parts per activation\n"
+        printf("\nbf16 weights (packed), f32 activations; dot kernels: %d bf16 parts per activation; /r: activations "
+               "rounded to bf16 (one part)\n"
                "peaks, GFLOP/s, all threads: fma-ymm %.1f  fma-zmm %.1f  vdpbf16ps-zmm %.1f  tdpbf16ps (AMX) %.1f\n"
                "%-6s %6s %6s %10s",
                KVC_GEMM_BF16_PARTS, peak[0], peak[1], peak[2], peak[3], "M", "N", "K", "f32");
-        for (int k = 0; k < nk; k++) printf(" %12s", all[k]->name);
+        for (int k = 0; k < nk; k++) printf(" %14s", all[k]->name);
+        for (int k = 0; k < nk; k++)
+            if (all[k]->block_rounded) printf(" %12s/r", all[k]->name);
         printf("\n");
     }
     static const int64_t NK[][2] = {{1024, 1024}, {3072, 1024}, {1024, 3072}}, rows[] = {1, 8, 64, 512};
@@ -191,17 +199,20 @@ static int run_bf16(bool json) {
             for (int64_t i = 0; i < s.M * s.K; i++) A[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
             for (int64_t i = 0; i < s.N * s.K; i++) B[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
             kvci_bf16_pack(s.N, s.K, B, s.K, 1, Bp);
-            const double f32 = bf16_rate(NULL, &s, A, B, Bp, C);
+            const double f32 = bf16_rate(NULL, false, &s, A, B, Bp, C);
             if (!json) printf("%-6lld %6lld %6lld %10.1f", (long long)s.M, (long long)s.N, (long long)s.K, f32);
-            for (int k = 0; k < nk; k++) {
-                const double g = bf16_rate(all[k], &s, A, B, Bp, C);
-                if (json)
-                    printf("{\"bench\":\"gemm_bf16\",\"kernel\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,"
-                           "\"gflops\":%.3f,\"f32_gflops\":%.3f}\n",
-                           all[k]->name, (long long)s.M, (long long)s.N, (long long)s.K, g, f32);
-                else
-                    printf(" %12.1f", g);
-            }
+            for (int rnd = 0; rnd < 2; rnd++)
+                for (int k = 0; k < nk; k++) {
+                    if (rnd && !all[k]->block_rounded) continue;
+                    const double g = bf16_rate(all[k], rnd, &s, A, B, Bp, C);
+                    if (json)
+                        printf("{\"bench\":\"gemm_bf16\",\"kernel\":\"%s\",\"activations\":\"%s\",\"M\":%lld,"
+                               "\"N\":%lld,\"K\":%lld,\"gflops\":%.3f,\"f32_gflops\":%.3f}\n",
+                               all[k]->name, rnd ? "bf16" : "f32", (long long)s.M, (long long)s.N, (long long)s.K, g,
+                               f32);
+                    else
+                        printf(" %14.1f", g);
+                }
             if (!json) printf("\n");
             free(A), free(B), free(C), free(Bp);
         }

@@ -48,12 +48,15 @@ static void bench_usage(FILE *f) {
             "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
             "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
             "beside this command, else python3)\n"
-            "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE] [--profile]\n"
-            "[--json]:\n"
+            "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE]\n"
+            "[--activations f32|bf16|f32,bf16] [--profile] [--json]:\n"
             "batches (default 1,8,32) x prompt lengths (default 64,512; --long adds 2048) through the runner\n"
             "(paged, bf16 KV), prefill and decode next to their rooflines; --weights checkpoint|f32|bf16|q8_0|q4_0:\n"
             "the GEMM matrices' dtype at load (default checkpoint: as stored; f32 widens, bf16 rounds, q8_0 and\n"
-            "q4_0 quantize, docs/runtime.md), a column of every row; tools/make_random_model.py writes a model;\n"
+            "q4_0 quantize, docs/runtime.md), a column of every row; --activations bf16: bf16 matrices round\n"
+            "the activations to bf16, one product per weight (default f32: exact split; docs/runtime.md);\n"
+            "f32,bf16 runs every row both ways in turn (\"+bf16act\" in the weights column);\n"
+            "tools/make_random_model.py writes a model;\n"
             "--profile: after each row, the wall-clock ms of a decode step by kind of work (GEMMs by matrix,\n"
             "attention, norms, RoPE, residuals, the head, sampling) and their sum against the step's time\n");
 }
@@ -118,6 +121,9 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
             }
             opts->weights = v;
             model_only = true;
+        } else if (strcmp(argv[i], "--activations") == 0) {
+            opts->activations = i + 1 < argc ? argv[++i] : ""; /* checked by kvc_model_set_activations */
+            model_only = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             bench_usage(stdout);
             return 0;
@@ -135,9 +141,10 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
         return 2;
     }
     if (model_only && strcmp(what, "model") != 0) {
-        fprintf(stderr,
-                "kvcache bench: --batches, --prompts, --long, --weights and --profile apply to the model benchmark "
-                "only\n");
+        fprintf(
+            stderr,
+            "kvcache bench: --batches, --prompts, --long, --weights, --activations and --profile apply to the model "
+            "benchmark only\n");
         return 2;
     }
     if (opts->plot && strcmp(what, "engine") != 0) {

@@ -97,15 +97,15 @@ static void print_memory(bool json, const char *when, memory m, const kvc_model_
 }
 
 /* The instruction the GEMM kernel computes with, and how many of its operations one
- * multiply-add of the model takes (the bf16 dot kernels: one per bf16 part of the activation;
- * the quantized kernels: one integer multiply-add of the int8 weights and activations). */
-static kvc_peak_kind gemm_peak(const kvc_model_cost_path *p, double *ops_per_mac) {
+ * multiply-add of the model takes (the bf16 dot kernels: one per bf16 part of the activation,
+ * `parts`; the quantized kernels: one integer multiply-add of the int8 weights and activations). */
+static kvc_peak_kind gemm_peak(const kvc_model_cost_path *p, int parts, double *ops_per_mac) {
     *ops_per_mac = 1.0;
     if (strcmp(p->kernel, "amx-int8") == 0) return KVC_PEAK_TDPBSSD; /* quantized weights (gemm_quant.h) */
     if (strcmp(p->kernel, "avx512-vnni") == 0) return KVC_PEAK_DPBUSD;
     if (strcmp(p->dtype, "bf16") != 0) return kvc_limits_fma_of_path(p->kernel);
     if (strcmp(p->kernel, "amx-bf16") == 0 || strcmp(p->kernel, "avx512-bf16") == 0) {
-        *ops_per_mac = KVC_GEMM_BF16_PARTS;
+        *ops_per_mac = parts;
         return strcmp(p->kernel, "amx-bf16") == 0 ? KVC_PEAK_TDPBF16 : KVC_PEAK_DPBF16;
     }
     return kvc_limits_fma_of_path(p->kernel);
@@ -206,18 +206,63 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     return rc;
 }
 
-static void print_paths(bool json, const kvc_model_cost *c) {
+/* parts: the bf16 parts of an activation on the dot kernels (1: activations rounded to bf16). */
+static void print_paths(bool json, const kvc_model_cost *c, int parts) {
     const char *attn = kvc_attention_cpu_isa();
     if (json)
         printf("{\"bench\":\"model_paths\",\"attn_proj\":\"%s %s\",\"mlp\":\"%s %s\",\"lm_head\":\"%s %s\","
-               "\"attention\":\"%s\",\"bf16_parts\":%d}\n",
+               "\"attention\":\"%s\",\"bf16_parts\":%d,\"activations\":\"%s\"}\n",
                c->attn_proj.dtype, c->attn_proj.kernel, c->mlp.dtype, c->mlp.kernel, c->lm_head.dtype,
-               c->lm_head.kernel, attn, KVC_GEMM_BF16_PARTS);
+               c->lm_head.kernel, attn, parts, parts == 1 ? "bf16" : "f32");
     else
-        printf("paths: q/k/v/o %s weights on %s, MLP %s on %s, lm_head %s on %s, attention %s (bf16 KV); dot kernels "
-               "split activations into %d bf16 parts\n",
+        printf("paths: q/k/v/o %s weights on %s, MLP %s on %s, lm_head %s on %s, attention %s (bf16 KV); %s\n",
                c->attn_proj.dtype, c->attn_proj.kernel, c->mlp.dtype, c->mlp.kernel, c->lm_head.dtype,
-               c->lm_head.kernel, attn, KVC_GEMM_BF16_PARTS);
+               c->lm_head.kernel, attn,
+               parts == 1 ? "activations rounded to bf16 for bf16 weights (--activations bf16)"
+                          : "dot kernels split activations into " KVC_STR(KVC_GEMM_BF16_PARTS) " bf16 parts");
+}
+
+/* One activation precision of --activations: its name, the rows' label, the cost (its kernel
+ * names) and the GEMM's ceiling. */
+typedef struct act_run {
+    const char *name; /* "f32" or "bf16" */
+    char label[48];   /* the weights column: the dtype, and "+bf16act" when rounded */
+    int parts;        /* bf16 parts of an activation on the dot kernels */
+    kvc_model_cost cost;
+    kvc_peak_kind gk;
+    double ops_per_mac;
+} act_run;
+
+/* --activations LIST ("f32", "bf16", or both comma-separated: each row runs them in turn, the
+ * A/B in one window) into out[*n]; 0, or 2 after a message naming what was refused. */
+static int activation_runs(kvc_model *m, const char *weights, const char *list, act_run *out, int *n) {
+    static const char *const names[] = {"f32", "bf16"};
+    *n = 0;
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        int k = -1;
+        for (int i = 0; i < 2; i++)
+            if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0) k = i;
+        if (k < 0 || *n == 2 || (*n == 1 && strcmp(out[0].name, names[k]) == 0)) {
+            fprintf(stderr, "bench model: --activations \"%s\" is not f32, bf16 or both comma-separated\n", list);
+            return 2;
+        }
+        act_run *a = &out[(*n)++];
+        a->name = names[k];
+        a->parts = k == 1 ? 1 : KVC_GEMM_BF16_PARTS;
+        snprintf(a->label, sizeof a->label, "%s%s", weights, k == 1 ? "+bf16act" : "");
+        if (kvc_model_set_activations(m, a->name) != KVC_OK || kvci_model_cost_of(m, &a->cost) != KVC_OK) {
+            fprintf(stderr, "bench model: --activations: %s\n", kvc_last_error());
+            return 2;
+        }
+        a->gk = gemm_peak(&a->cost.mlp, a->parts, &a->ops_per_mac);
+        p += len + (p[len] == ',');
+    }
+    if (*n == 0) {
+        fprintf(stderr, "bench model: --activations needs f32, bf16 or both comma-separated\n");
+        return 2;
+    }
+    return 0;
 }
 
 int kvc_bench_model(const kvc_bench_opts *opts) {
@@ -243,14 +288,15 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         return 1;
     }
     const double load_s = kvc_bench_now() - t0;
-    kvc_model_cost c;
-    if (kvci_model_cost_of(m, &c) != KVC_OK) {
-        fprintf(stderr, "bench model: %s\n", kvc_last_error());
+    act_run acts[2];
+    int n_acts = 0;
+    if (activation_runs(m, weights, opts->activations ? opts->activations : "f32", acts, &n_acts) != 0) {
         kvc_model_destroy(m);
-        return 1;
+        return 2;
     }
-    double ops_per_mac;
-    const kvc_peak_kind gk = gemm_peak(&c.mlp, &ops_per_mac), ak = kvc_limits_fma_of_path(kvc_attention_cpu_isa());
+    const kvc_model_cost c = acts[0].cost; /* the bytes and sizes: the same for every activation precision */
+    const kvc_peak_kind gk = acts[0].gk, ak = kvc_limits_fma_of_path(kvc_attention_cpu_isa());
+    const double ops_per_mac = acts[0].ops_per_mac;
     char flags[200], thp[32], load[64] = "";
     kvc_limits_cpu_flags(flags, sizeof flags);
     kvc_limits_thp_setting(thp, sizeof thp);
@@ -279,7 +325,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                (long long)cfg->vocab_size, load_s, omp_get_max_threads(), wait, spin, flags, thp, load,
                (double)(c.dense_read_bytes + c.expert_bytes) * 1e-9, kvc_limits_peak_name(gk), ops_per_mac,
                kvc_limits_peak_name(ak));
-    print_paths(opts->json, &c);
+    for (int a = 0; a < n_acts; a++) print_paths(opts->json, &acts[a].cost, acts[a].parts);
     print_memory(opts->json, "loaded", memory_now(), &c);
     const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
     if (kvc_limits_init(want) != 0) {
@@ -288,7 +334,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         return 1;
     }
     if (!opts->json)
-        printf("%-10s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
+        printf("%-18s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
                "prefill ms", "tokens/s", "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s",
                "attn G/s");
     int rc = 0;
@@ -296,29 +342,39 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
     for (int pi = 0; pi < prompts.n && rc == 0; pi++)
         for (int bi = 0; bi < batches.n && rc == 0; bi++) {
             const int64_t B = batches.v[bi], P = prompts.v[pi];
-            run_result res;
-            rc = run_config(m, &c, B, P, gk, ops_per_mac, ak, &res);
-            if (rc) break;
-            const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
-            if (opts->json)
-                printf("{\"bench\":\"model_run\",\"weights\":\"%s\",\"batch\":%lld,\"prompt\":%lld,\"prefill_ms\":%.3f,"
-                       "\"prefill_tokens_"
-                       "per_s\":%.1f,"
-                       "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
-                       "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
-                       "\"kv_bytes_per_token\":%lld}\n",
-                       weights, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
-                       res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
-                       res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
-                       res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
-            else
-                printf("%-10s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
-                       weights, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
-                       res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
-                       res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
-                       res.ceil.attn_gflops);
-            print_profile(opts->json, &res, B);
-            fflush(stdout);
+            for (int a = 0; a < n_acts && rc == 0; a++) { /* both precisions: in turn, the A/B of one window */
+                const act_run *ar = &acts[a];
+                run_result res;
+                if (kvc_model_set_activations(m, ar->name) != KVC_OK) { /* accepted by activation_runs */
+                    fprintf(stderr, "bench model: %s\n", kvc_last_error());
+                    rc = 1;
+                    break;
+                }
+                rc = run_config(m, &ar->cost, B, P, ar->gk, ar->ops_per_mac, ak, &res);
+                if (rc) break;
+                const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
+                if (opts->json)
+                    printf("{\"bench\":\"model_run\",\"weights\":\"%s\",\"activations\":\"%s\",\"batch\":%lld,"
+                           "\"prompt\":%lld,\"prefill_ms\":%"
+                           ".3f,"
+                           "\"prefill_tokens_"
+                           "per_s\":%.1f,"
+                           "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
+                           "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
+                           "\"kv_bytes_per_token\":%lld}\n",
+                           weights, ar->name, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                           res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
+                           res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
+                           res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
+                else
+                    printf("%-18s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
+                           ar->label, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
+                           res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
+                           res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
+                           res.ceil.attn_gflops);
+                print_profile(opts->json, &res, B);
+                fflush(stdout);
+            }
         }
     kvci_step_profile_enable(false);
     kvc_limits_free();

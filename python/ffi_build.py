@@ -354,6 +354,8 @@ typedef struct kvc_model_config {
 } kvc_model_config;
 kvc_status kvc_model_load(const char *dir, kvc_model **out);
 kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out);
+kvc_status kvc_model_set_activations(kvc_model *m, const char *activations);
+const char *kvc_model_activations(const kvc_model *m);
 void kvc_model_destroy(kvc_model *m);
 const kvc_model_config *kvc_model_config_of(const kvc_model *m);
 typedef struct kvc_cache_knobs {

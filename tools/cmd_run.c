@@ -29,6 +29,7 @@ static void run_usage(FILE *f) {
             "usage: kvcache run MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]\n"
             "                   [--mode 0|1|2|3] [--block-size N] [--kv-dtype DTYPE] [--kv-layout L]\n"
             "                   [--max-positions N] [--json] [--eos ID|none] [--weights DTYPE]\n"
+            "                   [--activations f32|bf16]\n"
             "       kvcache run MODEL_DIR --prompt-ids ... [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
             "                   [--seed S] [--eos ID|none] [--max-new-tokens N] [--mode 2|3] [--block-size N] ...\n"
             "       mpirun -np 1 kvcache run MODEL_DIR ARGS --role prefill : -np 1 kvcache run MODEL_DIR ARGS --role "
@@ -73,11 +74,16 @@ static void run_usage(FILE *f) {
             "                       or q4_0 (quantized at load: 8 or 4 bits with an f16 scale per 32 weights;\n"
             "                       the embedding and output head in q8_0, docs/runtime.md); f16 is kept from\n"
             "                       an F16 file, never asked for\n"
+            "  --activations A      f32 (default): bf16 matrices take the activations split exactly into bf16\n"
+            "                       parts (f32-level results); bf16: rounded once to bf16, one product per\n"
+            "                       weight, as a PyTorch bf16 model (faster; its measured error: docs/runtime.md);\n"
+            "                       refused for a model without bf16 matrices\n"
             "  --save-weights OUT   write the model, quantized by --weights, as the model directory OUT (created;\n"
             "                       it must not exist) and run nothing: loading OUT copies the packed weights\n"
             "                       and their scales as they are, no quantization pass (docs/runtime.md)\n"
-            "  --compare-weights    every weight dtype (bf16, q8_0, q4_0) against f32 weights on the prompts,\n"
-            "                       f32 caches (prompts as --compare-dtypes): the same table per weight dtype\n"
+            "  --compare-weights    every weight dtype (bf16, bf16 with --activations bf16 as \"bf16+act\", q8_0,\n"
+            "                       q4_0) against f32 weights on the prompts, f32 caches (prompts as\n"
+            "                       --compare-dtypes): the same table per weight dtype\n"
             "  --json               one JSON object: ids, per-step logit summaries (top id, top logit,\n"
             "                       gap to the second, log-sum-exp) and timings\n"
             "  --eos ID|none        end-of-sequence token id (default: config.json's eos_token_id, the first of\n"
@@ -111,7 +117,8 @@ static void run_usage(FILE *f) {
             "A flag the run would ignore is refused, saying why: --kv-dtype in mode 0 or with a comparison,\n"
             "the engine's flags with --json, a comparison, --max-positions or modes 0 and 1,\n"
             "--block-size in modes 0 and 1, --kv-layout outside mode 2, a comparison in mode 0, both\n"
-            "comparisons at once, --weights with --compare-weights, and --max-new-tokens with a comparison\n"
+            "comparisons at once, --weights or --activations with --compare-weights, and --max-new-tokens with a "
+            "comparison\n"
             "on expected.json's prompts (its num_new_tokens applies).\n",
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
@@ -289,7 +296,7 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
 
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
-    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, mode;
+    bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, activations, mode;
     bool stream, sampling, eos;      /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
     bool role, pd_timeout, pd_fault; /* P/D: --role, --pd-timeout-ms, --pd-fault */
 } run_flags_given;
@@ -312,6 +319,8 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cm
                           : "--kv-dtype is not taken with --compare-dtypes, which runs every KV dtype against f32";
     else if (weights_cmp && g->weights)
         why = "--weights is not taken with --compare-weights, which loads every weight dtype against f32";
+    else if (weights_cmp && g->activations)
+        why = "--activations is not taken with --compare-weights, which loads every weight dtype against f32";
     else if (compare && g->max_new_tokens && n_prompts == 0)
         why = buf, snprintf(buf, sizeof buf,
                             "--max-new-tokens with %s needs --prompt-ids: expected.json's prompts run for its "
@@ -388,7 +397,7 @@ static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, co
 static int save_weights(const char *dir, const char *out, kvc_wmat_dtype weights, const run_flags_given *g,
                         bool other) {
     if (other || g->kv_dtype || g->kv_layout || g->block_size || g->max_new_tokens || g->max_positions || g->mode ||
-        g->stream || g->sampling || g->eos) {
+        g->stream || g->sampling || g->eos || g->activations) {
         fprintf(stderr, "kvcache run: --save-weights writes the quantized copy and runs nothing: it takes only "
                         "--weights q8_0 or q4_0\n");
         return 2;
@@ -420,6 +429,7 @@ static int run(int argc, char **argv) {
     bool json = false, compare = false, compare_weights = false;
     const char *save_dir = NULL;
     kvc_wmat_dtype weights = KVC_WMAT_CHECKPOINT;
+    const char *activations = NULL;
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, tp = 0;
     run_flags_given given = {0};
@@ -452,6 +462,9 @@ static int run(int argc, char **argv) {
                 return 2;
             }
             given.weights = true;
+        } else if (strcmp(a, "--activations") == 0) {
+            activations = val ? val : ""; /* checked by kvc_model_set_activations after the load */
+            given.activations = true;
         } else if (strcmp(a, "--kv-dtype") == 0) {
             if (!val || kvc_dtype_parse(val, &p.cache.kv_dtype) != KVC_OK || !kvc_model_kv_dtype_ok(p.cache.kv_dtype)) {
                 fprintf(stderr,
@@ -556,9 +569,13 @@ static int run(int argc, char **argv) {
     p.mode = (kvc_runner_mode)mode;
     if (compare_weights) return kvc_run_compare_weights(dir, p, ids, lens, n, json);
     kvc_model *m = NULL;
-    if (tp == 0) fprintf(stderr, "kvcache run: loading %s (weights %s) ...\n", dir, kvci_wmat_dtype_name(weights));
+    if (tp == 0)
+        fprintf(stderr, "kvcache run: loading %s (weights %s, activations %s) ...\n", dir,
+                kvci_wmat_dtype_name(weights), activations ? activations : "f32");
     kvc_status loaded = kvc_run_dist_start(tp, given.role ? pd.role : KVC_ENGINE_ROLE_BOTH);
     if (loaded == KVC_OK) loaded = kvc_run_load_model(dir, tp, kvci_wmat_dtype_name(weights), &m);
+    if (loaded == KVC_OK && activations && (loaded = kvc_model_set_activations(m, activations)) != KVC_OK)
+        kvc_model_destroy(m);
     if (loaded != KVC_OK) {
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
         return loaded == KVC_ENOMEM ? 1 : 2;

@@ -204,29 +204,38 @@ int kvc_run_compare_weights(const char *dir, kvc_runner_params p, const int32_t 
         kvc_model_destroy(ref);
         return prc;
     }
-    const kvc_wmat_dtype wds[] = {KVC_WMAT_F32, KVC_WMAT_BF16, KVC_WMAT_Q8_0, KVC_WMAT_Q4_0};
+    static const struct {
+        kvc_wmat_dtype wd;
+        const char *activations; /* kvc_model_set_activations */
+        const char *label;
+    } rows[] = {{KVC_WMAT_F32, "f32", "f32"},
+                {KVC_WMAT_BF16, "f32", "bf16"},
+                {KVC_WMAT_BF16, "bf16", "bf16+act"},
+                {KVC_WMAT_Q8_0, "f32", "q8_0"},
+                {KVC_WMAT_Q4_0, "f32", "q4_0"}};
     if (!json)
         print_header(dir, &p, n, "f32 caches, each weight dtype against f32 weights (bytes: all weights as stored)",
                      "weights", "bytes");
     int rc = 0;
-    for (size_t d = 0; d < sizeof wds / sizeof wds[0] && rc == 0; d++) {
+    for (size_t d = 0; d < sizeof rows / sizeof rows[0] && rc == 0; d++) {
         kvc_model *m = ref;
         kvc_dtype_compare c;
         kvc_model_cost cost;
-        if (wds[d] != KVC_WMAT_F32) rc = load_as(dir, wds[d], &m);
+        if (rows[d].wd != KVC_WMAT_F32) rc = load_as(dir, rows[d].wd, &m);
         if (rc) {
             break;
-        } else if (kvci_runner_compare_models(ref, m, &p, ids, lens, n, KVC_DTYPE_F32, o.ref, &c) != KVC_OK ||
+        } else if (kvc_model_set_activations(m, rows[d].activations) != KVC_OK ||
+                   kvci_runner_compare_models(ref, m, &p, ids, lens, n, KVC_DTYPE_F32, o.ref, &c) != KVC_OK ||
                    kvci_model_cost_of(m, &cost) != KVC_OK) {
-            fprintf(stderr, "kvcache run: --compare-weights %s: %s\n", kvci_wmat_dtype_name(wds[d]), kvc_last_error());
+            fprintf(stderr, "kvcache run: --compare-weights %s: %s\n", rows[d].label, kvc_last_error());
             rc = 1;
         } else if (!json) {
-            print_row(kvci_wmat_dtype_name(wds[d]), cost.weight_bytes, &c);
+            print_row(rows[d].label, cost.weight_bytes, &c);
         } else {
-            printf(
-                "{\"model\":\"%s\",\"mode\":%d,\"weights\":\"%s\",\"weight_bytes\":%lld,\"flips_beyond_error\":%lld,",
-                dir, (int)p.mode, kvci_wmat_dtype_name(wds[d]), (long long)cost.weight_bytes,
-                (long long)c.flips_beyond_error);
+            printf("{\"model\":\"%s\",\"mode\":%d,\"weights\":\"%s\",\"activations\":\"%s\",\"weight_bytes\":%lld,"
+                   "\"flips_beyond_error\":%lld,",
+                   dir, (int)p.mode, kvci_wmat_dtype_name(rows[d].wd), rows[d].activations,
+                   (long long)cost.weight_bytes, (long long)c.flips_beyond_error);
             print_json_measures(&c);
             printf("}\n");
         }

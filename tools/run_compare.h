@@ -18,7 +18,8 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
                            const int64_t *lens, int64_t n, bool json);
 
 /* The same prompts (and params, kv_dtype ignored: f32 caches) through DIR loaded with its GEMM
- * matrices in f32 (the reference), bf16, q8_0 and q4_0 (kvci_model_load_as), one at a time
+ * matrices in f32 (the reference), bf16, bf16 with activations rounded to bf16 (the row
+ * "bf16+act", kvc_model_set_activations), q8_0 and q4_0 (kvci_model_load_as), one at a time
  * beside the reference: one row per weight dtype. Returns the process exit code. */
 int kvc_run_compare_weights(const char *dir, kvc_runner_params p, const int32_t *ids, const int64_t *lens, int64_t n,
                             bool json);

@@ -15,6 +15,12 @@ Default: bf16 and f32 in turn (bf16 weights and activations, PyTorch's own bf16 
 the weights widened), attn_implementation="sdpa", torch.set_num_threads(--threads, default 2),
 one timed generate per configuration (three when the batch has at most 4,096 prompt tokens,
 the median taken), after one untimed warm-up of batch 1 x 8 tokens.
+
+--deviation N times nothing: for each batch x prompt it prints how far PyTorch bf16 lies from
+PyTorch f32 on the same ids, in the measures of `kvcache run --compare-weights` (N greedy f32
+tokens, then both dtypes teacher-forced on them: largest |logit difference| and KL(f32 || bf16),
+mean and max over the N steps of every row), and the --prompt-ids flags that give kvcache the
+same prompts.
 """
 import argparse
 import json
@@ -77,6 +83,19 @@ def generate(torch, model, ids):
     return (t1 - t0) * 1e3, (t2 - t1) * 1e3 / DECODE_STEPS
 
 
+def deviation(torch, models, ids, n):
+    """PyTorch bf16 against f32 on prompts ids, teacher-forced on n greedy f32 tokens:
+    (max |dlogit|, KL mean, KL max, argmax equal, steps)."""
+    x = torch.tensor(ids, dtype=torch.long)
+    P = x.shape[1]
+    seq = models["f32"].generate(x, max_new_tokens=n, do_sample=False, min_new_tokens=n)
+    ref, got = (models[d](input_ids=seq).logits[:, P - 1:P - 1 + n, :].to(torch.float64) for d in ("f32", "bf16"))
+    lp, lq = torch.log_softmax(ref, -1), torch.log_softmax(got, -1)
+    kl = (lp.exp() * (lp - lq)).sum(-1)
+    same = int((ref.argmax(-1) == got.argmax(-1)).sum())
+    return float((got - ref).abs().max()), float(kl.mean()), float(kl.max()), same, int(kl.numel())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
@@ -85,6 +104,8 @@ def main():
     ap.add_argument("--prompts", default="64,512")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--deviation", type=int, default=0, metavar="N",
+                    help="bf16 against f32 on N greedy tokens instead of timings")
     a = ap.parse_args()
     batches, prompts = parse_list(a.batches, "--batches", 256), parse_list(a.prompts, "--prompts", 65536)
     import torch
@@ -103,6 +124,22 @@ def main():
     else:
         print("PyTorch %(torch)s, transformers %(transformers)s, %(threads)d threads, CPU capability "
               "%(cpu_capability)s; load average at start: %(loadavg)s" % header)
+    if a.deviation > 0:
+        models = {n: AutoModelForCausalLM.from_pretrained(a.model_dir, dtype=dtypes[n], attn_implementation="sdpa")
+                  for n in ("f32", "bf16")}
+        with torch.inference_mode():
+            for P in prompts:
+                for B in batches:
+                    ids = prompt_ids(B, P, vocab)
+                    err, kl_mean, kl_max, same, steps = deviation(torch, models, ids, a.deviation)
+                    row = {"bench": "torch_deviation", "batch": B, "prompt": P, "steps": steps,
+                           "max_logit_err": err, "kl_mean": kl_mean, "kl_max": kl_max, "argmax_same": same}
+                    print(json.dumps(row) if a.json else
+                          "bf16 against f32, %d x %d, %d steps: max |dlogit| %.3g, KL mean %.3g, max %.3g, "
+                          "argmax %d/%d" % (B, P, steps, err, kl_mean, kl_max, same, steps), flush=True)
+                    if not a.json:
+                        print("  kvcache: " + " ".join("--prompt-ids " + ",".join(map(str, r)) for r in ids))
+        return
     for name in names:
         t0 = time.perf_counter()
         model = AutoModelForCausalLM.from_pretrained(a.model_dir, dtype=dtypes[name], attn_implementation="sdpa")

@@ -4,13 +4,14 @@
  * forward pass over a packed batch that consumes one step's metadata.
  * Behaviour: docs/model.md ("MF"), docs/batch.md ("RM").
  *
- * Numerics: weights and activations are f32 (f16/bf16 checkpoints are
- * widened at load); dense layers go through the library's batch-invariant
+ * Numerics: activations are f32 (for bf16 weights, rounded to bf16 only when
+ * asked: kvc_model_set_activations); dense layers go through the library's batch-invariant
  * GEMM (a fixed reduction order over K, docs/runtime.md); cache writes,
  * RMSNorm, RoPE and attention (the absorbed MLA form over latent caches
  * included) only through the ops layer (ops.h): one code path.
  *
- * Thread safety: a kvc_model is immutable after creation and may be shared;
+ * Thread safety: a kvc_model is immutable after creation (and
+ * kvc_model_set_activations, called before any use) and may be shared;
  * a kvc_model_workspace serves one forward call at a time. */
 #ifndef KVCACHE_MODEL_H
 #define KVCACHE_MODEL_H
@@ -125,6 +126,17 @@ KVC_API kvc_status kvc_model_load(const char *dir, kvc_model **out);
  * load: an f16 scale per 32 weights; the embedding and output head in q8_0;
  * docs/runtime.md). KVC_EINVAL naming any other value. */
 KVC_API kvc_status kvc_model_load_weights(const char *dir, const char *weights, kvc_model **out);
+/* The precision of the activations the dense layers over bf16 weights read: "f32" (the
+ * default: split exactly into bf16 parts, f32-level results) or "bf16" (each activation rounded
+ * once to bf16, one bf16 product per weight, as a PyTorch bf16 model computes: faster, with the
+ * measured error of docs/runtime.md, "Rounded activations"). Matrices of other dtypes are left as
+ * they are. Set it before the model is shared or a forward runs (it rewrites the model's
+ * matrix views). KVC_EINVAL naming the value when it is neither, or "bf16" for a model without
+ * bf16 matrices (f32 and f16 weights have no bf16 product; quantized ones already round the
+ * activations to int8). */
+KVC_API kvc_status kvc_model_set_activations(kvc_model *m, const char *activations);
+/* "f32" or "bf16": what kvc_model_set_activations set last ("f32" for NULL). */
+KVC_API const char *kvc_model_activations(const kvc_model *m);
 /* The same architecture with deterministic pseudo-random weights (as the
  * oracle configurations of MF 5: weights N(0, 0.05), norms 1 + 0.1 N, biases N(0, 0.05), sinks N(0, 1)). */
 KVC_API kvc_status kvc_model_create_random(const kvc_model_config *cfg, uint64_t seed, kvc_model **out);

@@ -24,6 +24,7 @@ from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
+ACTIVATIONS = ("f32", "bf16")  # Engine(activations=...): kvc_model_set_activations
 _SCHEDULERS = {"budget": "KVC_ENGINE_SCHED_BUDGET", "prefill_alone": "KVC_ENGINE_SCHED_PREFILL_ALONE"}
 _MAX_LOGPROBS = 20
 
@@ -125,7 +126,10 @@ class Engine:
     kv_dtype: "f32", "f16", "bf16", "i8", "fp8_e4m3", "fp8_e5m2" (default: the
     checkpoint's); weights: the dtype of the weight matrices, "checkpoint"
     (default: as stored), "f32", "bf16", "q8_0" or "q4_0" (quantized at load,
-    8 or 4 bits with an f16 scale per 32 weights; docs/runtime.md); block_size: tokens per KV block; kv_memory: the KV budget
+    8 or 4 bits with an f16 scale per 32 weights; docs/runtime.md); activations:
+    "f32" (default: f32-level results) or "bf16" (bf16 matrices round the
+    activations to bf16, as PyTorch bf16 does: faster, with the error
+    docs/runtime.md measures; refused for a model without bf16 matrices); block_size: tokens per KV block; kv_memory: the KV budget
     (bytes or "1GiB"); without it the pools hold max_num_seqs requests of
     max_model_len tokens. max_model_len: KV positions per request (default:
     the model's max_position_embeddings). max_num_seqs: requests running at
@@ -136,16 +140,19 @@ class Engine:
     the same cache_salt). scheduler: "budget" (chunked prefill beside
     decode) or "prefill_alone". seed: mixed into every request's seed."""
 
-    def __init__(self, model_dir, *, kv_dtype=None, weights="checkpoint", block_size=16, kv_memory=None, max_model_len=None,
+    def __init__(self, model_dir, *, kv_dtype=None, weights="checkpoint", activations="f32", block_size=16, kv_memory=None, max_model_len=None,
                  max_num_seqs=8, max_num_batched_tokens=0, max_requests=0, prefix_caching=True, scheduler="budget",
                  step_cost_ratio=None, long_prefill_token_threshold=0, seed=0, check_invariants=False):
         path = c_path(model_dir, "model_dir")
         if not isinstance(weights, str) or weights not in WEIGHT_DTYPES:
             raise invalid(f"weights {weights!r} is not one of {', '.join(WEIGHT_DTYPES)}")
+        if not isinstance(activations, str) or activations not in ACTIVATIONS:
+            raise invalid(f"activations {activations!r} is not one of {', '.join(ACTIVATIONS)}")
         m = ffi.new("kvc_model **")
         check(lib.kvc_model_load_weights(path, weights.encode(), m))
         model = m[0]
         try:
+            check(lib.kvc_model_set_activations(model, activations.encode()))
             cfg = lib.kvc_model_config_of(model)
             self.vocab_size = int(cfg.vocab_size)
             p = ffi.new("kvc_engine_params *", lib.kvc_engine_default_params())
@@ -189,6 +196,7 @@ class Engine:
         self.max_num_seqs = int(p.max_num_seqs)
         self.kv_dtype = dtype_name(ap.cache.kv_dtype)
         self.weights = weights
+        self.activations = activations
         self.block_size = int(ap.cache.block_size)
         self._live = {}
         self._ids = itertools.count()

@@ -24,7 +24,7 @@ def _config_eos(model_dir):
     return tuple(v for v in ids if isinstance(v, int) and not isinstance(v, bool))
 
 
-def _through_engine(model_dir, rows, max_new_tokens, block_size, weights, opts):
+def _through_engine(model_dir, rows, max_new_tokens, block_size, weights, activations, opts):
     """The prompts as requests of one Engine (every prompt running at once, as `kvcache run --stream`
     does): a list of each prompt's ids, or with stream=True an iterator of (prompt index, token id)."""
     from .engine import Engine, SamplingParams
@@ -34,7 +34,7 @@ def _through_engine(model_dir, rows, max_new_tokens, block_size, weights, opts):
     params = SamplingParams(max_tokens=max_new_tokens, temperature=opts.get("temperature") or 0.0,
                             top_k=opts.get("top_k") or 0, top_p=1.0 if opts.get("top_p") is None else opts["top_p"],
                             seed=opts.get("seed") or 0, stop_token_ids=eos)
-    engine = Engine(model_dir, weights=weights, block_size=block_size,
+    engine = Engine(model_dir, weights=weights, activations=activations, block_size=block_size,
                     max_model_len=max(len(r) for r in rows) + max_new_tokens,
                     max_num_seqs=len(rows), max_requests=len(rows))
     index = {engine.add_request(r, params): i for i, r in enumerate(rows)}
@@ -73,7 +73,7 @@ def _prompt_rows(prompts):
 
 def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, mla_paged=True, logits=False,
         max_positions=0, stream=False, temperature=None, top_k=None, top_p=None, seed=None, eos=None,
-        weights="checkpoint"):
+        weights="checkpoint", activations="f32"):
     """Greedy generation of max_new_tokens tokens for every prompt (lists of
     token ids; no tokenizer here) in one static batch. mode: "paged"
     (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
@@ -86,7 +86,9 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     Inf from the model's weights or inputs) raise OutOfRange naming the step,
     the prompt and the position. weights: the dtype of the weight matrices at
     load, as `kvcache run --weights` ("checkpoint": as stored; "f32", "bf16",
-    "q8_0", "q4_0"; docs/runtime.md).
+    "q8_0", "q4_0"; docs/runtime.md); activations: as `kvcache run
+    --activations` ("f32", default; "bf16": bf16 matrices round the activations
+    to bf16, with the error docs/runtime.md measures).
 
     As `kvcache run --stream / --temperature / --top-k / --top-p / --seed /
     --eos` does, any of stream, temperature, top_k, top_p, seed and eos runs
@@ -104,7 +106,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
             raise invalid(f"{', '.join(engine_opts)} run the prompts through the engine (paged caches), which "
                           "takes no logits, max_positions or mode")
         return _through_engine(model_dir, _prompt_rows(prompts), int64(max_new_tokens, "max_new_tokens"),
-                               block_size, weights, engine_opts)
+                               block_size, weights, activations, engine_opts)
     if not isinstance(weights, str):
         raise invalid(f"weights {weights!r} is not a string naming a weight dtype")
     c_mode = choice(_MODES, mode, "mode")
@@ -115,6 +117,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     model = ffi.new("kvc_model **")
     check(lib.kvc_model_load_weights(c_path(model_dir, "model_dir"), c_name(weights, "weights"), model))
     model = ffi.gc(model[0], lib.kvc_model_destroy)
+    check(lib.kvc_model_set_activations(model, c_name(activations, "activations")))
     p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
     p.mode = getattr(lib, c_mode)
     p.cache.block_size = int64(block_size, "block_size")

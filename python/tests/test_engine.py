@@ -44,10 +44,23 @@ def test_quantized_weights_batch_invariant_and_bad_values_refused():
             engine(weights=bad)
 
 
+def test_bf16_activations_batch_invariant_and_refused_by_name():
+    e = engine(weights="bf16", activations="bf16")
+    assert e.activations == "bf16"
+    together = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
+    assert together == [e.generate([p], kvcache.SamplingParams(max_tokens=6))[0] for p in PROMPTS]
+    with pytest.raises(kvcache.InvalidArgument, match="needs bf16 weights"):
+        engine(activations="bf16")  # the oracle checkpoint is f32
+    for bad in ("f16", "BF16", None, 16):
+        with pytest.raises(kvcache.InvalidArgument, match="activations"):
+            engine(weights="bf16", activations=bad)
+
+
 def test_serve_takes_the_weight_dtype(capsys):
     from kvcache.serve.cli import parser
 
     assert parser().parse_args([str(MODEL), "--weights", "q4_0"]).weights == "q4_0"
+    assert parser().parse_args([str(MODEL), "--activations", "bf16"]).activations == "bf16"
     assert parser().parse_args([str(MODEL)]).weights == "checkpoint"
     with pytest.raises(SystemExit):
         parser().parse_args([str(MODEL), "--weights", "int4"])

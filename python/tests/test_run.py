@@ -94,6 +94,26 @@ def test_quantized_weights_as_the_command(kvcache_cmd):
     assert [list(s) for s in streamed] == ids.tolist()
 
 
+def test_bf16_activations_as_the_command(kvcache_cmd):
+    """activations="bf16" rounds the activations of bf16 matrices (weights="bf16": the oracle
+    checkpoint is f32): the first step's logits move by a little (docs/runtime.md measures it),
+    the ids are the command's, and f32 weights refuse it by name."""
+    prompts = [p["ids"] for p in EXPECTED["prompts"]]
+    _, exact = kvcache.run(QWEN3, prompts, 1, logits=True, weights="bf16")
+    ids, rounded = kvcache.run(QWEN3, prompts, 4, logits=True, weights="bf16", activations="bf16")
+    err = np.abs(rounded[:, 0] - exact[:, 0]).max()
+    assert 0 < err < 0.1
+    flags = [a for p in prompts for a in ("--prompt-ids", ",".join(map(str, p)))]
+    out = subprocess.run([str(kvcache_cmd), "run", str(QWEN3), "--weights", "bf16", "--activations", "bf16",
+                          "--max-new-tokens", "4", *flags],
+                         capture_output=True, text=True, check=True).stdout.split("\n")[1:1 + len(prompts)]
+    assert [list(map(int, line.split(","))) for line in out] == ids.tolist()
+    with pytest.raises(kvcache.InvalidArgument, match="activations \"bf16\" needs bf16 weights"):
+        kvcache.run(QWEN3, [[1, 2]], 2, activations="bf16")
+    with pytest.raises(kvcache.InvalidArgument, match="activations"):
+        kvcache.run(QWEN3, [[1, 2]], 2, eos=(), weights="bf16", activations="f16")
+
+
 def test_bad_weights_refused():
     with pytest.raises(kvcache.InvalidArgument, match="weights"):
         kvcache.run(QWEN3, [[1, 2]], 2, weights="q3_k")

@@ -87,7 +87,8 @@ static void block_portable_f16(const kvc_bf16_call *c, int64_t m0, int64_t m1, i
     portable_of(kvc_f16_to_f32, c, m0, m1, g0, g1);
 }
 
-static const kvc_gemm_bf16_kernel portable = {"portable", "fma", NULL, 1, block_portable, false, block_portable_f16};
+static const kvc_gemm_bf16_kernel portable = {"portable",         "fma",          NULL, 1, block_portable, false,
+                                              block_portable_f16, block_portable, NULL};
 
 int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     int n = 0;
@@ -126,6 +127,18 @@ const kvc_gemm_bf16_kernel *kvci_gemm_f16_active(void) {
     return &portable;
 }
 
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_rounded_active(void) {
+    const kvc_gemm_bf16_kernel *f = forced;
+    if (f && f->block_rounded) return f;
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS], *best = NULL;
+    const int n = kvci_gemm_bf16_kernels(all);
+    for (int i = 0; i < n; i++) {
+        if (all[i]->split_rounded) return all[i];
+        if (!best && all[i]->block_rounded) best = all[i];
+    }
+    return best;
+}
+
 kvc_status kvci_gemm_bf16_force(const char *name) {
     if (!name) {
         forced = NULL;
@@ -148,9 +161,18 @@ kvc_status kvci_gemm_bf16_force(const char *name) {
 #define BF16_PARALLEL_FLOPS  (1 << 22)
 #define BF16_PARALLEL_BYTES  (1 << 20) /* decode: a megabyte of weights is worth the threads' bandwidth */
 
-/* C = A . B^T (+ bias) by kernel kr, its block function `block` (bf16 or f16 weights). */
-static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block, int64_t M, int64_t N, int64_t K,
-                         const float *A, int64_t lda, const uint16_t *B, const float *bias, float *C, int64_t ldc) {
+/* Rows [i0, i1) of A [., K] (rows lda apart) rounded to bf16 (nearest even), as f32, into R [., K]:
+ * the fma family's rounded mode. */
+static void round_rows(const float *A, int64_t lda, int64_t K, int64_t i0, int64_t i1, float *R) {
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t k = 0; k < K; k++) R[i * K + k] = from_bf16(to_bf16(A[i * lda + k]));
+}
+
+/* C = A . B^T (+ bias) by kernel kr, its block function `block` (bf16 or f16 weights) and split
+ * `split` (the dot family's; NULL: the kernel reads A, rounded first into scratch when `rounded`). */
+static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block, kvc_bf16_split_fn split, bool rounded,
+                         int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                         const float *bias, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return KVC_OK;
     KVC_ASSERT(K >= 1);
     kvc_bf16_call c = {.M = M,
@@ -164,12 +186,17 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
                        .C = C,
                        .ldc = ldc,
                        .Mp = (M + 15) / 16 * 16};
-    if (kr->split) {
-        const size_t elems = (size_t)(KVC_GEMM_BF16_PARTS * c.Mp * c.Kp);
+    float *R = NULL; /* the rounded rows of the fma family's rounded mode */
+    if (split || rounded) {
+        const size_t bytes = split ? (size_t)((rounded ? 1 : KVC_GEMM_BF16_PARTS) * c.Mp * c.Kp) * sizeof(uint16_t)
+                                   : (size_t)(M * K) * sizeof(float);
         void *scratch;
-        if (kvci_gemm_scratch(elems * sizeof(uint16_t), &scratch) != KVC_OK)
-            return kvci_fail(KVC_ENOMEM, "gemm bf16: no memory for %zu split activations", elems);
-        c.As = scratch;
+        if (kvci_gemm_scratch(bytes, &scratch) != KVC_OK)
+            return kvci_fail(KVC_ENOMEM, "gemm bf16: no memory for %zu bytes of split activations", bytes);
+        if (split)
+            c.As = scratch;
+        else
+            R = scratch, c.A = R, c.lda = K; /* the kernel reads the rounded rows */
     }
     const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;
     int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
@@ -186,9 +213,12 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
     const int64_t split_rows = M <= 16 ? M : c.Mp; /* M <= 16: no kernel reads the padding rows */
 #pragma omp parallel if (threads)
     {
-        if (kr->split) {
+        if (split) {
 #pragma omp for schedule(static)
-            for (int64_t r = 0; r < c.Mp; r += 16) kr->split(&c, r, kvci_min64(r + 16, split_rows), As);
+            for (int64_t r = 0; r < c.Mp; r += 16) split(&c, r, kvci_min64(r + 16, split_rows), As);
+        } else if (R) {
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < M; r += 16) round_rows(A, lda, K, r, kvci_min64(r + 16, M), R);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t job = 0; job < jobs; job++) {
@@ -202,11 +232,17 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
 kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           const float *bias, float *C, int64_t ldc) {
     const kvc_gemm_bf16_kernel *kr = kvci_gemm_bf16_active();
-    return gemm16(kr, kr->block, M, N, K, A, lda, B, bias, C, ldc);
+    return gemm16(kr, kr->block, kr->split, false, M, N, K, A, lda, B, bias, C, ldc);
+}
+
+kvc_status kvci_gemm_bf16_rounded(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                                  const float *bias, float *C, int64_t ldc) {
+    const kvc_gemm_bf16_kernel *kr = kvci_gemm_bf16_rounded_active();
+    return gemm16(kr, kr->block_rounded, kr->split_rounded, true, M, N, K, A, lda, B, bias, C, ldc);
 }
 
 kvc_status kvci_gemm_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                          const float *bias, float *C, int64_t ldc) {
     const kvc_gemm_bf16_kernel *kr = kvci_gemm_f16_active();
-    return gemm16(kr, kr->block_f16, M, N, K, A, lda, B, bias, C, ldc);
+    return gemm16(kr, kr->block_f16, NULL, false, M, N, K, A, lda, B, bias, C, ldc);
 }

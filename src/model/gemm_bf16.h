@@ -31,6 +31,22 @@
  *   representation error 2^-16 |a| per element (bench gemm measured the choice,
  *   docs/runtime.md).
  *
+ * Rounded activations (kvci_gemm_bf16_rounded; the model's "activations":
+ * "bf16" option, what a PyTorch bf16 model computes): each A[i,k] is rounded
+ * once to bf16 a' = bf16(a) (nearest even) and C = sum_k a' B[j,k] (+ bias) in
+ * the family's order: the dot family with one part (a' alone, the hi part of
+ * the split: one vdpbf16ps per pair; denormal a become 0), the fma family by
+ * its fma chain over a' (the rounded rows in a scratch, then the kernel as it
+ * is). Each kernel's bits are those of its exact mode run on A rounded
+ * beforehand (the two further parts are then +0 and add nothing), so the
+ * invariances above hold within each kernel; the rounding adds at most
+ * 2^-8 sum_k |A[i,k] B[j,k]| (bf16 has 8 significant bits) to the family's
+ * bound over a' (|a'| <= (1 + 2^-8) |a|):
+ *   fma: |C - exact| <= 2^-8 S + (K + 1) u ((1 + 2^-8) S + |bias|),
+ *   dot: |C - exact| <= 2^-8 S + (K + 1) u' ((1 + 2^-8) S + |bias|) + D,
+ * S = sum_k |A[i,k] B[j,k]|, D now (K + 1) 2^-126 (1 + max |B|). The amx-bf16
+ * kernel has no rounded mode (untested here): it falls to the next kernel.
+ *
  * f16 weights (IEEE binary16, kept as an f16 checkpoint stores them) use the
  * same packed layout and run on the fma family only, in its order with the
  * weight widened exactly from f16 (the dot instructions take bf16 only):
@@ -71,6 +87,11 @@ void kvci_f16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n
  * KVC_ENOMEM when it cannot grow (C untouched). */
 kvc_status kvci_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           const float *bias, float *C, int64_t ldc);
+
+/* kvci_gemm_bf16 with A rounded to bf16 (above), on the kernel kvci_gemm_bf16_rounded_active names;
+ * KVC_ENOMEM when the scratch of the rounded activations cannot grow (C untouched). */
+kvc_status kvci_gemm_bf16_rounded(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                                  const float *bias, float *C, int64_t ldc);
 
 /* kvci_gemm_bf16 over f16 weights packed by kvci_f16_pack: the fma family's order, on the kernel
  * kvci_gemm_f16_active names (never KVC_ENOMEM: no split). */
@@ -113,6 +134,10 @@ typedef struct kvc_gemm_bf16_kernel {
     bool k_blocked;              /* for M > 16 the kernel reads B once per block and A once per column block of
                                   * it: blocks take wide column ranges (few re-reads of A) */
     kvc_bf16_block_fn block_f16; /* the fma family's order over f16 weights (kvci_gemm_f16); NULL: bf16 only */
+    /* Rounded activations (kvci_gemm_bf16_rounded): the block over them, NULL when the kernel has none;
+     * the dot family's one-part split (NULL for the fma family, whose block reads the rounded rows as A). */
+    kvc_bf16_block_fn block_rounded;
+    kvc_bf16_split_fn split_rounded;
 } kvc_gemm_bf16_kernel;
 
 #define KVC_GEMM_BF16_MAX_KERNELS 5
@@ -121,6 +146,10 @@ int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out /* [KVC_GEMM_BF16_MA
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_active(void);
 /* The kernel kvci_gemm_f16 runs: the forced kernel when it takes f16, else the best one that does. */
 const kvc_gemm_bf16_kernel *kvci_gemm_f16_active(void);
+/* The kernel kvci_gemm_bf16_rounded runs: the forced kernel when it has a rounded mode, else the
+ * first kernel with a one-part split (one vdpbf16ps per pair outruns two widened FMAs: bench gemm),
+ * else the best one with a rounded mode. */
+const kvc_gemm_bf16_kernel *kvci_gemm_bf16_rounded_active(void);
 /* Forces a kernel by name (tests, bench); NULL restores the best one. KVC_EINVAL
  * naming the kernel when this CPU cannot run it. */
 kvc_status kvci_gemm_bf16_force(const char *name);

@@ -66,7 +66,8 @@ INL512 void tile512(const int MR, const int NR, const bool F16, const kvc_bf16_c
 KVC_BF16_TILES_4X4(TGT512, fma512, TILE512_BF16)
 KVC_BF16_TILES_4X4(TGT512, fma512h, TILE512_F16)
 
-static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, fma512_block, false, fma512h_block};
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma",         NULL,         1,   fma512_block,
+                                            false,        fma512h_block, fma512_block, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
 
@@ -166,7 +167,7 @@ static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0
 }
 
 /* Every CPU with AVX2 has F16C (simd_select.c makes the same assumption). */
-static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h};
+static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h, block256, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }
 #else

@@ -33,6 +33,7 @@ typedef struct kvc_wmat {
     void *data;
     kvc_wmat_dtype dtype;
     int64_t count, rows, cols;
+    bool act_bf16; /* bf16 only: activations rounded to bf16 (kvc_model_set_activations) */
 } kvc_wmat;
 
 /* Bytes of one matrix of w (64-byte multiple) and of all of them. */
@@ -129,6 +130,7 @@ struct kvc_model {
     float *inv_freq;        /* [rot/2] RoPE inverse frequencies after scaling */
     float rope_attn_factor; /* A (MF 1.4) */
     int64_t rot_dim;        /* rotary width d */
+    bool act_bf16;          /* kvc_model_set_activations "bf16" */
 };
 
 /* Walks every tensor of the model in a fixed order; the callback receives

@@ -109,13 +109,16 @@ const char *kvci_wmat_kernel_name(const kvc_wmat *w) {
     const wmat_kind *k = &KINDS[w->dtype];
     if (k->quantized) return kvci_wq_active(k->wq)->name;
     if (w->dtype == KVC_WMAT_F16) return kvci_gemm_f16_active()->name;
-    return w->dtype == KVC_WMAT_BF16 ? kvci_gemm_bf16_active()->name : kvci_gemm_active()->name;
+    if (w->dtype == KVC_WMAT_BF16)
+        return (w->act_bf16 ? kvci_gemm_bf16_rounded_active() : kvci_gemm_bf16_active())->name;
+    return kvci_gemm_active()->name;
 }
 
 kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float *b, float *y) {
     const int64_t in = w->cols, out = w->rows;
     const wmat_kind *k = &KINDS[w->dtype];
     if (k->quantized) return kvci_gemm_wq(k->wq, T, out, in, x, in, w->data, b, y, out);
+    if (w->dtype == KVC_WMAT_BF16 && w->act_bf16) return kvci_gemm_bf16_rounded(T, out, in, x, in, w->data, b, y, out);
     if (w->dtype == KVC_WMAT_BF16) return kvci_gemm_bf16(T, out, in, x, in, w->data, b, y, out);
     if (w->dtype == KVC_WMAT_F16) return kvci_gemm_f16(T, out, in, x, in, w->data, b, y, out);
     kvci_gemm_nt(T, out, in, x, in, w->data, in, b, y, out);

@@ -40,6 +40,9 @@ static void test_args(void **state) {
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--prompts"}, &o), 2);
     assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--long"}, &o), 2);
     assert_int_equal(parse(3, (char *[]){"bench", "gemm", "--profile"}, &o), 2);
+    assert_int_equal(parse(4, (char *[]){"bench", "gemm", "--activations", "bf16"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--activations", "f32,bf16"}, &o), -1);
+    assert_string_equal(o.activations, "f32,bf16");
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--profile"}, &o), -1);
     assert_true(o.profile);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "OTHER"}, &o), 2);
@@ -72,6 +75,10 @@ static void test_cost(void **state) {
     assert_int_equal(c.expert_bytes, 0);
     assert_string_equal(c.mlp.dtype, "bf16");
     assert_string_equal(c.lm_head.kernel, kvci_gemm_bf16_active()->name);
+    assert_int_equal(kvc_model_set_activations(m, "bf16"), KVC_OK); /* the rounded GEMM's kernel */
+    assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
+    assert_string_equal(c.lm_head.kernel, kvci_gemm_bf16_rounded_active()->name);
+    assert_string_equal(c.mlp.kernel, kvci_gemm_bf16_rounded_active()->name);
     kvc_model_destroy(m);
     assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_F32, &m), KVC_OK);
     assert_int_equal(kvci_model_cost_of(m, &c), KVC_OK);
@@ -101,6 +108,13 @@ static void test_run(void **state) {
     assert_int_equal(parse(8, (char *[]){"bench", "model", dir, "--batches", "1,2", "--prompts", "5", "--json"}, &o),
                      -1);
     assert_int_equal(bench->run(&o), 0);
+    /* --activations lists are checked after the load, before any run */
+    const char *bad_act[] = {"f16", "bf16,bf16", "f32,bf16,f32", ",", ""};
+    for (size_t i = 0; i < sizeof bad_act / sizeof bad_act[0]; i++) {
+        o.activations = bad_act[i];
+        assert_int_equal(bench->run(&o), 2);
+    }
+    o.activations = NULL;
     double s[KVC_SP_PARTS];
     assert_int_equal(kvci_step_profile_read(s), 0); /* off: no step timed */
     /* q8_0 weights (f32 widening: test_cost), profiled; each run measures 1 GiB read passes, so two runs

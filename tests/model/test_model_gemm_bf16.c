@@ -3,7 +3,9 @@
  * family's kernels bitwise equal to the portable one, and each kernel's
  * output rows / columns bitwise independent of M, N, column slices and the
  * thread count. Packing round-trips, transposed sources included. f16 weights
- * on the fma family (kvci_gemm_f16) likewise. */
+ * on the fma family (kvci_gemm_f16) likewise. Activations rounded to bf16
+ * (kvci_gemm_bf16_rounded): each kernel bitwise its exact mode over A rounded
+ * first, within the rounded bound of float64, and the same invariances. */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -51,10 +53,17 @@ static void force(const char *name) {
     if (kvci_gemm_bf16_force(name) != KVC_OK) fail_msg("force %s: %s", name ? name : "NULL", kvc_last_error());
 }
 
+static bool rounded; /* gemm() runs kvci_gemm_bf16_rounded */
+
 static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B, const float *bias,
                  float *C, int64_t ldc) {
-    if (kvci_gemm_bf16(M, N, K, A, lda, B, bias, C, ldc) != KVC_OK) fail_msg("gemm bf16: %s", kvc_last_error());
+    const kvc_status s = rounded ? kvci_gemm_bf16_rounded(M, N, K, A, lda, B, bias, C, ldc)
+                                 : kvci_gemm_bf16(M, N, K, A, lda, B, bias, C, ldc);
+    if (s != KVC_OK) fail_msg("gemm bf16%s: %s", rounded ? " rounded" : "", kvc_last_error());
 }
+
+/* Whether the mode under test runs on kernel k (the rounded mode skips the kernels without one). */
+static bool runs(const kvc_gemm_bf16_kernel *k) { return !rounded || k->block_rounded; }
 
 /* Shapes around every edge: K odd / below / at / above 32-multiples, N around 16-groups, M around 16-tiles. */
 static const int64_t SHAPES[][3] = {{1, 1, 1},     {1, 7, 15},    {3, 5, 16},    {4, 16, 17},   {5, 17, 33},
@@ -147,6 +156,7 @@ static void test_rows_and_columns_independent(void **state) {
     const int nk = kernels(all);
     const int64_t Kp = (K + 31) / 32 * 32;
     for (int kk = 0; kk < nk; kk++) {
+        if (!runs(all[kk])) continue;
         force(all[kk]->name);
         omp_set_num_threads(2);
         gemm(M, N, K, A, K, Bp, bias, full, N);
@@ -187,6 +197,7 @@ static void test_small_m_equals_large_m(void **state) {
     static const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33};
     omp_set_num_threads(2);
     for (int kk = 0; kk < nk; kk++) {
+        if (!runs(all[kk])) continue;
         force(all[kk]->name);
         gemm(M, N, K, A, K, Bp, bias, full, N);
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
@@ -288,6 +299,85 @@ static void test_f16_weights(void **state) {
     free(A), free(B), free(full), free(part), free(Bp);
 }
 
+/* The rounded mode's bound (gemm_bf16.h): 2^-8 S for the rounding of A, then the family's
+ * bound over the rounded activations with one part. */
+static double rounded_bound(const char *fam, int64_t K, double mag, double bias) {
+    const double u = ldexp(1.0, -24), n = (double)K + 1, up = strcmp(fam, "fma") == 0 ? u : u * (1 + ldexp(1.0, -7));
+    const double tiny = strcmp(fam, "fma") == 0 ? 0.0 : n * ldexp(1.0, -126) * 2;
+    return ldexp(1.0, -8) * mag + n * up * ((1 + ldexp(1.0, -8)) * mag + bias) + tiny;
+}
+
+/* Per kernel with a rounded mode: bitwise its exact mode run on A rounded to bf16 beforehand
+ * (so the fma family stays bitwise one), within rounded_bound of float64, and further from
+ * float64 than the exact mode somewhere (the rounding is not skipped); the best rounded kernel
+ * is a one-part dot kernel where the CPU has one. */
+static void test_rounded_activations(void **state) {
+    (void)state;
+    const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
+    const int nk = kernels(all);
+    bool one_part = false;
+    for (int kk = 0; kk < nk; kk++) one_part = one_part || all[kk]->split_rounded;
+    assert_int_equal(one_part, kvci_gemm_bf16_rounded_active()->split_rounded != NULL);
+    omp_set_num_threads(2);
+    for (int kk = 0; kk < nk; kk++) {
+        force(all[kk]->name);
+        if (!all[kk]->block_rounded) { /* amx-bf16: the rounded mode runs on the next kernel */
+            assert_ptr_not_equal(kvci_gemm_bf16_rounded_active(), all[kk]);
+            continue;
+        }
+        assert_ptr_equal(kvci_gemm_bf16_rounded_active(), all[kk]);
+        rng = 0x9E3779B97F4A7C15ull;
+        double worst = 0.0, worst_exact = 0.0;
+        for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+            const int64_t M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2], lda = K + 3, ldc = N + 2;
+            float *A = rand_buf(M * lda, false), *Ar = malloc((size_t)(M * lda) * sizeof(float));
+            float *B = rand_buf(N * K, true), *bias = rand_buf(N, false);
+            float *C = rand_buf(M * ldc, false), *R = malloc((size_t)(M * ldc) * sizeof(float));
+            float *E = malloc((size_t)(M * ldc) * sizeof(float));
+            assert_true(Ar && R && E);
+            memcpy(R, C, (size_t)(M * ldc) * sizeof(float));
+            for (int64_t i = 0; i < M * lda; i++) Ar[i] = kvc_bf16_to_f32(kvc_f32_to_bf16(A[i]));
+            uint16_t *Bp = packed(N, K, B, K);
+            assert_int_equal(kvci_gemm_bf16_rounded(M, N, K, A, lda, Bp, bias, C, ldc), KVC_OK);
+            assert_int_equal(kvci_gemm_bf16(M, N, K, Ar, lda, Bp, bias, R, ldc), KVC_OK);
+            assert_int_equal(kvci_gemm_bf16(M, N, K, A, lda, Bp, bias, E, ldc), KVC_OK);
+            for (int64_t i = 0; i < M; i++) {
+                if (memcmp(C + i * ldc, R + i * ldc, (size_t)N * sizeof(float)) != 0)
+                    fail_msg("%s rounded: row %lld of M %lld N %lld K %lld differs from the exact mode on bf16(A)",
+                             all[kk]->name, (long long)i, (long long)M, (long long)N, (long long)K);
+                for (int64_t j = 0; j < N; j++) {
+                    double ref = bias[j], mag = 0.0;
+                    for (int64_t k = 0; k < K; k++) {
+                        ref += (double)A[i * lda + k] * B[j * K + k];
+                        mag += fabs((double)A[i * lda + k] * B[j * K + k]);
+                    }
+                    const double err = fabs(C[i * ldc + j] - ref);
+                    const double lim = rounded_bound(all[kk]->family, K, mag, fabs(bias[j]));
+                    worst = fmax(worst, err / mag), worst_exact = fmax(worst_exact, fabs(E[i * ldc + j] - ref) / mag);
+                    if (err > lim)
+                        fail_msg("%s rounded M %lld N %lld K %lld: C[%lld,%lld] = %.9g, float64 %.9g, error %.3g above "
+                                 "%.3g",
+                                 all[kk]->name, (long long)M, (long long)N, (long long)K, (long long)i, (long long)j,
+                                 C[i * ldc + j], ref, err, lim);
+                }
+            }
+            free(A), free(Ar), free(B), free(bias), free(C), free(R), free(E), free(Bp);
+        }
+        assert_true(worst > 16 * worst_exact);
+        print_message("%-12s rounded activations: largest |error| / sum |ab| = %.3g (exact mode %.3g)\n", all[kk]->name,
+                      worst, worst_exact);
+    }
+    force(NULL);
+}
+
+/* The batch invariances of the exact mode, in the rounded mode. */
+static void test_rounded_invariances(void **state) {
+    rounded = true;
+    test_rows_and_columns_independent(state);
+    test_small_m_equals_large_m(state);
+    rounded = false;
+}
+
 int main(void) {
     const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
     const int n = kvci_gemm_bf16_kernels(all);
@@ -301,6 +391,8 @@ int main(void) {
         cmocka_unit_test(test_small_m_equals_large_m),
         cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_f16_weights),
+        cmocka_unit_test(test_rounded_activations),
+        cmocka_unit_test(test_rounded_invariances),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 import argparse
 import os
 
-from ..engine import WEIGHT_DTYPES
+from ..engine import ACTIVATIONS, WEIGHT_DTYPES
 from ..plan import parse_bytes
 
 
@@ -24,6 +24,9 @@ def parser():
     p.add_argument("--weights", default="checkpoint", choices=WEIGHT_DTYPES,
                    help="dtype of the weight matrices: checkpoint (default: as stored), f32, bf16, q8_0 or q4_0 "
                         "(quantized at load; the embedding and output head in q8_0)")
+    p.add_argument("--activations", default="f32", choices=ACTIVATIONS,
+                   help="f32 (default: f32-level results) or bf16: bf16 matrices round the activations to bf16, "
+                        "as PyTorch bf16 does (faster; its measured error: docs/runtime.md)")
     p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--kv-memory", default="1GiB", help="KV cache budget, e.g. 512MiB, 4GiB (default 1GiB)")
     p.add_argument("--max-model-len", type=int, help="tokens per request, prompt and output (default: the model's "
@@ -49,10 +52,11 @@ def main(argv=None):
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
     server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
                     max_body_bytes=parse_bytes(args.max_body_bytes), kv_dtype=args.kv_dtype, weights=args.weights,
+                    activations=args.activations,
                     block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
                     max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
                     max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
-    print(f"kvcache serve: {server.model_name} (weights {args.weights}, KV {server.engine.engine.kv_dtype}, "
+    print(f"kvcache serve: {server.model_name} (weights {args.weights}, activations {args.activations}, KV {server.engine.engine.kv_dtype}, "
           f"max_model_len {server.max_model_len}) on http://{args.host}:{args.port}", flush=True)
     uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
