@@ -425,6 +425,27 @@ static void test_paged_kv_refusals(void **state) {
         assert_memory_equal(before, f.obuf, ob);
     }
     d = good;
+    /* The described tensor's shape bounds the extent: a negative extent, or
+     * one whose element count passes int64 (wrapping to a small positive
+     * count), is refused by name, not multiplied out. */
+    const struct {
+        int32_t ndim;
+        int64_t s0, s1;
+        const char *frag;
+    } shapes[] = {
+        {2, -2, -(f.nblocks * c.bs * c.Nkv * c.D), "paged_kv.k: the tensor it places has extent -2 in dim 0"},
+        {2, ((int64_t)1 << 62) + 1, 4, "beyond int64"},
+    };
+    const kvc_tensor k0 = p.k;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        p.k.ndim = shapes[i].ndim, p.k.shape[0] = shapes[i].s0, p.k.shape[1] = shapes[i].s1;
+        for (int impl = 0; impl < 2; impl++) {
+            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
+            if (st != KVC_EINVAL || !strstr(kvc_last_error(), shapes[i].frag))
+                fail_msg("shape %zu: status %s, message '%s'", i, kvc_status_str(st), kvc_last_error());
+        }
+    }
+    p.k = k0;
     p.kv_storage = KVC_KV_CONTIGUOUS, p.kv_len_form = KVC_KV_FORM_DIRECT;
     assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "paged_kv is given but kv_storage is CONTIGUOUS"));
