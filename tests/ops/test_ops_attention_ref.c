@@ -453,6 +453,69 @@ static void test_paged_kv_refusals(void **state) {
     fx_free(&f);
 }
 
+/* The descriptor's key_rope part (MLA, Dr 8 beside D 16): the fixture's
+ * BNBSND key_rope described densely gives the front end's bits; each of its
+ * fields that cannot be used is refused by name (paged_kv.k_rope), nothing
+ * written. */
+static void test_paged_kv_rope_refusals(void **state) {
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_BLOCKS;
+    c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 1, c.D = c.Dv = 16, c.Dr = 8, c.bs = 4;
+    fx f;
+    fx_build(&f, &c);
+    const size_t ob = (size_t)f.out_n * sizeof(float);
+    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+    unsigned char *want = malloc(ob), *before = malloc(ob);
+    memcpy(want, f.obuf, ob);
+    const kvc_paged_kv good = {.num_blocks = f.nblocks,
+                               .k = dense_bnbsnd(&c, c.D),
+                               .v = dense_bnbsnd(&c, c.Dv),
+                               .k_rope = dense_bnbsnd(&c, c.Dr)};
+    kvc_paged_kv d = good;
+    kvc_attention_params p = f.p;
+    p.paged_kv = &d;
+    p.k_rope.ndim = 1, p.k_rope.shape[0] = f.nblocks * c.bs * c.Nkv * c.Dr;
+    memset(f.obuf, 0, ob);
+    if (kvc_attention_ref(&p) != KVC_OK) fail_msg("dense key_rope descriptor refused: %s", kvc_last_error());
+    assert_memory_equal(want, f.obuf, ob);
+    const struct {
+        const char *name;
+        int64_t *field; /* in d.k_rope, set to value; NULL: d.k_rope.layout = value */
+        int64_t value;
+        kvc_status st;
+        const char *frag;
+    } cases[] = {
+        {"head_dim", &d.k_rope.head_dim, 0, KVC_EINVAL, "paged_kv.k_rope.head_dim 0 must be > 0"},
+        {"head_dim vs q_rope", &d.k_rope.head_dim, 4, KVC_EINVAL, "key_rope head dim 4 differs"},
+        {"block_stride", &d.k_rope.block_stride, -1, KVC_EINVAL, "paged_kv.k_rope.block_stride -1 must be > 0"},
+        {"head_stride", &d.k_rope.head_stride, 0, KVC_EINVAL, "paged_kv.k_rope.head_stride 0 must be > 0"},
+        {"token_stride", &d.k_rope.token_stride, 0, KVC_EINVAL, "paged_kv.k_rope.token_stride 0 must be > 0"},
+        {"channel_stride", &d.k_rope.channel_stride, 3, KVC_EINVAL, "paged_kv.k_rope.channel_stride 3: a BNBSND"},
+        {"layout", (int64_t *)NULL, -1, KVC_EINVAL, "paged_kv.k_rope.layout -1 unknown"},
+        {"in lanes", (int64_t *)NULL, KVC_BLOCK_BNNDBS, KVC_EINVAL, "paged_kv.k_rope.layout BNNDBS: keys in lanes"},
+        {"NZ of f32", (int64_t *)NULL, KVC_BLOCK_NZ, KVC_EINVAL, "paged_kv.k_rope.layout NZ: tiles hold"},
+        {"beyond the tensor", &d.k_rope.token_stride, 9, KVC_ERANGE, "paged_kv.k_rope: num_blocks"},
+        {"int64 overflow", &d.k_rope.block_stride, INT64_MAX / 3, KVC_ERANGE, "beyond int64"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d = good;
+        if (cases[i].field)
+            *cases[i].field = cases[i].value;
+        else
+            d.k_rope.layout = (kvc_block_layout)cases[i].value;
+        memcpy(before, f.obuf, ob);
+        for (int impl = 0; impl < 2; impl++) {
+            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
+            if (st != cases[i].st || !strstr(kvc_last_error(), cases[i].frag))
+                fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
+        }
+        assert_memory_equal(before, f.obuf, ob);
+    }
+    free(want), free(before);
+    fx_free(&f);
+}
+
 /* Issue 12 section 5 regressions: a band of INT64_MAX both ways is "no
  * limit" (it was refused as an empty band after a signed overflow); the
  * 4-D [NB, bs, Nkv, D] form of KVC_BLOCK_BNBSND caches is accepted and gives the
@@ -589,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_refused_misuse),
         cmocka_unit_test(test_lanes_refusals),
         cmocka_unit_test(test_paged_kv_refusals),
+        cmocka_unit_test(test_paged_kv_rope_refusals),
         cmocka_unit_test(test_mla_rules),
         cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),
