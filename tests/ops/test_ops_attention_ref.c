@@ -363,6 +363,33 @@ static kvc_paged_tensor dense_bnbsnd(const fx_cfg *c, int64_t dim) {
                               .channel_stride = 1};
 }
 
+/* The reference through p (f's call described otherwise) gives the bits of f's own call. */
+static void expect_same_bits(fx *f, const kvc_attention_params *p, const char *what) {
+    const size_t ob = (size_t)f->out_n * sizeof(float);
+    assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
+    unsigned char *want = malloc(ob);
+    memcpy(want, f->obuf, ob);
+    memset(f->obuf, 0, ob);
+    if (kvc_attention_ref(p) != KVC_OK) fail_msg("%s refused: %s", what, kvc_last_error());
+    assert_memory_equal(want, f->obuf, ob);
+    free(want);
+}
+
+/* p refused by the reference and the check alike with status want and a
+ * message holding frag, f's output untouched. */
+static void expect_refused(const kvc_attention_params *p, fx *f, const char *name, kvc_status want, const char *frag) {
+    const size_t ob = (size_t)f->out_n * sizeof(float);
+    unsigned char *before = malloc(ob);
+    memcpy(before, f->obuf, ob);
+    for (int impl = 0; impl < 2; impl++) {
+        const kvc_status st = impl ? kvc_attention_check(p) : kvc_attention_ref(p);
+        if (st != want || !strstr(kvc_last_error(), frag))
+            fail_msg("%s: status %s, message '%s'", name, kvc_status_str(st), kvc_last_error());
+    }
+    assert_memory_equal(before, f->obuf, ob);
+    free(before);
+}
+
 static void test_paged_kv_refusals(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
@@ -370,19 +397,13 @@ static void test_paged_kv_refusals(void **state) {
     c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.D = c.Dv = 8, c.bs = 4;
     fx f;
     fx_build(&f, &c);
-    const size_t ob = (size_t)f.out_n * sizeof(float);
-    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-    unsigned char *want = malloc(ob), *before = malloc(ob);
-    memcpy(want, f.obuf, ob);
     const kvc_paged_kv good = {.num_blocks = f.nblocks, .k = dense_bnbsnd(&c, c.D), .v = dense_bnbsnd(&c, c.Dv)};
     kvc_paged_kv d = good;
     kvc_attention_params p = f.p;
     p.paged_kv = &d;
     p.block_layout = KVC_BLOCK_NZ;                               /* not read with a descriptor */
     p.k.ndim = 1, p.k.shape[0] = f.nblocks * c.bs * c.Nkv * c.D; /* the shape only bounds the extent */
-    memset(f.obuf, 0, ob);
-    if (kvc_attention_ref(&p) != KVC_OK) fail_msg("dense descriptor refused: %s", kvc_last_error());
-    assert_memory_equal(want, f.obuf, ob);
+    expect_same_bits(&f, &p, "dense descriptor");
     const int64_t big = INT64_MAX / 2;
     const struct {
         const char *name;
@@ -416,13 +437,7 @@ static void test_paged_kv_refusals(void **state) {
             d.v.layout = KVC_BLOCK_BNNDBS;
         else
             d.k.layout = (kvc_block_layout)cases[i].value;
-        memcpy(before, f.obuf, ob);
-        for (int impl = 0; impl < 2; impl++) {
-            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
-            if (st != cases[i].st || !strstr(kvc_last_error(), cases[i].frag))
-                fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
-        }
-        assert_memory_equal(before, f.obuf, ob);
+        expect_refused(&p, &f, cases[i].name, cases[i].st, cases[i].frag);
     }
     d = good;
     /* The described tensor's shape bounds the extent: a negative extent, or
@@ -439,17 +454,12 @@ static void test_paged_kv_refusals(void **state) {
     const kvc_tensor k0 = p.k;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         p.k.ndim = shapes[i].ndim, p.k.shape[0] = shapes[i].s0, p.k.shape[1] = shapes[i].s1;
-        for (int impl = 0; impl < 2; impl++) {
-            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
-            if (st != KVC_EINVAL || !strstr(kvc_last_error(), shapes[i].frag))
-                fail_msg("shape %zu: status %s, message '%s'", i, kvc_status_str(st), kvc_last_error());
-        }
+        expect_refused(&p, &f, "shape", KVC_EINVAL, shapes[i].frag);
     }
     p.k = k0;
     p.kv_storage = KVC_KV_CONTIGUOUS, p.kv_len_form = KVC_KV_FORM_DIRECT;
     assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "paged_kv is given but kv_storage is CONTIGUOUS"));
-    free(want), free(before);
     fx_free(&f);
 }
 
@@ -464,10 +474,6 @@ static void test_paged_kv_rope_refusals(void **state) {
     c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 1, c.D = c.Dv = 16, c.Dr = 8, c.bs = 4;
     fx f;
     fx_build(&f, &c);
-    const size_t ob = (size_t)f.out_n * sizeof(float);
-    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-    unsigned char *want = malloc(ob), *before = malloc(ob);
-    memcpy(want, f.obuf, ob);
     const kvc_paged_kv good = {.num_blocks = f.nblocks,
                                .k = dense_bnbsnd(&c, c.D),
                                .v = dense_bnbsnd(&c, c.Dv),
@@ -476,9 +482,7 @@ static void test_paged_kv_rope_refusals(void **state) {
     kvc_attention_params p = f.p;
     p.paged_kv = &d;
     p.k_rope.ndim = 1, p.k_rope.shape[0] = f.nblocks * c.bs * c.Nkv * c.Dr;
-    memset(f.obuf, 0, ob);
-    if (kvc_attention_ref(&p) != KVC_OK) fail_msg("dense key_rope descriptor refused: %s", kvc_last_error());
-    assert_memory_equal(want, f.obuf, ob);
+    expect_same_bits(&f, &p, "dense key_rope descriptor");
     const struct {
         const char *name;
         int64_t *field; /* in d.k_rope, set to value; NULL: d.k_rope.layout = value */
@@ -504,15 +508,8 @@ static void test_paged_kv_rope_refusals(void **state) {
             *cases[i].field = cases[i].value;
         else
             d.k_rope.layout = (kvc_block_layout)cases[i].value;
-        memcpy(before, f.obuf, ob);
-        for (int impl = 0; impl < 2; impl++) {
-            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
-            if (st != cases[i].st || !strstr(kvc_last_error(), cases[i].frag))
-                fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
-        }
-        assert_memory_equal(before, f.obuf, ob);
+        expect_refused(&p, &f, cases[i].name, cases[i].st, cases[i].frag);
     }
-    free(want), free(before);
     fx_free(&f);
 }
 
