@@ -84,6 +84,9 @@ kvc_status kvci_attn_view_paged(const kvc_attn_problem *pb, const kvc_paged_tens
         if (t != &pb->p->k)
             FAIL(KVC_EINVAL, "%s.layout BNNDBS: keys in lanes is a form of K only (%s takes BNBSND, BNNBSD or NZ)",
                  name, name);
+        if (d->token_stride != 1) /* the lanes kernels read a block's keys as consecutive elements */
+            FAIL(KVC_EINVAL, "%s.token_stride %lld: keys in lanes (BNNDBS) are adjacent in a block (1)", name,
+                 (long long)d->token_stride);
         v->form = KVCI_KV_LANES, v->c0 = 1, v->schan = d->channel_stride;
         break;
     case KVC_BLOCK_NZ:

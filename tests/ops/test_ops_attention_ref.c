@@ -440,6 +440,12 @@ static void test_paged_kv_refusals(void **state) {
         expect_refused(&p, &f, cases[i].name, cases[i].st, cases[i].frag);
     }
     d = good;
+    /* keys in lanes are adjacent within a block (the lanes kernels read a block's keys as consecutive
+     * elements): another token_stride is refused, not read as 1 by the kernel and as given by the reference */
+    d.k.layout = KVC_BLOCK_BNNDBS, d.k.token_stride = 2;
+    expect_refused(&p, &f, "lanes token_stride", KVC_EINVAL,
+                   "paged_kv.k.token_stride 2: keys in lanes (BNNDBS) are adjacent in a block (1)");
+    d = good;
     /* The described tensor's shape bounds the extent: a negative extent, or
      * one whose element count passes int64 (wrapping to a small positive
      * count), is refused by name, not multiplied out. */
