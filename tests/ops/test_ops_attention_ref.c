@@ -446,6 +446,14 @@ static void test_paged_kv_refusals(void **state) {
     expect_refused(&p, &f, "lanes token_stride", KVC_EINVAL,
                    "paged_kv.k.token_stride 2: keys in lanes (BNNDBS) are adjacent in a block (1)");
     d = good;
+    /* hostile block ids: negative, and INT32_MAX below a num_blocks that admits it (its block lies outside k) */
+    int32_t *tbl = p.block_table.data;
+    const int32_t id0 = tbl[0];
+    tbl[0] = -1;
+    expect_refused(&p, &f, "negative block id", KVC_ERANGE, "block_table[0][0] = -1 is outside [0, NB = 4)");
+    tbl[0] = INT32_MAX, d.num_blocks = (int64_t)INT32_MAX + 1;
+    expect_refused(&p, &f, "block id INT32_MAX", KVC_ERANGE, "paged_kv.k: num_blocks 2147483648 x block_stride 64");
+    tbl[0] = id0, d = good;
     /* The described tensor's shape bounds the extent: a negative extent, or
      * one whose element count passes int64 (wrapping to a small positive
      * count), is refused by name, not multiplied out. */
