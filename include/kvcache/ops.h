@@ -256,10 +256,11 @@ typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS = 0, KVC_KV_BLOCKS = 1 } kvc_kv_
  * at element n * block_stride + g * head_stride + o * token_stride + c(d)
  * of the tensor's data, where the layout names the form of one head's
  * channels: BNBSND or BNNBSD rows, c(d) = d (channel_stride 1); BNNDBS keys
- * in lanes (K only), c(d) = d * channel_stride; NZ tiles of c0 = 32 bytes /
+ * in lanes (K only, token_stride 1), c(d) = d * channel_stride; NZ tiles of c0 = 32 bytes /
  * element size channels, c(d) = (d / c0) * channel_stride + d % c0. Every
  * stride is > 0; every element addressed lies inside the tensor (its shape
- * then only bounds the extent: any rank, e.g. [elements]). */
+ * then only bounds the extent: any rank, e.g. [elements], each extent >= 0
+ * and their product within int64). */
 typedef struct kvc_paged_tensor {
     kvc_block_layout layout;
     int64_t head_dim;       /* channels per head: K D (= q's), V Dv, key_rope Dr */

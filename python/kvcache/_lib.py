@@ -63,10 +63,14 @@ def cstr(text):
 
 
 def dtype_code(name, what="dtype"):
-    """The kvc_dtype of a short name ("f32", "bf16", ...); the library's
-    message for an unknown one."""
+    """The kvc_dtype of a short name ("f32", "bf16", ...). Anything but a
+    str (a dtype id by number) is refused, and an unknown name gets the
+    library's message, both naming `what`."""
+    if not isinstance(name, str):
+        raise invalid(f"{what} {name!r} is not a dtype name (a str such as \"f16\")")
     out = ffi.new("kvc_dtype *")
-    check(lib.kvc_dtype_parse(c_name(name, what), out))
+    if lib.kvc_dtype_parse(c_name(name, what), out) < 0:
+        raise invalid(f"{what}: " + ffi.string(lib.kvc_last_error()).decode(errors="replace"))
     return out[0]
 
 

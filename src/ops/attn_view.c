@@ -45,6 +45,22 @@ static kvc_status positive(const char *name, const char *field, int64_t x) {
     return KVC_OK;
 }
 
+/* The elements of described tensor t: its shape bounds the extent, so each
+ * extent is >= 0 and their product fits int64 (not kvc_tensor_numel's
+ * unchecked product). */
+static kvc_status extent_of(const kvc_tensor *t, const char *name, int64_t *n) {
+    *n = 1;
+    for (int32_t i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0)
+            FAIL(KVC_EINVAL, "%s: the tensor it places has extent %lld in dim %d (extents are >= 0)", name,
+                 (long long)t->shape[i], (int)i);
+        if (!kvci_mul64(*n, t->shape[i], n))
+            FAIL(KVC_EINVAL, "%s: the tensor it places has more elements than int64 holds (beyond int64 at dim %d)",
+                 name, (int)i);
+    }
+    return KVC_OK;
+}
+
 kvc_status kvci_attn_view_paged(const kvc_attn_problem *pb, const kvc_paged_tensor *d, const char *name,
                                 const kvc_tensor *t, kvci_kv_view *v) {
     const kvc_dtype_traits *tr = kvci_dtype_traits(t->dtype);
@@ -68,6 +84,9 @@ kvc_status kvci_attn_view_paged(const kvc_attn_problem *pb, const kvc_paged_tens
         if (t != &pb->p->k)
             FAIL(KVC_EINVAL, "%s.layout BNNDBS: keys in lanes is a form of K only (%s takes BNBSND, BNNBSD or NZ)",
                  name, name);
+        if (d->token_stride != 1) /* the lanes kernels read a block's keys as consecutive elements */
+            FAIL(KVC_EINVAL, "%s.token_stride %lld: keys in lanes (BNNDBS) are adjacent in a block (1)", name,
+                 (long long)d->token_stride);
         v->form = KVCI_KV_LANES, v->c0 = 1, v->schan = d->channel_stride;
         break;
     case KVC_BLOCK_NZ:
@@ -96,7 +115,8 @@ kvc_status kvci_attn_view_paged(const kvc_attn_problem *pb, const kvc_paged_tens
                     kvci_mul64((dim - 1) / (v->c0 ? v->c0 : 1), v->c0 ? v->schan : 1, &e) && kvci_add64(a, b, &last) &&
                     kvci_add64(last, c, &last) && kvci_add64(last, e, &last) &&
                     kvci_add64(last, v->c0 ? (dim - 1) % v->c0 : 0, &last);
-    const int64_t n = kvc_tensor_numel(t);
+    int64_t n;
+    if ((st = extent_of(t, name, &n)) != KVC_OK) return st;
     if (!ok || last >= n)
         FAIL(KVC_ERANGE,
              "%s: num_blocks %lld x block_stride %lld, %lld heads x head_stride %lld, block_size %lld x token_stride "

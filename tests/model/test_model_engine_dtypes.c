@@ -174,6 +174,22 @@ static void test_knob_refusals(void **state) {
                         "by self-managed caches");
     expect_same_refusal(m, k, KVC_RUNNER_MLA_LATENT, false, "cache.kv_layout KVC_BLOCK_BNNDBS (keys in lanes)",
                         "by MLA latent caches");
+    /* hostile values: an enum out of range, a dtype id outside the table either way, block sizes 0, -1 and
+     * past int32, a zero-initialised struct (block_size 0 in paged modes) */
+    k = ok, k.kv_layout = (kvc_block_layout)99;
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.kv_layout of an unknown kind is not taken", NULL);
+    k = ok, k.kv_dtype = (kvc_dtype)-1;
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.kv_dtype ? (-1) is not a KV cache dtype", NULL);
+    k = ok, k.kv_dtype = (kvc_dtype)1000;
+    expect_same_refusal(m, k, KVC_RUNNER_CONTIGUOUS, true, "cache.kv_dtype ? (1000) is not a KV cache dtype", NULL);
+    k = ok, k.block_size = 0;
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.block_size 0 must be in [1, 1024]", NULL);
+    k = ok, k.block_size = -1;
+    expect_same_refusal(m, k, KVC_RUNNER_MLA_LATENT, false, "cache.block_size -1 must be in [1, 1024]", NULL);
+    k = ok, k.block_size = (int64_t)INT32_MAX + 17;
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.block_size 2147483664 must be", NULL);
+    memset(&k, 0, sizeof k);
+    expect_same_refusal(m, k, KVC_RUNNER_PAGED, false, "cache.block_size 0 must be in [1, 1024]", NULL);
     kvc_model_destroy(m);
 }
 

@@ -247,6 +247,43 @@ static double run_case(kvc_block_layout order, bool prefill, const kvc_simd_tabl
         assert_true(isfinite(cpu[i]));
         worst = fmax(worst, fabs((double)cpu[i] - (double)ref[i]) / (1.0 + fabs((double)ref[i])));
     }
+    if (order == KVC_BLOCK_BNBSND) { /* the same caches through a kvc_paged_kv descriptor */
+        float *desc = malloc(sizeof(float) * (size_t)(tq * NQ * D));
+        assert_non_null(desc);
+        const kvc_paged_tensor rows = {KVC_BLOCK_BNBSND, D, (int64_t)BS * NKV * D, D, (int64_t)NKV * D, 1};
+        kvc_paged_kv d = {.num_blocks = NB, .k = rows, .v = rows};
+        kvc_attention_params pd = p;
+        pd.paged_kv = &d, pd.out.data = desc;
+        pd.k.ndim = pd.v.ndim = 1, pd.k.shape[0] = pd.v.shape[0] = (int64_t)NB * BS * NKV * D;
+        if (kvc_attention_ref(&pd) != KVC_OK) fail_msg("descriptor: %s", kvc_last_error());
+        assert_memory_equal(desc, ref, sizeof(float) * (size_t)(tq * NQ * D));
+        /* a stride that is not whole blocks of the dtype (rows then start inside a block) is refused by name */
+        const struct {
+            int64_t *field, value;
+            const char *frag;
+        } cases[] = {{&d.k.token_stride, NKV * D - 16,
+                      "paged_kv.k: block_stride 2048, head_stride 64 and token_stride "
+                      "112 must be multiples of the " DTYPE_NAME " dtype's block of 32"},
+                     {&d.v.head_stride, D + 8, "paged_kv.v: block_stride 2048, head_stride 72"},
+                     {&d.k.block_stride, (int64_t)BS * NKV * D + 1, "block_stride 2049"}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            d = (kvc_paged_kv){.num_blocks = NB, .k = rows, .v = rows};
+            *cases[i].field = cases[i].value;
+            for (int impl = 0; impl < 2; impl++) {
+                const kvc_status st = impl ? kvc_attention_check(&pd) : kvc_attention_ref(&pd);
+                if (st != KVC_EINVAL || !strstr(kvc_last_error(), cases[i].frag))
+                    fail_msg("case %zu: status %s, message '%s'", i, kvc_status_str(st), kvc_last_error());
+            }
+        }
+        d = (kvc_paged_kv){.num_blocks = NB, .k = rows, .v = rows};
+        d.k.layout = KVC_BLOCK_NZ; /* tiles of 32 bytes hold no block of the dtype */
+        assert_int_equal(kvc_attention_check(&pd), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "paged_kv.k.layout NZ: tiles hold 16-bit or 8-bit"));
+        d.k = (kvc_paged_tensor){KVC_BLOCK_BNNDBS, D, (int64_t)BS * NKV * D, (int64_t)D * BS, 1, BS};
+        assert_int_equal(kvc_attention_check(&pd), KVC_EINVAL); /* keys in lanes [NB, Nkv, D, bs]: token_stride 1 */
+        assert_non_null(strstr(kvc_last_error(), "paged_kv.k: block_stride 2048, head_stride 1024 and token_stride 1"));
+        free(desc);
+    }
     /* refused: a head dim that is not whole blocks (the same caches viewed with D 48) */
     p.k.shape[3] = p.v.shape[3] = 48, p.q.shape[2] = p.out.shape[2] = 48;
     assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);

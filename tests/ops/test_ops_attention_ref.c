@@ -363,6 +363,33 @@ static kvc_paged_tensor dense_bnbsnd(const fx_cfg *c, int64_t dim) {
                               .channel_stride = 1};
 }
 
+/* The reference through p (f's call described otherwise) gives the bits of f's own call. */
+static void expect_same_bits(fx *f, const kvc_attention_params *p, const char *what) {
+    const size_t ob = (size_t)f->out_n * sizeof(float);
+    assert_int_equal(kvc_attention_ref(&f->p), KVC_OK);
+    unsigned char *want = malloc(ob);
+    memcpy(want, f->obuf, ob);
+    memset(f->obuf, 0, ob);
+    if (kvc_attention_ref(p) != KVC_OK) fail_msg("%s refused: %s", what, kvc_last_error());
+    assert_memory_equal(want, f->obuf, ob);
+    free(want);
+}
+
+/* p refused by the reference and the check alike with status want and a
+ * message holding frag, f's output untouched. */
+static void expect_refused(const kvc_attention_params *p, fx *f, const char *name, kvc_status want, const char *frag) {
+    const size_t ob = (size_t)f->out_n * sizeof(float);
+    unsigned char *before = malloc(ob);
+    memcpy(before, f->obuf, ob);
+    for (int impl = 0; impl < 2; impl++) {
+        const kvc_status st = impl ? kvc_attention_check(p) : kvc_attention_ref(p);
+        if (st != want || !strstr(kvc_last_error(), frag))
+            fail_msg("%s: status %s, message '%s'", name, kvc_status_str(st), kvc_last_error());
+    }
+    assert_memory_equal(before, f->obuf, ob);
+    free(before);
+}
+
 static void test_paged_kv_refusals(void **state) {
     (void)state;
     fx_cfg c = base_cfg();
@@ -370,19 +397,13 @@ static void test_paged_kv_refusals(void **state) {
     c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 2, c.D = c.Dv = 8, c.bs = 4;
     fx f;
     fx_build(&f, &c);
-    const size_t ob = (size_t)f.out_n * sizeof(float);
-    assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-    unsigned char *want = malloc(ob), *before = malloc(ob);
-    memcpy(want, f.obuf, ob);
     const kvc_paged_kv good = {.num_blocks = f.nblocks, .k = dense_bnbsnd(&c, c.D), .v = dense_bnbsnd(&c, c.Dv)};
     kvc_paged_kv d = good;
     kvc_attention_params p = f.p;
     p.paged_kv = &d;
     p.block_layout = KVC_BLOCK_NZ;                               /* not read with a descriptor */
     p.k.ndim = 1, p.k.shape[0] = f.nblocks * c.bs * c.Nkv * c.D; /* the shape only bounds the extent */
-    memset(f.obuf, 0, ob);
-    if (kvc_attention_ref(&p) != KVC_OK) fail_msg("dense descriptor refused: %s", kvc_last_error());
-    assert_memory_equal(want, f.obuf, ob);
+    expect_same_bits(&f, &p, "dense descriptor");
     const int64_t big = INT64_MAX / 2;
     const struct {
         const char *name;
@@ -416,19 +437,93 @@ static void test_paged_kv_refusals(void **state) {
             d.v.layout = KVC_BLOCK_BNNDBS;
         else
             d.k.layout = (kvc_block_layout)cases[i].value;
-        memcpy(before, f.obuf, ob);
-        for (int impl = 0; impl < 2; impl++) {
-            const kvc_status st = impl ? kvc_attention_check(&p) : kvc_attention_ref(&p);
-            if (st != cases[i].st || !strstr(kvc_last_error(), cases[i].frag))
-                fail_msg("%s: status %s, message '%s'", cases[i].name, kvc_status_str(st), kvc_last_error());
-        }
-        assert_memory_equal(before, f.obuf, ob);
+        expect_refused(&p, &f, cases[i].name, cases[i].st, cases[i].frag);
     }
     d = good;
+    /* keys in lanes are adjacent within a block (the lanes kernels read a block's keys as consecutive
+     * elements): another token_stride is refused, not read as 1 by the kernel and as given by the reference */
+    d.k.layout = KVC_BLOCK_BNNDBS, d.k.token_stride = 2;
+    expect_refused(&p, &f, "lanes token_stride", KVC_EINVAL,
+                   "paged_kv.k.token_stride 2: keys in lanes (BNNDBS) are adjacent in a block (1)");
+    d = good;
+    /* hostile block ids: negative, and INT32_MAX below a num_blocks that admits it (its block lies outside k) */
+    int32_t *tbl = p.block_table.data;
+    const int32_t id0 = tbl[0];
+    tbl[0] = -1;
+    expect_refused(&p, &f, "negative block id", KVC_ERANGE, "block_table[0][0] = -1 is outside [0, NB = 4)");
+    tbl[0] = INT32_MAX, d.num_blocks = (int64_t)INT32_MAX + 1;
+    expect_refused(&p, &f, "block id INT32_MAX", KVC_ERANGE, "paged_kv.k: num_blocks 2147483648 x block_stride 64");
+    tbl[0] = id0, d = good;
+    /* The described tensor's shape bounds the extent: a negative extent, or
+     * one whose element count passes int64 (wrapping to a small positive
+     * count), is refused by name, not multiplied out. */
+    const struct {
+        int32_t ndim;
+        int64_t s0, s1;
+        const char *frag;
+    } shapes[] = {
+        {2, -2, -(f.nblocks * c.bs * c.Nkv * c.D), "paged_kv.k: the tensor it places has extent -2 in dim 0"},
+        {2, ((int64_t)1 << 62) + 1, 4, "beyond int64"},
+    };
+    const kvc_tensor k0 = p.k;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        p.k.ndim = shapes[i].ndim, p.k.shape[0] = shapes[i].s0, p.k.shape[1] = shapes[i].s1;
+        expect_refused(&p, &f, "shape", KVC_EINVAL, shapes[i].frag);
+    }
+    p.k = k0;
     p.kv_storage = KVC_KV_CONTIGUOUS, p.kv_len_form = KVC_KV_FORM_DIRECT;
     assert_int_equal(kvc_attention_check(&p), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "paged_kv is given but kv_storage is CONTIGUOUS"));
-    free(want), free(before);
+    fx_free(&f);
+}
+
+/* The descriptor's key_rope part (MLA, Dr 8 beside D 16): the fixture's
+ * BNBSND key_rope described densely gives the front end's bits; each of its
+ * fields that cannot be used is refused by name (paged_kv.k_rope), nothing
+ * written. */
+static void test_paged_kv_rope_refusals(void **state) {
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.storage = KVC_KV_BLOCKS;
+    c.sq[0] = 2, c.skv[0] = 9, c.Nq = 2, c.Nkv = 1, c.D = c.Dv = 16, c.Dr = 8, c.bs = 4;
+    fx f;
+    fx_build(&f, &c);
+    const kvc_paged_kv good = {.num_blocks = f.nblocks,
+                               .k = dense_bnbsnd(&c, c.D),
+                               .v = dense_bnbsnd(&c, c.Dv),
+                               .k_rope = dense_bnbsnd(&c, c.Dr)};
+    kvc_paged_kv d = good;
+    kvc_attention_params p = f.p;
+    p.paged_kv = &d;
+    p.k_rope.ndim = 1, p.k_rope.shape[0] = f.nblocks * c.bs * c.Nkv * c.Dr;
+    expect_same_bits(&f, &p, "dense key_rope descriptor");
+    const struct {
+        const char *name;
+        int64_t *field; /* in d.k_rope, set to value; NULL: d.k_rope.layout = value */
+        int64_t value;
+        kvc_status st;
+        const char *frag;
+    } cases[] = {
+        {"head_dim", &d.k_rope.head_dim, 0, KVC_EINVAL, "paged_kv.k_rope.head_dim 0 must be > 0"},
+        {"head_dim vs q_rope", &d.k_rope.head_dim, 4, KVC_EINVAL, "key_rope head dim 4 differs"},
+        {"block_stride", &d.k_rope.block_stride, -1, KVC_EINVAL, "paged_kv.k_rope.block_stride -1 must be > 0"},
+        {"head_stride", &d.k_rope.head_stride, 0, KVC_EINVAL, "paged_kv.k_rope.head_stride 0 must be > 0"},
+        {"token_stride", &d.k_rope.token_stride, 0, KVC_EINVAL, "paged_kv.k_rope.token_stride 0 must be > 0"},
+        {"channel_stride", &d.k_rope.channel_stride, 3, KVC_EINVAL, "paged_kv.k_rope.channel_stride 3: a BNBSND"},
+        {"layout", (int64_t *)NULL, -1, KVC_EINVAL, "paged_kv.k_rope.layout -1 unknown"},
+        {"in lanes", (int64_t *)NULL, KVC_BLOCK_BNNDBS, KVC_EINVAL, "paged_kv.k_rope.layout BNNDBS: keys in lanes"},
+        {"NZ of f32", (int64_t *)NULL, KVC_BLOCK_NZ, KVC_EINVAL, "paged_kv.k_rope.layout NZ: tiles hold"},
+        {"beyond the tensor", &d.k_rope.token_stride, 9, KVC_ERANGE, "paged_kv.k_rope: num_blocks"},
+        {"int64 overflow", &d.k_rope.block_stride, INT64_MAX / 3, KVC_ERANGE, "beyond int64"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        d = good;
+        if (cases[i].field)
+            *cases[i].field = cases[i].value;
+        else
+            d.k_rope.layout = (kvc_block_layout)cases[i].value;
+        expect_refused(&p, &f, cases[i].name, cases[i].st, cases[i].frag);
+    }
     fx_free(&f);
 }
 
@@ -568,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_refused_misuse),
         cmocka_unit_test(test_lanes_refusals),
         cmocka_unit_test(test_paged_kv_refusals),
+        cmocka_unit_test(test_paged_kv_rope_refusals),
         cmocka_unit_test(test_mla_rules),
         cmocka_unit_test(test_issue12_defects),
         cmocka_unit_test(test_named_parameters),
