@@ -42,6 +42,7 @@ def refused(np_, family, tp, why):
 check("qwen3", ["--prompt-ids", "1,2,3,4,5,6,7", "--prompt-ids", "9,4", "--max-new-tokens", "6"])
 check("deepseek_v3", ["--prompt-ids", "3,1,4,1,5", "--mode", "3", "--max-new-tokens", "5"])
 check("qwen3", ["--prompt-ids", "1,2,3,4,5,6,7", "--max-new-tokens", "6", "--weights", "q8_0"])
+check("qwen3/bf16", ["--prompt-ids", "1,2,3,4,5,6,7", "--max-new-tokens", "6", "--activations", "bf16"])
 check("gpt_oss", ["--temperature", "0.8", "--seed", "7", "--prompt-ids", "5,6,7", "--prompt-ids", "8", "--eos", "none"])
 refused(2, "qwen3", 3, "--tp 3 but mpirun started 2 ranks")
 refused(3, "qwen3", 3, "tensor parallelism 3 does not divide num_attention_heads 4")
