@@ -307,6 +307,21 @@ typedef enum kvc_kv_storage { KVC_KV_CONTIGUOUS, KVC_KV_BLOCKS, ... } kvc_kv_sto
 typedef enum kvc_attn_kv_form { KVC_KV_FORM_UNSET, KVC_KV_FORM_DIRECT, KVC_KV_FORM_CUMULATIVE, ... } kvc_attn_kv_form;
 typedef enum kvc_quant_mode { KVC_QUANT_NONE, KVC_QUANT_PER_CHANNEL, KVC_QUANT_PER_TOKEN, KVC_QUANT_PER_HEAD, ... } kvc_quant_mode;
 
+typedef struct kvc_paged_tensor {
+    kvc_block_layout layout;
+    int64_t head_dim;
+    int64_t block_stride;
+    int64_t head_stride;
+    int64_t token_stride;
+    int64_t channel_stride;
+    ...;
+} kvc_paged_tensor;
+typedef struct kvc_paged_kv {
+    int64_t num_blocks;
+    kvc_paged_tensor k, v;
+    ...;
+} kvc_paged_kv;
+
 typedef struct kvc_attention_params {
     kvc_attn_layout layout;
     int32_t num_heads;
@@ -335,6 +350,7 @@ typedef struct kvc_attention_params {
     kvc_tensor key_offset, value_offset;
     kvc_tensor out;
     kvc_tensor lse;
+    const kvc_paged_kv *paged_kv;
     ...;
 } kvc_attention_params;
 kvc_attention_params kvc_attention_default_params(void);

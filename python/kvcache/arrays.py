@@ -96,7 +96,8 @@ def _from_buffer(obj, name, writable, reinterpret):
         return _buffer_view(obj, mv, name, writable, reinterpret)
 
 
-def _buffer_view(obj, mv, name, writable, reinterpret):
+def _buffer_dtype(mv, name, reinterpret):
+    """The kvcache dtype name of a buffer's elements (its format character, or view_as's name)."""
     fmt = mv.format.lstrip("@=")
     if fmt[:1] in "<>!":
         if (fmt[0] == "<") != (np.little_endian):
@@ -112,6 +113,11 @@ def _buffer_view(obj, mv, name, writable, reinterpret):
     else:
         raise invalid(f"{name}: element format \"{mv.format}\" is not f32, f16, i8, i32, i64 or bool "
                       f"(bf16 from NumPy: kvcache.view_as(array, \"bf16\") over uint16)")
+    return dtype
+
+
+def _buffer_view(obj, mv, name, writable, reinterpret):
+    dtype = _buffer_dtype(mv, name, reinterpret)
     if not mv.c_contiguous:
         raise invalid(f"{name}: the array is not C-contiguous (use numpy.ascontiguousarray)")
     if writable and mv.readonly:
@@ -195,9 +201,35 @@ def index_array(obj, name, dtype, writable=False):
     return view(np.ascontiguousarray(arr, dtype=np_type), name)
 
 
+def strided_view(obj, name):
+    """(View, shape, strides in elements) of a NumPy array that may be a strided
+    view into a larger buffer, read only (paged K/V in place, paged_kv.py). The
+    View is the 1-D run of elements from the array's first element to its
+    last, which lies inside the array's own memory, so strides must be
+    whole elements and >= 0 (the first element is then the lowest)."""
+    reinterpret = None
+    if isinstance(obj, Reinterpreted):
+        obj, reinterpret = obj.array, obj.dtype
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise invalid(f"{name}: {type(obj).__name__} is not a NumPy array (a strided view is read through "
+                      "the buffer protocol)") from None
+    with mv:
+        dtype = _buffer_dtype(mv, name, reinterpret)
+        shape, strides, size = tuple(mv.shape), tuple(mv.strides), mv.itemsize
+    if any(s < 0 or s % size for s in strides):
+        raise invalid(f"{name}: strides {list(strides)} (bytes) are not whole {size}-byte elements >= 0")
+    elements = tuple(s // size for s in strides)
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, elements))
+    arr = np.asarray(obj)  # a buffer: the same memory, no copy
+    address = arr.__array_interface__["data"][0]
+    return View(address, dtype, (extent,), [obj, arr]), shape, elements
+
+
 def dtype_of(obj):
     """kvcache dtype name of an array, without keeping a view."""
     return view(obj, "array").dtype
 
 
-__all__ = ["view", "view_as", "index_array", "dtype_of", "View", "Reinterpreted"]
+__all__ = ["view", "view_as", "index_array", "strided_view", "dtype_of", "View", "Reinterpreted"]

@@ -13,6 +13,8 @@ import numpy as np
 
 from ._lib import check, choice, ffi, int32, int64, invalid, lib, real
 from .arrays import Reinterpreted, index_array, view
+from .paged_kv import KV_LAYOUTS as _KV_LAYOUTS
+from .paged_kv import describe
 
 # Python names of the query layouts (ops.h kvc_attn_layout) and the batch
 # layer's sequence layout each one takes its length forms from.
@@ -24,13 +26,6 @@ _LAYOUTS = {
     "BSND": (lib.KVC_LAYOUT_BSND, lib.KVC_SEQ_LAYOUT_BSND),
     "BNSD": (lib.KVC_LAYOUT_BNSD, lib.KVC_SEQ_LAYOUT_BNSD),
     "BSND_NBSD": (lib.KVC_LAYOUT_BSND_NBSD, lib.KVC_SEQ_LAYOUT_BSND),
-}
-# Paged cache block layouts (attention's block_layout and the writes' layout).
-_KV_LAYOUTS = {
-    "BNBSND": lib.KVC_BLOCK_BNBSND,  # [NB, bs, Nkv, D] (or [NB, bs, Nkv*D])
-    "BNNBSD": lib.KVC_BLOCK_BNNBSD,  # [NB, Nkv, bs, D]
-    "NZ": lib.KVC_BLOCK_NZ,  # [NB, Nkv, D/c0, bs, c0]
-    "BNNDBS": lib.KVC_BLOCK_BNNDBS,  # K [NB, Nkv, D, bs] (keys in lanes); attention reads V as BNNBSD
 }
 _QUANT = {"per_channel": lib.KVC_QUANT_PER_CHANNEL, "per_token": lib.KVC_QUANT_PER_TOKEN,
           "per_head": lib.KVC_QUANT_PER_HEAD}
@@ -59,11 +54,14 @@ def _dim(v, axis, what):
     return v.shape[axis]
 
 
-def _heads_and_dims(layout, qv, kv, vv, paged, kv_layout, num_heads, num_kv_heads):
-    """(Nq, Nkv, D, Dv) read from the shapes of the layout, explicit counts winning."""
+def _heads_and_dims(layout, qv, kv, vv, paged, kv_layout, num_heads, num_kv_heads, described_dv=None):
+    """(Nq, Nkv, D, Dv) read from the shapes of the layout, explicit counts
+    winning; described_dv: Dv of a paged_kv descriptor (k and v shapes then say nothing)."""
     q_axis = {"TND": 1, "TND_NTD": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
     nq = num_heads if num_heads is not None else (_dim(qv, q_axis, "q") if q_axis is not None else None)
-    if paged:
+    if described_dv is not None:
+        kv_axis = None
+    elif paged:
         kv_axis = {"BNBSND": 2, "BNNBSD": 1, "NZ": 1, "BNNDBS": 1}[kv_layout] if len(kv.shape) >= 4 else None
     else:
         kv_axis = {"TND": 1, "NTD_TND": 0, "BSND": 2, "BSND_NBSD": 2, "BNSD": 1}.get(layout)
@@ -74,7 +72,9 @@ def _heads_and_dims(layout, qv, kv, vv, paged, kv_layout, num_heads, num_kv_head
     packed_q = layout == "BSH"
     packed_kv = (paged and len(kv.shape) == 3) or (not paged and layout == "BSH")
     d = _dim(qv, len(qv.shape) - 1, "q") // max(nq, 1) if packed_q else _dim(qv, len(qv.shape) - 1, "q")
-    if paged and kv_layout == "NZ":
+    if described_dv is not None:
+        dv = described_dv
+    elif paged and kv_layout == "NZ":
         dv = _dim(vv, 2, "v") * _dim(vv, 4, "v")
     else:
         last = _dim(vv, len(vv.shape) - 1, "v")
@@ -149,8 +149,8 @@ def _cpu_workspace(p):
 def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=None, num_heads=None,
               num_kv_heads=None, scale=None, sparse_mode=3, pre_tokens=None, next_tokens=None,
               bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
-              key_offset=None, value_offset=None, quant_mode="per_channel", out=None, return_lse=False,
-              impl="cpu"):
+              key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, out=None,
+              return_lse=False, impl="cpu"):
     """Fused inference attention (kvc_attention_cpu, or the float64 reference
     kvc_attention_ref with impl="ref").
 
@@ -163,6 +163,14 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
       q_lens / kv_lens are per-row lengths (direct form; converted to
       the form the layout needs); defaults come from the shapes (paged calls
       must give kv_lens). Head counts come from the shapes unless given.
+    paged_kv: paged K/V read in place, each in its own strides (docs/python.md):
+      "strides" takes k and v as 4-D NumPy views in kv_layout's axis order
+      ("BNBSND", "BNNBSD" or "BNNDBS"), e.g. k = kv[:, 0], v = kv[:, 1] of a
+      vLLM-style kv [NB, 2, bs, Nkv, D], and describes them by their strides;
+      a dict {num_blocks, block_size, k: {layout, head_dim, block_stride,
+      head_stride, token_stride, channel_stride=1}, v: {...}} (strides in
+      elements) describes contiguous k and v (any shape, e.g. 1-D runs of one
+      buffer) and needs num_kv_heads.
     scale: default 1/sqrt(D). sparse_mode: 0 none (needs mask or
       bidirectional=True when S > 1), 1 full mask, 2 causal from the top-left,
       3 causal aligned to the last key (default), 4 band (pre_tokens/next_tokens).
@@ -176,8 +184,17 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     layout = layout or ("TND" if paged else "BSND")
     c_layout, seq_layout = choice(_LAYOUTS, layout, "layout")
     block_layout = choice(_KV_LAYOUTS, kv_layout, "kv_layout") if paged else None
-    qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
-    nq, nkv, d, dv = _heads_and_dims(layout, qv, kv_, vv, paged, kv_layout, num_heads, num_kv_heads)
+    qv = view(q, "q")
+    if paged_kv is None:
+        kv_, vv, desc, described_dv = view(k, "k"), view(v, "v"), None, None
+    elif not paged:
+        raise invalid("paged_kv describes paged K/V: it needs a block_table")
+    else:
+        desc, kv_, vv, block_size, view_nkv, described_dv = describe(paged_kv, k, v, kv_layout)
+        num_kv_heads = num_kv_heads if num_kv_heads is not None else view_nkv
+        if num_kv_heads is None:
+            raise invalid("paged_kv as a dict: give num_kv_heads (the shapes of k and v do not say it)")
+    nq, nkv, d, dv = _heads_and_dims(layout, qv, kv_, vv, paged, kv_layout, num_heads, num_kv_heads, described_dv)
     qa, ka = _batch_lengths(layout, qv, kv_, paged, kv_layout, q_lens, kv_lens)
     n = qa.shape[0] if qa.shape else 1
     if len(ka.shape) != 1 or len(qa.shape) != 1 or ka.shape[0] != n:
@@ -203,8 +220,8 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     p.batch = n
     p.q_lens, p.kv_lens = q_c, kv_c
     p.kv_len_form = lib.KVC_KV_FORM_CUMULATIVE if kv_form[0] == lib.KVC_LEN_CUMULATIVE else lib.KVC_KV_FORM_DIRECT
-    keep = [qv, kv_, vv, qa, ka, q_c, kv_c]
-    if paged and kv_layout == "BNBSND":
+    keep = [qv, kv_, vv, qa, ka, q_c, kv_c, desc]
+    if paged and kv_layout == "BNBSND" and desc is None:
         # the operator reads block-major caches as [NB, bs, Nkv*D]: the same memory
         for t in (kv_, vv):
             if len(t.shape) == 4:
@@ -218,8 +235,11 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
         tv.fill(p.block_table)
         p.kv_storage = lib.KVC_KV_BLOCKS
         p.block_layout = block_layout
-        bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3, "BNNDBS": 3}[kv_layout]
-        p.block_size = int32(_dim(kv_, bs_axis, "k"), "block_size")
+        if desc is None:
+            bs_axis = {"BNBSND": 1, "BNNBSD": 2, "NZ": 3, "BNNDBS": 3}[kv_layout]
+            p.block_size = int32(_dim(kv_, bs_axis, "k"), "block_size")
+        else:
+            p.block_size, p.paged_kv = block_size, desc
     for name, arr, field in (("mask", mask, p.mask), ("sinks", sinks, p.sinks), ("key_scale", key_scale, p.key_scale),
                              ("value_scale", value_scale, p.value_scale), ("key_offset", key_offset, p.key_offset),
                              ("value_offset", value_offset, p.value_offset)):
