@@ -24,7 +24,7 @@ typedef struct kvc_bench_opts {
                               * at load (kvci_wmat_dtype_parse); NULL: checkpoint */
     const char *activations; /* model only: --activations f32|bf16|f32,bf16 (kvc_model_set_activations; both:
                               * every row runs each in turn); NULL: f32 */
-    bool profile;            /* model only: --profile, the decode step's time by kind of work (step_profile.h) */
+    bool profile;            /* model only: --profile, prefill and decode time by kind of work (step_profile.h) */
 } kvc_bench_opts;
 
 typedef int (*kvc_bench_fn)(const kvc_bench_opts *opts);

@@ -57,8 +57,8 @@ static void bench_usage(FILE *f) {
             "the activations to bf16, one product per weight (default f32: exact split; docs/runtime.md);\n"
             "f32,bf16 runs every row both ways in turn (\"+bf16act\" in the weights column);\n"
             "tools/make_random_model.py writes a model;\n"
-            "--profile: after each row, the wall-clock ms of a decode step by kind of work (GEMMs by matrix,\n"
-            "attention, norms, RoPE, residuals, the head, sampling) and their sum against the step's time\n");
+            "--profile: after each row, the wall-clock ms of its prefill and of a decode step by kind of work\n"
+            "(GEMMs by matrix, attention, norms, RoPE, residuals, the head, sampling) and their sums\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {

@@ -126,25 +126,33 @@ typedef struct run_result {
     double prefill_roof_ms, decode_roof_ms;
     ceilings ceil;
     int64_t kv_bytes_per_token;
-    double profile_s[KVC_SP_PARTS]; /* --profile: seconds per kind of work over the decode steps */
-    int64_t profiled_steps;
+    double profile_s[KVC_SK_KINDS][KVC_SP_PARTS]; /* --profile: seconds per kind of work, by kind of step */
+    int64_t profiled_steps[KVC_SK_KINDS];
+    double prefill_mean_ms; /* the mean prefill of the same runs the profile timed */
 } run_result;
 
-/* --profile: ms per decode step of each kind of work, their sum, the step's mean over the same steps. */
-static void print_profile(bool json, const run_result *r, int64_t B) {
-    if (r->profiled_steps == 0) return;
+/* --profile: ms of each kind of work per step of kind k (a decode step, or a row's prefill), their
+ * sum; for the prefill also its measured mean over the same runs. */
+static void print_profile(bool json, const run_result *r, int64_t B, kvc_step_kind k) {
+    const int64_t n = r->profiled_steps[k];
+    if (n == 0) return;
+    const bool pre = k == KVC_SK_PREFILL;
     double sum = 0.0;
-    const double per = 1e3 / (double)r->profiled_steps;
+    const double per = 1e3 / (double)n;
     if (json)
-        printf("{\"bench\":\"model_profile\",\"batch\":%lld,\"steps\":%lld", (long long)B,
-               (long long)r->profiled_steps);
+        printf("{\"bench\":\"model_profile\",\"step\":\"%s\",\"batch\":%lld,\"steps\":%lld", pre ? "prefill" : "decode",
+               (long long)B, (long long)n);
     else
-        printf("  decode step by kind of work, ms (mean of %lld steps):", (long long)r->profiled_steps);
+        printf(pre ? "  prefill by kind of work, ms (mean of %lld prefills):"
+                   : "  decode step by kind of work, ms (mean of %lld steps):",
+               (long long)n);
     for (int p = 0; p < KVC_SP_PARTS; p++) {
-        sum += r->profile_s[p] * per;
-        printf(json ? ",\"%s_ms\":%.3f" : " %s %.2f", kvci_step_part_name((kvc_step_part)p), r->profile_s[p] * per);
+        sum += r->profile_s[k][p] * per;
+        printf(json ? ",\"%s_ms\":%.3f" : " %s %.2f", kvci_step_part_name((kvc_step_part)p), r->profile_s[k][p] * per);
     }
-    printf(json ? ",\"sum_ms\":%.3f}\n" : "; sum %.2f\n", sum);
+    printf(json ? ",\"sum_ms\":%.3f" : "; sum %.2f", sum);
+    if (pre) printf(json ? ",\"measured_ms\":%.3f" : " of %.2f measured", r->prefill_mean_ms);
+    printf(json ? "}\n" : "\n");
 }
 
 /* One configuration: batch B, prompts of P tokens. */
@@ -189,7 +197,10 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     out->kv_bytes_per_token = kvc_runner_kv_bytes_per_token(r);
     if (rc == 0) {
         out->prefill_ms = kvc_bench_median(pre, reps), out->decode_ms = kvc_bench_median(dec, reps);
-        out->profiled_steps = kvci_step_profile_read(out->profile_s);
+        out->prefill_mean_ms = 0.0;
+        for (int i = 0; i < reps; i++) out->prefill_mean_ms += pre[i] / reps;
+        for (int k = 0; k < KVC_SK_KINDS; k++)
+            out->profiled_steps[k] = kvci_step_profile_read((kvc_step_kind)k, out->profile_s[k]);
         /* prefill: every token through the layers, the lm_head on each row's last token, causal attention */
         const double gemm_macs = (double)(B * P) * (double)c->macs_per_token + (double)B * (double)c->lm_head_macs;
         const double attn_macs = (double)B * (double)c->attn_macs_per_key * (double)P * (double)(P + 1) / 2.0;
@@ -372,7 +383,8 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                            res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
                            res.ceil.attn_gflops);
-                print_profile(opts->json, &res, B);
+                print_profile(opts->json, &res, B, KVC_SK_PREFILL);
+                print_profile(opts->json, &res, B, KVC_SK_DECODE);
                 fflush(stdout);
             }
         }

@@ -299,7 +299,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     for (int64_t r = 0; r < md->n_rows; r++) ws->lens_a[r] = r; /* identity cache rows */
     ws->step++;                                                 /* the step's attention plans are made anew */
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
-    kvci_step_profile_step(T, md->n_rows);
+    kvci_step_profile_step(md->is_prefill, T, md->n_rows);
     double t0 = kvci_sp_begin();
     for (int64_t t = 0; t < T; t++) {
         kvci_wmat_row(&m->embed, a->token_ids[t], ws->h + t * H);

@@ -1,13 +1,14 @@
-/* The decode-step profile (step_profile.h). */
+/* The per-step profile of prefill and decode steps (step_profile.h). */
 #include "model/step_profile.h"
 
 #include <string.h>
 #include <time.h>
 
 bool kvci_step_profile_live;
-double kvci_step_profile_s[KVC_SP_PARTS];
+kvc_step_kind kvci_step_profile_kind;
+double kvci_step_profile_s[KVC_SK_KINDS][KVC_SP_PARTS];
 static bool enabled;
-static int64_t steps;
+static int64_t steps[KVC_SK_KINDS];
 
 double kvci_step_profile_now(void) {
     struct timespec ts;
@@ -17,19 +18,20 @@ double kvci_step_profile_now(void) {
 
 void kvci_step_profile_enable(bool on) { enabled = on, kvci_step_profile_live = false; }
 
-void kvci_step_profile_step(int64_t n_tokens, int64_t n_rows) {
-    kvci_step_profile_live = enabled && n_tokens == n_rows;
-    steps += kvci_step_profile_live;
+void kvci_step_profile_step(bool is_prefill, int64_t n_tokens, int64_t n_rows) {
+    kvci_step_profile_kind = is_prefill ? KVC_SK_PREFILL : KVC_SK_DECODE;
+    kvci_step_profile_live = enabled && (is_prefill || n_tokens == n_rows);
+    steps[kvci_step_profile_kind] += kvci_step_profile_live;
 }
 
 void kvci_step_profile_reset(void) {
     memset(kvci_step_profile_s, 0, sizeof kvci_step_profile_s);
-    steps = 0;
+    memset(steps, 0, sizeof steps);
 }
 
-int64_t kvci_step_profile_read(double *s) {
-    memcpy(s, kvci_step_profile_s, sizeof kvci_step_profile_s);
-    return steps;
+int64_t kvci_step_profile_read(kvc_step_kind k, double *s) {
+    memcpy(s, kvci_step_profile_s[k], sizeof kvci_step_profile_s[k]);
+    return steps[k];
 }
 
 const char *kvci_step_part_name(kvc_step_part p) {

@@ -2,7 +2,8 @@
  * bad list, a missing value or another benchmark), the costs its rooflines
  * divide (kvci_model_cost_of, counted by hand for the bf16 oracle qwen3),
  * kvci_model_load_as widening the matrices to f32, and short runs of the
- * benchmark on that model (with --profile: the decode steps timed, prefill not). */
+ * benchmark on that model (with --profile: the prefill and the decode steps
+ * timed apart, their sums within the measured times, the bits unchanged). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,22 +117,66 @@ static void test_run(void **state) {
     }
     o.activations = NULL;
     double s[KVC_SP_PARTS];
-    assert_int_equal(kvci_step_profile_read(s), 0); /* off: no step timed */
+    assert_int_equal(kvci_step_profile_read(KVC_SK_DECODE, s), 0); /* off: no step timed */
+    assert_int_equal(kvci_step_profile_read(KVC_SK_PREFILL, s), 0);
     /* q8_0 weights (f32 widening: test_cost), profiled; each run measures 1 GiB read passes, so two runs
-     * keep the test short under the sanitizers. One row: 3 generate calls x 16 decode steps, no prefill
-     * step counted. */
+     * keep the test short under the sanitizers. One row: 3 generate calls of 1 prefill + 16 decode steps. */
     o.weights = "q8_0", o.profile = true, o.batches = "2";
     assert_int_equal(bench->run(&o), 0);
-    assert_int_equal(kvci_step_profile_read(s), 3 * 16);
-    for (int p = 0; p < KVC_SP_PARTS; p++) assert_true(s[p] >= 0.0);
-    assert_true(s[KVC_SP_QKV] > 0.0 && s[KVC_SP_ATTN] > 0.0 && s[KVC_SP_DOWN] > 0.0 && s[KVC_SP_HEAD] > 0.0);
+    for (int k = 0; k < KVC_SK_KINDS; k++) {
+        assert_int_equal(kvci_step_profile_read((kvc_step_kind)k, s), k == KVC_SK_DECODE ? 3 * 16 : 3);
+        for (int p = 0; p < KVC_SP_PARTS; p++) assert_true(s[p] >= 0.0);
+        assert_true(s[KVC_SP_QKV] > 0.0 && s[KVC_SP_ATTN] > 0.0 && s[KVC_SP_DOWN] > 0.0 && s[KVC_SP_HEAD] > 0.0);
+    }
     assert_string_equal(kvci_step_part_name(KVC_SP_GATE_UP), "gate_up");
+}
+
+/* One profiled generate call on the oracle: each kind of step's parts non-negative and their sum
+ * within that kind's measured time (the probes run inside the runner's timing of the step); an
+ * unprofiled call gives the same logits, bit for bit, and adds nothing to the tables. */
+static void test_profile_within(void **state) {
+    (void)state;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load(dir, &m), KVC_OK);
+    kvc_runner_params rp = kvc_runner_default_params();
+    enum { B = 2, P = 7, NT = 4, V = 512 }; /* the oracle's vocabulary: test_cost */
+    rp.max_new_tokens = NT;
+    kvc_runner *r = NULL;
+    assert_int_equal(kvc_runner_create(m, &rp, B, P, &r), KVC_OK);
+    const int32_t ids[P + 5] = {1, 17, 300, 4, 99, 511, 2, 8, 250, 33, 7, 128};
+    const int64_t lens[B] = {P, 5};
+    int32_t tokens[2][B * NT];
+    static float logits[2][NT * B * V];
+    kvc_runner_stats st;
+    kvci_step_profile_reset();
+    kvci_step_profile_enable(true);
+    assert_int_equal(kvc_runner_generate(r, ids, lens, B, tokens[0], logits[0], &st), KVC_OK);
+    kvci_step_profile_enable(false);
+    const double measured_ms[KVC_SK_KINDS] = {[KVC_SK_DECODE] = st.decode_ms, [KVC_SK_PREFILL] = st.prefill_ms};
+    const int64_t steps[KVC_SK_KINDS] = {[KVC_SK_DECODE] = NT - 1, [KVC_SK_PREFILL] = 1};
+    double s[KVC_SK_KINDS][KVC_SP_PARTS];
+    for (int k = 0; k < KVC_SK_KINDS; k++) {
+        assert_int_equal(kvci_step_profile_read((kvc_step_kind)k, s[k]), steps[k]);
+        double sum = 0.0;
+        for (int p = 0; p < KVC_SP_PARTS; p++) assert_true(s[k][p] >= 0.0), sum += s[k][p];
+        assert_true(sum > 0.0 && sum * 1e3 <= measured_ms[k] + 1e-6);
+    }
+    assert_int_equal(kvc_runner_generate(r, ids, lens, B, tokens[1], logits[1], &st), KVC_OK);
+    assert_memory_equal(tokens[0], tokens[1], sizeof tokens[0]);
+    assert_memory_equal(logits[0], logits[1], sizeof logits[0]);
+    double again[KVC_SP_PARTS];
+    for (int k = 0; k < KVC_SK_KINDS; k++) {
+        assert_int_equal(kvci_step_profile_read((kvc_step_kind)k, again), steps[k]);
+        assert_memory_equal(again, s[k], sizeof again);
+    }
+    kvc_runner_destroy(r);
+    kvc_model_destroy(m);
 }
 
 int main(void) {
     const char *data = getenv("KVC_DATA_DIR");
     snprintf(dir, sizeof dir, "%s/oracle/qwen3/bf16", data ? data : "tests/data");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_args), cmocka_unit_test(test_cost),
-                                       cmocka_unit_test(test_run)};
+                                       cmocka_unit_test(test_run), cmocka_unit_test(test_profile_within)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
