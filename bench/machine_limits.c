@@ -156,7 +156,13 @@ __attribute__((target("avx512f,avx512vnni"))) static double chains_dpbusd(long i
         for (int k = 0; k < CHAINS; k++) a[k] = _mm512_dpbusd_epi32(a[k], u, v);
     __m512i s = a[0];
     for (int k = 1; k < CHAINS; k++) s = _mm512_add_epi32(s, a[k]);
-    return (double)_mm512_reduce_add_epi32(s);
+    /* the lanes wrap (vpdpbusd and vpaddd are modular); summed in int64, not by a signed int32 reduce whose
+     * C fallback (gcc's _mm512_reduce_add_epi32) overflows, undefined behaviour UBSan reports */
+    int32_t lane[16];
+    _mm512_storeu_si512(lane, s);
+    int64_t sum = 0;
+    for (int i = 0; i < 16; i++) sum += lane[i];
+    return (double)sum;
 }
 
 /* One AMX instruction OP on four independent 16 x 16 accumulators, operands in registers: CHAINS
