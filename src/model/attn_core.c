@@ -9,6 +9,7 @@
 #include "base/internal.h"
 #include "kvcache/half.h"
 #include "model/forward_internal.h"
+#include "model/step_profile.h"
 
 static kvc_tensor view_dt(const void *data, kvc_dtype dt, int32_t nd, int64_t a, int64_t b, int64_t c) {
     kvc_tensor t = {.data = (void *)data, .dtype = dt, .ndim = nd};
@@ -298,24 +299,36 @@ kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c) {
 
 kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c) {
     const kvc_model_caches *caches = s->a->caches;
-    if (!caches) return attend_packed(s, c, NULL, c->k, c->v);
+    double t0 = kvci_sp_begin();
+    kvc_status st = KVC_OK;
+    if (!caches) {
+        st = attend_packed(s, c, NULL, c->k, c->v);
+        kvci_sp_end(KVC_SP_ATTN, t0);
+        return st;
+    }
     kvc_layer_cache *lc = &caches->layers[c->layer];
     const int64_t T = s->T;
-    kvc_status st = KVC_OK;
     const bool scales = kvc_model_kv_quantised(lc->k.dtype);
     if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write (scales per token or in the
                                                          * blocks): always written, then read back */
         st = cache_write_f32(s, lc, &lc->k, scales ? &lc->k_scales : NULL, c->k, c->nKV, c->D);
         if (st == KVC_OK) st = cache_write_f32(s, lc, &lc->v, scales ? &lc->v_scales : NULL, c->v, c->nKV, c->Dv);
-        return st == KVC_OK ? kvci_attn_cached(s, c) : st;
+        kvci_sp_end(KVC_SP_KV_WRITE, t0), t0 = kvci_sp_begin();
+        if (st == KVC_OK) st = kvci_attn_cached(s, c);
+        kvci_sp_end(KVC_SP_ATTN, t0);
+        return st;
     }
     /* the keys and values as the cache stores them; fresh rows attend over
      * exactly these, so their logits equal those of a later read-back */
     const void *k = kvci_cache_rows(&lc->k, c->k, T * c->nKV * c->D, s->ws->kc);
     const void *v = kvci_cache_rows(&lc->v, c->v, T * c->nKV * c->Dv, s->ws->vc);
+    kvci_sp_end(KVC_SP_KV_WRITE, t0), t0 = kvci_sp_begin();
     if (s->fresh) st = attend_packed(s, c, lc, k, v);
+    kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
     if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
     if (st == KVC_OK) st = kvci_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv);
-    if (st != KVC_OK || s->fresh) return st;
-    return kvci_attn_cached(s, c);
+    kvci_sp_end(KVC_SP_KV_WRITE, t0), t0 = kvci_sp_begin();
+    if (st == KVC_OK && !s->fresh) st = kvci_attn_cached(s, c);
+    kvci_sp_end(KVC_SP_ATTN, t0);
+    return st;
 }

@@ -60,8 +60,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .sinks = w->sinks,
                           .out = ws->att};
-    kvc_status st = kvci_attn_core(s, &call);
-    kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
+    kvc_status st = kvci_attn_core(s, &call); /* times its cache write and its attention */
+    t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);

@@ -35,7 +35,8 @@ int64_t kvci_step_profile_read(kvc_step_kind k, double *s) {
 }
 
 const char *kvci_step_part_name(kvc_step_part p) {
-    static const char *const names[KVC_SP_PARTS] = {"embed",    "norm",    "qkv",    "qk_rope", "attn", "o_proj",
-                                                    "residual", "gate_up", "swiglu", "down",    "head", "sample"};
+    static const char *const names[KVC_SP_PARTS] = {"embed", "norm",   "qkv",      "qk_rope", "kv_write",
+                                                    "attn",  "o_proj", "residual", "gate_up", "swiglu",
+                                                    "down",  "head",   "sample"};
     return names[p];
 }

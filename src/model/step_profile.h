@@ -17,7 +17,8 @@ typedef enum kvc_step_part {
     KVC_SP_NORM,     /* the layers' input / post-attention RMSNorm (copy included) */
     KVC_SP_QKV,      /* q/k/v projections */
     KVC_SP_QK_ROPE,  /* Qwen3 q/k norm and RoPE */
-    KVC_SP_ATTN,     /* cache write and attention */
+    KVC_SP_KV_WRITE, /* K/V rows into the cache's dtype and the cache write */
+    KVC_SP_ATTN,     /* attention */
     KVC_SP_O,        /* o_proj */
     KVC_SP_RESIDUAL, /* residual adds */
     KVC_SP_GATE_UP,  /* MLP gate/up projections */

@@ -126,7 +126,8 @@ static void test_run(void **state) {
     for (int k = 0; k < KVC_SK_KINDS; k++) {
         assert_int_equal(kvci_step_profile_read((kvc_step_kind)k, s), k == KVC_SK_DECODE ? 3 * 16 : 3);
         for (int p = 0; p < KVC_SP_PARTS; p++) assert_true(s[p] >= 0.0);
-        assert_true(s[KVC_SP_QKV] > 0.0 && s[KVC_SP_ATTN] > 0.0 && s[KVC_SP_DOWN] > 0.0 && s[KVC_SP_HEAD] > 0.0);
+        assert_true(s[KVC_SP_QKV] > 0.0 && s[KVC_SP_KV_WRITE] > 0.0 && s[KVC_SP_ATTN] > 0.0 && s[KVC_SP_DOWN] > 0.0 &&
+                    s[KVC_SP_HEAD] > 0.0);
     }
     assert_string_equal(kvci_step_part_name(KVC_SP_GATE_UP), "gate_up");
 }
