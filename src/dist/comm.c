@@ -44,7 +44,11 @@ kvc_status kvc_comm_init(int *argc, char ***argv, kvc_comm *c) {
     c->comm = MPI_COMM_NULL;
     kvc_status st = timeout_from_env(&c->timeout_s);
     if (st != KVC_OK) return st;
-    int started = 0, provided = 0;
+    int started = 0, finished = 0, provided = 0;
+    MPI_Finalized(&finished);
+    if (finished) /* MPI starts once per process: a second distributed run in one process cannot start */
+        return kvci_fail(KVC_EINVAL, "dist: MPI was already finalized in this process (one distributed run per "
+                                     "process: start another process, e.g. another mpirun)");
     MPI_Initialized(&started);
     if (!started) {
         /* one thread calls MPI (OpenMP threads never do) */

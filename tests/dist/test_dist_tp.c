@@ -415,5 +415,12 @@ int main(int argc, char **argv) {
     const int failed = cmocka_run_group_tests(tests, write_moe_checkpoint, remove_moe_checkpoint);
     if (failed) kvc_comm_abort(&g_comm, 1); /* a peer may wait in a collective this rank left */
     kvc_comm_finalize(&g_comm);
+    /* MPI cannot start twice in one process: a second start is refused by name, not an MPI abort (found by
+     * fuzz_args, which runs `kvcache run --tp 2` twice in one process) */
+    kvc_comm again;
+    if (kvc_comm_init(&argc, &argv, &again) != KVC_EINVAL || !strstr(kvc_last_error(), "already finalized")) {
+        fprintf(stderr, "test_dist_tp: a second kvc_comm_init after finalize was not refused: %s\n", kvc_last_error());
+        return 1;
+    }
     return 0;
 }
