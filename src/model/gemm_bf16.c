@@ -18,21 +18,6 @@ static int64_t k_padded(int64_t K) { return (K + 31) / 32 * 32; }
 
 int64_t kvci_bf16_packed_elems(int64_t N, int64_t K) { return kvci_cdiv(N, 16) * 16 * k_padded(K); }
 
-/* f32 -> bf16, round to nearest even; NaN stays a quiet NaN. */
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-static float from_bf16(uint16_t h) {
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* Offset of B[n][k] in the packed layout. */
 static int64_t packed_at(int64_t Kp, int64_t n, int64_t k) {
     return (n / 16) * 16 * Kp + (k / 2) * 32 + (n % 16) * 2 + (k % 2);
@@ -52,7 +37,7 @@ static void row16(const uint16_t *packed, int64_t K, int64_t n, float (*widen)(u
 }
 
 void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
-    pack16(N, K, src, sn, sk, to_bf16, dst);
+    pack16(N, K, src, sn, sk, kvc_f32_to_bf16, dst);
 }
 
 void kvci_f16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
@@ -61,7 +46,7 @@ void kvci_f16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t s
 
 void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {
     (void)N;
-    row16(packed, K, n, from_bf16, out);
+    row16(packed, K, n, kvc_bf16_to_f32, out);
 }
 
 void kvci_f16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {
@@ -81,7 +66,7 @@ static void portable_of(float (*widen)(uint16_t), const kvc_bf16_call *c, int64_
         }
 }
 static void block_portable(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    portable_of(from_bf16, c, m0, m1, g0, g1);
+    portable_of(kvc_bf16_to_f32, c, m0, m1, g0, g1);
 }
 static void block_portable_f16(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
     portable_of(kvc_f16_to_f32, c, m0, m1, g0, g1);
@@ -165,7 +150,7 @@ kvc_status kvci_gemm_bf16_force(const char *name) {
  * the fma family's rounded mode. */
 static void round_rows(const float *A, int64_t lda, int64_t K, int64_t i0, int64_t i1, float *R) {
     for (int64_t i = i0; i < i1; i++)
-        for (int64_t k = 0; k < K; k++) R[i * K + k] = from_bf16(to_bf16(A[i * lda + k]));
+        for (int64_t k = 0; k < K; k++) R[i * K + k] = kvc_bf16_to_f32(kvc_f32_to_bf16(A[i * lda + k]));
 }
 
 /* C = A . B^T (+ bias) by kernel kr, its block function `block` (bf16 or f16 weights) and split
