@@ -156,8 +156,14 @@ static void test_churn_deepseek_v3(void **state) {
 
 /* A long churn through one engine keeps memory flat: once a first pass has
  * grown the attention scratch to its size, more passes allocate nothing that
- * stays (heap bytes in use unchanged; mallinfo2 reads 0 under ASan), give the
- * same tokens and leave the pools empty. */
+ * stays (heap bytes in use unchanged), give the same tokens and leave the
+ * pools empty. mallinfo2 reads 0 under ASan (whose leak check covers the
+ * frees), so that build runs one more pass, not three. */
+#ifdef KVC_TEST_ASAN
+#define LONG_PASSES 1
+#else
+#define LONG_PASSES 3
+#endif
 static void test_long_churn_memory_flat(void **state) {
     (void)state;
     kvc_model *m = NULL;
@@ -180,15 +186,15 @@ static void test_long_churn_memory_flat(void **state) {
     memset(&fig, 0, sizeof fig);
     assert_int_equal(kvc_demo_drive(e, &w, first, &fig), KVC_OK);
     const size_t in_use = mallinfo2().uordblks;
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < LONG_PASSES; pass++) {
         assert_int_equal(kvc_demo_drive(e, &w, again, &fig), KVC_OK);
         assert_memory_equal(first, again, n_out * sizeof *first);
     }
     assert_int_equal(mallinfo2().uordblks, in_use);
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
-    assert_int_equal(st.finished_total, 4 * w.n);
-    assert_true(st.preemptions >= 4);
+    assert_int_equal(st.finished_total, (1 + LONG_PASSES) * w.n);
+    assert_true(st.preemptions >= 1 + LONG_PASSES);
     assert_int_equal(st.blocks_in_use[0], 0);
     free(first);
     free(again);
