@@ -50,7 +50,7 @@ __attribute__((target("avx512f,avx512bw"))) static void bf16_row_avx512(const fl
 
 void kvci_f32_to_bf16_n(const float *x, int64_t n, uint16_t *y) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (kvci_isa_cap() >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    if (kvci_isa_runs(KVC_ISA_AVX512)) {
         bf16_row_avx512(x, n, y);
         return;
     }
