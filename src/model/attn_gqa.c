@@ -40,13 +40,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     double t0 = kvci_sp_begin();
     KVC_TRY(project_qkv(s, w, q, k, v));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    const float eps = (float)c->rms_norm_eps;
-    if (w->q_norm) {
-        kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
-        kvc_rmsnorm_rows_f32(k, T * nKV, D, D, w->k_norm, eps);
-    }
-    kvci_fwd_rope(s, q, nH, D, nH * D, false);
-    kvci_fwd_rope(s, k, nKV, D, nKV * D, false);
+    kvci_fwd_norm_rope(s, q, nH, D, nH * D, w->q_norm); /* q_norm, k_norm: NULL or both */
+    kvci_fwd_norm_rope(s, k, nKV, D, nKV * D, w->k_norm);
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,

@@ -11,6 +11,7 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
+#include "ops/write_internal.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
 
@@ -254,12 +255,34 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+/* Elements from which the half-split RoPE (and its norm) shares the tokens among the OpenMP threads
+ * (a prefill's q: 512 tokens x 16 heads x 128); a decode step's rows stay on the calling thread. Each
+ * token's heads are computed whole by one thread, so the threads never change a bit. */
+#define ROPE_PARALLEL_ELEMS (1 << 16)
+
+void kvci_fwd_norm_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
+                        const float *norm) {
+    const int64_t rot = s->m->rot_dim, T = s->T, D = s->m->cfg.head_dim;
+    const float eps = (float)s->m->cfg.rms_norm_eps;
+    const float *cos = s->ws->cos, *sin = s->ws->sin;
+#pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
+    for (int64_t t = 0; t < T; t++) {
+        float *row = x + t * row_stride;
+        if (norm) kvci_rmsnorm_rows(row, n_heads, D, stride, norm, eps);
+        kvc_rope_heads_f32(row, n_heads, stride, cos + t * rot, sin + t * rot, rot, false, NULL);
+    }
+}
+
 void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
                    bool interleaved) {
+    if (!interleaved) {
+        kvci_fwd_norm_rope(s, x, n_heads, stride, row_stride, NULL);
+        return;
+    }
     const int64_t rot = s->m->rot_dim;
     for (int64_t t = 0; t < s->T; t++)
-        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot,
-                           interleaved, s->ws->rope_tmp);
+        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, true,
+                           s->ws->rope_tmp);
 }
 
 /* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a

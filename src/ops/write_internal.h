@@ -43,6 +43,9 @@ double kvci_rms_inv(const float *x, int64_t n, float eps);
 static inline float kvci_rms_scaled(float x, double inv, float gamma) {
     return (float)((double)x * inv * (double)gamma);
 }
+/* kvc_rmsnorm_rows_f32 on the calling thread: rows x [n_rows, n] ld apart, in place, each row with
+ * kvc_rmsnorm_f32's bits (norm.c). */
+void kvci_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
 /* One RoPE output lane from the pair (x1, x2): the first-half lane
  * x1 cos - x2 sin, or the second-half lane x2 cos + x1 sin. */

@@ -150,19 +150,30 @@ static void test_rotations(void **state) {
     }
 }
 
+/* 11 rows (a group of 8 normalised together, then 3) against a float64 formula, each bitwise equal to
+ * kvc_rmsnorm_f32 alone; row 9 all zeros, row 10 tiny (subnormal) and huge values; the padding
+ * between rows untouched. */
 static void test_rmsnorm_rows(void **state) {
     (void)state;
-    enum { R = 3, N = 37, LD = 40 };
-    float x[R * LD], orig[R * LD], g[N];
+    enum { R = 11, N = 37, LD = 40 };
+    float x[R * LD], orig[R * LD], g[N], y[N];
     for (int i = 0; i < R * LD; i++) orig[i] = x[i] = (float)cos(0.3 * i) * (float)(1 + i % 5);
-    for (int i = 0; i < N; i++) g[i] = 0.5f + 0.01f * (float)i;
+    for (int i = 0; i < N; i++) {
+        orig[9 * LD + i] = x[9 * LD + i] = 0.0f;
+        orig[10 * LD + i] = x[10 * LD + i] = i % 2 ? 1e-40f * (float)i : 1e30f * (float)(i % 5);
+        g[i] = 0.5f + 0.01f * (float)i;
+    }
     kvc_rmsnorm_rows_f32(x, R, N, LD, g, 1e-6f);
     for (int r = 0; r < R; r++) {
         double ss = 0;
         for (int i = 0; i < N; i++) ss += (double)orig[r * LD + i] * orig[r * LD + i];
         const double inv = 1.0 / sqrt(ss / N + 1e-6);
-        for (int i = 0; i < N; i++) assert_true(rel(x[r * LD + i], orig[r * LD + i] * inv * g[i]) < 1e-6);
+        for (int i = 0; i < N; i++)
+            assert_true(fabs(x[r * LD + i] - orig[r * LD + i] * inv * g[i]) <=
+                        1e-6 * fabs(orig[r * LD + i] * inv * g[i]) + 1e-45);
         for (int i = N; i < LD; i++) assert_true(x[r * LD + i] == orig[r * LD + i]);
+        kvc_rmsnorm_f32(orig + r * LD, g, N, 1e-6f, y);
+        assert_memory_equal(y, x + r * LD, sizeof y);
     }
 }
 
