@@ -287,8 +287,12 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 
 /* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
  * row-parallel layer; kvc_model_tp). */
+/* Elements from which the residual sum is shared among the OpenMP threads (a prefill's 512 x 1,024). */
+#define RESIDUAL_PARALLEL_ELEMS (1 << 18)
+
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
+#pragma omp parallel for schedule(static) if (n >= RESIDUAL_PARALLEL_ELEMS)
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
 }
@@ -335,8 +339,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
         t0 = kvci_sp_begin();
-        memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->in_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
@@ -344,8 +347,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->post_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();

@@ -43,8 +43,13 @@ double kvci_rms_inv(const float *x, int64_t n, float eps);
 static inline float kvci_rms_scaled(float x, double inv, float gamma) {
     return (float)((double)x * inv * (double)gamma);
 }
-/* kvc_rmsnorm_rows_f32 on the calling thread: rows x [n_rows, n] ld apart, in place, each row with
- * kvc_rmsnorm_f32's bits (norm.c). */
+/* kvc_rmsnorm_rows_f32 from rows x [n_rows, n] ld apart into y (rows ld apart; y may be x), each row
+ * with kvc_rmsnorm_f32's bits (norm.c): _threads shares the rows among the OpenMP threads as
+ * kvc_rmsnorm_rows_f32 does, _to runs on the calling thread; kvci_rmsnorm_rows is _to in place. */
+void kvci_rmsnorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                               float *y);
+void kvci_rmsnorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                          float *y);
 void kvci_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
 /* One RoPE output lane from the pair (x1, x2): the first-half lane

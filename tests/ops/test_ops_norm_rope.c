@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kvcache/ops.h"
+#include "ops/write_internal.h"
 
 #define PI 3.14159265358979323846
 
@@ -177,7 +178,8 @@ static void test_rmsnorm_rows(void **state) {
     }
 }
 
-/* Rows enough to take the threads (300 x 1,024): each row bitwise equal to kvc_rmsnorm_f32 alone. */
+/* Rows enough to take the threads (300 x 1,024), in place and out of place: each row bitwise equal to
+ * kvc_rmsnorm_f32 alone. */
 static void test_rmsnorm_rows_threads(void **state) {
     (void)state;
     enum { R = 300, N = 1024 };
@@ -188,12 +190,16 @@ static void test_rmsnorm_rows_threads(void **state) {
     float *orig = malloc(sizeof(float) * R * N);
     assert_non_null(orig);
     memcpy(orig, x, sizeof(float) * R * N);
+    float *z = malloc(sizeof(float) * R * N);
+    assert_non_null(z);
+    kvci_rmsnorm_rows_threads(x, R, N, N, g, 1e-6f, z); /* out of place, the model's form */
     kvc_rmsnorm_rows_f32(x, R, N, N, g, 1e-6f);
+    assert_memory_equal(z, x, sizeof(float) * R * N);
     for (int r = 0; r < R; r++) {
         kvc_rmsnorm_f32(orig + r * N, g, N, 1e-6f, y);
         assert_memory_equal(y, x + r * N, sizeof(float) * N);
     }
-    free(x), free(y), free(orig);
+    free(x), free(y), free(orig), free(z);
 }
 
 int main(void) {
