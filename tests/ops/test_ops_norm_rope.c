@@ -149,6 +149,16 @@ static void test_rotations(void **state) {
             for (int i = D; i < STRIDE; i++) assert_true(x[h * STRIDE + i] == o[i]); /* past rot_dim untouched */
         }
     }
+    /* half-split over 13 pairs (a block of 8, a tail of 5), in place and apart: kvci_rope_lane's bits */
+    enum { P = 13 };
+    float x[2 * P], y[2 * P], c[2 * P], sv[2 * P], want[2 * P];
+    for (int i = 0; i < 2 * P; i++)
+        x[i] = (float)sin(0.91 * i) * 3.0f, c[i] = (float)cos(0.13 * i), sv[i] = (float)sin(0.29 * i);
+    for (int i = 0; i < 2 * P; i++) want[i] = kvci_rope_lane(x[i % P], x[i % P + P], c[i], sv[i], i >= P);
+    kvc_rope_half_f32(x, c, sv, 2 * P, y);
+    assert_memory_equal(y, want, sizeof y);
+    kvc_rope_half_f32(x, c, sv, 2 * P, x);
+    assert_memory_equal(x, want, sizeof x);
 }
 
 /* 11 rows (a group of 8 normalised together, then 3) against a float64 formula, each bitwise equal to
