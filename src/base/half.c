@@ -4,6 +4,10 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "base/half_rows.h"
 #include "base/isa.h"
 
@@ -99,6 +103,24 @@ uint16_t kvc_f32_to_f16(float f) {
     return (uint16_t)(sign | (r >> 13));
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* vcvtps2ph rounding to nearest even gives kvc_f32_to_f16's bits for every one of the 2^32 inputs
+ * (checked exhaustively once; the tests compare edge cases and random patterns). */
+__attribute__((target("avx2,f16c"))) static void f16_row_f16c(const float *x, int64_t n, uint16_t *y) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) y[i] = kvc_f32_to_f16(x[i]);
+}
+#endif
+
 void kvci_f32_to_f16_n(const float *x, int64_t n, uint16_t *y) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (kvci_isa_runs(KVC_ISA_AVX2)) { /* every AVX2 CPU has F16C */
+        f16_row_f16c(x, n, y);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++) y[i] = kvc_f32_to_f16(x[i]);
 }
