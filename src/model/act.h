@@ -15,6 +15,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* No contraction of a * b + c into an FMA where the code does not ask for one (clang contracts by
+ * default where the target has FMA, e.g. in the AVX kernels' scalar tails; GCC does not in C11
+ * mode): the kernels' bits must not depend on the target. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* exp's argument is clamped to [LO, HI]: below LO, 1 + exp(x) is 1 in f32 anyway (from x < -17);
  * above HI (and from 88.73) exp overflows to +inf, as expf's does. A NaN becomes LO (the input a
  * itself carries it through the division). */

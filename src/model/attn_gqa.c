@@ -7,6 +7,10 @@
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
+/* Elements from which the fused projection's rows are split among the OpenMP threads (a prefill's
+ * 512 tokens x 4,096 floats); a decode step's rows stay on the calling thread. */
+#define SPLIT_PARALLEL_ELEMS (1 << 18)
+
 /* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: one GEMM when fused (its rows
  * [q | k | v] split into the three), else kvci_linear_shared's. */
 static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k, float *v) {
@@ -19,6 +23,7 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
         return kvci_linear_shared(ws->xn, T, 3, m, b, y);
     }
     KVC_TRY(kvci_linear(ws->xn, T, &w->wqkv, NULL, ws->fused));
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= SPLIT_PARALLEL_ELEMS)
     for (int64_t t = 0; t < T; t++) {
         const float *y = ws->fused + t * n;
         memcpy(q + t * nq, y, (size_t)nq * sizeof(float));

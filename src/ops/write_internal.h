@@ -37,6 +37,12 @@ void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv
  * an all-zero group gets 1 / 1. */
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
 
+/* The helpers below give the same bits in every build of them (the AVX-512 builds of norm.c and
+ * rope.c too): no contraction into FMAs, which clang does by default where the target has them. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */
 double kvci_rms_inv(const float *x, int64_t n, float eps);
