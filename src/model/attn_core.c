@@ -67,25 +67,14 @@ static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cach
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
-/* Elements per piece of a conversion shared among the OpenMP threads (a prefill's K or V: 512 tokens
- * x 1,024 channels is 32 pieces); a decode step's few rows stay on the calling thread. Every element
- * is rounded alone, so the split never changes a bit. */
-#define CACHE_ROWS_PIECE (1 << 14)
-
+/* On the calling thread: vectorised, 0.5 M elements (a prefill's K or V) take ~0.06 ms here, less than
+ * an OpenMP region costs on a loaded machine. */
 const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf) {
-    if (t->dtype != KVC_DTYPE_F16 && t->dtype != KVC_DTYPE_BF16) return rows;
-    const bool bf16 = t->dtype == KVC_DTYPE_BF16;
-    uint16_t *y = buf;
-    const int64_t pieces = kvci_cdiv(n, CACHE_ROWS_PIECE);
-#pragma omp parallel for schedule(static) if (pieces > 1)
-    for (int64_t p = 0; p < pieces; p++) {
-        const int64_t i0 = p * CACHE_ROWS_PIECE, m = kvci_min64(CACHE_ROWS_PIECE, n - i0);
-        if (bf16)
-            kvci_f32_to_bf16_n(rows + i0, m, y + i0);
-        else
-            kvci_f32_to_f16_n(rows + i0, m, y + i0);
+    switch (t->dtype) {
+    case KVC_DTYPE_F16: kvci_f32_to_f16_n(rows, n, buf); return buf;
+    case KVC_DTYPE_BF16: kvci_f32_to_bf16_n(rows, n, buf); return buf;
+    default: return rows;
     }
-    return buf;
 }
 
 int64_t kvci_layer_block_size(const kvc_model_caches *cs, const kvc_layer_cache *lc) {

@@ -255,44 +255,36 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-/* Elements from which the half-split RoPE (and its norm) shares the tokens among the OpenMP threads
- * (a prefill's q: 512 tokens x 16 heads x 128); a decode step's rows stay on the calling thread. Each
- * token's heads are computed whole by one thread, so the threads never change a bit. */
-#define ROPE_PARALLEL_ELEMS (1 << 16)
-
-void kvci_fwd_norm_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
-                        const float *norm) {
-    const int64_t rot = s->m->rot_dim, T = s->T, D = s->m->cfg.head_dim;
-    const float eps = (float)s->m->cfg.rms_norm_eps;
-    const float *cos = s->ws->cos, *sin = s->ws->sin;
-#pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
-    for (int64_t t = 0; t < T; t++) {
-        float *row = x + t * row_stride;
-        if (norm) kvci_rmsnorm_rows(row, n_heads, D, stride, norm, eps);
-        kvc_rope_heads_f32(row, n_heads, stride, cos + t * rot, sin + t * rot, rot, false, NULL);
-    }
+void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
+                              const float *norm) {
+    const int64_t rot = s->m->rot_dim;
+    if (norm) kvci_rmsnorm_rows(row, n_heads, s->m->cfg.head_dim, stride, norm, (float)s->m->cfg.rms_norm_eps);
+    kvc_rope_heads_f32(row, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, false, NULL);
 }
+
+/* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
+ * 512 tokens x 16 heads x 128); a decode step's rows stay on the calling thread. Each token is
+ * computed whole by one thread, so the threads never change a bit. */
+#define ROPE_PARALLEL_ELEMS (1 << 16)
 
 void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
                    bool interleaved) {
+    const int64_t rot = s->m->rot_dim, T = s->T;
     if (!interleaved) {
-        kvci_fwd_norm_rope(s, x, n_heads, stride, row_stride, NULL);
+#pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
+        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL);
         return;
     }
-    const int64_t rot = s->m->rot_dim;
-    for (int64_t t = 0; t < s->T; t++)
+    for (int64_t t = 0; t < T; t++)
         kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, true,
                            s->ws->rope_tmp);
 }
 
 /* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
  * row-parallel layer; kvc_model_tp). */
-/* Elements from which the residual sum is shared among the OpenMP threads (a prefill's 512 x 1,024). */
-#define RESIDUAL_PARALLEL_ELEMS (1 << 18)
 
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
-#pragma omp parallel for schedule(static) if (n >= RESIDUAL_PARALLEL_ELEMS)
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
 }

@@ -186,10 +186,6 @@ static kvc_status write_blocks(kvc_tensor *cache, const kvc_paged_geom *g, const
     return KVC_OK;
 }
 
-/* Elements from which kvc_write_slots shares its heads among the OpenMP threads (a prefill's 512
- * tokens x 8 heads x 128); a decode step's rows stay on the calling thread. */
-#define WRITE_PARALLEL_ELEMS (1 << 16)
-
 kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd, const int64_t *slots,
                            int64_t n_slots) {
     kvc_paged_geom g;
@@ -209,15 +205,12 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_
     const int64_t D = g.head_dim;
     /* contiguous runs per (token, head): the whole D for plain orders, c0 for NZ, 1 for BNNDBS */
     const int64_t run = order == KVC_BLOCK_NZ ? g.c0 : order == KVC_BLOCK_BNNDBS ? 1 : D;
-    /* the heads shared among the threads: a slot written twice (the null block) is written by one
-     * thread per head, in token order as on one thread, so the last token's row wins either way */
-#pragma omp parallel for schedule(static) if (g.n_heads > 1 && n_slots * g.n_heads * D >= WRITE_PARALLEL_ELEMS)
-    for (int64_t h = 0; h < g.n_heads; h++)
-        for (int64_t t = 0; t < n_slots; t++) {
-            if (slots[t] == KVC_SLOT_SKIP) continue;
+    for (int64_t t = 0; t < n_slots; t++) {
+        if (slots[t] == KVC_SLOT_SKIP) continue;
+        for (int64_t h = 0; h < g.n_heads; h++)
             for (int64_t d = 0; d < D; d += run)
                 memcpy((char *)cache->data + (size_t)kvci_paged_index(&g, slots[t], h, d) * es,
                        (const char *)upd->data + (size_t)((t * g.n_heads + h) * D + d) * es, (size_t)run * es);
-        }
+    }
     return KVC_OK;
 }

@@ -132,10 +132,10 @@ static void test_slot_duplicates(void **state) {
     assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, skips, T), KVC_OK);
 #endif
 }
-/* A write large enough to share its heads among the threads (64 tokens x 8 heads x 128 channels,
- * bf16): every row lands at its slot, and a slot of the null block written twice holds the later
- * token's row, as on one thread. */
-static void test_slot_scatter_threaded(void **state) {
+/* A prefill-sized bf16 write (64 tokens x 8 heads x 128 channels): every row lands at its slot, a
+ * skipped token writes nothing, and a slot of the null block written twice holds the later token's
+ * row. */
+static void test_slot_scatter_large(void **state) {
     (void)state;
     enum { NB = 20, BS = 4, N = 8, D = 128, T = 64 };
     static uint16_t cache[NB * BS * N * D], upd[T * N * D];
@@ -547,7 +547,7 @@ int main(void) {
         cmocka_unit_test(test_mla_write_token_fp8_nz), cmocka_unit_test(test_quantized_write),
         cmocka_unit_test(test_slot_duplicates),        cmocka_unit_test(test_fp8_write),
         cmocka_unit_test(test_mla_write_fp8),          cmocka_unit_test(test_contiguous_quant),
-        cmocka_unit_test(test_slot_scatter_threaded),  cmocka_unit_test(test_half_rows_match_scalar),
+        cmocka_unit_test(test_slot_scatter_large),     cmocka_unit_test(test_half_rows_match_scalar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
