@@ -19,7 +19,7 @@ kvc_isa kvci_isa_cap(void) {
     return (kvc_isa)c;
 }
 
-bool kvci_isa_runs(kvc_isa t) {
+static bool runs_uncached(kvc_isa t) {
     if (t > kvci_isa_cap()) return false;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
@@ -32,4 +32,13 @@ bool kvci_isa_runs(kvc_isa t) {
 #else
     return t == KVC_ISA_PORTABLE;
 #endif
+}
+
+static int _Atomic runs[KVC_ISA_AMX + 1] = {-1, -1, -1, -1}; /* -1: not asked yet (per-row kernels ask often) */
+
+bool kvci_isa_runs(kvc_isa t) {
+    if (t < KVC_ISA_PORTABLE || t > KVC_ISA_AMX) return false;
+    int r = runs[t];
+    if (r < 0) runs[t] = r = runs_uncached(t);
+    return r != 0;
 }
