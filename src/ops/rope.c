@@ -3,10 +3,8 @@
  * rotations used by the fused MLA write and by the model. Angles are f32
  * products pos * inv_freq[i] as in HF transformers. */
 #include <math.h>
-#include <string.h>
 
 #include "base/internal.h"
-#include "base/isa.h"
 #include "kvcache/ops.h"
 #include "ops/write_internal.h"
 
@@ -119,49 +117,13 @@ void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor,
     }
 }
 
-#define ROPE_BLOCK 16
-
-/* Blocks of pairs through local copies, so that the compiler vectorises them whether or not y is x
- * (the same operations per lane), then the tail. */
-static inline __attribute__((always_inline)) void rope_half(const float *x, const float *cos, const float *sin,
-                                                            int64_t n, float *y) {
+void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y) {
     const int64_t h = n / 2;
-    int64_t i = 0;
-    for (; i + ROPE_BLOCK <= h; i += ROPE_BLOCK) {
-        float x1[ROPE_BLOCK], x2[ROPE_BLOCK], c1[ROPE_BLOCK], c2[ROPE_BLOCK], s1[ROPE_BLOCK], s2[ROPE_BLOCK];
-        float y1[ROPE_BLOCK], y2[ROPE_BLOCK];
-        memcpy(x1, x + i, sizeof x1), memcpy(x2, x + i + h, sizeof x2);
-        memcpy(c1, cos + i, sizeof c1), memcpy(c2, cos + i + h, sizeof c2);
-        memcpy(s1, sin + i, sizeof s1), memcpy(s2, sin + i + h, sizeof s2);
-        for (int k = 0; k < ROPE_BLOCK; k++) {
-            y1[k] = kvci_rope_lane(x1[k], x2[k], c1[k], s1[k], false);
-            y2[k] = kvci_rope_lane(x1[k], x2[k], c2[k], s2[k], true);
-        }
-        memcpy(y + i, y1, sizeof y1), memcpy(y + i + h, y2, sizeof y2);
-    }
-    for (; i < h; i++) {
+    for (int64_t i = 0; i < h; i++) {
         const float x1 = x[i], x2 = x[i + h];
         y[i] = kvci_rope_lane(x1, x2, cos[i], sin[i], false);
         y[i + h] = kvci_rope_lane(x1, x2, cos[i + h], sin[i + h], true);
     }
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* The same loop compiled for AVX-512 (no contraction: C11 mode): the same bits. */
-__attribute__((target("avx512f"))) static void rope_half_avx512(const float *x, const float *cos, const float *sin,
-                                                                int64_t n, float *y) {
-    rope_half(x, cos, sin, n, y);
-}
-#endif
-
-void kvc_rope_half_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (kvci_isa_runs(KVC_ISA_AVX512)) {
-        rope_half_avx512(x, cos, sin, n, y);
-        return;
-    }
-#endif
-    rope_half(x, cos, sin, n, y);
 }
 
 void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y) {

@@ -149,7 +149,8 @@ static void test_rotations(void **state) {
             for (int i = D; i < STRIDE; i++) assert_true(x[h * STRIDE + i] == o[i]); /* past rot_dim untouched */
         }
     }
-    /* half-split over 21 pairs (a block of 16, a tail of 5), in place and apart: kvci_rope_lane's bits */
+    /* half-split over 21 pairs (longer than a 16-lane vector, not a multiple of it), in place and apart:
+     * kvci_rope_lane's bits */
     enum { P = 21 };
     float x[2 * P], y[2 * P], c[2 * P], sv[2 * P], want[2 * P];
     for (int i = 0; i < 2 * P; i++)
