@@ -2,12 +2,13 @@
  * row kernels, one per instruction set, chosen once at run time under the KVC_SIMD cap (base/isa.h).
  *
  * exp is not libm's expf but kvci_silu_exp below, written once as portable C and once per instruction
- * set with the same operations in the same order (fmaf / vfmadd, IEEE max / min, division), so every
- * kernel gives every element the same bits, and an element's result depends on its inputs only.
- * Error against a float64 reference (tests/model/test_model_act.c, 2 M points each; worst measured
- * 0.99 and 2.63 ulp): kvci_silu_exp within 2 ulp of exp for x in [-86, 88.7]; silu(g) * u within
- * 4 ulp of the exact product for g >= -88.7 wherever it is a normal float (below -88.7, exp(-g)
- * overflows and the product is +-0, as with a / (1 + expf(-a))). */
+ * set with the same operations in the same order (products and sums each rounded, no FMA; IEEE max /
+ * min; division), so every kernel gives every element the same bits (a NaN result is NaN in all;
+ * with two NaN operands which payload survives follows the compiler's operand order), and an
+ * element's result depends on its inputs only. Error against a float64 reference
+ * (tests/model/test_model_act.c, 2 M points each; worst measured 0.96 and 2.63 ulp): kvci_silu_exp within 2 ulp of exp
+ * for x in [-86, 88.7]; silu(g) * u within 4 ulp of the exact product for g >= -88.7 wherever it is a normal float
+ * (below -88.7, exp(-g) overflows and the product is +-0, as with a / (1 + expf(-a))). */
 #ifndef KVC_MODEL_ACT_H
 #define KVC_MODEL_ACT_H
 
@@ -40,21 +41,22 @@
 #define KVC_SILU_P5     5.0000001201e-1f
 
 /* exp(x): x clamped (x > LO ? x : LO, the IEEE max of the vector kernels, then x < HI ? x : HI),
- * n = round(x log2 e), r = x - n ln 2 in two fused steps, y = 1 + r + r^2 P(r), times 2^(n-1)
+ * n = round(x log2 e), r = x - n ln 2 in two steps (n ln2_hi exact), y = 1 + r + r^2 P(r) by
+ * Horner, times 2^(n-1)
  * times 2 (n - 1 >= -125 and <= 127 keep the power a normal float; the last product overflows). */
 static inline float kvci_silu_exp(float x) {
     x = x > KVC_SILU_X_LO ? x : KVC_SILU_X_LO;
     x = x < KVC_SILU_X_HI ? x : KVC_SILU_X_HI;
     const float n = (x * KVC_SILU_LOG2E + KVC_SILU_ROUND) - KVC_SILU_ROUND;
-    float r = fmaf(n, -KVC_SILU_LN2_HI, x);
-    r = fmaf(n, -KVC_SILU_LN2_LO, r);
+    float r = x - n * KVC_SILU_LN2_HI;
+    r = r - n * KVC_SILU_LN2_LO;
     float p = KVC_SILU_P0;
-    p = fmaf(p, r, KVC_SILU_P1);
-    p = fmaf(p, r, KVC_SILU_P2);
-    p = fmaf(p, r, KVC_SILU_P3);
-    p = fmaf(p, r, KVC_SILU_P4);
-    p = fmaf(p, r, KVC_SILU_P5);
-    const float y = fmaf(p, r * r, r) + 1.0f;
+    p = p * r + KVC_SILU_P1;
+    p = p * r + KVC_SILU_P2;
+    p = p * r + KVC_SILU_P3;
+    p = p * r + KVC_SILU_P4;
+    p = p * r + KVC_SILU_P5;
+    const float y = (p * (r * r) + r) + 1.0f;
     const uint32_t bits = (uint32_t)((int32_t)n + 126) << 23;
     float s;
     memcpy(&s, &bits, sizeof s);
@@ -68,7 +70,7 @@ static inline float kvci_silu_mul(float a, float u) { return (a / (1.0f + kvci_s
 typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
 
 typedef struct kvc_act_kernel {
-    const char *name; /* "avx512", "avx2-fma", "portable" */
+    const char *name; /* "avx512", "avx2", "portable" */
     kvc_swiglu_row_fn swiglu;
 } kvc_act_kernel;
 

@@ -1,4 +1,4 @@
-/* SwiGLU's gated product on AVX2+FMA (8 lanes) and AVX-512F (16 lanes): kvci_silu_exp and
+/* SwiGLU's gated product on AVX2 (8 lanes) and AVX-512F (16 lanes): kvci_silu_exp and
  * kvci_silu_mul of act.h operation for operation (vmaxps / vminps are the C x > lo ? x : lo and
  * x < hi ? x : hi), the row's tail through the scalar form. Compiled with target attributes; used only
  * when the CPU reports the instruction set. */
@@ -8,7 +8,7 @@
 #include <immintrin.h>
 
 #define TGT512 __attribute__((target("avx512f")))
-#define TGT2   __attribute__((target("avx2,fma")))
+#define TGT2   __attribute__((target("avx2")))
 
 TGT512 static inline __m512 neg512(__m512 a) {
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u)));
@@ -22,15 +22,15 @@ TGT2 static inline __m256 neg256(__m256 a) { return _mm256_xor_ps(a, _mm256_set1
     x = P##_min_ps(x, P##_set1_ps(KVC_SILU_X_HI));                                                                     \
     const V R = P##_set1_ps(KVC_SILU_ROUND);                                                                           \
     const V k = P##_sub_ps(P##_add_ps(P##_mul_ps(x, P##_set1_ps(KVC_SILU_LOG2E)), R), R);                              \
-    V r = P##_fmadd_ps(k, P##_set1_ps(-KVC_SILU_LN2_HI), x);                                                           \
-    r = P##_fmadd_ps(k, P##_set1_ps(-KVC_SILU_LN2_LO), r);                                                             \
+    V r = P##_sub_ps(x, P##_mul_ps(k, P##_set1_ps(KVC_SILU_LN2_HI)));                                                  \
+    r = P##_sub_ps(r, P##_mul_ps(k, P##_set1_ps(KVC_SILU_LN2_LO)));                                                    \
     V p = P##_set1_ps(KVC_SILU_P0);                                                                                    \
-    p = P##_fmadd_ps(p, r, P##_set1_ps(KVC_SILU_P1));                                                                  \
-    p = P##_fmadd_ps(p, r, P##_set1_ps(KVC_SILU_P2));                                                                  \
-    p = P##_fmadd_ps(p, r, P##_set1_ps(KVC_SILU_P3));                                                                  \
-    p = P##_fmadd_ps(p, r, P##_set1_ps(KVC_SILU_P4));                                                                  \
-    p = P##_fmadd_ps(p, r, P##_set1_ps(KVC_SILU_P5));                                                                  \
-    const V y = P##_add_ps(P##_fmadd_ps(p, P##_mul_ps(r, r), r), P##_set1_ps(1.0f));                                   \
+    p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(KVC_SILU_P1));                                                        \
+    p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(KVC_SILU_P2));                                                        \
+    p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(KVC_SILU_P3));                                                        \
+    p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(KVC_SILU_P4));                                                        \
+    p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(KVC_SILU_P5));                                                        \
+    const V y = P##_add_ps(P##_add_ps(P##_mul_ps(p, P##_mul_ps(r, r)), r), P##_set1_ps(1.0f));                         \
     const V s = P##_castsi##PI##_ps(P##_slli_epi32(P##_add_epi32(P##_cvtps_epi32(k), P##_set1_epi32(126)), 23));       \
     const V e = P##_mul_ps(P##_mul_ps(y, s), P##_set1_ps(2.0f));                                                       \
     P##_storeu_ps(out + j, P##_mul_ps(P##_div_ps(a, P##_add_ps(P##_set1_ps(1.0f), e)), b))
@@ -52,7 +52,7 @@ TGT2 static void swiglu_avx2(const float *g, const float *u, int64_t n, float *o
 }
 
 static const kvc_act_kernel k512 = {"avx512", swiglu_avx512};
-static const kvc_act_kernel k2 = {"avx2-fma", swiglu_avx2};
+static const kvc_act_kernel k2 = {"avx2", swiglu_avx2};
 
 const kvc_act_kernel *kvci_act_avx512_kernel(void) { return &k512; }
 const kvc_act_kernel *kvci_act_avx2_kernel(void) { return &k2; }
