@@ -5,6 +5,8 @@
 #ifndef KVC_BASE_ISA_H
 #define KVC_BASE_ISA_H
 
+#include <stdbool.h>
+
 typedef enum kvc_isa {
     KVC_ISA_PORTABLE = 0,
     KVC_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
@@ -14,5 +16,9 @@ typedef enum kvc_isa {
 
 /* The cap: KVC_SIMD's value, KVC_ISA_AMX when it is unset or names none of the four. */
 kvc_isa kvci_isa_cap(void);
+
+/* Whether kernels of tier t may run here: t at or below the cap, and the CPU reports it (AVX2: AVX2 and
+ * FMA; AVX-512: F and BW; AMX: never, its kernels check their own grant). Portable: always. */
+bool kvci_isa_runs(kvc_isa t);
 
 #endif

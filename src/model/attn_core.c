@@ -7,7 +7,7 @@
 
 #include "base/dtype_traits.h"
 #include "base/internal.h"
-#include "kvcache/half.h"
+#include "base/half_rows.h"
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
@@ -67,14 +67,12 @@ static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cach
     return (k && k->slot_mapping && k->block_table) ? k : NULL;
 }
 
+/* On the calling thread: vectorised, 0.5 M elements (a prefill's K or V) take ~0.06 ms here, less than
+ * an OpenMP region costs on a loaded machine. */
 const void *kvci_cache_rows(const kvc_tensor *t, const float *rows, int64_t n, void *buf) {
     switch (t->dtype) {
-    case KVC_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_f16(rows[i]);
-        return buf;
-    case KVC_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = kvc_f32_to_bf16(rows[i]);
-        return buf;
+    case KVC_DTYPE_F16: kvci_f32_to_f16_n(rows, n, buf); return buf;
+    case KVC_DTYPE_BF16: kvci_f32_to_bf16_n(rows, n, buf); return buf;
     default: return rows;
     }
 }

@@ -7,25 +7,45 @@
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
-/* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: one GEMM when fused (its rows
- * [q | k | v] split into the three), else kvci_linear_shared's. */
-static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k, float *v) {
+/* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: kvci_linear_shared's, or one GEMM
+ * when fused (*fused then holds its rows [q | k | v], split by qkv_rows). */
+static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k, float *v,
+                              const float **fused) {
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
+    *fused = NULL;
     if (!w->wqkv.data) {
         const kvc_wmat *m[3] = {&w->wq, &w->wk, &w->wv};
         const float *b[3] = {w->bq, w->bk, w->bv};
         float *y[3] = {q, k, v};
-        return kvci_linear_shared(ws->xn, T, 3, m, b, y);
+        return kvci_linear_shared(ws->xn, s->T, 3, m, b, y);
     }
-    KVC_TRY(kvci_linear(ws->xn, T, &w->wqkv, NULL, ws->fused));
+    *fused = ws->fused;
+    return kvci_linear(ws->xn, s->T, &w->wqkv, NULL, ws->fused);
+}
+
+/* Elements from which qkv_rows shares the tokens among the OpenMP threads (a prefill's 512 tokens x
+ * 4,096 floats); a decode step's rows stay on the calling thread. */
+#define QKV_PARALLEL_ELEMS (1 << 16)
+
+/* Each token's q / k / v rows split from the fused projection's row (fused not NULL), then its q
+ * and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated: one parallel region over
+ * the tokens, each token whole on one thread (the threads never change a bit). */
+static void qkv_rows(const kvc_fwd_step *s, const kvc_layer_weights *w, const float *fused, float *q, float *k,
+                     float *v) {
+    const kvc_model_config *c = &s->m->cfg;
+    const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
     for (int64_t t = 0; t < T; t++) {
-        const float *y = ws->fused + t * n;
-        memcpy(q + t * nq, y, (size_t)nq * sizeof(float));
-        memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
-        memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
+        if (fused) {
+            const float *y = fused + t * n;
+            memcpy(q + t * nq, y, (size_t)nq * sizeof(float));
+            memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
+            memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
+        }
+        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, w->q_norm);
+        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, w->k_norm);
     }
-    return KVC_OK;
 }
 
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
@@ -38,15 +58,10 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     float *k = ws->k; /* [T, nKV, D] */
     float *v = ws->v; /* [T, nKV, D] */
     double t0 = kvci_sp_begin();
-    KVC_TRY(project_qkv(s, w, q, k, v));
+    const float *fused = NULL;
+    KVC_TRY(project_qkv(s, w, q, k, v, &fused));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    const float eps = (float)c->rms_norm_eps;
-    if (w->q_norm) {
-        kvc_rmsnorm_rows_f32(q, T * nH, D, D, w->q_norm, eps);
-        kvc_rmsnorm_rows_f32(k, T * nKV, D, D, w->k_norm, eps);
-    }
-    kvci_fwd_rope(s, q, nH, D, nH * D, false);
-    kvci_fwd_rope(s, k, nKV, D, nKV * D, false);
+    qkv_rows(s, w, fused, q, k, v); /* the fused rows' split is timed with the q/k norms and RoPE */
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,

@@ -11,6 +11,7 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
+#include "ops/write_internal.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci_max64(b, c)); }
 
@@ -254,16 +255,34 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 
 /* ---- the pass ------------------------------------------------------------------ */
 
+void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
+                              const float *norm) {
+    const int64_t rot = s->m->rot_dim;
+    if (norm) kvci_rmsnorm_rows(row, n_heads, s->m->cfg.head_dim, stride, norm, (float)s->m->cfg.rms_norm_eps);
+    kvc_rope_heads_f32(row, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, false, NULL);
+}
+
+/* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
+ * 512 tokens x 16 heads x 128); a decode step's rows stay on the calling thread. Each token is
+ * computed whole by one thread, so the threads never change a bit. */
+#define ROPE_PARALLEL_ELEMS (1 << 16)
+
 void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
                    bool interleaved) {
-    const int64_t rot = s->m->rot_dim;
-    for (int64_t t = 0; t < s->T; t++)
-        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot,
-                           interleaved, s->ws->rope_tmp);
+    const int64_t rot = s->m->rot_dim, T = s->T;
+    if (!interleaved) {
+#pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
+        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL);
+        return;
+    }
+    for (int64_t t = 0; t < T; t++)
+        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, true,
+                           s->ws->rope_tmp);
 }
 
 /* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
  * row-parallel layer; kvc_model_tp). */
+
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
@@ -312,8 +331,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
         t0 = kvci_sp_begin();
-        memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->in_norm, eps);
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->in_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
@@ -321,8 +339,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);
-        kvc_rmsnorm_rows_f32(ws->xn, T, H, H, w->post_norm, eps);
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->post_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();

@@ -244,7 +244,7 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
  * file that could not be written; on failure nothing written stays behind. */
 kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
-/* ---- kernels (layers.c) --------------------------------------------------- */
+/* ---- kernels (wmat.c, act.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear) for a one-matrix W
  * (in = cols, out = rows), batch-invariant (gemm.h, gemm_bf16.h); KVC_ENOMEM from
@@ -255,7 +255,7 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
  * parallel region, x quantized once), the others one call each. */
 kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
                               float *const *y);
-/* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out). */
+/* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out); silu's exp is act.h's. */
 void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -1,6 +1,10 @@
-/* RMSNorm, the one implementation of the library (fused MLA write, model). */
+/* RMSNorm, the one implementation of the library (fused MLA write, model). A row's inverse RMS is
+ * one double accumulator over its elements in order; rows normalised together interleave their
+ * accumulators (so that their additions overlap) without changing any row's order, so a row's bits
+ * never depend on the rows beside it, the threads or the instruction set. */
 #include <math.h>
 
+#include "base/isa.h"
 #include "kvcache/ops.h"
 #include "ops/write_internal.h"
 
@@ -10,17 +14,81 @@ double kvci_rms_inv(const float *x, int64_t n, float eps) {
     return 1.0 / sqrt(ss / (double)n + (double)eps);
 }
 
-void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y) {
-    const double inv = kvci_rms_inv(x, n, eps);
+static inline __attribute__((always_inline)) void scale_row(const float *x, const float *gamma, int64_t n, double inv,
+                                                            float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = kvci_rms_scaled(x[i], inv, gamma[i]);
 }
 
+void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y) {
+    scale_row(x, gamma, n, kvci_rms_inv(x, n, eps), y);
+}
+
+#define GROUP 8 /* rows normalised together */
+
+/* Rows r < R (R <= GROUP) of x, ld apart, normalised into y (rows ld apart; y may be x):
+ * kvc_rmsnorm_f32's bits. */
+static inline __attribute__((always_inline)) void norm_group(const float *x, int R, int64_t n, int64_t ld,
+                                                             const float *gamma, float eps, float *y) {
+    double inv[GROUP];
+    if (R == GROUP) {
+        double ss[GROUP] = {0.0};
+        for (int64_t i = 0; i < n; i++)
+            for (int r = 0; r < GROUP; r++) ss[r] += (double)x[r * ld + i] * (double)x[r * ld + i];
+        for (int r = 0; r < GROUP; r++) inv[r] = 1.0 / sqrt(ss[r] / (double)n + (double)eps);
+    } else {
+        for (int r = 0; r < R; r++) inv[r] = kvci_rms_inv(x + r * ld, n, eps);
+    }
+    for (int r = 0; r < R; r++) scale_row(x + r * ld, gamma, n, inv[r], y + r * ld);
+}
+
+static inline __attribute__((always_inline)) void norm_rows(const float *x, int64_t n_rows, int64_t n, int64_t ld,
+                                                            const float *gamma, float eps, float *y) {
+    for (int64_t r = 0; r < n_rows; r += GROUP)
+        norm_group(x + r * ld, (int)(n_rows - r < GROUP ? n_rows - r : GROUP), n, ld, gamma, eps, y + r * ld);
+}
+
+static void norm_rows_base(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                           float *y) {
+    norm_rows(x, n_rows, n, ld, gamma, eps, y);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The same loops compiled for AVX-512 (vectorised by the compiler, no contraction: C11 mode): the same bits. */
+__attribute__((target("avx512f"))) static void norm_rows_avx512(const float *x, int64_t n_rows, int64_t n, int64_t ld,
+                                                                const float *gamma, float eps, float *y) {
+    norm_rows(x, n_rows, n, ld, gamma, eps, y);
+}
+#endif
+
+void kvci_rmsnorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                          float *y) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (kvci_isa_runs(KVC_ISA_AVX512)) {
+        norm_rows_avx512(x, n_rows, n, ld, gamma, eps, y);
+        return;
+    }
+#endif
+    norm_rows_base(x, n_rows, n, ld, gamma, eps, y);
+}
+
+void kvci_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps) {
+    kvci_rmsnorm_rows_to(x, n_rows, n, ld, gamma, eps, x);
+}
+
 /* Elements from which the rows are shared among the OpenMP threads (a prefill's norms: 512 tokens x
- * 1,024 channels); a decode step's rows stay on the calling thread. Each row is computed whole by
- * one thread, so the threads never change a bit. */
+ * 1,024 channels), in whole groups; a decode step's rows stay on the calling thread. */
 #define RMSNORM_PARALLEL_ELEMS (1 << 18)
 
-void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps) {
+void kvci_rmsnorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                               float *y) {
+    const int64_t groups = (n_rows + GROUP - 1) / GROUP;
 #pragma omp parallel for schedule(static) if (n_rows > 16 && n_rows * n >= RMSNORM_PARALLEL_ELEMS)
-    for (int64_t r = 0; r < n_rows; r++) kvc_rmsnorm_f32(x + r * ld, gamma, n, eps, x + r * ld);
+    for (int64_t g = 0; g < groups; g++) {
+        const int64_t r0 = g * GROUP;
+        kvci_rmsnorm_rows_to(x + r0 * ld, n_rows - r0 < GROUP ? n_rows - r0 : GROUP, n, ld, gamma, eps, y + r0 * ld);
+    }
+}
+
+void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps) {
+    kvci_rmsnorm_rows_threads(x, n_rows, n, ld, gamma, eps, x);
 }

@@ -37,12 +37,26 @@ void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv
  * an all-zero group gets 1 / 1. */
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
 
+/* The helpers below give the same bits in every build of them (the AVX-512 builds of norm.c and
+ * rope.c too): no contraction into FMAs, which clang does by default where the target has them. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */
 double kvci_rms_inv(const float *x, int64_t n, float eps);
 static inline float kvci_rms_scaled(float x, double inv, float gamma) {
     return (float)((double)x * inv * (double)gamma);
 }
+/* kvc_rmsnorm_rows_f32 from rows x [n_rows, n] ld apart into y (rows ld apart; y may be x), each row
+ * with kvc_rmsnorm_f32's bits (norm.c): _threads shares the rows among the OpenMP threads as
+ * kvc_rmsnorm_rows_f32 does, _to runs on the calling thread; kvci_rmsnorm_rows is _to in place. */
+void kvci_rmsnorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                               float *y);
+void kvci_rmsnorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
+                          float *y);
+void kvci_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
 
 /* One RoPE output lane from the pair (x1, x2): the first-half lane
  * x1 cos - x2 sin, or the second-half lane x2 cos + x1 sin. */

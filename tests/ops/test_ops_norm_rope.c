@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kvcache/ops.h"
+#include "ops/write_internal.h"
 
 #define PI 3.14159265358979323846
 
@@ -148,25 +149,48 @@ static void test_rotations(void **state) {
             for (int i = D; i < STRIDE; i++) assert_true(x[h * STRIDE + i] == o[i]); /* past rot_dim untouched */
         }
     }
+    /* half-split over 21 pairs (longer than a 16-lane vector, not a multiple of it), in place and apart:
+     * kvci_rope_lane's bits */
+    enum { P = 21 };
+    float x[2 * P], y[2 * P], c[2 * P], sv[2 * P], want[2 * P];
+    for (int i = 0; i < 2 * P; i++)
+        x[i] = (float)sin(0.91 * i) * 3.0f, c[i] = (float)cos(0.13 * i), sv[i] = (float)sin(0.29 * i);
+    for (int i = 0; i < 2 * P; i++) want[i] = kvci_rope_lane(x[i % P], x[i % P + P], c[i], sv[i], i >= P);
+    kvc_rope_half_f32(x, c, sv, 2 * P, y);
+    assert_memory_equal(y, want, sizeof y);
+    kvc_rope_half_f32(x, c, sv, 2 * P, x);
+    assert_memory_equal(x, want, sizeof x);
 }
 
+/* 11 rows (a group of 8 normalised together, then 3) against a float64 formula, each bitwise equal to
+ * kvc_rmsnorm_f32 alone; row 9 all zeros, row 10 tiny (subnormal) and huge values; the padding
+ * between rows untouched. */
 static void test_rmsnorm_rows(void **state) {
     (void)state;
-    enum { R = 3, N = 37, LD = 40 };
-    float x[R * LD], orig[R * LD], g[N];
+    enum { R = 11, N = 37, LD = 40 };
+    float x[R * LD], orig[R * LD], g[N], y[N];
     for (int i = 0; i < R * LD; i++) orig[i] = x[i] = (float)cos(0.3 * i) * (float)(1 + i % 5);
-    for (int i = 0; i < N; i++) g[i] = 0.5f + 0.01f * (float)i;
+    for (int i = 0; i < N; i++) {
+        orig[9 * LD + i] = x[9 * LD + i] = 0.0f;
+        orig[10 * LD + i] = x[10 * LD + i] = i % 2 ? 1e-40f * (float)i : 1e30f * (float)(i % 5);
+        g[i] = 0.5f + 0.01f * (float)i;
+    }
     kvc_rmsnorm_rows_f32(x, R, N, LD, g, 1e-6f);
     for (int r = 0; r < R; r++) {
         double ss = 0;
         for (int i = 0; i < N; i++) ss += (double)orig[r * LD + i] * orig[r * LD + i];
         const double inv = 1.0 / sqrt(ss / N + 1e-6);
-        for (int i = 0; i < N; i++) assert_true(rel(x[r * LD + i], orig[r * LD + i] * inv * g[i]) < 1e-6);
+        for (int i = 0; i < N; i++)
+            assert_true(fabs(x[r * LD + i] - orig[r * LD + i] * inv * g[i]) <=
+                        1e-6 * fabs(orig[r * LD + i] * inv * g[i]) + 1e-45);
         for (int i = N; i < LD; i++) assert_true(x[r * LD + i] == orig[r * LD + i]);
+        kvc_rmsnorm_f32(orig + r * LD, g, N, 1e-6f, y);
+        assert_memory_equal(y, x + r * LD, sizeof y);
     }
 }
 
-/* Rows enough to take the threads (300 x 1,024): each row bitwise equal to kvc_rmsnorm_f32 alone. */
+/* Rows enough to take the threads (300 x 1,024), in place and out of place: each row bitwise equal to
+ * kvc_rmsnorm_f32 alone. */
 static void test_rmsnorm_rows_threads(void **state) {
     (void)state;
     enum { R = 300, N = 1024 };
@@ -177,12 +201,16 @@ static void test_rmsnorm_rows_threads(void **state) {
     float *orig = malloc(sizeof(float) * R * N);
     assert_non_null(orig);
     memcpy(orig, x, sizeof(float) * R * N);
+    float *z = malloc(sizeof(float) * R * N);
+    assert_non_null(z);
+    kvci_rmsnorm_rows_threads(x, R, N, N, g, 1e-6f, z); /* out of place, the model's form */
     kvc_rmsnorm_rows_f32(x, R, N, N, g, 1e-6f);
+    assert_memory_equal(z, x, sizeof(float) * R * N);
     for (int r = 0; r < R; r++) {
         kvc_rmsnorm_f32(orig + r * N, g, N, 1e-6f, y);
         assert_memory_equal(y, x + r * N, sizeof(float) * N);
     }
-    free(x), free(y), free(orig);
+    free(x), free(y), free(orig), free(z);
 }
 
 int main(void) {

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "base/half_rows.h"
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 #include "ops/elem.h"
@@ -131,6 +132,54 @@ static void test_slot_duplicates(void **state) {
     assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, skips, T), KVC_OK);
 #endif
 }
+/* A prefill-sized bf16 write (64 tokens x 8 heads x 128 channels): every row lands at its slot, a
+ * skipped token writes nothing, and a slot of the null block written twice holds the later token's
+ * row. */
+static void test_slot_scatter_large(void **state) {
+    (void)state;
+    enum { NB = 20, BS = 4, N = 8, D = 128, T = 64 };
+    static uint16_t cache[NB * BS * N * D], upd[T * N * D];
+    for (int i = 0; i < NB * BS * N * D; i++) cache[i] = 0xffff;
+    for (int i = 0; i < T * N * D; i++) upd[i] = (uint16_t)(i * 7 + 1);
+    int64_t slots[T];
+    for (int t = 0; t < T; t++) slots[t] = t < 4 ? t % 2 : t == 9 ? KVC_SLOT_SKIP : BS + t; /* 0, 1, 0, 1 */
+    kvc_tensor c = tensor4(cache, KVC_DTYPE_BF16, NB, BS, N, D), u = tensor3(upd, KVC_DTYPE_BF16, T, N, D);
+    assert_int_equal(kvc_write_slots(&c, KVC_BLOCK_BNBSND, &u, slots, T), KVC_OK);
+    for (int t = 2; t < T; t++) /* tokens 0 and 1 overwritten by 2 and 3 */
+        if (slots[t] != KVC_SLOT_SKIP)
+            assert_memory_equal(cache + slots[t] * N * D, upd + t * N * D, N * D * sizeof(uint16_t));
+    assert_true(cache[(BS + 9) * N * D] == 0xffff);
+}
+
+/* The row converters give the scalar API's bits: edge cases (signed zeros, subnormals, the largest
+ * finite values, ties, infinities, quiet and signalling NaNs with payloads) and random bit patterns. */
+static void test_half_rows_match_scalar(void **state) {
+    (void)state;
+    enum { N = 4099 };
+    static float x[N];
+    static uint16_t y[N];
+    static const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu,
+                                    0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                    0x7f800001u, 0xff8fffffu, 0x3f808000u, 0x3f818000u, 0x477ff000u,
+                                    0x477fefffu, 0x33000000u, 0x38800000u, 0x387fffffu, 0x7f7f8000u};
+    uint32_t r = 12345u;
+    for (int i = 0; i < N; i++) {
+        uint32_t b = edge[i % (int)(sizeof edge / sizeof edge[0])];
+        if (i >= 64) b = r = r * 1664525u + 1013904223u;
+        memcpy(x + i, &b, sizeof b);
+    }
+    for (int i = 0; i < 2; i++) {
+        const int n = i ? N : 37; /* a vector tail, then none of it */
+        if (i)
+            kvci_f32_to_f16_n(x, n, y);
+        else
+            kvci_f32_to_bf16_n(x, n, y);
+        for (int j = 0; j < n; j++) assert_int_equal(y[j], i ? kvc_f32_to_f16(x[j]) : kvc_f32_to_bf16(x[j]));
+    }
+    kvci_f32_to_bf16_n(x, N, y);
+    for (int j = 0; j < N; j++) assert_int_equal(y[j], kvc_f32_to_bf16(x[j]));
+}
+
 static void test_slot_scatter_bnnbsd(void **state) {
     (void)state;
     check_slot_scatter(KVC_BLOCK_BNNBSD);
@@ -498,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_mla_write_token_fp8_nz), cmocka_unit_test(test_quantized_write),
         cmocka_unit_test(test_slot_duplicates),        cmocka_unit_test(test_fp8_write),
         cmocka_unit_test(test_mla_write_fp8),          cmocka_unit_test(test_contiguous_quant),
+        cmocka_unit_test(test_slot_scatter_large),     cmocka_unit_test(test_half_rows_match_scalar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

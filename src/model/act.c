@@ -1,0 +1,45 @@
+/* SwiGLU's gated product (act.h): the portable kernel, the choice of kernel, and the row loop of the
+ * MLP, which shares rows among the OpenMP threads. Each element is computed alone, so neither the
+ * kernel nor the threads change a bit. */
+#include "model/act.h"
+
+#include "base/isa.h"
+#include "model/model_internal.h"
+
+static void swiglu_portable(const float *g, const float *u, int64_t n, float *out) {
+    for (int64_t j = 0; j < n; j++) out[j] = kvci_silu_mul(g[j], u[j]);
+}
+
+static const kvc_act_kernel portable = {"portable", swiglu_portable};
+
+int kvci_act_kernels(const kvc_act_kernel **out) {
+    int n = 0;
+    const kvc_act_kernel *k512 = kvci_act_avx512_kernel(), *k2 = kvci_act_avx2_kernel();
+    if (k512 && kvci_isa_runs(KVC_ISA_AVX512)) out[n++] = k512;
+    if (k2 && kvci_isa_runs(KVC_ISA_AVX2)) out[n++] = k2;
+    out[n++] = &portable;
+    return n;
+}
+
+static const kvc_act_kernel *_Atomic active;
+
+const kvc_act_kernel *kvci_act_active(void) {
+    const kvc_act_kernel *a = active;
+    if (!a) {
+        const kvc_act_kernel *all[3];
+        kvci_act_kernels(all);
+        active = a = all[0];
+    }
+    return a;
+}
+
+/* Elements from which a prefill's SwiGLU takes the OpenMP threads (512 tokens of intermediate 3,072
+ * are 1.5 M); every decode step of up to 16 rows of a 0.6B-8B model stays below it, on the calling
+ * thread. */
+#define SWIGLU_PARALLEL_ELEMS (1 << 16)
+
+void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out) {
+    const kvc_swiglu_row_fn row = kvci_act_active()->swiglu;
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
+    for (int64_t t = 0; t < T; t++) row(g + t * ld, u + t * ld, n, out + t * ld_out);
+}

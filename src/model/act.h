@@ -1,0 +1,87 @@
+/* The SiLU-gated product of the SwiGLU MLP, out = silu(g) * u with silu(a) = a / (1 + exp(-a)), by
+ * row kernels, one per instruction set, chosen once at run time under the KVC_SIMD cap (base/isa.h).
+ *
+ * exp is not libm's expf but kvci_silu_exp below, written once as portable C and once per instruction
+ * set with the same operations in the same order (products and sums each rounded, no FMA; IEEE max /
+ * min; division), so every kernel gives every element the same bits (a NaN result is NaN in all;
+ * with two NaN operands which payload survives follows the compiler's operand order), and an
+ * element's result depends on its inputs only. Error against a float64 reference
+ * (tests/model/test_model_act.c, 2 M points each; worst measured 0.96 and 2.63 ulp): kvci_silu_exp within 2 ulp of exp
+ * for x in [-86, 88.7]; silu(g) * u within 4 ulp of the exact product for g >= -88.7 wherever it is a normal float
+ * (below -88.7, exp(-g) overflows and the product is +-0, as with a / (1 + expf(-a))). */
+#ifndef KVC_MODEL_ACT_H
+#define KVC_MODEL_ACT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* No contraction of a * b + c into an FMA where the code does not ask for one (clang contracts by
+ * default where the target has FMA, e.g. in the AVX kernels' scalar tails; GCC does not in C11
+ * mode): the kernels' bits must not depend on the target. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* exp's argument is clamped to [LO, HI]: below LO, 1 + exp(x) is 1 in f32 anyway (from x < -17);
+ * above HI (and from 88.73) exp overflows to +inf, as expf's does. A NaN becomes LO (the input a
+ * itself carries it through the division). */
+#define KVC_SILU_X_LO  (-86.0f)
+#define KVC_SILU_X_HI  88.8f
+#define KVC_SILU_LOG2E 1.44269504088896341f
+#define KVC_SILU_ROUND 12582912.0f /* 1.5 * 2^23: (t + R) - R rounds t to an integer, ties to even */
+/* ln 2 in two parts and the Cephes expf polynomial (P0 highest), on |r| <= ln 2 / 2 */
+#define KVC_SILU_LN2_HI 0.693359375f
+#define KVC_SILU_LN2_LO (-2.12194440e-4f)
+#define KVC_SILU_P0     1.9875691500e-4f
+#define KVC_SILU_P1     1.3981999507e-3f
+#define KVC_SILU_P2     8.3334519073e-3f
+#define KVC_SILU_P3     4.1665795894e-2f
+#define KVC_SILU_P4     1.6666665459e-1f
+#define KVC_SILU_P5     5.0000001201e-1f
+
+/* exp(x): x clamped (x > LO ? x : LO, the IEEE max of the vector kernels, then x < HI ? x : HI),
+ * n = round(x log2 e), r = x - n ln 2 in two steps (n ln2_hi exact), y = 1 + r + r^2 P(r) by
+ * Horner, times 2^(n-1)
+ * times 2 (n - 1 >= -125 and <= 127 keep the power a normal float; the last product overflows). */
+static inline float kvci_silu_exp(float x) {
+    x = x > KVC_SILU_X_LO ? x : KVC_SILU_X_LO;
+    x = x < KVC_SILU_X_HI ? x : KVC_SILU_X_HI;
+    const float n = (x * KVC_SILU_LOG2E + KVC_SILU_ROUND) - KVC_SILU_ROUND;
+    float r = x - n * KVC_SILU_LN2_HI;
+    r = r - n * KVC_SILU_LN2_LO;
+    float p = KVC_SILU_P0;
+    p = p * r + KVC_SILU_P1;
+    p = p * r + KVC_SILU_P2;
+    p = p * r + KVC_SILU_P3;
+    p = p * r + KVC_SILU_P4;
+    p = p * r + KVC_SILU_P5;
+    const float y = (p * (r * r) + r) + 1.0f;
+    const uint32_t bits = (uint32_t)((int32_t)n + 126) << 23;
+    float s;
+    memcpy(&s, &bits, sizeof s);
+    return (y * s) * 2.0f;
+}
+
+/* silu(a) * u of one element, as every kernel computes it. */
+static inline float kvci_silu_mul(float a, float u) { return (a / (1.0f + kvci_silu_exp(-a))) * u; }
+
+/* out[j] = silu(g[j]) * u[j] for j < n; out may be g or u. */
+typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
+
+typedef struct kvc_act_kernel {
+    const char *name; /* "avx512", "avx2", "portable" */
+    kvc_swiglu_row_fn swiglu;
+} kvc_act_kernel;
+
+/* The kernels this CPU runs under the KVC_SIMD cap, best first (at most 3; portable always last). */
+int kvci_act_kernels(const kvc_act_kernel **out /* [3] */);
+/* The kernel kvci_swiglu uses: the first of kvci_act_kernels. */
+const kvc_act_kernel *kvci_act_active(void);
+
+/* The per-ISA kernels (act_x86.c); NULL when the compiler cannot build them. The CPU check is the
+ * caller's. */
+const kvc_act_kernel *kvci_act_avx512_kernel(void);
+const kvc_act_kernel *kvci_act_avx2_kernel(void);
+
+#endif

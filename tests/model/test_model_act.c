@@ -1,0 +1,141 @@
+/* SwiGLU's gated product (src/model/act.h): every kernel this CPU runs gives the portable kernel's
+ * bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
+ * states hold against a float64 reference. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model/act.h"
+#include "model/model_internal.h"
+
+static float from_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+
+/* Ulps between f and the float64 value r, in units of r's f32 ulp (r normal). */
+static double ulps(float f, double r) {
+    int e = 0;
+    frexp(r, &e);
+    return fabs((double)f - r) / ldexp(1.0, e - 24);
+}
+
+/* got[i] has want[i]'s bits, or both are NaN: with two NaN operands (g and u, or -inf / inf and a NaN
+ * u) which payload survives depends on the compiler's operand order of a commutative product. */
+static void assert_same(const float *got, const float *want, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            assert_true(isnan(got[i]));
+            continue;
+        }
+        uint32_t a, b;
+        memcpy(&a, got + i, sizeof a), memcpy(&b, want + i, sizeof b);
+        if (a != b) fail_msg("element %lld: %08x, want %08x", (long long)i, (unsigned)a, (unsigned)b);
+    }
+}
+
+enum { N = 1 << 20 };
+static float g[N + 3], u[N + 3], want[N + 3], got[N + 3];
+
+static void test_kernels_same_bits(void **state) {
+    (void)state;
+    static const uint32_t edge[] = {
+        0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu, 0x00800000u, 0x80800000u,
+        0x3f800000u, 0xbf800000u, 0x42a00000u, 0xc2a00000u, 0x42ac0000u, 0xc2ac0000u, 0x42b00000u, 0xc2b00000u,
+        0x42b17218u, 0xc2b17218u, 0x42b17219u, 0xc2b17219u, 0x42b20000u, 0xc2b20000u, 0x42c80000u, 0xc2c80000u,
+        0x7149f2cau, 0xf149f2cau, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u,
+        0x7fa00001u, 0xffd00007u, 0x41880000u, 0xc1880000u, 0x3f000000u, 0xbf000000u, 0x34000000u, 0xb4000000u};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    uint32_t s = 7u;
+    for (int i = 0; i < N + 3; i++) {
+        const uint32_t r = lcg(&s);
+        if (i < ne * ne) { /* every edge value against every edge value */
+            g[i] = from_bits(edge[i % ne]);
+            u[i] = from_bits(edge[i / ne]);
+        } else if (i % 3 == 0) { /* any bit pattern */
+            g[i] = from_bits(r);
+            u[i] = from_bits(lcg(&s));
+        } else { /* the range where silu bends, and a little beyond the exp clamps */
+            g[i] = -95.0f + 190.0f * (float)(r >> 8) / 16777216.0f * (i % 3 == 1 ? 1.0f : 0.25f);
+            u[i] = (float)(lcg(&s) >> 8) / 8388608.0f - 1.0f;
+        }
+    }
+    for (int i = 0; i < N + 3; i++) want[i] = kvci_silu_mul(g[i], u[i]);
+    const kvc_act_kernel *ks[3];
+    const int nk = kvci_act_kernels(ks);
+    assert_string_equal(ks[nk - 1]->name, "portable");
+    assert_ptr_equal(kvci_act_active(), ks[0]);
+    for (int k = 0; k < nk; k++)
+        for (int off = 0; off < 3; off++) { /* unaligned rows, tails of every length */
+            const int64_t n = N - 13 * off;
+            memset(got, 0, sizeof got);
+            ks[k]->swiglu(g + off, u + off, n, got + off);
+            assert_same(got + off, want + off, n);
+            memcpy(got, g, sizeof got); /* in place, out == g */
+            ks[k]->swiglu(got + off, u + off, n, got + off);
+            assert_same(got + off, want + off, n);
+        }
+    /* the row loop, threaded at this size, gives the same bits */
+    kvci_swiglu(g, u, 64, 1024, 1024, got, 1024);
+    assert_same(got, want, 64 * 1024);
+}
+
+/* Special values: silu(+inf) = +inf, silu(-inf) = NaN (-inf / inf, as a / (1 + expf(-a))), NaN in
+ * gives NaN, silu(-100) = -0 (exp(100) overflows), silu(+-0) = +-0. */
+static void test_special_values(void **state) {
+    (void)state;
+    assert_true(kvci_silu_mul(INFINITY, 1.0f) == INFINITY);
+    assert_true(isnan(kvci_silu_mul(-INFINITY, 1.0f)));
+    assert_true(isnan(kvci_silu_mul(NAN, 1.0f)));
+    const float m = kvci_silu_mul(-100.0f, 1.0f), z = kvci_silu_mul(-0.0f, 1.0f);
+    assert_true(m == 0.0f && signbit(m));
+    assert_true(z == 0.0f && signbit(z));
+    assert_true(kvci_silu_exp(89.0f) == INFINITY);
+    assert_true(kvci_silu_exp(88.72f) < INFINITY);
+    assert_true(kvci_silu_exp(0.0f) == 1.0f);
+}
+
+/* exp within 2 ulp on [-86, 88.7]; silu(g) * u for g >= -88.7 (below, exp(-g) overflows and the
+ * product is +-0, as with expf) within 4 ulp of the float64 value wherever that is a normal float,
+ * else within 4 subnormal ulps. */
+static void test_error_bounds(void **state) {
+    (void)state;
+    double worst_exp = 0.0, worst_silu = 0.0;
+    for (int i = 0; i <= 2000000; i++) {
+        const float x = -86.0f + 174.7f * (float)i / 2000000.0f;
+        worst_exp = fmax(worst_exp, ulps(kvci_silu_exp(x), exp((double)x)));
+    }
+    uint32_t s = 3u;
+    for (int i = 0; i < 2000000; i++) {
+        const uint32_t r = lcg(&s);
+        const float a = i < 1000000 ? -90.0f + 180.0f * (float)(r >> 8) / 16777216.0f
+                                    : from_bits(r & 0xbfffffffu) * (r & 1 ? 1.0f : -1.0f);
+        const float b = i % 2 ? 1.0f : (float)(lcg(&s) >> 8) / 8388608.0f - 1.0f;
+        if (!isfinite(a) || a < -88.7f) continue; /* below, exp(-a) overflows: +-0, as with expf */
+        const double ref = (double)a / (1.0 + exp(-(double)a)) * (double)b;
+        const float f = kvci_silu_mul(a, b);
+        if (fabs(ref) >= FLT_MIN)
+            worst_silu = fmax(worst_silu, ulps(f, ref));
+        else
+            assert_true(fabs((double)f - ref) <= 4.0 * ldexp(1.0, -149));
+    }
+    print_message("exp worst %.2f ulp, silu(g) * u worst %.2f ulp\n", worst_exp, worst_silu);
+    assert_true(worst_exp <= 2.0);
+    assert_true(worst_silu <= 4.0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits), cmocka_unit_test(test_special_values),
+                                       cmocka_unit_test(test_error_bounds)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
