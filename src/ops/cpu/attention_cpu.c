@@ -118,7 +118,10 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a) {
     const int64_t oi = kvci_attn_out_index(pb, it->b, it->q0, i, n);
     const bool empty = L == 0.0f; /* a NaN L is not empty: the row is NaN */
     for (int64_t d = 0; d < Dv; d++) acc[d] = empty ? 0.0f : canonical(acc[d] / L); /* in place: vectorised */
-    for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
+    if (p->out.dtype == KVC_DTYPE_F32)
+        memcpy((float *)p->out.data + oi, acc, sizeof(float) * (size_t)Dv);
+    else
+        for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
     if (p->lse.data)
         ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] =
             empty ? INFINITY : canonical(M + logf(L));

@@ -148,16 +148,21 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         const int64_t n = g * pb->G + h, i = it->i0 + r % it->ni;
         float *q = s->qs + r * cx->Dq8;
         const int64_t qi = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->D);
+        if (p->q.dtype == KVC_DTYPE_F32)
+            memcpy(q, (const float *)p->q.data + qi, sizeof(float) * (size_t)pb->D);
+        else
+            for (int64_t d = 0; d < pb->D; d++) q[d] = kvci_elem_load(p->q.data, p->q.dtype, qi + d);
+        if (chan)
+            for (int64_t d = 0; d < pb->D; d++)
+                q[d] *= kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+        for (int64_t d = 0; d < pb->D; d++) q[d] *= scale;
+        /* the sums only key offsets read (key_quant_fix): serial chains, skipped without quantised keys */
         float qsum = 0.0f, cst = 0.0f;
-        for (int64_t d = 0; d < pb->D; d++) {
-            float x = kvci_elem_load(p->q.data, p->q.dtype, qi + d);
-            if (chan) x *= kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
-            x *= scale;
-            if (chan && pb->k_has_off)
-                cst += x * kvci_cpu_fquant(&p->key_offset, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
-            qsum += x;
-            q[d] = x;
-        }
+        if (chan && pb->k_has_off)
+            for (int64_t d = 0; d < pb->D; d++)
+                cst += q[d] * kvci_cpu_fquant(&p->key_offset, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+        if (pb->kv_quant)
+            for (int64_t d = 0; d < pb->D; d++) qsum += q[d];
         for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
         if (pb->Dr) {
             const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
