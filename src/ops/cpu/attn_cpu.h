@@ -20,6 +20,8 @@ _Static_assert(KVC_CHUNK == KVC_AMX_KEYS, "the AMX kernels take a chunk's keys i
 #define KVC_AMX_ROWS                                                                                                   \
     256 /* the same on the amx path, whose arithmetic is fast enough for the K/V reads to matter (measured prefill 512 \
            x 4096, one thread: 0.88 of the time of 128 rows; 512 rows: no faster) */
+#define KVC_MAX_QT KVC_AMX_ROWS /* most query rows per item (QT, with one head per KV head) */
+_Static_assert(KVC_ROWS <= KVC_AMX_ROWS, "KVC_MAX_QT bounds both paths' query tiles");
 #define KVC_SUB                                                                                                        \
     64 /* keys per unit of a chunk (absolute multiples): a unit computes one KV head over them while the next unit's   \
           rows are prefetched (64 measured 0.91-0.99 of the time of 128) */
