@@ -117,11 +117,12 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a) {
     }
     const int64_t oi = kvci_attn_out_index(pb, it->b, it->q0, i, n);
     const bool empty = L == 0.0f; /* a NaN L is not empty: the row is NaN */
-    for (int64_t d = 0; d < Dv; d++) acc[d] = empty ? 0.0f : canonical(acc[d] / L); /* in place: vectorised */
-    if (p->out.dtype == KVC_DTYPE_F32)
-        memcpy((float *)p->out.data + oi, acc, sizeof(float) * (size_t)Dv);
-    else
+    if (p->out.dtype == KVC_DTYPE_F32) {
+        cx->simd->out_row(acc, Dv, L, (float *)p->out.data + oi);
+    } else {
+        cx->simd->out_row(acc, Dv, L, acc);
         for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
+    }
     if (p->lse.data)
         ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] =
             empty ? INFINITY : canonical(M + logf(L));
@@ -280,7 +281,9 @@ static void run_split(const kvci_attn_plan *plan, const ctx *cxp) {
     }
 }
 
-/* Each item's chunks in order inside the item. */
+/* Each item's chunks in order inside the item; the items taken last first: a request's query tiles grow
+ * costlier along it under a causal mask, and the costliest handed out first leave the threads the least
+ * to wait for at the end. */
 static void run_items(const kvci_attn_plan *plan, const ctx *cxp) {
     const ctx cx = *cxp;
     const item *items = plan->items;
@@ -289,14 +292,17 @@ static void run_items(const kvci_attn_plan *plan, const ctx *cxp) {
     const size_t per_thread = plan->lay.per_thread;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
     for (int64_t k = 0; k < nit; k++) {
-        const item *it = &items[k];
+        const item *it = &items[nit - 1 - k];
         scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
         const int64_t R = it->ng * G * it->ni;
         kvci_cpu_load_queries(&cx, it, &s);
-        for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
+        /* the first chunk straight into the running records: merging a chunk into empty records copies it */
+        if (it->c_lo == it->c_hi)
+            for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
         for (int64_t c = it->c_lo; c < it->c_hi; c++) {
-            kvci_cpu_chunk(&cx, it, c, &s, s.rec);
-            for (int64_t r = 0; r < R; r++) merge_row(s.run + r * RS, s.rec + r * RS, RS);
+            kvci_cpu_chunk(&cx, it, c, &s, c == it->c_lo ? s.run : s.rec);
+            if (c > it->c_lo)
+                for (int64_t r = 0; r < R; r++) merge_row(s.run + r * RS, s.rec + r * RS, RS);
         }
         for (int64_t r = 0; r < R; r++) finalize_row(&cx, it, r, s.run + r * RS);
     }

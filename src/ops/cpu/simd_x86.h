@@ -31,6 +31,7 @@
         {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                        \
         EXP_SUM,                                                                                                       \
         MAX,                                                                                                           \
+        kvci_avx2_out_row,                                                                                             \
         AMX,                                                                                                           \
     }
 
@@ -148,6 +149,7 @@ void kvci_avx2_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *ds
 void kvci_avx2_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 float kvci_avx2_exp_sum(float *s, int64_t n, float m);
 float kvci_avx2_max(const float *s, int64_t n);
+void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out);
 #endif
 
 #endif
