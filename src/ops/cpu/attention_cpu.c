@@ -29,7 +29,9 @@ typedef kvc_cpu_scratch scratch;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Fills the item table; returns the number of split-K tasks (chunks over all items). */
+/* Fills the item table; returns the number of split-K tasks (chunks over all items). A request's items go
+ * KV head by KV head, each head's query tiles in order: items taken one after another read the same head's
+ * keys and values (kept in L2 between them). */
 static int64_t items_fill(const ctx *cx, item *it) {
     const kvc_attn_problem *pb = cx->pb;
     int64_t n = 0, tasks = 0;
@@ -37,19 +39,19 @@ static int64_t items_fill(const ctx *cx, item *it) {
         int64_t q0, sq, k0, skv;
         kvci_attn_q_range(pb, b, &q0, &sq);
         kvci_attn_kv_range(pb, b, &k0, &skv);
-        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
-            const int64_t ni = kvci_min64(cx->QT, sq - i0);
-            int64_t lo = skv, hi = 0;
-            for (int64_t i = i0; i < i0 + ni; i++) {
-                int64_t a, e;
-                kvci_attn_row_interval(pb, i, sq, skv, &a, &e);
-                if (e > a) {
-                    lo = kvci_min64(lo, a);
-                    hi = kvci_max64(hi, e);
+        for (int64_t g = 0; g < pb->Nkv; g++)
+            for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
+                const int64_t ni = kvci_min64(cx->QT, sq - i0), hg = kvci_cpu_heads_per_item(cx, ni);
+                if (g % hg) continue; /* in the tile's item of heads from g - g % hg */
+                int64_t lo = skv, hi = 0;
+                for (int64_t i = i0; i < i0 + ni; i++) {
+                    int64_t a, e;
+                    kvci_attn_row_interval(pb, i, sq, skv, &a, &e);
+                    if (e > a) {
+                        lo = kvci_min64(lo, a);
+                        hi = kvci_max64(hi, e);
+                    }
                 }
-            }
-            const int64_t hg = kvci_cpu_heads_per_item(cx, ni);
-            for (int64_t g = 0; g < pb->Nkv; g += hg) {
                 item *x = &it[n++];
                 x->b = b, x->g0 = g, x->ng = kvci_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0,
                 x->sq = sq, x->k0 = k0, x->skv = skv;
@@ -59,7 +61,6 @@ static int64_t items_fill(const ctx *cx, item *it) {
                 x->task0 = tasks;
                 tasks += x->c_hi - x->c_lo;
             }
-        }
     }
     return tasks;
 }
