@@ -360,7 +360,8 @@ KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
 KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
 KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
 
-KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_exp_sum, kvci_avx2_max, false);
+KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16,
+                   kvci_avx2_exp_sum, kvci_avx2_max, false);
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else
