@@ -3,7 +3,7 @@
  *   #5 MLA absorbed (q W_UK, value = latent, then W_UV) == the expanded
  *      multi-head computation (k = c_kv W_UK^T, v = c_kv W_UV per head);
  *   #7 LSE merge of two disjoint key shards == the unsplit result;
- *   #8 the last prefill row == a decode step over the same cached prefix;
+ *   #8 the last prefill row (and every row) == a decode step over the same cached prefix;
  *   #9 a speculative verify window with mode 3 == consecutive decode steps.
  * The CPU kernel computes each (row, key) pair the same way whatever the
  * rows around it, so #8 and #9 hold bitwise for it (memcmp). */
@@ -307,6 +307,16 @@ static void test_decode_equals_last_prefill_row(void **state) {
     causal_rows_vs_decode(sq, skv, 1, 33, "decode vs prefill");
 }
 
+/* #8 for every row: each row of a causal prefill (the kernel computes a
+ * query tile's rows against a key tile only where they see it, so rows of
+ * one tile are scored in runs of differing length) is the decode step at
+ * its position; a fresh prefill, and one after 300 cached keys. */
+static void test_every_prefill_row_is_a_decode_step(void **state) {
+    (void)state;
+    const int64_t sq[2] = {70, 45}, skv[2] = {70, 345};
+    causal_rows_vs_decode(sq, skv, 70, 55, "every prefill row vs decode");
+}
+
 /* #9: verify windows of 4 and 3 tokens (mode 3) are consecutive decode steps. */
 static void test_verify_equals_decode_steps(void **state) {
     (void)state;
@@ -319,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_mla_absorbed_equals_expanded),
         cmocka_unit_test(test_lse_merge),
         cmocka_unit_test(test_decode_equals_last_prefill_row),
+        cmocka_unit_test(test_every_prefill_row_is_a_decode_step),
         cmocka_unit_test(test_verify_equals_decode_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,7 +29,9 @@ typedef kvc_cpu_scratch scratch;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Fills the item table; returns the number of split-K tasks (chunks over all items). */
+/* Fills the item table; returns the number of split-K tasks (chunks over all items). A request's items go
+ * KV head by KV head, each head's query tiles in order: items taken one after another read the same head's
+ * keys and values (kept in L2 between them). */
 static int64_t items_fill(const ctx *cx, item *it) {
     const kvc_attn_problem *pb = cx->pb;
     int64_t n = 0, tasks = 0;
@@ -37,19 +39,19 @@ static int64_t items_fill(const ctx *cx, item *it) {
         int64_t q0, sq, k0, skv;
         kvci_attn_q_range(pb, b, &q0, &sq);
         kvci_attn_kv_range(pb, b, &k0, &skv);
-        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
-            const int64_t ni = kvci_min64(cx->QT, sq - i0);
-            int64_t lo = skv, hi = 0;
-            for (int64_t i = i0; i < i0 + ni; i++) {
-                int64_t a, e;
-                kvci_attn_row_interval(pb, i, sq, skv, &a, &e);
-                if (e > a) {
-                    lo = kvci_min64(lo, a);
-                    hi = kvci_max64(hi, e);
+        for (int64_t g = 0; g < pb->Nkv; g++)
+            for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
+                const int64_t ni = kvci_min64(cx->QT, sq - i0), hg = kvci_cpu_heads_per_item(cx, ni);
+                if (g % hg) continue; /* in the tile's item of heads from g - g % hg */
+                int64_t lo = skv, hi = 0;
+                for (int64_t i = i0; i < i0 + ni; i++) {
+                    int64_t a, e;
+                    kvci_attn_row_interval(pb, i, sq, skv, &a, &e);
+                    if (e > a) {
+                        lo = kvci_min64(lo, a);
+                        hi = kvci_max64(hi, e);
+                    }
                 }
-            }
-            const int64_t hg = kvci_cpu_heads_per_item(cx, ni);
-            for (int64_t g = 0; g < pb->Nkv; g += hg) {
                 item *x = &it[n++];
                 x->b = b, x->g0 = g, x->ng = kvci_min64(hg, pb->Nkv - g), x->i0 = i0, x->ni = ni, x->q0 = q0,
                 x->sq = sq, x->k0 = k0, x->skv = skv;
@@ -59,7 +61,6 @@ static int64_t items_fill(const ctx *cx, item *it) {
                 x->task0 = tasks;
                 tasks += x->c_hi - x->c_lo;
             }
-        }
     }
     return tasks;
 }
@@ -117,8 +118,12 @@ static void finalize_row(const ctx *cx, const item *it, int64_t r, float *a) {
     }
     const int64_t oi = kvci_attn_out_index(pb, it->b, it->q0, i, n);
     const bool empty = L == 0.0f; /* a NaN L is not empty: the row is NaN */
-    for (int64_t d = 0; d < Dv; d++) acc[d] = empty ? 0.0f : canonical(acc[d] / L); /* in place: vectorised */
-    for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
+    if (p->out.dtype == KVC_DTYPE_F32) {
+        cx->simd->out_row(acc, Dv, L, (float *)p->out.data + oi);
+    } else {
+        cx->simd->out_row(acc, Dv, L, acc);
+        for (int64_t d = 0; d < Dv; d++) kvci_elem_store(p->out.data, p->out.dtype, oi + d, acc[d]);
+    }
     if (p->lse.data)
         ((float *)p->lse.data)[kvci_attn_lse_index(pb, it->b, it->q0, i, n)] =
             empty ? INFINITY : canonical(M + logf(L));
@@ -277,7 +282,9 @@ static void run_split(const kvci_attn_plan *plan, const ctx *cxp) {
     }
 }
 
-/* Each item's chunks in order inside the item. */
+/* Each item's chunks in order inside the item; the items taken last first: a request's query tiles grow
+ * costlier along it under a causal mask, and the costliest handed out first leave the threads the least
+ * to wait for at the end. */
 static void run_items(const kvci_attn_plan *plan, const ctx *cxp) {
     const ctx cx = *cxp;
     const item *items = plan->items;
@@ -286,14 +293,17 @@ static void run_items(const kvci_attn_plan *plan, const ctx *cxp) {
     const size_t per_thread = plan->lay.per_thread;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
     for (int64_t k = 0; k < nit; k++) {
-        const item *it = &items[k];
+        const item *it = &items[nit - 1 - k];
         scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
         const int64_t R = it->ng * G * it->ni;
         kvci_cpu_load_queries(&cx, it, &s);
-        for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
+        /* the first chunk straight into the running records: merging a chunk into empty records copies it */
+        if (it->c_lo == it->c_hi)
+            for (int64_t r = 0; r < R; r++) record_empty(s.run + r * RS, RS);
         for (int64_t c = it->c_lo; c < it->c_hi; c++) {
-            kvci_cpu_chunk(&cx, it, c, &s, s.rec);
-            for (int64_t r = 0; r < R; r++) merge_row(s.run + r * RS, s.rec + r * RS, RS);
+            kvci_cpu_chunk(&cx, it, c, &s, c == it->c_lo ? s.run : s.rec);
+            if (c > it->c_lo)
+                for (int64_t r = 0; r < R; r++) merge_row(s.run + r * RS, s.rec + r * RS, RS);
         }
         for (int64_t r = 0; r < R; r++) finalize_row(&cx, it, r, s.run + r * RS);
     }

@@ -148,16 +148,21 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         const int64_t n = g * pb->G + h, i = it->i0 + r % it->ni;
         float *q = s->qs + r * cx->Dq8;
         const int64_t qi = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->D);
+        if (p->q.dtype == KVC_DTYPE_F32)
+            memcpy(q, (const float *)p->q.data + qi, sizeof(float) * (size_t)pb->D);
+        else
+            for (int64_t d = 0; d < pb->D; d++) q[d] = kvci_elem_load(p->q.data, p->q.dtype, qi + d);
+        if (chan)
+            for (int64_t d = 0; d < pb->D; d++)
+                q[d] *= kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+        for (int64_t d = 0; d < pb->D; d++) q[d] *= scale;
+        /* the sums only key offsets read (key_quant_fix): serial chains, skipped without quantised keys */
         float qsum = 0.0f, cst = 0.0f;
-        for (int64_t d = 0; d < pb->D; d++) {
-            float x = kvci_elem_load(p->q.data, p->q.dtype, qi + d);
-            if (chan) x *= kvci_cpu_fquant(&p->key_scale, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
-            x *= scale;
-            if (chan && pb->k_has_off)
-                cst += x * kvci_cpu_fquant(&p->key_offset, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
-            qsum += x;
-            q[d] = x;
-        }
+        if (chan && pb->k_has_off)
+            for (int64_t d = 0; d < pb->D; d++)
+                cst += q[d] * kvci_cpu_fquant(&p->key_offset, kvci_attn_quant_index(pb, pb->kq, it->b, 0, g, d, pb->D));
+        if (pb->kv_quant)
+            for (int64_t d = 0; d < pb->D; d++) qsum += q[d];
         for (int64_t d = pb->D; d < cx->D8; d++) q[d] = 0.0f;
         if (pb->Dr) {
             const int64_t ri = kvci_attn_q_index(pb, it->b, it->q0, i, n, pb->Dr);
@@ -224,6 +229,8 @@ typedef struct chunk_rows {
     int64_t vi[KVC_CHUNK]; /* the same in V */
     int64_t nb, nn;        /* the next chunk's first key unit: keys [nb, nb + nn) (nn 0: none) */
     int64_t ni[KVC_SUB];   /* their K indices */
+    /* query row i0 + i of the item admits keys [ra[i], re[i]) (kvci_attn_row_interval): both non-decreasing in i */
+    int64_t ra[KVC_MAX_QT], re[KVC_MAX_QT];
 } chunk_rows;
 
 static int64_t sub_end(int64_t a, int64_t j1) { return kvci_min64(j1, (a / KVC_SUB + 1) * KVC_SUB); }
@@ -238,6 +245,49 @@ static void chunk_rows_fill(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64
     cr->nb = cb + KVC_CHUNK;
     cr->nn = cx->prefetch && cr->nb < it->hi ? kvci_min64(KVC_SUB, it->hi - cr->nb) : 0;
     if (cr->nn) key_indices(cx, it, cr->nb, kvci_round8(cr->nn), cr->nb, cr->nb + cr->nn, &pb->vk, cr->ni);
+    for (int64_t i = 0; i < it->ni; i++)
+        kvci_attn_row_interval(pb, it->i0 + i, it->sq, it->skv, &cr->ra[i], &cr->re[i]);
+}
+
+/* The item's query rows [*r0, *r1) (of 0 .. ni) whose intervals meet keys [j, j + n): one range, the
+ * intervals' ends being non-decreasing (bisection). The other rows weigh every key of [j, j + n) 0, so a
+ * tile's scores and value sums skip them (row_softmax reads a row's scores inside its interval only, and pv
+ * skips weights of 0): causal prefill items compute their diagonal triangle only, to the tile. */
+static void rows_seeing(const chunk_rows *cr, int64_t ni, int64_t j, int64_t n, int64_t *r0, int64_t *r1) {
+    int64_t lo = 0, hi = ni;
+    while (lo < hi) {
+        const int64_t m = (lo + hi) / 2;
+        if (cr->re[m] > j)
+            hi = m;
+        else
+            lo = m + 1;
+    }
+    *r0 = lo;
+    for (hi = ni; lo < hi;) {
+        const int64_t m = (lo + hi) / 2;
+        if (cr->ra[m] >= j + n)
+            hi = m;
+        else
+            lo = m + 1;
+    }
+    *r1 = lo;
+}
+
+/* Rows of KV head gl (item-relative) that see keys [j, j + n), as calls over runs of consecutive item rows
+ * (first row f[c], count nr[c]): one call of all G ni rows when every row sees them, else one per query
+ * head; returns the number of calls (0 when no row sees them). */
+static int rows_calls(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, const chunk_rows *cr, int64_t gl, int64_t j,
+                      int64_t n, int64_t f[], int64_t nr[]) {
+    const int64_t G = cx->pb->G, ni = it->ni;
+    int64_t r0, r1;
+    rows_seeing(cr, ni, j, n, &r0, &r1);
+    if (r1 <= r0) return 0;
+    if (r1 - r0 == ni) {
+        f[0] = gl * G * ni, nr[0] = G * ni;
+        return 1;
+    }
+    for (int64_t h = 0; h < G; h++) f[h] = (gl * G + h) * ni + r0, nr[h] = r1 - r0;
+    return (int)G;
 }
 
 /* The rows to prefetch for keys [a, e) of KV head gl (item-relative) in
@@ -388,9 +438,13 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
     for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
         s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
         kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
-        cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->vk.schan, (int)(s1 - s0),
-                                      s->qs + gl * RG * cx->Dq8, cx->Dq8, (int)RG, pb->D,
-                                      s->sc + gl * RG * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
+        int64_t f[KVC_MAX_QT], nr[KVC_MAX_QT];
+        const int n = rows_calls(cx, it, cr, gl, s0, s1 - s0, f, nr);
+        if (n == 0) kvci_pf_rest(&run);
+        for (int x = 0; x < n; x++, run.at = run.end) /* the unit's prefetches with the first call */
+            cx->simd->qk_lanes[cx->kslot](kd + cx->kes * cr->ki[s0 - cr->p0], pb->vk.schan, (int)(s1 - s0),
+                                          s->qs + f[x] * cx->Dq8, cx->Dq8, (int)nr[x], pb->D,
+                                          s->sc + f[x] * KVC_CHUNK + (s0 - cb), KVC_CHUNK, run);
     }
 }
 
@@ -469,11 +523,11 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                 kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
                 far_prefetch(cx, it, cr, j0, j1, e, gl * calls + c, it->ng * calls, 0);
                 const int64_t *ki = cr->ki + (jt - cr->p0);
-                float *out = s->sc + gl * RG * KVC_CHUNK + (jt - cb);
                 if (direct) {
                     const void *kp[KVC_QK_KEYS];
                     for (int64_t t = 0; t < K; t++) kp[t] = kd + cx->kes * (ki[t] + gl * hk);
-                    cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D, out, KVC_CHUNK, run);
+                    cx->simd->qk_direct[cx->kslot](kp, s->qs + gl * RG * Dq8, Dq8, (int)RG, pb->D,
+                                                   s->sc + gl * RG * KVC_CHUNK + (jt - cb), KVC_CHUNK, run);
                     continue;
                 }
                 if (pb->Dr) key_indices(cx, it, jt, K, j0, j1, &pb->vr, ri);
@@ -484,7 +538,10 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                         cvt_row(cx, cx->rslot, cx->rgen, rd, cx->res, ri[t] + gl * hr, cx->cmr, pb->Dr, dst + cx->D8);
                 }
                 kvci_pf_rest(&run);
-                cx->simd->qk(s->kt, Dq8, s->qs + gl * RG * Dq8, Dq8, (int)RG, Dq8, out, KVC_CHUNK);
+                int64_t f[KVC_MAX_QT], nr[KVC_MAX_QT];
+                for (int x = 0, n = rows_calls(cx, it, cr, gl, jt, K, f, nr); x < n; x++)
+                    cx->simd->qk(s->kt, Dq8, s->qs + f[x] * Dq8, Dq8, (int)nr[x], Dq8,
+                                 s->sc + f[x] * KVC_CHUNK + (jt - cb), KVC_CHUNK);
             }
         }
     }
@@ -508,12 +565,10 @@ static bool any_nan(const float *s, int64_t n) {
  * record NaN (through the exponentials, or m and l NaN when the maximum
  * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
 static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
-                        kvc_cpu_scratch *s, float *rr) {
+                        const chunk_rows *cr, kvc_cpu_scratch *s, float *rr) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t i = it->i0 + r % it->ni;
-    int64_t a, e;
-    kvci_attn_row_interval(pb, i, it->sq, it->skv, &a, &e);
-    a = kvci_max64(a, j0) - cb, e = kvci_min64(e, j1) - cb;
+    const int64_t a = kvci_max64(cr->ra[r % it->ni], j0) - cb, e = kvci_min64(cr->re[r % it->ni], j1) - cb;
     float *sr = s->sc + r * KVC_CHUNK;
     const int64_t u0 = j0 - cb, u1 = j1 - cb;
     if (a >= e) {
@@ -605,7 +660,10 @@ static void values(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                 for (int t = 0; t < nk; t++)
                     cvt_row(cx, cx->vslot, cx->vgen, vd, cx->ves, vi[t] + gl * hv, cx->cmv, pb->Dv, s->vt + t * Dv8);
                 kvci_pf_rest(&run);
-                cx->simd->pv(s->vt, Dv8, nk, w, KVC_CHUNK, (int)RG, Dv8, acc, RS);
+                int64_t f[KVC_MAX_QT], nr[KVC_MAX_QT];
+                for (int x = 0, n = rows_calls(cx, it, cr, gl, jv, nk, f, nr); x < n; x++)
+                    cx->simd->pv(s->vt, Dv8, nk, s->sc + f[x] * KVC_CHUNK + (jv - cb), KVC_CHUNK, (int)nr[x], Dv8,
+                                 rec + f[x] * RS + KVC_REC_HDR, RS);
             }
         }
     }
@@ -617,6 +675,6 @@ void kvci_cpu_chunk(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t c, kv
     chunk_rows cr;
     chunk_rows_fill(cx, it, cb, j0, j1, &cr);
     scores(cx, it, cb, j0, j1, &cr, s);
-    for (int64_t r = 0; r < R; r++) row_softmax(cx, it, r, cb, j0, j1, s, rec + r * cx->RS);
+    for (int64_t r = 0; r < R; r++) row_softmax(cx, it, r, cb, j0, j1, &cr, s, rec + r * cx->RS);
     values(cx, it, cb, j0, j1, &cr, s, rec);
 }

@@ -56,6 +56,12 @@ typedef float (*kvc_exp_sum_fn)(float *s, int64_t n, float m);
  * and a row whose maximum is -inf is searched for NaN). */
 typedef float (*kvc_max_fn)(const float *s, int64_t n);
 
+/* A finished record's output row: out[d] = acc[d] / l for d < n, a NaN
+ * written as the one quiet NaN 0x7fc00000 (docs/ops.md "NaN and Inf"), or
+ * zeros when l is 0 (a row that saw no key); out may be acc. One IEEE
+ * division per element: every table gives the same bits. */
+typedef void (*kvc_out_row_fn)(const float *acc, int64_t n, float l, float *out);
+
 /* Decode forms of qk and pv that read plain K/V rows of one dtype directly
  * (converted in registers; no f32 tile): k[t] / v[t] point at channel 0 of
  * key t; dim a multiple of 8. Each (row, key) pair gets exactly the
@@ -114,6 +120,7 @@ typedef struct kvc_simd_table {
     kvc_qk_lanes_fn qk_lanes[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype); in every table */
     kvc_exp_sum_fn exp_sum;
     kvc_max_fn max;
+    kvc_out_row_fn out_row;
     bool amx; /* bf16 K/V rows: scores and values on AMX tiles (attn_amx.h); the rest of the AVX-512 table */
 } kvc_simd_table;
 

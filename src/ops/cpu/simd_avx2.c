@@ -287,6 +287,22 @@ TGT float kvci_avx2_max(const float *s, int64_t n)
     return _mm_cvtss_f32(h);
 }
 
+TGT void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out)
+{
+    int64_t d = 0;
+    if (l != 0.0f) {
+        const __m256 lv = _mm256_set1_ps(l), qnan = _mm256_set1_ps(NAN);
+        for (; d + 8 <= n; d += 8) {
+            const __m256 x = _mm256_div_ps(_mm256_loadu_ps(acc + d), lv);
+            _mm256_storeu_ps(out + d, _mm256_blendv_ps(x, qnan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+        }
+    }
+    for (; d < n; d++) {
+        const float x = l == 0.0f ? 0.0f : acc[d] / l;
+        out[d] = x == x ? x : NAN;
+    }
+}
+
 /* Keys in lanes: NR <= 4 rows x NV <= 2 vectors of 8 keys, one FMA per
  * channel with the query channel broadcast; the keys past the last full
  * vector (nk % 8) by scalar FMA chains, the same operations per lane. */
@@ -344,7 +360,8 @@ KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
 KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
 KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
 
-KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_exp_sum, kvci_avx2_max, false);
+KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16,
+                   kvci_avx2_exp_sum, kvci_avx2_max, false);
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else

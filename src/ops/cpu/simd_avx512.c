@@ -344,6 +344,28 @@ KVC_AVX512_LANES(i8, int8_t)
 KVC_AVX512_LANES(e4m3, uint8_t)
 KVC_AVX512_LANES(e5m2, uint8_t)
 
+/* Plain f32, f16 and bf16 rows into tiles 16 channels at a time (vec_*: the same exact conversions as the
+ * AVX2 table's, whose functions take NZ rows); the last step under a mask, its lanes up to the next multiple
+ * of 8 stored as zeros. */
+#define KVC_AVX512_CVT(NAME, ET)                                                                                    \
+    TGT static void cvt_##NAME(const void *src, kvc_chan_map cm, int64_t dim, float *dst)                           \
+    {                                                                                                               \
+        if (cm.nzs != 0) {                                                                                          \
+            kvci_avx2_cvt_##NAME(src, cm, dim, dst);                                                                \
+            return;                                                                                                 \
+        }                                                                                                           \
+        int64_t d = 0;                                                                                              \
+        for (; d + 16 <= dim; d += 16) _mm512_storeu_ps(dst + d, vec_##NAME((const ET *)src + d, (__mmask16)0xFFFF)); \
+        if (d < dim) {                                                                                              \
+            const int64_t r = dim - d;                                                                              \
+            const __m512 x = vec_##NAME((const ET *)src + d, (__mmask16)((1u << r) - 1));                           \
+            _mm512_mask_storeu_ps(dst + d, (__mmask16)((1u << kvci_round8(r)) - 1), x);                             \
+        }                                                                                                           \
+    }
+KVC_AVX512_CVT(f32, float)
+KVC_AVX512_CVT(f16, uint16_t)
+KVC_AVX512_CVT(bf16, uint16_t)
+
 /* exp(max(x, KVC_EXP_LO)) for x <= 0 on 16 lanes, each exactly as exp256 (simd_avx2.c) computes it. */
 INL __m512 exp512(__m512 x)
 {
@@ -396,8 +418,8 @@ TGT static float max16(const float *s, int64_t n)
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
 }
 
-KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", exp_sum, max16, false);
-KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", exp_sum, max16, true);
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, false);
+KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, true);
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
 const kvc_simd_table *kvci_simd_amx_table(void) { return &amx_table; }

@@ -75,6 +75,13 @@ static float vmax(const float *s, int64_t n) {
     return m;
 }
 
+static void out_row(const float *acc, int64_t n, float l, float *out) {
+    for (int64_t d = 0; d < n; d++) {
+        const float x = l == 0.0f ? 0.0f : acc[d] / l;
+        out[d] = x == x ? x : NAN;
+    }
+}
+
 const kvc_simd_table kvc_simd_portable = {
     "portable",
     {cvt_f32, cvt_f16, cvt_bf16, cvt_i8, cvt_e4m3, cvt_e5m2},
@@ -85,5 +92,6 @@ const kvc_simd_table kvc_simd_portable = {
     {lanes_f32, lanes_f16, lanes_bf16, lanes_i8, lanes_e4m3, lanes_e5m2},
     exp_sum,
     vmax,
+    out_row,
     false,
 };

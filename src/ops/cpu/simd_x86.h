@@ -19,11 +19,10 @@
  * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2), exponentials
  * (EXP_SUM) and maximum (MAX), with the shared AVX2 conversions into tiles;
  * AMX sets the table's amx flag. */
-#define KVC_X86_SIMD_TABLE(VAR, NAME, EXP_SUM, MAX, AMX)                                                               \
+#define KVC_X86_SIMD_TABLE(VAR, NAME, CVT_F32, CVT_F16, CVT_BF16, EXP_SUM, MAX, AMX)                                   \
     static const kvc_simd_table VAR = {                                                                                \
         NAME,                                                                                                          \
-        {kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3,               \
-         kvci_avx2_cvt_e5m2},                                                                                          \
+        {CVT_F32, CVT_F16, CVT_BF16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3, kvci_avx2_cvt_e5m2},                        \
         qk,                                                                                                            \
         pv,                                                                                                            \
         {qk_direct_f32, qk_direct_f16, qk_direct_bf16, qk_direct_i8, qk_direct_e4m3, qk_direct_e5m2},                  \
@@ -31,6 +30,7 @@
         {qk_lanes_f32, qk_lanes_f16, qk_lanes_bf16, qk_lanes_i8, qk_lanes_e4m3, qk_lanes_e5m2},                        \
         EXP_SUM,                                                                                                       \
         MAX,                                                                                                           \
+        kvci_avx2_out_row,                                                                                             \
         AMX,                                                                                                           \
     }
 
@@ -148,6 +148,7 @@ void kvci_avx2_cvt_e4m3(const void *src, kvc_chan_map cm, int64_t dim, float *ds
 void kvci_avx2_cvt_e5m2(const void *src, kvc_chan_map cm, int64_t dim, float *dst);
 float kvci_avx2_exp_sum(float *s, int64_t n, float m);
 float kvci_avx2_max(const float *s, int64_t n);
+void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out);
 #endif
 
 #endif
