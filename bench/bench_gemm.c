@@ -20,7 +20,8 @@
  * run three bf16 products per activation, so their ceiling is a third of the
  * instruction's peak. Next to them the rounded mode (kvci_gemm_bf16_rounded:
  * activations rounded to bf16, one product each) of every kernel that has one,
- * in columns marked "/r". Last, the quantized-weight kernels (bench_gemm_quant.c). */
+ * in columns marked "/r". Then the bf16 GEMV of decode against the read bandwidth
+ * (bench_gemm_decode.c); last, the quantized-weight kernels (bench_gemm_quant.c). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -30,6 +31,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "bench_gemm_decode.h"
 #include "bench_gemm_quant.h"
 #include "machine_limits.h"
 #include "model/gemm.h"
@@ -245,5 +247,6 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
             rc |= run_shape(&s, opts->json);
         }
     rc |= run_bf16(opts->json);
+    rc |= kvc_bench_gemm_bf16_decode(opts->json);
     return rc | kvc_bench_gemm_quant(opts->json);
 }
