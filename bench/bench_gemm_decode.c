@@ -4,10 +4,11 @@
  * blocking and threads, in two shapes:
  *
  *   one W: a single N = 524,288 x K = 1,024 call, 1 GiB of packed weights;
- *   0.6B step: the GEMMs of a Qwen3-0.6B decode step at batch 1, 28 layers of
- *   q 2048 x 1024, k and v 1024 x 1024, o 1024 x 2048, gate and up 3072 x 1024,
- *   down 1024 x 3072, then the head 151,936 x 1024 (197 calls, 1.19 GB), so the
- *   cost of a parallel region per call shows next to the one-call row.
+ *   0.6B step: the GEMMs of a Qwen3-0.6B decode step at batch 1 as the model
+ *   runs them (q/k/v and gate/up fused, fuse.c): 28 layers of qkv 4096 x 1024,
+ *   o 1024 x 2048, gate_up 6144 x 1024, down 1024 x 3072, then the head
+ *   151,936 x 1024 (113 calls, 1.19 GB), so the cost of a parallel region per
+ *   call shows next to the one-call row.
  *
  * The figure is GB/s of packed weights read per call (or per step) against the
  * read bandwidth (1 GiB on 2 MiB pages, all threads) measured just before each
@@ -89,16 +90,15 @@ static void row(const kvc_gemm_bf16_kernel *k, const char *shape, const decode_m
 }
 
 int kvc_bench_gemm_bf16_decode(bool json) {
-    static const int64_t layer[7][2] = {{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048},
-                                        {3072, 1024}, {3072, 1024}, {1024, 3072}};
-    enum { STEP = LAYERS * 7 + 1, MATS = STEP + 1 };
+    static const int64_t layer[4][2] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};
+    enum { STEP = LAYERS * 4 + 1, MATS = STEP + 1 };
     const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
     decode_mat m[MATS] = {{0}};
     float *A = calloc(3072, sizeof(float)), *C = calloc(524288, sizeof(float));
     int rc = !A || !C || kvc_limits_init(want) != 0;
     for (int i = 0; i < MATS && rc == 0; i++) {
-        const int64_t N = i == STEP ? 524288 : i == STEP - 1 ? 151936 : layer[i % 7][0];
-        rc = make_mat(N, i == STEP || i == STEP - 1 ? 1024 : layer[i % 7][1], (uint64_t)i << 40, &m[i]);
+        const int64_t N = i == STEP ? 524288 : i == STEP - 1 ? 151936 : layer[i % 4][0];
+        rc = make_mat(N, i == STEP || i == STEP - 1 ? 1024 : layer[i % 4][1], (uint64_t)i << 40, &m[i]);
     }
     if (rc == 0) {
         for (int k = 0; k < 3072; k++) A[k] = (float)((k * 7919) % 1000) / 1000.0f - 0.5f;
