@@ -14,7 +14,8 @@ typedef struct kvc_bench_opts {
     bool json;               /* one JSON object per line instead of a table */
     const char *against;     /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
     const char *plot;        /* engine only: FILE.png of the TTFT/TPOT distributions (cli/plot_data.h); NULL: none */
-    const char *only;        /* attention only: run the rows whose label contains this text; NULL: all */
+    const char *only;        /* attention: run the rows whose label contains this text; gemm: the tables whose
+                              * name contains it (bench_gemm.c); NULL: all */
     kvc_bench_pages pages;   /* attention only: 2 MiB pages (default, as the library's cache storage), 4 KiB, or both */
     const char *model_dir;   /* model only: the model directory (the argument after `model`) */
     const char *batches;     /* model only: --batches LIST (default 1,8,32); NULL: default */

@@ -20,7 +20,8 @@
  * run three bf16 products per activation, so their ceiling is a third of the
  * instruction's peak. Next to them the rounded mode (kvci_gemm_bf16_rounded:
  * activations rounded to bf16, one product each) of every kernel that has one,
- * in columns marked "/r". Last, the quantized-weight kernels (bench_gemm_quant.c). */
+ * in columns marked "/r". Then the bf16 GEMV of decode against the read bandwidth
+ * (bench_gemm_decode.c); last, the quantized-weight kernels (bench_gemm_quant.c). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -30,6 +31,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "bench_gemm_decode.h"
 #include "bench_gemm_quant.h"
 #include "machine_limits.h"
 #include "model/gemm.h"
@@ -219,7 +221,21 @@ static int run_bf16(bool json) {
     return 0;
 }
 
+/* The tables, in the order they run; --only TEXT keeps those whose name contains TEXT. */
+static const char *const TABLES[] = {"f32", "bf16", "bf16-decode", "quant"};
+enum { TABLE_F32, TABLE_BF16, TABLE_DECODE, TABLE_QUANT, TABLE_COUNT };
+
 int kvc_bench_gemm(const kvc_bench_opts *opts) {
+    bool run[TABLE_COUNT], any = false;
+    for (int t = 0; t < TABLE_COUNT; t++) {
+        run[t] = !opts->only || strstr(TABLES[t], opts->only);
+        any = any || run[t];
+    }
+    if (!any) {
+        fprintf(stderr, "bench gemm: --only \"%s\" matches no table; the tables are: f32 bf16 bf16-decode quant\n",
+                opts->only);
+        return 2;
+    }
     const int threads = omp_get_max_threads();
     openblas_set_num_threads(threads);
     char flags[160];
@@ -230,7 +246,7 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
     } layers[] = {{"0.6B q_proj", 2048, 1024},     {"0.6B gate/up_proj", 3072, 1024},  {"0.6B down_proj", 1024, 3072},
                   {"oracle qwen3 gate", 256, 128}, {"oracle qwen3 lm_head", 512, 128}, {"oracle ds kv_a", 48, 128}};
     static const int64_t rows[] = {1, 8, 64, 256};
-    if (!opts->json)
+    if (!opts->json && run[TABLE_F32])
         printf("gemm: kernel %s, %d threads (OMP_WAIT_POLICY %s), CPU flags: %s\n"
                "C[M,N] = A[M,K] B[N,K]^T; GFLOP/s median of %d samples (%s); ratio = ours / OpenBLAS (%s)\n"
                "%-22s %5s %6s %6s %10s %10s %7s %10s\n",
@@ -239,11 +255,12 @@ int kvc_bench_gemm(const kvc_bench_opts *opts) {
                threads == 1 ? "alternating call by call" : "in blocks per side, the other side's threads idle",
                openblas_get_config(), "layer", "M", "N", "K", "ours", "OpenBLAS", "ratio", "max |diff|");
     int rc = 0;
-    for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
+    for (size_t l = 0; l < sizeof layers / sizeof layers[0] && run[TABLE_F32]; l++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             const gemm_shape s = {layers[l].name, rows[r], layers[l].N, layers[l].K};
             rc |= run_shape(&s, opts->json);
         }
-    rc |= run_bf16(opts->json);
-    return rc | kvc_bench_gemm_quant(opts->json);
+    if (run[TABLE_BF16]) rc |= run_bf16(opts->json);
+    if (run[TABLE_DECODE]) rc |= kvc_bench_gemm_bf16_decode(opts->json);
+    return run[TABLE_QUANT] ? rc | kvc_bench_gemm_quant(opts->json) : rc;
 }

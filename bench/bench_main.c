@@ -43,6 +43,8 @@ static void bench_usage(FILE *f) {
             "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
             "e.g. decode/b8/q1/kv16384/g4/f16/BnBsH) contains TEXT; a TEXT that matches no row is refused,\n"
             "listing the labels (LIB is checked before it is loaded: a whole ELF shared library of this machine)\n"
+            "--only TEXT (gemm): run only the tables whose name (f32, bf16, bf16-decode, quant) contains TEXT,\n"
+            "e.g. decode for the bf16 GEMV of decode against the read bandwidth\n"
             "--pages 4k|2m|both (attention): the pages of the caches and read buffers: 2 MiB transparent huge\n"
             "pages (default, as the library's cache storage), 4 KiB pages, or both, decode calls alternating\n"
             "--plot FILE.png (engine): also draw the TTFT/TPOT distributions of the latency passes (writes\n"
@@ -151,8 +153,12 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
         fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
-    if ((opts->against || opts->only || pages_given) && strcmp(what, "attention") != 0) {
-        fprintf(stderr, "kvcache bench: --against, --only and --pages apply to the attention benchmark only\n");
+    if ((opts->against || pages_given) && strcmp(what, "attention") != 0) {
+        fprintf(stderr, "kvcache bench: --against and --pages apply to the attention benchmark only\n");
+        return 2;
+    }
+    if (opts->only && strcmp(what, "attention") != 0 && strcmp(what, "gemm") != 0) {
+        fprintf(stderr, "kvcache bench: --only applies to the attention and gemm benchmarks only\n");
         return 2;
     }
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++)

@@ -195,13 +195,17 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
     const double flops = 2.0 * (double)M * (double)N * (double)K, bytes = 2.0 * (double)N * (double)K;
     const bool threads = jobs > 1 && (flops >= BF16_PARALLEL_FLOPS || bytes >= BF16_PARALLEL_BYTES);
     uint16_t *As = (uint16_t *)c.As;
-    const int64_t split_rows = M <= 16 ? M : c.Mp; /* M <= 16: no kernel reads the padding rows */
+    /* one tile of rows (M <= 16, decode): split or rounded before the region, sparing it a barrier;
+     * no kernel reads the padding rows then */
+    const bool one_tile = M <= 16;
+    if (one_tile && split) split(&c, 0, M, As);
+    if (one_tile && R) round_rows(A, lda, K, 0, M, R);
 #pragma omp parallel if (threads)
     {
-        if (split) {
+        if (split && !one_tile) {
 #pragma omp for schedule(static)
-            for (int64_t r = 0; r < c.Mp; r += 16) split(&c, r, kvci_min64(r + 16, split_rows), As);
-        } else if (R) {
+            for (int64_t r = 0; r < c.Mp; r += 16) split(&c, r, r + 16, As);
+        } else if (R && !one_tile) {
 #pragma omp for schedule(static)
             for (int64_t r = 0; r < M; r += 16) round_rows(A, lda, K, r, kvci_min64(r + 16, M), R);
         }
