@@ -9,7 +9,8 @@
  *   whole), within 1e-4, so a misaligned split fails, and its logits are those of the one-rank run;
  * the same (but the oracle) for a DeepSeek-V3 with routed experts, written at start, and for qwen3
  * with q8_0 / q4_0 weights (each rank quantizes its shard: deterministic, and its logits within a quarter
- * of the quantization's own error of a one-rank run with the same weights);
+ * of the quantization's own error of a one-rank run with the same weights), and with bf16 weights and
+ * activations rounded to bf16 (held the same way);
  * and a wait on a late peer ends at its deadline (src/dist/comm.h). */
 #include <math.h>
 #include <setjmp.h>
@@ -35,11 +36,13 @@
 
 static kvc_comm g_comm;
 
-/* One family in one runner mode, with weights as kvc_model_load_weights takes them (NULL: the checkpoint's). */
+/* One family in one runner mode, with weights as kvc_model_load_weights takes them (NULL: the checkpoint's)
+ * and activations as kvc_model_set_activations takes them (NULL: f32). */
 typedef struct tp_case {
     const char *sub;
     kvc_runner_mode mode;
     const char *weights;
+    const char *activations;
 } tp_case;
 
 static const tp_case QWEN3 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED};
@@ -49,6 +52,9 @@ static const tp_case DEEPSEEK_LATENT = {.sub = "deepseek_v3", .mode = KVC_RUNNER
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
+/* bf16 weights with activations rounded to bf16 (`--activations bf16`), held the same way. */
+static const tp_case QWEN3_BF16ACT = {
+    .sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "bf16", .activations = "bf16"};
 /* DeepSeek-V3 with routed experts (the oracle's layers are all dense): a random checkpoint each rank
  * writes (kvc_test_checkpoint.h), held to the one-rank run instead of an oracle. */
 static const tp_case DEEPSEEK_MOE = {.sub = "deepseek_moe", .mode = KVC_RUNNER_MLA_LATENT};
@@ -80,7 +86,8 @@ static void open_shard(const tp_case *c, kvc_test_oracle *o, kvc_tp *tp) {
     }
     char dir[1024];
     model_dir(c, dir, sizeof dir);
-    if (kvc_tp_load_model(tp, &g_comm, dir, c->weights, &o->m) != KVC_OK)
+    if (kvc_tp_load_model(tp, &g_comm, dir, c->weights, &o->m) != KVC_OK ||
+        (c->activations && kvc_model_set_activations(o->m, c->activations) != KVC_OK))
         fail_msg("shard of %s: %s", dir, kvc_last_error());
     o->V = kvc_model_config_of(o->m)->vocab_size;
 }
@@ -264,9 +271,10 @@ static double max_abs_diff(const float *a, const float *b, int64_t n) {
 
 /* Quantized shards against a one-rank run with the same weights: the partial sums meet in another
  * order, which can move an activation across an int8 rounding boundary (one step of amax/127 in one
- * element), so the logits are not held to 1e-4 but to a quarter of the quantization's own error
- * (the one-rank quantized run against f32 weights), on the prompts' logits (step 0: later steps of
- * the f32 run may have chosen other tokens). */
+ * element; with rounded activations, one bf16 step), so the logits are not held to 1e-4 but to a
+ * quarter of the quantization's own error (the one-rank quantized run against f32 weights and
+ * activations), on the prompts' logits (step 0: later steps of the f32 run may have chosen other
+ * tokens). */
 static void check_quantized(const tp_case *c) {
     kvc_test_oracle o;
     kvc_tp tp;
@@ -275,6 +283,7 @@ static void check_quantized(const tp_case *c) {
     model_dir(c, dir, sizeof dir);
     kvc_model *whole = NULL, *f32 = NULL;
     assert_int_equal(kvc_model_load_weights(dir, c->weights, &whole), KVC_OK);
+    if (c->activations) assert_int_equal(kvc_model_set_activations(whole, c->activations), KVC_OK);
     assert_int_equal(kvc_model_load_weights(dir, "f32", &f32), KVC_OK);
     const int64_t count = o.N * o.n * o.V;
     float *lg = calloc((size_t)count, sizeof *lg), *lw = calloc((size_t)count, sizeof *lw);
@@ -287,9 +296,10 @@ static void check_quantized(const tp_case *c) {
     const int64_t step0 = o.n * o.V; /* [N, n, V] */
     const double tp_err = max_abs_diff(lg, lw, step0), quant_err = max_abs_diff(lw, lf, step0);
     if (!(tp_err <= 0.25 * quant_err))
-        fail_msg("%s %s rank %d of %d: logits %.3g from the one-rank run's, more than a quarter of the weights' own "
-                 "error %.3g",
-                 c->sub, c->weights, g_comm.rank, g_comm.size, tp_err, quant_err);
+        fail_msg(
+            "%s %s rank %d of %d: logits %.3g from the one-rank run's, more than a quarter of its own error against "
+            "f32 %.3g",
+            c->sub, c->activations ? "bf16 activations" : c->weights, g_comm.rank, g_comm.size, tp_err, quant_err);
     for (int i = 0; i < 3; i++) kvc_runner_destroy(r[i]);
     kvc_model_destroy(whole);
     kvc_model_destroy(f32);
@@ -328,6 +338,15 @@ static void test_quantized_qwen3_q8_0(void **state) {
 static void test_quantized_qwen3_q4_0(void **state) {
     (void)state;
     check_quantized(&QWEN3_Q4_0);
+}
+
+static void test_deterministic_qwen3_bf16act(void **state) {
+    (void)state;
+    check_deterministic(&QWEN3_BF16ACT);
+}
+static void test_rounded_qwen3_bf16act(void **state) {
+    (void)state;
+    check_quantized(&QWEN3_BF16ACT);
 }
 
 static void test_deterministic_deepseek_moe(void **state) {
@@ -404,6 +423,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),
+        cmocka_unit_test(test_deterministic_qwen3_bf16act),
+        cmocka_unit_test(test_rounded_qwen3_bf16act),
         cmocka_unit_test(test_deterministic_deepseek_moe),
         cmocka_unit_test(test_cache_slices_deepseek_moe),
         cmocka_unit_test(test_plan_caches_qwen3),
