@@ -7,7 +7,8 @@
  *           the routed experts the batch can reach, and the KV cache of
  *           every row up to its position) / the read bandwidth (a 1 GiB
  *           parallel read pass just before and just after the run, the
- *           faster one);
+ *           faster one), or its flops / the peaks as for the prefill when
+ *           that takes longer (a batch on a slow GEMM path: marked "c");
  *   prefill: the GEMM flops (dot kernels: times their bf16 parts per
  *           activation) / the peak of the instruction the GEMM path runs
  *           on, plus the causal attention flops / the peak of the FMA the
@@ -124,6 +125,7 @@ static double max2(double a, double b) { return a > b ? a : b; }
 typedef struct run_result {
     double prefill_ms, decode_ms;
     double prefill_roof_ms, decode_roof_ms;
+    bool decode_compute_bound; /* the decode roofline is its flops / the peaks, not its bytes / the bandwidth */
     ceilings ceil;
     int64_t kv_bytes_per_token;
     double profile_s[KVC_SK_KINDS][KVC_SP_PARTS]; /* --profile: seconds per kind of work, by kind of step */
@@ -210,7 +212,14 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
         const double experts =
             (double)c->expert_bytes * (c->expert_fraction * (double)B < 1.0 ? c->expert_fraction * (double)B : 1.0);
         const double kv = (double)B * (double)out->kv_bytes_per_token * ((double)P + (DECODE_STEPS + 1) / 2.0);
-        out->decode_roof_ms = 1e3 * ((double)c->dense_read_bytes + experts + kv) / (out->ceil.read_gbs * 1e9);
+        const double read_ms = 1e3 * ((double)c->dense_read_bytes + experts + kv) / (out->ceil.read_gbs * 1e9);
+        /* and its flops: every row through the layers and the lm_head, attention over its positions */
+        const double step_macs = (double)B * (double)(c->macs_per_token + c->lm_head_macs);
+        const double step_attn = (double)B * (double)c->attn_macs_per_key * ((double)P + (DECODE_STEPS + 1) / 2.0);
+        const double flop_ms = 1e3 * (2.0 * step_macs * ops_per_mac / (out->ceil.gemm_gflops * 1e9) +
+                                      2.0 * step_attn / (out->ceil.attn_gflops * 1e9));
+        out->decode_compute_bound = flop_ms > read_ms;
+        out->decode_roof_ms = max2(read_ms, flop_ms);
     }
     kvc_runner_destroy(r);
     free(ids), free(tokens), free(lens);
@@ -371,18 +380,20 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                            "\"prefill_tokens_"
                            "per_s\":%.1f,"
                            "\"prefill_roof_ms\":%.3f,\"prefill_roof\":%.3f,\"decode_ms\":%.3f,\"decode_roof_ms\":%.3f,"
-                           "\"decode_roof\":%.3f,\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,\"attn_peak_gflops\":%.1f,"
+                           "\"decode_roof\":%.3f,\"decode_bound\":\"%s\",\"read_gbs\":%.2f,\"gemm_peak_gflops\":%.1f,"
+                           "\"attn_peak_gflops\":%.1f,"
                            "\"kv_bytes_per_token\":%lld}\n",
                            weights, ar->name, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
-                           res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
-                           res.ceil.attn_gflops, (long long)res.kv_bytes_per_token);
+                           res.decode_roof_ms / res.decode_ms, res.decode_compute_bound ? "compute" : "memory",
+                           res.ceil.read_gbs, res.ceil.gemm_gflops, res.ceil.attn_gflops,
+                           (long long)res.kv_bytes_per_token);
                 else
-                    printf("%-18s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %9.2f %6.2f | %7.1f %8.0f %8.0f\n",
+                    printf("%-18s %5lld %6lld | %11.1f %11.1f %8.1f %6.2f | %9.2f %8.2f%s %6.2f | %7.1f %8.0f %8.0f\n",
                            ar->label, (long long)B, (long long)P, res.prefill_ms, tps, res.prefill_roof_ms,
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
-                           res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs, res.ceil.gemm_gflops,
-                           res.ceil.attn_gflops);
+                           res.decode_compute_bound ? "c" : " ", res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs,
+                           res.ceil.gemm_gflops, res.ceil.attn_gflops);
                 print_profile(opts->json, &res, B, KVC_SK_PREFILL);
                 print_profile(opts->json, &res, B, KVC_SK_DECODE);
                 fflush(stdout);
