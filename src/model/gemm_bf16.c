@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half_rows.h"
 #include "base/internal.h"
 #include "base/isa.h"
 #include "kvcache/half.h"
@@ -23,12 +24,24 @@ static int64_t packed_at(int64_t Kp, int64_t n, int64_t k) {
     return (n / 16) * 16 * Kp + (k / 2) * 32 + (n % 16) * 2 + (k % 2);
 }
 
-static void pack16(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t (*narrow)(float),
-                   uint16_t *dst) {
+/* B [N, K] (element (n, k) at src[n sn + k sk]) into the packed layout, each element rounded by the
+ * row converter `narrow_n` (the scalar API's bits): rows in runs of PACK_RUN through a local buffer
+ * when their k are adjacent (sk 1), one element at a time otherwise. */
+#define PACK_RUN 256
+static void pack16(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk,
+                   void (*narrow_n)(const float *, int64_t, uint16_t *), uint16_t *dst) {
     const int64_t Kp = k_padded(K);
     memset(dst, 0, (size_t)kvci_bf16_packed_elems(N, K) * sizeof *dst);
+    uint16_t run[PACK_RUN];
     for (int64_t n = 0; n < N; n++)
-        for (int64_t k = 0; k < K; k++) dst[packed_at(Kp, n, k)] = narrow(src[n * sn + k * sk]);
+        for (int64_t k0 = 0; k0 < K; k0 += PACK_RUN) {
+            const int64_t len = kvci_min64(PACK_RUN, K - k0);
+            if (sk == 1)
+                narrow_n(src + n * sn + k0, len, run);
+            else
+                for (int64_t k = 0; k < len; k++) narrow_n(src + n * sn + (k0 + k) * sk, 1, run + k);
+            for (int64_t k = 0; k < len; k++) dst[packed_at(Kp, n, k0 + k)] = run[k];
+        }
 }
 
 static void row16(const uint16_t *packed, int64_t K, int64_t n, float (*widen)(uint16_t), float *out) {
@@ -37,11 +50,11 @@ static void row16(const uint16_t *packed, int64_t K, int64_t n, float (*widen)(u
 }
 
 void kvci_bf16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
-    pack16(N, K, src, sn, sk, kvc_f32_to_bf16, dst);
+    pack16(N, K, src, sn, sk, kvci_f32_to_bf16_n, dst);
 }
 
 void kvci_f16_pack(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk, uint16_t *dst) {
-    pack16(N, K, src, sn, sk, kvc_f32_to_f16, dst);
+    pack16(N, K, src, sn, sk, kvci_f32_to_f16_n, dst);
 }
 
 void kvci_bf16_packed_row(const uint16_t *packed, int64_t N, int64_t K, int64_t n, float *out) {

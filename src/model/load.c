@@ -12,7 +12,18 @@ typedef struct load_ctx {
     bool check_only;        /* compare names, shapes and dtypes; read nothing */
     kvc_wmat_dtype weights; /* the GEMM operands' dtype asked (kvci_wmat_dtype_for) */
     bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
+    float *staging;         /* a GEMM operand in f32 on its way to its dtype: grown to the largest, */
+    int64_t staging_n;      /* reused (its pages faulted once, not per tensor) */
 } load_ctx;
+
+/* c's staging buffer, at least n floats. */
+static float *staging(load_ctx *c, int64_t n) {
+    if (n <= c->staging_n) return c->staging;
+    kvci_free(c->staging);
+    c->staging = kvci_malloc((size_t)n * sizeof(float));
+    c->staging_n = c->staging ? n : 0;
+    return c->staging;
+}
 
 /* "model.layers.3.mlp.experts.*.gate_proj.weight" -> prefix "model.layers.3.mlp.experts." and suffix
  * ".gate_proj.weight" */
@@ -108,7 +119,7 @@ static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
  * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16, F16 or else f32). Each
  * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
-    const load_ctx *c = user;
+    load_ctx *c = user;
     const char *name = t->name;
     if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
@@ -120,7 +131,7 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
         if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
         return KVC_OK;
     }
-    float *tmp = c->check_only ? NULL : kvci_malloc((size_t)n * sizeof(float));
+    float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
     const char *dtype = kvci_safetensors_dtype(c->st, name);
     kvc_status s = strchr(name, '*') ? load_ds_experts(c, t, tmp, &dtype)
@@ -133,7 +144,6 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
         t->mat->dtype = kvci_wmat_dtype_for(c->weights, stored, t->name);
     }
     if (s == KVC_OK && !c->check_only) kvci_wmat_fill(t->mat, tmp, t->transposed);
-    kvci_free(tmp);
     return s;
 }
 
@@ -196,6 +206,7 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
              c = {.st = st, .packed = packed};
     s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
+    kvci_free(c.staging);
     if (s == KVC_OK) s = kvci_model_prepare(m);
     kvc_safetensors_destroy(st);
     if (s != KVC_OK) {

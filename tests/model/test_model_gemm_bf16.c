@@ -233,6 +233,35 @@ static void test_pack_round_trip(void **state) {
     assert_int_equal(q[0], kvc_f32_to_bf16(x));
     assert_int_equal(kvci_bf16_packed_elems(17, 33), 32 * 64);
     free(B), free(T), free(p), free(q);
+    /* f32 values that are no bf16 / f16 (NaNs, infinities, subnormals, halfway cases among them), rows
+     * longer than the packer's 256-element runs, read in place and transposed: every element is the
+     * scalar API's rounding of its source, at its place in the layout */
+    enum { N2 = 17, K2 = 300 };
+    static float src[N2 * K2], srcT[K2 * N2], got[K2];
+    const float odd[] = {NAN,      -NAN,  INFINITY,       -INFINITY,       0.0f,  -0.0f, 1e-40f, -3e-39f,
+                         65520.0f, 1e30f, 1.0f + 0x1p-8f, 1.0f + 0x1p-11f, 6e-8f, 3e-8f};
+    for (int64_t i = 0; i < N2 * K2; i++)
+        src[i] = i % 7 == 3 ? odd[(i / 7) % (int64_t)(sizeof odd / sizeof odd[0])] : frand() * 3.0f;
+    for (int64_t n = 0; n < N2; n++)
+        for (int64_t k = 0; k < K2; k++) srcT[k * N2 + n] = src[n * K2 + k];
+    uint16_t *pk = malloc((size_t)kvci_bf16_packed_elems(N2, K2) * sizeof *pk);
+    assert_non_null(pk);
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int tr = 0; tr < 2; tr++) {
+            (f16 ? kvci_f16_pack : kvci_bf16_pack)(N2, K2, tr ? srcT : src, tr ? 1 : K2, tr ? N2 : 1, pk);
+            for (int64_t n = 0; n < N2; n++) {
+                (f16 ? kvci_f16_packed_row : kvci_bf16_packed_row)(pk, N2, K2, n, got);
+                for (int64_t k = 0; k < K2; k++) {
+                    const float v = src[n * K2 + k];
+                    const float want = f16 ? kvc_f16_to_f32(kvc_f32_to_f16(v)) : kvc_bf16_to_f32(kvc_f32_to_bf16(v));
+                    if (memcmp(&want, &got[k], sizeof want) != 0)
+                        fail_msg("%s pack%s: (%lld, %lld) of %a is %a, not %a", f16 ? "f16" : "bf16",
+                                 tr ? " transposed" : "", (long long)n, (long long)k, (double)v, (double)got[k],
+                                 (double)want);
+                }
+            }
+        }
+    free(pk);
 }
 
 /* f16 weights (kvci_gemm_f16): every kernel that takes them gives, bitwise, the fma family's
