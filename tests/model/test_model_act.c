@@ -85,6 +85,18 @@ static void test_kernels_same_bits(void **state) {
             ks[k]->swiglu(got + off, u + off, n, got + off);
             assert_same(got + off, want + off, n);
         }
+    /* short rows (every length below two 16-lane vectors: all-tail rows and each tail after one or two
+     * vectors) from an odd offset, apart and in place in u (out == u) */
+    for (int k = 0; k < nk; k++)
+        for (int64_t n = 0; n <= 33; n++) {
+            memset(got, 0, 40 * sizeof(float));
+            ks[k]->swiglu(g + 1, u + 1, n, got + 1);
+            assert_same(got + 1, want + 1, n);
+            assert_true(got[0] == 0.0f && got[n + 1] == 0.0f); /* nothing written outside the row */
+            memcpy(got, u, 40 * sizeof(float));
+            ks[k]->swiglu(g + 1, got + 1, n, got + 1);
+            assert_same(got + 1, want + 1, n);
+        }
     /* the row loop, threaded at this size, gives the same bits */
     kvci_swiglu(g, u, 64, 1024, 1024, got, 1024);
     assert_same(got, want, 64 * 1024);

@@ -158,6 +158,36 @@ static void test_cpu_vs_ref_portable(void **state) {
     randomized(&kvc_simd_portable);
 }
 
+/* Query tiles of many rows (the randomised test's requests hold at most 9): a key tile skips the rows of
+ * an item that see none of its keys, found by bisection over the rows' key intervals, so every mask mode
+ * is run with requests longer than one item (G 3 and 5: items of 85 and 51 rows, not multiples of 8),
+ * fewer keys than queries where the storage allows it (rows that see nothing), a window with a negative
+ * next_tokens, and three requests of different lengths in one batch. */
+static void test_long_query_tiles(void **state) {
+    (void)state;
+    const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND, KVC_LAYOUT_BNSD};
+    uint32_t rs = 0x7a11u;
+    for (size_t li = 0; li < 2; li++)
+        for (int mode = 0; mode <= 4; mode++)
+            for (int G = 3; G <= 5; G += 2) {
+                fx_cfg c = random_cfg(&rs, layouts[li], mode, KVC_DTYPE_BF16, G);
+                const bool packed = c.layout == KVC_LAYOUT_TND && c.storage == KVC_KV_CONTIGUOUS;
+                const int64_t sq[3] = {KVC_SMALL ? 90 : 260, 1, KVC_SMALL ? 40 : 131};
+                const int64_t skv[3] = {sq[0] / 2 + 7 * (int64_t)(mode == 4), 50, sq[2] + 37};
+                c.B = 3, c.Nkv = 1, c.Nq = G;
+                for (int64_t b = 0; b < 3; b++) c.sq[b] = sq[b], c.skv[b] = packed ? sq[b] : skv[b];
+                if (mode == 4) c.pre = 20 + (int64_t)(fx_rng(&rs) % 40), c.next = G == 3 ? -3 : 2;
+                fx f;
+                fx_build(&f, &c);
+                const double e = cpu_vs_ref(&f, 1e-5, 1e-5);
+                if (e > 1.0)
+                    fail_msg("layout %s storage %d mode %d G %d pre %lld next %lld: error %g",
+                             kvc_attn_layout_name(c.layout), (int)c.storage * 10 + (int)c.blk, mode, G,
+                             (long long)c.pre, (long long)c.next, e);
+                fx_free(&f);
+            }
+}
+
 /* The AVX-512 table gives every (row, key) pair the AVX2 table's per-lane
  * arithmetic: outputs and lse are bitwise equal over random problems
  * (layouts x mask modes x KV dtypes x GQA ratios x head dims 8-35, direct
@@ -800,7 +830,7 @@ int main(void) {
         cmocka_unit_test(test_mla_quant_rope),          cmocka_unit_test(test_masked_keys_nan_token_scales),
         cmocka_unit_test(test_avx512_equals_avx2),      cmocka_unit_test(test_simd_environment),
         cmocka_unit_test(test_threads_query),           cmocka_unit_test(test_fp8_rows_exact),
-        cmocka_unit_test(test_fp8_direct_values_exact),
+        cmocka_unit_test(test_fp8_direct_values_exact), cmocka_unit_test(test_long_query_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -178,6 +178,21 @@ static void test_half_rows_match_scalar(void **state) {
     }
     kvci_f32_to_bf16_n(x, N, y);
     for (int j = 0; j < N; j++) assert_int_equal(y[j], kvc_f32_to_bf16(x[j]));
+    /* rows of 0-17 elements (all tail, or one 8-lane vector and a tail) at unaligned starts: the row's
+     * elements converted, nothing written around it */
+    for (int kind = 0; kind < 2; kind++)
+        for (int n = 0; n <= 17; n++)
+            for (int o = 1; o < 4; o++) {
+                for (int j = 0; j < 24; j++) y[j] = 0xabcdu;
+                if (kind)
+                    kvci_f32_to_f16_n(x + o, n, y + o);
+                else
+                    kvci_f32_to_bf16_n(x + o, n, y + o);
+                for (int j = 0; j < 24; j++)
+                    assert_int_equal(y[j], j < o || j >= o + n ? 0xabcdu
+                                           : kind              ? kvc_f32_to_f16(x[j])
+                                                               : kvc_f32_to_bf16(x[j]));
+            }
 }
 
 static void test_slot_scatter_bnnbsd(void **state) {
