@@ -282,7 +282,6 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 
 /* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
  * row-parallel layer; kvc_model_tp). */
-
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     for (int64_t i = 0; i < n; i++) h[i] += d[i];

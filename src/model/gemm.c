@@ -44,7 +44,7 @@ int kvci_gemm_kernels(const kvc_gemm_kernel **out) {
     const kvc_gemm_kernel *k512 = kvci_gemm_avx512_kernel(), *k2 = kvci_gemm_avx2_kernel();
     const kvc_isa cap = kvci_isa_cap();
     if (k512 && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512f")) out[n++] = k512;
-    if (k2 && cap >= KVC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = k2;
+    if (k2 && kvci_isa_runs(KVC_ISA_AVX2)) out[n++] = k2;
 #endif
     out[n++] = &portable;
     return n;

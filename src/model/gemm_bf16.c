@@ -99,7 +99,7 @@ int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     if (amx && cap >= KVC_ISA_AMX) out[n++] = amx;
     if (f512 && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512f")) out[n++] = f512;
     if (dot && cap >= KVC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16")) out[n++] = dot;
-    if (f256 && cap >= KVC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = f256;
+    if (f256 && kvci_isa_runs(KVC_ISA_AVX2)) out[n++] = f256;
 #endif
     out[n++] = &portable;
     return n;

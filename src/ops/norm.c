@@ -8,10 +8,13 @@
 #include "kvcache/ops.h"
 #include "ops/write_internal.h"
 
+/* 1 / sqrt(mean + eps) of a row's sum of squares ss over n elements. */
+static inline double inv_of_sum(double ss, int64_t n, float eps) { return 1.0 / sqrt(ss / (double)n + (double)eps); }
+
 double kvci_rms_inv(const float *x, int64_t n, float eps) {
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
-    return 1.0 / sqrt(ss / (double)n + (double)eps);
+    return inv_of_sum(ss, n, eps);
 }
 
 static inline __attribute__((always_inline)) void scale_row(const float *x, const float *gamma, int64_t n, double inv,
@@ -34,7 +37,7 @@ static inline __attribute__((always_inline)) void norm_group(const float *x, int
         double ss[GROUP] = {0.0};
         for (int64_t i = 0; i < n; i++)
             for (int r = 0; r < GROUP; r++) ss[r] += (double)x[r * ld + i] * (double)x[r * ld + i];
-        for (int r = 0; r < GROUP; r++) inv[r] = 1.0 / sqrt(ss[r] / (double)n + (double)eps);
+        for (int r = 0; r < GROUP; r++) inv[r] = inv_of_sum(ss[r], n, eps);
     } else {
         for (int r = 0; r < R; r++) inv[r] = kvci_rms_inv(x + r * ld, n, eps);
     }
