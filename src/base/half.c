@@ -117,7 +117,7 @@ __attribute__((target("avx2,f16c"))) static void f16_row_f16c(const float *x, in
 
 void kvci_f32_to_f16_n(const float *x, int64_t n, uint16_t *y) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (kvci_isa_runs(KVC_ISA_AVX2)) { /* every AVX2 CPU has F16C */
+    if (kvci_isa_runs(KVC_ISA_AVX2)) { /* the tier includes F16C */
         f16_row_f16c(x, n, y);
         return;
     }

@@ -1,4 +1,4 @@
-/* kvci_isa_cap (isa.h): KVC_SIMD, read once; kvci_isa_runs: the cap and the CPU. */
+/* kvci_isa_cap (isa.h): KVC_SIMD, read once; kvci_cpu_runs: the CPU's tiers; kvci_isa_runs: both. */
 #include "base/isa.h"
 
 #include <stdlib.h>
@@ -19,14 +19,25 @@ kvc_isa kvci_isa_cap(void) {
     return (kvc_isa)c;
 }
 
-static bool runs_uncached(kvc_isa t) {
-    if (t > kvci_isa_cap()) return false;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
+static bool cpu_runs_uncached(kvc_isa t) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     switch (t) {
     case KVC_ISA_PORTABLE: return true;
-    case KVC_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case KVC_ISA_AVX512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    case KVC_ISA_AVX2: return avx2;
+    case KVC_ISA_AVX512:
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
     default: return false;
     }
 #else
@@ -34,11 +45,13 @@ static bool runs_uncached(kvc_isa t) {
 #endif
 }
 
-static int _Atomic runs[KVC_ISA_AMX + 1] = {-1, -1, -1, -1}; /* -1: not asked yet (per-row kernels ask often) */
+static int _Atomic cpu[KVC_ISA_AMX + 1] = {-1, -1, -1, -1}; /* -1: not asked yet (per-row kernels ask often) */
 
-bool kvci_isa_runs(kvc_isa t) {
+bool kvci_cpu_runs(kvc_isa t) {
     if (t < KVC_ISA_PORTABLE || t > KVC_ISA_AMX) return false;
-    int r = runs[t];
-    if (r < 0) runs[t] = r = runs_uncached(t);
+    int r = cpu[t];
+    if (r < 0) cpu[t] = r = cpu_runs_uncached(t);
     return r != 0;
 }
+
+bool kvci_isa_runs(kvc_isa t) { return t <= kvci_isa_cap() && kvci_cpu_runs(t); }

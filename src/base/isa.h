@@ -10,15 +10,19 @@
 typedef enum kvc_isa {
     KVC_ISA_PORTABLE = 0,
     KVC_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
-    KVC_ISA_AVX512 = 2, /* AVX-512 F/BW/VL (and, per kernel, BF16 / VNNI) */
+    KVC_ISA_AVX512 = 2, /* AVX-512 F/BW/VL besides AVX2 (and, per kernel, BF16 / VNNI) */
     KVC_ISA_AMX = 3     /* AMX tiles: no cap */
 } kvc_isa;
 
 /* The cap: KVC_SIMD's value, KVC_ISA_AMX when it is unset or names none of the four. */
 kvc_isa kvci_isa_cap(void);
 
-/* Whether kernels of tier t may run here: t at or below the cap, and the CPU reports it (AVX2: AVX2 and
- * FMA; AVX-512: F and BW; AMX: never, its kernels check their own grant). Portable: always. */
+/* Whether the CPU (and the OS's saved vector state) has tier t's instructions, whatever the cap:
+ * AVX2: AVX2, FMA and F16C (asked of CPUID: a VM may hide F16C); AVX-512: F, BW and VL besides the AVX2
+ * tier; AMX: never, its kernels check their own grant. Portable: always. */
+bool kvci_cpu_runs(kvc_isa t);
+
+/* Whether kernels of tier t may run here: t at or below the cap, and kvci_cpu_runs(t). */
 bool kvci_isa_runs(kvc_isa t);
 
 #endif

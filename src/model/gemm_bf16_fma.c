@@ -166,7 +166,7 @@ static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0
     block256_of(true, c, m0, m1, g0, g1);
 }
 
-/* Every CPU with AVX2 has F16C (simd_select.c makes the same assumption). */
+/* Listed only where kvci_isa_runs(KVC_ISA_AVX2), which includes F16C. */
 static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h, block256, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }

@@ -16,10 +16,10 @@
 #include "model/gemm_quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include "base/internal.h"
+#include "base/isa.h"
 
 #define TGT __attribute__((target("avx2,fma,f16c")))
 #define INL TGT __attribute__((always_inline)) static inline
@@ -123,14 +123,7 @@ BLOCK_FN(KVC_WQ_Q4_0)
 
 static const kvc_wq_kernel avx2 = {"avx2", 1, {block_KVC_WQ_Q8_0, block_KVC_WQ_Q4_0}};
 
-/* AVX2 and FMA (with the OS's ymm state, which __builtin_cpu_supports checks) and F16C. */
-static bool usable(void) {
-    unsigned a, b, c, d;
-    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-const kvc_wq_kernel *kvci_wq_avx2_kernel(void) { return usable() ? &avx2 : NULL; }
+const kvc_wq_kernel *kvci_wq_avx2_kernel(void) { return kvci_cpu_runs(KVC_ISA_AVX2) ? &avx2 : NULL; }
 #else
 const kvc_wq_kernel *kvci_wq_avx2_kernel(void) { return NULL; }
 #endif

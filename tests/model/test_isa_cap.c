@@ -41,8 +41,22 @@ static void test_avx2_cap(void **state) {
     }
 }
 
+/* The cap narrows what the CPU runs and nothing else; tiers nest (AVX-512 needs the AVX2 tier's AVX2, FMA and
+ * F16C); unknown tiers run nowhere. */
+static void test_cap_and_cpu(void **state) {
+    (void)state;
+    for (int t = KVC_ISA_PORTABLE; t <= KVC_ISA_AMX; t++)
+        assert_int_equal(kvci_isa_runs((kvc_isa)t), t <= KVC_ISA_AVX2 && kvci_cpu_runs((kvc_isa)t));
+    assert_true(kvci_cpu_runs(KVC_ISA_PORTABLE));
+    if (kvci_cpu_runs(KVC_ISA_AVX512)) assert_true(kvci_cpu_runs(KVC_ISA_AVX2));
+    assert_false(kvci_cpu_runs(KVC_ISA_AMX));
+    assert_false(kvci_cpu_runs((kvc_isa)-1));
+    assert_false(kvci_isa_runs((kvc_isa)(KVC_ISA_AMX + 1)));
+    assert_int_equal(kvci_simd_cpu_runs(kvci_simd_avx512_table()), kvci_cpu_runs(KVC_ISA_AVX512));
+}
+
 int main(void) {
     setenv("KVC_SIMD", "avx2", 1);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_avx2_cap)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_avx2_cap), cmocka_unit_test(test_cap_and_cpu)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

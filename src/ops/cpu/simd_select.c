@@ -8,17 +8,9 @@
 bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
     if (!t) return false;
     if (t == &kvc_simd_portable) return true;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    /* F16C has no __builtin_cpu_supports name in older compilers; every AVX2 CPU has it */
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (t == kvci_simd_avx2_table()) return avx2;
-    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl");
-    if (t == kvci_simd_avx512_table()) return avx512;
-    if (t == kvci_simd_amx_table()) return avx512 && kvci_amx_bf16_granted();
-#endif
-    return false;
+    if (t == kvci_simd_avx2_table()) return kvci_cpu_runs(KVC_ISA_AVX2);
+    if (t == kvci_simd_avx512_table()) return kvci_cpu_runs(KVC_ISA_AVX512);
+    return t == kvci_simd_amx_table() && kvci_cpu_runs(KVC_ISA_AVX512) && kvci_amx_bf16_granted();
 }
 
 /* The best table at or below rank (0 portable, 1 avx2, 2 avx512, 3 amx) that this CPU runs. */
