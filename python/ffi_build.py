@@ -319,6 +319,7 @@ typedef struct kvc_paged_tensor {
 typedef struct kvc_paged_kv {
     int64_t num_blocks;
     kvc_paged_tensor k, v;
+    kvc_paged_tensor k_rope;
     ...;
 } kvc_paged_kv;
 
@@ -338,6 +339,8 @@ typedef struct kvc_attention_params {
     kvc_tensor q;
     kvc_tensor k;
     kvc_tensor v;
+    kvc_tensor q_rope;
+    kvc_tensor k_rope;
     kvc_tensor mask;
     kvc_kv_storage kv_storage;
     kvc_block_layout block_layout;

@@ -149,8 +149,8 @@ def _cpu_workspace(p):
 def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=None, num_heads=None,
               num_kv_heads=None, scale=None, sparse_mode=3, pre_tokens=None, next_tokens=None,
               bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
-              key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, out=None,
-              return_lse=False, impl="cpu"):
+              key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, q_rope=None,
+              k_rope=None, out=None, return_lse=False, impl="cpu"):
     """Fused inference attention (kvc_attention_cpu, or the float64 reference
     kvc_attention_ref with impl="ref").
 
@@ -174,6 +174,11 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     scale: default 1/sqrt(D). sparse_mode: 0 none (needs mask or
       bidirectional=True when S > 1), 1 full mask, 2 causal from the top-left,
       3 causal aligned to the last key (default), 4 band (pre_tokens/next_tokens).
+    q_rope, k_rope: MLA's rope parts (both or neither): q_rope like q with Dr
+      channels per head, k_rope like k (contiguous, or a paged cache in
+      kv_layout, or the "k_rope" entry / view of paged_kv) with Dr channels;
+      scores are scale * (q.k + q_rope.k_rope). Absorbed MLA passes the latent
+      cache as both k and v with one KV head (docs/ops.md).
     int8 k/v: key_scale/value_scale (f32) in quant_mode "per_channel",
       "per_token" or "per_head" (a pair for keys and values may be given).
     out: written in place (q's dtype and shape rule by default, a new array
@@ -185,12 +190,16 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     c_layout, seq_layout = choice(_LAYOUTS, layout, "layout")
     block_layout = choice(_KV_LAYOUTS, kv_layout, "kv_layout") if paged else None
     qv = view(q, "q")
+    if (q_rope is None) != (k_rope is None):
+        raise invalid("q_rope and k_rope go together (MLA's rope parts): give both or neither")
+    krv = None
     if paged_kv is None:
         kv_, vv, desc, described_dv = view(k, "k"), view(v, "v"), None, None
+        krv = None if k_rope is None else view(k_rope, "k_rope")
     elif not paged:
         raise invalid("paged_kv describes paged K/V: it needs a block_table")
     else:
-        desc, kv_, vv, block_size, view_nkv, described_dv = describe(paged_kv, k, v, kv_layout)
+        desc, kv_, vv, krv, block_size, view_nkv, described_dv = describe(paged_kv, k, v, kv_layout, k_rope)
         num_kv_heads = num_kv_heads if num_kv_heads is not None else view_nkv
         if num_kv_heads is None:
             raise invalid("paged_kv as a dict: give num_kv_heads (the shapes of k and v do not say it)")
@@ -220,15 +229,20 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     p.batch = n
     p.q_lens, p.kv_lens = q_c, kv_c
     p.kv_len_form = lib.KVC_KV_FORM_CUMULATIVE if kv_form[0] == lib.KVC_LEN_CUMULATIVE else lib.KVC_KV_FORM_DIRECT
-    keep = [qv, kv_, vv, qa, ka, q_c, kv_c, desc]
+    keep = [qv, kv_, vv, krv, qa, ka, q_c, kv_c, desc]
     if paged and kv_layout == "BNBSND" and desc is None:
         # the operator reads block-major caches as [NB, bs, Nkv*D]: the same memory
-        for t in (kv_, vv):
-            if len(t.shape) == 4:
+        for t in (kv_, vv, krv):
+            if t is not None and len(t.shape) == 4:
                 t.shape = (t.shape[0], t.shape[1], t.shape[2] * t.shape[3])
     qv.fill(p.q)
     kv_.fill(p.k)
     vv.fill(p.v)
+    if q_rope is not None:
+        qrv = view(q_rope, "q_rope")
+        keep.append(qrv)
+        qrv.fill(p.q_rope)
+        krv.fill(p.k_rope)
     if paged:
         tv = index_array(block_table, "block_table", "i32")
         keep.append(tv)

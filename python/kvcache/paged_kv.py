@@ -38,14 +38,16 @@ def _fill_tensor(t, spec, name):
         setattr(t, field, int64(spec.get(field, 1), f"{name}.{field}"))
 
 
-def _from_views(k, v, kv_layout):
-    """(spec, k View, v View, Nkv) of k and v as 4-D NumPy views in kv_layout's
-    axis order, each placed by its own strides (views of one combined buffer)."""
+def _from_views(k, v, kv_layout, k_rope=None):
+    """(spec, k View, v View, k_rope View or None, Nkv) of k, v (and MLA's k_rope) as 4-D NumPy views in
+    kv_layout's axis order (k_rope in k's), each placed by its own strides (views of one combined buffer)."""
     if kv_layout not in _AXES:
         raise invalid(f"paged_kv \"strides\" reads views with kv_layout {', '.join(_AXES)}, not \"{kv_layout}\" "
                       "(describe NZ tiles with a paged_kv dict)")
-    spec, views, dims = {}, {}, {}
-    for name, arr in (("k", k), ("v", v)):
+    spec, views, dims = {}, {"k_rope": None}, {}
+    for name, arr in (("k", k), ("v", v), ("k_rope", k_rope)):
+        if arr is None:
+            continue
         layout = "BNNBSD" if name == "v" and kv_layout == "BNNDBS" else kv_layout
         views[name], shape, strides = strided_view(arr, name)
         if len(shape) != 4:
@@ -54,27 +56,33 @@ def _from_views(k, v, kv_layout):
         spec[name] = dict(layout=layout, head_dim=shape[c], block_stride=strides[b], head_stride=strides[g],
                           token_stride=strides[o], channel_stride=strides[c])
         dims[name] = (shape[b], shape[o], shape[g])
-    if dims["k"] != dims["v"]:
-        raise invalid("paged_kv \"strides\": k has (blocks, block_size, kv heads) {}, v {}: they must match".format(
-            dims["k"], dims["v"]))
+    for name in dims:
+        if dims[name] != dims["k"]:
+            raise invalid("paged_kv \"strides\": k has (blocks, block_size, kv heads) {}, {} {}: they must match"
+                          .format(dims["k"], name, dims[name]))
     nb, bs, nkv = dims["k"]
-    return dict(num_blocks=nb, block_size=bs, **spec), views["k"], views["v"], nkv
+    return dict(num_blocks=nb, block_size=bs, **spec), views["k"], views["v"], views["k_rope"], nkv
 
 
-def describe(paged_kv, k, v, kv_layout):
-    """(kvc_paged_kv cdata, k View, v View, block_size, Nkv or None, Dv) of
-    attention's paged_kv: "strides" (k and v strided views, see _from_views)
-    or a dict {num_blocks, block_size, k: {...}, v: {...}} over contiguous
-    k and v (e.g. 1-D runs of one buffer); the library checks the values."""
+def describe(paged_kv, k, v, kv_layout, k_rope=None):
+    """(kvc_paged_kv cdata, k View, v View, k_rope View or None, block_size, Nkv or None, Dv) of
+    attention's paged_kv: "strides" (k, v and k_rope strided views, see _from_views)
+    or a dict {num_blocks, block_size, k: {...}, v: {...}[, k_rope: {...}]} over contiguous
+    k, v and k_rope (e.g. 1-D runs of one buffer); the library checks the values."""
     if isinstance(paged_kv, str):
         if paged_kv != "strides":
             raise invalid(f"paged_kv \"{paged_kv}\" is neither \"strides\" nor a dict")
-        spec, kv_, vv, nkv = _from_views(k, v, kv_layout)
+        spec, kv_, vv, krv, nkv = _from_views(k, v, kv_layout, k_rope)
     else:
-        _keys(paged_kv, "paged_kv", ("num_blocks", "block_size", "k", "v"))
+        _keys(paged_kv, "paged_kv", ("num_blocks", "block_size", "k", "v"), ("k_rope",))
+        if ("k_rope" in paged_kv) != (k_rope is not None):
+            raise invalid("paged_kv: a \"k_rope\" entry goes with the k_rope array (give both or neither)")
         spec, kv_, vv, nkv = paged_kv, view(k, "k"), view(v, "v"), None
+        krv = None if k_rope is None else view(k_rope, "k_rope")
     d = ffi.new("kvc_paged_kv *")
     d.num_blocks = int64(spec["num_blocks"], "paged_kv.num_blocks")
     _fill_tensor(d.k, spec["k"], "paged_kv.k")
     _fill_tensor(d.v, spec["v"], "paged_kv.v")
-    return d, kv_, vv, int32(spec["block_size"], "paged_kv.block_size"), nkv, d.v.head_dim
+    if krv is not None:
+        _fill_tensor(d.k_rope, spec["k_rope"], "paged_kv.k_rope")
+    return d, kv_, vv, krv, int32(spec["block_size"], "paged_kv.block_size"), nkv, d.v.head_dim
