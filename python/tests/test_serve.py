@@ -210,6 +210,15 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     err = error_of(httpx.post(chat, json={"model": "test", "messages": [{"role": "tool", "content": "x"}]}), 400)
     assert "Unknown role" in err["message"]
     error_of(httpx.get(server[0] + "/v1/nothing"), 404)
+    # JSON the grammar allows but no text is: lone surrogates (in a prompt, a message, a salt) and deep nesting
+    raw = {"content-type": "application/json"}
+    for path, body in (("/v1/completions", b'{"model": "test", "prompt": "a\\ud800b", "max_tokens": 2}'),
+                       ("/v1/completions", b'{"model": "test", "prompt": "hi", "cache_salt": "\\udfff"}'),
+                       ("/v1/chat/completions", b'{"model": "test", "messages": [{"role": "user", "content": '
+                                                b'"\\ud83d"}], "max_tokens": 2}')):
+        assert "not Unicode text" in error_of(httpx.post(server[0] + path, content=body, headers=raw), 400)["message"]
+    deep = b"[" * 100_000 + b"]" * 100_000
+    assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="test", prompt="hi", max_tokens=2, top_p=0)
     assert client.completions.create(**ok).usage.completion_tokens >= 1

@@ -183,10 +183,7 @@ class Server:
             data += chunk
             if len(data) > self.max_body_bytes:
                 raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
-        try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise bad(f"the request body is not valid JSON: {exc}") from None
+        return protocol.parse_body(data)
 
     def _salt(self, tenant, salt):
         """The prefix-cache salt: each API key its own tenant, the request's cache_salt within it."""

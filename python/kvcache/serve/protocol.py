@@ -1,6 +1,7 @@
 """The OpenAI request bodies the server accepts, checked field by field, and
 the error shape it answers with (docs/serve.md lists both)."""
 import dataclasses
+import json
 
 MAX_LOGPROBS = 20
 MAX_STOP = 16  # stop strings per request
@@ -22,6 +23,33 @@ class ApiError(Exception):
 
 def bad(message, param=None):
     return ApiError(400, message, param=param)
+
+
+def parse_body(data):
+    """The JSON value of a request body, or a 400 naming what is wrong: not JSON, nested deeper than the
+    parser goes, or holding a string that is not Unicode text (a lone surrogate escape such as "\\ud800",
+    which JSON's grammar allows but no tokenizer or UTF-8 encoder takes)."""
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad(f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise bad("the request body is not valid JSON: nested too deeply") from None
+    pending = [body]
+    while pending:  # every key and string value, without recursion
+        v = pending.pop()
+        if isinstance(v, dict):
+            pending.extend(v.keys())
+            pending.extend(v.values())
+        elif isinstance(v, list):
+            pending.extend(v)
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise bad(f"the request body holds a string that is not Unicode text ({exc.reason} "
+                          f"{v[exc.start:exc.end]!a})") from None
+    return body
 
 
 @dataclasses.dataclass
