@@ -217,6 +217,13 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
                        ("/v1/chat/completions", b'{"model": "test", "messages": [{"role": "user", "content": '
                                                 b'"\\ud83d"}], "max_tokens": 2}')):
         assert "not Unicode text" in error_of(httpx.post(server[0] + path, content=body, headers=raw), 400)["message"]
+    # behaviour the server does not have is refused by name, never dropped (a neutral value passes)
+    for field, value in (("suffix", "x"), ("min_p", 0.1), ("repetition_penalty", 1.2), ("min_tokens", 3),
+                         ("response_format", {"type": "json_object"}), ("tool_choice", "required"),
+                         ("guided_json", {"type": "object"}), ("continue_final_message", True)):
+        assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
+    neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
+    assert httpx.post(url, json={**ok, **neutral}).status_code == 200
     deep = b"[" * 100_000 + b"]" * 100_000
     assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
     with pytest.raises(openai.BadRequestError):

@@ -127,6 +127,22 @@ def _unsupported(body):
         raise bad("logit_bias is not supported", "logit_bias")
     if _bool(body, "echo"):
         raise bad("echo is not supported", "echo")
+    # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
+    for name, neutral in (("min_p", 0.0), ("repetition_penalty", 1.0)):
+        if _number(body, name, neutral, 0.0, 1e9) != neutral:
+            raise bad(f"{name} is not supported (only {neutral})", name)
+    if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
+        raise bad("min_tokens is not supported (only 0)", "min_tokens")
+    for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                 "structured_outputs"):
+        if body.get(name) not in (None, False, ""):
+            raise bad(f"{name} is not supported", name)
+    fmt = body.get("response_format")
+    if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
+        raise bad("response_format: only {\"type\": \"text\"} is supported (no JSON mode or schema)", "response_format")
+    choice = body.get("tool_choice")
+    if choice not in (None, "auto", "none"):
+        raise bad("tool_choice: only \"auto\" and \"none\" are supported (a call cannot be forced)", "tool_choice")
 
 
 def _common(body, vocab_size, max_tokens_names, logprobs):
