@@ -183,17 +183,21 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
         size_t n = 0;
         int32_t count = 0, first = -1, prev = -1, step = 0;
         bool regular = true; /* members evenly spaced: printed as a strided range */
+        /* entries j .. k of one run hold consecutive model layers (cache-less layers are not listed) */
         for (int32_t j = i; j < p->n_layers; j++) {
             if (done[j] || !same_row(&p->layers[i], &p->layers[j])) continue;
             done[j] = true;
             int32_t k = j;
-            while (k + 1 < p->n_layers && !done[k + 1] && same_row(&p->layers[i], &p->layers[k + 1])) done[++k] = true;
+            while (k + 1 < p->n_layers && !done[k + 1] && same_row(&p->layers[i], &p->layers[k + 1]) &&
+                   p->layers[k + 1].layer == p->layers[k].layer + 1)
+                done[++k] = true;
+            const int32_t lj = p->layers[j].layer, lk = p->layers[k].layer;
             if (n < sizeof ids - 16) {
-                int w = k > j ? snprintf(ids + n, sizeof ids - n, "%s%d-%d", count ? "," : "", j, k)
-                              : snprintf(ids + n, sizeof ids - n, "%s%d", count ? "," : "", j);
+                int w = k > j ? snprintf(ids + n, sizeof ids - n, "%s%d-%d", count ? "," : "", lj, lk)
+                              : snprintf(ids + n, sizeof ids - n, "%s%d", count ? "," : "", lj);
                 if (w > 0) n += (size_t)w;
             }
-            for (int32_t m = j; m <= k; m++) {
+            for (int32_t m = lj; m <= lk; m++) {
                 if (first < 0) {
                     first = m;
                 } else if (step == 0) {

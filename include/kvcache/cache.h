@@ -123,7 +123,9 @@ KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 KVC_API kvc_status kvc_validate_cache_info(const kvc_model_cache_info *ci, int64_t engine_next_n);
 
 /* New cache info = main's layers then draft's, draft layer_idx offset by
- * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy. */
+ * main's layer count; inputs untouched. Free with kvc_model_cache_info_destroy.
+ * KVC_EINVAL when an offset draft index meets one of main's (main's indices
+ * skip layers, as a plan's do for cache-less layers) or overflows int32. */
 KVC_API kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const kvc_model_cache_info *draft_ci,
                                               kvc_model_cache_info **out);
 KVC_API void kvc_model_cache_info_destroy(kvc_model_cache_info *ci);

@@ -16,6 +16,8 @@ static kvc_status copy_layers(kvc_model_cache_info *dst, int32_t first, const kv
                               int32_t idx_offset) {
     for (int32_t l = 0; l < src->n_layer_infos; l++) {
         const kvc_layer_cache_info *from = &src->layer_infos[l];
+        if (from->layer_idx > INT32_MAX - idx_offset)
+            return kvci_fail(KVC_EINVAL, "merge: draft layer_idx %d + %d overflows", from->layer_idx, idx_offset);
         kvc_layer_cache_info *to = &dst->layer_infos[first + l];
         to->caches = kvci_malloc((size_t)kvci_max64(from->n_caches, 1) * sizeof *to->caches);
         if (to->caches == NULL) return kvci_fail(KVC_ENOMEM, "cannot copy layer %d", from->layer_idx);
@@ -57,6 +59,17 @@ kvc_status kvc_model_cache_info_merge(const kvc_model_cache_info *main_ci, const
     ci->is_mla_backend = main_ci->is_mla_backend;
     st = copy_layers(ci, 0, main_ci, 0);
     if (st == KVC_OK) st = copy_layers(ci, main_ci->n_layer_infos, draft_ci, main_ci->n_layer_infos);
+    /* main's indices may skip layers (cache-less ones are not listed): an offset draft index can meet one */
+    for (int32_t d = main_ci->n_layer_infos; st == KVC_OK && d < n; d++)
+        for (int32_t l = 0; l < main_ci->n_layer_infos; l++)
+            if (ci->layer_infos[d].layer_idx == ci->layer_infos[l].layer_idx) {
+                st = kvci_fail(KVC_EINVAL,
+                               "merge: draft layer %d becomes layer_idx %d, which the main model already has "
+                               "(main's %d layer infos do not number 0 .. %d)",
+                               ci->layer_infos[d].layer_idx - main_ci->n_layer_infos, ci->layer_infos[d].layer_idx,
+                               main_ci->n_layer_infos, main_ci->n_layer_infos - 1);
+                break;
+            }
     if (st != KVC_OK) {
         kvc_model_cache_info_destroy(ci);
         return st;

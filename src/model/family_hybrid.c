@@ -1,11 +1,15 @@
 /* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
  * DeltaNet, every full_attention_interval-th layer full), Jamba (Mamba, an
  * attention layer every attn_layer_period from attn_layer_offset) and the
- * Mamba2 hybrids (Granite 4 style), which must list their layer_types; the
+ * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
+ * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H); the
  * shapes of their state caches per tensor-parallel rank. Every size read is
  * at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most 2^20, so the state
  * widths stay below 2^37 and one state block below 2^53 bytes: no product
  * here can overflow. */
+#include <stdio.h>
+#include <string.h>
+
 #include "base/internal.h"
 #include "model/family.h"
 
@@ -61,10 +65,61 @@ static kvc_status jamba_states(const kvc_hparams *hp, int64_t hidden_size, int64
     return KVC_OK;
 }
 
+/* Bamba: attn_layer_indices lists the attention layers, the others are Mamba2. */
+static kvc_status bamba_kinds(const kvc_family_ctx *ctx, const cJSON *indices, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
+    int64_t n = 0;
+    for (const cJSON *e = indices->child; e != NULL; e = e->next, n++) {
+        char where[64];
+        snprintf(where, sizeof where, "attn_layer_indices[%lld]", (long long)n);
+        int64_t layer = 0;
+        KVC_TRY(kvci_json_int_value(e, where, 0, ctx->n_layers - 1, &layer));
+        if (kinds[layer] == KVC_LK_FULL)
+            return kvci_fail(KVC_EINVAL, "%s: attn_layer_indices lists layer %lld twice", doc, (long long)layer);
+        kinds[layer] = KVC_LK_FULL;
+    }
+    return KVC_OK;
+}
+
+/* Nemotron-H: hybrid_override_pattern has one character per layer, M a Mamba2 layer, * attention, - an MLP
+ * and E a mixture of experts (no cache). */
+static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    const size_t n = strlen(pattern);
+    if ((int64_t)n != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: hybrid_override_pattern has %zu layers but num_hidden_layers is %lld", doc, n,
+                         (long long)ctx->n_layers);
+    for (size_t i = 0; i < n; i++) {
+        switch (pattern[i]) {
+        case 'M': kinds[i] = KVC_LK_STATE; break;
+        case '*': kinds[i] = KVC_LK_FULL; break;
+        case '-':
+        case 'E': kinds[i] = KVC_LK_NONE; break;
+        default:
+            return kvci_fail(KVC_EINVAL,
+                             "%s: hybrid_override_pattern[%zu] '%c' is not M (Mamba2), * (attention), - (MLP) or E "
+                             "(experts)",
+                             doc, i, pattern[i] >= 0x20 && pattern[i] < 0x7f ? pattern[i] : '?');
+        }
+    }
+    return KVC_OK;
+}
+
+/* Mamba2 hybrids without layer_types: Bamba's attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
 static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    (void)kinds;
-    return kvci_fail(KVC_EINVAL, "%s: layer_types is missing (needed to tell mamba from attention layers)",
-                     ctx->hp->cfg.doc);
+    const kvc_json_obj *cfg = &ctx->hp->cfg;
+    const cJSON *indices = NULL;
+    const char *pattern = NULL;
+    bool have_indices = false, have_pattern = false;
+    KVC_TRY(kvci_json_array(cfg, "attn_layer_indices", KVC_HP_MAX_LAYERS, &indices, &have_indices));
+    if (have_indices) return bamba_kinds(ctx, indices, kinds);
+    KVC_TRY(kvci_json_str(cfg, "hybrid_override_pattern", KVC_HP_MAX_LAYERS, &pattern, &have_pattern));
+    if (have_pattern) return pattern_kinds(ctx, pattern, kinds);
+    return kvci_fail(KVC_EINVAL,
+                     "%s: layer_types, attn_layer_indices and hybrid_override_pattern are missing (one of them tells "
+                     "Mamba from attention layers)",
+                     cfg->doc);
 }
 
 /* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
@@ -110,7 +165,9 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {
-    {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false}};
+    {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
+    {"bamba", "BambaForCausalLM", "bamba", false},
+    {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
@@ -134,7 +191,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 1,
+    .n_aliases = 3,
     .default_kinds = mamba2_kinds,
     .state_shapes = mamba2_states,
 };

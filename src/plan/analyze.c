@@ -125,12 +125,17 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
     kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
-    bool any_state = false, any_attention = false, seen[3] = {false, false, false};
+    bool any_state = false, any_attention = false, seen[4] = {false, false, false, false};
+    int64_t cacheless = 0;
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
         any_state |= f->kinds[i] == KVC_LK_STATE;
-        any_attention |= f->kinds[i] != KVC_LK_STATE;
+        any_attention |= f->kinds[i] == KVC_LK_FULL || f->kinds[i] == KVC_LK_SLIDING;
+        cacheless += f->kinds[i] == KVC_LK_NONE;
         seen[f->kinds[i]] = true;
     }
+    if (st == KVC_OK && cacheless > 0)
+        kvci_plan_warn(plan, "%lld of the %lld layers (MLP or experts only) keep no cache and are not listed",
+                       (long long)cacheless, (long long)f->n_layers);
     if (st == KVC_OK && any_state) {
         st = kvci_family_state_shapes(f->fam, hp, f->hidden_size, plan->options.tp, states);
         if (st == KVC_OK)
@@ -141,7 +146,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     if (st == KVC_OK) st = kvci_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
-    plan->hybrid = (int)seen[0] + (int)seen[1] + (int)seen[2] > 1;
+    plan->hybrid = (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] > 1;
     kvci_plan_select_mode(plan, f, kv_per_rank, any_attention);
     return warn_unplanned(hp, plan);
 }

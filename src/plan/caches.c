@@ -55,7 +55,7 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
     int64_t next = 0;
     for (int32_t i = 0; i < plan->n_layers; i++) {
         const kvc_plan_layer *L = &plan->layers[i];
-        layers[i] = (kvc_layer_cache_info){.layer_idx = i, .n_caches = L->n_caches, .caches = &entries[next]};
+        layers[i] = (kvc_layer_cache_info){.layer_idx = L->layer, .n_caches = L->n_caches, .caches = &entries[next]};
         for (int32_t c = 0; c < L->n_caches; c++) {
             const kvc_plan_cache *pc = &L->caches[c];
             kvc_cache_entry *e = &entries[next++];
@@ -123,10 +123,12 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                          "plan options: kv_dtype %s is stored in blocks of %d channels: MLA latent caches cannot "
                          "hold it",
                          t->name, (int)t->block);
-    plan->n_layers = (int32_t)f->n_layers;
-    plan->layers = kvci_calloc((size_t)f->n_layers, sizeof *plan->layers);
-    if (plan->layers == NULL)
-        return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+    int32_t n = 0; /* the layers with caches: a cache-less one (MLP or experts only) is not listed */
+    for (int64_t i = 0; i < f->n_layers; i++) n += f->kinds[i] != KVC_LK_NONE;
+    if (n == 0) return kvci_fail(KVC_EINVAL, "plan: none of the %lld layers keeps a cache", (long long)f->n_layers);
+    plan->n_layers = n;
+    plan->layers = kvci_calloc((size_t)n, sizeof *plan->layers);
+    if (plan->layers == NULL) return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %d layers", n);
     const kvc_family_dims fd = {.num_heads = plan->q_heads_per_rank,
                                 .num_kv_heads = kv_per_rank,
                                 .head_dim = f->head_dim,
@@ -135,8 +137,9 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                                 .qk_rope_head_dim = f->qk_rope_head_dim,
                                 .v_head_dim = f->v_head_dim};
     const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
-    for (int32_t i = 0; i < plan->n_layers; i++) {
-        kvc_plan_layer *L = &plan->layers[i];
+    for (int32_t i = 0, at = 0; i < (int32_t)f->n_layers; i++) {
+        if (f->kinds[i] == KVC_LK_NONE) continue;
+        kvc_plan_layer *L = &plan->layers[at++];
         L->layer = i;
         switch (f->kinds[i]) {
         case KVC_LK_FULL: L->attn_type = KVC_ATTN_FULL; break;
@@ -145,6 +148,7 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             L->sliding_window = f->window;
             break;
         case KVC_LK_STATE: L->attn_type = KVC_ATTN_MAMBA; break;
+        case KVC_LK_NONE: break;
         }
         kvci_plan_set_layer_masks(plan, L);
         if (L->attn_type == KVC_ATTN_MAMBA) {

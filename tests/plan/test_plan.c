@@ -553,6 +553,51 @@ static void test_family_rules(void **state) {
     assert_int_equal(p->layers[0].caches[1].shape[1], 16);
     kvc_model_plan_destroy(p);
 
+    /* Bamba: attn_layer_indices name the attention layers, Mamba2 elsewhere (conv: heads * head dim + 2 groups x
+     * state channels). */
+    p = plan_text("{\"model_type\": \"bamba\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 1024, \"max_position_embeddings\": 4096,"
+                  " \"attn_layer_indices\": [4, 1], \"mamba_n_heads\": 32, \"mamba_d_head\": 64,"
+                  " \"mamba_d_state\": 128, \"mamba_d_conv\": 4, \"mamba_n_groups\": 1}",
+                  &o);
+    assert_string_equal(p->family, "bamba");
+    assert_int_equal(p->n_layers, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(p->layers[i].layer, i);
+        assert_int_equal(p->layers[i].attn_type, i == 1 || i == 4 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    }
+    assert_int_equal(p->layers[0].caches[0].shape[0], 32 * 64 + 2 * 128);
+    kvc_model_plan_destroy(p);
+
+    /* Nemotron-H: one pattern character per layer; MLP (-) and experts (E) layers keep nothing and are not
+     * listed, the others keep their model index (in the plan and in its cache description). */
+    p = plan_text("{\"model_type\": \"nemotron_h\", \"num_hidden_layers\": 7, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"head_dim\": 64, \"hidden_size\": 512,"
+                  " \"max_position_embeddings\": 4096, \"hybrid_override_pattern\": \"M-M*-EM\","
+                  " \"mamba_num_heads\": 16, \"mamba_head_dim\": 64, \"ssm_state_size\": 128, \"conv_kernel\": 4,"
+                  " \"n_groups\": 2}",
+                  &o);
+    const int kept[4] = {0, 2, 3, 6};
+    assert_int_equal(p->n_layers, 4);
+    assert_int_equal(p->cache_info.n_layer_infos, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(p->layers[i].layer, kept[i]);
+        assert_int_equal(p->cache_info.layer_infos[i].layer_idx, kept[i]);
+        assert_int_equal(p->layers[i].attn_type, kept[i] == 3 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    }
+    assert_int_equal(p->layers[0].caches[0].shape[0], 16 * 64 + 2 * 2 * 128);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 16 * 64 * 128 * 2);
+    assert_true(p->hybrid);
+    bool noted = false;
+    for (int w = 0; w < p->n_warnings; w++) noted |= strstr(p->warnings[w], "3 of the 7 layers") != NULL;
+    assert_true(noted);
+    /* a draft merged after such a model must not reuse one of its indices */
+    kvc_model_cache_info *merged = NULL;
+    assert_int_equal(kvc_model_cache_info_merge(&p->cache_info, &p->cache_info, &merged), KVC_EINVAL);
+    assert_null(merged);
+    assert_non_null(strstr(kvc_last_error(), "becomes layer_idx 6"));
+    kvc_model_plan_destroy(p);
+
     /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */
     p = plan_text("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
                   " \"kv_lora_rank\": 256, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 64,"
@@ -626,6 +671,17 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
          " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"max_position_embeddings\": 4096}",
          "kv_lora_rank is missing"},
+#define MAMBA2_HEAD                                                                                                    \
+    "{\"model_type\": \"nemotron_h\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"head_dim\": 64,"         \
+    " \"max_position_embeddings\": 4096, \"mamba_num_heads\": 16, \"mamba_head_dim\": 64, \"ssm_state_size\": 128,"    \
+    " \"conv_kernel\": 4, "
+        {MAMBA2_HEAD "\"hybrid_override_pattern\": \"M*\"}", "hybrid_override_pattern has 2 layers"},
+        {MAMBA2_HEAD "\"hybrid_override_pattern\": \"M*x\"}", "hybrid_override_pattern[2] 'x'"},
+        {MAMBA2_HEAD "\"hybrid_override_pattern\": \"---\"}", "none of the 3 layers keeps a cache"},
+        {MAMBA2_HEAD "\"attn_layer_indices\": [1, 1]}", "lists layer 1 twice"},
+        {MAMBA2_HEAD "\"attn_layer_indices\": [3]}", "attn_layer_indices[0]"},
+        {MAMBA2_HEAD "\"attn_layer_indices\": [\"1\"]}", "attn_layer_indices[0]"},
+        {MAMBA2_HEAD "\"hidden_size\": 512}", "hybrid_override_pattern are missing"},
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
          " \"num_key_value_heads\": 8, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128,"
          " \"max_position_embeddings\": 4096}",
