@@ -183,14 +183,18 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
         size_t n = 0;
         int32_t count = 0, first = -1, prev = -1, step = 0;
         bool regular = true; /* members evenly spaced: printed as a strided range */
-        /* entries j .. k of one run hold consecutive model layers (cache-less layers are not listed) */
+        /* a run: entries j .. k of this row on consecutive model layers (a cache-less layer is not listed, a
+         * parallel one has an attention and a state entry, each on its own row) */
         for (int32_t j = i; j < p->n_layers; j++) {
             if (done[j] || !same_row(&p->layers[i], &p->layers[j])) continue;
             done[j] = true;
             int32_t k = j;
-            while (k + 1 < p->n_layers && !done[k + 1] && same_row(&p->layers[i], &p->layers[k + 1]) &&
-                   p->layers[k + 1].layer == p->layers[k].layer + 1)
-                done[++k] = true;
+            for (int32_t m = k + 1; m < p->n_layers && p->layers[m].layer <= p->layers[k].layer + 1; m++) {
+                if (done[m] || !same_row(&p->layers[i], &p->layers[m])) continue;
+                if (p->layers[m].layer != p->layers[k].layer + 1) break;
+                done[m] = true;
+                k = m;
+            }
             const int32_t lj = p->layers[j].layer, lk = p->layers[k].layer;
             if (n < sizeof ids - 16) {
                 int w = k > j ? snprintf(ids + n, sizeof ids - n, "%s%d-%d", count ? "," : "", lj, lk)
@@ -207,7 +211,7 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
                 }
                 prev = m;
             }
-            count += k - j + 1;
+            count += lk - lj + 1;
             j = k;
         }
         if (regular && count > 2 && step > 1) snprintf(ids, sizeof ids, "%d-%d/%d", first, prev, step);

@@ -42,7 +42,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GEMMA3,        /* plans gemma3, gemma3_text: sliding_window_pattern */
     KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
     KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
-    KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid: layer_types with "mamba" */
+    KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;

@@ -21,7 +21,8 @@ typedef enum kvc_layer_kind {
     KVC_LK_FULL = 0,    /* full attention: k/v (or the MLA latent) of every position */
     KVC_LK_SLIDING = 1, /* attention over the last `window` positions */
     KVC_LK_STATE = 2,   /* Mamba / linear attention: fixed-size state per sequence */
-    KVC_LK_NONE = 3     /* nothing: a layer of MLP or MoE only (Nemotron-H's "-" and "E"); planned without caches */
+    KVC_LK_NONE = 3,    /* nothing: a layer of MLP or MoE only (Nemotron-H's "-" and "E"); planned without caches */
+    KVC_LK_PARALLEL = 4 /* full attention and a Mamba2 state side by side in one layer (Falcon-H1) */
 } kvc_layer_kind;
 
 /* What the kind rules read: the config, its layer count and sliding window,

@@ -2,7 +2,8 @@
  * DeltaNet, every full_attention_interval-th layer full), Jamba (Mamba, an
  * attention layer every attn_layer_period from attn_layer_offset) and the
  * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
- * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H); the
+ * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
+ * both side by side (Falcon-H1); the
  * shapes of their state caches per tensor-parallel rank. Every size read is
  * at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at most 2^20, so the state
  * widths stay below 2^37 and one state block below 2^53 bytes: no product
@@ -106,9 +107,16 @@ static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, 
     return KVC_OK;
 }
 
-/* Mamba2 hybrids without layer_types: Bamba's attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
+/* Mamba2 hybrids without layer_types: Falcon-H1 (attention and Mamba2 in every layer), Bamba's
+ * attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
 static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     const kvc_json_obj *cfg = &ctx->hp->cfg;
+    const char *type = ctx->hp->model_type, *arch = ctx->hp->architecture;
+    if ((type != NULL && strcmp(type, "falcon_h1") == 0) ||
+        (arch != NULL && strcmp(arch, "FalconH1ForCausalLM") == 0)) {
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_PARALLEL;
+        return KVC_OK;
+    }
     const cJSON *indices = NULL;
     const char *pattern = NULL;
     bool have_indices = false, have_pattern = false;
@@ -167,7 +175,8 @@ static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", 
 static const kvc_family_alias MAMBA2[] = {
     {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
     {"bamba", "BambaForCausalLM", "bamba", false},
-    {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false}};
+    {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
+    {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
@@ -191,7 +200,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 3,
+    .n_aliases = 4,
     .default_kinds = mamba2_kinds,
     .state_shapes = mamba2_states,
 };

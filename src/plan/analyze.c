@@ -125,14 +125,17 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
     kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
-    bool any_state = false, any_attention = false, seen[4] = {false, false, false, false};
+    bool any_state = false, any_attention = false, seen[3] = {false, false, false}; /* full, sliding, state */
     int64_t cacheless = 0;
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
-        any_state |= f->kinds[i] == KVC_LK_STATE;
-        any_attention |= f->kinds[i] == KVC_LK_FULL || f->kinds[i] == KVC_LK_SLIDING;
-        cacheless += f->kinds[i] == KVC_LK_NONE;
-        seen[f->kinds[i]] = true;
+        const kvc_layer_kind k = f->kinds[i];
+        seen[KVC_LK_FULL] |= k == KVC_LK_FULL || k == KVC_LK_PARALLEL;
+        seen[KVC_LK_SLIDING] |= k == KVC_LK_SLIDING;
+        seen[KVC_LK_STATE] |= k == KVC_LK_STATE || k == KVC_LK_PARALLEL;
+        cacheless += k == KVC_LK_NONE;
     }
+    any_state = seen[KVC_LK_STATE];
+    any_attention = seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING];
     if (st == KVC_OK && cacheless > 0)
         kvci_plan_warn(plan, "%lld of the %lld layers (MLP or experts only) keep no cache and are not listed",
                        (long long)cacheless, (long long)f->n_layers);

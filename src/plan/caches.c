@@ -113,6 +113,25 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
     return KVC_OK;
 }
 
+/* One entry of plan->layers: model layer `layer` with attention type `type`, its masks and caches. */
+static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t window,
+                       const kvc_state_shapes *states, const kvc_cache_dims *cd) {
+    const kvc_plan_options *o = &plan->options;
+    const kvc_dtype dt = o->kv_dtype;
+    L->layer = layer;
+    L->attn_type = type;
+    L->sliding_window = type == KVC_ATTN_SLIDING_WINDOW ? window : 0;
+    kvci_plan_set_layer_masks(plan, L);
+    if (type == KVC_ATTN_MAMBA) {
+        for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
+    } else {
+        /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
+        const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
+        add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
+        add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
+    }
+}
+
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
                                   int64_t kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
@@ -123,8 +142,10 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                          "plan options: kv_dtype %s is stored in blocks of %d channels: MLA latent caches cannot "
                          "hold it",
                          t->name, (int)t->block);
-    int32_t n = 0; /* the layers with caches: a cache-less one (MLP or experts only) is not listed */
-    for (int64_t i = 0; i < f->n_layers; i++) n += f->kinds[i] != KVC_LK_NONE;
+    /* entries: none for a cache-less layer (MLP or experts only), two for a parallel one (attention, then state) */
+    int32_t n = 0;
+    for (int64_t i = 0; i < f->n_layers; i++)
+        n += f->kinds[i] == KVC_LK_NONE ? 0 : f->kinds[i] == KVC_LK_PARALLEL ? 2 : 1;
     if (n == 0) return kvci_fail(KVC_EINVAL, "plan: none of the %lld layers keeps a cache", (long long)f->n_layers);
     plan->n_layers = n;
     plan->layers = kvci_calloc((size_t)n, sizeof *plan->layers);
@@ -137,27 +158,17 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                                 .qk_rope_head_dim = f->qk_rope_head_dim,
                                 .v_head_dim = f->v_head_dim};
     const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
-    for (int32_t i = 0, at = 0; i < (int32_t)f->n_layers; i++) {
-        if (f->kinds[i] == KVC_LK_NONE) continue;
-        kvc_plan_layer *L = &plan->layers[at++];
-        L->layer = i;
+    kvc_plan_layer *L = plan->layers;
+    for (int32_t i = 0; i < (int32_t)f->n_layers; i++) {
         switch (f->kinds[i]) {
-        case KVC_LK_FULL: L->attn_type = KVC_ATTN_FULL; break;
-        case KVC_LK_SLIDING:
-            L->attn_type = KVC_ATTN_SLIDING_WINDOW;
-            L->sliding_window = f->window;
+        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd); break;
+        case KVC_LK_SLIDING: plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd); break;
+        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd); break;
+        case KVC_LK_PARALLEL:
+            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd);
+            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd);
             break;
-        case KVC_LK_STATE: L->attn_type = KVC_ATTN_MAMBA; break;
         case KVC_LK_NONE: break;
-        }
-        kvci_plan_set_layer_masks(plan, L);
-        if (L->attn_type == KVC_ATTN_MAMBA) {
-            for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
-        } else {
-            /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
-            const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
-            add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd.heads[0], cd.dim[0], dt, o->block_size);
-            add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd.heads[1], cd.dim[1], v_dt, o->block_size);
         }
     }
     return KVC_OK;

@@ -598,6 +598,29 @@ static void test_family_rules(void **state) {
     assert_non_null(strstr(kvc_last_error(), "becomes layer_idx 6"));
     kvc_model_plan_destroy(p);
 
+    /* Falcon-H1: attention and Mamba2 side by side in every layer: two entries per model layer, the attention
+     * one first, both with the layer's index; a manager takes the description. */
+    p = plan_text("{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"head_dim\": 64, \"hidden_size\": 512,"
+                  " \"max_position_embeddings\": 4096, \"mamba_n_heads\": 16, \"mamba_d_head\": 32,"
+                  " \"mamba_d_state\": 64, \"mamba_d_conv\": 4, \"mamba_n_groups\": 1}",
+                  &o);
+    assert_int_equal(p->n_layers, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(p->layers[i].layer, i / 2);
+        assert_int_equal(p->layers[i].attn_type, i % 2 == 0 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+        assert_int_equal(p->cache_info.layer_infos[i].layer_idx, i / 2);
+    }
+    assert_int_equal(p->layers[0].caches[0].num_head, 2);
+    assert_int_equal(p->layers[1].caches[0].shape[0], 16 * 32 + 2 * 64);
+    assert_true(p->hybrid);
+    kvc_manager *mgr = NULL;
+    kvc_manager_params mp = kvc_manager_default_params();
+    mp.max_model_len = 256;
+    if (kvc_manager_create(&p->cache_info, &p->blocks, &mp, &mgr) != KVC_OK) fail_msg("%s", kvc_last_error());
+    kvc_manager_destroy(mgr);
+    kvc_model_plan_destroy(p);
+
     /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */
     p = plan_text("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
                   " \"kv_lora_rank\": 256, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 64,"
