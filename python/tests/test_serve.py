@@ -353,3 +353,20 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     report = asyncio.run(bench_serve.run_rate(args, float("inf"), bench_serve.make_prompts(args, rng), rng))
     assert report["failed"] == 0 and report["requests"] == 7
     assert peaks == [1, 2, 3, 1, 2, 3, 1]  # waves of 3, 3 and 1, each after the previous one ended
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--port", "99999"], "is not a TCP port"),
+    (["--max-body-bytes", "0"], "at least 1 byte"),
+    (["--kv-memory", "-1"], "kv_memory \"-1\" is not a size"),
+    (["--max-model-len", "0"], "max_model_len 0"),
+    (["--log-level", "loud"], "invalid choice"),
+])
+def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
+    from kvcache.serve.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([str(model_dir), *args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err

@@ -3,7 +3,21 @@ import argparse
 import os
 
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
+from ..errors import Error
 from ..plan import parse_bytes
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+def _port(text):
+    """A TCP port, 0 to 65535 (0: a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
+    return port
 
 
 def parser():
@@ -14,7 +28,7 @@ def parser():
                                             "/metrics.")
     p.add_argument("model_dir", help="the model directory")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--api-key", action="append", default=[],
                    help="a bearer token /v1/ accepts (repeatable; also $KVCACHE_API_KEY); each key is its own "
                         "prefix-cache tenant. Without keys, no authentication")
@@ -39,23 +53,30 @@ def parser():
     p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
     p.add_argument("--max-body-bytes", default="1MiB", help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--seed", type=int, default=0, help="mixed into every request's sampling seed")
-    p.add_argument("--log-level", default="info", help="uvicorn's log level (default info)")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level (default info)")
     return p
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
     import uvicorn
 
     from .app import Server
 
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
-    server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
-                    max_body_bytes=parse_bytes(args.max_body_bytes), kv_dtype=args.kv_dtype, weights=args.weights,
-                    activations=args.activations,
-                    block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
-                    max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                    max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
+    try:  # a bad option value or model directory is a usage error naming it, not a traceback
+        body_bytes = parse_bytes(args.max_body_bytes)
+        if body_bytes < 1:
+            raise ValueError(f"--max-body-bytes {args.max_body_bytes!r} must be at least 1 byte")
+        server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
+                        max_body_bytes=body_bytes, kv_dtype=args.kv_dtype, weights=args.weights,
+                        activations=args.activations,
+                        block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
+                        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                        max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
+    except (Error, OSError, ValueError) as exc:
+        cli.error(str(exc))
     print(f"kvcache serve: {server.model_name} (weights {args.weights}, activations {args.activations}, KV {server.engine.engine.kv_dtype}, "
           f"max_model_len {server.max_model_len}) on http://{args.host}:{args.port}", flush=True)
     uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level)
