@@ -39,7 +39,9 @@ INL __m256i halves16(const void *a, const void *b, int64_t d)
     const __m128i lo = _mm_loadu_si128((const __m128i *)((const uint16_t *)a + d));
     return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), _mm_loadu_si128((const __m128i *)((const uint16_t *)b + d)), 1);
 }
-INL __m512 pair_f16(const void *a, const void *b, int64_t d) { return _mm512_cvtph_ps(halves16(a, b, d)); }
+/* each half converted on its own (vcvtph2ps ymm from memory) and joined: the same values, the inner loop of
+ * 4 rows 0.92 of the time of one vcvtph2ps zmm of the two halves joined as integers */
+INL __m512 pair_f16(const void *a, const void *b, int64_t d) { return join(ld_f16(a, d), ld_f16(b, d)); }
 INL __m512 pair_bf16(const void *a, const void *b, int64_t d)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves16(a, b, d)), 16));
