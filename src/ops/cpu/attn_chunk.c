@@ -389,6 +389,7 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
     const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data);
     for (int64_t j = na + n * part / parts; j < na + n * (part + 1) / parts; j++) {
         const char *r = base + es * idx[j - off];
+#pragma GCC unroll 8
         for (int64_t l = 0; l < row; l += 64) __builtin_prefetch(r + l, 0, 1); /* prefetcht2 */
     }
 }
