@@ -352,8 +352,9 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
     return unit_rows(cx, idx, off, na, ne, ng, pass, pr, 0, lines);
 }
 
-/* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head:
- * while the units of keys [a, e) compute, the K or V of a later sub-range
+/* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head
+ * (1 to it on keys in lanes): while the units of keys [a, e) compute, the
+ * K or V of a later sub-range
  * in pass order (the sub-ranges of the pass; after the last key sub-range
  * the value sub-ranges, after the last value sub-range the next chunk's
  * first key unit) is fetched into L2, spread over the sub-range's kernel
@@ -377,9 +378,10 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  *   (GQA 4 0.80-0.81, GQA 8 0.86-0.88 of the CPU time without it; two
  *   sub-ranges ahead 1.02-1.04 of the time of one).
  * GQA 1 items, whose token rows hold 32 heads, took 1.2-1.35 with it, so
- * one-row items keep the unit prefetch alone; int8 and fp8 rows, bound by
- * their conversions, took 0.84-1.09 and keep it too. Skipped when a
- * sub-range's bytes exceed KVC_PF_FAR_BYTES.
+ * one-row items keep the unit prefetch alone, head-major ones too
+ * (1.08-1.10 with it), but not on keys in lanes (0.94, f16 and bf16); int8
+ * and fp8 rows, bound by their conversions, took 0.84-1.09 and keep it
+ * too. Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
@@ -387,7 +389,7 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
                                                                int64_t part, int64_t parts, int pass) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni;
-    if (!cx->prefetch || RG < 2 || RG > KVC_DIRECT_ROWS) return;
+    if (!cx->prefetch || (RG < 2 && !cx->lanes) || RG > KVC_DIRECT_ROWS) return;
     int64_t na = e, ne = sub_end(e, j1), off = cr->p0;
     const int64_t *idx = pass ? cr->vi : cr->ki;
     for (int k = cx->token_major || cx->lanes ? 1 : KVC_PF_FAR_AHEAD_HEADS;; na = ne, ne = sub_end(ne, j1)) {
