@@ -354,13 +354,13 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
 
 /* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head
  * (1 to it on keys in lanes): while the units of keys [a, e) compute, the
- * K or V of a later sub-range
- * in pass order (the sub-ranges of the pass; after the last key sub-range
- * the value sub-ranges, after the last value sub-range the next chunk's
- * first key unit) is fetched into L2, spread over the sub-range's kernel
- * calls: part p of the P calls (units in order, calls in order inside each)
- * issues rows [n p / P, n (p + 1) / P) of the n before its call (one burst
- * per unit measured 0.02-0.04 of the time slower, cold). The unit
+ * K or V of a later sub-range in pass order (the sub-ranges of the pass;
+ * after the last key sub-range the value sub-ranges, after the last value
+ * sub-range the next chunk's first key unit) is fetched into L2, spread
+ * over the sub-range's kernel calls: part p of the P calls (units in
+ * order, calls in order inside each) issues rows [n p / P, n (p + 1) / P)
+ * of the n before its call (one burst per unit measured 0.02-0.04 of the
+ * time slower, cold). The unit
  * prefetch into L1 then finds them in L2 instead of memory.
  * - Token-major rows (items of several KV heads): the whole token rows
  *   (every head of the item) of the next sub-range (one core, cold, batch 4
