@@ -360,8 +360,8 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * over the sub-range's kernel calls: part p of the P calls (units in
  * order, calls in order inside each) issues rows [n p / P, n (p + 1) / P)
  * of the n before its call (one burst per unit measured 0.02-0.04 of the
- * time slower, cold). The unit
- * prefetch into L1 then finds them in L2 instead of memory.
+ * time slower, cold). The unit prefetch into L1 then finds them in L2
+ * instead of memory.
  * - Token-major rows (items of several KV heads): the whole token rows
  *   (every head of the item) of the next sub-range (one core, cold, batch 4
  *   at 2k keys, calls alternating: GQA 4 f16 0.84-0.87 of the CPU time,
