@@ -352,22 +352,36 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
     return unit_rows(cx, idx, off, na, ne, ng, pass, pr, 0, lines);
 }
 
-/* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head on
- * token-major rows: while the units of keys [a, e) compute, the whole token
- * rows (every head of the item) of the sub-range computed next in pass
- * order (the next sub-range of the pass; after the last key sub-range the
- * first value sub-range, after the last value sub-range the next chunk's
- * first key unit) are fetched into L2, spread over the sub-range's kernel
- * calls: part p of the P calls (units in order, calls in order inside each)
- * issues rows [n p / P, n (p + 1) / P) of the n before its call (one burst
- * per unit measured 0.02-0.04 of the time slower, cold). The unit
- * prefetch into L1 then finds them in L2 instead of memory (one core, cold,
- * batch 4 at 2k keys, calls alternating: GQA 4 f16 0.84-0.87 of the CPU
- * time, GQA 8 f16 0.84-0.92, int8 GQA 4 0.94; GQA 1 items, whose token rows
- * hold 32 heads, took 1.2-1.35 with it, so one-row items keep the unit
- * prefetch alone; int8 and fp8 rows, bound by their conversions, took
- * 0.84-1.09 and keep it too). Skipped when a sub-range's rows exceed
- * KVC_PF_FAR_BYTES.
+/* Far prefetch of decode items with 2 to KVC_DIRECT_ROWS rows per KV head
+ * (1 to it on keys in lanes): while the units of keys [a, e) compute, the
+ * K or V of a later sub-range in pass order (the sub-ranges of the pass;
+ * after the last key sub-range the value sub-ranges, after the last value
+ * sub-range the next chunk's first key unit) is fetched into L2, spread
+ * over the sub-range's kernel calls: part p of the P calls (units in
+ * order, calls in order inside each) issues rows [n p / P, n (p + 1) / P)
+ * of the n before its call (one burst per unit measured 0.02-0.04 of the
+ * time slower, cold). The unit prefetch into L1 then finds them in L2
+ * instead of memory.
+ * - Token-major rows (items of several KV heads): the whole token rows
+ *   (every head of the item) of the next sub-range (one core, cold, batch 4
+ *   at 2k keys, calls alternating: GQA 4 f16 0.84-0.87 of the CPU time,
+ *   GQA 8 f16 0.84-0.92, int8 GQA 4 0.94; two sub-ranges ahead 0.85-0.94
+ *   against none).
+ * - Head-major rows (items of one KV head, whose unit prefetch already
+ *   takes the next sub-range): the rows of the sub-range after next
+ *   (KVC_PF_FAR_AHEAD_HEADS; one core, cold, batch 8 at 4k, f16, calls
+ *   alternating, f16 and bf16: BnNBsD GQA 4 0.72-0.75, GQA 8 0.83-0.90 of
+ *   the CPU time; one sub-range ahead 1.06-1.12 and three 1.03-1.04 of the
+ *   time of two).
+ * - Keys in lanes (BnNDBs, one KV head, values head-major): the next
+ *   sub-range, for keys the sub-range's segment of every channel row
+ *   (GQA 4 0.80-0.81, GQA 8 0.86-0.88 of the CPU time without it; two
+ *   sub-ranges ahead 1.02-1.04 of the time of one).
+ * GQA 1 items, whose token rows hold 32 heads, took 1.2-1.35 with it, so
+ * one-row items keep the unit prefetch alone, head-major ones too
+ * (1.08-1.10 with it), but not on keys in lanes (0.94, f16 and bf16); int8
+ * and fp8 rows, bound by their conversions, took 0.84-1.09 and keep it
+ * too. Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
@@ -375,20 +389,37 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
                                                                int64_t part, int64_t parts, int pass) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni;
-    if (!cx->token_major || !cx->prefetch || RG < 2 || RG > KVC_DIRECT_ROWS) return;
+    if (!cx->prefetch || (RG < 2 && !cx->lanes) || RG > KVC_DIRECT_ROWS) return;
     int64_t na = e, ne = sub_end(e, j1), off = cr->p0;
     const int64_t *idx = pass ? cr->vi : cr->ki;
-    if (na >= j1) {
-        if (pass == 0)
+    for (int k = cx->token_major || cx->lanes ? 1 : KVC_PF_FAR_AHEAD_HEADS;; na = ne, ne = sub_end(ne, j1)) {
+        if (na >= j1) {      /* past the pass */
+            if (pass == 1) { /* the next chunk's first key unit: nothing after it */
+                pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
+                break;
+            }
             pass = 1, na = j0, ne = sub_end(j0, j1), idx = cr->vi;
-        else
-            pass = 0, na = cr->nb, ne = cr->nb + cr->nn, off = cr->nb, idx = cr->ni;
+        }
+        if (--k == 0) break;
     }
-    const int64_t es = pass ? cx->ves : cx->kes, row = es * (pass ? pb->Dv : pb->D) * it->ng, n = ne - na;
-    if (es < 2 || n * row > KVC_PF_FAR_BYTES) return;
+    const int64_t es = pass ? cx->ves : cx->kes, dim = pass ? pb->Dv : pb->D, n = ne - na;
+    if (es < 2 || n * es * dim * it->ng > KVC_PF_FAR_BYTES) return;
     const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data);
+    if (pass == 0 && cx->lanes) { /* channel d of key j at idx + d * schan: per block segment, each channel's run */
+        for (int64_t s0 = na, s1; s0 < ne; s0 = s1) {
+            s1 = kvci_min64(ne, (s0 / pb->bs + 1) * pb->bs);
+            const char *first = base + es * idx[s0 - off];
+            const int64_t lo = (int64_t)((uintptr_t)first & 63u), bytes = lo + es * (s1 - s0);
+            for (int64_t d = dim * part / parts; d < dim * (part + 1) / parts; d++)
+                for (int64_t l = 0; l < bytes; l += 64)
+                    __builtin_prefetch(first - lo + es * pb->vk.schan * d + l, 0, 1);
+        }
+        return;
+    }
+    const int64_t row = es * dim * it->ng;
     for (int64_t j = na + n * part / parts; j < na + n * (part + 1) / parts; j++) {
         const char *r = base + es * idx[j - off];
+#pragma GCC unroll 8
         for (int64_t l = 0; l < row; l += 64) __builtin_prefetch(r + l, 0, 1); /* prefetcht2 */
     }
 }
@@ -429,8 +460,9 @@ static void key_quant_fix(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t
  * per block segment, the unit's prefetch lines shared among them. Positions
  * of the chunk outside [j0, j1) are left as they are (row_softmax masks
  * them before reading). */
-static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t a, int64_t e, int64_t gl,
-                         const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr, int64_t np, int lines) {
+static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, int64_t j0, int64_t j1, int64_t a,
+                         int64_t e, int64_t gl, const chunk_rows *cr, kvc_cpu_scratch *s, const char *const *pr,
+                         int64_t np, int lines) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni;
     const char *kd = (const char *)pb->p->k.data + cx->kes * gl * pb->vk.shead;
@@ -438,6 +470,7 @@ static void scores_lanes(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t 
     for (int64_t s0 = a, s1, c = 0; s0 < e; s0 = s1, c++) {
         s1 = kvci_min64(e, (s0 / pb->bs + 1) * pb->bs);
         kvc_pf_run run = pf_share(pr, np, lines, calls, c, RG);
+        far_prefetch(cx, it, cr, j0, j1, e, gl * calls + c, it->ng * calls, 0);
         int64_t f[KVC_MAX_QT], nr[KVC_MAX_QT];
         const int n = rows_calls(cx, it, cr, gl, s0, s1 - s0, f, nr);
         if (n == 0) kvci_pf_rest(&run);
@@ -515,7 +548,7 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
             int lines;
             const int64_t np = next_unit_rows(cx, it, cr, j0, j1, a, e, gl, 0, pr, &lines);
             if (cx->lanes) {
-                scores_lanes(cx, it, cb, a, e, gl, cr, s, pr, np, lines);
+                scores_lanes(cx, it, cb, j0, j1, a, e, gl, cr, s, pr, np, lines);
                 continue;
             }
             for (int64_t jt = t0, c = 0; jt < e;

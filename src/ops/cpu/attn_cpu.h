@@ -33,8 +33,9 @@ _Static_assert(KVC_SUB <= KVC_LANES_KEYS, "a unit's keys of one block fit one qk
 #define KVC_PF_CHANNELS  256 /* most channel rows of keys in lanes a unit prefetches */
 #define KVC_PF_ROWS                                                                                                    \
     512 /* most prefetch rows of one unit (its key rows; keys in lanes: channel rows of its block segments) */
-#define KVC_PF_AHEAD_ONE 2            /* units ahead of the unit an item of one row per KV head prefetches */
-#define KVC_PF_FAR_BYTES (256 * 1024) /* most bytes of one sub-range's token rows a far prefetch fetches into L2 */
+#define KVC_PF_AHEAD_ONE       2            /* units ahead of the unit an item of one row per KV head prefetches */
+#define KVC_PF_FAR_BYTES       (256 * 1024) /* most bytes of one sub-range's K or V a far prefetch fetches into L2 */
+#define KVC_PF_FAR_AHEAD_HEADS 2            /* sub-ranges ahead the far prefetch of head-major one-head items fetches */
 #define KVC_DIRECT_ROWS                                                                                                \
     8 /* most rows per KV head an item may compute with the direct (tile-free) kernels: decode up to GQA 8 */
 #define KVC_REC_HDR 8 /* record header floats: m, l, e (value-offset term), padding */

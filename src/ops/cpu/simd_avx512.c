@@ -6,9 +6,11 @@
  *   accumulates exactly the products the AVX2 kernel's lane does, in the
  *   same order, and each key's 8 lanes go through the same reduction tree
  *   (reduce8). With 32 registers, up to 4 query rows x 8 keys (16
- *   accumulators) are computed in one pass over the channels, and 5-8 rows
- *   (GQA 8 decode) in two passes of 4 keys: each key is converted once for
- *   all rows of its KV head.
+ *   accumulators) are computed in one pass over the channels; 5-8 rows
+ *   (GQA 8 decode) in two such blocks of 3 or 4 rows, each converting the
+ *   keys again (hot f16 and bf16 calls of 8 rows, D 128: 0.96-0.97 of the
+ *   time of one pass of 8 rows over two halves of 4 keys, which converted
+ *   each key once but loaded every query vector twice).
  * - pv computes acc += w * v per channel in increasing key order, skipping
  *   zero weights: the same per-element operations at any vector width;
  *   up to 8 rows share each converted value vector;
@@ -39,7 +41,9 @@ INL __m256i halves16(const void *a, const void *b, int64_t d)
     const __m128i lo = _mm_loadu_si128((const __m128i *)((const uint16_t *)a + d));
     return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), _mm_loadu_si128((const __m128i *)((const uint16_t *)b + d)), 1);
 }
-INL __m512 pair_f16(const void *a, const void *b, int64_t d) { return _mm512_cvtph_ps(halves16(a, b, d)); }
+/* each half converted on its own (vcvtph2ps ymm from memory) and joined: the same values, the inner loop of
+ * 4 rows 0.92 of the time of one vcvtph2ps zmm of the two halves joined as integers */
+INL __m512 pair_f16(const void *a, const void *b, int64_t d) { return join(ld_f16(a, d), ld_f16(b, d)); }
 INL __m512 pair_bf16(const void *a, const void *b, int64_t d)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves16(a, b, d)), 16));
@@ -111,24 +115,40 @@ INL __m512 vec_e4m3(const void *p, __mmask16 m) { return e4m3_16(_mm_maskz_loadu
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
 
-/* reduce4 of the 4 keys held by two pair accumulators (keys 2p in lanes 0-7, 2p + 1 in lanes 8-15) */
-INL __m256 pairs_tree4(const __m512 *a)
+/* The reduce8 tree (simd_x86.h) of 8 keys held in pair accumulators (keys 2p in lanes 0-7, 2p + 1 in lanes
+ * 8-15 of a[p]) on zmm: each hadd of the tree as odd + even elements of two in-lane shuffles (hadd's own
+ * operands, in its order: x[2i + 1] + x[2i]), so every sum adds the same two values as the AVX2 kernel.
+ * The first level of a[0], a[1] (keys 0-3) holds per 128-bit lane [k0 p01, k0 p23, k2 p01, k2 p23],
+ * [k0 p45, k0 p67, k2 ..], [k1 ..], [k1 ..] (pij: lane j + lane i); the second adds those of keys 0-3 and
+ * 4-7 into p23 + p01 and p67 + p45 (lanes of keys 0, 2, 4, 6, then 1, 3, 5, 7); the last joins them as
+ * reduce_join does (low half + high half) and puts the keys in order: 13 instructions per 8 keys instead of
+ * 4 extracts and 6 ymm hadd (hot qk_direct f16 calls, D 128: 4 rows 0.95, 8 rows 0.98 of the time). */
+INL __m512 hadd_lanes(__m512 x, __m512 y)
 {
-    __m256 h[4];
-    for (int p = 0; p < 2; p++) {
-        h[2 * p] = _mm512_castps512_ps256(a[p]);
-        h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[p]), 1));
-    }
-    return reduce4(h);
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0xDD), _mm512_shuffle_ps(x, y, 0x88));
+}
+INL __m256 pairs_tree8(const __m512 *a)
+{
+    const __m512 u = hadd_lanes(hadd_lanes(a[0], a[1]), hadd_lanes(a[2], a[3]));
+    const __m512 j = _mm512_add_ps(_mm512_shuffle_f32x4(u, u, 0x88), _mm512_shuffle_f32x4(u, u, 0xDD));
+    return _mm256_permutexvar_ps(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), _mm512_castps512_ps256(j));
 }
 
-/* Whether any weight w[r * ws + t], r < nr, t < nk, is 0. */
+/* Whether any weight w[r * ws + t], r < nr, t < nk (<= KVC_VTILE), is 0 (+0 or -0; NaN is not): 16 weights
+ * per compare, masked lanes not read (hot pv_direct calls of 4 and 8 rows, D 128, measured 0.92-0.95 of the
+ * time of the scalar loop). */
+_Static_assert(KVC_VTILE <= 32, "any_zero compares two vectors of weights per row");
 INL int any_zero(const float *w, int64_t ws, int nk, int nr)
 {
-    int z = 0;
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nk; t++) z |= w[r * ws + t] == 0.0f;
-    return z;
+    const __m512 zero = _mm512_setzero_ps();
+    const __mmask16 m0 = nk >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nk) - 1);
+    const __mmask16 m1 = nk >= 32 ? (__mmask16)0xFFFF : nk > 16 ? (__mmask16)((1u << (nk - 16)) - 1) : 0;
+    __mmask16 z = 0;
+    for (int r = 0; r < nr; r++) {
+        z |= _mm512_mask_cmp_ps_mask(m0, _mm512_maskz_loadu_ps(m0, w + r * ws), zero, _CMP_EQ_OQ);
+        z |= _mm512_mask_cmp_ps_mask(m1, _mm512_maskz_loadu_ps(m1, w + r * ws + 16), zero, _CMP_EQ_OQ);
+    }
+    return z != 0;
 }
 
 /* The kernels for f32 tiles (row t at k + t * ks) and for direct rows of
@@ -153,47 +173,18 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < NR; r++)                                                                                \
-            _mm256_storeu_ps(out + r * os, reduce_join(pairs_tree4(a + r * 4), pairs_tree4(a + r * 4 + 2)));        \
-    }                                                                                                               \
-    /* 4 < NR <= 8 rows x 8 keys in two halves of 4 keys (a[r * 2 + p]: keys                                        \
-     * 4 h + 2 p, 4 h + 2 p + 1): each key converted once for all rows; the                                         \
-     * halves' trees (reduce4) are joined as reduce8 joins them */                                                  \
-    INL void qk_block8_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,      \
-                              int64_t os, kvc_pf_run *pf)                                                           \
-    {                                                                                                               \
-        __m256 t[2][8];                                                                                             \
-        for (int hh = 0; hh < 2; hh++) {                                                                            \
-            __m512 a[16];                                                                                           \
-            const void *kr[4];                                                                                      \
-            for (int u = 0; u < 4; u++) kr[u] = ROW(k, 4 * hh + u, ks);                                             \
-            for (int x = 0; x < NR * 2; x++) a[x] = _mm512_setzero_ps();                                            \
-            for (int64_t d = 0; d < dim; d += 8) {                                                                  \
-                pf_step(pf);                                                                                        \
-                const __m512 k0 = PAIR(kr[0], kr[1], d), k1 = PAIR(kr[2], kr[3], d);                                \
-                for (int r = 0; r < NR; r++) {                                                                      \
-                    const __m512 qv = q_both(q + r * qs + d);                                                       \
-                    a[r * 2] = _mm512_fmadd_ps(qv, k0, a[r * 2]);                                                   \
-                    a[r * 2 + 1] = _mm512_fmadd_ps(qv, k1, a[r * 2 + 1]);                                           \
-                }                                                                                                   \
-            }                                                                                                       \
-            for (int r = 0; r < NR; r++) t[hh][r] = pairs_tree4(a + r * 2);                                         \
-        }                                                                                                           \
-        for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * os, reduce_join(t[0][r], t[1][r]));                 \
+            _mm256_storeu_ps(out + r * os, pairs_tree8(a + r * 4));                                                 \
     }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
                             int64_t os, kvc_pf_run *pf)                                                             \
     {                                                                                                               \
         for (int r = 0, n; r < nr; r += n) { /* NR a constant in each call: the accumulators stay in registers */   \
-            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            n = nr - r > 8 ? 4 : nr - r > 4 ? (nr - r + 1) / 2 : nr - r; /* 5-8 rows: two blocks of 3 or 4 */       \
             switch (n) {                                                                                            \
             case 1: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 1, out + r * os, os, pf); break;                    \
             case 2: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 2, out + r * os, os, pf); break;                    \
             case 3: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 3, out + r * os, os, pf); break;                    \
-            case 4: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                    \
-            case 5: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 5, out + r * os, os, pf); break;                   \
-            case 6: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 6, out + r * os, os, pf); break;                   \
-            case 7: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 7, out + r * os, os, pf); break;                   \
-            default: qk_block8_##NAME(k, ks, q + r * qs, qs, dim, 8, out + r * os, os, pf); break;                  \
+            default: qk_block_##NAME(k, ks, q + r * qs, qs, dim, 4, out + r * os, os, pf); break;                   \
             }                                                                                                       \
         }                                                                                                           \
     }                                                                                                               \
