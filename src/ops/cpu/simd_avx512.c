@@ -51,38 +51,39 @@ INL __m128i bytes2(const void *a, const void *b, int64_t d)
     return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)((const int8_t *)a + d)),
                               _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
 }
-/* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h). The _plain forms leave the
- * NaN codes as other values (e5m2: a NaN of another payload; e4m3: +-480) and serve only rows without NaN
- * codes (fp8_rows_nan below); e5m2_16 and e4m3_16 fix them up to the signed quiet NaN. */
+/* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h), and the _fast forms of the
+ * kernels for rows without NaN codes (fp8_rows_nan below), which leave the NaN codes as other values:
+ * - e5m2: the code is the top byte of an f16 (_fast: a NaN code gives a NaN of another payload);
+ * - e4m3: the code sign-extended to 16 bits, shifted left by 7 and masked to sign | magnitude << 7 is the
+ *   f16 of the value / 256 (e4m3's subnormals land on f16's), exact in f32 and scaled back by 256 (a NaN
+ *   code gives +-480); vec_e4m3_fast leaves the factor 256 to the weights (fp8 entries below). */
 INL __m512 signed_qnan16(__m512 f, __mmask16 nan)
 {
     /* (f & sign) | quiet NaN in the lanes of nan */
     return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(_mm512_castps_si512(f), nan, _mm512_set1_epi32((int)0x80000000u),
                                                               _mm512_castps_si512(_mm512_set1_ps(__builtin_nanf(""))), 0xEA));
 }
-INL __m512 e5m2_plain16(__m128i x) { return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8)); }
+INL __m512 e5m2_fast16(__m128i x) { return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8)); }
 INL __m512 e5m2_16(__m128i x)
 {
-    const __m512 f = e5m2_plain16(x);
+    const __m512 f = e5m2_fast16(x);
     return signed_qnan16(f, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
 }
-/* e4m3: the code sign-extended to 16 bits, shifted left by 7 and masked to sign | magnitude << 7 is the f16 of
- * the value / 256 (e4m3's subnormals land on f16's), exact in f32 and scaled back by 256 exactly. */
-INL __m512 e4m3_plain16(__m128i x)
+INL __m512 e4m3_256th16(__m128i x)
 {
-    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16((short)0xBF80));
-    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+    return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16((short)0xBF80)));
 }
+INL __m512 e4m3_fast16(__m128i x) { return _mm512_mul_ps(e4m3_256th16(x), _mm512_set1_ps(256.0f)); }
 INL __m512 e4m3_16(__m128i x)
 {
     /* the NaN codes: (x & 0x7f) == 0x7f */
     const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_or_si128(x, _mm_set1_epi8((char)0x80)), _mm_set1_epi8(-1));
-    return signed_qnan16(e4m3_plain16(x), nan);
+    return signed_qnan16(e4m3_fast16(x), nan);
 }
 INL __m512 pair_e5m2(const void *a, const void *b, int64_t d) { return e5m2_16(bytes2(a, b, d)); }
 INL __m512 pair_e4m3(const void *a, const void *b, int64_t d) { return e4m3_16(bytes2(a, b, d)); }
-INL __m512 pair_e5m2_plain(const void *a, const void *b, int64_t d) { return e5m2_plain16(bytes2(a, b, d)); }
-INL __m512 pair_e4m3_plain(const void *a, const void *b, int64_t d) { return e4m3_plain16(bytes2(a, b, d)); }
+INL __m512 pair_e5m2_fast(const void *a, const void *b, int64_t d) { return e5m2_fast16(bytes2(a, b, d)); }
+INL __m512 pair_e4m3_fast(const void *a, const void *b, int64_t d) { return e4m3_fast16(bytes2(a, b, d)); }
 
 /* Whether a byte of rows r[0..n), dim bytes each, has (byte & 0x7f) >= lim: an e4m3 NaN code for lim 0x7f,
  * an e5m2 NaN code for 0x7d. One maximum over all bytes, the last 64 of a row under a mask. */
@@ -112,8 +113,8 @@ INL __m512 vec_bf16(const void *p, __mmask16 m)
 INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p))); }
 INL __m512 vec_e5m2(const void *p, __mmask16 m) { return e5m2_16(_mm_maskz_loadu_epi8(m, p)); }
 INL __m512 vec_e4m3(const void *p, __mmask16 m) { return e4m3_16(_mm_maskz_loadu_epi8(m, p)); }
-INL __m512 vec_e5m2_plain(const void *p, __mmask16 m) { return e5m2_plain16(_mm_maskz_loadu_epi8(m, p)); }
-INL __m512 vec_e4m3_plain(const void *p, __mmask16 m) { return e4m3_plain16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e5m2_fast(const void *p, __mmask16 m) { return e5m2_fast16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e4m3_fast(const void *p, __mmask16 m) { return e4m3_256th16(_mm_maskz_loadu_epi8(m, p)); }
 
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
@@ -294,28 +295,56 @@ KVC_AVX512_DIRECT(f16, uint16_t)
 KVC_AVX512_DIRECT(bf16, uint16_t)
 KVC_AVX512_DIRECT(i8, int8_t)
 
-/* fp8 rows: the _plain kernels when the call's rows hold no NaN code, else the fixing ones: the same bits
- * either way, with the NaN check once per call instead of once per converted vector. */
-#define KVC_AVX512_FP8(NAME, NAN_LIM)                                                                               \
+/* Rows x[r * xs + j], r < nr, j < n, times f into buf (rows of n); false when a finite entry's product
+ * overflows (|x| f >= 2^128): those rows are left to the unscaled kernels. */
+INL bool scaled_rows(const float *x, int64_t xs, int nr, int64_t n, float f, float *buf)
+{
+    const __m512 fv = _mm512_set1_ps(f), inf = _mm512_set1_ps(INFINITY);
+    __mmask16 over = 0;
+    for (int r = 0; r < nr; r++)
+        for (int64_t j = 0; j < n; j += 16) {
+            const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+            const __m512 a = _mm512_maskz_loadu_ps(m, x + r * xs + j), y = _mm512_mul_ps(a, fv);
+            _mm512_mask_storeu_ps(buf + r * n + j, m, y);
+            over |= _mm512_cmp_ps_mask(_mm512_abs_ps(y), inf, _CMP_EQ_OQ) & _mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NEQ_UQ);
+        }
+    return over == 0;
+}
+
+/* fp8 rows: when a call's rows hold no NaN code, the _fast kernels, pv on the weights times VSCALE (the
+ * factor vec_NAME_fast leaves out; 8 rows at a time); otherwise, or for weight rows the scaling would
+ * overflow, the NaN-fixing kernels. Every product is the same exact product either way (x VSCALE and
+ * / VSCALE are exact powers of two), so the bits are the same, with the NaN check once per call instead
+ * of once per converted vector. */
+#define KVC_AVX512_FP8(NAME, NAN_LIM, VSCALE)                                                                       \
     KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t)                     \
-    KVC_AVX512_KERNELS(NAME##_plain, const void *const *, DIRECT_ROW, pair_##NAME##_plain, vec_##NAME##_plain,      \
-                       uint8_t)                                                                                     \
+    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t) \
     TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
                                      float *out, int64_t os, kvc_pf_run pf)                                         \
     {                                                                                                               \
         if (fp8_rows_nan(k, KVC_QK_KEYS, dim, NAN_LIM)) qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);        \
-        else qk_rows_##NAME##_plain(k, 0, q, qs, nr, dim, out, os, &pf);                                            \
+        else qk_rows_##NAME##_fast(k, 0, q, qs, nr, dim, out, os, &pf);                                             \
         kvci_pf_rest(&pf);                                                                                          \
     }                                                                                                               \
     TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim, \
                                      float *acc, int64_t as, kvc_pf_run pf)                                         \
     {                                                                                                               \
-        if (fp8_rows_nan(v, nk, dim, NAN_LIM)) pv_rows_##NAME(v, 0, nk, w, ws, nr, dim, acc, as, &pf);             \
-        else pv_rows_##NAME##_plain(v, 0, nk, w, ws, nr, dim, acc, as, &pf);                                        \
+        int r = 0;                                                                                                  \
+        if (!fp8_rows_nan(v, nk, dim, NAN_LIM)) {                                                                   \
+            float b[8 * KVC_VTILE];                                                                                 \
+            for (int n; r < nr; r += n) {                                                                           \
+                n = nr - r > 8 ? 8 : nr - r;                                                                        \
+                if (VSCALE == 1.0f) pv_rows_##NAME##_fast(v, 0, nk, w + r * ws, ws, n, dim, acc + r * as, as, &pf); \
+                else if (scaled_rows(w + r * ws, ws, n, nk, VSCALE, b))                                             \
+                    pv_rows_##NAME##_fast(v, 0, nk, b, nk, n, dim, acc + r * as, as, &pf);                          \
+                else break;                                                                                         \
+            }                                                                                                       \
+        }                                                                                                           \
+        pv_rows_##NAME(v, 0, nk, w + r * ws, ws, nr - r, dim, acc + r * as, as, &pf);                              \
         kvci_pf_rest(&pf);                                                                                          \
     }
-KVC_AVX512_FP8(e4m3, 0x7f)
-KVC_AVX512_FP8(e5m2, 0x7d)
+KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
+KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 
 /* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
  * under mask mt; masked lanes are not read), one FMA per channel with the
