@@ -221,7 +221,7 @@ KVC_X86_TILE_ENTRIES(TGT)
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))
 
-#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                               \
+#define KVC_AVX2_DIRECT_KERNELS(NAME, LD, ET)                                                                       \
     INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                                    \
     {                                                                                                               \
         (void)ks;                                                                                                   \
@@ -232,15 +232,22 @@ KVC_X86_TILE_ENTRIES(TGT)
         (void)ks;                                                                                                   \
         return (const ET *)k[t] + d;                                                                                \
     }                                                                                                               \
-    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                   \
+    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)
+#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                               \
+    KVC_AVX2_DIRECT_KERNELS(NAME, LD, ET)                                                                           \
     KVC_X86_DIRECT_ENTRIES(NAME, TGT)
+/* fp8: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES; their values are the fp8 values) */
+#define KVC_AVX2_FP8(NAME, NAN_LIM)                                                                                 \
+    KVC_AVX2_DIRECT_KERNELS(NAME, ld_##NAME, uint8_t)                                                               \
+    KVC_AVX2_DIRECT_KERNELS(NAME##_fast, ld_##NAME##_fast, uint8_t)                                                 \
+    KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, 1.0f, TGT)
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)
 KVC_AVX2_DIRECT(f16, ld_f16, uint16_t)
 KVC_AVX2_DIRECT(bf16, ld_bf16, uint16_t)
 KVC_AVX2_DIRECT(i8, ld_i8, int8_t)
-KVC_AVX2_DIRECT(e4m3, ld_e4m3, uint8_t)
-KVC_AVX2_DIRECT(e5m2, ld_e5m2, uint8_t)
+KVC_AVX2_FP8(e4m3, 0x7f)
+KVC_AVX2_FP8(e5m2, 0x7d)
 #undef KSHIFT
 
 /* exp(max(x, KVC_EXP_LO)) for x <= 0 (Cephes polynomial, about 1 ulp); -inf gives 0, NaN stays NaN. */

@@ -52,11 +52,11 @@ INL __m128i bytes2(const void *a, const void *b, int64_t d)
                               _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
 }
 /* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h), and the _fast forms of the
- * kernels for rows without NaN codes (fp8_rows_nan below), which leave the NaN codes as other values:
+ * kernels for rows without NaN codes (kvci_fp8_rows_nan), which leave the NaN codes as other values:
  * - e5m2: the code is the top byte of an f16 (_fast: a NaN code gives a NaN of another payload);
  * - e4m3: the code sign-extended to 16 bits, shifted left by 7 and masked to sign | magnitude << 7 is the
  *   f16 of the value / 256 (e4m3's subnormals land on f16's), exact in f32 and scaled back by 256 (a NaN
- *   code gives +-480); vec_e4m3_fast leaves the factor 256 to the weights (fp8 entries below). */
+ *   code gives +-480); vec_e4m3_fast leaves the factor 256 to the weights (KVC_AVX512_FP8 below). */
 INL __m512 signed_qnan16(__m512 f, __mmask16 nan)
 {
     /* (f & sign) | quiet NaN in the lanes of nan */
@@ -84,22 +84,6 @@ INL __m512 pair_e5m2(const void *a, const void *b, int64_t d) { return e5m2_16(b
 INL __m512 pair_e4m3(const void *a, const void *b, int64_t d) { return e4m3_16(bytes2(a, b, d)); }
 INL __m512 pair_e5m2_fast(const void *a, const void *b, int64_t d) { return e5m2_fast16(bytes2(a, b, d)); }
 INL __m512 pair_e4m3_fast(const void *a, const void *b, int64_t d) { return e4m3_fast16(bytes2(a, b, d)); }
-
-/* Whether a byte of rows r[0..n), dim bytes each, has (byte & 0x7f) >= lim: an e4m3 NaN code for lim 0x7f,
- * an e5m2 NaN code for 0x7d. One maximum over all bytes, the last 64 of a row under a mask. */
-INL bool fp8_rows_nan(const void *const *r, int n, int64_t dim, int lim)
-{
-    const __m512i mag = _mm512_set1_epi8(0x7f);
-    const __mmask64 tail = dim % 64 ? (__mmask64)((1ull << (dim % 64)) - 1) : ~(__mmask64)0;
-    __m512i m = _mm512_setzero_si512();
-    for (int t = 0; t < n; t++) {
-        const uint8_t *p = r[t];
-        int64_t d = 0;
-        for (; d + 64 < dim; d += 64) m = _mm512_max_epu8(m, _mm512_and_si512(_mm512_loadu_si512(p + d), mag));
-        m = _mm512_max_epu8(m, _mm512_and_si512(_mm512_maskz_loadu_epi8(tail, p + d), mag));
-    }
-    return _mm512_cmpge_epu8_mask(m, _mm512_set1_epi8((char)lim)) != 0;
-}
 
 INL __m512 pair_i8(const void *a, const void *b, int64_t d) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes2(a, b, d))); }
 
@@ -295,54 +279,12 @@ KVC_AVX512_DIRECT(f16, uint16_t)
 KVC_AVX512_DIRECT(bf16, uint16_t)
 KVC_AVX512_DIRECT(i8, int8_t)
 
-/* Rows x[r * xs + j], r < nr, j < n, times f into buf (rows of n); false when a finite entry's product
- * overflows (|x| f >= 2^128): those rows are left to the unscaled kernels. */
-INL bool scaled_rows(const float *x, int64_t xs, int nr, int64_t n, float f, float *buf)
-{
-    const __m512 fv = _mm512_set1_ps(f), inf = _mm512_set1_ps(INFINITY);
-    __mmask16 over = 0;
-    for (int r = 0; r < nr; r++)
-        for (int64_t j = 0; j < n; j += 16) {
-            const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-            const __m512 a = _mm512_maskz_loadu_ps(m, x + r * xs + j), y = _mm512_mul_ps(a, fv);
-            _mm512_mask_storeu_ps(buf + r * n + j, m, y);
-            over |= _mm512_cmp_ps_mask(_mm512_abs_ps(y), inf, _CMP_EQ_OQ) & _mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NEQ_UQ);
-        }
-    return over == 0;
-}
-
-/* fp8 rows: when a call's rows hold no NaN code, the _fast kernels, pv on the weights times VSCALE (the
- * factor vec_NAME_fast leaves out; 8 rows at a time); otherwise, or for weight rows the scaling would
- * overflow, the NaN-fixing kernels. Every product is the same exact product either way (x VSCALE and
- * / VSCALE are exact powers of two), so the bits are the same, with the NaN check once per call instead
- * of once per converted vector. */
+/* fp8 rows: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES); e4m3's _fast values are
+ * 2^-8 of the values in pv, the weights scaled by 256. */
 #define KVC_AVX512_FP8(NAME, NAN_LIM, VSCALE)                                                                       \
     KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t)                     \
     KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t) \
-    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,         \
-                                     float *out, int64_t os, kvc_pf_run pf)                                         \
-    {                                                                                                               \
-        if (fp8_rows_nan(k, KVC_QK_KEYS, dim, NAN_LIM)) qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);        \
-        else qk_rows_##NAME##_fast(k, 0, q, qs, nr, dim, out, os, &pf);                                             \
-        kvci_pf_rest(&pf);                                                                                          \
-    }                                                                                                               \
-    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim, \
-                                     float *acc, int64_t as, kvc_pf_run pf)                                         \
-    {                                                                                                               \
-        int r = 0;                                                                                                  \
-        if (!fp8_rows_nan(v, nk, dim, NAN_LIM)) {                                                                   \
-            float b[8 * KVC_VTILE];                                                                                 \
-            for (int n; r < nr; r += n) {                                                                           \
-                n = nr - r > 8 ? 8 : nr - r;                                                                        \
-                if (VSCALE == 1.0f) pv_rows_##NAME##_fast(v, 0, nk, w + r * ws, ws, n, dim, acc + r * as, as, &pf); \
-                else if (scaled_rows(w + r * ws, ws, n, nk, VSCALE, b))                                             \
-                    pv_rows_##NAME##_fast(v, 0, nk, b, nk, n, dim, acc + r * as, as, &pf);                          \
-                else break;                                                                                         \
-            }                                                                                                       \
-        }                                                                                                           \
-        pv_rows_##NAME(v, 0, nk, w + r * ws, ws, nr - r, dim, acc + r * as, as, &pf);                              \
-        kvci_pf_rest(&pf);                                                                                          \
-    }
+    KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, VSCALE, TGT)
 KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
 KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 
