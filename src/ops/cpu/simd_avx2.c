@@ -364,8 +364,12 @@ KVC_AVX2_LANES(f32, ld_f32, float, F32)
 KVC_AVX2_LANES(f16, ld_f16, uint16_t, F16)
 KVC_AVX2_LANES(bf16, ld_bf16, uint16_t, BF16)
 KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
-KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
-KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
+KVC_AVX2_LANES(e4m3_fix, ld_e4m3, uint8_t, F8E4M3)
+KVC_AVX2_LANES(e4m3_nonan, ld_e4m3_fast, uint8_t, F8E4M3)
+KVC_AVX2_LANES(e5m2_fix, ld_e5m2, uint8_t, F8E5M2)
+KVC_AVX2_LANES(e5m2_nonan, ld_e5m2_fast, uint8_t, F8E5M2)
+KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
+KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
 KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16,
                    kvci_avx2_exp_sum, kvci_avx2_max, false);

@@ -340,8 +340,17 @@ KVC_AVX512_LANES(f32, float)
 KVC_AVX512_LANES(f16, uint16_t)
 KVC_AVX512_LANES(bf16, uint16_t)
 KVC_AVX512_LANES(i8, int8_t)
-KVC_AVX512_LANES(e4m3, uint8_t)
-KVC_AVX512_LANES(e5m2, uint8_t)
+/* fp8: the fixing conversions and those without the NaN fix-up (KVC_X86_FP8_LANES) */
+INL __m512 vec_e4m3_fix(const void *p, __mmask16 m) { return vec_e4m3(p, m); }
+INL __m512 vec_e5m2_fix(const void *p, __mmask16 m) { return vec_e5m2(p, m); }
+INL __m512 vec_e4m3_nonan(const void *p, __mmask16 m) { return e4m3_fast16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e5m2_nonan(const void *p, __mmask16 m) { return vec_e5m2_fast(p, m); }
+KVC_AVX512_LANES(e4m3_fix, uint8_t)
+KVC_AVX512_LANES(e4m3_nonan, uint8_t)
+KVC_AVX512_LANES(e5m2_fix, uint8_t)
+KVC_AVX512_LANES(e5m2_nonan, uint8_t)
+KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
+KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
 /* Plain f32, f16 and bf16 rows into tiles 16 channels at a time (vec_*: the same exact conversions as the
  * AVX2 table's, whose functions take NZ rows); the last step under a mask, its lanes up to the next multiple

@@ -125,6 +125,29 @@ KVC_X86_INL bool kvci_fp8_rows_nan(const void *const *r, int n, int64_t dim, int
     return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m8, _mm_set1_epi8((char)lim)), m8)) != 0;
 }
 
+/* The same for a keys-in-lanes block: channel d of key t at byte d * cs + t, d < dim, t < nk. */
+KVC_X86_INL bool kvci_fp8_lanes_nan(const void *k, int64_t cs, int nk, int64_t dim, int lim) {
+    const __m256i mag = _mm256_set1_epi8(0x7f);
+    __m256i m = _mm256_setzero_si256();
+    __m128i m16 = _mm_setzero_si128();
+    int m1 = 0;
+    for (int64_t d = 0; d < dim; d++) {
+        const uint8_t *p = (const uint8_t *)k + d * cs;
+        int t = 0;
+        for (; t + 32 <= nk; t += 32)
+            m = _mm256_max_epu8(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + t)), mag));
+        for (; t + 16 <= nk; t += 16)
+            m16 = _mm_max_epu8(m16,
+                               _mm_and_si128(_mm_loadu_si128((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+        for (; t + 8 <= nk; t += 8)
+            m16 = _mm_max_epu8(m16,
+                               _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+        for (; t < nk; t++) m1 = (p[t] & 0x7f) > m1 ? p[t] & 0x7f : m1;
+    }
+    m16 = _mm_max_epu8(m16, _mm_max_epu8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
+    return m1 >= lim || _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m16, _mm_set1_epi8((char)lim)), m16)) != 0;
+}
+
 /* Rows x[r * xs + j], r < nr, j < n, times f into buf (rows of n); false when a finite entry's product
  * overflows (|x| f >= 2^128): those rows are left to the unscaled kernels. */
 KVC_X86_INL bool kvci_scaled_rows(const float *x, int64_t xs, int nr, int64_t n, float f, float *buf) {
@@ -147,6 +170,17 @@ KVC_X86_INL bool kvci_scaled_rows(const float *x, int64_t xs, int nr, int64_t n,
     }
     return !over1 && _mm256_movemask_ps(over) == 0;
 }
+
+/* The keys-in-lanes qk of an fp8 dtype: the file's qk_lanes_NAME_nonan (no NaN fix-up) when the block
+ * holds no NaN code, else qk_lanes_NAME_fix; the same bits either way. */
+#define KVC_X86_FP8_LANES(NAME, NAN_LIM, TGT)                                                                          \
+    TGT static void qk_lanes_##NAME(const void *k, int64_t cs, int nk, const float *q, int64_t qs, int nr,             \
+                                    int64_t dim, float *out, int64_t os, kvc_pf_run pf) {                              \
+        if (kvci_fp8_lanes_nan(k, cs, nk, dim, NAN_LIM))                                                               \
+            qk_lanes_##NAME##_fix(k, cs, nk, q, qs, nr, dim, out, os, pf);                                             \
+        else                                                                                                           \
+            qk_lanes_##NAME##_nonan(k, cs, nk, q, qs, nr, dim, out, os, pf);                                           \
+    }
 
 /* The direct entries of an fp8 dtype: when a call's rows hold no NaN code, the file's NAME_fast kernels,
  * pv on the weights times VSCALE (the factor its NAME_fast conversion leaves out, 1 or a power of two;
