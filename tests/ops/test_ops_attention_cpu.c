@@ -296,6 +296,124 @@ static void test_fp8_direct_values_exact(void **state) {
     }
 }
 
+/* The want of a direct kernel's one-key sum: fma(w, x, +0) of the code's decoding x (NaN codes keep their
+ * sign and give the quiet NaN: the kernels' FMAs and sums pass a lone NaN through). */
+static float code_value(int slot, uint8_t c) {
+    return slot == kvci_simd_slot(KVC_DTYPE_I8)       ? (float)(int8_t)c
+           : slot == kvci_simd_slot(KVC_DTYPE_F8E4M3) ? kvc_fp8_e4m3_to_f32(c)
+                                                      : kvc_fp8_e5m2_to_f32(c);
+}
+
+/* The 256 codes of a slot's dtype into codes[0..nc) (nc >= 288): the finite ones, then the NaN ones,
+ * each run padded with +0 to a multiple of 16, then +0. */
+static void order_codes(int slot, uint8_t *codes, int nc) {
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int c = 0; c < 256; c++)
+            if ((isnan(code_value(slot, (uint8_t)c)) != 0) == (pass == 1)) codes[n++] = (uint8_t)c;
+        while (n % 16) codes[n++] = 0;
+    }
+    while (n < nc) codes[n++] = 0;
+}
+
+/* Every int8 and fp8 code through the direct kernels (qk_direct, pv_direct) of every x86 table this CPU
+ * runs, bit for bit: the codes ordered so that the NaN codes have calls of their own, the others reach the
+ * kernels' NaN-free forms (AVX-512: checked once per call; e4m3 values / 256 with the weights x 256) and
+ * the NaN ones the fixing forms. qk: key t holds code t at channel t % D, zeros elsewhere, the query all
+ * ones (1, 3 and 8 rows); pv: one value row of the codes, weight 1 (2^125 in a second row: a scaled weight
+ * would overflow, so the unscaled kernel serves both rows), accumulators from +0. */
+static void test_direct_codes_exact(void **state) {
+    (void)state;
+    enum { D = 40, NC = 256 + 32 };
+    const kvc_simd_table *tables[2] = {kvci_simd_avx2_table(), kvci_simd_avx512_table()};
+    const kvc_dtype dts[3] = {KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    static uint8_t keys[NC][D], vrow[NC];
+    static float q[8 * D], out[8 * NC], w[2 * KVC_VTILE], acc[2 * NC];
+    for (int i = 0; i < 8 * D; i++) q[i] = 1.0f;
+    for (int di = 0; di < 3; di++) {
+        const int slot = kvci_simd_slot(dts[di]);
+        uint8_t codes[NC];
+        order_codes(slot, codes, NC);
+        memset(keys, 0, sizeof keys);
+        for (int t = 0; t < NC; t++) keys[t][t % D] = codes[t], vrow[t] = codes[t];
+        for (int ti = 0; ti < 2; ti++) {
+            const kvc_simd_table *tb = tables[ti];
+            if (!tb || !kvci_simd_cpu_runs(tb)) continue;
+            const kvc_pf_run none = {NULL, NULL, 0, false};
+            const int rows[3] = {1, 3, 8};
+            for (int ri = 0; ri < 3; ri++)
+                for (int t0 = 0; t0 < NC; t0 += KVC_QK_KEYS) {
+                    const void *kp[KVC_QK_KEYS];
+                    for (int t = 0; t < KVC_QK_KEYS; t++) kp[t] = keys[t0 + t];
+                    tb->qk_direct[slot](kp, q, D, rows[ri], D, out + t0, NC, none);
+                    for (int r = 0; r < rows[ri]; r++)
+                        for (int t = t0; t < t0 + KVC_QK_KEYS; t++) {
+                            const float want = 0.0f + code_value(slot, codes[t]);
+                            if (memcmp(&out[r * NC + t], &want, sizeof want) != 0)
+                                fail_msg("%s qk %s rows %d code 0x%02x: %g, want %g", tb->name, kvc_dtype_name(dts[di]),
+                                         rows[ri], codes[t], out[r * NC + t], want);
+                        }
+                }
+            for (int big = 0; big < 2; big++) {
+                w[0] = 1.0f, w[KVC_VTILE] = 0x1p125f;
+                memset(acc, 0, sizeof acc);
+                for (int d0 = 0; d0 < NC; d0 += 16) { /* 16 channels a call: the NaN codes in calls of their own */
+                    const void *vp[1] = {vrow + d0};
+                    tb->pv_direct[slot](vp, 1, w, KVC_VTILE, big ? 2 : 1, 16, acc + d0, NC, none);
+                }
+                for (int r = 0; r <= big; r++)
+                    for (int d = 0; d < NC; d++) {
+                        const float x = code_value(slot, codes[d]),
+                                    want = isnan(x) ? x : fmaf(w[r * KVC_VTILE], x, 0.0f);
+                        if (memcmp(&acc[r * NC + d], &want, sizeof want) != 0)
+                            fail_msg("%s pv %s row %d/%d code 0x%02x: %g, want %g", tb->name, kvc_dtype_name(dts[di]),
+                                     r, big + 1, codes[d], acc[r * NC + d], want);
+                    }
+            }
+        }
+    }
+}
+
+/* Every int8 and fp8 code through the keys-in-lanes qk (qk_lanes) of every table this CPU runs, bit for
+ * bit: blocks of 16 keys (the NaN codes in blocks of their own, so the others reach the x86 tables'
+ * NaN-free forms), of 29 (NaN codes among the single keys past 16 + 8) and of 61; key t holds its code at
+ * channel t % D, zeros elsewhere, the query all ones (1 and 5 rows). */
+static void test_lanes_codes_exact(void **state) {
+    (void)state;
+    enum { D = 40, NC = 256 + 32, CS = 64 };
+    const kvc_simd_table *tables[3] = {&kvc_simd_portable, kvci_simd_avx2_table(), kvci_simd_avx512_table()};
+    const kvc_dtype dts[3] = {KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    static uint8_t blk[D * CS];
+    static float q[5 * D], out[5 * NC];
+    for (int i = 0; i < 5 * D; i++) q[i] = 1.0f;
+    const kvc_pf_run none = {NULL, NULL, 0, false};
+    const int blocks[3] = {16, 29, 61};
+    for (int di = 0; di < 3; di++) {
+        const int slot = kvci_simd_slot(dts[di]);
+        uint8_t codes[NC];
+        order_codes(slot, codes, NC);
+        for (int ti = 0; ti < 3; ti++) {
+            const kvc_simd_table *tb = tables[ti];
+            if (!tb || !kvci_simd_cpu_runs(tb)) continue;
+            for (int bi = 0; bi < 3; bi++)
+                for (int nr = 1, nb = blocks[bi]; nr <= 5; nr += 4)
+                    for (int t0 = 0; t0 < NC; t0 += nb) {
+                        const int nk = NC - t0 < nb ? NC - t0 : nb;
+                        memset(blk, 0, sizeof blk);
+                        for (int t = 0; t < nk; t++) blk[((t0 + t) % D) * CS + t] = codes[t0 + t];
+                        tb->qk_lanes[slot](blk, CS, nk, q, D, nr, D, out + t0, NC, none);
+                        for (int r = 0; r < nr; r++)
+                            for (int t = t0; t < t0 + nk; t++) {
+                                const float want = 0.0f + code_value(slot, codes[t]);
+                                if (memcmp(&out[r * NC + t], &want, sizeof want) != 0)
+                                    fail_msg("%s lanes %s block %d rows %d code 0x%02x: %g, want %g", tb->name,
+                                             kvc_dtype_name(dts[di]), nb, nr, codes[t], out[r * NC + t], want);
+                            }
+                    }
+        }
+    }
+}
+
 /* KVC_SIMD picks the path (tests/CMake runs this file again with KVC_SIMD=portable). */
 static void test_simd_environment(void **state) {
     (void)state;
@@ -830,7 +948,8 @@ int main(void) {
         cmocka_unit_test(test_mla_quant_rope),          cmocka_unit_test(test_masked_keys_nan_token_scales),
         cmocka_unit_test(test_avx512_equals_avx2),      cmocka_unit_test(test_simd_environment),
         cmocka_unit_test(test_threads_query),           cmocka_unit_test(test_fp8_rows_exact),
-        cmocka_unit_test(test_fp8_direct_values_exact), cmocka_unit_test(test_long_query_tiles),
+        cmocka_unit_test(test_fp8_direct_values_exact), cmocka_unit_test(test_direct_codes_exact),
+        cmocka_unit_test(test_lanes_codes_exact),       cmocka_unit_test(test_long_query_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

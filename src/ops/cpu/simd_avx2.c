@@ -221,7 +221,7 @@ KVC_X86_TILE_ENTRIES(TGT)
 /* direct rows: pointer k[t], element d converted in registers */
 #define KSHIFT(k, t, ks) ((k) + (t))
 
-#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                               \
+#define KVC_AVX2_DIRECT_KERNELS(NAME, LD, ET)                                                                       \
     INL __m256 ld_row_##NAME(const void *const *k, int t, int64_t ks, int64_t d)                                    \
     {                                                                                                               \
         (void)ks;                                                                                                   \
@@ -232,15 +232,22 @@ KVC_X86_TILE_ENTRIES(TGT)
         (void)ks;                                                                                                   \
         return (const ET *)k[t] + d;                                                                                \
     }                                                                                                               \
-    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)                                   \
+    KVC_AVX2_KERNELS(NAME, ld_row_##NAME, row_at_##NAME, LD, const void *const *)
+#define KVC_AVX2_DIRECT(NAME, LD, ET)                                                                               \
+    KVC_AVX2_DIRECT_KERNELS(NAME, LD, ET)                                                                           \
     KVC_X86_DIRECT_ENTRIES(NAME, TGT)
+/* fp8: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES; their values are the fp8 values) */
+#define KVC_AVX2_FP8(NAME, NAN_LIM)                                                                                 \
+    KVC_AVX2_DIRECT_KERNELS(NAME, ld_##NAME, uint8_t)                                                               \
+    KVC_AVX2_DIRECT_KERNELS(NAME##_fast, ld_##NAME##_fast, uint8_t)                                                 \
+    KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, 1.0f, TGT)
 
 KVC_AVX2_DIRECT(f32, ld_f32, float)
 KVC_AVX2_DIRECT(f16, ld_f16, uint16_t)
 KVC_AVX2_DIRECT(bf16, ld_bf16, uint16_t)
 KVC_AVX2_DIRECT(i8, ld_i8, int8_t)
-KVC_AVX2_DIRECT(e4m3, ld_e4m3, uint8_t)
-KVC_AVX2_DIRECT(e5m2, ld_e5m2, uint8_t)
+KVC_AVX2_FP8(e4m3, 0x7f)
+KVC_AVX2_FP8(e5m2, 0x7d)
 #undef KSHIFT
 
 /* exp(max(x, KVC_EXP_LO)) for x <= 0 (Cephes polynomial, about 1 ulp); -inf gives 0, NaN stays NaN. */
@@ -357,8 +364,12 @@ KVC_AVX2_LANES(f32, ld_f32, float, F32)
 KVC_AVX2_LANES(f16, ld_f16, uint16_t, F16)
 KVC_AVX2_LANES(bf16, ld_bf16, uint16_t, BF16)
 KVC_AVX2_LANES(i8, ld_i8, int8_t, I8)
-KVC_AVX2_LANES(e4m3, ld_e4m3, uint8_t, F8E4M3)
-KVC_AVX2_LANES(e5m2, ld_e5m2, uint8_t, F8E5M2)
+KVC_AVX2_LANES(e4m3_fix, ld_e4m3, uint8_t, F8E4M3)
+KVC_AVX2_LANES(e4m3_nonan, ld_e4m3_fast, uint8_t, F8E4M3)
+KVC_AVX2_LANES(e5m2_fix, ld_e5m2, uint8_t, F8E5M2)
+KVC_AVX2_LANES(e5m2_nonan, ld_e5m2_fast, uint8_t, F8E5M2)
+KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
+KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
 KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16,
                    kvci_avx2_exp_sum, kvci_avx2_max, false);

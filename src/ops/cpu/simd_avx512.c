@@ -55,49 +55,39 @@ INL __m128i bytes2(const void *a, const void *b, int64_t d)
     return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)((const int8_t *)a + d)),
                               _mm_loadl_epi64((const __m128i *)((const int8_t *)b + d)));
 }
-/* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h) */
+/* 16 fp8 bytes as f32, exactly as ld_e5m2 / ld_e4m3 convert them (simd_x86.h), and the _fast forms of the
+ * kernels for rows without NaN codes (kvci_fp8_rows_nan), which leave the NaN codes as other values:
+ * - e5m2: the code is the top byte of an f16 (_fast: a NaN code gives a NaN of another payload);
+ * - e4m3: the code sign-extended to 16 bits, shifted left by 7 and masked to sign | magnitude << 7 is the
+ *   f16 of the value / 256 (e4m3's subnormals land on f16's), exact in f32 and scaled back by 256 (a NaN
+ *   code gives +-480); vec_e4m3_fast leaves the factor 256 to the weights (KVC_AVX512_FP8 below). */
 INL __m512 signed_qnan16(__m512 f, __mmask16 nan)
 {
-    const __m512i q = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32((int)0x80000000u)),
-                                      _mm512_castps_si512(_mm512_set1_ps(__builtin_nanf(""))));
-    return _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(q));
+    /* (f & sign) | quiet NaN in the lanes of nan */
+    return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(_mm512_castps_si512(f), nan, _mm512_set1_epi32((int)0x80000000u),
+                                                              _mm512_castps_si512(_mm512_set1_ps(__builtin_nanf(""))), 0xEA));
 }
+INL __m512 e5m2_fast16(__m128i x) { return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8)); }
 INL __m512 e5m2_16(__m128i x)
 {
-    const __m512 f = _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8));
+    const __m512 f = e5m2_fast16(x);
     return signed_qnan16(f, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q));
 }
-/* The f16 bits of the e4m3 magnitudes 0-127 (every e4m3 value is an f16
- * value; code 0x7f, NaN, is the quiet NaN 0x7e00), as 4 zmm of 32. */
-static const uint16_t e4m3_magnitude_f16[128] __attribute__((aligned(64))) = {
-    0x0000, 0x1800, 0x1c00, 0x1e00, 0x2000, 0x2100, 0x2200, 0x2300, 0x2400, 0x2480, 0x2500, 0x2580, 0x2600, 0x2680, 0x2700, 0x2780,
-    0x2800, 0x2880, 0x2900, 0x2980, 0x2a00, 0x2a80, 0x2b00, 0x2b80, 0x2c00, 0x2c80, 0x2d00, 0x2d80, 0x2e00, 0x2e80, 0x2f00, 0x2f80,
-    0x3000, 0x3080, 0x3100, 0x3180, 0x3200, 0x3280, 0x3300, 0x3380, 0x3400, 0x3480, 0x3500, 0x3580, 0x3600, 0x3680, 0x3700, 0x3780,
-    0x3800, 0x3880, 0x3900, 0x3980, 0x3a00, 0x3a80, 0x3b00, 0x3b80, 0x3c00, 0x3c80, 0x3d00, 0x3d80, 0x3e00, 0x3e80, 0x3f00, 0x3f80,
-    0x4000, 0x4080, 0x4100, 0x4180, 0x4200, 0x4280, 0x4300, 0x4380, 0x4400, 0x4480, 0x4500, 0x4580, 0x4600, 0x4680, 0x4700, 0x4780,
-    0x4800, 0x4880, 0x4900, 0x4980, 0x4a00, 0x4a80, 0x4b00, 0x4b80, 0x4c00, 0x4c80, 0x4d00, 0x4d80, 0x4e00, 0x4e80, 0x4f00, 0x4f80,
-    0x5000, 0x5080, 0x5100, 0x5180, 0x5200, 0x5280, 0x5300, 0x5380, 0x5400, 0x5480, 0x5500, 0x5580, 0x5600, 0x5680, 0x5700, 0x5780,
-    0x5800, 0x5880, 0x5900, 0x5980, 0x5a00, 0x5a80, 0x5b00, 0x5b80, 0x5c00, 0x5c80, 0x5d00, 0x5d80, 0x5e00, 0x5e80, 0x5f00, 0x7e00,
-};
-
-/* 16 e4m3 codes: the magnitude's f16 from the table (two 64-entry word
- * permutes, picked by bit 6), the code's sign, then f16 -> f32: exact, NaN
- * included, and 8 instructions instead of 13 for the bit arithmetic with a
- * NaN fix-up it replaced. */
+INL __m512 e4m3_256th16(__m128i x)
+{
+    return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(x), 7), _mm256_set1_epi16((short)0xBF80)));
+}
+INL __m512 e4m3_fast16(__m128i x) { return _mm512_mul_ps(e4m3_256th16(x), _mm512_set1_ps(256.0f)); }
 INL __m512 e4m3_16(__m128i x)
 {
-    const __m512i *t = (const __m512i *)e4m3_magnitude_f16;
-    const __m256i w = _mm256_cvtepu8_epi16(x);
-    const __m512i i = _mm512_castsi256_si512(w); /* lanes 16-31 undefined: their results are not used */
-    const __m512i lo = _mm512_permutex2var_epi16(_mm512_load_si512(t), i, _mm512_load_si512(t + 1));
-    const __m512i hi = _mm512_permutex2var_epi16(_mm512_load_si512(t + 2), i, _mm512_load_si512(t + 3));
-    const __mmask16 upper = _mm256_test_epi16_mask(w, _mm256_set1_epi16(0x40));
-    const __m256i h = _mm256_mask_mov_epi16(_mm512_castsi512_si256(lo), upper, _mm512_castsi512_si256(hi));
-    /* h | (sign bit of the code at bit 15) */
-    return _mm512_cvtph_ps(_mm256_ternarylogic_epi32(h, _mm256_slli_epi16(w, 8), _mm256_set1_epi16((short)0x8000), 0xF8));
+    /* the NaN codes: (x & 0x7f) == 0x7f */
+    const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_or_si128(x, _mm_set1_epi8((char)0x80)), _mm_set1_epi8(-1));
+    return signed_qnan16(e4m3_fast16(x), nan);
 }
 INL __m512 pair_e5m2(const void *a, const void *b, int64_t d) { return e5m2_16(bytes2(a, b, d)); }
 INL __m512 pair_e4m3(const void *a, const void *b, int64_t d) { return e4m3_16(bytes2(a, b, d)); }
+INL __m512 pair_e5m2_fast(const void *a, const void *b, int64_t d) { return e5m2_fast16(bytes2(a, b, d)); }
+INL __m512 pair_e4m3_fast(const void *a, const void *b, int64_t d) { return e4m3_fast16(bytes2(a, b, d)); }
 
 INL __m512 pair_i8(const void *a, const void *b, int64_t d) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes2(a, b, d))); }
 
@@ -111,6 +101,8 @@ INL __m512 vec_bf16(const void *p, __mmask16 m)
 INL __m512 vec_i8(const void *p, __mmask16 m) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p))); }
 INL __m512 vec_e5m2(const void *p, __mmask16 m) { return e5m2_16(_mm_maskz_loadu_epi8(m, p)); }
 INL __m512 vec_e4m3(const void *p, __mmask16 m) { return e4m3_16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e5m2_fast(const void *p, __mmask16 m) { return e5m2_fast16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e4m3_fast(const void *p, __mmask16 m) { return e4m3_256th16(_mm_maskz_loadu_epi8(m, p)); }
 
 /* The query's channels d..d+7 in both halves. */
 INL __m512 q_both(const float *q) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q)))); }
@@ -277,8 +269,15 @@ KVC_AVX512_DIRECT(f32, float)
 KVC_AVX512_DIRECT(f16, uint16_t)
 KVC_AVX512_DIRECT(bf16, uint16_t)
 KVC_AVX512_DIRECT(i8, int8_t)
-KVC_AVX512_DIRECT(e4m3, uint8_t)
-KVC_AVX512_DIRECT(e5m2, uint8_t)
+
+/* fp8 rows: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES); e4m3's _fast values are
+ * 2^-8 of the values in pv, the weights scaled by 256. */
+#define KVC_AVX512_FP8(NAME, NAN_LIM, VSCALE)                                                                       \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t)                     \
+    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t) \
+    KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, VSCALE, TGT)
+KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
+KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 
 /* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
  * under mask mt; masked lanes are not read), one FMA per channel with the
@@ -332,8 +331,17 @@ KVC_AVX512_LANES(f32, float)
 KVC_AVX512_LANES(f16, uint16_t)
 KVC_AVX512_LANES(bf16, uint16_t)
 KVC_AVX512_LANES(i8, int8_t)
-KVC_AVX512_LANES(e4m3, uint8_t)
-KVC_AVX512_LANES(e5m2, uint8_t)
+/* fp8: the fixing conversions and those without the NaN fix-up (KVC_X86_FP8_LANES) */
+INL __m512 vec_e4m3_fix(const void *p, __mmask16 m) { return vec_e4m3(p, m); }
+INL __m512 vec_e5m2_fix(const void *p, __mmask16 m) { return vec_e5m2(p, m); }
+INL __m512 vec_e4m3_nonan(const void *p, __mmask16 m) { return e4m3_fast16(_mm_maskz_loadu_epi8(m, p)); }
+INL __m512 vec_e5m2_nonan(const void *p, __mmask16 m) { return vec_e5m2_fast(p, m); }
+KVC_AVX512_LANES(e4m3_fix, uint8_t)
+KVC_AVX512_LANES(e4m3_nonan, uint8_t)
+KVC_AVX512_LANES(e5m2_fix, uint8_t)
+KVC_AVX512_LANES(e5m2_nonan, uint8_t)
+KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
+KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
 /* Plain f32, f16 and bf16 rows into tiles 16 channels at a time (vec_*: the same exact conversions as the
  * AVX2 table's, whose functions take NZ rows); the last step under a mask, its lanes up to the next multiple

@@ -75,32 +75,145 @@ KVC_X86_INL __m256 ld_i8(const void *p, int64_t i) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
 }
 
-/* fp8 bytes (zero-extended into 16-bit lanes) as f16 bits: e5m2 is the top byte of an f16
- * (inf and NaN included); e4m3 fields moved into an f16 whose value is 2^-8 of the fp8 value
- * (exponent bias 15 instead of 7; its NaN code 0x7f lands on 1.875 * 2^0, so it is scaled
- * by 256 and +-480 becomes NaN). NaN lanes get the NaN of kvc_fp8_*_to_f32 (the quiet NaN
- * with the code's sign), so every code converts to the scalar decoding's bits. */
+/* fp8 bytes (e5m2 zero-extended, e4m3 sign-extended into 16-bit lanes) as f16 bits: e5m2 is the top byte
+ * of an f16 (inf and NaN included); e4m3's sign | magnitude << 7 is an f16 whose value is 2^-8 of the fp8
+ * value (exponent bias 15 instead of 7, e4m3's subnormals on f16's; its NaN code 0x7f lands on 1.875 * 2^0,
+ * so it is scaled by 256 and +-480 becomes NaN). NaN lanes get the NaN of kvc_fp8_*_to_f32 (the quiet NaN
+ * with the code's sign), so every code converts to the scalar decoding's bits. The _fast forms leave the
+ * NaN codes as other values (a NaN of another payload, +-480): for rows without NaN codes only
+ * (kvci_fp8_rows_nan). */
 KVC_X86_INL __m128i e5m2_f16(__m128i x) { return _mm_slli_epi16(x, 8); }
-KVC_X86_INL __m128i e4m3_f16(__m128i x) {
-    return _mm_or_si128(_mm_and_si128(_mm_slli_epi16(x, 8), _mm_set1_epi16((short)0x8000)),
-                        _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(0x3f80)));
-}
+KVC_X86_INL __m128i e4m3_f16(__m128i x) { return _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16((short)0xBF80)); }
 KVC_X86_INL __m256 signed_qnan(__m256 f, __m256 nan) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     return _mm256_blendv_ps(f, _mm256_or_ps(_mm256_and_ps(f, sign), _mm256_set1_ps(__builtin_nanf(""))), nan);
 }
+KVC_X86_INL __m256 ld_e5m2_fast(const void *p, int64_t i) {
+    return _mm256_cvtph_ps(e5m2_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+}
 KVC_X86_INL __m256 ld_e5m2(const void *p, int64_t i) {
-    const __m256 f =
-        _mm256_cvtph_ps(e5m2_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
+    const __m256 f = ld_e5m2_fast(p, i);
     return signed_qnan(f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q));
 }
-KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i) {
+KVC_X86_INL __m256 ld_e4m3_fast(const void *p, int64_t i) {
     const __m256 h =
-        _mm256_cvtph_ps(e4m3_f16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)((const uint8_t *)p + i)))));
-    const __m256 f = _mm256_mul_ps(h, _mm256_set1_ps(256.0f));
+        _mm256_cvtph_ps(e4m3_f16(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i)))));
+    return _mm256_mul_ps(h, _mm256_set1_ps(256.0f));
+}
+KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i) {
+    const __m256 f = ld_e4m3_fast(p, i);
     return signed_qnan(f,
                        _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), f), _mm256_set1_ps(480.0f), _CMP_EQ_OQ));
 }
+
+/* Whether a byte of rows r[0..n) (dim bytes each, a multiple of 8) has (byte & 0x7f) >= lim: an e4m3 NaN
+ * code for lim 0x7f, an e5m2 one for 0x7d. One maximum over all bytes. */
+KVC_X86_INL bool kvci_fp8_rows_nan(const void *const *r, int n, int64_t dim, int lim) {
+    const __m256i mag = _mm256_set1_epi8(0x7f);
+    __m256i m = _mm256_setzero_si256();
+    __m128i m8 = _mm_setzero_si128();
+    for (int t = 0; t < n; t++) {
+        const uint8_t *p = r[t];
+        int64_t d = 0;
+        for (; d + 32 <= dim; d += 32)
+            m = _mm256_max_epu8(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + d)), mag));
+        for (; d < dim; d += 8)
+            m8 =
+                _mm_max_epu8(m8, _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + d)), _mm256_castsi256_si128(mag)));
+    }
+    m8 = _mm_max_epu8(m8, _mm_max_epu8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m8, _mm_set1_epi8((char)lim)), m8)) != 0;
+}
+
+/* The same for a keys-in-lanes block: channel d of key t at byte d * cs + t, d < dim, t < nk. */
+KVC_X86_INL bool kvci_fp8_lanes_nan(const void *k, int64_t cs, int nk, int64_t dim, int lim) {
+    const __m256i mag = _mm256_set1_epi8(0x7f);
+    __m256i m = _mm256_setzero_si256();
+    __m128i m16 = _mm_setzero_si128();
+    int m1 = 0;
+    for (int64_t d = 0; d < dim; d++) {
+        const uint8_t *p = (const uint8_t *)k + d * cs;
+        int t = 0;
+        for (; t + 32 <= nk; t += 32)
+            m = _mm256_max_epu8(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + t)), mag));
+        for (; t + 16 <= nk; t += 16)
+            m16 = _mm_max_epu8(m16,
+                               _mm_and_si128(_mm_loadu_si128((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+        for (; t + 8 <= nk; t += 8)
+            m16 = _mm_max_epu8(m16,
+                               _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+        for (; t < nk; t++) m1 = (p[t] & 0x7f) > m1 ? p[t] & 0x7f : m1;
+    }
+    m16 = _mm_max_epu8(m16, _mm_max_epu8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
+    return m1 >= lim || _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m16, _mm_set1_epi8((char)lim)), m16)) != 0;
+}
+
+/* Rows x[r * xs + j], r < nr, j < n, times f into buf (rows of n); false when a finite entry's product
+ * overflows (|x| f >= 2^128): those rows are left to the unscaled kernels. */
+KVC_X86_INL bool kvci_scaled_rows(const float *x, int64_t xs, int nr, int64_t n, float f, float *buf) {
+    const __m256 fv = _mm256_set1_ps(f), inf = _mm256_set1_ps(__builtin_inff()), sign = _mm256_set1_ps(-0.0f);
+    __m256 over = _mm256_setzero_ps();
+    bool over1 = false;
+    for (int r = 0; r < nr; r++) {
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8) {
+            const __m256 a = _mm256_loadu_ps(x + r * xs + j), y = _mm256_mul_ps(a, fv);
+            _mm256_storeu_ps(buf + r * n + j, y);
+            over = _mm256_or_ps(over, _mm256_and_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, y), inf, _CMP_EQ_OQ),
+                                                    _mm256_cmp_ps(_mm256_andnot_ps(sign, a), inf, _CMP_NEQ_UQ)));
+        }
+        for (; j < n; j++) {
+            const float a = x[r * xs + j], y = a * f;
+            buf[r * n + j] = y;
+            over1 |= __builtin_isinf(y) && !__builtin_isinf(a);
+        }
+    }
+    return !over1 && _mm256_movemask_ps(over) == 0;
+}
+
+/* The keys-in-lanes qk of an fp8 dtype: the file's qk_lanes_NAME_nonan (no NaN fix-up) when the block
+ * holds no NaN code, else qk_lanes_NAME_fix; the same bits either way. */
+#define KVC_X86_FP8_LANES(NAME, NAN_LIM, TGT)                                                                          \
+    TGT static void qk_lanes_##NAME(const void *k, int64_t cs, int nk, const float *q, int64_t qs, int nr,             \
+                                    int64_t dim, float *out, int64_t os, kvc_pf_run pf) {                              \
+        if (kvci_fp8_lanes_nan(k, cs, nk, dim, NAN_LIM))                                                               \
+            qk_lanes_##NAME##_fix(k, cs, nk, q, qs, nr, dim, out, os, pf);                                             \
+        else                                                                                                           \
+            qk_lanes_##NAME##_nonan(k, cs, nk, q, qs, nr, dim, out, os, pf);                                           \
+    }
+
+/* The direct entries of an fp8 dtype: when a call's rows hold no NaN code, the file's NAME_fast kernels,
+ * pv on the weights times VSCALE (the factor its NAME_fast conversion leaves out, 1 or a power of two;
+ * 8 rows at a time); otherwise, or for weight rows the scaling would overflow, the NaN-fixing kernels
+ * NAME. Every product is the same exact product either way, so the bits are the same, with the NaN check
+ * once per call instead of once per converted vector. */
+#define KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, VSCALE, TGT)                                                                \
+    TGT static void qk_direct_##NAME(const void *const *k, const float *q, int64_t qs, int nr, int64_t dim,            \
+                                     float *out, int64_t os, kvc_pf_run pf) {                                          \
+        if (kvci_fp8_rows_nan(k, KVC_QK_KEYS, dim, NAN_LIM))                                                           \
+            qk_rows_##NAME(k, 0, q, qs, nr, dim, out, os, &pf);                                                        \
+        else                                                                                                           \
+            qk_rows_##NAME##_fast(k, 0, q, qs, nr, dim, out, os, &pf);                                                 \
+        kvci_pf_rest(&pf);                                                                                             \
+    }                                                                                                                  \
+    TGT static void pv_direct_##NAME(const void *const *v, int nk, const float *w, int64_t ws, int nr, int64_t dim,    \
+                                     float *acc, int64_t as, kvc_pf_run pf) {                                          \
+        int r = 0;                                                                                                     \
+        if (!kvci_fp8_rows_nan(v, nk, dim, NAN_LIM)) {                                                                 \
+            float b[8 * KVC_VTILE];                                                                                    \
+            for (int n; r < nr; r += n) {                                                                              \
+                n = nr - r > 8 ? 8 : nr - r;                                                                           \
+                if (VSCALE == 1.0f)                                                                                    \
+                    pv_rows_##NAME##_fast(v, 0, nk, w + r * ws, ws, n, dim, acc + r * as, as, &pf);                    \
+                else if (kvci_scaled_rows(w + r * ws, ws, n, nk, VSCALE, b))                                           \
+                    pv_rows_##NAME##_fast(v, 0, nk, b, nk, n, dim, acc + r * as, as, &pf);                             \
+                else                                                                                                   \
+                    break;                                                                                             \
+            }                                                                                                          \
+        }                                                                                                              \
+        pv_rows_##NAME(v, 0, nk, w + r * ws, ws, nr - r, dim, acc + r * as, as, &pf);                                  \
+        kvci_pf_rest(&pf);                                                                                             \
+    }
 
 /* Lane i of the result = sum of a_i, each by the tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)),
  * in two steps that may run apart: reduce4 of a[0..3] and of a[4..7], then reduce_join. */
