@@ -651,6 +651,14 @@ static void test_unknown_architecture(void **state) {
     assert_non_null(strstr(plan->warnings[0], "not a known family"));
     kvc_model_plan_destroy(plan);
 
+    /* chunked local attention (Llama 4) is named as not planned: full causal layers are an upper bound */
+    static const char chunked[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
+                                  " \"num_attention_heads\": 8, \"hidden_size\": 1024, \"attention_chunk_size\": 8192,"
+                                  " \"max_position_embeddings\": 65536}";
+    assert_int_equal(kvc_model_plan_create(chunked, sizeof chunked - 1, &o, &plan), KVC_OK);
+    assert_non_null(strstr(plan->warnings[plan->n_warnings - 1], "attention_chunk_size 8192"));
+    kvc_model_plan_destroy(plan);
+
     static const char bad[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_key_value_heads\": 2}";
     plan = (kvc_model_plan *)&plan;
     assert_int_equal(kvc_model_plan_create(bad, sizeof bad - 1, &o, &plan), KVC_EINVAL);
