@@ -691,6 +691,31 @@ static void test_unknown_architecture(void **state) {
     assert_int_equal(kvc_model_plan_create(no_groups, sizeof no_groups - 1, &o, &plan), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "multi_query_group_num is missing"));
 
+    /* a window with sliding_window_pattern and no layer_types: every N-th layer full (Cohere2, was planned all
+     * sliding: 8 of its 32 layers need every position), or an L/G string repeated (Exaone 4) */
+    static const struct {
+        const char *pattern;
+        const char *full; /* per layer: 1 full, 0 sliding */
+    } patterns[] = {{"4", "00010001"}, {"\"LLLG\"", "00010001"}, {"\"GL\"", "10101010"}, {"1", "11111111"}};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"cohere2\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
+                 " \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"max_position_embeddings\": 8192,"
+                 " \"sliding_window\": 512, \"sliding_window_pattern\": %s}",
+                 patterns[i].pattern);
+        plan = plan_text(json, &o);
+        for (int l = 0; l < 8; l++)
+            assert_int_equal(plan->layers[l].attn_type,
+                             patterns[i].full[l] == '1' ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        kvc_model_plan_destroy(plan);
+    }
+    static const char bad_pattern[] = "{\"model_type\": \"exaone4\", \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+                                      " \"num_attention_heads\": 8, \"max_position_embeddings\": 8192,"
+                                      " \"sliding_window\": 512, \"sliding_window_pattern\": \"LXG\"}";
+    assert_int_equal(kvc_model_plan_create(bad_pattern, sizeof bad_pattern - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "sliding_window_pattern \"LXG\""));
+
     /* chunked local attention (Llama 4) is named as not planned: full causal layers are an upper bound */
     static const char chunked[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
                                   " \"num_attention_heads\": 8, \"hidden_size\": 1024, \"attention_chunk_size\": 8192,"
