@@ -148,7 +148,8 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     bool have = false;
     *window = 0;
     *qwen_rule = false;
-    if (d.window_switch) {
+    /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
+    if (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
@@ -213,6 +214,9 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
     bool have = false;
     KVC_TRY(kvci_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
     if (!have) KVC_TRY(kvci_json_str(dict, "type", KVC_HP_NAME_MAX, &name, &have));
+    /* Qwen2-VL's multimodal rope: the default frequencies over 3-D positions (transformers renames it default);
+     * for text alone the three position parts are the token's position */
+    if (strcmp(name, "mrope") == 0) name = "default";
     for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
         if (strcmp(name, ROPE_NAMES[i]) == 0) {
             *out = (kvc_rope_type)i;

@@ -77,9 +77,10 @@ const char *kvci_hparams_key(const kvc_json_obj *c, const char *const keys[KVC_H
  * (which must divide). */
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
 /* The sliding window (0: none): sliding_window, or the class default (gpt_oss:
- * 128). Qwen2/Qwen3 configs apply it only when use_sliding_window is true
- * (*qwen_rule then: windows from max_window_layers on); otherwise transformers
- * ignores the key and so does the reader. */
+ * 128). Qwen2/Qwen3 configs, and any config holding use_sliding_window (Qwen2-VL),
+ * apply it only when use_sliding_window is true (*qwen_rule then: windows from
+ * max_window_layers on); otherwise transformers ignores the key and so does the
+ * reader. */
 kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
 /* The rotary embedding (after read_sizes): the dict is a non-empty
  * `rope_scaling`, else `rope_parameters`; see docs/config.md. */

@@ -534,6 +534,18 @@ static void test_family_rules(void **state) {
     assert_int_equal(p->layers[3].sliding_window, 4096);
     kvc_model_plan_destroy(p);
 
+    /* Qwen2.5-VL: the multimodal rope is the default rope (as transformers reads it; was refused), and
+     * use_sliding_window false turns the window off for any model type (was planned all sliding). */
+    p = plan_text("{\"model_type\": \"qwen2_5_vl\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 1024, \"max_position_embeddings\": 32768,"
+                  " \"sliding_window\": 4096, \"use_sliding_window\": false, \"max_window_layers\": 2,"
+                  " \"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [16, 24, 24]}}",
+                  &o);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->layers[1].attn_type, KVC_ATTN_FULL);
+    assert_string_equal(p->rope_type, "default");
+    kvc_model_plan_destroy(p);
+
     /* A window that covers every position is full attention (Phi-3 128k style). */
     p = plan_text("{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 1024, \"max_position_embeddings\": 131072, \"sliding_window\": 262144}",
