@@ -139,6 +139,11 @@ kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *
     return KVC_OK;
 }
 
+kvc_status kvci_family_every_nth_full(const kvc_family_ctx *ctx, int64_t every, kvc_layer_kind *kinds) {
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % every != 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+    return KVC_OK;
+}
+
 kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % 2 == 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
     return KVC_OK;

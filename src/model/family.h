@@ -142,6 +142,8 @@ kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_
 kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* every - 1 sliding layers, then one full, repeated (Gemma 3's and Cohere2's sliding_window_pattern); every >= 1. */
+kvc_status kvci_family_every_nth_full(const kvc_family_ctx *ctx, int64_t every, kvc_layer_kind *kinds);
 /* cache_dims of an MLA family: full form nH heads of dn + dr (k) and dv (v); latent one head of rkv and dr. */
 kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent);
 

@@ -13,8 +13,7 @@ static kvc_status gemma3_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     KVC_TRY(kvci_json_int(cfg, "sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have));
     if (!have) KVC_TRY(kvci_json_int(cfg, "_sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &pattern, &have));
     if (!have) kvci_family_warn(ctx, "sliding_window_pattern absent: 6 (five sliding layers, then one full) assumed");
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % pattern != 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
-    return KVC_OK;
+    return kvci_family_every_nth_full(ctx, pattern, kinds);
 }
 
 /* query_pre_attn_scalar^-1/2, head_dim standing in when it is absent. */

@@ -63,25 +63,70 @@ void kvci_hparams_close(kvc_hparams *hp) {
 
 /* ---- sizes ----------------------------------------------------------------------- */
 
+/* The names configs give each size (transformers' attribute maps: GPT-2 / GPT-BigCode n_layer, n_head,
+ * n_embd, n_positions; MPT n_layers, n_heads, d_model, max_seq_len; Falcon num_kv_heads, n_head_kv;
+ * ChatGLM num_layers, seq_length, kv_channels), the standard name first. */
+const char *const kvci_hp_layers_keys[KVC_HP_ALIASES] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
+const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads"};
+const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES] = {"hidden_size", "n_embd", "d_model", NULL};
+static const char *const KV_HEADS_KEYS[KVC_HP_ALIASES] = {"num_key_value_heads", "num_kv_heads", "n_head_kv", NULL};
+static const char *const MAX_POS_KEYS[KVC_HP_ALIASES] = {"max_position_embeddings", "n_positions", "seq_length",
+                                                         "max_seq_len"};
+
+const char *kvci_hparams_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
+    for (int i = 0; i < KVC_HP_ALIASES && keys[i] != NULL; i++)
+        if (kvci_json_find(c, keys[i]) != NULL) return keys[i];
+    return NULL;
+}
+
+/* The first present of keys (its name in messages), as kvci_json_int reads one; absent: *have false. */
+static kvc_status int_of(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t lo, int64_t hi,
+                         int64_t *out, bool *have) {
+    const char *key = kvci_hparams_key(c, keys);
+    return kvci_json_int(c, key != NULL ? key : keys[0], lo, hi, out, have);
+}
+
+/* KV heads a config states without a count: multi_query (Falcon-7B, GPT-BigCode: one KV head, unless Falcon's
+ * new_decoder_architecture reads num_kv_heads), ChatGLM's multi_query_group_num under multi_query_attention. */
+static kvc_status kv_heads_by_flag(const kvc_json_obj *c, kvc_hparams *hp) {
+    bool mq = false, have_mq = false, mqa = false, have_mqa = false, new_arch = false, have_new = false;
+    KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have_mq));
+    KVC_TRY(kvci_json_bool(c, "new_decoder_architecture", &new_arch, &have_new));
+    if (have_mq && mq && !new_arch) {
+        hp->n_kv_heads = 1, hp->have_kv_heads = true;
+        return KVC_OK;
+    }
+    KVC_TRY(kvci_json_bool(c, "multi_query_attention", &mqa, &have_mqa));
+    if (have_mqa && mqa) {
+        KVC_TRY(kvci_json_int(c, "multi_query_group_num", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+        if (!hp->have_kv_heads)
+            return kvci_fail(KVC_EINVAL, "%s: multi_query_attention is true but multi_query_group_num is missing",
+                             c->doc);
+    }
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    KVC_TRY(kvci_json_int(c, "num_hidden_layers", 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
-    KVC_TRY(kvci_json_int(c, "num_attention_heads", 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
+    KVC_TRY(int_of(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
+    KVC_TRY(int_of(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    KVC_TRY(kvci_json_int(c, "num_key_value_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    KVC_TRY(int_of(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
     if (hp->n_heads % hp->n_kv_heads != 0)
         return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
                          c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
     bool have = false;
     hp->hidden_size = 0;
-    KVC_TRY(kvci_json_int(c, "hidden_size", 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
-    return kvci_json_int(c, "max_position_embeddings", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+    KVC_TRY(int_of(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    return int_of(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
 }
 
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     bool have = false;
     KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+    if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
     if (have) return KVC_OK;
     const type_defaults d = defaults_of(hp);
     if (d.head_dim > 0) {
@@ -103,7 +148,8 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     bool have = false;
     *window = 0;
     *qwen_rule = false;
-    if (d.window_switch) {
+    /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
+    if (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
@@ -168,6 +214,9 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
     bool have = false;
     KVC_TRY(kvci_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
     if (!have) KVC_TRY(kvci_json_str(dict, "type", KVC_HP_NAME_MAX, &name, &have));
+    /* Qwen2-VL's multimodal rope: the default frequencies over 3-D positions (transformers renames it default);
+     * for text alone the three position parts are the token's position */
+    if (strcmp(name, "mrope") == 0) name = "default";
     for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
         if (strcmp(name, ROPE_NAMES[i]) == 0) {
             *out = (kvc_rope_type)i;

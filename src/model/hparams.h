@@ -62,16 +62,25 @@ kvc_status kvci_hparams_open(const char *text, size_t len, const char *doc, kvc_
 void kvci_hparams_close(kvc_hparams *hp);
 
 /* num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size,
- * max_position_embeddings. */
+ * max_position_embeddings, each under its standard name or the first present
+ * of its other names (kvci_hp_*_keys; KV heads also from multi_query or
+ * ChatGLM's multi_query_group_num). */
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp);
-/* The attention head dim: head_dim when given, else the model type's class
+#define KVC_HP_ALIASES 4 /* names per size, NULL-padded */
+extern const char *const kvci_hp_layers_keys[KVC_HP_ALIASES];
+extern const char *const kvci_hp_heads_keys[KVC_HP_ALIASES];
+extern const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES];
+/* The first of keys that c holds; NULL when none. */
+const char *kvci_hparams_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]);
+/* The attention head dim: head_dim (or ChatGLM's kv_channels) when given, else the model type's class
  * default (qwen3: 128, gpt_oss: 64), else hidden_size / num_attention_heads
  * (which must divide). */
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
 /* The sliding window (0: none): sliding_window, or the class default (gpt_oss:
- * 128). Qwen2/Qwen3 configs apply it only when use_sliding_window is true
- * (*qwen_rule then: windows from max_window_layers on); otherwise transformers
- * ignores the key and so does the reader. */
+ * 128). Qwen2/Qwen3 configs, and any config holding use_sliding_window (Qwen2-VL),
+ * apply it only when use_sliding_window is true (*qwen_rule then: windows from
+ * max_window_layers on); otherwise transformers ignores the key and so does the
+ * reader. */
 kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
 /* The rotary embedding (after read_sizes): the dict is a non-empty
  * `rope_scaling`, else `rope_parameters`; see docs/config.md. */

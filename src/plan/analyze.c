@@ -118,6 +118,14 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
                        "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
                        "(kvc_model_cache_info_merge) when it drafts",
                        (long long)mtp);
+    int64_t chunk = 0;
+    bool have_chunk = false;
+    if (st == KVC_OK) st = kvci_json_int(&hp->cfg, "attention_chunk_size", 1, INT64_C(1) << 40, &chunk, &have_chunk);
+    if (st == KVC_OK && have_chunk)
+        kvci_plan_warn(plan,
+                       "attention_chunk_size %lld (chunked local attention, Llama 4 style) is not planned: its layers "
+                       "are planned as full causal attention, so the memory is an upper bound and their masks differ",
+                       (long long)chunk);
     return st;
 }
 

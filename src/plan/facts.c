@@ -37,10 +37,12 @@ static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fa
     if (f->fam == &kvc_family_generic) {
         /* Unknown architecture: refuse naming every generic field that is missing. */
         char missing[200] = "";
-        const char *need[] = {"num_hidden_layers", "num_attention_heads"};
-        for (size_t i = 0; i < 2; i++)
-            if (kvci_json_find(cfg, need[i]) == NULL) list_append(missing, sizeof missing, need[i]);
-        if (kvci_json_find(cfg, "head_dim") == NULL && kvci_json_find(cfg, "hidden_size") == NULL)
+        if (kvci_hparams_key(cfg, kvci_hp_layers_keys) == NULL)
+            list_append(missing, sizeof missing, "num_hidden_layers");
+        if (kvci_hparams_key(cfg, kvci_hp_heads_keys) == NULL)
+            list_append(missing, sizeof missing, "num_attention_heads");
+        if (kvci_json_find(cfg, "head_dim") == NULL && kvci_json_find(cfg, "kv_channels") == NULL &&
+            kvci_hparams_key(cfg, kvci_hp_hidden_keys) == NULL)
             list_append(missing, sizeof missing, "head_dim or hidden_size");
         if (missing[0] != '\0')
             return kvci_fail(KVC_EINVAL,

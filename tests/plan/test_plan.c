@@ -534,6 +534,18 @@ static void test_family_rules(void **state) {
     assert_int_equal(p->layers[3].sliding_window, 4096);
     kvc_model_plan_destroy(p);
 
+    /* Qwen2.5-VL: the multimodal rope is the default rope (as transformers reads it; was refused), and
+     * use_sliding_window false turns the window off for any model type (was planned all sliding). */
+    p = plan_text("{\"model_type\": \"qwen2_5_vl\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 1024, \"max_position_embeddings\": 32768,"
+                  " \"sliding_window\": 4096, \"use_sliding_window\": false, \"max_window_layers\": 2,"
+                  " \"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [16, 24, 24]}}",
+                  &o);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->layers[1].attn_type, KVC_ATTN_FULL);
+    assert_string_equal(p->rope_type, "default");
+    kvc_model_plan_destroy(p);
+
     /* A window that covers every position is full attention (Phi-3 128k style). */
     p = plan_text("{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 1024, \"max_position_embeddings\": 131072, \"sliding_window\": 262144}",
@@ -649,6 +661,79 @@ static void test_unknown_architecture(void **state) {
     assert_int_equal(plan->options.kv_dtype, KVC_DTYPE_F16);
     assert_true(plan->n_warnings >= 1);
     assert_non_null(strstr(plan->warnings[0], "not a known family"));
+    kvc_model_plan_destroy(plan);
+
+    /* sizes under the other names configs give them (transformers' attribute maps), and KV heads stated by
+     * multi_query (Falcon-7B, GPT-BigCode: one), Falcon's num_kv_heads, ChatGLM's multi_query_group_num;
+     * each was planned with one KV head per query head (Falcon-7B: 71x the bytes) or refused */
+    static const struct {
+        const char *json;
+        int64_t layers, heads, kv_heads, head_dim, max_pos;
+    } named[] = {
+        {"{\"model_type\": \"falcon\", \"hidden_size\": 4544, \"num_hidden_layers\": 32, \"num_attention_heads\": 71,"
+         " \"multi_query\": true, \"new_decoder_architecture\": false}",
+         32, 71, 1, 64, 0},
+        {"{\"model_type\": \"falcon\", \"hidden_size\": 8192, \"num_hidden_layers\": 60, \"num_attention_heads\": 128,"
+         " \"num_kv_heads\": 8, \"multi_query\": true, \"new_decoder_architecture\": true}",
+         60, 128, 8, 64, 0},
+        {"{\"model_type\": \"gpt_bigcode\", \"n_embd\": 6144, \"n_head\": 48, \"n_layer\": 40, \"n_positions\": 8192,"
+         " \"multi_query\": true}",
+         40, 48, 1, 128, 8192},
+        {"{\"model_type\": \"mpt\", \"d_model\": 4096, \"n_heads\": 32, \"n_layers\": 32, \"max_seq_len\": 2048}", 32,
+         32, 32, 128, 2048},
+        {"{\"model_type\": \"chatglm\", \"hidden_size\": 4096, \"num_layers\": 28, \"num_attention_heads\": 32,"
+         " \"multi_query_attention\": true, \"multi_query_group_num\": 2, \"kv_channels\": 96, \"seq_length\": 8192}",
+         28, 32, 2, 96, 8192},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        o.max_model_len = named[i].max_pos > 0 ? 0 : 1024; /* 0: the config's own length */
+        if (kvc_model_plan_create(named[i].json, strlen(named[i].json), &o, &plan) != KVC_OK)
+            fail_msg("case %zu: %s", i, kvc_last_error());
+        assert_int_equal(plan->n_layers, named[i].layers);
+        assert_int_equal(plan->num_attention_heads, named[i].heads);
+        assert_int_equal(plan->num_key_value_heads, named[i].kv_heads);
+        assert_int_equal(plan->head_dim, named[i].head_dim);
+        assert_int_equal(plan->layers[0].caches[0].num_head, named[i].kv_heads);
+        if (named[i].max_pos > 0) assert_int_equal(plan->options.max_model_len, named[i].max_pos);
+        kvc_model_plan_destroy(plan);
+    }
+    o = kvc_plan_default_options();
+    static const char no_groups[] = "{\"model_type\": \"chatglm\", \"hidden_size\": 4096, \"num_layers\": 2,"
+                                    " \"num_attention_heads\": 32, \"multi_query_attention\": true}";
+    assert_int_equal(kvc_model_plan_create(no_groups, sizeof no_groups - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "multi_query_group_num is missing"));
+
+    /* a window with sliding_window_pattern and no layer_types: every N-th layer full (Cohere2, was planned all
+     * sliding: 8 of its 32 layers need every position), or an L/G string repeated (Exaone 4) */
+    static const struct {
+        const char *pattern;
+        const char *full; /* per layer: 1 full, 0 sliding */
+    } patterns[] = {{"4", "00010001"}, {"\"LLLG\"", "00010001"}, {"\"GL\"", "10101010"}, {"1", "11111111"}};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"cohere2\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
+                 " \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"max_position_embeddings\": 8192,"
+                 " \"sliding_window\": 512, \"sliding_window_pattern\": %s}",
+                 patterns[i].pattern);
+        plan = plan_text(json, &o);
+        for (int l = 0; l < 8; l++)
+            assert_int_equal(plan->layers[l].attn_type,
+                             patterns[i].full[l] == '1' ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        kvc_model_plan_destroy(plan);
+    }
+    static const char bad_pattern[] = "{\"model_type\": \"exaone4\", \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+                                      " \"num_attention_heads\": 8, \"max_position_embeddings\": 8192,"
+                                      " \"sliding_window\": 512, \"sliding_window_pattern\": \"LXG\"}";
+    assert_int_equal(kvc_model_plan_create(bad_pattern, sizeof bad_pattern - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "sliding_window_pattern \"LXG\""));
+
+    /* chunked local attention (Llama 4) is named as not planned: full causal layers are an upper bound */
+    static const char chunked[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
+                                  " \"num_attention_heads\": 8, \"hidden_size\": 1024, \"attention_chunk_size\": 8192,"
+                                  " \"max_position_embeddings\": 65536}";
+    assert_int_equal(kvc_model_plan_create(chunked, sizeof chunked - 1, &o, &plan), KVC_OK);
+    assert_non_null(strstr(plan->warnings[plan->n_warnings - 1], "attention_chunk_size 8192"));
     kvc_model_plan_destroy(plan);
 
     static const char bad[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_key_value_heads\": 2}";
