@@ -87,9 +87,18 @@ static kvc_status int_of(const kvc_json_obj *c, const char *const keys[KVC_HP_AL
 }
 
 /* KV heads a config states without a count: multi_query (Falcon-7B, GPT-BigCode: one KV head, unless Falcon's
- * new_decoder_architecture reads num_kv_heads), ChatGLM's multi_query_group_num under multi_query_attention. */
+ * new_decoder_architecture reads num_kv_heads), ChatGLM's multi_query_group_num under multi_query_attention,
+ * DBRX's attn_config.kv_n_heads. */
 static kvc_status kv_heads_by_flag(const kvc_json_obj *c, kvc_hparams *hp) {
     bool mq = false, have_mq = false, mqa = false, have_mqa = false, new_arch = false, have_new = false;
+    char path[64];
+    kvc_json_obj attn;
+    bool have_attn = false;
+    KVC_TRY(kvci_json_child(c, "attn_config", path, sizeof path, &attn, &have_attn));
+    if (have_attn) {
+        KVC_TRY(kvci_json_int(&attn, "kv_n_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+        if (hp->have_kv_heads) return KVC_OK;
+    }
     KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have_mq));
     KVC_TRY(kvci_json_bool(c, "new_decoder_architecture", &new_arch, &have_new));
     if (have_mq && mq && !new_arch) {

@@ -118,6 +118,15 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
                        "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
                        "(kvc_model_cache_info_merge) when it drafts",
                        (long long)mtp);
+    /* layers planned as causal self-attention that are not: Llama 3.2 Vision's cross-attention (image keys,
+     * fixed per request) and MiniMax's lightning attention (a linear-attention state) */
+    static const char *const other_layers[2][2] = {
+        {"cross_attention_layers", "cross-attention layers (keys of the image, fixed per request)"},
+        {"attn_type_list", "attn_type_list (lightning linear-attention layers, whose state is not planned)"}};
+    for (int i = 0; st == KVC_OK && i < 2; i++)
+        if (kvci_json_find(&hp->cfg, other_layers[i][0]) != NULL)
+            kvci_plan_warn(plan, "%s: planned as causal self-attention on every layer, an upper bound on memory",
+                           other_layers[i][1]);
     int64_t chunk = 0;
     bool have_chunk = false;
     if (st == KVC_OK) st = kvci_json_int(&hp->cfg, "attention_chunk_size", 1, INT64_C(1) << 40, &chunk, &have_chunk);

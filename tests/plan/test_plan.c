@@ -684,6 +684,9 @@ static void test_unknown_architecture(void **state) {
         {"{\"model_type\": \"chatglm\", \"hidden_size\": 4096, \"num_layers\": 28, \"num_attention_heads\": 32,"
          " \"multi_query_attention\": true, \"multi_query_group_num\": 2, \"kv_channels\": 96, \"seq_length\": 8192}",
          28, 32, 2, 96, 8192},
+        {"{\"model_type\": \"dbrx\", \"d_model\": 6144, \"n_heads\": 48, \"n_layers\": 40, \"max_seq_len\": 32768,"
+         " \"attn_config\": {\"kv_n_heads\": 8}}",
+         40, 48, 8, 128, 32768},
     };
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
         o.max_model_len = named[i].max_pos > 0 ? 0 : 1024; /* 0: the config's own length */
@@ -727,6 +730,23 @@ static void test_unknown_architecture(void **state) {
                                       " \"sliding_window\": 512, \"sliding_window_pattern\": \"LXG\"}";
     assert_int_equal(kvc_model_plan_create(bad_pattern, sizeof bad_pattern - 1, &o, &plan), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "sliding_window_pattern \"LXG\""));
+
+    /* layers that are not causal self-attention are named: cross-attention (Llama 3.2 Vision), lightning
+     * attention (MiniMax) */
+    static const char *const other[2][2] = {{"\"cross_attention_layers\": [1]", "cross-attention layers"},
+                                            {"\"attn_type_list\": [0, 1]", "lightning linear-attention layers"}};
+    for (int i = 0; i < 2; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"other\", \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+                 " \"num_attention_heads\": 8, \"max_position_embeddings\": 8192, %s}",
+                 other[i][0]);
+        plan = plan_text(json, &o);
+        bool named_it = false;
+        for (int w = 0; w < plan->n_warnings; w++) named_it |= strstr(plan->warnings[w], other[i][1]) != NULL;
+        assert_true(named_it);
+        kvc_model_plan_destroy(plan);
+    }
 
     /* chunked local attention (Llama 4) is named as not planned: full causal layers are an upper bound */
     static const char chunked[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
