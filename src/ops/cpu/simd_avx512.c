@@ -280,9 +280,9 @@ KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
 KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 
 /* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
- * under mask mt; masked lanes are not read), one FMA per channel with the
- * query channel broadcast. */
-#define KVC_AVX512_LANES(NAME, ET)                                                                                  \
+ * under mask mt; masked lanes are not read, VEC converts), one FMA per
+ * channel with the query channel broadcast. */
+#define KVC_AVX512_LANES(NAME, VEC, ET)                                                                                  \
     INL void lanes_block_##NAME(const ET *k, int64_t cs, int NV, __mmask16 mt, const float *q, int64_t qs, int NR, \
                                 int64_t dim, float *out, int64_t os, kvc_pf_run *pf)                                \
     {                                                                                                               \
@@ -292,8 +292,8 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
             pf_step(pf);                                                                                            \
             const ET *kd = k + d * cs;                                                                              \
             __m512 kv[4];                                                                                           \
-            for (int v = 0; v + 1 < NV; v++) kv[v] = vec_##NAME(kd + 16 * v, (__mmask16)0xFFFF);                    \
-            kv[NV - 1] = vec_##NAME(kd + 16 * (NV - 1), mt);                                                        \
+            for (int v = 0; v + 1 < NV; v++) kv[v] = VEC(kd + 16 * v, (__mmask16)0xFFFF);                          \
+            kv[NV - 1] = VEC(kd + 16 * (NV - 1), mt);                                                               \
             for (int r = 0; r < NR; r++) {                                                                          \
                 const __m512 qb = _mm512_set1_ps(q[r * qs + d]);                                                    \
                 for (int v = 0; v < NV; v++) a[r * NV + v] = _mm512_fmadd_ps(qb, kv[v], a[r * NV + v]);             \
@@ -327,19 +327,17 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
         lanes_block_##NAME((const ET *)k, cs, NV, mt, qr, qs, NR, dim, o, os, &pf);              \
         break;
 
-KVC_AVX512_LANES(f32, float)
-KVC_AVX512_LANES(f16, uint16_t)
-KVC_AVX512_LANES(bf16, uint16_t)
-KVC_AVX512_LANES(i8, int8_t)
-/* fp8: the fixing conversions and those without the NaN fix-up (KVC_X86_FP8_LANES) */
-INL __m512 vec_e4m3_fix(const void *p, __mmask16 m) { return vec_e4m3(p, m); }
-INL __m512 vec_e5m2_fix(const void *p, __mmask16 m) { return vec_e5m2(p, m); }
+KVC_AVX512_LANES(f32, vec_f32, float)
+KVC_AVX512_LANES(f16, vec_f16, uint16_t)
+KVC_AVX512_LANES(bf16, vec_bf16, uint16_t)
+KVC_AVX512_LANES(i8, vec_i8, int8_t)
+/* fp8: the fixing conversions and those without the NaN fix-up (KVC_X86_FP8_LANES); e4m3's whole value
+ * (its pv-side _fast form leaves the factor 256 to the weights, which qk has not) */
 INL __m512 vec_e4m3_nonan(const void *p, __mmask16 m) { return e4m3_fast16(_mm_maskz_loadu_epi8(m, p)); }
-INL __m512 vec_e5m2_nonan(const void *p, __mmask16 m) { return vec_e5m2_fast(p, m); }
-KVC_AVX512_LANES(e4m3_fix, uint8_t)
-KVC_AVX512_LANES(e4m3_nonan, uint8_t)
-KVC_AVX512_LANES(e5m2_fix, uint8_t)
-KVC_AVX512_LANES(e5m2_nonan, uint8_t)
+KVC_AVX512_LANES(e4m3_fix, vec_e4m3, uint8_t)
+KVC_AVX512_LANES(e4m3_nonan, vec_e4m3_nonan, uint8_t)
+KVC_AVX512_LANES(e5m2_fix, vec_e5m2, uint8_t)
+KVC_AVX512_LANES(e5m2_nonan, vec_e5m2_fast, uint8_t)
 KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
 KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
