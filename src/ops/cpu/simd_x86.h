@@ -106,46 +106,46 @@ KVC_X86_INL __m256 ld_e4m3(const void *p, int64_t i) {
                        _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), f), _mm256_set1_ps(480.0f), _CMP_EQ_OQ));
 }
 
-/* Whether a byte of rows r[0..n) (dim bytes each, a multiple of 8) has (byte & 0x7f) >= lim: an e4m3 NaN
- * code for lim 0x7f, an e5m2 one for 0x7d. One maximum over all bytes. */
-KVC_X86_INL bool kvci_fp8_rows_nan(const void *const *r, int n, int64_t dim, int lim) {
+/* The largest (byte & 0x7f) of runs of fp8 bytes, folded 32, 16, 8 and 1 bytes at a time. */
+typedef struct kvci_fp8_mag {
+    __m256i m32;
+    __m128i m16;
+    int m1;
+} kvci_fp8_mag;
+
+KVC_X86_INL void kvci_fp8_mag_fold(kvci_fp8_mag *a, const uint8_t *p, int64_t n) {
     const __m256i mag = _mm256_set1_epi8(0x7f);
-    __m256i m = _mm256_setzero_si256();
-    __m128i m8 = _mm_setzero_si128();
-    for (int t = 0; t < n; t++) {
-        const uint8_t *p = r[t];
-        int64_t d = 0;
-        for (; d + 32 <= dim; d += 32)
-            m = _mm256_max_epu8(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + d)), mag));
-        for (; d < dim; d += 8)
-            m8 =
-                _mm_max_epu8(m8, _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + d)), _mm256_castsi256_si128(mag)));
-    }
-    m8 = _mm_max_epu8(m8, _mm_max_epu8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m8, _mm_set1_epi8((char)lim)), m8)) != 0;
+    int64_t t = 0;
+    for (; t + 32 <= n; t += 32)
+        a->m32 = _mm256_max_epu8(a->m32, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + t)), mag));
+    for (; t + 16 <= n; t += 16)
+        a->m16 =
+            _mm_max_epu8(a->m16, _mm_and_si128(_mm_loadu_si128((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+    for (; t + 8 <= n; t += 8)
+        a->m16 =
+            _mm_max_epu8(a->m16, _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
+    for (; t < n; t++) a->m1 = (p[t] & 0x7f) > a->m1 ? p[t] & 0x7f : a->m1;
+}
+
+/* Whether the largest folded magnitude is >= lim: an e4m3 NaN code for lim 0x7f, an e5m2 one for 0x7d. */
+KVC_X86_INL bool kvci_fp8_mag_reaches(const kvci_fp8_mag *a, int lim) {
+    const __m128i m =
+        _mm_max_epu8(a->m16, _mm_max_epu8(_mm256_castsi256_si128(a->m32), _mm256_extracti128_si256(a->m32, 1)));
+    return a->m1 >= lim || _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m, _mm_set1_epi8((char)lim)), m)) != 0;
+}
+
+/* Whether rows r[0..n) of dim bytes hold a NaN code (lim as above). */
+KVC_X86_INL bool kvci_fp8_rows_nan(const void *const *r, int n, int64_t dim, int lim) {
+    kvci_fp8_mag a = {_mm256_setzero_si256(), _mm_setzero_si128(), 0};
+    for (int t = 0; t < n; t++) kvci_fp8_mag_fold(&a, r[t], dim);
+    return kvci_fp8_mag_reaches(&a, lim);
 }
 
 /* The same for a keys-in-lanes block: channel d of key t at byte d * cs + t, d < dim, t < nk. */
 KVC_X86_INL bool kvci_fp8_lanes_nan(const void *k, int64_t cs, int nk, int64_t dim, int lim) {
-    const __m256i mag = _mm256_set1_epi8(0x7f);
-    __m256i m = _mm256_setzero_si256();
-    __m128i m16 = _mm_setzero_si128();
-    int m1 = 0;
-    for (int64_t d = 0; d < dim; d++) {
-        const uint8_t *p = (const uint8_t *)k + d * cs;
-        int t = 0;
-        for (; t + 32 <= nk; t += 32)
-            m = _mm256_max_epu8(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p + t)), mag));
-        for (; t + 16 <= nk; t += 16)
-            m16 = _mm_max_epu8(m16,
-                               _mm_and_si128(_mm_loadu_si128((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
-        for (; t + 8 <= nk; t += 8)
-            m16 = _mm_max_epu8(m16,
-                               _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + t)), _mm256_castsi256_si128(mag)));
-        for (; t < nk; t++) m1 = (p[t] & 0x7f) > m1 ? p[t] & 0x7f : m1;
-    }
-    m16 = _mm_max_epu8(m16, _mm_max_epu8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1)));
-    return m1 >= lim || _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(m16, _mm_set1_epi8((char)lim)), m16)) != 0;
+    kvci_fp8_mag a = {_mm256_setzero_si256(), _mm_setzero_si128(), 0};
+    for (int64_t d = 0; d < dim; d++) kvci_fp8_mag_fold(&a, (const uint8_t *)k + d * cs, nk);
+    return kvci_fp8_mag_reaches(&a, lim);
 }
 
 /* Rows x[r * xs + j], r < nr, j < n, times f into buf (rows of n); false when a finite entry's product
