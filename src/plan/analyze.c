@@ -142,7 +142,7 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
     kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
-    bool any_state = false, any_attention = false, seen[3] = {false, false, false}; /* full, sliding, state */
+    bool seen[3] = {false, false, false}; /* by kind: full, sliding, state */
     int64_t cacheless = 0;
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
         const kvc_layer_kind k = f->kinds[i];
@@ -151,12 +151,10 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
         seen[KVC_LK_STATE] |= k == KVC_LK_STATE || k == KVC_LK_PARALLEL;
         cacheless += k == KVC_LK_NONE;
     }
-    any_state = seen[KVC_LK_STATE];
-    any_attention = seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING];
     if (st == KVC_OK && cacheless > 0)
         kvci_plan_warn(plan, "%lld of the %lld layers (MLP or experts only) keep no cache and are not listed",
                        (long long)cacheless, (long long)f->n_layers);
-    if (st == KVC_OK && any_state) {
+    if (st == KVC_OK && seen[KVC_LK_STATE]) {
         st = kvci_family_state_shapes(f->fam, hp, f->hidden_size, plan->options.tp, states);
         if (st == KVC_OK)
             kvci_plan_warn(
@@ -167,7 +165,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
     plan->hybrid = (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] > 1;
-    kvci_plan_select_mode(plan, f, kv_per_rank, any_attention);
+    kvci_plan_select_mode(plan, f, kv_per_rank, seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING]);
     return warn_unplanned(hp, plan);
 }
 
