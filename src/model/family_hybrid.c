@@ -130,32 +130,23 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
                      cfg->doc);
 }
 
-/* First present of several alternative names, each in [1, KVC_HP_MAX_DIM]. */
-static kvc_status int_alt(const kvc_json_obj *cfg, const char *const *names, int n, int64_t *out, bool *have) {
-    for (int i = 0; i < n; i++) {
-        kvc_status st = kvci_json_int(cfg, names[i], 1, KVC_HP_MAX_DIM, out, have);
-        if (st != KVC_OK || *have) return st;
-    }
-    return KVC_OK;
-}
-
 /* Mamba2-style fields (Granite 4, Nemotron-H, ...): also the state shapes of
  * a family without its own rule whose layer_types lists state layers. */
 static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     (void)hidden_size;
     const kvc_json_obj *cfg = &hp->cfg;
-    static const char *const heads_n[] = {"mamba_n_heads", "mamba_num_heads"};
-    static const char *const hdim_n[] = {"mamba_d_head", "mamba_head_dim"};
-    static const char *const state_n[] = {"mamba_d_state", "ssm_state_size", "state_size"};
-    static const char *const conv_n[] = {"mamba_d_conv", "conv_kernel"};
-    static const char *const groups_n[] = {"mamba_n_groups", "n_groups"};
+    static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
+    static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
+    static const char *const state_n[KVC_HP_ALIASES] = {"mamba_d_state", "ssm_state_size", "state_size"};
+    static const char *const conv_n[KVC_HP_ALIASES] = {"mamba_d_conv", "conv_kernel"};
+    static const char *const groups_n[KVC_HP_ALIASES] = {"mamba_n_groups", "n_groups"};
     int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
     bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
-    KVC_TRY(int_alt(cfg, heads_n, 2, &heads, &h1));
-    KVC_TRY(int_alt(cfg, hdim_n, 2, &hdim, &h2));
-    KVC_TRY(int_alt(cfg, state_n, 3, &state, &h3));
-    KVC_TRY(int_alt(cfg, conv_n, 2, &conv, &h4));
-    KVC_TRY(int_alt(cfg, groups_n, 2, &groups, &h5));
+    KVC_TRY(kvci_hparams_int(cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
+    KVC_TRY(kvci_hparams_int(cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
+    KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
+    KVC_TRY(kvci_hparams_int(cfg, conv_n, 1, KVC_HP_MAX_DIM, &conv, &h4));
+    KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
     if (!h1 || !h2 || !h3 || !h4)
         return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
                          h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",

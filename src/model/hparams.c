@@ -79,9 +79,8 @@ const char *kvci_hparams_key(const kvc_json_obj *c, const char *const keys[KVC_H
     return NULL;
 }
 
-/* The first present of keys (its name in messages), as kvci_json_int reads one; absent: *have false. */
-static kvc_status int_of(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t lo, int64_t hi,
-                         int64_t *out, bool *have) {
+kvc_status kvci_hparams_int(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t lo, int64_t hi,
+                            int64_t *out, bool *have) {
     const char *key = kvci_hparams_key(c, keys);
     return kvci_json_int(c, key != NULL ? key : keys[0], lo, hi, out, have);
 }
@@ -117,18 +116,18 @@ static kvc_status kv_heads_by_flag(const kvc_json_obj *c, kvc_hparams *hp) {
 
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    KVC_TRY(int_of(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
-    KVC_TRY(int_of(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    KVC_TRY(int_of(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
     if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
     if (hp->n_heads % hp->n_kv_heads != 0)
         return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
                          c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
     bool have = false;
     hp->hidden_size = 0;
-    KVC_TRY(int_of(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
-    return int_of(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    return kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
 }
 
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {

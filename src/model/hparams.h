@@ -72,6 +72,9 @@ extern const char *const kvci_hp_heads_keys[KVC_HP_ALIASES];
 extern const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES];
 /* The first of keys that c holds; NULL when none. */
 const char *kvci_hparams_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]);
+/* The first present of keys, as kvci_json_int reads it (its name in messages); none present: *have false. */
+kvc_status kvci_hparams_int(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t lo, int64_t hi,
+                            int64_t *out, bool *have);
 /* The attention head dim: head_dim (or ChatGLM's kv_channels) when given, else the model type's class
  * default (qwen3: 128, gpt_oss: 64), else hidden_size / num_attention_heads
  * (which must divide). */
