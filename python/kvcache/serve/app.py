@@ -19,6 +19,7 @@ from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
 from ..detokenize import TextStream
 from ..engine import SamplingParams
+from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
 from . import protocol
@@ -128,6 +129,8 @@ class Server:
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, **engine_kwargs):
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]

@@ -66,11 +66,8 @@ def main(argv=None):
 
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
     try:  # a bad option value or model directory is a usage error naming it, not a traceback
-        body_bytes = parse_bytes(args.max_body_bytes)
-        if body_bytes < 1:
-            raise ValueError(f"--max-body-bytes {args.max_body_bytes!r} must be at least 1 byte")
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
-                        max_body_bytes=body_bytes, kv_dtype=args.kv_dtype, weights=args.weights,
+                        max_body_bytes=parse_bytes(args.max_body_bytes), kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
                         max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
