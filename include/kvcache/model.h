@@ -37,13 +37,14 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3; plans also mixtral, qwen2_moe,
                                * qwen3_moe, phi3 */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
-    KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, kimi_k2 */
+    KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
     KVC_FAMILY_GEMMA3,        /* plans gemma3, gemma3_text: sliding_window_pattern */
     KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
     KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
+    KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

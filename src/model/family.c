@@ -21,6 +21,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_JAMBA] = &kvc_family_jamba,
     [KVC_FAMILY_MAMBA2_HYBRID] = &kvc_family_mamba2_hybrid,
     [KVC_FAMILY_GENERIC] = &kvc_family_generic,
+    [KVC_FAMILY_LFM2] = &kvc_family_lfm2,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 
@@ -118,12 +119,12 @@ static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *ki
             kinds[i] = KVC_LK_FULL;
         else if (strcmp(s, "sliding_attention") == 0)
             kinds[i] = KVC_LK_SLIDING;
-        else if (strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0)
+        else if (strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0 || strcmp(s, "conv") == 0)
             kinds[i] = KVC_LK_STATE;
         else
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
-                             "sliding_attention, linear_attention, mamba)",
+                             "sliding_attention, linear_attention, mamba, conv)",
                              cfg->doc, (long long)i, s);
     }
     return KVC_OK;

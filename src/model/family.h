@@ -20,7 +20,7 @@
 typedef enum kvc_layer_kind {
     KVC_LK_FULL = 0,    /* full attention: k/v (or the MLA latent) of every position */
     KVC_LK_SLIDING = 1, /* attention over the last `window` positions */
-    KVC_LK_STATE = 2,   /* Mamba / linear attention: fixed-size state per sequence */
+    KVC_LK_STATE = 2,   /* Mamba / linear attention / short convolution: fixed-size state per sequence */
     KVC_LK_NONE = 3,    /* nothing: a layer of MLP or MoE only (Nemotron-H's "-" and "E"); planned without caches */
     KVC_LK_PARALLEL = 4 /* full attention and a Mamba2 state side by side in one layer (Falcon-H1) */
 } kvc_layer_kind;
@@ -106,7 +106,8 @@ typedef struct kvc_family_desc {
 
 /* The built-in families, one file each. */
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
-    kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic;
+    kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
+    kvc_family_lfm2;
 
 /* Adds a family (a test's): its id is set and returned; its names must not
  * be taken already. Not thread-safe: register before any parse. */

@@ -1,4 +1,4 @@
-/* MLA models (MF 4.2 - 4.5): DeepSeek-V3 runs; DeepSeek-V2 and Kimi-K2 are planned
+/* MLA models (MF 4.2 - 4.5): DeepSeek-V3 runs; DeepSeek-V2, V3.2 and Kimi-K2 are planned
  * only. Every layer is full attention over a latent cache (or, unabsorbed,
  * nH heads of dn + dr keys and dv values); the first first_k_dense_replace
  * layers are dense, the rest a grouped-routing MoE. */
@@ -51,6 +51,7 @@ static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
 static const kvc_family_alias ALIASES[] = {
     {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", false},
     {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3", true},
+    {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
     {"kimi_k2", NULL, "kimi_k2", false},
 };
 

@@ -1,5 +1,6 @@
 /* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
- * DeltaNet, every full_attention_interval-th layer full), Jamba (Mamba, an
+ * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
+ * convolutions, layer_types "conv"), Jamba (Mamba, an
  * attention layer every attn_layer_period from attn_layer_offset) and the
  * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
@@ -66,20 +67,46 @@ static kvc_status jamba_states(const kvc_hparams *hp, int64_t hidden_size, int64
     return KVC_OK;
 }
 
-/* Bamba: attn_layer_indices lists the attention layers, the others are Mamba2. */
-static kvc_status bamba_kinds(const kvc_family_ctx *ctx, const cJSON *indices, kvc_layer_kind *kinds) {
+/* A list of attention layer indices (Bamba's attn_layer_indices, LFM2's full_attn_idxs): the others are state
+ * layers. */
+static kvc_status index_list_kinds(const kvc_family_ctx *ctx, const char *field, const cJSON *indices,
+                                   kvc_layer_kind *kinds) {
     const char *doc = ctx->hp->cfg.doc;
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
     int64_t n = 0;
     for (const cJSON *e = indices->child; e != NULL; e = e->next, n++) {
         char where[64];
-        snprintf(where, sizeof where, "attn_layer_indices[%lld]", (long long)n);
+        snprintf(where, sizeof where, "%s[%lld]", field, (long long)n);
         int64_t layer = 0;
         KVC_TRY(kvci_json_int_value(e, where, 0, ctx->n_layers - 1, &layer));
         if (kinds[layer] == KVC_LK_FULL)
-            return kvci_fail(KVC_EINVAL, "%s: attn_layer_indices lists layer %lld twice", doc, (long long)layer);
+            return kvci_fail(KVC_EINVAL, "%s: %s lists layer %lld twice", doc, field, (long long)layer);
         kinds[layer] = KVC_LK_FULL;
     }
+    return KVC_OK;
+}
+
+/* LFM2 without layer_types: full_attn_idxs lists the attention layers, the others are short convolutions. */
+static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    const cJSON *indices = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_array(&ctx->hp->cfg, "full_attn_idxs", KVC_HP_MAX_LAYERS, &indices, &have));
+    if (!have)
+        return kvci_fail(
+            KVC_EINVAL, "%s: layer_types and full_attn_idxs are missing (one of them tells conv from attention layers)",
+            ctx->hp->cfg.doc);
+    return index_list_kinds(ctx, "full_attn_idxs", indices, kinds);
+}
+
+/* LFM2's short-convolution layers keep the last conv_L_cache inputs of every
+ * channel (hidden_size of them, split over the ranks), as transformers' cache does. */
+static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    int64_t width = 0, hidden_r = 0;
+    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 1, KVC_HP_MAX_DIM, &width, NULL));
+    if (hidden_size < 1)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the conv layers are hidden_size wide)", hp->cfg.doc);
+    KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
+    *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width}}};
     return KVC_OK;
 }
 
@@ -121,7 +148,7 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     const char *pattern = NULL;
     bool have_indices = false, have_pattern = false;
     KVC_TRY(kvci_json_array(cfg, "attn_layer_indices", KVC_HP_MAX_LAYERS, &indices, &have_indices));
-    if (have_indices) return bamba_kinds(ctx, indices, kinds);
+    if (have_indices) return index_list_kinds(ctx, "attn_layer_indices", indices, kinds);
     KVC_TRY(kvci_json_str(cfg, "hybrid_override_pattern", KVC_HP_MAX_LAYERS, &pattern, &have_pattern));
     if (have_pattern) return pattern_kinds(ctx, pattern, kinds);
     return kvci_fail(KVC_EINVAL,
@@ -162,6 +189,8 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 }
 
 static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
+static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", false},
+                                        {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {
     {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
@@ -176,6 +205,15 @@ const kvc_family_desc kvc_family_qwen3_next = {
     .n_aliases = 1,
     .default_kinds = qwen3_next_kinds,
     .state_shapes = qwen3_next_states,
+};
+
+const kvc_family_desc kvc_family_lfm2 = {
+    .id = KVC_FAMILY_LFM2,
+    .name = "lfm2",
+    .aliases = LFM2,
+    .n_aliases = 2,
+    .default_kinds = lfm2_kinds,
+    .state_shapes = lfm2_states,
 };
 
 const kvc_family_desc kvc_family_jamba = {

@@ -151,6 +151,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
         seen[KVC_LK_STATE] |= k == KVC_LK_STATE || k == KVC_LK_PARALLEL;
         cacheless += k == KVC_LK_NONE;
     }
+    cacheless -= f->kv_shared_layers; /* warned about as such */
     if (st == KVC_OK && cacheless > 0)
         kvci_plan_warn(plan, "%lld of the %lld layers (MLP or experts only) keep no cache and are not listed",
                        (long long)cacheless, (long long)f->n_layers);

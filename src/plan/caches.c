@@ -115,7 +115,7 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
 
 /* One entry of plan->layers: model layer `layer` with attention type `type`, its masks and caches. */
 static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t window,
-                       const kvc_state_shapes *states, const kvc_cache_dims *cd) {
+                       const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim) {
     const kvc_plan_options *o = &plan->options;
     const kvc_dtype dt = o->kv_dtype;
     L->layer = layer;
@@ -129,6 +129,11 @@ static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, k
         const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
         add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
         add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
+        if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
+            add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
+            add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP), KVC_DTYPE_F32,
+                      o->block_size);
+        }
     }
 }
 
@@ -161,12 +166,14 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
     kvc_plan_layer *L = plan->layers;
     for (int32_t i = 0; i < (int32_t)f->n_layers; i++) {
         switch (f->kinds[i]) {
-        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd); break;
-        case KVC_LK_SLIDING: plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd); break;
-        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd); break;
+        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim); break;
+        case KVC_LK_SLIDING:
+            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, f->index_head_dim);
+            break;
+        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim); break;
         case KVC_LK_PARALLEL:
-            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd);
-            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd);
+            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim);
             break;
         case KVC_LK_NONE: break;
         }

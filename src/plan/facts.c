@@ -19,6 +19,18 @@ static kvc_status identify(const kvc_hparams *hp, kvc_model_plan *plan, const kv
 
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(model_type, arch, &alias);
+    if (*fam == NULL && kvci_json_find(&hp->cfg, "kv_lora_rank") != NULL) {
+        /* An unknown model with MLA's latent fields (GLM-4.7-Flash, LongCat, ...): its cache is the latent one,
+         * whatever its experts do; planned as DeepSeek-V3's, said in a warning. */
+        *fam = &kvc_family_deepseek_v3;
+        kvci_plan_copy_text(plan->family, sizeof plan->family, model_type != NULL ? model_type : arch);
+        kvci_plan_warn(plan,
+                       "architecture %s (model_type %s) is not a known family but has kv_lora_rank: planned as "
+                       "multi-head latent attention (DeepSeek-V3's latent caches: kv_lora_rank, qk_rope_head_dim, "
+                       "qk_nope_head_dim, v_head_dim)",
+                       plan->architecture, model_type != NULL ? model_type : "absent");
+        return KVC_OK;
+    }
     if (*fam == NULL) *fam = &kvc_family_generic;
     kvci_plan_copy_text(plan->family, sizeof plan->family, alias != NULL ? alias->plan_name : (*fam)->name);
     return KVC_OK;
@@ -30,6 +42,22 @@ static kvc_status identify(const kvc_hparams *hp, kvc_model_plan *plan, const kv
 static void list_append(char *list, size_t cap, const char *name) {
     strncat(list, list[0] ? ", " : "", cap - strlen(list) - 1);
     strncat(list, name, cap - strlen(list) - 1);
+}
+
+/* DeepSeek sparse attention (V3.2): a lightning indexer keeps one key of
+ * index_head_dim per token and layer, which picks the index_topk keys each
+ * query attends to. Absent: none (f->index_head_dim 0). */
+static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
+    bool have = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "index_head_dim", 1, KVC_HP_MAX_DIM, &f->index_head_dim, &have));
+    if (!have) return KVC_OK;
+    int64_t topk = 0;
+    KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, NULL));
+    kvci_plan_warn(plan,
+                   "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache fp8, "
+                   "one f32 scale per %d channels); the operator parameters below are dense MLA's, another attention",
+                   (long long)topk, KVC_PLAN_INDEXER_SCALE_GROUP);
+    return KVC_OK;
 }
 
 static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
@@ -75,7 +103,7 @@ static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fa
         f->qk_nope_head_dim = d.qk_nope_head_dim;
         f->v_head_dim = d.v_head_dim;
         f->head_dim = d.qk_nope_head_dim + d.qk_rope_head_dim;
-        return KVC_OK;
+        return read_indexer(hp, plan, f);
     }
     return kvci_hparams_head_dim(hp, &f->head_dim);
 }
@@ -95,6 +123,37 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
 
 /* ---- layer kinds ------------------------------------------------------------ */
 
+/* Layers that keep no cache of their own (Gemma 3n's num_kv_shared_layers: the
+ * last N layers read the caches of the last earlier layer of their own kind). */
+static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
+    int64_t shared = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "num_kv_shared_layers", 0, f->n_layers - 1, &shared, &have));
+    if (!have || shared == 0) return KVC_OK;
+    const int64_t first = f->n_layers - shared;
+    for (int64_t i = first; i < f->n_layers; i++) {
+        if (f->kinds[i] != KVC_LK_FULL && f->kinds[i] != KVC_LK_SLIDING)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld makes layer %lld share a cache, but it is not an attention "
+                             "layer",
+                             hp->cfg.doc, (long long)shared, (long long)i);
+        bool source = false;
+        for (int64_t j = first - 1; j >= 0 && !source; j--) source = f->kinds[j] == f->kinds[i];
+        if (!source)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share "
+                             "the cache of",
+                             hp->cfg.doc, (long long)shared, (long long)i);
+    }
+    for (int64_t i = first; i < f->n_layers; i++) f->kinds[i] = KVC_LK_NONE;
+    f->kv_shared_layers = shared;
+    kvci_plan_warn(plan,
+                   "num_kv_shared_layers %lld: layers %lld-%lld read the caches of the last earlier layer of their "
+                   "kind and are planned without caches of their own (not listed below)",
+                   (long long)shared, (long long)first, (long long)f->n_layers - 1);
+    return KVC_OK;
+}
+
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     f->kinds = kvci_calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL)
@@ -102,6 +161,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = kvci_plan_warn_text, .user = plan};
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
+    KVC_TRY(share_kv_layers(hp, plan, f));
     bool any_sliding = false;
     for (int64_t i = 0; i < f->n_layers; i++) any_sliding |= f->kinds[i] == KVC_LK_SLIDING;
     if (any_sliding && f->have_max_pos && f->window >= f->max_pos) {

@@ -15,6 +15,9 @@ void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 /* ---- the analyzer's pieces (facts.c, select.c, caches.c, analyze.c) -------- */
 
 /* Everything the rules need, read once. */
+/* Channels per f32 scale of the DeepSeek sparse-attention indexer's fp8 keys (vLLM's quant block). */
+#define KVC_PLAN_INDEXER_SCALE_GROUP 128
+
 typedef struct kvc_model_facts {
     const kvc_family_desc *fam; /* the family's descriptor (model/family.h) */
     int64_t n_layers;
@@ -24,8 +27,10 @@ typedef struct kvc_model_facts {
     int64_t window; /* model-wide sliding_window (0 = none) */
     /* MLA */
     int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
-    kvc_rope_config rope;  /* as the config reader resolved it */
-    kvc_layer_kind *kinds; /* [n_layers] */
+    int64_t index_head_dim;   /* DeepSeek sparse attention's indexer key (0 = none) */
+    kvc_rope_config rope;     /* as the config reader resolved it */
+    kvc_layer_kind *kinds;    /* [n_layers] */
+    int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */

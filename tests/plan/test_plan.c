@@ -647,6 +647,83 @@ static void test_family_rules(void **state) {
     kvc_model_plan_destroy(p);
 }
 
+static bool has_warning(const kvc_model_plan *p, const char *needle) {
+    for (int w = 0; w < p->n_warnings; w++)
+        if (strstr(p->warnings[w], needle) != NULL) return true;
+    return false;
+}
+
+/* Shapes of recent models that share a family's rules or need their own: DeepSeek-V3.2's indexer keys, an
+ * unknown MLA model, Gemma 3n's shared caches and LFM2's convolution states. */
+static void test_recent_shapes(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    /* DeepSeek-V3.2: latent caches plus the indexer's fp8 key (128 B) and its f32 scale per 128 channels. */
+    kvc_model_plan *p = plan_text(
+        "{\"architectures\": [\"DeepseekV32ForCausalLM\"], \"model_type\": \"deepseek_v32\", \"num_hidden_layers\": 3,"
+        " \"num_attention_heads\": 16, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128,"
+        " \"v_head_dim\": 128, \"max_position_embeddings\": 4096, \"index_head_dim\": 128, \"index_n_heads\": 64,"
+        " \"index_topk\": 2048}",
+        &o);
+    assert_string_equal(p->family, "deepseek_v32");
+    assert_true(p->mla);
+    assert_int_equal(p->layers[0].n_caches, 4);
+    assert_string_equal(p->layers[0].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[0].caches[2].dtype, KVC_DTYPE_F8E4M3);
+    assert_int_equal(p->layers[0].caches[2].bytes_per_token, 128);
+    assert_string_equal(p->layers[0].caches[3].name, "indexer_k_scale");
+    assert_int_equal(p->layers[0].caches[3].bytes_per_token, 4);
+    assert_int_equal(p->blocks.per_token_bytes, 3 * ((512 + 64) * 2 + 128 + 4));
+    assert_true(has_warning(p, "index_topk 2048"));
+    kvc_model_plan_destroy(p);
+
+    /* An unknown model with kv_lora_rank: latent caches, not num_attention_heads x hidden/heads. */
+    p = plan_text("{\"architectures\": [\"Glm4MoeLiteForCausalLM\"], \"model_type\": \"glm4_moe_lite\","
+                  " \"num_hidden_layers\": 2, \"num_attention_heads\": 20, \"hidden_size\": 2048,"
+                  " \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 192, \"v_head_dim\": 256,"
+                  " \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_string_equal(p->family, "glm4_moe_lite");
+    assert_true(p->mla);
+    assert_int_equal(p->layers[0].n_caches, 2);
+    assert_int_equal(p->layers[0].caches[0].dim, 512);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * (512 + 64) * 2);
+    assert_true(has_warning(p, "planned as multi-head latent attention"));
+    kvc_model_plan_destroy(p);
+
+    /* Gemma 3n: the last num_kv_shared_layers layers read earlier layers' caches and keep none. */
+    p = plan_text("{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"head_dim\": 256, \"sliding_window\": 512,"
+                  " \"max_position_embeddings\": 32768, \"num_kv_shared_layers\": 2, \"layer_types\":"
+                  " [\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\","
+                  " \"sliding_attention\", \"full_attention\"]}",
+                  &o);
+    assert_int_equal(p->n_layers, 4);
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].layer, i);
+    assert_true(has_warning(p, "layers 4-5 read the caches"));
+    assert_false(has_warning(p, "MLP or experts only"));
+    kvc_model_plan_destroy(p);
+
+    /* LFM2: conv layers keep hidden_size x conv_L_cache of state; layer_types or full_attn_idxs. */
+    static const char *const lfm2[] = {
+        "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
+        " 8, \"hidden_size\": 1024, \"max_position_embeddings\": 4096, \"conv_L_cache\": 3, \"layer_types\":"
+        " [\"conv\", \"conv\", \"full_attention\", \"conv\"]}",
+        "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
+        " 8, \"hidden_size\": 1024, \"max_position_embeddings\": 4096, \"conv_L_cache\": 3, \"full_attn_idxs\": [2]}"};
+    for (int c = 0; c < 2; c++) {
+        p = plan_text(lfm2[c], &o);
+        assert_string_equal(p->family, "lfm2");
+        for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 2 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+        assert_int_equal(p->layers[0].n_caches, 1);
+        assert_int_equal(p->layers[0].caches[0].shape[0], 1024);
+        assert_int_equal(p->layers[0].caches[0].shape[1], 3);
+        assert_int_equal(p->layers[0].caches[0].bytes_per_block, 1024 * 3 * 2);
+        assert_int_equal(p->blocks.per_token_bytes, 8 * 64 * 2 * 2);
+        kvc_model_plan_destroy(p);
+    }
+}
+
 /* An unknown architecture: planned from generic fields with a warning, or refused naming what is missing. */
 static void test_unknown_architecture(void **state) {
     (void)state;
@@ -827,6 +904,23 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 0}",
          "sliding_window 0"},
         {"{\"num_hidden_layers\": 2}", "neither architectures nor model_type"},
+        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"num_kv_shared_layers\": 2}",
+         "num_kv_shared_layers"},
+        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"sliding_window\": 16, \"num_kv_shared_layers\": 1, \"layer_types\":"
+         " [\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
+         "layer 2 has no earlier layer of its kind"},
+        {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
+         " \"max_position_embeddings\": 4096, \"conv_L_cache\": 3}",
+         "layer_types and full_attn_idxs are missing"},
+        {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
+         " \"max_position_embeddings\": 4096, \"full_attn_idxs\": [1]}",
+         "conv_L_cache is missing"},
+        {"{\"model_type\": \"deepseek_v32\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
+         " \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"v_head_dim\": 128,"
+         " \"max_position_embeddings\": 4096, \"index_head_dim\": 128}",
+         "index_topk is missing"},
     };
     kvc_plan_options o = kvc_plan_default_options();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -900,8 +994,8 @@ int main(void) {
         cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
         cmocka_unit_test(test_legacy_and_dtype),   cmocka_unit_test(test_hybrid_state_layers),
         cmocka_unit_test(test_family_rules),       cmocka_unit_test(test_unknown_architecture),
-        cmocka_unit_test(test_malformed_configs),  cmocka_unit_test(test_invalid_arguments),
-        cmocka_unit_test(test_size_parser),
+        cmocka_unit_test(test_recent_shapes),      cmocka_unit_test(test_malformed_configs),
+        cmocka_unit_test(test_invalid_arguments),  cmocka_unit_test(test_size_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
