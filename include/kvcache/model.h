@@ -45,6 +45,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
+    KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear: Kimi Delta Attention (linear) layers + MLA */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

@@ -22,6 +22,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_MAMBA2_HYBRID] = &kvc_family_mamba2_hybrid,
     [KVC_FAMILY_GENERIC] = &kvc_family_generic,
     [KVC_FAMILY_LFM2] = &kvc_family_lfm2,
+    [KVC_FAMILY_KIMI_LINEAR] = &kvc_family_kimi_linear,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 

@@ -1,6 +1,7 @@
 /* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
  * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
- * convolutions, layer_types "conv"), Jamba (Mamba, an
+ * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
+ * layers beside MLA ones), Jamba (Mamba, an
  * attention layer every attn_layer_period from attn_layer_offset) and the
  * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
@@ -110,6 +111,48 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
     return KVC_OK;
 }
 
+/* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
+ * model's own code reads them); the others are MLA layers. */
+static kvc_status kimi_linear_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    char path[64];
+    kvc_json_obj lin;
+    const cJSON *kda = NULL;
+    KVC_TRY(kvci_json_child(&ctx->hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
+    KVC_TRY(kvci_json_array(&lin, "kda_layers", KVC_HP_MAX_LAYERS, &kda, NULL));
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
+    int64_t n = 0;
+    for (const cJSON *e = kda->child; e != NULL; e = e->next, n++) {
+        char where[96];
+        snprintf(where, sizeof where, "%s.kda_layers[%lld]", path, (long long)n);
+        int64_t layer = 0;
+        KVC_TRY(kvci_json_int_value(e, where, 1, ctx->n_layers, &layer));
+        if (kinds[layer - 1] == KVC_LK_STATE)
+            return kvci_fail(KVC_EINVAL, "%s: %s.kda_layers lists layer %lld twice", ctx->hp->cfg.doc, path,
+                             (long long)layer);
+        kinds[layer - 1] = KVC_LK_STATE;
+    }
+    return KVC_OK;
+}
+
+/* A KDA layer keeps the short convolutions of q, k and v (num_heads x head_dim channels each, one conv_state of
+ * their channels side by side, the full kernel width) and a head_dim x head_dim recurrent state per head. */
+static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    (void)hidden_size;
+    char path[64];
+    kvc_json_obj lin;
+    int64_t heads = 0, hdim = 0, kernel = 0, heads_r = 0;
+    KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
+    KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
+    KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
+    KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
+    KVC_TRY(kvci_family_split_tp(hp, "linear_attn_config.num_heads", heads, tp, &heads_r));
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "recurrent_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{3 * heads_r * hdim, kernel}, {heads_r, hdim, hdim}}};
+    return KVC_OK;
+}
+
 /* Nemotron-H: hybrid_override_pattern has one character per layer, M a Mamba2 layer, * attention, - an MLP
  * and E a mixture of experts (no cache). */
 static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, kvc_layer_kind *kinds) {
@@ -191,6 +234,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", false},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
+static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {
     {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
@@ -214,6 +258,17 @@ const kvc_family_desc kvc_family_lfm2 = {
     .n_aliases = 2,
     .default_kinds = lfm2_kinds,
     .state_shapes = lfm2_states,
+};
+
+const kvc_family_desc kvc_family_kimi_linear = {
+    .id = KVC_FAMILY_KIMI_LINEAR,
+    .name = "kimi_linear",
+    .aliases = KIMI_LINEAR,
+    .n_aliases = 1,
+    .mla = true,
+    .default_kinds = kimi_linear_kinds,
+    .cache_dims = kvci_family_mla_cache_dims,
+    .state_shapes = kimi_linear_states,
 };
 
 const kvc_family_desc kvc_family_jamba = {

@@ -704,6 +704,22 @@ static void test_recent_shapes(void **state) {
     assert_false(has_warning(p, "MLP or experts only"));
     kvc_model_plan_destroy(p);
 
+    /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA. */
+    p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"num_attention_heads\": 32,"
+                  " \"num_key_value_heads\": 32, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64,"
+                  " \"qk_nope_head_dim\": 128, \"v_head_dim\": 128, \"max_position_embeddings\": 4096,"
+                  " \"linear_attn_config\": {\"kda_layers\": [1, 2, 3], \"full_attn_layers\": [4], \"num_heads\": 32,"
+                  " \"head_dim\": 128, \"short_conv_kernel_size\": 4}}",
+                  &o);
+    assert_string_equal(p->family, "kimi_linear");
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 3 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 3 * 32 * 128);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 4);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 32 * 128 * 128 * 2);
+    assert_int_equal(p->layers[3].caches[0].dim, 512);
+    assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
+    kvc_model_plan_destroy(p);
+
     /* LFM2: conv layers keep hidden_size x conv_L_cache of state; layer_types or full_attn_idxs. */
     static const char *const lfm2[] = {
         "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
@@ -911,6 +927,13 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 16, \"num_kv_shared_layers\": 1, \"layer_types\":"
          " [\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
          "layer 2 has no earlier layer of its kind"},
+#define KIMI_LINEAR_HEAD                                                                                               \
+    "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"kv_lora_rank\": 64,"    \
+    " \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"max_position_embeddings\": 4096,"      \
+    " \"linear_attn_config\": {\"num_heads\": 8, \"head_dim\": 32, \"short_conv_kernel_size\": 4, "
+        {KIMI_LINEAR_HEAD "\"kda_layers\": [0]}}", "linear_attn_config.kda_layers[0]"},
+        {KIMI_LINEAR_HEAD "\"kda_layers\": [1, 1]}}", "kda_layers lists layer 1 twice"},
+        {KIMI_LINEAR_HEAD "\"full_attn_layers\": [2]}}", "kda_layers is missing"},
         {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
          " \"max_position_embeddings\": 4096, \"conv_L_cache\": 3}",
          "layer_types and full_attn_idxs are missing"},
