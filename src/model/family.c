@@ -23,6 +23,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_GENERIC] = &kvc_family_generic,
     [KVC_FAMILY_LFM2] = &kvc_family_lfm2,
     [KVC_FAMILY_KIMI_LINEAR] = &kvc_family_kimi_linear,
+    [KVC_FAMILY_MINIMAX] = &kvc_family_minimax,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 

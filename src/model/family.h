@@ -107,7 +107,7 @@ typedef struct kvc_family_desc {
 /* The built-in families, one file each. */
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
     kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
-    kvc_family_lfm2, kvc_family_kimi_linear;
+    kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax;
 
 /* Adds a family (a test's): its id is set and returned; its names must not
  * be taken already. Not thread-safe: register before any parse. */

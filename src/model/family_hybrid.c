@@ -1,7 +1,8 @@
 /* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
  * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
- * layers beside MLA ones), Jamba (Mamba, an
+ * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
+ * attn_type_list 0, beside softmax layers, 1), Jamba (Mamba, an
  * attention layer every attn_layer_period from attn_layer_offset) and the
  * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
@@ -153,6 +154,36 @@ static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size,
     return KVC_OK;
 }
 
+/* MiniMax-Text-01 / M1: attn_type_list has one entry per layer, 0 a lightning (linear) attention layer, 1 a
+ * softmax attention layer. */
+static kvc_status minimax_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    const cJSON *list = NULL;
+    KVC_TRY(kvci_json_array(&ctx->hp->cfg, "attn_type_list", KVC_HP_MAX_LAYERS, &list, NULL));
+    if (cJSON_GetArraySize(list) != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: attn_type_list has %d entries but num_hidden_layers is %lld", doc,
+                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
+    int64_t i = 0;
+    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
+        char where[64];
+        snprintf(where, sizeof where, "attn_type_list[%lld]", (long long)i);
+        int64_t t = 0;
+        KVC_TRY(kvci_json_int_value(e, where, 0, 1, &t));
+        kinds[i] = t == 1 ? KVC_LK_FULL : KVC_LK_STATE;
+    }
+    return KVC_OK;
+}
+
+/* A lightning attention layer keeps one head_dim x head_dim key-value state per head. */
+static kvc_status minimax_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    (void)hidden_size;
+    int64_t hdim = 0, heads_r = 0;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hdim));
+    KVC_TRY(kvci_family_split_tp(hp, "num_attention_heads", hp->n_heads, tp, &heads_r));
+    *s = (kvc_state_shapes){.n = 1, .names = {"kv_state"}, .n_shape = {3}, .shape = {{heads_r, hdim, hdim}}};
+    return KVC_OK;
+}
+
 /* Nemotron-H: hybrid_override_pattern has one character per layer, M a Mamba2 layer, * attention, - an MLP
  * and E a mixture of experts (no cache). */
 static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, kvc_layer_kind *kinds) {
@@ -235,6 +266,9 @@ static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausal
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", false},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
+static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
+                                           {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
+                                           {"minimax", "MiniMaxForCausalLM", "minimax", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {
     {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
@@ -269,6 +303,15 @@ const kvc_family_desc kvc_family_kimi_linear = {
     .default_kinds = kimi_linear_kinds,
     .cache_dims = kvci_family_mla_cache_dims,
     .state_shapes = kimi_linear_states,
+};
+
+const kvc_family_desc kvc_family_minimax = {
+    .id = KVC_FAMILY_MINIMAX,
+    .name = "minimax",
+    .aliases = MINIMAX,
+    .n_aliases = 3,
+    .default_kinds = minimax_kinds,
+    .state_shapes = minimax_states,
 };
 
 const kvc_family_desc kvc_family_jamba = {

@@ -102,7 +102,7 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
 }
 
 /* Config features the plan does not cover, reported as warnings. */
-static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
+static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_family_desc *fam) {
     const kvc_json_range any = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
     double softcap = 0.0;
     bool have_softcap = false;
@@ -123,7 +123,8 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan) {
     static const char *const other_layers[2][2] = {
         {"cross_attention_layers", "cross-attention layers (keys of the image, fixed per request)"},
         {"attn_type_list", "attn_type_list (lightning linear-attention layers, whose state is not planned)"}};
-    for (int i = 0; st == KVC_OK && i < 2; i++)
+    const int n_other = fam == &kvc_family_minimax ? 1 : 2; /* MiniMax's own rule plans attn_type_list */
+    for (int i = 0; st == KVC_OK && i < n_other; i++)
         if (kvci_json_find(&hp->cfg, other_layers[i][0]) != NULL)
             kvci_plan_warn(plan, "%s: planned as causal self-attention on every layer, an upper bound on memory",
                            other_layers[i][1]);
@@ -167,7 +168,7 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     plan->head_dim = f->head_dim;
     plan->hybrid = (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] > 1;
     kvci_plan_select_mode(plan, f, kv_per_rank, seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING]);
-    return warn_unplanned(hp, plan);
+    return warn_unplanned(hp, plan, f->fam);
 }
 
 static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {

@@ -720,6 +720,18 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
     kvc_model_plan_destroy(p);
 
+    /* MiniMax-Text-01: attn_type_list 0 is a lightning layer (a head_dim^2 state per head), 1 softmax attention;
+     * no warning that the list is not planned. */
+    p = plan_text("{\"model_type\": \"minimax_text_01\", \"num_hidden_layers\": 4, \"num_attention_heads\": 64,"
+                  " \"num_key_value_heads\": 8, \"head_dim\": 128, \"max_position_embeddings\": 4096,"
+                  " \"attn_type_list\": [0, 0, 0, 1]}",
+                  &o);
+    assert_string_equal(p->family, "minimax_text_01");
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 3 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].bytes_per_block, 64 * 128 * 128 * 2);
+    assert_false(has_warning(p, "attn_type_list"));
+    kvc_model_plan_destroy(p);
+
     /* LFM2: conv layers keep hidden_size x conv_L_cache of state; layer_types or full_attn_idxs. */
     static const char *const lfm2[] = {
         "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
@@ -931,6 +943,12 @@ static void test_malformed_configs(void **state) {
     "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"kv_lora_rank\": 64,"    \
     " \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"max_position_embeddings\": 4096,"      \
     " \"linear_attn_config\": {\"num_heads\": 8, \"head_dim\": 32, \"short_conv_kernel_size\": 4, "
+        {"{\"model_type\": \"minimax_m1\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"attn_type_list\": [0]}",
+         "attn_type_list has 1 entries"},
+        {"{\"model_type\": \"minimax_m1\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"attn_type_list\": [0, 2]}",
+         "attn_type_list[1]"},
         {KIMI_LINEAR_HEAD "\"kda_layers\": [0]}}", "linear_attn_config.kda_layers[0]"},
         {KIMI_LINEAR_HEAD "\"kda_layers\": [1, 1]}}", "kda_layers lists layer 1 twice"},
         {KIMI_LINEAR_HEAD "\"full_attn_layers\": [2]}}", "kda_layers is missing"},
