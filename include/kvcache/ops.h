@@ -169,17 +169,17 @@ typedef enum kvc_rope_type {
     KVC_ROPE_DEFAULT = 0,
     KVC_ROPE_LLAMA3,
     KVC_ROPE_YARN,
-    KVC_ROPE_LINEAR,  /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
-    KVC_ROPE_DYNAMIC, /* as LINEAR */
-    KVC_ROPE_LONGROPE /* as LINEAR */
+    KVC_ROPE_LINEAR,  /* position interpolation: the default frequencies divided by factor */
+    KVC_ROPE_DYNAMIC, /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
+    KVC_ROPE_LONGROPE /* as DYNAMIC */
 } kvc_rope_type;
 
-/* RoPE frequency plan (HF transformers' rope_type default / llama3 / yarn),
+/* RoPE frequency plan (HF transformers' rope_type default / linear / llama3 / yarn),
  * as the config reader resolves config.json (docs/config.md). */
 typedef struct kvc_rope_config {
     kvc_rope_type type;
     double theta;
-    double factor;                 /* llama3 / yarn, as written in the dict (also the YaRN ramp's f) */
+    double factor;                 /* linear / llama3 / yarn, as written in the dict (also the YaRN ramp's f) */
     double low_freq_factor;        /* llama3 */
     double high_freq_factor;       /* llama3 */
     int64_t original_max_position; /* llama3 / yarn L0 */
@@ -191,12 +191,12 @@ typedef struct kvc_rope_config {
 
 /* Inverse frequencies inv_freq [rot_dim / 2] and the attention factor A
  * (YaRN's cos/sin scale; 1 for default and llama3) of a RoPE plan, as HF
- * computes them: theta^(-2i/d) in f32, then the llama3 band scaling or the
+ * computes them: theta^(-2i/d) in f32, then divided by factor (linear), the llama3 band scaling or the
  * YaRN ramp between interpolation (1/(f theta^(2i/d))) and extrapolation;
  * A = attention_factor if given, else mscale(f, mscale) / mscale(f,
  * mscale_all_dim) when both are non-zero, else mscale(f, 1) (mscale as
  * kvc_yarn_mscale). Refused (KVC_EINVAL, nothing written): rot_dim odd or
- * <= 0, theta <= 1, or a llama3/yarn plan whose factor, L0, beta or
+ * <= 0, theta <= 1, dynamic or longrope, or a linear/llama3/yarn plan whose factor, L0, beta or
  * low/high frequency factors are not usable. */
 KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
 /* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for

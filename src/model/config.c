@@ -11,14 +11,16 @@
 
 static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 
-/* The runtime implements default, llama3 and yarn rope. */
+/* The runtime implements default, linear, llama3 and yarn rope (dynamic NTK, whose frequencies change with the
+ * longest sequence of a batch, would break batch invariance; longrope's families do not run). */
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_rope_type t = hp->rope.type;
     if (hp->rope_per_layer_type)
         return kvci_fail(KVC_EINVAL, "%s: %s holds one rope per layer type, which the runtime does not support",
                          hp->cfg.doc, hp->rope_source);
-    if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
-        return kvci_fail(KVC_EINVAL, "%s: rope type \"%s\" is not supported by the runtime (default, llama3, yarn)",
+    if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: rope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
                          hp->cfg.doc, kvc_rope_type_name(t));
     cfg->rope = hp->rope;
     return KVC_OK;

@@ -1,5 +1,5 @@
 /* RoPE, the one implementation of the library: frequency plans (default,
- * llama3, YaRN), cos/sin of a position, and the half-split and interleaved
+ * linear, llama3, YaRN), cos/sin of a position, and the half-split and interleaved
  * rotations used by the fused MLA write and by the model. Angles are f32
  * products pos * inv_freq[i] as in HF transformers. */
 #include <math.h>
@@ -36,8 +36,12 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
             return kvci_fail(KVC_EINVAL,
                              "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
                              r->attention_factor, r->mscale, r->mscale_all_dim);
+    } else if (r->type == KVC_ROPE_LINEAR) {
+        if (!(r->factor > 0.0) || !isfinite(r->factor))
+            return kvci_fail(KVC_EINVAL, "rope linear: factor %g must be finite and > 0", r->factor);
     } else if (r->type != KVC_ROPE_DEFAULT) {
-        return kvci_fail(KVC_EINVAL, "rope: type %d unknown (default, llama3, yarn)", (int)r->type);
+        return kvci_fail(KVC_EINVAL, "rope: type %d unknown or not computed (default, linear, llama3, yarn)",
+                         (int)r->type);
     }
     return KVC_OK;
 }
@@ -99,7 +103,9 @@ kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float
     const int64_t half = rot_dim / 2;
     for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
         inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
-    if (r->type == KVC_ROPE_LLAMA3)
+    if (r->type == KVC_ROPE_LINEAR) /* position interpolation: HF divides the f32 frequencies by the factor */
+        for (int64_t i = 0; i < half; i++) inv_freq[i] /= (float)r->factor;
+    else if (r->type == KVC_ROPE_LLAMA3)
         llama3_scale(r, half, inv_freq);
     else if (r->type == KVC_ROPE_YARN)
         yarn_scale(r, rot_dim, inv_freq);

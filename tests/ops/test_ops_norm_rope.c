@@ -93,6 +93,26 @@ static void test_llama3_frequencies(void **state) {
     assert_true(low > 0 && mid > 0 && high > 0); /* all three bands are exercised */
 }
 
+/* linear (position interpolation): the default f32 frequencies divided by the factor in f32, as HF. */
+static void test_linear_frequencies(void **state) {
+    (void)state;
+    kvc_rope_config r = {.type = KVC_ROPE_LINEAR, .theta = 10000.0, .factor = 2.5};
+    float inv[32], A = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_OK);
+    assert_true(A == 1.0f);
+    for (int i = 0; i < 32; i++) {
+        const float base = 1.0f / powf(10000.0f, (float)(2 * i) / 64.0f);
+        assert_true(inv[i] == base / 2.5f);
+        assert_true(rel(inv[i], 1.0 / pow(10000.0, 2.0 * i / 64.0) / 2.5) < 1e-6);
+    }
+    r.factor = 0.0;
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "rope linear: factor 0"));
+    r.type = KVC_ROPE_DYNAMIC;
+    r.factor = 2.0;
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_EINVAL);
+}
+
 static void test_plan_refusals(void **state) {
     (void)state;
     float inv[8], A;
@@ -215,13 +235,10 @@ static void test_rmsnorm_rows_threads(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies),
-        cmocka_unit_test(test_yarn_frequencies),
-        cmocka_unit_test(test_llama3_frequencies),
-        cmocka_unit_test(test_plan_refusals),
-        cmocka_unit_test(test_rotations),
-        cmocka_unit_test(test_rmsnorm_rows),
-        cmocka_unit_test(test_rmsnorm_rows_threads),
+        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_linear_frequencies),
+        cmocka_unit_test(test_plan_refusals),       cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_rmsnorm_rows),        cmocka_unit_test(test_rmsnorm_rows_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
