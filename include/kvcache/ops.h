@@ -185,7 +185,7 @@ typedef struct kvc_rope_config {
     int64_t original_max_position; /* llama3 / yarn L0 */
     double beta_fast, beta_slow;   /* yarn (32 / 1 when falsy) */
     double mscale, mscale_all_dim; /* yarn (0 = absent) */
-    double attention_factor;       /* yarn explicit A (0 = derive) */
+    double attention_factor;       /* yarn / longrope explicit A (0 = derive) */
     bool truncate;                 /* yarn (default true) */
 } kvc_rope_config;
 
@@ -200,7 +200,9 @@ typedef struct kvc_rope_config {
  * low/high frequency factors are not usable. */
 KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
 /* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
- * every type but yarn). */
+ * every type but yarn), and for longrope (whose frequencies the runtime does
+ * not compute) transformers' attention_factor, else sqrt(1 + ln factor / ln L0)
+ * when factor > 1. */
 KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]

@@ -266,6 +266,16 @@ static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r) {
     return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
+/* longrope (Phi-3.5, Phi-4-mini): without a factor in the dict transformers takes max_position_embeddings over
+ * the original length (a top-level original_max_position_embeddings first: Phi-3 keeps it there); an explicit
+ * attention_factor wins over the one derived from the factor (kvc_rope_attention_factor). */
+static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
+    bool have = false;
+    if (kvci_json_find(dict, "factor") == NULL && hp->have_max_pos)
+        r->factor = (double)hp->max_pos / (double)r->original_max_position;
+    return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_rope_config *r = &hp->rope;
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
@@ -299,6 +309,7 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
                              dict.path, r->high_freq_factor, r->low_freq_factor);
     }
     if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(&dict, r));
+    if (r->type == KVC_ROPE_LONGROPE) KVC_TRY(read_longrope(hp, &dict, r));
     return KVC_OK;
 }
 

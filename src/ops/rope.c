@@ -65,6 +65,11 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
 }
 
 double kvc_rope_attention_factor(const kvc_rope_config *r) {
+    if (r->type == KVC_ROPE_LONGROPE) { /* sqrt(1 + ln f / ln L0), as transformers derives it */
+        if (r->attention_factor > 0) return r->attention_factor;
+        if (!(r->factor > 1.0) || r->original_max_position <= 1) return 1.0;
+        return sqrt(1.0 + log(r->factor) / log((double)r->original_max_position));
+    }
     if (r->type != KVC_ROPE_YARN) return 1.0;
     if (r->attention_factor > 0) return r->attention_factor;
     if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)

@@ -109,6 +109,29 @@ static void test_explicit_yarn_factor_is_kept(void **state) {
     kvc_model_destroy(ok);
 }
 
+/* longrope (Phi-3.5 / Phi-4-mini): without a factor, max_position_embeddings over the top-level original length,
+ * and A = sqrt(1 + ln f / ln L0) (transformers' _compute_longrope_parameters); an explicit factor or attention
+ * factor wins. */
+static void test_rope_longrope(void **state) {
+    (void)state;
+#define PHI3_BASE                                                                                                      \
+    "{\"model_type\":\"phi3\",\"num_hidden_layers\":2,\"num_attention_heads\":24,\"num_key_value_heads\":8,"           \
+    "\"hidden_size\":3072,\"max_position_embeddings\":131072,\"original_max_position_embeddings\":4096,"
+    kvc_model_plan *p = plan_of(PHI3_BASE "\"rope_scaling\":{\"type\":\"longrope\",\"long_factor\":[1],"
+                                          "\"short_factor\":[1]}}");
+    assert_true(p->rope_factor == 32.0);
+    assert_true(fabs(p->rope_attention_factor - sqrt(1.0 + log(32.0) / log(4096.0))) < 1e-12);
+    kvc_model_plan_destroy(p);
+    p = plan_of(PHI3_BASE "\"rope_scaling\":{\"type\":\"longrope\",\"factor\":4,\"long_factor\":[1]}}");
+    assert_true(p->rope_factor == 4.0);
+    assert_true(fabs(p->rope_attention_factor - sqrt(1.0 + log(4.0) / log(4096.0))) < 1e-12);
+    kvc_model_plan_destroy(p);
+    p = plan_of(PHI3_BASE "\"rope_scaling\":{\"type\":\"longrope\",\"attention_factor\":1.5}}");
+    assert_true(p->rope_attention_factor == 1.5);
+    kvc_model_plan_destroy(p);
+#undef PHI3_BASE
+}
+
 /* transformers 5.x's nested form: one rope dict per layer type */
 static void test_rope_per_layer_type(void **state) {
     (void)state;
@@ -310,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_rope_scaling_wins_in_model_and_plan),
         cmocka_unit_test(test_published_configs_agree),
         cmocka_unit_test(test_explicit_yarn_factor_is_kept),
+        cmocka_unit_test(test_rope_longrope),
         cmocka_unit_test(test_rope_per_layer_type),
         cmocka_unit_test(test_q_lora_rank),
         cmocka_unit_test(test_invalid_utf8_refused),
