@@ -44,6 +44,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
+    KVC_FAMILY_LLAMA4,        /* plans llama4, llama4_text: chunked local attention, every 4th layer full (NoPE) */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

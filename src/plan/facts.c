@@ -102,15 +102,23 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = kvci_plan_warn_text, .user = plan};
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
-    bool any_sliding = false;
-    for (int64_t i = 0; i < f->n_layers; i++) any_sliding |= f->kinds[i] == KVC_LK_SLIDING;
-    if (any_sliding && f->have_max_pos && f->window >= f->max_pos) {
+    f->chunk = ctx.chunk;
+    /* a window or chunk as long as the longest sequence never drops a key: such layers are full attention */
+    const struct {
+        kvc_layer_kind kind;
+        int64_t span;
+        const char *key, *layers;
+    } spans[] = {{KVC_LK_SLIDING, f->window, "sliding_window", "window"},
+                 {KVC_LK_CHUNKED, f->chunk, "attention_chunk_size", "chunked"}};
+    for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+        bool any = false;
+        for (int64_t i = 0; i < f->n_layers; i++) any |= f->kinds[i] == spans[s].kind;
+        if (!any || !f->have_max_pos || spans[s].span < f->max_pos) continue;
         kvci_plan_warn(plan,
-                       "sliding_window %lld >= max_position_embeddings %lld never drops a key: window layers planned "
-                       "as FullAttention",
-                       (long long)f->window, (long long)f->max_pos);
+                       "%s %lld >= max_position_embeddings %lld never drops a key: %s layers planned as FullAttention",
+                       spans[s].key, (long long)spans[s].span, (long long)f->max_pos, spans[s].layers);
         for (int64_t i = 0; i < f->n_layers; i++)
-            if (f->kinds[i] == KVC_LK_SLIDING) f->kinds[i] = KVC_LK_FULL;
+            if (f->kinds[i] == spans[s].kind) f->kinds[i] = KVC_LK_FULL;
     }
     return KVC_OK;
 }
