@@ -1,7 +1,8 @@
 /* ChunkedLocal (chunk C): hand-computed tables and free queues (blocks leave
  * exactly when the next query's chunk starts past them, also when C is not a
- * multiple of the block size), the planner's pool bound, validation, and
- * prefix hits whose null prefix never covers a block the next query reads. */
+ * multiple of the block size: INV-CL-1, INV-CL-2), the planner's pool bound,
+ * validation, and prefix hits whose null prefix never covers a block the
+ * next query reads (INV-CL-3). */
 #include "kvc_test_util.h"
 
 #define ALLOC(m, rid, computed, n)                                                                                     \

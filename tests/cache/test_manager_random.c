@@ -152,8 +152,8 @@ static void compare(const kvc_manager *m, const shadow *s, long step) {
     if (st != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
 }
 
-/* INV-SW-2 (retention): after a call whose computed c covers every
- * position addressed before (a first call, or the engine's pattern),
+/* INV-SW-2, INV-CL-2 (retention): after a call whose computed c covers
+ * every position addressed before (a first call, or the engine's pattern),
  * positions >= c - W + 1 are backed (chunked local: >= floor(c / C) * C). */
 static void check_retention(const kvc_manager *m, const shadow *s, int r, const bool *was_empty, int64_t computed,
                             bool monotone) {
