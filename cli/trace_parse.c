@@ -173,21 +173,33 @@ static bool get_dims(parser *p, const cJSON *obj, const char *path, const char *
 }
 
 /* ---- cache description ------------------------------------------------------ */
-static const char *const ATTN_NAMES[] = {"FullAttention", "SlidingWindow", "Mamba"};
+static const char *const ATTN_NAMES[] = {"FullAttention", "SlidingWindow", "Mamba", "ChunkedLocal"};
 static const char *const LAYOUT_NAMES[] = {"BnBsND", "BnNBsD"};
 static const char *const DTYPE_NAMES[] = {"f32", "f16", "bf16", "i8"};
 static const kvc_dtype DTYPES[] = {KVC_DTYPE_F32, KVC_DTYPE_F16, KVC_DTYPE_BF16, KVC_DTYPE_I8};
 
 static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_entry *e) {
-    static const char *const fields[] = {
-        "name",           "attn_type",      "num_head",    "dim",          "dtype", "block_size", "manager_key",
-        "sliding_window", "compress_ratio", "needs_block", "cache_layout", "shape", "next_n",     NULL};
+    static const char *const fields[] = {"name",
+                                         "attn_type",
+                                         "num_head",
+                                         "dim",
+                                         "dtype",
+                                         "block_size",
+                                         "manager_key",
+                                         "sliding_window",
+                                         "compress_ratio",
+                                         "needs_block",
+                                         "cache_layout",
+                                         "shape",
+                                         "next_n",
+                                         "attention_chunk_size",
+                                         NULL};
     if (!require_object(p, v, path) || !check_fields(p, v, path, fields)) return false;
     *e = kvc_cache_entry_default();
     bool present = false;
     int attn = 0, dtype = 0, layout = 0;
     if (!get_name(p, v, path, "name", true, e->name, &present) ||
-        !get_choice(p, v, path, "attn_type", true, ATTN_NAMES, 3, 0, &attn) ||
+        !get_choice(p, v, path, "attn_type", true, ATTN_NAMES, 4, 0, &attn) ||
         !get_choice(p, v, path, "dtype", true, DTYPE_NAMES, 4, 0, &dtype) ||
         !get_choice(p, v, path, "cache_layout", false, LAYOUT_NAMES, 2, 0, &layout))
         return false;
@@ -201,6 +213,7 @@ static bool parse_entry(parser *p, const cJSON *v, const char *path, kvc_cache_e
     if (!get_int(p, v, path, "block_size", !mamba, 1, 1, &e->block_size) ||
         !get_name(p, v, path, "manager_key", false, e->manager_key, &present) ||
         !get_int(p, v, path, "sliding_window", false, 1, 0, &e->sliding_window) ||
+        !get_int(p, v, path, "attention_chunk_size", false, 1, 0, &e->attention_chunk_size) ||
         !get_int(p, v, path, "compress_ratio", false, 1, 1, &e->compress_ratio))
         return false;
     const kvc_json_obj entry = view(v, path);

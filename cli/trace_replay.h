@@ -4,10 +4,10 @@
  * A trace is one JSON object:
  *   max_model_len   positive integer
  *   layers          [{"caches": [entry, ...]}, ...]; an entry has name,
- *                   attn_type (FullAttention | SlidingWindow | Mamba), num_head,
- *                   dim (int or list), dtype (f32 | f16 | bf16 | i8),
- *                   block_size, and optionally manager_key, sliding_window,
- *                   compress_ratio, needs_block, cache_layout (BnBsND |
+ *                   attn_type (FullAttention | SlidingWindow | Mamba |
+ *                   ChunkedLocal), num_head, dim (int or list), dtype (f32 |
+ *                   f16 | bf16 | i8), block_size, and optionally manager_key,
+ *                   sliding_window, attention_chunk_size, compress_ratio, needs_block, cache_layout (BnBsND |
  *                   BnNBsD) and, for Mamba only, shape and next_n
  *                   (num_head and dim are optional for Mamba, block_size
  *                   defaults to 1 there)

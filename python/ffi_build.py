@@ -40,7 +40,7 @@ void kvc_aligned_free(void *ptr);
 /* ---- cache.h ---- */
 #define KVC_NAME_MAX ...
 #define KVC_MAX_MANAGERS ...
-typedef enum kvc_attn_type { KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA, KVC_ATTN_TYPE_COUNT, ... } kvc_attn_type;
+typedef enum kvc_attn_type { KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA, KVC_ATTN_CHUNKED_LOCAL, KVC_ATTN_TYPE_COUNT, ... } kvc_attn_type;
 const char *kvc_attn_type_name(kvc_attn_type type);
 kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
 
@@ -62,6 +62,7 @@ typedef struct kvc_cache_entry {
     int64_t shape[...];
     int64_t next_n;
     kvc_tensor tensor;
+    int64_t attention_chunk_size;
     ...;
 } kvc_cache_entry;
 kvc_cache_entry kvc_cache_entry_default(void);

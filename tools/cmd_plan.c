@@ -150,18 +150,21 @@ static void layer_caches_text(const kvc_plan_layer *L, char *out, size_t cap) {
 static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     char ta[512], tb[512];
     if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window ||
-        a->sparse_prefill != b->sparse_prefill || a->sparse_decode != b->sparse_decode ||
-        a->pre_tokens != b->pre_tokens)
+        a->attention_chunk_size != b->attention_chunk_size || a->sparse_prefill != b->sparse_prefill ||
+        a->sparse_decode != b->sparse_decode || a->pre_tokens != b->pre_tokens)
         return false;
     layer_caches_text(a, ta, sizeof ta);
     layer_caches_text(b, tb, sizeof tb);
     return strcmp(ta, tb) == 0;
 }
 
-/* A layer's attention in plain words: "causal", "sliding window of 128", "state (Mamba)", ", sinks". */
+/* A layer's attention in plain words: "causal", "sliding window of 128", "chunks of 8192", "state (Mamba)",
+ * ", sinks". */
 static void plain_attention(const kvc_model_plan *p, const kvc_plan_layer *L, char *out, size_t cap) {
     if (L->attn_type == KVC_ATTN_SLIDING_WINDOW)
         snprintf(out, cap, "sliding window of %lld%s", (long long)L->sliding_window, p->sinks ? ", sinks" : "");
+    else if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL)
+        snprintf(out, cap, "causal in chunks of %lld%s", (long long)L->attention_chunk_size, p->sinks ? ", sinks" : "");
     else if (L->attn_type == KVC_ATTN_FULL)
         snprintf(out, cap, "causal%s%s", p->mla ? ", MLA latent" : "", p->sinks ? ", sinks" : "");
     else
@@ -173,7 +176,7 @@ static void plain_attention(const kvc_model_plan *p, const kvc_plan_layer *L, ch
  * decode, pre_tokens / next_tokens. done[n_layers]: zeroed scratch flags. */
 static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) {
     if (porting)
-        printf("  %-9s %-14s %-7s %-11s %s\n", "layers", "attn_type", "window", "sparse_mode", "pre/next_tokens");
+        printf("  %-9s %-14s %-10s %-11s %s\n", "layers", "attn_type", "window", "sparse_mode", "pre/next_tokens");
     else
         printf("  %-9s %-30s %s\n", "layers", "attention", "caches per rank");
     /* Layers grouped by pattern: a row lists every layer with the same plan. */
@@ -222,13 +225,15 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
             printf("  %-9s", ids);
         }
         if (porting) {
-            char window[24] = "-", sparse[16] = "-", band[32] = "-";
+            char window[32] = "-", sparse[16] = "-", band[32] = "-";
             if (L->sliding_window > 0) snprintf(window, sizeof window, "%lld", (long long)L->sliding_window);
+            if (L->attention_chunk_size > 0) /* the mask of each per-chunk virtual request (note below the table) */
+                snprintf(window, sizeof window, "chunk %lld", (long long)L->attention_chunk_size);
             if (L->sparse_prefill != KVC_PLAN_NO_MODE)
                 snprintf(sparse, sizeof sparse, "%d/%d", L->sparse_prefill, L->sparse_decode);
             if (L->pre_tokens != KVC_PLAN_NO_BAND)
                 snprintf(band, sizeof band, "%lld/%lld", (long long)L->pre_tokens, (long long)L->next_tokens);
-            printf(" %-14s %-7s %-11s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band);
+            printf(" %-14s %-10s %-11s %s\n", kvc_attn_type_name(L->attn_type), window, sparse, band);
         } else {
             char words[64], caches[512];
             plain_attention(p, L, words, sizeof words);
@@ -240,8 +245,8 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
 
 /* The model's attention in one line of plain words. */
 static void print_attention_summary(const kvc_model_plan *p) {
-    int32_t full = 0, sliding = 0, state = 0;
-    int64_t window = 0;
+    int32_t full = 0, sliding = 0, state = 0, chunked = 0;
+    int64_t window = 0, chunk = 0;
     for (int32_t i = 0; i < p->n_layers; i++) {
         const kvc_plan_layer *L = &p->layers[i];
         full += L->attn_type == KVC_ATTN_FULL;
@@ -250,16 +255,37 @@ static void print_attention_summary(const kvc_model_plan *p) {
             sliding++;
             window = L->sliding_window;
         }
+        if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL) {
+            chunked++;
+            chunk = L->attention_chunk_size;
+        }
     }
     printf("attention    ");
     if (full > 0) printf("causal on %d layer%s", full, full == 1 ? "" : "s");
     if (sliding > 0)
         printf("%ssliding window of %lld keys on %d layer%s", full ? ", " : "", (long long)window, sliding,
                sliding == 1 ? "" : "s");
-    if (state > 0) printf("%sstate (Mamba) on %d layer%s", full + sliding ? ", " : "", state, state == 1 ? "" : "s");
+    if (chunked > 0)
+        printf("%scausal in chunks of %lld positions on %d layer%s", full + sliding ? ", " : "", (long long)chunk,
+               chunked, chunked == 1 ? "" : "s");
+    if (state > 0)
+        printf("%sstate (Mamba) on %d layer%s", full + sliding + chunked ? ", " : "", state, state == 1 ? "" : "s");
     if (p->sinks) printf("; attention sinks");
     if (p->mla) printf("; MLA: one latent cache per token shared by every head%s", p->mla_absorb ? " (absorbed)" : "");
     printf("\n");
+}
+
+/* How to run the chunked layers on an operator without a chunked mask. */
+static void print_chunk_note(const kvc_model_plan *p) {
+    for (int32_t i = 0; i < p->n_layers; i++) {
+        const int64_t c = p->layers[i].attention_chunk_size;
+        if (c == 0) continue;
+        printf("chunked      the operator has no chunked mask: for a ChunkedLocal layer split each request into one "
+               "virtual request per chunk of %lld positions (its queries in [k*%lld, (k+1)*%lld), its keys from "
+               "k*%lld, over the request's block table) and run sparse_mode 3 on each\n",
+               (long long)c, (long long)c, (long long)c, (long long)c);
+        return;
+    }
 }
 
 /* Prints the plan table; false (nothing printed) when memory ran out. */
@@ -330,7 +356,7 @@ static bool print_table(const kvc_model_plan *p) {
     human_bytes(p->blocks.per_token_bytes, b1, sizeof b1);
     human_bytes(p->blocks.fixed_bytes, b2, sizeof b2);
     printf("bytes/token  %s (full-attention caches, one rank)\n", b1);
-    printf("fixed bytes  %s (window and state caches)\n", b2);
+    printf("fixed bytes  %s (window, chunk and state caches)\n", b2);
     for (int32_t g = 0; g < p->blocks.n_groups; g++) {
         const kvc_group_plan *gp = &p->blocks.groups[g];
         if (gp->pool_id > 0) {
@@ -353,6 +379,7 @@ static bool print_table(const kvc_model_plan *p) {
            p->hybrid ? "yes" : "no", p->sinks ? "yes" : "no");
     memset(done, 0, (size_t)p->n_layers * sizeof *done);
     print_layer_rows(p, done, true);
+    print_chunk_note(p);
     kvci_free(done);
     return true;
 }

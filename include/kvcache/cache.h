@@ -54,10 +54,11 @@ typedef enum kvc_attn_type {
     KVC_ATTN_FULL = 0,           /* "FullAttention": paged, every position kept */
     KVC_ATTN_SLIDING_WINDOW = 1, /* "SlidingWindow": only the last W keys backed */
     KVC_ATTN_MAMBA = 2,          /* "Mamba": one fixed-size state block per request */
+    KVC_ATTN_CHUNKED_LOCAL = 3,  /* "ChunkedLocal": only the keys of the query's own chunk of C positions backed */
     KVC_ATTN_TYPE_COUNT
 } kvc_attn_type;
 
-/* "FullAttention", "SlidingWindow", "Mamba"; "?" for an unknown value. */
+/* "FullAttention", "SlidingWindow", "Mamba", "ChunkedLocal"; "?" for an unknown value. */
 KVC_API const char *kvc_attn_type_name(kvc_attn_type type);
 KVC_API kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out);
 
@@ -92,6 +93,9 @@ typedef struct kvc_cache_entry {
     kvc_tensor_setter tensor_setter;
     void *setter_user;
     kvc_tensor tensor; /* output: set by kvc_cache_storage_allocate */
+    /* ChunkedLocal only: C, the chunk length; a query at position p sees the keys
+     * [floor(p / C) * C, p]. 0 = unset. */
+    int64_t attention_chunk_size;
 } kvc_cache_entry;
 
 /* Defaults: needs_block, FullAttention, bf16, compress_ratio 1, HBM,
@@ -140,6 +144,7 @@ typedef struct kvc_cache_group {
     int64_t compress_ratio; /* FullAttention: shared ratio, else 1 */
     int64_t next_n;         /* Mamba: shared next_n, else 0 */
     int32_t n_entries;
+    int64_t attention_chunk_size; /* ChunkedLocal: C, else 0 */
 } kvc_cache_group;
 
 typedef struct kvc_cache_groups {
@@ -197,7 +202,7 @@ typedef struct kvc_group_plan {
     kvc_attn_type attn_type;
     int64_t block_size;
     int64_t block_num;   /* blocks of the pool, null block included */
-    bool fixed;          /* sized per request (SlidingWindow, Mamba) */
+    bool fixed;          /* sized per request (SlidingWindow, ChunkedLocal, Mamba) */
     int64_t block_bytes; /* bytes one block takes over all entries of the group */
     int64_t page_bytes;  /* bytes of one block of each of its entries when all are equal and HBM, else 0 */
     int32_t pool_id;     /* 0: a pool of its own; > 0: the keys with this id share one pool (one id

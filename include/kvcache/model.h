@@ -47,6 +47,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
     KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear: Kimi Delta Attention (linear) layers + MLA */
     KVC_FAMILY_MINIMAX,       /* plans minimax_text_01, minimax_m1, minimax: lightning (linear) + softmax layers */
+    KVC_FAMILY_LLAMA4,        /* plans llama4, llama4_text: chunked local attention, every 4th layer full (NoPE) */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

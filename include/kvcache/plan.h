@@ -66,12 +66,17 @@ typedef struct kvc_plan_layer {
     int32_t layer;
     kvc_attn_type attn_type;
     int64_t sliding_window; /* keys a query sees, itself included; 0 = not a window layer */
-    int32_t sparse_prefill; /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba */
+    int32_t sparse_prefill; /* mask mode (AO 3.5): 3 causal, 4 band, 0 none; KVC_PLAN_NO_MODE for Mamba;
+                             * ChunkedLocal: per chunk (attention_chunk_size) */
     int32_t sparse_decode;
     int64_t pre_tokens;  /* band layers: sliding_window - 1; else KVC_PLAN_NO_BAND */
     int64_t next_tokens; /* band layers: 0; else KVC_PLAN_NO_BAND */
     int32_t n_caches;
     kvc_plan_cache caches[KVC_PLAN_MAX_CACHES];
+    /* ChunkedLocal layers: C, the chunk a query attends within ([floor(p / C) * C, p]); 0 = not a
+     * chunked layer. The fused operator has no chunked mask: sparse_prefill / sparse_decode (3) apply
+     * to each request split into one virtual request per chunk over the same block table (docs/plan.md). */
+    int64_t attention_chunk_size;
 } kvc_plan_layer;
 
 /* What one pool for a state key and an attention key would cost (issue 24

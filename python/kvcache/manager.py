@@ -9,7 +9,7 @@ from ._lib import c_name, check, choice, cstr, dtype_code, ffi, int32, int64, in
 from ._locking import serialised
 from .plan import Plan
 
-_ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n")
+_ENTRY_INTS = ("num_head", "block_size", "sliding_window", "compress_ratio", "next_n", "attention_chunk_size")
 
 
 def _attn_type(name, what):

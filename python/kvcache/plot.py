@@ -20,7 +20,12 @@ import sys
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
            "#d62728"]
-_TYPE_COLORS = {"FullAttention": "#1f77b4", "SlidingWindow": "#ff7f0e", "Mamba": "#2ca02c"}
+_TYPE_COLORS = {
+    "FullAttention": "#1f77b4",
+    "SlidingWindow": "#ff7f0e",
+    "Mamba": "#2ca02c",
+    "ChunkedLocal": "#9467bd",
+}
 
 
 def _figure(w, h):

@@ -81,6 +81,25 @@ def test_step_metadata_follows_the_tables():
     assert sw.slot_mapping[0] == sw.block_table[0, 7 // 4] * 4 + 3
 
 
+def test_chunked_local_releases_whole_chunks():
+    """ChunkedLocal, chunk 6 over blocks of 4: the query at p reads [p // 6 * 6, p], so a decode at 12 drops
+    entries 1 and 2 while the one at 10 keeps entry 1 (positions 4..7 hold 6 and 7)."""
+    m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4, "attn_type": "ChunkedLocal",
+                           "attention_chunk_size": 6}]], block_num=9, max_model_len=64)
+    assert m.keys == ["ChunkedLocal"]
+    assert m.allocate_slots(1, 0, 10)
+    assert m.block_table(1).tolist() == [1, 2, 3]
+    assert m.allocate_slots(1, 10, 1)
+    assert m.block_table(1).tolist() == [0, 2, 3]
+    assert m.allocate_slots(1, 11, 1) and m.allocate_slots(1, 12, 1)
+    assert m.block_table(1).tolist() == [0, 0, 0, 4]
+    assert m.usage()["ChunkedLocal"]["used"] == 1 + 1  # the null block and block 4
+    m.check()
+    with pytest.raises(kvcache.InvalidArgument, match="attention_chunk_size 0 must be set"):
+        kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 4, "attn_type": "ChunkedLocal"}]],
+                        block_num=9, max_model_len=64)
+
+
 def test_step_buffers_grow():
     m = kvcache.Manager([[{"name": "k", "num_head": 1, "dim": 8, "block_size": 16}]], block_num=400, max_model_len=512)
     rows = [(r, 0, 500) for r in range(6)]

@@ -30,6 +30,17 @@ def test_same_document_as_the_command(kvcache_cmd, config, opts):
     assert dict(kvcache.plan(config, **o)) == json.loads(r.stdout)
 
 
+def test_llama4_chunked_layers():
+    """Llama 4: three of four layers ChunkedLocal of 8192 positions, every fourth full; the chunked key's
+    pool is fixed per request, so long contexts pay bytes per token for the full layers only."""
+    plan = kvcache.plan(DATA / "configs" / "Llama-4-Scout-shaped.json", max_model_len=131072, max_concurrency=4)
+    assert plan["family"] == "llama4"
+    kinds = [(layer["attn_type"], layer["attention_chunk_size"]) for layer in plan["layers"]]
+    assert kinds == [("FullAttention", None) if i % 4 == 3 else ("ChunkedLocal", 8192) for i in range(48)]
+    assert plan["bytes_per_token"] == 12 * 2 * 8 * 128 * 2
+    assert not any("attention_chunk_size" in w for w in plan["warnings"])
+
+
 def test_dict_path_and_directory_agree():
     qwen = DATA / "oracle" / "qwen3"
     from_dir = kvcache.plan(qwen, block_size=16)

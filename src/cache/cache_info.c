@@ -90,7 +90,7 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
     if (type == NULL)
         return kvci_fail(KVC_EINVAL,
                          "layer %d, cache %s: attn_type %d is unknown (expected FullAttention, "
-                         "SlidingWindow or Mamba)",
+                         "SlidingWindow, Mamba or ChunkedLocal)",
                          layer_idx, e->name, e->attn_type);
     if (e->layout != KVC_BLOCK_BNBSND && e->layout != KVC_BLOCK_BNNBSD && e->layout != KVC_BLOCK_BNNDBS)
         return kvci_fail(KVC_EINVAL,
@@ -129,6 +129,11 @@ static kvc_status validate_entry(const kvc_cache_entry *e, int32_t layer_idx) {
                          "layer %d, cache %s: sliding_window %lld is set on a %s cache (only "
                          "SlidingWindow takes one)",
                          layer_idx, e->name, (long long)e->sliding_window, type->name);
+    if (e->attention_chunk_size != 0 && e->attn_type != KVC_ATTN_CHUNKED_LOCAL)
+        return kvci_fail(KVC_EINVAL,
+                         "layer %d, cache %s: attention_chunk_size %lld is set on a %s cache (only "
+                         "ChunkedLocal takes one)",
+                         layer_idx, e->name, (long long)e->attention_chunk_size, type->name);
     return KVC_OK;
 }
 
@@ -174,7 +179,8 @@ static kvc_status group_mismatch(const kvc_cache_group *g, const kvc_cache_entry
 }
 
 /* Adds a validated entry to its group, creating the group on first sight.
- * The per-type parameters (compress_ratio, sliding_window, next_n) must agree
+ * The per-type parameters (compress_ratio, sliding_window, attention_chunk_size,
+ * next_n) must agree
  * within a group; validation already pinned the ones a type does not use. */
 static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t layer_idx) {
     const char *key = kvc_cache_entry_group_key(e);
@@ -190,7 +196,8 @@ static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t 
                                .sliding_window = e->sliding_window,
                                .compress_ratio = e->compress_ratio,
                                .next_n = e->is_state ? e->next_n : 0,
-                               .n_entries = 1};
+                               .n_entries = 1,
+                               .attention_chunk_size = e->attention_chunk_size};
         snprintf(g->key, sizeof g->key, "%s", key);
         return KVC_OK;
     }
@@ -205,6 +212,9 @@ static kvc_status join(kvc_cache_groups *out, const kvc_cache_entry *e, int32_t 
         return group_mismatch(g, e, layer_idx, "compress_ratio", g->compress_ratio, e->compress_ratio);
     if (g->sliding_window != e->sliding_window)
         return group_mismatch(g, e, layer_idx, "sliding_window", g->sliding_window, e->sliding_window);
+    if (g->attention_chunk_size != e->attention_chunk_size)
+        return group_mismatch(g, e, layer_idx, "attention_chunk_size", g->attention_chunk_size,
+                              e->attention_chunk_size);
     if (e->is_state && g->next_n != e->next_n) return group_mismatch(g, e, layer_idx, "next_n", g->next_n, e->next_n);
     g->n_entries++;
     return KVC_OK;

@@ -186,10 +186,19 @@ kvc_status kvci_manager_type_register(kvc_manager_type *type, kvc_attn_type *out
 extern const kvc_manager_type kvc_full_attention_type;
 extern const kvc_manager_type kvc_sliding_window_type;
 extern const kvc_manager_type kvc_mamba_type;
+extern const kvc_manager_type kvc_chunked_local_type;
 
 /* Shared policies (single_manager.c). */
 int64_t kvci_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_blocks *t, int64_t num_tokens);
 kvc_status kvci_validate_attention_entry(const kvc_cache_entry *e, int32_t layer_idx);
+/* Bounds of the types that keep only the last `span` positions a query can
+ * see (SlidingWindow: W; ChunkedLocal: a chunk of C). Real blocks a request
+ * holds for `positions` positions: the span's, +1 for a span straddling a
+ * block boundary. */
+int64_t kvci_span_worst_blocks(const kvc_cache_group *g, int64_t span, int64_t positions);
+/* Their pool for `concurrency` requests: cdiv(span + 2 next_n, bs) per
+ * request, +1 for a straddling span, +1 for the null block. */
+int64_t kvci_span_fixed_blocks(const kvc_cache_group *g, int64_t span, int64_t concurrency, int64_t next_n);
 
 /* Prefix-caching policies of paged types (prefix_rules.c). */
 /* Chain hash after block i of the query (computed up to i on demand). */

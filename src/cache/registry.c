@@ -8,6 +8,7 @@ static const kvc_manager_type *registry[KVC_MAX_ATTN_TYPES] = {
     [KVC_ATTN_FULL] = &kvc_full_attention_type,
     [KVC_ATTN_SLIDING_WINDOW] = &kvc_sliding_window_type,
     [KVC_ATTN_MAMBA] = &kvc_mamba_type,
+    [KVC_ATTN_CHUNKED_LOCAL] = &kvc_chunked_local_type,
 };
 static int n_registered = KVC_ATTN_TYPE_COUNT;
 
@@ -42,5 +43,8 @@ kvc_status kvc_attn_type_parse(const char *name, kvc_attn_type *out) {
             return KVC_OK;
         }
     }
-    return kvci_fail(KVC_EINVAL, "attn_type \"%s\" is unknown (expected FullAttention, SlidingWindow or Mamba)", name);
+    return kvci_fail(KVC_EINVAL,
+                     "attn_type \"%s\" is unknown (expected FullAttention, SlidingWindow, Mamba or "
+                     "ChunkedLocal)",
+                     name);
 }

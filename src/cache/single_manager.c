@@ -78,6 +78,15 @@ int64_t kvci_positions_blocks_needed(const kvc_single_manager *m, const kvc_req_
     return kvci_max64(0, kvci_cdiv(num_tokens, m->group.block_size) - t->len);
 }
 
+int64_t kvci_span_worst_blocks(const kvc_cache_group *g, int64_t span, int64_t positions) {
+    return kvci_min64(kvci_cdiv(positions, g->block_size), kvci_cdiv(span, g->block_size) + 1);
+}
+
+int64_t kvci_span_fixed_blocks(const kvc_cache_group *g, int64_t span, int64_t concurrency, int64_t next_n) {
+    int64_t per_request = kvci_cdiv(span + 2 * next_n, g->block_size);
+    return concurrency * (per_request + 1) + 1;
+}
+
 /* Gives ids[0..n) back (each loses one holder); cannot fail for held ids. */
 static void give_back(kvc_single_manager *m, const int32_t *ids, int64_t n) {
     kvc_status st = kvc_block_pool_give(m->pool, ids, n);

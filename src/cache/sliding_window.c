@@ -21,14 +21,11 @@ static int64_t sw_skipped_tokens(const kvc_single_manager *m, int64_t computed) 
 /* Real blocks a request holds for `positions` positions: the window's, +1
  * for a window straddling a block boundary (INV-SW-4). */
 static int64_t sw_worst_blocks(const kvc_cache_group *g, int64_t positions) {
-    return kvci_min64(kvci_cdiv(positions, g->block_size), kvci_cdiv(g->sliding_window, g->block_size) + 1);
+    return kvci_span_worst_blocks(g, g->sliding_window, positions);
 }
 
-/* cdiv(W + 2 next_n, bs) per request, +1 for a window straddling a block
- * boundary, +1 for the null block. */
 static int64_t sw_fixed_blocks(const kvc_cache_group *g, int64_t concurrency, int64_t next_n) {
-    int64_t per_request = kvci_cdiv(g->sliding_window + 2 * next_n, g->block_size);
-    return concurrency * (per_request + 1) + 1;
+    return kvci_span_fixed_blocks(g, g->sliding_window, concurrency, next_n);
 }
 
 const kvc_manager_type kvc_sliding_window_type = {

@@ -52,10 +52,13 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
     bool any_sliding = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
-        if (kinds[i] == KVC_LK_STATE || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
+        if (kinds[i] == KVC_LK_STATE || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL ||
+            kinds[i] == KVC_LK_CHUNKED)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
-                             kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
+                             kinds[i] == KVC_LK_NONE      ? "cache-less (MLP/MoE)"
+                             : kinds[i] == KVC_LK_CHUNKED ? "chunked-attention"
+                                                          : "state (linear_attention or mamba)");
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         any_sliding |= cfg->layer_sliding[i];
     }

@@ -24,6 +24,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_LFM2] = &kvc_family_lfm2,
     [KVC_FAMILY_KIMI_LINEAR] = &kvc_family_kimi_linear,
     [KVC_FAMILY_MINIMAX] = &kvc_family_minimax,
+    [KVC_FAMILY_LLAMA4] = &kvc_family_llama4,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 
@@ -121,12 +122,14 @@ static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *ki
             kinds[i] = KVC_LK_FULL;
         else if (strcmp(s, "sliding_attention") == 0)
             kinds[i] = KVC_LK_SLIDING;
+        else if (strcmp(s, "chunked_attention") == 0)
+            kinds[i] = KVC_LK_CHUNKED;
         else if (strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0 || strcmp(s, "conv") == 0)
             kinds[i] = KVC_LK_STATE;
         else
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
-                             "sliding_attention, linear_attention, mamba, conv)",
+                             "sliding_attention, chunked_attention, linear_attention, mamba, conv)",
                              cfg->doc, (long long)i, s);
     }
     return KVC_OK;
@@ -157,14 +160,25 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
     bool given = false;
     KVC_TRY(layer_types_list(ctx, kinds, &given));
     KVC_TRY(kvci_hparams_window(ctx->hp, &ctx->window, &ctx->qwen_rule));
+    bool have_chunk = false; /* a null chunk is transformers' "no chunking" */
+    ctx->chunk = 0;
+    if (!cJSON_IsNull(kvci_json_find(&ctx->hp->cfg, "attention_chunk_size")))
+        KVC_TRY(kvci_json_int(&ctx->hp->cfg, "attention_chunk_size", 1, INT32_MAX, &ctx->chunk, &have_chunk));
     if (!given)
         KVC_TRY(d->default_kinds != NULL ? d->default_kinds(ctx, kinds) : kvci_family_uniform_kinds(ctx, kinds));
-    bool any_sliding = false;
-    for (int64_t i = 0; i < ctx->n_layers; i++) any_sliding |= kinds[i] == KVC_LK_SLIDING;
+    bool any_sliding = false, any_chunked = false;
+    for (int64_t i = 0; i < ctx->n_layers; i++) {
+        any_sliding |= kinds[i] == KVC_LK_SLIDING;
+        any_chunked |= kinds[i] == KVC_LK_CHUNKED;
+    }
     if (any_sliding && ctx->window < 1)
         return kvci_fail(KVC_EINVAL, "%s: sliding_window is missing but the model has sliding-attention layers", doc);
-    if (any_sliding && d->mla)
-        return kvci_fail(KVC_EINVAL, "%s: layer_types asks for sliding layers, which MLA models do not have", doc);
+    if (any_chunked && ctx->chunk < 1)
+        return kvci_fail(KVC_EINVAL, "%s: attention_chunk_size is missing but the model has chunked-attention layers",
+                         doc);
+    if ((any_sliding || any_chunked) && d->mla)
+        return kvci_fail(KVC_EINVAL, "%s: layer_types asks for %s layers, which MLA models do not have", doc,
+                         any_sliding ? "sliding" : "chunked");
     return KVC_OK;
 }
 

@@ -18,20 +18,23 @@
 
 /* What a layer keeps between steps. */
 typedef enum kvc_layer_kind {
-    KVC_LK_FULL = 0,    /* full attention: k/v (or the MLA latent) of every position */
-    KVC_LK_SLIDING = 1, /* attention over the last `window` positions */
-    KVC_LK_STATE = 2,   /* Mamba / linear attention / short convolution: fixed-size state per sequence */
-    KVC_LK_NONE = 3,    /* nothing: a layer of MLP or MoE only (Nemotron-H's "-" and "E"); planned without caches */
-    KVC_LK_PARALLEL = 4 /* full attention and a Mamba2 state side by side in one layer (Falcon-H1) */
+    KVC_LK_FULL = 0,     /* full attention: k/v (or the MLA latent) of every position */
+    KVC_LK_SLIDING = 1,  /* attention over the last `window` positions */
+    KVC_LK_STATE = 2,    /* Mamba / linear attention / short convolution: fixed-size state per sequence */
+    KVC_LK_NONE = 3,     /* nothing: a layer of MLP or MoE only (Nemotron-H's "-" and "E"); planned without caches */
+    KVC_LK_PARALLEL = 4, /* full attention and a Mamba2 state side by side in one layer (Falcon-H1) */
+    KVC_LK_CHUNKED = 5   /* chunked local attention: the keys of the query's own chunk of `chunk` positions (Llama 4) */
 } kvc_layer_kind;
 
-/* What the kind rules read: the config, its layer count and sliding window,
- * and where warnings go (the planner's; NULL: dropped, as the runtime does). */
+/* What the kind rules read: the config, its layer count, sliding window and
+ * attention chunk, and where warnings go (the planner's; NULL: dropped, as
+ * the runtime does). */
 typedef struct kvc_family_ctx {
     const kvc_hparams *hp;
     int64_t n_layers;
     int64_t window; /* sliding_window after kvci_hparams_window (0 = none) */
     bool qwen_rule; /* use_sliding_window: windows from max_window_layers on */
+    int64_t chunk;  /* attention_chunk_size (0 = none) */
     void (*warn)(void *user, const char *msg);
     void *user;
 } kvc_family_ctx;
@@ -107,7 +110,7 @@ typedef struct kvc_family_desc {
 /* The built-in families, one file each. */
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
     kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
-    kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax;
+    kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax, kvc_family_llama4;
 
 /* Adds a family (a test's): its id is set and returned; its names must not
  * be taken already. Not thread-safe: register before any parse. */
@@ -124,8 +127,10 @@ bool kvci_family_runs(kvc_model_family id);
 void kvci_family_runtime_types(char *buf, size_t cap);
 
 /* The kind of every layer: layer_types when given, else the family's rule;
- * refuses sliding layers without a window and (MLA) any sliding layer. Reads
- * the window first (ctx->window, ctx->qwen_rule are set here). */
+ * refuses sliding layers without a window, chunked layers without
+ * attention_chunk_size and (MLA) any sliding or chunked layer. Reads the
+ * window and the chunk first (ctx->window, ctx->qwen_rule, ctx->chunk are
+ * set here). */
 kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* The cache heads and dims of a layer of family d (latent: MLA latent caches). */
 kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent);

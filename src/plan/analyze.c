@@ -101,8 +101,10 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
     return KVC_OK;
 }
 
-/* Config features the plan does not cover, reported as warnings. */
-static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_family_desc *fam) {
+/* Config features the plan does not cover, reported as warnings (chunk: an attention_chunk_size that no
+ * layer is planned with, 0 if none). */
+static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_family_desc *fam,
+                                 int64_t chunk) {
     const kvc_json_range any = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
     double softcap = 0.0;
     bool have_softcap = false;
@@ -128,13 +130,11 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, co
         if (kvci_json_find(&hp->cfg, other_layers[i][0]) != NULL)
             kvci_plan_warn(plan, "%s: planned as causal self-attention on every layer, an upper bound on memory",
                            other_layers[i][1]);
-    int64_t chunk = 0;
-    bool have_chunk = false;
-    if (st == KVC_OK) st = kvci_json_int(&hp->cfg, "attention_chunk_size", 1, INT64_C(1) << 40, &chunk, &have_chunk);
-    if (st == KVC_OK && have_chunk)
+    if (st == KVC_OK && chunk > 0)
         kvci_plan_warn(plan,
-                       "attention_chunk_size %lld (chunked local attention, Llama 4 style) is not planned: its layers "
-                       "are planned as full causal attention, so the memory is an upper bound and their masks differ",
+                       "attention_chunk_size %lld (chunked local attention) without chunked layers (layer_types "
+                       "\"chunked_attention\", or a Llama 4 config): every layer planned as full causal attention, "
+                       "an upper bound on memory",
                        (long long)chunk);
     return st;
 }
@@ -143,13 +143,14 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, co
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
     kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
-    bool seen[3] = {false, false, false}; /* by kind: full, sliding, state */
+    bool seen[KVC_LK_CHUNKED + 1] = {false}; /* by kind: full, sliding, state and chunked (set; the rest unused) */
     int64_t cacheless = 0;
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
         const kvc_layer_kind k = f->kinds[i];
         seen[KVC_LK_FULL] |= k == KVC_LK_FULL || k == KVC_LK_PARALLEL;
         seen[KVC_LK_SLIDING] |= k == KVC_LK_SLIDING;
         seen[KVC_LK_STATE] |= k == KVC_LK_STATE || k == KVC_LK_PARALLEL;
+        seen[KVC_LK_CHUNKED] |= k == KVC_LK_CHUNKED;
         cacheless += k == KVC_LK_NONE;
     }
     cacheless -= f->kv_shared_layers; /* warned about as such */
@@ -166,9 +167,12 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     if (st == KVC_OK) st = kvci_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
-    plan->hybrid = (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] > 1;
-    kvci_plan_select_mode(plan, f, kv_per_rank, seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING]);
-    return warn_unplanned(hp, plan, f->fam);
+    plan->hybrid =
+        (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] + (int)seen[KVC_LK_CHUNKED] > 1;
+    kvci_plan_select_mode(plan, f, kv_per_rank, seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING] || seen[KVC_LK_CHUNKED]);
+    /* a chunk as long as max_position_embeddings turned its layers full already, with its own warning */
+    const bool chunk_drops = !f->have_max_pos || f->chunk < f->max_pos;
+    return warn_unplanned(hp, plan, f->fam, !seen[KVC_LK_CHUNKED] && chunk_drops ? f->chunk : 0);
 }
 
 static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {

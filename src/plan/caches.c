@@ -43,14 +43,16 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
         kvci_free(entries);
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld cache entries", (long long)n_entries);
     }
-    /* Distinct windows need distinct managers (one window per SlidingWindow group). */
-    bool multi_window = false;
-    int64_t first_window = 0;
+    /* Distinct windows (chunks) need distinct managers (one window per SlidingWindow group, one chunk per
+     * ChunkedLocal group). */
+    bool multi_window = false, multi_chunk = false;
+    int64_t first_window = 0, first_chunk = 0;
     for (int32_t i = 0; i < plan->n_layers; i++) {
-        int64_t w = plan->layers[i].sliding_window;
-        if (w == 0) continue;
+        const int64_t w = plan->layers[i].sliding_window, c = plan->layers[i].attention_chunk_size;
         if (first_window == 0) first_window = w;
-        multi_window |= w != first_window;
+        if (first_chunk == 0) first_chunk = c;
+        multi_window |= w != 0 && w != first_window;
+        multi_chunk |= c != 0 && c != first_chunk;
     }
     int64_t next = 0;
     for (int32_t i = 0; i < plan->n_layers; i++) {
@@ -80,6 +82,11 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
                 e->sliding_window = L->sliding_window;
                 if (multi_window)
                     snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
+            } else if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL) {
+                e->attention_chunk_size = L->attention_chunk_size;
+                if (multi_chunk)
+                    snprintf(e->manager_key, sizeof e->manager_key, "ChunkedLocal_%lld",
+                             (long long)L->attention_chunk_size);
             }
         }
     }
@@ -113,14 +120,16 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
     return KVC_OK;
 }
 
-/* One entry of plan->layers: model layer `layer` with attention type `type`, its masks and caches. */
-static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t window,
+/* One entry of plan->layers: model layer `layer` with attention type `type` (span: its window or chunk), its
+ * masks and caches. */
+static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t span,
                        const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim) {
     const kvc_plan_options *o = &plan->options;
     const kvc_dtype dt = o->kv_dtype;
     L->layer = layer;
     L->attn_type = type;
-    L->sliding_window = type == KVC_ATTN_SLIDING_WINDOW ? window : 0;
+    L->sliding_window = type == KVC_ATTN_SLIDING_WINDOW ? span : 0;
+    L->attention_chunk_size = type == KVC_ATTN_CHUNKED_LOCAL ? span : 0;
     kvci_plan_set_layer_masks(plan, L);
     if (type == KVC_ATTN_MAMBA) {
         for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
@@ -169,6 +178,9 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
         case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim); break;
         case KVC_LK_SLIDING:
             plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, f->index_head_dim);
+            break;
+        case KVC_LK_CHUNKED:
+            plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, f->index_head_dim);
             break;
         case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim); break;
         case KVC_LK_PARALLEL:

@@ -132,7 +132,7 @@ static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, k
     if (!have || shared == 0) return KVC_OK;
     const int64_t first = f->n_layers - shared;
     for (int64_t i = first; i < f->n_layers; i++) {
-        if (f->kinds[i] != KVC_LK_FULL && f->kinds[i] != KVC_LK_SLIDING)
+        if (f->kinds[i] != KVC_LK_FULL && f->kinds[i] != KVC_LK_SLIDING && f->kinds[i] != KVC_LK_CHUNKED)
             return kvci_fail(KVC_EINVAL,
                              "%s: num_kv_shared_layers %lld makes layer %lld share a cache, but it is not an attention "
                              "layer",
@@ -162,15 +162,23 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
     KVC_TRY(share_kv_layers(hp, plan, f));
-    bool any_sliding = false;
-    for (int64_t i = 0; i < f->n_layers; i++) any_sliding |= f->kinds[i] == KVC_LK_SLIDING;
-    if (any_sliding && f->have_max_pos && f->window >= f->max_pos) {
+    f->chunk = ctx.chunk;
+    /* a window or chunk as long as the longest sequence never drops a key: such layers are full attention */
+    const struct {
+        kvc_layer_kind kind;
+        int64_t span;
+        const char *key, *layers;
+    } spans[] = {{KVC_LK_SLIDING, f->window, "sliding_window", "window"},
+                 {KVC_LK_CHUNKED, f->chunk, "attention_chunk_size", "chunked"}};
+    for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+        bool any = false;
+        for (int64_t i = 0; i < f->n_layers; i++) any |= f->kinds[i] == spans[s].kind;
+        if (!any || !f->have_max_pos || spans[s].span < f->max_pos) continue;
         kvci_plan_warn(plan,
-                       "sliding_window %lld >= max_position_embeddings %lld never drops a key: window layers planned "
-                       "as FullAttention",
-                       (long long)f->window, (long long)f->max_pos);
+                       "%s %lld >= max_position_embeddings %lld never drops a key: %s layers planned as FullAttention",
+                       spans[s].key, (long long)spans[s].span, (long long)f->max_pos, spans[s].layers);
         for (int64_t i = 0; i < f->n_layers; i++)
-            if (f->kinds[i] == KVC_LK_SLIDING) f->kinds[i] = KVC_LK_FULL;
+            if (f->kinds[i] == spans[s].kind) f->kinds[i] = KVC_LK_FULL;
     }
     return KVC_OK;
 }

@@ -25,6 +25,7 @@ typedef struct kvc_model_facts {
     bool have_max_pos;
     int64_t max_pos;
     int64_t window; /* model-wide sliding_window (0 = none) */
+    int64_t chunk;  /* model-wide attention_chunk_size of the chunked layers (0 = none) */
     /* MLA */
     int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
     int64_t index_head_dim;   /* DeepSeek sparse attention's indexer key (0 = none) */

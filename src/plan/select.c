@@ -105,6 +105,11 @@ void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
         return;
     }
     L->sparse_prefill = 3;
+    if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL) {
+        /* No chunked mask in the operator: causal over each per-chunk virtual request (docs/plan.md). */
+        L->sparse_decode = 3;
+        return;
+    }
     if (plan->kv_mode == KVC_KV_LEGACY)
         L->sparse_decode = 0; /* one query row per request, dense decode (AO 5 mode 1) */
     else if (plan->mla_absorb)

@@ -1,5 +1,6 @@
 /* INV-R1..R6 (VER 5) on randomised steps over a real
- * hybrid manager (full, sliding window, compressed full, Mamba), driven the
+ * hybrid manager (full, sliding window, compressed full, Mamba, chunked
+ * local with a chunk of 10 over blocks of 4), driven the
  * way the engine drives it (KM 5.4): FIFO prefill admission, decode rows
  * padded to a fixed batch, speculative acceptance, finish and free. Every
  * expectation is recomputed from the manager's tables and the simulated
@@ -269,9 +270,10 @@ static void run(int64_t next_n, uint64_t seed, int64_t steps) {
     s->rng = seed;
     s->next_id = 1 + (int64_t)(seed % 97);
     for (int64_t i = 0; i < FULL_BLOCKS * 4; i++) s->owner[i] = -1;
-    const kvc_cache_entry e[4] = {fix_full("full", 4), fix_window("swa", 8, 12), fix_compressed("cmp", 8, 2),
-                                  fix_mamba("ssm", next_n)};
-    fixture_create(&s->f, e, I64S(FULL_BLOCKS, 24, 40, 2 * MAX_LIVE * (1 + next_n) + 1), 4, MAX_MODEL_LEN, MAX_ROWS,
+    const kvc_cache_entry e[5] = {
+        fix_full("full", 4), fix_window("swa", 8, 12), fix_compressed("cmp", 8, 2), fix_mamba("ssm", next_n),
+        fix_keyed(kvc_test_attention_entry("k_cache", KVC_ATTN_CHUNKED_LOCAL, 4, 10), "chunk")};
+    fixture_create(&s->f, e, I64S(FULL_BLOCKS, 24, 40, 2 * MAX_LIVE * (1 + next_n) + 1, 40), 5, MAX_MODEL_LEN, MAX_ROWS,
                    MAX_TOKENS);
     for (int64_t i = 0; i < steps; i++) {
         bool any_live = false, any_free = false;

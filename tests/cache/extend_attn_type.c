@@ -1,16 +1,17 @@
-/* The attention-type contract: a fourth type defined in this file alone and
- * registered with one call, with no other file of the library changed,
- * works through the manager (tables, releases, invariants, prefix caching)
- * and the step metadata. The type is chunked-local attention (Llama-4
- * style): a query sees only the keys of its own chunk of CHUNK positions, so
- * the blocks of finished chunks are released. */
+/* The attention-type contract: a type beyond the built-in ones, defined in
+ * this file alone and registered with one call, with no other file of the
+ * library changed, works through the manager (tables, releases, invariants,
+ * prefix caching) and the step metadata. The type is a test-only variant of
+ * the built-in ChunkedLocal, with its chunk fixed at CHUNK positions in code
+ * and a paged (not fixed-size) pool: a query sees only the keys of its own
+ * chunk, so the blocks of finished chunks are released. */
 #include "kvc_test_util.h"
 
 #include "base/internal.h"
 #include "cache/manager_type.h"
 
 #define CHUNK     8
-#define TYPE_NAME "ChunkedLocal"
+#define TYPE_NAME "TestChunk8Paged"
 
 /* Once `computed` tokens are cached, the next query starts a chunk at
  * (computed / CHUNK) * CHUNK: everything before it is no longer needed. */
@@ -46,7 +47,7 @@ static kvc_manager *chunked_manager(kvc_test_model *model, bool caching) {
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = 64;
     p.prefix_caching = caching;
-    return kvc_test_manager_with(model, (const char *[]){"ChunkedLocal"}, (const int64_t[]){12}, 1, &p);
+    return kvc_test_manager_with(model, (const char *[]){TYPE_NAME}, (const int64_t[]){12}, 1, &p);
 }
 
 #define ALLOC(m, rid, computed, n)                                                                                     \
@@ -58,7 +59,7 @@ static void test_chunks_release_their_blocks(void **state) {
     kvc_test_model model;
     kvc_manager *m = chunked_manager(&model, false);
     assert_int_equal(kvc_manager_key_type(m, 0), chunked);
-    assert_string_equal(kvc_attn_type_name(chunked), "ChunkedLocal");
+    assert_string_equal(kvc_attn_type_name(chunked), TYPE_NAME);
     assert_int_equal(kvc_manager_step_width(m, 0, false), 16);
     assert_true(kvc_manager_has_slot_mapping(m, 0));
     assert_false(kvc_manager_key_is_state(m, 0));
@@ -81,7 +82,7 @@ static void test_chunks_release_their_blocks(void **state) {
     kvc_step_metadata md;
     kvc_step_request row = {.request_id = 1, .computed_tokens = 16, .num_new_tokens = 1};
     assert_int_equal(kvc_step_metadata_build(buf, &row, 1, false, &md), KVC_OK);
-    const kvc_step_key *key = kvc_step_metadata_key(&md, "ChunkedLocal");
+    const kvc_step_key *key = kvc_step_metadata_key(&md, TYPE_NAME);
     assert_non_null(key);
     assert_int_equal(key->width, 16);
     assert_int_equal(key->block_table[4], 5);

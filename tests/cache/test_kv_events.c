@@ -20,22 +20,13 @@ static kvc_status events_manager(kvc_test_model *model, bool caching, int64_t ca
     return kvc_manager_create(&model->ci, &plan, &p, out);
 }
 
-static void compute(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n) {
-    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n};
-    assert_int_equal(
-        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid, .num_new_tokens = n, .prompt = &prompt}),
-        KVC_OK);
-    assert_int_equal(kvc_manager_cache_computed(m, rid, tokens, n), KVC_OK);
-    assert_int_equal(kvc_manager_free(m, rid), KVC_OK);
-}
-
 static void test_stored_removed_cleared_in_order(void **state) {
     (void)state;
     kvc_test_model model;
     kvc_manager *m = NULL;
     assert_int_equal(events_manager(&model, true, 16, &m), KVC_OK);
     const int32_t a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[16] = {9, 9, 9, 9, 8, 8, 8, 8, 7, 7, 7, 7, 6, 6, 6, 6};
-    compute(m, 1, a, 8); /* blocks 1, 2 stored */
+    kvc_test_compute_and_free(m, 1, a, 8); /* blocks 1, 2 stored */
     kvc_kv_event ev[16];
     int64_t n = 0, lost = -1;
     assert_int_equal(kvc_manager_drain_kv_events(m, ev, 16, &n, &lost), KVC_OK);
@@ -48,7 +39,7 @@ static void test_stored_removed_cleared_in_order(void **state) {
     assert_int_equal(kvc_manager_block_info(m, 0, 2, &info), KVC_OK);
     assert_true(info.hash_hi == ev[1].hash_hi && info.hash_lo == ev[1].hash_lo);
     /* 16 new tokens take 3, 4, 5 and then evict 2 (freed tail first: queue 3, 4, 5, 2, 1) */
-    compute(m, 2, b, 16);
+    kvc_test_compute_and_free(m, 2, b, 16);
     assert_int_equal(kvc_manager_drain_kv_events(m, ev, 16, &n, &lost), KVC_OK);
     assert_int_equal(n, 5);
     assert_true(ev[0].type == KVC_KV_EVENT_REMOVED && ev[0].block_id == 2 && ev[0].hash_lo == info.hash_lo);
@@ -69,7 +60,7 @@ static void test_full_queue_counts_lost_events(void **state) {
     kvc_manager *m = NULL;
     assert_int_equal(events_manager(&model, true, 2, &m), KVC_OK);
     const int32_t a[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-    compute(m, 1, a, 16); /* 4 stored, 2 of them lost */
+    kvc_test_compute_and_free(m, 1, a, 16); /* 4 stored, 2 of them lost */
     kvc_kv_event ev[4];
     int64_t n = 0, lost = 0;
     assert_int_equal(kvc_manager_drain_kv_events(m, ev, 1, &n, &lost), KVC_OK);
@@ -94,7 +85,7 @@ static void test_bad_capacities_refused(void **state) {
     /* off: nothing is recorded */
     assert_int_equal(events_manager(&model, true, 0, &m), KVC_OK);
     const int32_t a[4] = {1, 2, 3, 4};
-    compute(m, 1, a, 4);
+    kvc_test_compute_and_free(m, 1, a, 4);
     kvc_kv_event ev[1];
     int64_t n = -1, lost = -1;
     assert_int_equal(kvc_manager_drain_kv_events(m, ev, 1, &n, &lost), KVC_OK);

@@ -24,17 +24,23 @@ static kvc_manager *create(kvc_test_model *tm, const kvc_cache_entry *entries, i
     return m;
 }
 
-/* Full attention and a sliding window (both of block_size, `blocks` each)
- * with prefix caching on. */
-static kvc_manager *caching_hybrid(kvc_test_model *tm, int64_t block_size, int64_t window, int64_t max_model_len,
-                                   int64_t max_requests, int64_t blocks) {
+/* Full attention and a local key, a sliding window or chunked local of
+ * `window` positions (both of block_size, `blocks` each), with prefix
+ * caching on. */
+static kvc_manager *caching_local(kvc_test_model *tm, kvc_attn_type local, int64_t block_size, int64_t window,
+                                  int64_t max_model_len, int64_t max_requests, int64_t blocks) {
     const kvc_cache_entry e[2] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, block_size, 0),
-                                  kvc_test_attention_entry("w", KVC_ATTN_SLIDING_WINDOW, block_size, window)};
+                                  kvc_test_attention_entry("w", local, block_size, window)};
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = max_model_len;
     p.max_requests = max_requests;
     p.prefix_caching = true;
     return create(tm, e, 2, (const int64_t[]){blocks, blocks}, &p);
+}
+
+static kvc_manager *caching_hybrid(kvc_test_model *tm, int64_t block_size, int64_t window, int64_t max_model_len,
+                                   int64_t max_requests, int64_t blocks) {
+    return caching_local(tm, KVC_ATTN_SLIDING_WINDOW, block_size, window, max_model_len, max_requests, blocks);
 }
 
 static void prompt_tokens(int32_t *tokens, int64_t n, int32_t seed) {
@@ -204,11 +210,11 @@ static kvc_status run_op(kvc_manager *m, const op *o) {
 
 /* Every op is tried with its 1st, 2nd, ... allocation failing until it needs
  * no more: each failure is KVC_ENOMEM naming what could not grow, and
- * leaves everything a caller can see (and the invariants) as they were. */
-static void test_growth_failures_change_nothing(void **state) {
-    (void)state;
+ * leaves everything a caller can see (and the invariants) as they were; with
+ * a sliding window, and with chunked local (chunk 6 over blocks of 4). */
+static void growth_failures_change_nothing(kvc_attn_type local, int64_t window) {
     kvc_test_model tm;
-    kvc_manager *m = caching_hybrid(&tm, 4, 8, 1024, 0, 600);
+    kvc_manager *m = caching_local(&tm, local, 4, window, 1024, 0, 600);
     op ops[64];
     int n_ops = 0;
     for (int64_t rid = 0; rid < 20; rid++) { /* 20 requests (16 slots at first), 40-token prompts (10 entries) */
@@ -242,6 +248,12 @@ static void test_growth_failures_change_nothing(void **state) {
     }
     assert_true(failures >= 20); /* slots, tables, index and query scratch all grew under a failure */
     kvc_manager_destroy(m);
+}
+
+static void test_growth_failures_change_nothing(void **state) {
+    (void)state;
+    growth_failures_change_nothing(KVC_ATTN_SLIDING_WINDOW, 8);
+    growth_failures_change_nothing(KVC_ATTN_CHUNKED_LOCAL, 6);
 }
 
 int main(void) {

@@ -1,5 +1,5 @@
 /* Model-based randomised test (VER 8): long seeded sequences of
- * allocate/free over mixed Full, SlidingWindow and Mamba managers, each call
+ * allocate/free over mixed Full, SlidingWindow, ChunkedLocal and Mamba managers, each call
  * checked against a shadow model that knows only the spec's formulas (table
  * lengths, backed blocks, free counts, admission) and never block ids, plus
  * the invariants of VER 5 and the release chain. A shared-pool run has every
@@ -14,18 +14,27 @@
 typedef struct shadow_table {
     bool present;
     int64_t len;    /* logical table length */
-    int64_t n_null; /* null prefix (sliding window) */
+    int64_t n_null; /* null prefix (sliding window, chunked local) */
 } shadow_table;
 
 typedef struct shadow {
     int32_t n_keys;
     kvc_attn_type type[MAX_KEYS];
-    int64_t bs[MAX_KEYS], window[MAX_KEYS], next_n[MAX_KEYS], num_blocks[MAX_KEYS];
+    int64_t bs[MAX_KEYS], window[MAX_KEYS] /* W or C */, next_n[MAX_KEYS], num_blocks[MAX_KEYS];
     int64_t free_blocks[MAX_KEYS]; /* by pool */
     int32_t pool[MAX_KEYS];        /* the pool of each key: itself, or 0 when they share one */
     int64_t max_model_len;
     shadow_table t[MAX_REQ][MAX_KEYS];
 } shadow;
+
+static bool spans(kvc_attn_type t) { return t == KVC_ATTN_SLIDING_WINDOW || t == KVC_ATTN_CHUNKED_LOCAL; }
+
+/* Positions no later query of key k reads once `computed` are cached: the
+ * window's start (c - W + 1), or the chunk start of position c. */
+static int64_t skipped_of(const shadow *s, int32_t k, int64_t computed) {
+    if (s->type[k] == KVC_ATTN_CHUNKED_LOCAL) return computed / s->window[k] * s->window[k];
+    return imax(0, computed - s->window[k] + 1);
+}
 
 static int64_t entries_of(const shadow *s, int32_t k) {
     int64_t n = 0;
@@ -45,8 +54,8 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (!(mask >> k & 1u)) continue;
         shadow_table *t = &s->t[r][k];
-        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->present) {
-            int64_t skipped = imax(0, total_computed - s->window[k] + 1);
+        if (spans(s->type[k]) && t->present) {
+            int64_t skipped = skipped_of(s, k, total_computed);
             int64_t kk = imin(skipped / s->bs[k], t->len);
             if (kk > t->n_null) {
                 s->free_blocks[s->pool[k]] += kk - t->n_null;
@@ -57,9 +66,9 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
         if (s->type[k] == KVC_ATTN_FULL) {
             need[k] = imax(0, cdiv(need_slot, s->bs[k]) - t->len);
             reserve = cdiv(reserved, s->bs[k]) * entries_of(s, k);
-        } else if (s->type[k] == KVC_ATTN_SLIDING_WINDOW) {
+        } else if (spans(s->type[k])) {
             /* an empty table starts with nulls for the blocks the computed tokens skip */
-            int64_t len = t->len > 0 ? t->len : imax(0, total_computed - s->window[k] + 1) / s->bs[k];
+            int64_t len = t->len > 0 ? t->len : skipped_of(s, k, total_computed) / s->bs[k];
             need[k] = imax(0, cdiv(need_slot, s->bs[k]) - len);
         } else {
             need[k] = imax(0, (t->len == 0 ? 1 : 1 + s->next_n[k]) - t->len);
@@ -71,8 +80,8 @@ static kvc_status shadow_allocate(shadow *s, int r, int64_t computed, int64_t nu
     for (int32_t k = 0; k < s->n_keys; k++) {
         if (!(mask >> k & 1u)) continue;
         shadow_table *t = &s->t[r][k];
-        if (s->type[k] == KVC_ATTN_SLIDING_WINDOW && t->len == 0) {
-            t->n_null = imax(0, total_computed - s->window[k] + 1) / s->bs[k];
+        if (spans(s->type[k]) && t->len == 0) {
+            t->n_null = skipped_of(s, k, total_computed) / s->bs[k];
             t->len = t->n_null;
         }
         t->present = true;
@@ -143,15 +152,15 @@ static void compare(const kvc_manager *m, const shadow *s, long step) {
     if (st != KVC_OK) fail_msg("step %ld: %s", step, kvc_last_error());
 }
 
-/* INV-SW-2 (retention): after a call whose computed c covers every
- * position addressed before (a first call, or the engine's pattern),
- * positions >= c - W + 1 are backed. */
+/* INV-SW-2, INV-CL-2 (retention): after a call whose computed c covers
+ * every position addressed before (a first call, or the engine's pattern),
+ * positions >= c - W + 1 are backed (chunked local: >= floor(c / C) * C). */
 static void check_retention(const kvc_manager *m, const shadow *s, int r, const bool *was_empty, int64_t computed,
                             bool monotone) {
     for (int32_t k = 0; k < s->n_keys; k++) {
-        if (s->type[k] != KVC_ATTN_SLIDING_WINDOW || !s->t[r][k].present) continue;
+        if (!spans(s->type[k]) || !s->t[r][k].present) continue;
         if (!was_empty[k] && !monotone) continue;
-        int64_t first_pos = imax(0, imin(computed, s->max_model_len) - s->window[k] + 1);
+        int64_t first_pos = skipped_of(s, k, imin(computed, s->max_model_len));
         int32_t ids[512];
         int64_t n = 0;
         kvc_manager_block_ids(m, r, k, ids, 512, &n);
@@ -260,26 +269,35 @@ static void test_full_only(void **state) {
     run_config(&c, 0x1234567u, 20000);
 }
 
-static void test_sliding_windows_below_at_above_block(void **state) {
-    (void)state;
-    const int64_t windows[] = {1, 3, 4, 5, 9};
-    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
-        config c = {.n_keys = 1,
-                    .type = {KVC_ATTN_SLIDING_WINDOW},
-                    .bs = {4},
-                    .window = {windows[i]},
-                    .blocks = {30},
-                    .max_model_len = 60};
-        run_config(&c, 0xabcdef01u + i, 8000);
+/* One key of `type` (blocks of 4) per span in spans[0..n). */
+static void run_spans(kvc_attn_type type, const int64_t *spans, size_t n, uint64_t seed, long steps) {
+    for (size_t i = 0; i < n; i++) {
+        config c = {.n_keys = 1, .type = {type}, .bs = {4}, .window = {spans[i]}, .blocks = {30}, .max_model_len = 60};
+        run_config(&c, seed + i, steps);
     }
 }
 
+static void test_sliding_windows_below_at_above_block(void **state) {
+    (void)state;
+    run_spans(KVC_ATTN_SLIDING_WINDOW, (const int64_t[]){1, 3, 4, 5, 9}, 5, 0xabcdef01u, 8000);
+}
+
+/* Chunks below, at, above and not a multiple of the block size. */
+static void test_chunks_below_at_above_block(void **state) {
+    (void)state;
+    run_spans(KVC_ATTN_CHUNKED_LOCAL, (const int64_t[]){1, 3, 4, 6, 8}, 5, 0xc0ffee01u, 6000);
+}
+
 /* Full, sliding window and Mamba keys: pools of their own (blocks), or one
- * pool smaller than the three together (shared). */
+ * pool smaller than the three together (shared). Some runs put chunked local
+ * (chunk 6 over blocks of 4) in the window's place, so that each of the two
+ * meets every next_n in one of the two tests. */
 static void run_mixed(const int64_t *blocks, bool shared, uint64_t seed) {
     for (int64_t next_n = 0; next_n <= 2; next_n++) {
         config c = {.n_keys = 3,
-                    .type = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA},
+                    .type = {KVC_ATTN_FULL,
+                             (next_n + shared) % 2 == 1 ? KVC_ATTN_CHUNKED_LOCAL : KVC_ATTN_SLIDING_WINDOW,
+                             KVC_ATTN_MAMBA},
                     .bs = {4, 4, 1},
                     .window = {0, 6, 0},
                     .next_n = next_n,
@@ -354,6 +372,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_only),
         cmocka_unit_test(test_sliding_windows_below_at_above_block),
+        cmocka_unit_test(test_chunks_below_at_above_block),
         cmocka_unit_test(test_mixed_three_managers),
         cmocka_unit_test(test_mixed_three_managers_shared_pool),
         cmocka_unit_test(test_soak_release_chain),

@@ -3,7 +3,8 @@
  * external computed tokens after it), chunked prefill, decode,
  * frees in random order, preemption with recomputation, pool pressure and
  * clearing, over a hybrid model of FullAttention (bs 4), SlidingWindow
- * (bs 4, W 6) and Mamba (snapshots every 8 tokens, next_n 1) keys. A shadow
+ * (bs 4, W 6) or ChunkedLocal (bs 4, chunk 6: chunk starts inside blocks)
+ * and Mamba (snapshots every 8 tokens, next_n 1) keys. A shadow
  * model that knows only the rules of docs/prefix-caching.md (the free queue
  * as eviction order, holders per block, which contents are cached, each
  * type's hit rule, the hybrid's largest common length) predicts every
@@ -24,7 +25,7 @@
 #define MAX_LEN    48
 #define MAX_BLOCKS 40
 #define BS         4
-#define WINDOW     6
+#define WINDOW     6 /* W, or the chunk C of a ChunkedLocal run */
 #define INTERVAL   8
 #define NEXT_N     1
 #define N_SALTS    3
@@ -34,7 +35,8 @@ static const int64_t own_pool_size[N_KEYS] = {40, 32, 24};
 static bool one_pool; /* the run's keys share one pool */
 static int64_t pool_size[N_KEYS];
 static int n_keys = N_KEYS; /* the run's keys: the first n_keys of key_type */
-static const kvc_attn_type key_type[N_KEYS] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
+/* key 1: SlidingWindow or ChunkedLocal, by run */
+static kvc_attn_type key_type[N_KEYS] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
 static const char *const salt_name[N_SALTS] = {NULL, "tenant-1", "tenant-2"};
 
 typedef struct sh_table {
@@ -79,6 +81,14 @@ typedef struct shadow {
 } shadow;
 
 static int64_t hash_tokens(int g) { return key_type[g] == KVC_ATTN_MAMBA ? INTERVAL : BS; }
+
+/* Positions no later query of key g reads once `computed` are cached:
+ * before the window (c - W + 1) or before the chunk of position c. */
+static int64_t sh_skipped(int g, int64_t computed) {
+    if (key_type[g] == KVC_ATTN_SLIDING_WINDOW) return imax(0, computed - WINDOW + 1);
+    if (key_type[g] == KVC_ATTN_CHUNKED_LOCAL) return computed / WINDOW * WINDOW;
+    return 0;
+}
 
 /* ---- the shadow's pool ------------------------------------------------------ */
 static void sh_give(sh_key *k, int32_t id) {
@@ -141,7 +151,9 @@ static bool sh_accepts(const shadow *s, int g, int salt, const int32_t *tokens, 
         *n_hit = 1;
         return hit[0] >= 0;
     }
-    int64_t first = key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, L - WINDOW + 1) / BS : 0;
+    /* the entries before the first one the query at L reads are null; a hit ends on a cached block even
+     * when the chunk starts at L (the shared windowed rule) */
+    int64_t first = imin(sh_skipped(g, L) / BS, L / BS - 1);
     for (int64_t i = 0; i < L / BS; i++) {
         hit[i] = i < first ? 0 : sh_find(k, salt, tokens, (i + 1) * BS);
         if (hit[i] < 0) return false;
@@ -180,27 +192,25 @@ static void sh_grow(shadow *s, int g, sh_table *t, int64_t n, int64_t num_tokens
     for (int64_t i = 0; i < n; i++) t->ids[t->len++] = sh_take(s, k);
 }
 
-/* An empty sliding-window table starts with nulls for the blocks that the
+/* An empty window or chunk table starts with nulls for the blocks that the
  * computed tokens skip; every other position asked for is backed. */
 static void sh_skip_leading(int g, sh_table *t, int64_t computed) {
-    if (key_type[g] != KVC_ATTN_SLIDING_WINDOW || t->len > 0) return;
-    t->n_null = t->len = imax(0, computed - WINDOW + 1) / BS;
+    if (t->len > 0) return;
+    t->n_null = t->len = sh_skipped(g, computed) / BS;
     for (int64_t i = 0; i < t->len; i++) t->ids[i] = 0;
 }
 
-/* The first table entry a sliding key backs once `computed` tokens are in
- * the cache (0 for the other keys). */
-static int64_t sh_window_start(int g, int64_t computed) {
-    return key_type[g] == KVC_ATTN_SLIDING_WINDOW ? imax(0, computed - WINDOW + 1) / BS : 0;
-}
+/* The first table entry a window or chunk key backs once `computed` tokens
+ * are in the cache (0 for the other keys). */
+static int64_t sh_window_start(int g, int64_t computed) { return sh_skipped(g, computed) / BS; }
 
 static bool sh_takes_hit(int g, bool hit_on, int64_t external) {
     return hit_on && !(external > 0 && key_type[g] == KVC_ATTN_MAMBA);
 }
 
 static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
-    if (key_type[g] != KVC_ATTN_SLIDING_WINDOW || !t->present) return;
-    int64_t kk = imin(imax(0, computed - WINDOW + 1) / BS, t->len);
+    if (!t->present) return;
+    int64_t kk = imin(sh_skipped(g, computed) / BS, t->len);
     for (int64_t i = kk - 1; i >= t->n_null; i--) {
         sh_give(&s->k[g], t->ids[i]);
         t->ids[i] = 0;
@@ -474,17 +484,17 @@ static void step_request(kvc_manager *m, shadow *s, sh_req *r, long step) {
     sh_cache_computed(s, r, r->computed);
 }
 
-static void run(uint64_t seed, long steps, int n_run_keys, bool shared_pool) {
+static void run(uint64_t seed, long steps, int n_run_keys, bool shared_pool, kvc_attn_type local) {
     rng_state = seed;
     n_keys = n_run_keys;
+    key_type[1] = local;
     one_pool = shared_pool;
     for (int g = 0; g < N_KEYS; g++) pool_size[g] = one_pool ? SHARED_POOL_SIZE : own_pool_size[g];
     for (int b = 0; b < 3; b++)
         for (int i = 0; i < MAX_LEN; i++) bases[b][i] = (int32_t)rnd_in(0, 9);
     kvc_test_model model;
     kvc_cache_entry e[N_KEYS] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, BS, 0),
-                                 kvc_test_attention_entry("w", KVC_ATTN_SLIDING_WINDOW, BS, WINDOW),
-                                 kvc_test_mamba_entry("ssm", NEXT_N)};
+                                 kvc_test_attention_entry("w", local, BS, WINDOW), kvc_test_mamba_entry("ssm", NEXT_N)};
     kvc_test_model_init(&model, e, n_keys);
     kvc_manager_params p = kvc_manager_default_params();
     p.max_model_len = MAX_LEN;
@@ -494,7 +504,7 @@ static void run(uint64_t seed, long steps, int n_run_keys, bool shared_pool) {
     p.state_snapshot_interval = INTERVAL;
     p.kv_event_capacity = 4096;
     memset(&events_seen, 0, sizeof events_seen);
-    const char *key_names[N_KEYS] = {"FullAttention", "SlidingWindow", "Mamba"};
+    const char *key_names[N_KEYS] = {"FullAttention", kvc_attn_type_name(local), "Mamba"};
     kvc_manager *m = one_pool ? kvc_test_manager_shared(&model, key_names, SHARED_POOL_SIZE, n_keys, &p)
                               : kvc_test_manager_with(&model, key_names, pool_size, n_keys, &p);
     static shadow s;
@@ -550,23 +560,27 @@ static void run(uint64_t seed, long steps, int n_run_keys, bool shared_pool) {
     kvc_manager_destroy(m);
 }
 
+/* Half the seeds of each test put a chunked-local key in the window's place. */
+static kvc_attn_type local_of(uint64_t seed) { return seed % 2 ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_CHUNKED_LOCAL; }
+
 static void test_prefix_cache_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500, N_KEYS, false);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x9e3779b97f4a7c15ULL, 1500, N_KEYS, false, local_of(seed));
 }
 
-/* Full + sliding + state keys drawing from one shared pool under pressure. */
+/* Full + sliding (or chunked) + state keys drawing from one shared pool under pressure. */
 static void test_shared_pool_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x94d049bb133111ebULL, 1500, N_KEYS, true);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0x94d049bb133111ebULL, 1500, N_KEYS, true, local_of(seed));
 }
 
-/* Full + sliding window alone (gpt-oss style): hits are not held to the
- * state key's snapshot positions, so the sliding key's rule decides them. */
+/* Full + sliding window (or chunked local) alone (gpt-oss, Llama 4 style):
+ * hits are not held to the state key's snapshot positions, so the window's
+ * or chunk's rule decides them. */
 static void test_hybrid_full_sliding_against_shadow(void **state) {
     (void)state;
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, false);
-    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, true);
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, false, local_of(seed));
+    for (uint64_t seed = 1; seed <= 6; seed++) run(seed * 0xbf58476d1ce4e5b9ULL, 1500, 2, true, local_of(seed + 1));
 }
 
 int main(void) {

@@ -125,6 +125,11 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"full_attention\"]}",
                    "layer_types");
+    /* chunked local attention is planned (kvcache plan), not run */
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"attention_chunk_size\":4,"
+                   "\"layer_types\":[\"chunked_attention\",\"full_attention\"]}",
+                   "layer 0 is a chunked-attention layer, which the runtime does not run");
     expect_refusal(
         "{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
         "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",

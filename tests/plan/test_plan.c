@@ -504,6 +504,131 @@ static kvc_model_plan *plan_text(const char *json, const kvc_plan_options *o) {
     return plan;
 }
 
+/* A Llama 4 text config (8 layers, 40 query and 8 KV heads of 128) in the multimodal wrapper; `extra` adds
+ * members to text_config. */
+static kvc_model_plan *llama4_plan(const char *extra, const kvc_plan_options *o) {
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"architectures\": [\"Llama4ForConditionalGeneration\"], \"model_type\": \"llama4\","
+             " \"text_config\": {\"model_type\": \"llama4_text\", \"num_hidden_layers\": 8,"
+             " \"num_attention_heads\": 40, \"num_key_value_heads\": 8, \"head_dim\": 128, \"hidden_size\": 5120,"
+             " \"max_position_embeddings\": 10485760, \"torch_dtype\": \"bfloat16\"%s}}",
+             extra);
+    return plan_text(json, o);
+}
+
+/* Llama 4: chunked local attention on the RoPE layers (no_rope_layers[i] 1), full causal on the NoPE ones;
+ * an empty or absent no_rope_layers is every 4th layer full. The chunked layers plan a ChunkedLocal key of
+ * C = 8192 with a fixed pool per request, the full layers the paged bytes per token. */
+static void test_llama4_chunked_layers(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.max_model_len = 131072;
+    o.max_concurrency = 4;
+    const char *defaults[] = {", \"attention_chunk_size\": 8192, \"no_rope_layers\": []",
+                              ", \"attention_chunk_size\": 8192"};
+    for (int d = 0; d < 2; d++) {
+        kvc_model_plan *p = llama4_plan(defaults[d], &o);
+        assert_string_equal(p->family, "llama4");
+        assert_int_equal(p->n_layers, 8);
+        for (int i = 0; i < 8; i++) {
+            const bool full = i == 3 || i == 7;
+            assert_int_equal(p->layers[i].attn_type, full ? KVC_ATTN_FULL : KVC_ATTN_CHUNKED_LOCAL);
+            assert_int_equal(p->layers[i].attention_chunk_size, full ? 0 : 8192);
+            assert_int_equal(p->layers[i].sliding_window, 0);
+            assert_int_equal(p->layers[i].sparse_prefill, 3); /* per chunk: no band is claimed */
+            assert_int_equal(p->layers[i].pre_tokens, KVC_PLAN_NO_BAND);
+        }
+        assert_true(p->hybrid);
+        for (int w = 0; w < p->n_warnings; w++) assert_null(strstr(p->warnings[w], "attention_chunk_size"));
+        /* 2 full layers x (k + v) x 8 heads x 128 x bf16 */
+        assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 8 * 128 * 2);
+        assert_int_equal(p->blocks.n_groups, 2);
+        const kvc_group_plan *chunked = &p->blocks.groups[0];
+        assert_string_equal(chunked->key, "ChunkedLocal");
+        assert_true(chunked->fixed);
+        assert_int_equal(chunked->pool_id, p->blocks.groups[1].pool_id); /* equal pages: one pool */
+        /* the pool holds both keys' bytes in blocks of the chunked key's 12 pages of 128 x 8 x 128 x 2 B:
+         * 4 x 1024 full blocks of 4 pages and 4 x (8192 / 128 + 1) chunked blocks of 12 */
+        const int64_t page = 128 * 8 * 128 * 2, full_pages = 4 * 1024 * 4, chunk_pages = 4 * 65 * 12;
+        assert_int_equal(chunked->block_num, 1 + (full_pages + chunk_pages) / 12);
+        /* apart, the chunked key is fixed bytes: 4 requests x 65 blocks + the null block, of 12 pages */
+        kvc_plan_params pp = p->plan_params;
+        pp.shared_pools = false;
+        kvc_block_plan apart;
+        assert_int_equal(kvc_plan_blocks(&pp, &p->cache_info, &apart), KVC_OK);
+        assert_int_equal(apart.groups[0].block_num, 4 * 65 + 1);
+        assert_int_equal(apart.fixed_bytes, (4 * 65 + 1) * 12 * page);
+        assert_int_equal(apart.per_token_bytes, p->blocks.per_token_bytes);
+        kvc_model_plan_destroy(p);
+    }
+
+    /* An explicit no_rope_layers, a no_rope_layer_interval, and the JSON field. */
+    kvc_model_plan *p =
+        llama4_plan(", \"attention_chunk_size\": 4096, \"no_rope_layers\": [1, 0, 1, 1, 0, 1, 1, 1]", &o);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(p->layers[i].attn_type, i == 1 || i == 4 ? KVC_ATTN_FULL : KVC_ATTN_CHUNKED_LOCAL);
+    char *doc = NULL;
+    assert_int_equal(kvc_model_plan_to_json(p, &doc), KVC_OK);
+    cJSON *root = cJSON_Parse(doc);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    assert_int_equal((int64_t)num(cJSON_GetArrayItem(layers, 0), "attention_chunk_size"), 4096);
+    assert_string_equal(str(cJSON_GetArrayItem(layers, 0), "attn_type"), "ChunkedLocal");
+    assert_true(is_null(cJSON_GetArrayItem(layers, 1), "attention_chunk_size"));
+    cJSON_Delete(root);
+    kvc_plan_json_free(doc);
+    kvc_model_plan_destroy(p);
+    p = llama4_plan(", \"attention_chunk_size\": 8192, \"no_rope_layer_interval\": 2", &o);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(p->layers[i].attn_type, i % 2 == 1 ? KVC_ATTN_FULL : KVC_ATTN_CHUNKED_LOCAL);
+    kvc_model_plan_destroy(p);
+
+    /* No chunk: every layer full, said once; a chunk as long as the model's positions drops nothing. */
+    p = llama4_plan("", &o);
+    for (int i = 0; i < 8; i++) assert_int_equal(p->layers[i].attn_type, KVC_ATTN_FULL);
+    assert_non_null(strstr(p->warnings[p->n_warnings - 1], "attention_chunk_size absent"));
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"llama4_text\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"head_dim\": 64, \"max_position_embeddings\": 4096,"
+                  " \"attention_chunk_size\": 4096}",
+                  &o);
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, KVC_ATTN_FULL);
+    assert_non_null(strstr(p->warnings[p->n_warnings - 1], "attention_chunk_size 4096 >= max_position_embeddings"));
+    kvc_model_plan_destroy(p);
+
+    /* layer_types "chunked_attention" of any family (here an unknown one, generic); refusals named. */
+    p = plan_text("{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 2, \"head_dim\": 64, \"attention_chunk_size\": 256,"
+                  " \"max_position_embeddings\": 4096, \"layer_types\": [\"chunked_attention\", \"full_attention\"]}",
+                  &o);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_CHUNKED_LOCAL);
+    assert_int_equal(p->layers[0].attention_chunk_size, 256);
+    assert_int_equal(p->layers[1].attn_type, KVC_ATTN_FULL);
+    kvc_model_plan_destroy(p);
+    const struct {
+        const char *extra, *error;
+    } bad[] = {
+        {", \"attention_chunk_size\": 8192, \"no_rope_layers\": [1, 0]", "no_rope_layers has 2 entries"},
+        {", \"attention_chunk_size\": 8192, \"no_rope_layers\": [1, 0, 1, 1, 2, 1, 1, 1]", "no_rope_layers[4]"},
+        {", \"attention_chunk_size\": 0", "attention_chunk_size"},
+        {", \"layer_types\": [\"chunked_attention\", \"full_attention\", \"chunked_attention\","
+         " \"full_attention\", \"chunked_attention\", \"full_attention\", \"chunked_attention\","
+         " \"full_attention\"]",
+         "attention_chunk_size is missing but the model has chunked-attention layers"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"llama4_text\", \"num_hidden_layers\": 8, \"num_attention_heads\": 8,"
+                 " \"num_key_value_heads\": 2, \"head_dim\": 64, \"max_position_embeddings\": 65536%s}",
+                 bad[i].extra);
+        kvc_model_plan *q = NULL;
+        assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &q), KVC_EINVAL);
+        if (strstr(kvc_last_error(), bad[i].error) == NULL)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, kvc_last_error(), bad[i].error);
+    }
+}
+
 /* Family rules that the shipped configs do not reach (synthetic configs). */
 static void test_family_rules(void **state) {
     (void)state;
@@ -853,7 +978,8 @@ static void test_unknown_architecture(void **state) {
         kvc_model_plan_destroy(plan);
     }
 
-    /* chunked local attention (Llama 4) is named as not planned: full causal layers are an upper bound */
+    /* attention_chunk_size without chunked layers (no layer_types, not Llama 4) is named as not planned: full
+     * causal layers are an upper bound */
     static const char chunked[] = "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 2,"
                                   " \"num_attention_heads\": 8, \"hidden_size\": 1024, \"attention_chunk_size\": 8192,"
                                   " \"max_position_embeddings\": 65536}";
@@ -1029,14 +1155,23 @@ static void test_size_parser(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_3_1_8b),       cmocka_unit_test(test_qwen3_8b),
-        cmocka_unit_test(test_qwen3_30b_a3b),      cmocka_unit_test(test_gpt_oss_20b),
-        cmocka_unit_test(test_gemma_2_9b),         cmocka_unit_test(test_deepseek_mla),
-        cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
-        cmocka_unit_test(test_legacy_and_dtype),   cmocka_unit_test(test_hybrid_state_layers),
-        cmocka_unit_test(test_family_rules),       cmocka_unit_test(test_unknown_architecture),
-        cmocka_unit_test(test_recent_shapes),      cmocka_unit_test(test_malformed_configs),
-        cmocka_unit_test(test_invalid_arguments),  cmocka_unit_test(test_size_parser),
+        cmocka_unit_test(test_llama_3_1_8b),
+        cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_qwen3_30b_a3b),
+        cmocka_unit_test(test_gpt_oss_20b),
+        cmocka_unit_test(test_gemma_2_9b),
+        cmocka_unit_test(test_deepseek_mla),
+        cmocka_unit_test(test_model_wide_windows),
+        cmocka_unit_test(test_offline_sizing),
+        cmocka_unit_test(test_legacy_and_dtype),
+        cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_family_rules),
+        cmocka_unit_test(test_unknown_architecture),
+        cmocka_unit_test(test_recent_shapes),
+        cmocka_unit_test(test_malformed_configs),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_size_parser),
+        cmocka_unit_test(test_llama4_chunked_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@ kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, i
     e.dtype = KVC_DTYPE_F16;
     e.block_size = block_size;
     e.sliding_window = type == KVC_ATTN_SLIDING_WINDOW ? window : 0;
+    e.attention_chunk_size = type == KVC_ATTN_CHUNKED_LOCAL ? window : 0;
     return e;
 }
 
@@ -132,6 +133,15 @@ void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_
     assert_int_equal(kvc_manager_free_queue(m, key_index, got, 256, &n_got), KVC_OK);
     assert_true(n_got <= 256);
     assert_ids("free queue", got, n_got, expected, n);
+}
+
+void kvc_test_compute_and_free(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n) {
+    kvc_prompt prompt = {.tokens = tokens, .n_tokens = n};
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = rid, .num_new_tokens = n, .prompt = &prompt}),
+        KVC_OK);
+    assert_int_equal(kvc_manager_cache_computed(m, rid, tokens, n), KVC_OK);
+    assert_int_equal(kvc_manager_free(m, rid), KVC_OK);
 }
 
 bool kvc_test_zero_bytes(const void *p, size_t n) {

@@ -20,7 +20,7 @@ typedef struct kvc_test_model {
     kvc_model_cache_info ci;
 } kvc_test_model;
 
-/* Attention entry (FullAttention or SlidingWindow with window w). */
+/* Attention entry (FullAttention, SlidingWindow with window w, or ChunkedLocal with chunk w). */
 kvc_cache_entry kvc_test_attention_entry(const char *name, kvc_attn_type type, int64_t block_size, int64_t window);
 /* Mamba state entry of shape [4, 8], f32. */
 kvc_cache_entry kvc_test_mamba_entry(const char *name, int64_t next_n);
@@ -44,6 +44,9 @@ void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, f
 void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n);
 /* Asserts the free queue of key_index equals expected[0..n) (head first). */
 void kvc_test_assert_queue(const kvc_manager *m, int32_t key_index, const int32_t *expected, int64_t n);
+/* Prefills tokens[0..n) as request rid in one step, reports them computed
+ * (prefix caching indexes its blocks) and frees it. */
+void kvc_test_compute_and_free(kvc_manager *m, int64_t rid, const int32_t *tokens, int64_t n);
 
 /* Whole file as a NUL-terminated string (fails the test if unreadable); free() it. */
 char *kvc_test_read_text(const char *path);

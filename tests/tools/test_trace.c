@@ -267,7 +267,7 @@ static void test_invalid_files(void **state) {
                    "layers[0].caches[0].dtype: expected one of f32, f16, bf16, i8");
     expect_invalid(ONE_LAYER_HEAD "{'name': 'k', 'attn_type': 'Linear', 'num_head': 2, 'dim': 4,"
                                   " 'dtype': 'f32', 'block_size': 4}" ONE_LAYER_TAIL,
-                   "layers[0].caches[0].attn_type: expected one of FullAttention, SlidingWindow, Mamba");
+                   "layers[0].caches[0].attn_type: expected one of FullAttention, SlidingWindow, Mamba, ChunkedLocal");
     expect_invalid(ONE_LAYER_HEAD "{'name': '0123456789012345678901234567890123456789012345678901234567890123',"
                                   " 'attn_type': 'FullAttention', 'num_head': 2, 'dim': 4, 'dtype': 'f32',"
                                   " 'block_size': 4}" ONE_LAYER_TAIL,
