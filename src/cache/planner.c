@@ -125,19 +125,29 @@ static bool pooled_with_paged(const kvc_block_plan *plan, int32_t g) {
     return false;
 }
 
-/* Each pool holds the bytes its keys were sized for apart: 1 + the real
- * blocks of every key, in blocks of the pool's size. */
+/* A shared pool's block id is a page in every one of its entry slots, however
+ * few of them the key holding it fills (a key with fewer layers than the
+ * pool's widest leaves the rest of its block unused): the pool holds 1 + the
+ * real blocks of every key, each a whole id. */
 static void merge_pools(kvc_block_plan *plan) {
     for (int32_t g = 0; g < plan->n_groups; g++) {
         if (plan->groups[g].pool_id == 0 || pool_leader(plan, g) != g) continue;
         int32_t id = plan->groups[g].pool_id;
-        double bytes = 0.0;
+        int64_t n = 1;
         for (int32_t h = g; h < plan->n_groups; h++)
-            if (plan->groups[h].pool_id == id)
-                bytes += (double)(plan->groups[h].block_num - 1) * (double)plan->groups[h].block_bytes;
-        int64_t n = 1 + (int64_t)(bytes / (double)pool_block_bytes(plan, id));
+            if (plan->groups[h].pool_id == id) n += plan->groups[h].block_num - 1;
         for (int32_t h = g; h < plan->n_groups; h++)
             if (plan->groups[h].pool_id == id) plan->groups[h].block_num = n;
+    }
+}
+
+/* Budget sizing's cost of one token of the paged keys: a key of a shared pool pays the pool's whole block id
+ * per block_size tokens, one of its own its entries' bytes (plan_skeleton's sum). */
+static void pooled_token_bytes(kvc_block_plan *plan) {
+    for (int32_t g = 0; g < plan->n_groups; g++) {
+        const kvc_group_plan *gp = &plan->groups[g];
+        if (gp->fixed || gp->pool_id == 0) continue;
+        plan->per_token_bytes += (pool_block_bytes(plan, gp->pool_id) - gp->block_bytes) / gp->block_size;
     }
 }
 
@@ -276,7 +286,10 @@ kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cache_info 
     if (st != KVC_OK) return st;
     kvc_block_plan plan;
     plan_skeleton(ci, &groups, &plan);
-    if (p->shared_pools) assign_pools(&plan, ci);
+    if (p->shared_pools) {
+        assign_pools(&plan, ci);
+        pooled_token_bytes(&plan);
+    }
     bool any_paged = false;
     for (int32_t g = 0; g < plan.n_groups; g++) {
         const kvc_manager_type *type = kvci_manager_type_find(plan.groups[g].attn_type);

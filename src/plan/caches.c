@@ -3,6 +3,7 @@
  * (kvc_model_cache_info) and the block planner's numbers for it. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/dtype_traits.h"
 #include "base/internal.h"
@@ -31,6 +32,68 @@ static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, k
         numel *= s->shape[k][d];
     }
     kvci_dtype_bytes(dtype, numel, &c->bytes_per_block); /* not whole blocks: 0, refused by the planner */
+}
+
+/* Whether layer i's caches are position caches (not a state) whose pages all have `page` bytes (0: take the
+ * first one's). */
+static bool uniform_position_layer(const kvc_plan_layer *L, int64_t *page) {
+    for (int32_t c = 0; c < L->n_caches; c++) {
+        if (L->caches[c].is_state) return false;
+        if (*page == 0) *page = L->caches[c].bytes_per_block;
+        if (L->caches[c].bytes_per_block != *page) return false;
+    }
+    return L->n_caches > 0;
+}
+
+/* Equal layer groups (vLLM's rule for one pool of uniform pages): when the position caches of a hybrid model
+ * have one page size, the pool's block id is a page for every layer of its widest key, and a key with fewer
+ * layers would leave the rest of each id it holds unused. So every key is cut into groups of about as many
+ * layers as the smallest key has (as many as the largest when that is within 25 % of it, fewer cuts then), layer
+ * j of a key into group j mod n_groups, each group a manager key of its own "<key>.g<i>" with its own block
+ * table. The groups' layers differ by at most one, and the keys stay within KVC_MAX_MANAGERS. */
+static void split_keys(const kvc_model_plan *plan, kvc_layer_cache_info *layers) {
+    const char *names[KVC_MAX_MANAGERS];
+    int64_t count[KVC_MAX_MANAGERS], page = 0;
+    int32_t n_keys = 0, others = 0;
+    for (int32_t i = 0; i < plan->n_layers; i++) {
+        if (!uniform_position_layer(&plan->layers[i], &page)) {
+            if (plan->layers[i].n_caches > 0 && plan->layers[i].caches[0].is_state) others = 1;
+            if (!plan->layers[i].caches[0].is_state) return; /* pages differ: no pool to share */
+            continue;
+        }
+        const char *key = kvc_cache_entry_group_key(&layers[i].caches[0]);
+        int32_t k = 0;
+        while (k < n_keys && strcmp(names[k], key) != 0) k++;
+        if (k == n_keys) {
+            if (n_keys == KVC_MAX_MANAGERS) return;
+            names[n_keys] = key, count[n_keys++] = 0;
+        }
+        count[k]++;
+    }
+    if (n_keys < 2) return;
+    int64_t lo = count[0], hi = count[0];
+    for (int32_t k = 1; k < n_keys; k++) lo = kvci_min64(lo, count[k]), hi = kvci_max64(hi, count[k]);
+    if (lo == hi) return;
+    int64_t size = 4 * hi < 5 * lo ? hi : lo, n_groups = 0;
+    for (;; size++) {
+        n_groups = others;
+        for (int32_t k = 0; k < n_keys; k++) n_groups += kvci_cdiv(count[k], size);
+        if (n_groups <= KVC_MAX_MANAGERS) break;
+    }
+    char base[KVC_MAX_MANAGERS][KVC_NAME_MAX];
+    int64_t seen[KVC_MAX_MANAGERS] = {0};
+    for (int32_t k = 0; k < n_keys; k++) snprintf(base[k], sizeof base[k], "%s", names[k]); /* names move below */
+    for (int32_t i = 0; i < plan->n_layers; i++) {
+        if (plan->layers[i].caches[0].is_state) continue;
+        int32_t k = 0;
+        while (strcmp(base[k], kvc_cache_entry_group_key(&layers[i].caches[0])) != 0) k++;
+        const int64_t groups = kvci_cdiv(count[k], size);
+        if (groups == 1) continue;
+        const int64_t g = seen[k]++ % groups;
+        for (int32_t c = 0; c < layers[i].n_caches; c++)
+            snprintf(layers[i].caches[c].manager_key, sizeof layers[i].caches[c].manager_key, "%.*s.g%lld",
+                     KVC_NAME_MAX - 24, base[k], (long long)g);
+    }
 }
 
 kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
@@ -90,6 +153,7 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
             }
         }
     }
+    split_keys(plan, layers);
     plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers,
                                               .n_layer_infos = plan->n_layers,
                                               .layer_infos = layers,

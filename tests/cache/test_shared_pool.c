@@ -194,10 +194,40 @@ static void test_keys_share_by_slots(void **state) {
     assert_null(s);
 }
 
+/* Keys with unequal layer counts: a block id is a page in each of the pool's 3 slots whichever key holds it,
+ * so the one-layer full key pays 3 pages per block: the offline pool is 1 + every key's real blocks, the
+ * budget's cost per token the whole id's bytes (kvcache plan splits such keys into equal groups first). */
+static void test_unequal_keys_pay_whole_ids(void **state) {
+    (void)state;
+    kvc_cache_entry entries[4] = {kvc_test_attention_entry("k", KVC_ATTN_FULL, 16, 0),
+                                  kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32),
+                                  kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32),
+                                  kvc_test_attention_entry("sw", KVC_ATTN_SLIDING_WINDOW, 16, 32)};
+    kvc_test_model m;
+    kvc_test_model_init(&m, entries, 4);
+    kvc_plan_params p = kvc_plan_default_params();
+    p.max_len = 100;
+    p.max_concurrency = 3;
+    p.shared_pools = true;
+    kvc_block_plan plan;
+    assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_OK);
+    assert_int_equal(plan.groups[0].pool_id, 1);
+    assert_int_equal(plan.groups[1].pool_id, 1);
+    /* full: 3 x cdiv(100, 16) = 21 blocks; window: 3 x (cdiv(32, 16) + 1) = 9; + the null block */
+    assert_int_equal(plan.groups[0].block_num, 1 + 21 + 9);
+    assert_int_equal(plan.total_bytes, (1 + 21 + 9) * 3 * 512);
+    p = budget_params(3, 1 << 20, true);
+    assert_int_equal(kvc_plan_blocks(&p, &m.ci, &plan), KVC_OK);
+    assert_int_equal(plan.per_token_bytes, 3 * 512 / 16); /* not the key's own 512 / 16 */
+    assert_int_equal(plan.groups[0].block_num, (1 << 20) / (3 * 512 / 16) / 16);
+    assert_true(plan.total_bytes <= 1 << 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_one_pool),
         cmocka_unit_test(test_offline_pool_sums_the_keys),
+        cmocka_unit_test(test_unequal_keys_pay_whole_ids),
         cmocka_unit_test(test_storage_views_share_pages),
         cmocka_unit_test(test_bad_pools_refused),
         cmocka_unit_test(test_manager_keys_draw_from_one_queue),

@@ -543,22 +543,31 @@ static void test_llama4_chunked_layers(void **state) {
         for (int w = 0; w < p->n_warnings; w++) assert_null(strstr(p->warnings[w], "attention_chunk_size"));
         /* 2 full layers x (k + v) x 8 heads x 128 x bf16 */
         assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 8 * 128 * 2);
-        assert_int_equal(p->blocks.n_groups, 2);
+        /* 6 chunked layers and 2 full ones: the chunked ones in 3 keys of 2 layers (layer j of the key in group
+         * j mod 3), so that every key fills the shared pool's block id of 4 pages of 128 x 8 x 128 x 2 B */
+        assert_int_equal(p->blocks.n_groups, 4);
+        const char *keys[4] = {"ChunkedLocal.g0", "ChunkedLocal.g1", "ChunkedLocal.g2", "FullAttention"};
+        for (int g = 0; g < 4; g++) {
+            assert_string_equal(p->blocks.groups[g].key, keys[g]);
+            assert_int_equal(p->blocks.groups[g].pool_id, p->blocks.groups[0].pool_id); /* equal pages: one pool */
+        }
+        const int chunked_layers[6] = {0, 1, 2, 4, 5, 6};
+        for (int j = 0; j < 6; j++)
+            assert_string_equal(p->cache_info.layer_infos[chunked_layers[j]].caches[1].manager_key, keys[j % 3]);
         const kvc_group_plan *chunked = &p->blocks.groups[0];
-        assert_string_equal(chunked->key, "ChunkedLocal");
         assert_true(chunked->fixed);
-        assert_int_equal(chunked->pool_id, p->blocks.groups[1].pool_id); /* equal pages: one pool */
-        /* the pool holds both keys' bytes in blocks of the chunked key's 12 pages of 128 x 8 x 128 x 2 B:
-         * 4 x 1024 full blocks of 4 pages and 4 x (8192 / 128 + 1) chunked blocks of 12 */
-        const int64_t page = 128 * 8 * 128 * 2, full_pages = 4 * 1024 * 4, chunk_pages = 4 * 65 * 12;
-        assert_int_equal(chunked->block_num, 1 + (full_pages + chunk_pages) / 12);
-        /* apart, the chunked key is fixed bytes: 4 requests x 65 blocks + the null block, of 12 pages */
+        /* every key's blocks are whole ids of the pool: 4 x 1024 full blocks and 3 keys x 4 x (8192 / 128 + 1)
+         * chunked blocks, + the null block */
+        const int64_t page = 128 * 8 * 128 * 2;
+        assert_int_equal(chunked->block_num, 1 + 4 * 1024 + 3 * 4 * 65);
+        assert_int_equal(p->blocks.total_bytes, chunked->block_num * 4 * page);
+        /* apart, each chunked key is fixed bytes: 4 requests x 65 blocks + the null block, of 4 pages */
         kvc_plan_params pp = p->plan_params;
         pp.shared_pools = false;
         kvc_block_plan apart;
         assert_int_equal(kvc_plan_blocks(&pp, &p->cache_info, &apart), KVC_OK);
         assert_int_equal(apart.groups[0].block_num, 4 * 65 + 1);
-        assert_int_equal(apart.fixed_bytes, (4 * 65 + 1) * 12 * page);
+        assert_int_equal(apart.fixed_bytes, 3 * (4 * 65 + 1) * 4 * page);
         assert_int_equal(apart.per_token_bytes, p->blocks.per_token_bytes);
         kvc_model_plan_destroy(p);
     }
@@ -877,6 +886,58 @@ static void test_recent_shapes(void **state) {
     }
 }
 
+/* Hybrids whose keys have unequal layer counts are cut into groups of equal size (vLLM's rule), so that no
+ * key leaves part of the shared pool's block ids unused: Gemma-3-1B's 22 window and 4 full layers become 6
+ * window keys of 4 or 3 layers and the full key; 40 window layers and 1 full one stay within KVC_MAX_MANAGERS. */
+static void test_equal_layer_groups(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.max_model_len = 4096;
+    char json[2048];
+    int n = snprintf(json, sizeof json,
+                     "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 26, \"num_attention_heads\": 4,"
+                     " \"num_key_value_heads\": 1, \"head_dim\": 256, \"max_position_embeddings\": 32768,"
+                     " \"sliding_window\": 512, \"layer_types\": [");
+    for (int i = 0; i < 26; i++)
+        n += snprintf(json + n, sizeof json - (size_t)n, "%s\"%s\"", i ? ", " : "",
+                      i % 6 == 5 ? "full_attention" : "sliding_attention");
+    snprintf(json + n, sizeof json - (size_t)n, "]}");
+    kvc_model_plan *p = plan_text(json, &o);
+    assert_int_equal(p->blocks.n_groups, 7);
+    int64_t layers_of[7] = {0}, ids = 1;
+    for (int32_t l = 0; l < p->cache_info.n_layer_infos; l++) {
+        const char *key = kvc_cache_entry_group_key(&p->cache_info.layer_infos[l].caches[0]);
+        int32_t g = 0;
+        while (strcmp(p->blocks.groups[g].key, key) != 0) g++;
+        layers_of[g]++;
+    }
+    for (int g = 0; g < 7; g++) {
+        const kvc_group_plan *gp = &p->blocks.groups[g];
+        const bool full = strcmp(gp->key, "FullAttention") == 0;
+        assert_true(full || strncmp(gp->key, "SlidingWindow.g", 15) == 0);
+        assert_true(layers_of[g] == 4 || (!full && layers_of[g] == 3));
+        assert_int_equal(gp->pool_id, 1);
+        ids += full ? 4096 / 128 : 512 / 128 + 1;
+    }
+    assert_int_equal(p->blocks.groups[0].block_num, ids);
+    kvc_manager *mgr = NULL;
+    kvc_manager_params mp = kvc_manager_default_params();
+    mp.max_model_len = 4096;
+    if (kvc_manager_create(&p->cache_info, &p->blocks, &mp, &mgr) != KVC_OK) fail_msg("%s", kvc_last_error());
+    kvc_manager_destroy(mgr);
+    kvc_model_plan_destroy(p);
+
+    n = snprintf(json, sizeof json,
+                 "{\"architectures\": [\"FooForCausalLM\"], \"num_hidden_layers\": 41, \"num_attention_heads\": 4,"
+                 " \"num_key_value_heads\": 1, \"head_dim\": 256, \"max_position_embeddings\": 32768,"
+                 " \"sliding_window\": 512, \"layer_types\": [\"full_attention\"");
+    for (int i = 1; i < 41; i++) n += snprintf(json + n, sizeof json - (size_t)n, ", \"sliding_attention\"");
+    snprintf(json + n, sizeof json - (size_t)n, "]}");
+    p = plan_text(json, &o);
+    assert_true(p->blocks.n_groups <= KVC_MAX_MANAGERS && p->blocks.n_groups > 2);
+    kvc_model_plan_destroy(p);
+}
+
 /* An unknown architecture: planned from generic fields with a warning, or refused naming what is missing. */
 static void test_unknown_architecture(void **state) {
     (void)state;
@@ -1155,23 +1216,15 @@ static void test_size_parser(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_3_1_8b),
-        cmocka_unit_test(test_qwen3_8b),
-        cmocka_unit_test(test_qwen3_30b_a3b),
-        cmocka_unit_test(test_gpt_oss_20b),
-        cmocka_unit_test(test_gemma_2_9b),
-        cmocka_unit_test(test_deepseek_mla),
-        cmocka_unit_test(test_model_wide_windows),
-        cmocka_unit_test(test_offline_sizing),
-        cmocka_unit_test(test_legacy_and_dtype),
-        cmocka_unit_test(test_hybrid_state_layers),
-        cmocka_unit_test(test_family_rules),
-        cmocka_unit_test(test_unknown_architecture),
-        cmocka_unit_test(test_recent_shapes),
-        cmocka_unit_test(test_malformed_configs),
-        cmocka_unit_test(test_invalid_arguments),
-        cmocka_unit_test(test_size_parser),
-        cmocka_unit_test(test_llama4_chunked_layers),
+        cmocka_unit_test(test_llama_3_1_8b),       cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_qwen3_30b_a3b),      cmocka_unit_test(test_gpt_oss_20b),
+        cmocka_unit_test(test_gemma_2_9b),         cmocka_unit_test(test_deepseek_mla),
+        cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
+        cmocka_unit_test(test_legacy_and_dtype),   cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_family_rules),       cmocka_unit_test(test_unknown_architecture),
+        cmocka_unit_test(test_recent_shapes),      cmocka_unit_test(test_equal_layer_groups),
+        cmocka_unit_test(test_malformed_configs),  cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_size_parser),        cmocka_unit_test(test_llama4_chunked_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
