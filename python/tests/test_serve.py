@@ -17,7 +17,7 @@ import openai  # noqa: E402
 
 import kvcache  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
-from serve_fixture import metric, running, sse_events  # noqa: E402
+from serve_fixture import command_url, metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import MODEL, make_model_dir  # noqa: E402
 
 EOS = (2, 0)
@@ -154,18 +154,6 @@ def wait_kv_free(url, timeout=2):
         time.sleep(0.02)
 
 
-def slow_steps(monkeypatch, srv, seconds=0.02):
-    """Each engine step takes `seconds` longer, so a request is still running when the client acts."""
-    engine = srv.engine.engine
-    step = engine.step
-
-    def slow():
-        time.sleep(seconds)
-        return step()
-
-    monkeypatch.setattr(engine, "step", slow)
-
-
 def test_a_client_that_disconnects_frees_its_kv(server, monkeypatch):
     url = server[0]
     slow_steps(monkeypatch, server[1])  # 400 tokens take 8 s: far longer than wait_kv_free waits
@@ -201,7 +189,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert error_of(httpx.post(url, json={**ok, "max_tokens": 600}), 400)["param"] == "max_tokens"
     assert "maximum context length" in error_of(httpx.post(url, json={**ok, "prompt": "x " * 600}), 400)["message"]
     assert error_of(httpx.post(url, json={**ok, "prompt": [1, 99999]}), 400)["param"] == "prompt"
-    assert error_of(httpx.post(url, json={**ok, "n": 2}), 400)["param"] == "n"
+    assert error_of(httpx.post(url, json={**ok, "n": 129}), 400)["param"] == "n"
+    assert error_of(httpx.post(url, json={**ok, "n": 2, "best_of": 3}), 400)["param"] == "best_of"
+    assert error_of(httpx.post(url, json={**ok, "echo": True, "logprobs": 1}), 400)["param"] == "echo"
     assert error_of(httpx.post(url, json={**ok, "stop": 5}), 400)["param"] == "stop"
     assert error_of(httpx.post(url, json={**ok, "model": "other"}), 404)["code"] == "model_not_found"
     error_of(httpx.post(url, json={**ok, "prompt": "x" * (2 << 20)}), 413)
@@ -287,11 +277,7 @@ def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
     proc = subprocess.Popen(head + [str(model_dir), "--port", "0", "--kv-memory", "8MiB", "--served-model-name",
                                     "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        url = None
-        for line in proc.stdout:
-            if "Uvicorn running on" in line:
-                url = line.split("running on ")[1].split()[0]
-                break
+        url = command_url(proc)
         assert url is not None and url.startswith("http://127.0.0.1:")
         r = httpx.post(url + "/v1/completions", json={"model": "cli", "prompt": "hi", "max_tokens": 3})
         assert r.status_code == 200 and r.json()["model"] == "cli"
@@ -361,6 +347,7 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--kv-memory", "-1"], "kv_memory \"-1\" is not a size"),
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
+    (["--shutdown-timeout", "-1"], "is not a number of seconds"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main

@@ -3,6 +3,7 @@
 answer), /v1/models, /health, /metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -48,23 +49,47 @@ async def _events_or_error(events):
     yield "data: [DONE]\n\n"
 
 
+def _shutting_down():
+    """The answer of a request the server stops before it ends: uvicorn cancels the requests still running
+    when its shutdown timeout is over. The cancellation is taken (the handler returns this answer instead of
+    a traceback in the log)."""
+    task = asyncio.current_task()
+    if hasattr(task, "uncancel"):  # Python 3.11+
+        task.uncancel()
+    return ApiError(503, "the server is shutting down", type="server_error", code="shutting_down")
+
+
 class _EventStream(StreamingResponse):
     """Server-sent events that stop, and so abort their request, as soon as
     the client disconnects (listened for beside the stream, whatever the
-    server's ASGI version), not only at the next failed write."""
+    server's ASGI version), not only at the next failed write. A server
+    shutting down ends the stream with an error event and [DONE]."""
 
     def __init__(self, content):
         super().__init__(content, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     async def __call__(self, scope, receive, send):
-        async with anyio.create_task_group() as group:
-            async def run(func):
-                with contextlib.suppress(OSError):
-                    await func()
-                group.cancel_scope.cancel()
+        started = []
 
-            group.start_soon(run, functools.partial(self.stream_response, send))
-            await run(functools.partial(self.listen_for_disconnect, receive))
+        async def sending(message):
+            started.append(True)
+            await send(message)
+
+        try:
+            async with anyio.create_task_group() as group:
+                async def run(func):
+                    with contextlib.suppress(OSError):
+                        await func()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(run, functools.partial(self.stream_response, sending))
+                await run(functools.partial(self.listen_for_disconnect, receive))
+        except asyncio.CancelledError:
+            end = (_sse(_shutting_down().body()) + "data: [DONE]\n\n").encode()
+            if not started:
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def _disconnected(request):
@@ -73,11 +98,12 @@ async def _disconnected(request):
 
 
 class _Request:
-    """One generation: its engine stream, text, counts and latencies."""
+    """One generation (one choice): its engine stream, text, counts and latencies."""
 
-    def __init__(self, server, stream, text, stop_ids, arrival):
+    def __init__(self, server, stream, text, stop_ids, arrival, prompt):
         self.server, self.stream, self.text, self.stop_ids = server, stream, text, stop_ids
         self.arrival = self.last = arrival
+        self.prompt = prompt  # the _Prompt it continues
         self.n_generated = 0
         self.n_cached = 0
         self.finish_reason = None
@@ -110,17 +136,71 @@ class _Request:
             if reason is not None:
                 return
 
-    async def whole(self):
-        """The whole text and every TokenLogprob (the non-streamed answer)."""
-        text, lps = [], []
-        async for delta, step_lps, _ in self.events():
-            text.append(delta)
-            lps.extend(step_lps or [])
-        return "".join(text), lps
 
-    def usage(self, n_prompt):
-        return {"prompt_tokens": n_prompt, "completion_tokens": self.n_generated,
-                "total_tokens": n_prompt + self.n_generated, "prompt_tokens_details": {"cached_tokens": self.n_cached}}
+
+class _Prompt:
+    """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids)."""
+
+    def __init__(self, ids, text=None):
+        self.ids, self.text = ids, text
+
+
+async def _merged(reqs):
+    """(choice index, text delta, [TokenLogprob] or None, finish reason or None) of every request, in the
+    order their steps come. Leaving early (a client gone) or a failure of one aborts them all."""
+    queue = asyncio.Queue()
+
+    async def pump(i, req):
+        try:
+            async for event in req.events():
+                queue.put_nowait((i, event))
+        except Exception as exc:  # the engine failed: the consumer raises it
+            queue.put_nowait((i, exc))
+        finally:
+            queue.put_nowait((i, None))
+
+    tasks = [asyncio.ensure_future(pump(i, req)) for i, req in enumerate(reqs)]
+    try:
+        running = len(tasks)
+        while running:
+            i, event = await queue.get()
+            if event is None:
+                running -= 1
+            elif isinstance(event, Exception):
+                raise event
+            else:
+                yield (i, *event)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for req in reqs:
+            req.stream.abort()
+
+
+async def _whole(reqs):
+    """Every request's whole text and TokenLogprobs (the non-streamed answer): ([text], [[TokenLogprob]])."""
+    texts, lps = [[] for _ in reqs], [[] for _ in reqs]
+    async for i, delta, step_lps, _ in _merged(reqs):
+        texts[i].append(delta)
+        lps[i].extend(step_lps or [])
+    return ["".join(t) for t in texts], lps
+
+
+def _usage(reqs):
+    """usage over every choice: each prompt counted once (its first choice's cached tokens), every generated token."""
+    firsts = {id(r.prompt): r for r in reversed(reqs)}.values()
+    n_prompt = sum(len(r.prompt.ids) for r in firsts)
+    n_generated = sum(r.n_generated for r in reqs)
+    return {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated,
+            "prompt_tokens_details": {"cached_tokens": sum(r.n_cached for r in firsts)}}
+
+
+def _seed(seed, j):
+    """The seed of choice j: seed + j as the engine's int64 (the same 64 bits), None stays None (vLLM: seed + index)."""
+    if seed is None:
+        return None
+    v = (seed + j) % 2**64
+    return v - 2**64 if v >= 2**63 else v
 
 
 class Server:
@@ -194,59 +274,88 @@ class Server:
             return salt
         return hashlib.sha256(b"kvcache-tenant\0" + tenant + b"\0" + (salt or "").encode()).digest()
 
-    def _params(self, gen, n_prompt):
-        if gen.max_tokens is None:
-            gen.max_tokens = self.max_model_len - n_prompt
-        if n_prompt + gen.max_tokens > self.max_model_len:
+    def _params(self, gen, n_prompt, what):
+        """The SamplingParams of a prompt of n_prompt tokens; 400 naming `what` (the prompt's field) or
+        max_tokens when the prompt and the tokens asked for do not fit the model's length."""
+        max_tokens = gen.max_tokens
+        if n_prompt >= self.max_model_len:
+            raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the {what} has "
+                      f"{n_prompt}, which leaves no room to generate", what)
+        if max_tokens is None:
+            max_tokens = self.max_model_len - n_prompt
+        if n_prompt + max_tokens > self.max_model_len:
             raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the request asks for "
-                      f"{n_prompt + gen.max_tokens} ({n_prompt} in the prompt, {gen.max_tokens} to generate)",
-                      "max_tokens" if n_prompt < self.max_model_len else "prompt")
+                      f"{n_prompt + max_tokens} ({n_prompt} in the {what}, {max_tokens} to generate)", "max_tokens")
         stop_ids = gen.stop_token_ids + (() if gen.ignore_eos else self.tokenizer.eos_token_ids)
-        return SamplingParams(max_tokens=gen.max_tokens, temperature=gen.temperature, top_p=gen.top_p,
+        return SamplingParams(max_tokens=max_tokens, temperature=gen.temperature, top_p=gen.top_p,
                               top_k=gen.top_k, seed=gen.seed, stop_token_ids=tuple(dict.fromkeys(stop_ids)),
                               logprobs=gen.logprobs)
 
-    async def _start(self, request, parse):
-        """Checks, tokenizes and queues a request: (Generation, prompt ids, _Request)."""
+    async def _start(self, request, parse, what):
+        """Checks, tokenizes and queues a request, n choices of each of its prompts:
+        (Generation, [_Request] in choice order: prompt by prompt, n each)."""
         arrival = time.monotonic()
         tenant = self._tenant(request)
-        gen, ids = parse(await self._body(request))
+        gen, prompts = parse(await self._body(request))
         if gen.model != self.model_name:
             raise ApiError(404, f"the model `{gen.model}` does not exist; this server serves `{self.model_name}`",
                            param="model", code="model_not_found")
-        params = self._params(gen, len(ids))
+        params = [self._params(gen, len(p.ids), what) for p in prompts]
+        salt = self._salt(tenant, gen.cache_salt)
+        reqs = []
         try:
-            stream = await self.engine.add_request(ids, params, priority=gen.priority,
-                                                   cache_salt=self._salt(tenant, gen.cache_salt))
-        except QueueFull as exc:
-            raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
-                           code="queue_full") from None
-        except (InvalidArgument, OutOfMemory) as exc:
-            raise bad(exc.message) from None
-        self.metrics.prompt_tokens.inc(len(ids))
-        return gen, ids, _Request(self, stream, TextStream(self.tokenizer, ids, gen.stop), params.stop_token_ids,
-                                  arrival)
+            for prompt, p in zip(prompts, params):
+                for j in range(gen.n):
+                    stream = await self.engine.add_request(prompt.ids, dataclasses.replace(p, seed=_seed(p.seed, j)),
+                                                           priority=gen.priority, cache_salt=salt)
+                    reqs.append(_Request(self, stream, TextStream(self.tokenizer, prompt.ids, gen.stop),
+                                         p.stop_token_ids, arrival, prompt))
+                    self.metrics.prompt_tokens.inc(len(prompt.ids))
+        except BaseException as exc:  # a refusal, or the client gone: none of the choices runs
+            for req in reqs:
+                req.stream.abort()
+            if isinstance(exc, QueueFull):
+                raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
+                               code="queue_full") from None
+            if isinstance(exc, (InvalidArgument, OutOfMemory)):
+                raise bad(exc.message) from None
+            raise
+        return gen, reqs
 
-    async def _finish(self, request, req, collect):
-        """The non-streamed answer: collect(req) unless the client leaves first (then the request is aborted)."""
-        work = asyncio.ensure_future(collect(req))
+    async def _finish(self, request, reqs, collect):
+        """The non-streamed answer: collect() unless the client leaves first, or this handler is cancelled
+        (a server shutting down): then every request is aborted."""
+        work = asyncio.ensure_future(collect())
         gone = asyncio.ensure_future(_disconnected(request))
-        done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            return _error_response(_shutting_down())
+        finally:
+            gone.cancel()
+            if not work.done():
+                work.cancel()
+                for req in reqs:
+                    req.stream.abort()
         if work not in done:
-            work.cancel()
-            req.stream.abort()
             return Response(status_code=499)
-        gone.cancel()
         return JSONResponse(work.result())
 
     # ---- /v1/completions ----
 
     def _parse_completion(self, body):
-        gen, prompt = protocol.completion_request(body, self.vocab_size)
-        ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else prompt
-        if not ids:
+        gen, texts = protocol.completion_request(body, self.vocab_size)
+        prompts = [_Prompt(self.tokenizer.encode(t), t) if isinstance(t, str) else _Prompt(t) for t in texts]
+        if not all(p.ids for p in prompts):
             raise bad("the prompt has no tokens", "prompt")
-        return gen, ids
+        return gen, prompts
+
+    def _echo(self, gen, req):
+        """The text a completion choice begins with: its prompt's with echo, else nothing."""
+        if not gen.echo:
+            return ""
+        p = req.prompt
+        return p.text if p.text is not None else self.tokenizer.decode(p.ids)
 
     def _token_name(self, gen):
         """How logprobs name a token: its text, or "token_id:ID" with return_tokens_as_token_ids."""
@@ -278,27 +387,31 @@ class Server:
         return chunk
 
     async def completions(self, request):
-        gen, ids, req = await self._start(request, self._parse_completion)
+        gen, reqs = await self._start(request, self._parse_completion, "prompt")
         chunk = self._reply("text_completion", "cmpl")
         if gen.stream:
             async def sse():
-                offset = 0
-                async for delta, lps, reason in req.events():
-                    logprobs = self._completion_logprobs(lps or [], offset, gen) if gen.logprobs is not None else None
-                    offset += len(delta)
-                    yield _sse(chunk([{"index": 0, "text": delta, "logprobs": logprobs, "finish_reason": reason}]))
+                offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
+                async for i, delta, lps, reason in _merged(reqs):
+                    if offsets[i] is None:
+                        delta, offsets[i] = self._echo(gen, reqs[i]) + delta, 0
+                    logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
+                        else None
+                    offsets[i] += len(delta)
+                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, "finish_reason": reason}]))
                 if gen.include_usage:
-                    yield _sse(chunk([], req.usage(len(ids))))
+                    yield _sse(chunk([], _usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect(req):
-            text, lps = await req.whole()
-            logprobs = self._completion_logprobs(lps, 0, gen) if gen.logprobs is not None else None
-            return chunk([{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": req.finish_reason}],
-                         req.usage(len(ids)))
+        async def collect():
+            texts, lps = await _whole(reqs)
+            return chunk([{"index": i, "text": self._echo(gen, req) + text,
+                           "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
+                           "finish_reason": req.finish_reason}
+                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], _usage(reqs))
 
-        return await self._finish(request, req, collect)
+        return await self._finish(request, reqs, collect)
 
     # ---- /v1/chat/completions ----
 
@@ -315,7 +428,7 @@ class Server:
         ids = self.tokenizer.encode(prompt, add_special_tokens=False)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
-        return gen, ids
+        return gen, [_Prompt(ids)]
 
     def _chat_logprobs(self, lps, gen):
         name = self._token_name(gen)
@@ -328,32 +441,32 @@ class Server:
                             for lp in lps]}
 
     async def chat(self, request):
-        gen, ids, req = await self._start(request, self._parse_chat)
+        gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
             chunk = self._reply("chat.completion.chunk", "chatcmpl")
 
             async def sse():
-                first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                         "finish_reason": None}
-                yield _sse(chunk([first]))
-                async for delta, lps, reason in req.events():
+                for i in range(len(reqs)):
+                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                       "finish_reason": None}]))
+                async for i, delta, lps, reason in _merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
-                    choice = {"index": 0, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
+                    choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
                               "finish_reason": reason}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
-                    yield _sse(chunk([], req.usage(len(ids))))
+                    yield _sse(chunk([], _usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect(req):
-            text, lps = await req.whole()
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "logprobs": self._chat_logprobs(lps, gen) if gen.logprobs is not None else None,
-                      "finish_reason": req.finish_reason}
-            return self._reply("chat.completion", "chatcmpl")([choice], req.usage(len(ids)))
+        async def collect():
+            texts, lps = await _whole(reqs)
+            choices = [{"index": i, "message": {"role": "assistant", "content": text},
+                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
+                        "finish_reason": req.finish_reason} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
+            return self._reply("chat.completion", "chatcmpl")(choices, _usage(reqs))
 
-        return await self._finish(request, req, collect)
+        return await self._finish(request, reqs, collect)
 
     # ---- the rest ----
 

@@ -7,6 +7,7 @@ MAX_LOGPROBS = 20
 MAX_STOP = 16  # stop strings per request
 MAX_STOP_LEN = 256  # characters of one stop string
 MAX_MESSAGES = 1024
+MAX_CHOICES = 128  # choices per request: n x the prompts of a batch (OpenAI's limit of n)
 
 
 class ApiError(Exception):
@@ -70,6 +71,8 @@ class Generation:
     priority: int
     cache_salt: str
     tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
+    n: int  # choices per prompt
+    echo: bool  # completions: the prompt's text before each choice's
 
 
 def _is_int(v):
@@ -86,9 +89,13 @@ def _number(body, name, default, lo, hi):
 
 
 def _int(body, name, default, lo, hi):
+    """An integer field; a float with no fraction (5.0, as JSON encoders of doubles write it) is that integer,
+    as vLLM's (pydantic's) parsing takes it."""
     v = body.get(name)
     if v is None:
         return default
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
     if not _is_int(v) or not lo <= v <= hi:
         raise bad(f"{name} must be an integer in [{lo}, {hi}], got {v!r}", name)
     return v
@@ -115,18 +122,15 @@ def _stop(body):
     return tuple(items)
 
 
-def _unsupported(body):
-    if _int(body, "n", 1, 1, 1) != 1:
-        raise bad("n must be 1", "n")
-    if _int(body, "best_of", 1, 1, 1) != 1:
-        raise bad("best_of must be 1", "best_of")
+def _unsupported(body, n):
+    best_of = _int(body, "best_of", n, 1, MAX_CHOICES)
+    if best_of != n:
+        raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     for name in ("presence_penalty", "frequency_penalty"):
         if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
             raise bad(f"{name} is not supported (only 0)", name)
     if body.get("logit_bias"):
         raise bad("logit_bias is not supported", "logit_bias")
-    if _bool(body, "echo"):
-        raise bad("echo is not supported", "echo")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
     for name, neutral in (("min_p", 0.0), ("repetition_penalty", 1.0)):
         if _number(body, name, neutral, 0.0, 1e9) != neutral:
@@ -149,7 +153,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
     model = body.get("model")
     if not isinstance(model, str):
         raise bad("model must be a string", "model")
-    _unsupported(body)
+    n = _int(body, "n", 1, 1, MAX_CHOICES)
+    _unsupported(body, n)
     stream = _bool(body, "stream")
     options = body.get("stream_options")
     if options is not None and (not isinstance(options, dict) or not stream):
@@ -170,27 +175,40 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"))
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False)
+
+
+def _one_prompt(prompt, vocab_size, what):
+    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
+        if not all(0 <= t < vocab_size for t in prompt):
+            raise bad(f"{what}: token ids must lie in [0, {vocab_size})", "prompt")
+    elif not isinstance(prompt, str) or not prompt:
+        raise bad(f"{what} must be a non-empty string or a non-empty list of token ids", "prompt")
+    return prompt
+
+
+def _prompts(prompt, vocab_size):
+    """The prompts of a completions body: a string, a list of token ids, or a batch (a list) of either."""
+    if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        return [_one_prompt(p, vocab_size, f"prompt[{i}]") for i, p in enumerate(prompt)]
+    return [_one_prompt(prompt, vocab_size, "prompt")]
 
 
 def completion_request(body, vocab_size):
-    """(Generation, prompt) of a /v1/completions body; prompt is a str or a list of token ids."""
+    """(Generation, prompts) of a /v1/completions body; each prompt a str or a list of token ids."""
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-        prompt = prompt[0]  # a batch of one
-    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
-        if not all(0 <= t < vocab_size for t in prompt):
-            raise bad(f"prompt token ids must lie in [0, {vocab_size})", "prompt")
-    elif not isinstance(prompt, str) or not prompt:
-        raise bad("prompt must be a non-empty string or a non-empty list of token ids (one prompt per request)",
-                  "prompt")
+    prompts = _prompts(body.get("prompt"), vocab_size)
     logprobs = _int(body, "logprobs", None, 0, MAX_LOGPROBS)
     gen = _common(body, vocab_size, ("max_tokens",), logprobs)
+    if len(prompts) * gen.n > MAX_CHOICES:
+        raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
+    gen.echo = _bool(body, "echo")
+    if gen.echo and logprobs is not None:
+        raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
     if gen.max_tokens is None:
         gen.max_tokens = 16  # the OpenAI default of completions
-    return gen, prompt
+    return gen, prompts
 
 
 def _message(m, i):

@@ -1,0 +1,121 @@
+"""kvcache.serve's choices: n per prompt, batches of prompts, echo, seeds per
+choice, and the limits a prompt meets (the model's length, integer fields)."""
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+
+from serve_fixture import running, sse_events  # noqa: E402
+from text_model import make_model_dir  # noqa: E402
+
+GREEDY = {"model": "test", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running(make_model_dir(tmp_path_factory.mktemp("model"))) as (url, srv):
+        yield url, srv
+
+
+def post(url, path, body):
+    r = httpx.post(url + path, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def streamed(url, path, body):
+    """Per choice index: (joined text, last finish reason); and the usage chunk."""
+    with httpx.stream("POST", url + path, json={**body, "stream": True, "stream_options": {"include_usage": True}},
+                      timeout=60) as r:
+        assert r.status_code == 200
+        events = sse_events(list(r.iter_lines()))
+    texts, reasons = {}, {}
+    for e in events[:-1]:
+        (c,) = e["choices"]
+        texts[c["index"]] = texts.get(c["index"], "") + (c["text"] if "text" in c else c["delta"].get("content", ""))
+        reasons[c["index"]] = c["finish_reason"] or reasons.get(c["index"])
+    assert events[-1]["choices"] == []
+    return [(texts[i], reasons[i]) for i in sorted(texts)], events[-1]["usage"]
+
+
+def test_n_and_a_batch_of_prompts_are_choices_prompt_by_prompt(server):
+    url, srv = server
+    prompts = ["The quick brown fox", srv.tokenizer.encode("Unicode: café 日本語 🙂")]
+    alone = [post(url, "/v1/completions", {**GREEDY, "prompt": p}) for p in prompts]
+    r = post(url, "/v1/completions", {**GREEDY, "prompt": prompts, "n": 2})
+    assert [c["index"] for c in r["choices"]] == [0, 1, 2, 3]
+    assert [c["text"] for c in r["choices"]] == [a["choices"][0]["text"] for a in alone for _ in range(2)]
+    assert r["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)  # each prompt once
+    assert r["usage"]["completion_tokens"] == 4 * 8
+    got, usage = streamed(url, "/v1/completions", {**GREEDY, "prompt": prompts, "n": 2})
+    assert got == [(c["text"], c["finish_reason"]) for c in r["choices"]]
+    assert usage["completion_tokens"] == 32 and usage["prompt_tokens"] == r["usage"]["prompt_tokens"]
+    with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0) as client:
+        c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], n=3,
+                                           max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
+        assert [x.index for x in c.choices] == [0, 1, 2] and len({x.message.content for x in c.choices}) == 1
+        assert c.usage.completion_tokens == 3 * 6
+    chat = {**GREEDY, "messages": [{"role": "user", "content": "Héllo 🙂"}], "n": 2}
+    whole = post(url, "/v1/chat/completions", chat)
+    got, _ = streamed(url, "/v1/chat/completions", chat)
+    assert got == [(c["message"]["content"], c["finish_reason"]) for c in whole["choices"]]
+
+
+def test_sampled_choices_take_seed_plus_their_index(server):
+    url, _ = server
+    body = {"model": "test", "prompt": "The quick", "max_tokens": 12, "temperature": 1.0, "ignore_eos": True}
+    r = post(url, "/v1/completions", {**body, "n": 3, "seed": 5})
+    each = [post(url, "/v1/completions", {**body, "seed": 5 + j})["choices"][0]["text"] for j in range(3)]
+    assert [c["text"] for c in r["choices"]] == each and len(set(each)) > 1
+    # the largest seed the field takes wraps to the engine's 64 bits instead of failing choice 1
+    top = post(url, "/v1/completions", {**body, "n": 2, "seed": 2**64 - 1})
+    assert top["choices"][1]["text"] == post(url, "/v1/completions", {**body, "seed": 0})["choices"][0]["text"]
+
+
+def test_echo_puts_the_prompt_before_the_text(server):
+    url, srv = server
+    for prompt in ("Numbers 0 1 2 3", srv.tokenizer.encode("Emoji: 🙂 🚀")):
+        plain = post(url, "/v1/completions", {**GREEDY, "prompt": prompt})["choices"][0]["text"]
+        text = prompt if isinstance(prompt, str) else srv.tokenizer.decode(prompt)
+        assert post(url, "/v1/completions", {**GREEDY, "prompt": prompt, "echo": True})["choices"][0]["text"] \
+            == text + plain
+        assert streamed(url, "/v1/completions", {**GREEDY, "prompt": prompt, "echo": True})[0] \
+            == [(text + plain, "length")]
+
+
+def error_of(r, status):
+    assert r.status_code == status, r.text
+    return r.json()["error"]
+
+
+def test_a_prompt_the_model_cannot_continue_is_400_naming_it(server):
+    url, srv = server
+    n = srv.max_model_len
+    tok = srv.tokenizer
+    words = next(k for k in range(n) if len(tok.encode(tok.apply_chat_template(
+        [{"role": "user", "content": "x " * k}]), add_special_tokens=False)) >= n)
+    for content in ("x " * words, "x " * 2 * n):  # exactly the model's length, and far beyond
+        err = error_of(httpx.post(url + "/v1/chat/completions", json={"model": "test", "messages": [
+            {"role": "user", "content": content}]}), 400)  # no max_tokens: up to the model's length
+        assert err["param"] == "messages" and f"maximum context length is {n}" in err["message"]
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * n}), 400)
+    assert err["param"] == "prompt" and f"maximum context length is {n}" in err["message"]
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * (n - 4),
+                                                             "max_tokens": 5}), 400)
+    assert err["param"] == "max_tokens"
+    assert post(url, "/v1/completions", {"model": "test", "prompt": [5] * (n - 4), "max_tokens": 4})
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": ["hi", ""]}), 400)
+    assert err["param"] == "prompt" and "prompt[1]" in err["message"]
+
+
+def test_integral_floats_are_integers(server):
+    url, _ = server
+    r = post(url, "/v1/completions", {"model": "test", "prompt": "hi", "max_tokens": 3.0, "n": 2.0,
+                                      "temperature": 0, "ignore_eos": True})
+    assert len(r["choices"]) == 2 and r["usage"]["completion_tokens"] == 6
+    for field, value in (("max_tokens", 2.5), ("n", 1.5), ("max_tokens", "3"), ("logprobs", True)):
+        assert error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": "hi", field: value}),
+                        400)["param"] == field
