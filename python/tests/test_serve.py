@@ -2,6 +2,7 @@
 and chat, streamed and not, usage, concurrency, disconnects, bad requests,
 API keys and tenant isolation, metrics."""
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -214,6 +215,13 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
+    # a body declared as anything but JSON is refused (as vLLM does); one declared JSON, or not declared, is read
+    raw_ok = json.dumps(ok).encode()
+    for media in ("text/plain", "application/x-www-form-urlencoded"):  # the latter: curl -d without -H
+        assert "Content-Type" in error_of(httpx.post(url, content=raw_ok, headers={"content-type": media}), 400)[
+            "message"]
+    for headers in ({"content-type": "Application/JSON; charset=utf-8"}, {}):
+        assert httpx.post(url, content=raw_ok, headers=headers).status_code == 200
     deep = b"[" * 100_000 + b"]" * 100_000
     assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
     with pytest.raises(openai.BadRequestError):

@@ -1,5 +1,7 @@
 """kvcache.serve's choices: n per prompt, batches of prompts, echo, seeds per
 choice, and the limits a prompt meets (the model's length, integer fields)."""
+import time
+
 import pytest
 
 for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
@@ -8,7 +10,7 @@ for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_clien
 import httpx  # noqa: E402
 import openai  # noqa: E402
 
-from serve_fixture import running, sse_events  # noqa: E402
+from serve_fixture import metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import make_model_dir  # noqa: E402
 
 GREEDY = {"model": "test", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
@@ -119,3 +121,21 @@ def test_integral_floats_are_integers(server):
     for field, value in (("max_tokens", 2.5), ("n", 1.5), ("max_tokens", "3"), ("logprobs", True)):
         assert error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": "hi", field: value}),
                         400)["param"] == field
+
+
+def test_a_client_that_leaves_aborts_every_choice(server, monkeypatch):
+    url, srv = server
+    slow_steps(monkeypatch, srv)  # 400 tokens take 8 s
+    body = {"model": "test", "prompt": "The quick brown fox " * 10, "max_tokens": 400, "ignore_eos": True, "n": 3,
+            "stream": True}
+    with httpx.Client(timeout=30) as h:
+        with h.stream("POST", url + "/v1/completions", json=body) as r:
+            lines = r.iter_lines()
+            for _ in range(6):
+                next(lines)
+            text = h.get(url + "/metrics").text
+            assert metric(text, "kvcache_num_requests_running") + metric(text, "kvcache_num_requests_waiting") == 3
+    deadline = time.monotonic() + 2
+    while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"]:
+        assert time.monotonic() < deadline, "the KV of a disconnected client's choices was not freed"
+        time.sleep(0.02)

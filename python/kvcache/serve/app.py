@@ -258,6 +258,7 @@ class Server:
         raise ApiError(401, "a valid API key is required: Authorization: Bearer <key>", code="invalid_api_key")
 
     async def _body(self, request):
+        protocol.check_content_type(request.headers.get("content-type"))
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")

@@ -26,6 +26,14 @@ def bad(message, param=None):
     return ApiError(400, message, param=param)
 
 
+def check_content_type(value):
+    """A request body must be declared JSON (vLLM refuses any other media type with 400 too); a request that
+    declares none is read as JSON."""
+    media = (value or "application/json").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise bad(f"the request body must be JSON (Content-Type: application/json), not {value!r}")
+
+
 def parse_body(data):
     """The JSON value of a request body, or a 400 naming what is wrong: not JSON, nested deeper than the
     parser goes, or holding a string that is not Unicode text (a lone surrogate escape such as "\\ud800",
