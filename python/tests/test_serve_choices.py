@@ -139,3 +139,23 @@ def test_a_client_that_leaves_aborts_every_choice(server, monkeypatch):
     while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"]:
         assert time.monotonic() < deadline, "the KV of a disconnected client's choices was not freed"
         time.sleep(0.02)
+
+
+def test_vllm_text_options_stop_string_kept_and_special_tokens_shown(server):
+    url, srv = server
+    body = {**GREEDY, "prompt": "The quick", "max_tokens": 24}
+    text = post(url, "/v1/completions", body)["choices"][0]["text"]
+    stop = text[5:8]
+    kept = {**body, "stop": [stop], "include_stop_str_in_output": True}
+    r = post(url, "/v1/completions", kept)["choices"][0]
+    assert (r["text"], r["finish_reason"]) == (text[:text.index(stop) + len(stop)], "stop")
+    assert streamed(url, "/v1/completions", kept)[0] == [(r["text"], "stop")]
+    special = "<|im_start|>"  # a special token a sampled text may hold: shown only with skip_special_tokens false
+    for seed in range(20):
+        sampled = {**body, "temperature": 2.0, "seed": seed, "max_tokens": 64}
+        shown = post(url, "/v1/completions", {**sampled, "skip_special_tokens": False})["choices"][0]["text"]
+        if special in shown:
+            assert special not in post(url, "/v1/completions", sampled)["choices"][0]["text"]
+            break
+    else:
+        pytest.fail(f"no sampled text held {special}")

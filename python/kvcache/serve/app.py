@@ -309,7 +309,8 @@ class Server:
                 for j in range(gen.n):
                     stream = await self.engine.add_request(prompt.ids, dataclasses.replace(p, seed=_seed(p.seed, j)),
                                                            priority=gen.priority, cache_salt=salt)
-                    reqs.append(_Request(self, stream, TextStream(self.tokenizer, prompt.ids, gen.stop),
+                    reqs.append(_Request(self, stream, TextStream(self.tokenizer, prompt.ids, gen.stop,
+                                                                           gen.skip_special_tokens, gen.include_stop),
                                          p.stop_token_ids, arrival, prompt))
                     self.metrics.prompt_tokens.inc(len(prompt.ids))
         except BaseException as exc:  # a refusal, or the client gone: none of the choices runs

@@ -80,6 +80,8 @@ class Generation:
     cache_salt: str
     tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
     n: int  # choices per prompt
+    skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
+    include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
     echo: bool  # completions: the prompt's text before each choice's
 
 
@@ -146,7 +148,8 @@ def _unsupported(body, n):
     if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
         raise bad("min_tokens is not supported (only 0)", "min_tokens")
     for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                 "structured_outputs"):
+                 "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
+                 "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         if body.get(name) not in (None, False, ""):
             raise bad(f"{name} is not supported", name)
     fmt = body.get("response_format")
@@ -183,7 +186,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False)
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False,
+                      skip_special_tokens=_bool(body, "skip_special_tokens", True),
+                      include_stop=_bool(body, "include_stop_str_in_output"))
 
 
 def _one_prompt(prompt, vocab_size, what):
