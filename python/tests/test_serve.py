@@ -125,6 +125,20 @@ def test_logprobs_of_completions_and_chat(client):
     assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob == pytest.approx(e.logprob) for e in content)
 
 
+def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
+    """OpenAI's `bytes`: a token's own UTF-8 bytes, also when they are part of a character (its text is U+FFFD),
+    so that the bytes of a run of tokens join to its text."""
+    text = "日本語 🙂 café"
+    assert b"".join(tok.token_bytes(t) for t in tok.encode(text)) == text.encode()
+    c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": text}], max_tokens=24,
+                                       temperature=0, logprobs=True, top_logprobs=3,
+                                       extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+    entries = [x for e in c.choices[0].logprobs.content for x in (e, *e.top_logprobs)]
+    ids = [int(e.token.split(":")[1]) for e in entries]
+    assert any(tok.decode([t]) == "\ufffd" for t in ids)  # a token that is part of a character
+    assert [bytes(e.bytes) for e in entries] == [tok.token_bytes(t) for t in ids]
+
+
 def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
     prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(32)]
     kw = dict(model="test", max_tokens=16, temperature=0, logprobs=0,

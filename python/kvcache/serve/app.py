@@ -376,6 +376,10 @@ class Server:
     def _token_text(self, token_id):
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 
+    @functools.lru_cache(maxsize=4096)
+    def _token_bytes(self, token_id):
+        return self.tokenizer.token_bytes(token_id)
+
     def _reply(self, kind, prefix):
         """The envelope of one answer's chunks: chunk(choices, usage=None)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
@@ -437,7 +441,7 @@ class Server:
 
         def entry(token_id, logprob):
             text = name(token_id)
-            return {"token": text, "logprob": logprob, "bytes": list(self._token_text(token_id).encode())}
+            return {"token": text, "logprob": logprob, "bytes": list(self._token_bytes(token_id))}
 
         return {"content": [{**entry(lp.token_id, lp.logprob), "top_logprobs": [entry(t, v) for t, v in lp.top]}
                             for lp in lps]}
