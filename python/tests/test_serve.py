@@ -139,6 +139,28 @@ def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
     assert [bytes(e.bytes) for e in entries] == [tok.token_bytes(t) for t in ids]
 
 
+def test_prompts_are_tokenized_off_the_event_loop(server, monkeypatch):
+    """A long prompt takes a while to tokenize (about a second per MiB here): a worker thread does it, so the
+    streams running meanwhile go on."""
+    url, srv = server
+    where, encode = [], srv.tokenizer.encode
+
+    def spy(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            where.append("event loop")
+        except RuntimeError:
+            where.append("worker")
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(srv.tokenizer, "encode", spy)
+    assert httpx.post(url + "/v1/completions", json={"model": "test", "prompt": "hi", "max_tokens": 1}).status_code \
+        == 200
+    assert httpx.post(url + "/v1/chat/completions", json={"model": "test", "max_tokens": 1, "messages": [
+        {"role": "user", "content": "hi"}]}).status_code == 200
+    assert where == ["worker", "worker"]
+
+
 def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
     prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(32)]
     kw = dict(model="test", max_tokens=16, temperature=0, logprobs=0,

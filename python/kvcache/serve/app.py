@@ -297,7 +297,8 @@ class Server:
         (Generation, [_Request] in choice order: prompt by prompt, n each)."""
         arrival = time.monotonic()
         tenant = self._tenant(request)
-        gen, prompts = parse(await self._body(request))
+        # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
+        gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
         if gen.model != self.model_name:
             raise ApiError(404, f"the model `{gen.model}` does not exist; this server serves `{self.model_name}`",
                            param="model", code="model_not_found")
