@@ -39,7 +39,7 @@ def streamed(url, path, body):
         (c,) = e["choices"]
         texts[c["index"]] = texts.get(c["index"], "") + (c["text"] if "text" in c else c["delta"].get("content", ""))
         reasons[c["index"]] = c["finish_reason"] or reasons.get(c["index"])
-    assert events[-1]["choices"] == []
+    assert events[-1]["choices"] == [] and all(e["usage"] is None for e in events[:-1])  # OpenAI: null till then
     return [(texts[i], reasons[i]) for i in sorted(texts)], events[-1]["usage"]
 
 

@@ -381,13 +381,14 @@ class Server:
     def _token_bytes(self, token_id):
         return self.tokenizer.token_bytes(token_id)
 
-    def _reply(self, kind, prefix):
-        """The envelope of one answer's chunks: chunk(choices, usage=None)."""
+    def _reply(self, kind, prefix, null_usage=False):
+        """The envelope of one answer's chunks: chunk(choices, usage=None). null_usage: the chunks without
+        usage say "usage": null (a stream with include_usage: OpenAI documents every chunk with the field)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
         def chunk(choices, usage=None):
             out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": choices}
-            if usage is not None:
+            if usage is not None or null_usage:
                 out["usage"] = usage
             return out
 
@@ -395,7 +396,7 @@ class Server:
 
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl")
+        chunk = self._reply("text_completion", "cmpl", gen.include_usage)
         if gen.stream:
             async def sse():
                 offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
@@ -450,7 +451,7 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl")
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", gen.include_usage)
 
             async def sse():
                 for i in range(len(reqs)):
