@@ -269,6 +269,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
 
 def test_models_health_metrics(server, client):
     assert [m.id for m in client.models.list().data] == ["test"]
+    assert client.models.retrieve("test").id == "test"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("org/other")
     assert httpx.get(server[0] + "/health").status_code == 200
     text = httpx.get(server[0] + "/metrics").text
     for name in ("kvcache_num_requests_running", "kvcache_num_requests_waiting", "kvcache_kv_cache_usage_perc",

@@ -223,6 +223,7 @@ class Server:
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/models", self.models, methods=["GET"]),
+                  Route("/v1/models/{model:path}", self.model, methods=["GET"]),
                   Route("/health", self.health, methods=["GET"]),
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
@@ -269,6 +270,11 @@ class Server:
                 raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
         return protocol.parse_body(data)
 
+    def _check_model(self, name):
+        if name != self.model_name:
+            raise ApiError(404, f"the model `{name}` does not exist; this server serves `{self.model_name}`",
+                           param="model", code="model_not_found")
+
     def _salt(self, tenant, salt):
         """The prefix-cache salt: each API key its own tenant, the request's cache_salt within it."""
         if tenant is None:
@@ -299,9 +305,7 @@ class Server:
         tenant = self._tenant(request)
         # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
-        if gen.model != self.model_name:
-            raise ApiError(404, f"the model `{gen.model}` does not exist; this server serves `{self.model_name}`",
-                           param="model", code="model_not_found")
+        self._check_model(gen.model)
         params = [self._params(gen, len(p.ids), what) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
         reqs = []
@@ -478,11 +482,19 @@ class Server:
 
     # ---- the rest ----
 
+    def _model_card(self):
+        return {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "kvcache",
+                "max_model_len": self.max_model_len}
+
     async def models(self, request):
         self._tenant(request)
-        return JSONResponse({"object": "list", "data": [
-            {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "kvcache",
-             "max_model_len": self.max_model_len}]})
+        return JSONResponse({"object": "list", "data": [self._model_card()]})
+
+    async def model(self, request):
+        """GET /v1/models/{model} (the SDK's models.retrieve)."""
+        self._tenant(request)
+        self._check_model(request.path_params["model"])
+        return JSONResponse(self._model_card())
 
     async def health(self, request):
         return Response(status_code=200)
