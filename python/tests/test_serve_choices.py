@@ -159,3 +159,15 @@ def test_vllm_text_options_stop_string_kept_and_special_tokens_shown(server):
             break
     else:
         pytest.fail(f"no sampled text held {special}")
+
+
+def test_continuous_usage_stats_give_the_usage_so_far_in_every_chunk(server):
+    url, _ = server
+    options = {"include_usage": True, "continuous_usage_stats": True}
+    with httpx.stream("POST", url + "/v1/completions", json={**GREEDY, "prompt": "hi", "stream": True,
+                                                              "stream_options": options}, timeout=60) as r:
+        events = sse_events(list(r.iter_lines()))
+    done = [e["usage"]["completion_tokens"] for e in events]
+    assert done == sorted(done) and done[0] >= 1 and done[-1] == 8 and events[-1]["choices"] == []
+    assert all(e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"]
+               for e in events)

@@ -195,6 +195,14 @@ def _usage(reqs):
             "prompt_tokens_details": {"cached_tokens": sum(r.n_cached for r in firsts)}}
 
 
+def _chunk_usage(gen, reqs):
+    """The usage of a stream's chunks (but the last one's): none; with include_usage null (OpenAI documents the
+    field in every chunk); with vLLM's continuous_usage_stats too, the usage so far."""
+    if not gen.stream or not gen.include_usage:
+        return None
+    return (lambda: _usage(reqs)) if gen.continuous_usage else (lambda: None)
+
+
 def _seed(seed, j):
     """The seed of choice j: seed + j as the engine's int64 (the same 64 bits), None stays None (vLLM: seed + index)."""
     if seed is None:
@@ -385,22 +393,24 @@ class Server:
     def _token_bytes(self, token_id):
         return self.tokenizer.token_bytes(token_id)
 
-    def _reply(self, kind, prefix, null_usage=False):
-        """The envelope of one answer's chunks: chunk(choices, usage=None). null_usage: the chunks without
-        usage say "usage": null (a stream with include_usage: OpenAI documents every chunk with the field)."""
+    def _reply(self, kind, prefix, every_chunk=None):
+        """The envelope of one answer's chunks: chunk(choices, usage=None). every_chunk: None, or what a
+        chunk without usage carries as its usage (_chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
         def chunk(choices, usage=None):
             out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": choices}
-            if usage is not None or null_usage:
+            if usage is not None:
                 out["usage"] = usage
+            elif every_chunk is not None:
+                out["usage"] = every_chunk()
             return out
 
         return chunk
 
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl", gen.include_usage)
+        chunk = self._reply("text_completion", "cmpl", _chunk_usage(gen, reqs))
         if gen.stream:
             async def sse():
                 offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
@@ -455,7 +465,7 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl", gen.include_usage)
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", _chunk_usage(gen, reqs))
 
             async def sse():
                 for i in range(len(reqs)):

@@ -67,6 +67,7 @@ class Generation:
     model: str
     stream: bool
     include_usage: bool
+    continuous_usage: bool  # with include_usage: every chunk has the usage so far (vLLM's continuous_usage_stats)
     max_tokens: int  # None: up to the model's length
     temperature: float
     top_p: float
@@ -181,6 +182,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
     top_k = _int(body, "top_k", 0, -1, vocab_size)
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
+                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
