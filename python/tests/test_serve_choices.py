@@ -103,11 +103,12 @@ def test_a_prompt_the_model_cannot_continue_is_400_naming_it(server):
         err = error_of(httpx.post(url + "/v1/chat/completions", json={"model": "test", "messages": [
             {"role": "user", "content": content}]}), 400)  # no max_tokens: up to the model's length
         assert err["param"] == "messages" and f"maximum context length is {n}" in err["message"]
+        assert err["code"] == "context_length_exceeded"  # OpenAI's code
     err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * n}), 400)
     assert err["param"] == "prompt" and f"maximum context length is {n}" in err["message"]
     err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * (n - 4),
                                                              "max_tokens": 5}), 400)
-    assert err["param"] == "max_tokens"
+    assert err["param"] == "max_tokens" and err["code"] == "context_length_exceeded"
     assert post(url, "/v1/completions", {"model": "test", "prompt": [5] * (n - 4), "max_tokens": 4})
     err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": ["hi", ""]}), 400)
     assert err["param"] == "prompt" and "prompt[1]" in err["message"]

@@ -295,12 +295,13 @@ class Server:
         max_tokens = gen.max_tokens
         if n_prompt >= self.max_model_len:
             raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the {what} has "
-                      f"{n_prompt}, which leaves no room to generate", what)
+                      f"{n_prompt}, which leaves no room to generate", what, "context_length_exceeded")
         if max_tokens is None:
             max_tokens = self.max_model_len - n_prompt
         if n_prompt + max_tokens > self.max_model_len:
             raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the request asks for "
-                      f"{n_prompt + max_tokens} ({n_prompt} in the {what}, {max_tokens} to generate)", "max_tokens")
+                      f"{n_prompt + max_tokens} ({n_prompt} in the {what}, {max_tokens} to generate)", "max_tokens",
+                      "context_length_exceeded")
         stop_ids = gen.stop_token_ids + (() if gen.ignore_eos else self.tokenizer.eos_token_ids)
         return SamplingParams(max_tokens=max_tokens, temperature=gen.temperature, top_p=gen.top_p,
                               top_k=gen.top_k, seed=gen.seed, stop_token_ids=tuple(dict.fromkeys(stop_ids)),

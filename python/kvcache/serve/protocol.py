@@ -22,8 +22,8 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
-def bad(message, param=None):
-    return ApiError(400, message, param=param)
+def bad(message, param=None, code=None):
+    return ApiError(400, message, param=param, code=code)
 
 
 def check_content_type(value):
