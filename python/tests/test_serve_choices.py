@@ -172,3 +172,15 @@ def test_continuous_usage_stats_give_the_usage_so_far_in_every_chunk(server):
     assert done == sorted(done) and done[0] >= 1 and done[-1] == 8 and events[-1]["choices"] == []
     assert all(e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"]
                for e in events)
+
+
+def test_choices_beyond_the_queue_are_503_and_none_runs(tmp_path):
+    with running(make_model_dir(tmp_path / "model"), max_num_seqs=1, max_requests=2) as (url, srv):
+        body = {**GREEDY, "prompt": "The quick", "max_tokens": 50, "n": 3}
+        err = error_of(httpx.post(url + "/v1/completions", json=body), 503)
+        assert err["code"] == "queue_full"
+        deadline = time.monotonic() + 2
+        while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"] or srv.engine.stats()["waiting"]:
+            assert time.monotonic() < deadline, "the choices queued before the refusal still run"
+            time.sleep(0.02)
+        assert len(post(url, "/v1/completions", {**body, "n": 2})["choices"]) == 2

@@ -137,7 +137,6 @@ class _Request:
                 return
 
 
-
 class _Prompt:
     """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids)."""
 
@@ -317,25 +316,28 @@ class Server:
         self._check_model(gen.model)
         params = [self._params(gen, len(p.ids), what) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
-        reqs = []
-        try:
-            for prompt, p in zip(prompts, params):
-                for j in range(gen.n):
-                    stream = await self.engine.add_request(prompt.ids, dataclasses.replace(p, seed=_seed(p.seed, j)),
-                                                           priority=gen.priority, cache_salt=salt)
-                    reqs.append(_Request(self, stream, TextStream(self.tokenizer, prompt.ids, gen.stop,
-                                                                           gen.skip_special_tokens, gen.include_stop),
-                                         p.stop_token_ids, arrival, prompt))
-                    self.metrics.prompt_tokens.inc(len(prompt.ids))
-        except BaseException as exc:  # a refusal, or the client gone: none of the choices runs
-            for req in reqs:
-                req.stream.abort()
+        choices = [(prompt, dataclasses.replace(p, seed=_seed(p.seed, j)))
+                   for prompt, p in zip(prompts, params) for j in range(gen.n)]
+        # every choice queued at once (one wait for the engine thread, not one per choice)
+        added = await asyncio.gather(*(self.engine.add_request(prompt.ids, p, priority=gen.priority, cache_salt=salt)
+                                       for prompt, p in choices), return_exceptions=True)
+        refused = [a for a in added if isinstance(a, BaseException)]
+        if refused:  # none of the choices runs
+            for a in added:
+                if not isinstance(a, BaseException):
+                    a.abort()
+            exc = refused[0]
             if isinstance(exc, QueueFull):
                 raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
                                code="queue_full") from None
             if isinstance(exc, (InvalidArgument, OutOfMemory)):
                 raise bad(exc.message) from None
-            raise
+            raise exc
+        reqs = []
+        for (prompt, p), stream in zip(choices, added):
+            text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop)
+            reqs.append(_Request(self, stream, text, p.stop_token_ids, arrival, prompt))
+            self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
 
     async def _finish(self, request, reqs, collect):
