@@ -184,3 +184,16 @@ def test_choices_beyond_the_queue_are_503_and_none_runs(tmp_path):
             assert time.monotonic() < deadline, "the choices queued before the refusal still run"
             time.sleep(0.02)
         assert len(post(url, "/v1/completions", {**body, "n": 2})["choices"]) == 2
+
+
+def test_cache_salt_keeps_a_prefix_to_its_own_salt(server):
+    url, _ = server
+    body = {**GREEDY, "prompt": "Prefix caching shares the blocks of a prompt that many requests begin with " * 2}
+
+    def cached(**kw):
+        return post(url, "/v1/completions", {**body, **kw})["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+    assert cached(cache_salt="tenant-a") == 0
+    assert cached(cache_salt="tenant-a") > 0  # its own prompt, cached
+    assert cached(cache_salt="tenant-b") == 0 and cached() == 0  # never under another salt, nor without one
+    assert cached(cache_salt="tenant-b", n=2) > 0  # the first choice of a prompt says what its prompt found
