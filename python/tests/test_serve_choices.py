@@ -1,5 +1,6 @@
 """kvcache.serve's choices: n per prompt, batches of prompts, echo, seeds per
 choice, and the limits a prompt meets (the model's length, integer fields)."""
+import asyncio
 import time
 
 import pytest
@@ -197,3 +198,36 @@ def test_cache_salt_keeps_a_prefix_to_its_own_salt(server):
     assert cached(cache_salt="tenant-a") > 0  # its own prompt, cached
     assert cached(cache_salt="tenant-b") == 0 and cached() == 0  # never under another salt, nor without one
     assert cached(cache_salt="tenant-b", n=2) > 0  # the first choice of a prompt says what its prompt found
+
+
+def test_mixed_concurrent_clients_get_what_each_gets_alone(server):
+    """24 clients at once, completions and chat, streamed and not, n 1 to 3: greedy text is batch invariant."""
+    url, _ = server
+
+    def case(i):
+        chat = i % 2 == 1
+        body = {**GREEDY, "max_tokens": 12, "n": 1 + i % 3, "stream": i % 4 >= 2}
+        if chat:
+            return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": f"Ünïcödé 🙂 {i}"}]}
+        return "/v1/completions", {**body, "prompt": f"Numbers {i} 日本語"}
+
+    async def one(client, path, body):
+        if not body["stream"]:
+            r = await client.post(path, json=body)
+            return [c.get("text", c.get("message", {}).get("content")) for c in r.json()["choices"]]
+        async with client.stream("POST", path, json=body) as r:
+            events = sse_events([line async for line in r.aiter_lines()])
+        texts = [""] * body["n"]
+        for e in events:
+            for c in e["choices"]:
+                texts[c["index"]] += c["text"] if "text" in c else c["delta"].get("content", "")
+        return texts
+
+    async def run():
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            alone = [await one(client, *case(i)) for i in range(24)]
+            together = await asyncio.wait_for(asyncio.gather(*(one(client, *case(i)) for i in range(24))), 30)
+            return alone, together
+
+    alone, together = asyncio.run(run())
+    assert together == alone and all(len(set(t)) == 1 and t[0] for t in alone)
