@@ -118,6 +118,14 @@ def test_logprobs_of_completions_and_chat(client):
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == r.usage.completion_tokens
     for tok_text, value, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
         assert value <= 0 and len(top) <= 3 and max(top.values()) == pytest.approx(value)
+    # the sampled token is always in top_logprobs (OpenAI: up to logprobs + 1 entries): logprobs 0 gives it alone
+    for k, temperature in ((0, 0), (1, 1.5)):
+        r = client.completions.create(model="test", prompt="The quick", max_tokens=8, temperature=temperature,
+                                      seed=3, logprobs=k, extra_body={"return_tokens_as_token_ids": True})
+        lp = r.choices[0].logprobs
+        assert all(top[t] == v and len(top) <= k + 1 for t, v, top in zip(lp.tokens, lp.token_logprobs,
+                                                                         lp.top_logprobs))
+        assert k == 1 or all(len(top) == 1 for top in lp.top_logprobs)
     c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
                                        temperature=0, logprobs=True, top_logprobs=2)
     content = c.choices[0].logprobs.content

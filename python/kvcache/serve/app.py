@@ -380,13 +380,16 @@ class Server:
         return (lambda t: f"token_id:{t}") if gen.tokens_as_ids else self._token_text
 
     def _completion_logprobs(self, lps, offset, gen):
+        """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
+        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does)."""
         name = self._token_name(gen)
         offsets = []
         for lp in lps:
             offsets.append(offset)
             offset += len(self._token_text(lp.token_id))
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
-                "top_logprobs": [{name(t): v for t, v in lp.top} for lp in lps], "text_offset": offsets}
+                "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
+                "text_offset": offsets}
 
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
