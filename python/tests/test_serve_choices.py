@@ -231,3 +231,22 @@ def test_mixed_concurrent_clients_get_what_each_gets_alone(server):
 
     alone, together = asyncio.run(run())
     assert together == alone and all(len(set(t)) == 1 and t[0] for t in alone)
+
+
+def test_stop_reason_names_what_stopped_a_choice(server):
+    url, _ = server
+    body = {**GREEDY, "prompt": "The quick", "max_tokens": 10}
+    first = post(url, "/v1/completions", {**body, "logprobs": 0, "return_tokens_as_token_ids": True})["choices"][0]
+    assert (first["finish_reason"], first["stop_reason"]) == ("length", None)
+    token = int(first["logprobs"]["tokens"][3].split(":")[1])
+    by_token = post(url, "/v1/completions", {**body, "stop_token_ids": [token]})["choices"][0]
+    assert (by_token["finish_reason"], by_token["stop_reason"]) == ("stop", token)
+    stop = first["text"][2:5]
+    by_text = post(url, "/v1/completions", {**body, "stop": ["zzz", stop]})["choices"][0]
+    assert (by_text["finish_reason"], by_text["stop_reason"]) == ("stop", stop)
+    chat = {**body, "messages": [{"role": "user", "content": "x"}]}
+    stop = post(url, "/v1/chat/completions", chat)["choices"][0]["message"]["content"][2:5]
+    with httpx.stream("POST", url + "/v1/chat/completions", json={**chat, "stop": [stop], "stream": True}) as r:
+        events = sse_events(list(r.iter_lines()))
+    assert all(e["choices"][0]["stop_reason"] is None for e in events[:-1])
+    assert events[-1]["choices"][0]["finish_reason"] == "stop" and events[-1]["choices"][0]["stop_reason"] == stop

@@ -107,6 +107,11 @@ class _Request:
         self.n_generated = 0
         self.n_cached = 0
         self.finish_reason = None
+        self.stop_reason = None  # what stopped it (vLLM's field): the stop string, a stop_token_ids id, or None
+
+    def ending(self, reason):
+        """A choice's finish_reason and stop_reason fields (both null while it runs)."""
+        return {"finish_reason": reason, "stop_reason": self.stop_reason if reason is not None else None}
 
     async def events(self):
         """(text delta, [TokenLogprob] or None, finish reason or None), a step at a time."""
@@ -120,11 +125,13 @@ class _Request:
             self.n_cached = out.num_cached_tokens
             ids = out.new_token_ids
             if out.finish_reason == "stop" and ids and ids[-1] in self.stop_ids:
+                if ids[-1] not in self.server.tokenizer.eos_token_ids:
+                    self.stop_reason = ids[-1]
                 ids = ids[:-1]  # the end-of-sequence / stop token is not text
             delta = self.text.add(ids)
             reason = out.finish_reason
             if self.text.stopped is not None:
-                reason = "stop"
+                reason, self.stop_reason = "stop", self.text.stopped
                 self.stream.abort()
             if reason is not None:
                 delta += self.text.finish()
@@ -426,7 +433,7 @@ class Server:
                     logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
                         else None
                     offsets[i] += len(delta)
-                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, "finish_reason": reason}]))
+                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
                 if gen.include_usage:
                     yield _sse(chunk([], _usage(reqs)))
 
@@ -436,7 +443,7 @@ class Server:
             texts, lps = await _whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
                            "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
-                           "finish_reason": req.finish_reason}
+                           **req.ending(req.finish_reason)}
                           for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], _usage(reqs))
 
         return await self._finish(request, reqs, collect)
@@ -476,11 +483,11 @@ class Server:
             async def sse():
                 for i in range(len(reqs)):
                     yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                       "finish_reason": None}]))
+                                       **reqs[i].ending(None)}]))
                 async for i, delta, lps, reason in _merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
-                              "finish_reason": reason}
+                              **reqs[i].ending(reason)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
                     yield _sse(chunk([], _usage(reqs)))
@@ -491,7 +498,7 @@ class Server:
             texts, lps = await _whole(reqs)
             choices = [{"index": i, "message": {"role": "assistant", "content": text},
                         "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
-                        "finish_reason": req.finish_reason} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
+                        **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
             return self._reply("chat.completion", "chatcmpl")(choices, _usage(reqs))
 
         return await self._finish(request, reqs, collect)
@@ -500,7 +507,7 @@ class Server:
 
     def _model_card(self):
         return {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "kvcache",
-                "max_model_len": self.max_model_len}
+                "root": self.model_name, "parent": None, "max_model_len": self.max_model_len}
 
     async def models(self, request):
         self._tenant(request)
