@@ -281,6 +281,7 @@ def test_models_health_metrics(server, client):
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("org/other")
     assert httpx.get(server[0] + "/health").status_code == 200
+    assert httpx.get(server[0] + "/version").json() == {"version": kvcache.__version__}
     text = httpx.get(server[0] + "/metrics").text
     for name in ("kvcache_num_requests_running", "kvcache_num_requests_waiting", "kvcache_kv_cache_usage_perc",
                  "kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total",

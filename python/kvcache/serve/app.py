@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .. import __version__
 from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
 from ..detokenize import TextStream
@@ -239,6 +240,7 @@ class Server:
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
                   Route("/health", self.health, methods=["GET"]),
+                  Route("/version", self.version, methods=["GET"]),
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
                              exception_handlers={ApiError: lambda request, exc: _error_response(exc),
@@ -521,6 +523,10 @@ class Server:
 
     async def health(self, request):
         return Response(status_code=200)
+
+    async def version(self, request):
+        """vLLM's /version: the package's version."""
+        return JSONResponse({"version": __version__})
 
     async def prometheus(self, request):
         data, content_type = self.metrics.exposition()
