@@ -1,6 +1,7 @@
 """kvcache.serve's choices: n per prompt, batches of prompts, echo, seeds per
 choice, and the limits a prompt meets (the model's length, integer fields)."""
 import asyncio
+import json
 import time
 
 import pytest
@@ -250,3 +251,27 @@ def test_stop_reason_names_what_stopped_a_choice(server):
         events = sse_events(list(r.iter_lines()))
     assert all(e["choices"][0]["stop_reason"] is None for e in events[:-1])
     assert events[-1]["choices"][0]["finish_reason"] == "stop" and events[-1]["choices"][0]["stop_reason"] == stop
+
+
+def test_add_special_tokens_as_vllm_defaults_it(tmp_path):
+    """A tokenizer that puts <|endoftext|> before a text: completions add it unless add_special_tokens is false,
+    chat (whose template writes its own) only when it is true."""
+    model = make_model_dir(tmp_path / "model")
+    tokenizer = json.loads((model / "tokenizer.json").read_text())
+    a, b = {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}
+    tokenizer["post_processor"] = {
+        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, a],
+        "pair": [a, b], "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0],
+                                                             "tokens": ["<|endoftext|>"]}}}
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with running(model) as (url, _):
+        def n_prompt(path, **kw):
+            return post(url, path, {"model": "test", "max_tokens": 1, **kw})["usage"]["prompt_tokens"]
+
+        plain = n_prompt("/v1/completions", prompt="hi", add_special_tokens=False)
+        assert n_prompt("/v1/completions", prompt="hi") == plain + 1
+        chat = {"messages": [{"role": "user", "content": "hi"}]}
+        assert n_prompt("/v1/chat/completions", **chat, add_special_tokens=True) \
+            == n_prompt("/v1/chat/completions", **chat) + 1
+        assert error_of(httpx.post(url + "/v1/chat/completions", json={"model": "test", **chat, "echo": True}),
+                        400)["param"] == "echo"

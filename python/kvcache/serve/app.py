@@ -372,7 +372,8 @@ class Server:
 
     def _parse_completion(self, body):
         gen, texts = protocol.completion_request(body, self.vocab_size)
-        prompts = [_Prompt(self.tokenizer.encode(t), t) if isinstance(t, str) else _Prompt(t) for t in texts]
+        prompts = [_Prompt(self.tokenizer.encode(t, gen.add_special_tokens), t) if isinstance(t, str) else _Prompt(t)
+                   for t in texts]
         if not all(p.ids for p in prompts):
             raise bad("the prompt has no tokens", "prompt")
         return gen, prompts
@@ -462,7 +463,7 @@ class Server:
             prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+        ids = self.tokenizer.encode(prompt, add_special_tokens=gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         return gen, [_Prompt(ids)]

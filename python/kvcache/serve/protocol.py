@@ -84,6 +84,7 @@ class Generation:
     skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
     include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
     echo: bool  # completions: the prompt's text before each choice's
+    add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
 
 
 def _is_int(v):
@@ -188,7 +189,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False,
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
                       include_stop=_bool(body, "include_stop_str_in_output"))
 
@@ -219,6 +220,7 @@ def completion_request(body, vocab_size):
     if len(prompts) * gen.n > MAX_CHOICES:
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
+    gen.add_special_tokens = _bool(body, "add_special_tokens", True)
     if gen.echo and logprobs is not None:
         raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
     if gen.max_tokens is None:
@@ -254,6 +256,9 @@ def chat_request(body, vocab_size):
     elif body.get("top_logprobs") is not None:
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
+    if _bool(body, "echo"):
+        raise bad("echo is not supported in chat (vLLM's prefix of the last message)", "echo")
+    gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise bad("tools must be a list", "tools")
