@@ -75,9 +75,9 @@ def test_a_signal_stops_the_server_with_requests_in_flight(model_dir, tmp_path, 
             proc.wait(30)
 
 
-async def cancel_midway(srv, body):
-    """Calls the application as the ASGI server does, cancels the call while its request runs (as uvicorn
-    does to the requests left at its shutdown timeout); returns the messages sent."""
+async def cancel_midway(srv, body, running=lambda srv: srv.engine.stats()["kv_blocks_in_use"] > 0):
+    """Calls the application as the ASGI server does, cancels the call once running(srv) (by default: while its
+    request runs), as uvicorn does to the requests left at its shutdown timeout; returns the messages sent."""
     data, sent = json.dumps(body).encode(), []
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
              "path": "/v1/completions", "raw_path": b"/v1/completions", "query_string": b"", "root_path": "",
@@ -95,12 +95,36 @@ async def cancel_midway(srv, body):
 
     task = asyncio.ensure_future(srv.app(scope, receive, send))
     deadline = time.monotonic() + 5
-    while srv.engine.stats()["kv_blocks_in_use"] == 0:
+    while not running(srv):
         assert time.monotonic() < deadline and not task.done()
         await asyncio.sleep(0.01)
     task.cancel()
     await asyncio.wait_for(task, 5)  # taken: the call ends with an answer, not CancelledError
     return sent
+
+
+def kv_freed(srv, timeout=2):
+    deadline = time.monotonic() + timeout
+    while any(srv.engine.stats()[k] for k in ("kv_blocks_in_use", "running", "waiting")):
+        assert time.monotonic() < deadline, "the KV of a cancelled request was not freed"
+        time.sleep(0.02)
+
+
+def test_a_request_cancelled_while_tokenized_answers_503(model_dir, monkeypatch):
+    with running(model_dir) as (url, srv):
+        tokenizing, encode = threading.Event(), srv.tokenizer.encode
+
+        def slow(*args, **kwargs):
+            tokenizing.set()
+            time.sleep(0.3)
+            return encode(*args, **kwargs)
+
+        monkeypatch.setattr(srv.tokenizer, "encode", slow)
+        sent = asyncio.run(cancel_midway(srv, BODY, lambda srv: tokenizing.is_set()))
+        assert sent[0]["status"] == 503 and b"shutting_down" in sent[1]["body"]
+        monkeypatch.undo()
+        kv_freed(srv)
+        assert httpx.post(url + "/v1/completions", json={**BODY, "max_tokens": 2}).status_code == 200
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -111,9 +135,6 @@ def test_a_cancelled_request_answers_and_frees_its_kv(model_dir, monkeypatch, st
         assert sent[0]["status"] == (200 if stream else 503) and sent[-1].get("more_body", False) is False
         body = b"".join(m.get("body", b"") for m in sent[1:]).decode()
         assert "shutting_down" in body and body.endswith("data: [DONE]\n\n") == stream
-        deadline = time.monotonic() + 2
-        while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"]:
-            assert time.monotonic() < deadline, "the KV of a cancelled request was not freed"
-            time.sleep(0.02)
+        kv_freed(srv)
         monkeypatch.undo()
         assert httpx.post(_ + "/v1/completions", json={**BODY, "max_tokens": 2}).status_code == 200

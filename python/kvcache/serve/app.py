@@ -60,6 +60,19 @@ def _shutting_down():
     return ApiError(503, "the server is shutting down", type="server_error", code="shutting_down")
 
 
+def _stoppable(handler):
+    """A request handler that answers 503 shutting_down when the server stops it (before its response starts:
+    checking, tokenizing, queueing, or waiting for a non-streamed answer)."""
+    @functools.wraps(handler)
+    async def run(self, request):
+        try:
+            return await handler(self, request)
+        except asyncio.CancelledError:
+            return _error_response(_shutting_down())
+
+    return run
+
+
 class _EventStream(StreamingResponse):
     """Server-sent events that stop, and so abort their request, as soon as
     the client disconnects (listened for beside the stream, whatever the
@@ -356,8 +369,6 @@ class Server:
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            return _error_response(_shutting_down())
         finally:
             gone.cancel()
             if not work.done():
@@ -424,6 +435,7 @@ class Server:
 
         return chunk
 
+    @_stoppable
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
         chunk = self._reply("text_completion", "cmpl", _chunk_usage(gen, reqs))
@@ -478,6 +490,7 @@ class Server:
         return {"content": [{**entry(lp.token_id, lp.logprob), "top_logprobs": [entry(t, v) for t, v in lp.top]}
                             for lp in lps]}
 
+    @_stoppable
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
