@@ -24,7 +24,7 @@ from ..engine import SamplingParams
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import protocol
+from . import choices, protocol
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -100,135 +100,16 @@ class _EventStream(StreamingResponse):
                 await run(functools.partial(self.listen_for_disconnect, receive))
         except asyncio.CancelledError:
             end = (_sse(_shutting_down().body()) + "data: [DONE]\n\n").encode()
-            if not started:
-                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the client may be gone too
+                if not started:
+                    await send({"type": "http.response.start", "status": self.status_code,
+                                "headers": self.raw_headers})
                 await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def _disconnected(request):
     while (await request.receive())["type"] != "http.disconnect":
         pass
-
-
-class _Request:
-    """One generation (one choice): its engine stream, text, counts and latencies."""
-
-    def __init__(self, server, stream, text, stop_ids, arrival, prompt):
-        self.server, self.stream, self.text, self.stop_ids = server, stream, text, stop_ids
-        self.arrival = self.last = arrival
-        self.prompt = prompt  # the _Prompt it continues
-        self.n_generated = 0
-        self.n_cached = 0
-        self.finish_reason = None
-        self.stop_reason = None  # what stopped it (vLLM's field): the stop string, a stop_token_ids id, or None
-
-    def ending(self, reason):
-        """A choice's finish_reason and stop_reason fields (both null while it runs)."""
-        return {"finish_reason": reason, "stop_reason": self.stop_reason if reason is not None else None}
-
-    async def events(self):
-        """(text delta, [TokenLogprob] or None, finish reason or None), a step at a time."""
-        m = self.server.metrics
-        async for out in self.stream:
-            now = time.monotonic()
-            if out.new_token_ids:
-                (m.ttft if self.n_generated == 0 else m.itl).observe(now - self.last)
-                self.last = now
-            self.n_generated += len(out.new_token_ids)
-            self.n_cached = out.num_cached_tokens
-            ids = out.new_token_ids
-            if out.finish_reason == "stop" and ids and ids[-1] in self.stop_ids:
-                if ids[-1] not in self.server.tokenizer.eos_token_ids:
-                    self.stop_reason = ids[-1]
-                ids = ids[:-1]  # the end-of-sequence / stop token is not text
-            delta = self.text.add(ids)
-            reason = out.finish_reason
-            if self.text.stopped is not None:
-                reason, self.stop_reason = "stop", self.text.stopped
-                self.stream.abort()
-            if reason is not None:
-                delta += self.text.finish()
-                self.finish_reason = reason
-                m.e2e.observe(now - self.arrival)
-                m.generation_tokens.inc(self.n_generated)
-                m.requests.labels(reason).inc()
-            yield delta, out.logprobs, reason
-            if reason is not None:
-                return
-
-
-class _Prompt:
-    """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids)."""
-
-    def __init__(self, ids, text=None):
-        self.ids, self.text = ids, text
-
-
-async def _merged(reqs):
-    """(choice index, text delta, [TokenLogprob] or None, finish reason or None) of every request, in the
-    order their steps come. Leaving early (a client gone) or a failure of one aborts them all."""
-    queue = asyncio.Queue()
-
-    async def pump(i, req):
-        try:
-            async for event in req.events():
-                queue.put_nowait((i, event))
-        except Exception as exc:  # the engine failed: the consumer raises it
-            queue.put_nowait((i, exc))
-        finally:
-            queue.put_nowait((i, None))
-
-    tasks = [asyncio.ensure_future(pump(i, req)) for i, req in enumerate(reqs)]
-    try:
-        running = len(tasks)
-        while running:
-            i, event = await queue.get()
-            if event is None:
-                running -= 1
-            elif isinstance(event, Exception):
-                raise event
-            else:
-                yield (i, *event)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for req in reqs:
-            req.stream.abort()
-
-
-async def _whole(reqs):
-    """Every request's whole text and TokenLogprobs (the non-streamed answer): ([text], [[TokenLogprob]])."""
-    texts, lps = [[] for _ in reqs], [[] for _ in reqs]
-    async for i, delta, step_lps, _ in _merged(reqs):
-        texts[i].append(delta)
-        lps[i].extend(step_lps or [])
-    return ["".join(t) for t in texts], lps
-
-
-def _usage(reqs):
-    """usage over every choice: each prompt counted once (its first choice's cached tokens), every generated token."""
-    firsts = {id(r.prompt): r for r in reversed(reqs)}.values()
-    n_prompt = sum(len(r.prompt.ids) for r in firsts)
-    n_generated = sum(r.n_generated for r in reqs)
-    return {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated,
-            "prompt_tokens_details": {"cached_tokens": sum(r.n_cached for r in firsts)}}
-
-
-def _chunk_usage(gen, reqs):
-    """The usage of a stream's chunks (but the last one's): none; with include_usage null (OpenAI documents the
-    field in every chunk); with vLLM's continuous_usage_stats too, the usage so far."""
-    if not gen.stream or not gen.include_usage:
-        return None
-    return (lambda: _usage(reqs)) if gen.continuous_usage else (lambda: None)
-
-
-def _seed(seed, j):
-    """The seed of choice j: seed + j as the engine's int64 (the same 64 bits), None stays None (vLLM: seed + index)."""
-    if seed is None:
-        return None
-    v = (seed + j) % 2**64
-    return v - 2**64 if v >= 2**63 else v
 
 
 class Server:
@@ -330,7 +211,7 @@ class Server:
 
     async def _start(self, request, parse, what):
         """Checks, tokenizes and queues a request, n choices of each of its prompts:
-        (Generation, [_Request] in choice order: prompt by prompt, n each)."""
+        (Generation, [choices.Choice] in choice order: prompt by prompt, n each)."""
         arrival = time.monotonic()
         tenant = self._tenant(request)
         # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
@@ -338,11 +219,11 @@ class Server:
         self._check_model(gen.model)
         params = [self._params(gen, len(p.ids), what) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
-        choices = [(prompt, dataclasses.replace(p, seed=_seed(p.seed, j)))
-                   for prompt, p in zip(prompts, params) for j in range(gen.n)]
+        wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
+                  for prompt, p in zip(prompts, params) for j in range(gen.n)]
         # every choice queued at once (one wait for the engine thread, not one per choice)
         added = await asyncio.gather(*(self.engine.add_request(prompt.ids, p, priority=gen.priority, cache_salt=salt)
-                                       for prompt, p in choices), return_exceptions=True)
+                                       for prompt, p in wanted), return_exceptions=True)
         refused = [a for a in added if isinstance(a, BaseException)]
         if refused:  # none of the choices runs
             for a in added:
@@ -356,9 +237,9 @@ class Server:
                 raise bad(exc.message) from None
             raise exc
         reqs = []
-        for (prompt, p), stream in zip(choices, added):
+        for (prompt, p), stream in zip(wanted, added):
             text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop)
-            reqs.append(_Request(self, stream, text, p.stop_token_ids, arrival, prompt))
+            reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
 
@@ -383,8 +264,8 @@ class Server:
 
     def _parse_completion(self, body):
         gen, texts = protocol.completion_request(body, self.vocab_size)
-        prompts = [_Prompt(self.tokenizer.encode(t, gen.add_special_tokens), t) if isinstance(t, str) else _Prompt(t)
-                   for t in texts]
+        prompts = [choices.Prompt(self.tokenizer.encode(t, gen.add_special_tokens), t) if isinstance(t, str)
+                   else choices.Prompt(t) for t in texts]
         if not all(p.ids for p in prompts):
             raise bad("the prompt has no tokens", "prompt")
         return gen, prompts
@@ -422,11 +303,11 @@ class Server:
 
     def _reply(self, kind, prefix, every_chunk=None):
         """The envelope of one answer's chunks: chunk(choices, usage=None). every_chunk: None, or what a
-        chunk without usage carries as its usage (_chunk_usage)."""
+        chunk without usage carries as its usage (choices.chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
-        def chunk(choices, usage=None):
-            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": choices}
+        def chunk(items, usage=None):
+            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": items}
             if usage is not None:
                 out["usage"] = usage
             elif every_chunk is not None:
@@ -438,11 +319,11 @@ class Server:
     @_stoppable
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl", _chunk_usage(gen, reqs))
+        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs))
         if gen.stream:
             async def sse():
                 offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
-                async for i, delta, lps, reason in _merged(reqs):
+                async for i, delta, lps, reason in choices.merged(reqs):
                     if offsets[i] is None:
                         delta, offsets[i] = self._echo(gen, reqs[i]) + delta, 0
                     logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
@@ -450,16 +331,16 @@ class Server:
                     offsets[i] += len(delta)
                     yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
                 if gen.include_usage:
-                    yield _sse(chunk([], _usage(reqs)))
+                    yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
         async def collect():
-            texts, lps = await _whole(reqs)
+            texts, lps = await choices.whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
                            "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason)}
-                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], _usage(reqs))
+                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
 
         return await self._finish(request, reqs, collect)
 
@@ -478,7 +359,7 @@ class Server:
         ids = self.tokenizer.encode(prompt, add_special_tokens=gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
-        return gen, [_Prompt(ids)]
+        return gen, [choices.Prompt(ids)]
 
     def _chat_logprobs(self, lps, gen):
         name = self._token_name(gen)
@@ -494,28 +375,28 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl", _chunk_usage(gen, reqs))
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs))
 
             async def sse():
                 for i in range(len(reqs)):
                     yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                        **reqs[i].ending(None)}]))
-                async for i, delta, lps, reason in _merged(reqs):
+                async for i, delta, lps, reason in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
                               **reqs[i].ending(reason)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
-                    yield _sse(chunk([], _usage(reqs)))
+                    yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
         async def collect():
-            texts, lps = await _whole(reqs)
-            choices = [{"index": i, "message": {"role": "assistant", "content": text},
-                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
-                        **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
-            return self._reply("chat.completion", "chatcmpl")(choices, _usage(reqs))
+            texts, lps = await choices.whole(reqs)
+            answer = [{"index": i, "message": {"role": "assistant", "content": text},
+                       "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
+                       **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
+            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs))
 
         return await self._finish(request, reqs, collect)
 
