@@ -377,6 +377,29 @@ def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, mo
     assert httpx.post(url + "/v1/completions", json=body).status_code == 200
 
 
+def test_an_engine_that_also_refuses_the_release_still_fails_its_requests(server, monkeypatch):
+    """A failed step whose requests the engine cannot release either: the waiters still get the failure and the
+    stepping thread goes on (it used to end, and every later request waited forever)."""
+    url, srv = server
+    engine, release = srv.engine.engine, srv.engine.engine.abort
+
+    def broken(*args):
+        raise kvcache.InternalError(-7, "KVC_EINTERNAL", "the engine is broken")
+
+    def refused(rid):
+        release(rid)  # freed all the same, so the KV check after is meaningful
+        broken()
+
+    body = {"model": "test", "prompt": "hi", "max_tokens": 4}
+    monkeypatch.setattr(engine, "step", broken)
+    monkeypatch.setattr(engine, "abort", refused)
+    assert "the engine is broken" in error_of(httpx.post(url + "/v1/completions", json=body, timeout=10), 500)[
+        "message"]
+    monkeypatch.undo()
+    assert httpx.post(url + "/v1/completions", json=body, timeout=10).status_code == 200
+    wait_kv_free(url)
+
+
 def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     from kvcache import bench_serve
 
