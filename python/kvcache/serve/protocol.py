@@ -152,7 +152,8 @@ def _unsupported(body, n):
     for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
                  "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
-        if body.get(name) not in (None, False, ""):
+        v = body.get(name)
+        if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
     fmt = body.get("response_format")
     if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
