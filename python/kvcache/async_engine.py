@@ -10,6 +10,7 @@ frees the request's KV before its next step.
 """
 import asyncio
 import collections
+import contextlib
 import threading
 
 from .engine import Engine, SamplingParams
@@ -177,7 +178,10 @@ class AsyncEngine:
 
     def _fail_all(self, exc):
         for rid, stream in list(self._streams.items()):
-            self.engine.abort(rid)
+            # an engine that failed may refuse the release too: the waiter still learns of the failure, and this
+            # thread goes on (ending it would leave every later request waiting for ever)
+            with contextlib.suppress(Exception):
+                self.engine.abort(rid)
             _call(stream.loop, stream.queue.put_nowait, exc)
         self._streams.clear()
         while self._commands:

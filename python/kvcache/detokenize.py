@@ -12,10 +12,11 @@ class TextStream:
     (bytes that can never be UTF-8 come out as U+FFFD, as decode gives them); the
     last len(longest stop string) - 1 characters wait too, since a stop
     string may be starting there. finish() returns the rest. When a stop
-    string appears, the text ends before it, `stopped` is set, and later ids
-    are ignored. The deltas of add and finish concatenate to `text`."""
+    string appears, the text ends before it (after it with keep_stop),
+    `stopped` is set, and later ids are ignored. The deltas of add and
+    finish concatenate to `text`."""
 
-    def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True):
+    def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False):
         self._tok = tokenizer
         self._skip = skip_special_tokens
         self._ids = list(prompt_ids[-_CONTEXT:])
@@ -24,6 +25,7 @@ class TextStream:
         self._taken = 0  # characters of the pending tokens' text already in self.text
         self._stop = tuple(s for s in stop if s)
         self._hold = max((len(s) for s in self._stop), default=1) - 1
+        self._keep_stop = keep_stop
         self.text = ""  # the whole output text so far (stop string cut)
         self._sent = 0  # characters of text already returned
         self.stopped = None  # the stop string that ended the text
@@ -59,7 +61,7 @@ class TextStream:
         if not hits:
             return False
         i, s = min(hits)
-        self.text, self.stopped = self.text[:i], s
+        self.text, self.stopped = self.text[:i + len(s) if self._keep_stop else i], s
         return True
 
     def _take(self, upto):

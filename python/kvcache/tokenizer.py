@@ -3,6 +3,7 @@
 the end-of-sequence ids of generation_config.json / config.json."""
 import json
 import pathlib
+import re
 
 from . import chat_template
 from ._lib import invalid
@@ -17,6 +18,26 @@ def _read_json(path):
         return {}
     except (OSError, ValueError) as exc:
         raise invalid(f"{path}: {exc}") from None
+
+
+def _byte_level_chars():
+    """{character: byte} of byte-level BPE (GPT-2's alphabet): printable bytes stand for themselves, the
+    others for the characters from U+0100 on, in byte order."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+            *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    moved = [b for b in range(256) if b not in kept]
+    return {**{chr(b): b for b in kept}, **{chr(256 + i): b for i, b in enumerate(moved)}}
+
+
+_BYTE_LEVEL = _byte_level_chars()
+_BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's piece of one byte
+
+
+def _is_byte_level(decoder):
+    """Whether tokenizer.json's decoder (its JSON) turns byte-level pieces into bytes."""
+    if not isinstance(decoder, dict):
+        return False
+    return decoder.get("type") == "ByteLevel" or any(_is_byte_level(d) for d in decoder.get("decoders") or [])
 
 
 def _token_text(value):
@@ -78,12 +99,27 @@ class Tokenizer:
             eos = [self._tok.token_to_id(eos_text)]
         self.eos_token_ids = tuple(dict.fromkeys(eos))
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+        self._byte_level = _is_byte_level(json.loads(self._tok.to_str()).get("decoder"))
 
     def encode(self, text, add_special_tokens=True):
-        return self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+        """The ids of text. (encode_batch of one text: the same ids, and unlike encode it lets other threads
+        run meanwhile, so a server tokenizing a long prompt on a worker thread keeps serving.)"""
+        return self._tok.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids
 
     def decode(self, ids, skip_special_tokens=True):
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def token_bytes(self, token_id):
+        """The bytes one token stands for, also when they are part of a UTF-8 character (which decode
+        writes as U+FFFD): a byte-level BPE piece's bytes, or SentencePiece's <0xNN> byte."""
+        text = self.decode([token_id], skip_special_tokens=False)
+        if "\ufffd" not in text:
+            return text.encode()
+        piece = self._tok.id_to_token(token_id) or ""
+        if self._byte_level and all(c in _BYTE_LEVEL for c in piece):
+            return bytes(_BYTE_LEVEL[c] for c in piece)
+        fallback = _BYTE_FALLBACK.fullmatch(piece)
+        return bytes([int(fallback.group(1), 16)]) if fallback else text.encode()
 
     def apply_chat_template(self, messages, add_generation_prompt=True, **kwargs):
         """The prompt text of a conversation; TemplateError when the model has

@@ -35,6 +35,26 @@ def running(model_dir, **kwargs):
         sock.close()
 
 
+def command_url(proc):
+    """The URL a `python -m kvcache.serve` process (stdout a text pipe) says it listens on; None if it ended."""
+    for line in proc.stdout:
+        if "Uvicorn running on" in line:
+            return line.split("running on ")[1].split()[0]
+    return None
+
+
+def slow_steps(monkeypatch, server, seconds=0.02):
+    """Each engine step of server takes `seconds` longer, so a request is still running when the client acts."""
+    engine = server.engine.engine
+    step = engine.step
+
+    def slow():
+        time.sleep(seconds)
+        return step()
+
+    monkeypatch.setattr(engine, "step", slow)
+
+
 def metric(text, name):
     """The value of an unlabelled metric in Prometheus text."""
     for line in text.splitlines():

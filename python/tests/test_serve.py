@@ -2,6 +2,7 @@
 and chat, streamed and not, usage, concurrency, disconnects, bad requests,
 API keys and tenant isolation, metrics."""
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import openai  # noqa: E402
 
 import kvcache  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
-from serve_fixture import metric, running, sse_events  # noqa: E402
+from serve_fixture import command_url, metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import MODEL, make_model_dir  # noqa: E402
 
 EOS = (2, 0)
@@ -117,11 +118,55 @@ def test_logprobs_of_completions_and_chat(client):
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == r.usage.completion_tokens
     for tok_text, value, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
         assert value <= 0 and len(top) <= 3 and max(top.values()) == pytest.approx(value)
+    # the sampled token is always in top_logprobs (OpenAI: up to logprobs + 1 entries): logprobs 0 gives it alone
+    for k, temperature in ((0, 0), (1, 1.5)):
+        r = client.completions.create(model="test", prompt="The quick", max_tokens=8, temperature=temperature,
+                                      seed=3, logprobs=k, extra_body={"return_tokens_as_token_ids": True})
+        lp = r.choices[0].logprobs
+        assert all(top[t] == v and len(top) <= k + 1 for t, v, top in zip(lp.tokens, lp.token_logprobs,
+                                                                         lp.top_logprobs))
+        assert k == 1 or all(len(top) == 1 for top in lp.top_logprobs)
     c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
                                        temperature=0, logprobs=True, top_logprobs=2)
     content = c.choices[0].logprobs.content
     assert len(content) == c.usage.completion_tokens
     assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob == pytest.approx(e.logprob) for e in content)
+
+
+def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
+    """OpenAI's `bytes`: a token's own UTF-8 bytes, also when they are part of a character (its text is U+FFFD),
+    so that the bytes of a run of tokens join to its text."""
+    text = "日本語 🙂 café"
+    assert b"".join(tok.token_bytes(t) for t in tok.encode(text)) == text.encode()
+    c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": text}], max_tokens=24,
+                                       temperature=0, logprobs=True, top_logprobs=3,
+                                       extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+    entries = [x for e in c.choices[0].logprobs.content for x in (e, *e.top_logprobs)]
+    ids = [int(e.token.split(":")[1]) for e in entries]
+    assert any(tok.decode([t]) == "\ufffd" for t in ids)  # a token that is part of a character
+    assert [bytes(e.bytes) for e in entries] == [tok.token_bytes(t) for t in ids]
+
+
+def test_prompts_are_tokenized_off_the_event_loop(server, monkeypatch):
+    """A long prompt takes a while to tokenize (about a second per MiB here): a worker thread does it, so the
+    streams running meanwhile go on."""
+    url, srv = server
+    where, encode = [], srv.tokenizer.encode
+
+    def spy(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            where.append("event loop")
+        except RuntimeError:
+            where.append("worker")
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(srv.tokenizer, "encode", spy)
+    assert httpx.post(url + "/v1/completions", json={"model": "test", "prompt": "hi", "max_tokens": 1}).status_code \
+        == 200
+    assert httpx.post(url + "/v1/chat/completions", json={"model": "test", "max_tokens": 1, "messages": [
+        {"role": "user", "content": "hi"}]}).status_code == 200
+    assert where == ["worker", "worker"]
 
 
 def test_32_concurrent_greedy_streams_equal_each_alone(server, client):
@@ -152,18 +197,6 @@ def wait_kv_free(url, timeout=2):
             return text
         assert time.monotonic() < deadline, "the KV of a disconnected client was not freed"
         time.sleep(0.02)
-
-
-def slow_steps(monkeypatch, srv, seconds=0.02):
-    """Each engine step takes `seconds` longer, so a request is still running when the client acts."""
-    engine = srv.engine.engine
-    step = engine.step
-
-    def slow():
-        time.sleep(seconds)
-        return step()
-
-    monkeypatch.setattr(engine, "step", slow)
 
 
 def test_a_client_that_disconnects_frees_its_kv(server, monkeypatch):
@@ -201,7 +234,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert error_of(httpx.post(url, json={**ok, "max_tokens": 600}), 400)["param"] == "max_tokens"
     assert "maximum context length" in error_of(httpx.post(url, json={**ok, "prompt": "x " * 600}), 400)["message"]
     assert error_of(httpx.post(url, json={**ok, "prompt": [1, 99999]}), 400)["param"] == "prompt"
-    assert error_of(httpx.post(url, json={**ok, "n": 2}), 400)["param"] == "n"
+    assert error_of(httpx.post(url, json={**ok, "n": 129}), 400)["param"] == "n"
+    assert error_of(httpx.post(url, json={**ok, "n": 2, "best_of": 3}), 400)["param"] == "best_of"
+    assert error_of(httpx.post(url, json={**ok, "echo": True, "logprobs": 1}), 400)["param"] == "echo"
     assert error_of(httpx.post(url, json={**ok, "stop": 5}), 400)["param"] == "stop"
     assert error_of(httpx.post(url, json={**ok, "model": "other"}), 404)["code"] == "model_not_found"
     error_of(httpx.post(url, json={**ok, "prompt": "x" * (2 << 20)}), 413)
@@ -220,10 +255,19 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     # behaviour the server does not have is refused by name, never dropped (a neutral value passes)
     for field, value in (("suffix", "x"), ("min_p", 0.1), ("repetition_penalty", 1.2), ("min_tokens", 3),
                          ("response_format", {"type": "json_object"}), ("tool_choice", "required"),
-                         ("guided_json", {"type": "object"}), ("continue_final_message", True)):
+                         ("guided_json", {"type": "object"}), ("continue_final_message", True),
+                         ("prompt_logprobs", 1), ("prompt_logprobs", 0), ("use_beam_search", True), ("allowed_token_ids", [1]),
+                         ("truncate_prompt_tokens", 5), ("chat_template", "{{ messages }}")):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
+    # a body declared as anything but JSON is refused (as vLLM does); one declared JSON, or not declared, is read
+    raw_ok = json.dumps(ok).encode()
+    for media in ("text/plain", "application/x-www-form-urlencoded"):  # the latter: curl -d without -H
+        assert "Content-Type" in error_of(httpx.post(url, content=raw_ok, headers={"content-type": media}), 400)[
+            "message"]
+    for headers in ({"content-type": "Application/JSON; charset=utf-8"}, {}):
+        assert httpx.post(url, content=raw_ok, headers=headers).status_code == 200
     deep = b"[" * 100_000 + b"]" * 100_000
     assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
     with pytest.raises(openai.BadRequestError):
@@ -233,7 +277,11 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
 
 def test_models_health_metrics(server, client):
     assert [m.id for m in client.models.list().data] == ["test"]
+    assert client.models.retrieve("test").id == "test"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("org/other")
     assert httpx.get(server[0] + "/health").status_code == 200
+    assert httpx.get(server[0] + "/version").json() == {"version": kvcache.__version__}
     text = httpx.get(server[0] + "/metrics").text
     for name in ("kvcache_num_requests_running", "kvcache_num_requests_waiting", "kvcache_kv_cache_usage_perc",
                  "kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total",
@@ -287,11 +335,7 @@ def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
     proc = subprocess.Popen(head + [str(model_dir), "--port", "0", "--kv-memory", "8MiB", "--served-model-name",
                                     "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        url = None
-        for line in proc.stdout:
-            if "Uvicorn running on" in line:
-                url = line.split("running on ")[1].split()[0]
-                break
+        url = command_url(proc)
         assert url is not None and url.startswith("http://127.0.0.1:")
         r = httpx.post(url + "/v1/completions", json={"model": "cli", "prompt": "hi", "max_tokens": 3})
         assert r.status_code == 200 and r.json()["model"] == "cli"
@@ -333,6 +377,29 @@ def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, mo
     assert httpx.post(url + "/v1/completions", json=body).status_code == 200
 
 
+def test_an_engine_that_also_refuses_the_release_still_fails_its_requests(server, monkeypatch):
+    """A failed step whose requests the engine cannot release either: the waiters still get the failure and the
+    stepping thread goes on (it used to end, and every later request waited forever)."""
+    url, srv = server
+    engine, release = srv.engine.engine, srv.engine.engine.abort
+
+    def broken(*args):
+        raise kvcache.InternalError(-7, "KVC_EINTERNAL", "the engine is broken")
+
+    def refused(rid):
+        release(rid)  # freed all the same, so the KV check after is meaningful
+        broken()
+
+    body = {"model": "test", "prompt": "hi", "max_tokens": 4}
+    monkeypatch.setattr(engine, "step", broken)
+    monkeypatch.setattr(engine, "abort", refused)
+    assert "the engine is broken" in error_of(httpx.post(url + "/v1/completions", json=body, timeout=10), 500)[
+        "message"]
+    monkeypatch.undo()
+    assert httpx.post(url + "/v1/completions", json=body, timeout=10).status_code == 200
+    wait_kv_free(url)
+
+
 def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     from kvcache import bench_serve
 
@@ -361,6 +428,7 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--kv-memory", "-1"], "kv_memory \"-1\" is not a size"),
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
+    (["--shutdown-timeout", "-1"], "is not a number of seconds"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main

@@ -3,6 +3,7 @@
 answer), /v1/models, /health, /metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -15,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .. import __version__
 from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
 from ..detokenize import TextStream
@@ -22,7 +24,7 @@ from ..engine import SamplingParams
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import protocol
+from . import choices, protocol
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -48,79 +50,66 @@ async def _events_or_error(events):
     yield "data: [DONE]\n\n"
 
 
+def _shutting_down():
+    """The answer of a request the server stops before it ends: uvicorn cancels the requests still running
+    when its shutdown timeout is over. The cancellation is taken (the handler returns this answer instead of
+    a traceback in the log)."""
+    task = asyncio.current_task()
+    if hasattr(task, "uncancel"):  # Python 3.11+
+        task.uncancel()
+    return ApiError(503, "the server is shutting down", type="server_error", code="shutting_down")
+
+
+def _stoppable(handler):
+    """A request handler that answers 503 shutting_down when the server stops it (before its response starts:
+    checking, tokenizing, queueing, or waiting for a non-streamed answer)."""
+    @functools.wraps(handler)
+    async def run(self, request):
+        try:
+            return await handler(self, request)
+        except asyncio.CancelledError:
+            return _error_response(_shutting_down())
+
+    return run
+
+
 class _EventStream(StreamingResponse):
     """Server-sent events that stop, and so abort their request, as soon as
     the client disconnects (listened for beside the stream, whatever the
-    server's ASGI version), not only at the next failed write."""
+    server's ASGI version), not only at the next failed write. A server
+    shutting down ends the stream with an error event and [DONE]."""
 
     def __init__(self, content):
         super().__init__(content, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     async def __call__(self, scope, receive, send):
-        async with anyio.create_task_group() as group:
-            async def run(func):
-                with contextlib.suppress(OSError):
-                    await func()
-                group.cancel_scope.cancel()
+        started = []
 
-            group.start_soon(run, functools.partial(self.stream_response, send))
-            await run(functools.partial(self.listen_for_disconnect, receive))
+        async def sending(message):
+            started.append(True)
+            await send(message)
+
+        try:
+            async with anyio.create_task_group() as group:
+                async def run(func):
+                    with contextlib.suppress(OSError):
+                        await func()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(run, functools.partial(self.stream_response, sending))
+                await run(functools.partial(self.listen_for_disconnect, receive))
+        except asyncio.CancelledError:
+            end = (_sse(_shutting_down().body()) + "data: [DONE]\n\n").encode()
+            with contextlib.suppress(OSError):  # the client may be gone too
+                if not started:
+                    await send({"type": "http.response.start", "status": self.status_code,
+                                "headers": self.raw_headers})
+                await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def _disconnected(request):
     while (await request.receive())["type"] != "http.disconnect":
         pass
-
-
-class _Request:
-    """One generation: its engine stream, text, counts and latencies."""
-
-    def __init__(self, server, stream, text, stop_ids, arrival):
-        self.server, self.stream, self.text, self.stop_ids = server, stream, text, stop_ids
-        self.arrival = self.last = arrival
-        self.n_generated = 0
-        self.n_cached = 0
-        self.finish_reason = None
-
-    async def events(self):
-        """(text delta, [TokenLogprob] or None, finish reason or None), a step at a time."""
-        m = self.server.metrics
-        async for out in self.stream:
-            now = time.monotonic()
-            if out.new_token_ids:
-                (m.ttft if self.n_generated == 0 else m.itl).observe(now - self.last)
-                self.last = now
-            self.n_generated += len(out.new_token_ids)
-            self.n_cached = out.num_cached_tokens
-            ids = out.new_token_ids
-            if out.finish_reason == "stop" and ids and ids[-1] in self.stop_ids:
-                ids = ids[:-1]  # the end-of-sequence / stop token is not text
-            delta = self.text.add(ids)
-            reason = out.finish_reason
-            if self.text.stopped is not None:
-                reason = "stop"
-                self.stream.abort()
-            if reason is not None:
-                delta += self.text.finish()
-                self.finish_reason = reason
-                m.e2e.observe(now - self.arrival)
-                m.generation_tokens.inc(self.n_generated)
-                m.requests.labels(reason).inc()
-            yield delta, out.logprobs, reason
-            if reason is not None:
-                return
-
-    async def whole(self):
-        """The whole text and every TokenLogprob (the non-streamed answer)."""
-        text, lps = [], []
-        async for delta, step_lps, _ in self.events():
-            text.append(delta)
-            lps.extend(step_lps or [])
-        return "".join(text), lps
-
-    def usage(self, n_prompt):
-        return {"prompt_tokens": n_prompt, "completion_tokens": self.n_generated,
-                "total_tokens": n_prompt + self.n_generated, "prompt_tokens_details": {"cached_tokens": self.n_cached}}
 
 
 class Server:
@@ -143,7 +132,9 @@ class Server:
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/models", self.models, methods=["GET"]),
+                  Route("/v1/models/{model:path}", self.model, methods=["GET"]),
                   Route("/health", self.health, methods=["GET"]),
+                  Route("/version", self.version, methods=["GET"]),
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
                              exception_handlers={ApiError: lambda request, exc: _error_response(exc),
@@ -178,6 +169,7 @@ class Server:
         raise ApiError(401, "a valid API key is required: Authorization: Bearer <key>", code="invalid_api_key")
 
     async def _body(self, request):
+        protocol.check_content_type(request.headers.get("content-type"))
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
@@ -188,117 +180,169 @@ class Server:
                 raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
         return protocol.parse_body(data)
 
+    def _check_model(self, name):
+        if name != self.model_name:
+            raise ApiError(404, f"the model `{name}` does not exist; this server serves `{self.model_name}`",
+                           param="model", code="model_not_found")
+
     def _salt(self, tenant, salt):
         """The prefix-cache salt: each API key its own tenant, the request's cache_salt within it."""
         if tenant is None:
             return salt
         return hashlib.sha256(b"kvcache-tenant\0" + tenant + b"\0" + (salt or "").encode()).digest()
 
-    def _params(self, gen, n_prompt):
-        if gen.max_tokens is None:
-            gen.max_tokens = self.max_model_len - n_prompt
-        if n_prompt + gen.max_tokens > self.max_model_len:
+    def _params(self, gen, n_prompt, what):
+        """The SamplingParams of a prompt of n_prompt tokens; 400 naming `what` (the prompt's field) or
+        max_tokens when the prompt and the tokens asked for do not fit the model's length."""
+        max_tokens = gen.max_tokens
+        if n_prompt >= self.max_model_len:
+            raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the {what} has "
+                      f"{n_prompt}, which leaves no room to generate", what, "context_length_exceeded")
+        if max_tokens is None:
+            max_tokens = self.max_model_len - n_prompt
+        if n_prompt + max_tokens > self.max_model_len:
             raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the request asks for "
-                      f"{n_prompt + gen.max_tokens} ({n_prompt} in the prompt, {gen.max_tokens} to generate)",
-                      "max_tokens" if n_prompt < self.max_model_len else "prompt")
+                      f"{n_prompt + max_tokens} ({n_prompt} in the {what}, {max_tokens} to generate)", "max_tokens",
+                      "context_length_exceeded")
         stop_ids = gen.stop_token_ids + (() if gen.ignore_eos else self.tokenizer.eos_token_ids)
-        return SamplingParams(max_tokens=gen.max_tokens, temperature=gen.temperature, top_p=gen.top_p,
+        return SamplingParams(max_tokens=max_tokens, temperature=gen.temperature, top_p=gen.top_p,
                               top_k=gen.top_k, seed=gen.seed, stop_token_ids=tuple(dict.fromkeys(stop_ids)),
                               logprobs=gen.logprobs)
 
-    async def _start(self, request, parse):
-        """Checks, tokenizes and queues a request: (Generation, prompt ids, _Request)."""
+    async def _start(self, request, parse, what):
+        """Checks, tokenizes and queues a request, n choices of each of its prompts:
+        (Generation, [choices.Choice] in choice order: prompt by prompt, n each)."""
         arrival = time.monotonic()
         tenant = self._tenant(request)
-        gen, ids = parse(await self._body(request))
-        if gen.model != self.model_name:
-            raise ApiError(404, f"the model `{gen.model}` does not exist; this server serves `{self.model_name}`",
-                           param="model", code="model_not_found")
-        params = self._params(gen, len(ids))
-        try:
-            stream = await self.engine.add_request(ids, params, priority=gen.priority,
-                                                   cache_salt=self._salt(tenant, gen.cache_salt))
-        except QueueFull as exc:
-            raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
-                           code="queue_full") from None
-        except (InvalidArgument, OutOfMemory) as exc:
-            raise bad(exc.message) from None
-        self.metrics.prompt_tokens.inc(len(ids))
-        return gen, ids, _Request(self, stream, TextStream(self.tokenizer, ids, gen.stop), params.stop_token_ids,
-                                  arrival)
+        # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
+        gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
+        self._check_model(gen.model)
+        params = [self._params(gen, len(p.ids), what) for p in prompts]
+        salt = self._salt(tenant, gen.cache_salt)
+        wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
+                  for prompt, p in zip(prompts, params) for j in range(gen.n)]
+        # every choice queued at once (one wait for the engine thread, not one per choice)
+        added = await asyncio.gather(*(self.engine.add_request(prompt.ids, p, priority=gen.priority, cache_salt=salt)
+                                       for prompt, p in wanted), return_exceptions=True)
+        refused = [a for a in added if isinstance(a, BaseException)]
+        if refused:  # none of the choices runs
+            for a in added:
+                if not isinstance(a, BaseException):
+                    a.abort()
+            exc = refused[0]
+            if isinstance(exc, QueueFull):
+                raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
+                               code="queue_full") from None
+            if isinstance(exc, (InvalidArgument, OutOfMemory)):
+                raise bad(exc.message) from None
+            raise exc
+        reqs = []
+        for (prompt, p), stream in zip(wanted, added):
+            text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop)
+            reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
+            self.metrics.prompt_tokens.inc(len(prompt.ids))
+        return gen, reqs
 
-    async def _finish(self, request, req, collect):
-        """The non-streamed answer: collect(req) unless the client leaves first (then the request is aborted)."""
-        work = asyncio.ensure_future(collect(req))
+    async def _finish(self, request, reqs, collect):
+        """The non-streamed answer: collect() unless the client leaves first, or this handler is cancelled
+        (a server shutting down): then every request is aborted."""
+        work = asyncio.ensure_future(collect())
         gone = asyncio.ensure_future(_disconnected(request))
-        done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not work.done():
+                work.cancel()
+                for req in reqs:
+                    req.stream.abort()
         if work not in done:
-            work.cancel()
-            req.stream.abort()
             return Response(status_code=499)
-        gone.cancel()
         return JSONResponse(work.result())
 
     # ---- /v1/completions ----
 
     def _parse_completion(self, body):
-        gen, prompt = protocol.completion_request(body, self.vocab_size)
-        ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else prompt
-        if not ids:
+        gen, texts = protocol.completion_request(body, self.vocab_size)
+        prompts = [choices.Prompt(self.tokenizer.encode(t, gen.add_special_tokens), t) if isinstance(t, str)
+                   else choices.Prompt(t) for t in texts]
+        if not all(p.ids for p in prompts):
             raise bad("the prompt has no tokens", "prompt")
-        return gen, ids
+        return gen, prompts
+
+    def _echo(self, gen, req):
+        """The text a completion choice begins with: its prompt's with echo, else nothing."""
+        if not gen.echo:
+            return ""
+        p = req.prompt
+        return p.text if p.text is not None else self.tokenizer.decode(p.ids)
 
     def _token_name(self, gen):
         """How logprobs name a token: its text, or "token_id:ID" with return_tokens_as_token_ids."""
         return (lambda t: f"token_id:{t}") if gen.tokens_as_ids else self._token_text
 
     def _completion_logprobs(self, lps, offset, gen):
+        """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
+        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does)."""
         name = self._token_name(gen)
         offsets = []
         for lp in lps:
             offsets.append(offset)
             offset += len(self._token_text(lp.token_id))
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
-                "top_logprobs": [{name(t): v for t, v in lp.top} for lp in lps], "text_offset": offsets}
+                "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
+                "text_offset": offsets}
 
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 
-    def _reply(self, kind, prefix):
-        """The envelope of one answer's chunks: chunk(choices, usage=None)."""
+    @functools.lru_cache(maxsize=4096)
+    def _token_bytes(self, token_id):
+        return self.tokenizer.token_bytes(token_id)
+
+    def _reply(self, kind, prefix, every_chunk=None):
+        """The envelope of one answer's chunks: chunk(choices, usage=None). every_chunk: None, or what a
+        chunk without usage carries as its usage (choices.chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
-        def chunk(choices, usage=None):
-            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": choices}
+        def chunk(items, usage=None):
+            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": items}
             if usage is not None:
                 out["usage"] = usage
+            elif every_chunk is not None:
+                out["usage"] = every_chunk()
             return out
 
         return chunk
 
+    @_stoppable
     async def completions(self, request):
-        gen, ids, req = await self._start(request, self._parse_completion)
-        chunk = self._reply("text_completion", "cmpl")
+        gen, reqs = await self._start(request, self._parse_completion, "prompt")
+        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs))
         if gen.stream:
             async def sse():
-                offset = 0
-                async for delta, lps, reason in req.events():
-                    logprobs = self._completion_logprobs(lps or [], offset, gen) if gen.logprobs is not None else None
-                    offset += len(delta)
-                    yield _sse(chunk([{"index": 0, "text": delta, "logprobs": logprobs, "finish_reason": reason}]))
+                offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
+                async for i, delta, lps, reason in choices.merged(reqs):
+                    if offsets[i] is None:
+                        delta, offsets[i] = self._echo(gen, reqs[i]) + delta, 0
+                    logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
+                        else None
+                    offsets[i] += len(delta)
+                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
                 if gen.include_usage:
-                    yield _sse(chunk([], req.usage(len(ids))))
+                    yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect(req):
-            text, lps = await req.whole()
-            logprobs = self._completion_logprobs(lps, 0, gen) if gen.logprobs is not None else None
-            return chunk([{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": req.finish_reason}],
-                         req.usage(len(ids)))
+        async def collect():
+            texts, lps = await choices.whole(reqs)
+            return chunk([{"index": i, "text": self._echo(gen, req) + text,
+                           "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
+                           **req.ending(req.finish_reason)}
+                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
 
-        return await self._finish(request, req, collect)
+        return await self._finish(request, reqs, collect)
 
     # ---- /v1/chat/completions ----
 
@@ -312,59 +356,72 @@ class Server:
             prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+        ids = self.tokenizer.encode(prompt, add_special_tokens=gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
-        return gen, ids
+        return gen, [choices.Prompt(ids)]
 
     def _chat_logprobs(self, lps, gen):
         name = self._token_name(gen)
 
         def entry(token_id, logprob):
             text = name(token_id)
-            return {"token": text, "logprob": logprob, "bytes": list(self._token_text(token_id).encode())}
+            return {"token": text, "logprob": logprob, "bytes": list(self._token_bytes(token_id))}
 
         return {"content": [{**entry(lp.token_id, lp.logprob), "top_logprobs": [entry(t, v) for t, v in lp.top]}
                             for lp in lps]}
 
+    @_stoppable
     async def chat(self, request):
-        gen, ids, req = await self._start(request, self._parse_chat)
+        gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl")
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs))
 
             async def sse():
-                first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                         "finish_reason": None}
-                yield _sse(chunk([first]))
-                async for delta, lps, reason in req.events():
+                for i in range(len(reqs)):
+                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                       **reqs[i].ending(None)}]))
+                async for i, delta, lps, reason in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
-                    choice = {"index": 0, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
-                              "finish_reason": reason}
+                    choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
+                              **reqs[i].ending(reason)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
-                    yield _sse(chunk([], req.usage(len(ids))))
+                    yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect(req):
-            text, lps = await req.whole()
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "logprobs": self._chat_logprobs(lps, gen) if gen.logprobs is not None else None,
-                      "finish_reason": req.finish_reason}
-            return self._reply("chat.completion", "chatcmpl")([choice], req.usage(len(ids)))
+        async def collect():
+            texts, lps = await choices.whole(reqs)
+            answer = [{"index": i, "message": {"role": "assistant", "content": text},
+                       "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
+                       **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
+            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs))
 
-        return await self._finish(request, req, collect)
+        return await self._finish(request, reqs, collect)
 
     # ---- the rest ----
 
+    def _model_card(self):
+        return {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "kvcache",
+                "root": self.model_name, "parent": None, "max_model_len": self.max_model_len}
+
     async def models(self, request):
         self._tenant(request)
-        return JSONResponse({"object": "list", "data": [
-            {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "kvcache",
-             "max_model_len": self.max_model_len}]})
+        return JSONResponse({"object": "list", "data": [self._model_card()]})
+
+    async def model(self, request):
+        """GET /v1/models/{model} (the SDK's models.retrieve)."""
+        self._tenant(request)
+        self._check_model(request.path_params["model"])
+        return JSONResponse(self._model_card())
 
     async def health(self, request):
         return Response(status_code=200)
+
+    async def version(self, request):
+        """vLLM's /version: the package's version."""
+        return JSONResponse({"version": __version__})
 
     async def prometheus(self, request):
         data, content_type = self.metrics.exposition()

@@ -1,6 +1,8 @@
 """The command line of `python -m kvcache.serve` (and `kvcache serve`)."""
 import argparse
 import os
+import signal
+import sys
 
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
 from ..errors import Error
@@ -18,6 +20,21 @@ def _port(text):
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
     return port
+
+
+def _seconds(text):
+    """A non-negative number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def _stopped(signum, frame):
+    sys.exit(0)
 
 
 def parser():
@@ -53,6 +70,9 @@ def parser():
     p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
     p.add_argument("--max-body-bytes", default="1MiB", help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--seed", type=int, default=0, help="mixed into every request's sampling seed")
+    p.add_argument("--shutdown-timeout", type=_seconds, default=5.0,
+                   help="on SIGINT / SIGTERM, seconds the requests in flight may take to finish before they are "
+                        "aborted (default 5)")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level (default info)")
     return p
 
@@ -76,5 +96,9 @@ def main(argv=None):
         cli.error(str(exc))
     print(f"kvcache serve: {server.model_name} (weights {args.weights}, activations {args.activations}, KV {server.engine.engine.kv_dtype}, "
           f"max_model_len {server.max_model_len}) on http://{args.host}:{args.port}", flush=True)
-    uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level)
+    # uvicorn stops on SIGTERM as on SIGINT (graceful, bounded by --shutdown-timeout), then raises the
+    # signal again: a stop that was asked for ends the process with status 0, not killed by the signal
+    signal.signal(signal.SIGTERM, _stopped)
+    uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=args.shutdown_timeout)
     return 0

@@ -7,6 +7,7 @@ MAX_LOGPROBS = 20
 MAX_STOP = 16  # stop strings per request
 MAX_STOP_LEN = 256  # characters of one stop string
 MAX_MESSAGES = 1024
+MAX_CHOICES = 128  # choices per request: n x the prompts of a batch (OpenAI's limit of n)
 
 
 class ApiError(Exception):
@@ -21,8 +22,16 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
-def bad(message, param=None):
-    return ApiError(400, message, param=param)
+def bad(message, param=None, code=None):
+    return ApiError(400, message, param=param, code=code)
+
+
+def check_content_type(value):
+    """A request body must be declared JSON (vLLM refuses any other media type with 400 too); a request that
+    declares none is read as JSON."""
+    media = (value or "application/json").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise bad(f"the request body must be JSON (Content-Type: application/json), not {value!r}")
 
 
 def parse_body(data):
@@ -58,6 +67,7 @@ class Generation:
     model: str
     stream: bool
     include_usage: bool
+    continuous_usage: bool  # with include_usage: every chunk has the usage so far (vLLM's continuous_usage_stats)
     max_tokens: int  # None: up to the model's length
     temperature: float
     top_p: float
@@ -70,6 +80,11 @@ class Generation:
     priority: int
     cache_salt: str
     tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
+    n: int  # choices per prompt
+    skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
+    include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
+    echo: bool  # completions: the prompt's text before each choice's
+    add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
 
 
 def _is_int(v):
@@ -86,9 +101,13 @@ def _number(body, name, default, lo, hi):
 
 
 def _int(body, name, default, lo, hi):
+    """An integer field; a float with no fraction (5.0, as JSON encoders of doubles write it) is that integer,
+    as vLLM's (pydantic's) parsing takes it."""
     v = body.get(name)
     if v is None:
         return default
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
     if not _is_int(v) or not lo <= v <= hi:
         raise bad(f"{name} must be an integer in [{lo}, {hi}], got {v!r}", name)
     return v
@@ -115,18 +134,15 @@ def _stop(body):
     return tuple(items)
 
 
-def _unsupported(body):
-    if _int(body, "n", 1, 1, 1) != 1:
-        raise bad("n must be 1", "n")
-    if _int(body, "best_of", 1, 1, 1) != 1:
-        raise bad("best_of must be 1", "best_of")
+def _unsupported(body, n):
+    best_of = _int(body, "best_of", n, 1, MAX_CHOICES)
+    if best_of != n:
+        raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     for name in ("presence_penalty", "frequency_penalty"):
         if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
             raise bad(f"{name} is not supported (only 0)", name)
     if body.get("logit_bias"):
         raise bad("logit_bias is not supported", "logit_bias")
-    if _bool(body, "echo"):
-        raise bad("echo is not supported", "echo")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
     for name, neutral in (("min_p", 0.0), ("repetition_penalty", 1.0)):
         if _number(body, name, neutral, 0.0, 1e9) != neutral:
@@ -134,8 +150,10 @@ def _unsupported(body):
     if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
         raise bad("min_tokens is not supported (only 0)", "min_tokens")
     for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                 "structured_outputs"):
-        if body.get(name) not in (None, False, ""):
+                 "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
+                 "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
+        v = body.get(name)
+        if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
     fmt = body.get("response_format")
     if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
@@ -149,7 +167,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
     model = body.get("model")
     if not isinstance(model, str):
         raise bad("model must be a string", "model")
-    _unsupported(body)
+    n = _int(body, "n", 1, 1, MAX_CHOICES)
+    _unsupported(body, n)
     stream = _bool(body, "stream")
     options = body.get("stream_options")
     if options is not None and (not isinstance(options, dict) or not stream):
@@ -165,32 +184,49 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
     top_k = _int(body, "top_k", 0, -1, vocab_size)
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
+                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
                       seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"))
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False, add_special_tokens=True,
+                      skip_special_tokens=_bool(body, "skip_special_tokens", True),
+                      include_stop=_bool(body, "include_stop_str_in_output"))
+
+
+def _one_prompt(prompt, vocab_size, what):
+    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
+        if not all(0 <= t < vocab_size for t in prompt):
+            raise bad(f"{what}: token ids must lie in [0, {vocab_size})", "prompt")
+    elif not isinstance(prompt, str) or not prompt:
+        raise bad(f"{what} must be a non-empty string or a non-empty list of token ids", "prompt")
+    return prompt
+
+
+def _prompts(prompt, vocab_size):
+    """The prompts of a completions body: a string, a list of token ids, or a batch (a list) of either."""
+    if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        return [_one_prompt(p, vocab_size, f"prompt[{i}]") for i, p in enumerate(prompt)]
+    return [_one_prompt(prompt, vocab_size, "prompt")]
 
 
 def completion_request(body, vocab_size):
-    """(Generation, prompt) of a /v1/completions body; prompt is a str or a list of token ids."""
+    """(Generation, prompts) of a /v1/completions body; each prompt a str or a list of token ids."""
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-        prompt = prompt[0]  # a batch of one
-    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
-        if not all(0 <= t < vocab_size for t in prompt):
-            raise bad(f"prompt token ids must lie in [0, {vocab_size})", "prompt")
-    elif not isinstance(prompt, str) or not prompt:
-        raise bad("prompt must be a non-empty string or a non-empty list of token ids (one prompt per request)",
-                  "prompt")
+    prompts = _prompts(body.get("prompt"), vocab_size)
     logprobs = _int(body, "logprobs", None, 0, MAX_LOGPROBS)
     gen = _common(body, vocab_size, ("max_tokens",), logprobs)
+    if len(prompts) * gen.n > MAX_CHOICES:
+        raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
+    gen.echo = _bool(body, "echo")
+    gen.add_special_tokens = _bool(body, "add_special_tokens", True)
+    if gen.echo and logprobs is not None:
+        raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
     if gen.max_tokens is None:
         gen.max_tokens = 16  # the OpenAI default of completions
-    return gen, prompt
+    return gen, prompts
 
 
 def _message(m, i):
@@ -221,6 +257,9 @@ def chat_request(body, vocab_size):
     elif body.get("top_logprobs") is not None:
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
+    if _bool(body, "echo"):
+        raise bad("echo is not supported in chat (vLLM's prefix of the last message)", "echo")
+    gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise bad("tools must be a list", "tools")

@@ -1,0 +1,277 @@
+"""kvcache.serve's choices: n per prompt, batches of prompts, echo, seeds per
+choice, and the limits a prompt meets (the model's length, integer fields)."""
+import asyncio
+import json
+import time
+
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+
+from serve_fixture import metric, running, slow_steps, sse_events  # noqa: E402
+from text_model import make_model_dir  # noqa: E402
+
+GREEDY = {"model": "test", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running(make_model_dir(tmp_path_factory.mktemp("model"))) as (url, srv):
+        yield url, srv
+
+
+def post(url, path, body):
+    r = httpx.post(url + path, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def streamed(url, path, body):
+    """Per choice index: (joined text, last finish reason); and the usage chunk."""
+    with httpx.stream("POST", url + path, json={**body, "stream": True, "stream_options": {"include_usage": True}},
+                      timeout=60) as r:
+        assert r.status_code == 200
+        events = sse_events(list(r.iter_lines()))
+    texts, reasons = {}, {}
+    for e in events[:-1]:
+        (c,) = e["choices"]
+        texts[c["index"]] = texts.get(c["index"], "") + (c["text"] if "text" in c else c["delta"].get("content", ""))
+        reasons[c["index"]] = c["finish_reason"] or reasons.get(c["index"])
+    assert events[-1]["choices"] == [] and all(e["usage"] is None for e in events[:-1])  # OpenAI: null till then
+    return [(texts[i], reasons[i]) for i in sorted(texts)], events[-1]["usage"]
+
+
+def test_n_and_a_batch_of_prompts_are_choices_prompt_by_prompt(server):
+    url, srv = server
+    prompts = ["The quick brown fox", srv.tokenizer.encode("Unicode: café 日本語 🙂")]
+    alone = [post(url, "/v1/completions", {**GREEDY, "prompt": p}) for p in prompts]
+    r = post(url, "/v1/completions", {**GREEDY, "prompt": prompts, "n": 2})
+    assert [c["index"] for c in r["choices"]] == [0, 1, 2, 3]
+    assert [c["text"] for c in r["choices"]] == [a["choices"][0]["text"] for a in alone for _ in range(2)]
+    assert r["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)  # each prompt once
+    assert r["usage"]["completion_tokens"] == 4 * 8
+    got, usage = streamed(url, "/v1/completions", {**GREEDY, "prompt": prompts, "n": 2})
+    assert got == [(c["text"], c["finish_reason"]) for c in r["choices"]]
+    assert usage["completion_tokens"] == 32 and usage["prompt_tokens"] == r["usage"]["prompt_tokens"]
+    with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0) as client:
+        c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], n=3,
+                                           max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
+        assert [x.index for x in c.choices] == [0, 1, 2] and len({x.message.content for x in c.choices}) == 1
+        assert c.usage.completion_tokens == 3 * 6
+    chat = {**GREEDY, "messages": [{"role": "user", "content": "Héllo 🙂"}], "n": 2}
+    whole = post(url, "/v1/chat/completions", chat)
+    got, _ = streamed(url, "/v1/chat/completions", chat)
+    assert got == [(c["message"]["content"], c["finish_reason"]) for c in whole["choices"]]
+
+
+def test_sampled_choices_take_seed_plus_their_index(server):
+    url, _ = server
+    body = {"model": "test", "prompt": "The quick", "max_tokens": 12, "temperature": 1.0, "ignore_eos": True}
+    r = post(url, "/v1/completions", {**body, "n": 3, "seed": 5})
+    each = [post(url, "/v1/completions", {**body, "seed": 5 + j})["choices"][0]["text"] for j in range(3)]
+    assert [c["text"] for c in r["choices"]] == each and len(set(each)) > 1
+    # the largest seed the field takes wraps to the engine's 64 bits instead of failing choice 1
+    top = post(url, "/v1/completions", {**body, "n": 2, "seed": 2**64 - 1})
+    assert top["choices"][1]["text"] == post(url, "/v1/completions", {**body, "seed": 0})["choices"][0]["text"]
+
+
+def test_echo_puts_the_prompt_before_the_text(server):
+    url, srv = server
+    for prompt in ("Numbers 0 1 2 3", srv.tokenizer.encode("Emoji: 🙂 🚀")):
+        plain = post(url, "/v1/completions", {**GREEDY, "prompt": prompt})["choices"][0]["text"]
+        text = prompt if isinstance(prompt, str) else srv.tokenizer.decode(prompt)
+        assert post(url, "/v1/completions", {**GREEDY, "prompt": prompt, "echo": True})["choices"][0]["text"] \
+            == text + plain
+        assert streamed(url, "/v1/completions", {**GREEDY, "prompt": prompt, "echo": True})[0] \
+            == [(text + plain, "length")]
+
+
+def error_of(r, status):
+    assert r.status_code == status, r.text
+    return r.json()["error"]
+
+
+def test_a_prompt_the_model_cannot_continue_is_400_naming_it(server):
+    url, srv = server
+    n = srv.max_model_len
+    tok = srv.tokenizer
+    words = next(k for k in range(n) if len(tok.encode(tok.apply_chat_template(
+        [{"role": "user", "content": "x " * k}]), add_special_tokens=False)) >= n)
+    for content in ("x " * words, "x " * 2 * n):  # exactly the model's length, and far beyond
+        err = error_of(httpx.post(url + "/v1/chat/completions", json={"model": "test", "messages": [
+            {"role": "user", "content": content}]}), 400)  # no max_tokens: up to the model's length
+        assert err["param"] == "messages" and f"maximum context length is {n}" in err["message"]
+        assert err["code"] == "context_length_exceeded"  # OpenAI's code
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * n}), 400)
+    assert err["param"] == "prompt" and f"maximum context length is {n}" in err["message"]
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": [5] * (n - 4),
+                                                             "max_tokens": 5}), 400)
+    assert err["param"] == "max_tokens" and err["code"] == "context_length_exceeded"
+    assert post(url, "/v1/completions", {"model": "test", "prompt": [5] * (n - 4), "max_tokens": 4})
+    err = error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": ["hi", ""]}), 400)
+    assert err["param"] == "prompt" and "prompt[1]" in err["message"]
+
+
+def test_integral_floats_are_integers(server):
+    url, _ = server
+    r = post(url, "/v1/completions", {"model": "test", "prompt": "hi", "max_tokens": 3.0, "n": 2.0,
+                                      "temperature": 0, "ignore_eos": True})
+    assert len(r["choices"]) == 2 and r["usage"]["completion_tokens"] == 6
+    for field, value in (("max_tokens", 2.5), ("n", 1.5), ("max_tokens", "3"), ("logprobs", True)):
+        assert error_of(httpx.post(url + "/v1/completions", json={"model": "test", "prompt": "hi", field: value}),
+                        400)["param"] == field
+
+
+def test_a_client_that_leaves_aborts_every_choice(server, monkeypatch):
+    url, srv = server
+    slow_steps(monkeypatch, srv)  # 400 tokens take 8 s
+    body = {"model": "test", "prompt": "The quick brown fox " * 10, "max_tokens": 400, "ignore_eos": True, "n": 3,
+            "stream": True}
+    with httpx.Client(timeout=30) as h:
+        with h.stream("POST", url + "/v1/completions", json=body) as r:
+            lines = r.iter_lines()
+            for _ in range(6):
+                next(lines)
+            text = h.get(url + "/metrics").text
+            assert metric(text, "kvcache_num_requests_running") + metric(text, "kvcache_num_requests_waiting") == 3
+    deadline = time.monotonic() + 2
+    while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"]:
+        assert time.monotonic() < deadline, "the KV of a disconnected client's choices was not freed"
+        time.sleep(0.02)
+
+
+def test_vllm_text_options_stop_string_kept_and_special_tokens_shown(server):
+    url, srv = server
+    body = {**GREEDY, "prompt": "The quick", "max_tokens": 24}
+    text = post(url, "/v1/completions", body)["choices"][0]["text"]
+    stop = text[5:8]
+    kept = {**body, "stop": [stop], "include_stop_str_in_output": True}
+    r = post(url, "/v1/completions", kept)["choices"][0]
+    assert (r["text"], r["finish_reason"]) == (text[:text.index(stop) + len(stop)], "stop")
+    assert streamed(url, "/v1/completions", kept)[0] == [(r["text"], "stop")]
+    special = "<|im_start|>"  # a special token a sampled text may hold: shown only with skip_special_tokens false
+    for seed in range(20):
+        sampled = {**body, "temperature": 2.0, "seed": seed, "max_tokens": 64}
+        shown = post(url, "/v1/completions", {**sampled, "skip_special_tokens": False})["choices"][0]["text"]
+        if special in shown:
+            assert special not in post(url, "/v1/completions", sampled)["choices"][0]["text"]
+            break
+    else:
+        pytest.fail(f"no sampled text held {special}")
+
+
+def test_continuous_usage_stats_give_the_usage_so_far_in_every_chunk(server):
+    url, _ = server
+    options = {"include_usage": True, "continuous_usage_stats": True}
+    with httpx.stream("POST", url + "/v1/completions", json={**GREEDY, "prompt": "hi", "stream": True,
+                                                              "stream_options": options}, timeout=60) as r:
+        events = sse_events(list(r.iter_lines()))
+    done = [e["usage"]["completion_tokens"] for e in events]
+    assert done == sorted(done) and done[0] >= 1 and done[-1] == 8 and events[-1]["choices"] == []
+    assert all(e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"]
+               for e in events)
+
+
+def test_choices_beyond_the_queue_are_503_and_none_runs(tmp_path):
+    with running(make_model_dir(tmp_path / "model"), max_num_seqs=1, max_requests=2) as (url, srv):
+        body = {**GREEDY, "prompt": "The quick", "max_tokens": 50, "n": 3}
+        err = error_of(httpx.post(url + "/v1/completions", json=body), 503)
+        assert err["code"] == "queue_full"
+        deadline = time.monotonic() + 2
+        while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"] or srv.engine.stats()["waiting"]:
+            assert time.monotonic() < deadline, "the choices queued before the refusal still run"
+            time.sleep(0.02)
+        assert len(post(url, "/v1/completions", {**body, "n": 2})["choices"]) == 2
+
+
+def test_cache_salt_keeps_a_prefix_to_its_own_salt(server):
+    url, _ = server
+    body = {**GREEDY, "prompt": "Prefix caching shares the blocks of a prompt that many requests begin with " * 2}
+
+    def cached(**kw):
+        return post(url, "/v1/completions", {**body, **kw})["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+    assert cached(cache_salt="tenant-a") == 0
+    assert cached(cache_salt="tenant-a") > 0  # its own prompt, cached
+    assert cached(cache_salt="tenant-b") == 0 and cached() == 0  # never under another salt, nor without one
+    assert cached(cache_salt="tenant-b", n=2) > 0  # the first choice of a prompt says what its prompt found
+
+
+def test_mixed_concurrent_clients_get_what_each_gets_alone(server):
+    """24 clients at once, completions and chat, streamed and not, n 1 to 3: greedy text is batch invariant."""
+    url, _ = server
+
+    def case(i):
+        chat = i % 2 == 1
+        body = {**GREEDY, "max_tokens": 12, "n": 1 + i % 3, "stream": i % 4 >= 2}
+        if chat:
+            return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": f"Ünïcödé 🙂 {i}"}]}
+        return "/v1/completions", {**body, "prompt": f"Numbers {i} 日本語"}
+
+    async def one(client, path, body):
+        if not body["stream"]:
+            r = await client.post(path, json=body)
+            return [c.get("text", c.get("message", {}).get("content")) for c in r.json()["choices"]]
+        async with client.stream("POST", path, json=body) as r:
+            events = sse_events([line async for line in r.aiter_lines()])
+        texts = [""] * body["n"]
+        for e in events:
+            for c in e["choices"]:
+                texts[c["index"]] += c["text"] if "text" in c else c["delta"].get("content", "")
+        return texts
+
+    async def run():
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            alone = [await one(client, *case(i)) for i in range(24)]
+            together = await asyncio.wait_for(asyncio.gather(*(one(client, *case(i)) for i in range(24))), 30)
+            return alone, together
+
+    alone, together = asyncio.run(run())
+    assert together == alone and all(len(set(t)) == 1 and t[0] for t in alone)
+
+
+def test_stop_reason_names_what_stopped_a_choice(server):
+    url, _ = server
+    body = {**GREEDY, "prompt": "The quick", "max_tokens": 10}
+    first = post(url, "/v1/completions", {**body, "logprobs": 0, "return_tokens_as_token_ids": True})["choices"][0]
+    assert (first["finish_reason"], first["stop_reason"]) == ("length", None)
+    token = int(first["logprobs"]["tokens"][3].split(":")[1])
+    by_token = post(url, "/v1/completions", {**body, "stop_token_ids": [token]})["choices"][0]
+    assert (by_token["finish_reason"], by_token["stop_reason"]) == ("stop", token)
+    stop = first["text"][2:5]
+    by_text = post(url, "/v1/completions", {**body, "stop": ["zzz", stop]})["choices"][0]
+    assert (by_text["finish_reason"], by_text["stop_reason"]) == ("stop", stop)
+    chat = {**body, "messages": [{"role": "user", "content": "x"}]}
+    stop = post(url, "/v1/chat/completions", chat)["choices"][0]["message"]["content"][2:5]
+    with httpx.stream("POST", url + "/v1/chat/completions", json={**chat, "stop": [stop], "stream": True}) as r:
+        events = sse_events(list(r.iter_lines()))
+    assert all(e["choices"][0]["stop_reason"] is None for e in events[:-1])
+    assert events[-1]["choices"][0]["finish_reason"] == "stop" and events[-1]["choices"][0]["stop_reason"] == stop
+
+
+def test_add_special_tokens_as_vllm_defaults_it(tmp_path):
+    """A tokenizer that puts <|endoftext|> before a text: completions add it unless add_special_tokens is false,
+    chat (whose template writes its own) only when it is true."""
+    model = make_model_dir(tmp_path / "model")
+    tokenizer = json.loads((model / "tokenizer.json").read_text())
+    a, b = {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}
+    tokenizer["post_processor"] = {
+        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, a],
+        "pair": [a, b], "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0],
+                                                             "tokens": ["<|endoftext|>"]}}}
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with running(model) as (url, _):
+        def n_prompt(path, **kw):
+            return post(url, path, {"model": "test", "max_tokens": 1, **kw})["usage"]["prompt_tokens"]
+
+        plain = n_prompt("/v1/completions", prompt="hi", add_special_tokens=False)
+        assert n_prompt("/v1/completions", prompt="hi") == plain + 1
+        chat = {"messages": [{"role": "user", "content": "hi"}]}
+        assert n_prompt("/v1/chat/completions", **chat, add_special_tokens=True) \
+            == n_prompt("/v1/chat/completions", **chat) + 1
+        assert error_of(httpx.post(url + "/v1/chat/completions", json={"model": "test", **chat, "echo": True}),
+                        400)["param"] == "echo"
