@@ -441,6 +441,7 @@ typedef struct kvc_engine_params {
 kvc_engine_params kvc_engine_default_params(void);
 typedef struct kvc_engine kvc_engine;
 kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
+const kvc_engine_params *kvc_engine_params_of(const kvc_engine *e);
 void kvc_engine_destroy(kvc_engine *e);
 typedef struct kvc_engine_request {
     int64_t id;

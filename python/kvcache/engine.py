@@ -194,6 +194,7 @@ class Engine:
         self._close = weakref.finalize(self, _destroy, self._e, adapter, model)
         self.max_model_len = int(p.max_model_len)
         self.max_num_seqs = int(p.max_num_seqs)
+        self.max_requests = int(lib.kvc_engine_params_of(self._e).max_requests)  # 0 resolved by the engine
         self.kv_dtype = dtype_name(ap.cache.kv_dtype)
         self.weights = weights
         self.activations = activations

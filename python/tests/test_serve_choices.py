@@ -74,9 +74,17 @@ def test_sampled_choices_take_seed_plus_their_index(server):
     r = post(url, "/v1/completions", {**body, "n": 3, "seed": 5})
     each = [post(url, "/v1/completions", {**body, "seed": 5 + j})["choices"][0]["text"] for j in range(3)]
     assert [c["text"] for c in r["choices"]] == each and len(set(each)) > 1
-    # the largest seed the field takes wraps to the engine's 64 bits instead of failing choice 1
-    top = post(url, "/v1/completions", {**body, "n": 2, "seed": 2**64 - 1})
-    assert top["choices"][1]["text"] == post(url, "/v1/completions", {**body, "seed": 0})["choices"][0]["text"]
+    # the largest seed the field takes (int64, as vLLM's) wraps for choice 1 instead of failing it
+    top = post(url, "/v1/completions", {**body, "n": 2, "seed": 2**63 - 1})
+    low = post(url, "/v1/completions", {**body, "seed": -(2**63)})
+    assert top["choices"][1]["text"] == low["choices"][0]["text"]
+    # beyond int64: 400 with pydantic's bound names, which vLLM's tests look for (test_long_seed)
+    client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+    for seed, bound in ((2**63, "less_than_equal"), (-(2**63) - 1, "greater_than_equal")):
+        with pytest.raises(openai.BadRequestError) as err:
+            client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], seed=seed,
+                                           temperature=0, max_tokens=2)
+        assert bound in err.value.message
 
 
 def test_echo_puts_the_prompt_before_the_text(server):
@@ -176,11 +184,21 @@ def test_continuous_usage_stats_give_the_usage_so_far_in_every_chunk(server):
                for e in events)
 
 
-def test_choices_beyond_the_queue_are_503_and_none_runs(tmp_path):
+def test_choices_beyond_the_queue(tmp_path, monkeypatch):
+    """More choices than the server ever holds: 400 naming n (no retry can help). More than the places left
+    beside a running request: 503 queue_full, and none of its choices runs."""
     with running(make_model_dir(tmp_path / "model"), max_num_seqs=1, max_requests=2) as (url, srv):
         body = {**GREEDY, "prompt": "The quick", "max_tokens": 50, "n": 3}
-        err = error_of(httpx.post(url + "/v1/completions", json=body), 503)
-        assert err["code"] == "queue_full"
+        err = error_of(httpx.post(url + "/v1/completions", json=body), 400)
+        assert err["param"] == "n" and "--max-requests" in err["message"]
+        slow_steps(monkeypatch, srv)  # the stream below runs for 4 s unless stopped
+        with httpx.stream("POST", url + "/v1/completions", timeout=60,
+                          json={**GREEDY, "prompt": "The quick", "max_tokens": 200, "stream": True}) as r:
+            lines = r.iter_lines()  # held: a dropped iterator closes the stream (the server then aborts it)
+            next(lines)
+            err = error_of(httpx.post(url + "/v1/completions", json={**body, "n": 2}), 503)
+            assert err["code"] == "queue_full"
+        monkeypatch.undo()
         deadline = time.monotonic() + 2
         while srv.engine.stats()["kv_blocks_in_use"] or srv.engine.stats()["running"] or srv.engine.stats()["waiting"]:
             assert time.monotonic() < deadline, "the choices queued before the refusal still run"

@@ -217,6 +217,9 @@ class Server:
         # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
         self._check_model(gen.model)
+        if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
+            raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
+                      "requests the server holds at once (--max-requests)", "n")
         params = [self._params(gen, len(p.ids), what) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))

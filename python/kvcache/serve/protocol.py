@@ -108,8 +108,11 @@ def _int(body, name, default, lo, hi):
         return default
     if isinstance(v, float) and v.is_integer():
         v = int(v)
-    if not _is_int(v) or not lo <= v <= hi:
+    if not _is_int(v):
         raise bad(f"{name} must be an integer in [{lo}, {hi}], got {v!r}", name)
+    if not lo <= v <= hi:  # pydantic's names of the two bounds, which vLLM's clients and tests look for
+        bound = f"greater_than_equal {lo}" if v < lo else f"less_than_equal {hi}"
+        raise bad(f"{name} must be an integer in [{lo}, {hi}] ({bound}), got {v!r}", name)
     return v
 
 
@@ -187,7 +190,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
-                      seed=_int(body, "seed", None, -(2**63), 2**64 - 1), stop=_stop(body),
+                      seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
                       tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False, add_special_tokens=True,
