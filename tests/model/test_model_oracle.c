@@ -183,6 +183,16 @@ static void test_deepseek_v3(void **state) {
     (void)state;
     run_dir("deepseek_v3");
 }
+/* the softmax-routed MoE families: Qwen3-MoE (a dense layer, no renormalisation) and Mixtral (sliding
+ * window, renormalised top-2) */
+static void test_qwen3_moe(void **state) {
+    (void)state;
+    run_dir("qwen3_moe");
+}
+static void test_mixtral(void **state) {
+    (void)state;
+    run_dir("mixtral");
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -190,6 +200,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
