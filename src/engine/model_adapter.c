@@ -57,7 +57,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
         else if (c->layer_moe[l])
             mlp = H * (double)c->n_routed_experts +
-                  (double)(c->experts_per_tok + c->n_shared_experts) * 3.0 * H * (double)c->moe_intermediate_size;
+                  (double)c->experts_per_tok * 3.0 * H * (double)c->moe_intermediate_size +
+                  3.0 * H * (double)c->shared_expert_intermediate_size;
         token += proj + mlp;
         if (c->layer_sliding[l])
             token += pair * (double)c->sliding_window;

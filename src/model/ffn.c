@@ -135,8 +135,8 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
     }
 }
 
-/* Qwen3-MoE / Mixtral router (HF Qwen3MoeTopKRouter, MixtralTopKRouter): softmax over all E logits in
- * f32, the k largest probabilities (ties: lower index first, as top_k), divided by their sum when
+/* Qwen3-MoE / Qwen2-MoE / Mixtral router (HF Qwen3MoeTopKRouter, Qwen2MoeTopKRouter, MixtralTopKRouter): softmax over
+ * all E logits in f32, the k largest probabilities (ties: lower index first, as top_k), divided by their sum when
  * norm_topk_prob (Mixtral always). */
 static void softmax_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                           float *sw, float *tmp /* [E] */) {
@@ -156,7 +156,8 @@ typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, 
 
 /* A routed MoE layer: router logits [T, E] (gate_w), each token's k experts and weights by `route`,
  * the SwiGLU experts over their gathered tokens (ex_gate / ex_up / ex_down), summed per token in
- * expert-index order, plus the shared experts when the layer has them (DeepseekV3). */
+ * expert-index order, plus the shared experts when the layer has them (DeepseekV3; Qwen2-MoE's
+ * scaled by the sigmoid of its gate). */
 static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn route) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
@@ -176,6 +177,13 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     if (w->sh_gate.data) {
         KVC_TRY(kvci_swiglu_mlp(ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL, ws->ff_a, ws->ff_b,
                                 ws->proj));
+        if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
+            KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
+            for (int64_t t = 0; t < T; t++) {
+                const float g = 1.0f / (1.0f + expf(-ws->router[t]));
+                for (int64_t j = 0; j < H; j++) ws->proj[t * H + j] *= g;
+            }
+        }
         for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
     } else {
         memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));

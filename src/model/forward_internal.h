@@ -21,7 +21,7 @@ typedef struct kvc_model_attn_plan {
 struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
     int64_t qw, kw, vw, ow; /* widths: nH*Dq, Nkv*Dq, Nkv*Dv, nH*max(Dv, rkv) */
-    int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe * shared) */
+    int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe, the shared expert's) */
     float *h;               /* [Tm, H] residual stream */
     float *xn;              /* [Tm, H] normed input of a sub-layer */
     float *q;               /* [Tm, qw] */

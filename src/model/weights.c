@@ -148,8 +148,8 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3 adds
- * the router's correction bias and the shared experts; Mixtral's hub names are block_sparse_moe.{gate,
- * experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * the router's correction bias and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
+ * [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->family == KVC_FAMILY_DEEPSEEK_V3, mixtral = strcmp(c->model_type, "mixtral") == 0;
@@ -162,8 +162,11 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 1, Im)));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_DOWN : KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT,
            even(v, 2, Im)));
-    if (ds && c->n_shared_experts > 0)
-        TRY(visit_dense_mlp(v, c, w, "shared_experts.", Im * c->n_shared_experts, &w->sh_gate, &w->sh_up, &w->sh_down));
+    const int64_t Ish = c->shared_expert_intermediate_size;
+    if (Ish > 0)
+        TRY(visit_dense_mlp(v, c, w, ds ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
+                            &w->sh_down));
+    if (Ish > 0 && !ds) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 
@@ -276,6 +279,7 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         {"moe_intermediate_size", c->moe_intermediate_size, routed},
         {"n_routed_experts", c->n_routed_experts, routed},
         {"n_shared_experts", c->n_shared_experts, 0},
+        {"shared_expert_intermediate_size", c->shared_expert_intermediate_size, 0},
         {"first_k_dense_replace", c->first_k_dense_replace, 0},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)

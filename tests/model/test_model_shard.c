@@ -3,7 +3,7 @@
  * safetensors: q/k/v and gate/up rows (KV heads replicated when the ranks exceed them), o/down
  * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
  * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
- * from random checkpoints; Qwen3-MoE and Mixtral's hub layouts from their oracle checkpoints);
+ * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -73,7 +73,9 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
         check_part(&p->ex_gate, &w->ex_gate, r * Im, 0, "experts gate");
         check_part(&p->ex_up, &w->ex_up, r * Im, 0, "experts up");
         check_part(&p->ex_down, &w->ex_down, 0, r * Im, "experts down");
-        check_part(&p->sh_down, &w->sh_down, 0, r * Im * f->n_shared_experts, "shared down");
+        check_part(&p->sh_gate, &w->sh_gate, r * c->shared_expert_intermediate_size, 0, "shared gate");
+        check_part(&p->sh_down, &w->sh_down, 0, r * c->shared_expert_intermediate_size, "shared down");
+        check_part(&p->sh_scale, &w->sh_scale, 0, 0, "shared expert's sigmoid gate (whole)");
     } else {
         check_part(&p->w_gate, &w->w_gate, r * I, 0, "gate_proj");
         check_part(&p->w_up, &w->w_up, r * I, 0, "up_proj");
@@ -169,6 +171,11 @@ static void test_mixtral(void **state) {
     check_family("mixtral", KVC_WMAT_CHECKPOINT); /* block_sparse_moe w1 / w3 / w2 */
 }
 
+static void test_qwen2_moe(void **state) {
+    (void)state;
+    check_family("qwen2_moe", KVC_WMAT_CHECKPOINT); /* a shared expert split as the routed ones, its gate whole */
+}
+
 static void test_refusals(void **state) {
     (void)state;
     char dir[1024];
@@ -189,7 +196,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
         cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
-        cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
