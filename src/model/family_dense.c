@@ -2,8 +2,9 @@
  * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run; Phi-3 is planned only.
  * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer),
- * of Qwen3-MoE (every layer, with use_sliding_window) and of Qwen2/Qwen3 with
- * use_sliding_window (from max_window_layers on). */
+ * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
+ * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
+ * (the even layers below max_window_layers). */
 #include <stdio.h>
 #include <string.h>
 

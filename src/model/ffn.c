@@ -1,7 +1,7 @@
 /* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
- * with routed and shared experts (MF 4.5) and the softmax router of Qwen3-MoE
- * and Mixtral over the same SwiGLU experts. Experts run over the tokens routed
+ * with routed and shared experts (MF 4.5) and the softmax router of Qwen3-MoE,
+ * Qwen2-MoE and Mixtral over the same SwiGLU experts. Experts run over the tokens routed
  * to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
