@@ -34,8 +34,8 @@ extern "C" {
  * (kvc_model_load) runs the model types marked "runs". One descriptor per
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3; plans also mixtral, qwen2_moe,
-                               * qwen3_moe, phi3 */
+    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3 and the softmax-routed MoE models
+                               * qwen3_moe, qwen2_moe, mixtral; plans also phi3 */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
@@ -75,13 +75,20 @@ typedef struct kvc_model_config {
     kvc_rope_config rope;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
-    /* GptOss MoE */
+    /* GptOss MoE (experts_per_tok: also the routed families' k) */
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;
     /* DeepseekV3 MLA */
     int64_t q_lora_rank; /* 0 = plain q_proj */
     int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     bool rope_interleave;
+    /* Routed MoE (deepseek_v3: grouped sigmoid router; qwen3_moe, qwen2_moe, mixtral: softmax router):
+     * layer_moe[l] says whether layer l's feed-forward is n_routed_experts SwiGLU experts of
+     * moe_intermediate_size (Mixtral: intermediate_size) or the dense MLP of intermediate_size;
+     * norm_topk_prob renormalises the k weights; a shared SwiGLU expert of shared_expert_intermediate_size
+     * (0: none; DeepseekV3: n_shared_experts * moe_intermediate_size) is added to the routed ones. */
+    bool layer_moe[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t shared_expert_intermediate_size;
     int64_t first_k_dense_replace, moe_intermediate_size, n_routed_experts, n_shared_experts;
     int64_t n_group, topk_group;
     bool norm_topk_prob;

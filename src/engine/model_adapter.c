@@ -32,7 +32,7 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
 }
 
 /* Multiply-adds of the dense layers of one token (projections and MLP or
- * routed experts, sliding-window attention over a full window), of one
+ * routed experts (DeepseekV3, Qwen3-MoE, Mixtral), sliding-window attention over a full window), of one
  * pair of a query token and a key position in the full-attention layers,
  * and of one row's output head and sampling pass: the step cost model of
  * the stall-free limit (kvc_engine_model.cost_*). */
@@ -55,9 +55,10 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
         double mlp = 3.0 * H * (double)c->intermediate_size;
         if (c->family == KVC_FAMILY_GPT_OSS)
             mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
-        else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace)
+        else if (c->layer_moe[l])
             mlp = H * (double)c->n_routed_experts +
-                  (double)(c->experts_per_tok + c->n_shared_experts) * 3.0 * H * (double)c->moe_intermediate_size;
+                  (double)c->experts_per_tok * 3.0 * H * (double)c->moe_intermediate_size +
+                  3.0 * H * (double)c->shared_expert_intermediate_size;
         token += proj + mlp;
         if (c->layer_sliding[l])
             token += pair * (double)c->sliding_window;

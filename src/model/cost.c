@@ -29,7 +29,7 @@ static kvc_status cost_fn(void *user, const kvc_wtensor *t) {
         o->dense_read_bytes += bytes;
         return KVC_OK;
     }
-    const bool mlp = strstr(t->name, "mlp.") != NULL;
+    const bool mlp = strstr(t->name, "mlp.") != NULL || strstr(t->name, "block_sparse_moe.") != NULL;
     kvc_model_cost_path *p = mlp ? &o->mlp : &o->attn_proj;
     p->dtype = kvci_wmat_dtype_name(w->dtype), p->kernel = kvci_wmat_kernel_name(w);
     if (w->count > 1) {

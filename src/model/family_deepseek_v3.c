@@ -30,6 +30,8 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_int(c, "topk_group", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
     KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
     if (cfg->first_k_dense_replace < cfg->num_layers) {
         const int64_t E = cfg->n_routed_experts, g = cfg->n_group;
         if (E % g != 0 || E / g < 2 || cfg->topk_group > g || cfg->experts_per_tok > cfg->topk_group * (E / g))

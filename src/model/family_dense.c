@@ -1,49 +1,116 @@
-/* The dense GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3 run; Mixtral,
- * the Qwen MoE models and Phi-3 are planned only. Which projections carry a
- * bias (MF 6.5), Qwen3's q/k norms and the sliding layers of Mistral (every
- * layer) and of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on). */
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3 and the softmax-routed
+ * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run; Phi-3 is planned only.
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, which layers
+ * route experts and the sliding layers of Mistral and Mixtral (every layer),
+ * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
+ * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
+ * (the even layers below max_window_layers). */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
+#include "model/forward_internal.h"
+
+/* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
+ * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
+ * shared_expert_intermediate_size) and Mixtral (every layer, experts of intermediate_size, always
+ * renormalised): the expert count, k, the widths and the MoE layers; defaults as transformers 5.25's. */
+static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
+    /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
+    static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
+    static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
+    bool have = false;
+    cfg->n_routed_experts = mixtral ? 8 : qwen2 ? 60 : 128;
+    KVC_TRY(kvci_hparams_int(c, mixtral ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
+                                mixtral ? 2
+                                : qwen2 ? 4
+                                        : 8,
+                                1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    if (cfg->experts_per_tok > cfg->n_routed_experts)
+        return kvci_fail(KVC_EINVAL, "%s: num_experts_per_tok %lld must be in [1, %s = %lld]", c->doc,
+                         (long long)cfg->experts_per_tok, mixtral ? "num_local_experts" : "num_experts",
+                         (long long)cfg->n_routed_experts);
+    cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    if (mixtral) return KVC_OK;
+    int64_t step = 1;
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->moe_intermediate_size));
+    if (qwen2)
+        KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 5632, 1, KVC_HP_MAX_WIDTH,
+                                    &cfg->shared_expert_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "decoder_sparse_step", 1, 1, KVC_HP_MAX_LAYERS, &step));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = (l + 1) % step == 0;
+    const cJSON *only = NULL;
+    KVC_TRY(kvci_json_array(c, "mlp_only_layers", KVC_HP_MAX_LAYERS, &only, &have));
+    for (int i = 0; have && only && i < cJSON_GetArraySize(only); i++) {
+        char where[64];
+        int64_t l = 0;
+        snprintf(where, sizeof where, "mlp_only_layers[%d]", i);
+        KVC_TRY(kvci_json_int_value(cJSON_GetArrayItem(only, i), where, 0, cfg->num_layers - 1, &l));
+        cfg->layer_moe[l] = false;
+    }
+    return KVC_OK;
+}
 
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
-    const bool qwen3 = strcmp(mt, "qwen3") == 0, qwen2 = strcmp(mt, "qwen2") == 0;
+    const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
+    const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool attn_bias = false, mlp_bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
+    if (qwen2_moe) KVC_TRY(kvci_family_opt_bool(c, "qkv_bias", true, &attn_bias)); /* its key, o_proj never */
     cfg->qkv_bias = qwen2 ? true : attn_bias;
-    cfg->o_bias = qwen2 ? false : attn_bias;
-    cfg->mlp_bias = (qwen2 || qwen3) ? false : mlp_bias;
+    cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
+    cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
-    return KVC_OK;
+    const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
+    return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
+}
+
+/* The routed experts on the MoE layers, else the dense MLP. */
+static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
 /* Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
- * otherwise every layer slides when the config sets a window (Mistral, Phi-3). */
+ * Qwen2-MoE with it: the even layers below max_window_layers (its config
+ * class's layer_types); otherwise every layer slides when the config sets a
+ * window (Mistral, Phi-3, Mixtral, and Qwen3-MoE, whose window only
+ * use_sliding_window enables). */
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
-    if (ctx->qwen_rule) {
+    const char *mt = ctx->hp->model_type;
+    const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
+    if (ctx->qwen_rule && !(mt && strcmp(mt, "qwen3_moe") == 0)) {
         bool have = false;
         from = 28;
         KVC_TRY(kvci_json_int(&ctx->hp->cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have));
         if (!have) kvci_family_warn(ctx, "max_window_layers absent: 28 assumed");
     }
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = ctx->window > 0 && i >= from ? KVC_LK_SLIDING : KVC_LK_FULL;
+    for (int64_t i = 0; i < ctx->n_layers; i++) {
+        const bool slides = qwen2_moe ? i % 2 == 0 && i < from : i >= from;
+        kinds[i] = ctx->window > 0 && slides ? KVC_LK_SLIDING : KVC_LK_FULL;
+    }
     return KVC_OK;
 }
 
 static const kvc_family_alias ALIASES[] = {
     {"llama", "LlamaForCausalLM", "llama", true},
     {"mistral", "MistralForCausalLM", "mistral", true},
-    {"mixtral", "MixtralForCausalLM", "mixtral", false},
+    {"mixtral", "MixtralForCausalLM", "mixtral", true},
     {"qwen2", "Qwen2ForCausalLM", "qwen2", true},
-    {"qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", false},
+    {"qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", true},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", true},
-    {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", false},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
     {"phi3", "Phi3ForCausalLM", "phi3", false},
 };
 
@@ -54,4 +121,5 @@ const kvc_family_desc kvc_family_dense = {
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .parse = parse_dense,
     .default_kinds = dense_kinds,
+    .ffn = dense_ffn,
 };

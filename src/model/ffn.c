@@ -1,6 +1,7 @@
 /* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
- * with routed and shared experts (MF 4.5). Experts run over the tokens routed
+ * with routed and shared experts (MF 4.5) and the softmax router of Qwen3-MoE,
+ * Qwen2-MoE and Mixtral over the same SwiGLU experts. Experts run over the tokens routed
  * to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
@@ -101,13 +102,13 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
 }
 
 /* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
-static void deepseek_route(const kvc_model_config *c, const float *logits, const float *corr, int32_t *sel, float *sw,
-                           float *tmp /* [E] */) {
+static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                           float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
     float s[2]; /* top-2 per group */
     int32_t gidx[DS_MAX_GROUPS];
     float gscore[DS_MAX_GROUPS];
-    for (int64_t e = 0; e < E; e++) tmp[e] = 1.0f / (1.0f + expf(-logits[e])) + corr[e];
+    for (int64_t e = 0; e < E; e++) tmp[e] = 1.0f / (1.0f + expf(-logits[e])) + w->gate_corr[e];
     for (int64_t g = 0; g < G; g++) {
         s[0] = s[1] = -INFINITY;
         for (int64_t e = g * per; e < (g + 1) * per; e++) {
@@ -134,16 +135,36 @@ static void deepseek_route(const kvc_model_config *c, const float *logits, const
     }
 }
 
-kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l) {
+/* Qwen3-MoE / Qwen2-MoE / Mixtral router (HF Qwen3MoeTopKRouter, Qwen2MoeTopKRouter, MixtralTopKRouter): softmax over
+ * all E logits in f32, the k largest probabilities (ties: lower index first, as top_k), divided by their sum when
+ * norm_topk_prob (Mixtral always). */
+static void softmax_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                          float *sw, float *tmp /* [E] */) {
+    (void)w;
+    const int64_t E = c->n_routed_experts, K = c->experts_per_tok;
+    float mx = logits[0], den = 0.0f, sum = 0.0f;
+    for (int64_t e = 1; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
+    for (int64_t e = 0; e < E; e++) den += (tmp[e] = expf(logits[e] - mx));
+    for (int64_t e = 0; e < E; e++) tmp[e] /= den;
+    top_k(tmp, E, K, sel);
+    for (int64_t j = 0; j < K; j++) sum += (sw[j] = tmp[sel[j]]);
+    for (int64_t j = 0; c->norm_topk_prob && j < K; j++) sw[j] /= sum;
+}
+
+typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                         float *sw, float *tmp);
+
+/* A routed MoE layer: router logits [T, E] (gate_w), each token's k experts and weights by `route`,
+ * the SwiGLU experts over their gathered tokens (ex_gate / ex_up / ex_down), summed per token in
+ * expert-index order, plus the shared experts when the layer has them (DeepseekV3; Qwen2-MoE's
+ * scaled by the sigmoid of its gate). */
+static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn route) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
-    if (c->n_group > DS_MAX_GROUPS)
-        return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
     KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router)); /* [T, E] */
-    for (int64_t t = 0; t < T; t++)
-        deepseek_route(c, ws->router + t * E, w->gate_corr, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
+    for (int64_t t = 0; t < T; t++) route(c, w, ws->router + t * E, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, T, K, H, e);
@@ -156,9 +177,25 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l) {
     if (w->sh_gate.data) {
         KVC_TRY(kvci_swiglu_mlp(ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL, ws->ff_a, ws->ff_b,
                                 ws->proj));
+        if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
+            KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
+            for (int64_t t = 0; t < T; t++) {
+                const float g = 1.0f / (1.0f + expf(-ws->router[t]));
+                for (int64_t j = 0; j < H; j++) ws->proj[t * H + j] *= g;
+            }
+        }
         for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
     } else {
         memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
     }
     return KVC_OK;
 }
+
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l) {
+    const kvc_model_config *c = &s->m->cfg;
+    if (c->n_group > DS_MAX_GROUPS)
+        return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
+    return routed_experts(s, l, deepseek_route);
+}
+
+kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }

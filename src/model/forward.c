@@ -59,7 +59,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     ws->vw = kvci_max64(nkv * dv, dr);
     ws->ow = nH * kvci_max64(dv, rkv);
     ws->ffw = max3(c->intermediate_size * (c->family == KVC_FAMILY_GPT_OSS ? 2 : 1),
-                   c->moe_intermediate_size * kvci_max64(c->n_shared_experts, 1), 1);
+                   kvci_max64(c->moe_intermediate_size, c->shared_expert_intermediate_size), 1);
     const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts), 1);
     const int64_t K = kvci_max64(c->experts_per_tok, 1);
     kvc_status st = KVC_OK;

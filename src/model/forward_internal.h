@@ -21,7 +21,7 @@ typedef struct kvc_model_attn_plan {
 struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
     int64_t qw, kw, vw, ow; /* widths: nH*Dq, Nkv*Dq, Nkv*Dv, nH*max(Dv, rkv) */
-    int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe * shared) */
+    int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe, the shared expert's) */
     float *h;               /* [Tm, H] residual stream */
     float *xn;              /* [Tm, H] normed input of a sub-layer */
     float *q;               /* [Tm, qw] */
@@ -89,6 +89,8 @@ kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const f
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
+/* Qwen3-MoE / Mixtral: softmax router, top-k (renormalised when norm_topk_prob), SwiGLU experts. */
+kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out

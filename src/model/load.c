@@ -44,15 +44,19 @@ static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, c
                                       c->check_only ? NULL : dst);
 }
 
-/* DeepSeek routed experts [E, rows, cols] (this rank's part): per-module tensors, or the fused
- * [E, 2 Imoe, H] / [E, H, Imoe] form; *dtype: the dtype of the source (expert 0's module or the fused tensor). */
-static kvc_status load_ds_experts(const load_ctx *c, const kvc_wtensor *t, float *dst, const char **dtype) {
+/* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
+ * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; a module of an expert beyond
+ * E-1 is refused. *dtype: the dtype of the source (expert 0's module or the fused tensor). */
+static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, float *dst, const char **dtype) {
     char prefix[160];
     const char *suffix;
     split_star(t->name, prefix, sizeof prefix, &suffix);
     const int64_t *shape = t->shape, E = shape[0], per = shape[1] * shape[2];
-    char first[200];
+    char first[200], extra[200];
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
+    snprintf(extra, sizeof extra, "%s%lld%s", prefix, (long long)E, suffix);
+    if (kvc_safetensors_has(c->st, extra))
+        return kvci_fail(KVC_EINVAL, "unexpected tensor \"%s\": the config has %lld experts", extra, (long long)E);
     if (kvc_safetensors_has(c->st, first)) {
         *dtype = kvci_safetensors_dtype(c->st, first);
         kvc_wsplit one = t->split; /* an expert's module has no E dim */
@@ -64,6 +68,7 @@ static kvc_status load_ds_experts(const load_ctx *c, const kvc_wtensor *t, float
         }
         return KVC_OK;
     }
+    if (!strstr(suffix, "_proj.")) return kvci_fail(KVC_EINVAL, "missing tensor \"%s\"", first);
     char fused[200];
     const bool down = strstr(suffix, "down_proj") != NULL;
     snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
@@ -134,8 +139,8 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s = strchr(name, '*') ? load_ds_experts(c, t, tmp, &dtype)
-                                     : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
+    kvc_status s =
+        strchr(name, '*') ? load_experts(c, t, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16

@@ -97,11 +97,12 @@ typedef struct kvc_layer_weights {
     float *router_b;    /* [E] */
     kvc_wmat gu, dn;    /* [E][2I, H], [E][H, I] (checkpoints: [E, H, 2I], [E, I, H], transposed at load) */
     float *gu_b, *dn_b; /* [E, 2I], [E, H] */
-    /* DeepseekV3 MoE */
+    /* routed MoE (DeepseekV3, Qwen3-MoE, Qwen2-MoE, Mixtral) */
     kvc_wmat gate_w;                  /* [E, H] */
-    float *gate_corr;                 /* [E] e_score_correction_bias */
+    float *gate_corr;                 /* [E] e_score_correction_bias (DeepseekV3) */
     kvc_wmat ex_gate, ex_up, ex_down; /* [E][Imoe, H], [E][Imoe, H], [E][H, Imoe] */
-    kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish] */
+    kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish]; data NULL: no shared expert */
+    kvc_wmat sh_scale;                /* [1, H] Qwen2-MoE shared_expert_gate: the shared output times its sigmoid */
     bool moe;
 } kvc_layer_weights;
 

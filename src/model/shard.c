@@ -18,6 +18,8 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
     KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
     KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
     KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
+    KVC_TRY(divide("shared_expert_intermediate_size", full->shared_expert_intermediate_size, tp,
+                   &c.shared_expert_intermediate_size));
     const int64_t nkv = full->num_kv_heads;
     if (nkv >= tp)
         KVC_TRY(divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));

@@ -146,6 +146,30 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
+/* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
+ * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3 adds
+ * the router's correction bias and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
+ * [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    const bool ds = c->family == KVC_FAMILY_DEEPSEEK_V3, mixtral = strcmp(c->model_type, "mixtral") == 0;
+    w->moe = true;
+    TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
+    if (ds) TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
+           even(v, 1, Im)));
+    TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_UP : KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT,
+           even(v, 1, Im)));
+    TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_DOWN : KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT,
+           even(v, 2, Im)));
+    const int64_t Ish = c->shared_expert_intermediate_size;
+    if (Ish > 0)
+        TRY(visit_dense_mlp(v, c, w, ds ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
+                            &w->sh_down));
+    if (Ish > 0 && !ds) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    return KVC_OK;
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
@@ -164,18 +188,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
-    } else if (c->family == KVC_FAMILY_DEEPSEEK_V3 && l >= c->first_k_dense_replace) {
-        const int64_t E = c->n_routed_experts, Im = c->moe_intermediate_size;
-        w->moe = true;
-        TRY(m2(v, "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
-        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
-        /* virtual names: the loader reads per-expert modules or the fused form (MF 4.5) */
-        TRY(m3(v, KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
-        TRY(m3(v, KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
-        TRY(m3(v, KVC_DS_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-        if (c->n_shared_experts > 0)
-            TRY(visit_dense_mlp(v, c, w, "shared_experts.", Im * c->n_shared_experts, &w->sh_gate, &w->sh_up,
-                                &w->sh_down));
+    } else if (c->layer_moe[l]) {
+        TRY(visit_routed_moe(v, c, w));
     } else {
         TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
@@ -243,6 +257,8 @@ void kvc_model_destroy(kvc_model *m) {
  * required ones in [1, KVC_MODEL_MAX_DIM], optional ones in [0, it]. */
 static kvc_status check_sizes(const kvc_model_config *c) {
     const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3, moe = c->family == KVC_FAMILY_GPT_OSS;
+    bool routed = false; /* a layer of routed experts: their count, k and width are required */
+    for (int64_t l = 0; l < c->num_layers; l++) routed |= c->layer_moe[l];
     const struct {
         const char *name;
         int64_t value, min;
@@ -254,15 +270,16 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         {"num_key_value_heads", c->num_kv_heads, 1},
         {"head_dim", c->head_dim, 2},
         {"num_local_experts", c->num_experts, moe},
-        {"num_experts_per_tok", c->experts_per_tok, moe},
+        {"num_experts_per_tok", c->experts_per_tok, moe || routed},
         {"q_lora_rank", c->q_lora_rank, 0},
         {"kv_lora_rank", c->kv_lora_rank, mla},
         {"qk_nope_head_dim", c->qk_nope_head_dim, mla},
         {"qk_rope_head_dim", c->qk_rope_head_dim, 0},
         {"v_head_dim", c->v_head_dim, mla},
-        {"moe_intermediate_size", c->moe_intermediate_size, 0},
-        {"n_routed_experts", c->n_routed_experts, 0},
+        {"moe_intermediate_size", c->moe_intermediate_size, routed},
+        {"n_routed_experts", c->n_routed_experts, routed},
         {"n_shared_experts", c->n_shared_experts, 0},
+        {"shared_expert_intermediate_size", c->shared_expert_intermediate_size, 0},
         {"first_k_dense_replace", c->first_k_dense_replace, 0},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -290,6 +307,9 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
         return kvci_fail(KVC_EINVAL,
                          "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+    if (cfg->family != KVC_FAMILY_GPT_OSS && cfg->n_routed_experts > 0 && cfg->experts_per_tok > cfg->n_routed_experts)
+        return kvci_fail(KVC_EINVAL, "model: %s needs num_experts_per_tok %lld <= n_routed_experts %lld",
+                         cfg->model_type, (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
     if (cfg->family == KVC_FAMILY_GPT_OSS && cfg->experts_per_tok > cfg->num_experts)
         return kvci_fail(KVC_EINVAL, "model: gpt_oss needs num_experts_per_tok %lld <= num_experts %lld",
                          (long long)cfg->experts_per_tok, (long long)cfg->num_experts);

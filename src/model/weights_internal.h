@@ -1,12 +1,17 @@
-/* Internal helpers of the weight loaders. Virtual tensor names of the DeepseekV3 routed experts: the loader fills
- * them from per-expert modules (mlp.experts.{e}.{gate,up,down}_proj.weight)
- * or from the fused form (mlp.experts.gate_up_proj / down_proj), MF 4.5. */
+/* Internal helpers of the weight loaders. Virtual tensor names of the routed experts (DeepseekV3, Qwen3-MoE): the
+ * loader fills them from per-expert modules (mlp.experts.{e}.{gate,up,down}_proj.weight)
+ * or from the fused form (mlp.experts.gate_up_proj [E, 2I, H], gate rows first / down_proj [E, H, I]), MF 4.5;
+ * Mixtral's from its hub modules (block_sparse_moe.experts.{e}.w1 = gate, w3 = up, w2 = down). */
 #ifndef KVC_MODEL_WEIGHTS_INTERNAL_H
 #define KVC_MODEL_WEIGHTS_INTERNAL_H
 
 #define KVC_DS_EXPERTS_GATE "mlp.experts.*.gate_proj.weight"
 #define KVC_DS_EXPERTS_UP   "mlp.experts.*.up_proj.weight"
 #define KVC_DS_EXPERTS_DOWN "mlp.experts.*.down_proj.weight"
+
+#define KVC_MIXTRAL_EXPERTS_GATE "block_sparse_moe.experts.*.w1.weight"
+#define KVC_MIXTRAL_EXPERTS_UP   "block_sparse_moe.experts.*.w3.weight"
+#define KVC_MIXTRAL_EXPERTS_DOWN "block_sparse_moe.experts.*.w2.weight"
 
 #include "kvcache/model.h"
 

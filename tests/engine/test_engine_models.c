@@ -181,13 +181,21 @@ static void test_oracle_deepseek_v3(void **state) {
     oracle_family("deepseek_v3");
 }
 
+/* the softmax-routed MoE families */
+static void test_oracle_moe(void **state) {
+    (void)state;
+    oracle_family("qwen3_moe");
+    oracle_family("mixtral");
+    oracle_family("qwen2_moe");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_qwen3),       cmocka_unit_test(test_random_gpt_oss),
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
-        cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

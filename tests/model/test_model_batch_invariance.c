@@ -254,6 +254,25 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"                                 \
     "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
 
+/* the softmax-routed MoE families: a dense layer then 8 experts (qwen3_moe, not renormalised); a sliding
+ * window, experts renormalised (mixtral); a dense then a MoE layer with a gated shared expert (qwen2_moe) */
+#define QWEN3_MOE                                                                                                      \
+    "{\"model_type\":\"qwen3_moe\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                     \
+    "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"mlp_only_layers\":[0],\"num_experts\":8,"                  \
+    "\"num_experts_per_tok\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                   \
+    "\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
+#define MIXTRAL                                                                                                        \
+    "{\"model_type\":\"mixtral\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32,"                       \
+    "\"num_hidden_layers\":2,\"num_local_experts\":4,\"num_experts_per_tok\":2,\"num_attention_heads\":4,"             \
+    "\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":5,\"rope_theta\":1000000,"                           \
+    "\"rms_norm_eps\":1e-5,\"max_position_embeddings\":4096}"
+
+#define QWEN2_MOE                                                                                                      \
+    "{\"model_type\":\"qwen2_moe\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                     \
+    "\"moe_intermediate_size\":32,\"shared_expert_intermediate_size\":48,\"num_hidden_layers\":2,"                     \
+    "\"decoder_sparse_step\":2,\"num_experts\":8,\"num_experts_per_tok\":2,\"num_attention_heads\":4,"                 \
+    "\"num_key_value_heads\":2,\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -328,6 +347,14 @@ static void test_deepseek_q8_0_weights(void **s) {
     (void)s, run_quant_weights(DEEPSEEK, PAGED, true, 23, KVC_WMAT_Q8_0);
 }
 
+static void test_qwen3_moe_paged(void **s) { (void)s, run_family(QWEN3_MOE, PAGED, false, F32, 24); }
+static void test_mixtral_contiguous(void **s) { (void)s, run_family(MIXTRAL, CONTIG, false, F32, 25); }
+static void test_qwen3_moe_q8_0_weights(void **s) {
+    (void)s, run_quant_weights(QWEN3_MOE, CONTIG, false, 26, KVC_WMAT_Q8_0);
+}
+static void test_mixtral_bf16_weights(void **s) { (void)s, run_bf16_weights(MIXTRAL, PAGED, false, 27); }
+static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGED, false, F32, 28); }
+
 /* SwiGLU of a prefill large enough to take the threads (64 x 3,072): every row bitwise equal to
  * the row alone on the calling thread. */
 static void test_swiglu_threads(void **s) {
@@ -372,6 +399,11 @@ int main(void) {
         cmocka_unit_test(test_dense_q8_0_weights),
         cmocka_unit_test(test_gpt_oss_q4_0_weights),
         cmocka_unit_test(test_deepseek_q8_0_weights),
+        cmocka_unit_test(test_qwen3_moe_paged),
+        cmocka_unit_test(test_mixtral_contiguous),
+        cmocka_unit_test(test_qwen3_moe_q8_0_weights),
+        cmocka_unit_test(test_mixtral_bf16_weights),
+        cmocka_unit_test(test_qwen2_moe_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,6 +111,39 @@ static void test_family_fields(void **state) {
     assert_true(c.qk_norm && c.head_dim == 128 && !c.qkv_bias && c.rope.theta == 10000.0 && c.sliding_window == 0);
 }
 
+#define MOE_BASE "\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,\"num_attention_heads\":2,"
+
+/* The MoE layers and routing fields of the softmax-routed families, with transformers 5.25's defaults and
+ * sliding rules: Qwen3-MoE slides every layer with use_sliding_window (no max_window_layers), Qwen2-MoE the
+ * even layers below max_window_layers, Mixtral every layer when sliding_window is set. */
+static void test_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_moe\"," MOE_BASE "\"num_hidden_layers\":4,"
+                                            "\"mlp_only_layers\":[2],\"decoder_sparse_step\":2,\"num_experts\":16,"
+                                            "\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2}",
+                                            "q3moe", &c),
+                     KVC_OK);
+    assert_true(c.qk_norm && !c.qkv_bias && c.n_routed_experts == 16 && c.experts_per_tok == 8 && !c.norm_topk_prob);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3]);
+    assert_true(c.moe_intermediate_size == 768 && c.shared_expert_intermediate_size == 0);
+    for (int l = 0; l < 4; l++) assert_true(c.layer_sliding[l]);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2_moe\"," MOE_BASE "\"num_hidden_layers\":4,"
+                                            "\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2,"
+                                            "\"norm_topk_prob\":true}",
+                                            "q2moe", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && c.n_routed_experts == 60 && c.experts_per_tok == 4 && c.norm_topk_prob);
+    assert_true(c.shared_expert_intermediate_size == 5632 && c.moe_intermediate_size == 1408);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && !c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,"
+                                            "\"sliding_window\":4,\"num_experts_per_tok\":2}",
+                                            "mixtral", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.norm_topk_prob && c.moe_intermediate_size == 8);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && c.layer_sliding[0] && c.layer_sliding[1] && !c.qk_norm);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -119,6 +152,11 @@ static void expect_refusal(const char *json, const char *needle) {
 
 static void test_refusals(void **state) {
     (void)state;
+    expect_refusal("{\"model_type\":\"qwen3_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
+                   "mlp_only_layers[0]");
+    expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,\"num_local_experts\":2,"
+                   "\"num_experts_per_tok\":3}",
+                   "num_experts_per_tok 3 must be in [1, num_local_experts = 2]");
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
     expect_refusal("[1]", "the top level must be an object");
@@ -150,6 +188,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_scale_and_mscale),
         cmocka_unit_test(test_llama3_bands),
         cmocka_unit_test(test_family_fields),
+        cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

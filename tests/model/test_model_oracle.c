@@ -183,6 +183,21 @@ static void test_deepseek_v3(void **state) {
     (void)state;
     run_dir("deepseek_v3");
 }
+/* the softmax-routed MoE families: Qwen3-MoE (a dense layer, no renormalisation), Mixtral (sliding
+ * window, renormalised top-2) and Qwen2-MoE */
+static void test_qwen3_moe(void **state) {
+    (void)state;
+    run_dir("qwen3_moe");
+}
+static void test_mixtral(void **state) {
+    (void)state;
+    run_dir("mixtral");
+}
+/* q/k/v biases, dense and MoE layers alternating, a shared expert scaled by its sigmoid gate, sliding layers */
+static void test_qwen2_moe(void **state) {
+    (void)state;
+    run_dir("qwen2_moe");
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -190,6 +205,8 @@ int main(void) {
         cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen2_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* safetensors loading: f32/f16/bf16 reads, and every refusal names the file
  * and the tensor (truncated file, header out of bounds, data outside the
- * file, missing tensor, wrong shape, wrong dtype), also through kvc_model_load. */
+ * file, missing tensor, wrong shape, wrong dtype), also through kvc_model_load,
+ * and for the routed experts of the MoE oracle checkpoints (a module missing,
+ * one beyond the config's expert count, one of the wrong shape). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "kvc_test_util.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
 
@@ -156,12 +159,64 @@ static void test_model_load_names_missing_tensor(void **state) {
     expect_error(kvc_model_load(g_dir, &m), "config.json", NULL);
 }
 
+/* The oracle checkpoint `family` with `from` replaced by `to` (as long) in its safetensors header, loaded:
+ * refused with a message holding `want`. */
+static void expect_edited(const char *family, const char *from, const char *to, const char *want) {
+    char src[512], path[600], sub[300], cmd[1800];
+    kvc_test_oracle_dir(family, src, sizeof src);
+    snprintf(sub, sizeof sub, "%s/%s", g_dir, family);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp '%s/config.json' '%s/'", sub, sub, src, sub);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    const size_t n = (size_t)ftell(f);
+    char *b = malloc(n);
+    assert_non_null(b);
+    rewind(f);
+    assert_int_equal(fread(b, 1, n, f), n);
+    fclose(f);
+    assert_int_equal(strlen(from), strlen(to));
+    size_t hl = 0; /* the header: its little-endian length, then the text (terminated here for strstr) */
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | (unsigned char)b[i];
+    assert_true(hl < n - 8);
+    const char keep = b[8 + hl];
+    b[8 + hl] = '\0';
+    char *at = strstr(b + 8, from);
+    assert_non_null(at);
+    b[8 + hl] = keep;
+    memcpy(at, to, strlen(to));
+    char name[64];
+    snprintf(name, sizeof name, "%s/model.safetensors", family);
+    write_file(name, b, n);
+    free(b);
+    kvc_model *m = NULL;
+    expect_error(kvc_model_load(sub, &m), want, NULL);
+    assert_null(m);
+}
+
+static void test_moe_expert_refusals(void **state) {
+    (void)state;
+    expect_edited("qwen3_moe", "layers.1.mlp.experts.7.up_proj", "layers.1.mlp.experts.7.up_prxj",
+                  "missing tensor \"model.layers.1.mlp.experts.7.up_proj.weight\"");
+    expect_edited("qwen3_moe", "layers.2.mlp.experts.7.down_proj", "layers.2.mlp.experts.8.down_proj",
+                  "unexpected tensor \"model.layers.2.mlp.experts.8.down_proj.weight\": the config has 8 experts");
+    expect_edited("qwen3_moe", "layers.0.mlp.gate_proj", "layers.0.mlp.gate_prxj",
+                  "missing tensor \"model.layers.0.mlp.gate_proj.weight\""); /* mlp_only_layers: layer 0 dense */
+    expect_edited(
+        "mixtral", "\"model.layers.1.block_sparse_moe.experts.3.w2.weight\":{\"dtype\":\"F32\",\"shape\":[48,32]",
+        "\"model.layers.1.block_sparse_moe.experts.3.w2.weight\":{\"dtype\":\"F32\",\"shape\":[32,48]",
+        "\"model.layers.1.block_sparse_moe.experts.3.w2.weight\" has wrong shape [32, 48], expected [48, 32]");
+    expect_edited("mixtral", "layers.0.block_sparse_moe.gate.", "layers.0.block_sparse_moe.gatx.",
+                  "missing tensor \"model.layers.0.block_sparse_moe.gate.weight\"");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reads_three_dtypes),
-        cmocka_unit_test(test_wrong_dtype),
-        cmocka_unit_test(test_truncated_and_out_of_bounds),
-        cmocka_unit_test(test_model_load_names_missing_tensor),
+        cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
+        cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_model_load_names_missing_tensor),
+        cmocka_unit_test(test_moe_expert_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

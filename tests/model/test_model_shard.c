@@ -2,7 +2,8 @@
  * of each oracle model holds exactly its part of every split weight, read straight from the
  * safetensors: q/k/v and gate/up rows (KV heads replicated when the ranks exceed them), o/down
  * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
- * only (also DeepSeek's routed and shared experts, per-module and fused, from a random checkpoint);
+ * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
+ * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -72,7 +73,9 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
         check_part(&p->ex_gate, &w->ex_gate, r * Im, 0, "experts gate");
         check_part(&p->ex_up, &w->ex_up, r * Im, 0, "experts up");
         check_part(&p->ex_down, &w->ex_down, 0, r * Im, "experts down");
-        check_part(&p->sh_down, &w->sh_down, 0, r * Im * f->n_shared_experts, "shared down");
+        check_part(&p->sh_gate, &w->sh_gate, r * c->shared_expert_intermediate_size, 0, "shared gate");
+        check_part(&p->sh_down, &w->sh_down, 0, r * c->shared_expert_intermediate_size, "shared down");
+        check_part(&p->sh_scale, &w->sh_scale, 0, 0, "shared expert's sigmoid gate (whole)");
     } else {
         check_part(&p->w_gate, &w->w_gate, r * I, 0, "gate_proj");
         check_part(&p->w_up, &w->w_up, r * I, 0, "up_proj");
@@ -132,22 +135,45 @@ static void test_deepseek_v3(void **state) {
     check_family("deepseek_v3", KVC_WMAT_CHECKPOINT);
 }
 
-/* Routed experts per module (layer 1) and fused (layer 2), one shared expert. */
-static void test_deepseek_moe(void **state) {
-    (void)state;
-    char dir[512];
-    kvc_test_write_deepseek_moe(7, dir, sizeof dir);
+/* A random checkpoint's routed experts per module (layer 1) and fused (layer 2), read back as written. */
+static void check_written_moe(const char *dir, uint64_t seed) {
     kvc_model_config cfg;
     kvc_model *written = NULL, *loaded = NULL; /* the loader reads back what the checkpoint holds */
     assert_int_equal(kvc_model_config_load(dir, &cfg), KVC_OK);
-    assert_int_equal(kvc_model_create_random(&cfg, 7, &written), KVC_OK);
+    assert_int_equal(kvc_model_create_random(&cfg, seed, &written), KVC_OK);
     assert_int_equal(kvc_model_load(dir, &loaded), KVC_OK);
     assert_true(loaded->layers[1].moe && loaded->layers[2].moe);
     for (int64_t l = 0; l < cfg.num_layers; l++) check_layer(loaded, written, l, 0);
     kvc_model_destroy(written);
     kvc_model_destroy(loaded);
-    check_dir("deepseek_moe", dir, KVC_WMAT_CHECKPOINT);
+    check_dir(cfg.model_type, dir, KVC_WMAT_CHECKPOINT);
     kvc_test_remove_checkpoint(dir);
+}
+
+/* one shared expert besides the routed ones */
+static void test_deepseek_moe(void **state) {
+    (void)state;
+    char dir[512];
+    kvc_test_write_deepseek_moe(7, dir, sizeof dir);
+    check_written_moe(dir, 7);
+}
+
+static void test_qwen3_moe(void **state) {
+    (void)state;
+    check_family("qwen3_moe", KVC_WMAT_CHECKPOINT); /* the hub layout, a dense layer 0 */
+    char dir[512];
+    kvc_test_write_qwen3_moe(8, dir, sizeof dir);
+    check_written_moe(dir, 8);
+}
+
+static void test_mixtral(void **state) {
+    (void)state;
+    check_family("mixtral", KVC_WMAT_CHECKPOINT); /* block_sparse_moe w1 / w3 / w2 */
+}
+
+static void test_qwen2_moe(void **state) {
+    (void)state;
+    check_family("qwen2_moe", KVC_WMAT_CHECKPOINT); /* a shared expert split as the routed ones, its gate whole */
 }
 
 static void test_refusals(void **state) {
@@ -168,8 +194,9 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),    cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
-        cmocka_unit_test(test_gpt_oss),  cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
+        cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

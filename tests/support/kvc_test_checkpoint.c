@@ -1,5 +1,5 @@
-/* kvc_test_write_deepseek_moe (kvc_test_checkpoint.h): every tensor the model visits, as the loader
- * reads it (F32, the stored shape), in one safetensors file. */
+/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe (kvc_test_checkpoint.h): every tensor the model visits, as the
+ * loader reads it (F32, the stored shape), in one safetensors file. */
 #include "kvc_test_checkpoint.h"
 
 #include <stdint.h>
@@ -44,12 +44,12 @@ static void add(collect *c, const char *name, int32_t ndim, const int64_t *shape
     t->data = data, t->count = count, t->stride = stride;
 }
 
-/* DeepSeek's virtual expert names "...experts.*.gate_proj.weight": per-expert modules, or (fused
+/* The virtual expert names "...experts.*.gate_proj.weight": per-expert modules, or (fused
  * layer) gate_up_proj [E, 2 Im, H] (two tensors' matrices interleaved by expert: written by the
  * gate visit once both are known) and down_proj [E, H, Im]. */
 static kvc_status collect_fn(void *user, const kvc_wtensor *w) {
     collect *c = user;
-    assert_false(w->transposed); /* DeepSeek stores every matrix [out, in] */
+    assert_false(w->transposed); /* DeepSeek and Qwen3-MoE store every matrix [out, in] */
     const float *data = w->mat ? (const float *)w->mat->data : *w->vec;
     const int64_t stride = w->mat ? kvci_wmat_matrix_bytes(w->mat) / 4 : 0;
     const char *star = strchr(w->name, '*');
@@ -126,16 +126,18 @@ static void write_file(const collect *c, const char *path) {
     cJSON_Delete(h);
 }
 
-void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
+/* oracle `family`'s config.json, its first `from` (when not NULL) replaced by `to` (as long), and a
+ * random model of it (seed) with layer 2's routed experts fused, in a fresh directory dir[cap]. */
+static void write_moe(const char *family, const char *from, const char *to, uint64_t seed, char *dir, size_t cap) {
     const char *tmp = getenv("TMPDIR");
-    snprintf(dir, cap, "%s/kvc_ds_moe_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(dir, cap, "%s/kvc_moe_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(dir));
     char src[1024], path[1200];
-    kvc_test_oracle_dir("deepseek_v3", src, sizeof src);
+    kvc_test_oracle_dir(family, src, sizeof src);
     snprintf(path, sizeof path, "%s/config.json", src);
-    char *text = kvc_test_read_text(path), *k = strstr(text, "\"first_k_dense_replace\": 3");
-    assert_non_null(k);
-    k[strlen("\"first_k_dense_replace\": ")] = '1';
+    char *text = kvc_test_read_text(path), *k = from ? strstr(text, from) : NULL;
+    assert_true(!from || (k && strlen(from) == strlen(to)));
+    if (k) memcpy(k, to, strlen(to));
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -154,6 +156,14 @@ void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
     write_file(c, path);
     free(c);
     kvc_model_destroy(m);
+}
+
+void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
+    write_moe("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", seed, dir, cap);
+}
+
+void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap) {
+    write_moe("qwen3_moe", NULL, NULL, seed, dir, cap);
 }
 
 void kvc_test_remove_checkpoint(const char *dir) {

@@ -1,5 +1,5 @@
 /* A Hugging Face model directory written from a model in memory, for tests that need a checkpoint
- * the oracle data lacks (a DeepSeek-V3 with routed-expert layers). */
+ * the oracle data lacks (a DeepSeek-V3 with routed-expert layers, a Qwen3-MoE in the fused form). */
 #ifndef KVC_TEST_CHECKPOINT_H
 #define KVC_TEST_CHECKPOINT_H
 
@@ -12,6 +12,9 @@
  * random f32 model of that config (seed); layer 1's experts as per-expert modules, layer 2's in the
  * fused form. Writes the path into dir[cap]; remove it with kvc_test_remove_checkpoint. */
 void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap);
+/* The same from tests/data/oracle/qwen3_moe's config.json as it is (layer 0 dense, layers 1 and 2
+ * route 8 experts): layer 1's experts as per-expert modules, layer 2's fused (gate_up_proj / down_proj). */
+void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap);
 void kvc_test_remove_checkpoint(const char *dir);
 
 #endif
