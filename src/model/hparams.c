@@ -18,7 +18,7 @@ typedef struct type_defaults {
 
 static const type_defaults DEFAULTS[] = {
     {"qwen2", 0, 10000.0, 0, true},       {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
-    {"qwen3_moe", 128, 10000.0, 0, true}, {"gpt_oss", 64, 150000.0, 128, false},
+    {"qwen3_moe", 0, 10000.0, 0, true},   {"gpt_oss", 64, 150000.0, 128, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

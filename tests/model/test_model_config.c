@@ -128,6 +128,8 @@ static void test_moe_fields(void **state) {
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3]);
     assert_true(c.moe_intermediate_size == 768 && c.shared_expert_intermediate_size == 0);
     for (int l = 0; l < 4; l++) assert_true(c.layer_sliding[l]);
+    /* Qwen3MoeConfig has no head_dim of its own (Qwen3Config's is 128): hidden_size / heads */
+    assert_int_equal(c.head_dim, 4);
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2_moe\"," MOE_BASE "\"num_hidden_layers\":4,"
                                             "\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2,"
                                             "\"norm_topk_prob\":true}",
