@@ -17,8 +17,9 @@ typedef struct type_defaults {
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen2", 0, 10000.0, 0, true},       {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
-    {"qwen3_moe", 0, 10000.0, 0, true},   {"gpt_oss", 64, 150000.0, 128, false},
+    {"qwen2", 0, 10000.0, 0, true},      {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
+    {"qwen3_moe", 0, 10000.0, 0, true},  {"gpt_oss", 64, 150000.0, 128, false}, {"mistral", 0, 10000.0, 4096, false},
+    {"mixtral", 0, 1000000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -163,7 +164,8 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
         *qwen_rule = true;
     }
-    *window = d.sliding_window;
+    /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
+    *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "sliding_window") != NULL ? 0 : d.sliding_window;
     KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
     if (*qwen_rule && *window == 0)
         return kvci_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);

@@ -249,6 +249,28 @@ static void test_window_rule(void **state) {
     kvc_model_plan_destroy(p);
     kvc_model_destroy(m);
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"sliding_window\":0}", "sliding_window 0", NULL);
+    /* Mistral without the key: MistralConfig's 4096; an explicit null (Mistral v0.2 on): no window. Mixtral
+     * without rope_theta: MixtralConfig's 1e6. */
+#define MISTRAL                                                                                                        \
+    "{\"model_type\":\"mistral\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"                       \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"max_position_embeddings\":8192"
+    const int64_t want[2] = {4096, 0};
+    const char *mistral[2] = {MISTRAL "}", MISTRAL ",\"sliding_window\":null}"};
+    for (int i = 0; i < 2; i++) {
+        m = model_of(mistral[i]);
+        p = plan_of(mistral[i]);
+        assert_int_equal(kvc_model_config_of(m)->sliding_window, want[i]);
+        assert_int_equal(p->layers[0].sliding_window, want[i]);
+        kvc_model_plan_destroy(p);
+        kvc_model_destroy(m);
+    }
+#undef MISTRAL
+    const char *mixtral = "{\"model_type\":\"mixtral\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"
+                          "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"max_position_embeddings\":64,"
+                          "\"num_local_experts\":4,\"num_experts_per_tok\":2}";
+    m = model_of(mixtral);
+    assert_true(kvc_model_config_of(m)->rope.theta == 1e6);
+    kvc_model_destroy(m);
 }
 
 /* The planner alone refuses json naming needle. */

@@ -1082,7 +1082,7 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 128,"
          " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
          "layer_types has 2 entries"},
-        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
          "sliding_window is missing"},
         {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
