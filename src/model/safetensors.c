@@ -220,7 +220,10 @@ static kvc_status file_open(st_file *f, const char *path) {
     return st;
 }
 
+/* The header entry of tensor `name`; "__metadata__" is the header's own entry, never a tensor (its
+ * fields were not checked as one). */
 static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file) {
+    if (strcmp(name, "__metadata__") == 0) return NULL;
     for (int32_t i = 0; i < st->n_files; i++) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(st->files[i].header, name);
         if (e) {

@@ -132,6 +132,35 @@ static void test_truncated_and_out_of_bounds(void **state) {
     expect_error(kvc_safetensors_open_file(p, &st), "not a JSON object", "json.safetensors");
 }
 
+/* "__metadata__" is the header's own entry, not a tensor: never found, read or viewed as one, even
+ * when it is shaped like a tensor entry whose offsets point past the data (they were never checked). */
+static void test_metadata_is_not_a_tensor(void **state) {
+    (void)state;
+    const float d[2] = {1, 2};
+    write_st("meta.safetensors",
+             "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":[1048576],\"data_offsets\":[0,4194304]},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+             d, 8, -1);
+    write_st("plain.safetensors", "{\"__metadata__\":{\"format\":\"pt\"}}", NULL, 0, -1);
+    char p[512];
+    const int64_t big[1] = {1048576};
+    float *out = malloc(sizeof(float) * 1048576);
+    assert_non_null(out);
+    kvc_safetensors *st = NULL;
+    path_of("meta.safetensors", p, sizeof p);
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "w"));
+    assert_false(kvc_safetensors_has(st, "__metadata__"));
+    expect_error(kvc_safetensors_read_f32(st, "__metadata__", 1, big, out), "missing tensor \"__metadata__\"",
+                 "meta.safetensors");
+    kvc_safetensors_destroy(st);
+    path_of("plain.safetensors", p, sizeof p);
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    expect_error(kvc_safetensors_read_f32(st, "__metadata__", 0, NULL, NULL), "missing tensor", "plain.safetensors");
+    kvc_safetensors_destroy(st);
+    free(out);
+}
+
 static void test_model_load_names_missing_tensor(void **state) {
     (void)state;
     char sub[300], p[512];
@@ -161,6 +190,7 @@ int main(void) {
         cmocka_unit_test(test_reads_three_dtypes),
         cmocka_unit_test(test_wrong_dtype),
         cmocka_unit_test(test_truncated_and_out_of_bounds),
+        cmocka_unit_test(test_metadata_is_not_a_tensor),
         cmocka_unit_test(test_model_load_names_missing_tensor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
