@@ -55,7 +55,9 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
 
 /* AO 2.4: flat element index of (block p, offset o, head h, channel d) in an
  * NZ cache with bs rows per block, n_heads*head_dim channels and c0
- * channels per tile (c0 = 32 bytes / element size). */
+ * channels per tile (c0 = 32 bytes / element size). -1 for a position
+ * outside the geometry (p < 0, o outside [0, bs), h outside [0, n_heads),
+ * d outside [0, head_dim)), a size below 1 or an index beyond int64. */
 KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
                              int64_t c0);
 
