@@ -89,6 +89,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_hparams_read_rope(hp));
     KVC_TRY(take_rope(hp, cfg));
     KVC_TRY(fam->parse(hp, cfg));
+    if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
