@@ -24,6 +24,18 @@ static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* The MLP activation: every family the runtime runs computes SiLU (SwiGLU; GptOss's clamped form),
+ * so a config that names another one is refused rather than run with the wrong function. */
+static kvc_status check_activation(const kvc_hparams *hp) {
+    const char *act = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (have && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported by the runtime (silu, also named swish)",
+                         hp->cfg.doc, act);
+    return KVC_OK;
+}
+
 /* The family of model_type, which the runtime must run. */
 static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, const kvc_family_desc **fam) {
     const char *doc = hp->cfg.doc, *t = hp->model_type;
@@ -88,6 +100,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_sizes(hp, cfg));
     KVC_TRY(kvci_hparams_read_rope(hp));
     KVC_TRY(take_rope(hp, cfg));
+    KVC_TRY(check_activation(hp));
     KVC_TRY(fam->parse(hp, cfg));
     if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));

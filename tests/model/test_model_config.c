@@ -132,6 +132,13 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");
+    /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
+                   "hidden_act \"gelu\" is not supported by the runtime");
+    expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":7}",
+                   "hidden_act");
     expect_refusal("{\"model_type\":\"deepseek_v3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"kv_lora_rank\":4,\"qk_nope_head_dim\":4,"
                    "\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,\"n_routed_experts\":8,"
