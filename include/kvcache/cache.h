@@ -112,9 +112,12 @@ typedef struct kvc_model_cache_info {
     bool is_mla_backend;               /* set explicitly by MLA models */
 } kvc_model_cache_info;
 
-/* Product of an entry's per-head dims (Mamba: of its state shape). */
+/* Product of an entry's per-head dims (Mamba: of its state shape); 0 for
+ * NULL, -1 for a count outside [0, KVC_MAX_DIMS], a negative extent or a
+ * product beyond int64. */
 KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
-/* Group key: manager_key if set, else the attention type's name. */
+/* Group key: manager_key if set, else the attention type's name; "" for NULL
+ * or a manager_key without its NUL within KVC_NAME_MAX bytes. */
 KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
 /* Checks every validation rule of KM 2.5 (per entry, then per group) and names layer,
