@@ -61,6 +61,7 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
 }
 
 double kvc_rope_attention_factor(const kvc_rope_config *r) {
+    if (r == NULL) return NAN;
     if (r->type != KVC_ROPE_YARN) return 1.0;
     if (r->attention_factor > 0) return r->attention_factor;
     if (r->mscale != 0.0 && r->mscale_all_dim != 0.0)
