@@ -233,7 +233,8 @@ KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cac
  * recomputes its byte totals, counting each pool once: for plans whose pools
  * a caller set itself. */
 KVC_API kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
-/* Block count planned for a key; KVC_EINVAL naming the key when absent. */
+/* Block count planned for a key; KVC_EINVAL naming the key when absent or
+ * when its count is outside [1, INT32_MAX] (a caller's plan). */
 KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
 KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys,
