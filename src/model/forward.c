@@ -238,8 +238,8 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     }
     const kvc_model_caches *cs = a->caches;
     if (cs->n_layers != c->num_layers || !cs->layers)
-        return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers, the model has %lld", (int)cs->n_layers,
-                         (long long)c->num_layers);
+        return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers%s, the model has %lld", (int)cs->n_layers,
+                         cs->layers ? "" : " (layers is NULL)", (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
     if (cs->latent && !kvci_family_get(c->family)->mla)

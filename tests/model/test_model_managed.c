@@ -129,6 +129,10 @@ static void test_gpt_oss_through_managers(void **state) {
             assert_int_equal(kvc_model_forward(m, ws, &a), KVC_EINVAL);
             assert_non_null(strstr(kvc_last_error(), "layer 2 paged cache names no manager key"));
             snprintf(layers[2].key, sizeof layers[2].key, "SlidingWindow");
+            caches.layers = NULL; /* named as such, not as a count that matches the model's */
+            assert_int_equal(kvc_model_forward(m, ws, &a), KVC_EINVAL);
+            assert_non_null(strstr(kvc_last_error(), "caches hold 4 layers (layers is NULL), the model has 4"));
+            caches.layers = layers;
         }
         const uint64_t plans[2] = {ws->attn_plans[0].plans, ws->attn_plans[1].plans};
         check(kvc_model_forward(m, ws, &a), "forward");
