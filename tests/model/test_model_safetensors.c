@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -161,6 +162,33 @@ static void test_metadata_is_not_a_tensor(void **state) {
     free(out);
 }
 
+/* A tensor in two files of a directory is refused, naming both files; names unique across the
+ * files open. */
+static void test_duplicate_across_files(void **state) {
+    (void)state;
+    char sub[600], p[700];
+    snprintf(sub, sizeof sub, "%s/dup", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    const float d[2] = {1, 2};
+    snprintf(p, sizeof p, "dup/a.safetensors");
+    write_st(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    snprintf(p, sizeof p, "dup/b.safetensors");
+    write_st(p, "{\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "x") && kvc_safetensors_has(st, "y"));
+    kvc_safetensors_destroy(st);
+    snprintf(p, sizeof p, "dup/c.safetensors");
+    write_st(p,
+             "{\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             d, 8, -1);
+    st = NULL;
+    expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "a.safetensors and");
+    assert_null(st);
+    assert_non_null(strstr(kvc_last_error(), "c.safetensors"));
+}
+
 static void test_model_load_names_missing_tensor(void **state) {
     (void)state;
     char sub[300], p[512];
@@ -187,11 +215,9 @@ static void test_model_load_names_missing_tensor(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reads_three_dtypes),
-        cmocka_unit_test(test_wrong_dtype),
-        cmocka_unit_test(test_truncated_and_out_of_bounds),
-        cmocka_unit_test(test_metadata_is_not_a_tensor),
-        cmocka_unit_test(test_model_load_names_missing_tensor),
+        cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
+        cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
+        cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
