@@ -5,7 +5,8 @@
  * refused with a status and a message; a crash, a sanitizer report, a
  * refusal without a message or a tensor that opens but cannot be read as its
  * own shape (F32/F16/BF16), or viewed as its own shape and dtype (any dtype:
- * kvci_safetensors_view, the saved quantized copies' reader), is a finding. */
+ * kvci_safetensors_view, the saved quantized copies' reader), is a finding;
+ * so is "__metadata__" found, read or typed as a tensor. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,19 @@ static void read_all(const kvc_safetensors *st, const uint8_t *data) {
         if (kvci_safetensors_view(st, e->string, dt->valuestring, ndim, shape, &view) != KVC_OK || !view) abort();
     }
     (void)kvci_safetensors_meta(st, "kvcache.format");
+    /* the header's own entry is never a tensor, whatever fields it holds */
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(header, "__metadata__");
+    int64_t meta_shape[KVC_MAX_DIMS] = {0};
+    int32_t meta_ndim = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(meta, "shape")) {
+        if (meta_ndim < KVC_MAX_DIMS) meta_shape[meta_ndim++] = cJSON_IsNumber(d) ? (int64_t)d->valuedouble : 0;
+    }
+    float one;
+    if (kvc_safetensors_has(st, "__metadata__") ||
+        kvc_safetensors_read_f32(st, "__metadata__", meta_ndim, meta_shape, &one) == KVC_OK ||
+        kvci_safetensors_dtype(st, "__metadata__") != NULL)
+        abort();
     cJSON_Delete(header);
 }
 

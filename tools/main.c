@@ -1,4 +1,5 @@
 /* `kvcache COMMAND [ARGS]`: dispatches to the command table. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,12 @@ int main(int argc, char **argv) {
         kvc_commands_usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    const bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0;
+    if ((help || strcmp(argv[1], "--version") == 0) && argc > 2) {
+        fprintf(stderr, "kvcache: %s takes no arguments, got \"%s\"\n", argv[1], argv[2]);
+        return 2;
+    }
+    if (help) {
         kvc_commands_usage(stdout);
         return 0;
     }

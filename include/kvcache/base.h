@@ -73,7 +73,8 @@ typedef struct kvc_tensor {
 } kvc_tensor;
 
 /* Number of elements of a view (product of its shape; 1 for ndim 0; 0 for
- * NULL or an ndim outside [0, KVC_MAX_DIMS]). */
+ * NULL or an ndim outside [0, KVC_MAX_DIMS]; -1 for a negative extent or a
+ * product beyond int64). */
 KVC_API int64_t kvc_tensor_numel(const kvc_tensor *t);
 
 /* Host allocation aligned to `alignment` (a power of two >= sizeof(void*)),

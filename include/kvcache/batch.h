@@ -103,7 +103,9 @@ KVC_API kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill);
  * n < 0 (KVC_EINVAL); more than max_rows rows in the step (KVC_ERANGE);
  * num_new_tokens < 1 (KVC_EINVAL); more than max_tokens tokens (KVC_ERANGE);
  * a real row with computed_tokens < 0 (KVC_EINVAL); computed_tokens +
- * num_new_tokens or the cumulative KV length overflowing int64 (KVC_ERANGE).
+ * num_new_tokens or the cumulative KV length overflowing int64 (KVC_ERANGE);
+ * capacities and arrays begin would refuse, or totals (n_rows, n_tokens,
+ * prompt_tokens) begin and add did not write (KVC_EINVAL).
  * All-or-nothing: a refused call changes neither r nor its arrays. */
 KVC_API kvc_status kvc_step_rows_add(kvc_step_rows *r, const kvc_step_request *rows, int64_t n);
 

@@ -116,9 +116,12 @@ typedef struct kvc_model_cache_info {
     bool is_mla_backend;               /* set explicitly by MLA models */
 } kvc_model_cache_info;
 
-/* Product of an entry's per-head dims (Mamba: of its state shape). */
+/* Product of an entry's per-head dims (Mamba: of its state shape); 0 for
+ * NULL, -1 for a count outside [0, KVC_MAX_DIMS], a negative extent or a
+ * product beyond int64. */
 KVC_API int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e);
-/* Group key: manager_key if set, else the attention type's name. */
+/* Group key: manager_key if set, else the attention type's name; "" for NULL
+ * or a manager_key without its NUL within KVC_NAME_MAX bytes. */
 KVC_API const char *kvc_cache_entry_group_key(const kvc_cache_entry *e);
 
 /* Checks every validation rule of KM 2.5 (per entry, then per group) and names layer,
@@ -235,7 +238,8 @@ KVC_API kvc_status kvc_plan_blocks(const kvc_plan_params *p, const kvc_model_cac
  * recomputes its byte totals, counting each pool once: for plans whose pools
  * a caller set itself. */
 KVC_API kvc_status kvc_block_plan_check_pools(kvc_block_plan *plan);
-/* Block count planned for a key; KVC_EINVAL naming the key when absent. */
+/* Block count planned for a key; KVC_EINVAL naming the key when absent or
+ * when its count is outside [1, INT32_MAX] (a caller's plan). */
 KVC_API kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key, int64_t *out);
 /* A plan from explicit counts (keys[i] -> counts[i]), for callers that size pools themselves. */
 KVC_API kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys,

@@ -52,7 +52,8 @@ KVC_API kvc_sampling_params kvc_sampling_default_params(void);
 KVC_API kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
 
 /* Argmax of logits[0..vocab), lowest index on ties (NaN never wins; 0 when
- * nothing compares greater than -inf). */
+ * nothing compares greater than -inf). -1 for NULL logits or a vocab outside
+ * [1, 2^31) (no token id to return). */
 KVC_API int32_t kvc_sample_greedy(const float *logits /* [vocab] */, int64_t vocab);
 
 /* The uniform number in [0, 1) a seeded draw uses for counter k. */

@@ -103,7 +103,8 @@ KVC_API kvc_status kvc_model_config_parse(const char *json_text, const char *nam
 /* Reads DIR/config.json. */
 KVC_API kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out);
 
-/* Softmax scale of the family's attention (MF 1.5, MF 4.3). */
+/* Softmax scale of the family's attention (MF 1.5, MF 4.3); NaN for NULL or
+ * a config without a head dim (head_dim, or the MLA dims, below 1). */
 KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 /* ---- safetensors (by mmap) -------------------------------------------------- */

@@ -55,7 +55,9 @@ KVC_API kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tenso
 
 /* AO 2.4: flat element index of (block p, offset o, head h, channel d) in an
  * NZ cache with bs rows per block, n_heads*head_dim channels and c0
- * channels per tile (c0 = 32 bytes / element size). */
+ * channels per tile (c0 = 32 bytes / element size). -1 for a position
+ * outside the geometry (p < 0, o outside [0, bs), h outside [0, n_heads),
+ * d outside [0, head_dim)), a size below 1 or an index beyond int64. */
 KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
                              int64_t c0);
 
@@ -202,7 +204,7 @@ KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_di
 /* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
  * every type but yarn), and for longrope (whose frequencies the runtime does
  * not compute) transformers' attention_factor, else sqrt(1 + ln factor / ln L0)
- * when factor > 1. */
+ * when factor > 1; NaN for NULL. */
 KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]
@@ -389,12 +391,16 @@ typedef enum kvc_attn_api { KVC_API_V1 = 1, KVC_API_V2 = 2 } kvc_attn_api;
  * "block_size", "softmax_lse_flag" / "return_softmax_lse" (returns
  * KVC_OK and nothing else: LSE is requested by giving p->lse)). A name of
  * the other generation is refused (KVC_EINVAL) with a message naming the
- * right one: the vendor binding silently ignores it (scale becomes 1.0). */
+ * right one: the vendor binding silently ignores it (scale becomes 1.0).
+ * An integer parameter's value must be a whole number within its field's
+ * type (int32, pre/next_tokens int64): KVC_EINVAL naming it otherwise, with
+ * *p unchanged. */
 KVC_API kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value);
 
 /* AO 3.7: mscale(f, m) = 0.1 m ln f + 1 for f > 1, else 1; and the softmax
  * scale (d_nope + d_rope)^-1/2 * mscale(f, mscale_all_dim)^2 (plain
- * 1/sqrt(d_nope + d_rope) when mscale_all_dim == 0). */
+ * 1/sqrt(d_nope + d_rope) when mscale_all_dim == 0); NaN when a dim is
+ * negative or their sum is not in [1, INT64_MAX]. */
 KVC_API double kvc_yarn_mscale(double factor, double mscale);
 KVC_API double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim);
 

@@ -38,8 +38,8 @@ typedef struct kvc_runner_params {
     int64_t max_new_tokens;  /* >= 1 (default 8); the longest prompt + max_new_tokens must fit in max_positions */
     int64_t max_positions;   /* the longest sequence allowed: 0 (default) the model's max_position_embeddings,
                               * else this many positions in its place (1 .. KVC_RUNNER_MAX_POSITIONS) */
-    int64_t max_seq_len;     /* positions per sequence; 0 (default): max_prompt_len + max_new_tokens,
-                              * rounded up to cache.block_size when paged */
+    int64_t max_seq_len;     /* positions per sequence, at most KVC_RUNNER_MAX_POSITIONS; 0 (default):
+                              * max_prompt_len + max_new_tokens, rounded up to cache.block_size when paged */
     kvc_storage_pages pages; /* page policy of the cache memory when it is at least KVC_HUGE_PAGE_MIN_BYTES
                               * (cache.h; default KVC_STORAGE_PAGES_HUGE; docs/runtime.md) */
     kvc_cache_knobs cache;   /* the caches' knobs (model.h; default kvc_cache_knobs_default()): block_size
@@ -56,7 +56,9 @@ typedef struct kvc_runner kvc_runner;
  * anything: every entry point (kvc_runner_create, kvc_runner_compare_dtype,
  * `kvcache run`, Python's kvcache.run) passes through it, so a caller may
  * refuse a run before it sizes buffers of its own. Refused: a mode the model
- * cannot run (mode 3 without MLA), sizes < 1, the knobs the cache builder
+ * cannot run (mode 3 without MLA), sizes < 1, a batch above 2^24 (a step's
+ * tokens in the model workspace) or a max_seq_len above
+ * KVC_RUNNER_MAX_POSITIONS, the knobs the cache builder
  * refuses (the engine adapter's rules, docs/runtime.md: a cache.kv_dtype
  * that is not a cache dtype, a cache.block_size outside
  * [1, KVC_ATTN_MAX_BLOCK_SIZE] in a paged mode, a cache.kv_layout the mode

@@ -245,7 +245,10 @@ kvc_status kvc_dtype_parse(const char *name, kvc_dtype *out) {
 int64_t kvc_tensor_numel(const kvc_tensor *t) {
     if (t == NULL || t->ndim < 0 || t->ndim > KVC_MAX_DIMS) return 0;
     int64_t n = 1;
-    for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+    for (int32_t i = 0; i < t->ndim; i++)
+        if (t->shape[i] < 0) return -1;
+    for (int32_t i = 0; i < t->ndim; i++)
+        if (!kvci_mul64(n, t->shape[i], &n)) return -1;
     return n;
 }
 

@@ -29,8 +29,26 @@ kvc_status kvc_static_layout_init(int64_t batch, int64_t max_seq_len, int64_t bl
     return KVC_OK;
 }
 
+/* A layout is what kvc_static_layout_init makes of its batch, max_seq_len and block_size: a
+ * caller's own struct with other fields (a total that does not bound the table, products past
+ * int64) is refused before any of them sizes a write. */
+static kvc_status layout_check(const char *fn, const kvc_static_layout *l) {
+    kvc_static_layout made;
+    kvc_status st = kvc_static_layout_init(l->batch, l->max_seq_len, l->block_size, &made);
+    if (st != KVC_OK) return kvci_fail(st, "%s: layout: %s", fn, kvc_last_error());
+    if (made.blocks_per_seq != l->blocks_per_seq || made.total_blocks != l->total_blocks)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: layout blocks_per_seq %lld and total_blocks %lld, kvc_static_layout_init gives %lld and "
+                         "%lld",
+                         fn, (long long)l->blocks_per_seq, (long long)l->total_blocks, (long long)made.blocks_per_seq,
+                         (long long)made.total_blocks);
+    return KVC_OK;
+}
+
 kvc_status kvc_static_table_fill(const kvc_static_layout *l, int32_t *table, int64_t cap) {
     if (l == NULL || table == NULL) return kvci_fail(KVC_EINVAL, "kvc_static_table_fill: layout or table is NULL");
+    kvc_status st = layout_check("kvc_static_table_fill", l);
+    if (st != KVC_OK) return st;
     if (cap < l->total_blocks) {
         return kvci_fail(KVC_ERANGE, "kvc_static_table_fill: cap %lld is less than batch x blocks_per_seq = %lld",
                          (long long)cap, (long long)l->total_blocks);
@@ -48,6 +66,8 @@ static kvc_status rows_check(const char *fn, const kvc_static_layout *l, const v
     if (l == NULL || outp == NULL || (in == NULL && n > 0)) {
         return kvci_fail(KVC_EINVAL, "%s: layout, input or output is NULL", fn);
     }
+    kvc_status st = layout_check(fn, l);
+    if (st != KVC_OK) return st;
     if (n < 0 || n > l->batch) {
         return kvci_fail(KVC_ERANGE, "%s: n %lld rows, expected 0..batch %lld", fn, (long long)n, (long long)l->batch);
     }

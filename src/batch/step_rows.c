@@ -7,22 +7,29 @@
 #include "base/internal.h"
 #include "batch/step_internal.h"
 
-kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill) {
-    if (r == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: rows object is NULL");
+/* The caller's capacities and arrays, checked by begin and again by every add (the struct is the
+ * caller's: it may have changed them since). */
+static kvc_status arrays_check(const char *fn, const kvc_step_rows *r) {
     if (r->max_rows < 0 || r->max_tokens < 0) {
-        return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: max_rows %lld and max_tokens %lld must be >= 0",
-                         (long long)r->max_rows, (long long)r->max_tokens);
+        return kvci_fail(KVC_EINVAL, "%s: max_rows %lld and max_tokens %lld must be >= 0", fn, (long long)r->max_rows,
+                         (long long)r->max_tokens);
     }
     if (r->max_tokens > 0 && r->positions == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: positions is NULL with max_tokens %lld",
-                         (long long)r->max_tokens);
+        return kvci_fail(KVC_EINVAL, "%s: positions is NULL with max_tokens %lld", fn, (long long)r->max_tokens);
     if (r->max_rows > 0 && (r->kv_pos == NULL || r->seq_lens_q == NULL || r->seq_lens_kv == NULL ||
                             r->cu_seq_lens_q == NULL || r->cu_seq_lens_kv == NULL)) {
         return kvci_fail(KVC_EINVAL,
-                         "kvc_step_rows_begin: kv_pos, seq_lens_q, seq_lens_kv, cu_seq_lens_q and cu_seq_lens_kv "
-                         "must not be NULL with max_rows %lld",
-                         (long long)r->max_rows);
+                         "%s: kv_pos, seq_lens_q, seq_lens_kv, cu_seq_lens_q and cu_seq_lens_kv must not be NULL "
+                         "with max_rows %lld",
+                         fn, (long long)r->max_rows);
     }
+    return KVC_OK;
+}
+
+kvc_status kvc_step_rows_begin(kvc_step_rows *r, bool is_prefill) {
+    if (r == NULL) return kvci_fail(KVC_EINVAL, "kvc_step_rows_begin: rows object is NULL");
+    kvc_status st = arrays_check("kvc_step_rows_begin", r);
+    if (st != KVC_OK) return st;
     r->is_prefill = is_prefill;
     r->n_rows = 0;
     r->n_tokens = 0;
@@ -72,6 +79,17 @@ kvc_status kvc_step_rows_add(kvc_step_rows *rs, const kvc_step_request *rows, in
     if (n < 0) return kvci_fail(KVC_EINVAL, "kvc_step_rows_add: n %lld must be >= 0", (long long)n);
     if (rows == NULL && n > 0)
         return kvci_fail(KVC_EINVAL, "kvc_step_rows_add: rows is NULL with n %lld", (long long)n);
+    kvc_status st = arrays_check("kvc_step_rows_add", rs);
+    if (st != KVC_OK) return st;
+    /* the rows and tokens so far index the arrays: only what begin and add can have written */
+    if (rs->n_rows < 0 || rs->n_rows > rs->max_rows || rs->n_tokens < 0 || rs->n_tokens > rs->max_tokens ||
+        rs->prompt_tokens < 0 || rs->prompt_tokens > rs->n_tokens ||
+        (rs->n_rows > 0 && rs->cu_seq_lens_kv[rs->n_rows - 1] < 0))
+        return kvci_fail(KVC_EINVAL,
+                         "kvc_step_rows_add: the step so far (n_rows %lld, n_tokens %lld) is not one begin and add "
+                         "wrote (max_rows %lld, max_tokens %lld)",
+                         (long long)rs->n_rows, (long long)rs->n_tokens, (long long)rs->max_rows,
+                         (long long)rs->max_tokens);
     if (n > rs->max_rows - rs->n_rows) {
         return kvci_fail(KVC_ERANGE, "kvc_step_rows_add: %lld rows after %lld bring the step past max_rows %lld",
                          (long long)n, (long long)rs->n_rows, (long long)rs->max_rows);
@@ -79,7 +97,7 @@ kvc_status kvc_step_rows_add(kvc_step_rows *rs, const kvc_step_request *rows, in
     const int64_t b0 = rs->n_rows;
     int64_t t = rs->n_tokens, kv_total = b0 > 0 ? rs->cu_seq_lens_kv[b0 - 1] : 0;
     for (int64_t i = 0; i < n; i++) {
-        kvc_status st = row_check(rs, &rows[i], b0 + i, &t, &kv_total);
+        st = row_check(rs, &rows[i], b0 + i, &t, &kv_total);
         if (st != KVC_OK) return st;
     }
 

@@ -177,8 +177,9 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
 kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out) {
     if (pool == NULL || n_out == NULL)
         return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: pool and n_out must not be NULL");
-    if (cap > 0 && out == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: out must not be NULL when cap > 0");
+    if (cap < 0 || (cap > 0 && out == NULL))
+        return kvci_fail(KVC_EINVAL, "kvc_block_pool_free_ids: cap %lld must be >= 0, with out not NULL when > 0",
+                         (long long)cap);
     int64_t i = 0;
     for (int32_t id = pool->head; id >= 0 && i < cap; id = pool->after[id]) out[i++] = id;
     *n_out = pool->n_free;

@@ -20,20 +20,23 @@ kvc_cache_entry kvc_cache_entry_default(void) {
 
 int64_t kvc_cache_entry_dim_numel(const kvc_cache_entry *e) {
     if (e == NULL) return 0;
+    const int64_t *dims = e->is_state ? e->shape : e->dim;
+    const int32_t nd = e->is_state ? e->n_shape : e->n_dims;
+    if (nd < 0 || nd > KVC_MAX_DIMS) return -1;
     int64_t n = 1;
-    if (e->is_state)
-        for (int32_t i = 0; i < e->n_shape; i++) n *= e->shape[i];
-    else
-        for (int32_t i = 0; i < e->n_dims; i++) n *= e->dim[i];
+    for (int32_t i = 0; i < nd; i++)
+        if (dims[i] < 0) return -1;
+    for (int32_t i = 0; i < nd; i++)
+        if (!kvci_mul64(n, dims[i], &n)) return -1;
     return n;
 }
 
+static bool terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
+
 const char *kvc_cache_entry_group_key(const kvc_cache_entry *e) {
-    if (e == NULL) return "";
+    if (e == NULL || !terminated(e->manager_key, sizeof e->manager_key)) return "";
     return e->manager_key[0] != '\0' ? e->manager_key : kvc_attn_type_name((kvc_attn_type)e->attn_type);
 }
-
-static bool terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
 
 bool kvci_entry_row_bytes(const kvc_cache_entry *e, int64_t *out) {
     const kvc_dtype_traits *t = kvci_dtype_traits(e->dtype);

@@ -135,7 +135,9 @@ kvc_status kvc_manager_table_sync(const kvc_manager *m, int64_t rid, int32_t key
     if (len > width)
         return kvci_fail(KVC_ERANGE, "request %lld, key %s: table length %lld exceeds the row width %lld",
                          (long long)rid, sm->group.key, (long long)len, (long long)width);
-    if (state->generation == t->generation && state->width == width && state->len <= len) {
+    /* the state is the caller's: counts that no sync wrote (negative, n_null past len) mean unknown */
+    const bool sane = state->n_null >= 0 && state->n_null <= state->len && state->len <= len;
+    if (sane && state->generation == t->generation && state->width == width) {
         /* Current copy: entries released since become null, new ones are appended. */
         for (int64_t i = state->n_null; i < kvci_min64(t->n_null, state->len); i++) row[i] = KVC_NULL_BLOCK;
         write_entries(t, state->len, row);

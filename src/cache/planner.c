@@ -366,8 +366,16 @@ kvc_status kvc_block_plan_block_num(const kvc_block_plan *plan, const char *key,
     if (st != KVC_OK) return kvci_fail(st, "kvc_block_plan_block_num: %s", kvc_last_error());
     const kvc_group_plan *gp = NULL;
     st = kvci_block_plan_group(plan, key, &gp);
-    if (st == KVC_OK) *out = gp->block_num;
-    return st;
+    if (st != KVC_OK) return st;
+    /* a pool's ids are int32 and block 0 is the null block: what a caller's plan says is bounded here,
+     * before storage sizes a tensor by it (0 divided by zero, a negative count overflowed the bytes) */
+    if (gp->block_num < 1 || gp->block_num > INT32_MAX)
+        return kvci_fail(KVC_EINVAL,
+                         "kvc_block_plan_block_num: key %s plans %lld blocks, outside [1, %d] (the null "
+                         "block included)",
+                         key, (long long)gp->block_num, INT32_MAX);
+    *out = gp->block_num;
+    return KVC_OK;
 }
 
 kvc_status kvc_block_plan_from_counts(const kvc_model_cache_info *ci, const char *const *keys, const int64_t *counts,

@@ -40,6 +40,7 @@ kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
 static float rank_value(float l) { return isnan(l) ? -INFINITY : l; }
 
 int32_t kvc_sample_greedy(const float *logits, int64_t vocab) {
+    if (logits == NULL || vocab < 1 || vocab > INT32_MAX) return -1; /* no token ids to choose from */
     int32_t best = 0;
     float best_v = -INFINITY;
     for (int64_t i = 0; i < vocab; i++) {

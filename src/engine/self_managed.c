@@ -9,6 +9,9 @@
 #include "engine/engine_internal.h"
 
 static kvc_status legacy_bytes(const kvc_engine *e, const kvc_engine_legacy_cache *c, int32_t i, int64_t *bytes) {
+    if (memchr(c->name, '\0', sizeof c->name) == NULL) /* every message below prints it */
+        return kvci_fail(KVC_EINVAL, "legacy cache %d (layer %d): name is not NUL-terminated within %d bytes", i,
+                         c->layer_idx, KVC_NAME_MAX);
     if (c->tensor_setter == NULL)
         return kvci_fail(KVC_EINVAL, "legacy cache %d (%s, layer %d): no tensor_setter to receive the tensor", i,
                          c->name, c->layer_idx);

@@ -26,6 +26,18 @@ static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* The MLP activation: every family the runtime runs computes SiLU (SwiGLU; GptOss's clamped form),
+ * so a config that names another one is refused rather than run with the wrong function. */
+static kvc_status check_activation(const kvc_hparams *hp) {
+    const char *act = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (have && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported by the runtime (silu, also named swish)",
+                         hp->cfg.doc, act);
+    return KVC_OK;
+}
+
 /* The family of model_type, which the runtime must run. */
 static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, const kvc_family_desc **fam) {
     const char *doc = hp->cfg.doc, *t = hp->model_type;
@@ -93,7 +105,9 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_sizes(hp, cfg));
     KVC_TRY(kvci_hparams_read_rope(hp));
     KVC_TRY(take_rope(hp, cfg));
+    KVC_TRY(check_activation(hp));
     KVC_TRY(fam->parse(hp, cfg));
+    if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
@@ -128,6 +142,7 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
 }
 
 double kvc_model_attn_scale(const kvc_model_config *c) {
-    if (c->family != KVC_FAMILY_DEEPSEEK_V3) return 1.0 / sqrt((double)c->head_dim);
+    if (c == NULL) return NAN;
+    if (c->family != KVC_FAMILY_DEEPSEEK_V3) return c->head_dim >= 1 ? 1.0 / sqrt((double)c->head_dim) : NAN;
     return kvci_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);
 }

@@ -87,6 +87,10 @@ typedef struct kvc_family_desc {
     /* The runtime's keys of the family beyond the shared reader's (head_dim
      * included) into cfg; NULL when the runtime runs no model type of it. */
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
+    /* The rules that tie the family's fields of cfg together (expert counts, routing groups), named
+     * under doc; NULL: none. Every config the runtime takes passes them: after parse, and a
+     * caller's own struct in kvc_model_create_random. */
+    kvc_status (*check)(const kvc_model_config *cfg, const char *doc);
     /* The kind of each layer when config.json has no layer_types; NULL: every
      * layer full, or sliding when the config sets a window. */
     kvc_status (*default_kinds)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds /* [n_layers] */);

@@ -32,16 +32,23 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor));
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
-    if (cfg->first_k_dense_replace < cfg->num_layers) {
-        const int64_t E = cfg->n_routed_experts, g = cfg->n_group;
-        if (E % g != 0 || E / g < 2 || cfg->topk_group > g || cfg->experts_per_tok > cfg->topk_group * (E / g))
-            return kvci_fail(KVC_EINVAL,
-                             "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group "
-                             "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= "
-                             "n_group, k <= topk_group * E/n_group",
-                             c->doc, (long long)E, (long long)g, (long long)cfg->topk_group,
-                             (long long)cfg->experts_per_tok);
-    }
+    return KVC_OK;
+}
+
+/* MoE layers route each token to experts_per_tok of n_routed_experts in topk_group of n_group groups
+ * (MF 4.5), with a finite scale on the routed weights. */
+static kvc_status check_deepseek(const kvc_model_config *cfg, const char *doc) {
+    if (!(cfg->routed_scaling_factor > 0.0 && cfg->routed_scaling_factor <= KVC_HP_MAX_FACTOR))
+        return kvci_fail(KVC_EINVAL, "%s: routed_scaling_factor %g outside (0, %g]", doc, cfg->routed_scaling_factor,
+                         KVC_HP_MAX_FACTOR);
+    if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK;
+    const int64_t E = cfg->n_routed_experts, g = cfg->n_group, tg = cfg->topk_group, k = cfg->experts_per_tok;
+    if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < 2 || tg > g || k > tg * (E / g))
+        return kvci_fail(KVC_EINVAL,
+                         "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group "
+                         "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= "
+                         "n_group, k <= topk_group * E/n_group, all >= 1",
+                         doc, (long long)E, (long long)g, (long long)tg, (long long)k);
     return KVC_OK;
 }
 
@@ -64,6 +71,7 @@ const kvc_family_desc kvc_family_deepseek_v3 = {
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .mla = true,
     .parse = parse_deepseek,
+    .check = check_deepseek,
     .default_kinds = kvci_family_full_kinds,
     .cache_dims = kvci_family_mla_cache_dims,
     .attention = kvci_attn_mla,

@@ -185,8 +185,11 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
                                                               : "[NB, heads, dim, bs]",
                              (long long)heads[i], (long long)dims[i], (long long)bs);
     }
-    if (cs->kind == KVC_MCACHE_PAGED && lc->key[0] == '\0')
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld paged cache names no manager key", (long long)l);
+    if (cs->kind == KVC_MCACHE_PAGED && (lc->key[0] == '\0' || memchr(lc->key, '\0', sizeof lc->key) == NULL))
+        return kvci_fail(KVC_EINVAL,
+                         "forward: layer %lld paged cache names no manager key (or one without its NUL "
+                         "within %d bytes)",
+                         (long long)l, KVC_NAME_MAX);
     return kvc_model_kv_quantised(dt) ? check_scales(cs, l) : KVC_OK;
 }
 
@@ -235,8 +238,8 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     }
     const kvc_model_caches *cs = a->caches;
     if (cs->n_layers != c->num_layers || !cs->layers)
-        return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers, the model has %lld", (int)cs->n_layers,
-                         (long long)c->num_layers);
+        return kvci_fail(KVC_EINVAL, "forward: caches hold %d layers%s, the model has %lld", (int)cs->n_layers,
+                         cs->layers ? "" : " (layers is NULL)", (long long)c->num_layers);
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
     if (cs->latent && !kvci_family_get(c->family)->mla)

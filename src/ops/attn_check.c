@@ -576,6 +576,7 @@ static kvc_status quant_kind(kvc_attn_problem *pb, kvc_quant_mode mode, const kv
                              const char *name, kvc_qidx *out) {
     if (t->dtype != KVC_DTYPE_F32) FAIL(KVC_EINVAL, "%s dtype %s must be f32", name, kvc_dtype_name(t->dtype));
     const int64_t n = kvc_tensor_numel(t), Nkv = pb->Nkv, H = Nkv * dim;
+    if (n < 0) FAIL(KVC_EINVAL, "%s has a negative extent or more elements than int64 holds", name);
     switch (mode) {
     case KVC_QUANT_PER_CHANNEL:
         if (n == 1) {

@@ -67,7 +67,15 @@ static const name_row names[] = {
     {NULL, "learnable_sink", F_SINK},
 };
 
-static int32_t to_i32(double v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
+/* An integer field's value: a whole number within the field's type (NaN, fractions and values past
+ * it were cast, some of them undefined behaviour, others clamped or truncated without a word). */
+static kvc_status whole(const char *name, double v, double lo, double hi_excl, int64_t *out) {
+    if (!(v >= lo && v < hi_excl) || v != floor(v))
+        return kvci_fail(KVC_EINVAL, "attention: parameter '%s' = %g must be an integer in [%.0f, %.0f)", name, v, lo,
+                         hi_excl);
+    *out = (int64_t)v;
+    return KVC_OK;
+}
 
 kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, const char *name, double value) {
     if (!p || !name) return kvci_fail(KVC_EINVAL, "attention params_set: params and name must not be NULL");
@@ -78,14 +86,22 @@ kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, c
         const char *mine = api == KVC_API_V1 ? names[i].v1 : names[i].v2;
         const char *other = api == KVC_API_V1 ? names[i].v2 : names[i].v1;
         if (mine && strcmp(mine, name) == 0) {
+            const bool i32 = names[i].f == F_HEADS || names[i].f == F_KV_HEADS || names[i].f == F_MODE ||
+                             names[i].f == F_BS,
+                       i64 = names[i].f == F_PRE || names[i].f == F_NEXT;
+            int64_t v = 0;
+            if (i32 || i64) {
+                kvc_status st = whole(name, value, i32 ? INT32_MIN : -0x1p63, i32 ? 0x1p31 : 0x1p63, &v);
+                if (st != KVC_OK) return st;
+            }
             switch (names[i].f) {
-            case F_HEADS: p->num_heads = to_i32(value); break;
-            case F_KV_HEADS: p->num_kv_heads = to_i32(value); break;
+            case F_HEADS: p->num_heads = (int32_t)v; break;
+            case F_KV_HEADS: p->num_kv_heads = (int32_t)v; break;
             case F_SCALE: p->scale = value; break;
-            case F_MODE: p->sparse_mode = to_i32(value); break;
-            case F_PRE: p->pre_tokens = (int64_t)value; break;
-            case F_NEXT: p->next_tokens = (int64_t)value; break;
-            case F_BS: p->block_size = to_i32(value); break;
+            case F_MODE: p->sparse_mode = (int32_t)v; break;
+            case F_PRE: p->pre_tokens = v; break;
+            case F_NEXT: p->next_tokens = v; break;
+            case F_BS: p->block_size = (int32_t)v; break;
             case F_LSE: break; /* LSE is requested by giving p->lse */
             case F_SINK:
                 return kvci_fail(KVC_EINVAL, "attention: learnable_sink is a tensor: set p->sinks [Nq] instead");
@@ -110,7 +126,9 @@ kvc_status kvc_attention_params_set(kvc_attention_params *p, kvc_attn_api api, c
 double kvc_yarn_mscale(double factor, double mscale) { return factor > 1.0 ? 0.1 * mscale * log(factor) + 1.0 : 1.0; }
 
 double kvc_yarn_softmax_scale(int64_t d_nope, int64_t d_rope, double factor, double mscale_all_dim) {
-    const double base = 1.0 / sqrt((double)(d_nope + d_rope));
+    int64_t d = 0;
+    if (d_nope < 0 || d_rope < 0 || !kvci_add64(d_nope, d_rope, &d) || d < 1) return NAN; /* no head dim */
+    const double base = 1.0 / sqrt((double)d);
     if (mscale_all_dim == 0.0) return base;
     const double m = kvc_yarn_mscale(factor, mscale_all_dim);
     return base * m * m;

@@ -65,6 +65,7 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
 }
 
 double kvc_rope_attention_factor(const kvc_rope_config *r) {
+    if (r == NULL) return NAN;
     if (r->type == KVC_ROPE_LONGROPE) { /* sqrt(1 + ln f / ln L0), as transformers derives it */
         if (r->attention_factor > 0) return r->attention_factor;
         if (!(r->factor > 1.0) || r->original_max_position <= 1) return 1.0;

@@ -50,17 +50,31 @@ kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const 
     return KVC_OK;
 }
 
-int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
+/* The NZ index of checked geometry (kvci_paged_geom_of): the writes' per-element path. */
+static int64_t nz_at(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
                      int64_t c0) {
     const int64_t H = n_heads * head_dim, j = h * head_dim + d;
     return p * (bs * H) + (j / c0) * (bs * c0) + o * c0 + (j % c0);
+}
+
+int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
+                     int64_t c0) {
+    if (p < 0 || bs < 1 || o < 0 || o >= bs || n_heads < 1 || h < 0 || h >= n_heads || head_dim < 1 || d < 0 ||
+        d >= head_dim || c0 < 1)
+        return -1;
+    /* the largest index of block p: (p + 1) * bs * H' - 1, H' = H rounded up to whole tiles of c0 */
+    int64_t H = 0, tiles = 0, end = 0;
+    if (!kvci_mul64(n_heads, head_dim, &H) || !kvci_add64(H, c0 - 1, &tiles) || !kvci_mul64(tiles / c0, c0, &tiles) ||
+        !kvci_mul64(bs, tiles, &end) || !kvci_mul64(p + 1, end, &end))
+        return -1;
+    return nz_at(p, o, h, d, bs, n_heads, head_dim, c0);
 }
 
 int64_t kvci_paged_index(const kvc_paged_geom *g, int64_t slot, int64_t h, int64_t d) {
     const int64_t p = slot / g->bs, o = slot % g->bs;
     switch (g->order) {
     case KVC_BLOCK_BNNBSD: return ((p * g->n_heads + h) * g->bs + o) * g->head_dim + d;
-    case KVC_BLOCK_NZ: return kvc_nz_index(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
+    case KVC_BLOCK_NZ: return nz_at(p, o, h, d, g->bs, g->n_heads, g->head_dim, g->c0);
     case KVC_BLOCK_BNNDBS: return ((p * g->n_heads + h) * g->head_dim + d) * g->bs + o;
     case KVC_BLOCK_BNBSND:
     default: return (slot * g->n_heads + h) * g->head_dim + d;

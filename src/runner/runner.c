@@ -122,6 +122,11 @@ kvc_status kvc_runner_check(const kvc_model *m, const kvc_runner_params *p, int6
             KVC_EINVAL,
             "runner: batch %lld, max_prompt_len %lld, max_new_tokens %lld must be >= 1 (max_seq_len %lld >= 0)",
             (long long)batch, (long long)max_prompt, (long long)p->max_new_tokens, (long long)p->max_seq_len);
+    /* bounds before create multiplies them: a step's tokens (batch rows) never pass the workspace's
+     * 2^24, a row's positions never the runner's limit */
+    if (batch > (INT64_C(1) << 24) || p->max_seq_len > KVC_RUNNER_MAX_POSITIONS)
+        return kvci_fail(KVC_EINVAL, "runner: batch %lld must be at most 2^24 and max_seq_len %lld at most %lld",
+                         (long long)batch, (long long)p->max_seq_len, (long long)KVC_RUNNER_MAX_POSITIONS);
     const kvci_cache_knobs k = runner_knobs(p);
     char where[32];
     snprintf(where, sizeof where, "in mode %d", (int)p->mode);

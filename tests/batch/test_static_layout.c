@@ -109,6 +109,25 @@ static void test_table_refusals(void **state) {
     expect_failure(kvc_static_table_fill(&l, NULL, 32), KVC_EINVAL, "NULL");
 }
 
+/* A caller's own layout struct is checked against what kvc_static_layout_init makes of it: a
+ * total_blocks that does not bound the rows (here the table would be written far past its cap) or
+ * sizes past int64 are refused before anything is written. */
+static void test_hand_made_layout_refusals(void **state) {
+    (void)state;
+    int32_t table[64];
+    int64_t slots[64], n = 0;
+    const kvc_static_layout lying = {
+        .batch = INT64_MAX, .max_seq_len = INT64_MAX, .block_size = 1, .blocks_per_seq = INT64_MAX, .total_blocks = 1};
+    expect_failure(kvc_static_table_fill(&lying, table, 64), KVC_ERANGE, "int32 block ids");
+    expect_failure(kvc_static_slots_decode(&lying, I64S(5, 0), 2, slots), KVC_ERANGE, "int32 block ids");
+    expect_failure(kvc_static_slots_prefill(&lying, I64S(5, 1), 2, slots, 64, &n), KVC_ERANGE, "int32 block ids");
+    const kvc_static_layout wide = {
+        .batch = 2, .max_seq_len = 8, .block_size = 2, .blocks_per_seq = 40, .total_blocks = 8};
+    expect_failure(kvc_static_table_fill(&wide, table, 8), KVC_EINVAL, "blocks_per_seq 40 and total_blocks 8");
+    const kvc_static_layout zero = {0};
+    expect_failure(kvc_static_slots_decode(&zero, I64S(0), 1, slots), KVC_EINVAL, "batch 0");
+}
+
 static void test_slot_refusals(void **state) {
     (void)state;
     kvc_static_layout l = layout_2x2048();
@@ -138,6 +157,7 @@ int main(void) {
         cmocka_unit_test(test_layout_refusals),
         cmocka_unit_test(test_table_refusals),
         cmocka_unit_test(test_slot_refusals),
+        cmocka_unit_test(test_hand_made_layout_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

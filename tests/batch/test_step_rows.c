@@ -211,6 +211,20 @@ static void test_add_refusals(void **state) {
     const kvc_step_request cumulative = {2, INT64_MAX - 4, 2};
     expect_add_refused(&f, &cumulative, 1, KVC_ERANGE, "step row 2 (request 2): the cumulative KV length overflows");
 
+    /* the struct is the caller's: totals or arrays changed since begin are refused before they index
+     * anything (n_rows -2 wrote before kv_pos, a NULL positions was written through) */
+    f.rs.n_rows = -2;
+    expect_add_refused(&f, &ok, 1, KVC_EINVAL, "the step so far (n_rows -2, n_tokens 5) is not one begin and add");
+    f.rs.n_rows = 5;
+    expect_add_refused(&f, &ok, 1, KVC_EINVAL, "(n_rows 5, n_tokens 5)");
+    f.rs.n_rows = 2, f.rs.n_tokens = -3;
+    expect_add_refused(&f, &ok, 1, KVC_EINVAL, "n_tokens -3");
+    f.rs.n_tokens = 5, f.rs.prompt_tokens = -1;
+    expect_add_refused(&f, &ok, 1, KVC_EINVAL, "is not one begin and add wrote");
+    f.rs.prompt_tokens = 0, f.rs.positions = NULL;
+    expect_add_refused(&f, &ok, 1, KVC_EINVAL, "kvc_step_rows_add: positions is NULL with max_tokens 12");
+    f.rs.positions = f.positions;
+
     /* still usable: the refused calls left the two rows as they were */
     assert_int_equal(kvc_step_rows_add(&f.rs, three, 2), KVC_OK);
     expect_rows(&f.rs, I64S(4, 5, 0, 1, 2, 0, 0), 7, I64S(5, 2, 0, 0), I64S(2, 3, 1, 1), I64S(6, 3, 1, 1),

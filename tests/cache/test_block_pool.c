@@ -16,6 +16,12 @@ static void test_create_reserves_null_block(void **state) {
     assert_int_equal(kvc_block_pool_create(4, &pool), KVC_OK);
     queue_is(pool, KVC_IDS(1, 2, 3));
     assert_false(kvc_block_pool_is_free(pool, 0));
+    /* a negative capacity is refused as the manager's copies refuse it (it was taken as 0) */
+    int32_t ids[4];
+    int64_t n = -7;
+    assert_int_equal(kvc_block_pool_free_ids(pool, ids, -1, &n), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cap -1 must be >= 0"));
+    assert_int_equal(n, -7);
     kvc_block_pool_destroy(pool);
     assert_int_equal(kvc_block_pool_create(0, &pool), KVC_EINVAL);
     assert_null(pool);

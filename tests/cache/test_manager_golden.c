@@ -269,15 +269,22 @@ static void test_request_capacity(void **state) {
     assert_non_null(strstr(kvc_last_error(), "max_model_len 0"));
 }
 
+/* A FullAttention manager (block size 4, 11 blocks) whose request 7 holds 3 blocks. */
+static kvc_manager *request_of_three_blocks(kvc_test_model *model, kvc_cache_entry *e) {
+    *e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
+    kvc_test_model_init(model, e, 1);
+    kvc_manager *m = kvc_test_manager(model, (const char *[]){"FullAttention"}, (const int64_t[]){11}, 1, 64);
+    assert_int_equal(ALLOC(m, 7, 0, 9, 0), KVC_OK);
+    return m;
+}
+
 /* A row too narrow for the table is KVC_ERANGE and leaves row and state as
  * they were, including the state's slot hint (it used to be overwritten). */
 static void test_table_sync_erange_unchanged(void **state) {
     (void)state;
     kvc_test_model model;
-    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0);
-    kvc_test_model_init(&model, &e, 1);
-    kvc_manager *m = kvc_test_manager(&model, (const char *[]){"FullAttention"}, (const int64_t[]){11}, 1, 64);
-    assert_int_equal(ALLOC(m, 7, 0, 9, 0), KVC_OK); /* 3 blocks */
+    kvc_cache_entry e;
+    kvc_manager *m = request_of_three_blocks(&model, &e);
     int32_t row[2] = {-5, -6};
     kvc_table_state st = {.generation = 0, .n_null = 0, .len = 0, .width = 2, .slot = 12345};
     assert_int_equal(kvc_manager_table_sync(m, 7, 0, row, 2, &st), KVC_ERANGE);
@@ -295,9 +302,40 @@ static void test_table_sync_erange_unchanged(void **state) {
     kvc_manager_destroy(m);
 }
 
+/* A state is the caller's to keep: one whose generation is current but whose counts no sync wrote
+ * (negative, n_null past len) is taken as unknown and the row rewritten, never indexed by them (a
+ * negative len or n_null wrote before the row). */
+static void test_table_sync_forged_state(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_cache_entry e;
+    kvc_manager *m = request_of_three_blocks(&model, &e);
+    int32_t want[6], buf[2 + 6 + 2];
+    int32_t *row = buf + 2; /* guards of 2 entries before and after the row */
+    kvc_table_state st = {0};
+    assert_int_equal(kvc_manager_table_sync(m, 7, 0, want, 6, &st), KVC_OK);
+    const kvc_table_state good = st;
+    const kvc_table_state forged[] = {
+        {.generation = good.generation, .n_null = 0, .len = -2, .width = 6, .slot = good.slot},
+        {.generation = good.generation, .n_null = -2, .len = 3, .width = 6, .slot = good.slot},
+        {.generation = good.generation, .n_null = 4, .len = 3, .width = 6, .slot = good.slot},
+    };
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+        for (int j = 0; j < 10; j++) buf[j] = -9;
+        st = forged[i];
+        assert_int_equal(kvc_manager_table_sync(m, 7, 0, row, 6, &st), KVC_OK);
+        assert_memory_equal(row, want, sizeof want);
+        assert_true(buf[0] == -9 && buf[1] == -9 && buf[8] == -9 && buf[9] == -9);
+        assert_true(st.generation == good.generation && st.n_null == good.n_null && st.len == good.len &&
+                    st.width == good.width && st.slot == good.slot);
+    }
+    kvc_manager_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sliding_prefill_10),
+        cmocka_unit_test(test_table_sync_forged_state),
         cmocka_unit_test(test_sliding_prefill_then_release),
         cmocka_unit_test(test_sliding_layouts),
         cmocka_unit_test(test_full_reservation),

@@ -176,6 +176,15 @@ static void test_refusals(void **state) {
         kvc_block_plan_from_counts(&m2.ci, (const char *[]){"SlidingWindow"}, (const int64_t[]){3}, 1, &other), KVC_OK);
     assert_int_equal(kvc_cache_storage_allocate(&m.ci, &other, &sp, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "FullAttention"));
+    /* a caller's plan whose count is no pool's (0 divided by zero, -5 overflowed the bytes) */
+    const int64_t counts[] = {0, -5, (int64_t)INT32_MAX + 1};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        kvc_block_plan forged = plan;
+        forged.groups[0].block_num = counts[i];
+        assert_int_equal(kvc_cache_storage_allocate(&m.ci, &forged, &sp, &s), KVC_EINVAL);
+        assert_null(s);
+        assert_non_null(strstr(kvc_last_error(), "key FullAttention plans"));
+    }
     assert_int_equal(log.calls, 0);
     kvc_cache_storage_destroy(NULL);
 }

@@ -176,12 +176,38 @@ static void test_names(void **state) {
     assert_string_equal(kvc_status_str(KVC_NO_SPACE), "KVC_NO_SPACE");
 }
 
+/* The derived values of a caller's entry that validation has not seen: dims counted past
+ * KVC_MAX_DIMS (read past dim[]), products past int64 (signed overflow), negative extents and a
+ * manager_key without its NUL (its reader ran past the array) give -1 and "". */
+static void test_entry_values_of_bad_entries(void **state) {
+    (void)state;
+    kvc_cache_entry e = kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 16, 0);
+    e.n_dims = 2, e.dim[0] = 3, e.dim[1] = 5;
+    assert_int_equal(kvc_cache_entry_dim_numel(&e), 15);
+    e.n_dims = KVC_MAX_DIMS + 1;
+    assert_int_equal(kvc_cache_entry_dim_numel(&e), -1);
+    e.n_dims = -1;
+    assert_int_equal(kvc_cache_entry_dim_numel(&e), -1);
+    e.n_dims = 3, e.dim[0] = e.dim[1] = e.dim[2] = INT64_MAX;
+    assert_int_equal(kvc_cache_entry_dim_numel(&e), -1);
+    e.n_dims = 2, e.dim[0] = -3, e.dim[1] = -5;
+    assert_int_equal(kvc_cache_entry_dim_numel(&e), -1);
+    kvc_cache_entry m = kvc_test_mamba_entry("state", 1);
+    m.n_shape = KVC_MAX_DIMS + 1;
+    assert_int_equal(kvc_cache_entry_dim_numel(&m), -1);
+    assert_int_equal(kvc_cache_entry_dim_numel(NULL), 0);
+    assert_string_equal(kvc_cache_entry_group_key(&e), "FullAttention");
+    memset(e.manager_key, 'k', sizeof e.manager_key);
+    assert_string_equal(kvc_cache_entry_group_key(&e), "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_rule),
         cmocka_unit_test(test_canonical_groups),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_entry_values_of_bad_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

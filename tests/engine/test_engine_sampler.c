@@ -47,6 +47,11 @@ static void test_greedy_ties_and_nan(void **state) {
     assert_int_equal(kvc_sample_greedy(b, 4), 1);
     const float c[] = {-INFINITY, -INFINITY};
     assert_int_equal(kvc_sample_greedy(c, 2), 0);
+    /* nothing to choose from: -1, not a token id (NULL was dereferenced before) */
+    assert_int_equal(kvc_sample_greedy(NULL, 4), -1);
+    assert_int_equal(kvc_sample_greedy(c, 0), -1);
+    assert_int_equal(kvc_sample_greedy(c, -1), -1);
+    assert_int_equal(kvc_sample_greedy(c, (int64_t)INT32_MAX + 1), -1);
     kvc_sampler *s = make(4);
     kvc_sampling_params g = kvc_sampling_default_params();
     int32_t tok = -1;

@@ -40,6 +40,11 @@ static void test_legacy_tensors(void **state) {
     m.legacy[0].unit[0] = 0;
     assert_int_equal(kvc_engine_create(&em, &p, &e), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "unit[0]"));
+    /* a name without its NUL (every refusal printed it, reading past the array): refused first */
+    memset(m.legacy[0].name, 'k', sizeof m.legacy[0].name);
+    assert_int_equal(kvc_engine_create(&em, &p, &e), KVC_EINVAL);
+    assert_null(e);
+    assert_non_null(strstr(kvc_last_error(), "legacy cache 0 (layer 0): name is not NUL-terminated within 64 bytes"));
 }
 
 /* Runs n random requests (n > max_num_seqs, so rows are reused) and checks them. */

@@ -2,6 +2,7 @@
  * them too) are bounded before anything is multiplied or allocated (issue
  * 13 #6): every size at most 2^24, the weights at most 2^38 bytes. */
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,8 +71,61 @@ static void test_family_must_run(void **state) {
     expect_refused(&cfg, "family 999 (?) is not one the runtime runs");
 }
 
+static kvc_model_config parsed(const char *json) {
+    kvc_model_config cfg;
+    if (kvc_model_config_parse(json, "cfg", &cfg) != KVC_OK) fail_msg("parse: %s", kvc_last_error());
+    return cfg;
+}
+
+/* The fields beyond the sizes that the forward reads are checked as the config reader bounds them:
+ * DeepSeek's routing groups (n_group 0 divided by zero, experts_per_tok above the experts read past
+ * the router's scores), GptOss's experts and SwiGLU, and every family's eps, positions, window and
+ * model_type, so a caller's own struct is refused before any allocation. */
+static void test_fields_and_routing_checked(void **state) {
+    (void)state;
+    const kvc_model_config ds =
+        parsed("{\"model_type\":\"deepseek_v3\",\"vocab_size\":16,\"hidden_size\":8,\"intermediate_size\":16,"
+               "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"kv_lora_rank\":4,"
+               "\"qk_nope_head_dim\":4,\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,"
+               "\"moe_intermediate_size\":8,\"n_routed_experts\":4,\"n_group\":2,\"topk_group\":1,"
+               "\"num_experts_per_tok\":2}");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&ds, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
+    kvc_model_config cfg = ds;
+    cfg.n_group = 0;
+    expect_refused(&cfg, "MoE routing sizes are inconsistent (n_routed_experts 4, n_group 0");
+    cfg = ds, cfg.experts_per_tok = 100;
+    expect_refused(&cfg, "num_experts_per_tok 100)");
+    cfg = ds, cfg.n_routed_experts = 0;
+    expect_refused(&cfg, "n_routed_experts 0");
+    cfg = ds, cfg.topk_group = 3;
+    expect_refused(&cfg, "topk_group 3,");
+    cfg = ds, cfg.routed_scaling_factor = INFINITY;
+    expect_refused(&cfg, "routed_scaling_factor inf");
+    const kvc_model_config oss =
+        parsed("{\"model_type\":\"gpt_oss\",\"vocab_size\":16,\"hidden_size\":8,\"intermediate_size\":8,"
+               "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":4,"
+               "\"num_local_experts\":4,\"num_experts_per_tok\":2}");
+    cfg = oss, cfg.experts_per_tok = 5;
+    expect_refused(&cfg, "num_experts_per_tok 5 must be in [1, num_local_experts = 4]");
+    cfg = oss, cfg.swiglu_limit = NAN;
+    expect_refused(&cfg, "swiglu_limit nan");
+    cfg = oss, cfg.sliding_window = 0;
+    expect_refused(&cfg, "sliding_window 0 outside [1,");
+    cfg = small_config(), cfg.rms_norm_eps = NAN;
+    expect_refused(&cfg, "rms_norm_eps nan");
+    cfg = small_config(), cfg.max_position_embeddings = 0;
+    expect_refused(&cfg, "max_position_embeddings 0");
+    cfg = small_config(), cfg.sliding_window = -5;
+    expect_refused(&cfg, "sliding_window -5");
+    cfg = small_config(), memset(cfg.model_type, 'x', sizeof cfg.model_type);
+    expect_refused(&cfg, "model_type is not NUL-terminated");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit),
-                                       cmocka_unit_test(test_family_must_run)};
+                                       cmocka_unit_test(test_family_must_run),
+                                       cmocka_unit_test(test_fields_and_routing_checked)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,13 @@ static void test_deepseek_scale_and_mscale(void **state) {
                                      "\"original_max_position_embeddings\":4096,\"mscale\":1,\"mscale_all_dim\":0.8}}");
     assert_true(fabsf(db->rope_attn_factor - 1.0569663f) < 1e-6f);
     assert_true(fabs(kvc_model_attn_scale(&db->cfg) - 48.0 / 48.0 * pow(48.0, -0.5) * 1.6773108) < 1e-6);
+    /* a caller's config without a head dim: NaN (NULL was dereferenced, MLA dims past int64 overflowed) */
+    kvc_model_config bad = *c;
+    bad.qk_nope_head_dim = bad.qk_rope_head_dim = INT64_MAX;
+    assert_true(isnan(kvc_model_attn_scale(&bad)));
+    bad.family = KVC_FAMILY_DENSE, bad.head_dim = 0;
+    assert_true(isnan(kvc_model_attn_scale(&bad)));
+    assert_true(isnan(kvc_model_attn_scale(NULL)));
     kvc_model_destroy(d);
     kvc_model_destroy(db);
 }
@@ -177,6 +184,13 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");
+    /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
+                   "hidden_act \"gelu\" is not supported by the runtime");
+    expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":7}",
+                   "hidden_act");
     expect_refusal("{\"model_type\":\"deepseek_v3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"kv_lora_rank\":4,\"qk_nope_head_dim\":4,"
                    "\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,\"n_routed_experts\":8,"

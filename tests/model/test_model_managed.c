@@ -124,6 +124,16 @@ static void test_gpt_oss_through_managers(void **state) {
         kvc_step_metadata md;
         check(kvc_step_metadata_build(buf, rows, N_REQ, i == 0, &md), "metadata");
         kvc_forward_args a = {.token_ids = ids, .md = &md, .caches = &caches, .logits = lg};
+        if (i == 0) { /* a layer key without its NUL (read past by the key lookup and the message): refused */
+            memset(layers[2].key, 'x', sizeof layers[2].key);
+            assert_int_equal(kvc_model_forward(m, ws, &a), KVC_EINVAL);
+            assert_non_null(strstr(kvc_last_error(), "layer 2 paged cache names no manager key"));
+            snprintf(layers[2].key, sizeof layers[2].key, "SlidingWindow");
+            caches.layers = NULL; /* named as such, not as a count that matches the model's */
+            assert_int_equal(kvc_model_forward(m, ws, &a), KVC_EINVAL);
+            assert_non_null(strstr(kvc_last_error(), "caches hold 4 layers (layers is NULL), the model has 4"));
+            caches.layers = layers;
+        }
         const uint64_t plans[2] = {ws->attn_plans[0].plans, ws->attn_plans[1].plans};
         check(kvc_model_forward(m, ws, &a), "forward");
         assert_int_equal(ws->attn_plans[0].plans, plans[0] + 1); /* full layers 1, 3 */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -135,6 +136,62 @@ static void test_truncated_and_out_of_bounds(void **state) {
     expect_error(kvc_safetensors_open_file(p, &st), "not a JSON object", "json.safetensors");
 }
 
+/* "__metadata__" is the header's own entry, not a tensor: never found, read or viewed as one, even
+ * when it is shaped like a tensor entry whose offsets point past the data (they were never checked). */
+static void test_metadata_is_not_a_tensor(void **state) {
+    (void)state;
+    const float d[2] = {1, 2};
+    write_st("meta.safetensors",
+             "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":[1048576],\"data_offsets\":[0,4194304]},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+             d, 8, -1);
+    write_st("plain.safetensors", "{\"__metadata__\":{\"format\":\"pt\"}}", NULL, 0, -1);
+    char p[512];
+    const int64_t big[1] = {1048576};
+    float *out = malloc(sizeof(float) * 1048576);
+    assert_non_null(out);
+    kvc_safetensors *st = NULL;
+    path_of("meta.safetensors", p, sizeof p);
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "w"));
+    assert_false(kvc_safetensors_has(st, "__metadata__"));
+    expect_error(kvc_safetensors_read_f32(st, "__metadata__", 1, big, out), "missing tensor \"__metadata__\"",
+                 "meta.safetensors");
+    kvc_safetensors_destroy(st);
+    path_of("plain.safetensors", p, sizeof p);
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_OK);
+    expect_error(kvc_safetensors_read_f32(st, "__metadata__", 0, NULL, NULL), "missing tensor", "plain.safetensors");
+    kvc_safetensors_destroy(st);
+    free(out);
+}
+
+/* A tensor in two files of a directory is refused, naming both files; names unique across the
+ * files open. */
+static void test_duplicate_across_files(void **state) {
+    (void)state;
+    char sub[600], p[700];
+    snprintf(sub, sizeof sub, "%s/dup", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    const float d[2] = {1, 2};
+    snprintf(p, sizeof p, "dup/a.safetensors");
+    write_st(p, "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    snprintf(p, sizeof p, "dup/b.safetensors");
+    write_st(p, "{\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "x") && kvc_safetensors_has(st, "y"));
+    kvc_safetensors_destroy(st);
+    snprintf(p, sizeof p, "dup/c.safetensors");
+    write_st(p,
+             "{\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             d, 8, -1);
+    st = NULL;
+    expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "a.safetensors and");
+    assert_null(st);
+    assert_non_null(strstr(kvc_last_error(), "c.safetensors"));
+}
+
 static void test_model_load_names_missing_tensor(void **state) {
     (void)state;
     char sub[300], p[512];
@@ -215,7 +272,8 @@ static void test_moe_expert_refusals(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
-        cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_model_load_names_missing_tensor),
+        cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
+        cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
         cmocka_unit_test(test_moe_expert_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -126,6 +126,11 @@ static void test_yarn_scale(void **state) {
     assert_float_equal(kvc_yarn_softmax_scale(128, 64, 40.0, 1.0), 0.1352338, 1e-7);
     assert_float_equal(kvc_yarn_softmax_scale(128, 0, 1.0, 0.0), 0.0883883, 1e-7);
     assert_float_equal(kvc_yarn_mscale(1.0, 1.0), 1.0, 0);
+    /* no head dim (negative, 0, or a sum past int64, which overflowed): NaN, not a scale */
+    assert_true(isnan(kvc_yarn_softmax_scale(-4, -4, 2.0, 1.0)));
+    assert_true(isnan(kvc_yarn_softmax_scale(0, 0, 2.0, 1.0)));
+    assert_true(isnan(kvc_yarn_softmax_scale(INT64_MAX, INT64_MAX, 2.0, 1.0)));
+    assert_true(isnan(kvc_rope_attention_factor(NULL))); /* was dereferenced */
 }
 
 /* AO 3.5 worked table, probed with one-hot values (V = identity, q = 0: uniform over the visible set). */
@@ -627,6 +632,19 @@ static void test_named_parameters(void **state) {
     assert_non_null(strstr(kvc_last_error(), "v2 only"));
     assert_int_equal(kvc_attention_params_set(&p, KVC_API_V2, "return_softmax_lse", 1), KVC_OK);
     assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "return_softmax_lse", 1), KVC_EINVAL);
+    /* integer parameters take whole numbers of their type only (NaN and 1e300 were cast: undefined
+     * behaviour; 2.5 and 3e9 were truncated or clamped without a word); p stays as it was */
+    const double bad[] = {NAN, INFINITY, 2.5, 1e300, 3e9, -3e9};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "num_heads", bad[i]), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "parameter 'num_heads'"));
+        assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "block_size", bad[i]), KVC_EINVAL);
+    }
+    assert_int_equal(p.num_heads, 8);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "pre_tokens", 1e300), KVC_EINVAL);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "next_tokens", NAN), KVC_EINVAL);
+    assert_int_equal(kvc_attention_params_set(&p, KVC_API_V1, "pre_tokens", 3e9), KVC_OK); /* int64 field */
+    assert_true(p.pre_tokens == INT64_C(3000000000));
     /* defaults leave the required fields unset */
     kvc_attention_params d = kvc_attention_default_params();
     assert_true(d.scale == 0.0 && d.sparse_mode == -1 && d.layout == KVC_LAYOUT_UNSET && d.num_heads == 0);

@@ -152,6 +152,14 @@ static void kivi_case(kvc_dtype dt, uint32_t seed) {
     p.key_scale = (kvc_tensor){.data = kscale, .dtype = KVC_DTYPE_F32, .ndim = 2, .shape = {NKV, D}};
     p.value_scale = (kvc_tensor){.data = vslot, .dtype = KVC_DTYPE_F32, .ndim = 2, .shape = {sh[0], sh[1]}};
     if (kvc_attention_ref(&p) != KVC_OK) fail_msg("%s", kvc_last_error());
+    /* scales whose shape only multiplies out to Nkv*D (negative extents; a product past int64) are refused */
+    kvc_attention_params bad = p;
+    bad.key_scale.shape[0] = -NKV, bad.key_scale.shape[1] = -D;
+    assert_int_equal(kvc_attention_check(&bad), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "key_scale has a negative extent"));
+    bad.key_scale.shape[0] = H, bad.key_scale.shape[1] = 1 + ((int64_t)1 << 62); /* H * 2^62 = 0 mod 2^64 */
+    assert_int_equal(kvc_attention_check(&bad), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "more elements than int64 holds"));
     size_t bytes;
     assert_int_equal(kvc_attention_cpu_workspace_size(&p, 2, &bytes), KVC_OK);
     void *ws;

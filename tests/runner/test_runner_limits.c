@@ -84,6 +84,24 @@ static void test_compare_dtype_positions(void **state) {
     kvc_model_destroy(m);
 }
 
+/* batch and max_seq_len are bounded before create multiplies them (batch x max_seq_len and batch x
+ * max_prompt_len overflowed int64: signed overflow, then sizes wrapped into small buffers). */
+static void test_batch_and_seq_len_bounded(void **state) {
+    (void)state;
+    kvc_model *m = fixture_model(SMALL, 5);
+    for (int mode = KVC_RUNNER_RECOMPUTE; mode <= KVC_RUNNER_PAGED; mode++) {
+        kvc_runner_params p = params(2, 0);
+        p.mode = (kvc_runner_mode)mode;
+        kvc_runner *r = NULL;
+        assert_int_equal(kvc_runner_create(m, &p, INT64_MAX, 4, &r), KVC_EINVAL);
+        assert_null(r);
+        assert_non_null(strstr(kvc_last_error(), "batch 9223372036854775807 must be at most 2^24"));
+        p.max_seq_len = INT64_MAX;
+        expect_refused(m, &p, 2, "max_seq_len 9223372036854775807 at most 1048576");
+    }
+    kvc_model_destroy(m);
+}
+
 static void test_block_size_and_layout(void **state) {
     (void)state;
     kvc_model *m = fixture_model(SMALL, 5);
@@ -101,6 +119,7 @@ static void test_block_size_and_layout(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_positions), cmocka_unit_test(test_max_positions),
                                        cmocka_unit_test(test_compare_dtype_positions),
-                                       cmocka_unit_test(test_block_size_and_layout)};
+                                       cmocka_unit_test(test_block_size_and_layout),
+                                       cmocka_unit_test(test_batch_and_seq_len_bounded)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
