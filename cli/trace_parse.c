@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/internal.h"
-#include "json_nul.h"
+#include "model/json_nul.h"
 #include "model/json_read.h"
 
 /* ---- parsing helpers --------------------------------------------------------
@@ -395,13 +395,13 @@ static bool get_request(parser *p, const cJSON *v, const char *path, int64_t *ou
 }
 
 /* "cache_salt": a string of at most KVC_NAME_MAX - 1 bytes, NUL bytes
- * included (json_nul.h); absent: no salt. */
+ * included (model/json_nul.h); absent: no salt. */
 static bool get_salt(parser *p, const cJSON *v, const char *path, kvc_trace_op *op) {
     const cJSON *s = get(v, "cache_salt");
     op->cache_salt_len = 0;
     if (s == NULL) return true;
     if (!cJSON_IsString(s)) return perr(p, path, "cache_salt", "expected a string");
-    size_t n = kvc_json_string_bytes(s);
+    size_t n = kvci_json_string_bytes(s);
     if (n >= KVC_NAME_MAX) return perr(p, path, "cache_salt", "longer than %d bytes", KVC_NAME_MAX - 1);
     memcpy(op->cache_salt, s->valuestring, n);
     op->cache_salt_len = (int64_t)n;
@@ -580,7 +580,7 @@ int kvc_trace_load(const char *json, size_t len, const kvc_trace_options *opts, 
         snprintf(err, err_cap, "%s", kvc_last_error());
         return st == KVC_ENOMEM ? KVC_TRACE_EXIT_FAILED : KVC_TRACE_EXIT_INVALID;
     }
-    if (!kvc_json_check_nuls(json, len, root, "cache_salt", err, err_cap)) {
+    if (!kvci_json_check_nuls(json, len, root, "cache_salt", err, err_cap)) {
         cJSON_Delete(root);
         return KVC_TRACE_EXIT_INVALID;
     }

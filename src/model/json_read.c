@@ -1,6 +1,7 @@
 /* Typed reading of JSON members with messages naming the member and value
  * (see json_read.h). */
 #include "model/json_read.h"
+#include "model/json_nul.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,8 +122,10 @@ kvc_status kvci_json_parse_object(const char *text, size_t len, const char *doc,
     if (st == KVC_OK && !cJSON_IsObject(root))
         st = kvci_fail(KVC_EINVAL, "%s%sthe top level must be an object, got %s", doc_name(doc), prefix_sep(doc),
                        kvci_json_type_name(root));
-    char path[512] = "";
+    char path[512] = "", nul[600];
     if (st == KVC_OK) st = check_strings(root, doc, path, sizeof path);
+    if (st == KVC_OK && !kvci_json_check_nuls(text, len, root, NULL, nul, sizeof nul))
+        st = kvci_fail(KVC_EINVAL, "%s%s%s", doc_name(doc), prefix_sep(doc), nul);
     if (st != KVC_OK) {
         cJSON_Delete(root);
         return st;

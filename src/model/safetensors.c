@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/internal.h"
+#include "model/json_nul.h"
 #include "model/weights_internal.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
@@ -220,6 +221,9 @@ static kvc_status file_open(st_file *f, const char *path) {
         snprintf(why, sizeof why, "%s", st != KVC_OK ? kvc_last_error() : "another JSON value");
         st = kvci_fail(st == KVC_ENOMEM ? KVC_ENOMEM : KVC_EINVAL, "%s: header is not a JSON object: %s", path, why);
     }
+    char nul[600];
+    if (st == KVC_OK && !kvci_json_check_nuls((const char *)f->map + 8, (size_t)hl, f->header, NULL, nul, sizeof nul))
+        st = kvci_fail(KVC_EINVAL, "%s: header: %s (a name would read as its part before it)", path, nul);
     if (st == KVC_OK) {
         f->data = f->map + 8 + hl;
         f->data_size = f->size - 8 - (size_t)hl;

@@ -192,6 +192,13 @@ static void test_invalid_utf8_refused(void **state) {
     expect_both_refuse("{\"model_type\":\"llama\x80\",\"num_hidden_layers\":1}", "model_type", "UTF-8");
     expect_both_refuse("{\"model_type\":\"llama\",\"note\":\"\xC0\xAF\"}", "note", "UTF-8");
     expect_both_refuse("{\"model_type\":\"llama\",\"a\":{\"\xED\xA0\x80\":1}}", "a", "UTF-8");
+    /* a \u0000 escape would cut the name short ("qwen3\u0000x" read as qwen3): refused, as in traces; an escaped
+     * backslash before u0000 is text, not a NUL */
+    expect_both_refuse("{\"model_type\":\"qwen3\\u0000x\",\"num_hidden_layers\":1}", "model_type", "\\u0000");
+    expect_both_refuse("{\"model_type\":\"llama\",\"a\":{\"b\\u0000\":1}}", "a", "member name");
+    kvc_model_plan *p = plan_of("{\"model_type\":\"llama\",\"note\":\"c:\\\\u0000\",\"num_hidden_layers\":1,"
+                                "\"num_attention_heads\":2,\"hidden_size\":64,\"max_position_embeddings\":64}");
+    kvc_model_plan_destroy(p);
     /* valid multi-byte text is fine */
     assert_true(kvci_utf8_valid("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 9));
     assert_false(kvci_utf8_valid("\xF4\x90\x80\x80", 4)); /* above U+10FFFF */

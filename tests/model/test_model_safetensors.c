@@ -163,6 +163,12 @@ static void test_metadata_is_not_a_tensor(void **state) {
     expect_error(kvc_safetensors_read_f32(st, "__metadata__", 0, NULL, NULL), "missing tensor", "plain.safetensors");
     kvc_safetensors_destroy(st);
     free(out);
+    /* a tensor name with a \u0000 escape would read as "w": refused, naming it */
+    write_st("nul.safetensors", "{\"w\\u0000x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8, -1);
+    path_of("nul.safetensors", p, sizeof p);
+    assert_int_equal(kvc_safetensors_open_file(p, &st), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "NUL byte"));
+    assert_null(st);
 }
 
 /* A tensor in two files of a directory is refused, naming both files; names unique across the

@@ -1,5 +1,5 @@
 /* NUL bytes in the strings of a parsed JSON document (see json_nul.h). */
-#include "json_nul.h"
+#include "model/json_nul.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ static bool walk(literals *s, cJSON *item, const char *bytes_member, char *path,
             snprintf(path + at, path_cap - at, "[%d]", index);
         if (cJSON_IsString(c)) {
             int64_t nuls = next_literal_nuls(s);
-            if (nuls > 0 && !(object && strcmp(c->string, bytes_member) == 0))
+            if (nuls > 0 && !(object && bytes_member != NULL && strcmp(c->string, bytes_member) == 0))
                 return refuse(err, cap, path, "the string");
             if (nuls > 0) c->valueint = (int)bytes_with_nuls(c->valuestring, nuls);
         } else if (!walk(s, c, bytes_member, path, path_cap, err, cap)) {
@@ -61,11 +61,11 @@ static bool walk(literals *s, cJSON *item, const char *bytes_member, char *path,
     return true;
 }
 
-bool kvc_json_check_nuls(const char *text, size_t len, cJSON *root, const char *bytes_member, char *err, size_t cap) {
+bool kvci_json_check_nuls(const char *text, size_t len, cJSON *root, const char *bytes_member, char *err, size_t cap) {
     literals s = {.text = text, .len = len, .at = 0};
     char path[512] = "";
     if (cJSON_IsString(root)) return next_literal_nuls(&s) == 0 || refuse(err, cap, "", "the string");
     return walk(&s, root, bytes_member, path, sizeof path, err, cap);
 }
 
-size_t kvc_json_string_bytes(const cJSON *v) { return v->valueint > 0 ? (size_t)v->valueint : strlen(v->valuestring); }
+size_t kvci_json_string_bytes(const cJSON *v) { return v->valueint > 0 ? (size_t)v->valueint : strlen(v->valuestring); }
