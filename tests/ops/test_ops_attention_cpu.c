@@ -936,6 +936,16 @@ static void test_threads_query(void **state) {
     free(o1);
     kvc_aligned_free(ws);
     fx_free(&f);
+    /* one request over one chunk of keys (above the million multiply-adds that share a call): one piece of
+     * work, one thread, whatever the workspace holds */
+    c.Nq = 32, c.skv[0] = 300; /* 1.2 M multiply-adds */
+    fx_build(&f, &c);
+    assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, maxt, &bn), KVC_OK);
+    assert_int_equal(kvc_aligned_alloc(64, bn, &ws), KVC_OK);
+    assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, &t), KVC_OK);
+    assert_int_equal(t, 1);
+    kvc_aligned_free(ws);
+    fx_free(&f);
 }
 
 int main(void) {

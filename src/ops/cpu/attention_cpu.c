@@ -174,15 +174,22 @@ const char *kvc_attention_cpu_isa(void) { return kvci_simd_select()->name; }
 
 /* Threads a call with a workspace of `bytes` runs on: the OpenMP maximum,
  * one for a problem below about a million multiply-adds (forking and
- * joining costs more than the work; results do not depend on it), and no
- * more than the workspace has per-thread scratch for (what
- * kvc_attention_cpu_threads reports). */
+ * joining costs more than the work), no more than the call has pieces of
+ * work to share (its items, or with split keys its chunks: a decode call
+ * of one request over one chunk of keys is one piece, and a second thread
+ * would only join the region and wait), and no more than the workspace has
+ * per-thread scratch for (what kvc_attention_cpu_threads reports). Results
+ * do not depend on it. */
 static int call_threads(const ctx *cx, size_t bytes) {
     const kvc_attn_problem *pb = cx->pb;
     const ws_layout one = layout_of(cx, 1, 0);
     int threads = kvci_max_threads();
     const double macs = (double)pb->Tq * (double)pb->max_skv * (double)pb->Nq * (double)(pb->D + pb->Dv);
     if (macs < 1048576.0) threads = 1;
+    if (threads > 1) {
+        const int64_t pieces = kvci_max64(cx->n_items, tasks_bound(cx));
+        if (pieces < threads) threads = (int)kvci_max64(pieces, 1);
+    }
     while (threads > 1 && one.items + one.per_thread * (size_t)threads > bytes) threads--;
     return threads;
 }
@@ -268,7 +275,7 @@ static void run_split(const kvci_attn_plan *plan, const ctx *cxp) {
             kvci_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
         }
     }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (nit > 1) /* the merge: one item, no region */
     for (int64_t k = 0; k < nit; k++) {
         const item *it = &items[k];
         scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
