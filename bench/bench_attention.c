@@ -4,7 +4,9 @@
  * naive scalar attention baseline (batch-1 decode), and kvc_attention_cpu
  * on decode and prefill shapes with paged KV (block size 128), token-major
  * blocks [NB, bs, Nkv * D], plus two decode shapes on head-major blocks
- * [NB, Nkv, bs, D] (the order of vLLM's paged cache).
+ * [NB, Nkv, bs, D] (the order of vLLM's paged cache), and the decode of the
+ * model runtime (`bench model`'s Qwen3-0.6B shape: 16 query heads over 8 KV
+ * heads, token-major blocks of 16 tokens) at short contexts.
  *
  * Decode is measured cold: consecutive timed calls read different copies of
  * the cache (>= 1 GiB touched across them), and each timed call is
@@ -132,6 +134,7 @@ typedef struct shape {
     kvc_dtype kv_dtype;
     kvc_block_layout blk; /* paged BNBSND [NB, bs, Nkv * D], BNNBSD [NB, Nkv, bs, D] (vLLM's order) or BNNDBS (K
                              [NB, Nkv, D, bs]: keys in lanes; V as BNNBSD) */
+    int bs;               /* tokens per block: 128, or the model runtime's 16 (its rows) */
 } shape;
 
 static const char *storage_name(kvc_block_layout blk) {
@@ -287,10 +290,10 @@ static void fill_cache(void *dst, kvc_dtype dt, size_t n, uint32_t seed) {
 
 /* Runs one shape on each page kind of pages[0..n_pages) (its calls
  * alternating between them), res[i] for pages[i]; returns 0 on success.
- * Paged BnBsH (or BnNBsD), block size 128. */
+ * Paged BnBsH (or BnNBsD), blocks of s->bs tokens. */
 static int run_shape(const shape *s, bool with_naive, const other_lib *other, kvc_peak_kind pk_kind,
                      const kvc_limits_pages *pages, int n_pages, result *res) {
-    const int bs = 128, D = s->head_dim;
+    const int bs = s->bs, D = s->head_dim;
     const bool decode = s->q_len == 1;
     const int64_t nbpr = (s->kv_len + bs - 1) / bs; /* blocks per request */
     const size_t cache = kv_bytes(s);
@@ -411,7 +414,7 @@ static int run_shape(const shape *s, bool with_naive, const other_lib *other, kv
     return rc;
 }
 
-#define MAX_SHAPES 128
+#define MAX_SHAPES 160
 
 /* Every shape of the benchmark, in the order of its rows; returns their count. */
 static int all_shapes(shape shapes[MAX_SHAPES]) {
@@ -422,19 +425,27 @@ static int all_shapes(shape shapes[MAX_SHAPES]) {
     for (int h = 0; h < 3; h++)
         for (int d = 0; d < 4; d++)
             for (int i = 0; i < 6; i++)
-                shapes[n++] = (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNBSND};
+                shapes[n++] =
+                    (shape){"decode", dec[i][0], 1, dec[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNBSND, 128};
     for (int h = 0; h < 2; h++) /* the same cache in head-major block order */
-        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, KVC_BLOCK_BNNBSD};
+        shapes[n++] = (shape){"decode", 8, 1, 4096, 32, h ? 32 : 8, 128, KVC_DTYPE_F16, KVC_BLOCK_BNNBSD, 128};
     const int lan[3][2] = {{1, 16384}, {8, 4096}, {8, 16384}}; /* keys in lanes */
     for (int h = 0; h < 3; h++)
         for (int d = 0; d < 4; d++)
             for (int i = 0; i < 3; i++)
-                shapes[n++] = (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS};
+                shapes[n++] =
+                    (shape){"decode", lan[i][0], 1, lan[i][1], 32, kvh[h], 128, dts[d], KVC_BLOCK_BNNDBS, 128};
+    /* the model runtime's decode (bench model's Qwen3-0.6B shape): 16 query heads over 8 KV heads of 128, token-major
+     * blocks of 16 tokens (the runner's default), short contexts whose fixed costs weigh */
+    const int mod[6][2] = {{1, 128}, {1, 512}, {1, 2048}, {8, 128}, {8, 512}, {8, 2048}};
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 6; i++)
+            shapes[n++] = (shape){"decode", mod[i][0], 1, mod[i][1], 16, 8, 128, dts[d], KVC_BLOCK_BNBSND, 16};
     const int pre[4][2] = {{512, 4096}, {2048, 4096}, {512, 16384}, {2048, 16384}};
     for (int i = 0; i < 4; i++)
-        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND};
+        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNBSND, 128};
     for (int i = 0; i < 4; i++)
-        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS};
+        shapes[n++] = (shape){"prefill", 1, pre[i][0], pre[i][1], 32, 8, 128, KVC_DTYPE_BF16, KVC_BLOCK_BNNDBS, 128};
     return n;
 }
 
@@ -450,10 +461,10 @@ static kvc_peak_kind shape_peak(const char *isa, const shape *s, double *ops_per
     return kvc_limits_fma_of_path(isa);
 }
 
-/* The row label --only matches: phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE. */
+/* The row label --only matches: phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE/bsBLOCK. */
 static void shape_label(const shape *s, char *label, size_t cap) {
-    snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s", s->phase, s->batch, s->q_len, s->kv_len, s->q_heads / s->kv_heads,
-             kvc_dtype_name(s->kv_dtype), storage_name(s->blk));
+    snprintf(label, cap, "%s/b%d/q%d/kv%d/g%d/%s/%s/bs%d", s->phase, s->batch, s->q_len, s->kv_len,
+             s->q_heads / s->kv_heads, kvc_dtype_name(s->kv_dtype), storage_name(s->blk), s->bs);
 }
 
 /* --only TEXT must match a row: 0, or 2 with the labels printed. */
@@ -527,6 +538,7 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
             "prefill: GFLOP/s vs the path's peak measured between its calls (peak, and roof = that ratio; bf16 rows "
             "on\n"
             "the amx path: the tdpbf16ps-amx peak / 3, each product being three tile products, one per bf16 part)\n"
+            "cache: paged blocks of 128 tokens (the rows of 16 query heads, the model runtime's decode: of 16)\n"
             "pages: the caches' pages (huge: MiB of them on huge pages after the calls)%s\n"
             "%s"
             "%-7s %5s %5s %6s %4s %4s %4s %-5s %-6s %-5s %6s %11s %8s %8s %6s %5s %8s %-7s %6s %8s %6s %11s %7s%s%s\n",
@@ -579,15 +591,15 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
             if (json) {
                 printf("{\"bench\": \"attention\", \"isa\": \"%s\", \"cpu_flags\": \"%s\", \"threads\": %d, \"phase\": "
                        "\"%s\", \"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
-                       "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": 128, "
+                       "\"head_dim\": %d, \"kv_dtype\": \"%s\", \"kv_storage\": \"%s\", \"block_size\": %d, "
                        "\"pages\": \"%s\", \"thp\": \"%s\", "
                        "\"huge_bytes\": %lld, \"us\": %.1f, \"cpu_us\": %.1f, \"kv_gbps\": %.2f, "
                        "\"read_gbps\": %.2f, \"bandwidth_ratio\": %.3f, \"gflops\": %.2f, \"peak_gflops\": %.1f, "
                        "\"peak_ratio\": %.3f, \"flop_per_byte\": %.2f, ",
                        isa, flags, omp_get_max_threads(), s->phase, s->batch, s->q_len, s->kv_len, s->q_heads,
-                       s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, kvc_limits_pages_name(pg[k]),
-                       thp, (long long)r->huge_bytes, r->us, r->cpu_us, kv_gbps, rd, kv_gbps / rd, gflops, pkr,
-                       gflops / pkr, fpb);
+                       s->kv_heads, s->head_dim, kvc_dtype_name(s->kv_dtype), storage, s->bs,
+                       kvc_limits_pages_name(pg[k]), thp, (long long)r->huge_bytes, r->us, r->cpu_us, kv_gbps, rd,
+                       kv_gbps / rd, gflops, pkr, gflops / pkr, fpb);
                 if (decode)
                     printf("\"roofline_gbps\": %.2f, ", roof);
                 else

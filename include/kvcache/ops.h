@@ -425,8 +425,10 @@ KVC_API kvc_status kvc_attention_cpu(const kvc_attention_params *p, void *worksp
 /* The number of threads kvc_attention_cpu(p, workspace, workspace_bytes)
  * runs on: the OpenMP maximum, fewer when the workspace was sized for
  * fewer threads (kvc_attention_cpu_workspace_size's max_threads), 1 for
- * problems too small to share. Same refusals as the call for p and the
- * workspace; *threads is 0 on failure. Results never depend on it. */
+ * problems too small to share, no more than the call has pieces of work
+ * (its items, or with split keys its chunks of 512 keys: a decode call of
+ * one request over one chunk runs on 1). Same refusals as the call for p
+ * and the workspace; *threads is 0 on failure. Results never depend on it. */
 KVC_API kvc_status kvc_attention_cpu_threads(const kvc_attention_params *p, const void *workspace,
                                              size_t workspace_bytes, int *threads);
 

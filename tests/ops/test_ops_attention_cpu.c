@@ -936,6 +936,20 @@ static void test_threads_query(void **state) {
     free(o1);
     kvc_aligned_free(ws);
     fx_free(&f);
+    /* above the million multiply-adds that share a call: one request over one chunk of keys (300: one piece of
+     * work) or over pieces of 512 and 48 keys (560: a second thread would take 0.09 of it) runs on one thread,
+     * over 512 and 288 keys (800) on two, whatever the workspace holds */
+    const int64_t skv[3] = {300, 560, 800}, want[3] = {1, 1, maxt < 2 ? maxt : 2};
+    for (int i = 0; i < 3; i++) {
+        c.Nq = 32, c.skv[0] = skv[i];
+        fx_build(&f, &c);
+        assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, maxt, &bn), KVC_OK);
+        assert_int_equal(kvc_aligned_alloc(64, bn, &ws), KVC_OK);
+        assert_int_equal(kvc_attention_cpu_threads(&f.p, ws, bn, &t), KVC_OK);
+        assert_int_equal(t, want[i]);
+        kvc_aligned_free(ws);
+        fx_free(&f);
+    }
 }
 
 int main(void) {

@@ -141,19 +141,30 @@ static ws_layout layout_of(const ctx *cx, int threads, int64_t n_tasks) {
     return w;
 }
 
-/* Upper bound of split-K tasks without building the items (every chunk of every item). */
-static int64_t tasks_bound(const ctx *cx) {
+/* The items' pieces of work without building the items (items_fill's items, every chunk of each a piece):
+ * returns how many threads the work keeps busy, its work (rows x keys) over its largest piece, rounded (a
+ * second thread only pays when it takes a fair share: one request over 560 keys is pieces of 512 and 48 keys,
+ * 1.09: one thread; over 800 keys 512 and 288, 1.56: two); *tasks: the pieces (split-K tasks, an upper
+ * bound: every chunk of every item). */
+static int64_t work_pieces(const ctx *cx, int64_t *tasks) {
     const kvc_attn_problem *pb = cx->pb;
-    int64_t t = 0;
+    double total = 0.0, largest = 0.0;
+    *tasks = 0;
     for (int64_t b = 0; b < pb->B; b++) {
         int64_t q0, sq, k0, skv;
         kvci_attn_q_range(pb, b, &q0, &sq);
         kvci_attn_kv_range(pb, b, &k0, &skv);
-        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) /* items as items_fill makes them, each chunk a task */
-            t += kvci_cdiv(pb->Nkv, kvci_cpu_heads_per_item(cx, kvci_min64(cx->QT, sq - i0))) *
-                 kvci_cdiv(skv, KVC_CHUNK);
+        for (int64_t i0 = 0; i0 < sq; i0 += cx->QT) {
+            const int64_t ni = kvci_min64(cx->QT, sq - i0), hg = kvci_cpu_heads_per_item(cx, ni);
+            for (int64_t g = 0; g < pb->Nkv; g += hg) {
+                const double rows = (double)(kvci_min64(hg, pb->Nkv - g) * pb->G * ni);
+                total += rows * (double)skv;
+                largest = fmax(largest, rows * (double)kvci_min64(skv, KVC_CHUNK));
+                *tasks += kvci_cdiv(skv, KVC_CHUNK);
+            }
+        }
     }
-    return t;
+    return largest > 0.0 ? (int64_t)(total / largest + 0.5) : 1;
 }
 
 kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int max_threads, size_t *bytes) {
@@ -166,7 +177,9 @@ kvc_status kvc_attention_cpu_workspace_size(const kvc_attention_params *p, int m
     ctx cx;
     kvci_cpu_ctx_init(&cx, &pb);
     /* split-K (and its partials) only serves calls with fewer than 4 items per thread */
-    *bytes = layout_of(&cx, max_threads, cx.n_items < 4 * (int64_t)max_threads ? tasks_bound(&cx) : 0).total;
+    int64_t tasks = 0;
+    work_pieces(&cx, &tasks);
+    *bytes = layout_of(&cx, max_threads, cx.n_items < 4 * (int64_t)max_threads ? tasks : 0).total;
     return KVC_OK;
 }
 
@@ -174,15 +187,19 @@ const char *kvc_attention_cpu_isa(void) { return kvci_simd_select()->name; }
 
 /* Threads a call with a workspace of `bytes` runs on: the OpenMP maximum,
  * one for a problem below about a million multiply-adds (forking and
- * joining costs more than the work; results do not depend on it), and no
+ * joining costs more than the work), no more than its work keeps busy
+ * (work_pieces: a decode call of one request over one chunk of keys is one
+ * piece, and a second thread would only join the region and wait), and no
  * more than the workspace has per-thread scratch for (what
- * kvc_attention_cpu_threads reports). */
+ * kvc_attention_cpu_threads reports). Results do not depend on it. */
 static int call_threads(const ctx *cx, size_t bytes) {
     const kvc_attn_problem *pb = cx->pb;
     const ws_layout one = layout_of(cx, 1, 0);
     int threads = kvci_max_threads();
     const double macs = (double)pb->Tq * (double)pb->max_skv * (double)pb->Nq * (double)(pb->D + pb->Dv);
     if (macs < 1048576.0) threads = 1;
+    int64_t tasks;
+    if (threads > 1) threads = (int)kvci_max64(1, kvci_min64(threads, work_pieces(cx, &tasks)));
     while (threads > 1 && one.items + one.per_thread * (size_t)threads > bytes) threads--;
     return threads;
 }
@@ -268,7 +285,7 @@ static void run_split(const kvci_attn_plan *plan, const ctx *cxp) {
             kvci_cpu_chunk(&cx, it, it->c_lo + (t - it->task0), &s, part + (size_t)t * (size_t)(cx.R * RS));
         }
     }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (nit > 1) /* the merge: one item, no region */
     for (int64_t k = 0; k < nit; k++) {
         const item *it = &items[k];
         scratch s = kvci_cpu_scratch_at(&cx, (float *)(tbase + per_thread * (size_t)kvci_thread_num()));
