@@ -13,16 +13,21 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 
 /* The runtime implements default, linear, llama3 and yarn rope (dynamic NTK, whose frequencies change with the
  * longest sequence of a batch, would break batch invariance; longrope's families do not run). */
-static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_rope_type t = hp->rope.type;
-    if (hp->rope_per_layer_type)
-        return kvci_fail(KVC_EINVAL, "%s: %s holds one rope per layer type, which the runtime does not support",
-                         hp->cfg.doc, hp->rope_source);
+static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
+    const kvc_rope_type t = r->type;
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
         return kvci_fail(KVC_EINVAL,
-                         "%s: rope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
-                         hp->cfg.doc, kvc_rope_type_name(t));
+                         "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
+                         hp->cfg.doc, which, kvc_rope_type_name(t));
+    return KVC_OK;
+}
+
+/* The rope of the full layers and, when the config holds one per layer type, of the sliding ones. */
+static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(supported_rope(hp, &hp->rope, hp->rope_per_layer_type ? "full_attention " : ""));
+    KVC_TRY(supported_rope(hp, &hp->rope_sliding, hp->rope_sliding_given ? "sliding_attention " : ""));
     cfg->rope = hp->rope;
+    cfg->rope_sliding = hp->rope_sliding;
     return KVC_OK;
 }
 
@@ -128,6 +133,7 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
 }
 
 double kvc_model_attn_scale(const kvc_model_config *c) {
+    if (c->query_pre_attn_scalar > 0.0) return 1.0 / sqrt(c->query_pre_attn_scalar);
     if (c->family != KVC_FAMILY_DEEPSEEK_V3) return 1.0 / sqrt((double)c->head_dim);
     return kvci_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);
 }

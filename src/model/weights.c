@@ -175,6 +175,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->gemma_norms) {
+        TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "post_feedforward_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
+    }
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -250,6 +254,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_pages_free(m->arena, (size_t)m->arena_bytes);
     kvc_aligned_free(m->derived);
     kvci_free(m->inv_freq);
+    kvci_free(m->inv_freq_sliding);
     kvci_free(m);
 }
 
@@ -286,6 +291,26 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
             return kvci_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name,
                              (long long)sizes[i].value, (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
+    return KVC_OK;
+}
+
+/* The sliding layers' rope frequencies when the config gives them their own rope (theta 0, as a
+ * hand-made config leaves it: none) and its
+ * frequencies or attention factor differ from the full layers' (inv_freq_sliding stays NULL
+ * otherwise: every layer reads the full layers' tables). */
+static kvc_status sliding_rope(kvc_model *m) {
+    const int64_t half = m->rot_dim / 2;
+    bool any = false;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) any |= m->cfg.layer_sliding[l];
+    if (!any || m->cfg.rope_sliding.theta == 0.0) return KVC_OK;
+    float *f = kvci_calloc((size_t)(half + 1), sizeof(float)), a = 0.0f;
+    if (!f) return kvci_fail(KVC_ENOMEM, "model: out of memory");
+    kvc_status st = kvc_rope_frequencies(&m->cfg.rope_sliding, m->rot_dim, f, &a);
+    if (st != KVC_OK || (memcmp(f, m->inv_freq, (size_t)half * sizeof(float)) == 0 && a == m->rope_attn_factor)) {
+        kvci_free(f);
+        return st;
+    }
+    m->inv_freq_sliding = f, m->rope_attn_factor_sliding = a;
     return KVC_OK;
 }
 
@@ -339,6 +364,7 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
+    if (st == KVC_OK) st = sliding_rope(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

@@ -147,12 +147,26 @@ static void test_rope_per_layer_type(void **state) {
     for (int32_t i = 0; i < p->n_warnings; i++) warned |= strstr(p->warnings[i], "per layer type") != NULL;
     assert_true(warned);
     kvc_model_plan_destroy(p);
+    /* the runtime holds both: the full layers' linear rope, the sliding layers' default one */
     kvc_model_config c;
+    char rt[1024]; /* with the sizes the runtime needs */
+    snprintf(rt, sizeof rt, "{\"hidden_size\":2048,\"vocab_size\":1000,\"intermediate_size\":64,%s", gemma3 + 1);
+    assert_int_equal(kvc_model_config_parse(rt, "c", &c), KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LINEAR && c.rope.factor == 8.0 && c.rope.theta == 1e6);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 1e4);
+    /* a nested dict without a sliding entry: every layer the full entry's */
     assert_int_equal(kvc_model_config_parse(LLAMA_BASE "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
-                                                       "\"default\",\"rope_theta\":10000}}}",
+                                                       "\"default\",\"rope_theta\":20000}}}",
+                                            "c", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 2e4 && c.rope_sliding.theta == 2e4);
+    /* the sliding entry's type is checked as the full one's, and named */
+    assert_int_equal(kvc_model_config_parse(LLAMA_BASE "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
+                                                       "\"default\"},\"sliding_attention\":{\"rope_type\":"
+                                                       "\"dynamic\",\"factor\":2}}}",
                                             "c", &c),
                      KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "one rope per layer type"));
+    assert_non_null(strstr(kvc_last_error(), "sliding_attention rope type \"dynamic\" is not supported"));
 }
 
 /* Both consumers refuse json with a message containing every needle. */

@@ -365,10 +365,12 @@ static void test_swiglu_threads(void **s) {
     assert_non_null(g), assert_non_null(u), assert_non_null(all), assert_non_null(row);
     for (int i = 0; i < T * I; i++) g[i] = (float)sin(0.37 * i) * 6.0f, u[i] = (float)cos(0.11 * i);
     omp_set_num_threads(2);
-    kvci_swiglu(g, u, T, I, I, all, I);
-    for (int t = 0; t < T; t++) {
-        kvci_swiglu(g + t * I, u + t * I, 1, I, I, row, I);
-        if (memcmp(row, all + t * I, sizeof(float) * I) != 0) fail_msg("swiglu row %d differs alone", t);
+    for (int act = KVC_MLP_SILU; act <= KVC_MLP_GELU_TANH; act++) {
+        kvci_glu((kvc_mlp_act)act, g, u, T, I, I, all, I);
+        for (int t = 0; t < T; t++) {
+            kvci_glu((kvc_mlp_act)act, g + t * I, u + t * I, 1, I, I, row, I);
+            if (memcmp(row, all + t * I, sizeof(float) * I) != 0) fail_msg("act %d row %d differs alone", act, t);
+        }
     }
     free(g), free(u), free(all), free(row);
 }

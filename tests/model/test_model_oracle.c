@@ -199,6 +199,14 @@ static void test_qwen2_moe(void **state) {
     run_dir("qwen2_moe");
 }
 
+/* Gemma 3: sliding and full layers with their own ropes (linear on the full layers), a window shorter
+ * than two prompts, norms applied as 1 + w around both sub-layers, q/k norms, GeGLU, embeddings
+ * scaled by sqrt(hidden_size), query_pre_attn_scalar's softmax scale */
+static void test_gemma3(void **state) {
+    (void)state;
+    run_dir("gemma3");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
@@ -206,7 +214,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
         cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
-        cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_qwen2_moe),      cmocka_unit_test(test_gemma3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

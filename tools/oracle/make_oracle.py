@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
-For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe) this script
+For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -32,6 +32,8 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
@@ -241,6 +243,41 @@ def qwen2_moe_config():
     )
 
 
+def gemma3_config():
+    # Gemma 3 text at toy size: sliding_window_pattern 3 over 5 layers (sliding, sliding, full,
+    # sliding, sliding), a window of 8 (shorter than the 23- and 40-token prompts), the sliding
+    # layers' rope at rope_local_base_freq 10,000 and the full layers' linear rope (factor 8, theta
+    # 1e6, as the 4B-27B models), query_pre_attn_scalar 32 (not head_dim 16, so the scale shows),
+    # GeGLU (gelu_pytorch_tanh), q/k norms, the four sandwich norms, tied embeddings scaled by
+    # sqrt(hidden_size).
+    return Gemma3TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=5,
+        sliding_window_pattern=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        query_pre_attn_scalar=32,
+        sliding_window=8,
+        hidden_activation="gelu_pytorch_tanh",
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        attention_bias=False,
+        final_logit_softcapping=None,
+        attn_logit_softcapping=None,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -248,6 +285,7 @@ FAMILIES = {
     "qwen3_moe": (qwen3_moe_config, Qwen3MoeForCausalLM),
     "mixtral": (mixtral_config, MixtralForCausalLM),
     "qwen2_moe": (qwen2_moe_config, Qwen2MoeForCausalLM),
+    "gemma3": (gemma3_config, Gemma3ForCausalLM),
 }
 
 
@@ -257,6 +295,8 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
+    if name.endswith("norm.weight") and config.model_type == "gemma3_text":
+        return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
     if name.endswith("sinks"):
@@ -549,6 +589,13 @@ def make_family(family, out_root, seed):
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "mixtral":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+    if family == "gemma3":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_sliding_rope_global"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters,
+                                            "sliding_attention": model.config.rope_parameters["full_attention"]})
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -652,7 +699,7 @@ def main():
     torch.set_num_threads(1)  # same reduction order on every run
     os.makedirs(args.out, exist_ok=True)
     summaries = []
-    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe"]:
+    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
