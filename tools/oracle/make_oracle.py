@@ -32,12 +32,15 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    Gemma3Config,
     Gemma3ForCausalLM,
+    Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
+    SiglipVisionConfig,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
@@ -603,6 +606,8 @@ def make_family(family, out_root, seed):
     summary["dir_bytes"] = dir_size(out)
     summary["num_tensors"] = len(tensors)
 
+    if family == "gemma3":
+        summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -646,6 +651,35 @@ def make_dtype_variant(model32, out_root, dt_name, dtype, ps, seed):
     with safe_open(os.path.join(out, "model.safetensors"), framework="pt") as f:
         dts = {f.get_slice(k).get_dtype() for k in f.keys()}
     return {"dir_bytes": dir_size(out), "stored_dtypes": sorted(dts)}
+
+
+@torch.no_grad()
+def make_gemma3_multimodal(text_model, out_root, ps):
+    """gemma3/multimodal/: a Gemma3ForConditionalGeneration (transformers 5 layout: the text model under
+    model.language_model., a one-layer SigLIP vision tower and the projector beside it) whose language
+    model holds the gemma3 oracle's weights; checked here to give the text model's logits bit for bit
+    on every prompt, so the runtime's logits on it must equal its logits on gemma3/."""
+    out = os.path.join(out_root, "gemma3", "multimodal")
+    os.makedirs(out)
+    vision = SiglipVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                                image_size=28, patch_size=14)
+    cfg = Gemma3Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict(),
+                       mm_tokens_per_image=4, tie_word_embeddings=True)
+    torch.manual_seed(SEED)
+    mm = Gemma3ForConditionalGeneration._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    missing = mm.model.language_model.load_state_dict(text_model.model.state_dict())
+    assert not missing.missing_keys and not missing.unexpected_keys, missing
+    mm.eval()
+    mm.save_pretrained(out, safe_serialization=True)
+    for fn in os.listdir(out):
+        if fn not in ("config.json", "model.safetensors"):
+            os.remove(os.path.join(out, fn))
+    names = write_tensor_list(out)
+    mm = Gemma3ForConditionalGeneration.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    for ids in ps:
+        assert torch.equal(forward_logits(mm, ids), forward_logits(text_model, ids)), "multimodal logits differ"
+    return {"dir_bytes": dir_size(out), "num_tensors": len(names),
+            "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
 
 
 @torch.no_grad()
