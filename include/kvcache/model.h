@@ -1,6 +1,8 @@
 /* kvcache model layer: Hugging Face config.json reading, safetensors loading
- * by mmap, the three model families (dense GQA: Llama / Qwen2 / Qwen3;
- * GptOss: sliding/full layers, sinks, biases, MoE; DeepseekV3: MLA) and a
+ * by mmap, the four model families (dense GQA: Llama / Qwen2 / Qwen3 and the
+ * softmax-routed MoE models; GptOss: sliding/full layers, sinks, biases, MoE;
+ * DeepseekV3: MLA; Gemma 3 text: sliding/full layers with their own ropes,
+ * Gemma norms, GeGLU) and a
  * forward pass over a packed batch that consumes one step's metadata.
  * Behaviour: docs/model.md ("MF"), docs/batch.md ("RM").
  *
