@@ -47,8 +47,9 @@ static kvc_status write_bytes(save_ctx *c, const void *p, int64_t n) {
     return KVC_OK;
 }
 
-/* A Gemma norm's checkpoint values w from its 1 + w, in runs of 256: the difference is exact for
- * 1 + w >= 0.5 (Sterbenz); any element whose reload would not give its bits back is refused. */
+/* A Gemma norm's checkpoint values w from its a = 1 + w, in runs of 256: the reload's 1 + (a - 1) is a
+ * again for every float32 w but one (w = -16777218: a = -2^24 after a tie to even, a - 1 ties back
+ * to -2^24), which is refused, as is any element whose reload would not give its bits back. */
 static kvc_status write_norm(save_ctx *c, const kvc_wtensor *t, const float *v, int64_t n) {
     float buf[256];
     for (int64_t i = 0; i < n; i += 256) {
