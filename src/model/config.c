@@ -31,6 +31,19 @@ static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* The SwiGLU families' activation, hidden_act (silu when absent; transformers' "swish" is the same
+ * function): any other is refused by name rather than run as SiLU. Gemma 3 reads its hidden_activation
+ * in its parse hook (mlp_act). */
+static kvc_status check_act(const kvc_hparams *hp, const kvc_model_config *cfg) {
+    const char *act = "silu";
+    bool have = false;
+    if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
+    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu)", hp->cfg.doc, act,
+                     cfg->model_type);
+}
+
 /* The family of model_type, which the runtime must run. */
 static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, const kvc_family_desc **fam) {
     const char *doc = hp->cfg.doc, *t = hp->model_type;
@@ -99,6 +112,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_hparams_read_rope(hp));
     KVC_TRY(take_rope(hp, cfg));
     KVC_TRY(fam->parse(hp, cfg));
+    KVC_TRY(check_act(hp, cfg));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,

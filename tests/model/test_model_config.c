@@ -198,6 +198,8 @@ static void test_refusals(void **state) {
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
     expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2}", "model_type \"gemma2\"");
+    expect_refusal("{\"model_type\":\"llama\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_act\":\"gelu\"}",
+                   "hidden_act \"gelu\" is not supported (llama: silu)");
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
     expect_refusal("[1]", "the top level must be an object");
