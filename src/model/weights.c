@@ -294,10 +294,9 @@ static kvc_status check_sizes(const kvc_model_config *c) {
     return KVC_OK;
 }
 
-/* The sliding layers' rope frequencies when the config gives them their own rope (theta 0, as a
- * hand-made config leaves it: none) and its
- * frequencies or attention factor differ from the full layers' (inv_freq_sliding stays NULL
- * otherwise: every layer reads the full layers' tables). */
+/* The sliding layers' rope frequencies, when the config gives them a rope of their own (theta 0, as a
+ * hand-made config leaves it, gives none) whose frequencies or attention factor differ from the full
+ * layers'; otherwise inv_freq_sliding stays NULL and every layer reads the full layers' tables. */
 static kvc_status sliding_rope(kvc_model *m) {
     const int64_t half = m->rot_dim / 2;
     bool any = false;
