@@ -23,16 +23,17 @@ static kvc_status gemma3_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return kvci_family_every_nth_full(ctx, pattern, kinds);
 }
 
-/* query_pre_attn_scalar^-1/2, head_dim standing in when it is absent. */
+/* query_pre_attn_scalar^-1/2, the config classes' default 256 when it is absent (as the runtime's). */
 static kvc_status gemma_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
-    double v = 0.0;
+    double v = 256.0;
     bool have = false;
     KVC_TRY(kvci_json_num(&ctx->hp->cfg, "query_pre_attn_scalar", positive, &v, &have));
-    if (!have) {
-        v = (double)head_dim;
-        kvci_family_warn(ctx, "query_pre_attn_scalar absent: head_dim %lld used for the scale", (long long)head_dim);
-    }
+    if (!have)
+        kvci_family_warn(ctx,
+                         "query_pre_attn_scalar absent: 256 (transformers' default) used for the scale, not "
+                         "head_dim %lld",
+                         (long long)head_dim);
     *scale = 1.0 / sqrt(v);
     return KVC_OK;
 }

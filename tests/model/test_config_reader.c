@@ -319,9 +319,11 @@ static void test_fixed_arrays_refuse(void **state) {
 static void test_published_configs_agree(void **state) {
     (void)state;
     static const char *const files[] = {
-        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",   "configs/Qwen3-8B.json",
-        "configs/gpt-oss-20b.json",   "configs/DeepSeek-R1.json",       "oracle/qwen3/config.json",
+        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",
+        "configs/Qwen3-8B.json",      "configs/gpt-oss-20b.json",
+        "configs/DeepSeek-R1.json",   "oracle/qwen3/config.json",
         "oracle/gpt_oss/config.json", "oracle/deepseek_v3/config.json",
+        "oracle/gemma3/config.json",  "oracle/gemma3/multimodal/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -340,6 +342,15 @@ static void test_published_configs_agree(void **state) {
         kvc_model_plan_destroy(p);
         free(text);
     }
+    /* Gemma 3 without query_pre_attn_scalar: both take transformers' default 256, not head_dim 64 */
+    const char *gemma = "{\"model_type\":\"gemma3_text\",\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                        "\"hidden_size\":64,\"head_dim\":64,\"vocab_size\":8,\"intermediate_size\":8,"
+                        "\"sliding_window\":4,\"max_position_embeddings\":64}";
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(gemma, "g", &c), KVC_OK);
+    kvc_model_plan *p = plan_of(gemma);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && fabs(p->scale - 1.0 / 16.0) < 1e-15);
+    kvc_model_plan_destroy(p);
 }
 
 int main(void) {
