@@ -1,6 +1,8 @@
 /* kvcache model layer: Hugging Face config.json reading, safetensors loading
- * by mmap, the three model families (dense GQA: Llama / Qwen2 / Qwen3;
- * GptOss: sliding/full layers, sinks, biases, MoE; DeepseekV3: MLA) and a
+ * by mmap, the four model families (dense GQA: Llama / Qwen2 / Qwen3 and the
+ * softmax-routed MoE models; GptOss: sliding/full layers, sinks, biases, MoE;
+ * DeepseekV3: MLA; Gemma 3 text: sliding/full layers with their own ropes,
+ * Gemma norms, GeGLU) and a
  * forward pass over a packed batch that consumes one step's metadata.
  * Behaviour: docs/model.md ("MF"), docs/batch.md ("RM").
  *
@@ -39,7 +41,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
-    KVC_FAMILY_GEMMA3,        /* plans gemma3, gemma3_text: sliding_window_pattern */
+    KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
+                               * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
     KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
     KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
@@ -61,6 +64,9 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
 /* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
+/* The activation of the gated MLP: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3). */
+typedef enum kvc_mlp_act { KVC_MLP_SILU = 0, KVC_MLP_GELU_TANH = 1 } kvc_mlp_act;
+
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
     kvc_model_family family;
@@ -72,7 +78,20 @@ typedef struct kvc_model_config {
     bool qkv_bias, o_bias, mlp_bias; /* resolved per family (MF 6.5: which projections carry a bias) */
     bool qk_norm;                    /* Qwen3 per-head q/k RMSNorm */
     int64_t max_position_embeddings;
-    kvc_rope_config rope;
+    kvc_rope_config rope;         /* of the full-attention layers */
+    kvc_rope_config rope_sliding; /* of the sliding layers: rope, unless the config gives them their own
+                                   * (transformers 5's rope_parameters per layer type; Gemma 3's
+                                   * rope_local_base_freq); theta 0 (a hand-made
+                                   * config): rope */
+    kvc_mlp_act mlp_act;          /* the dense MLP's activation */
+    /* Gemma 3: embeddings times embed_scale (sqrt(hidden_size) as an f32; 0: none); every RMSNorm weight w
+     * (the q/k norms too) applied as 1 + w, the attention and MLP outputs each normalised
+     * (post_attention_layernorm, post_feedforward_layernorm) before their residual add and the MLP's input
+     * by pre_feedforward_layernorm (gemma_norms); the softmax scale query_pre_attn_scalar^-1/2 (0: the
+     * family's). */
+    float embed_scale;
+    bool gemma_norms;
+    double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     /* GptOss MoE (experts_per_tok: also the routed families' k) */

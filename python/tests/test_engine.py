@@ -170,3 +170,12 @@ def test_async_engine_streams_to_many_waiters_and_aborts_on_cancel():
             asyncio.run(refused())
     finally:
         ae.close()
+
+
+def test_gemma3_greedy_equals_the_static_runner_batched_or_alone():
+    gemma = DATA / "oracle" / "gemma3"
+    e = kvcache.Engine(gemma, max_num_seqs=4, kv_memory="8MiB", block_size=4)
+    together = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
+    for prompt, ids in zip(PROMPTS, together):
+        assert ids == kvcache.run(gemma, [prompt], 6)[0].tolist()
+        assert ids == e.generate([prompt], kvcache.SamplingParams(max_tokens=6))[0]

@@ -121,3 +121,18 @@ def test_bad_weights_refused():
         kvcache.run(QWEN3, [[1, 2]], 2, weights=8)
     with pytest.raises(kvcache.InvalidArgument, match="weights"):
         kvcache.run(QWEN3, [[1, 2]], 2, eos=(), weights="q3_k")
+
+
+GEMMA3 = DATA / "oracle" / "gemma3"
+
+
+def test_gemma3_greedy_ids_and_logits_match_transformers():
+    """Gemma 3's text model and the same weights in its multimodal checkpoint (vision tower unread)."""
+    expected = json.loads((GEMMA3 / "expected.json").read_text())
+    prompts = [p["ids"] for p in expected["prompts"]]
+    n = expected["num_new_tokens"]
+    ids, logits = kvcache.run(GEMMA3, prompts, n, logits=True)
+    for b, p in enumerate(expected["prompts"]):
+        assert ids[b].tolist() == p["greedy_ids"]
+        assert np.allclose(logits[b], np.array(p["step_logits"], dtype=np.float32), rtol=1e-4, atol=2e-5)
+    assert np.array_equal(kvcache.run(GEMMA3 / "multimodal", prompts, n, mode="contiguous"), ids)

@@ -48,9 +48,9 @@ def client(server):
         yield c
 
 
-def greedy(ids, max_tokens):
+def greedy(ids, max_tokens, model=MODEL):
     """The reference: the static runner's greedy ids, cut after the first end-of-sequence id."""
-    out = kvcache.run(MODEL, [ids], max_tokens)[0].tolist()
+    out = kvcache.run(model, [ids], max_tokens)[0].tolist()
     for i, t in enumerate(out):
         if t in EOS:
             return out[:i + 1], "stop"
@@ -438,3 +438,15 @@ def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, caps
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_a_gemma3_text_model_serves_its_greedy_text(tmp_path):
+    """Gemma 3 (sliding and full layers with their own ropes, GeGLU) through the server: the runner's text."""
+    gemma = make_model_dir(tmp_path / "gemma3", model=MODEL.parent / "gemma3")
+    tok = Tokenizer(gemma)
+    with running(gemma) as (url, _), openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0) as c:
+        for prompt in PROMPTS[:2]:
+            ref, reason = greedy(tok.encode(prompt), 10, model=gemma)
+            r = c.completions.create(model="test", prompt=prompt, max_tokens=10, temperature=0)
+            assert r.choices[0].text == tok.decode([t for t in ref if t not in EOS])
+            assert r.choices[0].finish_reason == reason

@@ -33,13 +33,14 @@ def tokenizer_json(vocab_size):
     return tok.to_str()
 
 
-def make_model_dir(path, template="chatml"):
-    """path/ as a model directory (config and weights linked from the test model); returns path."""
+def make_model_dir(path, template="chatml", model=MODEL):
+    """path/ as a model directory (config and weights linked from `model`, the test model by default);
+    returns path."""
     path = pathlib.Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    config = json.loads((MODEL / "config.json").read_text())
+    config = json.loads((model / "config.json").read_text())
     (path / "config.json").write_text(json.dumps(config))
-    (path / "model.safetensors").symlink_to(MODEL / "model.safetensors")
+    (path / "model.safetensors").symlink_to(model / "model.safetensors")
     (path / "tokenizer.json").write_text(tokenizer_json(config["vocab_size"]))
     t = json.loads(TEMPLATES.read_text())["templates"][template]
     (path / "tokenizer_config.json").write_text(json.dumps(

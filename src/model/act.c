@@ -1,4 +1,4 @@
-/* SwiGLU's gated product (act.h): the portable kernel, the choice of kernel, and the row loop of the
+/* The MLPs' gated products (act.h): the portable kernels, the choice of kernel, and the row loop of the
  * MLP, which shares rows among the OpenMP threads. Each element is computed alone, so neither the
  * kernel nor the threads change a bit. */
 #include "model/act.h"
@@ -10,7 +10,11 @@ static void swiglu_portable(const float *g, const float *u, int64_t n, float *ou
     for (int64_t j = 0; j < n; j++) out[j] = kvci_silu_mul(g[j], u[j]);
 }
 
-static const kvc_act_kernel portable = {"portable", swiglu_portable};
+static void geglu_portable(const float *g, const float *u, int64_t n, float *out) {
+    for (int64_t j = 0; j < n; j++) out[j] = kvci_gelu_mul(g[j], u[j]);
+}
+
+static const kvc_act_kernel portable = {"portable", swiglu_portable, geglu_portable};
 
 int kvci_act_kernels(const kvc_act_kernel **out) {
     int n = 0;
@@ -38,8 +42,10 @@ const kvc_act_kernel *kvci_act_active(void) {
  * thread. */
 #define SWIGLU_PARALLEL_ELEMS (1 << 16)
 
-void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out) {
-    const kvc_swiglu_row_fn row = kvci_act_active()->swiglu;
+void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
+              int64_t ld_out) {
+    const kvc_act_kernel *k = kvci_act_active();
+    const kvc_swiglu_row_fn row = act == KVC_MLP_GELU_TANH ? k->geglu : k->swiglu;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
     for (int64_t t = 0; t < T; t++) row(g + t * ld, u + t * ld, n, out + t * ld_out);
 }

@@ -1,5 +1,8 @@
-/* The SiLU-gated product of the SwiGLU MLP, out = silu(g) * u with silu(a) = a / (1 + exp(-a)), by
- * row kernels, one per instruction set, chosen once at run time under the KVC_SIMD cap (base/isa.h).
+/* The gated products of the MLPs by row kernels, one per instruction set, chosen once at run time under
+ * the KVC_SIMD cap (base/isa.h): SwiGLU's out = silu(g) * u with silu(a) = a / (1 + exp(-a)), and
+ * GeGLU's (Gemma 3) out = gelu_tanh(g) * u with gelu_tanh(a) = a (1 + tanh(w / 2)) / 2 = a / (1 + exp(-w)),
+ * w = 2 sqrt(2 / pi) (a + 0.044715 a^3) (PyTorch's gelu, approximate="tanh", rewritten with
+ * 1 + tanh(z) = 2 / (1 + exp(-2 z)), so that it shares silu's exp).
  *
  * exp is not libm's expf but kvci_silu_exp below, written once as portable C and once per instruction
  * set with the same operations in the same order (products and sums each rounded, no FMA; IEEE max /
@@ -8,7 +11,9 @@
  * element's result depends on its inputs only. Error against a float64 reference
  * (tests/model/test_model_act.c, 2 M points each; worst measured 0.96 and 2.63 ulp): kvci_silu_exp within 2 ulp of exp
  * for x in [-86, 88.7]; silu(g) * u within 4 ulp of the exact product for g >= -88.7 wherever it is a normal float
- * (below -88.7, exp(-g) overflows and the product is +-0, as with a / (1 + expf(-a))). */
+ * (below -88.7, exp(-g) overflows and the product is +-0, as with a / (1 + expf(-a))); gelu_tanh(g) * u
+ * within 4 + 4 |w| ulp (w's three roundings move exp(-w) by a few |w| ulp of it: the function's own
+ * condition; measured 4 + 3.18 |w|, 207 ulp at |w| near 88) where exp(-w) does not overflow. */
 #ifndef KVC_MODEL_ACT_H
 #define KVC_MODEL_ACT_H
 
@@ -66,17 +71,28 @@ static inline float kvci_silu_exp(float x) {
 /* silu(a) * u of one element, as every kernel computes it. */
 static inline float kvci_silu_mul(float a, float u) { return (a / (1.0f + kvci_silu_exp(-a))) * u; }
 
-/* out[j] = silu(g[j]) * u[j] for j < n; out may be g or u. */
+/* GeGLU's gate constants: 0.044715 and 2 sqrt(2 / pi) as floats. */
+#define KVC_GELU_C  0.044715f
+#define KVC_GELU_K2 1.59576912160573071f
+
+/* w of gelu_tanh(a) = a / (1 + exp(-w)): ((a a) a) 0.044715 + a, times 2 sqrt(2 / pi), each step rounded. */
+static inline float kvci_gelu_w(float a) { return (((a * a) * a) * KVC_GELU_C + a) * KVC_GELU_K2; }
+
+/* gelu_tanh(a) * u of one element, as every kernel computes it. */
+static inline float kvci_gelu_mul(float a, float u) { return (a / (1.0f + kvci_silu_exp(-kvci_gelu_w(a)))) * u; }
+
+/* out[j] = act(g[j]) * u[j] for j < n; out may be g or u. */
 typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
 
 typedef struct kvc_act_kernel {
-    const char *name; /* "avx512", "avx2", "portable" */
-    kvc_swiglu_row_fn swiglu;
+    const char *name;         /* "avx512", "avx2", "portable" */
+    kvc_swiglu_row_fn swiglu; /* silu(g) * u */
+    kvc_swiglu_row_fn geglu;  /* gelu_tanh(g) * u */
 } kvc_act_kernel;
 
 /* The kernels this CPU runs under the KVC_SIMD cap, best first (at most 3; portable always last). */
 int kvci_act_kernels(const kvc_act_kernel **out /* [3] */);
-/* The kernel kvci_swiglu uses: the first of kvci_act_kernels. */
+/* The kernel kvci_glu uses: the first of kvci_act_kernels. */
 const kvc_act_kernel *kvci_act_active(void);
 
 /* The per-ISA kernels (act_x86.c); NULL when the compiler cannot build them. The CPU check is the

@@ -84,8 +84,8 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
     const bool quant = kvc_model_kv_quantised(lc->k.dtype);
     const kvc_mla_write_params p = {.kv = ckv,
                                     .gamma = s->m->layers[l].kva_norm,
-                                    .cos = ws->cos,
-                                    .sin = ws->sin,
+                                    .cos = s->cos,
+                                    .sin = s->sin,
                                     .slots = slots,
                                     .n_tokens = T,
                                     .latent_dim = rkv,

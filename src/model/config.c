@@ -13,29 +13,35 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 
 /* The runtime implements default, linear, llama3 and yarn rope (dynamic NTK, whose frequencies change with the
  * longest sequence of a batch, would break batch invariance; longrope's families do not run). */
-static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_rope_type t = hp->rope.type;
-    if (hp->rope_per_layer_type)
-        return kvci_fail(KVC_EINVAL, "%s: %s holds one rope per layer type, which the runtime does not support",
-                         hp->cfg.doc, hp->rope_source);
+static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
+    const kvc_rope_type t = r->type;
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
         return kvci_fail(KVC_EINVAL,
-                         "%s: rope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
-                         hp->cfg.doc, kvc_rope_type_name(t));
-    cfg->rope = hp->rope;
+                         "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
+                         hp->cfg.doc, which, kvc_rope_type_name(t));
     return KVC_OK;
 }
 
-/* The MLP activation: every family the runtime runs computes SiLU (SwiGLU; GptOss's clamped form),
- * so a config that names another one is refused rather than run with the wrong function. */
-static kvc_status check_activation(const kvc_hparams *hp) {
-    const char *act = NULL;
-    bool have = false;
-    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (have && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported by the runtime (silu, also named swish)",
-                         hp->cfg.doc, act);
+/* The rope of the full layers and, when the config holds one per layer type, of the sliding ones. */
+static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(supported_rope(hp, &hp->rope, hp->rope_per_layer_type ? "full_attention " : ""));
+    KVC_TRY(supported_rope(hp, &hp->rope_sliding, hp->rope_sliding_given ? "sliding_attention " : ""));
+    cfg->rope = hp->rope;
+    cfg->rope_sliding = hp->rope_sliding;
     return KVC_OK;
+}
+
+/* The SwiGLU families' activation, hidden_act (silu when absent; transformers' "swish" is the same
+ * function): any other is refused by name rather than run as SiLU. Gemma 3 reads its hidden_activation
+ * in its parse hook (mlp_act). */
+static kvc_status check_act(const kvc_hparams *hp, const kvc_model_config *cfg) {
+    const char *act = "silu";
+    bool have = false;
+    if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
+    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu)", hp->cfg.doc, act,
+                     cfg->model_type);
 }
 
 /* The family of model_type, which the runtime must run. */
@@ -105,9 +111,9 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_sizes(hp, cfg));
     KVC_TRY(kvci_hparams_read_rope(hp));
     KVC_TRY(take_rope(hp, cfg));
-    KVC_TRY(check_activation(hp));
     KVC_TRY(fam->parse(hp, cfg));
     if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
+    KVC_TRY(check_act(hp, cfg));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
@@ -143,6 +149,7 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
 
 double kvc_model_attn_scale(const kvc_model_config *c) {
     if (c == NULL) return NAN;
+    if (c->query_pre_attn_scalar > 0.0) return 1.0 / sqrt(c->query_pre_attn_scalar);
     if (c->family != KVC_FAMILY_DEEPSEEK_V3) return c->head_dim >= 1 ? 1.0 / sqrt((double)c->head_dim) : NAN;
     return kvci_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);
 }

@@ -1,7 +1,14 @@
-/* Gemma 2 and 3 (planned only): sliding and full layers, Gemma 2 alternating
- * (sliding first), Gemma 3 sliding_window_pattern - 1 sliding layers then one
- * full; the softmax scale follows query_pre_attn_scalar. */
+/* Gemma 2 (planned only) and Gemma 3 (runs: gemma3_text, and gemma3's text
+ * model): sliding and full layers, Gemma 2 alternating (sliding first), Gemma 3
+ * sliding_window_pattern - 1 sliding layers then one full; the softmax scale
+ * follows query_pre_attn_scalar. Gemma 3's runtime keys: q/k norms, norms
+ * applied as 1 + w around both sub-layers, embeddings times sqrt(hidden_size),
+ * a GeGLU MLP (gelu_pytorch_tanh), tied embeddings by default and the sliding
+ * layers' own rope (rope_local_base_freq, or the sliding_attention entry of a
+ * rope dict per layer type); soft-capping and bidirectional attention are
+ * refused by name. */
 #include <math.h>
+#include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
@@ -16,24 +23,61 @@ static kvc_status gemma3_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return kvci_family_every_nth_full(ctx, pattern, kinds);
 }
 
-/* query_pre_attn_scalar^-1/2, head_dim standing in when it is absent. */
+/* query_pre_attn_scalar^-1/2, the config classes' default 256 when it is absent (as the runtime's). */
 static kvc_status gemma_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
-    double v = 0.0;
+    double v = 256.0;
     bool have = false;
     KVC_TRY(kvci_json_num(&ctx->hp->cfg, "query_pre_attn_scalar", positive, &v, &have));
-    if (!have) {
-        v = (double)head_dim;
-        kvci_family_warn(ctx, "query_pre_attn_scalar absent: head_dim %lld used for the scale", (long long)head_dim);
-    }
+    if (!have)
+        kvci_family_warn(ctx,
+                         "query_pre_attn_scalar absent: 256 (transformers' default) used for the scale, not "
+                         "head_dim %lld",
+                         (long long)head_dim);
     *scale = 1.0 / sqrt(v);
+    return KVC_OK;
+}
+
+/* A key the runtime has no operator for: refused unless absent or null (or false, for a flag). */
+static kvc_status refuse_set(const kvc_json_obj *c, const char *key, const char *why) {
+    const cJSON *v = kvci_json_find(c, key);
+    if (v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v)) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: %s is set; the runtime does not run %s", c->doc, key, why);
+}
+
+static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true}, theta = {1.0, KVC_HP_MAX_THETA, true};
+    KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits"));
+    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits"));
+    KVC_TRY(refuse_set(c, "use_bidirectional_attention", "bidirectional attention"));
+    const char *act = "gelu_pytorch_tanh";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_activation", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma3: gelu_pytorch_tanh)",
+                         c->doc, act);
+    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    cfg->qk_norm = cfg->gemma_norms = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_num(c, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar));
+    cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
+    if (!hp->rope_sliding_given) { /* transformers: default rope at rope_local_base_freq (10,000) */
+        cfg->rope_sliding = (kvc_rope_config){
+            .type = KVC_ROPE_DEFAULT, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
+        KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &cfg->rope_sliding.theta));
+    }
     return KVC_OK;
 }
 
 static const kvc_family_alias GEMMA2[] = {{"gemma2", "Gemma2ForCausalLM", "gemma2", false}};
 static const kvc_family_alias GEMMA3[] = {
-    {"gemma3", "Gemma3ForConditionalGeneration", "gemma3", false},
-    {"gemma3_text", "Gemma3ForCausalLM", "gemma3", false},
+    {"gemma3", "Gemma3ForConditionalGeneration", "gemma3", true},
+    {"gemma3_text", "Gemma3ForCausalLM", "gemma3", true},
 };
 
 const kvc_family_desc kvc_family_gemma2 = {
@@ -50,6 +94,7 @@ const kvc_family_desc kvc_family_gemma3 = {
     .name = "gemma3",
     .aliases = GEMMA3,
     .n_aliases = 2,
+    .parse = parse_gemma3,
     .default_kinds = gemma3_kinds,
     .softmax_scale = gemma_scale,
 };

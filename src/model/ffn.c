@@ -13,8 +13,9 @@
 
 #define DS_MAX_GROUPS 256
 
-kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
-                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out) {
+kvc_status kvci_swiglu_mlp(kvc_mlp_act act, const float *x, int64_t n, const kvc_wmat *g, const float *bg,
+                           const kvc_wmat *u, const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb,
+                           float *out) {
     const int64_t I = g->rows;
     const kvc_wmat *w[2] = {g, u};
     const float *b[2] = {bg, bu};
@@ -22,7 +23,7 @@ kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const f
     double t0 = kvci_sp_begin();
     KVC_TRY(kvci_linear_shared(x, n, 2, w, b, y));
     kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-    kvci_swiglu(ga, gb, n, I, I, ga, I);
+    kvci_glu(act, ga, gb, n, I, I, ga, I);
     kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
     const kvc_status st = kvci_linear(ga, n, d, bd, out);
     kvci_sp_end(KVC_SP_DOWN, t0);
@@ -171,12 +172,12 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
         if (n == 0) continue;
         const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e), u = kvci_wmat_at(&w->ex_up, e);
         const kvc_wmat d = kvci_wmat_at(&w->ex_down, e);
-        KVC_TRY(kvci_swiglu_mlp(ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg));
+        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg));
         scatter_add(ws, n, H);
     }
     if (w->sh_gate.data) {
-        KVC_TRY(kvci_swiglu_mlp(ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL, ws->ff_a, ws->ff_b,
-                                ws->proj));
+        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL,
+                                ws->ff_a, ws->ff_b, ws->proj));
         if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
             KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
             for (int64_t t = 0; t < T; t++) {

@@ -17,9 +17,11 @@ static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
-    float **f[] = {&ws->h,     &ws->xn,    &ws->q,      &ws->k,   &ws->v,      &ws->att,       &ws->proj, &ws->ff_a,
-                   &ws->ff_b,  &ws->acc,   &ws->xg,     &ws->yg,  &ws->router, &ws->route_tmp, &ws->selw, &ws->tokw,
-                   &ws->mla_a, &ws->mla_b, &ws->q_rope, &ws->cos, &ws->sin,    &ws->rope_tmp,  &ws->fused};
+    float **f[] = {&ws->h,    &ws->xn,       &ws->q,      &ws->k,           &ws->v,
+                   &ws->att,  &ws->proj,     &ws->ff_a,   &ws->ff_b,        &ws->acc,
+                   &ws->xg,   &ws->yg,       &ws->router, &ws->route_tmp,   &ws->selw,
+                   &ws->tokw, &ws->mla_a,    &ws->mla_b,  &ws->q_rope,      &ws->cos,
+                   &ws->sin,  &ws->rope_tmp, &ws->fused,  &ws->cos_sliding, &ws->sin_sliding};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -87,6 +89,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(q_rope, Tm * nH * dr);
     A(cos, Tm * m->rot_dim);
     A(sin, Tm * m->rot_dim);
+    A(cos_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
+    A(sin_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
     A(rope_tmp, m->rot_dim);
 #undef A
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->sel);
@@ -262,7 +266,7 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
                               const float *norm) {
     const int64_t rot = s->m->rot_dim;
     if (norm) kvci_rmsnorm_rows(row, n_heads, s->m->cfg.head_dim, stride, norm, (float)s->m->cfg.rms_norm_eps);
-    kvc_rope_heads_f32(row, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, false, NULL);
+    kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
 }
 
 /* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
@@ -279,14 +283,17 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
         return;
     }
     for (int64_t t = 0; t < T; t++)
-        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->ws->cos + t * rot, s->ws->sin + t * rot, rot, true,
+        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, true,
                            s->ws->rope_tmp);
 }
 
-/* h[n] += d[n], d first summed over the tensor-parallel ranks (d holds this rank's partial sum of a
- * row-parallel layer; kvc_model_tp). */
-static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t n) {
+/* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
+ * of a row-parallel layer; kvc_model_tp), then RMS-normalised by norm (Gemma's sandwich norms; NULL:
+ * none). */
+static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
+    const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
+    if (norm) kvci_rmsnorm_rows_threads(d, T, H, H, norm, (float)m->cfg.rms_norm_eps, d);
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
 }
@@ -299,14 +306,14 @@ kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
         double t0 = kvci_sp_begin();
         KVC_TRY(kvci_linear(ws->xn, T, &w->w_gu, NULL, ws->fused));
         kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-        kvci_swiglu(ws->fused, ws->fused + I, T, I, 2 * I, ws->ff_a, I);
+        kvci_glu(s->m->cfg.mlp_act, ws->fused, ws->fused + I, T, I, 2 * I, ws->ff_a, I);
         kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
         const kvc_status st = kvci_linear(ws->ff_a, T, &w->w_down, w->b_down, ws->proj);
         kvci_sp_end(KVC_SP_DOWN, t0);
         return st;
     }
-    return kvci_swiglu_mlp(ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down, w->b_down, ws->ff_a,
-                           ws->ff_b, ws->proj);
+    return kvci_swiglu_mlp(s->m->cfg.mlp_act, ws->xn, s->T, &w->w_gate, w->b_gate, &w->w_up, w->b_up, &w->w_down,
+                           w->b_down, ws->ff_a, ws->ff_b, ws->proj);
 }
 
 kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
@@ -322,30 +329,38 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
     kvci_step_profile_step(md->is_prefill, T, md->n_rows);
     double t0 = kvci_sp_begin();
+    const int64_t rot = m->rot_dim;
     for (int64_t t = 0; t < T; t++) {
-        kvci_wmat_row(&m->embed, a->token_ids[t], ws->h + t * H);
-        kvc_rope_cos_sin(m->inv_freq, m->rot_dim, m->rope_attn_factor, md->positions[t], ws->cos + t * m->rot_dim,
-                         ws->sin + t * m->rot_dim);
+        float *row = ws->h + t * H;
+        kvci_wmat_row(&m->embed, a->token_ids[t], row);
+        if (c->embed_scale != 0.0f)
+            for (int64_t i = 0; i < H; i++) row[i] *= c->embed_scale;
+        kvc_rope_cos_sin(m->inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
+        if (m->inv_freq_sliding)
+            kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
+                             ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);
     }
     kvci_sp_end(KVC_SP_EMBED, t0);
     const float eps = (float)c->rms_norm_eps;
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
+        const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
+        s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
         t0 = kvci_sp_begin();
         kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->in_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, c->gemma_norms ? w->post_norm : NULL);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->post_norm, eps, ws->xn);
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, c->gemma_norms ? w->pre_ff_norm : w->post_norm, eps, ws->xn);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T * H);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
     }

@@ -46,6 +46,8 @@ struct kvc_model_workspace {
     float *q_rope;          /* [Tm, nH, dr] MLA absorbed: the rotated rope lanes of the queries */
     float *cos;             /* [Tm, rot] RoPE cos of each token's position (this step) */
     float *sin;             /* [Tm, rot] */
+    float *cos_sliding;     /* [Tm, rot] the sliding layers' own (model inv_freq_sliding), else unused */
+    float *sin_sliding;     /* [Tm, rot] */
     float *rope_tmp;        /* [rot] */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */
@@ -65,11 +67,12 @@ typedef struct kvc_fwd_step {
     const kvc_forward_args *a;
     const kvc_step_metadata *md;
     int64_t T;
-    bool fresh; /* every row's keys are all in the step (packed attention, then write) */
+    bool fresh;             /* every row's keys are all in the step (packed attention, then write) */
+    const float *cos, *sin; /* [T, rot] the RoPE tables of the layer being run (its kind's) */
 } kvc_fwd_step;
 
 /* RoPE of n_heads heads stride floats apart in each of the step's token
- * rows (row_stride floats apart), at each token's position (ws->cos/sin). */
+ * rows (row_stride floats apart), at each token's position (s->cos/sin). */
 void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
                    bool interleaved);
 /* Half-split RoPE of token t's row (n_heads heads stride floats apart) at its position, each head
@@ -82,10 +85,12 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
-/* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H]; ga, gb: [n, n_inter] scratch. */
-kvc_status kvci_swiglu_mlp(const float *x, int64_t n, const kvc_wmat *g, const float *bg, const kvc_wmat *u,
-                           const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb, float *out);
-/* The dense SwiGLU MLP of layer l (its w_gate / w_up / w_down and biases) into ws->proj. */
+/* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
+ * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */
+kvc_status kvci_swiglu_mlp(kvc_mlp_act act, const float *x, int64_t n, const kvc_wmat *g, const float *bg,
+                           const kvc_wmat *u, const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb,
+                           float *out);
+/* The dense gated MLP of layer l (its w_gate / w_up / w_down and biases, the config's mlp_act) into ws->proj. */
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);

@@ -17,9 +17,16 @@ typedef struct type_defaults {
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen2", 0, 10000.0, 0, true},      {"qwen2_moe", 0, 10000.0, 0, true},    {"qwen3", 128, 10000.0, 0, true},
-    {"qwen3_moe", 0, 10000.0, 0, true},  {"gpt_oss", 64, 150000.0, 128, false}, {"mistral", 0, 10000.0, 4096, false},
+    {"qwen2", 0, 10000.0, 0, true},
+    {"qwen2_moe", 0, 10000.0, 0, true},
+    {"qwen3", 128, 10000.0, 0, true},
+    {"qwen3_moe", 0, 10000.0, 0, true}, /* Qwen3MoeConfig has no head_dim of its own */
+    {"gpt_oss", 64, 150000.0, 128, false},
+    {"mistral", 0, 10000.0, 4096, false},
     {"mixtral", 0, 1000000.0, 0, false},
+    /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
+    {"gemma3_text", 256, 1000000.0, 4096, false},
+    {"gemma3", 256, 1000000.0, 4096, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -198,9 +205,13 @@ static bool per_layer_type(const cJSON *dict) {
     return dict->child != NULL;
 }
 
-static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict) {
+/* The dict into *dict (and, nested per layer type, its sliding_attention entry into *sliding with
+ * *have_sliding); hp->rope_source NULL when there is none. */
+static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_obj *dict, char *spath,
+                            kvc_json_obj *sliding, bool *have_sliding) {
     bool have = false;
     hp->rope_source = NULL;
+    *have_sliding = false;
     KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
         hp->rope_source = "rope_scaling";
@@ -216,6 +227,7 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     char outer_path[64];
     snprintf(outer_path, sizeof outer_path, "%s", path);
     const kvc_json_obj parent = {.obj = dict->obj, .doc = dict->doc, .path = outer_path};
+    KVC_TRY(kvci_json_child(&parent, "sliding_attention", spath, cap, sliding, have_sliding));
     return kvci_json_child(&parent, name, path, cap, dict, &have);
 }
 
@@ -278,41 +290,52 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
     return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
-kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
-    kvc_rope_config *r = &hp->rope;
+/* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
+static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
                            .factor = 1.0,
                            .beta_fast = 32.0,
                            .beta_slow = 1.0,
                            .attention_factor = 0.0,
                            .truncate = true};
-    kvc_json_obj dict = {0};
-    char dict_path[64];
-    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict));
     const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
-    if (hp->rope_source == NULL) return KVC_OK;
-    KVC_TRY(kvci_json_num(&dict, "rope_theta", theta_range, &r->theta, &have));
-    KVC_TRY(rope_type_of(&dict, &r->type));
+    if (dict == NULL) return KVC_OK;
+    KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(rope_type_of(dict, &r->type));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */
-    KVC_TRY(kvci_json_num(&dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
-    KVC_TRY(kvci_json_num(&dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
-    KVC_TRY(kvci_json_num(&dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
+    KVC_TRY(kvci_json_num(dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
+    KVC_TRY(kvci_json_num(dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
+    KVC_TRY(kvci_json_num(dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
     if (r->type == KVC_ROPE_LLAMA3 || r->type == KVC_ROPE_YARN || r->type == KVC_ROPE_LONGROPE)
-        KVC_TRY(original_max_position(hp, &dict, &r->original_max_position));
+        KVC_TRY(original_max_position(hp, dict, &r->original_max_position));
     if (r->type == KVC_ROPE_LLAMA3) {
-        KVC_TRY(kvci_json_num(&dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
-        KVC_TRY(kvci_json_num(&dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
+        KVC_TRY(kvci_json_num(dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
+        KVC_TRY(kvci_json_num(dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
         if (!(r->high_freq_factor > r->low_freq_factor))
-            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict.doc,
-                             dict.path, r->high_freq_factor, r->low_freq_factor);
+            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict->doc,
+                             dict->path, r->high_freq_factor, r->low_freq_factor);
     }
-    if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(&dict, r));
-    if (r->type == KVC_ROPE_LONGROPE) KVC_TRY(read_longrope(hp, &dict, r));
+    if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(dict, r));
+    if (r->type == KVC_ROPE_LONGROPE) KVC_TRY(read_longrope(hp, dict, r));
     return KVC_OK;
+}
+
+kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
+    kvc_json_obj dict = {0}, sliding = {0};
+    char dict_path[64], sliding_path[64];
+    bool have_sliding = false;
+    KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, sliding_path, &sliding, &have_sliding));
+    KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
+    hp->rope_sliding_given = have_sliding;
+    if (!have_sliding) {
+        hp->rope_sliding = hp->rope;
+        return KVC_OK;
+    }
+    return read_rope_entry(hp, &sliding, &hp->rope_sliding);
 }
 
 /* ---- MLA ------------------------------------------------------------------------------ */

@@ -45,8 +45,10 @@ typedef struct kvc_hparams {
     bool have_max_pos;
     /* kvci_hparams_read_rope */
     kvc_rope_config rope;
-    const char *rope_source;  /* "rope_scaling", "rope_parameters" or NULL (no dict) */
-    bool rope_per_layer_type; /* the dict is nested per layer type; `rope` is its full_attention entry */
+    const char *rope_source;      /* "rope_scaling", "rope_parameters" or NULL (no dict) */
+    bool rope_per_layer_type;     /* the dict is nested per layer type; `rope` is its full_attention entry */
+    kvc_rope_config rope_sliding; /* nested: its sliding_attention entry (rope_sliding_given), else `rope` */
+    bool rope_sliding_given;
 } kvc_hparams;
 
 /* The latent dims of an MLA (DeepSeek-style) model. */
@@ -86,7 +88,9 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out);
  * reader. */
 kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwen_rule);
 /* The rotary embedding (after read_sizes): the dict is a non-empty
- * `rope_scaling`, else `rope_parameters`; see docs/config.md. */
+ * `rope_scaling`, else `rope_parameters`; see docs/config.md. A dict nested
+ * per layer type gives `rope` its full_attention entry and `rope_sliding` its
+ * sliding_attention entry. */
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp);
 /* The MLA latent dims; q_lora_rank must be null/absent or >= 1. */
 kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out);

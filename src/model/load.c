@@ -12,6 +12,8 @@ typedef struct load_ctx {
     bool check_only;        /* compare names, shapes and dtypes; read nothing */
     kvc_wmat_dtype weights; /* the GEMM operands' dtype asked (kvci_wmat_dtype_for) */
     bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
+    const char *text;       /* a multimodal checkpoint's prefix of the text model's tensors in place of "model."
+                             * (text_prefix); NULL: none */
     float *staging;         /* a GEMM operand in f32 on its way to its dtype: grown to the largest, */
     int64_t staging_n;      /* reused (its pages faulted once, not per tensor) */
 } load_ctx;
@@ -47,10 +49,11 @@ static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, c
 /* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
  * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; a module of an expert beyond
  * E-1 is refused. *dtype: the dtype of the source (expert 0's module or the fused tensor). */
-static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, float *dst, const char **dtype) {
+static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const char *name, float *dst,
+                               const char **dtype) {
     char prefix[160];
     const char *suffix;
-    split_star(t->name, prefix, sizeof prefix, &suffix);
+    split_star(name, prefix, sizeof prefix, &suffix);
     const int64_t *shape = t->shape, E = shape[0], per = shape[1] * shape[2];
     char first[200], extra[200];
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
@@ -120,14 +123,43 @@ static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
     return KVC_OK;
 }
 
+/* The prefix under which a multimodal checkpoint keeps its text model's "model." tensors, the others
+ * (the vision tower, the projector) left unread: transformers 5's model.language_model. (Gemma 3's
+ * Gemma3ForConditionalGeneration) or the hub's earlier language_model.model.; NULL when the file has
+ * model.embed_tokens.weight or neither. */
+static const char *text_prefix(const kvc_safetensors *st) {
+    static const char *const prefixes[] = {"model.language_model.", "language_model.model."};
+    if (kvc_safetensors_has(st, "model.embed_tokens.weight")) return NULL;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        char n[64];
+        snprintf(n, sizeof n, "%sembed_tokens.weight", prefixes[i]);
+        if (kvc_safetensors_has(st, n)) return prefixes[i];
+    }
+    return NULL;
+}
+
+/* The file's name of tensor `name` into buf: under c->text in place of "model.", and the head as
+ * lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier layout). */
+static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
+    if (!c->text) return name;
+    if (strncmp(name, "model.", 6) == 0)
+        snprintf(buf, cap, "%s%s", c->text, name + 6);
+    else if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+        snprintf(buf, cap, "language_model.%s", name);
+    else
+        return name;
+    return buf;
+}
+
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
  * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16, F16 or else f32). Each
  * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
 static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     load_ctx *c = user;
-    const char *name = t->name;
-    if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
-        name = "model.embed_tokens.weight"; /* MF 1.3: absent lm_head falls back to the embedding */
+    char buf[320];
+    const char *name = file_name(c, t->name, buf, sizeof buf);
+    if (strcmp(t->name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name)) /* MF 1.3: absent lm_head */
+        name = file_name(c, "model.embed_tokens.weight", buf, sizeof buf);           /* falls back to the embedding */
     if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
@@ -139,8 +171,8 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s =
-        strchr(name, '*') ? load_experts(c, t, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
+    kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
+                                     : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16
@@ -207,8 +239,9 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
         kvc_safetensors_destroy(st);
         return s;
     }
-    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed},
-             c = {.st = st, .packed = packed};
+    const char *text = packed ? NULL : text_prefix(st);
+    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed, .text = text},
+             c = {.st = st, .packed = packed, .text = text};
     s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     kvci_free(c.staging);

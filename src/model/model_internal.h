@@ -64,8 +64,10 @@ const char *kvci_wmat_kernel_name(const kvc_wmat *w);
 
 /* Every weight of one decoder layer; NULL when the family/config has none. */
 typedef struct kvc_layer_weights {
-    float *in_norm;   /* [H] input_layernorm */
-    float *post_norm; /* [H] post_attention_layernorm */
+    float *in_norm;      /* [H] input_layernorm */
+    float *post_norm;    /* [H] post_attention_layernorm (Gemma 3: of the attention's output) */
+    float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
+    float *post_ff_norm; /* [H] Gemma 3 post_feedforward_layernorm (the MLP's output) */
     /* GQA attention (dense, GptOss) */
     kvc_wmat wq;            /* [nH*D, H] */
     float *bq;              /* [nH*D] */
@@ -127,11 +129,13 @@ struct kvc_model {
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
-    float *derived;         /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
-    float *inv_freq;        /* [rot/2] RoPE inverse frequencies after scaling */
-    float rope_attn_factor; /* A (MF 1.4) */
-    int64_t rot_dim;        /* rotary width d */
-    bool act_bf16;          /* kvc_model_set_activations "bf16" */
+    float *derived;          /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
+    float *inv_freq;         /* [rot/2] RoPE inverse frequencies after scaling (full-attention layers) */
+    float rope_attn_factor;  /* A (MF 1.4) */
+    float *inv_freq_sliding; /* [rot/2] the sliding layers' (cfg.rope_sliding), when they differ; else NULL */
+    float rope_attn_factor_sliding;
+    int64_t rot_dim; /* rotary width d */
+    bool act_bf16;   /* kvc_model_set_activations "bf16" */
 };
 
 /* Walks every tensor of the model in a fixed order; the callback receives
@@ -256,7 +260,9 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
  * parallel region, x quantized once), the others one call each. */
 kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
                               float *const *y);
-/* out[T, n] = silu(g) * u, g/u rows with stride ld (may equal out); silu's exp is act.h's. */
-void kvci_swiglu(const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out, int64_t ld_out);
+/* out[T, n] = act(g) * u (silu: SwiGLU; gelu_tanh: GeGLU), g/u rows with stride ld (may equal out);
+ * the kernels are act.h's. */
+void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
+              int64_t ld_out);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -1,12 +1,18 @@
 /* kvci_model_prepare: after the weights are filled (load or random; the
  * GptOss experts, stored [in, out] by the checkpoints, are transposed as they
  * are filled), the absorbed MLA query projection W_UK^h (rows of kv_b_proj,
- * [dn, rkv] per head) gets a transposed copy [rkv, dn] per head; the projections that share
- * an input are fused (kvci_model_fuse). */
+ * [dn, rkv] per head) gets a transposed copy [rkv, dn] per head; Gemma's norm
+ * weights w become 1 + w in place (its RMSNorm multiplies by 1 + w in f32, as
+ * transformers: the same bits as the plain norm over the stored sum); the
+ * projections that share an input are fused (kvci_model_fuse). */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/model_internal.h"
+
+static void plus_one(float *w, int64_t n) {
+    for (int64_t i = 0; w && i < n; i++) w[i] = 1.0f + w[i];
+}
 
 kvc_status kvci_model_prepare(kvc_model *m) {
     const kvc_model_config *c = &m->cfg;
@@ -24,6 +30,15 @@ kvc_status kvci_model_prepare(kvc_model *m) {
                     for (int64_t r = 0; r < rkv; r++)
                         dst[(h * rkv + r) * dn + d] = m->layers[l].wkvb[(h * (dn + dv) + d) * rkv + r];
         }
+    }
+    if (c->gemma_norms) {
+        const int64_t H = c->hidden_size, D = c->head_dim;
+        for (int64_t l = 0; l < L; l++) {
+            kvc_layer_weights *w = &m->layers[l];
+            plus_one(w->in_norm, H), plus_one(w->post_norm, H), plus_one(w->pre_ff_norm, H);
+            plus_one(w->post_ff_norm, H), plus_one(w->q_norm, D), plus_one(w->k_norm, D);
+        }
+        plus_one(m->final_norm, H);
     }
     kvci_model_fuse(m);
     return KVC_OK;

@@ -17,6 +17,7 @@
 #include "model/model_internal.h"
 
 typedef struct save_ctx {
+    bool norm_offset;     /* Gemma: the norms hold 1 + w (prepare.c); w is written */
     cJSON *header, *meta; /* the header pass */
     int64_t offset;       /* data bytes laid out so far */
     FILE *out;            /* the data pass; NULL in the header pass */
@@ -46,8 +47,27 @@ static kvc_status write_bytes(save_ctx *c, const void *p, int64_t n) {
     return KVC_OK;
 }
 
+/* A Gemma norm's checkpoint values w from its a = 1 + w, in runs of 256: the reload's 1 + (a - 1) is a
+ * again for every float32 w but one (w = -16777218: a = -2^24 after a tie to even, a - 1 ties back
+ * to -2^24), which is refused, as is any element whose reload would not give its bits back. */
+static kvc_status write_norm(save_ctx *c, const kvc_wtensor *t, const float *v, int64_t n) {
+    float buf[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        const int64_t k = n - i < 256 ? n - i : 256;
+        for (int64_t j = 0; j < k; j++) {
+            buf[j] = v[i + j] - 1.0f;
+            if (1.0f + buf[j] != v[i + j])
+                return kvci_fail(KVC_EINVAL, "model_save: norm \"%s\"[%lld] = 1 + w does not give w back exactly",
+                                 t->name, (long long)(i + j));
+        }
+        KVC_TRY(write_bytes(c, buf, k * 4));
+    }
+    return KVC_OK;
+}
+
 static kvc_status save_fn(void *user, const kvc_wtensor *t) {
     save_ctx *c = user;
+    if (!t->mat && c->out && c->norm_offset && t->init == KVC_WINIT_NORM) return write_norm(c, t, *t->vec, t->shape[0]);
     if (!t->mat) {
         const int64_t n = t->shape[0] * (t->ndim > 1 ? t->shape[1] : 1);
         return c->out ? write_bytes(c, *t->vec, n * 4)
@@ -77,7 +97,7 @@ static kvc_status save_fn(void *user, const kvc_wtensor *t) {
 
 /* Writes the header and the data of m to the open file out. */
 static kvc_status write_model(kvc_model *m, FILE *out) {
-    save_ctx c = {.header = cJSON_CreateObject()};
+    save_ctx c = {.norm_offset = m->cfg.gemma_norms, .header = cJSON_CreateObject()};
     c.meta = cJSON_AddObjectToObject(c.header, "__metadata__");
     kvc_status st = c.meta && cJSON_AddStringToObject(c.meta, "kvcache.format", KVC_QUANT_FORMAT)
                         ? KVC_OK

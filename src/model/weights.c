@@ -175,6 +175,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->gemma_norms) {
+        TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "post_feedforward_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
+    }
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -250,6 +254,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_pages_free(m->arena, (size_t)m->arena_bytes);
     kvc_aligned_free(m->derived);
     kvci_free(m->inv_freq);
+    kvci_free(m->inv_freq_sliding);
     kvci_free(m);
 }
 
@@ -310,6 +315,25 @@ static kvc_status check_fields(const kvc_model_config *c) {
     return fam->check ? fam->check(c, "model") : KVC_OK;
 }
 
+/* The sliding layers' rope frequencies, when the config gives them a rope of their own (theta 0, as a
+ * hand-made config leaves it, gives none) whose frequencies or attention factor differ from the full
+ * layers'; otherwise inv_freq_sliding stays NULL and every layer reads the full layers' tables. */
+static kvc_status sliding_rope(kvc_model *m) {
+    const int64_t half = m->rot_dim / 2;
+    bool any = false;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) any |= m->cfg.layer_sliding[l];
+    if (!any || m->cfg.rope_sliding.theta == 0.0) return KVC_OK;
+    float *f = kvci_calloc((size_t)(half + 1), sizeof(float)), a = 0.0f;
+    if (!f) return kvci_fail(KVC_ENOMEM, "model: out of memory");
+    kvc_status st = kvc_rope_frequencies(&m->cfg.rope_sliding, m->rot_dim, f, &a);
+    if (st != KVC_OK || (memcmp(f, m->inv_freq, (size_t)half * sizeof(float)) == 0 && a == m->rope_attn_factor)) {
+        kvci_free(f);
+        return st;
+    }
+    m->inv_freq_sliding = f, m->rope_attn_factor_sliding = a;
+    return KVC_OK;
+}
+
 kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp, kvc_weight_visit_fn check,
                             void *check_user, kvc_model **out) {
     *out = NULL;
@@ -358,6 +382,7 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
+    if (st == KVC_OK) st = sliding_rope(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

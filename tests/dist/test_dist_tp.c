@@ -49,6 +49,8 @@ static const tp_case QWEN3 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED};
 static const tp_case GPT_OSS = {.sub = "gpt_oss", .mode = KVC_RUNNER_PAGED};
 static const tp_case DEEPSEEK_FULL = {.sub = "deepseek_v3", .mode = KVC_RUNNER_PAGED};
 static const tp_case DEEPSEEK_LATENT = {.sub = "deepseek_v3", .mode = KVC_RUNNER_MLA_LATENT};
+/* sliding and full layers with their own ropes; the sub-layers' outputs reduced before their norms */
+static const tp_case GEMMA3 = {.sub = "gemma3", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -326,6 +328,7 @@ FAMILY_TESTS(qwen3, QWEN3)
 FAMILY_TESTS(gpt_oss, GPT_OSS)
 FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
 FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
+FAMILY_TESTS(gemma3, GEMMA3)
 
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
@@ -366,6 +369,10 @@ static void test_plan_caches_qwen3(void **state) {
 static void test_plan_caches_gpt_oss(void **state) {
     (void)state;
     check_plan_caches(&GPT_OSS);
+}
+static void test_plan_caches_gemma3(void **state) {
+    (void)state;
+    check_plan_caches(&GEMMA3);
 }
 static void test_plan_caches_deepseek_latent(void **state) {
     (void)state;
@@ -420,6 +427,7 @@ int main(int argc, char **argv) {
         T(gpt_oss),
         T(deepseek_full),
         T(deepseek_latent),
+        T(gemma3),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),
@@ -430,6 +438,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan_caches_qwen3),
         cmocka_unit_test(test_plan_caches_gpt_oss),
         cmocka_unit_test(test_plan_caches_deepseek_latent),
+        cmocka_unit_test(test_plan_caches_gemma3),
         cmocka_unit_test(test_wait_times_out),
     };
 #undef T

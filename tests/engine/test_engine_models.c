@@ -189,13 +189,20 @@ static void test_oracle_moe(void **state) {
     oracle_family("qwen2_moe");
 }
 
+/* Gemma 3: sliding and full layers with their own ropes */
+static void test_oracle_gemma3(void **state) {
+    (void)state;
+    oracle_family("gemma3");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_qwen3),       cmocka_unit_test(test_random_gpt_oss),
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
-        cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
+        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -147,12 +147,26 @@ static void test_rope_per_layer_type(void **state) {
     for (int32_t i = 0; i < p->n_warnings; i++) warned |= strstr(p->warnings[i], "per layer type") != NULL;
     assert_true(warned);
     kvc_model_plan_destroy(p);
+    /* the runtime holds both: the full layers' linear rope, the sliding layers' default one */
     kvc_model_config c;
+    char rt[1024]; /* with the sizes the runtime needs */
+    snprintf(rt, sizeof rt, "{\"hidden_size\":2048,\"vocab_size\":1000,\"intermediate_size\":64,%s", gemma3 + 1);
+    assert_int_equal(kvc_model_config_parse(rt, "c", &c), KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LINEAR && c.rope.factor == 8.0 && c.rope.theta == 1e6);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 1e4);
+    /* a nested dict without a sliding entry: every layer the full entry's */
     assert_int_equal(kvc_model_config_parse(LLAMA_BASE "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
-                                                       "\"default\",\"rope_theta\":10000}}}",
+                                                       "\"default\",\"rope_theta\":20000}}}",
+                                            "c", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 2e4 && c.rope_sliding.theta == 2e4);
+    /* the sliding entry's type is checked as the full one's, and named */
+    assert_int_equal(kvc_model_config_parse(LLAMA_BASE "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
+                                                       "\"default\"},\"sliding_attention\":{\"rope_type\":"
+                                                       "\"dynamic\",\"factor\":2}}}",
                                             "c", &c),
                      KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "one rope per layer type"));
+    assert_non_null(strstr(kvc_last_error(), "sliding_attention rope type \"dynamic\" is not supported"));
 }
 
 /* Both consumers refuse json with a message containing every needle. */
@@ -334,9 +348,11 @@ static void test_fixed_arrays_refuse(void **state) {
 static void test_published_configs_agree(void **state) {
     (void)state;
     static const char *const files[] = {
-        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",   "configs/Qwen3-8B.json",
-        "configs/gpt-oss-20b.json",   "configs/DeepSeek-R1.json",       "oracle/qwen3/config.json",
+        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",
+        "configs/Qwen3-8B.json",      "configs/gpt-oss-20b.json",
+        "configs/DeepSeek-R1.json",   "oracle/qwen3/config.json",
         "oracle/gpt_oss/config.json", "oracle/deepseek_v3/config.json",
+        "oracle/gemma3/config.json",  "oracle/gemma3/multimodal/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -355,6 +371,15 @@ static void test_published_configs_agree(void **state) {
         kvc_model_plan_destroy(p);
         free(text);
     }
+    /* Gemma 3 without query_pre_attn_scalar: both take transformers' default 256, not head_dim 64 */
+    const char *gemma = "{\"model_type\":\"gemma3_text\",\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                        "\"hidden_size\":64,\"head_dim\":64,\"vocab_size\":8,\"intermediate_size\":8,"
+                        "\"sliding_window\":4,\"max_position_embeddings\":64}";
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(gemma, "g", &c), KVC_OK);
+    kvc_model_plan *p = plan_of(gemma);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && fabs(p->scale - 1.0 / 16.0) < 1e-15);
+    kvc_model_plan_destroy(p);
 }
 
 int main(void) {

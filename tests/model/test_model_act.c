@@ -1,5 +1,5 @@
-/* SwiGLU's gated product (src/model/act.h): every kernel this CPU runs gives the portable kernel's
- * bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
+/* The gated products of SwiGLU and GeGLU (src/model/act.h): every kernel this CPU runs gives the portable
+ * kernel's bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
  * states hold against a float64 reference. */
 #include <float.h>
 #include <math.h>
@@ -47,8 +47,11 @@ static void assert_same(const float *got, const float *want, int64_t n) {
 enum { N = 1 << 20 };
 static float g[N + 3], u[N + 3], want[N + 3], got[N + 3];
 
-static void test_kernels_same_bits(void **state) {
-    (void)state;
+/* The row kernel of act (0: SwiGLU, 1: GeGLU) and its scalar form. */
+static kvc_swiglu_row_fn row_of(const kvc_act_kernel *k, int act) { return act ? k->geglu : k->swiglu; }
+static float scalar_of(int act, float a, float b) { return act ? kvci_gelu_mul(a, b) : kvci_silu_mul(a, b); }
+
+static void same_bits(int act) {
     static const uint32_t edge[] = {
         0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu, 0x00800000u, 0x80800000u,
         0x3f800000u, 0xbf800000u, 0x42a00000u, 0xc2a00000u, 0x42ac0000u, 0xc2ac0000u, 0x42b00000u, 0xc2b00000u,
@@ -70,7 +73,7 @@ static void test_kernels_same_bits(void **state) {
             u[i] = (float)(lcg(&s) >> 8) / 8388608.0f - 1.0f;
         }
     }
-    for (int i = 0; i < N + 3; i++) want[i] = kvci_silu_mul(g[i], u[i]);
+    for (int i = 0; i < N + 3; i++) want[i] = scalar_of(act, g[i], u[i]);
     const kvc_act_kernel *ks[3];
     const int nk = kvci_act_kernels(ks);
     assert_string_equal(ks[nk - 1]->name, "portable");
@@ -79,10 +82,10 @@ static void test_kernels_same_bits(void **state) {
         for (int off = 0; off < 3; off++) { /* unaligned rows, tails of every length */
             const int64_t n = N - 13 * off;
             memset(got, 0, sizeof got);
-            ks[k]->swiglu(g + off, u + off, n, got + off);
+            row_of(ks[k], act)(g + off, u + off, n, got + off);
             assert_same(got + off, want + off, n);
             memcpy(got, g, sizeof got); /* in place, out == g */
-            ks[k]->swiglu(got + off, u + off, n, got + off);
+            row_of(ks[k], act)(got + off, u + off, n, got + off);
             assert_same(got + off, want + off, n);
         }
     /* short rows (every length below two 16-lane vectors: all-tail rows and each tail after one or two
@@ -90,16 +93,22 @@ static void test_kernels_same_bits(void **state) {
     for (int k = 0; k < nk; k++)
         for (int64_t n = 0; n <= 33; n++) {
             memset(got, 0, 40 * sizeof(float));
-            ks[k]->swiglu(g + 1, u + 1, n, got + 1);
+            row_of(ks[k], act)(g + 1, u + 1, n, got + 1);
             assert_same(got + 1, want + 1, n);
             assert_true(got[0] == 0.0f && got[n + 1] == 0.0f); /* nothing written outside the row */
             memcpy(got, u, 40 * sizeof(float));
-            ks[k]->swiglu(g + 1, got + 1, n, got + 1);
+            row_of(ks[k], act)(g + 1, got + 1, n, got + 1);
             assert_same(got + 1, want + 1, n);
         }
     /* the row loop, threaded at this size, gives the same bits */
-    kvci_swiglu(g, u, 64, 1024, 1024, got, 1024);
+    kvci_glu(act ? KVC_MLP_GELU_TANH : KVC_MLP_SILU, g, u, 64, 1024, 1024, got, 1024);
     assert_same(got, want, 64 * 1024);
+}
+
+static void test_kernels_same_bits(void **state) {
+    (void)state;
+    same_bits(0);
+    same_bits(1);
 }
 
 /* Special values: silu(+inf) = +inf, silu(-inf) = NaN (-inf / inf, as a / (1 + expf(-a))), NaN in
@@ -146,8 +155,47 @@ static void test_error_bounds(void **state) {
     assert_true(worst_silu <= 4.0);
 }
 
+/* GeGLU: gelu_tanh(+inf) = +inf, gelu_tanh(-inf) = NaN (as PyTorch's 0.5 x (1 + tanh) gives -inf * 0),
+ * NaN in gives NaN, gelu_tanh(-20) = -0 (exp(w) overflows), gelu_tanh(+-0) = +-0, gelu_tanh(30) = 30; within
+ * 4 + 4 |w| ulp of the float64 value a (1 + tanh(z)) / 2 * u = a / (1 + exp(-2 z)) * u, z = sqrt(2 / pi)
+ * (a + 0.044715 a^3), wherever that is a
+ * normal float and exp(-w) does not overflow (w > -88.7). */
+static void test_gelu(void **state) {
+    (void)state;
+    assert_true(kvci_gelu_mul(INFINITY, 1.0f) == INFINITY);
+    assert_true(isnan(kvci_gelu_mul(-INFINITY, 1.0f)));
+    assert_true(isnan(kvci_gelu_mul(NAN, 1.0f)));
+    const float m = kvci_gelu_mul(-20.0f, 1.0f), z = kvci_gelu_mul(-0.0f, 1.0f);
+    assert_true(m == 0.0f && signbit(m));
+    assert_true(z == 0.0f && signbit(z));
+    assert_true(kvci_gelu_mul(30.0f, 1.0f) == 30.0f);
+    double worst = 0.0, worst_ratio = -1e9;
+    uint32_t s = 5u;
+    for (int i = 0; i < 2000000; i++) {
+        const uint32_t r = lcg(&s);
+        const float a = i < 1500000 ? -12.0f + 24.0f * (float)(r >> 8) / 16777216.0f
+                                    : from_bits(r & 0xbfffffffu) * (r & 1 ? 1.0f : -1.0f);
+        const float b = i % 2 ? 1.0f : (float)(lcg(&s) >> 8) / 8388608.0f - 1.0f;
+        const double w = (double)kvci_gelu_w(a);
+        if (!isfinite(a) || w < -88.7) continue;
+        const double x = (double)a;
+        /* a (1 + tanh(z)) / 2 = a / (1 + exp(-2 z)), without 1 + tanh's cancellation for z << 0 */
+        const double ref = x / (1.0 + exp(-2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x))) * (double)b;
+        const float f = kvci_gelu_mul(a, b);
+        if (fabs(ref) < FLT_MIN) {
+            assert_true(fabs((double)f - ref) <= (4.0 + 4.0 * fabs(w)) * ldexp(1.0, -149));
+            continue;
+        }
+        const double e = ulps(f, ref);
+        worst = fmax(worst, e);
+        worst_ratio = fmax(worst_ratio, (e - 4.0) / fabs(w));
+    }
+    print_message("gelu_tanh(g) * u worst %.2f ulp, worst (ulp - 4) / |w|: %.2f\n", worst, worst_ratio);
+    assert_true(worst_ratio <= 4.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits), cmocka_unit_test(test_special_values),
-                                       cmocka_unit_test(test_error_bounds)};
+                                       cmocka_unit_test(test_error_bounds), cmocka_unit_test(test_gelu)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

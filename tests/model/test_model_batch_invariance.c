@@ -273,6 +273,16 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"decoder_sparse_step\":2,\"num_experts\":8,\"num_experts_per_tok\":2,\"num_attention_heads\":4,"                 \
     "\"num_key_value_heads\":2,\"rope_theta\":1000000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":512}"
 
+/* Gemma 3: sliding_window_pattern 3 (two sliding layers, then a full one), a window of 5, the sliding
+ * layers' rope at rope_local_base_freq and the full ones' linear rope (rope_scaling, as the hub's 4B
+ * configs), query_pre_attn_scalar, GeGLU, the sandwich norms and the scaled tied embeddings */
+#define GEMMA3                                                                                                         \
+    "{\"model_type\":\"gemma3_text\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                   \
+    "\"num_hidden_layers\":3,\"sliding_window_pattern\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,"        \
+    "\"head_dim\":16,\"query_pre_attn_scalar\":24,\"sliding_window\":5,\"rope_theta\":1000000,"                        \
+    "\"rope_local_base_freq\":10000,\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8},"                         \
+    "\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4096}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -355,6 +365,10 @@ static void test_qwen3_moe_q8_0_weights(void **s) {
 static void test_mixtral_bf16_weights(void **s) { (void)s, run_bf16_weights(MIXTRAL, PAGED, false, 27); }
 static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGED, false, F32, 28); }
 
+static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
+static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
+static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
+
 /* SwiGLU of a prefill large enough to take the threads (64 x 3,072): every row bitwise equal to
  * the row alone on the calling thread. */
 static void test_swiglu_threads(void **s) {
@@ -365,10 +379,12 @@ static void test_swiglu_threads(void **s) {
     assert_non_null(g), assert_non_null(u), assert_non_null(all), assert_non_null(row);
     for (int i = 0; i < T * I; i++) g[i] = (float)sin(0.37 * i) * 6.0f, u[i] = (float)cos(0.11 * i);
     omp_set_num_threads(2);
-    kvci_swiglu(g, u, T, I, I, all, I);
-    for (int t = 0; t < T; t++) {
-        kvci_swiglu(g + t * I, u + t * I, 1, I, I, row, I);
-        if (memcmp(row, all + t * I, sizeof(float) * I) != 0) fail_msg("swiglu row %d differs alone", t);
+    for (int act = KVC_MLP_SILU; act <= KVC_MLP_GELU_TANH; act++) {
+        kvci_glu((kvc_mlp_act)act, g, u, T, I, I, all, I);
+        for (int t = 0; t < T; t++) {
+            kvci_glu((kvc_mlp_act)act, g + t * I, u + t * I, 1, I, I, row, I);
+            if (memcmp(row, all + t * I, sizeof(float) * I) != 0) fail_msg("act %d row %d differs alone", act, t);
+        }
     }
     free(g), free(u), free(all), free(row);
 }
@@ -404,6 +420,9 @@ int main(void) {
         cmocka_unit_test(test_qwen3_moe_q8_0_weights),
         cmocka_unit_test(test_mixtral_bf16_weights),
         cmocka_unit_test(test_qwen2_moe_paged),
+        cmocka_unit_test(test_gemma3_paged),
+        cmocka_unit_test(test_gemma3_contiguous_int8),
+        cmocka_unit_test(test_gemma3_q8_0_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

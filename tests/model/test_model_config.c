@@ -153,6 +153,35 @@ static void test_moe_fields(void **state) {
     assert_true(c.layer_moe[0] && c.layer_moe[1] && c.layer_sliding[0] && c.layer_sliding[1] && !c.qk_norm);
 }
 
+/* Gemma 3 as the hub's transformers-4 configs write it (sliding_window_pattern, rope_theta and
+ * rope_local_base_freq, rope_scaling for the full layers only) and its class defaults; the multimodal
+ * config's text_config; the scale, the embedding scale and the norm flags. */
+static void test_gemma3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":7,"
+                                            "\"sliding_window\":4,\"sliding_window_pattern\":6,\"rope_theta\":1000000,"
+                                            "\"rope_local_base_freq\":10000,\"query_pre_attn_scalar\":168,"
+                                            "\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8},"
+                                            "\"final_logit_softcapping\":null,\"attn_logit_softcapping\":null}",
+                                            "gemma3", &c),
+                     KVC_OK);
+    for (int l = 0; l < 7; l++) assert_true(c.layer_sliding[l] == (l != 5));
+    assert_true(c.family == KVC_FAMILY_GEMMA3 && c.sliding_window == 4 && c.head_dim == 256 && c.qk_norm);
+    assert_true(c.gemma_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH && !c.qkv_bias);
+    assert_true(c.rope.type == KVC_ROPE_LINEAR && c.rope.factor == 8.0 && c.rope.theta == 1e6);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 1e4);
+    assert_true(c.embed_scale == (float)sqrt(8.0) && kvc_model_attn_scale(&c) == 1.0 / sqrt(168.0));
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma3\",\"architectures\":"
+                                            "[\"Gemma3ForConditionalGeneration\"],\"text_config\":{\"model_type\":"
+                                            "\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4},"
+                                            "\"vision_config\":{\"model_type\":\"siglip_vision_model\"}}",
+                                            "gemma3mm", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA3 && c.sliding_window == 4096 && c.layer_sliding[0] && c.layer_sliding[1]);
+    assert_true(c.rope.theta == 1e6 && c.rope_sliding.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0 / 16.0);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -166,6 +195,18 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,\"num_local_experts\":2,"
                    "\"num_experts_per_tok\":3}",
                    "num_experts_per_tok 3 must be in [1, num_local_experts = 2]");
+    expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
+                   "\"num_hidden_layers\":2,\"final_logit_softcapping\":30}",
+                   "final_logit_softcapping is set; the runtime does not run soft-capped final logits");
+    expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,\"attn_logit_softcapping\":50}",
+                   "attn_logit_softcapping is set");
+    expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"use_bidirectional_attention\":true}",
+                   "use_bidirectional_attention is set");
+    expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
+                   "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
+                   "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
+    expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2}", "model_type \"gemma2\"");
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
     expect_refusal("[1]", "the top level must be an object");
@@ -187,7 +228,7 @@ static void test_refusals(void **state) {
     /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
-                   "hidden_act \"gelu\" is not supported by the runtime");
+                   "hidden_act \"gelu\" is not supported (llama: silu)");
     expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":7}",
                    "hidden_act");
@@ -205,6 +246,7 @@ int main(void) {
         cmocka_unit_test(test_llama3_bands),
         cmocka_unit_test(test_family_fields),
         cmocka_unit_test(test_moe_fields),
+        cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

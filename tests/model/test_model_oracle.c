@@ -199,14 +199,56 @@ static void test_qwen2_moe(void **state) {
     run_dir("qwen2_moe");
 }
 
+/* Gemma 3: sliding and full layers with their own ropes (linear on the full layers), a window shorter
+ * than two prompts, norms applied as 1 + w around both sub-layers, q/k norms, GeGLU, embeddings
+ * scaled by sqrt(hidden_size), query_pre_attn_scalar's softmax scale */
+static void test_gemma3(void **state) {
+    (void)state;
+    run_dir("gemma3");
+}
+
+/* Gemma3ForConditionalGeneration's checkpoint (the text model under language_model.model., the vision
+ * tower's and projector's tensors left unread) holding the gemma3 weights: the same logits, bit for bit
+ * (transformers gives both the same logits too: make_oracle.py checks it) */
+static void test_gemma3_multimodal(void **state) {
+    (void)state;
+    kvc_test_oracle o;
+    kvc_test_oracle_open("gemma3", &o);
+    char dir[1024];
+    kvc_test_oracle_dir("gemma3/multimodal", dir, sizeof dir);
+    kvc_model *mm = NULL;
+    if (kvc_model_load(dir, &mm) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
+    assert_string_equal(kvc_model_config_of(mm)->model_type, "gemma3_text");
+    int64_t t = 0;
+    for (int64_t b = 0; b < o.n; b++) {
+        const size_t n = (size_t)(o.lens[b] * o.V);
+        float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+        assert_non_null(want), assert_non_null(got);
+        kvc_test_prompt_logits(o.m, o.ids + t, o.lens[b], want);
+        kvc_test_prompt_logits(mm, o.ids + t, o.lens[b], got);
+        assert_memory_equal(got, want, n * sizeof(float));
+        free(want), free(got);
+        t += o.lens[b];
+    }
+    kvc_model_destroy(mm);
+    kvc_test_oracle_close(&o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
-        cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
-        cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
-        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_f16),
+        cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_dtypes_qwen3),
+        cmocka_unit_test(test_dtypes_gpt_oss),
+        cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),
+        cmocka_unit_test(test_mixtral),
         cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_gemma3_multimodal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /* A saved quantized copy (kvci_model_save, issue 30): every oracle family in
  * q8_0 and q4_0 saved and loaded back holds the very bytes of the model
  * quantized at load (every tensor, padding included); a copy only loads as itself; what is
- * not a quantized model, an existing directory and bad metadata are refused
- * with what is wrong named; a failed save (out of memory) leaves nothing. */
+ * not a quantized model, a Gemma norm that would not reload to its bits, an existing directory and bad metadata are
+ * refused with what is wrong named; a failed save (out of memory) leaves nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,9 +57,10 @@ static void assert_same_weights(kvc_model *a, kvc_model *b) {
 
 static void test_round_trip_every_family(void **state) {
     (void)state;
-    static const char *const families[] = {"qwen3", "gpt_oss", "deepseek_v3"};
+    /* gemma3: its norms held as 1 + w are written as w and read back to the same bits */
+    static const char *const families[] = {"qwen3", "gpt_oss", "deepseek_v3", "gemma3"};
     static const kvc_wmat_dtype dts[] = {KVC_WMAT_Q8_0, KVC_WMAT_Q4_0};
-    for (size_t f = 0; f < 3; f++)
+    for (size_t f = 0; f < 4; f++)
         for (size_t d = 0; d < 2; d++) {
             char dir[1024], out[1100];
             kvc_test_oracle_dir(families[f], dir, sizeof dir);
@@ -122,6 +123,18 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(kvc_last_error(), "is bf16, not quantized"));
     assert_false(exists(out));
     kvc_model_destroy(m);
+    /* a Gemma norm 1 + w whose w written back would not reload to it: w = -16777218 gives 1 + w = -2^24
+     * (the tie to even), written as -2^24 (again a tie) and reloaded as 1 - 2^24; refused, nothing left */
+    char gemma[1024];
+    kvc_test_oracle_dir("gemma3", gemma, sizeof gemma);
+    kvc_model *g = NULL;
+    assert_int_equal(kvci_model_load_as(gemma, KVC_WMAT_Q8_0, &g), KVC_OK);
+    g->final_norm[3] = 1.0f + -16777218.0f;
+    out_dir("gemma_norm", out, sizeof out);
+    assert_int_equal(kvci_model_save(g, gemma, out), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "norm \"model.norm.weight\"[3] = 1 + w does not give w back exactly"));
+    assert_false(exists(out));
+    kvc_model_destroy(g);
     /* an existing directory */
     assert_int_equal(kvci_model_load_as(dir, KVC_WMAT_Q8_0, &m), KVC_OK);
     assert_int_equal(kvci_model_save(m, dir, tmp), KVC_EINVAL);

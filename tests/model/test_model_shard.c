@@ -3,7 +3,8 @@
  * safetensors: q/k/v and gate/up rows (KV heads replicated when the ranks exceed them), o/down
  * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
  * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
- * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints);
+ * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints;
+ * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -176,6 +177,28 @@ static void test_qwen2_moe(void **state) {
     check_family("qwen2_moe", KVC_WMAT_CHECKPOINT); /* a shared expert split as the routed ones, its gate whole */
 }
 
+/* Gemma 3 (its norms whole), and a multimodal checkpoint's text model under transformers' module prefix
+ * (model.language_model.) and the hub's (language_model.model.): the very weights of the plain
+ * checkpoint, whole and in every shard. */
+static void test_gemma3(void **state) {
+    (void)state;
+    check_family("gemma3", KVC_WMAT_CHECKPOINT);
+    static const char *const prefixes[] = {NULL, "model.language_model.", "language_model.model."};
+    kvc_model *m[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        char dir[512];
+        kvc_test_write_gemma3(9, prefixes[i], dir, sizeof dir);
+        assert_int_equal(kvc_model_load(dir, &m[i]), KVC_OK);
+        if (i > 0) {
+            assert_int_equal(m[i]->arena_bytes, m[0]->arena_bytes);
+            assert_memory_equal(m[i]->arena, m[0]->arena, (size_t)m[0]->arena_bytes);
+            check_dir("gemma3", dir, KVC_WMAT_CHECKPOINT);
+        }
+        kvc_test_remove_checkpoint(dir);
+    }
+    for (int i = 0; i < 3; i++) kvc_model_destroy(m[i]);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     char dir[1024];
@@ -197,7 +220,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
         cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
         cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

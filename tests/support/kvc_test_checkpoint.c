@@ -1,5 +1,5 @@
-/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe (kvc_test_checkpoint.h): every tensor the model visits, as the
- * loader reads it (F32, the stored shape), in one safetensors file. */
+/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe, kvc_test_write_gemma3 (kvc_test_checkpoint.h): every tensor
+ * the model visits, as the loader reads it (F32, the stored shape), in one safetensors file. */
 #include "kvc_test_checkpoint.h"
 
 #include <stdint.h>
@@ -26,6 +26,7 @@ typedef struct collect {
     tensor t[1024];
     int n;
     int64_t fused_layer; /* this layer's routed experts in the fused form */
+    const char *prefix;  /* the "model." tensors' names under this prefix instead (NULL: as they are) */
 } collect;
 
 static int64_t numel(const int64_t *s, int32_t n) {
@@ -38,7 +39,10 @@ static void add(collect *c, const char *name, int32_t ndim, const int64_t *shape
                 int64_t stride) {
     assert_true(c->n < 1024);
     tensor *t = &c->t[c->n++];
-    snprintf(t->name, sizeof t->name, "%s", name);
+    if (c->prefix && strncmp(name, "model.", 6) == 0)
+        snprintf(t->name, sizeof t->name, "%s%s", c->prefix, name + 6);
+    else
+        snprintf(t->name, sizeof t->name, "%s", name);
     t->ndim = ndim;
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     t->data = data, t->count = count, t->stride = stride;
@@ -127,8 +131,10 @@ static void write_file(const collect *c, const char *path) {
 }
 
 /* oracle `family`'s config.json, its first `from` (when not NULL) replaced by `to` (as long), and a
- * random model of it (seed) with layer 2's routed experts fused, in a fresh directory dir[cap]. */
-static void write_moe(const char *family, const char *from, const char *to, uint64_t seed, char *dir, size_t cap) {
+ * random model of it (seed) with layer 2's routed experts fused and the "model." tensors under `prefix`
+ * (NULL: as they are), in a fresh directory dir[cap]. */
+static void write_random(const char *family, const char *from, const char *to, const char *prefix, uint64_t seed,
+                         char *dir, size_t cap) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/kvc_moe_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(dir));
@@ -150,7 +156,7 @@ static void write_moe(const char *family, const char *from, const char *to, uint
     assert_int_equal(kvc_model_create_random(&cfg, seed, &m), KVC_OK);
     collect *c = calloc(1, sizeof *c);
     assert_non_null(c);
-    c->fused_layer = 2;
+    c->fused_layer = 2, c->prefix = prefix;
     assert_int_equal(kvci_model_visit_weights(m, collect_fn, c), KVC_OK);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     write_file(c, path);
@@ -159,11 +165,15 @@ static void write_moe(const char *family, const char *from, const char *to, uint
 }
 
 void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
-    write_moe("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", seed, dir, cap);
+    write_random("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", NULL, seed, dir, cap);
 }
 
 void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap) {
-    write_moe("qwen3_moe", NULL, NULL, seed, dir, cap);
+    write_random("qwen3_moe", NULL, NULL, NULL, seed, dir, cap);
+}
+
+void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t cap) {
+    write_random("gemma3", NULL, NULL, prefix, seed, dir, cap);
 }
 
 void kvc_test_remove_checkpoint(const char *dir) {

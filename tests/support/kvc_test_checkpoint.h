@@ -15,6 +15,10 @@ void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap);
 /* The same from tests/data/oracle/qwen3_moe's config.json as it is (layer 0 dense, layers 1 and 2
  * route 8 experts): layer 1's experts as per-expert modules, layer 2's fused (gate_up_proj / down_proj). */
 void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap);
+/* tests/data/oracle/gemma3's config.json and a random model of it, its "model." tensors under `prefix`
+ * (a multimodal checkpoint's text model: "model.language_model.", "language_model.model."; NULL: as
+ * they are). The norms are written as the model holds them (1 + w): compare loads with loads. */
+void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t cap);
 void kvc_test_remove_checkpoint(const char *dir);
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
-For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe) this script
+For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -32,10 +32,15 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    Gemma3Config,
+    Gemma3ForCausalLM,
+    Gemma3ForConditionalGeneration,
+    Gemma3TextConfig,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
+    SiglipVisionConfig,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
@@ -241,6 +246,41 @@ def qwen2_moe_config():
     )
 
 
+def gemma3_config():
+    # Gemma 3 text at toy size: sliding_window_pattern 3 over 5 layers (sliding, sliding, full,
+    # sliding, sliding), a window of 8 (shorter than the 23- and 40-token prompts), the sliding
+    # layers' rope at rope_local_base_freq 10,000 and the full layers' linear rope (factor 8, theta
+    # 1e6, as the 4B-27B models), query_pre_attn_scalar 32 (not head_dim 16, so the scale shows),
+    # GeGLU (gelu_pytorch_tanh), q/k norms, the four sandwich norms, tied embeddings scaled by
+    # sqrt(hidden_size).
+    return Gemma3TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=5,
+        sliding_window_pattern=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        query_pre_attn_scalar=32,
+        sliding_window=8,
+        hidden_activation="gelu_pytorch_tanh",
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        attention_bias=False,
+        final_logit_softcapping=None,
+        attn_logit_softcapping=None,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -248,6 +288,7 @@ FAMILIES = {
     "qwen3_moe": (qwen3_moe_config, Qwen3MoeForCausalLM),
     "mixtral": (mixtral_config, MixtralForCausalLM),
     "qwen2_moe": (qwen2_moe_config, Qwen2MoeForCausalLM),
+    "gemma3": (gemma3_config, Gemma3ForCausalLM),
 }
 
 
@@ -257,6 +298,8 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
+    if name.endswith("norm.weight") and config.model_type == "gemma3_text":
+        return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
     if name.endswith("sinks"):
@@ -549,6 +592,13 @@ def make_family(family, out_root, seed):
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "mixtral":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+    if family == "gemma3":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_sliding_rope_global"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters,
+                                            "sliding_attention": model.config.rope_parameters["full_attention"]})
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -556,6 +606,8 @@ def make_family(family, out_root, seed):
     summary["dir_bytes"] = dir_size(out)
     summary["num_tensors"] = len(tensors)
 
+    if family == "gemma3":
+        summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -599,6 +651,35 @@ def make_dtype_variant(model32, out_root, dt_name, dtype, ps, seed):
     with safe_open(os.path.join(out, "model.safetensors"), framework="pt") as f:
         dts = {f.get_slice(k).get_dtype() for k in f.keys()}
     return {"dir_bytes": dir_size(out), "stored_dtypes": sorted(dts)}
+
+
+@torch.no_grad()
+def make_gemma3_multimodal(text_model, out_root, ps):
+    """gemma3/multimodal/: a Gemma3ForConditionalGeneration (transformers 5 layout: the text model under
+    model.language_model., a one-layer SigLIP vision tower and the projector beside it) whose language
+    model holds the gemma3 oracle's weights; checked here to give the text model's logits bit for bit
+    on every prompt, so the runtime's logits on it must equal its logits on gemma3/."""
+    out = os.path.join(out_root, "gemma3", "multimodal")
+    os.makedirs(out)
+    vision = SiglipVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                                image_size=28, patch_size=14)
+    cfg = Gemma3Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict(),
+                       mm_tokens_per_image=4, tie_word_embeddings=True)
+    torch.manual_seed(SEED)
+    mm = Gemma3ForConditionalGeneration._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    missing = mm.model.language_model.load_state_dict(text_model.model.state_dict())
+    assert not missing.missing_keys and not missing.unexpected_keys, missing
+    mm.eval()
+    mm.save_pretrained(out, safe_serialization=True)
+    for fn in os.listdir(out):
+        if fn not in ("config.json", "model.safetensors"):
+            os.remove(os.path.join(out, fn))
+    names = write_tensor_list(out)
+    mm = Gemma3ForConditionalGeneration.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    for ids in ps:
+        assert torch.equal(forward_logits(mm, ids), forward_logits(text_model, ids)), "multimodal logits differ"
+    return {"dir_bytes": dir_size(out), "num_tensors": len(names),
+            "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
 
 
 @torch.no_grad()
@@ -652,7 +733,7 @@ def main():
     torch.set_num_threads(1)  # same reduction order on every run
     os.makedirs(args.out, exist_ok=True)
     summaries = []
-    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe"]:
+    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
