@@ -87,16 +87,9 @@ asan-test: deps
 fuzz-test: deps
 	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DKVC_FUZZ=ON -DKVC_TESTS=OFF -DKVC_WERROR=ON
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
-	@for f in $(BUILD_FUZZ)/fuzz_*; do \
-	  [ -x "$$f" ] || continue; name=$$(basename $$f); \
-	  mkdir -p $(BUILD_FUZZ)/corpus/$$name; \
-	  seeds=fuzz/corpus/$$name; [ -d $$seeds ] || seeds=""; \
-	  echo "fuzzing $$name for $(FUZZ_SECONDS) s"; \
-	  if ! ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-	      $(BUILD_FUZZ)/corpus/$$name $$seeds > $(BUILD_FUZZ)/$$name.log 2>&1; then \
-	    tail -n 60 $(BUILD_FUZZ)/$$name.log; echo "FAIL: $$name"; exit 1; fi; \
-	  tail -n 6 $(BUILD_FUZZ)/$$name.log; \
-	done
+	@ls $(BUILD_FUZZ)/fuzz_* | while read -r f; do [ -x "$$f" ] && echo "$$f"; done | \
+	  ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  xargs -P $(JOBS) -I FUZZER tools/fuzz_one.sh FUZZER $(FUZZ_SECONDS) $(BUILD_FUZZ)
 
 # First run: a virtualenv and `pip install ./python[test]` from PyPI (bounded
 # retries; a clear failure offline). Later runs rebuild the extension in place
