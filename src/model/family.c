@@ -140,6 +140,22 @@ kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kin
     return KVC_OK;
 }
 
+kvc_status kvci_family_flag_kinds(const kvc_family_ctx *ctx, const char *field, const cJSON *list,
+                                  kvc_layer_kind if_zero, kvc_layer_kind if_one, kvc_layer_kind *kinds) {
+    if (cJSON_GetArraySize(list) != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: %s has %d entries but num_hidden_layers is %lld", ctx->hp->cfg.doc, field,
+                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
+    int64_t i = 0;
+    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
+        char where[96];
+        snprintf(where, sizeof where, "%s[%lld]", field, (long long)i);
+        int64_t flag = 0;
+        KVC_TRY(kvci_json_int_value(e, where, 0, 1, &flag));
+        kinds[i] = flag ? if_one : if_zero;
+    }
+    return KVC_OK;
+}
+
 kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
     return KVC_OK;

@@ -151,6 +151,11 @@ kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_
  * (the rule when default_kinds is NULL); even layers sliding, odd ones full. */
 kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* One 0/1 flag per layer in the array `field` (MiniMax's attn_type_list, Llama 4's no_rope_layers): kind
+ * if_zero or if_one per layer; refused naming the field when its length is not the layer count or an entry is
+ * not 0 or 1. */
+kvc_status kvci_family_flag_kinds(const kvc_family_ctx *ctx, const char *field, const cJSON *list,
+                                  kvc_layer_kind if_zero, kvc_layer_kind if_one, kvc_layer_kind *kinds);
 kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* every - 1 sliding layers, then one full, repeated (Gemma 3's and Cohere2's sliding_window_pattern); every >= 1. */
 kvc_status kvci_family_every_nth_full(const kvc_family_ctx *ctx, int64_t every, kvc_layer_kind *kinds);

@@ -157,21 +157,9 @@ static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size,
 /* MiniMax-Text-01 / M1: attn_type_list has one entry per layer, 0 a lightning (linear) attention layer, 1 a
  * softmax attention layer. */
 static kvc_status minimax_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    const char *doc = ctx->hp->cfg.doc;
     const cJSON *list = NULL;
     KVC_TRY(kvci_json_array(&ctx->hp->cfg, "attn_type_list", KVC_HP_MAX_LAYERS, &list, NULL));
-    if (cJSON_GetArraySize(list) != ctx->n_layers)
-        return kvci_fail(KVC_EINVAL, "%s: attn_type_list has %d entries but num_hidden_layers is %lld", doc,
-                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
-    int64_t i = 0;
-    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
-        char where[64];
-        snprintf(where, sizeof where, "attn_type_list[%lld]", (long long)i);
-        int64_t t = 0;
-        KVC_TRY(kvci_json_int_value(e, where, 0, 1, &t));
-        kinds[i] = t == 1 ? KVC_LK_FULL : KVC_LK_STATE;
-    }
-    return KVC_OK;
+    return kvci_family_flag_kinds(ctx, "attn_type_list", list, KVC_LK_STATE, KVC_LK_FULL, kinds);
 }
 
 /* A lightning attention layer keeps one head_dim x head_dim key-value state per head. */

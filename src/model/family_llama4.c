@@ -4,7 +4,6 @@
  * one; an absent or empty list is transformers' default, every
  * no_rope_layer_interval-th layer (4) full. The chunk is
  * attention_chunk_size; without one, every layer is full attention. */
-#include <stdio.h>
 
 #include "base/internal.h"
 #include "model/family.h"
@@ -17,20 +16,8 @@ static kvc_status llama4_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     const cJSON *list = NULL;
     bool have = false;
     KVC_TRY(kvci_json_array(cfg, "no_rope_layers", KVC_HP_MAX_LAYERS, &list, &have));
-    if (have && list->child != NULL) {
-        if (cJSON_GetArraySize(list) != ctx->n_layers)
-            return kvci_fail(KVC_EINVAL, "%s: no_rope_layers has %d entries but num_hidden_layers is %lld", cfg->doc,
-                             cJSON_GetArraySize(list), (long long)ctx->n_layers);
-        int64_t i = 0;
-        for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
-            char where[48];
-            snprintf(where, sizeof where, "no_rope_layers[%lld]", (long long)i);
-            int64_t rope = 0;
-            KVC_TRY(kvci_json_int_value(e, where, 0, 1, &rope));
-            kinds[i] = rope ? local : KVC_LK_FULL;
-        }
-        return KVC_OK;
-    }
+    if (have && list->child != NULL)
+        return kvci_family_flag_kinds(ctx, "no_rope_layers", list, KVC_LK_FULL, local, kinds);
     int64_t interval = 4;
     KVC_TRY(kvci_json_int(cfg, "no_rope_layer_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % interval != 0 ? local : KVC_LK_FULL;
