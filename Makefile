@@ -37,6 +37,10 @@ BUILD_FUZZ := build-fuzz
 PYTHON ?= /usr/bin/python3
 PY_VENV := $(BUILD)/python-venv
 PY_STAMP := $(PY_VENV)/.kvcache-deps
+# The extension builds in build/python-cmake and links the Release build's libkvcache.a (the
+# library is compiled once for `make test`; `pip install ./python` alone compiles its own).
+PY_BUILD_ENV := SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake \
+  SKBUILD_CMAKE_DEFINE=KVC_PREBUILT_LIBRARY=$(CURDIR)/$(BUILD)/libkvcache.a
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
 .PHONY: all deps configure build command demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
@@ -99,11 +103,11 @@ python-test: build
 	@[ -x $(PY_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_VENV)
 	@if [ ! -f $(PY_STAMP) ] || [ python/pyproject.toml -nt $(PY_STAMP) ]; then \
 	  echo "installing ./python[test] and its PyPI dependencies into $(PY_VENV)"; \
-	  SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake $(PIP) install --timeout 30 --retries 2 --quiet "./python[test]" \
+	  $(PY_BUILD_ENV) $(PIP) install --timeout 30 --retries 2 --quiet "./python[test]" \
 	    && touch $(PY_STAMP) \
 	    || { echo "FAIL: pip could not install ./python[test] (PyPI unreachable? see the output above)"; exit 1; }; \
 	fi
-	SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake $(PIP) install --no-build-isolation --no-index --no-deps --quiet ./python
+	$(PY_BUILD_ENV) $(PIP) install --no-build-isolation --no-index --no-deps --quiet ./python
 	cd $(BUILD) && KVC_REQUIRE_BUILD=1 KVC_BUILD_DIR=$(CURDIR)/$(BUILD) KVC_SOURCE_DIR=$(CURDIR) MPLBACKEND=Agg \
 	  $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 
