@@ -234,6 +234,20 @@ static void test_gemma3_multimodal(void **state) {
     kvc_test_oracle_close(&o);
 }
 
+/* Phi-3-mini-like: the fused qkv_proj / gate_up_proj split at load, GQA, a window of 8 on every layer, untied */
+static void test_phi3(void **state) {
+    (void)state;
+    run_dir("phi3");
+}
+
+/* Phi-4-mini-like: partial_rotary_factor 0.75, longrope (its short factors: every position here is below
+ * original_max_position_embeddings 64, for transformers and for the runtime's workspaces alike) with its
+ * attention factor, tied embeddings, GQA */
+static void test_phi3_longrope(void **state) {
+    (void)state;
+    run_dir("phi3_longrope");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -249,6 +263,8 @@ int main(void) {
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_phi3_longrope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
