@@ -630,6 +630,11 @@ def make_family(family, out_root, seed):
         }
         if pi == 0:
             entry["layer_outputs"] = layer_outputs(model, ids)
+        if pi == 0 and family == "phi3_longrope":
+            # the long factors' logits: transformers takes them only past original_max_position_embeddings,
+            # where its frequencies are those of a config whose short factors are the long ones
+            entry["long_factor_prompt_logits"] = with_config(model, rope_parameters={
+                **model.config.rope_parameters, "short_factor": model.config.rope_parameters["long_factor"]})(ids)
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
@@ -750,15 +755,20 @@ def make_gemma3_multimodal(text_model, out_root, ps):
             "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
 
 
-@torch.no_grad()
-def sensitivity(model, ids, **overrides):
-    """Max |logit difference| on one prompt when a config field is changed (same weights):
-    shows that the stored data can tell the two computations apart."""
+def with_config(model, **overrides):
+    """forward_logits of a model with the same weights and config fields changed."""
     cfg = model.config.__class__.from_dict({**model.config.to_dict(), **overrides})
     other = model.__class__._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
     other.load_state_dict(model.state_dict())
     other.eval()
-    return float((forward_logits(other, ids) - forward_logits(model, ids)).abs().max())
+    return lambda ids: forward_logits(other, ids)
+
+
+@torch.no_grad()
+def sensitivity(model, ids, **overrides):
+    """Max |logit difference| on one prompt when a config field is changed (same weights):
+    shows that the stored data can tell the two computations apart."""
+    return float((with_config(model, **overrides)(ids) - forward_logits(model, ids)).abs().max())
 
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
