@@ -353,6 +353,8 @@ static void test_published_configs_agree(void **state) {
         "configs/DeepSeek-R1.json",   "oracle/qwen3/config.json",
         "oracle/gpt_oss/config.json", "oracle/deepseek_v3/config.json",
         "oracle/gemma3/config.json",  "oracle/gemma3/multimodal/config.json",
+        "oracle/phi3/config.json",    "oracle/phi3_longrope/config.json",
+        "configs/Phi-3-mini-4k-instruct.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
