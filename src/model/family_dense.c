@@ -66,8 +66,9 @@ static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     if (cfg->rope.type == KVC_ROPE_YARN)
-        return kvci_fail(KVC_EINVAL, "%s: phi3 with rope type \"yarn\" (transformers runs it as longrope, which "
-                                     "needs short_factor and long_factor): not supported",
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phi3 with rope type \"yarn\" (transformers runs it as longrope, which "
+                         "needs short_factor and long_factor): not supported",
                          c->doc);
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;

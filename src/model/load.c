@@ -163,7 +163,8 @@ static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const ch
     if (t->split.dim > 0) /* weights.c splits the operands a checkpoint fuses by their rows only */
         return kvci_fail(KVC_EINVAL, "model_load: \"%s\" split along dim %d cannot be read from \"%s\"", *name,
                          (int)t->split.dim, fused);
-    *sp = (kvc_wsplit){.dim = 0, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == 0 ? t->split.start : 0)};
+    *sp =
+        (kvc_wsplit){.dim = 0, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == 0 ? t->split.start : 0)};
     *name = fused;
     return KVC_OK;
 }
@@ -191,8 +192,8 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     kvc_wsplit sp;
     KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
-                                     : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
+    kvc_status s =
+        strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16

@@ -397,7 +397,8 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     m->cfg = local, m->full = *cfg, m->tp = *tp;
     m->rot_dim = kvci_model_rot_dim(cfg);
     m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
-    if (cfg->rope.type == KVC_ROPE_LONGROPE) m->inv_freq_long = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
+    if (cfg->rope.type == KVC_ROPE_LONGROPE)
+        m->inv_freq_long = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
     kvc_status st = m->inv_freq && (m->inv_freq_long || cfg->rope.type != KVC_ROPE_LONGROPE)
                         ? KVC_OK

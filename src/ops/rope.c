@@ -49,8 +49,9 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
         for (int64_t i = 0; i < rot_dim / 2; i++)
             if (!(r->short_factor[i] > 0.0f) || !isfinite(r->short_factor[i]) || !(r->long_factor[i] > 0.0f) ||
                 !isfinite(r->long_factor[i]))
-                return kvci_fail(KVC_EINVAL, "rope longrope: short_factor[%lld] %g and long_factor[%lld] %g must be "
-                                             "finite and > 0",
+                return kvci_fail(KVC_EINVAL,
+                                 "rope longrope: short_factor[%lld] %g and long_factor[%lld] %g must be "
+                                 "finite and > 0",
                                  (long long)i, (double)r->short_factor[i], (long long)i, (double)r->long_factor[i]);
     } else if (r->type == KVC_ROPE_LINEAR) {
         if (!(r->factor > 0.0) || !isfinite(r->factor))
@@ -144,8 +145,7 @@ kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float
     return frequencies(r, rot_dim, false, inv_freq, attn_factor);
 }
 
-kvc_status kvc_rope_frequencies_long(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq,
-                                     float *attn_factor) {
+kvc_status kvc_rope_frequencies_long(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor) {
     if (r && r->type != KVC_ROPE_LONGROPE)
         return kvci_fail(KVC_EINVAL, "rope: long factors need a longrope plan (type %d), not type %d",
                          (int)KVC_ROPE_LONGROPE, (int)r->type);

@@ -183,7 +183,7 @@ static void test_gemma3_fields(void **state) {
 }
 
 #define PHI3_BASE                                                                                                      \
-    "{\"model_type\":\"phi3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
+    "{\"model_type\":\"phi3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
 
 /* Phi-3 as the hub writes it: Phi-3-mini-4k (a window on every layer, no rope dict, biases refused by its

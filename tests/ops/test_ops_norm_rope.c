@@ -286,11 +286,11 @@ static void test_rmsnorm_rows_threads(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
-        cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_linear_frequencies),
-        cmocka_unit_test(test_plan_refusals),       cmocka_unit_test(test_rotations),
-        cmocka_unit_test(test_longrope_frequencies),
-        cmocka_unit_test(test_rmsnorm_rows),        cmocka_unit_test(test_rmsnorm_rows_threads),
+        cmocka_unit_test(test_default_frequencies),  cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),   cmocka_unit_test(test_linear_frequencies),
+        cmocka_unit_test(test_plan_refusals),        cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_longrope_frequencies), cmocka_unit_test(test_rmsnorm_rows),
+        cmocka_unit_test(test_rmsnorm_rows_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
