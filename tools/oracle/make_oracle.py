@@ -284,25 +284,22 @@ def gemma3_config():
     )
 
 
+# both Phi-3 oracles: 2 layers of width 64 (MLP 96), 4 query heads and 2 KV heads of 16, no special tokens
+PHI3_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def phi3_config():
     # Phi-3-mini at toy size: fused qkv_proj / gate_up_proj, GQA (4 query heads, 2 KV heads of 16), the
     # whole head rotated with the default rope, a sliding window of 8 on every layer (shorter than the
     # 23- and 40-token prompts), untied embeddings, rms_norm_eps left at Phi3Config's 1e-5.
     return Phi3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        **PHI3_SHAPE,
         sliding_window=8,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=False,
         max_position_embeddings=512,
         original_max_position_embeddings=512,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
@@ -317,12 +314,7 @@ def phi3_longrope_config():
     # continuation here, so transformers takes the short factors) and max_position_embeddings 256 (factor 4:
     # attention factor sqrt(1 + ln 4 / ln 64)), tied embeddings, GQA (4 query heads, 2 KV heads), no window.
     return Phi3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        **PHI3_SHAPE,
         partial_rotary_factor=0.75,
         rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
                          "short_factor": phi3_longrope_factors(6, 1), "long_factor": phi3_longrope_factors(6, 2),
@@ -331,9 +323,6 @@ def phi3_longrope_config():
         tie_word_embeddings=True,
         max_position_embeddings=256,
         sliding_window=None,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
