@@ -13,7 +13,7 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 
 /* The runtime implements default, linear, llama3, yarn and longrope (dynamic NTK, whose frequencies change with
  * the longest sequence of a batch, would break batch invariance; longrope picks its short or long factors once per
- * workspace, docs/runtime.md), longrope only as the one rope of every layer. */
+ * workspace, docs/model.md), longrope only as the one rope of every layer. */
 static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
     const kvc_rope_type t = r->type;
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
