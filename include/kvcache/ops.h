@@ -173,8 +173,11 @@ typedef enum kvc_rope_type {
     KVC_ROPE_YARN,
     KVC_ROPE_LINEAR,  /* position interpolation: the default frequencies divided by factor */
     KVC_ROPE_DYNAMIC, /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
-    KVC_ROPE_LONGROPE /* as DYNAMIC */
+    KVC_ROPE_LONGROPE /* Phi-3's: per-frequency short / long factors (kvc_rope_frequencies_long) */
 } kvc_rope_type;
+
+/* The most longrope factors a plan holds (a rotary width of 256). */
+#define KVC_ROPE_MAX_FACTORS 128
 
 /* RoPE frequency plan (HF transformers' rope_type default / linear / llama3 / yarn),
  * as the config reader resolves config.json (docs/config.md). */
@@ -189,22 +192,34 @@ typedef struct kvc_rope_config {
     double mscale, mscale_all_dim; /* yarn (0 = absent) */
     double attention_factor;       /* yarn / longrope explicit A (0 = derive) */
     bool truncate;                 /* yarn (default true) */
+    /* the share of each head's dims that rotate (the first head_dim * it, truncated; the rest pass
+     * through): transformers' partial_rotary_factor; 0 (a hand-made plan) stands for 1 */
+    double partial_rotary_factor;
+    /* longrope: each inverse frequency divided by its factor, the short ones for positions up to L0,
+     * the long ones beyond (kvc_rope_frequencies_long); n_* entries each, rot_dim / 2 when computed */
+    int32_t n_short_factors, n_long_factors;
+    float short_factor[KVC_ROPE_MAX_FACTORS], long_factor[KVC_ROPE_MAX_FACTORS];
 } kvc_rope_config;
 
 /* Inverse frequencies inv_freq [rot_dim / 2] and the attention factor A
- * (YaRN's cos/sin scale; 1 for default and llama3) of a RoPE plan, as HF
- * computes them: theta^(-2i/d) in f32, then divided by factor (linear), the llama3 band scaling or the
- * YaRN ramp between interpolation (1/(f theta^(2i/d))) and extrapolation;
+ * (YaRN's and longrope's cos/sin scale; 1 for default and llama3) of a RoPE plan, as HF
+ * computes them: theta^(-2i/d) in f32, then divided by factor (linear), the llama3 band scaling, the
+ * YaRN ramp between interpolation (1/(f theta^(2i/d))) and extrapolation, or longrope's short factors
+ * (1 / (short_factor[i] theta^(2i/d)), f32: the frequencies of positions up to L0);
  * A = attention_factor if given, else mscale(f, mscale) / mscale(f,
  * mscale_all_dim) when both are non-zero, else mscale(f, 1) (mscale as
- * kvc_yarn_mscale). Refused (KVC_EINVAL, nothing written): rot_dim odd or
- * <= 0, theta <= 1, dynamic or longrope, or a linear/llama3/yarn plan whose factor, L0, beta or
- * low/high frequency factors are not usable. */
+ * kvc_yarn_mscale); longrope's as kvc_rope_attention_factor. Refused (KVC_EINVAL, nothing written):
+ * rot_dim odd or <= 0, theta <= 1, dynamic, or a linear/llama3/yarn/longrope plan whose factor, L0,
+ * beta, low/high frequency factors or short/long factors (rot_dim / 2 of each, finite, > 0) are not
+ * usable. */
 KVC_API kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor);
+/* kvc_rope_frequencies of a longrope plan with its long factors (positions beyond L0); refused for any
+ * other type. */
+KVC_API kvc_status kvc_rope_frequencies_long(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq,
+                                             float *attn_factor);
 /* The attention factor A of a plan, as kvc_rope_frequencies gives it (1 for
- * every type but yarn), and for longrope (whose frequencies the runtime does
- * not compute) transformers' attention_factor, else sqrt(1 + ln factor / ln L0)
- * when factor > 1; NaN for NULL. */
+ * every type but yarn and longrope); longrope's is transformers' attention_factor, else
+ * sqrt(1 + ln factor / ln L0) when factor > 1; NaN for NULL. */
 KVC_API double kvc_rope_attention_factor(const kvc_rope_config *r);
 
 /* cos/sin [rot_dim] of position pos: angle_i = (float)pos * inv_freq[i % h]

@@ -11,24 +11,57 @@
 
 static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
 
-/* The runtime implements default, linear, llama3 and yarn rope (dynamic NTK, whose frequencies change with the
- * longest sequence of a batch, would break batch invariance; longrope's families do not run). */
+/* The runtime implements default, linear, llama3, yarn and longrope (dynamic NTK, whose frequencies change with
+ * the longest sequence of a batch, would break batch invariance; longrope picks its short or long factors once per
+ * workspace, docs/model.md), longrope only as the one rope of every layer. */
 static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
     const kvc_rope_type t = r->type;
-    if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN)
+    if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
+        (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given))
         return kvci_fail(KVC_EINVAL,
-                         "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn)",
+                         "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn; "
+                         "longrope as the one rope of every layer)",
                          hp->cfg.doc, which, kvc_rope_type_name(t));
     return KVC_OK;
 }
 
-/* The rope of the full layers and, when the config holds one per layer type, of the sliding ones. */
+/* The rope of the full layers and, when the config holds one per layer type, of the sliding ones (one
+ * rotary width for both: the forward's cos/sin tables share it). */
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(supported_rope(hp, &hp->rope, hp->rope_per_layer_type ? "full_attention " : ""));
     KVC_TRY(supported_rope(hp, &hp->rope_sliding, hp->rope_sliding_given ? "sliding_attention " : ""));
+    if (hp->rope_sliding.partial_rotary_factor != hp->rope.partial_rotary_factor)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: partial_rotary_factor %g of the sliding layers differs from the full layers' %g (the "
+                         "runtime rotates one width)",
+                         hp->cfg.doc, hp->rope_sliding.partial_rotary_factor, hp->rope.partial_rotary_factor);
     cfg->rope = hp->rope;
     cfg->rope_sliding = hp->rope_sliding;
     return KVC_OK;
+}
+
+/* The rotary width (head_dim * partial_rotary_factor, truncated as transformers' int()) must be even and >= 2;
+ * longrope needs rot / 2 short and long factors. */
+static kvc_status check_rotary(const kvc_hparams *hp, const kvc_model_config *cfg) {
+    const int64_t rot = kvci_model_rot_dim(cfg);
+    const kvc_rope_config *r = &cfg->rope;
+    if (rot < 2 || rot % 2 != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: the rotary width %lld (head_dim %lld x partial_rotary_factor %g) must be even and >= 2",
+                         hp->cfg.doc, (long long)rot, (long long)cfg->head_dim, r->partial_rotary_factor);
+    if (r->type == KVC_ROPE_LONGROPE && (r->n_short_factors != rot / 2 || r->n_long_factors != rot / 2))
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s.short_factor and long_factor hold %d and %d entries; the rotary width %lld needs %lld "
+                         "each",
+                         hp->cfg.doc, hp->rope_source, (int)r->n_short_factors, (int)r->n_long_factors, (long long)rot,
+                         (long long)(rot / 2));
+    return KVC_OK;
+}
+
+int64_t kvci_model_rot_dim(const kvc_model_config *c) {
+    if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
+    const double f = c->rope.partial_rotary_factor;
+    return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
 }
 
 /* The SwiGLU families' activation, hidden_act (silu when absent; transformers' "swish" is the same
@@ -118,7 +151,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
                          (long long)cfg->head_dim);
-    return KVC_OK;
+    return check_rotary(hp, cfg);
 }
 
 kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out) {

@@ -1,6 +1,6 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3 and the softmax-routed
- * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run; Phi-3 is planned only.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, which layers
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3 and the softmax-routed
+ * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer),
  * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
  * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
@@ -58,9 +58,27 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     return KVC_OK;
 }
 
+/* Phi-3 (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini): no bias anywhere whatever the config says (its modules
+ * are built without), rms_norm_eps 1e-5 when absent (Phi3Config's); the fused qkv_proj / gate_up_proj are
+ * weights.c's. transformers reads a Phi-3 rope of type yarn as longrope, which would need short and long
+ * factors that a yarn dict lacks: refused by name. */
+static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    if (cfg->rope.type == KVC_ROPE_YARN)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phi3 with rope type \"yarn\" (transformers runs it as longrope, which "
+                         "needs short_factor and long_factor): not supported",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
+    if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -111,7 +129,7 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", true},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", true},
     {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
-    {"phi3", "Phi3ForCausalLM", "phi3", false},
+    {"phi3", "Phi3ForCausalLM", "phi3", true},
 };
 
 const kvc_family_desc kvc_family_dense = {

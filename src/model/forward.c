@@ -56,6 +56,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     const int64_t Tm = max_tokens, H = c->hidden_size, nH = c->num_heads, rkv = c->kv_lora_rank;
     const int64_t dr = c->qk_rope_head_dim, dn = c->qk_nope_head_dim;
     ws->max_tokens = Tm, ws->max_rows = max_rows, ws->max_kv_len = max_kv_len;
+    ws->rope_long = m->inv_freq_long != NULL && max_kv_len > c->rope.original_max_position;
     ws->qw = nH * dq;
     ws->kw = kvci_max64(nkv * dq, rkv);
     ws->vw = kvci_max64(nkv * dv, dr);
@@ -330,12 +331,13 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     kvci_step_profile_step(md->is_prefill, T, md->n_rows);
     double t0 = kvci_sp_begin();
     const int64_t rot = m->rot_dim;
+    const float *inv_freq = ws->rope_long ? m->inv_freq_long : m->inv_freq;
     for (int64_t t = 0; t < T; t++) {
         float *row = ws->h + t * H;
         kvci_wmat_row(&m->embed, a->token_ids[t], row);
         if (c->embed_scale != 0.0f)
             for (int64_t i = 0; i < H; i++) row[i] *= c->embed_scale;
-        kvc_rope_cos_sin(m->inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
+        kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)
             kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
                              ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);

@@ -20,6 +20,10 @@ typedef struct kvc_model_attn_plan {
 
 struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
+    /* longrope: every token of every step rotates with the long factors, chosen once for the workspace:
+     * max_kv_len (the engine's max_model_len, the runner's max_seq_len) beyond
+     * original_max_position_embeddings, as vLLM's max_model_len rule (docs/model.md, Phi-3) */
+    bool rope_long;
     int64_t qw, kw, vw, ow; /* widths: nH*Dq, Nkv*Dq, Nkv*Dv, nH*max(Dv, rkv) */
     int64_t ffw;            /* widest MLP intermediate (I, 2I for GptOss, Imoe, the shared expert's) */
     float *h;               /* [Tm, H] residual stream */

@@ -239,6 +239,7 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
     /* Qwen2-VL's multimodal rope: the default frequencies over 3-D positions (transformers renames it default);
      * for text alone the three position parts are the token's position */
     if (strcmp(name, "mrope") == 0) name = "default";
+    if (strcmp(name, "su") == 0) name = "longrope"; /* the first Phi-3 128k configs' name (transformers renames it) */
     for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
         if (strcmp(name, ROPE_NAMES[i]) == 0) {
             *out = (kvc_rope_type)i;
@@ -280,14 +281,38 @@ static kvc_status read_yarn(const kvc_json_obj *dict, kvc_rope_config *r) {
     return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
 }
 
+/* A longrope factor list `key` (absent: *n 0; the runtime's kvc_rope_frequencies wants rot_dim / 2 entries): at
+ * most KVC_ROPE_MAX_FACTORS finite positive numbers. */
+static kvc_status read_factors(const kvc_json_obj *dict, const char *key, float *out, int32_t *n) {
+    const cJSON *list = NULL;
+    bool have = false;
+    *n = 0;
+    KVC_TRY(kvci_json_array(dict, key, KVC_ROPE_MAX_FACTORS, &list, &have));
+    for (int i = 0; have && i < cJSON_GetArraySize(list); i++) {
+        const cJSON *v = cJSON_GetArrayItem(list, i);
+        if (!cJSON_IsNumber(v))
+            return kvci_fail(KVC_EINVAL, "%s: %s.%s[%d] must be a number, got %s", dict->doc, dict->path, key, i,
+                             kvci_json_type_name(v));
+        if (!(v->valuedouble > 0.0) || !(v->valuedouble <= KVC_HP_MAX_FACTOR))
+            return kvci_fail(KVC_EINVAL, "%s: %s.%s[%d] %g outside (0, %g]", dict->doc, dict->path, key, i,
+                             v->valuedouble, KVC_HP_MAX_FACTOR);
+        out[i] = (float)v->valuedouble; /* transformers: torch.tensor(factors, dtype=float32) */
+        *n = i + 1;
+    }
+    return KVC_OK;
+}
+
 /* longrope (Phi-3.5, Phi-4-mini): without a factor in the dict transformers takes max_position_embeddings over
  * the original length (a top-level original_max_position_embeddings first: Phi-3 keeps it there); an explicit
- * attention_factor wins over the one derived from the factor (kvc_rope_attention_factor). */
+ * attention_factor wins over the one derived from the factor (kvc_rope_attention_factor); the short and long
+ * factor lists. */
 static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     bool have = false;
     if (kvci_json_find(dict, "factor") == NULL && hp->have_max_pos)
         r->factor = (double)hp->max_pos / (double)r->original_max_position;
-    return kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have);
+    KVC_TRY(kvci_json_num(dict, "attention_factor", POSITIVE_FACTOR, &r->attention_factor, &have));
+    KVC_TRY(read_factors(dict, "short_factor", r->short_factor, &r->n_short_factors));
+    return read_factors(dict, "long_factor", r->long_factor, &r->n_long_factors);
 }
 
 /* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
@@ -298,12 +323,15 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
                            .beta_slow = 1.0,
                            .attention_factor = 0.0,
                            .truncate = true};
-    const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true};
+    const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true}, share = {0.0, 1.0, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;
+    r->partial_rotary_factor = 1.0; /* the dict's, else the top-level key (transformers' setdefault) */
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     if (dict == NULL) return KVC_OK;
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
+    KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     KVC_TRY(rope_type_of(dict, &r->type));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */

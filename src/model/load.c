@@ -151,6 +151,24 @@ static const char *file_name(const load_ctx *c, const char *name, char *buf, siz
     return buf;
 }
 
+/* Where the file holds t: under its own name (*sp = t->split), else inside t->fused (Phi-3's qkv_proj,
+ * gate_up_proj: this rank's rows of t's part along dim 0, *name the fused tensor's file name in buf). */
+static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const char **name, char *buf, size_t cap,
+                               kvc_wsplit *sp) {
+    *sp = t->split;
+    if (!t->fused.name || kvc_safetensors_has(c->st, *name)) return KVC_OK;
+    const char *fused = file_name(c, t->fused.name, buf, cap);
+    if (!kvc_safetensors_has(c->st, fused))
+        return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", *name, fused);
+    if (t->split.dim > 0) /* weights.c splits the operands a checkpoint fuses by their rows only */
+        return kvci_fail(KVC_EINVAL, "model_load: \"%s\" split along dim %d cannot be read from \"%s\"", *name,
+                         (int)t->split.dim, fused);
+    *sp =
+        (kvc_wsplit){.dim = 0, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == 0 ? t->split.start : 0)};
+    *name = fused;
+    return KVC_OK;
+}
+
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
  * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16, F16 or else f32). Each
  * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
@@ -170,9 +188,12 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     }
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
+    char fbuf[320];
+    kvc_wsplit sp;
+    KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
-                                     : read_part(c, name, t->ndim, t->shape, &t->split, 0, tmp);
+    kvc_status s =
+        strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16

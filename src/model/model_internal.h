@@ -131,6 +131,7 @@ struct kvc_model {
     int64_t arena_bytes;
     float *derived;          /* [num_layers * nH * rkv * dn] the wuk_t of every MLA layer, or NULL */
     float *inv_freq;         /* [rot/2] RoPE inverse frequencies after scaling (full-attention layers) */
+    float *inv_freq_long;    /* [rot/2] longrope's with its long factors (a workspace's rope_long); else NULL */
     float rope_attn_factor;  /* A (MF 1.4) */
     float *inv_freq_sliding; /* [rot/2] the sliding layers' (cfg.rope_sliding), when they differ; else NULL */
     float rope_attn_factor_sliding;
@@ -159,11 +160,19 @@ typedef struct kvc_wsplit {
     int64_t full, start;
     bool zero;
 } kvc_wsplit;
+/* Where a GEMM operand lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
+ * self_attn.qkv_proj [q | k | v] and mlp.gate_up_proj [gate | up]): the fused tensor's name, its
+ * length along dim 0, and the first of this operand's entries there; name NULL: never fused. */
+typedef struct kvc_wfused {
+    const char *name;
+    int64_t rows, at;
+} kvc_wfused;
 typedef struct kvc_wtensor {
     const char *name;
     int32_t ndim;
     const int64_t *shape; /* this rank's part, as stored (before any transpose) */
     kvc_wsplit split;
+    kvc_wfused fused; /* the loader reads it there when the file has no `name` */
     kvc_winit init;
     float **vec;
     kvc_wmat *mat;
@@ -204,6 +213,10 @@ kvc_status kvci_model_prepare(kvc_model *m);
  * byte is copied, the parts keep their names and data, and each output row is computed
  * by the same per-row arithmetic as before, so fusing changes no bit of any output. */
 void kvci_model_fuse(kvc_model *m);
+
+/* The rotary width of c: MLA's qk_rope_head_dim, else head_dim times rope.partial_rotary_factor (truncated, as
+ * transformers' int(); 0 or 1: the whole head); the channels beyond it pass through unrotated. */
+int64_t kvci_model_rot_dim(const kvc_model_config *c);
 
 /* What a step of the model reads and computes (bench model's rooflines). */
 typedef struct kvc_model_cost_path {

@@ -24,19 +24,26 @@ typedef struct visitor {
     char prefix[96];
 } visitor;
 
-static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
-                        bool transposed, kvc_winit init, kvc_wsplit split) {
-    char name[256];
+static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
+                              kvc_wmat *mat, bool transposed, kvc_winit init, kvc_wsplit split, kvc_wfused fused) {
+    char name[256], fused_name[256];
     snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
+    if (fused.name) snprintf(fused_name, sizeof fused_name, "%s%s", v->prefix, fused.name), fused.name = fused_name;
     const kvc_wtensor t = {.name = name,
                            .ndim = ndim,
                            .shape = shape,
                            .split = split,
+                           .fused = fused,
                            .init = init,
                            .vec = vec,
                            .mat = mat,
                            .transposed = transposed};
     return v->fn(v->user, &t);
+}
+
+static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
+                        bool transposed, kvc_winit init, kvc_wsplit split) {
+    return visit_fused(v, suffix, ndim, shape, vec, mat, transposed, init, split, (kvc_wfused){0});
 }
 
 /* ---- which part of a tensor this rank holds (docs/distributed.md) ---------- */
@@ -75,12 +82,21 @@ static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float
     return visit(v, suffix, 2, s, slot, NULL, false, init, sp);
 }
 
-/* A GEMM operand [rows, cols]. */
-static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp) {
+/* A GEMM operand [rows, cols], which a checkpoint may hold inside `fused` (name NULL: never). */
+static kvc_status m2_in(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp,
+                        kvc_wfused fused) {
     const int64_t s[2] = {rows, cols};
     w->count = 1, w->rows = rows, w->cols = cols;
-    return visit(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT, sp);
+    return visit_fused(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT, sp, fused);
 }
+
+static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp) {
+    return m2_in(v, suffix, rows, cols, w, sp, (kvc_wfused){0});
+}
+
+/* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
+ * the whole model's sizes); the runtime holds them apart (fuse.c joins them back where it can). */
+static bool fused_checkpoint(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
 static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
@@ -92,11 +108,15 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D)));
+    const int64_t fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D; /* the checkpoint's rows */
+    const bool fused = fused_checkpoint(c);
+    const char *qkv = fused ? "self_attn.qkv_proj.weight" : NULL;
+    TRY(m2_in(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D), (kvc_wfused){qkv, fq + 2 * fkv, 0}));
     if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
-    TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D)));
+    TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), (kvc_wfused){qkv, fq + 2 * fkv, fq}));
     if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D)));
-    TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D)));
+    TRY(m2_in(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D),
+              (kvc_wfused){qkv, fq + 2 * fkv, fq + fkv}));
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
@@ -132,13 +152,14 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
 
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
-    const int64_t H = c->hidden_size;
+    const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
+    const char *gu = fused_checkpoint(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
-    TRY(m2(v, n, I, H, g, even(v, 0, I)));
+    TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "mlp.%sup_proj.weight", sub);
-    TRY(m2(v, n, I, H, u, even(v, 0, I)));
+    TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "mlp.%sdown_proj.weight", sub);
     TRY(m2(v, n, H, I, d, even(v, 1, I)));
@@ -255,6 +276,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvc_aligned_free(m->derived);
     kvci_free(m->inv_freq);
     kvci_free(m->inv_freq_sliding);
+    kvci_free(m->inv_freq_long);
     kvci_free(m);
 }
 
@@ -311,6 +333,13 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: sliding_window %lld outside [%d, %lld]%s", (long long)c->sliding_window,
                          any_sliding ? 1 : 0, (long long)KVC_HP_MAX_POSITIONS,
                          any_sliding ? " (layer_sliding marks sliding layers)" : "");
+    const double prf = c->rope.partial_rotary_factor;
+    const int64_t rot = kvci_model_rot_dim(c);
+    if (!(prf >= 0.0 && prf <= 1.0) || rot < 2 || rot % 2 != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "model: rope.partial_rotary_factor %g must be in [0, 1] (0: 1) and give an even rotary "
+                         "width >= 2 (got %lld)",
+                         prf, (long long)rot);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     return fam->check ? fam->check(c, "model") : KVC_OK;
 }
@@ -366,10 +395,14 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     kvc_model *m = kvci_calloc(1, sizeof *m);
     if (!m) return kvci_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = local, m->full = *cfg, m->tp = *tp;
-    m->rot_dim = cfg->family == KVC_FAMILY_DEEPSEEK_V3 ? cfg->qk_rope_head_dim : cfg->head_dim;
+    m->rot_dim = kvci_model_rot_dim(cfg);
     m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
+    if (cfg->rope.type == KVC_ROPE_LONGROPE)
+        m->inv_freq_long = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     int64_t n = 0;
-    kvc_status st = m->inv_freq ? KVC_OK : kvci_fail(KVC_ENOMEM, "model: out of memory");
+    kvc_status st = m->inv_freq && (m->inv_freq_long || cfg->rope.type != KVC_ROPE_LONGROPE)
+                        ? KVC_OK
+                        : kvci_fail(KVC_ENOMEM, "model: out of memory");
     if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user); /* shapes, dtypes */
     if (st == KVC_OK) st = kvci_model_visit_weights(m, count_fn, &n);
     bool advised; /* 2 MiB pages where the kernel gives them: decode streams every weight once a step */
@@ -382,6 +415,9 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
+    float a_long = 0.0f; /* the same A as the short factors' */
+    if (st == KVC_OK && m->inv_freq_long)
+        st = kvc_rope_frequencies_long(&m->cfg.rope, m->rot_dim, m->inv_freq_long, &a_long);
     if (st == KVC_OK) st = sliding_rope(m);
     if (st != KVC_OK) {
         kvc_model_destroy(m);

@@ -1,5 +1,5 @@
 /* RoPE, the one implementation of the library: frequency plans (default,
- * linear, llama3, YaRN), cos/sin of a position, and the half-split and interleaved
+ * linear, llama3, YaRN, longrope), cos/sin of a position, and the half-split and interleaved
  * rotations used by the fused MLA write and by the model. Angles are f32
  * products pos * inv_freq[i] as in HF transformers. */
 #include <math.h>
@@ -36,11 +36,28 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
             return kvci_fail(KVC_EINVAL,
                              "rope yarn: attention_factor %g (>= 0), mscale %g and mscale_all_dim %g must be finite",
                              r->attention_factor, r->mscale, r->mscale_all_dim);
+    } else if (r->type == KVC_ROPE_LONGROPE) {
+        if (r->n_short_factors != rot_dim / 2 || r->n_long_factors != rot_dim / 2 || r->original_max_position <= 0)
+            return kvci_fail(KVC_EINVAL,
+                             "rope longrope: short_factor (%d) and long_factor (%d) must hold rot_dim / 2 = %lld "
+                             "entries each, original_max_position %lld must be > 0",
+                             (int)r->n_short_factors, (int)r->n_long_factors, (long long)(rot_dim / 2),
+                             (long long)r->original_max_position);
+        if (!isfinite(r->attention_factor) || r->attention_factor < 0.0 || !(r->factor > 0.0) || !isfinite(r->factor))
+            return kvci_fail(KVC_EINVAL, "rope longrope: attention_factor %g (>= 0) and factor %g (> 0) must be finite",
+                             r->attention_factor, r->factor);
+        for (int64_t i = 0; i < rot_dim / 2; i++)
+            if (!(r->short_factor[i] > 0.0f) || !isfinite(r->short_factor[i]) || !(r->long_factor[i] > 0.0f) ||
+                !isfinite(r->long_factor[i]))
+                return kvci_fail(KVC_EINVAL,
+                                 "rope longrope: short_factor[%lld] %g and long_factor[%lld] %g must be "
+                                 "finite and > 0",
+                                 (long long)i, (double)r->short_factor[i], (long long)i, (double)r->long_factor[i]);
     } else if (r->type == KVC_ROPE_LINEAR) {
         if (!(r->factor > 0.0) || !isfinite(r->factor))
             return kvci_fail(KVC_EINVAL, "rope linear: factor %g must be finite and > 0", r->factor);
     } else if (r->type != KVC_ROPE_DEFAULT) {
-        return kvci_fail(KVC_EINVAL, "rope: type %d unknown or not computed (default, linear, llama3, yarn)",
+        return kvci_fail(KVC_EINVAL, "rope: type %d unknown or not computed (default, linear, llama3, yarn, longrope)",
                          (int)r->type);
     }
     return KVC_OK;
@@ -102,13 +119,18 @@ static void yarn_scale(const kvc_rope_config *r, int64_t d, float *inv) {
     }
 }
 
-kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor) {
+/* The plan's frequencies; longrope with its long factors when `long_factors`, else its short ones. */
+static kvc_status frequencies(const kvc_rope_config *r, int64_t rot_dim, bool long_factors, float *inv_freq,
+                              float *attn_factor) {
     kvc_status st = check_plan(r, rot_dim);
     if (st != KVC_OK) return st;
     if (!inv_freq || !attn_factor) return kvci_fail(KVC_EINVAL, "rope: inv_freq and attn_factor must not be NULL");
     const int64_t half = rot_dim / 2;
-    for (int64_t i = 0; i < half; i++) /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
-        inv_freq[i] = 1.0f / powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
+    const float *ext = r->type != KVC_ROPE_LONGROPE ? NULL : long_factors ? r->long_factor : r->short_factor;
+    for (int64_t i = 0; i < half; i++) { /* HF: theta ** (arange(0, d, 2).float() / d) in f32 */
+        const float p = powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
+        inv_freq[i] = 1.0f / (ext ? ext[i] * p : p); /* longrope: 1 / (ext_factors * p), f32 */
+    }
     if (r->type == KVC_ROPE_LINEAR) /* position interpolation: HF divides the f32 frequencies by the factor */
         for (int64_t i = 0; i < half; i++) inv_freq[i] /= (float)r->factor;
     else if (r->type == KVC_ROPE_LLAMA3)
@@ -117,6 +139,17 @@ kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float
         yarn_scale(r, rot_dim, inv_freq);
     *attn_factor = (float)kvc_rope_attention_factor(r);
     return KVC_OK;
+}
+
+kvc_status kvc_rope_frequencies(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor) {
+    return frequencies(r, rot_dim, false, inv_freq, attn_factor);
+}
+
+kvc_status kvc_rope_frequencies_long(const kvc_rope_config *r, int64_t rot_dim, float *inv_freq, float *attn_factor) {
+    if (r && r->type != KVC_ROPE_LONGROPE)
+        return kvci_fail(KVC_EINVAL, "rope: long factors need a longrope plan (type %d), not type %d",
+                         (int)KVC_ROPE_LONGROPE, (int)r->type);
+    return frequencies(r, rot_dim, true, inv_freq, attn_factor);
 }
 
 void kvc_rope_cos_sin(const float *inv_freq, int64_t rot_dim, float attn_factor, int64_t pos, float *cos, float *sin) {

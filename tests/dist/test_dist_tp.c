@@ -51,6 +51,8 @@ static const tp_case DEEPSEEK_FULL = {.sub = "deepseek_v3", .mode = KVC_RUNNER_P
 static const tp_case DEEPSEEK_LATENT = {.sub = "deepseek_v3", .mode = KVC_RUNNER_MLA_LATENT};
 /* sliding and full layers with their own ropes; the sub-layers' outputs reduced before their norms */
 static const tp_case GEMMA3 = {.sub = "gemma3", .mode = KVC_RUNNER_PAGED};
+/* Phi-3: each rank's rows of the fused qkv_proj / gate_up_proj, partial rotary, longrope, tied embeddings */
+static const tp_case PHI3 = {.sub = "phi3_longrope", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -329,6 +331,7 @@ FAMILY_TESTS(gpt_oss, GPT_OSS)
 FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
 FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
 FAMILY_TESTS(gemma3, GEMMA3)
+FAMILY_TESTS(phi3, PHI3)
 
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
@@ -428,6 +431,7 @@ int main(int argc, char **argv) {
         T(deepseek_full),
         T(deepseek_latent),
         T(gemma3),
+        T(phi3),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),

@@ -195,6 +195,14 @@ static void test_oracle_gemma3(void **state) {
     oracle_family("gemma3");
 }
 
+/* Phi-3: fused weights, a window of 8; Phi-4-mini-like partial rotary and longrope (max_model_len 48, within
+ * original_max_position_embeddings 64: the short factors, as transformers) */
+static void test_oracle_phi3(void **state) {
+    (void)state;
+    oracle_family("phi3");
+    oracle_family("phi3_longrope");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -202,7 +210,7 @@ int main(void) {
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
-        cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

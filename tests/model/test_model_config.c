@@ -182,6 +182,43 @@ static void test_gemma3_fields(void **state) {
     assert_true(c.rope.theta == 1e6 && c.rope_sliding.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0 / 16.0);
 }
 
+#define PHI3_BASE                                                                                                      \
+    "{\"model_type\":\"phi3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+
+/* Phi-3 as the hub writes it: Phi-3-mini-4k (a window on every layer, no rope dict, biases refused by its
+ * modules whatever the config says, rms_norm_eps 1e-5 when absent) and Phi-4-mini / Phi-3.5-mini (a top-level
+ * partial_rotary_factor, longrope with "su" its first name, the original length at the top level); the dict's
+ * partial_rotary_factor wins over the top-level one. */
+static void test_phi3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(PHI3_BASE "\"sliding_window\":2047,\"rope_scaling\":null,"
+                                                      "\"attention_bias\":true,\"mlp_bias\":true}",
+                                            "phi3-mini", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && kvci_model_rot_dim(&c) == 16);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(c.layer_sliding[0] && c.layer_sliding[1] && c.sliding_window == 2047);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(PHI3_BASE "\"max_position_embeddings\":131072,"
+                                                      "\"original_max_position_embeddings\":4096,"
+                                                      "\"partial_rotary_factor\":0.75,\"tie_word_embeddings\":true,"
+                                                      "\"rope_scaling\":{\"type\":\"su\",\"short_factor\":[1,1,1,1,1,"
+                                                      "1],\"long_factor\":[1,2,3,4,5,6.5]}}",
+                                            "phi4-mini", &c),
+                     KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LONGROPE && c.rope.original_max_position == 4096 && c.rope.factor == 32.0);
+    assert_true(kvci_model_rot_dim(&c) == 12 && c.rope.n_short_factors == 6 && c.rope.n_long_factors == 6);
+    assert_true(c.rope.long_factor[5] == 6.5f && c.tie_word_embeddings && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse(PHI3_BASE "\"partial_rotary_factor\":0.75,"
+                                                      "\"rope_parameters\":{\"rope_type\":\"default\","
+                                                      "\"partial_rotary_factor\":0.5}}",
+                                            "phi3-dict", &c),
+                     KVC_OK);
+    assert_int_equal(kvci_model_rot_dim(&c), 8);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -237,6 +274,25 @@ static void test_refusals(void **state) {
                    "\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,\"n_routed_experts\":8,"
                    "\"n_group\":4,\"topk_group\":1,\"num_experts_per_tok\":4}",
                    "k <= topk_group");
+    /* Phi-3: longrope factors that do not match the rotary width, an odd rotary width, a rope type
+     * transformers would misread, longrope beside a sliding layers' rope */
+    expect_refusal(PHI3_BASE "\"partial_rotary_factor\":0.75,\"original_max_position_embeddings\":64,"
+                             "\"rope_scaling\":{\"type\":\"longrope\","
+                             "\"short_factor\":[1,1,1,1,1,1,1,1],\"long_factor\":[1,1,1,1,1,1,1,1]}}",
+                   "short_factor and long_factor hold 8 and 8 entries; the rotary width 12 needs 6 each");
+    expect_refusal(PHI3_BASE "\"partial_rotary_factor\":0.1}", "the rotary width 1 (head_dim 16 x");
+    expect_refusal(PHI3_BASE "\"partial_rotary_factor\":0.35}", "must be even");
+    expect_refusal(PHI3_BASE "\"original_max_position_embeddings\":64,\"rope_scaling\":{\"type\":\"longrope\","
+                             "\"short_factor\":[1,\"x\"]}}",
+                   "short_factor[1] must be a number");
+    expect_refusal(PHI3_BASE "\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4,"
+                             "\"original_max_position_embeddings\":64}}",
+                   "phi3 with rope type \"yarn\"");
+    expect_refusal(PHI3_BASE "\"sliding_window\":4,\"original_max_position_embeddings\":64,"
+                             "\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
+                             "\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,1],\"long_factor\":[1,1,1,1,1,1,1,1]},"
+                             "\"sliding_attention\":{\"rope_type\":\"default\"}}}",
+                   "longrope as the one rope of every layer");
 }
 
 int main(void) {
@@ -247,6 +303,7 @@ int main(void) {
         cmocka_unit_test(test_family_fields),
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
+        cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,6 +234,37 @@ static void test_gemma3_multimodal(void **state) {
     kvc_test_oracle_close(&o);
 }
 
+/* Phi-3-mini-like: the fused qkv_proj / gate_up_proj split at load, GQA, a window of 8 on every layer, untied */
+static void test_phi3(void **state) {
+    (void)state;
+    run_dir("phi3");
+}
+
+/* Phi-4-mini-like: partial_rotary_factor 0.75, longrope (its short factors: every position here is below
+ * original_max_position_embeddings 64, for transformers and for the runtime's workspaces alike) with its
+ * attention factor, tied embeddings, GQA. A workspace of 65 positions (beyond 64) rotates every token with
+ * the long factors, whatever its positions: the first prompt's logits then are transformers' with the long
+ * factors (long_factor_prompt_logits), and a workspace of 64 positions keeps the short ones. */
+static void test_phi3_longrope(void **state) {
+    (void)state;
+    run_dir("phi3_longrope");
+    kvc_test_oracle o;
+    kvc_test_oracle_open("phi3_longrope", &o);
+    const int64_t T = o.lens[0];
+    float *lg = malloc((size_t)(T * o.V) * sizeof(float));
+    assert_non_null(lg);
+    const char *keys[2] = {"prompt_logits", "long_factor_prompt_logits"};
+    for (int i = 0; i < 2; i++) {
+        kvc_test_prompt_logits_kv(o.m, o.ids, T, 64 + i, lg);
+        const cJSON *ref = cJSON_GetObjectItem(o.prompts[0], keys[i]);
+        assert_int_equal(cJSON_GetArraySize(ref), T);
+        for (int64_t t = 0; t < T; t++)
+            kvc_test_oracle_compare_row(lg + t * o.V, cJSON_GetArrayItem(ref, (int)t), o.V, keys[i], t);
+    }
+    free(lg);
+    kvc_test_oracle_close(&o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -249,6 +280,8 @@ int main(void) {
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_phi3_longrope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

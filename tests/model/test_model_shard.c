@@ -4,7 +4,8 @@
  * columns, MLA's kv_b rows and its latent projections whole, the row-parallel biases on rank 0
  * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
  * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints;
- * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint);
+ * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint;
+ * Phi-3's fused q/k/v and gate/up);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -215,12 +216,20 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(kvc_last_error(), "num_attention_heads 4"));
 }
 
+/* Phi-3's fused qkv_proj and gate_up_proj: each rank reads its q, k, v and gate, up rows in place (KV heads
+ * replicated on 4 ranks); with and without partial rotary and longrope */
+static void test_phi3(void **state) {
+    (void)state;
+    check_family("phi3", KVC_WMAT_CHECKPOINT);
+    check_family("phi3_longrope", KVC_WMAT_CHECKPOINT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
         cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
         cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

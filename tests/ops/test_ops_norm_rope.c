@@ -1,5 +1,5 @@
 /* The library's one RMSNorm and one RoPE (ops.h): frequency plans (default,
- * llama3, YaRN) against float64 formulas written here from the HF
+ * llama3, YaRN, longrope) against float64 formulas written here from the HF
  * definitions, cos/sin of a position, the half-split and interleaved
  * rotations over heads in place, the row-wise RMSNorm, and the refusals of
  * unusable plans. */
@@ -141,6 +141,57 @@ static void test_plan_refusals(void **state) {
     assert_int_equal(kvc_rope_frequencies(NULL, 16, inv, &A), KVC_EINVAL);
 }
 
+/* longrope (Phi-3.5, Phi-4-mini): inv_freq[i] = 1 / (ext[i] theta^(2i/d)), ext the short factors
+ * (kvc_rope_frequencies) or the long ones (kvc_rope_frequencies_long), A = sqrt(1 + ln f / ln L0); then a
+ * head of 16 whose first 12 dims rotate (partial_rotary_factor 0.75) at position 5000 (beyond L0) with the
+ * long factors, against the float64 formula, its last 4 dims untouched; refusals: factor counts that are
+ * not rot_dim / 2, a non-positive factor, the long factors of another type. */
+static void test_longrope_frequencies(void **state) {
+    (void)state;
+    enum { ROT = 12, D = 16 };
+    kvc_rope_config r = {.type = KVC_ROPE_LONGROPE,
+                         .theta = 10000.0,
+                         .factor = 32.0,
+                         .original_max_position = 4096,
+                         .n_short_factors = ROT / 2,
+                         .n_long_factors = ROT / 2,
+                         .short_factor = {1.0f, 1.25f, 1.5f, 2.0f, 3.0f, 4.5f},
+                         .long_factor = {1.1f, 2.5f, 7.0f, 13.0f, 40.0f, 61.5f}};
+    float inv_s[ROT / 2], inv_l[ROT / 2], As = 0, Al = 0;
+    assert_int_equal(kvc_rope_frequencies(&r, ROT, inv_s, &As), KVC_OK);
+    assert_int_equal(kvc_rope_frequencies_long(&r, ROT, inv_l, &Al), KVC_OK);
+    const double A = sqrt(1.0 + log(32.0) / log(4096.0));
+    assert_true(fabs(As - A) < 1e-6 && Al == As);
+    for (int i = 0; i < ROT / 2; i++) {
+        const double base = pow(10000.0, 2.0 * i / ROT);
+        assert_true(rel(inv_s[i], 1.0 / ((double)r.short_factor[i] * base)) < 1e-6);
+        assert_true(rel(inv_l[i], 1.0 / ((double)r.long_factor[i] * base)) < 1e-6);
+    }
+    float cs[ROT], sn[ROT], x[D], o[D];
+    const int64_t pos = 5000;
+    kvc_rope_cos_sin(inv_l, ROT, Al, pos, cs, sn);
+    for (int i = 0; i < D; i++) o[i] = x[i] = (float)cos(0.71 * i + 0.2);
+    kvc_rope_heads_f32(x, 1, D, cs, sn, ROT, false, NULL);
+    for (int i = 0; i < ROT / 2; i++) {
+        const double ang = (double)pos / ((double)r.long_factor[i] * pow(10000.0, 2.0 * i / ROT));
+        const double x1 = o[i], x2 = o[i + ROT / 2];
+        /* the f32 angle pos * inv_freq is within 2^-23 * 5000 rad of the exact one */
+        assert_true(fabs(x[i] - A * (x1 * cos(ang) - x2 * sin(ang))) < 2e-3 * A);
+        assert_true(fabs(x[i + ROT / 2] - A * (x2 * cos(ang) + x1 * sin(ang))) < 2e-3 * A);
+    }
+    for (int i = ROT; i < D; i++) assert_true(x[i] == o[i]);
+    kvc_rope_config bad = r;
+    bad.n_long_factors = 5;
+    assert_int_equal(kvc_rope_frequencies(&bad, ROT, inv_s, &As), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "long_factor (5)"));
+    bad = r, bad.short_factor[2] = 0.0f;
+    assert_int_equal(kvc_rope_frequencies_long(&bad, ROT, inv_l, &Al), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "short_factor[2]"));
+    const kvc_rope_config def = {.type = KVC_ROPE_DEFAULT, .theta = 10000.0};
+    assert_int_equal(kvc_rope_frequencies_long(&def, ROT, inv_l, &Al), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "long factors need a longrope plan"));
+}
+
 /* cos/sin of a position, then both rotations over 3 heads in place against
  * the float64 rotate_half formula (interleaved: on the de-interleaved pairs). */
 static void test_rotations(void **state) {
@@ -235,10 +286,11 @@ static void test_rmsnorm_rows_threads(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies), cmocka_unit_test(test_yarn_frequencies),
-        cmocka_unit_test(test_llama3_frequencies),  cmocka_unit_test(test_linear_frequencies),
-        cmocka_unit_test(test_plan_refusals),       cmocka_unit_test(test_rotations),
-        cmocka_unit_test(test_rmsnorm_rows),        cmocka_unit_test(test_rmsnorm_rows_threads),
+        cmocka_unit_test(test_default_frequencies),  cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),   cmocka_unit_test(test_linear_frequencies),
+        cmocka_unit_test(test_plan_refusals),        cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_longrope_frequencies), cmocka_unit_test(test_rmsnorm_rows),
+        cmocka_unit_test(test_rmsnorm_rows_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

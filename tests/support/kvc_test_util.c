@@ -154,6 +154,10 @@ bool kvc_test_zero_bytes(const void *p, size_t n) {
 bool kvc_test_kernel_has_thp(void) { return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0; }
 
 void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, float *lg) {
+    kvc_test_prompt_logits_kv(m, ids, T, T, lg);
+}
+
+void kvc_test_prompt_logits_kv(const kvc_model *m, const int32_t *ids, int64_t T, int64_t max_kv_len, float *lg) {
     int64_t *pos = malloc((size_t)T * sizeof *pos), lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
     assert_non_null(pos);
     for (int64_t i = 0; i < T; i++) pos[i] = i;
@@ -168,7 +172,7 @@ void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, f
                             .cu_seq_lens_q = cu,
                             .cu_seq_lens_kv = cu};
     kvc_model_workspace *ws = NULL;
-    kvc_status st = kvc_model_workspace_create(m, T, 1, T, &ws);
+    kvc_status st = kvc_model_workspace_create(m, T, 1, max_kv_len, &ws);
     kvc_forward_args a = {.token_ids = ids, .md = &md, .all_logits = true, .logits = lg};
     if (st == KVC_OK) st = kvc_model_forward(m, ws, &a);
     kvc_model_workspace_destroy(ws);

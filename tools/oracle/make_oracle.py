@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
-For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3) this script
+For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
+phi3_longrope) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -40,6 +41,8 @@ from transformers import (
     GptOssForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     SiglipVisionConfig,
     Qwen3Config,
     Qwen3ForCausalLM,
@@ -281,6 +284,48 @@ def gemma3_config():
     )
 
 
+# both Phi-3 oracles: 2 layers of width 64 (MLP 96), 4 query heads and 2 KV heads of 16, no special tokens
+PHI3_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def phi3_config():
+    # Phi-3-mini at toy size: fused qkv_proj / gate_up_proj, GQA (4 query heads, 2 KV heads of 16), the
+    # whole head rotated with the default rope, a sliding window of 8 on every layer (shorter than the
+    # 23- and 40-token prompts), untied embeddings, rms_norm_eps left at Phi3Config's 1e-5.
+    return Phi3Config(
+        **PHI3_SHAPE,
+        sliding_window=8,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False,
+        max_position_embeddings=512,
+        original_max_position_embeddings=512,
+    )
+
+
+def phi3_longrope_factors(n, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return [round(float(v), 4) for v in 1.0 + 3.0 * torch.rand(n, generator=gen)]
+
+
+def phi3_longrope_config():
+    # Phi-4-mini at toy size: partial_rotary_factor 0.75 (12 of each head's 16 dims rotate, 6 frequencies),
+    # longrope with 6 short and 6 long factors, original_max_position_embeddings 64 (beyond every prompt and
+    # continuation here, so transformers takes the short factors) and max_position_embeddings 256 (factor 4:
+    # attention factor sqrt(1 + ln 4 / ln 64)), tied embeddings, GQA (4 query heads, 2 KV heads), no window.
+    return Phi3Config(
+        **PHI3_SHAPE,
+        partial_rotary_factor=0.75,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                         "short_factor": phi3_longrope_factors(6, 1), "long_factor": phi3_longrope_factors(6, 2),
+                         "original_max_position_embeddings": 64},
+        original_max_position_embeddings=64,
+        tie_word_embeddings=True,
+        max_position_embeddings=256,
+        sliding_window=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -289,6 +334,8 @@ FAMILIES = {
     "mixtral": (mixtral_config, MixtralForCausalLM),
     "qwen2_moe": (qwen2_moe_config, Qwen2MoeForCausalLM),
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
+    "phi3": (phi3_config, Phi3ForCausalLM),
+    "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
 }
 
 
@@ -572,6 +619,11 @@ def make_family(family, out_root, seed):
         }
         if pi == 0:
             entry["layer_outputs"] = layer_outputs(model, ids)
+        if pi == 0 and family == "phi3_longrope":
+            # the long factors' logits: transformers takes them only past original_max_position_embeddings,
+            # where its frequencies are those of a config whose short factors are the long ones
+            entry["long_factor_prompt_logits"] = with_config(model, rope_parameters={
+                **model.config.rope_parameters, "short_factor": model.config.rope_parameters["long_factor"]})(ids)
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
@@ -599,6 +651,16 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "phi3":
+        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+    if family == "phi3_longrope":
+        rp = model.config.rope_parameters
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], partial_rotary_factor=1.0,
+            rope_parameters={**rp, "partial_rotary_factor": 1.0, "short_factor": rp["short_factor"] + [1.0] * 2,
+                             "long_factor": rp["long_factor"] + [1.0] * 2})
+        summary["sensitivity_long_factors"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -682,15 +744,20 @@ def make_gemma3_multimodal(text_model, out_root, ps):
             "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
 
 
-@torch.no_grad()
-def sensitivity(model, ids, **overrides):
-    """Max |logit difference| on one prompt when a config field is changed (same weights):
-    shows that the stored data can tell the two computations apart."""
+def with_config(model, **overrides):
+    """forward_logits of a model with the same weights and config fields changed."""
     cfg = model.config.__class__.from_dict({**model.config.to_dict(), **overrides})
     other = model.__class__._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
     other.load_state_dict(model.state_dict())
     other.eval()
-    return float((forward_logits(other, ids) - forward_logits(model, ids)).abs().max())
+    return lambda ids: forward_logits(other, ids)
+
+
+@torch.no_grad()
+def sensitivity(model, ids, **overrides):
+    """Max |logit difference| on one prompt when a config field is changed (same weights):
+    shows that the stored data can tell the two computations apart."""
+    return float((with_config(model, **overrides)(ids) - forward_logits(model, ids)).abs().max())
 
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
@@ -733,7 +800,8 @@ def main():
     torch.set_num_threads(1)  # same reduction order on every run
     os.makedirs(args.out, exist_ok=True)
     summaries = []
-    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3"]:
+    for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
+                               "phi3", "phi3_longrope"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
