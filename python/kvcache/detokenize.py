@@ -1,7 +1,30 @@
 """Generated ids to text, a step at a time: deltas that never end in half a
 UTF-8 character, and stop strings that end the text (never streamed in part)."""
+import codecs
 
 _CONTEXT = 5  # prompt tokens decoded before the output, so the first token's leading space is kept
+_MAX_CHAR = 4  # bytes of the longest UTF-8 character, so tokens of one character at most
+
+
+def open_tail(tokenizer, ids):
+    """How many of ids' last tokens hold the start of a UTF-8 character that ids end inside (0: ids end on a
+    character boundary). Given as token ids, a prompt can end there: those tokens' text belongs with the
+    output that completes the character. Bytes that can never be UTF-8 (decoded as U+FFFD) end nothing."""
+    pieces = [tokenizer.token_bytes(t) for t in ids[-_MAX_CHAR:]]
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(b"".join(pieces), final=False)
+    pending = len(decoder.getstate()[0])  # bytes of the unfinished character
+    held = 0
+    while pending > 0:
+        held += 1
+        pending -= len(pieces[-held])
+    return held
+
+
+def prompt_text(tokenizer, ids):
+    """The text of prompt ids that a TextStream's output goes on from: all but an unfinished character's
+    tokens (open_tail), whose text comes with the output."""
+    return tokenizer.decode(ids[:len(ids) - open_tail(tokenizer, ids)])
 
 
 class TextStream:
@@ -19,9 +42,11 @@ class TextStream:
     def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False):
         self._tok = tokenizer
         self._skip = skip_special_tokens
-        self._ids = list(prompt_ids[-_CONTEXT:])
+        held = open_tail(tokenizer, prompt_ids)
+        self.lent = b"".join(tokenizer.token_bytes(t) for t in prompt_ids[len(prompt_ids) - held:])
+        self._ids = list(prompt_ids[-(_CONTEXT + held):])
         self._prefix = 0  # self._ids[_prefix:_read] decodes to the text before the pending part
-        self._read = len(self._ids)
+        self._read = len(self._ids) - held
         self._taken = 0  # characters of the pending tokens' text already in self.text
         self._stop = tuple(s for s in stop if s)
         self._hold = max((len(s) for s in self._stop), default=1) - 1
@@ -85,3 +110,19 @@ class TextStream:
             self.text += tail
             self._cut_at_stop(start)
         return self._take(len(self.text))
+
+
+class TextPlace:
+    """A character offset in a text that tokens' bytes extend: advance(bytes) returns the offset where they
+    begin (a token that continues a character is at that character's) and moves past their whole characters."""
+
+    def __init__(self, offset, lead=b""):
+        """lead: bytes of an unfinished character before the offset (a prompt's open tail, lent to the text)."""
+        self.offset = offset
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self.offset += len(self._utf8.decode(lead))
+
+    def advance(self, data):
+        at = self.offset
+        self.offset += len(self._utf8.decode(data))
+        return at

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
-from ..detokenize import TextStream
+from ..detokenize import TextPlace, TextStream, prompt_text
 from ..engine import SamplingParams
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
@@ -274,24 +274,23 @@ class Server:
         return gen, prompts
 
     def _echo(self, gen, req):
-        """The text a completion choice begins with: its prompt's with echo, else nothing."""
+        """The text a completion choice begins with: its prompt's with echo, else nothing. Of token ids that end
+        inside a character, the text up to it: the character comes with the choice's text (TextStream)."""
         if not gen.echo:
             return ""
         p = req.prompt
-        return p.text if p.text is not None else self.tokenizer.decode(p.ids)
+        return p.text if p.text is not None else prompt_text(self.tokenizer, p.ids)
 
     def _token_name(self, gen):
         """How logprobs name a token: its text, or "token_id:ID" with return_tokens_as_token_ids."""
         return (lambda t: f"token_id:{t}") if gen.tokens_as_ids else self._token_text
 
-    def _completion_logprobs(self, lps, offset, gen):
+    def _completion_logprobs(self, lps, place, gen):
         """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
-        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does)."""
+        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does). place: the choice's
+        TextPlace, moved past lps (a token inside a character is at that character's offset)."""
         name = self._token_name(gen)
-        offsets = []
-        for lp in lps:
-            offsets.append(offset)
-            offset += len(self._token_text(lp.token_id))
+        offsets = [place.advance(self._token_bytes(lp.token_id)) for lp in lps]
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
                 "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
                 "text_offset": offsets}
@@ -325,23 +324,24 @@ class Server:
         chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs))
         if gen.stream:
             async def sse():
-                offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
+                places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
                 async for i, delta, lps, reason in choices.merged(reqs):
-                    if offsets[i] is None:
-                        delta, offsets[i] = self._echo(gen, reqs[i]) + delta, 0
-                    logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
+                    if places[i] is None:
+                        echo = self._echo(gen, reqs[i])
+                        delta, places[i] = echo + delta, TextPlace(len(echo), reqs[i].text.lent)
+                    logprobs = self._completion_logprobs(lps or [], places[i], gen) if gen.logprobs is not None \
                         else None
-                    offsets[i] += len(delta)
                     yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect():
+        async def collect():  # logprobs come without echo (refused together): their offsets start at 0
             texts, lps = await choices.whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
-                           "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
+                           "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
+                           if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason)}
                           for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
 
