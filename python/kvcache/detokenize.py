@@ -3,21 +3,25 @@ UTF-8 character, and stop strings that end the text (never streamed in part)."""
 import codecs
 
 _CONTEXT = 5  # prompt tokens decoded before the output, so the first token's leading space is kept
-_MAX_CHAR = 4  # bytes of the longest UTF-8 character, so tokens of one character at most
+_TAIL = 16  # prompt tokens looked at for an unfinished character
+
+
+def _unfinished(data):
+    """Whether data end inside a UTF-8 character (bytes that can never be UTF-8 end nothing)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(data, final=False)
+    return bool(decoder.getstate()[0])
 
 
 def open_tail(tokenizer, ids):
-    """How many of ids' last tokens hold the start of a UTF-8 character that ids end inside (0: ids end on a
-    character boundary). Given as token ids, a prompt can end there: those tokens' text belongs with the
-    output that completes the character. Bytes that can never be UTF-8 (decoded as U+FFFD) end nothing."""
-    pieces = [tokenizer.token_bytes(t) for t in ids[-_MAX_CHAR:]]
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    decoder.decode(b"".join(pieces), final=False)
-    pending = len(decoder.getstate()[0])  # bytes of the unfinished character
+    """How many of ids' last tokens to hold so that the ones before end on a character boundary (0: ids end
+    on one). Given as token ids, a prompt can end inside a character: those tokens' text belongs with the
+    output that completes it. A held token can itself finish an earlier character, which is then held too;
+    at most _TAIL tokens are."""
+    pieces = [tokenizer.token_bytes(t) for t in ids[-_TAIL:]]
     held = 0
-    while pending > 0:
+    while held < len(pieces) and _unfinished(b"".join(pieces[:len(pieces) - held])):
         held += 1
-        pending -= len(pieces[-held])
     return held
 
 
