@@ -13,6 +13,7 @@ import uuid
 
 import anyio
 from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -24,7 +25,7 @@ from ..engine import SamplingParams
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, protocol
+from . import choices, http, protocol
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -117,14 +118,19 @@ class Server:
     kvcache.Engine; api_keys (none: no authentication) are the bearer
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
-    def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, **engine_kwargs):
+    def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
+                 **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
+        if isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not 0 < read_timeout < 1e9:
+            raise invalid(f"read_timeout {read_timeout!r} must be a number of seconds above 0")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
+        self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
+        self.http_protocol = http.protocol(read_timeout)  # uvicorn's `http` setting for this app
         self.metrics = Metrics(self.engine)
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
@@ -174,10 +180,17 @@ class Server:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > self.max_body_bytes:
-                raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
+        try:  # a client that sends its body slowly, or stops halfway, holds its connection no longer than this
+            with anyio.fail_after(self.read_timeout):
+                async for chunk in request.stream():
+                    data += chunk
+                    if len(data) > self.max_body_bytes:
+                        raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
+        except TimeoutError:
+            raise ApiError(408, f"the request body did not arrive within {self.read_timeout:g} s (--read-timeout)",
+                           code="request_timeout") from None
+        except ClientDisconnect:  # nobody to answer: no traceback in the log
+            raise ApiError(499, "the client left before its request body arrived") from None
         return protocol.parse_body(data)
 
     def _check_model(self, name):
