@@ -126,6 +126,11 @@ def test_logprobs_of_completions_and_chat(client):
         assert all(top[t] == v and len(top) <= k + 1 for t, v, top in zip(lp.tokens, lp.token_logprobs,
                                                                          lp.top_logprobs))
         assert k == 1 or all(len(top) == 1 for top in lp.top_logprobs)
+    # tokens that are part of a character are named by their bytes (OpenAI's "bytes:\\xNN"), each its own key:
+    # as U+FFFD they were one, and top_logprobs held fewer entries than asked for (4 of 5 at the first token here)
+    r = client.completions.create(model="test", prompt="hi", max_tokens=6, temperature=0, logprobs=5)
+    lp = r.choices[0].logprobs
+    assert lp.tokens[0] == "bytes:\\xcf" and all(len(top) == 5 for top in lp.top_logprobs)
     c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
                                        temperature=0, logprobs=True, top_logprobs=2)
     content = c.choices[0].logprobs.content

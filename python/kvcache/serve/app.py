@@ -302,7 +302,7 @@ class Server:
         """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
         most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does). place: the choice's
         TextPlace, moved past lps (a token inside a character is at that character's offset)."""
-        name = self._token_name(gen)
+        name = self._token_name(gen) if gen.tokens_as_ids else self._token_key
         offsets = [place.advance(self._token_bytes(lp.token_id)) for lp in lps]
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
                 "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
@@ -311,6 +311,18 @@ class Server:
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
+
+    @functools.lru_cache(maxsize=4096)
+    def _token_key(self, token_id):
+        """A token's name in the legacy logprobs (its top_logprobs are a dict by name): its text, or, when its
+        bytes are part of a character, "bytes:\\xNN..." as OpenAI writes them (as U+FFFD every such token had the
+        same key: of 5 alternatives asked for, as few as 1 came back)."""
+        data = self._token_bytes(token_id)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "bytes:" + "".join(f"\\x{b:02x}" for b in data)
+        return self._token_text(token_id)
 
     @functools.lru_cache(maxsize=4096)
     def _token_bytes(self, token_id):
