@@ -266,6 +266,16 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
+    # tools the model may call (tool_choice auto, the default with tools) were accepted and the calls left in the
+    # text: refused, as vLLM without a tool-call parser refuses them; so are the deprecated functions and audio
+    chat_ok = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    for extra, param in (({"tools": tools}, "tool_choice"), ({"tools": tools, "tool_choice": "auto"}, "tool_choice"),
+                         ({"functions": [{"name": "f"}]}, "functions"),
+                         ({"modalities": ["text", "audio"]}, "modalities")):
+        assert error_of(httpx.post(chat, json={**chat_ok, **extra}), 400)["param"] == param
+    shown = {"tools": tools, "tool_choice": "none", "modalities": ["text"], "function_call": "none"}
+    assert httpx.post(chat, json={**chat_ok, **shown}).status_code == 200
     # a body declared as anything but JSON is refused (as vLLM does); one declared JSON, or not declared, is read
     raw_ok = json.dumps(ok).encode()
     for media in ("text/plain", "application/x-www-form-urlencoded"):  # the latter: curl -d without -H
