@@ -444,6 +444,7 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
+    (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main
