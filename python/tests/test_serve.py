@@ -445,6 +445,8 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
+    (["--api-key", ""], "API key '' must be 1 or more visible ASCII characters"),
+    (["--api-key", "k\u00e9y"], "must be 1 or more visible ASCII characters"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main

@@ -122,6 +122,9 @@ class Server:
                  **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
+        for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
+            if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
+                raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
         if isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not 0 < read_timeout < 1e9:
             raise invalid(f"read_timeout {read_timeout!r} must be a number of seconds above 0")
         self.tokenizer = Tokenizer(model_dir)
