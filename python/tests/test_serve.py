@@ -244,6 +244,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert error_of(httpx.post(url, json={**ok, "echo": True, "logprobs": 1}), 400)["param"] == "echo"
     assert error_of(httpx.post(url, json={**ok, "stop": 5}), 400)["param"] == "stop"
     assert error_of(httpx.post(url, json={**ok, "model": "other"}), 404)["code"] == "model_not_found"
+    assert error_of(httpx.post(url, json={**ok, "model": 5}), 400)["param"] == "model"
+    for unnamed in ({"prompt": "hi", "max_tokens": 2}, {**ok, "model": ""}):  # the served model, as vLLM (was 400)
+        assert httpx.post(url, json=unnamed).json()["model"] == "test"
     error_of(httpx.post(url, json={**ok, "prompt": "x" * (2 << 20)}), 413)
     chat = server[0] + "/v1/chat/completions"
     assert error_of(httpx.post(chat, json={"model": "test", "messages": []}), 400)["param"] == "messages"

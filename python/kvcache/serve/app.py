@@ -232,7 +232,8 @@ class Server:
         tenant = self._tenant(request)
         # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
-        self._check_model(gen.model)
+        if gen.model:  # a request naming no model (none, or "") asks for the served one, as vLLM takes it
+            self._check_model(gen.model)
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")

@@ -64,7 +64,7 @@ def parse_body(data):
 @dataclasses.dataclass
 class Generation:
     """What one completion or chat request asks of the engine, after the checks."""
-    model: str
+    model: str  # None or "": the served model (vLLM's default)
     stream: bool
     include_usage: bool
     continuous_usage: bool  # with include_usage: every chunk has the usage so far (vLLM's continuous_usage_stats)
@@ -168,7 +168,7 @@ def _unsupported(body, n):
 
 def _common(body, vocab_size, max_tokens_names, logprobs):
     model = body.get("model")
-    if not isinstance(model, str):
+    if model is not None and not isinstance(model, str):
         raise bad("model must be a string", "model")
     n = _int(body, "n", 1, 1, MAX_CHOICES)
     _unsupported(body, n)
