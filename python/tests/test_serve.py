@@ -288,6 +288,14 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert httpx.post(url, content=raw_ok, headers=headers).status_code == 200
     deep = b"[" * 100_000 + b"]" * 100_000
     assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
+    # numbers no field takes (Python's JSON reads NaN and Infinity, and refuses integers of over 4300 digits) and
+    # bytes that are not UTF-8
+    head = b'{"model": "test", "prompt": "hi", '
+    for body, param in ((head + b'"max_tokens": ' + b"9" * 5000 + b"}", None),
+                        (head + b'"temperature": NaN}', "temperature"), (head + b'"seed": Infinity}', "seed"),
+                        (head + b'"max_tokens": 1e400}', "max_tokens"),
+                        (b'{"model": "test", "prompt": "\xff"}', None)):
+        assert error_of(httpx.post(url, content=body, headers=raw), 400)["param"] == param
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="test", prompt="hi", max_tokens=2, top_p=0)
     assert client.completions.create(**ok).usage.completion_tokens >= 1
