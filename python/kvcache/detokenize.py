@@ -41,7 +41,13 @@ class TextStream:
     string may be starting there. finish() returns the rest. When a stop
     string appears, the text ends before it (after it with keep_stop),
     `stopped` is set, and later ids are ignored. The deltas of add and
-    finish concatenate to `text`."""
+    finish concatenate to `text`.
+
+    Prompt ids that end inside a character (open_tail) lend their last
+    tokens to the output: the text begins with theirs, the character whole
+    once the output completes it (U+FFFD if it never does), so
+    prompt_text(prompt) + text is the decode of prompt and output together.
+    `lent` holds those tokens' bytes."""
 
     def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False):
         self._tok = tokenizer
@@ -121,7 +127,7 @@ class TextPlace:
     begin (a token that continues a character is at that character's) and moves past their whole characters."""
 
     def __init__(self, offset, lead=b""):
-        """lead: bytes of an unfinished character before the offset (a prompt's open tail, lent to the text)."""
+        """lead: bytes the text begins with before the tokens' (TextStream.lent), the offset moved past them."""
         self.offset = offset
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self.offset += len(self._utf8.decode(lead))
