@@ -320,7 +320,7 @@ class Server:
     def _token_key(self, token_id):
         """A token's name in the legacy logprobs (its top_logprobs are a dict by name): its text, or, when its
         bytes are part of a character, "bytes:\\xNN..." as OpenAI writes them (as U+FFFD every such token had the
-        same key: of 5 alternatives asked for, as few as 1 came back)."""
+        same key, and fewer alternatives than asked for came back)."""
         data = self._token_bytes(token_id)
         try:
             data.decode("utf-8")
