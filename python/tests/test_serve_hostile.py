@@ -92,7 +92,7 @@ def test_clients_leaving_at_once_free_every_block(tmp_path, monkeypatch):
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run(main())
+        asyncio.run(asyncio.wait_for(main(), 30))
         deadline = time.monotonic() + 5
         names = ("kvcache_kv_cache_blocks_in_use", "kvcache_num_requests_running", "kvcache_num_requests_waiting")
         while [metric(httpx.get(url + "/metrics").text, n) for n in names] != [0, 0, 0]:
