@@ -119,6 +119,8 @@ def test_token_ids_that_end_inside_a_character(server):
                               timeout=60) as s:
                 deltas = [e["choices"][0]["text"] for e in sse_events(list(s.iter_lines()))]
             assert "".join(deltas) == r["text"]  # so no U+FFFD in a delta where whole has none
+            assert streamed(url, "/v1/completions", {**GREEDY, "max_tokens": 4, "prompt": prompt, "echo": True})[0] \
+                == [(whole, "length")]
             lent = b"".join(tok.token_bytes(t) for t in prompt[len(prompt) - open_tail(tok, prompt):])
             for i, at in enumerate(r["logprobs"]["text_offset"]):
                 before = (lent + b"".join(tok.token_bytes(t) for t in out[:i])).decode("utf-8", "replace")
