@@ -1,7 +1,34 @@
 """Generated ids to text, a step at a time: deltas that never end in half a
 UTF-8 character, and stop strings that end the text (never streamed in part)."""
+import codecs
 
 _CONTEXT = 5  # prompt tokens decoded before the output, so the first token's leading space is kept
+_TAIL = 16  # prompt tokens looked at for an unfinished character
+
+
+def _unfinished(data):
+    """Whether data end inside a UTF-8 character (bytes that can never be UTF-8 end nothing)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(data, final=False)
+    return bool(decoder.getstate()[0])
+
+
+def open_tail(tokenizer, ids):
+    """How many of ids' last tokens to hold so that the ones before end on a character boundary (0: ids end
+    on one). Given as token ids, a prompt can end inside a character: those tokens' text belongs with the
+    output that completes it. A held token can itself finish an earlier character, which is then held too;
+    at most _TAIL tokens are."""
+    pieces = [tokenizer.token_bytes(t) for t in ids[-_TAIL:]]
+    held = 0
+    while held < len(pieces) and _unfinished(b"".join(pieces[:len(pieces) - held])):
+        held += 1
+    return held
+
+
+def prompt_text(tokenizer, ids):
+    """The text of prompt ids that a TextStream's output goes on from: all but an unfinished character's
+    tokens (open_tail), whose text comes with the output."""
+    return tokenizer.decode(ids[:len(ids) - open_tail(tokenizer, ids)])
 
 
 class TextStream:
@@ -14,14 +41,22 @@ class TextStream:
     string may be starting there. finish() returns the rest. When a stop
     string appears, the text ends before it (after it with keep_stop),
     `stopped` is set, and later ids are ignored. The deltas of add and
-    finish concatenate to `text`."""
+    finish concatenate to `text`.
+
+    Prompt ids that end inside a character (open_tail) lend their last
+    tokens to the output: the text begins with theirs, the character whole
+    once the output completes it (U+FFFD if it never does), so
+    prompt_text(prompt) + text is the decode of prompt and output together.
+    `lent` holds those tokens' bytes."""
 
     def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False):
         self._tok = tokenizer
         self._skip = skip_special_tokens
-        self._ids = list(prompt_ids[-_CONTEXT:])
+        held = open_tail(tokenizer, prompt_ids)
+        self.lent = b"".join(tokenizer.token_bytes(t) for t in prompt_ids[len(prompt_ids) - held:])
+        self._ids = list(prompt_ids[-(_CONTEXT + held):])
         self._prefix = 0  # self._ids[_prefix:_read] decodes to the text before the pending part
-        self._read = len(self._ids)
+        self._read = len(self._ids) - held
         self._taken = 0  # characters of the pending tokens' text already in self.text
         self._stop = tuple(s for s in stop if s)
         self._hold = max((len(s) for s in self._stop), default=1) - 1
@@ -85,3 +120,19 @@ class TextStream:
             self.text += tail
             self._cut_at_stop(start)
         return self._take(len(self.text))
+
+
+class TextPlace:
+    """A character offset in a text that tokens' bytes extend: advance(bytes) returns the offset where they
+    begin (a token that continues a character is at that character's) and moves past their whole characters."""
+
+    def __init__(self, offset, lead=b""):
+        """lead: bytes the text begins with before the tokens' (TextStream.lent), the offset moved past them."""
+        self.offset = offset
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self.offset += len(self._utf8.decode(lead))
+
+    def advance(self, data):
+        at = self.offset
+        self.offset += len(self._utf8.decode(data))
+        return at

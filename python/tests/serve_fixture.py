@@ -19,7 +19,7 @@ def running(model_dir, **kwargs):
     server = Server(model_dir, **args)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(server.app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(server.app, log_level="warning", lifespan="on", http=server.http_protocol)
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

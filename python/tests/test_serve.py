@@ -126,6 +126,11 @@ def test_logprobs_of_completions_and_chat(client):
         assert all(top[t] == v and len(top) <= k + 1 for t, v, top in zip(lp.tokens, lp.token_logprobs,
                                                                          lp.top_logprobs))
         assert k == 1 or all(len(top) == 1 for top in lp.top_logprobs)
+    # tokens that are part of a character are named by their bytes (OpenAI's "bytes:\\xNN"), each its own key:
+    # as U+FFFD they were one, and top_logprobs held fewer entries than asked for (4 of 5 at the first token here)
+    r = client.completions.create(model="test", prompt="hi", max_tokens=6, temperature=0, logprobs=5)
+    lp = r.choices[0].logprobs
+    assert lp.tokens[0] == "bytes:\\xcf" and all(len(top) == 5 for top in lp.top_logprobs)
     c = client.chat.completions.create(model="test", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
                                        temperature=0, logprobs=True, top_logprobs=2)
     content = c.choices[0].logprobs.content
@@ -239,6 +244,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert error_of(httpx.post(url, json={**ok, "echo": True, "logprobs": 1}), 400)["param"] == "echo"
     assert error_of(httpx.post(url, json={**ok, "stop": 5}), 400)["param"] == "stop"
     assert error_of(httpx.post(url, json={**ok, "model": "other"}), 404)["code"] == "model_not_found"
+    assert error_of(httpx.post(url, json={**ok, "model": 5}), 400)["param"] == "model"
+    for unnamed in ({"prompt": "hi", "max_tokens": 2}, {**ok, "model": ""}):  # the served model, as vLLM (was 400)
+        assert httpx.post(url, json=unnamed).json()["model"] == "test"
     error_of(httpx.post(url, json={**ok, "prompt": "x" * (2 << 20)}), 413)
     chat = server[0] + "/v1/chat/completions"
     assert error_of(httpx.post(chat, json={"model": "test", "messages": []}), 400)["param"] == "messages"
@@ -261,6 +269,16 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
+    # tools the model may call (tool_choice auto, the default with tools) were accepted and the calls left in the
+    # text: refused, as vLLM without a tool-call parser refuses them; so are the deprecated functions and audio
+    chat_ok = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    for extra, param in (({"tools": tools}, "tool_choice"), ({"tools": tools, "tool_choice": "auto"}, "tool_choice"),
+                         ({"functions": [{"name": "f"}]}, "functions"),
+                         ({"modalities": ["text", "audio"]}, "modalities")):
+        assert error_of(httpx.post(chat, json={**chat_ok, **extra}), 400)["param"] == param
+    shown = {"tools": tools, "tool_choice": "none", "modalities": ["text"], "function_call": "none"}
+    assert httpx.post(chat, json={**chat_ok, **shown}).status_code == 200
     # a body declared as anything but JSON is refused (as vLLM does); one declared JSON, or not declared, is read
     raw_ok = json.dumps(ok).encode()
     for media in ("text/plain", "application/x-www-form-urlencoded"):  # the latter: curl -d without -H
@@ -270,6 +288,14 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert httpx.post(url, content=raw_ok, headers=headers).status_code == 200
     deep = b"[" * 100_000 + b"]" * 100_000
     assert "nested too deeply" in error_of(httpx.post(url, content=deep, headers=raw), 400)["message"]
+    # numbers no field takes (Python's JSON reads NaN and Infinity, and refuses integers of over 4300 digits) and
+    # bytes that are not UTF-8
+    head = b'{"model": "test", "prompt": "hi", '
+    for body, param in ((head + b'"max_tokens": ' + b"9" * 5000 + b"}", None),
+                        (head + b'"temperature": NaN}', "temperature"), (head + b'"seed": Infinity}', "seed"),
+                        (head + b'"max_tokens": 1e400}', "max_tokens"),
+                        (b'{"model": "test", "prompt": "\xff"}', None)):
+        assert error_of(httpx.post(url, content=body, headers=raw), 400)["param"] == param
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="test", prompt="hi", max_tokens=2, top_p=0)
     assert client.completions.create(**ok).usage.completion_tokens >= 1
@@ -429,6 +455,9 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
+    (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
+    (["--api-key", ""], "API key '' must be 1 or more visible ASCII characters"),
+    (["--api-key", "k\u00e9y"], "must be 1 or more visible ASCII characters"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main

@@ -12,6 +12,7 @@ for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_clien
 import httpx  # noqa: E402
 import openai  # noqa: E402
 
+from kvcache.detokenize import open_tail  # noqa: E402
 from serve_fixture import metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import make_model_dir  # noqa: E402
 
@@ -96,6 +97,36 @@ def test_echo_puts_the_prompt_before_the_text(server):
             == text + plain
         assert streamed(url, "/v1/completions", {**GREEDY, "prompt": prompt, "echo": True})[0] \
             == [(text + plain, "length")]
+
+
+def test_token_ids_that_end_inside_a_character(server):
+    """Prompt ids cut inside a character: the choice's text begins with that character (when the model's
+    tokens complete it: it was dropped, a U+FFFD streamed in its place), echo + text is the decode of prompt and
+    output, no delta holds half a character, and a token's text_offset counts the characters before its bytes."""
+    url, srv = server
+    tok = srv.tokenizer
+    body = {**GREEDY, "max_tokens": 4, "logprobs": 0, "return_tokens_as_token_ids": True}
+    completed = 0
+    for text in ("日本語のテキスト",):
+        ids = tok.encode(text)
+        for prompt in [ids[:k] for k in range(1, len(ids)) if open_tail(tok, ids[:k])]:
+            r = post(url, "/v1/completions", {**body, "prompt": prompt})["choices"][0]
+            out = [int(t.split(":")[1]) for t in r["logprobs"]["tokens"]]
+            whole = tok.decode(prompt + out)
+            echo = post(url, "/v1/completions", {**GREEDY, "max_tokens": 4, "prompt": prompt, "echo": True})
+            assert echo["choices"][0]["text"] == whole and whole.endswith(r["text"])
+            with httpx.stream("POST", url + "/v1/completions", json={**body, "prompt": prompt, "stream": True},
+                              timeout=60) as s:
+                deltas = [e["choices"][0]["text"] for e in sse_events(list(s.iter_lines()))]
+            assert "".join(deltas) == r["text"]  # so no U+FFFD in a delta where whole has none
+            assert streamed(url, "/v1/completions", {**GREEDY, "max_tokens": 4, "prompt": prompt, "echo": True})[0] \
+                == [(whole, "length")]
+            lent = b"".join(tok.token_bytes(t) for t in prompt[len(prompt) - open_tail(tok, prompt):])
+            for i, at in enumerate(r["logprobs"]["text_offset"]):
+                before = (lent + b"".join(tok.token_bytes(t) for t in out[:i])).decode("utf-8", "replace")
+                assert r["text"][:at] in (before, before[:-1])  # less an unfinished character, decoded as U+FFFD
+            completed += "\ufffd" not in tok.decode(prompt + out[:1])
+    assert completed  # the test model's first greedy token completes the character for some of the cuts
 
 
 def error_of(r, status):

@@ -9,7 +9,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("jinja2")
 
 from kvcache import chat_template  # noqa: E402
-from kvcache.detokenize import TextStream  # noqa: E402
+from kvcache.detokenize import TextPlace, TextStream, open_tail, prompt_text  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
 from text_model import TEMPLATES, make_model_dir  # noqa: E402
 
@@ -105,3 +105,25 @@ def test_invalid_bytes_come_out_at_once_and_as_decode_gives_them(tok):
     s, deltas = stream(tok, stray)
     assert s.text == tok.decode(stray)
     assert "".join(deltas[:len(stray)]).count("\ufffd") >= 2  # before finish
+
+
+def test_a_prompt_that_ends_inside_a_character_lends_it_to_the_output(tok):
+    """Token ids given as the prompt can end inside a character (not in the corpus: one token per byte); the
+    output that completes it begins with it, nothing lost, no U+FFFD in any delta (the character was dropped:
+    the prompt's U+FFFD and the whole character have the same length)."""
+    text = "ok 😀 漢字 ☃"
+    ids = tok.encode(text)
+    split = 0
+    for cut in range(1, len(ids)):
+        prompt = ids[:cut]
+        s, deltas = stream(tok, ids[cut:], prompt=prompt)
+        assert prompt_text(tok, prompt) + s.text == text
+        assert not any("\ufffd" in d for d in deltas)
+        split += open_tail(tok, prompt) > 0
+        lead = s.lent  # the lent bytes, then the output's tokens: each at the offset of the character it is in
+        place = TextPlace(0, lead)
+        offsets = [place.advance(tok.token_bytes(t)) for t in ids[cut:]]
+        assert offsets == sorted(offsets) and place.offset == len(s.text)
+    assert split >= 4
+    # a prompt ending in bytes that can never be UTF-8 lends nothing
+    assert open_tail(tok, tok.encode("😀")[-1:]) == 0

@@ -13,18 +13,19 @@ import uuid
 
 import anyio
 from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import __version__
 from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
-from ..detokenize import TextStream
+from ..detokenize import TextPlace, TextStream, prompt_text
 from ..engine import SamplingParams
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, protocol
+from . import choices, http, protocol
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -117,14 +118,22 @@ class Server:
     kvcache.Engine; api_keys (none: no authentication) are the bearer
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
-    def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, **engine_kwargs):
+    def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
+                 **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
+        for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
+            if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
+                raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
+        if isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not 0 < read_timeout < 1e9:
+            raise invalid(f"read_timeout {read_timeout!r} must be a number of seconds above 0")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
+        self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
+        self.http_protocol = http.protocol(read_timeout)  # uvicorn's `http` setting for this app
         self.metrics = Metrics(self.engine)
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
@@ -174,10 +183,17 @@ class Server:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > self.max_body_bytes:
-                raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
+        try:  # a client that sends its body slowly, or stops halfway, holds its connection no longer than this
+            with anyio.fail_after(self.read_timeout):
+                async for chunk in request.stream():
+                    data += chunk
+                    if len(data) > self.max_body_bytes:
+                        raise ApiError(413, f"the request body is larger than {self.max_body_bytes} bytes")
+        except TimeoutError:
+            raise ApiError(408, f"the request body did not arrive within {self.read_timeout:g} s (--read-timeout)",
+                           code="request_timeout") from None
+        except ClientDisconnect:  # nobody to answer: no traceback in the log
+            raise ApiError(499, "the client left before its request body arrived") from None
         return protocol.parse_body(data)
 
     def _check_model(self, name):
@@ -216,7 +232,8 @@ class Server:
         tenant = self._tenant(request)
         # on a worker thread: tokenizing a long prompt (or rendering a long conversation) takes a while
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
-        self._check_model(gen.model)
+        if gen.model:  # a request naming no model (none, or "") asks for the served one, as vLLM takes it
+            self._check_model(gen.model)
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
@@ -274,24 +291,23 @@ class Server:
         return gen, prompts
 
     def _echo(self, gen, req):
-        """The text a completion choice begins with: its prompt's with echo, else nothing."""
+        """The text a completion choice begins with: its prompt's with echo, else nothing. Of token ids that end
+        inside a character, the text up to it: the character comes with the choice's text (TextStream)."""
         if not gen.echo:
             return ""
         p = req.prompt
-        return p.text if p.text is not None else self.tokenizer.decode(p.ids)
+        return p.text if p.text is not None else prompt_text(self.tokenizer, p.ids)
 
     def _token_name(self, gen):
         """How logprobs name a token: its text, or "token_id:ID" with return_tokens_as_token_ids."""
         return (lambda t: f"token_id:{t}") if gen.tokens_as_ids else self._token_text
 
-    def _completion_logprobs(self, lps, offset, gen):
+    def _completion_logprobs(self, lps, place, gen):
         """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
-        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does)."""
-        name = self._token_name(gen)
-        offsets = []
-        for lp in lps:
-            offsets.append(offset)
-            offset += len(self._token_text(lp.token_id))
+        most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does). place: the choice's
+        TextPlace, moved past lps (a token inside a character is at that character's offset)."""
+        name = self._token_name(gen) if gen.tokens_as_ids else self._token_key
+        offsets = [place.advance(self._token_bytes(lp.token_id)) for lp in lps]
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
                 "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
                 "text_offset": offsets}
@@ -299,6 +315,18 @@ class Server:
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
+
+    @functools.lru_cache(maxsize=4096)
+    def _token_key(self, token_id):
+        """A token's name in the legacy logprobs (its top_logprobs are a dict by name): its text, or, when its
+        bytes are part of a character, "bytes:\\xNN..." as OpenAI writes them (as U+FFFD every such token had the
+        same key, and fewer alternatives than asked for came back)."""
+        data = self._token_bytes(token_id)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "bytes:" + "".join(f"\\x{b:02x}" for b in data)
+        return self._token_text(token_id)
 
     @functools.lru_cache(maxsize=4096)
     def _token_bytes(self, token_id):
@@ -325,23 +353,24 @@ class Server:
         chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs))
         if gen.stream:
             async def sse():
-                offsets = [None] * len(reqs)  # characters sent per choice; None: nothing yet (the echo goes first)
+                places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
                 async for i, delta, lps, reason in choices.merged(reqs):
-                    if offsets[i] is None:
-                        delta, offsets[i] = self._echo(gen, reqs[i]) + delta, 0
-                    logprobs = self._completion_logprobs(lps or [], offsets[i], gen) if gen.logprobs is not None \
+                    if places[i] is None:
+                        echo = self._echo(gen, reqs[i])
+                        delta, places[i] = echo + delta, TextPlace(len(echo), reqs[i].text.lent)
+                    logprobs = self._completion_logprobs(lps or [], places[i], gen) if gen.logprobs is not None \
                         else None
-                    offsets[i] += len(delta)
                     yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect():
+        async def collect():  # logprobs come without echo (refused together): their offsets start at 0
             texts, lps = await choices.whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
-                           "logprobs": self._completion_logprobs(lp, 0, gen) if gen.logprobs is not None else None,
+                           "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
+                           if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason)}
                           for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
 

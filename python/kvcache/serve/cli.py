@@ -69,6 +69,9 @@ def parser():
                    help="requests held at once, waiting ones included; beyond, 503 (default 4 x max-num-seqs)")
     p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
     p.add_argument("--max-body-bytes", default="1MiB", help="largest request body (default 1MiB; beyond, 413)")
+    p.add_argument("--read-timeout", type=_seconds, default=30.0,
+                   help="seconds a request's headers, and then its body, may take to arrive (default 30; beyond, the "
+                        "connection is closed, or the answer is 408)")
     p.add_argument("--seed", type=int, default=0, help="mixed into every request's sampling seed")
     p.add_argument("--shutdown-timeout", type=_seconds, default=5.0,
                    help="on SIGINT / SIGTERM, seconds the requests in flight may take to finish before they are "
@@ -87,7 +90,8 @@ def main(argv=None):
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
     try:  # a bad option value or model directory is a usage error naming it, not a traceback
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
-                        max_body_bytes=parse_bytes(args.max_body_bytes), kv_dtype=args.kv_dtype, weights=args.weights,
+                        max_body_bytes=parse_bytes(args.max_body_bytes), read_timeout=args.read_timeout,
+                        kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
                         max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
@@ -99,6 +103,6 @@ def main(argv=None):
     # uvicorn stops on SIGTERM as on SIGINT (graceful, bounded by --shutdown-timeout), then raises the
     # signal again: a stop that was asked for ends the process with status 0, not killed by the signal
     signal.signal(signal.SIGTERM, _stopped)
-    uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level,
+    uvicorn.run(server.app, host=args.host, port=args.port, log_level=args.log_level, http=server.http_protocol,
                 timeout_graceful_shutdown=args.shutdown_timeout)
     return 0

@@ -64,7 +64,7 @@ def parse_body(data):
 @dataclasses.dataclass
 class Generation:
     """What one completion or chat request asks of the engine, after the checks."""
-    model: str
+    model: str  # None or "": the served model (vLLM's default)
     stream: bool
     include_usage: bool
     continuous_usage: bool  # with include_usage: every chunk has the usage so far (vLLM's continuous_usage_stats)
@@ -168,7 +168,7 @@ def _unsupported(body, n):
 
 def _common(body, vocab_size, max_tokens_names, logprobs):
     model = body.get("model")
-    if not isinstance(model, str):
+    if model is not None and not isinstance(model, str):
         raise bad("model must be a string", "model")
     n = _int(body, "n", 1, 1, MAX_CHOICES)
     _unsupported(body, n)
@@ -266,6 +266,15 @@ def chat_request(body, vocab_size):
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise bad("tools must be a list", "tools")
+    if tools and body.get("tool_choice") in (None, "auto"):  # as vLLM without a tool-call parser
+        raise bad("tool_choice \"auto\" (the default with tools) is not supported: tool calls are not parsed out of "
+                  "the text; tool_choice \"none\" shows the tools to the model", "tool_choice")
+    # what a client asks for that the server does not have: the deprecated function calling, audio output
+    if body.get("functions") or body.get("function_call") not in (None, "none"):
+        raise bad("functions and function_call are not supported", "functions")
+    modalities = body.get("modalities")
+    if modalities not in (None, ["text"]) or body.get("audio") is not None:
+        raise bad("only text output is supported (modalities [\"text\"], no audio)", "modalities")
     kwargs = body.get("chat_template_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")

@@ -1,0 +1,100 @@
+"""kvcache.serve against hostile clients: ones that hold their connection
+without finishing a request (slowloris), each cut off after --read-timeout
+while the others are served; many leaving at once, running or waiting."""
+import asyncio
+import json
+import logging
+import socket
+import time
+
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "httpx"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+
+from serve_fixture import metric, running, slow_steps  # noqa: E402
+from text_model import make_model_dir  # noqa: E402
+
+BODY = json.dumps({"model": "test", "prompt": "hi", "max_tokens": 2}).encode()
+HEAD = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def answer(sock):
+    """What the server sends before it closes the connection, and the seconds it took."""
+    t0, out = time.monotonic(), b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    return out, time.monotonic() - t0
+
+
+def test_a_client_that_never_finishes_its_request_is_cut_off(tmp_path):
+    errors = _Records()
+    logging.getLogger("uvicorn.error").addHandler(errors)
+    try:
+        with running(make_model_dir(tmp_path / "m"), read_timeout=0.5) as (url, _):
+            port = int(url.rsplit(":", 1)[1])
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
+            socks[0].sendall(HEAD % len(BODY) + BODY[:10])  # half a body: was held as long as the client liked
+            socks[1].sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")  # half the headers: the same
+            # socks[2] sends nothing: the same; socks[3] leaves in the middle of its body (a traceback in the log)
+            socks[3].sendall(HEAD % len(BODY) + BODY[:10])
+            time.sleep(0.1)
+            socks[3].close()
+            assert httpx.post(url + "/v1/completions", content=BODY, timeout=10).status_code == 200  # not blocked
+            out, took = answer(socks[0])
+            assert out.startswith(b"HTTP/1.1 408") and b"request_timeout" in out and took < 5
+            for s in socks[1:3]:
+                assert answer(s)[0] == b""  # closed: no request to answer
+            for s in socks[:3]:
+                s.close()
+            assert httpx.post(url + "/v1/completions", content=BODY, timeout=10).status_code == 200
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(errors)
+    assert [r.getMessage() for r in errors.records] == []
+
+
+def test_clients_leaving_at_once_free_every_block(tmp_path, monkeypatch):
+    """Twelve clients (streams and not, n 1 to 3; two run at a time, the rest wait) leave at once, a few steps
+    in: every request is aborted, running or waiting, and every KV block is back in the pool."""
+    with running(make_model_dir(tmp_path / "m"), max_num_seqs=2) as (url, srv):
+        slow_steps(monkeypatch, srv, 0.01)
+
+        async def client(h, i, leave):
+            body = {"model": "test", "prompt": "The quick brown fox " * (1 + i % 4), "max_tokens": 200,
+                    "ignore_eos": True, "n": 1 + i % 3, "stream": i % 2 == 0}
+            if body["stream"]:
+                async with h.stream("POST", url + "/v1/completions", json=body) as r:
+                    async for _ in r.aiter_lines():
+                        await leave.wait()
+                        return
+            await h.post(url + "/v1/completions", json=body)  # cancelled: given up
+
+        async def main():
+            leave = asyncio.Event()
+            async with httpx.AsyncClient(timeout=30) as h:
+                tasks = [asyncio.ensure_future(client(h, i, leave)) for i in range(12)]
+                while metric((await h.get(url + "/metrics")).text, "kvcache_num_requests_waiting") == 0:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.1)
+                leave.set()
+                for t in tasks[1::2]:  # the non-streamed ones
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run(asyncio.wait_for(main(), 30))
+        deadline = time.monotonic() + 5
+        names = ("kvcache_kv_cache_blocks_in_use", "kvcache_num_requests_running", "kvcache_num_requests_waiting")
+        while [metric(httpx.get(url + "/metrics").text, n) for n in names] != [0, 0, 0]:
+            assert time.monotonic() < deadline, "the KV of clients that left was not freed"
+            time.sleep(0.02)
