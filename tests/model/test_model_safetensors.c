@@ -137,14 +137,31 @@ static void test_truncated_and_out_of_bounds(void **state) {
 }
 
 /* "__metadata__" is the header's own entry, not a tensor: never found, read or viewed as one, even
- * when it is shaped like a tensor entry whose offsets point past the data (they were never checked). */
+ * when it holds a tensor entry's keys; its values are strings (the format's map of strings), any other
+ * refused at open naming the key (a kvcache.format 5 read as absent: a saved copy loaded as a checkpoint). */
 static void test_metadata_is_not_a_tensor(void **state) {
     (void)state;
     const float d[2] = {1, 2};
     write_st("meta.safetensors",
+             "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":\"[1048576]\",\"data_offsets\":\"[0,4194304]\"},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+             d, 8, -1);
+    write_st("meta_array.safetensors",
              "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":[1048576],\"data_offsets\":[0,4194304]},"
              "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
              d, 8, -1);
+    write_st("meta_number.safetensors", "{\"__metadata__\":{\"kvcache.format\":5}}", NULL, 0, -1);
+    write_st("meta_list.safetensors", "{\"__metadata__\":[\"pt\"]}", NULL, 0, -1);
+    const char *const bad[][2] = {{"meta_array.safetensors", "__metadata__.shape must be a string"},
+                                  {"meta_number.safetensors", "__metadata__.kvcache.format must be a string"},
+                                  {"meta_list.safetensors", "\"__metadata__\" must be an object of strings"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char q[512];
+        kvc_safetensors *none = NULL;
+        path_of(bad[i][0], q, sizeof q);
+        expect_error(kvc_safetensors_open_file(q, &none), bad[i][1], bad[i][0]);
+        assert_null(none);
+    }
     write_st("plain.safetensors", "{\"__metadata__\":{\"format\":\"pt\"}}", NULL, 0, -1);
     char p[512];
     const int64_t big[1] = {1048576};
@@ -196,6 +213,59 @@ static void test_duplicate_across_files(void **state) {
     expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "a.safetensors and");
     assert_null(st);
     assert_non_null(strstr(kvc_last_error(), "c.safetensors"));
+}
+
+/* A directory with model.safetensors.index.json reads the shards its weight_map names and no other
+ * file (a stale copy beside them was read too: its tensors refused as "in both" files, or taken when
+ * the shards lacked them); a shard named outside the directory, a missing shard, a tensor in another
+ * shard than its entry says or in none, and an index without a weight map are refused naming the index. */
+static void test_index_names_the_shards(void **state) {
+    (void)state;
+    char sub[600], p[700];
+    snprintf(sub, sizeof sub, "%s/indexed", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    const float d[2] = {1, 2};
+    write_st("indexed/a.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    write_st("indexed/b.safetensors", "{\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    write_st("indexed/stale.safetensors",
+             "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             d, 8, -1);
+    const char *index = "{\"metadata\":{},\"weight_map\":{\"x\":\"a.safetensors\",\"y\":\"b.safetensors\"}}";
+    write_file("indexed/model.safetensors.index.json", index, strlen(index));
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "x") && kvc_safetensors_has(st, "y"));
+    assert_false(kvc_safetensors_has(st, "z")); /* stale.safetensors is not a shard */
+    kvc_safetensors_destroy(st);
+    const char *const bad[][2] = {
+        {"{\"weight_map\":{\"x\":\"../indexed/a.safetensors\",\"y\":\"b.safetensors\"}}",
+         "weight_map.x must name a .safetensors file of the directory itself (no '/'), got "
+         "\"../indexed/a.safetensors\""},
+        {"{\"weight_map\":{\"x\":\"/etc/a.safetensors\"}}", "got \"/etc/a.safetensors\""},
+        {"{\"weight_map\":{\"x\":\"config.json\"}}", "got \"config.json\""},
+        {"{\"weight_map\":{\"x\":7}}", "got a non-string"},
+        {"{\"weight_map\":{\"x\":\"a.safetensors\",\"y\":\"c.safetensors\"}}",
+         "shard c.safetensors (of tensor \"y\") is missing"},
+        {"{\"weight_map\":{\"x\":\"b.safetensors\",\"y\":\"a.safetensors\"}}",
+         "tensor \"x\" is in shard b.safetensors by its weight_map, but is in a.safetensors"},
+        {"{\"weight_map\":{\"x\":\"b.safetensors\",\"y\":\"b.safetensors\"}}",
+         "tensor \"x\" is in shard b.safetensors by its weight_map, but b.safetensors does not hold it"},
+        {"{\"weight_map\":{\"x\":\"a.safetensors\",\"w\":\"a.safetensors\"}}",
+         "tensor \"w\" is in shard a.safetensors by its weight_map, but a.safetensors does not hold it"},
+        {"{\"weight_map\":{}}", "weight_map must be an object naming each tensor's shard"},
+        {"{\"metadata\":{}}", "weight_map must be an object naming each tensor's shard"},
+        {"{\"weight_map\":", "model.safetensors.index.json"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file("indexed/model.safetensors.index.json", bad[i][0], strlen(bad[i][0]));
+        st = NULL;
+        expect_error(kvc_safetensors_open_dir(sub, &st), bad[i][1], "indexed/model.safetensors.index.json");
+        assert_null(st);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", sub);
+    assert_int_equal(unlink(p), 0); /* without the index, every file of the directory */
+    expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "stale.safetensors");
 }
 
 static void test_model_load_names_missing_tensor(void **state) {
@@ -280,7 +350,7 @@ int main(void) {
         cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
         cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
         cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
-        cmocka_unit_test(test_moe_expert_refusals),
+        cmocka_unit_test(test_moe_expert_refusals),         cmocka_unit_test(test_index_names_the_shards),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
