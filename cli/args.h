@@ -1,7 +1,7 @@
 /* The flag values and repeats of the `kvcache` commands' parsers: one reading of an integer, and
  * one refusal of a flag given twice (which value was meant?). */
-#ifndef KVC_TOOLS_ARGS_H
-#define KVC_TOOLS_ARGS_H
+#ifndef KVC_CLI_ARGS_H
+#define KVC_CLI_ARGS_H
 
 #include <stdbool.h>
 #include <stdint.h>
