@@ -48,7 +48,8 @@ static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, c
 
 /* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
  * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; a module of an expert beyond
- * E-1 is refused. *dtype: the dtype of the source (expert 0's module or the fused tensor). */
+ * E-1 is refused. *dtype: the dtype of the source (the modules' or the fused tensor's; NULL, held as
+ * f32, when the modules' dtypes differ: expert 0's BF16 would round another's F16 or F32 values). */
 static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const char *name, float *dst,
                                const char **dtype) {
     char prefix[160];
@@ -68,6 +69,7 @@ static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const ch
             char n[200];
             snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
             KVC_TRY(read_part(c, n, 2, shape + 1, &one, 0, dst ? dst + e * per : NULL));
+            if (*dtype && strcmp(kvci_safetensors_dtype(c->st, n), *dtype) != 0) *dtype = NULL;
         }
         return KVC_OK;
     }

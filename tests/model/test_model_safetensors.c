@@ -17,6 +17,7 @@
 #include "kvc_test_util.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
+#include "model/model_internal.h"
 
 static char g_dir[256];
 
@@ -345,12 +346,78 @@ static void test_moe_expert_refusals(void **state) {
                   "missing tensor \"model.layers.0.block_sparse_moe.gate.weight\"");
 }
 
+/* A one-layer Mixtral (H 2, I 2, 2 experts, vocab 4) in one file, every tensor BF16 of 1.0 but expert
+ * 1's w1 in `w1_dtype` ("BF16" or "F16", 1 + 2^-10 there: not a BF16 value). */
+static void write_mixtral(const char *sub, const char *w1_dtype) {
+    static const struct {
+        const char *name;
+        int64_t d0, d1; /* d1 0: one dim */
+    } T[] = {{"model.embed_tokens.weight", 4, 2},
+             {"model.layers.0.input_layernorm.weight", 2, 0},
+             {"model.layers.0.post_attention_layernorm.weight", 2, 0},
+             {"model.layers.0.self_attn.q_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.k_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.v_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.o_proj.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.gate.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w1.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w2.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w3.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w1.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w2.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w3.weight", 2, 2},
+             {"model.norm.weight", 2, 0},
+             {"lm_head.weight", 4, 2}};
+    char header[4096], name[128];
+    uint16_t data[256];
+    size_t h = (size_t)snprintf(header, sizeof header, "{"), n = 0;
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        const int64_t count = T[i].d0 * (T[i].d1 ? T[i].d1 : 1);
+        const bool f16 = strstr(T[i].name, "experts.1.w1") != NULL && strcmp(w1_dtype, "F16") == 0;
+        char shape[64];
+        snprintf(shape, sizeof shape, T[i].d1 ? "%lld,%lld" : "%lld", (long long)T[i].d0, (long long)T[i].d1);
+        h += (size_t)snprintf(header + h, sizeof header - h,
+                              "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%zu,%zu]}", i ? "," : "",
+                              T[i].name, f16 ? "F16" : "BF16", shape, 2 * n, 2 * (n + (size_t)count));
+        for (int64_t k = 0; k < count; k++) data[n++] = f16 ? 0x3C01 : 0x3F80; /* 1 + 2^-10 (f16), 1.0 (bf16) */
+    }
+    snprintf(header + h, sizeof header - h, "}");
+    snprintf(name, sizeof name, "%s/model.safetensors", sub);
+    write_st(name, header, data, 2 * n, -1);
+    const char *cfg = "{\"model_type\":\"mixtral\",\"vocab_size\":4,\"hidden_size\":2,\"intermediate_size\":2,"
+                      "\"num_hidden_layers\":1,\"num_attention_heads\":1,\"num_key_value_heads\":1,\"head_dim\":2,"
+                      "\"num_local_experts\":2,\"num_experts_per_tok\":1}";
+    snprintf(name, sizeof name, "%s/config.json", sub);
+    write_file(name, cfg, strlen(cfg));
+}
+
+/* Routed experts stored per module in different dtypes are held in f32 at the checkpoint's dtype,
+ * every value as stored (expert 0's BF16 decided for all: expert 1's F16 1 + 2^-10 was rounded to 1). */
+static void test_mixed_dtype_experts(void **state) {
+    (void)state;
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/mixed_experts", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    write_mixtral("mixed_experts", "BF16");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
+    assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_BF16); /* one dtype: kept */
+    kvc_model_destroy(m);
+    write_mixtral("mixed_experts", "F16");
+    assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
+    assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_F32);
+    const float *e0 = kvci_wmat_at(&m->layers[0].ex_gate, 0).data, *e1 = kvci_wmat_at(&m->layers[0].ex_gate, 1).data;
+    assert_true(e0[0] == 1.0f && e1[0] == 1.0f + 0x1p-10f);
+    kvc_model_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
         cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
         cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
         cmocka_unit_test(test_moe_expert_refusals),         cmocka_unit_test(test_index_names_the_shards),
+        cmocka_unit_test(test_mixed_dtype_experts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
