@@ -37,7 +37,9 @@ static kvc_status shards_of(kvci_st_index *idx, const char *dir) {
             return kvci_fail(KVC_EINVAL, "%s: more than %d shard files", idx->path, KVCI_ST_MAX_SHARDS);
         char path[4200];
         struct stat sb;
-        snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->valuestring) >= sizeof path)
+            return kvci_fail(KVC_EINVAL, "%s: shard %.64s... (of tensor \"%s\"): path too long", idx->path,
+                             e->valuestring, e->string);
         if (stat(path, &sb) != 0)
             return kvci_fail(KVC_EINVAL, "%s: shard %s (of tensor \"%s\") is missing (%s)", idx->path, e->valuestring,
                              e->string, strerror(errno));

@@ -264,6 +264,12 @@ static void test_index_names_the_shards(void **state) {
         expect_error(kvc_safetensors_open_dir(sub, &st), bad[i][1], "indexed/model.safetensors.index.json");
         assert_null(st);
     }
+    static char long_name[4400 + 64]; /* a shard name past the path limit: refused, not cut to a shorter one */
+    const int at = snprintf(long_name, sizeof long_name, "{\"weight_map\":{\"x\":\"");
+    memset(long_name + at, 'a', 4400);
+    snprintf(long_name + at + 4400, sizeof long_name - (size_t)at - 4400, ".safetensors\"}}");
+    write_file("indexed/model.safetensors.index.json", long_name, strlen(long_name));
+    expect_error(kvc_safetensors_open_dir(sub, &st), "path too long", "(of tensor \"x\")");
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", sub);
     assert_int_equal(unlink(p), 0); /* without the index, every file of the directory */
     expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "stale.safetensors");
