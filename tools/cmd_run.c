@@ -578,6 +578,10 @@ static int run(int argc, char **argv) {
     if (kvc_run_tp_root())
         fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
                 (long long)mc->vocab_size);
+    if (kvc_run_check_ids(ids, lens, n, given.eos ? eng.eos_id : -1, mc->vocab_size) != 0) {
+        kvc_model_destroy(m);
+        return 2;
+    }
     if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
         kvc_status st = checkpoint_kv_dtype(dir, &p.cache.kv_dtype);
         if (st != KVC_OK) {
