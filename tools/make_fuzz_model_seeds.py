@@ -2,15 +2,20 @@
 """Writes the seeds of fuzz/fuzz_model_dir.c into fuzz/corpus/fuzz_model_dir/: tiny random models
 of the families the runtime runs (qwen3, llama in two shards, qwen3_moe, gpt_oss, gemma3_text,
 deepseek_v3), each one fuzz input: [flags] [config.json] NUL [weights] (fuzz_model_dir.c's
-layout). Standard library only; the values are random BF16 or F32 of magnitude below 1.
+layout). Standard library only; the values are random BF16 or F32 of magnitude below 1. With
+KVCACHE (the kvcache command) also saved quantized copies (`kvcache run --save-weights`: qwen3 in
+q8_0, qwen3_moe in q4_0) as seeds loaded as they are, so the fuzzer edits the packed format too.
 
-usage: make_fuzz_model_seeds.py [OUT_DIR]
+usage: make_fuzz_model_seeds.py [OUT_DIR [KVCACHE]]
 """
 import json
 import os
 import random
+import shutil
 import struct
+import subprocess
 import sys
+import tempfile
 
 H, I, V, NH, NKV, D = 32, 32, 32, 2, 1, 16
 
@@ -159,6 +164,28 @@ def main():
             files = [safetensors(tensors, dtype, rng)]
         with open(os.path.join(out, name), "wb") as f:
             f.write(seed(flags, config, files))
+        if len(sys.argv) > 2 and flags & 8:
+            saved_copy(sys.argv[2], name, config, files[0], ["checkpoint", "bf16", "q8_0", "q4_0"][flags & 3], out)
+
+
+def saved_copy(kvcache, name, config, weights, dtype, out):
+    """The seed of `kvcache run --save-weights`' copy of the model (config, weights) in `dtype`."""
+    tmp = tempfile.mkdtemp()
+    try:
+        src, dst = os.path.join(tmp, "src"), os.path.join(tmp, "dst")
+        os.mkdir(src)
+        with open(os.path.join(src, "config.json"), "w") as f:
+            json.dump(config, f)
+        with open(os.path.join(src, "model.safetensors"), "wb") as f:
+            f.write(weights)
+        subprocess.run([kvcache, "run", src, "--weights", dtype, "--save-weights", dst], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(dst, "model.safetensors"), "rb") as f:
+            packed = f.read()
+        with open(os.path.join(out, name.replace("_save", "_copy")), "wb") as f:
+            f.write(seed(0, config, [packed]))
+    finally:
+        shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
