@@ -130,9 +130,10 @@ KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 typedef struct kvc_safetensors kvc_safetensors;
 
-/* Maps every *.safetensors file of dir (sorted by name), or, when dir has a
- * model.safetensors.index.json, exactly the shards its weight_map names, and
- * indexes their headers. Refused with the file named: not a regular file,
+/* Maps the safetensors files of dir, as transformers picks them:
+ * model.safetensors alone when dir has it, else exactly the shards the
+ * weight_map of dir's model.safetensors.index.json names, else every
+ * *.safetensors file (sorted by name); and indexes their headers. Refused with the file named: not a regular file,
  * truncated file, header out of bounds (or over 100 MiB), header not UTF-8
  * JSON, shape or offsets not exact integers, tensor data outside the file,
  * tensors that do not tile the data section exactly (overlap, gap, offset not

@@ -368,11 +368,9 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out) {
     char *names[ST_MAX_FILES];
     int n = 0;
     kvc_status s = KVC_OK;
-    if (idx.root) /* a sharded checkpoint: the files its index names, none else */
-        for (; n < idx.n_shards && s == KVC_OK; n++)
-            if (!(names[n] = kvci_strdup(idx.shards[n])))
-                s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
-    if (!idx.root) s = list_dir(dir, names, &n);
+    for (; n < idx.n_shards && s == KVC_OK; n++) /* model.safetensors or an index's shards: those, none else */
+        if (!(names[n] = kvci_strdup(idx.shards[n]))) s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
+    if (idx.n_shards == 0) s = list_dir(dir, names, &n);
     kvc_safetensors *st = NULL;
     if (s == KVC_OK) {
         st = kvci_calloc(1, sizeof *st);

@@ -1,5 +1,6 @@
-/* model.safetensors.index.json of a sharded checkpoint (save_pretrained's): {"metadata": {...},
- * "weight_map": {tensor: shard file}}. Its shards are the files of the directory a load reads. */
+/* Which files of a model directory a load reads, as transformers picks them: model.safetensors alone
+ * when the directory has it, else the shards of a sharded checkpoint's model.safetensors.index.json
+ * (save_pretrained's: {"metadata": {...}, "weight_map": {tensor: shard file}}). */
 #include "model/safetensors_index.h"
 
 #include <errno.h>
@@ -11,7 +12,8 @@
 #include "model/json_nul.h"
 #include "model/json_read.h"
 
-#define INDEX_NAME "model.safetensors.index.json"
+#define INDEX_NAME  "model.safetensors.index.json"
+#define SINGLE_NAME "model.safetensors"
 
 /* A shard's name is a file of the directory itself: no '/', not "." or "..", ending in .safetensors. */
 static bool plain_shard_name(const char *s) {
@@ -50,9 +52,15 @@ static kvc_status shards_of(kvci_st_index *idx, const char *dir) {
 
 kvc_status kvci_st_index_open(const char *dir, kvci_st_index *idx) {
     memset(idx, 0, sizeof *idx);
-    if ((size_t)snprintf(idx->path, sizeof idx->path, "%s/%s", dir, INDEX_NAME) >= sizeof idx->path)
+    if ((size_t)snprintf(idx->path, sizeof idx->path, "%s/%s", dir, SINGLE_NAME) >= sizeof idx->path)
         return kvci_fail(KVC_EINVAL, "%s: path too long", dir);
     struct stat sb;
+    if (lstat(idx->path, &sb) == 0) { /* transformers reads model.safetensors alone when the directory has it */
+        idx->shards[idx->n_shards++] = SINGLE_NAME;
+        return KVC_OK;
+    }
+    if ((size_t)snprintf(idx->path, sizeof idx->path, "%s/%s", dir, INDEX_NAME) >= sizeof idx->path)
+        return kvci_fail(KVC_EINVAL, "%s: path too long", dir);
     if (lstat(idx->path, &sb) != 0 && errno == ENOENT) return KVC_OK; /* not sharded by an index */
     char *text = NULL;
     size_t len = 0;

@@ -216,10 +216,11 @@ static void test_duplicate_across_files(void **state) {
     assert_non_null(strstr(kvc_last_error(), "c.safetensors"));
 }
 
-/* A directory with model.safetensors.index.json reads the shards its weight_map names and no other
- * file (a stale copy beside them was read too: its tensors refused as "in both" files, or taken when
- * the shards lacked them); a shard named outside the directory, a missing shard, a tensor in another
- * shard than its entry says or in none, and an index without a weight map are refused naming the index. */
+/* A directory with model.safetensors.index.json (and no model.safetensors, which transformers reads
+ * alone) reads the shards its weight_map names and no other file (a stale copy beside them was read too: its tensors
+ * refused as "in both" files, or taken when the shards lacked them); a shard named outside the directory, a missing
+ * shard, a tensor in another shard than its entry says or in none, and an index without a weight map are refused naming
+ * the index. */
 static void test_index_names_the_shards(void **state) {
     (void)state;
     char sub[600], p[700];
@@ -239,6 +240,14 @@ static void test_index_names_the_shards(void **state) {
     assert_true(kvc_safetensors_has(st, "x") && kvc_safetensors_has(st, "y"));
     assert_false(kvc_safetensors_has(st, "z")); /* stale.safetensors is not a shard */
     kvc_safetensors_destroy(st);
+    /* model.safetensors beside the index: read alone, as transformers reads it */
+    write_st("indexed/model.safetensors", "{\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "z"));
+    assert_false(kvc_safetensors_has(st, "x") || kvc_safetensors_has(st, "y"));
+    kvc_safetensors_destroy(st);
+    snprintf(p, sizeof p, "%s/model.safetensors", sub);
+    assert_int_equal(unlink(p), 0);
     const char *const bad[][2] = {
         {"{\"weight_map\":{\"x\":\"../indexed/a.safetensors\",\"y\":\"b.safetensors\"}}",
          "weight_map.x must name a .safetensors file of the directory itself (no '/'), got "
