@@ -1,15 +1,16 @@
 /* libFuzzer target: arbitrary bytes as a model directory for kvc_model_load_weights. The input is
- *   [flags] [config.json text] NUL [weights]
+ *   [flags] [config.json text] NUL [model.safetensors.index.json text NUL, with flags bit 4] [weights]
  * flags bits 0-1: the weights asked (checkpoint, bf16, q8_0, q4_0); bit 2: the weights are two
  * shards (their first 4 bytes, little-endian, give the first shard's length, the rest is the
  * second: model-00001-of-00002.safetensors and model-00002-of-00002.safetensors), else one
  * model.safetensors; bit 3: with q8_0 or q4_0, a loaded model is saved as a quantized copy
- * (kvci_model_save) and that copy loaded back. The files go to a private directory under
- * /dev/shm (or /tmp) made once per process, rewritten for each input and removed at exit. Any input must either
- * load or be refused with a status and a message; a saved copy of a model that loaded must load
- * again. A crash, a sanitizer report, a leak, a refusal without a message, or a saved copy that
- * does not load back is a finding. The seeds (fuzz/corpus/fuzz_model_dir) are tiny models of each
- * family the runtime runs, written by tools/make_fuzz_model_seeds.py. */
+ * (kvci_model_save) and that copy loaded back; bit 4: the directory has an index, the text after the
+ * config. The files go to a private directory under /dev/shm (or /tmp) made once per process,
+ * rewritten for each input and removed at exit. Any input must either load or be refused with a
+ * status and a message; a saved copy of a model that loaded must load again. A crash, a sanitizer
+ * report, a leak, a refusal without a message, or a saved copy that does not load back is a finding.
+ * The seeds (fuzz/corpus/fuzz_model_dir) are tiny models of each family the runtime runs and saved
+ * quantized copies, written by tools/make_fuzz_model_seeds.py. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64], copy[96];
+static const char INDEX[] = "model.safetensors.index.json";
 static const char *const SHARDS[] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
 
 /* dir/name holding bytes [0, n) of p; n 0 with p NULL: dir/name removed. */
@@ -49,6 +51,7 @@ static void remove_copy(void) {
 /* The private directory removed when the fuzzer exits. */
 static void remove_dir(void) {
     put("config.json", NULL, 0);
+    put(INDEX, NULL, 0);
     put("model.safetensors", NULL, 0);
     put(SHARDS[0], NULL, 0);
     put(SHARDS[1], NULL, 0);
@@ -78,8 +81,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *cfg = data + 1, *nul = memchr(cfg, '\0', size - 1);
     const size_t cfg_n = nul ? (size_t)(nul - cfg) : size - 1;
     const uint8_t *w = nul ? nul + 1 : data + size;
-    const size_t w_n = (size_t)(data + size - w);
     put("config.json", cfg, cfg_n);
+    put(INDEX, NULL, 0);
+    if (flags & 16) {
+        const uint8_t *end = memchr(w, '\0', (size_t)(data + size - w));
+        const size_t n = end ? (size_t)(end - w) : (size_t)(data + size - w);
+        put(INDEX, w, n);
+        w += end ? n + 1 : n;
+    }
+    const size_t w_n = (size_t)(data + size - w);
     if (flags & 4) {
         uint32_t first = 0;
         for (size_t i = 0; i < 4 && i < w_n; i++) first |= (uint32_t)w[i] << (8 * i);

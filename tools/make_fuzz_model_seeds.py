@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seeds of fuzz/fuzz_model_dir.c into fuzz/corpus/fuzz_model_dir/: tiny random models
-of the families the runtime runs (qwen3, llama in two shards, qwen3_moe, gpt_oss, gemma3_text,
-deepseek_v3), each one fuzz input: [flags] [config.json] NUL [weights] (fuzz_model_dir.c's
-layout). Standard library only; the values are random BF16 or F32 of magnitude below 1. With
-KVCACHE (the kvcache command) also saved quantized copies (`kvcache run --save-weights`: qwen3 in
-q8_0, qwen3_moe in q4_0) as seeds loaded as they are, so the fuzzer edits the packed format too.
+of the families the runtime runs (qwen3, llama in two shards, with and without an index, qwen3_moe,
+gpt_oss, gemma3_text, deepseek_v3), each one fuzz input: [flags] [config.json] NUL [index NUL]
+[weights] (fuzz_model_dir.c's layout). Standard library only; the values are random BF16 or F32
+of magnitude below 1. With KVCACHE (the kvcache command) also saved quantized copies (`kvcache run
+--save-weights`: qwen3 and gemma3_text in q8_0, qwen3_moe in q4_0) as seeds loaded as they are, so
+the fuzzer edits the packed format too.
 
 usage: make_fuzz_model_seeds.py [OUT_DIR [KVCACHE]]
 """
@@ -138,8 +139,10 @@ def safetensors(tensors, dtype, rng, meta=None):
     return struct.pack("<Q", len(text)) + text + bytes(data)
 
 
-def seed(flags, config, files):
+def seed(flags, config, files, index=None):
     out = bytes([flags]) + json.dumps(config).encode() + b"\0"
+    if flags & 16:
+        out += json.dumps(index).encode() + b"\0"
     if len(files) == 1:
         return out + files[0]
     return out + struct.pack("<I", len(files[0])) + files[0] + files[1]
@@ -150,20 +153,24 @@ def main():
                                                             "fuzz_model_dir")
     os.makedirs(out, exist_ok=True)
     rng = random.Random(7)
-    # flags: bits 0-1 weights (checkpoint, bf16, q8_0, q4_0), bit 2 two shards, bit 3 save and reload
+    # flags: bits 0-1 weights (checkpoint, bf16, q8_0, q4_0), bit 2 two shards, bit 3 save and reload,
+    # bit 4 model.safetensors.index.json
     cases = [("qwen3", qwen3, "BF16", 0), ("qwen3_q8_save", qwen3, "BF16", 2 | 8),
-             ("llama_shards", llama, "F32", 4 | 1), ("qwen3_moe_q4_save", qwen3_moe, "BF16", 3 | 8),
+             ("llama_shards", llama, "F32", 4 | 1), ("llama_index", llama, "BF16", 16 | 4), ("qwen3_moe_q4_save", qwen3_moe, "BF16", 3 | 8),
              ("gpt_oss", gpt_oss, "BF16", 0), ("gemma3_q8_save", gemma3, "F32", 2 | 8),
              ("deepseek_v3", deepseek_v3, "BF16", 0)]
     for name, make, dtype, flags in cases:
         config, tensors = make()
+        index = None
         if flags & 4:
             half = len(tensors) // 2
             files = [safetensors(tensors[:half], dtype, rng), safetensors(tensors[half:], dtype, rng)]
+            shard = ["model-%05d-of-00002.safetensors" % (i + 1) for i in range(2)]
+            index = {"metadata": {}, "weight_map": {t[0]: shard[i >= half] for i, t in enumerate(tensors)}}
         else:
             files = [safetensors(tensors, dtype, rng)]
         with open(os.path.join(out, name), "wb") as f:
-            f.write(seed(flags, config, files))
+            f.write(seed(flags, config, files, index))
         if len(sys.argv) > 2 and flags & 8:
             saved_copy(sys.argv[2], name, config, files[0], ["checkpoint", "bf16", "q8_0", "q4_0"][flags & 3], out)
 
