@@ -160,8 +160,11 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     load_ctx *c = user;
     char buf[320];
     const char *name = file_name(c, t->name, buf, sizeof buf);
-    if (strcmp(t->name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name)) /* MF 1.3: absent lm_head */
-        name = file_name(c, "model.embed_tokens.weight", buf, sizeof buf);           /* falls back to the embedding */
+    if (!c->packed && strcmp(t->name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+        return kvci_fail(KVC_EINVAL, /* the embedding was taken in its place: transformers leaves such a head random */
+                         "missing tensor \"%s\": tie_word_embeddings is false (or absent, the family's default), so "
+                         "the head is a matrix of its own",
+                         name);
     if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */

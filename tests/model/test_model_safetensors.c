@@ -2,7 +2,8 @@
  * and the tensor (truncated file, header out of bounds, data outside the
  * file, missing tensor, wrong shape, wrong dtype), also through kvc_model_load,
  * and for the routed experts of the MoE oracle checkpoints (a module missing,
- * one beyond the config's expert count, one of the wrong shape). */
+ * one beyond the config's expert count, one of the wrong shape) and an untied
+ * head; the files a directory's index names; experts of mixed dtypes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -359,6 +360,9 @@ static void test_moe_expert_refusals(void **state) {
         "\"model.layers.1.block_sparse_moe.experts.3.w2.weight\" has wrong shape [32, 48], expected [48, 32]");
     expect_edited("mixtral", "layers.0.block_sparse_moe.gate.", "layers.0.block_sparse_moe.gatx.",
                   "missing tensor \"model.layers.0.block_sparse_moe.gate.weight\"");
+    /* an untied head missing: refused (the embedding was read in its place, silently) */
+    expect_edited("qwen3_moe", "\"lm_head.weight\"", "\"lm_head.weighx\"",
+                  "missing tensor \"lm_head.weight\": tie_word_embeddings is false");
 }
 
 /* A one-layer Mixtral (H 2, I 2, 2 experts, vocab 4) in one file, every tensor BF16 of 1.0 but expert
