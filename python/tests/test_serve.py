@@ -429,6 +429,14 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
+    # integers are digits (int() took ' 16', '+4' and '1_000'), and an option given twice is refused
+    (["--block-size", " 16"], "argument --block-size: ' 16' is not an integer"),
+    (["--max-num-seqs", "+4"], "argument --max-num-seqs: '+4' is not an integer"),
+    (["--seed", "1_000"], "argument --seed: '1_000' is not an integer"),
+    (["--port", "8_000"], "is not a TCP port"),
+    (["--port", "8000", "--port", "8001"], "--port given twice"),
+    (["--block-size", "16", "--block-size", "32"], "--block-size given twice"),
+    (["--weights", "q8_0", "--weights", "q4_0"], "--weights given twice"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main
