@@ -10,8 +10,8 @@ DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp
                 libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev \
                 libopenmpi-dev openmpi-bin
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-# Seconds per fuzz target: 6 targets x 15 s, JOBS at a time, keep the fuzz step
-# of make test near 45 s on two cores (it was 90 s one at a time).
+# Seconds per fuzz target: 7 targets x 15 s, JOBS at a time, keep the fuzz step
+# of make test near 60 s on two cores (it was 90 s for 6 one at a time).
 FUZZ_SECONDS ?= 15
 PREFIX ?= /usr/local
 

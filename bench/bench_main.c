@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "args.h"
 #include "bench.h"
 #include "kvcache/kvcache.h"
 #include "model/model_internal.h"
@@ -68,7 +69,12 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
     bool pages_given = false, model_only = false;
     *bench = NULL;
     *opts = (kvc_bench_opts){.json = false};
+    static const char *const VALUED[] = {"--against", "--plot",    "--only",    "--pages",
+                                         "--batches", "--prompts", "--weights", "--activations"};
+    kvc_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
+        for (size_t k = 0; k < sizeof VALUED / sizeof VALUED[0]; k++)
+            if (strcmp(argv[i], VALUED[k]) == 0 && kvc_arg_repeated(&seen, "bench", VALUED[k])) return 2;
         if (strcmp(argv[i], "--json") == 0) {
             opts->json = true;
         } else if (strcmp(argv[i], "--against") == 0) {

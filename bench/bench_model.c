@@ -45,9 +45,9 @@ typedef struct int_list {
 static int parse_list(const char *what, const char *text, int64_t max, int_list *out) {
     out->n = 0;
     for (const char *p = text;;) {
-        char *end;
-        const long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > max || out->n == MAX_LIST || (*end && *end != ',')) {
+        char *end = NULL;
+        const long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : 0; /* digits only: " 8" is no size */
+        if (v < 1 || v > max || out->n == MAX_LIST || (*end && *end != ',')) {
             fprintf(stderr,
                     "kvcache bench model: %s must be up to %d numbers in 1 .. %lld separated by commas (got \"%s\")\n",
                     what, MAX_LIST, (long long)max, text);

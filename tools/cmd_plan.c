@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "base/internal.h"
+#include "args.h"
 #include "cmd_plan.h"
 #include "kvcache/model.h"
 #include "kvcache/plan.h"
@@ -44,7 +45,7 @@ static void plan_usage(FILE *f) {
 /* Parses a byte count or count: digits, or a decimal/exponent number, with an
  * optional K/M/G/T suffix (decimal; KiB/MiB/GiB/TiB binary; a trailing B ok). */
 int kvc_parse_size(const char *text, int64_t *out) {
-    if (text == NULL || *text == '\0') return -1;
+    if (text == NULL || !((*text >= '0' && *text <= '9') || *text == '.')) return -1; /* strtod takes " 7", "+7" */
     char *end = NULL;
     errno = 0;
     /* Whole digits followed by nothing or a unit: exact integer path. */
@@ -412,6 +413,7 @@ int kvc_cmd_plan(int argc, char **argv) {
     const char *path = NULL;
     bool json = false;
     const char *plot = NULL;
+    kvc_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -453,7 +455,7 @@ int kvc_cmd_plan(int argc, char **argv) {
             path = a;
             continue;
         }
-        if (rc != 0) return 2;
+        if (rc != 0 || kvc_arg_repeated(&seen, "plan", a)) return 2;
         i++; /* the option's value */
     }
     if (path == NULL) {

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "args.h"
 #include "base/internal.h"
 #include "cmd_run.h"
 #include "kvcache/plan.h"
@@ -124,16 +125,6 @@ static void run_usage(FILE *f) {
             RUN_MAX_PROMPTS, RUN_MAX_IDS, (long long)KVC_RUNNER_MAX_POSITIONS, KVC_ATTN_MAX_BLOCK_SIZE);
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    if (!s || !*s) return -1;
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Appends the ids of "1,2,3" to ids[*n ..] and returns their count; -1 for
  * anything else (an empty item too: "1,,2", "1,2," and ",1" alike), -2 when
  * the ids of all prompts would pass RUN_MAX_IDS. */
@@ -143,8 +134,8 @@ static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n) {
     for (;;) {
         char *end = NULL;
         errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || end == s || *s == '-' || *s == '+' || v > INT32_MAX || (*end && *end != ',')) return -1;
+        long v = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1; /* digits only: " -1" is no id */
+        if (errno || v < 0 || v > INT32_MAX || (*end && *end != ',')) return -1;
         if (*n >= RUN_MAX_IDS) return -2;
         ids[(*n)++] = (int32_t)v;
         count++;
@@ -230,7 +221,7 @@ static int parse_sampling(const char *flag, const char *val, kvc_sampling_params
     const double x = val ? strtod(val, &end) : NAN;
     int64_t v = 0;
     const bool is_int = strcmp(flag, "--top-k") == 0 || strcmp(flag, "--seed") == 0;
-    bool ok = is_int ? parse_i64(val, 0, strcmp(flag, "--seed") == 0 ? INT64_MAX : INT32_MAX, &v) == 0
+    bool ok = is_int ? kvc_arg_int(val, 0, strcmp(flag, "--seed") == 0 ? INT64_MAX : INT32_MAX, &v)
                      : val && *val && !*end && !errno && isfinite(x);
     kvc_sampling_params next = *sp;
     if (strcmp(flag, "--temperature") == 0)
@@ -363,14 +354,14 @@ static int parse_pd_flag(const char *flag, const char *val, kvc_run_pd_opts *pd,
         return 2;
     }
     if (strcmp(flag, "--pd-timeout-ms") == 0) {
-        if (parse_i64(val, 1, 86400000, &pd->timeout_ms) == 0) return g->pd_timeout = true, 0;
+        if (kvc_arg_int(val, 1, 86400000, &pd->timeout_ms)) return g->pd_timeout = true, 0;
         fprintf(stderr, "kvcache run: --pd-timeout-ms expects an integer in [1, 86400000], got \"%s\"\n",
                 val ? val : "");
         return 2;
     }
     const bool drop = val && strncmp(val, "drop=", 5) == 0, stop = val && strncmp(val, "exit=", 5) == 0,
                kill = val && strncmp(val, "kill=", 5) == 0;
-    if ((drop || stop || kill) && parse_i64(val + 5, 0, RUN_MAX_PROMPTS, &v) == 0) {
+    if ((drop || stop || kill) && kvc_arg_int(val + 5, 0, RUN_MAX_PROMPTS, &v)) {
         *(drop ? &pd->drop_payload : &pd->exit_after) = v;
         pd->kill = kill;
         return g->pd_fault = true, 0;
@@ -434,6 +425,7 @@ static int run(int argc, char **argv) {
     static int32_t ids[RUN_MAX_IDS];
     int64_t lens[RUN_MAX_PROMPTS], n = 0, n_ids = 0, mode = 2, tp = 0;
     run_flags_given given = {0};
+    kvc_arg_seen seen = {0};
     kvc_run_engine_opts eng = {.sampling = kvc_sampling_default_params(), .eos_id = -1};
     kvc_run_pd_opts pd = {.timeout_ms = 60000, .drop_payload = -1, .exit_after = -1};
     for (int i = 1; i < argc; i++) {
@@ -505,7 +497,7 @@ static int run(int argc, char **argv) {
             if (is_mode) hi = 3;
             if (is_block) hi = KVC_ATTN_MAX_BLOCK_SIZE;
             if (strcmp(a, "--tp") == 0) hi = 4096;
-            if (parse_i64(val, is_mode ? 0 : 1, hi, &v) != 0) {
+            if (!kvc_arg_int(val, is_mode ? 0 : 1, hi, &v)) {
                 fprintf(stderr, "kvcache run: %s expects an integer in [%d, %lld], got \"%s\"\n", a, is_mode ? 0 : 1,
                         (long long)hi, val ? val : "");
                 return 2;
@@ -530,7 +522,7 @@ static int run(int argc, char **argv) {
             if (parse_pd_flag(a, val, &pd, &given) != 0) return 2;
         } else if (strcmp(a, "--eos") == 0) {
             int64_t v = -1;
-            if (!val || (strcmp(val, "none") != 0 && parse_i64(val, 0, INT32_MAX, &v) != 0)) {
+            if (!val || (strcmp(val, "none") != 0 && !kvc_arg_int(val, 0, INT32_MAX, &v))) {
                 fprintf(stderr, "kvcache run: --eos expects a token id in [0, %d] or none, got \"%s\"\n", INT32_MAX,
                         val ? val : "");
                 return 2;
@@ -548,6 +540,7 @@ static int run(int argc, char **argv) {
             fprintf(stderr, "kvcache run: unexpected argument %s\n", a);
             return 2;
         }
+        if (strcmp(a, "--prompt-ids") != 0 && kvc_arg_repeated(&seen, "run", a)) return 2; /* prompts repeat */
         i++;
     }
     if (tp > 0 && (save_dir || compare_weights)) {
@@ -585,6 +578,10 @@ static int run(int argc, char **argv) {
     if (kvc_run_tp_root())
         fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
                 (long long)mc->vocab_size);
+    if (kvc_run_check_ids(ids, lens, n, given.eos ? eng.eos_id : -1, mc->vocab_size) != 0) {
+        kvc_model_destroy(m);
+        return 2;
+    }
     if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
         kvc_status st = checkpoint_kv_dtype(dir, &p.cache.kv_dtype);
         if (st != KVC_OK) {

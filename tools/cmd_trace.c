@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "base/internal.h"
 #include "commands.h"
 #include "plot_data.h"
@@ -57,33 +58,26 @@ static void trace_usage(FILE *f) {
             KVC_TRACE_MAX_TOKENS, KVC_TRACE_DEFAULT_MAX_BLOCKS, INT32_MAX, KVC_MAX_INPUT_BYTES);
 }
 
-/* A decimal integer in [1, INT32_MAX] (block ids are int32). */
-static bool parse_max_blocks(const char *s, int64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = s != NULL ? strtoll(s, &end, 10) : 0;
-    if (s == NULL || end == s || *end != '\0' || errno != 0 || v < 1 || v > INT32_MAX) return false;
-    *out = v;
-    return true;
-}
-
 int kvc_cmd_trace(int argc, char **argv) {
     const char *path = NULL, *plot = NULL;
     kvc_trace_options opts = {.max_blocks = KVC_TRACE_DEFAULT_MAX_BLOCKS};
+    kvc_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--usage") == 0) {
             opts.print_usage = true;
         } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
+            if (kvc_arg_repeated(&seen, "trace", argv[i])) return 2;
             plot = argv[++i];
             opts.print_usage = true; /* the usage lines are what the picture draws */
         } else if (strcmp(argv[i], "--check") == 0) {
             opts.check_invariants = true;
         } else if (strcmp(argv[i], "--max-blocks") == 0) {
-            if (!parse_max_blocks(i + 1 < argc ? argv[i + 1] : NULL, &opts.max_blocks)) {
+            if (!kvc_arg_int(i + 1 < argc ? argv[i + 1] : NULL, 1, INT32_MAX, &opts.max_blocks)) { /* int32 ids */
                 fprintf(stderr, "kvcache trace: --max-blocks expects an integer in [1, %" PRId32 "], got \"%s\"\n",
                         INT32_MAX, i + 1 < argc ? argv[i + 1] : "");
                 return 2;
             }
+            if (kvc_arg_repeated(&seen, "trace", argv[i])) return 2;
             i++;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             trace_usage(stdout);

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "args.h"
 #include "base/internal.h"
 #include "commands.h"
 #include "demo_engine.h"
@@ -244,6 +245,7 @@ int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace
     *n_requests = 32;
     *trace_at = 0;
     *json = false;
+    kvc_arg_seen seen = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             *json = true;
@@ -251,9 +253,8 @@ int kvc_engine_demo_parse(int argc, char **argv, int64_t *n_requests, int *trace
             *trace_at = i;
             return -1;
         } else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
-            char *end = NULL;
-            *n_requests = strtoll(argv[++i], &end, 10);
-            if (*end != '\0' || *n_requests < 1 || *n_requests > 100000) {
+            if (kvc_arg_repeated(&seen, "demo", argv[i])) return 2;
+            if (!kvc_arg_int(argv[++i], 1, 100000, n_requests)) {
                 fprintf(stderr, "kvcache demo: --requests expects 1..100000, got \"%s\"\n", argv[i]);
                 return 2;
             }

@@ -130,12 +130,17 @@ KVC_API double kvc_model_attn_scale(const kvc_model_config *c);
 
 typedef struct kvc_safetensors kvc_safetensors;
 
-/* Maps every *.safetensors file of dir (sorted by name) and indexes their
- * headers. Refused with the file named: not a regular file, truncated file,
- * header out of bounds (or over 100 MiB), header not UTF-8 JSON, shape or
- * offsets not exact integers, tensor data outside the file, tensors that do
- * not tile the data section exactly (overlap, gap, offset not a multiple of
- * the element size; the tensor named), duplicate tensor names. */
+/* Maps the safetensors files of dir, as transformers picks them:
+ * model.safetensors alone when dir has it, else exactly the shards the
+ * weight_map of dir's model.safetensors.index.json names, else every
+ * *.safetensors file (sorted by name); and indexes their headers. Refused with the file named: not a regular file,
+ * truncated file, header out of bounds (or over 100 MiB), header not UTF-8
+ * JSON, shape or offsets not exact integers, tensor data outside the file,
+ * tensors that do not tile the data section exactly (overlap, gap, offset not
+ * a multiple of the element size; the tensor named), duplicate tensor names,
+ * __metadata__ values other than strings; with the index named: a shard not a
+ * plain .safetensors name of dir ("../x", "/x", "sub/x"), a missing shard, a
+ * tensor not in the shard its entry names. */
 KVC_API kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out);
 KVC_API kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out);
 KVC_API void kvc_safetensors_destroy(kvc_safetensors *st);

@@ -458,6 +458,14 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
     (["--api-key", ""], "API key '' must be 1 or more visible ASCII characters"),
     (["--api-key", "k\u00e9y"], "must be 1 or more visible ASCII characters"),
+    # integers are digits (int() took ' 16', '+4' and '1_000'), and an option given twice is refused
+    (["--block-size", " 16"], "argument --block-size: ' 16' is not an integer"),
+    (["--max-num-seqs", "+4"], "argument --max-num-seqs: '+4' is not an integer"),
+    (["--seed", "1_000"], "argument --seed: '1_000' is not an integer"),
+    (["--port", "8_000"], "is not a TCP port"),
+    (["--port", "8000", "--port", "8001"], "--port given twice"),
+    (["--block-size", "16", "--block-size", "32"], "--block-size given twice"),
+    (["--weights", "q8_0", "--weights", "q4_0"], "--weights given twice"),
 ])
 def test_the_command_line_names_a_bad_option_without_a_traceback(model_dir, capsys, args, needle):
     from kvcache.serve.cli import main

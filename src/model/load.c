@@ -48,7 +48,8 @@ static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, c
 
 /* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
  * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; a module of an expert beyond
- * E-1 is refused. *dtype: the dtype of the source (expert 0's module or the fused tensor). */
+ * E-1 is refused. *dtype: the dtype of the source (the modules' or the fused tensor's; NULL, held as
+ * f32, when the modules' dtypes differ: expert 0's BF16 would round another's F16 or F32 values). */
 static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const char *name, float *dst,
                                const char **dtype) {
     char prefix[160];
@@ -68,6 +69,7 @@ static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const ch
             char n[200];
             snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
             KVC_TRY(read_part(c, n, 2, shape + 1, &one, 0, dst ? dst + e * per : NULL));
+            if (*dtype && strcmp(kvci_safetensors_dtype(c->st, n), *dtype) != 0) *dtype = NULL;
         }
         return KVC_OK;
     }
@@ -176,8 +178,11 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     load_ctx *c = user;
     char buf[320];
     const char *name = file_name(c, t->name, buf, sizeof buf);
-    if (strcmp(t->name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name)) /* MF 1.3: absent lm_head */
-        name = file_name(c, "model.embed_tokens.weight", buf, sizeof buf);           /* falls back to the embedding */
+    if (!c->packed && strcmp(t->name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+        return kvci_fail(KVC_EINVAL, /* the embedding was taken in its place: transformers leaves such a head random */
+                         "missing tensor \"%s\": tie_word_embeddings is false (or absent, the family's default), so "
+                         "the head is a matrix of its own",
+                         name);
     if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */

@@ -15,12 +15,13 @@
 
 #include "base/internal.h"
 #include "model/json_nul.h"
+#include "model/safetensors_index.h"
 #include "model/weights_internal.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
 #include "model/json_read.h"
 
-#define ST_MAX_FILES 64
+#define ST_MAX_FILES KVCI_ST_MAX_SHARDS
 #define ST_PATH_MAX  4096
 
 typedef struct st_file {
@@ -172,6 +173,20 @@ static kvc_status check_names(const st_file *f, const st_span *spans, int n) {
     return st;
 }
 
+/* The header's "__metadata__" is a map of strings to strings (the format's rule): a value of another
+ * type would read as absent (kvci_safetensors_meta), so a copy marked kvcache.format 5 would load as a
+ * checkpoint, missing every tensor. */
+static kvc_status check_metadata(const st_file *f, const cJSON *meta) {
+    if (!cJSON_IsObject(meta))
+        return kvci_fail(KVC_EINVAL, "%s: header entry \"__metadata__\" must be an object of strings", f->path);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, meta) {
+        if (!cJSON_IsString(v))
+            return kvci_fail(KVC_EINVAL, "%s: __metadata__.%s must be a string", f->path, v->string);
+    }
+    return KVC_OK;
+}
+
 static kvc_status check_entries(const st_file *f) {
     const int n = cJSON_GetArraySize(f->header);
     st_span *spans = kvci_calloc((size_t)n, sizeof *spans);
@@ -180,7 +195,10 @@ static kvc_status check_entries(const st_file *f) {
     kvc_status st = KVC_OK;
     const cJSON *e;
     cJSON_ArrayForEach(e, f->header) {
-        if (strcmp(e->string, "__metadata__") == 0) continue;
+        if (strcmp(e->string, "__metadata__") == 0) {
+            if ((st = check_metadata(f, e)) != KVC_OK) break;
+            continue;
+        }
         if ((st = check_entry(f, e, &spans[n_spans])) != KVC_OK) break;
         n_spans++;
     }
@@ -301,31 +319,58 @@ kvc_status kvc_safetensors_open_file(const char *path, kvc_safetensors **out) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out) {
-    if (!dir || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_dir: dir and out must not be NULL");
-    *out = NULL;
+/* The *.safetensors files of dir into names[0..*n) (copies), at most ST_MAX_FILES. */
+static kvc_status list_dir(const char *dir, char **names, int *n) {
     DIR *d = opendir(dir);
     if (!d) return kvci_fail(KVC_EINVAL, "%s: cannot open directory (%s)", dir, strerror(errno));
-    char *names[ST_MAX_FILES];
-    int n = 0;
     struct dirent *de;
     kvc_status s = KVC_OK;
     while ((de = readdir(d)) != NULL) {
         const size_t len = strlen(de->d_name);
         if (len < 12 || strcmp(de->d_name + len - 12, ".safetensors") != 0) continue;
-        if (n == ST_MAX_FILES) {
+        if (*n == ST_MAX_FILES) {
             s = kvci_fail(KVC_EINVAL, "%s: more than %d .safetensors files", dir, ST_MAX_FILES);
             break;
         }
-        names[n] = kvci_strdup(de->d_name);
-        if (!names[n]) {
+        if (!(names[*n] = kvci_strdup(de->d_name))) {
             s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
             break;
         }
-        n++;
+        (*n)++;
     }
     closedir(d);
-    if (s == KVC_OK && n == 0) s = kvci_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
+    if (s == KVC_OK && *n == 0) s = kvci_fail(KVC_EINVAL, "%s: no *.safetensors file", dir);
+    return s;
+}
+
+/* Every tensor of the index's weight map is in the shard it names. */
+static kvc_status check_weight_map(const kvc_safetensors *st, const kvci_st_index *idx) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, idx->weight_map) {
+        const st_file *f = NULL;
+        const char *base = NULL;
+        if (find(st, e->string, &f)) base = strrchr(f->path, '/') + 1; /* the files are DIR/NAME */
+        if (!base)
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" is in shard %s by its weight_map, but %s does not hold it",
+                             idx->path, e->string, e->valuestring, e->valuestring);
+        if (strcmp(base, e->valuestring) != 0)
+            return kvci_fail(KVC_EINVAL, "%s: tensor \"%s\" is in shard %s by its weight_map, but is in %s", idx->path,
+                             e->string, e->valuestring, base);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out) {
+    if (!dir || !out) return kvci_fail(KVC_EINVAL, "safetensors_open_dir: dir and out must not be NULL");
+    *out = NULL;
+    kvci_st_index idx;
+    KVC_TRY(kvci_st_index_open(dir, &idx));
+    char *names[ST_MAX_FILES];
+    int n = 0;
+    kvc_status s = KVC_OK;
+    for (; n < idx.n_shards && s == KVC_OK; n++) /* model.safetensors or an index's shards: those, none else */
+        if (!(names[n] = kvci_strdup(idx.shards[n]))) s = kvci_fail(KVC_ENOMEM, "safetensors_open_dir: out of memory");
+    if (idx.n_shards == 0) s = list_dir(dir, names, &n);
     kvc_safetensors *st = NULL;
     if (s == KVC_OK) {
         st = kvci_calloc(1, sizeof *st);
@@ -341,8 +386,10 @@ kvc_status kvc_safetensors_open_dir(const char *dir, kvc_safetensors **out) {
                 st->n_files++;
         }
         if (s == KVC_OK) s = build_index(st);
+        if (s == KVC_OK && idx.root) s = check_weight_map(st, &idx);
     }
     for (int i = 0; i < n; i++) kvci_free(names[i]);
+    kvci_st_index_close(&idx);
     if (s != KVC_OK) {
         kvc_safetensors_destroy(st);
         return s;

@@ -2,7 +2,8 @@
  * and the tensor (truncated file, header out of bounds, data outside the
  * file, missing tensor, wrong shape, wrong dtype), also through kvc_model_load,
  * and for the routed experts of the MoE oracle checkpoints (a module missing,
- * one beyond the config's expert count, one of the wrong shape). */
+ * one beyond the config's expert count, one of the wrong shape) and an untied
+ * head; the files a directory's index names; experts of mixed dtypes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "kvc_test_util.h"
 #include "kvcache/half.h"
 #include "kvcache/model.h"
+#include "model/model_internal.h"
 
 static char g_dir[256];
 
@@ -137,14 +139,31 @@ static void test_truncated_and_out_of_bounds(void **state) {
 }
 
 /* "__metadata__" is the header's own entry, not a tensor: never found, read or viewed as one, even
- * when it is shaped like a tensor entry whose offsets point past the data (they were never checked). */
+ * when it holds a tensor entry's keys; its values are strings (the format's map of strings), any other
+ * refused at open naming the key (a kvcache.format 5 read as absent: a saved copy loaded as a checkpoint). */
 static void test_metadata_is_not_a_tensor(void **state) {
     (void)state;
     const float d[2] = {1, 2};
     write_st("meta.safetensors",
+             "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":\"[1048576]\",\"data_offsets\":\"[0,4194304]\"},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+             d, 8, -1);
+    write_st("meta_array.safetensors",
              "{\"__metadata__\":{\"dtype\":\"F32\",\"shape\":[1048576],\"data_offsets\":[0,4194304]},"
              "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
              d, 8, -1);
+    write_st("meta_number.safetensors", "{\"__metadata__\":{\"kvcache.format\":5}}", NULL, 0, -1);
+    write_st("meta_list.safetensors", "{\"__metadata__\":[\"pt\"]}", NULL, 0, -1);
+    const char *const bad[][2] = {{"meta_array.safetensors", "__metadata__.shape must be a string"},
+                                  {"meta_number.safetensors", "__metadata__.kvcache.format must be a string"},
+                                  {"meta_list.safetensors", "\"__metadata__\" must be an object of strings"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char q[512];
+        kvc_safetensors *none = NULL;
+        path_of(bad[i][0], q, sizeof q);
+        expect_error(kvc_safetensors_open_file(q, &none), bad[i][1], bad[i][0]);
+        assert_null(none);
+    }
     write_st("plain.safetensors", "{\"__metadata__\":{\"format\":\"pt\"}}", NULL, 0, -1);
     char p[512];
     const int64_t big[1] = {1048576};
@@ -196,6 +215,74 @@ static void test_duplicate_across_files(void **state) {
     expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "a.safetensors and");
     assert_null(st);
     assert_non_null(strstr(kvc_last_error(), "c.safetensors"));
+}
+
+/* A directory with model.safetensors.index.json (and no model.safetensors, which transformers reads
+ * alone) reads the shards its weight_map names and no other file (a stale copy beside them was read too: its tensors
+ * refused as "in both" files, or taken when the shards lacked them); a shard named outside the directory, a missing
+ * shard, a tensor in another shard than its entry says or in none, and an index without a weight map are refused naming
+ * the index. */
+static void test_index_names_the_shards(void **state) {
+    (void)state;
+    char sub[600], p[700];
+    snprintf(sub, sizeof sub, "%s/indexed", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    const float d[2] = {1, 2};
+    write_st("indexed/a.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    write_st("indexed/b.safetensors", "{\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    write_st("indexed/stale.safetensors",
+             "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             d, 8, -1);
+    const char *index = "{\"metadata\":{},\"weight_map\":{\"x\":\"a.safetensors\",\"y\":\"b.safetensors\"}}";
+    write_file("indexed/model.safetensors.index.json", index, strlen(index));
+    kvc_safetensors *st = NULL;
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "x") && kvc_safetensors_has(st, "y"));
+    assert_false(kvc_safetensors_has(st, "z")); /* stale.safetensors is not a shard */
+    kvc_safetensors_destroy(st);
+    /* model.safetensors beside the index: read alone, as transformers reads it */
+    write_st("indexed/model.safetensors", "{\"z\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 4, -1);
+    assert_int_equal(kvc_safetensors_open_dir(sub, &st), KVC_OK);
+    assert_true(kvc_safetensors_has(st, "z"));
+    assert_false(kvc_safetensors_has(st, "x") || kvc_safetensors_has(st, "y"));
+    kvc_safetensors_destroy(st);
+    snprintf(p, sizeof p, "%s/model.safetensors", sub);
+    assert_int_equal(unlink(p), 0);
+    const char *const bad[][2] = {
+        {"{\"weight_map\":{\"x\":\"../indexed/a.safetensors\",\"y\":\"b.safetensors\"}}",
+         "weight_map.x must name a .safetensors file of the directory itself (no '/'), got "
+         "\"../indexed/a.safetensors\""},
+        {"{\"weight_map\":{\"x\":\"/etc/a.safetensors\"}}", "got \"/etc/a.safetensors\""},
+        {"{\"weight_map\":{\"x\":\"config.json\"}}", "got \"config.json\""},
+        {"{\"weight_map\":{\"x\":7}}", "got a non-string"},
+        {"{\"weight_map\":{\"x\":\"a.safetensors\",\"y\":\"c.safetensors\"}}",
+         "shard c.safetensors (of tensor \"y\") is missing"},
+        {"{\"weight_map\":{\"x\":\"b.safetensors\",\"y\":\"a.safetensors\"}}",
+         "tensor \"x\" is in shard b.safetensors by its weight_map, but is in a.safetensors"},
+        {"{\"weight_map\":{\"x\":\"b.safetensors\",\"y\":\"b.safetensors\"}}",
+         "tensor \"x\" is in shard b.safetensors by its weight_map, but b.safetensors does not hold it"},
+        {"{\"weight_map\":{\"x\":\"a.safetensors\",\"w\":\"a.safetensors\"}}",
+         "tensor \"w\" is in shard a.safetensors by its weight_map, but a.safetensors does not hold it"},
+        {"{\"weight_map\":{}}", "weight_map must be an object naming each tensor's shard"},
+        {"{\"metadata\":{}}", "weight_map must be an object naming each tensor's shard"},
+        {"{\"weight_map\":", "model.safetensors.index.json"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file("indexed/model.safetensors.index.json", bad[i][0], strlen(bad[i][0]));
+        st = NULL;
+        expect_error(kvc_safetensors_open_dir(sub, &st), bad[i][1], "indexed/model.safetensors.index.json");
+        assert_null(st);
+    }
+    static char long_name[4400 + 64]; /* a shard name past the path limit: refused, not cut to a shorter one */
+    const int at = snprintf(long_name, sizeof long_name, "{\"weight_map\":{\"x\":\"");
+    memset(long_name + at, 'a', 4400);
+    snprintf(long_name + at + 4400, sizeof long_name - (size_t)at - 4400, ".safetensors\"}}");
+    write_file("indexed/model.safetensors.index.json", long_name, strlen(long_name));
+    expect_error(kvc_safetensors_open_dir(sub, &st), "path too long", "(of tensor \"x\")");
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", sub);
+    assert_int_equal(unlink(p), 0); /* without the index, every file of the directory */
+    expect_error(kvc_safetensors_open_dir(sub, &st), "tensor \"x\" is in both", "stale.safetensors");
 }
 
 static void test_model_load_names_missing_tensor(void **state) {
@@ -273,6 +360,74 @@ static void test_moe_expert_refusals(void **state) {
         "\"model.layers.1.block_sparse_moe.experts.3.w2.weight\" has wrong shape [32, 48], expected [48, 32]");
     expect_edited("mixtral", "layers.0.block_sparse_moe.gate.", "layers.0.block_sparse_moe.gatx.",
                   "missing tensor \"model.layers.0.block_sparse_moe.gate.weight\"");
+    /* an untied head missing: refused (the embedding was read in its place, silently) */
+    expect_edited("qwen3_moe", "\"lm_head.weight\"", "\"lm_head.weighx\"",
+                  "missing tensor \"lm_head.weight\": tie_word_embeddings is false");
+}
+
+/* A one-layer Mixtral (H 2, I 2, 2 experts, vocab 4) in one file, every tensor BF16 of 1.0 but expert
+ * 1's w1 in `w1_dtype` ("BF16" or "F16", 1 + 2^-10 there: not a BF16 value). */
+static void write_mixtral(const char *sub, const char *w1_dtype) {
+    static const struct {
+        const char *name;
+        int64_t d0, d1; /* d1 0: one dim */
+    } T[] = {{"model.embed_tokens.weight", 4, 2},
+             {"model.layers.0.input_layernorm.weight", 2, 0},
+             {"model.layers.0.post_attention_layernorm.weight", 2, 0},
+             {"model.layers.0.self_attn.q_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.k_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.v_proj.weight", 2, 2},
+             {"model.layers.0.self_attn.o_proj.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.gate.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w1.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w2.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.0.w3.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w1.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w2.weight", 2, 2},
+             {"model.layers.0.block_sparse_moe.experts.1.w3.weight", 2, 2},
+             {"model.norm.weight", 2, 0},
+             {"lm_head.weight", 4, 2}};
+    char header[4096], name[128];
+    uint16_t data[256];
+    size_t h = (size_t)snprintf(header, sizeof header, "{"), n = 0;
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        const int64_t count = T[i].d0 * (T[i].d1 ? T[i].d1 : 1);
+        const bool f16 = strstr(T[i].name, "experts.1.w1") != NULL && strcmp(w1_dtype, "F16") == 0;
+        char shape[64];
+        snprintf(shape, sizeof shape, T[i].d1 ? "%lld,%lld" : "%lld", (long long)T[i].d0, (long long)T[i].d1);
+        h += (size_t)snprintf(header + h, sizeof header - h,
+                              "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%zu,%zu]}", i ? "," : "",
+                              T[i].name, f16 ? "F16" : "BF16", shape, 2 * n, 2 * (n + (size_t)count));
+        for (int64_t k = 0; k < count; k++) data[n++] = f16 ? 0x3C01 : 0x3F80; /* 1 + 2^-10 (f16), 1.0 (bf16) */
+    }
+    snprintf(header + h, sizeof header - h, "}");
+    snprintf(name, sizeof name, "%s/model.safetensors", sub);
+    write_st(name, header, data, 2 * n, -1);
+    const char *cfg = "{\"model_type\":\"mixtral\",\"vocab_size\":4,\"hidden_size\":2,\"intermediate_size\":2,"
+                      "\"num_hidden_layers\":1,\"num_attention_heads\":1,\"num_key_value_heads\":1,\"head_dim\":2,"
+                      "\"num_local_experts\":2,\"num_experts_per_tok\":1}";
+    snprintf(name, sizeof name, "%s/config.json", sub);
+    write_file(name, cfg, strlen(cfg));
+}
+
+/* Routed experts stored per module in different dtypes are held in f32 at the checkpoint's dtype,
+ * every value as stored (expert 0's BF16 decided for all: expert 1's F16 1 + 2^-10 was rounded to 1). */
+static void test_mixed_dtype_experts(void **state) {
+    (void)state;
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/mixed_experts", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    write_mixtral("mixed_experts", "BF16");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
+    assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_BF16); /* one dtype: kept */
+    kvc_model_destroy(m);
+    write_mixtral("mixed_experts", "F16");
+    assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
+    assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_F32);
+    const float *e0 = kvci_wmat_at(&m->layers[0].ex_gate, 0).data, *e1 = kvci_wmat_at(&m->layers[0].ex_gate, 1).data;
+    assert_true(e0[0] == 1.0f && e1[0] == 1.0f + 0x1p-10f);
+    kvc_model_destroy(m);
 }
 
 int main(void) {
@@ -280,7 +435,8 @@ int main(void) {
         cmocka_unit_test(test_reads_three_dtypes),          cmocka_unit_test(test_wrong_dtype),
         cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
         cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
-        cmocka_unit_test(test_moe_expert_refusals),
+        cmocka_unit_test(test_moe_expert_refusals),         cmocka_unit_test(test_index_names_the_shards),
+        cmocka_unit_test(test_mixed_dtype_experts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

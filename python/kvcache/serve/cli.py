@@ -1,6 +1,7 @@
 """The command line of `python -m kvcache.serve` (and `kvcache serve`)."""
 import argparse
 import os
+import re
 import signal
 import sys
 
@@ -11,12 +12,27 @@ from ..plan import parse_bytes
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
+def _integer(text):
+    """A decimal integer: an optional '-' then digits (int() also takes ' 5', '+5' and '1_000')."""
+    if not re.fullmatch(r"-?[0-9]+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    return int(text)
+
+
+class _Once(argparse.Action):
+    """An option's value, refused when the option was given before: which of the two was meant?"""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", set())
+        if option_string in given:
+            parser.error(f"{option_string} given twice (give each option once)")
+        given.add(option_string)
+        setattr(namespace, self.dest, values)
+
+
 def _port(text):
     """A TCP port, 0 to 65535 (0: a free one)."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
+    port = int(text) if re.fullmatch(r"[0-9]+", text) else -1
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
     return port
@@ -44,39 +60,45 @@ def parser():
                                             "API: /v1/completions, /v1/chat/completions, /v1/models, /health, "
                                             "/metrics.")
     p.add_argument("model_dir", help="the model directory")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=_port, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--host", action=_Once, default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", action=_Once, type=_port, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--api-key", action="append", default=[],
                    help="a bearer token /v1/ accepts (repeatable; also $KVCACHE_API_KEY); each key is its own "
                         "prefix-cache tenant. Without keys, no authentication")
-    p.add_argument("--served-model-name", help="the model's name in the API (default: the directory's name)")
-    p.add_argument("--kv-dtype", help="KV cache dtype: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2 (default: the "
-                                      "checkpoint's)")
-    p.add_argument("--weights", default="checkpoint", choices=WEIGHT_DTYPES,
+    p.add_argument("--served-model-name", action=_Once,
+                   help="the model's name in the API (default: the directory's name)")
+    p.add_argument("--kv-dtype", action=_Once,
+                   help="KV cache dtype: f32, f16, bf16, i8, fp8_e4m3, fp8_e5m2 (default: the checkpoint's)")
+    p.add_argument("--weights", action=_Once, default="checkpoint", choices=WEIGHT_DTYPES,
                    help="dtype of the weight matrices: checkpoint (default: as stored), f32, bf16, q8_0 or q4_0 "
                         "(quantized at load; the embedding and output head in q8_0)")
-    p.add_argument("--activations", default="f32", choices=ACTIVATIONS,
+    p.add_argument("--activations", action=_Once, default="f32", choices=ACTIVATIONS,
                    help="f32 (default: f32-level results) or bf16: bf16 matrices round the activations to bf16, "
                         "as PyTorch bf16 does (faster; its measured error: docs/runtime.md)")
-    p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
-    p.add_argument("--kv-memory", default="1GiB", help="KV cache budget, e.g. 512MiB, 4GiB (default 1GiB)")
-    p.add_argument("--max-model-len", type=int, help="tokens per request, prompt and output (default: the model's "
-                                                     "max_position_embeddings)")
-    p.add_argument("--max-num-seqs", type=int, default=16, help="requests running at once (default 16)")
-    p.add_argument("--max-num-batched-tokens", type=int, default=0,
+    p.add_argument("--block-size", action=_Once, type=_integer, default=16, help="tokens per KV block (default 16)")
+    p.add_argument("--kv-memory", action=_Once, default="1GiB",
+                   help="KV cache budget, e.g. 512MiB, 4GiB (default 1GiB)")
+    p.add_argument("--max-model-len", action=_Once, type=_integer,
+                   help="tokens per request, prompt and output (default: the model's max_position_embeddings)")
+    p.add_argument("--max-num-seqs", action=_Once, type=_integer, default=16,
+                   help="requests running at once (default 16)")
+    p.add_argument("--max-num-batched-tokens", action=_Once, type=_integer, default=0,
                    help="tokens per engine step (default: the engine's, max(2048, max-num-seqs))")
-    p.add_argument("--max-requests", type=int, default=0,
+    p.add_argument("--max-requests", action=_Once, type=_integer, default=0,
                    help="requests held at once, waiting ones included; beyond, 503 (default 4 x max-num-seqs)")
     p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
-    p.add_argument("--max-body-bytes", default="1MiB", help="largest request body (default 1MiB; beyond, 413)")
-    p.add_argument("--read-timeout", type=_seconds, default=30.0,
+    p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
+                   help="largest request body (default 1MiB; beyond, 413)")
+    p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
                    help="seconds a request's headers, and then its body, may take to arrive (default 30; beyond, the "
                         "connection is closed, or the answer is 408)")
-    p.add_argument("--seed", type=int, default=0, help="mixed into every request's sampling seed")
-    p.add_argument("--shutdown-timeout", type=_seconds, default=5.0,
+    p.add_argument("--seed", action=_Once, type=_integer, default=0, help="mixed into every request's sampling seed")
+    p.add_argument("--shutdown-timeout", action=_Once, type=_seconds, default=5.0,
                    help="on SIGINT / SIGTERM, seconds the requests in flight may take to finish before they are "
                         "aborted (default 5)")
-    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level (default info)")
+    p.add_argument("--log-level", action=_Once, default="info", choices=LOG_LEVELS,
+                   help="uvicorn's log level (default info)")
     return p
 
 

@@ -1,0 +1,25 @@
+/* The flag values and repeats of the `kvcache` commands' parsers: one reading of an integer, and
+ * one refusal of a flag given twice (which value was meant?). */
+#ifndef KVC_CLI_ARGS_H
+#define KVC_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* s as an integer in [lo, hi]: an optional '-' then decimal digits and nothing else (no space, '+',
+ * hex or fraction, which strtoll would take or stop at); false for anything else, NULL included. */
+bool kvc_arg_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+#define KVC_ARG_MAX_FLAGS 32
+
+/* The value flags a parser has taken so far. */
+typedef struct kvc_arg_seen {
+    const char *flags[KVC_ARG_MAX_FLAGS];
+    int n;
+} kvc_arg_seen;
+
+/* Records `flag` (a string that outlives seen: argv's or a literal); true after "kvcache CMD: FLAG
+ * given twice" on stderr when it was recorded before. */
+bool kvc_arg_repeated(kvc_arg_seen *seen, const char *cmd, const char *flag);
+
+#endif
