@@ -374,6 +374,61 @@ static void test_direct_codes_exact(void **state) {
     }
 }
 
+/* bf16 value rows through pv_direct of both x86 tables: the AVX-512 table reads whole 32-channel groups as
+ * even and odd channels (no shuffle), the rest 16 or 8 at a time; each accumulator element must still be
+ * the chain acc = fma(w[t], v[t], acc) over the keys in order, zero weights skipped, bit for bit with the
+ * AVX2 table and with that chain in scalar fmaf (a NaN result only as a NaN). Head dims 8-264 (whole
+ * groups, a group and 8 or 16 channels, passes of several vectors), 1-8 rows, 1-32 keys, some weights 0,
+ * value rows with NaN, infinite and subnormal elements. */
+static void test_bf16_values_tables_equal(void **state) {
+    (void)state;
+    enum { DMAX = 264, NR = 8 };
+    const kvc_simd_table *t2 = kvci_simd_avx2_table(), *t5 = kvci_simd_avx512_table();
+    if (!kvci_simd_cpu_runs(t2) || !kvci_simd_cpu_runs(t5)) skip();
+    const int slot = kvci_simd_slot(KVC_DTYPE_BF16), dims[] = {32, 64, 128, 256, 40, 48, 96, 136, 264, 8, 24};
+    const int rows[] = {1, 2, 3, 4, 8}, keys[] = {1, 7, 32};
+    static uint16_t v[KVC_VTILE][DMAX];
+    static float w[NR * KVC_VTILE], a0[NR * DMAX], a2[NR * DMAX], a5[NR * DMAX];
+    const uint16_t odd[4] = {0x7fc1, 0xff80, 0x0001, 0x8000};
+    uint32_t rs = 0xb16e0u;
+    const kvc_pf_run none = {NULL, NULL, 0, false};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+            for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
+                const int D = dims[di], nr = rows[ri], nk = keys[ki];
+                for (int t = 0; t < nk; t++)
+                    for (int d = 0; d < D; d++) {
+                        rs = rs * 1664525u + 1013904223u;
+                        v[t][d] = (rs >> 24) == 0 ? odd[(rs >> 8) & 3] : (uint16_t)(0x3c00u + ((rs >> 8) & 0x7ff));
+                        if ((rs >> 20) & 1) v[t][d] ^= 0x8000u;
+                    }
+                for (int i = 0; i < nr * KVC_VTILE; i++) {
+                    rs = rs * 1664525u + 1013904223u;
+                    w[i] = (ri + ki) % 2 && (rs >> 28) == 0 ? 0.0f : (float)(rs >> 8) * 0x1p-24f;
+                }
+                for (int i = 0; i < nr * DMAX; i++) {
+                    rs = rs * 1664525u + 1013904223u;
+                    a0[i] = a2[i] = a5[i] = (float)(int32_t)rs * 0x1p-31f;
+                }
+                const void *vp[KVC_VTILE];
+                for (int t = 0; t < nk; t++) vp[t] = v[t];
+                t2->pv_direct[slot](vp, nk, w, KVC_VTILE, nr, D, a2, DMAX, none);
+                t5->pv_direct[slot](vp, nk, w, KVC_VTILE, nr, D, a5, DMAX, none);
+                if (memcmp(a2, a5, sizeof a2) != 0)
+                    fail_msg("D %d rows %d keys %d: avx512 differs from avx2", D, nr, nk);
+                for (int r = 0; r < nr; r++)
+                    for (int d = 0; d < D; d++) {
+                        float want = a0[r * DMAX + d];
+                        for (int t = 0; t < nk; t++)
+                            if (w[r * KVC_VTILE + t] != 0.0f)
+                                want = fmaf(w[r * KVC_VTILE + t], kvc_bf16_to_f32(v[t][d]), want);
+                        const float got = a5[r * DMAX + d];
+                        if (isnan(want) ? !isnan(got) : memcmp(&got, &want, sizeof want) != 0)
+                            fail_msg("D %d rows %d keys %d: row %d channel %d %g, want %g", D, nr, nk, r, d, got, want);
+                    }
+            }
+}
+
 /* Every int8 and fp8 code through the keys-in-lanes qk (qk_lanes) of every table this CPU runs, bit for
  * bit: blocks of 16 keys (the NaN codes in blocks of their own, so the others reach the x86 tables'
  * NaN-free forms), of 29 (NaN codes among the single keys past 16 + 8) and of 61; key t holds its code at
@@ -954,16 +1009,27 @@ static void test_threads_query(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cpu_vs_ref_best_isa),     cmocka_unit_test(test_cpu_vs_ref_portable),
-        cmocka_unit_test(test_cpu_half_outputs),        cmocka_unit_test(test_bitwise_determinism),
-        cmocka_unit_test(test_paged_equals_contiguous), cmocka_unit_test(test_paged_kv_descriptor),
-        cmocka_unit_test(test_workspace_refusal),       cmocka_unit_test(test_masked_keys_hold_nan),
-        cmocka_unit_test(test_mla_oracle_dims),         cmocka_unit_test(test_mla_general_refusals),
-        cmocka_unit_test(test_mla_quant_rope),          cmocka_unit_test(test_masked_keys_nan_token_scales),
-        cmocka_unit_test(test_avx512_equals_avx2),      cmocka_unit_test(test_simd_environment),
-        cmocka_unit_test(test_threads_query),           cmocka_unit_test(test_fp8_rows_exact),
-        cmocka_unit_test(test_fp8_direct_values_exact), cmocka_unit_test(test_direct_codes_exact),
-        cmocka_unit_test(test_lanes_codes_exact),       cmocka_unit_test(test_long_query_tiles),
+        cmocka_unit_test(test_cpu_vs_ref_best_isa),
+        cmocka_unit_test(test_cpu_vs_ref_portable),
+        cmocka_unit_test(test_cpu_half_outputs),
+        cmocka_unit_test(test_bitwise_determinism),
+        cmocka_unit_test(test_paged_equals_contiguous),
+        cmocka_unit_test(test_paged_kv_descriptor),
+        cmocka_unit_test(test_workspace_refusal),
+        cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_mla_oracle_dims),
+        cmocka_unit_test(test_mla_general_refusals),
+        cmocka_unit_test(test_mla_quant_rope),
+        cmocka_unit_test(test_masked_keys_nan_token_scales),
+        cmocka_unit_test(test_avx512_equals_avx2),
+        cmocka_unit_test(test_simd_environment),
+        cmocka_unit_test(test_threads_query),
+        cmocka_unit_test(test_fp8_rows_exact),
+        cmocka_unit_test(test_fp8_direct_values_exact),
+        cmocka_unit_test(test_direct_codes_exact),
+        cmocka_unit_test(test_lanes_codes_exact),
+        cmocka_unit_test(test_long_query_tiles),
+        cmocka_unit_test(test_bf16_values_tables_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,9 @@
  *   zero weights: the same per-element operations at any vector width;
  *   up to 8 rows share each converted value vector;
  *   16 channels per zmm, a tail of 8 through masked loads and stores
- *   (masked lanes are not read, so no byte past a row is touched).
+ *   (masked lanes are not read, so no byte past a row is touched); bf16
+ *   rows 32 channels per load as even and odd channels (eo_bf16), the
+ *   accumulators permuted to match: only where each channel sits changes.
  * - the maximum (max16) over 16 lanes in four chains: a maximum is exact,
  *   so any order gives the AVX2 kernel's value.
  * Used only when the CPU reports AVX-512 F, BW and VL besides AVX2 and FMA. */
@@ -143,10 +145,32 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
     return z != 0;
 }
 
+/* 32 bf16 channels (one 64-byte load) as f32 without a shuffle: x[0] the even channels (each dword << 16),
+ * x[1] the odd ones (dword & 0xFFFF0000); accumulators of 32 channels held in the same even/odd order
+ * (eo_load, eo_store permute them once per call). pv's products per channel are unchanged. */
+INL void eo_bf16(const void *p, __m512 *x)
+{
+    const __m512i v = _mm512_loadu_si512(p);
+    x[0] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    x[1] = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+INL void eo_load(const float *p, __m512 *a)
+{
+    const __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
+    a[0] = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+    a[1] = _mm512_permutex2var_ps(lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
+}
+INL void eo_store(const __m512 *a, float *p)
+{
+    _mm512_storeu_ps(p, _mm512_permutex2var_ps(a[0], _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), a[1]));
+    _mm512_storeu_ps(p + 16, _mm512_permutex2var_ps(a[0], _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), a[1]));
+}
+
 /* The kernels for f32 tiles (row t at k + t * ks) and for direct rows of
  * each dtype (row t at k[t]); ROW(k, t, ks) gives row t's address, PAIR
- * and VEC convert in registers. */
-#define KVC_AVX512_KERNELS(NAME, KARG, ROW, PAIR, VEC, ET)                                                          \
+ * and VEC convert in registers; BF16 (a constant): the rows are bf16, and
+ * pv passes covering whole 32-channel groups read them by eo_bf16. */
+#define KVC_AVX512_KERNELS(NAME, KARG, ROW, PAIR, VEC, ET, BF16)                                                    \
     /* NR <= 4 rows x 8 keys: a[r * 4 + p] holds keys 2p, 2p + 1 of row r */                                        \
     INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,       \
                              int64_t os, kvc_pf_run *pf)                                                            \
@@ -184,12 +208,17 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
      * (8 or 16 channels); DENSE (a constant): no weight is 0, otherwise                                            \
      * zero-weight pairs are skipped. Per key: the W value vectors, then one                                        \
      * weight broadcast per row (NR * W + W + 1 registers: no accumulator spills;                                   \
-     * an array of per-vector masks made gcc keep the accumulators on the stack). */                                \
+     * an array of per-vector masks made gcc keep the accumulators on the stack).                                   \
+     * EO (a constant; W even, no tail): bf16 rows by eo_bf16, vector pairs even/odd. */                            \
     INL void pv_block_##NAME(KARG v, int64_t vs, int64_t d, __mmask16 mt, int nk, const float *w, int64_t ws,       \
-                             int DENSE, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)                      \
+                             int DENSE, int EO, int NR, int W, float *acc, int64_t as, kvc_pf_run *pf)              \
     {                                                                                                               \
         __m512 a[24];                                                                                               \
         for (int r = 0; r < NR; r++) {                                                                              \
+            if (EO) {                                                                                               \
+                for (int x = 0; x < W; x += 2) eo_load(acc + r * as + d + 16 * x, a + r * W + x);                   \
+                continue;                                                                                           \
+            }                                                                                                       \
             for (int x = 0; x + 1 < W; x++) a[r * W + x] = _mm512_loadu_ps(acc + r * as + d + 16 * x);              \
             a[r * W + W - 1] = _mm512_maskz_loadu_ps(mt, acc + r * as + d + 16 * (W - 1));                          \
         }                                                                                                           \
@@ -197,8 +226,12 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             const ET *vr = (const ET *)ROW(v, t, vs) + d;                                                           \
             pf_step(pf);                                                                                            \
             __m512 vx[8];                                                                                           \
-            for (int x = 0; x + 1 < W; x++) vx[x] = VEC(vr + 16 * x, (__mmask16)0xFFFF);                            \
-            vx[W - 1] = VEC(vr + 16 * (W - 1), mt);                                                                 \
+            if (EO) {                                                                                               \
+                for (int x = 0; x < W; x += 2) eo_bf16(vr + 16 * x, vx + x);                                        \
+            } else {                                                                                                \
+                for (int x = 0; x + 1 < W; x++) vx[x] = VEC(vr + 16 * x, (__mmask16)0xFFFF);                        \
+                vx[W - 1] = VEC(vr + 16 * (W - 1), mt);                                                             \
+            }                                                                                                       \
             for (int r = 0; r < NR; r++) {                                                                          \
                 if (!DENSE && w[r * ws + t] == 0.0f) continue;                                                      \
                 const __m512 wr = _mm512_set1_ps(w[r * ws + t]);                                                    \
@@ -206,6 +239,10 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             }                                                                                                       \
         }                                                                                                           \
         for (int r = 0; r < NR; r++) {                                                                              \
+            if (EO) {                                                                                               \
+                for (int x = 0; x < W; x += 2) eo_store(a + r * W + x, acc + r * as + d + 16 * x);                  \
+                continue;                                                                                           \
+            }                                                                                                       \
             for (int x = 0; x + 1 < W; x++) _mm512_storeu_ps(acc + r * as + d + 16 * x, a[r * W + x]);              \
             _mm512_mask_storeu_ps(acc + r * as + d + 16 * (W - 1), mt, a[r * W + W - 1]);                           \
         }                                                                                                           \
@@ -220,6 +257,7 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
             const int64_t nv = (dim - d + 15) / 16, passes = (nv + WMAX - 1) / WMAX;                                \
             const int W = (int)((nv + passes - 1) / passes);                                                        \
             const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;             \
+            const int eo = BF16 && mt == (__mmask16)0xFFFF;                                                         \
             switch (W) {                                                                                            \
             PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
             PV_CASE(NAME, 3) PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                             \
@@ -245,36 +283,38 @@ INL int any_zero(const float *w, int64_t ws, int nk, int nr)
         }                                                                                                           \
     }
 
-/* One case of pv_group's switch on W (unreachable above its WMAX). */
-#define PV_CASE(NAME, W)                                                            \
-    case W:                                                                         \
-        if (W > 29 / (NR + 1)) break;                                               \
-        if (dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, NR, W, acc, as, pf); \
-        else pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, NR, W, acc, as, pf);       \
+/* One case of pv_group's switch on W (unreachable above its WMAX); eo: bf16 rows and no tail. */
+#define PV_CASE(NAME, W)                                                                                            \
+    case W:                                                                                                         \
+        if (W > 29 / (NR + 1)) break;                                                                               \
+        if (W % 2 == 0 && eo && dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, 1, NR, W, acc, as, pf);          \
+        else if (W % 2 == 0 && eo) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, 1, NR, W, acc, as, pf);              \
+        else if (dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, 0, NR, W, acc, as, pf);                         \
+        else pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, 0, NR, W, acc, as, pf);                                    \
         break;
 
 /* f32 tiles */
 #define TILE_ROW(k, t, ks) ((const void *)((k) + (t) * (ks)))
-KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float)
+KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float, 0)
 
 KVC_X86_TILE_ENTRIES(TGT)
 
 /* direct rows: pointer k[t] */
 #define DIRECT_ROW(k, t, ks) ((void)(ks), (k)[t])
-#define KVC_AVX512_DIRECT(NAME, ET)                                                                                 \
-    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET)                          \
+#define KVC_AVX512_DIRECT(NAME, ET, BF16)                                                                           \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET, BF16)                    \
     KVC_X86_DIRECT_ENTRIES(NAME, TGT)
 
-KVC_AVX512_DIRECT(f32, float)
-KVC_AVX512_DIRECT(f16, uint16_t)
-KVC_AVX512_DIRECT(bf16, uint16_t)
-KVC_AVX512_DIRECT(i8, int8_t)
+KVC_AVX512_DIRECT(f32, float, 0)
+KVC_AVX512_DIRECT(f16, uint16_t, 0)
+KVC_AVX512_DIRECT(bf16, uint16_t, 1)
+KVC_AVX512_DIRECT(i8, int8_t, 0)
 
 /* fp8 rows: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES); e4m3's _fast values are
  * 2^-8 of the values in pv, the weights scaled by 256. */
 #define KVC_AVX512_FP8(NAME, NAN_LIM, VSCALE)                                                                       \
-    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t)                     \
-    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t) \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t, 0)                  \
+    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t, 0) \
     KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, VSCALE, TGT)
 KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
 KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
@@ -282,8 +322,8 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 /* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
  * under mask mt; masked lanes are not read, VEC converts), one FMA per
  * channel with the query channel broadcast. */
-#define KVC_AVX512_LANES(NAME, VEC, ET)                                                                                  \
-    INL void lanes_block_##NAME(const ET *k, int64_t cs, int NV, __mmask16 mt, const float *q, int64_t qs, int NR, \
+#define KVC_AVX512_LANES(NAME, VEC, ET)                                                                             \
+    INL void lanes_block_##NAME(const ET *k, int64_t cs, int NV, __mmask16 mt, const float *q, int64_t qs, int NR,  \
                                 int64_t dim, float *out, int64_t os, kvc_pf_run *pf)                                \
     {                                                                                                               \
         __m512 a[16];                                                                                               \
@@ -292,7 +332,7 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
             pf_step(pf);                                                                                            \
             const ET *kd = k + d * cs;                                                                              \
             __m512 kv[4];                                                                                           \
-            for (int v = 0; v + 1 < NV; v++) kv[v] = VEC(kd + 16 * v, (__mmask16)0xFFFF);                          \
+            for (int v = 0; v + 1 < NV; v++) kv[v] = VEC(kd + 16 * v, (__mmask16)0xFFFF);                           \
             kv[NV - 1] = VEC(kd + 16 * (NV - 1), mt);                                                               \
             for (int r = 0; r < NR; r++) {                                                                          \
                 const __m512 qb = _mm512_set1_ps(q[r * qs + d]);                                                    \
@@ -314,15 +354,15 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
             const float *qr = q + r * qs;                                                                           \
             float *o = out + r * os;                                                                                \
             switch ((n - 1) * 4 + NV - 1) { /* NR, NV constants: the accumulators stay in registers */              \
-            LANES_CASE(NAME, ET, 1, 1) LANES_CASE(NAME, ET, 1, 2) LANES_CASE(NAME, ET, 1, 3) LANES_CASE(NAME, ET, 1, 4)             \
-            LANES_CASE(NAME, ET, 2, 1) LANES_CASE(NAME, ET, 2, 2) LANES_CASE(NAME, ET, 2, 3) LANES_CASE(NAME, ET, 2, 4)             \
-            LANES_CASE(NAME, ET, 3, 1) LANES_CASE(NAME, ET, 3, 2) LANES_CASE(NAME, ET, 3, 3) LANES_CASE(NAME, ET, 3, 4)             \
-            LANES_CASE(NAME, ET, 4, 1) LANES_CASE(NAME, ET, 4, 2) LANES_CASE(NAME, ET, 4, 3) default: LANES_CASE(NAME, ET, 4, 4)    \
+            LANES_CASE(NAME, ET, 1, 1) LANES_CASE(NAME, ET, 1, 2) LANES_CASE(NAME, ET, 1, 3) LANES_CASE(NAME, ET, 1, 4) \
+            LANES_CASE(NAME, ET, 2, 1) LANES_CASE(NAME, ET, 2, 2) LANES_CASE(NAME, ET, 2, 3) LANES_CASE(NAME, ET, 2, 4) \
+            LANES_CASE(NAME, ET, 3, 1) LANES_CASE(NAME, ET, 3, 2) LANES_CASE(NAME, ET, 3, 3) LANES_CASE(NAME, ET, 3, 4) \
+            LANES_CASE(NAME, ET, 4, 1) LANES_CASE(NAME, ET, 4, 2) LANES_CASE(NAME, ET, 4, 3) default: LANES_CASE(NAME, ET, 4, 4) \
             }                                                                                                       \
         }                                                                                                           \
         kvci_pf_rest(&pf);                                                                                          \
     }
-#define LANES_CASE(NAME, ET, NR, NV)                                                                 \
+#define LANES_CASE(NAME, ET, NR, NV)                                                             \
     case (NR - 1) * 4 + NV - 1:                                                                  \
         lanes_block_##NAME((const ET *)k, cs, NV, mt, qr, qs, NR, dim, o, os, &pf);              \
         break;
