@@ -34,7 +34,7 @@ for case in "qwen3" "gpt_oss" "deepseek_v3" "deepseek_v3 --mode 3"; do
     dir=$DATA/oracle/$1
     shift
     "$KVC" run "$dir" $PROMPTS --max-new-tokens 6 "$@" >"$TMP/single" 2>"$TMP/err" || fail "$case: kvcache run alone"
-    pd "--pd-timeout-ms 20000" "$dir" $PROMPTS --max-new-tokens 6 "$@" --pd-timeout-ms 20000 || fail "$case: P/D run"
+    pd "" "$dir" $PROMPTS --max-new-tokens 6 "$@" --pd-timeout-ms 20000 || fail "$case: P/D run"
     cmp -s "$TMP/single" "$TMP/out" || { diff "$TMP/single" "$TMP/out"; fail "$case: P/D output differs"; }
     echo "ok: $case"
     [ -n "$QUICK" ] && break
@@ -43,7 +43,7 @@ done
 dir=$DATA/oracle/qwen3
 "$KVC" run "$dir" $PROMPTS --max-new-tokens 6 >"$TMP/single" 2>/dev/null || fail "qwen3 alone"
 start=$(date +%s)
-pd "--pd-fault drop=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 && fail "drop: exit status 0"
+pd "--pd-fault drop=1" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 && fail "drop: exit status 0"
 grep -q "prompt 1: MPI transport: the payload of message 1 (.* bytes) from rank 0 did not arrive within 800 ms" "$TMP/err" ||
     fail "drop: no timeout message for prompt 1"
 sed -n 1,2p "$TMP/single" >"$TMP/want"
@@ -55,7 +55,7 @@ echo "ok: dropped transfer"
 sed -n 1,2p "$TMP/single" >"$TMP/want"
 printf '\n\n' >>"$TMP/want"
 if [ -z "$QUICK" ]; then
-    pd "--pd-fault exit=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 &&
+    pd "--pd-fault exit=1" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800 &&
         fail "exit: exit status 0"
     for b in 1 2; do
         grep -q "prompt $b: no KV from the prefill rank within 800 ms" "$TMP/err" || fail "exit: prompt $b not failed"
@@ -76,7 +76,7 @@ fi
 MPI_EXTRA="--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0"
 LIMIT=10
 TEARDOWN_MAY_HANG=1
-pd "--pd-fault kill=1 --pd-timeout-ms 800" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800
+pd "--pd-fault kill=1" "$dir" $PROMPTS --max-new-tokens 6 --pd-timeout-ms 800
 grep -q "killing itself after 1 of 3 prompts" "$TMP/err" || fail "kill: the prefill rank did not die"
 for b in 1 2; do
     grep -q "prompt $b: no KV from the prefill rank within 800 ms" "$TMP/err" || fail "kill: prompt $b not failed"
