@@ -330,3 +330,28 @@ def test_hybrid_hit_shrinks_with_an_evicted_window_block():
     assert m.allocate_slots(10, 0, 8 * BS, keys=["FullAttention"])  # now the full key loses its block 3
     assert m.find_prefix(query)["n_tokens"] == 32
     m.check()
+
+
+def test_full_and_mamba_hit_needs_a_snapshot():
+    # mirrors the "2g-full+mamba" case of test_prefix_caching.py::
+    # test_prefill_hybrid_model_combinations. vLLM's Mamba manager keeps a
+    # state at every block boundary, so a 55-token prefill in one step gives
+    # a 48-token hit. Ours, documented: a state is kept only where a step
+    # ends at a snapshot position (as vLLM's "align" mode, whose scheduler
+    # ends chunks there), so the same prefill gives no hit, and a prefill
+    # chunked at 48 gives the 48-token hit.
+    ssm = {"name": "ssm", "attn_type": "Mamba", "shape": [8], "block_size": 1}
+    m = kvcache.Manager([[entry()], [ssm]], block_num=11, max_model_len=8192, prefix_caching=True,
+                        state_snapshot_interval=BS)
+    prompt = blocks_of(0, 1, 2) + [3] * 7
+    query = prompt[:48] + [3] * 5
+    run(m, 0, prompt)
+    m.free(0)
+    assert m.find_prefix(query)["n_tokens"] == 0
+    assert m.allocate_slots(1, 0, 48, prompt=prompt)
+    m.cache_computed(1, prompt[:48])
+    assert m.allocate_slots(1, 48, 7)
+    m.cache_computed(1, prompt)
+    m.free(1)
+    hit = m.find_prefix(query)
+    assert hit["n_tokens"] == 48 and hit["cached"] == {"FullAttention": 3, "Mamba": 1}
