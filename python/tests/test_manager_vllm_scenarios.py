@@ -355,3 +355,22 @@ def test_full_and_mamba_hit_needs_a_snapshot():
     m.free(1)
     hit = m.find_prefix(query)
     assert hit["n_tokens"] == 48 and hit["cached"] == {"FullAttention": 3, "Mamba": 1}
+
+
+def test_same_content_computed_twice_indexes_the_first():
+    # mirrors the duplicate-block cases of test_prefix_caching.py (BlockHashToBlockMap
+    # keeps every block under a hash). Ours, documented: the first block indexed
+    # stays the cached copy and the other stays private, so when freed it is
+    # uncached and goes to the head.
+    m = full(10)
+    prompt = blocks_of(0, 1) + [2] * 3
+    for rid in (0, 1):  # both admitted before either is computed: two misses
+        assert m.find_prefix(prompt)["n_tokens"] == 0
+        assert m.allocate_slots(rid, 0, len(prompt), prompt=prompt)
+    m.cache_computed(0, prompt)
+    m.cache_computed(1, prompt)
+    assert [m.block_info(b)["cached"] for b in (1, 2, 4, 5)] == [True, True, False, False]
+    m.free(0)
+    m.free(1)
+    assert m.free_queue().tolist() == [6, 5, 4, 3, 7, 8, 9, 10, 2, 1]
+    assert m.find_prefix(prompt)["n_tokens"] == 32
