@@ -1,6 +1,7 @@
 /* Block pool: a reference count per block and the free queue as a doubly
  * linked list through two id arrays, so that take (from the head), give (to
- * the tail), and taking a block out of the middle (a prefix-cache hit on a
+ * the tail; to the head for a block no prefix index holds when the manager
+ * caches), and taking a block out of the middle (a prefix-cache hit on a
  * cached free block) are O(1) per id and nothing allocates after creation.
  * Id 0 is the null block: never counted, never queued. Several manager keys
  * may share one pool (one id space, one free queue): a block is then held by
@@ -28,14 +29,18 @@ static void count_cached_free(kvc_block_pool *pool, int32_t id, int64_t delta) {
     if (pool->cached[id] > 0) pool->n_cached_free[pool->cached[id] - 1] += delta;
 }
 
-static void queue_append(kvc_block_pool *pool, int32_t id) {
-    pool->after[id] = -1;
-    pool->before[id] = pool->tail;
-    if (pool->tail >= 0)
-        pool->after[pool->tail] = id;
+/* Links id between b and a (-1: the head or the tail end). */
+static void queue_link(kvc_block_pool *pool, int32_t id, int32_t b, int32_t a) {
+    pool->before[id] = b;
+    pool->after[id] = a;
+    if (b >= 0)
+        pool->after[b] = id;
     else
         pool->head = id;
-    pool->tail = id;
+    if (a >= 0)
+        pool->before[a] = id;
+    else
+        pool->tail = id;
     pool->n_free++;
 }
 
@@ -79,7 +84,7 @@ kvc_status kvc_block_pool_create(int64_t num_blocks, kvc_block_pool **out) {
                              .tail = -1,
                              .cached = cached};
     after[KVC_NULL_BLOCK] = before[KVC_NULL_BLOCK] = -1;
-    for (int64_t id = 1; id < num_blocks; id++) queue_append(pool, (int32_t)id);
+    for (int64_t id = 1; id < num_blocks; id++) queue_link(pool, (int32_t)id, pool->tail, -1);
     *out = pool;
     return KVC_OK;
 }
@@ -142,7 +147,12 @@ static void restore_counts(kvc_block_pool *pool, const int32_t *ids, int64_t n) 
         if (ids[i] != KVC_NULL_BLOCK) pool->count[ids[i]]++;
 }
 
-kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
+/* A block nobody holds any more and that is not queued yet. */
+static bool released(const kvc_block_pool *pool, int32_t id) {
+    return id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id;
+}
+
+static kvc_status give(kvc_block_pool *pool, const int32_t *ids, int64_t n, bool uncached_first) {
     if (pool == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: pool must not be NULL");
     if (n < 0) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: n %lld must not be negative", (long long)n);
     if (n > 0 && ids == NULL) return kvci_fail(KVC_EINVAL, "kvc_block_pool_give: ids must not be NULL");
@@ -162,16 +172,29 @@ kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t
         }
         pool->count[id]--;
     }
-    /* Pass 2: blocks nobody holds any more join the tail in list order. */
+    /* Pass 2: blocks nobody holds any more join the tail in list order; with
+     * uncached_first, those no prefix index holds (they can never be hit) go
+     * to the head instead, still in list order (ids[i] before ids[j > i]),
+     * so that they are taken before any cached block. */
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
-        if (id != KVC_NULL_BLOCK && pool->count[id] == 0 && pool->before[id] < 0 && pool->head != id) {
-            queue_append(pool, id);
+        if (released(pool, id) && !(uncached_first && pool->cached[id] == 0)) {
+            queue_link(pool, id, pool->tail, -1);
             count_cached_free(pool, id, 1);
         }
     }
+    for (int64_t i = n - 1; uncached_first && i >= 0; i--)
+        if (released(pool, ids[i]) && pool->cached[ids[i]] == 0) queue_link(pool, ids[i], -1, pool->head);
     KVC_ASSERT(pool->n_free <= pool->num_blocks - 1);
     return KVC_OK;
+}
+
+kvc_status kvc_block_pool_give(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
+    return give(pool, ids, n, false);
+}
+
+kvc_status kvci_block_pool_give_uncached_first(kvc_block_pool *pool, const int32_t *ids, int64_t n) {
+    return give(pool, ids, n, true);
 }
 
 kvc_status kvc_block_pool_free_ids(const kvc_block_pool *pool, int32_t *out, int64_t cap, int64_t *n_out) {

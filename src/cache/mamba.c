@@ -43,11 +43,7 @@ static void mamba_grow(kvc_single_manager *m, kvc_req_blocks *t, int64_t n, int6
     if (mamba_moves_off_snapshot(m, t, num_tokens)) {
         int32_t fresh;
         kvci_single_manager_take(m, 1, &fresh);
-        if (t->state_source != KVC_NULL_BLOCK) {
-            kvc_status st = kvc_block_pool_give(m->pool, &t->state_source, 1);
-            KVC_ASSERT(st == KVC_OK);
-            (void)st;
-        }
+        if (t->state_source != KVC_NULL_BLOCK) kvci_single_manager_give(m, &t->state_source, 1);
         t->state_source = t->ids[0]; /* the table's hold moves to the copy source */
         t->ids[0] = fresh;
         n--;
@@ -76,9 +72,7 @@ static int64_t mamba_hit_length(kvc_single_manager *m, const kvc_prefix_query *q
  * of the prefix computed so far. */
 static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed) {
     if (t->state_source != KVC_NULL_BLOCK) {
-        kvc_status st = kvc_block_pool_give(m->pool, &t->state_source, 1);
-        KVC_ASSERT(st == KVC_OK);
-        (void)st;
+        kvci_single_manager_give(m, &t->state_source, 1);
         t->state_source = KVC_NULL_BLOCK;
     }
     int64_t interval = m->index.block_tokens;

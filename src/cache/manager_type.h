@@ -149,6 +149,9 @@ void kvci_type_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const in
 void kvci_block_pool_mark_cached(kvc_block_pool *pool, int32_t id, int32_t key_index);
 int32_t kvci_block_pool_cached_by(const kvc_block_pool *pool, int32_t id);
 int64_t kvci_block_pool_num_cached_free(const kvc_block_pool *pool, int32_t key_index);
+/* kvc_block_pool_give for a key with prefix caching: blocks no index holds
+ * go to the head of the free queue (taken first), cached ones to the tail. */
+kvc_status kvci_block_pool_give_uncached_first(kvc_block_pool *pool, const int32_t *ids, int64_t n);
 
 /* planner.c: a caller's plan names at most KVC_MAX_MANAGERS groups, each
  * key NUL-terminated, the keys of a shared pool with equal block counts
@@ -270,5 +273,9 @@ void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t);
  * entries of cached blocks it reuses (counted as evictions) and poisons
  * their storage when that debug option is on. */
 void kvci_single_manager_take(kvc_single_manager *m, int64_t n, int32_t *out);
+/* Gives ids[0..n) back (each loses one holder; cannot fail for held ids):
+ * with prefix caching, a block that nobody holds any more goes to the head of
+ * the free queue when no index holds it and to the tail when one does. */
+void kvci_single_manager_give(kvc_single_manager *m, const int32_t *ids, int64_t n);
 
 #endif

@@ -87,9 +87,9 @@ int64_t kvci_span_fixed_blocks(const kvc_cache_group *g, int64_t span, int64_t c
     return concurrency * (per_request + 1) + 1;
 }
 
-/* Gives ids[0..n) back (each loses one holder); cannot fail for held ids. */
-static void give_back(kvc_single_manager *m, const int32_t *ids, int64_t n) {
-    kvc_status st = kvc_block_pool_give(m->pool, ids, n);
+void kvci_single_manager_give(kvc_single_manager *m, const int32_t *ids, int64_t n) {
+    kvc_status st =
+        m->caching ? kvci_block_pool_give_uncached_first(m->pool, ids, n) : kvc_block_pool_give(m->pool, ids, n);
     KVC_ASSERT(st == KVC_OK);
     (void)st;
 }
@@ -126,7 +126,7 @@ void kvci_single_manager_remove_skipped(kvc_single_manager *m, kvc_req_blocks *t
         t->ids[k - 1 - i] = KVC_NULL_BLOCK;
     }
     t->n_null = k;
-    give_back(m, m->scratch, n_release);
+    kvci_single_manager_give(m, m->scratch, n_release);
 }
 
 void kvci_single_manager_open(kvc_single_manager *m, kvc_req_blocks *t, uint64_t generation, kvc_hash128 seed) {
@@ -226,11 +226,11 @@ void kvci_single_manager_free(kvc_single_manager *m, kvc_req_blocks *t) {
     if (m->caching) {
         /* Tail first: the last blocks of a sequence are evicted before its first. */
         for (int64_t i = 0; i < n; i++) m->scratch[i] = real[n - 1 - i];
-        give_back(m, m->scratch, n);
+        kvci_single_manager_give(m, m->scratch, n);
     } else {
-        give_back(m, real, n);
+        kvci_single_manager_give(m, real, n);
     }
-    if (t->state_source != KVC_NULL_BLOCK) give_back(m, &t->state_source, 1);
+    if (t->state_source != KVC_NULL_BLOCK) kvci_single_manager_give(m, &t->state_source, 1);
     *t = (kvc_req_blocks){.ids = t->ids, .cap = t->cap};
     m->n_entries--;
 }

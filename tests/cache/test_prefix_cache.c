@@ -73,25 +73,21 @@ static void test_full_hit_shares_blocks_and_counts_holders(void **state) {
     assert_int_equal(st.query_tokens, 23);
     assert_int_equal(st.hit_tokens, 8);
     assert_int_equal(st.cached_blocks, 3); /* 1, 2 (A) and 4 (B); the partial blocks 3 and 5 are not */
-    /* Freeing A keeps the shared blocks held by B; only A's block 3 is free. */
+    /* Freeing A keeps the shared blocks held by B; only A's block 3 is free,
+     * and as it is not cached it goes to the head (taken first). */
     assert_int_equal(kvc_manager_free(m, 1), KVC_OK);
     CHECK(m);
-    int32_t queue[16];
-    int64_t n_queue = 0;
-    assert_int_equal(kvc_manager_free_queue(m, 0, queue, 16, &n_queue), KVC_OK);
-    assert_int_equal(queue[n_queue - 1], 3);
-    /* Freeing B puts its blocks in tail first: 5, 4, 2, 1. */
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    /* Freeing B, tail first: its uncached partial block 5 to the head, its
+     * cached blocks 4, 2, 1 to the tail. */
     assert_int_equal(kvc_manager_free(m, 2), KVC_OK);
-    assert_int_equal(kvc_manager_free_queue(m, 0, queue, 16, &n_queue), KVC_OK);
-    assert_int_equal(n_queue, 15);
-    assert_memory_equal(queue + 11, ((const int32_t[]){5, 4, 2, 1}), 4 * sizeof(int32_t));
+    kvc_test_assert_queue(m, 0, KVC_IDS(5, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4, 2, 1));
     CHECK(m);
-    /* A again: the cached free blocks 1 and 2 leave the queue from its tail. */
+    /* A again: the cached free blocks 1 and 2 leave the queue from its tail,
+     * the new third block is the head, 5. */
     assert_int_equal(admit(m, 3, prompt_a, 10, NULL), 8);
-    kvc_test_assert_table(m, 3, 0, KVC_IDS(1, 2, 6));
-    assert_int_equal(kvc_manager_free_queue(m, 0, queue, 16, &n_queue), KVC_OK);
-    assert_int_equal(n_queue, 12);
-    assert_memory_equal(queue + 10, ((const int32_t[]){5, 4}), 2 * sizeof(int32_t));
+    kvc_test_assert_table(m, 3, 0, KVC_IDS(1, 2, 5));
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4));
     kvc_manager_destroy(m);
 }
 
@@ -277,11 +273,11 @@ static void test_eviction_order_and_counts(void **state) {
     kvc_test_model model;
     kvc_manager *m = full_manager(&model, 6);             /* 5 usable blocks */
     assert_int_equal(admit(m, 1, prompt_a, 10, NULL), 0); /* blocks 1 2 3 */
-    assert_int_equal(kvc_manager_free(m, 1), KVC_OK);     /* queue 4 5 3 2 1 */
-    kvc_test_assert_queue(m, 0, KVC_IDS(4, 5, 3, 2, 1));
+    assert_int_equal(kvc_manager_free(m, 1), KVC_OK);     /* uncached 3 to the head */
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 4, 5, 2, 1));
     static const int32_t other[] = {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52};
-    assert_int_equal(admit(m, 2, other, 13, NULL), 0); /* takes 4 5 3 2: block 2 (cached) is evicted */
-    kvc_test_assert_table(m, 2, 0, KVC_IDS(4, 5, 3, 2));
+    assert_int_equal(admit(m, 2, other, 13, NULL), 0); /* takes 3 4 5 2: block 2 (cached) is evicted */
+    kvc_test_assert_table(m, 2, 0, KVC_IDS(3, 4, 5, 2));
     kvc_prefix_stats st;
     assert_int_equal(kvc_manager_prefix_stats(m, &st), KVC_OK);
     assert_int_equal(st.evictions, 1);
@@ -301,6 +297,27 @@ static void test_eviction_order_and_counts(void **state) {
     CHECK(m);
     assert_int_equal(kvc_manager_free(m, 2), KVC_OK);
     assert_int_equal(admit(m, 3, prompt_a, 10, NULL), 4);
+    kvc_manager_destroy(m);
+}
+
+/* Blocks no index holds go to the head when freed, in the order the pool is
+ * given them (tail first), so they are taken before any cached block; with
+ * caching off every freed block joins the tail. */
+static void test_uncached_blocks_freed_to_head(void **state) {
+    (void)state;
+    kvc_test_model model;
+    kvc_manager *m = full_manager(&model, 8); /* 7 usable blocks of 4 tokens */
+    kvc_prompt prompt = {.tokens = prompt_a, .n_tokens = 10};
+    assert_int_equal(
+        kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 1, .num_new_tokens = 10, .prompt = &prompt}),
+        KVC_OK);                                                             /* blocks 1 2 3 */
+    assert_int_equal(kvc_manager_cache_computed(m, 1, prompt_a, 4), KVC_OK); /* only block 1 indexed */
+    assert_int_equal(kvc_manager_free(m, 1), KVC_OK);
+    kvc_test_assert_queue(m, 0, KVC_IDS(3, 2, 4, 5, 6, 7, 1));
+    CHECK(m);
+    assert_int_equal(kvc_manager_allocate_slots(m, &(kvc_slot_request){.request_id = 2, .num_new_tokens = 8}), KVC_OK);
+    kvc_test_assert_table(m, 2, 0, KVC_IDS(3, 2)); /* block 1 stays cached */
+    assert_int_equal(kvc_manager_num_cached_free(m, 0), 1);
     kvc_manager_destroy(m);
 }
 
@@ -518,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_bad_salts_refused),
         cmocka_unit_test(test_forced_collision_misses),
         cmocka_unit_test(test_eviction_order_and_counts),
+        cmocka_unit_test(test_uncached_blocks_freed_to_head),
         cmocka_unit_test(test_stale_hit_refused),
         cmocka_unit_test(test_sliding_window_hit_uses_nulls),
         cmocka_unit_test(test_hybrid_fixed_point_with_state_snapshots),

@@ -60,6 +60,7 @@ typedef struct sh_pool {
     int32_t queue[MAX_BLOCKS];
     int64_t n_queue;
     int32_t count[MAX_BLOCKS];
+    int64_t front; /* where the next uncached block of the current give goes (docs: uncached first) */
 } sh_pool;
 
 typedef struct sh_key {
@@ -91,11 +92,32 @@ static int64_t sh_skipped(int g, int64_t computed) {
 }
 
 /* ---- the shadow's pool ------------------------------------------------------ */
-static void sh_give(sh_key *k, int32_t id) {
+/* Starts one give of the manager (one pool call): the uncached blocks it
+ * frees go to the head in the order given, the first given at the head. */
+static void sh_give_start(sh_key *k) { k->pool->front = 0; }
+
+/* A block nobody holds any more: to the tail if some key of its pool has it
+ * indexed, else to the head (after the earlier uncached ones of this give). */
+static void sh_give(shadow *s, sh_key *k, int32_t id) {
     sh_pool *p = k->pool;
     if (id == 0) return;
     assert_true(p->count[id] > 0);
-    if (--p->count[id] == 0) p->queue[p->n_queue++] = id;
+    if (--p->count[id] > 0) return;
+    bool cached = false;
+    for (int g = 0; g < n_keys; g++) cached |= s->k[g].pool == p && s->k[g].indexed[id];
+    if (cached) {
+        p->queue[p->n_queue++] = id;
+        return;
+    }
+    memmove(p->queue + p->front + 1, p->queue + p->front, (size_t)(p->n_queue - p->front) * sizeof *p->queue);
+    p->queue[p->front++] = id;
+    p->n_queue++;
+}
+
+/* One give of a single block. */
+static void sh_give_one(shadow *s, sh_key *k, int32_t id) {
+    sh_give_start(k);
+    sh_give(s, k, id);
 }
 
 static void sh_ref(sh_key *k, int32_t id) {
@@ -184,7 +206,7 @@ static void sh_grow(shadow *s, int g, sh_table *t, int64_t n, int64_t num_tokens
     sh_key *k = &s->k[g];
     if (key_type[g] == KVC_ATTN_MAMBA && t->len > 0 && k->indexed[t->ids[0]] && num_tokens > t->n_hashed * INTERVAL) {
         int32_t fresh = sh_take(s, k);
-        if (t->source != 0) sh_give(k, t->source);
+        if (t->source != 0) sh_give_one(s, k, t->source);
         t->source = t->ids[0];
         t->ids[0] = fresh;
         n--;
@@ -211,8 +233,9 @@ static bool sh_takes_hit(int g, bool hit_on, int64_t external) {
 static void sh_release_window(shadow *s, int g, sh_table *t, int64_t computed) {
     if (!t->present) return;
     int64_t kk = imin(sh_skipped(g, computed) / BS, t->len);
+    sh_give_start(&s->k[g]);
     for (int64_t i = kk - 1; i >= t->n_null; i--) {
-        sh_give(&s->k[g], t->ids[i]);
+        sh_give(s, &s->k[g], t->ids[i]);
         t->ids[i] = 0;
     }
     t->n_null = imax(t->n_null, kk);
@@ -285,7 +308,7 @@ static void sh_cache_computed(shadow *s, sh_req *r, int64_t n) {
         sh_table *t = &r->t[g];
         sh_key *k = &s->k[g];
         if (key_type[g] == KVC_ATTN_MAMBA) {
-            if (t->source != 0) sh_give(k, t->source);
+            if (t->source != 0) sh_give_one(s, k, t->source);
             t->source = 0;
             int64_t before = t->n_hashed;
             t->n_hashed = n / INTERVAL;
@@ -302,8 +325,9 @@ static void sh_free(shadow *s, sh_req *r) {
     for (int g = 0; g < n_keys; g++) {
         sh_table *t = &r->t[g];
         if (!t->present) continue;
-        for (int64_t i = t->len - 1; i >= t->n_null; i--) sh_give(&s->k[g], t->ids[i]);
-        if (t->source != 0) sh_give(&s->k[g], t->source);
+        sh_give_start(&s->k[g]);
+        for (int64_t i = t->len - 1; i >= t->n_null; i--) sh_give(s, &s->k[g], t->ids[i]);
+        if (t->source != 0) sh_give_one(s, &s->k[g], t->source);
         *t = (sh_table){0};
         s->k[g].n_entries--;
     }
