@@ -56,17 +56,18 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     /* The step writes blocks 1..3; block 1 is then hit and keeps its data. */
     for (int64_t i = per_block; i < 4 * per_block; i++) k[i] = 1.0f;
     assert_int_equal(kvc_manager_cache_computed(m, 1, tokens, 9), KVC_OK);
-    assert_int_equal(kvc_manager_free(m, 1), KVC_OK); /* queue 4 5 3 2 1 */
+    assert_int_equal(kvc_manager_free(m, 1), KVC_OK); /* queue 3 4 5 2 1: uncached block 3 at the head */
     prompt.n_tokens = 6;
     assert_int_equal(
         kvc_manager_allocate_slots(
             m, &(kvc_slot_request){.request_id = 2, .computed_tokens = 4, .num_new_tokens = 2, .prompt = &prompt}),
         KVC_OK);
-    kvc_test_assert_table(m, 2, 0, KVC_IDS(1, 4));
+    kvc_test_assert_table(m, 2, 0, KVC_IDS(1, 3));
     for (int64_t i = 0; i < per_block; i++) {
         assert_true(k[1 * per_block + i] == 1.0f);
-        assert_true(isnan(k[4 * per_block + i]));
+        assert_true(isnan(k[3 * per_block + i])); /* written before, taken again: poisoned anew */
         assert_true(k[2 * per_block + i] == 1.0f); /* freed, not taken again yet */
+        assert_false(isnan(k[4 * per_block + i])); /* never taken */
     }
     kvc_manager_destroy(m);
     kvc_cache_storage_destroy(storage);
