@@ -456,6 +456,8 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
+    (["--write-timeout", "0"], "write_timeout 0.0 must be a number of seconds above 0"),
+    (["--max-connections", "0"], "max_connections 0 must be an integer of at least 1"),
     (["--api-key", ""], "API key '' must be 1 or more visible ASCII characters"),
     (["--api-key", "k\u00e9y"], "must be 1 or more visible ASCII characters"),
     # integers are digits (int() took ' 16', '+4' and '1_000'), and an option given twice is refused

@@ -119,21 +119,25 @@ class Server:
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
-                 **engine_kwargs):
+                 write_timeout=30.0, max_connections=256, **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
             if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
                 raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
-        if isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not 0 < read_timeout < 1e9:
-            raise invalid(f"read_timeout {read_timeout!r} must be a number of seconds above 0")
+        for name, value in (("read_timeout", read_timeout), ("write_timeout", write_timeout)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+                raise invalid(f"{name} {value!r} must be a number of seconds above 0")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise invalid(f"max_connections {max_connections!r} must be an integer of at least 1")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
-        self.http_protocol = http.protocol(read_timeout)  # uvicorn's `http` setting for this app
+        # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
+        self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
         self.metrics = Metrics(self.engine)
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
