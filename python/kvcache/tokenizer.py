@@ -109,6 +109,10 @@ class Tokenizer:
     def decode(self, ids, skip_special_tokens=True):
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    def token_piece(self, token_id):
+        """A token's entry in the vocabulary (transformers' convert_ids_to_tokens: "Ġthe" in a byte-level BPE)."""
+        return self._tok.id_to_token(token_id)
+
     def token_bytes(self, token_id):
         """The bytes one token stands for, also when they are part of a UTF-8 character (which decode
         writes as U+FFFD): a byte-level BPE piece's bytes, or SentencePiece's <0xNN> byte."""

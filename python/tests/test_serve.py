@@ -317,6 +317,35 @@ def test_models_health_metrics(server, client):
     assert "kvcache_inter_token_latency_seconds_bucket" in text
 
 
+def test_tokenize_detokenize_and_ping(server, tok):
+    """vLLM's /tokenize and /detokenize (mirrors vLLM's tests/entrypoints/serve/tokenize/test_tokenization.py:
+    test_tokenize_completions, test_tokenize_chat, test_tokenize_with_return_token_strs, test_detokenize) and
+    /ping (vLLM's SageMaker health check, GET and POST): all were 404 no route."""
+    url = server[0]
+    for special in (False, True):
+        r = httpx.post(url + "/tokenize", json={"model": "test", "prompt": PROMPTS[1], "add_special_tokens": special})
+        ids = tok.encode(PROMPTS[1], special)
+        assert r.json() == {"count": len(ids), "max_model_len": 512, "tokens": ids, "token_strs": None}
+    r = httpx.post(url + "/tokenize", json={"prompt": PROMPTS[0], "return_token_strs": True}).json()
+    assert r["token_strs"] == [tok._tok.id_to_token(t) for t in tok.encode(PROMPTS[0])]
+    conversation = [{"role": "user", "content": "Hi there!"}, {"role": "assistant", "content": "Nice to meet you!"},
+                    {"role": "user", "content": "Can I ask a question?"}]
+    for generation in (False, True):  # the ids a chat request with these messages would run
+        r = httpx.post(url + "/tokenize", json={"model": "test", "messages": conversation,
+                                                "add_generation_prompt": generation}).json()
+        text = tok.apply_chat_template(conversation, add_generation_prompt=generation)
+        assert r["tokens"] == tok.encode(text, add_special_tokens=False) and r["count"] == len(r["tokens"])
+    ids = tok.encode(PROMPTS[1], add_special_tokens=False)
+    assert httpx.post(url + "/detokenize", json={"model": "test", "tokens": ids}).json() == {"prompt": PROMPTS[1]}
+    for path, body, param in (("/tokenize", {"prompt": 5}, "prompt"), ("/tokenize", {}, "prompt"),
+                              ("/tokenize", {"prompt": "a", "messages": []}, "prompt"),
+                              ("/detokenize", {"tokens": [10**6]}, "tokens"), ("/detokenize", {}, "tokens")):
+        assert error_of(httpx.post(url + path, json=body), 400)["param"] == param
+    assert error_of(httpx.post(url + "/tokenize", json={"model": "other", "prompt": "a"}), 404)["code"] == \
+        "model_not_found"
+    assert httpx.get(url + "/ping").status_code == 200 and httpx.post(url + "/ping").status_code == 200
+
+
 def test_full_queue_is_503(model_dir, monkeypatch):
     with running(model_dir, max_num_seqs=1, max_requests=1) as (url, srv):
         slow_steps(monkeypatch, srv)
@@ -343,6 +372,7 @@ def test_api_keys_and_tenant_isolation(model_dir):
         assert error_of(httpx.post(url + "/v1/completions", json=body), 401)["code"] == "invalid_api_key"
         error_of(httpx.post(url + "/v1/completions", json=body, headers={"Authorization": "Bearer nope"}), 401)
         error_of(httpx.get(url + "/v1/models"), 401)
+        error_of(httpx.post(url + "/tokenize", json={"prompt": "a"}), 401)
         assert httpx.get(url + "/health").status_code == 200
         assert cached("key-a") == 0
         assert cached("key-a") > 0  # its own prompt, cached

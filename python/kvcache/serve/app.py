@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP application (Starlette) over an AsyncEngine:
 /v1/completions, /v1/chat/completions (server-sent events or one JSON
-answer), /v1/models, /health, /metrics. docs/serve.md describes the API."""
+answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
+/metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
 import dataclasses
@@ -146,7 +147,10 @@ class Server:
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
+                  Route("/tokenize", self.tokenize, methods=["POST"]),
+                  Route("/detokenize", self.detokenize, methods=["POST"]),
                   Route("/health", self.health, methods=["GET"]),
+                  Route("/ping", self.health, methods=["GET", "POST"]),
                   Route("/version", self.version, methods=["GET"]),
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
@@ -382,8 +386,8 @@ class Server:
 
     # ---- /v1/chat/completions ----
 
-    def _parse_chat(self, body):
-        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size)
+    def _render(self, messages, kwargs, add_special_tokens):
+        """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
         extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "tools")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
@@ -392,7 +396,11 @@ class Server:
             prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        ids = self.tokenizer.encode(prompt, add_special_tokens=gen.add_special_tokens)
+        return self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
+
+    def _parse_chat(self, body):
+        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size)
+        ids = self._render(messages, kwargs, gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         return gen, [choices.Prompt(ids)]
@@ -435,6 +443,35 @@ class Server:
             return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs))
 
         return await self._finish(request, reqs, collect)
+
+    # ---- /tokenize, /detokenize (vLLM's) ----
+
+    def _tokenize(self, body):
+        """(model asked for, token ids, token_strs wanted) of a /tokenize body."""
+        req = protocol.tokenize_request(body)
+        if req.text is not None:
+            ids = self.tokenizer.encode(req.text, req.add_special_tokens)
+        else:
+            ids = self._render(req.messages, req.template_kwargs, req.add_special_tokens)
+        return req.model, ids, req.token_strs
+
+    async def tokenize(self, request):
+        """The token ids of a text or of a conversation, as the completions and chat endpoints make them."""
+        self._tenant(request)
+        model, ids, strs = await anyio.to_thread.run_sync(self._tokenize, await self._body(request))
+        if model:
+            self._check_model(model)
+        return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids,
+                             "token_strs": [self.tokenizer.token_piece(t) for t in ids] if strs else None})
+
+    async def detokenize(self, request):
+        """The text of token ids, special tokens included."""
+        self._tenant(request)
+        model, ids = protocol.detokenize_request(await self._body(request), self.vocab_size)
+        if model:
+            self._check_model(model)
+        text = await anyio.to_thread.run_sync(functools.partial(self.tokenizer.decode, ids, skip_special_tokens=False))
+        return JSONResponse({"prompt": text})
 
     # ---- the rest ----
 

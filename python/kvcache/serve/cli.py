@@ -57,8 +57,8 @@ def parser():
     p = argparse.ArgumentParser(prog="python -m kvcache.serve",
                                 description="Serve a Hugging Face model directory (config.json, *.safetensors, "
                                             "tokenizer.json, tokenizer_config.json) over an OpenAI-compatible HTTP "
-                                            "API: /v1/completions, /v1/chat/completions, /v1/models, /health, "
-                                            "/metrics.")
+                                            "API: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, "
+                                            "/detokenize, /health, /ping, /version, /metrics.")
     p.add_argument("model_dir", help="the model directory")
     p.add_argument("--host", action=_Once, default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
