@@ -138,6 +138,37 @@ def test_logprobs_of_completions_and_chat(client):
     assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob == pytest.approx(e.logprob) for e in content)
 
 
+def test_return_token_ids(client, tok):
+    """vLLM's return_token_ids (mirrors vLLM's tests/entrypoints/openai/basic/test_return_token_ids.py:
+    test_basic_completion_with_emoji, test_comparison_with_prompt_logprobs_and_logprobs,
+    test_chat_completion_with_emoji_and_token_ids): it was ignored, no ids came back."""
+    prompt, ids = PROMPTS[1], tok.encode(PROMPTS[1])
+    ref, _ = greedy(ids, 12)  # the sampled ids, an end-of-sequence id included
+    extra = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+    r = client.completions.create(model="test", prompt=prompt, max_tokens=12, temperature=0, logprobs=1,
+                                  extra_body=extra).choices[0]
+    assert r.prompt_token_ids == ids and r.token_ids == ref
+    assert [int(t.removeprefix("token_id:")) for t in r.logprobs.tokens] == ref
+    streamed, prompt_ids = [], []
+    for chunk in client.completions.create(model="test", prompt=prompt, max_tokens=12, temperature=0, logprobs=1,
+                                           stream=True, extra_body=extra):
+        prompt_ids.append(chunk.choices[0].model_extra.get("prompt_token_ids"))
+        streamed += chunk.choices[0].token_ids
+    assert streamed == ref and prompt_ids[0] == ids and prompt_ids[1:] == [None] * (len(prompt_ids) - 1)
+    plain = client.completions.create(model="test", prompt=prompt, max_tokens=2).model_dump()
+    assert "token_ids" not in plain["choices"][0] and "prompt_token_ids" not in plain["choices"][0]
+    messages = [{"role": "user", "content": "I love cats 🐱"}]
+    chat_ids = tok.encode(tok.apply_chat_template(messages), add_special_tokens=False)
+    ref, _ = greedy(chat_ids, 6)
+    c = client.chat.completions.create(model="test", messages=messages, max_tokens=6, temperature=0,
+                                       extra_body={"return_token_ids": True})
+    assert c.prompt_token_ids == chat_ids and c.choices[0].token_ids == ref
+    chunks = list(client.chat.completions.create(model="test", messages=messages, max_tokens=6, temperature=0,
+                                                 stream=True, extra_body={"return_token_ids": True}))
+    assert chunks[0].prompt_token_ids == chat_ids and all("prompt_token_ids" not in c.model_extra for c in chunks[1:])
+    assert sum((c.choices[0].model_extra.get("token_ids", []) for c in chunks), []) == ref
+
+
 def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
     """OpenAI's `bytes`: a token's own UTF-8 bytes, also when they are part of a character (its text is U+FFFD),
     so that the bytes of a run of tokens join to its text."""

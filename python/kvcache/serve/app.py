@@ -38,6 +38,11 @@ def _error_response(exc):
     return JSONResponse(exc.body(), status_code=exc.status)
 
 
+def _ids(gen, **fields):
+    """fields (lists of token ids) when the request asked for them (vLLM's return_token_ids), else none."""
+    return {k: list(v) for k, v in fields.items()} if gen.token_ids else {}
+
+
 def _sse(obj):
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
 
@@ -341,12 +346,12 @@ class Server:
         return self.tokenizer.token_bytes(token_id)
 
     def _reply(self, kind, prefix, every_chunk=None):
-        """The envelope of one answer's chunks: chunk(choices, usage=None). every_chunk: None, or what a
+        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None, or what a
         chunk without usage carries as its usage (choices.chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
-        def chunk(items, usage=None):
-            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": items}
+        def chunk(items, usage=None, **top):
+            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, **top, "choices": items}
             if usage is not None:
                 out["usage"] = usage
             elif every_chunk is not None:
@@ -362,25 +367,28 @@ class Server:
         if gen.stream:
             async def sse():
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
-                async for i, delta, lps, reason in choices.merged(reqs):
+                async for i, delta, lps, reason, ids in choices.merged(reqs):
+                    prompt_ids = {}
                     if places[i] is None:
                         echo = self._echo(gen, reqs[i])
                         delta, places[i] = echo + delta, TextPlace(len(echo), reqs[i].text.lent)
+                        prompt_ids = _ids(gen, prompt_token_ids=reqs[i].prompt.ids)
                     logprobs = self._completion_logprobs(lps or [], places[i], gen) if gen.logprobs is not None \
                         else None
-                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
+                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason),
+                                       **prompt_ids, **_ids(gen, token_ids=ids)}]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
         async def collect():  # logprobs come without echo (refused together): their offsets start at 0
-            texts, lps = await choices.whole(reqs)
+            texts, lps, ids = await choices.whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
                            "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
                            if gen.logprobs is not None else None,
-                           **req.ending(req.finish_reason)}
-                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
+                           **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t)}
+                          for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))], choices.usage(reqs))
 
         return await self._finish(request, reqs, collect)
 
@@ -422,13 +430,14 @@ class Server:
             chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs))
 
             async def sse():
-                for i in range(len(reqs)):
+                for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
                     yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                       **reqs[i].ending(None)}]))
-                async for i, delta, lps, reason in choices.merged(reqs):
+                                       **reqs[i].ending(None)}], **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids)
+                                                                    if i == 0 else {})))
+                async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
-                              **reqs[i].ending(reason)}
+                              **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
@@ -436,11 +445,13 @@ class Server:
             return _EventStream(_events_or_error(sse()))
 
         async def collect():
-            texts, lps = await choices.whole(reqs)
+            texts, lps, ids = await choices.whole(reqs)
             answer = [{"index": i, "message": {"role": "assistant", "content": text},
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
-                       **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
-            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs))
+                       **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
+                      for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
+            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs),
+                                                              **_ids(gen, prompt_token_ids=reqs[0].prompt.ids))
 
         return await self._finish(request, reqs, collect)
 

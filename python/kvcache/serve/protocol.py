@@ -80,6 +80,7 @@ class Generation:
     priority: int
     cache_salt: str
     tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
+    token_ids: bool  # choices carry their token ids, and the prompt's (vLLM's return_token_ids)
     n: int  # choices per prompt
     skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
     include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
@@ -191,7 +192,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False, add_special_tokens=True,
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"),
+                      token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
                       include_stop=_bool(body, "include_stop_str_in_output"))
 
