@@ -169,6 +169,26 @@ def test_return_token_ids(client, tok):
     assert sum((c.choices[0].model_extra.get("token_ids", []) for c in chunks), []) == ref
 
 
+def test_chat_continue_final_message_and_echo(client, tok):
+    """vLLM's continue_final_message and chat echo (mirrors vLLM's tests/entrypoints/openai/basic/test_chat_echo.py:
+    test_chat_session_with_echo_and_continue_final_message): both were 400 not supported."""
+    saying = "An apple a day, keeps"
+    messages = [{"role": "user", "content": "tell me a saying"}, {"role": "assistant", "content": saying}]
+    text = tok.apply_chat_template(messages, add_generation_prompt=False)
+    prompt = text[:text.rindex(saying) + len(saying)]  # the final message left open, its end-of-turn cut off
+    ref, _ = greedy(tok.encode(prompt, add_special_tokens=False), 5)
+    reply = tok.decode([t for t in ref if t not in EOS])
+    body = dict(model="test", messages=messages, max_tokens=5, temperature=0)
+    extra = {"continue_final_message": True, "add_generation_prompt": False}
+    for echo in (False, True):
+        c = client.chat.completions.create(**body, extra_body={**extra, "echo": echo})
+        assert c.choices[0].message.content == (saying if echo else "") + reply
+        chunks = client.chat.completions.create(**body, stream=True, extra_body={**extra, "echo": echo})
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == (saying if echo else "") + reply
+    with pytest.raises(openai.BadRequestError, match="add_generation_prompt"):  # the default true: refused
+        client.chat.completions.create(**body, extra_body={"continue_final_message": True})
+
+
 def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
     """OpenAI's `bytes`: a token's own UTF-8 bytes, also when they are part of a character (its text is U+FFFD),
     so that the bytes of a run of tokens join to its text."""
@@ -294,7 +314,7 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     # behaviour the server does not have is refused by name, never dropped (a neutral value passes)
     for field, value in (("suffix", "x"), ("min_p", 0.1), ("repetition_penalty", 1.2), ("min_tokens", 3),
                          ("response_format", {"type": "json_object"}), ("tool_choice", "required"),
-                         ("guided_json", {"type": "object"}), ("continue_final_message", True),
+                         ("guided_json", {"type": "object"}), ("continue_final_message", True),  # chat's only
                          ("prompt_logprobs", 1), ("prompt_logprobs", 0), ("use_beam_search", True), ("allowed_token_ids", [1]),
                          ("truncate_prompt_tokens", 5), ("chat_template", "{{ messages }}")):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field

@@ -304,8 +304,9 @@ class Server:
         return gen, prompts
 
     def _echo(self, gen, req):
-        """The text a completion choice begins with: its prompt's with echo, else nothing. Of token ids that end
-        inside a character, the text up to it: the character comes with the choice's text (TextStream)."""
+        """The text a choice begins with: its prompt's with echo (chat: a final assistant message's), else
+        nothing. Of token ids that end inside a character, the text up to it: the character comes with the
+        choice's text (TextStream)."""
         if not gen.echo:
             return ""
         p = req.prompt
@@ -396,7 +397,7 @@ class Server:
 
     def _render(self, messages, kwargs, add_special_tokens):
         """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
-        extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "tools")}
+        extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "continue_final_message", "tools")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")
@@ -411,7 +412,8 @@ class Server:
         ids = self._render(messages, kwargs, gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
-        return gen, [choices.Prompt(ids)]
+        # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it
+        return gen, [choices.Prompt(ids, messages[-1]["content"] if messages[-1]["role"] == "assistant" else "")]
 
     def _chat_logprobs(self, lps, gen):
         name = self._token_name(gen)
@@ -431,9 +433,9 @@ class Server:
 
             async def sse():
                 for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
-                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                       **reqs[i].ending(None)}], **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids)
-                                                                    if i == 0 else {})))
+                    role = {"role": "assistant", "content": self._echo(gen, reqs[i])}
+                    yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
+                                     **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
@@ -446,7 +448,7 @@ class Server:
 
         async def collect():
             texts, lps, ids = await choices.whole(reqs)
-            answer = [{"index": i, "message": {"role": "assistant", "content": text},
+            answer = [{"index": i, "message": {"role": "assistant", "content": self._echo(gen, req) + text},
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
                        **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]

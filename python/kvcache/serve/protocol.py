@@ -84,7 +84,7 @@ class Generation:
     n: int  # choices per prompt
     skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
     include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
-    echo: bool  # completions: the prompt's text before each choice's
+    echo: bool  # the prompt's text before each choice's (chat: a final assistant message's, vLLM's)
     add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
 
 
@@ -153,7 +153,7 @@ def _unsupported(body, n):
             raise bad(f"{name} is not supported (only {neutral})", name)
     if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
         raise bad("min_tokens is not supported (only 0)", "min_tokens")
-    for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+    for name in ("suffix", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
                  "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
@@ -225,6 +225,9 @@ def completion_request(body, vocab_size):
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
     gen.add_special_tokens = _bool(body, "add_special_tokens", True)
+    if _bool(body, "continue_final_message"):
+        raise bad("continue_final_message is for chat (a completion's prompt is continued as it is)",
+                  "continue_final_message")
     if gen.echo and logprobs is not None:
         raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
     if gen.max_tokens is None:
@@ -261,7 +264,11 @@ def _template_kwargs(body):
     kwargs = body.get("chat_template_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
-    return {**kwargs, "add_generation_prompt": _bool(body, "add_generation_prompt", True), "tools": tools}
+    generation, cont = _bool(body, "add_generation_prompt", True), _bool(body, "continue_final_message")
+    if generation and cont:
+        raise bad("continue_final_message needs add_generation_prompt: false (the reply continues the final "
+                  "message instead of starting a new one)", "continue_final_message")
+    return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
 
 
 def chat_request(body, vocab_size):
@@ -275,8 +282,7 @@ def chat_request(body, vocab_size):
     elif body.get("top_logprobs") is not None:
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
-    if _bool(body, "echo"):
-        raise bad("echo is not supported in chat (vLLM's prefix of the last message)", "echo")
+    gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's
     gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
     kwargs = _template_kwargs(body)
     if kwargs["tools"] and body.get("tool_choice") in (None, "auto"):  # as vLLM without a tool-call parser
@@ -315,8 +321,6 @@ def tokenize_request(body):
         raise bad("the request body must be a JSON object")
     if ("prompt" in body) == ("messages" in body):
         raise bad("give either prompt (a text) or messages (a conversation)", "prompt")
-    if body.get("continue_final_message"):
-        raise bad("continue_final_message is not supported", "continue_final_message")
     model, strs = _model(body), _bool(body, "return_token_strs")
     if "prompt" in body:
         if not isinstance(body["prompt"], str):
