@@ -347,8 +347,8 @@ class Server:
         return self.tokenizer.token_bytes(token_id)
 
     def _reply(self, kind, prefix, every_chunk=None):
-        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None, or what a
-        chunk without usage carries as its usage (choices.chunk_usage)."""
+        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None,
+        or what a chunk without usage carries as its usage (choices.chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
         def chunk(items, usage=None, **top):
@@ -397,7 +397,8 @@ class Server:
 
     def _render(self, messages, kwargs, add_special_tokens):
         """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
-        extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "continue_final_message", "tools")}
+        extra = {k: v for k, v in kwargs.items()
+                 if k not in ("add_generation_prompt", "continue_final_message", "tools")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")
