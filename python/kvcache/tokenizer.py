@@ -109,6 +109,10 @@ class Tokenizer:
     def decode(self, ids, skip_special_tokens=True):
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    def token_piece(self, token_id):
+        """A token's entry in the vocabulary (transformers' convert_ids_to_tokens: "Ġthe" in a byte-level BPE)."""
+        return self._tok.id_to_token(token_id)
+
     def token_bytes(self, token_id):
         """The bytes one token stands for, also when they are part of a UTF-8 character (which decode
         writes as U+FFFD): a byte-level BPE piece's bytes, or SentencePiece's <0xNN> byte."""
@@ -121,11 +125,22 @@ class Tokenizer:
         fallback = _BYTE_FALLBACK.fullmatch(piece)
         return bytes([int(fallback.group(1), 16)]) if fallback else text.encode()
 
-    def apply_chat_template(self, messages, add_generation_prompt=True, **kwargs):
+    def apply_chat_template(self, messages, add_generation_prompt=True, continue_final_message=False, **kwargs):
         """The prompt text of a conversation; TemplateError when the model has
-        no template or the template refuses the conversation."""
+        no template or the template refuses the conversation. continue_final_message: the text ends with the
+        final message's (whose end-of-turn the template wrote is cut off), as transformers does, so a reply
+        continues it."""
         if self.chat_template is None:
             raise chat_template.TemplateError("the model directory has no chat template "
                                               "(tokenizer_config.json's chat_template or chat_template.jinja)")
-        return chat_template.render(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
+        text = chat_template.render(self.chat_template, messages, add_generation_prompt=add_generation_prompt,
                                     special_tokens=self.special_tokens, **kwargs)
+        if not continue_final_message:
+            return text
+        final = messages[-1].get("content") if messages else None
+        at = text.rfind(final.strip()) if isinstance(final, str) and final.strip() else -1
+        if at < 0:
+            raise chat_template.TemplateError("continue_final_message: the final message's text is not in the "
+                                              "rendered conversation")
+        kept = final.lstrip() if text.startswith(final.lstrip(), at) else final.strip()  # its trailing spaces too
+        return text[:at + len(kept)]

@@ -12,12 +12,15 @@ from kvcache.serve import Server
 
 
 @contextlib.contextmanager
-def running(model_dir, **kwargs):
-    """Yields (base URL, Server) of a server over model_dir (kwargs: Server's)."""
+def running(model_dir, send_buffer=None, **kwargs):
+    """Yields (base URL, Server) of a server over model_dir (kwargs: Server's). send_buffer: the kernel's send
+    buffer of each connection in bytes (default: autotuned, up to megabytes), so a test can fill it quickly."""
     args = dict(served_model_name="test", max_num_seqs=8, kv_memory="16MiB", block_size=4, max_requests=64)
     args.update(kwargs)
     server = Server(model_dir, **args)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if send_buffer is not None:  # the accepted sockets inherit it
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(server.app, log_level="warning", lifespan="on", http=server.http_protocol)
     uv = uvicorn.Server(config)

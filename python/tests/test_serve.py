@@ -138,6 +138,57 @@ def test_logprobs_of_completions_and_chat(client):
     assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob == pytest.approx(e.logprob) for e in content)
 
 
+def test_return_token_ids(client, tok):
+    """vLLM's return_token_ids (mirrors vLLM's tests/entrypoints/openai/basic/test_return_token_ids.py:
+    test_basic_completion_with_emoji, test_comparison_with_prompt_logprobs_and_logprobs,
+    test_chat_completion_with_emoji_and_token_ids): it was ignored, no ids came back."""
+    prompt, ids = PROMPTS[1], tok.encode(PROMPTS[1])
+    ref, _ = greedy(ids, 12)  # the sampled ids, an end-of-sequence id included
+    extra = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+    r = client.completions.create(model="test", prompt=prompt, max_tokens=12, temperature=0, logprobs=1,
+                                  extra_body=extra).choices[0]
+    assert r.prompt_token_ids == ids and r.token_ids == ref
+    assert [int(t.removeprefix("token_id:")) for t in r.logprobs.tokens] == ref
+    streamed, prompt_ids = [], []
+    for chunk in client.completions.create(model="test", prompt=prompt, max_tokens=12, temperature=0, logprobs=1,
+                                           stream=True, extra_body=extra):
+        prompt_ids.append(chunk.choices[0].model_extra.get("prompt_token_ids"))
+        streamed += chunk.choices[0].token_ids
+    assert streamed == ref and prompt_ids[0] == ids and prompt_ids[1:] == [None] * (len(prompt_ids) - 1)
+    plain = client.completions.create(model="test", prompt=prompt, max_tokens=2).model_dump()
+    assert "token_ids" not in plain["choices"][0] and "prompt_token_ids" not in plain["choices"][0]
+    messages = [{"role": "user", "content": "I love cats 🐱"}]
+    chat_ids = tok.encode(tok.apply_chat_template(messages), add_special_tokens=False)
+    ref, _ = greedy(chat_ids, 6)
+    c = client.chat.completions.create(model="test", messages=messages, max_tokens=6, temperature=0,
+                                       extra_body={"return_token_ids": True})
+    assert c.prompt_token_ids == chat_ids and c.choices[0].token_ids == ref
+    chunks = list(client.chat.completions.create(model="test", messages=messages, max_tokens=6, temperature=0,
+                                                 stream=True, extra_body={"return_token_ids": True}))
+    assert chunks[0].prompt_token_ids == chat_ids and all("prompt_token_ids" not in c.model_extra for c in chunks[1:])
+    assert sum((c.choices[0].model_extra.get("token_ids", []) for c in chunks), []) == ref
+
+
+def test_chat_continue_final_message_and_echo(client, tok):
+    """vLLM's continue_final_message and chat echo (mirrors vLLM's tests/entrypoints/openai/basic/test_chat_echo.py:
+    test_chat_session_with_echo_and_continue_final_message): both were 400 not supported."""
+    saying = "An apple a day, keeps"
+    messages = [{"role": "user", "content": "tell me a saying"}, {"role": "assistant", "content": saying}]
+    text = tok.apply_chat_template(messages, add_generation_prompt=False)
+    prompt = text[:text.rindex(saying) + len(saying)]  # the final message left open, its end-of-turn cut off
+    ref, _ = greedy(tok.encode(prompt, add_special_tokens=False), 5)
+    reply = tok.decode([t for t in ref if t not in EOS])
+    body = dict(model="test", messages=messages, max_tokens=5, temperature=0)
+    extra = {"continue_final_message": True, "add_generation_prompt": False}
+    for echo in (False, True):
+        c = client.chat.completions.create(**body, extra_body={**extra, "echo": echo})
+        assert c.choices[0].message.content == (saying if echo else "") + reply
+        chunks = client.chat.completions.create(**body, stream=True, extra_body={**extra, "echo": echo})
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == (saying if echo else "") + reply
+    with pytest.raises(openai.BadRequestError, match="add_generation_prompt"):  # the default true: refused
+        client.chat.completions.create(**body, extra_body={"continue_final_message": True})
+
+
 def test_chat_logprob_bytes_are_the_tokens_own(client, tok):
     """OpenAI's `bytes`: a token's own UTF-8 bytes, also when they are part of a character (its text is U+FFFD),
     so that the bytes of a run of tokens join to its text."""
@@ -263,7 +314,7 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     # behaviour the server does not have is refused by name, never dropped (a neutral value passes)
     for field, value in (("suffix", "x"), ("min_p", 0.1), ("repetition_penalty", 1.2), ("min_tokens", 3),
                          ("response_format", {"type": "json_object"}), ("tool_choice", "required"),
-                         ("guided_json", {"type": "object"}), ("continue_final_message", True),
+                         ("guided_json", {"type": "object"}), ("continue_final_message", True),  # chat's only
                          ("prompt_logprobs", 1), ("prompt_logprobs", 0), ("use_beam_search", True), ("allowed_token_ids", [1]),
                          ("truncate_prompt_tokens", 5), ("chat_template", "{{ messages }}")):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
@@ -317,6 +368,35 @@ def test_models_health_metrics(server, client):
     assert "kvcache_inter_token_latency_seconds_bucket" in text
 
 
+def test_tokenize_detokenize_and_ping(server, tok):
+    """vLLM's /tokenize and /detokenize (mirrors vLLM's tests/entrypoints/serve/tokenize/test_tokenization.py:
+    test_tokenize_completions, test_tokenize_chat, test_tokenize_with_return_token_strs, test_detokenize) and
+    /ping (vLLM's SageMaker health check, GET and POST): all were 404 no route."""
+    url = server[0]
+    for special in (False, True):
+        r = httpx.post(url + "/tokenize", json={"model": "test", "prompt": PROMPTS[1], "add_special_tokens": special})
+        ids = tok.encode(PROMPTS[1], special)
+        assert r.json() == {"count": len(ids), "max_model_len": 512, "tokens": ids, "token_strs": None}
+    r = httpx.post(url + "/tokenize", json={"prompt": PROMPTS[0], "return_token_strs": True}).json()
+    assert r["token_strs"] == [tok._tok.id_to_token(t) for t in tok.encode(PROMPTS[0])]
+    conversation = [{"role": "user", "content": "Hi there!"}, {"role": "assistant", "content": "Nice to meet you!"},
+                    {"role": "user", "content": "Can I ask a question?"}]
+    for generation in (False, True):  # the ids a chat request with these messages would run
+        r = httpx.post(url + "/tokenize", json={"model": "test", "messages": conversation,
+                                                "add_generation_prompt": generation}).json()
+        text = tok.apply_chat_template(conversation, add_generation_prompt=generation)
+        assert r["tokens"] == tok.encode(text, add_special_tokens=False) and r["count"] == len(r["tokens"])
+    ids = tok.encode(PROMPTS[1], add_special_tokens=False)
+    assert httpx.post(url + "/detokenize", json={"model": "test", "tokens": ids}).json() == {"prompt": PROMPTS[1]}
+    for path, body, param in (("/tokenize", {"prompt": 5}, "prompt"), ("/tokenize", {}, "prompt"),
+                              ("/tokenize", {"prompt": "a", "messages": []}, "prompt"),
+                              ("/detokenize", {"tokens": [10**6]}, "tokens"), ("/detokenize", {}, "tokens")):
+        assert error_of(httpx.post(url + path, json=body), 400)["param"] == param
+    assert error_of(httpx.post(url + "/tokenize", json={"model": "other", "prompt": "a"}), 404)["code"] == \
+        "model_not_found"
+    assert httpx.get(url + "/ping").status_code == 200 and httpx.post(url + "/ping").status_code == 200
+
+
 def test_full_queue_is_503(model_dir, monkeypatch):
     with running(model_dir, max_num_seqs=1, max_requests=1) as (url, srv):
         slow_steps(monkeypatch, srv)
@@ -343,6 +423,7 @@ def test_api_keys_and_tenant_isolation(model_dir):
         assert error_of(httpx.post(url + "/v1/completions", json=body), 401)["code"] == "invalid_api_key"
         error_of(httpx.post(url + "/v1/completions", json=body, headers={"Authorization": "Bearer nope"}), 401)
         error_of(httpx.get(url + "/v1/models"), 401)
+        error_of(httpx.post(url + "/tokenize", json={"prompt": "a"}), 401)
         assert httpx.get(url + "/health").status_code == 200
         assert cached("key-a") == 0
         assert cached("key-a") > 0  # its own prompt, cached
@@ -456,6 +537,8 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
+    (["--write-timeout", "0"], "write_timeout 0.0 must be a number of seconds above 0"),
+    (["--max-connections", "0"], "max_connections 0 must be an integer of at least 1"),
     (["--api-key", ""], "API key '' must be 1 or more visible ASCII characters"),
     (["--api-key", "k\u00e9y"], "must be 1 or more visible ASCII characters"),
     # integers are digits (int() took ' 16', '+4' and '1_000'), and an option given twice is refused

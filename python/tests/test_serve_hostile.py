@@ -2,6 +2,7 @@
 without finishing a request (slowloris), each cut off after --read-timeout
 while the others are served; many leaving at once, running or waiting."""
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -98,3 +99,49 @@ def test_clients_leaving_at_once_free_every_block(tmp_path, monkeypatch):
         while [metric(httpx.get(url + "/metrics").text, n) for n in names] != [0, 0, 0]:
             assert time.monotonic() < deadline, "the KV of clients that left was not freed"
             time.sleep(0.02)
+
+
+def test_a_client_that_stops_reading_its_stream_is_dropped(tmp_path, monkeypatch):
+    """A client that asks for a long stream and stops reading it: the socket's buffers fill, and the server waited
+    for them to drain for ever, the connection held (and, while it ran, the request's KV). Now, write_timeout after
+    the write stalls, the connection is dropped and the request aborted: every block back in the pool long before
+    the generation would have ended, and the stream cut (no [DONE])."""
+    with running(make_model_dir(tmp_path / "m"), write_timeout=0.3, send_buffer=4096) as (url, srv):
+        slow_steps(monkeypatch, srv, 0.01)  # 400 steps: 4 s or more
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)  # before connect: a small window
+        sock.connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+        body = json.dumps({"model": "test", "prompt": "hi", "max_tokens": 400, "ignore_eos": True, "n": 4,
+                           "logprobs": 20, "stream": True}).encode()  # about 1 KB an event
+        t0 = time.monotonic()
+        sock.sendall(HEAD % len(body) + body)
+        while metric(httpx.get(url + "/metrics").text, "kvcache_prompt_tokens_total") == 0:  # admitted
+            assert time.monotonic() < t0 + 10
+            time.sleep(0.01)
+        names = ("kvcache_kv_cache_blocks_in_use", "kvcache_num_requests_running", "kvcache_num_requests_waiting")
+        while [metric(httpx.get(url + "/metrics").text, n) for n in names] != [0, 0, 0]:
+            assert time.monotonic() < t0 + 3, "the request of a client that stopped reading kept running"
+            time.sleep(0.02)
+        sock.settimeout(10)
+        data = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(1 << 20):
+                data += chunk
+        sock.close()
+        assert data.startswith(b"HTTP/1.1 200") and b"data: [DONE]" not in data  # cut off, not finished
+
+
+def test_connections_beyond_max_connections_are_answered_503(tmp_path):
+    with running(make_model_dir(tmp_path / "m"), max_connections=2) as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+        time.sleep(0.1)  # both accepted (the backlog is served in order: the next one is the third anyway)
+        r = httpx.get(url + "/v1/models", timeout=10)  # a third connection
+        assert r.status_code == 503 and r.json()["error"]["code"] == "too_many_connections"
+        assert r.headers["connection"] == "close"
+        idle[0].close()
+        deadline = time.monotonic() + 5
+        while httpx.get(url + "/v1/models", timeout=10).status_code != 200:  # once its close is seen: served
+            assert time.monotonic() < deadline, "a connection below the cap was refused"
+            time.sleep(0.02)
+        idle[1].close()

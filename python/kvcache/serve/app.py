@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP application (Starlette) over an AsyncEngine:
 /v1/completions, /v1/chat/completions (server-sent events or one JSON
-answer), /v1/models, /health, /metrics. docs/serve.md describes the API."""
+answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
+/metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
 import dataclasses
@@ -35,6 +36,11 @@ _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_pro
 
 def _error_response(exc):
     return JSONResponse(exc.body(), status_code=exc.status)
+
+
+def _ids(gen, **fields):
+    """fields (lists of token ids) when the request asked for them (vLLM's return_token_ids), else none."""
+    return {k: list(v) for k, v in fields.items()} if gen.token_ids else {}
 
 
 def _sse(obj):
@@ -119,21 +125,25 @@ class Server:
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
-                 **engine_kwargs):
+                 write_timeout=30.0, max_connections=256, **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
             if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
                 raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
-        if isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not 0 < read_timeout < 1e9:
-            raise invalid(f"read_timeout {read_timeout!r} must be a number of seconds above 0")
+        for name, value in (("read_timeout", read_timeout), ("write_timeout", write_timeout)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+                raise invalid(f"{name} {value!r} must be a number of seconds above 0")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise invalid(f"max_connections {max_connections!r} must be an integer of at least 1")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
-        self.http_protocol = http.protocol(read_timeout)  # uvicorn's `http` setting for this app
+        # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
+        self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
         self.metrics = Metrics(self.engine)
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
@@ -142,7 +152,10 @@ class Server:
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
+                  Route("/tokenize", self.tokenize, methods=["POST"]),
+                  Route("/detokenize", self.detokenize, methods=["POST"]),
                   Route("/health", self.health, methods=["GET"]),
+                  Route("/ping", self.health, methods=["GET", "POST"]),
                   Route("/version", self.version, methods=["GET"]),
                   Route("/metrics", self.prometheus, methods=["GET"])]
         self.app = Starlette(routes=routes, lifespan=self._lifespan,
@@ -291,8 +304,9 @@ class Server:
         return gen, prompts
 
     def _echo(self, gen, req):
-        """The text a completion choice begins with: its prompt's with echo, else nothing. Of token ids that end
-        inside a character, the text up to it: the character comes with the choice's text (TextStream)."""
+        """The text a choice begins with: its prompt's with echo (chat: a final assistant message's), else
+        nothing. Of token ids that end inside a character, the text up to it: the character comes with the
+        choice's text (TextStream)."""
         if not gen.echo:
             return ""
         p = req.prompt
@@ -333,12 +347,12 @@ class Server:
         return self.tokenizer.token_bytes(token_id)
 
     def _reply(self, kind, prefix, every_chunk=None):
-        """The envelope of one answer's chunks: chunk(choices, usage=None). every_chunk: None, or what a
-        chunk without usage carries as its usage (choices.chunk_usage)."""
+        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None,
+        or what a chunk without usage carries as its usage (choices.chunk_usage)."""
         rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
 
-        def chunk(items, usage=None):
-            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, "choices": items}
+        def chunk(items, usage=None, **top):
+            out = {"id": rid, "object": kind, "created": created, "model": self.model_name, **top, "choices": items}
             if usage is not None:
                 out["usage"] = usage
             elif every_chunk is not None:
@@ -354,33 +368,37 @@ class Server:
         if gen.stream:
             async def sse():
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
-                async for i, delta, lps, reason in choices.merged(reqs):
+                async for i, delta, lps, reason, ids in choices.merged(reqs):
+                    prompt_ids = {}
                     if places[i] is None:
                         echo = self._echo(gen, reqs[i])
                         delta, places[i] = echo + delta, TextPlace(len(echo), reqs[i].text.lent)
+                        prompt_ids = _ids(gen, prompt_token_ids=reqs[i].prompt.ids)
                     logprobs = self._completion_logprobs(lps or [], places[i], gen) if gen.logprobs is not None \
                         else None
-                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason)}]))
+                    yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason),
+                                       **prompt_ids, **_ids(gen, token_ids=ids)}]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
 
             return _EventStream(_events_or_error(sse()))
 
         async def collect():  # logprobs come without echo (refused together): their offsets start at 0
-            texts, lps = await choices.whole(reqs)
+            texts, lps, ids = await choices.whole(reqs)
             return chunk([{"index": i, "text": self._echo(gen, req) + text,
                            "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
                            if gen.logprobs is not None else None,
-                           **req.ending(req.finish_reason)}
-                          for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))], choices.usage(reqs))
+                           **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t)}
+                          for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))], choices.usage(reqs))
 
         return await self._finish(request, reqs, collect)
 
     # ---- /v1/chat/completions ----
 
-    def _parse_chat(self, body):
-        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size)
-        extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "tools")}
+    def _render(self, messages, kwargs, add_special_tokens):
+        """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
+        extra = {k: v for k, v in kwargs.items()
+                 if k not in ("add_generation_prompt", "continue_final_message", "tools")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")
@@ -388,10 +406,15 @@ class Server:
             prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        ids = self.tokenizer.encode(prompt, add_special_tokens=gen.add_special_tokens)
+        return self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
+
+    def _parse_chat(self, body):
+        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size)
+        ids = self._render(messages, kwargs, gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
-        return gen, [choices.Prompt(ids)]
+        # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it
+        return gen, [choices.Prompt(ids, messages[-1]["content"] if messages[-1]["role"] == "assistant" else "")]
 
     def _chat_logprobs(self, lps, gen):
         name = self._token_name(gen)
@@ -410,13 +433,14 @@ class Server:
             chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs))
 
             async def sse():
-                for i in range(len(reqs)):
-                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                       **reqs[i].ending(None)}]))
-                async for i, delta, lps, reason in choices.merged(reqs):
+                for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
+                    role = {"role": "assistant", "content": self._echo(gen, reqs[i])}
+                    yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
+                                     **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
+                async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
-                              **reqs[i].ending(reason)}
+                              **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
                     yield _sse(chunk([], choices.usage(reqs)))
@@ -424,13 +448,44 @@ class Server:
             return _EventStream(_events_or_error(sse()))
 
         async def collect():
-            texts, lps = await choices.whole(reqs)
-            answer = [{"index": i, "message": {"role": "assistant", "content": text},
+            texts, lps, ids = await choices.whole(reqs)
+            answer = [{"index": i, "message": {"role": "assistant", "content": self._echo(gen, req) + text},
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
-                       **req.ending(req.finish_reason)} for i, (req, text, lp) in enumerate(zip(reqs, texts, lps))]
-            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs))
+                       **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
+                      for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
+            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs),
+                                                              **_ids(gen, prompt_token_ids=reqs[0].prompt.ids))
 
         return await self._finish(request, reqs, collect)
+
+    # ---- /tokenize, /detokenize (vLLM's) ----
+
+    def _tokenize(self, body):
+        """(model asked for, token ids, token_strs wanted) of a /tokenize body."""
+        req = protocol.tokenize_request(body)
+        if req.text is not None:
+            ids = self.tokenizer.encode(req.text, req.add_special_tokens)
+        else:
+            ids = self._render(req.messages, req.template_kwargs, req.add_special_tokens)
+        return req.model, ids, req.token_strs
+
+    async def tokenize(self, request):
+        """The token ids of a text or of a conversation, as the completions and chat endpoints make them."""
+        self._tenant(request)
+        model, ids, strs = await anyio.to_thread.run_sync(self._tokenize, await self._body(request))
+        if model:
+            self._check_model(model)
+        return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids,
+                             "token_strs": [self.tokenizer.token_piece(t) for t in ids] if strs else None})
+
+    async def detokenize(self, request):
+        """The text of token ids, special tokens included."""
+        self._tenant(request)
+        model, ids = protocol.detokenize_request(await self._body(request), self.vocab_size)
+        if model:
+            self._check_model(model)
+        text = await anyio.to_thread.run_sync(functools.partial(self.tokenizer.decode, ids, skip_special_tokens=False))
+        return JSONResponse({"prompt": text})
 
     # ---- the rest ----
 

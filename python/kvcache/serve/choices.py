@@ -22,7 +22,8 @@ class Choice:
         return {"finish_reason": reason, "stop_reason": self.stop_reason if reason is not None else None}
 
     async def events(self):
-        """(text delta, [TokenLogprob] or None, finish reason or None), a step at a time."""
+        """(text delta, [TokenLogprob] or None, finish reason or None, the step's token ids), a step at a time
+        (the ids as sampled: an end-of-sequence or stop token among them, which is not text)."""
         m = self.server.metrics
         async for out in self.stream:
             now = time.monotonic()
@@ -31,7 +32,7 @@ class Choice:
                 self.last = now
             self.n_generated += len(out.new_token_ids)
             self.n_cached = out.num_cached_tokens
-            ids = out.new_token_ids
+            ids = sampled = out.new_token_ids
             if out.finish_reason == "stop" and ids and ids[-1] in self.stop_ids:
                 if ids[-1] not in self.server.tokenizer.eos_token_ids:
                     self.stop_reason = ids[-1]
@@ -47,7 +48,7 @@ class Choice:
                 m.e2e.observe(now - self.arrival)
                 m.generation_tokens.inc(self.n_generated)
                 m.requests.labels(reason).inc()
-            yield delta, out.logprobs, reason
+            yield delta, out.logprobs, reason, sampled
             if reason is not None:
                 return
 
@@ -60,7 +61,7 @@ class Prompt:
 
 
 async def merged(reqs):
-    """(choice index, text delta, [TokenLogprob] or None, finish reason or None) of every request, in the
+    """(choice index, text delta, [TokenLogprob] or None, finish reason or None, token ids) of every request, in the
     order their steps come. Leaving early (a client gone) or a failure of one aborts them all."""
     queue = asyncio.Queue()
 
@@ -92,12 +93,14 @@ async def merged(reqs):
 
 
 async def whole(reqs):
-    """Every request's whole text and TokenLogprobs (the non-streamed answer): ([text], [[TokenLogprob]])."""
-    texts, lps = [[] for _ in reqs], [[] for _ in reqs]
-    async for i, delta, step_lps, _ in merged(reqs):
+    """Every request's whole text, TokenLogprobs and token ids (the non-streamed answer):
+    ([text], [[TokenLogprob]], [[id]])."""
+    texts, lps, ids = [[] for _ in reqs], [[] for _ in reqs], [[] for _ in reqs]
+    async for i, delta, step_lps, _, step_ids in merged(reqs):
         texts[i].append(delta)
         lps[i].extend(step_lps or [])
-    return ["".join(t) for t in texts], lps
+        ids[i].extend(step_ids)
+    return ["".join(t) for t in texts], lps, ids
 
 
 def usage(reqs):

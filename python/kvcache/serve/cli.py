@@ -57,8 +57,8 @@ def parser():
     p = argparse.ArgumentParser(prog="python -m kvcache.serve",
                                 description="Serve a Hugging Face model directory (config.json, *.safetensors, "
                                             "tokenizer.json, tokenizer_config.json) over an OpenAI-compatible HTTP "
-                                            "API: /v1/completions, /v1/chat/completions, /v1/models, /health, "
-                                            "/metrics.")
+                                            "API: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, "
+                                            "/detokenize, /health, /ping, /version, /metrics.")
     p.add_argument("model_dir", help="the model directory")
     p.add_argument("--host", action=_Once, default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
@@ -93,6 +93,12 @@ def parser():
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
                    help="seconds a request's headers, and then its body, may take to arrive (default 30; beyond, the "
                         "connection is closed, or the answer is 408)")
+    p.add_argument("--write-timeout", action=_Once, type=_seconds, default=30.0,
+                   help="seconds an answer's bytes may wait for a client that stopped reading them (default 30; "
+                        "beyond, the connection is dropped and its request aborted)")
+    p.add_argument("--max-connections", action=_Once, type=_integer, default=256,
+                   help="connections open at once (default 256); the request of one more is answered 503 and its "
+                        "connection closed")
     p.add_argument("--seed", action=_Once, type=_integer, default=0, help="mixed into every request's sampling seed")
     p.add_argument("--shutdown-timeout", action=_Once, type=_seconds, default=5.0,
                    help="on SIGINT / SIGTERM, seconds the requests in flight may take to finish before they are "
@@ -113,6 +119,7 @@ def main(argv=None):
     try:  # a bad option value or model directory is a usage error naming it, not a traceback
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
                         max_body_bytes=parse_bytes(args.max_body_bytes), read_timeout=args.read_timeout,
+                        write_timeout=args.write_timeout, max_connections=args.max_connections,
                         kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,

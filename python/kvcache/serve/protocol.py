@@ -80,10 +80,11 @@ class Generation:
     priority: int
     cache_salt: str
     tokens_as_ids: bool  # logprobs name tokens "token_id:ID" (vLLM's return_tokens_as_token_ids)
+    token_ids: bool  # choices carry their token ids, and the prompt's (vLLM's return_token_ids)
     n: int  # choices per prompt
     skip_special_tokens: bool  # special tokens left out of the text (vLLM's field, default true)
     include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
-    echo: bool  # completions: the prompt's text before each choice's
+    echo: bool  # the prompt's text before each choice's (chat: a final assistant message's, vLLM's)
     add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
 
 
@@ -152,7 +153,7 @@ def _unsupported(body, n):
             raise bad(f"{name} is not supported (only {neutral})", name)
     if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
         raise bad("min_tokens is not supported (only 0)", "min_tokens")
-    for name in ("suffix", "continue_final_message", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+    for name in ("suffix", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
                  "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
@@ -167,9 +168,7 @@ def _unsupported(body, n):
 
 
 def _common(body, vocab_size, max_tokens_names, logprobs):
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise bad("model must be a string", "model")
+    model = _model(body)
     n = _int(body, "n", 1, 1, MAX_CHOICES)
     _unsupported(body, n)
     stream = _bool(body, "stream")
@@ -193,7 +192,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
-                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"), n=n, echo=False, add_special_tokens=True,
+                      tokens_as_ids=_bool(body, "return_tokens_as_token_ids"),
+                      token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
                       include_stop=_bool(body, "include_stop_str_in_output"))
 
@@ -225,6 +225,9 @@ def completion_request(body, vocab_size):
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
     gen.add_special_tokens = _bool(body, "add_special_tokens", True)
+    if _bool(body, "continue_final_message"):
+        raise bad("continue_final_message is for chat (a completion's prompt is continued as it is)",
+                  "continue_final_message")
     if gen.echo and logprobs is not None:
         raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
     if gen.max_tokens is None:
@@ -246,27 +249,43 @@ def _message(m, i):
     return {**m, "content": content if content is not None else ""}
 
 
+def _messages(body):
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not 0 < len(messages) <= MAX_MESSAGES:
+        raise bad(f"messages must be a list of 1 to {MAX_MESSAGES} messages", "messages")
+    return [_message(m, i) for i, m in enumerate(messages)]
+
+
+def _template_kwargs(body):
+    """What the chat template gets beside the messages: chat_template_kwargs, add_generation_prompt, tools."""
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise bad("tools must be a list", "tools")
+    kwargs = body.get("chat_template_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
+    generation, cont = _bool(body, "add_generation_prompt", True), _bool(body, "continue_final_message")
+    if generation and cont:
+        raise bad("continue_final_message needs add_generation_prompt: false (the reply continues the final "
+                  "message instead of starting a new one)", "continue_final_message")
+    return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
+
+
 def chat_request(body, vocab_size):
     """(Generation, messages, template kwargs) of a /v1/chat/completions body."""
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not 0 < len(messages) <= MAX_MESSAGES:
-        raise bad(f"messages must be a list of 1 to {MAX_MESSAGES} messages", "messages")
-    messages = [_message(m, i) for i, m in enumerate(messages)]
+    messages = _messages(body)
     logprobs = None
     if _bool(body, "logprobs"):
         logprobs = _int(body, "top_logprobs", 0, 0, MAX_LOGPROBS)
     elif body.get("top_logprobs") is not None:
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
-    if _bool(body, "echo"):
-        raise bad("echo is not supported in chat (vLLM's prefix of the last message)", "echo")
+    gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's
     gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise bad("tools must be a list", "tools")
-    if tools and body.get("tool_choice") in (None, "auto"):  # as vLLM without a tool-call parser
+    kwargs = _template_kwargs(body)
+    if kwargs["tools"] and body.get("tool_choice") in (None, "auto"):  # as vLLM without a tool-call parser
         raise bad("tool_choice \"auto\" (the default with tools) is not supported: tool calls are not parsed out of "
                   "the text; tool_choice \"none\" shows the tools to the model", "tool_choice")
     # what a client asks for that the server does not have: the deprecated function calling, audio output
@@ -275,8 +294,47 @@ def chat_request(body, vocab_size):
     modalities = body.get("modalities")
     if modalities not in (None, ["text"]) or body.get("audio") is not None:
         raise bad("only text output is supported (modalities [\"text\"], no audio)", "modalities")
-    kwargs = body.get("chat_template_kwargs") or {}
-    if not isinstance(kwargs, dict):
-        raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
-    kwargs = {**kwargs, "add_generation_prompt": _bool(body, "add_generation_prompt", True), "tools": tools}
     return gen, messages, kwargs
+
+
+@dataclasses.dataclass
+class Tokenize:
+    """What a /tokenize body asks: the ids of a text, or of a conversation rendered by the chat template."""
+    model: str  # None or "": the served model
+    text: str  # None with messages
+    messages: list  # None with text
+    template_kwargs: dict  # with messages
+    add_special_tokens: bool  # default true for a text, false for a conversation (its template writes them)
+    token_strs: bool  # the answer names each token's vocabulary entry too (vLLM's return_token_strs)
+
+
+def _model(body):
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad("model must be a string", "model")
+    return model
+
+
+def tokenize_request(body):
+    """The Tokenize of a /tokenize body: {"prompt": text} or {"messages": [...]} (vLLM's two forms)."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    if ("prompt" in body) == ("messages" in body):
+        raise bad("give either prompt (a text) or messages (a conversation)", "prompt")
+    model, strs = _model(body), _bool(body, "return_token_strs")
+    if "prompt" in body:
+        if not isinstance(body["prompt"], str):
+            raise bad("prompt must be a string", "prompt")
+        return Tokenize(model, body["prompt"], None, None, _bool(body, "add_special_tokens", True), strs)
+    return Tokenize(model, None, _messages(body), _template_kwargs(body), _bool(body, "add_special_tokens", False),
+                    strs)
+
+
+def detokenize_request(body, vocab_size):
+    """(model, token ids) of a /detokenize body {"tokens": [...]}."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    ids = body.get("tokens")
+    if not isinstance(ids, list) or not all(_is_int(t) and 0 <= t < vocab_size for t in ids):
+        raise bad(f"tokens must be a list of token ids in [0, {vocab_size})", "tokens")
+    return _model(body), ids
