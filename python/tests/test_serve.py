@@ -412,7 +412,7 @@ def test_full_queue_is_503(model_dir, monkeypatch):
 
 
 def test_api_keys_and_tenant_isolation(model_dir):
-    with running(model_dir, api_keys=["key-a", "key-b"]) as (url, _):
+    with running(model_dir, api_keys=["key-a", "key-b"], enable_prompt_tokens_details=True) as (url, _):
         body = {"model": "test", "prompt": "Prefix caching shares the blocks of a prompt " * 3, "max_tokens": 2}
 
         def cached(key):
@@ -430,6 +430,23 @@ def test_api_keys_and_tenant_isolation(model_dir):
         assert cached("key-b") == 0  # never another tenant's
         with openai.OpenAI(base_url=url + "/v1", api_key="key-b", max_retries=0) as c:
             assert c.completions.create(**body).usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_usage_leaves_out_prompt_tokens_details_unless_asked(model_dir):
+    """vLLM's default (mirrors test_chat.py's single-session check, which compares usage with a
+    CompletionUsage of the three counts only): prompt_tokens_details only with --enable-prompt-tokens-details."""
+    body = {"model": "test", "messages": [{"role": "user", "content": "what is 1+1?"}], "max_tokens": 3,
+            "temperature": 0}
+    with running(model_dir) as (url, _):
+        with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0) as c:
+            u = c.chat.completions.create(**body).usage
+            assert u == openai.types.CompletionUsage(completion_tokens=u.completion_tokens,
+                                                     prompt_tokens=u.prompt_tokens, total_tokens=u.total_tokens)
+            assert u.prompt_tokens_details is None and u.completion_tokens == 3
+    with running(model_dir, enable_prompt_tokens_details=True) as (url, _):
+        r = httpx.post(url + "/v1/chat/completions", json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
 
 
 @pytest.mark.parametrize("how", ["python -m", "kvcache serve"])

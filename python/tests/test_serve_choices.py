@@ -21,7 +21,7 @@ GREEDY = {"model": "test", "max_tokens": 8, "temperature": 0, "ignore_eos": True
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with running(make_model_dir(tmp_path_factory.mktemp("model"))) as (url, srv):
+    with running(make_model_dir(tmp_path_factory.mktemp("model")), enable_prompt_tokens_details=True) as (url, srv):
         yield url, srv
 
 

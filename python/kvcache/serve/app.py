@@ -125,7 +125,7 @@ class Server:
     tokens /v1/ accepts, each one its own prefix-cache tenant."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
-                 write_timeout=30.0, max_connections=256, **engine_kwargs):
+                 write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False, **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
@@ -141,6 +141,7 @@ class Server:
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
+        self.prompt_tokens_details = bool(enable_prompt_tokens_details)  # usage's cached tokens (vLLM: off)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
@@ -364,7 +365,7 @@ class Server:
     @_stoppable
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs))
+        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
         if gen.stream:
             async def sse():
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
@@ -379,7 +380,7 @@ class Server:
                     yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason),
                                        **prompt_ids, **_ids(gen, token_ids=ids)}]))
                 if gen.include_usage:
-                    yield _sse(chunk([], choices.usage(reqs)))
+                    yield _sse(chunk([], choices.usage(reqs, self.prompt_tokens_details)))
 
             return _EventStream(_events_or_error(sse()))
 
@@ -389,7 +390,7 @@ class Server:
                            "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
                            if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t)}
-                          for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))], choices.usage(reqs))
+                          for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))], choices.usage(reqs, self.prompt_tokens_details))
 
         return await self._finish(request, reqs, collect)
 
@@ -430,7 +431,7 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs))
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
 
             async def sse():
                 for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
@@ -443,7 +444,7 @@ class Server:
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
-                    yield _sse(chunk([], choices.usage(reqs)))
+                    yield _sse(chunk([], choices.usage(reqs, self.prompt_tokens_details)))
 
             return _EventStream(_events_or_error(sse()))
 
@@ -453,7 +454,7 @@ class Server:
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
                        **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
-            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs),
+            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs, self.prompt_tokens_details),
                                                               **_ids(gen, prompt_token_ids=reqs[0].prompt.ids))
 
         return await self._finish(request, reqs, collect)

@@ -103,21 +103,25 @@ async def whole(reqs):
     return ["".join(t) for t in texts], lps, ids
 
 
-def usage(reqs):
-    """usage over every choice: each prompt counted once (its first choice's cached tokens), every generated token."""
+def usage(reqs, details):
+    """usage over every choice: each prompt counted once, every generated token; with details (vLLM's
+    --enable-prompt-tokens-details) also prompt_tokens_details, the first choice of each prompt's cached tokens
+    (without, the field is left out, as vLLM leaves it)."""
     firsts = {id(r.prompt): r for r in reversed(reqs)}.values()
     n_prompt = sum(len(r.prompt.ids) for r in firsts)
     n_generated = sum(r.n_generated for r in reqs)
-    return {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated,
-            "prompt_tokens_details": {"cached_tokens": sum(r.n_cached for r in firsts)}}
+    out = {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated}
+    if details:
+        out["prompt_tokens_details"] = {"cached_tokens": sum(r.n_cached for r in firsts)}
+    return out
 
 
-def chunk_usage(gen, reqs):
+def chunk_usage(gen, reqs, details):
     """The usage of a stream's chunks (but the last one's): none; with include_usage null (OpenAI documents the
     field in every chunk); with vLLM's continuous_usage_stats too, the usage so far."""
     if not gen.stream or not gen.include_usage:
         return None
-    return (lambda: usage(reqs)) if gen.continuous_usage else (lambda: None)
+    return (lambda: usage(reqs, details)) if gen.continuous_usage else (lambda: None)
 
 
 def seed_of(seed, j):

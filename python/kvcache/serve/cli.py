@@ -88,6 +88,9 @@ def parser():
     p.add_argument("--max-requests", action=_Once, type=_integer, default=0,
                    help="requests held at once, waiting ones included; beyond, 503 (default 4 x max-num-seqs)")
     p.add_argument("--no-prefix-caching", action="store_true", help="turn prefix caching off")
+    p.add_argument("--enable-prompt-tokens-details", action="store_true",
+                   help="usage carries prompt_tokens_details.cached_tokens, the prompt tokens the prefix cache "
+                        "supplied (off by default, as in vLLM)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
@@ -120,6 +123,7 @@ def main(argv=None):
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
                         max_body_bytes=parse_bytes(args.max_body_bytes), read_timeout=args.read_timeout,
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
+                        enable_prompt_tokens_details=args.enable_prompt_tokens_details,
                         kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
