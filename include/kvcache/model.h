@@ -91,6 +91,11 @@ typedef struct kvc_model_config {
      * family's). */
     float embed_scale;
     bool gemma_norms;
+    /* OLMo 2: no input norm; the attention and MLP outputs each normalised (post_attention_layernorm,
+     * post_feedforward_layernorm) before their residual add, the sub-layers reading the residual stream as it
+     * is (post_norms); q_norm / k_norm one RMSNorm over a token's whole q [nH*D] and k [nKV*D] rather than
+     * per head (qk_norm_whole, with qk_norm). */
+    bool post_norms, qk_norm_whole;
     double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */

@@ -1,6 +1,6 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3 and the softmax-routed
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 and the softmax-routed
  * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, which layers
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo 2's norms, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer),
  * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
  * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
@@ -75,10 +75,27 @@ static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* OLMo 2 (allenai/OLMo-2-*, Olmo2ForCausalLM): post-norm blocks (post_attention_layernorm and
+ * post_feedforward_layernorm on the sub-layer outputs, no input norm), q_norm / k_norm over the whole q / k
+ * projection, attention_bias on q, k, v and o alike (OlmoAttention), no MLP bias, rms_norm_eps 1e-5 when
+ * absent (Olmo2Config's). OLMo 1's clip_qkv is not read: Olmo2Config removes it and its attention never
+ * clips. */
+static kvc_status parse_olmo2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = cfg->post_norms = true;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
+    if (strcmp(mt, "olmo2") == 0) return parse_olmo2(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -130,6 +147,7 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3", true},
     {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
     {"phi3", "Phi3ForCausalLM", "phi3", true},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
 };
 
 const kvc_family_desc kvc_family_dense = {

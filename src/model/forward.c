@@ -265,8 +265,12 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
                               const float *norm) {
-    const int64_t rot = s->m->rot_dim;
-    if (norm) kvci_rmsnorm_rows(row, n_heads, s->m->cfg.head_dim, stride, norm, (float)s->m->cfg.rms_norm_eps);
+    const kvc_model_config *c = &s->m->cfg;
+    const int64_t rot = s->m->rot_dim, D = c->head_dim;
+    if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
+        kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
+    else if (norm)
+        kvci_rmsnorm_rows(row, n_heads, D, stride, norm, (float)c->rms_norm_eps);
     kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
 }
 
@@ -297,6 +301,16 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     if (norm) kvci_rmsnorm_rows_threads(d, T, H, H, norm, (float)m->cfg.rms_norm_eps, d);
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
+}
+
+/* xn[T, H] = h RMS-normalised by norm, or h itself when norm is NULL (OLMo 2's sub-layers read the residual
+ * stream unnormalised). */
+static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm) {
+    const int64_t H = m->cfg.hidden_size;
+    if (norm)
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, norm, (float)m->cfg.rms_norm_eps, ws->xn);
+    else
+        memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
 }
 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
@@ -349,16 +363,20 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const kvc_layer_weights *w = &m->layers[l];
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
+        /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
+        const float *attn_in = c->post_norms ? NULL : w->in_norm;
+        const float *attn_out = c->post_norms || c->gemma_norms ? w->post_norm : NULL;
+        const float *ffn_in = c->post_norms ? NULL : c->gemma_norms ? w->pre_ff_norm : w->post_norm;
         t0 = kvci_sp_begin();
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->in_norm, eps, ws->xn);
+        sublayer_input(m, ws, T, attn_in);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, c->gemma_norms ? w->post_norm : NULL);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, c->gemma_norms ? w->pre_ff_norm : w->post_norm, eps, ws->xn);
+        sublayer_input(m, ws, T, ffn_in);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();

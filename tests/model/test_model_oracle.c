@@ -265,6 +265,13 @@ static void test_phi3_longrope(void **state) {
     kvc_test_oracle_close(&o);
 }
 
+/* OLMo 2-like: post-norm blocks (no input norm, the attention and MLP outputs normalised before their residual
+ * add), q_norm / k_norm over the whole q / k projection before RoPE, GQA, untied */
+static void test_olmo2(void **state) {
+    (void)state;
+    run_dir("olmo2");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -282,6 +289,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_multimodal),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_olmo2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

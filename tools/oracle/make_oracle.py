@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope) this script
+phi3_longrope, olmo2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -41,6 +41,8 @@ from transformers import (
     GptOssForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
+    Olmo2Config,
+    Olmo2ForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     SiglipVisionConfig,
@@ -326,6 +328,28 @@ def phi3_longrope_config():
     )
 
 
+def olmo2_config():
+    # OLMo 2 at toy size: post-norm blocks (no input norm; post_attention_layernorm and
+    # post_feedforward_layernorm on the sub-layer outputs), q_norm / k_norm over the whole q [64] / k [32]
+    # projection, GQA (4 query heads, 2 KV heads of 16), rope_theta 500,000 as the hub's 7B-32B configs,
+    # untied embeddings, rms_norm_eps left at Olmo2Config's 1e-5.
+    return Olmo2Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        tie_word_embeddings=False,
+        max_position_embeddings=512,
+        attention_bias=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -336,6 +360,7 @@ FAMILIES = {
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
+    "olmo2": (olmo2_config, Olmo2ForCausalLM),
 }
 
 
@@ -801,7 +826,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope"]:
+                               "phi3", "phi3_longrope", "olmo2"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
