@@ -46,7 +46,7 @@ static void run_usage(FILE *f) {
             "       mpirun -np N kvcache run MODEL_DIR --tp N ...   (any of the above on N tensor-parallel ranks)\n"
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, qwen3_moe, qwen2_moe,\n"
-            "mixtral, gpt_oss, deepseek_v3, gemma3_text, gemma3 (its text model), phi3) and runs\n"
+            "mixtral, gpt_oss, deepseek_v3, gemma3_text, gemma3 (its text model), phi3, olmo2) and runs\n"
             "the prompts as one static batch through the standalone runner, greedy, to completion (or, with\n"
             "--stream or a sampling flag, through the engine a token at a time).\n"
             "\n"

@@ -219,6 +219,31 @@ static void test_phi3_fields(void **state) {
     assert_int_equal(kvci_model_rot_dim(&c), 8);
 }
 
+#define OLMO2_BASE                                                                                                     \
+    "{\"model_type\":\"olmo2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+
+/* OLMo 2 as the hub writes it (OLMo-2-1124-7B: rope_theta 500000, rms_norm_eps 1e-6, no KV head count) and with
+ * Olmo2Config's defaults (rms_norm_eps 1e-5, theta 10,000, untied, no bias); attention_bias puts a bias on q, k,
+ * v and o, never on the MLP. */
+static void test_olmo2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OLMO2_BASE "\"rope_theta\":500000,\"rms_norm_eps\":1e-06,"
+                                                       "\"rope_scaling\":null,\"attention_bias\":false}",
+                                            "olmo2-7b", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4);
+    assert_true(c.qk_norm && c.qk_norm_whole && c.post_norms && !c.gemma_norms && c.embed_scale == 0.0f);
+    assert_true(c.rope.theta == 500000.0 && c.rms_norm_eps == 1e-6 && !c.qkv_bias && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(OLMO2_BASE "\"num_key_value_heads\":2,\"attention_bias\":true,"
+                                                       "\"mlp_bias\":true}",
+                                            "olmo2-defaults", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 10000.0 && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.num_kv_heads == 2);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -304,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_phi3_fields),
+        cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
