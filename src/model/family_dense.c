@@ -1,6 +1,6 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 and the softmax-routed
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3 and the softmax-routed
  * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo 2's norms, which layers
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer),
  * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
  * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
@@ -75,12 +75,15 @@ static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* OLMo 2 (allenai/OLMo-2-*, Olmo2ForCausalLM): post-norm blocks (post_attention_layernorm and
- * post_feedforward_layernorm on the sub-layer outputs, no input norm), q_norm / k_norm over the whole q / k
- * projection, attention_bias on q, k, v and o alike (OlmoAttention), no MLP bias, rms_norm_eps 1e-5 when
- * absent (Olmo2Config's). OLMo 1's clip_qkv is not read: Olmo2Config removes it and its attention never
- * clips. */
-static kvc_status parse_olmo2(const kvc_hparams *hp, kvc_model_config *cfg) {
+/* OLMo 2 (allenai/OLMo-2-*, Olmo2ForCausalLM) and OLMo 3 (Olmo3ForCausalLM): post-norm blocks
+ * (post_attention_layernorm and post_feedforward_layernorm on the sub-layer outputs, no input norm), q_norm /
+ * k_norm over the whole q / k projection, attention_bias on q, k, v and o alike (OlmoAttention), no MLP bias,
+ * rms_norm_eps 1e-5 when absent (their config classes'). OLMo 1's clip_qkv is not read: Olmo2Config removes it
+ * and neither attention clips. OLMo 3 adds sliding layers (dense_kinds) with their own rope: a config
+ * without one per layer type gives its rope (rope_scaling, rope_theta) to the full layers only, the sliding
+ * ones taking the default rope at Olmo3Config's default_theta 500,000, whatever rope_theta says (transformers
+ * 5.25's convert_rope_params_to_dict pops rope_theta for the full layers first). */
+static kvc_status parse_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
@@ -88,6 +91,8 @@ static kvc_status parse_olmo2(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     cfg->qk_norm = cfg->qk_norm_whole = cfg->post_norms = true;
+    if (strcmp(cfg->model_type, "olmo3") == 0 && !hp->rope_sliding_given)
+        cfg->rope_sliding = kvci_family_default_rope(500000.0);
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -95,7 +100,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
-    if (strcmp(mt, "olmo2") == 0) return parse_olmo2(hp, cfg);
+    if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -116,7 +121,8 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
-/* Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
+/* OLMo 3 without layer_types: every fourth layer full, the others sliding;
+ * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
  * class's layer_types); otherwise every layer slides when the config sets a
  * window (Mistral, Phi-3, Mixtral, and Qwen3-MoE, whose window only
@@ -124,6 +130,8 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
     const char *mt = ctx->hp->model_type;
+    if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
+        return kvci_family_every_nth_full(ctx, 4, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
     if (ctx->qwen_rule && !(mt && strcmp(mt, "qwen3_moe") == 0)) {
         bool have = false;
@@ -148,6 +156,7 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
     {"phi3", "Phi3ForCausalLM", "phi3", true},
     {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
+    {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
 };
 
 const kvc_family_desc kvc_family_dense = {

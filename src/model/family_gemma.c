@@ -67,9 +67,9 @@ static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar));
     cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
     if (!hp->rope_sliding_given) { /* transformers: default rope at rope_local_base_freq (10,000) */
-        cfg->rope_sliding = (kvc_rope_config){
-            .type = KVC_ROPE_DEFAULT, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
-        KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &cfg->rope_sliding.theta));
+        double base = 10000.0;
+        KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &base));
+        cfg->rope_sliding = kvci_family_default_rope(base);
     }
     return KVC_OK;
 }

@@ -244,6 +244,28 @@ static void test_olmo2_fields(void **state) {
     assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.num_kv_heads == 2);
 }
 
+/* OLMo 3 in the transformers-4 form the hub holds (rope_theta and a yarn rope_scaling at the top level, no
+ * layer_types): Olmo3Config's layers (three sliding, then one full) and window 4096; the yarn rope and
+ * rope_theta go to the full layers, the sliding ones take the default rope at 500,000 (transformers 5.25 pops
+ * rope_theta for the full layers first). */
+static void test_olmo3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"olmo3\",\"vocab_size\":8,\"hidden_size\":64,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":8,"
+                                            "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                                            "\"max_position_embeddings\":65536,\"rope_theta\":10000,"
+                                            "\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":8.0,"
+                                            "\"original_max_position_embeddings\":8192,"
+                                            "\"attention_factor\":1.2}}",
+                                            "olmo3-hub", &c),
+                     KVC_OK);
+    assert_true(c.qk_norm_whole && c.post_norms && c.sliding_window == 4096 && c.rms_norm_eps == 1e-5);
+    for (int64_t l = 0; l < 8; l++) assert_int_equal(c.layer_sliding[l], (l + 1) % 4 != 0);
+    assert_true(c.rope.type == KVC_ROPE_YARN && c.rope.theta == 10000.0 && c.rope.factor == 8.0);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 500000.0);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -330,6 +352,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
+        cmocka_unit_test(test_olmo3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

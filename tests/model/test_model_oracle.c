@@ -272,6 +272,13 @@ static void test_olmo2(void **state) {
     run_dir("olmo2");
 }
 
+/* OLMo 3-like: OLMo 2's blocks, three sliding layers (window 8) then a full one, yarn on the full layer and the
+ * default rope at another theta on the sliding ones */
+static void test_olmo3(void **state) {
+    (void)state;
+    run_dir("olmo3");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -290,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_olmo3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

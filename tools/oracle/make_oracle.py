@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2) this script
+phi3_longrope, olmo2, olmo3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -43,6 +43,8 @@ from transformers import (
     MixtralForCausalLM,
     Olmo2Config,
     Olmo2ForCausalLM,
+    Olmo3Config,
+    Olmo3ForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     SiglipVisionConfig,
@@ -350,6 +352,32 @@ def olmo2_config():
     )
 
 
+def olmo3_config():
+    # OLMo 3 at toy size: OLMo 2's blocks over 4 layers of Olmo3Config's default layer_types (three sliding,
+    # then one full), a window of 8 (shorter than the 23- and 40-token prompts), yarn (factor 4 over 128
+    # positions) on the full layer and the default rope at theta 10,000 on the sliding ones, GQA 4/2, untied.
+    return Olmo3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=8,
+        rope_parameters={
+            "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
+                               "rope_theta": 500000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        tie_word_embeddings=False,
+        max_position_embeddings=512,
+        attention_bias=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -361,6 +389,7 @@ FAMILIES = {
     "phi3": (phi3_config, Phi3ForCausalLM),
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
     "olmo2": (olmo2_config, Olmo2ForCausalLM),
+    "olmo3": (olmo3_config, Olmo3ForCausalLM),
 }
 
 
@@ -676,6 +705,13 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "olmo3":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_sliding_rope_global"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters,
+                                            "sliding_attention": model.config.rope_parameters["full_attention"]})
     if family == "phi3":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "phi3_longrope":
@@ -826,7 +862,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
