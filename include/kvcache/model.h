@@ -96,6 +96,10 @@ typedef struct kvc_model_config {
      * is (post_norms); q_norm / k_norm one RMSNorm over a token's whole q [nH*D] and k [nKV*D] rather than
      * per head (qk_norm_whole, with qk_norm). */
     bool post_norms, qk_norm_whole;
+    /* Granite: embed_scale is embedding_multiplier; each sub-layer's output times residual_multiplier (as an
+     * f32; 0: none) before its residual add, the softmax scale attention_multiplier (0: the family's) and the
+     * logits divided by logits_scaling (as an f32; 0: none). */
+    double residual_multiplier, attention_multiplier, logits_scaling;
     double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */

@@ -1,10 +1,11 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3 and the softmax-routed
- * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, which layers
- * route experts and the sliding layers of Mistral and Mixtral (every layer),
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite and the
+ * softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms,
+ * Granite's multipliers, which layers route experts and the sliding layers of Mistral and Mixtral (every layer),
  * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
  * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
  * (the even layers below max_window_layers). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +97,21 @@ static kvc_status parse_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
+ * (GraniteConfig's): embedding_multiplier scales the embeddings, residual_multiplier each sub-layer's output
+ * before its residual add, attention_multiplier is the softmax scale itself (1, not head_dim^-1/2, when
+ * absent) and the logits are divided by logits_scaling. */
+static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    double embed = 1.0;
+    KVC_TRY(kvci_family_opt_num(c, "embedding_multiplier", 1.0, positive, &embed));
+    cfg->embed_scale = (float)embed;
+    KVC_TRY(kvci_family_opt_num(c, "residual_multiplier", 1.0, positive, &cfg->residual_multiplier));
+    KVC_TRY(kvci_family_opt_num(c, "attention_multiplier", 1.0, positive, &cfg->attention_multiplier));
+    return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
+}
+
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -112,6 +128,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
     cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
+    if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
@@ -157,7 +174,15 @@ static const kvc_family_alias ALIASES[] = {
     {"phi3", "Phi3ForCausalLM", "phi3", true},
     {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
     {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
+    {"granite", "GraniteForCausalLM", "granite", true},
 };
+
+/* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */
+static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+    const char *mt = ctx->hp->model_type;
+    *scale = mt && strcmp(mt, "granite") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
+    return KVC_OK;
+}
 
 const kvc_family_desc kvc_family_dense = {
     .id = KVC_FAMILY_DENSE,
@@ -166,5 +191,6 @@ const kvc_family_desc kvc_family_dense = {
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .parse = parse_dense,
     .default_kinds = dense_kinds,
+    .softmax_scale = dense_scale,
     .ffn = dense_ffn,
 };

@@ -294,11 +294,15 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
  * of a row-parallel layer; kvc_model_tp), then RMS-normalised by norm (Gemma's sandwich norms; NULL:
- * none). */
+ * none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as transformers). */
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (norm) kvci_rmsnorm_rows_threads(d, T, H, H, norm, (float)m->cfg.rms_norm_eps, d);
+    if (m->cfg.residual_multiplier > 0.0) {
+        const float r = (float)m->cfg.residual_multiplier;
+        for (int64_t i = 0; i < n; i++) d[i] *= r;
+    }
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
 }
@@ -394,6 +398,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
     st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
+        const float s_ = (float)c->logits_scaling;
+        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= s_;
+    }
     kvci_sp_end(KVC_SP_HEAD, t0);
     return st;
 }

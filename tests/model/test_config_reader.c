@@ -382,6 +382,13 @@ static void test_published_configs_agree(void **state) {
     kvc_model_plan *p = plan_of(gemma);
     assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && fabs(p->scale - 1.0 / 16.0) < 1e-15);
     kvc_model_plan_destroy(p);
+    /* Granite without attention_multiplier: both take GraniteConfig's 1, not head_dim 16's 1/4 */
+    const char *granite = "{\"model_type\":\"granite\",\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                          "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(granite, "g", &c), KVC_OK);
+    p = plan_of(granite);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
+    kvc_model_plan_destroy(p);
 }
 
 int main(void) {

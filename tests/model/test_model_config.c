@@ -266,6 +266,28 @@ static void test_olmo3_fields(void **state) {
     assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 500000.0);
 }
 
+#define GRANITE_BASE                                                                                                   \
+    "{\"model_type\":\"granite\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+
+/* Granite as granite-3.1-8b writes it, and with GraniteConfig's defaults: every multiplier 1 (the softmax scale
+ * 1 too, not head_dim^-1/2), Llama's biases. */
+static void test_granite_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITE_BASE "\"embedding_multiplier\":12.0,\"residual_multiplier\":0.22,"
+                                                         "\"attention_multiplier\":0.0078125,\"logits_scaling\":8.0,"
+                                                         "\"attention_bias\":true,\"tie_word_embeddings\":true}",
+                                            "granite-3.1-8b", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.embed_scale == 12.0f && c.residual_multiplier == 0.22);
+    assert_true(kvc_model_attn_scale(&c) == 0.0078125 && c.logits_scaling == 8.0 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && !c.post_norms && !c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(GRANITE_BASE "\"mlp_bias\":true}", "granite-defaults", &c), KVC_OK);
+    assert_true(c.embed_scale == 1.0f && c.residual_multiplier == 1.0 && c.logits_scaling == 1.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && c.mlp_bias && !c.qkv_bias);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -274,6 +296,8 @@ static void expect_refusal(const char *json, const char *needle) {
 
 static void test_refusals(void **state) {
     (void)state;
+    expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
+    expect_refusal(GRANITE_BASE "\"residual_multiplier\":-1}", "residual_multiplier");
     expect_refusal("{\"model_type\":\"qwen3_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
                    "mlp_only_layers[0]");
     expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,\"num_local_experts\":2,"
@@ -353,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),
+        cmocka_unit_test(test_granite_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -279,6 +279,13 @@ static void test_olmo3(void **state) {
     run_dir("olmo3");
 }
 
+/* Granite 3-like: embedding_multiplier 6, residual_multiplier 0.22, attention_multiplier 0.1 as the softmax
+ * scale, logits divided by 3; GQA, tied */
+static void test_granite(void **state) {
+    (void)state;
+    run_dir("granite");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -298,6 +305,7 @@ int main(void) {
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),
         cmocka_unit_test(test_olmo3),
+        cmocka_unit_test(test_granite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

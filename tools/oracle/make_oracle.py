@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3) this script
+phi3_longrope, olmo2, olmo3, granite) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -37,6 +37,8 @@ from transformers import (
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
+    GraniteConfig,
+    GraniteForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
@@ -378,6 +380,32 @@ def olmo3_config():
     )
 
 
+def granite_config():
+    # Granite 3 at toy size: Llama with embedding_multiplier 6 (not a power of two, so its rounding shows),
+    # residual_multiplier 0.22, attention_multiplier 0.1 (not head_dim 16's 0.25) and logits_scaling 3 (a
+    # division that differs from a product by its reciprocal in some bits), GQA 4/2, tied embeddings as the hub's.
+    return GraniteConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        embedding_multiplier=6.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.1,
+        logits_scaling=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        attention_bias=False,
+        mlp_bias=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -390,6 +418,7 @@ FAMILIES = {
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
     "olmo2": (olmo2_config, Olmo2ForCausalLM),
     "olmo3": (olmo3_config, Olmo3ForCausalLM),
+    "granite": (granite_config, GraniteForCausalLM),
 }
 
 
@@ -712,6 +741,9 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "granite":
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
     if family == "phi3":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "phi3_longrope":
@@ -862,7 +894,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2", "olmo3"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
