@@ -103,6 +103,7 @@ typedef struct kvc_model_config {
     double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    bool layer_nope[KVC_MODEL_MAX_LAYERS];    /* [num_layers] SmolLM3: q and k of this layer are not rotated */
     /* GptOss MoE (experts_per_tok: also the routed families' k) */
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;

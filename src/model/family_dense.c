@@ -1,10 +1,9 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite and the
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3 and the
  * softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
  * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms,
- * Granite's multipliers, which layers route experts and the sliding layers of Mistral and Mixtral (every layer),
- * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
- * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
- * (the even layers below max_window_layers). */
+ * Granite's multipliers, SmolLM3's no-rope layers, which layers route experts and the sliding layers of Mistral and
+ * Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window
+ * (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +111,32 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
 }
 
+/* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
+ * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
+ * (SmolLM3Config's, interval 4 when absent). */
+static kvc_status smollm3_kinds(const kvc_family_ctx *ctx, kvc_layer_kind if_nope, kvc_layer_kind *kinds) {
+    const kvc_json_obj *c = &ctx->hp->cfg;
+    const cJSON *list = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_array(c, "no_rope_layers", KVC_HP_MAX_LAYERS, &list, &have));
+    if (have && list != NULL) return kvci_family_flag_kinds(ctx, "no_rope_layers", list, if_nope, KVC_LK_FULL, kinds);
+    int64_t every = 4;
+    KVC_TRY(kvci_family_opt_int(c, "no_rope_layer_interval", 4, 1, KVC_HP_MAX_LAYERS, &every));
+    for (int64_t l = 0; l < ctx->n_layers; l++) kinds[l] = (l + 1) % every != 0 ? KVC_LK_FULL : if_nope;
+    return KVC_OK;
+}
+
+/* SmolLM3 (HuggingFaceTB/SmolLM3-3B, SmolLM3ForCausalLM): Llama whose layers with a 0 in no_rope_layers
+ * (1 means "uses rope", despite the name) leave q and k unrotated; tied embeddings and theta 2,000,000 by
+ * default (SmolLM3Config's). */
+static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    kvc_layer_kind k[KVC_MODEL_MAX_LAYERS]; /* KVC_LK_NONE marks the no-rope layers */
+    const kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
+    KVC_TRY(smollm3_kinds(&ctx, KVC_LK_NONE, k));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = k[l] == KVC_LK_NONE;
+    return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -129,6 +154,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
     if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
+    if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
@@ -139,6 +165,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
+ * SmolLM3 without it: with use_sliding_window, its no-rope layers slide;
  * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
  * class's layer_types); otherwise every layer slides when the config sets a
@@ -149,6 +176,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
+        return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
     if (ctx->qwen_rule && !(mt && strcmp(mt, "qwen3_moe") == 0)) {
         bool have = false;
@@ -175,6 +204,7 @@ static const kvc_family_alias ALIASES[] = {
     {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
     {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
     {"granite", "GraniteForCausalLM", "granite", true},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

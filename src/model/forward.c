@@ -264,14 +264,14 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 /* ---- the pass ------------------------------------------------------------------ */
 
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
-                              const float *norm) {
+                              const float *norm, bool rotate) {
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rot = s->m->rot_dim, D = c->head_dim;
     if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
         kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
     else if (norm)
         kvci_rmsnorm_rows(row, n_heads, D, stride, norm, (float)c->rms_norm_eps);
-    kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
+    if (rotate) kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
 }
 
 /* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
@@ -284,7 +284,7 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
     const int64_t rot = s->m->rot_dim, T = s->T;
     if (!interleaved) {
 #pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
-        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL);
+        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL, true);
         return;
     }
     for (int64_t t = 0; t < T; t++)

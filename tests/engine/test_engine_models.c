@@ -204,12 +204,13 @@ static void test_oracle_phi3(void **state) {
 }
 
 /* OLMo 2: post-norm blocks, q / k norms over the whole projection; OLMo 3: with sliding layers of their own rope;
- * Granite: its four multipliers */
-static void test_oracle_olmo_granite(void **state) {
+ * Granite: its four multipliers; SmolLM3: a layer without rope */
+static void test_oracle_dense_more(void **state) {
     (void)state;
     oracle_family("olmo2");
     oracle_family("olmo3");
     oracle_family("granite");
+    oracle_family("smollm3");
 }
 
 int main(void) {
@@ -219,7 +220,7 @@ int main(void) {
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
-        cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_olmo_granite),
+        cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
         cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -288,6 +288,29 @@ static void test_granite_fields(void **state) {
     assert_true(kvc_model_attn_scale(&c) == 1.0 && c.mlp_bias && !c.qkv_bias);
 }
 
+#define SMOLLM3_BASE                                                                                                   \
+    "{\"model_type\":\"smollm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+
+/* SmolLM3 with SmolLM3Config's defaults (no rope on layers 3 and 7: no_rope_layer_interval 4; theta 2e6; tied),
+ * another interval, and use_sliding_window with a window: the no-rope layers slide, the others stay full. */
+static void test_smollm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(SMOLLM3_BASE "\"rope_scaling\":null}", "smollm3-defaults", &c), KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_int_equal(c.layer_nope[l], l == 3 || l == 7);
+    assert_true(c.rope.theta == 2000000.0 && c.tie_word_embeddings && c.sliding_window == 0 && !c.layer_sliding[3]);
+    assert_int_equal(kvc_model_config_parse(SMOLLM3_BASE "\"no_rope_layer_interval\":2,\"use_sliding_window\":true,"
+                                                         "\"sliding_window\":16,\"tie_word_embeddings\":false}",
+                                            "smollm3-sliding", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) {
+        assert_int_equal(c.layer_nope[l], l % 2 == 1);
+        assert_int_equal(c.layer_sliding[l], l % 2 == 1);
+    }
+    assert_true(c.sliding_window == 16 && !c.tie_word_embeddings);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -297,6 +320,8 @@ static void expect_refusal(const char *json, const char *needle) {
 static void test_refusals(void **state) {
     (void)state;
     expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
+    expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1]}", "no_rope_layers has 3 entries");
+    expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1,1,1,1,1,2]}", "no_rope_layers[7]");
     expect_refusal(GRANITE_BASE "\"residual_multiplier\":-1}", "residual_multiplier");
     expect_refusal("{\"model_type\":\"qwen3_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
                    "mlp_only_layers[0]");
@@ -378,6 +403,7 @@ int main(void) {
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),
         cmocka_unit_test(test_granite_fields),
+        cmocka_unit_test(test_smollm3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

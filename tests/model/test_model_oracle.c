@@ -286,6 +286,12 @@ static void test_granite(void **state) {
     run_dir("granite");
 }
 
+/* SmolLM3-like: layer 1 of 4 leaves q and k unrotated (no_rope_layers [1, 0, 1, 1]), theta 2e6, GQA, tied */
+static void test_smollm3(void **state) {
+    (void)state;
+    run_dir("smollm3");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -306,6 +312,7 @@ int main(void) {
         cmocka_unit_test(test_olmo2),
         cmocka_unit_test(test_olmo3),
         cmocka_unit_test(test_granite),
+        cmocka_unit_test(test_smollm3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -50,6 +50,8 @@ from transformers import (
     Phi3Config,
     Phi3ForCausalLM,
     SiglipVisionConfig,
+    SmolLM3Config,
+    SmolLM3ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
@@ -406,6 +408,26 @@ def granite_config():
     )
 
 
+def smollm3_config():
+    # SmolLM3 at toy size: no_rope_layers [1, 0, 1, 1] (layer 1 leaves q and k unrotated; not the interval
+    # rule's layer 3, so a reader that ignores the list shows), theta 2e6 (SmolLM3Config's), GQA 4/2, tied.
+    return SmolLM3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        no_rope_layers=[1, 0, 1, 1],
+        rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -419,6 +441,7 @@ FAMILIES = {
     "olmo2": (olmo2_config, Olmo2ForCausalLM),
     "olmo3": (olmo3_config, Olmo3ForCausalLM),
     "granite": (granite_config, GraniteForCausalLM),
+    "smollm3": (smollm3_config, SmolLM3ForCausalLM),
 }
 
 
@@ -744,6 +767,9 @@ def make_family(family, out_root, seed):
     if family == "granite":
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
             summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
+    if family == "smollm3":
+        summary["sensitivity_rope_everywhere"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 1])
+        summary["sensitivity_interval_rule"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 0])
     if family == "phi3":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "phi3_longrope":
@@ -894,7 +920,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
