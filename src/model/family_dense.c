@@ -1,5 +1,5 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3 and the
- * softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
+ * its keys are family_gemma.c's) and the softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
  * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms,
  * Granite's multipliers, SmolLM3's no-rope layers, which layers route experts and the sliding layers of Mistral and
  * Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window
@@ -142,6 +142,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
+    if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -205,6 +206,7 @@ static const kvc_family_alias ALIASES[] = {
     {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
     {"granite", "GraniteForCausalLM", "granite", true},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
+    {"gemma", "GemmaForCausalLM", "gemma", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -369,8 +369,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
         /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
         const float *attn_in = c->post_norms ? NULL : w->in_norm;
-        const float *attn_out = c->post_norms || c->gemma_norms ? w->post_norm : NULL;
-        const float *ffn_in = c->post_norms ? NULL : c->gemma_norms ? w->pre_ff_norm : w->post_norm;
+        const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
+        const float *ffn_in = c->post_norms ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         t0 = kvci_sp_begin();
         sublayer_input(m, ws, T, attn_in);
         kvci_sp_end(KVC_SP_NORM, t0);

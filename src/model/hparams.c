@@ -28,6 +28,7 @@ static const type_defaults DEFAULTS[] = {
     {"gemma3_text", 256, 1000000.0, 4096, false},
     {"gemma3", 256, 1000000.0, 4096, false},
     {"olmo3", 0, 500000.0, 4096, false},
+    {"gemma", 256, 10000.0, 0, false},
     {"smollm3", 0, 2000000.0, 0, true},
 };
 

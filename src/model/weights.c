@@ -196,8 +196,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->gemma_norms) TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->gemma_norms || c->post_norms)
+    if (c->sandwich_norms) TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms || c->post_norms)
         TRY(v1(v, "post_feedforward_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));

@@ -204,13 +204,14 @@ static void test_oracle_phi3(void **state) {
 }
 
 /* OLMo 2: post-norm blocks, q / k norms over the whole projection; OLMo 3: with sliding layers of their own rope;
- * Granite: its four multipliers; SmolLM3: a layer without rope */
+ * Granite: its four multipliers; SmolLM3: a layer without rope; Gemma (1): 1 + w norms, GeGLU */
 static void test_oracle_dense_more(void **state) {
     (void)state;
     oracle_family("olmo2");
     oracle_family("olmo3");
     oracle_family("granite");
     oracle_family("smollm3");
+    oracle_family("gemma");
 }
 
 int main(void) {

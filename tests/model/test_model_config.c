@@ -311,6 +311,26 @@ static void test_smollm3_fields(void **state) {
     assert_true(c.sliding_window == 16 && !c.tie_word_embeddings);
 }
 
+#define GEMMA_BASE                                                                                                     \
+    "{\"model_type\":\"gemma\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+
+/* Gemma (1) as gemma-2b writes it (hidden_act "gelu", GemmaConfig's legacy name of gelu_pytorch_tanh; no
+ * head_dim: 256) and GemmaConfig's defaults: norms as 1 + w without Gemma 3's sandwich norms or q/k norms,
+ * embeddings times sqrt(64) = 8, tied, the softmax scale head_dim^-1/2. */
+static void test_gemma_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse(GEMMA_BASE "\"hidden_act\":\"gelu\",\"rope_theta\":10000.0}", "gemma-2b", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 256 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.gemma_norms && !c.sandwich_norms && !c.qk_norm && c.embed_scale == 8.0f && c.tie_word_embeddings);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && c.sliding_window == 0 && !c.layer_sliding[0]);
+    assert_int_equal(kvc_model_config_parse(GEMMA_BASE "\"head_dim\":16,\"attention_bias\":true}", "gemma", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.mlp_act == KVC_MLP_GELU_TANH && c.qkv_bias && c.o_bias && !c.mlp_bias);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -320,6 +340,9 @@ static void expect_refusal(const char *json, const char *needle) {
 static void test_refusals(void **state) {
     (void)state;
     expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
+    expect_refusal(GEMMA_BASE "\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (gemma: gelu_pytorch_tanh");
+    expect_refusal(GEMMA_BASE "\"use_bidirectional_attention\":true}", "use_bidirectional_attention is set");
     expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1]}", "no_rope_layers has 3 entries");
     expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1,1,1,1,1,2]}", "no_rope_layers[7]");
     expect_refusal(GRANITE_BASE "\"residual_multiplier\":-1}", "residual_multiplier");
@@ -404,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_olmo3_fields),
         cmocka_unit_test(test_granite_fields),
         cmocka_unit_test(test_smollm3_fields),
+        cmocka_unit_test(test_gemma_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

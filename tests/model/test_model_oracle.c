@@ -292,6 +292,12 @@ static void test_smollm3(void **state) {
     run_dir("smollm3");
 }
 
+/* Gemma (1)-like: norms as 1 + w, embeddings times sqrt(48), GeGLU, head_dim^-1/2, GQA, tied */
+static void test_gemma(void **state) {
+    (void)state;
+    run_dir("gemma");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -313,6 +319,7 @@ int main(void) {
         cmocka_unit_test(test_olmo3),
         cmocka_unit_test(test_granite),
         cmocka_unit_test(test_smollm3),
+        cmocka_unit_test(test_gemma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -33,6 +33,8 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    GemmaConfig,
+    GemmaForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
@@ -428,6 +430,29 @@ def smollm3_config():
     )
 
 
+def gemma_config():
+    # Gemma (1) at toy size: norms as 1 + w, embeddings times sqrt(48) (not a power of two), GeGLU under the
+    # legacy name hidden_act "gelu" (GemmaConfig reads it as gelu_pytorch_tanh), head_dim 16 with 4 query and
+    # 2 KV heads (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2, tied embeddings.
+    return GemmaConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        hidden_act="gelu",
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        attention_bias=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -442,6 +467,7 @@ FAMILIES = {
     "olmo3": (olmo3_config, Olmo3ForCausalLM),
     "granite": (granite_config, GraniteForCausalLM),
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
+    "gemma": (gemma_config, GemmaForCausalLM),
 }
 
 
@@ -451,7 +477,7 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
-    if name.endswith("norm.weight") and config.model_type == "gemma3_text":
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
@@ -920,7 +946,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
