@@ -336,25 +336,23 @@ def phi3_longrope_config():
     )
 
 
+# the OLMo, Granite and SmolLM3 oracles: width 64 (MLP 96), 4 query heads and 2 KV heads of 16, no special tokens
+DENSE_TOY_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                       num_key_value_heads=2, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                       pad_token_id=None)
+
+
 def olmo2_config():
     # OLMo 2 at toy size: post-norm blocks (no input norm; post_attention_layernorm and
     # post_feedforward_layernorm on the sub-layer outputs), q_norm / k_norm over the whole q [64] / k [32]
     # projection, GQA (4 query heads, 2 KV heads of 16), rope_theta 500,000 as the hub's 7B-32B configs,
     # untied embeddings, rms_norm_eps left at Olmo2Config's 1e-5.
     return Olmo2Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
+        **DENSE_TOY_SHAPE,
         num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
         tie_word_embeddings=False,
-        max_position_embeddings=512,
         attention_bias=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
@@ -363,12 +361,8 @@ def olmo3_config():
     # then one full), a window of 8 (shorter than the 23- and 40-token prompts), yarn (factor 4 over 128
     # positions) on the full layer and the default rope at theta 10,000 on the sliding ones, GQA 4/2, untied.
     return Olmo3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
+        **DENSE_TOY_SHAPE,
         num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         sliding_window=8,
         rope_parameters={
             "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
@@ -376,11 +370,7 @@ def olmo3_config():
             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
         },
         tie_word_embeddings=False,
-        max_position_embeddings=512,
         attention_bias=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
@@ -389,24 +379,16 @@ def granite_config():
     # residual_multiplier 0.22, attention_multiplier 0.1 (not head_dim 16's 0.25) and logits_scaling 3 (a
     # division that differs from a product by its reciprocal in some bits), GQA 4/2, tied embeddings as the hub's.
     return GraniteConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
+        **DENSE_TOY_SHAPE,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         embedding_multiplier=6.0,
         residual_multiplier=0.22,
         attention_multiplier=0.1,
         logits_scaling=3.0,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=True,
-        max_position_embeddings=512,
         attention_bias=False,
         mlp_bias=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
@@ -414,19 +396,11 @@ def smollm3_config():
     # SmolLM3 at toy size: no_rope_layers [1, 0, 1, 1] (layer 1 leaves q and k unrotated; not the interval
     # rule's layer 3, so a reader that ignores the list shows), theta 2e6 (SmolLM3Config's), GQA 4/2, tied.
     return SmolLM3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
+        **DENSE_TOY_SHAPE,
         num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         no_rope_layers=[1, 0, 1, 1],
         rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
         tie_word_embeddings=True,
-        max_position_embeddings=512,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
     )
 
 
@@ -776,14 +750,7 @@ def make_family(family, out_root, seed):
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "mixtral":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
-    if family == "gemma3":
-        summary["layer_types"] = model.config.layer_types
-        summary["sensitivity_no_sliding_window"] = sensitivity(
-            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-        summary["sensitivity_sliding_rope_global"] = sensitivity(
-            model, ps[-1], rope_parameters={**model.config.rope_parameters,
-                                            "sliding_attention": model.config.rope_parameters["full_attention"]})
-    if family == "olmo3":
+    if family in ("gemma3", "olmo3"):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
