@@ -27,10 +27,10 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
  * 4,096 floats); a decode step's rows stay on the calling thread. */
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
-/* Each token's q / k / v rows split from the fused projection's row (fused not NULL), then its q
- * and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated (unless layer l is a no-rope
- * layer): one parallel region over
- * the tokens, each token whole on one thread (the threads never change a bit). */
+/* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
+ * its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated (not on a no-rope
+ * layer): one parallel region over the tokens, each token whole on one thread (the threads never
+ * change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];

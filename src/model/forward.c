@@ -399,8 +399,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
     st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
-        const float s_ = (float)c->logits_scaling;
-        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= s_;
+        const float scaling = (float)c->logits_scaling;
+        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;
     }
     kvci_sp_end(KVC_SP_HEAD, t0);
     return st;
