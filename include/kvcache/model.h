@@ -36,8 +36,8 @@ extern "C" {
  * (kvc_model_load) runs the model types marked "runs". One descriptor per
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3 and the softmax-routed MoE models
-                               * qwen3_moe, qwen2_moe, mixtral; plans also phi3 */
+    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
+                               * gemma and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
@@ -84,16 +84,26 @@ typedef struct kvc_model_config {
                                    * rope_local_base_freq); theta 0 (a hand-made
                                    * config): rope */
     kvc_mlp_act mlp_act;          /* the dense MLP's activation */
-    /* Gemma 3: embeddings times embed_scale (sqrt(hidden_size) as an f32; 0: none); every RMSNorm weight w
-     * (the q/k norms too) applied as 1 + w, the attention and MLP outputs each normalised
-     * (post_attention_layernorm, post_feedforward_layernorm) before their residual add and the MLP's input
-     * by pre_feedforward_layernorm (gemma_norms); the softmax scale query_pre_attn_scalar^-1/2 (0: the
-     * family's). */
+    /* Gemma: embeddings times embed_scale (sqrt(hidden_size) as an f32; 0: none) and every RMSNorm weight w
+     * (the q/k norms too) applied as 1 + w (gemma_norms); Gemma 3 also normalises the attention and MLP
+     * outputs (post_attention_layernorm, post_feedforward_layernorm) before their residual add and the MLP's
+     * input by pre_feedforward_layernorm (sandwich_norms), its softmax scale query_pre_attn_scalar^-1/2 (0:
+     * the family's). */
     float embed_scale;
-    bool gemma_norms;
+    bool gemma_norms, sandwich_norms;
+    /* OLMo 2: no input norm; the attention and MLP outputs each normalised (post_attention_layernorm,
+     * post_feedforward_layernorm) before their residual add, the sub-layers reading the residual stream as it
+     * is (post_norms); q_norm / k_norm one RMSNorm over a token's whole q [nH*D] and k [nKV*D] rather than
+     * per head (qk_norm_whole, with qk_norm). */
+    bool post_norms, qk_norm_whole;
+    /* Granite: embed_scale is embedding_multiplier; each sub-layer's output times residual_multiplier (as an
+     * f32; 0: none) before its residual add, the softmax scale attention_multiplier (0: the family's) and the
+     * logits divided by logits_scaling (as an f32; 0: none). */
+    double residual_multiplier, attention_multiplier, logits_scaling;
     double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    bool layer_nope[KVC_MODEL_MAX_LAYERS];    /* [num_layers] SmolLM3: q and k of this layer are not rotated */
     /* GptOss MoE (experts_per_tok: also the routed families' k) */
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;

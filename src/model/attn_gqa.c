@@ -1,6 +1,6 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
- * RoPE, sliding window / sinks, o_proj. */
+ * RoPE (none on SmolLM3's no-rope layers), sliding window / sinks, o_proj. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -27,12 +27,14 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
  * 4,096 floats); a decode step's rows stay on the calling thread. */
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
-/* Each token's q / k / v rows split from the fused projection's row (fused not NULL), then its q
- * and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated: one parallel region over
- * the tokens, each token whole on one thread (the threads never change a bit). */
-static void qkv_rows(const kvc_fwd_step *s, const kvc_layer_weights *w, const float *fused, float *q, float *k,
-                     float *v) {
+/* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
+ * its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated (not on a no-rope
+ * layer): one parallel region over the tokens, each token whole on one thread (the threads never
+ * change a bit). */
+static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v) {
     const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    const bool rotate = !c->layer_nope[l];
     const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
@@ -43,8 +45,8 @@ static void qkv_rows(const kvc_fwd_step *s, const kvc_layer_weights *w, const fl
             memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
             memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
         }
-        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, w->q_norm);
-        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, w->k_norm);
+        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, w->q_norm, rotate);
+        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, w->k_norm, rotate);
     }
 }
 
@@ -61,7 +63,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    qkv_rows(s, w, fused, q, k, v); /* the fused rows' split is timed with the q/k norms and RoPE */
+    qkv_rows(s, l, fused, q, k, v); /* the fused rows' split is timed with the q/k norms and RoPE */
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,

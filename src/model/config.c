@@ -182,6 +182,7 @@ kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
 
 double kvc_model_attn_scale(const kvc_model_config *c) {
     if (c == NULL) return NAN;
+    if (c->attention_multiplier > 0.0) return c->attention_multiplier;
     if (c->query_pre_attn_scalar > 0.0) return 1.0 / sqrt(c->query_pre_attn_scalar);
     if (c->family != KVC_FAMILY_DEEPSEEK_V3) return c->head_dim >= 1 ? 1.0 / sqrt((double)c->head_dim) : NAN;
     return kvci_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);

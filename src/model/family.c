@@ -239,6 +239,11 @@ kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams 
     return by->state_shapes(hp, hidden_size, tp, s);
 }
 
+kvc_rope_config kvci_family_default_rope(double theta) {
+    return (kvc_rope_config){
+        .type = KVC_ROPE_DEFAULT, .theta = theta, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
+}
+
 /* ---- optional config members ------------------------------------------------ */
 
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

@@ -162,6 +162,14 @@ kvc_status kvci_family_every_nth_full(const kvc_family_ctx *ctx, int64_t every, 
 /* cache_dims of an MLA family: full form nH heads of dn + dr (k) and dv (v); latent one head of rkv and dr. */
 kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent);
 
+/* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
+ * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256
+ * by default; bidirectional attention refused. */
+kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
+
+/* The unscaled rope at theta (the sliding layers' own of Gemma 3 and OLMo 3 when the config gives none). */
+kvc_rope_config kvci_family_default_rope(double theta);
+
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,
                                int64_t *out);

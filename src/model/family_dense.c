@@ -1,10 +1,10 @@
-/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3 and the softmax-routed
- * MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, which layers
- * route experts and the sliding layers of Mistral and Mixtral (every layer),
- * of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
- * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it
- * (the even layers below max_window_layers). */
+/* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
+ * its keys are family_gemma.c's) and the softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms,
+ * Granite's multipliers, SmolLM3's no-rope layers, which layers route experts and the sliding layers of Mistral and
+ * Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window
+ * (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,10 +75,74 @@ static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* OLMo 2 (allenai/OLMo-2-*, Olmo2ForCausalLM) and OLMo 3 (Olmo3ForCausalLM): post-norm blocks
+ * (post_attention_layernorm and post_feedforward_layernorm on the sub-layer outputs, no input norm), q_norm /
+ * k_norm over the whole q / k projection, attention_bias on q, k, v and o alike (OlmoAttention), no MLP bias,
+ * rms_norm_eps 1e-5 when absent (their config classes'). OLMo 1's clip_qkv is not read: Olmo2Config removes it
+ * and neither attention clips. OLMo 3 adds sliding layers (dense_kinds) with their own rope: a config
+ * without one per layer type gives its rope (rope_scaling, rope_theta) to the full layers only, the sliding
+ * ones taking the default rope at Olmo3Config's default_theta 500,000, whatever rope_theta says (transformers
+ * 5.25's convert_rope_params_to_dict pops rope_theta for the full layers first). */
+static kvc_status parse_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = cfg->post_norms = true;
+    if (strcmp(cfg->model_type, "olmo3") == 0 && !hp->rope_sliding_given)
+        cfg->rope_sliding = kvci_family_default_rope(500000.0);
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
+ * (GraniteConfig's): embedding_multiplier scales the embeddings, residual_multiplier each sub-layer's output
+ * before its residual add, attention_multiplier is the softmax scale itself (1, not head_dim^-1/2, when
+ * absent) and the logits are divided by logits_scaling. */
+static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    double embed = 1.0;
+    KVC_TRY(kvci_family_opt_num(c, "embedding_multiplier", 1.0, positive, &embed));
+    cfg->embed_scale = (float)embed;
+    KVC_TRY(kvci_family_opt_num(c, "residual_multiplier", 1.0, positive, &cfg->residual_multiplier));
+    KVC_TRY(kvci_family_opt_num(c, "attention_multiplier", 1.0, positive, &cfg->attention_multiplier));
+    return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
+}
+
+/* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
+ * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
+ * (SmolLM3Config's, interval 4 when absent). */
+static kvc_status smollm3_kinds(const kvc_family_ctx *ctx, kvc_layer_kind if_nope, kvc_layer_kind *kinds) {
+    const kvc_json_obj *c = &ctx->hp->cfg;
+    const cJSON *list = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_array(c, "no_rope_layers", KVC_HP_MAX_LAYERS, &list, &have));
+    if (have && list != NULL) return kvci_family_flag_kinds(ctx, "no_rope_layers", list, if_nope, KVC_LK_FULL, kinds);
+    int64_t every = 4;
+    KVC_TRY(kvci_family_opt_int(c, "no_rope_layer_interval", 4, 1, KVC_HP_MAX_LAYERS, &every));
+    for (int64_t l = 0; l < ctx->n_layers; l++) kinds[l] = (l + 1) % every != 0 ? KVC_LK_FULL : if_nope;
+    return KVC_OK;
+}
+
+/* SmolLM3 (HuggingFaceTB/SmolLM3-3B, SmolLM3ForCausalLM): Llama whose layers with a 0 in no_rope_layers
+ * (1 means "uses rope", despite the name) leave q and k unrotated; tied embeddings and theta 2,000,000 by
+ * default (SmolLM3Config's). */
+static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    kvc_layer_kind k[KVC_MODEL_MAX_LAYERS]; /* KVC_LK_NONE marks the no-rope layers */
+    const kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
+    KVC_TRY(smollm3_kinds(&ctx, KVC_LK_NONE, k));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = k[l] == KVC_LK_NONE;
+    return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
+    if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
+    if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -90,6 +154,8 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
     cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
+    if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
+    if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
@@ -99,7 +165,9 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
-/* Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
+/* OLMo 3 without layer_types: every fourth layer full, the others sliding;
+ * SmolLM3 without it: with use_sliding_window, its no-rope layers slide;
+ * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
  * class's layer_types); otherwise every layer slides when the config sets a
  * window (Mistral, Phi-3, Mixtral, and Qwen3-MoE, whose window only
@@ -107,6 +175,10 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
     const char *mt = ctx->hp->model_type;
+    if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
+        return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
+        return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
     if (ctx->qwen_rule && !(mt && strcmp(mt, "qwen3_moe") == 0)) {
         bool have = false;
@@ -130,7 +202,19 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3", true},
     {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
     {"phi3", "Phi3ForCausalLM", "phi3", true},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
+    {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
+    {"granite", "GraniteForCausalLM", "granite", true},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
+    {"gemma", "GemmaForCausalLM", "gemma", true},
 };
+
+/* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */
+static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+    const char *mt = ctx->hp->model_type;
+    *scale = mt && strcmp(mt, "granite") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
+    return KVC_OK;
+}
 
 const kvc_family_desc kvc_family_dense = {
     .id = KVC_FAMILY_DENSE,
@@ -139,5 +223,6 @@ const kvc_family_desc kvc_family_dense = {
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .parse = parse_dense,
     .default_kinds = dense_kinds,
+    .softmax_scale = dense_scale,
     .ffn = dense_ffn,
 };

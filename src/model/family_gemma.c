@@ -1,4 +1,5 @@
-/* Gemma 2 (planned only) and Gemma 3 (runs: gemma3_text, and gemma3's text
+/* Gemma (1)'s runtime keys (the dense family runs it: kvci_family_parse_gemma),
+ * Gemma 2 (planned only) and Gemma 3 (runs: gemma3_text, and gemma3's text
  * model): sliding and full layers, Gemma 2 alternating (sliding first), Gemma 3
  * sliding_window_pattern - 1 sliding layers then one full; the softmax scale
  * follows query_pre_attn_scalar. Gemma 3's runtime keys: q/k norms, norms
@@ -45,31 +46,47 @@ static kvc_status refuse_set(const kvc_json_obj *c, const char *key, const char 
     return kvci_fail(KVC_EINVAL, "%s: %s is set; the runtime does not run %s", c->doc, key, why);
 }
 
-static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
+/* What every Gemma the runtime runs shares: the GeGLU activation named by `act_key` (gelu_pytorch_tanh when
+ * absent; `gelu_alias`: "gelu" too, GemmaConfig's legacy spelling of it), head_dim (256 by default), bias on
+ * q, k, v and o with attention_bias, norms as 1 + w, tied embeddings by default, the embeddings times
+ * sqrt(hidden_size) as an f32; bidirectional attention refused. */
+static kvc_status parse_gemma_common(const kvc_hparams *hp, kvc_model_config *cfg, const char *act_key,
+                                     bool gelu_alias) {
     const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true}, theta = {1.0, KVC_HP_MAX_THETA, true};
-    KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits"));
-    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits"));
     KVC_TRY(refuse_set(c, "use_bidirectional_attention", "bidirectional attention"));
     const char *act = "gelu_pytorch_tanh";
     bool have = false;
-    KVC_TRY(kvci_json_str(c, "hidden_activation", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "gelu_pytorch_tanh") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma3: gelu_pytorch_tanh)",
-                         c->doc, act);
+    KVC_TRY(kvci_json_str(c, act_key, KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0 && !(gelu_alias && strcmp(act, "gelu") == 0))
+        return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: gelu_pytorch_tanh%s)", c->doc, act_key, act,
+                         gelu_alias ? "gemma" : "gemma3", gelu_alias ? ", or gelu, its legacy name" : "");
     cfg->mlp_act = KVC_MLP_GELU_TANH;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias;
-    cfg->qk_norm = cfg->gemma_norms = true;
+    cfg->gemma_norms = true;
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_num(c, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar));
     cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
+    return KVC_OK;
+}
+
+kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg) {
+    return parse_gemma_common(hp, cfg, "hidden_act", true);
+}
+
+static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true}, theta = {1.0, KVC_HP_MAX_THETA, true};
+    KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits"));
+    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits"));
+    KVC_TRY(parse_gemma_common(hp, cfg, "hidden_activation", false));
+    cfg->qk_norm = cfg->sandwich_norms = true;
+    KVC_TRY(kvci_family_opt_num(c, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar));
     if (!hp->rope_sliding_given) { /* transformers: default rope at rope_local_base_freq (10,000) */
-        cfg->rope_sliding = (kvc_rope_config){
-            .type = KVC_ROPE_DEFAULT, .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
-        KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &cfg->rope_sliding.theta));
+        double base = 10000.0;
+        KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &base));
+        cfg->rope_sliding = kvci_family_default_rope(base);
     }
     return KVC_OK;
 }

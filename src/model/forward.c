@@ -264,10 +264,14 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 /* ---- the pass ------------------------------------------------------------------ */
 
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
-                              const float *norm) {
-    const int64_t rot = s->m->rot_dim;
-    if (norm) kvci_rmsnorm_rows(row, n_heads, s->m->cfg.head_dim, stride, norm, (float)s->m->cfg.rms_norm_eps);
-    kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
+                              const float *norm, bool rotate) {
+    const kvc_model_config *c = &s->m->cfg;
+    const int64_t rot = s->m->rot_dim, D = c->head_dim;
+    if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
+        kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
+    else if (norm)
+        kvci_rmsnorm_rows(row, n_heads, D, stride, norm, (float)c->rms_norm_eps);
+    if (rotate) kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
 }
 
 /* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
@@ -280,7 +284,7 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
     const int64_t rot = s->m->rot_dim, T = s->T;
     if (!interleaved) {
 #pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
-        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL);
+        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL, true);
         return;
     }
     for (int64_t t = 0; t < T; t++)
@@ -290,13 +294,27 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
  * of a row-parallel layer; kvc_model_tp), then RMS-normalised by norm (Gemma's sandwich norms; NULL:
- * none). */
+ * none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as transformers). */
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (norm) kvci_rmsnorm_rows_threads(d, T, H, H, norm, (float)m->cfg.rms_norm_eps, d);
+    if (m->cfg.residual_multiplier > 0.0) {
+        const float r = (float)m->cfg.residual_multiplier;
+        for (int64_t i = 0; i < n; i++) d[i] *= r;
+    }
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
+}
+
+/* xn[T, H] = h RMS-normalised by norm, or h itself when norm is NULL (OLMo 2's sub-layers read the residual
+ * stream unnormalised). */
+static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm) {
+    const int64_t H = m->cfg.hidden_size;
+    if (norm)
+        kvci_rmsnorm_rows_threads(ws->h, T, H, H, norm, (float)m->cfg.rms_norm_eps, ws->xn);
+    else
+        memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
 }
 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
@@ -349,16 +367,20 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const kvc_layer_weights *w = &m->layers[l];
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
+        /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
+        const float *attn_in = c->post_norms ? NULL : w->in_norm;
+        const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
+        const float *ffn_in = c->post_norms ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         t0 = kvci_sp_begin();
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, w->in_norm, eps, ws->xn);
+        sublayer_input(m, ws, T, attn_in);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, c->gemma_norms ? w->post_norm : NULL);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, c->gemma_norms ? w->pre_ff_norm : w->post_norm, eps, ws->xn);
+        sublayer_input(m, ws, T, ffn_in);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
@@ -376,6 +398,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     }
     kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
     st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
+        const float scaling = (float)c->logits_scaling;
+        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;
+    }
     kvci_sp_end(KVC_SP_HEAD, t0);
     return st;
 }

@@ -27,6 +27,9 @@ static const type_defaults DEFAULTS[] = {
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
     {"gemma3_text", 256, 1000000.0, 4096, false},
     {"gemma3", 256, 1000000.0, 4096, false},
+    {"olmo3", 0, 500000.0, 4096, false},
+    {"gemma", 256, 10000.0, 0, false},
+    {"smollm3", 0, 2000000.0, 0, true},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

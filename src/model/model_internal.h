@@ -64,10 +64,10 @@ const char *kvci_wmat_kernel_name(const kvc_wmat *w);
 
 /* Every weight of one decoder layer; NULL when the family/config has none. */
 typedef struct kvc_layer_weights {
-    float *in_norm;      /* [H] input_layernorm */
-    float *post_norm;    /* [H] post_attention_layernorm (Gemma 3: of the attention's output) */
+    float *in_norm;      /* [H] input_layernorm (OLMo 2: NULL) */
+    float *post_norm;    /* [H] post_attention_layernorm (Gemma 3, OLMo 2: of the attention's output) */
     float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
-    float *post_ff_norm; /* [H] Gemma 3 post_feedforward_layernorm (the MLP's output) */
+    float *post_ff_norm; /* [H] Gemma 3, OLMo 2 post_feedforward_layernorm (the MLP's output) */
     /* GQA attention (dense, GptOss) */
     kvc_wmat wq;            /* [nH*D, H] */
     float *bq;              /* [nH*D] */
@@ -78,7 +78,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wo;            /* [H, nH*Dv] */
     kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;              /* [H] */
-    float *q_norm, *k_norm; /* [D] Qwen3 */
+    float *q_norm, *k_norm; /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
     float *sinks;           /* [nH] GptOss */
     /* MLA (DeepseekV3); wq above is q_proj [nH*dq, H] when q_lora_rank == 0 */
     kvc_wmat wqa;    /* [rq, H] */

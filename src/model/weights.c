@@ -120,9 +120,9 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->qk_norm) {
-        TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
-        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
+        TRY(v1(v, "self_attn.q_norm.weight", c->qk_norm_whole ? nH * D : D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_norm.weight", c->qk_norm_whole ? nKV * D : D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
     if (c->family == KVC_FAMILY_GPT_OSS) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return KVC_OK;
@@ -194,12 +194,11 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
-    TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->gemma_norms) {
-        TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms) TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms || c->post_norms)
         TRY(v1(v, "post_feedforward_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
-    }
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else

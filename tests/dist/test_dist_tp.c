@@ -53,6 +53,8 @@ static const tp_case DEEPSEEK_LATENT = {.sub = "deepseek_v3", .mode = KVC_RUNNER
 static const tp_case GEMMA3 = {.sub = "gemma3", .mode = KVC_RUNNER_PAGED};
 /* Phi-3: each rank's rows of the fused qkv_proj / gate_up_proj, partial rotary, longrope, tied embeddings */
 static const tp_case PHI3 = {.sub = "phi3_longrope", .mode = KVC_RUNNER_PAGED};
+/* Granite: the residual multiplier applied to the reduced sum, the logits divided after the (whole) head */
+static const tp_case GRANITE = {.sub = "granite", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -332,6 +334,7 @@ FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
 FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
 FAMILY_TESTS(gemma3, GEMMA3)
 FAMILY_TESTS(phi3, PHI3)
+FAMILY_TESTS(granite, GRANITE)
 
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
@@ -432,6 +435,7 @@ int main(int argc, char **argv) {
         T(deepseek_latent),
         T(gemma3),
         T(phi3),
+        T(granite),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),

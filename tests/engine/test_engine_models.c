@@ -203,6 +203,17 @@ static void test_oracle_phi3(void **state) {
     oracle_family("phi3_longrope");
 }
 
+/* OLMo 2: post-norm blocks, q / k norms over the whole projection; OLMo 3: with sliding layers of their own rope;
+ * Granite: its four multipliers; SmolLM3: a layer without rope; Gemma (1): 1 + w norms, GeGLU */
+static void test_oracle_dense_more(void **state) {
+    (void)state;
+    oracle_family("olmo2");
+    oracle_family("olmo3");
+    oracle_family("granite");
+    oracle_family("smollm3");
+    oracle_family("gemma");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -210,7 +221,8 @@ int main(void) {
         cmocka_unit_test(test_random_deepseek_v3), cmocka_unit_test(test_oracle_qwen3),
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
-        cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
+        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -348,19 +348,13 @@ static void test_fixed_arrays_refuse(void **state) {
 static void test_published_configs_agree(void **state) {
     (void)state;
     static const char *const files[] = {
-        "configs/Llama-3.1-8B.json",
-        "configs/Mistral-7B-v0.1.json",
-        "configs/Qwen3-8B.json",
-        "configs/gpt-oss-20b.json",
-        "configs/DeepSeek-R1.json",
-        "oracle/qwen3/config.json",
-        "oracle/gpt_oss/config.json",
-        "oracle/deepseek_v3/config.json",
-        "oracle/gemma3/config.json",
-        "oracle/gemma3/multimodal/config.json",
-        "oracle/phi3/config.json",
-        "oracle/phi3_longrope/config.json",
-        "configs/Phi-3-mini-4k-instruct.json",
+        "configs/Llama-3.1-8B.json",  "configs/Mistral-7B-v0.1.json",
+        "configs/Qwen3-8B.json",      "configs/gpt-oss-20b.json",
+        "configs/DeepSeek-R1.json",   "oracle/qwen3/config.json",
+        "oracle/gpt_oss/config.json", "oracle/deepseek_v3/config.json",
+        "oracle/gemma3/config.json",  "oracle/gemma3/multimodal/config.json",
+        "oracle/phi3/config.json",    "oracle/phi3_longrope/config.json",
+        "oracle/olmo2/config.json",   "configs/Phi-3-mini-4k-instruct.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -387,6 +381,13 @@ static void test_published_configs_agree(void **state) {
     assert_int_equal(kvc_model_config_parse(gemma, "g", &c), KVC_OK);
     kvc_model_plan *p = plan_of(gemma);
     assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && fabs(p->scale - 1.0 / 16.0) < 1e-15);
+    kvc_model_plan_destroy(p);
+    /* Granite without attention_multiplier: both take GraniteConfig's 1, not head_dim 16's 1/4 */
+    const char *granite = "{\"model_type\":\"granite\",\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                          "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(granite, "g", &c), KVC_OK);
+    p = plan_of(granite);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
     kvc_model_plan_destroy(p);
 }
 

@@ -219,6 +219,118 @@ static void test_phi3_fields(void **state) {
     assert_int_equal(kvci_model_rot_dim(&c), 8);
 }
 
+#define OLMO2_BASE                                                                                                     \
+    "{\"model_type\":\"olmo2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+
+/* OLMo 2 as the hub writes it (OLMo-2-1124-7B: rope_theta 500000, rms_norm_eps 1e-6, no KV head count) and with
+ * Olmo2Config's defaults (rms_norm_eps 1e-5, theta 10,000, untied, no bias); attention_bias puts a bias on q, k,
+ * v and o, never on the MLP. */
+static void test_olmo2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OLMO2_BASE "\"rope_theta\":500000,\"rms_norm_eps\":1e-06,"
+                                                       "\"rope_scaling\":null,\"attention_bias\":false}",
+                                            "olmo2-7b", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4);
+    assert_true(c.qk_norm && c.qk_norm_whole && c.post_norms && !c.gemma_norms && c.embed_scale == 0.0f);
+    assert_true(c.rope.theta == 500000.0 && c.rms_norm_eps == 1e-6 && !c.qkv_bias && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(OLMO2_BASE "\"num_key_value_heads\":2,\"attention_bias\":true,"
+                                                       "\"mlp_bias\":true}",
+                                            "olmo2-defaults", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 10000.0 && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.num_kv_heads == 2);
+}
+
+/* OLMo 3 in the transformers-4 form the hub holds (rope_theta and a yarn rope_scaling at the top level, no
+ * layer_types): Olmo3Config's layers (three sliding, then one full) and window 4096; the yarn rope and
+ * rope_theta go to the full layers, the sliding ones take the default rope at 500,000 (transformers 5.25 pops
+ * rope_theta for the full layers first). */
+static void test_olmo3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"olmo3\",\"vocab_size\":8,\"hidden_size\":64,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":8,"
+                                            "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                                            "\"max_position_embeddings\":65536,\"rope_theta\":10000,"
+                                            "\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":8.0,"
+                                            "\"original_max_position_embeddings\":8192,"
+                                            "\"attention_factor\":1.2}}",
+                                            "olmo3-hub", &c),
+                     KVC_OK);
+    assert_true(c.qk_norm_whole && c.post_norms && c.sliding_window == 4096 && c.rms_norm_eps == 1e-5);
+    for (int64_t l = 0; l < 8; l++) assert_int_equal(c.layer_sliding[l], (l + 1) % 4 != 0);
+    assert_true(c.rope.type == KVC_ROPE_YARN && c.rope.theta == 10000.0 && c.rope.factor == 8.0);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 500000.0);
+}
+
+#define GRANITE_BASE                                                                                                   \
+    "{\"model_type\":\"granite\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+
+/* Granite as granite-3.1-8b writes it, and with GraniteConfig's defaults: every multiplier 1 (the softmax scale
+ * 1 too, not head_dim^-1/2), Llama's biases. */
+static void test_granite_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITE_BASE "\"embedding_multiplier\":12.0,\"residual_multiplier\":0.22,"
+                                                         "\"attention_multiplier\":0.0078125,\"logits_scaling\":8.0,"
+                                                         "\"attention_bias\":true,\"tie_word_embeddings\":true}",
+                                            "granite-3.1-8b", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.embed_scale == 12.0f && c.residual_multiplier == 0.22);
+    assert_true(kvc_model_attn_scale(&c) == 0.0078125 && c.logits_scaling == 8.0 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && !c.post_norms && !c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(GRANITE_BASE "\"mlp_bias\":true}", "granite-defaults", &c), KVC_OK);
+    assert_true(c.embed_scale == 1.0f && c.residual_multiplier == 1.0 && c.logits_scaling == 1.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && c.mlp_bias && !c.qkv_bias);
+}
+
+#define SMOLLM3_BASE                                                                                                   \
+    "{\"model_type\":\"smollm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+
+/* SmolLM3 with SmolLM3Config's defaults (no rope on layers 3 and 7: no_rope_layer_interval 4; theta 2e6; tied),
+ * another interval, and use_sliding_window with a window: the no-rope layers slide, the others stay full. */
+static void test_smollm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(SMOLLM3_BASE "\"rope_scaling\":null}", "smollm3-defaults", &c), KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_int_equal(c.layer_nope[l], l == 3 || l == 7);
+    assert_true(c.rope.theta == 2000000.0 && c.tie_word_embeddings && c.sliding_window == 0 && !c.layer_sliding[3]);
+    assert_int_equal(kvc_model_config_parse(SMOLLM3_BASE "\"no_rope_layer_interval\":2,\"use_sliding_window\":true,"
+                                                         "\"sliding_window\":16,\"tie_word_embeddings\":false}",
+                                            "smollm3-sliding", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) {
+        assert_int_equal(c.layer_nope[l], l % 2 == 1);
+        assert_int_equal(c.layer_sliding[l], l % 2 == 1);
+    }
+    assert_true(c.sliding_window == 16 && !c.tie_word_embeddings);
+}
+
+#define GEMMA_BASE                                                                                                     \
+    "{\"model_type\":\"gemma\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+
+/* Gemma (1) as gemma-2b writes it (hidden_act "gelu", GemmaConfig's legacy name of gelu_pytorch_tanh; no
+ * head_dim: 256) and GemmaConfig's defaults: norms as 1 + w without Gemma 3's sandwich norms or q/k norms,
+ * embeddings times sqrt(64) = 8, tied, the softmax scale head_dim^-1/2. */
+static void test_gemma_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse(GEMMA_BASE "\"hidden_act\":\"gelu\",\"rope_theta\":10000.0}", "gemma-2b", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 256 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.gemma_norms && !c.sandwich_norms && !c.qk_norm && c.embed_scale == 8.0f && c.tie_word_embeddings);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && c.sliding_window == 0 && !c.layer_sliding[0]);
+    assert_int_equal(kvc_model_config_parse(GEMMA_BASE "\"head_dim\":16,\"attention_bias\":true}", "gemma", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.mlp_act == KVC_MLP_GELU_TANH && c.qkv_bias && c.o_bias && !c.mlp_bias);
+}
+
 static void expect_refusal(const char *json, const char *needle) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(json, "cfg.json", &c), KVC_EINVAL);
@@ -227,6 +339,13 @@ static void expect_refusal(const char *json, const char *needle) {
 
 static void test_refusals(void **state) {
     (void)state;
+    expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
+    expect_refusal(GEMMA_BASE "\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (gemma: gelu_pytorch_tanh");
+    expect_refusal(GEMMA_BASE "\"use_bidirectional_attention\":true}", "use_bidirectional_attention is set");
+    expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1]}", "no_rope_layers has 3 entries");
+    expect_refusal(SMOLLM3_BASE "\"no_rope_layers\":[1,0,1,1,1,1,1,2]}", "no_rope_layers[7]");
+    expect_refusal(GRANITE_BASE "\"residual_multiplier\":-1}", "residual_multiplier");
     expect_refusal("{\"model_type\":\"qwen3_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
                    "mlp_only_layers[0]");
     expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,\"num_local_experts\":2,"
@@ -304,6 +423,11 @@ int main(void) {
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_phi3_fields),
+        cmocka_unit_test(test_olmo2_fields),
+        cmocka_unit_test(test_olmo3_fields),
+        cmocka_unit_test(test_granite_fields),
+        cmocka_unit_test(test_smollm3_fields),
+        cmocka_unit_test(test_gemma_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -265,6 +265,39 @@ static void test_phi3_longrope(void **state) {
     kvc_test_oracle_close(&o);
 }
 
+/* OLMo 2-like: post-norm blocks (no input norm, the attention and MLP outputs normalised before their residual
+ * add), q_norm / k_norm over the whole q / k projection before RoPE, GQA, untied */
+static void test_olmo2(void **state) {
+    (void)state;
+    run_dir("olmo2");
+}
+
+/* OLMo 3-like: OLMo 2's blocks, three sliding layers (window 8) then a full one, yarn on the full layer and the
+ * default rope at another theta on the sliding ones */
+static void test_olmo3(void **state) {
+    (void)state;
+    run_dir("olmo3");
+}
+
+/* Granite 3-like: embedding_multiplier 6, residual_multiplier 0.22, attention_multiplier 0.1 as the softmax
+ * scale, logits divided by 3; GQA, tied */
+static void test_granite(void **state) {
+    (void)state;
+    run_dir("granite");
+}
+
+/* SmolLM3-like: layer 1 of 4 leaves q and k unrotated (no_rope_layers [1, 0, 1, 1]), theta 2e6, GQA, tied */
+static void test_smollm3(void **state) {
+    (void)state;
+    run_dir("smollm3");
+}
+
+/* Gemma (1)-like: norms as 1 + w, embeddings times sqrt(48), GeGLU, head_dim^-1/2, GQA, tied */
+static void test_gemma(void **state) {
+    (void)state;
+    run_dir("gemma");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -282,6 +315,11 @@ int main(void) {
         cmocka_unit_test(test_gemma3_multimodal),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_olmo3),
+        cmocka_unit_test(test_granite),
+        cmocka_unit_test(test_smollm3),
+        cmocka_unit_test(test_gemma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,6 +214,11 @@ static void test_refusals(void **state) {
     const kvc_model_tp eight = {.rank = 0, .size = 8}; /* 2 KV heads: replicated on 4 ranks, but 4 query heads */
     assert_int_equal(kvci_model_load_tp(dir, &eight, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "num_attention_heads 4"));
+    kvc_test_oracle_dir("olmo2", dir, sizeof dir); /* its q / k norms span every head */
+    const kvc_model_tp two = {.rank = 0, .size = 2};
+    assert_int_equal(kvci_model_load_tp(dir, &two, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "olmo2 normalises q and k over all heads together"));
+    assert_null(s);
 }
 
 /* Phi-3's fused qkv_proj and gate_up_proj: each rank reads its q, k, v and gate, up rows in place (KV heads

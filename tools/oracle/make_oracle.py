@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -33,17 +33,27 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    GemmaConfig,
+    GemmaForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
+    GraniteConfig,
+    GraniteForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
+    Olmo2Config,
+    Olmo2ForCausalLM,
+    Olmo3Config,
+    Olmo3ForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     SiglipVisionConfig,
+    SmolLM3Config,
+    SmolLM3ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
@@ -326,6 +336,97 @@ def phi3_longrope_config():
     )
 
 
+# the OLMo, Granite and SmolLM3 oracles: width 64 (MLP 96), 4 query heads and 2 KV heads of 16, no special tokens
+DENSE_TOY_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                       num_key_value_heads=2, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                       pad_token_id=None)
+
+
+def olmo2_config():
+    # OLMo 2 at toy size: post-norm blocks (no input norm; post_attention_layernorm and
+    # post_feedforward_layernorm on the sub-layer outputs), q_norm / k_norm over the whole q [64] / k [32]
+    # projection, GQA (4 query heads, 2 KV heads of 16), rope_theta 500,000 as the hub's 7B-32B configs,
+    # untied embeddings, rms_norm_eps left at Olmo2Config's 1e-5.
+    return Olmo2Config(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=3,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        tie_word_embeddings=False,
+        attention_bias=False,
+    )
+
+
+def olmo3_config():
+    # OLMo 3 at toy size: OLMo 2's blocks over 4 layers of Olmo3Config's default layer_types (three sliding,
+    # then one full), a window of 8 (shorter than the 23- and 40-token prompts), yarn (factor 4 over 128
+    # positions) on the full layer and the default rope at theta 10,000 on the sliding ones, GQA 4/2, untied.
+    return Olmo3Config(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=4,
+        sliding_window=8,
+        rope_parameters={
+            "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
+                               "rope_theta": 500000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        tie_word_embeddings=False,
+        attention_bias=False,
+    )
+
+
+def granite_config():
+    # Granite 3 at toy size: Llama with embedding_multiplier 6 (not a power of two, so its rounding shows),
+    # residual_multiplier 0.22, attention_multiplier 0.1 (not head_dim 16's 0.25) and logits_scaling 3 (a
+    # division that differs from a product by its reciprocal in some bits), GQA 4/2, tied embeddings as the hub's.
+    return GraniteConfig(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=2,
+        embedding_multiplier=6.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.1,
+        logits_scaling=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+    )
+
+
+def smollm3_config():
+    # SmolLM3 at toy size: no_rope_layers [1, 0, 1, 1] (layer 1 leaves q and k unrotated; not the interval
+    # rule's layer 3, so a reader that ignores the list shows), theta 2e6 (SmolLM3Config's), GQA 4/2, tied.
+    return SmolLM3Config(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=4,
+        no_rope_layers=[1, 0, 1, 1],
+        rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
+        tie_word_embeddings=True,
+    )
+
+
+def gemma_config():
+    # Gemma (1) at toy size: norms as 1 + w, embeddings times sqrt(48) (not a power of two), GeGLU under the
+    # legacy name hidden_act "gelu" (GemmaConfig reads it as gelu_pytorch_tanh), head_dim 16 with 4 query and
+    # 2 KV heads (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2, tied embeddings.
+    return GemmaConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        hidden_act="gelu",
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        attention_bias=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -336,6 +437,11 @@ FAMILIES = {
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
+    "olmo2": (olmo2_config, Olmo2ForCausalLM),
+    "olmo3": (olmo3_config, Olmo3ForCausalLM),
+    "granite": (granite_config, GraniteForCausalLM),
+    "smollm3": (smollm3_config, SmolLM3ForCausalLM),
+    "gemma": (gemma_config, GemmaForCausalLM),
 }
 
 
@@ -345,7 +451,7 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
-    if name.endswith("norm.weight") and config.model_type == "gemma3_text":
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
@@ -644,13 +750,19 @@ def make_family(family, out_root, seed):
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "mixtral":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
-    if family == "gemma3":
+    if family in ("gemma3", "olmo3"):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "granite":
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
+    if family == "smollm3":
+        summary["sensitivity_rope_everywhere"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 1])
+        summary["sensitivity_interval_rule"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 0])
     if family == "phi3":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "phi3_longrope":
@@ -801,7 +913,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
