@@ -65,7 +65,7 @@ static void test_taken_blocks_are_poisoned_hits_are_not(void **state) {
     kvc_test_assert_table(m, 2, 0, KVC_IDS(1, 3));
     for (int64_t i = 0; i < per_block; i++) {
         assert_true(k[1 * per_block + i] == 1.0f);
-        assert_true(isnan(k[3 * per_block + i])); /* written before, taken again: poisoned anew */
+        assert_true(isnan(k[3 * per_block + i]));  /* written before, taken again: poisoned anew */
         assert_true(k[2 * per_block + i] == 1.0f); /* freed, not taken again yet */
         assert_false(isnan(k[4 * per_block + i])); /* never taken */
     }
