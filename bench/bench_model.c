@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "bench.h"
 #include "kvcache/ops.h"
 #include "kvcache/runner.h"
@@ -44,18 +45,16 @@ typedef struct int_list {
 /* "1,8,32" -> list; 0 on success, else a message on stderr. */
 static int parse_list(const char *what, const char *text, int64_t max, int_list *out) {
     out->n = 0;
-    for (const char *p = text;;) {
-        char *end = NULL;
-        const long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : 0; /* digits only: " 8" is no size */
-        if (v < 1 || v > max || out->n == MAX_LIST || (*end && *end != ',')) {
+    const char *p = text;
+    for (bool more = true; more;) {
+        int64_t v = 0;
+        if (out->n == MAX_LIST || !kvc_arg_list_item(&p, 1, max, &v, &more)) { /* digits only: " 8" is no size */
             fprintf(stderr,
                     "kvcache bench model: %s must be up to %d numbers in 1 .. %lld separated by commas (got \"%s\")\n",
                     what, MAX_LIST, (long long)max, text);
             return 2;
         }
         out->v[out->n++] = v;
-        if (!*end) break;
-        p = end + 1;
     }
     return 0;
 }

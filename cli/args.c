@@ -18,6 +18,19 @@ bool kvc_arg_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return true;
 }
 
+bool kvc_arg_list_item(const char **p, int64_t lo, int64_t hi, int64_t *out, bool *more) {
+    const char *s = *p;
+    if (*s < '0' || *s > '9') return false;
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (errno != 0 || v < lo || v > hi || (*end != '\0' && *end != ',')) return false;
+    *out = v;
+    *more = *end == ',';
+    *p = *more ? end + 1 : end;
+    return true;
+}
+
 bool kvc_arg_repeated(kvc_arg_seen *seen, const char *cmd, const char *flag) {
     for (int i = 0; i < seen->n; i++)
         if (strcmp(seen->flags[i], flag) == 0) {

@@ -130,19 +130,15 @@ static void run_usage(FILE *f) {
  * anything else (an empty item too: "1,,2", "1,2," and ",1" alike), -2 when
  * the ids of all prompts would pass RUN_MAX_IDS. */
 static int64_t parse_ids(const char *s, int32_t *ids, int64_t *n) {
-    if (!s || !*s) return -1;
+    if (!s) return -1;
     int64_t count = 0;
-    for (;;) {
-        char *end = NULL;
-        errno = 0;
-        long v = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1; /* digits only: " -1" is no id */
-        if (errno || v < 0 || v > INT32_MAX || (*end && *end != ',')) return -1;
+    for (bool more = true; more; count++) {
+        int64_t v;
+        if (!kvc_arg_list_item(&s, 0, INT32_MAX, &v, &more)) return -1; /* digits only: " -1" is no id */
         if (*n >= RUN_MAX_IDS) return -2;
         ids[(*n)++] = (int32_t)v;
-        count++;
-        if (!*end) return count;
-        s = end + 1;
     }
+    return count;
 }
 
 /* Adds item to an array (key NULL) or an object; deletes it when that fails
