@@ -156,8 +156,12 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
 
 kvc_status kvc_model_config_parse(const char *json_text, const char *name, kvc_model_config *out) {
     if (!json_text || !out) return kvci_fail(KVC_EINVAL, "model_config_parse: json_text and out must not be NULL");
+    return kvci_model_config_parse_n(json_text, strlen(json_text), name, out);
+}
+
+kvc_status kvci_model_config_parse_n(const char *json_text, size_t len, const char *name, kvc_model_config *out) {
     kvc_hparams hp;
-    kvc_status st = kvci_hparams_open(json_text, strlen(json_text), name != NULL ? name : "config.json", &hp);
+    kvc_status st = kvci_hparams_open(json_text, len, name != NULL ? name : "config.json", &hp);
     kvc_model_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (st == KVC_OK) st = parse_root(&hp, &cfg);

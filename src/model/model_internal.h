@@ -241,6 +241,8 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out);
  * tp->reduce; size 1 loads the whole model. Quantized weights quantize each rank's shard (a saved
  * quantized copy is refused: its blocks are packed for the whole matrix). */
 kvc_status kvci_model_load_tp(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype weights, kvc_model **out);
+/* kvc_model_config_parse of json_text[0..len) (no NUL needed), for callers holding a length. */
+kvc_status kvci_model_config_parse_n(const char *json_text, size_t len, const char *name, kvc_model_config *out);
 /* This rank's config for tp ranks: num_heads, intermediate_size and moe_intermediate_size divided by
  * tp, num_key_value_heads divided, or 1 when tp exceeds them (each replicated on tp / n ranks);
  * KVC_EINVAL naming the size tp does not divide. */

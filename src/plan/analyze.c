@@ -9,6 +9,7 @@
 
 #include "base/internal.h"
 #include "kvcache/model.h"
+#include "model/model_internal.h"
 #include "plan/plan_internal.h"
 
 const char *kvc_kv_mode_name(kvc_kv_mode mode) {
@@ -199,6 +200,16 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     return st;
 }
 
+/* A plan for tp > 1 ranks of a model the runtime runs but cannot split that way (OLMo 2's q / k norms over all
+ * heads together): the cache plan stands (another runtime may split it), and the warning says the runtime's
+ * refusal. A config the runtime does not run is planned without it. */
+static void warn_runtime_split(const char *config_json, size_t len, kvc_model_plan *plan) {
+    kvc_model_config full, rank;
+    if (plan->options.tp <= 1 || kvci_model_config_parse_n(config_json, len, "config.json", &full) != KVC_OK) return;
+    if (kvci_model_shard_config(&full, plan->options.tp, &rank) != KVC_OK)
+        kvci_plan_warn(plan, "kvcache's runtime refuses this tensor parallelism (%s)", kvc_last_error());
+}
+
 kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_plan_options *opt,
                                  kvc_model_plan **out) {
     if (out == NULL) return kvci_fail(KVC_EINVAL, "kvc_model_plan_create: out must not be NULL");
@@ -225,6 +236,7 @@ kvc_status kvc_model_plan_create(const char *config_json, size_t len, const kvc_
         kvc_model_plan_destroy(plan);
         return st;
     }
+    warn_runtime_split(config_json, len, plan);
     *out = plan;
     return KVC_OK;
 }

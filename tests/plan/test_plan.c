@@ -787,6 +787,32 @@ static bool has_warning(const kvc_model_plan *p, const char *needle) {
     return false;
 }
 
+/* tp > 1 of a model the runtime runs but does not split (OLMo 2's q / k norms over all heads): planned, with the
+ * runtime's refusal as a warning; a model it splits (Qwen3) and one rank get none. */
+static void test_runtime_tp_refusal(void **state) {
+    (void)state;
+    static const char *const sizes = "\"hidden_size\": 64, \"intermediate_size\": 96, \"num_attention_heads\": 4,"
+                                     " \"num_key_value_heads\": 2, \"num_hidden_layers\": 2, \"vocab_size\": 512,"
+                                     " \"max_position_embeddings\": 512}";
+    char json[512];
+    kvc_plan_options o = kvc_plan_default_options();
+    o.tp = 2;
+    snprintf(json, sizeof json, "{\"model_type\": \"olmo2\", %s", sizes);
+    kvc_model_plan *p = plan_text(json, &o);
+    assert_true(has_warning(p, "runtime refuses this tensor parallelism (model: olmo2 normalises q and k"));
+    assert_int_equal(p->q_heads_per_rank, 2); /* the plan itself stands */
+    kvc_model_plan_destroy(p);
+    o.tp = 1;
+    p = plan_text(json, &o);
+    assert_false(has_warning(p, "runtime refuses"));
+    kvc_model_plan_destroy(p);
+    o.tp = 2;
+    snprintf(json, sizeof json, "{\"model_type\": \"qwen3\", %s", sizes);
+    p = plan_text(json, &o);
+    assert_false(has_warning(p, "runtime refuses"));
+    kvc_model_plan_destroy(p);
+}
+
 /* Shapes of recent models that share a family's rules or need their own: DeepSeek-V3.2's indexer keys, an
  * unknown MLA model, Gemma 3n's shared caches and LFM2's convolution states. */
 static void test_recent_shapes(void **state) {
@@ -1216,15 +1242,25 @@ static void test_size_parser(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_3_1_8b),       cmocka_unit_test(test_qwen3_8b),
-        cmocka_unit_test(test_qwen3_30b_a3b),      cmocka_unit_test(test_gpt_oss_20b),
-        cmocka_unit_test(test_gemma_2_9b),         cmocka_unit_test(test_deepseek_mla),
-        cmocka_unit_test(test_model_wide_windows), cmocka_unit_test(test_offline_sizing),
-        cmocka_unit_test(test_legacy_and_dtype),   cmocka_unit_test(test_hybrid_state_layers),
-        cmocka_unit_test(test_family_rules),       cmocka_unit_test(test_unknown_architecture),
-        cmocka_unit_test(test_recent_shapes),      cmocka_unit_test(test_equal_layer_groups),
-        cmocka_unit_test(test_malformed_configs),  cmocka_unit_test(test_invalid_arguments),
-        cmocka_unit_test(test_size_parser),        cmocka_unit_test(test_llama4_chunked_layers),
+        cmocka_unit_test(test_llama_3_1_8b),
+        cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_qwen3_30b_a3b),
+        cmocka_unit_test(test_gpt_oss_20b),
+        cmocka_unit_test(test_gemma_2_9b),
+        cmocka_unit_test(test_deepseek_mla),
+        cmocka_unit_test(test_model_wide_windows),
+        cmocka_unit_test(test_offline_sizing),
+        cmocka_unit_test(test_legacy_and_dtype),
+        cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_family_rules),
+        cmocka_unit_test(test_unknown_architecture),
+        cmocka_unit_test(test_recent_shapes),
+        cmocka_unit_test(test_runtime_tp_refusal),
+        cmocka_unit_test(test_equal_layer_groups),
+        cmocka_unit_test(test_malformed_configs),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_size_parser),
+        cmocka_unit_test(test_llama4_chunked_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
