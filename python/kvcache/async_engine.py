@@ -76,6 +76,8 @@ class AsyncEngine:
         self._wake = threading.Event()
         self._streams = {}  # request id -> _Stream, touched by the engine thread only
         self._stopping = False
+        self._ended = None  # why the engine thread ended (an Exception), once it has; set under _lock
+        self._lock = threading.Lock()  # orders _post's check-and-queue against the thread's last drain
         self._stats = self.engine.stats()
         self._thread = threading.Thread(target=self._run, name="kvcache-engine", daemon=True)
         self._thread.start()
@@ -108,6 +110,12 @@ class AsyncEngine:
     def stats(self):
         return dict(self._stats)
 
+    @property
+    def alive(self):
+        """Whether the engine thread still takes requests (False once closed, or once the thread ended on an
+        error no step could catch: then add_request raises RuntimeError naming it)."""
+        return self._ended is None and not self._stopping
+
     def close(self):
         """Stops the stepping thread (requests still running fail with
         RuntimeError) and frees the engine."""
@@ -117,28 +125,38 @@ class AsyncEngine:
         self.engine.close()
 
     def _post(self, command):
-        if self._stopping:
-            if command[0] == "add":
-                raise RuntimeError("the engine is closed")
-            return
-        self._commands.append(command)
-        self._wake.set()
+        with self._lock:
+            ended = RuntimeError("the engine is closed") if self._stopping else self._ended
+            if ended is None:
+                self._commands.append(command)
+                self._wake.set()
+                return
+        if command[0] == "add":
+            raise ended
 
     # ---- the engine thread ----
 
     def _run(self):
-        while not self._stopping:
-            try:
-                self._apply_commands()
-                if not self.engine.has_unfinished():
-                    self._wake.wait()
-                    self._wake.clear()
-                    continue
-                self._deliver(self.engine.step())
-                self._stats = self.engine.stats()
-            except Exception as exc:  # no progress, a failed forward: every request fails with it
-                self._fail_all(exc)
-        self._fail_all(RuntimeError("the engine was closed"))
+        ended = RuntimeError("the engine was closed")
+        try:
+            while not self._stopping:
+                try:
+                    self._apply_commands()
+                    if not self.engine.has_unfinished():
+                        self._wake.wait()
+                        self._wake.clear()
+                        continue
+                    self._deliver(self.engine.step())
+                    self._stats = self.engine.stats()
+                except Exception as exc:  # no progress, a failed forward: every request fails with it
+                    self._fail_all(exc)
+        except BaseException as exc:  # anything else ends the thread: said to every waiter and later caller
+            ended = RuntimeError(f"the engine thread stopped: {exc!r}")
+            raise
+        finally:
+            with self._lock:  # no command is queued after this: _post refuses from now on
+                self._ended = ended
+            self._fail_all(ended)
 
     def _apply_commands(self):
         changed = False

@@ -138,3 +138,28 @@ def test_a_cancelled_request_answers_and_frees_its_kv(model_dir, monkeypatch, st
         kv_freed(srv)
         monkeypatch.undo()
         assert httpx.post(_ + "/v1/completions", json={**BODY, "max_tokens": 2}).status_code == 200
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread's own end
+def test_an_engine_thread_that_ends_fails_its_requests_and_health(model_dir, monkeypatch):
+    """vLLM's /health answers 503 once its engine is dead. Here the engine thread ends on an error no step
+    catches (SystemExit from a step): the streamed request in flight gets an error event and [DONE], /health
+    turns 503, and a new request is answered 503 engine_dead at once (it waited for ever: its command went to a
+    queue no thread read)."""
+    with running(model_dir) as (url, srv):
+        assert httpx.get(url + "/health").status_code == 200
+        step, steps = srv.engine.engine.step, []
+
+        def dying():
+            steps.append(1)
+            if len(steps) == 3:
+                raise SystemExit("a step that ends the thread")
+            return step()
+
+        monkeypatch.setattr(srv.engine.engine, "step", dying)
+        with httpx.stream("POST", url + "/v1/completions", json={**BODY, "stream": True}, timeout=10) as r:
+            events = sse_events(r.iter_lines())
+        assert events[-1]["error"]["code"] is None and "the engine thread stopped" in events[-1]["error"]["message"]
+        assert httpx.get(url + "/health").status_code == 503
+        r = httpx.post(url + "/v1/completions", json={**BODY, "max_tokens": 2}, timeout=10)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "engine_dead", r.text

@@ -269,6 +269,8 @@ class Server:
                                code="queue_full") from None
             if isinstance(exc, (InvalidArgument, OutOfMemory)):
                 raise bad(exc.message) from None
+            if not self.engine.alive:
+                raise ApiError(503, str(exc), type="server_error", code="engine_dead") from None
             raise exc
         reqs = []
         for (prompt, p), stream in zip(wanted, added):
@@ -505,7 +507,8 @@ class Server:
         return JSONResponse(self._model_card())
 
     async def health(self, request):
-        return Response(status_code=200)
+        """200 while the engine takes requests; 503 once its thread has ended (vLLM's answer for a dead engine)."""
+        return Response(status_code=200 if self.engine.alive else 503)
 
     async def version(self, request):
         """vLLM's /version: the package's version."""
