@@ -410,6 +410,7 @@ typedef struct kvc_runner_stats {
 } kvc_runner_stats;
 kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, int32_t *tokens,
                                float *logits, kvc_runner_stats *stats);
+kvc_status kvc_runner_score_chunk(kvc_runner *r, const int32_t *ids, int64_t first, int64_t q, float *logits);
 
 /* ---- engine.h ---- */
 typedef struct kvc_sampling_params {

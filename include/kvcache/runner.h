@@ -107,6 +107,16 @@ KVC_API kvc_status kvc_runner_generate_forced(kvc_runner *r, const int32_t *ids,
                                               const int32_t *forced, int32_t *tokens, float *logits,
                                               kvc_runner_stats *stats);
 
+/* Scores a prompt chunk by chunk (what its tokens' log-probabilities are computed from): feeds
+ * ids[0, q) to row 0 at positions first .. first + q - 1 and writes the logits of every fed token,
+ * logits [q, V] (row i: the next-token logits after position first + i). first is 0 (the row starts
+ * over) or at most the tokens row 0 holds (a chunk continues them). The runner must hold contiguous
+ * caches (mode 1, or mode 3 with mla_paged false); q at most its max_prompt_len, first + q at most
+ * its max_seq_len. A chunk whose logits are not finite is refused naming the position (KVC_ERANGE);
+ * a failed chunk leaves row 0 holding the tokens before it. */
+KVC_API kvc_status kvc_runner_score_chunk(kvc_runner *r, const int32_t *ids, int64_t first, int64_t q,
+                                          float *logits /* [q, V] */);
+
 /* How close a reduced-precision cache stays to f32 on a batch of prompts
  * (kvc_runner_compare_dtype). */
 typedef struct kvc_dtype_compare {

@@ -34,6 +34,14 @@ class _Stream:
         self.gone = False  # the waiter left: abort as soon as the request exists
 
 
+class _Call:
+    """A function the engine thread runs between steps; its result or exception settles `done`."""
+
+    def __init__(self, loop, fn):
+        self.loop, self.fn = loop, fn
+        self.done = loop.create_future()
+
+
 class RequestStream:
     """One request of an AsyncEngine: `async for out in stream` gives its
     RequestOutputs, one per step that gave it tokens, the last one finished.
@@ -107,6 +115,13 @@ class AsyncEngine:
         finally:
             request.abort()
 
+    async def prompt_logprobs(self, prompt_token_ids, k=0):
+        """Engine.prompt_logprobs, run on the engine thread between two steps (the requests running wait
+        meanwhile: a pass over the prompt)."""
+        call = _Call(asyncio.get_running_loop(), lambda: self.engine.prompt_logprobs(prompt_token_ids, k))
+        self._post(("call", call))
+        return await call.done
+
     def stats(self):
         return dict(self._stats)
 
@@ -131,7 +146,7 @@ class AsyncEngine:
                 self._commands.append(command)
                 self._wake.set()
                 return
-        if command[0] == "add":
+        if command[0] != "abort":  # an abort of a request the ended thread already failed needs nothing
             raise ended
 
     # ---- the engine thread ----
@@ -165,6 +180,8 @@ class AsyncEngine:
             changed = True
             if kind == "add":
                 self._add(stream, *rest)
+            elif kind == "call":
+                self._call_between_steps(stream)
             elif stream.request_id is not None and self._streams.pop(stream.request_id, None) is not None:
                 self.engine.abort(stream.request_id)
         if changed:
@@ -181,6 +198,13 @@ class AsyncEngine:
         stream.request_id = rid
         self._streams[rid] = stream
         _call(stream.loop, _settle, stream.added, rid)
+
+    def _call_between_steps(self, call):
+        try:
+            result, exc = call.fn(), None
+        except Exception as e:  # the caller's to handle (a bad argument, memory)
+            result, exc = None, e
+        _call(call.loop, _settle, call.done, result, exc)
 
     def _deliver(self, outputs):
         by_loop = collections.defaultdict(list)
@@ -204,8 +228,8 @@ class AsyncEngine:
         self._streams.clear()
         while self._commands:
             kind, stream, *_ = self._commands.popleft()
-            if kind == "add":
-                _call(stream.loop, _settle, stream.added, None, exc)
+            if kind in ("add", "call"):
+                _call(stream.loop, _settle, stream.added if kind == "add" else stream.done, None, exc)
 
 
 def _call(loop, fn, *args):

@@ -104,12 +104,27 @@ def _sampling(params, vocab, what):
     return s[0]
 
 
+def _most_likely(row, k):
+    """The ids of the k largest logits of row, largest first, the lower id first among equals (a full sort's
+    order, from a partition: a 150k vocabulary is not sorted for 20 entries)."""
+    if k == 0:
+        return ()
+    k = min(k, row.size)
+    cut = row[np.argpartition(-row, k - 1)[:k]].min()
+    above = np.flatnonzero(row > cut)
+    ids = np.concatenate([above, np.flatnonzero(row == cut)[:k - above.size]])
+    return ids[np.lexsort((ids, -row[ids]))]
+
+
 def _top_logprobs(row, token, k):
     """TokenLogprob of `token` under logits `row` (log-softmax), with the k most likely."""
     m = float(row.max())
     lse = m + float(np.log(np.exp(row - m, dtype=np.float64).sum()))
-    top = np.argsort(-row, kind="stable")[:k] if k else []
-    return TokenLogprob(int(token), float(row[token]) - lse, tuple((int(t), float(row[t]) - lse) for t in top))
+    return TokenLogprob(int(token), float(row[token]) - lse,
+                        tuple((int(t), float(row[t]) - lse) for t in _most_likely(row, k)))
+
+
+_SCORE_CHUNK = 32  # prompt tokens a scoring step feeds: [32, V] logits at a time (19 MiB for a 150k vocabulary)
 
 
 def _destroy(engine, adapter, model):
@@ -191,6 +206,7 @@ class Engine:
             _destroy(ffi.NULL, adapter, model)
             check(st)
         self._e = e[0]
+        self._model, self._kv_dtype_code = model, ap.cache.kv_dtype
         self._close = weakref.finalize(self, _destroy, self._e, adapter, model)
         self.max_model_len = int(p.max_model_len)
         self.max_num_seqs = int(p.max_num_seqs)
@@ -224,15 +240,7 @@ class Engine:
         request alone would not fit the KV pools, QueueFull when every request
         slot is held."""
         e = self._handle()
-        try:
-            ids = np.asarray(prompt_token_ids)
-        except Exception:
-            raise invalid("prompt_token_ids: not a list of token ids") from None
-        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
-            raise invalid("prompt_token_ids: a non-empty 1-D list of integer token ids is expected")
-        if ids.min() < 0 or ids.max() >= self.vocab_size:
-            raise invalid(f"prompt_token_ids: ids must lie in [0, {self.vocab_size})")
-        ids = np.ascontiguousarray(ids, dtype=np.int32)
+        ids = self._prompt_ids(prompt_token_ids)
         rid = next(self._ids)
         r = ffi.new("kvc_engine_request *", lib.kvc_engine_request_default())
         r.id = rid
@@ -253,6 +261,52 @@ class Engine:
             raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         self._live[rid] = _Live(params, int(ids.size))
         return rid
+
+    def _prompt_ids(self, prompt_token_ids):
+        try:
+            ids = np.asarray(prompt_token_ids)
+        except Exception:
+            raise invalid("prompt_token_ids: not a list of token ids") from None
+        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+            raise invalid("prompt_token_ids: a non-empty 1-D list of integer token ids is expected")
+        if ids.min() < 0 or ids.max() >= self.vocab_size:
+            raise invalid(f"prompt_token_ids: ids must lie in [0, {self.vocab_size})")
+        return np.ascontiguousarray(ids, dtype=np.int32)
+
+    def prompt_logprobs(self, prompt_token_ids, k=0):
+        """What the model gives each token of a prompt after the tokens before it (vLLM's prompt_logprobs; an
+        OpenAI completions request with echo and logprobs): [None] for the first token, which has no context,
+        then a TokenLogprob per later token with the k (0..20) most likely in its place. Computed by a pass of
+        its own over the prompt (a runner over the engine's model: contiguous caches in the engine's KV dtype,
+        32 tokens a step), between the engine's steps; the engine's requests and caches are not touched."""
+        self._handle()  # the model lives as long as the engine
+        ids = self._prompt_ids(prompt_token_ids)
+        if not 0 <= int64(k, "k") <= _MAX_LOGPROBS:
+            raise invalid(f"prompt_logprobs: k {k} is outside [0, {_MAX_LOGPROBS}]")
+        if ids.size > self.max_model_len:
+            raise invalid(f"prompt_token_ids: {ids.size} tokens exceed max_model_len {self.max_model_len}")
+        out = [None]
+        if ids.size == 1:
+            return out
+        chunk = min(_SCORE_CHUNK, int(ids.size))
+        p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
+        p.mode = lib.KVC_RUNNER_CONTIGUOUS
+        p.max_new_tokens = 1
+        p.max_seq_len = ids.size
+        p.max_positions = max(self.max_model_len, chunk + 1)
+        p.cache.kv_dtype = self._kv_dtype_code
+        r = ffi.new("kvc_runner **")
+        check(lib.kvc_runner_create(self._model, p, 1, chunk, r))
+        try:
+            logits = np.empty((chunk, self.vocab_size), dtype=np.float32)
+            buf = ffi.from_buffer("float[]", logits, require_writable=True)
+            for first in range(0, ids.size - 1, chunk):  # the last token predicts nothing asked for
+                q = min(chunk, ids.size - 1 - first)
+                check(lib.kvc_runner_score_chunk(r[0], ffi.from_buffer("int32_t[]", ids[first:]), first, q, buf))
+                out += [_top_logprobs(logits[i], ids[first + i + 1], k) for i in range(q)]
+        finally:
+            lib.kvc_runner_destroy(r[0])
+        return out
 
     def abort(self, request_id):
         """Drops a request (waiting, running or finished): its KV blocks and

@@ -326,3 +326,44 @@ def test_add_special_tokens_as_vllm_defaults_it(tmp_path):
         body = {"model": "test", **chat, "max_tokens": 3, "temperature": 0}
         assert httpx.post(url + "/v1/chat/completions", json={**body, "echo": True}).json()["choices"] == \
             httpx.post(url + "/v1/chat/completions", json=body).json()["choices"]
+
+
+def test_echo_with_logprobs_scores_the_prompt(server):
+    """lm-evaluation-harness's loglikelihood request (local-completions: echo, logprobs 1, max_tokens 1, reading
+    token_logprobs[ctxlen:-1]) and vLLM's echo without generation (max_tokens 0): the prompt's tokens come with
+    their log-probabilities, the first one null (no context); they were refused (400). A prompt made of a
+    greedy continuation's ids scores each continued token as the generation gave it."""
+    url, _ = server
+    gen = post(url, "/v1/completions", {**GREEDY, "prompt": "The quick brown", "max_tokens": 5, "logprobs": 2,
+                                        "return_tokens_as_token_ids": True, "return_token_ids": True})["choices"][0]
+    prompt_ids, out_ids = gen["prompt_token_ids"], gen["token_ids"]
+    for max_tokens in (0, 1):
+        body = {**GREEDY, "prompt": prompt_ids + out_ids, "echo": True, "logprobs": 2, "max_tokens": max_tokens,
+                "return_tokens_as_token_ids": True}
+        c = post(url, "/v1/completions", body)["choices"][0]
+        lp, n = c["logprobs"], len(prompt_ids) + len(out_ids)
+        assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["text_offset"]) == n + max_tokens
+        assert lp["tokens"][:n] == [f"token_id:{t}" for t in prompt_ids + out_ids]
+        assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+        assert all(v <= 0 for v in lp["token_logprobs"][1:]) and lp["text_offset"] == sorted(lp["text_offset"])
+        got = lp["token_logprobs"][len(prompt_ids):n]
+        assert got == pytest.approx(gen["logprobs"]["token_logprobs"], abs=1e-4)
+        for scored, generated in zip(lp["top_logprobs"][len(prompt_ids):n], gen["logprobs"]["top_logprobs"]):
+            assert scored.keys() == generated.keys()
+            assert list(scored.values()) == pytest.approx(list(generated.values()), abs=1e-4)
+        assert c["finish_reason"] == "length" and c["text"].startswith("The quick brown" + gen["text"])
+    # streamed: the prompt's entries come in the first chunk, before the output's
+    with httpx.stream("POST", url + "/v1/completions", json={**body, "max_tokens": 2, "stream": True},
+                      timeout=60) as r:
+        events = sse_events(list(r.iter_lines()))
+    tokens = [t for e in events for c in e["choices"] for t in c["logprobs"]["tokens"]]
+    assert tokens[:n] == [f"token_id:{t}" for t in prompt_ids + out_ids] and len(tokens) == n + 2
+    assert events[0]["choices"][0]["logprobs"]["token_logprobs"][0] is None
+    # text prompts, as lm-eval sends them: the text echoed, offsets into it
+    c = post(url, "/v1/completions", {**GREEDY, "prompt": "The quick brown", "echo": True, "logprobs": 1,
+                                      "max_tokens": 1})["choices"][0]
+    lp = c["logprobs"]
+    assert c["text"].startswith("The quick brown") and lp["text_offset"][0] == 0
+    assert "".join(lp["tokens"]) == c["text"]
+    r = httpx.post(url + "/v1/completions", json={**GREEDY, "prompt": "hi", "echo": True, "max_tokens": 0}).json()
+    assert r["choices"][0]["text"] == "hi" and r["usage"]["completion_tokens"] == 0

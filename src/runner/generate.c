@@ -26,7 +26,7 @@ static int32_t argmax(const float *v, int64_t n) {
  * from position first[b] (NULL: 0 each), built into the runner's arrays by
  * the batch layer's row builder, plus the paged keys (static table, linear
  * slots; the slots themselves are filled by the caller). */
-static kvc_status fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q) {
+kvc_status kvci_runner_fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q) {
     kvc_step_rows rs = {.max_rows = r->batch,
                         .max_tokens = r->max_tokens,
                         .positions = r->positions,
@@ -83,13 +83,13 @@ static kvc_status recompute_step(kvc_runner *r, int64_t n, float *logits_out, in
         memcpy(r->ids + t, r->hist + b * r->S, (size_t)r->seq_len[b] * sizeof(int32_t));
         t += r->seq_len[b];
     }
-    kvc_status st = fill_md(r, n, true, NULL, r->seq_len);
+    kvc_status st = kvci_runner_fill_md(r, n, true, NULL, r->seq_len);
     return st != KVC_OK ? st : step(r, n, logits_out, next);
 }
 
 static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens, int64_t n, float *logits_out,
                           int32_t *next) {
-    kvc_status st = fill_md(r, n, true, NULL, lens);
+    kvc_status st = kvci_runner_fill_md(r, n, true, NULL, lens);
     if (st != KVC_OK) return st;
     memcpy(r->ids, ids, (size_t)r->md.n_tokens * sizeof(int32_t));
     if (r->caches.kind == KVC_MCACHE_PAGED) {
@@ -102,7 +102,7 @@ static kvc_status prefill(kvc_runner *r, const int32_t *ids, const int64_t *lens
 
 static kvc_status decode(kvc_runner *r, const int32_t *last /* [n] */, int64_t n, float *logits_out, int32_t *next) {
     /* one token per row at kv_pos = tokens cached before this step */
-    kvc_status st = fill_md(r, n, false, r->seq_len, NULL);
+    kvc_status st = kvci_runner_fill_md(r, n, false, r->seq_len, NULL);
     if (st != KVC_OK) return st;
     memcpy(r->ids, last, (size_t)n * sizeof(int32_t));
     if (r->caches.kind == KVC_MCACHE_PAGED) {

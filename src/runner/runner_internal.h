@@ -29,6 +29,10 @@ struct kvc_runner {
     kvc_step_metadata md;
 };
 
+/* The metadata of a step of n rows, row b holding q[b] tokens (NULL: 1 each) from position first[b]
+ * (NULL: 0 each), into the runner's arrays (generate.c). */
+kvc_status kvci_runner_fill_md(kvc_runner *r, int64_t n, bool prefill, const int64_t *first, const int64_t *q);
+
 /* kvc_runner_compare_dtype between two models of one config: the reference runs `ref` with f32
  * caches, the compared runs `m` with `dtype` caches (m == ref: kvc_runner_compare_dtype). */
 kvc_status kvci_runner_compare_models(const kvc_model *ref, const kvc_model *m, const kvc_runner_params *p,

@@ -22,7 +22,7 @@ from .. import __version__
 from ..async_engine import AsyncEngine
 from ..chat_template import TemplateError
 from ..detokenize import TextPlace, TextStream, prompt_text
-from ..engine import SamplingParams
+from ..engine import SamplingParams, TokenLogprob
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
@@ -255,9 +255,17 @@ class Server:
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
                   for prompt, p in zip(prompts, params) for j in range(gen.n)]
+        if what == "prompt" and gen.echo and gen.logprobs is not None:  # completions: once per prompt
+            for prompt in prompts:
+                prompt.logprobs = await self._prompt_logprobs(prompt.ids, gen.logprobs)
+
+        async def queued(prompt, p):
+            if p.max_tokens == 0:
+                return choices.NothingToGenerate(len(prompt.ids))
+            return await self.engine.add_request(prompt.ids, p, priority=gen.priority, cache_salt=salt)
+
         # every choice queued at once (one wait for the engine thread, not one per choice)
-        added = await asyncio.gather(*(self.engine.add_request(prompt.ids, p, priority=gen.priority, cache_salt=salt)
-                                       for prompt, p in wanted), return_exceptions=True)
+        added = await asyncio.gather(*(queued(prompt, p) for prompt, p in wanted), return_exceptions=True)
         refused = [a for a in added if isinstance(a, BaseException)]
         if refused:  # none of the choices runs
             for a in added:
@@ -278,6 +286,18 @@ class Server:
             reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
+
+    async def _prompt_logprobs(self, ids, k):
+        """The TokenLogprobs of a prompt's tokens (the first one's logprob and top None: it has no context)."""
+        try:
+            lps = await self.engine.prompt_logprobs(ids, k)
+        except (InvalidArgument, OutOfMemory) as exc:
+            raise bad(exc.message) from None
+        except RuntimeError as exc:
+            if self.engine.alive:
+                raise
+            raise ApiError(503, str(exc), type="server_error", code="engine_dead") from None
+        return [TokenLogprob(ids[0], None, None)] + lps[1:]
 
     async def _finish(self, request, reqs, collect):
         """The non-streamed answer: collect() unless the client leaves first, or this handler is cancelled
@@ -322,12 +342,19 @@ class Server:
     def _completion_logprobs(self, lps, place, gen):
         """The legacy logprobs object; each top_logprobs entry holds the sampled token beside the `logprobs`
         most likely ones (so up to logprobs + 1 entries, as OpenAI documents and vLLM does). place: the choice's
-        TextPlace, moved past lps (a token inside a character is at that character's offset)."""
+        TextPlace, moved past lps (a token inside a character is at that character's offset). An echoed prompt's
+        first token has no log-probability: null in token_logprobs and top_logprobs, as OpenAI and vLLM give it."""
         name = self._token_name(gen) if gen.tokens_as_ids else self._token_key
         offsets = [place.advance(self._token_bytes(lp.token_id)) for lp in lps]
         return {"tokens": [name(lp.token_id) for lp in lps], "token_logprobs": [lp.logprob for lp in lps],
-                "top_logprobs": [{**{name(t): v for t, v in lp.top}, name(lp.token_id): lp.logprob} for lp in lps],
+                "top_logprobs": [None if lp.top is None else {**{name(t): v for t, v in lp.top},
+                                                              name(lp.token_id): lp.logprob} for lp in lps],
                 "text_offset": offsets}
+
+    def _echo_place(self, gen, req, echo):
+        """Where a choice's offsets start: after its echo, or at 0 when the echo's own tokens come with
+        logprobs (their offsets then run through the prompt into the output)."""
+        return TextPlace(0) if req.prompt.logprobs else TextPlace(len(echo), req.text.lent)
 
     @functools.lru_cache(maxsize=4096)
     def _token_text(self, token_id):
@@ -373,12 +400,13 @@ class Server:
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     prompt_ids = {}
+                    lps = lps or []
                     if places[i] is None:
                         echo = self._echo(gen, reqs[i])
-                        delta, places[i] = echo + delta, TextPlace(len(echo), reqs[i].text.lent)
+                        delta, places[i] = echo + delta, self._echo_place(gen, reqs[i], echo)
                         prompt_ids = _ids(gen, prompt_token_ids=reqs[i].prompt.ids)
-                    logprobs = self._completion_logprobs(lps or [], places[i], gen) if gen.logprobs is not None \
-                        else None
+                        lps = reqs[i].prompt.logprobs + lps
+                    logprobs = self._completion_logprobs(lps, places[i], gen) if gen.logprobs is not None else None
                     yield _sse(chunk([{"index": i, "text": delta, "logprobs": logprobs, **reqs[i].ending(reason),
                                        **prompt_ids, **_ids(gen, token_ids=ids)}]))
                 if gen.include_usage:
@@ -386,13 +414,15 @@ class Server:
 
             return _EventStream(_events_or_error(sse()))
 
-        async def collect():  # logprobs come without echo (refused together): their offsets start at 0
+        async def collect():
             texts, lps, ids = await choices.whole(reqs)
-            return chunk([{"index": i, "text": self._echo(gen, req) + text,
-                           "logprobs": self._completion_logprobs(lp, TextPlace(0, req.text.lent), gen)
+            echoes = [self._echo(gen, req) for req in reqs]
+            return chunk([{"index": i, "text": echo + text,
+                           "logprobs": self._completion_logprobs(req.prompt.logprobs + lp,
+                                                                 self._echo_place(gen, req, echo), gen)
                            if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t)}
-                          for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))], choices.usage(reqs, self.prompt_tokens_details))
+                          for i, (req, echo, text, lp, t) in enumerate(zip(reqs, echoes, texts, lps, ids))], choices.usage(reqs, self.prompt_tokens_details))
 
         return await self._finish(request, reqs, collect)
 

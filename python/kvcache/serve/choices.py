@@ -4,6 +4,8 @@ events, and their usage together."""
 import asyncio
 import time
 
+from ..engine import RequestOutput
+
 
 class Choice:
     """One generation (one choice): its engine stream, text, counts and latencies."""
@@ -54,10 +56,26 @@ class Choice:
 
 
 class Prompt:
-    """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids)."""
+    """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids);
+    logprobs: with echo and logprobs, a TokenLogprob per token (the first's logprob and top None: no context)."""
 
     def __init__(self, ids, text=None):
         self.ids, self.text = ids, text
+        self.logprobs = []
+
+
+class NothingToGenerate:
+    """The stream of a choice that asks for no tokens (completions' max_tokens 0 with echo): it ends at once,
+    with finish_reason "length", without an engine request."""
+
+    def __init__(self, n_prompt):
+        self.n_prompt = n_prompt
+
+    def abort(self):
+        pass
+
+    async def __aiter__(self):
+        yield RequestOutput(-1, [], "length", None, self.n_prompt, 0)
 
 
 async def merged(reqs):

@@ -167,7 +167,7 @@ def _unsupported(body, n):
         raise bad("tool_choice: only \"auto\" and \"none\" are supported (a call cannot be forced)", "tool_choice")
 
 
-def _common(body, vocab_size, max_tokens_names, logprobs):
+def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     model = _model(body)
     n = _int(body, "n", 1, 1, MAX_CHOICES)
     _unsupported(body, n)
@@ -177,7 +177,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs):
         raise bad("stream_options must be an object, and only with stream: true", "stream_options")
     max_tokens = None
     for name in max_tokens_names:
-        max_tokens = _int(body, name, max_tokens, 1, 2**31 - 1)
+        max_tokens = _int(body, name, max_tokens, least_tokens, 2**31 - 1)
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(_is_int(t) and 0 <= t < vocab_size for t in stop_ids):
         raise bad(f"stop_token_ids must be a list of token ids in [0, {vocab_size})", "stop_token_ids")
@@ -220,7 +220,7 @@ def completion_request(body, vocab_size):
         raise bad("the request body must be a JSON object")
     prompts = _prompts(body.get("prompt"), vocab_size)
     logprobs = _int(body, "logprobs", None, 0, MAX_LOGPROBS)
-    gen = _common(body, vocab_size, ("max_tokens",), logprobs)
+    gen = _common(body, vocab_size, ("max_tokens",), logprobs, least_tokens=0)
     if len(prompts) * gen.n > MAX_CHOICES:
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
@@ -228,8 +228,9 @@ def completion_request(body, vocab_size):
     if _bool(body, "continue_final_message"):
         raise bad("continue_final_message is for chat (a completion's prompt is continued as it is)",
                   "continue_final_message")
-    if gen.echo and logprobs is not None:
-        raise bad("echo with logprobs is not supported (no log-probabilities of prompt tokens)", "echo")
+    if gen.max_tokens == 0 and not gen.echo:
+        raise bad("max_tokens 0 asks for nothing: it is taken only with echo (the prompt, scored with logprobs)",
+                  "max_tokens")
     if gen.max_tokens is None:
         gen.max_tokens = 16  # the OpenAI default of completions
     return gen, prompts
