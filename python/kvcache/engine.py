@@ -50,10 +50,12 @@ class SamplingParams:
 @dataclasses.dataclass(frozen=True)
 class TokenLogprob:
     """A sampled token, its log-probability and the top alternatives
-    [(token id, log-probability)], most likely first."""
+    [(token id, log-probability)], most likely first; rank: 1 + the number
+    of tokens more likely than it (vLLM's rank)."""
     token_id: int
     logprob: float
     top: tuple
+    rank: int = None
 
 
 @dataclasses.dataclass
@@ -121,7 +123,8 @@ def _top_logprobs(row, token, k):
     m = float(row.max())
     lse = m + float(np.log(np.exp(row - m, dtype=np.float64).sum()))
     return TokenLogprob(int(token), float(row[token]) - lse,
-                        tuple((int(t), float(row[t]) - lse) for t in _most_likely(row, k)))
+                        tuple((int(t), float(row[t]) - lse) for t in _most_likely(row, k)),
+                        int(np.count_nonzero(row > row[token])) + 1)
 
 
 _SCORE_CHUNK = 32  # prompt tokens a scoring step feeds: [32, V] logits at a time (19 MiB for a 150k vocabulary)

@@ -315,7 +315,7 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     for field, value in (("suffix", "x"), ("min_p", 0.1), ("repetition_penalty", 1.2), ("min_tokens", 3),
                          ("response_format", {"type": "json_object"}), ("tool_choice", "required"),
                          ("guided_json", {"type": "object"}), ("continue_final_message", True),  # chat's only
-                         ("prompt_logprobs", 1), ("prompt_logprobs", 0), ("use_beam_search", True), ("allowed_token_ids", [1]),
+                         ("use_beam_search", True), ("allowed_token_ids", [1]),
                          ("truncate_prompt_tokens", 5), ("chat_template", "{{ messages }}")):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}

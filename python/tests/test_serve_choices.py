@@ -367,3 +367,41 @@ def test_echo_with_logprobs_scores_the_prompt(server):
     assert "".join(lp["tokens"]) == c["text"]
     r = httpx.post(url + "/v1/completions", json={**GREEDY, "prompt": "hi", "echo": True, "max_tokens": 0}).json()
     assert r["choices"][0]["text"] == "hi" and r["usage"]["completion_tokens"] == 0
+
+
+def test_prompt_logprobs_as_vllm_gives_them(server):
+    """vLLM's prompt_logprobs (mirrors its entrypoint tests test_prompt_logprobs_completion / _chat): null unless
+    asked; else per prompt, null for the first token, then a dict by token id holding the prompt's token and the
+    k most likely, each with logprob, rank and decoded_token; negative values and streams refused (was 400)."""
+    url, _ = server
+    body = {**GREEDY, "prompt": ["A robot may not injure", "My name is"], "max_tokens": 2}
+    assert [c["prompt_logprobs"] for c in post(url, "/v1/completions", body)["choices"]] == [None, None]
+    for k in (0, 1, 5):
+        got = post(url, "/v1/completions", {**body, "prompt_logprobs": k, "return_token_ids": True})["choices"]
+        echo = post(url, "/v1/completions", {**body, "echo": True, "logprobs": 0, "max_tokens": 0})["choices"]
+        for c, e in zip(got, echo):
+            ids, lps = c["prompt_token_ids"], c["prompt_logprobs"]
+            assert len(lps) == len(ids) and lps[0] is None
+            for t, entry, scored in zip(ids[1:], lps[1:], e["logprobs"]["token_logprobs"][1:]):
+                assert str(t) in entry and len(entry) <= k + 1
+                assert entry[str(t)]["logprob"] == pytest.approx(scored, abs=1e-9)
+                for v in entry.values():  # a rank counts the tokens more likely: at least those listed
+                    above = sum(u["logprob"] > v["logprob"] for u in entry.values())
+                    assert v["logprob"] <= 0 and isinstance(v["decoded_token"], str) and v["rank"] >= 1 + above
+                    assert k == 0 or v is entry[str(t)] or v["rank"] == 1 + above  # the k best: exactly
+    # vLLM's test_comparison_with_prompt_logprobs_and_logprobs: echo's tokens are the prompt's and the output's
+    c = post(url, "/v1/completions", {**GREEDY, "prompt": "Hello, world! How are you today?", "max_tokens": 6,
+                                      "echo": True, "logprobs": 1, "prompt_logprobs": 1, "return_token_ids": True,
+                                      "return_tokens_as_token_ids": True})["choices"][0]
+    assert len(c["prompt_logprobs"]) == len(c["prompt_token_ids"]) and c["prompt_logprobs"][0] is None
+    assert [int(t.removeprefix("token_id:")) for t in c["logprobs"]["tokens"]] == \
+        c["prompt_token_ids"] + c["token_ids"]
+    for bad in (-1, 21, "1"):
+        r = httpx.post(url + "/v1/completions", json={**body, "prompt_logprobs": bad})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "prompt_logprobs"
+    r = httpx.post(url + "/v1/completions", json={**body, "prompt_logprobs": 1, "stream": True})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prompt_logprobs"
+    chat = {**GREEDY, "messages": [{"role": "user", "content": "Beijing and Shanghai"}], "max_tokens": 2}
+    assert post(url, "/v1/chat/completions", chat)["prompt_logprobs"] is None
+    lps = post(url, "/v1/chat/completions", {**chat, "prompt_logprobs": 1})["prompt_logprobs"]
+    assert lps[0] is None and len(lps) > 1 and all(1 <= len(e) <= 2 for e in lps[1:])

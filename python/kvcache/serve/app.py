@@ -255,9 +255,14 @@ class Server:
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
                   for prompt, p in zip(prompts, params) for j in range(gen.n)]
-        if what == "prompt" and gen.echo and gen.logprobs is not None:  # completions: once per prompt
+        echoed = gen.logprobs if what == "prompt" and gen.echo else None  # completions' echo with logprobs
+        if echoed is not None or gen.prompt_logprobs is not None:  # once per prompt, for both uses
+            k = max(k for k in (echoed, gen.prompt_logprobs) if k is not None)
             for prompt in prompts:
-                prompt.logprobs = await self._prompt_logprobs(prompt.ids, gen.logprobs)
+                prompt.scored = await self._prompt_logprobs(prompt.ids, k)
+                if echoed is not None:
+                    prompt.logprobs = [dataclasses.replace(lp, top=lp.top if lp.top is None else lp.top[:echoed])
+                                       for lp in prompt.scored]
 
         async def queued(prompt, p):
             if p.max_tokens == 0:
@@ -351,6 +356,21 @@ class Server:
                                                               name(lp.token_id): lp.logprob} for lp in lps],
                 "text_offset": offsets}
 
+    def _prompt_logprobs_field(self, gen, prompt):
+        """vLLM's prompt_logprobs of a prompt: None unless asked; else null for the first token, then per token a
+        dict by token id of the token itself and the prompt_logprobs most likely, each with its logprob, rank
+        (1 + the tokens more likely) and decoded_token."""
+        if gen.prompt_logprobs is None:
+            return None
+        name, out = self._token_name(gen), [None]
+        for lp in prompt.scored[1:]:
+            top = lp.top[:gen.prompt_logprobs]
+            entry = {str(t): {"logprob": v, "rank": 1 + next(i for i, (_, u) in enumerate(top) if u == v),
+                              "decoded_token": name(t)} for t, v in top}
+            entry[str(lp.token_id)] = {"logprob": lp.logprob, "rank": lp.rank, "decoded_token": name(lp.token_id)}
+            out.append(entry)
+        return out
+
     def _echo_place(self, gen, req, echo):
         """Where a choice's offsets start: after its echo, or at 0 when the echo's own tokens come with
         logprobs (their offsets then run through the prompt into the output)."""
@@ -421,7 +441,8 @@ class Server:
                            "logprobs": self._completion_logprobs(req.prompt.logprobs + lp,
                                                                  self._echo_place(gen, req, echo), gen)
                            if gen.logprobs is not None else None,
-                           **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t)}
+                           **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t),
+                           "prompt_logprobs": self._prompt_logprobs_field(gen, req.prompt)}
                           for i, (req, echo, text, lp, t) in enumerate(zip(reqs, echoes, texts, lps, ids))], choices.usage(reqs, self.prompt_tokens_details))
 
         return await self._finish(request, reqs, collect)
@@ -487,7 +508,9 @@ class Server:
                        **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
             return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs, self.prompt_tokens_details),
-                                                              **_ids(gen, prompt_token_ids=reqs[0].prompt.ids))
+                                                              **_ids(gen, prompt_token_ids=reqs[0].prompt.ids),
+                                                              prompt_logprobs=self._prompt_logprobs_field(
+                                                                  gen, reqs[0].prompt))
 
         return await self._finish(request, reqs, collect)
 

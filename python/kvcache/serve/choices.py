@@ -57,11 +57,12 @@ class Choice:
 
 class Prompt:
     """One prompt of a request: its token ids and, for completions, its text as given (None: decode the ids);
-    logprobs: with echo and logprobs, a TokenLogprob per token (the first's logprob and top None: no context)."""
+    scored: with echo and logprobs or with prompt_logprobs, a TokenLogprob per token (the first's logprob and top
+    None: no context); logprobs: those an echo shows (their top cut to the request's logprobs), else none."""
 
     def __init__(self, ids, text=None):
         self.ids, self.text = ids, text
-        self.logprobs = []
+        self.scored, self.logprobs = [], []
 
 
 class NothingToGenerate:

@@ -86,6 +86,7 @@ class Generation:
     include_stop: bool  # the stop string that ended the text kept at its end (vLLM's include_stop_str_in_output)
     echo: bool  # the prompt's text before each choice's (chat: a final assistant message's, vLLM's)
     add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
+    prompt_logprobs: int = None  # vLLM's: None, or the alternatives per prompt token in each prompt_logprobs entry
 
 
 def _is_int(v):
@@ -154,7 +155,7 @@ def _unsupported(body, n):
     if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
         raise bad("min_tokens is not supported (only 0)", "min_tokens")
     for name in ("suffix", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                 "structured_outputs", "prompt_logprobs", "allowed_token_ids", "bad_words", "logits_processors",
+                 "structured_outputs", "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
@@ -185,6 +186,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
     top_k = _int(body, "top_k", 0, -1, vocab_size)
+    prompt_logprobs = _int(body, "prompt_logprobs", None, 0, MAX_LOGPROBS)
+    if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
+        raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
                       continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
@@ -195,7 +199,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       tokens_as_ids=_bool(body, "return_tokens_as_token_ids"),
                       token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
-                      include_stop=_bool(body, "include_stop_str_in_output"))
+                      include_stop=_bool(body, "include_stop_str_in_output"), prompt_logprobs=prompt_logprobs)
 
 
 def _one_prompt(prompt, vocab_size, what):
