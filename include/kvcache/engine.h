@@ -63,7 +63,7 @@ typedef struct kvc_sampling_params {
     int32_t top_k;     /* >= 0; 0 = all tokens */
     float top_p;       /* (0, 1] */
     uint64_t seed;
-    /* appended in 0.1 (zero = off) */
+    /* added after the four above; zero = off */
     float min_p;                      /* [0, 1]; 0 = no cut */
     float presence_penalty;           /* [-2, 2] */
     float frequency_penalty;          /* [-2, 2] */
