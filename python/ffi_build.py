@@ -413,13 +413,35 @@ kvc_status kvc_runner_generate(kvc_runner *r, const int32_t *ids, const int64_t 
 kvc_status kvc_runner_score_chunk(kvc_runner *r, const int32_t *ids, int64_t first, int64_t q, float *logits);
 
 /* ---- engine.h ---- */
+typedef struct kvc_logit_bias {
+    int32_t token;
+    float bias;
+} kvc_logit_bias;
+#define KVC_SAMPLING_MAX_LOGIT_BIAS ...
+#define KVC_SAMPLING_MAX_STOP_IDS ...
 typedef struct kvc_sampling_params {
     float temperature;
     int32_t top_k;
     float top_p;
     uint64_t seed;
+    float min_p;
+    float presence_penalty;
+    float frequency_penalty;
+    float repetition_penalty;
+    int64_t min_tokens;
+    const int32_t *min_tokens_ids;
+    int32_t n_min_tokens_ids;
+    int32_t n_logit_bias;
+    const kvc_logit_bias *logit_bias;
     ...;
 } kvc_sampling_params;
+kvc_sampling_params kvc_sampling_default_params(void);
+double kvc_sample_uniform(uint64_t seed, uint64_t k);
+typedef struct kvc_sampler kvc_sampler;
+kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
+void kvc_sampler_destroy(kvc_sampler *s);
+kvc_status kvc_sampler_sample_tokens(kvc_sampler *s, const float *logits, const kvc_sampling_params *p,
+                                     const int32_t *tokens, int64_t n_prompt, int64_t n_tokens, int32_t *token_out);
 typedef struct kvc_engine_model kvc_engine_model;
 typedef enum kvc_engine_plan { KVC_ENGINE_PLAN_OFFLINE, KVC_ENGINE_PLAN_BUDGET, ... } kvc_engine_plan;
 typedef enum kvc_engine_scheduler { KVC_ENGINE_SCHED_BUDGET, KVC_ENGINE_SCHED_PREFILL_ALONE, ... } kvc_engine_scheduler;

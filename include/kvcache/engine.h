@@ -6,7 +6,7 @@
  * kvc_manager_allocate_slots with the reserved-decode-tokens rule,
  * preemption by recomputation when the pool runs short, release of finished
  * requests' blocks, per-request latency accounting, and a sampler (greedy,
- * temperature / top-k / top-p). The earlier prefill-alone scheduler (whole
+ * temperature / top-k / top-p / min-p, logit bias, penalties, min_tokens). The earlier prefill-alone scheduler (whole
  * prompts in steps of their own) stays as an option. A model that declares
  * no cache info runs on the self-managed path: legacy contiguous caches
  * [max_num_seqs, max_model_len, *unit] with an explicit cache row per
@@ -31,24 +31,54 @@ extern "C" {
 
 /* ---- sampler ---------------------------------------------------------------- */
 
-/* temperature 0 is greedy (argmax, lowest index on ties). Otherwise the
- * logits are divided by the temperature, cut to the top_k most likely tokens
- * (0 = no cut), then to the smallest most-likely-first prefix whose
- * probability reaches top_p (1 = no cut; at least one token is kept), and one
- * token is drawn from what is left. Ties in the ordering go to the lower
- * token id. The draw for a request's k-th generated token depends only on
- * (seed, k) (a counter-based generator), so a request samples the same tokens
- * whatever batch it runs in and however often it is preempted. */
+/* One logit_bias entry: bias is added to token's logit. */
+typedef struct kvc_logit_bias {
+    int32_t token; /* in [0, vocab) */
+    float bias;    /* [-100, 100] (OpenAI's range) */
+} kvc_logit_bias;
+
+#define KVC_SAMPLING_MAX_LOGIT_BIAS 300 /* entries of logit_bias per request */
+#define KVC_SAMPLING_MAX_STOP_IDS   64  /* min_tokens_ids per request */
+
+/* A request's logits go through these steps, in vLLM v1's order (docs/engine.md, "Sampling"):
+ *   1. while fewer than min_tokens tokens were generated, min_tokens_ids (and the engine request's
+ *      eos_id) are set to -inf;
+ *   2. logit_bias[i].bias is added to logit_bias[i].token's logit (ids repeated add up);
+ *   3. penalties: repetition_penalty r over every token of the prompt and of the output (a positive
+ *      logit divided by r, another multiplied by r), then frequency and presence over the output
+ *      only: logit -= frequency_penalty * count, then logit -= presence_penalty (count > 0);
+ *   4. temperature 0 is greedy: the argmax of these logits (lowest index on ties). Otherwise they
+ *      are divided by the temperature, tokens whose probability is below min_p times the largest
+ *      one are dropped, the rest cut to the top_k most likely (0 = no cut), then to the smallest
+ *      most-likely-first prefix whose probability reaches top_p (1 = no cut; at least one token is
+ *      kept), and one token is drawn from what is left. Ties in the ordering go to the lower id.
+ * Every field's zero value is neutral (repetition_penalty 0 reads as 1), so a zero-initialised
+ * struct with top_p 1 is greedy and callers written before the fields existed keep their behaviour.
+ * The draw for a request's k-th generated token depends only on (seed, k) (a counter-based
+ * generator) and the penalties only on the request's own tokens, so a request samples the same
+ * tokens whatever batch it runs in and however often it is preempted. logit_bias and
+ * min_tokens_ids belong to the caller: kvc_engine_add_request copies them. */
 typedef struct kvc_sampling_params {
     float temperature; /* >= 0; 0 = greedy */
     int32_t top_k;     /* >= 0; 0 = all tokens */
     float top_p;       /* (0, 1] */
     uint64_t seed;
+    /* added after the four above; zero = off */
+    float min_p;                      /* [0, 1]; 0 = no cut */
+    float presence_penalty;           /* [-2, 2] */
+    float frequency_penalty;          /* [-2, 2] */
+    float repetition_penalty;         /* [0, 2]; 0 or 1 = none */
+    int64_t min_tokens;               /* >= 0 */
+    const int32_t *min_tokens_ids;    /* [n_min_tokens_ids] stop tokens held back by min_tokens, in [0, vocab) */
+    int32_t n_min_tokens_ids;         /* 0 .. KVC_SAMPLING_MAX_STOP_IDS (0 with NULL) */
+    int32_t n_logit_bias;             /* 0 .. KVC_SAMPLING_MAX_LOGIT_BIAS (0 with NULL) */
+    const kvc_logit_bias *logit_bias; /* [n_logit_bias] */
 } kvc_sampling_params;
 
-/* Greedy: temperature 0, top_k 0, top_p 1, seed 0. */
+/* Greedy: temperature 0, top_k 0, top_p 1, seed 0, repetition_penalty 1, everything else 0 / NULL. */
 KVC_API kvc_sampling_params kvc_sampling_default_params(void);
-/* KVC_EINVAL naming the field when a value is out of range. */
+/* KVC_EINVAL naming the field when a value is out of range (token ids: only their sign, the
+ * vocabulary is checked where it is known: the sampler and kvc_engine_add_request). */
 KVC_API kvc_status kvc_sampling_params_check(const kvc_sampling_params *p);
 
 /* Argmax of logits[0..vocab), lowest index on ties (NaN never wins; 0 when
@@ -64,7 +94,15 @@ typedef struct kvc_sampler kvc_sampler;
 
 KVC_API kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out);
 KVC_API void kvc_sampler_destroy(kvc_sampler *s);
-/* Draws one token for draw counter k (the request's generated-token index). */
+/* Draws one token for a request whose tokens so far are tokens[0..n_tokens): its prompt
+ * [0, n_prompt), then its n_tokens - n_prompt generated ones (the draw counter k). The logits are
+ * not written (the steps above work on a copy). KVC_EINVAL for bad params or a token id outside
+ * the vocabulary. */
+KVC_API kvc_status kvc_sampler_sample_tokens(kvc_sampler *s, const float *logits /* [vocab] */,
+                                             const kvc_sampling_params *p, const int32_t *tokens /* [n_tokens] */,
+                                             int64_t n_prompt, int64_t n_tokens, int32_t *token_out);
+/* Draws one token for draw counter k (the request's generated-token index), for params without
+ * penalties (they need the tokens: KVC_EINVAL naming the field, use kvc_sampler_sample_tokens). */
 KVC_API kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
                                       uint64_t k, int32_t *token_out);
 

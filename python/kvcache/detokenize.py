@@ -40,8 +40,9 @@ class TextStream:
     last len(longest stop string) - 1 characters wait too, since a stop
     string may be starting there. finish() returns the rest. When a stop
     string appears, the text ends before it (after it with keep_stop),
-    `stopped` is set, and later ids are ignored. The deltas of add and
-    finish concatenate to `text`.
+    `stopped` is set, and later ids are ignored. Stop strings are looked for
+    from the min_tokens-th token on (as vLLM: one that ended before stays in
+    the text). The deltas of add and finish concatenate to `text`.
 
     Prompt ids that end inside a character (open_tail) lend their last
     tokens to the output: the text begins with theirs, the character whole
@@ -49,7 +50,7 @@ class TextStream:
     prompt_text(prompt) + text is the decode of prompt and output together.
     `lent` holds those tokens' bytes."""
 
-    def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False):
+    def __init__(self, tokenizer, prompt_ids, stop=(), skip_special_tokens=True, keep_stop=False, min_tokens=0):
         self._tok = tokenizer
         self._skip = skip_special_tokens
         held = open_tail(tokenizer, prompt_ids)
@@ -61,6 +62,7 @@ class TextStream:
         self._stop = tuple(s for s in stop if s)
         self._hold = max((len(s) for s in self._stop), default=1) - 1
         self._keep_stop = keep_stop
+        self._wait = min_tokens  # tokens still to come before a stop string counts
         self.text = ""  # the whole output text so far (stop string cut)
         self._sent = 0  # characters of text already returned
         self.stopped = None  # the stop string that ended the text
@@ -87,7 +89,8 @@ class TextStream:
             self._taken = max(self._taken, len(certain))
             if complete:
                 self._prefix, self._read, self._taken = self._read, len(self._ids), 0
-            if self._cut_at_stop(start):
+            self._wait -= 1
+            if self._wait <= 0 and self._cut_at_stop(start):
                 return False
         return True
 
@@ -118,7 +121,8 @@ class TextStream:
             tail = pending[self._taken:]
             start = max(0, len(self.text) - self._hold)
             self.text += tail
-            self._cut_at_stop(start)
+            if self._wait <= 0:
+                self._cut_at_stop(start)
         return self._take(len(self.text))
 
 

@@ -31,13 +31,24 @@ _MAX_LOGPROBS = 20
 
 @dataclasses.dataclass(frozen=True)
 class SamplingParams:
-    """How one request generates. temperature 0 is greedy; top_k 0 and
-    top_p 1 cut nothing; seed None draws a fresh seed (sampling then differs
-    between runs; greedy ignores it). Generation ends after max_tokens
-    tokens, at the model's length, or at one of stop_token_ids (that token is
-    the last of the output). logprobs: None, or the number k (0..20) of most
-    likely alternatives to report beside each sampled token's log-probability
-    (of the model's raw distribution, before temperature and cuts)."""
+    """How one request generates. temperature 0 is greedy; top_k 0, top_p 1
+    and min_p 0 cut nothing; seed None draws a fresh seed (sampling then
+    differs between runs; greedy ignores it). Generation ends after
+    max_tokens tokens, at the model's length, or at one of stop_token_ids
+    (that token is the last of the output). logprobs: None, or the number k
+    (0..20) of most likely alternatives to report beside each sampled token's
+    log-probability (of the model's raw distribution, before logit_bias, the
+    penalties, temperature and cuts: vLLM's default "raw_logprobs").
+
+    As vLLM's (docs/engine.md, "Sampling", gives the order): logit_bias
+    {token id: bias in [-100, 100]} (at most 300 entries) added to the
+    logits; presence_penalty and frequency_penalty in [-2, 2] over the
+    generated tokens (logit -= frequency x count + presence when count > 0);
+    repetition_penalty in (0, 2] over prompt and generated tokens (1 = none;
+    a positive logit divided by it, another multiplied); min_p in [0, 1]
+    (tokens below min_p x the best token's probability dropped, after the
+    temperature); min_tokens (<= max_tokens): stop_token_ids (at most 64
+    with it) are never sampled before that many tokens were generated."""
     max_tokens: int = 16
     temperature: float = 0.0
     top_p: float = 1.0
@@ -45,6 +56,12 @@ class SamplingParams:
     seed: int = None
     stop_token_ids: tuple = ()
     logprobs: int = None
+    min_p: float = 0.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    min_tokens: int = 0
+    logit_bias: dict = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +106,20 @@ def _checkpoint_kv_dtype(model_dir):
     return dtype_name(plan(model_dir)._handle.options.kv_dtype)
 
 
+def _logit_bias(bias, what):
+    """[(token id, bias)] of a {id: bias} mapping (or a sequence of pairs); ids and values checked by C."""
+    items = list(bias.items()) if isinstance(bias, dict) else list(bias)
+    if len(items) > lib.KVC_SAMPLING_MAX_LOGIT_BIAS:
+        raise invalid(f"{what}: logit_bias has {len(items)} entries, more than {lib.KVC_SAMPLING_MAX_LOGIT_BIAS}")
+    try:
+        return [(int32(t, "logit_bias token"), real(b, "logit_bias bias")) for t, b in items]
+    except (TypeError, ValueError):
+        raise invalid(f"{what}: logit_bias must map token ids to numbers") from None
+
+
 def _sampling(params, vocab, what):
+    """The C sampling params of a SamplingParams, and the arrays they point to (alive until the engine
+    has copied them: kvc_engine_add_request)."""
     if not isinstance(params, SamplingParams):
         raise invalid(f"{what}: a kvcache.SamplingParams is expected, not {type(params).__name__}")
     for t in params.stop_token_ids:
@@ -97,13 +127,34 @@ def _sampling(params, vocab, what):
             raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
     if params.logprobs is not None and not 0 <= int64(params.logprobs, "logprobs") <= _MAX_LOGPROBS:
         raise invalid(f"{what}: logprobs {params.logprobs} is outside [0, {_MAX_LOGPROBS}]")
-    s = ffi.new("kvc_sampling_params *")
+    s = ffi.new("kvc_sampling_params *", lib.kvc_sampling_default_params())
     s.temperature = real(params.temperature, "temperature")
     s.top_p = real(params.top_p, "top_p")
     s.top_k = int32(params.top_k, "top_k")
     seed = int.from_bytes(os.urandom(8), "little") if params.seed is None else int64(params.seed, "seed")
     s.seed = seed % 2**64
-    return s[0]
+    s.min_p = real(params.min_p, "min_p")
+    s.presence_penalty = real(params.presence_penalty, "presence_penalty")
+    s.frequency_penalty = real(params.frequency_penalty, "frequency_penalty")
+    s.repetition_penalty = real(params.repetition_penalty, "repetition_penalty")
+    if params.repetition_penalty == 0:  # C reads 0 as none; vLLM's range is (0, 2]
+        raise invalid(f"{what}: repetition_penalty 0 is outside (0, 2]")
+    s.min_tokens = int64(params.min_tokens, "min_tokens")
+    if s.min_tokens > int64(params.max_tokens, "max_tokens"):
+        raise invalid(f"{what}: min_tokens {s.min_tokens} is more than max_tokens {params.max_tokens}")
+    keep = []
+    stops = list(dict.fromkeys(params.stop_token_ids)) if s.min_tokens > 0 else []
+    if len(stops) > lib.KVC_SAMPLING_MAX_STOP_IDS:
+        raise invalid(f"{what}: min_tokens holds back at most {lib.KVC_SAMPLING_MAX_STOP_IDS} stop_token_ids, "
+                      f"{len(stops)} given")
+    if stops:
+        keep.append(ffi.new("int32_t[]", stops))
+        s.min_tokens_ids, s.n_min_tokens_ids = keep[-1], len(stops)
+    bias = _logit_bias(params.logit_bias, what) if params.logit_bias else []
+    if bias:
+        keep.append(ffi.new("kvc_logit_bias[]", bias))
+        s.logit_bias, s.n_logit_bias = keep[-1], len(bias)
+    return s[0], keep
 
 
 def _most_likely(row, k):
@@ -251,7 +302,7 @@ class Engine:
         r.n_prompt = ids.size
         r.max_new_tokens = int64(params.max_tokens, "max_tokens")
         r.priority = int32(priority, "priority")
-        r.sampling = _sampling(params, self.vocab_size, f"request {rid}")
+        r.sampling, keep_arrays = _sampling(params, self.vocab_size, f"request {rid}")
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:

@@ -5,6 +5,7 @@
 
 #include "base/internal.h"
 #include "dist/pd.h"
+#include "engine/logits_steps.h"
 
 static kvci_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
     kvci_pd_header h;
@@ -38,6 +39,12 @@ kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_trans
         return kvci_fail(KVC_EINVAL, "P/D send: request %lld is %s (%s), not prefilled by a PREFILL engine",
                          (long long)r->id, kvc_engine_request_state_name(info.state),
                          kvc_engine_finish_reason_name(info.finish));
+    const kvc_sampling_params *sp = &r->sampling;
+    if (sp->min_p != 0.0f || kvci_sampling_penalties_on(sp) || sp->min_tokens != 0 || sp->n_logit_bias != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "P/D send: request %lld: min_p, the penalties, min_tokens and logit_bias are not carried to "
+                         "the decode side (only temperature, top_k, top_p and seed)",
+                         (long long)r->id);
     const kvc_manager *m = kvc_engine_manager(e);
     kvci_pd_header h = header_of(seq, r);
     h.n_keys = l->n_keys;

@@ -7,6 +7,7 @@
 #include "base/internal.h"
 #include "base/request_table.h"
 #include "cache/page_set.h"
+#include "engine/logits_steps.h"
 #include "kvcache/engine.h"
 
 #define KVC_SLOT_UNUSED (-1) /* state of a request slot that holds no request */
@@ -23,7 +24,10 @@ typedef struct kvc_engine_req {
     uint64_t hit_handle; /* admission: the handle of the prefix hit n_cached came from (0: none) */
     int64_t max_new_tokens;
     int32_t eos_id;
-    kvc_sampling_params sampling; /* seed already mixed with the engine's */
+    kvc_sampling_params sampling; /* seed already mixed with the engine's; logit_bias and min_tokens_ids
+                                   * point into the two stores below */
+    kvc_logit_bias *logit_bias;   /* [KVC_SAMPLING_MAX_LOGIT_BIAS] (into kvc_engine.bias_store) */
+    int32_t *min_tokens_ids;      /* [KVC_SAMPLING_MAX_STOP_IDS] (into kvc_engine.stop_store) */
     int64_t n_preemptions;
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
     int64_t row_build; /* kvc_engine.build of the last step that gave it a row */
@@ -77,10 +81,12 @@ struct kvc_engine {
     kvc_engine_legacy legacy;
 
     /* requests */
-    kvc_request_table table; /* held ids -> slots of reqs (and the stack of unused slots) */
-    kvc_engine_req *reqs;    /* [max_requests] indexed by slot */
-    int32_t *token_store;    /* [max_requests, max_model_len + 1] */
-    int64_t *time_store;     /* [2, max_requests, max_model_len + 1] token steps, then token ns */
+    kvc_request_table table;    /* held ids -> slots of reqs (and the stack of unused slots) */
+    kvc_engine_req *reqs;       /* [max_requests] indexed by slot */
+    int32_t *token_store;       /* [max_requests, max_model_len + 1] */
+    int64_t *time_store;        /* [2, max_requests, max_model_len + 1] token steps, then token ns */
+    kvc_logit_bias *bias_store; /* [max_requests, KVC_SAMPLING_MAX_LOGIT_BIAS] each request's logit_bias */
+    int32_t *stop_store;        /* [max_requests, KVC_SAMPLING_MAX_STOP_IDS] each request's min_tokens_ids */
     int64_t next_arrival;
     int32_t *waiting; /* [max_requests] slots, best (priority, arrival) first */
     int64_t n_waiting;
@@ -107,6 +113,12 @@ struct kvc_engine {
     kvc_engine_check_ws check_ws;
     kvc_engine_stats stats; /* counters; the "now" fields are filled on demand */
 };
+
+/* ---- sampling (sampler.c) ---- */
+/* The token drawn for a request whose params were checked at submit (kvc_sampler_sample_tokens
+ * without the checks): eos_id (-1: none) is held back by min_tokens too. */
+int32_t kvci_sampler_draw(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
+                          int32_t eos_id, const int32_t *tokens, int64_t n_prompt, int64_t n_tokens);
 
 /* ---- request slots and ordered lists (queue.c) ---- */
 kvc_engine_req *kvci_engine_find(const kvc_engine *e, int64_t id);

@@ -58,6 +58,7 @@ static kvc_status check_request(const kvc_engine *e, const kvc_engine_request *r
                          "[0, n_prompt %lld) (the last prompt token is computed here)",
                          (long long)r->id, (long long)r->n_external_tokens, (long long)r->n_prompt);
     kvc_status st = kvc_sampling_params_check(&r->sampling);
+    if (st == KVC_OK) st = kvci_sampling_check_ids(&r->sampling, e->model.vocab_size);
     if (st != KVC_OK) return kvci_fail(st, "request %lld: %s", (long long)r->id, kvc_last_error());
     const kvc_engine_req *held = kvci_engine_find(e, r->id);
     if (held != NULL)
@@ -84,10 +85,14 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     kvc_engine_req *q = &e->reqs[slot];
     int32_t *tokens = q->tokens;
     int64_t *token_step = q->token_step, *token_ns = q->token_ns;
+    kvc_logit_bias *logit_bias = q->logit_bias;
+    int32_t *min_tokens_ids = q->min_tokens_ids;
     memset(q, 0, sizeof *q);
     q->tokens = tokens;
     q->token_step = token_step;
     q->token_ns = token_ns;
+    q->logit_bias = logit_bias;
+    q->min_tokens_ids = min_tokens_ids;
     q->id = r->id;
     q->priority = r->priority;
     q->cache_salt_len = r->cache_salt_len;
@@ -101,6 +106,15 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     q->eos_id = r->eos_id;
     q->sampling = r->sampling;
     q->sampling.seed = r->sampling.seed ^ (e->p.seed * 0x9e3779b97f4a7c15ULL);
+    if (r->sampling.n_logit_bias > 0) { /* the caller's arrays are copied: the request's own */
+        memcpy(q->logit_bias, r->sampling.logit_bias, (size_t)r->sampling.n_logit_bias * sizeof *q->logit_bias);
+        q->sampling.logit_bias = q->logit_bias;
+    }
+    if (r->sampling.n_min_tokens_ids > 0) {
+        memcpy(q->min_tokens_ids, r->sampling.min_tokens_ids,
+               (size_t)r->sampling.n_min_tokens_ids * sizeof *q->min_tokens_ids);
+        q->sampling.min_tokens_ids = q->min_tokens_ids;
+    }
     q->cache_row = -1;
     q->n_external = r->n_external_tokens;
     q->load_external = r->load_external;

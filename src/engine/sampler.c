@@ -1,17 +1,19 @@
-/* The sampler: greedy argmax, and temperature / top-k / top-p with a
+/* The sampler: the logits steps (logits_steps.c), then greedy argmax, or
+ * temperature / min-p / top-k / top-p with a
  * counter-based generator (splitmix64 of seed and draw index), so that a
  * request's k-th draw never depends on what else ran. With top-k the k best
  * tokens are found by a radix select over the vocabulary (O(V), no
  * data-dependent branches in the passes) and sorted (O(k log k)); top-p alone
  * orders the candidates with a heap over the whole vocabulary, popped until
  * the mass is reached (O(V + m log V) for m kept tokens). Nothing allocates;
- * when nothing is cut the draw walks the tokens in id order. */
+ * when nothing is cut the draw walks the tokens in id order. min-p gives the
+ * tokens below its cut weight 0; they rank after every kept token. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
-#include "kvcache/engine.h"
+#include "engine/engine_internal.h"
 
 struct kvc_sampler {
     int64_t vocab;
@@ -20,10 +22,12 @@ struct kvc_sampler {
     double *w; /* [vocab] weight of the j-th best token */
     uint32_t *keys; /* [vocab] rank keys of the top-k selection */
     uint64_t *pick; /* [vocab] the selected (key, ~id) pairs being sorted */
+    float *work;    /* [vocab] the logits after the logits steps */
+    int32_t *count; /* [vocab] zero between draws: the penalties' token counts */
 };
 
 kvc_sampling_params kvc_sampling_default_params(void) {
-    return (kvc_sampling_params){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 0};
+    return (kvc_sampling_params){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 0, .repetition_penalty = 1.0f};
 }
 
 kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
@@ -34,6 +38,36 @@ kvc_status kvc_sampling_params_check(const kvc_sampling_params *p) {
     if (p->top_k < 0) return kvci_fail(KVC_EINVAL, "sampling: top_k %d must be >= 0 (0 = no cut)", p->top_k);
     if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
         return kvci_fail(KVC_EINVAL, "sampling: top_p %g must be in (0, 1] (1 = no cut)", (double)p->top_p);
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return kvci_fail(KVC_EINVAL, "sampling: min_p %g must be in [0, 1] (0 = no cut)", (double)p->min_p);
+    if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        return kvci_fail(KVC_EINVAL, "sampling: presence_penalty %g must be in [-2, 2]", (double)p->presence_penalty);
+    if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        return kvci_fail(KVC_EINVAL, "sampling: frequency_penalty %g must be in [-2, 2]", (double)p->frequency_penalty);
+    if (!(p->repetition_penalty >= 0.0f && p->repetition_penalty <= 2.0f))
+        return kvci_fail(KVC_EINVAL, "sampling: repetition_penalty %g must be in (0, 2] (1 = none; 0 reads as 1)",
+                         (double)p->repetition_penalty);
+    if (p->min_tokens < 0)
+        return kvci_fail(KVC_EINVAL, "sampling: min_tokens %lld must be >= 0", (long long)p->min_tokens);
+    if (p->n_min_tokens_ids < 0 || p->n_min_tokens_ids > KVC_SAMPLING_MAX_STOP_IDS ||
+        (p->n_min_tokens_ids > 0) != (p->min_tokens_ids != NULL))
+        return kvci_fail(KVC_EINVAL,
+                         "sampling: n_min_tokens_ids %d must be in [0, %d], 0 exactly when min_tokens_ids is NULL",
+                         p->n_min_tokens_ids, KVC_SAMPLING_MAX_STOP_IDS);
+    for (int32_t i = 0; i < p->n_min_tokens_ids; i++)
+        if (p->min_tokens_ids[i] < 0)
+            return kvci_fail(KVC_EINVAL, "sampling: min_tokens_ids[%d] %d is not a token id", i, p->min_tokens_ids[i]);
+    if (p->n_logit_bias < 0 || p->n_logit_bias > KVC_SAMPLING_MAX_LOGIT_BIAS ||
+        (p->n_logit_bias > 0) != (p->logit_bias != NULL))
+        return kvci_fail(KVC_EINVAL, "sampling: n_logit_bias %d must be in [0, %d], 0 exactly when logit_bias is NULL",
+                         p->n_logit_bias, KVC_SAMPLING_MAX_LOGIT_BIAS);
+    for (int32_t i = 0; i < p->n_logit_bias; i++) {
+        const kvc_logit_bias b = p->logit_bias[i];
+        if (b.token < 0)
+            return kvci_fail(KVC_EINVAL, "sampling: logit_bias[%d].token %d is not a token id", i, b.token);
+        if (!(b.bias >= -100.0f && b.bias <= 100.0f))
+            return kvci_fail(KVC_EINVAL, "sampling: logit_bias[%d].bias %g must be in [-100, 100]", i, (double)b.bias);
+    }
     return KVC_OK;
 }
 
@@ -76,7 +110,9 @@ kvc_status kvc_sampler_create(int64_t vocab_size, kvc_sampler **out) {
     s->w = kvci_malloc((size_t)vocab_size * sizeof *s->w);
     s->keys = kvci_malloc((size_t)vocab_size * sizeof *s->keys);
     s->pick = kvci_malloc((size_t)vocab_size * sizeof *s->pick);
-    if (s->heap == NULL || s->w == NULL || s->keys == NULL || s->pick == NULL) {
+    s->work = kvci_malloc((size_t)vocab_size * sizeof *s->work);
+    s->count = kvci_calloc((size_t)vocab_size, sizeof *s->count);
+    if (s->heap == NULL || s->w == NULL || s->keys == NULL || s->pick == NULL || s->work == NULL || s->count == NULL) {
         kvc_sampler_destroy(s);
         return kvci_fail(KVC_ENOMEM, "kvc_sampler_create: no host memory for a vocabulary of %lld",
                          (long long)vocab_size);
@@ -91,6 +127,8 @@ void kvc_sampler_destroy(kvc_sampler *s) {
     kvci_free(s->w);
     kvci_free(s->keys);
     kvci_free(s->pick);
+    kvci_free(s->work);
+    kvci_free(s->count);
     kvci_free(s);
 }
 
@@ -195,18 +233,21 @@ static void select_top_k(kvc_sampler *s, const float *logits, int64_t v, int64_t
     for (int64_t i = 0; i < n; i++) s->heap[i] = (int32_t) ~(uint32_t)pick[i];
 }
 
-static double weight(const float *logits, int32_t t, float mx, double inv_t) {
-    return exp(((double)rank_value(logits[t]) - (double)mx) * inv_t);
+/* The weight of token t: its probability over the best token's after the
+ * temperature, 0 below min_p. */
+static double weight(const float *logits, int32_t t, float mx, double inv_t, double min_p) {
+    const double w = exp(((double)rank_value(logits[t]) - (double)mx) * inv_t);
+    return w >= min_p ? w : 0.0;
 }
 
-/* Draw over every token in id order (nothing cut). */
-static int32_t draw_all(const float *logits, int64_t vocab, float mx, double inv_t, double u) {
+/* Draw over every token in id order (no top-k / top-p cut). */
+static int32_t draw_all(const float *logits, int64_t vocab, float mx, double inv_t, double min_p, double u) {
     double total = 0.0;
-    for (int64_t t = 0; t < vocab; t++) total += weight(logits, (int32_t)t, mx, inv_t);
+    for (int64_t t = 0; t < vocab; t++) total += weight(logits, (int32_t)t, mx, inv_t, min_p);
     double target = u * total, acc = 0.0;
     int32_t last = 0;
     for (int64_t t = 0; t < vocab; t++) {
-        double w = weight(logits, (int32_t)t, mx, inv_t);
+        double w = weight(logits, (int32_t)t, mx, inv_t, min_p);
         if (w <= 0.0) continue;
         acc += w;
         last = (int32_t)t;
@@ -215,45 +256,36 @@ static int32_t draw_all(const float *logits, int64_t vocab, float mx, double inv
     return last;
 }
 
-kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, uint64_t k,
-                              int32_t *token_out) {
-    if (s == NULL || logits == NULL || token_out == NULL)
-        return kvci_fail(KVC_EINVAL, "kvc_sampler_sample: sampler, logits and token_out must not be NULL");
-    kvc_status st = kvc_sampling_params_check(p);
-    if (st != KVC_OK) return st;
+/* The draw on logits after the logits steps. */
+static int32_t draw(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, uint64_t k) {
     int64_t v = s->vocab;
     int32_t best = kvc_sample_greedy(logits, v);
     float mx = rank_value(logits[best]);
-    if (p->temperature == 0.0f || p->top_k == 1 || !isfinite(mx)) {
-        *token_out = best;
-        return KVC_OK;
-    }
-    double inv_t = 1.0 / (double)p->temperature;
+    if (p->temperature == 0.0f || p->top_k == 1 || !isfinite(mx)) return best;
+    double inv_t = 1.0 / (double)p->temperature, min_p = (double)p->min_p;
     double u = kvc_sample_uniform(p->seed, k);
     int64_t kk = p->top_k > 0 ? kvci_min64(p->top_k, v) : v;
-    if (kk == v && p->top_p >= 1.0f) {
-        *token_out = draw_all(logits, v, mx, inv_t, u);
-        return KVC_OK;
-    }
+    if (kk == v && p->top_p >= 1.0f) return draw_all(logits, v, mx, inv_t, min_p, u);
     /* w[j] is the weight of the j-th best token; total the mass the top-p
-     * cut is measured against: the top-k set, or every token */
+     * cut is measured against: the top-k set, or every token (after min-p) */
     double total = 0.0;
     if (kk < v) {
         select_top_k(s, logits, v, kk); /* the j-th best at heap[j] */
         for (int64_t j = 0; j < kk; j++) {
-            s->w[j] = weight(logits, s->heap[j], mx, inv_t);
+            s->w[j] = weight(logits, s->heap[j], mx, inv_t, min_p);
             total += s->w[j];
         }
     } else {
         /* top-p alone: a max-heap over every token, popped below (the j-th best lands at heap[v - 1 - j]) */
         for (int64_t i = 0; i < v; i++) s->heap[i] = (int32_t)i;
         for (int64_t i = v / 2 - 1; i >= 0; i--) sift_down(s->heap, v, i, logits);
-        for (int64_t t = 0; t < v; t++) total += weight(logits, (int32_t)t, mx, inv_t);
+        for (int64_t t = 0; t < v; t++) total += weight(logits, (int32_t)t, mx, inv_t, min_p);
     }
     double cut = (double)p->top_p * total, kept = 0.0;
     int64_t m = 0;
     while (m < kk) {
-        if (kk == v) s->w[m] = weight(logits, heap_pop(s->heap, v - m, logits), mx, inv_t);
+        if (kk == v) s->w[m] = weight(logits, heap_pop(s->heap, v - m, logits), mx, inv_t, min_p);
+        if (s->w[m] == 0.0 && m > 0) break; /* below min-p, as every token after it (never drawn) */
         kept += s->w[m++];
         if (kept >= cut) break;
     }
@@ -264,6 +296,50 @@ kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sam
         if (target < acc) break;
         j++;
     }
-    *token_out = kk < v ? s->heap[j] : s->heap[v - 1 - j];
+    return kk < v ? s->heap[j] : s->heap[v - 1 - j];
+}
+
+int32_t kvci_sampler_draw(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, int32_t eos_id,
+                          const int32_t *tokens, int64_t n_prompt, int64_t n_tokens) {
+    const bool hold = p->min_tokens > n_tokens - n_prompt;
+    const float *l =
+        kvci_logits_steps(logits, s->vocab, p, eos_id, hold, tokens, n_prompt, n_tokens, s->work, s->count);
+    return draw(s, l, p, (uint64_t)(n_tokens - n_prompt));
+}
+
+kvc_status kvc_sampler_sample_tokens(kvc_sampler *s, const float *logits, const kvc_sampling_params *p,
+                                     const int32_t *tokens, int64_t n_prompt, int64_t n_tokens, int32_t *token_out) {
+    if (s == NULL || logits == NULL || token_out == NULL || (tokens == NULL && n_tokens > 0))
+        return kvci_fail(KVC_EINVAL,
+                         "kvc_sampler_sample_tokens: sampler, logits, token_out and (with n_tokens "
+                         "%lld > 0) tokens must not be NULL",
+                         (long long)n_tokens);
+    if (n_prompt < 0 || n_tokens < n_prompt)
+        return kvci_fail(KVC_EINVAL, "kvc_sampler_sample_tokens: need 0 <= n_prompt %lld <= n_tokens %lld",
+                         (long long)n_prompt, (long long)n_tokens);
+    kvc_status st = kvc_sampling_params_check(p);
+    if (st == KVC_OK) st = kvci_sampling_check_ids(p, s->vocab);
+    if (st != KVC_OK) return st;
+    for (int64_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->vocab)
+            return kvci_fail(KVC_EINVAL,
+                             "kvc_sampler_sample_tokens: tokens[%lld] %d is outside the vocabulary [0, %lld)",
+                             (long long)i, tokens[i], (long long)s->vocab);
+    *token_out = kvci_sampler_draw(s, logits, p, -1, tokens, n_prompt, n_tokens);
+    return KVC_OK;
+}
+
+kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, uint64_t k,
+                              int32_t *token_out) {
+    if (s == NULL || logits == NULL || token_out == NULL)
+        return kvci_fail(KVC_EINVAL, "kvc_sampler_sample: sampler, logits and token_out must not be NULL");
+    kvc_status st = kvc_sampling_params_check(p);
+    if (st == KVC_OK) st = kvci_sampling_check_ids(p, s->vocab);
+    if (st != KVC_OK) return st;
+    if (kvci_sampling_penalties_on(p))
+        return kvci_fail(KVC_EINVAL, "kvc_sampler_sample: presence_penalty, frequency_penalty and "
+                                     "repetition_penalty need the request's tokens (kvc_sampler_sample_tokens)");
+    const bool hold = p->min_tokens > 0 && (uint64_t)p->min_tokens > k; /* k tokens were generated */
+    *token_out = draw(s, kvci_logits_steps(logits, s->vocab, p, -1, hold, NULL, 0, 0, s->work, s->count), p, k);
     return KVC_OK;
 }

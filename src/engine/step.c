@@ -69,10 +69,8 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
             e->p.prefix_caching ? kvc_manager_cache_computed(e->mgr, r->id, r->tokens, r->n_cached) : KVC_OK;
         if (st != KVC_OK) return st;
         if (r->n_cached < r->n_tokens) continue; /* a chunk in the middle of the tokens: nothing to sample */
-        int32_t tok = 0;
-        st = kvc_sampler_sample(e->sampler, e->logits + b * vocab, &r->sampling, (uint64_t)(r->n_tokens - r->n_prompt),
-                                &tok);
-        if (st != KVC_OK) return st;
+        const int32_t tok = kvci_sampler_draw(e->sampler, e->logits + b * vocab, &r->sampling, r->eos_id, r->tokens,
+                                              r->n_prompt, r->n_tokens);
         r->tokens[r->n_tokens] = tok;
         kvci_engine_times_token(e, r, t1);
         r->n_tokens++;

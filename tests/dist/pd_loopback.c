@@ -182,6 +182,29 @@ static void test_bad_headers(void **state) {
     qwen3_close(&q);
 }
 
+/* A request with sampling options the header does not carry (penalties, logit_bias, min_p,
+ * min_tokens) is refused by the send, naming them, rather than decoded without them. */
+static void test_uncarried_sampling_refused(void **state) {
+    (void)state;
+    qwen3_engine q;
+    qwen3_open(&q, KVC_ENGINE_ROLE_PREFILL, 4);
+    kvc_engine_request r = request(0);
+    r.sampling.frequency_penalty = 0.5f;
+    assert_int_equal(kvc_engine_add_request(q.in.e, &r), KVC_OK);
+    step_until_idle(q.in.e);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    kvci_pd_layout l;
+    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(q.in.e), &l), KVC_OK);
+    assert_int_equal(kvci_pd_send(q.in.e, &l, &tp, 1, 0, &r, 1000, false), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "not carried to the decode side"));
+    kvci_pd_layout_free(&l);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+    assert_int_equal(kvc_engine_request_release(q.in.e, 0), KVC_OK);
+    qwen3_close(&q);
+}
+
 /* The roles' refusals: external tokens outside the DECODE role or without a loader; a role on a
  * self-managed model. */
 static void test_role_refusals(void **state) {
@@ -212,7 +235,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_families),        cmocka_unit_test(test_dropped_payload),
         cmocka_unit_test(test_layout_mismatch), cmocka_unit_test(test_bad_headers),
-        cmocka_unit_test(test_role_refusals),
+        cmocka_unit_test(test_role_refusals),   cmocka_unit_test(test_uncarried_sampling_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,8 @@
 typedef struct fix_request {
     kvc_engine_request r;
     int32_t prompt[FIX_MAX_PROMPT];
+    kvc_logit_bias bias[2]; /* a sampled request's logit_bias */
+    int32_t stop;           /* and the token its min_tokens holds back beside EOS */
 } fix_request;
 
 static inline uint64_t fix_rand(uint64_t *s) {
@@ -22,7 +24,8 @@ static inline uint64_t fix_rand(uint64_t *s) {
 }
 
 /* A request with a random prompt of 1..max_prompt tokens, 1..max_new new
- * tokens, EOS 3 and, when `sampled`, temperature sampling with its own seed. */
+ * tokens, EOS 3 and, when `sampled`, temperature sampling with its own seed
+ * and, from that seed, random penalties, logit bias, min_p and min_tokens. */
 static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng, int64_t max_prompt, int64_t max_new,
                                       bool sampled) {
     q->r = kvc_engine_request_default();
@@ -37,6 +40,20 @@ static inline void fix_request_random(fix_request *q, int64_t id, uint64_t *rng,
         q->r.sampling.top_k = 12;
         q->r.sampling.top_p = 0.9f;
         q->r.sampling.seed = fix_rand(rng);
+        kvc_sampling_params *sp = &q->r.sampling;
+        uint64_t x = sp->seed; /* the workload's own draws stay as they were */
+        sp->presence_penalty = (float)((int)(fix_rand(&x) % 9) - 4) * 0.5f;
+        sp->frequency_penalty = (float)((int)(fix_rand(&x) % 9) - 4) * 0.25f;
+        sp->repetition_penalty = (float)(fix_rand(&x) % 9) * 0.25f;
+        sp->min_p = (float)(fix_rand(&x) % 4) * 0.05f;
+        sp->min_tokens = (int64_t)(fix_rand(&x) % 4);
+        q->stop = (int32_t)(fix_rand(&x) % FIX_VOCAB);
+        sp->min_tokens_ids = &q->stop;
+        sp->n_min_tokens_ids = 1;
+        for (int i = 0; i < 2; i++)
+            q->bias[i] = (kvc_logit_bias){(int32_t)(fix_rand(&x) % FIX_VOCAB), (float)((int)(fix_rand(&x) % 21) - 10)};
+        sp->logit_bias = q->bias;
+        sp->n_logit_bias = 2;
     }
 }
 

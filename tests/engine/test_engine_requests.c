@@ -164,6 +164,19 @@ static void test_bad_input_refused_engine_serves(void **state) {
     bad.sampling.top_p = 2.0f;
     expect_refused(e, &bad, KVC_EINVAL, "top_p");
     bad.sampling.top_p = 1.0f;
+    kvc_logit_bias bias = {FIX_VOCAB, 1.0f};
+    bad.sampling.logit_bias = &bias;
+    bad.sampling.n_logit_bias = 1;
+    expect_refused(e, &bad, KVC_EINVAL, "logit_bias[0].token 32 is outside the vocabulary");
+    bad.sampling = kvc_sampling_default_params();
+    const int32_t stop = FIX_VOCAB;
+    bad.sampling.min_tokens_ids = &stop;
+    bad.sampling.n_min_tokens_ids = 1;
+    expect_refused(e, &bad, KVC_EINVAL, "min_tokens_ids[0] 32");
+    bad.sampling = kvc_sampling_default_params();
+    bad.sampling.frequency_penalty = 3.0f;
+    expect_refused(e, &bad, KVC_EINVAL, "frequency_penalty");
+    bad.sampling = kvc_sampling_default_params();
     bad.max_new_tokens = 0;
     expect_refused(e, &bad, KVC_EINVAL, "max_new_tokens");
     /* 30 prompt + 20 new - 1 = 49 positions: 13 blocks > 10 usable */
@@ -190,6 +203,30 @@ static void test_bad_input_refused_engine_serves(void **state) {
     fix_run(e, 1000);
     fix_expect_reference(e, &m, &good[1].r);
     assert_int_equal(kvc_engine_request_release(e, 12345), KVC_EINVAL);
+    kvc_engine_destroy(e);
+}
+
+/* The engine copies logit_bias and min_tokens_ids at submit: the caller's arrays may change after. */
+static void test_sampling_arrays_copied(void **state) {
+    (void)state;
+    toy_model m;
+    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&m, false);
+    kvc_engine_params p = fix_params(32, 2);
+    kvc_engine *e = fix_engine(&em, &p);
+    const int32_t prompt[] = {1, 2, 3};
+    kvc_engine_request r = fix_request_over(5, prompt, 3, 4);
+    kvc_logit_bias bias = {7, 100.0f}; /* greedy always takes 7 */
+    r.sampling.logit_bias = &bias;
+    r.sampling.n_logit_bias = 1;
+    fix_add(e, &r);
+    bias = (kvc_logit_bias){9, 100.0f};
+    fix_run(e, 100);
+    int32_t out[4];
+    int64_t n = 0;
+    assert_int_equal(kvc_engine_request_output(e, 5, out, 4, &n), KVC_OK);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < 4; i++) assert_int_equal(out[i], 7);
     kvc_engine_destroy(e);
 }
 
@@ -344,6 +381,7 @@ int main(void) {
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_batched_equals_alone),
         cmocka_unit_test(test_bad_input_refused_engine_serves),
+        cmocka_unit_test(test_sampling_arrays_copied),
         cmocka_unit_test(test_create_refusals),
         cmocka_unit_test(test_forward_failure_recovers),
         cmocka_unit_test(test_max_model_len_stop),

@@ -1,7 +1,10 @@
-/* Sampler: greedy ties, seeded reproducibility, the top-k / top-p
- * truncation on small hand-made distributions, and every draw equal to a
+/* Sampler: greedy ties, seeded reproducibility, the top-k / top-p / min-p
+ * truncation on small hand-made distributions, every draw equal to a
  * reference that sorts the whole vocabulary (random logits with ties, NaN
- * and -inf; random temperature, top-k and top-p). */
+ * and -inf; random temperature, top-k, top-p and min-p), each logits step
+ * (min_tokens, logit_bias, the three penalties) on hand-made logits, and the
+ * refusals naming each field. python/tests/test_sampling.py compares every
+ * step together with a numpy reference. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -162,6 +165,12 @@ static const float *ref_logits;
 
 static float ref_rank(float l) { return isnan(l) ? -INFINITY : l; }
 
+/* exp((l - max) / T), 0 below min_p */
+static double ref_w(float l, float mx, double inv_t, float min_p) {
+    const double x = exp(((double)ref_rank(l) - (double)mx) * inv_t);
+    return x >= (double)min_p ? x : 0.0;
+}
+
 static int ref_cmp(const void *pa, const void *pb) {
     int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
     float la = ref_rank(ref_logits[a]), lb = ref_rank(ref_logits[b]);
@@ -181,13 +190,13 @@ static int32_t ref_sample(const float *logits, int64_t v, const kvc_sampling_par
     const double inv_t = 1.0 / (double)p->temperature, u = kvc_sample_uniform(p->seed, k);
     int64_t kk = p->top_k > 0 && p->top_k < v ? p->top_k : v;
     double total = 0.0;
-    for (int64_t j = 0; j < v; j++) w[j] = exp(((double)ref_rank(logits[order[j]]) - (double)mx) * inv_t);
+    for (int64_t j = 0; j < v; j++) w[j] = ref_w(logits[order[j]], mx, inv_t, p->min_p);
     if (kk == v && p->top_p >= 1.0f) { /* nothing cut: the draw walks the ids in order */
-        for (int64_t t = 0; t < v; t++) total += exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+        for (int64_t t = 0; t < v; t++) total += ref_w(logits[t], mx, inv_t, p->min_p);
         double target = u * total, acc = 0.0;
         int32_t last = 0;
         for (int64_t t = 0; t < v; t++) {
-            double x = exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+            double x = ref_w(logits[t], mx, inv_t, p->min_p);
             if (x <= 0.0) continue;
             acc += x;
             last = (int32_t)t;
@@ -198,7 +207,7 @@ static int32_t ref_sample(const float *logits, int64_t v, const kvc_sampling_par
     if (kk < v)
         for (int64_t j = 0; j < kk; j++) total += w[j];
     else
-        for (int64_t t = 0; t < v; t++) total += exp(((double)ref_rank(logits[t]) - (double)mx) * inv_t);
+        for (int64_t t = 0; t < v; t++) total += ref_w(logits[t], mx, inv_t, p->min_p);
     double cut = (double)p->top_p * total, kept = 0.0;
     int64_t m = 0;
     while (m < kk) {
@@ -229,6 +238,7 @@ static void test_equals_full_sort(void **state) {
             const int32_t top_k = lcg(&rng) % 3 ? (int32_t)(lcg(&rng) % (uint64_t)(v + 2)) : 0;
             const float top_p = lcg(&rng) % 3 ? (float)(1 + lcg(&rng) % 100) * 0.01f : 1.0f;
             kvc_sampling_params p = params(temperature, top_k, top_p, lcg(&rng));
+            p.min_p = lcg(&rng) % 2 ? (float)(lcg(&rng) % 101) * 0.01f : 0.0f;
             int32_t tok = -1;
             assert_int_equal(kvc_sampler_sample(s, logits, &p, (uint64_t)draw, &tok), KVC_OK);
             assert_int_equal(tok, ref_sample(logits, v, &p, (uint64_t)draw));
@@ -260,11 +270,186 @@ static void test_refusals(void **state) {
     kvc_sampler_destroy(NULL);
 }
 
+/* Greedy over the logits after each step: min_tokens, logit_bias, then the penalties. */
+static void test_logits_steps(void **state) {
+    (void)state;
+    kvc_sampler *s = make(5);
+    const float logits[] = {1.0f, 3.0f, 2.0f, -1.0f, 2.5f};
+    kvc_sampling_params p = kvc_sampling_default_params();
+    int32_t tok = -1;
+    /* logit_bias: +100 forces the worst token, -100 drops the best; the logits are not written */
+    const kvc_logit_bias up[] = {{3, 100.0f}}, down[] = {{1, -100.0f}, {4, -1.0f}, {4, -1.0f}};
+    p.logit_bias = up;
+    p.n_logit_bias = 1;
+    assert_int_equal(kvc_sampler_sample(s, logits, &p, 0, &tok), KVC_OK);
+    assert_int_equal(tok, 3);
+    assert_true(logits[3] == -1.0f);
+    p.logit_bias = down; /* token 4's two entries add up: 2.5 - 2 = 0.5 < 2 */
+    p.n_logit_bias = 3;
+    assert_int_equal(kvc_sampler_sample(s, logits, &p, 0, &tok), KVC_OK);
+    assert_int_equal(tok, 2);
+    /* min_tokens: token 1 held back while fewer than 2 tokens were generated */
+    p = kvc_sampling_default_params();
+    const int32_t stop = 1;
+    p.min_tokens = 2;
+    p.min_tokens_ids = &stop;
+    p.n_min_tokens_ids = 1;
+    for (uint64_t k = 0; k < 3; k++) {
+        assert_int_equal(kvc_sampler_sample(s, logits, &p, k, &tok), KVC_OK);
+        assert_int_equal(tok, k < 2 ? 4 : 1);
+    }
+    /* the generated-token count of sample_tokens is n_tokens - n_prompt */
+    const int32_t hist[] = {0, 0, 2};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, hist, 2, 3, &tok), KVC_OK);
+    assert_int_equal(tok, 4);
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, hist, 1, 3, &tok), KVC_OK);
+    assert_int_equal(tok, 1);
+    /* repetition 2 over prompt and output: 3 / 2 = 1.5 < 2.5 (token 1 seen in the prompt) */
+    p = kvc_sampling_default_params();
+    p.repetition_penalty = 2.0f;
+    const int32_t seen1[] = {1, 1};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, seen1, 2, 2, &tok), KVC_OK);
+    assert_int_equal(tok, 4);
+    /* a negative logit is multiplied: -1 * 0.5 = -0.5 > the others pushed below by a bias */
+    const kvc_logit_bias sink[] = {{0, -10.0f}, {1, -10.0f}, {2, -10.0f}, {4, -10.0f}};
+    p.repetition_penalty = 0.5f;
+    p.logit_bias = sink;
+    p.n_logit_bias = 4;
+    const int32_t seen3[] = {3};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, seen3, 0, 1, &tok), KVC_OK);
+    assert_int_equal(tok, 3);
+    /* frequency counts output tokens only: token 1 generated twice, 3 - 2 * 0.3 = 2.4 < 2.5 */
+    p = kvc_sampling_default_params();
+    p.frequency_penalty = 0.3f;
+    const int32_t out11[] = {1, 1, 1};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, out11, 1, 3, &tok), KVC_OK);
+    assert_int_equal(tok, 4);
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, out11, 2, 3, &tok), KVC_OK); /* once: 2.7 */
+    assert_int_equal(tok, 1);
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, out11, 3, 3, &tok), KVC_OK); /* prompt only */
+    assert_int_equal(tok, 1);
+    /* presence counts once: 3 - 0.6 = 2.4 whatever the count; negative penalties raise */
+    p = kvc_sampling_default_params();
+    p.presence_penalty = 0.6f;
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, out11, 2, 3, &tok), KVC_OK);
+    assert_int_equal(tok, 4);
+    p.presence_penalty = -2.0f;
+    const int32_t out0[] = {0};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, out0, 0, 1, &tok), KVC_OK);
+    assert_int_equal(tok, 0); /* 1 + 2 = 3 ties token 1: the lower id */
+    /* the penalties need the tokens: refused without them */
+    assert_int_equal(kvc_sampler_sample(s, logits, &p, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "presence_penalty"));
+    kvc_sampler_destroy(s);
+}
+
+/* min_p drops the tokens whose probability after the temperature is below min_p x the largest. */
+static void test_min_p(void **state) {
+    (void)state;
+    kvc_sampler *s = make(4);
+    /* probabilities relative to the best at T 1: 1, e^-1 = 0.37, e^-2 = 0.14, e^-3 = 0.05 */
+    const float logits[] = {0.0f, -1.0f, -2.0f, -3.0f};
+    kvc_sampling_params p = params(1.0f, 0, 1.0f, 11);
+    p.min_p = 0.2f;
+    enum { N = 4000 };
+    int64_t c[4];
+    histogram(s, logits, 4, &p, N, c);
+    assert_true(c[0] > 0 && c[1] > 0);
+    assert_int_equal(c[2] + c[3], 0);
+    const double p1 = exp(-1.0) / (1.0 + exp(-1.0));
+    assert_true(fabs((double)c[1] / N - p1) < 0.03);
+    /* after the temperature: at T 2 token 2's relative probability is e^-1 = 0.37 >= 0.25, token 3's
+     * e^-1.5 = 0.22 */
+    p.temperature = 2.0f;
+    p.min_p = 0.25f;
+    histogram(s, logits, 4, &p, N, c);
+    assert_true(c[2] > 0);
+    assert_int_equal(c[3], 0);
+    /* with top-p after it: the mass is measured over the kept tokens (1 / 1.37 = 0.73 >= 0.7) */
+    p.temperature = 1.0f;
+    p.top_p = 0.7f;
+    histogram(s, logits, 4, &p, N, c);
+    assert_int_equal(c[0], N);
+    /* min_p 1 keeps the best tokens only */
+    p = params(1.0f, 0, 1.0f, 3);
+    p.min_p = 1.0f;
+    histogram(s, logits, 4, &p, 200, c);
+    assert_int_equal(c[0], 200);
+    kvc_sampler_destroy(s);
+}
+
+static void test_step_refusals(void **state) {
+    (void)state;
+    kvc_sampler *s = make(3);
+    const float logits[] = {0.0f, 1.0f, 2.0f};
+    int32_t tok = -1;
+    struct {
+        float min_p, pres, freq, rep;
+        int64_t min_tokens;
+        const char *field;
+    } cases[] = {
+        {-0.1f, 0, 0, 1, 0, "min_p"},
+        {1.5f, 0, 0, 1, 0, "min_p"},
+        {NAN, 0, 0, 1, 0, "min_p"},
+        {0, 2.5f, 0, 1, 0, "presence_penalty"},
+        {0, 0, -2.1f, 1, 0, "frequency_penalty"},
+        {0, 0, 0, 2.5f, 0, "repetition_penalty"},
+        {0, 0, 0, -1.0f, 0, "repetition_penalty"},
+        {0, 0, 0, 1, -1, "min_tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvc_sampling_params p = kvc_sampling_default_params();
+        p.min_p = cases[i].min_p;
+        p.presence_penalty = cases[i].pres;
+        p.frequency_penalty = cases[i].freq;
+        p.repetition_penalty = cases[i].rep;
+        p.min_tokens = cases[i].min_tokens;
+        assert_int_equal(kvc_sampling_params_check(&p), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), cases[i].field));
+    }
+    kvc_sampling_params p = kvc_sampling_default_params();
+    kvc_logit_bias b[] = {{3, 1.0f}};
+    p.logit_bias = b;
+    p.n_logit_bias = 1;
+    assert_int_equal(kvc_sampling_params_check(&p), KVC_OK); /* the vocabulary is the sampler's */
+    assert_int_equal(kvc_sampler_sample(s, logits, &p, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "logit_bias[0].token 3"));
+    b[0] = (kvc_logit_bias){-1, 1.0f};
+    assert_int_equal(kvc_sampling_params_check(&p), KVC_EINVAL);
+    b[0] = (kvc_logit_bias){0, 100.5f};
+    assert_int_equal(kvc_sampling_params_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "logit_bias[0].bias"));
+    p.n_logit_bias = KVC_SAMPLING_MAX_LOGIT_BIAS + 1;
+    assert_int_equal(kvc_sampling_params_check(&p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "n_logit_bias"));
+    p = kvc_sampling_default_params();
+    const int32_t stop = 3;
+    p.min_tokens_ids = &stop;
+    assert_int_equal(kvc_sampling_params_check(&p), KVC_EINVAL); /* a pointer without its count */
+    p.n_min_tokens_ids = 1;
+    assert_int_equal(kvc_sampler_sample(s, logits, &p, 0, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "min_tokens_ids[0]"));
+    p = kvc_sampling_default_params();
+    const int32_t hist[] = {0, 5};
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, hist, 1, 2, &tok), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tokens[1]"));
+    assert_int_equal(kvc_sampler_sample_tokens(s, logits, &p, hist, 2, 1, &tok), KVC_EINVAL);
+    /* a zero-initialised struct (as callers written before the new fields) is valid: greedy */
+    kvc_sampling_params z;
+    memset(&z, 0, sizeof z);
+    z.top_p = 1.0f;
+    assert_int_equal(kvc_sampler_sample(s, logits, &z, 0, &tok), KVC_OK);
+    assert_int_equal(tok, 2);
+    kvc_sampler_destroy(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_ties_and_nan), cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_top_k_truncation),    cmocka_unit_test(test_top_p_truncation),
         cmocka_unit_test(test_equals_full_sort),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_logits_steps),        cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_step_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

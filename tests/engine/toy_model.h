@@ -216,10 +216,14 @@ static inline int64_t toy_reference_generate(const toy_model *m, kvc_sampler *s,
     int64_t n = r->n_prompt, g = 0;
     kvc_sampling_params sp = r->sampling;
     sp.seed = r->sampling.seed ^ (engine_seed * 0x9e3779b97f4a7c15ULL);
+    int32_t stops[KVC_SAMPLING_MAX_STOP_IDS + 1]; /* min_tokens holds back the request's eos_id too */
+    if (sp.n_min_tokens_ids > 0) memcpy(stops, sp.min_tokens_ids, (size_t)sp.n_min_tokens_ids * sizeof *stops);
+    if (r->eos_id >= 0 && sp.min_tokens > 0) stops[sp.n_min_tokens_ids++] = r->eos_id;
+    sp.min_tokens_ids = sp.n_min_tokens_ids > 0 ? stops : NULL;
     for (;;) {
         toy_reference_logits(m, hist, n, logits);
         int32_t tok = -1;
-        assert_int_equal(kvc_sampler_sample(s, logits, &sp, (uint64_t)g, &tok), KVC_OK);
+        assert_int_equal(kvc_sampler_sample_tokens(s, logits, &sp, hist, r->n_prompt, n, &tok), KVC_OK);
         hist[n++] = tok;
         out[g++] = tok;
         if ((r->eos_id >= 0 && tok == r->eos_id) || g >= r->max_new_tokens || n - 1 >= max_model_len) return g;

@@ -234,10 +234,17 @@ class Server:
             raise bad(f"this model's maximum context length is {self.max_model_len} tokens; the request asks for "
                       f"{n_prompt + max_tokens} ({n_prompt} in the {what}, {max_tokens} to generate)", "max_tokens",
                       "context_length_exceeded")
-        stop_ids = gen.stop_token_ids + (() if gen.ignore_eos else self.tokenizer.eos_token_ids)
+        if gen.min_tokens > max_tokens:
+            raise bad(f"min_tokens {gen.min_tokens} is more than max_tokens {max_tokens}", "min_tokens")
+        stop_ids = tuple(dict.fromkeys(gen.stop_token_ids + (() if gen.ignore_eos else self.tokenizer.eos_token_ids)))
+        if gen.min_tokens > 0 and len(stop_ids) > protocol.MAX_MIN_TOKENS_STOPS:
+            raise bad(f"min_tokens holds back at most {protocol.MAX_MIN_TOKENS_STOPS} stop tokens (stop_token_ids and "
+                      f"the model's end-of-sequence ids), {len(stop_ids)} given", "stop_token_ids")
         return SamplingParams(max_tokens=max_tokens, temperature=gen.temperature, top_p=gen.top_p,
-                              top_k=gen.top_k, seed=gen.seed, stop_token_ids=tuple(dict.fromkeys(stop_ids)),
-                              logprobs=gen.logprobs)
+                              top_k=gen.top_k, seed=gen.seed, stop_token_ids=stop_ids, logprobs=gen.logprobs,
+                              min_p=gen.min_p, presence_penalty=gen.presence_penalty,
+                              frequency_penalty=gen.frequency_penalty, repetition_penalty=gen.repetition_penalty,
+                              min_tokens=gen.min_tokens, logit_bias=gen.logit_bias)
 
     async def _start(self, request, parse, what):
         """Checks, tokenizes and queues a request, n choices of each of its prompts:
@@ -287,7 +294,8 @@ class Server:
             raise exc
         reqs = []
         for (prompt, p), stream in zip(wanted, added):
-            text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop)
+            text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop,
+                              gen.min_tokens)
             reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs

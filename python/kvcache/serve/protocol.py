@@ -8,6 +8,8 @@ MAX_STOP = 16  # stop strings per request
 MAX_STOP_LEN = 256  # characters of one stop string
 MAX_MESSAGES = 1024
 MAX_CHOICES = 128  # choices per request: n x the prompts of a batch (OpenAI's limit of n)
+MAX_LOGIT_BIAS = 300  # logit_bias entries (the engine's KVC_SAMPLING_MAX_LOGIT_BIAS)
+MAX_MIN_TOKENS_STOPS = 64  # stop tokens min_tokens holds back (the engine's KVC_SAMPLING_MAX_STOP_IDS)
 
 
 class ApiError(Exception):
@@ -87,6 +89,12 @@ class Generation:
     echo: bool  # the prompt's text before each choice's (chat: a final assistant message's, vLLM's)
     add_special_tokens: bool  # the tokenizer adds its special tokens (BOS) to the prompt (vLLM's field)
     prompt_logprobs: int = None  # vLLM's: None, or the alternatives per prompt token in each prompt_logprobs entry
+    min_p: float = 0.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    min_tokens: int = 0  # stop tokens and stop strings wait for that many generated tokens
+    logit_bias: dict = None  # {token id: bias}
 
 
 def _is_int(v):
@@ -139,21 +147,36 @@ def _stop(body):
     return tuple(items)
 
 
+def _logit_bias(body, vocab_size):
+    """{token id: bias} of logit_bias: an object whose keys are token ids (decimal strings, as JSON writes
+    them) and whose values are numbers in [-100, 100] (OpenAI's range), at most MAX_LOGIT_BIAS entries."""
+    v = body.get("logit_bias")
+    if v is None:
+        return None
+    if not isinstance(v, dict) or len(v) > MAX_LOGIT_BIAS:
+        raise bad(f"logit_bias must be an object of at most {MAX_LOGIT_BIAS} token ids and biases", "logit_bias")
+    out = {}
+    for key, b in v.items():
+        if not (key.isascii() and key.isdigit()) or int(key) >= vocab_size:
+            raise bad(f"logit_bias: {key!r} is not a token id in [0, {vocab_size})", "logit_bias")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not -100 <= b <= 100:
+            raise bad(f"logit_bias: the bias of token {key} must be a number in [-100, 100], got {b!r}", "logit_bias")
+        out[int(key)] = out.get(int(key), 0.0) + float(b)  # "7" and "07" name one token: the biases add (as C)
+    return out or None
+
+
+def _repetition_penalty(body):
+    v = _number(body, "repetition_penalty", 1.0, 0.0, 2.0)
+    if v == 0.0:
+        raise bad("repetition_penalty must be a number in (0, 2], got 0", "repetition_penalty")
+    return v
+
+
 def _unsupported(body, n):
     best_of = _int(body, "best_of", n, 1, MAX_CHOICES)
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
-    for name in ("presence_penalty", "frequency_penalty"):
-        if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
-            raise bad(f"{name} is not supported (only 0)", name)
-    if body.get("logit_bias"):
-        raise bad("logit_bias is not supported", "logit_bias")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name, neutral in (("min_p", 0.0), ("repetition_penalty", 1.0)):
-        if _number(body, name, neutral, 0.0, 1e9) != neutral:
-            raise bad(f"{name} is not supported (only {neutral})", name)
-    if _int(body, "min_tokens", 0, 0, 2**31 - 1) != 0:
-        raise bad("min_tokens is not supported (only 0)", "min_tokens")
     for name in ("suffix", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
                  "structured_outputs", "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
@@ -199,7 +222,12 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       tokens_as_ids=_bool(body, "return_tokens_as_token_ids"),
                       token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
-                      include_stop=_bool(body, "include_stop_str_in_output"), prompt_logprobs=prompt_logprobs)
+                      include_stop=_bool(body, "include_stop_str_in_output"), prompt_logprobs=prompt_logprobs,
+                      min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
+                      presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
+                      frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
+                      repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
+                      logit_bias=_logit_bias(body, vocab_size))
 
 
 def _one_prompt(prompt, vocab_size, what):
