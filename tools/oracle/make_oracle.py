@@ -406,57 +406,29 @@ def smollm3_config():
     )
 
 
+# Gemma (1) and Gemma 2 oracles: width 48 (embeddings times sqrt(48), not a power of two), head_dim 16 with 4
+# query and 2 KV heads, the default rope at theta 10,000, tied, no biases, no special tokens
+GEMMA_SHAPE = dict(vocab_size=VOCAB, hidden_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+                   max_position_embeddings=512, attention_bias=False, bos_token_id=None, eos_token_id=None,
+                   pad_token_id=None)
+
+
 def gemma_config():
-    # Gemma (1) at toy size: norms as 1 + w, embeddings times sqrt(48) (not a power of two), GeGLU under the
-    # legacy name hidden_act "gelu" (GemmaConfig reads it as gelu_pytorch_tanh), head_dim 16 with 4 query and
-    # 2 KV heads (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2, tied embeddings.
-    return GemmaConfig(
-        vocab_size=VOCAB,
-        hidden_size=48,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        hidden_act="gelu",
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=True,
-        max_position_embeddings=512,
-        attention_bias=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
+    # Gemma (1) at toy size: norms as 1 + w, GeGLU under the legacy name hidden_act "gelu" (GemmaConfig reads
+    # it as gelu_pytorch_tanh), 2 layers (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2.
+    return GemmaConfig(**GEMMA_SHAPE, intermediate_size=96, num_hidden_layers=2, hidden_act="gelu")
 
 
 def gemma2_config():
     # Gemma 2 at toy size: 4 layers alternating sliding (even) and full (odd), a window of 8 (shorter than the
     # 23- and 40-token prompts), one default rope (theta 10,000), query_pre_attn_scalar 32 (not head_dim 16),
     # GeGLU (gelu_pytorch_tanh), the four sandwich norms as 1 + w, no q/k norms, tied embeddings scaled by
-    # sqrt(hidden_size), and both soft-caps small enough to bend the values they cap: the attention scores'
-    # at 5 (scores reach about 10 here), the logits' at 3.
-    return Gemma2Config(
-        vocab_size=VOCAB,
-        hidden_size=48,
-        intermediate_size=64,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        query_pre_attn_scalar=32,
-        sliding_window=8,
-        hidden_activation="gelu_pytorch_tanh",
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        max_position_embeddings=512,
-        attention_bias=False,
-        attn_logit_softcapping=5.0,
-        final_logit_softcapping=3.0,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
+    # sqrt(hidden_size), and both soft-caps low enough to bend what they cap: the attention scores' at 5, the
+    # logits' at 3 (dropping either moves the logits: the summary's sensitivity_no_*_softcap).
+    return Gemma2Config(**GEMMA_SHAPE, intermediate_size=64, num_hidden_layers=4, query_pre_attn_scalar=32,
+                        sliding_window=8, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                        attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
 FAMILIES = {
