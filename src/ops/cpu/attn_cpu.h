@@ -66,9 +66,9 @@ typedef struct kvc_cpu_ctx {
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
     bool lanes;       /* K in lanes (pb->vk.form KVCI_KV_LANES): every qk through the table's qk_lanes */
-    bool amx; /* plain bf16 K/V rows, no rope, quantisation or soft-capping, Dv a multiple of 16, the table's amx: every
-                 item's scores and values on AMX tiles (attn_amx.h) */
-    int64_t Dp; /* amx: D rounded up to 32 (query parts' row) */
+    bool amx;         /* plain bf16 K/V rows, no rope, quantisation or soft-cap, Dv % 16 == 0, the table's amx: every
+                         item's scores and values on AMX tiles (attn_amx.h) */
+    int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes (0 for a dtype stored in blocks) */
     /* KVC_SIMD_GENERIC slots: the dtype-table entries whose to_f32 decodes K, V, rope rows into the tiles; else NULL */
