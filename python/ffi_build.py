@@ -355,6 +355,7 @@ typedef struct kvc_attention_params {
     kvc_tensor out;
     kvc_tensor lse;
     const kvc_paged_kv *paged_kv;
+    double logit_softcap;
     ...;
 } kvc_attention_params;
 kvc_attention_params kvc_attention_default_params(void);

@@ -378,6 +378,8 @@ static bool print_table(const kvc_model_plan *p) {
     printf("fa_version   %d: %s\n", p->fa_version, p->fa_version_reason);
     printf("layout       %s   mla_absorb %s   hybrid %s   sinks %s\n", p->input_layout, p->mla_absorb ? "yes" : "no",
            p->hybrid ? "yes" : "no", p->sinks ? "yes" : "no");
+    if (p->logit_softcap > 0.0)
+        printf("softcap      logit_softcap %g: scores cap * tanh(s / cap) before the mask\n", p->logit_softcap);
     memset(done, 0, (size_t)p->n_layers * sizeof *done);
     print_layer_rows(p, done, true);
     print_chunk_note(p);

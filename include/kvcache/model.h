@@ -40,7 +40,7 @@ typedef enum kvc_model_family {
                                * gemma and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
-    KVC_FAMILY_GEMMA2,        /* plans gemma2: alternating sliding / full */
+    KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
     KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
                                * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
     KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
@@ -122,6 +122,10 @@ typedef struct kvc_model_config {
     int64_t n_group, topk_group;
     bool norm_topk_prob;
     double routed_scaling_factor;
+    /* Gemma 2: the attention scores soft-capped by attn_logit_softcapping (the operator's logit_softcap) and
+     * the logits by final_logit_softcapping, each x -> cap * tanh(x / cap) (as f32 arithmetic, the cap an f32
+     * for the logits); 0: none. Last, so that the fields before them keep their offsets. */
+    double attn_logit_softcapping, final_logit_softcapping;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -393,6 +393,12 @@ typedef struct kvc_attention_params {
     /* Optional when paged (default NULL: block_layout over the tensors' shapes): K, V and key_rope addressed
      * by this descriptor, block_layout not read. Last, so that the fields before it keep their offsets. */
     const kvc_paged_kv *paged_kv;
+
+    /* Soft-capping of the scores (Gemma 2's attn_logit_softcapping): each scaled score s becomes
+     * cap * tanh(s / cap) before the mask and the softmax (a score of -inf stays -inf: left out as before);
+     * 0 = none (the default), else finite and > 0. Sinks are not capped. Added after paged_kv: the fields
+     * before it keep their offsets. */
+    double logit_softcap;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);

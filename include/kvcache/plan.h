@@ -131,6 +131,10 @@ typedef struct kvc_model_plan {
 
     int32_t n_warnings;
     char warnings[KVC_PLAN_MAX_WARNINGS][KVC_PLAN_TEXT_MAX];
+
+    /* The operator's logit_softcap (attn_logit_softcapping: Gemma 2's 50 when absent; 0: none). Last, so that
+     * the fields before it keep their offsets. */
+    double logit_softcap;
 } kvc_model_plan;
 
 /* Analyses config.json text (len bytes, need not be NUL-terminated) and plans

@@ -150,7 +150,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
               num_kv_heads=None, scale=None, sparse_mode=3, pre_tokens=None, next_tokens=None,
               bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
               key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, q_rope=None,
-              k_rope=None, out=None, return_lse=False, impl="cpu"):
+              k_rope=None, out=None, return_lse=False, impl="cpu", logit_softcap=0.0):
     """Fused inference attention (kvc_attention_cpu, or the float64 reference
     kvc_attention_ref with impl="ref").
 
@@ -179,6 +179,9 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
       kv_layout, or the "k_rope" entry / view of paged_kv) with Dr channels;
       scores are scale * (q.k + q_rope.k_rope). Absorbed MLA passes the latent
       cache as both k and v with one KV head (docs/ops.md).
+    logit_softcap: 0 (none), or a cap c > 0: each scaled score s becomes
+      c * tanh(s / c) before the mask and the softmax (Gemma 2's
+      attn_logit_softcapping; sinks are not capped).
     int8 k/v: key_scale/value_scale (f32) in quant_mode "per_channel",
       "per_token" or "per_head" (a pair for keys and values may be given).
     out: written in place (q's dtype and shape rule by default, a new array
@@ -220,6 +223,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     p.num_heads, p.num_kv_heads = int32(nq, "num_heads"), int32(nkv, "num_kv_heads")
     # d 0: a packed q's last dim does not hold num_heads heads, which the library refuses by name
     p.scale = 1.0 / math.sqrt(max(d, 1)) if scale is None else real(scale, "scale")
+    p.logit_softcap = real(logit_softcap, "logit_softcap")
     p.sparse_mode = int32(sparse_mode, "sparse_mode")
     if pre_tokens is not None:
         p.pre_tokens = int64(pre_tokens, "pre_tokens")

@@ -55,6 +55,24 @@ def test_lse_is_returned():
     assert abs(lse[0, 0, 0, 0] - np.log(np.exp(s).sum())) < 1e-5
 
 
+def test_logit_softcap_bends_the_scores():
+    """cap * tanh(s / cap) before the softmax, in the kernel and the reference; 0 is none; refused by name."""
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((1, 1, 2, 16), dtype=np.float32) * 3
+    k = rng.standard_normal((1, 6, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((1, 6, 2, 16), dtype=np.float32)
+    s = np.einsum("d,kd->k", q[0, 0, 1].astype(np.float64), k[0, :, 1].astype(np.float64)) / 4.0
+    s = 2.0 * np.tanh(s / 2.0)
+    w = np.exp(s - s.max())
+    want = (w / w.sum()) @ v[0, :, 1].astype(np.float64)
+    for impl in ("cpu", "ref"):
+        got = kvcache.attention(q, k, v, logit_softcap=2.0, impl=impl)
+        assert np.abs(got[0, 0, 1] - want).max() < 1e-5
+    assert np.abs(kvcache.attention(q, k, v)[0, 0, 1] - want).max() > 1e-2
+    with pytest.raises(kvcache.InvalidArgument, match="logit_softcap -1"):
+        kvcache.attention(q, k, v, logit_softcap=-1.0)
+
+
 
 
 def _torch():

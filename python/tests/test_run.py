@@ -124,6 +124,17 @@ def test_bad_weights_refused():
 
 
 GEMMA3 = DATA / "oracle" / "gemma3"
+GEMMA2 = DATA / "oracle" / "gemma2"
+
+
+def test_gemma2_greedy_ids_and_logits_match_transformers():
+    """Gemma 2: soft-capped attention scores and logits, alternating sliding and full layers."""
+    expected = json.loads((GEMMA2 / "expected.json").read_text())
+    prompts = [p["ids"] for p in expected["prompts"]]
+    ids, logits = kvcache.run(GEMMA2, prompts, expected["num_new_tokens"], logits=True)
+    for b, p in enumerate(expected["prompts"]):
+        assert ids[b].tolist() == p["greedy_ids"]
+        assert np.allclose(logits[b], np.array(p["step_logits"], dtype=np.float32), rtol=1e-4, atol=2e-5)
 
 
 def test_gemma3_greedy_ids_and_logits_match_transformers():

@@ -171,6 +171,7 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c) {
     p->num_heads = (int32_t)c->nH;
     p->num_kv_heads = (int32_t)c->nKV;
     p->scale = c->scale;
+    p->logit_softcap = c->softcap;
     if (c->sinks) {
         p->sinks = view(c->sinks, 1, c->nH, 0, 0);
     }

@@ -74,6 +74,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .D = D,
                           .Dv = D,
                           .scale = kvc_model_attn_scale(c),
+                          .softcap = c->attn_logit_softcapping,
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .sinks = w->sinks,
                           .out = ws->att};

@@ -84,6 +84,7 @@ typedef struct kvc_family_desc {
     bool mla;            /* latent attention: heads and dims from the MLA fields (kvci_hparams_read_mla) */
     bool sinks;          /* per-head attention sinks */
     double rms_norm_eps; /* when config.json has none; 0: 1e-6 */
+    double attn_softcap; /* attn_logit_softcapping when config.json has none (Gemma 2: transformers' 50); 0: none */
     /* The runtime's keys of the family beyond the shared reader's (head_dim
      * included) into cfg; NULL when the runtime runs no model type of it. */
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
@@ -166,6 +167,13 @@ kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent)
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256
  * by default; bidirectional attention refused. */
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
+
+/* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,
+ * 0 (none) when null, else a number in (0, 10^6]; refused naming the key otherwise. */
+kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out);
+/* Family d's attention soft-cap of config c (kvc_attention_params.logit_softcap): attn_logit_softcapping, by
+ * kvci_family_softcap with d's default. The planner's and the runtime's. */
+kvc_status kvci_family_attn_softcap(const kvc_family_desc *d, const kvc_json_obj *c, double *out);
 
 /* The unscaled rope at theta (the sliding layers' own of Gemma 3 and OLMo 3 when the config gives none). */
 kvc_rope_config kvci_family_default_rope(double theta);

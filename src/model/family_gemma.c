@@ -1,12 +1,15 @@
 /* Gemma (1)'s runtime keys (the dense family runs it: kvci_family_parse_gemma),
- * Gemma 2 (planned only) and Gemma 3 (runs: gemma3_text, and gemma3's text
- * model): sliding and full layers, Gemma 2 alternating (sliding first), Gemma 3
+ * Gemma 2's and Gemma 3's (gemma3_text, and gemma3's text model): sliding and
+ * full layers, Gemma 2 alternating (sliding first), Gemma 3
  * sliding_window_pattern - 1 sliding layers then one full; the softmax scale
- * follows query_pre_attn_scalar. Gemma 3's runtime keys: q/k norms, norms
- * applied as 1 + w around both sub-layers, embeddings times sqrt(hidden_size),
- * a GeGLU MLP (gelu_pytorch_tanh), tied embeddings by default and the sliding
- * layers' own rope (rope_local_base_freq, or the sliding_attention entry of a
- * rope dict per layer type); soft-capping and bidirectional attention are
+ * follows query_pre_attn_scalar. Gemma 2 and 3 share norms applied as 1 + w
+ * around both sub-layers, embeddings times sqrt(hidden_size), a GeGLU MLP
+ * (gelu_pytorch_tanh) and tied embeddings by default; Gemma 2 soft-caps the
+ * attention scores (attn_logit_softcapping, the operator's logit_softcap) and
+ * the final logits (final_logit_softcapping) with one rope for every layer;
+ * Gemma 3 has q/k norms and the sliding layers' own rope
+ * (rope_local_base_freq, or the sliding_attention entry of a rope dict per
+ * layer type), and refuses soft-capping by name. Bidirectional attention is
  * refused by name. */
 #include <math.h>
 #include <string.h>
@@ -47,11 +50,11 @@ static kvc_status refuse_set(const kvc_json_obj *c, const char *key, const char 
 }
 
 /* What every Gemma the runtime runs shares: the GeGLU activation named by `act_key` (gelu_pytorch_tanh when
- * absent; `gelu_alias`: "gelu" too, GemmaConfig's legacy spelling of it), head_dim (256 by default), bias on
- * q, k, v and o with attention_bias, norms as 1 + w, tied embeddings by default, the embeddings times
- * sqrt(hidden_size) as an f32; bidirectional attention refused. */
+ * absent; `gelu_alias`: "gelu" too, GemmaConfig's legacy spelling of it; `name` the family in the refusal), head_dim
+ * (256 by default), bias on q, k, v and o with attention_bias, norms as 1 + w, tied embeddings by default, the
+ * embeddings times sqrt(hidden_size) as an f32; bidirectional attention refused. */
 static kvc_status parse_gemma_common(const kvc_hparams *hp, kvc_model_config *cfg, const char *act_key,
-                                     bool gelu_alias) {
+                                     const char *name, bool gelu_alias) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(refuse_set(c, "use_bidirectional_attention", "bidirectional attention"));
     const char *act = "gelu_pytorch_tanh";
@@ -59,7 +62,7 @@ static kvc_status parse_gemma_common(const kvc_hparams *hp, kvc_model_config *cf
     KVC_TRY(kvci_json_str(c, act_key, KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "gelu_pytorch_tanh") != 0 && !(gelu_alias && strcmp(act, "gelu") == 0))
         return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: gelu_pytorch_tanh%s)", c->doc, act_key, act,
-                         gelu_alias ? "gemma" : "gemma3", gelu_alias ? ", or gelu, its legacy name" : "");
+                         name, gelu_alias ? ", or gelu, its legacy name" : "");
     cfg->mlp_act = KVC_MLP_GELU_TANH;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
@@ -71,18 +74,51 @@ static kvc_status parse_gemma_common(const kvc_hparams *hp, kvc_model_config *cf
     return KVC_OK;
 }
 
+/* Whether key is given as JSON null (the reader's getters take null for absent; here null means none). */
+static bool given_null(const kvc_json_obj *c, const char *key) {
+    const cJSON *v = c->obj != NULL ? cJSON_GetObjectItemCaseSensitive(c->obj, key) : NULL;
+    if (v == NULL && c->fallback != NULL) v = cJSON_GetObjectItemCaseSensitive(c->fallback, key);
+    return cJSON_IsNull(v);
+}
+
+kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out) {
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    bool have = false;
+    *out = given_null(c, key) ? 0.0 : def;
+    return kvci_json_num(c, key, positive, out, &have);
+}
+
+kvc_status kvci_family_attn_softcap(const kvc_family_desc *d, const kvc_json_obj *c, double *out) {
+    return kvci_family_softcap(c, "attn_logit_softcapping", d->attn_softcap, out);
+}
+
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg) {
-    return parse_gemma_common(hp, cfg, "hidden_act", true);
+    return parse_gemma_common(hp, cfg, "hidden_act", "gemma", true);
+}
+
+/* What Gemma 2 and 3 add to Gemma (1): the sandwich norms and the softmax scale query_pre_attn_scalar^-1/2. */
+static kvc_status parse_gemma_sandwich(const kvc_hparams *hp, kvc_model_config *cfg, const char *name) {
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    KVC_TRY(parse_gemma_common(hp, cfg, "hidden_activation", name, false));
+    cfg->sandwich_norms = true;
+    return kvci_family_opt_num(&hp->cfg, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar);
+}
+
+/* Gemma 2: the soft-caps, absent keys taking Gemma2Config's defaults (attention 50, final 30), null none; one
+ * rope for every layer (rope_sliding left unset: the full layers' rope). */
+static kvc_status parse_gemma2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(parse_gemma_sandwich(hp, cfg, "gemma2"));
+    KVC_TRY(kvci_family_attn_softcap(&kvc_family_gemma2, &hp->cfg, &cfg->attn_logit_softcapping));
+    return kvci_family_softcap(&hp->cfg, "final_logit_softcapping", 30.0, &cfg->final_logit_softcapping);
 }
 
 static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true}, theta = {1.0, KVC_HP_MAX_THETA, true};
-    KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits"));
-    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits"));
-    KVC_TRY(parse_gemma_common(hp, cfg, "hidden_activation", false));
-    cfg->qk_norm = cfg->sandwich_norms = true;
-    KVC_TRY(kvci_family_opt_num(c, "query_pre_attn_scalar", 256.0, positive, &cfg->query_pre_attn_scalar));
+    const kvc_json_range theta = {1.0, KVC_HP_MAX_THETA, true};
+    KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits in gemma3 (gemma2 does)"));
+    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits in gemma3 (gemma2 does)"));
+    KVC_TRY(parse_gemma_sandwich(hp, cfg, "gemma3"));
+    cfg->qk_norm = true;
     if (!hp->rope_sliding_given) { /* transformers: default rope at rope_local_base_freq (10,000) */
         double base = 10000.0;
         KVC_TRY(kvci_family_opt_num(c, "rope_local_base_freq", 10000.0, theta, &base));
@@ -91,7 +127,7 @@ static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
-static const kvc_family_alias GEMMA2[] = {{"gemma2", "Gemma2ForCausalLM", "gemma2", false}};
+static const kvc_family_alias GEMMA2[] = {{"gemma2", "Gemma2ForCausalLM", "gemma2", true}};
 static const kvc_family_alias GEMMA3[] = {
     {"gemma3", "Gemma3ForConditionalGeneration", "gemma3", true},
     {"gemma3_text", "Gemma3ForCausalLM", "gemma3", true},
@@ -102,6 +138,8 @@ const kvc_family_desc kvc_family_gemma2 = {
     .name = "gemma2",
     .aliases = GEMMA2,
     .n_aliases = 1,
+    .attn_softcap = 50.0,
+    .parse = parse_gemma2,
     .default_kinds = kvci_family_alternating_kinds,
     .softmax_scale = gemma_scale,
 };

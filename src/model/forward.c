@@ -402,6 +402,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const float scaling = (float)c->logits_scaling;
         for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;
     }
+    if (st == KVC_OK && c->final_logit_softcapping > 0.0) { /* Gemma 2: divided, tanh, times (transformers' order) */
+        const float cap = (float)c->final_logit_softcapping;
+        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] = tanhf(a->logits[i] / cap) * cap;
+    }
     kvci_sp_end(KVC_SP_HEAD, t0);
     return st;
 }

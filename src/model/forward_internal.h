@@ -111,6 +111,7 @@ typedef struct kvc_attn_call {
     const float *q, *k, *v;
     int64_t nH, nKV, D, Dv;
     double scale;
+    double softcap; /* the operator's logit_softcap (0: none) */
     int64_t window;
     const float *sinks;
     const float *q_rope; /* MLA absorbed [T, nH, dr]: k is the latent cache (also the value), v the rope cache */

@@ -24,6 +24,7 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_oss", 64, 150000.0, 128, false},
     {"mistral", 0, 10000.0, 4096, false},
     {"mixtral", 0, 1000000.0, 0, false},
+    {"gemma2", 256, 10000.0, 4096, false}, /* Gemma2Config's: one rope for every layer */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
     {"gemma3_text", 256, 1000000.0, 4096, false},
     {"gemma3", 256, 1000000.0, 4096, false},

@@ -339,6 +339,11 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: rope.partial_rotary_factor %g must be in [0, 1] (0: 1) and give an even rotary "
                          "width >= 2 (got %lld)",
                          prf, (long long)rot);
+    const double caps[2] = {c->attn_logit_softcapping, c->final_logit_softcapping};
+    for (int i = 0; i < 2; i++)
+        if (!(caps[i] >= 0.0 && caps[i] <= KVC_HP_MAX_FACTOR))
+            return kvci_fail(KVC_EINVAL, "model: %s %g outside [0, %g] (0: none)",
+                             i ? "final_logit_softcapping" : "attn_logit_softcapping", caps[i], KVC_HP_MAX_FACTOR);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     return fam->check ? fam->check(c, "model") : KVC_OK;
 }

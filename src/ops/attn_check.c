@@ -58,6 +58,9 @@ static kvc_status check_scalars(const kvc_attention_params *p) {
              "scale %g must be finite and > 0 (R5: there is no default; 1/sqrt(D) for plain attention, "
              "kvc_yarn_softmax_scale for YaRN/MLA)",
              p->scale);
+    if (!(p->logit_softcap >= 0.0) || !isfinite(p->logit_softcap))
+        FAIL(KVC_EINVAL, "logit_softcap %g must be finite and >= 0 (0: no soft-capping; else cap * tanh(s / cap))",
+             p->logit_softcap);
     if (p->num_heads <= 0)
         FAIL(KVC_EINVAL, "num_heads %d must be set (> 0): the query head count (v1 num_heads, v2 num_query_heads)",
              (int)p->num_heads);

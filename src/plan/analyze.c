@@ -106,16 +106,9 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
  * layer is planned with, 0 if none). */
 static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_family_desc *fam,
                                  int64_t chunk) {
-    const kvc_json_range any = {-KVC_HP_MAX_FACTOR, KVC_HP_MAX_FACTOR, false};
-    double softcap = 0.0;
-    bool have_softcap = false;
-    kvc_status st = kvci_json_num(&hp->cfg, "attn_logit_softcapping", any, &softcap, &have_softcap);
-    if (st == KVC_OK && have_softcap && softcap != 0.0)
-        kvci_plan_warn(plan, "attn_logit_softcapping %g: the fused attention operator has no logit soft-capping",
-                       softcap);
     int64_t mtp = 0;
     bool have_mtp = false;
-    if (st == KVC_OK) st = kvci_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
+    kvc_status st = kvci_json_int(&hp->cfg, "num_nextn_predict_layers", 0, KVC_HP_MAX_LAYERS, &mtp, &have_mtp);
     if (st == KVC_OK && have_mtp && mtp > 0)
         kvci_plan_warn(plan,
                        "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
@@ -183,6 +176,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     if (st == KVC_OK) st = kvci_plan_resolve_dtype(hp, plan);
     if (st == KVC_OK) st = resolve_max_model_len(plan, &f);
     if (st == KVC_OK) st = split_heads(plan, &f, &kv_per_rank);
+    if (st == KVC_OK) st = kvci_family_attn_softcap(f.fam, &hp->cfg, &plan->logit_softcap);
     if (st != KVC_OK) return st;
     plan->mla = f.fam->mla;
     plan->sinks = f.fam->sinks;

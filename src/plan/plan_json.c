@@ -81,7 +81,8 @@ static bool add_header(cJSON *o, const kvc_model_plan *p) {
               cJSON_AddBoolToObject(o, "mla", p->mla) != NULL &&
               cJSON_AddBoolToObject(o, "mla_absorb", p->mla_absorb) != NULL &&
               cJSON_AddBoolToObject(o, "hybrid", p->hybrid) != NULL &&
-              cJSON_AddBoolToObject(o, "sinks", p->sinks) != NULL && add_num(o, "scale", p->scale);
+              cJSON_AddBoolToObject(o, "sinks", p->sinks) != NULL && add_num(o, "scale", p->scale) &&
+              add_num(o, "logit_softcap", p->logit_softcap);
     ok = ok && (rope = cJSON_AddObjectToObject(o, "rope")) != NULL &&
          cJSON_AddStringToObject(rope, "type", p->rope_type) != NULL && add_num(rope, "factor", p->rope_factor) &&
          add_num(rope, "attention_factor", p->rope_attention_factor);

@@ -51,6 +51,8 @@ static const tp_case DEEPSEEK_FULL = {.sub = "deepseek_v3", .mode = KVC_RUNNER_P
 static const tp_case DEEPSEEK_LATENT = {.sub = "deepseek_v3", .mode = KVC_RUNNER_MLA_LATENT};
 /* sliding and full layers with their own ropes; the sub-layers' outputs reduced before their norms */
 static const tp_case GEMMA3 = {.sub = "gemma3", .mode = KVC_RUNNER_PAGED};
+/* Gemma 2: each rank's heads soft-capped alike, the logits capped after the (whole) head */
+static const tp_case GEMMA2 = {.sub = "gemma2", .mode = KVC_RUNNER_PAGED};
 /* Phi-3: each rank's rows of the fused qkv_proj / gate_up_proj, partial rotary, longrope, tied embeddings */
 static const tp_case PHI3 = {.sub = "phi3_longrope", .mode = KVC_RUNNER_PAGED};
 /* Granite: the residual multiplier applied to the reduced sum, the logits divided after the (whole) head */
@@ -333,6 +335,7 @@ FAMILY_TESTS(gpt_oss, GPT_OSS)
 FAMILY_TESTS(deepseek_full, DEEPSEEK_FULL)
 FAMILY_TESTS(deepseek_latent, DEEPSEEK_LATENT)
 FAMILY_TESTS(gemma3, GEMMA3)
+FAMILY_TESTS(gemma2, GEMMA2)
 FAMILY_TESTS(phi3, PHI3)
 FAMILY_TESTS(granite, GRANITE)
 
@@ -434,6 +437,7 @@ int main(int argc, char **argv) {
         T(deepseek_full),
         T(deepseek_latent),
         T(gemma3),
+        T(gemma2),
         T(phi3),
         T(granite),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),

@@ -283,6 +283,14 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"rope_local_base_freq\":10000,\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8},"                         \
     "\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4096}"
 
+/* Gemma 2: sliding (even) and full (odd) layers, a window of 5, one rope, query_pre_attn_scalar, the
+ * sandwich norms, and both soft-caps low enough to bend what they cap (scores and logits of random weights) */
+#define GEMMA2                                                                                                         \
+    "{\"model_type\":\"gemma2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"query_pre_attn_scalar\":24,\"sliding_window\":5,\"rope_theta\":10000,\"attn_logit_softcapping\":0.5,"           \
+    "\"final_logit_softcapping\":2,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4096}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -367,6 +375,8 @@ static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGE
 
 static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
+static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
+static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
 static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
 
 /* SwiGLU of a prefill large enough to take the threads (64 x 3,072): every row bitwise equal to
@@ -421,6 +431,8 @@ int main(void) {
         cmocka_unit_test(test_mixtral_bf16_weights),
         cmocka_unit_test(test_qwen2_moe_paged),
         cmocka_unit_test(test_gemma3_paged),
+        cmocka_unit_test(test_gemma2_paged),
+        cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_gemma3_contiguous_int8),
         cmocka_unit_test(test_gemma3_q8_0_weights),
     };

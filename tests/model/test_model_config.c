@@ -182,6 +182,31 @@ static void test_gemma3_fields(void **state) {
     assert_true(c.rope.theta == 1e6 && c.rope_sliding.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0 / 16.0);
 }
 
+/* Gemma 2 as the hub writes it (gemma-2-9b's keys) and its class defaults: alternating layers (sliding first),
+ * one rope, the scale from query_pre_attn_scalar, sandwich norms without q/k norms, the soft-caps (absent: 50
+ * and 30, null: none). */
+static void test_gemma2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":5,"
+                                            "\"sliding_window\":4,\"rope_theta\":10000,\"query_pre_attn_scalar\":144,"
+                                            "\"final_logit_softcapping\":3.5,\"attn_logit_softcapping\":null}",
+                                            "gemma2", &c),
+                     KVC_OK);
+    for (int l = 0; l < 5; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0));
+    assert_true(c.family == KVC_FAMILY_GEMMA2 && c.sliding_window == 4 && c.head_dim == 256 && !c.qk_norm);
+    assert_true(c.gemma_norms && c.sandwich_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.rope.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0 / 12.0);
+    assert_true(c.rope_sliding.theta == 0.0 || c.rope_sliding.theta == 1e4); /* one rope: none of its own, or a copy */
+    assert_true(c.embed_scale == (float)sqrt(8.0));
+    assert_true(c.attn_logit_softcapping == 0.0 && c.final_logit_softcapping == 3.5);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2}", "gemma2", &c),
+        KVC_OK);
+    assert_true(c.attn_logit_softcapping == 50.0 && c.final_logit_softcapping == 30.0 && c.sliding_window == 4096);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0);
+}
+
 #define PHI3_BASE                                                                                                      \
     "{\"model_type\":\"phi3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
@@ -362,7 +387,12 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
-    expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2}", "model_type \"gemma2\"");
+    expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2,\"attn_logit_softcapping\":0}",
+                   "attn_logit_softcapping 0 must be a number in (0, 1e+06]");
+    expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2,\"final_logit_softcapping\":\"30\"}",
+                   "final_logit_softcapping must be a number");
+    expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
+                   "(gemma2: gelu_pytorch_tanh)");
     expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
     expect_refusal("[1]", "the top level must be an object");
@@ -422,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_family_fields),
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
+        cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

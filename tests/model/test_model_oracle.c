@@ -207,6 +207,14 @@ static void test_gemma3(void **state) {
     run_dir("gemma3");
 }
 
+/* Gemma 2: sliding (even) and full (odd) layers with one rope, a window shorter than two prompts, the attention
+ * scores soft-capped at 5 (the operator's logit_softcap) and the logits at 3, norms as 1 + w around both
+ * sub-layers, no q/k norms, GeGLU, embeddings scaled by sqrt(hidden_size), query_pre_attn_scalar's scale */
+static void test_gemma2(void **state) {
+    (void)state;
+    run_dir("gemma2");
+}
+
 /* Gemma3ForConditionalGeneration's checkpoint (the text model under language_model.model., the vision
  * tower's and projector's tensors left unread) holding the gemma3 weights: the same logits, bit for bit
  * (transformers gives both the same logits too: make_oracle.py checks it) */
@@ -300,25 +308,16 @@ static void test_gemma(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),
-        cmocka_unit_test(test_qwen3_bf16),
-        cmocka_unit_test(test_qwen3_f16),
-        cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_deepseek_v3),
-        cmocka_unit_test(test_dtypes_qwen3),
-        cmocka_unit_test(test_dtypes_gpt_oss),
-        cmocka_unit_test(test_dtypes_deepseek_v3),
-        cmocka_unit_test(test_qwen3_moe),
-        cmocka_unit_test(test_mixtral),
-        cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_gemma3),
-        cmocka_unit_test(test_gemma3_multimodal),
-        cmocka_unit_test(test_phi3),
-        cmocka_unit_test(test_phi3_longrope),
-        cmocka_unit_test(test_olmo2),
-        cmocka_unit_test(test_olmo3),
-        cmocka_unit_test(test_granite),
-        cmocka_unit_test(test_smollm3),
+        cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
+        cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen2_moe),      cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_gemma2),         cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_phi3),           cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_olmo2),          cmocka_unit_test(test_olmo3),
+        cmocka_unit_test(test_granite),        cmocka_unit_test(test_smollm3),
         cmocka_unit_test(test_gemma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

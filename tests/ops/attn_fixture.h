@@ -50,6 +50,7 @@ typedef struct fx_cfg {
     bool rope_quant; /* MLA: k_rope in the int8/fp8 cache dtype, dequantised with its key's scale */
     uint32_t seed;
     bool permute_blocks;
+    double softcap; /* logit_softcap (0: none) */
 } fx_cfg;
 
 typedef struct fx {
@@ -482,6 +483,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg) {
     p->pre_tokens = c->pre;
     p->next_tokens = c->next;
     p->bidirectional = c->bidirectional;
+    p->logit_softcap = c->softcap;
     p->batch = B;
     const bool packed = fx_tlayout(c->layout) && c->storage == KVC_KV_CONTIGUOUS;
     p->q_lens = fx_tlayout(c->layout) ? f->cuq : f->dq;
@@ -571,7 +573,7 @@ static inline void fx_oracle(const fx *f, double *out, double *lse) {
                     for (int64_t d = 0; d < Dr; d++)
                         dot += f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] *
                                f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d];
-                    s[j] = scale * dot;
+                    s[j] = c->softcap > 0.0 ? c->softcap * tanh(scale * dot / c->softcap) : scale * dot;
                     m = s[j] > m ? s[j] : m;
                     any = true;
                 }

@@ -89,6 +89,7 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                         c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
                     c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
                     c.seed = (uint32_t)runs + 1;
+                    c.softcap = runs % 3 == 1 ? 0.25 : 0.0; /* scores of about +-1/3: the cap bends them */
                     fx f;
                     fx_build(&f, &c);
                     double e = ref_vs_oracle(&f, 1e-6, 1e-6);
@@ -99,6 +100,43 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                     runs++;
                 }
     assert_true(runs > 200);
+}
+
+/* Soft-capping by hand: scores [2, 0] (q 1, keys 2 and 0, scale 1), values [1], [3], cap 1: weights
+ * e^tanh(2) and 1, so out = (e^t + 3) / (e^t + 1) with t = tanh 2; cap 0 gives (e^2 + 3) / (e^2 + 1). The
+ * reference and the CPU kernel alike; the sink (0) is not capped. */
+static void test_softcap_by_hand(void **state) {
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.sq[0] = 1, c.skv[0] = 2, c.D = c.Dv = 1, c.mode = 0, c.lse = true;
+    for (int variant = 0; variant < 3; variant++) { /* cap 1; cap 0; cap 1 with a sink of 0 */
+        c.softcap = variant == 1 ? 0.0 : 1.0;
+        c.sinks = variant == 2;
+        fx f;
+        fx_build(&f, &c);
+        ((float *)f.qbuf)[0] = 1.0f;
+        ((float *)f.kbuf)[0] = 2.0f, ((float *)f.kbuf)[1] = 0.0f;
+        ((float *)f.vbuf)[0] = 1.0f, ((float *)f.vbuf)[1] = 3.0f;
+        if (c.sinks) ((float *)f.sbuf)[0] = 0.0f;
+        const double s0 = variant == 1 ? 2.0 : tanh(2.0), w0 = exp(s0), sink = c.sinks ? 1.0 : 0.0;
+        const double want = (w0 + 3.0) / (w0 + 1.0 + sink), want_lse = log(w0 + 1.0 + sink);
+        for (int cpu = 0; cpu < 2; cpu++) {
+            ((float *)f.obuf)[0] = NAN;
+            if (cpu) {
+                size_t bytes = 0;
+                assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
+                void *ws = NULL;
+                assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
+                assert_int_equal(kvc_attention_cpu(&f.p, ws, bytes), KVC_OK);
+                kvc_aligned_free(ws);
+            } else {
+                assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+            }
+            assert_float_equal(((float *)f.obuf)[0], want, 1e-6);
+            assert_float_equal(((float *)f.lsebuf)[0], want_lse, 1e-6);
+        }
+        fx_free(&f);
+    }
 }
 
 /* VER 7.2: scores [0, 0], sink 0, values [1], [3] -> 4/3, lse ln 3; no sink -> 2, lse ln 2. */
@@ -211,6 +249,9 @@ static float g_scale[8];
 
 static void m_scale0(fx *f) { f->p.scale = 0.0; }
 static void m_scalenan(fx *f) { f->p.scale = NAN; }
+static void m_softcap_neg(fx *f) { f->p.logit_softcap = -1.0; }
+static void m_softcap_inf(fx *f) { f->p.logit_softcap = INFINITY; }
+static void m_softcap_nan(fx *f) { f->p.logit_softcap = NAN; }
 static void m_noheads(fx *f) { f->p.num_heads = 0; }
 static void m_gqa(fx *f) { f->p.num_kv_heads = 3; }
 static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
@@ -277,6 +318,9 @@ static void test_refused_misuse(void **state) {
     const misuse cases[] = {
         {"R5 scale 0", m_scale0, KVC_EINVAL, "scale"},
         {"R5 scale NaN", m_scalenan, KVC_EINVAL, "finite"},
+        {"logit_softcap < 0", m_softcap_neg, KVC_EINVAL, "logit_softcap -1"},
+        {"logit_softcap inf", m_softcap_inf, KVC_EINVAL, "logit_softcap inf"},
+        {"logit_softcap NaN", m_softcap_nan, KVC_EINVAL, "logit_softcap"},
         {"num_heads unset", m_noheads, KVC_EINVAL, "num_heads"},
         {"R6 Nq % Nkv", m_gqa, KVC_EINVAL, "divisible"},
         {"R6 binding heads", m_bindheads, KVC_EINVAL, "num_head"},
@@ -675,6 +719,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ref_matches_oracle_all_layouts),
         cmocka_unit_test(test_sink_four_thirds),
+        cmocka_unit_test(test_softcap_by_hand),
         cmocka_unit_test(test_yarn_scale),
         cmocka_unit_test(test_visibility_table),
         cmocka_unit_test(test_degenerate_cases),

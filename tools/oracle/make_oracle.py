@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -35,6 +35,8 @@ from transformers import (
     DeepseekV3ForCausalLM,
     GemmaConfig,
     GemmaForCausalLM,
+    Gemma2Config,
+    Gemma2ForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
@@ -404,27 +406,29 @@ def smollm3_config():
     )
 
 
+# Gemma (1) and Gemma 2 oracles: width 48 (embeddings times sqrt(48), not a power of two), head_dim 16 with 4
+# query and 2 KV heads, the default rope at theta 10,000, tied, no biases, no special tokens
+GEMMA_SHAPE = dict(vocab_size=VOCAB, hidden_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+                   max_position_embeddings=512, attention_bias=False, bos_token_id=None, eos_token_id=None,
+                   pad_token_id=None)
+
+
 def gemma_config():
-    # Gemma (1) at toy size: norms as 1 + w, embeddings times sqrt(48) (not a power of two), GeGLU under the
-    # legacy name hidden_act "gelu" (GemmaConfig reads it as gelu_pytorch_tanh), head_dim 16 with 4 query and
-    # 2 KV heads (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2, tied embeddings.
-    return GemmaConfig(
-        vocab_size=VOCAB,
-        hidden_size=48,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        hidden_act="gelu",
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=True,
-        max_position_embeddings=512,
-        attention_bias=False,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
+    # Gemma (1) at toy size: norms as 1 + w, GeGLU under the legacy name hidden_act "gelu" (GemmaConfig reads
+    # it as gelu_pytorch_tanh), 2 layers (the 2B model is MQA, the 7B MHA), the softmax scale head_dim^-1/2.
+    return GemmaConfig(**GEMMA_SHAPE, intermediate_size=96, num_hidden_layers=2, hidden_act="gelu")
+
+
+def gemma2_config():
+    # Gemma 2 at toy size: 4 layers alternating sliding (even) and full (odd), a window of 8 (shorter than the
+    # 23- and 40-token prompts), one default rope (theta 10,000), query_pre_attn_scalar 32 (not head_dim 16),
+    # GeGLU (gelu_pytorch_tanh), the four sandwich norms as 1 + w, no q/k norms, tied embeddings scaled by
+    # sqrt(hidden_size), and both soft-caps low enough to bend what they cap: the attention scores' at 5, the
+    # logits' at 3 (dropping either moves the logits: the summary's sensitivity_no_*_softcap).
+    return Gemma2Config(**GEMMA_SHAPE, intermediate_size=64, num_hidden_layers=4, query_pre_attn_scalar=32,
+                        sliding_window=8, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
+                        attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
 FAMILIES = {
@@ -442,6 +446,7 @@ FAMILIES = {
     "granite": (granite_config, GraniteForCausalLM),
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
+    "gemma2": (gemma2_config, Gemma2ForCausalLM),
 }
 
 
@@ -451,7 +456,7 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
-    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma"):
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
@@ -757,6 +762,12 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "gemma2":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_no_attn_softcap"] = sensitivity(model, ps[-1], attn_logit_softcapping=None)
+        summary["sensitivity_no_final_softcap"] = sensitivity(model, ps[-1], final_logit_softcapping=None)
     if family == "granite":
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
             summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
@@ -913,7 +924,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]

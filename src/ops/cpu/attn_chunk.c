@@ -7,7 +7,7 @@
  * items of up to KVC_DIRECT_ROWS rows per head), and computes the scores of all rows
  * against them (keys in lanes, BNNDBS: up to 64 keys of one block per
  * qk_lanes call, for any number of rows); each row then selects its visible keys (never an exp of
- * masked garbage), takes the maximum and the exponentials (summed per lane
+ * masked garbage), soft-caps them (logit_softcap), takes the maximum and the exponentials (summed per lane
  * t % 8, so leading or trailing masked keys add exact zeros); pass 2 takes
  * the values 32 at a time (8 when an item holds several heads) the same way
  * and accumulates them with the weights. On the amx path (cx->amx) both
@@ -62,8 +62,10 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
     const bool krows = pb->vk.form == KVCI_KV_ROWS, vrows = pb->vv.form == KVCI_KV_ROWS;
+    /* not with soft-capped scores: the AMX kernels are untested with them (no AMX where they were written), so
+     * such calls take the table's AVX-512 kernels instead */
     cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && krows && vrows &&
-              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0;
+              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0 && p->logit_softcap == 0.0;
     cx->Dp = kvci_round32(pb->D);
     const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
     cx->QT = pb->G >= rows ? 1 : rows / pb->G;
@@ -593,7 +595,15 @@ static bool any_nan(const float *s, int64_t n) {
     return false;
 }
 
-/* Selection, maximum and exponentials of row r; weights outside the row's
+/* Soft-capping of scores s[0..n) (logit_softcap c > 0): s = c * tanh(s / c), each score alone and in scalar
+ * code on every path (the same bits whatever the SIMD table, batch or grouping); -inf (masked, or scoring -inf)
+ * stays -inf, NaN stays NaN. */
+static void softcap(float *s, int64_t n, float c) {
+    for (int64_t t = 0; t < n; t++)
+        if (s[t] != -INFINITY) s[t] = c * tanhf(s[t] / c);
+}
+
+/* Selection, soft-capping (logit_softcap), maximum and exponentials of row r; weights outside the row's
  * visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the
  * record NaN (through the exponentials, or m and l NaN when the maximum
  * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
@@ -615,6 +625,7 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
     if (pb->has_mask)
         for (int64_t t = a; t < e; t++)
             if (kvci_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
+    if (pb->p->logit_softcap > 0.0) softcap(sr + a, e - a, (float)pb->p->logit_softcap); /* before the maximum */
     const float m = cx->simd->max(sr + a8, e8 - a8);
     if (m == -INFINITY) { /* every key masked or scoring -inf (left out alike), or NaN scores the maximum dropped */
         const float x = any_nan(sr + a, e - a) ? NAN : -INFINITY;

@@ -66,7 +66,7 @@ typedef struct kvc_cpu_ctx {
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */
     bool lanes;       /* K in lanes (pb->vk.form KVCI_KV_LANES): every qk through the table's qk_lanes */
-    bool amx;         /* plain bf16 K/V rows, no rope or quantisation, Dv a multiple of 16, and the table's amx: every
+    bool amx;         /* plain bf16 K/V rows, no rope, quantisation or soft-cap, Dv % 16 == 0, the table's amx: every
                          item's scores and values on AMX tiles (attn_amx.h) */
     int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;

@@ -34,7 +34,8 @@ static double kv_elem(const kvc_attn_problem *pb, bool is_v, int64_t b, int64_t 
     return s * (x + o);
 }
 
-/* Score of key j for query row (b, q0 + i, head n), already scaled. */
+/* Score of key j for query row (b, q0 + i, head n), already scaled and, with logit_softcap c > 0, soft-capped:
+ * c * tanh(s / c) (-inf stays -inf: left out as before; +inf becomes c). */
 static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i, int64_t n, int64_t k0, int64_t j) {
     const kvc_attention_params *p = pb->p;
     const int64_t g = n / pb->G;
@@ -53,7 +54,8 @@ static double score(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t i
             dot += (double)kvci_elem_load(p->q_rope.data, p->q_rope.dtype, ri + d) *
                    (rs * kvci_elem_load(p->k_rope.data, p->k_rope.dtype, ki + kvci_attn_kv_chan(&pb->vr, d)));
     }
-    return p->scale * dot;
+    const double sc = p->scale * dot, c = p->logit_softcap;
+    return c > 0.0 && sc != -INFINITY ? c * tanh(sc / c) : sc;
 }
 
 /* One output row: s [Skv] scratch, acc [Dv] scratch. */
