@@ -58,7 +58,8 @@ static void test_deepseek_scale_and_mscale(void **state) {
                                     "\"original_max_position_embeddings\":4096,\"beta_fast\":32,\"beta_slow\":1,"
                                     "\"mscale\":1,\"mscale_all_dim\":1}}");
     const kvc_model_config *c = kvc_model_config_of(d);
-    assert_true(c->num_kv_heads == 2 && c->rope_interleave && c->q_lora_rank == 0 && c->head_dim == 16);
+    assert_true(c->num_kv_heads == 2 && c->rope_form == KVC_ROPE_INTERLEAVED && c->q_lora_rank == 0 &&
+                c->head_dim == 16);
     assert_true(fabs(kvc_model_attn_scale(c) - 0.2704676) < 1e-6);
     assert_true(d->rope_attn_factor == 1.0f);
     /* lo = 2, hi = 6 (truncated): pairs 0..2 keep theta, 6.. divided by 40 */
