@@ -106,8 +106,9 @@ typedef struct kvc_model_config {
      * logits divided by logits_scaling (as an f32; 0: none). */
     double residual_multiplier, attention_multiplier, logits_scaling;
     /* Cohere: every norm a LayerNorm without bias, (x - mean) / sqrt(var + rms_norm_eps) * w (layer_norm;
-     * rms_norm_eps holds layer_norm_eps); a parallel block, attention and MLP both reading the layer's one
-     * input norm, h + attn + mlp (parallel_block); the logits times logit_scale (as an f32; 0: none). */
+     * rms_norm_eps holds layer_norm_eps; with qk_norm, use_qk_norm's LayerNorm of each q and k head, each
+     * head its own weights, q_norm [nH, D] and k_norm [nKV, D]); a parallel block, attention and MLP both reading the
+     * layer's one input norm, h + attn + mlp (parallel_block); the logits times logit_scale (as an f32; 0: none). */
     bool layer_norm, parallel_block;
     double logit_scale;
     double query_pre_attn_scalar;

@@ -139,8 +139,8 @@ static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds
 /* Cohere (Command-R, CohereForCausalLM) and Cohere 2 (Command R7B, Cohere2ForCausalLM): LayerNorms without
  * bias (layer_norm_eps, 1e-5 when absent), parallel blocks, RoPE on adjacent pairs, biases on q/k/v/o when
  * attention_bias (false when absent), the logits times logit_scale (0.0625 when absent), tied embeddings
- * by default. Command R+'s use_qk_norm (a LayerNorm of every q and k head, its own weights per head) is
- * refused by name. Cohere 2 rotates q and k on its sliding layers only (the full ones have no RoPE) and its
+ * by default; with use_qk_norm (Command R+), a LayerNorm of every q and k head before RoPE, each head with
+ * its own weights. Cohere 2 rotates q and k on its sliding layers only (the full ones have no RoPE) and its
  * head_dim is always hidden_size / num_attention_heads (Cohere2Config sets it so): a head_dim key that says
  * otherwise is refused. */
 static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
@@ -148,12 +148,7 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_range eps = {0.0, 1.0, false}, positive = {0.0, KVC_HP_MAX_FACTOR, true};
     const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
     bool bias = false, qk_norm = false;
-    KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm));
-    if (qk_norm)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: cohere with use_qk_norm (a LayerNorm of each q and k head with weights per head, "
-                         "Command R+): not supported",
-                         c->doc);
+    if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     if (cohere2 && cfg->head_dim * cfg->num_heads != cfg->hidden_size)
         return kvci_fail(KVC_EINVAL,
@@ -162,7 +157,7 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
                          c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
-    cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS;
+    cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
     KVC_TRY(kvci_family_opt_num(c, "logit_scale", 0.0625, positive, &cfg->logit_scale));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));

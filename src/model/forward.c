@@ -269,6 +269,8 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
     const int64_t rot = s->m->rot_dim, D = c->head_dim;
     if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
         kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
+    else if (norm && c->layer_norm) /* Cohere: a LayerNorm per head, each head its own weights [n_heads, D] */
+        kvci_layernorm_rows_to(row, n_heads, D, stride, norm, D, (float)c->rms_norm_eps, row);
     else if (norm)
         kvci_rmsnorm_rows(row, n_heads, D, stride, norm, (float)c->rms_norm_eps);
     if (rotate) kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, c->rope_form, NULL);

@@ -121,7 +121,10 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
+    if (c->qk_norm && c->layer_norm) { /* Cohere's: weights per head [heads, D], split with the heads */
+        TRY(v2(v, "self_attn.q_norm.weight", nH, D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH)));
+        TRY(v2(v, "self_attn.k_norm.weight", nKV, D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, 1)));
+    } else if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
         TRY(v1(v, "self_attn.q_norm.weight", c->qk_norm_whole ? nH * D : D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_norm.weight", c->qk_norm_whole ? nKV * D : D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }

@@ -108,6 +108,11 @@ static void layernorm_row(const float *x, const float *gamma, int64_t n, float e
     for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i]);
 }
 
+void kvci_layernorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, int64_t gamma_ld,
+                            float eps, float *y) {
+    for (int64_t r = 0; r < n_rows; r++) layernorm_row(x + r * ld, gamma + r * gamma_ld, n, eps, y + r * ld);
+}
+
 void kvci_layernorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
                                  float *y) {
 #pragma omp parallel for schedule(static) if (n_rows > 16 && n_rows * n >= RMSNORM_PARALLEL_ELEMS)

@@ -425,9 +425,9 @@ static void test_refusals(void **state) {
 /* GLM-4 with Glm4Config's defaults (head_dim 128 of which the first 64 rotate in pairs, q/k/v biases, sandwich
  * norms, rms_norm_eps 1.5625e-7, untied) and as the hub's 9B-0414 writes it; Cohere and Cohere 2 with their
  * defaults (LayerNorm eps 1e-5, logit_scale 0.0625, tied, no bias, theta 5e5 / 1e4; Cohere 2's
- * sliding_window_pattern 4 and window 4096: layers 3 and 7 full and unrotated); the refusals: use_qk_norm,
- * a Cohere 2 head_dim other than hidden_size / heads, and in a caller's own struct DeepSeek's interleaved form
- * outside MLA and a parallel block with sandwich norms. */
+ * sliding_window_pattern 4 and window 4096: layers 3 and 7 full and unrotated), Cohere's use_qk_norm (Cohere
+ * 2 has none); the refusals: a Cohere 2 head_dim other than hidden_size / heads, and in a caller's own struct
+ * DeepSeek's interleaved form outside MLA and a parallel block with sandwich norms. */
 static void test_glm4_cohere_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -458,9 +458,12 @@ static void test_glm4_cohere_fields(void **state) {
                                             "cohere2-pattern", &c),
                      KVC_OK);
     for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0) && c.layer_nope[l] == (l % 2 == 1));
-    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere") ",\"use_qk_norm\":true}", "cohere-qk", &c),
-                     KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "use_qk_norm"));
+    assert_true(!c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere") ",\"use_qk_norm\":true}", "cohere-qk", &c), KVC_OK);
+    assert_true(c.qk_norm && c.layer_norm && !c.qk_norm_whole);
+    /* Cohere2Config has no use_qk_norm: the key is ignored, as transformers does */
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") ",\"use_qk_norm\":true}", "cohere2-qk", &c), KVC_OK);
+    assert_true(!c.qk_norm);
     assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") ",\"head_dim\":32}", "cohere2-hd", &c), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "cohere2 head_dim 32 is not hidden_size 64 / num_attention_heads 4"));
     kvc_model *m = NULL;

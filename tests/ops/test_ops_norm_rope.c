@@ -295,7 +295,7 @@ static void test_rmsnorm_rows_threads(void **state) {
 /* LayerNorm without bias (Cohere's): 5 rows ld apart, one with a large common offset (1e4: the mean
  * matters, a variance taken as E[x^2] - mean^2 in f32 would lose it) and one constant (variance 0: eps
  * alone), against a float64 formula, the padding untouched; then 300 rows x 1,024 (enough to take the
- * threads) bitwise equal to the same rows normalised one at a time. */
+ * threads) bitwise equal to the same rows normalised one at a time; then rows with weights of their own. */
 static void test_layernorm_rows(void **state) {
     (void)state;
     enum { R = 5, N = 37, LD = 40, RT = 300, NT = 1024 };
@@ -328,6 +328,13 @@ static void test_layernorm_rows(void **state) {
     }
     kvci_layernorm_rows_threads(xt, RT, NT, NT, g, 1e-5f, xt); /* in place */
     assert_memory_equal(xt, yt, sizeof(float) * RT * NT);
+    /* 4 heads of 16 a row, each with its own weights (Cohere's q / k norms), in place: each head as the row
+     * normalised alone by its weights */
+    float heads[4 * 16];
+    for (int i = 0; i < 4 * 16; i++) heads[i] = x[i];
+    for (int h = 0; h < 4; h++) kvci_layernorm_rows_threads(x + h * 16, 1, 16, 16, g + h * 16, 1e-5f, y + h * 16);
+    kvci_layernorm_rows_to(heads, 4, 16, 16, g, 16, 1e-5f, heads);
+    assert_memory_equal(heads, y, sizeof heads);
     free(xt), free(yt);
 }
 

@@ -448,16 +448,17 @@ def glm4_config():
 
 
 def cohere_config():
-    # Command-R at toy size: LayerNorm without bias (mean subtracted, layer_norm_eps 1e-5), parallel blocks
-    # (attention and MLP read the same normalised input), RoPE on adjacent pairs, logit_scale 0.3 (not a
-    # power of two, so its rounding shows), q/k/v/o biases (attention_bias; the hub's models have none),
-    # GQA 4/2, tied embeddings, rope_theta left at CohereConfig's 500,000.
+    # Command R+ at toy size: LayerNorm without bias (mean subtracted, layer_norm_eps 1e-5), parallel blocks
+    # (attention and MLP read the same normalised input), use_qk_norm (a LayerNorm of each q and k head with
+    # its own weights, before RoPE), RoPE on adjacent pairs, logit_scale 0.3 (not a power of two, so its
+    # rounding shows), q/k/v/o biases (attention_bias; the hub's models have none), GQA 4/2, tied
+    # embeddings, rope_theta left at CohereConfig's 500,000. (cohere2 runs the blocks without q/k norms.)
     return CohereConfig(
         **DENSE_TOY_SHAPE,
         num_hidden_layers=3,
         logit_scale=0.3,
         attention_bias=True,
-        use_qk_norm=False,
+        use_qk_norm=True,
         tie_word_embeddings=True,
     )
 
