@@ -37,7 +37,8 @@ extern "C" {
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
-                               * gemma and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * gemma, glm4, cohere, cohere2 and the softmax-routed MoE models qwen3_moe,
+                               * qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -84,11 +85,15 @@ typedef struct kvc_model_config {
                                    * rope_local_base_freq); theta 0 (a hand-made
                                    * config): rope */
     kvc_mlp_act mlp_act;          /* the dense MLP's activation */
+    kvc_rope_form rope_form;      /* which channels RoPE turns together: half-split (most), DeepSeek's
+                                   * rope_interleave (KVC_ROPE_INTERLEAVED, MLA only), GLM-4's and
+                                   * Cohere's adjacent pairs */
     /* Gemma: embeddings times embed_scale (sqrt(hidden_size) as an f32; 0: none) and every RMSNorm weight w
      * (the q/k norms too) applied as 1 + w (gemma_norms); Gemma 3 also normalises the attention and MLP
      * outputs (post_attention_layernorm, post_feedforward_layernorm) before their residual add and the MLP's
      * input by pre_feedforward_layernorm (sandwich_norms), its softmax scale query_pre_attn_scalar^-1/2 (0:
-     * the family's). */
+     * the family's). GLM-4's sandwich_norms are post_self_attn_layernorm, post_attention_layernorm (the MLP's
+     * input) and post_mlp_layernorm. */
     float embed_scale;
     bool gemma_norms, sandwich_norms;
     /* OLMo 2: no input norm; the attention and MLP outputs each normalised (post_attention_layernorm,
@@ -100,6 +105,12 @@ typedef struct kvc_model_config {
      * f32; 0: none) before its residual add, the softmax scale attention_multiplier (0: the family's) and the
      * logits divided by logits_scaling (as an f32; 0: none). */
     double residual_multiplier, attention_multiplier, logits_scaling;
+    /* Cohere: every norm a LayerNorm without bias, (x - mean) / sqrt(var + rms_norm_eps) * w (layer_norm;
+     * rms_norm_eps holds layer_norm_eps; with qk_norm, use_qk_norm's LayerNorm of each q and k head, each
+     * head its own weights, q_norm [nH, D] and k_norm [nKV, D]); a parallel block, attention and MLP both reading the
+     * layer's one input norm, h + attn + mlp (parallel_block); the logits times logit_scale (as an f32; 0: none). */
+    bool layer_norm, parallel_block;
+    double logit_scale;
     double query_pre_attn_scalar;
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
@@ -110,7 +121,6 @@ typedef struct kvc_model_config {
     /* DeepseekV3 MLA */
     int64_t q_lora_rank; /* 0 = plain q_proj */
     int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
-    bool rope_interleave;
     /* Routed MoE (deepseek_v3: grouped sigmoid router; qwen3_moe, qwen2_moe, mixtral: softmax router):
      * layer_moe[l] says whether layer l's feed-forward is n_routed_experts SwiGLU experts of
      * moe_intermediate_size (Mixtral: intermediate_size) or the dense MLP of intermediate_size;

@@ -236,11 +236,23 @@ KVC_API void kvc_rope_half_f32(const float *x, const float *cos, const float *si
  * then as kvc_rope_half_f32, so the output is de-interleaved (even lanes
  * first). r, cos, sin, y: [n]; y must not alias r. */
 KVC_API void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin, int64_t n, float *y);
-/* Either form in place on the first rot_dim channels of n_heads heads
- * stride floats apart: x [n_heads, stride]; tmp [rot_dim] (interleaved only,
- * NULL for the half-split form). */
+/* RoPE on adjacent pairs in place (GPT-J's; transformers' GLM-4 and Cohere rotate_half): pair i =
+ * (x[2i], x[2i+1]) turns by angle i, y[2i] = x[2i] cos_i - x[2i+1] sin_i, y[2i+1] = x[2i+1] cos_i +
+ * x[2i] sin_i, cos_i / sin_i = cos[i] / sin[i] (kvc_rope_cos_sin's first half); the output keeps the
+ * pairs where they were. x, y: [n]; cos, sin: [n]; y may alias x. */
+KVC_API void kvc_rope_pairs_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y);
+
+/* Which channels of a head a RoPE rotates together. */
+typedef enum kvc_rope_form {
+    KVC_ROPE_HALF = 0,        /* channel i with i + rot_dim / 2 (kvc_rope_half_f32) */
+    KVC_ROPE_INTERLEAVED = 1, /* DeepSeek's: pairs, output de-interleaved (kvc_rope_interleaved_f32) */
+    KVC_ROPE_PAIRS = 2        /* GLM-4 / Cohere: pairs, output in place (kvc_rope_pairs_f32) */
+} kvc_rope_form;
+
+/* One form in place on the first rot_dim channels of n_heads heads stride floats apart: x [n_heads,
+ * stride]; tmp [rot_dim] (KVC_ROPE_INTERLEAVED only, NULL for the others). */
 KVC_API void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin,
-                                int64_t rot_dim, bool interleaved, float *tmp);
+                                int64_t rot_dim, kvc_rope_form form, float *tmp);
 
 /* ======================================================================== */
 /* Fused inference attention (AO 3)                                        */

@@ -19,7 +19,7 @@ static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv) {
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     kvc_rmsnorm_rows_f32(ckv, s->T, rkv, rkv + dr, s->m->layers[l].kva_norm, DS_LATENT_EPS);
-    kvci_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr, c->rope_interleave);
+    kvci_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr);
 }
 
 /* Non-absorbed: k [T, nH, dq], v [T, nH, dv] from the latent, then plain attention. */
@@ -74,7 +74,7 @@ static kvc_status write_latent(const kvc_fwd_step *s, int64_t l, float *ckv /* [
     const int64_t T = s->T, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t *slots = kvci_cache_slots(s, lc);
     if (!slots) return s->a->caches->kind == KVC_MCACHE_PAGED ? KVC_EINVAL : KVC_ERANGE;
-    if (!c->rope_interleave)
+    if (c->rope_form == KVC_ROPE_HALF)
         for (int64_t t = 0; t < T; t++) {
             float *r = ckv + t * (rkv + dr) + rkv;
             for (int64_t i = 0; i < dr / 2; i++) ws->rope_tmp[2 * i] = r[i], ws->rope_tmp[2 * i + 1] = r[i + dr / 2];
@@ -150,7 +150,7 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     } else {
         KVC_TRY(kvci_linear(ws->xn, T, &w->wq, NULL, q));
     }
-    kvci_fwd_rope(s, q + dn, nH, dq, nH * dq, c->rope_interleave);
+    kvci_fwd_rope(s, q + dn, nH, dq, nH * dq);
     float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
     KVC_TRY(kvci_linear(ws->xn, T, &w->wkva, w->bkva, ckv));
     const bool latent = s->a->caches && s->a->caches->latent;

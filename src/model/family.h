@@ -160,6 +160,10 @@ kvc_status kvci_family_flag_kinds(const kvc_family_ctx *ctx, const char *field, 
 kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* every - 1 sliding layers, then one full, repeated (Gemma 3's and Cohere2's sliding_window_pattern); every >= 1. */
 kvc_status kvci_family_every_nth_full(const kvc_family_ctx *ctx, int64_t every, kvc_layer_kind *kinds);
+/* With a window, sliding_window_pattern N (Cohere2's: every N-th layer full, as Gemma 3) or a string of L
+ * (local, sliding) and G (global, full) repeated over the layers (Exaone 4) into kinds, *found set; without
+ * a window or the key: nothing written, *found false. */
+kvc_status kvci_family_pattern_kinds(const kvc_family_ctx *ctx, bool *found, kvc_layer_kind *kinds);
 /* cache_dims of an MLA family: full form nH heads of dn + dr (k) and dv (v); latent one head of rkv and dr. */
 kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent);
 

@@ -16,7 +16,9 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->qk_nope_head_dim = d.qk_nope_head_dim;
     cfg->qk_rope_head_dim = d.qk_rope_head_dim;
     cfg->v_head_dim = d.v_head_dim;
-    KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &cfg->rope_interleave));
+    bool interleave = true;
+    KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
+    cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
     bool attn_bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     cfg->qkv_bias = cfg->o_bias = attn_bias;

@@ -1,9 +1,10 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
- * its keys are family_gemma.c's) and the softmax-routed MoE models Qwen3-MoE, Qwen2-MoE and Mixtral run.
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms,
- * Granite's multipliers, SmolLM3's no-rope layers, which layers route experts and the sliding layers of Mistral and
- * Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window
- * (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
+ * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
+ * Qwen2-MoE and Mixtral run. Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults,
+ * OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE,
+ * Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts and the sliding layers
+ * of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
+ * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +112,63 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
 }
 
+/* GLM-4 (THUDM/GLM-4-*-0414, Glm4ForCausalLM): Llama with sandwich norms (post_self_attn_layernorm on the
+ * attention output, post_attention_layernorm on the MLP's input, post_mlp_layernorm on its output), the fused
+ * gate_up_proj (weights.c), q/k/v biases when attention_bias (true when absent), none on o_proj or the MLP,
+ * RoPE on adjacent pairs of the first head_dim * partial_rotary_factor channels (0.5 when absent), head_dim 128
+ * and rms_norm_eps 1.5625e-7 when absent (Glm4Config's). */
+static kvc_status parse_glm4(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
+    cfg->qkv_bias = bias, cfg->o_bias = cfg->mlp_bias = false;
+    cfg->sandwich_norms = true, cfg->rope_form = KVC_ROPE_PAIRS;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1.5625e-7, eps, &cfg->rms_norm_eps);
+}
+
+/* Cohere2's layers without layer_types: sliding_window_pattern (4 when absent, Cohere2Config's: three
+ * sliding layers, then one full). */
+static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    bool found = false;
+    KVC_TRY(kvci_family_pattern_kinds(ctx, &found, kinds));
+    return found ? KVC_OK : kvci_family_every_nth_full(ctx, 4, kinds);
+}
+
+/* Cohere (Command-R, CohereForCausalLM) and Cohere 2 (Command R7B, Cohere2ForCausalLM): LayerNorms without
+ * bias (layer_norm_eps, 1e-5 when absent), parallel blocks, RoPE on adjacent pairs, biases on q/k/v/o when
+ * attention_bias (false when absent), the logits times logit_scale (0.0625 when absent), tied embeddings
+ * by default; with use_qk_norm (Command R+), a LayerNorm of every q and k head before RoPE, each head with
+ * its own weights. Cohere 2 rotates q and k on its sliding layers only (the full ones have no RoPE) and its
+ * head_dim is always hidden_size / num_attention_heads (Cohere2Config sets it so): a head_dim key that says
+ * otherwise is refused. */
+static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
+    bool bias = false, qk_norm = false;
+    if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cohere2 && cfg->head_dim * cfg->num_heads != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: cohere2 head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
+                         "Cohere2Config always uses",
+                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
+    KVC_TRY(kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_num(c, "logit_scale", 0.0625, positive, &cfg->logit_scale));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    if (!cohere2) return KVC_OK;
+    kvc_layer_kind k[KVC_MODEL_MAX_LAYERS];
+    kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
+    KVC_TRY(kvci_family_layer_kinds(&kvc_family_dense, &ctx, k));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = k[l] == KVC_LK_FULL;
+    return KVC_OK;
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -143,6 +201,8 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
+    if (strcmp(mt, "glm4") == 0) return parse_glm4(hp, cfg);
+    if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -166,6 +226,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
+ * Cohere2 without it: sliding_window_pattern, 4 when absent;
  * SmolLM3 without it: with use_sliding_window, its no-rope layers slide;
  * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
@@ -177,6 +238,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "cohere2") == 0) return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -207,6 +269,9 @@ static const kvc_family_alias ALIASES[] = {
     {"granite", "GraniteForCausalLM", "granite", true},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
     {"gemma", "GemmaForCausalLM", "gemma", true},
+    {"glm4", "Glm4ForCausalLM", "glm4", true},
+    {"cohere", "CohereForCausalLM", "cohere", true},
+    {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -6,13 +6,11 @@
 #include "base/internal.h"
 #include "model/family.h"
 
-/* A window without layer_types: sliding_window_pattern N (Cohere2: every N-th layer full, as Gemma 3) or a
- * string of L (local, sliding) and G (global, full) repeated over the layers (Exaone 4), else every layer
- * slides. */
-static kvc_status generic_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+kvc_status kvci_family_pattern_kinds(const kvc_family_ctx *ctx, bool *found, kvc_layer_kind *kinds) {
     const kvc_json_obj *cfg = &ctx->hp->cfg;
     const cJSON *pattern = kvci_json_find(cfg, "sliding_window_pattern");
-    if (ctx->window > 0 && pattern != NULL && cJSON_IsString(pattern)) {
+    *found = ctx->window > 0 && pattern != NULL;
+    if (*found && cJSON_IsString(pattern)) {
         const char *p = pattern->valuestring;
         const size_t n = strlen(p);
         if (n == 0 || n > KVC_HP_MAX_LAYERS || strspn(p, "LG") != n)
@@ -23,11 +21,17 @@ static kvc_status generic_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = p[i % (int64_t)n] == 'L' ? KVC_LK_SLIDING : KVC_LK_FULL;
         return KVC_OK;
     }
-    if (ctx->window > 0 && pattern != NULL) {
-        int64_t every = 0;
-        KVC_TRY(kvci_json_int(cfg, "sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &every, NULL));
-        return kvci_family_every_nth_full(ctx, every, kinds);
-    }
+    if (!*found) return KVC_OK;
+    int64_t every = 0;
+    KVC_TRY(kvci_json_int(cfg, "sliding_window_pattern", 1, KVC_HP_MAX_LAYERS, &every, NULL));
+    return kvci_family_every_nth_full(ctx, every, kinds);
+}
+
+/* A window without layer_types: sliding_window_pattern (kvci_family_pattern_kinds), else every layer slides. */
+static kvc_status generic_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    bool found = false;
+    KVC_TRY(kvci_family_pattern_kinds(ctx, &found, kinds));
+    if (found) return KVC_OK;
     if (ctx->window > 0)
         kvci_family_warn(ctx, "sliding_window %lld without layer_types: every layer planned as a window layer",
                          (long long)ctx->window);

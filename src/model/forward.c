@@ -269,36 +269,48 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
     const int64_t rot = s->m->rot_dim, D = c->head_dim;
     if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
         kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
+    else if (norm && c->layer_norm) /* Cohere: a LayerNorm per head, each head its own weights [n_heads, D] */
+        kvci_layernorm_rows_to(row, n_heads, D, stride, norm, D, (float)c->rms_norm_eps, row);
     else if (norm)
         kvci_rmsnorm_rows(row, n_heads, D, stride, norm, (float)c->rms_norm_eps);
-    if (rotate) kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, false, NULL);
+    if (rotate) kvc_rope_heads_f32(row, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, c->rope_form, NULL);
 }
 
-/* Elements from which the half-split RoPE shares the tokens among the OpenMP threads (a prefill's
+/* Elements from which the half-split or pairwise RoPE shares the tokens among the OpenMP threads (a prefill's
  * 512 tokens x 16 heads x 128); a decode step's rows stay on the calling thread. Each token is
  * computed whole by one thread, so the threads never change a bit. */
 #define ROPE_PARALLEL_ELEMS (1 << 16)
 
-void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
-                   bool interleaved) {
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride) {
     const int64_t rot = s->m->rot_dim, T = s->T;
-    if (!interleaved) {
+    if (s->m->cfg.rope_form != KVC_ROPE_INTERLEAVED) {
 #pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
         for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL, true);
         return;
     }
     for (int64_t t = 0; t < T; t++)
-        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot, true,
-                           s->ws->rope_tmp);
+        kvc_rope_heads_f32(x + t * row_stride, n_heads, stride, s->cos + t * rot, s->sin + t * rot, rot,
+                           KVC_ROPE_INTERLEAVED, s->ws->rope_tmp);
+}
+
+/* y[T, H] = x[T, H] normalised by norm (y may be x): Cohere's LayerNorm without bias, else RMSNorm. */
+static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float *norm, float *y) {
+    const int64_t H = m->cfg.hidden_size;
+    const float eps = (float)m->cfg.rms_norm_eps;
+    if (m->cfg.layer_norm)
+        kvci_layernorm_rows_threads(x, T, H, H, norm, eps, y);
+    else
+        kvci_rmsnorm_rows_threads(x, T, H, H, norm, eps, y);
 }
 
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
- * of a row-parallel layer; kvc_model_tp), then RMS-normalised by norm (Gemma's sandwich norms; NULL:
- * none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as transformers). */
+ * of a row-parallel layer; kvc_model_tp), then normalised by norm (the sandwich norms of Gemma and GLM-4;
+ * NULL: none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as
+ * transformers). */
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
-    if (norm) kvci_rmsnorm_rows_threads(d, T, H, H, norm, (float)m->cfg.rms_norm_eps, d);
+    if (norm) norm_rows(m, d, T, norm, d);
     if (m->cfg.residual_multiplier > 0.0) {
         const float r = (float)m->cfg.residual_multiplier;
         for (int64_t i = 0; i < n; i++) d[i] *= r;
@@ -307,12 +319,12 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     return KVC_OK;
 }
 
-/* xn[T, H] = h RMS-normalised by norm, or h itself when norm is NULL (OLMo 2's sub-layers read the residual
+/* xn[T, H] = h normalised by norm, or h itself when norm is NULL (OLMo 2's sub-layers read the residual
  * stream unnormalised). */
 static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm) {
     const int64_t H = m->cfg.hidden_size;
     if (norm)
-        kvci_rmsnorm_rows_threads(ws->h, T, H, H, norm, (float)m->cfg.rms_norm_eps, ws->xn);
+        norm_rows(m, ws->h, T, norm, ws->xn);
     else
         memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
 }
@@ -361,7 +373,6 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
                              ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);
     }
     kvci_sp_end(KVC_SP_EMBED, t0);
-    const float eps = (float)c->rms_norm_eps;
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
         const kvc_layer_weights *w = &m->layers[l];
@@ -380,7 +391,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        sublayer_input(m, ws, T, ffn_in);
+        if (!c->parallel_block) sublayer_input(m, ws, T, ffn_in); /* Cohere's MLP reads the attention's xn */
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
@@ -396,7 +407,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         n = md->n_rows;
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
-    kvc_rmsnorm_rows_f32(ws->xn, n, H, H, m->final_norm, eps);
+    norm_rows(m, ws->xn, n, m->final_norm, ws->xn);
     st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;
@@ -405,6 +416,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     if (st == KVC_OK && c->final_logit_softcapping > 0.0) { /* Gemma 2: divided, tanh, times (transformers' order) */
         const float cap = (float)c->final_logit_softcapping;
         for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] = tanhf(a->logits[i] / cap) * cap;
+    }
+    if (st == KVC_OK && c->logit_scale > 0.0) { /* Cohere: times logit_scale */
+        const float scale = (float)c->logit_scale;
+        for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] *= scale;
     }
     kvci_sp_end(KVC_SP_HEAD, t0);
     return st;

@@ -75,15 +75,14 @@ typedef struct kvc_fwd_step {
     const float *cos, *sin; /* [T, rot] the RoPE tables of the layer being run (its kind's) */
 } kvc_fwd_step;
 
-/* RoPE of n_heads heads stride floats apart in each of the step's token
+/* RoPE (the config's rope_form) of n_heads heads stride floats apart in each of the step's token
  * rows (row_stride floats apart), at each token's position (s->cos/sin). */
-void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride,
-                   bool interleaved);
-/* Half-split RoPE (when `rotate`; SmolLM3's no-rope layers: not) of token t's row (n_heads heads stride
- * floats apart) at its position, each head
- * first RMS-normalised over head_dim channels by norm (the Qwen3 q/k norm, rms_norm_eps; NULL: none), or
- * with cfg.qk_norm_whole the heads together over n_heads * head_dim channels (OLMo 2; stride == head_dim);
- * on the calling thread. */
+void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride);
+/* RoPE (the config's rope_form, half-split or pairs) (when `rotate`; SmolLM3's no-rope layers: not) of token t's row
+ * (n_heads heads stride floats apart) at its position, each head first RMS-normalised over head_dim channels by norm
+ * (the Qwen3 q/k norm, rms_norm_eps; NULL: none), or with cfg.qk_norm_whole the heads together over n_heads * head_dim
+ * channels (OLMo 2; stride == head_dim), or with cfg.layer_norm each head LayerNormed by its own weights, norm
+ * [n_heads, head_dim] (Cohere's use_qk_norm); on the calling thread. */
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
                               const float *norm, bool rotate);
 

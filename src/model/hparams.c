@@ -31,12 +31,20 @@ static const type_defaults DEFAULTS[] = {
     {"olmo3", 0, 500000.0, 4096, false},
     {"gemma", 256, 10000.0, 0, false},
     {"smollm3", 0, 2000000.0, 0, true},
+    {"glm4", 128, 10000.0, 0, false},
+    {"cohere", 0, 500000.0, 0, false},
+    {"cohere2", 0, 10000.0, 4096, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
     return (type_defaults){NULL, 0, 10000.0, 0, false};
+}
+
+/* partial_rotary_factor when the config has none: Glm4Config's setdefault 0.5, else 1 (the whole head). */
+static double default_partial_rotary(const kvc_hparams *hp) {
+    return hp->model_type != NULL && strcmp(hp->model_type, "glm4") == 0 ? 0.5 : 1.0;
 }
 
 /* ---- document and identity ---------------------------------------------------- */
@@ -330,7 +338,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     const kvc_json_range theta_range = {1.0, KVC_HP_MAX_THETA, true}, share = {0.0, 1.0, true};
     bool have = false;
     r->theta = defaults_of(hp).rope_theta;
-    r->partial_rotary_factor = 1.0; /* the dict's, else the top-level key (transformers' setdefault) */
+    /* the dict's, else the top-level key (transformers' setdefault), else the class's */
+    r->partial_rotary_factor = default_partial_rotary(hp);
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     if (dict == NULL) return KVC_OK;

@@ -95,8 +95,10 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 }
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
- * the whole model's sizes); the runtime holds them apart (fuse.c joins them back where it can). */
-static bool fused_checkpoint(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
+ * the whole model's sizes), GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
+ * where it can). */
+static bool fused_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
+static bool fused_gate_up(const kvc_model_config *c) { return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0; }
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
 static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
@@ -109,8 +111,7 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     const int64_t fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D; /* the checkpoint's rows */
-    const bool fused = fused_checkpoint(c);
-    const char *qkv = fused ? "self_attn.qkv_proj.weight" : NULL;
+    const char *qkv = fused_qkv(c) ? "self_attn.qkv_proj.weight" : NULL;
     TRY(m2_in(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D), (kvc_wfused){qkv, fq + 2 * fkv, 0}));
     if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
     TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), (kvc_wfused){qkv, fq + 2 * fkv, fq}));
@@ -120,7 +121,10 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
+    if (c->qk_norm && c->layer_norm) { /* Cohere's: weights per head [heads, D], split with the heads */
+        TRY(v2(v, "self_attn.q_norm.weight", nH, D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH)));
+        TRY(v2(v, "self_attn.k_norm.weight", nKV, D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, 1)));
+    } else if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
         TRY(v1(v, "self_attn.q_norm.weight", c->qk_norm_whole ? nH * D : D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_norm.weight", c->qk_norm_whole ? nKV * D : D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
@@ -153,7 +157,7 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
-    const char *gu = fused_checkpoint(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
+    const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
     TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0}));
@@ -193,12 +197,20 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
+    /* GLM-4 names the sandwich norms after their places: post_self_attn (attention output), post_attention
+     * (MLP input), post_mlp (MLP output); Cohere's parallel block has its input norm only */
+    const bool glm4 = strcmp(c->model_type, "glm4") == 0;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
-    TRY(v1(v, "post_attention_layernorm.weight", H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->sandwich_norms) TRY(v1(v, "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (!c->parallel_block)
+        TRY(v1(v, glm4 ? "post_self_attn_layernorm.weight" : "post_attention_layernorm.weight", H, &w->post_norm,
+               KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms)
+        TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
+               KVC_WINIT_NORM, WHOLE));
     if (c->sandwich_norms || c->post_norms)
-        TRY(v1(v, "post_feedforward_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, glm4 ? "post_mlp_layernorm.weight" : "post_feedforward_layernorm.weight", H, &w->post_ff_norm,
+               KVC_WINIT_NORM, WHOLE));
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -345,6 +357,14 @@ static kvc_status check_fields(const kvc_model_config *c) {
             return kvci_fail(KVC_EINVAL, "model: %s %g outside [0, %g] (0: none)",
                              i ? "final_logit_softcapping" : "attn_logit_softcapping", caps[i], KVC_HP_MAX_FACTOR);
     const kvc_family_desc *fam = kvci_family_get(c->family);
+    if (c->parallel_block && (c->post_norms || c->sandwich_norms))
+        return kvci_fail(KVC_EINVAL,
+                         "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
+    if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
+        return kvci_fail(KVC_EINVAL,
+                         "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "
+                         "(DeepSeek's interleaved)",
+                         (int)c->rope_form, (int)KVC_ROPE_HALF, (int)KVC_ROPE_PAIRS, (int)KVC_ROPE_INTERLEAVED);
     return fam->check ? fam->check(c, "model") : KVC_OK;
 }
 

@@ -1,6 +1,6 @@
 /* RoPE, the one implementation of the library: frequency plans (default,
- * linear, llama3, YaRN, longrope), cos/sin of a position, and the half-split and interleaved
- * rotations used by the fused MLA write and by the model. Angles are f32
+ * linear, llama3, YaRN, longrope), cos/sin of a position, and the half-split, interleaved (DeepSeek's)
+ * and pairwise (GLM-4's, Cohere's) rotations used by the fused MLA write and by the model. Angles are f32
  * products pos * inv_freq[i] as in HF transformers. */
 #include <math.h>
 
@@ -180,15 +180,25 @@ void kvc_rope_interleaved_f32(const float *r, const float *cos, const float *sin
     }
 }
 
+void kvc_rope_pairs_f32(const float *x, const float *cos, const float *sin, int64_t n, float *y) {
+    for (int64_t i = 0; i < n / 2; i++) {
+        const float x1 = x[2 * i], x2 = x[2 * i + 1];
+        y[2 * i] = kvci_rope_lane(x1, x2, cos[i], sin[i], false);
+        y[2 * i + 1] = kvci_rope_lane(x1, x2, cos[i], sin[i], true);
+    }
+}
+
 void kvc_rope_heads_f32(float *x, int64_t n_heads, int64_t stride, const float *cos, const float *sin, int64_t rot_dim,
-                        bool interleaved, float *tmp) {
+                        kvc_rope_form form, float *tmp) {
     for (int64_t h = 0; h < n_heads; h++) {
         float *v = x + h * stride;
-        if (!interleaved) {
+        if (form == KVC_ROPE_HALF) {
             kvc_rope_half_f32(v, cos, sin, rot_dim, v);
-            continue;
+        } else if (form == KVC_ROPE_PAIRS) {
+            kvc_rope_pairs_f32(v, cos, sin, rot_dim, v);
+        } else {
+            for (int64_t i = 0; i < rot_dim; i++) tmp[i] = v[i];
+            kvc_rope_interleaved_f32(tmp, cos, sin, rot_dim, v);
         }
-        for (int64_t i = 0; i < rot_dim; i++) tmp[i] = v[i];
-        kvc_rope_interleaved_f32(tmp, cos, sin, rot_dim, v);
     }
 }

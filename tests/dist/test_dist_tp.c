@@ -57,6 +57,10 @@ static const tp_case GEMMA2 = {.sub = "gemma2", .mode = KVC_RUNNER_PAGED};
 static const tp_case PHI3 = {.sub = "phi3_longrope", .mode = KVC_RUNNER_PAGED};
 /* Granite: the residual multiplier applied to the reduced sum, the logits divided after the (whole) head */
 static const tp_case GRANITE = {.sub = "granite", .mode = KVC_RUNNER_PAGED};
+/* GLM-4: each rank's rows of the fused gate_up_proj, q/k/v biases, the sandwich norms on the reduced sums */
+static const tp_case GLM4 = {.sub = "glm4", .mode = KVC_RUNNER_PAGED};
+/* Cohere: the parallel block's two reduced sums added in turn, o_proj's bias on rank 0, the logit scale */
+static const tp_case COHERE = {.sub = "cohere", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -338,6 +342,8 @@ FAMILY_TESTS(gemma3, GEMMA3)
 FAMILY_TESTS(gemma2, GEMMA2)
 FAMILY_TESTS(phi3, PHI3)
 FAMILY_TESTS(granite, GRANITE)
+FAMILY_TESTS(glm4, GLM4)
+FAMILY_TESTS(cohere, COHERE)
 
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
@@ -440,6 +446,8 @@ int main(int argc, char **argv) {
         T(gemma2),
         T(phi3),
         T(granite),
+        T(glm4),
+        T(cohere),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),

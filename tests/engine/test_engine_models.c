@@ -214,6 +214,15 @@ static void test_oracle_dense_more(void **state) {
     oracle_family("gemma");
 }
 
+/* GLM-4: sandwich norms, fused gate_up_proj, partial pairwise RoPE; Cohere: LayerNorm, parallel blocks, logit
+ * scale; Cohere 2: with sliding layers and unrotated full ones */
+static void test_oracle_glm4_cohere(void **state) {
+    (void)state;
+    oracle_family("glm4");
+    oracle_family("cohere");
+    oracle_family("cohere2");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -222,7 +231,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
-        cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

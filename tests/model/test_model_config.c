@@ -58,7 +58,8 @@ static void test_deepseek_scale_and_mscale(void **state) {
                                     "\"original_max_position_embeddings\":4096,\"beta_fast\":32,\"beta_slow\":1,"
                                     "\"mscale\":1,\"mscale_all_dim\":1}}");
     const kvc_model_config *c = kvc_model_config_of(d);
-    assert_true(c->num_kv_heads == 2 && c->rope_interleave && c->q_lora_rank == 0 && c->head_dim == 16);
+    assert_true(c->num_kv_heads == 2 && c->rope_form == KVC_ROPE_INTERLEAVED && c->q_lora_rank == 0 &&
+                c->head_dim == 16);
     assert_true(fabs(kvc_model_attn_scale(c) - 0.2704676) < 1e-6);
     assert_true(d->rope_attn_factor == 1.0f);
     /* lo = 2, hi = 6 (truncated): pairs 0..2 keep theta, 6.. divided by 40 */
@@ -444,6 +445,68 @@ static void test_refusals(void **state) {
                    "longrope as the one rope of every layer");
 }
 
+#define GLM4_BASE                                                                                                      \
+    "{\"model_type\":\"glm4\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define COHERE_BASE(mt)                                                                                                \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* GLM-4 with Glm4Config's defaults (head_dim 128 of which the first 64 rotate in pairs, q/k/v biases, sandwich
+ * norms, rms_norm_eps 1.5625e-7, untied) and as the hub's 9B-0414 writes it; Cohere and Cohere 2 with their
+ * defaults (LayerNorm eps 1e-5, logit_scale 0.0625, tied, no bias, theta 5e5 / 1e4; Cohere 2's
+ * sliding_window_pattern 4 and window 4096: layers 3 and 7 full and unrotated), Cohere's use_qk_norm (Cohere
+ * 2 has none); the refusals: a Cohere 2 head_dim other than hidden_size / heads, and in a caller's own struct
+ * DeepSeek's interleaved form outside MLA and a parallel block with sandwich norms. */
+static void test_glm4_cohere_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM4_BASE "}", "glm4-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && kvci_model_rot_dim(&c) == 64);
+    assert_true(c.rope_form == KVC_ROPE_PAIRS && c.sandwich_norms && !c.layer_norm && !c.parallel_block);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1.5625e-7);
+    assert_int_equal(kvc_model_config_parse(GLM4_BASE ",\"head_dim\":16,\"attention_bias\":false,"
+                                                      "\"partial_rotary_factor\":0.5,\"rms_norm_eps\":1e-5,"
+                                                      "\"rope_theta\":10000.0}",
+                                            "glm4-9b-0414", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && kvci_model_rot_dim(&c) == 8 && !c.qkv_bias && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere") "}", "cohere-defaults", &c), KVC_OK);
+    assert_true(c.layer_norm && c.parallel_block && c.rope_form == KVC_ROPE_PAIRS && c.rms_norm_eps == 1e-5);
+    assert_true(c.logit_scale == 0.0625 && c.tie_word_embeddings && !c.qkv_bias && !c.o_bias && c.head_dim == 16);
+    assert_true(c.rope.theta == 500000.0 && kvci_model_rot_dim(&c) == 16 && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere") ",\"attention_bias\":true,\"logit_scale\":0.125,"
+                                                                  "\"layer_norm_eps\":1e-3}",
+                                            "cohere-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.logit_scale == 0.125 && c.rms_norm_eps == 1e-3);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") "}", "cohere2-defaults", &c), KVC_OK);
+    assert_true(c.rope.theta == 10000.0 && c.sliding_window == 4096 && c.logit_scale == 0.0625);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 4 != 3) && c.layer_nope[l] == (l % 4 == 3));
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") ",\"sliding_window\":32,"
+                                                                   "\"sliding_window_pattern\":2}",
+                                            "cohere2-pattern", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0) && c.layer_nope[l] == (l % 2 == 1));
+    assert_true(!c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere") ",\"use_qk_norm\":true}", "cohere-qk", &c), KVC_OK);
+    assert_true(c.qk_norm && c.layer_norm && !c.qk_norm_whole);
+    /* Cohere2Config has no use_qk_norm: the key is ignored, as transformers does */
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") ",\"use_qk_norm\":true}", "cohere2-qk", &c), KVC_OK);
+    assert_true(!c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(COHERE_BASE("cohere2") ",\"head_dim\":32}", "cohere2-hd", &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cohere2 head_dim 32 is not hidden_size 64 / num_attention_heads 4"));
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_config_parse(GLM4_BASE ",\"head_dim\":16}", "glm4", &c), KVC_OK);
+    c.rope_form = KVC_ROPE_INTERLEAVED;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "in an MLA family"));
+    c.rope_form = KVC_ROPE_PAIRS, c.parallel_block = true;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "parallel_block takes the input norm only"));
+    assert_null(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -459,6 +522,7 @@ int main(void) {
         cmocka_unit_test(test_granite_fields),
         cmocka_unit_test(test_smollm3_fields),
         cmocka_unit_test(test_gemma_fields),
+        cmocka_unit_test(test_glm4_cohere_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

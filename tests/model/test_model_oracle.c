@@ -306,6 +306,27 @@ static void test_gemma(void **state) {
     run_dir("gemma");
 }
 
+/* GLM-4-like: sandwich norms (post_self_attn / post_attention / post_mlp), fused gate_up_proj, q/k/v biases,
+ * the first 8 of 16 channels of each head rotated in adjacent pairs, GQA, untied */
+static void test_glm4(void **state) {
+    (void)state;
+    run_dir("glm4");
+}
+
+/* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
+ * q/k/v/o biases, GQA, tied */
+static void test_cohere(void **state) {
+    (void)state;
+    run_dir("cohere");
+}
+
+/* Cohere 2 (Command R7B)-like: Cohere's blocks, three sliding layers (window 8, rotated) then a full one
+ * without RoPE, logits times 0.3, GQA, tied */
+static void test_cohere2(void **state) {
+    (void)state;
+    run_dir("cohere2");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
@@ -319,6 +340,9 @@ int main(void) {
         cmocka_unit_test(test_olmo2),          cmocka_unit_test(test_olmo3),
         cmocka_unit_test(test_granite),        cmocka_unit_test(test_smollm3),
         cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_glm4),
+        cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_cohere2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
  * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
  * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints;
  * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint;
- * Phi-3's fused q/k/v and gate/up);
+ * Phi-3's fused q/k/v and gate/up, GLM-4's fused gate/up, Cohere and Cohere 2);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -60,9 +60,13 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
         check_vec(p->wkvb, w->wkvb + h0 * kvb * f->kv_lora_rank, c->num_heads * kvb * f->kv_lora_rank, false, "kv_b");
         check_part(&p->wkva, &w->wkva, 0, 0, "kv_a (whole)");
     } else {
-        const int64_t kv0 = kvci_model_shard_kv_head0(f, r, s->tp.size);
-        check_part(&p->wk, &w->wk, kv0 * f->head_dim, 0, "k_proj");
-        check_part(&p->wv, &w->wv, kv0 * f->head_dim, 0, "v_proj");
+        const int64_t kv0 = kvci_model_shard_kv_head0(f, r, s->tp.size), D = f->head_dim;
+        check_part(&p->wk, &w->wk, kv0 * D, 0, "k_proj");
+        check_part(&p->wv, &w->wv, kv0 * D, 0, "v_proj");
+        if (f->qk_norm && f->layer_norm) { /* Cohere's q / k norms: each head's own weights, split with it */
+            check_vec(p->q_norm, w->q_norm + h0 * D, c->num_heads * D, false, "q_norm");
+            check_vec(p->k_norm, w->k_norm + kv0 * D, c->num_kv_heads * D, false, "k_norm");
+        }
     }
     if (p->sinks) check_vec(p->sinks, w->sinks + h0, c->num_heads, false, "sinks");
     const int64_t I = c->intermediate_size, Im = c->moe_intermediate_size;
@@ -229,12 +233,23 @@ static void test_phi3(void **state) {
     check_family("phi3_longrope", KVC_WMAT_CHECKPOINT);
 }
 
+/* GLM-4's fused gate_up_proj (gate, up rows read in place per rank), its q/k/v biases and sandwich norms;
+ * Cohere's LayerNorms, o_proj bias (rank 0's) and q / k norms per head (split with the heads), Cohere 2's
+ * sliding layers */
+static void test_glm4_cohere(void **state) {
+    (void)state;
+    check_family("glm4", KVC_WMAT_CHECKPOINT);
+    check_family("cohere", KVC_WMAT_CHECKPOINT);
+    check_family("cohere2", KVC_WMAT_CHECKPOINT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
-        cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
-        cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
+        cmocka_unit_test(test_gpt_oss),     cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_qwen3_moe),   cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),      cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_glm4_cohere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

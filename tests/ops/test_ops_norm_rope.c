@@ -171,7 +171,7 @@ static void test_longrope_frequencies(void **state) {
     const int64_t pos = 5000;
     kvc_rope_cos_sin(inv_l, ROT, Al, pos, cs, sn);
     for (int i = 0; i < D; i++) o[i] = x[i] = (float)cos(0.71 * i + 0.2);
-    kvc_rope_heads_f32(x, 1, D, cs, sn, ROT, false, NULL);
+    kvc_rope_heads_f32(x, 1, D, cs, sn, ROT, KVC_ROPE_HALF, NULL);
     for (int i = 0; i < ROT / 2; i++) {
         const double ang = (double)pos / ((double)r.long_factor[i] * pow(10000.0, 2.0 * i / ROT));
         const double x1 = o[i], x2 = o[i + ROT / 2];
@@ -192,8 +192,9 @@ static void test_longrope_frequencies(void **state) {
     assert_non_null(strstr(kvc_last_error(), "long factors need a longrope plan"));
 }
 
-/* cos/sin of a position, then both rotations over 3 heads in place against
- * the float64 rotate_half formula (interleaved: on the de-interleaved pairs). */
+/* cos/sin of a position, then the three rotations over 3 heads in place against
+ * the float64 rotate_half formula (interleaved: on the de-interleaved pairs; pairs: each pair kept in
+ * place, turned by its pair's angle, as transformers' GLM-4 / Cohere rotate_half). */
 static void test_rotations(void **state) {
     (void)state;
     enum { D = 16, H = 3, STRIDE = 20 };
@@ -206,22 +207,25 @@ static void test_rotations(void **state) {
         const double ang = (double)((float)pos * inv[i % (D / 2)]);
         assert_true(fabs(cs[i] - 0.5 * cos(ang)) < 1e-6 && fabs(sn[i] - 0.5 * sin(ang)) < 1e-6);
     }
-    for (int interleaved = 0; interleaved < 2; interleaved++) {
+    for (int form = KVC_ROPE_HALF; form <= KVC_ROPE_PAIRS; form++) {
+        const bool pairs_in = form != KVC_ROPE_HALF, pairs_out = form == KVC_ROPE_PAIRS;
         float x[H * STRIDE], orig[H * STRIDE], tmp[D];
-        for (int i = 0; i < H * STRIDE; i++) orig[i] = x[i] = (float)sin(0.37 * i + interleaved);
-        kvc_rope_heads_f32(x, H, STRIDE, cs, sn, D, interleaved, interleaved ? tmp : NULL);
+        for (int i = 0; i < H * STRIDE; i++) orig[i] = x[i] = (float)sin(0.37 * i + form);
+        kvc_rope_heads_f32(x, H, STRIDE, cs, sn, D, (kvc_rope_form)form, form == KVC_ROPE_INTERLEAVED ? tmp : NULL);
         for (int h = 0; h < H; h++) {
             const float *o = orig + h * STRIDE;
             for (int i = 0; i < D / 2; i++) {
-                const double x1 = interleaved ? o[2 * i] : o[i], x2 = interleaved ? o[2 * i + 1] : o[i + D / 2];
-                assert_true(fabs(x[h * STRIDE + i] - (x1 * cs[i] - x2 * sn[i])) < 1e-6);
-                assert_true(fabs(x[h * STRIDE + i + D / 2] - (x2 * cs[i + D / 2] + x1 * sn[i + D / 2])) < 1e-6);
+                const double x1 = pairs_in ? o[2 * i] : o[i], x2 = pairs_in ? o[2 * i + 1] : o[i + D / 2];
+                const double ang = (double)((float)pos * inv[i]); /* pair i's angle */
+                const int64_t y1 = h * STRIDE + (pairs_out ? 2 * i : i), y2 = y1 + (pairs_out ? 1 : D / 2);
+                assert_true(fabs(x[y1] - 0.5 * (x1 * cos(ang) - x2 * sin(ang))) < 1e-6);
+                assert_true(fabs(x[y2] - 0.5 * (x2 * cos(ang) + x1 * sin(ang))) < 1e-6);
             }
             for (int i = D; i < STRIDE; i++) assert_true(x[h * STRIDE + i] == o[i]); /* past rot_dim untouched */
         }
     }
-    /* half-split over 21 pairs (longer than a 16-lane vector, not a multiple of it), in place and apart:
-     * kvci_rope_lane's bits */
+    /* half-split, then pairs, over 21 pairs (longer than a 16-lane vector, not a multiple of it), in place
+     * and apart: kvci_rope_lane's bits */
     enum { P = 21 };
     float x[2 * P], y[2 * P], c[2 * P], sv[2 * P], want[2 * P];
     for (int i = 0; i < 2 * P; i++)
@@ -229,7 +233,11 @@ static void test_rotations(void **state) {
     for (int i = 0; i < 2 * P; i++) want[i] = kvci_rope_lane(x[i % P], x[i % P + P], c[i], sv[i], i >= P);
     kvc_rope_half_f32(x, c, sv, 2 * P, y);
     assert_memory_equal(y, want, sizeof y);
-    kvc_rope_half_f32(x, c, sv, 2 * P, x);
+    /* pairs (of the rotated x): pair i = (x[2i], x[2i+1]) at cos[i] / sin[i], apart and in place */
+    for (int i = 0; i < 2 * P; i++) want[i] = kvci_rope_lane(x[i & ~1], x[i | 1], c[i / 2], sv[i / 2], i % 2 == 1);
+    kvc_rope_pairs_f32(x, c, sv, 2 * P, y);
+    assert_memory_equal(y, want, sizeof y);
+    kvc_rope_pairs_f32(x, c, sv, 2 * P, x);
     assert_memory_equal(x, want, sizeof x);
 }
 
@@ -284,13 +292,59 @@ static void test_rmsnorm_rows_threads(void **state) {
     free(x), free(y), free(orig), free(z);
 }
 
+/* LayerNorm without bias (Cohere's): 5 rows ld apart, one with a large common offset (1e4: the mean
+ * matters, a variance taken as E[x^2] - mean^2 in f32 would lose it) and one constant (variance 0: eps
+ * alone), against a float64 formula, the padding untouched; then 300 rows x 1,024 (enough to take the
+ * threads) bitwise equal to the same rows normalised one at a time; then rows with weights of their own. */
+static void test_layernorm_rows(void **state) {
+    (void)state;
+    enum { R = 5, N = 37, LD = 40, RT = 300, NT = 1024 };
+    float x[R * LD], y[R * LD], g[NT];
+    for (int i = 0; i < R * LD; i++) x[i] = (float)cos(0.3 * i) * (float)(1 + i % 5) + (i / LD == 3 ? 1e4f : 0.0f);
+    for (int i = 0; i < N; i++) x[4 * LD + i] = 2.5f;
+    for (int i = 0; i < NT; i++) g[i] = 0.5f + 0.01f * (float)(i % 97);
+    for (int i = 0; i < R * LD; i++) y[i] = -1.0f;
+    kvci_layernorm_rows_threads(x, R, N, LD, g, 1e-5f, y);
+    for (int r = 0; r < R; r++) {
+        double mean = 0.0, var = 0.0;
+        for (int i = 0; i < N; i++) mean += x[r * LD + i];
+        mean /= N;
+        for (int i = 0; i < N; i++) var += (x[r * LD + i] - mean) * (x[r * LD + i] - mean);
+        const double inv = 1.0 / sqrt(var / N + (double)1e-5f);
+        for (int i = 0; i < N; i++) {
+            const double want = (x[r * LD + i] - mean) * inv * g[i];
+            assert_true(fabs(y[r * LD + i] - want) <= 1e-6 * fabs(want) + 1e-30);
+        }
+        for (int i = N; i < LD; i++) assert_true(y[r * LD + i] == -1.0f);
+    }
+    for (int i = 0; i < N; i++) assert_true(y[4 * LD + i] == 0.0f);
+    float *xt = malloc(sizeof(float) * RT * NT), *yt = malloc(sizeof(float) * RT * NT), one[NT];
+    assert_non_null(xt), assert_non_null(yt);
+    for (int i = 0; i < RT * NT; i++) xt[i] = (float)sin(0.7 * i) * (float)(1 + i % 7) + 3.0f;
+    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, 1e-5f, yt);
+    for (int r = 0; r < RT; r++) {
+        kvci_layernorm_rows_threads(xt + r * NT, 1, NT, NT, g, 1e-5f, one);
+        assert_memory_equal(one, yt + r * NT, sizeof one);
+    }
+    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, 1e-5f, xt); /* in place */
+    assert_memory_equal(xt, yt, sizeof(float) * RT * NT);
+    /* 4 heads of 16 a row, each with its own weights (Cohere's q / k norms), in place: each head as the row
+     * normalised alone by its weights */
+    float heads[4 * 16];
+    for (int i = 0; i < 4 * 16; i++) heads[i] = x[i];
+    for (int h = 0; h < 4; h++) kvci_layernorm_rows_threads(x + h * 16, 1, 16, 16, g + h * 16, 1e-5f, y + h * 16);
+    kvci_layernorm_rows_to(heads, 4, 16, 16, g, 16, 1e-5f, heads);
+    assert_memory_equal(heads, y, sizeof heads);
+    free(xt), free(yt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_frequencies),  cmocka_unit_test(test_yarn_frequencies),
         cmocka_unit_test(test_llama3_frequencies),   cmocka_unit_test(test_linear_frequencies),
         cmocka_unit_test(test_plan_refusals),        cmocka_unit_test(test_rotations),
         cmocka_unit_test(test_longrope_frequencies), cmocka_unit_test(test_rmsnorm_rows),
-        cmocka_unit_test(test_rmsnorm_rows_threads),
+        cmocka_unit_test(test_rmsnorm_rows_threads), cmocka_unit_test(test_layernorm_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

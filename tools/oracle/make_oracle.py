@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -33,10 +33,16 @@ from safetensors import safe_open
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    CohereConfig,
+    CohereForCausalLM,
+    Cohere2Config,
+    Cohere2ForCausalLM,
     GemmaConfig,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
+    Glm4Config,
+    Glm4ForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
@@ -431,6 +437,51 @@ def gemma2_config():
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
+def glm4_config():
+    # GLM-4-0414 at toy size: fused gate_up_proj, sandwich norms (post_self_attn_layernorm and
+    # post_mlp_layernorm on the sub-layer outputs), q/k/v biases (attention_bias, Glm4Config's default),
+    # head_dim 16 of which the first 8 rotate (partial_rotary_factor left at Glm4Config's 0.5) in adjacent
+    # pairs, GQA 4/2, untied, rms_norm_eps left at Glm4Config's 1.5625e-7.
+    return Glm4Config(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=3,
+        head_dim=16,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False,
+    )
+
+
+def cohere_config():
+    # Command R+ at toy size: LayerNorm without bias (mean subtracted, layer_norm_eps 1e-5), parallel blocks
+    # (attention and MLP read the same normalised input), use_qk_norm (a LayerNorm of each q and k head with
+    # its own weights, before RoPE), RoPE on adjacent pairs, logit_scale 0.3 (not a power of two, so its
+    # rounding shows), q/k/v/o biases (attention_bias; the hub's models have none), GQA 4/2, tied
+    # embeddings, rope_theta left at CohereConfig's 500,000. (cohere2 runs the blocks without q/k norms.)
+    return CohereConfig(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=3,
+        logit_scale=0.3,
+        attention_bias=True,
+        use_qk_norm=True,
+        tie_word_embeddings=True,
+    )
+
+
+def cohere2_config():
+    # Command R7B at toy size: Cohere's parallel LayerNorm blocks over 4 layers of Cohere2Config's default
+    # layer_types (sliding_window_pattern 4: three sliding, then one full), a window of 8 (shorter than the
+    # 23- and 40-token prompts), RoPE on the sliding layers only (the full layer has none), logit_scale 0.3,
+    # GQA 4/2, tied embeddings, no biases.
+    return Cohere2Config(
+        **DENSE_TOY_SHAPE,
+        num_hidden_layers=4,
+        sliding_window=8,
+        logit_scale=0.3,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True,
+    )
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -447,6 +498,9 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "glm4": (glm4_config, Glm4ForCausalLM),
+    "cohere": (cohere_config, CohereForCausalLM),
+    "cohere2": (cohere2_config, Cohere2ForCausalLM),
 }
 
 
@@ -784,6 +838,15 @@ def make_family(family, out_root, seed):
                              "long_factor": rp["long_factor"] + [1.0] * 2})
         summary["sensitivity_long_factors"] = sensitivity(
             model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
+    if family == "glm4":
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family in ("cohere", "cohere2"):
+        summary["sensitivity_logit_scale_1"] = sensitivity(model, ps[-1], logit_scale=1.0)
+    if family == "cohere2":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -924,7 +987,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
-                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2"]:
+                               "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
+                               "glm4", "cohere", "cohere2"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
