@@ -339,10 +339,8 @@ int main(void) {
         cmocka_unit_test(test_phi3),           cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),          cmocka_unit_test(test_olmo3),
         cmocka_unit_test(test_granite),        cmocka_unit_test(test_smollm3),
-        cmocka_unit_test(test_gemma),
-        cmocka_unit_test(test_glm4),
-        cmocka_unit_test(test_cohere),
-        cmocka_unit_test(test_cohere2),
+        cmocka_unit_test(test_gemma),          cmocka_unit_test(test_glm4),
+        cmocka_unit_test(test_cohere),         cmocka_unit_test(test_cohere2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
