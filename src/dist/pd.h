@@ -33,7 +33,7 @@
 #include "kvcache/engine.h"
 
 #define KVC_PD_MAGIC   0x4450564bu /* "KVPD" */
-#define KVC_PD_VERSION 1u
+#define KVC_PD_VERSION 2u          /* 2: the sampling options after seed (min_p .. logit_bias) */
 
 typedef struct kvci_pd_header {
     uint32_t magic, version;
@@ -46,6 +46,11 @@ typedef struct kvci_pd_header {
     float temperature, top_p;
     int32_t top_k, reserved;
     uint64_t sampling_seed;
+    float min_p, presence_penalty, frequency_penalty, repetition_penalty;
+    int64_t min_tokens;
+    int32_t n_min_tokens_ids, n_logit_bias; /* entries of the two arrays below that are the request's */
+    int32_t min_tokens_ids[KVC_SAMPLING_MAX_STOP_IDS];
+    kvc_logit_bias logit_bias[KVC_SAMPLING_MAX_LOGIT_BIAS];
     int64_t cache_salt_len;
     uint8_t cache_salt[KVC_ENGINE_SALT_MAX];
     int64_t first_block[KVC_MAX_MANAGERS], n_blocks[KVC_MAX_MANAGERS];

@@ -54,12 +54,16 @@ static kvc_status check_header(const kvci_pd_receiver *rx, const kvci_pd_header 
         return kvci_fail(KVC_EINVAL, "P/D receive: a message with magic 0x%08x version %u (expected 0x%08x version %u)",
                          h->magic, h->version, KVC_PD_MAGIC, KVC_PD_VERSION);
     if (h->n_prompt < 1 || h->n_prompt > max_len || h->n_external < 0 || h->n_external >= h->n_prompt ||
-        h->cache_salt_len < 0 || h->cache_salt_len > KVC_ENGINE_SALT_MAX)
+        h->cache_salt_len < 0 || h->cache_salt_len > KVC_ENGINE_SALT_MAX || h->n_min_tokens_ids < 0 ||
+        h->n_min_tokens_ids > KVC_SAMPLING_MAX_STOP_IDS || h->n_logit_bias < 0 ||
+        h->n_logit_bias > KVC_SAMPLING_MAX_LOGIT_BIAS)
         return kvci_fail(KVC_EINVAL,
                          "P/D receive: request %lld: n_prompt %lld (1 .. %lld), n_external %lld (0 .. n_prompt - 1), "
-                         "cache salt of %lld bytes (0 .. %d)",
+                         "cache salt of %lld bytes (0 .. %d), %d min_tokens ids (0 .. %d), %d logit_bias entries "
+                         "(0 .. %d)",
                          (long long)id, (long long)h->n_prompt, (long long)max_len, (long long)h->n_external,
-                         (long long)h->cache_salt_len, KVC_ENGINE_SALT_MAX);
+                         (long long)h->cache_salt_len, KVC_ENGINE_SALT_MAX, h->n_min_tokens_ids,
+                         KVC_SAMPLING_MAX_STOP_IDS, h->n_logit_bias, KVC_SAMPLING_MAX_LOGIT_BIAS);
     if (h->n_keys != rx->layout.n_keys)
         return kvci_fail(KVC_EINVAL, "P/D receive: request %lld has %d manager keys, this engine %d (another model?)",
                          (long long)id, h->n_keys, rx->layout.n_keys);
@@ -101,8 +105,20 @@ static kvc_status add_request(kvc_engine *e, kvci_pd_staged *s) {
     r.priority = h->priority;
     r.cache_salt = h->cache_salt_len > 0 ? h->cache_salt : NULL;
     r.cache_salt_len = h->cache_salt_len;
-    r.sampling = (kvc_sampling_params){
-        .temperature = h->temperature, .top_k = h->top_k, .top_p = h->top_p, .seed = h->sampling_seed};
+    r.sampling =
+        (kvc_sampling_params){.temperature = h->temperature,
+                              .top_k = h->top_k,
+                              .top_p = h->top_p,
+                              .seed = h->sampling_seed,
+                              .min_p = h->min_p,
+                              .presence_penalty = h->presence_penalty,
+                              .frequency_penalty = h->frequency_penalty,
+                              .repetition_penalty = h->repetition_penalty,
+                              .min_tokens = h->min_tokens,
+                              .min_tokens_ids = h->n_min_tokens_ids > 0 ? h->min_tokens_ids : NULL,
+                              .n_min_tokens_ids = h->n_min_tokens_ids,
+                              .n_logit_bias = h->n_logit_bias,
+                              .logit_bias = h->n_logit_bias > 0 ? h->logit_bias : NULL}; /* copied by the add */
     r.n_external_tokens = h->n_external;
     r.load_external = h->n_external > 0 ? load_staged : NULL;
     r.load_user = s;

@@ -5,7 +5,24 @@
 
 #include "base/internal.h"
 #include "dist/pd.h"
-#include "engine/logits_steps.h"
+
+/* The request's sampling options: the decode side samples every token (the prefill side none). */
+static void sampling_of(const kvc_sampling_params *sp, kvci_pd_header *h) {
+    h->temperature = sp->temperature;
+    h->top_p = sp->top_p;
+    h->top_k = sp->top_k;
+    h->sampling_seed = sp->seed;
+    h->min_p = sp->min_p;
+    h->presence_penalty = sp->presence_penalty;
+    h->frequency_penalty = sp->frequency_penalty;
+    h->repetition_penalty = sp->repetition_penalty;
+    h->min_tokens = sp->min_tokens;
+    h->n_min_tokens_ids = sp->n_min_tokens_ids;
+    h->n_logit_bias = sp->n_logit_bias;
+    if (sp->n_min_tokens_ids > 0)
+        memcpy(h->min_tokens_ids, sp->min_tokens_ids, (size_t)sp->n_min_tokens_ids * sizeof *sp->min_tokens_ids);
+    if (sp->n_logit_bias > 0) memcpy(h->logit_bias, sp->logit_bias, (size_t)sp->n_logit_bias * sizeof *sp->logit_bias);
+}
 
 static kvci_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
     kvci_pd_header h;
@@ -20,10 +37,7 @@ static kvci_pd_header header_of(uint64_t seq, const kvc_engine_request *r) {
     h.n_external = r->n_prompt - 1;
     h.max_new_tokens = r->max_new_tokens;
     h.priority = r->priority;
-    h.temperature = r->sampling.temperature;
-    h.top_p = r->sampling.top_p;
-    h.top_k = r->sampling.top_k;
-    h.sampling_seed = r->sampling.seed;
+    sampling_of(&r->sampling, &h);
     h.cache_salt_len = r->cache_salt_len;
     if (r->cache_salt_len > 0 && r->cache_salt_len <= KVC_ENGINE_SALT_MAX)
         memcpy(h.cache_salt, r->cache_salt, (size_t)r->cache_salt_len);
@@ -39,12 +53,8 @@ kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_trans
         return kvci_fail(KVC_EINVAL, "P/D send: request %lld is %s (%s), not prefilled by a PREFILL engine",
                          (long long)r->id, kvc_engine_request_state_name(info.state),
                          kvc_engine_finish_reason_name(info.finish));
-    const kvc_sampling_params *sp = &r->sampling;
-    if (sp->min_p != 0.0f || kvci_sampling_penalties_on(sp) || sp->min_tokens != 0 || sp->n_logit_bias != 0)
-        return kvci_fail(KVC_EINVAL,
-                         "P/D send: request %lld: min_p, the penalties, min_tokens and logit_bias are not carried to "
-                         "the decode side (only temperature, top_k, top_p and seed)",
-                         (long long)r->id);
+    st = kvc_sampling_params_check(&r->sampling); /* the arrays' counts bound what the header copies */
+    if (st != KVC_OK) return st;
     const kvc_manager *m = kvc_engine_manager(e);
     kvci_pd_header h = header_of(seq, r);
     h.n_keys = l->n_keys;

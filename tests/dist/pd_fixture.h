@@ -77,6 +77,12 @@ static inline void instance_close(instance *in) {
     free(in->rec.logits);
 }
 
+/* Request 1 forces token 5 (logit_bias +100) but holds it back for its first 2 tokens (min_tokens), with
+ * penalties; request 2 samples with min_p: options P/D carries to the decode side (dropped, the outputs
+ * differ from one instance's). */
+static const kvc_logit_bias BIAS[2] = {{5, 100.0f}, {7, -3.5f}};
+static const int32_t HELD[1] = {5};
+
 static inline kvc_engine_request request(int64_t b) {
     kvc_engine_request r = kvc_engine_request_default();
     r.id = b;
@@ -85,6 +91,13 @@ static inline kvc_engine_request request(int64_t b) {
     r.max_new_tokens = NT;
     r.cache_salt = SALTS[b];
     r.cache_salt_len = SALTS[b] ? (int64_t)strlen(SALTS[b]) : 0;
+    if (b == 1) {
+        r.sampling.logit_bias = BIAS, r.sampling.n_logit_bias = 2;
+        r.sampling.min_tokens = 2, r.sampling.min_tokens_ids = HELD, r.sampling.n_min_tokens_ids = 1;
+        r.sampling.repetition_penalty = 1.3f, r.sampling.frequency_penalty = 0.5f, r.sampling.presence_penalty = 0.25f;
+    } else if (b == 2) {
+        r.sampling.temperature = 0.9f, r.sampling.min_p = 0.2f, r.sampling.seed = 11;
+    }
     return r;
 }
 

@@ -175,6 +175,12 @@ static void test_bad_headers(void **state) {
     h = good;
     h.payload_bytes += 4;
     expect_refused(dc, &rx, &h, KVC_EINVAL, "payload bytes, its blocks make");
+    h = good;
+    h.n_logit_bias = KVC_SAMPLING_MAX_LOGIT_BIAS + 1;
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "logit_bias entries");
+    h = good;
+    h.n_min_tokens_ids = -1;
+    expect_refused(dc, &rx, &h, KVC_EINVAL, "min_tokens ids");
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(dc->e, &st), KVC_OK);
     assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
@@ -182,27 +188,26 @@ static void test_bad_headers(void **state) {
     qwen3_close(&q);
 }
 
-/* A request with sampling options the header does not carry (penalties, logit_bias, min_p,
- * min_tokens) is refused by the send, naming them, rather than decoded without them. */
-static void test_uncarried_sampling_refused(void **state) {
+/* Request 1's options reach the decode side: its tokens are 5 from the third on (logit_bias +100, min_tokens
+ * 2 holding 5 back) and never 5 before. */
+static void test_sampling_carried(void **state) {
     (void)state;
-    qwen3_engine q;
-    qwen3_open(&q, KVC_ENGINE_ROLE_PREFILL, 4);
-    kvc_engine_request r = request(0);
-    r.sampling.frequency_penalty = 0.5f;
-    assert_int_equal(kvc_engine_add_request(q.in.e, &r), KVC_OK);
-    step_until_idle(q.in.e);
+    kvc_model *m = random_model(PD_QWEN3);
     kvci_transport tp, td;
     assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
-    kvci_pd_layout l;
-    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(q.in.e), &l), KVC_OK);
-    assert_int_equal(kvci_pd_send(q.in.e, &l, &tp, 1, 0, &r, 1000, false), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "not carried to the decode side"));
-    kvci_pd_layout_free(&l);
+    prefill_and_send(m, false, 4, &tp, -1);
+    instance dc;
+    instance_open(&dc, m, false, KVC_ENGINE_ROLE_DECODE, 4, false);
+    assert_int_equal(receive_and_decode(&dc, &td), 0);
+    int32_t out[NT];
+    int64_t n = 0;
+    assert_int_equal(kvc_engine_request_output(dc.e, 1, out, NT, &n), KVC_OK);
+    assert_int_equal(n, NT);
+    for (int64_t i = 0; i < NT; i++) assert_true(i < 2 ? out[i] != 5 : out[i] == 5);
     kvci_transport_close(&tp);
     kvci_transport_close(&td);
-    assert_int_equal(kvc_engine_request_release(q.in.e, 0), KVC_OK);
-    qwen3_close(&q);
+    instance_close(&dc);
+    kvc_model_destroy(m);
 }
 
 /* The roles' refusals: external tokens outside the DECODE role or without a loader; a role on a
@@ -235,7 +240,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_families),        cmocka_unit_test(test_dropped_payload),
         cmocka_unit_test(test_layout_mismatch), cmocka_unit_test(test_bad_headers),
-        cmocka_unit_test(test_role_refusals),   cmocka_unit_test(test_uncarried_sampling_refused),
+        cmocka_unit_test(test_role_refusals),   cmocka_unit_test(test_sampling_carried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
