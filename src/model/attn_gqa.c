@@ -6,6 +6,7 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
+#include "ops/write_internal.h"
 
 /* q [T, nq], k [T, nk], v [T, nv] = the projections of ws->xn: kvci_linear_shared's, or one GEMM
  * when fused (*fused then holds its rows [q | k | v], split by qkv_rows). */
@@ -28,13 +29,13 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
- * its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated (not on a no-rope
- * layer): one parallel region over the tokens, each token whole on one thread (the threads never
+ * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and with `rotate`
+ * rotated: one parallel region over the tokens, each token whole on one thread (the threads never
  * change a bit). */
-static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v) {
+static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool norm,
+                     bool rotate) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
-    const bool rotate = !c->layer_nope[l];
     const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
@@ -45,9 +46,30 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
             memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
             memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
         }
-        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, w->q_norm, rotate);
-        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, w->k_norm, rotate);
+        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, norm ? w->q_norm : NULL, rotate);
+        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, norm ? w->k_norm : NULL, rotate);
     }
+}
+
+/* OLMo 2's q / k norms under tensor parallelism: a rank holds some heads of each row, so a row's sum of
+ * squares is the ranks' sums added (each KV head replicated on r ranks counted once), then each rank
+ * scales its part as kvc_rmsnorm_f32 scales the whole row. */
+static kvc_status whole_norms_over_ranks(const kvc_fwd_step *s, const kvc_layer_weights *w, float *q, float *k) {
+    const kvc_model *m = s->m;
+    const int64_t T = s->T, D = m->cfg.head_dim, nq = m->cfg.num_heads * D, nk = m->cfg.num_kv_heads * D;
+    const int64_t rep = m->full.num_kv_heads < m->tp.size ? m->tp.size / m->full.num_kv_heads : 1;
+    float *ss = s->ws->qk_ss; /* [2T]: q's, then k's */
+    for (int64_t t = 0; t < T; t++) {
+        ss[t] = (float)kvci_sum_squares(q + t * nq, nq);
+        ss[T + t] = (float)kvci_sum_squares(k + t * nk, nk);
+    }
+    KVC_TRY(m->tp.reduce(m->tp.user, ss, 2 * T));
+    const float eps = (float)m->cfg.rms_norm_eps;
+    for (int64_t t = 0; t < T; t++) {
+        kvci_rmsnorm_by_sum(q + t * nq, w->q_norm, nq, ss[t], m->full.num_heads * D, eps);
+        kvci_rmsnorm_by_sum(k + t * nk, w->k_norm, nk, (double)ss[T + t] / (double)rep, m->full.num_kv_heads * D, eps);
+    }
+    return KVC_OK;
 }
 
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
@@ -63,7 +85,15 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    qkv_rows(s, l, fused, q, k, v); /* the fused rows' split is timed with the q/k norms and RoPE */
+    /* the fused rows' split is timed with the q/k norms and RoPE */
+    const bool rotate = !c->layer_nope[l];
+    if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
+        qkv_rows(s, l, fused, q, k, v, false, false);
+        KVC_TRY(whole_norms_over_ranks(s, w, q, k));
+        qkv_rows(s, l, NULL, q, k, v, false, rotate);
+    } else {
+        qkv_rows(s, l, fused, q, k, v, true, rotate);
+    }
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,

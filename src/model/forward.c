@@ -17,11 +17,11 @@ static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
-    float **f[] = {&ws->h,    &ws->xn,       &ws->q,      &ws->k,           &ws->v,
-                   &ws->att,  &ws->proj,     &ws->ff_a,   &ws->ff_b,        &ws->acc,
-                   &ws->xg,   &ws->yg,       &ws->router, &ws->route_tmp,   &ws->selw,
-                   &ws->tokw, &ws->mla_a,    &ws->mla_b,  &ws->q_rope,      &ws->cos,
-                   &ws->sin,  &ws->rope_tmp, &ws->fused,  &ws->cos_sliding, &ws->sin_sliding};
+    float **f[] = {&ws->h,           &ws->xn,        &ws->q,    &ws->k,        &ws->v,     &ws->att,
+                   &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
+                   &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
+                   &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
+                   &ws->sin_sliding, &ws->qk_ss};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -93,6 +93,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(cos_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
     A(sin_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
     A(rope_tmp, m->rot_dim);
+    A(qk_ss, 2 * Tm);
 #undef A
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->sel);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->tok);

@@ -53,6 +53,7 @@ struct kvc_model_workspace {
     float *cos_sliding;     /* [Tm, rot] the sliding layers' own (model inv_freq_sliding), else unused */
     float *sin_sliding;     /* [Tm, rot] */
     float *rope_tmp;        /* [rot] */
+    float *qk_ss;           /* [2 Tm] OLMo 2 under tensor parallelism: each token's q and k sums of squares */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */

@@ -14,11 +14,6 @@ static kvc_status divide(const char *field, int64_t v, int64_t tp, int64_t *out)
 kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out) {
     if (tp < 1 || tp > 4096)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
-    if (full->qk_norm_whole && tp > 1)
-        return kvci_fail(KVC_EINVAL,
-                         "model: %s normalises q and k over all heads together (q_norm / k_norm); tensor "
-                         "parallelism %lld, which splits the heads, is not supported for it",
-                         full->model_type, (long long)tp);
     kvc_model_config c = *full;
     KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
     KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));

@@ -124,9 +124,12 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qk_norm && c->layer_norm) { /* Cohere's: weights per head [heads, D], split with the heads */
         TRY(v2(v, "self_attn.q_norm.weight", nH, D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH)));
         TRY(v2(v, "self_attn.k_norm.weight", nKV, D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, 1)));
-    } else if (c->qk_norm) { /* per head [D], or OLMo 2's over the whole projection (one rank: shard.c) */
-        TRY(v1(v, "self_attn.q_norm.weight", c->qk_norm_whole ? nH * D : D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
-        TRY(v1(v, "self_attn.k_norm.weight", c->qk_norm_whole ? nKV * D : D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    } else if (c->qk_norm_whole) { /* OLMo 2's over the whole projection: split with the heads, as q and k */
+        TRY(v1(v, "self_attn.q_norm.weight", nH * D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH * D)));
+        TRY(v1(v, "self_attn.k_norm.weight", nKV * D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, D)));
+    } else if (c->qk_norm) { /* per head [D] */
+        TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
     if (c->family == KVC_FAMILY_GPT_OSS) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return KVC_OK;

@@ -12,10 +12,17 @@
 /* 1 / sqrt(mean + eps) of a row's sum of squares ss over n elements. */
 static inline double inv_of_sum(double ss, int64_t n, float eps) { return 1.0 / sqrt(ss / (double)n + (double)eps); }
 
-double kvci_rms_inv(const float *x, int64_t n, float eps) {
+double kvci_sum_squares(const float *x, int64_t n) {
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
-    return inv_of_sum(ss, n, eps);
+    return ss;
+}
+
+double kvci_rms_inv(const float *x, int64_t n, float eps) { return inv_of_sum(kvci_sum_squares(x, n), n, eps); }
+
+void kvci_rmsnorm_by_sum(float *x, const float *gamma, int64_t n, double ss, int64_t n_total, float eps) {
+    const double inv = inv_of_sum(ss, n_total, eps);
+    for (int64_t i = 0; i < n; i++) x[i] = kvci_rms_scaled(x[i], inv, gamma[i]);
 }
 
 static inline __attribute__((always_inline)) void scale_row(const float *x, const float *gamma, int64_t n, double inv,

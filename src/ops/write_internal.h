@@ -46,6 +46,11 @@ void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
 /* RMSNorm (norm.c): 1 / sqrt(mean(x^2) + eps) accumulated in double, x [n],
  * and one output element x * inv * gamma rounded once to f32. */
 double kvci_rms_inv(const float *x, int64_t n, float eps);
+/* A row's sum of squares, one double accumulator in order (what kvci_rms_inv sums). */
+double kvci_sum_squares(const float *x, int64_t n);
+/* x [n], a part of a row of n_total elements whose sum of squares is ss, normalised in place as
+ * kvc_rmsnorm_f32 normalises the whole row (gamma: the part's weights). */
+void kvci_rmsnorm_by_sum(float *x, const float *gamma, int64_t n, double ss, int64_t n_total, float eps);
 static inline float kvci_rms_scaled(float x, double inv, float gamma) {
     return (float)((double)x * inv * (double)gamma);
 }

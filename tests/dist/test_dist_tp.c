@@ -61,6 +61,8 @@ static const tp_case GRANITE = {.sub = "granite", .mode = KVC_RUNNER_PAGED};
 static const tp_case GLM4 = {.sub = "glm4", .mode = KVC_RUNNER_PAGED};
 /* Cohere: the parallel block's two reduced sums added in turn, o_proj's bias on rank 0, the logit scale */
 static const tp_case COHERE = {.sub = "cohere", .mode = KVC_RUNNER_PAGED};
+/* OLMo 2: q / k norms over all heads, their sums of squares added over the ranks (KV heads replicated on 4) */
+static const tp_case OLMO2 = {.sub = "olmo2", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -345,6 +347,11 @@ FAMILY_TESTS(granite, GRANITE)
 FAMILY_TESTS(glm4, GLM4)
 FAMILY_TESTS(cohere, COHERE)
 
+static void test_oracle_olmo2(void **state) {
+    (void)state;
+    check_oracle(&OLMO2);
+}
+
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
     check_deterministic(&QWEN3_Q8_0);
@@ -448,6 +455,7 @@ int main(int argc, char **argv) {
         T(granite),
         T(glm4),
         T(cohere),
+        cmocka_unit_test(test_oracle_olmo2),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),
