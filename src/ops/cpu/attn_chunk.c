@@ -381,8 +381,9 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * one-row items keep the unit prefetch alone, head-major ones too
  * (1.08-1.10 with it), but not on keys in lanes (0.94, f16 and bf16). int8
  * rows take it (one core, cold, batch 4 at 2k keys, token-major, calls
- * alternating: GQA 2 0.62-0.76 of the CPU time, GQA 4 0.82-0.88, GQA 8
- * 1.01; two threads, batch 8 at 4k: 0.65 / 0.97 / 0.96); fp8 rows, whose
+ * alternating: GQA 2 0.62-0.76 of the CPU time, GQA 4 0.77-0.88, GQA 8
+ * 0.92-1.01; two threads, batch 8 at 4k: 0.65 / 0.97 / 0.96; warm calls
+ * pay its instructions: 1.02-1.06); fp8 rows, whose
  * NaN check reads each call's rows before its kernel, do not (e4m3 GQA
  * 2/4 1.01-1.06, e5m2 0.98-1.00). Skipped when a sub-range's bytes exceed
  * KVC_PF_FAR_BYTES.
