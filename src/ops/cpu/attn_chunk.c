@@ -384,9 +384,9 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * alternating: GQA 2 0.62-0.76 of the CPU time, GQA 4 0.77-0.88, GQA 8
  * 0.92-1.01; two threads, batch 8 at 4k: 0.65 / 0.97 / 0.96; warm calls
  * pay its instructions: 1.02-1.06); fp8 rows, whose
- * NaN check reads each call's rows before its kernel, do not (e4m3 GQA
- * 2/4 1.01-1.06, e5m2 0.98-1.00). Skipped when a sub-range's bytes exceed
- * KVC_PF_FAR_BYTES.
+ * NaN check reads each call's rows before its kernel, do not (e4m3 and
+ * e5m2, GQA 2-8, five runs at load 3-6: 0.89-1.06, no consistent gain).
+ * Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
