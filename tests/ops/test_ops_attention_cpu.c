@@ -341,8 +341,8 @@ static void test_direct_codes_exact(void **state) {
             const kvc_simd_table *tb = tables[ti];
             if (!tb || !kvci_simd_cpu_runs(tb)) continue;
             const kvc_pf_run none = {NULL, NULL, 0, false};
-            const int rows[3] = {1, 3, 8};
-            for (int ri = 0; ri < 3; ri++)
+            const int rows[6] = {1, 3, 5, 6, 7, 8};
+            for (int ri = 0; ri < 6; ri++)
                 for (int t0 = 0; t0 < NC; t0 += KVC_QK_KEYS) {
                     const void *kp[KVC_QK_KEYS];
                     for (int t = 0; t < KVC_QK_KEYS; t++) kp[t] = keys[t0 + t];

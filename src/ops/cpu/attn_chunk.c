@@ -381,9 +381,16 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  *   sub-ranges ahead 1.02-1.04 of the time of one).
  * GQA 1 items, whose token rows hold 32 heads, took 1.2-1.35 with it, so
  * one-row items keep the unit prefetch alone, head-major ones too
- * (1.08-1.10 with it), but not on keys in lanes (0.94, f16 and bf16); int8
- * and fp8 rows, bound by their conversions, took 0.84-1.09 and keep it
- * too. Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
+ * (1.08-1.10 with it), but not on keys in lanes (0.94, f16 and bf16). int8
+ * token-major rows take it (one core, cold, batch 4 at 2k keys, calls
+ * alternating: GQA 2 0.62-0.76 of the CPU time, GQA 4 0.77-0.88, GQA 8
+ * 0.92-1.01; two threads, batch 8 at 4k: 0.65 / 0.97 / 0.96; warm calls
+ * pay its instructions: 1.02-1.06); int8 keys in lanes do not (GQA 1
+ * 1.14-1.37 of the time in five two-thread benchmark runs, GQA 4/8
+ * 0.89-1.06), nor do fp8 rows, whose NaN check reads each call's rows
+ * before its kernel (e4m3 and e5m2, GQA 2-8, five runs at load 3-6:
+ * 0.89-1.06, no consistent gain).
+ * Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
@@ -405,7 +412,8 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
         if (--k == 0) break;
     }
     const int64_t es = pass ? cx->ves : cx->kes, dim = pass ? pb->Dv : pb->D, n = ne - na;
-    if (es < 2 || n * es * dim * it->ng > KVC_PF_FAR_BYTES) return;
+    const bool i8 = (pass ? pb->p->v.dtype : pb->p->k.dtype) == KVC_DTYPE_I8;
+    if ((es < 2 && !(i8 && cx->token_major)) || n * es * dim * it->ng > KVC_PF_FAR_BYTES) return;
     const char *base = (const char *)(pass ? pb->p->v.data : pb->p->k.data);
     if (pass == 0 && cx->lanes) { /* channel d of key j at idx + d * schan: per block segment, each channel's run */
         for (int64_t s0 = na, s1; s0 < ne; s0 = s1) {

@@ -10,7 +10,11 @@
  *   (GQA 8 decode) in two such blocks of 3 or 4 rows, each converting the
  *   keys again (hot f16 and bf16 calls of 8 rows, D 128: 0.96-0.97 of the
  *   time of one pass of 8 rows over two halves of 4 keys, which converted
- *   each key once but loaded every query vector twice).
+ *   each key once but loaded every query vector twice); int8 and fp8 keys,
+ *   whose conversion costs more, take that pass of 8 rows (qk_block8: warm
+ *   decode calls at GQA 8, one core, 0.96 e4m3, 0.98-0.99 int8, 1.00 e5m2
+ *   of the time; f16 0.98 warm but 1.03 cold, so 2-byte rows keep the
+ *   two blocks).
  * - pv computes acc += w * v per channel in increasing key order, skipping
  *   zero weights: the same per-element operations at any vector width;
  *   up to 8 rows share each converted value vector;
@@ -121,12 +125,14 @@ INL __m512 hadd_lanes(__m512 x, __m512 y)
 {
     return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0xDD), _mm512_shuffle_ps(x, y, 0x88));
 }
-INL __m256 pairs_tree8(const __m512 *a)
+/* the tree's last two levels, from hadd_lanes of keys 0-3 (h0) and of keys 4-7 (h1) */
+INL __m256 pairs_tree_join(__m512 h0, __m512 h1)
 {
-    const __m512 u = hadd_lanes(hadd_lanes(a[0], a[1]), hadd_lanes(a[2], a[3]));
+    const __m512 u = hadd_lanes(h0, h1);
     const __m512 j = _mm512_add_ps(_mm512_shuffle_f32x4(u, u, 0x88), _mm512_shuffle_f32x4(u, u, 0xDD));
     return _mm256_permutexvar_ps(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), _mm512_castps512_ps256(j));
 }
+INL __m256 pairs_tree8(const __m512 *a) { return pairs_tree_join(hadd_lanes(a[0], a[1]), hadd_lanes(a[2], a[3])); }
 
 /* Whether any weight w[r * ws + t], r < nr, t < nk (<= KVC_VTILE), is 0 (+0 or -0; NaN is not): 16 weights
  * per compare, masked lanes not read (hot pv_direct calls of 4 and 8 rows, D 128, measured 0.92-0.95 of the
@@ -169,8 +175,9 @@ INL void eo_store(const __m512 *a, float *p)
 /* The kernels for f32 tiles (row t at k + t * ks) and for direct rows of
  * each dtype (row t at k[t]); ROW(k, t, ks) gives row t's address, PAIR
  * and VEC convert in registers; BF16 (a constant): the rows are bf16, and
- * pv passes covering whole 32-channel groups read them by eo_bf16. */
-#define KVC_AVX512_KERNELS(NAME, KARG, ROW, PAIR, VEC, ET, BF16)                                                    \
+ * pv passes covering whole 32-channel groups read them by eo_bf16; QK8
+ * (a constant): qk of 5-8 rows by qk_block8 (1-byte rows). */
+#define KVC_AVX512_KERNELS(NAME, KARG, ROW, PAIR, VEC, ET, BF16, QK8)                                               \
     /* NR <= 4 rows x 8 keys: a[r * 4 + p] holds keys 2p, 2p + 1 of row r */                                        \
     INL void qk_block_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,       \
                              int64_t os, kvc_pf_run *pf)                                                            \
@@ -191,9 +198,45 @@ INL void eo_store(const __m512 *a, float *p)
         for (int r = 0; r < NR; r++)                                                                                \
             _mm256_storeu_ps(out + r * os, pairs_tree8(a + r * 4));                                                 \
     }                                                                                                               \
+    /* NR (5-8) rows x 8 keys as two halves of 4 keys over all channels, each key converted once for every          \
+     * row (a[r * 2 + p] holds keys 2p, 2p + 1 of the half): the first half's level of the tree is kept (h)         \
+     * and joined with the second's, the same sums as pairs_tree8 */                                                \
+    INL void qk_block8_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int64_t dim, int NR, float *out,      \
+                              int64_t os, kvc_pf_run *pf)                                                           \
+    {                                                                                                               \
+        __m512 a[16], h[8];                                                                                         \
+        for (int half = 0; half < 2; half++) {                                                                      \
+            const void *kr[4];                                                                                      \
+            for (int t = 0; t < 4; t++) kr[t] = ROW(k, 4 * half + t, ks);                                           \
+            for (int x = 0; x < NR * 2; x++) a[x] = _mm512_setzero_ps();                                            \
+            for (int64_t d = 0; d < dim; d += 8) {                                                                  \
+                pf_step(pf);                                                                                        \
+                const __m512 k0 = PAIR(kr[0], kr[1], d), k1 = PAIR(kr[2], kr[3], d);                                \
+                for (int r = 0; r < NR; r++) {                                                                      \
+                    const __m512 qv = q_both(q + r * qs + d);                                                       \
+                    a[r * 2] = _mm512_fmadd_ps(qv, k0, a[r * 2]);                                                   \
+                    a[r * 2 + 1] = _mm512_fmadd_ps(qv, k1, a[r * 2 + 1]);                                           \
+                }                                                                                                   \
+            }                                                                                                       \
+            for (int r = 0; r < NR; r++) {                                                                          \
+                const __m512 t = hadd_lanes(a[r * 2], a[r * 2 + 1]);                                                \
+                if (half) _mm256_storeu_ps(out + r * os, pairs_tree_join(h[r], t));                                 \
+                else h[r] = t;                                                                                      \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
     INL void qk_rows_##NAME(KARG k, int64_t ks, const float *q, int64_t qs, int nr, int64_t dim, float *out,        \
                             int64_t os, kvc_pf_run *pf)                                                             \
     {                                                                                                               \
+        if (QK8 && nr >= 5 && nr <= 8) {                                                                            \
+            switch (nr) {                                                                                           \
+            case 5: qk_block8_##NAME(k, ks, q, qs, dim, 5, out, os, pf); break;                                     \
+            case 6: qk_block8_##NAME(k, ks, q, qs, dim, 6, out, os, pf); break;                                     \
+            case 7: qk_block8_##NAME(k, ks, q, qs, dim, 7, out, os, pf); break;                                     \
+            default: qk_block8_##NAME(k, ks, q, qs, dim, 8, out, os, pf); break;                                    \
+            }                                                                                                       \
+            return;                                                                                                 \
+        }                                                                                                           \
         for (int r = 0, n; r < nr; r += n) { /* NR a constant in each call: the accumulators stay in registers */   \
             n = nr - r > 8 ? 4 : nr - r > 4 ? (nr - r + 1) / 2 : nr - r; /* 5-8 rows: two blocks of 3 or 4 */       \
             switch (n) {                                                                                            \
@@ -256,7 +299,7 @@ INL void eo_store(const __m512 *a, float *p)
         for (int64_t d = 0; d < dim;) {                                                                             \
             const int64_t nv = (dim - d + 15) / 16, passes = (nv + WMAX - 1) / WMAX;                                \
             const int W = (int)((nv + passes - 1) / passes);                                                        \
-            const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;             \
+            const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;              \
             const int eo = BF16 && mt == (__mmask16)0xFFFF;                                                         \
             switch (W) {                                                                                            \
             PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
@@ -295,26 +338,26 @@ INL void eo_store(const __m512 *a, float *p)
 
 /* f32 tiles */
 #define TILE_ROW(k, t, ks) ((const void *)((k) + (t) * (ks)))
-KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float, 0)
+KVC_AVX512_KERNELS(tile, const float *, TILE_ROW, pair_f32, vec_f32, float, 0, 0)
 
 KVC_X86_TILE_ENTRIES(TGT)
 
 /* direct rows: pointer k[t] */
 #define DIRECT_ROW(k, t, ks) ((void)(ks), (k)[t])
-#define KVC_AVX512_DIRECT(NAME, ET, BF16)                                                                           \
-    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET, BF16)                    \
+#define KVC_AVX512_DIRECT(NAME, ET, BF16, QK8)                                                                      \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, ET, BF16, QK8)               \
     KVC_X86_DIRECT_ENTRIES(NAME, TGT)
 
-KVC_AVX512_DIRECT(f32, float, 0)
-KVC_AVX512_DIRECT(f16, uint16_t, 0)
-KVC_AVX512_DIRECT(bf16, uint16_t, 1)
-KVC_AVX512_DIRECT(i8, int8_t, 0)
+KVC_AVX512_DIRECT(f32, float, 0, 0)
+KVC_AVX512_DIRECT(f16, uint16_t, 0, 0)
+KVC_AVX512_DIRECT(bf16, uint16_t, 1, 0)
+KVC_AVX512_DIRECT(i8, int8_t, 0, 1)
 
 /* fp8 rows: the NaN-fixing kernels and the _fast ones (KVC_X86_FP8_ENTRIES); e4m3's _fast values are
  * 2^-8 of the values in pv, the weights scaled by 256. */
 #define KVC_AVX512_FP8(NAME, NAN_LIM, VSCALE)                                                                       \
-    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t, 0)                  \
-    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t, 0) \
+    KVC_AVX512_KERNELS(NAME, const void *const *, DIRECT_ROW, pair_##NAME, vec_##NAME, uint8_t, 0, 1)               \
+    KVC_AVX512_KERNELS(NAME##_fast, const void *const *, DIRECT_ROW, pair_##NAME##_fast, vec_##NAME##_fast, uint8_t, 0, 1) \
     KVC_X86_FP8_ENTRIES(NAME, NAN_LIM, VSCALE, TGT)
 KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
 KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
