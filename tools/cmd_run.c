@@ -99,6 +99,9 @@ static void run_usage(FILE *f) {
             "  --temperature T, --top-k K, --top-p P, --seed S\n"
             "                       sample instead of greedy (temperature 0 = greedy, top-k 0 = all, top-p 1 =\n"
             "                       all; seeded: the same tokens whatever the batch)\n"
+            "  --min-p P, --presence-penalty X, --frequency-penalty X, --repetition-penalty R, --min-tokens N\n"
+            "                       vLLM's sampling options, in its order (docs/engine.md, \"Sampling\"); min-tokens\n"
+            "                       holds --eos back for N tokens\n"
             "  --stream, the sampling flags and --eos run the prompts through the engine (paged caches of\n"
             "  --block-size tokens, modes 2 and 3; every prompt admitted at once) instead of the runner; the\n"
             "  text output then ends with a line per prompt on stderr saying why it stopped (eos, max_new).\n"
@@ -205,9 +208,15 @@ static bool print_json(const char *dir, const char *weights, const kvc_runner_pa
     return ok;
 }
 
+/* The sampling flags and the field each sets (integer flags: top_k, min_tokens, seed). */
+static const char *const SAMPLING_FLAGS[] = {
+    "--temperature",        "--top-k",     "--top-p", "--seed", "--min-p", "--presence-penalty", "--frequency-penalty",
+    "--repetition-penalty", "--min-tokens"};
+
 static bool is_sampling_flag(const char *a) {
-    return strcmp(a, "--temperature") == 0 || strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 ||
-           strcmp(a, "--seed") == 0;
+    for (size_t i = 0; i < sizeof SAMPLING_FLAGS / sizeof SAMPLING_FLAGS[0]; i++)
+        if (strcmp(a, SAMPLING_FLAGS[i]) == 0) return true;
+    return false;
 }
 
 /* One sampling flag's value into *sp, checked as the engine checks it (kvc_sampling_params_check):
@@ -217,16 +226,27 @@ static int parse_sampling(const char *flag, const char *val, kvc_sampling_params
     errno = 0;
     const double x = val ? strtod(val, &end) : NAN;
     int64_t v = 0;
-    const bool is_int = strcmp(flag, "--top-k") == 0 || strcmp(flag, "--seed") == 0;
-    bool ok = is_int ? kvc_arg_int(val, 0, strcmp(flag, "--seed") == 0 ? INT64_MAX : INT32_MAX, &v)
+    const bool is_int =
+        strcmp(flag, "--top-k") == 0 || strcmp(flag, "--seed") == 0 || strcmp(flag, "--min-tokens") == 0;
+    bool ok = is_int ? kvc_arg_int(val, 0, strcmp(flag, "--top-k") == 0 ? INT32_MAX : INT64_MAX, &v)
                      : val && *val && !*end && !errno && isfinite(x);
     kvc_sampling_params next = *sp;
     if (strcmp(flag, "--temperature") == 0)
         next.temperature = (float)x;
     else if (strcmp(flag, "--top-p") == 0)
         next.top_p = (float)x;
+    else if (strcmp(flag, "--min-p") == 0)
+        next.min_p = (float)x;
+    else if (strcmp(flag, "--presence-penalty") == 0)
+        next.presence_penalty = (float)x;
+    else if (strcmp(flag, "--frequency-penalty") == 0)
+        next.frequency_penalty = (float)x;
+    else if (strcmp(flag, "--repetition-penalty") == 0)
+        next.repetition_penalty = (float)x;
     else if (strcmp(flag, "--top-k") == 0)
         next.top_k = (int32_t)v;
+    else if (strcmp(flag, "--min-tokens") == 0)
+        next.min_tokens = v;
     else
         next.seed = (uint64_t)v;
     if (ok && kvc_sampling_params_check(&next) != KVC_OK) {
@@ -286,7 +306,7 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
 /* The flags that only some runs take, and whether each was given. */
 typedef struct run_flags_given {
     bool kv_dtype, kv_layout, block_size, max_new_tokens, max_positions, weights, activations, mode;
-    bool stream, sampling, eos;      /* the engine's flags: --stream, --temperature/--top-k/--top-p/--seed, --eos */
+    bool stream, sampling, eos;      /* the engine's flags: --stream, the sampling flags, --eos */
     bool role, pd_timeout, pd_fault; /* P/D: --role, --pd-timeout-ms, --pd-fault */
 } run_flags_given;
 
@@ -326,12 +346,11 @@ static int check_flag_use(const run_flags_given *g, int64_t mode, const char *cm
         why = "--pd-timeout-ms and --pd-fault apply to a P/D run (--role) only";
     const bool engine = g->stream || g->sampling || g->eos || g->role;
     if (!why && engine && (compare || json))
-        why = "--stream, --temperature, --top-k, --top-p, --seed, --eos and --role run the prompts through the engine, "
+        why = "--stream, the sampling flags (--temperature ...), --eos and --role run the prompts through the engine, "
               "which has no --json, --compare-dtypes or --compare-weights (those report the runner's lock-step run)";
     else if (!why && engine && (mode == KVC_RUNNER_RECOMPUTE || mode == KVC_RUNNER_CONTIGUOUS))
-        why = "--stream, --temperature, --top-k, --top-p, --seed, --eos and --role run through the engine's paged "
-              "caches: "
-              "use --mode 2 or 3";
+        why = "--stream, the sampling flags (--temperature ...), --eos and --role run through the engine's paged "
+              "caches: use --mode 2 or 3";
     else if (!why && engine && g->max_positions)
         why = "--max-positions is the runner's limit; the engine sizes its caches for the longest prompt plus "
               "--max-new-tokens";

@@ -203,6 +203,21 @@ static void test_run_streams_samples_and_stops(void **state) {
     kvc_test_command_result bad = RUN("run", dir, "--prompt-ids", "1", "--top-p", "0");
     assert_int_equal(bad.rc, 2);
     assert_non_null(strstr(bad.out, "--top-p 0: "));
+    /* vLLM's options: a repetition penalty moves a greedy run off the runner's ids, min-tokens holds --eos back */
+    kvc_test_command_result pen =
+        RUN("run", dir, "--prompt-ids", "1,2,3", "--max-new-tokens", "6", "--repetition-penalty", "2");
+    assert_int_equal(pen.rc, 0);
+    assert_int_equal(output_ids(pen.out, 0, false, got, 6), 6);
+    assert_memory_not_equal(got, want[0], sizeof got);
+    kvc_test_command_result held =
+        RUN("run", dir, "--prompt-ids", "1,2,3", "--max-new-tokens", "6", "--eos", eos, "--min-tokens", "6");
+    assert_int_equal(held.rc, 0);
+    assert_int_equal(output_ids(held.out, 0, false, got, 6), 6);
+    kvc_test_command_result worse = RUN("run", dir, "--prompt-ids", "1", "--presence-penalty", "3");
+    assert_int_equal(worse.rc, 2);
+    assert_non_null(strstr(worse.out, "presence_penalty"));
+    kvc_test_command_result *added[] = {&pen, &held, &worse};
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) free(added[i]->out);
     kvc_test_command_result json = RUN("run", dir, "--prompt-ids", "1", "--stream", "--json");
     assert_int_equal(json.rc, 2);
     assert_non_null(strstr(json.out, "no --json"));
