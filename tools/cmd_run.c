@@ -47,7 +47,7 @@ static void run_usage(FILE *f) {
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, qwen3_moe, qwen2_moe,\n"
             "mixtral, gpt_oss, deepseek_v3, gemma2, gemma3_text, gemma3 (its text model),\n"
-            "phi3, olmo2, olmo3, granite, smollm3, gemma, glm4, cohere, cohere2) and runs the prompts as\n"
+            "phi3, olmo2, olmo3, granite, smollm3, gemma, glm, glm4, cohere, cohere2) and runs the prompts as\n"
             "one static batch through the standalone runner, greedy, to completion (or, with --stream or\n"
             "a sampling flag, through the engine a token at a time).\n"
             "\n"

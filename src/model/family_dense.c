@@ -1,10 +1,11 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run. Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults,
- * OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE,
- * Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts and the sliding layers
- * of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
- * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms). Which projections carry a bias (MF 6.5),
+ * Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich
+ * norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts and the
+ * sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of
+ * Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below
+ * max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,15 +117,16 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
  * attention output, post_attention_layernorm on the MLP's input, post_mlp_layernorm on its output), the fused
  * gate_up_proj (weights.c), q/k/v biases when attention_bias (true when absent), none on o_proj or the MLP,
  * RoPE on adjacent pairs of the first head_dim * partial_rotary_factor channels (0.5 when absent), head_dim 128
- * and rms_norm_eps 1.5625e-7 when absent (Glm4Config's). */
-static kvc_status parse_glm4(const kvc_hparams *hp, kvc_model_config *cfg) {
+ * and rms_norm_eps 1.5625e-7 when absent (Glm4Config's). GLM (THUDM/glm-4-9b-chat-hf, GlmForCausalLM) is the
+ * same without the sandwich norms (GlmConfig's defaults are Glm4Config's). */
+static kvc_status parse_glm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
     cfg->qkv_bias = bias, cfg->o_bias = cfg->mlp_bias = false;
-    cfg->sandwich_norms = true, cfg->rope_form = KVC_ROPE_PAIRS;
+    cfg->sandwich_norms = strcmp(cfg->model_type, "glm4") == 0, cfg->rope_form = KVC_ROPE_PAIRS;
     return kvci_family_opt_num(c, "rms_norm_eps", 1.5625e-7, eps, &cfg->rms_norm_eps);
 }
 
@@ -201,7 +203,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
-    if (strcmp(mt, "glm4") == 0) return parse_glm4(hp, cfg);
+    if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
@@ -269,6 +271,7 @@ static const kvc_family_alias ALIASES[] = {
     {"granite", "GraniteForCausalLM", "granite", true},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
     {"gemma", "GemmaForCausalLM", "gemma", true},
+    {"glm", "GlmForCausalLM", "glm", true},
     {"glm4", "Glm4ForCausalLM", "glm4", true},
     {"cohere", "CohereForCausalLM", "cohere", true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},

@@ -95,10 +95,12 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 }
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
- * the whole model's sizes), GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
+ * the whole model's sizes), GLM and GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
  * where it can). */
 static bool fused_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
-static bool fused_gate_up(const kvc_model_config *c) { return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0; }
+static bool fused_gate_up(const kvc_model_config *c) {
+    return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "glm") == 0;
+}
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
 static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,

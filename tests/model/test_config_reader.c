@@ -356,7 +356,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/phi3/config.json",    "oracle/phi3_longrope/config.json",
         "oracle/olmo2/config.json",   "configs/Phi-3-mini-4k-instruct.json",
         "oracle/glm4/config.json",    "oracle/cohere/config.json",
-        "oracle/cohere2/config.json",
+        "oracle/cohere2/config.json", "oracle/glm/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

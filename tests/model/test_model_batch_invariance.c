@@ -290,11 +290,16 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"query_pre_attn_scalar\":24,\"sliding_window\":5,\"rope_theta\":10000,\"attn_logit_softcapping\":0.5,"           \
     "\"final_logit_softcapping\":2,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4096}"
-/* GLM-4: the sandwich norms, the fused gate_up_proj, q/k/v biases, half of each head rotated in pairs;
+/* GLM-4: the sandwich norms, the fused gate_up_proj, q/k/v biases, half of each head rotated in pairs (GLM:
+ * the same without the sandwich norms);
  * Cohere: LayerNorms, parallel blocks, per-head q/k LayerNorms, pairwise RoPE, the logit scale;
  * Cohere 2: its blocks with two sliding layers (window 5) and an unrotated full one */
 #define GLM4                                                                                                           \
     "{\"model_type\":\"glm4\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"max_position_embeddings\":512}"
+#define GLM                                                                                                            \
+    "{\"model_type\":\"glm\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                           \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
@@ -394,6 +399,7 @@ static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, fal
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
 static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
+static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -456,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_paged),
         cmocka_unit_test(test_cohere_contiguous),
         cmocka_unit_test(test_cohere2_paged_bf16),
+        cmocka_unit_test(test_glm_contiguous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -448,6 +448,9 @@ static void test_refusals(void **state) {
 #define GLM4_BASE                                                                                                      \
     "{\"model_type\":\"glm4\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define GLM_BASE                                                                                                       \
+    "{\"model_type\":\"glm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -507,6 +510,20 @@ static void test_glm4_cohere_fields(void **state) {
     assert_null(m);
 }
 
+/* GLM (glm-4-9b-chat-hf) with GlmConfig's defaults: GLM-4's without the sandwich norms (head_dim 128 of which
+ * the first 64 rotate in pairs, q/k/v biases, rms_norm_eps 1.5625e-7, untied). */
+static void test_glm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM_BASE "}", "glm-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && kvci_model_rot_dim(&c) == 64);
+    assert_true(c.rope_form == KVC_ROPE_PAIRS && !c.sandwich_norms && !c.post_norms && !c.layer_norm);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1.5625e-7);
+    assert_int_equal(kvc_model_config_parse(GLM_BASE ",\"attention_bias\":false,\"head_dim\":16}", "glm-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -523,6 +540,7 @@ int main(void) {
         cmocka_unit_test(test_smollm3_fields),
         cmocka_unit_test(test_gemma_fields),
         cmocka_unit_test(test_glm4_cohere_fields),
+        cmocka_unit_test(test_glm_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

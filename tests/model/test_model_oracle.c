@@ -313,6 +313,12 @@ static void test_glm4(void **state) {
     run_dir("glm4");
 }
 
+/* GLM-4-9B-chat-hf-like: GLM-4's attention and fused gate_up_proj in plain pre-norm blocks */
+static void test_glm(void **state) {
+    (void)state;
+    run_dir("glm");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -329,18 +335,31 @@ static void test_cohere2(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
-        cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
-        cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
-        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
-        cmocka_unit_test(test_qwen2_moe),      cmocka_unit_test(test_gemma3),
-        cmocka_unit_test(test_gemma2),         cmocka_unit_test(test_gemma3_multimodal),
-        cmocka_unit_test(test_phi3),           cmocka_unit_test(test_phi3_longrope),
-        cmocka_unit_test(test_olmo2),          cmocka_unit_test(test_olmo3),
-        cmocka_unit_test(test_granite),        cmocka_unit_test(test_smollm3),
-        cmocka_unit_test(test_gemma),          cmocka_unit_test(test_glm4),
-        cmocka_unit_test(test_cohere),         cmocka_unit_test(test_cohere2),
+        cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_f16),
+        cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_dtypes_qwen3),
+        cmocka_unit_test(test_dtypes_gpt_oss),
+        cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),
+        cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_gemma2),
+        cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_olmo3),
+        cmocka_unit_test(test_granite),
+        cmocka_unit_test(test_smollm3),
+        cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_glm4),
+        cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_cohere2),
+        cmocka_unit_test(test_glm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

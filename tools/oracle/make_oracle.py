@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -41,6 +41,8 @@ from transformers import (
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
+    GlmConfig,
+    GlmForCausalLM,
     Glm4Config,
     Glm4ForCausalLM,
     Gemma3Config,
@@ -437,18 +439,24 @@ def gemma2_config():
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
+# GLM and GLM-4 share one toy shape: 3 layers, head_dim 16, theta 1e4, untied (the rest their classes' defaults).
+GLM_SHAPE = dict(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 def glm4_config():
     # GLM-4-0414 at toy size: fused gate_up_proj, sandwich norms (post_self_attn_layernorm and
     # post_mlp_layernorm on the sub-layer outputs), q/k/v biases (attention_bias, Glm4Config's default),
     # head_dim 16 of which the first 8 rotate (partial_rotary_factor left at Glm4Config's 0.5) in adjacent
     # pairs, GQA 4/2, untied, rms_norm_eps left at Glm4Config's 1.5625e-7.
-    return Glm4Config(
-        **DENSE_TOY_SHAPE,
-        num_hidden_layers=3,
-        head_dim=16,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=False,
-    )
+    return Glm4Config(**GLM_SHAPE)
+
+
+def glm_config():
+    # GLM-4-9B-chat-hf at toy size: GLM-4's attention (q/k/v biases by GlmConfig's attention_bias, head_dim 16
+    # of which the first 8 rotate in adjacent pairs, partial_rotary_factor left at GlmConfig's 0.5) and fused
+    # gate_up_proj in plain pre-norm blocks (no sandwich norms), GQA 4/2, untied, rms_norm_eps left at 1.5625e-7.
+    return GlmConfig(**GLM_SHAPE)
 
 
 def cohere_config():
@@ -498,6 +506,7 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "glm": (glm_config, GlmForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -838,7 +847,7 @@ def make_family(family, out_root, seed):
                              "long_factor": rp["long_factor"] + [1.0] * 2})
         summary["sensitivity_long_factors"] = sensitivity(
             model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
-    if family == "glm4":
+    if family in ("glm", "glm4"):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
     if family in ("cohere", "cohere2"):
@@ -988,7 +997,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2"]:
+                               "glm4", "cohere", "cohere2", "glm"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
