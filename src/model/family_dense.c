@@ -1,9 +1,9 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms). Which projections carry a bias (MF 6.5),
- * Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich
- * norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts and the
- * sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms) and Seed-OSS. Which projections carry a bias
+ * (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's
+ * sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts
+ * and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of
  * Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below
  * max_window_layers). */
 #include <math.h>
@@ -130,6 +130,17 @@ static kvc_status parse_glm(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1.5625e-7, eps, &cfg->rms_norm_eps);
 }
 
+/* Seed-OSS (ByteDance-Seed/Seed-OSS-*, SeedOssForCausalLM): Llama whose q/k/v biases follow attention_bias
+ * (true when absent) and o_proj's its own attention_out_bias (false when absent), the MLP's mlp_bias; head_dim
+ * 128 when absent (SeedOssConfig's). Its dropouts are training-only. */
+static kvc_status parse_seed_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_out_bias", false, &cfg->o_bias));
+    return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
+}
+
 /* Cohere2's layers without layer_types: sliding_window_pattern (4 when absent, Cohere2Config's: three
  * sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -205,6 +216,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
+    if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -275,6 +287,7 @@ static const kvc_family_alias ALIASES[] = {
     {"glm4", "Glm4ForCausalLM", "glm4", true},
     {"cohere", "CohereForCausalLM", "cohere", true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
+    {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

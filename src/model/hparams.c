@@ -35,6 +35,7 @@ static const type_defaults DEFAULTS[] = {
     {"glm4", 128, 10000.0, 0, false},
     {"cohere", 0, 500000.0, 0, false},
     {"cohere2", 0, 10000.0, 4096, false},
+    {"seed_oss", 128, 10000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

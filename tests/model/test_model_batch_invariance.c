@@ -302,6 +302,11 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "{\"model_type\":\"glm\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                           \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"max_position_embeddings\":512}"
+/* Seed-OSS: biases on q/k/v, o (attention_out_bias) and the MLP */
+#define SEED_OSS                                                                                                       \
+    "{\"model_type\":\"seed_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                      \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"attention_out_bias\":true,\"mlp_bias\":true,\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
     "{\"model_type\":\"cohere\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"use_qk_norm\":true,"                \
@@ -400,6 +405,7 @@ static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, 
 static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
 static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
+static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -463,6 +469,7 @@ int main(void) {
         cmocka_unit_test(test_cohere_contiguous),
         cmocka_unit_test(test_cohere2_paged_bf16),
         cmocka_unit_test(test_glm_contiguous),
+        cmocka_unit_test(test_seed_oss_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

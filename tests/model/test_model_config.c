@@ -451,6 +451,9 @@ static void test_refusals(void **state) {
 #define GLM_BASE                                                                                                       \
     "{\"model_type\":\"glm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define SEED_OSS_BASE                                                                                                  \
+    "{\"model_type\":\"seed_oss\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -524,6 +527,21 @@ static void test_glm_fields(void **state) {
     assert_true(!c.qkv_bias && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
 }
 
+/* Seed-OSS with SeedOssConfig's defaults (q/k/v biases, none on o_proj or the MLP, head_dim 128, untied) and
+ * with attention_out_bias and mlp_bias set, attention_bias cleared: each key moves its own biases. */
+static void test_seed_oss_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE "}", "seed-oss-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && kvci_model_rot_dim(&c) == 128);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rope_form == KVC_ROPE_HALF);
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE ",\"attention_bias\":false,\"attention_out_bias\":true,"
+                                                          "\"mlp_bias\":true}",
+                                            "seed-oss-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -541,6 +559,7 @@ int main(void) {
         cmocka_unit_test(test_gemma_fields),
         cmocka_unit_test(test_glm4_cohere_fields),
         cmocka_unit_test(test_glm_fields),
+        cmocka_unit_test(test_seed_oss_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

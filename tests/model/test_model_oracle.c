@@ -319,6 +319,12 @@ static void test_glm(void **state) {
     run_dir("glm");
 }
 
+/* Seed-OSS-like: q/k/v biases without an o_proj bias (attention_out_bias), MLP biases, GQA, untied */
+static void test_seed_oss(void **state) {
+    (void)state;
+    run_dir("seed_oss");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -360,6 +366,7 @@ int main(void) {
         cmocka_unit_test(test_cohere),
         cmocka_unit_test(test_cohere2),
         cmocka_unit_test(test_glm),
+        cmocka_unit_test(test_seed_oss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,19 +243,20 @@ static void test_glm4_cohere(void **state) {
     check_family("cohere2", KVC_WMAT_CHECKPOINT);
 }
 
-/* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks */
-static void test_glm(void **state) {
+/* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks; Seed-OSS: q/k/v and MLP biases */
+static void test_glm_seed_oss(void **state) {
     (void)state;
     check_family("glm", KVC_WMAT_CHECKPOINT);
+    check_family("seed_oss", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
-        cmocka_unit_test(test_gpt_oss),     cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
-        cmocka_unit_test(test_qwen3_moe),   cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_gemma3),      cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_glm4_cohere), cmocka_unit_test(test_glm),
+        cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_qwen3_bf16),   cmocka_unit_test(test_qwen3_quantized),
+        cmocka_unit_test(test_gpt_oss),     cmocka_unit_test(test_deepseek_v3),  cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_qwen3_moe),   cmocka_unit_test(test_mixtral),      cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),      cmocka_unit_test(test_phi3),         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_glm4_cohere), cmocka_unit_test(test_glm_seed_oss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

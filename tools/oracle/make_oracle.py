@@ -2,7 +2,7 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -65,6 +65,8 @@ from transformers import (
     SmolLM3Config,
     SmolLM3ForCausalLM,
     Qwen3Config,
+    SeedOssConfig,
+    SeedOssForCausalLM,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
     Qwen2MoeForCausalLM,
@@ -490,6 +492,14 @@ def cohere2_config():
     )
 
 
+def seed_oss_config():
+    # Seed-OSS at toy size: Llama with q/k/v biases (attention_bias, SeedOssConfig's default true), none on
+    # o_proj (attention_out_bias left at its default false: a key of its own), MLP biases (mlp_bias set: its
+    # default is false), head_dim 16 (set: the default is 128), GQA 4/2, 3 layers, theta 1e4, untied.
+    return SeedOssConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, mlp_bias=True,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -507,6 +517,7 @@ FAMILIES = {
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
+    "seed_oss": (seed_oss_config, SeedOssForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -997,7 +1008,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2", "glm"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
