@@ -1,11 +1,11 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms) and Seed-OSS. Which projections carry a bias
- * (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's
- * sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts
- * and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of
- * Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below
- * max_window_layers). */
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS and EXAONE 4.0. Which projections
+ * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
+ * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
+ * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
+ * use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the
+ * even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,8 +141,8 @@ static kvc_status parse_seed_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
 }
 
-/* Cohere2's layers without layer_types: sliding_window_pattern (4 when absent, Cohere2Config's: three
- * sliding layers, then one full). */
+/* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
+ * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     bool found = false;
     KVC_TRY(kvci_family_pattern_kinds(ctx, &found, kinds));
@@ -182,6 +182,23 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* EXAONE 4.0 (LGAI-EXAONE/EXAONE-4.0-*, Exaone4ForCausalLM): OLMo 2's post-norm blocks
+ * (post_attention_layernorm and post_feedforward_layernorm on the sub-layer outputs, no input norm) with
+ * Qwen3's q/k norms (one [head_dim] weight for every head) before RoPE, no biases; rms_norm_eps 1e-5, window
+ * 4096 and sliding_window_pattern 4 when absent (Exaone4Config's; layers as Cohere 2's, cohere2_kinds). With a
+ * window its full layers leave q and k unrotated ("global NoPE"); without one every layer rotates. */
+static kvc_status parse_exaone4(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->post_norms = true;
+    kvc_layer_kind k[KVC_MODEL_MAX_LAYERS];
+    kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
+    KVC_TRY(kvci_family_layer_kinds(&kvc_family_dense, &ctx, k));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = ctx.window > 0 && k[l] == KVC_LK_FULL;
+    return kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -217,6 +234,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
     if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
+    if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -240,7 +258,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
- * Cohere2 without it: sliding_window_pattern, 4 when absent;
+ * Cohere2 and EXAONE 4.0 without it: sliding_window_pattern, 4 when absent;
  * SmolLM3 without it: with use_sliding_window, its no-rope layers slide;
  * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
@@ -252,7 +270,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
-    if (mt && strcmp(mt, "cohere2") == 0) return cohere2_kinds(ctx, kinds);
+    if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -288,6 +306,7 @@ static const kvc_family_alias ALIASES[] = {
     {"cohere", "CohereForCausalLM", "cohere", true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
     {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
+    {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -357,7 +357,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/olmo2/config.json",    "configs/Phi-3-mini-4k-instruct.json",
         "oracle/glm4/config.json",     "oracle/cohere/config.json",
         "oracle/cohere2/config.json",  "oracle/glm/config.json",
-        "oracle/seed_oss/config.json",
+        "oracle/seed_oss/config.json", "oracle/exaone4/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -307,6 +307,11 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "{\"model_type\":\"seed_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                      \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"attention_out_bias\":true,\"mlp_bias\":true,\"max_position_embeddings\":512}"
+/* EXAONE 4.0: post-norms, q/k norms per head, two sliding layers (window 5) and an unrotated full one */
+#define EXAONE4                                                                                                        \
+    "{\"model_type\":\"exaone4\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                       \
+    "\"num_hidden_layers\":3,\"sliding_window_pattern\":3,\"sliding_window\":5,\"num_attention_heads\":4,"             \
+    "\"num_key_value_heads\":2,\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
     "{\"model_type\":\"cohere\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"use_qk_norm\":true,"                \
@@ -406,6 +411,7 @@ static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMM
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
 static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
 static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
+static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -470,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_cohere2_paged_bf16),
         cmocka_unit_test(test_glm_contiguous),
         cmocka_unit_test(test_seed_oss_paged),
+        cmocka_unit_test(test_exaone4_contiguous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -454,6 +454,12 @@ static void test_refusals(void **state) {
 #define SEED_OSS_BASE                                                                                                  \
     "{\"model_type\":\"seed_oss\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define EXAONE4_BASE                                                                                                   \
+    "{\"model_type\":\"exaone4\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define FULL8                                                                                                          \
+    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","                  \
+    "\"full_attention\",\"full_attention\",\"full_attention\""
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -542,6 +548,31 @@ static void test_seed_oss_fields(void **state) {
     assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias);
 }
 
+/* EXAONE 4.0 with Exaone4Config's defaults (post-norms, per-head q/k norms, no biases, eps 1e-5, window 4096,
+ * sliding_window_pattern 4: layers 3 and 7 full and unrotated, untied), the hub's string pattern, a null
+ * window with every layer full (all rotated), and the refusal of sliding layers without a window (transformers
+ * cannot build their mask either). */
+static void test_exaone4_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE "}", "exaone4-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.post_norms && c.qk_norm && !c.qk_norm_whole && !c.layer_norm);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    assert_true(c.sliding_window == 4096 && c.head_dim == 16 && c.rope_form == KVC_ROPE_HALF);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 4 != 3) && c.layer_nope[l] == (l % 4 == 3));
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":64,\"sliding_window_pattern\":\"LG\"}",
+                                            "exaone4-string", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0) && c.layer_nope[l] == (l % 2 == 1));
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":null,\"layer_types\":[" FULL8 "]}",
+                                            "exaone4-1.2b", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_true(!c.layer_sliding[l] && !c.layer_nope[l]);
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":null}", "exaone4-nowindow", &c),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "sliding_window is missing but the model has sliding-attention layers"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -560,6 +591,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_cohere_fields),
         cmocka_unit_test(test_glm_fields),
         cmocka_unit_test(test_seed_oss_fields),
+        cmocka_unit_test(test_exaone4_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

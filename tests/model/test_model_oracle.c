@@ -325,6 +325,13 @@ static void test_seed_oss(void **state) {
     run_dir("seed_oss");
 }
 
+/* EXAONE 4.0-like: post-norm blocks, q/k norms per head, three sliding layers (window 8, rotated) then a full
+ * one without RoPE, GQA, untied */
+static void test_exaone4(void **state) {
+    (void)state;
+    run_dir("exaone4");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -367,6 +374,7 @@ int main(void) {
         cmocka_unit_test(test_cohere2),
         cmocka_unit_test(test_glm),
         cmocka_unit_test(test_seed_oss),
+        cmocka_unit_test(test_exaone4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,11 +243,13 @@ static void test_glm4_cohere(void **state) {
     check_family("cohere2", KVC_WMAT_CHECKPOINT);
 }
 
-/* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks; Seed-OSS: q/k/v and MLP biases */
+/* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks; Seed-OSS: q/k/v and MLP biases;
+ * EXAONE 4.0: post-norms after the sums, per-head q/k norms, sliding and unrotated full layers */
 static void test_glm_seed_oss(void **state) {
     (void)state;
     check_family("glm", KVC_WMAT_CHECKPOINT);
     check_family("seed_oss", KVC_WMAT_CHECKPOINT);
+    check_family("exaone4", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

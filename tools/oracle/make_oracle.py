@@ -2,7 +2,8 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
+exaone4) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -37,6 +38,8 @@ from transformers import (
     CohereForCausalLM,
     Cohere2Config,
     Cohere2ForCausalLM,
+    Exaone4Config,
+    Exaone4ForCausalLM,
     GemmaConfig,
     GemmaForCausalLM,
     Gemma2Config,
@@ -500,6 +503,15 @@ def seed_oss_config():
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def exaone4_config():
+    # EXAONE 4.0 at toy size: post-norm blocks (post_attention_layernorm, post_feedforward_layernorm; no input
+    # norm), q/k norms per head before RoPE, 4 layers of Exaone4Config's default layer_types (sliding_window_pattern
+    # 4: three sliding, then one full), a window of 8 (shorter than the 23- and 40-token prompts), RoPE on the
+    # sliding layers only (the full one is NoPE), GQA 4/2, theta 1e4, untied, rms_norm_eps left at 1e-5.
+    return Exaone4Config(**DENSE_TOY_SHAPE, num_hidden_layers=4, sliding_window=8,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -518,6 +530,7 @@ FAMILIES = {
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
     "seed_oss": (seed_oss_config, SeedOssForCausalLM),
+    "exaone4": (exaone4_config, Exaone4ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -867,6 +880,10 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "exaone4":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -1008,7 +1025,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2", "glm", "seed_oss"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
