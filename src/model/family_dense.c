@@ -1,6 +1,7 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS and EXAONE 4.0. Which projections
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0 and StarCoder2
+ * (LayerNorms with bias, a plain MLP). Which projections
  * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
  * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
@@ -199,6 +200,28 @@ static kvc_status parse_exaone4(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* StarCoder2 (bigcode/starcoder2-*, Starcoder2ForCausalLM): LayerNorms with bias (norm_epsilon, 1e-5 when
+ * absent) in pre-norm blocks, a plain MLP c_fc -> gelu_pytorch_tanh -> c_proj, biases on q/k/v/o and the MLP
+ * when use_bias (true when absent), tied embeddings by default, every layer sliding when sliding_window is set
+ * (Starcoder2Config's None: none). Another hidden_act is refused by name. */
+static kvc_status parse_starcoder2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "gelu_pytorch_tanh";
+    bool have = false, bias = true;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (starcoder2: gelu_pytorch_tanh)", c->doc,
+                         act);
+    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", true, &bias));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -235,6 +258,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
     if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
     if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
+    if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -307,6 +331,7 @@ static const kvc_family_alias ALIASES[] = {
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
     {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
     {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
+    {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

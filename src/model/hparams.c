@@ -37,6 +37,7 @@ static const type_defaults DEFAULTS[] = {
     {"cohere2", 0, 10000.0, 4096, false},
     {"seed_oss", 128, 10000.0, 0, false},
     {"exaone4", 0, 10000.0, 4096, false},
+    {"starcoder2", 0, 10000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -115,6 +115,11 @@ static void test_adapter_costs(void **state) {
     /* GptOss: router 64 x 8 + 2 experts x 3 x 64 x 32; layers 0 and 2 attend a window of 4 per token */
     expect_costs(GPT_OSS_JSON, 4.0 * (2 * 64 * 64 + 2 * 64 * 32 + 64 * 8 + 2 * 3 * 64 * 32) + 2.0 * 4 * 32 * 4,
                  64.0 * 128 + 128, 2.0 * 4 * 32);
+    /* StarCoder2 (Qwen3's sizes): its ungated MLP is 2 x 64 x 96 */
+    expect_costs("{\"model_type\":\"starcoder2\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
+                 "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                 "\"max_position_embeddings\":512}",
+                 2.0 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 96), 64.0 * 128 + 128, 2.0 * 4 * 32);
 }
 
 static void test_random_deepseek_v3(void **state) {

@@ -460,6 +460,9 @@ static void test_refusals(void **state) {
 #define FULL8                                                                                                          \
     "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","                  \
     "\"full_attention\",\"full_attention\",\"full_attention\""
+#define STARCODER2_BASE                                                                                                \
+    "{\"model_type\":\"starcoder2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -573,6 +576,38 @@ static void test_exaone4_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "sliding_window is missing but the model has sliding-attention layers"));
 }
 
+/* StarCoder2 with Starcoder2Config's defaults (LayerNorms with bias, eps 1e-5, the plain gelu_tanh MLP, every
+ * bias, tied, no window) and with use_bias false and a window (every layer slides); the refusals: another
+ * hidden_act, and in a caller's own struct norm biases without LayerNorms or with post-norms, a plain MLP
+ * outside the dense family. */
+static void test_starcoder2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE "}", "starcoder2-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.layer_norm && c.norm_bias && c.mlp_plain && !c.parallel_block);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.sliding_window == 0 && c.head_dim == 16);
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE ",\"use_bias\":false,\"sliding_window\":4096,"
+                                                            "\"norm_epsilon\":1e-3}",
+                                            "starcoder2-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.rms_norm_eps == 1e-3 && c.sliding_window == 4096);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] && !c.layer_nope[l]);
+    expect_refusal(STARCODER2_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE "}", "starcoder2", &c), KVC_OK);
+    c.layer_norm = false;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    c.layer_norm = c.post_norms = true;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    c.post_norms = false, c.family = KVC_FAMILY_GEMMA2;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "mlp_plain is the dense family's dense MLP only"));
+    assert_null(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -592,6 +627,7 @@ int main(void) {
         cmocka_unit_test(test_glm_fields),
         cmocka_unit_test(test_seed_oss_fields),
         cmocka_unit_test(test_exaone4_fields),
+        cmocka_unit_test(test_starcoder2_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

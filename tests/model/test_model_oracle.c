@@ -332,6 +332,13 @@ static void test_exaone4(void **state) {
     run_dir("exaone4");
 }
 
+/* StarCoder2-like: LayerNorms with bias, a plain gelu_tanh MLP (c_fc, c_proj) with biases, q/k/v/o biases,
+ * every layer sliding (window 8), GQA, tied */
+static void test_starcoder2(void **state) {
+    (void)state;
+    run_dir("starcoder2");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -375,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_glm),
         cmocka_unit_test(test_seed_oss),
         cmocka_unit_test(test_exaone4),
+        cmocka_unit_test(test_starcoder2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
-exaone4) this script
+exaone4, starcoder2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -69,6 +69,8 @@ from transformers import (
     SmolLM3ForCausalLM,
     Qwen3Config,
     SeedOssConfig,
+    Starcoder2Config,
+    Starcoder2ForCausalLM,
     SeedOssForCausalLM,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
@@ -512,6 +514,15 @@ def exaone4_config():
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def starcoder2_config():
+    # StarCoder2 at toy size: LayerNorms with bias (norm_epsilon 1e-5), a plain MLP c_fc -> gelu_pytorch_tanh ->
+    # c_proj, biases on q/k/v/o and the MLP (use_bias, Starcoder2Config's default), every layer sliding with a
+    # window of 8 (shorter than the 23- and 40-token prompts; the default is none), GQA 4/2, 3 layers, theta 1e4,
+    # tied embeddings (the default).
+    return Starcoder2Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, sliding_window=8,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -531,6 +542,7 @@ FAMILIES = {
     "glm": (glm_config, GlmForCausalLM),
     "seed_oss": (seed_oss_config, SeedOssForCausalLM),
     "exaone4": (exaone4_config, Exaone4ForCausalLM),
+    "starcoder2": (starcoder2_config, Starcoder2ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -884,6 +896,8 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "starcoder2":
+        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -1025,7 +1039,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
