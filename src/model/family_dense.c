@@ -1,7 +1,7 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0 and StarCoder2
- * (LayerNorms with bias, a plain MLP). Which projections
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
+ * (LayerNorms with bias, a plain MLP) and Ministral. Which projections
  * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
  * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
@@ -222,6 +222,15 @@ static kvc_status parse_starcoder2(const kvc_hparams *hp, kvc_model_config *cfg)
     return kvci_family_opt_num(c, "norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Ministral (MinistralForCausalLM): Mistral by layer_types (every layer sliding when absent and a window is set,
+ * 4096 when absent; MinistralConfig's), no bias anywhere whatever the config says (its modules are built
+ * without). */
+static kvc_status parse_ministral(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    return KVC_OK;
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -259,6 +268,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
     if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
     if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
+    if (strcmp(mt, "ministral") == 0) return parse_ministral(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -332,6 +342,7 @@ static const kvc_family_alias ALIASES[] = {
     {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
     {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
     {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
+    {"ministral", "MinistralForCausalLM", "ministral", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -38,6 +38,7 @@ static const type_defaults DEFAULTS[] = {
     {"seed_oss", 128, 10000.0, 0, false},
     {"exaone4", 0, 10000.0, 4096, false},
     {"starcoder2", 0, 10000.0, 0, false},
+    {"ministral", 0, 10000.0, 4096, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -317,6 +317,12 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "{\"model_type\":\"starcoder2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"sliding_window\":5,"                \
     "\"max_position_embeddings\":512}"
+/* Ministral: layer_types full, sliding (window 5) */
+#define MINISTRAL                                                                                                      \
+    "{\"model_type\":\"ministral\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                     \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":"  \
+    "5,"                                                                                                               \
+    "\"layer_types\":[\"full_attention\",\"sliding_attention\"],\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
     "{\"model_type\":\"cohere\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"use_qk_norm\":true,"                \
@@ -418,6 +424,7 @@ static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, fal
 static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
 static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
 static void test_starcoder2_paged(void **s) { (void)s, run_family(STARCODER2, PAGED, false, F32, 38); }
+static void test_ministral_contiguous(void **s) { (void)s, run_family(MINISTRAL, CONTIG, false, F32, 39); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -484,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_seed_oss_paged),
         cmocka_unit_test(test_exaone4_contiguous),
         cmocka_unit_test(test_starcoder2_paged),
+        cmocka_unit_test(test_ministral_contiguous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

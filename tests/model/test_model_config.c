@@ -463,6 +463,9 @@ static void test_refusals(void **state) {
 #define STARCODER2_BASE                                                                                                \
     "{\"model_type\":\"starcoder2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL_BASE                                                                                                 \
+    "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -608,6 +611,22 @@ static void test_starcoder2_fields(void **state) {
     assert_null(m);
 }
 
+/* Ministral with MinistralConfig's defaults (window 4096 on every layer, no layer_types) and with layer_types;
+ * its biases are never read, whatever attention_bias says. */
+static void test_ministral_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINISTRAL_BASE ",\"attention_bias\":true}", "ministral-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.sliding_window == 4096 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    for (int64_t l = 0; l < 2; l++) assert_true(c.layer_sliding[l]);
+    assert_int_equal(kvc_model_config_parse(MINISTRAL_BASE
+                                            ",\"layer_types\":[\"sliding_attention\",\"full_attention\"]}",
+                                            "ministral-types", &c),
+                     KVC_OK);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -628,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_seed_oss_fields),
         cmocka_unit_test(test_exaone4_fields),
         cmocka_unit_test(test_starcoder2_fields),
+        cmocka_unit_test(test_ministral_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -339,6 +339,12 @@ static void test_starcoder2(void **state) {
     run_dir("starcoder2");
 }
 
+/* Ministral-like: layer_types sliding, full, sliding, full (window 8), GQA, untied, no biases */
+static void test_ministral(void **state) {
+    (void)state;
+    run_dir("ministral");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -383,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_seed_oss),
         cmocka_unit_test(test_exaone4),
         cmocka_unit_test(test_starcoder2),
+        cmocka_unit_test(test_ministral),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

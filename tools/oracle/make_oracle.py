@@ -3,7 +3,7 @@
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
-exaone4, starcoder2) this script
+exaone4, starcoder2, ministral) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -41,6 +41,8 @@ from transformers import (
     Exaone4Config,
     Exaone4ForCausalLM,
     GemmaConfig,
+    MinistralConfig,
+    MinistralForCausalLM,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -523,6 +525,15 @@ def starcoder2_config():
                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def ministral_config():
+    # Ministral at toy size: Mistral with layer_types (sliding, full, sliding, full; MinistralConfig's default
+    # slides every layer), a window of 8 (shorter than the 23- and 40-token prompts), head_dim 16 (set: Ministral's
+    # attention needs it), GQA 4/2, theta 1e4, untied, no biases.
+    return MinistralConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, head_dim=16, sliding_window=8,
+                           layer_types=["sliding_attention", "full_attention"] * 2,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -543,6 +554,7 @@ FAMILIES = {
     "seed_oss": (seed_oss_config, SeedOssForCausalLM),
     "exaone4": (exaone4_config, Exaone4ForCausalLM),
     "starcoder2": (starcoder2_config, Starcoder2ForCausalLM),
+    "ministral": (ministral_config, MinistralForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -896,6 +908,9 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "ministral":
+        summary["sensitivity_every_layer_sliding"] = sensitivity(
+            model, ps[-1], layer_types=["sliding_attention"] * model.config.num_hidden_layers)
     if family == "starcoder2":
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "deepseek_v3":
@@ -1039,7 +1054,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
