@@ -1,6 +1,7 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
- * RoPE (none on SmolLM3's no-rope layers), sliding window / sinks, o_proj. */
+ * RoPE (none on SmolLM3's no-rope layers), Ministral 3's query scale, sliding window / sinks, o_proj. */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -27,6 +28,13 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
  * 4,096 floats); a decode step's rows stay on the calling thread. */
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
+/* Ministral 3's query scale at position pos, as transformers' get_llama_4_attn_scale computes it in f32:
+ * 1 + beta * log(1 + floor(pos / L)). */
+static float query_scale(const kvc_model_config *c, int64_t pos) {
+    const float steps = floorf((float)pos / (float)c->query_scale_positions);
+    return 1.0f + (float)c->query_scale_beta * logf(1.0f + steps);
+}
+
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
  * its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and rotated (not on a no-rope
  * layer): one parallel region over the tokens, each token whole on one thread (the threads never
@@ -47,6 +55,10 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
         }
         kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, w->q_norm, rotate);
         kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, w->k_norm, rotate);
+        if (c->query_scale_beta > 0.0) { /* Ministral 3: after RoPE */
+            const float f = query_scale(c, s->md->positions[t]);
+            for (int64_t i = 0; i < nH * D; i++) q[t * nH * D + i] *= f;
+        }
     }
 }
 

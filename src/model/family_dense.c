@@ -1,7 +1,7 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
  * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
- * (LayerNorms with bias, a plain MLP) and Ministral. Which projections
+ * (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling). Which projections
  * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
  * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
  * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
@@ -231,6 +231,34 @@ static kvc_status parse_ministral(const kvc_hparams *hp, kvc_model_config *cfg) 
     return KVC_OK;
 }
 
+/* Ministral 3 (Ministral3ForCausalLM, the text model of Mistral3ForConditionalGeneration's Ministral 3): Mistral
+ * with head_dim 128 and rms_norm_eps 1e-5 when absent, no biases, every layer sliding when sliding_window is set
+ * (none when absent), and Llama 4's query scaling by position: llama_4_scaling_beta and
+ * original_max_position_embeddings of the rope dict. Refused by name: a config without a rope dict
+ * (Ministral3Config's default YaRN is not reproduced), a dict without those two keys (transformers' attention
+ * fails without them) and layer_types (transformers' Ministral 3 ignores them: its window is every layer's). */
+static kvc_status parse_ministral3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, beta = {0.0, KVC_HP_MAX_FACTOR, false};
+    kvc_json_obj dict = {0};
+    char path[64];
+    bool have = false;
+    if (kvci_json_find(c, "layer_types") != NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: ministral3 with layer_types is not supported (transformers ignores them: "
+                         "sliding_window applies to every layer)",
+                         c->doc);
+    if (hp->rope_source == NULL || hp->rope_per_layer_type)
+        return kvci_fail(KVC_EINVAL, "%s: ministral3 needs one rope dict (rope_parameters) with llama_4_scaling_beta",
+                         c->doc);
+    KVC_TRY(kvci_json_child(c, hp->rope_source, path, sizeof path, &dict, &have));
+    KVC_TRY(kvci_json_num(&dict, "llama_4_scaling_beta", beta, &cfg->query_scale_beta, NULL));
+    KVC_TRY(kvci_json_int(&dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS,
+                          &cfg->query_scale_positions, NULL));
+    KVC_TRY(parse_ministral(hp, cfg));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -257,7 +285,7 @@ static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
+static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
@@ -269,6 +297,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
     if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
     if (strcmp(mt, "ministral") == 0) return parse_ministral(hp, cfg);
+    if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -284,6 +313,19 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
+}
+
+/* The text model of Mistral3ForConditionalGeneration (Mistral 3, Ministral 3; model_type mistral3, text_config
+ * mistral or ministral3) ties its head by the top level's tie_word_embeddings (Mistral3Config's, true when absent),
+ * not text_config's: transformers ties what the outer config says. */
+static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(parse_dense_type(hp, cfg));
+    const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
+    const char *outer = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_str(&root, "model_type", KVC_HP_NAME_MAX, &outer, &have));
+    if (!have || outer == NULL || strcmp(outer, "mistral3") != 0 || hp->cfg.obj == hp->doc) return KVC_OK;
+    return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
 /* The routed experts on the MoE layers, else the dense MLP. */
@@ -343,6 +385,7 @@ static const kvc_family_alias ALIASES[] = {
     {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
     {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
     {"ministral", "MinistralForCausalLM", "ministral", true},
+    {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

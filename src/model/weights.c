@@ -381,6 +381,12 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
                                      "sandwich_norms or gemma_norms)");
+    if (!(c->query_scale_beta >= 0.0 && c->query_scale_beta <= KVC_HP_MAX_FACTOR) ||
+        (c->query_scale_beta > 0.0 && (c->query_scale_positions < 1 || fam->mla)))
+        return kvci_fail(KVC_EINVAL,
+                         "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
+                         ">= 1 outside MLA",
+                         c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
     if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0))
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))

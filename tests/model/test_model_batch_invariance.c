@@ -323,6 +323,14 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":"  \
     "5,"                                                                                                               \
     "\"layer_types\":[\"full_attention\",\"sliding_attention\"],\"max_position_embeddings\":512}"
+/* Ministral 3: YaRN and the query scale by position (beta 0.5 per 4 positions), every layer sliding (window 5) */
+#define MINISTRAL3                                                                                                     \
+    "{\"model_type\":\"ministral3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":"  \
+    "5,"                                                                                                               \
+    "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":4,\"original_max_position_"           \
+    "embeddings\":4,"                                                                                                  \
+    "\"llama_4_scaling_beta\":0.5},\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
     "{\"model_type\":\"cohere\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"use_qk_norm\":true,"                \
@@ -425,6 +433,7 @@ static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED,
 static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
 static void test_starcoder2_paged(void **s) { (void)s, run_family(STARCODER2, PAGED, false, F32, 38); }
 static void test_ministral_contiguous(void **s) { (void)s, run_family(MINISTRAL, CONTIG, false, F32, 39); }
+static void test_ministral3_paged(void **s) { (void)s, run_family(MINISTRAL3, PAGED, false, F32, 40); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -492,6 +501,7 @@ int main(void) {
         cmocka_unit_test(test_exaone4_contiguous),
         cmocka_unit_test(test_starcoder2_paged),
         cmocka_unit_test(test_ministral_contiguous),
+        cmocka_unit_test(test_ministral3_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -466,6 +466,13 @@ static void test_refusals(void **state) {
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL_BASE3                                                                                                \
+    "{\"model_type\":\"ministral3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL3_TEXT                                                                                                \
+    MINISTRAL_BASE3 ",\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":1e6,\"factor\":16,"                   \
+                    "\"original_max_position_embeddings\":16384,\"beta_fast\":32,\"beta_slow\":1,\"mscale\":1,"        \
+                    "\"mscale_all_dim\":1,\"llama_4_scaling_beta\":0.1}"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -627,6 +634,33 @@ static void test_ministral_fields(void **state) {
     assert_true(c.layer_sliding[0] && !c.layer_sliding[1]);
 }
 
+/* Ministral 3: the query scale from its rope dict (llama_4_scaling_beta, original_max_position_embeddings), head_dim
+ * 128, eps 1e-5, no window, no biases; in Mistral3ForConditionalGeneration's config the head tied by the top
+ * level's tie_word_embeddings (true when absent), not text_config's; the refusals: no rope dict, a dict without
+ * the beta, layer_types. */
+static void test_ministral3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINISTRAL3_TEXT "}", "ministral3", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.rms_norm_eps == 1e-5 && c.sliding_window == 0);
+    assert_true(c.query_scale_beta == 0.1 && c.query_scale_positions == 16384 && c.rope.type == KVC_ROPE_YARN);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mistral3\",\"text_config\":" MINISTRAL3_TEXT
+                                            ",\"tie_word_embeddings\":false}}",
+                                            "mistral3", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.query_scale_beta == 0.1);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mistral3\",\"tie_word_embeddings\":false,"
+                                            "\"text_config\":" MINISTRAL3_TEXT "}}",
+                                            "mistral3-untied", &c),
+                     KVC_OK);
+    assert_true(!c.tie_word_embeddings);
+    expect_refusal(MINISTRAL_BASE3 "}", "ministral3 needs one rope dict");
+    expect_refusal(MINISTRAL_BASE3 ",\"rope_parameters\":{\"rope_type\":\"default\"}}", "llama_4_scaling_beta");
+    expect_refusal(MINISTRAL3_TEXT ",\"layer_types\":[\"full_attention\",\"full_attention\"]}",
+                   "ministral3 with layer_types is not supported");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -648,6 +682,7 @@ int main(void) {
         cmocka_unit_test(test_exaone4_fields),
         cmocka_unit_test(test_starcoder2_fields),
         cmocka_unit_test(test_ministral_fields),
+        cmocka_unit_test(test_ministral3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,7 +246,8 @@ static void test_glm4_cohere(void **state) {
 /* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks; Seed-OSS: q/k/v and MLP biases;
  * EXAONE 4.0: post-norms after the sums, per-head q/k norms, sliding and unrotated full layers; StarCoder2: the
  * plain MLP's c_fc split by rows with its bias, c_proj by columns (bias on rank 0), the norms' biases whole;
- * Ministral: sliding and full layers by layer_types */
+ * Ministral: sliding and full layers by layer_types; Ministral 3: YaRN and the query scale (per query head, so
+ * any split of the heads) */
 static void test_glm_seed_oss(void **state) {
     (void)state;
     check_family("glm", KVC_WMAT_CHECKPOINT);
@@ -254,6 +255,7 @@ static void test_glm_seed_oss(void **state) {
     check_family("exaone4", KVC_WMAT_CHECKPOINT);
     check_family("starcoder2", KVC_WMAT_CHECKPOINT);
     check_family("ministral", KVC_WMAT_CHECKPOINT);
+    check_family("ministral3", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {
