@@ -228,6 +228,14 @@ static void test_oracle_glm4_cohere(void **state) {
     oracle_family("cohere2");
 }
 
+/* GLM, Seed-OSS, EXAONE 4.0, StarCoder2 (LayerNorm biases, ungated MLP), Ministral and Ministral 3 (the query
+ * scale by position): the engine's greedy ids are the oracle's */
+static void test_oracle_glm_to_ministral3(void **state) {
+    (void)state;
+    static const char *const families[] = {"glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3"};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) oracle_family(families[i]);
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -236,7 +244,8 @@ int main(void) {
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
-        cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
+        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
