@@ -37,8 +37,9 @@ extern "C" {
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
-                               * gemma, glm4, cohere, cohere2 and the softmax-routed MoE models qwen3_moe,
-                               * qwen2_moe, mixtral */
+                               * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
+                               * ministral3 (also mistral3's text model) and the softmax-routed MoE models
+                               * qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -136,6 +137,16 @@ typedef struct kvc_model_config {
      * the logits by final_logit_softcapping, each x -> cap * tanh(x / cap) (as f32 arithmetic, the cap an f32
      * for the logits); 0: none. Last, so that the fields before them keep their offsets. */
     double attn_logit_softcapping, final_logit_softcapping;
+    /* StarCoder2: each LayerNorm (layer_norm) adds a bias of its own (norm_bias: input_layernorm.bias,
+     * post_attention_layernorm.bias, model.norm.bias; pre-norm blocks only); the dense MLP is not gated,
+     * down(act(up(x))) with up = c_fc [I, H] and down = c_proj [H, I] (mlp_plain; mlp_bias: their biases).
+     * Last, as above. */
+    bool norm_bias, mlp_plain;
+    /* Ministral 3 (Llama 4's attention scaling): each query, after RoPE, times 1 + query_scale_beta *
+     * log(1 + floor(position / query_scale_positions)) (f32 arithmetic, the beta an f32); 0: none. Last, as
+     * above. */
+    double query_scale_beta;
+    int64_t query_scale_positions;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -52,7 +52,7 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
     const double pair = nH * (dq + dv);
     double token = 0.0, context = 0.0;
     for (int64_t l = 0; l < c->num_layers; l++) {
-        double mlp = 3.0 * H * (double)c->intermediate_size;
+        double mlp = (c->mlp_plain ? 2.0 : 3.0) * H * (double)c->intermediate_size; /* StarCoder2's: no gate */
         if (c->family == KVC_FAMILY_GPT_OSS)
             mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
         else if (c->layer_moe[l])

@@ -42,6 +42,16 @@ const kvc_act_kernel *kvci_act_active(void) {
  * thread. */
 #define SWIGLU_PARALLEL_ELEMS (1 << 16)
 
+void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n) {
+    const bool gelu = act == KVC_MLP_GELU_TANH;
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < n; j++) {
+            float *e = x + t * n + j;
+            *e = gelu ? kvci_gelu_mul(*e, 1.0f) : kvci_silu_mul(*e, 1.0f);
+        }
+}
+
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out) {
     const kvc_act_kernel *k = kvci_act_active();

@@ -1,6 +1,7 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
- * RoPE (none on SmolLM3's no-rope layers), sliding window / sinks, o_proj. */
+ * RoPE (none on SmolLM3's no-rope layers), Ministral 3's query scale, sliding window / sinks, o_proj. */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -28,14 +29,22 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
  * 4,096 floats); a decode step's rows stay on the calling thread. */
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
+/* Ministral 3's query scale at position pos, as transformers' get_llama_4_attn_scale computes it in f32:
+ * 1 + beta * log(1 + floor(pos / L)). */
+static float query_scale(const kvc_model_config *c, int64_t pos) {
+    const float steps = floorf((float)pos / (float)c->query_scale_positions);
+    return 1.0f + (float)c->query_scale_beta * logf(1.0f + steps);
+}
+
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
- * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both) and with `rotate`
- * rotated: one parallel region over the tokens, each token whole on one thread (the threads never
- * change a bit). */
+ * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both), and with `finish`
+ * rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel region
+ * over the tokens, each token whole on one thread (the threads never change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool norm,
-                     bool rotate) {
+                     bool finish) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
+    const bool rotate = finish && !c->layer_nope[l];
     const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
@@ -48,6 +57,10 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
         }
         kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, norm ? w->q_norm : NULL, rotate);
         kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, norm ? w->k_norm : NULL, rotate);
+        if (finish && c->query_scale_beta > 0.0) { /* Ministral 3: after RoPE */
+            const float f = query_scale(c, s->md->positions[t]);
+            for (int64_t i = 0; i < nH * D; i++) q[t * nH * D + i] *= f;
+        }
     }
 }
 
@@ -86,13 +99,12 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     /* the fused rows' split is timed with the q/k norms and RoPE */
-    const bool rotate = !c->layer_nope[l];
     if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
         qkv_rows(s, l, fused, q, k, v, false, false);
         KVC_TRY(whole_norms_over_ranks(s, w, q, k));
-        qkv_rows(s, l, NULL, q, k, v, false, rotate);
+        qkv_rows(s, l, NULL, q, k, v, false, true);
     } else {
-        qkv_rows(s, l, fused, q, k, v, true, rotate);
+        qkv_rows(s, l, fused, q, k, v, true, true);
     }
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,

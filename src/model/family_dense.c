@@ -1,10 +1,12 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run. Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults,
- * OLMo's norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE,
- * Cohere's LayerNorms, parallel blocks and logit scale, which layers route experts and the sliding layers
- * of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with
- * use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
+ * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
+ * (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling). Which projections
+ * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
+ * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
+ * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
+ * use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the
+ * even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,20 +118,32 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
  * attention output, post_attention_layernorm on the MLP's input, post_mlp_layernorm on its output), the fused
  * gate_up_proj (weights.c), q/k/v biases when attention_bias (true when absent), none on o_proj or the MLP,
  * RoPE on adjacent pairs of the first head_dim * partial_rotary_factor channels (0.5 when absent), head_dim 128
- * and rms_norm_eps 1.5625e-7 when absent (Glm4Config's). */
-static kvc_status parse_glm4(const kvc_hparams *hp, kvc_model_config *cfg) {
+ * and rms_norm_eps 1.5625e-7 when absent (Glm4Config's). GLM (THUDM/glm-4-9b-chat-hf, GlmForCausalLM) is the
+ * same without the sandwich norms (GlmConfig's defaults are Glm4Config's). */
+static kvc_status parse_glm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
     cfg->qkv_bias = bias, cfg->o_bias = cfg->mlp_bias = false;
-    cfg->sandwich_norms = true, cfg->rope_form = KVC_ROPE_PAIRS;
+    cfg->sandwich_norms = strcmp(cfg->model_type, "glm4") == 0, cfg->rope_form = KVC_ROPE_PAIRS;
     return kvci_family_opt_num(c, "rms_norm_eps", 1.5625e-7, eps, &cfg->rms_norm_eps);
 }
 
-/* Cohere2's layers without layer_types: sliding_window_pattern (4 when absent, Cohere2Config's: three
- * sliding layers, then one full). */
+/* Seed-OSS (ByteDance-Seed/Seed-OSS-*, SeedOssForCausalLM): Llama whose q/k/v biases follow attention_bias
+ * (true when absent) and o_proj's its own attention_out_bias (false when absent), the MLP's mlp_bias; head_dim
+ * 128 when absent (SeedOssConfig's). Its dropouts are training-only. */
+static kvc_status parse_seed_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_out_bias", false, &cfg->o_bias));
+    return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
+}
+
+/* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
+ * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     bool found = false;
     KVC_TRY(kvci_family_pattern_kinds(ctx, &found, kinds));
@@ -169,6 +183,82 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* EXAONE 4.0 (LGAI-EXAONE/EXAONE-4.0-*, Exaone4ForCausalLM): OLMo 2's post-norm blocks
+ * (post_attention_layernorm and post_feedforward_layernorm on the sub-layer outputs, no input norm) with
+ * Qwen3's q/k norms (one [head_dim] weight for every head) before RoPE, no biases; rms_norm_eps 1e-5, window
+ * 4096 and sliding_window_pattern 4 when absent (Exaone4Config's; layers as Cohere 2's, cohere2_kinds). With a
+ * window its full layers leave q and k unrotated ("global NoPE"); without one every layer rotates. */
+static kvc_status parse_exaone4(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->post_norms = true;
+    kvc_layer_kind k[KVC_MODEL_MAX_LAYERS];
+    kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
+    KVC_TRY(kvci_family_layer_kinds(&kvc_family_dense, &ctx, k));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = ctx.window > 0 && k[l] == KVC_LK_FULL;
+    return kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* StarCoder2 (bigcode/starcoder2-*, Starcoder2ForCausalLM): LayerNorms with bias (norm_epsilon, 1e-5 when
+ * absent) in pre-norm blocks, a plain MLP c_fc -> gelu_pytorch_tanh -> c_proj, biases on q/k/v/o and the MLP
+ * when use_bias (true when absent), tied embeddings by default, every layer sliding when sliding_window is set
+ * (Starcoder2Config's None: none). Another hidden_act is refused by name. */
+static kvc_status parse_starcoder2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "gelu_pytorch_tanh";
+    bool have = false, bias = true;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (starcoder2: gelu_pytorch_tanh)", c->doc,
+                         act);
+    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", true, &bias));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Ministral (MinistralForCausalLM): Mistral by layer_types (every layer sliding when absent and a window is set,
+ * 4096 when absent; MinistralConfig's), no bias anywhere whatever the config says (its modules are built
+ * without). */
+static kvc_status parse_ministral(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    return KVC_OK;
+}
+
+/* Ministral 3 (Ministral3ForCausalLM, the text model of Mistral3ForConditionalGeneration's Ministral 3): Mistral
+ * with head_dim 128 and rms_norm_eps 1e-5 when absent, no biases, every layer sliding when sliding_window is set
+ * (none when absent), and Llama 4's query scaling by position: llama_4_scaling_beta and
+ * original_max_position_embeddings of the rope dict. Refused by name: a config without a rope dict
+ * (Ministral3Config's default YaRN is not reproduced), a dict without those two keys (transformers' attention
+ * fails without them) and layer_types (transformers' Ministral 3 ignores them: its window is every layer's). */
+static kvc_status parse_ministral3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, beta = {0.0, KVC_HP_MAX_FACTOR, false};
+    kvc_json_obj dict = {0};
+    char path[64];
+    bool have = false;
+    if (kvci_json_find(c, "layer_types") != NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: ministral3 with layer_types is not supported (transformers ignores them: "
+                         "sliding_window applies to every layer)",
+                         c->doc);
+    if (hp->rope_source == NULL || hp->rope_per_layer_type)
+        return kvci_fail(KVC_EINVAL, "%s: ministral3 needs one rope dict (rope_parameters) with llama_4_scaling_beta",
+                         c->doc);
+    KVC_TRY(kvci_json_child(c, hp->rope_source, path, sizeof path, &dict, &have));
+    KVC_TRY(kvci_json_num(&dict, "llama_4_scaling_beta", beta, &cfg->query_scale_beta, NULL));
+    KVC_TRY(kvci_json_int(&dict, "original_max_position_embeddings", 1, KVC_HP_MAX_POSITIONS,
+                          &cfg->query_scale_positions, NULL));
+    KVC_TRY(parse_ministral(hp, cfg));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* SmolLM3's layers: if_nope for a layer with a 0 in no_rope_layers (1 means "uses rope", despite the name),
  * full for the others; without the list, the layers l with (l + 1) % no_rope_layer_interval == 0 have no rope
  * (SmolLM3Config's, interval 4 when absent). */
@@ -195,14 +285,19 @@ static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
+static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
-    if (strcmp(mt, "glm4") == 0) return parse_glm4(hp, cfg);
+    if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
+    if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
+    if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
+    if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
+    if (strcmp(mt, "ministral") == 0) return parse_ministral(hp, cfg);
+    if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -220,13 +315,26 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
 
+/* The text model of Mistral3ForConditionalGeneration (Mistral 3, Ministral 3; model_type mistral3, text_config
+ * mistral or ministral3) ties its head by the top level's tie_word_embeddings (Mistral3Config's, true when absent),
+ * not text_config's: transformers ties what the outer config says. */
+static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(parse_dense_type(hp, cfg));
+    const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
+    const char *outer = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_str(&root, "model_type", KVC_HP_NAME_MAX, &outer, &have));
+    if (!have || outer == NULL || strcmp(outer, "mistral3") != 0 || hp->cfg.obj == hp->doc) return KVC_OK;
+    return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 /* The routed experts on the MoE layers, else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
- * Cohere2 without it: sliding_window_pattern, 4 when absent;
+ * Cohere2 and EXAONE 4.0 without it: sliding_window_pattern, 4 when absent;
  * SmolLM3 without it: with use_sliding_window, its no-rope layers slide;
  * Qwen2/Qwen3 with use_sliding_window: windows from max_window_layers on;
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
@@ -238,7 +346,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
-    if (mt && strcmp(mt, "cohere2") == 0) return cohere2_kinds(ctx, kinds);
+    if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -269,9 +377,15 @@ static const kvc_family_alias ALIASES[] = {
     {"granite", "GraniteForCausalLM", "granite", true},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", true},
     {"gemma", "GemmaForCausalLM", "gemma", true},
+    {"glm", "GlmForCausalLM", "glm", true},
     {"glm4", "Glm4ForCausalLM", "glm4", true},
     {"cohere", "CohereForCausalLM", "cohere", true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
+    {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
+    {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
+    {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
+    {"ministral", "MinistralForCausalLM", "ministral", true},
+    {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

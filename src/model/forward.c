@@ -294,12 +294,13 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
                            KVC_ROPE_INTERLEAVED, s->ws->rope_tmp);
 }
 
-/* y[T, H] = x[T, H] normalised by norm (y may be x): Cohere's LayerNorm without bias, else RMSNorm. */
-static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float *norm, float *y) {
+/* y[T, H] = x[T, H] normalised by norm (y may be x): a LayerNorm (Cohere's without bias, StarCoder2's with
+ * bias; NULL: none), else RMSNorm. */
+static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float *norm, const float *bias, float *y) {
     const int64_t H = m->cfg.hidden_size;
     const float eps = (float)m->cfg.rms_norm_eps;
     if (m->cfg.layer_norm)
-        kvci_layernorm_rows_threads(x, T, H, H, norm, eps, y);
+        kvci_layernorm_rows_threads(x, T, H, H, norm, bias, eps, y);
     else
         kvci_rmsnorm_rows_threads(x, T, H, H, norm, eps, y);
 }
@@ -311,7 +312,7 @@ static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
-    if (norm) norm_rows(m, d, T, norm, d);
+    if (norm) norm_rows(m, d, T, norm, NULL, d);
     if (m->cfg.residual_multiplier > 0.0) {
         const float r = (float)m->cfg.residual_multiplier;
         for (int64_t i = 0; i < n; i++) d[i] *= r;
@@ -320,12 +321,13 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     return KVC_OK;
 }
 
-/* xn[T, H] = h normalised by norm, or h itself when norm is NULL (OLMo 2's sub-layers read the residual
- * stream unnormalised). */
-static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm) {
+/* xn[T, H] = h normalised by norm (and its bias, NULL: none), or h itself when norm is NULL (OLMo 2's
+ * sub-layers read the residual stream unnormalised). */
+static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm,
+                           const float *bias) {
     const int64_t H = m->cfg.hidden_size;
     if (norm)
-        norm_rows(m, ws->h, T, norm, ws->xn);
+        norm_rows(m, ws->h, T, norm, bias, ws->xn);
     else
         memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
 }
@@ -333,6 +335,16 @@ static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
+    if (s->m->cfg.mlp_plain) { /* StarCoder2: down(act(up(x))), no gate */
+        double t0 = kvci_sp_begin();
+        KVC_TRY(kvci_linear(ws->xn, s->T, &w->w_up, w->b_up, ws->ff_a));
+        kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
+        kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
+        kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
+        const kvc_status st = kvci_linear(ws->ff_a, s->T, &w->w_down, w->b_down, ws->proj);
+        kvci_sp_end(KVC_SP_DOWN, t0);
+        return st;
+    }
     if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
         const int64_t T = s->T, I = w->w_gate.rows;
         double t0 = kvci_sp_begin();
@@ -384,7 +396,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
         const float *ffn_in = c->post_norms ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         t0 = kvci_sp_begin();
-        sublayer_input(m, ws, T, attn_in);
+        sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
@@ -392,7 +404,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        if (!c->parallel_block) sublayer_input(m, ws, T, ffn_in); /* Cohere's MLP reads the attention's xn */
+        if (!c->parallel_block) /* Cohere's MLP reads the attention's xn */
+            sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
@@ -408,7 +421,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         n = md->n_rows;
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
-    norm_rows(m, ws->xn, n, m->final_norm, ws->xn);
+    norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
     st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;

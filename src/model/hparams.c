@@ -31,9 +31,15 @@ static const type_defaults DEFAULTS[] = {
     {"olmo3", 0, 500000.0, 4096, false},
     {"gemma", 256, 10000.0, 0, false},
     {"smollm3", 0, 2000000.0, 0, true},
+    {"glm", 128, 10000.0, 0, false},
     {"glm4", 128, 10000.0, 0, false},
     {"cohere", 0, 500000.0, 0, false},
     {"cohere2", 0, 10000.0, 4096, false},
+    {"seed_oss", 128, 10000.0, 0, false},
+    {"exaone4", 0, 10000.0, 4096, false},
+    {"starcoder2", 0, 10000.0, 0, false},
+    {"ministral", 0, 10000.0, 4096, false},
+    {"ministral3", 128, 10000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -42,9 +48,11 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
     return (type_defaults){NULL, 0, 10000.0, 0, false};
 }
 
-/* partial_rotary_factor when the config has none: Glm4Config's setdefault 0.5, else 1 (the whole head). */
+/* partial_rotary_factor when the config has none: GlmConfig's and Glm4Config's setdefault 0.5, else 1 (the
+ * whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
-    return hp->model_type != NULL && strcmp(hp->model_type, "glm4") == 0 ? 0.5 : 1.0;
+    const char *mt = hp->model_type;
+    return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) ? 0.5 : 1.0;
 }
 
 /* ---- document and identity ---------------------------------------------------- */

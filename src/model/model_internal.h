@@ -65,7 +65,9 @@ const char *kvci_wmat_kernel_name(const kvc_wmat *w);
 /* Every weight of one decoder layer; NULL when the family/config has none. */
 typedef struct kvc_layer_weights {
     float *in_norm;      /* [H] input_layernorm (OLMo 2: NULL) */
+    float *in_norm_b;    /* [H] its bias (StarCoder2's LayerNorm; else NULL) */
     float *post_norm;    /* [H] post_attention_layernorm (Gemma 3, OLMo 2: of the attention's output) */
+    float *post_norm_b;  /* [H] its bias (StarCoder2's LayerNorm, the MLP's input; else NULL) */
     float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
     float *post_ff_norm; /* [H] Gemma 3, OLMo 2 post_feedforward_layernorm (the MLP's output) */
     /* GQA attention (dense, GptOss) */
@@ -90,7 +92,7 @@ typedef struct kvc_layer_weights {
     float *kva_norm; /* [rkv] */
     float *wkvb;     /* [nH*(dn+dv), rkv], f32 always: read by head slices */
     float *wuk_t;    /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
-    /* dense SwiGLU MLP */
+    /* dense SwiGLU MLP (mlp_plain: no gate, up is c_fc and down c_proj) */
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
     kvc_wmat w_gu;                 /* [2I, H]: one view over w_gate, w_up (fuse.c); data NULL: not fused */
     float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
@@ -125,6 +127,7 @@ struct kvc_model {
     kvc_model_tp tp;       /* size 1 unless loaded by kvci_model_load_tp */
     kvc_wmat embed;        /* [V, H] */
     float *final_norm;     /* [H] */
+    float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
@@ -279,5 +282,8 @@ kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *
  * the kernels are act.h's. */
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out);
+/* x[T, n] = act(x) in place (StarCoder2's plain MLP): act(a) * 1, kvci_glu's element function with u = 1,
+ * so the same bits as every act.h kernel. */
+void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -95,10 +95,12 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 }
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
- * the whole model's sizes), GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
+ * the whole model's sizes), GLM and GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
  * where it can). */
 static bool fused_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
-static bool fused_gate_up(const kvc_model_config *c) { return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0; }
+static bool fused_gate_up(const kvc_model_config *c) {
+    return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "glm") == 0;
+}
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
 static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
@@ -157,9 +159,21 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
     return KVC_OK;
 }
 
+/* StarCoder2's MLP: c_fc [I, H] (as up, split by rows) and c_proj [H, I] (as down, by columns), their biases
+ * with mlp_bias. */
+static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, I = c->intermediate_size;
+    TRY(m2(v, "mlp.c_fc.weight", I, H, &w->w_up, even(v, 0, I)));
+    if (c->mlp_bias) TRY(v1(v, "mlp.c_fc.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
+    TRY(m2(v, "mlp.c_proj.weight", H, I, &w->w_down, even(v, 1, I)));
+    if (c->mlp_bias) TRY(v1(v, "mlp.c_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    return KVC_OK;
+}
+
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
+    if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     char n[96];
     snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
@@ -205,9 +219,12 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->norm_bias) TRY(v1(v, "input_layernorm.bias", H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->parallel_block)
         TRY(v1(v, glm4 ? "post_self_attn_layernorm.weight" : "post_attention_layernorm.weight", H, &w->post_norm,
                KVC_WINIT_NORM, WHOLE));
+    if (c->norm_bias && !c->parallel_block)
+        TRY(v1(v, "post_attention_layernorm.bias", H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->sandwich_norms)
         TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
                KVC_WINIT_NORM, WHOLE));
@@ -242,6 +259,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.prefix[0] = '\0';
     TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
     return KVC_OK;
 }
@@ -363,6 +381,17 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->parallel_block && (c->post_norms || c->sandwich_norms))
         return kvci_fail(KVC_EINVAL,
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
+    if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
+        return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
+                                     "sandwich_norms or gemma_norms)");
+    if (!(c->query_scale_beta >= 0.0 && c->query_scale_beta <= KVC_HP_MAX_FACTOR) ||
+        (c->query_scale_beta > 0.0 && (c->query_scale_positions < 1 || fam->mla)))
+        return kvci_fail(KVC_EINVAL,
+                         "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
+                         ">= 1 outside MLA",
+                         c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
+    if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0))
+        return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

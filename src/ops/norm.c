@@ -104,24 +104,28 @@ void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const
     kvci_rmsnorm_rows_threads(x, n_rows, n, ld, gamma, eps, x);
 }
 
-/* One row of LayerNorm without bias: its mean, then its variance about the mean, each one double accumulator
- * over the row in order; y = (x - mean) / sqrt(var + eps) * gamma, rounded once to f32. */
-static void layernorm_row(const float *x, const float *gamma, int64_t n, float eps, float *y) {
+/* One row of LayerNorm: its mean, then its variance about the mean, each one double accumulator over the row
+ * in order; y = (x - mean) / sqrt(var + eps) * gamma (+ beta when not NULL, in double), rounded once to f32. */
+static void layernorm_row(const float *x, const float *gamma, const float *beta, int64_t n, float eps, float *y) {
     double sum = 0.0, ss = 0.0;
     for (int64_t i = 0; i < n; i++) sum += (double)x[i];
     const double mean = sum / (double)n;
     for (int64_t i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
     const double inv = inv_of_sum(ss, n, eps);
-    for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i]);
+    if (beta)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i] + (double)beta[i]);
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i]);
 }
 
 void kvci_layernorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, int64_t gamma_ld,
                             float eps, float *y) {
-    for (int64_t r = 0; r < n_rows; r++) layernorm_row(x + r * ld, gamma + r * gamma_ld, n, eps, y + r * ld);
+    for (int64_t r = 0; r < n_rows; r++) layernorm_row(x + r * ld, gamma + r * gamma_ld, NULL, n, eps, y + r * ld);
 }
 
-void kvci_layernorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
-                                 float *y) {
+void kvci_layernorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma,
+                                 const float *beta, float eps, float *y) {
 #pragma omp parallel for schedule(static) if (n_rows > 16 && n_rows * n >= RMSNORM_PARALLEL_ELEMS)
-    for (int64_t r = 0; r < n_rows; r++) layernorm_row(x + r * ld, gamma, n, eps, y + r * ld);
+    for (int64_t r = 0; r < n_rows; r++) layernorm_row(x + r * ld, gamma, beta, n, eps, y + r * ld);
 }

@@ -62,13 +62,13 @@ void kvci_rmsnorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_
 void kvci_rmsnorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
                           float *y);
 void kvci_rmsnorm_rows(float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps);
-/* LayerNorm without bias (Cohere's) of rows x [n_rows, n] ld apart into y (y may be x): (x - mean) /
- * sqrt(var + eps) * gamma, mean and variance each one double sum over the row in order, each output rounded
- * once to f32; rows shared among the OpenMP threads as kvci_rmsnorm_rows_threads, the same bits. _to runs
- * on the calling thread, row r scaled by gamma + r * gamma_ld (0: one gamma for every row; Cohere's q/k
- * norms: each head its own). */
-void kvci_layernorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, float eps,
-                                 float *y);
+/* LayerNorm of rows x [n_rows, n] ld apart into y (y may be x): (x - mean) / sqrt(var + eps) * gamma
+ * (+ beta [n], StarCoder2's bias; NULL: none, Cohere's), mean and variance each one double sum over the row in
+ * order, each output rounded once to f32; rows shared among the OpenMP threads as kvci_rmsnorm_rows_threads,
+ * the same bits. _to (no bias) runs on the calling thread, row r scaled by gamma + r * gamma_ld (0: one gamma
+ * for every row; Cohere's q/k norms: each head its own). */
+void kvci_layernorm_rows_threads(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma,
+                                 const float *beta, float eps, float *y);
 void kvci_layernorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, int64_t gamma_ld,
                             float eps, float *y);
 

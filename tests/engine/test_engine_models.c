@@ -115,6 +115,11 @@ static void test_adapter_costs(void **state) {
     /* GptOss: router 64 x 8 + 2 experts x 3 x 64 x 32; layers 0 and 2 attend a window of 4 per token */
     expect_costs(GPT_OSS_JSON, 4.0 * (2 * 64 * 64 + 2 * 64 * 32 + 64 * 8 + 2 * 3 * 64 * 32) + 2.0 * 4 * 32 * 4,
                  64.0 * 128 + 128, 2.0 * 4 * 32);
+    /* StarCoder2 (Qwen3's sizes): its ungated MLP is 2 x 64 x 96 */
+    expect_costs("{\"model_type\":\"starcoder2\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
+                 "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                 "\"max_position_embeddings\":512}",
+                 2.0 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 96), 64.0 * 128 + 128, 2.0 * 4 * 32);
 }
 
 static void test_random_deepseek_v3(void **state) {
@@ -223,6 +228,14 @@ static void test_oracle_glm4_cohere(void **state) {
     oracle_family("cohere2");
 }
 
+/* GLM, Seed-OSS, EXAONE 4.0, StarCoder2 (LayerNorm biases, ungated MLP), Ministral and Ministral 3 (the query
+ * scale by position): the engine's greedy ids are the oracle's */
+static void test_oracle_glm_to_ministral3(void **state) {
+    (void)state;
+    static const char *const families[] = {"glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3"};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) oracle_family(families[i]);
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -231,7 +244,8 @@ int main(void) {
         cmocka_unit_test(test_oracle_gpt_oss),     cmocka_unit_test(test_oracle_deepseek_v3),
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
-        cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
+        cmocka_unit_test(test_adapter_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,13 +290,47 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"query_pre_attn_scalar\":24,\"sliding_window\":5,\"rope_theta\":10000,\"attn_logit_softcapping\":0.5,"           \
     "\"final_logit_softcapping\":2,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4096}"
-/* GLM-4: the sandwich norms, the fused gate_up_proj, q/k/v biases, half of each head rotated in pairs;
+/* GLM-4: the sandwich norms, the fused gate_up_proj, q/k/v biases, half of each head rotated in pairs (GLM:
+ * the same without the sandwich norms);
  * Cohere: LayerNorms, parallel blocks, per-head q/k LayerNorms, pairwise RoPE, the logit scale;
  * Cohere 2: its blocks with two sliding layers (window 5) and an unrotated full one */
 #define GLM4                                                                                                           \
     "{\"model_type\":\"glm4\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                          \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
     "\"max_position_embeddings\":512}"
+#define GLM                                                                                                            \
+    "{\"model_type\":\"glm\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"max_position_embeddings\":512}"
+/* Seed-OSS: biases on q/k/v, o (attention_out_bias) and the MLP */
+#define SEED_OSS                                                                                                       \
+    "{\"model_type\":\"seed_oss\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                      \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"attention_out_bias\":true,\"mlp_bias\":true,\"max_position_embeddings\":512}"
+/* EXAONE 4.0: post-norms, q/k norms per head, two sliding layers (window 5) and an unrotated full one */
+#define EXAONE4                                                                                                        \
+    "{\"model_type\":\"exaone4\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                       \
+    "\"num_hidden_layers\":3,\"sliding_window_pattern\":3,\"sliding_window\":5,\"num_attention_heads\":4,"             \
+    "\"num_key_value_heads\":2,\"max_position_embeddings\":512}"
+/* StarCoder2: LayerNorms with bias, the plain MLP, every bias, every layer sliding (window 5) */
+#define STARCODER2                                                                                                     \
+    "{\"model_type\":\"starcoder2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"sliding_window\":5,"                \
+    "\"max_position_embeddings\":512}"
+/* Ministral: layer_types full, sliding (window 5) */
+#define MINISTRAL                                                                                                      \
+    "{\"model_type\":\"ministral\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                     \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":"  \
+    "5,"                                                                                                               \
+    "\"layer_types\":[\"full_attention\",\"sliding_attention\"],\"max_position_embeddings\":512}"
+/* Ministral 3: YaRN and the query scale by position (beta 0.5 per 4 positions), every layer sliding (window 5) */
+#define MINISTRAL3                                                                                                     \
+    "{\"model_type\":\"ministral3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"sliding_window\":"  \
+    "5,"                                                                                                               \
+    "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":4,\"original_max_position_"           \
+    "embeddings\":4,"                                                                                                  \
+    "\"llama_4_scaling_beta\":0.5},\"max_position_embeddings\":512}"
 #define COHERE                                                                                                         \
     "{\"model_type\":\"cohere\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"use_qk_norm\":true,"                \
@@ -394,6 +428,12 @@ static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, fal
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
 static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
+static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
+static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
+static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
+static void test_starcoder2_paged(void **s) { (void)s, run_family(STARCODER2, PAGED, false, F32, 38); }
+static void test_ministral_contiguous(void **s) { (void)s, run_family(MINISTRAL, CONTIG, false, F32, 39); }
+static void test_ministral3_paged(void **s) { (void)s, run_family(MINISTRAL3, PAGED, false, F32, 40); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
 
@@ -456,6 +496,12 @@ int main(void) {
         cmocka_unit_test(test_glm4_paged),
         cmocka_unit_test(test_cohere_contiguous),
         cmocka_unit_test(test_cohere2_paged_bf16),
+        cmocka_unit_test(test_glm_contiguous),
+        cmocka_unit_test(test_seed_oss_paged),
+        cmocka_unit_test(test_exaone4_contiguous),
+        cmocka_unit_test(test_starcoder2_paged),
+        cmocka_unit_test(test_ministral_contiguous),
+        cmocka_unit_test(test_ministral3_paged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

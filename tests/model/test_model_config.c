@@ -448,6 +448,31 @@ static void test_refusals(void **state) {
 #define GLM4_BASE                                                                                                      \
     "{\"model_type\":\"glm4\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define GLM_BASE                                                                                                       \
+    "{\"model_type\":\"glm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define SEED_OSS_BASE                                                                                                  \
+    "{\"model_type\":\"seed_oss\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define EXAONE4_BASE                                                                                                   \
+    "{\"model_type\":\"exaone4\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define FULL8                                                                                                          \
+    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","                  \
+    "\"full_attention\",\"full_attention\",\"full_attention\""
+#define STARCODER2_BASE                                                                                                \
+    "{\"model_type\":\"starcoder2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL_BASE                                                                                                 \
+    "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL_BASE3                                                                                                \
+    "{\"model_type\":\"ministral3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define MINISTRAL3_TEXT                                                                                                \
+    MINISTRAL_BASE3 ",\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":1e6,\"factor\":16,"                   \
+                    "\"original_max_position_embeddings\":16384,\"beta_fast\":32,\"beta_slow\":1,\"mscale\":1,"        \
+                    "\"mscale_all_dim\":1,\"llama_4_scaling_beta\":0.1}"
 #define COHERE_BASE(mt)                                                                                                \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -507,6 +532,135 @@ static void test_glm4_cohere_fields(void **state) {
     assert_null(m);
 }
 
+/* GLM (glm-4-9b-chat-hf) with GlmConfig's defaults: GLM-4's without the sandwich norms (head_dim 128 of which
+ * the first 64 rotate in pairs, q/k/v biases, rms_norm_eps 1.5625e-7, untied). */
+static void test_glm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM_BASE "}", "glm-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && kvci_model_rot_dim(&c) == 64);
+    assert_true(c.rope_form == KVC_ROPE_PAIRS && !c.sandwich_norms && !c.post_norms && !c.layer_norm);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1.5625e-7);
+    assert_int_equal(kvc_model_config_parse(GLM_BASE ",\"attention_bias\":false,\"head_dim\":16}", "glm-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+}
+
+/* Seed-OSS with SeedOssConfig's defaults (q/k/v biases, none on o_proj or the MLP, head_dim 128, untied) and
+ * with attention_out_bias and mlp_bias set, attention_bias cleared: each key moves its own biases. */
+static void test_seed_oss_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE "}", "seed-oss-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && kvci_model_rot_dim(&c) == 128);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rope_form == KVC_ROPE_HALF);
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE ",\"attention_bias\":false,\"attention_out_bias\":true,"
+                                                          "\"mlp_bias\":true}",
+                                            "seed-oss-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias);
+}
+
+/* EXAONE 4.0 with Exaone4Config's defaults (post-norms, per-head q/k norms, no biases, eps 1e-5, window 4096,
+ * sliding_window_pattern 4: layers 3 and 7 full and unrotated, untied), the hub's string pattern, a null
+ * window with every layer full (all rotated), and the refusal of sliding layers without a window (transformers
+ * cannot build their mask either). */
+static void test_exaone4_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE "}", "exaone4-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.post_norms && c.qk_norm && !c.qk_norm_whole && !c.layer_norm);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    assert_true(c.sliding_window == 4096 && c.head_dim == 16 && c.rope_form == KVC_ROPE_HALF);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 4 != 3) && c.layer_nope[l] == (l % 4 == 3));
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":64,\"sliding_window_pattern\":\"LG\"}",
+                                            "exaone4-string", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0) && c.layer_nope[l] == (l % 2 == 1));
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":null,\"layer_types\":[" FULL8 "]}",
+                                            "exaone4-1.2b", &c),
+                     KVC_OK);
+    for (int64_t l = 0; l < 8; l++) assert_true(!c.layer_sliding[l] && !c.layer_nope[l]);
+    assert_int_equal(kvc_model_config_parse(EXAONE4_BASE ",\"sliding_window\":null}", "exaone4-nowindow", &c),
+                     KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "sliding_window is missing but the model has sliding-attention layers"));
+}
+
+/* StarCoder2 with Starcoder2Config's defaults (LayerNorms with bias, eps 1e-5, the plain gelu_tanh MLP, every
+ * bias, tied, no window) and with use_bias false and a window (every layer slides); the refusals: another
+ * hidden_act, and in a caller's own struct norm biases without LayerNorms or with post-norms, a plain MLP
+ * outside the dense family. */
+static void test_starcoder2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE "}", "starcoder2-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.layer_norm && c.norm_bias && c.mlp_plain && !c.parallel_block);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.sliding_window == 0 && c.head_dim == 16);
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE ",\"use_bias\":false,\"sliding_window\":4096,"
+                                                            "\"norm_epsilon\":1e-3}",
+                                            "starcoder2-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.rms_norm_eps == 1e-3 && c.sliding_window == 4096);
+    for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] && !c.layer_nope[l]);
+    expect_refusal(STARCODER2_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_config_parse(STARCODER2_BASE "}", "starcoder2", &c), KVC_OK);
+    c.layer_norm = false;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    c.layer_norm = c.post_norms = true;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    c.post_norms = false, c.family = KVC_FAMILY_GEMMA2;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "mlp_plain is the dense family's dense MLP only"));
+    assert_null(m);
+}
+
+/* Ministral with MinistralConfig's defaults (window 4096 on every layer, no layer_types) and with layer_types;
+ * its biases are never read, whatever attention_bias says. */
+static void test_ministral_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINISTRAL_BASE ",\"attention_bias\":true}", "ministral-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.sliding_window == 4096 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    for (int64_t l = 0; l < 2; l++) assert_true(c.layer_sliding[l]);
+    assert_int_equal(kvc_model_config_parse(MINISTRAL_BASE
+                                            ",\"layer_types\":[\"sliding_attention\",\"full_attention\"]}",
+                                            "ministral-types", &c),
+                     KVC_OK);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1]);
+}
+
+/* Ministral 3: the query scale from its rope dict (llama_4_scaling_beta, original_max_position_embeddings), head_dim
+ * 128, eps 1e-5, no window, no biases; in Mistral3ForConditionalGeneration's config the head tied by the top
+ * level's tie_word_embeddings (true when absent), not text_config's; the refusals: no rope dict, a dict without
+ * the beta, layer_types. */
+static void test_ministral3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINISTRAL3_TEXT "}", "ministral3", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.rms_norm_eps == 1e-5 && c.sliding_window == 0);
+    assert_true(c.query_scale_beta == 0.1 && c.query_scale_positions == 16384 && c.rope.type == KVC_ROPE_YARN);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mistral3\",\"text_config\":" MINISTRAL3_TEXT
+                                            ",\"tie_word_embeddings\":false}}",
+                                            "mistral3", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.query_scale_beta == 0.1);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mistral3\",\"tie_word_embeddings\":false,"
+                                            "\"text_config\":" MINISTRAL3_TEXT "}}",
+                                            "mistral3-untied", &c),
+                     KVC_OK);
+    assert_true(!c.tie_word_embeddings);
+    expect_refusal(MINISTRAL_BASE3 "}", "ministral3 needs one rope dict");
+    expect_refusal(MINISTRAL_BASE3 ",\"rope_parameters\":{\"rope_type\":\"default\"}}", "llama_4_scaling_beta");
+    expect_refusal(MINISTRAL3_TEXT ",\"layer_types\":[\"full_attention\",\"full_attention\"]}",
+                   "ministral3 with layer_types is not supported");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -523,6 +677,12 @@ int main(void) {
         cmocka_unit_test(test_smollm3_fields),
         cmocka_unit_test(test_gemma_fields),
         cmocka_unit_test(test_glm4_cohere_fields),
+        cmocka_unit_test(test_glm_fields),
+        cmocka_unit_test(test_seed_oss_fields),
+        cmocka_unit_test(test_exaone4_fields),
+        cmocka_unit_test(test_starcoder2_fields),
+        cmocka_unit_test(test_ministral_fields),
+        cmocka_unit_test(test_ministral3_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,18 +215,19 @@ static void test_gemma2(void **state) {
     run_dir("gemma2");
 }
 
-/* Gemma3ForConditionalGeneration's checkpoint (the text model under language_model.model., the vision
- * tower's and projector's tensors left unread) holding the gemma3 weights: the same logits, bit for bit
- * (transformers gives both the same logits too: make_oracle.py checks it) */
-static void test_gemma3_multimodal(void **state) {
-    (void)state;
+/* A multimodal checkpoint sub/multimodal holding the text oracle sub's weights (the text model under
+ * language_model.model., the vision tower's and projector's tensors left unread), its text model of model_type
+ * text_type: the same logits as sub's, bit for bit (transformers gives both the same logits too: make_oracle.py
+ * checks it). */
+static void check_multimodal(const char *sub, const char *text_type) {
     kvc_test_oracle o;
-    kvc_test_oracle_open("gemma3", &o);
-    char dir[1024];
-    kvc_test_oracle_dir("gemma3/multimodal", dir, sizeof dir);
+    kvc_test_oracle_open(sub, &o);
+    char dir[1024], mm_sub[64];
+    snprintf(mm_sub, sizeof mm_sub, "%s/multimodal", sub);
+    kvc_test_oracle_dir(mm_sub, dir, sizeof dir);
     kvc_model *mm = NULL;
     if (kvc_model_load(dir, &mm) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
-    assert_string_equal(kvc_model_config_of(mm)->model_type, "gemma3_text");
+    assert_string_equal(kvc_model_config_of(mm)->model_type, text_type);
     int64_t t = 0;
     for (int64_t b = 0; b < o.n; b++) {
         const size_t n = (size_t)(o.lens[b] * o.V);
@@ -240,6 +241,12 @@ static void test_gemma3_multimodal(void **state) {
     }
     kvc_model_destroy(mm);
     kvc_test_oracle_close(&o);
+}
+
+/* Gemma3ForConditionalGeneration's checkpoint holding the gemma3 weights */
+static void test_gemma3_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma3", "gemma3_text");
 }
 
 /* Phi-3-mini-like: the fused qkv_proj / gate_up_proj split at load, GQA, a window of 8 on every layer, untied */
@@ -313,6 +320,52 @@ static void test_glm4(void **state) {
     run_dir("glm4");
 }
 
+/* GLM-4-9B-chat-hf-like: GLM-4's attention and fused gate_up_proj in plain pre-norm blocks */
+static void test_glm(void **state) {
+    (void)state;
+    run_dir("glm");
+}
+
+/* Seed-OSS-like: q/k/v biases without an o_proj bias (attention_out_bias), MLP biases, GQA, untied */
+static void test_seed_oss(void **state) {
+    (void)state;
+    run_dir("seed_oss");
+}
+
+/* EXAONE 4.0-like: post-norm blocks, q/k norms per head, three sliding layers (window 8, rotated) then a full
+ * one without RoPE, GQA, untied */
+static void test_exaone4(void **state) {
+    (void)state;
+    run_dir("exaone4");
+}
+
+/* StarCoder2-like: LayerNorms with bias, a plain gelu_tanh MLP (c_fc, c_proj) with biases, q/k/v/o biases,
+ * every layer sliding (window 8), GQA, tied */
+static void test_starcoder2(void **state) {
+    (void)state;
+    run_dir("starcoder2");
+}
+
+/* Ministral-like: layer_types sliding, full, sliding, full (window 8), GQA, untied, no biases */
+static void test_ministral(void **state) {
+    (void)state;
+    run_dir("ministral");
+}
+
+/* Ministral 3's text model-like: YaRN (factor 16 over 16 positions), Llama 4's query scale by position (beta
+ * 0.1 per 16 positions), GQA, untied, no window */
+static void test_ministral3(void **state) {
+    (void)state;
+    run_dir("ministral3");
+}
+
+/* Mistral3ForConditionalGeneration's checkpoint (Ministral 3's hub class, untied at its top level) holding the
+ * ministral3 weights */
+static void test_ministral3_multimodal(void **state) {
+    (void)state;
+    check_multimodal("ministral3", "ministral3");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -329,18 +382,37 @@ static void test_cohere2(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),          cmocka_unit_test(test_qwen3_bf16),
-        cmocka_unit_test(test_qwen3_f16),      cmocka_unit_test(test_gpt_oss),
-        cmocka_unit_test(test_deepseek_v3),    cmocka_unit_test(test_dtypes_qwen3),
-        cmocka_unit_test(test_dtypes_gpt_oss), cmocka_unit_test(test_dtypes_deepseek_v3),
-        cmocka_unit_test(test_qwen3_moe),      cmocka_unit_test(test_mixtral),
-        cmocka_unit_test(test_qwen2_moe),      cmocka_unit_test(test_gemma3),
-        cmocka_unit_test(test_gemma2),         cmocka_unit_test(test_gemma3_multimodal),
-        cmocka_unit_test(test_phi3),           cmocka_unit_test(test_phi3_longrope),
-        cmocka_unit_test(test_olmo2),          cmocka_unit_test(test_olmo3),
-        cmocka_unit_test(test_granite),        cmocka_unit_test(test_smollm3),
-        cmocka_unit_test(test_gemma),          cmocka_unit_test(test_glm4),
-        cmocka_unit_test(test_cohere),         cmocka_unit_test(test_cohere2),
+        cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_f16),
+        cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_dtypes_qwen3),
+        cmocka_unit_test(test_dtypes_gpt_oss),
+        cmocka_unit_test(test_dtypes_deepseek_v3),
+        cmocka_unit_test(test_qwen3_moe),
+        cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_gemma2),
+        cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_olmo3),
+        cmocka_unit_test(test_granite),
+        cmocka_unit_test(test_smollm3),
+        cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_glm4),
+        cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_cohere2),
+        cmocka_unit_test(test_glm),
+        cmocka_unit_test(test_seed_oss),
+        cmocka_unit_test(test_exaone4),
+        cmocka_unit_test(test_starcoder2),
+        cmocka_unit_test(test_ministral),
+        cmocka_unit_test(test_ministral3),
+        cmocka_unit_test(test_ministral3_multimodal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,13 +245,28 @@ static void test_glm4_cohere(void **state) {
     check_family("cohere2", KVC_WMAT_CHECKPOINT);
 }
 
+/* GLM: GLM-4's fused gate_up_proj and q/k/v biases in pre-norm blocks; Seed-OSS: q/k/v and MLP biases;
+ * EXAONE 4.0: post-norms after the sums, per-head q/k norms, sliding and unrotated full layers; StarCoder2: the
+ * plain MLP's c_fc split by rows with its bias, c_proj by columns (bias on rank 0), the norms' biases whole;
+ * Ministral: sliding and full layers by layer_types; Ministral 3: YaRN and the query scale (per query head, so
+ * any split of the heads) */
+static void test_glm_seed_oss(void **state) {
+    (void)state;
+    check_family("glm", KVC_WMAT_CHECKPOINT);
+    check_family("seed_oss", KVC_WMAT_CHECKPOINT);
+    check_family("exaone4", KVC_WMAT_CHECKPOINT);
+    check_family("starcoder2", KVC_WMAT_CHECKPOINT);
+    check_family("ministral", KVC_WMAT_CHECKPOINT);
+    check_family("ministral3", KVC_WMAT_CHECKPOINT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
         cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
         cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_olmo2),     cmocka_unit_test(test_glm4_cohere),
+        cmocka_unit_test(test_olmo2),     cmocka_unit_test(test_glm4_cohere), cmocka_unit_test(test_glm_seed_oss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

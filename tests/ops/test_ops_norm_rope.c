@@ -292,47 +292,51 @@ static void test_rmsnorm_rows_threads(void **state) {
     free(x), free(y), free(orig), free(z);
 }
 
-/* LayerNorm without bias (Cohere's): 5 rows ld apart, one with a large common offset (1e4: the mean
- * matters, a variance taken as E[x^2] - mean^2 in f32 would lose it) and one constant (variance 0: eps
- * alone), against a float64 formula, the padding untouched; then 300 rows x 1,024 (enough to take the
+/* LayerNorm without bias (Cohere's) and with one (StarCoder2's): 5 rows ld apart, one with a large common offset (1e4:
+ * the mean matters, a variance taken as E[x^2] - mean^2 in f32 would lose it) and one constant (variance 0: eps alone:
+ * the bias), against a float64 formula, the padding untouched; then 300 rows x 1,024 with the bias (enough to take the
  * threads) bitwise equal to the same rows normalised one at a time; then rows with weights of their own. */
 static void test_layernorm_rows(void **state) {
     (void)state;
     enum { R = 5, N = 37, LD = 40, RT = 300, NT = 1024 };
-    float x[R * LD], y[R * LD], g[NT];
+    float x[R * LD], y[R * LD], g[NT], b[NT];
     for (int i = 0; i < R * LD; i++) x[i] = (float)cos(0.3 * i) * (float)(1 + i % 5) + (i / LD == 3 ? 1e4f : 0.0f);
     for (int i = 0; i < N; i++) x[4 * LD + i] = 2.5f;
     for (int i = 0; i < NT; i++) g[i] = 0.5f + 0.01f * (float)(i % 97);
-    for (int i = 0; i < R * LD; i++) y[i] = -1.0f;
-    kvci_layernorm_rows_threads(x, R, N, LD, g, 1e-5f, y);
-    for (int r = 0; r < R; r++) {
-        double mean = 0.0, var = 0.0;
-        for (int i = 0; i < N; i++) mean += x[r * LD + i];
-        mean /= N;
-        for (int i = 0; i < N; i++) var += (x[r * LD + i] - mean) * (x[r * LD + i] - mean);
-        const double inv = 1.0 / sqrt(var / N + (double)1e-5f);
-        for (int i = 0; i < N; i++) {
-            const double want = (x[r * LD + i] - mean) * inv * g[i];
-            assert_true(fabs(y[r * LD + i] - want) <= 1e-6 * fabs(want) + 1e-30);
+    for (int i = 0; i < NT; i++) b[i] = 0.05f * (float)cos(1.3 * i);
+    for (int with_bias = 0; with_bias < 2; with_bias++) { /* Cohere's (no bias), StarCoder2's (a bias) */
+        const float *beta = with_bias ? b : NULL;
+        for (int i = 0; i < R * LD; i++) y[i] = -1.0f;
+        kvci_layernorm_rows_threads(x, R, N, LD, g, beta, 1e-5f, y);
+        for (int r = 0; r < R; r++) {
+            double mean = 0.0, var = 0.0;
+            for (int i = 0; i < N; i++) mean += x[r * LD + i];
+            mean /= N;
+            for (int i = 0; i < N; i++) var += (x[r * LD + i] - mean) * (x[r * LD + i] - mean);
+            const double inv = 1.0 / sqrt(var / N + (double)1e-5f);
+            for (int i = 0; i < N; i++) {
+                const double want = (x[r * LD + i] - mean) * inv * g[i] + (beta ? beta[i] : 0.0);
+                assert_true(fabs(y[r * LD + i] - want) <= 1e-6 * fabs(want) + 1e-30);
+            }
+            for (int i = N; i < LD; i++) assert_true(y[r * LD + i] == -1.0f);
         }
-        for (int i = N; i < LD; i++) assert_true(y[r * LD + i] == -1.0f);
+        for (int i = 0; i < N; i++) assert_true(y[4 * LD + i] == (beta ? b[i] : 0.0f)); /* variance 0: the bias */
     }
-    for (int i = 0; i < N; i++) assert_true(y[4 * LD + i] == 0.0f);
     float *xt = malloc(sizeof(float) * RT * NT), *yt = malloc(sizeof(float) * RT * NT), one[NT];
     assert_non_null(xt), assert_non_null(yt);
     for (int i = 0; i < RT * NT; i++) xt[i] = (float)sin(0.7 * i) * (float)(1 + i % 7) + 3.0f;
-    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, 1e-5f, yt);
+    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, b, 1e-5f, yt);
     for (int r = 0; r < RT; r++) {
-        kvci_layernorm_rows_threads(xt + r * NT, 1, NT, NT, g, 1e-5f, one);
+        kvci_layernorm_rows_threads(xt + r * NT, 1, NT, NT, g, b, 1e-5f, one);
         assert_memory_equal(one, yt + r * NT, sizeof one);
     }
-    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, 1e-5f, xt); /* in place */
+    kvci_layernorm_rows_threads(xt, RT, NT, NT, g, b, 1e-5f, xt); /* in place */
     assert_memory_equal(xt, yt, sizeof(float) * RT * NT);
     /* 4 heads of 16 a row, each with its own weights (Cohere's q / k norms), in place: each head as the row
      * normalised alone by its weights */
     float heads[4 * 16];
     for (int i = 0; i < 4 * 16; i++) heads[i] = x[i];
-    for (int h = 0; h < 4; h++) kvci_layernorm_rows_threads(x + h * 16, 1, 16, 16, g + h * 16, 1e-5f, y + h * 16);
+    for (int h = 0; h < 4; h++) kvci_layernorm_rows_threads(x + h * 16, 1, 16, 16, g + h * 16, NULL, 1e-5f, y + h * 16);
     kvci_layernorm_rows_to(heads, 4, 16, 16, g, 16, 1e-5f, heads);
     assert_memory_equal(heads, y, sizeof heads);
     free(xt), free(yt);

@@ -1047,18 +1047,23 @@ static void test_unknown_architecture(void **state) {
                              patterns[i].full[l] == '1' ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
         kvc_model_plan_destroy(plan);
     }
-    /* Cohere 2 without the pattern or the window: Cohere2Config's 4 and 4096 (was planned all full without a
-     * window, all sliding with one) */
-    static const char cohere2[] = "{\"model_type\": \"cohere2\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
-                                  " \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
-                                  " \"max_position_embeddings\": 8192}";
-    plan = plan_text(cohere2, &o);
-    assert_string_equal(plan->family, "cohere2");
-    for (int l = 0; l < 8; l++) {
-        assert_int_equal(plan->layers[l].attn_type, l % 4 == 3 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
-        if (l % 4 != 3) assert_int_equal(plan->layers[l].sliding_window, 4096);
+    /* Cohere 2 and EXAONE 4.0 without the pattern or the window: their config classes' 4 and 4096 (Cohere 2 was
+     * planned all full without a window, all sliding with one; EXAONE 4.0 all full) */
+    static const char *const family_4[] = {"cohere2", "exaone4"};
+    for (size_t i = 0; i < 2; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"%s\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
+                 " \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"max_position_embeddings\": 8192}",
+                 family_4[i]);
+        plan = plan_text(json, &o);
+        assert_string_equal(plan->family, family_4[i]);
+        for (int l = 0; l < 8; l++) {
+            assert_int_equal(plan->layers[l].attn_type, l % 4 == 3 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+            if (l % 4 != 3) assert_int_equal(plan->layers[l].sliding_window, 4096);
+        }
+        kvc_model_plan_destroy(plan);
     }
-    kvc_model_plan_destroy(plan);
     static const char bad_pattern[] = "{\"model_type\": \"exaone4\", \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
                                       " \"num_attention_heads\": 8, \"max_position_embeddings\": 8192,"
                                       " \"sliding_window\": 512, \"sliding_window_pattern\": \"LXG\"}";

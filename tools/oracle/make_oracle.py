@@ -2,7 +2,9 @@
 """Build the Hugging Face oracle data under tests/data/oracle/.
 
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
-phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2) this script
+phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
+exaone4, starcoder2, ministral,
+ministral3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -37,10 +39,21 @@ from transformers import (
     CohereForCausalLM,
     Cohere2Config,
     Cohere2ForCausalLM,
+    Exaone4Config,
+    Exaone4ForCausalLM,
     GemmaConfig,
+    MinistralConfig,
+    MinistralForCausalLM,
+    Ministral3Config,
+    Ministral3ForCausalLM,
+    Mistral3Config,
+    Mistral3ForConditionalGeneration,
+    PixtralVisionConfig,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
+    GlmConfig,
+    GlmForCausalLM,
     Glm4Config,
     Glm4ForCausalLM,
     Gemma3Config,
@@ -63,6 +76,10 @@ from transformers import (
     SmolLM3Config,
     SmolLM3ForCausalLM,
     Qwen3Config,
+    SeedOssConfig,
+    Starcoder2Config,
+    Starcoder2ForCausalLM,
+    SeedOssForCausalLM,
     Qwen3ForCausalLM,
     Qwen2MoeConfig,
     Qwen2MoeForCausalLM,
@@ -437,18 +454,24 @@ def gemma2_config():
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
+# GLM and GLM-4 share one toy shape: 3 layers, head_dim 16, theta 1e4, untied (the rest their classes' defaults).
+GLM_SHAPE = dict(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 def glm4_config():
     # GLM-4-0414 at toy size: fused gate_up_proj, sandwich norms (post_self_attn_layernorm and
     # post_mlp_layernorm on the sub-layer outputs), q/k/v biases (attention_bias, Glm4Config's default),
     # head_dim 16 of which the first 8 rotate (partial_rotary_factor left at Glm4Config's 0.5) in adjacent
     # pairs, GQA 4/2, untied, rms_norm_eps left at Glm4Config's 1.5625e-7.
-    return Glm4Config(
-        **DENSE_TOY_SHAPE,
-        num_hidden_layers=3,
-        head_dim=16,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=False,
-    )
+    return Glm4Config(**GLM_SHAPE)
+
+
+def glm_config():
+    # GLM-4-9B-chat-hf at toy size: GLM-4's attention (q/k/v biases by GlmConfig's attention_bias, head_dim 16
+    # of which the first 8 rotate in adjacent pairs, partial_rotary_factor left at GlmConfig's 0.5) and fused
+    # gate_up_proj in plain pre-norm blocks (no sandwich norms), GQA 4/2, untied, rms_norm_eps left at 1.5625e-7.
+    return GlmConfig(**GLM_SHAPE)
 
 
 def cohere_config():
@@ -482,6 +505,55 @@ def cohere2_config():
     )
 
 
+def seed_oss_config():
+    # Seed-OSS at toy size: Llama with q/k/v biases (attention_bias, SeedOssConfig's default true), none on
+    # o_proj (attention_out_bias left at its default false: a key of its own), MLP biases (mlp_bias set: its
+    # default is false), head_dim 16 (set: the default is 128), GQA 4/2, 3 layers, theta 1e4, untied.
+    return SeedOssConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, mlp_bias=True,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def exaone4_config():
+    # EXAONE 4.0 at toy size: post-norm blocks (post_attention_layernorm, post_feedforward_layernorm; no input
+    # norm), q/k norms per head before RoPE, 4 layers of Exaone4Config's default layer_types (sliding_window_pattern
+    # 4: three sliding, then one full), a window of 8 (shorter than the 23- and 40-token prompts), RoPE on the
+    # sliding layers only (the full one is NoPE), GQA 4/2, theta 1e4, untied, rms_norm_eps left at 1e-5.
+    return Exaone4Config(**DENSE_TOY_SHAPE, num_hidden_layers=4, sliding_window=8,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def starcoder2_config():
+    # StarCoder2 at toy size: LayerNorms with bias (norm_epsilon 1e-5), a plain MLP c_fc -> gelu_pytorch_tanh ->
+    # c_proj, biases on q/k/v/o and the MLP (use_bias, Starcoder2Config's default), every layer sliding with a
+    # window of 8 (shorter than the 23- and 40-token prompts; the default is none), GQA 4/2, 3 layers, theta 1e4,
+    # tied embeddings (the default).
+    return Starcoder2Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, sliding_window=8,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def ministral_config():
+    # Ministral at toy size: Mistral with layer_types (sliding, full, sliding, full; MinistralConfig's default
+    # slides every layer), a window of 8 (shorter than the 23- and 40-token prompts), head_dim 16 (set: Ministral's
+    # attention needs it), GQA 4/2, theta 1e4, untied, no biases.
+    return MinistralConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, head_dim=16, sliding_window=8,
+                           layer_types=["sliding_attention", "full_attention"] * 2,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def ministral3_config():
+    # Ministral 3's text model at toy size: Mistral with head_dim 16, no window (Ministral3Config's default), YaRN
+    # (factor 16 over original_max_position_embeddings 16, so the ramp bends the toy's frequencies; mscale and
+    # mscale_all_dim 1: attention factor 1) and Llama 4's query scale by position, llama_4_scaling_beta 0.1 over
+    # the same 16 positions (1 up to 15, 1 + 0.1 ln 2 to 31, 1 + 0.1 ln 3 to 47: every prompt past 16 tokens
+    # sees it), GQA 4/2, 2 layers, untied, rms_norm_eps left at 1e-5.
+    shape = {**DENSE_TOY_SHAPE, "max_position_embeddings": 256}
+    return Ministral3Config(**shape, num_hidden_layers=2, head_dim=16, tie_word_embeddings=False,
+                            rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 16.0,
+                                             "original_max_position_embeddings": 16, "beta_fast": 32.0,
+                                             "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                             "llama_4_scaling_beta": 0.1})
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -498,6 +570,12 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "glm": (glm_config, GlmForCausalLM),
+    "seed_oss": (seed_oss_config, SeedOssForCausalLM),
+    "exaone4": (exaone4_config, Exaone4ForCausalLM),
+    "starcoder2": (starcoder2_config, Starcoder2ForCausalLM),
+    "ministral": (ministral_config, MinistralForCausalLM),
+    "ministral3": (ministral3_config, Ministral3ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -838,7 +916,7 @@ def make_family(family, out_root, seed):
                              "long_factor": rp["long_factor"] + [1.0] * 2})
         summary["sensitivity_long_factors"] = sensitivity(
             model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
-    if family == "glm4":
+    if family in ("glm", "glm4"):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
     if family in ("cohere", "cohere2"):
@@ -847,6 +925,22 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "exaone4":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "ministral":
+        summary["sensitivity_every_layer_sliding"] = sensitivity(
+            model, ps[-1], layer_types=["sliding_attention"] * model.config.num_hidden_layers)
+    if family == "ministral3":
+        rp = model.config.rope_parameters
+        summary["sensitivity_llama_4_scaling_beta_0"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "llama_4_scaling_beta": 0.0})
+        summary["sensitivity_default_rope"] = sensitivity(
+            model, ps[-1], rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "llama_4_scaling_beta": 0.1,
+                                            "original_max_position_embeddings": 16})
+    if family == "starcoder2":
+        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
@@ -856,6 +950,8 @@ def make_family(family, out_root, seed):
 
     if family == "gemma3":
         summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
+    if family == "ministral3":
+        summary["multimodal"] = make_ministral3_multimodal(model, out_root, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -907,23 +1003,47 @@ def make_gemma3_multimodal(text_model, out_root, ps):
     model.language_model., a one-layer SigLIP vision tower and the projector beside it) whose language
     model holds the gemma3 oracle's weights; checked here to give the text model's logits bit for bit
     on every prompt, so the runtime's logits on it must equal its logits on gemma3/."""
-    out = os.path.join(out_root, "gemma3", "multimodal")
-    os.makedirs(out)
     vision = SiglipVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
                                 image_size=28, patch_size=14)
     cfg = Gemma3Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict(),
                        mm_tokens_per_image=4, tie_word_embeddings=True)
+    return make_multimodal(text_model, os.path.join(out_root, "gemma3", "multimodal"), ps, cfg,
+                           Gemma3ForConditionalGeneration)
+
+
+@torch.no_grad()
+def make_ministral3_multimodal(text_model, out_root, ps):
+    """ministral3/multimodal/: a Mistral3ForConditionalGeneration (Ministral 3's hub class: the text model under
+    model.language_model., a one-layer Pixtral vision tower and the projector beside it) holding the ministral3
+    oracle's weights, untied at the top level as the text model is (Mistral3Config ties by its own
+    tie_word_embeddings, true by default); its logits equal the text model's bit for bit."""
+    vision = PixtralVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                                 image_size=28, patch_size=14, head_dim=16)
+    cfg = Mistral3Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict(),
+                         spatial_merge_size=1, tie_word_embeddings=False)
+    return make_multimodal(text_model, os.path.join(out_root, "ministral3", "multimodal"), ps, cfg,
+                           Mistral3ForConditionalGeneration)
+
+
+@torch.no_grad()
+def make_multimodal(text_model, out, ps, cfg, cls):
+    """out/: the multimodal model cls of cfg whose language model holds text_model's weights (the vision tower and
+    projector at their seeded initialisation), saved and reloaded; every prompt's logits must equal the text
+    model's bit for bit."""
+    os.makedirs(out)
     torch.manual_seed(SEED)
-    mm = Gemma3ForConditionalGeneration._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    mm = cls._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
     missing = mm.model.language_model.load_state_dict(text_model.model.state_dict())
     assert not missing.missing_keys and not missing.unexpected_keys, missing
+    if not cfg.tie_word_embeddings:
+        mm.lm_head.load_state_dict(text_model.lm_head.state_dict())
     mm.eval()
     mm.save_pretrained(out, safe_serialization=True)
     for fn in os.listdir(out):
         if fn not in ("config.json", "model.safetensors"):
             os.remove(os.path.join(out, fn))
     names = write_tensor_list(out)
-    mm = Gemma3ForConditionalGeneration.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    mm = cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
     for ids in ps:
         assert torch.equal(forward_logits(mm, ids), forward_logits(text_model, ids)), "multimodal logits differ"
     return {"dir_bytes": dir_size(out), "num_tensors": len(names),
@@ -988,7 +1108,7 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
