@@ -38,7 +38,7 @@ extern "C" {
 typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
-                               * ministral3 (also mistral3's text model) and the softmax-routed MoE models
+                               * ministral3 (also mistral3's text model), helium, arcee and the softmax-routed MoE models
                                * qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
@@ -66,8 +66,9 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
 /* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
-/* The activation of the gated MLP: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3). */
-typedef enum kvc_mlp_act { KVC_MLP_SILU = 0, KVC_MLP_GELU_TANH = 1 } kvc_mlp_act;
+/* The MLP's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3; StarCoder2's ungated MLP), or relu2
+ * (ReLU squared, Arcee's ungated MLP only: mlp_plain). */
+typedef enum kvc_mlp_act { KVC_MLP_SILU = 0, KVC_MLP_GELU_TANH = 1, KVC_MLP_RELU2 = 2 } kvc_mlp_act;
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {

@@ -43,12 +43,13 @@ const kvc_act_kernel *kvci_act_active(void) {
 #define SWIGLU_PARALLEL_ELEMS (1 << 16)
 
 void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n) {
-    const bool gelu = act == KVC_MLP_GELU_TANH;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < n; j++) {
             float *e = x + t * n + j;
-            *e = gelu ? kvci_gelu_mul(*e, 1.0f) : kvci_silu_mul(*e, 1.0f);
+            *e = act == KVC_MLP_RELU2       ? kvci_relu2(*e)
+                 : act == KVC_MLP_GELU_TANH ? kvci_gelu_mul(*e, 1.0f)
+                                            : kvci_silu_mul(*e, 1.0f);
         }
 }
 

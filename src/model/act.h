@@ -81,6 +81,12 @@ static inline float kvci_gelu_w(float a) { return (((a * a) * a) * KVC_GELU_C + 
 /* gelu_tanh(a) * u of one element, as every kernel computes it. */
 static inline float kvci_gelu_mul(float a, float u) { return (a / (1.0f + kvci_silu_exp(-kvci_gelu_w(a)))) * u; }
 
+/* relu2(a) = max(a, 0)^2 as transformers' ReLUSquaredActivation: one rounding of the square (NaN stays NaN). */
+static inline float kvci_relu2(float a) {
+    const float r = a > 0.0f || a != a ? a : 0.0f;
+    return r * r;
+}
+
 /* out[j] = act(g[j]) * u[j] for j < n; out may be g or u. */
 typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
 

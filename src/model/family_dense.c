@@ -142,6 +142,38 @@ static kvc_status parse_seed_oss(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
 }
 
+/* Helium (kyutai/helium-1-*, HeliumForCausalLM): Llama with RoPE on adjacent pairs, q/k/v biases by
+ * attention_bias and none on o_proj, MLP biases by mlp_bias (both false when absent), head_dim 128, theta 1e5 and
+ * rms_norm_eps 1e-8 when absent (HeliumConfig's). */
+static kvc_status parse_helium(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    cfg->o_bias = false, cfg->rope_form = KVC_ROPE_PAIRS;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-8, eps, &cfg->rms_norm_eps);
+}
+
+/* Arcee (arcee-ai/AFM-*, ArceeForCausalLM): Llama with an ungated MLP down_proj(relu2(up_proj(x))) (hidden_act
+ * relu2 when absent, ArceeConfig's; another is refused by name), biases on q/k/v/o by attention_bias and on the
+ * MLP by mlp_bias (both false when absent), rms_norm_eps 1e-5 when absent. */
+static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "relu2";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "relu2") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (arcee: relu2)", c->doc, act);
+    cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias;
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
  * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -298,6 +330,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
     if (strcmp(mt, "ministral") == 0) return parse_ministral(hp, cfg);
     if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
+    if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
+    if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -386,6 +420,8 @@ static const kvc_family_alias ALIASES[] = {
     {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
     {"ministral", "MinistralForCausalLM", "ministral", true},
     {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
+    {"helium", "HeliumForCausalLM", "helium", true},
+    {"arcee", "ArceeForCausalLM", "arcee", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -282,8 +282,8 @@ kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *
  * the kernels are act.h's. */
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out);
-/* x[T, n] = act(x) in place (StarCoder2's plain MLP): act(a) * 1, kvci_glu's element function with u = 1,
- * so the same bits as every act.h kernel. */
+/* x[T, n] = act(x) in place (StarCoder2's and Arcee's plain MLP): act(a) * 1, kvci_glu's element function with
+ * u = 1, so the same bits as every act.h kernel; relu2 is kvci_relu2 (plain MLPs only). */
 void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n);
 
 #endif /* KVC_MODEL_INTERNAL_H */

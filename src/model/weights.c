@@ -159,14 +159,21 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
     return KVC_OK;
 }
 
-/* StarCoder2's MLP: c_fc [I, H] (as up, split by rows) and c_proj [H, I] (as down, by columns), their biases
- * with mlp_bias. */
+/* The ungated MLP: StarCoder2's c_fc [I, H] (as up, split by rows) and c_proj [H, I] (as down, by columns), or
+ * Arcee's up_proj and down_proj of the same shapes; their biases with mlp_bias. */
 static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    TRY(m2(v, "mlp.c_fc.weight", I, H, &w->w_up, even(v, 0, I)));
-    if (c->mlp_bias) TRY(v1(v, "mlp.c_fc.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
-    TRY(m2(v, "mlp.c_proj.weight", H, I, &w->w_down, even(v, 1, I)));
-    if (c->mlp_bias) TRY(v1(v, "mlp.c_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    const bool sc2 = strcmp(c->model_type, "starcoder2") == 0;
+    const char *up = sc2 ? "c_fc" : "up_proj", *down = sc2 ? "c_proj" : "down_proj";
+    char n[64];
+    snprintf(n, sizeof n, "mlp.%s.weight", up);
+    TRY(m2(v, n, I, H, &w->w_up, even(v, 0, I)));
+    snprintf(n, sizeof n, "mlp.%s.bias", up);
+    if (c->mlp_bias) TRY(v1(v, n, I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
+    snprintf(n, sizeof n, "mlp.%s.weight", down);
+    TRY(m2(v, n, H, I, &w->w_down, even(v, 1, I)));
+    snprintf(n, sizeof n, "mlp.%s.bias", down);
+    if (c->mlp_bias) TRY(v1(v, n, H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
@@ -392,6 +399,10 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
     if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0))
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
+    if ((unsigned)c->mlp_act > KVC_MLP_RELU2 || (c->mlp_act == KVC_MLP_RELU2 && !c->mlp_plain))
+        return kvci_fail(KVC_EINVAL,
+                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2)",
+                         (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

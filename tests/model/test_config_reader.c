@@ -360,6 +360,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/seed_oss/config.json",   "oracle/exaone4/config.json",
         "oracle/starcoder2/config.json", "oracle/ministral/config.json",
         "oracle/ministral3/config.json", "oracle/ministral3/multimodal/config.json",
+        "oracle/helium/config.json",     "oracle/arcee/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -194,8 +194,32 @@ static void test_gelu(void **state) {
     assert_true(worst_ratio <= 4.0);
 }
 
+/* relu2 (Arcee's ungated MLP): max(a, 0)^2 is the float64 square rounded once (PyTorch's relu then pow 2), so
+ * exactly the float of the float64 value over a sweep and random bit patterns; -0 and negatives give +0, NaN
+ * stays NaN, +inf gives +inf; kvci_act_rows applies it in place, element by element. */
+static void test_relu2(void **state) {
+    (void)state;
+    assert_true(kvci_relu2(INFINITY) == INFINITY && kvci_relu2(-INFINITY) == 0.0f && isnan(kvci_relu2(NAN)));
+    assert_true(kvci_relu2(-0.0f) == 0.0f && !signbit(kvci_relu2(-0.0f)) && !signbit(kvci_relu2(-3.0f)));
+    uint32_t s = 11u;
+    for (int i = 0; i < 200000; i++) {
+        const uint32_t r = lcg(&s);
+        const float a = i % 2 ? -12.0f + 24.0f * (float)(r >> 8) / 16777216.0f : from_bits(r);
+        if (isnan(a)) continue;
+        const double x = a > 0.0f ? (double)a : 0.0;
+        const float want_f = (float)(x * x); /* the exact square of a float fits a double: one rounding */
+        const float got_f = kvci_relu2(a);
+        assert_memory_equal(&got_f, &want_f, sizeof got_f);
+    }
+    float row[6] = {-2.0f, -0.0f, 0.5f, 3.0f, 1e20f, 1e-30f};
+    kvci_act_rows(KVC_MLP_RELU2, row, 2, 3);
+    const float want_row[6] = {0.0f, 0.0f, 0.25f, 9.0f, INFINITY, 0.0f};
+    assert_memory_equal(row, want_row, sizeof row);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits), cmocka_unit_test(test_special_values),
-                                       cmocka_unit_test(test_error_bounds), cmocka_unit_test(test_gelu)};
+                                       cmocka_unit_test(test_error_bounds), cmocka_unit_test(test_gelu),
+                                       cmocka_unit_test(test_relu2)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,6 +363,14 @@ static void expect_refusal(const char *json, const char *needle) {
     if (!strstr(kvc_last_error(), needle)) fail_msg("\"%s\" should mention \"%s\"", kvc_last_error(), needle);
 }
 
+/* kvc_model_create_random refuses c, naming needle, and leaves no model. */
+static void expect_create_refusal(const kvc_model_config *c, const char *needle) {
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(c, 1, &m), KVC_EINVAL);
+    if (!strstr(kvc_last_error(), needle)) fail_msg("\"%s\" should mention \"%s\"", kvc_last_error(), needle);
+    assert_null(m);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
@@ -463,6 +471,12 @@ static void test_refusals(void **state) {
 #define STARCODER2_BASE                                                                                                \
     "{\"model_type\":\"starcoder2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                      \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define HELIUM_BASE                                                                                                    \
+    "{\"model_type\":\"helium\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define ARCEE_BASE                                                                                                     \
+    "{\"model_type\":\"arcee\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -604,18 +618,13 @@ static void test_starcoder2_fields(void **state) {
     assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.rms_norm_eps == 1e-3 && c.sliding_window == 4096);
     for (int64_t l = 0; l < 8; l++) assert_true(c.layer_sliding[l] && !c.layer_nope[l]);
     expect_refusal(STARCODER2_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
-    kvc_model *m = NULL;
     assert_int_equal(kvc_model_config_parse(STARCODER2_BASE "}", "starcoder2", &c), KVC_OK);
     c.layer_norm = false;
-    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    expect_create_refusal(&c, "norm_bias needs layer_norm in pre-norm blocks");
     c.layer_norm = c.post_norms = true;
-    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "norm_bias needs layer_norm in pre-norm blocks"));
+    expect_create_refusal(&c, "norm_bias needs layer_norm in pre-norm blocks");
     c.post_norms = false, c.family = KVC_FAMILY_GEMMA2;
-    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "mlp_plain is the dense family's dense MLP only"));
-    assert_null(m);
+    expect_create_refusal(&c, "mlp_plain is the dense family's dense MLP only");
 }
 
 /* Ministral with MinistralConfig's defaults (window 4096 on every layer, no layer_types) and with layer_types;
@@ -661,6 +670,33 @@ static void test_ministral3_fields(void **state) {
                    "ministral3 with layer_types is not supported");
 }
 
+/* Helium with HeliumConfig's defaults (RoPE on adjacent pairs, head_dim 128, theta 1e5, eps 1e-8, no biases,
+ * untied) and with attention_bias / mlp_bias set (q/k/v and MLP biases, never o_proj's); Arcee with
+ * ArceeConfig's (relu2 ungated MLP, eps 1e-5, no biases) and with both biases set (o_proj's too); refused: Arcee
+ * with another hidden_act, and in a caller's own struct relu2 in a gated MLP. */
+static void test_helium_arcee_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(HELIUM_BASE "}", "helium-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.rope_form == KVC_ROPE_PAIRS);
+    assert_true(c.rope.theta == 100000.0 && c.rms_norm_eps == 1e-8 && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.mlp_plain && c.mlp_act == KVC_MLP_SILU);
+    assert_int_equal(
+        kvc_model_config_parse(HELIUM_BASE ",\"attention_bias\":true,\"mlp_bias\":true}", "helium-set", &c), KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(ARCEE_BASE "}", "arcee-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2 && c.head_dim == 16);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && !c.layer_norm && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(ARCEE_BASE ",\"attention_bias\":true,\"mlp_bias\":true}", "arcee-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
+    expect_refusal(ARCEE_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (arcee: relu2)");
+    assert_int_equal(kvc_model_config_parse(ARCEE_BASE "}", "arcee", &c), KVC_OK);
+    c.mlp_plain = false;
+    expect_create_refusal(&c, "with mlp_plain, 2 (relu2)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -683,6 +719,7 @@ int main(void) {
         cmocka_unit_test(test_starcoder2_fields),
         cmocka_unit_test(test_ministral_fields),
         cmocka_unit_test(test_ministral3_fields),
+        cmocka_unit_test(test_helium_arcee_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

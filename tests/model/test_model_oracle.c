@@ -366,6 +366,18 @@ static void test_ministral3_multimodal(void **state) {
     check_multimodal("ministral3", "ministral3");
 }
 
+/* Helium-like: RoPE on adjacent pairs, q/k/v biases without an o_proj bias, MLP biases, eps 1e-8, GQA, untied */
+static void test_helium(void **state) {
+    (void)state;
+    run_dir("helium");
+}
+
+/* Arcee (AFM)-like: an ungated MLP down(relu2(up(x))), q/k/v/o and MLP biases, GQA, untied */
+static void test_arcee(void **state) {
+    (void)state;
+    run_dir("arcee");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -413,6 +425,8 @@ int main(void) {
         cmocka_unit_test(test_ministral),
         cmocka_unit_test(test_ministral3),
         cmocka_unit_test(test_ministral3_multimodal),
+        cmocka_unit_test(test_helium),
+        cmocka_unit_test(test_arcee),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

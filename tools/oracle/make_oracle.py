@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3) this script
+ministral3, helium, arcee) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -45,6 +45,10 @@ from transformers import (
     MinistralConfig,
     MinistralForCausalLM,
     Ministral3Config,
+    HeliumConfig,
+    HeliumForCausalLM,
+    ArceeConfig,
+    ArceeForCausalLM,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -554,6 +558,21 @@ def ministral3_config():
                                              "llama_4_scaling_beta": 0.1})
 
 
+def helium_config():
+    # Helium at toy size: Llama with RoPE on adjacent pairs, q/k/v biases (attention_bias set; o_proj never has
+    # one) and MLP biases (mlp_bias set), head_dim 16 (set: the default is 128), GQA 4/2, 3 layers, untied,
+    # rope_theta and rms_norm_eps left at HeliumConfig's 1e5 and 1e-8.
+    return HeliumConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, attention_bias=True, mlp_bias=True,
+                        tie_word_embeddings=False)
+
+
+def arcee_config():
+    # Arcee (AFM) at toy size: Llama with an ungated MLP down(relu2(up(x))) (hidden_act left at ArceeConfig's
+    # relu2), q/k/v/o biases (attention_bias) and MLP biases (mlp_bias), GQA 4/2, 3 layers, theta 1e4, untied.
+    return ArceeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, attention_bias=True, mlp_bias=True,
+                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -576,6 +595,8 @@ FAMILIES = {
     "starcoder2": (starcoder2_config, Starcoder2ForCausalLM),
     "ministral": (ministral_config, MinistralForCausalLM),
     "ministral3": (ministral3_config, Ministral3ForCausalLM),
+    "helium": (helium_config, HeliumForCausalLM),
+    "arcee": (arcee_config, ArceeForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1108,7 +1129,8 @@ def main():
     summaries = []
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
-                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3"]:
+                               "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
+                               "helium", "arcee"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
