@@ -174,6 +174,32 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* StableLM (stabilityai/stablelm-*, StableLmForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5 when
+ * absent), RoPE on the first head_dim * partial_rotary_factor channels (0.25 when absent, hparams.c), q/k/v biases
+ * by use_qkv_bias (false when absent) and none on o_proj or the MLP, a parallel block (attention and MLP both
+ * reading input_layernorm's output) by use_parallel_residual (false); head_dim is always hidden_size /
+ * num_attention_heads (its attention's), so a head_dim key that says otherwise is refused. Refused by name:
+ * qk_layernorm (a LayerNorm per head, each stored as its own tensor, which the runtime does not read). */
+static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool qk_ln = false;
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &qk_ln));
+    if (qk_ln)
+        return kvci_fail(KVC_EINVAL, "%s: stablelm with qk_layernorm true is not supported (per-head LayerNorms)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: stablelm head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
+                         "StableLM's attention always uses",
+                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(kvci_family_opt_bool(c, "use_qkv_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", false, &cfg->parallel_block));
+    cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
  * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -332,6 +358,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
+    if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -422,6 +449,7 @@ static const kvc_family_alias ALIASES[] = {
     {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
     {"helium", "HeliumForCausalLM", "helium", true},
     {"arcee", "ArceeForCausalLM", "arcee", true},
+    {"stablelm", "StableLmForCausalLM", "stablelm", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

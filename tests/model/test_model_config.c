@@ -477,6 +477,9 @@ static void test_refusals(void **state) {
 #define ARCEE_BASE                                                                                                     \
     "{\"model_type\":\"arcee\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define STABLELM_BASE                                                                                                  \
+    "{\"model_type\":\"stablelm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -697,6 +700,25 @@ static void test_helium_arcee_fields(void **state) {
     expect_create_refusal(&c, "with mlp_plain, 2 (relu2)");
 }
 
+/* StableLM with StableLmConfig's defaults (LayerNorms with bias, eps 1e-5, RoPE on a quarter of each head,
+ * no biases, sequential blocks, untied) and with use_qkv_bias and use_parallel_residual set; refused by name:
+ * qk_layernorm, a head_dim other than hidden_size / heads. */
+static void test_stablelm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(STABLELM_BASE "}", "stablelm-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.layer_norm && c.norm_bias && !c.parallel_block && !c.mlp_plain);
+    assert_true(c.head_dim == 16 && kvci_model_rot_dim(&c) == 4 && c.rope_form == KVC_ROPE_HALF);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(STABLELM_BASE ",\"use_qkv_bias\":true,\"use_parallel_residual\":true,"
+                                                          "\"layer_norm_eps\":1e-3,\"qk_layernorm\":false}",
+                                            "stablelm-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && c.parallel_block && c.norm_bias && c.rms_norm_eps == 1e-3);
+    expect_refusal(STABLELM_BASE ",\"qk_layernorm\":true}", "stablelm with qk_layernorm true is not supported");
+    expect_refusal(STABLELM_BASE ",\"head_dim\":8}", "stablelm head_dim 8 is not hidden_size 64");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -720,6 +742,7 @@ int main(void) {
         cmocka_unit_test(test_ministral_fields),
         cmocka_unit_test(test_ministral3_fields),
         cmocka_unit_test(test_helium_arcee_fields),
+        cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -378,6 +378,14 @@ static void test_arcee(void **state) {
     run_dir("arcee");
 }
 
+/* StableLM 2-like: LayerNorms with bias, RoPE on a quarter of each head, q/k/v biases, GQA, untied; and with
+ * parallel blocks, RoPE on half of each head, no biases, tied */
+static void test_stablelm(void **state) {
+    (void)state;
+    run_dir("stablelm");
+    run_dir("stablelm_parallel");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -427,6 +435,7 @@ int main(void) {
         cmocka_unit_test(test_ministral3_multimodal),
         cmocka_unit_test(test_helium),
         cmocka_unit_test(test_arcee),
+        cmocka_unit_test(test_stablelm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -49,6 +49,8 @@ from transformers import (
     HeliumForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
+    StableLmConfig,
+    StableLmForCausalLM,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -573,6 +575,22 @@ def arcee_config():
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def stablelm_config():
+    # StableLM 2 (1.6B's shape) at toy size: LayerNorms with bias (layer_norm_eps 1e-5), RoPE on the first quarter
+    # of each head (partial_rotary_factor left at StableLmConfig's 0.25: 4 of 16 channels), q/k/v biases
+    # (use_qkv_bias), sequential blocks, GQA 4/2, 3 layers, theta 1e4, untied. head_dim is hidden / heads = 16.
+    return StableLmConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, use_qkv_bias=True,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def stablelm_parallel_config():
+    # StableLM with use_parallel_residual (attention and MLP read input_layernorm's output; no
+    # post_attention_layernorm stored), partial_rotary_factor 0.5, no q/k/v biases, 2 layers, tied.
+    return StableLmConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, use_parallel_residual=True,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                           "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -597,6 +615,8 @@ FAMILIES = {
     "ministral3": (ministral3_config, Ministral3ForCausalLM),
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
+    "stablelm": (stablelm_config, StableLmForCausalLM),
+    "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1130,7 +1150,7 @@ def main():
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
-                               "helium", "arcee"]:
+                               "helium", "arcee", "stablelm", "stablelm_parallel"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
