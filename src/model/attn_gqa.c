@@ -1,6 +1,7 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
- * RoPE (none on SmolLM3's no-rope layers), Ministral 3's query scale, sliding window / sinks, o_proj. */
+ * RoPE (none on SmolLM3's no-rope layers), OLMo's clip_qkv, Ministral 3's query scale, sliding window / sinks, o_proj.
+ */
 #include <math.h>
 #include <string.h>
 
@@ -36,12 +37,18 @@ static float query_scale(const kvc_model_config *c, int64_t pos) {
     return 1.0f + (float)c->query_scale_beta * logf(1.0f + steps);
 }
 
-/* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), then
+/* x[n] clamped to [-clip, clip] as torch's clamp_ (NaN stays NaN). */
+static void clamp_row(float *x, int64_t n, float clip) {
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] < -clip ? -clip : x[i] > clip ? clip : x[i];
+}
+
+/* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), with
+ * `first` (the rows straight from the projection) clamped to +-clip_qkv (OLMo; 0: none), then
  * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both), and with `finish`
  * rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel region
  * over the tokens, each token whole on one thread (the threads never change a bit). */
-static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool norm,
-                     bool finish) {
+static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool first,
+                     bool norm, bool finish) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     const bool rotate = finish && !c->layer_nope[l];
@@ -54,6 +61,10 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
             memcpy(q + t * nq, y, (size_t)nq * sizeof(float));
             memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
             memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
+        }
+        if (first && c->clip_qkv > 0.0) {
+            const float clip = (float)c->clip_qkv;
+            clamp_row(q + t * nq, nq, clip), clamp_row(k + t * nk, nk, clip), clamp_row(v + t * nv, nv, clip);
         }
         kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, norm ? w->q_norm : NULL, rotate);
         kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, norm ? w->k_norm : NULL, rotate);
@@ -100,11 +111,11 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     /* the fused rows' split is timed with the q/k norms and RoPE */
     if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
-        qkv_rows(s, l, fused, q, k, v, false, false);
+        qkv_rows(s, l, fused, q, k, v, true, false, false);
         KVC_TRY(whole_norms_over_ranks(s, w, q, k));
-        qkv_rows(s, l, NULL, q, k, v, false, true);
+        qkv_rows(s, l, NULL, q, k, v, false, false, true);
     } else {
-        qkv_rows(s, l, fused, q, k, v, true, true);
+        qkv_rows(s, l, fused, q, k, v, true, true, true);
     }
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,

@@ -200,6 +200,19 @@ static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* OLMo (allenai/OLMo-*-hf, OlmoForCausalLM; OLMo 1): Llama whose LayerNorms have no weight or bias (eps 1e-5,
+ * fixed in OlmoLayerNorm: no config key), biases on q/k/v/o by attention_bias (false when absent), none on the
+ * MLP, and q, k, v clamped to +-clip_qkv right after their projections when set (null when absent: none). */
+static kvc_status parse_olmo1(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range clip = {0.0, 3.4e38, true};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false;
+    cfg->layer_norm = cfg->norm_weightless = true, cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_num(c, "clip_qkv", 0.0, clip, &cfg->clip_qkv);
+}
+
 /* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
  * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -359,6 +372,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
+    if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -450,6 +464,7 @@ static const kvc_family_alias ALIASES[] = {
     {"helium", "HeliumForCausalLM", "helium", true},
     {"arcee", "ArceeForCausalLM", "arcee", true},
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
+    {"olmo", "OlmoForCausalLM", "olmo", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

@@ -322,11 +322,11 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
 }
 
 /* xn[T, H] = h normalised by norm (and its bias, NULL: none), or h itself when norm is NULL (OLMo 2's
- * sub-layers read the residual stream unnormalised). */
+ * sub-layers read the residual stream unnormalised) unless the norms have no weights (OLMo's). */
 static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm,
                            const float *bias) {
     const int64_t H = m->cfg.hidden_size;
-    if (norm)
+    if (norm || m->cfg.norm_weightless)
         norm_rows(m, ws->h, T, norm, bias, ws->xn);
     else
         memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));

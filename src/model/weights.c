@@ -219,12 +219,13 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     return KVC_OK;
 }
 
-static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+/* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
+ * post_self_attn (attention output), post_attention (MLP input), post_mlp (MLP output); Cohere's parallel block
+ * has its input norm only. */
+static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
-    /* GLM-4 names the sandwich norms after their places: post_self_attn (attention output), post_attention
-     * (MLP input), post_mlp (MLP output); Cohere's parallel block has its input norm only */
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
-    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
+    if (c->norm_weightless) return KVC_OK;
     if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(v, "input_layernorm.bias", H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->parallel_block)
@@ -238,6 +239,13 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->sandwich_norms || c->post_norms)
         TRY(v1(v, glm4 ? "post_mlp_layernorm.weight" : "post_feedforward_layernorm.weight", H, &w->post_ff_norm,
                KVC_WINIT_NORM, WHOLE));
+    return KVC_OK;
+}
+
+static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size;
+    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
+    TRY(visit_layer_norms(v, c, w));
     if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -265,7 +273,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.prefix[0] = '\0';
-    TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
+    if (!c->norm_weightless) TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
     return KVC_OK;
@@ -399,6 +407,10 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
     if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0))
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
+    if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
+        return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
+        return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
     if ((unsigned)c->mlp_act > KVC_MLP_RELU2 || (c->mlp_act == KVC_MLP_RELU2 && !c->mlp_plain))
         return kvci_fail(KVC_EINVAL,
                          "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2)",

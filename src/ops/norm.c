@@ -105,14 +105,17 @@ void kvc_rmsnorm_rows_f32(float *x, int64_t n_rows, int64_t n, int64_t ld, const
 }
 
 /* One row of LayerNorm: its mean, then its variance about the mean, each one double accumulator over the row
- * in order; y = (x - mean) / sqrt(var + eps) * gamma (+ beta when not NULL, in double), rounded once to f32. */
+ * in order; y = (x - mean) / sqrt(var + eps) * gamma (+ beta when not NULL, in double), rounded once to f32;
+ * gamma NULL (OLMo's weightless norm; beta NULL too): no scale. */
 static void layernorm_row(const float *x, const float *gamma, const float *beta, int64_t n, float eps, float *y) {
     double sum = 0.0, ss = 0.0;
     for (int64_t i = 0; i < n; i++) sum += (double)x[i];
     const double mean = sum / (double)n;
     for (int64_t i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
     const double inv = inv_of_sum(ss, n, eps);
-    if (beta)
+    if (!gamma)
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv);
+    else if (beta)
         for (int64_t i = 0; i < n; i++)
             y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i] + (double)beta[i]);
     else

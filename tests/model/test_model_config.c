@@ -480,6 +480,9 @@ static void test_refusals(void **state) {
 #define STABLELM_BASE                                                                                                  \
     "{\"model_type\":\"stablelm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define OLMO1_BASE                                                                                                     \
+    "{\"model_type\":\"olmo\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -719,6 +722,31 @@ static void test_stablelm_fields(void **state) {
     expect_refusal(STABLELM_BASE ",\"head_dim\":8}", "stablelm head_dim 8 is not hidden_size 64");
 }
 
+/* OLMo 1 with OlmoConfig's defaults (weightless LayerNorms, eps 1e-5, no clip, no biases) and with
+ * attention_bias and clip_qkv 8 set; clip_qkv null is none; refused: clip_qkv 0, and in a caller's own struct
+ * weightless norms with norm biases or as RMSNorms, a negative clip_qkv. */
+static void test_olmo1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OLMO1_BASE ",\"rms_norm_eps\":0.5}", "olmo-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.layer_norm && c.norm_weightless && !c.norm_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && c.clip_qkv == 0.0 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.head_dim == 16 && !c.parallel_block && c.rope_form == KVC_ROPE_HALF && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(OLMO1_BASE ",\"attention_bias\":true,\"clip_qkv\":8}", "olmo-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.clip_qkv == 8.0);
+    assert_int_equal(kvc_model_config_parse(OLMO1_BASE ",\"clip_qkv\":null}", "olmo-null", &c), KVC_OK);
+    assert_true(c.clip_qkv == 0.0);
+    expect_refusal(OLMO1_BASE ",\"clip_qkv\":0}", "clip_qkv");
+    assert_int_equal(kvc_model_config_parse(OLMO1_BASE "}", "olmo", &c), KVC_OK);
+    c.norm_bias = true;
+    expect_create_refusal(&c, "norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    c.norm_bias = false, c.layer_norm = false;
+    expect_create_refusal(&c, "norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    c.layer_norm = true, c.clip_qkv = -1.0;
+    expect_create_refusal(&c, "clip_qkv -1 must be in [0, 3.4e38]");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -743,6 +771,7 @@ int main(void) {
         cmocka_unit_test(test_ministral3_fields),
         cmocka_unit_test(test_helium_arcee_fields),
         cmocka_unit_test(test_stablelm_fields),
+        cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

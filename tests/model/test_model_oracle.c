@@ -386,6 +386,12 @@ static void test_stablelm(void **state) {
     run_dir("stablelm_parallel");
 }
 
+/* OLMo 1-like: LayerNorms without weight or bias, q/k/v clamped to +-2 (clip_qkv), q/k/v/o biases, GQA, untied */
+static void test_olmo(void **state) {
+    (void)state;
+    run_dir("olmo");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -436,6 +442,7 @@ int main(void) {
         cmocka_unit_test(test_helium),
         cmocka_unit_test(test_arcee),
         cmocka_unit_test(test_stablelm),
+        cmocka_unit_test(test_olmo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

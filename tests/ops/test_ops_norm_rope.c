@@ -292,7 +292,8 @@ static void test_rmsnorm_rows_threads(void **state) {
     free(x), free(y), free(orig), free(z);
 }
 
-/* LayerNorm without bias (Cohere's) and with one (StarCoder2's): 5 rows ld apart, one with a large common offset (1e4:
+/* LayerNorm without bias (Cohere's), with one (StarCoder2's) and without weight or bias (OLMo's, equal bit for bit
+ * to weights of 1): 5 rows ld apart, one with a large common offset (1e4:
  * the mean matters, a variance taken as E[x^2] - mean^2 in f32 would lose it) and one constant (variance 0: eps alone:
  * the bias), against a float64 formula, the padding untouched; then 300 rows x 1,024 with the bias (enough to take the
  * threads) bitwise equal to the same rows normalised one at a time; then rows with weights of their own. */
@@ -304,10 +305,10 @@ static void test_layernorm_rows(void **state) {
     for (int i = 0; i < N; i++) x[4 * LD + i] = 2.5f;
     for (int i = 0; i < NT; i++) g[i] = 0.5f + 0.01f * (float)(i % 97);
     for (int i = 0; i < NT; i++) b[i] = 0.05f * (float)cos(1.3 * i);
-    for (int with_bias = 0; with_bias < 2; with_bias++) { /* Cohere's (no bias), StarCoder2's (a bias) */
-        const float *beta = with_bias ? b : NULL;
+    for (int form = 0; form < 3; form++) { /* Cohere's (no bias), StarCoder2's (a bias), OLMo's (neither weight) */
+        const float *beta = form == 1 ? b : NULL, *gamma = form == 2 ? NULL : g;
         for (int i = 0; i < R * LD; i++) y[i] = -1.0f;
-        kvci_layernorm_rows_threads(x, R, N, LD, g, beta, 1e-5f, y);
+        kvci_layernorm_rows_threads(x, R, N, LD, gamma, beta, 1e-5f, y);
         for (int r = 0; r < R; r++) {
             double mean = 0.0, var = 0.0;
             for (int i = 0; i < N; i++) mean += x[r * LD + i];
@@ -315,13 +316,18 @@ static void test_layernorm_rows(void **state) {
             for (int i = 0; i < N; i++) var += (x[r * LD + i] - mean) * (x[r * LD + i] - mean);
             const double inv = 1.0 / sqrt(var / N + (double)1e-5f);
             for (int i = 0; i < N; i++) {
-                const double want = (x[r * LD + i] - mean) * inv * g[i] + (beta ? beta[i] : 0.0);
+                const double want = (x[r * LD + i] - mean) * inv * (gamma ? g[i] : 1.0) + (beta ? beta[i] : 0.0);
                 assert_true(fabs(y[r * LD + i] - want) <= 1e-6 * fabs(want) + 1e-30);
             }
             for (int i = N; i < LD; i++) assert_true(y[r * LD + i] == -1.0f);
         }
         for (int i = 0; i < N; i++) assert_true(y[4 * LD + i] == (beta ? b[i] : 0.0f)); /* variance 0: the bias */
     }
+    float ones[N], y1[R * LD];
+    for (int i = 0; i < N; i++) ones[i] = 1.0f;
+    memcpy(y1, y, sizeof y1); /* the weightless form's, from the loop's last pass */
+    kvci_layernorm_rows_threads(x, R, N, LD, ones, NULL, 1e-5f, y);
+    assert_memory_equal(y, y1, sizeof y);
     float *xt = malloc(sizeof(float) * RT * NT), *yt = malloc(sizeof(float) * RT * NT), one[NT];
     assert_non_null(xt), assert_non_null(yt);
     for (int i = 0; i < RT * NT; i++) xt[i] = (float)sin(0.7 * i) * (float)(1 + i % 7) + 3.0f;

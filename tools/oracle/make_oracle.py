@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -51,6 +51,8 @@ from transformers import (
     ArceeForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
+    OlmoConfig,
+    OlmoForCausalLM,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -591,6 +593,15 @@ def stablelm_parallel_config():
                                            "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
 
 
+def olmo_config():
+    # OLMo 1 at toy size: LayerNorms without weight or bias (eps 1e-5, fixed), q/k/v/o biases (attention_bias; the
+    # hub's OLMo has none), clip_qkv 2 (OLMo-1B-0724's is 8; at this size q, k and v stay below 3.1, so a bound that
+    # clamps some of them: 4.2% of the unclamped projections' entries on the first prompt lie beyond 2), GQA 4/2,
+    # 3 layers, theta 1e4, untied.
+    return OlmoConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, attention_bias=True, clip_qkv=2.0,
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -617,6 +628,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
+    "olmo": (olmo_config, OlmoForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1150,7 +1162,7 @@ def main():
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
-                               "helium", "arcee", "stablelm", "stablelm_parallel"]:
+                               "helium", "arcee", "stablelm", "stablelm_parallel", "olmo"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
