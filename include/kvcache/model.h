@@ -38,8 +38,8 @@ extern "C" {
 typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
-                               * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo and the
-                               * softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
+                               * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */

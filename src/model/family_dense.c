@@ -213,6 +213,32 @@ static kvc_status parse_olmo1(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "clip_qkv", 0.0, clip, &cfg->clip_qkv);
 }
 
+/* ERNIE 4.5 dense (baidu/ERNIE-4.5-0.3B-PT, Ernie4_5ForCausalLM): Llama with RoPE on adjacent pairs over the whole
+ * head, biases on q/k/v/o and the MLP by use_bias (false when absent), tied embeddings, head_dim 128, theta 5e5
+ * and rms_norm_eps 1e-5 when absent, and num_key_value_heads 2 when the key is missing (Ernie4_5Config's field
+ * default; null means num_attention_heads, as elsewhere). */
+static kvc_status parse_ernie4_5(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    const char *kv = "num_key_value_heads"; /* missing, not null (the reader's "absent" covers both) */
+    const bool kv_missing = !cJSON_GetObjectItemCaseSensitive(c->obj, kv) &&
+                            !(c->fallback && cJSON_GetObjectItemCaseSensitive(c->fallback, kv));
+    if (kv_missing && !hp->have_kv_heads) {
+        if (cfg->num_heads % 2 != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: ernie4_5 without num_key_value_heads has 2 (Ernie4_5Config's), which "
+                             "num_attention_heads %lld is not a multiple of",
+                             c->doc, (long long)cfg->num_heads);
+        cfg->num_kv_heads = 2;
+    }
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias, cfg->rope_form = KVC_ROPE_PAIRS;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Cohere2's and EXAONE 4.0's layers without layer_types: sliding_window_pattern (4 when absent, their config
  * classes': three sliding layers, then one full). */
 static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -373,6 +399,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
+    if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -465,6 +492,7 @@ static const kvc_family_alias ALIASES[] = {
     {"arcee", "ArceeForCausalLM", "arcee", true},
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
     {"olmo", "OlmoForCausalLM", "olmo", true},
+    {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

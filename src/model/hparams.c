@@ -41,6 +41,7 @@ static const type_defaults DEFAULTS[] = {
     {"ministral", 0, 10000.0, 4096, false},
     {"ministral3", 128, 10000.0, 0, false},
     {"helium", 128, 100000.0, 0, false},
+    {"ernie4_5", 128, 500000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

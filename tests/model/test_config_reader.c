@@ -362,7 +362,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/ministral3/config.json", "oracle/ministral3/multimodal/config.json",
         "oracle/helium/config.json",     "oracle/arcee/config.json",
         "oracle/stablelm/config.json",   "oracle/stablelm_parallel/config.json",
-        "oracle/olmo/config.json",
+        "oracle/olmo/config.json",       "oracle/ernie4_5/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

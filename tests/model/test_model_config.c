@@ -483,6 +483,9 @@ static void test_refusals(void **state) {
 #define OLMO1_BASE                                                                                                     \
     "{\"model_type\":\"olmo\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define ERNIE_BASE                                                                                                     \
+    "{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -747,6 +750,26 @@ static void test_olmo1_fields(void **state) {
     expect_create_refusal(&c, "clip_qkv -1 must be in [0, 3.4e38]");
 }
 
+/* ERNIE 4.5 with Ernie4_5Config's defaults (2 KV heads without the key, head_dim 128, theta 5e5, eps 1e-5, RoPE on
+ * pairs, no biases, tied) and with use_bias set, the key null (as many KV heads as heads) and 4 KV heads;
+ * refused by name: the missing key's 2 KV heads under an odd head count. */
+static void test_ernie4_5_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(ERNIE_BASE "}", "ernie-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 2 && c.head_dim == 128 && c.rope.theta == 500000.0);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_PAIRS && c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && kvci_model_rot_dim(&c) == 128);
+    assert_int_equal(
+        kvc_model_config_parse(ERNIE_BASE ",\"use_bias\":true,\"num_key_value_heads\":null}", "ernie-set", &c), KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.num_kv_heads == 4);
+    assert_int_equal(kvc_model_config_parse(ERNIE_BASE ",\"num_key_value_heads\":4}", "ernie-kv", &c), KVC_OK);
+    assert_true(c.num_kv_heads == 4);
+    expect_refusal("{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":96,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":3}",
+                   "ernie4_5 without num_key_value_heads has 2");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -772,6 +795,7 @@ int main(void) {
         cmocka_unit_test(test_helium_arcee_fields),
         cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_olmo1_fields),
+        cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -392,6 +392,12 @@ static void test_olmo(void **state) {
     run_dir("olmo");
 }
 
+/* ERNIE 4.5-like: RoPE on adjacent pairs, q/k/v/o and MLP biases, GQA, tied */
+static void test_ernie4_5(void **state) {
+    (void)state;
+    run_dir("ernie4_5");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -443,6 +449,7 @@ int main(void) {
         cmocka_unit_test(test_arcee),
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
+        cmocka_unit_test(test_ernie4_5),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +53,8 @@ from transformers import (
     StableLmForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
+    Ernie4_5Config,
+    Ernie4_5ForCausalLM,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -602,6 +604,13 @@ def olmo_config():
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def ernie4_5_config():
+    # ERNIE 4.5 0.3B at toy size: Llama with RoPE on adjacent pairs over the whole head, biases on q/k/v/o and the
+    # MLP (use_bias; the hub's 0.3B has none), head_dim 16 (set: the default is 128), GQA 4/2, 3 layers, tied (the
+    # default), rope_theta and rms_norm_eps left at Ernie4_5Config's 5e5 and 1e-5.
+    return Ernie4_5Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, use_bias=True)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -629,6 +638,7 @@ FAMILIES = {
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
+    "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1162,7 +1172,8 @@ def main():
     for fam in args.family or ["qwen3", "gpt_oss", "deepseek_v3", "qwen3_moe", "mixtral", "qwen2_moe", "gemma3",
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
-                               "helium", "arcee", "stablelm", "stablelm_parallel", "olmo"]:
+                               "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
+                               "ernie4_5"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
