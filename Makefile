@@ -10,10 +10,10 @@ DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev libomp
                 libcjson-dev libcmocka-dev libopenblas-dev clang-format libxxhash-dev python3 python3-venv python3-dev \
                 libopenmpi-dev openmpi-bin
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-# Seconds per fuzz target: 7 targets x 10 s, JOBS at a time, keep the fuzz step of make test near
-# 40 s on two cores, so that the whole stays within twelve minutes as the suite grows (15 s each
+# Seconds per fuzz target: 7 targets x 8 s, JOBS at a time, keep the fuzz step of make test near
+# 35 s on two cores, so that the whole stays within twelve minutes as the suite grows (15 s each
 # took 66 s; longer runs: FUZZ_SECONDS=600 make fuzz-test).
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 8
 PREFIX ?= /usr/local
 
 # intercept_tls_get_addr=0: LLVM <= 16's __tls_get_addr interceptor can misread
