@@ -3,6 +3,7 @@
  * standalone runner and prints the greedy continuations. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,47 +211,55 @@ static bool print_json(const char *dir, const char *weights, const kvc_runner_pa
     return ok;
 }
 
-/* The sampling flags and the field each sets (integer flags: top_k, min_tokens, seed). */
-static const char *const SAMPLING_FLAGS[] = {
-    "--temperature",        "--top-k",     "--top-p", "--seed", "--min-p", "--presence-penalty", "--frequency-penalty",
-    "--repetition-penalty", "--min-tokens"};
+/* The sampling flags: the field of kvc_sampling_params each sets and its type. */
+typedef enum { SF_FLOAT, SF_I32, SF_I64, SF_U64 } sampling_kind;
+typedef struct sampling_flag {
+    const char *flag;
+    size_t offset;
+    sampling_kind kind;
+} sampling_flag;
+#define SF(flag, field, kind)                                                                                          \
+    { flag, offsetof(kvc_sampling_params, field), kind }
+static const sampling_flag SAMPLING_FLAGS[] = {
+    SF("--temperature", temperature, SF_FLOAT),
+    SF("--top-k", top_k, SF_I32),
+    SF("--top-p", top_p, SF_FLOAT),
+    SF("--seed", seed, SF_U64),
+    SF("--min-p", min_p, SF_FLOAT),
+    SF("--presence-penalty", presence_penalty, SF_FLOAT),
+    SF("--frequency-penalty", frequency_penalty, SF_FLOAT),
+    SF("--repetition-penalty", repetition_penalty, SF_FLOAT),
+    SF("--min-tokens", min_tokens, SF_I64),
+};
+#undef SF
 
-static bool is_sampling_flag(const char *a) {
+static const sampling_flag *sampling_flag_of(const char *a) {
     for (size_t i = 0; i < sizeof SAMPLING_FLAGS / sizeof SAMPLING_FLAGS[0]; i++)
-        if (strcmp(a, SAMPLING_FLAGS[i]) == 0) return true;
-    return false;
+        if (strcmp(a, SAMPLING_FLAGS[i].flag) == 0) return &SAMPLING_FLAGS[i];
+    return NULL;
 }
+
+static bool is_sampling_flag(const char *a) { return sampling_flag_of(a) != NULL; }
 
 /* One sampling flag's value into *sp, checked as the engine checks it (kvc_sampling_params_check):
  * 0, or 2 after a message. */
 static int parse_sampling(const char *flag, const char *val, kvc_sampling_params *sp) {
+    const sampling_flag *f = sampling_flag_of(flag);
     char *end = NULL;
     errno = 0;
     const double x = val ? strtod(val, &end) : NAN;
     int64_t v = 0;
-    const bool is_int =
-        strcmp(flag, "--top-k") == 0 || strcmp(flag, "--seed") == 0 || strcmp(flag, "--min-tokens") == 0;
-    bool ok = is_int ? kvc_arg_int(val, 0, strcmp(flag, "--top-k") == 0 ? INT32_MAX : INT64_MAX, &v)
+    const bool is_int = f->kind != SF_FLOAT;
+    bool ok = is_int ? kvc_arg_int(val, 0, f->kind == SF_I32 ? INT32_MAX : INT64_MAX, &v)
                      : val && *val && !*end && !errno && isfinite(x);
     kvc_sampling_params next = *sp;
-    if (strcmp(flag, "--temperature") == 0)
-        next.temperature = (float)x;
-    else if (strcmp(flag, "--top-p") == 0)
-        next.top_p = (float)x;
-    else if (strcmp(flag, "--min-p") == 0)
-        next.min_p = (float)x;
-    else if (strcmp(flag, "--presence-penalty") == 0)
-        next.presence_penalty = (float)x;
-    else if (strcmp(flag, "--frequency-penalty") == 0)
-        next.frequency_penalty = (float)x;
-    else if (strcmp(flag, "--repetition-penalty") == 0)
-        next.repetition_penalty = (float)x;
-    else if (strcmp(flag, "--top-k") == 0)
-        next.top_k = (int32_t)v;
-    else if (strcmp(flag, "--min-tokens") == 0)
-        next.min_tokens = v;
-    else
-        next.seed = (uint64_t)v;
+    char *field = (char *)&next + f->offset;
+    switch (f->kind) {
+    case SF_FLOAT: *(float *)field = (float)x; break;
+    case SF_I32: *(int32_t *)field = (int32_t)v; break;
+    case SF_I64: *(int64_t *)field = v; break;
+    case SF_U64: *(uint64_t *)field = (uint64_t)v; break;
+    }
     if (ok && kvc_sampling_params_check(&next) != KVC_OK) {
         fprintf(stderr, "kvcache run: %s %s: %s\n", flag, val, kvc_last_error());
         return 2;

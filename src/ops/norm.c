@@ -113,13 +113,12 @@ static void layernorm_row(const float *x, const float *gamma, const float *beta,
     const double mean = sum / (double)n;
     for (int64_t i = 0; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);
     const double inv = inv_of_sum(ss, n, eps);
-    if (!gamma)
-        for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv);
-    else if (beta)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i] + (double)beta[i]);
-    else
-        for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * inv * (double)gamma[i]);
+    for (int64_t i = 0; i < n; i++) {
+        double v = ((double)x[i] - mean) * inv;
+        if (gamma) v *= (double)gamma[i];
+        if (beta) v += (double)beta[i];
+        y[i] = (float)v;
+    }
 }
 
 void kvci_layernorm_rows_to(const float *x, int64_t n_rows, int64_t n, int64_t ld, const float *gamma, int64_t gamma_ld,

@@ -283,15 +283,7 @@ class Server:
             for a in added:
                 if not isinstance(a, BaseException):
                     a.abort()
-            exc = refused[0]
-            if isinstance(exc, QueueFull):
-                raise ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
-                               code="queue_full") from None
-            if isinstance(exc, (InvalidArgument, OutOfMemory)):
-                raise bad(exc.message) from None
-            if not self.engine.alive:
-                raise ApiError(503, str(exc), type="server_error", code="engine_dead") from None
-            raise exc
+            raise self._refusal(refused[0]) from None
         reqs = []
         for (prompt, p), stream in zip(wanted, added):
             text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop,
@@ -300,16 +292,24 @@ class Server:
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
 
+    def _refusal(self, exc):
+        """What the client is told of the engine's refusal exc: 503 queue_full, 400 for a request it cannot take,
+        503 engine_dead once its thread has ended; anything else as it is (a 500)."""
+        if isinstance(exc, QueueFull):
+            return ApiError(503, f"the server is full, retry later ({exc.message})", type="server_error",
+                            code="queue_full")
+        if isinstance(exc, (InvalidArgument, OutOfMemory)):
+            return bad(exc.message)
+        if not self.engine.alive:
+            return ApiError(503, str(exc), type="server_error", code="engine_dead")
+        return exc
+
     async def _prompt_logprobs(self, ids, k):
         """The TokenLogprobs of a prompt's tokens (the first one's logprob and top None: it has no context)."""
         try:
             lps = await self.engine.prompt_logprobs(ids, k)
-        except (InvalidArgument, OutOfMemory) as exc:
-            raise bad(exc.message) from None
-        except RuntimeError as exc:
-            if self.engine.alive:
-                raise
-            raise ApiError(503, str(exc), type="server_error", code="engine_dead") from None
+        except Exception as exc:
+            raise self._refusal(exc) from None
         return [TokenLogprob(ids[0], None, None)] + lps[1:]
 
     async def _finish(self, request, reqs, collect):
@@ -379,7 +379,7 @@ class Server:
             out.append(entry)
         return out
 
-    def _echo_place(self, gen, req, echo):
+    def _echo_place(self, req, echo):
         """Where a choice's offsets start: after its echo, or at 0 when the echo's own tokens come with
         logprobs (their offsets then run through the prompt into the output)."""
         return TextPlace(0) if req.prompt.logprobs else TextPlace(len(echo), req.text.lent)
@@ -431,7 +431,7 @@ class Server:
                     lps = lps or []
                     if places[i] is None:
                         echo = self._echo(gen, reqs[i])
-                        delta, places[i] = echo + delta, self._echo_place(gen, reqs[i], echo)
+                        delta, places[i] = echo + delta, self._echo_place(reqs[i], echo)
                         prompt_ids = _ids(gen, prompt_token_ids=reqs[i].prompt.ids)
                         lps = reqs[i].prompt.logprobs + lps
                     logprobs = self._completion_logprobs(lps, places[i], gen) if gen.logprobs is not None else None
@@ -447,7 +447,7 @@ class Server:
             echoes = [self._echo(gen, req) for req in reqs]
             return chunk([{"index": i, "text": echo + text,
                            "logprobs": self._completion_logprobs(req.prompt.logprobs + lp,
-                                                                 self._echo_place(gen, req, echo), gen)
+                                                                 self._echo_place(req, echo), gen)
                            if gen.logprobs is not None else None,
                            **req.ending(req.finish_reason), **_ids(gen, prompt_token_ids=req.prompt.ids, token_ids=t),
                            "prompt_logprobs": self._prompt_logprobs_field(gen, req.prompt)}
