@@ -25,20 +25,27 @@ static kvc_engine_params churn_params(int64_t batch) {
     return p;
 }
 
-/* Runs w under p and alone; returns the busy run's figures. */
-static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_params *p,
-                                      const kvc_engine_adapter_params *ap, const kvc_demo_workload *w,
-                                      const char *what) {
-    const size_t n_out = (size_t)(w->n * w->max_new);
-    int32_t *busy = malloc(n_out * sizeof *busy), *alone = malloc(n_out * sizeof *alone);
-    assert_true(busy && alone);
-    kvc_demo_figures fig, solo_fig;
-    if (kvc_demo_run(m, p, ap, w, busy, NULL, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
+/* w's tokens with every request run alone (one at a time, a pool per key), n * max_new of them; free() it. */
+static int32_t *run_alone(const kvc_model *m, const kvc_engine_adapter_params *ap, const kvc_demo_workload *w,
+                          const char *what) {
+    int32_t *alone = malloc((size_t)(w->n * w->max_new) * sizeof *alone);
+    assert_non_null(alone);
     kvc_engine_params solo = churn_params(1);
     solo.max_requests = 1;
     solo.shared_pools = false; /* alone with a pool per key, busy with the default shared pool */
+    kvc_demo_figures solo_fig;
     if (kvc_demo_run(m, &solo, ap, w, alone, NULL, &solo_fig) != KVC_OK)
         fail_msg("%s alone: %s", what, kvc_last_error());
+    return alone;
+}
+
+/* Runs w under p; every request's tokens must equal `alone` (run_alone's); returns the run's figures. */
+static kvc_demo_figures busy_vs(const kvc_model *m, const kvc_engine_params *p, const kvc_engine_adapter_params *ap,
+                                const kvc_demo_workload *w, const int32_t *alone, const char *what) {
+    int32_t *busy = malloc((size_t)(w->n * w->max_new) * sizeof *busy);
+    assert_non_null(busy);
+    kvc_demo_figures fig;
+    if (kvc_demo_run(m, p, ap, w, busy, NULL, &fig) != KVC_OK) fail_msg("%s: %s", what, kvc_last_error());
     assert_int_equal(fig.requests, w->n);
     for (int64_t i = 0; i < w->n; i++) {
         const int32_t *a = busy + i * w->max_new, *b = alone + i * w->max_new;
@@ -50,6 +57,15 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     }
     for (int32_t k = 0; k < fig.stats.n_keys; k++) assert_int_equal(fig.stats.blocks_in_use[k], 0);
     free(busy);
+    return fig;
+}
+
+/* Runs w under p and alone; returns the busy run's figures. */
+static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_params *p,
+                                      const kvc_engine_adapter_params *ap, const kvc_demo_workload *w,
+                                      const char *what) {
+    int32_t *alone = run_alone(m, ap, w, what);
+    kvc_demo_figures fig = busy_vs(m, p, ap, w, alone, what);
     free(alone);
     return fig;
 }
@@ -73,13 +89,15 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
     p.kv_memory_bytes = kvc_demo_kv_bytes_per_token(m, fam->latent, KVC_DTYPE_F32) * budget_tokens;
-    kvc_demo_figures fig = busy_vs_alone(m, &p, &ap, &w, fam->name);
+    /* w alone once: the shared-pool, pool-per-key and self-managed runs below must each give its tokens */
+    int32_t *w_alone = run_alone(m, &ap, &w, fam->name);
+    kvc_demo_figures fig = busy_vs(m, &p, &ap, &w, w_alone, fam->name);
     if (fig.preemptions < 1) fail_msg("%s: the pool forced no preemption", fam->name);
     for (int32_t k = 1; k < fig.stats.n_keys; k++) /* GptOss: its window key draws from the full key's pool */
         assert_int_equal(fig.stats.num_blocks[k], fig.stats.num_blocks[0]);
     kvc_engine_params apart = p;
     apart.shared_pools = false;
-    busy_vs_alone(m, &apart, &ap, &w, fam->name);
+    busy_vs(m, &apart, &ap, &w, w_alone, fam->name);
     bool exhausted = false; /* some key ran out of blocks: they were reused */
     for (int32_t k = 0; k < fig.stats.n_keys; k++)
         exhausted = exhausted || fig.stats.peak_blocks_in_use[k] == fig.stats.num_blocks[k] - 1;
@@ -110,10 +128,11 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_demo_figures cached = busy_vs_alone(m, &pc, &ap, &shared, fam->name);
     if (cached.stats.prefix_hit_tokens == 0) fail_msg("%s: no prefix hit", fam->name);
     kvc_demo_workload_free(&shared);
-    /* the self-managed path: legacy rows reused by later requests */
+    /* the self-managed path: legacy rows reused by later requests, the same tokens as the paged cache alone */
     kvc_engine_adapter_params self = {.self_managed = true, .latent = fam->latent};
     kvc_engine_params ps = churn_params(3);
-    busy_vs_alone(m, &ps, &self, &w, "self-managed");
+    busy_vs(m, &ps, &self, &w, w_alone, "self-managed");
+    free(w_alone);
     kvc_demo_workload_free(&w);
     kvc_model_destroy(m);
 }

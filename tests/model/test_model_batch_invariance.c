@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
 #include "model/gemm_bf16.h"
 #include "model/gemm_quant.h"
@@ -149,6 +150,17 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
 /* The dtype of the GEMM operands of the random models (bf16: packed, on the kernel forced). */
 static kvc_wmat_dtype weights = KVC_WMAT_F32;
 
+/* Rounds per family and a scheduled row's chance of being preempted first (1 in PREEMPT_ONE_IN): four rounds,
+ * two under AddressSanitizer (its build runs the same code paths ten times slower) with preemptions more often,
+ * so that the preemption assertion of run_family holds for every family's seeds in both builds. */
+#ifdef KVC_TEST_ASAN
+#define ROUNDS         2
+#define PREEMPT_ONE_IN 8
+#else
+#define ROUNDS         4
+#define PREEMPT_ONE_IN 25
+#endif
+
 /* One round: new random sequences and schedule; adds its preemptions and
  * mixed prefill/decode steps to the counters. */
 static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed,
@@ -196,7 +208,8 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
         bool any_prefill = false, any_decode = false;
         for (int64_t b = 0; b < nrows; b++) {
             const int64_t r = live[b];
-            if (done[r] > 0 && rnd(25) == 0) done[r] = 0, n_preempt++; /* preempted: recompute from position 0 */
+            if (done[r] > 0 && rnd(PREEMPT_ONE_IN) == 0)
+                done[r] = 0, n_preempt++; /* preempted: recompute from position 0 */
             first[b] = done[r];
             const int64_t left = len[r] - done[r];
             n[b] = 1 + rnd(left < MAX_CHUNK ? left : MAX_CHUNK);
@@ -225,8 +238,6 @@ static void run_round(const char *json, kvc_model_cache_kind kind, bool latent, 
     kvc_model_workspace_destroy(h.ws);
     kvc_model_destroy(m);
 }
-
-#define ROUNDS 4
 
 static void run_family(const char *json, kvc_model_cache_kind kind, bool latent, kvc_dtype dt, uint64_t seed) {
     int64_t preempts = 0, mixed = 0;
