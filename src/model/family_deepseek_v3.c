@@ -120,12 +120,13 @@ static kvc_status check_deepseek(const kvc_model_config *cfg, const char *doc) {
                          KVC_HP_MAX_FACTOR);
     if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK;
     const int64_t E = cfg->n_routed_experts, g = cfg->n_group, tg = cfg->topk_group, k = cfg->experts_per_tok;
-    if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < 2 || tg > g || k > tg * (E / g))
+    const int64_t per = kvci_deepseek_v2(cfg) ? 1 : 2; /* experts a group's score reads: V2 its largest, V3 its top 2 */
+    if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < per || tg > g || k > tg * (E / g))
         return kvci_fail(KVC_EINVAL,
                          "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group "
-                         "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= "
+                         "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= %lld, topk_group <= "
                          "n_group, k <= topk_group * E/n_group, all >= 1",
-                         doc, (long long)E, (long long)g, (long long)tg, (long long)k);
+                         doc, (long long)E, (long long)g, (long long)tg, (long long)k, (long long)per);
     return KVC_OK;
 }
 

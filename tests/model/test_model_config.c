@@ -800,6 +800,12 @@ static void test_deepseek_v2_fields(void **state) {
                      KVC_OK);
     assert_true(c.n_group == 8 && c.topk_group == 3 && c.routed_scaling_factor == 16.0 && c.q_lora_rank == 0);
     assert_true(!c.layer_moe[0] && c.layer_moe[1]);
+    /* one expert per group: V2's group score is that expert's (V3's top-2 sum needs two) */
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"num_experts_per_tok\":2,\"n_routed_experts\":4,"
+                                                      "\"topk_method\":\"group_limited_greedy\",\"n_group\":4,"
+                                                      "\"topk_group\":2}",
+                                            "dsv2-single", &c),
+                     KVC_OK);
     /* no MoE layer: the router's keys are not needed */
     assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"first_k_dense_replace\":3}", "dsv2-dense", &c), KVC_OK);
     expect_refusal(DSV2_BASE "}", "deepseek_v2 with MoE layers needs num_experts_per_tok");
