@@ -41,7 +41,7 @@ typedef enum kvc_model_family {
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
                                * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
-    KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
+    KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3, deepseek_v2; plans also deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
     KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
                                * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
@@ -121,9 +121,10 @@ typedef struct kvc_model_config {
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;
     /* DeepseekV3 MLA */
-    int64_t q_lora_rank; /* 0 = plain q_proj */
+    int64_t q_lora_rank; /* 0 = plain q_proj (config null; missing: 1536) */
     int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
-    /* Routed MoE (deepseek_v3: grouped sigmoid router; qwen3_moe, qwen2_moe, mixtral: softmax router):
+    /* Routed MoE (deepseek_v3: grouped sigmoid router; deepseek_v2: grouped softmax router, greedy as n_group 1;
+     * qwen3_moe, qwen2_moe, mixtral: softmax router):
      * layer_moe[l] says whether layer l's feed-forward is n_routed_experts SwiGLU experts of
      * moe_intermediate_size (Mixtral: intermediate_size) or the dense MLP of intermediate_size;
      * norm_topk_prob renormalises the k weights; a shared SwiGLU expert of shared_expert_intermediate_size

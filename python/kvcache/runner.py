@@ -76,7 +76,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
         weights="checkpoint", activations="f32"):
     """Greedy generation of max_new_tokens tokens for every prompt (lists of
     token ids; no tokenizer here) in one static batch. mode: "paged"
-    (default), "contiguous", "mla_latent" (DeepSeek-V3 latent caches) or
+    (default), "contiguous", "mla_latent" (DeepSeek-V3 / V2 latent caches) or
     "recompute" (no cache). The longest prompt plus max_new_tokens must fit
     in the model's max_position_embeddings, or in max_positions when it is
     given (at most 2^20): the C runner checks this as for `kvcache run` and

@@ -182,6 +182,9 @@ kvc_status kvci_family_attn_softcap(const kvc_family_desc *d, const kvc_json_obj
 /* The unscaled rope at theta (the sliding layers' own of Gemma 3 and OLMo 3 when the config gives none). */
 kvc_rope_config kvci_family_default_rope(double theta);
 
+/* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
+bool kvci_deepseek_v2(const kvc_model_config *cfg);
+
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,
                                int64_t *out);

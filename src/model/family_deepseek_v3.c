@@ -1,28 +1,24 @@
-/* MLA models (MF 4.2 - 4.5): DeepSeek-V3 runs; DeepSeek-V2, V3.2 and Kimi-K2 are planned
+/* MLA models (MF 4.2 - 4.5): DeepSeek-V3 and DeepSeek-V2 run; V3.2 and Kimi-K2 are planned
  * only. Every layer is full attention over a latent cache (or, unabsorbed,
  * nH heads of dn + dr keys and dv values); the first first_k_dense_replace
- * layers are dense, the rest a grouped-routing MoE. */
+ * layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a
+ * correction bias; V2: softmax scores). */
+#include <string.h>
+
 #include "base/internal.h"
 #include "model/family.h"
 #include "model/forward_internal.h"
 
-static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_json_obj *c = &hp->cfg;
+bool kvci_deepseek_v2(const kvc_model_config *cfg) {
+    return cfg->family == KVC_FAMILY_DEEPSEEK_V3 && strcmp(cfg->model_type, "deepseek_v2") == 0;
+}
+
+/* V3's MoE keys (DeepseekV3Config's defaults): RoPE by rope_interleave, the sigmoid router's groups. */
+static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    kvc_mla_dims d;
-    KVC_TRY(kvci_hparams_read_mla(hp, &d));
-    cfg->q_lora_rank = d.q_lora_rank;
-    cfg->kv_lora_rank = d.kv_lora_rank;
-    cfg->qk_nope_head_dim = d.qk_nope_head_dim;
-    cfg->qk_rope_head_dim = d.qk_rope_head_dim;
-    cfg->v_head_dim = d.v_head_dim;
     bool interleave = true;
     KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    bool attn_bias = false;
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
-    cfg->qkv_bias = cfg->o_bias = attn_bias;
-    cfg->head_dim = cfg->qk_rope_head_dim;
     KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 3, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 2048, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", 256, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
@@ -31,7 +27,86 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_int(c, "n_group", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
     KVC_TRY(kvci_family_opt_int(c, "topk_group", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
-    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor));
+    return kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor);
+}
+
+/* A V2 key transformers 5.25 ignores but DeepSeek's own modeling code acts on: only the value under which the two
+ * agree is taken (def when absent), any other refused by name. */
+static kvc_status v2_agreed_int(const kvc_json_obj *c, const char *key, int64_t agreed, const char *why) {
+    int64_t v = agreed;
+    bool have = false;
+    KVC_TRY(kvci_json_int(c, key, INT64_MIN, INT64_MAX, &v, &have));
+    if (v != agreed)
+        return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 %s %lld is not supported (only %lld: %s)", c->doc, key,
+                         (long long)v, (long long)agreed, why);
+    return KVC_OK;
+}
+
+/* V2's MoE keys (DeepseekV2Config's defaults: no dense layers, 64 experts of 1407, 2 shared, scaling 1). RoPE turns
+ * adjacent pairs (its complex form). topk_method greedy is the one group of all experts; group_limited_greedy needs
+ * n_group and topk_group, and num_experts_per_tok has no default (transformers fails without them). Refused by
+ * name: other topk_methods and scoring_funcs, norm_topk_prob true (transformers 5.25 ignores it, DeepSeek's code
+ * renormalises), moe_layer_freq other than 1 (likewise: transformers puts experts in every layer from
+ * first_k_dense_replace on), mlp_bias (the experts' biases). */
+static kvc_status parse_v2_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    const char *method = "greedy", *scoring = "softmax";
+    bool have_k = false, have_s = false, bias = false;
+    cfg->rope_form = KVC_ROPE_INTERLEAVED;
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 0, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1407, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", 64, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &bias));
+    if (bias) return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 mlp_bias true is not supported", c->doc);
+    KVC_TRY(v2_agreed_int(c, "moe_layer_freq", 1, "transformers ignores it, DeepSeek's code skips layers by it"));
+    if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK; /* no router: its keys unused */
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    if (cfg->norm_topk_prob)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: deepseek_v2 norm_topk_prob true is not supported (transformers ignores it, DeepSeek's "
+                         "code renormalises the weights and drops routed_scaling_factor)",
+                         c->doc);
+    KVC_TRY(kvci_json_str(c, "scoring_func", KVC_HP_NAME_MAX, &scoring, &have_s));
+    if (strcmp(scoring, "softmax") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 scoring_func \"%s\" is not supported (softmax)", c->doc, scoring);
+    KVC_TRY(kvci_json_int(c, "num_experts_per_tok", 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have_k));
+    if (!have_k)
+        return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 with MoE layers needs num_experts_per_tok (no default)", c->doc);
+    KVC_TRY(kvci_json_str(c, "topk_method", KVC_HP_NAME_MAX, &method, &have_s));
+    if (strcmp(method, "greedy") == 0) {
+        cfg->n_group = cfg->topk_group = 1;
+        return KVC_OK;
+    }
+    if (strcmp(method, "group_limited_greedy") != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: deepseek_v2 topk_method \"%s\" is not supported (greedy, group_limited_greedy)", c->doc,
+                         method);
+    bool have_g = false, have_tg = false;
+    KVC_TRY(kvci_json_int(c, "n_group", 1, KVC_HP_MAX_EXPERTS, &cfg->n_group, &have_g));
+    KVC_TRY(kvci_json_int(c, "topk_group", 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group, &have_tg));
+    if (!have_g || !have_tg)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: deepseek_v2 topk_method group_limited_greedy needs n_group and topk_group (no default)",
+                         c->doc);
+    return KVC_OK;
+}
+
+static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    kvc_mla_dims d;
+    KVC_TRY(kvci_hparams_read_mla(hp, &d));
+    cfg->q_lora_rank = d.q_lora_rank;
+    cfg->kv_lora_rank = d.kv_lora_rank;
+    cfg->qk_nope_head_dim = d.qk_nope_head_dim;
+    cfg->qk_rope_head_dim = d.qk_rope_head_dim;
+    cfg->v_head_dim = d.v_head_dim;
+    bool attn_bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
+    cfg->qkv_bias = cfg->o_bias = attn_bias;
+    cfg->head_dim = cfg->qk_rope_head_dim;
+    KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg) : parse_v3_moe(c, cfg));
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
     return KVC_OK;
@@ -45,22 +120,23 @@ static kvc_status check_deepseek(const kvc_model_config *cfg, const char *doc) {
                          KVC_HP_MAX_FACTOR);
     if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK;
     const int64_t E = cfg->n_routed_experts, g = cfg->n_group, tg = cfg->topk_group, k = cfg->experts_per_tok;
-    if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < 2 || tg > g || k > tg * (E / g))
+    const int64_t per = kvci_deepseek_v2(cfg) ? 1 : 2; /* experts a group's score reads: V2 its largest, V3 its top 2 */
+    if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < per || tg > g || k > tg * (E / g))
         return kvci_fail(KVC_EINVAL,
                          "%s: MoE routing sizes are inconsistent (n_routed_experts %lld, n_group %lld, topk_group "
-                         "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= 2, topk_group <= "
+                         "%lld, num_experts_per_tok %lld): need E %% n_group == 0, E/n_group >= %lld, topk_group <= "
                          "n_group, k <= topk_group * E/n_group, all >= 1",
-                         doc, (long long)E, (long long)g, (long long)tg, (long long)k);
+                         doc, (long long)E, (long long)g, (long long)tg, (long long)k, (long long)per);
     return KVC_OK;
 }
 
 /* The first first_k_dense_replace layers: the dense MLP; the rest: routed and shared experts. */
 static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
-    return s->m->layers[l].moe ? kvci_ffn_deepseek(s, l) : kvci_fwd_dense_mlp(s, l);
+    return s->m->layers[l].moe ? kvci_ffn_deepseek(s, l, kvci_deepseek_v2(&s->m->cfg)) : kvci_fwd_dense_mlp(s, l);
 }
 
 static const kvc_family_alias ALIASES[] = {
-    {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", false},
+    {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", true},
     {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3", true},
     {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
     {"kimi_k2", NULL, "kimi_k2", false},

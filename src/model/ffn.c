@@ -1,6 +1,6 @@
 /* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
- * with routed and shared experts (MF 4.5) and the softmax router of Qwen3-MoE,
+ * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, and the softmax router of Qwen3-MoE,
  * Qwen2-MoE and Mixtral over the same SwiGLU experts. Experts run over the tokens routed
  * to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
@@ -102,12 +102,25 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     return KVC_OK;
 }
 
+/* Keeps the topk_group groups of the largest gscore [n_group] (ties: lower index first): the scores tmp [E] of the
+ * other groups' experts become 0. */
+static void keep_top_groups(const kvc_model_config *c, const float *gscore, float *tmp) {
+    const int64_t G = c->n_group, per = c->n_routed_experts / G;
+    int32_t gidx[DS_MAX_GROUPS];
+    top_k(gscore, G, c->topk_group, gidx);
+    for (int64_t g = 0; g < G; g++) {
+        bool keep = false;
+        for (int64_t j = 0; j < c->topk_group; j++) keep |= gidx[j] == (int32_t)g;
+        if (!keep)
+            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = 0.0f;
+    }
+}
+
 /* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
 static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                            float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
     float s[2]; /* top-2 per group */
-    int32_t gidx[DS_MAX_GROUPS];
     float gscore[DS_MAX_GROUPS];
     for (int64_t e = 0; e < E; e++) tmp[e] = 1.0f / (1.0f + expf(-logits[e])) + w->gate_corr[e];
     for (int64_t g = 0; g < G; g++) {
@@ -120,13 +133,7 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
         }
         gscore[g] = s[0] + s[1];
     }
-    top_k(gscore, G, c->topk_group, gidx);
-    for (int64_t g = 0; g < G; g++) {
-        bool keep = false;
-        for (int64_t j = 0; j < c->topk_group; j++) keep |= gidx[j] == (int32_t)g;
-        if (!keep)
-            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = 0.0f;
-    }
+    keep_top_groups(c, gscore, tmp);
     top_k(tmp, E, K, sel);
     float sum = 0.0f;
     for (int64_t j = 0; j < K; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
@@ -136,6 +143,32 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
     }
 }
 
+/* softmax of the E router logits in f32 (HF's softmax(dim=-1, dtype=float32)) into p [E]. */
+static void softmax_probs(const float *logits, int64_t E, float *p) {
+    float mx = logits[0], den = 0.0f;
+    for (int64_t e = 1; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
+    for (int64_t e = 0; e < E; e++) den += (p[e] = expf(logits[e] - mx));
+    for (int64_t e = 0; e < E; e++) p[e] /= den;
+}
+
+/* DeepSeek-V2 router (HF DeepseekV2TopkRouter): softmax scores over all E experts; group_limited_greedy keeps the
+ * topk_group of n_group groups whose largest score is highest (greedy: parsed as one group, which keeps all); the k
+ * largest kept scores, each times routed_scaling_factor, never renormalised. */
+static void deepseek_v2_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                              float *sw, float *tmp /* [E] */) {
+    (void)w;
+    const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
+    float gscore[DS_MAX_GROUPS];
+    softmax_probs(logits, E, tmp);
+    for (int64_t g = 0; g < G; g++) {
+        gscore[g] = tmp[g * per];
+        for (int64_t e = g * per + 1; e < (g + 1) * per; e++) gscore[g] = tmp[e] > gscore[g] ? tmp[e] : gscore[g];
+    }
+    keep_top_groups(c, gscore, tmp);
+    top_k(tmp, E, K, sel);
+    for (int64_t j = 0; j < K; j++) sw[j] = tmp[sel[j]] * (float)c->routed_scaling_factor;
+}
+
 /* Qwen3-MoE / Qwen2-MoE / Mixtral router (HF Qwen3MoeTopKRouter, Qwen2MoeTopKRouter, MixtralTopKRouter): softmax over
  * all E logits in f32, the k largest probabilities (ties: lower index first, as top_k), divided by their sum when
  * norm_topk_prob (Mixtral always). */
@@ -143,10 +176,8 @@ static void softmax_route(const kvc_model_config *c, const kvc_layer_weights *w,
                           float *sw, float *tmp /* [E] */) {
     (void)w;
     const int64_t E = c->n_routed_experts, K = c->experts_per_tok;
-    float mx = logits[0], den = 0.0f, sum = 0.0f;
-    for (int64_t e = 1; e < E; e++) mx = logits[e] > mx ? logits[e] : mx;
-    for (int64_t e = 0; e < E; e++) den += (tmp[e] = expf(logits[e] - mx));
-    for (int64_t e = 0; e < E; e++) tmp[e] /= den;
+    float sum = 0.0f;
+    softmax_probs(logits, E, tmp);
     top_k(tmp, E, K, sel);
     for (int64_t j = 0; j < K; j++) sum += (sw[j] = tmp[sel[j]]);
     for (int64_t j = 0; c->norm_topk_prob && j < K; j++) sw[j] /= sum;
@@ -192,11 +223,11 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     return KVC_OK;
 }
 
-kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l) {
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2) {
     const kvc_model_config *c = &s->m->cfg;
     if (c->n_group > DS_MAX_GROUPS)
         return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
-    return routed_experts(s, l, deepseek_route);
+    return routed_experts(s, l, v2 ? deepseek_v2_route : deepseek_route);
 }
 
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }

@@ -249,7 +249,8 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
     if (cs->kind != KVC_MCACHE_CONTIGUOUS && cs->kind != KVC_MCACHE_PAGED)
         return kvci_fail(KVC_EINVAL, "forward: cache kind %d unknown (1 contiguous, 2 paged)", (int)cs->kind);
     if (cs->latent && !kvci_family_get(c->family)->mla)
-        return kvci_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3), not %s", c->model_type);
+        return kvci_fail(KVC_EINVAL, "forward: latent caches need an MLA model (deepseek_v3, deepseek_v2), not %s",
+                         c->model_type);
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;

@@ -99,7 +99,9 @@ kvc_status kvci_swiglu_mlp(kvc_mlp_act act, const float *x, int64_t n, const kvc
 /* The dense gated MLP of layer l (its w_gate / w_up / w_down and biases, the config's mlp_act) into ws->proj. */
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
-kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l);
+/* DeepSeek's MoE layer: routed experts by V3's sigmoid router (MF 4.5) or, v2, V2's softmax one, plus shared experts.
+ */
+kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2);
 /* Qwen3-MoE / Mixtral: softmax router, top-k (renormalised when norm_topk_prob), SwiGLU experts. */
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 

@@ -406,6 +406,11 @@ kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     KVC_TRY(kvci_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, NULL));
     KVC_TRY(kvci_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, NULL));
     KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
+    /* missing: DeepseekV2Config's and DeepseekV3Config's 1536; null: none, a plain q_proj (the reader's getters
+     * take null for absent, so the key's presence is looked up first) */
+    const bool q_missing = !cJSON_GetObjectItemCaseSensitive(c->obj, "q_lora_rank") &&
+                           !(c->fallback && cJSON_GetObjectItemCaseSensitive(c->fallback, "q_lora_rank"));
+    d.q_lora_rank = q_missing ? 1536 : 0;
     KVC_TRY(kvci_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
     if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
         return kvci_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,

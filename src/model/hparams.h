@@ -53,7 +53,7 @@ typedef struct kvc_hparams {
 
 /* The latent dims of an MLA (DeepSeek-style) model. */
 typedef struct kvc_mla_dims {
-    int64_t q_lora_rank; /* 0: the config has none (null or absent): plain q_proj */
+    int64_t q_lora_rank; /* 0: the config gives null: plain q_proj; missing: 1536 (transformers') */
     int64_t kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 } kvc_mla_dims;
 
@@ -92,7 +92,7 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
  * per layer type gives `rope` its full_attention entry and `rope_sliding` its
  * sliding_attention entry. */
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp);
-/* The MLA latent dims; q_lora_rank must be null/absent or >= 1. */
+/* The MLA latent dims; q_lora_rank must be null (none), missing (1536) or >= 1. */
 kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out);
 
 /* Softmax scale of MLA attention: (dn + dr)^-1/2, times mscale(factor,

@@ -197,14 +197,15 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3 adds
- * the router's correction bias and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
+ * the router's correction bias (not DeepseekV2) and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
  * [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->family == KVC_FAMILY_DEEPSEEK_V3, mixtral = strcmp(c->model_type, "mixtral") == 0;
     w->moe = true;
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
-    if (ds) TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    if (ds && !kvci_deepseek_v2(c))
+        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
            even(v, 1, Im)));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_UP : KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT,

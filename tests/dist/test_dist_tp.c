@@ -72,6 +72,9 @@ static const tp_case QWEN3_BF16ACT = {
 /* DeepSeek-V3 with routed experts (the oracle's layers are all dense): a random checkpoint each rank
  * writes (kvc_test_checkpoint.h), held to the one-rank run instead of an oracle. */
 static const tp_case DEEPSEEK_MOE = {.sub = "deepseek_moe", .mode = KVC_RUNNER_MLA_LATENT};
+/* DeepSeek-V2: its oracle's MoE layers (softmax router, group_limited_greedy, shared experts) split over the ranks
+ * against transformers, through the latent caches */
+static const tp_case DEEPSEEK_V2 = {.sub = "deepseek_v2", .mode = KVC_RUNNER_MLA_LATENT};
 static char g_moe_dir[512];
 
 static void model_dir(const tp_case *c, char *dir, size_t cap) {
@@ -352,6 +355,11 @@ static void test_oracle_olmo2(void **state) {
     check_oracle(&OLMO2);
 }
 
+static void test_oracle_deepseek_v2(void **state) {
+    (void)state;
+    check_oracle(&DEEPSEEK_V2);
+}
+
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
     check_deterministic(&QWEN3_Q8_0);
@@ -468,6 +476,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan_caches_deepseek_latent),
         cmocka_unit_test(test_plan_caches_gemma3),
         cmocka_unit_test(test_wait_times_out),
+        cmocka_unit_test(test_oracle_deepseek_v2),
     };
 #undef T
     const int failed = cmocka_run_group_tests(tests, write_moe_checkpoint, remove_moe_checkpoint);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config_fixture.h"
+#include "model/family.h"
 
 static float base_inv(double theta, int64_t i, int64_t d) {
     return 1.0f / powf((float)theta, (float)(2 * i) / (float)d);
@@ -58,7 +59,8 @@ static void test_deepseek_scale_and_mscale(void **state) {
                                     "\"original_max_position_embeddings\":4096,\"beta_fast\":32,\"beta_slow\":1,"
                                     "\"mscale\":1,\"mscale_all_dim\":1}}");
     const kvc_model_config *c = kvc_model_config_of(d);
-    assert_true(c->num_kv_heads == 2 && c->rope_form == KVC_ROPE_INTERLEAVED && c->q_lora_rank == 0 &&
+    /* q_lora_rank missing: DeepseekV3Config's 1536 (null, below: a plain q_proj) */
+    assert_true(c->num_kv_heads == 2 && c->rope_form == KVC_ROPE_INTERLEAVED && c->q_lora_rank == 1536 &&
                 c->head_dim == 16);
     assert_true(fabs(kvc_model_attn_scale(c) - 0.2704676) < 1e-6);
     assert_true(d->rope_attn_factor == 1.0f);
@@ -71,7 +73,7 @@ static void test_deepseek_scale_and_mscale(void **state) {
     kvc_model *db = model_of(DS_HEAD "\"q_lora_rank\":null,\"rope_interleave\":false,\"rope_parameters\":{"
                                      "\"rope_type\":\"yarn\",\"rope_theta\":10000,\"factor\":40,"
                                      "\"original_max_position_embeddings\":4096,\"mscale\":1,\"mscale_all_dim\":0.8}}");
-    assert_true(fabsf(db->rope_attn_factor - 1.0569663f) < 1e-6f);
+    assert_true(fabsf(db->rope_attn_factor - 1.0569663f) < 1e-6f && db->cfg.q_lora_rank == 0);
     assert_true(fabs(kvc_model_attn_scale(&db->cfg) - 48.0 / 48.0 * pow(48.0, -0.5) * 1.6773108) < 1e-6);
     /* a caller's config without a head dim: NaN (NULL was dereferenced, MLA dims past int64 overflowed) */
     kvc_model_config bad = *c;
@@ -770,6 +772,57 @@ static void test_ernie4_5_fields(void **state) {
                    "ernie4_5 without num_key_value_heads has 2");
 }
 
+#define DSV2_BASE                                                                                                      \
+    "{\"model_type\":\"deepseek_v2\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                    \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":8,"                     \
+    "\"qk_rope_head_dim\":8,\"v_head_dim\":8"
+
+/* DeepSeek-V2 with DeepseekV2Config's defaults (every layer MoE: 64 experts of 1407, 2 shared, greedy as one group,
+ * scaling 1, no renormalisation, q LoRA 1536 when missing, RoPE on adjacent pairs, no correction bias) and with
+ * group_limited_greedy; refused by name: the keys transformers needs and has no default for, the topk_methods,
+ * scoring_funcs and settings transformers and DeepSeek's code read differently (norm_topk_prob, moe_layer_freq),
+ * mlp_bias. */
+static void test_deepseek_v2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"num_experts_per_tok\":6}", "dsv2-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && kvci_deepseek_v2(&c) && c.first_k_dense_replace == 0);
+    assert_true(c.layer_moe[0] && c.layer_moe[2] && c.n_routed_experts == 64 && c.moe_intermediate_size == 1407);
+    assert_true(c.n_shared_experts == 2 && c.shared_expert_intermediate_size == 2 * 1407 && c.experts_per_tok == 6);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 1.0 && !c.norm_topk_prob);
+    assert_true(c.q_lora_rank == 1536 && c.rope_form == KVC_ROPE_INTERLEAVED && c.head_dim == 8);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings && c.max_position_embeddings == 2048);
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"num_experts_per_tok\":6,\"n_group\":8,\"topk_group\":3,"
+                                                      "\"topk_method\":\"group_limited_greedy\",\"q_lora_rank\":null,"
+                                                      "\"routed_scaling_factor\":16,\"first_k_dense_replace\":1,"
+                                                      "\"moe_layer_freq\":1,\"scoring_func\":\"softmax\"}",
+                                            "dsv2-groups", &c),
+                     KVC_OK);
+    assert_true(c.n_group == 8 && c.topk_group == 3 && c.routed_scaling_factor == 16.0 && c.q_lora_rank == 0);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1]);
+    /* one expert per group: V2's group score is that expert's (V3's top-2 sum needs two) */
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"num_experts_per_tok\":2,\"n_routed_experts\":4,"
+                                                      "\"topk_method\":\"group_limited_greedy\",\"n_group\":4,"
+                                                      "\"topk_group\":2}",
+                                            "dsv2-single", &c),
+                     KVC_OK);
+    /* no MoE layer: the router's keys are not needed */
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"first_k_dense_replace\":3}", "dsv2-dense", &c), KVC_OK);
+    expect_refusal(DSV2_BASE "}", "deepseek_v2 with MoE layers needs num_experts_per_tok");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"topk_method\":\"group_limited_greedy\",\"n_group\":8}",
+                   "group_limited_greedy needs n_group and topk_group");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"topk_method\":\"noaux_tc\"}",
+                   "topk_method \"noaux_tc\" is not supported");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"scoring_func\":\"sigmoid\"}",
+                   "scoring_func \"sigmoid\" is not supported");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"norm_topk_prob\":true}", "norm_topk_prob true");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"moe_layer_freq\":2}", "moe_layer_freq 2");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"mlp_bias\":true}", "mlp_bias true");
+    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"topk_method\":\"group_limited_greedy\",\"n_group\":64,"
+                             "\"topk_group\":1}",
+                   "MoE routing sizes are inconsistent");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -796,6 +849,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
+        cmocka_unit_test(test_deepseek_v2_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

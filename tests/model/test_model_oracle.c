@@ -412,6 +412,21 @@ static void test_cohere2(void **state) {
     run_dir("cohere2");
 }
 
+/* DeepSeek-V2-like: MLA with a q LoRA, RoPE on adjacent pairs, YaRN (mscale 0.707), layer 0 dense, then MoE of
+ * 8 experts: softmax router, group_limited_greedy (2 of 4 groups), 3 per token, times 4, 2 shared experts; also
+ * its latent caches (run_dir) */
+static void test_deepseek_v2(void **state) {
+    (void)state;
+    run_dir("deepseek_v2");
+}
+
+/* DeepSeek-V2-Lite-like: a plain q_proj (q_lora_rank null), greedy top-2 of 8 experts unscaled, attention biases,
+ * tied */
+static void test_deepseek_v2_lite(void **state) {
+    (void)state;
+    run_dir("deepseek_v2_lite");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -450,6 +465,8 @@ int main(void) {
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
+        cmocka_unit_test(test_deepseek_v2),
+        cmocka_unit_test(test_deepseek_v2_lite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -55,6 +55,8 @@ from transformers import (
     OlmoForCausalLM,
     Ernie4_5Config,
     Ernie4_5ForCausalLM,
+    DeepseekV2Config,
+    DeepseekV2ForCausalLM,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -611,6 +613,35 @@ def ernie4_5_config():
     return Ernie4_5Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, use_bias=True)
 
 
+
+def deepseek_v2_config():
+    # DeepSeek-V2 (236B) at toy size: MLA with a q LoRA (q_lora_rank 48), RoPE on adjacent pairs (its complex form), a
+    # YaRN rope whose mscale and mscale_all_dim 0.707 are the hub's (factor 40, so the softmax scale and the
+    # cos/sin scaling both matter), layer 0 dense and layers 1-2 MoE: 8 experts in 4 groups, group_limited_greedy
+    # keeping 2 groups, 3 experts per token, 2 shared experts, routed_scaling_factor 4 (the hub's is 16), 3 layers.
+    return DeepseekV2Config(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=3,
+        first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32,
+        qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24, n_routed_experts=8, n_group=4, topk_group=2,
+        num_experts_per_tok=3, n_shared_experts=2, routed_scaling_factor=4.0, topk_method="group_limited_greedy",
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                         "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "mscale": 0.707, "mscale_all_dim": 0.707},
+        max_position_embeddings=163840, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def deepseek_v2_lite_config():
+    # DeepSeek-V2-Lite at toy size: no q LoRA (q_lora_rank null: a plain q_proj), topk_method greedy (the default),
+    # routed_scaling_factor 1 and n_shared_experts 2 left at DeepseekV2Config's defaults, attention_bias on (the
+    # hub's is off: here the q_a-less bias placement on kv_a_proj_with_mqa and o_proj is exercised), plain RoPE
+    # theta 10000, layer 0 dense, layers 1-2 MoE of 8 experts, 2 per token, 3 layers, tied embeddings.
+    return DeepseekV2Config(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=3,
+        first_k_dense_replace=1, num_attention_heads=4, q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16,
+        qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2, attention_bias=True,
+        tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        max_position_embeddings=512, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -642,6 +673,8 @@ FAMILIES = {
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
+    "deepseek_v2": (deepseek_v2_config, DeepseekV2ForCausalLM),
+    "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
 }
 
 
@@ -665,7 +698,7 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1006,6 +1039,10 @@ def make_family(family, out_root, seed):
         summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
+    if family == "deepseek_v2":
+        summary["sensitivity_topk_method_greedy"] = sensitivity(model, ps[-1], topk_method="greedy")
+    if family == "deepseek_v2_lite":
+        summary["sensitivity_routed_scaling_factor_2"] = sensitivity(model, ps[-1], routed_scaling_factor=2.0)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
     summary["bytes"] = {fn: os.path.getsize(os.path.join(out, fn)) for fn in sorted(os.listdir(out))}
     summary["dir_bytes"] = dir_size(out)
@@ -1131,7 +1168,7 @@ def sensitivity(model, ids, **overrides):
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
-RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5}
+RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5}
 
 
 def verify(family, out):
@@ -1173,7 +1210,8 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5"]:
+                               "ernie4_5",
+                               "deepseek_v2", "deepseek_v2_lite"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
