@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 
+from .plan import plan
+
 _FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 _DTYPES = {"bf16": ("BF16", "bfloat16"), "f16": ("F16", "float16"), "f32": ("F32", "float32")}
 _SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -29,7 +31,7 @@ _CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '
 def tensor_shapes(c):
     """{name: shape} of a dense Llama-shaped checkpoint (Hugging Face names)."""
     h, inter, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
-    heads, kv = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"] or c["num_attention_heads"]
     hd = c.get("head_dim") or h // heads
     shapes = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,)}
     if not c.get("tie_word_embeddings", False):
@@ -105,6 +107,8 @@ def make(config_path, out_dir, dtype="bf16", seed=0):
     out.mkdir(parents=True, exist_ok=True)
     config.pop("dtype", None)
     config["torch_dtype"] = torch_dtype
+    if "num_key_value_heads" not in config:  # the config class's default (Qwen2Config's 32, ...), as the loader reads it
+        config["num_key_value_heads"] = plan(config)["heads"]["num_key_value_heads"]
     eos = config.get("eos_token_id")
     if not isinstance(eos, int) or eos >= config["vocab_size"]:
         eos = config["eos_token_id"] = 2  # <|im_end|>

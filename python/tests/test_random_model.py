@@ -29,3 +29,16 @@ def test_a_random_model_loads_runs_and_has_text(tmp_path):
     assert chat == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     with pytest.raises(SystemExit, match="dense Llama-shaped"):
         random_model.make(DATA / "configs" / "gpt-oss-20b.json", tmp_path / "x")
+
+
+def test_a_config_without_kv_heads_gets_its_class_default(tmp_path):
+    # MistralConfig's num_key_value_heads is 8: the checkpoint is written with 8 KV heads and the file says so
+    config = {"model_type": "mistral", "vocab_size": 300, "hidden_size": 64, "intermediate_size": 32,
+              "num_hidden_layers": 1, "num_attention_heads": 16, "max_position_embeddings": 64}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    out = random_model.make(tmp_path / "c.json", tmp_path / "m", dtype="f32")
+    assert json.loads((out / "config.json").read_text())["num_key_value_heads"] == 8
+    shapes = random_model.tensor_shapes(json.loads((out / "config.json").read_text()))
+    assert shapes["model.layers.0.self_attn.k_proj.weight"] == (8 * 4, 64)
+    e = kvcache.Engine(out, kv_memory="1MiB", block_size=4)
+    assert len(e.generate([[5, 6, 7]], kvcache.SamplingParams(max_tokens=2))[0]) == 2

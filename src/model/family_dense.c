@@ -215,23 +215,11 @@ static kvc_status parse_olmo1(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* ERNIE 4.5 dense (baidu/ERNIE-4.5-0.3B-PT, Ernie4_5ForCausalLM): Llama with RoPE on adjacent pairs over the whole
  * head, biases on q/k/v/o and the MLP by use_bias (false when absent), tied embeddings, head_dim 128, theta 5e5
- * and rms_norm_eps 1e-5 when absent, and num_key_value_heads 2 when the key is missing (Ernie4_5Config's field
- * default; null means num_attention_heads, as elsewhere). */
+ * and rms_norm_eps 1e-5 when absent (2 KV heads without the key: kvci_hparams_read_sizes). */
 static kvc_status parse_ernie4_5(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
-    const char *kv = "num_key_value_heads"; /* missing, not null (the reader's "absent" covers both) */
-    const bool kv_missing = !cJSON_GetObjectItemCaseSensitive(c->obj, kv) &&
-                            !(c->fallback && cJSON_GetObjectItemCaseSensitive(c->fallback, kv));
-    if (kv_missing && !hp->have_kv_heads) {
-        if (cfg->num_heads % 2 != 0)
-            return kvci_fail(KVC_EINVAL,
-                             "%s: ernie4_5 without num_key_value_heads has 2 (Ernie4_5Config's), which "
-                             "num_attention_heads %lld is not a multiple of",
-                             c->doc, (long long)cfg->num_heads);
-        cfg->num_kv_heads = 2;
-    }
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias, cfg->rope_form = KVC_ROPE_PAIRS;

@@ -76,9 +76,7 @@ static kvc_status parse_gemma_common(const kvc_hparams *hp, kvc_model_config *cf
 
 /* Whether key is given as JSON null (the reader's getters take null for absent; here null means none). */
 static bool given_null(const kvc_json_obj *c, const char *key) {
-    const cJSON *v = c->obj != NULL ? cJSON_GetObjectItemCaseSensitive(c->obj, key) : NULL;
-    if (v == NULL && c->fallback != NULL) v = cJSON_GetObjectItemCaseSensitive(c->fallback, key);
-    return cJSON_IsNull(v);
+    return !kvci_json_missing(c, key) && kvci_json_find(c, key) == NULL;
 }
 
 kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out) {

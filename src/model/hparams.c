@@ -14,40 +14,42 @@ typedef struct type_defaults {
     double rope_theta;
     int64_t sliding_window; /* when the key is absent; 0: none */
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
+    int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen2", 0, 10000.0, 0, true},
-    {"qwen2_moe", 0, 10000.0, 0, true},
-    {"qwen3", 128, 10000.0, 0, true},
-    {"qwen3_moe", 0, 10000.0, 0, true}, /* Qwen3MoeConfig has no head_dim of its own */
-    {"gpt_oss", 64, 150000.0, 128, false},
-    {"mistral", 0, 10000.0, 4096, false},
-    {"mixtral", 0, 1000000.0, 0, false},
-    {"gemma2", 256, 10000.0, 4096, false}, /* Gemma2Config's: one rope for every layer */
+    {"qwen2", 0, 10000.0, 0, true, 32},
+    {"qwen2_moe", 0, 10000.0, 0, true, 16},
+    {"qwen3", 128, 10000.0, 0, true, 32},
+    {"qwen3_moe", 0, 10000.0, 0, true, 4}, /* Qwen3MoeConfig has no head_dim of its own */
+    {"gpt_oss", 64, 150000.0, 128, false, 8},
+    {"mistral", 0, 10000.0, 4096, false, 8},
+    {"mixtral", 0, 1000000.0, 0, false, 8},
+    {"gemma2", 256, 10000.0, 4096, false, 4}, /* Gemma2Config's: one rope for every layer */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
-    {"gemma3_text", 256, 1000000.0, 4096, false},
-    {"gemma3", 256, 1000000.0, 4096, false},
-    {"olmo3", 0, 500000.0, 4096, false},
-    {"gemma", 256, 10000.0, 0, false},
-    {"smollm3", 0, 2000000.0, 0, true},
-    {"glm", 128, 10000.0, 0, false},
-    {"glm4", 128, 10000.0, 0, false},
-    {"cohere", 0, 500000.0, 0, false},
-    {"cohere2", 0, 10000.0, 4096, false},
-    {"seed_oss", 128, 10000.0, 0, false},
-    {"exaone4", 0, 10000.0, 4096, false},
-    {"starcoder2", 0, 10000.0, 0, false},
-    {"ministral", 0, 10000.0, 4096, false},
-    {"ministral3", 128, 10000.0, 0, false},
-    {"helium", 128, 100000.0, 0, false},
-    {"ernie4_5", 128, 500000.0, 0, false},
+    {"gemma3_text", 256, 1000000.0, 4096, false, 4},
+    {"gemma3", 256, 1000000.0, 4096, false, 4},
+    {"olmo3", 0, 500000.0, 4096, false, 0},
+    {"gemma", 256, 10000.0, 0, false, 16},
+    {"smollm3", 0, 2000000.0, 0, true, 4},
+    {"glm", 128, 10000.0, 0, false, 2},
+    {"glm4", 128, 10000.0, 0, false, 2},
+    {"cohere", 0, 500000.0, 0, false, 0},
+    {"cohere2", 0, 10000.0, 4096, false, 0},
+    {"seed_oss", 128, 10000.0, 0, false, 8},
+    {"exaone4", 0, 10000.0, 4096, false, 32},
+    {"starcoder2", 0, 10000.0, 0, false, 2},
+    {"ministral", 0, 10000.0, 4096, false, 8},
+    {"ministral3", 128, 10000.0, 0, false, 8},
+    {"helium", 128, 100000.0, 0, false, 20},
+    {"ernie4_5", 128, 500000.0, 0, false, 2},
+    {"stablelm", 0, 10000.0, 0, false, 32},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
-    return (type_defaults){NULL, 0, 10000.0, 0, false};
+    return (type_defaults){NULL, 0, 10000.0, 0, false, 0};
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's and Glm4Config's setdefault 0.5, StableLmConfig's
@@ -152,9 +154,14 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->n_kv_heads = hp->n_heads;
     KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
     if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
+    const int64_t class_kv =
+        hp->have_kv_heads || !kvci_json_missing(c, KV_HEADS_KEYS[0]) ? 0 : defaults_of(hp).kv_heads;
+    if (class_kv > 0) hp->n_kv_heads = class_kv, hp->have_kv_heads = true;
     if (hp->n_heads % hp->n_kv_heads != 0)
-        return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
-                         c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads);
+        return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld%s%s%s",
+                         c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads,
+                         class_kv > 0 ? " (the key is missing: the default of " : "",
+                         class_kv > 0 ? hp->model_type : "", class_kv > 0 ? "'s config in transformers)" : "");
     bool have = false;
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
@@ -408,9 +415,7 @@ kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
     /* missing: DeepseekV2Config's and DeepseekV3Config's 1536; null: none, a plain q_proj (the reader's getters
      * take null for absent, so the key's presence is looked up first) */
-    const bool q_missing = !cJSON_GetObjectItemCaseSensitive(c->obj, "q_lora_rank") &&
-                           !(c->fallback && cJSON_GetObjectItemCaseSensitive(c->fallback, "q_lora_rank"));
-    d.q_lora_rank = q_missing ? 1536 : 0;
+    d.q_lora_rank = kvci_json_missing(c, "q_lora_rank") ? 1536 : 0;
     KVC_TRY(kvci_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
     if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
         return kvci_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,

@@ -147,6 +147,11 @@ const cJSON *kvci_json_find(const kvc_json_obj *o, const char *key) {
     return v != NULL ? v : member(o->fallback, key);
 }
 
+bool kvci_json_missing(const kvc_json_obj *o, const char *key) {
+    return (o->obj == NULL || cJSON_GetObjectItemCaseSensitive(o->obj, key) == NULL) &&
+           (o->fallback == NULL || cJSON_GetObjectItemCaseSensitive(o->fallback, key) == NULL);
+}
+
 /* "doc: path.key" into buf. */
 static const char *where(const kvc_json_obj *o, const char *key, char *buf, size_t cap) {
     const bool nested = o->path != NULL && o->path[0] != '\0';

@@ -57,6 +57,9 @@ kvc_status kvci_json_parse_object(const char *text, size_t len, const char *doc,
 
 /* The member (NULL when absent). */
 const cJSON *kvci_json_find(const kvc_json_obj *o, const char *key);
+/* Whether key is not in the document at all; null counts as given (transformers tells a missing key, which takes
+ * the config class's default, from an explicit null, which many classes read as "derive it"). */
+bool kvci_json_missing(const kvc_json_obj *o, const char *key);
 
 /* An integral number in [lo, hi]. Values outside int64 are refused before any
  * conversion. */

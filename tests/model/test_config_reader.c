@@ -248,10 +248,9 @@ static void test_sizes_bounded_before_use(void **state) {
  * window of 0 is refused by both. */
 static void test_window_rule(void **state) {
     (void)state;
-    const char *qwen =
-        "{\"model_type\":\"qwen3\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"
-        "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":32,\"max_position_embeddings\":64,"
-        "\"torch_dtype\":\"bfloat16\",\"sliding_window\":8}";
+    const char *qwen = "{\"model_type\":\"qwen3\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"
+                       "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"head_dim\":32,"
+                       "\"max_position_embeddings\":64,\"torch_dtype\":\"bfloat16\",\"sliding_window\":8}";
     kvc_model *m = model_of(qwen);
     kvc_model_plan *p = plan_of(qwen);
     assert_int_equal(kvc_model_config_of(m)->sliding_window, 0);
@@ -271,10 +270,10 @@ static void test_window_rule(void **state) {
     kvc_model_destroy(m);
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"sliding_window\":0}", "sliding_window 0", NULL);
     /* Mistral without the key: MistralConfig's 4096; an explicit null (Mistral v0.2 on): no window. Mixtral
-     * without rope_theta: MixtralConfig's 1e6. */
+     * without rope_theta: MixtralConfig's 1e6. Both without num_key_value_heads: their classes' 8. */
 #define MISTRAL                                                                                                        \
     "{\"model_type\":\"mistral\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"                       \
-    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"max_position_embeddings\":8192"
+    "\"num_hidden_layers\":1,\"num_attention_heads\":16,\"max_position_embeddings\":8192"
     const int64_t want[2] = {4096, 0};
     const char *mistral[2] = {MISTRAL "}", MISTRAL ",\"sliding_window\":null}"};
     for (int i = 0; i < 2; i++) {
@@ -282,15 +281,17 @@ static void test_window_rule(void **state) {
         p = plan_of(mistral[i]);
         assert_int_equal(kvc_model_config_of(m)->sliding_window, want[i]);
         assert_int_equal(p->layers[0].sliding_window, want[i]);
+        assert_int_equal(kvc_model_config_of(m)->num_kv_heads, 8); /* MistralConfig's, the key missing */
+        assert_int_equal(p->num_key_value_heads, 8);
         kvc_model_plan_destroy(p);
         kvc_model_destroy(m);
     }
 #undef MISTRAL
     const char *mixtral = "{\"model_type\":\"mixtral\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"
-                          "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"max_position_embeddings\":64,"
+                          "\"num_hidden_layers\":1,\"num_attention_heads\":8,\"max_position_embeddings\":64,"
                           "\"num_local_experts\":4,\"num_experts_per_tok\":2}";
     m = model_of(mixtral);
-    assert_true(kvc_model_config_of(m)->rope.theta == 1e6);
+    assert_true(kvc_model_config_of(m)->rope.theta == 1e6 && kvc_model_config_of(m)->num_kv_heads == 8);
     kvc_model_destroy(m);
 }
 
@@ -383,7 +384,7 @@ static void test_published_configs_agree(void **state) {
         free(text);
     }
     /* Gemma 3 without query_pre_attn_scalar: both take transformers' default 256, not head_dim 64 */
-    const char *gemma = "{\"model_type\":\"gemma3_text\",\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+    const char *gemma = "{\"model_type\":\"gemma3_text\",\"num_hidden_layers\":2,\"num_attention_heads\":4,"
                         "\"hidden_size\":64,\"head_dim\":64,\"vocab_size\":8,\"intermediate_size\":8,"
                         "\"sliding_window\":4,\"max_position_embeddings\":64}";
     kvc_model_config c;

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config_fixture.h"
+#include "kvcache/plan.h"
 #include "model/family.h"
 
 static float base_inv(double theta, int64_t i, int64_t d) {
@@ -106,22 +107,25 @@ static void test_llama3_bands(void **state) {
 static void test_family_fields(void **state) {
     (void)state;
     kvc_model_config c;
-    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2\",\"vocab_size\":8,\"hidden_size\":8,"
-                                            "\"intermediate_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
-                                            "\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2}",
-                                            "q2", &c),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_model_config_parse(
+            "{\"model_type\":\"qwen2\",\"vocab_size\":8,\"hidden_size\":8,"
+            "\"intermediate_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+            "\"num_key_value_heads\":2,\"use_sliding_window\":true,\"sliding_window\":4,\"max_window_layers\":2}",
+            "q2", &c),
+        KVC_OK);
     assert_true(c.qkv_bias && !c.o_bias && !c.qk_norm && c.head_dim == 4 && c.num_kv_heads == 2);
     assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4);
-    assert_int_equal(
-        kvc_model_config_parse("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,"
-                               "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2}",
-                               "q3", &c),
-        KVC_OK);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                                            "\"num_key_value_heads\":2}",
+                                            "q3", &c),
+                     KVC_OK);
     assert_true(c.qk_norm && c.head_dim == 128 && !c.qkv_bias && c.rope.theta == 10000.0 && c.sliding_window == 0);
 }
 
-#define MOE_BASE "\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,\"num_attention_heads\":2,"
+#define MOE_BASE                                                                                                       \
+    "\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,\"num_attention_heads\":2,\"num_key_value_heads\":2,"
 
 /* The MoE layers and routing fields of the softmax-routed families, with transformers 5.25's defaults and
  * sliding rules: Qwen3-MoE slides every layer with use_sliding_window (no max_window_layers), Qwen2-MoE the
@@ -427,7 +431,7 @@ static void test_refusals(void **state) {
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
                    "hidden_act \"gelu\" is not supported (llama: silu)");
     expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
-                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":7}",
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"hidden_act\":7}",
                    "hidden_act");
     expect_refusal("{\"model_type\":\"deepseek_v3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"kv_lora_rank\":4,\"qk_nope_head_dim\":4,"
@@ -769,7 +773,34 @@ static void test_ernie4_5_fields(void **state) {
     assert_true(c.num_kv_heads == 4);
     expect_refusal("{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":96,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":3}",
-                   "ernie4_5 without num_key_value_heads has 2");
+                   "num_attention_heads 3 is not a multiple of num_key_value_heads 2 (the key is missing: the default "
+                   "of ernie4_5's config in transformers)");
+}
+
+/* A config without num_key_value_heads takes its config class's default where transformers has one (Qwen2Config's
+ * 32, Gemma2Config's 4), as many as the query heads where it has none (Llama) or the key is null. */
+static void test_missing_kv_heads_class_default(void **state) {
+    (void)state;
+#define KV_BASE(type)                                                                                                  \
+    "{\"model_type\":\"" type "\",\"vocab_size\":8,\"hidden_size\":128,\"intermediate_size\":8,"                       \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":64,\"head_dim\":2,\"max_position_embeddings\":64"
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(KV_BASE("qwen2") "}", "qwen2", &c), KVC_OK);
+    assert_int_equal(c.num_kv_heads, 32);
+    assert_int_equal(kvc_model_config_parse(KV_BASE("qwen2") ",\"num_key_value_heads\":null}", "qwen2-null", &c),
+                     KVC_OK);
+    assert_int_equal(c.num_kv_heads, 64);
+    assert_int_equal(kvc_model_config_parse(KV_BASE("gemma2") "}", "gemma2", &c), KVC_OK);
+    assert_int_equal(c.num_kv_heads, 4);
+    assert_int_equal(kvc_model_config_parse(KV_BASE("llama") "}", "llama", &c), KVC_OK);
+    assert_int_equal(c.num_kv_heads, 64);
+    kvc_model_plan *plan = NULL; /* the planner reads the same */
+    const char *qwen2 = KV_BASE("qwen2") "}";
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(qwen2, strlen(qwen2), &opt, &plan), KVC_OK);
+    assert_int_equal(plan->num_key_value_heads, 32);
+    kvc_model_plan_destroy(plan);
+#undef KV_BASE
 }
 
 #define DSV2_BASE                                                                                                      \
@@ -849,6 +880,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
+        cmocka_unit_test(test_missing_kv_heads_class_default),
         cmocka_unit_test(test_deepseek_v2_fields),
         cmocka_unit_test(test_refusals),
     };

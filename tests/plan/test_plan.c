@@ -1065,7 +1065,7 @@ static void test_unknown_architecture(void **state) {
         kvc_model_plan_destroy(plan);
     }
     static const char bad_pattern[] = "{\"model_type\": \"exaone4\", \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
-                                      " \"num_attention_heads\": 8, \"max_position_embeddings\": 8192,"
+                                      " \"num_attention_heads\": 32, \"max_position_embeddings\": 8192,"
                                       " \"sliding_window\": 512, \"sliding_window_pattern\": \"LXG\"}";
     assert_int_equal(kvc_model_plan_create(bad_pattern, sizeof bad_pattern - 1, &o, &plan), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "sliding_window_pattern \"LXG\""));
@@ -1158,7 +1158,7 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
          " \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
          "rope_scaling.low_freq_factor is missing"},
-        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 1024,"
+        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 1024,"
          " \"max_position_embeddings\": 4096, \"use_sliding_window\": true}",
          "use_sliding_window is true but sliding_window is missing"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096}",
