@@ -178,16 +178,13 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
  * absent), RoPE on the first head_dim * partial_rotary_factor channels (0.25 when absent, hparams.c), q/k/v biases
  * by use_qkv_bias (false when absent) and none on o_proj or the MLP, a parallel block (attention and MLP both
  * reading input_layernorm's output) by use_parallel_residual (false); head_dim is always hidden_size /
- * num_attention_heads (its attention's), so a head_dim key that says otherwise is refused. Refused by name:
- * qk_layernorm (a LayerNorm per head, each stored as its own tensor, which the runtime does not read). */
+ * num_attention_heads (its attention's), so a head_dim key that says otherwise is refused. StableLM 2's
+ * qk_layernorm: a LayerNorm without bias per query and per KV head (each its own module, norms.{h}), before RoPE,
+ * as Cohere's per-head q/k norms. */
 static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    bool qk_ln = false;
-    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &qk_ln));
-    if (qk_ln)
-        return kvci_fail(KVC_EINVAL, "%s: stablelm with qk_layernorm true is not supported (per-head LayerNorms)",
-                         c->doc);
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &cfg->qk_norm));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
         return kvci_fail(KVC_EINVAL,

@@ -46,33 +46,45 @@ static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, c
                                       c->check_only ? NULL : dst);
 }
 
+/* A tensor [N, ...] stacked from the per-module tensors prefix{i}suffix of shape [...] (routed experts, StableLM's
+ * per-head norms), this rank's part: split along dim 0, the modules split.start .. + N of split.full; along another
+ * dim, that dim of each module. A module past the last is refused. *dtype: the modules' dtype (NULL, held as f32,
+ * when they differ: module 0's BF16 would round another's F16 or F32 values). */
+static kvc_status load_modules(const load_ctx *c, const kvc_wtensor *t, const char *prefix, const char *suffix,
+                               const char *what, float *dst, const char **dtype) {
+    const int64_t *shape = t->shape, N = shape[0];
+    int64_t per = 1;
+    for (int32_t i = 1; i < t->ndim; i++) per *= shape[i];
+    const bool by_module = t->split.dim == 0;
+    const int64_t first = by_module ? t->split.start : 0, total = by_module ? t->split.full : N;
+    char extra[200];
+    snprintf(extra, sizeof extra, "%s%lld%s", prefix, (long long)total, suffix);
+    if (kvc_safetensors_has(c->st, extra))
+        return kvci_fail(KVC_EINVAL, "unexpected tensor \"%s\": the config has %lld %s", extra, (long long)total, what);
+    kvc_wsplit one = t->split; /* a module has no dim 0 */
+    one.dim = by_module ? -1 : one.dim > 0 ? one.dim - 1 : one.dim;
+    *dtype = NULL;
+    for (int64_t i = 0; i < N; i++) {
+        char n[200];
+        snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)(first + i), suffix);
+        KVC_TRY(read_part(c, n, t->ndim - 1, shape + 1, &one, 0, dst ? dst + i * per : NULL));
+        const char *d = kvci_safetensors_dtype(c->st, n);
+        if (i == 0) *dtype = d;
+        if (*dtype && strcmp(d, *dtype) != 0) *dtype = NULL;
+    }
+    return KVC_OK;
+}
+
 /* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
- * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; a module of an expert beyond
- * E-1 is refused. *dtype: the dtype of the source (the modules' or the fused tensor's; NULL, held as
- * f32, when the modules' dtypes differ: expert 0's BF16 would round another's F16 or F32 values). */
+ * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; *dtype: the source's. */
 static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const char *name, float *dst,
                                const char **dtype) {
     char prefix[160];
     const char *suffix;
     split_star(name, prefix, sizeof prefix, &suffix);
-    const int64_t *shape = t->shape, E = shape[0], per = shape[1] * shape[2];
-    char first[200], extra[200];
+    char first[200];
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
-    snprintf(extra, sizeof extra, "%s%lld%s", prefix, (long long)E, suffix);
-    if (kvc_safetensors_has(c->st, extra))
-        return kvci_fail(KVC_EINVAL, "unexpected tensor \"%s\": the config has %lld experts", extra, (long long)E);
-    if (kvc_safetensors_has(c->st, first)) {
-        *dtype = kvci_safetensors_dtype(c->st, first);
-        kvc_wsplit one = t->split; /* an expert's module has no E dim */
-        if (one.dim > 0) one.dim--;
-        for (int64_t e = 0; e < E; e++) {
-            char n[200];
-            snprintf(n, sizeof n, "%s%lld%s", prefix, (long long)e, suffix);
-            KVC_TRY(read_part(c, n, 2, shape + 1, &one, 0, dst ? dst + e * per : NULL));
-            if (*dtype && strcmp(kvci_safetensors_dtype(c->st, n), *dtype) != 0) *dtype = NULL;
-        }
-        return KVC_OK;
-    }
+    if (kvc_safetensors_has(c->st, first)) return load_modules(c, t, prefix, suffix, "experts", dst, dtype);
     if (!strstr(suffix, "_proj.")) return kvci_fail(KVC_EINVAL, "missing tensor \"%s\"", first);
     char fused[200];
     const bool down = strstr(suffix, "down_proj") != NULL;
@@ -80,6 +92,7 @@ static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const ch
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
     *dtype = kvci_safetensors_dtype(c->st, fused);
+    const int64_t *shape = t->shape;
     if (down) return read_part(c, fused, 3, shape, &t->split, 0, dst);
     /* gate rows first, then up rows (concatenated, MF 4.5): this rank's rows of the gate or up half */
     const int64_t I = t->split.dim == 1 ? t->split.full : shape[1];
@@ -186,6 +199,12 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
+    if (!t->mat && strchr(name, '*')) {                     /* per-head vectors stacked [heads, D] */
+        char prefix[160];
+        const char *suffix, *dtype;
+        split_star(name, prefix, sizeof prefix, &suffix);
+        return load_modules(c, t, prefix, suffix, "heads", c->check_only ? NULL : *t->vec, &dtype);
+    }
     if (!t->mat) {
         KVC_TRY(read_part(c, name, t->ndim, t->shape, &t->split, 0, *t->vec));
         if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));

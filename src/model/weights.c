@@ -123,9 +123,13 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->qk_norm && c->layer_norm) { /* Cohere's: weights per head [heads, D], split with the heads */
-        TRY(v2(v, "self_attn.q_norm.weight", nH, D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH)));
-        TRY(v2(v, "self_attn.k_norm.weight", nKV, D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, 1)));
+    if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
+                                        * StableLM 2's a LayerNorm module per head */
+        const bool stablelm = strcmp(c->model_type, "stablelm") == 0;
+        TRY(v2(v, stablelm ? "self_attn.q_layernorm.norms.*.weight" : "self_attn.q_norm.weight", nH, D, &w->q_norm,
+               KVC_WINIT_NORM, even(v, 0, nH)));
+        TRY(v2(v, stablelm ? "self_attn.k_layernorm.norms.*.weight" : "self_attn.k_norm.weight", nKV, D, &w->k_norm,
+               KVC_WINIT_NORM, kv_rows(v, 1)));
     } else if (c->qk_norm_whole) { /* OLMo 2's over the whole projection: split with the heads, as q and k */
         TRY(v1(v, "self_attn.q_norm.weight", nH * D, &w->q_norm, KVC_WINIT_NORM, even(v, 0, nH * D)));
         TRY(v1(v, "self_attn.k_norm.weight", nKV * D, &w->k_norm, KVC_WINIT_NORM, kv_rows(v, D)));

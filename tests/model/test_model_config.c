@@ -713,8 +713,8 @@ static void test_helium_arcee_fields(void **state) {
 }
 
 /* StableLM with StableLmConfig's defaults (LayerNorms with bias, eps 1e-5, RoPE on a quarter of each head,
- * no biases, sequential blocks, untied) and with use_qkv_bias and use_parallel_residual set; refused by name:
- * qk_layernorm, a head_dim other than hidden_size / heads. */
+ * no biases, sequential blocks, untied) and with use_qkv_bias and use_parallel_residual set; qk_layernorm (StableLM
+ * 2 12B) reads as per-head q/k LayerNorms; refused by name: a head_dim other than hidden_size / heads. */
 static void test_stablelm_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -727,7 +727,9 @@ static void test_stablelm_fields(void **state) {
                                             "stablelm-set", &c),
                      KVC_OK);
     assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && c.parallel_block && c.norm_bias && c.rms_norm_eps == 1e-3);
-    expect_refusal(STABLELM_BASE ",\"qk_layernorm\":true}", "stablelm with qk_layernorm true is not supported");
+    assert_true(!c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(STABLELM_BASE ",\"qk_layernorm\":true}", "stablelm-2-12b", &c), KVC_OK);
+    assert_true(c.qk_norm && c.layer_norm && !c.qk_norm_whole);
     expect_refusal(STABLELM_BASE ",\"head_dim\":8}", "stablelm head_dim 8 is not hidden_size 64");
 }
 

@@ -384,6 +384,7 @@ static void test_stablelm(void **state) {
     (void)state;
     run_dir("stablelm");
     run_dir("stablelm_parallel");
+    run_dir("stablelm2_qk"); /* StableLM 2 12B: per-head q/k LayerNorm modules */
 }
 
 /* OLMo 1-like: LayerNorms without weight or bias, q/k/v clamped to +-2 (clip_qkv), q/k/v/o biases, GQA, untied */

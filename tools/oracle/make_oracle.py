@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -597,6 +597,13 @@ def stablelm_parallel_config():
                                            "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
 
 
+def stablelm2_qk_config():
+    # StableLM 2 12B's attention at toy size: qk_layernorm (a bias-free LayerNorm per query head and per KV head,
+    # each its own module: q_layernorm.norms.{h}), parallel blocks, GQA 4/2, rotary 0.25, 2 layers, untied.
+    return StableLmConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, use_parallel_residual=True, qk_layernorm=True,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 def olmo_config():
     # OLMo 1 at toy size: LayerNorms without weight or bias (eps 1e-5, fixed), q/k/v/o biases (attention_bias; the
     # hub's OLMo has none), clip_qkv 2 (OLMo-1B-0724's is 8; at this size q, k and v stay below 3.1, so a bound that
@@ -668,6 +675,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
+    "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -686,8 +694,8 @@ def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
-    if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
-        return None
+    if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
+        return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -1210,7 +1218,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5",
+                               "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
