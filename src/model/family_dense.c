@@ -1,6 +1,6 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
+ * Qwen2-MoE, Mixtral and OLMoE run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
  * (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling). Which projections
  * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
  * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
@@ -17,16 +17,18 @@
 
 /* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
  * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
- * shared_expert_intermediate_size) and Mixtral (every layer, experts of intermediate_size, always
- * renormalised): the expert count, k, the widths and the MoE layers; defaults as transformers 5.25's. */
+ * shared_expert_intermediate_size), Mixtral (every layer, experts of intermediate_size, always
+ * renormalised) and OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob): the
+ * expert count, k, the widths and the MoE layers; defaults as transformers 5.25's. */
 static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
+    const bool olmoe = strcmp(mt, "olmoe") == 0;
     /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     bool have = false;
-    cfg->n_routed_experts = mixtral ? 8 : qwen2 ? 60 : 128;
+    cfg->n_routed_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
     KVC_TRY(kvci_hparams_int(c, mixtral ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
                                 mixtral ? 2
@@ -42,6 +44,7 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     if (mixtral) return KVC_OK;
     int64_t step = 1;
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    if (olmoe) return KVC_OK;
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, KVC_HP_MAX_WIDTH,
                                 &cfg->moe_intermediate_size));
     if (qwen2)
@@ -59,6 +62,16 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
         cfg->layer_moe[l] = false;
     }
     return KVC_OK;
+}
+
+/* head_dim (the config's, else hidden_size / num_attention_heads) for a model type whose attention takes
+ * hidden_size / num_attention_heads whatever the key says: another value is refused, `why` saying what uses it. */
+static kvc_status head_dim_whole(const kvc_hparams *hp, kvc_model_config *cfg, const char *why) {
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads == cfg->hidden_size) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: %s head_dim %lld is not hidden_size %lld / num_attention_heads %lld, %s",
+                     hp->cfg.doc, cfg->model_type, (long long)cfg->head_dim, (long long)cfg->hidden_size,
+                     (long long)cfg->num_heads, why);
 }
 
 /* Phi-3 (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini): no bias anywhere whatever the config says (its modules
@@ -188,12 +201,7 @@ static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (qk_ln)
         return kvci_fail(KVC_EINVAL, "%s: stablelm with qk_layernorm true is not supported (per-head LayerNorms)",
                          c->doc);
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: stablelm head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
-                         "StableLM's attention always uses",
-                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(head_dim_whole(hp, cfg, "which StableLM's attention always uses"));
     KVC_TRY(kvci_family_opt_bool(c, "use_qkv_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", false, &cfg->parallel_block));
     cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
@@ -260,12 +268,8 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
     bool bias = false, qk_norm = false;
     if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    if (cohere2 && cfg->head_dim * cfg->num_heads != cfg->hidden_size)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: cohere2 head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
-                         "Cohere2Config always uses",
-                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(cohere2 ? head_dim_whole(hp, cfg, "which Cohere2Config always uses")
+                    : kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
@@ -382,6 +386,26 @@ static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* OLMoE (allenai/OLMoE-1B-7B-*, OlmoeForCausalLM): OLMo 2's q_norm / k_norm over the whole q / k projection in
+ * Llama's pre-norm blocks, attention_bias on q, k, v and o alike (false when absent), q and k clamped to
+ * +-clip_qkv after those norms and v after its projection when clip_qkv is set (null when absent: none), and on
+ * every layer a softmax router over num_experts (64) SwiGLU experts of intermediate_size, top num_experts_per_tok
+ * (8), renormalised when norm_topk_prob (false); rms_norm_eps 1e-5 (OlmoeConfig's). Its norms are sized from
+ * hidden_size / num_attention_heads, so a head_dim that differs is refused; OlmoeConfig has no sliding window (the
+ * eager and SDPA attentions ignore one: dense_kinds). */
+static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, clip = {0.0, 3.4e38, true};
+    bool bias = false;
+    KVC_TRY(head_dim_whole(hp, cfg, "which sizes its q/k norms"));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = true;
+    KVC_TRY(kvci_family_opt_num(c, "clip_qkv", 0.0, clip, &cfg->clip_qkv));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    return parse_moe(hp, cfg->model_type, cfg);
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -400,6 +424,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
+    if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -449,6 +474,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "olmoe") == 0) return kvci_family_full_kinds(ctx, kinds); /* no window (parse_olmoe) */
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -493,6 +519,7 @@ static const kvc_family_alias ALIASES[] = {
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
     {"olmo", "OlmoForCausalLM", "olmo", true},
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */

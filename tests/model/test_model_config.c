@@ -770,6 +770,35 @@ static void test_ernie4_5_fields(void **state) {
                    "ernie4_5 without num_key_value_heads has 2");
 }
 
+#define OLMOE_BASE                                                                                                     \
+    "{\"model_type\":\"olmoe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* OLMoE with OlmoeConfig's defaults (64 experts of intermediate_size, top 8, not renormalised, pre-norm blocks with
+ * whole-projection q/k norms, eps 1e-5, no clip, no biases; a sliding_window key ignored) and with its keys set;
+ * refused: a head_dim other than hidden_size / heads (its norms' size), clip_qkv 0. */
+static void test_olmoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OLMOE_BASE ",\"rms_norm_eps\":null,\"sliding_window\":4}", "olmoe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && c.qk_norm_whole && !c.post_norms && !c.layer_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.clip_qkv == 0.0 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.n_routed_experts == 64 && c.experts_per_tok == 8 && !c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 8 && c.shared_expert_intermediate_size == 0 && c.head_dim == 16);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.layer_sliding[0] && c.sliding_window == 0);
+    assert_true(c.rope.theta == 10000.0 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(OLMOE_BASE ",\"attention_bias\":true,\"clip_qkv\":8,\"num_experts\":4,"
+                                                       "\"num_experts_per_tok\":2,\"norm_topk_prob\":true}",
+                                            "olmoe-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.clip_qkv == 8.0 && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.norm_topk_prob);
+    expect_refusal(OLMOE_BASE ",\"head_dim\":8}", "olmoe head_dim 8 is not hidden_size 64");
+    expect_refusal(OLMOE_BASE ",\"clip_qkv\":0}", "clip_qkv");
+    expect_refusal(OLMOE_BASE ",\"num_experts\":4}", "num_experts_per_tok 8 must be in [1, num_experts = 4]");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -796,6 +825,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
+        cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

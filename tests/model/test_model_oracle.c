@@ -398,6 +398,13 @@ static void test_ernie4_5(void **state) {
     run_dir("ernie4_5");
 }
 
+/* OLMoE-like: OLMo 2's whole-projection q/k norms in pre-norm blocks, q/k clamped to +-1.5 after them and v after
+ * its projection (clip_qkv), q/k/v/o biases, GQA, 2 layers of 8 softmax-routed experts, top-2 not renormalised */
+static void test_olmoe(void **state) {
+    (void)state;
+    run_dir("olmoe");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -450,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
+        cmocka_unit_test(test_olmoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, olmoe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +53,8 @@ from transformers import (
     StableLmForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
+    OlmoeConfig,
+    OlmoeForCausalLM,
     Ernie4_5Config,
     Ernie4_5ForCausalLM,
     Ministral3ForCausalLM,
@@ -611,6 +613,15 @@ def ernie4_5_config():
     return Ernie4_5Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, use_bias=True)
 
 
+def olmoe_config():
+    # OLMoE at toy size: OLMo 2's q/k norms over the whole q [64] / k [32] projection in pre-norm blocks, clip_qkv
+    # 1.5 (OLMoE-1B-7B's is null: a bound that clamps some normalised q/k entries and some v entries), q/k/v/o
+    # biases (attention_bias), GQA 4/2, 2 layers each routing 8 experts of width 24, top-2, norm_topk_prob left
+    # at OlmoeConfig's false, untied, rms_norm_eps 1e-5 and theta 1e4 left at the class defaults.
+    return OlmoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2, num_experts=8,
+                       num_experts_per_tok=2, attention_bias=True, clip_qkv=1.5, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -639,6 +650,7 @@ FAMILIES = {
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
+    "olmoe": (olmoe_config, OlmoeForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -665,7 +677,7 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -940,8 +952,11 @@ def make_family(family, out_root, seed):
         summary["clamp"] = gptoss_clamp_stats(model, ps)
         summary["sensitivity_all_full_attention"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-    if family in ("qwen3_moe", "qwen2_moe", "mixtral"):
+    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
         summary["router_topk_margin"] = router_margin(model, ps)
+    if family == "olmoe":
+        summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
+        summary["sensitivity_no_clip_qkv"] = sensitivity(model, ps[-1], clip_qkv=None)
     if family == "qwen2_moe":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
@@ -1131,7 +1146,7 @@ def sensitivity(model, ids, **overrides):
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
-RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5}
+RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "olmoe": 1e-5}
 
 
 def verify(family, out):
@@ -1173,7 +1188,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5"]:
+                               "ernie4_5", "olmoe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
