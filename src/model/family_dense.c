@@ -1,12 +1,12 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE, Mixtral and OLMoE run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
- * (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling). Which projections
- * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
- * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
- * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
- * use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the
- * even layers below max_window_layers). */
+ * Qwen2-MoE, Mixtral, OLMoE and Granite MoE (and Shared) run, and GLM (GLM-4 without its sandwich norms), Seed-OSS,
+ * EXAONE 4.0, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling).
+ * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers,
+ * SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit
+ * scale, which layers route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every
+ * layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE
+ * with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,32 +15,43 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 
+/* Granite MoE (GraniteMoeForCausalLM) and Granite MoE Shared (GraniteMoeSharedForCausalLM). */
+static bool granite_moe(const char *mt) {
+    return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
+}
+
 /* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
  * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
  * shared_expert_intermediate_size), Mixtral (every layer, experts of intermediate_size, always
- * renormalised) and OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob): the
- * expert count, k, the widths and the MoE layers; defaults as transformers 5.25's. */
+ * renormalised), OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob) and Granite MoE
+ * (every layer, experts of intermediate_size, its own router: kvci_ffn_granite_moe; Granite MoE Shared adds a shared
+ * MLP of shared_intermediate_size): the expert count, k, the widths and the MoE layers; defaults as transformers
+ * 5.25's. */
 static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
-    const bool olmoe = strcmp(mt, "olmoe") == 0;
+    const bool olmoe = strcmp(mt, "olmoe") == 0, granite = granite_moe(mt);
     /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     bool have = false;
-    cfg->n_routed_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
-    KVC_TRY(kvci_hparams_int(c, mixtral ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    cfg->n_routed_experts = mixtral || granite ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
+    KVC_TRY(kvci_hparams_int(c, mixtral || granite ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts,
+                             &have));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
-                                mixtral ? 2
-                                : qwen2 ? 4
-                                        : 8,
+                                mixtral || granite ? 2
+                                : qwen2            ? 4
+                                                   : 8,
                                 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     if (cfg->experts_per_tok > cfg->n_routed_experts)
         return kvci_fail(KVC_EINVAL, "%s: num_experts_per_tok %lld must be in [1, %s = %lld]", c->doc,
-                         (long long)cfg->experts_per_tok, mixtral ? "num_local_experts" : "num_experts",
+                         (long long)cfg->experts_per_tok, mixtral || granite ? "num_local_experts" : "num_experts",
                          (long long)cfg->n_routed_experts);
     cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    if (granite) /* its shared MLP: GraniteMoeSharedConfig's shared_intermediate_size, 0 (none) when absent */
+        return kvci_family_opt_int(c, "shared_intermediate_size", 0, 0, KVC_HP_MAX_WIDTH,
+                                   &cfg->shared_expert_intermediate_size);
     if (mixtral) return KVC_OK;
     int64_t step = 1;
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
@@ -437,6 +448,11 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
     if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
+    if (granite_moe(mt)) {
+        cfg->mlp_bias = false; /* no dense MLP */
+        KVC_TRY(parse_granite(hp, cfg));
+        return parse_moe(hp, mt, cfg);
+    }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
@@ -455,9 +471,10 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers, else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
-    return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+    if (!s->m->cfg.layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    return granite_moe(s->m->cfg.model_type) ? kvci_ffn_granite_moe(s, l) : kvci_ffn_softmax_moe(s, l);
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
@@ -474,7 +491,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
-    if (mt && strcmp(mt, "olmoe") == 0) return kvci_family_full_kinds(ctx, kinds); /* no window (parse_olmoe) */
+    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt))) /* no window in their config classes */
+        return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -520,12 +538,15 @@ static const kvc_family_alias ALIASES[] = {
     {"olmo", "OlmoForCausalLM", "olmo", true},
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},
     {"olmoe", "OlmoeForCausalLM", "olmoe", true},
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", true},
+    {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
 };
 
-/* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */
+/* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
+ * else head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
-    *scale = mt && strcmp(mt, "granite") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
+    *scale = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt)) ? 1.0 : 1.0 / sqrt((double)head_dim);
     return KVC_OK;
 }
 

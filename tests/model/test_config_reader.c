@@ -348,21 +348,39 @@ static void test_fixed_arrays_refuse(void **state) {
 static void test_published_configs_agree(void **state) {
     (void)state;
     static const char *const files[] = {
-        "configs/Llama-3.1-8B.json",     "configs/Mistral-7B-v0.1.json",
-        "configs/Qwen3-8B.json",         "configs/gpt-oss-20b.json",
-        "configs/DeepSeek-R1.json",      "oracle/qwen3/config.json",
-        "oracle/gpt_oss/config.json",    "oracle/deepseek_v3/config.json",
-        "oracle/gemma3/config.json",     "oracle/gemma3/multimodal/config.json",
-        "oracle/phi3/config.json",       "oracle/phi3_longrope/config.json",
-        "oracle/olmo2/config.json",      "configs/Phi-3-mini-4k-instruct.json",
-        "oracle/glm4/config.json",       "oracle/cohere/config.json",
-        "oracle/cohere2/config.json",    "oracle/glm/config.json",
-        "oracle/seed_oss/config.json",   "oracle/exaone4/config.json",
-        "oracle/starcoder2/config.json", "oracle/ministral/config.json",
-        "oracle/ministral3/config.json", "oracle/ministral3/multimodal/config.json",
-        "oracle/helium/config.json",     "oracle/arcee/config.json",
-        "oracle/stablelm/config.json",   "oracle/stablelm_parallel/config.json",
-        "oracle/olmo/config.json",       "oracle/ernie4_5/config.json",
+        "configs/Llama-3.1-8B.json",
+        "configs/Mistral-7B-v0.1.json",
+        "configs/Qwen3-8B.json",
+        "configs/gpt-oss-20b.json",
+        "configs/DeepSeek-R1.json",
+        "oracle/qwen3/config.json",
+        "oracle/gpt_oss/config.json",
+        "oracle/deepseek_v3/config.json",
+        "oracle/gemma3/config.json",
+        "oracle/gemma3/multimodal/config.json",
+        "oracle/phi3/config.json",
+        "oracle/phi3_longrope/config.json",
+        "oracle/olmo2/config.json",
+        "configs/Phi-3-mini-4k-instruct.json",
+        "oracle/glm4/config.json",
+        "oracle/cohere/config.json",
+        "oracle/cohere2/config.json",
+        "oracle/glm/config.json",
+        "oracle/seed_oss/config.json",
+        "oracle/exaone4/config.json",
+        "oracle/starcoder2/config.json",
+        "oracle/ministral/config.json",
+        "oracle/ministral3/config.json",
+        "oracle/ministral3/multimodal/config.json",
+        "oracle/helium/config.json",
+        "oracle/arcee/config.json",
+        "oracle/stablelm/config.json",
+        "oracle/stablelm_parallel/config.json",
+        "oracle/olmo/config.json",
+        "oracle/ernie4_5/config.json",
+        "oracle/olmoe/config.json",
+        "oracle/granitemoe/config.json",
+        "oracle/granitemoeshared/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -395,6 +413,14 @@ static void test_published_configs_agree(void **state) {
                           "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
     assert_int_equal(kvc_model_config_parse(granite, "g", &c), KVC_OK);
     p = plan_of(granite);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
+    kvc_model_plan_destroy(p);
+    /* Granite MoE: the same default (GraniteMoeConfig's) */
+    const char *granitemoe =
+        "{\"model_type\":\"granitemoe\",\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+        "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(granitemoe, "gm", &c), KVC_OK);
+    p = plan_of(granitemoe);
     assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
     kvc_model_plan_destroy(p);
 }

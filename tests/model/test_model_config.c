@@ -799,6 +799,36 @@ static void test_olmoe_fields(void **state) {
     expect_refusal(OLMOE_BASE ",\"num_experts\":4}", "num_experts_per_tok 8 must be in [1, num_experts = 4]");
 }
 
+#define GRANITEMOE_BASE(mt)                                                                                            \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* Granite MoE with GraniteMoeConfig's defaults (8 experts of intermediate_size, top 2, multipliers of 1: the softmax
+ * scale 1, no shared MLP, no biases, eps 1e-6; a sliding_window key ignored) and Granite MoE Shared with its keys
+ * set; refused: more experts per token than num_local_experts. */
+static void test_granitemoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITEMOE_BASE("granitemoe") ",\"sliding_window\":4}", "granitemoe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.n_routed_experts == 8 && c.experts_per_tok == 2);
+    assert_true(c.moe_intermediate_size == 8 && c.shared_expert_intermediate_size == 0 && !c.qkv_bias && !c.o_bias);
+    assert_true(c.embed_scale == 1.0f && c.residual_multiplier == 1.0 && c.logits_scaling == 1.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.layer_sliding[0] && c.sliding_window == 0 && !c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(GRANITEMOE_BASE("granitemoeshared") ",\"num_local_experts\":4,"
+                                                                                "\"num_experts_per_tok\":3,"
+                                                                                "\"shared_intermediate_size\":16,"
+                                                                                "\"attention_bias\":true,"
+                                                                                "\"attention_multiplier\":0.5}",
+                                            "granitemoeshared", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 3 && c.shared_expert_intermediate_size == 16);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && kvc_model_attn_scale(&c) == 0.5);
+    expect_refusal(GRANITEMOE_BASE("granitemoe") ",\"num_local_experts\":1}",
+                   "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -826,6 +856,7 @@ int main(void) {
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_olmoe_fields),
+        cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -405,6 +405,15 @@ static void test_olmoe(void **state) {
     run_dir("olmoe");
 }
 
+/* Granite 3.0 MoE-like: Granite's four multipliers, q/k/v/o biases, GQA, tied, 2 layers of 8 experts stored fused
+ * (input_linear / output_linear), top-2 softmax over the two largest logits; and Granite MoE Shared-like: other
+ * multipliers, untied, 6 experts, top-3, a shared MLP of width 32 */
+static void test_granitemoe(void **state) {
+    (void)state;
+    run_dir("granitemoe");
+    run_dir("granitemoeshared");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -458,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
         cmocka_unit_test(test_olmoe),
+        cmocka_unit_test(test_granitemoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

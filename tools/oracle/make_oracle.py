@@ -4,7 +4,8 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, olmoe) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, olmoe, granitemoe,
+granitemoeshared) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -74,6 +75,10 @@ from transformers import (
     Gemma3TextConfig,
     GraniteConfig,
     GraniteForCausalLM,
+    GraniteMoeConfig,
+    GraniteMoeForCausalLM,
+    GraniteMoeSharedConfig,
+    GraniteMoeSharedForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
@@ -622,6 +627,27 @@ def olmoe_config():
                        num_experts_per_tok=2, attention_bias=True, clip_qkv=1.5, tie_word_embeddings=False)
 
 
+def granitemoe_config():
+    # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
+    # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
+    # layers each routing 8 experts of width 24 (intermediate_size), top-2: softmax over the two largest logits.
+    return GraniteMoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2, num_local_experts=8,
+                            num_experts_per_tok=2, embedding_multiplier=6.0, residual_multiplier=0.22,
+                            attention_multiplier=0.1, logits_scaling=3.0, attention_bias=True,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True)
+
+
+def granitemoeshared_config():
+    # Granite MoE Shared at toy size: granitemoe's blocks with other multipliers (embedding 4, residual 0.3,
+    # attention 0.2, logits scaling 2.5), no biases, untied, 2 layers of 6 experts of width 24, top-3, and a shared
+    # MLP of width 32 (shared_intermediate_size) added to the experts' sum.
+    return GraniteMoeSharedConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2,
+                                  num_local_experts=6, num_experts_per_tok=3, shared_intermediate_size=32,
+                                  embedding_multiplier=4.0, residual_multiplier=0.3, attention_multiplier=0.2,
+                                  logits_scaling=2.5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                                  tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -651,6 +677,8 @@ FAMILIES = {
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
+    "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
+    "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -676,8 +704,8 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
-    if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
+    if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
+            "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "granitemoeshared"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -829,6 +857,24 @@ def router_margin(model, all_ids):
     return min(gaps)
 
 
+@torch.no_grad()
+def granite_router_margin(model, all_ids):
+    """router_margin for Granite MoE, whose router takes the k largest logits: the smallest gap between the k-th
+    and the (k+1)-th largest logit."""
+    gaps = []
+
+    def hook(m, inp, out):
+        top = torch.topk(out[0].float(), m.top_k + 1, dim=-1).values
+        gaps.append(float((top[:, -2] - top[:, -1]).min()))
+
+    hs = [layer.block_sparse_moe.router.register_forward_hook(hook) for layer in model.model.layers]
+    for ids in all_ids:
+        forward_logits(model, ids)
+    for h in hs:
+        h.remove()
+    return min(gaps)
+
+
 # --------------------------------------------------------------------------------------------
 # output
 # --------------------------------------------------------------------------------------------
@@ -954,6 +1000,10 @@ def make_family(family, out_root, seed):
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
     if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
         summary["router_topk_margin"] = router_margin(model, ps)
+    if family in ("granitemoe", "granitemoeshared"):
+        summary["router_topk_margin"] = granite_router_margin(model, ps)
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
     if family == "olmoe":
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
         summary["sensitivity_no_clip_qkv"] = sensitivity(model, ps[-1], clip_qkv=None)
@@ -1146,7 +1196,8 @@ def sensitivity(model, ids, **overrides):
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
-RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "olmoe": 1e-5}
+RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "olmoe": 1e-5, "granitemoe": 1e-5,
+                    "granitemoeshared": 1e-5}
 
 
 def verify(family, out):
@@ -1188,7 +1239,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5", "olmoe"]:
+                               "ernie4_5", "olmoe", "granitemoe", "granitemoeshared"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
