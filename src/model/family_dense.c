@@ -1,12 +1,12 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE, Mixtral, OLMoE and Granite MoE (and Shared) run, and GLM (GLM-4 without its sandwich norms), Seed-OSS,
- * EXAONE 4.0, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling).
- * Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers,
- * SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit
- * scale, which layers route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every
- * layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE
- * with it (the even layers below max_window_layers). */
+ * Qwen2-MoE, Mixtral, OLMoE, Granite MoE (and Shared) and GLM-4.5 (glm4_moe) run, and GLM (GLM-4 without its sandwich
+ * norms), Seed-OSS, EXAONE 4.0, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's
+ * query scaling). Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's
+ * multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks
+ * and logit scale, which layers route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE
+ * (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of
+ * Qwen2-MoE with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -417,6 +417,39 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
+/* GLM-4.5 / 4.6 / Air (zai-org/GLM-4.5*, Glm4MoeForCausalLM): Llama with RoPE half-split over the first head_dim *
+ * partial_rotary_factor channels (0.5 when absent, hparams.c), q/k/v biases by attention_bias and none on o_proj,
+ * per-head q/k norms by use_qk_norm (both false when absent), dense MLPs on the first first_k_dense_replace (1) layers
+ * and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias; kvci_ffn_deepseek) over
+ * n_routed_experts (128) experts of moe_intermediate_size (1408), top num_experts_per_tok (8) in topk_group (1) of
+ * n_group (1) groups, renormalised when norm_topk_prob (true), times routed_scaling_factor (1), plus n_shared_experts
+ * (1) shared experts as one MLP; rms_norm_eps 1e-5 (Glm4MoeConfig's). Its MTP layers (num_nextn_predict_layers) are not
+ * read. */
+static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &cfg->qk_norm));
+    cfg->o_bias = cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 1, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    cfg->n_routed_experts = 128;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 1, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -436,6 +469,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
+    if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -471,10 +505,18 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers (Granite MoE's router, else the softmax router), else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, DeepSeek-V3's grouped one where n_group is set: GLM-4.5,
+ * else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
-    if (!s->m->cfg.layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
-    return granite_moe(s->m->cfg.model_type) ? kvci_ffn_granite_moe(s, l) : kvci_ffn_softmax_moe(s, l);
+    const kvc_model_config *c = &s->m->cfg;
+    if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
+    return c->n_group > 0 ? kvci_ffn_deepseek(s, l) : kvci_ffn_softmax_moe(s, l);
+}
+
+/* GLM-4.5's routing sizes: DeepSeek-V3's rules. */
+static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
+    return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
@@ -491,7 +533,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
-    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt))) /* no window in their config classes */
+    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt) || strcmp(mt, "glm4_moe") == 0)) /* no window keys */
         return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
@@ -540,6 +582,7 @@ static const kvc_family_alias ALIASES[] = {
     {"olmoe", "OlmoeForCausalLM", "olmoe", true},
     {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", true},
     {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
+    {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
@@ -556,6 +599,7 @@ const kvc_family_desc kvc_family_dense = {
     .aliases = ALIASES,
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .parse = parse_dense,
+    .check = dense_check,
     .default_kinds = dense_kinds,
     .softmax_scale = dense_scale,
     .ffn = dense_ffn,

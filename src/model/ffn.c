@@ -103,7 +103,8 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     return KVC_OK;
 }
 
-/* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
+/* MF 4.5 router: sigmoid scores, bias-corrected group selection (the other groups' experts out: -inf), weights from
+ * the unbiased scores. */
 static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                            float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
@@ -126,7 +127,8 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
         bool keep = false;
         for (int64_t j = 0; j < c->topk_group; j++) keep |= gidx[j] == (int32_t)g;
         if (!keep)
-            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = 0.0f;
+            for (int64_t e = g * per; e < (g + 1) * per; e++)
+                tmp[e] = -INFINITY; /* as transformers: a kept expert may score below 0 */
     }
     top_k(tmp, E, K, sel);
     float sum = 0.0f;

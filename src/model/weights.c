@@ -202,12 +202,12 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
 }
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
- * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3 adds
- * the router's correction bias and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
- * [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
+ * (DeepSeek-V3, GLM-4.5: n_group set) adds its correction bias and shared experts, Qwen2-MoE a shared expert and its
+ * sigmoid gate [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    const bool ds = c->family == KVC_FAMILY_DEEPSEEK_V3, mixtral = strcmp(c->model_type, "mixtral") == 0;
+    const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
     w->moe = true;
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds) TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));

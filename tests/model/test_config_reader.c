@@ -381,6 +381,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/olmoe/config.json",
         "oracle/granitemoe/config.json",
         "oracle/granitemoeshared/config.json",
+        "oracle/glm4_moe/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

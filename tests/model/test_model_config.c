@@ -829,6 +829,40 @@ static void test_granitemoe_fields(void **state) {
                    "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
 }
 
+#define GLM4_MOE_BASE                                                                                                  \
+    "{\"model_type\":\"glm4_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* GLM-4.5 with Glm4MoeConfig's defaults (head_dim hidden / heads, half of it rotated half-split, layer 0 dense, 128
+ * experts of 1408, top 8 in 1 of 1 group, renormalised, scale 1, one shared expert, no biases or q/k norms, eps 1e-5)
+ * and with its keys set; refused: routing sizes DeepSeek-V3's rules refuse, a scale of 0. */
+static void test_glm4_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_BASE "}", "glm4_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.rope.partial_rotary_factor == 0.5);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.qkv_bias && !c.o_bias && !c.qk_norm && c.rms_norm_eps == 1e-5);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] && c.first_k_dense_replace == 1);
+    assert_true(c.n_routed_experts == 128 && c.moe_intermediate_size == 1408 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 1.0);
+    assert_true(c.n_shared_experts == 1 && c.shared_expert_intermediate_size == 1408 && !c.layer_sliding[0]);
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_BASE ",\"head_dim\":24,\"partial_rotary_factor\":1.0,"
+                                                          "\"attention_bias\":true,\"use_qk_norm\":true,"
+                                                          "\"first_k_dense_replace\":2,\"moe_intermediate_size\":4,"
+                                                          "\"n_routed_experts\":8,\"num_experts_per_tok\":2,"
+                                                          "\"n_group\":4,\"topk_group\":2,\"n_shared_experts\":2,"
+                                                          "\"norm_topk_prob\":false,\"routed_scaling_factor\":2.5}",
+                                            "glm4_moe-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 24 && c.rope.partial_rotary_factor == 1.0 && c.qkv_bias && !c.o_bias && c.qk_norm);
+    assert_true(!c.layer_moe[1] && c.layer_moe[2] && c.n_routed_experts == 8 && c.experts_per_tok == 2);
+    assert_true(c.n_group == 4 && c.topk_group == 2 && c.shared_expert_intermediate_size == 8 && !c.norm_topk_prob);
+    assert_true(c.routed_scaling_factor == 2.5);
+    expect_refusal(GLM4_MOE_BASE ",\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"n_group\":3}",
+                   "MoE routing sizes are inconsistent (n_routed_experts 8, n_group 3");
+    expect_refusal(GLM4_MOE_BASE ",\"routed_scaling_factor\":0}", "routed_scaling_factor");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -857,6 +891,7 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
+        cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

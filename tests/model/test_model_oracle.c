@@ -414,6 +414,14 @@ static void test_granitemoe(void **state) {
     run_dir("granitemoeshared");
 }
 
+/* GLM-4.5-like: RoPE half-split over half of each head (head_dim 24), q/k/v biases, per-head q/k norms, GQA, layer 0
+ * dense, layers 1-2 DeepSeek-V3's grouped sigmoid router (random correction bias) over 8 experts in 2 groups, top-2,
+ * renormalised, times 2.5, plus a shared expert */
+static void test_glm4_moe(void **state) {
+    (void)state;
+    run_dir("glm4_moe");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -468,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5),
         cmocka_unit_test(test_olmoe),
         cmocka_unit_test(test_granitemoe),
+        cmocka_unit_test(test_glm4_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,11 +184,12 @@ static void test_qwen2_moe(void **state) {
 
 /* Granite MoE Shared: each rank's gate and up rows of every expert read in place from input_linear [E, 2I, H], its
  * columns of output_linear, the shared MLP's rows of its input_linear [2Ish, H]; OLMoE: the whole-projection q/k
- * norms split with the heads, the experts as Qwen3-MoE's */
+ * norms split with the heads, the experts as Qwen3-MoE's; GLM-4.5: the correction bias whole */
 static void test_granitemoe_olmoe(void **state) {
     (void)state;
     check_family("granitemoeshared", KVC_WMAT_CHECKPOINT);
     check_family("olmoe", KVC_WMAT_CHECKPOINT);
+    check_family("glm4_moe", KVC_WMAT_CHECKPOINT); /* DeepSeek-V3's router whole, experts and shared expert split */
 }
 
 /* Gemma 3 (its norms whole), and a multimodal checkpoint's text model under transformers' module prefix

@@ -5,7 +5,7 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, olmoe, granitemoe,
-granitemoeshared) this script
+granitemoeshared, glm4_moe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -69,6 +69,8 @@ from transformers import (
     GlmForCausalLM,
     Glm4Config,
     Glm4ForCausalLM,
+    Glm4MoeConfig,
+    Glm4MoeForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
@@ -648,6 +650,20 @@ def granitemoeshared_config():
                                   tie_word_embeddings=False)
 
 
+def glm4_moe_config():
+    # GLM-4.5 at toy size: head_dim 24 (not hidden / heads, as GLM-4.5's 128), RoPE half-split over its first 12
+    # channels (partial_rotary_factor left at Glm4MoeConfig's 0.5), q/k/v biases (attention_bias, GLM-4.5's), per-head
+    # q/k norms (use_qk_norm, GLM-4.5's), GQA 4/2, 3 layers: layer 0 a dense MLP of 96 (first_k_dense_replace 1), layers
+    # 1-2 DeepSeek-V3's grouped sigmoid router over 8 experts of width 16 in 2 groups (the best 1 kept), top-2,
+    # renormalised, times 2.5 (GLM-4.5's routed_scaling_factor), plus one shared expert; the routers'
+    # e_score_correction_bias random (randomise_buffers), no MTP layer, untied.
+    return Glm4MoeConfig(**DENSE_TOY_SHAPE, head_dim=24, num_hidden_layers=3, first_k_dense_replace=1,
+                         moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                         n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, use_qk_norm=True,
+                         attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -679,6 +695,7 @@ FAMILIES = {
     "olmoe": (olmoe_config, OlmoeForCausalLM),
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
+    "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -705,7 +722,7 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "granitemoeshared"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -728,6 +745,9 @@ def randomise(model, seed):
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(std * noise)
+        for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
 
 
 def build(family, seed):
@@ -1004,6 +1024,11 @@ def make_family(family, out_root, seed):
         summary["router_topk_margin"] = granite_router_margin(model, ps)
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
             summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
+    if family == "glm4_moe":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+        summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
     if family == "olmoe":
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
         summary["sensitivity_no_clip_qkv"] = sensitivity(model, ps[-1], clip_qkv=None)
@@ -1188,6 +1213,21 @@ def with_config(model, **overrides):
 
 
 @torch.no_grad()
+def sensitivity_no_correction_bias(model, ids):
+    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, not a config field)."""
+    want = forward_logits(model, ids)
+    saved = {n: b.clone() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")}
+    for n, b in model.named_buffers():
+        if n in saved:
+            b.zero_()
+    got = forward_logits(model, ids)
+    for n, b in model.named_buffers():
+        if n in saved:
+            b.copy_(saved[n])
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
 def sensitivity(model, ids, **overrides):
     """Max |logit difference| on one prompt when a config field is changed (same weights):
     shows that the stored data can tell the two computations apart."""
@@ -1197,7 +1237,7 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "olmoe": 1e-5, "granitemoe": 1e-5,
-                    "granitemoeshared": 1e-5}
+                    "granitemoeshared": 1e-5, "glm4_moe": 1e-5}
 
 
 def verify(family, out):
@@ -1239,7 +1279,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5", "olmoe", "granitemoe", "granitemoeshared"]:
+                               "ernie4_5", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
