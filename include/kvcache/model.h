@@ -39,7 +39,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
-                               * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral, olmoe,
+                               * granitemoe, granitemoeshared, and glm4_moe (DeepSeek-V3's router) */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3, deepseek_v2; plans also deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -150,8 +151,9 @@ typedef struct kvc_model_config {
     double query_scale_beta;
     int64_t query_scale_positions;
     /* OLMo (1): LayerNorms without weight or bias (norm_weightless: layer_norm in pre-norm blocks, no
-     * norm_bias; no norm tensors read), and q, k, v clamped to [-clip_qkv, clip_qkv] right after their
-     * projections (an f32 bound; 0: none). Last, as above. */
+     * norm_bias; no norm tensors read), and q, k, v clamped to [-clip_qkv, clip_qkv]: v right after its
+     * projection, q and k after their q/k norms, if any (OLMoE), before RoPE (an f32 bound; 0: none). Last, as
+     * above. */
     bool norm_weightless;
     double clip_qkv;
 } kvc_model_config;

@@ -43,15 +43,15 @@ static void clamp_row(float *x, int64_t n, float clip) {
 }
 
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), with
- * `first` (the rows straight from the projection) clamped to +-clip_qkv (OLMo; 0: none), then
- * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both), and with `finish`
- * rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel region
- * over the tokens, each token whole on one thread (the threads never change a bit). */
+ * `first` v clamped to +-clip_qkv (OLMo, OLMoE; 0: none), then with `norm` its q and k heads normalised (Qwen3's
+ * q_norm / k_norm: NULL or both), and with `finish` q and k clamped to +-clip_qkv (after their norms, as OLMoE;
+ * OLMo has none), rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel
+ * region over the tokens, each token whole on one thread (the threads never change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool first,
                      bool norm, bool finish) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
-    const bool rotate = finish && !c->layer_nope[l];
+    const bool rotate = finish && !c->layer_nope[l], clip = c->clip_qkv > 0.0;
     const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
     const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
@@ -62,12 +62,16 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
             memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
             memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
         }
-        if (first && c->clip_qkv > 0.0) {
-            const float clip = (float)c->clip_qkv;
-            clamp_row(q + t * nq, nq, clip), clamp_row(k + t * nk, nk, clip), clamp_row(v + t * nv, nv, clip);
+        float *qt = q + t * nq, *kt = k + t * nk; /* [nH, D], [nKV, D] */
+        if (first && clip) clamp_row(v + t * nv, nv, (float)c->clip_qkv);
+        if (finish && clip) { /* normalised, clamped, then rotated below */
+            kvci_fwd_norm_rope_token(s, t, qt, nH, D, norm ? w->q_norm : NULL, false);
+            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, norm ? w->k_norm : NULL, false);
+            clamp_row(qt, nq, (float)c->clip_qkv), clamp_row(kt, nk, (float)c->clip_qkv);
         }
-        kvci_fwd_norm_rope_token(s, t, q + t * nH * D, nH, D, norm ? w->q_norm : NULL, rotate);
-        kvci_fwd_norm_rope_token(s, t, k + t * nKV * D, nKV, D, norm ? w->k_norm : NULL, rotate);
+        const bool normed = norm && !(finish && clip);
+        kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed ? w->q_norm : NULL, rotate);
+        kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed ? w->k_norm : NULL, rotate);
         if (finish && c->query_scale_beta > 0.0) { /* Ministral 3: after RoPE */
             const float f = query_scale(c, s->md->positions[t]);
             for (int64_t i = 0; i < nH * D; i++) q[t * nH * D + i] *= f;

@@ -167,6 +167,10 @@ kvc_status kvci_family_pattern_kinds(const kvc_family_ctx *ctx, bool *found, kvc
 /* cache_dims of an MLA family: full form nH heads of dn + dr (k) and dv (v); latent one head of rkv and dr. */
 kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent);
 
+/* DeepSeek-V3's routing sizes (family_deepseek_v3.c; GLM-4.5's too): experts_per_tok of n_routed_experts in topk_group
+ * of n_group groups, a routed_scaling_factor in (0, KVC_HP_MAX_FACTOR]; refused naming them under doc. */
+kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const char *doc);
+
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256
  * by default; bidirectional attention refused. */

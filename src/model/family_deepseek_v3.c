@@ -114,7 +114,7 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* MoE layers route each token to experts_per_tok of n_routed_experts in topk_group of n_group groups
  * (MF 4.5), with a finite scale on the routed weights. */
-static kvc_status check_deepseek(const kvc_model_config *cfg, const char *doc) {
+kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const char *doc) {
     if (!(cfg->routed_scaling_factor > 0.0 && cfg->routed_scaling_factor <= KVC_HP_MAX_FACTOR))
         return kvci_fail(KVC_EINVAL, "%s: routed_scaling_factor %g outside (0, %g]", doc, cfg->routed_scaling_factor,
                          KVC_HP_MAX_FACTOR);
@@ -149,7 +149,7 @@ const kvc_family_desc kvc_family_deepseek_v3 = {
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .mla = true,
     .parse = parse_deepseek,
-    .check = check_deepseek,
+    .check = kvci_family_check_grouped_router,
     .default_kinds = kvci_family_full_kinds,
     .cache_dims = kvci_family_mla_cache_dims,
     .attention = kvci_attn_mla,

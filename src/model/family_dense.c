@@ -1,12 +1,12 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
- * Qwen2-MoE and Mixtral run, and GLM (GLM-4 without its sandwich norms), Seed-OSS, EXAONE 4.0, StarCoder2
- * (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's query scaling). Which projections
- * carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's multipliers, SmolLM3's no-rope
- * layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks and logit scale, which layers
- * route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE (every layer, with
- * use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of Qwen2-MoE with it (the
- * even layers below max_window_layers). */
+ * Qwen2-MoE, Mixtral, OLMoE, Granite MoE (and Shared) and GLM-4.5 (glm4_moe) run, and GLM (GLM-4 without its sandwich
+ * norms), Seed-OSS, EXAONE 4.0, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's
+ * query scaling). Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's
+ * multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks
+ * and logit scale, which layers route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE
+ * (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of
+ * Qwen2-MoE with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,33 +15,47 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 
+/* Granite MoE (GraniteMoeForCausalLM) and Granite MoE Shared (GraniteMoeSharedForCausalLM). */
+static bool granite_moe(const char *mt) {
+    return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
+}
+
 /* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
  * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
- * shared_expert_intermediate_size) and Mixtral (every layer, experts of intermediate_size, always
- * renormalised): the expert count, k, the widths and the MoE layers; defaults as transformers 5.25's. */
+ * shared_expert_intermediate_size), Mixtral (every layer, experts of intermediate_size, always
+ * renormalised), OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob) and Granite MoE
+ * (every layer, experts of intermediate_size, its own router: kvci_ffn_granite_moe; Granite MoE Shared adds a shared
+ * MLP of shared_intermediate_size): the expert count, k, the widths and the MoE layers; defaults as transformers
+ * 5.25's. */
 static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
+    const bool olmoe = strcmp(mt, "olmoe") == 0, granite = granite_moe(mt);
     /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     bool have = false;
-    cfg->n_routed_experts = mixtral ? 8 : qwen2 ? 60 : 128;
-    KVC_TRY(kvci_hparams_int(c, mixtral ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    cfg->n_routed_experts = mixtral || granite ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
+    KVC_TRY(kvci_hparams_int(c, mixtral || granite ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts,
+                             &have));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
-                                mixtral ? 2
-                                : qwen2 ? 4
-                                        : 8,
+                                mixtral || granite ? 2
+                                : qwen2            ? 4
+                                                   : 8,
                                 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     if (cfg->experts_per_tok > cfg->n_routed_experts)
         return kvci_fail(KVC_EINVAL, "%s: num_experts_per_tok %lld must be in [1, %s = %lld]", c->doc,
-                         (long long)cfg->experts_per_tok, mixtral ? "num_local_experts" : "num_experts",
+                         (long long)cfg->experts_per_tok, mixtral || granite ? "num_local_experts" : "num_experts",
                          (long long)cfg->n_routed_experts);
     cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    if (granite) /* its shared MLP: GraniteMoeSharedConfig's shared_intermediate_size, 0 (none) when absent */
+        return kvci_family_opt_int(c, "shared_intermediate_size", 0, 0, KVC_HP_MAX_WIDTH,
+                                   &cfg->shared_expert_intermediate_size);
     if (mixtral) return KVC_OK;
     int64_t step = 1;
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    if (olmoe) return KVC_OK;
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, KVC_HP_MAX_WIDTH,
                                 &cfg->moe_intermediate_size));
     if (qwen2)
@@ -59,6 +73,16 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
         cfg->layer_moe[l] = false;
     }
     return KVC_OK;
+}
+
+/* head_dim (the config's, else hidden_size / num_attention_heads) for a model type whose attention takes
+ * hidden_size / num_attention_heads whatever the key says: another value is refused, `why` saying what uses it. */
+static kvc_status head_dim_whole(const kvc_hparams *hp, kvc_model_config *cfg, const char *why) {
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads == cfg->hidden_size) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: %s head_dim %lld is not hidden_size %lld / num_attention_heads %lld, %s",
+                     hp->cfg.doc, cfg->model_type, (long long)cfg->head_dim, (long long)cfg->hidden_size,
+                     (long long)cfg->num_heads, why);
 }
 
 /* Phi-3 (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini): no bias anywhere whatever the config says (its modules
@@ -185,12 +209,7 @@ static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &cfg->qk_norm));
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: stablelm head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
-                         "StableLM's attention always uses",
-                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(head_dim_whole(hp, cfg, "which StableLM's attention always uses"));
     KVC_TRY(kvci_family_opt_bool(c, "use_qkv_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", false, &cfg->parallel_block));
     cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
@@ -245,12 +264,8 @@ static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
     bool bias = false, qk_norm = false;
     if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    if (cohere2 && cfg->head_dim * cfg->num_heads != cfg->hidden_size)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: cohere2 head_dim %lld is not hidden_size %lld / num_attention_heads %lld, which "
-                         "Cohere2Config always uses",
-                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(cohere2 ? head_dim_whole(hp, cfg, "which Cohere2Config always uses")
+                    : kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
@@ -367,6 +382,59 @@ static kvc_status parse_smollm3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* OLMoE (allenai/OLMoE-1B-7B-*, OlmoeForCausalLM): OLMo 2's q_norm / k_norm over the whole q / k projection in
+ * Llama's pre-norm blocks, attention_bias on q, k, v and o alike (false when absent), q and k clamped to
+ * +-clip_qkv after those norms and v after its projection when clip_qkv is set (null when absent: none), and on
+ * every layer a softmax router over num_experts (64) SwiGLU experts of intermediate_size, top num_experts_per_tok
+ * (8), renormalised when norm_topk_prob (false); rms_norm_eps 1e-5 (OlmoeConfig's). Its norms are sized from
+ * hidden_size / num_attention_heads, so a head_dim that differs is refused; OlmoeConfig has no sliding window (the
+ * eager and SDPA attentions ignore one: dense_kinds). */
+static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, clip = {0.0, 3.4e38, true};
+    bool bias = false;
+    KVC_TRY(head_dim_whole(hp, cfg, "which sizes its q/k norms"));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = true;
+    KVC_TRY(kvci_family_opt_num(c, "clip_qkv", 0.0, clip, &cfg->clip_qkv));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    return parse_moe(hp, cfg->model_type, cfg);
+}
+
+/* GLM-4.5 / 4.6 / Air (zai-org/GLM-4.5*, Glm4MoeForCausalLM): Llama with RoPE half-split over the first head_dim *
+ * partial_rotary_factor channels (0.5 when absent, hparams.c), q/k/v biases by attention_bias and none on o_proj,
+ * per-head q/k norms by use_qk_norm (both false when absent), dense MLPs on the first first_k_dense_replace (1) layers
+ * and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias; kvci_ffn_deepseek) over
+ * n_routed_experts (128) experts of moe_intermediate_size (1408), top num_experts_per_tok (8) in topk_group (1) of
+ * n_group (1) groups, renormalised when norm_topk_prob (true), times routed_scaling_factor (1), plus n_shared_experts
+ * (1) shared experts as one MLP; rms_norm_eps 1e-5 (Glm4MoeConfig's). Its MTP layers (num_nextn_predict_layers) are not
+ * read. */
+static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &cfg->qk_norm));
+    cfg->o_bias = cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 1, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    cfg->n_routed_experts = 128;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 1, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -385,6 +453,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
+    if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
+    if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -397,6 +467,11 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
     cfg->qk_norm = qwen3;
     if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
+    if (granite_moe(mt)) {
+        cfg->mlp_bias = false; /* no dense MLP */
+        KVC_TRY(parse_granite(hp, cfg));
+        return parse_moe(hp, mt, cfg);
+    }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
@@ -415,9 +490,18 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers, else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, DeepSeek-V3's grouped one where n_group is set: GLM-4.5,
+ * else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
-    return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+    const kvc_model_config *c = &s->m->cfg;
+    if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
+    return c->n_group > 0 ? kvci_ffn_deepseek(s, l) : kvci_ffn_softmax_moe(s, l);
+}
+
+/* GLM-4.5's routing sizes: DeepSeek-V3's rules. */
+static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
+    return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
 }
 
 /* OLMo 3 without layer_types: every fourth layer full, the others sliding;
@@ -434,6 +518,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
+    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt) || strcmp(mt, "glm4_moe") == 0)) /* no window keys */
+        return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -478,12 +564,17 @@ static const kvc_family_alias ALIASES[] = {
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
     {"olmo", "OlmoForCausalLM", "olmo", true},
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", true},
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", true},
+    {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
+    {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
 };
 
-/* The planner's scale without attention_multiplier: Granite's default 1 (GraniteConfig's), else head_dim^-1/2. */
+/* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
+ * else head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
-    *scale = mt && strcmp(mt, "granite") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
+    *scale = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt)) ? 1.0 : 1.0 / sqrt((double)head_dim);
     return KVC_OK;
 }
 
@@ -493,6 +584,7 @@ const kvc_family_desc kvc_family_dense = {
     .aliases = ALIASES,
     .n_aliases = sizeof ALIASES / sizeof ALIASES[0],
     .parse = parse_dense,
+    .check = dense_check,
     .default_kinds = dense_kinds,
     .softmax_scale = dense_scale,
     .ffn = dense_ffn,

@@ -1,8 +1,8 @@
 /* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
- * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, and the softmax router of Qwen3-MoE,
- * Qwen2-MoE and Mixtral over the same SwiGLU experts. Experts run over the tokens routed
- * to them (gathered rows, one GEMM per expert); each token's expert outputs
+ * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, the softmax router of Qwen3-MoE,
+ * Qwen2-MoE, Mixtral and OLMoE and Granite MoE's (GptOss's) over the same SwiGLU experts. Experts run over the tokens
+ * routed to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
 #include <string.h>
@@ -65,6 +65,15 @@ static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H) {
     }
 }
 
+/* The k largest of the E logits lg into sel and their softmax (over those k only, in f32) into sw: the GptOss and
+ * Granite MoE routers. */
+static void top_k_softmax(const float *lg, int64_t E, int64_t K, int32_t *sel, float *sw) {
+    top_k(lg, E, K, sel);
+    float mx = lg[sel[0]], den = 0.0f;
+    for (int64_t j = 0; j < K; j++) den += (sw[j] = expf(lg[sel[j]] - mx));
+    for (int64_t j = 0; j < K; j++) sw[j] /= den;
+}
+
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
@@ -72,15 +81,7 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     const int64_t T = s->T, H = c->hidden_size, E = c->num_experts, K = c->experts_per_tok, I = c->intermediate_size;
     const float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
     KVC_TRY(kvci_linear(ws->xn, T, &w->router_w, w->router_b, ws->router)); /* [T, E] */
-    for (int64_t t = 0; t < T; t++) {
-        const float *lg = ws->router + t * E;
-        int32_t *sel = ws->sel + t * K;
-        float *sw = ws->selw + t * K;
-        top_k(lg, E, K, sel);
-        float mx = lg[sel[0]], den = 0.0f;
-        for (int64_t j = 0; j < K; j++) den += (sw[j] = expf(lg[sel[j]] - mx));
-        for (int64_t j = 0; j < K; j++) sw[j] /= den;
-    }
+    for (int64_t t = 0; t < T; t++) top_k_softmax(ws->router + t * E, E, K, ws->sel + t * K, ws->selw + t * K);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, T, K, H, e);
@@ -103,8 +104,9 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
 }
 
 /* Keeps the topk_group groups of the largest gscore [n_group] (ties: lower index first): the scores tmp [E] of the
- * other groups' experts become 0. */
-static void keep_top_groups(const kvc_model_config *c, const float *gscore, float *tmp) {
+ * other groups' experts become `out` (transformers': -inf for DeepSeek-V3 / GLM-4.5, whose kept experts may score
+ * below 0; 0 for DeepSeek-V2's softmax scores). */
+static void keep_top_groups(const kvc_model_config *c, const float *gscore, float out, float *tmp) {
     const int64_t G = c->n_group, per = c->n_routed_experts / G;
     int32_t gidx[DS_MAX_GROUPS];
     top_k(gscore, G, c->topk_group, gidx);
@@ -112,11 +114,12 @@ static void keep_top_groups(const kvc_model_config *c, const float *gscore, floa
         bool keep = false;
         for (int64_t j = 0; j < c->topk_group; j++) keep |= gidx[j] == (int32_t)g;
         if (!keep)
-            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = 0.0f;
+            for (int64_t e = g * per; e < (g + 1) * per; e++) tmp[e] = out;
     }
 }
 
-/* MF 4.5 router: sigmoid scores, bias-corrected group selection, weights from the unbiased scores. */
+/* MF 4.5 router: sigmoid scores, bias-corrected group selection (the other groups' experts out: -inf), weights from
+ * the unbiased scores. */
 static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                            float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
@@ -133,7 +136,7 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
         }
         gscore[g] = s[0] + s[1];
     }
-    keep_top_groups(c, gscore, tmp);
+    keep_top_groups(c, gscore, -INFINITY, tmp);
     top_k(tmp, E, K, sel);
     float sum = 0.0f;
     for (int64_t j = 0; j < K; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
@@ -164,7 +167,7 @@ static void deepseek_v2_route(const kvc_model_config *c, const kvc_layer_weights
         gscore[g] = tmp[g * per];
         for (int64_t e = g * per + 1; e < (g + 1) * per; e++) gscore[g] = tmp[e] > gscore[g] ? tmp[e] : gscore[g];
     }
-    keep_top_groups(c, gscore, tmp);
+    keep_top_groups(c, gscore, 0.0f, tmp);
     top_k(tmp, E, K, sel);
     for (int64_t j = 0; j < K; j++) sw[j] = tmp[sel[j]] * (float)c->routed_scaling_factor;
 }
@@ -183,12 +186,19 @@ static void softmax_route(const kvc_model_config *c, const kvc_layer_weights *w,
     for (int64_t j = 0; c->norm_topk_prob && j < K; j++) sw[j] /= sum;
 }
 
+/* Granite MoE's router (GraniteMoeTopKRouter): the k largest logits, their softmax. */
+static void granite_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                          float *sw, float *tmp) {
+    (void)w, (void)tmp;
+    top_k_softmax(logits, c->n_routed_experts, c->experts_per_tok, sel, sw);
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
 /* A routed MoE layer: router logits [T, E] (gate_w), each token's k experts and weights by `route`,
  * the SwiGLU experts over their gathered tokens (ex_gate / ex_up / ex_down), summed per token in
- * expert-index order, plus the shared experts when the layer has them (DeepseekV3; Qwen2-MoE's
+ * expert-index order, plus the shared experts when the layer has them (DeepseekV3, Granite MoE Shared; Qwen2-MoE's
  * scaled by the sigmoid of its gate). */
 static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn route) {
     const kvc_model_config *c = &s->m->cfg;
@@ -231,3 +241,5 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2) {
 }
 
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }
+
+kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }

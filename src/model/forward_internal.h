@@ -104,6 +104,8 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2);
 /* Qwen3-MoE / Mixtral: softmax router, top-k (renormalised when norm_topk_prob), SwiGLU experts. */
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
+/* Granite MoE (and Shared): the k largest router logits, softmax over them (GptOss's router), SwiGLU experts. */
+kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out

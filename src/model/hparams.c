@@ -52,12 +52,12 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
     return (type_defaults){NULL, 0, 10000.0, 0, false, 0};
 }
 
-/* partial_rotary_factor when the config has none: GlmConfig's and Glm4Config's setdefault 0.5, StableLmConfig's
- * 0.25, else 1 (the whole head). */
+/* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
+ * StableLmConfig's 0.25, else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && strcmp(mt, "stablelm") == 0) return 0.25;
-    return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) ? 0.5 : 1.0;
+    return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 
 /* ---- document and identity ---------------------------------------------------- */

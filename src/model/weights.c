@@ -102,12 +102,18 @@ static bool fused_gate_up(const kvc_model_config *c) {
     return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "glm") == 0;
 }
 
-/* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims). */
-static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
-                     bool transposed, kvc_winit init, kvc_wsplit sp) {
+/* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims); a
+ * checkpoint may hold them inside `fused` [E, fused.rows, cols] (name NULL: never; not transposed). */
+static kvc_status m3_in(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
+                        bool transposed, kvc_winit init, kvc_wsplit sp, kvc_wfused fused) {
     const int64_t s[3] = {E, transposed ? cols : rows, transposed ? rows : cols};
     w->count = E, w->rows = rows, w->cols = cols;
-    return visit(v, suffix, 3, s, NULL, w, transposed, init, sp);
+    return visit_fused(v, suffix, 3, s, NULL, w, transposed, init, sp, fused);
+}
+
+static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, int64_t cols, kvc_wmat *w,
+                     bool transposed, kvc_winit init, kvc_wsplit sp) {
+    return m3_in(v, suffix, E, rows, cols, w, transposed, init, sp, (kvc_wfused){0});
 }
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
@@ -200,12 +206,13 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
 }
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
- * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3 adds
- * the router's correction bias (not DeepseekV2) and its shared experts, Qwen2-MoE a shared expert and its sigmoid gate
- * [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
+ * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, Qwen2-MoE a
+ * shared expert and its sigmoid gate [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) /
+ * w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    const bool ds = c->family == KVC_FAMILY_DEEPSEEK_V3, mixtral = strcmp(c->model_type, "mixtral") == 0;
+    const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
     w->moe = true;
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
@@ -222,6 +229,29 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
                             &w->sh_down));
     if (Ish > 0 && !ds) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
+}
+
+/* Granite MoE's block_sparse_moe: the router [E, H] (router.layer), the experts' gate and up rows in input_linear
+ * [E, 2 Im, H] (gate first) and down in output_linear [E, H, Im]; Granite MoE Shared's shared_mlp the same as one
+ * matrix each (input_linear [2 Ish, H], output_linear [H, Ish]). The gate / up names are the runtime's (a saved
+ * copy holds them apart); the loader reads them from the fused tensors. */
+static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    const int64_t fIm = v->m->full.moe_intermediate_size, Ish = c->shared_expert_intermediate_size;
+    const int64_t fIsh = v->m->full.shared_expert_intermediate_size;
+    const char *in = "block_sparse_moe.input_linear.weight", *sh_in = "shared_mlp.input_linear.weight";
+    w->moe = true;
+    TRY(m2(v, "block_sparse_moe.router.layer.weight", E, H, &w->gate_w, WHOLE));
+    TRY(m3_in(v, "block_sparse_moe.gate_proj.weight", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
+              (kvc_wfused){in, 2 * fIm, 0}));
+    TRY(m3_in(v, "block_sparse_moe.up_proj.weight", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
+              (kvc_wfused){in, 2 * fIm, fIm}));
+    TRY(m3(v, "block_sparse_moe.output_linear.weight", E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    if (Ish == 0) return KVC_OK;
+    TRY(m2_in(v, "shared_mlp.gate_proj.weight", Ish, H, &w->sh_gate, even(v, 0, Ish),
+              (kvc_wfused){sh_in, 2 * fIsh, 0}));
+    TRY(m2_in(v, "shared_mlp.up_proj.weight", Ish, H, &w->sh_up, even(v, 0, Ish), (kvc_wfused){sh_in, 2 * fIsh, fIsh}));
+    return m2(v, "shared_mlp.output_linear.weight", H, Ish, &w->sh_down, even(v, 1, Ish));
 }
 
 /* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
@@ -264,6 +294,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    } else if (c->layer_moe[l] && strncmp(c->model_type, "granitemoe", 10) == 0) {
+        TRY(visit_granite_moe(v, c, w));
     } else if (c->layer_moe[l]) {
         TRY(visit_routed_moe(v, c, w));
     } else {

@@ -236,6 +236,14 @@ static void test_oracle_glm_to_ministral3(void **state) {
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) oracle_family(families[i]);
 }
 
+/* OLMoE (q/k clamped after whole-projection norms), Granite MoE and Shared (top-k softmax, fused experts, shared
+ * MLP) and GLM-4.5 (DeepSeek-V3's router over GQA): the engine's greedy ids are the oracle's */
+static void test_oracle_olmoe_to_glm4_moe(void **state) {
+    (void)state;
+    static const char *const families[] = {"olmoe", "granitemoe", "granitemoeshared", "glm4_moe"};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) oracle_family(families[i]);
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -245,7 +253,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_moe),         cmocka_unit_test(test_oracle_gemma3),
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
         cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
-        cmocka_unit_test(test_adapter_costs),
+        cmocka_unit_test(test_adapter_costs),      cmocka_unit_test(test_oracle_olmoe_to_glm4_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -365,6 +365,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/stablelm/config.json",    "oracle/stablelm_parallel/config.json",
         "oracle/olmo/config.json",        "oracle/ernie4_5/config.json",
         "oracle/deepseek_v2/config.json", "oracle/deepseek_v2_lite/config.json",
+        "oracle/olmoe/config.json", "oracle/granitemoe/config.json", "oracle/granitemoeshared/config.json",
+        "oracle/glm4_moe/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -397,6 +399,14 @@ static void test_published_configs_agree(void **state) {
                           "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
     assert_int_equal(kvc_model_config_parse(granite, "g", &c), KVC_OK);
     p = plan_of(granite);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
+    kvc_model_plan_destroy(p);
+    /* Granite MoE: the same default (GraniteMoeConfig's) */
+    const char *granitemoe =
+        "{\"model_type\":\"granitemoe\",\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+        "\"hidden_size\":64,\"vocab_size\":8,\"intermediate_size\":8,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(granitemoe, "gm", &c), KVC_OK);
+    p = plan_of(granitemoe);
     assert_true(kvc_model_attn_scale(&c) == 1.0 && p->scale == 1.0);
     kvc_model_plan_destroy(p);
 }

@@ -856,6 +856,99 @@ static void test_deepseek_v2_fields(void **state) {
                    "MoE routing sizes are inconsistent");
 }
 
+#define OLMOE_BASE                                                                                                     \
+    "{\"model_type\":\"olmoe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* OLMoE with OlmoeConfig's defaults (64 experts of intermediate_size, top 8, not renormalised, pre-norm blocks with
+ * whole-projection q/k norms, eps 1e-5, no clip, no biases; a sliding_window key ignored) and with its keys set;
+ * refused: a head_dim other than hidden_size / heads (its norms' size), clip_qkv 0. */
+static void test_olmoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OLMOE_BASE ",\"rms_norm_eps\":null,\"sliding_window\":4}", "olmoe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && c.qk_norm_whole && !c.post_norms && !c.layer_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.clip_qkv == 0.0 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.n_routed_experts == 64 && c.experts_per_tok == 8 && !c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 8 && c.shared_expert_intermediate_size == 0 && c.head_dim == 16);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.layer_sliding[0] && c.sliding_window == 0);
+    assert_true(c.rope.theta == 10000.0 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(OLMOE_BASE ",\"attention_bias\":true,\"clip_qkv\":8,\"num_experts\":4,"
+                                                       "\"num_experts_per_tok\":2,\"norm_topk_prob\":true}",
+                                            "olmoe-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.clip_qkv == 8.0 && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.norm_topk_prob);
+    expect_refusal(OLMOE_BASE ",\"head_dim\":8}", "olmoe head_dim 8 is not hidden_size 64");
+    expect_refusal(OLMOE_BASE ",\"clip_qkv\":0}", "clip_qkv");
+    expect_refusal(OLMOE_BASE ",\"num_experts\":4}", "num_experts_per_tok 8 must be in [1, num_experts = 4]");
+}
+
+#define GRANITEMOE_BASE(mt)                                                                                            \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* Granite MoE with GraniteMoeConfig's defaults (8 experts of intermediate_size, top 2, multipliers of 1: the softmax
+ * scale 1, no shared MLP, no biases, eps 1e-6; a sliding_window key ignored) and Granite MoE Shared with its keys
+ * set; refused: more experts per token than num_local_experts. */
+static void test_granitemoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITEMOE_BASE("granitemoe") ",\"sliding_window\":4}", "granitemoe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.n_routed_experts == 8 && c.experts_per_tok == 2);
+    assert_true(c.moe_intermediate_size == 8 && c.shared_expert_intermediate_size == 0 && !c.qkv_bias && !c.o_bias);
+    assert_true(c.embed_scale == 1.0f && c.residual_multiplier == 1.0 && c.logits_scaling == 1.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.layer_sliding[0] && c.sliding_window == 0 && !c.qk_norm);
+    assert_int_equal(kvc_model_config_parse(GRANITEMOE_BASE("granitemoeshared") ",\"num_local_experts\":4,"
+                                                                                "\"num_experts_per_tok\":3,"
+                                                                                "\"shared_intermediate_size\":16,"
+                                                                                "\"attention_bias\":true,"
+                                                                                "\"attention_multiplier\":0.5}",
+                                            "granitemoeshared", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 3 && c.shared_expert_intermediate_size == 16);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && kvc_model_attn_scale(&c) == 0.5);
+    expect_refusal(GRANITEMOE_BASE("granitemoe") ",\"num_local_experts\":1}",
+                   "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
+}
+
+#define GLM4_MOE_BASE                                                                                                  \
+    "{\"model_type\":\"glm4_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* GLM-4.5 with Glm4MoeConfig's defaults (head_dim hidden / heads, half of it rotated half-split, layer 0 dense, 128
+ * experts of 1408, top 8 in 1 of 1 group, renormalised, scale 1, one shared expert, no biases or q/k norms, eps 1e-5)
+ * and with its keys set; refused: routing sizes DeepSeek-V3's rules refuse, a scale of 0. */
+static void test_glm4_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_BASE "}", "glm4_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.rope.partial_rotary_factor == 0.5);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.qkv_bias && !c.o_bias && !c.qk_norm && c.rms_norm_eps == 1e-5);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] && c.first_k_dense_replace == 1);
+    assert_true(c.n_routed_experts == 128 && c.moe_intermediate_size == 1408 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 1.0);
+    assert_true(c.n_shared_experts == 1 && c.shared_expert_intermediate_size == 1408 && !c.layer_sliding[0]);
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_BASE ",\"head_dim\":24,\"partial_rotary_factor\":1.0,"
+                                                          "\"attention_bias\":true,\"use_qk_norm\":true,"
+                                                          "\"first_k_dense_replace\":2,\"moe_intermediate_size\":4,"
+                                                          "\"n_routed_experts\":8,\"num_experts_per_tok\":2,"
+                                                          "\"n_group\":4,\"topk_group\":2,\"n_shared_experts\":2,"
+                                                          "\"norm_topk_prob\":false,\"routed_scaling_factor\":2.5}",
+                                            "glm4_moe-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 24 && c.rope.partial_rotary_factor == 1.0 && c.qkv_bias && !c.o_bias && c.qk_norm);
+    assert_true(!c.layer_moe[1] && c.layer_moe[2] && c.n_routed_experts == 8 && c.experts_per_tok == 2);
+    assert_true(c.n_group == 4 && c.topk_group == 2 && c.shared_expert_intermediate_size == 8 && !c.norm_topk_prob);
+    assert_true(c.routed_scaling_factor == 2.5);
+    expect_refusal(GLM4_MOE_BASE ",\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"n_group\":3}",
+                   "MoE routing sizes are inconsistent (n_routed_experts 8, n_group 3");
+    expect_refusal(GLM4_MOE_BASE ",\"routed_scaling_factor\":0}", "routed_scaling_factor");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -884,6 +977,9 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_missing_kv_heads_class_default),
         cmocka_unit_test(test_deepseek_v2_fields),
+        cmocka_unit_test(test_olmoe_fields),
+        cmocka_unit_test(test_granitemoe_fields),
+        cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

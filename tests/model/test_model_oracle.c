@@ -399,6 +399,30 @@ static void test_ernie4_5(void **state) {
     run_dir("ernie4_5");
 }
 
+/* OLMoE-like: OLMo 2's whole-projection q/k norms in pre-norm blocks, q/k clamped to +-1.5 after them and v after
+ * its projection (clip_qkv), q/k/v/o biases, GQA, 2 layers of 8 softmax-routed experts, top-2 not renormalised */
+static void test_olmoe(void **state) {
+    (void)state;
+    run_dir("olmoe");
+}
+
+/* Granite 3.0 MoE-like: Granite's four multipliers, q/k/v/o biases, GQA, tied, 2 layers of 8 experts stored fused
+ * (input_linear / output_linear), top-2 softmax over the two largest logits; and Granite MoE Shared-like: other
+ * multipliers, untied, 6 experts, top-3, a shared MLP of width 32 */
+static void test_granitemoe(void **state) {
+    (void)state;
+    run_dir("granitemoe");
+    run_dir("granitemoeshared");
+}
+
+/* GLM-4.5-like: RoPE half-split over half of each head (head_dim 24), q/k/v biases, per-head q/k norms, GQA, layer 0
+ * dense, layers 1-2 DeepSeek-V3's grouped sigmoid router (random correction bias) over 8 experts in 2 groups, top-2,
+ * renormalised, times 2.5, plus a shared expert */
+static void test_glm4_moe(void **state) {
+    (void)state;
+    run_dir("glm4_moe");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -468,6 +492,9 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5),
         cmocka_unit_test(test_deepseek_v2),
         cmocka_unit_test(test_deepseek_v2_lite),
+        cmocka_unit_test(test_olmoe),
+        cmocka_unit_test(test_granitemoe),
+        cmocka_unit_test(test_glm4_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,6 +182,16 @@ static void test_qwen2_moe(void **state) {
     check_family("qwen2_moe", KVC_WMAT_CHECKPOINT); /* a shared expert split as the routed ones, its gate whole */
 }
 
+/* Granite MoE Shared: each rank's gate and up rows of every expert read in place from input_linear [E, 2I, H], its
+ * columns of output_linear, the shared MLP's rows of its input_linear [2Ish, H]; OLMoE: the whole-projection q/k
+ * norms split with the heads, the experts as Qwen3-MoE's; GLM-4.5: the correction bias whole */
+static void test_granitemoe_olmoe(void **state) {
+    (void)state;
+    check_family("granitemoeshared", KVC_WMAT_CHECKPOINT);
+    check_family("olmoe", KVC_WMAT_CHECKPOINT);
+    check_family("glm4_moe", KVC_WMAT_CHECKPOINT); /* DeepSeek-V3's router whole, experts and shared expert split */
+}
+
 /* Gemma 3 (its norms whole), and a multimodal checkpoint's text model under transformers' module prefix
  * (model.language_model.) and the hub's (language_model.model.): the very weights of the plain
  * checkpoint, whole and in every shard. */
@@ -262,11 +272,22 @@ static void test_glm_seed_oss(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3),     cmocka_unit_test(test_qwen3_bf16),  cmocka_unit_test(test_qwen3_quantized),
-        cmocka_unit_test(test_gpt_oss),   cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_deepseek_moe),
-        cmocka_unit_test(test_qwen3_moe), cmocka_unit_test(test_mixtral),     cmocka_unit_test(test_qwen2_moe),
-        cmocka_unit_test(test_gemma3),    cmocka_unit_test(test_phi3),        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_olmo2),     cmocka_unit_test(test_glm4_cohere), cmocka_unit_test(test_glm_seed_oss),
+        cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_qwen3_bf16),
+        cmocka_unit_test(test_qwen3_quantized),
+        cmocka_unit_test(test_gpt_oss),
+        cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_deepseek_moe),
+        cmocka_unit_test(test_qwen3_moe),
+        cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen2_moe),
+        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_glm4_cohere),
+        cmocka_unit_test(test_glm_seed_oss),
+        cmocka_unit_test(test_granitemoe_olmoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
+olmoe, granitemoe, granitemoeshared, glm4_moe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +54,8 @@ from transformers import (
     StableLmForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
+    OlmoeConfig,
+    OlmoeForCausalLM,
     Ernie4_5Config,
     Ernie4_5ForCausalLM,
     DeepseekV2Config,
@@ -68,12 +71,18 @@ from transformers import (
     GlmForCausalLM,
     Glm4Config,
     Glm4ForCausalLM,
+    Glm4MoeConfig,
+    Glm4MoeForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
     GraniteConfig,
     GraniteForCausalLM,
+    GraniteMoeConfig,
+    GraniteMoeForCausalLM,
+    GraniteMoeSharedConfig,
+    GraniteMoeSharedForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
@@ -649,6 +658,50 @@ def deepseek_v2_lite_config():
         tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         max_position_embeddings=512, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
+def olmoe_config():
+    # OLMoE at toy size: OLMo 2's q/k norms over the whole q [64] / k [32] projection in pre-norm blocks, clip_qkv
+    # 1.5 (OLMoE-1B-7B's is null: a bound that clamps some normalised q/k entries and some v entries), q/k/v/o
+    # biases (attention_bias), GQA 4/2, 2 layers each routing 8 experts of width 24, top-2, norm_topk_prob left
+    # at OlmoeConfig's false, untied, rms_norm_eps 1e-5 and theta 1e4 left at the class defaults.
+    return OlmoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2, num_experts=8,
+                       num_experts_per_tok=2, attention_bias=True, clip_qkv=1.5, tie_word_embeddings=False)
+
+
+def granitemoe_config():
+    # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
+    # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
+    # layers each routing 8 experts of width 24 (intermediate_size), top-2: softmax over the two largest logits.
+    return GraniteMoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2, num_local_experts=8,
+                            num_experts_per_tok=2, embedding_multiplier=6.0, residual_multiplier=0.22,
+                            attention_multiplier=0.1, logits_scaling=3.0, attention_bias=True,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True)
+
+
+def granitemoeshared_config():
+    # Granite MoE Shared at toy size: granitemoe's blocks with other multipliers (embedding 4, residual 0.3,
+    # attention 0.2, logits scaling 2.5), no biases, untied, 2 layers of 6 experts of width 24, top-3, and a shared
+    # MLP of width 32 (shared_intermediate_size) added to the experts' sum.
+    return GraniteMoeSharedConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=2,
+                                  num_local_experts=6, num_experts_per_tok=3, shared_intermediate_size=32,
+                                  embedding_multiplier=4.0, residual_multiplier=0.3, attention_multiplier=0.2,
+                                  logits_scaling=2.5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                                  tie_word_embeddings=False)
+
+
+def glm4_moe_config():
+    # GLM-4.5 at toy size: head_dim 24 (not hidden / heads, as GLM-4.5's 128), RoPE half-split over its first 12
+    # channels (partial_rotary_factor left at Glm4MoeConfig's 0.5), q/k/v biases (attention_bias, GLM-4.5's), per-head
+    # q/k norms (use_qk_norm, GLM-4.5's), GQA 4/2, 3 layers: layer 0 a dense MLP of 96 (first_k_dense_replace 1), layers
+    # 1-2 DeepSeek-V3's grouped sigmoid router over 8 experts of width 16 in 2 groups (the best 1 kept), top-2,
+    # renormalised, times 2.5 (GLM-4.5's routed_scaling_factor), plus one shared expert; the routers'
+    # e_score_correction_bias random (randomise_buffers), no MTP layer, untied.
+    return Glm4MoeConfig(**DENSE_TOY_SHAPE, head_dim=24, num_hidden_layers=3, first_k_dense_replace=1,
+                         moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                         n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, use_qk_norm=True,
+                         attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -678,6 +731,10 @@ FAMILIES = {
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
+    "olmoe": (olmoe_config, OlmoeForCausalLM),
+    "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
+    "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
+    "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -705,8 +762,8 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
-    if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2"):
+    if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -729,6 +786,9 @@ def randomise(model, seed):
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(std * noise)
+        for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
 
 
 def build(family, seed):
@@ -851,6 +911,24 @@ def router_margin(model, all_ids):
 
     hs = [layer.mlp.gate.register_forward_hook(hook) for layer in model.model.layers
           if hasattr(layer.mlp, "gate") and hasattr(layer.mlp.gate, "top_k")]
+    for ids in all_ids:
+        forward_logits(model, ids)
+    for h in hs:
+        h.remove()
+    return min(gaps)
+
+
+@torch.no_grad()
+def granite_router_margin(model, all_ids):
+    """router_margin for Granite MoE, whose router takes the k largest logits: the smallest gap between the k-th
+    and the (k+1)-th largest logit."""
+    gaps = []
+
+    def hook(m, inp, out):
+        top = torch.topk(out[0].float(), m.top_k + 1, dim=-1).values
+        gaps.append(float((top[:, -2] - top[:, -1]).min()))
+
+    hs = [layer.block_sparse_moe.router.register_forward_hook(hook) for layer in model.model.layers]
     for ids in all_ids:
         forward_logits(model, ids)
     for h in hs:
@@ -981,8 +1059,20 @@ def make_family(family, out_root, seed):
         summary["clamp"] = gptoss_clamp_stats(model, ps)
         summary["sensitivity_all_full_attention"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-    if family in ("qwen3_moe", "qwen2_moe", "mixtral"):
+    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
         summary["router_topk_margin"] = router_margin(model, ps)
+    if family in ("granitemoe", "granitemoeshared"):
+        summary["router_topk_margin"] = granite_router_margin(model, ps)
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            summary["sensitivity_" + key + "_1"] = sensitivity(model, ps[-1], **{key: 1.0})
+    if family == "glm4_moe":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+        summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "olmoe":
+        summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
+        summary["sensitivity_no_clip_qkv"] = sensitivity(model, ps[-1], clip_qkv=None)
     if family == "qwen2_moe":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
@@ -1168,6 +1258,21 @@ def with_config(model, **overrides):
 
 
 @torch.no_grad()
+def sensitivity_no_correction_bias(model, ids):
+    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, not a config field)."""
+    want = forward_logits(model, ids)
+    saved = {n: b.clone() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")}
+    for n, b in model.named_buffers():
+        if n in saved:
+            b.zero_()
+    got = forward_logits(model, ids)
+    for n, b in model.named_buffers():
+        if n in saved:
+            b.copy_(saved[n])
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
 def sensitivity(model, ids, **overrides):
     """Max |logit difference| on one prompt when a config field is changed (same weights):
     shows that the stored data can tell the two computations apart."""
@@ -1176,7 +1281,8 @@ def sensitivity(model, ids, **overrides):
 
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
-RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5}
+RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5}
 
 
 def verify(family, out):
@@ -1219,7 +1325,7 @@ def main():
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
-                               "deepseek_v2", "deepseek_v2_lite"]:
+                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
