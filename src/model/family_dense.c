@@ -496,7 +496,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
-    return c->n_group > 0 ? kvci_ffn_deepseek(s, l) : kvci_ffn_softmax_moe(s, l);
+    return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
 /* GLM-4.5's routing sizes: DeepSeek-V3's rules. */
