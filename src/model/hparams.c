@@ -42,6 +42,8 @@ static const type_defaults DEFAULTS[] = {
     {"ministral3", 128, 10000.0, 0, false},
     {"helium", 128, 100000.0, 0, false},
     {"ernie4_5", 128, 500000.0, 0, false},
+    {"llama4_text", 128, 500000.0, 0, false},
+    {"llama4", 128, 500000.0, 0, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
