@@ -779,10 +779,10 @@ static void test_masked_keys_hold_nan(void **state) {
 }
 
 /* Chunked local attention (attention_chunk_size 37, not a multiple of the blocks' 16 keys): the keys before
- * the chunk of a request's first query are never read (a chunked-local cache has released their blocks), so
- * NaN there leaves the output equal to the reference's; a decode row (position 299, chunk from 296), a
+ * the chunk of a request's first query never weigh in (a chunked-local cache has released their blocks), so
+ * NaN there leaves the output equal to the logical oracle's; a decode row (position 299, chunk from 296), a
  * prefill whose 9 queries (181-189) cross the boundary at 185, and one whose 40 queries span two boundaries. */
-static void test_chunked_keys_never_read(void **state) {
+static void test_chunked_keys_before_unused(void **state) {
     (void)state;
     const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
     for (int ti = 0; ti < 2; ti++) {
@@ -1064,7 +1064,7 @@ int main(void) {
         cmocka_unit_test(test_paged_kv_descriptor),
         cmocka_unit_test(test_workspace_refusal),
         cmocka_unit_test(test_masked_keys_hold_nan),
-        cmocka_unit_test(test_chunked_keys_never_read),
+        cmocka_unit_test(test_chunked_keys_before_unused),
         cmocka_unit_test(test_mla_oracle_dims),
         cmocka_unit_test(test_mla_general_refusals),
         cmocka_unit_test(test_mla_quant_rope),
