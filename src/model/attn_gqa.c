@@ -60,7 +60,8 @@ static void clamp_row(float *x, int64_t n, float clip) {
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), with
  * `first` (the rows straight from the projection) clamped to +-clip_qkv (OLMo; 0: none), then
  * with `norm` its q and k heads normalised (Qwen3's q_norm / k_norm: NULL or both), and with `finish`
- * rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel region
+ * rotated (not on a no-rope layer; Llama 4's q and k then L2-normalised) and its queries scaled by position
+ * (Ministral 3; Llama 4's no-rope layers): one parallel region
  * over the tokens, each token whole on one thread (the threads never change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool first,
                      bool norm, bool finish) {

@@ -56,6 +56,24 @@ static kvc_status moe_layers(const kvc_json_obj *c, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* layer_types, when given, of full_attention and chunked_attention layers only (transformers' Llama 4 builds
+ * no other mask). */
+static kvc_status check_layer_types(const kvc_json_obj *c) {
+    const cJSON *types = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_array(c, "layer_types", KVC_HP_MAX_LAYERS, &types, &have));
+    int i = 0;
+    for (const cJSON *e = have && types ? types->child : NULL; e != NULL; e = e->next, i++) {
+        const bool str = cJSON_IsString(e);
+        if (!str || (strcmp(e->valuestring, "full_attention") != 0 && strcmp(e->valuestring, "chunked_attention") != 0))
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer_types[%d] %s%s%s is not a Llama 4 layer (full_attention, chunked_attention: "
+                             "transformers builds no other mask)",
+                             c->doc, i, str ? "\"" : "", str ? e->valuestring : "(not a string)", str ? "\"" : "");
+    }
+    return KVC_OK;
+}
+
 /* Llama4TextConfig's keys (its defaults when absent): head_dim 128, theta 5e5 (hparams.c), RoPE on adjacent
  * pairs (the complex-number form), q/k/v/o biases by attention_bias, the L2 q/k norms of the RoPE layers by
  * use_qk_norm (true), the NoPE layers' query scale by attn_temperature_tuning (true: attn_scale 0.1,
@@ -73,18 +91,7 @@ static kvc_status parse_llama4(const kvc_hparams *hp, kvc_model_config *cfg) {
                          "%s: attention_chunk_size is absent (Llama4TextConfig's default 8192, which the planner "
                          "does not assume): give it, or null for full attention on every layer",
                          c->doc);
-    const cJSON *types = NULL;
-    bool have = false;
-    KVC_TRY(kvci_json_array(c, "layer_types", KVC_HP_MAX_LAYERS, &types, &have));
-    int i = 0;
-    for (const cJSON *e = have && types ? types->child : NULL; e != NULL; e = e->next, i++)
-        if (!cJSON_IsString(e) ||
-            (strcmp(e->valuestring, "full_attention") != 0 && strcmp(e->valuestring, "chunked_attention") != 0))
-            return kvci_fail(KVC_EINVAL,
-                             "%s: layer_types[%d] %s%s%s is not a Llama 4 layer (full_attention, chunked_attention: "
-                             "transformers builds no other mask)",
-                             c->doc, i, cJSON_IsString(e) ? "\"" : "",
-                             cJSON_IsString(e) ? e->valuestring : "(not a string)", cJSON_IsString(e) ? "\"" : "");
+    KVC_TRY(check_layer_types(c));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false, cfg->rope_form = KVC_ROPE_PAIRS;
