@@ -80,7 +80,8 @@ static kvc_status check_layer_types(const kvc_json_obj *c) {
  * floor_scale 8192), num_local_experts 16 routed experts of intermediate_size with a shared one of the same
  * size, num_experts_per_tok 1, the dense layers' MLP of intermediate_size_mlp (16384). Refused by name: an
  * absent attention_chunk_size (transformers' 8192, which the planner does not assume: give it, or null for
- * none) and layer_types other than full_attention / chunked_attention. */
+ * none) or num_key_value_heads (its 8, likewise) and layer_types other than full_attention /
+ * chunked_attention. */
 static kvc_status parse_llama4(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, false};
@@ -90,6 +91,13 @@ static kvc_status parse_llama4(const kvc_hparams *hp, kvc_model_config *cfg) {
         return kvci_fail(KVC_EINVAL,
                          "%s: attention_chunk_size is absent (Llama4TextConfig's default 8192, which the planner "
                          "does not assume): give it, or null for full attention on every layer",
+                         c->doc);
+    const char *kv = "num_key_value_heads"; /* missing (null: as many as the heads, as elsewhere) */
+    if (!cJSON_GetObjectItemCaseSensitive(c->obj, kv) &&
+        !(c->fallback && cJSON_GetObjectItemCaseSensitive(c->fallback, kv)))
+        return kvci_fail(KVC_EINVAL,
+                         "%s: num_key_value_heads is absent (Llama4TextConfig's default 8, which the planner does not "
+                         "assume): give it",
                          c->doc);
     KVC_TRY(check_layer_types(c));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));

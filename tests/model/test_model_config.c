@@ -825,6 +825,9 @@ static void test_llama4_fields(void **state) {
         KVC_OK);
     assert_true(c.family == KVC_FAMILY_LLAMA4 && c.attention_chunk_size == 4 && c.layer_chunked[0]);
     expect_refusal(LLAMA4_BASE "}", "attention_chunk_size is absent (Llama4TextConfig's default 8192");
+    expect_refusal("{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"attention_chunk_size\":8}",
+                   "num_key_value_heads is absent (Llama4TextConfig's default 8");
     expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"moe_layers\":[8]}", "moe_layers[0]");
     expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"num_local_experts\":2,\"num_experts_per_tok\":3}",
                    "num_experts_per_tok");
