@@ -356,6 +356,7 @@ typedef struct kvc_attention_params {
     kvc_tensor lse;
     const kvc_paged_kv *paged_kv;
     double logit_softcap;
+    int64_t attention_chunk_size;
     ...;
 } kvc_attention_params;
 kvc_attention_params kvc_attention_default_params(void);

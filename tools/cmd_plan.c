@@ -276,15 +276,17 @@ static void print_attention_summary(const kvc_model_plan *p) {
     printf("\n");
 }
 
-/* How to run the chunked layers on an operator without a chunked mask. */
+/* How to run the chunked layers: kvcache's operator's chunk, or on the vendor operator (no chunked mask). */
 static void print_chunk_note(const kvc_model_plan *p) {
     for (int32_t i = 0; i < p->n_layers; i++) {
         const int64_t c = p->layers[i].attention_chunk_size;
         if (c == 0) continue;
-        printf("chunked      the operator has no chunked mask: for a ChunkedLocal layer split each request into one "
-               "virtual request per chunk of %lld positions (its queries in [k*%lld, (k+1)*%lld), its keys from "
-               "k*%lld, over the request's block table) and run sparse_mode 3 on each\n",
-               (long long)c, (long long)c, (long long)c, (long long)c);
+        printf(
+            "chunked      kvcache's operator: sparse_mode 3 with attention_chunk_size %lld; the vendor operator has no "
+            "chunked mask: for a ChunkedLocal layer split each request into one virtual request per chunk of %lld "
+            "positions (its queries in [k*%lld, (k+1)*%lld), its keys from k*%lld, over the request's block table) "
+            "and run sparse_mode 3 on each\n",
+            (long long)c, (long long)c, (long long)c, (long long)c, (long long)c);
         return;
     }
 }

@@ -53,7 +53,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
     KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear: Kimi Delta Attention (linear) layers + MLA */
     KVC_FAMILY_MINIMAX,       /* plans minimax_text_01, minimax_m1, minimax: lightning (linear) + softmax layers */
-    KVC_FAMILY_LLAMA4,        /* plans llama4, llama4_text: chunked local attention, every 4th layer full (NoPE) */
+    KVC_FAMILY_LLAMA4,        /* runs llama4_text and llama4's text model: chunked local attention, every 4th layer
+                               * full (NoPE), a sigmoid-routed MoE with a shared expert */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
@@ -156,6 +157,15 @@ typedef struct kvc_model_config {
      * above. */
     bool norm_weightless;
     double clip_qkv;
+    /* Llama 4: chunked local attention on the layers layer_chunked marks (each query sees the keys of its own
+     * chunk of attention_chunk_size positions: the operator's attention_chunk_size), q and k of the rotated layers
+     * L2-normalised per head after RoPE (qk_l2_norm: no weight, rms_norm_eps), the query scale (query_scale_beta,
+     * query_scale_positions) on the no-rope layers only and at position + 1 (query_scale_nope: 1 + beta *
+     * log1p(floor((pos + 1) / positions))), and each routed expert's input times its router score, the sigmoid
+     * of its logit among the top k (moe_sigmoid_input). Last, as above. */
+    int64_t attention_chunk_size;
+    bool layer_chunked[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    bool qk_l2_norm, query_scale_nope, moe_sigmoid_input;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -411,6 +411,14 @@ typedef struct kvc_attention_params {
      * 0 = none (the default), else finite and > 0. Sinks are not capped. Added after paged_kv: the fields
      * before it keep their offsets. */
     double logit_softcap;
+
+    /* Chunked local attention (Llama 4's RoPE layers, attention_chunk_size): with C > 0 a query row i of a
+     * request of Sq queries over Skv keys sits at absolute position p = i + Skv - Sq and sees, on top of the
+     * mode's rule, only the keys of its own chunk, [floor(p / C) * C, floor(p / C) * C + C): for causal modes a
+     * query sees j with floor(j / C) == floor(p / C) and j <= p. 0 = none (the default), else in [1, 2^31).
+     * Keys before the chunk are never read (a chunked-local cache may have released their blocks). Added
+     * after logit_softcap: the fields before it keep their offsets. */
+    int64_t attention_chunk_size;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);

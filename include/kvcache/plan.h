@@ -74,8 +74,9 @@ typedef struct kvc_plan_layer {
     int32_t n_caches;
     kvc_plan_cache caches[KVC_PLAN_MAX_CACHES];
     /* ChunkedLocal layers: C, the chunk a query attends within ([floor(p / C) * C, p]); 0 = not a
-     * chunked layer. The fused operator has no chunked mask: sparse_prefill / sparse_decode (3) apply
-     * to each request split into one virtual request per chunk over the same block table (docs/plan.md). */
+     * chunked layer. kvcache's operator takes it as attention_chunk_size with sparse_prefill / sparse_decode
+     * (3); the vendor operator has no chunked mask: 3 applies to each request split into one virtual request
+     * per chunk over the same block table (docs/plan.md). */
     int64_t attention_chunk_size;
 } kvc_plan_layer;
 

@@ -150,7 +150,8 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
               num_kv_heads=None, scale=None, sparse_mode=3, pre_tokens=None, next_tokens=None,
               bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
               key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, q_rope=None,
-              k_rope=None, out=None, return_lse=False, impl="cpu", logit_softcap=0.0):
+              k_rope=None, out=None, return_lse=False, impl="cpu", logit_softcap=0.0,
+              attention_chunk_size=0):
     """Fused inference attention (kvc_attention_cpu, or the float64 reference
     kvc_attention_ref with impl="ref").
 
@@ -182,6 +183,10 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     logit_softcap: 0 (none), or a cap c > 0: each scaled score s becomes
       c * tanh(s / c) before the mask and the softmax (Gemma 2's
       attn_logit_softcapping; sinks are not capped).
+    attention_chunk_size: 0 (none), or a chunk C > 0 (Llama 4's chunked local
+      attention): a query at absolute position p = i + Skv - Sq sees only the
+      keys of its own chunk [floor(p / C) C, floor(p / C) C + C), on top of
+      sparse_mode's rule.
     int8 k/v: key_scale/value_scale (f32) in quant_mode "per_channel",
       "per_token" or "per_head" (a pair for keys and values may be given).
     out: written in place (q's dtype and shape rule by default, a new array
@@ -224,6 +229,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     # d 0: a packed q's last dim does not hold num_heads heads, which the library refuses by name
     p.scale = 1.0 / math.sqrt(max(d, 1)) if scale is None else real(scale, "scale")
     p.logit_softcap = real(logit_softcap, "logit_softcap")
+    p.attention_chunk_size = int64(attention_chunk_size, "attention_chunk_size")
     p.sparse_mode = int32(sparse_mode, "sparse_mode")
     if pre_tokens is not None:
         p.pre_tokens = int64(pre_tokens, "pre_tokens")

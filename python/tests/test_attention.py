@@ -73,6 +73,27 @@ def test_logit_softcap_bends_the_scores():
         kvcache.attention(q, k, v, logit_softcap=-1.0)
 
 
+def test_attention_chunk_size_keeps_each_query_in_its_chunk():
+    """Chunks of 3 over a causal prefill of 8 queries on 8 keys: query i sees keys [i - i % 3, i], in the kernel
+    and the reference; 0 is none; refused by name."""
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 8, 2, 16), dtype=np.float32)
+    k = rng.standard_normal((1, 8, 1, 16), dtype=np.float32)
+    v = rng.standard_normal((1, 8, 1, 16), dtype=np.float32)
+    want = np.zeros((8, 2, 16))
+    for i in range(8):
+        for h in range(2):
+            s = k[0, i - i % 3:i + 1, 0].astype(np.float64) @ q[0, i, h].astype(np.float64) / 4.0
+            w = np.exp(s - s.max())
+            want[i, h] = (w / w.sum()) @ v[0, i - i % 3:i + 1, 0].astype(np.float64)
+    for impl in ("cpu", "ref"):
+        got = kvcache.attention(q, k, v, attention_chunk_size=3, impl=impl)
+        assert np.abs(got[0] - want).max() < 1e-5
+    assert np.abs(kvcache.attention(q, k, v)[0] - want).max() > 1e-2
+    with pytest.raises(kvcache.InvalidArgument, match="attention_chunk_size -1"):
+        kvcache.attention(q, k, v, attention_chunk_size=-1)
+
+
 
 
 def _torch():

@@ -42,10 +42,10 @@ static kvc_status run_attention_once(kvc_model_workspace *ws, const kvc_attentio
 }
 
 /* A layer's call over the step's metadata: planned by the first layer of its
- * kind (full or sliding window) in the step, run by every one. */
-static kvc_status run_attention(const kvc_fwd_step *s, int64_t window, const kvc_attention_params *p) {
+ * kind (full, sliding window or chunked local) in the step, run by every one. */
+static kvc_status run_attention(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_attention_params *p) {
     kvc_model_workspace *ws = s->ws;
-    kvc_model_attn_plan *k = &ws->attn_plans[window > 0];
+    kvc_model_attn_plan *k = &ws->attn_plans[c->window > 0 ? 1 : c->chunk > 0 ? 2 : 0];
     if (k->step != ws->step || !kvci_attention_plan_fits(&k->plan, p)) {
         k->step = 0;
         kvc_status st = grow_workspace(p, &k->ws, &k->ws_bytes);
@@ -172,6 +172,7 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c) {
     p->num_kv_heads = (int32_t)c->nKV;
     p->scale = c->scale;
     p->logit_softcap = c->softcap;
+    p->attention_chunk_size = c->chunk;
     if (c->sinks) {
         p->sinks = view(c->sinks, 1, c->nH, 0, 0);
     }
@@ -218,7 +219,7 @@ static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, c
     p.kv_len_form = KVC_KV_FORM_CUMULATIVE;
     p.k = view_dt(k, lc ? lc->k.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->D);
     p.v = view_dt(v, lc ? lc->v.dtype : KVC_DTYPE_F32, 3, s->T, c->nKV, c->Dv);
-    return run_attention(s, c->window, &p);
+    return run_attention(s, c, &p);
 }
 
 static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
@@ -253,7 +254,7 @@ static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, co
     p.block_size = (int32_t)bs;
     p.binding.block_size = (int32_t)k->block_size;
     p.binding.num_kv_heads = (int32_t)c->nKV;
-    return run_attention(s, c->window, &p);
+    return run_attention(s, c, &p);
 }
 
 static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {

@@ -1,6 +1,7 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
- * RoPE (none on SmolLM3's no-rope layers), OLMo's clip_qkv, Ministral 3's query scale, sliding window / sinks, o_proj.
+ * RoPE (none on SmolLM3's and Llama 4's no-rope layers), Llama 4's L2 q/k norms after RoPE, OLMo's clip_qkv,
+ * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, o_proj.
  */
 #include <math.h>
 #include <string.h>
@@ -31,10 +32,24 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
 #define QKV_PARALLEL_ELEMS (1 << 16)
 
 /* Ministral 3's query scale at position pos, as transformers' get_llama_4_attn_scale computes it in f32:
- * 1 + beta * log(1 + floor(pos / L)). */
+ * 1 + beta * log(1 + floor(pos / L)); Llama 4's own (query_scale_nope), as its attention computes it in f32:
+ * log1p(floor((pos + 1) / L)) * beta + 1. */
 static float query_scale(const kvc_model_config *c, int64_t pos) {
+    if (c->query_scale_nope)
+        return log1pf(floorf(((float)pos + 1.0f) / (float)c->query_scale_positions)) * (float)c->query_scale_beta +
+               1.0f;
     const float steps = floorf((float)pos / (float)c->query_scale_positions);
     return 1.0f + (float)c->query_scale_beta * logf(1.0f + steps);
+}
+
+/* Llama 4's L2 norm of each of n_heads heads (stride floats apart) of a token's q or k: x / sqrt(mean(x^2) +
+ * eps), no weight, after RoPE. */
+static void l2_heads(float *row, int64_t n_heads, int64_t stride, int64_t D, float eps) {
+    for (int64_t h = 0; h < n_heads; h++) {
+        float *x = row + h * stride;
+        const double inv = kvci_rms_inv(x, D, eps);
+        for (int64_t i = 0; i < D; i++) x[i] = kvci_rms_scaled(x[i], inv, 1.0f);
+    }
 }
 
 /* x[n] clamped to [-clip, clip] as torch's clamp_ (NaN stays NaN). */
@@ -45,8 +60,9 @@ static void clamp_row(float *x, int64_t n, float clip) {
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), with
  * `first` v clamped to +-clip_qkv (OLMo, OLMoE; 0: none), then with `norm` its q and k heads normalised (Qwen3's
  * q_norm / k_norm: NULL or both), and with `finish` q and k clamped to +-clip_qkv (after their norms, as OLMoE;
- * OLMo has none), rotated (not on a no-rope layer) and its queries scaled by position (Ministral 3): one parallel
- * region over the tokens, each token whole on one thread (the threads never change a bit). */
+ * OLMo has none), rotated (not on a no-rope layer; Llama 4's q and k then L2-normalised) and its queries scaled by
+ * position (Ministral 3; Llama 4's no-rope layers): one parallel region over the tokens, each token whole on one
+ * thread (the threads never change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool first,
                      bool norm, bool finish) {
     const kvc_model_config *c = &s->m->cfg;
@@ -72,7 +88,12 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
         const bool normed = norm && !(finish && clip);
         kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed ? w->q_norm : NULL, rotate);
         kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed ? w->k_norm : NULL, rotate);
-        if (finish && c->query_scale_beta > 0.0) { /* Ministral 3: after RoPE */
+        if (rotate && c->qk_l2_norm) { /* Llama 4: the RoPE layers' q and k, after RoPE */
+            l2_heads(qt, nH, D, D, (float)c->rms_norm_eps);
+            l2_heads(kt, nKV, D, D, (float)c->rms_norm_eps);
+        }
+        if (finish && c->query_scale_beta > 0.0 && (!c->query_scale_nope || c->layer_nope[l])) {
+            /* Ministral 3: after RoPE; Llama 4: the NoPE layers only */
             const float f = query_scale(c, s->md->positions[t]);
             for (int64_t i = 0; i < nH * D; i++) q[t * nH * D + i] *= f;
         }
@@ -133,6 +154,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .scale = kvc_model_attn_scale(c),
                           .softcap = c->attn_logit_softcapping,
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
+                          .chunk = c->layer_chunked[l] ? c->attention_chunk_size : 0,
                           .sinks = w->sinks,
                           .out = ws->att};
     kvc_status st = kvci_attn_core(s, &call); /* times its cache write and its attention */

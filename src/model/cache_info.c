@@ -1,7 +1,7 @@
 /* The cache description a model asks the managers for (KM 2): per layer a
  * k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
  * fp8 caches their per-slot scales, grouped by attention type, sliding
- * layers with their window. */
+ * layers with their window, chunked local ones with their chunk. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,6 +23,9 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     if (c->layer_sliding[l]) {
         e.attn_type = KVC_ATTN_SLIDING_WINDOW;
         e.sliding_window = c->sliding_window;
+    } else if (c->layer_chunked[l]) { /* Llama 4's chunked layers: the blocks before the query's chunk released */
+        e.attn_type = KVC_ATTN_CHUNKED_LOCAL;
+        e.attention_chunk_size = c->attention_chunk_size;
     }
     return e;
 }

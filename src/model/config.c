@@ -96,24 +96,29 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     return KVC_OK;
 }
 
-/* The kind of every layer (family.c); the runtime runs attention layers only. */
+/* The kind of every layer (family.c); the runtime runs attention layers only, chunked ones for Llama 4 only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
-    bool any_sliding = false;
+    bool any_sliding = false, any_chunked = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
-        if (kinds[i] == KVC_LK_STATE || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL ||
-            kinds[i] == KVC_LK_CHUNKED)
+        if (kinds[i] == KVC_LK_STATE || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
-                             kinds[i] == KVC_LK_NONE      ? "cache-less (MLP/MoE)"
-                             : kinds[i] == KVC_LK_CHUNKED ? "chunked-attention"
-                                                          : "state (linear_attention or mamba)");
+                             kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
+        if (kinds[i] == KVC_LK_CHUNKED && cfg->family != KVC_FAMILY_LLAMA4) /* another family's modeling: full */
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer %lld is a chunked-attention layer, which the runtime does not run for %s "
+                             "(Llama 4's only)",
+                             hp->cfg.doc, (long long)i, cfg->model_type);
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
+        cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];
+        any_chunked |= cfg->layer_chunked[i];
     }
     cfg->sliding_window = any_sliding ? ctx.window : 0;
+    cfg->attention_chunk_size = any_chunked ? ctx.chunk : 0;
     return KVC_OK;
 }
 

@@ -29,7 +29,8 @@ static kvc_status cost_fn(void *user, const kvc_wtensor *t) {
         o->dense_read_bytes += bytes;
         return KVC_OK;
     }
-    const bool mlp = strstr(t->name, "mlp.") != NULL || strstr(t->name, "block_sparse_moe.") != NULL;
+    const bool mlp = strstr(t->name, "mlp.") != NULL || strstr(t->name, "block_sparse_moe.") != NULL ||
+                     strstr(t->name, "feed_forward.") != NULL; /* Llama 4's */
     kvc_model_cost_path *p = mlp ? &o->mlp : &o->attn_proj;
     p->dtype = kvci_wmat_dtype_name(w->dtype), p->kernel = kvci_wmat_kernel_name(w);
     if (w->count > 1) {
@@ -56,6 +57,7 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out) {
     const int64_t dqk = mla ? cfg->qk_nope_head_dim + cfg->qk_rope_head_dim : cfg->head_dim;
     const int64_t dv = mla ? cfg->v_head_dim : cfg->head_dim;
     for (int64_t l = 0; l < cfg->num_layers; l++)
-        if (!cfg->layer_sliding[l]) out->attn_macs_per_key += cfg->num_heads * (dqk + dv);
+        if (!cfg->layer_sliding[l] && !cfg->layer_chunked[l]) /* windows and chunks bound their keys */
+            out->attn_macs_per_key += cfg->num_heads * (dqk + dv);
     return KVC_OK;
 }

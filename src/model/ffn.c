@@ -1,7 +1,8 @@
 /* Feed-forward sub-layers: dense SwiGLU (MF 1.6), the GptOss router and
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
  * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, the softmax router of Qwen3-MoE,
- * Qwen2-MoE, Mixtral and OLMoE and Granite MoE's (GptOss's) over the same SwiGLU experts. Experts run over the tokens
+ * Qwen2-MoE, Mixtral and OLMoE, Granite MoE's (GptOss's) and Llama 4's sigmoid router (its scores scaling the
+ * experts' inputs, a shared expert beside) over the same SwiGLU experts. Experts run over the tokens
  * routed to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
@@ -193,6 +194,16 @@ static void granite_route(const kvc_model_config *c, const kvc_layer_weights *w,
     top_k_softmax(logits, c->n_routed_experts, c->experts_per_tok, sel, sw);
 }
 
+/* Llama 4 router (HF Llama4Router): the k largest logits (ties: lower index first, as top_k), each chosen
+ * expert's score the sigmoid of its logit in f32; routed_experts scales the expert's input by it
+ * (moe_sigmoid_input), not its output. */
+static void sigmoid_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                          float *sw, float *tmp /* [E] */) {
+    (void)w, (void)tmp;
+    top_k(logits, c->n_routed_experts, c->experts_per_tok, sel);
+    for (int64_t j = 0; j < c->experts_per_tok; j++) sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]]));
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
@@ -211,6 +222,10 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, T, K, H, e);
         if (n == 0) continue;
+        for (int64_t i = 0; c->moe_sigmoid_input && i < n; i++) { /* Llama 4: the input times the score */
+            for (int64_t j = 0; j < H; j++) ws->xg[i * H + j] *= ws->tokw[i];
+            ws->tokw[i] = 1.0f;
+        }
         const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e), u = kvci_wmat_at(&w->ex_up, e);
         const kvc_wmat d = kvci_wmat_at(&w->ex_down, e);
         KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg));
@@ -243,3 +258,4 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2) {
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }
 
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }
+kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }

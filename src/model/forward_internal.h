@@ -6,7 +6,7 @@
 #include "model/model_internal.h"
 #include "ops/attn_plan.h"
 
-/* Attention of one kind (full or sliding window) planned once per step and
+/* Attention of one kind (full, sliding window or chunked local) planned once per step and
  * run by each of its layers (ops/attn_plan.h). */
 typedef struct kvc_model_attn_plan {
     kvci_attn_plan plan;
@@ -16,7 +16,7 @@ typedef struct kvc_model_attn_plan {
     size_t ws_bytes;
 } kvc_model_attn_plan;
 
-#define KVC_ATTN_KINDS 2 /* full, sliding window */
+#define KVC_ATTN_KINDS 3 /* full, sliding window, chunked local */
 
 struct kvc_model_workspace {
     int64_t max_tokens, max_rows, max_kv_len;
@@ -62,7 +62,7 @@ struct kvc_model_workspace {
     void *attn_ws;          /* kvc_attention_cpu workspace of per-row calls (grows once to the largest step) */
     size_t attn_ws_bytes;
     uint64_t step;                                  /* forward calls so far (plans hold for one) */
-    kvc_model_attn_plan attn_plans[KVC_ATTN_KINDS]; /* by kind: [window > 0] */
+    kvc_model_attn_plan attn_plans[KVC_ATTN_KINDS]; /* by kind: full, sliding, chunked (run_attention) */
 };
 
 /* What one layer's attention sees of the step. */
@@ -106,10 +106,12 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2);
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 /* Granite MoE (and Shared): the k largest router logits, softmax over them (GptOss's router), SwiGLU experts. */
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l);
+/* Llama 4: sigmoid of the top-k logits, each scaling its expert's input; the shared expert added. */
+kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out
- * [T, nH, Dv]. window 0 = full attention; sinks [nH] or NULL. */
+ * [T, nH, Dv]. window 0 = full attention; chunk > 0: chunked local; sinks [nH] or NULL. */
 typedef struct kvc_attn_call {
     int64_t layer;
     const float *q, *k, *v;
@@ -117,6 +119,7 @@ typedef struct kvc_attn_call {
     double scale;
     double softcap; /* the operator's logit_softcap (0: none) */
     int64_t window;
+    int64_t chunk; /* the operator's attention_chunk_size (0: none) */
     const float *sinks;
     const float *q_rope; /* MLA absorbed [T, nH, dr]: k is the latent cache (also the value), v the rope cache */
     int64_t dr;

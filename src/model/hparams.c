@@ -45,6 +45,8 @@ static const type_defaults DEFAULTS[] = {
     {"ernie4_5", 128, 500000.0, 0, false, 2},
     {"stablelm", 0, 10000.0, 0, false, 32},
     {"glm4_moe", 0, 10000.0, 0, false, 8},
+    {"llama4_text", 128, 500000.0, 0, false, 8},
+    {"llama4", 128, 500000.0, 0, false, 8},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -76,7 +76,8 @@ static kvc_status load_modules(const load_ctx *c, const kvc_wtensor *t, const ch
 }
 
 /* Routed experts [E, rows, cols] (this rank's part) of a virtual name (weights_internal.h): per-module
- * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form; *dtype: the source's. */
+ * tensors, or for the *_proj names the fused [E, 2 I, H] / [E, H, I] form (transposed: [E, H, 2 I] / [E, I, H],
+ * t->shape as stored); *dtype: the source's. */
 static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const char *name, float *dst,
                                const char **dtype) {
     char prefix[160];
@@ -94,9 +95,11 @@ static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const ch
     *dtype = kvci_safetensors_dtype(c->st, fused);
     const int64_t *shape = t->shape;
     if (down) return read_part(c, fused, 3, shape, &t->split, 0, dst);
-    /* gate rows first, then up rows (concatenated, MF 4.5): this rank's rows of the gate or up half */
-    const int64_t I = t->split.dim == 1 ? t->split.full : shape[1];
-    const kvc_wsplit half = {.dim = 1, .full = 2 * I, .start = t->split.dim == 1 ? t->split.start : 0};
+    /* gate rows first, then up rows (concatenated, MF 4.5): this rank's rows of the gate or up half; stored
+     * transposed (Llama 4's [E, H, 2I]), the columns of that half */
+    const int32_t hd = t->transposed ? 2 : 1;
+    const int64_t I = t->split.dim == hd ? t->split.full : shape[hd];
+    const kvc_wsplit half = {.dim = hd, .full = 2 * I, .start = t->split.dim == hd ? t->split.start : 0};
     return read_part(c, fused, 3, shape, &half, strstr(suffix, "up_proj") ? I : 0, dst);
 }
 

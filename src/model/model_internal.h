@@ -235,7 +235,7 @@ typedef struct kvc_model_cost {
     int64_t macs_per_token;    /* GEMM multiply-adds of the decoder layers per token (run experts only) */
     int64_t lm_head_macs;      /* per token whose logits are computed: V x H */
     int64_t attn_macs_per_key; /* attention multiply-adds per (query, visible key) pair, all full-attention
-                                * layers: heads x (Dqk + Dv); sliding layers not counted */
+                                * layers: heads x (Dqk + Dv); sliding and chunked layers not counted */
     kvc_model_cost_path attn_proj, mlp, lm_head; /* q/k/v/o projections, MLP (or experts), lm_head */
 } kvc_model_cost;
 kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out);

@@ -192,17 +192,30 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
     if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
+    const char *ff = c->family == KVC_FAMILY_LLAMA4 ? "feed_forward." : "mlp.";
     char n[96];
-    snprintf(n, sizeof n, "mlp.%sgate_proj.weight", sub);
+    snprintf(n, sizeof n, "%s%sgate_proj.weight", ff, sub);
     TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "mlp.%sup_proj.weight", sub);
+    snprintf(n, sizeof n, "%s%sup_proj.weight", ff, sub);
     TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "mlp.%sdown_proj.weight", sub);
+    snprintf(n, sizeof n, "%s%sdown_proj.weight", ff, sub);
     TRY(m2(v, n, H, I, d, even(v, 1, I)));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
+}
+
+/* Llama 4's MoE block: feed_forward.router [E, H], the experts stored transposed and fused (weights_internal.h),
+ * each split by its intermediate columns, and the shared expert (feed_forward.shared_expert.*). */
+static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    TRY(m2(v, "feed_forward.router.weight", E, H, &w->gate_w, WHOLE));
+    TRY(m3(v, KVC_LLAMA4_EXPERTS_GATE, E, Im, H, &w->ex_gate, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, KVC_LLAMA4_EXPERTS_UP, E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, KVC_LLAMA4_EXPERTS_DOWN, E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return visit_dense_mlp(v, c, w, "shared_expert.", c->shared_expert_intermediate_size, &w->sh_gate, &w->sh_up,
+                           &w->sh_down);
 }
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
@@ -214,6 +227,7 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
     w->moe = true;
+    if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));

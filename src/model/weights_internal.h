@@ -13,6 +13,12 @@
 #define KVC_MIXTRAL_EXPERTS_UP   "block_sparse_moe.experts.*.w3.weight"
 #define KVC_MIXTRAL_EXPERTS_DOWN "block_sparse_moe.experts.*.w2.weight"
 
+/* Llama 4's: the fused form only, stored transposed (feed_forward.experts.gate_up_proj [E, H, 2I], gate columns
+ * first / down_proj [E, I, H]) */
+#define KVC_LLAMA4_EXPERTS_GATE "feed_forward.experts.*.gate_proj.weight"
+#define KVC_LLAMA4_EXPERTS_UP   "feed_forward.experts.*.up_proj.weight"
+#define KVC_LLAMA4_EXPERTS_DOWN "feed_forward.experts.*.down_proj.weight"
+
 #include "kvcache/model.h"
 
 /* The dtype string ("F32", "BF16", ...) of a tensor of st; NULL when absent. */

@@ -61,6 +61,11 @@ static kvc_status check_scalars(const kvc_attention_params *p) {
     if (!(p->logit_softcap >= 0.0) || !isfinite(p->logit_softcap))
         FAIL(KVC_EINVAL, "logit_softcap %g must be finite and >= 0 (0: no soft-capping; else cap * tanh(s / cap))",
              p->logit_softcap);
+    if (p->attention_chunk_size < 0 || p->attention_chunk_size > INT32_MAX)
+        FAIL(KVC_EINVAL,
+             "attention_chunk_size %lld must be in [0, 2^31) (0: no chunked local attention; else each query sees "
+             "the keys of its own chunk of that many positions)",
+             (long long)p->attention_chunk_size);
     if (p->num_heads <= 0)
         FAIL(KVC_EINVAL, "num_heads %d must be set (> 0): the query head count (v1 num_heads, v2 num_query_heads)",
              (int)p->num_heads);

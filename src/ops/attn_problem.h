@@ -179,8 +179,10 @@ static inline int64_t kvci_attn_band_clamp(int64_t x) {
     return x > KVC_ATTN_BAND_LIMIT ? KVC_ATTN_BAND_LIMIT : x < -KVC_ATTN_BAND_LIMIT ? -KVC_ATTN_BAND_LIMIT : x;
 }
 
-/* Keys [lo, hi) of row i that the mode's band/causal rule admits, clipped to
- * [0, skv) (an explicit mask, if any, is consulted on top: kvci_attn_masked). */
+/* Keys [lo, hi) of row i that the mode's band/causal rule admits, narrowed to the row's chunk [c, c + C) with
+ * attention_chunk_size C > 0 (c = floor(p / C) * C, p = i + skv - sq the row's absolute position), clipped to
+ * [0, skv) (an explicit mask, if any, is consulted on top: kvci_attn_masked). Both ends are non-decreasing in
+ * i. */
 static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i, int64_t sq, int64_t skv, int64_t *lo,
                                           int64_t *hi) {
     const kvc_attention_params *p = pb->p;
@@ -201,6 +203,12 @@ static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i,
         e = i + delta + next + 1;
         break;
     default: break; /* mode 1: the mask alone */
+    }
+    if (p->attention_chunk_size > 0) {
+        const int64_t C = p->attention_chunk_size, pos = i + delta;
+        const int64_t c = (pos >= 0 ? pos / C : -((-pos + C - 1) / C)) * C; /* floor(pos / C) * C */
+        if (a < c) a = c;
+        if (e > c + C) e = c + C;
     }
     if (a < 0) a = 0;
     if (e > skv) e = skv;

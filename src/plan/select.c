@@ -106,7 +106,8 @@ void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L) {
     }
     L->sparse_prefill = 3;
     if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL) {
-        /* No chunked mask in the operator: causal over each per-chunk virtual request (docs/plan.md). */
+        /* causal with attention_chunk_size (kvcache's operator), or over each per-chunk virtual request (the
+         * vendor operator's, which has no chunked mask: docs/plan.md) */
         L->sparse_decode = 3;
         return;
     }

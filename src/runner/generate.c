@@ -45,16 +45,17 @@ kvc_status kvci_runner_fill_md(kvc_runner *r, int64_t n, bool prefill, const int
     if (st != KVC_OK || r->caches.kind != KVC_MCACHE_PAGED || r->p.mode == KVC_RUNNER_RECOMPUTE) return st;
     kvc_step_metadata *md = &r->md;
     const kvc_model_config *c = kvc_model_config_of(r->m);
-    bool has[2] = {false, false};
-    for (int64_t l = 0; l < c->num_layers; l++) has[c->layer_sliding[l] ? 1 : 0] = true;
-    for (int i = 0; i < 2; i++) {
+    const kvc_attn_type types[3] = {KVC_ATTN_FULL, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_CHUNKED_LOCAL};
+    bool has[3] = {false, false, false};
+    for (int64_t l = 0; l < c->num_layers; l++) has[c->layer_sliding[l] ? 1 : c->layer_chunked[l] ? 2 : 0] = true;
+    for (int i = 0; i < 3; i++) {
         if (!has[i]) continue;
         kvc_step_key *k = &md->keys[md->n_keys++];
-        k->attn_type = i ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL;
+        k->attn_type = types[i];
         k->key = kvc_attn_type_name(k->attn_type);
         k->block_size = r->lay.block_size;
         k->width = r->lay.blocks_per_seq;
-        k->block_table = r->table; /* the same static table for both keys (standalone: nothing is released) */
+        k->block_table = r->table; /* the same static table for every key (standalone: nothing is released) */
         k->slot_mapping = r->slots;
     }
     return KVC_OK;

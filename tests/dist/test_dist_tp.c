@@ -63,6 +63,9 @@ static const tp_case GLM4 = {.sub = "glm4", .mode = KVC_RUNNER_PAGED};
 static const tp_case COHERE = {.sub = "cohere", .mode = KVC_RUNNER_PAGED};
 /* OLMo 2: q / k norms over all heads, their sums of squares added over the ranks (KV heads replicated on 4) */
 static const tp_case OLMO2 = {.sub = "olmo2", .mode = KVC_RUNNER_PAGED};
+/* Llama 4: chunked and NoPE layers, each rank's heads L2-normalised and scaled alike, the sigmoid-routed experts'
+ * and the shared expert's intermediate columns split, the router whole on every rank */
+static const tp_case LLAMA4 = {.sub = "llama4", .mode = KVC_RUNNER_PAGED};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -360,6 +363,11 @@ static void test_oracle_deepseek_v2(void **state) {
     check_oracle(&DEEPSEEK_V2);
 }
 
+static void test_oracle_llama4(void **state) {
+    (void)state;
+    check_oracle(&LLAMA4);
+}
+
 static void test_deterministic_qwen3_q8_0(void **state) {
     (void)state;
     check_deterministic(&QWEN3_Q8_0);
@@ -464,6 +472,7 @@ int main(int argc, char **argv) {
         T(glm4),
         T(cohere),
         cmocka_unit_test(test_oracle_olmo2),
+        cmocka_unit_test(test_oracle_llama4),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q8_0),
         cmocka_unit_test(test_quantized_qwen3_q4_0),

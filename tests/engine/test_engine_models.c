@@ -244,6 +244,14 @@ static void test_oracle_olmoe_to_glm4_moe(void **state) {
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) oracle_family(families[i]);
 }
 
+/* Llama 4: chunked local attention of 8 positions, whose manager releases the blocks before each query's chunk
+ * (block size 1: every position before it; 16 and 128: none, the chunk inside one block), a NoPE layer, the
+ * sigmoid-routed MoE */
+static void test_oracle_llama4(void **state) {
+    (void)state;
+    oracle_family("llama4");
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny models: the attention threads would only oversubscribe */
     const struct CMUnitTest tests[] = {
@@ -254,6 +262,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
         cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
         cmocka_unit_test(test_adapter_costs),      cmocka_unit_test(test_oracle_olmoe_to_glm4_moe),
+        cmocka_unit_test(test_oracle_llama4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

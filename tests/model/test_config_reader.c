@@ -367,6 +367,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/deepseek_v2/config.json", "oracle/deepseek_v2_lite/config.json",
         "oracle/olmoe/config.json", "oracle/granitemoe/config.json", "oracle/granitemoeshared/config.json",
         "oracle/glm4_moe/config.json",
+        "oracle/llama4/config.json", "oracle/llama4/multimodal/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
@@ -377,6 +378,12 @@ static void test_published_configs_agree(void **state) {
         kvc_model_config c;
         if (kvc_model_config_parse(text, files[i], &c) != KVC_OK) fail_msg("%s: %s", files[i], kvc_last_error());
         kvc_model_plan *p = plan_of(text);
+        for (int32_t l = 0; c.family == KVC_FAMILY_LLAMA4 && l < p->n_layers; l++) /* the same chunked layers */
+            if ((p->layers[l].attn_type == KVC_ATTN_CHUNKED_LOCAL) != c.layer_chunked[l] ||
+                (c.layer_chunked[l] && p->layers[l].attention_chunk_size != c.attention_chunk_size))
+                fail_msg("%s: layer %d chunked %d (chunk %lld) in the plan, %d (%lld) in the runtime", files[i], (int)l,
+                         p->layers[l].attn_type == KVC_ATTN_CHUNKED_LOCAL, (long long)p->layers[l].attention_chunk_size,
+                         c.layer_chunked[l], (long long)c.attention_chunk_size);
         if (fabs(kvc_model_attn_scale(&c) - p->scale) > 1e-12 * p->scale || c.rope.factor != p->rope_factor ||
             strcmp(kvc_rope_type_name(c.rope.type), p->rope_type) != 0)
             fail_msg("%s: model scale %.9g rope %s x%g, plan scale %.9g rope %s x%g", files[i],

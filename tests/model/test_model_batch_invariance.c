@@ -350,6 +350,15 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "{\"model_type\":\"cohere2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                       \
     "\"num_hidden_layers\":3,\"sliding_window_pattern\":3,\"sliding_window\":5,\"num_attention_heads\":4,"             \
     "\"num_key_value_heads\":2,\"max_position_embeddings\":512}"
+/* Llama 4: chunked local attention of 5 positions on the RoPE layers (0 and 2), a NoPE layer (1) with the query
+ * scale from position 3 on (floor_scale 4), L2 q/k norms, the sigmoid top-2 MoE on layers 1 and 2 (3 experts
+ * and the shared one), the dense MLP on layer 0 */
+#define LLAMA4                                                                                                         \
+    "{\"model_type\":\"llama4_text\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32,"                   \
+    "\"intermediate_size_mlp\":96,\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,"        \
+    "\"head_dim\":16,\"attention_chunk_size\":5,\"no_rope_layers\":[1,0,1],\"moe_layers\":[1,2],"                      \
+    "\"num_local_experts\":3,\"num_experts_per_tok\":2,\"floor_scale\":4,\"attn_scale\":0.5,"                          \
+    "\"max_position_embeddings\":512}"
 
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
@@ -447,6 +456,8 @@ static void test_ministral_contiguous(void **s) { (void)s, run_family(MINISTRAL,
 static void test_ministral3_paged(void **s) { (void)s, run_family(MINISTRAL3, PAGED, false, F32, 40); }
 static void test_cohere_contiguous(void **s) { (void)s, run_family(COHERE, CONTIG, false, F32, 33); }
 static void test_cohere2_paged_bf16(void **s) { (void)s, run_family(COHERE2, PAGED, false, KVC_DTYPE_BF16, 34); }
+static void test_llama4_paged(void **s) { (void)s, run_family(LLAMA4, PAGED, false, F32, 41); }
+static void test_llama4_contiguous_bf16(void **s) { (void)s, run_family(LLAMA4, CONTIG, false, KVC_DTYPE_BF16, 42); }
 
 /* SwiGLU of a prefill large enough to take the threads (64 x 3,072): every row bitwise equal to
  * the row alone on the calling thread. */
@@ -502,6 +513,8 @@ int main(void) {
         cmocka_unit_test(test_gemma3_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
+        cmocka_unit_test(test_llama4_paged),
+        cmocka_unit_test(test_llama4_contiguous_bf16),
         cmocka_unit_test(test_gemma3_contiguous_int8),
         cmocka_unit_test(test_gemma3_q8_0_weights),
         cmocka_unit_test(test_glm4_paged),

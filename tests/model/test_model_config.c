@@ -414,7 +414,7 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"layer_types\":[\"full_attention\"]}",
                    "layer_types");
-    /* chunked local attention is planned (kvcache plan), not run */
+    /* chunked local attention is run for Llama 4 only (transformers' Llama ignores layer_types) */
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"attention_chunk_size\":4,"
                    "\"layer_types\":[\"chunked_attention\",\"full_attention\"]}",
@@ -949,6 +949,74 @@ static void test_glm4_moe_fields(void **state) {
     expect_refusal(GLM4_MOE_BASE ",\"routed_scaling_factor\":0}", "routed_scaling_factor");
 }
 
+#define LLAMA4_BASE                                                                                                    \
+    "{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
+    "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* Llama4TextConfig's defaults (head_dim 128, theta 5e5, eps 1e-5, adjacent pairs, 16 experts of
+ * intermediate_size, top 1, a shared expert, the dense MLP of intermediate_size_mlp 16384, every layer MoE,
+ * every 4th layer NoPE and full, the others chunked, the L2 q/k norms and the NoPE layers' query scale
+ * 0.1 / 8192), the keys that change them, the multimodal text_config, and the refusals. */
+static void test_llama4_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LLAMA4_BASE ",\"attention_chunk_size\":16}", "llama4-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LLAMA4 && c.head_dim == 128 && c.rope.theta == 500000.0);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_PAIRS && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.qk_l2_norm && c.moe_sigmoid_input);
+    assert_true(c.n_routed_experts == 16 && c.experts_per_tok == 1 && c.moe_intermediate_size == 8);
+    assert_true(c.shared_expert_intermediate_size == 8 && c.intermediate_size == 16384);
+    assert_true(c.query_scale_nope && c.query_scale_beta == 0.1 && c.query_scale_positions == 8192);
+    assert_int_equal(c.attention_chunk_size, 16);
+    for (int l = 0; l < 8; l++) {
+        assert_true(c.layer_moe[l]);
+        assert_int_equal(c.layer_nope[l], l % 4 == 3);
+        assert_int_equal(c.layer_chunked[l], l % 4 != 3);
+        assert_false(c.layer_sliding[l]);
+    }
+    assert_int_equal(kvc_model_config_parse(LLAMA4_BASE ",\"attention_chunk_size\":null,\"use_qk_norm\":false,"
+                                                        "\"attn_temperature_tuning\":false,\"attention_bias\":true,"
+                                                        "\"interleave_moe_layer_step\":2,\"no_rope_layers\":[1,0,1,1,"
+                                                        "1,1,1,0],\"intermediate_size_mlp\":24,\"num_local_experts\":4,"
+                                                        "\"num_experts_per_tok\":2}",
+                                            "llama4-set", &c),
+                     KVC_OK);
+    assert_true(!c.qk_l2_norm && c.query_scale_beta == 0.0 && c.qkv_bias && c.o_bias && c.intermediate_size == 24);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2 && c.attention_chunk_size == 0);
+    for (int l = 0; l < 8; l++) {
+        assert_int_equal(c.layer_moe[l], l % 2 == 1);
+        assert_int_equal(c.layer_nope[l], l == 1 || l == 7);
+        assert_false(c.layer_chunked[l]); /* a null chunk: every layer full */
+    }
+    assert_int_equal(kvc_model_config_parse(LLAMA4_BASE ",\"attention_chunk_size\":8,\"moe_layers\":[0,5],"
+                                                        "\"no_rope_layer_interval\":2}",
+                                            "llama4-lists", &c),
+                     KVC_OK);
+    for (int l = 0; l < 8; l++) {
+        assert_int_equal(c.layer_moe[l], l == 0 || l == 5);
+        assert_int_equal(c.layer_nope[l], l % 2 == 1);
+    }
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"llama4\",\"architectures\":[\"Llama4ForConditionalGeneration\"],"
+                               "\"text_config\":" LLAMA4_BASE ",\"attention_chunk_size\":4}}",
+                               "llama4-multimodal", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LLAMA4 && c.attention_chunk_size == 4 && c.layer_chunked[0]);
+    expect_refusal(LLAMA4_BASE "}", "attention_chunk_size is absent (Llama4TextConfig's default 8192");
+    expect_refusal("{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"attention_chunk_size\":8}",
+                   "num_key_value_heads 8 (the key is missing: the default of llama4_text's config");
+    expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"moe_layers\":[8]}", "moe_layers[0]");
+    expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"num_local_experts\":2,\"num_experts_per_tok\":3}",
+                   "num_experts_per_tok");
+    expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+    expect_refusal(LLAMA4_BASE ",\"attention_chunk_size\":8,\"layer_types\":[\"sliding_attention\",\"full_attention\","
+                               "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                               "\"full_attention\",\"full_attention\"],\"sliding_window\":4}",
+                   "sliding_attention");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -980,6 +1048,7 @@ int main(void) {
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
+        cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,6 +361,26 @@ static void test_ministral3(void **state) {
 
 /* Mistral3ForConditionalGeneration's checkpoint (Ministral 3's hub class, untied at its top level) holding the
  * ministral3 weights */
+/* Llama 4's text model: chunked local attention of 8 positions on layers 0, 1 and 3 (RoPE on adjacent pairs with
+ * llama3 scaling, L2 q/k norms after it), layer 2 NoPE and full with temperature-tuned queries (floor_scale 8), a
+ * sigmoid top-1 MoE scaling the expert's input plus a shared expert on layers 1 and 3, a dense MLP on 0 and 2;
+ * also paged in blocks of 4 (chunks of two blocks: the blocks before a query's chunk released) and of 3 (a
+ * chunk straddling blocks) */
+static void test_llama4(void **state) {
+    (void)state;
+    run_dir("llama4");
+    kvc_test_oracle o;
+    kvc_test_oracle_open("llama4", &o);
+    kvc_test_oracle_check_greedy(&o, KVC_RUNNER_PAGED, 4, false, "llama4");
+    kvc_test_oracle_check_greedy(&o, KVC_RUNNER_PAGED, 3, false, "llama4");
+    kvc_test_oracle_close(&o);
+}
+
+static void test_llama4_multimodal(void **state) {
+    (void)state;
+    check_multimodal("llama4", "llama4_text");
+}
+
 static void test_ministral3_multimodal(void **state) {
     (void)state;
     check_multimodal("ministral3", "ministral3");
@@ -495,6 +515,8 @@ int main(void) {
         cmocka_unit_test(test_olmoe),
         cmocka_unit_test(test_granitemoe),
         cmocka_unit_test(test_glm4_moe),
+        cmocka_unit_test(test_llama4),
+        cmocka_unit_test(test_llama4_multimodal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,7 @@ typedef struct fx_cfg {
     uint32_t seed;
     bool permute_blocks;
     double softcap; /* logit_softcap (0: none) */
+    int64_t chunk;  /* attention_chunk_size (0: none) */
 } fx_cfg;
 
 typedef struct fx {
@@ -484,6 +485,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg) {
     p->next_tokens = c->next;
     p->bidirectional = c->bidirectional;
     p->logit_softcap = c->softcap;
+    p->attention_chunk_size = c->chunk;
     p->batch = B;
     const bool packed = fx_tlayout(c->layout) && c->storage == KVC_KV_CONTIGUOUS;
     p->q_lens = fx_tlayout(c->layout) ? f->cuq : f->dq;
@@ -560,6 +562,10 @@ static inline void fx_oracle(const fx *f, double *out, double *lse) {
                     case 2: vis = j <= i; break;
                     case 3: vis = j <= i + dl; break;
                     default: vis = j >= i + dl - c->pre && j <= i + dl + c->next; break;
+                    }
+                    if (c->chunk > 0) { /* the row's chunk by floor division, written apart from the library's */
+                        const double pc = floor((double)(i + dl) / (double)c->chunk);
+                        if (floor((double)j / (double)c->chunk) != pc) vis = false;
                     }
                     if (c->explicit_mask && f->msk[(b * f->sqmax + i) * f->skvmax + j] != 0) vis = false;
                     if (!vis) {

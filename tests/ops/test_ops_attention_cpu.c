@@ -116,6 +116,9 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     c.extra_width = (int)(fx_rng(rs) % 2);
     c.seed = fx_rng(rs);
     c.softcap = c.seed % 3 == 0 ? 0.25 : 0.0; /* from the seed: the draws of the other fields stay as they were */
+    /* chunked local attention, also from the seed: chunks of 1-12 keys (boundaries inside a prefill's queries)
+     * or 13-412 (across blocks of 16-128 keys, rarely a multiple of them) */
+    c.chunk = c.seed % 8 == 1 ? 1 + (int64_t)(c.seed / 8 % 12) : c.seed % 8 == 5 ? 13 + (int64_t)(c.seed / 8 % 400) : 0;
     return c;
 }
 
@@ -510,7 +513,8 @@ static void test_bitwise_determinism(void **state) {
             c.layout = KVC_LAYOUT_TND, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
             c.qdt = KVC_DTYPE_F32, c.kvdt = dts[di], c.odt = KVC_DTYPE_F32, c.mode = 3, c.pre = c.next = INT32_MAX;
             c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
-            c.softcap = di % 2 ? 0.25 : 0.0; /* soft-capped scores: the same bits in every variant too */
+            c.softcap = di % 2 ? 0.25 : 0.0;       /* soft-capped scores: the same bits in every variant too */
+            c.chunk = di >= 3 ? 300 + 37 * di : 0; /* chunked local attention (chunks across split-K's): too */
             c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
             const kvc_block_layout *st = sts[lanes];
             const int bss[4] = {16, 128, 64, 48};
@@ -774,6 +778,47 @@ static void test_masked_keys_hold_nan(void **state) {
     kvci_simd_override(NULL);
 }
 
+/* Chunked local attention (attention_chunk_size 37, not a multiple of the blocks' 16 keys): the keys before
+ * the chunk of a request's first query never weigh in (a chunked-local cache has released their blocks), so
+ * NaN there leaves the output equal to the logical oracle's; a decode row (position 299, chunk from 296), a
+ * prefill whose 9 queries (181-189) cross the boundary at 185, and one whose 40 queries span two boundaries. */
+static void test_chunked_keys_before_unused(void **state) {
+    (void)state;
+    const kvc_simd_table *tables[2] = {kvci_simd_select(), &kvc_simd_portable};
+    for (int ti = 0; ti < 2; ti++) {
+        kvci_simd_override(tables[ti]);
+        fx_cfg c;
+        memset(&c, 0, sizeof c);
+        c.layout = KVC_LAYOUT_TND, c.storage = KVC_KV_BLOCKS, c.B = 3, c.Nq = 8, c.Nkv = 2, c.D = c.Dv = 64;
+        c.qdt = KVC_DTYPE_F32, c.kvdt = KVC_DTYPE_F16, c.odt = KVC_DTYPE_F32, c.mode = 3, c.chunk = 37;
+        c.pre = c.next = INT32_MAX, c.quant = -1, c.bs = 16, c.seed = 11, c.lse = true, c.permute_blocks = true;
+        c.sq[0] = 1, c.skv[0] = 300, c.sq[1] = 9, c.skv[1] = 190, c.sq[2] = 40, c.skv[2] = 100;
+        fx f;
+        fx_build(&f, &c);
+        int64_t poisoned = 0;
+        for (int64_t b = 0; b < c.B; b++)
+            for (int64_t j = 0; j < (c.skv[b] - c.sq[b]) / c.chunk * c.chunk; j++, poisoned++)
+                for (int64_t g = 0; g < c.Nkv; g++)
+                    for (int64_t d = 0; d < c.D; d++) {
+                        ((uint16_t *)f.kbuf)[fx_kvidx(&f, 0, b, j, g, d, c.D, 2)] = 0x7e00u; /* f16 NaN */
+                        ((uint16_t *)f.vbuf)[fx_kvidx(&f, 1, b, j, g, d, c.Dv, 2)] = 0x7e00u;
+                    }
+        assert_int_equal(poisoned, 296 + 148 + 37);
+        double *ro = malloc(sizeof(double) * (size_t)(c.B * f.sqmax * c.Nq * c.Dv));
+        double *rl = malloc(sizeof(double) * (size_t)(c.B * f.sqmax * c.Nq));
+        fx_oracle(&f, ro, rl); /* the logical data, not poisoned */
+        fx_run_cpu(&f.p);
+        const double e = fx_check(&f, ro, rl, 1e-5, 1e-5);
+        if (!(e <= 1.0)) fail_msg("%s: error %g with NaN before the chunks", tables[ti]->name, e);
+        assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
+        const double er = fx_check(&f, ro, rl, 1e-6, 1e-6);
+        if (!(er <= 1.0)) fail_msg("reference: error %g with NaN before the chunks", er);
+        free(ro), free(rl);
+        fx_free(&f);
+    }
+    kvci_simd_override(NULL);
+}
+
 /* Absorbed MLA (f's latent cache is key and value): the output of f, and
  * of the same tokens rebuilt in blocks of 64 (f is rebuilt so), are the
  * same bytes. */
@@ -1019,6 +1064,7 @@ int main(void) {
         cmocka_unit_test(test_paged_kv_descriptor),
         cmocka_unit_test(test_workspace_refusal),
         cmocka_unit_test(test_masked_keys_hold_nan),
+        cmocka_unit_test(test_chunked_keys_before_unused),
         cmocka_unit_test(test_mla_oracle_dims),
         cmocka_unit_test(test_mla_general_refusals),
         cmocka_unit_test(test_mla_quant_rope),

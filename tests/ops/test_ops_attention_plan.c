@@ -167,6 +167,9 @@ static void test_fits(void **state) {
     p.logit_softcap = 50.0; /* another soft-cap: another call */
     assert_false(kvci_attention_plan_fits(plan, &p));
     p = a.p;
+    p.attention_chunk_size = 8; /* chunked local attention: another call */
+    assert_false(kvci_attention_plan_fits(plan, &p));
+    p = a.p;
     p.q.shape[1] = 4, p.q.shape[2] *= 2; /* the same bytes, another head split */
     assert_false(kvci_attention_plan_fits(plan, &p));
     p = a.p;

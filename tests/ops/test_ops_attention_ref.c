@@ -89,7 +89,8 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                         c.quant = runs % 5 == 4 ? 10 : runs % 5 - 1; /* none, tensor, token, head, channel */
                     c.offsets = c.kvdt == KVC_DTYPE_I8 && runs % 2;
                     c.seed = (uint32_t)runs + 1;
-                    c.softcap = runs % 3 == 1 ? 0.25 : 0.0; /* scores of about +-1/3: the cap bends them */
+                    c.softcap = runs % 3 == 1 ? 0.25 : 0.0;     /* scores of about +-1/3: the cap bends them */
+                    c.chunk = runs % 4 == 2 ? 2 + runs % 5 : 0; /* chunks of 2-6 keys: inside the prefills */
                     fx f;
                     fx_build(&f, &c);
                     double e = ref_vs_oracle(&f, 1e-6, 1e-6);
@@ -252,6 +253,8 @@ static void m_scalenan(fx *f) { f->p.scale = NAN; }
 static void m_softcap_neg(fx *f) { f->p.logit_softcap = -1.0; }
 static void m_softcap_inf(fx *f) { f->p.logit_softcap = INFINITY; }
 static void m_softcap_nan(fx *f) { f->p.logit_softcap = NAN; }
+static void m_chunk_neg(fx *f) { f->p.attention_chunk_size = -1; }
+static void m_chunk_big(fx *f) { f->p.attention_chunk_size = (int64_t)1 << 31; }
 static void m_noheads(fx *f) { f->p.num_heads = 0; }
 static void m_gqa(fx *f) { f->p.num_kv_heads = 3; }
 static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
@@ -321,6 +324,8 @@ static void test_refused_misuse(void **state) {
         {"logit_softcap < 0", m_softcap_neg, KVC_EINVAL, "logit_softcap -1"},
         {"logit_softcap inf", m_softcap_inf, KVC_EINVAL, "logit_softcap inf"},
         {"logit_softcap NaN", m_softcap_nan, KVC_EINVAL, "logit_softcap"},
+        {"attention_chunk_size < 0", m_chunk_neg, KVC_EINVAL, "attention_chunk_size -1"},
+        {"attention_chunk_size 2^31", m_chunk_big, KVC_EINVAL, "attention_chunk_size 2147483648"},
         {"num_heads unset", m_noheads, KVC_EINVAL, "num_heads"},
         {"R6 Nq % Nkv", m_gqa, KVC_EINVAL, "divisible"},
         {"R6 binding heads", m_bindheads, KVC_EINVAL, "num_head"},

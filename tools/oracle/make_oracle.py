@@ -60,6 +60,11 @@ from transformers import (
     Ernie4_5ForCausalLM,
     DeepseekV2Config,
     DeepseekV2ForCausalLM,
+    Llama4Config,
+    Llama4ForCausalLM,
+    Llama4ForConditionalGeneration,
+    Llama4TextConfig,
+    Llama4VisionConfig,
     Ministral3ForCausalLM,
     Mistral3Config,
     Mistral3ForConditionalGeneration,
@@ -701,6 +706,22 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def llama4_config():
+    # Llama 4's text model at toy size: 4 layers, layer 2 NoPE (full attention, no rope, temperature-tuned queries:
+    # floor_scale 8, attn_scale 0.5, so every position from 7 on is scaled) and the others chunked local attention
+    # of 8 positions with RoPE on adjacent pairs, llama3 rope scaling (original 16 positions: the toy's frequencies
+    # bend) and the L2 q/k norms; MoE on layers 1 and 3 (interleave_moe_layer_step 2: 4 experts of 32, top 1,
+    # plus the shared expert), the dense MLP of intermediate_size_mlp 96 on layers 0 and 2; GQA 4/2, head_dim 16,
+    # untied.
+    shape = {**DENSE_TOY_SHAPE, "intermediate_size": 32}
+    return Llama4TextConfig(**shape, num_hidden_layers=4, head_dim=16, intermediate_size_mlp=96,
+                            num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2,
+                            no_rope_layers=[1, 1, 0, 1], attention_chunk_size=8, use_qk_norm=True,
+                            attn_temperature_tuning=True, floor_scale=8, attn_scale=0.5, tie_word_embeddings=False,
+                            rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 16})
+
 
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
@@ -740,6 +761,7 @@ FAMILIES = {
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
     "deepseek_v2": (deepseek_v2_config, DeepseekV2ForCausalLM),
     "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
+    "llama4": (llama4_config, Llama4ForCausalLM),
 }
 
 
@@ -771,6 +793,9 @@ def param_std(name, shape, config):
         return 0.75
     if name.endswith("mlp.experts.down_proj"):  # GptOss [E, I, H]
         return 0.25 / math.sqrt(shape[1])
+    if name.endswith(("feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj")):
+        # Llama 4 [E, H, 2I] and [E, I, H], used as x @ W: fan-in is dim 1
+        return 1.0 / math.sqrt(shape[1])
     if len(shape) == 2:  # nn.Linear [out, in] and router [E, H]
         return 1.0 / math.sqrt(shape[1])
     raise ValueError(f"no init rule for {name} {tuple(shape)}")
@@ -1141,6 +1166,15 @@ def make_family(family, out_root, seed):
         summary["sensitivity_topk_method_greedy"] = sensitivity(model, ps[-1], topk_method="greedy")
     if family == "deepseek_v2_lite":
         summary["sensitivity_routed_scaling_factor_2"] = sensitivity(model, ps[-1], routed_scaling_factor=2.0)
+    if family == "llama4":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_chunks"] = sensitivity(model, ps[-1], attention_chunk_size=None,
+                                                       layer_types=["full_attention"] * 4)
+        summary["sensitivity_no_temperature_tuning"] = sensitivity(model, ps[-1], attn_temperature_tuning=False)
+        summary["sensitivity_no_qk_norm"] = sensitivity(model, ps[-1], use_qk_norm=False)
+        summary["sensitivity_rope_everywhere"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 1],
+                                                             layer_types=["chunked_attention"] * 4)
+        summary["router_top1_margin"] = llama4_router_margin(model, ps)
     summary["reload_max_abs_logit_diff"] = verify(family, out)
     summary["bytes"] = {fn: os.path.getsize(os.path.join(out, fn)) for fn in sorted(os.listdir(out))}
     summary["dir_bytes"] = dir_size(out)
@@ -1148,6 +1182,8 @@ def make_family(family, out_root, seed):
 
     if family == "gemma3":
         summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
+    if family == "llama4":
+        summary["multimodal"] = make_llama4_multimodal(model, out_root, ps)
     if family == "ministral3":
         summary["multimodal"] = make_ministral3_multimodal(model, out_root, ps)
     if family == "qwen3":
@@ -1224,17 +1260,53 @@ def make_ministral3_multimodal(text_model, out_root, ps):
 
 
 @torch.no_grad()
-def make_multimodal(text_model, out, ps, cfg, cls):
+def make_llama4_multimodal(text_model, out_root, ps):
+    """llama4/multimodal/: a Llama4ForConditionalGeneration (the text model a Llama4ForCausalLM under
+    language_model., as transformers 5.25 saves it; a one-layer vision tower and the projector beside it)
+    holding the llama4 oracle's weights; its logits equal the text model's bit for bit."""
+    vision = Llama4VisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                                image_size=28, patch_size=14, vision_output_dim=16, projector_input_dim=16,
+                                projector_output_dim=16)
+    cfg = Llama4Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict())
+    return make_multimodal(text_model, os.path.join(out_root, "llama4", "multimodal"), ps, cfg,
+                           Llama4ForConditionalGeneration,
+                           load_text=lambda mm: mm.language_model.load_state_dict(text_model.state_dict()))
+
+
+@torch.no_grad()
+def llama4_router_margin(model, all_ids):
+    """Smallest gap, over every token of every prompt and every MoE layer, between the largest and the second
+    largest router logit (Llama 4 routes each token to its top-1 expert by logit)."""
+    gaps = []
+
+    def hook(m, inp, out):
+        top = torch.topk(out[1].float(), 2, dim=-1).values
+        gaps.append(float((top[:, 0] - top[:, 1]).min()))
+
+    hs = [layer.feed_forward.router.register_forward_hook(hook) for layer in model.model.layers
+          if hasattr(layer.feed_forward, "router")]
+    for ids in all_ids:
+        forward_logits(model, ids)
+    for h in hs:
+        h.remove()
+    return min(gaps)
+
+
+@torch.no_grad()
+def make_multimodal(text_model, out, ps, cfg, cls, load_text=None):
     """out/: the multimodal model cls of cfg whose language model holds text_model's weights (the vision tower and
-    projector at their seeded initialisation), saved and reloaded; every prompt's logits must equal the text
-    model's bit for bit."""
+    projector at their seeded initialisation; load_text(mm) puts them in, default: under mm.model.language_model
+    with the head beside), saved and reloaded; every prompt's logits must equal the text model's bit for bit."""
     os.makedirs(out)
     torch.manual_seed(SEED)
     mm = cls._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
-    missing = mm.model.language_model.load_state_dict(text_model.model.state_dict())
+    if load_text is None:
+        missing = mm.model.language_model.load_state_dict(text_model.model.state_dict())
+        if not cfg.tie_word_embeddings:
+            mm.lm_head.load_state_dict(text_model.lm_head.state_dict())
+    else:
+        missing = load_text(mm)
     assert not missing.missing_keys and not missing.unexpected_keys, missing
-    if not cfg.tie_word_embeddings:
-        mm.lm_head.load_state_dict(text_model.lm_head.state_dict())
     mm.eval()
     mm.save_pretrained(out, safe_serialization=True)
     for fn in os.listdir(out):
@@ -1325,7 +1397,8 @@ def main():
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
-                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"]:
+                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
+                               "llama4"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]

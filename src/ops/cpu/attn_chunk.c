@@ -62,10 +62,10 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
     const bool krows = pb->vk.form == KVCI_KV_ROWS, vrows = pb->vv.form == KVCI_KV_ROWS;
-    /* not with soft-capped scores: the AMX kernels are untested with them (no AMX where they were written), so
-     * such calls take the table's AVX-512 kernels instead */
+    /* not with soft-capped scores or chunked local attention: the AMX kernels are untested with them (no AMX
+     * where they were written), so such calls take the table's AVX-512 kernels instead */
     cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && krows && vrows &&
-              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0 && p->logit_softcap == 0.0;
+              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0 && p->logit_softcap == 0.0 && p->attention_chunk_size == 0;
     cx->Dp = kvci_round32(pb->D);
     const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
     cx->QT = pb->G >= rows ? 1 : rows / pb->G;
