@@ -39,7 +39,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
-                               * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * ernie4_5, phi and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -153,6 +153,9 @@ typedef struct kvc_model_config {
      * projections (an f32 bound; 0: none). Last, as above. */
     bool norm_weightless;
     double clip_qkv;
+    /* Phi (1, 1.5, 2): the output head adds a bias of its own (lm_head.bias [vocab_size], also with a tied
+     * head). Last, as above. */
+    bool head_bias;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -422,7 +422,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
-    st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    st = kvci_linear(ws->xn, n, &m->lm_head, m->lm_head_b, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;
         for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;

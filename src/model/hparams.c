@@ -51,10 +51,11 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's and Glm4Config's setdefault 0.5, StableLmConfig's
- * 0.25, else 1 (the whole head). */
+ * 0.25, PhiConfig's 0.5, else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && strcmp(mt, "stablelm") == 0) return 0.25;
+    if (mt != NULL && strcmp(mt, "phi") == 0) return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) ? 0.5 : 1.0;
 }
 

@@ -14,6 +14,7 @@ typedef struct load_ctx {
     bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
     const char *text;       /* a multimodal checkpoint's prefix of the text model's tensors in place of "model."
                              * (text_prefix); NULL: none */
+    const char *model_type; /* the checkpoint's names are its (kvci_checkpoint_name); NULL: a saved copy's */
     float *staging;         /* a GEMM operand in f32 on its way to its dtype: grown to the largest, */
     int64_t staging_n;      /* reused (its pages faulted once, not per tensor) */
 } load_ctx;
@@ -140,16 +141,18 @@ static const char *text_prefix(const kvc_safetensors *st) {
     return NULL;
 }
 
-/* The file's name of tensor `name` into buf: under c->text in place of "model.", and the head as
- * lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier layout). */
+/* The file's name of tensor `name` into buf: its model type's (kvci_checkpoint_name); under c->text in place of
+ * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
+ * layout). */
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
-    if (!c->text) return name;
-    if (strncmp(name, "model.", 6) == 0)
+    char own[320];
+    if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
+    if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);
-    else if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+    else if (c->text && strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         snprintf(buf, cap, "language_model.%s", name);
     else
-        return name;
+        snprintf(buf, cap, "%s", name);
     return buf;
 }
 
@@ -266,8 +269,14 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
         return s;
     }
     const char *text = packed ? NULL : text_prefix(st);
-    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed, .text = text},
-             c = {.st = st, .packed = packed, .text = text};
+    const char *names = packed ? NULL : cfg.model_type;
+    load_ctx check = {.st = st,
+                      .check_only = true,
+                      .weights = weights,
+                      .packed = packed,
+                      .text = text,
+                      .model_type = names},
+             c = {.st = st, .packed = packed, .text = text, .model_type = names};
     s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     kvci_free(c.staging);

@@ -129,6 +129,7 @@ struct kvc_model {
     float *final_norm;     /* [H] */
     float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
+    float *lm_head_b;      /* [V] its bias (head_bias), else NULL */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;

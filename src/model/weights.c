@@ -276,6 +276,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (!c->norm_weightless) TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
+    if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
 }
 

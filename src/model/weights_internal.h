@@ -13,6 +13,8 @@
 #define KVC_MIXTRAL_EXPERTS_UP   "block_sparse_moe.experts.*.w3.weight"
 #define KVC_MIXTRAL_EXPERTS_DOWN "block_sparse_moe.experts.*.w2.weight"
 
+#include <stddef.h>
+
 #include "kvcache/model.h"
 
 /* The dtype string ("F32", "BF16", ...) of a tensor of st; NULL when absent. */
@@ -29,5 +31,9 @@ kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, co
                                  const int64_t *shape, const void **data);
 /* The string `key` of a file's "__metadata__" (the first file that has it); NULL when none has. */
 const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
+
+/* The name under which a checkpoint of model_type holds the tensor weights.c calls `name` (Llama's module
+ * names): name itself, or the renamed one in buf[cap] (ckpt_names.c). */
+const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap);
 
 #endif

@@ -363,6 +363,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/helium/config.json",     "oracle/arcee/config.json",
         "oracle/stablelm/config.json",   "oracle/stablelm_parallel/config.json",
         "oracle/olmo/config.json",       "oracle/ernie4_5/config.json",
+        "oracle/phi/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

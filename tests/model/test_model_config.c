@@ -486,6 +486,9 @@ static void test_refusals(void **state) {
 #define ERNIE_BASE                                                                                                     \
     "{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define PHI_BASE                                                                                                       \
+    "{\"model_type\":\"phi\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -770,6 +773,30 @@ static void test_ernie4_5_fields(void **state) {
                    "ernie4_5 without num_key_value_heads has 2");
 }
 
+/* Phi with PhiConfig's defaults (as many KV heads as heads, RoPE on half of each head, eps 1e-5, gelu_new, every
+ * bias and the head's, a parallel block of LayerNorms with bias, untied) and with Phi-2's top-level
+ * partial_rotary_factor 0.4 (6 of 16 channels, truncated as transformers), gelu_pytorch_tanh, tied; refused by
+ * name: qk_layernorm, another hidden_act. */
+static void test_phi_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(PHI_BASE "}", "phi-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.layer_norm && c.norm_bias && c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(PHI_BASE
+                                            ",\"partial_rotary_factor\":0.4,\"hidden_act\":\"gelu_pytorch_tanh\","
+                                            "\"tie_word_embeddings\":true,\"layer_norm_eps\":1e-3,"
+                                            "\"num_key_value_heads\":2,\"qk_layernorm\":false}",
+                                            "phi-set", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.tie_word_embeddings && c.head_bias && c.rms_norm_eps == 1e-3);
+    assert_true(c.num_kv_heads == 2 && c.mlp_act == KVC_MLP_GELU_TANH);
+    expect_refusal(PHI_BASE ",\"qk_layernorm\":true}", "phi with qk_layernorm true is not supported");
+    expect_refusal(PHI_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported (phi: gelu_new");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -796,6 +823,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm_fields),
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
+        cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

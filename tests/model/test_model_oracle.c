@@ -398,6 +398,13 @@ static void test_ernie4_5(void **state) {
     run_dir("ernie4_5");
 }
 
+/* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
+ * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
+static void test_phi(void **state) {
+    (void)state;
+    run_dir("phi");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -450,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
+        cmocka_unit_test(test_phi),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -51,6 +51,8 @@ from transformers import (
     ArceeForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
+    PhiConfig,
+    PhiForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     Ernie4_5Config,
@@ -611,6 +613,15 @@ def ernie4_5_config():
     return Ernie4_5Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, use_bias=True)
 
 
+def phi_config():
+    # Phi-2 at toy size: one LayerNorm with bias feeding attention and MLP side by side, q/k/v/dense biases, RoPE
+    # on the first half of each head (partial_rotary_factor left at PhiConfig's 0.5: 8 of 16 channels),
+    # fc2(gelu_new(fc1(x))) with biases, final LayerNorm with bias, lm_head with a bias, GQA 4/2, 3 layers,
+    # untied (PhiConfig's default).
+    return PhiConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, hidden_act="gelu_new",
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -637,6 +648,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
+    "phi": (phi_config, PhiForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -1173,7 +1185,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5"]:
+                               "ernie4_5", "phi"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]

@@ -1,0 +1,36 @@
+/* The checkpoint's names of the families whose modules are not named as Llama's: weights.c walks every model
+ * under Llama's names (model.layers.N.self_attn.o_proj.weight, ...), and the loader reads each under the name
+ * its model type's checkpoints give it. A saved quantized copy keeps Llama's names (save.c), so it is read
+ * without renaming. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/weights_internal.h"
+
+/* One rename: in a tensor of model_type `type`, the first `from` becomes `to`. Every rule of the type whose
+ * `from` the name holds applies, in this order. */
+typedef struct rename_rule {
+    const char *type, *from, *to;
+} rename_rule;
+
+static const rename_rule RULES[] = {
+    /* Phi (PhiForCausalLM): the attention's output projection is dense, the MLP fc1 (up) and fc2 (down) */
+    {"phi", "self_attn.o_proj.", "self_attn.dense."},
+    {"phi", "mlp.up_proj.", "mlp.fc1."},
+    {"phi", "mlp.down_proj.", "mlp.fc2."},
+    {"phi", "model.norm.", "model.final_layernorm."},
+};
+
+const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
+    char tmp[320];
+    const char *cur = name;
+    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
+        const rename_rule *r = &RULES[i];
+        const char *at = strcmp(model_type, r->type) == 0 ? strstr(cur, r->from) : NULL;
+        if (!at) continue;
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - cur), cur, r->to, at + strlen(r->from));
+        snprintf(buf, cap, "%s", tmp);
+        cur = buf;
+    }
+    return cur;
+}
