@@ -19,6 +19,16 @@ static const rename_rule RULES[] = {
     {"phi", "mlp.up_proj.", "mlp.fc1."},
     {"phi", "mlp.down_proj.", "mlp.fc2."},
     {"phi", "model.norm.", "model.final_layernorm."},
+    /* GPT-NeoX (GPTNeoXForCausalLM): under gpt_neox., q/k/v fused per head in attention.query_key_value (the
+     * fused name weights.c gives them), the MLP dense_h_to_4h (up) and dense_4h_to_h (down), the head embed_out */
+    {"gpt_neox", "model.embed_tokens.", "gpt_neox.embed_in."},
+    {"gpt_neox", "model.layers.", "gpt_neox.layers."},
+    {"gpt_neox", "self_attn.qkv_proj.", "attention.query_key_value."},
+    {"gpt_neox", "self_attn.o_proj.", "attention.dense."},
+    {"gpt_neox", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"gpt_neox", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"gpt_neox", "model.norm.", "gpt_neox.final_layer_norm."},
+    {"gpt_neox", "lm_head.", "embed_out."},
 };
 
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {

@@ -1,6 +1,6 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2). Each is a dense model of LayerNorms with bias, an ungated GELU MLP with biases and RoPE on part of each
- * head; their checkpoints' own module names are ckpt_names.c's. */
+ * 2) and GPT-NeoX (Pythia, GPT-NeoX-20B). Each is a dense model of LayerNorms with bias, an ungated GELU MLP with
+ * biases and RoPE on part of each head; their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -40,8 +40,54 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* The head_dim of types whose attention always splits hidden_size over the heads, and as many KV heads as heads:
+ * a head_dim or num_key_value_heads key that says otherwise is refused (the planner would read it). */
+static kvc_status whole_heads(const kvc_hparams *hp, const char *type, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size || cfg->num_kv_heads != cfg->num_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s head_dim %lld and num_key_value_heads %lld must be hidden_size %lld / "
+                         "num_attention_heads %lld and as many, which its attention always uses",
+                         c->doc, type, (long long)cfg->head_dim, (long long)cfg->num_kv_heads,
+                         (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    return KVC_OK;
+}
+
+/* GPT-NeoX (EleutherAI/pythia-*, gpt-neox-20b; GPTNeoXForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5),
+ * q/k/v fused per head in attention.query_key_value (split at load, weights.c) and dense (o_proj), their biases by
+ * attention_bias (true when absent); RoPE half-split on head_dim * rotary_pct channels (0.25) at theta
+ * rotary_emb_base (1e4) unless the rope dict says (hparams.c); the MLP dense_4h_to_h(act(dense_h_to_4h(x))) with
+ * biases, act by hidden_act: gelu (erf, the default), or gelu_new / gelu_fast / gelu_pytorch_tanh (the tanh
+ * form); with use_parallel_residual (true when absent) x + attn(ln1(x)) + mlp(ln2(x)), else the sequential
+ * pre-norm block; the head embed_out, untied by default. */
+static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "gelu";
+    bool have = false, bias = true;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu") == 0)
+        cfg->mlp_act = KVC_MLP_GELU;
+    else if (strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
+        cfg->mlp_act = KVC_MLP_GELU_TANH;
+    else
+        return kvci_fail(KVC_EINVAL,
+                         "%s: hidden_act \"%s\" is not supported (gpt_neox: gelu, gelu_new, gelu_fast, "
+                         "gelu_pytorch_tanh)",
+                         c->doc, act);
+    KVC_TRY(whole_heads(hp, "gpt_neox", cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", true, &cfg->parallel_block));
+    cfg->parallel_mlp_norm = cfg->parallel_block;
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
+    if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

@@ -400,11 +400,13 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
+        if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before the attention adds */
+            sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        if (!c->parallel_block) /* Cohere's MLP reads the attention's xn */
+        if (!c->parallel_block) /* Cohere's MLP reads the attention's xn, GPT-NeoX's its own (above) */
             sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);

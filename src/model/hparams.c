@@ -51,10 +51,10 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's and Glm4Config's setdefault 0.5, StableLmConfig's
- * 0.25, PhiConfig's 0.5, else 1 (the whole head). */
+ * 0.25, PhiConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key), else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
-    if (mt != NULL && strcmp(mt, "stablelm") == 0) return 0.25;
+    if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
     if (mt != NULL && strcmp(mt, "phi") == 0) return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) ? 0.5 : 1.0;
 }
@@ -354,6 +354,10 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     r->partial_rotary_factor = default_partial_rotary(hp);
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_neox") == 0) { /* GPTNeoXConfig's names for them */
+        KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
+        KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
+    }
     if (dict == NULL) return KVC_OK;
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));

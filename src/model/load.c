@@ -157,7 +157,8 @@ static const char *file_name(const load_ctx *c, const char *name, char *buf, siz
 }
 
 /* Where the file holds t: under its own name (*sp = t->split), else inside t->fused (Phi-3's qkv_proj,
- * gate_up_proj: this rank's rows of t's part along dim 0, *name the fused tensor's file name in buf). */
+ * gate_up_proj: this rank's rows of t's part along dim 0, *name the fused tensor's file name in buf; in blocks,
+ * GPT-NeoX's, read_blocks reads them). */
 static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const char **name, char *buf, size_t cap,
                                kvc_wsplit *sp) {
     *sp = t->split;
@@ -171,6 +172,20 @@ static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const ch
     *sp =
         (kvc_wsplit){.dim = 0, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == 0 ? t->split.start : 0)};
     *name = fused;
+    return KVC_OK;
+}
+
+/* t (this rank's part, dst NULL: checks only) from the fused tensor `fused` whose blocks hold it (t->fused.block
+ * > 0: GPT-NeoX's D rows of q, k or v per head), block by block. */
+static kvc_status read_blocks(const load_ctx *c, const kvc_wtensor *t, const char *fused, float *dst) {
+    const kvc_wfused *f = &t->fused;
+    const int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1;
+    const int64_t first = (t->split.dim == 0 ? t->split.start : 0) / f->block; /* this rank's first block */
+    const int64_t part[2] = {f->block, cols};
+    for (int64_t b = 0; b < rows / f->block; b++) {
+        const kvc_wsplit sp = {.dim = 0, .full = f->rows, .start = (first + b) * f->stride + f->at};
+        KVC_TRY(read_part(c, fused, t->ndim, part, &sp, 0, dst ? dst + b * f->block * cols : NULL));
+    }
     return KVC_OK;
 }
 
@@ -189,19 +204,22 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     if (t->mat && c->packed) return load_packed(c, t);
     int64_t n = 1;
     for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded by the arena sizing */
+    char fbuf[320];
+    kvc_wsplit sp;
+    KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
+    const bool blocks = name == fbuf && t->fused.block > 0;
     if (!t->mat) {
-        KVC_TRY(read_part(c, name, t->ndim, t->shape, &t->split, 0, *t->vec));
+        float *dst = c->check_only ? NULL : *t->vec;
+        KVC_TRY(blocks ? read_blocks(c, t, name, dst) : read_part(c, name, t->ndim, t->shape, &sp, 0, *t->vec));
         if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
         return KVC_OK;
     }
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
-    char fbuf[320];
-    kvc_wsplit sp;
-    KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s =
-        strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
+    kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
+                   : blocks          ? read_blocks(c, t, name, tmp)
+                                     : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16

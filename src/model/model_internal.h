@@ -164,12 +164,15 @@ typedef struct kvc_wsplit {
     int64_t full, start;
     bool zero;
 } kvc_wsplit;
-/* Where a GEMM operand lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
+/* Where a GEMM operand (or a bias) lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
  * self_attn.qkv_proj [q | k | v] and mlp.gate_up_proj [gate | up]): the fused tensor's name, its
- * length along dim 0, and the first of this operand's entries there; name NULL: never fused. */
+ * length along dim 0, and the first of this operand's entries there; name NULL: never fused. block > 0: the
+ * operand's entries come in blocks of `block`, block i at i * stride + at (GPT-NeoX's query_key_value
+ * [heads, 3, D]: block D, stride 3 D). */
 typedef struct kvc_wfused {
     const char *name;
     int64_t rows, at;
+    int64_t block, stride;
 } kvc_wfused;
 typedef struct kvc_wtensor {
     const char *name;

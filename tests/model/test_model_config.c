@@ -489,6 +489,9 @@ static void test_refusals(void **state) {
 #define PHI_BASE                                                                                                       \
     "{\"model_type\":\"phi\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define NEOX_BASE                                                                                                      \
+    "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -797,6 +800,42 @@ static void test_phi_fields(void **state) {
     expect_refusal(PHI_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported (phi: gelu_new");
 }
 
+/* GPT-NeoX with GPTNeoXConfig's defaults (parallel residual with the MLP's own LayerNorm, RoPE on a quarter of each
+ * head at theta 1e4, exact GELU, every bias, eps 1e-5, untied) and with the hub's legacy keys rotary_pct 0.5 and
+ * rotary_emb_base 5e4 (a rope dict wins over them), the sequential block, no attention biases, gelu_fast; refused
+ * by name: another hidden_act, a head_dim or KV head count its attention does not use; in a caller's own struct,
+ * the MLP's own norm without a parallel block. */
+static void test_gpt_neox_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE "}", "neox-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 4);
+    assert_true(c.parallel_block && c.parallel_mlp_norm && c.layer_norm && c.norm_bias && c.mlp_plain);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope.theta == 10000.0 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"rotary_pct\":0.5,\"rotary_emb_base\":50000,"
+                                                      "\"use_parallel_residual\":false,\"attention_bias\":false,"
+                                                      "\"hidden_act\":\"gelu_fast\",\"tie_word_embeddings\":true}",
+                                            "neox-set", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 8 && c.rope.theta == 50000.0 && !c.parallel_block && !c.parallel_mlp_norm);
+    assert_true(!c.qkv_bias && !c.o_bias && c.mlp_bias && c.mlp_act == KVC_MLP_GELU_TANH && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE
+                                            ",\"rotary_pct\":0.5,\"rope_parameters\":{\"rope_type\":"
+                                            "\"default\",\"rope_theta\":20000,\"partial_rotary_factor\":1.0}}",
+                                            "neox-dict", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 20000.0);
+    expect_refusal(NEOX_BASE ",\"hidden_act\":\"relu\"}", "hidden_act \"relu\" is not supported (gpt_neox: gelu");
+    expect_refusal(NEOX_BASE ",\"head_dim\":8}", "gpt_neox head_dim 8 and num_key_value_heads 4 must be");
+    expect_refusal(NEOX_BASE ",\"num_key_value_heads\":2}", "gpt_neox head_dim 16 and num_key_value_heads 2 must be");
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
+    c.parallel_mlp_norm = true;
+    expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
+    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
+    expect_create_refusal(&c, "with mlp_plain, 2 (relu2) or 3 (gelu)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -824,6 +863,7 @@ int main(void) {
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_phi_fields),
+        cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -405,6 +405,15 @@ static void test_phi(void **state) {
     run_dir("phi");
 }
 
+/* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
+ * head, q/k/v/dense and MLP biases, exact GELU, untied; and GPT-NeoX-20B-like sequential blocks, no attention
+ * biases, RoPE on half of each head, gelu_fast, tied */
+static void test_gpt_neox(void **state) {
+    (void)state;
+    run_dir("gpt_neox");
+    run_dir("gpt_neox_seq");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -458,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
         cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_gpt_neox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

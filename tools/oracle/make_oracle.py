@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi, gpt_neox, gpt_neox_seq) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +53,8 @@ from transformers import (
     StableLmForCausalLM,
     PhiConfig,
     PhiForCausalLM,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     Ernie4_5Config,
@@ -622,6 +624,26 @@ def phi_config():
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def gpt_neox_config():
+    # Pythia at toy size: parallel residual (use_parallel_residual, GPTNeoXConfig's default: x + attn(ln1(x)) +
+    # mlp(ln2(x))), LayerNorms with bias, q/k/v fused per head in query_key_value [heads, 3, D], their and
+    # dense's biases (attention_bias, the default), RoPE on the first quarter of each head (rotary_pct left at
+    # 0.25: 4 of 16 channels), exact GELU (hidden_act "gelu", the default), 3 layers, untied (embed_out).
+    return GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                         num_hidden_layers=3, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None, tie_word_embeddings=False)
+
+
+def gpt_neox_seq_config():
+    # GPT-NeoX with the sequential block (use_parallel_residual false), no attention biases, RoPE on half of each
+    # head at theta 5e4, gelu_fast (GPT-NeoX-20B's: the tanh form), 2 layers, tied.
+    return GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                         num_hidden_layers=2, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None, use_parallel_residual=False, attention_bias=False, hidden_act="gelu_fast",
+                         rope_parameters={"rope_type": "default", "rope_theta": 50000.0,
+                                          "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -649,6 +671,8 @@ FAMILIES = {
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "phi": (phi_config, PhiForCausalLM),
+    "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
+    "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -770,9 +794,10 @@ def layer_outputs(model, ids):
     """Residual stream: embedding output, then the output of every decoder layer (before the
     final norm), for one prompt."""
     captured = []
-    hooks = [model.model.embed_tokens.register_forward_hook(
+    base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
+    hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in model.model.layers:
+    for layer in base.layers:
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1185,7 +1210,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5", "phi"]:
+                               "ernie4_5", "phi", "gpt_neox", "gpt_neox_seq"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
