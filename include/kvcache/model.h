@@ -36,10 +36,11 @@ extern "C" {
  * (kvc_model_load) runs the model types marked "runs". One descriptor per
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
+    KVC_FAMILY_DENSE =
+        0,                    /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
-                               * ernie4_5, phi, gpt_neox and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * ernie4_5, phi, gpt_neox, gpt2 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -159,6 +160,11 @@ typedef struct kvc_model_config {
     /* GPT-NeoX: a parallel block whose MLP reads post_attention_layernorm of the block's input (with its bias
      * under norm_bias) instead of the attention's input_layernorm output; parallel_block only. Last, as above. */
     bool parallel_mlp_norm;
+    /* GPT-2: learned absolute positions (pos_learned): row position + pos_offset of model.embed_positions.weight
+     * [max_position_embeddings + pos_offset, hidden_size] added to each token's embedding; a position from
+     * max_position_embeddings on is refused. Last, as above. */
+    bool pos_learned;
+    int64_t pos_offset;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -29,7 +29,32 @@ static const rename_rule RULES[] = {
     {"gpt_neox", "mlp.down_proj.", "mlp.dense_4h_to_h."},
     {"gpt_neox", "model.norm.", "gpt_neox.final_layer_norm."},
     {"gpt_neox", "lm_head.", "embed_out."},
+    /* GPT-2 (GPT2LMHeadModel): under transformer., wte / wpe the embeddings, h.N the layers with ln_1 / ln_2,
+     * attn.c_attn (q, k, v fused) and attn.c_proj, mlp.c_fc (up) and mlp.c_proj (down), ln_f the final norm */
+    {"gpt2", "model.embed_tokens.", "transformer.wte."},
+    {"gpt2", "model.embed_positions.", "transformer.wpe."},
+    {"gpt2", "model.layers.", "transformer.h."},
+    {"gpt2", "input_layernorm.", "ln_1."},
+    {"gpt2", "post_attention_layernorm.", "ln_2."},
+    {"gpt2", "self_attn.qkv_proj.", "attn.c_attn."},
+    {"gpt2", "self_attn.o_proj.", "attn.c_proj."},
+    {"gpt2", "mlp.up_proj.", "mlp.c_fc."},
+    {"gpt2", "mlp.down_proj.", "mlp.c_proj."},
+    {"gpt2", "model.norm.", "transformer.ln_f."},
 };
+
+/* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
+ * h.0.ln_1.weight, ...). */
+static const rename_rule BARE[] = {
+    {"gpt2", "transformer.", ""},
+};
+
+const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
+    for (size_t i = 0; i < sizeof BARE / sizeof BARE[0]; i++)
+        if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0)
+            return name + strlen(BARE[i].from);
+    return NULL;
+}
 
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];

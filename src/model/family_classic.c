@@ -1,30 +1,37 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2) and GPT-NeoX (Pythia, GPT-NeoX-20B). Each is a dense model of LayerNorms with bias, an ungated GELU MLP with
- * biases and RoPE on part of each head; their checkpoints' own module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B) and GPT-2. Each is a dense model of LayerNorms with bias, an ungated GELU MLP
+ * with biases and RoPE on part of each head (GPT-2: learned positions instead); their checkpoints' own module names are
+ * ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
 
-/* hidden_act of a classic type: `def` when absent; GELU's tanh approximation (gelu_new, as transformers'
- * NewGELUActivation, or gelu_pytorch_tanh: the same function) is run, any other is refused by name. */
-static kvc_status gelu_tanh_act(const kvc_json_obj *c, const char *type, const char *def, kvc_model_config *cfg) {
+/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf) or GELU's tanh
+ * approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
+ * any other is refused by name. */
+static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
+                           kvc_model_config *cfg) {
     const char *act = def;
     bool have = false;
-    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: gelu_new, gelu_pytorch_tanh)", c->doc,
-                         act, type);
-    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu") == 0)
+        cfg->mlp_act = KVC_MLP_GELU;
+    else if (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
+        cfg->mlp_act = KVC_MLP_GELU_TANH;
+    else
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh)", c->doc,
+                         key, act, type);
     return KVC_OK;
 }
 
 /* Phi (microsoft/phi-1, phi-1_5, phi-2; PhiForCausalLM): one LayerNorm with bias (layer_norm_eps, 1e-5 when
  * absent) feeding the attention and the MLP side by side (a parallel block), q/k/v and dense (o_proj) with
  * biases, RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, PhiConfig's; hparams.c),
- * MLP fc2(gelu_new(fc1(x))) with biases, a final LayerNorm with bias and the head with a bias of its own; untied
- * by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head, which the runtime does
- * not run). */
+ * MLP fc2(act(fc1(x))) with biases (hidden_act, gelu_new when absent), a final LayerNorm with bias and the head with a
+ * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head, which
+ * the runtime does not run). */
 static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -33,7 +40,7 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (qk_ln)
         return kvci_fail(KVC_EINVAL,
                          "%s: phi with qk_layernorm true is not supported (LayerNorms of the q and k heads)", c->doc);
-    KVC_TRY(gelu_tanh_act(c, "phi", "gelu_new", cfg));
+    KVC_TRY(gelu_act(c, "hidden_act", "phi", "gelu_new", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
@@ -64,18 +71,8 @@ static kvc_status whole_heads(const kvc_hparams *hp, const char *type, kvc_model
 static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    const char *act = "gelu";
-    bool have = false, bias = true;
-    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "gelu") == 0)
-        cfg->mlp_act = KVC_MLP_GELU;
-    else if (strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
-        cfg->mlp_act = KVC_MLP_GELU_TANH;
-    else
-        return kvci_fail(KVC_EINVAL,
-                         "%s: hidden_act \"%s\" is not supported (gpt_neox: gelu, gelu_new, gelu_fast, "
-                         "gelu_pytorch_tanh)",
-                         c->doc, act);
+    bool bias = true;
+    KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox", "gelu", cfg));
     KVC_TRY(whole_heads(hp, "gpt_neox", cfg));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", true, &cfg->parallel_block));
@@ -85,9 +82,44 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel): learned absolute positions (wpe, n_positions rows, 1024 when
+ * absent) added to the token embeddings and no RoPE, Conv1D layers (weights stored [in, out]) with biases, q/k/v
+ * fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
+ * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent), tied by default.
+ * Refused by name: scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn, add_cross_attention, and
+ * scale_attn_weights false (an unscaled softmax the planner would not report). */
+static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    static const struct {
+        const char *key;
+        bool refused; /* the value refused; the other is the default */
+    } flags[] = {{"scale_attn_by_inverse_layer_idx", true},
+                 {"reorder_and_upcast_attn", true},
+                 {"add_cross_attention", true},
+                 {"scale_attn_weights", false}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        bool v = !flags[i].refused;
+        KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
+        if (v == flags[i].refused)
+            return kvci_fail(KVC_EINVAL, "%s: gpt2 with %s %s is not supported", c->doc, flags[i].key,
+                             v ? "true" : "false");
+    }
+    KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
+    KVC_TRY(whole_heads(hp, "gpt2", cfg));
+    if (!hp->have_max_pos) cfg->max_position_embeddings = 1024; /* GPT2Config's n_positions */
+    cfg->pos_learned = true;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
     if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
+    if (strcmp(mt, "gpt2") == 0) return parse_gpt2(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

@@ -221,6 +221,11 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         if (md->positions[t] < 0 || md->positions[t] >= ws->max_kv_len)
             return kvci_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
                              (long long)md->positions[t], (long long)ws->max_kv_len);
+        if (c->pos_learned && md->positions[t] >= c->max_position_embeddings)
+            return kvci_fail(KVC_ERANGE,
+                             "forward: positions[%lld] = %lld is beyond the model's %lld learned positions "
+                             "(max_position_embeddings, n_positions)",
+                             (long long)t, (long long)md->positions[t], (long long)c->max_position_embeddings);
     }
     *fresh = true;
     int64_t q0 = 0;
@@ -380,6 +385,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_wmat_row(&m->embed, a->token_ids[t], row);
         if (c->embed_scale != 0.0f)
             for (int64_t i = 0; i < H; i++) row[i] *= c->embed_scale;
+        if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
+            const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
+            for (int64_t i = 0; i < H; i++) row[i] += p[i];
+        }
         kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)
             kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],

@@ -147,6 +147,8 @@ static const char *text_prefix(const kvc_safetensors *st) {
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
     char own[320];
     if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
+    const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name) : NULL;
+    if (bare && !kvc_safetensors_has(c->st, name) && kvc_safetensors_has(c->st, bare)) name = bare;
     if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);
     else if (c->text && strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
@@ -157,20 +159,21 @@ static const char *file_name(const load_ctx *c, const char *name, char *buf, siz
 }
 
 /* Where the file holds t: under its own name (*sp = t->split), else inside t->fused (Phi-3's qkv_proj,
- * gate_up_proj: this rank's rows of t's part along dim 0, *name the fused tensor's file name in buf; in blocks,
- * GPT-NeoX's, read_blocks reads them). */
+ * gate_up_proj: this rank's rows of t's part along dim 0, GPT-2's transposed Conv1D c_attn along its last; *name
+ * the fused tensor's file name in buf; in blocks, GPT-NeoX's, read_blocks reads them). */
 static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const char **name, char *buf, size_t cap,
                                kvc_wsplit *sp) {
     *sp = t->split;
     if (!t->fused.name || kvc_safetensors_has(c->st, *name)) return KVC_OK;
     const char *fused = file_name(c, t->fused.name, buf, cap);
+    const int32_t rows = t->transposed ? t->ndim - 1 : 0; /* the operand's rows: GPT-2's Conv1D keeps them last */
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", *name, fused);
-    if (t->split.dim > 0) /* weights.c splits the operands a checkpoint fuses by their rows only */
+    if (t->split.dim >= 0 && t->split.dim != rows) /* weights.c splits the operands a checkpoint fuses by rows only */
         return kvci_fail(KVC_EINVAL, "model_load: \"%s\" split along dim %d cannot be read from \"%s\"", *name,
                          (int)t->split.dim, fused);
-    *sp =
-        (kvc_wsplit){.dim = 0, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == 0 ? t->split.start : 0)};
+    *sp = (kvc_wsplit){
+        .dim = rows, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == rows ? t->split.start : 0)};
     *name = fused;
     return KVC_OK;
 }

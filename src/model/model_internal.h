@@ -126,6 +126,7 @@ struct kvc_model {
     kvc_model_config full; /* the checkpoint's (equal to cfg on one rank) */
     kvc_model_tp tp;       /* size 1 unless loaded by kvci_model_load_tp */
     kvc_wmat embed;        /* [V, H] */
+    float *pos_embed;      /* [max_position_embeddings + pos_offset, H] learned positions (pos_learned), else NULL */
     float *final_norm;     /* [H] */
     float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */

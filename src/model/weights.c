@@ -22,6 +22,7 @@ typedef struct visitor {
     void *user;
     const kvc_model *m;
     char prefix[96];
+    bool conv1d; /* GPT-2's Conv1D layers: every layer matrix stored [in, out], transposed at load */
 } visitor;
 
 static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
@@ -85,9 +86,11 @@ static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float
 /* A GEMM operand [rows, cols], which a checkpoint may hold inside `fused` (name NULL: never). */
 static kvc_status m2_in(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp,
                         kvc_wfused fused) {
-    const int64_t s[2] = {rows, cols};
+    const bool tr = v->conv1d; /* stored [cols, rows]: sp's dim (of [rows, cols]) is the other one */
+    const int64_t s[2] = {tr ? cols : rows, tr ? rows : cols};
+    if (tr && sp.dim >= 0) sp.dim = 1 - sp.dim;
     w->count = 1, w->rows = rows, w->cols = cols;
-    return visit_fused(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT, sp, fused);
+    return visit_fused(v, suffix, 2, s, NULL, w, tr, KVC_WINIT_WEIGHT, sp, fused);
 }
 
 static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp) {
@@ -96,10 +99,13 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
  * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-NeoX keeps q, k, v (weights and biases) in one
- * attention.query_key_value per head, [heads, 3, D] (ckpt_names.c's name); the runtime holds them apart (fuse.c
+ * attention.query_key_value per head, [heads, 3, D], GPT-2 q, k, v one after the other in attn.c_attn (its
+ * Conv1D: along the columns; ckpt_names.c's names); the runtime holds them apart (fuse.c
  * joins them back where it can). */
 static bool neox_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "gpt_neox") == 0; }
-static bool fused_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0 || neox_qkv(c); }
+static bool fused_qkv(const kvc_model_config *c) {
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c);
+}
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
            strcmp(c->model_type, "glm") == 0;
@@ -295,8 +301,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
     TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
+    if (c->pos_learned)
+        TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
+               &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
+    v.conv1d = strcmp(c->model_type, "gpt2") == 0;
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
-    v.prefix[0] = '\0';
+    v.conv1d = false, v.prefix[0] = '\0';
     if (!c->norm_weightless) TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
@@ -423,6 +433,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
     if (c->parallel_mlp_norm && !c->parallel_block)
         return kvci_fail(KVC_EINVAL, "model: parallel_mlp_norm needs parallel_block");
+    if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
+        return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
+                         (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
     if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
                                      "sandwich_norms or gemma_norms)");

@@ -414,6 +414,13 @@ static void test_gpt_neox(void **state) {
     run_dir("gpt_neox_seq");
 }
 
+/* GPT-2-like: learned positions (n_positions 64) and no RoPE, Conv1D weights [in, out], q/k/v fused in c_attn,
+ * LayerNorms with bias, every bias, gelu_new, tied */
+static void test_gpt2(void **state) {
+    (void)state;
+    run_dir("gpt2");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -468,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5),
         cmocka_unit_test(test_phi),
         cmocka_unit_test(test_gpt_neox),
+        cmocka_unit_test(test_gpt2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi, gpt_neox, gpt_neox_seq) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi, gpt_neox, gpt_neox_seq, gpt2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -55,6 +55,8 @@ from transformers import (
     PhiForCausalLM,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
+    GPT2Config,
+    GPT2LMHeadModel,
     OlmoConfig,
     OlmoForCausalLM,
     Ernie4_5Config,
@@ -644,6 +646,14 @@ def gpt_neox_seq_config():
                                           "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
 
 
+def gpt2_config():
+    # GPT-2 at toy size: learned positions (wpe, n_positions 64: the prompts and their continuations stay within),
+    # no RoPE, Conv1D layers [in, out] with biases, q/k/v fused in c_attn, LayerNorms with bias, gelu_new (the
+    # default), n_inner 128 (null would be 4 x n_embd), 3 layers, 4 heads of 16, tied (the default).
+    return GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, n_inner=128, n_positions=64, bos_token_id=None,
+                      eos_token_id=None, pad_token_id=None)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -673,6 +683,7 @@ FAMILIES = {
     "phi": (phi_config, PhiForCausalLM),
     "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
+    "gpt2": (gpt2_config, GPT2LMHeadModel),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -691,6 +702,16 @@ def param_std(name, shape, config):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
+    if config.model_type == "gpt2":  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe, Conv1D [in, out]
+        if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
+            return None
+        if name.endswith(".bias"):
+            return 0.05
+        if name.endswith("wte.weight"):
+            return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+        if name.endswith("wpe.weight"):
+            return 0.5
+        return 1.0 / math.sqrt(shape[0])  # Conv1D, used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -797,7 +818,7 @@ def layer_outputs(model, ids):
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in base.layers:
+    for layer in getattr(base, "layers", None) or base.h:  # GPT-2: transformer.h
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1210,7 +1231,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5", "phi", "gpt_neox", "gpt_neox_seq"]:
+                               "ernie4_5", "phi", "gpt_neox", "gpt_neox_seq", "gpt2"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
