@@ -50,7 +50,7 @@ static void run_usage(FILE *f) {
             "mixtral, gpt_oss, deepseek_v3, gemma2, gemma3_text, gemma3 (its text model),\n"
             "phi3, olmo2, olmo3, granite, smollm3, gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4,\n"
             "starcoder2, ministral, ministral3, mistral3 (its text model), helium, arcee,\n"
-            "stablelm, olmo, ernie4_5, phi, gpt_neox, gpt2)\n"
+            "stablelm, olmo, ernie4_5, phi, gpt_neox, gpt2, opt)\n"
             "and runs the prompts as one static batch through the standalone runner, greedy, to completion\n"
             "(or, with --stream or a sampling flag, through the engine a token at a time).\n"
             "\n"

@@ -40,7 +40,7 @@ typedef enum kvc_model_family {
         0,                    /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
-                               * ernie4_5, phi, gpt_neox, gpt2 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
+                               * ernie4_5, phi, gpt_neox, gpt2, opt and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3; plans also deepseek_v2, deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -68,8 +68,14 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* The MLP's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3; StarCoder2's ungated MLP), or relu2
- * (ReLU squared, Arcee's ungated MLP only: mlp_plain), or gelu (GELU by erf, GPT-NeoX's ungated MLP only). */
-typedef enum kvc_mlp_act { KVC_MLP_SILU = 0, KVC_MLP_GELU_TANH = 1, KVC_MLP_RELU2 = 2, KVC_MLP_GELU = 3 } kvc_mlp_act;
+ * (ReLU squared, Arcee's ungated MLP only: mlp_plain), or gelu (GELU by erf) or relu (OPT), ungated MLPs only. */
+typedef enum kvc_mlp_act {
+    KVC_MLP_SILU = 0,
+    KVC_MLP_GELU_TANH = 1,
+    KVC_MLP_RELU2 = 2,
+    KVC_MLP_GELU = 3,
+    KVC_MLP_RELU = 4
+} kvc_mlp_act;
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {

@@ -87,6 +87,9 @@ static inline float kvci_relu2(float a) {
     return r * r;
 }
 
+/* relu(a) = max(a, 0) as PyTorch's (NaN stays NaN). */
+static inline float kvci_relu(float a) { return a > 0.0f || a != a ? a : 0.0f; }
+
 /* gelu(a) = a (1 + erf(a / sqrt 2)) / 2 without approximation (transformers' "gelu", PyTorch's exact gelu), as
  * a erfc(-a / sqrt 2) / 2 in double (no cancellation where erf(a / sqrt 2) nears -1), rounded once to float. */
 static inline float kvci_gelu_erf(float a) {

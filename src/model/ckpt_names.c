@@ -41,12 +41,24 @@ static const rename_rule RULES[] = {
     {"gpt2", "mlp.up_proj.", "mlp.c_fc."},
     {"gpt2", "mlp.down_proj.", "mlp.c_proj."},
     {"gpt2", "model.norm.", "transformer.ln_f."},
+    /* OPT (OPTForCausalLM): under model.decoder., self_attn_layer_norm / final_layer_norm in each layer,
+     * self_attn.out_proj, fc1 (up) and fc2 (down) outside any mlp., final_layer_norm the model's last norm */
+    {"opt", "model.embed_tokens.", "model.decoder.embed_tokens."},
+    {"opt", "model.embed_positions.", "model.decoder.embed_positions."},
+    {"opt", "model.layers.", "model.decoder.layers."},
+    {"opt", "input_layernorm.", "self_attn_layer_norm."},
+    {"opt", "post_attention_layernorm.", "final_layer_norm."},
+    {"opt", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"opt", "mlp.up_proj.", "fc1."},
+    {"opt", "mlp.down_proj.", "fc2."},
+    {"opt", "model.norm.", "model.decoder.final_layer_norm."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
- * h.0.ln_1.weight, ...). */
+ * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...). */
 static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
+    {"opt", "model.", ""},
 };
 
 const char *kvci_checkpoint_bare(const char *model_type, const char *name) {

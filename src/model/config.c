@@ -134,6 +134,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         bool have = false;
         cfg->intermediate_size = 4 * cfg->hidden_size;
         KVC_TRY(kvci_json_int(c, "n_inner", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
+    } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     }

@@ -172,7 +172,7 @@ kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent)
  * by default; bidirectional attention refused. */
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
-/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2. */
+/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, opt. */
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,

@@ -1,14 +1,14 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B) and GPT-2. Each is a dense model of LayerNorms with bias, an ungated GELU MLP
- * with biases and RoPE on part of each head (GPT-2: learned positions instead); their checkpoints' own module names are
- * ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2 and OPT. Each is a dense model of LayerNorms with bias, an ungated
+ * MLP with biases and RoPE on part of each head (GPT-2, OPT: learned positions instead); their checkpoints' own
+ * module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
 
-/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf) or GELU's tanh
- * approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
+/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, or GELU's
+ * tanh approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
  * any other is refused by name. */
 static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
                            kvc_model_config *cfg) {
@@ -17,12 +17,14 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
     KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "gelu") == 0)
         cfg->mlp_act = KVC_MLP_GELU;
+    else if (strcmp(act, "relu") == 0)
+        cfg->mlp_act = KVC_MLP_RELU;
     else if (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
         cfg->mlp_act = KVC_MLP_GELU_TANH;
     else
         return kvci_fail(KVC_EINVAL,
-                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh)", c->doc,
-                         key, act, type);
+                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu)",
+                         c->doc, key, act, type);
     return KVC_OK;
 }
 
@@ -116,10 +118,42 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* OPT (facebook/opt-*, OPTForCausalLM): learned absolute positions with OPT's offset of 2 (embed_positions holds
+ * max_position_embeddings + 2 rows; row position + 2), no RoPE, pre-norm blocks of LayerNorms (eps 1e-5, fixed:
+ * nn.LayerNorm's) with weight and bias (layer_norm_elementwise_affine, true when absent; false: neither, OLMo's
+ * weightless norms), q/k/v/out_proj and fc1/fc2 biases by enable_bias (true), the MLP fc2(act(fc1(x))) of ffn_dim
+ * (config.c) by activation_function (relu when absent), tied by default. Refused by name: do_layer_norm_before
+ * false (OPT-350m's post-norm blocks, the norm after the residual add), word_embed_proj_dim other than hidden_size
+ * (project_in / project_out), _remove_final_layer_norm. */
+static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    bool pre_norm = true, remove_final = false, affine = true, bias = true;
+    int64_t proj = cfg->hidden_size;
+    KVC_TRY(kvci_family_opt_bool(c, "do_layer_norm_before", true, &pre_norm));
+    KVC_TRY(kvci_family_opt_bool(c, "_remove_final_layer_norm", false, &remove_final));
+    KVC_TRY(kvci_family_opt_int(c, "word_embed_proj_dim", cfg->hidden_size, 1, KVC_HP_MAX_WIDTH, &proj));
+    if (!pre_norm || remove_final || proj != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL, "%s: opt with %s is not supported", c->doc,
+                         !pre_norm      ? "do_layer_norm_before false (post-norm blocks)"
+                         : remove_final ? "_remove_final_layer_norm true"
+                                        : "word_embed_proj_dim other than hidden_size (project_in / project_out)");
+    KVC_TRY(gelu_act(c, "activation_function", "opt", "relu", cfg));
+    KVC_TRY(whole_heads(hp, "opt", cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "layer_norm_elementwise_affine", true, &affine));
+    KVC_TRY(kvci_family_opt_bool(c, "enable_bias", true, &bias));
+    cfg->pos_learned = true, cfg->pos_offset = 2;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->mlp_plain = true, cfg->norm_bias = affine, cfg->norm_weightless = !affine;
+    cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
     if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
     if (strcmp(mt, "gpt2") == 0) return parse_gpt2(hp, cfg);
+    if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

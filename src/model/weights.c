@@ -451,13 +451,12 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
-    if ((unsigned)c->mlp_act > KVC_MLP_GELU ||
-        ((c->mlp_act == KVC_MLP_RELU2 || c->mlp_act == KVC_MLP_GELU) && !c->mlp_plain))
+    if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
         return kvci_fail(KVC_EINVAL,
-                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2) or %d "
-                         "(gelu)",
+                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2), %d "
+                         "(gelu) or %d (relu)",
                          (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2,
-                         (int)KVC_MLP_GELU);
+                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

@@ -365,6 +365,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/olmo/config.json",         "oracle/ernie4_5/config.json",
         "oracle/phi/config.json",          "oracle/gpt_neox/config.json",
         "oracle/gpt_neox_seq/config.json", "oracle/gpt2/config.json",
+        "oracle/opt/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

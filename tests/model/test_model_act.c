@@ -246,12 +246,23 @@ static void test_gelu_erf(void **state) {
     assert_true(fabsf(row[0] - -0.15865525f) < 1e-7f && row[3] <= 0.0f && row[3] > -1e-30f);
 }
 
+/* relu (OPT's ungated MLP): max(a, 0) exactly, NaN stays NaN; kvci_act_rows applies it in place. */
+static void test_relu(void **state) {
+    (void)state;
+    assert_true(kvci_relu(INFINITY) == INFINITY && kvci_relu(-INFINITY) == 0.0f && isnan(kvci_relu(NAN)));
+    float row[6] = {-2.0f, -0.0f, 0.5f, 3.0f, 1e20f, -1e-30f};
+    kvci_act_rows(KVC_MLP_RELU, row, 2, 3);
+    const float want_row[6] = {0.0f, 0.0f, 0.5f, 3.0f, 1e20f, 0.0f};
+    assert_memory_equal(row, want_row, sizeof row);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
                                        cmocka_unit_test(test_error_bounds),
                                        cmocka_unit_test(test_gelu),
                                        cmocka_unit_test(test_relu2),
-                                       cmocka_unit_test(test_gelu_erf)};
+                                       cmocka_unit_test(test_gelu_erf),
+                                       cmocka_unit_test(test_relu)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

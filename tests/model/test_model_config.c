@@ -494,6 +494,8 @@ static void test_refusals(void **state) {
     "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define OPT_BASE                                                                                                       \
+    "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -802,7 +804,7 @@ static void test_phi_fields(void **state) {
     assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"hidden_act\":\"gelu\"}", "phi-gelu", &c), KVC_OK);
     assert_true(c.mlp_act == KVC_MLP_GELU);
     expect_refusal(PHI_BASE ",\"qk_layernorm\":true}", "phi with qk_layernorm true is not supported");
-    expect_refusal(PHI_BASE ",\"hidden_act\":\"relu\"}", "hidden_act \"relu\" is not supported (phi: gelu, gelu_new");
+    expect_refusal(PHI_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (phi: gelu, gelu_new");
 }
 
 /* GPT-NeoX with GPTNeoXConfig's defaults (parallel residual with the MLP's own LayerNorm, RoPE on a quarter of each
@@ -831,14 +833,14 @@ static void test_gpt_neox_fields(void **state) {
                                             "neox-dict", &c),
                      KVC_OK);
     assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 20000.0);
-    expect_refusal(NEOX_BASE ",\"hidden_act\":\"relu\"}", "hidden_act \"relu\" is not supported (gpt_neox: gelu");
+    expect_refusal(NEOX_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (gpt_neox: gelu");
     expect_refusal(NEOX_BASE ",\"head_dim\":8}", "gpt_neox head_dim 8 and num_key_value_heads 4 must be");
     expect_refusal(NEOX_BASE ",\"num_key_value_heads\":2}", "gpt_neox head_dim 16 and num_key_value_heads 2 must be");
     assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
     c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2) or 3 (gelu)");
+    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu) or 4 (relu)");
 }
 
 /* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
@@ -883,9 +885,37 @@ static void test_gpt2_fields(void **state) {
     expect_refusal(GPT2_BASE ",\"reorder_and_upcast_attn\":true}", "gpt2 with reorder_and_upcast_attn true");
     expect_refusal(GPT2_BASE ",\"add_cross_attention\":true}", "gpt2 with add_cross_attention true");
     expect_refusal(GPT2_BASE ",\"scale_attn_weights\":false}", "gpt2 with scale_attn_weights false");
-    expect_refusal(GPT2_BASE ",\"activation_function\":\"relu\"}", "activation_function \"relu\" is not supported");
+    expect_refusal(GPT2_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
     c.pos_learned = false, c.pos_offset = 2;
     expect_create_refusal(&c, "pos_offset 2 must be in");
+}
+
+/* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
+ * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
+ * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
+ * project_in / project_out, a removed final norm, another activation_function. */
+static void test_opt_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OPT_BASE "}", "opt-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 3072);
+    assert_true(c.pos_learned && c.pos_offset == 2 && c.max_position_embeddings == 2048 && c.layer_nope[1]);
+    assert_true(c.mlp_act == KVC_MLP_RELU && c.mlp_plain && c.layer_norm && c.norm_bias && !c.norm_weightless);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(OPT_BASE ",\"layer_norm_elementwise_affine\":false,\"enable_bias\":false,"
+                                                     "\"activation_function\":\"gelu\",\"ffn_dim\":16,"
+                                                     "\"max_position_embeddings\":4,\"word_embed_proj_dim\":32,"
+                                                     "\"do_layer_norm_before\":true,\"rms_norm_eps\":0.5}",
+                                            "opt-set", &c),
+                     KVC_OK);
+    assert_true(c.norm_weightless && !c.norm_bias && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 16 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(forward_positions(&c, 4), KVC_OK);
+    assert_int_equal(forward_positions(&c, 5), KVC_ERANGE);
+    expect_refusal(OPT_BASE ",\"do_layer_norm_before\":false}", "opt with do_layer_norm_before false");
+    expect_refusal(OPT_BASE ",\"word_embed_proj_dim\":16}", "opt with word_embed_proj_dim other than hidden_size");
+    expect_refusal(OPT_BASE ",\"_remove_final_layer_norm\":true}", "opt with _remove_final_layer_norm true");
+    expect_refusal(OPT_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
 }
 
 int main(void) {
@@ -917,6 +947,7 @@ int main(void) {
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
+        cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,6 +421,13 @@ static void test_gpt2(void **state) {
     run_dir("gpt2");
 }
 
+/* OPT-125m-like: learned positions with OPT's offset of 2 (n 64, 66 rows) and no RoPE, pre-norm LayerNorms with
+ * bias, every bias, relu, tied */
+static void test_opt(void **state) {
+    (void)state;
+    run_dir("opt");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -476,6 +483,7 @@ int main(void) {
         cmocka_unit_test(test_phi),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
+        cmocka_unit_test(test_opt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

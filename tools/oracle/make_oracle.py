@@ -4,7 +4,7 @@
 For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gemma3, phi3,
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
-ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi, gpt_neox, gpt_neox_seq, gpt2) this script
+ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, phi, gpt_neox, gpt_neox_seq, gpt2, opt) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -57,6 +57,8 @@ from transformers import (
     GPTNeoXForCausalLM,
     GPT2Config,
     GPT2LMHeadModel,
+    OPTConfig,
+    OPTForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     Ernie4_5Config,
@@ -654,6 +656,15 @@ def gpt2_config():
                       eos_token_id=None, pad_token_id=None)
 
 
+def opt_config():
+    # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
+    # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
+    # q/k/v/out_proj and fc1/fc2 biases (enable_bias), relu (the default), ffn_dim 96, 3 layers, 4 heads of 16,
+    # tied (the default).
+    return OPTConfig(vocab_size=VOCAB, hidden_size=64, ffn_dim=96, num_hidden_layers=3, num_attention_heads=4,
+                     max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -684,6 +695,7 @@ FAMILIES = {
     "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
+    "opt": (opt_config, OPTForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -702,6 +714,10 @@ def param_std(name, shape, config):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight"):  # input/post_attention/final norms, q/k norms, MLA latent norms
         return None
+    if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
+        return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type == "opt" and name.endswith("embed_positions.weight"):
+        return 0.5
     if config.model_type == "gpt2":  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe, Conv1D [in, out]
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
@@ -818,7 +834,7 @@ def layer_outputs(model, ids):
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in getattr(base, "layers", None) or base.h:  # GPT-2: transformer.h
+    for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1231,7 +1247,7 @@ def main():
                                "phi3", "phi3_longrope", "olmo2", "olmo3", "granite", "smollm3", "gemma", "gemma2",
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
-                               "ernie4_5", "phi", "gpt_neox", "gpt_neox_seq", "gpt2"]:
+                               "ernie4_5", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
