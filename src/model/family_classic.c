@@ -109,7 +109,6 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     }
     KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
     KVC_TRY(whole_heads(hp, "gpt2", cfg));
-    if (!hp->have_max_pos) cfg->max_position_embeddings = 1024; /* GPT2Config's n_positions */
     cfg->pos_learned = true;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;

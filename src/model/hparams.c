@@ -159,7 +159,12 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     bool have = false;
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
-    return kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+    KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
+    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
+    const char *mt = hp->model_type;
+    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0))
+        hp->max_pos = strcmp(mt, "gpt2") == 0 ? 1024 : 2048, hp->have_max_pos = true;
+    return KVC_OK;
 }
 
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
