@@ -569,8 +569,11 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t) {
     uint64_t s = *(const uint64_t *)user;
     for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
     const int64_t n = numel(t), *shape = t->shape;
-    /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors */
-    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1] : shape[t->ndim - 1];
+    /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors; the first of a
+     * Conv1D's [in, out] */
+    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
+                           : (t->ndim == 2 && t->transposed)                 ? shape[0]
+                                                                             : shape[t->ndim - 1];
     double mean = 0.0, std;
     switch (t->init) {
     case KVC_WINIT_NORM: mean = 1.0, std = 0.1; break;
