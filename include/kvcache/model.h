@@ -36,11 +36,13 @@ extern "C" {
  * (kvc_model_load) runs the model types marked "runs". One descriptor per
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
+    KVC_FAMILY_DENSE =
+        0,                    /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
-                               * ernie4_5 and the softmax-routed MoE models qwen3_moe, qwen2_moe, mixtral, olmoe,
-                               * granitemoe, granitemoeshared, and glm4_moe (DeepSeek-V3's router) */
+                               * ernie4_5, phi, gpt_neox, gpt2, opt and the softmax-routed MoE models qwen3_moe,
+                               * qwen2_moe, mixtral, olmoe, granitemoe, granitemoeshared, and glm4_moe (DeepSeek-V3's
+                               * router) */
     KVC_FAMILY_GPT_OSS,       /* runs gpt_oss: sliding / full layers, sinks, MoE */
     KVC_FAMILY_DEEPSEEK_V3,   /* MLA; runs deepseek_v3, deepseek_v2; plans also deepseek_v32, kimi_k2 */
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
@@ -69,8 +71,14 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* The MLP's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3; StarCoder2's ungated MLP), or relu2
- * (ReLU squared, Arcee's ungated MLP only: mlp_plain). */
-typedef enum kvc_mlp_act { KVC_MLP_SILU = 0, KVC_MLP_GELU_TANH = 1, KVC_MLP_RELU2 = 2 } kvc_mlp_act;
+ * (ReLU squared, Arcee's ungated MLP only: mlp_plain), or gelu (GELU by erf) or relu (OPT), ungated MLPs only. */
+typedef enum kvc_mlp_act {
+    KVC_MLP_SILU = 0,
+    KVC_MLP_GELU_TANH = 1,
+    KVC_MLP_RELU2 = 2,
+    KVC_MLP_GELU = 3,
+    KVC_MLP_RELU = 4
+} kvc_mlp_act;
 
 /* Everything the forward pass needs from config.json. */
 typedef struct kvc_model_config {
@@ -166,6 +174,17 @@ typedef struct kvc_model_config {
     int64_t attention_chunk_size;
     bool layer_chunked[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool qk_l2_norm, query_scale_nope, moe_sigmoid_input;
+    /* Phi (1, 1.5, 2): the output head adds a bias of its own (lm_head.bias [vocab_size], also with a tied
+     * head). Last, as above. */
+    bool head_bias;
+    /* GPT-NeoX: a parallel block whose MLP reads post_attention_layernorm of the block's input (with its bias
+     * under norm_bias) instead of the attention's input_layernorm output; parallel_block only. Last, as above. */
+    bool parallel_mlp_norm;
+    /* GPT-2: learned absolute positions (pos_learned): row position + pos_offset of model.embed_positions.weight
+     * [max_position_embeddings + pos_offset, hidden_size] added to each token's embedding; a position from
+     * max_position_embeddings on is refused. Last, as above. */
+    bool pos_learned;
+    int64_t pos_offset;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

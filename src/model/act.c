@@ -49,6 +49,8 @@ void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n) {
             float *e = x + t * n + j;
             *e = act == KVC_MLP_RELU2       ? kvci_relu2(*e)
                  : act == KVC_MLP_GELU_TANH ? kvci_gelu_mul(*e, 1.0f)
+                 : act == KVC_MLP_GELU      ? kvci_gelu_erf(*e)
+                 : act == KVC_MLP_RELU      ? kvci_relu(*e)
                                             : kvci_silu_mul(*e, 1.0f);
         }
 }

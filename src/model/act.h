@@ -87,6 +87,16 @@ static inline float kvci_relu2(float a) {
     return r * r;
 }
 
+/* relu(a) = max(a, 0) as PyTorch's (NaN stays NaN). */
+static inline float kvci_relu(float a) { return a > 0.0f || a != a ? a : 0.0f; }
+
+/* gelu(a) = a (1 + erf(a / sqrt 2)) / 2 without approximation (transformers' "gelu", PyTorch's exact gelu), as
+ * a erfc(-a / sqrt 2) / 2 in double (no cancellation where erf(a / sqrt 2) nears -1), rounded once to float. */
+static inline float kvci_gelu_erf(float a) {
+    const double x = a;
+    return (float)(0.5 * x * erfc(-x * 0.70710678118654752440));
+}
+
 /* out[j] = act(g[j]) * u[j] for j < n; out may be g or u. */
 typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
 

@@ -221,6 +221,11 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         if (md->positions[t] < 0 || md->positions[t] >= ws->max_kv_len)
             return kvci_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
                              (long long)md->positions[t], (long long)ws->max_kv_len);
+        if (c->pos_learned && md->positions[t] >= c->max_position_embeddings)
+            return kvci_fail(KVC_ERANGE,
+                             "forward: positions[%lld] = %lld is beyond the model's %lld learned positions "
+                             "(max_position_embeddings, n_positions)",
+                             (long long)t, (long long)md->positions[t], (long long)c->max_position_embeddings);
     }
     *fresh = true;
     int64_t q0 = 0;
@@ -381,6 +386,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_wmat_row(&m->embed, a->token_ids[t], row);
         if (c->embed_scale != 0.0f)
             for (int64_t i = 0; i < H; i++) row[i] *= c->embed_scale;
+        if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
+            const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
+            for (int64_t i = 0; i < H; i++) row[i] += p[i];
+        }
         kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)
             kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
@@ -401,11 +410,13 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
         t0 = kvci_sp_begin();
+        if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before the attention adds */
+            sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
         t0 = kvci_sp_begin();
-        if (!c->parallel_block) /* Cohere's MLP reads the attention's xn */
+        if (!c->parallel_block) /* Cohere's MLP reads the attention's xn, GPT-NeoX's its own (above) */
             sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
@@ -423,7 +434,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
     norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
-    st = kvci_linear(ws->xn, n, &m->lm_head, NULL, a->logits);
+    st = kvci_linear(ws->xn, n, &m->lm_head, m->lm_head_b, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;
         for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;

@@ -56,10 +56,12 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's 0.25, else 1 (the whole head). */
+ * StableLmConfig's 0.25, PhiConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key), else 1 (the whole
+ * head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
-    if (mt != NULL && strcmp(mt, "stablelm") == 0) return 0.25;
+    if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
+    if (mt != NULL && strcmp(mt, "phi") == 0) return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 
@@ -168,7 +170,12 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     bool have = false;
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
-    return kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos);
+    KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
+    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
+    const char *mt = hp->model_type;
+    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0))
+        hp->max_pos = strcmp(mt, "gpt2") == 0 ? 1024 : 2048, hp->have_max_pos = true;
+    return KVC_OK;
 }
 
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
@@ -363,6 +370,10 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     r->partial_rotary_factor = default_partial_rotary(hp);
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_neox") == 0) { /* GPTNeoXConfig's names for them */
+        KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
+        KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
+    }
     if (dict == NULL) return KVC_OK;
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));

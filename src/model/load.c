@@ -14,6 +14,7 @@ typedef struct load_ctx {
     bool packed;            /* the files are a saved quantized copy (kvci_model_save) */
     const char *text;       /* a multimodal checkpoint's prefix of the text model's tensors in place of "model."
                              * (text_prefix); NULL: none */
+    const char *model_type; /* the checkpoint's names are its (kvci_checkpoint_name); NULL: a saved copy's */
     float *staging;         /* a GEMM operand in f32 on its way to its dtype: grown to the largest, */
     int64_t staging_n;      /* reused (its pages faulted once, not per tensor) */
 } load_ctx;
@@ -156,28 +157,34 @@ static const char *text_prefix(const kvc_safetensors *st) {
     return NULL;
 }
 
-/* The file's name of tensor `name` into buf: under c->text in place of "model.", and the head as
- * lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier layout). */
+/* The file's name of tensor `name` into buf: its model type's (kvci_checkpoint_name); under c->text in place of
+ * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
+ * layout). */
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
-    if (!c->text) return name;
-    if (strncmp(name, "model.", 6) == 0)
+    char own[320];
+    if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
+    const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name) : NULL;
+    if (bare && !kvc_safetensors_has(c->st, name) && kvc_safetensors_has(c->st, bare)) name = bare;
+    if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);
-    else if (strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
+    else if (c->text && strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
         snprintf(buf, cap, "language_model.%s", name);
     else
-        return name;
+        snprintf(buf, cap, "%s", name);
     return buf;
 }
 
 /* Where the file holds t: under its own name (*sp = t->split), else inside t->fused (Phi-3's qkv_proj,
- * gate_up_proj, Granite MoE's input_linear: this rank's rows of t's part along the rows' dim, 0 of a matrix and 1
- * of E experts' [E, rows, cols]; *name the fused tensor's file name in buf). */
+ * gate_up_proj, Granite MoE's input_linear: this rank's rows of t's part along the rows' dim, 0 of a matrix or
+ * vector and 1 of E experts' [E, rows, cols], GPT-2's transposed Conv1D c_attn along its last; *name the fused
+ * tensor's file name in buf; in blocks, GPT-NeoX's, read_blocks reads them). */
 static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const char **name, char *buf, size_t cap,
                                kvc_wsplit *sp) {
     *sp = t->split;
     if (!t->fused.name || kvc_safetensors_has(c->st, *name)) return KVC_OK;
     const char *fused = file_name(c, t->fused.name, buf, cap);
-    const int32_t rows = t->ndim - 2;
+    /* the operand's rows: GPT-2's Conv1D keeps them last, E experts' [E, rows, cols] in dim 1 */
+    const int32_t rows = t->transposed ? t->ndim - 1 : t->ndim > 2 ? t->ndim - 2 : 0;
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", *name, fused);
     if (t->split.dim >= 0 && t->split.dim != rows) /* weights.c splits the operands a checkpoint fuses by rows only */
@@ -186,6 +193,20 @@ static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const ch
     *sp = (kvc_wsplit){
         .dim = rows, .full = t->fused.rows, .start = t->fused.at + (t->split.dim == rows ? t->split.start : 0)};
     *name = fused;
+    return KVC_OK;
+}
+
+/* t (this rank's part, dst NULL: checks only) from the fused tensor `fused` whose blocks hold it (t->fused.block
+ * > 0: GPT-NeoX's D rows of q, k or v per head), block by block. */
+static kvc_status read_blocks(const load_ctx *c, const kvc_wtensor *t, const char *fused, float *dst) {
+    const kvc_wfused *f = &t->fused;
+    const int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1;
+    const int64_t first = (t->split.dim == 0 ? t->split.start : 0) / f->block; /* this rank's first block */
+    const int64_t part[2] = {f->block, cols};
+    for (int64_t b = 0; b < rows / f->block; b++) {
+        const kvc_wsplit sp = {.dim = 0, .full = f->rows, .start = (first + b) * f->stride + f->at};
+        KVC_TRY(read_part(c, fused, t->ndim, part, &sp, 0, dst ? dst + b * f->block * cols : NULL));
+    }
     return KVC_OK;
 }
 
@@ -210,19 +231,22 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
         split_star(name, prefix, sizeof prefix, &suffix);
         return load_modules(c, t, prefix, suffix, "heads", c->check_only ? NULL : *t->vec, &dtype);
     }
+    char fbuf[320];
+    kvc_wsplit sp;
+    KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
+    const bool blocks = name == fbuf && t->fused.block > 0;
     if (!t->mat) {
-        KVC_TRY(read_part(c, name, t->ndim, t->shape, &t->split, 0, *t->vec));
+        float *dst = c->check_only ? NULL : *t->vec;
+        KVC_TRY(blocks ? read_blocks(c, t, name, dst) : read_part(c, name, t->ndim, t->shape, &sp, 0, *t->vec));
         if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
         return KVC_OK;
     }
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
-    char fbuf[320];
-    kvc_wsplit sp;
-    KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const char *dtype = kvci_safetensors_dtype(c->st, name);
-    kvc_status s =
-        strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype) : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
+    kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
+                   : blocks          ? read_blocks(c, t, name, tmp)
+                                     : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
     if (s == KVC_OK && c->check_only) {
         const kvc_wmat_dtype stored = !dtype                       ? KVC_WMAT_F32
                                       : strcmp(dtype, "BF16") == 0 ? KVC_WMAT_BF16
@@ -290,8 +314,14 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
         return s;
     }
     const char *text = packed ? NULL : text_prefix(st);
-    load_ctx check = {.st = st, .check_only = true, .weights = weights, .packed = packed, .text = text},
-             c = {.st = st, .packed = packed, .text = text};
+    const char *names = packed ? NULL : cfg.model_type;
+    load_ctx check = {.st = st,
+                      .check_only = true,
+                      .weights = weights,
+                      .packed = packed,
+                      .text = text,
+                      .model_type = names},
+             c = {.st = st, .packed = packed, .text = text, .model_type = names};
     s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     kvci_free(c.staging);

@@ -126,9 +126,11 @@ struct kvc_model {
     kvc_model_config full; /* the checkpoint's (equal to cfg on one rank) */
     kvc_model_tp tp;       /* size 1 unless loaded by kvci_model_load_tp */
     kvc_wmat embed;        /* [V, H] */
+    float *pos_embed;      /* [max_position_embeddings + pos_offset, H] learned positions (pos_learned), else NULL */
     float *final_norm;     /* [H] */
     float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
+    float *lm_head_b;      /* [V] its bias (head_bias), else NULL */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
@@ -163,12 +165,15 @@ typedef struct kvc_wsplit {
     int64_t full, start;
     bool zero;
 } kvc_wsplit;
-/* Where a GEMM operand lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
+/* Where a GEMM operand (or a bias) lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
  * self_attn.qkv_proj [q | k | v] and mlp.gate_up_proj [gate | up]): the fused tensor's name, its
- * length along dim 0, and the first of this operand's entries there; name NULL: never fused. */
+ * length along dim 0, and the first of this operand's entries there; name NULL: never fused. block > 0: the
+ * operand's entries come in blocks of `block`, block i at i * stride + at (GPT-NeoX's query_key_value
+ * [heads, 3, D]: block D, stride 3 D). */
 typedef struct kvc_wfused {
     const char *name;
     int64_t rows, at;
+    int64_t block, stride;
 } kvc_wfused;
 typedef struct kvc_wtensor {
     const char *name;

@@ -22,6 +22,7 @@ typedef struct visitor {
     void *user;
     const kvc_model *m;
     char prefix[96];
+    bool conv1d; /* GPT-2's Conv1D layers: every layer matrix stored [in, out], transposed at load */
 } visitor;
 
 static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
@@ -85,9 +86,11 @@ static kvc_status v2(visitor *v, const char *suffix, int64_t a, int64_t b, float
 /* A GEMM operand [rows, cols], which a checkpoint may hold inside `fused` (name NULL: never). */
 static kvc_status m2_in(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp,
                         kvc_wfused fused) {
-    const int64_t s[2] = {rows, cols};
+    const bool tr = v->conv1d; /* stored [cols, rows]: sp's dim (of [rows, cols]) is the other one */
+    const int64_t s[2] = {tr ? cols : rows, tr ? rows : cols};
+    if (tr && sp.dim >= 0) sp.dim = 1 - sp.dim;
     w->count = 1, w->rows = rows, w->cols = cols;
-    return visit_fused(v, suffix, 2, s, NULL, w, false, KVC_WINIT_WEIGHT, sp, fused);
+    return visit_fused(v, suffix, 2, s, NULL, w, tr, KVC_WINIT_WEIGHT, sp, fused);
 }
 
 static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols, kvc_wmat *w, kvc_wsplit sp) {
@@ -95,11 +98,34 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 }
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
- * the whole model's sizes), GLM and GLM-4 only gate and up; the runtime holds them apart (fuse.c joins them back
- * where it can). */
-static bool fused_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "phi3") == 0; }
+ * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-NeoX keeps q, k, v (weights and biases) in one
+ * attention.query_key_value per head, [heads, 3, D], GPT-2 q, k, v one after the other in attn.c_attn (its
+ * Conv1D: along the columns; ckpt_names.c's names); the runtime holds them apart (fuse.c
+ * joins them back where it can). */
+static bool neox_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "gpt_neox") == 0; }
+static bool fused_qkv(const kvc_model_config *c) {
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c);
+}
 static bool fused_gate_up(const kvc_model_config *c) {
-    return fused_qkv(c) || strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "glm") == 0;
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
+           strcmp(c->model_type, "glm") == 0;
+}
+
+/* Where part `i` (0 q, 1 k, 2 v) of the attention's `what` ("weight" or "bias") lies in the fused qkv_proj
+ * (name NULL: never fused): Phi-3's q, k, v rows one after the other, GPT-NeoX's D rows of each per head. */
+static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, const char *what) {
+    const int64_t D = c->head_dim, fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D;
+    if (!fused_qkv(c)) return (kvc_wfused){0};
+    const char *name = strcmp(what, "bias") == 0 ? "self_attn.qkv_proj.bias" : "self_attn.qkv_proj.weight";
+    if (neox_qkv(c)) return (kvc_wfused){name, fq + 2 * fkv, i * D, D, 3 * D};
+    return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : i == 1 ? fq : fq + fkv, 0, 0};
+}
+
+/* An f32 vector [a] which a checkpoint may hold inside `fused` (GPT-NeoX's q/k/v biases). */
+static kvc_status v1_in(visitor *v, const char *suffix, int64_t a, float **slot, kvc_winit init, kvc_wsplit sp,
+                        kvc_wfused fused) {
+    const int64_t s[1] = {a};
+    return visit_fused(v, suffix, 1, s, slot, NULL, false, init, sp, fused);
 }
 
 /* E GEMM operands [rows, cols]; stored [E, cols, rows] when `transposed` (sp's dim counts the stored dims); a
@@ -118,15 +144,18 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    const int64_t fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D; /* the checkpoint's rows */
-    const char *qkv = fused_qkv(c) ? "self_attn.qkv_proj.weight" : NULL;
-    TRY(m2_in(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D), (kvc_wfused){qkv, fq + 2 * fkv, 0}));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
-    TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), (kvc_wfused){qkv, fq + 2 * fkv, fq}));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D)));
-    TRY(m2_in(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D),
-              (kvc_wfused){qkv, fq + 2 * fkv, fq + fkv}));
-    if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
+    TRY(m2_in(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D), qkv_part(v, c, 0, "weight")));
+    if (c->qkv_bias)
+        TRY(v1_in(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D),
+                  qkv_part(v, c, 0, "bias")));
+    TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), qkv_part(v, c, 1, "weight")));
+    if (c->qkv_bias)
+        TRY(v1_in(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D),
+                  qkv_part(v, c, 1, "bias")));
+    TRY(m2_in(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D), qkv_part(v, c, 2, "weight")));
+    if (c->qkv_bias)
+        TRY(v1_in(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D),
+                  qkv_part(v, c, 2, "bias")));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
@@ -195,10 +224,10 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     const char *ff = c->family == KVC_FAMILY_LLAMA4 ? "feed_forward." : "mlp.";
     char n[96];
     snprintf(n, sizeof n, "%s%sgate_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0}));
+    TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0, 0, 0}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "%s%sup_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI}));
+    TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI, 0, 0}));
     if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
     snprintf(n, sizeof n, "%s%sdown_proj.weight", ff, sub);
     TRY(m2(v, n, H, I, d, even(v, 1, I)));
@@ -277,10 +306,11 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     if (c->norm_weightless) return KVC_OK;
     if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(v, "input_layernorm.bias", H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
-    if (!c->parallel_block)
+    const bool mlp_norm = !c->parallel_block || c->parallel_mlp_norm; /* GPT-NeoX's parallel block has its own */
+    if (mlp_norm)
         TRY(v1(v, glm4 ? "post_self_attn_layernorm.weight" : "post_attention_layernorm.weight", H, &w->post_norm,
                KVC_WINIT_NORM, WHOLE));
-    if (c->norm_bias && !c->parallel_block)
+    if (c->norm_bias && mlp_norm)
         TRY(v1(v, "post_attention_layernorm.bias", H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->sandwich_norms)
         TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
@@ -322,11 +352,16 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
     TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
+    if (c->pos_learned)
+        TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
+               &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
+    v.conv1d = strcmp(c->model_type, "gpt2") == 0;
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
-    v.prefix[0] = '\0';
+    v.conv1d = false, v.prefix[0] = '\0';
     if (!c->norm_weightless) TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
+    if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
 }
 
@@ -447,6 +482,11 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->parallel_block && (c->post_norms || c->sandwich_norms))
         return kvci_fail(KVC_EINVAL,
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
+    if (c->parallel_mlp_norm && !c->parallel_block)
+        return kvci_fail(KVC_EINVAL, "model: parallel_mlp_norm needs parallel_block");
+    if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
+        return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
+                         (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
     if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
                                      "sandwich_norms or gemma_norms)");
@@ -462,10 +502,12 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
-    if ((unsigned)c->mlp_act > KVC_MLP_RELU2 || (c->mlp_act == KVC_MLP_RELU2 && !c->mlp_plain))
+    if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
         return kvci_fail(KVC_EINVAL,
-                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2)",
-                         (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2);
+                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2), %d "
+                         "(gelu) or %d (relu)",
+                         (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2,
+                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "
@@ -578,8 +620,11 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t) {
     uint64_t s = *(const uint64_t *)user;
     for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
     const int64_t n = numel(t), *shape = t->shape;
-    /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors */
-    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1] : shape[t->ndim - 1];
+    /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors; the first of a
+     * Conv1D's [in, out] */
+    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
+                           : (t->ndim == 2 && t->transposed)                 ? shape[0]
+                                                                             : shape[t->ndim - 1];
     double mean = 0.0, std;
     switch (t->init) {
     case KVC_WINIT_NORM: mean = 1.0, std = 0.1; break;

@@ -18,6 +18,7 @@
 #define KVC_LLAMA4_EXPERTS_GATE "feed_forward.experts.*.gate_proj.weight"
 #define KVC_LLAMA4_EXPERTS_UP   "feed_forward.experts.*.up_proj.weight"
 #define KVC_LLAMA4_EXPERTS_DOWN "feed_forward.experts.*.down_proj.weight"
+#include <stddef.h>
 
 #include "kvcache/model.h"
 
@@ -35,5 +36,12 @@ kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, co
                                  const int64_t *shape, const void **data);
 /* The string `key` of a file's "__metadata__" (the first file that has it); NULL when none has. */
 const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
+
+/* The name under which a checkpoint of model_type holds the tensor weights.c calls `name` (Llama's module
+ * names): name itself, or the renamed one in buf[cap] (ckpt_names.c). */
+const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap);
+/* That name without the base model's prefix, which some of the type's checkpoints leave out (GPT-2's
+ * transformer.); NULL when the type has none or name is not under it. */
+const char *kvci_checkpoint_bare(const char *model_type, const char *name);
 
 #endif

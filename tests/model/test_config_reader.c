@@ -368,6 +368,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/olmoe/config.json", "oracle/granitemoe/config.json", "oracle/granitemoeshared/config.json",
         "oracle/glm4_moe/config.json",
         "oracle/llama4/config.json", "oracle/llama4/multimodal/config.json",
+        "oracle/phi/config.json", "oracle/gpt_neox/config.json", "oracle/gpt_neox_seq/config.json",
+        "oracle/gpt2/config.json", "oracle/opt/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -217,9 +217,52 @@ static void test_relu2(void **state) {
     assert_memory_equal(row, want_row, sizeof row);
 }
 
+/* gelu by erf (GPT-NeoX's ungated MLP): within 1 ulp of a long double reference a erfc(-a / sqrt 2) / 2 over a
+ * sweep of [-12, 12] and random bit patterns (the float64 evaluation rounded once); gelu(0) = 0, large negative
+ * inputs give -0 or tiny negatives, not NaN; kvci_act_rows applies it in place, element by element. */
+static void test_gelu_erf(void **state) {
+    (void)state;
+    assert_true(kvci_gelu_erf(0.0f) == 0.0f && kvci_gelu_erf(INFINITY) == INFINITY && isnan(kvci_gelu_erf(NAN)));
+    assert_true(kvci_gelu_erf(-INFINITY) == 0.0f || isnan(kvci_gelu_erf(-INFINITY)));
+    uint32_t s = 13u;
+    double worst = 0.0;
+    for (int i = 0; i < 200000; i++) {
+        const uint32_t r = lcg(&s);
+        const float a = i % 2 ? -12.0f + 24.0f * (float)(r >> 8) / 16777216.0f : from_bits(r);
+        if (!isfinite(a)) continue;
+        const long double x = a;
+        const long double ref = 0.5L * x * erfcl(-x * 0.707106781186547524400844362104849039L);
+        const float out = kvci_gelu_erf(a);
+        const double ulp = (double)nextafterf(fabsf((float)ref), INFINITY) - (double)fabsf((float)ref);
+        const double e = ref == 0.0L ? fabs((double)out) : fabs((double)((long double)out - ref)) / ulp;
+        if (ref != 0.0L) worst = fmax(worst, e);
+        assert_true(ref == 0.0L ? out == 0.0f : e <= 1.0);
+    }
+    print_message("gelu (erf) worst %.2f ulp\n", worst);
+    float row[4] = {-1.0f, 0.5f, 2.0f, -20.0f};
+    kvci_act_rows(KVC_MLP_GELU, row, 2, 2);
+    const float want_row[4] = {kvci_gelu_erf(-1.0f), kvci_gelu_erf(0.5f), kvci_gelu_erf(2.0f), kvci_gelu_erf(-20.0f)};
+    assert_memory_equal(row, want_row, sizeof row);
+    assert_true(fabsf(row[0] - -0.15865525f) < 1e-7f && row[3] <= 0.0f && row[3] > -1e-30f);
+}
+
+/* relu (OPT's ungated MLP): max(a, 0) exactly, NaN stays NaN; kvci_act_rows applies it in place. */
+static void test_relu(void **state) {
+    (void)state;
+    assert_true(kvci_relu(INFINITY) == INFINITY && kvci_relu(-INFINITY) == 0.0f && isnan(kvci_relu(NAN)));
+    float row[6] = {-2.0f, -0.0f, 0.5f, 3.0f, 1e20f, -1e-30f};
+    kvci_act_rows(KVC_MLP_RELU, row, 2, 3);
+    const float want_row[6] = {0.0f, 0.0f, 0.5f, 3.0f, 1e20f, 0.0f};
+    assert_memory_equal(row, want_row, sizeof row);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits), cmocka_unit_test(test_special_values),
-                                       cmocka_unit_test(test_error_bounds), cmocka_unit_test(test_gelu),
-                                       cmocka_unit_test(test_relu2)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
+                                       cmocka_unit_test(test_special_values),
+                                       cmocka_unit_test(test_error_bounds),
+                                       cmocka_unit_test(test_gelu),
+                                       cmocka_unit_test(test_relu2),
+                                       cmocka_unit_test(test_gelu_erf),
+                                       cmocka_unit_test(test_relu)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include "config_fixture.h"
 #include "kvcache/plan.h"
 #include "model/family.h"
+#include "kvc_test_util.h"
 
 static float base_inv(double theta, int64_t i, int64_t d) {
     return 1.0f / powf((float)theta, (float)(2 * i) / (float)d);
@@ -492,6 +493,15 @@ static void test_refusals(void **state) {
 #define ERNIE_BASE                                                                                                     \
     "{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define PHI_BASE                                                                                                       \
+    "{\"model_type\":\"phi\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define NEOX_BASE                                                                                                      \
+    "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define OPT_BASE                                                                                                       \
+    "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
     "{\"model_type\":\"ministral\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -1017,6 +1027,144 @@ static void test_llama4_fields(void **state) {
                    "sliding_attention");
 }
 
+/* Phi with PhiConfig's defaults (as many KV heads as heads, RoPE on half of each head, eps 1e-5, gelu_new, every
+ * bias and the head's, a parallel block of LayerNorms with bias, untied) and with Phi-2's top-level
+ * partial_rotary_factor 0.4 (6 of 16 channels, truncated as transformers), gelu_pytorch_tanh, tied, and gelu (erf);
+ * refused by
+ * name: qk_layernorm, another hidden_act. */
+static void test_phi_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(PHI_BASE "}", "phi-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.layer_norm && c.norm_bias && c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(PHI_BASE
+                                            ",\"partial_rotary_factor\":0.4,\"hidden_act\":\"gelu_pytorch_tanh\","
+                                            "\"tie_word_embeddings\":true,\"layer_norm_eps\":1e-3,"
+                                            "\"num_key_value_heads\":2,\"qk_layernorm\":false}",
+                                            "phi-set", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.tie_word_embeddings && c.head_bias && c.rms_norm_eps == 1e-3);
+    assert_true(c.num_kv_heads == 2 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"hidden_act\":\"gelu\"}", "phi-gelu", &c), KVC_OK);
+    assert_true(c.mlp_act == KVC_MLP_GELU);
+    expect_refusal(PHI_BASE ",\"qk_layernorm\":true}", "phi with qk_layernorm true is not supported");
+    expect_refusal(PHI_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (phi: gelu, gelu_new");
+}
+
+/* GPT-NeoX with GPTNeoXConfig's defaults (parallel residual with the MLP's own LayerNorm, RoPE on a quarter of each
+ * head at theta 1e4, exact GELU, every bias, eps 1e-5, untied) and with the hub's legacy keys rotary_pct 0.5 and
+ * rotary_emb_base 5e4 (a rope dict wins over them), the sequential block, no attention biases, gelu_fast; refused
+ * by name: another hidden_act, a head_dim or KV head count its attention does not use; in a caller's own struct,
+ * the MLP's own norm without a parallel block. */
+static void test_gpt_neox_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE "}", "neox-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 4);
+    assert_true(c.parallel_block && c.parallel_mlp_norm && c.layer_norm && c.norm_bias && c.mlp_plain);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope.theta == 10000.0 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"rotary_pct\":0.5,\"rotary_emb_base\":50000,"
+                                                      "\"use_parallel_residual\":false,\"attention_bias\":false,"
+                                                      "\"hidden_act\":\"gelu_fast\",\"tie_word_embeddings\":true}",
+                                            "neox-set", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 8 && c.rope.theta == 50000.0 && !c.parallel_block && !c.parallel_mlp_norm);
+    assert_true(!c.qkv_bias && !c.o_bias && c.mlp_bias && c.mlp_act == KVC_MLP_GELU_TANH && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE
+                                            ",\"rotary_pct\":0.5,\"rope_parameters\":{\"rope_type\":"
+                                            "\"default\",\"rope_theta\":20000,\"partial_rotary_factor\":1.0}}",
+                                            "neox-dict", &c),
+                     KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 20000.0);
+    expect_refusal(NEOX_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (gpt_neox: gelu");
+    expect_refusal(NEOX_BASE ",\"head_dim\":8}", "gpt_neox head_dim 8 and num_key_value_heads 4 must be");
+    expect_refusal(NEOX_BASE ",\"num_key_value_heads\":2}", "gpt_neox head_dim 16 and num_key_value_heads 2 must be");
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
+    c.parallel_mlp_norm = true;
+    expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
+    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
+    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu) or 4 (relu)");
+}
+
+/* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
+static kvc_status forward_positions(const kvc_model_config *cfg, int64_t T) {
+    kvc_model *m = NULL;
+    const int32_t ids[8] = {0};
+    float lg[8 * 8];
+    assert_true(T <= 8 && cfg->vocab_size <= 8);
+    assert_int_equal(kvc_model_create_random(cfg, 3, &m), KVC_OK);
+    const kvc_status st = kvc_test_prompt_forward(m, ids, T, 8, lg);
+    kvc_model_destroy(m);
+    return st;
+}
+
+/* GPT-2 with GPT2Config's defaults (n_inner 4 x n_embd, n_positions 1024, gelu_new, eps 1e-5, every bias, learned
+ * positions and no RoPE on any layer, tied) and with n_inner, n_positions, gelu, layer_norm_epsilon set; refused by
+ * name: the four attention switches the runtime does not run, another activation_function; a random model with
+ * n_positions 4 runs 4 tokens and refuses a fifth position by name. */
+static void test_gpt2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE "}", "gpt2-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.hidden_size == 32 && c.num_heads == 4 && c.num_kv_heads == 4);
+    assert_true(c.head_dim == 8 && c.intermediate_size == 128 && c.max_position_embeddings == 1024);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.layer_nope[0] && c.layer_nope[1] && c.tie_word_embeddings);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.parallel_block);
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE
+                                            ",\"n_inner\":null,\"n_positions\":4,\"activation_function\":"
+                                            "\"gelu\",\"layer_norm_epsilon\":1e-3,\"scale_attn_weights\":true}",
+                                            "gpt2-set", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 128 && c.max_position_embeddings == 4 && c.mlp_act == KVC_MLP_GELU);
+    assert_true(c.rms_norm_eps == 1e-3);
+    assert_int_equal(forward_positions(&c, 4), KVC_OK);
+    assert_int_equal(forward_positions(&c, 5), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "positions[4] = 4 is beyond the model's 4 learned positions"));
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE ",\"n_inner\":48}", "gpt2-inner", &c), KVC_OK);
+    assert_true(c.intermediate_size == 48);
+    expect_refusal(GPT2_BASE ",\"scale_attn_by_inverse_layer_idx\":true}",
+                   "gpt2 with scale_attn_by_inverse_layer_idx true is not supported");
+    expect_refusal(GPT2_BASE ",\"reorder_and_upcast_attn\":true}", "gpt2 with reorder_and_upcast_attn true");
+    expect_refusal(GPT2_BASE ",\"add_cross_attention\":true}", "gpt2 with add_cross_attention true");
+    expect_refusal(GPT2_BASE ",\"scale_attn_weights\":false}", "gpt2 with scale_attn_weights false");
+    expect_refusal(GPT2_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
+    c.pos_learned = false, c.pos_offset = 2;
+    expect_create_refusal(&c, "pos_offset 2 must be in");
+}
+
+/* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
+ * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
+ * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
+ * project_in / project_out, a removed final norm, another activation_function. */
+static void test_opt_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(OPT_BASE "}", "opt-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 3072);
+    assert_true(c.pos_learned && c.pos_offset == 2 && c.max_position_embeddings == 2048 && c.layer_nope[1]);
+    assert_true(c.mlp_act == KVC_MLP_RELU && c.mlp_plain && c.layer_norm && c.norm_bias && !c.norm_weightless);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(OPT_BASE ",\"layer_norm_elementwise_affine\":false,\"enable_bias\":false,"
+                                                     "\"activation_function\":\"gelu\",\"ffn_dim\":16,"
+                                                     "\"max_position_embeddings\":4,\"word_embed_proj_dim\":32,"
+                                                     "\"do_layer_norm_before\":true,\"rms_norm_eps\":0.5}",
+                                            "opt-set", &c),
+                     KVC_OK);
+    assert_true(c.norm_weightless && !c.norm_bias && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 16 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(forward_positions(&c, 4), KVC_OK);
+    assert_int_equal(forward_positions(&c, 5), KVC_ERANGE);
+    expect_refusal(OPT_BASE ",\"do_layer_norm_before\":false}", "opt with do_layer_norm_before false");
+    expect_refusal(OPT_BASE ",\"word_embed_proj_dim\":16}", "opt with word_embed_proj_dim other than hidden_size");
+    expect_refusal(OPT_BASE ",\"_remove_final_layer_norm\":true}", "opt with _remove_final_layer_norm true");
+    expect_refusal(OPT_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -1049,6 +1197,10 @@ int main(void) {
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_llama4_fields),
+        cmocka_unit_test(test_phi_fields),
+        cmocka_unit_test(test_gpt_neox_fields),
+        cmocka_unit_test(test_gpt2_fields),
+        cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

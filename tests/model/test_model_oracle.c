@@ -443,6 +443,36 @@ static void test_glm4_moe(void **state) {
     run_dir("glm4_moe");
 }
 
+/* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
+ * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
+static void test_phi(void **state) {
+    (void)state;
+    run_dir("phi");
+}
+
+/* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
+ * head, q/k/v/dense and MLP biases, exact GELU, untied; and GPT-NeoX-20B-like sequential blocks, no attention
+ * biases, RoPE on half of each head, gelu_fast, tied */
+static void test_gpt_neox(void **state) {
+    (void)state;
+    run_dir("gpt_neox");
+    run_dir("gpt_neox_seq");
+}
+
+/* GPT-2-like: learned positions (n_positions 64) and no RoPE, Conv1D weights [in, out], q/k/v fused in c_attn,
+ * LayerNorms with bias, every bias, gelu_new, tied */
+static void test_gpt2(void **state) {
+    (void)state;
+    run_dir("gpt2");
+}
+
+/* OPT-125m-like: learned positions with OPT's offset of 2 (n 64, 66 rows) and no RoPE, pre-norm LayerNorms with
+ * bias, every bias, relu, tied */
+static void test_opt(void **state) {
+    (void)state;
+    run_dir("opt");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -517,6 +547,10 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
+        cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_gpt_neox),
+        cmocka_unit_test(test_gpt2),
+        cmocka_unit_test(test_opt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

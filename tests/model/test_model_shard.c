@@ -5,7 +5,7 @@
  * only (also DeepSeek's routed and shared experts and Qwen3-MoE's routed experts, per-module and fused,
  * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints;
  * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint;
- * Phi-3's fused q/k/v and gate/up, GLM-4's fused gate/up, Cohere and Cohere 2);
+ * Phi-3's fused q/k/v and gate/up, GLM-4's fused gate/up, Cohere and Cohere 2; Phi, GPT-NeoX, GPT-2, OPT);
  * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
@@ -270,6 +270,19 @@ static void test_glm_seed_oss(void **state) {
     check_family("ministral3", KVC_WMAT_CHECKPOINT);
 }
 
+/* The classic types: Phi's q/k/v/dense and fc1/fc2 under their names, the head's bias whole; GPT-NeoX's
+ * query_key_value read per head block by block (parallel and sequential blocks); GPT-2's Conv1D weights [in, out]
+ * split along their stored columns (rows of the operand) and its c_attn's q/k/v columns per rank, the learned
+ * positions whole; OPT's names under model.decoder. */
+static void test_classic(void **state) {
+    (void)state;
+    check_family("phi", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
+    check_family("gpt2", KVC_WMAT_CHECKPOINT);
+    check_family("opt", KVC_WMAT_CHECKPOINT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -288,6 +301,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_cohere),
         cmocka_unit_test(test_glm_seed_oss),
         cmocka_unit_test(test_granitemoe_olmoe),
+        cmocka_unit_test(test_classic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

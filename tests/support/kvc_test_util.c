@@ -158,6 +158,11 @@ void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, f
 }
 
 void kvc_test_prompt_logits_kv(const kvc_model *m, const int32_t *ids, int64_t T, int64_t max_kv_len, float *lg) {
+    const kvc_status st = kvc_test_prompt_forward(m, ids, T, max_kv_len, lg);
+    if (st != KVC_OK) fail_msg("prompt logits: %s (%s)", kvc_status_str(st), kvc_last_error());
+}
+
+kvc_status kvc_test_prompt_forward(const kvc_model *m, const int32_t *ids, int64_t T, int64_t max_kv_len, float *lg) {
     int64_t *pos = malloc((size_t)T * sizeof *pos), lq[1] = {T}, cu[1] = {T}, kvp[1] = {T - 1};
     assert_non_null(pos);
     for (int64_t i = 0; i < T; i++) pos[i] = i;
@@ -177,7 +182,7 @@ void kvc_test_prompt_logits_kv(const kvc_model *m, const int32_t *ids, int64_t T
     if (st == KVC_OK) st = kvc_model_forward(m, ws, &a);
     kvc_model_workspace_destroy(ws);
     free(pos);
-    if (st != KVC_OK) fail_msg("prompt logits: %s (%s)", kvc_status_str(st), kvc_last_error());
+    return st;
 }
 
 /* Counts the files under dir (recursively) whose text holds needle, except `self`. */

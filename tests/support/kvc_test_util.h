@@ -41,6 +41,8 @@ kvc_manager *kvc_test_manager_shared(kvc_test_model *m, const char *const *keys,
 void kvc_test_prompt_logits(const kvc_model *m, const int32_t *ids, int64_t T, float *lg);
 /* The same through a workspace of max_kv_len (>= T) positions (longrope picks its factors by it). */
 void kvc_test_prompt_logits_kv(const kvc_model *m, const int32_t *ids, int64_t T, int64_t max_kv_len, float *lg);
+/* The same returning kvc_model_forward's (or the workspace's) status instead of failing on it. */
+kvc_status kvc_test_prompt_forward(const kvc_model *m, const int32_t *ids, int64_t T, int64_t max_kv_len, float *lg);
 
 /* Asserts the request's table for key_index equals expected[0..n). */
 void kvc_test_assert_table(const kvc_manager *m, int64_t rid, int32_t key_index, const int32_t *expected, int64_t n);

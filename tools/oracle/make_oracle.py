@@ -5,7 +5,7 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe) this script
+olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -52,6 +52,14 @@ from transformers import (
     ArceeForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
+    PhiConfig,
+    PhiForCausalLM,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    OPTConfig,
+    OPTForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     OlmoeConfig,
@@ -722,6 +730,51 @@ def llama4_config():
                                              "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                              "original_max_position_embeddings": 16})
 
+def phi_config():
+    # Phi-2 at toy size: one LayerNorm with bias feeding attention and MLP side by side, q/k/v/dense biases, RoPE
+    # on the first half of each head (partial_rotary_factor left at PhiConfig's 0.5: 8 of 16 channels),
+    # fc2(gelu_new(fc1(x))) with biases, final LayerNorm with bias, lm_head with a bias, GQA 4/2, 3 layers,
+    # untied (PhiConfig's default).
+    return PhiConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, hidden_act="gelu_new",
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def gpt_neox_config():
+    # Pythia at toy size: parallel residual (use_parallel_residual, GPTNeoXConfig's default: x + attn(ln1(x)) +
+    # mlp(ln2(x))), LayerNorms with bias, q/k/v fused per head in query_key_value [heads, 3, D], their and
+    # dense's biases (attention_bias, the default), RoPE on the first quarter of each head (rotary_pct left at
+    # 0.25: 4 of 16 channels), exact GELU (hidden_act "gelu", the default), 3 layers, untied (embed_out).
+    return GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                         num_hidden_layers=3, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None, tie_word_embeddings=False)
+
+
+def gpt_neox_seq_config():
+    # GPT-NeoX with the sequential block (use_parallel_residual false), no attention biases, RoPE on half of each
+    # head at theta 5e4, gelu_fast (GPT-NeoX-20B's: the tanh form), 2 layers, tied.
+    return GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                         num_hidden_layers=2, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None, use_parallel_residual=False, attention_bias=False, hidden_act="gelu_fast",
+                         rope_parameters={"rope_type": "default", "rope_theta": 50000.0,
+                                          "partial_rotary_factor": 0.5}, tie_word_embeddings=True)
+
+
+def gpt2_config():
+    # GPT-2 at toy size: learned positions (wpe, n_positions 64: the prompts and their continuations stay within),
+    # no RoPE, Conv1D layers [in, out] with biases, q/k/v fused in c_attn, LayerNorms with bias, gelu_new (the
+    # default), n_inner 128 (null would be 4 x n_embd), 3 layers, 4 heads of 16, tied (the default).
+    return GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, n_inner=128, n_positions=64, bos_token_id=None,
+                      eos_token_id=None, pad_token_id=None)
+
+
+def opt_config():
+    # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
+    # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
+    # q/k/v/out_proj and fc1/fc2 biases (enable_bias), relu (the default), ffn_dim 96, 3 layers, 4 heads of 16,
+    # tied (the default).
+    return OPTConfig(vocab_size=VOCAB, hidden_size=64, ffn_dim=96, num_hidden_layers=3, num_attention_heads=4,
+                     max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
 
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
@@ -750,6 +803,11 @@ FAMILIES = {
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
+    "phi": (phi_config, PhiForCausalLM),
+    "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
+    "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
+    "gpt2": (gpt2_config, GPT2LMHeadModel),
+    "opt": (opt_config, OPTForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -775,6 +833,20 @@ def param_std(name, shape, config):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
+    if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
+        return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type == "opt" and name.endswith("embed_positions.weight"):
+        return 0.5
+    if config.model_type == "gpt2":  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe, Conv1D [in, out]
+        if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
+            return None
+        if name.endswith(".bias"):
+            return 0.05
+        if name.endswith("wte.weight"):
+            return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+        if name.endswith("wpe.weight"):
+            return 0.5
+        return 1.0 / math.sqrt(shape[0])  # Conv1D, used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -884,9 +956,10 @@ def layer_outputs(model, ids):
     """Residual stream: embedding output, then the output of every decoder layer (before the
     final norm), for one prompt."""
     captured = []
-    hooks = [model.model.embed_tokens.register_forward_hook(
+    base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
+    hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in model.model.layers:
+    for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1398,7 +1471,7 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]

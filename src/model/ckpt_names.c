@@ -1,0 +1,83 @@
+/* The checkpoint's names of the families whose modules are not named as Llama's: weights.c walks every model
+ * under Llama's names (model.layers.N.self_attn.o_proj.weight, ...), and the loader reads each under the name
+ * its model type's checkpoints give it. A saved quantized copy keeps Llama's names (save.c), so it is read
+ * without renaming. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/weights_internal.h"
+
+/* One rename: in a tensor of model_type `type`, the first `from` becomes `to`. Every rule of the type whose
+ * `from` the name holds applies, in this order. */
+typedef struct rename_rule {
+    const char *type, *from, *to;
+} rename_rule;
+
+static const rename_rule RULES[] = {
+    /* Phi (PhiForCausalLM): the attention's output projection is dense, the MLP fc1 (up) and fc2 (down) */
+    {"phi", "self_attn.o_proj.", "self_attn.dense."},
+    {"phi", "mlp.up_proj.", "mlp.fc1."},
+    {"phi", "mlp.down_proj.", "mlp.fc2."},
+    {"phi", "model.norm.", "model.final_layernorm."},
+    /* GPT-NeoX (GPTNeoXForCausalLM): under gpt_neox., q/k/v fused per head in attention.query_key_value (the
+     * fused name weights.c gives them), the MLP dense_h_to_4h (up) and dense_4h_to_h (down), the head embed_out */
+    {"gpt_neox", "model.embed_tokens.", "gpt_neox.embed_in."},
+    {"gpt_neox", "model.layers.", "gpt_neox.layers."},
+    {"gpt_neox", "self_attn.qkv_proj.", "attention.query_key_value."},
+    {"gpt_neox", "self_attn.o_proj.", "attention.dense."},
+    {"gpt_neox", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"gpt_neox", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"gpt_neox", "model.norm.", "gpt_neox.final_layer_norm."},
+    {"gpt_neox", "lm_head.", "embed_out."},
+    /* GPT-2 (GPT2LMHeadModel): under transformer., wte / wpe the embeddings, h.N the layers with ln_1 / ln_2,
+     * attn.c_attn (q, k, v fused) and attn.c_proj, mlp.c_fc (up) and mlp.c_proj (down), ln_f the final norm */
+    {"gpt2", "model.embed_tokens.", "transformer.wte."},
+    {"gpt2", "model.embed_positions.", "transformer.wpe."},
+    {"gpt2", "model.layers.", "transformer.h."},
+    {"gpt2", "input_layernorm.", "ln_1."},
+    {"gpt2", "post_attention_layernorm.", "ln_2."},
+    {"gpt2", "self_attn.qkv_proj.", "attn.c_attn."},
+    {"gpt2", "self_attn.o_proj.", "attn.c_proj."},
+    {"gpt2", "mlp.up_proj.", "mlp.c_fc."},
+    {"gpt2", "mlp.down_proj.", "mlp.c_proj."},
+    {"gpt2", "model.norm.", "transformer.ln_f."},
+    /* OPT (OPTForCausalLM): under model.decoder., self_attn_layer_norm / final_layer_norm in each layer,
+     * self_attn.out_proj, fc1 (up) and fc2 (down) outside any mlp., final_layer_norm the model's last norm */
+    {"opt", "model.embed_tokens.", "model.decoder.embed_tokens."},
+    {"opt", "model.embed_positions.", "model.decoder.embed_positions."},
+    {"opt", "model.layers.", "model.decoder.layers."},
+    {"opt", "input_layernorm.", "self_attn_layer_norm."},
+    {"opt", "post_attention_layernorm.", "final_layer_norm."},
+    {"opt", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"opt", "mlp.up_proj.", "fc1."},
+    {"opt", "mlp.down_proj.", "fc2."},
+    {"opt", "model.norm.", "model.decoder.final_layer_norm."},
+};
+
+/* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
+ * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...). */
+static const rename_rule BARE[] = {
+    {"gpt2", "transformer.", ""},
+    {"opt", "model.", ""},
+};
+
+const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
+    for (size_t i = 0; i < sizeof BARE / sizeof BARE[0]; i++)
+        if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0)
+            return name + strlen(BARE[i].from);
+    return NULL;
+}
+
+const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
+    char tmp[320];
+    const char *cur = name;
+    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
+        const rename_rule *r = &RULES[i];
+        const char *at = strcmp(model_type, r->type) == 0 ? strstr(cur, r->from) : NULL;
+        if (!at) continue;
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - cur), cur, r->to, at + strlen(r->from));
+        snprintf(buf, cap, "%s", tmp);
+        cur = buf;
+    }
+    return cur;
+}

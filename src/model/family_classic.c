@@ -1,0 +1,158 @@
+/* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2 and OPT. Each is a dense model of LayerNorms with bias, an ungated
+ * MLP with biases and RoPE on part of each head (GPT-2, OPT: learned positions instead); their checkpoints' own
+ * module names are ckpt_names.c's. */
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/family.h"
+
+/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, or GELU's
+ * tanh approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
+ * any other is refused by name. */
+static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
+                           kvc_model_config *cfg) {
+    const char *act = def;
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu") == 0)
+        cfg->mlp_act = KVC_MLP_GELU;
+    else if (strcmp(act, "relu") == 0)
+        cfg->mlp_act = KVC_MLP_RELU;
+    else if (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
+        cfg->mlp_act = KVC_MLP_GELU_TANH;
+    else
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu)",
+                         c->doc, key, act, type);
+    return KVC_OK;
+}
+
+/* Phi (microsoft/phi-1, phi-1_5, phi-2; PhiForCausalLM): one LayerNorm with bias (layer_norm_eps, 1e-5 when
+ * absent) feeding the attention and the MLP side by side (a parallel block), q/k/v and dense (o_proj) with
+ * biases, RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, PhiConfig's; hparams.c),
+ * MLP fc2(act(fc1(x))) with biases (hidden_act, gelu_new when absent), a final LayerNorm with bias and the head with a
+ * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head, which
+ * the runtime does not run). */
+static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool qk_ln = false;
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &qk_ln));
+    if (qk_ln)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phi with qk_layernorm true is not supported (LayerNorms of the q and k heads)", c->doc);
+    KVC_TRY(gelu_act(c, "hidden_act", "phi", "gelu_new", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* The head_dim of types whose attention always splits hidden_size over the heads, and as many KV heads as heads:
+ * a head_dim or num_key_value_heads key that says otherwise is refused (the planner would read it). */
+static kvc_status whole_heads(const kvc_hparams *hp, const char *type, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size || cfg->num_kv_heads != cfg->num_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s head_dim %lld and num_key_value_heads %lld must be hidden_size %lld / "
+                         "num_attention_heads %lld and as many, which its attention always uses",
+                         c->doc, type, (long long)cfg->head_dim, (long long)cfg->num_kv_heads,
+                         (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    return KVC_OK;
+}
+
+/* GPT-NeoX (EleutherAI/pythia-*, gpt-neox-20b; GPTNeoXForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5),
+ * q/k/v fused per head in attention.query_key_value (split at load, weights.c) and dense (o_proj), their biases by
+ * attention_bias (true when absent); RoPE half-split on head_dim * rotary_pct channels (0.25) at theta
+ * rotary_emb_base (1e4) unless the rope dict says (hparams.c); the MLP dense_4h_to_h(act(dense_h_to_4h(x))) with
+ * biases, act by hidden_act: gelu (erf, the default), or gelu_new / gelu_fast / gelu_pytorch_tanh (the tanh
+ * form); with use_parallel_residual (true when absent) x + attn(ln1(x)) + mlp(ln2(x)), else the sequential
+ * pre-norm block; the head embed_out, untied by default. */
+static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = true;
+    KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox", "gelu", cfg));
+    KVC_TRY(whole_heads(hp, "gpt_neox", cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", true, &cfg->parallel_block));
+    cfg->parallel_mlp_norm = cfg->parallel_block;
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel): learned absolute positions (wpe, n_positions rows, 1024 when
+ * absent) added to the token embeddings and no RoPE, Conv1D layers (weights stored [in, out]) with biases, q/k/v
+ * fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
+ * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent), tied by default.
+ * Refused by name: scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn, add_cross_attention, and
+ * scale_attn_weights false (an unscaled softmax the planner would not report). */
+static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    static const struct {
+        const char *key;
+        bool refused; /* the value refused; the other is the default */
+    } flags[] = {{"scale_attn_by_inverse_layer_idx", true},
+                 {"reorder_and_upcast_attn", true},
+                 {"add_cross_attention", true},
+                 {"scale_attn_weights", false}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        bool v = !flags[i].refused;
+        KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
+        if (v == flags[i].refused)
+            return kvci_fail(KVC_EINVAL, "%s: gpt2 with %s %s is not supported", c->doc, flags[i].key,
+                             v ? "true" : "false");
+    }
+    KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
+    KVC_TRY(whole_heads(hp, "gpt2", cfg));
+    cfg->pos_learned = true;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* OPT (facebook/opt-*, OPTForCausalLM): learned absolute positions with OPT's offset of 2 (embed_positions holds
+ * max_position_embeddings + 2 rows; row position + 2), no RoPE, pre-norm blocks of LayerNorms (eps 1e-5, fixed:
+ * nn.LayerNorm's) with weight and bias (layer_norm_elementwise_affine, true when absent; false: neither, OLMo's
+ * weightless norms), q/k/v/out_proj and fc1/fc2 biases by enable_bias (true), the MLP fc2(act(fc1(x))) of ffn_dim
+ * (config.c) by activation_function (relu when absent), tied by default. Refused by name: do_layer_norm_before
+ * false (OPT-350m's post-norm blocks, the norm after the residual add), word_embed_proj_dim other than hidden_size
+ * (project_in / project_out), _remove_final_layer_norm. */
+static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    bool pre_norm = true, remove_final = false, affine = true, bias = true;
+    int64_t proj = cfg->hidden_size;
+    KVC_TRY(kvci_family_opt_bool(c, "do_layer_norm_before", true, &pre_norm));
+    KVC_TRY(kvci_family_opt_bool(c, "_remove_final_layer_norm", false, &remove_final));
+    KVC_TRY(kvci_family_opt_int(c, "word_embed_proj_dim", cfg->hidden_size, 1, KVC_HP_MAX_WIDTH, &proj));
+    if (!pre_norm || remove_final || proj != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL, "%s: opt with %s is not supported", c->doc,
+                         !pre_norm      ? "do_layer_norm_before false (post-norm blocks)"
+                         : remove_final ? "_remove_final_layer_norm true"
+                                        : "word_embed_proj_dim other than hidden_size (project_in / project_out)");
+    KVC_TRY(gelu_act(c, "activation_function", "opt", "relu", cfg));
+    KVC_TRY(whole_heads(hp, "opt", cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "layer_norm_elementwise_affine", true, &affine));
+    KVC_TRY(kvci_family_opt_bool(c, "enable_bias", true, &bias));
+    cfg->pos_learned = true, cfg->pos_offset = 2;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->mlp_plain = true, cfg->norm_bias = affine, cfg->norm_weightless = !affine;
+    cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
+kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const char *mt = cfg->model_type;
+    if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
+    if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
+    if (strcmp(mt, "gpt2") == 0) return parse_gpt2(hp, cfg);
+    if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
+    return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
+}
