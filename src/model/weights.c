@@ -286,14 +286,15 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
     w->moe = true;
     TRY(m2(v, "block_sparse_moe.router.layer.weight", E, H, &w->gate_w, WHOLE));
     TRY(m3_in(v, "block_sparse_moe.gate_proj.weight", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
-              (kvc_wfused){in, 2 * fIm, 0}));
+              (kvc_wfused){in, 2 * fIm, 0, 0, 0}));
     TRY(m3_in(v, "block_sparse_moe.up_proj.weight", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
-              (kvc_wfused){in, 2 * fIm, fIm}));
+              (kvc_wfused){in, 2 * fIm, fIm, 0, 0}));
     TRY(m3(v, "block_sparse_moe.output_linear.weight", E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
     if (Ish == 0) return KVC_OK;
     TRY(m2_in(v, "shared_mlp.gate_proj.weight", Ish, H, &w->sh_gate, even(v, 0, Ish),
-              (kvc_wfused){sh_in, 2 * fIsh, 0}));
-    TRY(m2_in(v, "shared_mlp.up_proj.weight", Ish, H, &w->sh_up, even(v, 0, Ish), (kvc_wfused){sh_in, 2 * fIsh, fIsh}));
+              (kvc_wfused){sh_in, 2 * fIsh, 0, 0, 0}));
+    TRY(m2_in(v, "shared_mlp.up_proj.weight", Ish, H, &w->sh_up, even(v, 0, Ish),
+              (kvc_wfused){sh_in, 2 * fIsh, fIsh, 0, 0}));
     return m2(v, "shared_mlp.output_linear.weight", H, Ish, &w->sh_down, even(v, 1, Ish));
 }
 
