@@ -36,8 +36,7 @@ extern "C" {
  * (kvc_model_load) runs the model types marked "runs". One descriptor per
  * family (docs/model.md, "Adding a model family") tells both what they need. */
 typedef enum kvc_model_family {
-    KVC_FAMILY_DENSE =
-        0,                    /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
+    KVC_FAMILY_DENSE = 0,     /* GQA; runs llama, mistral, qwen2, qwen3, phi3, olmo2, olmo3, granite, smollm3,
                                * gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4, starcoder2, ministral,
                                * ministral3 (also mistral3's text model), helium, arcee, stablelm, olmo,
                                * ernie4_5, phi, gpt_neox, gpt2, opt and the softmax-routed MoE models qwen3_moe,
