@@ -996,42 +996,38 @@ def gptoss_clamp_stats(model, all_ids):
     return stats
 
 
-@torch.no_grad()
-def router_margin(model, all_ids):
-    """Smallest gap, over every token of every prompt and every MoE layer, between the k-th and the
-    (k+1)-th largest router probability: how far the top-k choice is from a tie."""
+def min_hooked_gap(model, all_ids, modules, gap):
+    """The smallest gap(module, output) over every forward of `modules` while the prompts run."""
     gaps = []
-
-    def hook(m, inp, out):
-        probs = torch.softmax(out[0].float(), dim=-1)
-        top = torch.topk(probs, m.top_k + 1, dim=-1).values
-        gaps.append(float((top[:, -2] - top[:, -1]).min()))
-
-    hs = [layer.mlp.gate.register_forward_hook(hook) for layer in model.model.layers
-          if hasattr(layer.mlp, "gate") and hasattr(layer.mlp.gate, "top_k")]
+    hs = [mod.register_forward_hook(lambda m, inp, out: gaps.append(gap(m, out))) for mod in modules]
     for ids in all_ids:
         forward_logits(model, ids)
     for h in hs:
         h.remove()
     return min(gaps)
+
+
+def kth_gap(values, k):
+    """The smallest gap, over the rows of values [T, E], between the k-th and the (k+1)-th largest entry."""
+    top = torch.topk(values.float(), k + 1, dim=-1).values
+    return float((top[:, -2] - top[:, -1]).min())
+
+
+@torch.no_grad()
+def router_margin(model, all_ids):
+    """Smallest gap, over every token of every prompt and every MoE layer, between the k-th and the
+    (k+1)-th largest router probability: how far the top-k choice is from a tie."""
+    gates = [layer.mlp.gate for layer in model.model.layers
+             if hasattr(layer.mlp, "gate") and hasattr(layer.mlp.gate, "top_k")]
+    return min_hooked_gap(model, all_ids, gates, lambda m, out: kth_gap(torch.softmax(out[0].float(), dim=-1), m.top_k))
 
 
 @torch.no_grad()
 def granite_router_margin(model, all_ids):
     """router_margin for Granite MoE, whose router takes the k largest logits: the smallest gap between the k-th
     and the (k+1)-th largest logit."""
-    gaps = []
-
-    def hook(m, inp, out):
-        top = torch.topk(out[0].float(), m.top_k + 1, dim=-1).values
-        gaps.append(float((top[:, -2] - top[:, -1]).min()))
-
-    hs = [layer.block_sparse_moe.router.register_forward_hook(hook) for layer in model.model.layers]
-    for ids in all_ids:
-        forward_logits(model, ids)
-    for h in hs:
-        h.remove()
-    return min(gaps)
+    routers = [layer.block_sparse_moe.router for layer in model.model.layers]
+    return min_hooked_gap(model, all_ids, routers, lambda m, out: kth_gap(out[0], m.top_k))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1350,19 +1346,8 @@ def make_llama4_multimodal(text_model, out_root, ps):
 def llama4_router_margin(model, all_ids):
     """Smallest gap, over every token of every prompt and every MoE layer, between the largest and the second
     largest router logit (Llama 4 routes each token to its top-1 expert by logit)."""
-    gaps = []
-
-    def hook(m, inp, out):
-        top = torch.topk(out[1].float(), 2, dim=-1).values
-        gaps.append(float((top[:, 0] - top[:, 1]).min()))
-
-    hs = [layer.feed_forward.router.register_forward_hook(hook) for layer in model.model.layers
-          if hasattr(layer.feed_forward, "router")]
-    for ids in all_ids:
-        forward_logits(model, ids)
-    for h in hs:
-        h.remove()
-    return min(gaps)
+    routers = [layer.feed_forward.router for layer in model.model.layers if hasattr(layer.feed_forward, "router")]
+    return min_hooked_gap(model, all_ids, routers, lambda m, out: kth_gap(out[1], 1))
 
 
 @torch.no_grad()
