@@ -49,20 +49,6 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* The head_dim of types whose attention always splits hidden_size over the heads, and as many KV heads as heads:
- * a head_dim or num_key_value_heads key that says otherwise is refused (the planner would read it). */
-static kvc_status whole_heads(const kvc_hparams *hp, const char *type, kvc_model_config *cfg) {
-    const kvc_json_obj *c = &hp->cfg;
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size || cfg->num_kv_heads != cfg->num_heads)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: %s head_dim %lld and num_key_value_heads %lld must be hidden_size %lld / "
-                         "num_attention_heads %lld and as many, which its attention always uses",
-                         c->doc, type, (long long)cfg->head_dim, (long long)cfg->num_kv_heads,
-                         (long long)cfg->hidden_size, (long long)cfg->num_heads);
-    return KVC_OK;
-}
-
 /* GPT-NeoX (EleutherAI/pythia-*, gpt-neox-20b; GPTNeoXForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5),
  * q/k/v fused per head in attention.query_key_value (split at load, weights.c) and dense (o_proj), their biases by
  * attention_bias (true when absent); RoPE half-split on head_dim * rotary_pct channels (0.25) at theta
@@ -75,7 +61,7 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = true;
     KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox", "gelu", cfg));
-    KVC_TRY(whole_heads(hp, "gpt_neox", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", true, &cfg->parallel_block));
     cfg->parallel_mlp_norm = cfg->parallel_block;
@@ -108,7 +94,7 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
                              v ? "true" : "false");
     }
     KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
-    KVC_TRY(whole_heads(hp, "gpt2", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     cfg->pos_learned = true;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
@@ -137,7 +123,7 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
                          : remove_final ? "_remove_final_layer_norm true"
                                         : "word_embed_proj_dim other than hidden_size (project_in / project_out)");
     KVC_TRY(gelu_act(c, "activation_function", "opt", "relu", cfg));
-    KVC_TRY(whole_heads(hp, "opt", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "layer_norm_elementwise_affine", true, &affine));
     KVC_TRY(kvci_family_opt_bool(c, "enable_bias", true, &bias));
     cfg->pos_learned = true, cfg->pos_offset = 2;

@@ -15,44 +15,50 @@ typedef struct type_defaults {
     int64_t sliding_window; /* when the key is absent; 0: none */
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
     int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
+    /* the attention always splits hidden_size over num_attention_heads, one KV head per head (GPT-2, OPT, GPT-NeoX):
+     * head_dim and num_key_value_heads keys, which transformers never reads for them, are not read */
+    bool heads_from_hidden;
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen2", 0, 10000.0, 0, true, 32},
-    {"qwen2_moe", 0, 10000.0, 0, true, 16},
-    {"qwen3", 128, 10000.0, 0, true, 32},
-    {"qwen3_moe", 0, 10000.0, 0, true, 4}, /* Qwen3MoeConfig has no head_dim of its own */
-    {"gpt_oss", 64, 150000.0, 128, false, 8},
-    {"mistral", 0, 10000.0, 4096, false, 8},
-    {"mixtral", 0, 1000000.0, 0, false, 8},
-    {"gemma2", 256, 10000.0, 4096, false, 4}, /* Gemma2Config's: one rope for every layer */
+    {"qwen2", 0, 10000.0, 0, true, 32, false},
+    {"qwen2_moe", 0, 10000.0, 0, true, 16, false},
+    {"qwen3", 128, 10000.0, 0, true, 32, false},
+    {"qwen3_moe", 0, 10000.0, 0, true, 4, false}, /* Qwen3MoeConfig has no head_dim of its own */
+    {"gpt_oss", 64, 150000.0, 128, false, 8, false},
+    {"mistral", 0, 10000.0, 4096, false, 8, false},
+    {"mixtral", 0, 1000000.0, 0, false, 8, false},
+    {"gemma2", 256, 10000.0, 4096, false, 4, false}, /* Gemma2Config's: one rope for every layer */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
-    {"gemma3_text", 256, 1000000.0, 4096, false, 4},
-    {"gemma3", 256, 1000000.0, 4096, false, 4},
-    {"olmo3", 0, 500000.0, 4096, false, 0},
-    {"gemma", 256, 10000.0, 0, false, 16},
-    {"smollm3", 0, 2000000.0, 0, true, 4},
-    {"glm", 128, 10000.0, 0, false, 2},
-    {"glm4", 128, 10000.0, 0, false, 2},
-    {"cohere", 0, 500000.0, 0, false, 0},
-    {"cohere2", 0, 10000.0, 4096, false, 0},
-    {"seed_oss", 128, 10000.0, 0, false, 8},
-    {"exaone4", 0, 10000.0, 4096, false, 32},
-    {"starcoder2", 0, 10000.0, 0, false, 2},
-    {"ministral", 0, 10000.0, 4096, false, 8},
-    {"ministral3", 128, 10000.0, 0, false, 8},
-    {"helium", 128, 100000.0, 0, false, 20},
-    {"ernie4_5", 128, 500000.0, 0, false, 2},
-    {"stablelm", 0, 10000.0, 0, false, 32},
-    {"glm4_moe", 0, 10000.0, 0, false, 8},
-    {"llama4_text", 128, 500000.0, 0, false, 8},
-    {"llama4", 128, 500000.0, 0, false, 8},
+    {"gemma3_text", 256, 1000000.0, 4096, false, 4, false},
+    {"gemma3", 256, 1000000.0, 4096, false, 4, false},
+    {"olmo3", 0, 500000.0, 4096, false, 0, false},
+    {"gemma", 256, 10000.0, 0, false, 16, false},
+    {"smollm3", 0, 2000000.0, 0, true, 4, false},
+    {"glm", 128, 10000.0, 0, false, 2, false},
+    {"glm4", 128, 10000.0, 0, false, 2, false},
+    {"cohere", 0, 500000.0, 0, false, 0, false},
+    {"cohere2", 0, 10000.0, 4096, false, 0, false},
+    {"seed_oss", 128, 10000.0, 0, false, 8, false},
+    {"exaone4", 0, 10000.0, 4096, false, 32, false},
+    {"starcoder2", 0, 10000.0, 0, false, 2, false},
+    {"ministral", 0, 10000.0, 4096, false, 8, false},
+    {"ministral3", 128, 10000.0, 0, false, 8, false},
+    {"helium", 128, 100000.0, 0, false, 20, false},
+    {"ernie4_5", 128, 500000.0, 0, false, 2, false},
+    {"stablelm", 0, 10000.0, 0, false, 32, false},
+    {"glm4_moe", 0, 10000.0, 0, false, 8, false},
+    {"gpt2", 0, 10000.0, 0, false, 0, true},
+    {"opt", 0, 10000.0, 0, false, 0, true},
+    {"gpt_neox", 0, 10000.0, 0, false, 0, true},
+    {"llama4_text", 128, 500000.0, 0, false, 8, false},
+    {"llama4", 128, 500000.0, 0, false, 8, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
-    return (type_defaults){NULL, 0, 10000.0, 0, false, 0};
+    return (type_defaults){NULL, 0, 10000.0, 0, false, 0, false};
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
@@ -157,8 +163,12 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
-    if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
+    if (defaults_of(hp).heads_from_hidden) { /* its keys unread, as transformers' attention never reads them */
+        hp->have_kv_heads = true;
+    } else {
+        KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+        if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
+    }
     const int64_t class_kv =
         hp->have_kv_heads || !kvci_json_missing(c, KV_HEADS_KEYS[0]) ? 0 : defaults_of(hp).kv_heads;
     if (class_kv > 0) hp->n_kv_heads = class_kv, hp->have_kv_heads = true;
@@ -180,11 +190,13 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
 
 kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
-    bool have = false;
-    KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
-    if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
-    if (have) return KVC_OK;
     const type_defaults d = defaults_of(hp);
+    bool have = false;
+    if (!d.heads_from_hidden) {
+        KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+        if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
+        if (have) return KVC_OK;
+    }
     if (d.head_dim > 0) {
         *out = d.head_dim;
         return KVC_OK;

@@ -1081,8 +1081,10 @@ static void test_gpt_neox_fields(void **state) {
                      KVC_OK);
     assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 20000.0);
     expect_refusal(NEOX_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (gpt_neox: gelu");
-    expect_refusal(NEOX_BASE ",\"head_dim\":8}", "gpt_neox head_dim 8 and num_key_value_heads 4 must be");
-    expect_refusal(NEOX_BASE ",\"num_key_value_heads\":2}", "gpt_neox head_dim 16 and num_key_value_heads 2 must be");
+    /* head_dim and num_key_value_heads keys are not read: GPTNeoXAttention never reads them (nor the planner) */
+    assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"head_dim\":8,\"num_key_value_heads\":2}", "neox-keys", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.num_kv_heads == 4);
     assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
@@ -1115,6 +1117,16 @@ static void test_gpt2_fields(void **state) {
     assert_true(c.pos_learned && c.pos_offset == 0 && c.layer_nope[0] && c.layer_nope[1] && c.tie_word_embeddings);
     assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.parallel_block);
+    /* num_key_value_heads / head_dim keys (a config written from a shared template) are not read, as GPT2Attention
+     * never reads them; the planner reads the same */
+    const char *extra = GPT2_BASE ",\"num_key_value_heads\":2,\"head_dim\":16,\"n_positions\":64}";
+    assert_int_equal(kvc_model_config_parse(extra, "gpt2-extra-keys", &c), KVC_OK);
+    assert_true(c.num_kv_heads == 4 && c.head_dim == 8);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(extra, strlen(extra), &opt, &plan), KVC_OK);
+    assert_true(plan->num_key_value_heads == 4 && plan->head_dim == 8);
+    kvc_model_plan_destroy(plan);
     assert_int_equal(kvc_model_config_parse(GPT2_BASE
                                             ",\"n_inner\":null,\"n_positions\":4,\"activation_function\":"
                                             "\"gelu\",\"layer_norm_epsilon\":1e-3,\"scale_attn_weights\":true}",
