@@ -176,6 +176,15 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
     bool given = false;
     KVC_TRY(layer_types_list(ctx, kinds, &given));
     KVC_TRY(kvci_hparams_window(ctx->hp, &ctx->window, &ctx->qwen_rule));
+    if (d->reads_window != NULL && !d->reads_window(ctx->hp)) {
+        if (ctx->window > 0)
+            kvci_family_warn(ctx,
+                             "sliding_window %lld not read: %s's attention has no window (transformers ignores it)",
+                             (long long)ctx->window, ctx->hp->model_type);
+        ctx->window = 0;
+        for (int64_t i = 0; given && i < ctx->n_layers; i++)
+            if (kinds[i] == KVC_LK_SLIDING) kinds[i] = KVC_LK_FULL;
+    }
     bool have_chunk = false; /* a null chunk is transformers' "no chunking" */
     ctx->chunk = 0;
     if (!cJSON_IsNull(kvci_json_find(&ctx->hp->cfg, "attention_chunk_size")))

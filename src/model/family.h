@@ -110,6 +110,9 @@ typedef struct kvc_family_desc {
     /* Shapes of the state caches of its state layers on one of tp ranks
      * (hidden_size 0 when absent); NULL: the Mamba2 fields (mamba_n_heads, ...). */
     kvc_status (*state_shapes)(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);
+    /* Whether the model type's attention applies config.json's sliding_window (false: the key is not read and a
+     * "sliding_attention" layer is a full one, as transformers runs such a config); NULL: it does. */
+    bool (*reads_window)(const kvc_hparams *hp);
 } kvc_family_desc;
 
 /* The built-in families, one file each. */

@@ -513,15 +513,13 @@ static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
  * Qwen2-MoE with it: the even layers below max_window_layers (its config
  * class's layer_types); otherwise every layer slides when the config sets a
  * window (Mistral, Phi-3, Mixtral, and Qwen3-MoE, whose window only
- * use_sliding_window enables). */
+ * use_sliding_window enables; the types without a window never see one: dense_reads_window). */
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
-    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt) || strcmp(mt, "glm4_moe") == 0)) /* no window keys */
-        return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -536,6 +534,20 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
         kinds[i] = ctx->window > 0 && slides ? KVC_LK_SLIDING : KVC_LK_FULL;
     }
     return KVC_OK;
+}
+
+/* The dense types whose attention in transformers 5.25 applies sliding_window (Qwen's only with use_sliding_window);
+ * the others (Llama, Gemma, GLM, Cohere, OLMo 1/2, Phi, GPT-2, ...) have no window there: a config written from a
+ * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
+static bool dense_reads_window(const kvc_hparams *hp) {
+    static const char *const WINDOW_TYPES[] = {"mistral", "mixtral",   "ministral", "ministral3", "mistral3",
+                                               "qwen2",   "qwen2_moe", "qwen3",     "qwen3_moe",  "phi3",
+                                               "olmo3",   "smollm3",   "cohere2",   "exaone4",    "starcoder2"};
+    const kvc_family_alias *alias = NULL;
+    if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
+    for (size_t i = 0; i < sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]; i++)
+        if (strcmp(hp->model_type, WINDOW_TYPES[i]) == 0) return true;
+    return false;
 }
 
 static const kvc_family_alias ALIASES[] = {
@@ -594,4 +606,5 @@ const kvc_family_desc kvc_family_dense = {
     .default_kinds = dense_kinds,
     .softmax_scale = dense_scale,
     .ffn = dense_ffn,
+    .reads_window = dense_reads_window,
 };

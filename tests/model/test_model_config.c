@@ -815,6 +815,35 @@ static void test_missing_kv_heads_class_default(void **state) {
 #undef KV_BASE
 }
 
+/* sliding_window applies only where transformers' attention reads it: Mistral slides, Llama and GPT-2 (a config
+ * written from a shared template) do not, a Llama "sliding_attention" layer is a full one; the planner agrees. */
+static void test_window_only_where_transformers_reads_it(void **state) {
+    (void)state;
+#define WIN_BASE(type)                                                                                                 \
+    "{\"model_type\":\"" type "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"max_position_embeddings\":64,"      \
+    "\"sliding_window\":8"
+    const char *cases[4] = {WIN_BASE("mistral") "}", WIN_BASE("llama") "}", WIN_BASE("gpt2") "}",
+                            WIN_BASE("llama") ",\"layer_types\":[\"sliding_attention\",\"full_attention\"]}"};
+    const bool slides[4] = {true, false, false, false};
+    for (int i = 0; i < 4; i++) {
+        kvc_model_config c;
+        if (kvc_model_config_parse(cases[i], "window", &c) != KVC_OK) fail_msg("case %d: %s", i, kvc_last_error());
+        kvc_model_plan *plan = NULL;
+        const kvc_plan_options opt = kvc_plan_default_options();
+        assert_int_equal(kvc_model_plan_create(cases[i], strlen(cases[i]), &opt, &plan), KVC_OK);
+        for (int l = 0; l < 2; l++) {
+            if (c.layer_sliding[l] != slides[i] || (plan->layers[l].attn_type == KVC_ATTN_SLIDING_WINDOW) != slides[i])
+                fail_msg("case %d layer %d: runtime %s, planner %s, want %s", i, l,
+                         c.layer_sliding[l] ? "sliding" : "full",
+                         plan->layers[l].attn_type == KVC_ATTN_SLIDING_WINDOW ? "sliding" : "full",
+                         slides[i] ? "sliding" : "full");
+        }
+        kvc_model_plan_destroy(plan);
+    }
+#undef WIN_BASE
+}
+
 #define DSV2_BASE                                                                                                      \
     "{\"model_type\":\"deepseek_v2\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                    \
     "\"num_hidden_layers\":3,\"num_attention_heads\":2,\"kv_lora_rank\":8,\"qk_nope_head_dim\":8,"                     \
@@ -1204,6 +1233,7 @@ int main(void) {
         cmocka_unit_test(test_olmo1_fields),
         cmocka_unit_test(test_ernie4_5_fields),
         cmocka_unit_test(test_missing_kv_heads_class_default),
+        cmocka_unit_test(test_window_only_where_transformers_reads_it),
         cmocka_unit_test(test_deepseek_v2_fields),
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),

@@ -1130,8 +1130,9 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 128,"
          " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
          "layer_types has 2 entries"},
-        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
-         " \"max_position_embeddings\": 4096, \"layer_types\": [\"sliding_attention\", \"full_attention\"]}",
+        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"layer_types\": [\"sliding_attention\", \"full_attention\"],"
+         " \"sliding_window\": null}",
          "sliding_window is missing"},
         {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"sliding_window\": 8, \"layer_types\": [\"local\", \"full_attention\"]}",
