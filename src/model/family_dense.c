@@ -202,14 +202,14 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
  * absent), RoPE on the first head_dim * partial_rotary_factor channels (0.25 when absent, hparams.c), q/k/v biases
  * by use_qkv_bias (false when absent) and none on o_proj or the MLP, a parallel block (attention and MLP both
  * reading input_layernorm's output) by use_parallel_residual (false); head_dim is always hidden_size /
- * num_attention_heads (its attention's), so a head_dim key that says otherwise is refused. StableLM 2's
+ * num_attention_heads (its attention's: a head_dim key is not read, hparams.c). StableLM 2's
  * qk_layernorm: a LayerNorm without bias per query and per KV head (each its own module, norms.{h}), before RoPE,
  * as Cohere's per-head q/k norms. */
 static kvc_status parse_stablelm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &cfg->qk_norm));
-    KVC_TRY(head_dim_whole(hp, cfg, "which StableLM's attention always uses"));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: StableLmAttention reads no head_dim */
     KVC_TRY(kvci_family_opt_bool(c, "use_qkv_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", false, &cfg->parallel_block));
     cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
@@ -255,17 +255,15 @@ static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds
  * bias (layer_norm_eps, 1e-5 when absent), parallel blocks, RoPE on adjacent pairs, biases on q/k/v/o when
  * attention_bias (false when absent), the logits times logit_scale (0.0625 when absent), tied embeddings
  * by default; with use_qk_norm (Command R+), a LayerNorm of every q and k head before RoPE, each head with
- * its own weights. Cohere 2 rotates q and k on its sliding layers only (the full ones have no RoPE) and its
- * head_dim is always hidden_size / num_attention_heads (Cohere2Config sets it so): a head_dim key that says
- * otherwise is refused. */
+ * its own weights. Cohere 2 rotates q and k on its sliding layers only (the full ones have no RoPE); its
+ * attention reads a head_dim key (hidden_size / num_attention_heads without one). */
 static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false}, positive = {0.0, KVC_HP_MAX_FACTOR, true};
     const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
     bool bias = false, qk_norm = false;
     if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
-    KVC_TRY(cohere2 ? head_dim_whole(hp, cfg, "which Cohere2Config always uses")
-                    : kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* Cohere2's attention reads a head_dim key too */
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
@@ -460,13 +458,17 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    /* attention_bias / mlp_bias where their transformers attention and MLP read them (Llama, Granite, SmolLM3 both;
+     * Qwen3 and the MoEs attention_bias); Mistral's, Mixtral's and Qwen2's never do */
+    const bool no_bias_keys = strcmp(mt, "mistral") == 0 || strcmp(mt, "mixtral") == 0 || qwen2 || qwen2_moe;
+    const bool reads_mlp_bias = strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0;
     bool attn_bias = false, mlp_bias = false;
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
-    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
+    if (!no_bias_keys) KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
+    if (reads_mlp_bias) KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
     if (qwen2_moe) KVC_TRY(kvci_family_opt_bool(c, "qkv_bias", true, &attn_bias)); /* its key, o_proj never */
     cfg->qkv_bias = qwen2 ? true : attn_bias;
     cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
-    cfg->mlp_bias = (qwen2 || qwen3 || qwen2_moe) ? false : mlp_bias;
+    cfg->mlp_bias = mlp_bias;
     cfg->qk_norm = qwen3;
     if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
     if (granite_moe(mt)) {

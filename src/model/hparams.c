@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "kvcache/ops.h"
+#include "model/family.h"
 
 /* Class defaults that differ between model types (transformers' config classes). */
 typedef struct type_defaults {
@@ -15,50 +16,52 @@ typedef struct type_defaults {
     int64_t sliding_window; /* when the key is absent; 0: none */
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
     int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
-    /* the attention always splits hidden_size over num_attention_heads, one KV head per head (GPT-2, OPT, GPT-NeoX):
-     * head_dim and num_key_value_heads keys, which transformers never reads for them, are not read */
-    bool heads_from_hidden;
+    /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, StableLM): a head_dim
+     * key, which transformers never reads for them, is not read */
+    bool head_dim_from_hidden;
+    /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX: transformers never reads it) */
+    bool mha_only;
 } type_defaults;
 
 static const type_defaults DEFAULTS[] = {
-    {"qwen2", 0, 10000.0, 0, true, 32, false},
-    {"qwen2_moe", 0, 10000.0, 0, true, 16, false},
-    {"qwen3", 128, 10000.0, 0, true, 32, false},
-    {"qwen3_moe", 0, 10000.0, 0, true, 4, false}, /* Qwen3MoeConfig has no head_dim of its own */
-    {"gpt_oss", 64, 150000.0, 128, false, 8, false},
-    {"mistral", 0, 10000.0, 4096, false, 8, false},
-    {"mixtral", 0, 1000000.0, 0, false, 8, false},
-    {"gemma2", 256, 10000.0, 4096, false, 4, false}, /* Gemma2Config's: one rope for every layer */
+    {"qwen2", 0, 10000.0, 0, true, 32, false, false},
+    {"qwen2_moe", 0, 10000.0, 0, true, 16, false, false},
+    {"qwen3", 128, 10000.0, 0, true, 32, false, false},
+    {"qwen3_moe", 0, 10000.0, 0, true, 4, false, false}, /* Qwen3MoeConfig has no head_dim of its own */
+    {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
+    {"mistral", 0, 10000.0, 4096, false, 8, false, false},
+    {"mixtral", 0, 1000000.0, 0, false, 8, false, false},
+    {"gemma2", 256, 10000.0, 4096, false, 4, false, false}, /* Gemma2Config's: one rope for every layer */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
-    {"gemma3_text", 256, 1000000.0, 4096, false, 4, false},
-    {"gemma3", 256, 1000000.0, 4096, false, 4, false},
-    {"olmo3", 0, 500000.0, 4096, false, 0, false},
-    {"gemma", 256, 10000.0, 0, false, 16, false},
-    {"smollm3", 0, 2000000.0, 0, true, 4, false},
-    {"glm", 128, 10000.0, 0, false, 2, false},
-    {"glm4", 128, 10000.0, 0, false, 2, false},
-    {"cohere", 0, 500000.0, 0, false, 0, false},
-    {"cohere2", 0, 10000.0, 4096, false, 0, false},
-    {"seed_oss", 128, 10000.0, 0, false, 8, false},
-    {"exaone4", 0, 10000.0, 4096, false, 32, false},
-    {"starcoder2", 0, 10000.0, 0, false, 2, false},
-    {"ministral", 0, 10000.0, 4096, false, 8, false},
-    {"ministral3", 128, 10000.0, 0, false, 8, false},
-    {"helium", 128, 100000.0, 0, false, 20, false},
-    {"ernie4_5", 128, 500000.0, 0, false, 2, false},
-    {"stablelm", 0, 10000.0, 0, false, 32, false},
-    {"glm4_moe", 0, 10000.0, 0, false, 8, false},
-    {"gpt2", 0, 10000.0, 0, false, 0, true},
-    {"opt", 0, 10000.0, 0, false, 0, true},
-    {"gpt_neox", 0, 10000.0, 0, false, 0, true},
-    {"llama4_text", 128, 500000.0, 0, false, 8, false},
-    {"llama4", 128, 500000.0, 0, false, 8, false},
+    {"gemma3_text", 256, 1000000.0, 4096, false, 4, false, false},
+    {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},
+    {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
+    {"gemma", 256, 10000.0, 0, false, 16, false, false},
+    {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
+    {"glm", 128, 10000.0, 0, false, 2, false, false},
+    {"glm4", 128, 10000.0, 0, false, 2, false, false},
+    {"cohere", 0, 500000.0, 0, false, 0, false, false},
+    {"cohere2", 0, 10000.0, 4096, false, 0, false, false},
+    {"seed_oss", 128, 10000.0, 0, false, 8, false, false},
+    {"exaone4", 0, 10000.0, 4096, false, 32, false, false},
+    {"starcoder2", 0, 10000.0, 0, false, 2, false, false},
+    {"ministral", 0, 10000.0, 4096, false, 8, false, false},
+    {"ministral3", 128, 10000.0, 0, false, 8, false, false},
+    {"helium", 128, 100000.0, 0, false, 20, false, false},
+    {"ernie4_5", 128, 500000.0, 0, false, 2, false, false},
+    {"stablelm", 0, 10000.0, 0, false, 32, true, false},
+    {"glm4_moe", 0, 10000.0, 0, false, 8, false, false},
+    {"gpt2", 0, 10000.0, 0, false, 0, true, true},
+    {"opt", 0, 10000.0, 0, false, 0, true, true},
+    {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
+    {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
+    {"llama4", 128, 500000.0, 0, false, 8, false, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
     for (size_t i = 0; hp->model_type != NULL && i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
         if (strcmp(hp->model_type, DEFAULTS[i].model_type) == 0) return DEFAULTS[i];
-    return (type_defaults){NULL, 0, 10000.0, 0, false, 0, false};
+    return (type_defaults){NULL, 0, 10000.0, 0, false, 0, false, false};
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
@@ -163,7 +166,7 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    if (defaults_of(hp).heads_from_hidden) { /* its keys unread, as transformers' attention never reads them */
+    if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
     } else {
         KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
@@ -192,7 +195,7 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     const type_defaults d = defaults_of(hp);
     bool have = false;
-    if (!d.heads_from_hidden) {
+    if (!d.head_dim_from_hidden) {
         KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
         if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
         if (have) return KVC_OK;
@@ -367,6 +370,31 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
     return read_factors(dict, "long_factor", r->long_factor, &r->n_long_factors);
 }
 
+/* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
+ * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX); the others rotate whole heads
+ * whatever the config says. Types planned only, and unknown ones, keep the factor. */
+static bool rotates_part(const kvc_hparams *hp) {
+    static const char *const PARTIAL_TYPES[] = {"glm", "glm4", "glm4_moe", "phi", "phi3", "stablelm", "gpt_neox"};
+    const kvc_family_alias *alias = NULL;
+    if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
+    for (size_t i = 0; i < sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]; i++)
+        if (strcmp(hp->model_type, PARTIAL_TYPES[i]) == 0) return true;
+    return false;
+}
+
+/* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
+ * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has. */
+static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
+    if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
+    if (r->type != KVC_ROPE_DEFAULT)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: partial_rotary_factor %g with rope type %s: %s rotates whole heads, and transformers "
+                         "would size the scaled rope's frequencies for part of each",
+                         hp->cfg.doc, r->partial_rotary_factor, kvc_rope_type_name(r->type), hp->model_type);
+    r->partial_rotary_factor = 1.0;
+    return KVC_OK;
+}
+
 /* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
 static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
@@ -386,10 +414,11 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }
-    if (dict == NULL) return KVC_OK;
+    if (dict == NULL) return whole_head_rope(hp, r);
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     KVC_TRY(rope_type_of(dict, &r->type));
+    KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */
     KVC_TRY(kvci_json_num(dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
