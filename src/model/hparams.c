@@ -47,6 +47,11 @@ static const type_defaults DEFAULTS[] = {
     {"glm4_moe", 0, 10000.0, 0, false, 8},
     {"llama4_text", 128, 500000.0, 0, false, 8},
     {"llama4", 128, 500000.0, 0, false, 8},
+    /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's (the hub's flat configs: their outer types) */
+    {"qwen2_5_vl_text", 0, 1000000.0, 4096, true, 8},
+    {"qwen2_5_vl", 0, 1000000.0, 4096, true, 8},
+    {"qwen2_vl_text", 0, 1000000.0, 4096, true, 8},
+    {"qwen2_vl", 0, 1000000.0, 4096, true, 8},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import transformers
 from safetensors import safe_open
+from safetensors.torch import save_file
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
@@ -77,6 +78,12 @@ from transformers import (
     Mistral3Config,
     Mistral3ForConditionalGeneration,
     PixtralVisionConfig,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen2Config,
+    Qwen2ForCausalLM,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -776,6 +783,33 @@ def opt_config():
                      max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def qwen2_5_vl_config():
+    # Qwen2.5-VL's text model at toy size, built as the multimodal class (transformers 5's nested text_config) with a
+    # one-block vision tower: Qwen2's q/k/v biases, 3 layers, 4 heads of 16 over 2 KV heads, multimodal rope
+    # (rope_type "mrope", mrope_section [2, 3, 3]: 8 = head_dim / 2 frequencies) at theta 10000, untied.
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 10000.0},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=1, out_hidden_size=64, patch_size=14,
+                  window_size=28, fullatt_block_indexes=[0])
+    return Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1,
+                            video_token_id=VOCAB - 2, vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4)
+
+
+def qwen2_vl_config():
+    # Qwen2-VL's text model at toy size, the multimodal class with a one-block vision tower: 2 layers, 2 heads of 32
+    # (MHA: num_key_value_heads 2), mrope_section [4, 6, 6] (16 = head_dim / 2) at theta 1e6 (the class default),
+    # the head tied by text_config's tie_word_embeddings (the outer config's false: Qwen2VLConfig ORs them).
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6]},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, embed_dim=16, hidden_size=64, mlp_ratio=1, num_heads=1, patch_size=14)
+    return Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+                         vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -820,6 +854,8 @@ FAMILIES = {
     "deepseek_v2": (deepseek_v2_config, DeepseekV2ForCausalLM),
     "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
     "llama4": (llama4_config, Llama4ForCausalLM),
+    "qwen2_5_vl": (qwen2_5_vl_config, Qwen2_5_VLForConditionalGeneration),
+    "qwen2_vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration),
 }
 
 
@@ -829,6 +865,8 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
+    if name.startswith("model.visual."):  # a Qwen-VL vision tower: never run on text-only prompts
+        return 0.02
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
@@ -851,7 +889,7 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
-    if name == "model.embed_tokens.weight":
+    if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
         # tied (qwen3): also the lm_head, so scale like it
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
@@ -957,6 +995,7 @@ def layer_outputs(model, ids):
     final norm), for one prompt."""
     captured = []
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
+    base = getattr(base, "language_model", base)  # Qwen-VL: the text model inside the multimodal one
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
     for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
@@ -1146,7 +1185,7 @@ def make_family(family, out_root, seed):
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
-              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.vocab_size}
+              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.get_text_config().vocab_size}
     write_expected(os.path.join(out, "expected.json"), header, entries)
 
     if family == "gpt_oss":
@@ -1255,6 +1294,9 @@ def make_family(family, out_root, seed):
         summary["multimodal"] = make_llama4_multimodal(model, out_root, ps)
     if family == "ministral3":
         summary["multimodal"] = make_ministral3_multimodal(model, out_root, ps)
+    if family in ("qwen2_5_vl", "qwen2_vl"):
+        summary["plain_rope_qwen2_equal"] = qwen_vl_as_qwen2(model, ps)
+        summary["flat"] = make_qwen_vl_flat(family, model, out_root, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -1376,6 +1418,66 @@ def make_multimodal(text_model, out, ps, cfg, cls, load_text=None):
         assert torch.equal(forward_logits(mm, ids), forward_logits(text_model, ids)), "multimodal logits differ"
     return {"dir_bytes": dir_size(out), "num_tensors": len(names),
             "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
+
+
+@torch.no_grad()
+def qwen_vl_as_qwen2(model, ps):
+    """A Qwen2ForCausalLM (plain RoPE at the same theta) holding a Qwen-VL model's text weights gives its text-only
+    logits bit for bit: the three position streams are equal, so the mrope sections recombine the plain frequencies.
+    Returns True (asserted)."""
+    t = model.config.text_config
+    cfg = Qwen2Config(vocab_size=t.vocab_size, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
+                      num_hidden_layers=t.num_hidden_layers, num_attention_heads=t.num_attention_heads,
+                      num_key_value_heads=t.num_key_value_heads, max_position_embeddings=t.max_position_embeddings,
+                      rms_norm_eps=t.rms_norm_eps, tie_word_embeddings=model.config.tie_word_embeddings,
+                      rope_parameters={"rope_type": "default", "rope_theta": t.rope_parameters["rope_theta"]})
+    plain = Qwen2ForCausalLM._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    missing = plain.model.load_state_dict(model.model.language_model.state_dict())
+    assert not missing.missing_keys and not missing.unexpected_keys, missing
+    plain.lm_head.load_state_dict(model.lm_head.state_dict())
+    plain.eval()
+    for ids in ps:
+        assert torch.equal(forward_logits(plain, ids), forward_logits(model, ids)), "mrope differs from plain rope"
+    return True
+
+
+@torch.no_grad()
+def make_qwen_vl_flat(family, model, out_root, ps):
+    """family/flat/: the hub's earlier Qwen-VL layout: every text key at the top level of config.json (no
+    text_config; rope_scaling {"type": "mrope", ...}, rope_theta beside it) and the text model's tensors under
+    model. (model.layers..., model.embed_tokens, model.norm) with lm_head and visual. beside them. transformers
+    loads it into the same model: its logits equal the oracle's bit for bit on every prompt."""
+    out = os.path.join(out_root, family, "flat")
+    os.makedirs(out)
+    full = model.config.to_dict()
+    text = full.pop("text_config")
+    rope = dict(text.pop("rope_parameters"))
+    flat = {k: v for k, v in full.items() if k not in ("transformers_version",)}
+    flat.update({k: v for k, v in text.items() if k not in ("model_type", "architectures", "dtype", "layer_types")})
+    flat["model_type"] = family
+    flat["architectures"] = [model.__class__.__name__]
+    flat["rope_theta"] = rope.pop("rope_theta")
+    rope.pop("rope_type", None)
+    flat["rope_scaling"] = {"type": "mrope", **rope}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(flat, f, indent=2, sort_keys=True)
+    tensors = {}
+    for k, v in model.state_dict().items():
+        if k.startswith("model.language_model."):
+            k = "model." + k[len("model.language_model."):]
+        elif k.startswith("model.visual."):
+            k = k[len("model."):]
+        if k == "lm_head.weight" and model.config.tie_word_embeddings:
+            continue
+        tensors[k] = v.contiguous()
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    names = write_tensor_list(out)
+    cls = FAMILIES[family][1]
+    re = cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    assert re.config.text_config.rope_parameters["rope_type"] == "default"
+    for ids in ps:
+        assert torch.equal(forward_logits(re, ids), forward_logits(model, ids)), "flat layout logits differ"
+    return {"dir_bytes": dir_size(out), "num_tensors": len(names)}
 
 
 def with_config(model, **overrides):
