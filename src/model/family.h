@@ -183,6 +183,9 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
  * one of theirs (qwen2_vl, qwen2_5_vl and their _text types), and their keys over Qwen2's. */
 bool kvci_family_is_qwen2_vl(const char *mt);
 kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Qwen3-VL's text model (family_qwen_vl.c): whether mt is qwen3_vl or qwen3_vl_text, and its keys over Qwen3's. */
+bool kvci_family_is_qwen3_vl(const char *mt);
+kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,
  * 0 (none) when null, else a number in (0, 10^6]; refused naming the key otherwise. */

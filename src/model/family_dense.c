@@ -458,6 +458,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
         return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
+    if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -521,7 +522,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
-    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt) || strcmp(mt, "glm4_moe") == 0)) /* no window keys */
+    if (mt && (strcmp(mt, "olmoe") == 0 || granite_moe(mt) || strcmp(mt, "glm4_moe") == 0 ||
+               kvci_family_is_qwen3_vl(mt))) /* no window keys */
         return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
@@ -580,6 +582,8 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen2_5_vl_text", NULL, "qwen2", true},
     {"qwen2_vl", "Qwen2VLForConditionalGeneration", "qwen2", true},
     {"qwen2_vl_text", NULL, "qwen2", true},
+    {"qwen3_vl", "Qwen3VLForConditionalGeneration", "qwen3", true},
+    {"qwen3_vl_text", NULL, "qwen3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

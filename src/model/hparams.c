@@ -52,6 +52,8 @@ static const type_defaults DEFAULTS[] = {
     {"qwen2_5_vl", 0, 1000000.0, 4096, true, 8},
     {"qwen2_vl_text", 0, 1000000.0, 4096, true, 8},
     {"qwen2_vl", 0, 1000000.0, 4096, true, 8},
+    {"qwen3_vl_text", 128, 500000.0, 0, false, 32}, /* Qwen3VLTextConfig's */
+    {"qwen3_vl", 128, 500000.0, 0, false, 32},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

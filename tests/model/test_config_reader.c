@@ -396,6 +396,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/qwen2_5_vl/flat/config.json",
         "oracle/qwen2_vl/config.json",
         "oracle/qwen2_vl/flat/config.json",
+        "oracle/qwen3_vl/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -1210,6 +1210,35 @@ static void test_qwen2_vl_fields(void **state) {
                    "partial_rotary_factor 0.5 is not supported");
 }
 
+#define QWEN3_VL_TEXT                                                                                                  \
+    "{\"model_type\":\"qwen3_vl_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                   \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":32,\"rope_parameters\":{\"rope_type\":\"default\","               \
+    "\"mrope_section\":[24,20,20],\"mrope_interleaved\":true}"
+
+/* Qwen3-VL's text model with its text config's defaults (head_dim 128, theta 5e5, 32 KV heads when the key is
+ * missing, q/k norms, no biases, no window even when the config names one, untied: the top level's
+ * tie_word_embeddings alone, text_config's ignored); attention_bias puts biases on q/k/v/o; refused: the flat
+ * layout (no text_config). */
+static void test_qwen3_vl_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_vl\",\"text_config\":" QWEN3_VL_TEXT
+                                            ",\"tie_word_embeddings\":true,\"sliding_window\":4}}",
+                                            "qwen3_vl", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 32 && c.rope.theta == 5e5);
+    assert_true(c.qk_norm && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_true(c.sliding_window == 0 && !c.layer_sliding[0] && strcmp(c.model_type, "qwen3_vl_text") == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_vl\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" QWEN3_VL_TEXT ",\"attention_bias\":true}}",
+                                            "qwen3_vl-bias", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.qkv_bias && c.o_bias && !c.mlp_bias);
+    expect_refusal("{\"model_type\":\"qwen3_vl\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2}",
+                   "qwen3_vl without text_config is not supported");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -1248,6 +1277,7 @@ int main(void) {
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
+        cmocka_unit_test(test_qwen3_vl_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -521,6 +521,13 @@ static void test_qwen2_vl(void **state) {
     check_variant("qwen2_vl", "flat", "qwen2_vl");
 }
 
+/* Qwen3-VL's text model, the oracle the multimodal class run on text: Qwen3's per-head q/k norms, head_dim 32 over
+ * hidden_size / heads 16, GQA, q/k/v/o biases, interleaved multimodal rope (plain RoPE on equal streams), untied */
+static void test_qwen3_vl(void **state) {
+    (void)state;
+    run_dir("qwen3_vl");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -572,6 +579,7 @@ int main(void) {
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_qwen2_vl),
+        cmocka_unit_test(test_qwen3_vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

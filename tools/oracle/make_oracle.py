@@ -84,6 +84,8 @@ from transformers import (
     Qwen2VLForConditionalGeneration,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -810,6 +812,22 @@ def qwen2_vl_config():
                          vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
 
 
+def qwen3_vl_config():
+    # Qwen3-VL's text model at toy size, the multimodal class (transformers 5's nested layout, the only one) with a
+    # one-block vision tower: Qwen3's per-head q/k norms, 3 layers, 4 heads of 32 (head_dim over hidden_size / heads
+    # = 16) over 2 KV heads, interleaved multimodal rope (mrope_interleaved, mrope_section [6, 5, 5]: 16 = head_dim /
+    # 2) at theta 5e5 (the class default), q/k/v/o biases (attention_bias), untied.
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=32, max_position_embeddings=128, rms_norm_eps=1e-6,
+                attention_bias=True,
+                rope_parameters={"rope_type": "default", "mrope_section": [6, 5, 5], "mrope_interleaved": True},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=1, out_hidden_size=64, patch_size=14,
+                  num_position_embeddings=16, deepstack_visual_indexes=[0])
+    return Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+                         vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -856,6 +874,7 @@ FAMILIES = {
     "llama4": (llama4_config, Llama4ForCausalLM),
     "qwen2_5_vl": (qwen2_5_vl_config, Qwen2_5_VLForConditionalGeneration),
     "qwen2_vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration),
+    "qwen3_vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration),
 }
 
 
@@ -1295,8 +1314,10 @@ def make_family(family, out_root, seed):
     if family == "ministral3":
         summary["multimodal"] = make_ministral3_multimodal(model, out_root, ps)
     if family in ("qwen2_5_vl", "qwen2_vl"):
-        summary["plain_rope_qwen2_equal"] = qwen_vl_as_qwen2(model, ps)
+        summary["plain_rope_qwen2_equal"] = qwen_vl_as_plain(model, ps)
         summary["flat"] = make_qwen_vl_flat(family, model, out_root, ps)
+    if family == "qwen3_vl":
+        summary["plain_rope_qwen3_equal"] = qwen_vl_as_plain(model, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -1421,17 +1442,21 @@ def make_multimodal(text_model, out, ps, cfg, cls, load_text=None):
 
 
 @torch.no_grad()
-def qwen_vl_as_qwen2(model, ps):
-    """A Qwen2ForCausalLM (plain RoPE at the same theta) holding a Qwen-VL model's text weights gives its text-only
-    logits bit for bit: the three position streams are equal, so the mrope sections recombine the plain frequencies.
-    Returns True (asserted)."""
+def qwen_vl_as_plain(model, ps):
+    """A Qwen2ForCausalLM (Qwen3-VL: Qwen3ForCausalLM) with plain RoPE at the same theta holding a Qwen-VL model's
+    text weights gives its text-only logits bit for bit: the three position streams are equal, so the mrope sections
+    (Qwen3-VL: interleaved) recombine the plain frequencies. Returns True (asserted)."""
     t = model.config.text_config
-    cfg = Qwen2Config(vocab_size=t.vocab_size, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
-                      num_hidden_layers=t.num_hidden_layers, num_attention_heads=t.num_attention_heads,
-                      num_key_value_heads=t.num_key_value_heads, max_position_embeddings=t.max_position_embeddings,
-                      rms_norm_eps=t.rms_norm_eps, tie_word_embeddings=model.config.tie_word_embeddings,
-                      rope_parameters={"rope_type": "default", "rope_theta": t.rope_parameters["rope_theta"]})
-    plain = Qwen2ForCausalLM._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    common = dict(vocab_size=t.vocab_size, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
+                  num_hidden_layers=t.num_hidden_layers, num_attention_heads=t.num_attention_heads,
+                  num_key_value_heads=t.num_key_value_heads, max_position_embeddings=t.max_position_embeddings,
+                  rms_norm_eps=t.rms_norm_eps, tie_word_embeddings=model.config.tie_word_embeddings,
+                  rope_parameters={"rope_type": "default", "rope_theta": t.rope_parameters["rope_theta"]})
+    if model.config.model_type == "qwen3_vl":
+        plain = Qwen3ForCausalLM._from_config(Qwen3Config(**common, head_dim=t.head_dim, attention_bias=t.attention_bias),
+                                              attn_implementation="eager", dtype=torch.float32)
+    else:
+        plain = Qwen2ForCausalLM._from_config(Qwen2Config(**common), attn_implementation="eager", dtype=torch.float32)
     missing = plain.model.load_state_dict(model.model.language_model.state_dict())
     assert not missing.missing_keys and not missing.unexpected_keys, missing
     plain.lm_head.load_state_dict(model.lm_head.state_dict())
