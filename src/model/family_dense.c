@@ -483,13 +483,15 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
 
 /* The text model of Mistral3ForConditionalGeneration (Mistral 3, Ministral 3; model_type mistral3, text_config
  * mistral or ministral3) ties its head by the top level's tie_word_embeddings (Mistral3Config's, true when absent),
- * not text_config's: transformers ties what the outer config says. */
+ * not text_config's: transformers ties what the outer config says. LLaVA's and LLaVA-NeXT's text models take the
+ * outer config's keys from kvci_family_parse_llava. */
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_dense_type(hp, cfg));
     const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
     const char *outer = NULL;
     bool have = false;
     KVC_TRY(kvci_json_str(&root, "model_type", KVC_HP_NAME_MAX, &outer, &have));
+    if (have && kvci_family_is_llava(outer)) return kvci_family_parse_llava(hp, outer, cfg);
     if (!have || outer == NULL || strcmp(outer, "mistral3") != 0 || hp->cfg.obj == hp->doc) return KVC_OK;
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
@@ -584,6 +586,8 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen2_vl_text", NULL, "qwen2", true},
     {"qwen3_vl", "Qwen3VLForConditionalGeneration", "qwen3", true},
     {"qwen3_vl_text", NULL, "qwen3", true},
+    {"llava", "LlavaForConditionalGeneration", "llama", true},
+    {"llava_next", "LlavaNextForConditionalGeneration", "llama", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -1239,6 +1239,44 @@ static void test_qwen3_vl_fields(void **state) {
                    "qwen3_vl without text_config is not supported");
 }
 
+#define LLAVA_TEXT(mt)                                                                                                 \
+    "{" mt "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":2,"                      \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* LLaVA and LLaVA-NeXT's text models: text_config llama (also when its model_type is absent: LlavaConfig's default)
+ * or mistral, run under that type; the head tied by LlavaConfig's rule (the top level's tie_word_embeddings or
+ * text_config's) and LlavaNextConfig's (the top level's alone); refused: no text_config, another text type. */
+static void test_llava_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava\",\"text_config\":" LLAVA_TEXT(
+                                                "\"model_type\":\"llama\",") ",\"tie_word_embeddings\":true}}",
+                                            "llava", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && strcmp(c.model_type, "llama") == 0 && c.num_kv_heads == 2);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"llava\",\"tie_word_embeddings\":true,\"text_config\":" LLAVA_TEXT(
+                                   "") ",\"tie_word_embeddings\":false}}",
+                               "llava-outer", &c),
+        KVC_OK);
+    assert_true(c.tie_word_embeddings && strcmp(c.model_type, "llava") == 0 && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT(
+                                                "\"model_type\":\"mistral\",") ",\"tie_word_embeddings\":true}}",
+                                            "llava_next", &c),
+                     KVC_OK);
+    assert_true(!c.tie_word_embeddings && strcmp(c.model_type, "mistral") == 0 && c.sliding_window == 4096);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava_next\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" LLAVA_TEXT("\"model_type\":\"llama\",") "}}",
+                                            "llava_next-outer", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings);
+    expect_refusal("{\"model_type\":\"llava\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":4}",
+                   "llava without text_config is not supported");
+    expect_refusal("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT("\"model_type\":\"qwen2\",") "}}",
+                   "llava_next with text_config.model_type qwen2 is not supported (llama, mistral)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -1278,6 +1316,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),
+        cmocka_unit_test(test_llava_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

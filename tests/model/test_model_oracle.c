@@ -528,6 +528,19 @@ static void test_qwen3_vl(void **state) {
     run_dir("qwen3_vl");
 }
 
+/* LLaVA's text model, the oracle the multimodal class run on text (a CLIP vision tower and the projector beside it,
+ * unread): a Llama text_config, GQA, untied */
+static void test_llava(void **state) {
+    (void)state;
+    run_dir("llava");
+}
+
+/* LLaVA-NeXT's: a Mistral text_config with a window of 8 on every layer, one KV head, head_dim 16, untied */
+static void test_llava_next(void **state) {
+    (void)state;
+    run_dir("llava_next");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -580,6 +593,8 @@ int main(void) {
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_qwen2_vl),
         cmocka_unit_test(test_qwen3_vl),
+        cmocka_unit_test(test_llava),
+        cmocka_unit_test(test_llava_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

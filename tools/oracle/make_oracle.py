@@ -86,6 +86,11 @@ from transformers import (
     Qwen2ForCausalLM,
     Qwen3VLConfig,
     Qwen3VLForConditionalGeneration,
+    CLIPVisionConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaNextConfig,
+    LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -828,6 +833,34 @@ def qwen3_vl_config():
                          vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
 
 
+def tiny_clip():
+    return CLIPVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=2, num_attention_heads=1,
+                            image_size=28, patch_size=14, projection_dim=16).to_dict()
+
+
+def llava_config():
+    # LLaVA's text model at toy size, the multimodal class (a two-layer CLIP vision tower of width 16 and the
+    # projector beside it) with a Llama text_config: 3 layers, hidden 64, intermediate 96, 4 heads, 2 KV heads,
+    # theta 1e4, no biases; the head untied (the top level's and text_config's tie_word_embeddings both false).
+    text = dict(model_type="llama", vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+                tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlavaConfig(text_config=text, vision_config=tiny_clip(), image_token_id=VOCAB - 1, image_seq_length=4,
+                       tie_word_embeddings=False)
+
+
+def llava_next_config():
+    # LLaVA-NeXT's text model at toy size (a two-layer CLIP vision tower, the projector, image_newline) with a
+    # Mistral text_config: 2 layers, hidden 64, intermediate 128, 4 heads, 1 KV head, head_dim 16, theta 1e6,
+    # sliding_window 8 (every layer, shorter than two prompts), untied.
+    text = dict(model_type="mistral", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=128,
+                rms_norm_eps=1e-6, sliding_window=8, rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+                tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlavaNextConfig(text_config=text, vision_config=tiny_clip(), image_token_id=VOCAB - 1, image_seq_length=4,
+                           image_grid_pinpoints=[[28, 28]], tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -875,6 +908,8 @@ FAMILIES = {
     "qwen2_5_vl": (qwen2_5_vl_config, Qwen2_5_VLForConditionalGeneration),
     "qwen2_vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration),
     "qwen3_vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration),
+    "llava": (llava_config, LlavaForConditionalGeneration),
+    "llava_next": (llava_next_config, LlavaNextForConditionalGeneration),
 }
 
 
@@ -884,7 +919,8 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
-    if name.startswith("model.visual."):  # a Qwen-VL vision tower: never run on text-only prompts
+    if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
+            name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
         return 0.02
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
@@ -1583,7 +1619,8 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt",
+                               "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
