@@ -506,7 +506,8 @@ static void test_deepseek_v2_lite(void **state) {
 
 /* Qwen2.5-VL's text model, the oracle the multimodal class itself (a one-block vision tower beside it) run on text:
  * Qwen2's q/k/v biases, GQA, multimodal rope (mrope_section [2, 3, 3]) whose equal position streams make it plain
- * RoPE, untied; flat/ the hub's earlier layout (top-level text keys, rope_scaling type mrope, model.layers...) */
+ * RoPE, untied, its tensors under the hub's names (model.layers...); flat/ the hub's earlier config (top-level text
+ * keys, rope_scaling type mrope) with transformers 5's names (model.language_model.layers...) */
 static void test_qwen2_5_vl(void **state) {
     (void)state;
     run_dir("qwen2_5_vl");

@@ -1504,10 +1504,11 @@ def qwen_vl_as_plain(model, ps):
 
 @torch.no_grad()
 def make_qwen_vl_flat(family, model, out_root, ps):
-    """family/flat/: the hub's earlier Qwen-VL layout: every text key at the top level of config.json (no
-    text_config; rope_scaling {"type": "mrope", ...}, rope_theta beside it) and the text model's tensors under
-    model. (model.layers..., model.embed_tokens, model.norm) with lm_head and visual. beside them. transformers
-    loads it into the same model: its logits equal the oracle's bit for bit on every prompt."""
+    """family/flat/: the hub's earlier Qwen-VL config: every text key at the top level of config.json (no
+    text_config; rope_scaling {"type": "mrope", ...}, rope_theta beside it), with the tensors under transformers 5's
+    module names (model.language_model.*, model.visual.*, lm_head.weight; save_pretrained writes the hub's earlier
+    model.* / visual.* instead, as the oracle itself holds them). transformers loads it into the same model: its
+    logits equal the oracle's bit for bit on every prompt."""
     out = os.path.join(out_root, family, "flat")
     os.makedirs(out)
     full = model.config.to_dict()
@@ -1524,10 +1525,6 @@ def make_qwen_vl_flat(family, model, out_root, ps):
         json.dump(flat, f, indent=2, sort_keys=True)
     tensors = {}
     for k, v in model.state_dict().items():
-        if k.startswith("model.language_model."):
-            k = "model." + k[len("model.language_model."):]
-        elif k.startswith("model.visual."):
-            k = k[len("model."):]
         if k == "lm_head.weight" and model.config.tie_word_embeddings:
             continue
         tensors[k] = v.contiguous()
