@@ -188,8 +188,8 @@ bool kvci_family_is_qwen3_vl(const char *mt);
 kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* LLaVA and LLaVA-NeXT's text models (family_llava.c; run by the dense family under text_config's type): whether
- * the outer model type is llava or llava_next, and its keys over the text model's (text_config llama or mistral,
- * the head's tying). */
+ * the outer model type is llava or llava_next, and its keys over the text model's (text_config llama, mistral or
+ * qwen2, the head's tying). */
 bool kvci_family_is_llava(const char *outer);
 kvc_status kvci_family_parse_llava(const kvc_hparams *hp, const char *outer, kvc_model_config *cfg);
 

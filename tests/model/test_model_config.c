@@ -1243,8 +1243,8 @@ static void test_qwen3_vl_fields(void **state) {
     "{" mt "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":2,"                      \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2"
 
-/* LLaVA and LLaVA-NeXT's text models: text_config llama (also when its model_type is absent: LlavaConfig's default)
- * or mistral, run under that type; the head tied by LlavaConfig's rule (the top level's tie_word_embeddings or
+/* LLaVA and LLaVA-NeXT's text models: text_config llama (also when its model_type is absent: LlavaConfig's default),
+ * mistral or qwen2, run under that type; the head tied by LlavaConfig's rule (the top level's tie_word_embeddings or
  * text_config's) and LlavaNextConfig's (the top level's alone); refused: no text_config, another text type. */
 static void test_llava_fields(void **state) {
     (void)state;
@@ -1273,8 +1273,8 @@ static void test_llava_fields(void **state) {
     expect_refusal("{\"model_type\":\"llava\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":2,\"num_attention_heads\":4}",
                    "llava without text_config is not supported");
-    expect_refusal("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT("\"model_type\":\"qwen2\",") "}}",
-                   "llava_next with text_config.model_type qwen2 is not supported (llama, mistral)");
+    expect_refusal("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT("\"model_type\":\"gemma\",") "}}",
+                   "llava_next with text_config.model_type gemma is not supported (llama, mistral, qwen2)");
 }
 
 int main(void) {
