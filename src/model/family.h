@@ -182,6 +182,20 @@ kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg)
 /* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, opt. */
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 
+/* The text models of Qwen2-VL and Qwen2.5-VL (family_qwen_vl.c; run by the dense family): whether model type mt is
+ * one of theirs (qwen2_vl, qwen2_5_vl and their _text types), and their keys over Qwen2's. */
+bool kvci_family_is_qwen2_vl(const char *mt);
+kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Qwen3-VL's text model (family_qwen_vl.c): whether mt is qwen3_vl or qwen3_vl_text, and its keys over Qwen3's. */
+bool kvci_family_is_qwen3_vl(const char *mt);
+kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *cfg);
+
+/* LLaVA and LLaVA-NeXT's text models (family_llava.c; run by the dense family under text_config's type): whether
+ * the outer model type is llava or llava_next, and its keys over the text model's (text_config llama, mistral or
+ * qwen2, the head's tying). */
+bool kvci_family_is_llava(const char *outer);
+kvc_status kvci_family_parse_llava(const kvc_hparams *hp, const char *outer, kvc_model_config *cfg);
+
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,
  * 0 (none) when null, else a number in (0, 10^6]; refused naming the key otherwise. */
 kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out);

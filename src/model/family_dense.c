@@ -455,6 +455,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
         return kvci_family_parse_classic(hp, cfg);
+    if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
+    if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -483,13 +485,15 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
 
 /* The text model of Mistral3ForConditionalGeneration (Mistral 3, Ministral 3; model_type mistral3, text_config
  * mistral or ministral3) ties its head by the top level's tie_word_embeddings (Mistral3Config's, true when absent),
- * not text_config's: transformers ties what the outer config says. */
+ * not text_config's: transformers ties what the outer config says. LLaVA's and LLaVA-NeXT's text models take the
+ * outer config's keys from kvci_family_parse_llava. */
 static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(parse_dense_type(hp, cfg));
     const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
     const char *outer = NULL;
     bool have = false;
     KVC_TRY(kvci_json_str(&root, "model_type", KVC_HP_NAME_MAX, &outer, &have));
+    if (have && kvci_family_is_llava(outer)) return kvci_family_parse_llava(hp, outer, cfg);
     if (!have || outer == NULL || strcmp(outer, "mistral3") != 0 || hp->cfg.obj == hp->doc) return KVC_OK;
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
@@ -527,9 +531,10 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
     if (ctx->qwen_rule && !(mt && strcmp(mt, "qwen3_moe") == 0)) {
         bool have = false;
-        from = 28;
+        const bool vl = kvci_family_is_qwen2_vl(mt); /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's default: 80 */
+        from = vl ? 80 : 28;
         KVC_TRY(kvci_json_int(&ctx->hp->cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have));
-        if (!have) kvci_family_warn(ctx, "max_window_layers absent: 28 assumed");
+        if (!have && !vl) kvci_family_warn(ctx, "max_window_layers absent: 28 assumed");
     }
     for (int64_t i = 0; i < ctx->n_layers; i++) {
         const bool slides = qwen2_moe ? i % 2 == 0 && i < from : i >= from;
@@ -588,6 +593,14 @@ static const kvc_family_alias ALIASES[] = {
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},
     {"gpt2", "GPT2LMHeadModel", "gpt2", true},
     {"opt", "OPTForCausalLM", "opt", true},
+    {"qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration", "qwen2", true},
+    {"qwen2_5_vl_text", NULL, "qwen2", true},
+    {"qwen2_vl", "Qwen2VLForConditionalGeneration", "qwen2", true},
+    {"qwen2_vl_text", NULL, "qwen2", true},
+    {"qwen3_vl", "Qwen3VLForConditionalGeneration", "qwen3", true},
+    {"qwen3_vl_text", NULL, "qwen3", true},
+    {"llava", "LlavaForConditionalGeneration", "llama", true},
+    {"llava_next", "LlavaNextForConditionalGeneration", "llama", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -56,6 +56,13 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
     {"llama4", 128, 500000.0, 0, false, 8, false, false},
+    /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's (the hub's flat configs: their outer types) */
+    {"qwen2_5_vl_text", 0, 1000000.0, 4096, true, 8, false, false},
+    {"qwen2_5_vl", 0, 1000000.0, 4096, true, 8, false, false},
+    {"qwen2_vl_text", 0, 1000000.0, 4096, true, 8, false, false},
+    {"qwen2_vl", 0, 1000000.0, 4096, true, 8, false, false},
+    {"qwen3_vl_text", 128, 500000.0, 0, false, 32, false, false}, /* Qwen3VLTextConfig's */
+    {"qwen3_vl", 128, 500000.0, 0, false, 32, false, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

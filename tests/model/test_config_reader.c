@@ -392,6 +392,13 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_neox_seq/config.json",
         "oracle/gpt2/config.json",
         "oracle/opt/config.json",
+        "oracle/qwen2_5_vl/config.json",
+        "oracle/qwen2_5_vl/flat/config.json",
+        "oracle/qwen2_vl/config.json",
+        "oracle/qwen2_vl/flat/config.json",
+        "oracle/qwen3_vl/config.json",
+        "oracle/llava/config.json",
+        "oracle/llava_next/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

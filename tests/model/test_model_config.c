@@ -1209,6 +1209,118 @@ static void test_opt_fields(void **state) {
     expect_refusal(OPT_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
 }
 
+#define QWEN_VL_TEXT(mt)                                                                                               \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":90,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define QWEN_VL_ROPE ",\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[2,3,3]}"
+
+/* Qwen2-VL and Qwen2.5-VL's text models: the hub's flat config (text keys at the top level, rope_scaling type
+ * mrope) with their text configs' defaults (theta 1e6, 8 KV heads when the key is missing, q/k/v biases only,
+ * untied, max_window_layers 80 under use_sliding_window, window 4096 when absent); transformers 5's nested
+ * text_config, the head tied by either level's tie_word_embeddings; refused: an mrope_section not summing to
+ * head_dim / 2 (the default [16, 24, 24] included), a head_dim other than hidden_size / num_attention_heads,
+ * partial_rotary_factor. */
+static void test_qwen2_vl_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2_5_vl\",\"vocab_size\":8,\"hidden_size\":128,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":2,"
+                                            "\"num_attention_heads\":8" QWEN_VL_ROPE "}",
+                                            "qwen2_5_vl", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 8 && c.rope.theta == 1e6);
+    assert_true(c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.qk_norm && !c.tie_word_embeddings);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.sliding_window == 0);
+    assert_int_equal(
+        kvc_model_config_parse(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"use_sliding_window\":true}", "qwen2_vl", &c),
+        KVC_OK);
+    assert_true(c.sliding_window == 4096 && !c.layer_sliding[79] && c.layer_sliding[80] && c.layer_sliding[89]);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2_vl\",\"text_config\":" QWEN_VL_TEXT(
+                                                "qwen2_vl_text") QWEN_VL_ROPE ",\"tie_word_embeddings\":true}}",
+                                            "qwen2_vl-nested", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.num_kv_heads == 2 && strcmp(c.model_type, "qwen2_vl_text") == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen2_5_vl\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" QWEN_VL_TEXT("qwen2_5_vl_text") QWEN_VL_ROPE
+                                            ",\"tie_word_embeddings\":false}}",
+                                            "qwen2_5_vl-outer", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings);
+    expect_refusal(QWEN_VL_TEXT("qwen2_5_vl") "}", "mrope_section sums to 64 (the default [16, 24, 24])");
+    expect_refusal(QWEN_VL_TEXT("qwen2_vl") ",\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[2,3,4]}}",
+                   "mrope_section sums to 9 (given) but head_dim 16");
+    expect_refusal(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"head_dim\":32}", "head_dim 32 is not supported");
+    expect_refusal(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"partial_rotary_factor\":0.5}",
+                   "partial_rotary_factor 0.5 is not supported");
+}
+
+#define QWEN3_VL_TEXT                                                                                                  \
+    "{\"model_type\":\"qwen3_vl_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                   \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":32,\"rope_parameters\":{\"rope_type\":\"default\","               \
+    "\"mrope_section\":[24,20,20],\"mrope_interleaved\":true}"
+
+/* Qwen3-VL's text model with its text config's defaults (head_dim 128, theta 5e5, 32 KV heads when the key is
+ * missing, q/k norms, no biases, no window even when the config names one, untied: the top level's
+ * tie_word_embeddings alone, text_config's ignored); attention_bias puts biases on q/k/v/o; refused: the flat
+ * layout (no text_config). */
+static void test_qwen3_vl_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_vl\",\"text_config\":" QWEN3_VL_TEXT
+                                            ",\"tie_word_embeddings\":true,\"sliding_window\":4}}",
+                                            "qwen3_vl", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 32 && c.rope.theta == 5e5);
+    assert_true(c.qk_norm && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_true(c.sliding_window == 0 && !c.layer_sliding[0] && strcmp(c.model_type, "qwen3_vl_text") == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_vl\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" QWEN3_VL_TEXT ",\"attention_bias\":true}}",
+                                            "qwen3_vl-bias", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.qkv_bias && c.o_bias && !c.mlp_bias);
+    expect_refusal("{\"model_type\":\"qwen3_vl\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2}",
+                   "qwen3_vl without text_config is not supported");
+}
+
+#define LLAVA_TEXT(mt)                                                                                                 \
+    "{" mt "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":2,"                      \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+/* LLaVA and LLaVA-NeXT's text models: text_config llama (also when its model_type is absent: LlavaConfig's default),
+ * mistral or qwen2, run under that type; the head tied by LlavaConfig's rule (the top level's tie_word_embeddings or
+ * text_config's) and LlavaNextConfig's (the top level's alone); refused: no text_config, another text type. */
+static void test_llava_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava\",\"text_config\":" LLAVA_TEXT(
+                                                "\"model_type\":\"llama\",") ",\"tie_word_embeddings\":true}}",
+                                            "llava", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && strcmp(c.model_type, "llama") == 0 && c.num_kv_heads == 2);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"llava\",\"tie_word_embeddings\":true,\"text_config\":" LLAVA_TEXT(
+                                   "") ",\"tie_word_embeddings\":false}}",
+                               "llava-outer", &c),
+        KVC_OK);
+    assert_true(c.tie_word_embeddings && strcmp(c.model_type, "llava") == 0 && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT(
+                                                "\"model_type\":\"mistral\",") ",\"tie_word_embeddings\":true}}",
+                                            "llava_next", &c),
+                     KVC_OK);
+    assert_true(!c.tie_word_embeddings && strcmp(c.model_type, "mistral") == 0 && c.sliding_window == 4096);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llava_next\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" LLAVA_TEXT("\"model_type\":\"llama\",") "}}",
+                                            "llava_next-outer", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings);
+    expect_refusal("{\"model_type\":\"llava\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"num_attention_heads\":4}",
+                   "llava without text_config is not supported");
+    expect_refusal("{\"model_type\":\"llava_next\",\"text_config\":" LLAVA_TEXT("\"model_type\":\"gemma\",") "}}",
+                   "llava_next with text_config.model_type gemma is not supported (llama, mistral, qwen2)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_oss_yarn_v5_and_v4),
@@ -1247,6 +1359,9 @@ int main(void) {
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_qwen2_vl_fields),
+        cmocka_unit_test(test_qwen3_vl_fields),
+        cmocka_unit_test(test_llava_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

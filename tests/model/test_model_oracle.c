@@ -215,15 +215,15 @@ static void test_gemma2(void **state) {
     run_dir("gemma2");
 }
 
-/* A multimodal checkpoint sub/multimodal holding the text oracle sub's weights (the text model under
- * language_model.model., the vision tower's and projector's tensors left unread), its text model of model_type
- * text_type: the same logits as sub's, bit for bit (transformers gives both the same logits too: make_oracle.py
- * checks it). */
-static void check_multimodal(const char *sub, const char *text_type) {
+/* A checkpoint sub/variant holding the oracle sub's weights in another layout (multimodal: the text model under
+ * language_model.model., the vision tower's and projector's tensors left unread; Qwen-VL's flat: the hub's earlier
+ * config and names), its text model of model_type text_type: the same logits as sub's, bit for bit (transformers
+ * gives both the same logits too: make_oracle.py checks it). */
+static void check_variant(const char *sub, const char *variant, const char *text_type) {
     kvc_test_oracle o;
     kvc_test_oracle_open(sub, &o);
     char dir[1024], mm_sub[64];
-    snprintf(mm_sub, sizeof mm_sub, "%s/multimodal", sub);
+    snprintf(mm_sub, sizeof mm_sub, "%s/%s", sub, variant);
     kvc_test_oracle_dir(mm_sub, dir, sizeof dir);
     kvc_model *mm = NULL;
     if (kvc_model_load(dir, &mm) != KVC_OK) fail_msg("load %s: %s", dir, kvc_last_error());
@@ -242,6 +242,8 @@ static void check_multimodal(const char *sub, const char *text_type) {
     kvc_model_destroy(mm);
     kvc_test_oracle_close(&o);
 }
+
+static void check_multimodal(const char *sub, const char *text_type) { check_variant(sub, "multimodal", text_type); }
 
 /* Gemma3ForConditionalGeneration's checkpoint holding the gemma3 weights */
 static void test_gemma3_multimodal(void **state) {
@@ -502,6 +504,44 @@ static void test_deepseek_v2_lite(void **state) {
     run_dir("deepseek_v2_lite");
 }
 
+/* Qwen2.5-VL's text model, the oracle the multimodal class itself (a one-block vision tower beside it) run on text:
+ * Qwen2's q/k/v biases, GQA, multimodal rope (mrope_section [2, 3, 3]) whose equal position streams make it plain
+ * RoPE, untied, its tensors under the hub's names (model.layers...); flat/ the hub's earlier config (top-level text
+ * keys, rope_scaling type mrope) with transformers 5's names (model.language_model.layers...) */
+static void test_qwen2_5_vl(void **state) {
+    (void)state;
+    run_dir("qwen2_5_vl");
+    check_variant("qwen2_5_vl", "flat", "qwen2_5_vl");
+}
+
+/* Qwen2-VL's: MHA, mrope_section [4, 6, 6] at the class's theta 1e6, the head tied by text_config alone (the outer
+ * config's false); flat/ as Qwen2.5-VL's */
+static void test_qwen2_vl(void **state) {
+    (void)state;
+    run_dir("qwen2_vl");
+    check_variant("qwen2_vl", "flat", "qwen2_vl");
+}
+
+/* Qwen3-VL's text model, the oracle the multimodal class run on text: Qwen3's per-head q/k norms, head_dim 32 over
+ * hidden_size / heads 16, GQA, q/k/v/o biases, interleaved multimodal rope (plain RoPE on equal streams), untied */
+static void test_qwen3_vl(void **state) {
+    (void)state;
+    run_dir("qwen3_vl");
+}
+
+/* LLaVA's text model, the oracle the multimodal class run on text (a CLIP vision tower and the projector beside it,
+ * unread): a Llama text_config, GQA, untied */
+static void test_llava(void **state) {
+    (void)state;
+    run_dir("llava");
+}
+
+/* LLaVA-NeXT's: a Mistral text_config with a window of 8 on every layer, one KV head, head_dim 16, untied */
+static void test_llava_next(void **state) {
+    (void)state;
+    run_dir("llava_next");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -551,6 +591,11 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),
+        cmocka_unit_test(test_qwen2_5_vl),
+        cmocka_unit_test(test_qwen2_vl),
+        cmocka_unit_test(test_qwen3_vl),
+        cmocka_unit_test(test_llava),
+        cmocka_unit_test(test_llava_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import transformers
 from safetensors import safe_open
+from safetensors.torch import save_file
 from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
@@ -77,6 +78,19 @@ from transformers import (
     Mistral3Config,
     Mistral3ForConditionalGeneration,
     PixtralVisionConfig,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+    CLIPVisionConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaNextConfig,
+    LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -776,6 +790,77 @@ def opt_config():
                      max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def qwen2_5_vl_config():
+    # Qwen2.5-VL's text model at toy size, built as the multimodal class (transformers 5's nested text_config) with a
+    # one-block vision tower: Qwen2's q/k/v biases, 3 layers, 4 heads of 16 over 2 KV heads, multimodal rope
+    # (rope_type "mrope", mrope_section [2, 3, 3]: 8 = head_dim / 2 frequencies) at theta 10000, untied.
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 10000.0},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=1, out_hidden_size=64, patch_size=14,
+                  window_size=28, fullatt_block_indexes=[0])
+    return Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1,
+                            video_token_id=VOCAB - 2, vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4)
+
+
+def qwen2_vl_config():
+    # Qwen2-VL's text model at toy size, the multimodal class with a one-block vision tower: 2 layers, 2 heads of 32
+    # (MHA: num_key_value_heads 2), mrope_section [4, 6, 6] (16 = head_dim / 2) at theta 1e6 (the class default),
+    # the head tied by text_config's tie_word_embeddings (the outer config's false: Qwen2VLConfig ORs them).
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6]},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, embed_dim=16, hidden_size=64, mlp_ratio=1, num_heads=1, patch_size=14)
+    return Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+                         vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
+
+
+def qwen3_vl_config():
+    # Qwen3-VL's text model at toy size, the multimodal class (transformers 5's nested layout, the only one) with a
+    # one-block vision tower: Qwen3's per-head q/k norms, 3 layers, 4 heads of 32 (head_dim over hidden_size / heads
+    # = 16) over 2 KV heads, interleaved multimodal rope (mrope_interleaved, mrope_section [6, 5, 5]: 16 = head_dim /
+    # 2) at theta 5e5 (the class default), q/k/v/o biases (attention_bias), untied.
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=32, max_position_embeddings=128, rms_norm_eps=1e-6,
+                attention_bias=True,
+                rope_parameters={"rope_type": "default", "mrope_section": [6, 5, 5], "mrope_interleaved": True},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=1, out_hidden_size=64, patch_size=14,
+                  num_position_embeddings=16, deepstack_visual_indexes=[0])
+    return Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+                         vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
+
+
+def tiny_clip():
+    return CLIPVisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=2, num_attention_heads=1,
+                            image_size=28, patch_size=14, projection_dim=16).to_dict()
+
+
+def llava_config():
+    # LLaVA's text model at toy size, the multimodal class (a two-layer CLIP vision tower of width 16 and the
+    # projector beside it) with a Llama text_config: 3 layers, hidden 64, intermediate 96, 4 heads, 2 KV heads,
+    # theta 1e4, no biases; the head untied (the top level's and text_config's tie_word_embeddings both false).
+    text = dict(model_type="llama", vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+                tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlavaConfig(text_config=text, vision_config=tiny_clip(), image_token_id=VOCAB - 1, image_seq_length=4,
+                       tie_word_embeddings=False)
+
+
+def llava_next_config():
+    # LLaVA-NeXT's text model at toy size (a two-layer CLIP vision tower, the projector, image_newline) with a
+    # Mistral text_config: 2 layers, hidden 64, intermediate 128, 4 heads, 1 KV head, head_dim 16, theta 1e6,
+    # sliding_window 8 (every layer, shorter than two prompts), untied.
+    text = dict(model_type="mistral", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=128,
+                rms_norm_eps=1e-6, sliding_window=8, rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+                tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlavaNextConfig(text_config=text, vision_config=tiny_clip(), image_token_id=VOCAB - 1, image_seq_length=4,
+                           image_grid_pinpoints=[[28, 28]], tie_word_embeddings=False)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -820,6 +905,11 @@ FAMILIES = {
     "deepseek_v2": (deepseek_v2_config, DeepseekV2ForCausalLM),
     "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
     "llama4": (llama4_config, Llama4ForCausalLM),
+    "qwen2_5_vl": (qwen2_5_vl_config, Qwen2_5_VLForConditionalGeneration),
+    "qwen2_vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration),
+    "qwen3_vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration),
+    "llava": (llava_config, LlavaForConditionalGeneration),
+    "llava_next": (llava_next_config, LlavaNextForConditionalGeneration),
 }
 
 
@@ -829,6 +919,9 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
+    if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
+            name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
+        return 0.02
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
@@ -851,7 +944,7 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
-    if name == "model.embed_tokens.weight":
+    if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
         # tied (qwen3): also the lm_head, so scale like it
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
@@ -957,6 +1050,7 @@ def layer_outputs(model, ids):
     final norm), for one prompt."""
     captured = []
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
+    base = getattr(base, "language_model", base)  # Qwen-VL: the text model inside the multimodal one
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
     for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
@@ -1146,7 +1240,7 @@ def make_family(family, out_root, seed):
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
-              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.vocab_size}
+              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.get_text_config().vocab_size}
     write_expected(os.path.join(out, "expected.json"), header, entries)
 
     if family == "gpt_oss":
@@ -1255,6 +1349,11 @@ def make_family(family, out_root, seed):
         summary["multimodal"] = make_llama4_multimodal(model, out_root, ps)
     if family == "ministral3":
         summary["multimodal"] = make_ministral3_multimodal(model, out_root, ps)
+    if family in ("qwen2_5_vl", "qwen2_vl"):
+        summary["plain_rope_qwen2_equal"] = qwen_vl_as_plain(model, ps)
+        summary["flat"] = make_qwen_vl_flat(family, model, out_root, ps)
+    if family == "qwen3_vl":
+        summary["plain_rope_qwen3_equal"] = qwen_vl_as_plain(model, ps)
     if family == "qwen3":
         summary["dtype_variants"] = {}
         for dt_name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
@@ -1378,6 +1477,67 @@ def make_multimodal(text_model, out, ps, cfg, cls, load_text=None):
             "text_prefix": sorted({n.split("embed_tokens")[0] for n in names if "embed_tokens" in n})}
 
 
+@torch.no_grad()
+def qwen_vl_as_plain(model, ps):
+    """A Qwen2ForCausalLM (Qwen3-VL: Qwen3ForCausalLM) with plain RoPE at the same theta holding a Qwen-VL model's
+    text weights gives its text-only logits bit for bit: the three position streams are equal, so the mrope sections
+    (Qwen3-VL: interleaved) recombine the plain frequencies. Returns True (asserted)."""
+    t = model.config.text_config
+    common = dict(vocab_size=t.vocab_size, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
+                  num_hidden_layers=t.num_hidden_layers, num_attention_heads=t.num_attention_heads,
+                  num_key_value_heads=t.num_key_value_heads, max_position_embeddings=t.max_position_embeddings,
+                  rms_norm_eps=t.rms_norm_eps, tie_word_embeddings=model.config.tie_word_embeddings,
+                  rope_parameters={"rope_type": "default", "rope_theta": t.rope_parameters["rope_theta"]})
+    if model.config.model_type == "qwen3_vl":
+        plain = Qwen3ForCausalLM._from_config(Qwen3Config(**common, head_dim=t.head_dim, attention_bias=t.attention_bias),
+                                              attn_implementation="eager", dtype=torch.float32)
+    else:
+        plain = Qwen2ForCausalLM._from_config(Qwen2Config(**common), attn_implementation="eager", dtype=torch.float32)
+    missing = plain.model.load_state_dict(model.model.language_model.state_dict())
+    assert not missing.missing_keys and not missing.unexpected_keys, missing
+    plain.lm_head.load_state_dict(model.lm_head.state_dict())
+    plain.eval()
+    for ids in ps:
+        assert torch.equal(forward_logits(plain, ids), forward_logits(model, ids)), "mrope differs from plain rope"
+    return True
+
+
+@torch.no_grad()
+def make_qwen_vl_flat(family, model, out_root, ps):
+    """family/flat/: the hub's earlier Qwen-VL config: every text key at the top level of config.json (no
+    text_config; rope_scaling {"type": "mrope", ...}, rope_theta beside it), with the tensors under transformers 5's
+    module names (model.language_model.*, model.visual.*, lm_head.weight; save_pretrained writes the hub's earlier
+    model.* / visual.* instead, as the oracle itself holds them). transformers loads it into the same model: its
+    logits equal the oracle's bit for bit on every prompt."""
+    out = os.path.join(out_root, family, "flat")
+    os.makedirs(out)
+    full = model.config.to_dict()
+    text = full.pop("text_config")
+    rope = dict(text.pop("rope_parameters"))
+    flat = {k: v for k, v in full.items() if k not in ("transformers_version",)}
+    flat.update({k: v for k, v in text.items() if k not in ("model_type", "architectures", "dtype", "layer_types")})
+    flat["model_type"] = family
+    flat["architectures"] = [model.__class__.__name__]
+    flat["rope_theta"] = rope.pop("rope_theta")
+    rope.pop("rope_type", None)
+    flat["rope_scaling"] = {"type": "mrope", **rope}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(flat, f, indent=2, sort_keys=True)
+    tensors = {}
+    for k, v in model.state_dict().items():
+        if k == "lm_head.weight" and model.config.tie_word_embeddings:
+            continue
+        tensors[k] = v.contiguous()
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    names = write_tensor_list(out)
+    cls = FAMILIES[family][1]
+    re = cls.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    assert re.config.text_config.rope_parameters["rope_type"] == "default"
+    for ids in ps:
+        assert torch.equal(forward_logits(re, ids), forward_logits(model, ids)), "flat layout logits differ"
+    return {"dir_bytes": dir_size(out), "num_tensors": len(names)}
+
+
 def with_config(model, **overrides):
     """forward_logits of a model with the same weights and config fields changed."""
     cfg = model.config.__class__.from_dict({**model.config.to_dict(), **overrides})
@@ -1456,7 +1616,8 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt",
+                               "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
