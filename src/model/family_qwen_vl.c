@@ -24,15 +24,6 @@ bool kvci_family_is_qwen3_vl(const char *mt) {
     return mt != NULL && (strcmp(mt, "qwen3_vl") == 0 || strcmp(mt, "qwen3_vl_text") == 0);
 }
 
-/* The rope over the whole head (transformers' multimodal rope takes no partial_rotary_factor). */
-static kvc_status whole_head_rope(const kvc_hparams *hp, const char *mt) {
-    if (hp->rope.partial_rotary_factor != 1.0)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: partial_rotary_factor %g is not supported in %s (its rope takes the whole head)",
-                         hp->cfg.doc, hp->rope.partial_rotary_factor, mt);
-    return KVC_OK;
-}
-
 /* mrope_section of the rope dict (transformers' default [16, 24, 24] when absent): non-negative sizes that must sum
  * to head_dim / 2, the frequencies they split (transformers' torch.split fails otherwise). */
 static kvc_status check_mrope_section(const kvc_hparams *hp, int64_t head_dim) {
@@ -81,7 +72,6 @@ kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *c
                          "%s: head_dim %lld is not supported in %s (its attention takes hidden_size / "
                          "num_attention_heads = %lld)",
                          hp->cfg.doc, (long long)head_dim, cfg->model_type, (long long)cfg->head_dim);
-    KVC_TRY(whole_head_rope(hp, cfg->model_type));
     KVC_TRY(check_mrope_section(hp, cfg->head_dim));
     cfg->qkv_bias = true;
     cfg->o_bias = false;
@@ -107,7 +97,6 @@ kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *c
                          "model, not the top level's)",
                          hp->cfg.doc, cfg->model_type);
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(whole_head_rope(hp, cfg->model_type));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(&hp->cfg, "attention_bias", false, &bias));
     cfg->qkv_bias = bias;
