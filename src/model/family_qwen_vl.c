@@ -56,22 +56,11 @@ static kvc_status check_mrope_section(const kvc_hparams *hp, int64_t head_dim) {
 }
 
 /* Qwen2-VL / Qwen2.5-VL's text model: Qwen2's (q/k/v biases, no o_proj or MLP bias, head_dim hidden_size /
- * num_attention_heads: a head_dim key is refused unless it agrees) with the whole head rotated; the head tied when
+ * num_attention_heads: a head_dim key is not read, hparams.c) with the whole head rotated; the head tied when
  * the top level's tie_word_embeddings (false when absent) or text_config's says so (the config class ORs them). */
 kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
-    if (hp->hidden_size % hp->n_heads != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", hp->cfg.doc,
-                         (long long)hp->hidden_size, (long long)hp->n_heads);
-    cfg->head_dim = hp->hidden_size / hp->n_heads;
-    int64_t head_dim = cfg->head_dim;
-    bool have = false;
-    KVC_TRY(kvci_json_int(&hp->cfg, "head_dim", 1, KVC_HP_MAX_WIDTH, &head_dim, &have));
-    if (head_dim != cfg->head_dim)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: head_dim %lld is not supported in %s (its attention takes hidden_size / "
-                         "num_attention_heads = %lld)",
-                         hp->cfg.doc, (long long)head_dim, cfg->model_type, (long long)cfg->head_dim);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(check_mrope_section(hp, cfg->head_dim));
     cfg->qkv_bias = true;
     cfg->o_bias = false;

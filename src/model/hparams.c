@@ -16,8 +16,8 @@ typedef struct type_defaults {
     int64_t sliding_window; /* when the key is absent; 0: none */
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
     int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
-    /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, StableLM): a head_dim
-     * key, which transformers never reads for them, is not read */
+    /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, StableLM, Qwen2-VL): a
+     * head_dim key, which transformers never reads for them, is not read */
     bool head_dim_from_hidden;
     /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX: transformers never reads it) */
     bool mha_only;
@@ -57,10 +57,10 @@ static const type_defaults DEFAULTS[] = {
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
     {"llama4", 128, 500000.0, 0, false, 8, false, false},
     /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's (the hub's flat configs: their outer types) */
-    {"qwen2_5_vl_text", 0, 1000000.0, 4096, true, 8, false, false},
-    {"qwen2_5_vl", 0, 1000000.0, 4096, true, 8, false, false},
-    {"qwen2_vl_text", 0, 1000000.0, 4096, true, 8, false, false},
-    {"qwen2_vl", 0, 1000000.0, 4096, true, 8, false, false},
+    {"qwen2_5_vl_text", 0, 1000000.0, 4096, true, 8, true, false},
+    {"qwen2_5_vl", 0, 1000000.0, 4096, true, 8, true, false},
+    {"qwen2_vl_text", 0, 1000000.0, 4096, true, 8, true, false},
+    {"qwen2_vl", 0, 1000000.0, 4096, true, 8, true, false},
     {"qwen3_vl_text", 128, 500000.0, 0, false, 32, false, false}, /* Qwen3VLTextConfig's */
     {"qwen3_vl", 128, 500000.0, 0, false, 32, false, false},
 };

@@ -1249,7 +1249,10 @@ static void test_qwen2_vl_fields(void **state) {
     expect_refusal(QWEN_VL_TEXT("qwen2_5_vl") "}", "mrope_section sums to 64 (the default [16, 24, 24])");
     expect_refusal(QWEN_VL_TEXT("qwen2_vl") ",\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[2,3,4]}}",
                    "mrope_section sums to 9 (given) but head_dim 16");
-    expect_refusal(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"head_dim\":32}", "head_dim 32 is not supported");
+    /* a head_dim key is not read: Qwen2-VL's attention splits hidden_size over the heads */
+    assert_int_equal(kvc_model_config_parse(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"head_dim\":32}", "vl-hd", &c),
+                     KVC_OK);
+    assert_true(c.head_dim * c.num_heads == c.hidden_size);
     /* a partial_rotary_factor is not read: Qwen2-VL's rope rotates whole heads whatever it says (hparams.c) */
     assert_int_equal(
         kvc_model_config_parse(QWEN_VL_TEXT("qwen2_vl") QWEN_VL_ROPE ",\"partial_rotary_factor\":0.5}", "vl-prf", &c),
