@@ -61,7 +61,14 @@ static const rename_rule BARE[] = {
     {"opt", "model.", ""},
 };
 
+/* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
+ * (its layers nn.Linear where GPT-2's are Conv1D: weights.c). */
+static const char *names_of(const char *model_type) {
+    return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
+}
+
 const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
+    model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof BARE / sizeof BARE[0]; i++)
         if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0)
             return name + strlen(BARE[i].from);
@@ -71,6 +78,7 @@ const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];
     const char *cur = name;
+    model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
         const rename_rule *r = &RULES[i];
         const char *at = strcmp(model_type, r->type) == 0 ? strstr(cur, r->from) : NULL;

@@ -1,7 +1,7 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2 and OPT. Each is a dense model of LayerNorms with bias, an ungated
- * MLP with biases and RoPE on part of each head (GPT-2, OPT: learned positions instead); their checkpoints' own
- * module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder) and OPT. Each is a dense model of
+ * LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode, OPT: learned
+ * positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -84,15 +84,20 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel): learned absolute positions (wpe, n_positions rows, 1024 when
- * absent) added to the token embeddings and no RoPE, Conv1D layers (weights stored [in, out]) with biases, q/k/v
- * fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
- * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent), tied by default.
- * Refused by name: scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn, add_cross_attention, and
- * scale_attn_weights false (an unscaled softmax the planner would not report). */
+/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel) and GPT-BigCode (bigcode/starcoder, santacoder;
+ * GPTBigCodeForCausalLM): learned absolute positions (wpe, n_positions rows, 1024 when absent) added to the token
+ * embeddings and no RoPE, layers with biases (GPT-2's Conv1D: weights stored [in, out]; GPT-BigCode's nn.Linear),
+ * q/k/v fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
+ * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent; GPT-BigCode's
+ * gelu_pytorch_tanh, the same function), tied by default. GPT-BigCode's multi_query (true when absent) gives one KV
+ * head, else as many as heads (hparams.c; c_attn then holds [q, k, v] or [heads, 3, D], weights.c). Refused by name:
+ * scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn (GPT-2's), add_cross_attention, and scale_attn_weights
+ * false (an unscaled softmax the planner would not report). */
 static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
+    const char *type = cfg->model_type;
+    const bool bigcode = strcmp(type, "gpt_bigcode") == 0;
     static const struct {
         const char *key;
         bool refused; /* the value refused; the other is the default */
@@ -104,11 +109,18 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
         bool v = !flags[i].refused;
         KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
         if (v == flags[i].refused)
-            return kvci_fail(KVC_EINVAL, "%s: gpt2 with %s %s is not supported", c->doc, flags[i].key,
+            return kvci_fail(KVC_EINVAL, "%s: %s with %s %s is not supported", c->doc, type, flags[i].key,
                              v ? "true" : "false");
     }
-    KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
-    KVC_TRY(whole_heads(hp, "gpt2", cfg));
+    KVC_TRY(gelu_act(c, "activation_function", type, bigcode ? "gelu_pytorch_tanh" : "gelu_new", cfg));
+    if (bigcode) { /* head_dim hidden / heads; KV heads 1 or heads, by multi_query (hparams.c) */
+        KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+        if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
+            return kvci_fail(KVC_EINVAL, "%s: gpt_bigcode head_dim %lld must be hidden_size %lld / n_head %lld", c->doc,
+                             (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    } else {
+        KVC_TRY(whole_heads(hp, type, cfg));
+    }
     cfg->pos_learned = true;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
@@ -152,7 +164,7 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
     if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
-    if (strcmp(mt, "gpt2") == 0) return parse_gpt2(hp, cfg);
+    if (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0) return parse_gpt2(hp, cfg);
     if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

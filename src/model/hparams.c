@@ -157,7 +157,14 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_bigcode") == 0) {
+        /* GPTBigCodeConfig sets num_key_value_heads from multi_query (true when absent), whatever the key says */
+        bool mq = true, have_mq = false;
+        KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have_mq));
+        hp->n_kv_heads = !have_mq || mq ? 1 : hp->n_heads, hp->have_kv_heads = true;
+    }
+    if (!hp->have_kv_heads)
+        KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
     if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
     const int64_t class_kv =
         hp->have_kv_heads || !kvci_json_missing(c, KV_HEADS_KEYS[0]) ? 0 : defaults_of(hp).kv_heads;
@@ -173,8 +180,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
     const char *mt = hp->model_type;
-    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0))
-        hp->max_pos = strcmp(mt, "gpt2") == 0 ? 1024 : 2048, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL &&
+        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0))
+        hp->max_pos = strcmp(mt, "opt") == 0 ? 2048 : 1024, hp->have_max_pos = true;
     return KVC_OK;
 }
 

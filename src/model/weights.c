@@ -100,11 +100,16 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
  * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-NeoX keeps q, k, v (weights and biases) in one
  * attention.query_key_value per head, [heads, 3, D], GPT-2 q, k, v one after the other in attn.c_attn (its
- * Conv1D: along the columns; ckpt_names.c's names); the runtime holds them apart (fuse.c
- * joins them back where it can). */
-static bool neox_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "gpt_neox") == 0; }
+ * Conv1D: along the columns; ckpt_names.c's names), GPT-BigCode in attn.c_attn one after the other with its one
+ * KV head (multi_query), else per head as GPT-NeoX; the runtime holds them apart (fuse.c joins them back where it
+ * can). */
+static bool neox_qkv(const visitor *v, const kvc_model_config *c) {
+    return strcmp(c->model_type, "gpt_neox") == 0 ||
+           (strcmp(c->model_type, "gpt_bigcode") == 0 && v->m->full.num_kv_heads == v->m->full.num_heads);
+}
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c);
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 ||
+           strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -117,7 +122,7 @@ static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, c
     const int64_t D = c->head_dim, fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D;
     if (!fused_qkv(c)) return (kvc_wfused){0};
     const char *name = strcmp(what, "bias") == 0 ? "self_attn.qkv_proj.bias" : "self_attn.qkv_proj.weight";
-    if (neox_qkv(c)) return (kvc_wfused){name, fq + 2 * fkv, i * D, D, 3 * D};
+    if (neox_qkv(v, c)) return (kvc_wfused){name, fq + 2 * fkv, i * D, D, 3 * D};
     return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : i == 1 ? fq : fq + fkv, 0, 0};
 }
 

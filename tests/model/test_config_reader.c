@@ -392,6 +392,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_neox_seq/config.json",
         "oracle/gpt2/config.json",
         "oracle/opt/config.json",
+        "oracle/gpt_bigcode/config.json",
+        "oracle/gpt_bigcode_mha/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

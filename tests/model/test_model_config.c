@@ -499,7 +499,8 @@ static void test_refusals(void **state) {
 #define NEOX_BASE                                                                                                      \
     "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
-#define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define BIGCODE_BASE "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define GPT2_BASE    "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
@@ -1137,6 +1138,30 @@ static void test_gpt2_fields(void **state) {
     expect_create_refusal(&c, "pos_offset 2 must be in");
 }
 
+/* GPT-BigCode with GPTBigCodeConfig's defaults (multi_query: one KV head whatever num_key_value_heads says, n_inner
+ * 4 x n_embd, n_positions 1024, gelu_pytorch_tanh, every bias, learned positions, tied) and without multi_query (as
+ * many KV heads as heads, gelu); refused by name: cross-attention, an unscaled softmax, another activation. */
+static void test_gpt_bigcode_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BIGCODE_BASE ",\"num_key_value_heads\":4}", "bigcode-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_heads == 4 && c.num_kv_heads == 1 && c.head_dim == 8);
+    assert_true(c.intermediate_size == 128 && c.max_position_embeddings == 1024 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.layer_nope[1] && c.tie_word_embeddings && c.mlp_plain);
+    assert_true(c.layer_norm && c.norm_bias && c.qkv_bias && c.o_bias && c.mlp_bias && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(BIGCODE_BASE ",\"multi_query\":false,\"activation_function\":\"gelu\","
+                                                         "\"n_inner\":48,\"tie_word_embeddings\":false}",
+                                            "bigcode-mha", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 48);
+    assert_true(!c.tie_word_embeddings);
+    expect_refusal(BIGCODE_BASE ",\"add_cross_attention\":true}", "gpt_bigcode with add_cross_attention true");
+    expect_refusal(BIGCODE_BASE ",\"scale_attn_weights\":false}", "gpt_bigcode with scale_attn_weights false");
+    expect_refusal(BIGCODE_BASE ",\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gpt_bigcode");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1200,6 +1225,7 @@ int main(void) {
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
+        cmocka_unit_test(test_gpt_bigcode_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };

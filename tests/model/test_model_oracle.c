@@ -473,6 +473,19 @@ static void test_opt(void **state) {
     run_dir("opt");
 }
 
+/* StarCoder 1 / SantaCoder-like: GPT-2's learned positions (n 64) and no RoPE, nn.Linear layers with biases,
+ * multi_query (one KV head: c_attn [q | k | v] rows), gelu_pytorch_tanh, tied */
+static void test_gpt_bigcode(void **state) {
+    (void)state;
+    run_dir("gpt_bigcode");
+}
+
+/* GPT-BigCode without multi_query: 4 KV heads, c_attn per head [heads, 3, D]; gelu (erf), n_inner null, untied */
+static void test_gpt_bigcode_mha(void **state) {
+    (void)state;
+    run_dir("gpt_bigcode_mha");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -551,6 +564,8 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),
+        cmocka_unit_test(test_gpt_bigcode),
+        cmocka_unit_test(test_gpt_bigcode_mha),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt) this script
+olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
+gpt_bigcode_mha) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -58,6 +59,8 @@ from transformers import (
     GPTNeoXForCausalLM,
     GPT2Config,
     GPT2LMHeadModel,
+    GPTBigCodeConfig,
+    GPTBigCodeForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -767,6 +770,22 @@ def gpt2_config():
                       eos_token_id=None, pad_token_id=None)
 
 
+def gpt_bigcode_config():
+    # StarCoder 1 / SantaCoder at toy size: GPT-2's learned positions (n_positions 64) and no RoPE, nn.Linear layers
+    # with biases, multi_query (the default: one KV head, c_attn [q 64 | k 16 | v 16] rows), LayerNorms with bias,
+    # gelu_pytorch_tanh (the default), n_inner 128, 3 layers, 4 heads of 16, tied (the default).
+    return GPTBigCodeConfig(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, n_inner=128, n_positions=64,
+                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def gpt_bigcode_mha_config():
+    # GPT-BigCode without multi_query: as many KV heads as heads, c_attn per head [4, 3, 16]; gelu (erf), n_inner
+    # null (4 x n_embd), 2 layers, untied (lm_head its own).
+    return GPTBigCodeConfig(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_inner=None, n_positions=64,
+                            multi_query=False, activation_function="gelu", tie_word_embeddings=False,
+                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -808,6 +827,8 @@ FAMILIES = {
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
     "opt": (opt_config, OPTForCausalLM),
+    "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
+    "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -837,7 +858,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
         return 0.5
-    if config.model_type == "gpt2":  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe, Conv1D [in, out]
+    if config.model_type in ("gpt2", "gpt_bigcode"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -846,7 +867,9 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        return 1.0 / math.sqrt(shape[0])  # Conv1D, used as x @ W: fan-in is the first dim
+        if config.model_type == "gpt_bigcode":  # nn.Linear [out, in]; its own lm_head when untied
+            return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
+        return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -1456,7 +1479,8 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
+                               "gpt_bigcode_mha"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
