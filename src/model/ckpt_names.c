@@ -52,6 +52,16 @@ static const rename_rule RULES[] = {
     {"opt", "mlp.up_proj.", "fc1."},
     {"opt", "mlp.down_proj.", "fc2."},
     {"opt", "model.norm.", "model.decoder.final_layer_norm."},
+    /* Falcon (FalconForCausalLM): under transformer., word_embeddings, h.N, self_attention.query_key_value (q/k/v
+     * grouped by KV head: weights.c) and self_attention.dense, the MLP dense_h_to_4h (up) and dense_4h_to_h
+     * (down), ln_f the final norm; new_decoder_architecture's ln_attn / ln_mlp are weights.c's names */
+    {"falcon", "model.embed_tokens.", "transformer.word_embeddings."},
+    {"falcon", "model.layers.", "transformer.h."},
+    {"falcon", "self_attn.qkv_proj.", "self_attention.query_key_value."},
+    {"falcon", "self_attn.o_proj.", "self_attention.dense."},
+    {"falcon", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"falcon", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"falcon", "model.norm.", "transformer.ln_f."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,

@@ -1,7 +1,7 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder) and OPT. Each is a dense model of
- * LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode, OPT: learned
- * positions instead); their checkpoints' own module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT and Falcon. Each is a dense
+ * model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode, OPT:
+ * learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -160,11 +160,60 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* Falcon (tiiuae/falcon-7b, 40b, 180b; FalconForCausalLM): q/k/v fused in self_attention.query_key_value grouped by KV
+ * head (weights.c): multi_query (true when absent) one KV head, new_decoder_architecture (false) num_kv_heads of
+ * them, neither as many as heads (hparams.c); RoPE half-split on the whole head (rope_theta, 1e4); LayerNorms with
+ * bias (layer_norm_epsilon, 1e-5); parallel_attn (true): attention and MLP side by side on one LayerNorm, or, with
+ * new_decoder_architecture and num_ln_in_parallel_attn 2 (its default there), each on its own (ln_attn, ln_mlp);
+ * false: the sequential pre-norm block; q/k/v, dense and the MLP dense_4h_to_h(act(dense_h_to_4h(x))) of
+ * ffn_hidden_size (4 x hidden when absent or null, config.c) with biases by bias (false), act by activation (gelu);
+ * tied by default. Refused by name: alibi true (ALiBi position biases, which the attention operator does not
+ * add), and the combinations transformers cannot run: new_decoder_architecture with parallel_attn false, two
+ * parallel norms without it, num_kv_heads other than the heads without multi_query or it. */
+static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool alibi = false, new_arch = false, mq = true, parallel = true, bias = false, have_ln = false;
+    int64_t n_ln = 0;
+    KVC_TRY(kvci_family_opt_bool(c, "alibi", false, &alibi));
+    if (alibi)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: falcon with alibi true is not supported (ALiBi position biases: the attention operator "
+                         "adds none)",
+                         c->doc);
+    KVC_TRY(kvci_family_opt_bool(c, "new_decoder_architecture", false, &new_arch));
+    KVC_TRY(kvci_family_opt_bool(c, "multi_query", true, &mq));
+    KVC_TRY(kvci_family_opt_bool(c, "parallel_attn", true, &parallel));
+    KVC_TRY(kvci_family_opt_bool(c, "bias", false, &bias));
+    KVC_TRY(kvci_json_int(c, "num_ln_in_parallel_attn", 1, 2, &n_ln, &have_ln));
+    if (!have_ln) n_ln = new_arch ? 2 : 1;
+    if ((new_arch && !parallel) || (!new_arch && parallel && n_ln == 2))
+        return kvci_fail(KVC_EINVAL, "%s: falcon with %s is not supported (transformers cannot run it either)", c->doc,
+                         new_arch ? "new_decoder_architecture true and parallel_attn false"
+                                  : "num_ln_in_parallel_attn 2 without new_decoder_architecture");
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL, "%s: falcon head_dim %lld must be hidden_size %lld / num_attention_heads %lld",
+                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    if (!new_arch && !mq && cfg->num_kv_heads != cfg->num_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: falcon with multi_query false needs num_kv_heads %lld equal to num_attention_heads %lld "
+                         "without new_decoder_architecture (its query_key_value holds 3 x hidden_size rows)",
+                         c->doc, (long long)cfg->num_kv_heads, (long long)cfg->num_heads);
+    KVC_TRY(gelu_act(c, "activation", "falcon", "gelu", cfg));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->parallel_block = parallel, cfg->parallel_mlp_norm = new_arch && n_ln == 2;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
     if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
     if (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0) return parse_gpt2(hp, cfg);
     if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
+    if (strcmp(mt, "falcon") == 0) return parse_falcon(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

@@ -152,17 +152,31 @@ static kvc_status kv_heads_by_flag(const kvc_json_obj *c, kvc_hparams *hp) {
     return KVC_OK;
 }
 
+/* The types whose config class sets num_key_value_heads from flags, whatever that key says: GPT-BigCode's
+ * multi_query (true when absent) one KV head, else as many as heads; Falcon's multi_query (true when absent) one
+ * unless new_decoder_architecture (false when absent), else num_kv_heads (the heads when absent or null). */
+static kvc_status kv_heads_by_class(const kvc_json_obj *c, kvc_hparams *hp) {
+    const char *mt = hp->model_type;
+    const bool falcon = mt != NULL && strcmp(mt, "falcon") == 0;
+    if (!falcon && (mt == NULL || strcmp(mt, "gpt_bigcode") != 0)) return KVC_OK;
+    bool mq = true, new_arch = false, have = false;
+    KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have));
+    if (!have) mq = true;
+    if (falcon) KVC_TRY(kvci_json_bool(c, "new_decoder_architecture", &new_arch, &have));
+    hp->n_kv_heads = hp->n_heads, hp->have_kv_heads = true;
+    if (mq && !new_arch)
+        hp->n_kv_heads = 1;
+    else if (falcon)
+        KVC_TRY(kvci_json_int(c, "num_kv_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &have));
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
     hp->n_kv_heads = hp->n_heads;
-    if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_bigcode") == 0) {
-        /* GPTBigCodeConfig sets num_key_value_heads from multi_query (true when absent), whatever the key says */
-        bool mq = true, have_mq = false;
-        KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have_mq));
-        hp->n_kv_heads = !have_mq || mq ? 1 : hp->n_heads, hp->have_kv_heads = true;
-    }
+    KVC_TRY(kv_heads_by_class(c, hp));
     if (!hp->have_kv_heads)
         KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
     if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));

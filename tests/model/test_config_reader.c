@@ -394,6 +394,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/opt/config.json",
         "oracle/gpt_bigcode/config.json",
         "oracle/gpt_bigcode_mha/config.json",
+        "oracle/falcon/config.json",
+        "oracle/falcon_new/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

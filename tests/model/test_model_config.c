@@ -500,7 +500,9 @@ static void test_refusals(void **state) {
     "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define BIGCODE_BASE "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
-#define GPT2_BASE    "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define FALCON_BASE                                                                                                    \
+    "{\"model_type\":\"falcon\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
@@ -1162,6 +1164,46 @@ static void test_gpt_bigcode_fields(void **state) {
                    "activation_function \"silu\" is not supported (gpt_bigcode");
 }
 
+/* Falcon with FalconConfig's defaults (multi_query: one KV head whatever num_key_value_heads says, parallel block on
+ * one LayerNorm, no biases, RoPE on the whole head at 1e4, gelu, ffn_hidden_size 4 x hidden, eps 1e-5, tied), with
+ * new_decoder_architecture (num_kv_heads, heads when null; ln_attn / ln_mlp unless num_ln_in_parallel_attn 1) and
+ * the sequential block; refused by name: alibi, the combinations transformers cannot run, another activation. */
+static void test_falcon_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"num_key_value_heads\":4}", "falcon-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 1 && c.head_dim == 8 && c.intermediate_size == 128);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU && c.rms_norm_eps == 1e-5);
+    assert_true(c.tie_word_embeddings && !c.pos_learned && !c.layer_nope[0] && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.rope.theta == 10000.0 && c.max_position_embeddings == 2048);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"new_decoder_architecture\":true,\"num_kv_heads\":2,"
+                                                        "\"bias\":true,\"ffn_hidden_size\":null,"
+                                                        "\"activation\":\"gelu_new\"}",
+                                            "falcon-new", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.parallel_block && c.parallel_mlp_norm && c.qkv_bias && c.o_bias);
+    assert_true(c.mlp_bias && c.intermediate_size == 128 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"new_decoder_architecture\":true,\"num_kv_heads\":null,"
+                                                        "\"num_ln_in_parallel_attn\":1}",
+                                            "falcon-new-one-ln", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && c.parallel_block && !c.parallel_mlp_norm);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"multi_query\":false,\"parallel_attn\":false,"
+                                                        "\"ffn_hidden_size\":24}",
+                                            "falcon-seq", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && !c.parallel_block && c.intermediate_size == 24);
+    expect_refusal(FALCON_BASE ",\"alibi\":true}", "falcon with alibi true is not supported");
+    expect_refusal(FALCON_BASE ",\"new_decoder_architecture\":true,\"parallel_attn\":false}",
+                   "falcon with new_decoder_architecture true and parallel_attn false is not supported");
+    expect_refusal(FALCON_BASE ",\"num_ln_in_parallel_attn\":2}",
+                   "falcon with num_ln_in_parallel_attn 2 without new_decoder_architecture");
+    expect_refusal(FALCON_BASE ",\"multi_query\":false,\"num_kv_heads\":2}",
+                   "falcon with multi_query false needs num_kv_heads 2 equal to num_attention_heads 4");
+    expect_refusal(FALCON_BASE ",\"activation\":\"silu\"}", "activation \"silu\" is not supported (falcon");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1226,6 +1268,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),
+        cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };

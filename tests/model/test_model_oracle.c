@@ -486,6 +486,20 @@ static void test_gpt_bigcode_mha(void **state) {
     run_dir("gpt_bigcode_mha");
 }
 
+/* Falcon-7B-like: multi_query (one KV head, query_key_value [q | k | v]), parallel block on one LayerNorm, no
+ * biases, RoPE on the whole head, gelu (erf), tied */
+static void test_falcon(void **state) {
+    (void)state;
+    run_dir("falcon");
+}
+
+/* Falcon-40B-like: new_decoder_architecture, 2 KV heads of 4 (query_key_value grouped [2, 4, 16]), ln_attn and
+ * ln_mlp, biases, rope_theta 5e4, gelu_new, untied */
+static void test_falcon_new(void **state) {
+    (void)state;
+    run_dir("falcon_new");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -566,6 +580,8 @@ int main(void) {
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_gpt_bigcode),
         cmocka_unit_test(test_gpt_bigcode_mha),
+        cmocka_unit_test(test_falcon),
+        cmocka_unit_test(test_falcon_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha) this script
+gpt_bigcode_mha, falcon, falcon_new) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -61,6 +61,8 @@ from transformers import (
     GPT2LMHeadModel,
     GPTBigCodeConfig,
     GPTBigCodeForCausalLM,
+    FalconConfig,
+    FalconForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -786,6 +788,24 @@ def gpt_bigcode_mha_config():
                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def falcon_config():
+    # Falcon-7B at toy size: multi_query (one KV head; query_key_value [q 64 | k 16 | v 16] rows), parallel_attn on one
+    # LayerNorm, no biases (bias false, the default), RoPE half-split on the whole head at theta 1e4, gelu (erf, the
+    # default), ffn_hidden_size null (4 x 64), 3 layers, 4 heads of 16, tied (the default).
+    return FalconConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def falcon_new_config():
+    # Falcon-40B / 180B at toy size: new_decoder_architecture with num_kv_heads 2 of 4 heads of 16 (query_key_value
+    # grouped [2, 2 + 2, 16]), ln_attn and ln_mlp (num_ln_in_parallel_attn 2, its default there), biases (bias true),
+    # rope_theta 5e4, gelu_new, ffn_hidden_size 80, 2 layers, untied.
+    return FalconConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                        new_decoder_architecture=True, bias=True, activation="gelu_new", ffn_hidden_size=80,
+                        rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, tie_word_embeddings=False,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -829,6 +849,8 @@ FAMILIES = {
     "opt": (opt_config, OPTForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
+    "falcon": (falcon_config, FalconForCausalLM),
+    "falcon_new": (falcon_new_config, FalconForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -858,6 +880,10 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
         return 0.5
+    if config.model_type == "falcon" and name.endswith(("ln_f.weight", "ln_attn.weight", "ln_mlp.weight")):
+        return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
+    if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
+        return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type in ("gpt2", "gpt_bigcode"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
@@ -1480,7 +1506,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha"]:
+                               "gpt_bigcode_mha", "falcon", "falcon_new"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
