@@ -62,6 +62,16 @@ static const rename_rule RULES[] = {
     {"falcon", "mlp.up_proj.", "mlp.dense_h_to_4h."},
     {"falcon", "mlp.down_proj.", "mlp.dense_4h_to_h."},
     {"falcon", "model.norm.", "transformer.ln_f."},
+    /* GPT-J (GPTJForCausalLM): under transformer., wte, h.N with ln_1 (its one norm), attn.q_proj / k_proj / v_proj
+     * / out_proj, mlp.fc_in (up) and mlp.fc_out (down), ln_f the final norm */
+    {"gptj", "model.embed_tokens.", "transformer.wte."},
+    {"gptj", "model.layers.", "transformer.h."},
+    {"gptj", "input_layernorm.", "ln_1."},
+    {"gptj", "self_attn.o_proj.", "attn.out_proj."},
+    {"gptj", "self_attn.", "attn."},
+    {"gptj", "mlp.up_proj.", "mlp.fc_in."},
+    {"gptj", "mlp.down_proj.", "mlp.fc_out."},
+    {"gptj", "model.norm.", "transformer.ln_f."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,

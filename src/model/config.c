@@ -136,9 +136,10 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->hidden_size = hp->hidden_size;
     KVC_TRY(kvci_json_int(c, "vocab_size", 1, KVC_HP_MAX_VOCAB, &cfg->vocab_size, NULL));
     const bool falcon = strcmp(cfg->model_type, "falcon") == 0;
-    if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 || falcon) {
-        /* GPT2Config's and GPTBigCodeConfig's n_inner, FalconConfig's ffn_hidden_size: 4 x hidden when absent or
-         * null */
+    if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 ||
+        strcmp(cfg->model_type, "gptj") == 0 || falcon) {
+        /* GPT2Config's, GPTBigCodeConfig's and GPTJConfig's n_inner, FalconConfig's ffn_hidden_size: 4 x hidden when
+         * absent or null */
         bool have = false;
         cfg->intermediate_size = 4 * cfg->hidden_size;
         KVC_TRY(kvci_json_int(c, falcon ? "ffn_hidden_size" : "n_inner", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size,

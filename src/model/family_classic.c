@@ -1,7 +1,7 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT and Falcon. Each is a dense
- * model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode, OPT:
- * learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon and GPT-J. Each is a
+ * dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode,
+ * OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -208,6 +208,31 @@ static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM): one LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the
+ * attention and the MLP side by side (a parallel block), q/k/v and out_proj without biases, RoPE on adjacent pairs
+ * of the first rotary_dim channels of each head (64 when absent) at theta 1e4 (hparams.c), the MLP
+ * fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or null, config.c) by activation_function
+ * (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias; untied by default. Refused by name:
+ * rotary_dim null (transformers rotates by a table of hidden_size channels then, which fits no head but a lone
+ * one) or above head_dim. */
+static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t rd = 64;
+    bool have = true;
+    KVC_TRY(whole_heads(hp, "gptj", cfg));
+    if (!kvci_json_missing(c, "rotary_dim")) KVC_TRY(kvci_json_int(c, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+    if (!have || rd > cfg->head_dim)
+        return kvci_fail(KVC_EINVAL, "%s: gptj with rotary_dim %s is not supported (at most head_dim %lld)", c->doc,
+                         have ? "above head_dim" : "null", (long long)cfg->head_dim);
+    KVC_TRY(gelu_act(c, "activation_function", "gptj", "gelu_new", cfg));
+    cfg->qkv_bias = cfg->o_bias = false, cfg->mlp_bias = cfg->head_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
+    cfg->rope_form = KVC_ROPE_PAIRS;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
@@ -215,5 +240,6 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
     if (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0) return parse_gpt2(hp, cfg);
     if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
     if (strcmp(mt, "falcon") == 0) return parse_falcon(hp, cfg);
+    if (strcmp(mt, "gptj") == 0) return parse_gptj(hp, cfg);
     return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
 }

@@ -1,6 +1,7 @@
 /* The one reader of config.json (see hparams.h and docs/config.md). */
 #include "model/hparams.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -377,6 +378,22 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
     return read_factors(dict, "long_factor", r->long_factor, &r->n_long_factors);
 }
 
+/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels of each
+ * head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
+static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
+    int64_t hd = 0, rd = 64;
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (!kvci_json_missing(&hp->cfg, "rotary_dim")) {
+        KVC_TRY(kvci_json_int(&hp->cfg, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+        if (!have) rd = hd;
+    }
+    r->theta = 10000.0, r->partial_rotary_factor = rd >= hd ? 1.0 : (double)rd / (double)hd;
+    if ((int64_t)((double)hd * r->partial_rotary_factor) < rd)
+        r->partial_rotary_factor = nextafter(r->partial_rotary_factor, 1.0);
+    return KVC_OK;
+}
+
 /* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
 static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
@@ -396,6 +413,7 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }
+    if (hp->model_type != NULL && strcmp(hp->model_type, "gptj") == 0) return gptj_rope(hp, r);
     if (dict == NULL) return KVC_OK;
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));

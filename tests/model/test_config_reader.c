@@ -396,6 +396,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_bigcode_mha/config.json",
         "oracle/falcon/config.json",
         "oracle/falcon_new/config.json",
+        "oracle/gptj/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -502,6 +502,7 @@ static void test_refusals(void **state) {
 #define BIGCODE_BASE "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define FALCON_BASE                                                                                                    \
     "{\"model_type\":\"falcon\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define GPTJ_BASE "{\"model_type\":\"gptj\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
 #define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
@@ -1204,6 +1205,26 @@ static void test_falcon_fields(void **state) {
     expect_refusal(FALCON_BASE ",\"activation\":\"silu\"}", "activation \"silu\" is not supported (falcon");
 }
 
+/* GPT-J with GPTJConfig's defaults (rotary_dim 64 of head_dim 16: the whole head; theta 1e4 whatever rope_theta
+ * says, adjacent pairs, a parallel block on one LayerNorm, no q/k/v/o biases, MLP and head biases, n_inner 4 x n_embd,
+ * gelu_new, untied) and with rotary_dim 6 of 16; refused by name: rotary_dim null or above head_dim. */
+static void test_gptj_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GPTJ_BASE ",\"rotary_dim\":16,\"rope_theta\":5e5}", "gptj-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 2 && c.intermediate_size == 128);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 10000.0 && c.rope_form == KVC_ROPE_PAIRS);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && c.mlp_bias && c.head_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(GPTJ_BASE ",\"rotary_dim\":6,\"n_inner\":null}", "gptj-6", &c), KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.intermediate_size == 128);
+    expect_refusal(GPTJ_BASE "}", "gptj with rotary_dim above head_dim is not supported (at most head_dim 16)");
+    expect_refusal(GPTJ_BASE ",\"rotary_dim\":null}", "gptj with rotary_dim null is not supported");
+    expect_refusal(GPTJ_BASE ",\"rotary_dim\":8,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gptj");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1269,6 +1290,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),
         cmocka_unit_test(test_falcon_fields),
+        cmocka_unit_test(test_gptj_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };

@@ -500,6 +500,13 @@ static void test_falcon_new(void **state) {
     run_dir("falcon_new");
 }
 
+/* GPT-J-6B-like: parallel block on one LayerNorm, no q/k/v/out_proj biases, RoPE on adjacent pairs of the first 8 of
+ * 16 channels, fc_in / fc_out with biases, gelu_new, untied with the head's bias */
+static void test_gptj(void **state) {
+    (void)state;
+    run_dir("gptj");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -582,6 +589,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_bigcode_mha),
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_falcon_new),
+        cmocka_unit_test(test_gptj),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -63,6 +63,8 @@ from transformers import (
     GPTBigCodeForCausalLM,
     FalconConfig,
     FalconForCausalLM,
+    GPTJConfig,
+    GPTJForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -806,6 +808,14 @@ def falcon_new_config():
                         max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def gptj_config():
+    # GPT-J-6B at toy size: a parallel block on one LayerNorm (ln_1), q/k/v and out_proj without biases, RoPE on
+    # adjacent pairs of the first rotary_dim 8 of 16 channels (theta 1e4, fixed), fc_in / fc_out with biases of n_inner
+    # 128, gelu_new (the default), 3 layers, 4 heads, untied (the default) with the head's bias.
+    return GPTJConfig(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, rotary_dim=8, n_inner=128, n_positions=64,
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -851,6 +861,7 @@ FAMILIES = {
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "falcon": (falcon_config, FalconForCausalLM),
     "falcon_new": (falcon_new_config, FalconForCausalLM),
+    "gptj": (gptj_config, GPTJForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -884,7 +895,7 @@ def param_std(name, shape, config):
         return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
     if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
-    if config.model_type in ("gpt2", "gpt_bigcode"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe
+    if config.model_type in ("gpt2", "gpt_bigcode", "gptj"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -893,7 +904,7 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        if config.model_type == "gpt_bigcode":  # nn.Linear [out, in]; its own lm_head when untied
+        if config.model_type in ("gpt_bigcode", "gptj"):  # nn.Linear [out, in]; its own lm_head when untied
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
@@ -1506,7 +1517,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new"]:
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
