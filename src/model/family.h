@@ -176,7 +176,9 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
  * by default; bidirectional attention refused. */
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
-/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, opt. */
+/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, gpt_bigcode, opt,
+ * falcon, gptj, nemotron. */
+bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,

@@ -1,15 +1,15 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon and GPT-J. Each is a
- * dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode,
- * OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J and Nemotron.
+ * Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2,
+ * GPT-BigCode, OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
 
-/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, or GELU's
- * tanh approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
- * any other is refused by name. */
+/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, relu2
+ * (relu squared), or GELU's tanh approximation under transformers' names for it (gelu_new, gelu_fast,
+ * gelu_pytorch_tanh: the same function); any other is refused by name. */
 static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
                            kvc_model_config *cfg) {
     const char *act = def;
@@ -19,12 +19,15 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
         cfg->mlp_act = KVC_MLP_GELU;
     else if (strcmp(act, "relu") == 0)
         cfg->mlp_act = KVC_MLP_RELU;
+    else if (strcmp(act, "relu2") == 0)
+        cfg->mlp_act = KVC_MLP_RELU2;
     else if (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
         cfg->mlp_act = KVC_MLP_GELU_TANH;
     else
-        return kvci_fail(KVC_EINVAL,
-                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu)",
-                         c->doc, key, act, type);
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2)", c->doc,
+            key, act, type);
     return KVC_OK;
 }
 
@@ -233,13 +236,46 @@ static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Nemotron (nvidia/Nemotron-4-*, Minitron; NemotronForCausalLM): Llama's names and grouped-query attention with
+ * LayerNorm1P norms (LayerNorms with bias whose weight is applied as 1 + w: gemma_norms, prepare.c; norm_eps, 1e-5),
+ * RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, NemotronConfig's; hparams.c), the
+ * ungated MLP down_proj(act(up_proj(x))) by hidden_act (relu2), biases by attention_bias (q/k/v/o) and mlp_bias
+ * (false), untied by default. Refused by name: num_key_value_heads absent or null (NemotronConfig leaves it None,
+ * which transformers cannot run). */
+static kvc_status parse_nemotron(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool attn_bias = false, mlp_bias = false;
+    if (!hp->have_kv_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: nemotron without num_key_value_heads is not supported (NemotronConfig leaves it None, "
+                         "which transformers cannot run)",
+                         c->doc);
+    KVC_TRY(gelu_act(c, "hidden_act", "nemotron", "relu2", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
+    cfg->qkv_bias = cfg->o_bias = attn_bias, cfg->mlp_bias = mlp_bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->gemma_norms = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* The classic types and their parsers. */
+static const struct {
+    const char *model_type;
+    kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
+} CLASSIC[] = {{"phi", parse_phi}, {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2}, {"gpt_bigcode", parse_gpt2},
+               {"opt", parse_opt}, {"falcon", parse_falcon},     {"gptj", parse_gptj}, {"nemotron", parse_nemotron}};
+
+bool kvci_family_is_classic(const char *model_type) {
+    for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)
+        if (strcmp(model_type, CLASSIC[i].model_type) == 0) return true;
+    return false;
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const char *mt = cfg->model_type;
-    if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
-    if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
-    if (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0) return parse_gpt2(hp, cfg);
-    if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
-    if (strcmp(mt, "falcon") == 0) return parse_falcon(hp, cfg);
-    if (strcmp(mt, "gptj") == 0) return parse_gptj(hp, cfg);
-    return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
+    for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)
+        if (strcmp(cfg->model_type, CLASSIC[i].model_type) == 0) return CLASSIC[i].parse(hp, cfg);
+    return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, cfg->model_type);
 }

@@ -455,9 +455,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
-    if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0 ||
-        strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "falcon") == 0 || strcmp(mt, "gptj") == 0)
-        return kvci_family_parse_classic(hp, cfg);
+    if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -578,6 +576,7 @@ static const kvc_family_alias ALIASES[] = {
     {"gpt_bigcode", "GPTBigCodeForCausalLM", "gpt_bigcode", true},
     {"falcon", "FalconForCausalLM", "falcon", true},
     {"gptj", "GPTJForCausalLM", "gptj", true},
+    {"nemotron", "NemotronForCausalLM", "nemotron", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

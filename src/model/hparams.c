@@ -57,12 +57,12 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's 0.25, PhiConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key), else 1 (the whole
- * head). */
+ * StableLmConfig's 0.25, PhiConfig's and NemotronConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key),
+ * else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
-    if (mt != NULL && strcmp(mt, "phi") == 0) return 0.5;
+    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0)) return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 

@@ -500,9 +500,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
         return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
                          (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
-    if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
-        return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
-                                     "sandwich_norms or gemma_norms)");
+    if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms))
+        return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms or "
+                                     "sandwich_norms)");
     if (!(c->query_scale_beta >= 0.0 && c->query_scale_beta <= KVC_HP_MAX_FACTOR) ||
         (c->query_scale_beta > 0.0 && (c->query_scale_positions < 1 || fam->mla)))
         return kvci_fail(KVC_EINVAL,

@@ -397,6 +397,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/falcon/config.json",
         "oracle/falcon_new/config.json",
         "oracle/gptj/config.json",
+        "oracle/nemotron/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

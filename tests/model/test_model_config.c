@@ -503,6 +503,9 @@ static void test_refusals(void **state) {
 #define FALCON_BASE                                                                                                    \
     "{\"model_type\":\"falcon\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define GPTJ_BASE "{\"model_type\":\"gptj\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
+#define NEMOTRON_BASE                                                                                                  \
+    "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
@@ -1225,6 +1228,32 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* Nemotron with NemotronConfig's defaults (LayerNorm1P: LayerNorms with bias applied as 1 + w, RoPE half-split on half
+ * of each head, relu2 ungated MLP, no biases, eps 1e-5, untied) and with biases, head_dim, partial_rotary_factor and
+ * hidden_act set; refused by name: num_key_value_heads absent or null (None in NemotronConfig). */
+static void test_nemotron_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_BASE ",\"num_key_value_heads\":2}", "nemotron-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 2 && c.head_dim == 8 && kvci_model_rot_dim(&c) == 4);
+    assert_true(c.layer_norm && c.norm_bias && c.gemma_norms && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.parallel_block && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_BASE ",\"num_key_value_heads\":4,\"head_dim\":16,"
+                                                          "\"attention_bias\":true,\"mlp_bias\":true,"
+                                                          "\"partial_rotary_factor\":1.0,\"norm_eps\":1e-3,"
+                                                          "\"hidden_act\":\"relu\"}",
+                                            "nemotron-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && kvci_model_rot_dim(&c) == 16 && c.qkv_bias && c.o_bias && c.mlp_bias);
+    assert_true(c.rms_norm_eps == 1e-3 && c.mlp_act == KVC_MLP_RELU);
+    expect_refusal(NEMOTRON_BASE "}", "nemotron without num_key_value_heads is not supported");
+    expect_refusal(NEMOTRON_BASE ",\"num_key_value_heads\":null}", "nemotron without num_key_value_heads");
+    expect_refusal(NEMOTRON_BASE ",\"num_key_value_heads\":2,\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (nemotron");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1291,6 +1320,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_bigcode_fields),
         cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_gptj_fields),
+        cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
     };

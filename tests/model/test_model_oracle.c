@@ -507,6 +507,13 @@ static void test_gptj(void **state) {
     run_dir("gptj");
 }
 
+/* Nemotron-4 / Minitron-like: LayerNorm1P (1 + w, with bias), 2 KV heads of 4, RoPE on half of each head, relu2
+ * ungated MLP, no biases, untied */
+static void test_nemotron(void **state) {
+    (void)state;
+    run_dir("nemotron");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -590,6 +597,7 @@ int main(void) {
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_falcon_new),
         cmocka_unit_test(test_gptj),
+        cmocka_unit_test(test_nemotron),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
