@@ -52,6 +52,26 @@ static const rename_rule RULES[] = {
     {"opt", "mlp.up_proj.", "fc1."},
     {"opt", "mlp.down_proj.", "fc2."},
     {"opt", "model.norm.", "model.decoder.final_layer_norm."},
+    /* Falcon (FalconForCausalLM): under transformer., word_embeddings, h.N, self_attention.query_key_value (q/k/v
+     * grouped by KV head: weights.c) and self_attention.dense, the MLP dense_h_to_4h (up) and dense_4h_to_h
+     * (down), ln_f the final norm; new_decoder_architecture's ln_attn / ln_mlp are weights.c's names */
+    {"falcon", "model.embed_tokens.", "transformer.word_embeddings."},
+    {"falcon", "model.layers.", "transformer.h."},
+    {"falcon", "self_attn.qkv_proj.", "self_attention.query_key_value."},
+    {"falcon", "self_attn.o_proj.", "self_attention.dense."},
+    {"falcon", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"falcon", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"falcon", "model.norm.", "transformer.ln_f."},
+    /* GPT-J (GPTJForCausalLM): under transformer., wte, h.N with ln_1 (its one norm), attn.q_proj / k_proj / v_proj
+     * / out_proj, mlp.fc_in (up) and mlp.fc_out (down), ln_f the final norm */
+    {"gptj", "model.embed_tokens.", "transformer.wte."},
+    {"gptj", "model.layers.", "transformer.h."},
+    {"gptj", "input_layernorm.", "ln_1."},
+    {"gptj", "self_attn.o_proj.", "attn.out_proj."},
+    {"gptj", "self_attn.", "attn."},
+    {"gptj", "mlp.up_proj.", "mlp.fc_in."},
+    {"gptj", "mlp.down_proj.", "mlp.fc_out."},
+    {"gptj", "model.norm.", "transformer.ln_f."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
@@ -61,7 +81,14 @@ static const rename_rule BARE[] = {
     {"opt", "model.", ""},
 };
 
+/* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
+ * (its layers nn.Linear where GPT-2's are Conv1D: weights.c). */
+static const char *names_of(const char *model_type) {
+    return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
+}
+
 const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
+    model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof BARE / sizeof BARE[0]; i++)
         if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0)
             return name + strlen(BARE[i].from);
@@ -71,6 +98,7 @@ const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];
     const char *cur = name;
+    model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
         const rename_rule *r = &RULES[i];
         const char *at = strcmp(model_type, r->type) == 0 ? strstr(cur, r->from) : NULL;

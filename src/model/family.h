@@ -179,7 +179,9 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
  * by default; bidirectional attention refused. */
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
-/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, opt. */
+/* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, gpt_bigcode, opt,
+ * falcon, gptj, nemotron. */
+bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* The text models of Qwen2-VL and Qwen2.5-VL (family_qwen_vl.c; run by the dense family): whether model type mt is

@@ -1,15 +1,15 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2 and OPT. Each is a dense model of LayerNorms with bias, an ungated
- * MLP with biases and RoPE on part of each head (GPT-2, OPT: learned positions instead); their checkpoints' own
- * module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J and Nemotron.
+ * Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2,
+ * GPT-BigCode, OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
 
-/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, or GELU's
- * tanh approximation under transformers' names for it (gelu_new, gelu_fast, gelu_pytorch_tanh: the same function);
- * any other is refused by name. */
+/* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, relu2
+ * (relu squared), or GELU's tanh approximation under transformers' names for it (gelu_new, gelu_fast,
+ * gelu_pytorch_tanh: the same function); any other is refused by name. */
 static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
                            kvc_model_config *cfg) {
     const char *act = def;
@@ -19,12 +19,15 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
         cfg->mlp_act = KVC_MLP_GELU;
     else if (strcmp(act, "relu") == 0)
         cfg->mlp_act = KVC_MLP_RELU;
+    else if (strcmp(act, "relu2") == 0)
+        cfg->mlp_act = KVC_MLP_RELU2;
     else if (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0)
         cfg->mlp_act = KVC_MLP_GELU_TANH;
     else
-        return kvci_fail(KVC_EINVAL,
-                         "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu)",
-                         c->doc, key, act, type);
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: %s \"%s\" is not supported (%s: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2)", c->doc,
+            key, act, type);
     return KVC_OK;
 }
 
@@ -70,15 +73,20 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel): learned absolute positions (wpe, n_positions rows, 1024 when
- * absent) added to the token embeddings and no RoPE, Conv1D layers (weights stored [in, out]) with biases, q/k/v
- * fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
- * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent), tied by default.
- * Refused by name: scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn, add_cross_attention, and
- * scale_attn_weights false (an unscaled softmax the planner would not report). */
+/* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel) and GPT-BigCode (bigcode/starcoder, santacoder;
+ * GPTBigCodeForCausalLM): learned absolute positions (wpe, n_positions rows, 1024 when absent) added to the token
+ * embeddings and no RoPE, layers with biases (GPT-2's Conv1D: weights stored [in, out]; GPT-BigCode's nn.Linear),
+ * q/k/v fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
+ * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent; GPT-BigCode's
+ * gelu_pytorch_tanh, the same function), tied by default. GPT-BigCode's multi_query (true when absent) gives one KV
+ * head, else as many as heads (hparams.c; c_attn then holds [q, k, v] or [heads, 3, D], weights.c). Refused by name:
+ * scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn (GPT-2's), add_cross_attention, and scale_attn_weights
+ * false (an unscaled softmax the planner would not report). */
 static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
+    const char *type = cfg->model_type;
+    const bool bigcode = strcmp(type, "gpt_bigcode") == 0;
     static const struct {
         const char *key;
         bool refused; /* the value refused; the other is the default */
@@ -90,11 +98,12 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
         bool v = !flags[i].refused;
         KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
         if (v == flags[i].refused)
-            return kvci_fail(KVC_EINVAL, "%s: gpt2 with %s %s is not supported", c->doc, flags[i].key,
+            return kvci_fail(KVC_EINVAL, "%s: %s with %s %s is not supported", c->doc, type, flags[i].key,
                              v ? "true" : "false");
     }
-    KVC_TRY(gelu_act(c, "activation_function", "gpt2", "gelu_new", cfg));
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    KVC_TRY(gelu_act(c, "activation_function", type, bigcode ? "gelu_pytorch_tanh" : "gelu_new", cfg));
+    KVC_TRY(
+        kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads; BigCode's KV heads by multi_query: hparams.c */
     cfg->pos_learned = true;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
@@ -134,11 +143,119 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* Falcon (tiiuae/falcon-7b, 40b, 180b; FalconForCausalLM): q/k/v fused in self_attention.query_key_value grouped by KV
+ * head (weights.c): multi_query (true when absent) one KV head, new_decoder_architecture (false) num_kv_heads of
+ * them, neither as many as heads (hparams.c); RoPE half-split on the whole head (rope_theta, 1e4); LayerNorms with
+ * bias (layer_norm_epsilon, 1e-5); parallel_attn (true): attention and MLP side by side on one LayerNorm, or, with
+ * new_decoder_architecture and num_ln_in_parallel_attn 2 (its default there), each on its own (ln_attn, ln_mlp);
+ * false: the sequential pre-norm block; q/k/v, dense and the MLP dense_4h_to_h(act(dense_h_to_4h(x))) of
+ * ffn_hidden_size (4 x hidden when absent or null, config.c) with biases by bias (false), act by activation (gelu);
+ * tied by default. Refused by name: alibi true (ALiBi position biases, which the attention operator does not
+ * add), and the combinations transformers cannot run: new_decoder_architecture with parallel_attn false, two
+ * parallel norms without it, num_kv_heads other than the heads without multi_query or it. */
+static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool alibi = false, new_arch = false, mq = true, parallel = true, bias = false, have_ln = false;
+    int64_t n_ln = 0;
+    KVC_TRY(kvci_family_opt_bool(c, "alibi", false, &alibi));
+    if (alibi)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: falcon with alibi true is not supported (ALiBi position biases: the attention operator "
+                         "adds none)",
+                         c->doc);
+    KVC_TRY(kvci_family_opt_bool(c, "new_decoder_architecture", false, &new_arch));
+    KVC_TRY(kvci_family_opt_bool(c, "multi_query", true, &mq));
+    KVC_TRY(kvci_family_opt_bool(c, "parallel_attn", true, &parallel));
+    KVC_TRY(kvci_family_opt_bool(c, "bias", false, &bias));
+    KVC_TRY(kvci_json_int(c, "num_ln_in_parallel_attn", 1, 2, &n_ln, &have_ln));
+    if (!have_ln) n_ln = new_arch ? 2 : 1;
+    if ((new_arch && !parallel) || (!new_arch && parallel && n_ln == 2))
+        return kvci_fail(KVC_EINVAL, "%s: falcon with %s is not supported (transformers cannot run it either)", c->doc,
+                         new_arch ? "new_decoder_architecture true and parallel_attn false"
+                                  : "num_ln_in_parallel_attn 2 without new_decoder_architecture");
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    if (cfg->head_dim * cfg->num_heads != cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL, "%s: falcon head_dim %lld must be hidden_size %lld / num_attention_heads %lld",
+                         c->doc, (long long)cfg->head_dim, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    if (!new_arch && !mq && cfg->num_kv_heads != cfg->num_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: falcon with multi_query false needs num_kv_heads %lld equal to num_attention_heads %lld "
+                         "without new_decoder_architecture (its query_key_value holds 3 x hidden_size rows)",
+                         c->doc, (long long)cfg->num_kv_heads, (long long)cfg->num_heads);
+    KVC_TRY(gelu_act(c, "activation", "falcon", "gelu", cfg));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->parallel_block = parallel, cfg->parallel_mlp_norm = new_arch && n_ln == 2;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM): one LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the
+ * attention and the MLP side by side (a parallel block), q/k/v and out_proj without biases, RoPE on adjacent pairs
+ * of the first rotary_dim channels of each head (64 when absent) at theta 1e4 (hparams.c), the MLP
+ * fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or null, config.c) by activation_function
+ * (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias; untied by default. Refused by name:
+ * rotary_dim null (transformers rotates by a table of hidden_size channels then, which fits no head but a lone
+ * one) or above head_dim. */
+static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t rd = 64;
+    bool have = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    if (!kvci_json_missing(c, "rotary_dim")) KVC_TRY(kvci_json_int(c, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+    if (!have || rd > cfg->head_dim)
+        return kvci_fail(KVC_EINVAL, "%s: gptj with rotary_dim %s is not supported (at most head_dim %lld)", c->doc,
+                         have ? "above head_dim" : "null", (long long)cfg->head_dim);
+    KVC_TRY(gelu_act(c, "activation_function", "gptj", "gelu_new", cfg));
+    cfg->qkv_bias = cfg->o_bias = false, cfg->mlp_bias = cfg->head_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
+    cfg->rope_form = KVC_ROPE_PAIRS;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Nemotron (nvidia/Nemotron-4-*, Minitron; NemotronForCausalLM): Llama's names and grouped-query attention with
+ * LayerNorm1P norms (LayerNorms with bias whose weight is applied as 1 + w: gemma_norms, prepare.c; norm_eps, 1e-5),
+ * RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, NemotronConfig's; hparams.c), the
+ * ungated MLP down_proj(act(up_proj(x))) by hidden_act (relu2), biases by attention_bias (q/k/v/o) and mlp_bias
+ * (false), untied by default. Refused by name: num_key_value_heads absent or null (NemotronConfig leaves it None,
+ * which transformers cannot run). */
+static kvc_status parse_nemotron(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool attn_bias = false, mlp_bias = false;
+    if (!hp->have_kv_heads)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: nemotron without num_key_value_heads is not supported (NemotronConfig leaves it None, "
+                         "which transformers cannot run)",
+                         c->doc);
+    KVC_TRY(gelu_act(c, "hidden_act", "nemotron", "relu2", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
+    cfg->qkv_bias = cfg->o_bias = attn_bias, cfg->mlp_bias = mlp_bias;
+    cfg->layer_norm = cfg->norm_bias = cfg->gemma_norms = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* The classic types and their parsers. */
+static const struct {
+    const char *model_type;
+    kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
+} CLASSIC[] = {{"phi", parse_phi}, {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2}, {"gpt_bigcode", parse_gpt2},
+               {"opt", parse_opt}, {"falcon", parse_falcon},     {"gptj", parse_gptj}, {"nemotron", parse_nemotron}};
+
+bool kvci_family_is_classic(const char *model_type) {
+    for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)
+        if (strcmp(model_type, CLASSIC[i].model_type) == 0) return true;
+    return false;
+}
+
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const char *mt = cfg->model_type;
-    if (strcmp(mt, "phi") == 0) return parse_phi(hp, cfg);
-    if (strcmp(mt, "gpt_neox") == 0) return parse_gpt_neox(hp, cfg);
-    if (strcmp(mt, "gpt2") == 0) return parse_gpt2(hp, cfg);
-    if (strcmp(mt, "opt") == 0) return parse_opt(hp, cfg);
-    return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, mt);
+    for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)
+        if (strcmp(cfg->model_type, CLASSIC[i].model_type) == 0) return CLASSIC[i].parse(hp, cfg);
+    return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not a classic type", hp->cfg.doc, cfg->model_type);
 }

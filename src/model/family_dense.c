@@ -453,8 +453,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
-    if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
-        return kvci_family_parse_classic(hp, cfg);
+    if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
@@ -602,6 +601,10 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3_vl_text", NULL, "qwen3", true},
     {"llava", "LlavaForConditionalGeneration", "llama", true},
     {"llava_next", "LlavaNextForConditionalGeneration", "llama", true},
+    {"gpt_bigcode", "GPTBigCodeForCausalLM", "gpt_bigcode", true},
+    {"falcon", "FalconForCausalLM", "falcon", true},
+    {"gptj", "GPTJForCausalLM", "gptj", true},
+    {"nemotron", "NemotronForCausalLM", "nemotron", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

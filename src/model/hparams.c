@@ -1,6 +1,7 @@
 /* The one reader of config.json (see hparams.h and docs/config.md). */
 #include "model/hparams.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,10 +17,11 @@ typedef struct type_defaults {
     int64_t sliding_window; /* when the key is absent; 0: none */
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
     int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
-    /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, StableLM, Qwen2-VL): a
-     * head_dim key, which transformers never reads for them, is not read */
+    /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, GPT-J, GPT-BigCode,
+     * Falcon, StableLM, Qwen2-VL): a head_dim key, which transformers never reads for them, is not read */
     bool head_dim_from_hidden;
-    /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX: transformers never reads it) */
+    /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX, GPT-J: transformers never reads
+     * it) */
     bool mha_only;
 } type_defaults;
 
@@ -54,6 +56,9 @@ static const type_defaults DEFAULTS[] = {
     {"gpt2", 0, 10000.0, 0, false, 0, true, true},
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
+    {"gptj", 0, 10000.0, 0, false, 0, true, true},
+    {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
+    {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
     {"llama4", 128, 500000.0, 0, false, 8, false, false},
     /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's (the hub's flat configs: their outer types) */
@@ -72,12 +77,12 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's 0.25, PhiConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key), else 1 (the whole
- * head). */
+ * StableLmConfig's 0.25, PhiConfig's and NemotronConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key),
+ * else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
-    if (mt != NULL && strcmp(mt, "phi") == 0) return 0.5;
+    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0)) return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 
@@ -168,6 +173,25 @@ static kvc_status kv_heads_by_flag(const kvc_json_obj *c, kvc_hparams *hp) {
     return KVC_OK;
 }
 
+/* The types whose config class sets num_key_value_heads from flags, whatever that key says: GPT-BigCode's
+ * multi_query (true when absent) one KV head, else as many as heads; Falcon's multi_query (true when absent) one
+ * unless new_decoder_architecture (false when absent), else num_kv_heads (the heads when absent or null). */
+static kvc_status kv_heads_by_class(const kvc_json_obj *c, kvc_hparams *hp) {
+    const char *mt = hp->model_type;
+    const bool falcon = mt != NULL && strcmp(mt, "falcon") == 0;
+    if (!falcon && (mt == NULL || strcmp(mt, "gpt_bigcode") != 0)) return KVC_OK;
+    bool mq = true, new_arch = false, have = false;
+    KVC_TRY(kvci_json_bool(c, "multi_query", &mq, &have));
+    if (!have) mq = true;
+    if (falcon) KVC_TRY(kvci_json_bool(c, "new_decoder_architecture", &new_arch, &have));
+    hp->n_kv_heads = hp->n_heads, hp->have_kv_heads = true;
+    if (mq && !new_arch)
+        hp->n_kv_heads = 1;
+    else if (falcon)
+        KVC_TRY(kvci_json_int(c, "num_kv_heads", 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &have));
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
@@ -176,7 +200,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
     } else {
-        KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
+        KVC_TRY(kv_heads_by_class(c, hp));
+        if (!hp->have_kv_heads)
+            KVC_TRY(kvci_hparams_int(c, KV_HEADS_KEYS, 1, KVC_HP_MAX_HEADS, &hp->n_kv_heads, &hp->have_kv_heads));
         if (!hp->have_kv_heads) KVC_TRY(kv_heads_by_flag(c, hp));
     }
     const int64_t class_kv =
@@ -193,8 +219,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
     const char *mt = hp->model_type;
-    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0))
-        hp->max_pos = strcmp(mt, "gpt2") == 0 ? 1024 : 2048, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL &&
+        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0))
+        hp->max_pos = strcmp(mt, "opt") == 0 ? 2048 : 1024, hp->have_max_pos = true;
     return KVC_OK;
 }
 
@@ -378,10 +405,12 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 }
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
- * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX); the others rotate whole heads
+ * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
+ * Nemotron); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm", "glm4", "glm4_moe", "phi", "phi3", "stablelm", "gpt_neox"};
+    static const char *const PARTIAL_TYPES[] = {"glm",  "glm4",     "glm4_moe", "phi",
+                                                "phi3", "stablelm", "gpt_neox", "nemotron"};
     const kvc_family_alias *alias = NULL;
     if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
     for (size_t i = 0; i < sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]; i++)
@@ -399,6 +428,22 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
                          "would size the scaled rope's frequencies for part of each",
                          hp->cfg.doc, r->partial_rotary_factor, kvc_rope_type_name(r->type), hp->model_type);
     r->partial_rotary_factor = 1.0;
+    return KVC_OK;
+}
+
+/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels of each
+ * head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
+static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
+    int64_t hd = 0, rd = 64;
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (!kvci_json_missing(&hp->cfg, "rotary_dim")) {
+        KVC_TRY(kvci_json_int(&hp->cfg, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+        if (!have) rd = hd;
+    }
+    r->theta = 10000.0, r->partial_rotary_factor = rd >= hd ? 1.0 : (double)rd / (double)hd;
+    if ((int64_t)((double)hd * r->partial_rotary_factor) < rd)
+        r->partial_rotary_factor = nextafter(r->partial_rotary_factor, 1.0);
     return KVC_OK;
 }
 
@@ -421,6 +466,7 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }
+    if (hp->model_type != NULL && strcmp(hp->model_type, "gptj") == 0) return gptj_rope(hp, r);
     if (dict == NULL) return whole_head_rope(hp, r);
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));

@@ -197,15 +197,18 @@ static kvc_status fused_source(const load_ctx *c, const kvc_wtensor *t, const ch
 }
 
 /* t (this rank's part, dst NULL: checks only) from the fused tensor `fused` whose blocks hold it (t->fused.block
- * > 0: GPT-NeoX's D rows of q, k or v per head), block by block. */
+ * > 0: the q, k or v rows of each KV head's group, weights.c), run by run: a rank's part may start or end inside a
+ * block (its query heads a part of one group's). */
 static kvc_status read_blocks(const load_ctx *c, const kvc_wtensor *t, const char *fused, float *dst) {
     const kvc_wfused *f = &t->fused;
     const int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1;
-    const int64_t first = (t->split.dim == 0 ? t->split.start : 0) / f->block; /* this rank's first block */
-    const int64_t part[2] = {f->block, cols};
-    for (int64_t b = 0; b < rows / f->block; b++) {
-        const kvc_wsplit sp = {.dim = 0, .full = f->rows, .start = (first + b) * f->stride + f->at};
-        KVC_TRY(read_part(c, fused, t->ndim, part, &sp, 0, dst ? dst + b * f->block * cols : NULL));
+    const int64_t first = t->split.dim == 0 ? t->split.start : 0; /* this rank's first row of the operand */
+    for (int64_t r = 0; r < rows;) {
+        const int64_t in = (first + r) % f->block, n = f->block - in < rows - r ? f->block - in : rows - r;
+        const int64_t part[2] = {n, cols};
+        const kvc_wsplit sp = {.dim = 0, .full = f->rows, .start = (first + r) / f->block * f->stride + f->at + in};
+        KVC_TRY(read_part(c, fused, t->ndim, part, &sp, 0, dst ? dst + r * cols : NULL));
+        r += n;
     }
     return KVC_OK;
 }

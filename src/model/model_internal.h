@@ -169,7 +169,7 @@ typedef struct kvc_wsplit {
  * self_attn.qkv_proj [q | k | v] and mlp.gate_up_proj [gate | up]): the fused tensor's name, its
  * length along dim 0, and the first of this operand's entries there; name NULL: never fused. block > 0: the
  * operand's entries come in blocks of `block`, block i at i * stride + at (GPT-NeoX's query_key_value
- * [heads, 3, D]: block D, stride 3 D). */
+ * [heads, 3, D]: block D, stride 3 D; Falcon's [KV heads, g + 2, D]: q's block g D). */
 typedef struct kvc_wfused {
     const char *name;
     int64_t rows, at;

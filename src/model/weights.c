@@ -98,13 +98,17 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 }
 
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
- * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-NeoX keeps q, k, v (weights and biases) in one
- * attention.query_key_value per head, [heads, 3, D], GPT-2 q, k, v one after the other in attn.c_attn (its
- * Conv1D: along the columns; ckpt_names.c's names); the runtime holds them apart (fuse.c
- * joins them back where it can). */
-static bool neox_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "gpt_neox") == 0; }
+ * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-2 q, k, v one after the other in attn.c_attn (its
+ * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
+ * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
+ * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
+ * new_decoder_architecture). The runtime holds them apart (fuse.c joins them back where it can). */
+static bool grouped_qkv(const kvc_model_config *c) {
+    return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
+           strcmp(c->model_type, "falcon") == 0;
+}
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c);
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c);
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -112,12 +116,15 @@ static bool fused_gate_up(const kvc_model_config *c) {
 }
 
 /* Where part `i` (0 q, 1 k, 2 v) of the attention's `what` ("weight" or "bias") lies in the fused qkv_proj
- * (name NULL: never fused): Phi-3's q, k, v rows one after the other, GPT-NeoX's D rows of each per head. */
+ * (name NULL: never fused): Phi-3's q, k, v rows one after the other, or grouped: per KV head, g = heads / KV heads
+ * query heads (g D rows) then D rows of k and D of v. */
 static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, const char *what) {
     const int64_t D = c->head_dim, fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D;
     if (!fused_qkv(c)) return (kvc_wfused){0};
     const char *name = strcmp(what, "bias") == 0 ? "self_attn.qkv_proj.bias" : "self_attn.qkv_proj.weight";
-    if (neox_qkv(c)) return (kvc_wfused){name, fq + 2 * fkv, i * D, D, 3 * D};
+    const int64_t g = v->m->full.num_heads / v->m->full.num_kv_heads;
+    if (grouped_qkv(c))
+        return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : (g + i - 1) * D, i == 0 ? g * D : D, (g + 2) * D};
     return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : i == 1 ? fq : fq + fkv, 0, 0};
 }
 
@@ -304,15 +311,20 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
 static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
+    /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
+    const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
+    const char *in = falcon2 ? "ln_attn" : "input_layernorm", *post = falcon2 ? "ln_mlp" : "post_attention_layernorm";
+    char n[64];
     if (c->norm_weightless) return KVC_OK;
-    if (!c->post_norms) TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->norm_bias) TRY(v1(v, "input_layernorm.bias", H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
+    snprintf(n, sizeof n, "%s.weight", in);
+    if (!c->post_norms) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    snprintf(n, sizeof n, "%s.bias", in);
+    if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     const bool mlp_norm = !c->parallel_block || c->parallel_mlp_norm; /* GPT-NeoX's parallel block has its own */
-    if (mlp_norm)
-        TRY(v1(v, glm4 ? "post_self_attn_layernorm.weight" : "post_attention_layernorm.weight", H, &w->post_norm,
-               KVC_WINIT_NORM, WHOLE));
-    if (c->norm_bias && mlp_norm)
-        TRY(v1(v, "post_attention_layernorm.bias", H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
+    snprintf(n, sizeof n, "%s.weight", glm4 ? "post_self_attn_layernorm" : post);
+    if (mlp_norm) TRY(v1(v, n, H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
+    snprintf(n, sizeof n, "%s.bias", post);
+    if (c->norm_bias && mlp_norm) TRY(v1(v, n, H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->sandwich_norms)
         TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
                KVC_WINIT_NORM, WHOLE));
@@ -488,9 +500,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
         return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
                          (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
-    if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->gemma_norms))
-        return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms, "
-                                     "sandwich_norms or gemma_norms)");
+    if (c->norm_bias && (!c->layer_norm || c->post_norms || c->sandwich_norms))
+        return kvci_fail(KVC_EINVAL, "model: norm_bias needs layer_norm in pre-norm blocks (no post_norms or "
+                                     "sandwich_norms)");
     if (!(c->query_scale_beta >= 0.0 && c->query_scale_beta <= KVC_HP_MAX_FACTOR) ||
         (c->query_scale_beta > 0.0 && (c->query_scale_positions < 1 || fam->mla)))
         return kvci_fail(KVC_EINVAL,

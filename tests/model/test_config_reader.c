@@ -399,6 +399,12 @@ static void test_published_configs_agree(void **state) {
         "oracle/qwen3_vl/config.json",
         "oracle/llava/config.json",
         "oracle/llava_next/config.json",
+        "oracle/gpt_bigcode/config.json",
+        "oracle/gpt_bigcode_mha/config.json",
+        "oracle/falcon/config.json",
+        "oracle/falcon_new/config.json",
+        "oracle/gptj/config.json",
+        "oracle/nemotron/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

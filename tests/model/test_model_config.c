@@ -499,6 +499,13 @@ static void test_refusals(void **state) {
 #define NEOX_BASE                                                                                                      \
     "{\"model_type\":\"gpt_neox\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define BIGCODE_BASE "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define FALCON_BASE                                                                                                    \
+    "{\"model_type\":\"falcon\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define GPTJ_BASE "{\"model_type\":\"gptj\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
+#define NEMOTRON_BASE                                                                                                  \
+    "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
@@ -1181,6 +1188,116 @@ static void test_gpt2_fields(void **state) {
     expect_create_refusal(&c, "pos_offset 2 must be in");
 }
 
+/* GPT-BigCode with GPTBigCodeConfig's defaults (multi_query: one KV head whatever num_key_value_heads says, n_inner
+ * 4 x n_embd, n_positions 1024, gelu_pytorch_tanh, every bias, learned positions, tied) and without multi_query (as
+ * many KV heads as heads, gelu); refused by name: cross-attention, an unscaled softmax, another activation. */
+static void test_gpt_bigcode_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BIGCODE_BASE ",\"num_key_value_heads\":4}", "bigcode-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_heads == 4 && c.num_kv_heads == 1 && c.head_dim == 8);
+    assert_true(c.intermediate_size == 128 && c.max_position_embeddings == 1024 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.layer_nope[1] && c.tie_word_embeddings && c.mlp_plain);
+    assert_true(c.layer_norm && c.norm_bias && c.qkv_bias && c.o_bias && c.mlp_bias && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(BIGCODE_BASE ",\"multi_query\":false,\"activation_function\":\"gelu\","
+                                                         "\"n_inner\":48,\"tie_word_embeddings\":false}",
+                                            "bigcode-mha", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 48);
+    assert_true(!c.tie_word_embeddings);
+    expect_refusal(BIGCODE_BASE ",\"add_cross_attention\":true}", "gpt_bigcode with add_cross_attention true");
+    expect_refusal(BIGCODE_BASE ",\"scale_attn_weights\":false}", "gpt_bigcode with scale_attn_weights false");
+    expect_refusal(BIGCODE_BASE ",\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gpt_bigcode");
+}
+
+/* Falcon with FalconConfig's defaults (multi_query: one KV head whatever num_key_value_heads says, parallel block on
+ * one LayerNorm, no biases, RoPE on the whole head at 1e4, gelu, ffn_hidden_size 4 x hidden, eps 1e-5, tied), with
+ * new_decoder_architecture (num_kv_heads, heads when null; ln_attn / ln_mlp unless num_ln_in_parallel_attn 1) and
+ * the sequential block; refused by name: alibi, the combinations transformers cannot run, another activation. */
+static void test_falcon_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"num_key_value_heads\":4}", "falcon-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 1 && c.head_dim == 8 && c.intermediate_size == 128);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU && c.rms_norm_eps == 1e-5);
+    assert_true(c.tie_word_embeddings && !c.pos_learned && !c.layer_nope[0] && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.rope.theta == 10000.0 && c.max_position_embeddings == 2048);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"new_decoder_architecture\":true,\"num_kv_heads\":2,"
+                                                        "\"bias\":true,\"ffn_hidden_size\":null,"
+                                                        "\"activation\":\"gelu_new\"}",
+                                            "falcon-new", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.parallel_block && c.parallel_mlp_norm && c.qkv_bias && c.o_bias);
+    assert_true(c.mlp_bias && c.intermediate_size == 128 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"new_decoder_architecture\":true,\"num_kv_heads\":null,"
+                                                        "\"num_ln_in_parallel_attn\":1}",
+                                            "falcon-new-one-ln", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && c.parallel_block && !c.parallel_mlp_norm);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"multi_query\":false,\"parallel_attn\":false,"
+                                                        "\"ffn_hidden_size\":24}",
+                                            "falcon-seq", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4 && !c.parallel_block && c.intermediate_size == 24);
+    expect_refusal(FALCON_BASE ",\"alibi\":true}", "falcon with alibi true is not supported");
+    expect_refusal(FALCON_BASE ",\"new_decoder_architecture\":true,\"parallel_attn\":false}",
+                   "falcon with new_decoder_architecture true and parallel_attn false is not supported");
+    expect_refusal(FALCON_BASE ",\"num_ln_in_parallel_attn\":2}",
+                   "falcon with num_ln_in_parallel_attn 2 without new_decoder_architecture");
+    expect_refusal(FALCON_BASE ",\"multi_query\":false,\"num_kv_heads\":2}",
+                   "falcon with multi_query false needs num_kv_heads 2 equal to num_attention_heads 4");
+    expect_refusal(FALCON_BASE ",\"activation\":\"silu\"}", "activation \"silu\" is not supported (falcon");
+}
+
+/* GPT-J with GPTJConfig's defaults (rotary_dim 64 of head_dim 16: the whole head; theta 1e4 whatever rope_theta
+ * says, adjacent pairs, a parallel block on one LayerNorm, no q/k/v/o biases, MLP and head biases, n_inner 4 x n_embd,
+ * gelu_new, untied) and with rotary_dim 6 of 16; refused by name: rotary_dim null or above head_dim. */
+static void test_gptj_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GPTJ_BASE ",\"rotary_dim\":16,\"rope_theta\":5e5}", "gptj-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 2 && c.intermediate_size == 128);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 10000.0 && c.rope_form == KVC_ROPE_PAIRS);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && c.mlp_bias && c.head_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(GPTJ_BASE ",\"rotary_dim\":6,\"n_inner\":null}", "gptj-6", &c), KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.intermediate_size == 128);
+    expect_refusal(GPTJ_BASE "}", "gptj with rotary_dim above head_dim is not supported (at most head_dim 16)");
+    expect_refusal(GPTJ_BASE ",\"rotary_dim\":null}", "gptj with rotary_dim null is not supported");
+    expect_refusal(GPTJ_BASE ",\"rotary_dim\":8,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gptj");
+}
+
+/* Nemotron with NemotronConfig's defaults (LayerNorm1P: LayerNorms with bias applied as 1 + w, RoPE half-split on half
+ * of each head, relu2 ungated MLP, no biases, eps 1e-5, untied) and with biases, head_dim, partial_rotary_factor and
+ * hidden_act set; refused by name: num_key_value_heads absent or null (None in NemotronConfig). */
+static void test_nemotron_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_BASE ",\"num_key_value_heads\":2}", "nemotron-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 2 && c.head_dim == 8 && kvci_model_rot_dim(&c) == 4);
+    assert_true(c.layer_norm && c.norm_bias && c.gemma_norms && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.parallel_block && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_BASE ",\"num_key_value_heads\":4,\"head_dim\":16,"
+                                                          "\"attention_bias\":true,\"mlp_bias\":true,"
+                                                          "\"partial_rotary_factor\":1.0,\"norm_eps\":1e-3,"
+                                                          "\"hidden_act\":\"relu\"}",
+                                            "nemotron-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && kvci_model_rot_dim(&c) == 16 && c.qkv_bias && c.o_bias && c.mlp_bias);
+    assert_true(c.rms_norm_eps == 1e-3 && c.mlp_act == KVC_MLP_RELU);
+    expect_refusal(NEMOTRON_BASE "}", "nemotron without num_key_value_heads is not supported");
+    expect_refusal(NEMOTRON_BASE ",\"num_key_value_heads\":null}", "nemotron without num_key_value_heads");
+    expect_refusal(NEMOTRON_BASE ",\"num_key_value_heads\":2,\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (nemotron");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1363,6 +1480,10 @@ int main(void) {
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
+        cmocka_unit_test(test_gpt_bigcode_fields),
+        cmocka_unit_test(test_falcon_fields),
+        cmocka_unit_test(test_gptj_fields),
+        cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),

@@ -475,6 +475,47 @@ static void test_opt(void **state) {
     run_dir("opt");
 }
 
+/* StarCoder 1 / SantaCoder-like: GPT-2's learned positions (n 64) and no RoPE, nn.Linear layers with biases,
+ * multi_query (one KV head: c_attn [q | k | v] rows), gelu_pytorch_tanh, tied */
+static void test_gpt_bigcode(void **state) {
+    (void)state;
+    run_dir("gpt_bigcode");
+}
+
+/* GPT-BigCode without multi_query: 4 KV heads, c_attn per head [heads, 3, D]; gelu (erf), n_inner null, untied */
+static void test_gpt_bigcode_mha(void **state) {
+    (void)state;
+    run_dir("gpt_bigcode_mha");
+}
+
+/* Falcon-7B-like: multi_query (one KV head, query_key_value [q | k | v]), parallel block on one LayerNorm, no
+ * biases, RoPE on the whole head, gelu (erf), tied */
+static void test_falcon(void **state) {
+    (void)state;
+    run_dir("falcon");
+}
+
+/* Falcon-40B-like: new_decoder_architecture, 2 KV heads of 4 (query_key_value grouped [2, 4, 16]), ln_attn and
+ * ln_mlp, biases, rope_theta 5e4, gelu_new, untied */
+static void test_falcon_new(void **state) {
+    (void)state;
+    run_dir("falcon_new");
+}
+
+/* GPT-J-6B-like: parallel block on one LayerNorm, no q/k/v/out_proj biases, RoPE on adjacent pairs of the first 8 of
+ * 16 channels, fc_in / fc_out with biases, gelu_new, untied with the head's bias */
+static void test_gptj(void **state) {
+    (void)state;
+    run_dir("gptj");
+}
+
+/* Nemotron-4 / Minitron-like: LayerNorm1P (1 + w, with bias), 2 KV heads of 4, RoPE on half of each head, relu2
+ * ungated MLP, no biases, untied */
+static void test_nemotron(void **state) {
+    (void)state;
+    run_dir("nemotron");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -596,6 +637,12 @@ int main(void) {
         cmocka_unit_test(test_qwen3_vl),
         cmocka_unit_test(test_llava),
         cmocka_unit_test(test_llava_next),
+        cmocka_unit_test(test_gpt_bigcode),
+        cmocka_unit_test(test_gpt_bigcode_mha),
+        cmocka_unit_test(test_falcon),
+        cmocka_unit_test(test_falcon_new),
+        cmocka_unit_test(test_gptj),
+        cmocka_unit_test(test_nemotron),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

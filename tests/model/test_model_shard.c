@@ -273,7 +273,9 @@ static void test_glm_seed_oss(void **state) {
 /* The classic types: Phi's q/k/v/dense and fc1/fc2 under their names, the head's bias whole; GPT-NeoX's
  * query_key_value read per head block by block (parallel and sequential blocks); GPT-2's Conv1D weights [in, out]
  * split along their stored columns (rows of the operand) and its c_attn's q/k/v columns per rank, the learned
- * positions whole; OPT's names under model.decoder. */
+ * positions whole; OPT's names under model.decoder.; GPT-BigCode's c_attn rows per rank, its one KV head replicated
+ * (multi_query) or per head as GPT-NeoX's; Falcon's query_key_value grouped by KV head, a rank's query heads
+ * possibly part of one group; GPT-J's head bias whole; Nemotron's LayerNorm1P weights and biases whole. */
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
@@ -281,6 +283,12 @@ static void test_classic(void **state) {
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
     check_family("gpt2", KVC_WMAT_CHECKPOINT);
     check_family("opt", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_bigcode", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_bigcode_mha", KVC_WMAT_CHECKPOINT);
+    check_family("falcon", KVC_WMAT_CHECKPOINT);
+    check_family("falcon_new", KVC_WMAT_CHECKPOINT);
+    check_family("gptj", KVC_WMAT_CHECKPOINT);
+    check_family("nemotron", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

@@ -5,7 +5,8 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt) this script
+olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -59,6 +60,14 @@ from transformers import (
     GPTNeoXForCausalLM,
     GPT2Config,
     GPT2LMHeadModel,
+    GPTBigCodeConfig,
+    GPTBigCodeForCausalLM,
+    FalconConfig,
+    FalconForCausalLM,
+    GPTJConfig,
+    GPTJForCausalLM,
+    NemotronConfig,
+    NemotronForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -781,6 +790,57 @@ def gpt2_config():
                       eos_token_id=None, pad_token_id=None)
 
 
+def gpt_bigcode_config():
+    # StarCoder 1 / SantaCoder at toy size: GPT-2's learned positions (n_positions 64) and no RoPE, nn.Linear layers
+    # with biases, multi_query (the default: one KV head, c_attn [q 64 | k 16 | v 16] rows), LayerNorms with bias,
+    # gelu_pytorch_tanh (the default), n_inner 128, 3 layers, 4 heads of 16, tied (the default).
+    return GPTBigCodeConfig(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, n_inner=128, n_positions=64,
+                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def gpt_bigcode_mha_config():
+    # GPT-BigCode without multi_query: as many KV heads as heads, c_attn per head [4, 3, 16]; gelu (erf), n_inner
+    # null (4 x n_embd), 2 layers, untied (lm_head its own).
+    return GPTBigCodeConfig(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_inner=None, n_positions=64,
+                            multi_query=False, activation_function="gelu", tie_word_embeddings=False,
+                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def falcon_config():
+    # Falcon-7B at toy size: multi_query (one KV head; query_key_value [q 64 | k 16 | v 16] rows), parallel_attn on one
+    # LayerNorm, no biases (bias false, the default), RoPE half-split on the whole head at theta 1e4, gelu (erf, the
+    # default), ffn_hidden_size null (4 x 64), 3 layers, 4 heads of 16, tied (the default).
+    return FalconConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def falcon_new_config():
+    # Falcon-40B / 180B at toy size: new_decoder_architecture with num_kv_heads 2 of 4 heads of 16 (query_key_value
+    # grouped [2, 2 + 2, 16]), ln_attn and ln_mlp (num_ln_in_parallel_attn 2, its default there), biases (bias true),
+    # rope_theta 5e4, gelu_new, ffn_hidden_size 80, 2 layers, untied.
+    return FalconConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                        new_decoder_architecture=True, bias=True, activation="gelu_new", ffn_hidden_size=80,
+                        rope_parameters={"rope_type": "default", "rope_theta": 50000.0}, tie_word_embeddings=False,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def gptj_config():
+    # GPT-J-6B at toy size: a parallel block on one LayerNorm (ln_1), q/k/v and out_proj without biases, RoPE on
+    # adjacent pairs of the first rotary_dim 8 of 16 channels (theta 1e4, fixed), fc_in / fc_out with biases of n_inner
+    # 128, gelu_new (the default), 3 layers, 4 heads, untied (the default) with the head's bias.
+    return GPTJConfig(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, rotary_dim=8, n_inner=128, n_positions=64,
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def nemotron_config():
+    # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
+    # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
+    # default), relu2 (the default) ungated MLP of 96, no biases (the defaults), 3 layers, untied (the default).
+    return NemotronConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -893,6 +953,12 @@ FAMILIES = {
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
     "opt": (opt_config, OPTForCausalLM),
+    "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
+    "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
+    "falcon": (falcon_config, FalconForCausalLM),
+    "falcon_new": (falcon_new_config, FalconForCausalLM),
+    "gptj": (gptj_config, GPTJForCausalLM),
+    "nemotron": (nemotron_config, NemotronForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -922,15 +988,19 @@ def param_std(name, shape, config):
     if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
             name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
         return 0.02
-    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
-        return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron"):
+        return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
         return 0.5
-    if config.model_type == "gpt2":  # GPT-2's names: ln_1 / ln_2 / ln_f, wte (tied), wpe, Conv1D [in, out]
+    if config.model_type == "falcon" and name.endswith(("ln_f.weight", "ln_attn.weight", "ln_mlp.weight")):
+        return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
+    if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
+        return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type in ("gpt2", "gpt_bigcode", "gptj"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -939,7 +1009,9 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        return 1.0 / math.sqrt(shape[0])  # Conv1D, used as x @ W: fan-in is the first dim
+        if config.model_type in ("gpt_bigcode", "gptj"):  # nn.Linear [out, in]; its own lm_head when untied
+            return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
+        return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -1616,7 +1688,8 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt",
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
