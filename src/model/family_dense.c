@@ -435,6 +435,46 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B; Ernie4_5_MoeForCausalLM): ERNIE 4.5 (parse_ernie4_5) whose
+ * layers l with (l + 1) % moe_layer_interval == 0 in [moe_layer_start_index, moe_layer_end_index] (1, 1, -1: the last
+ * layer) route moe_k (6; num_experts_per_tok) of moe_num_experts (64; num_experts) SwiGLU experts of
+ * moe_intermediate_size (1536) by the softmax router with its correction bias (kvci_ffn_ernie_moe), weights over
+ * max(their sum, moe_norm_min 1e-12), plus moe_num_shared_experts (2) shared experts as one MLP; the other layers the
+ * dense MLP (Ernie4_5_MoeConfig's defaults). The experts and the router have no bias; the shared experts take use_bias,
+ * which the runtime does not read: use_bias with shared experts on a MoE layer is refused by name. Its MTP layers
+ * (num_nextn_predict_layers) are not read (transformers ignores them). */
+static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range norm_min = {0.0, 1.0, false};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"moe_num_experts", "num_experts"};
+    static const char *const k_n[KVC_HP_ALIASES] = {"moe_k", "num_experts_per_tok"};
+    int64_t start = 1, end = -1, step = 1;
+    bool have = false, any = false;
+    KVC_TRY(parse_ernie4_5(hp, cfg));
+    cfg->n_routed_experts = 64, cfg->experts_per_tok = 6;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_hparams_int(c, k_n, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
+    if (cfg->experts_per_tok > cfg->n_routed_experts)
+        return kvci_fail(KVC_EINVAL, "%s: moe_k %lld must be in [1, moe_num_experts = %lld]", c->doc,
+                         (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1536, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "moe_num_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_start_index", 1, 0, KVC_HP_MAX_LAYERS, &start));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_end_index", -1, -1, KVC_HP_MAX_LAYERS, &end));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_interval", 1, 1, KVC_HP_MAX_LAYERS, &step));
+    KVC_TRY(kvci_family_opt_num(c, "moe_norm_min", 1e-12, norm_min, &cfg->moe_norm_min));
+    end = end == -1 ? cfg->num_layers - 1 : end;
+    for (int64_t l = 0; l < cfg->num_layers; l++)
+        any |= cfg->layer_moe[l] = (l + 1) % step == 0 && l >= start && l <= end;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    if (any && cfg->shared_expert_intermediate_size > 0 && cfg->mlp_bias)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: ernie4_5_moe with use_bias and moe_num_shared_experts %lld (the shared experts\' "
+                         "biases): not supported",
+                         c->doc, (long long)cfg->n_shared_experts);
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -453,6 +493,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
+    if (strcmp(mt, "ernie4_5_moe") == 0) return parse_ernie4_5_moe(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
@@ -492,12 +533,13 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers (Granite MoE's router, DeepSeek-V3's grouped one where n_group is set: GLM-4.5,
- * else the softmax router), else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, ERNIE 4.5 MoE's, DeepSeek-V3's grouped one where n_group
+ * is set: GLM-4.5, else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
+    if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
@@ -574,6 +616,7 @@ static const kvc_family_alias ALIASES[] = {
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},
     {"gpt2", "GPT2LMHeadModel", "gpt2", true},
     {"opt", "OPTForCausalLM", "opt", true},
+    {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -2,7 +2,8 @@
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
  * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, the softmax router of Qwen3-MoE,
  * Qwen2-MoE, Mixtral and OLMoE, Granite MoE's (GptOss's) and Llama 4's sigmoid router (its scores scaling the
- * experts' inputs, a shared expert beside) over the same SwiGLU experts. Experts run over the tokens
+ * experts' inputs, a shared expert beside) and ERNIE 4.5 MoE's bias-corrected softmax one over the same SwiGLU
+ * experts. Experts run over the tokens
  * routed to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
@@ -204,6 +205,21 @@ static void sigmoid_route(const kvc_model_config *c, const kvc_layer_weights *w,
     for (int64_t j = 0; j < c->experts_per_tok; j++) sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]]));
 }
 
+/* ERNIE 4.5 MoE router (HF Ernie4_5_MoeTopKRouter): softmax over all E logits in f32, the k largest of the
+ * probabilities plus the correction bias (gate_corr [E]; ties: lower index first, as top_k), weighted by their
+ * unbiased probabilities over max(their sum, moe_norm_min). */
+static void ernie_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                        float *sw, float *tmp /* [2E] */) {
+    const int64_t E = c->n_routed_experts, K = c->experts_per_tok;
+    float *biased = tmp + E, sum = 0.0f;
+    softmax_probs(logits, E, tmp);
+    for (int64_t e = 0; e < E; e++) biased[e] = tmp[e] + w->gate_corr[e];
+    top_k(biased, E, K, sel);
+    for (int64_t j = 0; j < K; j++) sum += (sw[j] = tmp[sel[j]]);
+    const float den = sum > (float)c->moe_norm_min ? sum : (float)c->moe_norm_min;
+    for (int64_t j = 0; j < K; j++) sw[j] /= den;
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
@@ -259,3 +275,4 @@ kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return route
 
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }
+kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }

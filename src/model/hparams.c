@@ -47,6 +47,7 @@ static const type_defaults DEFAULTS[] = {
     {"glm4_moe", 0, 10000.0, 0, false, 8},
     {"llama4_text", 128, 500000.0, 0, false, 8},
     {"llama4", 128, 500000.0, 0, false, 8},
+    {"ernie4_5_moe", 0, 500000.0, 0, false, 4}, /* Ernie4_5_MoeConfig has no head_dim of its own */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

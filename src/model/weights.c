@@ -249,17 +249,20 @@ static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_la
 
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
- * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, Qwen2-MoE a
+ * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
+ * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
  * shared expert and its sigmoid gate [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) /
  * w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
+    const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
            even(v, 1, Im)));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_UP : KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT,
@@ -268,9 +271,9 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 2, Im)));
     const int64_t Ish = c->shared_expert_intermediate_size;
     if (Ish > 0)
-        TRY(visit_dense_mlp(v, c, w, ds ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
+        TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
                             &w->sh_down));
-    if (Ish > 0 && !ds) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    if (Ish > 0 && !ds && !ernie) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 
@@ -501,6 +504,8 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (!(c->moe_norm_min >= 0.0 && c->moe_norm_min <= 1.0))
+        return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
     if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))

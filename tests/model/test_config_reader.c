@@ -392,6 +392,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_neox_seq/config.json",
         "oracle/gpt2/config.json",
         "oracle/opt/config.json",
+        "oracle/ernie4_5_moe/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

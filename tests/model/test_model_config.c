@@ -959,6 +959,42 @@ static void test_glm4_moe_fields(void **state) {
     expect_refusal(GLM4_MOE_BASE ",\"routed_scaling_factor\":0}", "routed_scaling_factor");
 }
 
+#define ERNIE_MOE_BASE                                                                                                 \
+    "{\"model_type\":\"ernie4_5_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                    \
+    "\"num_hidden_layers\":6,\"num_attention_heads\":4"
+
+/* ERNIE 4.5 MoE with Ernie4_5_MoeConfig's defaults (4 KV heads, head_dim hidden / heads, theta 5e5, adjacent pairs,
+ * no biases, tied, layers 1 to the last MoE: 64 experts of 1536, top 6, 2 shared, moe_norm_min 1e-12), with its keys
+ * set (the HF attribute names num_experts / num_experts_per_tok too), and the refusals. */
+static void test_ernie4_5_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(ERNIE_MOE_BASE "}", "ernie4_5_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.rope.theta == 500000.0);
+    assert_true(c.rope_form == KVC_ROPE_PAIRS && !c.qkv_bias && !c.o_bias && !c.mlp_bias && c.tie_word_embeddings);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[5] && c.n_routed_experts == 64);
+    assert_true(c.moe_intermediate_size == 1536 && c.experts_per_tok == 6 && c.n_shared_experts == 2);
+    assert_true(c.shared_expert_intermediate_size == 3072 && c.moe_norm_min == 1e-12 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(ERNIE_MOE_BASE ",\"num_key_value_heads\":2,\"moe_num_experts\":8,"
+                                                           "\"moe_k\":2,\"moe_intermediate_size\":4,"
+                                                           "\"moe_num_shared_experts\":0,\"moe_layer_start_index\":0,"
+                                                           "\"moe_layer_end_index\":4,\"moe_layer_interval\":2,"
+                                                           "\"moe_norm_min\":0.5,\"use_bias\":true}",
+                                            "ernie4_5_moe-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.qkv_bias && c.mlp_bias);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3] && !c.layer_moe[5]);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.moe_norm_min == 0.5 && c.moe_intermediate_size == 4);
+    assert_int_equal(
+        kvc_model_config_parse(ERNIE_MOE_BASE ",\"num_experts\":8,\"num_experts_per_tok\":3}", "ernie4_5_moe-hf", &c),
+        KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 3);
+    expect_refusal(ERNIE_MOE_BASE ",\"use_bias\":true}", "ernie4_5_moe with use_bias and moe_num_shared_experts 2");
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_num_experts\":4}", "moe_k 6 must be in [1, moe_num_experts = 4]");
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_layer_interval\":0}", "moe_layer_interval");
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_norm_min\":-1}", "moe_norm_min");
+}
+
 #define LLAMA4_BASE                                                                                                    \
     "{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -1196,6 +1232,7 @@ int main(void) {
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
+        cmocka_unit_test(test_ernie4_5_moe_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),

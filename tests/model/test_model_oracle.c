@@ -443,6 +443,14 @@ static void test_glm4_moe(void **state) {
     run_dir("glm4_moe");
 }
 
+/* ERNIE-4.5-21B-A3B-like: pairwise RoPE, GQA, tied, 4 layers: 0 and 3 dense (moe_layer_end_index 2), 1-2 the softmax
+ * router choosing by probability plus a random correction bias over 8 experts, top-3, weights over max(sum,
+ * moe_norm_min), plus a shared expert */
+static void test_ernie4_5_moe(void **state) {
+    (void)state;
+    run_dir("ernie4_5_moe");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -551,6 +559,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),
+        cmocka_unit_test(test_ernie4_5_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

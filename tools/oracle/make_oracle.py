@@ -5,7 +5,8 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt) this script
+olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, ernie4_5_moe) this
+script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -66,6 +67,8 @@ from transformers import (
     OlmoeForCausalLM,
     Ernie4_5Config,
     Ernie4_5ForCausalLM,
+    Ernie4_5_MoeConfig,
+    Ernie4_5_MoeForCausalLM,
     DeepseekV2Config,
     DeepseekV2ForCausalLM,
     Llama4Config,
@@ -714,6 +717,17 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def ernie4_5_moe_config():
+    # ERNIE-4.5-21B-A3B at toy size: ERNIE 4.5's pairwise RoPE over the whole head (head_dim hidden / heads: 16), GQA
+    # 4/2, 4 layers: layers 1-2 MoE (moe_layer_start_index 1, moe_layer_end_index 2, interval 1), layers 0 and 3 the
+    # dense MLP of 96; 8 experts of width 16, top 3 (moe_k), the softmax router choosing by probability plus a random
+    # correction bias (moe_statics, N(0, 0.2^2): top-3 margin 1.3e-3; N(0, 0.1^2) gave 1.2e-6), weights over
+    # max(sum, moe_norm_min), one shared expert; no biases (use_bias false, the hub's), tied (the default).
+    return Ernie4_5_MoeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, moe_intermediate_size=16, moe_num_experts=8,
+                              moe_k=3, moe_num_shared_experts=1, moe_layer_start_index=1, moe_layer_end_index=2,
+                              moe_layer_interval=1, use_bias=False)
+
+
 def llama4_config():
     # Llama 4's text model at toy size: 4 layers, layer 2 NoPE (full attention, no rope, temperature-tuned queries:
     # floor_scale 8, attn_scale 0.5, so every position from 7 on is scaled) and the others chunked local attention
@@ -820,6 +834,7 @@ FAMILIES = {
     "deepseek_v2": (deepseek_v2_config, DeepseekV2ForCausalLM),
     "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
     "llama4": (llama4_config, Llama4ForCausalLM),
+    "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
 }
 
 
@@ -849,6 +864,8 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[0])  # Conv1D, used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
+    if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
+        return 0.2
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
     if name == "model.embed_tokens.weight":
@@ -857,7 +874,7 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1020,6 +1037,14 @@ def router_margin(model, all_ids):
     gates = [layer.mlp.gate for layer in model.model.layers
              if hasattr(layer.mlp, "gate") and hasattr(layer.mlp.gate, "top_k")]
     return min_hooked_gap(model, all_ids, gates, lambda m, out: kth_gap(torch.softmax(out[0].float(), dim=-1), m.top_k))
+
+
+@torch.no_grad()
+def ernie_router_margin(model, all_ids):
+    """router_margin for ERNIE 4.5 MoE, which chooses by probability plus its correction bias."""
+    gates = [layer.mlp.gate for layer in model.model.layers if hasattr(layer.mlp, "gate")]
+    return min_hooked_gap(model, all_ids, gates, lambda m, out: kth_gap(
+        m.moe_statics(torch.softmax(out[0].float(), dim=-1)), m.top_k))
 
 
 @torch.no_grad()
@@ -1235,6 +1260,10 @@ def make_family(family, out_root, seed):
         summary["sensitivity_topk_method_greedy"] = sensitivity(model, ps[-1], topk_method="greedy")
     if family == "deepseek_v2_lite":
         summary["sensitivity_routed_scaling_factor_2"] = sensitivity(model, ps[-1], routed_scaling_factor=2.0)
+    if family == "ernie4_5_moe":
+        summary["router_topk_margin"] = ernie_router_margin(model, ps)
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_moe_norm_min_2"] = sensitivity(model, ps[-1], moe_norm_min=2.0)
     if family == "llama4":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_chunks"] = sensitivity(model, ps[-1], attention_chunk_size=None,
@@ -1389,14 +1418,16 @@ def with_config(model, **overrides):
 
 @torch.no_grad()
 def sensitivity_no_correction_bias(model, ids):
-    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, not a config field)."""
+    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, or ERNIE 4.5 MoE's parameter; not a
+    config field)."""
+    tensors = lambda: list(model.named_buffers()) + list(model.named_parameters())
     want = forward_logits(model, ids)
-    saved = {n: b.clone() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")}
-    for n, b in model.named_buffers():
+    saved = {n: b.clone() for n, b in tensors() if n.endswith("e_score_correction_bias")}
+    for n, b in tensors():
         if n in saved:
             b.zero_()
     got = forward_logits(model, ids)
-    for n, b in model.named_buffers():
+    for n, b in tensors():
         if n in saved:
             b.copy_(saved[n])
     return float((got - want).abs().max())
@@ -1412,7 +1443,8 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
-                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5}
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
+                    "ernie4_5_moe": 1e-5}
 
 
 def verify(family, out):
@@ -1456,7 +1488,7 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "ernie4_5_moe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
