@@ -475,6 +475,36 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     return KVC_OK;
 }
 
+/* Phi-3.5-MoE (microsoft/Phi-3.5-MoE-instruct, PhimoeForCausalLM): Mixtral's blocks (block_sparse_moe on every layer:
+ * num_local_experts (16) SwiGLU experts of intermediate_size; every layer sliding when sliding_window is set) with
+ * LayerNorms with bias (rms_norm_eps, 1e-5), q/k/v/o biases by attention_bias and the head's by lm_head_bias (both
+ * false when absent), untied by default, theta 1e6 and 8 KV heads when absent (PhimoeConfig's), and SparseMixer's
+ * router (kvci_ffn_phimoe): two experts, whatever num_experts_per_tok says (transformers' sparsemixer ignores it),
+ * masked by router_jitter_noise (0.01). Refused by name: a rope type other than default (its longrope scales cos/sin
+ * by short_mscale or long_mscale by the longest position of the forward), fewer than 2 experts. */
+static kvc_status parse_phimoe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, jitter = {0.0, 1.0, false};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_local_experts"};
+    bool have = false;
+    if (cfg->rope.type != KVC_ROPE_DEFAULT)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phimoe with rope type \"%s\" (transformers scales its cos/sin by short_mscale or "
+                         "long_mscale by the forward\'s longest position): not supported",
+                         c->doc, kvc_rope_type_name(cfg->rope.type));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "lm_head_bias", false, &cfg->head_bias));
+    cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_num(c, "router_jitter_noise", 0.01, jitter, &cfg->router_jitter_noise));
+    cfg->n_routed_experts = 16;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 2, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    cfg->experts_per_tok = 2, cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -494,6 +524,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     if (strcmp(mt, "ernie4_5_moe") == 0) return parse_ernie4_5_moe(hp, cfg);
+    if (strcmp(mt, "phimoe") == 0) return parse_phimoe(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
@@ -533,13 +564,14 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers (Granite MoE's router, ERNIE 4.5 MoE's, DeepSeek-V3's grouped one where n_group
- * is set: GLM-4.5, else the softmax router), else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, ERNIE 4.5 MoE's, Phi-3.5-MoE's, DeepSeek-V3's grouped one
+ * where n_group is set: GLM-4.5, else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
+    if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
@@ -617,6 +649,7 @@ static const kvc_family_alias ALIASES[] = {
     {"gpt2", "GPT2LMHeadModel", "gpt2", true},
     {"opt", "OPTForCausalLM", "opt", true},
     {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
+    {"phimoe", "PhimoeForCausalLM", "phimoe", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -2,8 +2,8 @@
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
  * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, the softmax router of Qwen3-MoE,
  * Qwen2-MoE, Mixtral and OLMoE, Granite MoE's (GptOss's) and Llama 4's sigmoid router (its scores scaling the
- * experts' inputs, a shared expert beside) and ERNIE 4.5 MoE's bias-corrected softmax one over the same SwiGLU
- * experts. Experts run over the tokens
+ * experts' inputs, a shared expert beside) ERNIE 4.5 MoE's bias-corrected softmax one and Phi-3.5-MoE's SparseMixer
+ * over the same SwiGLU experts. Experts run over the tokens
  * routed to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
@@ -220,6 +220,29 @@ static void ernie_route(const kvc_model_config *c, const kvc_layer_weights *w, c
     for (int64_t j = 0; j < K; j++) sw[j] /= den;
 }
 
+/* Phi-3.5-MoE's router (HF sparsemixer in eval mode): two experts, whatever num_experts_per_tok says. The first is the
+ * largest logit's m (ties: lower index first), weighted by its softmax probability among the logits s not masked by
+ * (m - s) / max(|s|, m) > 2 router_jitter_noise (f32, the bound an f32); the second the same over the logits without
+ * the first expert, m their largest. Never renormalised. */
+static void phimoe_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                         float *sw, float *tmp) {
+    (void)w, (void)tmp;
+    const int64_t E = c->n_routed_experts;
+    const float thr = (float)(2.0 * c->router_jitter_noise);
+    for (int j = 0; j < 2; j++) {
+        int32_t best = -1;
+        for (int32_t e = 0; e < (int32_t)E; e++)
+            if (!(j == 1 && e == sel[0]) && (best < 0 || logits[e] > logits[best])) best = e;
+        const float m = logits[best];
+        float den = 0.0f;
+        for (int32_t e = 0; e < (int32_t)E; e++) {
+            const float a = fabsf(logits[e]), f = a > m ? a : m;
+            if (!(j == 1 && e == sel[0]) && !((m - logits[e]) / f > thr)) den += expf(logits[e] - m);
+        }
+        sel[j] = best, sw[j] = 1.0f / den;
+    }
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
@@ -276,3 +299,4 @@ kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return route
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }
 kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }
+kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, phimoe_route); }

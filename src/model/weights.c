@@ -251,11 +251,12 @@ static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_la
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
  * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) /
- * w3 (up) / w2 (down)}. */
+ * shared expert and its sigmoid gate [1, H]; Mixtral's and Phi-3.5-MoE's hub names are block_sparse_moe.{gate,
+ * experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
+    const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
+    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
@@ -504,6 +505,8 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (!(c->router_jitter_noise >= 0.0 && c->router_jitter_noise <= 1.0))
+        return kvci_fail(KVC_EINVAL, "model: router_jitter_noise %g outside [0, 1]", c->router_jitter_noise);
     if (!(c->moe_norm_min >= 0.0 && c->moe_norm_min <= 1.0))
         return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))

@@ -995,6 +995,35 @@ static void test_ernie4_5_moe_fields(void **state) {
     expect_refusal(ERNIE_MOE_BASE ",\"moe_norm_min\":-1}", "moe_norm_min");
 }
 
+#define PHIMOE_BASE                                                                                                    \
+    "{\"model_type\":\"phimoe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":8"
+
+/* Phi-3.5-MoE with PhimoeConfig's defaults (8 KV heads, theta 1e6, LayerNorms with bias, eps 1e-5, no biases, untied,
+ * 16 experts of intermediate_size on every layer, two chosen whatever num_experts_per_tok says, jitter 0.01), its
+ * keys set, and the refusals. */
+static void test_phimoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(PHIMOE_BASE ",\"num_experts_per_tok\":4}", "phimoe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 8 && c.rope.theta == 1e6 && c.head_dim == 8);
+    assert_true(c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.head_bias);
+    assert_true(!c.tie_word_embeddings && c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 16);
+    assert_true(c.experts_per_tok == 2 && c.moe_intermediate_size == 8 && c.router_jitter_noise == 0.01);
+    assert_int_equal(kvc_model_config_parse(PHIMOE_BASE ",\"num_key_value_heads\":2,\"attention_bias\":true,"
+                                                        "\"lm_head_bias\":true,\"num_local_experts\":4,"
+                                                        "\"router_jitter_noise\":0.3,\"rms_norm_eps\":1e-6}",
+                                            "phimoe-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.qkv_bias && c.o_bias && c.head_bias && c.n_routed_experts == 4);
+    assert_true(c.router_jitter_noise == 0.3 && c.rms_norm_eps == 1e-6);
+    expect_refusal(PHIMOE_BASE ",\"num_local_experts\":1}", "num_local_experts");
+    expect_refusal(PHIMOE_BASE ",\"router_jitter_noise\":-0.1}", "router_jitter_noise");
+    expect_refusal(PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"longrope\",\"short_factor\":[1,1,1,1],"
+                               "\"long_factor\":[1,1,1,1],\"original_max_position_embeddings\":64}}",
+                   "phimoe with rope type \"longrope\"");
+}
+
 #define LLAMA4_BASE                                                                                                    \
     "{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -1233,6 +1262,7 @@ int main(void) {
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_ernie4_5_moe_fields),
+        cmocka_unit_test(test_phimoe_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),

@@ -451,6 +451,13 @@ static void test_ernie4_5_moe(void **state) {
     run_dir("ernie4_5_moe");
 }
 
+/* Phi-3.5-MoE-like: LayerNorms with bias, q/k/v/o biases, the head's bias, GQA, untied, 3 layers of 8 experts stored
+ * as Mixtral's (block_sparse_moe), SparseMixer's two experts with router_jitter_noise 0.3 */
+static void test_phimoe(void **state) {
+    (void)state;
+    run_dir("phimoe");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -560,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_ernie4_5_moe),
+        cmocka_unit_test(test_phimoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

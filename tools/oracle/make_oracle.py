@@ -5,8 +5,8 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, ernie4_5_moe) this
-script
+olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, ernie4_5_moe,
+phimoe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -69,6 +69,8 @@ from transformers import (
     Ernie4_5ForCausalLM,
     Ernie4_5_MoeConfig,
     Ernie4_5_MoeForCausalLM,
+    PhimoeConfig,
+    PhimoeForCausalLM,
     DeepseekV2Config,
     DeepseekV2ForCausalLM,
     Llama4Config,
@@ -728,6 +730,16 @@ def ernie4_5_moe_config():
                               moe_layer_interval=1, use_bias=False)
 
 
+def phimoe_config():
+    # Phi-3.5-MoE at toy size: LayerNorms with bias, q/k/v/o biases (attention_bias, the hub's), the head's bias
+    # (lm_head_bias; the hub's has none), GQA 4/2, 3 layers each routing 8 experts of width 24 by SparseMixer (two
+    # experts; router_jitter_noise 0.3, the hub's 0.01, so that the second expert and the softmax masks see several
+    # logits), untied, theta 1e4.
+    return PhimoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, num_local_experts=8,
+                        router_jitter_noise=0.3, attention_bias=True, lm_head_bias=True, tie_word_embeddings=False,
+                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def llama4_config():
     # Llama 4's text model at toy size: 4 layers, layer 2 NoPE (full attention, no rope, temperature-tuned queries:
     # floor_scale 8, attn_scale 0.5, so every position from 7 on is scaled) and the others chunked local attention
@@ -835,6 +847,7 @@ FAMILIES = {
     "deepseek_v2_lite": (deepseek_v2_lite_config, DeepseekV2ForCausalLM),
     "llama4": (llama4_config, Llama4ForCausalLM),
     "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
+    "phimoe": (phimoe_config, PhimoeForCausalLM),
 }
 
 
@@ -874,7 +887,8 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
+            "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1264,6 +1278,11 @@ def make_family(family, out_root, seed):
         summary["router_topk_margin"] = ernie_router_margin(model, ps)
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_moe_norm_min_2"] = sensitivity(model, ps[-1], moe_norm_min=2.0)
+    if family == "phimoe":
+        summary["sensitivity_router_jitter_noise_0.01"] = sensitivity(model, ps[-1], router_jitter_noise=0.01)
+        routers = [layer.mlp.router for layer in model.model.layers]
+        summary["router_top3_margin"] = min_hooked_gap(  # SparseMixer's two argmaxes: gaps of the 3 largest logits
+            model, ps, routers, lambda m, out: min(kth_gap(out[0], 1), kth_gap(out[0], 2)))
     if family == "llama4":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_chunks"] = sensitivity(model, ps[-1], attention_chunk_size=None,
@@ -1444,7 +1463,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5}
 
 
 def verify(family, out):
@@ -1488,7 +1507,8 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "ernie4_5_moe"]:
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "ernie4_5_moe",
+                               "phimoe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
