@@ -440,17 +440,18 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
  * layer) route moe_k (6; num_experts_per_tok) of moe_num_experts (64; num_experts) SwiGLU experts of
  * moe_intermediate_size (1536) by the softmax router with its correction bias (kvci_ffn_ernie_moe), weights over
  * max(their sum, moe_norm_min 1e-12), plus moe_num_shared_experts (2) shared experts as one MLP; the other layers the
- * dense MLP (Ernie4_5_MoeConfig's defaults). The experts and the router have no bias; the shared experts take use_bias,
- * which the runtime does not read: use_bias with shared experts on a MoE layer is refused by name. Its MTP layers
- * (num_nextn_predict_layers) are not read (transformers ignores them). */
+ * dense MLP (Ernie4_5_MoeConfig's defaults). use_bias gives the shared experts and the head biases too (mlp_bias,
+ * head_bias); the experts and the router have none. Its MTP layers (num_nextn_predict_layers) are not read
+ * (transformers ignores them). */
 static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range norm_min = {0.0, 1.0, false};
     static const char *const experts_n[KVC_HP_ALIASES] = {"moe_num_experts", "num_experts"};
     static const char *const k_n[KVC_HP_ALIASES] = {"moe_k", "num_experts_per_tok"};
     int64_t start = 1, end = -1, step = 1;
-    bool have = false, any = false;
+    bool have = false;
     KVC_TRY(parse_ernie4_5(hp, cfg));
+    cfg->head_bias = cfg->mlp_bias; /* its lm_head takes use_bias too (ERNIE 4.5 dense's never) */
     cfg->n_routed_experts = 64, cfg->experts_per_tok = 6;
     KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
     KVC_TRY(kvci_hparams_int(c, k_n, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
@@ -464,14 +465,8 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     KVC_TRY(kvci_family_opt_int(c, "moe_layer_interval", 1, 1, KVC_HP_MAX_LAYERS, &step));
     KVC_TRY(kvci_family_opt_num(c, "moe_norm_min", 1e-12, norm_min, &cfg->moe_norm_min));
     end = end == -1 ? cfg->num_layers - 1 : end;
-    for (int64_t l = 0; l < cfg->num_layers; l++)
-        any |= cfg->layer_moe[l] = (l + 1) % step == 0 && l >= start && l <= end;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = (l + 1) % step == 0 && l >= start && l <= end;
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
-    if (any && cfg->shared_expert_intermediate_size > 0 && cfg->mlp_bias)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: ernie4_5_moe with use_bias and moe_num_shared_experts %lld (the shared experts\' "
-                         "biases): not supported",
-                         c->doc, (long long)cfg->n_shared_experts);
     return KVC_OK;
 }
 

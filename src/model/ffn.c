@@ -271,8 +271,8 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
         scatter_add(ws, n, H);
     }
     if (w->sh_gate.data) {
-        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL,
-                                ws->ff_a, ws->ff_b, ws->proj));
+        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, w->sh_gate_b, &w->sh_up, w->sh_up_b, &w->sh_down,
+                                w->sh_down_b, ws->ff_a, ws->ff_b, ws->proj));
         if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
             KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
             for (int64_t t = 0; t < T; t++) {

@@ -216,22 +216,27 @@ static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
+/* A SwiGLU MLP of width I: the dense one (sub ""), or the shared experts under mlp.{sub} (feed_forward. for Llama 4);
+ * their biases with mlp_bias (the shared experts': ERNIE 4.5 MoE's use_bias). */
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
     if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     const char *ff = c->family == KVC_FAMILY_LLAMA4 ? "feed_forward." : "mlp.";
+    const char *part[3] = {"gate_proj", "up_proj", "down_proj"};
+    float **bias[3] = {*sub ? &w->sh_gate_b : &w->b_gate, *sub ? &w->sh_up_b : &w->b_up,
+                       *sub ? &w->sh_down_b : &w->b_down};
     char n[96];
-    snprintf(n, sizeof n, "%s%sgate_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0, 0, 0}));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "%s%sup_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI, 0, 0}));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "%s%sdown_proj.weight", ff, sub);
-    TRY(m2(v, n, H, I, d, even(v, 1, I)));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    for (int i = 0; i < 3; i++) {
+        snprintf(n, sizeof n, "%s%s%s.weight", ff, sub, part[i]);
+        if (i < 2)
+            TRY(m2_in(v, n, I, H, i ? u : g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, i ? fI : 0, 0, 0}));
+        else
+            TRY(m2(v, n, H, I, d, even(v, 1, I)));
+        snprintf(n, sizeof n, "%s%s%s.bias", ff, sub, part[i]);
+        if (c->mlp_bias) TRY(v1(v, n, i < 2 ? I : H, bias[i], KVC_WINIT_BIAS, i < 2 ? even(v, 0, I) : rank0_bias(v)));
+    }
     return KVC_OK;
 }
 

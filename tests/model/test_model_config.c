@@ -972,6 +972,7 @@ static void test_ernie4_5_moe_fields(void **state) {
     assert_int_equal(kvc_model_config_parse(ERNIE_MOE_BASE "}", "ernie4_5_moe", &c), KVC_OK);
     assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.rope.theta == 500000.0);
     assert_true(c.rope_form == KVC_ROPE_PAIRS && !c.qkv_bias && !c.o_bias && !c.mlp_bias && c.tie_word_embeddings);
+    assert_true(!c.head_bias);
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[5] && c.n_routed_experts == 64);
     assert_true(c.moe_intermediate_size == 1536 && c.experts_per_tok == 6 && c.n_shared_experts == 2);
     assert_true(c.shared_expert_intermediate_size == 3072 && c.moe_norm_min == 1e-12 && c.rms_norm_eps == 1e-5);
@@ -983,13 +984,13 @@ static void test_ernie4_5_moe_fields(void **state) {
                                             "ernie4_5_moe-set", &c),
                      KVC_OK);
     assert_true(c.num_kv_heads == 2 && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.qkv_bias && c.mlp_bias);
+    assert_true(c.head_bias); /* Ernie4_5_MoeForCausalLM's lm_head takes use_bias */
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3] && !c.layer_moe[5]);
     assert_true(c.shared_expert_intermediate_size == 0 && c.moe_norm_min == 0.5 && c.moe_intermediate_size == 4);
     assert_int_equal(
         kvc_model_config_parse(ERNIE_MOE_BASE ",\"num_experts\":8,\"num_experts_per_tok\":3}", "ernie4_5_moe-hf", &c),
         KVC_OK);
     assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 3);
-    expect_refusal(ERNIE_MOE_BASE ",\"use_bias\":true}", "ernie4_5_moe with use_bias and moe_num_shared_experts 2");
     expect_refusal(ERNIE_MOE_BASE ",\"moe_num_experts\":4}", "moe_k 6 must be in [1, moe_num_experts = 4]");
     expect_refusal(ERNIE_MOE_BASE ",\"moe_layer_interval\":0}", "moe_layer_interval");
     expect_refusal(ERNIE_MOE_BASE ",\"moe_norm_min\":-1}", "moe_norm_min");

@@ -723,11 +723,12 @@ def ernie4_5_moe_config():
     # ERNIE-4.5-21B-A3B at toy size: ERNIE 4.5's pairwise RoPE over the whole head (head_dim hidden / heads: 16), GQA
     # 4/2, 4 layers: layers 1-2 MoE (moe_layer_start_index 1, moe_layer_end_index 2, interval 1), layers 0 and 3 the
     # dense MLP of 96; 8 experts of width 16, top 3 (moe_k), the softmax router choosing by probability plus a random
-    # correction bias (moe_statics, N(0, 0.2^2): top-3 margin 1.3e-3; N(0, 0.1^2) gave 1.2e-6), weights over
-    # max(sum, moe_norm_min), one shared expert; no biases (use_bias false, the hub's), tied (the default).
+    # correction bias (moe_statics, N(0, 0.2^2): top-3 margin 1.6e-4; N(0, 0.1^2) gave 1.2e-6 without biases),
+    # weights over max(sum, moe_norm_min), one shared expert; biases (use_bias; the hub's have none) on q/k/v/o, the
+    # dense MLPs, the shared experts and the head, tied (the default).
     return Ernie4_5_MoeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, moe_intermediate_size=16, moe_num_experts=8,
                               moe_k=3, moe_num_shared_experts=1, moe_layer_start_index=1, moe_layer_end_index=2,
-                              moe_layer_interval=1, use_bias=False)
+                              moe_layer_interval=1, use_bias=True)
 
 
 def phimoe_config():
