@@ -470,23 +470,47 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     return KVC_OK;
 }
 
+/* Phi-3.5-MoE's longrope (PhimoeRotaryEmbedding): the short factors at every position (its forward recomputes the
+ * frequencies from the config, without the sequence length) and cos/sin times short_mscale, or long_mscale once the
+ * forward's longest position passes original_max_position_embeddings (both required numbers, in place of the derived
+ * attention factor). The runtime takes one attention factor for every position: the two must be equal (the hub's
+ * are), else refused by name; the long factors become the short ones. */
+static kvc_status phimoe_longrope(const kvc_hparams *hp, kvc_rope_config *r) {
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    kvc_json_obj dict = {0};
+    char path[64];
+    double mscale[2] = {0.0, 0.0};
+    bool have = false;
+    KVC_TRY(kvci_json_child(&hp->cfg, hp->rope_source, path, sizeof path, &dict, &have));
+    KVC_TRY(kvci_json_num(&dict, "short_mscale", positive, &mscale[0], NULL));
+    KVC_TRY(kvci_json_num(&dict, "long_mscale", positive, &mscale[1], NULL));
+    if (mscale[0] != mscale[1])
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phimoe longrope with short_mscale %g and long_mscale %g (transformers switches by the "
+                         "forward\'s longest position): not supported, only equal ones",
+                         hp->cfg.doc, mscale[0], mscale[1]);
+    r->attention_factor = mscale[0], r->n_long_factors = r->n_short_factors;
+    memcpy(r->long_factor, r->short_factor, sizeof r->long_factor);
+    return KVC_OK;
+}
+
 /* Phi-3.5-MoE (microsoft/Phi-3.5-MoE-instruct, PhimoeForCausalLM): Mixtral's blocks (block_sparse_moe on every layer:
  * num_local_experts (16) SwiGLU experts of intermediate_size; every layer sliding when sliding_window is set) with
  * LayerNorms with bias (rms_norm_eps, 1e-5), q/k/v/o biases by attention_bias and the head's by lm_head_bias (both
- * false when absent), untied by default, theta 1e6 and 8 KV heads when absent (PhimoeConfig's), and SparseMixer's
+ * false when absent), untied by default, theta 1e6 and 8 KV heads when absent (PhimoeConfig's), longrope with equal
+ * mscales (phimoe_longrope), and SparseMixer's
  * router (kvci_ffn_phimoe): two experts, whatever num_experts_per_tok says (transformers' sparsemixer ignores it),
- * masked by router_jitter_noise (0.01). Refused by name: a rope type other than default (its longrope scales cos/sin
- * by short_mscale or long_mscale by the longest position of the forward), fewer than 2 experts. */
+ * masked by router_jitter_noise (0.01). Refused by name: a rope type other than default and longrope, fewer than 2
+ * experts. */
 static kvc_status parse_phimoe(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false}, jitter = {0.0, 1.0, false};
     static const char *const experts_n[KVC_HP_ALIASES] = {"num_local_experts"};
     bool have = false;
-    if (cfg->rope.type != KVC_ROPE_DEFAULT)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: phimoe with rope type \"%s\" (transformers scales its cos/sin by short_mscale or "
-                         "long_mscale by the forward\'s longest position): not supported",
-                         c->doc, kvc_rope_type_name(cfg->rope.type));
+    if (cfg->rope.type == KVC_ROPE_LONGROPE) KVC_TRY(phimoe_longrope(hp, &cfg->rope));
+    if (cfg->rope.type != KVC_ROPE_DEFAULT && cfg->rope.type != KVC_ROPE_LONGROPE)
+        return kvci_fail(KVC_EINVAL, "%s: phimoe with rope type \"%s\" (default or longrope): not supported", c->doc,
+                         kvc_rope_type_name(cfg->rope.type));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "lm_head_bias", false, &cfg->head_bias));

@@ -1020,9 +1020,21 @@ static void test_phimoe_fields(void **state) {
     assert_true(c.router_jitter_noise == 0.3 && c.rms_norm_eps == 1e-6);
     expect_refusal(PHIMOE_BASE ",\"num_local_experts\":1}", "num_local_experts");
     expect_refusal(PHIMOE_BASE ",\"router_jitter_noise\":-0.1}", "router_jitter_noise");
-    expect_refusal(PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"longrope\",\"short_factor\":[1,1,1,1],"
-                               "\"long_factor\":[1,1,1,1],\"original_max_position_embeddings\":64}}",
-                   "phimoe with rope type \"longrope\"");
+#define PHIMOE_LONGROPE(MSCALES)                                                                                       \
+    PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"longrope\",\"short_factor\":[1,2,3,4],\"long_factor\":[5,6,7,8],"  \
+                "\"original_max_position_embeddings\":64" MSCALES "}}"
+    /* longrope: the short factors everywhere, the equal mscales as the attention factor */
+    assert_int_equal(
+        kvc_model_config_parse(PHIMOE_LONGROPE(",\"short_mscale\":1.25,\"long_mscale\":1.25"), "phimoe-lr", &c),
+        KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LONGROPE && c.rope.attention_factor == 1.25 && c.rope.n_long_factors == 4);
+    assert_true(c.rope.long_factor[0] == 1.0f && c.rope.long_factor[3] == 4.0f);
+    expect_refusal(PHIMOE_LONGROPE(",\"short_mscale\":1.25,\"long_mscale\":1.5"),
+                   "phimoe longrope with short_mscale 1.25 and long_mscale 1.5");
+    expect_refusal(PHIMOE_LONGROPE(",\"short_mscale\":1.25"), "long_mscale");
+    expect_refusal(PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":2}}",
+                   "phimoe with rope type \"linear\"");
+#undef PHIMOE_LONGROPE
 }
 
 #define LLAMA4_BASE                                                                                                    \

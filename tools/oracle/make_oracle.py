@@ -735,10 +735,16 @@ def phimoe_config():
     # Phi-3.5-MoE at toy size: LayerNorms with bias, q/k/v/o biases (attention_bias, the hub's), the head's bias
     # (lm_head_bias; the hub's has none), GQA 4/2, 3 layers each routing 8 experts of width 24 by SparseMixer (two
     # experts; router_jitter_noise 0.3, the hub's 0.01, so that the second expert and the softmax masks see several
-    # logits), untied, theta 1e4.
+    # logits), untied, Phi-3.5-MoE's longrope: 8 short and 8 long factors, original_max_position_embeddings 16 (the
+    # longer prompts pass it: transformers still takes the short factors, its forward recomputing them without the
+    # length) and short_mscale = long_mscale = 1.25 (the hub's are equal, 1.243) scaling cos/sin.
     return PhimoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, num_local_experts=8,
                         router_jitter_noise=0.3, attention_bias=True, lm_head_bias=True, tie_word_embeddings=False,
-                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+                        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                         "short_factor": phi3_longrope_factors(8, 3),
+                                         "long_factor": phi3_longrope_factors(8, 4),
+                                         "original_max_position_embeddings": 16, "short_mscale": 1.25,
+                                         "long_mscale": 1.25})
 
 
 def llama4_config():
@@ -1281,6 +1287,11 @@ def make_family(family, out_root, seed):
         summary["sensitivity_moe_norm_min_2"] = sensitivity(model, ps[-1], moe_norm_min=2.0)
     if family == "phimoe":
         summary["sensitivity_router_jitter_noise_0.01"] = sensitivity(model, ps[-1], router_jitter_noise=0.01)
+        rp = model.config.rope_parameters
+        summary["sensitivity_long_factors"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
+        summary["sensitivity_mscale_1"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "short_mscale": 1.0, "long_mscale": 1.0})
         routers = [layer.mlp.router for layer in model.model.layers]
         summary["router_top3_margin"] = min_hooked_gap(  # SparseMixer's two argmaxes: gaps of the 3 largest logits
             model, ps, routers, lambda m, out: min(kth_gap(out[0], 1), kth_gap(out[0], 2)))
