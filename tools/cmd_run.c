@@ -51,7 +51,7 @@ static void run_usage(FILE *f) {
             "phi3, olmo2, olmo3, granite, smollm3, gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4,\n"
             "starcoder2, ministral, ministral3, mistral3 (its text model), helium, arcee,\n"
             "stablelm, olmo, ernie4_5, deepseek_v2, olmoe, granitemoe, granitemoeshared, glm4_moe,\n"
-            "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, ernie4_5_moe, phimoe)\n"
+            "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, ernie4_5_moe, phimoe, dbrx)\n"
             "and runs the prompts as one static batch through the standalone runner, greedy, to completion\n"
             "(or, with --stream or a sampling flag, through the engine a token at a time).\n"
             "\n"

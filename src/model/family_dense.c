@@ -524,6 +524,67 @@ static kvc_status parse_phimoe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* DBRX (databricks/dbrx-*, DbrxForCausalLM): LayerNorms without bias (eps 1e-5, nn.LayerNorm's: no config key), q/k/v
+ * fused in Wqkv and clamped to +-attn_config.clip_qkv before RoPE (required: DbrxAttention clamps by it), no biases,
+ * head_dim d_model / n_heads, untied (tie_word_embeddings true is refused, as transformers does); every layer routes
+ * ffn_config.moe_top_k (1) of moe_num_experts (4) SwiGLU experts of ffn_hidden_size (3584, config.c) by the softmax
+ * router (kvci_ffn_softmax_moe), the k weights divided by their moe_normalize_expert_weights-norm (1: their sum,
+ * norm_topk_prob; null: none). Refused by name: another norm, ffn_act_fn other than silu, attn_config.kv_n_heads
+ * contradicting num_key_value_heads, and attn_config.rope_theta other than the rope's theta (transformers 5.25 takes
+ * the top-level rope_parameters / rope_theta, 10000 when absent, and ignores it). */
+static kvc_status parse_dbrx(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range clip = {0.0, 3.4e38, true}, pos = {0.0, KVC_HP_MAX_FACTOR, true};
+    kvc_json_obj attn = {.doc = c->doc}, ffn = {.doc = c->doc}, act = {.doc = c->doc};
+    char attn_path[32], ffn_path[32], act_path[48];
+    const char *act_name = "silu";
+    double theta = 0.0, p = 1.0;
+    int64_t kv = 0;
+    bool have_theta = false, have_kv = false, have = false;
+    KVC_TRY(head_dim_whole(hp, cfg, "which DBRX\'s attention always uses"));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = true, cfg->rms_norm_eps = 1e-5;
+    if (cfg->tie_word_embeddings)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx with tie_word_embeddings true: not supported (transformers refuses it)",
+                         c->doc);
+    KVC_TRY(kvci_json_child(c, "attn_config", attn_path, sizeof attn_path, &attn, &have));
+    KVC_TRY(kvci_json_num(&attn, "clip_qkv", clip, &cfg->clip_qkv, &have));
+    if (!have) /* DbrxAttention clamps by it whatever it is: torch.clamp refuses a null bound */
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx without attn_config.clip_qkv: not supported (transformers 5.25 fails "
+                         "clamping by a null bound)",
+                         c->doc);
+    KVC_TRY(kvci_json_int(&attn, "kv_n_heads", 1, KVC_HP_MAX_HEADS, &kv, &have_kv));
+    if (have_kv && kv != cfg->num_kv_heads)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx attn_config.kv_n_heads %lld contradicts num_key_value_heads %lld",
+                         c->doc, (long long)kv, (long long)cfg->num_kv_heads);
+    KVC_TRY(kvci_json_num(&attn, "rope_theta", pos, &theta, &have_theta));
+    if (have_theta && theta != cfg->rope.theta)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx attn_config.rope_theta %g is not the rope's theta %g (transformers 5.25 takes "
+                         "rope_parameters / rope_theta, 10000 when absent, and ignores attn_config.rope_theta): "
+                         "state rope_theta",
+                         c->doc, theta, cfg->rope.theta);
+    KVC_TRY(kvci_json_child(c, "ffn_config", ffn_path, sizeof ffn_path, &ffn, &have));
+    KVC_TRY(kvci_json_child(&ffn, "ffn_act_fn", act_path, sizeof act_path, &act, &have));
+    KVC_TRY(kvci_json_str(&act, "name", KVC_HP_NAME_MAX, &act_name, &have));
+    if (strcmp(act_name, "silu") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx ffn_config.ffn_act_fn name \"%s\" is not supported (silu)", c->doc,
+                         act_name);
+    KVC_TRY(kvci_family_opt_int(&ffn, "moe_num_experts", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    KVC_TRY(kvci_family_opt_int(&ffn, "moe_top_k", 1, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    const bool given = !kvci_json_missing(&ffn, "moe_normalize_expert_weights");
+    KVC_TRY(kvci_json_num(&ffn, "moe_normalize_expert_weights", pos, &p, &have));
+    cfg->norm_topk_prob = !given || have; /* null: the weights as they are */
+    if (p != 1.0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx ffn_config.moe_normalize_expert_weights %g is not supported (1: the weights over "
+                         "their sum, or null)",
+                         c->doc, p);
+    cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -544,6 +605,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
     if (strcmp(mt, "ernie4_5_moe") == 0) return parse_ernie4_5_moe(hp, cfg);
     if (strcmp(mt, "phimoe") == 0) return parse_phimoe(hp, cfg);
+    if (strcmp(mt, "dbrx") == 0) return parse_dbrx(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "phi") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "gpt2") == 0 || strcmp(mt, "opt") == 0)
@@ -669,6 +731,7 @@ static const kvc_family_alias ALIASES[] = {
     {"opt", "OPTForCausalLM", "opt", true},
     {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
     {"phimoe", "PhimoeForCausalLM", "phimoe", true},
+    {"dbrx", "DbrxForCausalLM", "dbrx", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

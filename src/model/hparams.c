@@ -49,6 +49,7 @@ static const type_defaults DEFAULTS[] = {
     {"llama4", 128, 500000.0, 0, false, 8},
     {"ernie4_5_moe", 0, 500000.0, 0, false, 4}, /* Ernie4_5_MoeConfig has no head_dim of its own */
     {"phimoe", 0, 1000000.0, 0, false, 8},
+    {"dbrx", 0, 10000.0, 0, false, 1}, /* DbrxAttentionConfig's kv_n_heads */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -100,11 +100,12 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 /* Phi-3 keeps q, k, v in one self_attn.qkv_proj and gate, up in one mlp.gate_up_proj (rows in that order,
  * the whole model's sizes), GLM and GLM-4 only gate and up; GPT-NeoX keeps q, k, v (weights and biases) in one
  * attention.query_key_value per head, [heads, 3, D], GPT-2 q, k, v one after the other in attn.c_attn (its
- * Conv1D: along the columns; ckpt_names.c's names); the runtime holds them apart (fuse.c
- * joins them back where it can). */
+ * Conv1D: along the columns; ckpt_names.c's names), DBRX's as Phi-3's in attn.Wqkv; the runtime holds them apart
+ * (fuse.c joins them back where it can). */
 static bool neox_qkv(const kvc_model_config *c) { return strcmp(c->model_type, "gpt_neox") == 0; }
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c);
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || neox_qkv(c) ||
+           strcmp(c->model_type, "dbrx") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -252,6 +253,16 @@ static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_la
                            &w->sh_down);
 }
 
+/* DBRX's ffn: router.layer [E, H], the experts' gate (w1) and up (v1) rows [E * Im, H] read as [E, Im, H] and their
+ * down projections stored transposed in w2 [E * Im, H] (used as x @ w2), each split by its intermediate rows. */
+static kvc_status visit_dbrx_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    TRY(m2(v, "ffn.router.layer.weight", E, H, &w->gate_w, WHOLE));
+    TRY(m3(v, "ffn.experts.mlp.w1", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    TRY(m3(v, "ffn.experts.mlp.v1", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return m3(v, "ffn.experts.mlp.w2", E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im));
+}
+
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
@@ -265,6 +276,7 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
+    if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));

@@ -394,6 +394,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/opt/config.json",
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",
+        "oracle/dbrx/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -1037,6 +1037,43 @@ static void test_phimoe_fields(void **state) {
 #undef PHIMOE_LONGROPE
 }
 
+#define DBRX_BASE "{\"model_type\":\"dbrx\",\"vocab_size\":8,\"d_model\":64,\"n_heads\":4,\"n_layers\":2"
+
+/* DBRX with DbrxConfig's defaults (1 KV head, theta 1e4, LayerNorms without bias, eps 1e-5, head_dim d_model /
+ * n_heads, untied, 4 experts of ffn_hidden_size 3584 on every layer, top 1, over their sum), with its nested keys set,
+ * and the refusals (clip_qkv missing: transformers' clamp fails). */
+static void test_dbrx_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8}}", "dbrx", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 1 && c.rope.theta == 10000.0 && c.head_dim == 16);
+    assert_true(c.layer_norm && !c.norm_bias && c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(!c.tie_word_embeddings && c.clip_qkv == 8.0 && c.intermediate_size == 3584 && c.layer_moe[1]);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 1 && c.moe_intermediate_size == 3584 &&
+                c.norm_topk_prob);
+    assert_int_equal(kvc_model_config_parse(DBRX_BASE ",\"rope_theta\":500000,\"attn_config\":{\"kv_n_heads\":2,"
+                                                      "\"clip_qkv\":1.5,\"rope_theta\":500000},\"ffn_config\":{"
+                                                      "\"ffn_hidden_size\":24,\"moe_num_experts\":8,\"moe_top_k\":2,"
+                                                      "\"moe_normalize_expert_weights\":null,\"ffn_act_fn\":{"
+                                                      "\"name\":\"silu\"}}}",
+                                            "dbrx-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.clip_qkv == 1.5 && c.rope.theta == 500000.0 && c.intermediate_size == 24);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && !c.norm_topk_prob);
+    expect_refusal(DBRX_BASE "}", "dbrx without attn_config.clip_qkv");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8,\"rope_theta\":500000}}",
+                   "attn_config.rope_theta 500000 is not the rope's theta 10000");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"moe_normalize_expert_weights\":2}}",
+                   "moe_normalize_expert_weights 2 is not supported");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"ffn_act_fn\":{\"name\":\"gelu\"}}}",
+                   "ffn_act_fn name \"gelu\"");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"tie_word_embeddings\":true}",
+                   "dbrx with tie_word_embeddings true");
+    expect_refusal(DBRX_BASE ",\"num_key_value_heads\":4,\"attn_config\":{\"clip_qkv\":8,\"kv_n_heads\":2}}",
+                   "kv_n_heads 2 contradicts num_key_value_heads 4");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"moe_top_k\":5}}", "moe_top_k");
+}
+
 #define LLAMA4_BASE                                                                                                    \
     "{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -1276,6 +1313,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_ernie4_5_moe_fields),
         cmocka_unit_test(test_phimoe_fields),
+        cmocka_unit_test(test_dbrx_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),

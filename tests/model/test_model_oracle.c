@@ -458,6 +458,13 @@ static void test_phimoe(void **state) {
     run_dir("phimoe");
 }
 
+/* DBRX-like: LayerNorms without bias, q/k/v fused in Wqkv and clamped to +-1.5, GQA, untied, 3 layers of 8 experts
+ * stored flat (w1 / v1 / w2 [E * I, H], w2 transposed), top-2 softmax, the weights over their sum */
+static void test_dbrx(void **state) {
+    (void)state;
+    run_dir("dbrx");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -568,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
+        cmocka_unit_test(test_dbrx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, ernie4_5_moe,
-phimoe) this script
+phimoe, dbrx) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -71,6 +71,8 @@ from transformers import (
     Ernie4_5_MoeForCausalLM,
     PhimoeConfig,
     PhimoeForCausalLM,
+    DbrxConfig,
+    DbrxForCausalLM,
     DeepseekV2Config,
     DeepseekV2ForCausalLM,
     Llama4Config,
@@ -747,6 +749,18 @@ def phimoe_config():
                                          "long_mscale": 1.25})
 
 
+def dbrx_config():
+    # DBRX at toy size: d_model 64, 4 heads of 16, attn_config.kv_n_heads 2 (the hub's 8 of 48), q/k/v fused in Wqkv and
+    # clamped to +-1.5 (clip_qkv; the hub's 8: at this size a bound that clamps some entries), LayerNorms without bias,
+    # no biases, untied (DBRX cannot tie), rope theta 1e4 (rope_parameters; transformers 5.25 ignores
+    # attn_config.rope_theta), 3 layers each routing 8 experts of ffn_hidden_size 24 stored flat (w1 / v1 / w2
+    # [8 * 24, 64]), top 2 (moe_top_k; the hub's 4 of 16), the weights over their sum (moe_normalize_expert_weights 1).
+    return DbrxConfig(d_model=64, n_heads=4, n_layers=3, max_seq_len=512, vocab_size=VOCAB,
+                      attn_config={"kv_n_heads": 2, "clip_qkv": 1.5, "rope_theta": 10000.0},
+                      ffn_config={"ffn_hidden_size": 24, "moe_num_experts": 8, "moe_top_k": 2},
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def llama4_config():
     # Llama 4's text model at toy size: 4 layers, layer 2 NoPE (full attention, no rope, temperature-tuned queries:
     # floor_scale 8, attn_scale 0.5, so every position from 7 on is scaled) and the others chunked local attention
@@ -855,6 +869,7 @@ FAMILIES = {
     "llama4": (llama4_config, Llama4ForCausalLM),
     "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
     "phimoe": (phimoe_config, PhimoeForCausalLM),
+    "dbrx": (dbrx_config, DbrxForCausalLM),
 }
 
 
@@ -866,6 +881,10 @@ def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma"):
         return 0.3  # Gemma applies 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
+    if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
+        return None
+    if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
+        return 1.0 / math.sqrt(config.ffn_config.ffn_hidden_size)
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
@@ -997,7 +1016,8 @@ def layer_outputs(model, ids):
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
+    layers = getattr(base, "layers", None) or getattr(base, "h", None) or getattr(base, "blocks", None)  # GPT-2, DBRX
+    for layer in layers or base.decoder.layers:  # OPT
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1295,6 +1315,14 @@ def make_family(family, out_root, seed):
         routers = [layer.mlp.router for layer in model.model.layers]
         summary["router_top3_margin"] = min_hooked_gap(  # SparseMixer's two argmaxes: gaps of the 3 largest logits
             model, ps, routers, lambda m, out: min(kth_gap(out[0], 1), kth_gap(out[0], 2)))
+    if family == "dbrx":
+        routers = [layer.ffn.router for layer in model.transformer.blocks]
+        summary["router_topk_margin"] = min_hooked_gap(
+            model, ps, routers, lambda m, out: kth_gap(torch.softmax(out.float(), dim=-1), 2))
+        summary["sensitivity_clip_qkv_1e30"] = sensitivity_modules(  # null: transformers' clamp fails
+            model, ps[-1], [b.norm_attn_norm.attn for b in model.transformer.blocks], "clip_qkv", 1e30)
+        summary["sensitivity_no_normalize_expert_weights"] = sensitivity_modules(
+            model, ps[-1], [b.ffn for b in model.transformer.blocks], "moe_normalize_expert_weights", None)
     if family == "llama4":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_chunks"] = sensitivity(model, ps[-1], attention_chunk_size=None,
@@ -1465,6 +1493,19 @@ def sensitivity_no_correction_bias(model, ids):
 
 
 @torch.no_grad()
+def sensitivity_modules(model, ids, modules, attr, value):
+    """sensitivity with an attribute the modules copied from a nested config (DBRX's) set to value."""
+    want = forward_logits(model, ids)
+    saved = [getattr(m, attr) for m in modules]
+    for m in modules:
+        setattr(m, attr, value)
+    got = forward_logits(model, ids)
+    for m, v in zip(modules, saved):
+        setattr(m, attr, v)
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
 def sensitivity(model, ids, **overrides):
     """Max |logit difference| on one prompt when a config field is changed (same weights):
     shows that the stored data can tell the two computations apart."""
@@ -1475,7 +1516,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5}
 
 
 def verify(family, out):
@@ -1520,7 +1561,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "ernie4_5_moe",
-                               "phimoe"]:
+                               "phimoe", "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
