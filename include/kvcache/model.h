@@ -184,6 +184,13 @@ typedef struct kvc_model_config {
      * max_position_embeddings on is refused. Last, as above. */
     bool pos_learned;
     int64_t pos_offset;
+    /* ERNIE 4.5 MoE (model_type ernie4_5_moe): the k experts of the largest softmax probability plus the
+     * router's correction bias (choosing only), weighted by their unbiased probabilities over max(their sum,
+     * moe_norm_min). Last, as above. */
+    double moe_norm_min;
+    /* Phi-3.5-MoE (model_type phimoe): SparseMixer's two experts, each among the router logits within
+     * router_jitter_noise of its own (kvci_ffn_phimoe). Last, as above. */
+    double router_jitter_noise;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -72,6 +72,16 @@ static const rename_rule RULES[] = {
     {"gptj", "mlp.up_proj.", "mlp.fc_in."},
     {"gptj", "mlp.down_proj.", "mlp.fc_out."},
     {"gptj", "model.norm.", "transformer.ln_f."},
+    /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
+     * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
+     */
+    {"dbrx", "model.embed_tokens.", "transformer.wte."},
+    {"dbrx", "model.layers.", "transformer.blocks."},
+    {"dbrx", "input_layernorm.", "norm_attn_norm.norm_1."},
+    {"dbrx", "post_attention_layernorm.", "norm_attn_norm.norm_2."},
+    {"dbrx", "self_attn.qkv_proj.", "norm_attn_norm.attn.Wqkv."},
+    {"dbrx", "self_attn.o_proj.", "norm_attn_norm.attn.out_proj."},
+    {"dbrx", "model.norm.", "transformer.norm_f."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,

@@ -146,6 +146,12 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                               &have));
     } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */
+        char path[32];
+        kvc_json_obj ffn = {.doc = c->doc};
+        bool have = false;
+        KVC_TRY(kvci_json_child(c, "ffn_config", path, sizeof path, &ffn, &have));
+        KVC_TRY(kvci_family_opt_int(&ffn, "ffn_hidden_size", 3584, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     }

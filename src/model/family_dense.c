@@ -433,6 +433,156 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B; Ernie4_5_MoeForCausalLM): ERNIE 4.5 (parse_ernie4_5) whose
+ * layers l with (l + 1) % moe_layer_interval == 0 in [moe_layer_start_index, moe_layer_end_index] (1, 1, -1: the last
+ * layer) route moe_k (6; num_experts_per_tok) of moe_num_experts (64; num_experts) SwiGLU experts of
+ * moe_intermediate_size (1536) by the softmax router with its correction bias (kvci_ffn_ernie_moe), weights over
+ * max(their sum, moe_norm_min 1e-12), plus moe_num_shared_experts (2) shared experts as one MLP; the other layers the
+ * dense MLP (Ernie4_5_MoeConfig's defaults). use_bias gives the shared experts and the head biases too (mlp_bias,
+ * head_bias); the experts and the router have none. Its MTP layers (num_nextn_predict_layers) are not read
+ * (transformers ignores them). */
+static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range norm_min = {0.0, 1.0, false};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"moe_num_experts", "num_experts"};
+    static const char *const k_n[KVC_HP_ALIASES] = {"moe_k", "num_experts_per_tok"};
+    int64_t start = 1, end = -1, step = 1;
+    bool have = false;
+    KVC_TRY(parse_ernie4_5(hp, cfg));
+    cfg->head_bias = cfg->mlp_bias; /* its lm_head takes use_bias too (ERNIE 4.5 dense's never) */
+    cfg->n_routed_experts = 64, cfg->experts_per_tok = 6;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_hparams_int(c, k_n, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
+    if (cfg->experts_per_tok > cfg->n_routed_experts)
+        return kvci_fail(KVC_EINVAL, "%s: moe_k %lld must be in [1, moe_num_experts = %lld]", c->doc,
+                         (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1536, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "moe_num_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_start_index", 1, 0, KVC_HP_MAX_LAYERS, &start));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_end_index", -1, -1, KVC_HP_MAX_LAYERS, &end));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_interval", 1, 1, KVC_HP_MAX_LAYERS, &step));
+    KVC_TRY(kvci_family_opt_num(c, "moe_norm_min", 1e-12, norm_min, &cfg->moe_norm_min));
+    end = end == -1 ? cfg->num_layers - 1 : end;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = (l + 1) % step == 0 && l >= start && l <= end;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    return KVC_OK;
+}
+
+/* Phi-3.5-MoE's longrope (PhimoeRotaryEmbedding): the short factors at every position (its forward recomputes the
+ * frequencies from the config, without the sequence length) and cos/sin times short_mscale, or long_mscale once the
+ * forward's longest position passes original_max_position_embeddings (both required numbers, in place of the derived
+ * attention factor). The runtime takes one attention factor for every position: the two must be equal (the hub's
+ * are), else refused by name; the long factors become the short ones. */
+static kvc_status phimoe_longrope(const kvc_hparams *hp, kvc_rope_config *r) {
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    kvc_json_obj dict = {0};
+    char path[64];
+    double mscale[2] = {0.0, 0.0};
+    bool have = false;
+    KVC_TRY(kvci_json_child(&hp->cfg, hp->rope_source, path, sizeof path, &dict, &have));
+    KVC_TRY(kvci_json_num(&dict, "short_mscale", positive, &mscale[0], NULL));
+    KVC_TRY(kvci_json_num(&dict, "long_mscale", positive, &mscale[1], NULL));
+    if (mscale[0] != mscale[1])
+        return kvci_fail(KVC_EINVAL,
+                         "%s: phimoe longrope with short_mscale %g and long_mscale %g (transformers switches by the "
+                         "forward\'s longest position): not supported, only equal ones",
+                         hp->cfg.doc, mscale[0], mscale[1]);
+    r->attention_factor = mscale[0], r->n_long_factors = r->n_short_factors;
+    memcpy(r->long_factor, r->short_factor, sizeof r->long_factor);
+    return KVC_OK;
+}
+
+/* Phi-3.5-MoE (microsoft/Phi-3.5-MoE-instruct, PhimoeForCausalLM): Mixtral's blocks (block_sparse_moe on every layer:
+ * num_local_experts (16) SwiGLU experts of intermediate_size; every layer sliding when sliding_window is set) with
+ * LayerNorms with bias (rms_norm_eps, 1e-5), q/k/v/o biases by attention_bias and the head's by lm_head_bias (both
+ * false when absent), untied by default, theta 1e6 and 8 KV heads when absent (PhimoeConfig's), longrope with equal
+ * mscales (phimoe_longrope), and SparseMixer's
+ * router (kvci_ffn_phimoe): two experts, whatever num_experts_per_tok says (transformers' sparsemixer ignores it),
+ * masked by router_jitter_noise (0.01). Refused by name: a rope type other than default and longrope, fewer than 2
+ * experts. */
+static kvc_status parse_phimoe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, jitter = {0.0, 1.0, false};
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_local_experts"};
+    bool have = false;
+    if (cfg->rope.type == KVC_ROPE_LONGROPE) KVC_TRY(phimoe_longrope(hp, &cfg->rope));
+    if (cfg->rope.type != KVC_ROPE_DEFAULT && cfg->rope.type != KVC_ROPE_LONGROPE)
+        return kvci_fail(KVC_EINVAL, "%s: phimoe with rope type \"%s\" (default or longrope): not supported", c->doc,
+                         kvc_rope_type_name(cfg->rope.type));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "lm_head_bias", false, &cfg->head_bias));
+    cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false, cfg->layer_norm = cfg->norm_bias = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_num(c, "router_jitter_noise", 0.01, jitter, &cfg->router_jitter_noise));
+    cfg->n_routed_experts = 16;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 2, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    cfg->experts_per_tok = 2, cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
+/* DBRX (databricks/dbrx-*, DbrxForCausalLM): LayerNorms without bias (eps 1e-5, nn.LayerNorm's: no config key), q/k/v
+ * fused in Wqkv and clamped to +-attn_config.clip_qkv before RoPE (required: DbrxAttention clamps by it), no biases,
+ * head_dim d_model / n_heads, untied (tie_word_embeddings true is refused, as transformers does); every layer routes
+ * ffn_config.moe_top_k (1) of moe_num_experts (4) SwiGLU experts of ffn_hidden_size (3584, config.c) by the softmax
+ * router (kvci_ffn_softmax_moe), the k weights divided by their moe_normalize_expert_weights-norm (1: their sum,
+ * norm_topk_prob; null: none). Refused by name: another norm, ffn_act_fn other than silu, attn_config.kv_n_heads
+ * contradicting num_key_value_heads, and attn_config.rope_theta other than the rope's theta (transformers 5.25 takes
+ * the top-level rope_parameters / rope_theta, 10000 when absent, and ignores it). */
+static kvc_status parse_dbrx(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range clip = {0.0, 3.4e38, true}, pos = {0.0, KVC_HP_MAX_FACTOR, true};
+    kvc_json_obj attn = {.doc = c->doc}, ffn = {.doc = c->doc}, act = {.doc = c->doc};
+    char attn_path[32], ffn_path[32], act_path[48];
+    const char *act_name = "silu";
+    double theta = 0.0, p = 1.0;
+    int64_t kv = 0;
+    bool have_theta = false, have_kv = false, have = false;
+    KVC_TRY(head_dim_whole(hp, cfg, "which DBRX\'s attention always uses"));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false, cfg->layer_norm = true, cfg->rms_norm_eps = 1e-5;
+    if (cfg->tie_word_embeddings)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx with tie_word_embeddings true: not supported (transformers refuses it)",
+                         c->doc);
+    KVC_TRY(kvci_json_child(c, "attn_config", attn_path, sizeof attn_path, &attn, &have));
+    KVC_TRY(kvci_json_num(&attn, "clip_qkv", clip, &cfg->clip_qkv, &have));
+    if (!have) /* DbrxAttention clamps by it whatever it is: torch.clamp refuses a null bound */
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx without attn_config.clip_qkv: not supported (transformers 5.25 fails "
+                         "clamping by a null bound)",
+                         c->doc);
+    KVC_TRY(kvci_json_int(&attn, "kv_n_heads", 1, KVC_HP_MAX_HEADS, &kv, &have_kv));
+    if (have_kv && kv != cfg->num_kv_heads)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx attn_config.kv_n_heads %lld contradicts num_key_value_heads %lld",
+                         c->doc, (long long)kv, (long long)cfg->num_kv_heads);
+    KVC_TRY(kvci_json_num(&attn, "rope_theta", pos, &theta, &have_theta));
+    if (have_theta && theta != cfg->rope.theta)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx attn_config.rope_theta %g is not the rope's theta %g (transformers 5.25 takes "
+                         "rope_parameters / rope_theta, 10000 when absent, and ignores attn_config.rope_theta): "
+                         "state rope_theta",
+                         c->doc, theta, cfg->rope.theta);
+    KVC_TRY(kvci_json_child(c, "ffn_config", ffn_path, sizeof ffn_path, &ffn, &have));
+    KVC_TRY(kvci_json_child(&ffn, "ffn_act_fn", act_path, sizeof act_path, &act, &have));
+    KVC_TRY(kvci_json_str(&act, "name", KVC_HP_NAME_MAX, &act_name, &have));
+    if (strcmp(act_name, "silu") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: dbrx ffn_config.ffn_act_fn name \"%s\" is not supported (silu)", c->doc,
+                         act_name);
+    KVC_TRY(kvci_family_opt_int(&ffn, "moe_num_experts", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    KVC_TRY(kvci_family_opt_int(&ffn, "moe_top_k", 1, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    const bool given = !kvci_json_missing(&ffn, "moe_normalize_expert_weights");
+    KVC_TRY(kvci_json_num(&ffn, "moe_normalize_expert_weights", pos, &p, &have));
+    cfg->norm_topk_prob = !given || have; /* null: the weights as they are */
+    if (p != 1.0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: dbrx ffn_config.moe_normalize_expert_weights %g is not supported (1: the weights over "
+                         "their sum, or null)",
+                         c->doc, p);
+    cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
@@ -451,6 +601,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
+    if (strcmp(mt, "ernie4_5_moe") == 0) return parse_ernie4_5_moe(hp, cfg);
+    if (strcmp(mt, "phimoe") == 0) return parse_phimoe(hp, cfg);
+    if (strcmp(mt, "dbrx") == 0) return parse_dbrx(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
@@ -497,12 +650,14 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
-/* The routed experts on the MoE layers (Granite MoE's router, DeepSeek-V3's grouped one where n_group is set: GLM-4.5,
- * else the softmax router), else the dense MLP. */
+/* The routed experts on the MoE layers (Granite MoE's router, ERNIE 4.5 MoE's, Phi-3.5-MoE's, DeepSeek-V3's grouped one
+ * where n_group is set: GLM-4.5, else the softmax router), else the dense MLP. */
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
+    if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
+    if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
@@ -549,7 +704,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
         "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",       "qwen2",   "qwen2_moe",
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",        "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text"};
+        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe"};
     const kvc_family_alias *alias = NULL;
     if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
     for (size_t i = 0; i < sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]; i++)
@@ -605,6 +760,9 @@ static const kvc_family_alias ALIASES[] = {
     {"falcon", "FalconForCausalLM", "falcon", true},
     {"gptj", "GPTJForCausalLM", "gptj", true},
     {"nemotron", "NemotronForCausalLM", "nemotron", true},
+    {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
+    {"phimoe", "PhimoeForCausalLM", "phimoe", true},
+    {"dbrx", "DbrxForCausalLM", "dbrx", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -2,7 +2,8 @@
  * clamped-SwiGLU experts (MF 3.3-3.4), the DeepseekV3 grouped sigmoid router
  * with routed and shared experts (MF 4.5), DeepseekV2's grouped softmax one, the softmax router of Qwen3-MoE,
  * Qwen2-MoE, Mixtral and OLMoE, Granite MoE's (GptOss's) and Llama 4's sigmoid router (its scores scaling the
- * experts' inputs, a shared expert beside) over the same SwiGLU experts. Experts run over the tokens
+ * experts' inputs, a shared expert beside) ERNIE 4.5 MoE's bias-corrected softmax one and Phi-3.5-MoE's SparseMixer
+ * over the same SwiGLU experts. Experts run over the tokens
  * routed to them (gathered rows, one GEMM per expert); each token's expert outputs
  * are summed in expert-index order. */
 #include <math.h>
@@ -204,6 +205,44 @@ static void sigmoid_route(const kvc_model_config *c, const kvc_layer_weights *w,
     for (int64_t j = 0; j < c->experts_per_tok; j++) sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]]));
 }
 
+/* ERNIE 4.5 MoE router (HF Ernie4_5_MoeTopKRouter): softmax over all E logits in f32, the k largest of the
+ * probabilities plus the correction bias (gate_corr [E]; ties: lower index first, as top_k), weighted by their
+ * unbiased probabilities over max(their sum, moe_norm_min). */
+static void ernie_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                        float *sw, float *tmp /* [2E] */) {
+    const int64_t E = c->n_routed_experts, K = c->experts_per_tok;
+    float *biased = tmp + E, sum = 0.0f;
+    softmax_probs(logits, E, tmp);
+    for (int64_t e = 0; e < E; e++) biased[e] = tmp[e] + w->gate_corr[e];
+    top_k(biased, E, K, sel);
+    for (int64_t j = 0; j < K; j++) sum += (sw[j] = tmp[sel[j]]);
+    const float den = sum > (float)c->moe_norm_min ? sum : (float)c->moe_norm_min;
+    for (int64_t j = 0; j < K; j++) sw[j] /= den;
+}
+
+/* Phi-3.5-MoE's router (HF sparsemixer in eval mode): two experts, whatever num_experts_per_tok says. The first is the
+ * largest logit's m (ties: lower index first), weighted by its softmax probability among the logits s not masked by
+ * (m - s) / max(|s|, m) > 2 router_jitter_noise (f32, the bound an f32); the second the same over the logits without
+ * the first expert, m their largest. Never renormalised. */
+static void phimoe_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                         float *sw, float *tmp) {
+    (void)w, (void)tmp;
+    const int64_t E = c->n_routed_experts;
+    const float thr = (float)(2.0 * c->router_jitter_noise);
+    for (int j = 0; j < 2; j++) {
+        int32_t best = -1;
+        for (int32_t e = 0; e < (int32_t)E; e++)
+            if (!(j == 1 && e == sel[0]) && (best < 0 || logits[e] > logits[best])) best = e;
+        const float m = logits[best];
+        float den = 0.0f;
+        for (int32_t e = 0; e < (int32_t)E; e++) {
+            const float a = fabsf(logits[e]), f = a > m ? a : m;
+            if (!(j == 1 && e == sel[0]) && !((m - logits[e]) / f > thr)) den += expf(logits[e] - m);
+        }
+        sel[j] = best, sw[j] = 1.0f / den;
+    }
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
@@ -232,8 +271,8 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
         scatter_add(ws, n, H);
     }
     if (w->sh_gate.data) {
-        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, NULL, &w->sh_up, NULL, &w->sh_down, NULL,
-                                ws->ff_a, ws->ff_b, ws->proj));
+        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, w->sh_gate_b, &w->sh_up, w->sh_up_b, &w->sh_down,
+                                w->sh_down_b, ws->ff_a, ws->ff_b, ws->proj));
         if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
             KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
             for (int64_t t = 0; t < T; t++) {
@@ -259,3 +298,5 @@ kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return route
 
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }
+kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }
+kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, phimoe_route); }

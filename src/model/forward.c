@@ -82,7 +82,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(xg, Tm * H);
     A(yg, Tm * H);
     A(router, Tm * E);
-    A(route_tmp, E);
+    A(route_tmp, 2 * E);
     A(selw, Tm * K);
     A(tokw, Tm * K);
     A(mla_a, Tm * kvci_max64(c->q_lora_rank, rkv + dr));

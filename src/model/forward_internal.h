@@ -40,7 +40,7 @@ struct kvc_model_workspace {
     float *xg;              /* [Tm, H] MoE gathered rows */
     float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
     float *router;          /* [Tm, E] router logits / scores */
-    float *route_tmp;       /* [E] */
+    float *route_tmp;       /* [2E] */
     int32_t *sel;           /* [Tm, k] chosen experts */
     float *selw;            /* [Tm, k] their weights */
     int32_t *tok;           /* [Tm] tokens routed to one expert */
@@ -108,6 +108,10 @@ kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l);
 /* Llama 4: sigmoid of the top-k logits, each scaling its expert's input; the shared expert added. */
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l);
+/* ERNIE 4.5 MoE: softmax router choosing by probability plus correction bias, min-clamped renormalisation. */
+kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l);
+/* Phi-3.5-MoE: SparseMixer's two experts (eval mode), SwiGLU experts. */
+kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out

@@ -68,6 +68,9 @@ static const type_defaults DEFAULTS[] = {
     {"qwen2_vl", 0, 1000000.0, 4096, true, 8, true, false},
     {"qwen3_vl_text", 128, 500000.0, 0, false, 32, false, false}, /* Qwen3VLTextConfig's */
     {"qwen3_vl", 128, 500000.0, 0, false, 32, false, false},
+    {"ernie4_5_moe", 0, 500000.0, 0, false, 4, false, false}, /* Ernie4_5_MoeConfig has no head_dim of its own */
+    {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
+    {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -108,6 +108,8 @@ typedef struct kvc_layer_weights {
     kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish]; data NULL: no shared expert */
     kvc_wmat sh_scale;                /* [1, H] Qwen2-MoE shared_expert_gate: the shared output times its sigmoid */
     bool moe;
+    /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */
+    float *sh_gate_b, *sh_up_b, *sh_down_b;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

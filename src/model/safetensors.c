@@ -434,6 +434,8 @@ static const cJSON *find_shaped(const kvc_safetensors *st, const char *name, int
     cJSON_ArrayForEach(d, sh) got[gn++] = (int64_t)d->valuedouble; /* integers of at most KVC_MAX_DIMS (file_open) */
     bool same = gn == ndim;
     for (int32_t i = 0; same && i < ndim; i++) same = got[i] == shape[i];
+    /* E experts' [E, rows, cols] stored with the first two dims merged, [E * rows, cols] (DBRX's): the same bytes */
+    if (!same && ndim == 3 && gn == 2) same = got[0] == shape[0] * shape[1] && got[1] == shape[2];
     if (!same) {
         char a[160], b[160];
         shape_text(got, gn, a, sizeof a);

@@ -102,13 +102,14 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
  * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
  * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
- * new_decoder_architecture). The runtime holds them apart (fuse.c joins them back where it can). */
+ * new_decoder_architecture); DBRX's as Phi-3's in attn.Wqkv. The runtime holds them apart (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
            strcmp(c->model_type, "falcon") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c);
+    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
+           strcmp(c->model_type, "dbrx") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -223,22 +224,27 @@ static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
+/* A SwiGLU MLP of width I: the dense one (sub ""), or the shared experts under mlp.{sub} (feed_forward. for Llama 4);
+ * their biases with mlp_bias (the shared experts': ERNIE 4.5 MoE's use_bias). */
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
     if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     const char *ff = c->family == KVC_FAMILY_LLAMA4 ? "feed_forward." : "mlp.";
+    const char *part[3] = {"gate_proj", "up_proj", "down_proj"};
+    float **bias[3] = {*sub ? &w->sh_gate_b : &w->b_gate, *sub ? &w->sh_up_b : &w->b_up,
+                       *sub ? &w->sh_down_b : &w->b_down};
     char n[96];
-    snprintf(n, sizeof n, "%s%sgate_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, 0, 0, 0}));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.gate_proj.bias", I, &w->b_gate, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "%s%sup_proj.weight", ff, sub);
-    TRY(m2_in(v, n, I, H, u, even(v, 0, I), (kvc_wfused){gu, 2 * fI, fI, 0, 0}));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.up_proj.bias", I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "%s%sdown_proj.weight", ff, sub);
-    TRY(m2(v, n, H, I, d, even(v, 1, I)));
-    if (c->mlp_bias && !*sub) TRY(v1(v, "mlp.down_proj.bias", H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    for (int i = 0; i < 3; i++) {
+        snprintf(n, sizeof n, "%s%s%s.weight", ff, sub, part[i]);
+        if (i < 2)
+            TRY(m2_in(v, n, I, H, i ? u : g, even(v, 0, I), (kvc_wfused){gu, 2 * fI, i ? fI : 0, 0, 0}));
+        else
+            TRY(m2(v, n, H, I, d, even(v, 1, I)));
+        snprintf(n, sizeof n, "%s%s%s.bias", ff, sub, part[i]);
+        if (c->mlp_bias) TRY(v1(v, n, i < 2 ? I : H, bias[i], KVC_WINIT_BIAS, i < 2 ? even(v, 0, I) : rank0_bias(v)));
+    }
     return KVC_OK;
 }
 
@@ -254,19 +260,34 @@ static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_la
                            &w->sh_down);
 }
 
+/* DBRX's ffn: router.layer [E, H], the experts' gate (w1) and up (v1) rows [E * Im, H] read as [E, Im, H] and their
+ * down projections stored transposed in w2 [E * Im, H] (used as x @ w2), each split by its intermediate rows. */
+static kvc_status visit_dbrx_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    TRY(m2(v, "ffn.router.layer.weight", E, H, &w->gate_w, WHOLE));
+    TRY(m3(v, "ffn.experts.mlp.w1", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    TRY(m3(v, "ffn.experts.mlp.v1", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return m3(v, "ffn.experts.mlp.w2", E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im));
+}
+
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
- * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's hub names are block_sparse_moe.{gate, experts.E.w1 (gate) /
- * w3 (up) / w2 (down)}. */
+ * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
+ * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
+ * shared expert and its sigmoid gate [1, H]; Mixtral's and Phi-3.5-MoE's hub names are block_sparse_moe.{gate,
+ * experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    const bool ds = c->n_group > 0, mixtral = strcmp(c->model_type, "mixtral") == 0; /* ds: DeepSeek-V3's router */
+    const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
+    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0;
+    const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
+    if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
            even(v, 1, Im)));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_UP : KVC_DS_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT,
@@ -275,9 +296,9 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 2, Im)));
     const int64_t Ish = c->shared_expert_intermediate_size;
     if (Ish > 0)
-        TRY(visit_dense_mlp(v, c, w, ds ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
+        TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
                             &w->sh_down));
-    if (Ish > 0 && !ds) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    if (Ish > 0 && !ds && !ernie) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 
@@ -513,6 +534,10 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (!(c->router_jitter_noise >= 0.0 && c->router_jitter_noise <= 1.0))
+        return kvci_fail(KVC_EINVAL, "model: router_jitter_noise %g outside [0, 1]", c->router_jitter_noise);
+    if (!(c->moe_norm_min >= 0.0 && c->moe_norm_min <= 1.0))
+        return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
     if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))

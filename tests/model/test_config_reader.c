@@ -405,6 +405,9 @@ static void test_published_configs_agree(void **state) {
         "oracle/falcon_new/config.json",
         "oracle/gptj/config.json",
         "oracle/nemotron/config.json",
+        "oracle/ernie4_5_moe/config.json",
+        "oracle/phimoe/config.json",
+        "oracle/dbrx/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -998,6 +998,121 @@ static void test_glm4_moe_fields(void **state) {
     expect_refusal(GLM4_MOE_BASE ",\"routed_scaling_factor\":0}", "routed_scaling_factor");
 }
 
+#define ERNIE_MOE_BASE                                                                                                 \
+    "{\"model_type\":\"ernie4_5_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                    \
+    "\"num_hidden_layers\":6,\"num_attention_heads\":4"
+
+/* ERNIE 4.5 MoE with Ernie4_5_MoeConfig's defaults (4 KV heads, head_dim hidden / heads, theta 5e5, adjacent pairs,
+ * no biases, tied, layers 1 to the last MoE: 64 experts of 1536, top 6, 2 shared, moe_norm_min 1e-12), with its keys
+ * set (the HF attribute names num_experts / num_experts_per_tok too), and the refusals. */
+static void test_ernie4_5_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(ERNIE_MOE_BASE "}", "ernie4_5_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.rope.theta == 500000.0);
+    assert_true(c.rope_form == KVC_ROPE_PAIRS && !c.qkv_bias && !c.o_bias && !c.mlp_bias && c.tie_word_embeddings);
+    assert_true(!c.head_bias);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[5] && c.n_routed_experts == 64);
+    assert_true(c.moe_intermediate_size == 1536 && c.experts_per_tok == 6 && c.n_shared_experts == 2);
+    assert_true(c.shared_expert_intermediate_size == 3072 && c.moe_norm_min == 1e-12 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(ERNIE_MOE_BASE ",\"num_key_value_heads\":2,\"moe_num_experts\":8,"
+                                                           "\"moe_k\":2,\"moe_intermediate_size\":4,"
+                                                           "\"moe_num_shared_experts\":0,\"moe_layer_start_index\":0,"
+                                                           "\"moe_layer_end_index\":4,\"moe_layer_interval\":2,"
+                                                           "\"moe_norm_min\":0.5,\"use_bias\":true}",
+                                            "ernie4_5_moe-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.qkv_bias && c.mlp_bias);
+    assert_true(c.head_bias); /* Ernie4_5_MoeForCausalLM's lm_head takes use_bias */
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3] && !c.layer_moe[5]);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.moe_norm_min == 0.5 && c.moe_intermediate_size == 4);
+    assert_int_equal(
+        kvc_model_config_parse(ERNIE_MOE_BASE ",\"num_experts\":8,\"num_experts_per_tok\":3}", "ernie4_5_moe-hf", &c),
+        KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 3);
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_num_experts\":4}", "moe_k 6 must be in [1, moe_num_experts = 4]");
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_layer_interval\":0}", "moe_layer_interval");
+    expect_refusal(ERNIE_MOE_BASE ",\"moe_norm_min\":-1}", "moe_norm_min");
+}
+
+#define PHIMOE_BASE                                                                                                    \
+    "{\"model_type\":\"phimoe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":8"
+
+/* Phi-3.5-MoE with PhimoeConfig's defaults (8 KV heads, theta 1e6, LayerNorms with bias, eps 1e-5, no biases, untied,
+ * 16 experts of intermediate_size on every layer, two chosen whatever num_experts_per_tok says, jitter 0.01), its
+ * keys set, and the refusals. */
+static void test_phimoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(PHIMOE_BASE ",\"num_experts_per_tok\":4}", "phimoe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 8 && c.rope.theta == 1e6 && c.head_dim == 8);
+    assert_true(c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.head_bias);
+    assert_true(!c.tie_word_embeddings && c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 16);
+    assert_true(c.experts_per_tok == 2 && c.moe_intermediate_size == 8 && c.router_jitter_noise == 0.01);
+    assert_int_equal(kvc_model_config_parse(PHIMOE_BASE ",\"num_key_value_heads\":2,\"attention_bias\":true,"
+                                                        "\"lm_head_bias\":true,\"num_local_experts\":4,"
+                                                        "\"router_jitter_noise\":0.3,\"rms_norm_eps\":1e-6}",
+                                            "phimoe-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.qkv_bias && c.o_bias && c.head_bias && c.n_routed_experts == 4);
+    assert_true(c.router_jitter_noise == 0.3 && c.rms_norm_eps == 1e-6);
+    expect_refusal(PHIMOE_BASE ",\"num_local_experts\":1}", "num_local_experts");
+    expect_refusal(PHIMOE_BASE ",\"router_jitter_noise\":-0.1}", "router_jitter_noise");
+#define PHIMOE_LONGROPE(MSCALES)                                                                                       \
+    PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"longrope\",\"short_factor\":[1,2,3,4],\"long_factor\":[5,6,7,8],"  \
+                "\"original_max_position_embeddings\":64" MSCALES "}}"
+    /* longrope: the short factors everywhere, the equal mscales as the attention factor */
+    assert_int_equal(
+        kvc_model_config_parse(PHIMOE_LONGROPE(",\"short_mscale\":1.25,\"long_mscale\":1.25"), "phimoe-lr", &c),
+        KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LONGROPE && c.rope.attention_factor == 1.25 && c.rope.n_long_factors == 4);
+    assert_true(c.rope.long_factor[0] == 1.0f && c.rope.long_factor[3] == 4.0f);
+    expect_refusal(PHIMOE_LONGROPE(",\"short_mscale\":1.25,\"long_mscale\":1.5"),
+                   "phimoe longrope with short_mscale 1.25 and long_mscale 1.5");
+    expect_refusal(PHIMOE_LONGROPE(",\"short_mscale\":1.25"), "long_mscale");
+    expect_refusal(PHIMOE_BASE ",\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":2}}",
+                   "phimoe with rope type \"linear\"");
+#undef PHIMOE_LONGROPE
+}
+
+#define DBRX_BASE "{\"model_type\":\"dbrx\",\"vocab_size\":8,\"d_model\":64,\"n_heads\":4,\"n_layers\":2"
+
+/* DBRX with DbrxConfig's defaults (1 KV head, theta 1e4, LayerNorms without bias, eps 1e-5, head_dim d_model /
+ * n_heads, untied, 4 experts of ffn_hidden_size 3584 on every layer, top 1, over their sum), with its nested keys set,
+ * and the refusals (clip_qkv missing: transformers' clamp fails). */
+static void test_dbrx_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8}}", "dbrx", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 1 && c.rope.theta == 10000.0 && c.head_dim == 16);
+    assert_true(c.layer_norm && !c.norm_bias && c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(!c.tie_word_embeddings && c.clip_qkv == 8.0 && c.intermediate_size == 3584 && c.layer_moe[1]);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 1 && c.moe_intermediate_size == 3584 &&
+                c.norm_topk_prob);
+    assert_int_equal(kvc_model_config_parse(DBRX_BASE ",\"rope_theta\":500000,\"attn_config\":{\"kv_n_heads\":2,"
+                                                      "\"clip_qkv\":1.5,\"rope_theta\":500000},\"ffn_config\":{"
+                                                      "\"ffn_hidden_size\":24,\"moe_num_experts\":8,\"moe_top_k\":2,"
+                                                      "\"moe_normalize_expert_weights\":null,\"ffn_act_fn\":{"
+                                                      "\"name\":\"silu\"}}}",
+                                            "dbrx-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.clip_qkv == 1.5 && c.rope.theta == 500000.0 && c.intermediate_size == 24);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && !c.norm_topk_prob);
+    expect_refusal(DBRX_BASE "}", "dbrx without attn_config.clip_qkv");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8,\"rope_theta\":500000}}",
+                   "attn_config.rope_theta 500000 is not the rope's theta 10000");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"moe_normalize_expert_weights\":2}}",
+                   "moe_normalize_expert_weights 2 is not supported");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"ffn_act_fn\":{\"name\":\"gelu\"}}}",
+                   "ffn_act_fn name \"gelu\"");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"tie_word_embeddings\":true}",
+                   "dbrx with tie_word_embeddings true");
+    expect_refusal(DBRX_BASE ",\"num_key_value_heads\":4,\"attn_config\":{\"clip_qkv\":8,\"kv_n_heads\":2}}",
+                   "kv_n_heads 2 contradicts num_key_value_heads 4");
+    expect_refusal(DBRX_BASE ",\"attn_config\":{\"clip_qkv\":8},\"ffn_config\":{\"moe_top_k\":5}}", "moe_top_k");
+}
+
 #define LLAMA4_BASE                                                                                                    \
     "{\"model_type\":\"llama4_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -1476,6 +1591,9 @@ int main(void) {
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
+        cmocka_unit_test(test_ernie4_5_moe_fields),
+        cmocka_unit_test(test_phimoe_fields),
+        cmocka_unit_test(test_dbrx_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_gpt_neox_fields),

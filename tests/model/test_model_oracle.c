@@ -445,6 +445,28 @@ static void test_glm4_moe(void **state) {
     run_dir("glm4_moe");
 }
 
+/* ERNIE-4.5-21B-A3B-like: pairwise RoPE, GQA, tied, 4 layers: 0 and 3 dense (moe_layer_end_index 2), 1-2 the softmax
+ * router choosing by probability plus a random correction bias over 8 experts, top-3, weights over max(sum,
+ * moe_norm_min), plus a shared expert */
+static void test_ernie4_5_moe(void **state) {
+    (void)state;
+    run_dir("ernie4_5_moe");
+}
+
+/* Phi-3.5-MoE-like: LayerNorms with bias, q/k/v/o biases, the head's bias, GQA, untied, 3 layers of 8 experts stored
+ * as Mixtral's (block_sparse_moe), SparseMixer's two experts with router_jitter_noise 0.3 */
+static void test_phimoe(void **state) {
+    (void)state;
+    run_dir("phimoe");
+}
+
+/* DBRX-like: LayerNorms without bias, q/k/v fused in Wqkv and clamped to +-1.5, GQA, untied, 3 layers of 8 experts
+ * stored flat (w1 / v1 / w2 [E * I, H], w2 transposed), top-2 softmax, the weights over their sum */
+static void test_dbrx(void **state) {
+    (void)state;
+    run_dir("dbrx");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -643,6 +665,9 @@ int main(void) {
         cmocka_unit_test(test_falcon_new),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_nemotron),
+        cmocka_unit_test(test_ernie4_5_moe),
+        cmocka_unit_test(test_phimoe),
+        cmocka_unit_test(test_dbrx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

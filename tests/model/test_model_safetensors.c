@@ -94,6 +94,13 @@ static void test_reads_three_dtypes(void **state) {
     assert_true(out[0] == 2.0f && out[1] == -0.125f);
     expect_error(kvc_safetensors_read_f32(st, "missing", 1, s2, out), "missing tensor \"missing\"", "ok.safetensors");
     expect_error(kvc_safetensors_read_f32(st, "a", 1, s2, out), "wrong shape [2, 2], expected [2]", "\"a\"");
+    /* E experts' [E, rows, cols] stored with the first two dims merged (DBRX's [E * rows, cols]): the same bytes */
+    const int64_t s212[3] = {2, 1, 2}, s122[3] = {1, 2, 2}, s221[3] = {2, 2, 1};
+    memset(out, 0, sizeof out);
+    assert_int_equal(kvc_safetensors_read_f32(st, "a", 3, s212, out), KVC_OK);
+    assert_memory_equal(out, f, 16);
+    assert_int_equal(kvc_safetensors_read_f32(st, "a", 3, s122, out), KVC_OK);
+    expect_error(kvc_safetensors_read_f32(st, "a", 3, s221, out), "wrong shape [2, 2], expected [2, 2, 1]", "\"a\"");
     kvc_safetensors_destroy(st);
 }
 

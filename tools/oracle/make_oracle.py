@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -76,6 +76,12 @@ from transformers import (
     OlmoeForCausalLM,
     Ernie4_5Config,
     Ernie4_5ForCausalLM,
+    Ernie4_5_MoeConfig,
+    Ernie4_5_MoeForCausalLM,
+    PhimoeConfig,
+    PhimoeForCausalLM,
+    DbrxConfig,
+    DbrxForCausalLM,
     DeepseekV2Config,
     DeepseekV2ForCausalLM,
     Llama4Config,
@@ -737,6 +743,46 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def ernie4_5_moe_config():
+    # ERNIE-4.5-21B-A3B at toy size: ERNIE 4.5's pairwise RoPE over the whole head (head_dim hidden / heads: 16), GQA
+    # 4/2, 4 layers: layers 1-2 MoE (moe_layer_start_index 1, moe_layer_end_index 2, interval 1), layers 0 and 3 the
+    # dense MLP of 96; 8 experts of width 16, top 3 (moe_k), the softmax router choosing by probability plus a random
+    # correction bias (moe_statics, N(0, 0.2^2): top-3 margin 1.6e-4; N(0, 0.1^2) gave 1.2e-6 without biases),
+    # weights over max(sum, moe_norm_min), one shared expert; biases (use_bias; the hub's have none) on q/k/v/o, the
+    # dense MLPs, the shared experts and the head, tied (the default).
+    return Ernie4_5_MoeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, moe_intermediate_size=16, moe_num_experts=8,
+                              moe_k=3, moe_num_shared_experts=1, moe_layer_start_index=1, moe_layer_end_index=2,
+                              moe_layer_interval=1, use_bias=True)
+
+
+def phimoe_config():
+    # Phi-3.5-MoE at toy size: LayerNorms with bias, q/k/v/o biases (attention_bias, the hub's), the head's bias
+    # (lm_head_bias; the hub's has none), GQA 4/2, 3 layers each routing 8 experts of width 24 by SparseMixer (two
+    # experts; router_jitter_noise 0.3, the hub's 0.01, so that the second expert and the softmax masks see several
+    # logits), untied, Phi-3.5-MoE's longrope: 8 short and 8 long factors, original_max_position_embeddings 16 (the
+    # longer prompts pass it: transformers still takes the short factors, its forward recomputing them without the
+    # length) and short_mscale = long_mscale = 1.25 (the hub's are equal, 1.243) scaling cos/sin.
+    return PhimoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, num_local_experts=8,
+                        router_jitter_noise=0.3, attention_bias=True, lm_head_bias=True, tie_word_embeddings=False,
+                        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                         "short_factor": phi3_longrope_factors(8, 3),
+                                         "long_factor": phi3_longrope_factors(8, 4),
+                                         "original_max_position_embeddings": 16, "short_mscale": 1.25,
+                                         "long_mscale": 1.25})
+
+
+def dbrx_config():
+    # DBRX at toy size: d_model 64, 4 heads of 16, attn_config.kv_n_heads 2 (the hub's 8 of 48), q/k/v fused in Wqkv and
+    # clamped to +-1.5 (clip_qkv; the hub's 8: at this size a bound that clamps some entries), LayerNorms without bias,
+    # no biases, untied (DBRX cannot tie), rope theta 1e4 (rope_parameters; transformers 5.25 ignores
+    # attn_config.rope_theta), 3 layers each routing 8 experts of ffn_hidden_size 24 stored flat (w1 / v1 / w2
+    # [8 * 24, 64]), top 2 (moe_top_k; the hub's 4 of 16), the weights over their sum (moe_normalize_expert_weights 1).
+    return DbrxConfig(d_model=64, n_heads=4, n_layers=3, max_seq_len=512, vocab_size=VOCAB,
+                      attn_config={"kv_n_heads": 2, "clip_qkv": 1.5, "rope_theta": 10000.0},
+                      ffn_config={"ffn_hidden_size": 24, "moe_num_experts": 8, "moe_top_k": 2},
+                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def llama4_config():
     # Llama 4's text model at toy size: 4 layers, layer 2 NoPE (full attention, no rope, temperature-tuned queries:
     # floor_scale 8, attn_scale 0.5, so every position from 7 on is scaled) and the others chunked local attention
@@ -976,6 +1022,9 @@ FAMILIES = {
     "qwen3_vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration),
     "llava": (llava_config, LlavaForConditionalGeneration),
     "llava_next": (llava_next_config, LlavaNextForConditionalGeneration),
+    "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
+    "phimoe": (phimoe_config, PhimoeForCausalLM),
+    "dbrx": (dbrx_config, DbrxForCausalLM),
 }
 
 
@@ -990,6 +1039,10 @@ def param_std(name, shape, config):
         return 0.02
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
+    if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
+        return None
+    if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
+        return 1.0 / math.sqrt(config.ffn_config.ffn_hidden_size)
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
@@ -1014,6 +1067,8 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
         return 1.0
+    if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
+        return 0.2
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
     if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
@@ -1022,7 +1077,8 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe"):
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
+            "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1125,7 +1181,8 @@ def layer_outputs(model, ids):
     base = getattr(base, "language_model", base)  # Qwen-VL: the text model inside the multimodal one
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
-    for layer in getattr(base, "layers", None) or getattr(base, "h", None) or base.decoder.layers:  # GPT-2, OPT
+    layers = getattr(base, "layers", None) or getattr(base, "h", None) or getattr(base, "blocks", None)  # GPT-2, DBRX
+    for layer in layers or base.decoder.layers:  # OPT
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
     forward_logits(model, ids)
@@ -1186,6 +1243,14 @@ def router_margin(model, all_ids):
     gates = [layer.mlp.gate for layer in model.model.layers
              if hasattr(layer.mlp, "gate") and hasattr(layer.mlp.gate, "top_k")]
     return min_hooked_gap(model, all_ids, gates, lambda m, out: kth_gap(torch.softmax(out[0].float(), dim=-1), m.top_k))
+
+
+@torch.no_grad()
+def ernie_router_margin(model, all_ids):
+    """router_margin for ERNIE 4.5 MoE, which chooses by probability plus its correction bias."""
+    gates = [layer.mlp.gate for layer in model.model.layers if hasattr(layer.mlp, "gate")]
+    return min_hooked_gap(model, all_ids, gates, lambda m, out: kth_gap(
+        m.moe_statics(torch.softmax(out[0].float(), dim=-1)), m.top_k))
 
 
 @torch.no_grad()
@@ -1401,6 +1466,28 @@ def make_family(family, out_root, seed):
         summary["sensitivity_topk_method_greedy"] = sensitivity(model, ps[-1], topk_method="greedy")
     if family == "deepseek_v2_lite":
         summary["sensitivity_routed_scaling_factor_2"] = sensitivity(model, ps[-1], routed_scaling_factor=2.0)
+    if family == "ernie4_5_moe":
+        summary["router_topk_margin"] = ernie_router_margin(model, ps)
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_moe_norm_min_2"] = sensitivity(model, ps[-1], moe_norm_min=2.0)
+    if family == "phimoe":
+        summary["sensitivity_router_jitter_noise_0.01"] = sensitivity(model, ps[-1], router_jitter_noise=0.01)
+        rp = model.config.rope_parameters
+        summary["sensitivity_long_factors"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "short_factor": rp["long_factor"]})
+        summary["sensitivity_mscale_1"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "short_mscale": 1.0, "long_mscale": 1.0})
+        routers = [layer.mlp.router for layer in model.model.layers]
+        summary["router_top3_margin"] = min_hooked_gap(  # SparseMixer's two argmaxes: gaps of the 3 largest logits
+            model, ps, routers, lambda m, out: min(kth_gap(out[0], 1), kth_gap(out[0], 2)))
+    if family == "dbrx":
+        routers = [layer.ffn.router for layer in model.transformer.blocks]
+        summary["router_topk_margin"] = min_hooked_gap(
+            model, ps, routers, lambda m, out: kth_gap(torch.softmax(out.float(), dim=-1), 2))
+        summary["sensitivity_clip_qkv_1e30"] = sensitivity_modules(  # null: transformers' clamp fails
+            model, ps[-1], [b.norm_attn_norm.attn for b in model.transformer.blocks], "clip_qkv", 1e30)
+        summary["sensitivity_no_normalize_expert_weights"] = sensitivity_modules(
+            model, ps[-1], [b.ffn for b in model.transformer.blocks], "moe_normalize_expert_weights", None)
     if family == "llama4":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_chunks"] = sensitivity(model, ps[-1], attention_chunk_size=None,
@@ -1621,16 +1708,31 @@ def with_config(model, **overrides):
 
 @torch.no_grad()
 def sensitivity_no_correction_bias(model, ids):
-    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, not a config field)."""
+    """sensitivity with the routers' e_score_correction_bias zeroed (a buffer, or ERNIE 4.5 MoE's parameter; not a
+    config field)."""
+    tensors = lambda: list(model.named_buffers()) + list(model.named_parameters())
     want = forward_logits(model, ids)
-    saved = {n: b.clone() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")}
-    for n, b in model.named_buffers():
+    saved = {n: b.clone() for n, b in tensors() if n.endswith("e_score_correction_bias")}
+    for n, b in tensors():
         if n in saved:
             b.zero_()
     got = forward_logits(model, ids)
-    for n, b in model.named_buffers():
+    for n, b in tensors():
         if n in saved:
             b.copy_(saved[n])
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
+def sensitivity_modules(model, ids, modules, attr, value):
+    """sensitivity with an attribute the modules copied from a nested config (DBRX's) set to value."""
+    want = forward_logits(model, ids)
+    saved = [getattr(m, attr) for m in modules]
+    for m in modules:
+        setattr(m, attr, value)
+    got = forward_logits(model, ids)
+    for m, v in zip(modules, saved):
+        setattr(m, attr, v)
     return float((got - want).abs().max())
 
 
@@ -1644,7 +1746,8 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
-                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5}
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5}
 
 
 def verify(family, out):
@@ -1690,7 +1793,8 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron",
-                               "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next"]:
+                               "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
+                               "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
