@@ -702,8 +702,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",       "qwen2",   "qwen2_moe",
-        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",        "cohere2", "exaone4",
+        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
+        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe"};
     const kvc_family_alias *alias = NULL;
     if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
