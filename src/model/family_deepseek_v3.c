@@ -30,27 +30,15 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor);
 }
 
-/* A V2 key transformers 5.25 ignores but DeepSeek's own modeling code acts on: only the value under which the two
- * agree is taken (def when absent), any other refused by name. */
-static kvc_status v2_agreed_int(const kvc_json_obj *c, const char *key, int64_t agreed, const char *why) {
-    int64_t v = agreed;
-    bool have = false;
-    KVC_TRY(kvci_json_int(c, key, INT64_MIN, INT64_MAX, &v, &have));
-    if (v != agreed)
-        return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 %s %lld is not supported (only %lld: %s)", c->doc, key,
-                         (long long)v, (long long)agreed, why);
-    return KVC_OK;
-}
-
 /* V2's MoE keys (DeepseekV2Config's defaults: no dense layers, 64 experts of 1407, 2 shared, scaling 1). RoPE turns
  * adjacent pairs (its complex form). topk_method greedy is the one group of all experts; group_limited_greedy needs
- * n_group and topk_group, and num_experts_per_tok has no default (transformers fails without them). Refused by
- * name: other topk_methods and scoring_funcs, norm_topk_prob true (transformers 5.25 ignores it, DeepSeek's code
- * renormalises), moe_layer_freq other than 1 (likewise: transformers puts experts in every layer from
- * first_k_dense_replace on), mlp_bias (the experts' biases). */
+ * n_group and topk_group, and num_experts_per_tok has no default (transformers fails without them). Not read,
+ * as transformers 5.25's DeepseekV2 reads none of them: scoring_func (always softmax), norm_topk_prob (never
+ * renormalised), moe_layer_freq (experts on every layer from first_k_dense_replace on). Refused by name: other
+ * topk_methods, mlp_bias (the experts' biases). */
 static kvc_status parse_v2_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    const char *method = "greedy", *scoring = "softmax";
+    const char *method = "greedy";
     bool have_k = false, have_s = false, bias = false;
     cfg->rope_form = KVC_ROPE_INTERLEAVED;
     KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 0, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
@@ -60,17 +48,8 @@ static kvc_status parse_v2_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &bias));
     if (bias) return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 mlp_bias true is not supported", c->doc);
-    KVC_TRY(v2_agreed_int(c, "moe_layer_freq", 1, "transformers ignores it, DeepSeek's code skips layers by it"));
     if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK; /* no router: its keys unused */
-    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
-    if (cfg->norm_topk_prob)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: deepseek_v2 norm_topk_prob true is not supported (transformers ignores it, DeepSeek's "
-                         "code renormalises the weights and drops routed_scaling_factor)",
-                         c->doc);
-    KVC_TRY(kvci_json_str(c, "scoring_func", KVC_HP_NAME_MAX, &scoring, &have_s));
-    if (strcmp(scoring, "softmax") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 scoring_func \"%s\" is not supported (softmax)", c->doc, scoring);
+    cfg->norm_topk_prob = false;
     KVC_TRY(kvci_json_int(c, "num_experts_per_tok", 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have_k));
     if (!have_k)
         return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 with MoE layers needs num_experts_per_tok (no default)", c->doc);

@@ -861,9 +861,8 @@ static void test_window_only_where_transformers_reads_it(void **state) {
 
 /* DeepSeek-V2 with DeepseekV2Config's defaults (every layer MoE: 64 experts of 1407, 2 shared, greedy as one group,
  * scaling 1, no renormalisation, q LoRA 1536 when missing, RoPE on adjacent pairs, no correction bias) and with
- * group_limited_greedy; refused by name: the keys transformers needs and has no default for, the topk_methods,
- * scoring_funcs and settings transformers and DeepSeek's code read differently (norm_topk_prob, moe_layer_freq),
- * mlp_bias. */
+ * group_limited_greedy; the keys transformers 5.25 does not read (scoring_func, norm_topk_prob, moe_layer_freq) not
+ * read; refused by name: the keys transformers needs and has no default for, the topk_methods, mlp_bias. */
 static void test_deepseek_v2_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -895,10 +894,11 @@ static void test_deepseek_v2_fields(void **state) {
                    "group_limited_greedy needs n_group and topk_group");
     expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"topk_method\":\"noaux_tc\"}",
                    "topk_method \"noaux_tc\" is not supported");
-    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"scoring_func\":\"sigmoid\"}",
-                   "scoring_func \"sigmoid\" is not supported");
-    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"norm_topk_prob\":true}", "norm_topk_prob true");
-    expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"moe_layer_freq\":2}", "moe_layer_freq 2");
+    assert_int_equal(kvc_model_config_parse(DSV2_BASE ",\"num_experts_per_tok\":2,\"scoring_func\":\"sigmoid\","
+                                                      "\"norm_topk_prob\":true,\"moe_layer_freq\":2}",
+                                            "dsv2-unread", &c),
+                     KVC_OK);
+    assert_true(!c.norm_topk_prob && c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2]);
     expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"mlp_bias\":true}", "mlp_bias true");
     expect_refusal(DSV2_BASE ",\"num_experts_per_tok\":2,\"topk_method\":\"group_limited_greedy\",\"n_group\":64,"
                              "\"topk_group\":1}",
