@@ -64,17 +64,26 @@ int64_t kvci_model_rot_dim(const kvc_model_config *c) {
     return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
 }
 
-/* The SwiGLU families' activation, hidden_act (silu when absent; transformers' "swish" is the same
- * function): any other is refused by name rather than run as SiLU. Gemma 3 reads its hidden_activation
- * in its parse hook (mlp_act). */
-static kvc_status check_act(const kvc_hparams *hp, const kvc_model_config *cfg) {
+/* The gated families' activation, hidden_act (silu when absent; transformers' "swish" is the same function). A
+ * dense model without routed experts takes the tanh GELUs too (gelu_pytorch_tanh, gelu_new, gelu_fast: one
+ * function), as transformers' ACT2FN puts any of them in the gated MLP: Gemma's GeGLU. Any other, and a GELU
+ * with routed experts (their kernels are SwiGLU's), is refused by name rather than run as SiLU. Families with
+ * an activation of their own set mlp_act in their parse hook. */
+static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *act = "silu";
-    bool have = false;
+    bool have = false, experts = false;
     if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
     KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
-    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu)", hp->cfg.doc, act,
-                     cfg->model_type);
+    for (int64_t l = 0; l < cfg->num_layers; l++) experts |= cfg->layer_moe[l];
+    const bool tanh_gelu =
+        strcmp(act, "gelu_pytorch_tanh") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0;
+    if (tanh_gelu && !experts && cfg->family == KVC_FAMILY_DENSE && !cfg->mlp_plain) {
+        cfg->mlp_act = KVC_MLP_GELU_TANH;
+        return KVC_OK;
+    }
+    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu%s)", hp->cfg.doc, act,
+                     cfg->model_type, experts ? "" : " or a tanh GELU");
 }
 
 /* The family of model_type, which the runtime must run. */
@@ -170,7 +179,7 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(take_rope(hp, cfg));
     KVC_TRY(fam->parse(hp, cfg));
     if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
-    KVC_TRY(check_act(hp, cfg));
+    KVC_TRY(read_act(hp, cfg));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
     if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,

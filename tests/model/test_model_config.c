@@ -430,7 +430,18 @@ static void test_refusals(void **state) {
     /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
-                   "hidden_act \"gelu\" is not supported (llama: silu)");
+                   "hidden_act \"gelu\" is not supported (llama: silu or a tanh GELU)");
+    /* the tanh GELUs run the gated MLP as GeGLU (transformers' ACT2FN in LlamaMLP); with routed experts, refused */
+    kvc_model_config g;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                                            "\"hidden_act\":\"gelu_pytorch_tanh\"}",
+                                            "llama-geglu", &g),
+                     KVC_OK);
+    assert_true(g.mlp_act == KVC_MLP_GELU_TANH && !g.mlp_plain);
+    expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":1,\"num_local_experts\":2,"
+                   "\"num_experts_per_tok\":1,\"hidden_act\":\"gelu_new\"}",
+                   "hidden_act \"gelu_new\" is not supported (mixtral: silu)");
     expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"hidden_act\":7}",
                    "hidden_act");
