@@ -422,10 +422,15 @@ static bool rotates_part(const kvc_hparams *hp) {
 }
 
 /* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
- * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has. */
+ * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
+ * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode"}; /* learned positions: no rope read */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
-    if (r->type != KVC_ROPE_DEFAULT)
+    bool no_rope = false;
+    for (size_t i = 0; i < sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]; i++)
+        no_rope |= strcmp(hp->model_type, NO_ROPE_TYPES[i]) == 0;
+    if (r->type != KVC_ROPE_DEFAULT && !no_rope)
         return kvci_fail(KVC_EINVAL,
                          "%s: partial_rotary_factor %g with rope type %s: %s rotates whole heads, and transformers "
                          "would size the scaled rope's frequencies for part of each",

@@ -1292,6 +1292,14 @@ static void test_gpt2_fields(void **state) {
     assert_int_equal(kvc_model_plan_create(extra, strlen(extra), &opt, &plan), KVC_OK);
     assert_true(plan->num_key_value_heads == 4 && plan->head_dim == 8);
     kvc_model_plan_destroy(plan);
+    /* nor a rope dict (learned positions: GPT-2 reads none), scaled and partial as a template may carry it */
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE ",\"rope_parameters\":{\"rope_type\":\"llama3\",\"factor\":8,"
+                                                      "\"low_freq_factor\":1,\"high_freq_factor\":4,"
+                                                      "\"original_max_position_embeddings\":16,"
+                                                      "\"partial_rotary_factor\":0.5,\"rope_theta\":5e4}}",
+                                            "gpt2-rope-dict", &c),
+                     KVC_OK);
+    assert_true(c.pos_learned && c.layer_nope[0] && c.layer_nope[1]);
     assert_int_equal(kvc_model_config_parse(GPT2_BASE
                                             ",\"n_inner\":null,\"n_positions\":4,\"activation_function\":"
                                             "\"gelu\",\"layer_norm_epsilon\":1e-3,\"scale_attn_weights\":true}",
