@@ -55,6 +55,17 @@ const kvc_family_desc *kvci_family_find(const char *model_type, const char *arch
     return NULL;
 }
 
+bool kvci_family_type_runs(const char *model_type) {
+    const kvc_family_alias *alias = NULL;
+    return model_type != NULL && kvci_family_find(model_type, NULL, &alias) != NULL && alias->runs;
+}
+
+bool kvci_name_listed(const char *name, const char *const *list, size_t n) {
+    for (size_t i = 0; name != NULL && i < n; i++)
+        if (strcmp(name, list[i]) == 0) return true;
+    return false;
+}
+
 kvc_status kvci_family_register(kvc_family_desc *d, kvc_model_family *out) {
     if (d == NULL || out == NULL || d->name == NULL || d->aliases == NULL || d->n_aliases < 1)
         return kvci_fail(KVC_EINVAL, "kvci_family_register: a family needs a name and at least one alias");

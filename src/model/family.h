@@ -129,6 +129,11 @@ const kvc_family_desc *kvci_family_get(kvc_model_family id);
  * NULL); NULL when neither is known. */
 const kvc_family_desc *kvci_family_find(const char *model_type, const char *architecture,
                                         const kvc_family_alias **alias);
+/* Whether the runtime runs model_type (an alias of it with `runs`): the rules that follow transformers' reading of
+ * a key apply to these; types planned only, and unknown ones, keep the planner's generic reading. */
+bool kvci_family_type_runs(const char *model_type);
+/* Whether name (NULL: not) is one of list[0..n). */
+bool kvci_name_listed(const char *name, const char *const *list, size_t n);
 /* Whether the runtime runs family id (a registered family with a parse hook). */
 bool kvci_family_runs(kvc_model_family id);
 /* The model types the runtime runs, comma-separated, into buf[cap] (for messages). */

@@ -705,11 +705,8 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe"};
-    const kvc_family_alias *alias = NULL;
-    if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
-    for (size_t i = 0; i < sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]; i++)
-        if (strcmp(hp->model_type, WINDOW_TYPES[i]) == 0) return true;
-    return false;
+    return !kvci_family_type_runs(hp->model_type) ||
+           kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
 
 static const kvc_family_alias ALIASES[] = {

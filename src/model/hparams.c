@@ -414,11 +414,8 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 static bool rotates_part(const kvc_hparams *hp) {
     static const char *const PARTIAL_TYPES[] = {"glm",  "glm4",     "glm4_moe", "phi",
                                                 "phi3", "stablelm", "gpt_neox", "nemotron"};
-    const kvc_family_alias *alias = NULL;
-    if (hp->model_type == NULL || kvci_family_find(hp->model_type, NULL, &alias) == NULL || !alias->runs) return true;
-    for (size_t i = 0; i < sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]; i++)
-        if (strcmp(hp->model_type, PARTIAL_TYPES[i]) == 0) return true;
-    return false;
+    return !kvci_family_type_runs(hp->model_type) ||
+           kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
 
 /* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
@@ -427,9 +424,8 @@ static bool rotates_part(const kvc_hparams *hp) {
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode"}; /* learned positions: no rope read */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
-    bool no_rope = false;
-    for (size_t i = 0; i < sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]; i++)
-        no_rope |= strcmp(hp->model_type, NO_ROPE_TYPES[i]) == 0;
+    const bool no_rope =
+        kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
     if (r->type != KVC_ROPE_DEFAULT && !no_rope)
         return kvci_fail(KVC_EINVAL,
                          "%s: partial_rotary_factor %g with rope type %s: %s rotates whole heads, and transformers "
