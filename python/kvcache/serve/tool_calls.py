@@ -1,0 +1,230 @@
+"""Tool calls parsed out of a chat reply's text, as `vllm serve --enable-auto-tool-choice --tool-call-parser
+hermes` parses them: each `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` block of the text (Hermes 2
+Pro, Qwen 2.5 and 3, and their fine-tunes) is a call; the text outside the blocks is the reply's content.
+
+One machine (ToolCallParser) reads the text piece by piece, for the streamed answer (stream=True: a call is
+announced, then its arguments sent as they come) and for the whole one (stream=False: fed all the text at once,
+each block decided when it closes), so the two give the same calls and content (docs/serve.md: Tool calling).
+A block whose text is not such an object (not JSON, no name, arguments not an object, a key twice) is content
+as it was written, markers included."""
+import json
+import re
+import uuid
+
+PARSERS = ("hermes",)  # the --tool-call-parser names
+START, END = "<tool_call>", "</tool_call>"
+# a block's beginning in the usual key order, up to the arguments object's "{": its arguments are streamed as
+# they come (a block in another key order is sent whole when it closes)
+_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*', re.DOTALL)
+
+
+def _held(text, marker):
+    """How many characters at the end of text may begin marker (they wait for the next piece)."""
+    for n in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-n:]):
+            return n
+    return 0
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Block:
+    """The text of one block after its START marker, scanned for the END marker outside JSON strings (a string
+    may hold "</tool_call>") and for where its first nested value (the arguments object) begins and ends."""
+
+    def __init__(self):
+        self.body = ""
+        self.pos = 0  # body[:pos] is scanned
+        self.in_string = self.escaped = False
+        self.depth = 0
+        self.first_open = self.first_close = None  # body[first_open:first_close]: the first value at depth 2
+        self.index = None  # the call's index once it is announced (streaming)
+        self.sent = 0  # body[first_open:sent] went out as arguments
+        self.settled = False  # the head was looked at: it is announced, or it will be decided at the close
+
+    def advance(self, final):
+        """Scans what arrived; returns the text after the END marker when the block closed, else None (with
+        final, a possible start of the marker at the end is body text: nothing more comes)."""
+        body = self.body
+        while self.pos < len(body):
+            c = body[self.pos]
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif c == "\\":
+                    self.escaped = True
+                elif c == '"':
+                    self.in_string = False
+            elif c == "<" and body.startswith(END, self.pos):
+                rest, self.body = body[self.pos + len(END):], body[:self.pos]
+                return rest
+            elif c == "<" and not final and END.startswith(body[self.pos:]):
+                return None  # perhaps the marker: wait for the next piece
+            elif c == '"':
+                self.in_string = True
+            elif c in "{[":
+                self.depth += 1
+                if self.depth == 2 and self.first_open is None:
+                    self.first_open = self.pos
+            elif c in "}]":
+                self.depth -= 1
+                if self.depth == 1 and self.first_open is not None and self.first_close is None:
+                    self.first_close = self.pos + 1
+            self.pos += 1
+        return None
+
+    def head_name(self):
+        """The function's name when the block begins `{"name": "...", "arguments": {`, else None."""
+        m = _HEAD.match(self.body)
+        if m is None or m.end() != self.first_open or self.body[self.first_open] != "{":
+            return None
+        try:
+            name = json.loads(m.group(1))
+        except ValueError:
+            return None
+        return name or None
+
+    def call(self):
+        """(name, arguments text) when the whole body is a call, else None. The arguments are the model's own
+        text of the object when the block is in the usual key order (what streaming sent), else the object
+        written again as JSON."""
+        try:
+            obj = json.loads(self.body, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"] or \
+                not isinstance(obj.get("arguments"), dict):
+            return None
+        if self.head_name() is not None and self.first_close is not None:
+            return obj["name"], self.body[self.first_open:self.first_close]
+        return obj["name"], json.dumps(obj["arguments"], ensure_ascii=False)
+
+
+class ToolCallParser:
+    """The calls and content of one reply's text, fed piece by piece. feed() and finish() return events:
+    ("content", text), ("call", index, id, name) once per call, then ("arguments", index, text) pieces.
+    The content is the text outside the blocks as it is, or none when that is only whitespace (the newlines
+    around blocks) and there are calls; a reply without calls is its text unchanged."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.buf = ""  # text not yet read
+        self.ws = ""  # the content so far while it is only whitespace: held, it is none if calls come
+        self.started = False  # content other than whitespace went out
+        self.block = None  # the open block, None outside blocks
+        self.n_calls = 0
+
+    def feed(self, text):
+        out = []
+        self.buf += text
+        self._run(out, final=False)
+        return out
+
+    def finish(self):
+        """The events of the text's end: a block still open is decided as it is (vLLM takes an unclosed block
+        too), held text goes out."""
+        out = []
+        self._run(out, final=True)
+        if self.block is not None:
+            self._close(out, closed=False)
+        if self.ws and not self.n_calls:
+            out.append(("content", self.ws))
+        self.ws = ""
+        return out
+
+    def _content(self, text, out):
+        if not self.started:
+            self.ws += text
+            if not self.ws.strip():
+                return
+            text, self.ws, self.started = self.ws, "", True
+        if text:
+            out.append(("content", text))
+
+    def _run(self, out, final):
+        while True:
+            if self.block is None:
+                at = self.buf.find(START)
+                if at < 0:
+                    n = len(self.buf) - (0 if final else _held(self.buf, START))
+                    self._content(self.buf[:n], out)
+                    self.buf = self.buf[n:]
+                    return
+                self._content(self.buf[:at], out)
+                self.buf, self.block = self.buf[at + len(START):], _Block()
+            block = self.block
+            block.body += self.buf
+            self.buf = ""
+            rest = block.advance(final)
+            if self.stream:
+                self._announce(block, out)
+            if rest is None:
+                return
+            self._close(out, closed=True)
+            self.buf = rest
+
+    def _announce(self, block, out):
+        """Streaming: the call once its name and the start of its arguments are read, then its arguments."""
+        if not block.settled and block.first_open is not None:
+            block.settled = True
+            name = block.head_name()
+            if name is not None:
+                block.index, block.sent = self._new_call(name, out), block.first_open
+        if block.index is not None:
+            upto = block.first_close if block.first_close is not None else block.pos
+            if upto > block.sent:
+                out.append(("arguments", block.index, block.body[block.sent:upto]))
+                block.sent = upto
+
+    def _new_call(self, name, out):
+        index, self.n_calls = self.n_calls, self.n_calls + 1
+        out.append(("call", index, f"call_{uuid.uuid4().hex[:24]}", name))
+        return index
+
+    def _close(self, out, closed):
+        block, self.block = self.block, None
+        if block.index is not None:  # announced while streaming: it stands, whatever its end turned out to be
+            return
+        call = block.call()
+        if call is not None:
+            index = self._new_call(call[0], out)
+            out.append(("arguments", index, call[1]))
+        else:
+            self._content(START + block.body + (END if closed else ""), out)
+
+
+def delta(events):
+    """The OpenAI message delta of events: content, and tool_calls entries ({"index", "id", "type",
+    "function": {"name", "arguments": ""}} when a call begins, {"index", "function": {"arguments"}} for more of
+    its arguments; a call's pieces in one delta make one entry)."""
+    content = "".join(e[1] for e in events if e[0] == "content")
+    out = {"content": content} if content else {}
+    calls = []
+    for e in events:
+        if e[0] == "call":
+            calls.append({"index": e[1], "id": e[2], "type": "function", "function": {"name": e[3], "arguments": ""}})
+        elif e[0] == "arguments":
+            if calls and calls[-1]["index"] == e[1]:
+                calls[-1]["function"]["arguments"] += e[2]
+            else:
+                calls.append({"index": e[1], "function": {"arguments": e[2]}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def parse(text):
+    """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply."""
+    parser = ToolCallParser(stream=False)
+    whole = delta(parser.feed(text) + parser.finish())
+    calls = [{k: v for k, v in c.items() if k != "index"} for c in whole.get("tool_calls", [])]
+    return whole.get("content"), calls
