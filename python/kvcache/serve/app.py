@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, http, protocol
+from . import choices, http, protocol, tool_calls
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -122,10 +122,18 @@ async def _disconnected(request):
 class Server:
     """The application of one model directory. engine_kwargs go to
     kvcache.Engine; api_keys (none: no authentication) are the bearer
-    tokens /v1/ accepts, each one its own prefix-cache tenant."""
+    tokens /v1/ accepts, each one its own prefix-cache tenant. enable_auto_tool_choice: chat replies to requests
+    with tools (tool_choice auto) are parsed for calls by tool_call_parser (one of tool_calls.PARSERS)."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
-                 write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False, **engine_kwargs):
+                 write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False,
+                 enable_auto_tool_choice=False, tool_call_parser=None, **engine_kwargs):
+        if tool_call_parser is not None and tool_call_parser not in tool_calls.PARSERS:
+            raise invalid(f"tool call parser {tool_call_parser!r} is not one of the parsers: "
+                          f"{', '.join(tool_calls.PARSERS)}")
+        if enable_auto_tool_choice and tool_call_parser is None:  # vLLM refuses it too
+            raise invalid("enable_auto_tool_choice needs a tool call parser (--tool-call-parser, one of: "
+                          f"{', '.join(tool_calls.PARSERS)})")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
@@ -142,6 +150,7 @@ class Server:
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
         self.prompt_tokens_details = bool(enable_prompt_tokens_details)  # usage's cached tokens (vLLM: off)
+        self.auto_tools = bool(enable_auto_tool_choice)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
@@ -471,7 +480,7 @@ class Server:
         return self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
 
     def _parse_chat(self, body):
-        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size)
+        gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
         ids = self._render(messages, kwargs, gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
@@ -488,6 +497,17 @@ class Server:
         return {"content": [{**entry(lp.token_id, lp.logprob), "top_logprobs": [entry(t, v) for t, v in lp.top]}
                             for lp in lps]}
 
+    def _chat_message(self, gen, req, text):
+        """A whole choice's message and ending: its text (after an echo), or, parsed for tool calls, the text
+        outside them (null when none) and the calls, finish_reason "tool_calls" when there are some."""
+        echo = self._echo(gen, req)
+        if not gen.tool_calls:
+            return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
+        content, calls = tool_calls.parse(text)
+        content = echo + (content or "") or None
+        return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
+                **req.ending("tool_calls" if calls else req.finish_reason)}
+
     @_stoppable
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
@@ -499,9 +519,16 @@ class Server:
                     role = {"role": "assistant", "content": self._echo(gen, reqs[i])}
                     yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
                                      **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
+                parsers = [tool_calls.ToolCallParser(stream=True) for _ in reqs] if gen.tool_calls else None
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
-                    choice = {"index": i, "delta": {"content": delta} if delta else {}, "logprobs": logprobs,
+                    if parsers is None:
+                        message = {"content": delta} if delta else {}
+                    else:  # content outside the calls, the calls' beginnings and arguments
+                        parser = parsers[i]
+                        message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []))
+                        reason = "tool_calls" if reason and parser.n_calls else reason
+                    choice = {"index": i, "delta": message, "logprobs": logprobs,
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))
                 if gen.include_usage:
@@ -511,9 +538,9 @@ class Server:
 
         async def collect():
             texts, lps, ids = await choices.whole(reqs)
-            answer = [{"index": i, "message": {"role": "assistant", "content": self._echo(gen, req) + text},
+            answer = [{"index": i, **self._chat_message(gen, req, text),
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
-                       **req.ending(req.finish_reason), **_ids(gen, token_ids=t)}
+                       **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
             return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs, self.prompt_tokens_details),
                                                               **_ids(gen, prompt_token_ids=reqs[0].prompt.ids),

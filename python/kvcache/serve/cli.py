@@ -8,6 +8,7 @@ import sys
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
 from ..errors import Error
 from ..plan import parse_bytes
+from .tool_calls import PARSERS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
@@ -91,6 +92,12 @@ def parser():
     p.add_argument("--enable-prompt-tokens-details", action="store_true",
                    help="usage carries prompt_tokens_details.cached_tokens, the prompt tokens the prefix cache "
                         "supplied (off by default, as in vLLM)")
+    p.add_argument("--enable-auto-tool-choice", action="store_true",
+                   help="chat requests with tools (tool_choice auto, the default) get the calls the reply makes as "
+                        "message.tool_calls, parsed by --tool-call-parser (as vLLM's option)")
+    p.add_argument("--tool-call-parser", action=_Once, choices=PARSERS,
+                   help="how replies write tool calls: hermes (<tool_call>{...}</tool_call> blocks: Hermes 2 Pro, "
+                        "Qwen 2.5 and 3)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
@@ -124,6 +131,7 @@ def main(argv=None):
                         max_body_bytes=parse_bytes(args.max_body_bytes), read_timeout=args.read_timeout,
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
                         enable_prompt_tokens_details=args.enable_prompt_tokens_details,
+                        enable_auto_tool_choice=args.enable_auto_tool_choice, tool_call_parser=args.tool_call_parser,
                         kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,

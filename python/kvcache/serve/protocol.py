@@ -10,6 +10,7 @@ MAX_MESSAGES = 1024
 MAX_CHOICES = 128  # choices per request: n x the prompts of a batch (OpenAI's limit of n)
 MAX_LOGIT_BIAS = 300  # logit_bias entries (the engine's KVC_SAMPLING_MAX_LOGIT_BIAS)
 MAX_MIN_TOKENS_STOPS = 64  # stop tokens min_tokens holds back (the engine's KVC_SAMPLING_MAX_STOP_IDS)
+MAX_TOOLS = 128  # tools per request (OpenAI's limit)
 
 
 class ApiError(Exception):
@@ -95,6 +96,7 @@ class Generation:
     repetition_penalty: float = 1.0
     min_tokens: int = 0  # stop tokens and stop strings wait for that many generated tokens
     logit_bias: dict = None  # {token id: bias}
+    tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
 
 
 def _is_int(v):
@@ -187,8 +189,9 @@ def _unsupported(body, n):
     if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
         raise bad("response_format: only {\"type\": \"text\"} is supported (no JSON mode or schema)", "response_format")
     choice = body.get("tool_choice")
-    if choice not in (None, "auto", "none"):
-        raise bad("tool_choice: only \"auto\" and \"none\" are supported (a call cannot be forced)", "tool_choice")
+    if choice not in (None, "auto", "none"):  # "required" or a named function: vLLM forces them by guided decoding
+        raise bad("tool_choice: only \"auto\" and \"none\" are supported (\"required\" and a named function need "
+                  "guided decoding, which kvcache does not have)", "tool_choice")
 
 
 def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
@@ -279,7 +282,38 @@ def _message(m, i):
         content = "".join(p["text"] for p in content)
     elif content is not None and not isinstance(content, str):
         raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
-    return {**m, "content": content if content is not None else ""}
+    if m.get("tool_call_id") is not None and not isinstance(m["tool_call_id"], str):
+        raise bad(f"messages[{i}].tool_call_id must be a string", "messages")
+    out = {**m, "content": content if content is not None else ""}
+    if m.get("tool_calls") is not None:
+        out["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
+    return out
+
+
+def _tool_calls(calls, where):
+    """An assistant message's tool_calls for the chat template: each call's arguments, a JSON text in the OpenAI
+    API, as the value it holds (Hugging Face templates write arguments with tojson; vLLM converts them too);
+    none or empty: {}."""
+    if not isinstance(calls, list):
+        raise bad(f"{where} must be a list", "messages")
+    out = []
+    for j, call in enumerate(calls):
+        f = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or call.get("type", "function") != "function":
+            raise bad(f"{where}[{j}] must be {{\"id\": ..., \"type\": \"function\", \"function\": {{\"name\": ..., "
+                      f"\"arguments\": ...}}}}", "messages")
+        args = f.get("arguments")
+        if not args:
+            args = {}
+        elif isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except (ValueError, RecursionError) as exc:
+                raise bad(f"{where}[{j}].function.arguments is not JSON: {exc}", "messages") from None
+        elif not isinstance(args, (dict, list)):
+            raise bad(f"{where}[{j}].function.arguments must be a JSON text or an object", "messages")
+        out.append({**call, "function": {**f, "arguments": args}})
+    return out
 
 
 def _messages(body):
@@ -289,11 +323,30 @@ def _messages(body):
     return [_message(m, i) for i, m in enumerate(messages)]
 
 
+def _tools(body):
+    """The tools of a chat body, each {"type": "function", "function": {"name", "description"?, "parameters"?}}
+    (given to the chat template as they came)."""
+    tools = body.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
+        raise bad(f"tools must be a list of at most {MAX_TOOLS} tools", "tools")
+    for i, tool in enumerate(tools):
+        f = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(f, dict) or tool.get("type") != "function":
+            raise bad(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ..., "
+                      f"\"parameters\": ...}}}}", "tools")
+        if not isinstance(f.get("name"), str) or not f["name"]:
+            raise bad(f"tools[{i}].function.name must be a non-empty string", "tools")
+        for field, kind, what in (("description", str, "a string"), ("parameters", dict, "an object (a JSON schema)")):
+            if f.get(field) is not None and not isinstance(f[field], kind):
+                raise bad(f"tools[{i}].function.{field} must be {what}", "tools")
+    return tools
+
+
 def _template_kwargs(body):
     """What the chat template gets beside the messages: chat_template_kwargs, add_generation_prompt, tools."""
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise bad("tools must be a list", "tools")
+    tools = _tools(body)
     kwargs = body.get("chat_template_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
@@ -304,8 +357,9 @@ def _template_kwargs(body):
     return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
 
 
-def chat_request(body, vocab_size):
-    """(Generation, messages, template kwargs) of a /v1/chat/completions body."""
+def chat_request(body, vocab_size, auto_tools=False):
+    """(Generation, messages, template kwargs) of a /v1/chat/completions body. auto_tools: the server parses
+    tool calls out of replies (--enable-auto-tool-choice)."""
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
     messages = _messages(body)
@@ -318,9 +372,12 @@ def chat_request(body, vocab_size):
     gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's
     gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
     kwargs = _template_kwargs(body)
-    if kwargs["tools"] and body.get("tool_choice") in (None, "auto"):  # as vLLM without a tool-call parser
-        raise bad("tool_choice \"auto\" (the default with tools) is not supported: tool calls are not parsed out of "
-                  "the text; tool_choice \"none\" shows the tools to the model", "tool_choice")
+    if kwargs["tools"] and body.get("tool_choice") in (None, "auto"):
+        if not auto_tools:  # as vLLM without --enable-auto-tool-choice
+            raise bad("tool_choice \"auto\" (the default with tools) needs a server started with "
+                      "--enable-auto-tool-choice --tool-call-parser NAME; tool_choice \"none\" shows the tools to "
+                      "the model without parsing calls", "tool_choice")
+        gen.tool_calls = True
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")

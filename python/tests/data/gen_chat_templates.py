@@ -52,10 +52,52 @@ LLAMA = (
     "{% endfor %}"
 )
 
+# ChatML with tools as Hermes 2 Pro and Qwen 2.5 write them: the tools in <tools>, the assistant's calls in
+# <tool_call> blocks (arguments through tojson: a dict, as transformers documents), tool results in
+# <tool_response> blocks of one user turn
+HERMES = (
+    "{%- if tools %}\n"
+    "{{- '<|im_start|>system\\n' }}\n"
+    "{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}\n"
+    "{{- '# Tools\\n\\nYou may call functions. Their signatures:\\n<tools>\\n' }}\n"
+    "{%- for tool in tools %}{{- tool | tojson }}{{- '\\n' }}{%- endfor %}\n"
+    "{{- '</tools>\\n\\nWrite each call as <tool_call>\\n{\"name\": <name>, \"arguments\": <object>}\\n"
+    "</tool_call><|im_end|>\\n' }}\n"
+    "{%- elif messages[0].role == 'system' %}\n"
+    "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "{%- if message.role == 'system' %}\n"
+    "{%- if not loop.first %}{{- raise_exception('The system message must come first') }}{%- endif %}\n"
+    "{%- elif message.role == 'user' or (message.role == 'assistant' and not message.tool_calls) %}\n"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}\n"
+    "{%- elif message.role == 'assistant' %}\n"
+    "{{- '<|im_start|>assistant' }}\n"
+    "{%- if message.content %}{{- '\\n' + message.content }}{%- endif %}\n"
+    "{%- for call in message.tool_calls %}\n"
+    "{%- if call.function is defined %}{%- set call = call.function %}{%- endif %}\n"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' + call.arguments | tojson + "
+    "'}\\n</tool_call>' }}\n"
+    "{%- endfor %}\n"
+    "{{- '<|im_end|>\\n' }}\n"
+    "{%- elif message.role == 'tool' %}\n"
+    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}\n"
+    "{{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}\n"
+    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}\n"
+    "{%- else %}{{- raise_exception('Unknown role: ' + message.role) }}\n"
+    "{%- endif %}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}\n"
+)
+
 TEMPLATES = {
     "chatml": {"source": CHATML, "bos_token": None, "eos_token": "<|im_end|>"},
     "llama": {"source": LLAMA, "bos_token": "<s>", "eos_token": "</s>"},
+    "hermes": {"source": HERMES, "bos_token": None, "eos_token": "<|im_end|>"},
 }
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Météo d'une ville",
+                                             "parameters": {"type": "object",
+                                                            "properties": {"city": {"type": "string"}}}}}]
 
 CONVERSATIONS = [
     {"messages": [{"role": "user", "content": "Hello!"}], "add_generation_prompt": True},
@@ -65,12 +107,19 @@ CONVERSATIONS = [
     {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
      "add_generation_prompt": False},
     {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "weather in Zürich?"}],
-     "add_generation_prompt": True,
-     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Météo d'une ville",
-                                                 "parameters": {"type": "object",
-                                                                "properties": {"city": {"type": "string"}}}}}]},
+     "add_generation_prompt": True, "tools": WEATHER},
     {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "add_generation_prompt": True},
     {"messages": [{"role": "tool", "content": "42"}], "add_generation_prompt": True},
+    # a reply's two calls (arguments as values, as the server passes them) and their results
+    {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "weather in Zürich and Paris?"},
+                  {"role": "assistant", "content": "",
+                   "tool_calls": [{"id": "call_1", "type": "function",
+                                   "function": {"name": "get_weather", "arguments": {"city": "Zürich"}}},
+                                  {"id": "call_2", "type": "function",
+                                   "function": {"name": "get_weather", "arguments": {"city": "Paris", "n": [1, 2]}}}]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "12 °C"},
+                  {"role": "tool", "tool_call_id": "call_2", "content": "15 °C"}],
+     "add_generation_prompt": True, "tools": WEATHER},
 ]
 
 

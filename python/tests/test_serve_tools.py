@@ -1,0 +1,229 @@
+"""Tool calling through the server (--enable-auto-tool-choice --tool-call-parser hermes) with the official
+`openai` client and raw HTTP: the engine's stream is replaced by one that gives the token ids of a chosen reply
+(the test model's own text holds no calls), so each reply's calls, content and finish reason, streamed and not,
+can be checked; conversations with calls and tool results render as transformers renders them; bad tools,
+tool_choice and tool_calls are refused by name."""
+import json
+
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+
+from kvcache.engine import RequestOutput  # noqa: E402
+from kvcache.errors import InvalidArgument  # noqa: E402
+from kvcache.serve import Server  # noqa: E402
+from kvcache.tokenizer import Tokenizer  # noqa: E402
+from serve_fixture import running, sse_events  # noqa: E402
+from text_model import TEMPLATES, make_model_dir  # noqa: E402
+
+EOS = 2
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Météo d'une ville",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"city": {"type": "string"}}}}}]
+ASK = [{"role": "user", "content": "weather in Zürich and Paris?"}]
+REPLY = ("Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", "
+         "\"when\": {\"day\": \"today\", \"note\": \"}</tool_call>{\"}}}\n</tool_call>\n"
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris 🙂\"}}\n</tool_call>")
+CALLS = [("get_weather", {"city": "Zürich", "when": {"day": "today", "note": "}</tool_call>{"}}),
+         ("get_weather", {"city": "Paris 🙂"})]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_model_dir(tmp_path_factory.mktemp("model"), template="hermes")
+
+
+@pytest.fixture(scope="module")
+def tok(model_dir):
+    return Tokenizer(model_dir)
+
+
+@pytest.fixture(scope="module")
+def server(model_dir):
+    with running(model_dir, enable_auto_tool_choice=True, tool_call_parser="hermes") as (url, srv):
+        yield url, srv
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with openai.OpenAI(base_url=server[0] + "/v1", api_key="none", max_retries=0, timeout=60) as c:
+        yield c
+
+
+class Scripted:
+    """A request stream giving the ids of a chosen reply, `step` ids per step, then an end-of-sequence id."""
+
+    def __init__(self, ids, n_prompt, step):
+        self.ids, self.n_prompt, self.step = ids, n_prompt, step
+
+    def abort(self):
+        pass
+
+    async def __aiter__(self):
+        for at in range(0, len(self.ids), self.step):
+            yield RequestOutput(-1, self.ids[at:at + self.step], None, None, self.n_prompt, 0)
+        yield RequestOutput(-1, [EOS], "stop", None, self.n_prompt, 0)
+
+
+def script(monkeypatch, srv, tok, reply, step=1):
+    """Every request of srv replies `reply`; returns the list the requests' prompt ids are put in."""
+    ids = tok.encode(reply, add_special_tokens=False)
+    assert tok.decode(ids) == reply
+    prompts = []
+
+    async def add_request(prompt_ids, params, **kwargs):
+        prompts.append(list(prompt_ids))
+        return Scripted(ids, len(prompt_ids), step)
+
+    monkeypatch.setattr(srv.engine, "add_request", add_request)
+    return prompts
+
+
+def calls_of(tool_calls):
+    return [(c.function.name, json.loads(c.function.arguments)) for c in tool_calls]
+
+
+def gather(chunks):
+    """(content, [(name, arguments text)], finish reasons by choice) of streamed chunks (the openai client's);
+    checks that each call begins with its id, type and name, and that arguments come after."""
+    content, calls, reasons = {}, {}, {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            i = choice.index
+            content[i] = content.get(i, "") + (choice.delta.content or "")
+            for entry in choice.delta.tool_calls or []:
+                mine = calls.setdefault(i, {})
+                if entry.index not in mine:
+                    assert entry.id.startswith("call_") and entry.type == "function" and entry.function.name
+                    assert entry.index == len(mine)
+                    mine[entry.index] = [entry.function.name, ""]
+                else:
+                    assert entry.id is None and entry.function.name is None
+                mine[entry.index][1] += entry.function.arguments or ""
+            if choice.finish_reason is not None:
+                reasons[i] = choice.finish_reason
+    return content, {i: [tuple(c) for c in mine.values()] for i, mine in calls.items()}, reasons
+
+
+@pytest.mark.parametrize("step", [1, 3])
+def test_calls_streamed_and_not(server, client, tok, monkeypatch, step):
+    script(monkeypatch, server[1], tok, REPLY, step)
+    whole = client.chat.completions.create(model="test", messages=ASK, tools=TOOLS)
+    choice = whole.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "Let me look.\n\n"
+    assert calls_of(choice.message.tool_calls) == CALLS
+    assert all(c.type == "function" and c.id.startswith("call_") for c in choice.message.tool_calls)
+    assert whole.usage.completion_tokens == len(tok.encode(REPLY, add_special_tokens=False)) + 1
+    content, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS,
+                                                                    tool_choice="auto", stream=True))
+    assert content == {0: choice.message.content} and reasons == {0: "tool_calls"}
+    assert calls == {0: [(c.function.name, c.function.arguments) for c in choice.message.tool_calls]}
+
+
+def test_n_choices_each_parse_their_calls(server, client, tok, monkeypatch):
+    script(monkeypatch, server[1], tok, REPLY, 2)
+    content, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS, n=2,
+                                                                    stream=True))
+    assert reasons == {0: "tool_calls", 1: "tool_calls"} and content[0] == content[1] == "Let me look.\n\n"
+    assert [(n, json.loads(a)) for n, a in calls[0]] == [(n, json.loads(a)) for n, a in calls[1]] == CALLS
+
+
+def test_replies_without_calls_and_malformed_blocks_are_content(server, client, tok, monkeypatch):
+    for reply in ("Just text, no call.", "<tool_call>{\"name\": get_weather}</tool_call>"):
+        script(monkeypatch, server[1], tok, reply)
+        whole = client.chat.completions.create(model="test", messages=ASK, tools=TOOLS)
+        assert (whole.choices[0].message.content, whole.choices[0].message.tool_calls) == (reply, [])
+        assert whole.choices[0].finish_reason == "stop"
+        content, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS,
+                                                                        stream=True))
+        assert (content, calls, reasons) == ({0: reply}, {}, {0: "stop"})
+    # tool_choice none: the tools are shown, the reply is not parsed; without tools neither
+    script(monkeypatch, server[1], tok, REPLY)
+    for extra in ({"tools": TOOLS, "tool_choice": "none"}, {}):
+        message = client.chat.completions.create(model="test", messages=ASK, **extra).choices[0].message
+        assert (message.content, message.tool_calls) == (REPLY, None)
+
+
+def test_a_conversation_with_calls_and_results_renders_as_transformers(server, client, tok, monkeypatch):
+    """The OpenAI form (the assistant's content null, each call's arguments a JSON text) renders as
+    transformers renders the same conversation with the arguments as values (chat_templates.json)."""
+    case = next(c for c in json.loads(TEMPLATES.read_text())["cases"]
+                if c["template"] == "hermes" and any(m["role"] == "tool" for m in c["messages"][1:]))
+    messages = [dict(m) for m in case["messages"]]
+    messages[2] = {**messages[2], "content": None, "tool_calls": [
+        {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+        for c in messages[2]["tool_calls"]]}
+    expected = tok.encode(case["expected"]["text"], add_special_tokens=False)
+    r = httpx.post(server[0] + "/tokenize", json={"messages": messages, "tools": case["tools"]}).json()
+    assert r["tokens"] == expected
+    # a chat request renders them so too (without the tools: the whole is longer than the test model's 512)
+    prompts = script(monkeypatch, server[1], tok, "It is 12 °C in Zürich.")
+    reply = client.chat.completions.create(model="test", messages=messages)
+    r = httpx.post(server[0] + "/tokenize", json={"messages": messages}).json()
+    assert prompts == [r["tokens"]] and reply.choices[0].message.content == "It is 12 °C in Zürich."
+    assert '"arguments": {"city": "Paris", "n": [1, 2]}}' in tok.decode(prompts[0])
+    # empty arguments are {} (vLLM's); a call's arguments that are no JSON are refused by name
+    messages[2]["tool_calls"][0]["function"]["arguments"] = ""
+    r = httpx.post(server[0] + "/tokenize", json={"messages": messages, "tools": case["tools"]}).json()
+    assert '"arguments": {}' in tok.decode(r["tokens"])
+
+
+def error_of(r, status=400):
+    assert r.status_code == status, r.text
+    return r.json()["error"]
+
+
+def test_bad_tools_tool_choice_and_tool_calls_are_refused_by_name(server):
+    url = server[0] + "/v1/chat/completions"
+    ok = {"model": "test", "messages": ASK, "max_tokens": 2, "tools": TOOLS}
+    fn = TOOLS[0]["function"]
+    for tools in ("f", [5], [{"type": "fn", "function": fn}], [{"type": "function"}],
+                  [{"type": "function", "function": {**fn, "name": ""}}],
+                  [{"type": "function", "function": {**fn, "name": 3}}],
+                  [{"type": "function", "function": {"parameters": {}}}],
+                  [{"type": "function", "function": {**fn, "parameters": "x"}}],
+                  [{"type": "function", "function": {**fn, "description": 5}}], TOOLS * 129):
+        assert error_of(httpx.post(url, json={**ok, "tools": tools}))["param"] == "tools", tools
+    assert "tools[0].function.name" in error_of(httpx.post(url, json={**ok, "tools": [
+        {"type": "function", "function": {**fn, "name": ""}}]}))["message"]
+    for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}, "sometimes"):
+        err = error_of(httpx.post(url, json={**ok, "tool_choice": choice}))
+        assert err["param"] == "tool_choice" and "guided decoding" in err["message"]
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    for bad in ({"tool_calls": "x"}, {"tool_calls": [{**call, "function": {"arguments": "{}"}}]},
+                {"tool_calls": [{**call, "type": "other"}]},
+                {"tool_calls": [{**call, "function": {"name": "f", "arguments": "{bad"}}]},
+                {"tool_calls": [{**call, "function": {"name": "f", "arguments": 5}}]}):
+        messages = ASK + [{"role": "assistant", "content": None, **bad}, {"role": "tool", "content": "1"}]
+        assert error_of(httpx.post(url, json={**ok, "messages": messages}))["param"] == "messages", bad
+    messages = ASK + [{"role": "assistant", "content": None, "tool_calls": [call]},
+                      {"role": "tool", "tool_call_id": 5, "content": "1"}]
+    assert "tool_call_id" in error_of(httpx.post(url, json={**ok, "messages": messages}))["message"]
+
+
+def test_a_server_without_the_parser_refuses_auto_and_an_unknown_parser_is_refused(model_dir, capsys):
+    with pytest.raises(InvalidArgument, match="not one of the parsers: hermes"):
+        Server(model_dir, tool_call_parser="nope")
+    with pytest.raises(InvalidArgument, match="needs a tool call parser"):
+        Server(model_dir, enable_auto_tool_choice=True)
+    from kvcache.serve.cli import main
+
+    for args, needle in ((["--tool-call-parser", "nope"], "invalid choice: 'nope' (choose from"),
+                         (["--enable-auto-tool-choice"], "needs a tool call parser")):
+        with pytest.raises(SystemExit) as exit_:
+            main([str(model_dir), *args])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert needle in err and "hermes" in err and "Traceback" not in err
+    with running(model_dir) as (url, _):  # no --enable-auto-tool-choice: auto refused, as vLLM does
+        r = httpx.post(url + "/v1/chat/completions", json={"messages": ASK, "tools": TOOLS, "max_tokens": 2})
+        assert "--enable-auto-tool-choice" in error_of(r)["message"]
+        r = httpx.post(url + "/v1/chat/completions", json={"messages": ASK, "tools": TOOLS, "tool_choice": "none",
+                                                           "max_tokens": 2, "stream": True})
+        events = sse_events(list(r.iter_lines()))
+        assert all("tool_calls" not in c["choices"][0]["delta"] for c in events if c["choices"])
