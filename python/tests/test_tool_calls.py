@@ -7,22 +7,24 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kvcache.serve.tool_calls import ToolCallParser, delta, parse
+from kvcache.serve.tool_calls import FORMATS, ToolCallParser, delta, parse
+
+HERMES, MISTRAL, LLAMA = FORMATS["hermes"], FORMATS["mistral"], FORMATS["llama3_json"]
 
 WEATHER = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
 TRICKY = ('<tool_call>{"name": "run", "arguments": {"code": "if (a) { b(\\"</tool_call>\\") }", '
           '"nested": {"a": [1, {"b": "<tool_call>"}], "c": {}}, "emoji": "🙂 \\u00e9\\n"}}</tool_call>')
 
 
-def calls_of(text):
-    content, calls = parse(text)
+def calls_of(text, fmt=HERMES):
+    content, calls = parse(text, fmt)
     return content, [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
 
 
-def streamed(pieces):
+def streamed(pieces, fmt=HERMES):
     """(content or None, [(name, arguments)], [delta]) of a reply fed in pieces, as the server streams it; checks
     each call's first entry names it (id, type, name) before any of its arguments come."""
-    parser, deltas = ToolCallParser(stream=True), []
+    parser, deltas = ToolCallParser(True, fmt), []
     for i, piece in enumerate(pieces):
         deltas.append(delta(parser.feed(piece) + (parser.finish() if i == len(pieces) - 1 else [])))
     content, calls = "", {}
@@ -45,7 +47,7 @@ def test_a_reply_without_calls_is_its_text():
 
 def test_calls_and_the_text_around_them():
     text = "Let me check.\n" + WEATHER + "\n" + WEATHER.replace("Zürich", "Paris") + "\nDone."
-    content, calls = parse(text)
+    content, calls = parse(text, HERMES)
     assert content == "Let me check.\n\n\nDone."
     assert [c["function"] for c in calls] == [{"name": "get_weather", "arguments": '{"city": "Zürich"}'},
                                               {"name": "get_weather", "arguments": '{"city": "Paris"}'}]
@@ -118,6 +120,37 @@ def test_a_streamed_call_stands_once_announced():
     text = '<tool_call>{"name": "f", "arguments": {"a": 1}, oops</tool_call>'
     assert calls_of(text) == (text, [])
     assert streamed(list(text))[:2] == (None, [("f", '{"a": 1}')])
+
+
+MISTRAL_REPLY = ('Sure.[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Zürich", "s": "}]"}}, '
+                 '{"arguments": {}, "name": "now"}]')
+LLAMA_REPLY = ' {"name": "get_weather", "parameters": {"city": "Zürich", "s": "};{"}}; {"name": "now", "arguments": {}}'
+
+
+def test_mistral_calls_follow_their_marker():
+    assert calls_of(MISTRAL_REPLY, MISTRAL) == ("Sure.", [("get_weather", '{"city": "Zürich", "s": "}]"}'),
+                                                          ("now", "{}")])
+    for text in ("no marker: [{\"name\": \"f\", \"arguments\": {}}]", "", "[TOOL_CALLS"):
+        assert calls_of(text, MISTRAL) == (text or None, [])
+    # what follows the marker that is not a call is content as written (the list's brackets and commas are not)
+    assert calls_of('[TOOL_CALLS] [{"name": "f"}, {"name": "g", "arguments": {}}] done', MISTRAL) == \
+        ('{"name": "f"}done', [("g", "{}")])
+
+
+def test_llama3_json_calls_are_the_reply():
+    assert calls_of(LLAMA_REPLY, LLAMA) == (None, [("get_weather", '{"city": "Zürich", "s": "};{"}'), ("now", "{}")])
+    assert calls_of('<|python_tag|>{"name": "f", "parameters": {"x": [1]}}', LLAMA) == (None, [("f", '{"x": [1]}')])
+    for text in ('Sure: {"name": "f", "parameters": {}}', '{"answer": 42}', '{"name": "f", "parameters": {}, '
+                 '"arguments": {}}', "plain"):  # calls only from the reply's start; not a call: content
+        assert calls_of(text, LLAMA) == (text, [])
+
+
+@pytest.mark.parametrize("fmt,text", [(MISTRAL, MISTRAL_REPLY), (LLAMA, LLAMA_REPLY),
+                                      (LLAMA, '<|python_tag|>{"name": "f", "parameters": {}};{"bad": 1}x')])
+def test_mistral_and_llama3_json_cut_at_every_position_stream_what_the_whole_gives(fmt, text):
+    whole = calls_of(text, fmt)
+    for at in range(len(text) + 1):
+        assert streamed([text[:at], text[at:]], fmt)[:2] == whole, at
 
 
 # replies made of text pieces without markers and well-formed calls

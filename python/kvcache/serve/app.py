@@ -151,6 +151,7 @@ class Server:
         self.max_body_bytes = max_body_bytes
         self.prompt_tokens_details = bool(enable_prompt_tokens_details)  # usage's cached tokens (vLLM: off)
         self.auto_tools = bool(enable_auto_tool_choice)
+        self.tool_format = tool_calls.FORMATS.get(tool_call_parser)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
@@ -481,6 +482,8 @@ class Server:
 
     def _parse_chat(self, body):
         gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
+        if gen.tool_calls and self.tool_format.special:  # the marker the calls follow is a special token (vLLM's)
+            gen.skip_special_tokens = False
         ids = self._render(messages, kwargs, gen.add_special_tokens)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
@@ -503,7 +506,7 @@ class Server:
         echo = self._echo(gen, req)
         if not gen.tool_calls:
             return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
-        content, calls = tool_calls.parse(text)
+        content, calls = tool_calls.parse(text, self.tool_format)
         content = echo + (content or "") or None
         return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
                 **req.ending("tool_calls" if calls else req.finish_reason)}
@@ -519,7 +522,7 @@ class Server:
                     role = {"role": "assistant", "content": self._echo(gen, reqs[i])}
                     yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
                                      **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
-                parsers = [tool_calls.ToolCallParser(stream=True) for _ in reqs] if gen.tool_calls else None
+                parsers = [tool_calls.ToolCallParser(True, self.tool_format) for _ in reqs] if gen.tool_calls else None
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     if parsers is None:

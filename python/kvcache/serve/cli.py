@@ -97,7 +97,8 @@ def parser():
                         "message.tool_calls, parsed by --tool-call-parser (as vLLM's option)")
     p.add_argument("--tool-call-parser", action=_Once, choices=PARSERS,
                    help="how replies write tool calls: hermes (<tool_call>{...}</tool_call> blocks: Hermes 2 Pro, "
-                        "Qwen 2.5 and 3)")
+                        "Qwen 2.5 and 3), mistral ([TOOL_CALLS][{...}, ...]: Mistral 7B Instruct v0.3), llama3_json "
+                        "({...}; {...} objects: Llama 3.1 to 3.3)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,

@@ -1,21 +1,47 @@
 """Tool calls parsed out of a chat reply's text, as `vllm serve --enable-auto-tool-choice --tool-call-parser
-hermes` parses them: each `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` block of the text (Hermes 2
-Pro, Qwen 2.5 and 3, and their fine-tunes) is a call; the text outside the blocks is the reply's content.
+NAME` parses them. Three ways models write their calls (FORMATS):
+
+* hermes (Hermes 2 Pro, Qwen 2.5 and 3, their fine-tunes): each call a block
+  `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`; the text outside the blocks is content.
+* mistral (Mistral 7B Instruct v0.3 and kin with a Hugging Face tokenizer): `[TOOL_CALLS]` then a list
+  `[{"name": ..., "arguments": {...}}, ...]`; the text before the marker is content.
+* llama3_json (Llama 3.1 to 3.3 with JSON tool calling): the reply is `{"name": ..., "parameters": {...}}`
+  objects separated by `;`, after `<|python_tag|>` or from the reply's first character.
 
 One machine (ToolCallParser) reads the text piece by piece, for the streamed answer (stream=True: a call is
 announced, then its arguments sent as they come) and for the whole one (stream=False: fed all the text at once,
-each block decided when it closes), so the two give the same calls and content (docs/serve.md: Tool calling).
-A block whose text is not such an object (not JSON, no name, arguments not an object, a key twice) is content
-as it was written, markers included."""
+each call decided when its object closes), so the two give the same calls and content (docs/serve.md: Tool
+calling). An object that is not a call (not JSON, no name, arguments not an object, a key twice) is content
+as it was written."""
+import dataclasses
+import functools
 import json
 import re
 import uuid
 
-PARSERS = ("hermes",)  # the --tool-call-parser names
-START, END = "<tool_call>", "</tool_call>"
-# a block's beginning in the usual key order, up to the arguments object's "{": its arguments are streamed as
-# they come (a block in another key order is sent whole when it closes)
-_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*', re.DOTALL)
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    start: str  # the marker a call (with an end marker) or the calls (without: to the reply's end) come after
+    end: str = None  # hermes: the marker that ends each call
+    keys: tuple = ("arguments",)  # the name of a call's arguments object (one of them)
+    at_start: bool = False  # a reply whose first character (after whitespace) is "{" is calls too
+    special: bool = False  # the start marker is a special token: the reply's text keeps special tokens
+
+
+FORMATS = {"hermes": Format("<tool_call>", "</tool_call>"),
+           "llama3_json": Format("<|python_tag|>", keys=("arguments", "parameters"), at_start=True),
+           "mistral": Format("[TOOL_CALLS]", special=True)}
+PARSERS = tuple(FORMATS)  # the --tool-call-parser names
+_SEPARATORS = " \t\r\n[],;"  # between the objects of a calls section (a list, or objects joined by ";")
+
+
+@functools.lru_cache(maxsize=None)
+def _head(keys):
+    """A call's beginning in the usual key order, up to its arguments object's "{": its arguments are streamed
+    as they come (a call in another key order is sent whole when its object closes)."""
+    return re.compile(r'\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"(?:' + "|".join(keys) + r')"\s*:\s*',
+                      re.DOTALL)
 
 
 def _held(text, marker):
@@ -38,10 +64,12 @@ def _no_constant(name):
 
 
 class _Block:
-    """The text of one block after its START marker, scanned for the END marker outside JSON strings (a string
-    may hold "</tool_call>") and for where its first nested value (the arguments object) begins and ends."""
+    """The text of one call: after hermes' start marker, scanned for the end marker outside JSON strings (a
+    string may hold "</tool_call>"); in a calls section, one object, ended by its closing brace. Scanned for
+    where its first nested value (the arguments object) begins and ends."""
 
-    def __init__(self):
+    def __init__(self, fmt, head):
+        self.end, self.keys, self.head = fmt.end, fmt.keys, head
         self.body = ""
         self.pos = 0  # body[:pos] is scanned
         self.in_string = self.escaped = False
@@ -52,9 +80,9 @@ class _Block:
         self.settled = False  # the head was looked at: it is announced, or it will be decided at the close
 
     def advance(self, final):
-        """Scans what arrived; returns the text after the END marker when the block closed, else None (with
-        final, a possible start of the marker at the end is body text: nothing more comes)."""
-        body = self.body
+        """Scans what arrived; returns the text after the block when it closed, else None (with final, a
+        possible start of the end marker at the end is body text: nothing more comes)."""
+        body, end = self.body, self.end
         while self.pos < len(body):
             c = body[self.pos]
             if self.in_string:
@@ -64,10 +92,11 @@ class _Block:
                     self.escaped = True
                 elif c == '"':
                     self.in_string = False
-            elif c == "<" and body.startswith(END, self.pos):
-                rest, self.body = body[self.pos + len(END):], body[:self.pos]
+            elif end is not None and body.startswith(end, self.pos):
+                rest, self.body = body[self.pos + len(end):], body[:self.pos]
                 return rest
-            elif c == "<" and not final and END.startswith(body[self.pos:]):
+            elif end is not None and not final and len(body) - self.pos < len(end) and \
+                    end.startswith(body[self.pos:]):
                 return None  # perhaps the marker: wait for the next piece
             elif c == '"':
                 self.in_string = True
@@ -79,12 +108,15 @@ class _Block:
                 self.depth -= 1
                 if self.depth == 1 and self.first_open is not None and self.first_close is None:
                     self.first_close = self.pos + 1
+                if self.depth == 0 and end is None:  # a section's object is whole
+                    rest, self.body = body[self.pos + 1:], body[:self.pos + 1]
+                    return rest
             self.pos += 1
         return None
 
     def head_name(self):
         """The function's name when the block begins `{"name": "...", "arguments": {`, else None."""
-        m = _HEAD.match(self.body)
+        m = self.head.match(self.body)
         if m is None or m.end() != self.first_open or self.body[self.first_open] != "{":
             return None
         try:
@@ -101,22 +133,25 @@ class _Block:
             obj = json.loads(self.body, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
         except (ValueError, RecursionError):
             return None
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"] or \
-                not isinstance(obj.get("arguments"), dict):
+        if not isinstance(obj, dict):
+            return None
+        args = [obj[k] for k in self.keys if k in obj]
+        if not isinstance(obj.get("name"), str) or not obj["name"] or len(args) != 1 or not isinstance(args[0], dict):
             return None
         if self.head_name() is not None and self.first_close is not None:
             return obj["name"], self.body[self.first_open:self.first_close]
-        return obj["name"], json.dumps(obj["arguments"], ensure_ascii=False)
+        return obj["name"], json.dumps(args[0], ensure_ascii=False)
 
 
 class ToolCallParser:
     """The calls and content of one reply's text, fed piece by piece. feed() and finish() return events:
     ("content", text), ("call", index, id, name) once per call, then ("arguments", index, text) pieces.
-    The content is the text outside the blocks as it is, or none when that is only whitespace (the newlines
-    around blocks) and there are calls; a reply without calls is its text unchanged."""
+    The content is the text outside the calls as it is, or none when that is only whitespace (the newlines
+    around blocks) and there are calls; a reply without calls is its text unchanged. fmt: a FORMATS entry."""
 
-    def __init__(self, stream):
-        self.stream = stream
+    def __init__(self, stream, fmt):
+        self.stream, self.fmt, self.head = stream, fmt, _head(fmt.keys)
+        self.section = False  # in a calls section (a format without an end marker): objects and separators
         self.buf = ""  # text not yet read
         self.ws = ""  # the content so far while it is only whitespace: held, it is none if calls come
         self.started = False  # content other than whitespace went out
@@ -151,16 +186,36 @@ class ToolCallParser:
             out.append(("content", text))
 
     def _run(self, out, final):
+        fmt = self.fmt
         while True:
-            if self.block is None:
-                at = self.buf.find(START)
+            if self.block is None and self.section:
+                rest = self.buf.lstrip(_SEPARATORS)
+                if not rest:
+                    self.buf = ""
+                    return
+                if rest[0] == "{":
+                    self.buf, self.block = rest, _Block(fmt, self.head)
+                else:  # not a call: the section is over, what follows is text
+                    self.buf, self.section = rest, False
+                    continue
+            elif self.block is None:
+                lead = self.buf.lstrip() if fmt.at_start and not self.started and not self.n_calls else ""
+                if lead.startswith("{"):  # llama3_json: the reply begins with a call
+                    self._content(self.buf[:len(self.buf) - len(lead)], out)
+                    self.buf, self.section = lead, True
+                    continue
+                at = self.buf.find(fmt.start)
                 if at < 0:
-                    n = len(self.buf) - (0 if final else _held(self.buf, START))
+                    n = len(self.buf) - (0 if final else _held(self.buf, fmt.start))
                     self._content(self.buf[:n], out)
                     self.buf = self.buf[n:]
                     return
                 self._content(self.buf[:at], out)
-                self.buf, self.block = self.buf[at + len(START):], _Block()
+                self.buf = self.buf[at + len(fmt.start):]
+                if fmt.end is None:
+                    self.section = True
+                    continue
+                self.block = _Block(fmt, self.head)
             block = self.block
             block.body += self.buf
             self.buf = ""
@@ -198,8 +253,10 @@ class ToolCallParser:
         if call is not None:
             index = self._new_call(call[0], out)
             out.append(("arguments", index, call[1]))
+        elif self.fmt.end is None:  # a section's object that is not a call
+            self._content(block.body, out)
         else:
-            self._content(START + block.body + (END if closed else ""), out)
+            self._content(self.fmt.start + block.body + (self.fmt.end if closed else ""), out)
 
 
 def delta(events):
@@ -222,9 +279,9 @@ def delta(events):
     return out
 
 
-def parse(text):
+def parse(text, fmt):
     """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply."""
-    parser = ToolCallParser(stream=False)
+    parser = ToolCallParser(False, fmt)
     whole = delta(parser.feed(text) + parser.finish())
     calls = [{k: v for k, v in c.items() if k != "index"} for c in whole.get("tool_calls", [])]
     return whole.get("content"), calls
