@@ -124,7 +124,8 @@ def test_a_streamed_call_stands_once_announced():
 
 MISTRAL_REPLY = ('Sure.[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Zürich", "s": "}]"}}, '
                  '{"arguments": {}, "name": "now"}]')
-LLAMA_REPLY = ' {"name": "get_weather", "parameters": {"city": "Zürich", "s": "};{"}}; {"name": "now", "arguments": {}}'
+LLAMA_REPLY = (' {"name": "get_weather", "parameters": {"city": "Zürich", "s": "};{"}}; '
+               '{"name": "now", "arguments": {}}')
 
 
 def test_mistral_calls_follow_their_marker():
