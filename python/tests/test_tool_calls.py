@@ -70,6 +70,8 @@ def test_braces_strings_markers_and_unicode_inside_the_arguments():
 def test_the_arguments_are_the_models_text_or_written_again_in_another_key_order():
     assert calls_of('<tool_call>{"name":"f","arguments":{"a":1,"b":[2, 3]}}</tool_call>')[1] == \
         [("f", '{"a":1,"b":[2, 3]}')]
+    text = '<tool_call>\n{"name": "temp",\n"arguments": {"where":\n"San Francisco", "unit": "C"}}\n</tool_call>'
+    assert calls_of(text)[1] == [("temp", '{"where":\n"San Francisco", "unit": "C"}')] == streamed(list(text))[1]
     assert calls_of('<tool_call>{"arguments": {"a": "é"}, "name": "f", "id": 3}</tool_call>')[1] == \
         [("f", '{"a": "é"}')]
 
