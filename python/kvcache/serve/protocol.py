@@ -157,11 +157,13 @@ def _logit_bias(body, vocab_size):
         raise bad(f"logit_bias must be an object of at most {MAX_LOGIT_BIAS} token ids and biases", "logit_bias")
     out = {}
     for key, b in v.items():
-        if not (key.isascii() and key.isdigit()) or int(key) >= vocab_size:
-            raise bad(f"logit_bias: {key!r} is not a token id in [0, {vocab_size})", "logit_bias")
+        digits = key.lstrip("0") or "0"  # a key of thousands of digits is no id (and past int()'s 4300-digit limit)
+        if not (key.isascii() and key.isdigit()) or len(digits) > len(str(vocab_size)) or int(digits) >= vocab_size:
+            raise bad(f"logit_bias: {key[:32]!r} is not a token id in [0, {vocab_size})", "logit_bias")
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not -100 <= b <= 100:
-            raise bad(f"logit_bias: the bias of token {key} must be a number in [-100, 100], got {b!r}", "logit_bias")
-        out[int(key)] = out.get(int(key), 0.0) + float(b)  # "7" and "07" name one token: the biases add (as C)
+            raise bad(f"logit_bias: the bias of token {digits} must be a number in [-100, 100], got {b!r}",
+                      "logit_bias")
+        out[int(digits)] = out.get(int(digits), 0.0) + float(b)  # "7" and "07" name one token: the biases add (as C)
     return out or None
 
 
