@@ -351,6 +351,18 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert client.completions.create(**ok).usage.completion_tokens >= 1
 
 
+def test_hostile_field_values_are_400_naming_the_field(server):
+    """Values that failed the server (500) or were taken silently as if left out; the server serves on."""
+    ok = {"model": "test", "prompt": "hi", "max_tokens": 2}
+    chat = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    for path, body, param in (
+            ("/v1/completions", {**ok, "stop_token_ids": 0}, "stop_token_ids"),  # 0, {}, false: were taken as none
+            ("/v1/completions", {**ok, "stop_token_ids": {}}, "stop_token_ids"),
+            ("/v1/chat/completions", {**chat, "chat_template_kwargs": []}, "chat_template_kwargs")):  # was none
+        assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
+
+
 def test_models_health_metrics(server, client):
     assert [m.id for m in client.models.list().data] == ["test"]
     assert client.models.retrieve("test").id == "test"

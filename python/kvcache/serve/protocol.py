@@ -204,7 +204,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     max_tokens = None
     for name in max_tokens_names:
         max_tokens = _int(body, name, max_tokens, least_tokens, 2**31 - 1)
-    stop_ids = body.get("stop_token_ids") or []
+    stop_ids = body.get("stop_token_ids")
+    stop_ids = [] if stop_ids is None else stop_ids  # 0, "", false or {} are no list (were taken as none)
     if not isinstance(stop_ids, list) or not all(_is_int(t) and 0 <= t < vocab_size for t in stop_ids):
         raise bad(f"stop_token_ids must be a list of token ids in [0, {vocab_size})", "stop_token_ids")
     salt = body.get("cache_salt")
@@ -296,7 +297,8 @@ def _template_kwargs(body):
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise bad("tools must be a list", "tools")
-    kwargs = body.get("chat_template_kwargs") or {}
+    kwargs = body.get("chat_template_kwargs")
+    kwargs = {} if kwargs is None else kwargs  # [], "", 0 or false are no object (were taken as none)
     if not isinstance(kwargs, dict):
         raise bad("chat_template_kwargs must be an object", "chat_template_kwargs")
     generation, cont = _bool(body, "add_generation_prompt", True), _bool(body, "continue_final_message")
