@@ -355,10 +355,15 @@ def test_hostile_field_values_are_400_naming_the_field(server):
     """Values that failed the server (500) or were taken silently as if left out; the server serves on."""
     ok = {"model": "test", "prompt": "hi", "max_tokens": 2}
     chat = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    tool = [{"role": "tool", "content": "x"}]  # the template calls raise_exception for this role
     for path, body, param in (
             ("/v1/completions", {**ok, "stop_token_ids": 0}, "stop_token_ids"),  # 0, {}, false: were taken as none
             ("/v1/completions", {**ok, "stop_token_ids": {}}, "stop_token_ids"),
-            ("/v1/chat/completions", {**chat, "chat_template_kwargs": []}, "chat_template_kwargs")):  # was none
+            ("/v1/chat/completions", {**chat, "chat_template_kwargs": []}, "chat_template_kwargs"),  # was none
+            ("/v1/chat/completions", {**chat, "messages": tool, "chat_template_kwargs": {"raise_exception": 1}},
+             "chat_template_kwargs"),  # was 500: 'int' object is not callable
+            ("/tokenize", {"messages": chat["messages"], "chat_template_kwargs": {"strftime_now": "x"}},
+             "chat_template_kwargs")):
         assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
     assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
 

@@ -63,6 +63,23 @@ def test_a_template_that_does_not_compile_is_refused():
         chat_template.render("{% for %}", [])
 
 
+# A Qwen-like template's tool-call loop, and one that formats a caller's argument as a number
+TOOL_CALLS = "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}{% endfor %}{% endfor %}"
+
+
+@pytest.mark.parametrize("source, messages, kwargs", [
+    (TOOL_CALLS, [{"role": "assistant", "content": "", "tool_calls": 5}], {}),  # TypeError: not iterable
+    ("{{ '%d' % n }}", [], {"n": "x"}),  # TypeError
+    ("{{ 1 // n }}", [], {"n": 0}),  # ZeroDivisionError
+    ("{{ range(n) | list | length }}", [], {"n": 10**9}),  # OverflowError: the sandbox's range limit
+    ("{{ s.encode('ascii') }}", [], {"s": "\u00e9"}),  # UnicodeEncodeError
+])
+def test_a_template_failing_on_the_callers_values_refuses_the_conversation(source, messages, kwargs):
+    """Was the template's own TypeError, ZeroDivisionError ... (a 500 from the server); now TemplateError (a 400)."""
+    with pytest.raises(chat_template.TemplateError, match="failed on the conversation"):
+        chat_template.render(source, messages, **kwargs)
+
+
 def stream(tok, ids, stop=(), prompt=(5,)):
     s = TextStream(tok, list(prompt), stop)
     deltas = [s.add([t]) for t in ids] + [s.finish()]

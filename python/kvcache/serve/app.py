@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..async_engine import AsyncEngine
-from ..chat_template import TemplateError
+from ..chat_template import GLOBALS as TEMPLATE_GLOBALS, TemplateError
 from ..detokenize import TextPlace, TextStream, prompt_text
 from ..engine import SamplingParams, TokenLogprob
 from .._lib import invalid
@@ -31,7 +31,7 @@ from .metrics import Metrics
 from .protocol import ApiError, bad
 
 _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_prompt", "special_tokens",
-                           "bos_token", "eos_token", "unk_token", "pad_token"}
+                           "bos_token", "eos_token", "unk_token", "pad_token"} | TEMPLATE_GLOBALS
 
 
 def _error_response(exc):
