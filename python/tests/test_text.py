@@ -2,12 +2,14 @@
 transformers renders them, end-of-sequence ids, incremental detokenization
 and stop strings."""
 import json
+import re
 
 import pytest
 
 pytest.importorskip("tokenizers")
 pytest.importorskip("jinja2")
 
+import kvcache  # noqa: E402
 from kvcache import chat_template  # noqa: E402
 from kvcache.detokenize import TextPlace, TextStream, open_tail, prompt_text  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
@@ -42,6 +44,31 @@ def test_eos_ids_come_from_generation_config(tok, tmp_path):
     config["eos_token_id"] = None
     (d / "config.json").write_text(json.dumps(config))
     assert Tokenizer(d).eos_token_ids == (2,)  # tokenizer_config's eos_token "<|im_end|>"
+
+
+@pytest.mark.parametrize("name, data, needle", [
+    ("tokenizer_config.json", b"[]", "a JSON object is expected, not list"),  # was AttributeError
+    ("generation_config.json", b'"x"', "a JSON object is expected, not str"),  # was AttributeError
+    ("generation_config.json", b'{"eos_token_id": 512}', "eos_token_id 512 is not a token id"),  # failed each request
+    ("generation_config.json", b'{"eos_token_id": [2, -1]}', "eos_token_id -1 is not"),
+    ("generation_config.json", b'{"eos_token_id": 1e30}', "eos_token_id 1e"),
+    ("generation_config.json", b'{"eos_token_id": ["</s>"]}', "eos_token_id '</s>'"),  # was dropped silently
+    ("config.json", b'{"eos_token_id": true}', "eos_token_id True"),  # (generation_config names none)
+    ("chat_template.jinja", b"\xff{{ x }}", "can't decode byte 0xff"),  # was UnicodeDecodeError
+    ("chat_template.jinja", None, "Is a directory"),  # was IsADirectoryError
+])
+def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_path, name, data, needle):
+    d = make_model_dir(tmp_path / "m")
+    if name == "config.json":
+        (d / "generation_config.json").unlink()
+    if name == "chat_template.jinja":  # read when tokenizer_config.json has no template
+        (d / "tokenizer_config.json").write_text("{}")
+    if data is None:
+        (d / name).mkdir()
+    else:
+        (d / name).write_bytes(data)
+    with pytest.raises(kvcache.InvalidArgument, match=re.escape(str(d / name)) + ".*" + re.escape(needle)):
+        Tokenizer(d)
 
 
 @pytest.mark.parametrize("case", json.loads(TEMPLATES.read_text())["cases"], ids=lambda c: c["template"])
