@@ -572,6 +572,9 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
+    (["--read-timeout", "1_0"], "'1_0' is not a number of seconds"),  # float() took these
+    (["--write-timeout", " 5"], "' 5' is not a number of seconds"),
+    (["--shutdown-timeout", "+5"], "'+5' is not a number of seconds"),
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
     (["--write-timeout", "0"], "write_timeout 0.0 must be a number of seconds above 0"),
     (["--max-connections", "0"], "max_connections 0 must be an integer of at least 1"),

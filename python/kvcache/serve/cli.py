@@ -39,11 +39,9 @@ def _port(text):
 
 
 def _seconds(text):
-    """A non-negative number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    """A non-negative number of seconds, in decimal (float() also takes ' 5', '+5' and '1_0', as kvcache run's
+    number flags no longer do)."""
+    value = float(text) if re.fullmatch(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text) else -1.0
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
     return value
