@@ -434,6 +434,7 @@ int kvc_cmd_plan(int argc, char **argv) {
                 fprintf(stderr, "kvcache plan: --plot expects FILE.png\n");
                 return 2;
             }
+            if (!kvc_plot_path_ok("plan", val)) return 2;
             plot = val;
         } else if (count_flag(a, &opt, &count)) {
             rc = parse_count(a, val, count.min, count.dst);
