@@ -359,6 +359,7 @@ def test_hostile_field_values_are_400_naming_the_field(server):
     for path, body, param in (
             ("/v1/completions", {**ok, "stop_token_ids": 0}, "stop_token_ids"),  # 0, {}, false: were taken as none
             ("/v1/completions", {**ok, "stop_token_ids": {}}, "stop_token_ids"),
+            ("/v1/completions", {**ok, "stop_token_ids": [1] * 1025}, "stop_token_ids"),  # engine-thread time per id
             ("/v1/chat/completions", {**chat, "chat_template_kwargs": []}, "chat_template_kwargs"),  # was none
             ("/v1/chat/completions", {**chat, "messages": tool, "chat_template_kwargs": {"raise_exception": 1}},
              "chat_template_kwargs"),  # was 500: 'int' object is not callable
