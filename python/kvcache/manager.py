@@ -478,7 +478,7 @@ class Manager:
             tokens += max(req[i].num_new_tokens, 0)
         self._ensure_steps(n, tokens)
         md = ffi.new("kvc_step_metadata *")
-        check(lib.kvc_step_metadata_build(self._steps[0], req, n, bool(is_prefill), md))
+        check(lib.kvc_step_metadata_build(self._steps[0], req, n, flag(is_prefill, "is_prefill"), md))
         nr, nt = md.n_rows, md.n_tokens
         keys = {}
         for i in range(md.n_keys):

@@ -283,7 +283,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     keep.append(ov)
     ov.fill(p.out)
     lse = None
-    if return_lse:
+    if flag(return_lse, "return_lse"):
         t_layout = layout in ("TND", "TND_NTD", "NTD_TND")
         shape = (q_rows, nq, 1) if t_layout else (qv.shape[0], nq, qv.shape[2 if layout == "BNSD" else 1], 1)
         if _is_torch(q):

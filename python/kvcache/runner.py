@@ -99,6 +99,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     a list of each prompt's ids, or with stream=True an iterator of
     (prompt index, token id) in the order the engine produces them. Those
     options do not combine with logits, max_positions or another mode."""
+    logits, stream = flag(logits, "logits"), flag(stream, "stream")  # "no" was true
     engine_opts = {k: v for k, v in zip(_ENGINE_ARGS, (stream, temperature, top_k, top_p, seed, eos))
                    if v is not None and v is not False}
     if engine_opts:

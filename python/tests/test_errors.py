@@ -130,6 +130,10 @@ PY_SIDE = [
      "cache 0 needs_block: 'no' is not true"),
     ("attention bidirectional", lambda: kvcache.attention(_q, _q, _q, bidirectional="no"), "bidirectional: 'no'"),
     ("run mla_paged", lambda: kvcache.run(QWEN3, [[1]], mla_paged=None), "mla_paged: None is not true"),
+    ("run logits", lambda: kvcache.run(QWEN3, [[1]], logits="no"), "logits: 'no' is not true"),
+    ("run stream", lambda: kvcache.run(QWEN3, [[1]], stream="no"), "stream: 'no' is not true"),
+    ("attention return_lse", lambda: kvcache.attention(_q, _q, _q, return_lse="no"), "return_lse: 'no' is not true"),
+    ("step is_prefill", lambda: _manager().step([(1, 0, 5)], "no"), "is_prefill: 'no' is not true"),
 ]
 
 
