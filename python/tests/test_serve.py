@@ -17,6 +17,7 @@ import httpx  # noqa: E402
 import openai  # noqa: E402
 
 import kvcache  # noqa: E402
+from kvcache.serve import Server  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
 from serve_fixture import command_url, metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import MODEL, make_model_dir  # noqa: E402
@@ -447,6 +448,13 @@ def test_api_keys_and_tenant_isolation(model_dir):
         assert cached("key-b") == 0  # never another tenant's
         with openai.OpenAI(base_url=url + "/v1", api_key="key-b", max_retries=0) as c:
             assert c.completions.create(**body).usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_api_keys_given_as_one_string_are_refused(model_dir):
+    """Server(api_keys="secret") made each character a key: "Authorization: Bearer s" was let in."""
+    for keys in ("secret", b"secret", {"secret"}):
+        with pytest.raises(kvcache.InvalidArgument, match="api_keys must be a list of keys"):
+            Server(model_dir, api_keys=keys)
 
 
 def test_usage_leaves_out_prompt_tokens_details_unless_asked(model_dir):

@@ -128,6 +128,8 @@ class Server:
                  write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False, **engine_kwargs):
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
+        if isinstance(api_keys, (str, bytes)) or not isinstance(api_keys, (list, tuple)):  # "secret": 6 keys of 1 char
+            raise invalid(f"api_keys must be a list of keys, not {type(api_keys).__name__}")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
             if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
                 raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
