@@ -574,6 +574,7 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
 @pytest.mark.parametrize("args,needle", [
     (["--port", "99999"], "is not a TCP port"),
     (["--max-body-bytes", "0"], "at least 1 byte"),
+    (["--served-model-name", ""], "served_model_name '' must be a non-empty string"),  # was the directory's name
     (["--max-body-bytes", "5x"], "--max-body-bytes \"5x\" is not a size"),  # was named kv_memory
     (["--max-body-bytes", "1e300TiB"], "--max-body-bytes \"1e300TiB\" is not a size"),  # was an OverflowError trace
     (["--kv-memory", "1e300TiB"], "kv_memory \"1e300TiB\" is not a size"),

@@ -23,7 +23,7 @@ from ..async_engine import AsyncEngine
 from ..chat_template import GLOBALS as TEMPLATE_GLOBALS, TemplateError
 from ..detokenize import TextPlace, TextStream, prompt_text
 from ..engine import SamplingParams, TokenLogprob
-from .._lib import invalid
+from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
 from . import choices, http, protocol
@@ -138,12 +138,15 @@ class Server:
                 raise invalid(f"{name} {value!r} must be a number of seconds above 0")
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
             raise invalid(f"max_connections {max_connections!r} must be an integer of at least 1")
+        if served_model_name is not None and (not isinstance(served_model_name, str) or not served_model_name):
+            raise invalid(f"served_model_name {served_model_name!r} must be a non-empty string (\"\" fell back to the "
+                          "directory's name)")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
-        self.prompt_tokens_details = bool(enable_prompt_tokens_details)  # usage's cached tokens (vLLM: off)
+        self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")  # usage's cached tokens (vLLM: off)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
