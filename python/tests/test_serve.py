@@ -507,6 +507,20 @@ def test_bench_serve_reports_latencies_and_hits(server):
     assert bench_serve.percentiles([1, 2, 3, 4]) == {"p50": 2, "p90": 4, "p99": 4}
 
 
+def test_bench_serve_refuses_bad_values_and_counts_a_dead_server_as_failures():
+    from kvcache import bench_serve
+
+    dead = ["--url", "http://127.0.0.1:1", "--model", "m"]  # nothing listens on port 1
+    for args, needle in ((["--rate", "nan"], "--rate"), (["--vocab", "0"], "--vocab must be at least 1"),  # passed;
+                         (["--input-len", "-1"], "--input-len must be at least 1")):  # ValueError of randrange
+        with pytest.raises(SystemExit) as exit_:
+            bench_serve.main(dead + args)
+        assert needle in str(exit_.value.code)
+    args = bench_serve.parser().parse_args(dead)
+    report = asyncio.run(bench_serve.run_rate(args, float("inf"), [[1, 2], [3]], None))  # was a ConnectError trace
+    assert report["failed"] == 2 and "ConnectError" in report["errors"][0]
+
+
 def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, monkeypatch):
     url, srv = server
     engine = srv.engine.engine
