@@ -146,7 +146,8 @@ class Server:
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
-        self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")  # usage's cached tokens (vLLM: off)
+        # usage's cached tokens (vLLM: off)
+        self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)

@@ -119,7 +119,8 @@ def main(argv=None):
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
     try:  # a bad option value or model directory is a usage error naming it, not a traceback
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
-                        max_body_bytes=parse_bytes(args.max_body_bytes, "--max-body-bytes"), read_timeout=args.read_timeout,
+                        max_body_bytes=parse_bytes(args.max_body_bytes, "--max-body-bytes"),
+                        read_timeout=args.read_timeout,
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
                         enable_prompt_tokens_details=args.enable_prompt_tokens_details,
                         kv_dtype=args.kv_dtype, weights=args.weights,
