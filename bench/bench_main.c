@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "kvcache/kvcache.h"
 #include "model/model_internal.h"
+#include "plot_data.h"
 
 double kvc_bench_now(void) {
     struct timespec ts;
@@ -88,6 +89,7 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
                 fprintf(stderr, "kvcache bench: --plot needs FILE.png\n");
                 return 2;
             }
+            if (!kvc_plot_path_ok("bench", argv[i + 1])) return 2;
             opts->plot = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0) {
             if (i + 1 == argc) {

@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,19 @@ bool kvc_arg_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     errno = 0;
     const long long v = strtoll(s, &end, 10);
     if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+bool kvc_arg_real(const char *s, double *out) {
+    if (!s) return false;
+    const char *digits = s + (*s == '-');
+    if (!((*digits >= '0' && *digits <= '9') || *digits == '.')) return false;
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) return false;
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v)) return false;
     *out = v;
     return true;
 }

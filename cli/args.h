@@ -10,6 +10,11 @@
  * hex or fraction, which strtoll would take or stop at); false for anything else, NULL included. */
 bool kvc_arg_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
+/* s as a finite number written in decimal: an optional '-', then digits or '.' first, a fraction and an
+ * exponent as strtod reads them, and nothing else (no space, '+', hex "0x10", "inf" or "nan", which strtod
+ * would take); false for anything else, NULL included. */
+bool kvc_arg_real(const char *s, double *out);
+
 /* One item of a comma-separated list of decimal digits ("1,8,32") at *p, in [lo, hi]: *p moves past it and
  * its comma, *more says whether another item follows; false for anything else (a sign, a space, an empty
  * item: "1,,2", "1," and ",1" alike). */

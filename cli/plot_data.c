@@ -12,6 +12,12 @@
 
 extern char **environ;
 
+bool kvc_plot_path_ok(const char *cmd, const char *png_path) {
+    if (png_path != NULL && png_path[0] != '\0') return true;
+    fprintf(stderr, "kvcache %s: --plot expects FILE.png, got an empty path\n", cmd);
+    return false;
+}
+
 char *kvc_plot_data_path(const char *png_path, const char *suffix) {
     size_t n = strlen(png_path) + strlen(suffix) + 1;
     char *path = kvci_malloc(n);

@@ -8,6 +8,7 @@
 #ifndef KVC_CLI_PLOT_DATA_H
 #define KVC_CLI_PLOT_DATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,10 @@
  * `make python-test` makes beside this command (build/python-venv, which has the package and its
  * test extra); else python3 from PATH. buf[cap]: room for the virtualenv's path. */
 const char *kvc_package_python(char *buf, size_t cap);
+
+/* Whether png_path (the value after --plot) names a file: true, or false after "kvcache CMD: --plot expects
+ * FILE.png, got an empty path" on stderr (an empty one wrote the data to ".json" in the working directory). */
+bool kvc_plot_path_ok(const char *cmd, const char *png_path);
 
 /* png_path + suffix, kvci_malloc'ed (kvci_free it); NULL after a message when out of memory. */
 char *kvc_plot_data_path(const char *png_path, const char *suffix);

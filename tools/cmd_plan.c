@@ -100,10 +100,14 @@ int kvc_parse_size(const char *text, int64_t *out) {
     return 0;
 }
 
+/* --kv-memory is a size (64GiB, 1.5GB, 1e9); the counts are decimal digits, as every command's integer flags
+ * (kvc_parse_size took "--tp 2B" as 2 and "--max-concurrency 2K" as 2000). */
 static int parse_count(const char *flag, const char *text, int64_t min, int64_t *out) {
     int64_t v = 0;
-    if (kvc_parse_size(text, &v) != 0 || v < min) {
-        fprintf(stderr, "kvcache plan: %s expects an integer >= %lld, got \"%s\"\n", flag, (long long)min,
+    const bool size = strcmp(flag, "--kv-memory") == 0;
+    if (size ? kvc_parse_size(text, &v) != 0 || v < min : !kvc_arg_int(text, min, INT64_MAX, &v)) {
+        fprintf(stderr, "kvcache plan: %s expects %s >= %lld, got \"%s\"\n", flag,
+                size ? "a byte count (64GiB, 512MiB, 1.5GB, 1e9)" : "an integer", (long long)min,
                 text != NULL ? text : "");
         return -1;
     }
@@ -434,6 +438,7 @@ int kvc_cmd_plan(int argc, char **argv) {
                 fprintf(stderr, "kvcache plan: --plot expects FILE.png\n");
                 return 2;
             }
+            if (!kvc_plot_path_ok("plan", val)) return 2;
             plot = val;
         } else if (count_flag(a, &opt, &count)) {
             rc = parse_count(a, val, count.min, count.dst);

@@ -1,7 +1,6 @@
 /* `kvcache run MODEL_DIR --prompt-ids 1,2,3 [...]`: loads a Hugging Face
  * model directory (config.json + *.safetensors), runs the prompts through the
  * standalone runner and prints the greedy continuations. */
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -249,13 +248,10 @@ static bool is_sampling_flag(const char *a) { return sampling_flag_of(a) != NULL
  * 0, or 2 after a message. */
 static int parse_sampling(const char *flag, const char *val, kvc_sampling_params *sp) {
     const sampling_flag *f = sampling_flag_of(flag);
-    char *end = NULL;
-    errno = 0;
-    const double x = val ? strtod(val, &end) : NAN;
+    double x = NAN;
     int64_t v = 0;
     const bool is_int = f->kind != SF_FLOAT;
-    bool ok = is_int ? kvc_arg_int(val, 0, f->kind == SF_I32 ? INT32_MAX : INT64_MAX, &v)
-                     : val && *val && !*end && !errno && isfinite(x);
+    bool ok = is_int ? kvc_arg_int(val, 0, f->kind == SF_I32 ? INT32_MAX : INT64_MAX, &v) : kvc_arg_real(val, &x);
     kvc_sampling_params next = *sp;
     char *field = (char *)&next + f->offset;
     switch (f->kind) {

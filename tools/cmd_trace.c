@@ -66,7 +66,7 @@ int kvc_cmd_trace(int argc, char **argv) {
         if (strcmp(argv[i], "--usage") == 0) {
             opts.print_usage = true;
         } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
-            if (kvc_arg_repeated(&seen, "trace", argv[i])) return 2;
+            if (kvc_arg_repeated(&seen, "trace", argv[i]) || !kvc_plot_path_ok("trace", argv[i + 1])) return 2;
             plot = argv[++i];
             opts.print_usage = true; /* the usage lines are what the picture draws */
         } else if (strcmp(argv[i], "--check") == 0) {

@@ -1,6 +1,8 @@
 """The compiled cffi module and the one status check every wrapper uses."""
 import os
 
+import numpy as np
+
 from ._ffi import ffi, lib
 from .errors import BY_NAME, Error, InvalidArgument
 
@@ -94,6 +96,13 @@ def int32(value, name):
     if not -(2**31) <= v < 2**31:
         raise invalid(f"{name}: {v} does not fit int32")
     return v
+
+
+def flag(value, name):
+    """A true/false argument: a bool (NumPy's too); anything else refused, where bool() took "no" as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise invalid(f"{name}: {value!r} is not true or false")
+    return bool(value)
 
 
 def real(value, name):

@@ -42,19 +42,24 @@ def make_prompts(args, rng):
 async def one_request(client, args, prompt):
     body = {"model": args.model, "prompt": prompt, "max_tokens": args.output_len, "temperature": 0,
             "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+    import httpx
+
     start = time.perf_counter()
     arrivals, tokens = [], 0
-    async with client.stream("POST", "/v1/completions", json=body) as r:
-        if r.status_code != 200:
-            return {"error": f"{r.status_code} {(await r.aread()).decode(errors='replace')[:200]}"}
-        async for line in r.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-            if chunk.get("choices"):
-                arrivals.append(time.perf_counter())
+    try:  # a connection refused or cut, an answer that is not SSE JSON: this request failed, the run goes on
+        async with client.stream("POST", "/v1/completions", json=body) as r:
+            if r.status_code != 200:
+                return {"error": f"{r.status_code} {(await r.aread()).decode(errors='replace')[:200]}"}
+            async for line in r.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    tokens = chunk["usage"]["completion_tokens"]
+                if chunk.get("choices"):
+                    arrivals.append(time.perf_counter())
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
     if not arrivals:
         return {"error": "no tokens"}
     itl = [b - a for a, b in zip(arrivals, arrivals[1:])]
@@ -63,7 +68,12 @@ async def one_request(client, args, prompt):
 
 
 def scrape(client_sync, name):
-    text = client_sync.get("/metrics").text
+    import httpx
+
+    try:
+        text = client_sync.get("/metrics").text
+    except httpx.HTTPError:  # no metrics (another server, or none listening): no hit rate
+        return None
     for line in text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
@@ -138,8 +148,11 @@ def main(argv=None):
     for name in ("long_fraction", "shared_prefix"):
         if not 0 <= getattr(args, name) <= 1:
             sys.exit(f"--{name.replace('_', '-')} must lie in [0, 1]")
-    if min(args.rate) <= 0 or args.num_requests < 1 or args.output_len < 1:
+    if not all(r > 0 for r in args.rate) or args.num_requests < 1 or args.output_len < 1:  # (nan passed min() <= 0)
         sys.exit("--rate, --num-requests and --output-len must be positive")
+    for name, least in (("input_len", 1), ("long_input_len", 1), ("vocab", 1), ("prefix_len", 0)):
+        if getattr(args, name) < least:  # --vocab 0 was randrange's ValueError; -1 lengths made empty prompts
+            sys.exit(f"--{name.replace('_', '-')} must be at least {least}")
     if args.static_batch < 0:
         sys.exit("--static-batch must be 0 (off) or positive")
     if args.static_batch:

@@ -9,8 +9,16 @@ import functools
 import json
 
 import jinja2
+import jinja2.defaults
 import jinja2.ext
 import jinja2.sandbox
+
+
+# The names a template sees beside its arguments (jinja2's own and transformers'): an argument may not shadow one.
+GLOBALS = frozenset(jinja2.defaults.DEFAULT_NAMESPACE) | {"raise_exception", "strftime_now"}
+# What a template's own code raises on values it did not expect (a message field of another type, an argument
+# that is no string): the client's conversation is refused (400), as vLLM takes them, not a server failure.
+_EVALUATION_ERRORS = (TypeError, ValueError, LookupError, ArithmeticError, AttributeError, RecursionError)
 
 
 class TemplateError(ValueError):
@@ -62,3 +70,5 @@ def render(source, messages, *, add_generation_prompt=False, special_tokens=None
                                add_generation_prompt=add_generation_prompt, **(special_tokens or {}), **kwargs)
     except jinja2.exceptions.TemplateError as exc:
         raise TemplateError(f"the chat template refused the conversation: {exc}") from None
+    except _EVALUATION_ERRORS as exc:
+        raise TemplateError(f"the chat template failed on the conversation: {type(exc).__name__}: {exc}") from None

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from ._lib import c_path, check, dtype_code, dtype_name, ffi, int32, int64, invalid, lib, real
+from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64, invalid, lib, real
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
@@ -108,12 +108,14 @@ def _checkpoint_kv_dtype(model_dir):
 
 def _logit_bias(bias, what):
     """[(token id, bias)] of a {id: bias} mapping (or a sequence of pairs); ids and values checked by C."""
-    items = list(bias.items()) if isinstance(bias, dict) else list(bias)
-    if len(items) > lib.KVC_SAMPLING_MAX_LOGIT_BIAS:
-        raise invalid(f"{what}: logit_bias has {len(items)} entries, more than {lib.KVC_SAMPLING_MAX_LOGIT_BIAS}")
-    try:
+    try:  # an int, None or pairs of three were a TypeError / ValueError of their own
+        items = list(bias.items()) if isinstance(bias, dict) else list(bias)
+        if len(items) > lib.KVC_SAMPLING_MAX_LOGIT_BIAS:
+            raise invalid(f"{what}: logit_bias has {len(items)} entries, more than {lib.KVC_SAMPLING_MAX_LOGIT_BIAS}")
         return [(int32(t, "logit_bias token"), real(b, "logit_bias bias")) for t, b in items]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, Error):
+            raise
         raise invalid(f"{what}: logit_bias must map token ids to numbers") from None
 
 
@@ -122,6 +124,12 @@ def _sampling(params, vocab, what):
     has copied them: kvc_engine_add_request)."""
     if not isinstance(params, SamplingParams):
         raise invalid(f"{what}: a kvcache.SamplingParams is expected, not {type(params).__name__}")
+    max_tokens = int64(params.max_tokens, "max_tokens")
+    if max_tokens < 1:  # (a negative one was reported as "min_tokens 0 is more than max_tokens")
+        raise invalid(f"{what}: max_tokens {max_tokens} must be >= 1")
+    if not isinstance(params.stop_token_ids, (list, tuple)):  # None or an int was a TypeError
+        raise invalid(f"{what}: stop_token_ids must be a list or tuple of token ids, not "
+                      f"{type(params.stop_token_ids).__name__}")
     for t in params.stop_token_ids:
         if int64(t, "stop_token_ids") < 0 or t >= vocab:
             raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
@@ -140,7 +148,7 @@ def _sampling(params, vocab, what):
     if params.repetition_penalty == 0:  # C reads 0 as none; vLLM's range is (0, 2]
         raise invalid(f"{what}: repetition_penalty 0 is outside (0, 2]")
     s.min_tokens = int64(params.min_tokens, "min_tokens")
-    if s.min_tokens > int64(params.max_tokens, "max_tokens"):
+    if s.min_tokens > max_tokens:
         raise invalid(f"{what}: min_tokens {s.min_tokens} is more than max_tokens {params.max_tokens}")
     keep = []
     stops = list(dict.fromkeys(params.stop_token_ids)) if s.min_tokens > 0 else []
@@ -239,9 +247,9 @@ class Engine:
             if kv_memory is not None:
                 p.plan = lib.KVC_ENGINE_PLAN_BUDGET
                 p.kv_memory_bytes = parse_bytes(kv_memory)
-            p.prefix_caching = bool(prefix_caching)
+            p.prefix_caching = flag(prefix_caching, "prefix_caching")
             p.seed = int64(seed, "seed") % 2**64
-            p.check = bool(check_invariants)
+            p.check = flag(check_invariants, "check_invariants")
             ap = ffi.new("kvc_engine_adapter_params *", lib.kvc_engine_adapter_default_params())
             ap.cache.kv_dtype = dtype_code(_checkpoint_kv_dtype(model_dir) if kv_dtype is None else kv_dtype,
                                            "kv_dtype")
@@ -300,9 +308,9 @@ class Engine:
         r.id = rid
         r.prompt = ffi.from_buffer("int32_t[]", ids)
         r.n_prompt = ids.size
-        r.max_new_tokens = int64(params.max_tokens, "max_tokens")
+        r.sampling, keep_arrays = _sampling(params, self.vocab_size, f"request {rid}")  # params checked first
+        r.max_new_tokens = params.max_tokens
         r.priority = int32(priority, "priority")
-        r.sampling, keep_arrays = _sampling(params, self.vocab_size, f"request {rid}")
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
@@ -366,7 +374,7 @@ class Engine:
         """Drops a request (waiting, running or finished): its KV blocks and
         slot are freed at once. False when the engine no longer holds it."""
         e = self._handle()
-        if self._live.pop(request_id, None) is None:
+        if self._live.pop(int64(request_id, "request_id"), None) is None:
             return False
         check(lib.kvc_engine_request_release(e, request_id))
         return True
@@ -446,8 +454,20 @@ class Engine:
 
     def generate(self, prompts, params=SamplingParams()):
         """Runs prompts (lists of token ids) to the end; returns each one's
-        generated ids, in order (a convenience over add_request and step)."""
-        ids = [self.add_request(p, params) for p in prompts]
+        generated ids, in order (a convenience over add_request and step). The
+        engine must hold no other request (step's outputs of those would be
+        lost); a prompt refused leaves none of the others queued."""
+        if self._live:
+            raise invalid(f"generate: the engine holds {len(self._live)} request(s) of add_request (their outputs "
+                          "would be lost): step them to the end or abort them first")
+        ids = []
+        try:
+            for p in prompts:
+                ids.append(self.add_request(p, params))
+        except BaseException:
+            for rid in ids:
+                self.abort(rid)
+            raise
         got = {rid: [] for rid in ids}
         while any(rid in self._live for rid in ids):
             for out in self.step():

@@ -5,7 +5,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ._lib import c_name, check, choice, cstr, dtype_code, ffi, int32, int64, invalid, lib
+from ._lib import c_name, check, choice, cstr, dtype_code, ffi, flag, int32, int64, invalid, lib
 from ._locking import serialised
 from .plan import Plan
 
@@ -38,7 +38,7 @@ def _fill_entry(e, spec, where):
     if "dtype" in spec:
         e.dtype = dtype_code(spec["dtype"], f"{where} dtype")
     if "needs_block" in spec:
-        e.needs_block = bool(spec["needs_block"])
+        e.needs_block = flag(spec["needs_block"], f"{where} needs_block")
     if "manager_key" in spec:
         _copy_name(e.manager_key, spec["manager_key"], f"{where} manager_key")
     if "layout" in spec:
@@ -231,7 +231,7 @@ class Manager:
         p = ffi.new("kvc_manager_params *", lib.kvc_manager_default_params())
         p.max_model_len = int64(max_model_len, "max_model_len")
         p.max_requests = int64(max_requests, "max_requests")
-        p.prefix_caching = bool(prefix_caching)
+        p.prefix_caching = flag(prefix_caching, "prefix_caching")
         if isinstance(prefix_salt, bool) or not hasattr(prefix_salt, "__index__") \
                 or not 0 <= prefix_salt.__index__() < 2**64:
             raise invalid(f"prefix_salt: {prefix_salt!r} is not a 64-bit unsigned integer")
@@ -478,7 +478,7 @@ class Manager:
             tokens += max(req[i].num_new_tokens, 0)
         self._ensure_steps(n, tokens)
         md = ffi.new("kvc_step_metadata *")
-        check(lib.kvc_step_metadata_build(self._steps[0], req, n, bool(is_prefill), md))
+        check(lib.kvc_step_metadata_build(self._steps[0], req, n, flag(is_prefill, "is_prefill"), md))
         nr, nt = md.n_rows, md.n_tokens
         keys = {}
         for i in range(md.n_keys):

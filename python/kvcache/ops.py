@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from ._lib import check, choice, ffi, int32, int64, invalid, lib, real
+from ._lib import check, choice, ffi, flag, int32, int64, invalid, lib, real
 from .arrays import Reinterpreted, index_array, view
 from .paged_kv import KV_LAYOUTS as _KV_LAYOUTS
 from .paged_kv import describe
@@ -235,7 +235,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
         p.pre_tokens = int64(pre_tokens, "pre_tokens")
     if next_tokens is not None:
         p.next_tokens = int64(next_tokens, "next_tokens")
-    p.bidirectional = bool(bidirectional)
+    p.bidirectional = flag(bidirectional, "bidirectional")
     p.batch = n
     p.q_lens, p.kv_lens = q_c, kv_c
     p.kv_len_form = lib.KVC_KV_FORM_CUMULATIVE if kv_form[0] == lib.KVC_LEN_CUMULATIVE else lib.KVC_KV_FORM_DIRECT
@@ -283,7 +283,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     keep.append(ov)
     ov.fill(p.out)
     lse = None
-    if return_lse:
+    if flag(return_lse, "return_lse"):
         t_layout = layout in ("TND", "TND_NTD", "NTD_TND")
         shape = (q_rows, nq, 1) if t_layout else (qv.shape[0], nq, qv.shape[2 if layout == "BNSD" else 1], 1)
         if _is_torch(q):

@@ -10,33 +10,39 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
-def parse_bytes(value):
-    """Bytes from an int or a string such as "64GiB", "512MiB", "1.5GB", "1e9"."""
+def parse_bytes(value, name="kv_memory"):
+    """Bytes from an int or a string such as "64GiB", "512MiB", "1.5GB", "1e9"; a refusal names `name`."""
     if isinstance(value, bool):
-        raise invalid(f"kv_memory {value!r} is not a byte count")
+        raise invalid(f"{name} {value!r} is not a byte count")
     if isinstance(value, int):
-        return int64(value, "kv_memory")
+        return int64(value, name)
     m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(value))
     if not m or m.group(2).upper() not in _UNITS:
-        raise invalid(f"kv_memory \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
+        raise invalid(f"{name} \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
     try:
-        number = float(m.group(1))
+        number = float(m.group(1)) * _UNITS[m.group(2).upper()]  # "1e300TiB" is infinite only after the unit
     except ValueError:
         number = math.nan
-    if not math.isfinite(number):
-        raise invalid(f"kv_memory \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
-    return int64(int(number * _UNITS[m.group(2).upper()]), "kv_memory")
+    if not math.isfinite(number):  # (int() of it was an OverflowError)
+        raise invalid(f"{name} \"{value}\" is not a size (examples: 64GiB, 512MiB, 1.5GB, 1e9)")
+    return int64(int(number), name)
 
 
 def _config_text(config):
     if isinstance(config, dict):
-        return json.dumps(config)
+        try:  # an object JSON has no form for, a cycle, NaN (which C would call invalid JSON at some byte)
+            return json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise invalid(f"config: the dict is not JSON: {exc}") from None
     if isinstance(config, (str, os.PathLike)):
         path = os.fsdecode(c_path(config, "config"))
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", errors="replace")
+        try:  # a missing or unreadable file was the OSError itself, not the InvalidArgument Engine and run raise
+            with open(path, "rb") as f:
+                return f.read().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise invalid(f"{path}: cannot open ({exc.strerror})") from None
     raise invalid(f"config: {type(config).__name__} is neither a dict nor a path to config.json")
 
 

@@ -218,15 +218,23 @@ def _load(path):
     return text
 
 
+def _object(text, kind):
+    """The JSON object of a usage or plan data file (another JSON value was an AttributeError traceback)."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"the {kind} data must be a JSON object, not {type(data).__name__}")
+    return data
+
+
 def draw(kind, text, out):
     """Draws `kind` from the data text the command line tools write."""
     if kind == "trace":
         return block_usage(trace_steps(text), out, title="Block usage per manager key over the trace")
     if kind == "usage":
-        data = json.loads(text)
+        data = _object(text, kind)
         return block_usage(data["steps"], out, title=data.get("title", "Block usage per manager key"))
     if kind == "plan":
-        return plan_memory(json.loads(text), out)
+        return plan_memory(_object(text, kind), out)
     if kind == "latency":
         return latency(latency_runs(text), out, title="TTFT / TPOT of the engine bench's latency passes")
     raise ValueError(f"unknown plot kind \"{kind}\" (trace, usage, plan, latency)")

@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 
+from ._lib import invalid
+from .errors import Error
 from .plan import plan
 
 _FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
@@ -97,11 +99,33 @@ def tokenizer_json(vocab_size):
     return tok.to_str()
 
 
+def _read_config(path):
+    """config.json as a dict (a missing file or another JSON value was a traceback)."""
+    try:
+        config = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise invalid(f"{path}: {exc}") from None
+    if not isinstance(config, dict):
+        raise invalid(f"{path}: a JSON object is expected, not {type(config).__name__}")
+    return config
+
+
+def _check_shapes(config, path):
+    """The shapes the library's config reader takes (plan), and the MLP and vocabulary sizes tensor_shapes also
+    reads as integers (a key missing or of another type was a KeyError, or numpy's UFuncNoLoopError)."""
+    plan(config)
+    for key in ("hidden_size", "intermediate_size", "vocab_size", "num_hidden_layers", "num_attention_heads"):
+        v = config.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise invalid(f"{path}: {key} must be an integer of at least 1, got {v!r}")
+
+
 def make(config_path, out_dir, dtype="bf16", seed=0):
-    config = json.loads(pathlib.Path(config_path).read_text())
+    config = _read_config(config_path)
     if config.get("model_type") not in _FAMILIES:
         raise SystemExit(f"{config_path}: model_type {config.get('model_type')!r} is not one of "
                          f"{', '.join(_FAMILIES)} (dense Llama-shaped models only)")
+    _check_shapes(config, config_path)
     st_dtype, torch_dtype = _DTYPES[dtype]
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -128,7 +152,10 @@ def main(argv=None):
     p.add_argument("--dtype", choices=sorted(_DTYPES), default="bf16", help="weight dtype (default bf16)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    out = make(args.config, args.out_dir, args.dtype, args.seed)
+    try:
+        out = make(args.config, args.out_dir, args.dtype, args.seed)
+    except Error as exc:  # a config the library refuses: a usage error naming it, not a traceback
+        p.error(str(exc))
     print(f"wrote {out}: {sum(f.stat().st_size for f in out.iterdir()) / 2**20:.1f} MiB")
     return 0
 

@@ -5,7 +5,7 @@ import pathlib
 
 import numpy as np
 
-from ._lib import c_name, c_path, check, choice, ffi, int64, invalid, lib
+from ._lib import c_name, c_path, check, choice, ffi, flag, int64, invalid, lib
 
 _MODES = {"recompute": "KVC_RUNNER_RECOMPUTE", "contiguous": "KVC_RUNNER_CONTIGUOUS", "paged": "KVC_RUNNER_PAGED",
           "mla_latent": "KVC_RUNNER_MLA_LATENT"}
@@ -99,6 +99,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     a list of each prompt's ids, or with stream=True an iterator of
     (prompt index, token id) in the order the engine produces them. Those
     options do not combine with logits, max_positions or another mode."""
+    logits, stream = flag(logits, "logits"), flag(stream, "stream")  # "no" was true
     engine_opts = {k: v for k, v in zip(_ENGINE_ARGS, (stream, temperature, top_k, top_p, seed, eos))
                    if v is not None and v is not False}
     if engine_opts:
@@ -121,7 +122,7 @@ def run(model_dir, prompts, max_new_tokens=8, *, mode="paged", block_size=16, ml
     p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
     p.mode = getattr(lib, c_mode)
     p.cache.block_size = int64(block_size, "block_size")
-    p.mla_paged = bool(mla_paged)
+    p.mla_paged = flag(mla_paged, "mla_paged")
     p.max_new_tokens = int64(max_new_tokens, "max_new_tokens")
     p.max_positions = int64(max_positions, "max_positions")
     runner = ffi.new("kvc_runner **")

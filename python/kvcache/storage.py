@@ -2,7 +2,7 @@
 NumPy arrays or torch tensors over the library's own allocation (no copy)."""
 import numpy as np
 
-from ._lib import check, dtype_name, ffi, invalid, lib
+from ._lib import check, choice, dtype_name, ffi, flag, invalid, lib
 
 # kvcache dtype -> the NumPy type of the same width (NumPy has no bf16 or fp8:
 # those come as uint16 / uint8; kvcache.view_as(array, "bf16") reads them right)
@@ -46,15 +46,14 @@ def _torch_view(array, dtype):
 
 def allocate(plan_handle, torch=False, pages="huge"):
     """Allocates the caches of a C plan (kvc_model_plan *): see Plan.caches."""
-    if pages not in _PAGES:
-        raise invalid(f"pages \"{pages}\" is not one of {', '.join(_PAGES)}")
-    if torch:
+    pages = choice(_PAGES, pages, "pages")  # (a list was a TypeError: unhashable)
+    if flag(torch, "torch"):
         try:
             import torch as _  # noqa: F401
         except ImportError:
             raise invalid("torch=True: PyTorch is not importable (pip install torch)") from None
     params = ffi.new("kvc_cache_storage_params *", lib.kvc_cache_storage_default_params())
-    params.pages = getattr(lib, _PAGES[pages])
+    params.pages = getattr(lib, pages)
     ci = ffi.addressof(plan_handle[0], "cache_info")
     out = ffi.new("kvc_cache_storage **")
     check(lib.kvc_cache_storage_allocate(ci, ffi.addressof(plan_handle[0], "blocks"), params, out))

@@ -12,12 +12,16 @@ _SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token"
 
 
 def _read_json(path):
+    """A model directory's JSON file: an object ({} when there is none)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
         raise invalid(f"{path}: {exc}") from None
+    if not isinstance(value, dict):
+        raise invalid(f"{path}: a JSON object is expected, not {type(value).__name__}")
+    return value
 
 
 def _byte_level_chars():
@@ -47,14 +51,15 @@ def _token_text(value):
     return value if isinstance(value, str) else None
 
 
-def _ids(value):
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
-    return []
+def _eos_ids(path, vocab_size):
+    """The eos_token_id of a JSON file (an id or a list of ids; none when the file or the key is missing or
+    null), each a token id of the vocabulary: the sampler stops on them, and one outside it failed every request."""
+    value = _read_json(path).get("eos_token_id")
+    ids = [] if value is None else value if isinstance(value, list) else [value]
+    for v in ids:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < vocab_size:
+            raise invalid(f"{path}: eos_token_id {v!r} is not a token id in [0, {vocab_size})")
+    return ids
 
 
 def _template_of(model_dir, config):
@@ -67,7 +72,12 @@ def _template_of(model_dir, config):
     if isinstance(source, str):
         return source
     path = model_dir / "chat_template.jinja"
-    return path.read_text(encoding="utf-8") if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:  # a directory, unreadable, not UTF-8
+        raise invalid(f"{path}: {exc}") from None
 
 
 class Tokenizer:
@@ -92,13 +102,13 @@ class Tokenizer:
         config = _read_json(model_dir / "tokenizer_config.json")
         self.special_tokens = {k: _token_text(config.get(k)) for k in _SPECIAL_KEYS if _token_text(config.get(k))}
         self.chat_template = _template_of(model_dir, config)
-        eos = _ids(_read_json(model_dir / "generation_config.json").get("eos_token_id"))
-        eos = eos or _ids(_read_json(model_dir / "config.json").get("eos_token_id"))
+        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+        eos = _eos_ids(model_dir / "generation_config.json", self.vocab_size)
+        eos = eos or _eos_ids(model_dir / "config.json", self.vocab_size)
         eos_text = self.special_tokens.get("eos_token")
         if not eos and eos_text is not None and self._tok.token_to_id(eos_text) is not None:
             eos = [self._tok.token_to_id(eos_text)]
         self.eos_token_ids = tuple(dict.fromkeys(eos))
-        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
         self._byte_level = _is_byte_level(json.loads(self._tok.to_str()).get("decoder"))
 
     def encode(self, text, add_special_tokens=True):

@@ -91,6 +91,33 @@ def test_queue_full_and_bad_requests_are_refused():
         e.add_request([1], cache_salt=b"x" * 65)
 
 
+def test_hostile_sampling_params_and_ids_are_refused_by_name():
+    e = engine()
+    sp = kvcache.SamplingParams
+    for params, text in (("greedy", "SamplingParams is expected, not str"),  # was AttributeError
+                         (sp(stop_token_ids=None), "stop_token_ids must be a list"),  # was TypeError
+                         (sp(stop_token_ids=7), "stop_token_ids must be a list"),
+                         (sp(logit_bias=5), "logit_bias must map token ids to numbers"),  # was TypeError
+                         (sp(max_tokens=-1), "max_tokens -1 must be >= 1")):  # was "min_tokens 0 is more than ..."
+        with pytest.raises(kvcache.InvalidArgument, match=text):
+            e.add_request([1], params)
+    with pytest.raises(kvcache.InvalidArgument, match="request_id: 'x' is not an integer"):
+        e.abort("x")  # was False, as for an id the engine no longer holds
+    assert not e.has_unfinished() and e.stats()["waiting"] == 0
+
+
+def test_generate_queues_all_of_its_prompts_or_none():
+    e = engine()
+    with pytest.raises(kvcache.InvalidArgument, match="ids must lie"):
+        e.generate([[1, 2], [-1]])
+    assert not e.has_unfinished() and e.stats()["waiting"] == 0  # [1, 2] was left queued
+    rid = e.add_request([1, 2])
+    with pytest.raises(kvcache.InvalidArgument, match="holds 1 request"):
+        e.generate([[3]])  # was KeyError: the first step's output of rid, not one of generate's
+    e.abort(rid)
+    assert e.generate([[1, 2]], kvcache.SamplingParams(max_tokens=2)) == [kvcache.run(MODEL, [[1, 2]], 2)[0].tolist()]
+
+
 def test_prefix_hits_count_per_request_and_salts_isolate():
     e = engine()
     prompt = list(range(10, 30))

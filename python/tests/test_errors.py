@@ -121,6 +121,19 @@ PY_SIDE = [
      "quant_mode 5 is neither"),
     ("run mode not a name", lambda: kvcache.run(QWEN3, [[1]], mode=["paged"]), "mode"),
     ("cache layout not a name", lambda: kvcache.Manager(_desc(layout=[0]), block_num=4, max_model_len=8), "layout"),
+    # true/false arguments: bool("no") was true, so the string turned the feature on
+    ("engine prefix_caching", lambda: kvcache.Engine(QWEN3, prefix_caching="no"), "prefix_caching: 'no' is not true"),
+    ("engine check_invariants", lambda: kvcache.Engine(QWEN3, check_invariants=1), "check_invariants: 1 is not true"),
+    ("manager prefix_caching", lambda: kvcache.Manager(_desc(), block_num=4, max_model_len=8, prefix_caching="off"),
+     "prefix_caching: 'off' is not true"),
+    ("description needs_block", lambda: kvcache.Manager(_desc(needs_block="no"), block_num=4, max_model_len=8),
+     "cache 0 needs_block: 'no' is not true"),
+    ("attention bidirectional", lambda: kvcache.attention(_q, _q, _q, bidirectional="no"), "bidirectional: 'no'"),
+    ("run mla_paged", lambda: kvcache.run(QWEN3, [[1]], mla_paged=None), "mla_paged: None is not true"),
+    ("run logits", lambda: kvcache.run(QWEN3, [[1]], logits="no"), "logits: 'no' is not true"),
+    ("run stream", lambda: kvcache.run(QWEN3, [[1]], stream="no"), "stream: 'no' is not true"),
+    ("attention return_lse", lambda: kvcache.attention(_q, _q, _q, return_lse="no"), "return_lse: 'no' is not true"),
+    ("step is_prefill", lambda: _manager().step([(1, 0, 5)], "no"), "is_prefill: 'no' is not true"),
 ]
 
 

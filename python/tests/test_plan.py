@@ -1,5 +1,6 @@
 """kvcache.plan returns the document `kvcache plan --json` prints."""
 import json
+import re
 import subprocess
 
 import pytest
@@ -53,9 +54,21 @@ def test_sizes_parse_like_the_command():
     assert kvcache.parse_bytes("1.5GB") == 1_500_000_000
     assert kvcache.parse_bytes("1e9") == 10**9
     assert kvcache.parse_bytes(4096) == 4096
-    for bad in ("lots", "12QB", "", "1e999"):
-        with pytest.raises(kvcache.InvalidArgument):
+    for bad in ("lots", "12QB", "", "1e999", "1e300TiB"):  # the last: infinite once scaled (was OverflowError)
+        with pytest.raises(kvcache.InvalidArgument, match="kv_memory"):
             kvcache.parse_bytes(bad)
+    with pytest.raises(kvcache.InvalidArgument, match="--max-body-bytes \"5x\" is not a size"):  # was "kv_memory"
+        kvcache.parse_bytes("5x", "--max-body-bytes")
+
+
+@pytest.mark.parametrize("config, needle", [
+    ("/nonexistent/config.json", "/nonexistent/config.json: cannot open"),  # was FileNotFoundError
+    ({"model_type": "llama", "x": object()}, "config: the dict is not JSON"),  # was TypeError
+    ({"model_type": "llama", "rope_theta": float("nan")}, "config: the dict is not JSON: Out of range float"),
+])
+def test_a_config_that_cannot_be_read_is_an_invalid_argument(config, needle):
+    with pytest.raises(kvcache.InvalidArgument, match=re.escape(needle)):
+        kvcache.plan(config)
 
 
 def test_manager_of_a_huge_plan_follows_use():

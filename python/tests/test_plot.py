@@ -137,3 +137,6 @@ def test_module_command_reports_bad_data(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kvcache.plot", "trace", str(tmp_path / "bad.json"),
                         str(tmp_path / "x.png")], capture_output=True, text=True)
     assert r.returncode == 1 and "no usage lines" in r.stderr
+    (tmp_path / "list.json").write_text("[]")  # was an AttributeError traceback for plan
+    for kind in ("plan", "usage"):
+        assert plot.main([kind, str(tmp_path / "list.json"), str(tmp_path / "x.png")]) == 1

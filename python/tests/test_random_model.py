@@ -31,6 +31,28 @@ def test_a_random_model_loads_runs_and_has_text(tmp_path):
         random_model.make(DATA / "configs" / "gpt-oss-20b.json", tmp_path / "x")
 
 
+@pytest.mark.parametrize("text, needle", [
+    ("[]", "a JSON object is expected, not list"),  # was AttributeError
+    ('{"model_type": "qwen3"}', "num_hidden_layers is missing"),  # (plan's own refusal)
+    (None, "No such file"),  # was FileNotFoundError
+])
+def test_a_bad_config_is_a_usage_error_naming_it(tmp_path, capsys, text, needle):
+    if text is not None:
+        (tmp_path / "c.json").write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        random_model.main([str(tmp_path / "c.json"), str(tmp_path / "m")])
+    assert exit_.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_a_shape_of_another_type_is_refused_naming_it(tmp_path):
+    config = json.loads((DATA / "oracle" / "qwen3" / "config.json").read_text())
+    for key, value in (("vocab_size", "512"), ("intermediate_size", None)):  # UFuncNoLoopError, KeyError
+        (tmp_path / "c.json").write_text(json.dumps({**config, key: value}))
+        with pytest.raises(kvcache.InvalidArgument, match=f"{key} must be an integer of at least 1"):
+            random_model.make(tmp_path / "c.json", tmp_path / "m")
+
+
 def test_a_config_without_kv_heads_gets_its_class_default(tmp_path):
     # MistralConfig's num_key_value_heads is 8: the checkpoint is written with 8 KV heads and the file says so
     config = {"model_type": "mistral", "vocab_size": 300, "hidden_size": 64, "intermediate_size": 32,

@@ -17,6 +17,7 @@ import httpx  # noqa: E402
 import openai  # noqa: E402
 
 import kvcache  # noqa: E402
+from kvcache.serve import Server  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
 from serve_fixture import command_url, metric, running, slow_steps, sse_events  # noqa: E402
 from text_model import MODEL, make_model_dir  # noqa: E402
@@ -351,6 +352,24 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert client.completions.create(**ok).usage.completion_tokens >= 1
 
 
+def test_hostile_field_values_are_400_naming_the_field(server):
+    """Values that failed the server (500) or were taken silently as if left out; the server serves on."""
+    ok = {"model": "test", "prompt": "hi", "max_tokens": 2}
+    chat = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    tool = [{"role": "tool", "content": "x"}]  # the template calls raise_exception for this role
+    for path, body, param in (
+            ("/v1/completions", {**ok, "stop_token_ids": 0}, "stop_token_ids"),  # 0, {}, false: were taken as none
+            ("/v1/completions", {**ok, "stop_token_ids": {}}, "stop_token_ids"),
+            ("/v1/completions", {**ok, "stop_token_ids": [1] * 1025}, "stop_token_ids"),  # engine-thread time per id
+            ("/v1/chat/completions", {**chat, "chat_template_kwargs": []}, "chat_template_kwargs"),  # was none
+            ("/v1/chat/completions", {**chat, "messages": tool, "chat_template_kwargs": {"raise_exception": 1}},
+             "chat_template_kwargs"),  # was 500: 'int' object is not callable
+            ("/tokenize", {"messages": chat["messages"], "chat_template_kwargs": {"strftime_now": "x"}},
+             "chat_template_kwargs")):
+        assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
+
+
 def test_models_health_metrics(server, client):
     assert [m.id for m in client.models.list().data] == ["test"]
     assert client.models.retrieve("test").id == "test"
@@ -431,6 +450,13 @@ def test_api_keys_and_tenant_isolation(model_dir):
             assert c.completions.create(**body).usage.prompt_tokens_details.cached_tokens > 0
 
 
+def test_api_keys_given_as_one_string_are_refused(model_dir):
+    """Server(api_keys="secret") made each character a key: "Authorization: Bearer s" was let in."""
+    for keys in ("secret", b"secret", {"secret"}):
+        with pytest.raises(kvcache.InvalidArgument, match="api_keys must be a list of keys"):
+            Server(model_dir, api_keys=keys)
+
+
 def test_usage_leaves_out_prompt_tokens_details_unless_asked(model_dir):
     """vLLM's default (mirrors test_chat.py's single-session check, which compares usage with a
     CompletionUsage of the three counts only): prompt_tokens_details only with --enable-prompt-tokens-details."""
@@ -479,6 +505,20 @@ def test_bench_serve_reports_latencies_and_hits(server):
     assert report["ttft_ms"]["p50"] > 0 and report["tpot_ms"]["p99"] >= report["tpot_ms"]["p50"] > 0
     assert 0 < report["prefix_cache_hit_rate"] < 1  # every prompt but the first finds the prefix
     assert bench_serve.percentiles([1, 2, 3, 4]) == {"p50": 2, "p90": 4, "p99": 4}
+
+
+def test_bench_serve_refuses_bad_values_and_counts_a_dead_server_as_failures():
+    from kvcache import bench_serve
+
+    dead = ["--url", "http://127.0.0.1:1", "--model", "m"]  # nothing listens on port 1
+    for args, needle in ((["--rate", "nan"], "--rate"), (["--vocab", "0"], "--vocab must be at least 1"),  # passed;
+                         (["--input-len", "-1"], "--input-len must be at least 1")):  # ValueError of randrange
+        with pytest.raises(SystemExit) as exit_:
+            bench_serve.main(dead + args)
+        assert needle in str(exit_.value.code)
+    args = bench_serve.parser().parse_args(dead)
+    report = asyncio.run(bench_serve.run_rate(args, float("inf"), [[1, 2], [3]], None))  # was a ConnectError trace
+    assert report["failed"] == 2 and "ConnectError" in report["errors"][0]
 
 
 def test_an_engine_failure_is_an_error_answer_and_the_server_recovers(server, monkeypatch):
@@ -548,10 +588,17 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
 @pytest.mark.parametrize("args,needle", [
     (["--port", "99999"], "is not a TCP port"),
     (["--max-body-bytes", "0"], "at least 1 byte"),
+    (["--served-model-name", ""], "served_model_name '' must be a non-empty string"),  # was the directory's name
+    (["--max-body-bytes", "5x"], "--max-body-bytes \"5x\" is not a size"),  # was named kv_memory
+    (["--max-body-bytes", "1e300TiB"], "--max-body-bytes \"1e300TiB\" is not a size"),  # was an OverflowError trace
+    (["--kv-memory", "1e300TiB"], "kv_memory \"1e300TiB\" is not a size"),
     (["--kv-memory", "-1"], "kv_memory \"-1\" is not a size"),
     (["--max-model-len", "0"], "max_model_len 0"),
     (["--log-level", "loud"], "invalid choice"),
     (["--shutdown-timeout", "-1"], "is not a number of seconds"),
+    (["--read-timeout", "1_0"], "'1_0' is not a number of seconds"),  # float() took these
+    (["--write-timeout", " 5"], "' 5' is not a number of seconds"),
+    (["--shutdown-timeout", "+5"], "'+5' is not a number of seconds"),
     (["--read-timeout", "0"], "read_timeout 0.0 must be a number of seconds above 0"),
     (["--write-timeout", "0"], "write_timeout 0.0 must be a number of seconds above 0"),
     (["--max-connections", "0"], "max_connections 0 must be an integer of at least 1"),

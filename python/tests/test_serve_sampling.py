@@ -90,6 +90,7 @@ def test_out_of_range_values_are_refused_naming_the_field(url):
     for field, value in (("logit_bias", {"x": 1}), ("logit_bias", {"-1": 1}), ("logit_bias", {"1.5": 1}),
                          ("logit_bias", {str(VOCAB): 1}), ("logit_bias", {"5": 100.5}), ("logit_bias", {"5": "a"}),
                          ("logit_bias", {"5": True}), ("logit_bias", [[5, 1]]),
+                         ("logit_bias", {"9" * 5000: 1}),  # was 500: int() takes at most 4300 digits
                          ("logit_bias", {str(t): 1 for t in range(301)}),
                          ("presence_penalty", 2.5), ("presence_penalty", -3), ("frequency_penalty", 2.01),
                          ("frequency_penalty", "1"), ("repetition_penalty", 0), ("repetition_penalty", 2.5),
@@ -103,6 +104,7 @@ def test_out_of_range_values_are_refused_naming_the_field(url):
     neutral = dict(logit_bias={}, presence_penalty=0, frequency_penalty=0, repetition_penalty=1, min_p=0,
                    min_tokens=0)
     assert ids_of(url, **neutral) == ids_of(url)
+    assert ids_of(url, logit_bias={"0" * 5000 + "42": 100}, max_tokens=2) == [42, 42]  # leading zeros: token 42
 
 
 def test_stop_strings_wait_for_min_tokens(url):

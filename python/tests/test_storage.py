@@ -55,6 +55,10 @@ def test_bf16_caches_are_uint16_arrays_the_library_reads_through_view_as():
 def test_bad_page_policy_is_refused():
     with pytest.raises(kvcache.InvalidArgument, match="pages \"tiny\""):
         small_plan().caches(pages="tiny")
+    with pytest.raises(kvcache.InvalidArgument, match="pages \"\\['huge'\\]\""):  # was TypeError: unhashable
+        small_plan().caches(pages=["huge"])
+    with pytest.raises(kvcache.InvalidArgument, match="torch: 'no' is not true or false"):  # imported torch
+        small_plan().caches(torch="no")
 
 
 def test_torch_tensors_share_the_storage():

@@ -2,12 +2,14 @@
 transformers renders them, end-of-sequence ids, incremental detokenization
 and stop strings."""
 import json
+import re
 
 import pytest
 
 pytest.importorskip("tokenizers")
 pytest.importorskip("jinja2")
 
+import kvcache  # noqa: E402
 from kvcache import chat_template  # noqa: E402
 from kvcache.detokenize import TextPlace, TextStream, open_tail, prompt_text  # noqa: E402
 from kvcache.tokenizer import Tokenizer  # noqa: E402
@@ -44,6 +46,31 @@ def test_eos_ids_come_from_generation_config(tok, tmp_path):
     assert Tokenizer(d).eos_token_ids == (2,)  # tokenizer_config's eos_token "<|im_end|>"
 
 
+@pytest.mark.parametrize("name, data, needle", [
+    ("tokenizer_config.json", b"[]", "a JSON object is expected, not list"),  # was AttributeError
+    ("generation_config.json", b'"x"', "a JSON object is expected, not str"),  # was AttributeError
+    ("generation_config.json", b'{"eos_token_id": 512}', "eos_token_id 512 is not a token id"),  # failed each request
+    ("generation_config.json", b'{"eos_token_id": [2, -1]}', "eos_token_id -1 is not"),
+    ("generation_config.json", b'{"eos_token_id": 1e30}', "eos_token_id 1e"),
+    ("generation_config.json", b'{"eos_token_id": ["</s>"]}', "eos_token_id '</s>'"),  # was dropped silently
+    ("config.json", b'{"eos_token_id": true}', "eos_token_id True"),  # (generation_config names none)
+    ("chat_template.jinja", b"\xff{{ x }}", "can't decode byte 0xff"),  # was UnicodeDecodeError
+    ("chat_template.jinja", None, "Is a directory"),  # was IsADirectoryError
+])
+def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_path, name, data, needle):
+    d = make_model_dir(tmp_path / "m")
+    if name == "config.json":
+        (d / "generation_config.json").unlink()
+    if name == "chat_template.jinja":  # read when tokenizer_config.json has no template
+        (d / "tokenizer_config.json").write_text("{}")
+    if data is None:
+        (d / name).mkdir()
+    else:
+        (d / name).write_bytes(data)
+    with pytest.raises(kvcache.InvalidArgument, match=re.escape(str(d / name)) + ".*" + re.escape(needle)):
+        Tokenizer(d)
+
+
 @pytest.mark.parametrize("case", json.loads(TEMPLATES.read_text())["cases"], ids=lambda c: c["template"])
 def test_chat_template_renders_as_transformers(case):
     t = json.loads(TEMPLATES.read_text())["templates"][case["template"]]
@@ -61,6 +88,23 @@ def test_chat_template_renders_as_transformers(case):
 def test_a_template_that_does_not_compile_is_refused():
     with pytest.raises(chat_template.TemplateError, match="does not compile"):
         chat_template.render("{% for %}", [])
+
+
+# A Qwen-like template's tool-call loop, and one that formats a caller's argument as a number
+TOOL_CALLS = "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}{% endfor %}{% endfor %}"
+
+
+@pytest.mark.parametrize("source, messages, kwargs", [
+    (TOOL_CALLS, [{"role": "assistant", "content": "", "tool_calls": 5}], {}),  # TypeError: not iterable
+    ("{{ '%d' % n }}", [], {"n": "x"}),  # TypeError
+    ("{{ 1 // n }}", [], {"n": 0}),  # ZeroDivisionError
+    ("{{ range(n) | list | length }}", [], {"n": 10**9}),  # OverflowError: the sandbox's range limit
+    ("{{ s.encode('ascii') }}", [], {"s": "\u00e9"}),  # UnicodeEncodeError
+])
+def test_a_template_failing_on_the_callers_values_refuses_the_conversation(source, messages, kwargs):
+    """Was the template's own TypeError, ZeroDivisionError ... (a 500 from the server); now TemplateError (a 400)."""
+    with pytest.raises(chat_template.TemplateError, match="failed on the conversation"):
+        chat_template.render(source, messages, **kwargs)
 
 
 def stream(tok, ids, stop=(), prompt=(5,)):

@@ -205,6 +205,8 @@ kvc_status kvci_model_config_parse_n(const char *json_text, size_t len, const ch
 
 kvc_status kvc_model_config_load(const char *dir, kvc_model_config *out) {
     if (!dir || !out) return kvci_fail(KVC_EINVAL, "model_config_load: dir and out must not be NULL");
+    if (!dir[0]) /* "" + "/config.json" is the root directory's file */
+        return kvci_fail(KVC_EINVAL, "model_config_load: the model directory is an empty path");
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return kvci_fail(KVC_EINVAL, "model_config_load: path too long");

@@ -314,6 +314,11 @@ static void test_model_load_names_missing_tensor(void **state) {
     expect_error(kvc_model_load(sub, &m), "\"model.embed_tokens.weight\" has wrong shape [2, 4], expected [4, 2]",
                  "model.safetensors");
     expect_error(kvc_model_load(g_dir, &m), "config.json", NULL);
+    /* an empty directory path: "" + "/config.json" read the root directory's model */
+    expect_error(kvc_model_load("", &m), "the model directory is an empty path", NULL);
+    assert_null(m);
+    kvc_model_config parsed;
+    expect_error(kvc_model_config_load("", &parsed), "the model directory is an empty path", NULL);
 }
 
 /* The oracle checkpoint `family` with `from` replaced by `to` (as long) in its safetensors header, loaded:

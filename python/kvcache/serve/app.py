@@ -20,10 +20,10 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..async_engine import AsyncEngine
-from ..chat_template import TemplateError
+from ..chat_template import GLOBALS as TEMPLATE_GLOBALS, TemplateError
 from ..detokenize import TextPlace, TextStream, prompt_text
 from ..engine import SamplingParams, TokenLogprob
-from .._lib import invalid
+from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
 from . import choices, http, protocol, tool_calls
@@ -31,7 +31,7 @@ from .metrics import Metrics
 from .protocol import ApiError, bad
 
 _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_prompt", "special_tokens",
-                           "bos_token", "eos_token", "unk_token", "pad_token"}
+                           "bos_token", "eos_token", "unk_token", "pad_token"} | TEMPLATE_GLOBALS
 
 
 def _error_response(exc):
@@ -136,6 +136,8 @@ class Server:
                           f"{', '.join(tool_calls.PARSERS)})")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
+        if isinstance(api_keys, (str, bytes)) or not isinstance(api_keys, (list, tuple)):  # "secret": 6 keys of 1 char
+            raise invalid(f"api_keys must be a list of keys, not {type(api_keys).__name__}")
         for key in api_keys:  # an empty key let in every "Authorization: Bearer " (with nothing after it)
             if not isinstance(key, str) or not key or not all("!" <= c <= "~" for c in key):
                 raise invalid(f"API key {key!r} must be 1 or more visible ASCII characters (no spaces)")
@@ -144,13 +146,17 @@ class Server:
                 raise invalid(f"{name} {value!r} must be a number of seconds above 0")
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
             raise invalid(f"max_connections {max_connections!r} must be an integer of at least 1")
+        if served_model_name is not None and (not isinstance(served_model_name, str) or not served_model_name):
+            raise invalid(f"served_model_name {served_model_name!r} must be a non-empty string (\"\" fell back to the "
+                          "directory's name)")
         self.tokenizer = Tokenizer(model_dir)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
         self.max_body_bytes = max_body_bytes
-        self.prompt_tokens_details = bool(enable_prompt_tokens_details)  # usage's cached tokens (vLLM: off)
-        self.auto_tools = bool(enable_auto_tool_choice)
+        # usage's cached tokens (vLLM: off)
+        self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")
+        self.auto_tools = flag(enable_auto_tool_choice, "enable_auto_tool_choice")
         self.tool_format = tool_calls.FORMATS.get(tool_call_parser)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections

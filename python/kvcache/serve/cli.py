@@ -40,11 +40,9 @@ def _port(text):
 
 
 def _seconds(text):
-    """A non-negative number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    """A non-negative number of seconds, in decimal (float() also takes ' 5', '+5' and '1_0', as kvcache run's
+    number flags no longer do)."""
+    value = float(text) if re.fullmatch(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text) else -1.0
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
     return value
@@ -129,7 +127,8 @@ def main(argv=None):
     keys = args.api_key + ([os.environ["KVCACHE_API_KEY"]] if os.environ.get("KVCACHE_API_KEY") else [])
     try:  # a bad option value or model directory is a usage error naming it, not a traceback
         server = Server(args.model_dir, served_model_name=args.served_model_name, api_keys=keys,
-                        max_body_bytes=parse_bytes(args.max_body_bytes), read_timeout=args.read_timeout,
+                        max_body_bytes=parse_bytes(args.max_body_bytes, "--max-body-bytes"),
+                        read_timeout=args.read_timeout,
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
                         enable_prompt_tokens_details=args.enable_prompt_tokens_details,
                         enable_auto_tool_choice=args.enable_auto_tool_choice, tool_call_parser=args.tool_call_parser,
