@@ -10,6 +10,7 @@
 #include "kvcache/engine.h"
 #include "model/cache_build.h"
 #include "model/family.h"
+#include "model/model_internal.h"
 
 struct kvc_engine_adapter {
     const kvc_model *m;
@@ -115,6 +116,12 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
     if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);
+    if (kvci_model_first_conv(c) >= 0) /* docs/runtime.md, "State layers" */
+        return kvci_fail(KVC_EINVAL,
+                         "engine adapter: %s has short-convolution layers (layer %lld) whose per-sequence conv state "
+                         "the engine does not keep yet (no block of the manager's state group): run it with the "
+                         "standalone runner (kvcache run, modes 0-2)",
+                         c->model_type, (long long)kvci_model_first_conv(c));
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;

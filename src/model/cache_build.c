@@ -89,6 +89,9 @@ kvc_status kvci_cache_set_build(const kvc_model *m, const kvci_cache_knobs *k, k
                                  .layout = k->cache.kv_layout,
                                  .n_layers = (int32_t)c->num_layers,
                                  .layers = layers};
+    for (int64_t l = 0; l < c->num_layers; l++) /* conv layers: the state group's key (one block per sequence) */
+        if (c->layer_conv[l] && k->paged)
+            snprintf(layers[l].key, sizeof layers[l].key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
     for (int32_t i = 0; i < out->ci->n_layer_infos; i++) {
         kvc_layer_cache_info *li = &out->ci->layer_infos[i];
         snprintf(layers[li->layer_idx].key, sizeof layers[li->layer_idx].key, "%s",

@@ -1,5 +1,5 @@
-/* The cache description a model asks the managers for (KM 2): per layer a
- * k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
+/* The cache description a model asks the managers for (KM 2): per attention layer (LFM2's conv layers keep a
+ * state instead, which no entry describes yet) a k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
  * fp8 caches their per-slot scales, grouped by attention type, sliding
  * layers with their window, chunked local ones with their chunk. */
 #include <stdio.h>
@@ -50,14 +50,15 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
     const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
     const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
     for (int64_t l = 0; l < c->num_layers; l++) {
-        kvc_layer_cache_info *li = &ci->layer_infos[l];
+        if (c->layer_conv[l]) continue; /* a conv layer's state is no K/V entry (kvc_layer_cache.state) */
+        kvc_layer_cache_info *li = &ci->layer_infos[ci->n_layer_infos];
         li->layer_idx = (int32_t)l;
         li->caches = kvci_calloc((size_t)(kv + n_scales), sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
         }
-        ci->n_layer_infos = (int32_t)(l + 1);
+        ci->n_layer_infos++;
         li->n_caches = kv + n_scales;
         const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};
         for (int i = 0; i < n_scales; i++)

@@ -1,4 +1,4 @@
-/* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
+/* Hybrids of attention and state layers (planned only, LFM2 run too: family_lfm2.c): Qwen3-Next (Gated
  * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
  * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
@@ -110,6 +110,12 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
     KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
     *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width}}};
     return KVC_OK;
+}
+
+/* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there. */
+static bool lfm2_reads_window(const kvc_hparams *hp) {
+    (void)hp;
+    return false;
 }
 
 /* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
@@ -251,7 +257,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 }
 
 static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
-static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", false},
+static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
@@ -278,8 +284,12 @@ const kvc_family_desc kvc_family_lfm2 = {
     .name = "lfm2",
     .aliases = LFM2,
     .n_aliases = 2,
+    .rms_norm_eps = 1e-5,
+    .parse = kvci_family_parse_lfm2,
     .default_kinds = lfm2_kinds,
+    .attention = kvci_lfm2_operator,
     .state_shapes = lfm2_states,
+    .reads_window = lfm2_reads_window,
 };
 
 const kvc_family_desc kvc_family_kimi_linear = {
