@@ -1,6 +1,6 @@
-/* The cache description a model asks the managers for (KM 2): per attention layer a k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
- * fp8 caches their per-slot scales, grouped by attention type, sliding
- * layers with their window, chunked local ones with their chunk; per conv layer (LFM2) its state. */
+/* The cache description a model asks the managers for (KM 2): per attention layer a k/v pair (full form) or nope/rope
+ * (MLA latent, one head), and for int8 / fp8 caches their per-slot scales, grouped by attention type, sliding layers
+ * with their window, chunked local ones with their chunk; per conv layer (LFM2) its state. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -46,7 +46,9 @@ static void conv_row(const kvc_model_config *c, const kvc_layer_weights *w, floa
             float acc = 0.0f;
             for (int64_t j = 0; j < L; j++) {
                 const int64_t src = t - S + j; /* < 0: the state's column S + src */
-                const float in = src >= 0 ? bcx[src * 3 * H + 2 * H + ch] : st && !fresh ? st[(S + src) * H + ch] : 0.0f;
+                const float in = src >= 0       ? bcx[src * 3 * H + 2 * H + ch]
+                                 : st && !fresh ? st[(S + src) * H + ch]
+                                                : 0.0f;
                 acc += taps[j] * in;
             }
             if (w->conv_b) acc += w->conv_b[ch];
@@ -54,7 +56,7 @@ static void conv_row(const kvc_model_config *c, const kvc_layer_weights *w, floa
         }
     if (!st) return;
     if (fresh) memset(st, 0, (size_t)(S * H) * sizeof(float)); /* a new sequence: zeros before its first input */
-    const int64_t keep = n < S ? S - n : 0;                   /* old columns that stay, moved to the front */
+    const int64_t keep = n < S ? S - n : 0;                    /* old columns that stay, moved to the front */
     memmove(st, st + (S - keep) * H, (size_t)(keep * H) * sizeof(float));
     for (int64_t i = keep; i < S; i++) {
         const int64_t src = n - S + i; /* >= 0: keep > 0 only when n < S */

@@ -100,15 +100,16 @@ static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     return index_list_kinds(ctx, "full_attn_idxs", indices, kinds);
 }
 
-/* LFM2's short-convolution layers keep the last conv_L_cache inputs of every
- * channel (hidden_size of them, split over the ranks), as transformers' cache does. */
+/* LFM2's short-convolution layers keep the last conv_L_cache - 1 inputs of every channel (hidden_size of them,
+ * split over the ranks): all the next token's convolution reads besides its own input, as vLLM keeps it and the
+ * runtime stores it (transformers' cache holds one column more, never read). */
 static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     int64_t width = 0, hidden_r = 0;
-    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 1, KVC_HP_MAX_DIM, &width, NULL));
+    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, NULL));
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the conv layers are hidden_size wide)", hp->cfg.doc);
     KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
-    *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width}}};
+    *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width - 1}}};
     return KVC_OK;
 }
 

@@ -23,8 +23,8 @@ static kvc_status mlp_width(const kvc_json_obj *c, int64_t *I) {
     if (mult > 0.0) {
         const double scaled = mult * (double)w;
         if (scaled > (double)KVC_HP_MAX_WIDTH)
-            return kvci_fail(KVC_EINVAL, "%s: block_ffn_dim_multiplier %g makes the MLP %g wide (at most %lld)",
-                             c->doc, mult, scaled, (long long)KVC_HP_MAX_WIDTH);
+            return kvci_fail(KVC_EINVAL, "%s: block_ffn_dim_multiplier %g makes the MLP %g wide (at most %lld)", c->doc,
+                             mult, scaled, (long long)KVC_HP_MAX_WIDTH);
         w = (int64_t)scaled;
         w = multiple * ((w + multiple - 1) / multiple);
     }
@@ -43,7 +43,8 @@ static kvc_status check_layer_types(const kvc_json_obj *c) {
     KVC_TRY(kvci_json_array(c, "layer_types", KVC_HP_MAX_LAYERS, &lt, &have));
     int64_t i = 0;
     for (const cJSON *e = have ? lt->child : NULL; e != NULL; e = e->next, i++)
-        if (cJSON_IsString(e) && (strcmp(e->valuestring, "linear_attention") == 0 || strcmp(e->valuestring, "mamba") == 0))
+        if (cJSON_IsString(e) &&
+            (strcmp(e->valuestring, "linear_attention") == 0 || strcmp(e->valuestring, "mamba") == 0))
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%s\" in an lfm2 model: the runtime runs \"conv\" and "
                              "\"full_attention\" layers only",
@@ -61,8 +62,8 @@ kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg) 
     /* tie_embedding, the hub's earlier key, wins over tie_word_embeddings (true when both are absent) */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_bool(c, "tie_embedding", cfg->tie_word_embeddings, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_int(c, "block_ff_dim", cfg->intermediate_size, 1, KVC_HP_MAX_WIDTH,
-                                &cfg->intermediate_size));
+    KVC_TRY(
+        kvci_family_opt_int(c, "block_ff_dim", cfg->intermediate_size, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     KVC_TRY(mlp_width(c, &cfg->intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "conv_L_cache", 3, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
     return kvci_family_opt_bool(c, "conv_bias", false, &cfg->conv_bias);

@@ -172,7 +172,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     } else if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
-                                        * StableLM 2's a LayerNorm module per head */
+                                               * StableLM 2's a LayerNorm module per head */
         const bool stablelm = strcmp(c->model_type, "stablelm") == 0;
         TRY(v2(v, stablelm ? "self_attn.q_layernorm.norms.*.weight" : "self_attn.q_norm.weight", nH, D, &w->q_norm,
                KVC_WINIT_NORM, even(v, 0, nH)));

@@ -198,8 +198,8 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         r->logits = kvci_calloc((size_t)(batch * V), sizeof *r->logits);
         r->chosen = kvci_calloc((size_t)batch, sizeof *r->chosen);
         r->last = kvci_calloc((size_t)batch, sizeof *r->last);
-        if (!r->table || !r->state_table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
-            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
+        if (!r->table || !r->state_table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q ||
+            !r->lens_kv || !r->cu_q || !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
             st = kvci_fail(KVC_ENOMEM, "runner: out of memory");
     }
     if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);

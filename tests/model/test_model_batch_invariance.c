@@ -381,7 +381,7 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
  * one */
 #define LFM2                                                                                                           \
     "{\"model_type\":\"lfm2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                          \
-    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"               \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
     "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":512}"
 
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
