@@ -58,29 +58,7 @@ static void engine_run(const kvc_model *m, const kvc_engine_params *ep, int64_t 
     check(kvc_engine_adapter_create(m, &ap, ep, &a), "adapter");
     check(kvc_engine_create(kvc_engine_adapter_model(a), ep, &e), "engine");
     *used = *kvc_engine_params_of(e);
-    int64_t off = 0;
-    for (int64_t i = 0; i < N_REQ; i++) {
-        kvc_engine_request r = kvc_engine_request_default();
-        r.id = i, r.prompt = IDS + off, r.n_prompt = LENS[i], r.max_new_tokens = nt;
-        check(kvc_engine_add_request(e, &r), "add_request");
-        off += LENS[i];
-    }
-    for (int64_t finished = 0, steps = 0; finished < N_REQ; steps++) {
-        assert_true(steps < 400);
-        kvc_engine_step_result res;
-        check(kvc_engine_step(e, &res), "step");
-        finished = 0;
-        for (int64_t i = 0; i < N_REQ; i++) {
-            kvc_engine_request_info info;
-            check(kvc_engine_request_get(e, i, &info), "request_get");
-            finished += info.state == KVC_REQ_FINISHED;
-        }
-    }
-    for (int64_t i = 0; i < N_REQ; i++) {
-        int64_t got = 0;
-        check(kvc_engine_request_output(e, i, out + i * nt, nt, &got), "output");
-        assert_int_equal(got, nt);
-    }
+    kvc_test_engine_generate(e, IDS, LENS, N_REQ, nt, 400, out);
     check(kvc_engine_get_stats(e, stats), "stats");
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
