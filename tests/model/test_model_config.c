@@ -12,7 +12,6 @@
 #include <cmocka.h>
 
 #include "config_fixture.h"
-#include "kvcache/engine.h"
 #include "kvcache/plan.h"
 #include "model/family.h"
 #include "model/model_internal.h"
@@ -1443,8 +1442,8 @@ static void test_nemotron_fields(void **state) {
  * norm_eps 1e-5, theta 1e6, tied, per-head q/k norms) and with its keys set: block_ff_dim over intermediate_size, the
  * multiplier and block_multiple_of rounding (int(2 x 192 / 3) = 128, x 1.5 = 192, up to a multiple of 40: 200), no
  * adjustment, a null multiplier (no rounding), tie_embedding over tie_word_embeddings, full_attn_idxs for the kinds;
- * refused by name: a layer type transformers would run as attention, a kernel of 1, lfm2_moe, tensor parallelism, and
- * the engine (no conv state there yet). */
+ * refused by name: a layer type transformers would run as attention, a kernel of 1, lfm2_moe, tensor parallelism
+ * (the engine's refusals: test_model_state_engine). */
 static void test_lfm2_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1483,16 +1482,6 @@ static void test_lfm2_fields(void **state) {
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
-    kvc_model *m = NULL;
-    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_OK);
-    kvc_engine_params ep = kvc_engine_default_params();
-    ep.max_model_len = 32;
-    const kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
-    kvc_engine_adapter *a = NULL;
-    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
-    assert_null(a);
-    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
-    kvc_model_destroy(m);
 }
 
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
