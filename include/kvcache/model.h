@@ -345,7 +345,10 @@ typedef struct kvc_model_caches {
  * with num_head, dims, block_size (in [1, KVC_ATTN_MAX_BLOCK_SIZE]) and the sliding window of sliding layers
  * (group keys FullAttention / SlidingWindow); for int8 / fp8 also the f32
  * per-slot scale entries (one head of one channel): "k_scale" and "v_scale"
- * (full form) or "scale" (latent), in the layer's group. Free with
+ * (full form) or "scale" (latent), in the layer's group. A short-convolution
+ * layer (LFM2) has one entry instead, "conv_state": a state entry of the
+ * Mamba group (is_state, shape [conv_kernel - 1, hidden_size], f32 whatever
+ * kv_dtype, block_size 1: one block per request). Free with
  * kvc_model_cache_info_destroy (cache.h). */
 KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                               kvc_model_cache_info **out);
