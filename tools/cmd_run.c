@@ -411,6 +411,16 @@ static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, co
     kvc_runner_destroy(r);
 }
 
+/* The line after the K/V bytes for a model with short-convolution layers (LFM2): their f32 states, (conv_kernel -
+ * 1) x hidden_size per layer and sequence (docs/runtime.md, "State layers"); nothing for other models. */
+static void print_conv_states(const kvc_model_config *c) {
+    int64_t layers = 0;
+    for (int64_t l = 0; l < c->num_layers; l++) layers += c->layer_conv[l];
+    if (layers > 0)
+        printf("conv states f32: %lld bytes per sequence (%lld conv layers)\n",
+               (long long)(layers * (c->conv_kernel - 1) * c->hidden_size * 4), (long long)layers);
+}
+
 /* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
  * that runs prompts was given too. Returns the exit code. */
 static int save_weights(const char *dir, const char *out, kvc_wmat_dtype weights, const run_flags_given *g,
@@ -670,9 +680,11 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "kvcache run: out of memory building the JSON output\n");
         rc = 1;
     } else if (!json) {
-        if (p.mode != KVC_RUNNER_RECOMPUTE)
+        if (p.mode != KVC_RUNNER_RECOMPUTE) {
             printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.cache.kv_dtype),
                    (long long)kvc_runner_kv_bytes_per_token(r));
+            print_conv_states(kvc_model_config_of(m));
+        }
         for (int64_t b = 0; b < n; b++) { /* up to and including the model's end-of-sequence id */
             for (int64_t i = 0; i < NT && (i == 0 || tok[b * NT + i - 1] != eng.eos_id); i++)
                 printf(i ? ",%d" : "%d", tok[b * NT + i]);

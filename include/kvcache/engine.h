@@ -220,7 +220,8 @@ typedef struct kvc_engine_params {
     int64_t reserved_decode_tokens; /* admitting a waiting request keeps cdiv(this, bs) blocks per live request free */
     int64_t next_n;                 /* speculative depth: only 0 is supported */
     uint64_t seed;                  /* mixed into every request's sampling seed */
-    bool prefix_caching;            /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md) */
+    bool prefix_caching;            /* managed: reuse the cached KV of prompt prefixes (docs/scheduler.md); turned
+                                     * off for a model with state layers (kvc_engine_params_of shows it) */
     uint64_t prefix_salt;           /* prefix caching: the engine's salt, in every block hash chain */
     size_t alignment;               /* cache tensor alignment (KVC_ALIGN_DEFAULT or KVC_ALIGN_2MIB; self-managed: any
                                      * power of two, at most 2 MiB unless pages is SYSTEM) */

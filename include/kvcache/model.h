@@ -191,6 +191,14 @@ typedef struct kvc_model_config {
     /* Phi-3.5-MoE (model_type phimoe): SparseMixer's two experts, each among the router logits within
      * router_jitter_noise of its own (kvci_ffn_phimoe). Last, as above. */
     double router_jitter_noise;
+    /* LFM2 (model_type lfm2): the layers layer_conv marks are short convolutions instead of attention, each
+     * in_proj [3H, H] into B, C, x, then y = C * conv(B * x), a causal depthwise convolution of conv_kernel taps
+     * per channel over time, then out_proj [H, H] (conv_bias: in_proj, conv and out_proj carry biases); such a
+     * layer keeps no K/V but a state of the last conv_kernel - 1 conv inputs per channel and sequence
+     * (kvc_layer_cache.state). Last, as above. */
+    int64_t conv_kernel;
+    bool conv_bias;
+    bool layer_conv[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
@@ -283,7 +291,14 @@ typedef struct kvc_layer_cache {
     kvc_tensor k_scales;    /* int8 / fp8 only, f32 with NB*bs (paged) or rows*S_max (contiguous) elements, e.g.
                              * [NB, bs] / [rows, S_max]: the keys' per-slot scales (latent: of latent + rope) */
     kvc_tensor v_scales;    /* int8 / fp8 full form only: the values' per-slot scales, shaped as k_scales */
-    char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots */
+    char key[KVC_NAME_MAX]; /* paged: manager key of this layer's block table / slots (a conv layer: its state
+                             * key's, whose block table gives each row its state block, width >= 1) */
+    /* A short-convolution layer (kvc_model_config.layer_conv) keeps no k / v (their data NULL) but its conv
+     * state, f32 always: contiguous [rows, conv_kernel - 1, H] (a row per cache row), paged [NB, conv_kernel -
+     * 1, H] (one block per sequence: the first entry of its row of the key's block table); the oldest input
+     * first. A row whose keys are all in the step (seq_lens_kv == seq_lens_q) starts from zeros; any other
+     * continues from its state. Every step writes it. Attention layers leave it empty. */
+    kvc_tensor state;
 } kvc_layer_cache;
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,
@@ -330,7 +345,10 @@ typedef struct kvc_model_caches {
  * with num_head, dims, block_size (in [1, KVC_ATTN_MAX_BLOCK_SIZE]) and the sliding window of sliding layers
  * (group keys FullAttention / SlidingWindow); for int8 / fp8 also the f32
  * per-slot scale entries (one head of one channel): "k_scale" and "v_scale"
- * (full form) or "scale" (latent), in the layer's group. Free with
+ * (full form) or "scale" (latent), in the layer's group. A short-convolution
+ * layer (LFM2) has one entry instead, "conv_state": a state entry of the
+ * Mamba group (is_state, shape [conv_kernel - 1, hidden_size], f32 whatever
+ * kv_dtype, block_size 1: one block per request). Free with
  * kvc_model_cache_info_destroy (cache.h). */
 KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                               kvc_model_cache_info **out);

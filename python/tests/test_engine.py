@@ -25,6 +25,16 @@ def test_greedy_equals_the_static_runner():
     assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
 
 
+def test_lfm2_conv_states_greedy_equals_the_runner_and_prefix_caching_is_off():
+    model = DATA / "oracle" / "lfm2"  # short-convolution layers: a state block per request
+    e = kvcache.Engine(model, max_num_seqs=4, kv_memory="8MiB", block_size=4)
+    assert e.prefix_caching is False  # asked for (the default), turned off for a model with state layers
+    got = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
+    for prompt, ids in zip(PROMPTS, got):
+        assert ids == kvcache.run(model, [prompt], 6)[0].tolist()
+    assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
+
+
 def test_stop_token_ends_the_request_and_is_its_last_token():
     e = engine()
     free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=6))[0]

@@ -10,6 +10,7 @@
 #include "kvcache/engine.h"
 #include "model/cache_build.h"
 #include "model/family.h"
+#include "model/model_internal.h"
 
 struct kvc_engine_adapter {
     const kvc_model *m;
@@ -32,7 +33,8 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
 }
 
 /* Multiply-adds of the dense layers of one token (projections and MLP or
- * routed experts (DeepseekV3, Qwen3-MoE, Mixtral), sliding-window attention over a full window), of one
+ * routed experts (DeepseekV3, Qwen3-MoE, Mixtral), sliding-window attention over a full window, LFM2's
+ * short convolutions), of one
  * pair of a query token and a key position in the full-attention layers,
  * and of one row's output head and sampling pass: the step cost model of
  * the stall-free limit (kvc_engine_model.cost_*). */
@@ -59,6 +61,10 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             mlp = H * (double)c->n_routed_experts +
                   (double)c->experts_per_tok * 3.0 * H * (double)c->moe_intermediate_size +
                   3.0 * H * (double)c->shared_expert_intermediate_size;
+        if (c->layer_conv[l]) { /* LFM2's short convolution: in_proj 3 H^2, out_proj H^2, L taps; no context */
+            token += 4.0 * H * H + H * (double)c->conv_kernel + mlp;
+            continue;
+        }
         token += proj + mlp;
         if (c->layer_sliding[l])
             token += pair * (double)c->sliding_window;
@@ -115,6 +121,12 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
     if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);
+    if (kvci_model_first_conv(c) >= 0 && p->self_managed) /* docs/runtime.md, "State layers" */
+        return kvci_fail(KVC_EINVAL,
+                         "engine adapter: %s has short-convolution layers (layer %lld) whose per-sequence conv state "
+                         "self-managed caches do not keep: use managed caches (a block of the manager's state group "
+                         "per request)",
+                         c->model_type, (long long)kvci_model_first_conv(c));
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;

@@ -93,7 +93,7 @@ kvc_status kvci_cache_set_build(const kvc_model *m, const kvci_cache_knobs *k, k
         kvc_layer_cache_info *li = &out->ci->layer_infos[i];
         snprintf(layers[li->layer_idx].key, sizeof layers[li->layer_idx].key, "%s",
                  kvc_cache_entry_group_key(&li->caches[0]));
-        if (k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* keys in lanes, values head-major */
+        if (k->cache.kv_layout == KVC_BLOCK_BNNDBS && !li->caches[0].is_state) { /* keys in lanes, values head-major */
             li->caches[0].layout = KVC_BLOCK_BNNDBS;
             li->caches[1].layout = KVC_BLOCK_BNNBSD;
         }
@@ -113,6 +113,7 @@ void kvci_cache_set_release(kvci_cache_set *s) {
 kvc_tensor *kvci_cache_set_slot(kvci_cache_set *s, int32_t info, int32_t entry) {
     kvc_layer_cache *lc = &s->caches->layers[s->ci->layer_infos[info].layer_idx];
     kvc_tensor *kv[KVCI_CACHE_KV_ENTRIES] = {&lc->k, &lc->v}, *scales[2] = {&lc->k_scales, &lc->v_scales};
+    if (s->ci->layer_infos[info].caches[entry].is_state) return &lc->state;
     return entry < KVCI_CACHE_KV_ENTRIES ? kv[entry] : scales[entry - KVCI_CACHE_KV_ENTRIES];
 }
 
@@ -137,6 +138,7 @@ bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) 
     for (int32_t i = 0; i < s->ci->n_layer_infos; i++)
         for (int32_t c = 0; c < s->ci->layer_infos[i].n_caches; c++) {
             int64_t bytes = 0;
+            if (s->ci->layer_infos[i].caches[c].is_state) continue; /* per sequence, not per slot */
             if (!entry_slot_bytes(&s->ci->layer_infos[i].caches[c], &bytes) || !kvci_add64(per_slot, bytes, &per_slot))
                 return false;
         }
@@ -164,6 +166,7 @@ void kvci_cache_set_carve(kvci_cache_set *s, void *mem, int64_t n0, int64_t n1) 
     for (int32_t i = 0; i < s->ci->n_layer_infos; i++)
         for (int32_t c = 0; c < s->ci->layer_infos[i].n_caches; c++) {
             const kvc_cache_entry *e = &s->ci->layer_infos[i].caches[c];
+            if (e->is_state) continue; /* the owner's, a state per sequence */
             kvc_tensor *t = kvci_cache_set_slot(s, i, c);
             *t = (kvc_tensor){.data = cur, .dtype = e->dtype};
             carve_shape(&s->knobs, c, e->num_head, kvc_cache_entry_dim_numel(e), n0, n1, t);

@@ -51,11 +51,12 @@ void kvci_cache_set_release(kvci_cache_set *s);
 kvc_tensor *kvci_cache_set_slot(kvci_cache_set *s, int32_t info, int32_t entry);
 /* Points every entry's tensor_setter at its slot (the engine's storage then fills s->caches). */
 void kvci_cache_set_wire_setters(kvci_cache_set *s);
-/* Bytes of every layer's entries over `slots` cache slots; false on int64 overflow. */
+/* Bytes of every layer's K/V entries over `slots` cache slots (conv states, a block per sequence, left out);
+ * false on int64 overflow. */
 bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out);
-/* Carves mem (kvci_cache_set_bytes(s, n0 * n1) bytes) into every slot: paged n0 blocks of n1 = block_size
- * tokens, k/v [n0, n1, heads, dim] (BNNDBS: k [n0, heads, dim, n1], v [n0, heads, n1, dim]); contiguous n0
- * rows of n1 positions, k/v [n0, n1, heads * dim]; scales [n0, n1]. */
+/* Carves mem (kvci_cache_set_bytes(s, n0 * n1) bytes) into every K/V slot (conv states are the owner's): paged n0
+ * blocks of n1 = block_size tokens, k/v [n0, n1, heads, dim] (BNNDBS: k [n0, heads, dim, n1], v [n0, heads, n1, dim]);
+ * contiguous n0 rows of n1 positions, k/v [n0, n1, heads * dim]; scales [n0, n1]. */
 void kvci_cache_set_carve(kvci_cache_set *s, void *mem, int64_t n0, int64_t n1);
 
 /* The entries of each layer info: the K/V pair first (k, v; latent: nope, rope), then the scale entries

@@ -1,7 +1,6 @@
-/* The cache description a model asks the managers for (KM 2): per layer a
- * k/v pair (full form) or nope/rope (MLA latent, one head), and for int8 /
- * fp8 caches their per-slot scales, grouped by attention type, sliding
- * layers with their window, chunked local ones with their chunk. */
+/* The cache description a model asks the managers for (KM 2): per attention layer a k/v pair (full form) or nope/rope
+ * (MLA latent, one head), and for int8 / fp8 caches their per-slot scales, grouped by attention type, sliding layers
+ * with their window, chunked local ones with their chunk; per conv layer (LFM2) its state. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,6 +29,21 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     return e;
 }
 
+/* A conv layer's state (LFM2): one block per sequence of conv_kernel - 1 inputs x H channels, f32 whatever the KV
+ * dtype, in the manager's state group (Mamba: allocated at admission, freed with the request). */
+static kvc_cache_entry state_entry(const kvc_model_config *c) {
+    kvc_cache_entry e = kvc_cache_entry_default();
+    snprintf(e.name, sizeof e.name, "conv_state");
+    e.attn_type = KVC_ATTN_MAMBA;
+    e.is_state = true;
+    e.n_shape = 2;
+    e.shape[0] = c->conv_kernel - 1;
+    e.shape[1] = c->hidden_size;
+    e.dtype = KVC_DTYPE_F32;
+    e.block_size = 1;
+    return e;
+}
+
 int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent) {
     const kvc_dtype_traits *t = kvci_dtype_traits(kv_dtype);
     return t != NULL && t->scales == KVC_SCALES_PER_TOKEN ? (latent ? 1 : 2) : 0;
@@ -52,13 +66,18 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        li->caches = kvci_calloc((size_t)(kv + n_scales), sizeof *li->caches);
+        const int32_t n = c->layer_conv[l] ? 1 : kv + n_scales;
+        li->caches = kvci_calloc((size_t)n, sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
-        li->n_caches = kv + n_scales;
+        li->n_caches = n;
+        if (c->layer_conv[l]) {
+            li->caches[0] = state_entry(c);
+            continue;
+        }
         const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};
         for (int i = 0; i < n_scales; i++)
             li->caches[kv + i] = entry(scale_names[i], c, l, 1, 1, KVC_DTYPE_F32, block_size);

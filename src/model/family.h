@@ -213,6 +213,11 @@ kvc_status kvci_family_attn_softcap(const kvc_family_desc *d, const kvc_json_obj
 /* The unscaled rope at theta (the sliding layers' own of Gemma 3 and OLMo 3 when the config gives none). */
 kvc_rope_config kvci_family_default_rope(double theta);
 
+/* LFM2 (family_lfm2.c): its keys over the shared reader's, and the operator of layer l, the short convolution
+ * (kvci_conv_short) on a conv layer, else GQA attention. */
+kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_lfm2_operator(const struct kvc_fwd_step *s, int64_t l);
+
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
 

@@ -1,4 +1,4 @@
-/* Hybrids of attention and state layers (planned only): Qwen3-Next (Gated
+/* Hybrids of attention and state layers (planned only, LFM2 run too: family_lfm2.c): Qwen3-Next (Gated
  * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
  * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
@@ -100,16 +100,23 @@ static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     return index_list_kinds(ctx, "full_attn_idxs", indices, kinds);
 }
 
-/* LFM2's short-convolution layers keep the last conv_L_cache inputs of every
- * channel (hidden_size of them, split over the ranks), as transformers' cache does. */
+/* LFM2's short-convolution layers keep the last conv_L_cache - 1 inputs of every channel (hidden_size of them,
+ * split over the ranks): all the next token's convolution reads besides its own input, as vLLM keeps it and the
+ * runtime stores it (transformers' cache holds one column more, never read). */
 static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     int64_t width = 0, hidden_r = 0;
-    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 1, KVC_HP_MAX_DIM, &width, NULL));
+    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, NULL));
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the conv layers are hidden_size wide)", hp->cfg.doc);
     KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
-    *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width}}};
+    *s = (kvc_state_shapes){.n = 1, .names = {"conv_state"}, .n_shape = {2}, .shape = {{hidden_r, width - 1}}};
     return KVC_OK;
+}
+
+/* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there. */
+static bool lfm2_reads_window(const kvc_hparams *hp) {
+    (void)hp;
+    return false;
 }
 
 /* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
@@ -251,7 +258,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 }
 
 static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
-static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", false},
+static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
@@ -278,8 +285,12 @@ const kvc_family_desc kvc_family_lfm2 = {
     .name = "lfm2",
     .aliases = LFM2,
     .n_aliases = 2,
+    .rms_norm_eps = 1e-5,
+    .parse = kvci_family_parse_lfm2,
     .default_kinds = lfm2_kinds,
+    .attention = kvci_lfm2_operator,
     .state_shapes = lfm2_states,
+    .reads_window = lfm2_reads_window,
 };
 
 const kvc_family_desc kvc_family_kimi_linear = {

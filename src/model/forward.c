@@ -77,7 +77,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(proj, Tm * H);
     A(ff_a, Tm * ws->ffw);
     A(ff_b, Tm * ws->ffw);
-    A(fused, Tm * kvci_max64(ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size));
+    const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
+    A(fused, Tm * max3(ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
     A(acc, Tm * H);
     A(xg, Tm * H);
     A(yg, Tm * H);
@@ -145,9 +146,24 @@ static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
     return KVC_OK;
 }
 
+/* A conv layer's state: f32 [rows or NB, conv_kernel - 1, H]; paged, the key of its state blocks. */
+static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_caches *cs, int64_t l) {
+    const kvc_tensor *t = &cs->layers[l].state;
+    const char *key = cs->layers[l].key;
+    if (!t->data || t->dtype != KVC_DTYPE_F32 || t->ndim != 3 || t->shape[0] < 1 || t->shape[1] != c->conv_kernel - 1 ||
+        t->shape[2] != c->hidden_size)
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld (conv) needs an f32 state [%s, %lld, %lld]", (long long)l,
+                         cs->kind == KVC_MCACHE_PAGED ? "NB" : "rows", (long long)(c->conv_kernel - 1),
+                         (long long)c->hidden_size);
+    if (cs->kind == KVC_MCACHE_PAGED && (key[0] == '\0' || memchr(key, '\0', KVC_NAME_MAX) == NULL))
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld (conv) paged state names no manager key", (long long)l);
+    return KVC_OK;
+}
+
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
+    if (c->layer_conv[l]) return check_state_cache(c, cs, l);
     const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t *heads = cd.heads, *dims = cd.dim;
@@ -260,11 +276,13 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
+    /* layer 0's rows: its k's, or a conv layer's state's */
+    const int64_t rows = c->layer_conv[0] ? cs->layers[0].state.shape[0] : cs->layers[0].k.shape[0];
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
         for (int64_t r = 0; r < R; r++)
-            if (a->cache_rows[r] < 0 || a->cache_rows[r] >= cs->layers[0].k.shape[0])
+            if (a->cache_rows[r] < 0 || a->cache_rows[r] >= rows)
                 return kvci_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
-                                 (long long)a->cache_rows[r], (long long)cs->layers[0].k.shape[0]);
+                                 (long long)a->cache_rows[r], (long long)rows);
     return KVC_OK;
 }
 

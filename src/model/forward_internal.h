@@ -35,7 +35,8 @@ struct kvc_model_workspace {
     float *proj;            /* [Tm, H] output of o_proj / MLP */
     float *ff_a;            /* [Tm, ffw] */
     float *ff_b;            /* [Tm, ffw] */
-    float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up), fw = max(qw + kw + vw, 2 I) */
+    float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up; LFM2's B|C|x), fw = max(qw + kw +
+                             * vw, 2 I, 3 H with conv layers) */
     float *acc;             /* [Tm, H] MoE accumulator */
     float *xg;              /* [Tm, H] MoE gathered rows */
     float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
@@ -90,6 +91,9 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* LFM2's short convolution in place of attention (conv_short.c): reads ws->xn, writes ws->proj, uses ws->fused
+ * [T, 3H], reads and rewrites each row's conv state (kvc_layer_cache.state) when the step has caches. */
+kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

@@ -71,6 +71,7 @@ static const type_defaults DEFAULTS[] = {
     {"ernie4_5_moe", 0, 500000.0, 0, false, 4, false, false}, /* Ernie4_5_MoeConfig has no head_dim of its own */
     {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
     {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */
+    {"lfm2", 0, 1000000.0, 0, false, 8, false, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -110,6 +110,11 @@ typedef struct kvc_layer_weights {
     bool moe;
     /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */
     float *sh_gate_b, *sh_up_b, *sh_down_b;
+    /* LFM2's short convolution (layer_conv): in_proj [3H, H] into B, C, x and its bias [3H] (conv_bias, else
+     * NULL), the depthwise taps [H, L] (L = conv_kernel, oldest input first) and their bias [H]; out_proj is wo
+     * (bias bo) */
+    kvc_wmat conv_in;
+    float *conv_in_b, *conv_w, *conv_b;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
@@ -227,6 +232,8 @@ void kvci_model_fuse(kvc_model *m);
 /* The rotary width of c: MLA's qk_rope_head_dim, else head_dim times rope.partial_rotary_factor (truncated, as
  * transformers' int(); 0 or 1: the whole head); the channels beyond it pass through unrotated. */
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
+/* The first of c's short-convolution layers (layer_conv), -1: none. */
+int64_t kvci_model_first_conv(const kvc_model_config *c);
 
 /* What a step of the model reads and computes (bench model's rooflines). */
 typedef struct kvc_model_cost_path {

@@ -23,9 +23,13 @@ typedef struct save_ctx {
     FILE *out;            /* the data pass; NULL in the header pass */
 } save_ctx;
 
-static kvc_status add_entry(save_ctx *c, const char *name, const char *dtype, int64_t d0, int64_t d1, int32_t ndim,
+/* The header entry of tensor `name`: dtype, shape dims[0..ndim) (ndim <= KVC_MAX_DIMS; LFM2's conv taps [H, 1,
+ * L] have 3), its bytes at the next offset. */
+static kvc_status add_entry(save_ctx *c, const char *name, const char *dtype, const int64_t *dims, int32_t ndim,
                             int64_t bytes) {
-    const double shape[2] = {(double)d0, (double)d1}, off[2] = {(double)c->offset, (double)(c->offset + bytes)};
+    double shape[KVC_MAX_DIMS] = {0};
+    for (int32_t i = 0; i < ndim && i < KVC_MAX_DIMS; i++) shape[i] = (double)dims[i];
+    const double off[2] = {(double)c->offset, (double)(c->offset + bytes)};
     cJSON *e = cJSON_AddObjectToObject(c->header, name);
     bool ok = e && cJSON_AddStringToObject(e, "dtype", dtype);
     cJSON *sh = ok ? cJSON_CreateDoubleArray(shape, ndim) : NULL;
@@ -69,9 +73,9 @@ static kvc_status save_fn(void *user, const kvc_wtensor *t) {
     save_ctx *c = user;
     if (!t->mat && c->out && c->norm_offset && t->init == KVC_WINIT_NORM) return write_norm(c, t, *t->vec, t->shape[0]);
     if (!t->mat) {
-        const int64_t n = t->shape[0] * (t->ndim > 1 ? t->shape[1] : 1);
-        return c->out ? write_bytes(c, *t->vec, n * 4)
-                      : add_entry(c, t->name, "F32", t->shape[0], t->ndim > 1 ? t->shape[1] : 0, t->ndim, n * 4);
+        int64_t n = 1;
+        for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
+        return c->out ? write_bytes(c, *t->vec, n * 4) : add_entry(c, t->name, "F32", t->shape, t->ndim, n * 4);
     }
     const kvc_wmat *w = t->mat;
     int64_t ib, ns;
@@ -86,9 +90,9 @@ static kvc_status save_fn(void *user, const kvc_wtensor *t) {
     }
     char name[320], key[320];
     snprintf(name, sizeof name, "%s.qweight", t->name);
-    KVC_TRY(add_entry(c, name, "U8", w->count, ib, 2, w->count * ib));
+    KVC_TRY(add_entry(c, name, "U8", (const int64_t[2]){w->count, ib}, 2, w->count * ib));
     snprintf(name, sizeof name, "%s.scales", t->name);
-    KVC_TRY(add_entry(c, name, "F16", w->count, ns, 2, w->count * ns * 2));
+    KVC_TRY(add_entry(c, name, "F16", (const int64_t[2]){w->count, ns}, 2, w->count * ns * 2));
     snprintf(key, sizeof key, "kvcache.dtype.%s", t->name);
     if (!cJSON_AddStringToObject(c->meta, key, kvci_wmat_dtype_name(w->dtype)))
         return kvci_fail(KVC_ENOMEM, "model_save: out of memory for the header");

@@ -165,10 +165,14 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias)
         TRY(v1_in(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D),
                   qkv_part(v, c, 2, "bias")));
-    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
+    const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* out_proj, q_layernorm, k_layernorm */
+    TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
-                                        * StableLM 2's a LayerNorm module per head */
+    if (lfm2) {
+        TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    } else if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
+                                               * StableLM 2's a LayerNorm module per head */
         const bool stablelm = strcmp(c->model_type, "stablelm") == 0;
         TRY(v2(v, stablelm ? "self_attn.q_layernorm.norms.*.weight" : "self_attn.q_norm.weight", nH, D, &w->q_norm,
                KVC_WINIT_NORM, even(v, 0, nH)));
@@ -232,8 +236,9 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
     if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
-    const char *ff = c->family == KVC_FAMILY_LLAMA4 ? "feed_forward." : "mlp.";
-    const char *part[3] = {"gate_proj", "up_proj", "down_proj"};
+    const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* feed_forward.w1 (gate), w3 (up), w2 (down) */
+    const char *ff = c->family == KVC_FAMILY_LLAMA4 || lfm2 ? "feed_forward." : "mlp.";
+    const char *part[3] = {lfm2 ? "w1" : "gate_proj", lfm2 ? "w3" : "up_proj", lfm2 ? "w2" : "down_proj"};
     float **bias[3] = {*sub ? &w->sh_gate_b : &w->b_gate, *sub ? &w->sh_up_b : &w->b_up,
                        *sub ? &w->sh_down_b : &w->b_down};
     char n[96];
@@ -335,7 +340,9 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
     /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
     const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
-    const char *in = falcon2 ? "ln_attn" : "input_layernorm", *post = falcon2 ? "ln_mlp" : "post_attention_layernorm";
+    const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* operator_norm, ffn_norm */
+    const char *in = falcon2 ? "ln_attn" : lfm2 ? "operator_norm" : "input_layernorm";
+    const char *post = falcon2 ? "ln_mlp" : lfm2 ? "ffn_norm" : "post_attention_layernorm";
     char n[64];
     if (c->norm_weightless) return KVC_OK;
     snprintf(n, sizeof n, "%s.weight", in);
@@ -356,11 +363,26 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     return KVC_OK;
 }
 
+/* LFM2's short convolution: conv.in_proj [3H, H] (B, C, x), the depthwise conv.conv [H, 1, L], conv.out_proj
+ * [H, H], each with a bias under conv_bias. */
+static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, L = c->conv_kernel, taps[3] = {H, 1, L};
+    TRY(m2(v, "conv.in_proj.weight", 3 * H, H, &w->conv_in, WHOLE));
+    if (c->conv_bias) TRY(v1(v, "conv.in_proj.bias", 3 * H, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "conv.conv.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->conv_bias) TRY(v1(v, "conv.conv.bias", H, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "conv.out_proj.weight", H, H, &w->wo, WHOLE));
+    if (c->conv_bias) TRY(v1(v, "conv.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, w));
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3)
+    if (c->layer_conv[l])
+        TRY(visit_short_conv(v, c, w));
+    else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
         TRY(visit_gqa_attn(v, c, w));
@@ -393,7 +415,8 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     v.conv1d = strcmp(c->model_type, "gpt2") == 0;
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
-    if (!c->norm_weightless) TRY(v1(&v, "model.norm.weight", c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
+    const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
+    if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
     if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "base/internal.h"
+#include "model/model_internal.h"
 #include "model/step_profile.h"
 #include "runner/runner_internal.h"
 
@@ -57,6 +58,14 @@ kvc_status kvci_runner_fill_md(kvc_runner *r, int64_t n, bool prefill, const int
         k->width = r->lay.blocks_per_seq;
         k->block_table = r->table; /* the same static table for every key (standalone: nothing is released) */
         k->slot_mapping = r->slots;
+    }
+    if (kvci_model_first_conv(c) >= 0) { /* the conv states: a block per row (state_table), no slots */
+        kvc_step_key *k = &md->keys[md->n_keys++];
+        *k = (kvc_step_key){.key = kvc_attn_type_name(KVC_ATTN_MAMBA),
+                            .attn_type = KVC_ATTN_MAMBA,
+                            .block_size = r->lay.block_size,
+                            .width = 1,
+                            .block_table = r->state_table};
     }
     return KVC_OK;
 }

@@ -24,6 +24,7 @@ void kvc_runner_destroy(kvc_runner *r) {
     kvci_page_set_release(&r->cache_mem);
     kvci_cache_set_release(&r->cache);
     kvci_free(r->table);
+    kvci_free(r->state_table);
     kvci_free(r->ids);
     kvci_free(r->positions);
     kvci_free(r->slots);
@@ -64,15 +65,37 @@ static kvci_cache_knobs runner_knobs(const kvc_runner_params *p) {
     return k;
 }
 
-/* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions. */
+/* Bytes of one sequence's conv states: every conv layer's conv_kernel - 1 inputs of H channels, f32. */
+static int64_t state_bytes_per_row(const kvc_model_config *c) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < c->num_layers; l++) n += c->layer_conv[l] ? (c->conv_kernel - 1) * c->hidden_size * 4 : 0;
+    return n;
+}
+
+/* The conv layers' states after the K/V caches in mem: each [batch, conv_kernel - 1, H] (paged: a block per
+ * row, block b row b's, as state_table says). */
+static void carve_states(kvc_runner *r, char *mem) {
+    const kvc_model_config *c = kvc_model_config_of(r->m);
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        if (!c->layer_conv[l]) continue;
+        r->caches.layers[l].state = (kvc_tensor){
+            .data = mem, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {r->batch, c->conv_kernel - 1, c->hidden_size}};
+        mem += r->batch * (c->conv_kernel - 1) * c->hidden_size * 4;
+    }
+}
+
+/* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions; then the conv
+ * states, a row each. */
 static kvc_status make_caches(kvc_runner *r) {
     const kvci_cache_knobs k = runner_knobs(&r->p);
     const int64_t L = kvc_model_config_of(r->m)->num_layers;
     kvc_status st = kvci_cache_set_build(r->m, &k, &r->caches, &r->cache);
     if (st != KVC_OK) return st;
     const int64_t n0 = k.paged ? r->lay.total_blocks : r->batch, n1 = k.paged ? r->lay.block_size : r->S;
-    int64_t tokens = 0, bytes = 0;
-    if (!kvci_mul64(r->batch, r->S, &tokens) || !kvci_cache_set_bytes(&r->cache, tokens, &bytes))
+    int64_t tokens = 0, bytes = 0, states = 0;
+    if (!kvci_mul64(r->batch, r->S, &tokens) || !kvci_cache_set_bytes(&r->cache, tokens, &bytes) ||
+        !kvci_mul64(r->batch, state_bytes_per_row(kvc_model_config_of(r->m)), &states) ||
+        !kvci_add64(bytes, states, &bytes))
         return kvci_fail(KVC_EINVAL, "runner: caches of %lld rows x %lld positions x %lld layers overflow int64 bytes",
                          (long long)r->batch, (long long)r->S, (long long)L);
     void *mem = NULL;
@@ -82,6 +105,7 @@ static kvc_status make_caches(kvc_runner *r) {
         return kvci_fail(st, "runner: caches of %lld bytes (%lld rows x %lld positions x %lld layers): %s",
                          (long long)bytes, (long long)r->batch, (long long)r->S, (long long)L, kvc_last_error());
     kvci_cache_set_carve(&r->cache, mem, n0, n1);
+    carve_states(r, (char *)mem + (bytes - states));
     return KVC_OK;
 }
 
@@ -160,6 +184,7 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
     const int64_t V = kvc_model_config_of(m)->vocab_size, bps = paged ? r->lay.blocks_per_seq : 1;
     if (st == KVC_OK) {
         r->table = kvci_calloc((size_t)(batch * bps), sizeof *r->table);
+        r->state_table = kvci_calloc((size_t)batch, sizeof *r->state_table);
         r->ids = kvci_calloc((size_t)r->max_tokens, sizeof *r->ids);
         r->positions = kvci_calloc((size_t)r->max_tokens, sizeof *r->positions);
         r->slots = kvci_calloc((size_t)r->max_tokens, sizeof *r->slots);
@@ -173,11 +198,12 @@ kvc_status kvc_runner_create(const kvc_model *m, const kvc_runner_params *p, int
         r->logits = kvci_calloc((size_t)(batch * V), sizeof *r->logits);
         r->chosen = kvci_calloc((size_t)batch, sizeof *r->chosen);
         r->last = kvci_calloc((size_t)batch, sizeof *r->last);
-        if (!r->table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q || !r->lens_kv || !r->cu_q ||
-            !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
+        if (!r->table || !r->state_table || !r->ids || !r->positions || !r->slots || !r->kv_pos || !r->lens_q ||
+            !r->lens_kv || !r->cu_q || !r->cu_kv || !r->seq_len || !r->hist || !r->logits || !r->chosen || !r->last)
             st = kvci_fail(KVC_ENOMEM, "runner: out of memory");
     }
     if (st == KVC_OK && paged) st = kvc_static_table_fill(&r->lay, r->table, batch * bps);
+    for (int64_t b = 0; st == KVC_OK && b < batch; b++) r->state_table[b] = (int32_t)b;
     if (st == KVC_OK && !recompute) st = make_caches(r);
     if (st == KVC_OK) st = kvc_model_workspace_create(m, r->max_tokens, batch, S, &r->ws);
     if (st != KVC_OK) {

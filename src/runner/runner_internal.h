@@ -17,6 +17,7 @@ struct kvc_runner {
     kvci_page_set cache_mem;      /* one buffer: every cache tensor, zero-filled, paged as p.pages says */
     kvc_model_workspace *ws;
     int32_t *table;                           /* [batch, blocks_per_seq] static block table */
+    int32_t *state_table;                     /* [batch] paged conv states: row b's state block is b */
     int32_t *ids;                             /* [max_tokens] step tokens */
     int64_t *positions;                       /* [max_tokens] */
     int64_t *slots;                           /* [max_tokens] */

@@ -49,6 +49,7 @@ typedef struct harness {
     void *mem;
     int64_t V;
     int32_t table[NREQ * (SMAX / BS)]; /* per step row: [rows, SMAX / BS] */
+    int32_t state_table[NREQ];         /* per step row: its conv state block (LFM2), its request's */
     int64_t slots[NREQ * SMAX];
     int64_t cache_rows[NREQ];
     int32_t ids[NREQ * SMAX];
@@ -69,7 +70,9 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
     const int64_t ns = kvc_model_kv_quantised(dt) ? (latent ? 1 : 2) : 0; /* per-slot scale tensors */
     const int64_t L = c->num_layers;
     const size_t es = kvc_dtype_size(dt);
-    const size_t per_layer = (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4;
+    const size_t state = c->conv_kernel > 0 ? (size_t)(NREQ * (c->conv_kernel - 1) * c->hidden_size) * 4 : 0; /* LFM2 */
+    const size_t per_layer =
+        (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4 + state;
     h->mem = calloc((size_t)L, per_layer);
     h->caches.layers = calloc((size_t)L, sizeof(kvc_layer_cache));
     assert_non_null(h->mem);
@@ -100,6 +103,12 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
         }
         snprintf(lc->key, sizeof lc->key, "%s",
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
+        if (c->layer_conv[l]) { /* a state per request: [NREQ, L - 1, H], a row or a block of the state key each */
+            lc->state = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 3};
+            lc->state.shape[0] = NREQ, lc->state.shape[1] = c->conv_kernel - 1, lc->state.shape[2] = c->hidden_size;
+            snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
+        }
+        cur += state;
     }
 }
 
@@ -123,6 +132,7 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
         const kvc_step_request r = {.request_id = req[b], .computed_tokens = first[b], .num_new_tokens = n[b]};
         check(kvc_step_rows_add(&rows, &r, 1), "rows_add");
         h->cache_rows[b] = req[b];
+        h->state_table[b] = (int32_t)req[b];
         for (int64_t i = 0; i < bps; i++) h->table[b * bps + i] = (int32_t)(req[b] * bps + i);
         for (int64_t i = 0; i < n[b]; i++, t++) {
             const int64_t pos = first[b] + i;
@@ -138,6 +148,12 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
             k->key = kvc_attn_type_name(k->attn_type);
             k->block_size = BS, k->width = bps, k->block_table = h->table, k->slot_mapping = h->slots;
         }
+    if (h->caches.kind == KVC_MCACHE_PAGED && h->c->conv_kernel > 0) /* LFM2's conv states: a block each */
+        h->md.keys[h->md.n_keys++] = (kvc_step_key){.key = kvc_attn_type_name(KVC_ATTN_MAMBA),
+                                                    .attn_type = KVC_ATTN_MAMBA,
+                                                    .block_size = BS,
+                                                    .width = 1,
+                                                    .block_table = h->state_table};
     kvc_forward_args a = {.token_ids = h->ids,
                           .md = &h->md,
                           .caches = &h->caches,
@@ -360,6 +376,14 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_local_experts\":3,\"num_experts_per_tok\":2,\"floor_scale\":4,\"attn_scale\":0.5,"                          \
     "\"max_position_embeddings\":512}"
 
+/* LFM2: short convolutions (kernel 3, biases) on layers 0 and 2 around a GQA layer with q/k norms: chunked
+ * prefill continues from the stored conv state, a preempted request restarts it from zeros, and rows never share
+ * one */
+#define LFM2                                                                                                           \
+    "{\"model_type\":\"lfm2\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                          \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
+    "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -443,6 +467,8 @@ static void test_mixtral_bf16_weights(void **s) { (void)s, run_bf16_weights(MIXT
 static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGED, false, F32, 28); }
 
 static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
+static void test_lfm2_paged(void **s) { (void)s, run_family(LFM2, PAGED, false, F32, 71); }
+static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, false, F32, 72); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -511,6 +537,8 @@ int main(void) {
         cmocka_unit_test(test_mixtral_bf16_weights),
         cmocka_unit_test(test_qwen2_moe_paged),
         cmocka_unit_test(test_gemma3_paged),
+        cmocka_unit_test(test_lfm2_paged),
+        cmocka_unit_test(test_lfm2_contiguous),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

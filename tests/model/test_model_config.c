@@ -14,6 +14,7 @@
 #include "config_fixture.h"
 #include "kvcache/plan.h"
 #include "model/family.h"
+#include "model/model_internal.h"
 #include "kvc_test_util.h"
 
 static float base_inv(double theta, int64_t i, int64_t d) {
@@ -1432,6 +1433,57 @@ static void test_nemotron_fields(void **state) {
                    "hidden_act \"silu\" is not supported (nemotron");
 }
 
+#define LFM2_BASE                                                                                                      \
+    "{\"model_type\":\"lfm2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                            \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+#define LFM2_KINDS ",\"layer_types\":[\"conv\",\"full_attention\",\"conv\"]"
+
+/* LFM2 with Lfm2Config's defaults (intermediate_size 12288 auto-adjusted to 8192, conv_L_cache 3 without biases,
+ * norm_eps 1e-5, theta 1e6, tied, per-head q/k norms) and with its keys set: block_ff_dim over intermediate_size, the
+ * multiplier and block_multiple_of rounding (int(2 x 192 / 3) = 128, x 1.5 = 192, up to a multiple of 40: 200), no
+ * adjustment, a null multiplier (no rounding), tie_embedding over tie_word_embeddings, full_attn_idxs for the kinds;
+ * refused by name: a layer type transformers would run as attention, a kernel of 1, lfm2_moe, tensor parallelism
+ * (the engine's refusals: test_model_state_engine). */
+static void test_lfm2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS "}", "lfm2-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LFM2 && c.head_dim == 8 && c.qk_norm && c.intermediate_size == 8192);
+    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && kvci_model_first_conv(&c) == 0);
+    assert_true(c.conv_kernel == 3 && !c.conv_bias && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e6 && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS
+                                            ",\"intermediate_size\":96,\"block_ff_dim\":192,"
+                                            "\"block_multiple_of\":40,\"block_ffn_dim_multiplier\":1.5,"
+                                            "\"tie_word_embeddings\":true,\"tie_embedding\":false,"
+                                            "\"conv_L_cache\":4,\"conv_bias\":true,\"norm_eps\":1e-3}",
+                                            "lfm2-set", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 200 && !c.tie_word_embeddings && c.conv_kernel == 4 && c.conv_bias);
+    assert_true(c.rms_norm_eps == 1e-3);
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE ",\"full_attn_idxs\":[1],\"intermediate_size\":96,"
+                                                      "\"block_auto_adjust_ff_dim\":false}",
+                                            "lfm2-idxs", &c),
+                     KVC_OK);
+    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && c.intermediate_size == 96);
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":96,"
+                                                                 "\"block_ffn_dim_multiplier\":null}",
+                                            "lfm2-null", &c),
+                     KVC_OK);
+    assert_int_equal(c.intermediate_size, 64);
+    expect_refusal(LFM2_BASE ",\"layer_types\":[\"conv\",\"mamba\",\"conv\"]}",
+                   "layer_types[1] \"mamba\" in an lfm2 model");
+    expect_refusal(LFM2_BASE LFM2_KINDS ",\"conv_L_cache\":1}", "conv_L_cache");
+    expect_refusal("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
+                   "\"num_attention_heads\":4,\"layer_types\":[\"conv\"]}",
+                   "model_type \"lfm2_moe\" is not supported");
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":48}", "lfm2-small", &c),
+                     KVC_OK);
+    kvc_model_config shard;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -1622,6 +1674,7 @@ int main(void) {
         cmocka_unit_test(test_gptj_fields),
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
+        cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

@@ -56,30 +56,7 @@ static void engine_tokens(const kvc_model *m, bool self_managed, bool latent, kv
     kvc_engine *e = NULL;
     check(kvc_engine_adapter_create(m, &ap, &ep, &a), "adapter");
     check(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), "engine");
-    int64_t off = 0;
-    for (int64_t i = 0; i < N_REQ; i++) {
-        kvc_engine_request r = kvc_engine_request_default();
-        r.id = i, r.prompt = IDS + off, r.n_prompt = LENS[i], r.max_new_tokens = NEW;
-        check(kvc_engine_add_request(e, &r), "add_request");
-        off += LENS[i];
-    }
-    int64_t finished = 0;
-    for (int steps = 0; finished < N_REQ; steps++) {
-        assert_true(steps < 200);
-        kvc_engine_step_result res;
-        check(kvc_engine_step(e, &res), "step");
-        finished = 0;
-        for (int64_t i = 0; i < N_REQ; i++) {
-            kvc_engine_request_info info;
-            check(kvc_engine_request_get(e, i, &info), "request_get");
-            finished += info.state == KVC_REQ_FINISHED;
-        }
-    }
-    for (int64_t i = 0; i < N_REQ; i++) {
-        int64_t got = 0;
-        check(kvc_engine_request_output(e, i, out + i * NEW, NEW, &got), "output");
-        assert_int_equal(got, NEW);
-    }
+    kvc_test_engine_generate(e, IDS, LENS, N_REQ, NEW, 200, out);
     kvc_engine_destroy(e);
     kvc_engine_adapter_destroy(a);
 }

@@ -555,6 +555,14 @@ static void test_nemotron(void **state) {
     run_dir("nemotron");
 }
 
+/* LFM2-like, the first hybrid run: short convolutions (kernel 3, biases) on layers 0, 2, 3 beside GQA attention
+ * with per-head q/k RMSNorm on layer 1, the auto-adjusted SwiGLU width (120), embedding_norm, tied; the conv
+ * states in every mode's caches (mode 0: none; 1: a row each; 2: a block each of the state key) */
+static void test_lfm2(void **state) {
+    (void)state;
+    run_dir("lfm2");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -682,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_new),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_nemotron),
+        cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

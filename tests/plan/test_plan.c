@@ -897,7 +897,7 @@ static void test_recent_shapes(void **state) {
     assert_false(has_warning(p, "attn_type_list"));
     kvc_model_plan_destroy(p);
 
-    /* LFM2: conv layers keep hidden_size x conv_L_cache of state; layer_types or full_attn_idxs. */
+    /* LFM2: conv layers keep hidden_size x (conv_L_cache - 1) of state; layer_types or full_attn_idxs. */
     static const char *const lfm2[] = {
         "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
         " 8, \"hidden_size\": 1024, \"max_position_embeddings\": 4096, \"conv_L_cache\": 3, \"layer_types\":"
@@ -910,8 +910,8 @@ static void test_recent_shapes(void **state) {
         for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 2 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
         assert_int_equal(p->layers[0].n_caches, 1);
         assert_int_equal(p->layers[0].caches[0].shape[0], 1024);
-        assert_int_equal(p->layers[0].caches[0].shape[1], 3);
-        assert_int_equal(p->layers[0].caches[0].bytes_per_block, 1024 * 3 * 2);
+        assert_int_equal(p->layers[0].caches[0].shape[1], 2);
+        assert_int_equal(p->layers[0].caches[0].bytes_per_block, 1024 * 2 * 2);
         assert_int_equal(p->blocks.per_token_bytes, 8 * 64 * 2 * 2);
         kvc_model_plan_destroy(p);
     }

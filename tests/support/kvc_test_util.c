@@ -224,3 +224,35 @@ void kvc_test_assert_only_file_naming(const char *needle, const char *self) {
         assert_int_equal(files_naming(path, needle, self), 0);
     }
 }
+
+static void engine_ok(kvc_status st, const char *what) {
+    if (st != KVC_OK) fail_msg("engine %s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
+}
+
+void kvc_test_engine_generate(kvc_engine *e, const int32_t *ids, const int64_t *lens, int64_t n, int64_t nt,
+                              int max_steps, int32_t *out) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; off += lens[i++]) {
+        kvc_engine_request r = kvc_engine_request_default();
+        r.id = i, r.prompt = ids + off, r.n_prompt = lens[i], r.max_new_tokens = nt;
+        engine_ok(kvc_engine_add_request(e, &r), "add_request");
+    }
+    for (int64_t finished = 0, steps = 0; finished < n; steps++) {
+        if (steps >= max_steps) fail_msg("engine: %lld requests not finished after %d steps", (long long)n, max_steps);
+        kvc_engine_step_result res;
+        engine_ok(kvc_engine_step(e, &res), "step");
+        finished = 0;
+        for (int64_t i = 0; i < n; i++) {
+            kvc_engine_request_info info;
+            engine_ok(kvc_engine_request_get(e, i, &info), "request_get");
+            finished += info.state == KVC_REQ_FINISHED;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t got = 0;
+        engine_ok(kvc_engine_request_output(e, i, out + i * nt, nt, &got), "output");
+        if (got != nt)
+            fail_msg("engine: request %lld has %lld tokens, %lld expected", (long long)i, (long long)got,
+                     (long long)nt);
+    }
+}

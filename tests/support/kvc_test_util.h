@@ -56,6 +56,11 @@ void kvc_test_compute_and_free(kvc_manager *m, int64_t rid, const int32_t *token
 char *kvc_test_read_text(const char *path);
 /* "$KVC_DATA_DIR/oracle/<family>" (fails the test if KVC_DATA_DIR is unset). */
 void kvc_test_oracle_dir(const char *family, char *out, size_t cap);
+/* Adds n requests to e (ids 0..n-1, request i the next lens[i] of ids, nt new tokens each), steps it until
+ * every one has finished (failing the test after max_steps steps or on any error) and reads their tokens into
+ * out [n, nt]. */
+void kvc_test_engine_generate(kvc_engine *e, const int32_t *ids, const int64_t *lens, int64_t n, int64_t nt,
+                              int max_steps, int32_t *out);
 
 /* KVC_TEST_ASAN: this build runs under AddressSanitizer. */
 #if defined(__SANITIZE_ADDRESS__)

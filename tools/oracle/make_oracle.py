@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -68,6 +68,8 @@ from transformers import (
     GPTJForCausalLM,
     NemotronConfig,
     NemotronForCausalLM,
+    Lfm2Config,
+    Lfm2ForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -887,6 +889,19 @@ def nemotron_config():
                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def lfm2_config():
+    # LFM2 at toy size, the first hybrid with state layers: 4 layers, short convolutions (kernel conv_L_cache 3, with
+    # conv_bias so that in_proj, the taps and out_proj all carry biases) on layers 0, 2 and 3, GQA attention (2 KV
+    # heads of 4, head_dim 16) with per-head q/k RMSNorm on layer 1, the SwiGLU MLP auto-adjusted from
+    # intermediate_size 96: int(2 * 96 / 3) = 64, times block_ffn_dim_multiplier 1.5 = 96, rounded up to
+    # block_multiple_of 40: 120, norm_eps 1e-5, theta 1e6, tied (the defaults).
+    return Lfm2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, conv_L_cache=3,
+                      conv_bias=True, block_multiple_of=40, block_ffn_dim_multiplier=1.5,
+                      layer_types=["conv", "full_attention", "conv", "conv"],
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1005,6 +1020,7 @@ FAMILIES = {
     "falcon_new": (falcon_new_config, FalconForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
+    "lfm2": (lfm2_config, Lfm2ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1065,6 +1081,8 @@ def param_std(name, shape, config):
         if config.model_type in ("gpt_bigcode", "gptj"):  # nn.Linear [out, in]; its own lm_head when untied
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
+    if name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [H, 1, L]: fan-in L
+        return 1.0 / math.sqrt(shape[2])
     if name.endswith("sinks"):
         return 1.0
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
@@ -1792,7 +1810,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "lfm2",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))

@@ -1,0 +1,74 @@
+/* LFM2's runtime keys (Lfm2Config, transformers 5): short-convolution layers beside GQA attention with
+ * per-head q/k RMSNorm, a SwiGLU MLP whose width block_auto_adjust_ff_dim may shrink, norm_eps, tied
+ * embeddings by default. Its kinds and state shapes (family_hybrid.c) are the planner's too. */
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/family.h"
+#include "model/forward_internal.h"
+
+/* Lfm2MLP's width: with block_auto_adjust_ff_dim (true when absent) int(2 I / 3), then, unless
+ * block_ffn_dim_multiplier is null (1.0 when absent), int(multiplier x that) rounded up to a multiple of
+ * block_multiple_of (256 when absent), as transformers computes it (Python floats are doubles). */
+static kvc_status mlp_width(const kvc_json_obj *c, int64_t *I) {
+    bool adjust = true;
+    KVC_TRY(kvci_family_opt_bool(c, "block_auto_adjust_ff_dim", true, &adjust));
+    if (!adjust) return KVC_OK;
+    double mult = 1.0;
+    int64_t multiple = 256;
+    /* a positive number, 0 when given null (transformers' None: no multiplier, no rounding) */
+    KVC_TRY(kvci_family_softcap(c, "block_ffn_dim_multiplier", 1.0, &mult));
+    KVC_TRY(kvci_family_opt_int(c, "block_multiple_of", 256, 1, KVC_HP_MAX_WIDTH, &multiple));
+    int64_t w = (int64_t)(2.0 * (double)*I / 3.0);
+    if (mult > 0.0) {
+        const double scaled = mult * (double)w;
+        if (scaled > (double)KVC_HP_MAX_WIDTH)
+            return kvci_fail(KVC_EINVAL, "%s: block_ffn_dim_multiplier %g makes the MLP %g wide (at most %lld)", c->doc,
+                             mult, scaled, (long long)KVC_HP_MAX_WIDTH);
+        w = (int64_t)scaled;
+        w = multiple * ((w + multiple - 1) / multiple);
+    }
+    if (w < 1 || w > KVC_HP_MAX_WIDTH)
+        return kvci_fail(KVC_EINVAL, "%s: the MLP width after block_auto_adjust_ff_dim is %lld, outside [1, %lld]",
+                         c->doc, (long long)w, (long long)KVC_HP_MAX_WIDTH);
+    *I = w;
+    return KVC_OK;
+}
+
+/* transformers' decoder layer is a convolution for "conv" only and attention for any other entry: the state
+ * kinds the family reader maps linear_attention and mamba to are refused by name rather than run as either. */
+static kvc_status check_layer_types(const kvc_json_obj *c) {
+    const cJSON *lt = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_array(c, "layer_types", KVC_HP_MAX_LAYERS, &lt, &have));
+    int64_t i = 0;
+    for (const cJSON *e = have ? lt->child : NULL; e != NULL; e = e->next, i++)
+        if (cJSON_IsString(e) &&
+            (strcmp(e->valuestring, "linear_attention") == 0 || strcmp(e->valuestring, "mamba") == 0))
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer_types[%lld] \"%s\" in an lfm2 model: the runtime runs \"conv\" and "
+                             "\"full_attention\" layers only",
+                             c->doc, (long long)i, e->valuestring);
+    return KVC_OK;
+}
+
+kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps_range = {0.0, 1.0, false};
+    KVC_TRY(check_layer_types(c));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qk_norm = true; /* q_layernorm / k_layernorm: RMSNorm of each head */
+    KVC_TRY(kvci_family_opt_num(c, "norm_eps", 1e-5, eps_range, &cfg->rms_norm_eps));
+    /* tie_embedding, the hub's earlier key, wins over tie_word_embeddings (true when both are absent) */
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_embedding", cfg->tie_word_embeddings, &cfg->tie_word_embeddings));
+    KVC_TRY(
+        kvci_family_opt_int(c, "block_ff_dim", cfg->intermediate_size, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    KVC_TRY(mlp_width(c, &cfg->intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "conv_L_cache", 3, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    return kvci_family_opt_bool(c, "conv_bias", false, &cfg->conv_bias);
+}
+
+kvc_status kvci_lfm2_operator(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_conv[l] ? kvci_conv_short(s, l) : kvci_attn_gqa(s, l);
+}
