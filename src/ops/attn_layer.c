@@ -15,7 +15,8 @@ typedef struct {
     { #x, offsetof(kvci_attn_layer, x), offsetof(kvc_attention_params, x) }
 static const layer_field fields[] = {FIELD(q),         FIELD(q_rope),      FIELD(k),          FIELD(v),
                                      FIELD(k_rope),    FIELD(out),         FIELD(lse),        FIELD(sinks),
-                                     FIELD(key_scale), FIELD(value_scale), FIELD(key_offset), FIELD(value_offset)};
+                                     FIELD(key_scale), FIELD(value_scale), FIELD(key_offset), FIELD(value_offset),
+                                     FIELD(alibi_slopes)};
 #undef FIELD
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
