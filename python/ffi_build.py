@@ -358,6 +358,7 @@ typedef struct kvc_attention_params {
     double logit_softcap;
     int64_t attention_chunk_size;
     kvc_tensor alibi_slopes;
+    bool alibi_bf16;
     ...;
 } kvc_attention_params;
 kvc_attention_params kvc_attention_default_params(void);

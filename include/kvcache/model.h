@@ -191,6 +191,15 @@ typedef struct kvc_model_config {
     /* Phi-3.5-MoE (model_type phimoe): SparseMixer's two experts, each among the router logits within
      * router_jitter_noise of its own (kvci_ffn_phimoe). Last, as above. */
     double router_jitter_noise;
+    /* ALiBi (BLOOM, MPT, Falcon with alibi; alibi): no positions at all, each head's attention scores biased by
+     * its slope times the key's distance (the operator's alibi_slopes; kvci_model_alibi_slopes): alibi_bias_max 0
+     * gives BLOOM's slopes (powers of 2^(-8/n), n the largest power of two <= heads, the rest odd powers of
+     * 2^(-4/n)), else MPT's (2^(-k * alibi_bias_max / n), n the smallest power of two >= heads, even k first when
+     * n > heads); alibi_in_scale: Falcon's form, the bias added before the softmax scale at bf16 precision (bf16
+     * slopes, the operator's alibi_bf16), else after it in f32 (BLOOM, MPT). BLOOM also normalises the embeddings (embed_norm: word_embeddings_layernorm, a LayerNorm
+     * with bias). Last, as above. */
+    bool alibi, alibi_in_scale, embed_norm;
+    double alibi_bias_max;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

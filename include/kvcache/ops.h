@@ -428,6 +428,13 @@ typedef struct kvc_attention_params {
      * data NULL: none (the default). Added after attention_chunk_size: the fields before it keep their
      * offsets. */
     kvc_tensor alibi_slopes;
+
+    /* With alibi_slopes, transformers' Falcon form instead of the distance: head n's score of key j (its
+     * absolute position) gains bf16(m_n * bf16(j)) * scale, the position rounded to bf16, the product taken in
+     * f32 and rounded to bf16 (nearest even), then times the softmax scale: the bias added before the scale at
+     * bf16 precision, as FalconModel's build_alibi_tensor computes it (slopes.bfloat16() * int64 positions).
+     * false: the distance form above. Added after alibi_slopes. */
+    bool alibi_bf16;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);

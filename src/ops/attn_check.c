@@ -716,6 +716,8 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
             FAIL(KVC_EINVAL, "alibi_slopes dtype %s must be f32", kvc_dtype_name(p->alibi_slopes.dtype));
         if (p->alibi_slopes.ndim != 1 || p->alibi_slopes.shape[0] != pb->Nq)
             FAIL(KVC_EINVAL, "alibi_slopes must be [Nq = %lld], one ALiBi slope per query head", (long long)pb->Nq);
+    } else if (p->alibi_bf16) {
+        FAIL(KVC_EINVAL, "alibi_bf16 needs alibi_slopes (the form of their bias)");
     }
     return KVC_OK;
 }

@@ -73,7 +73,8 @@ bool kvci_attention_plan_fits(const kvci_attn_plan *plan, const kvc_attention_pa
     const kvc_attention_params *a = &plan->p;
     if (a->layout != p->layout || a->num_heads != p->num_heads || a->num_kv_heads != p->num_kv_heads ||
         a->scale != p->scale || a->logit_softcap != p->logit_softcap ||
-        a->attention_chunk_size != p->attention_chunk_size || a->sparse_mode != p->sparse_mode ||
+        a->attention_chunk_size != p->attention_chunk_size || a->alibi_bf16 != p->alibi_bf16 ||
+        a->sparse_mode != p->sparse_mode ||
         a->pre_tokens != p->pre_tokens || a->next_tokens != p->next_tokens || a->bidirectional != p->bidirectional ||
         a->batch != p->batch || a->q_lens != p->q_lens || a->kv_lens != p->kv_lens ||
         a->kv_len_form != p->kv_len_form || a->kv_storage != p->kv_storage || a->block_layout != p->block_layout ||

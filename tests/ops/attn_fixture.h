@@ -53,6 +53,7 @@ typedef struct fx_cfg {
     double softcap; /* logit_softcap (0: none) */
     int64_t chunk;  /* attention_chunk_size (0: none) */
     bool alibi;     /* alibi_slopes: random slopes from the seed, apart from the other draws */
+    bool alibi_bf16; /* with alibi: Falcon's form (alibi_bf16) */
 } fx_cfg;
 
 typedef struct fx {
@@ -516,6 +517,7 @@ static inline void fx_build(fx *f, const fx_cfg *cfg) {
         }
         s[0] = Nq;
         fx_set_shape(&p->alibi_slopes, f->slopes, KVC_DTYPE_F32, 1, s);
+        p->alibi_bf16 = c->alibi_bf16;
     }
     if (c->explicit_mask) {
         f->mbuf = calloc((size_t)(B * f->sqmax * f->skvmax), 1);
@@ -593,7 +595,12 @@ static inline void fx_oracle(const fx *f, double *out, double *lse) {
                         dot += f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] *
                                f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d];
                     s[j] = c->softcap > 0.0 ? c->softcap * tanh(scale * dot / c->softcap) : scale * dot;
-                    if (f->slopes) s[j] += (double)f->slopes[n] * (double)(j - (i + dl)); /* ALiBi after the cap */
+                    if (f->slopes && c->alibi_bf16) { /* Falcon's: bf16(m bf16(j)), j absolute, times the scale */
+                        const float jb = kvc_bf16_to_f32(kvc_f32_to_bf16((float)j));
+                        s[j] += (double)kvc_bf16_to_f32(kvc_f32_to_bf16(f->slopes[n] * jb)) * scale;
+                    }
+                    else if (f->slopes) /* ALiBi after the cap */
+                        s[j] += (double)f->slopes[n] * (double)(j - (i + dl));
                     m = s[j] > m ? s[j] : m;
                     any = true;
                 }

@@ -92,6 +92,7 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                     c.softcap = runs % 3 == 1 ? 0.25 : 0.0;     /* scores of about +-1/3: the cap bends them */
                     c.chunk = runs % 4 == 2 ? 2 + runs % 5 : 0; /* chunks of 2-6 keys: inside the prefills */
                     c.alibi = runs % 5 >= 3;                    /* ALiBi slopes: with and without cap and chunks */
+                    c.alibi_bf16 = runs % 5 == 4;               /* Falcon's form */
                     fx f;
                     fx_build(&f, &c);
                     double e = ref_vs_oracle(&f, 1e-6, 1e-6);
@@ -299,6 +300,7 @@ static void m_alibi_f16(fx *f) {
 static void m_alibi_shape(fx *f) {
     f->p.alibi_slopes = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {4}};
 }
+static void m_alibi_bf16_alone(fx *f) { f->p.alibi_bf16 = true; }
 static void m_noheads(fx *f) { f->p.num_heads = 0; }
 static void m_gqa(fx *f) { f->p.num_kv_heads = 3; }
 static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
@@ -372,6 +374,7 @@ static void test_refused_misuse(void **state) {
         {"attention_chunk_size 2^31", m_chunk_big, KVC_EINVAL, "attention_chunk_size 2147483648"},
         {"alibi_slopes f16", m_alibi_f16, KVC_EINVAL, "alibi_slopes dtype f16 must be f32"},
         {"alibi_slopes [4] for 2 heads", m_alibi_shape, KVC_EINVAL, "alibi_slopes must be [Nq = 2]"},
+        {"alibi_bf16 without slopes", m_alibi_bf16_alone, KVC_EINVAL, "alibi_bf16 needs alibi_slopes"},
         {"num_heads unset", m_noheads, KVC_EINVAL, "num_heads"},
         {"R6 Nq % Nkv", m_gqa, KVC_EINVAL, "divisible"},
         {"R6 binding heads", m_bindheads, KVC_EINVAL, "num_head"},

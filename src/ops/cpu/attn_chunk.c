@@ -620,6 +620,12 @@ static void alibi(float *s, int64_t a, int64_t e, int64_t d0, float m) {
         if (s[t] != -INFINITY) s[t] += m * (float)(d0 + t);
 }
 
+/* alibi_bf16's form: the key at absolute position j0 + t gains bf16(m * (j0 + t)) * scale (kvci_attn_alibi_bf16). */
+static void alibi_bf16(float *s, int64_t a, int64_t e, int64_t j0, float m, float scale) {
+    for (int64_t t = a; t < e; t++)
+        if (s[t] != -INFINITY) s[t] += kvci_attn_alibi_bf16(m, j0 + t) * scale;
+}
+
 /* Selection, soft-capping (logit_softcap), ALiBi (alibi_slopes), maximum and exponentials of row r; weights outside the row's
  * visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the
  * record NaN (through the exponentials, or m and l NaN when the maximum
@@ -645,7 +651,11 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
     if (pb->p->logit_softcap > 0.0) softcap(sr + a, e - a, (float)pb->p->logit_softcap); /* before the maximum */
     if (pb->p->alibi_slopes.data) { /* after the cap; query head n of row r at position i + skv - sq */
         const int64_t n = (it->g0 + r / (pb->G * it->ni)) * pb->G + r / it->ni % pb->G;
-        alibi(sr, a, e, cb - (i + it->skv - it->sq), ((const float *)pb->p->alibi_slopes.data)[n]);
+        const float m = ((const float *)pb->p->alibi_slopes.data)[n];
+        if (pb->p->alibi_bf16)
+            alibi_bf16(sr, a, e, cb, m, (float)pb->p->scale);
+        else
+            alibi(sr, a, e, cb - (i + it->skv - it->sq), m);
     }
     const float m = cx->simd->max(sr + a8, e8 - a8);
     if (m == -INFINITY) { /* every key masked or scoring -inf (left out alike), or NaN scores the maximum dropped */
