@@ -106,7 +106,8 @@ static const rename_rule RULES[] = {
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
- * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...; bigscience/bloom-560m word_embeddings.weight, h.0...). */
+ * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...; bigscience/bloom-560m word_embeddings.weight,
+ * h.0...). */
 static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
     {"opt", "model.", ""},

@@ -308,7 +308,8 @@ static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
                       : seq_id                                        ? "attn_config.attn_uses_sequence_id true"
                       : !no_bias                                      ? "no_bias false"
                       : ratio != 4                                    ? "expansion_ratio other than 4"
-                      : bias_max != 8.0 ? "an attn_config.alibi_bias_max other than 8 (MptModel builds its ALiBi with 8)"
+                      : bias_max != 8.0
+                          ? "an attn_config.alibi_bias_max other than 8 (MptModel builds its ALiBi with 8)"
                       : logit_scale != NULL && !cJSON_IsNull(logit_scale) ? "a logit_scale"
                                                                           : NULL;
     if (why)
@@ -318,8 +319,8 @@ static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
                          c->doc, why);
     KVC_TRY(kvci_json_num(&attn, "clip_qkv", clip, &cfg->clip_qkv, &have)); /* null or 0: none */
     KVC_TRY(kvci_json_num(&attn, "softmax_scale", pos, &scale, &have));     /* null: head_dim^-1/2 */
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* d_model / n_heads: hparams.c */
-    cfg->attention_multiplier = scale;                  /* 0: head_dim^-1/2 */
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));                     /* d_model / n_heads: hparams.c */
+    cfg->attention_multiplier = scale;                                      /* 0: head_dim^-1/2 */
     cfg->mlp_act = KVC_MLP_GELU;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     cfg->layer_norm = cfg->mlp_plain = true;
@@ -332,9 +333,10 @@ static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
 static const struct {
     const char *model_type;
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
-} CLASSIC[] = {{"phi", parse_phi}, {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2}, {"gpt_bigcode", parse_gpt2},
-               {"opt", parse_opt}, {"falcon", parse_falcon},     {"gptj", parse_gptj}, {"nemotron", parse_nemotron},
-               {"bloom", parse_bloom}, {"mpt", parse_mpt}};
+} CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
+               {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
+               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"bloom", parse_bloom},
+               {"mpt", parse_mpt}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

@@ -125,8 +125,8 @@ typedef struct kvc_attn_call {
     int64_t window;
     int64_t chunk; /* the operator's attention_chunk_size (0: none) */
     const float *sinks;
-    const float *alibi; /* the operator's alibi_slopes [nH] (NULL: none) */
-    bool alibi_bf16;    /* the operator's alibi_bf16 (Falcon's form) */
+    const float *alibi;  /* the operator's alibi_slopes [nH] (NULL: none) */
+    bool alibi_bf16;     /* the operator's alibi_bf16 (Falcon's form) */
     const float *q_rope; /* MLA absorbed [T, nH, dr]: k is the latent cache (also the value), v the rope cache */
     int64_t dr;
     float *out;

@@ -102,8 +102,8 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
  * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
  * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
- * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv. The runtime holds them apart (fuse.c joins them back where
- * it can). */
+ * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv. The runtime holds them apart
+ * (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
            strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0;

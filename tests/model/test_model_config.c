@@ -1394,9 +1394,10 @@ static void test_falcon_fields(void **state) {
 
 /* BLOOM with BloomConfig's keys (n_layer, n_head, hidden_size or the older n_embed): the embeddings LayerNorm,
  * LayerNorms with bias, every bias, BloomGelu (the tanh form), 4 x hidden, ALiBi after the scale, tied; refused by
- * name: apply_residual_connection_post_layernorm. Falcon with alibi: BLOOM's slopes rounded to bf16. MPT (d_model, n_heads, n_layers, attn_config): clip_qkv, softmax_scale
- * and alibi_bias_max read from attn_config; refused by name what MptForCausalLM ignores. The slopes of both, and
- * Falcon's scaled ones, against transformers' formulas written out by hand. */
+ * name: apply_residual_connection_post_layernorm. Falcon with alibi: BLOOM's slopes rounded to bf16. MPT (d_model,
+ * n_heads, n_layers, attn_config): clip_qkv, softmax_scale and alibi_bias_max read from attn_config; refused by name
+ * what MptForCausalLM ignores. The slopes of both, and Falcon's scaled ones, against transformers' formulas written out
+ * by hand. */
 static void test_alibi_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1426,7 +1427,7 @@ static void test_alibi_fields(void **state) {
                                             "mpt-attn", &c),
                      KVC_OK);
     assert_true(c.clip_qkv == 2.0 && c.attention_multiplier == 0.5 && kvc_model_attn_scale(&c) == 0.5);
-    c.alibi_bias_max = 16.0;             /* the formula at another bias_max (no config reaches it) */
+    c.alibi_bias_max = 16.0;        /* the formula at another bias_max (no config reaches it) */
     kvci_model_alibi_slopes(&c, s); /* 2^-(2k * 16 / 8) for even k first */
     assert_true(s[0] == 0.0625f && s[4] == 0.25f);
     static const char *const refused[][2] = {

@@ -277,7 +277,8 @@ static void test_glm_seed_oss(void **state) {
  * split along their stored columns (rows of the operand) and its c_attn's q/k/v columns per rank, the learned
  * positions whole; OPT's names under model.decoder.; GPT-BigCode's c_attn rows per rank, its one KV head replicated
  * (multi_query) or per head as GPT-NeoX's; Falcon's query_key_value grouped by KV head, a rank's query heads
- * possibly part of one group (with alibi: each rank's heads' slopes); GPT-J's head bias whole; Nemotron's LayerNorm1P weights and biases whole. */
+ * possibly part of one group (with alibi: each rank's heads' slopes); GPT-J's head bias whole; Nemotron's LayerNorm1P
+ * weights and biases whole. */
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);

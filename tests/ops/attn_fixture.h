@@ -50,9 +50,9 @@ typedef struct fx_cfg {
     bool rope_quant; /* MLA: k_rope in the int8/fp8 cache dtype, dequantised with its key's scale */
     uint32_t seed;
     bool permute_blocks;
-    double softcap; /* logit_softcap (0: none) */
-    int64_t chunk;  /* attention_chunk_size (0: none) */
-    bool alibi;     /* alibi_slopes: random slopes from the seed, apart from the other draws */
+    double softcap;  /* logit_softcap (0: none) */
+    int64_t chunk;   /* attention_chunk_size (0: none) */
+    bool alibi;      /* alibi_slopes: random slopes from the seed, apart from the other draws */
     bool alibi_bf16; /* with alibi: Falcon's form (alibi_bf16) */
 } fx_cfg;
 
@@ -62,7 +62,7 @@ typedef struct fx {
     double *q, *qr;     /* [B][Sqmax][Nq][D], [..][Dr] */
     double *k, *v, *kr; /* [B][Skvmax][Nkv][D or Dv], dequantised values; kr [..][Dr] */
     int64_t sqmax, skvmax;
-    double *msk;  /* [B][Sqmax][Skvmax] explicit mask 0/1 */
+    double *msk;   /* [B][Sqmax][Skvmax] explicit mask 0/1 */
     double *sink;  /* [Nq] */
     float *slopes; /* [Nq] ALiBi slopes (the tensor's data), NULL without */
     /* tensors */
@@ -275,9 +275,9 @@ static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, i
 }
 
 static inline void fx_free(fx *f) {
-    void *bufs[] = {f->q,    f->qr,    f->k,      f->v,    f->kr,    f->msk,  f->sink,
-                    f->qbuf, f->qrbuf, f->kbuf,   f->vbuf, f->krbuf, f->obuf, f->lsebuf,
-                    f->mbuf, f->sbuf,  f->tblbuf, f->ks,   f->vs,    f->ko,   f->vo, f->slopes};
+    void *bufs[] = {f->q,      f->qr,   f->k,    f->v,     f->kr,   f->msk,    f->sink, f->qbuf,
+                    f->qrbuf,  f->kbuf, f->vbuf, f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf,
+                    f->tblbuf, f->ks,   f->vs,   f->ko,    f->vo,   f->slopes};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(f, 0, sizeof *f);
 }
@@ -598,8 +598,7 @@ static inline void fx_oracle(const fx *f, double *out, double *lse) {
                     if (f->slopes && c->alibi_bf16) { /* Falcon's: bf16(m bf16(j)), j absolute, times the scale */
                         const float jb = kvc_bf16_to_f32(kvc_f32_to_bf16((float)j));
                         s[j] += (double)kvc_bf16_to_f32(kvc_f32_to_bf16(f->slopes[n] * jb)) * scale;
-                    }
-                    else if (f->slopes) /* ALiBi after the cap */
+                    } else if (f->slopes) /* ALiBi after the cap */
                         s[j] += (double)f->slopes[n] * (double)(j - (i + dl));
                     m = s[j] > m ? s[j] : m;
                     any = true;

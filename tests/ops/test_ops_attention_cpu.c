@@ -517,7 +517,8 @@ static void test_bitwise_determinism(void **state) {
             c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
             c.softcap = di % 2 ? 0.25 : 0.0;       /* soft-capped scores: the same bits in every variant too */
             c.chunk = di >= 3 ? 300 + 37 * di : 0; /* chunked local attention (chunks across split-K's): too */
-            c.alibi = di != 1, c.alibi_bf16 = di == 3; /* ALiBi slopes (both forms, with and without the cap and chunks): too */
+            c.alibi = di != 1,
+            c.alibi_bf16 = di == 3; /* ALiBi slopes (both forms, with and without the cap and chunks): too */
             c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
             const kvc_block_layout *st = sts[lanes];
             const int bss[4] = {16, 128, 64, 48};

@@ -626,10 +626,9 @@ static void alibi_bf16(float *s, int64_t a, int64_t e, int64_t j0, float m, floa
         if (s[t] != -INFINITY) s[t] += kvci_attn_alibi_bf16(m, j0 + t) * scale;
 }
 
-/* Selection, soft-capping (logit_softcap), ALiBi (alibi_slopes), maximum and exponentials of row r; weights outside the row's
- * visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the
- * record NaN (through the exponentials, or m and l NaN when the maximum
- * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
+/* Selection, soft-capping (logit_softcap), ALiBi (alibi_slopes), maximum and exponentials of row r; weights outside the
+ * row's visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the record NaN (through the exponentials,
+ * or m and l NaN when the maximum dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
 static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
                         const chunk_rows *cr, kvc_cpu_scratch *s, float *rr) {
     const kvc_attn_problem *pb = cx->pb;
