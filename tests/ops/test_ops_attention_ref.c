@@ -105,6 +105,14 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
     assert_true(runs > 200);
 }
 
+/* The float64 reference (cpu false) or the CPU kernel on p; a refusal fails the test. */
+static void run_ref_or_cpu(kvc_attention_params *p, bool cpu) {
+    if (cpu)
+        fx_run_cpu(p);
+    else
+        assert_int_equal(kvc_attention_ref(p), KVC_OK);
+}
+
 /* Soft-capping by hand: scores [2, 0] (q 1, keys 2 and 0, scale 1), values [1], [3], cap 1: weights
  * e^tanh(2) and 1, so out = (e^t + 3) / (e^t + 1) with t = tanh 2; cap 0 gives (e^2 + 3) / (e^2 + 1). The
  * reference and the CPU kernel alike; the sink (0) is not capped. */
@@ -125,16 +133,7 @@ static void test_softcap_by_hand(void **state) {
         const double want = (w0 + 3.0) / (w0 + 1.0 + sink), want_lse = log(w0 + 1.0 + sink);
         for (int cpu = 0; cpu < 2; cpu++) {
             ((float *)f.obuf)[0] = NAN;
-            if (cpu) {
-                size_t bytes = 0;
-                assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
-                void *ws = NULL;
-                assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-                assert_int_equal(kvc_attention_cpu(&f.p, ws, bytes), KVC_OK);
-                kvc_aligned_free(ws);
-            } else {
-                assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-            }
+            run_ref_or_cpu(&f.p, cpu);
             assert_float_equal(((float *)f.obuf)[0], want, 1e-6);
             assert_float_equal(((float *)f.lsebuf)[0], want_lse, 1e-6);
         }
@@ -162,16 +161,7 @@ static void test_alibi_by_hand(void **state) {
         for (int j = 0; j < 3; j++) num += exp(m * (j - 2)) * (1 << j), den += exp(m * (j - 2));
         for (int cpu = 0; cpu < 2; cpu++) {
             ((float *)f.obuf)[0] = NAN;
-            if (cpu) {
-                size_t bytes = 0;
-                assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
-                void *ws = NULL;
-                assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-                assert_int_equal(kvc_attention_cpu(&f.p, ws, bytes), KVC_OK);
-                kvc_aligned_free(ws);
-            } else {
-                assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-            }
+            run_ref_or_cpu(&f.p, cpu);
             assert_float_equal(((float *)f.obuf)[0], num / den, 1e-6);
             assert_float_equal(((float *)f.lsebuf)[0], log(den), 1e-6);
         }
